@@ -1,0 +1,76 @@
+"""The contract between the compilers and the runtime: what a compiled kernel looks like.
+
+Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this order:
+  - for each `ParamSpec` of kind "slice" or "disjoint": a global pointer (u64) to element 0,
+    then its length in elements (i64);
+  - for each `ParamSpec` of kind "scalar": the value, passed as its dtype (bool as u8);
+  - last, a u64 pointer to this kernel's device error record (`ERROR_RECORD_WORDS` i64 words).
+
+Device error record, i64 words: [flag, site, block.x, block.y, block.z, thread.x, thread.y,
+thread.z, index, length]. `flag` is 0 until the first failing check wins a compare-and-swap to
+1 and fills in the rest; `site` indexes `CompiledKernel.sites`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .dtypes import DType
+from .errors import Location
+
+ParamKind = Literal["slice", "disjoint", "scalar"]
+
+ERROR_RECORD_WORDS = 10
+ERROR_RECORD_BYTES = ERROR_RECORD_WORDS * 8
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter as the launcher sees it."""
+
+    name: str
+    kind: ParamKind
+    dtype: DType
+    ndim: int = 1
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind != "scalar"
+
+    @property
+    def is_output(self) -> bool:
+        return self.kind == "disjoint"
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """A device-side check: what it guards and where in the user's code it stands."""
+
+    kind: Literal["read", "write"]
+    param: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class LaunchContract:
+    """What a launch must satisfy; checked on the host before anything runs."""
+
+    block: tuple[int, int, int] | None = None
+    launch_bounds: int | None = None
+    index_dims: int = 1
+
+
+@dataclass
+class CompiledKernel:
+    """The output of the SIMT compiler for one specialisation, as stored in the cache."""
+
+    name: str
+    entry: str
+    params: tuple[ParamSpec, ...]
+    sites: tuple[SiteInfo, ...]
+    contract: LaunchContract
+    arch: str
+    ptx: str = ""
+    cubin: bytes | None = None
+    stages: dict[str, str] = field(default_factory=dict)

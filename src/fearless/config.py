@@ -1,0 +1,86 @@
+"""Every environment knob of fearless, typed and documented, read here and nowhere else.
+
+Values are read when asked for (never at import time), so tests can scope them with
+`monkeypatch.setenv`. `set_target` overrides `FEARLESS_TARGET` for the process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_target_override: str | None = None
+
+
+def target_override() -> str | None:
+    """The target set by `fl.set_target`, else `FEARLESS_TARGET` ("cuda" or "sim"), else None."""
+    if _target_override is not None:
+        return _target_override
+    value = os.environ.get("FEARLESS_TARGET", "").strip().lower()
+    return value or None
+
+
+def set_target_override(target: str | None) -> None:
+    global _target_override
+    _target_override = target
+
+
+def cache_dir() -> Path:
+    """FEARLESS_CACHE_DIR: the on-disk compile cache (default ~/.cache/fearless)."""
+    value = os.environ.get("FEARLESS_CACHE_DIR")
+    if value:
+        return Path(value).expanduser()
+    return Path.home() / ".cache" / "fearless"
+
+
+def cache_disabled() -> bool:
+    """FEARLESS_NO_DISK_CACHE=1 keeps compiled kernels in memory only."""
+    return os.environ.get("FEARLESS_NO_DISK_CACHE", "") not in ("", "0")
+
+
+def dump_stages() -> frozenset[str]:
+    """FEARLESS_DUMP=ir,llvm,ptx,tileir: the stages written to `dump_dir()` on every compile."""
+    value = os.environ.get("FEARLESS_DUMP", "")
+    return frozenset(s.strip().lower() for s in value.split(",") if s.strip())
+
+
+def dump_dir() -> Path:
+    """FEARLESS_DUMP_DIR: where dumped stages go (default ./fearless_dump)."""
+    return Path(os.environ.get("FEARLESS_DUMP_DIR", "fearless_dump"))
+
+
+def sync_after_launch() -> bool:
+    """FEARLESS_SYNC=1: synchronise after every launch and raise device errors at once.
+
+    Asked on every launch, so it reads `os.environ`'s backing dict with the key encoded once:
+    `os.environ.get` re-encodes the key on each call (0.5 us, a tenth of a launch).
+    """
+    raw = getattr(os.environ, "_data", None)
+    if raw is None or _SYNC_KEY is None:
+        return os.environ.get("FEARLESS_SYNC", "") not in ("", "0")
+    return raw.get(_SYNC_KEY) not in (None, b"", b"0", "", "0")
+
+
+_encodekey = getattr(os.environ, "encodekey", None)
+_SYNC_KEY = _encodekey("FEARLESS_SYNC") if _encodekey is not None else None
+
+
+def arch_override() -> str | None:
+    """FEARLESS_ARCH=sm_80|sm_90|sm_90a: the arch to compile for instead of the device's."""
+    value = os.environ.get("FEARLESS_ARCH", "").strip()
+    return value or None
+
+
+def verify_each_pass() -> bool:
+    """FEARLESS_VERIFY=1 (set by the test suite): run the IR verifier after every pass."""
+    return os.environ.get("FEARLESS_VERIFY", "") not in ("", "0")
+
+
+def show_internal_frames() -> bool:
+    """FEARLESS_TRACEBACK=1: keep compiler frames in tracebacks (for fearless developers)."""
+    return os.environ.get("FEARLESS_TRACEBACK", "") not in ("", "0")
+
+
+def cuda_home() -> str | None:
+    """CUDA_HOME / CUDA_PATH, as tileiras and ptxas lookups see it."""
+    return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")

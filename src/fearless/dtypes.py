@@ -1,0 +1,138 @@
+"""Scalar types and the promotion rules of both tracks, in one place.
+
+A `DType` is an immutable value object: `fl.f32` in user code, the element type of arrays and
+the type of scalar IR values. Promotion is deliberately strict (DESIGN section 2): two strong
+types of different kinds or widths never mix silently; literals are *weak* and adopt the type
+of the other operand (`weak_adopt`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar type: `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned) or 'f' (float)."""
+
+    name: str
+    kind: str
+    bits: int
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def np(self) -> np.dtype[Any]:
+        """The NumPy dtype holding this type (bf16 is stored as its 16 raw bits)."""
+        return np.dtype(_NUMPY_NAMES[self.name])
+
+    def __call__(self, value: Any) -> Any:
+        """Host-side conversion: `fl.f32(1.5)` is a NumPy scalar of that type."""
+        if self.name == "bf16":
+            raise TypeError("fl.bf16 has no host scalar; use it as an array dtype")
+        return self.np.type(value)
+
+    def __repr__(self) -> str:
+        return f"fl.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", "b", 8)
+i8 = DType("i8", "i", 8)
+i16 = DType("i16", "i", 16)
+i32 = DType("i32", "i", 32)
+i64 = DType("i64", "i", 64)
+u8 = DType("u8", "u", 8)
+u16 = DType("u16", "u", 16)
+u32 = DType("u32", "u", 32)
+u64 = DType("u64", "u", 64)
+f16 = DType("f16", "f", 16)
+bf16 = DType("bf16", "f", 16)
+f32 = DType("f32", "f", 32)
+f64 = DType("f64", "f", 64)
+
+ALL: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+BY_NAME: dict[str, DType] = {t.name: t for t in ALL}
+
+_NUMPY_NAMES = {
+    "bool": "bool",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "bf16": "uint16",
+    "f32": "float32",
+    "f64": "float64",
+}
+_FROM_NUMPY = {np.dtype(v): BY_NAME[k] for k, v in _NUMPY_NAMES.items() if k != "bf16"}
+
+# Types a weak literal materialises as when nothing else decides (DESIGN section 2).
+DEFAULT_INT = i64
+DEFAULT_FLOAT = f32
+
+
+def from_numpy(dtype: Any) -> DType:
+    """The DType of a NumPy dtype; raises KeyError for types fearless has no name for."""
+    return _FROM_NUMPY[np.dtype(dtype)]
+
+
+def from_python_type(t: Any) -> DType | None:
+    """`int`, `float` and `bool` annotations: Python's own widths (i64, f64, bool)."""
+    return {int: i64, float: f64, bool: bool_}.get(t)
+
+
+def literal_fits(value: bool | int | float, dtype: DType) -> bool:
+    """Whether a weak literal can take `dtype` without changing its value or kind."""
+    if isinstance(value, bool):
+        return dtype.is_bool
+    if isinstance(value, int):
+        if dtype.is_float:
+            return True
+        if not dtype.is_int:
+            return False
+        lo, hi = int_range(dtype)
+        return lo <= value <= hi
+    return dtype.is_float
+
+
+def int_range(dtype: DType) -> tuple[int, int]:
+    if dtype.is_signed:
+        return -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+    return 0, (1 << dtype.bits) - 1
+
+
+def literal_default(value: bool | int | float) -> DType:
+    """The type a weak literal takes when it stands alone."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return DEFAULT_INT
+    return DEFAULT_FLOAT

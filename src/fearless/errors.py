@@ -1,0 +1,181 @@
+"""Exception classes and the one diagnostic renderer every fearless error goes through.
+
+A diagnostic reads like rustc's:
+
+    error[E0594]: cannot assign to `a[i]`, as `a` is a read-only `Slice`
+      --> kernels.py:12:9
+       |
+    12 |         a[i] = 1.0
+       |         ^^^^ cannot assign
+       |
+       = help: declare `a` as `simt.DisjointSlice[fl.f32]` to write it
+
+`Location` carries the user's file:line:col span; every IR value has one, so any pass can raise
+an error that points at the user's code.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Location:
+    """A span in the user's source: 1-based line, 0-based column (as Python's ast)."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.file, self.line).rstrip("\n")
+
+
+# Every error code fearless emits, with its one-line title (docs/errors.md explains each).
+CODES: dict[str, str] = {
+    "E0001": "unsupported Python construct in a kernel",
+    "E0061": "wrong number of arguments",
+    "E0070": "invalid assignment target",
+    "E0308": "mismatched types",
+    "E0381": "use of a possibly unassigned variable",
+    "E0382": "use of a moved value",
+    "E0425": "unresolved name",
+    "E0433": "unknown attribute or function",
+    "E0502": "output aliases another argument",
+    "E0594": "write to a read-only Slice",
+    "E0599": "invalid annotation",
+    "E0600": "index out of bounds on the device",
+    "E0601": "DisjointSlice accessed without the thread's own index",
+    "E0602": "thread index forged or stored",
+    "E0603": "kernel returns a value",
+    "E0604": "recursion in device functions",
+    "E0605": "call to a host function from a kernel",
+    "E0700": "launch contract violated",
+    "E0701": "wrong argument type at launch",
+    "E0900": "toolchain problem",
+}
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    message: str
+    loc: Location | None = None
+    label: str = ""
+    help: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        out = [f"error[{self.code}]: {self.message}"]
+        if self.loc is not None:
+            lineno = str(self.loc.line)
+            pad = " " * len(lineno)
+            out.append(f"{pad}--> {self.loc}")
+            text = self.loc.source_line()
+            if text:
+                start = self.loc.col
+                if self.loc.end_col is not None and self.loc.end_line in (None, self.loc.line):
+                    width = max(1, self.loc.end_col - start)
+                else:
+                    width = max(1, len(text.rstrip()) - start)
+                out.append(f"{pad} |")
+                out.append(f"{lineno} | {text}")
+                caret = " " * start + "^" * width
+                out.append(f"{pad} | {caret}{' ' + self.label if self.label else ''}")
+                out.append(f"{pad} |")
+        for note in self.notes:
+            out.append(f"  = note: {note}")
+        if self.help:
+            out.append(f"  = help: {self.help}")
+        return "\n".join(out)
+
+
+class FearlessError(Exception):
+    """Base of every error fearless raises on purpose; `str()` is the rendered diagnostic."""
+
+    code = "E0000"
+
+    def __init__(
+        self,
+        message: str,
+        loc: Location | None = None,
+        *,
+        help: str | None = None,
+        label: str = "",
+        notes: list[str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        self.diagnostic = Diagnostic(
+            code or self.code, message, loc, label=label, help=help, notes=list(notes or [])
+        )
+        super().__init__(self.diagnostic.render())
+
+    @property
+    def message(self) -> str:
+        return self.diagnostic.message
+
+    @property
+    def loc(self) -> Location | None:
+        return self.diagnostic.loc
+
+    @property
+    def help(self) -> str | None:
+        return self.diagnostic.help
+
+
+class CompileError(FearlessError):
+    """The kernel's Python cannot be compiled (unsupported construct, unknown name, ...)."""
+
+    code = "E0001"
+
+
+class KernelTypeError(FearlessError):
+    """Types do not fit: in the kernel (at JIT time) or an argument at launch."""
+
+    code = "E0308"
+
+
+class SafetyError(FearlessError):
+    """The kernel breaks a safety rule (witness rule, write to a Slice, ...)."""
+
+    code = "E0601"
+
+
+class BorrowError(FearlessError):
+    """An output overlaps another argument of the same launch."""
+
+    code = "E0502"
+
+
+class MovedError(FearlessError):
+    """A tensor was used after it moved into a partition."""
+
+    code = "E0382"
+
+
+class LaunchContractError(FearlessError):
+    """The launch breaks the kernel's contract (block, bounds, requires) or the device's limits."""
+
+    code = "E0700"
+
+
+class KernelIndexError(FearlessError, IndexError):
+    """A device-side bounds check failed; raised at the next synchronisation."""
+
+    code = "E0600"
+
+
+class ToolchainError(FearlessError):
+    """A compiler or driver tool is missing or failed."""
+
+    code = "E0900"
+
+
+class InternalError(Exception):
+    """A bug in fearless itself (never a user mistake)."""

@@ -1,0 +1,244 @@
+"""Calls inside kernels: builtins, dtype conversions, math, thread intrinsics, device functions.
+
+Device functions (`@simt.device`) are inlined at the call site: their body is lowered with
+the caller's emitter and the arguments bound to the parameters, so the witness rules hold
+through them unchanged (a DisjointSlice passed on keeps its rules). Recursion is rejected.
+"""
+
+from __future__ import annotations
+
+import ast
+import math as pymath
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes
+from .. import math as flmath
+from ..dtypes import DType
+from ..errors import CompileError, KernelTypeError, Location
+from ..ir import ops
+from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
+from .values import Operand, PyObj, Weak
+
+if TYPE_CHECKING:
+    from .lower import FunctionLowerer
+
+# Python's math module functions accepted in kernels, by IR math fn name.
+PY_MATH: dict[Any, str] = {
+    getattr(pymath, n): n
+    for n in (
+        "exp expm1 log log2 log10 log1p sqrt sin cos tan asin acos atan sinh cosh tanh "
+        "asinh acosh atanh floor ceil trunc fabs pow atan2 fmod hypot copysign erf erfc"
+    ).split()
+}
+PY_MATH.update({getattr(flmath, n): n for n in flmath.KERNEL_NAMES})
+if hasattr(pymath, "exp2"):
+    PY_MATH[pymath.exp2] = "exp2"
+if hasattr(pymath, "cbrt"):
+    PY_MATH[pymath.cbrt] = "cbrt"
+if hasattr(pymath, "fma"):
+    PY_MATH[pymath.fma] = "fma"
+
+
+def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
+    from ..simt.types import thread
+
+    loc = lw.loc(node)
+    callee = lw.expr(node.func)
+    fname = ast.unparse(node.func)
+    if not isinstance(callee, PyObj):
+        raise CompileError(f"`{fname}` is not callable", loc, code="E0605")
+    obj = callee.obj
+    from ..simt.api import DeviceFunction
+
+    if isinstance(obj, DeviceFunction):
+        if node.keywords:
+            raise CompileError("device functions take positional arguments only", loc,
+                               code="E0061")
+        return inline(lw, obj, node, loc)
+    if node.keywords:
+        raise CompileError(f"`{fname}` does not take keyword arguments in kernels", loc,
+                           code="E0061")
+    args = [lw.expr(a) for a in node.args]
+    em = lw.em
+    if getattr(obj, "__self__", None) is thread and getattr(obj, "__name__", "") == "index_1d":
+        _arity(fname, args, 0, loc)
+        lw.ctx.uses_index_1d = True
+        return em.emit(ops.ThreadIndex1D(loc)).result
+    if obj is len:
+        _arity(fname, args, 1, loc)
+        a = args[0]
+        if not (isinstance(a, Value) and isinstance(a.type, ArrayType)):
+            raise KernelTypeError("len() takes an array", loc)
+        return em.emit(ops.ArrayLen(a, loc)).result
+    if obj is range:
+        raise CompileError("range() can only be used as the iterable of a `for` loop", loc)
+    if obj in (min, max):
+        if len(args) < 2:
+            raise CompileError(f"{fname}() needs at least two arguments in kernels", loc,
+                               code="E0061")
+        result = args[0]
+        for a in args[1:]:
+            result = _minmax("min" if obj is min else "max", lw, result, a, loc)
+        return result
+    if obj is abs:
+        _arity(fname, args, 1, loc)
+        return em.unary("abs", args[0], loc)
+    if obj is int:
+        _arity(fname, args, 1, loc)
+        return _convert(lw, args[0], dtypes.i64, loc)
+    if obj is float:
+        _arity(fname, args, 1, loc)
+        return _convert(lw, args[0], dtypes.f64, loc)
+    if obj is bool:
+        _arity(fname, args, 1, loc)
+        return _convert(lw, args[0], dtypes.bool_, loc)
+    if isinstance(obj, DType):
+        _arity(fname, args, 1, loc)
+        return _convert(lw, args[0], obj, loc)
+    if obj in PY_MATH:
+        return _math(lw, PY_MATH[obj], fname, args, loc)
+    raise CompileError(
+        f"cannot call `{fname}` from a kernel: it is a host Python function",
+        loc,
+        code="E0605",
+        label="host function",
+        help="decorate it with `@simt.device` to call it from kernels",
+    )
+
+
+def _arity(fname: str, args: list[Operand], n: int, loc: Location) -> None:
+    if len(args) != n:
+        raise CompileError(
+            f"`{fname}` takes {n} argument{'s' if n != 1 else ''} but {len(args)} were given",
+            loc,
+            code="E0061",
+        )
+
+
+def _convert(lw: FunctionLowerer, x: Operand, to: DType, loc: Location) -> Operand:
+    em = lw.em
+    v = em.scalar(x, loc, "value to convert")
+    if isinstance(v, Weak):
+        if to.is_bool:
+            return em.const(bool(v.value), to, loc)
+        if to.is_int and isinstance(v.value, float):
+            return em.const(int(v.value), to, loc)
+        if not dtypes.literal_fits(v.value, to):
+            raise KernelTypeError(f"`{v.value!r}` does not fit in {to.name}", loc)
+        return em.const(v.value, to, loc)
+    if to.is_bool and not v.dtype.is_bool:
+        zero = em.const(0, v.dtype, loc)
+        return em.emit(ops.Compare("ne", v, zero, loc)).result
+    return em.cast(v, to, loc)
+
+
+def _minmax(kind: str, lw: FunctionLowerer, a: Operand, b: Operand, loc: Location) -> Operand:
+    em = lw.em
+    x, y = em.scalar(a, loc), em.scalar(b, loc)
+    if isinstance(x, Weak) and isinstance(y, Weak):
+        return Weak(min(x.value, y.value) if kind == "min" else max(x.value, y.value))
+    dt = em.unify(x, y, loc, f"{kind}()")
+    return em.emit(ops.Binary(kind, em.as_value(x, loc, dt), em.as_value(y, loc, dt), loc)).result
+
+
+def _math(lw: FunctionLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
+    em = lw.em
+    n = ops.MATH_FNS[fn]
+    _arity(fname, args, n, loc)
+    scalars = [em.scalar(a, loc, "argument") for a in args]
+    strong = [s for s in scalars if isinstance(s, Value)]
+    dt = strong[0].dtype if strong else dtypes.f32
+    for s in strong:
+        if not s.dtype.is_float:
+            raise KernelTypeError(
+                f"`{fname}` needs a float argument, found {s.dtype.name}",
+                loc,
+                help=f"convert it first: `{fname}(fl.f32(x))`",
+            )
+        if s.dtype != dt:
+            em.unify(strong[0], s, loc, f"`{fname}`")
+    if dt.bits < 32:
+        raise KernelTypeError(f"`{fname}` on {dt.name} is not supported yet", loc,
+                              help="convert to fl.f32 first")
+    vals = [em.as_value(s, loc, dt) for s in scalars]
+    return em.emit(ops.MathCall(fn, vals, loc)).result
+
+
+def resolve_annotation(lw: FunctionLowerer, node: ast.expr) -> DType:
+    """A local variable annotation: must name a scalar dtype."""
+    obj = lw.expr(node)
+    if isinstance(obj, PyObj):
+        dt = obj.obj if isinstance(obj.obj, DType) else dtypes.from_python_type(obj.obj)
+        if dt is not None:
+            return dt
+    raise CompileError(f"`{ast.unparse(node)}` is not a scalar type", lw.loc(node),
+                       code="E0599", help="annotate with a dtype such as `fl.f32`")
+
+
+def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
+    """Lower a call of a `@simt.device` function by inlining its body here."""
+    from ..simt.types import ArrayAnnotation
+    from .lower import FunctionLowerer
+
+    ctx = lw.ctx
+    if dev in ctx.call_stack:
+        chain = " -> ".join(d.name for d in [*ctx.call_stack, dev])
+        raise CompileError(
+            f"recursive call of device function `{dev.name}` ({chain})",
+            loc,
+            code="E0604",
+            help="device functions are inlined; rewrite the recursion as a loop",
+        )
+    src = dev.source()
+    params = src.tree.args
+    if params.vararg or params.kwarg or params.kwonlyargs or params.defaults:
+        raise CompileError(f"device function `{dev.name}` must take plain positional "
+                           "parameters", src.loc(src.tree), code="E0061")
+    names = [a.arg for a in params.args]
+    if len(node.args) != len(names):
+        raise CompileError(
+            f"`{dev.name}` takes {len(names)} argument{'s' if len(names) != 1 else ''} "
+            f"but {len(node.args)} were given",
+            loc,
+            code="E0061",
+        )
+    hints = dev.annotations()
+    env: dict[str, Operand] = {}
+    for name, arg_node in zip(names, node.args, strict=True):
+        value = lw.expr(arg_node)
+        ann = hints.get(name)
+        aloc = lw.loc(arg_node)
+        if isinstance(ann, ArrayAnnotation):
+            if not (isinstance(value, Value) and isinstance(value.type, ArrayType)):
+                raise KernelTypeError(f"`{dev.name}` expects an array for `{name}`", aloc)
+            if value.type != ArrayType(ann.dtype, ann.disjoint):
+                raise KernelTypeError(
+                    f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`",
+                    aloc,
+                    help="a DisjointSlice cannot be passed as a Slice: other threads write it",
+                )
+        elif ann is not None:
+            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+            if dt is not None:
+                v = lw.em.scalar(value, aloc)
+                if isinstance(v, Value) and v.type != ScalarType(dt):
+                    if not (isinstance(value, Value) and isinstance(value.type, ThreadIndexType)
+                            and dt == dtypes.i64):
+                        raise KernelTypeError(
+                            f"`{dev.name}` expects `{name}: {dt.name}`, found {v.dtype.name}",
+                            aloc,
+                            help=f"convert the argument: `fl.{dt.name}(...)`",
+                        )
+                value = lw.em.as_value(v, aloc, dt)
+        env[name] = value
+    ctx.call_stack.append(dev)
+    try:
+        sub = FunctionLowerer(ctx, src, env, (*lw.call_path, id(node)), is_kernel=False)
+        sub.lower_body(src.tree.body)
+        if lw.em.block is not None:
+            sub.returns.append((lw.em.block, {"$ret": PyObj(None, "None")}))
+        rets = [(b, {"$ret": e["$ret"]}) for b, e in sub.returns]
+        joined = lw.merge(rets, loc, label=f"{dev.name}.ret")
+    finally:
+        ctx.call_stack.pop()
+    return joined.get("$ret", PyObj(None, "None"))

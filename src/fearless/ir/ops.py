@@ -1,0 +1,297 @@
+"""The op kinds of the SIMT IR, each declaring operands, attributes and memory effect.
+
+Semantics (the simulator in `sim/simt.py` is their executable definition):
+  constant            a scalar literal
+  binary  kind        add sub mul div floordiv mod min max pow and or xor shl shr, on two
+                      operands of one scalar type; `div` is float-only true division;
+                      `floordiv`/`mod` follow Python (round toward -inf, sign of the divisor);
+                      `shr` is arithmetic for signed and logical for unsigned types; wrapping
+                      two's-complement for integers, IEEE round-to-nearest for floats, no FMA
+  unary   kind        neg not invert abs
+  compare pred        lt le gt ge eq ne -> bool (float: ordered, except `ne`, as Python)
+  cast                numeric conversion: ints wrap/extend by the source's signedness,
+                      float->int truncates toward zero, x->bool is x != 0
+  select              cond ? a : b
+  math    fn          a libdevice function on floats (exp log sqrt sin ... fma)
+  thread.index_1d     blockIdx.x * blockDim.x + threadIdx.x as a ThreadIndex (i64)
+  thread.reg  reg     a special register (tid.x ntid.x ctaid.x nctaid.x ... y z) as i32
+  index.int           a ThreadIndex seen as its plain i64 value
+  len                 an array's length (i64)
+  load / store        element access at an i64 index; *unchecked*: the bounds pass adds
+  check.bounds site   before each access unless proven; stops the thread and records
+                      `site` in the device error record when not 0 <= index < length
+  br / cond_br / return
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import Location
+from .core import (
+    THREAD_INDEX,
+    ArrayType,
+    Block,
+    Effect,
+    Op,
+    ScalarType,
+    Value,
+)
+
+BOOL = ScalarType(dtypes.bool_)
+I32 = ScalarType(dtypes.i32)
+I64 = ScalarType(dtypes.i64)
+
+BINARY_KINDS = frozenset(
+    "add sub mul div floordiv mod min max pow and or xor shl shr".split()
+)
+UNARY_KINDS = frozenset("neg not invert abs".split())
+COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
+# Float functions (one or more operands of one float type, same result type).
+MATH_FNS: dict[str, int] = {
+    **{name: 1 for name in (
+        "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt sin cos tan asin acos atan "
+        "sinh cosh tanh asinh acosh atanh floor ceil trunc round fabs erf erfc"
+    ).split()},
+    "pow": 2, "atan2": 2, "fmod": 2, "hypot": 2, "copysign": 2, "fmin": 2, "fmax": 2,
+    "fma": 3,
+}
+SPECIAL_REGS = frozenset(
+    f"{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz"
+)
+
+
+class Constant(Op):
+    opname = "constant"
+
+    def __init__(self, value: bool | int | float, dtype: DType, loc: Location) -> None:
+        super().__init__([], [ScalarType(dtype)], loc, value=value)
+
+    @property
+    def value(self) -> bool | int | float:
+        return self.attrs["value"]  # type: ignore[no-any-return]
+
+
+class Binary(Op):
+    opname = "binary"
+
+    def __init__(self, kind: str, lhs: Value, rhs: Value, loc: Location) -> None:
+        assert kind in BINARY_KINDS, kind
+        super().__init__([lhs, rhs], [lhs.type], loc, kind=kind)
+
+    @property
+    def kind(self) -> str:
+        return self.attrs["kind"]  # type: ignore[no-any-return]
+
+
+class Unary(Op):
+    opname = "unary"
+
+    def __init__(self, kind: str, x: Value, loc: Location) -> None:
+        assert kind in UNARY_KINDS, kind
+        super().__init__([x], [x.type], loc, kind=kind)
+
+    @property
+    def kind(self) -> str:
+        return self.attrs["kind"]  # type: ignore[no-any-return]
+
+
+class Compare(Op):
+    opname = "compare"
+
+    def __init__(self, pred: str, lhs: Value, rhs: Value, loc: Location) -> None:
+        assert pred in COMPARE_PREDS, pred
+        super().__init__([lhs, rhs], [BOOL], loc, pred=pred)
+
+    @property
+    def pred(self) -> str:
+        return self.attrs["pred"]  # type: ignore[no-any-return]
+
+
+class Cast(Op):
+    opname = "cast"
+
+    def __init__(self, x: Value, to: DType, loc: Location) -> None:
+        super().__init__([x], [ScalarType(to)], loc)
+
+
+class Select(Op):
+    opname = "select"
+
+    def __init__(self, cond: Value, a: Value, b: Value, loc: Location) -> None:
+        super().__init__([cond, a, b], [a.type], loc)
+
+
+class MathCall(Op):
+    opname = "math"
+
+    def __init__(self, fn: str, args: Sequence[Value], loc: Location) -> None:
+        assert MATH_FNS.get(fn) == len(args), fn
+        super().__init__(args, [args[0].type], loc, fn=fn)
+
+    @property
+    def fn(self) -> str:
+        return self.attrs["fn"]  # type: ignore[no-any-return]
+
+
+class ThreadIndex1D(Op):
+    opname = "thread.index_1d"
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [THREAD_INDEX], loc)
+
+
+class SpecialReg(Op):
+    opname = "thread.reg"
+
+    def __init__(self, reg: str, loc: Location) -> None:
+        assert reg in SPECIAL_REGS, reg
+        super().__init__([], [I32], loc, reg=reg)
+
+    @property
+    def reg(self) -> str:
+        return self.attrs["reg"]  # type: ignore[no-any-return]
+
+
+class IndexToInt(Op):
+    opname = "index.int"
+
+    def __init__(self, index: Value, loc: Location) -> None:
+        super().__init__([index], [I64], loc)
+
+
+class ArrayLen(Op):
+    opname = "len"
+
+    def __init__(self, array: Value, loc: Location) -> None:
+        assert isinstance(array.type, ArrayType)
+        super().__init__([array], [I64], loc)
+
+
+class Load(Op):
+    opname = "load"
+    effect = Effect.READ
+
+    def __init__(self, array: Value, index: Value, loc: Location) -> None:
+        assert isinstance(array.type, ArrayType)
+        super().__init__([array, index], [ScalarType(array.type.dtype)], loc)
+
+
+class Store(Op):
+    opname = "store"
+    effect = Effect.WRITE
+
+    def __init__(self, array: Value, index: Value, value: Value, loc: Location) -> None:
+        super().__init__([array, index, value], [], loc)
+
+
+class BoundsCheck(Op):
+    """Stops the thread and records `site` unless 0 <= index < length (unsigned compare)."""
+
+    opname = "check.bounds"
+    effect = Effect.CHECK
+
+    def __init__(self, index: Value, length: Value, site: int, loc: Location) -> None:
+        super().__init__([index, length], [], loc, site=site)
+
+    @property
+    def site(self) -> int:
+        return self.attrs["site"]  # type: ignore[no-any-return]
+
+
+class Br(Op):
+    opname = "br"
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(self, dest: Block, args: Sequence[Value], loc: Location) -> None:
+        super().__init__(args, [], loc, dest=dest)
+
+    @property
+    def dest(self) -> Block:
+        return self.attrs["dest"]  # type: ignore[no-any-return]
+
+    def successors(self) -> list[Block]:
+        return [self.dest]
+
+
+class CondBr(Op):
+    opname = "cond_br"
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(
+        self,
+        cond: Value,
+        if_true: Block,
+        true_args: Sequence[Value],
+        if_false: Block,
+        false_args: Sequence[Value],
+        loc: Location,
+    ) -> None:
+        super().__init__(
+            [cond, *true_args, *false_args], [], loc,
+            if_true=if_true, if_false=if_false, n_true=len(true_args),
+        )
+
+    @property
+    def cond(self) -> Value:
+        return self.operands[0]
+
+    @property
+    def if_true(self) -> Block:
+        return self.attrs["if_true"]  # type: ignore[no-any-return]
+
+    @property
+    def if_false(self) -> Block:
+        return self.attrs["if_false"]  # type: ignore[no-any-return]
+
+    @property
+    def true_args(self) -> list[Value]:
+        return self.operands[1 : 1 + self.attrs["n_true"]]
+
+    @property
+    def false_args(self) -> list[Value]:
+        return self.operands[1 + self.attrs["n_true"] :]
+
+    def successors(self) -> list[Block]:
+        return [self.if_true, self.if_false]
+
+
+class Return(Op):
+    opname = "return"
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [], loc)
+
+
+def branch_args(term: Op, dest: Block) -> list[Value]:
+    """The values `term` passes to `dest`'s arguments (for one edge)."""
+    if isinstance(term, Br):
+        return term.operands
+    if isinstance(term, CondBr):
+        return term.true_args if dest is term.if_true else term.false_args
+    return []
+
+
+def set_branch_args(term: Op, dest: Block, args: Sequence[Value]) -> None:
+    if isinstance(term, Br):
+        term.operands = list(args)
+    elif isinstance(term, CondBr):
+        t, f = term.true_args, term.false_args
+        if dest is term.if_true:
+            t = list(args)
+        if dest is term.if_false:
+            f = list(args)
+        term.operands = [term.cond, *t, *f]
+        term.attrs["n_true"] = len(t)
+
+
+def attr_text(op: Op) -> dict[str, Any]:
+    """Attributes worth printing (block references are printed by the printer itself)."""
+    return {k: v for k, v in op.attrs.items() if k not in ("dest", "if_true", "if_false", "n_true")}

@@ -1,0 +1,95 @@
+"""Structural checks on a function; run after every pass under pytest (FEARLESS_VERIFY=1).
+
+Checks: every block ends in exactly one terminator; branch arguments match the target's
+arguments in number and type; every operand is defined by an op or block argument that
+dominates its use; op-specific typing rules (operands of one type, i64 indices, ...).
+"""
+
+from __future__ import annotations
+
+from ..errors import InternalError
+from .analysis import dominators
+from .core import ArrayType, Block, Function, Op, ScalarType, Value
+from .ops import (
+    I64,
+    ArrayLen,
+    Binary,
+    BoundsCheck,
+    Br,
+    Compare,
+    CondBr,
+    Load,
+    Select,
+    Store,
+    branch_args,
+)
+
+
+def _fail(fn: Function, msg: str, op: Op | None = None) -> InternalError:
+    where = f" (op {op.opname} from {op.loc})" if op is not None else ""
+    return InternalError(f"IR verification failed in @{fn.name}: {msg}{where}")
+
+
+def verify(fn: Function) -> None:
+    if not fn.blocks:
+        raise _fail(fn, "no blocks")
+    reachable = fn.reverse_postorder()
+    doms = dominators(fn)
+    defined_in: dict[Value, tuple[Block, int]] = {}
+    for b in fn.blocks:
+        for a in b.args:
+            defined_in[a] = (b, -1)
+        for i, op in enumerate(b.ops):
+            for r in op.results:
+                defined_in[r] = (b, i)
+    for b in reachable:
+        if not b.ops or not b.ops[-1].is_terminator:
+            raise _fail(fn, f"block ^bb{b.id} has no terminator")
+        for i, op in enumerate(b.ops):
+            if op.is_terminator and i != len(b.ops) - 1:
+                raise _fail(fn, f"terminator in the middle of ^bb{b.id}", op)
+            if op.block is not b:
+                raise _fail(fn, "op's block pointer is stale", op)
+            for v in op.operands:
+                if v not in defined_in:
+                    raise _fail(fn, f"operand {v!r} is defined nowhere", op)
+                db, di = defined_in[v]
+                if db is b:
+                    if di >= i:
+                        raise _fail(fn, f"operand {v!r} used before its definition", op)
+                elif db not in doms.get(b, set()):
+                    raise _fail(fn, f"operand {v!r} does not dominate its use", op)
+            _check_types(fn, op)
+        term = b.ops[-1]
+        for s in term.successors():
+            args = branch_args(term, s)
+            if len(args) != len(s.args):
+                raise _fail(fn, f"branch passes {len(args)} values to ^bb{s.id}", term)
+            for a, p in zip(args, s.args, strict=True):
+                if a.type != p.type:
+                    raise _fail(fn, f"branch passes {a.type} to an argument of {p.type}", term)
+
+
+def _check_types(fn: Function, op: Op) -> None:
+    ok = True
+    if isinstance(op, Binary | Compare):
+        ok = op.operands[0].type == op.operands[1].type and isinstance(
+            op.operands[0].type, ScalarType
+        )
+    elif isinstance(op, Select):
+        ok = op.operands[1].type == op.operands[2].type
+    elif isinstance(op, Load | Store):
+        arr = op.operands[0].type
+        ok = isinstance(arr, ArrayType) and op.operands[1].type == I64
+        if isinstance(op, Store) and isinstance(arr, ArrayType):
+            ok = ok and op.operands[2].type == ScalarType(arr.dtype)
+    elif isinstance(op, BoundsCheck):
+        ok = op.operands[0].type == I64 and op.operands[1].type == I64
+    elif isinstance(op, ArrayLen):
+        ok = isinstance(op.operands[0].type, ArrayType)
+    elif isinstance(op, CondBr):
+        ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
+    elif isinstance(op, Br):
+        ok = True
+    if not ok:
+        raise _fail(fn, "operand types do not fit", op)

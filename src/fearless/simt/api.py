@@ -1,0 +1,216 @@
+"""The SIMT track's public objects: `@simt.kernel`, `@simt.device`, launches and `inspect`.
+
+A `Kernel` compiles lazily on its first launch (or `inspect`): frontend -> passes -> (cuda)
+LLVM -> PTX -> cubin. The compiled form is kept per target in memory, and on disk through
+`cache.py`; a warm launch goes straight to the launcher built for that compiled form.
+"""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..abi import CompiledKernel, LaunchContract
+from ..errors import CompileError, FearlessError, LaunchContractError
+from ..frontend.source import FunctionSource, load_source
+from .compiler import CompiledIR, compile_ir, compile_for_cuda, render_stage
+from .launcher import Dim3, Launcher, make_launcher, normalize_dim
+
+
+class DeviceFunction:
+    """A helper callable from kernels (`@simt.device`); inlined at each call site."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        self.name: str = func.__name__
+        self._src: FunctionSource | None = None
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def source(self) -> FunctionSource:
+        if self._src is None:
+            self._src = load_source(self.func)
+        return self._src
+
+    def annotations(self) -> dict[str, Any]:
+        return resolve_annotations(self.func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise FearlessError(
+            f"device function `{self.name}` can only be called from a kernel",
+            help="call it inside a @simt.kernel, or call the undecorated function on the host",
+        )
+
+    def __repr__(self) -> str:
+        return f"<simt.device {self.name}>"
+
+
+def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
+    """Parameter annotations as objects (string annotations evaluated in the function's module)."""
+    out: dict[str, Any] = {}
+    for name, p in pyinspect.signature(func).parameters.items():
+        ann = p.annotation
+        if ann is pyinspect.Parameter.empty:
+            continue
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, func.__globals__)  # noqa: S307 - the user's own annotation
+            except Exception as exc:
+                src = load_source(func)
+                arg = next(a for a in src.tree.args.args if a.arg == name)
+                raise CompileError(f"cannot resolve the annotation `{ann}`: {exc}",
+                                   src.loc(arg), code="E0599") from None
+        out[name] = ann
+    return out
+
+
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A launch configuration validated once (`kernel.prepare`), bound to its kernel."""
+
+    kernel: Kernel
+    grid: Dim3
+    block: Dim3
+    launcher: Launcher
+
+    def __call__(self, *args: Any, stream: Any = None) -> None:
+        self.launcher.launch(self.grid, self.block, args, stream)
+
+
+class _Configured:
+    def __init__(self, kernel: Kernel, grid: Dim3, block: Dim3, stream: Any) -> None:
+        self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
+
+    def __call__(self, *args: Any) -> None:
+        self.kernel._launcher().launch(self.grid, self.block, args, self.stream)
+
+
+class Kernel:
+    """A `@simt.kernel` function. Launch with `k[grid, block](...)` or `k(k.prepare(...), ...)`."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        block: int | Sequence[int] | None = None,
+        launch_bounds: int | None = None,
+        unsafe: bool = False,
+    ) -> None:
+        self.func = func
+        self.name: str = func.__name__
+        self.unsafe = unsafe
+        self.contract = LaunchContract(
+            block=normalize_dim(block, "block") if block is not None else None,
+            launch_bounds=launch_bounds,
+        )
+        if launch_bounds is not None and launch_bounds <= 0:
+            raise LaunchContractError("launch_bounds must be a positive thread count",
+                                      help="e.g. `launch_bounds=256`")
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self._ir: CompiledIR | None = None
+        self._compiled: dict[str, CompiledKernel] = {}
+        self._launchers: dict[str, Launcher] = {}
+
+    # ----------------------------------------------------------------------------- compile
+
+    def compiled_ir(self) -> CompiledIR:
+        """The kernel's IR after the SIMT passes (compiled once)."""
+        if self._ir is None:
+            self._ir = compile_ir(self.func, self.contract, unsafe=self.unsafe)
+        return self._ir
+
+    def compile(self, arch: str | None = None) -> CompiledKernel:
+        """Compile for the GPU (PTX, and cubin where the driver can link one)."""
+        from ..runtime.target import default_arch
+
+        arch = arch or default_arch()
+        ck = self._compiled.get(arch)
+        if ck is None:
+            ck = compile_for_cuda(self, arch)
+            self._compiled[arch] = ck
+        return ck
+
+    def _launcher(self) -> Launcher:
+        from ..runtime.target import current_target
+
+        target = current_target()
+        launcher = self._launchers.get(target)
+        if launcher is None:
+            launcher = make_launcher(self, target)
+            self._launchers[target] = launcher
+        return launcher
+
+    # ------------------------------------------------------------------------------ launch
+
+    def __getitem__(self, config: Any) -> _Configured:
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 3:
+            raise LaunchContractError(
+                f"`{self.name}[...]` takes a launch configuration `[grid, block]`",
+                help=f"launch as `{self.name}[grid, block](args...)`, e.g. `[(n + 255) // 256, 256]`",
+            )
+        grid = normalize_dim(config[0], "grid")
+        block = normalize_dim(config[1], "block")
+        return _Configured(self, grid, block, config[2] if len(config) == 3 else None)
+
+    def prepare(self, grid: int | Sequence[int], block: int | Sequence[int] | None = None) -> PreparedLaunch:
+        """Validate a launch configuration once; the result launches with `kernel(prep, ...)`."""
+        if block is None:
+            if self.contract.block is None:
+                raise LaunchContractError(
+                    f"`{self.name}.prepare` needs a block size: the kernel has no `block=` contract",
+                    help="pass `block=256` (or declare `@simt.kernel(block=256)`)",
+                )
+            block = self.contract.block
+        g, b = normalize_dim(grid, "grid"), normalize_dim(block, "block")
+        launcher = self._launcher()
+        launcher.validate(g, b)
+        return PreparedLaunch(self, g, b, launcher)
+
+    def __call__(self, *args: Any, stream: Any = None) -> None:
+        if not args or not isinstance(args[0], PreparedLaunch):
+            raise LaunchContractError(
+                f"`{self.name}` needs a launch configuration",
+                help=f"launch as `{self.name}[grid, block](...)` or "
+                f"`{self.name}({self.name}.prepare(grid, block), ...)`",
+            )
+        prep = args[0]
+        if prep.kernel is not self:
+            raise LaunchContractError(
+                f"this PreparedLaunch belongs to `{prep.kernel.name}`, not `{self.name}`",
+                help=f"prepare it with `{self.name}.prepare(...)`",
+            )
+        prep.launcher.launch(prep.grid, prep.block, args[1:], stream)
+
+    # ----------------------------------------------------------------------------- inspect
+
+    def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
+        """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
+        return render_stage(self, stage, arch)
+
+    def __repr__(self) -> str:
+        return f"<simt.kernel {self.name}{' (unsafe)' if self.unsafe else ''}>"
+
+
+def kernel(
+    func: Callable[..., Any] | None = None,
+    *,
+    block: int | Sequence[int] | None = None,
+    launch_bounds: int | None = None,
+    unsafe: bool = False,
+) -> Any:
+    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, launch_bounds=256)`."""
+    if func is not None:
+        return Kernel(func)
+
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        return Kernel(f, block=block, launch_bounds=launch_bounds, unsafe=unsafe)
+
+    return wrap
+
+
+def device(func: Callable[..., Any]) -> DeviceFunction:
+    """Decorate a helper callable from kernels."""
+    return DeviceFunction(func)

@@ -1,0 +1,17 @@
+"""Options and outputs shared by the passes of one compilation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...abi import SiteInfo
+
+
+@dataclass
+class PassOptions:
+    # Device-check sites, appended by bounds_insert; indexes baked into the code.
+    sites: list[SiteInfo] = field(default_factory=list)
+    # Number of checks bounds_elim proved and removed (reported by `inspect`).
+    checks_removed: int = 0
+    # False for `unsafe=True` kernels: no device bounds checks at all.
+    insert_checks: bool = True
