@@ -1,0 +1,7 @@
+import fearless as fl
+from fearless import simt
+
+
+@simt.kernel
+def kernel(c: simt.DisjointSlice[fl.f32]):
+    c[0] = 1.0  # error[E0601] col 7: only be written at this thread's own index

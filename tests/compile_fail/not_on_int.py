@@ -1,0 +1,9 @@
+import fearless as fl
+from fearless import simt
+
+
+@simt.kernel
+def kernel(a: simt.Slice[fl.i32], c: simt.DisjointSlice[fl.i32]):
+    i = simt.thread.index_1d()
+    if not a[i]:  # error[E0308] col 8: `not` needs a bool operand, found i32
+        c[i] = 1

@@ -1,0 +1,9 @@
+import fearless as fl
+from fearless import simt
+
+
+@simt.kernel
+def kernel(c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    xs = [1.0, 2.0]  # error[E0001] col 10: the expression `[1.0, 2.0]` is not supported in kernels
+    c[i] = 1.0
