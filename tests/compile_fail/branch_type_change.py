@@ -6,6 +6,6 @@ from fearless import simt
 def kernel(a: simt.Slice[fl.f32], b: simt.Slice[fl.i32], c: simt.DisjointSlice[fl.f32]):
     i = simt.thread.index_1d()
     v = a[i]
-    if i < 10:  # error[E0308] col 5: `v` is f32 on one path and i32 on another
-        v = b[i]
+    if i < 10:
+        v = b[i]  # error[E0308] col 13: `v` is f32 on one path and i32 on another
     c[i] = v

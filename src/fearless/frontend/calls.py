@@ -213,9 +213,11 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
                 raise KernelTypeError(f"`{dev.name}` expects an array for `{name}`", aloc)
             if value.type != ArrayType(ann.dtype, ann.disjoint):
                 raise KernelTypeError(
-                    f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`",
+                    f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`"
+                    + (": a DisjointSlice cannot be passed as a Slice"
+                       if value.type.disjoint and not ann.disjoint else ""),
                     aloc,
-                    help="a DisjointSlice cannot be passed as a Slice: other threads write it",
+                    help="other threads write a DisjointSlice, so it cannot be read as a Slice",
                 )
         elif ann is not None:
             dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)

@@ -143,6 +143,10 @@ class FunctionLowerer:
         self.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Tuple | ast.List):
+                raise unsupported("tuple unpacking", self.loc(target),
+                                  help="assign each variable on its own line")
         value = self.expr(node.value)
         for target in node.targets:
             self.assign(target, value, node)
@@ -237,7 +241,7 @@ class FunctionLowerer:
             self.lower_body(body)
             if self.em.block is not None:
                 incoming.append((self.em.block, self.env))
-        self.env = self.merge(incoming, self.loc(node), label="if.end")
+        self.env = self.merge(incoming, self.loc(node), label="if.end", before=before)
 
     def stmt_While(self, node: ast.While) -> None:
         if node.orelse:
@@ -424,11 +428,13 @@ class FunctionLowerer:
                          else ScalarType(_i64()))
         raise KernelTypeError(
             f"`{name}` is {t} on one path and {vt} on another",
-            loc,
-            help=f"give `{name}` one type on every path, e.g. with an explicit conversion",
+            v.loc if isinstance(v, Value) else loc,
+            label=f"this makes `{name}` {vt}",
+            help=f"give `{name}` one type on every path, e.g. `fl.{_dtype_name(t)}(...)`",
         )
 
-    def merge(self, incoming: list[tuple[Block, Env]], loc: Location, label: str) -> Env:
+    def merge(self, incoming: list[tuple[Block, Env]], loc: Location, label: str,
+              before: Env | None = None) -> Env:
         """Join the still-open blocks in `incoming` at a new block; returns the joined env."""
         em = self.em
         if not incoming:
@@ -456,7 +462,11 @@ class FunctionLowerer:
                     continue
                 joined[name] = Undefined(name, loc)
                 continue
-            t = self._join_type(name, vals, loc)  # type: ignore[arg-type]
+            prior = (before or {}).get(name)
+            if isinstance(prior, Value) and isinstance(prior.type, ScalarType):
+                t: Type = prior.type  # a variable keeps the type it had before the branch
+            else:
+                t = self._join_type(name, vals, loc)  # type: ignore[arg-type]
             for i, (block, _) in enumerate(incoming):
                 em.block = block
                 branch_args[i].append(self._coerce(vals[i], t, name, loc, others=vals))  # type: ignore[arg-type]
@@ -504,7 +514,10 @@ class FunctionLowerer:
 
     def expr_Name(self, node: ast.Name) -> Operand:
         if node.id in self.env:
-            return self.env[node.id]
+            value = self.env[node.id]
+            if isinstance(value, Undefined):
+                raise self.em.not_a_value(Undefined(node.id, self.loc(node)), self.loc(node))
+            return value
         found, obj = self.src.lookup(node.id)
         if not found:
             raise CompileError(f"cannot find value `{node.id}` in this scope", self.loc(node),
@@ -603,6 +616,10 @@ class FunctionLowerer:
         value = self.expr(node.value)
         self.env[node.target.id] = value
         return value
+
+
+def _dtype_name(t: Type) -> str:
+    return t.dtype.name if isinstance(t, ScalarType) else str(t)
 
 
 def to_operand(obj: Any, name: str) -> Operand:
