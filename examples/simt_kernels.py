@@ -1,0 +1,104 @@
+"""Example SIMT kernels: the corpus the tests run on the simulator, through ptxas, and on the GPU."""
+
+from __future__ import annotations
+
+import math
+
+import fearless as fl
+from fearless import simt
+
+
+@simt.kernel(block=256)
+def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(c):
+        c[i] = a[i] + b[i]
+
+
+@simt.kernel
+def saxpy(alpha: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = alpha * x[i] + y[i]
+
+
+@simt.device
+def clamp(v: fl.f32, lo: fl.f32, hi: fl.f32) -> fl.f32:
+    return min(max(v, lo), hi)
+
+
+@simt.kernel
+def stencil3(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    """out[i] = mean of x[i-1..i+1], clamped to [-1, 1]; edges copy x."""
+    i = simt.thread.index_1d()
+    n = len(out)
+    if i >= n:
+        return
+    if i == 0 or i == n - 1:
+        out[i] = x[i]
+        return
+    out[i] = clamp((x[i - 1] + x[i] + x[i + 1]) / 3.0, -1.0, 1.0)
+
+
+@simt.kernel
+def row_sum(m: simt.Slice[fl.f64], cols: int, out: simt.DisjointSlice[fl.f64]):
+    """out[r] = sum of row r of a row-major matrix with `cols` columns."""
+    r = simt.thread.index_1d()
+    if r < len(out):
+        s = 0.0
+        base = int(r) * cols
+        for k in range(cols):
+            s += m[base + k]
+        out[r] = s
+
+
+@simt.kernel
+def int_ops(a: simt.Slice[fl.i32], b: simt.Slice[fl.i32], out: simt.DisjointSlice[fl.i32]):
+    """Python semantics of // and % on signed ints, bit operations, wrapping arithmetic."""
+    i = simt.thread.index_1d()
+    if i < len(out):
+        x = a[i]
+        y = b[i]
+        out[i] = (x // y) * 7 + (x % y) + ((x ^ y) & 0xFF) - (x >> 2) + (y << 1) + x * y
+
+
+@simt.kernel
+def collatz_steps(start: simt.Slice[fl.i64], out: simt.DisjointSlice[fl.i64]):
+    """Data-dependent while loops with break and continue: per-thread trip counts diverge."""
+    i = simt.thread.index_1d()
+    if i < len(out):
+        n = start[i]
+        steps = 0
+        while True:
+            if n == 1:
+                break
+            steps += 1
+            if n % 2 == 0:
+                n = n // 2
+                continue
+            n = 3 * n + 1
+        out[i] = steps
+
+
+@simt.kernel
+def softplus(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        v = x[i]
+        out[i] = math.log1p(math.exp(-abs(v))) + max(v, 0.0)
+
+
+@simt.kernel
+def casts(x: simt.Slice[fl.f32], out_i: simt.DisjointSlice[fl.i32], out_u: simt.DisjointSlice[fl.u32]):
+    i = simt.thread.index_1d()
+    if i < len(out_i):
+        out_i[i] = fl.i32(x[i])
+        out_u[i] = fl.u32(fl.i32(x[i]))
+
+
+@simt.kernel
+def gather(src: simt.Slice[fl.f32], idx: simt.Slice[fl.i32], out: simt.DisjointSlice[fl.f32]):
+    """Reads src at data-dependent positions: each read is bounds-checked on the device."""
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = src[idx[i]]

@@ -1,0 +1,154 @@
+"""IR data model, printer, verifier and the SIMT passes (FileCheck-style on the printed IR)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import fearless as fl
+from fearless import dtypes, simt
+from fearless.errors import InternalError, Location
+from fearless.ir import ops
+from fearless.ir.core import ArrayType, Function, ScalarType
+from fearless.ir.printer import print_function
+from fearless.ir.verifier import verify
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+import simt_kernels as K  # noqa: E402
+
+LOC = Location("t.py", 1, 0)
+
+
+def filecheck(text: str, checks: str) -> None:
+    """Run FileCheck directives (`CHECK:`, `CHECK-NEXT:`, `CHECK-NOT:`) against `text`."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
+        f.write(checks)
+    tool = Path(sys.executable).with_name("filecheck")
+    proc = subprocess.run([str(tool), f.name], input=text, text=True, capture_output=True,
+                          check=False)
+    assert proc.returncode == 0, f"FileCheck failed:\n{proc.stderr}\non:\n{text}"
+
+
+def test_vecadd_ir_after_passes() -> None:
+    text = K.vecadd.inspect(stage="ir")
+    filecheck(text, """
+CHECK: kernel vecadd: 2 bounds check(s) remain on the device, 1 proven by guards and removed
+CHECK: func @vecadd(%0: Slice[f32], %1: Slice[f32], %2: DisjointSlice[f32])
+CHECK: thread.index_1d : ThreadIndex
+CHECK: compare {pred='lt'}
+CHECK: cond_br
+CHECK: check.bounds {site=0}
+CHECK-NEXT: load %0
+CHECK: check.bounds {site=1}
+CHECK-NEXT: load %1
+CHECK-NOT: check.bounds
+CHECK: store %2
+CHECK: return
+""")
+
+
+def test_unsafe_kernel_has_no_checks() -> None:
+    @simt.kernel(unsafe=True)
+    def shift(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        c[i + 1] = a[i]  # raw indexed write: allowed only in unsafe kernels
+
+    text = shift.inspect(stage="ir")
+    assert "check.bounds" not in text
+    assert "store %1" in text
+
+
+def test_loop_counter_guard_removes_check() -> None:
+    @simt.kernel
+    def total(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(c):
+            s = fl.f32(0.0)
+            for k in range(len(a)):
+                s += a[k]
+            c[i] = s
+
+    text = total.inspect(stage="ir")
+    assert "0 bounds check(s) remain" in text, text
+
+
+def test_unproven_read_keeps_check() -> None:
+    text = K.gather.inspect(stage="ir")
+    assert text.count("check.bounds") == 2  # idx[i] (other array) and src[idx[i]]
+
+
+def _broken_function() -> tuple[Function, ops.Op]:
+    fn = Function("f", LOC)
+    b0 = fn.new_block()
+    b1 = fn.new_block()
+    b0.add_arg(ArrayType(dtypes.f32, False), LOC, "a")
+    c = b0.append(ops.Constant(1, dtypes.i64, LOC))
+    b0.append(ops.Br(b1, [c.result], LOC))  # b1 takes no arguments
+    b1.append(ops.Return(LOC))
+    return fn, c
+
+
+def test_verifier_rejects_branch_arity_mismatch() -> None:
+    fn, _ = _broken_function()
+    with pytest.raises(InternalError, match="passes 1 values"):
+        verify(fn)
+
+
+def test_verifier_rejects_use_before_definition() -> None:
+    fn = Function("f", LOC)
+    b0 = fn.new_block()
+    one = ops.Constant(1, dtypes.i32, LOC)
+    add = ops.Binary("add", one.result, one.result, LOC)
+    b0.append(add)
+    b0.append(one)
+    b0.append(ops.Return(LOC))
+    with pytest.raises(InternalError, match="before its definition"):
+        verify(fn)
+
+
+def test_verifier_rejects_missing_terminator_and_bad_types() -> None:
+    fn = Function("f", LOC)
+    b0 = fn.new_block()
+    b0.append(ops.Constant(1, dtypes.i32, LOC))
+    with pytest.raises(InternalError, match="no terminator"):
+        verify(fn)
+    fn2 = Function("g", LOC)
+    b = fn2.new_block()
+    x = b.append(ops.Constant(1, dtypes.i32, LOC)).result
+    y = b.append(ops.Constant(1.0, dtypes.f32, LOC)).result
+    bad = ops.Binary("add", x, x, LOC)
+    bad.operands[1] = y
+    b.append(bad)
+    b.append(ops.Return(LOC))
+    with pytest.raises(InternalError, match="types do not fit"):
+        verify(fn2)
+
+
+def test_printer_numbers_block_arguments() -> None:
+    fn = Function("loop", LOC)
+    entry, header, exit_ = fn.new_block(), fn.new_block("header"), fn.new_block()
+    zero = entry.append(ops.Constant(0, dtypes.i64, LOC)).result
+    entry.append(ops.Br(header, [zero], LOC))
+    k = header.add_arg(ScalarType(dtypes.i64), LOC, "k")
+    ten = header.append(ops.Constant(10, dtypes.i64, LOC)).result
+    cond = header.append(ops.Compare("lt", k, ten, LOC)).result
+    body = fn.new_block("body")
+    header.append(ops.CondBr(cond, body, [], exit_, [], LOC))
+    one = body.append(ops.Constant(1, dtypes.i64, LOC)).result
+    nxt = body.append(ops.Binary("add", k, one, LOC)).result
+    body.append(ops.Br(header, [nxt], LOC))
+    exit_.append(ops.Return(LOC))
+    verify(fn)
+    text = print_function(fn, with_locs=False)
+    filecheck(text, """
+CHECK: br ^bb1(%0)
+CHECK: ^bb1(%1: i64):  // header
+CHECK: cond_br %3, ^bb3, ^bb2
+CHECK: %5 = binary {kind='add'} %1, %4 : i64
+CHECK: br ^bb1(%5)
+""")
