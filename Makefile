@@ -1,0 +1,44 @@
+# fearless: `make demo`, `make test`, `make lint`, `make format`, `make clean`.
+# Every target that runs Python first makes .venv (from nothing on a fresh machine) and installs
+# fearless into it, editable, with its test and lint extras. The stamp file records that install;
+# it is redone only when pyproject.toml changes, so an up-to-date venv is left alone.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.fearless-installed
+# Tests compile into a throwaway cache inside the checkout (ignored by git), never ~/.cache.
+TEST_CACHE := $(CURDIR)/.cache/test
+
+.PHONY: demo test lint format clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@echo "installing fearless and its test/lint tools into $(VENV) (again only when pyproject.toml changes)"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/fearless demo
+
+test: $(STAMP)
+	rm -rf $(TEST_CACHE)
+	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+
+# Rewrites the code the way `make lint` wants it: import order and fixable rules, then layout.
+format: $(STAMP)
+	$(BIN)/ruff check --fix-only --quiet src tests
+	$(BIN)/ruff format src tests
+
+# Build outputs and caches; the venv stays (rm -rf .venv to rebuild it).
+clean:
+	rm -rf .cache build dist fearless_dump .pytest_cache .mypy_cache .ruff_cache
+	find . \( -path ./$(VENV) -o -path ./.git \) -prune -o \
+		-type d \( -name __pycache__ -o -name '*.egg-info' \) -prune -exec rm -rf {} +
