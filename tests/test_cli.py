@@ -1,0 +1,190 @@
+"""The `fearless` command: doctor's checks on this machine, `run`, `inspect` errors, help.
+
+`demo` and a successful `inspect` of a compiled kernel are tested in test_cli_demo.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fearless.backends import toolchain
+from fearless.cli import doctor
+from fearless.cli.main import build_parser, main
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def python_m_fearless(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m fearless ARGS` in a fresh interpreter that imports this checkout."""
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    return subprocess.run(
+        [sys.executable, "-m", "fearless", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path, **env},
+        timeout=300,
+        check=False,
+    )
+
+
+def write(tmp_path: Path, name: str, source: str) -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+# --- doctor -------------------------------------------------------------------------------
+
+
+def test_llvmlite_has_the_nvptx_target() -> None:
+    check = doctor.check_llvmlite()
+    assert check.status == "ok", check.render()
+    assert "NVPTX" in check.detail
+
+
+def test_libdevice_is_found_in_the_nvvm_wheel() -> None:
+    path = toolchain.find_libdevice()
+    root = toolchain.cuda_root_of_wheels()
+    assert path is not None and root is not None
+    assert path == root / "nvvm" / "libdevice" / "libdevice.10.bc"
+    assert doctor.check_libdevice().status == "ok"
+
+
+def test_ptxas_is_found_in_the_nvcc_wheel_and_reports_its_version() -> None:
+    path = toolchain.find_ptxas()
+    root = toolchain.cuda_root_of_wheels()
+    assert path is not None and root is not None
+    assert path == root / "bin" / "ptxas"
+    version = toolchain.tool_version(path)
+    assert version is not None and re.fullmatch(r"\d+\.\d+\.\d+", version)
+    check = doctor.check_ptxas()
+    assert check.status == "ok" and version in check.detail
+
+
+def test_no_driver_is_a_warning_that_names_the_simulator() -> None:
+    check = doctor.check_driver(doctor.GpuProbe(error="no NVIDIA driver"))
+    assert check.status == "warn"
+    assert "no GPU: kernels run on the simulator" in check.detail
+
+
+def test_this_machines_driver_check_does_not_fail() -> None:
+    probe = doctor.probe_gpu()  # never raises, GPU or not
+    assert doctor.check_driver(probe).status in ("ok", "warn")
+    if probe.driver is None:
+        assert not probe.usable
+        assert doctor.check_driver(probe).status == "warn"
+        assert doctor.check_gpu(probe).status == "warn"
+
+
+def test_gpu_check_names_the_device_and_its_arch() -> None:
+    probe = doctor.GpuProbe(driver="13.0", name="NVIDIA H200", compute_capability=(9, 0))
+    check = doctor.check_gpu(probe)
+    assert check.status == "ok"
+    assert check.detail == "NVIDIA H200, compute capability sm_90"
+
+
+def test_target_follows_the_gpu_and_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpu = doctor.GpuProbe(driver="13.0", name="NVIDIA H200", compute_capability=(9, 0))
+    none = doctor.GpuProbe(error="no NVIDIA driver")
+    monkeypatch.delenv("FEARLESS_TARGET", raising=False)
+    assert doctor.check_target(gpu).detail.startswith("cuda")
+    assert doctor.check_target(none).detail.startswith("sim")
+    monkeypatch.setenv("FEARLESS_TARGET", "cuda")
+    assert doctor.check_target(none).status == "warn"
+    monkeypatch.setenv("FEARLESS_TARGET", "tpu")
+    assert doctor.check_target(gpu).status == "fail"
+
+
+def test_missing_tileiras_is_a_warning_with_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(toolchain, "find_tileiras", lambda: None)
+    check = doctor.check_tileiras()
+    assert check.status == "warn"
+    assert check.fix == "Tile track needs `pip install nvidia-cuda-tileiras`"
+
+
+def test_tileiras_with_an_old_cuda_home_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = tmp_path / "tileiras"
+    fake.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.5, V13.5.37'\n")
+    fake.chmod(0o755)
+    (tmp_path / "version.json").write_text('{"cuda": {"version": "13.0.2"}}')
+    monkeypatch.setattr(toolchain, "find_tileiras", lambda: fake)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    check = doctor.check_tileiras()
+    assert check.status == "warn" and "13.0" in check.detail
+    assert check.fix is not None and "CUDA_HOME" in check.fix
+
+
+def test_cache_dir_check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("FEARLESS_NO_DISK_CACHE", raising=False)
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path / "cache"))
+    assert doctor.check_cache_dir().status == "ok"
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    assert doctor.check_cache_dir().status == "fail"
+
+
+def test_doctor_exits_0_on_this_machine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEARLESS_TARGET", raising=False)
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "✗" not in out
+    for name in ("Python", "NumPy", "llvmlite", "libdevice", "ptxas", "cuda-core", "driver"):
+        assert re.search(rf"^[✓⚠] {name} ", out, re.MULTILINE), name
+
+
+def test_doctor_exits_1_when_something_required_is_missing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(toolchain, "find_libdevice", lambda: None)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"^✗ libdevice ", out, re.MULTILINE)
+    assert "fix: pip install nvidia-nvvm" in out
+
+
+# --- the command itself -------------------------------------------------------------------
+
+
+def test_commands_are_exactly_the_implemented_ones() -> None:
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if a.dest == "command")
+    assert set(sub.choices or ()) == {"doctor"}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["doctor", "-h"]])
+def test_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("usage: fearless")
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "required: COMMAND" in capsys.readouterr().err
+
+
+def test_python_m_fearless() -> None:
+    proc = python_m_fearless("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: fearless") and "doctor" in proc.stdout
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import fearless
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"fearless {fearless.__version__}\n"
