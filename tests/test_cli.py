@@ -157,16 +157,104 @@ def test_doctor_exits_1_when_something_required_is_missing(
     assert "fix: pip install nvidia-nvvm" in out
 
 
+# --- run ----------------------------------------------------------------------------------
+
+
+def test_run_prints_a_fearless_error_as_its_diagnostic_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write(
+        tmp_path,
+        "bad.py",
+        """\
+        from fearless.errors import CompileError, Location
+        x = 1
+        raise CompileError("cannot frobnicate `x`", Location(__file__, 2, 0, 2, 1),
+                           label="here", help="leave `x` alone")
+        """,
+    )
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.startswith("error[E0001]: cannot frobnicate `x`")
+    assert f"--> {script}:2:1" in err
+    assert "2 | x = 1" in err
+    assert "= help: leave `x` alone" in err
+
+
+def test_run_keeps_frames_with_fearless_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = write(tmp_path, "bad.py", "from fearless.errors import BorrowError\n")
+    script.write_text(script.read_text() + "raise BorrowError('aliased')\n")
+    monkeypatch.setenv("FEARLESS_TRACEBACK", "1")
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "error[E0502]: aliased" in err
+
+
+def test_run_keeps_the_traceback_of_other_exceptions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write(
+        tmp_path,
+        "boom.py",
+        """\
+        def f():
+            raise ValueError("boom")
+        f()
+        """,
+    )
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert 'boom.py", line 3' in err and 'boom.py", line 2, in f' in err
+    assert err.rstrip().endswith("ValueError: boom")
+    assert "runpy" not in err and "cli/run.py" not in err  # only the script's frames
+
+
+def test_run_passes_argv_and_runs_as_main(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write(
+        tmp_path,
+        "args.py",
+        """\
+        import sys
+        print(__name__, sys.argv[1:])
+        sys.exit(int(sys.argv[-1]))
+        """,
+    )
+    assert main(["run", str(script), "--flag", "3"]) == 3
+    assert capsys.readouterr().out == "__main__ ['--flag', '3']\n"
+
+
+def test_run_as_a_subprocess_exits_1_without_a_traceback(tmp_path: Path) -> None:
+    script = write(
+        tmp_path,
+        "bad.py",
+        "from fearless.errors import LaunchContractError\nraise LaunchContractError('too big')\n",
+    )
+    proc = python_m_fearless("run", str(script))
+    assert proc.returncode == 1
+    assert proc.stderr == "error[E0700]: too big\n"
+
+
+def test_run_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path / "nope.py")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
 # --- the command itself -------------------------------------------------------------------
 
 
 def test_commands_are_exactly_the_implemented_ones() -> None:
     parser = build_parser()
     (sub,) = (a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices or ()) == {"doctor"}
+    assert set(sub.choices or ()) == {"doctor", "run"}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["doctor", "-h"]])
+@pytest.mark.parametrize("argv", [["--help"], ["doctor", "-h"], ["run", "-h"]])
 def test_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0
     assert capsys.readouterr().out.startswith("usage: fearless")

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import doctor, fearless_version
+from . import doctor, fearless_version, run
 
-COMMANDS = (doctor,)
+COMMANDS = (doctor, run)
 
 
 def build_parser() -> argparse.ArgumentParser:

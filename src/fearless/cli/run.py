@@ -1,0 +1,84 @@
+"""`fearless run FILE [ARGS...]`: runs a script as `__main__`, fearless errors as diagnostics.
+
+A `FearlessError` that escapes the script is printed as its rendered diagnostic alone (it
+already names the user's file:line:col), and the exit status is 1. Any other exception keeps
+its traceback, minus the frames of this command, as `python FILE` would print it.
+`FEARLESS_TRACEBACK=1` keeps every frame for both (for fearless developers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .. import config
+from ..errors import FearlessError
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a Python script; fearless errors print as diagnostics, not tracebacks",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    parser.add_argument("file", type=Path, help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    parser.set_defaults(handler=run)
+
+
+def _frames_from(tb: TracebackType | None, script: Path) -> TracebackType | None:
+    """Drop the leading frames (this command, runpy) up to the script's first frame."""
+    start = tb
+    while start is not None and Path(start.tb_frame.f_code.co_filename) != script:
+        start = start.tb_next
+    return start if start is not None else tb
+
+
+def run_script(script: Path, args: list[str]) -> int:
+    """Run `script` as `__main__` with `sys.argv = [script, *args]`; return the exit status."""
+    script = script.resolve()
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(script), *args]
+    sys.path.insert(0, str(script.parent))  # as `python FILE` does
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        return _exit_status(exc.code)
+    except FearlessError as exc:
+        if config.show_internal_frames():
+            traceback.print_exc()
+        else:
+            print(exc, file=sys.stderr)
+        return 1
+    except Exception as exc:
+        tb = exc.__traceback__
+        if not config.show_internal_frames():
+            tb = _frames_from(tb, script)
+        traceback.print_exception(type(exc), exc, tb)
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+def _exit_status(code: object) -> int:
+    """What the interpreter would exit with for `sys.exit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    script: Path = args.file
+    if not script.is_file():
+        print(f"fearless run: error: no such file: {script}", file=sys.stderr)
+        return 2
+    return run_script(script, list(args.args))
