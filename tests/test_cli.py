@@ -245,13 +245,77 @@ def test_run_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "no such file" in capsys.readouterr().err
 
 
+# --- inspect ------------------------------------------------------------------------------
+
+KERNELS = """\
+from fearless.errors import KernelTypeError
+
+class FakeKernel:  # stands in for a compiled kernel: only `inspect` matters here
+    def __init__(self, fail=False):
+        self.fail = fail
+    def inspect(self, *args, stage="ir"):
+        if self.fail:
+            raise KernelTypeError("parameter `n` needs an annotation")
+        return f"stage {stage} of k\\n"
+
+k = FakeKernel()
+broken = FakeKernel(fail=True)
+
+def helper():
+    pass
+
+if __name__ == "__main__":
+    raise SystemExit("the __main__ block must not run")
+"""
+
+
+def test_inspect_prints_the_stage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "kernels.py", KERNELS)
+    assert main(["inspect", f"{path}::k", "--emit", "ptx"]) == 0
+    assert capsys.readouterr().out == "stage ptx of k\n"
+
+
+def test_inspect_renders_a_fearless_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "kernels2.py", KERNELS)
+    assert main(["inspect", f"{path}::broken"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error[E0308]: parameter `n` needs an annotation")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("missing.py::k", "no such file: missing.py"),
+        ("{path}", "expected FILE::KERNEL"),
+        ("{path}::vecadd", "has no `vecadd`; its kernels: broken, k"),
+        ("{path}::helper", "`helper` in {path} is a plain function, not a fearless kernel"),
+    ],
+)
+def test_inspect_errors_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, message: str
+) -> None:
+    path = write(tmp_path, "kernels3.py", KERNELS)
+    assert main(["inspect", target.format(path=path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fearless inspect: error: ") and err.count("\n") == 1
+    assert message.format(path=path) in err
+
+
+def test_inspect_rejects_an_unknown_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "k.py::k", "--emit", "asm"]) == 2
+    assert "invalid choice: 'asm'" in capsys.readouterr().err
+
+
 # --- the command itself -------------------------------------------------------------------
 
 
 def test_commands_are_exactly_the_implemented_ones() -> None:
     parser = build_parser()
     (sub,) = (a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices or ()) == {"doctor", "run"}
+    assert set(sub.choices or ()) == {"doctor", "run", "inspect"}
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["doctor", "-h"], ["run", "-h"]])
