@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import doctor, fearless_version, inspect, run
+from . import demo, doctor, fearless_version, inspect, run
 
-COMMANDS = (doctor, run, inspect)
+COMMANDS = (demo, doctor, run, inspect)
 
 
 def build_parser() -> argparse.ArgumentParser:
