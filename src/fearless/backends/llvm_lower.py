@@ -1,0 +1,365 @@
+"""SIMT IR -> LLVM IR: one visitor over a kernel's blocks and ops, building an llvmlite module.
+
+The kernel follows the ABI of `abi.py`. For `vecadd(a: Slice[f32], b: Slice[f32],
+c: DisjointSlice[f32])` with `block=(256, 1, 1)`:
+
+    define ptx_kernel void @vecadd(
+        ptr addrspace(1) noalias readonly captures(none) %a, i64 %a.len,
+        ptr addrspace(1) noalias readonly captures(none) %b, i64 %b.len,
+        ptr addrspace(1) noalias captures(none) %c, i64 %c.len,
+        ptr addrspace(1) noalias %err) "nvvm.reqntid"="256,1,1"
+
+`noalias` is what the launch-time borrow check proves; `readonly` plus `!invariant.load` on a
+Slice's loads gives `ld.global.nc`. Scalars come by value (bool as i8). IR block arguments
+become phis; `check.bounds` becomes an unsigned compare and a branch to a cold block that calls
+`__fearless_report_oob` (`llvm_support.py`) and returns. Scalar arithmetic is in
+`llvm_arith.py`; target machine, libdevice and PTX emission are in `llvm.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llvmlite import ir
+
+from .. import dtypes
+from ..abi import LaunchContract, ParamSpec
+from ..dtypes import DType
+from ..errors import InternalError
+from ..ir import ops
+from ..ir.core import ArrayType, Block, Function, Op, ScalarType, Value
+from .llvm_arith import ScalarEmitter
+from .llvm_support import ModuleSupport
+from .llvm_types import (
+    GLOBAL_PTR,
+    I1,
+    I8,
+    I32,
+    I64,
+    VOID,
+    KernelAttributes,
+    ParamAttributes,
+    constant,
+    memory_type,
+    value_type,
+)
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+# Module flags read by NVVMReflect when it folds libdevice's `__nvvm_reflect` queries.
+# 4 = "override" (clang's choice). FTZ 0 keeps IEEE subnormals. LLVM 22 ignores the prec-sqrt
+# flag (newer NVVMReflect reads it, as clang emits it); `llvm.py` also passes
+# `-nvvm-reflect-add=__CUDA_PREC_SQRT=1`, which LLVM 22 does honour.
+MODULE_FLAGS = (("nvvm-reflect-ftz", 0), ("nvvm-reflect-prec-sqrt", 1))
+
+
+@dataclass(frozen=True)
+class _Array:
+    """A lowered array parameter: its element pointer, length and read-only-ness."""
+
+    ptr: ir.Value
+    length: ir.Value
+    readonly: bool
+
+
+def lower_function(
+    fn: Function, params: Sequence[ParamSpec], contract: LaunchContract, entry: str
+) -> ir.Module:
+    """The LLVM module of kernel `fn`, exported as `entry`, with the parameters `params`.
+
+    `fn.params` (the entry block's arguments) correspond one to one, in order, to `params`.
+    The module declares the libdevice functions it calls; `compile_ptx` links them.
+    """
+    return _KernelLowering(fn, params, contract, entry).run()
+
+
+class _KernelLowering:
+    def __init__(
+        self, fn: Function, params: Sequence[ParamSpec], contract: LaunchContract, entry: str
+    ) -> None:
+        self.fn = fn
+        self.specs = list(params)
+        self.contract = contract
+        self.module = ir.Module(name=fn.name)
+        self.module.triple = TRIPLE
+        self.support = ModuleSupport(self.module)
+        self.kernel = self._declare_kernel(entry)
+        self.err = self.kernel.args[-1]
+        self.builder = ir.IRBuilder()
+        self.scalar = ScalarEmitter(self.builder, self.support)
+        self.values: dict[Value, ir.Value] = {}
+        self.arrays: dict[Value, _Array] = {}
+        self.blocks: dict[Block, ir.Block] = {}
+
+    # ------------------------------------------------------------------------- signature
+
+    def _declare_kernel(self, entry: str) -> ir.Function:
+        if len(self.specs) != len(self.fn.params):
+            raise InternalError(
+                f"@{self.fn.name} has {len(self.fn.params)} parameters, ABI has {len(self.specs)}"
+            )
+        arg_types: list[ir.Type] = []
+        for spec, value in zip(self.specs, self.fn.params, strict=True):
+            _check_param(spec, value)
+            arg_types += [GLOBAL_PTR, I64] if spec.is_array else [memory_type(spec.dtype)]
+        arg_types.append(GLOBAL_PTR)  # the device error record
+        kernel = ir.Function(self.module, ir.FunctionType(VOID, arg_types), entry)
+        kernel.calling_convention = "ptx_kernel"
+        kernel.attributes = KernelAttributes()
+        # An exact block shape is the stronger promise; ptxas rejects .reqntid with .maxntid.
+        if self.contract.block is not None:
+            x, y, z = self.contract.block
+            kernel.attributes.add(f'"nvvm.reqntid"="{x},{y},{z}"')  # -> .reqntid x, y, z
+        elif self.contract.launch_bounds is not None:
+            kernel.attributes.add(f'"nvvm.maxntid"="{self.contract.launch_bounds}"')
+        for flag, setting in MODULE_FLAGS:
+            self.module.add_named_metadata(
+                "llvm.module.flags", [ir.Constant(I32, 4), flag, ir.Constant(I32, setting)]
+            )
+        return kernel
+
+    def _bind_params(self) -> None:
+        args = iter(self.kernel.args)
+        for spec, value in zip(self.specs, self.fn.params, strict=True):
+            arg = next(args)
+            arg.name = spec.name
+            arg.attributes = ParamAttributes()
+            if spec.is_array:
+                length = next(args)
+                length.name = f"{spec.name}.len"
+                readonly = not spec.is_output
+                # The borrow check proved that no other argument overlaps an array.
+                attrs = ("noalias", "noundef", "captures(none)")
+                for attr in (*attrs, "readonly") if readonly else attrs:
+                    arg.attributes.add(attr)
+                arg.attributes.align = spec.dtype.itemsize
+                self.arrays[value] = _Array(arg, length, readonly)
+            elif spec.dtype.is_bool:
+                self.values[value] = self.builder.icmp_unsigned("!=", arg, ir.Constant(I8, 0))
+            else:
+                self.values[value] = arg
+        self.err.name = "err"
+        self.err.attributes = ParamAttributes()
+        self.err.attributes.add("noalias")
+
+    # ------------------------------------------------------------------------------ body
+
+    def run(self) -> ir.Module:
+        order = self.fn.reverse_postorder()
+        if self.fn.predecessors()[self.fn.entry]:
+            raise InternalError(f"@{self.fn.name}: a branch targets the entry block")
+        for block in order:
+            label = block.label or f"bb{len(self.blocks)}"
+            self.blocks[block] = self.kernel.append_basic_block(label)
+        self.builder.position_at_end(self.blocks[self.fn.entry])
+        self._bind_params()
+        # Every block's phis exist before any branch is lowered, so a back edge can fill in its
+        # incoming values the moment it is seen.
+        for block in order[1:]:
+            self.builder.position_at_end(self.blocks[block])
+            for arg in block.args:
+                self.values[arg] = self.builder.phi(value_type(arg.type), name=arg.name)
+        for block in order:
+            self.builder.position_at_end(self.blocks[block])
+            for op in block.ops:
+                self._lower_op(op)
+        return self.module
+
+    def _lower_op(self, op: Op) -> None:
+        handler = _HANDLERS.get(type(op))
+        if handler is None:
+            raise InternalError(f"no LLVM lowering for op `{op.opname}` ({op.loc})")
+        handler(self, op)
+
+    def _v(self, value: Value) -> ir.Value:
+        try:
+            return self.values[value]
+        except KeyError:
+            raise InternalError(f"{value!r} used before the backend saw its definition") from None
+
+    def _set(self, result: Value, lowered: ir.Value) -> None:
+        if result.name and isinstance(lowered, ir.Instruction) and lowered.name.startswith("."):
+            lowered.name = result.name  # keep the user's variable names in the LLVM text
+        self.values[result] = lowered
+
+    def _array(self, value: Value) -> _Array:
+        try:
+            return self.arrays[value]
+        except KeyError:
+            raise InternalError(f"{value!r} is not an array parameter") from None
+
+    # ------------------------------------------------------------------------ scalar ops
+
+    def _constant(self, op: ops.Constant) -> None:
+        self._set(op.result, constant(op.result.dtype, op.value))
+
+    def _binary(self, op: ops.Binary) -> None:
+        x, y = op.operands
+        self._set(op.result, self.scalar.binary(op.kind, x.dtype, self._v(x), self._v(y)))
+
+    def _unary(self, op: ops.Unary) -> None:
+        (x,) = op.operands
+        self._set(op.result, self.scalar.unary(op.kind, x.dtype, self._v(x)))
+
+    def _compare(self, op: ops.Compare) -> None:
+        x, y = op.operands
+        self._set(op.result, self.scalar.compare(op.pred, _dtype_of(x), self._v(x), self._v(y)))
+
+    def _cast(self, op: ops.Cast) -> None:
+        (x,) = op.operands
+        self._set(op.result, self.scalar.cast(self._v(x), _dtype_of(x), op.result.dtype))
+
+    def _select(self, op: ops.Select) -> None:
+        cond, a, b = (self._v(v) for v in op.operands)
+        self._set(op.result, self.builder.select(cond, a, b))
+
+    def _math(self, op: ops.MathCall) -> None:
+        args = [self._v(v) for v in op.operands]
+        self._set(op.result, self.scalar.math(op.fn, op.result.dtype, args))
+
+    # ------------------------------------------------------------------------ thread ops
+
+    def _thread_index_1d(self, op: ops.ThreadIndex1D) -> None:
+        # ctaid.x * ntid.x + tid.x in i64: the product can exceed 2^32 but never 2^63, which
+        # the nuw/nsw flags tell LLVM (so it knows the index is non-negative).
+        b = self.builder
+        ctaid, ntid, tid = (
+            b.zext(self.support.sreg(b, r), I64) for r in ("ctaid.x", "ntid.x", "tid.x")
+        )
+        base = b.mul(ctaid, ntid, flags=("nuw", "nsw"))
+        self._set(op.result, b.add(base, tid, name="index", flags=("nuw", "nsw")))
+
+    def _special_reg(self, op: ops.SpecialReg) -> None:
+        self._set(op.result, self.support.sreg(self.builder, op.reg))
+
+    def _index_to_int(self, op: ops.IndexToInt) -> None:
+        self.values[op.result] = self._v(op.operands[0])  # a ThreadIndex is its i64 value
+
+    # ------------------------------------------------------------------------ memory ops
+
+    def _len(self, op: ops.ArrayLen) -> None:
+        self.values[op.result] = self._array(op.operands[0]).length
+
+    def _element(self, array: Value, index: Value) -> tuple[ir.Value, ir.Type, int]:
+        dtype = _array_type(array).dtype
+        ty = memory_type(dtype)
+        ptr = self.builder.gep(
+            self._array(array).ptr, [self._v(index)], inbounds=True, source_etype=ty
+        )
+        return ptr, ty, dtype.itemsize
+
+    def _load(self, op: ops.Load) -> None:
+        array, index = op.operands
+        ptr, ty, align = self._element(array, index)
+        loaded = self.builder.load(ptr, typ=ty, align=align)
+        if self._array(array).readonly:
+            # A Slice is read-only for the whole launch: its loads may use the non-coherent
+            # (texture) path.
+            loaded.set_metadata("invariant.load", self.module.add_metadata([]))
+        if _array_type(array).dtype.is_bool:
+            loaded = self.builder.icmp_unsigned("!=", loaded, ir.Constant(I8, 0))
+        self._set(op.result, loaded)
+
+    def _store(self, op: ops.Store) -> None:
+        array, index, value = op.operands
+        if self._array(array).readonly:
+            raise InternalError(f"store to the read-only Slice {array.name!r} ({op.loc})")
+        ptr, _, align = self._element(array, index)
+        v = self._v(value)
+        if v.type == I1:
+            v = self.builder.zext(v, I8)
+        self.builder.store(v, ptr, align=align)
+
+    def _check_bounds(self, op: ops.BoundsCheck) -> None:
+        b = self.builder
+        index, length = (self._v(v) for v in op.operands)
+        # One unsigned compare covers both index < 0 and index >= length.
+        in_bounds = b.icmp_unsigned("<", index, length, name=f"inbounds{op.site}")
+        ok = self.kernel.append_basic_block(f"checked{op.site}")
+        fail = self.kernel.append_basic_block(f"oob{op.site}")
+        branch = b.cbranch(in_bounds, ok, fail)
+        branch.set_weights([1 << 20, 1])
+        b.position_at_end(fail)
+        report = self.support.report_oob()
+        b.call(report, [self.err, ir.Constant(I64, op.site), index, length])
+        b.ret_void()
+        b.position_at_end(ok)
+
+    # ----------------------------------------------------------------------- control flow
+
+    def _edge(self, target: Block, args: Sequence[Value]) -> None:
+        """Add this block's incoming values to `target`'s phis (the builder is at the branch)."""
+        for param, arg in zip(target.args, args, strict=True):
+            phi = self.values[param]
+            assert isinstance(phi, ir.PhiInstr)
+            phi.add_incoming(self._v(arg), self.builder.block)
+
+    def _br(self, op: ops.Br) -> None:
+        self._edge(op.dest, op.operands)
+        self.builder.branch(self.blocks[op.dest])
+
+    def _cond_br(self, op: ops.CondBr) -> None:
+        b = self.builder
+        cond = self._v(op.cond)
+        if op.if_true is op.if_false and op.if_true.args:
+            # Both edges reach one block with arguments: a phi cannot tell two edges from one
+            # predecessor apart, so the false edge goes through a block of its own.
+            edge = self.kernel.append_basic_block("edge")
+            self._edge(op.if_true, op.true_args)
+            b.cbranch(cond, self.blocks[op.if_true], edge)
+            b.position_at_end(edge)
+            self._edge(op.if_false, op.false_args)
+            b.branch(self.blocks[op.if_false])
+            return
+        self._edge(op.if_true, op.true_args)
+        self._edge(op.if_false, op.false_args)
+        b.cbranch(cond, self.blocks[op.if_true], self.blocks[op.if_false])
+
+    def _return(self, op: ops.Return) -> None:
+        self.builder.ret_void()
+
+
+def _check_param(spec: ParamSpec, value: Value) -> None:
+    t = value.type
+    if spec.is_array:
+        ok = isinstance(t, ArrayType) and t.dtype == spec.dtype and t.disjoint == spec.is_output
+    else:
+        ok = isinstance(t, ScalarType) and t.dtype == spec.dtype
+    if not ok or spec.ndim != 1:
+        raise InternalError(f"parameter {spec.name!r}: ABI {spec} does not fit IR type {t}")
+
+
+def _array_type(value: Value) -> ArrayType:
+    assert isinstance(value.type, ArrayType)
+    return value.type
+
+
+def _dtype_of(value: Value) -> DType:
+    """The scalar type of an operand; a ThreadIndex compares and casts as the i64 it is."""
+    if isinstance(value.type, ScalarType):
+        return value.type.dtype
+    return dtypes.i64
+
+
+# One method per op class; each takes the op of its own class.
+_HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
+    ops.Constant: _KernelLowering._constant,
+    ops.Binary: _KernelLowering._binary,
+    ops.Unary: _KernelLowering._unary,
+    ops.Compare: _KernelLowering._compare,
+    ops.Cast: _KernelLowering._cast,
+    ops.Select: _KernelLowering._select,
+    ops.MathCall: _KernelLowering._math,
+    ops.ThreadIndex1D: _KernelLowering._thread_index_1d,
+    ops.SpecialReg: _KernelLowering._special_reg,
+    ops.IndexToInt: _KernelLowering._index_to_int,
+    ops.ArrayLen: _KernelLowering._len,
+    ops.Load: _KernelLowering._load,
+    ops.Store: _KernelLowering._store,
+    ops.BoundsCheck: _KernelLowering._check_bounds,
+    ops.Br: _KernelLowering._br,
+    ops.CondBr: _KernelLowering._cond_br,
+    ops.Return: _KernelLowering._return,
+}
