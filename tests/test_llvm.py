@@ -195,8 +195,13 @@ def test_launch_bounds_give_maxntid_and_no_contract_gives_neither() -> None:
 def test_scalar_params_by_value_bool_as_byte(tmp_path: Path) -> None:
     kb = KernelBuilder(
         "scale",
-        [("x", "slice", dt.f64), ("s", "scalar", dt.f64), ("flip", "scalar", dt.bool_),
-         ("n", "scalar", dt.i32), ("c", "disjoint", dt.f64)],
+        [
+            ("x", "slice", dt.f64),
+            ("s", "scalar", dt.f64),
+            ("flip", "scalar", dt.bool_),
+            ("n", "scalar", dt.i32),
+            ("c", "disjoint", dt.f64),
+        ],
     )
     i, done = kb.guarded("c")
     v = kb.bin("mul", kb.checked_load(kb["x"], i), kb["s"])
@@ -218,8 +223,11 @@ def test_scalar_params_by_value_bool_as_byte(tmp_path: Path) -> None:
 
 def test_abi_mismatch_is_an_internal_error() -> None:
     kb = vecadd()
-    wrong = [ParamSpec("a0", "slice", dt.f32), ParamSpec("a1", "slice", dt.f32),
-             ParamSpec("c", "slice", dt.f32)]  # c is a DisjointSlice in the IR
+    wrong = [
+        ParamSpec("a0", "slice", dt.f32),
+        ParamSpec("a1", "slice", dt.f32),
+        ParamSpec("c", "slice", dt.f32),
+    ]  # c is a DisjointSlice in the IR
     with pytest.raises(InternalError, match="does not fit"):
         lower_function(kb.fn, wrong, LaunchContract(), "vecadd")
 
@@ -236,8 +244,9 @@ def test_unknown_arch_is_a_toolchain_error_with_help() -> None:
 
 def sum_kernel() -> KernelBuilder:
     """c[i] = sum(a[k] for k in range(n)) + i: a loop whose state lives in block arguments."""
-    kb = KernelBuilder("rowsum", [("a", "slice", dt.f32), ("n", "scalar", dt.i64),
-                                  ("c", "disjoint", dt.f32)])
+    kb = KernelBuilder(
+        "rowsum", [("a", "slice", dt.f32), ("n", "scalar", dt.i64), ("c", "disjoint", dt.f32)]
+    )
     i, done = kb.guarded("c")
     head, loop, exit_ = kb.fn.new_block("head"), kb.fn.new_block("loop"), kb.fn.new_block("exit")
     k = head.add_arg(ScalarType(dt.i64), LOC, "k")
@@ -356,8 +365,9 @@ def test_no_fma_contraction_ieee_div_and_sqrt(dtype: DType, suffix: str) -> None
 
 @needs_ptxas
 def test_explicit_fma_is_one_fma() -> None:
-    kb = elementwise("fma", [dt.f32] * 3, dt.f32,
-                     lambda kb, x, y, z: kb.op(ops.MathCall("fma", [x, y, z], LOC)))
+    kb = elementwise(
+        "fma", [dt.f32] * 3, dt.f32, lambda kb, x, y, z: kb.op(ops.MathCall("fma", [x, y, z], LOC))
+    )
     ptx = kb.ptx()
     assert ptx.count("fma.rn.f32") == 1 and "mul.rn" not in ptx
 
@@ -386,11 +396,14 @@ def test_first_compile_of_vecadd_is_fast() -> None:
         print(f"{t1 - t0:.4f} {t2 - t1:.4f} {t3 - t2:.4f}")
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
     lower_s, first_s, warm_s = (float(x) for x in out.split())
-    print(f"vecadd: lower {lower_s * 1e3:.1f} ms, first compile_ptx {first_s * 1e3:.1f} ms, "
-          f"second {warm_s * 1e3:.1f} ms")
+    print(
+        f"vecadd: lower {lower_s * 1e3:.1f} ms, first compile_ptx {first_s * 1e3:.1f} ms, "
+        f"second {warm_s * 1e3:.1f} ms"
+    )
     assert lower_s + first_s < 0.3
 
 

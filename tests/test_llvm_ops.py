@@ -27,8 +27,13 @@ INTS = (dt.i8, dt.i16, dt.i32, dt.i64, dt.u8, dt.u16, dt.u32, dt.u64)
 # `.ftz` that libdevice's own algorithms use on purpose, on approximate seeds or range-reduced
 # arguments (PTX has no non-FTZ rcp.approx.f64); `nvcc -ftz=false` emits the same.
 LIBDEVICE_FTZ = {
-    "ex2.approx.ftz.f32", "lg2.approx.ftz.f32", "rcp.approx.ftz.f32", "rcp.approx.ftz.f64",
-    "rsqrt.approx.ftz.f32", "rsqrt.approx.ftz.f64", "div.approx.ftz.f32",
+    "ex2.approx.ftz.f32",
+    "lg2.approx.ftz.f32",
+    "rcp.approx.ftz.f32",
+    "rcp.approx.ftz.f64",
+    "rsqrt.approx.ftz.f32",
+    "rsqrt.approx.ftz.f64",
+    "div.approx.ftz.f32",
 }
 
 
@@ -61,8 +66,9 @@ def test_integer_binary_ops(dtype: DType) -> None:
     kinds = ["and", "or", "xor", "min", "max"]
     if not dtype.is_bool:
         kinds += ["add", "sub", "mul", "floordiv", "mod", "pow", "shl", "shr"]
-    kb = many_outputs(f"int_{dtype}", dtype, {k: dtype for k in kinds},
-                      lambda kb, k, x, y: kb.bin(k, x, y))
+    kb = many_outputs(
+        f"int_{dtype}", dtype, {k: dtype for k in kinds}, lambda kb, k, x, y: kb.bin(k, x, y)
+    )
     text = kb.lower()
     if dtype.is_int:
         div, rem = ("sdiv", "srem") if dtype.is_signed else ("udiv", "urem")
@@ -84,8 +90,9 @@ def test_integer_binary_ops(dtype: DType) -> None:
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_float_binary_ops(dtype: DType) -> None:
     kinds = ["add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "pow"]
-    kb = many_outputs(f"float_{dtype}", dtype, {k: dtype for k in kinds},
-                      lambda kb, k, x, y: kb.bin(k, x, y))
+    kb = many_outputs(
+        f"float_{dtype}", dtype, {k: dtype for k in kinds}, lambda kb, k, x, y: kb.bin(k, x, y)
+    )
     ptx = kb.ptx()
     assert "__nv_" not in ptx and ".extern" not in ptx, "libdevice was not linked"
     assert "__nvvm_reflect" not in ptx
@@ -123,7 +130,7 @@ def test_unary_ops_and_compares(dtype: DType) -> None:
     elif dtype.is_signed:
         assert "icmp slt " in text and "icmp sge " in text
     else:
-        assert "icmp ult " in text and "icmp slt i64 %\"index\"" in text
+        assert "icmp ult " in text and 'icmp slt i64 %"index"' in text
         assert "icmp slt i8" not in text and "icmp sgt" not in text
     ptx = kb.ptx()
     assert ".ftz" not in ptx
@@ -132,8 +139,20 @@ def test_unary_ops_and_compares(dtype: DType) -> None:
 
 @needs_ptxas
 def test_select_and_special_registers() -> None:
-    regs = ("tid.x", "tid.y", "tid.z", "ntid.x", "ntid.y", "ntid.z",
-            "ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z")
+    regs = (
+        "tid.x",
+        "tid.y",
+        "tid.z",
+        "ntid.x",
+        "ntid.y",
+        "ntid.z",
+        "ctaid.x",
+        "ctaid.y",
+        "ctaid.z",
+        "nctaid.x",
+        "nctaid.y",
+        "nctaid.z",
+    )
 
     def body(kb: KernelBuilder, x: Value) -> Value:
         total = kb.const(0, dt.i32)
@@ -165,8 +184,8 @@ def test_every_math_function(dtype: DType) -> None:
     text = kb.lower()
     suffix = "" if dtype.bits == 64 else "f"  # f16/bf16 call the f32 functions
     assert f'@"__nv_exp{suffix}"' in text
-    assert f"@\"__nv_sqrt{suffix}\"" not in text and "llvm.sqrt" in text
-    assert "llvm.roundeven" in text and f"@\"__nv_round{suffix}\"" not in text
+    assert f'@"__nv_sqrt{suffix}"' not in text and "llvm.sqrt" in text
+    assert "llvm.roundeven" in text and f'@"__nv_round{suffix}"' not in text
     ptx = kb.ptx()
     assert "__nv_" not in ptx and "__nvvm_reflect" not in ptx
     assert ".extern" not in ptx, "every called function must be linked in"
@@ -181,8 +200,7 @@ def test_every_math_function(dtype: DType) -> None:
 @needs_ptxas
 @needs_libdevice
 def test_exp_f32_has_no_ftz_in_our_code_and_ieee_subnormal_path() -> None:
-    kb = elementwise("expf", [dt.f32], dt.f32,
-                     lambda kb, x: kb.op(ops.MathCall("exp", [x], LOC)))
+    kb = elementwise("expf", [dt.f32], dt.f32, lambda kb, x: kb.op(ops.MathCall("exp", [x], LOC)))
     ptx = kb.ptx()
     # libdevice's expf scales 2^frac (ex2.approx.ftz on a reduced argument in [-1, 1]) by
     # 2^n with an IEEE multiply, which produces subnormal results.
@@ -200,8 +218,9 @@ CAST_TYPES = (dt.bool_, dt.i8, dt.i16, dt.i32, dt.i64, dt.u8, dt.u16, dt.u32, dt
 @pytest.mark.parametrize("src", CAST_TYPES, ids=str)
 def test_casts_from(src: DType) -> None:
     outs = {d.name: d for d in CAST_TYPES if d != src}
-    kb = many_outputs(f"cast_{src}", src, outs,
-                      lambda kb, k, x, y: kb.op(ops.Cast(x, outs[k], LOC)))
+    kb = many_outputs(
+        f"cast_{src}", src, outs, lambda kb, k, x, y: kb.op(ops.Cast(x, outs[k], LOC))
+    )
     text = kb.lower()
     if src.is_int:
         assert ("sitofp" if src.is_signed else "uitofp") in text

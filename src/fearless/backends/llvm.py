@@ -1,5 +1,9 @@
 """LLVM IR -> PTX with llvmlite's NVPTX target: libdevice linking, optimisation, emission, ptxas.
 
+The backend's entry points (`lower_function` lives in `llvm_lower.py`, re-exported here):
+
+    lower_function(fn, params, contract, entry)
+                                  SIMT IR -> llvmlite module with the kernel ABI of abi.py
     compile_ptx(module, "sm_90")  parse (own LLVM context) -> link libdevice if `__nv_*` is called
                                   -> internalise all but the kernels -> O3 (new pass manager)
                                   -> PTX text
@@ -37,8 +41,10 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import InternalError, ToolchainError
-from .llvm_lower import TRIPLE
+from .llvm_lower import TRIPLE, lower_function
 from .toolchain import find_libdevice, find_ptxas
+
+__all__ = ["PTX_FEATURES", "check_arch", "compile_ptx", "lower_function", "ptxas_check"]
 
 # Supported targets and the PTX ISA version each needs at least (sm_90a needs PTX 8.0).
 # The lowest version keeps the PTX loadable by the oldest driver that knows the GPU.
@@ -68,7 +74,9 @@ def compile_ptx(module: ir.Module | str, arch: str = "sm_90", *, opt_level: int 
     mod.data_layout = str(tm.target_data)
     # The kernels are the externally visible definitions before linking; everything else
     # (our helpers, libdevice) becomes internal so the optimiser may inline and delete it.
-    kernels = {f.name for f in mod.functions if not f.is_declaration and f.linkage.name != "internal"}
+    kernels = {
+        f.name for f in mod.functions if not f.is_declaration and f.linkage.name != "internal"
+    }
     if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
         mod.link_in(_parse_libdevice(mod, context))
     for gv in [*mod.functions, *mod.global_variables]:

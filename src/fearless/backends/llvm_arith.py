@@ -14,7 +14,8 @@ NumPy simulator implements; where LLVM leaves a case undefined the choices below
     NumPy's `npy_lshift`/`npy_rshift` do, instead of LLVM poison;
   * float `min`/`max` are `np.minimum`/`np.maximum` bit for bit: NaN in either operand wins
     (the first if both), and of two equal values (+0.0 and -0.0) the second is returned;
-    `math.fmin`/`fmax` are `np.fmin`/`np.fmax`: a NaN loses to a number, ties go to the second;
+    `math.fmin`/`fmax` are `np.fmin`/`np.fmax`: a NaN loses to a number; of +0.0 and -0.0 the
+    second is returned (NumPy's float32 loop does so, its float64 loop returns the first);
   * float -> int truncates toward zero and saturates to the target's range, NaN -> 0 (Rust's
     `as`, PTX's `cvt.rzi.sat`). C and NumPy leave out-of-range conversions undefined (NumPy's
     results differ between its SIMD and scalar loops), so only in-range values match NumPy;
@@ -36,11 +37,37 @@ from .llvm_types import I1, scalar_type
 F32 = ir.FloatType()
 
 # Math functions with a libdevice implementation (`__nv_<name>f` for f32, `__nv_<name>` f64).
-LIBDEVICE_MATH = frozenset((
-    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "rsqrt", "cbrt",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "erf", "erfc", "pow", "atan2", "fmod", "hypot",
-))
+LIBDEVICE_MATH = frozenset(
+    (
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "rsqrt",
+        "cbrt",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "pow",
+        "atan2",
+        "fmod",
+        "hypot",
+    )
+)
 # Math functions that are exact and have an LLVM intrinsic (NVPTX lowers them to one
 # correctly rounded instruction: sqrt.rn, cvt.rmi, abs, ...). `round` is Python's and NumPy's
 # round-half-to-even, not C's `round` (half away from zero) that libdevice implements.
@@ -134,9 +161,7 @@ class ScalarEmitter:
         r = b.srem(n, safe)
         # C truncates toward zero; Python floors: step down when the remainder is non-zero
         # and its sign differs from the divisor's.
-        adjust = b.and_(
-            b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, safe), zero)
-        )
+        adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, safe), zero))
         if kind == "mod":
             return b.select(adjust, b.add(r, safe), r)  # r is 0 when d == 0
         q = b.select(adjust, b.sub(q, one), q)
@@ -179,9 +204,7 @@ class ScalarEmitter:
         mod_fixed = b.select(mod_nonzero, mod_fixed, self._intrinsic("llvm.copysign", zero, w))
         # if (div) { fl = floor(div); if (div - fl > 0.5) fl += 1; } else fl = copysign(0, a/w)
         floor = self._intrinsic("llvm.floor", div)
-        snapped = b.select(
-            b.fcmp_ordered(">", b.fsub(div, floor), half), b.fadd(floor, one), floor
-        )
+        snapped = b.select(b.fcmp_ordered(">", b.fsub(div, floor), half), b.fadd(floor, one), floor)
         quotient = b.fdiv(a, w)
         signed_zero = self._intrinsic("llvm.copysign", zero, quotient)
         floordiv = b.select(b.fcmp_unordered("!=", div, zero), snapped, signed_zero)
