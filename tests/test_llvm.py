@@ -417,3 +417,21 @@ def test_compile_time_in_process() -> None:
     per_call = (time.perf_counter() - start) / 5
     print(f"vecadd compile_ptx, warm process: {per_call * 1e3:.1f} ms")
     assert per_call < 0.1
+
+
+def test_compile_ptx_takes_llvm_text_and_every_opt_level() -> None:
+    kb = vecadd()
+    module = lower_function(kb.fn, kb.specs, LaunchContract(), "vecadd")
+    assert compile_ptx(str(module)) == compile_ptx(module)
+    for level in range(4):
+        assert ".visible .entry vecadd(" in compile_ptx(module, opt_level=level)
+    with pytest.raises(ValueError, match="opt_level"):
+        compile_ptx(module, opt_level=4)
+
+
+@needs_ptxas
+def test_ptxas_failure_is_a_toolchain_error_with_its_message() -> None:
+    with pytest.raises(ToolchainError) as info:
+        ptxas_check(".version 8.0\n.target sm_90\n.address_size 64\nbogus;\n", "sm_90")
+    assert "ptxas rejected the PTX for sm_90" in info.value.message
+    assert any("bogus" in note for note in info.value.diagnostic.notes)
