@@ -1,0 +1,280 @@
+"""The SIMT machine: one chunk of thread blocks, its lanes stepped through a planned kernel.
+
+`simt.py` plans a kernel (`BlockPlan`s: steps and edges over value slots) and runs a launch
+chunk by chunk; this module runs one chunk (`run_chunk`): it picks the waiting block that
+comes first in the schedule, runs its steps for exactly the lanes waiting there, retires the
+lanes that fail a check, and routes the rest along the terminator. The design, and the choice
+of which failure is reported, are told in `simt.py`'s docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InternalError, KernelIndexError
+from ..ir import ops
+from ..ir.core import Op
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class SimError:
+    """The first failed device check of a launch, as the GPU's device error record holds it."""
+
+    site: int
+    block: Dim3
+    thread: Dim3
+    index: int
+    length: int
+
+    def record_words(self) -> list[int]:
+        """The record in `abi.py`'s layout: [flag, site, bx, by, bz, tx, ty, tz, index, len]."""
+        return [1, self.site, *self.block, *self.thread, self.index, self.length]
+
+
+# Step kinds and where a step's result goes.
+COMPUTE, LOAD, STORE, CHECK = range(4)
+NOWHERE, UNIFORM, LOCAL, ESCAPES = range(4)
+
+# One operand: (uniform?, slot). One step: (kind, fn, operands, result slot, destination, op).
+Operand = tuple[bool, int]
+Step = tuple[int, Callable[..., Any], tuple[Operand, ...], int, int, Op]
+# One edge of a terminator: (target's position in the schedule, values, target's arg slots).
+Edge = tuple[int, tuple[Operand, ...], tuple[int, ...]]
+
+
+@dataclass
+class BlockPlan:
+    steps: list[Step]
+    cond: Operand | None  # cond_br's condition; None for br and return
+    edges: list[Edge]  # br: one edge; cond_br: true, false; return: none
+
+
+class Chunk:
+    """One chunk of thread blocks: its lanes' values and where each lane waits."""
+
+    def __init__(self, env: list[Any], n: int, b0: int, grid: Dim3, block: Dim3) -> None:
+        self.env = env
+        self.owned = [False] * len(env)  # env[s] is an array this chunk may write in place
+        self.n = n
+        self.b0 = b0
+        self.grid = grid
+        self.block = block
+        self.waiting: dict[int, list[Any]] = {0: [None]}  # None: all lanes of the chunk
+        self.error: SimError | None = None
+        self.steps = 0
+
+    def coords(self, lane: int) -> tuple[Dim3, Dim3]:
+        t_per_block = self.block[0] * self.block[1] * self.block[2]
+        b, t = divmod(lane, t_per_block)
+        return _unlinear(self.b0 + b, self.grid), _unlinear(t, self.block)
+
+
+def _unlinear(i: int, dims: Dim3) -> Dim3:
+    return i % dims[0], (i // dims[0]) % dims[1], i // (dims[0] * dims[1])
+
+
+def run_chunk(blocks: list[BlockPlan], dtypes: list[Any], ck: Chunk) -> None:
+    """Step the chunk's lanes through the kernel until every lane has retired."""
+    waiting, n = ck.waiting, ck.n
+    while waiting:
+        position = min(waiting)
+        parts = waiting.pop(position)
+        lanes = parts[0] if len(parts) == 1 else _merge(parts, n)
+        _step(blocks[position], dtypes, lanes, ck)
+        ck.steps += 1
+
+
+def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, ck: Chunk) -> None:
+    """Run one block for `lanes` (None: every lane of the chunk), then route them."""
+    env = ck.env
+    local: dict[int, Any] = {}
+
+    def get(operand: Operand) -> Any:
+        uniform, s = operand
+        if uniform:
+            return env[s]
+        x = local.get(s)
+        if x is None:
+            x = env[s] if lanes is None else env[s][lanes]
+            local[s] = x
+        return x
+
+    for kind, fn, ins, out, dest, op in bp.steps:
+        args = [get(o) for o in ins]
+        if kind == COMPUTE:
+            r = fn(*args)
+        elif kind == LOAD:
+            r = _access(fn, args[0], args[1], None, op, lanes, ck)
+        elif kind == STORE:
+            _access(fn, args[0], args[1], args[2], op, lanes, ck)
+            continue
+        else:
+            keep = _check(args[0], args[1], op, lanes, ck)
+            if keep is None:
+                continue
+            if keep.size == 0:
+                return  # every lane of this step stopped
+            lanes = keep if lanes is None else lanes[keep]
+            for s, x in local.items():
+                if np.ndim(x):
+                    local[s] = x[keep]
+            continue
+        if dest == UNIFORM:
+            env[out] = r
+        else:
+            local[out] = r
+            if dest == ESCAPES:
+                _put(ck, dtypes[out], out, lanes, r)
+    if not bp.edges:
+        return  # return: the lanes retire
+    # (edge, the lanes taking it, their positions among this step's lanes or None: all)
+    routes: list[tuple[Edge, Any, Any]]
+    if bp.cond is None:
+        routes = [(bp.edges[0], lanes, None)]
+    else:
+        c = get(bp.cond)
+        if np.ndim(c) == 0:
+            routes = [(bp.edges[0 if c else 1], lanes, None)]
+        else:
+            taken = np.flatnonzero(c)
+            if taken.size == c.size:
+                routes = [(bp.edges[0], lanes, None)]
+            elif taken.size == 0:
+                routes = [(bp.edges[1], lanes, None)]
+            else:
+                other = np.flatnonzero(~c)
+                routes = [
+                    (bp.edges[0], taken if lanes is None else lanes[taken], taken),
+                    (bp.edges[1], other if lanes is None else lanes[other], other),
+                ]
+    # A branch is a parallel copy: read every value before writing any argument.
+    values = [[_pick(get(o), pos) for o in edge[1]] for edge, _, pos in routes]
+    for (edge, sub, _), vals in zip(routes, values, strict=True):
+        target, _, arg_slots = edge
+        for s, v in zip(arg_slots, vals, strict=True):
+            _put(ck, dtypes[s], s, sub, v)
+        ck.waiting.setdefault(target, []).append(sub)
+
+
+def _check(
+    idx: Any, length: Any, op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> np.ndarray[Any, Any] | None:
+    """`check.bounds`: None if every lane passes, else the positions of those that do."""
+    ok = np.less(np.asarray(idx).astype(np.uint64), np.asarray(length).astype(np.uint64))
+    if ok.ndim == 0:
+        if ok:
+            return None
+        first_bad = 0
+        keep = np.zeros(0, np.intp)
+    else:
+        if ok.all():
+            return None
+        first_bad = int(np.argmin(ok))
+        keep = np.flatnonzero(ok)
+    if ck.error is None:
+        lane = first_bad if lanes is None else int(lanes[first_bad])
+        block, thread = ck.coords(lane)
+        ck.error = SimError(
+            op.attrs["site"],
+            block,
+            thread,
+            int(_pick(idx, first_bad)),
+            int(_pick(length, first_bad)),
+        )
+    return keep
+
+
+# ----------------------------------------------------------------------------- lane data
+
+
+def _pick(x: Any, positions: Any) -> Any:
+    """`x` at some positions of the step's lanes (a uniform value stays as it is)."""
+    if positions is None or not np.ndim(x):
+        return x
+    return x[positions]
+
+
+def _put(ck: Chunk, dtype: Any, s: int, lanes: np.ndarray[Any, Any] | None, v: Any) -> None:
+    """Write a per-lane value at `lanes` (None: all) of the chunk's array for slot `s`."""
+    if getattr(v, "dtype", dtype) != dtype:
+        raise InternalError(f"the simulator made a {v.dtype} where {dtype} was due")
+    if lanes is None:
+        ck.env[s] = v if np.ndim(v) else np.full(ck.n, v, dtype)
+        ck.owned[s] = False  # it may be another value's array: copy before writing into it
+        return
+    arr = ck.env[s]
+    if arr is None:
+        arr = ck.env[s] = np.zeros(ck.n, dtype)
+        ck.owned[s] = True
+    elif not ck.owned[s]:
+        arr = ck.env[s] = arr.copy()
+        ck.owned[s] = True
+    arr[lanes] = v
+
+
+def _merge(parts: list[Any], n: int) -> np.ndarray[Any, Any] | None:
+    """The union of disjoint sorted lane sets (None when it is every lane)."""
+    lanes = np.concatenate(parts)
+    if lanes.size == n:
+        return None
+    lanes.sort(kind="stable")  # a merge of sorted runs
+    return lanes
+
+
+def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
+    """A thread register for the lanes of blocks [b0, b1): `tid.x`, ..., `index_1d`."""
+    per_block = block[0] * block[1] * block[2]
+    t = np.arange(per_block, dtype=np.int64)
+    b = np.arange(b0, b1, dtype=np.int64)
+    if reg == "index_1d":  # ctaid.x * ntid.x + tid.x, in i64
+        return np.repeat(b % grid[0] * block[0], per_block) + np.tile(t % block[0], b1 - b0)
+    name, axis = reg.split(".")
+    k = "xyz".index(axis)
+    if name == "tid":
+        comp = (t % block[0], t // block[0] % block[1], t // (block[0] * block[1]))[k]
+        return np.tile(comp.astype(np.int32), b1 - b0)
+    comp = (b % grid[0], b // grid[0] % grid[1], b // (grid[0] * grid[1]))[k]
+    return np.repeat(comp.astype(np.int32), per_block)
+
+
+def _access(
+    fn: Any, arr: Any, idx: Any, value: Any, op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> Any:
+    """A load (value None) or store; out-of-range indices here had no check before them."""
+    length = arr.shape[0]
+    if np.ndim(idx):
+        bad = (idx < 0) | (idx >= length) if idx.size else None
+        if bad is not None and bad.any():
+            _unchecked_fault(op, arr, idx, int(np.argmax(bad)), lanes, ck)
+    elif not 0 <= idx < length:
+        _unchecked_fault(op, arr, idx, 0, lanes, ck)
+    if value is None:
+        return fn(arr[idx])
+    if np.ndim(value) and not np.ndim(idx):  # many lanes, one element: the last lane wins
+        idx = np.broadcast_to(idx, value.shape)
+    arr[idx] = fn(value)
+    return None
+
+
+def _unchecked_fault(
+    op: Op, arr: Any, idx: Any, pos: int, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> None:
+    lane = pos if lanes is None else int(lanes[pos])
+    block, thread = ck.coords(lane)
+    what = "read" if isinstance(op, ops.Load) else "write"
+    raise KernelIndexError(
+        f"index out of bounds: the len is {arr.shape[0]} but the index is {int(_pick(idx, pos))}",
+        op.loc,
+        label=f"unchecked {what}",
+        notes=[
+            f"in block {block}, thread {thread} (CPU simulator)",
+            "this access has no device check (an `unsafe` kernel, or a check the compiler "
+            "proved unnecessary); on the GPU it is undefined behaviour",
+        ],
+    )

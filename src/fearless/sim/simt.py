@@ -1,0 +1,391 @@
+"""The CPU simulator of the SIMT IR: runs a kernel's `Function` over every thread of a launch.
+
+It interprets the IR after the safety passes (DESIGN.md section 3), so it is both the
+debugger users get and the oracle the compiler is tested against. This module is the entry
+point: it plans a kernel (`SimKernel`: value slots, steps and edges per block) and runs a
+launch chunk by chunk; `machine.py` steps the lanes of one chunk and `numerics.py` defines the
+arithmetic of each op.
+
+Lanes. Every thread of the launch is a lane. The launch runs in chunks of whole thread blocks,
+about `CHUNK_LANES` lanes each (blocks never communicate in this IR, so chunks are
+independent and memory stays bounded). Lane j of a chunk is thread j % T of block
+b0 + j // T, with T threads per block and blocks and threads in CUDA's linear order, x
+fastest.
+
+Values. A value that all lanes share (constants, scalar parameters, `len`, `ntid`/`nctaid`
+and pure ops on those) is one NumPy scalar. Any other value is an array with one element per
+lane of the chunk, written only at the lanes that computed it; a value used only in the block
+that defines it never leaves that block's step.
+
+Control flow. Each lane has a program counter: the block it waits to run. A step takes the
+waiting block that comes first in `schedule_order` (a reverse postorder with each loop before
+its exits) and runs its ops once for exactly the lanes waiting there, their values gathered
+by lane index, so a lane never computes what its thread would not: no division by zero or
+stray load on a lane that took the other branch. The terminator then sends each lane to a
+successor, writing the branch's values into the target's block arguments at those lanes, or
+retires it on `return`. Lanes split by an `if` meet again at the join, and lanes that leave a
+loop early wait at its exit for the last one, so the number of steps follows the longest
+thread's path rather than the sum of all paths.
+
+Checks. `check.bounds` retires the lanes whose index is out of range, as the GPU thread
+returns, and records an error; all other threads run to completion, as on the GPU. When several
+threads fail, the error reported is that of the lowest lane (linear block, then linear thread)
+among the failures of the first step, in the first chunk, that had any. The GPU keeps whichever
+failing thread wins a compare-and-swap first, which is not deterministic; any failing thread is
+a true report, and this choice is reproducible.
+
+Memory. Loads gather `array[index]` and stores scatter `array[index] = value` into the
+caller's arrays, in place, in program order per step (a thread reads its own earlier writes).
+An access with no check before it (an `unsafe` kernel, or a check the compiler proved
+unnecessary) that falls out of range raises `KernelIndexError` at once, naming the access: on
+the GPU it would be undefined behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import InternalError, KernelTypeError
+from ..ir import ops
+from ..ir.core import (
+    ArrayType,
+    Block,
+    Function,
+    Op,
+    ScalarType,
+    ThreadIndexType,
+    Type,
+    Value,
+    uses,
+)
+from . import numerics
+from .machine import (
+    CHECK,
+    COMPUTE,
+    ESCAPES,
+    LOAD,
+    LOCAL,
+    NOWHERE,
+    STORE,
+    UNIFORM,
+    BlockPlan,
+    Chunk,
+    Edge,
+    Operand,
+    SimError,
+    Step,
+    run_chunk,
+    thread_register,
+)
+from .schedule import schedule_order
+
+__all__ = ["CHUNK_LANES", "SimError", "SimKernel", "run_kernel"]
+
+CHUNK_LANES = 1 << 20
+
+Dim3 = tuple[int, int, int]
+
+
+def run_kernel(
+    fn: Function,
+    grid: Sequence[int],
+    block: Sequence[int],
+    args: Sequence[Any],
+    *,
+    chunk_lanes: int = CHUNK_LANES,
+) -> SimError | None:
+    """Run `fn` for every thread of a launch; return the first failed check, if any.
+
+    `args[i]` is the value of `fn.params[i]`: a 1-D NumPy array for an array parameter
+    (a `DisjointSlice` is written in place) or a Python/NumPy scalar.
+    """
+    return SimKernel(fn).run(grid, block, args, chunk_lanes=chunk_lanes)
+
+
+class SimKernel:
+    """A kernel planned for the simulator once; `run` it for any number of launches.
+
+    The plan reads the IR when it is made: build a new `SimKernel` after changing `fn`.
+    """
+
+    def __init__(self, fn: Function) -> None:
+        self.fn = fn
+        order = schedule_order(fn)
+        if any(fn.entry in b.successors() for b in order):
+            raise InternalError(f"@{fn.name}: a branch targets the entry block")
+        self._slots: dict[Value, int] = {}
+        self._dtypes: list[np.dtype[Any] | None] = []
+        self._env0: list[Any] = []
+        self._uniform: set[Value] = set(fn.params)
+        self._thread_values: list[tuple[int, str]] = []  # per-lane registers, per chunk
+        self._launch_values: list[tuple[int, str]] = []  # ntid.*, nctaid.*
+        self._params = [self._slot(p) for p in fn.params]
+        position = {b: i for i, b in enumerate(order)}
+        used_in = uses(fn)
+        self._blocks = [self._plan_block(b, position, used_in) for b in order]
+
+    # ------------------------------------------------------------------------------ plan
+
+    def _slot(self, v: Value) -> int:
+        s = self._slots.get(v)
+        if s is None:
+            s = self._slots[v] = len(self._env0)
+            self._env0.append(None)
+            self._dtypes.append(_storage(v.type))
+        return s
+
+    def _operand(self, v: Value) -> Operand:
+        if v not in self._slots:
+            raise InternalError(f"@{self.fn.name}: {v!r} is used before it is defined")
+        return v in self._uniform, self._slots[v]
+
+    def _plan_block(
+        self, b: Block, position: dict[Block, int], used_in: dict[Value, list[Op]]
+    ) -> BlockPlan:
+        for a in b.args:
+            if b is not self.fn.entry and not isinstance(a.type, ScalarType | ThreadIndexType):
+                raise InternalError(f"the simulator has no block arguments of type {a.type}")
+            self._slot(a)
+        term = b.terminator
+        if term is None:
+            raise InternalError(f"@{self.fn.name}: block ^bb{b.id} has no terminator")
+        steps: list[Step] = []
+        for op in b.ops[:-1]:
+            planner = _PLANNERS.get(type(op))
+            if planner is None:
+                raise InternalError(f"the simulator has no handler for op `{op.opname}`")
+            kind, fn = planner(self, op)
+            ins = tuple(self._operand(v) for v in op.operands)
+            if not op.results:
+                steps.append((kind, fn, ins, -1, NOWHERE, op))
+                continue
+            r = op.result
+            out = self._slot(r)
+            if fn is _prefilled:
+                continue  # a constant or a thread register: written before the block runs
+            if kind == COMPUTE and all(u for u, _ in ins):
+                self._uniform.add(r)
+                dest = UNIFORM
+            elif any(use.block is not b for use in used_in.get(r, ())):
+                dest = ESCAPES
+            else:
+                dest = LOCAL
+            steps.append((kind, fn, ins, out, dest, op))
+        cond: Operand | None = None
+        edges: list[Edge] = []
+        if isinstance(term, ops.CondBr):
+            cond = self._operand(term.cond)
+        if isinstance(term, ops.Br | ops.CondBr):
+            for dest_block in term.successors():
+                vals = ops.branch_args(term, dest_block)
+                edges.append(
+                    (
+                        position[dest_block],
+                        tuple(self._operand(v) for v in vals),
+                        tuple(self._slot(a) for a in dest_block.args),
+                    )
+                )
+        elif not isinstance(term, ops.Return):
+            raise InternalError(f"the simulator has no terminator `{term.opname}`")
+        return BlockPlan(steps, cond, edges)
+
+    # ------------------------------------------------------------------------------- run
+
+    def run(
+        self,
+        grid: Sequence[int],
+        block: Sequence[int],
+        args: Sequence[Any],
+        *,
+        chunk_lanes: int = CHUNK_LANES,
+        stats: dict[str, int] | None = None,
+    ) -> SimError | None:
+        """Run one launch; return its first failed check or None. `stats` gets step counts."""
+        g, bl = _dim3(grid), _dim3(block)
+        if len(args) != len(self.fn.params):
+            raise KernelTypeError(
+                f"`{self.fn.name}` takes {len(self.fn.params)} arguments but {len(args)} "
+                "were given",
+                code="E0061",
+            )
+        env0 = list(self._env0)
+        for p, s, a in zip(self.fn.params, self._params, args, strict=True):
+            env0[s] = _bind(p, a)
+        dims = {"ntid": bl, "nctaid": g}
+        for s, reg in self._launch_values:
+            name, axis = reg.split(".")
+            env0[s] = np.int32(dims[name]["xyz".index(axis)])
+        per_block = bl[0] * bl[1] * bl[2]
+        n_blocks = g[0] * g[1] * g[2]
+        if per_block == 0 or n_blocks == 0:
+            return None
+        blocks_per_chunk = max(1, chunk_lanes // per_block)
+        first: SimError | None = None
+        total_steps = chunks = 0
+        with np.errstate(all="ignore"):  # integers wrap; floats give inf and NaN
+            for b0 in range(0, n_blocks, blocks_per_chunk):
+                b1 = min(n_blocks, b0 + blocks_per_chunk)
+                ck = Chunk(list(env0), (b1 - b0) * per_block, b0, g, bl)
+                registers: dict[str, Any] = {}
+                for s, reg in self._thread_values:
+                    if reg not in registers:
+                        registers[reg] = thread_register(reg, g, bl, b0, b1)
+                    ck.env[s] = registers[reg]
+                run_chunk(self._blocks, self._dtypes, ck)
+                first = first or ck.error
+                total_steps += ck.steps
+                chunks += 1
+        if stats is not None:
+            stats.update(steps=total_steps, chunks=chunks)
+        return first
+
+
+# ---------------------------------------------------------------------------- arguments
+
+
+def _storage(t: Type) -> np.dtype[Any] | None:
+    if isinstance(t, ScalarType):
+        return numerics.storage_dtype(t.dtype)
+    if isinstance(t, ThreadIndexType):
+        return np.dtype(np.int64)
+    return None
+
+
+def _dim3(d: Sequence[int] | int) -> Dim3:
+    dims = (d,) if isinstance(d, int | np.integer) else tuple(d)
+    if not 1 <= len(dims) <= 3 or any(int(x) < 0 for x in dims):
+        raise ValueError(f"launch dimensions must be 1 to 3 non-negative ints, got {d!r}")
+    x, y, z = (*(int(v) for v in dims), 1, 1)[:3]
+    return x, y, z
+
+
+def _bind(p: Value, a: Any) -> Any:
+    """A launch argument as the simulator holds it (arrays are not copied)."""
+    t = p.type
+    if isinstance(t, ScalarType):
+        dt = t.dtype
+        if dt.name == "bf16" and isinstance(a, np.uint16):
+            return numerics.bf16_load(a)[()]  # the dtype's storage: raw bits
+        return numerics.constant(a, dt)
+    if not isinstance(t, ArrayType):
+        raise InternalError(f"the simulator has no parameters of type {t}")
+    arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+    if arr.ndim != 1:
+        raise KernelTypeError(
+            f"argument `{p.name}` must be a 1-D array, not {arr.ndim}-D", code="E0701"
+        )
+    if t.dtype.name == "bf16":
+        if arr.dtype.itemsize != 2 or arr.dtype.kind == "f" or arr.dtype.kind == "i":
+            raise KernelTypeError(
+                f"argument `{p.name}` must hold bf16 (or its uint16 bits), not {arr.dtype}",
+                code="E0701",
+            )
+        arr = arr.view(np.uint16)
+    elif arr.dtype != t.dtype.np:
+        try:
+            got = dtypes.from_numpy(arr.dtype).name
+        except KeyError:
+            got = str(arr.dtype)
+        raise KernelTypeError(
+            f"argument `{p.name}` has elements of {got}, but the kernel takes {t.dtype.name}",
+            code="E0701",
+        )
+    if t.disjoint and not arr.flags.writeable:
+        raise KernelTypeError(
+            f"argument `{p.name}` is a read-only array but the kernel writes it", code="E0701"
+        )
+    return arr
+
+
+# -------------------------------------------------------------------------------- planners
+# One per op class: (step kind, function). `_prefilled` marks results written before the
+# block runs (constants into the launch's values, thread registers into each chunk's).
+
+
+def _prefilled() -> None:  # pragma: no cover - never called
+    raise AssertionError
+
+
+def _plan_constant(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    assert isinstance(op, ops.Constant)
+    k._env0[k._slot(op.result)] = numerics.constant(op.value, op.result.dtype)
+    k._uniform.add(op.result)
+    return COMPUTE, _prefilled
+
+
+def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    reg = op.attrs["reg"] if isinstance(op, ops.SpecialReg) else "index_1d"
+    s = k._slot(op.result)
+    if reg.startswith(("ntid", "nctaid")):
+        k._launch_values.append((s, reg))
+        k._uniform.add(op.result)
+    else:
+        k._thread_values.append((s, reg))
+    return COMPUTE, _prefilled
+
+
+def _scalar_dtype(v: Value) -> Any:
+    return v.type.dtype if isinstance(v.type, ScalarType) else dtypes.i64
+
+
+def _plan_binary(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COMPUTE, numerics.binary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
+
+
+def _plan_unary(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COMPUTE, numerics.unary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
+
+
+def _plan_compare(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COMPUTE, numerics.compare_fn(op.attrs["pred"], _scalar_dtype(op.operands[0]))
+
+
+def _plan_cast(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COMPUTE, numerics.cast_fn(_scalar_dtype(op.operands[0]), op.result.dtype)
+
+
+def _plan_math(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COMPUTE, numerics.math_fn(op.attrs["fn"], _scalar_dtype(op.operands[0]))
+
+
+def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, Op], tuple[int, Any]]:
+    return lambda k, op: (COMPUTE, fn)
+
+
+def _array_len(arr: Any) -> Any:
+    return np.int64(arr.shape[0])
+
+
+def _plan_memory(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    arr_type = op.operands[0].type
+    assert isinstance(arr_type, ArrayType)
+    bf16 = arr_type.dtype.name == "bf16"
+    if isinstance(op, ops.Load):
+        return LOAD, numerics.bf16_load if bf16 else numerics._identity
+    return STORE, numerics.bf16_store if bf16 else numerics._identity
+
+
+def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return CHECK, numerics._identity
+
+
+_PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any]]]] = {
+    ops.Constant: _plan_constant,
+    ops.ThreadIndex1D: _plan_register,
+    ops.SpecialReg: _plan_register,
+    ops.Binary: _plan_binary,
+    ops.Unary: _plan_unary,
+    ops.Compare: _plan_compare,
+    ops.Cast: _plan_cast,
+    ops.Select: _plan_simple(numerics.select),
+    ops.MathCall: _plan_math,
+    ops.IndexToInt: _plan_simple(numerics._identity),
+    ops.ArrayLen: _plan_simple(_array_len),
+    ops.Load: _plan_memory,
+    ops.Store: _plan_memory,
+    ops.BoundsCheck: _plan_check,
+}
