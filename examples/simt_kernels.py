@@ -16,7 +16,9 @@ def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[f
 
 
 @simt.kernel
-def saxpy(alpha: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+def saxpy(
+    alpha: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]
+):
     i = simt.thread.index_1d()
     if i < len(out):
         out[i] = alpha * x[i] + y[i]
@@ -89,7 +91,9 @@ def softplus(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
 
 
 @simt.kernel
-def casts(x: simt.Slice[fl.f32], out_i: simt.DisjointSlice[fl.i32], out_u: simt.DisjointSlice[fl.u32]):
+def casts(
+    x: simt.Slice[fl.f32], out_i: simt.DisjointSlice[fl.i32], out_u: simt.DisjointSlice[fl.u32]
+):
     i = simt.thread.index_1d()
     if i < len(out_i):
         out_i[i] = fl.i32(x[i])

@@ -16,7 +16,7 @@ from fearless.ir.printer import print_function
 from fearless.ir.verifier import verify
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K  # noqa: E402
+import simt_kernels as K
 
 LOC = Location("t.py", 1, 0)
 
@@ -29,14 +29,17 @@ def filecheck(text: str, checks: str) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
         f.write(checks)
     tool = Path(sys.executable).with_name("filecheck")
-    proc = subprocess.run([str(tool), f.name], input=text, text=True, capture_output=True,
-                          check=False)
+    proc = subprocess.run(
+        [str(tool), f.name], input=text, text=True, capture_output=True, check=False
+    )
     assert proc.returncode == 0, f"FileCheck failed:\n{proc.stderr}\non:\n{text}"
 
 
 def test_vecadd_ir_after_passes() -> None:
     text = K.vecadd.inspect(stage="ir")
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: kernel vecadd: 2 bounds check(s) remain on the device, 1 proven by guards and removed
 CHECK: func @vecadd(%0: Slice[f32], %1: Slice[f32], %2: DisjointSlice[f32])
 CHECK: thread.index_1d : ThreadIndex
@@ -49,7 +52,8 @@ CHECK-NEXT: load %1
 CHECK-NOT: check.bounds
 CHECK: store %2
 CHECK: return
-""")
+""",
+    )
 
 
 def test_unsafe_kernel_has_no_checks() -> None:
@@ -145,10 +149,13 @@ def test_printer_numbers_block_arguments() -> None:
     exit_.append(ops.Return(LOC))
     verify(fn)
     text = print_function(fn, with_locs=False)
-    filecheck(text, """
+    filecheck(
+        text,
+        """
 CHECK: br ^bb1(%0)
 CHECK: ^bb1(%1: i64):  // header
 CHECK: cond_br %3, ^bb3, ^bb2
 CHECK: %5 = binary {kind='add'} %1, %4 : i64
 CHECK: br ^bb1(%5)
-""")
+""",
+    )

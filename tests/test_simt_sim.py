@@ -11,7 +11,7 @@ import pytest
 import fearless as fl
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K  # noqa: E402
+import simt_kernels as K
 
 RNG = np.random.default_rng(1234)
 
@@ -71,7 +71,7 @@ def test_row_sum_loop_with_weak_literal_accumulator() -> None:
 
 def test_int_ops_python_semantics() -> None:
     n = 999
-    a = RNG.integers(-10**6, 10**6, n).astype(np.int32)
+    a = RNG.integers(-(10**6), 10**6, n).astype(np.int32)
     b = RNG.integers(-1000, 1000, n).astype(np.int32)
     b[b == 0] = 7
     out = np.zeros(n, np.int32)

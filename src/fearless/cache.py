@@ -28,7 +28,7 @@ def load(key: str) -> Any | None:
         return None
     try:
         with _path(key).open("rb") as f:
-            return pickle.load(f)  # noqa: S301 - our own cache directory
+            return pickle.load(f)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
         return None
 
@@ -39,10 +39,11 @@ def store(key: str, value: Any) -> None:
     path = _path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        fd, name = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        tmp = Path(name)
         with os.fdopen(fd, "wb") as f:
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+        tmp.replace(path)
     except OSError:
         with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(tmp)
+            tmp.unlink()

@@ -157,6 +157,7 @@ class Demo:
     def saxpy(self) -> str:
         fl, saxpy, grid, block = self.fl, self.kernels.saxpy, self.grid, BLOCK
         x_np, y_np = self.random(), self.random()
+        expected = np.float32(2.0) * x_np + y_np  # before the launch: y may share y_np's memory
         x, y = fl.from_numpy(x_np), fl.from_numpy(y_np)
         alpha = fl.f32(2.0)
 
@@ -164,7 +165,7 @@ class Demo:
             saxpy[grid, block](alpha, x, y)
 
         first = self.first_call(launch)
-        self.check(y.numpy(), np.float32(2.0) * x_np + y_np)
+        self.check(y.numpy(), expected)
         warm = self.warm_call(launch)  # keeps updating y in place; checked above
         return f"y = 2·x + y   matches NumPy; {self.timing(first, warm, 12 * self.n)}"
 

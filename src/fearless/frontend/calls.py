@@ -25,10 +25,38 @@ if TYPE_CHECKING:
 # Python's math module functions accepted in kernels, by IR math fn name.
 PY_MATH: dict[Any, str] = {
     getattr(pymath, n): n
-    for n in (
-        "exp expm1 log log2 log10 log1p sqrt sin cos tan asin acos atan sinh cosh tanh "
-        "asinh acosh atanh floor ceil trunc fabs pow atan2 fmod hypot copysign erf erfc"
-    ).split()
+    for n in [
+        "exp",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sqrt",
+        "sin",
+        "cos",
+        "tan",
+        "asin",
+        "acos",
+        "atan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "asinh",
+        "acosh",
+        "atanh",
+        "floor",
+        "ceil",
+        "trunc",
+        "fabs",
+        "pow",
+        "atan2",
+        "fmod",
+        "hypot",
+        "copysign",
+        "erf",
+        "erfc",
+    ]
 }
 PY_MATH.update({getattr(flmath, n): n for n in flmath.KERNEL_NAMES})
 if hasattr(pymath, "exp2"):
@@ -52,12 +80,12 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
 
     if isinstance(obj, DeviceFunction):
         if node.keywords:
-            raise CompileError("device functions take positional arguments only", loc,
-                               code="E0061")
+            raise CompileError("device functions take positional arguments only", loc, code="E0061")
         return inline(lw, obj, node, loc)
     if node.keywords:
-        raise CompileError(f"`{fname}` does not take keyword arguments in kernels", loc,
-                           code="E0061")
+        raise CompileError(
+            f"`{fname}` does not take keyword arguments in kernels", loc, code="E0061"
+        )
     args = [lw.expr(a) for a in node.args]
     em = lw.em
     if getattr(obj, "__self__", None) is thread and getattr(obj, "__name__", "") == "index_1d":
@@ -74,8 +102,9 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
         raise CompileError("range() can only be used as the iterable of a `for` loop", loc)
     if obj in (min, max):
         if len(args) < 2:
-            raise CompileError(f"{fname}() needs at least two arguments in kernels", loc,
-                               code="E0061")
+            raise CompileError(
+                f"{fname}() needs at least two arguments in kernels", loc, code="E0061"
+            )
         result = args[0]
         for a in args[1:]:
             result = _minmax("min" if obj is min else "max", lw, result, a, loc)
@@ -158,8 +187,9 @@ def _math(lw: FunctionLowerer, fn: str, fname: str, args: list[Operand], loc: Lo
         if s.dtype != dt:
             em.unify(strong[0], s, loc, f"`{fname}`")
     if dt.bits < 32:
-        raise KernelTypeError(f"`{fname}` on {dt.name} is not supported yet", loc,
-                              help="convert to fl.f32 first")
+        raise KernelTypeError(
+            f"`{fname}` on {dt.name} is not supported yet", loc, help="convert to fl.f32 first"
+        )
     vals = [em.as_value(s, loc, dt) for s in scalars]
     return em.emit(ops.MathCall(fn, vals, loc)).result
 
@@ -171,8 +201,12 @@ def resolve_annotation(lw: FunctionLowerer, node: ast.expr) -> DType:
         dt = obj.obj if isinstance(obj.obj, DType) else dtypes.from_python_type(obj.obj)
         if dt is not None:
             return dt
-    raise CompileError(f"`{ast.unparse(node)}` is not a scalar type", lw.loc(node),
-                       code="E0599", help="annotate with a dtype such as `fl.f32`")
+    raise CompileError(
+        f"`{ast.unparse(node)}` is not a scalar type",
+        lw.loc(node),
+        code="E0599",
+        help="annotate with a dtype such as `fl.f32`",
+    )
 
 
 def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
@@ -192,8 +226,11 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
     src = dev.source()
     params = src.tree.args
     if params.vararg or params.kwarg or params.kwonlyargs or params.defaults:
-        raise CompileError(f"device function `{dev.name}` must take plain positional "
-                           "parameters", src.loc(src.tree), code="E0061")
+        raise CompileError(
+            f"device function `{dev.name}` must take plain positional parameters",
+            src.loc(src.tree),
+            code="E0061",
+        )
     names = [a.arg for a in params.args]
     if len(node.args) != len(names):
         raise CompileError(
@@ -214,8 +251,11 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
             if value.type != ArrayType(ann.dtype, ann.disjoint):
                 raise KernelTypeError(
                     f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`"
-                    + (": a DisjointSlice cannot be passed as a Slice"
-                       if value.type.disjoint and not ann.disjoint else ""),
+                    + (
+                        ": a DisjointSlice cannot be passed as a Slice"
+                        if value.type.disjoint and not ann.disjoint
+                        else ""
+                    ),
                     aloc,
                     help="other threads write a DisjointSlice, so it cannot be read as a Slice",
                 )
@@ -223,14 +263,19 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
             dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
             if dt is not None:
                 v = lw.em.scalar(value, aloc)
-                if isinstance(v, Value) and v.type != ScalarType(dt):
-                    if not (isinstance(value, Value) and isinstance(value.type, ThreadIndexType)
-                            and dt == dtypes.i64):
-                        raise KernelTypeError(
-                            f"`{dev.name}` expects `{name}: {dt.name}`, found {v.dtype.name}",
-                            aloc,
-                            help=f"convert the argument: `fl.{dt.name}(...)`",
-                        )
+                forged = isinstance(v, Value) and v.type != ScalarType(dt)
+                index_as_i64 = (
+                    isinstance(value, Value)
+                    and isinstance(value.type, ThreadIndexType)
+                    and dt == dtypes.i64
+                )
+                if forged and not index_as_i64:
+                    assert isinstance(v, Value)
+                    raise KernelTypeError(
+                        f"`{dev.name}` expects `{name}: {dt.name}`, found {v.dtype.name}",
+                        aloc,
+                        help=f"convert the argument: `fl.{dt.name}(...)`",
+                    )
                 value = lw.em.as_value(v, aloc, dt)
         env[name] = value
     ctx.call_stack.append(dev)

@@ -29,7 +29,9 @@ class KernelIR:
     uses_index_1d: bool
 
 
-def resolve_param(src: FunctionSource, arg: ast.arg, hints: dict[str, Any]) -> tuple[Type, ParamSpec]:
+def resolve_param(
+    src: FunctionSource, arg: ast.arg, hints: dict[str, Any]
+) -> tuple[Type, ParamSpec]:
     from ..simt.types import ArrayAnnotation
 
     ann = hints.get(arg.arg)
@@ -44,8 +46,8 @@ def resolve_param(src: FunctionSource, arg: ast.arg, hints: dict[str, Any]) -> t
             f"`{arg.arg}: simt.DisjointSlice[fl.f32]` for an output, or `{arg.arg}: fl.f32`",
         )
     if isinstance(ann, ArrayAnnotation):
-        kind = "disjoint" if ann.disjoint else "slice"
-        return ArrayType(ann.dtype, ann.disjoint), ParamSpec(arg.arg, kind, ann.dtype)
+        spec = ParamSpec(arg.arg, "disjoint" if ann.disjoint else "slice", ann.dtype)
+        return ArrayType(ann.dtype, ann.disjoint), spec
     dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
     if dt is None or dt.name in ("f16", "bf16"):
         raise CompileError(
@@ -61,7 +63,9 @@ def _ann_text(arg: ast.arg) -> str:
     return ast.unparse(arg.annotation) if arg.annotation is not None else arg.arg
 
 
-def build_kernel_ir(src: FunctionSource, hints: dict[str, Any], *, unsafe: bool = False) -> KernelIR:
+def build_kernel_ir(
+    src: FunctionSource, hints: dict[str, Any], *, unsafe: bool = False
+) -> KernelIR:
     tree = src.tree
     a = tree.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:

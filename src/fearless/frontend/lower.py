@@ -28,15 +28,31 @@ Env = dict[str, Operand]
 Token = tuple[Any, ...]
 
 BINOPS: dict[type[ast.operator], str] = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
-    ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "shl", ast.RShift: "shr",
-    ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+    ast.LShift: "shl",
+    ast.RShift: "shr",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
 }
 CMPOPS: dict[type[ast.cmpop], str] = {
-    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne",
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
 }
 UNARYOPS: dict[type[ast.unaryop], str] = {
-    ast.USub: "neg", ast.Not: "not", ast.Invert: "invert",
+    ast.USub: "neg",
+    ast.Not: "not",
+    ast.Invert: "invert",
 }
 
 
@@ -67,6 +83,7 @@ class Context:
     weak_origin: dict[Value, tuple[Token, str]] = field(default_factory=dict)
     hints: dict[Token, dict[str, Type]] = field(default_factory=dict)
     uses_index_1d: bool = False
+
     def __post_init__(self) -> None:
         self.em.on_mismatch = self.retry_if_guessed
 
@@ -80,8 +97,9 @@ class Context:
 
 
 def unsupported(what: str, loc: Location, help: str | None = None) -> CompileError:
-    return CompileError(f"{what} is not supported in kernels", loc, label="not supported",
-                        help=help)
+    return CompileError(
+        f"{what} is not supported in kernels", loc, label="not supported", help=help
+    )
 
 
 def assigned_names(stmts: list[ast.stmt]) -> list[str]:
@@ -145,8 +163,9 @@ class FunctionLowerer:
     def stmt_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if isinstance(target, ast.Tuple | ast.List):
-                raise unsupported("tuple unpacking", self.loc(target),
-                                  help="assign each variable on its own line")
+                raise unsupported(
+                    "tuple unpacking", self.loc(target), help="assign each variable on its own line"
+                )
         value = self.expr(node.value)
         for target in node.targets:
             self.assign(target, value, node)
@@ -155,8 +174,11 @@ class FunctionLowerer:
         from .calls import resolve_annotation
 
         if node.value is None:
-            raise unsupported("a declaration without a value", self.loc(node),
-                              help="give the variable a value: `x: fl.f32 = 0.0`")
+            raise unsupported(
+                "a declaration without a value",
+                self.loc(node),
+                help="give the variable a value: `x: fl.f32 = 0.0`",
+            )
         dtype = resolve_annotation(self, node.annotation)
         value = self.expr(node.value)
         loc = self.loc(node.value)
@@ -188,11 +210,13 @@ class FunctionLowerer:
 
             store(self, target, value, self.loc(target))
         elif isinstance(target, ast.Tuple | ast.List):
-            raise unsupported("tuple unpacking", self.loc(target),
-                              help="assign each variable on its own line")
+            raise unsupported(
+                "tuple unpacking", self.loc(target), help="assign each variable on its own line"
+            )
         else:
-            raise CompileError(f"cannot assign to `{ast.unparse(target)}`", self.loc(target),
-                               code="E0070")
+            raise CompileError(
+                f"cannot assign to `{ast.unparse(target)}`", self.loc(target), code="E0070"
+            )
 
     def stmt_Return(self, node: ast.Return) -> None:
         loc = self.loc(node)
@@ -254,15 +278,21 @@ class FunctionLowerer:
         if not isinstance(node.target, ast.Name):
             raise unsupported("a loop target that is not a plain name", self.loc(node.target))
         it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and it.func.id == "range" and self.env.get("range") is None):
+        if not (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+            and self.env.get("range") is None
+        ):
             raise unsupported(
-                f"iterating over `{ast.unparse(it)}`", self.loc(it),
+                f"iterating over `{ast.unparse(it)}`",
+                self.loc(it),
                 help="kernels loop with `for i in range(start, stop, step)` or `while`",
             )
         if not 1 <= len(it.args) <= 3 or it.keywords:
-            raise CompileError("range() takes 1 to 3 positional arguments", self.loc(it),
-                               code="E0061")
+            raise CompileError(
+                "range() takes 1 to 3 positional arguments", self.loc(it), code="E0061"
+            )
         self.lower_loop(node)
 
     # ------------------------------------------------------------------------------ loops
@@ -284,8 +314,8 @@ class FunctionLowerer:
                 if hints.get(retry.name) == retry.type:
                     raise  # pragma: no cover - the retry would not converge
                 hints[retry.name] = retry.type
-                del fn.blocks[saved[0]:]
-                del block.ops[saved[1]:]
+                del fn.blocks[saved[0] :]
+                del block.ops[saved[1] :]
                 self.env = saved[2]
                 self.em.block = block
 
@@ -294,11 +324,16 @@ class FunctionLowerer:
         loc = self.loc(node)
         hints = self.ctx.hints.get(token, {})
         induction: tuple[Value, Value, Weak | Value] | None = None  # (start, stop, step)
-        target = node.target.id if isinstance(node, ast.For) else None  # type: ignore[union-attr]
+        target = (
+            node.target.id
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+            else None
+        )
         if isinstance(node, ast.For):
             induction = self._range_bounds(node.iter)  # type: ignore[arg-type]
         carried = [
-            n for n in assigned_names(node.body)
+            n
+            for n in assigned_names(node.body)
             if n != target and isinstance(self.env.get(n), Value | Weak)
         ]
         header = fn.new_block("for.header" if target else "while.header")
@@ -344,7 +379,7 @@ class FunctionLowerer:
             if induction is not None:
                 step = em.as_value(induction[2], loc, k.dtype)
                 args.append(em.emit(ops.Binary("add", k, step, loc)).result)
-            for arg, name in zip(header.args[len(args):], carried, strict=True):
+            for arg, name in zip(header.args[len(args) :], carried, strict=True):
                 args.append(self._coerce(env.get(name), arg.type, name, loc, header_arg=arg))
             em.emit(ops.Br(header, args, loc))
         after_env = dict(header_env)
@@ -371,8 +406,11 @@ class FunctionLowerer:
             if (isinstance(r, Value) and not r.dtype.is_int) or (
                 isinstance(r, Weak) and not isinstance(r.value, int)
             ):
-                raise KernelTypeError("range() needs integer arguments", loc,
-                                      help="convert with `int(x)` or a dtype such as `fl.i32(x)`")
+                raise KernelTypeError(
+                    "range() needs integer arguments",
+                    loc,
+                    help="convert with `int(x)` or a dtype such as `fl.i32(x)`",
+                )
         step = raw[2]
         if isinstance(step, Weak) and step.value == 0:
             raise CompileError("range() step must not be zero", self.loc(call.args[2]))
@@ -424,8 +462,11 @@ class FunctionLowerer:
             if origin is None and isinstance(o, Value):
                 origin = self.ctx.weak_origin.get(o)
         if origin is not None:
-            raise _Retry(origin[0], origin[1], vt if not isinstance(vt, ThreadIndexType)
-                         else ScalarType(_i64()))
+            raise _Retry(
+                origin[0],
+                origin[1],
+                vt if not isinstance(vt, ThreadIndexType) else ScalarType(_i64()),
+            )
         raise KernelTypeError(
             f"`{name}` is {t} on one path and {vt} on another",
             v.loc if isinstance(v, Value) else loc,
@@ -433,8 +474,13 @@ class FunctionLowerer:
             help=f"give `{name}` one type on every path, e.g. `fl.{_dtype_name(t)}(...)`",
         )
 
-    def merge(self, incoming: list[tuple[Block, Env]], loc: Location, label: str,
-              before: Env | None = None) -> Env:
+    def merge(
+        self,
+        incoming: list[tuple[Block, Env]],
+        loc: Location,
+        label: str,
+        before: Env | None = None,
+    ) -> Env:
         """Join the still-open blocks in `incoming` at a new block; returns the joined env."""
         em = self.em
         if not incoming:
@@ -485,7 +531,10 @@ class FunctionLowerer:
         types = {v.type for v in strong}
         if len(types) == 1:
             return strong[0].type
-        if types == {ScalarType(_i64()), next(iter(t for t in types if isinstance(t, ThreadIndexType)), None)}:
+        if types == {
+            ScalarType(_i64()),
+            next(iter(t for t in types if isinstance(t, ThreadIndexType)), None),
+        }:
             return ScalarType(_i64())
         # Let `_coerce` raise the right error (a retry for guessed types, else a type error).
         return strong[0].type
@@ -509,8 +558,11 @@ class FunctionLowerer:
             return Weak(v)
         if v is None:
             return PyObj(None, "None")
-        raise unsupported(f"the constant `{v!r}`", self.loc(node),
-                          help="kernels work on numbers; strings and bytes are host-only")
+        raise unsupported(
+            f"the constant `{v!r}`",
+            self.loc(node),
+            help="kernels work on numbers; strings and bytes are host-only",
+        )
 
     def expr_Name(self, node: ast.Name) -> Operand:
         if node.id in self.env:
@@ -520,9 +572,13 @@ class FunctionLowerer:
             return value
         found, obj = self.src.lookup(node.id)
         if not found:
-            raise CompileError(f"cannot find value `{node.id}` in this scope", self.loc(node),
-                               code="E0425", label="not found in this scope",
-                               help="define it in the kernel or at module level before the first launch")
+            raise CompileError(
+                f"cannot find value `{node.id}` in this scope",
+                self.loc(node),
+                code="E0425",
+                label="not found in this scope",
+                help="define it in the kernel or at module level before the first launch",
+            )
         return to_operand(obj, node.id)
 
     def expr_Attribute(self, node: ast.Attribute) -> Operand:
@@ -530,8 +586,9 @@ class FunctionLowerer:
         loc = self.loc(node)
         if isinstance(base, PyObj):
             if not hasattr(base.obj, node.attr):
-                raise CompileError(f"`{base.name}` has no attribute `{node.attr}`", loc,
-                                   code="E0433")
+                raise CompileError(
+                    f"`{base.name}` has no attribute `{node.attr}`", loc, code="E0433"
+                )
             return to_operand(getattr(base.obj, node.attr), f"{base.name}.{node.attr}")
         raise unsupported(f"the attribute `.{node.attr}` on {base!r}", loc)
 
@@ -552,8 +609,11 @@ class FunctionLowerer:
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             pred = CMPOPS.get(type(op))
             if pred is None:
-                raise unsupported(f"the comparison `{ast.unparse(node)}`", self.loc(node),
-                                  help="kernels compare numbers with < <= > >= == !=")
+                raise unsupported(
+                    f"the comparison `{ast.unparse(node)}`",
+                    self.loc(node),
+                    help="kernels compare numbers with < <= > >= == !=",
+                )
             right = self.expr(right_node)
             r = self.em.compare(pred, left, right, self.loc(node))
             result = r if result is None else self.em.binary("and", result, r, self.loc(node))
@@ -572,19 +632,30 @@ class FunctionLowerer:
                     return result
                 result = self.condition(operand)
                 continue
-            result = self._select_flow(result, lambda o=operand: self.condition(o),
-                                       Weak(not is_and), is_and, loc)
+            flowed = self._select_flow(
+                result, lambda o=operand: self.condition(o), Weak(not is_and), is_and, loc
+            )
+            assert isinstance(flowed, Value | Weak)
+            result = flowed
         return result
 
     def expr_IfExp(self, node: ast.IfExp) -> Operand:
         cond = self.condition(node.test)
         if isinstance(cond, Weak):
             return self.expr(node.body if cond.value else node.orelse)
-        return self._select_flow(cond, lambda: self.expr(node.body),
-                                 None, True, self.loc(node), orelse=node.orelse)
+        return self._select_flow(
+            cond, lambda: self.expr(node.body), None, True, self.loc(node), orelse=node.orelse
+        )
 
-    def _select_flow(self, cond: Value, on_true: Any, short: Weak | None, eval_on_true: bool,
-                     loc: Location, orelse: ast.expr | None = None) -> Operand:
+    def _select_flow(
+        self,
+        cond: Value,
+        on_true: Any,
+        short: Weak | None,
+        eval_on_true: bool,
+        loc: Location,
+        orelse: ast.expr | None = None,
+    ) -> Operand:
         """Evaluate a lazily lowered operand on one edge of `cond`, merge at a join."""
         fn, em = self.ctx.fn, self.em
         then_b, else_b = fn.new_block("sel.then"), fn.new_block("sel.else")

@@ -49,19 +49,46 @@ class Undefined:
 Operand = Value | Weak | PyObj | Undefined
 
 PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-    "shl": operator.lshift, "shr": operator.rshift,
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "div": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "shl": operator.lshift,
+    "shr": operator.rshift,
 }
 SYMBOL = {
-    "add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",
-    "and": "&", "or": "|", "xor": "^", "shl": "<<", "shr": ">>",
-    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "pow": "**",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "shl": "<<",
+    "shr": ">>",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "eq": "==",
+    "ne": "!=",
 }
 PY_CMPS: dict[str, Callable[[Any, Any], bool]] = {
-    "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-    "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
 }
 
 
@@ -242,7 +269,7 @@ class Emitter:
                 return Weak(not v)
             if kind == "abs":
                 return Weak(abs(v))
-            if isinstance(v, float) or isinstance(v, bool):
+            if isinstance(v, float | bool):
                 raise KernelTypeError("`~` needs an integer operand", loc)
             return Weak(~v)
         dt = a.dtype
@@ -253,8 +280,9 @@ class Emitter:
                 help="compare explicitly, e.g. `x == 0`",
             )
         if kind == "invert" and not dt.is_int:
-            raise KernelTypeError(f"`~` needs an integer operand, found {dt.name}", loc,
-                                  help="use `not` for booleans")
+            raise KernelTypeError(
+                f"`~` needs an integer operand, found {dt.name}", loc, help="use `not` for booleans"
+            )
         if kind in ("neg", "abs") and dt.is_bool:
             raise KernelTypeError(f"`{kind}` is not defined on bool", loc)
         return self.emit(ops.Unary(kind, a, loc)).result
@@ -288,7 +316,7 @@ def _wider(a: DType, b: DType) -> DType:
 
 def _literal_help(value: Any, dt: DType) -> str:
     if isinstance(value, float) and dt.is_int:
-        return f"convert the other operand, e.g. `fl.f32(x)`, or write an integer literal"
+        return "convert the other operand, e.g. `fl.f32(x)`, or write an integer literal"
     if isinstance(value, int) and not isinstance(value, bool) and dt.is_int:
         lo, hi = dtypes.int_range(dt)
         return f"{dt.name} holds {lo}..{hi}; widen the other operand, e.g. `fl.i64(x)`"
@@ -305,4 +333,3 @@ def value_type(x: Value | Weak, hint: Type | None = None) -> Type:
             return hint
         return ScalarType(dtypes.literal_default(x.value))
     return x.type
-

@@ -26,7 +26,7 @@ Semantics (the simulator in `sim/simt.py` is their executable definition):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
@@ -46,22 +46,71 @@ I32 = ScalarType(dtypes.i32)
 I64 = ScalarType(dtypes.i64)
 
 BINARY_KINDS = frozenset(
-    "add sub mul div floordiv mod min max pow and or xor shl shr".split()
+    [
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "floordiv",
+        "mod",
+        "min",
+        "max",
+        "pow",
+        "and",
+        "or",
+        "xor",
+        "shl",
+        "shr",
+    ]
 )
-UNARY_KINDS = frozenset("neg not invert abs".split())
-COMPARE_PREDS = frozenset("lt le gt ge eq ne".split())
+UNARY_KINDS = frozenset(["neg", "not", "invert", "abs"])
+COMPARE_PREDS = frozenset(["lt", "le", "gt", "ge", "eq", "ne"])
 # Float functions (one or more operands of one float type, same result type).
 MATH_FNS: dict[str, int] = {
-    **{name: 1 for name in (
-        "exp exp2 expm1 log log2 log10 log1p sqrt rsqrt cbrt sin cos tan asin acos atan "
-        "sinh cosh tanh asinh acosh atanh floor ceil trunc round fabs erf erfc"
-    ).split()},
-    "pow": 2, "atan2": 2, "fmod": 2, "hypot": 2, "copysign": 2, "fmin": 2, "fmax": 2,
+    **{
+        name: 1
+        for name in [
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "sqrt",
+            "rsqrt",
+            "cbrt",
+            "sin",
+            "cos",
+            "tan",
+            "asin",
+            "acos",
+            "atan",
+            "sinh",
+            "cosh",
+            "tanh",
+            "asinh",
+            "acosh",
+            "atanh",
+            "floor",
+            "ceil",
+            "trunc",
+            "round",
+            "fabs",
+            "erf",
+            "erfc",
+        ]
+    },
+    "pow": 2,
+    "atan2": 2,
+    "fmod": 2,
+    "hypot": 2,
+    "copysign": 2,
+    "fmin": 2,
+    "fmax": 2,
     "fma": 3,
 }
-SPECIAL_REGS = frozenset(
-    f"{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz"
-)
+SPECIAL_REGS = frozenset(f"{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz")
 
 
 class Constant(Op):
@@ -233,8 +282,12 @@ class CondBr(Op):
         loc: Location,
     ) -> None:
         super().__init__(
-            [cond, *true_args, *false_args], [], loc,
-            if_true=if_true, if_false=if_false, n_true=len(true_args),
+            [cond, *true_args, *false_args],
+            [],
+            loc,
+            if_true=if_true,
+            if_false=if_false,
+            n_true=len(true_args),
         )
 
     @property

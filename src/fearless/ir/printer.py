@@ -1,11 +1,11 @@
 """Text form of the IR, MLIR-like, used by `inspect(stage="ir")`, FEARLESS_DUMP and tests.
 
-    func @vecadd(%0: Slice[f32], %1: Slice[f32], %2: DisjointSlice[f32]) {
-    ^bb0:
-      %3 = thread.index_1d : ThreadIndex                      // vecadd.py:4:8
-      %4 = len %2 : i64
-      ...
-      cond_br %6, ^bb1, ^bb2
+func @vecadd(%0: Slice[f32], %1: Slice[f32], %2: DisjointSlice[f32]) {
+^bb0:
+  %3 = thread.index_1d : ThreadIndex                      // vecadd.py:4:8
+  %4 = len %2 : i64
+  ...
+  cond_br %6, ^bb1, ^bb2
 """
 
 from __future__ import annotations

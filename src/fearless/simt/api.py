@@ -15,7 +15,7 @@ from typing import Any
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import CompileError, FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source
-from .compiler import CompiledIR, compile_ir, compile_for_cuda, render_stage
+from .compiler import CompiledIR, compile_for_cuda, compile_ir, render_stage
 from .launcher import Dim3, Launcher, make_launcher, normalize_dim
 
 
@@ -56,12 +56,13 @@ def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
             continue
         if isinstance(ann, str):
             try:
-                ann = eval(ann, func.__globals__)  # noqa: S307 - the user's own annotation
+                ann = eval(ann, func.__globals__)
             except Exception as exc:
                 src = load_source(func)
                 arg = next(a for a in src.tree.args.args if a.arg == name)
-                raise CompileError(f"cannot resolve the annotation `{ann}`: {exc}",
-                                   src.loc(arg), code="E0599") from None
+                raise CompileError(
+                    f"cannot resolve the annotation `{ann}`: {exc}", src.loc(arg), code="E0599"
+                ) from None
         out[name] = ann
     return out
 
@@ -106,8 +107,9 @@ class Kernel:
             launch_bounds=launch_bounds,
         )
         if launch_bounds is not None and launch_bounds <= 0:
-            raise LaunchContractError("launch_bounds must be a positive thread count",
-                                      help="e.g. `launch_bounds=256`")
+            raise LaunchContractError(
+                "launch_bounds must be a positive thread count", help="e.g. `launch_bounds=256`"
+            )
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         self._ir: CompiledIR | None = None
@@ -155,7 +157,9 @@ class Kernel:
         block = normalize_dim(config[1], "block")
         return _Configured(self, grid, block, config[2] if len(config) == 3 else None)
 
-    def prepare(self, grid: int | Sequence[int], block: int | Sequence[int] | None = None) -> PreparedLaunch:
+    def prepare(
+        self, grid: int | Sequence[int], block: int | Sequence[int] | None = None
+    ) -> PreparedLaunch:
         """Validate a launch configuration once; the result launches with `kernel(prep, ...)`."""
         if block is None:
             if self.contract.block is None:

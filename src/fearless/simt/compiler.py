@@ -40,8 +40,9 @@ class CompiledIR:
 
     def ck_for_sim(self) -> CompiledKernel:
         """A CompiledKernel without code: what the simulator's error messages need."""
-        return CompiledKernel(self.fn.name, self.fn.name, self.params, self.sites,
-                              self.contract, arch="sim")
+        return CompiledKernel(
+            self.fn.name, self.fn.name, self.params, self.sites, self.contract, arch="sim"
+        )
 
 
 def compile_ir(func: Callable[..., Any], contract: LaunchContract, *, unsafe: bool) -> CompiledIR:
@@ -96,8 +97,11 @@ def cache_key(kernel: Kernel, arch: str) -> str:
             h.update(f"{name}->{getattr(obj, '__module__', '')}.{obj.__name__};".encode())
 
     add_function(kernel.func)
-    h.update(repr((kernel.contract, kernel.unsafe, arch, __version__,
-                   llvmlite.__version__, "simt-abi-1")).encode())
+    h.update(
+        repr(
+            (kernel.contract, kernel.unsafe, arch, __version__, llvmlite.__version__, "simt-abi-1")
+        ).encode()
+    )
     return h.hexdigest()
 
 
@@ -123,8 +127,15 @@ def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
     except (FearlessError, ImportError, OSError):
         cubin = None  # the driver JIT compiles the PTX at load instead
     ck = CompiledKernel(
-        name=ir.fn.name, entry=entry, params=ir.params, sites=ir.sites, contract=ir.contract,
-        arch=arch, ptx=ptx, cubin=cubin, stages={"llvm": llvm_text},
+        name=ir.fn.name,
+        entry=entry,
+        params=ir.params,
+        sites=ir.sites,
+        contract=ir.contract,
+        arch=arch,
+        ptx=ptx,
+        cubin=cubin,
+        stages={"llvm": llvm_text},
     )
     cache.store(key, ck)
     return ck
@@ -139,8 +150,10 @@ def render_stage(kernel: Kernel, stage: str, arch: str | None) -> str:
     if stage == "ir":
         return render_ir(kernel.compiled_ir())
     if stage not in ("llvm", "ptx", "sass"):
-        raise FearlessError(f"unknown stage `{stage}` for a SIMT kernel",
-                            help="SIMT stages are: ir, llvm, ptx, sass")
+        raise FearlessError(
+            f"unknown stage `{stage}` for a SIMT kernel",
+            help="SIMT stages are: ir, llvm, ptx, sass",
+        )
     from ..runtime.target import default_arch
 
     arch = arch or default_arch()
@@ -157,8 +170,10 @@ def render_stage(kernel: Kernel, stage: str, arch: str | None) -> str:
     from ..backends.sass import disassemble
 
     if ck.cubin is None:
-        raise ToolchainError("no cubin to disassemble: the PTX was left to the driver's JIT",
-                             help="run on a machine with a CUDA driver, or install ptxas")
+        raise ToolchainError(
+            "no cubin to disassemble: the PTX was left to the driver's JIT",
+            help="run on a machine with a CUDA driver, or install ptxas",
+        )
     return disassemble(ck.cubin)
 
 

@@ -42,8 +42,10 @@ def normalize_dim(value: Any, what: str) -> Dim3:
         )
     for d in dims:
         if not isinstance(d, int) or isinstance(d, bool):
-            raise LaunchContractError(f"{what} dimensions must be ints, not {d!r}",
-                                      help="compute the count with `//`, e.g. `(n + 255) // 256`")
+            raise LaunchContractError(
+                f"{what} dimensions must be ints, not {d!r}",
+                help="compute the count with `//`, e.g. `(n + 255) // 256`",
+            )
         if d <= 0:
             raise LaunchContractError(
                 f"{what} dimension {d} is not positive",
@@ -87,8 +89,10 @@ def check_contract(
             raise LaunchContractError(f"block dimension {'xyz'[axis]} = {b} is over the limit {mb}")
     for axis, (g, mg) in enumerate(zip(grid, max_grid, strict=True)):
         if g > mg:
-            raise LaunchContractError(f"grid dimension {'xyz'[axis]} = {g} is over the limit {mg}",
-                                      help="launch fewer, larger blocks or loop inside the kernel")
+            raise LaunchContractError(
+                f"grid dimension {'xyz'[axis]} = {g} is over the limit {mg}",
+                help="launch fewer, larger blocks or loop inside the kernel",
+            )
     if contract.index_dims == 1 and (grid[1], grid[2], block[1], block[2]) != (1, 1, 1, 1):
         raise LaunchContractError(
             f"`{name}` uses simt.thread.index_1d(), which needs a 1-D launch, but the launch is "

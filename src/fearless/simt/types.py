@@ -30,7 +30,9 @@ class _ArrayKind:
     def __getitem__(self, dtype: Any) -> ArrayAnnotation:
         if not isinstance(dtype, DType):
             kind = "DisjointSlice" if self.disjoint else "Slice"
-            raise TypeError(f"simt.{kind}[...] takes a fearless dtype such as fl.f32, not {dtype!r}")
+            raise TypeError(
+                f"simt.{kind}[...] takes a fearless dtype such as fl.f32, not {dtype!r}"
+            )
         return ArrayAnnotation(dtype, self.disjoint)
 
     def __repr__(self) -> str:

@@ -40,8 +40,9 @@ def key(v: Value) -> Any:
     return v
 
 
-def nonneg(v: Value, preds: dict[Block, list[ops.Op]],
-           assuming: frozenset[Value] = frozenset()) -> bool:
+def nonneg(
+    v: Value, preds: dict[Block, list[ops.Op]], assuming: frozenset[Value] = frozenset()
+) -> bool:
     op = v.owner
     if isinstance(op, ops.IndexToInt | ops.ThreadIndex1D | ops.ArrayLen):
         return True
@@ -49,8 +50,9 @@ def nonneg(v: Value, preds: dict[Block, list[ops.Op]],
         return not isinstance(op.value, bool) and op.value >= 0
     if isinstance(op, ops.Cast):
         src = op.operands[0]
-        return src.type == v.type or (src.dtype.is_int and nonneg(src, preds, assuming)
-                                      and src.dtype.bits <= v.dtype.bits)
+        return src.type == v.type or (
+            src.dtype.is_int and nonneg(src, preds, assuming) and src.dtype.bits <= v.dtype.bits
+        )
     if isinstance(op, Block):
         if v in assuming:
             return True
@@ -63,10 +65,13 @@ def nonneg(v: Value, preds: dict[Block, list[ops.Op]],
             if incoming is v:
                 continue
             inc_op = incoming.owner
-            if (isinstance(inc_op, ops.Binary) and inc_op.kind == "add"
-                    and inc_op.operands[0] is v
-                    and isinstance(inc_op.operands[1].owner, ops.Constant)
-                    and 0 <= inc_op.operands[1].owner.value < _MAX_STEP):
+            if (
+                isinstance(inc_op, ops.Binary)
+                and inc_op.kind == "add"
+                and inc_op.operands[0] is v
+                and isinstance(inc_op.operands[1].owner, ops.Constant)
+                and 0 <= inc_op.operands[1].owner.value < _MAX_STEP
+            ):
                 continue
             if not nonneg(incoming, preds, assuming | {v}):
                 return False
@@ -91,8 +96,7 @@ def edge_facts(cond: Value, taken: bool) -> list[Fact]:
 
 def run(fn: Function, options: PassOptions) -> None:
     preds = fn.predecessors()
-    terms = {b: [p.terminator for p in ps if p.terminator is not None]
-             for b, ps in preds.items()}
+    terms = {b: [p.terminator for p in ps if p.terminator is not None] for b, ps in preds.items()}
     doms = dominators(fn)
     # Facts established on entry to each block with a single predecessor.
     entry_facts: dict[Block, list[Fact]] = {}

@@ -26,8 +26,10 @@ def run(fn: Function, options: PassOptions) -> None:
             if isinstance(op, ops.Load | ops.Store):
                 arr, idx = op.operands[0], op.operands[1]
                 site = len(options.sites)
-                kind = "read" if isinstance(op, ops.Load) else "write"
-                options.sites.append(SiteInfo(kind, arr.name, op.loc))
+                if isinstance(op, ops.Load):
+                    options.sites.append(SiteInfo("read", arr.name, op.loc))
+                else:
+                    options.sites.append(SiteInfo("write", arr.name, op.loc))
                 length = ops.ArrayLen(arr, op.loc)
                 check = ops.BoundsCheck(idx, length.result, site, op.loc)
                 for new in (length, check):

@@ -18,9 +18,13 @@ def run(fn: Function, options: PassOptions) -> None:
         used = {v for op in fn.ops() for v in op.operands}
         for b in fn.blocks:
             kept = [
-                op for op in b.ops
-                if not (op.effect in _REMOVABLE and op.results
-                        and not any(r in used for r in op.results))
+                op
+                for op in b.ops
+                if not (
+                    op.effect in _REMOVABLE
+                    and op.results
+                    and not any(r in used for r in op.results)
+                )
             ]
             if len(kept) != len(b.ops):
                 b.ops = kept

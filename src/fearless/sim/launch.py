@@ -1,0 +1,99 @@
+"""The simulator's launcher: the same checks as a GPU launch, then the IR interpreter.
+
+Arguments are validated exactly as on the GPU (count, dtypes, contiguity, the borrow check,
+the launch contract with the limits of a compute-capability-9.0 device); a failed device
+check becomes the same `KernelIndexError` the GPU path raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..abi import ParamSpec
+from ..errors import KernelTypeError
+from ..runtime.arrays import ArrayInfo, describe
+from ..runtime.borrow import check_borrows
+from ..runtime.device_errors import format_index_error
+from ..runtime.location import user_location
+from ..runtime.params import scalar_fits
+from ..simt.launcher import (
+    SIM_MAX_BLOCK,
+    SIM_MAX_GRID,
+    SIM_MAX_THREADS_PER_BLOCK,
+    Dim3,
+    check_contract,
+)
+from .simt import run_kernel
+
+if TYPE_CHECKING:
+    from ..simt.api import Kernel
+
+
+class SimLauncher:
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.ir = kernel.compiled_ir()
+        self.ck = self.ir.ck_for_sim()
+        self.params = self.ir.params
+
+    def validate(self, grid: Dim3, block: Dim3) -> None:
+        check_contract(
+            self.kernel.name,
+            self.ir.contract,
+            grid,
+            block,
+            SIM_MAX_THREADS_PER_BLOCK,
+            SIM_MAX_BLOCK,
+            SIM_MAX_GRID,
+        )
+
+    def launch(self, grid: Dim3, block: Dim3, args: Sequence[Any], stream: Any) -> None:
+        self.validate(grid, block)
+        values = bind_args(self.kernel.name, self.params, args, "sim")
+        infos = [v for v in values if isinstance(v, ArrayInfo)]
+        arrays = [p for p in self.params if p.is_array]
+        check_borrows(arrays, infos)
+        runtime_args = [v.host if isinstance(v, ArrayInfo) else v for v in values]
+        err = run_kernel(self.ir.fn, grid, block, runtime_args)
+        if err is not None:
+            raise format_index_error(self.ck, err.record_words())
+
+
+def bind_args(
+    name: str, params: Sequence[ParamSpec], args: Sequence[Any], target: str
+) -> list[ArrayInfo | Any]:
+    """Check the arguments of one launch against the kernel's parameters."""
+    if len(args) != len(params):
+        names = ", ".join(p.name for p in params)
+        raise KernelTypeError(
+            f"`{name}` takes {len(params)} argument{'s' if len(params) != 1 else ''} "
+            f"({names}) but {len(args)} were given",
+            user_location(),
+            code="E0061",
+        )
+    out: list[ArrayInfo | Any] = []
+    for p, a in zip(params, args, strict=True):
+        if p.is_array:
+            info = describe(a, target, name=p.name)
+            if info.dtype != p.dtype:
+                raise KernelTypeError(
+                    f"argument `{p.name}` has elements of {info.dtype.name}, but the kernel "
+                    f"takes {p.dtype.name}",
+                    user_location(),
+                    code="E0701",
+                    help=f"convert it first, e.g. `x.astype(np.{p.dtype.np.name})`",
+                )
+            out.append(info)
+        else:
+            if not scalar_fits(a, p.dtype):
+                raise KernelTypeError(
+                    f"argument `{p.name}` is {a!r}, which is not a {p.dtype.name}",
+                    user_location(),
+                    code="E0701",
+                    help=f"pass a value that fits {p.dtype.name}",
+                )
+            out.append(np.asarray(a).astype(p.dtype.np)[()])
+    return out

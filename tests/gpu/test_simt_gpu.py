@@ -1,0 +1,186 @@
+"""SIMT kernels on the GPU agree with the simulator (bit for bit where the arithmetic is exact)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+import simt_kernels as K
+
+pytestmark = pytest.mark.gpu
+RNG = np.random.default_rng(99)
+
+
+@pytest.fixture(autouse=True)
+def _cuda() -> Iterator[None]:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    yield
+    fl.set_target(None)
+
+
+def both(
+    kernel: object, grid: int, block: int, *host_args: object, outputs: tuple[int, ...]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Run on the simulator and on the GPU; return the outputs of each."""
+    sim_args = [a.copy() if isinstance(a, np.ndarray) else a for a in host_args]
+    fl.set_target("sim")
+    kernel[grid, block](*sim_args)  # type: ignore[index]
+    fl.set_target("cuda")
+    dev_args = [fl.asarray(a) if isinstance(a, np.ndarray) else a for a in host_args]
+    kernel[grid, block](*dev_args)  # type: ignore[index]
+    fl.synchronize()
+    return [sim_args[i] for i in outputs], [dev_args[i].numpy() for i in outputs]  # type: ignore[union-attr]
+
+
+CASES: dict[
+    str, Callable[[int], tuple[object, int, int, tuple[object, ...], tuple[int, ...], bool]]
+] = {
+    "vecadd": lambda n: (
+        K.vecadd,
+        (n + 255) // 256,
+        256,
+        (
+            RNG.standard_normal(n).astype(np.float32),
+            RNG.standard_normal(n).astype(np.float32),
+            np.zeros(n, np.float32),
+        ),
+        (2,),
+        True,
+    ),
+    "saxpy": lambda n: (
+        K.saxpy,
+        (n + 127) // 128,
+        128,
+        (
+            np.float32(1.7),
+            RNG.standard_normal(n).astype(np.float32),
+            RNG.standard_normal(n).astype(np.float32),
+            np.zeros(n, np.float32),
+        ),
+        (3,),
+        True,
+    ),
+    "stencil3": lambda n: (
+        K.stencil3,
+        (n + 255) // 256,
+        256,
+        (RNG.uniform(-3, 3, n).astype(np.float32), np.zeros(n, np.float32)),
+        (1,),
+        True,
+    ),
+    "int_ops": lambda n: (
+        K.int_ops,
+        (n + 255) // 256,
+        256,
+        (
+            RNG.integers(-(10**6), 10**6, n).astype(np.int32),
+            np.where((b := RNG.integers(-999, 999, n).astype(np.int32)) == 0, 3, b).astype(
+                np.int32
+            ),
+            np.zeros(n, np.int32),
+        ),
+        (2,),
+        True,
+    ),
+    "collatz": lambda n: (
+        K.collatz_steps,
+        (n + 63) // 64,
+        64,
+        (RNG.integers(1, 10**5, n).astype(np.int64), np.zeros(n, np.int64)),
+        (1,),
+        True,
+    ),
+    "casts": lambda n: (
+        K.casts,
+        (n + 255) // 256,
+        256,
+        (
+            RNG.uniform(-1e4, 1e4, n).astype(np.float32),
+            np.zeros(n, np.int32),
+            np.zeros(n, np.uint32),
+        ),
+        (1, 2),
+        True,
+    ),
+    "softplus": lambda n: (
+        K.softplus,
+        (n + 255) // 256,
+        256,
+        (RNG.uniform(-20, 20, n).astype(np.float32), np.zeros(n, np.float32)),
+        (1,),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("n", [1, 1000, 65537])
+def test_gpu_matches_simulator(name: str, n: int) -> None:
+    kernel, grid, block, args, outs, exact = CASES[name](n)
+    sim, dev = both(kernel, grid, block, *args, outputs=outs)
+    for s, d in zip(sim, dev, strict=True):
+        if exact:
+            np.testing.assert_array_equal(d, s)
+        else:
+            np.testing.assert_allclose(d, s, rtol=2e-6, atol=1e-6)
+
+
+def test_row_sum_f64_exact() -> None:
+    rows, cols = 300, 77
+    m = RNG.standard_normal(rows * cols)
+    sim, dev = both(K.row_sum, 5, 64, m, cols, np.zeros(rows), outputs=(2,))
+    np.testing.assert_array_equal(dev[0], sim[0])
+
+
+def test_device_bounds_error_keeps_context_usable() -> None:
+    src = fl.asarray(np.arange(10, dtype=np.float32))
+    idx = fl.asarray(np.array([0, 3, 9, 10, 2], np.int32))
+    out = fl.asarray(np.full(5, -1.0, np.float32))
+    K.gather[1, 32](src, idx, out)
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    assert "the len is 10 but the index is 10" in info.value.message
+    assert "thread (3, 0, 0)" in str(info.value)
+    np.testing.assert_array_equal(out.numpy(), [0, 3, 9, -1, 2])
+    # The context survives: a good launch afterwards runs and is right.
+    idx_ok = fl.asarray(np.array([1, 2, 3, 4, 5], np.int32))
+    K.gather[1, 32](src, idx_ok, out)
+    fl.synchronize()
+    np.testing.assert_array_equal(out.numpy(), [1, 2, 3, 4, 5])
+
+
+def test_torch_tensors_and_streams() -> None:
+    torch = pytest.importorskip("torch")
+    n = 10_000
+    a = torch.randn(n, device="cuda")
+    b = torch.randn(n, device="cuda")
+    c = torch.empty(n, device="cuda")
+    s = torch.cuda.Stream()
+    K.vecadd[(n + 255) // 256, 256, s](a, b, c)
+    s.synchronize()
+    assert torch.equal(c, a + b)
+    fs = fl.Stream()
+    c2 = torch.empty(n, device="cuda")
+    K.vecadd(K.vecadd.prepare((n + 255) // 256), a, b, c2, stream=fs)
+    fs.synchronize()
+    assert torch.equal(c2, a + b)
+
+
+def test_borrow_error_on_gpu_with_torch_views() -> None:
+    torch = pytest.importorskip("torch")
+    buf = torch.zeros(2048, device="cuda")
+    a, c = buf[:1024], buf[512:1536]
+    with pytest.raises(fl.BorrowError):
+        K.vecadd[4, 256](a, a, c)
+    K.vecadd[4, 256](buf[:1024], buf[:1024], buf[1024:])  # disjoint views are fine
+    torch.cuda.synchronize()
