@@ -559,4 +559,4 @@ def _fma_exact(a: float, b: float, c: float) -> float:
     try:
         return float(exact)  # int / int true division in CPython is correctly rounded
     except OverflowError:
-        return math.copysign(math.inf, exact)
+        return math.inf if exact > 0 else -math.inf
