@@ -1,0 +1,50 @@
+"""Where in the user's code a launch-time error happened: the first frame outside fearless.
+
+Only ever called on an error path: walking frames costs microseconds, a launch must not.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import FrameType
+
+from ..errors import Location
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def user_location() -> Location | None:
+    """The innermost calling frame whose file is not inside the fearless package."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and _inside_fearless(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line, col, end_line, end_col = frame.f_lineno, 0, None, None
+    positions = _positions(frame)
+    if positions is not None:
+        line = positions[0] or line
+        col = positions[2] or 0
+        end_line, end_col = positions[1], positions[3]
+    return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+
+
+def _inside_fearless(filename: str) -> bool:
+    if filename.startswith("<fearless"):  # generated code (specialise.py's launchers)
+        return True
+    try:
+        return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
+    except (OSError, ValueError):
+        return False
+
+
+def _positions(frame: FrameType) -> tuple[int | None, int | None, int | None, int | None] | None:
+    """(line, end_line, col, end_col) of the frame's current instruction (Python 3.11+)."""
+    co_positions = getattr(frame.f_code, "co_positions", None)
+    if co_positions is None or frame.f_lasti < 0:
+        return None
+    for index, pos in enumerate(co_positions()):
+        if index == frame.f_lasti // 2:  # one entry per 2-byte code unit
+            return pos  # type: ignore[no-any-return]
+    return None
