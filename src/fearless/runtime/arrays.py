@@ -1,0 +1,352 @@
+"""What an array argument is: pointer, byte extent, shape, dtype, and where its memory lives.
+
+`describe(obj, target)` accepts, fastest first: `fl.Tensor`, `torch.Tensor` (read straight from
+its accessors), NumPy arrays, then anything with `__cuda_array_interface__` or `__dlpack__`
+(parsed by cuda.core's `StridedMemoryView`). The "cuda" target needs device memory, "sim" host
+memory; kernels take contiguous 1-D arrays for now. Every refusal is a KernelTypeError that
+says how to fix the call.
+
+`launch_extractor(type)` is the warm-launch form: one small function per argument type, cached,
+returning `(ptr, length, dtype)` or None (then `describe` explains what is wrong).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import KernelTypeError
+from .location import user_location
+
+# The one GPU fearless uses: the primary context of device 0 (see driver.py).
+DEVICE_ID = 0
+
+Extracted = tuple[int, int, DType]
+Extractor = Callable[[Any], "Extracted | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayInfo:
+    """One array argument. Strides are in bytes; `host` is the NumPy view of host memory."""
+
+    ptr: int
+    nbytes: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: DType
+    on_device: bool
+    owner: Any = field(repr=False)  # keeps the memory alive while this description is used
+    host: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def size(self) -> int:
+        return self.nbytes // self.dtype.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def contiguous(self) -> bool:
+        return is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+
+
+def describe(
+    obj: Any, target: str, *, name: str = "array", ndim: int | None = 1, stream: int | None = None
+) -> ArrayInfo:
+    """Describe an array argument for `target`, requiring `ndim` dimensions (None: any).
+
+    `stream` is the consumer stream for the generic protocols (DLPack and CUDA Array Interface
+    producers order their pending work before it); None asks for no ordering.
+    """
+    info = _describe_any(obj, target, name, stream)
+    if target == "cuda" and not info.on_device:
+        raise _type_error(
+            f"argument `{name}` is in host memory, but the cuda target needs device memory",
+            "copy it to the GPU first: `fl.asarray(x)` or `torch.from_numpy(x).cuda()`",
+        )
+    if target == "sim" and info.on_device:
+        raise _type_error(
+            f"argument `{name}` is in GPU memory, but the target is the CPU simulator",
+            'pass a host array (`x.cpu()`, `x.get()`), or run on the GPU: fl.set_target("cuda")',
+        )
+    if not info.contiguous:
+        raise _type_error(
+            f"argument `{name}` is not contiguous (shape {info.shape}, strides {info.strides} bytes)",
+            "pass a contiguous copy: `x.contiguous()` (torch) or `np.ascontiguousarray(x)`",
+        )
+    if ndim is not None and info.ndim != ndim:
+        raise _type_error(
+            f"argument `{name}` has {info.ndim} dimension{'s' if info.ndim != 1 else ''}, "
+            f"but kernels take {ndim}-D arrays for now",
+            "flatten it: `x.reshape(-1)` (a view of the same memory when contiguous)",
+        )
+    return info
+
+
+def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    expected = itemsize
+    for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
+        if extent == 0:
+            return True
+        if extent != 1 and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def as_dtype(value: Any) -> DType:
+    """A DType from a DType, NumPy dtype or scalar type, Python type, or name ("f32", "float32")."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in dtypes.BY_NAME:
+        return dtypes.BY_NAME[value]
+    if value is int or value is float or value is bool:  # not `in`: np.dtype("int64") == int
+        found = dtypes.from_python_type(value)
+        assert found is not None
+        return found
+    try:
+        return numpy_dtype(np.dtype(value))
+    except (TypeError, KeyError):
+        raise _type_error(
+            f"{value!r} is not a fearless dtype",
+            "use fl.bool_, fl.i8 ... fl.i64, fl.u8 ... fl.u64, fl.f16, fl.bf16, fl.f32 or fl.f64",
+        ) from None
+
+
+def numpy_dtype(dt: np.dtype[Any]) -> DType:
+    """The DType of a NumPy dtype (ml_dtypes' bfloat16 included); KeyError when there is none."""
+    if dt.name == "bfloat16":
+        return dtypes.bf16
+    return dtypes.from_numpy(dt)
+
+
+# ---------------------------------------------------------------------------------- describing
+
+
+def _describe_any(obj: Any, target: str, name: str, stream: int | None) -> ArrayInfo:
+    from .tensor import Tensor  # tensor.py builds on this module
+
+    if isinstance(obj, Tensor):
+        return obj._array_info()
+    if _is_torch_tensor(obj):
+        return _torch_info(obj, name)
+    if isinstance(obj, np.ndarray):
+        return _numpy_info(obj, name, owner=obj)
+    if hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
+        if _dlpack_on_host(obj):
+            return _numpy_info(np.from_dlpack(obj), name, owner=obj)
+        return _view_info(obj, name, stream)
+    if hasattr(obj, "__array_interface__"):
+        return _numpy_info(np.asarray(obj), name, owner=obj)
+    raise _type_error(
+        f"argument `{name}` of type `{type(obj).__name__}` is not an array",
+        "pass an fl.Tensor, a torch tensor, a NumPy array (on the sim target), or any array "
+        "with `__dlpack__` or `__cuda_array_interface__`",
+    )
+
+
+def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
+    return ArrayInfo(
+        ptr=int(a.__array_interface__["data"][0]),
+        nbytes=int(a.nbytes),
+        shape=tuple(a.shape),
+        strides=tuple(a.strides),
+        dtype=_element_type(a.dtype, name),
+        on_device=False,
+        owner=owner,
+        host=a,
+    )
+
+
+def _element_type(dt: Any, name: str) -> DType:
+    try:
+        return numpy_dtype(np.dtype(dt))
+    except (KeyError, TypeError):
+        raise _type_error(
+            f"argument `{name}` has element type {dt}, which fearless has no type for",
+            "convert it to bool, i8..i64, u8..u64, f16, bf16, f32 or f64",
+        ) from None
+
+
+def _dlpack_on_host(obj: Any) -> bool:
+    device = getattr(obj, "__dlpack_device__", None)
+    if device is None or hasattr(obj, "__cuda_array_interface__"):
+        return False
+    return int(device()[0]) in (1, 3)  # kDLCPU, kDLCUDAHost (pinned)
+
+
+def _view_info(obj: Any, name: str, stream: int | None) -> ArrayInfo:
+    """DLPack / CUDA Array Interface producers, through cuda.core's StridedMemoryView."""
+    from cuda.core.utils import StridedMemoryView
+
+    # -1 asks for no stream ordering; the legacy default stream is handle 1 in both protocols.
+    consumer = -1 if stream is None else (1 if stream == 0 else stream)
+    make = getattr(StridedMemoryView, "from_any_interface", StridedMemoryView)
+    try:
+        view = make(obj, stream_ptr=consumer)
+        dt = view.dtype
+    except (BufferError, NotImplementedError, TypeError, ValueError) as exc:
+        raise _type_error(
+            f"argument `{name}` could not be read as an array: {exc}",
+            "pass an fl.Tensor, a torch tensor, or an array with `__dlpack__` or "
+            "`__cuda_array_interface__` and a fearless element type",
+        ) from None
+    dtype = _element_type(dt, name)
+    shape = tuple(int(s) for s in view.shape)
+    itemsize = dtype.itemsize
+    if view.strides is None:
+        strides = _c_strides(shape, itemsize)
+    else:
+        strides = tuple(int(s) * itemsize for s in view.strides)
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if view.is_device_accessible and int(view.device_id) not in (DEVICE_ID, -1):
+        raise _wrong_device(name, int(view.device_id))
+    return ArrayInfo(
+        ptr=int(view.ptr),
+        nbytes=size * itemsize,
+        shape=shape,
+        strides=strides,
+        dtype=dtype,
+        on_device=bool(view.is_device_accessible) and int(view.device_id) >= 0,
+        owner=view,
+    )
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    out: list[int] = []
+    step = itemsize
+    for extent in reversed(shape):
+        out.append(step)
+        step *= max(extent, 1)
+    return tuple(reversed(out))
+
+
+# ------------------------------------------------------------------------------------- torch
+
+_torch_dtypes: dict[Any, DType] = {}
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")  # never import torch ourselves: it takes seconds
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def torch_dtype(dt: Any) -> DType | None:
+    if not _torch_dtypes:
+        torch = sys.modules["torch"]
+        names = {
+            "bool": dtypes.bool_, "int8": dtypes.i8, "int16": dtypes.i16, "int32": dtypes.i32,
+            "int64": dtypes.i64, "uint8": dtypes.u8, "uint16": dtypes.u16, "uint32": dtypes.u32,
+            "uint64": dtypes.u64, "float16": dtypes.f16, "bfloat16": dtypes.bf16,
+            "float32": dtypes.f32, "float64": dtypes.f64,
+        }  # fmt: skip
+        for attr, dtype in names.items():
+            if hasattr(torch, attr):  # uint16..uint64 arrived in torch 2.3
+                _torch_dtypes[getattr(torch, attr)] = dtype
+    return _torch_dtypes.get(dt)
+
+
+def _torch_info(t: Any, name: str) -> ArrayInfo:
+    dtype = torch_dtype(t.dtype)
+    if dtype is None:
+        raise _type_error(
+            f"argument `{name}` has element type {t.dtype}, which fearless has no type for",
+            "convert it with `.to(torch.float32)` (or another supported type)",
+        )
+    device = t.device
+    if device.type not in ("cuda", "cpu"):
+        raise _type_error(
+            f"argument `{name}` lives on torch device `{device}`",
+            "move it to the GPU (`.cuda()`) or, for the simulator, to the CPU (`.cpu()`)",
+        )
+    on_device = device.type == "cuda"
+    if on_device and (device.index or 0) != DEVICE_ID:
+        raise _wrong_device(name, int(device.index))
+    itemsize = dtype.itemsize
+    host = None
+    if not on_device:
+        detached = t.detach()
+        if dtype is dtypes.bf16:  # NumPy has no bfloat16: expose the raw bits, as DType.np says
+            detached = detached.view(sys.modules["torch"].int16)
+        host = detached.numpy().view(dtype.np)
+    return ArrayInfo(
+        ptr=int(t.data_ptr()),
+        nbytes=int(t.numel()) * itemsize,
+        shape=tuple(int(s) for s in t.shape),
+        strides=tuple(int(s) * itemsize for s in t.stride()),
+        dtype=dtype,
+        on_device=on_device,
+        owner=t,
+        host=host,
+    )
+
+
+def _wrong_device(name: str, index: int) -> KernelTypeError:
+    return _type_error(
+        f"argument `{name}` is on GPU {index}, but fearless runs on GPU {DEVICE_ID}",
+        f"move it with `.to('cuda:{DEVICE_ID}')`, or select the GPU with CUDA_VISIBLE_DEVICES",
+    )
+
+
+# ------------------------------------------------------------------------- warm-launch extractors
+
+_extractors: dict[type, Extractor | None] = {}
+
+
+def launch_extractor(tp: type) -> Extractor | None:
+    """The cached fast reader of a 1-D device array of type `tp` (cuda target), or None."""
+    try:
+        return _extractors[tp]
+    except KeyError:
+        pass
+    from .tensor import Tensor
+
+    found: Extractor | None
+    if issubclass(tp, Tensor):
+        found = _extract_tensor
+    elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
+        found = _extract_torch
+    elif issubclass(tp, np.ndarray):
+        found = None  # host memory: `describe` says what to do instead
+    elif hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
+        found = _extract_generic
+    else:
+        found = None
+    _extractors[tp] = found
+    return found
+
+
+def _extract_tensor(t: Any) -> Extracted | None:
+    return (t._ptr, t._size, t._dtype) if t._dev1d else None
+
+
+def _extract_torch(t: Any) -> Extracted | None:
+    shape = t.shape
+    if len(shape) != 1 or t.get_device() != DEVICE_ID:  # get_device() is -1 on the CPU
+        return None
+    n = shape[0]
+    if n > 1 and t.stride(0) != 1:
+        return None
+    dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)
+    if dtype is None:
+        return None
+    return t.data_ptr(), n, dtype
+
+
+def _extract_generic(obj: Any) -> Extracted | None:
+    try:
+        info = describe(obj, "cuda")
+    except KernelTypeError:
+        return None
+    return info.ptr, info.shape[0], info.dtype
+
+
+def _type_error(message: str, help: str) -> KernelTypeError:
+    return KernelTypeError(message, user_location(), help=help, code="E0701")

@@ -1,0 +1,137 @@
+"""CUDA streams: `fl.Stream`, and reading the handle out of anyone's stream object.
+
+A launch's `stream=` may be None (the legacy default stream, handle 0, which orders with
+torch's and CuPy's default stream), an `fl.Stream`, a torch.cuda.Stream (`.cuda_stream`), a
+CuPy stream (`.ptr`), any object with `__cuda_stream__` (cuda.core, and the protocol's other
+adopters), or a raw handle int. How to read a handle is decided once per type.
+
+`fl.Stream()` makes a *blocking* stream (it synchronises with the legacy default stream),
+because fearless allocates, fills and copies tensors on the legacy stream: a kernel on an
+fl.Stream then never sees a tensor before it is ready, nor outlives its memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import KernelTypeError
+from . import driver
+from .location import user_location
+from .target import current_target
+
+
+class Stream:
+    """A CUDA stream: a new one (`fl.Stream()`), or a wrapper of a torch/CuPy/raw stream."""
+
+    __slots__ = ("_core", "_cu", "_handle", "_owner")
+
+    def __init__(self, stream: Any = None) -> None:
+        self._core: Any = None  # the cuda.core Stream this object created, if any
+        self._owner = stream  # a wrapped foreign stream stays alive as long as this
+        if stream is not None:
+            self._handle = stream_handle(stream)
+        elif current_target() == "sim":
+            self._handle = 0  # the simulator runs each launch to completion: nothing to order
+        else:
+            from cuda.core import Device, StreamOptions
+
+            driver.ensure_initialized()
+            self._core = Device(0).create_stream(options=StreamOptions(nonblocking=False))
+            self._handle = int(self._core.handle)
+        self._cu = driver.cu().CUstream(self._handle) if driver.is_initialized() else None
+
+    @property
+    def handle(self) -> int:
+        """The CUstream handle as an int (0: the legacy default stream)."""
+        return self._handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self._handle)
+
+    def synchronize(self) -> None:
+        """Wait for this stream's work, then raise any device error it left (KernelIndexError)."""
+        if not driver.is_initialized():
+            return
+        driver.synchronize_stream(self._handle)
+        from .device_errors import default_pool
+
+        default_pool().check()
+
+    def cu_stream(self) -> Any:
+        """The handle as a cuda.bindings CUstream (made once)."""
+        if self._cu is None:
+            self._cu = driver.cu().CUstream(self._handle)
+        return self._cu
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and other._handle == self._handle
+
+    def __hash__(self) -> int:
+        return hash(self._handle)
+
+    def __repr__(self) -> str:
+        return f"fl.Stream(handle=0x{self._handle:x})"
+
+
+def stream_handle(obj: Any) -> int:
+    """The CUstream handle (an int) of any supported stream object; None is the legacy stream 0."""
+    reader = _readers.get(type(obj))
+    if reader is None:
+        reader = _reader_for(obj)
+        _readers[type(obj)] = reader
+    return reader(obj)
+
+
+def _reader_for(obj: Any) -> Callable[[Any], int]:
+    if isinstance(obj, Stream):
+        return _read_fl
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return _read_int
+    if hasattr(obj, "__cuda_stream__"):
+        return _read_protocol
+    if hasattr(obj, "cuda_stream"):  # torch.cuda.Stream and torch.cuda.ExternalStream
+        return _read_torch
+    if hasattr(obj, "ptr") and type(obj).__module__.startswith("cupy"):
+        return _read_cupy
+    return _refuse
+
+
+def _read_none(obj: Any) -> int:
+    return 0
+
+
+def _read_fl(obj: Any) -> int:
+    return int(obj._handle)
+
+
+def _read_int(obj: Any) -> int:
+    if obj < 0:
+        _refuse(obj)
+    return int(obj)
+
+
+def _read_protocol(obj: Any) -> int:
+    _version, handle = obj.__cuda_stream__()
+    return int(handle)
+
+
+def _read_torch(obj: Any) -> int:
+    return int(obj.cuda_stream)
+
+
+def _read_cupy(obj: Any) -> int:
+    return int(obj.ptr)
+
+
+def _refuse(obj: Any) -> int:
+    raise KernelTypeError(
+        f"`{type(obj).__name__}` is not a CUDA stream",
+        user_location(),
+        code="E0701",
+        help="pass stream=None (the default stream), an fl.Stream, a torch.cuda.Stream, a "
+        "CuPy stream, or an object with `__cuda_stream__`",
+    )
+
+
+_readers: dict[type, Callable[[Any], int]] = {type(None): _read_none}

@@ -1,0 +1,427 @@
+"""`fl.Tensor`: fearless's own owning array, and `fl.empty/zeros/full/arange/asarray/from_numpy`.
+
+A Tensor lives where the target runs kernels: in GPU memory on "cuda" (cuMemAlloc'd, or
+borrowed from a torch/CuPy/DLPack array without copying), in a NumPy array on "sim". Wrapping
+never copies when the memory already lives there, so two wrappers of one buffer share it and
+the launch-time borrow check sees the overlap. Device tensors speak `__cuda_array_interface__`
+and `__dlpack__`, so torch, CuPy and JAX take them without copies too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import KernelTypeError, Location, MovedError
+from . import driver
+from .arrays import ArrayInfo, as_dtype, describe
+from .location import user_location
+from .params import bf16_bits
+from .target import current_target
+
+Shape = int | Sequence[int]
+
+_KDL_CPU, _KDL_CUDA = 1, 2
+
+
+class Tensor:
+    """A dense, C-contiguous array on the current target. Create it with `fl.empty` and friends."""
+
+    __slots__ = (
+        "__weakref__",
+        "_dev1d",
+        "_dtype",
+        "_host",
+        "_moved",
+        "_nbytes",
+        "_on_device",
+        "_owner",
+        "_ptr",
+        "_shape",
+        "_size",
+    )
+
+    _ptr: int
+    _shape: tuple[int, ...]
+    _size: int
+    _dtype: DType
+    _nbytes: int
+    _on_device: bool
+    _owner: Any
+    _host: np.ndarray | None
+    _moved: Location | None
+    _dev1d: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("create tensors with fl.empty, fl.zeros, fl.full, fl.arange or fl.asarray")
+
+    @classmethod
+    def _make(
+        cls,
+        ptr: int,
+        shape: tuple[int, ...],
+        dtype: DType,
+        *,
+        on_device: bool,
+        owner: Any,
+        host: np.ndarray | None = None,
+    ) -> Tensor:
+        t = object.__new__(cls)
+        t._ptr = ptr
+        t._shape = shape
+        t._size = math.prod(shape)
+        t._dtype = dtype
+        t._nbytes = t._size * dtype.itemsize
+        t._on_device = on_device
+        t._owner = owner  # the allocation, or the foreign array whose memory this is
+        t._host = host
+        t._moved = None
+        t._dev1d = on_device and len(shape) == 1  # what a warm launch asks (arrays.py)
+        return t
+
+    # ------------------------------------------------------------------------- properties
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    @property
+    def target(self) -> str:
+        """Where the memory lives: "cuda" (GPU) or "sim" (host)."""
+        return "cuda" if self._on_device else "sim"
+
+    @property
+    def data_ptr(self) -> int:
+        """The address of element 0 (device or host)."""
+        return self._ptr
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    # ------------------------------------------------------------------------- host access
+
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array: the shared host array on sim, a fresh copy from the GPU.
+
+        On the GPU this first waits for launched work and raises any pending device error, so
+        the numbers returned are never the output of a kernel that failed a bounds check.
+        """
+        self._check_live()
+        if self._host is not None:
+            return self._host
+        from .device_errors import synchronize
+
+        synchronize()
+        out = np.empty(self._shape, dtype=self._dtype.np)
+        driver.copy_device_to_host(out, self._ptr)
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.numpy()
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            return out.astype(dtype)
+        return out.copy() if copy and self._host is not None else out
+
+    def _array_info(self) -> ArrayInfo:
+        self._check_live()
+        itemsize = self._dtype.itemsize
+        strides = tuple(itemsize * math.prod(self._shape[i + 1 :]) for i in range(len(self._shape)))
+        return ArrayInfo(
+            self._ptr, self._nbytes, self._shape, strides, self._dtype,
+            self._on_device, self, self._host,
+        )  # fmt: skip
+
+    # ---------------------------------------------------------------------------- moves
+
+    def _mark_moved(self, where: Location | None) -> None:
+        """Consume this handle (a partition took the memory); any use now raises MovedError."""
+        self._moved = where or Location("<unknown>", 0, 0)
+        self._dev1d = False
+
+    def _unmove(self) -> None:
+        self._moved = None
+        self._dev1d = self._on_device and len(self._shape) == 1
+
+    def _check_live(self) -> None:
+        if self._moved is not None:
+            raise MovedError(
+                "use of a moved tensor: it was moved into a partition",
+                user_location(),
+                notes=[f"the tensor moved at {self._moved}"],
+                help="use the tensor `unpartition()` gives back instead of the old handle",
+            )
+
+    # ---------------------------------------------------------------------- interchange
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if not self._on_device:
+            raise AttributeError("a host (sim) tensor has no __cuda_array_interface__")
+        if self._dtype is dtypes.bf16:
+            raise AttributeError("bf16 has no __cuda_array_interface__ type string; use DLPack")
+        self._check_live()
+        return {
+            "shape": self._shape,
+            "typestr": self._dtype.np.str,
+            "data": (self._ptr, False),
+            "version": 3,
+            "strides": None,
+            # fearless allocates, fills and copies on the legacy default stream (handle 1 in
+            # this protocol): a consumer on another stream must wait for it.
+            "stream": 1,
+        }
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (
+            (_KDL_CUDA, driver.ensure_initialized().device_id) if self._on_device else (_KDL_CPU, 0)
+        )
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        self._check_live()
+        if self._dtype is dtypes.bf16:
+            raise BufferError("fl.Tensor cannot export bf16 through DLPack yet")
+        kwargs: dict[str, Any] = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        if self._host is not None:
+            return self._host.__dlpack__(**kwargs)
+        if stream is not None and stream not in (-1, 1):  # the consumer's own stream waits
+            driver.order_after_legacy_stream(stream)
+        from cuda.core import Buffer
+        from cuda.core.utils import StridedMemoryView
+
+        buf = Buffer.from_handle(self._ptr, self._nbytes, owner=self)
+        view = StridedMemoryView.from_buffer(buf, self._shape, dtype=self._dtype.np)
+        return view.__dlpack__(**kwargs)
+
+    def __repr__(self) -> str:
+        if self._moved is not None:
+            return f"fl.Tensor(<moved>, shape={self._shape}, dtype={self._dtype!r})"
+        if self._host is not None and self._size <= 1000:
+            data = np.array2string(self._host, separator=", ")
+            return f"fl.Tensor({data}, dtype={self._dtype!r}, target='sim')"
+        return f"fl.Tensor(shape={self._shape}, dtype={self._dtype!r}, target='{self.target}')"
+
+
+# -------------------------------------------------------------------------------- creation
+
+
+def empty(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
+    """An uninitialised tensor on the current target."""
+    dims, dt = _shape(shape), as_dtype(dtype)
+    if current_target() == "sim":
+        return _wrap_host(np.empty(dims, dtype=dt.np), dt)
+    alloc = driver.DeviceAllocation(math.prod(dims) * dt.itemsize)
+    return Tensor._make(alloc.ptr, dims, dt, on_device=True, owner=alloc)
+
+
+def zeros(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
+    t = empty(shape, dtype)
+    if t._host is not None:
+        t._host.fill(0)
+    else:
+        driver.fill(t._ptr, 0, 1, t._nbytes)
+    return t
+
+
+def full(shape: Shape, value: bool | int | float, dtype: Any = None) -> Tensor:
+    """A tensor filled with `value`; the dtype defaults to the literal's (int: i64, float: f32)."""
+    dt = dtypes.literal_default(value) if dtype is None else as_dtype(dtype)
+    element = _element(value, dt)
+    t = empty(shape, dt)
+    if t._host is not None:
+        t._host.fill(element)
+    elif dt.itemsize in (1, 2, 4):
+        pattern = int(np.array(element, dtype=dt.np).view(f"u{dt.itemsize}"))
+        driver.fill(t._ptr, pattern, dt.itemsize, t._size)
+    else:
+        driver.copy_host_to_device(t._ptr, np.full(t._shape, element, dtype=dt.np))
+    return t
+
+
+def arange(
+    start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: Any = None
+) -> Tensor:
+    """Evenly spaced values in [start, stop), like `np.arange`; ints give i64, floats f32."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, int) for v in (start, stop, step))
+        dt = dtypes.i64 if ints else dtypes.f32
+    else:
+        dt = as_dtype(dtype)
+    values = np.arange(start, stop, step, dtype=np.float32 if dt is dtypes.bf16 else dt.np)
+    return _place(_to_storage(values, dt), dt)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor of `array`: shared on sim (no copy, like `torch.from_numpy`), copied to the GPU."""
+    if not isinstance(array, np.ndarray):
+        raise KernelTypeError(
+            f"fl.from_numpy takes a NumPy array, not `{type(array).__name__}`",
+            user_location(),
+            help="use fl.asarray(x) for other arrays",
+        )
+    return asarray(array)
+
+
+def asarray(obj: Any, dtype: Any = None) -> Tensor:
+    """`obj` as a Tensor on the current target, without copying when its memory is already there.
+
+    NumPy arrays and CPU torch tensors are shared on "sim" and copied to the GPU on "cuda";
+    GPU arrays (torch, CuPy, anything with `__dlpack__`/`__cuda_array_interface__`) are shared
+    on "cuda". A different `dtype` than the data's means a converted copy.
+    """
+    want = None if dtype is None else as_dtype(dtype)
+    target = current_target()
+    if isinstance(obj, Tensor):
+        obj._check_live()
+        if want in (None, obj._dtype) and (target == "cuda") == obj._on_device:
+            return obj
+        return _place(_convert(obj.numpy(), obj._dtype, want), want or obj._dtype)
+    if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
+        obj = np.ascontiguousarray(obj)  # kernels need contiguous memory: this is a copy
+    if _is_array_like(obj):
+        info = describe(obj, "cuda" if _on_gpu(obj) else "sim", name="obj", ndim=None)
+        if info.on_device and target == "cuda" and want in (None, info.dtype):
+            return Tensor._make(info.ptr, info.shape, info.dtype, on_device=True, owner=info.owner)
+        if info.on_device:  # a GPU array wanted on the host, or converted
+            host = np.empty(info.shape, dtype=info.dtype.np)
+            driver.copy_device_to_host(host, info.ptr)
+            return _place(_convert(host, info.dtype, want), want or info.dtype)
+        assert info.host is not None
+        if target == "sim" and want in (None, info.dtype):
+            return _wrap_host(info.host, info.dtype)
+        return _place(_convert(info.host, info.dtype, want), want or info.dtype)
+    try:
+        values = np.asarray(obj)
+    except (TypeError, ValueError) as exc:
+        raise KernelTypeError(
+            f"cannot make a tensor from `{type(obj).__name__}`: {exc}",
+            user_location(),
+            help="pass a NumPy array, a torch tensor, a nested list of numbers, or an fl.Tensor",
+        ) from None
+    want = want or _host_dtype(values)
+    return _place(_convert(values, None, want), want)
+
+
+# -------------------------------------------------------------------------------- helpers
+
+
+def _shape(shape: Shape) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
+        raise KernelTypeError(
+            f"a tensor shape is a tuple of non-negative ints, not {shape!r}",
+            user_location(),
+            help="e.g. fl.empty(1024) or fl.empty((64, 64))",
+        )
+    return tuple(int(d) for d in dims)
+
+
+def _element(value: Any, dt: DType) -> Any:
+    """`value` as stored for `dt` (the raw bits for bf16), refusing fills that would change it."""
+    if isinstance(value, bool | int | float) and not dtypes.literal_fits(value, dt):
+        raise KernelTypeError(
+            f"cannot fill a tensor of {dt} with {value!r}",
+            user_location(),
+            help=f"pass a value that {dt} holds exactly, or choose another dtype",
+        )
+    return bf16_bits(float(value)) if dt is dtypes.bf16 else value
+
+
+def _wrap_host(array: np.ndarray, dt: DType) -> Tensor:
+    info_ptr = int(array.__array_interface__["data"][0])
+    return Tensor._make(info_ptr, tuple(array.shape), dt, on_device=False, owner=array, host=array)
+
+
+def _place(host: np.ndarray, dt: DType) -> Tensor:
+    """A tensor on the current target holding a copy of (or, on sim, exactly) `host`."""
+    host = np.ascontiguousarray(host)
+    if current_target() == "sim":
+        return _wrap_host(host, dt)
+    t = empty(host.shape, dt)
+    driver.copy_host_to_device(t._ptr, host)
+    return t
+
+
+def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
+    """Values in `dt`'s storage type (bf16: the raw bits, rounded to nearest even)."""
+    if dt is not dtypes.bf16:
+        return values.astype(dt.np, copy=False)
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
+
+
+def _convert(values: np.ndarray, have: DType | None, want: DType | None) -> np.ndarray:
+    if want is None or want is have:
+        return values
+    if have is dtypes.bf16:  # widen the raw bits to f32 before converting
+        values = (values.astype(np.uint32) << 16).view(np.float32)
+    return _to_storage(values, want)
+
+
+def _host_dtype(values: np.ndarray) -> DType:
+    if values.dtype == np.float64:
+        return dtypes.f32  # a float literal alone is f32 (DESIGN section 2)
+    try:
+        return as_dtype(values.dtype)
+    except KernelTypeError:
+        raise KernelTypeError(
+            f"cannot make a tensor of element type {values.dtype}",
+            user_location(),
+            help="pass numbers (or an explicit dtype=)",
+        ) from None
+
+
+def _is_array_like(obj: Any) -> bool:
+    return (
+        isinstance(obj, np.ndarray)
+        or hasattr(obj, "__dlpack__")
+        or hasattr(obj, "__cuda_array_interface__")
+    )
+
+
+def _on_gpu(obj: Any) -> bool:
+    if isinstance(obj, np.ndarray):
+        return False
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    device = getattr(obj, "__dlpack_device__", None)
+    return device is not None and int(device()[0]) not in (_KDL_CPU, 3)
