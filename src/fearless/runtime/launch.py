@@ -1,0 +1,239 @@
+"""The GPU launcher: one `GpuLaunchPlan` per compiled specialisation, and its warm path.
+
+Everything that does not depend on the arguments is done once, when the plan is built: the
+module is loaded, the error record allocated, the parameter buffer laid out, the borrow-check
+pairs listed, and grid/block pairs are validated once each and remembered. A warm `launch`
+then reads each array's pointer, length and dtype through a per-type extractor, compares the
+output ranges with the others, packs the values with one `struct.pack_into`, and calls
+cuLaunchKernel. No dicts are built and no frames inspected unless an error is being raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..abi import CompiledKernel, ParamSpec
+from ..errors import KernelTypeError, LaunchContractError
+from . import driver
+from .arrays import describe
+from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
+from .device_errors import ErrorPool, default_pool
+from .location import user_location
+from .params import ParamPacker, bf16_bits, scalar_fits
+from .specialise import build_launcher
+
+Dim3 = tuple[int, int, int]
+
+_PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
+_DIM_CACHE_MAX = 256
+
+
+def normalize_dims(value: Any, what: str) -> Dim3:
+    """An int or a 1-3 tuple of ints (NumPy ints too) as (x, y, z); else a LaunchContractError."""
+    dims = value if isinstance(value, tuple | list) else (value,)
+    try:
+        if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) for d in dims):
+            raise TypeError
+        x, y, z = (*(operator.index(d) for d in dims), 1, 1)[:3]
+    except TypeError:
+        raise LaunchContractError(
+            f"the {what} must be an int or a tuple of 1 to 3 ints, not {value!r}",
+            user_location(),
+            help=f"e.g. {what}=256 or {what}=(16, 16); compute counts with `//`",
+        ) from None
+    return (x, y, z)
+
+
+class GpuLaunchPlan:
+    """Launches one compiled kernel on the GPU; build once per CompiledKernel, launch many times.
+
+    `plan.launch(grid, block, args, stream=None)` checks and launches `ck` with `args` (one per
+    parameter, in order) on `stream`: None (the legacy default stream), an fl.Stream, a
+    torch/CuPy stream, an object with `__cuda_stream__`, or a handle. It is generated for the
+    kernel's signature (specialise.py); `plan.launcher_source` shows it.
+    """
+
+    launch: Callable[..., None]
+
+    def __init__(self, ck: CompiledKernel, pool: ErrorPool | None = None) -> None:
+        self.ck = ck
+        self.device = driver.ensure_initialized()
+        self.kernel = driver.load_kernel(ck)
+        self.pool = pool or default_pool()
+        self.slot, record = self.pool.alloc(ck)
+        self.packer = ParamPacker(ck.params)
+        self.packer.set_error_record(record)
+        self.params: tuple[ParamSpec, ...] = ck.params
+        arrays = [p for p in ck.params if p.is_array]
+        self._array_names = [p.name for p in arrays]
+        self._outputs = [p.is_output for p in arrays]
+        # (output, other) array pairs to compare; () when nothing is written, None: sweep
+        self.borrow_pairs: Pairs | None = (
+            output_pairs(self._outputs)
+            if len(arrays) <= PAIRWISE_MAX or not any(self._outputs)
+            else None
+        )
+        self.converters = tuple(_converter(p) for p in ck.params)
+        self._dims: dict[Any, tuple[Dim3, Dim3]] = {}
+        self._cu = driver.cu()
+        self._legacy_stream = self._cu.CUstream(0)
+        self.launch, self.launcher_source = build_launcher(self, _PACK_ERRORS)
+
+    # ------------------------------------------------------------------------ grid, block
+
+    def check_dims(self, grid: Any, block: Any) -> tuple[Dim3, Dim3]:
+        """Validate a grid/block pair against the contract and the device; remembered once valid."""
+        g = normalize_dims(grid, "grid")
+        b = normalize_dims(block, "block")
+        contract, info = self.ck.contract, self.device
+        name = self.ck.name
+        if contract.block is not None and b != tuple(contract.block):
+            raise _contract_error(
+                f"`{name}` must be launched with block={contract.block}, not block={b}",
+                f"launch with block={contract.block} (the `block=` of the kernel's decorator)",
+            )
+        threads = b[0] * b[1] * b[2]
+        for what, dims, limits in (
+            ("grid", g, info.max_grid_dims),
+            ("block", b, info.max_block_dims),
+        ):
+            for axis, extent, limit in zip("xyz", dims, limits, strict=True):
+                if extent <= 0:
+                    raise _contract_error(
+                        f"the {what} has {extent} along {axis}: every dimension must be at least 1",
+                        "size the grid from the data with a ceiling division, and skip the "
+                        "launch when there is nothing to do",
+                    )
+                if extent > limit:
+                    raise _contract_error(
+                        f"the {what} has {extent} along {axis}, above the device's limit of {limit}",
+                        f"keep the {what}'s {axis} dimension at most {limit}",
+                    )
+        if contract.launch_bounds is not None and threads > contract.launch_bounds:
+            raise _contract_error(
+                f"a block of {threads} threads exceeds `{name}`'s launch_bounds={contract.launch_bounds}",
+                f"use at most {contract.launch_bounds} threads per block",
+            )
+        limit = min(self.kernel.max_threads_per_block, info.max_threads_per_block)
+        if threads > limit:
+            why = (
+                f"the device allows {info.max_threads_per_block}"
+                if limit == info.max_threads_per_block
+                else f"`{name}` uses {self.kernel.num_regs} registers per thread, which allows {limit}"
+            )
+            raise _contract_error(
+                f"a block of {threads} threads is too large: {why}",
+                f"use at most {limit} threads per block",
+            )
+        # A kernel indexing its threads in fewer dimensions than the launch has would give two
+        # threads one index, and two writers to one DisjointSlice element.
+        unused = (g[1], g[2], b[1], b[2]) if contract.index_dims == 1 else (g[2], b[2])
+        if contract.index_dims < 3 and unused != (1,) * len(unused):
+            fn = "index_1d" if contract.index_dims == 1 else "index_2d"
+            raise _contract_error(
+                f"`{name}` uses simt.thread.{fn}(), which needs a {contract.index_dims}-D launch, "
+                f"but the launch is grid={g}, block={b}",
+                "launch with an int grid and block, e.g. `[(n + 255) // 256, 256]`"
+                if contract.index_dims == 1
+                else "launch with 2-D grid and block tuples, e.g. `[(gx, gy), (16, 16)]`",
+            )
+        if len(self._dims) >= _DIM_CACHE_MAX:
+            self._dims.clear()
+        with contextlib.suppress(TypeError):  # unhashable (a list): validated again next time
+            self._dims[grid, block] = (g, b)
+        return g, b
+
+    # ---------------------------------------------------------------------- error paths
+
+    def _overlap(self, starts: list[int], ends: list[int]) -> None:
+        hit = find_overlap(starts, ends, self._outputs, self.borrow_pairs)
+        if hit is not None:
+            raise borrow_error(self._array_names, self._outputs, starts, ends, *hit)
+
+    def _argument_error(self, index: int, arg: Any) -> KernelTypeError:
+        spec = self.params[index]
+        describe(arg, "cuda", name=spec.name)  # raises the precise reason
+        return KernelTypeError(
+            f"argument `{spec.name}` cannot be passed to `{self.ck.name}`",
+            user_location(),
+            code="E0701",
+            help="pass a 1-D contiguous GPU array: an fl.Tensor, a torch tensor, or a DLPack array",
+        )
+
+    def _dtype_error(self, index: int, have: Any) -> KernelTypeError:
+        spec = self.params[index]
+        return KernelTypeError(
+            f"argument `{spec.name}` has element type {have}, but `{self.ck.name}` expects {spec.dtype}",
+            user_location(),
+            code="E0701",
+            help=f"convert it first (e.g. `x.to(torch.{_torch_name(spec.dtype.name)})` or "
+            f"`fl.asarray(x, dtype=fl.{spec.dtype.name})`)",
+        )
+
+    def _arity_error(self, args: Sequence[Any]) -> KernelTypeError:
+        names = ", ".join(p.name for p in self.params)
+        return KernelTypeError(
+            f"`{self.ck.name}` takes {len(self.params)} arguments ({names}) but {len(args)} were given",
+            user_location(),
+            code="E0061",
+            help=f"pass one argument per parameter: {self.ck.name}({names})",
+        )
+
+    def _scalar_error(self, args: Sequence[Any]) -> KernelTypeError:
+        for spec, arg in zip(self.params, args, strict=True):
+            if not spec.is_array and not scalar_fits(arg, spec.dtype):
+                return KernelTypeError(
+                    f"argument `{spec.name}` = {arg!r} does not fit the parameter's type {spec.dtype}",
+                    user_location(),
+                    code="E0701",
+                    help=f"pass a value {spec.dtype} can hold (or convert it: `fl.{spec.dtype.name}(x)`)",
+                )
+        return KernelTypeError(
+            f"the arguments of `{self.ck.name}` could not be packed", user_location(), code="E0701"
+        )
+
+    def _relaunch(self, err: Any, g: Dim3, b: Dim3, cs: Any) -> None:
+        if err == self._cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a thread that never used the GPU
+            driver.make_current()
+            (err,) = self._cu.cuLaunchKernel(
+                self.kernel.function, *g, *b, 0, cs, self.packer.address, 0
+            )
+            if not err:
+                return
+        raise driver.driver_error(err, f"launching `{self.ck.name}` with grid={g} block={b}")
+
+
+def _converter(p: ParamSpec) -> Any:
+    """Scalars whose value needs work before packing: bf16 (raw bits) and bool (strict)."""
+    if p.is_array:
+        return None
+    if p.dtype.name == "bf16":
+        return lambda v: bf16_bits(float(v))
+    if p.dtype.is_bool:
+        return _strict_bool
+    return None
+
+
+def _strict_bool(value: Any) -> bool:
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise TypeError("a bool parameter takes True or False")
+
+
+def _contract_error(message: str, help: str) -> LaunchContractError:
+    return LaunchContractError(message, user_location(), help=help)
+
+
+_TORCH_NAMES = {
+    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+    "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
+    "f32": "float32", "f64": "float64",
+}  # fmt: skip
+
+
+def _torch_name(name: str) -> str:
+    return _TORCH_NAMES.get(name, name)
