@@ -1,0 +1,464 @@
+"""The launch path without a GPU: the borrow check, the error pool on host memory, and a
+GpuLaunchPlan driving a recording stand-in for cuLaunchKernel (the real driver calls are
+exercised by tests/gpu/test_runtime_gpu.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import struct
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config
+from fearless.abi import (
+    ERROR_RECORD_BYTES,
+    ERROR_RECORD_WORDS,
+    CompiledKernel,
+    LaunchContract,
+    ParamSpec,
+    SiteInfo,
+)
+from fearless.errors import Location
+from fearless.runtime import arrays, borrow, device_errors, driver, launch
+from fearless.runtime.device_errors import ErrorPool, _Chunk
+from fearless.runtime.streams import Stream
+from fearless.runtime.tensor import Tensor
+
+F32 = fl.f32
+
+
+def _specs(*kinds: str) -> tuple[ParamSpec, ...]:
+    names = "abcdefghijklmnop"
+    return tuple(ParamSpec(names[i], k, F32) for i, k in enumerate(kinds))  # type: ignore[arg-type]
+
+
+def _host_info(a: np.ndarray) -> arrays.ArrayInfo:
+    return arrays.describe(a, "sim", ndim=None)
+
+
+# ------------------------------------------------------------------------------ borrow check
+
+
+def test_output_overlapping_an_input_is_a_borrow_error() -> None:
+    buf = np.zeros(1024, np.float32)
+    b = np.zeros(1024, np.float32)
+    specs = _specs("slice", "slice", "disjoint")
+    with pytest.raises(fl.BorrowError) as err:
+        borrow.check_borrows(specs, [_host_info(buf), _host_info(b), _host_info(buf)])
+    e = err.value
+    assert e.message == "cannot borrow `c` as mutable because it is also borrowed as immutable"
+    assert e.diagnostic.notes == ["`a` overlaps bytes [0, 4096) of `c`"]
+    assert e.loc is not None and e.loc.file == __file__
+    assert e.help and "memory of its own" in e.help
+
+
+def test_partial_overlap_reports_the_shared_bytes() -> None:
+    buf = np.zeros(1024, np.float32)
+    specs = _specs("slice", "disjoint")
+    with pytest.raises(fl.BorrowError) as err:
+        borrow.check_borrows(specs, [_host_info(buf[0:512]), _host_info(buf[256:768])])
+    assert err.value.diagnostic.notes == ["`a` overlaps bytes [0, 1024) of `b`"]
+
+
+def test_two_outputs_sharing_memory_name_the_later_one() -> None:
+    buf = np.zeros(16, np.float32)
+    specs = _specs("disjoint", "slice", "disjoint")
+    other = np.zeros(4, np.float32)
+    with pytest.raises(fl.BorrowError) as err:
+        borrow.check_borrows(specs, [_host_info(buf[:8]), _host_info(other), _host_info(buf[4:])])
+    assert (
+        err.value.message == "cannot borrow `c` as mutable because it is also borrowed as mutable"
+    )
+    assert err.value.diagnostic.notes == ["`a` overlaps bytes [0, 16) of `c`"]
+
+
+def test_what_the_borrow_check_allows() -> None:
+    buf = np.zeros(1024, np.float32)
+    specs = _specs("slice", "slice", "disjoint")
+    # disjoint views of one buffer
+    borrow.check_borrows(
+        specs, [_host_info(buf[:512]), _host_info(buf[:512]), _host_info(buf[512:])]
+    )
+    # the same input twice, and adjacent ranges that touch without sharing a byte
+    borrow.check_borrows(
+        specs, [_host_info(buf[:10]), _host_info(buf[:10]), _host_info(buf[10:20])]
+    )
+    # zero-size arrays overlap nothing, even inside another array's range
+    borrow.check_borrows(specs, [_host_info(buf), _host_info(buf), _host_info(buf[100:100])])
+    borrow.check_borrows(_specs("disjoint", "slice"), [_host_info(buf[5:5]), _host_info(buf)])
+    # scalars (None) are skipped; no outputs means nothing to check
+    borrow.check_borrows(
+        _specs("slice", "scalar", "slice"), [_host_info(buf), None, _host_info(buf)]
+    )
+
+
+def test_two_wrappers_of_one_numpy_buffer_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fearless.runtime import tensor
+
+    monkeypatch.setattr(config, "_target_override", "sim")
+    a = np.arange(64, dtype=np.float32)
+    x, y = tensor.asarray(a), tensor.asarray(a)
+    with pytest.raises(fl.BorrowError):
+        borrow.check_borrows(
+            _specs("slice", "disjoint"), [arrays.describe(x, "sim"), arrays.describe(y, "sim")]
+        )
+
+
+def _brute(starts: list[int], ends: list[int], outs: list[bool]) -> set[tuple[int, int]]:
+    hits = set()
+    for i in range(len(starts)):
+        for j in range(len(starts)):
+            overlap = starts[i] < ends[j] and starts[j] < ends[i]
+            empty = starts[i] == ends[i] or starts[j] == ends[j]
+            if i != j and outs[i] and overlap and not empty:
+                hits.add((i, j))
+    return hits
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pairwise_and_sorted_sweep_agree_with_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(1, 14)
+    starts = [rng.randrange(0, 200) for _ in range(n)]
+    ends = [s + rng.choice([0, 1, 5, 40]) for s in starts]
+    outs = [rng.random() < 0.3 for _ in range(n)]
+    expected = _brute(starts, ends, outs)
+    for pairs in (borrow.output_pairs(outs), None):
+        hit = borrow.find_overlap(starts, ends, outs, pairs if n <= borrow.PAIRWISE_MAX else None)
+        if expected:
+            assert hit is not None and (hit in expected or hit[::-1] in expected)
+            assert outs[hit[0]]
+        else:
+            assert hit is None
+
+
+# ----------------------------------------------------------------------------- error pool
+
+
+class HostErrorPool(ErrorPool):
+    """The pool with host memory standing in for the device: same logic, no driver."""
+
+    def __init__(self, chunk_slots: int = 4) -> None:
+        super().__init__(chunk_slots)
+        self.copies = 0
+        self.syncs = 0
+
+    def _new_chunk(self) -> _Chunk:
+        memory = np.zeros(self.chunk_slots * ERROR_RECORD_WORDS, np.int64)
+        return _Chunk(memory, memory.ctypes.data, self.chunk_slots)
+
+    def _copy_out(self, host: np.ndarray, ptr: int) -> None:
+        self.copies += 1
+        ctypes.memmove(host.ctypes.data, ptr, host.nbytes)
+
+    def _zero(self, ptr: int) -> None:
+        ctypes.memset(ptr, 0, ERROR_RECORD_BYTES)
+
+    def _sync_all(self) -> None:
+        self.syncs += 1
+
+
+def _write_record(address: int, words: list[int]) -> None:
+    """What a failing device check does: fill the record (flag last here, it makes no odds)."""
+    ctypes.memmove(address, struct.pack(f"<{ERROR_RECORD_WORDS}q", *words), ERROR_RECORD_BYTES)
+
+
+def _kernel(
+    name: str = "vecadd", params: tuple[ParamSpec, ...] | None = None, **contract: Any
+) -> CompiledKernel:
+    params = params or _specs("slice", "slice", "disjoint")
+    sites = tuple(
+        SiteInfo("read" if p.kind == "slice" else "write", p.name, Location("k.py", 5 + i, 8))
+        for i, p in enumerate(params)
+    )
+    return CompiledKernel(
+        name, f"fearless_{name}", params, sites, LaunchContract(**contract), "sm_90", ptx="// ptx"
+    )
+
+
+def test_error_pool_grows_and_reports_the_first_error() -> None:
+    pool = HostErrorPool(chunk_slots=4)
+    slots = [pool.alloc(_kernel(f"k{i}")) for i in range(6)]  # two chunks
+    assert [s for s, _ in slots] == list(range(6))
+    assert len(pool._chunks) == 2
+    assert slots[1][1] - slots[0][1] == ERROR_RECORD_BYTES
+    pool.check(upto=0)
+    assert pool.copies == 0  # nothing launched: nothing copied
+    pool.mark_launched(5)
+    pool.check(upto=pool.launches)
+    assert pool.copies == 2  # one memcpy per chunk, clean
+    pool.check()
+    assert pool.copies == 2  # checked already
+    _write_record(slots[5][1], [1, 2, 3, 0, 0, 17, 0, 0, 1024, 1000])
+    pool.mark_launched(5)
+    with pytest.raises(fl.KernelIndexError, match="the len is 1000 but the index is 1024") as err:
+        pool.check(upto=pool.launches)
+    assert "kernel `k5`, block (3, 0, 0), thread (17, 0, 0)" in err.value.diagnostic.notes[0]
+    assert err.value.loc == Location("k.py", 7, 8)
+    assert pool.syncs == 1  # the error path waits for every stream before trusting the record
+    record = np.frombuffer(ctypes.string_at(slots[5][1], ERROR_RECORD_BYTES), np.int64)
+    assert not record.any()  # zeroed: the kernel can run again
+    pool.check(upto=pool.launches)  # and the pool reads clean afterwards
+
+
+def test_error_pool_reports_several_errors_one_at_a_time() -> None:
+    pool = HostErrorPool()
+    (s0, a0), (_, a1) = pool.alloc(_kernel("first")), pool.alloc(_kernel("second"))
+    _write_record(a0, [1, 0, 0, 0, 0, 0, 0, 0, 9, 8])
+    _write_record(a1, [1, 0, 0, 0, 0, 0, 0, 0, 5, 4])
+    pool.mark_launched(s0)
+    with pytest.raises(fl.KernelIndexError, match="`first`"):
+        pool.check(pool.launches)
+    with pytest.raises(fl.KernelIndexError, match="`second`"):
+        pool.check(pool.launches)
+    pool.check(pool.launches)
+
+
+# ------------------------------------------------------------------- plan with a fake driver
+
+
+class FakeDriver:
+    """cuda.bindings.driver, except that cuLaunchKernel records its arguments."""
+
+    def __init__(self) -> None:
+        from cuda.bindings import driver as real
+
+        self.CUstream = real.CUstream
+        self.CUresult = real.CUresult
+        self.calls: list[dict[str, Any]] = []
+        self.plan: launch.GpuLaunchPlan | None = None
+        self.results: list[Any] = []
+
+    def cuLaunchKernel(
+        self,
+        f: Any,
+        gx: int,
+        gy: int,
+        gz: int,
+        bx: int,
+        by: int,
+        bz: int,
+        shmem: int,
+        stream: Any,
+        params: int,
+        extra: int,
+    ) -> tuple[Any]:
+        assert self.plan is not None and params == self.plan.packer.address
+        self.calls.append(
+            {
+                "grid": (gx, gy, gz),
+                "block": (bx, by, bz),
+                "stream": int(stream),
+                "bytes": self.plan.packer.to_bytes(),
+            }
+        )
+        return (self.results.pop(0) if self.results else self.CUresult.CUDA_SUCCESS,)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
+    fake = FakeDriver()
+    info = driver.DeviceInfo(
+        0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
+    )
+    monkeypatch.setattr(driver, "_info", info)
+    monkeypatch.setattr(driver, "_cu", fake)
+    monkeypatch.setattr(
+        driver,
+        "load_kernel",
+        lambda ck: driver.LoadedKernel(ck.name, ck.entry, "CUfunction", 1, None, 512, 64, "ptx"),
+    )
+    monkeypatch.delenv("FEARLESS_SYNC", raising=False)
+    return fake
+
+
+def _plan(
+    fake: FakeDriver, ck: CompiledKernel | None = None
+) -> tuple[launch.GpuLaunchPlan, HostErrorPool]:
+    pool = HostErrorPool()
+    plan = launch.GpuLaunchPlan(ck or _kernel(), pool=pool)
+    fake.plan = plan
+    return plan, pool
+
+
+def _dev(ptr: int, n: int, dtype: Any = F32) -> Tensor:
+    return Tensor._make(ptr, (n,), dtype, on_device=True, owner=None)
+
+
+def test_plan_packs_pointers_lengths_and_error_record(fake_gpu: FakeDriver) -> None:
+    plan, pool = _plan(fake_gpu)
+    a, b, c = _dev(0x10000, 1000), _dev(0x20000, 1000), _dev(0x30000, 1000)
+    plan.launch(4, 256, (a, b, c))
+    call = fake_gpu.calls[-1]
+    assert call["grid"] == (4, 1, 1) and call["block"] == (256, 1, 1) and call["stream"] == 0
+    record = pool._record_address(plan.slot)
+    assert call["bytes"] == struct.pack(
+        "<QqQqQqQ", 0x10000, 1000, 0x20000, 1000, 0x30000, 1000, record
+    )
+    assert pool.launches == 1
+    plan.launch(2, 16, (a, b, c), stream=0x7000)
+    assert fake_gpu.calls[-1]["grid"] == (2, 1, 1) and fake_gpu.calls[-1]["stream"] == 0x7000
+    plan.launch(1, 32, (a, b, c), stream=Stream(0x8000))
+    assert fake_gpu.calls[-1]["stream"] == 0x8000
+    assert (4, 256) in plan._dims  # validated once, remembered
+
+
+def test_plan_runs_the_borrow_check(fake_gpu: FakeDriver) -> None:
+    plan, pool = _plan(fake_gpu)
+    a, b = _dev(0x10000, 1000), _dev(0x20000, 1000)
+    with pytest.raises(fl.BorrowError) as err:
+        plan.launch(4, 256, (a, b, a))
+    assert err.value.diagnostic.notes == ["`a` overlaps bytes [0, 4000) of `c`"]
+    assert err.value.loc is not None and err.value.loc.file == __file__
+    assert not fake_gpu.calls and pool.launches == 0  # nothing ran
+    plan.launch(4, 256, (a, b, _dev(0x10000 + 4000, 10)))  # touching, not overlapping
+    plan.launch(4, 256, (a, b, _dev(0x10000 + 400, 0)))  # empty output inside `a`
+    assert len(fake_gpu.calls) == 2
+
+
+def test_plan_refuses_wrong_arguments(
+    fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan, _ = _plan(fake_gpu)
+    a, c = _dev(0x10000, 8), _dev(0x30000, 8)
+    with pytest.raises(
+        fl.KernelTypeError, match="`b` has element type f64, but `vecadd` expects f32"
+    ) as e:
+        plan.launch(1, 8, (a, _dev(0x20000, 8, fl.f64), c))
+    assert "float32" in (e.value.help or "")
+    with pytest.raises(fl.KernelTypeError, match="`b` is in host memory"):
+        plan.launch(1, 8, (a, np.zeros(8, np.float32), c))
+    monkeypatch.setattr(config, "_target_override", "sim")
+    from fearless.runtime import tensor
+
+    with pytest.raises(fl.KernelTypeError, match="`c` is in host memory"):
+        plan.launch(1, 8, (a, a, tensor.zeros(8)))
+    with pytest.raises(fl.KernelTypeError, match="`a` of type `int` is not an array"):
+        plan.launch(1, 8, (5, a, c))
+    with pytest.raises(
+        fl.KernelTypeError, match=r"takes 3 arguments \(a, b, c\) but 2 were given"
+    ) as e2:
+        plan.launch(1, 8, (a, c))
+    assert e2.value.diagnostic.code == "E0061"
+    assert not fake_gpu.calls
+
+
+def test_plan_checks_scalars(fake_gpu: FakeDriver) -> None:
+    params = (
+        ParamSpec("c", "disjoint", F32),
+        ParamSpec("n", "scalar", fl.i32),
+        ParamSpec("s", "scalar", fl.bf16),
+        ParamSpec("flag", "scalar", fl.bool_),
+    )
+    plan, pool = _plan(fake_gpu, _kernel("scale", params))
+    c = _dev(0x10000, 8)
+    plan.launch(1, 8, (c, 7, 1.0, True))
+    record = pool._record_address(plan.slot)
+    assert fake_gpu.calls[-1]["bytes"] == struct.pack(
+        "<QqiH?xQ", 0x10000, 8, 7, 0x3F80, True, record
+    )
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`n` = 1099511627776 does not fit the parameter's type i32"
+    ):
+        plan.launch(1, 8, (c, 2**40, 1.0, True))
+    with pytest.raises(fl.KernelTypeError, match=r"`n` = 1\.5 does not fit"):
+        plan.launch(1, 8, (c, 1.5, 1.0, True))
+    with pytest.raises(
+        fl.KernelTypeError, match="`flag` = 1 does not fit the parameter's type bool"
+    ):
+        plan.launch(1, 8, (c, 1, 1.0, 1))
+    assert len(fake_gpu.calls) == 1
+
+
+def test_plan_checks_the_launch_contract(fake_gpu: FakeDriver) -> None:
+    plan, _ = _plan(fake_gpu, _kernel(block=(256, 1, 1), launch_bounds=256))
+    a, b, c = _dev(0x10000, 8), _dev(0x20000, 8), _dev(0x30000, 8)
+    with pytest.raises(
+        fl.LaunchContractError,
+        match=r"must be launched with block=\(256, 1, 1\), not block=\(128, 1, 1\)",
+    ) as e:
+        plan.launch(1, 128, (a, b, c))
+    assert e.value.loc is not None and e.value.loc.file == __file__ and e.value.help
+    plan.launch(1, (256,), (a, b, c))
+    bounded, _ = _plan(fake_gpu, _kernel(launch_bounds=128))
+    with pytest.raises(
+        fl.LaunchContractError, match="256 threads exceeds `vecadd`'s launch_bounds=128"
+    ):
+        bounded.launch(1, 256, (a, b, c))
+    free, _ = _plan(fake_gpu, _kernel(index_dims=3))
+    with pytest.raises(fl.LaunchContractError, match="64 registers per thread, which allows 512"):
+        free.launch(1, 1024, (a, b, c))
+    with pytest.raises(fl.LaunchContractError, match="the grid has 0 along x"):
+        free.launch(0, 32, (a, b, c))
+    with pytest.raises(
+        fl.LaunchContractError,
+        match="the grid has 70000 along y, above the device's limit of 65535",
+    ):
+        free.launch((1, 70000), 32, (a, b, c))
+    with pytest.raises(
+        fl.LaunchContractError, match="the block has 128 along z, above the device's limit of 64"
+    ):
+        free.launch(1, (1, 1, 128), (a, b, c))
+    with pytest.raises(fl.LaunchContractError, match="the grid must be an int or a tuple"):
+        free.launch("4", 32, (a, b, c))
+    with pytest.raises(fl.LaunchContractError, match="the block must be an int or a tuple"):
+        free.launch(4, (1, 2, 3, 4), (a, b, c))
+    free.launch(np.int64(2), np.int32(32), (a, b, c))  # NumPy ints are ints
+    with pytest.raises(fl.LaunchContractError, match="the grid must be an int"):
+        free.launch(2.5, 32, (a, b, c))
+    free.launch([2, 2], [8, 4], (a, b, c))  # lists work, just without the memo
+    assert fake_gpu.calls[-1]["grid"] == (2, 2, 1)
+    one_d, _ = _plan(fake_gpu)  # index_1d: a 2-D launch would give two threads one index
+    with pytest.raises(fl.LaunchContractError, match=r"index_1d\(\), which needs a 1-D launch"):
+        one_d.launch((2, 2), 32, (a, b, c))
+    two_d, _ = _plan(fake_gpu, _kernel(index_dims=2))
+    two_d.launch((2, 2), (8, 8), (a, b, c))
+    with pytest.raises(fl.LaunchContractError, match="index_2d"):
+        two_d.launch(1, (8, 8, 2), (a, b, c))
+
+
+def test_plan_with_many_arrays_uses_the_sorted_sweep(fake_gpu: FakeDriver) -> None:
+    params = _specs(*(["slice"] * 9), "disjoint")
+    plan, _ = _plan(fake_gpu, _kernel("wide", params))
+    ins = [_dev(0x1000 * (i + 1), 16) for i in range(9)]
+    plan.launch(1, 16, (*ins, _dev(0x100000, 16)))
+    with pytest.raises(fl.BorrowError, match="cannot borrow `j` as mutable") as err:
+        plan.launch(1, 16, (*ins, _dev(0x5000 + 8, 16)))
+    assert err.value.diagnostic.notes == ["`e` overlaps bytes [0, 56) of `j`"]
+
+
+def test_plan_relaunches_once_on_a_thread_without_context(
+    fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan, pool = _plan(fake_gpu)
+    made_current: list[bool] = []
+    monkeypatch.setattr(driver, "make_current", lambda: made_current.append(True))
+    monkeypatch.setattr(driver, "result_text", lambda d, err: "CUDA_ERROR_X")
+    a, b, c = _dev(0x10000, 8), _dev(0x20000, 8), _dev(0x30000, 8)
+    fake_gpu.results = [fake_gpu.CUresult.CUDA_ERROR_INVALID_CONTEXT]
+    plan.launch(1, 8, (a, b, c))
+    assert made_current == [True] and len(fake_gpu.calls) == 2 and pool.launches == 1
+    fake_gpu.results = [fake_gpu.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES]
+    with pytest.raises(
+        fl.ToolchainError,
+        match=r"launching `vecadd` with grid=\(1, 1, 1\) block=\(8, 1, 1\) failed",
+    ):
+        plan.launch(1, 8, (a, b, c))
+
+
+def test_sync_knob_synchronises_after_each_launch(
+    fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan, _ = _plan(fake_gpu)
+    synced: list[int] = []
+    monkeypatch.setattr(device_errors, "synchronize", lambda: synced.append(1))
+    a, b, c = _dev(0x10000, 8), _dev(0x20000, 8), _dev(0x30000, 8)
+    plan.launch(1, 8, (a, b, c))
+    assert synced == []
+    monkeypatch.setenv("FEARLESS_SYNC", "1")
+    plan.launch(1, 8, (a, b, c))
+    assert synced == [1]
