@@ -31,9 +31,9 @@ Where Python, C or LLVM leave a case open, these are the definitions (the LLVM b
                (NaN is true); float -> int truncates toward zero and saturates to the target's
                range, NaN -> 0 (LLVM's fptosi.sat/fptoui.sat, PTX's cvt.rzi.sat, Rust's `as`);
                int -> f16/bf16 rounds through f32; f64 -> bf16 rounds once.
-  f16, bf16    +, -, *, / and comparisons are exact IEEE ops in the type (computing in f32 and
-               rounding once is the same thing); `//`, `%`, `**` and math functions compute in
-               f32 and round the result once.
+  f16, bf16    +, -, *, / are correctly rounded in the type (computing in f32 and rounding
+               once gives the same bits); `//`, `%`, `**` and math functions compute in f32
+               and round the result once.
   math         NumPy's functions in the operand's dtype (f32 stays f32). libdevice may differ
                by an ulp or two for exp/log/sin/...; sqrt, floor, ceil, trunc, fabs, copysign,
                fmin, fmax, fmod and fma are exact on both. `round` rounds half to even
