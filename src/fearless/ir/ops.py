@@ -1,6 +1,6 @@
 """The op kinds of the SIMT IR, each declaring operands, attributes and memory effect.
 
-Semantics (the simulator in `sim/simt.py` is their executable definition):
+Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs them):
   constant            a scalar literal
   binary  kind        add sub mul div floordiv mod min max pow and or xor shl shr, on two
                       operands of one scalar type; `div` is float-only true division;

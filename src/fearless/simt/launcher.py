@@ -101,11 +101,25 @@ def check_contract(
         )
 
 
+class CudaLauncher:
+    """The GPU launcher: `runtime.launch.GpuLaunchPlan` does the checks and the launch."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        from ..runtime.launch import GpuLaunchPlan
+
+        self.plan = GpuLaunchPlan(kernel.compile())
+        self.launch_plan = self.plan.launch
+
+    def validate(self, grid: Dim3, block: Dim3) -> None:
+        self.plan.check_dims(grid, block)
+
+    def launch(self, grid: Dim3, block: Dim3, args: Sequence[Any], stream: Any) -> None:
+        self.launch_plan(grid, block, args, stream)
+
+
 def make_launcher(kernel: Kernel, target: str) -> Launcher:
     if target == "sim":
         from ..sim.launch import SimLauncher
 
         return SimLauncher(kernel)
-    from ..runtime.launch import GpuLaunchPlan
-
-    return GpuLaunchPlan(kernel.compile())  # type: ignore[return-value]
+    return CudaLauncher(kernel)
