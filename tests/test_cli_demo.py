@@ -119,7 +119,6 @@ def test_demo_without_the_api_fails_in_one_clear_line(
     assert "Traceback" not in captured.out + captured.err
 
 
-@pytest.mark.xfail(reason="compiler not landed yet", strict=False)
 def test_demo_on_the_simulator(tmp_path: Path) -> None:
     path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "FEARLESS_TARGET": "sim"}

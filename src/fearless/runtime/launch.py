@@ -11,41 +11,23 @@ cuLaunchKernel. No dicts are built and no frames inspected unless an error is be
 from __future__ import annotations
 
 import contextlib
-import operator
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..abi import CompiledKernel, ParamSpec
-from ..errors import KernelTypeError, LaunchContractError
+from ..errors import KernelTypeError
 from . import driver
 from .arrays import describe
 from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
+from .contract import Dim3, Limits, check_launch, normalize_dims
 from .device_errors import ErrorPool, default_pool
 from .location import user_location
 from .params import ParamPacker, bf16_bits, scalar_fits
 from .specialise import build_launcher
 
-Dim3 = tuple[int, int, int]
-
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
 _DIM_CACHE_MAX = 256
-
-
-def normalize_dims(value: Any, what: str) -> Dim3:
-    """An int or a 1-3 tuple of ints (NumPy ints too) as (x, y, z); else a LaunchContractError."""
-    dims = value if isinstance(value, tuple | list) else (value,)
-    try:
-        if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) for d in dims):
-            raise TypeError
-        x, y, z = (*(operator.index(d) for d in dims), 1, 1)[:3]
-    except TypeError:
-        raise LaunchContractError(
-            f"the {what} must be an int or a tuple of 1 to 3 ints, not {value!r}",
-            user_location(),
-            help=f"e.g. {what}=256 or {what}=(16, 16); compute counts with `//`",
-        ) from None
-    return (x, y, z)
 
 
 class GpuLaunchPlan:
@@ -79,6 +61,15 @@ class GpuLaunchPlan:
         )
         self.converters = tuple(_converter(p) for p in ck.params)
         self._dims: dict[Any, tuple[Dim3, Dim3]] = {}
+        info = self.device
+        self.limits = Limits(
+            info.max_threads_per_block,
+            info.max_block_dims,
+            info.max_grid_dims,
+            self.kernel.max_threads_per_block,
+            f"`{ck.name}` uses {self.kernel.num_regs} registers per thread, which allows "
+            f"{self.kernel.max_threads_per_block}",
+        )
         self._cu = driver.cu()
         self._legacy_stream = self._cu.CUstream(0)
         self.launch, self.launcher_source = build_launcher(self, _PACK_ERRORS)
@@ -89,58 +80,7 @@ class GpuLaunchPlan:
         """Validate a grid/block pair against the contract and the device; remembered once valid."""
         g = normalize_dims(grid, "grid")
         b = normalize_dims(block, "block")
-        contract, info = self.ck.contract, self.device
-        name = self.ck.name
-        if contract.block is not None and b != tuple(contract.block):
-            raise _contract_error(
-                f"`{name}` must be launched with block={contract.block}, not block={b}",
-                f"launch with block={contract.block} (the `block=` of the kernel's decorator)",
-            )
-        threads = b[0] * b[1] * b[2]
-        for what, dims, limits in (
-            ("grid", g, info.max_grid_dims),
-            ("block", b, info.max_block_dims),
-        ):
-            for axis, extent, limit in zip("xyz", dims, limits, strict=True):
-                if extent <= 0:
-                    raise _contract_error(
-                        f"the {what} has {extent} along {axis}: every dimension must be at least 1",
-                        "size the grid from the data with a ceiling division, and skip the "
-                        "launch when there is nothing to do",
-                    )
-                if extent > limit:
-                    raise _contract_error(
-                        f"the {what} has {extent} along {axis}, above the device's limit of {limit}",
-                        f"keep the {what}'s {axis} dimension at most {limit}",
-                    )
-        if contract.launch_bounds is not None and threads > contract.launch_bounds:
-            raise _contract_error(
-                f"a block of {threads} threads exceeds `{name}`'s launch_bounds={contract.launch_bounds}",
-                f"use at most {contract.launch_bounds} threads per block",
-            )
-        limit = min(self.kernel.max_threads_per_block, info.max_threads_per_block)
-        if threads > limit:
-            why = (
-                f"the device allows {info.max_threads_per_block}"
-                if limit == info.max_threads_per_block
-                else f"`{name}` uses {self.kernel.num_regs} registers per thread, which allows {limit}"
-            )
-            raise _contract_error(
-                f"a block of {threads} threads is too large: {why}",
-                f"use at most {limit} threads per block",
-            )
-        # A kernel indexing its threads in fewer dimensions than the launch has would give two
-        # threads one index, and two writers to one DisjointSlice element.
-        unused = (g[1], g[2], b[1], b[2]) if contract.index_dims == 1 else (g[2], b[2])
-        if contract.index_dims < 3 and unused != (1,) * len(unused):
-            fn = "index_1d" if contract.index_dims == 1 else "index_2d"
-            raise _contract_error(
-                f"`{name}` uses simt.thread.{fn}(), which needs a {contract.index_dims}-D launch, "
-                f"but the launch is grid={g}, block={b}",
-                "launch with an int grid and block, e.g. `[(n + 255) // 256, 256]`"
-                if contract.index_dims == 1
-                else "launch with 2-D grid and block tuples, e.g. `[(gx, gy), (16, 16)]`",
-            )
+        check_launch(self.ck.name, self.ck.contract, g, b, self.limits)
         if len(self._dims) >= _DIM_CACHE_MAX:
             self._dims.clear()
         with contextlib.suppress(TypeError):  # unhashable (a list): validated again next time
@@ -222,10 +162,6 @@ def _strict_bool(value: Any) -> bool:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return bool(value)
     raise TypeError("a bool parameter takes True or False")
-
-
-def _contract_error(message: str, help: str) -> LaunchContractError:
-    return LaunchContractError(message, user_location(), help=help)
 
 
 _TORCH_NAMES = {

@@ -12,6 +12,8 @@ from types import FrameType
 from ..errors import Location
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
+# The CLI (`fearless demo`) launches kernels as a user would: its frames count as user code.
+_CLI_DIR = _PACKAGE_DIR / "cli"
 
 
 def user_location() -> Location | None:
@@ -34,7 +36,8 @@ def _inside_fearless(filename: str) -> bool:
     if filename.startswith("<fearless"):  # generated code (specialise.py's launchers)
         return True
     try:
-        return Path(filename).resolve().is_relative_to(_PACKAGE_DIR)
+        path = Path(filename).resolve()
+        return path.is_relative_to(_PACKAGE_DIR) and not path.is_relative_to(_CLI_DIR)
     except (OSError, ValueError):
         return False
 

@@ -16,16 +16,10 @@ from ..abi import ParamSpec
 from ..errors import KernelTypeError
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
+from ..runtime.contract import SIM_LIMITS, Dim3, check_launch, normalize_dims
 from ..runtime.device_errors import format_index_error
 from ..runtime.location import user_location
 from ..runtime.params import scalar_fits
-from ..simt.launcher import (
-    SIM_MAX_BLOCK,
-    SIM_MAX_GRID,
-    SIM_MAX_THREADS_PER_BLOCK,
-    Dim3,
-    check_contract,
-)
 from .simt import SimKernel
 
 if TYPE_CHECKING:
@@ -41,17 +35,10 @@ class SimLauncher:
         self.sim = SimKernel(self.ir.fn)  # planned once, run per launch
 
     def validate(self, grid: Dim3, block: Dim3) -> None:
-        check_contract(
-            self.kernel.name,
-            self.ir.contract,
-            grid,
-            block,
-            SIM_MAX_THREADS_PER_BLOCK,
-            SIM_MAX_BLOCK,
-            SIM_MAX_GRID,
-        )
+        check_launch(self.kernel.name, self.ir.contract, grid, block, SIM_LIMITS)
 
-    def launch(self, grid: Dim3, block: Dim3, args: Sequence[Any], stream: Any) -> None:
+    def launch(self, grid: Any, block: Any, args: Sequence[Any], stream: Any) -> None:
+        grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         self.validate(grid, block)
         values = bind_args(self.kernel.name, self.params, args, "sim")
         infos = [v for v in values if isinstance(v, ArrayInfo)]

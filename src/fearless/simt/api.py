@@ -15,8 +15,9 @@ from typing import Any
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import CompileError, FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source
+from ..runtime.contract import Dim3, normalize_dims
 from .compiler import CompiledIR, compile_for_cuda, compile_ir, render_stage
-from .launcher import Dim3, Launcher, make_launcher, normalize_dim
+from .launcher import Launcher, make_launcher
 
 
 class DeviceFunction:
@@ -103,7 +104,7 @@ class Kernel:
         self.name: str = func.__name__
         self.unsafe = unsafe
         self.contract = LaunchContract(
-            block=normalize_dim(block, "block") if block is not None else None,
+            block=normalize_dims(block, "block") if block is not None else None,
             launch_bounds=launch_bounds,
         )
         if launch_bounds is not None and launch_bounds <= 0:
@@ -153,8 +154,8 @@ class Kernel:
                 f"`{self.name}[...]` takes a launch configuration `[grid, block]`",
                 help=f"launch as `{self.name}[grid, block](args...)`, e.g. `[(n + 255) // 256, 256]`",
             )
-        grid = normalize_dim(config[0], "grid")
-        block = normalize_dim(config[1], "block")
+        grid = normalize_dims(config[0], "grid")
+        block = normalize_dims(config[1], "block")
         return _Configured(self, grid, block, config[2] if len(config) == 3 else None)
 
     def prepare(
@@ -168,7 +169,7 @@ class Kernel:
                     help="pass `block=256` (or declare `@simt.kernel(block=256)`)",
                 )
             block = self.contract.block
-        g, b = normalize_dim(grid, "grid"), normalize_dim(block, "block")
+        g, b = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         launcher = self._launcher()
         launcher.validate(g, b)
         return PreparedLaunch(self, g, b, launcher)

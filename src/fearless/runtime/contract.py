@@ -1,0 +1,103 @@
+"""Launch configurations and the launch contract, checked before anything runs.
+
+Shared by the GPU launcher (with the device's limits) and the simulator (with the limits of a
+compute-capability-9.0 device), so both refuse the same launches with the same messages.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from ..abi import LaunchContract
+from ..errors import LaunchContractError
+from .location import user_location
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_threads_per_block: int
+    max_block_dims: Dim3
+    max_grid_dims: Dim3
+    # When the kernel allows fewer threads per block than the device (registers), and why.
+    kernel_max_threads: int | None = None
+    kernel_limit_reason: str = ""
+
+
+# What the simulator enforces: the limits of an sm_90 device.
+SIM_LIMITS = Limits(1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535))
+
+
+def normalize_dims(value: Any, what: str) -> Dim3:
+    """An int or a 1-3 tuple of ints (NumPy ints too) as (x, y, z); else a LaunchContractError."""
+    dims = value if isinstance(value, tuple | list) else (value,)
+    try:
+        if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) for d in dims):
+            raise TypeError
+        x, y, z = (*(operator.index(d) for d in dims), 1, 1)[:3]
+    except TypeError:
+        raise LaunchContractError(
+            f"the {what} must be an int or a tuple of 1 to 3 ints, not {value!r}",
+            user_location(),
+            help=f"e.g. {what}=256 or {what}=(16, 16); compute counts with `//`",
+        ) from None
+    return (x, y, z)
+
+
+def check_launch(name: str, contract: LaunchContract, g: Dim3, b: Dim3, limits: Limits) -> None:
+    """Raise LaunchContractError unless grid `g` and block `b` satisfy contract and limits."""
+    if contract.block is not None and b != tuple(contract.block):
+        raise _error(
+            f"`{name}` must be launched with block={contract.block}, not block={b}",
+            f"launch with block={contract.block} (the `block=` of the kernel's decorator)",
+        )
+    for what, dims, maxima in (
+        ("grid", g, limits.max_grid_dims),
+        ("block", b, limits.max_block_dims),
+    ):
+        for axis, extent, limit in zip("xyz", dims, maxima, strict=True):
+            if extent <= 0:
+                raise _error(
+                    f"the {what} has {extent} along {axis}: every dimension must be at least 1",
+                    "size the grid from the data with a ceiling division, and skip the "
+                    "launch when there is nothing to do",
+                )
+            if extent > limit:
+                raise _error(
+                    f"the {what} has {extent} along {axis}, above the device's limit of {limit}",
+                    f"keep the {what}'s {axis} dimension at most {limit}",
+                )
+    threads = b[0] * b[1] * b[2]
+    if contract.launch_bounds is not None and threads > contract.launch_bounds:
+        raise _error(
+            f"a block of {threads} threads exceeds `{name}`'s launch_bounds={contract.launch_bounds}",
+            f"use at most {contract.launch_bounds} threads per block",
+        )
+    limit = limits.max_threads_per_block
+    why = f"the device allows {limit}"
+    if limits.kernel_max_threads is not None and limits.kernel_max_threads < limit:
+        limit, why = limits.kernel_max_threads, limits.kernel_limit_reason
+    if threads > limit:
+        raise _error(
+            f"a block of {threads} threads is too large: {why}",
+            f"use at most {limit} threads per block",
+        )
+    # A kernel indexing its threads in fewer dimensions than the launch has would give two
+    # threads one index, and two writers to one DisjointSlice element.
+    unused = (g[1], g[2], b[1], b[2]) if contract.index_dims == 1 else (g[2], b[2])
+    if contract.index_dims < 3 and unused != (1,) * len(unused):
+        fn = "index_1d" if contract.index_dims == 1 else "index_2d"
+        raise _error(
+            f"`{name}` uses simt.thread.{fn}(), which needs a {contract.index_dims}-D launch, "
+            f"but the launch is grid={g}, block={b}",
+            "launch with an int grid and block, e.g. `[(n + 255) // 256, 256]`"
+            if contract.index_dims == 1
+            else "launch with 2-D grid and block tuples, e.g. `[(gx, gy), (16, 16)]`",
+        )
+
+
+def _error(message: str, help: str) -> LaunchContractError:
+    return LaunchContractError(message, user_location(), help=help)
