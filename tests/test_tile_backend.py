@@ -1,0 +1,60 @@
+"""The Tile IR adapter (backends/tileir.py): version negotiation, tileiras, tileirdisasm, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from fearless.backends import tileir
+from fearless.errors import ToolchainError
+
+
+def _double(bc):  # a tiny hand-built kernel: z[tile] = x[tile] + x[tile]
+    def params(tt):
+        return [tt.tile(tt.pointer(tt.F32, bc.PtrAttr.Missing), []), tt.tile(tt.I32, [])]
+
+    def body(b, tt, p):
+        tv_t = tt.tensor_view(tt.F32, [bc.DYNAMIC_SHAPE], [1], bc.PtrAttr.Missing)
+        tv = bc.encode_MakeTensorViewOp(b, tv_t, p[0], [p[1]], [])
+        pv_t = tt.partition_view([64], tv_t, [0], bc.PaddingValue.Zero)
+        pv = bc.encode_MakePartitionViewOp(b, pv_t, tv)
+        i32 = tt.tile(tt.I32, [])
+        bx, _, _ = bc.encode_GetTileBlockIdOp(b, i32, i32, i32)
+        t = tt.tile(tt.F32, [64])
+        weak = bc.MemoryOrderingSemantics.WEAK
+        x, _ = bc.encode_LoadViewTkoOp(b, t, tt.Token, pv, [bx], None, weak, None, None, [False])
+        y = bc.encode_AddFOp(b, t, x, x, bc.RoundingMode.NEAREST_EVEN, False)
+        bc.encode_StoreViewTkoOp(b, tt.Token, y, pv, [bx], None, weak, None, None, [False])
+        bc.encode_ReturnOp(b, [])
+
+    return params, body
+
+
+def test_version_is_negotiated_with_tileiras() -> None:
+    listed = tileir.tileiras_versions()
+    assert "13.1" in listed
+    chosen = tileir.bytecode_version()
+    assert chosen.as_string() in listed
+    assert chosen.as_string() != "13.5"  # development-only in cuda-tile: never chosen
+
+
+def test_bytecode_to_text_and_cubin() -> None:
+    bc = tileir.encoders()
+    code = tileir.write_module("double", *_double(bc))
+    assert code.startswith(b"\x7fTileIR\x00")
+    text = tileir.disassemble(code)
+    assert "entry @double(%arg0: tile<ptr<f32>>, %arg1: tile<i32>)" in text
+    assert "partition_view<tile=(64), padding_value = zero" in text
+    cubin = tileir.compile_cubin(code, "sm_90")
+    assert cubin[:4] == b"\x7fELF"
+
+
+def test_missing_tileiras_is_a_toolchain_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tileir.toolchain, "find_tileiras", lambda: None)
+    with pytest.raises(ToolchainError, match="tileiras.*was not found") as info:
+        tileir.compile_cubin(b"", "sm_90")
+    assert "pip install nvidia-cuda-tileiras" in str(info.value)
+
+
+def test_bad_bytecode_is_a_toolchain_error_with_the_tool_message() -> None:
+    with pytest.raises(ToolchainError, match=r"tileiras failed \(exit \d+\)"):
+        tileir.compile_cubin(b"\x7fTileIR\x00garbage", "sm_90")
