@@ -53,12 +53,28 @@ class SiteInfo:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """One `requires=` relation, e.g. "len(c) == len(a)".
+
+    `template` is the relation as a Python expression over the placeholders `__len_<i>` (the
+    length of parameter i) and `__arg_<i>` (the value of scalar parameter i), evaluated with
+    Python integers, so it never overflows. `relation` is (param, op, param) when the relation
+    is between two lengths (the bounds pass uses those), else None.
+    """
+
+    text: str
+    template: str
+    relation: tuple[str, str, str] | None = None
+
+
+@dataclass(frozen=True)
 class LaunchContract:
     """What a launch must satisfy; checked on the host before anything runs."""
 
     block: tuple[int, int, int] | None = None
     launch_bounds: int | None = None
     index_dims: int = 1
+    requires: tuple[Requirement, ...] = ()
 
 
 @dataclass

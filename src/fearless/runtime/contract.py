@@ -6,11 +6,13 @@ compute-capability-9.0 device), so both refuse the same launches with the same m
 
 from __future__ import annotations
 
+import numbers
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..abi import LaunchContract
+from ..abi import LaunchContract, ParamSpec, Requirement
 from ..errors import LaunchContractError
 from .location import user_location
 
@@ -101,3 +103,49 @@ def check_launch(name: str, contract: LaunchContract, g: Dim3, b: Dim3, limits: 
 
 def _error(message: str, help: str) -> LaunchContractError:
     return LaunchContractError(message, user_location(), help=help)
+
+
+def requires_values(args: Sequence[Any], lengths: Sequence[int | None]) -> dict[str, Any]:
+    """The placeholders of a Requirement's template for one launch (Python numbers)."""
+    env: dict[str, Any] = {}
+    for i, (a, n) in enumerate(zip(args, lengths, strict=True)):
+        if n is not None:
+            env[f"__len_{i}"] = n
+        elif isinstance(a, numbers.Integral):  # NumPy integers too: Python ints never overflow
+            env[f"__arg_{i}"] = int(a)
+        elif isinstance(a, numbers.Real):
+            env[f"__arg_{i}"] = float(a)
+    return env
+
+
+def check_requires(
+    name: str,
+    params: Sequence[ParamSpec],
+    requires: Sequence[Requirement],
+    args: Sequence[Any],
+    lengths: Sequence[int | None],
+) -> None:
+    """Evaluate each `requires=` relation; the slow, general path (the simulator's)."""
+    if not requires:
+        return
+    env = requires_values(args, lengths)
+    for req in requires:
+        if not eval(req.template, {"__builtins__": {}}, env):
+            raise requires_error(name, params, req, env)
+
+
+def requires_error(
+    name: str, params: Sequence[ParamSpec], req: Requirement, env: dict[str, Any]
+) -> LaunchContractError:
+    parts = []
+    for i, p in enumerate(params):
+        if f"__len_{i}" in req.template and f"__len_{i}" in env:
+            parts.append(f"len({p.name}) = {env[f'__len_{i}']}")
+        if f"__arg_{i}" in req.template and f"__arg_{i}" in env:
+            parts.append(f"{p.name} = {env[f'__arg_{i}']!r}")
+    return LaunchContractError(
+        f"this launch breaks `{name}`'s contract `{req.text}`",
+        user_location(),
+        notes=[f"here {', '.join(parts)}"] if parts else [],
+        help=f"pass arguments for which `{req.text}` holds, or change the kernel's `requires=`",
+    )

@@ -20,7 +20,14 @@ from ..errors import KernelTypeError
 from . import driver
 from .arrays import describe
 from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
-from .contract import Dim3, Limits, check_launch, normalize_dims
+from .contract import (
+    Dim3,
+    Limits,
+    check_launch,
+    normalize_dims,
+    requires_error,
+    requires_values,
+)
 from .device_errors import ErrorPool, default_pool
 from .location import user_location
 from .params import ParamPacker, bf16_bits, scalar_fits
@@ -88,6 +95,14 @@ class GpuLaunchPlan:
         return g, b
 
     # ---------------------------------------------------------------------- error paths
+
+    def _requires_failed(self, k: int, args: Sequence[Any]) -> None:
+        lengths = [
+            describe(a, "cuda", name=p.name).size if p.is_array else None
+            for p, a in zip(self.params, args, strict=True)
+        ]
+        env = requires_values(args, lengths)
+        raise requires_error(self.ck.name, self.params, self.ck.contract.requires[k], env)
 
     def _overlap(self, starts: list[int], ends: list[int]) -> None:
         hit = find_overlap(starts, ends, self._outputs, self.borrow_pairs)

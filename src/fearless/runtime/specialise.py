@@ -19,6 +19,7 @@ constants appear in the source, never user-chosen names. `plan.launcher_source` 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,17 @@ def build_launcher(
             packed.append(f"v{i}")
         else:
             packed.append(x)
+
+    # `requires=` relations, inline, in Python integers: lengths are n<i>, scalars x<i>.
+    def placeholder(m: re.Match[str]) -> str:
+        i = int(m.group(2))
+        if m.group(1) == "len":
+            return f"n{i}"
+        return f"{'float' if params[i].dtype.is_float else 'int'}(x{i})"
+
+    for k, req in enumerate(plan.ck.contract.requires):
+        expr = re.sub(r"__(len|arg)_(\d+)", placeholder, req.template)
+        lines += [f"    if not ({expr}):", f"        requires_failed({k}, args)"]
     starts = "[" + ", ".join(f"p{i}" for i in arrays) + "]"
     ends = "[" + ", ".join(f"e{i}" for i in arrays) + "]"
     if plan.borrow_pairs:
@@ -119,6 +131,7 @@ def build_launcher(
         dtype_error=plan._dtype_error,
         scalar_error=plan._scalar_error,
         overlap=plan._overlap,
+        requires_failed=plan._requires_failed,
         relaunch=plan._relaunch,
         Tensor=Tensor,
         Stream=Stream,

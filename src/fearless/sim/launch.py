@@ -16,7 +16,7 @@ from ..abi import ParamSpec
 from ..errors import KernelTypeError
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
-from ..runtime.contract import SIM_LIMITS, Dim3, check_launch, normalize_dims
+from ..runtime.contract import SIM_LIMITS, Dim3, check_launch, check_requires, normalize_dims
 from ..runtime.device_errors import format_index_error
 from ..runtime.location import user_location
 from ..runtime.params import scalar_fits
@@ -41,6 +41,8 @@ class SimLauncher:
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         self.validate(grid, block)
         values = bind_args(self.kernel.name, self.params, args, "sim")
+        lengths = [v.size if isinstance(v, ArrayInfo) else None for v in values]
+        check_requires(self.kernel.name, self.params, self.ir.contract.requires, args, lengths)
         infos = [v for v in values if isinstance(v, ArrayInfo)]
         arrays = [p for p in self.params if p.is_array]
         check_borrows(arrays, infos)

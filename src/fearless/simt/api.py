@@ -99,8 +99,12 @@ class Kernel:
         block: int | Sequence[int] | None = None,
         launch_bounds: int | None = None,
         unsafe: bool = False,
+        requires: Sequence[str] | str = (),
     ) -> None:
         self.func = func
+        self.requires: tuple[str, ...] = (
+            (requires,) if isinstance(requires, str) else tuple(requires)
+        )
         self.name: str = func.__name__
         self.unsafe = unsafe
         self.contract = LaunchContract(
@@ -122,7 +126,9 @@ class Kernel:
     def compiled_ir(self) -> CompiledIR:
         """The kernel's IR after the SIMT passes (compiled once)."""
         if self._ir is None:
-            self._ir = compile_ir(self.func, self.contract, unsafe=self.unsafe)
+            self._ir = compile_ir(
+                self.func, self.contract, unsafe=self.unsafe, requires_text=self.requires
+            )
         return self._ir
 
     def compile(self, arch: str | None = None) -> CompiledKernel:
@@ -205,13 +211,14 @@ def kernel(
     block: int | Sequence[int] | None = None,
     launch_bounds: int | None = None,
     unsafe: bool = False,
+    requires: Sequence[str] | str = (),
 ) -> Any:
-    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, launch_bounds=256)`."""
+    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, requires=(...))`."""
     if func is not None:
         return Kernel(func)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
-        return Kernel(f, block=block, launch_bounds=launch_bounds, unsafe=unsafe)
+        return Kernel(f, block=block, launch_bounds=launch_bounds, unsafe=unsafe, requires=requires)
 
     return wrap
 

@@ -24,6 +24,7 @@ from ..ir.core import Function
 from ..ir.printer import print_function
 from .passes.options import PassOptions
 from .pipeline import run_pipeline
+from .requires import parse_requires
 
 if TYPE_CHECKING:
     from .api import Kernel
@@ -45,14 +46,24 @@ class CompiledIR:
         )
 
 
-def compile_ir(func: Callable[..., Any], contract: LaunchContract, *, unsafe: bool) -> CompiledIR:
+def compile_ir(
+    func: Callable[..., Any],
+    contract: LaunchContract,
+    *,
+    unsafe: bool,
+    requires_text: tuple[str, ...] = (),
+) -> CompiledIR:
     from .api import resolve_annotations
 
     src = load_source(func)
     kir = build_kernel_ir(src, resolve_annotations(func), unsafe=unsafe)
-    options = PassOptions(insert_checks=not unsafe)
+    requires = parse_requires(requires_text, kir.params, src.loc(src.tree))
+    options = PassOptions(
+        insert_checks=not unsafe,
+        len_relations=[r.relation for r in requires if r.relation is not None],
+    )
     run_pipeline(kir.fn, options)
-    c = LaunchContract(contract.block, contract.launch_bounds, index_dims=1)
+    c = LaunchContract(contract.block, contract.launch_bounds, index_dims=1, requires=requires)
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     _dump("ir", src.name, render_ir(ir))
     return ir

@@ -10,6 +10,8 @@ Facts come from the edges of `cond_br` into blocks with a single predecessor (th
 `x < n`, `n > x`, `a and b`; the false edge of `x >= n`, `n <= x`); they hold in every block
 that edge's target dominates. Values are compared by a key that sees through `index.int`, so
 the ThreadIndex and its integer value are one quantity, and all `len(a)` of one array are one.
+`requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
+"len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
 Non-negativity: ThreadIndex, `len`, constants >= 0, and loop counters that start >= 0 and grow
 by a small constant step.
 """
@@ -98,6 +100,7 @@ def run(fn: Function, options: PassOptions) -> None:
     preds = fn.predecessors()
     terms = {b: [p.terminator for p in ps if p.terminator is not None] for b, ps in preds.items()}
     doms = dominators(fn)
+    wider = _length_order(fn, options.len_relations)
     # Facts established on entry to each block with a single predecessor.
     entry_facts: dict[Block, list[Fact]] = {}
     for b in fn.blocks:
@@ -109,7 +112,8 @@ def run(fn: Function, options: PassOptions) -> None:
     for b in fn.blocks:
         known: set[Fact] = set()
         for d in doms.get(b, ()):
-            known.update(entry_facts.get(d, ()))
+            for x, m in entry_facts.get(d, ()):
+                known.update((x, m2) for m2 in wider.get(m, {m}))
         if not known:
             continue
         kept = []
@@ -121,3 +125,24 @@ def run(fn: Function, options: PassOptions) -> None:
                     continue
             kept.append(op)
         b.ops = kept
+
+
+def _length_order(fn: Function, relations: list[tuple[str, str, str]]) -> dict[Any, set[Any]]:
+    """For each `len(p)` key, the length keys known to be >= it (itself included)."""
+    by_name = {p.name: p for p in fn.params}
+    le: dict[Any, set[Any]] = {}
+    for a, op, b in relations:
+        ka, kb = ("len", by_name[a]), ("len", by_name[b])
+        if op in ("==", ">=", ">"):
+            le.setdefault(kb, {kb}).add(ka)
+        if op in ("==", "<=", "<"):
+            le.setdefault(ka, {ka}).add(kb)
+    changed = True
+    while changed:  # transitive closure; kernels have a handful of arrays
+        changed = False
+        for ups in le.values():
+            more = set().union(*(le.get(u, {u}) for u in ups)) - ups
+            if more:
+                ups |= more
+                changed = True
+    return le

@@ -15,3 +15,5 @@ class PassOptions:
     checks_removed: int = 0
     # False for `unsafe=True` kernels: no device bounds checks at all.
     insert_checks: bool = True
+    # `requires=` relations between two lengths: (param, op, param), e.g. ("c", "==", "a").
+    len_relations: list[tuple[str, str, str]] = field(default_factory=list)
