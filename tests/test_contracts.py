@@ -36,7 +36,9 @@ def test_requires_satisfied_launch_runs() -> None:
         (10, 8, "n * 2 <= len(a) + 5", "len(a) = 10, n = 8"),
     ],
 )
-def test_requires_violated_raises_before_running(b_len: int, n: int, broken: str, note: str) -> None:
+def test_requires_violated_raises_before_running(
+    b_len: int, n: int, broken: str, note: str
+) -> None:
     a = np.ones(10, np.float32)
     c = np.full(10, -1.0, np.float32)
     with pytest.raises(fl.LaunchContractError) as info:
@@ -110,8 +112,9 @@ def bounded(c: simt.DisjointSlice[fl.f32]):
         (bounded, 1.5, 32, "must be an int or a tuple of 1 to 3 ints"),
     ],
 )
-def test_launch_configuration_errors(kernel: simt.Kernel, grid: object, block: object,
-                                     message: str) -> None:
+def test_launch_configuration_errors(
+    kernel: simt.Kernel, grid: object, block: object, message: str
+) -> None:
     c = np.zeros(8, np.float32)
     with pytest.raises(fl.LaunchContractError) as info:
         kernel[grid, block](c)
