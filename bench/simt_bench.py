@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
 def event_median_ms(fn, reps: int = 50, warmup: int = 5) -> float:  # type: ignore[no-untyped-def]
@@ -67,6 +68,48 @@ def bench_vecadd(n: int) -> dict[str, float]:
         "torch_GBs": gbs(t_torch),
         "ratio_to_torch": t_torch / t_fl,
     }
+
+
+def bench_safety(n: int) -> dict[str, float]:
+    """Safe against `unsafe=True`: vecadd (checked, contract-proven) and a 1-D stencil."""
+    import simt_cases as C
+    import simt_kernels as K
+    import torch
+
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty(n, device="cuda")
+    grid = (n + 255) // 256
+    out: dict[str, float] = {}
+    variants = {
+        "vecadd_checked": K.vecadd,
+        "vecadd_contract": C.vecadd_contract,
+        "vecadd_unsafe": C.vecadd_unsafe,
+    }
+    for name, k in variants.items():
+        c.fill_(float("nan"))
+        k[grid, 256](a, b, c)
+        torch.cuda.synchronize()
+        assert torch.equal(c, a + b), name
+    for rnd in range(2):  # interleaved twice: the spread between rounds is the noise
+        for name, k in variants.items():
+            prep = k.prepare(grid)
+            out[f"{name}_ms_r{rnd}"] = event_median_ms(lambda k=k, prep=prep: k(prep, a, b, c))
+    x = torch.randn(n, device="cuda")
+    for name, k in (("stencil_checked", C.stencil), ("stencil_unsafe", C.stencil_unsafe)):
+        c.zero_()
+        k[grid, 256](x, c)
+        torch.cuda.synchronize()
+        ref = x[:-2] + x[1:-1] + x[2:]
+        assert torch.equal(c[1:-1], ref), name
+    for rnd in range(2):
+        for name, k in (("stencil_checked", C.stencil), ("stencil_unsafe", C.stencil_unsafe)):
+            prep = k.prepare(grid)
+            out[f"{name}_ms_r{rnd}"] = event_median_ms(lambda k=k, prep=prep: k(prep, x, c))
+    med = lambda key: min(out[f"{key}_ms_r0"], out[f"{key}_ms_r1"])  # noqa: E731
+    out["vecadd_safe_over_unsafe"] = med("vecadd_checked") / med("vecadd_unsafe")
+    out["vecadd_contract_over_unsafe"] = med("vecadd_contract") / med("vecadd_unsafe")
+    out["stencil_safe_over_unsafe"] = med("stencil_checked") / med("stencil_unsafe")
+    return out
 
 
 def bench_launch_overhead(launches: int = 20000) -> dict[str, float]:
@@ -187,6 +230,7 @@ def main() -> None:
 
     results = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     results["vecadd"] = bench_vecadd(1 << args.log2n)
+    results["safety"] = bench_safety(1 << args.log2n)
     results["launch"] = bench_launch_overhead()
     results["compile"] = bench_compile()
     out = Path(args.out)
