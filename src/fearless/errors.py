@@ -59,6 +59,7 @@ CODES: dict[str, str] = {
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
     "E0900": "toolchain problem",
+    "E0999": "internal compiler error (a bug in fearless)",
 }
 
 

@@ -7,17 +7,46 @@ LLVM -> PTX -> cubin. The compiled form is kept per target in memory, and on dis
 
 from __future__ import annotations
 
+import functools
 import inspect as pyinspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from .. import config
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import CompileError, FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source
 from ..runtime.contract import Dim3, normalize_dims
 from .compiler import CompiledIR, compile_for_cuda, compile_ir, render_stage
+from .crash import internal_error
 from .launcher import Launcher, make_launcher
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_facing(method: F) -> F:
+    """Raise fearless errors without the compiler's frames (FEARLESS_TRACEBACK=1 keeps them).
+
+    The diagnostic already names the user's line; frames inside fearless would only bury it.
+    Other exceptions are bugs in fearless: they become an InternalCompilerError that says so
+    and points at a reproducer file.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except FearlessError as exc:
+            if config.show_internal_frames():
+                raise
+            raise exc.with_traceback(None) from None
+        except Exception as exc:
+            if config.show_internal_frames():
+                raise
+            raise internal_error(method, args, exc) from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 class DeviceFunction:
@@ -77,6 +106,7 @@ class PreparedLaunch:
     block: Dim3
     launcher: Launcher
 
+    @user_facing
     def __call__(self, *args: Any, stream: Any = None) -> None:
         self.launcher.launch(self.grid, self.block, args, stream)
 
@@ -85,6 +115,7 @@ class _Configured:
     def __init__(self, kernel: Kernel, grid: Dim3, block: Dim3, stream: Any) -> None:
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
 
+    @user_facing
     def __call__(self, *args: Any) -> None:
         self.kernel._launcher().launch(self.grid, self.block, args, self.stream)
 
@@ -123,6 +154,7 @@ class Kernel:
 
     # ----------------------------------------------------------------------------- compile
 
+    @user_facing
     def compiled_ir(self) -> CompiledIR:
         """The kernel's IR after the SIMT passes (compiled once)."""
         if self._ir is None:
@@ -131,6 +163,7 @@ class Kernel:
             )
         return self._ir
 
+    @user_facing
     def compile(self, arch: str | None = None) -> CompiledKernel:
         """Compile for the GPU (PTX, and cubin where the driver can link one)."""
         from ..runtime.target import default_arch
@@ -164,6 +197,7 @@ class Kernel:
         block = normalize_dims(config[1], "block")
         return _Configured(self, grid, block, config[2] if len(config) == 3 else None)
 
+    @user_facing
     def prepare(
         self, grid: int | Sequence[int], block: int | Sequence[int] | None = None
     ) -> PreparedLaunch:
@@ -180,6 +214,7 @@ class Kernel:
         launcher.validate(g, b)
         return PreparedLaunch(self, g, b, launcher)
 
+    @user_facing
     def __call__(self, *args: Any, stream: Any = None) -> None:
         if not args or not isinstance(args[0], PreparedLaunch):
             raise LaunchContractError(
@@ -197,6 +232,7 @@ class Kernel:
 
     # ----------------------------------------------------------------------------- inspect
 
+    @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
         return render_stage(self, stage, arch)

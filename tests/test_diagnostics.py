@@ -1,0 +1,74 @@
+"""What users see when something goes wrong: no compiler frames, and bugs in fearless reported
+as internal compiler errors with a reproducer."""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import simt
+from fearless.simt.crash import InternalCompilerError
+
+
+@simt.kernel
+def writes_slice(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    a[i] = 1.0
+
+
+@simt.kernel
+def fine(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(c):
+        c[i] = a[i]
+
+
+def test_compile_errors_carry_no_compiler_frames() -> None:
+    with pytest.raises(fl.SafetyError) as info:
+        writes_slice[1, 32](np.ones(4, np.float32), np.ones(4, np.float32))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    internal = [
+        f for f in frames if "/fearless/frontend/" in f.filename or "/fearless/ir/" in f.filename
+    ]
+    assert internal == []
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_bug_in_fearless_is_an_internal_compiler_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import fearless.simt.compiler as compiler
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated frontend bug")
+
+    monkeypatch.setattr(compiler, "build_kernel_ir", broken)
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+
+    @simt.kernel
+    def k(c: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(c):
+            c[i] = 1.0
+
+    with pytest.raises(InternalCompilerError) as info:
+        k.inspect(stage="ir")
+    text = str(info.value)
+    assert "internal compiler error: RuntimeError: simulated frontend bug" in text
+    assert "this is a bug in fearless" in text
+    crashes = list((tmp_path / "crashes").glob("ice-*.txt"))
+    assert len(crashes) == 1
+    report = crashes[0].read_text()
+    assert "def k(c: simt.DisjointSlice[fl.f32]):" in report and "simulated frontend bug" in report
+
+
+def test_traceback_env_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEARLESS_TRACEBACK", "1")
+    with pytest.raises(fl.SafetyError) as info:
+        writes_slice.inspect(stage="ir")
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert any("/fearless/frontend/" in f.filename for f in frames)
