@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import math
+from . import math, tile
 from .dtypes import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (
     BorrowError,
@@ -64,6 +64,7 @@ __all__ = [
     "math",
     "set_target",
     "synchronize",
+    "tile",
     "u8",
     "u16",
     "u32",

@@ -156,6 +156,16 @@ class Tensor:
 
     # ---------------------------------------------------------------------------- moves
 
+    def partition(self, shape: int | Sequence[int]) -> Any:
+        """Move this tensor into disjoint tiles of `shape` for Tile kernels (`tile.Part`).
+
+        The handle is consumed: using it raises MovedError until `unpartition()` gives the
+        tensor back. See `fearless.tile.Partition`.
+        """
+        from ..tile.partition import partition
+
+        return partition(self, shape)
+
     def _mark_moved(self, where: Location | None) -> None:
         """Consume this handle (a partition took the memory); any use now raises MovedError."""
         self._moved = where or Location("<unknown>", 0, 0)

@@ -1,0 +1,106 @@
+"""Tile-track examples: vecadd, row softmax, matmul, rms_norm and layer_norm.
+
+Each kernel runs on the simulator anywhere and compiles through tileiras to a cubin with no
+GPU (`fearless compile examples/tile_kernels.py --arch sm_90`). Kernels whose dtypes vary are
+made by small factories; the module-level names are the kernels `fearless inspect` finds.
+
+    python examples/tile_kernels.py      # runs each one (GPU if usable, else the simulator)
+"""
+
+import math
+
+import numpy as np
+
+import fearless as fl
+from fearless import tile
+
+
+@tile.kernel
+def vecadd(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z) + tile.load_like(y, z))
+
+
+def make_softmax(dt):
+    """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row)."""
+
+    @tile.kernel
+    def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+        rows = tile.load_like(x, out, padding=-math.inf).astype(fl.f32)
+        e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True))
+        out.store((e / tile.sum(e, axis=1, keepdims=True)).astype(dt))
+
+    return softmax
+
+
+softmax_f32 = make_softmax(fl.f32)
+softmax_bf16 = make_softmax(fl.bf16)
+
+
+def make_matmul(dt):
+    """C = A @ B with A, B in `dt` and the product accumulated in f32."""
+
+    @tile.kernel
+    def matmul(c: tile.Part[fl.f32], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+        BM, BN = c.shape
+        i, j = c.index
+        acc = tile.zeros((BM, BN), fl.f32)
+        for k in range(tile.num_tiles(a, 1, (BM, BK))):
+            acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+        c.store(acc)
+
+    return matmul
+
+
+matmul_f16 = make_matmul(fl.f16)
+matmul_bf16 = make_matmul(fl.bf16)
+
+
+@tile.kernel
+def rms_norm(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32):
+    BM, BN = out.shape
+    n = x.shape[1].astype(fl.f32)
+    v = tile.load_like(x, out)
+    ms = tile.sum(v * v, axis=1, keepdims=True) / n
+    out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,)))
+
+
+@tile.kernel
+def layer_norm(
+    out: tile.Part[fl.f32],
+    x: tile.Tensor[fl.f32],
+    w: tile.Tensor[fl.f32],
+    b: tile.Tensor[fl.f32],
+    eps: fl.f32,
+):
+    BM, BN = out.shape
+    n = x.shape[1]
+    v = tile.load_like(x, out)
+    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
+    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
+    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
+    out.store(d * tile.rsqrt(var + eps) * tile.load(w, (0,), (BN,)) + tile.load(b, (0,), (BN,)))
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    x = fl.asarray(rng.standard_normal(1000).astype(np.float32))
+    y = fl.asarray(rng.standard_normal(1000).astype(np.float32))
+    zp = fl.empty(1000, dtype=fl.f32).partition((256,))
+    vecadd(zp, x, y)
+    print("vecadd max error:", np.abs(zp.unpartition().numpy() - (x.numpy() + y.numpy())).max())
+
+    m, n = 100, 300
+    a = fl.asarray(rng.standard_normal((m, n)).astype(np.float32))
+    op = fl.empty((m, n), dtype=fl.f32).partition((4, next_pow2(n)))
+    softmax_f32(op, a)
+    ref = np.exp(a.numpy() - a.numpy().max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    print("softmax max error:", np.abs(op.unpartition().numpy() - ref).max())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The Tile simulator: tile IR interpreted with NumPy, one block at a time.
+
+It runs the IR after the Tile passes (the same IR the bytecode comes from), so it is the spec
+of each tile op and the oracle GPU tests compare with. Scalar arithmetic rules (bf16 rounding,
+integer wrapping, NaN-propagating min/max) are the SIMT simulator's, from `numerics.py`.
+
+    tile.load      the tile at (index * shape); elements past the array read as the padding
+    tile.store     the block's own tile; elements past the array are dropped
+    tile.reduce    sum in f32 for 16-bit floats (then rounded), else in the dtype
+    tile.mma       acc + a @ b with the products and sums in acc's dtype
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import InternalError
+from ..ir.core import Block, Value
+from ..runtime.arrays import ArrayInfo
+from ..tile import ops
+from ..tile.compiler import TileIR
+from ..tile.types import ArrayParamType, TileType
+from . import numerics as nx
+
+_MATH = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil"}
+
+
+class _Array:
+    """A global-memory array as the simulator sees it: host storage and the element dtype."""
+
+    def __init__(self, host: np.ndarray, dtype: DType) -> None:
+        self.host = host
+        self.dtype = dtype
+
+
+def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> None:
+    """Run every block of the grid, in order (blocks write disjoint tiles: order is invisible)."""
+    env: dict[Value, Any] = {}
+    params = iter(ir.fn.params)
+    for p, v in zip(ir.signature, values, strict=True):
+        if p.kind == "const":
+            continue
+        param = next(params)
+        if p.kind == "part":
+            info: ArrayInfo = v[1]
+            assert info.host is not None
+            env[param] = _Array(info.host, info.dtype)
+        elif p.kind == "tensor":
+            assert v.host is not None
+            env[param] = _Array(v.host.reshape(v.shape), v.dtype)
+        else:
+            assert p.dtype is not None
+            env[param] = np.asarray(nx.constant(v, p.dtype), nx.storage_dtype(p.dtype))
+    for bz in range(grid[2]):
+        for by in range(grid[1]):
+            for bx in range(grid[0]):
+                _Block(env, (bx, by, bz), grid).run(ir.fn.entry)
+
+
+class _Block:
+    def __init__(self, env: dict[Value, Any], bid: tuple[int, int, int], grid: tuple[int, int, int]) -> None:
+        self.env = dict(env)
+        self.bid = bid
+        self.grid = grid
+
+    def run(self, block: Block) -> list[Any]:
+        env = self.env
+        for op in block.ops:
+            if isinstance(op, ops.Yield):
+                return [env[v] for v in op.operands]
+            if isinstance(op, ops.Return):
+                return []
+            out = self.step(op, [env[v] for v in op.operands])
+            if isinstance(op, ops.For):
+                for r, x in zip(op.results, out, strict=True):
+                    env[r] = x
+            elif op.results:
+                env[op.result] = out
+        return []
+
+    def step(self, op: Any, args: list[Any]) -> Any:
+        a = op.attrs
+        if isinstance(op, ops.Constant):
+            t: TileType = op.result.type
+            return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
+        if isinstance(op, ops.BlockId):
+            return np.int32(self.bid[a["axis"]])
+        if isinstance(op, ops.NumBlocks):
+            return np.int32(self.grid[a["axis"]])
+        if isinstance(op, ops.ArrayDim):
+            return np.int32(args[0].host.shape[a["axis"]])
+        if isinstance(op, ops.Load):
+            return _load(args[0], [int(i) for i in args[1:]], a["shape"], a["padding"])
+        if isinstance(op, ops.Store):
+            part: _Array = args[0]
+            _store(part, list(self.bid[: part.host.ndim]), args[1])
+            return None
+        dt = _dtype(op.operands[0]) if op.operands else None
+        if isinstance(op, ops.Binary):
+            assert dt is not None
+            with np.errstate(all="ignore"):
+                return np.asarray(nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt))
+        if isinstance(op, ops.Compare):
+            assert dt is not None
+            return np.asarray(nx.compare_fn(a["pred"], dt)(args[0], args[1]))
+        if isinstance(op, ops.Unary):
+            assert dt is not None
+            kind = a["kind"]
+            with np.errstate(all="ignore"):
+                fn = nx.math_fn(kind, dt) if kind in _MATH else nx.unary_fn(kind, dt)
+                return np.asarray(fn(args[0]), nx.storage_dtype(dt))
+        if isinstance(op, ops.Cast):
+            assert dt is not None
+            with np.errstate(all="ignore"):
+                return np.asarray(nx.cast_fn(dt, a["dtype"])(args[0]), nx.storage_dtype(a["dtype"]))
+        if isinstance(op, ops.Select):
+            return np.where(args[0], args[1], args[2])
+        if isinstance(op, ops.Reshape):
+            return np.reshape(args[0], a["shape"])
+        if isinstance(op, ops.Broadcast):
+            return np.ascontiguousarray(np.broadcast_to(args[0], a["shape"]))
+        if isinstance(op, ops.Permute):
+            return np.ascontiguousarray(np.transpose(args[0], a["perm"]))
+        if isinstance(op, ops.Reduce):
+            assert dt is not None
+            return _reduce(a["kind"], args[0], a["axis"], dt)
+        if isinstance(op, ops.Mma):
+            acc_dt = _dtype(op.operands[2])
+            wide = np.float64 if acc_dt.name == "f64" else np.float32
+            prod = np.matmul(args[0].astype(wide), args[1].astype(wide))
+            out = args[2].astype(wide) + prod
+            return _round(out, acc_dt)
+        if isinstance(op, ops.Iota):
+            return np.arange(a["n"], dtype=nx.storage_dtype(op.result.type.dtype))
+        if isinstance(op, ops.For):
+            return self._loop(op, args)
+        raise InternalError(f"the Tile simulator has no rule for {op.opname}")
+
+    def _loop(self, op: ops.For, args: list[Any]) -> list[Any]:
+        lo, hi, step = (int(x) for x in args[:3])
+        carried = list(args[3:])
+        body = op.body
+        for i in range(lo, hi, step):
+            self.env[body.args[0]] = np.int32(i)
+            for b, v in zip(body.args[1:], carried, strict=True):
+                self.env[b] = v
+            carried = self.run(body)
+        return carried
+
+
+def _dtype(v: Value) -> DType:
+    t = v.type
+    assert isinstance(t, TileType | ArrayParamType)
+    return t.dtype
+
+
+def _round(x: np.ndarray, dt: DType) -> np.ndarray:
+    if dt.name == "bf16":
+        return np.asarray(nx.round_bf16(x.astype(np.float32)))
+    return x.astype(nx.storage_dtype(dt))
+
+
+def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> np.ndarray:
+    if kind == "sum":
+        wide = np.float32 if dt.name in ("f16", "bf16") else None
+        with np.errstate(all="ignore"):
+            return _round(np.sum(x, axis=axis, dtype=wide), dt)
+    fn = np.max if kind == "max" else np.min
+    return np.asarray(fn(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
+
+
+def _window(arr: _Array, index: list[int], shape: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    src, dst = [], []
+    for i, s, extent in zip(index, shape, arr.host.shape, strict=True):
+        start = i * s
+        stop = min(start + s, extent)
+        start_c = min(max(start, 0), extent)
+        n = max(0, stop - start_c)
+        src.append(slice(start_c, start_c + n))
+        dst.append(slice(start_c - start, start_c - start + n))
+    return tuple(src), tuple(dst)
+
+
+def _load(arr: _Array, index: list[int], shape: tuple[int, ...], padding: float) -> np.ndarray:
+    store_dt = nx.storage_dtype(arr.dtype)
+    fill = padding if arr.dtype.is_float else 0
+    out = np.full(shape, fill, store_dt)
+    src, dst = _window(arr, index, shape)
+    raw = arr.host[src]
+    out[dst] = nx.bf16_load(raw) if arr.dtype.name == "bf16" else raw
+    return out
+
+
+def _store(arr: _Array, index: list[int], value: np.ndarray) -> None:
+    src, dst = _window(arr, index, value.shape)
+    part = value[dst]
+    arr.host[src] = nx.bf16_store(part) if arr.dtype.name == "bf16" else part

@@ -1,0 +1,62 @@
+"""The Tile track: one function per block of tiles, like cuTile (DESIGN section 2).
+
+    @tile.kernel
+    def add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z) + tile.load_like(y, z))
+
+Modules: types.py (annotations, IR types), api.py (in-kernel functions), frontend.py and
+lower_api.py (Python -> tile IR), ops.py (the ops), passes.py, printer.py, compiler.py,
+lower_tileir.py (tile IR -> Tile IR bytecode), partition.py (host `Partition`), kernel.py
+(specialisation and launch), launch_gpu.py; the simulator is sim/tile.py.
+"""
+
+from __future__ import annotations
+
+from .api import (
+    abs_,
+    arange,
+    astype,
+    block_id,
+    broadcast_to,
+    cdiv,
+    ceil,
+    cos,
+    exp,
+    exp2,
+    floor,
+    full,
+    load,
+    load_like,
+    log,
+    log2,
+    max,
+    maximum,
+    min,
+    minimum,
+    mma,
+    num_blocks,
+    num_tiles,
+    reshape,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    sum,
+    tanh,
+    transpose,
+    where,
+    zeros,
+)
+from .kernel import Kernel, kernel
+from .partition import Partition
+from .types import Const, Part, Tensor
+
+abs = abs_  # noqa: A001
+
+__all__ = [
+    "Const", "Kernel", "Part", "Partition", "Tensor", "abs", "arange", "astype", "block_id",
+    "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "floor", "full", "kernel", "load",
+    "load_like", "log", "log2", "max", "maximum", "min", "minimum", "mma", "num_blocks",
+    "num_tiles", "reshape", "rsqrt", "sigmoid", "sin", "sqrt", "sum", "tanh", "transpose",
+    "where", "zeros",
+]  # fmt: skip

@@ -1,0 +1,219 @@
+"""The functions tile kernels call (`tile.load`, `tile.sum`, ...), as host-side stubs.
+
+Each stub carries the signature the frontend binds a call against and a docstring that is the
+reference for its semantics; calling one on the host is an error. The frontend finds the
+operation by the stub's `__fearless_tile__` name (frontend.py, `TileLowerer.call_api`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..errors import FearlessError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _kernel_only(fn: F) -> F:
+    name = fn.__name__.rstrip("_")
+
+    def host_call(*args: Any, **kwargs: Any) -> Any:
+        raise FearlessError(
+            f"`tile.{name}` can only be called inside a @tile.kernel",
+            help="tile operations run on the device; use NumPy on the host",
+        )
+
+    host_call.__name__ = fn.__name__
+    host_call.__doc__ = fn.__doc__
+    host_call.__wrapped__ = fn  # type: ignore[attr-defined]
+    host_call.__fearless_tile__ = name  # type: ignore[attr-defined]
+    return host_call  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------- memory, grid
+
+
+@_kernel_only
+def load(t: Any, index: Any, shape: Any, padding: Any = 0) -> Any:
+    """The tile at tile coordinates `index` of shape `shape` from tensor `t` (elements beyond
+    `t` read as `padding`: 0, -0.0, inf, -inf or nan)."""
+
+
+@_kernel_only
+def load_like(t: Any, part: Any, padding: Any = 0) -> Any:
+    """The tile of `t` at `part`'s index with `part`'s shape (t may be the Part itself)."""
+
+
+@_kernel_only
+def block_id(axis: Any) -> Any:
+    """This block's coordinate along grid `axis` (i32)."""
+
+
+@_kernel_only
+def num_blocks(axis: Any) -> Any:
+    """The number of blocks along grid `axis` (i32)."""
+
+
+@_kernel_only
+def num_tiles(t: Any, axis: Any, shape: Any) -> Any:
+    """How many tiles of `shape` cover `t` along `axis`: cdiv(t.shape[axis], shape[axis])."""
+
+
+@_kernel_only
+def cdiv(a: Any, b: Any) -> Any:
+    """Ceiling division of integers."""
+
+
+# ------------------------------------------------------------------------------ creation
+
+
+@_kernel_only
+def zeros(shape: Any, dtype: Any) -> Any:
+    """A tile of zeros."""
+
+
+@_kernel_only
+def full(shape: Any, value: Any, dtype: Any) -> Any:
+    """A tile with every element `value`."""
+
+
+@_kernel_only
+def arange(n: Any, dtype: Any = None) -> Any:
+    """[0, 1, ..., n-1] (n a power of two); i32 unless `dtype` says otherwise."""
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+
+@_kernel_only
+def exp(x: Any) -> Any:
+    """e**x, elementwise."""
+
+
+@_kernel_only
+def exp2(x: Any) -> Any:
+    """2**x, elementwise."""
+
+
+@_kernel_only
+def log(x: Any) -> Any:
+    """Natural logarithm, elementwise."""
+
+
+@_kernel_only
+def log2(x: Any) -> Any:
+    """Base-2 logarithm, elementwise."""
+
+
+@_kernel_only
+def sqrt(x: Any) -> Any:
+    """Square root, elementwise."""
+
+
+@_kernel_only
+def rsqrt(x: Any) -> Any:
+    """1 / sqrt(x), elementwise."""
+
+
+@_kernel_only
+def tanh(x: Any) -> Any:
+    """Hyperbolic tangent, elementwise."""
+
+
+@_kernel_only
+def sin(x: Any) -> Any:
+    """Sine, elementwise."""
+
+
+@_kernel_only
+def cos(x: Any) -> Any:
+    """Cosine, elementwise."""
+
+
+@_kernel_only
+def abs_(x: Any) -> Any:
+    """|x|, elementwise (also the builtin `abs(x)`)."""
+
+
+@_kernel_only
+def floor(x: Any) -> Any:
+    """Round down, elementwise."""
+
+
+@_kernel_only
+def ceil(x: Any) -> Any:
+    """Round up, elementwise."""
+
+
+@_kernel_only
+def sigmoid(x: Any) -> Any:
+    """1 / (1 + exp(-x)), elementwise."""
+
+
+@_kernel_only
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum (NaN wins), broadcasting."""
+
+
+@_kernel_only
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum (NaN wins), broadcasting."""
+
+
+@_kernel_only
+def where(cond: Any, x: Any, y: Any) -> Any:
+    """x where cond is true, else y; all three broadcast."""
+
+
+# ------------------------------------------------------------------------------ shape ops
+
+
+@_kernel_only
+def sum(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+    """Sum over `axis` (all axes when None)."""
+
+
+@_kernel_only
+def max(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+    """Maximum over `axis` (all axes when None)."""
+
+
+@_kernel_only
+def min(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+    """Minimum over `axis` (all axes when None)."""
+
+
+@_kernel_only
+def mma(a: Any, b: Any, acc: Any) -> Any:
+    """acc + a @ b on the tensor cores: a (M, K), b (K, N), acc (M, N)."""
+
+
+@_kernel_only
+def transpose(x: Any, axes: Any = None) -> Any:
+    """Permute the axes (reverse them when `axes` is None)."""
+
+
+@_kernel_only
+def reshape(x: Any, shape: Any) -> Any:
+    """The same elements in row-major order with another shape."""
+
+
+@_kernel_only
+def broadcast_to(x: Any, shape: Any) -> Any:
+    """Broadcast `x` to `shape` with NumPy's rules."""
+
+
+@_kernel_only
+def astype(x: Any, dtype: Any) -> Any:
+    """`x` converted to `dtype` (also the method `x.astype(dtype)`)."""
+
+
+KERNEL_FUNCTIONS = {
+    f.__fearless_tile__: f  # type: ignore[attr-defined]
+    for f in (
+        load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
+        log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
+        where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
+    )
+}  # fmt: skip

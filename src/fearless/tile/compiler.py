@@ -1,0 +1,168 @@
+"""The Tile compilation driver: one specialisation -> tile IR (+ passes) -> bytecode -> cubin.
+
+    build_ir         frontend (frontend.py) and the pass pipeline (passes.py)
+    compile_cubin    tile IR -> Tile IR bytecode (lower_tileir.py) -> tileiras, cached on disk
+    render_stage     the text of "ir" / "tileir" for `inspect`
+
+A specialisation (`Signature`) fixes each parameter's kind and dtype, every Part's tile shape
+and every Const's value; the kernel's ABI follows from it (`TileParam.abi`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .. import __version__, cache, config
+from ..dtypes import DType
+from ..errors import CompileError
+from ..frontend.source import FunctionSource
+from ..frontend.values import Weak
+from ..ir.core import Function
+from .frontend import TileLowerer
+from .passes import run_pipeline
+from .printer import print_function
+from .types import ArrayParamType, TileType
+
+ParamKind = Literal["part", "tensor", "const", "scalar"]
+
+
+@dataclass(frozen=True)
+class TileParam:
+    """One parameter of one specialisation.
+
+    Kernel ABI (the cubin's parameters), per array parameter ("part" or "tensor") of rank d:
+    a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements (the last
+    stride is 1: arrays are C-contiguous); per scalar its value; a const has no parameter.
+    """
+
+    name: str
+    kind: ParamKind
+    dtype: DType | None = None
+    ndim: int = 0
+    tile: tuple[int, ...] | None = None
+    value: Any = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind in ("part", "tensor")
+
+
+Signature = tuple[TileParam, ...]
+
+
+@dataclass
+class TileIR:
+    fn: Function
+    signature: Signature
+    source: FunctionSource
+
+    @property
+    def name(self) -> str:
+        return self.fn.name
+
+
+@dataclass
+class CompiledTile:
+    name: str
+    arch: str
+    signature: Signature
+    bytecode: bytes
+    cubin: bytes
+    stages: dict[str, str] = field(default_factory=dict)
+
+
+def build_ir(src: FunctionSource, signature: Signature) -> TileIR:
+    tree = src.tree
+    fn = Function(tree.name, src.loc(tree))
+    entry = fn.new_block("entry")
+    env: dict[str, Any] = {}
+    for arg, p in zip(tree.args.args, signature, strict=True):
+        loc = src.loc(arg)
+        if p.kind == "const":
+            env[arg.arg] = Weak(p.value)
+        elif p.kind == "scalar":
+            assert p.dtype is not None
+            env[arg.arg] = entry.add_arg(TileType(p.dtype), loc, arg.arg)
+        else:
+            assert p.dtype is not None
+            env[arg.arg] = entry.add_arg(ArrayParamType(p.dtype, p.ndim, p.tile), loc, arg.arg)
+    lowerer = TileLowerer(src, fn, env)
+    lowerer.lower_body(tree.body)
+    from . import ops
+
+    lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
+    run_pipeline(fn)
+    ir = TileIR(fn, signature, src)
+    _dump("ir", fn.name, print_function(fn))
+    return ir
+
+
+def render_ir(ir: TileIR) -> str:
+    return print_function(ir.fn)
+
+
+def cache_key(ir: TileIR, arch: str, extra: str) -> str:
+    from ..backends import tileir
+
+    h = hashlib.sha256()
+    h.update(ir.source.text.encode())
+    h.update(repr(ir.signature).encode())
+    h.update(render_ir(ir).encode())  # the IR covers the resolved globals the body used
+    h.update(f"{__version__}|{tileir.cuda_tile_version()}|{arch}|{extra}".encode())
+    return "tile-" + h.hexdigest()
+
+
+def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
+    """Bytecode and cubin for `arch`, from the disk cache when the same kernel was built before."""
+    from ..backends import tileir
+    from .lower_tileir import lower_to_bytecode
+
+    version = tileir.bytecode_version()
+    key = cache_key(ir, arch, version.as_string())
+    hit = cache.load(key)
+    if isinstance(hit, CompiledTile):
+        return hit
+    bytecode = lower_to_bytecode(ir, version)
+    _dump_bytes("tileir", ir.name, bytecode, lambda: tileir.disassemble(bytecode))
+    cubin = tileir.compile_cubin(bytecode, arch)
+    ct = CompiledTile(ir.name, arch, ir.signature, bytecode, cubin)
+    cache.store(key, ct)
+    return ct
+
+
+def render_tileir(ir: TileIR) -> str:
+    from ..backends import tileir
+    from .lower_tileir import lower_to_bytecode
+
+    return tileir.disassemble(lower_to_bytecode(ir, tileir.bytecode_version()))
+
+
+def render_stage(ir: TileIR, stage: str) -> str:
+    if stage == "ir":
+        return render_ir(ir)
+    if stage == "tileir":
+        return render_tileir(ir)
+    raise CompileError(
+        f"unknown stage {stage!r} for a Tile kernel",
+        help='Tile kernels have the stages "ir" and "tileir"',
+    )
+
+
+def _dump(stage: str, name: str, text: str) -> None:
+    if stage not in config.dump_stages():
+        return
+    out = config.dump_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.tile.{stage}").write_text(text)
+
+
+def _dump_bytes(stage: str, name: str, data: bytes, text: Callable[[], str]) -> None:
+    if stage not in config.dump_stages():
+        return
+    out = config.dump_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.tileirbc").write_bytes(data)
+    (out / f"{name}.{stage}").write_text(text())

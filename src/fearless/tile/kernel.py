@@ -1,0 +1,266 @@
+"""`@tile.kernel`: specialise per launch signature, check the launch, run on the GPU or simulator.
+
+A launch `k(zp, x, y)` reads each argument's kind and dtype (and a Part's tile shape, a
+Const's value) into a `Signature`, compiles that specialisation once per target, takes the grid
+from the Partition arguments (all must agree), runs the borrow check (no read-only argument
+may share a byte with a partitioned output) and launches: `sim/tile.py` on "sim",
+`launch_gpu.py` on "cuda".
+"""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+from collections.abc import Callable
+from typing import Any
+
+from .. import dtypes
+from ..abi import ParamSpec
+from ..dtypes import DType
+from ..errors import CompileError, KernelTypeError, LaunchContractError
+from ..frontend.source import FunctionSource, load_source
+from ..runtime.arrays import ArrayInfo, describe
+from ..runtime.borrow import check_borrows
+from ..runtime.location import user_location
+from .compiler import CompiledTile, Signature, TileIR, TileParam, build_ir, compile_cubin, render_stage
+from .partition import Partition
+from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
+
+
+class Kernel:
+    """A `@tile.kernel` function: call it with its arguments; the grid comes from the Partitions."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        self.name: str = func.__name__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        self._src: FunctionSource | None = None
+        self._annotations: list[tuple[str, Any]] | None = None
+        self._ir: dict[Signature, TileIR] = {}
+        self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
+        self._gpu: dict[tuple[Signature, str], Any] = {}
+
+    # ---------------------------------------------------------------------- signature
+
+    def source(self) -> FunctionSource:
+        if self._src is None:
+            self._src = load_source(self.func)
+        return self._src
+
+    def annotations(self) -> list[tuple[str, Any]]:
+        if self._annotations is None:
+            from ..simt.api import resolve_annotations
+
+            hints = resolve_annotations(self.func)
+            src = self.source()
+            out = []
+            for arg in src.tree.args.args:
+                ann = hints.get(arg.arg)
+                ok = isinstance(ann, PartAnnotation | TensorAnnotation | ConstAnnotation | DType) or (
+                    ann in (int, float, bool)
+                )
+                if not ok:
+                    raise CompileError(
+                        f"parameter `{arg.arg}` needs a Tile annotation",
+                        src.loc(arg),
+                        code="E0599",
+                        help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
+                        f"`tile.Tensor[fl.f32]` (an input), `tile.Const[int]` or `fl.f32`",
+                    )
+                out.append((arg.arg, ann))
+            self._annotations = out
+        return self._annotations
+
+    def signature_of(self, args: tuple[Any, ...], target: str) -> tuple[Signature, list[Any]]:
+        """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo."""
+        anns = self.annotations()
+        if len(args) != len(anns):
+            raise KernelTypeError(
+                f"`{self.name}` takes {len(anns)} argument(s) but {len(args)} were given",
+                user_location(),
+                code="E0061",
+            )
+        params: list[TileParam] = []
+        values: list[Any] = []
+        for (name, ann), arg in zip(anns, args, strict=True):
+            if isinstance(ann, PartAnnotation):
+                if not isinstance(arg, Partition):
+                    raise KernelTypeError(
+                        f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",
+                        user_location(),
+                        code="E0701",
+                        help=f"pass `{name}.partition(tile_shape)` of an fl.Tensor (it moves the "
+                        "tensor until `unpartition()`)",
+                    )
+                arg.check_live()
+                self._check_dtype(name, arg.dtype, ann.dtype)
+                t = arg.tensor
+                info = ArrayInfo(t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host)
+                if (target == "cuda") != info.on_device:
+                    raise KernelTypeError(
+                        f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
+                        f"target is {target}",
+                        user_location(),
+                        code="E0701",
+                    )
+                params.append(TileParam(name, "part", ann.dtype, t.ndim, arg.tile))
+                values.append((arg, info))
+            elif isinstance(ann, TensorAnnotation):
+                info = describe(arg, target, name=name, ndim=None)
+                self._check_dtype(name, info.dtype, ann.dtype)
+                params.append(TileParam(name, "tensor", ann.dtype, len(info.shape)))
+                values.append(info)
+            elif isinstance(ann, ConstAnnotation):
+                if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
+                    raise KernelTypeError(
+                        f"`{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
+                        user_location(),
+                        code="E0701",
+                    )
+                params.append(TileParam(name, "const", None, value=arg))
+                values.append(None)
+            else:
+                dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+                assert dt is not None
+                if not isinstance(arg, bool | int | float) or not dtypes.literal_fits(arg, dt):
+                    raise KernelTypeError(
+                        f"`{name}` is {dt.name}, got {arg!r}", user_location(), code="E0701"
+                    )
+                params.append(TileParam(name, "scalar", dt))
+                values.append(arg)
+        return tuple(params), values
+
+    def _check_dtype(self, name: str, got: DType, want: DType) -> None:
+        if got != want:
+            raise KernelTypeError(
+                f"`{name}` holds {got.name} but the kernel declares {want.name}",
+                user_location(),
+                code="E0701",
+                help=f"convert it: `fl.asarray(x, dtype=fl.{want.name})`",
+            )
+
+    # ------------------------------------------------------------------------ compile
+
+    def ir_for(self, signature: Signature) -> TileIR:
+        ir = self._ir.get(signature)
+        if ir is None:
+            ir = build_ir(self.source(), signature)
+            self._ir[signature] = ir
+        return ir
+
+    def compile(self, signature: Signature, arch: str | None = None) -> CompiledTile:
+        from ..runtime.target import default_arch
+
+        arch = arch or default_arch()
+        ct = self._cubins.get((signature, arch))
+        if ct is None:
+            ct = compile_cubin(self.ir_for(signature), arch)
+            self._cubins[(signature, arch)] = ct
+        return ct
+
+    def static_signature(self) -> Signature:
+        """A signature from the annotations alone, for `inspect` without arguments.
+
+        Parts get 1-d... tiles of 128 per dimension of rank 1; Tensors rank 1; Consts need values.
+        """
+        params = []
+        for name, ann in self.annotations():
+            if isinstance(ann, PartAnnotation):
+                params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
+            elif isinstance(ann, TensorAnnotation):
+                params.append(TileParam(name, "tensor", ann.dtype, 1))
+            elif isinstance(ann, ConstAnnotation):
+                raise CompileError(
+                    f"`{self.name}` has a Const parameter `{name}`: inspect it with arguments",
+                    help=f"`{self.name}.inspect(*args, stage=...)`",
+                )
+            else:
+                dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+                params.append(TileParam(name, "scalar", dt))
+        return tuple(params)
+
+    # ------------------------------------------------------------------------- launch
+
+    def __call__(self, *args: Any, stream: Any = None) -> None:
+        from ..runtime.target import current_target
+
+        target = current_target()
+        signature, values = self.signature_of(args, target)
+        grid = self._grid(signature, values)
+        self._borrow_check(signature, values)
+        ir = self.ir_for(signature)
+        if target == "sim":
+            from ..sim.tile import run_kernel
+
+            run_kernel(ir, grid, values)
+            return
+        from .launch_gpu import launch
+
+        launch(self, signature, grid, values, stream)
+
+    def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
+        raise LaunchContractError(
+            f"`{self.name}.launch(grid, ...)` is for kernels whose outputs are atomics, which "
+            "the Tile track does not have yet",
+            user_location(),
+            help=f"pass a partitioned output and call `{self.name}(...)`: the grid comes from it",
+        )
+
+    def _grid(self, signature: Signature, values: list[Any]) -> tuple[int, int, int]:
+        grid: tuple[int, ...] | None = None
+        first = ""
+        for p, v in zip(signature, values, strict=True):
+            if p.kind != "part":
+                continue
+            g = v[0].grid
+            if grid is None:
+                grid, first = g, p.name
+            elif g != grid:
+                raise LaunchContractError(
+                    f"the partitions disagree on the grid: `{first}` has {grid} tiles, "
+                    f"`{p.name}` has {g}",
+                    user_location(),
+                    help="partition every output so that both have the same number of tiles "
+                    "per axis",
+                )
+        if grid is None:
+            raise LaunchContractError(
+                f"`{self.name}` has no `tile.Part` parameter, so there is no grid to run",
+                user_location(),
+                help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`",
+            )
+        dims = (*grid, 1, 1, 1)[:3]
+        return (int(dims[0]), int(dims[1]), int(dims[2]))
+
+    def _borrow_check(self, signature: Signature, values: list[Any]) -> None:
+        specs, infos = [], []
+        for p, v in zip(signature, values, strict=True):
+            if p.kind == "part":
+                specs.append(ParamSpec(p.name, "disjoint", p.dtype))  # type: ignore[arg-type]
+                infos.append(v[1])
+            elif p.kind == "tensor":
+                specs.append(ParamSpec(p.name, "slice", p.dtype))  # type: ignore[arg-type]
+                infos.append(v)
+        check_borrows(specs, infos)
+
+    # ------------------------------------------------------------------------ inspect
+
+    def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
+        """The text of a stage, "ir" or "tileir", for these arguments (or the annotations)."""
+        from ..runtime.target import current_target
+
+        if args:
+            signature, _ = self.signature_of(args, current_target())
+        else:
+            signature = self.static_signature()
+        return render_stage(self.ir_for(signature), stage)
+
+    def __repr__(self) -> str:
+        return f"<tile.kernel {self.name}>"
+
+
+def kernel(func: Callable[..., Any]) -> Kernel:
+    """Decorate a Tile kernel (`@tile.kernel`)."""
+    if not pyinspect.isfunction(func):
+        raise CompileError("`@tile.kernel` decorates a `def` function")
+    return Kernel(func)

@@ -1,0 +1,298 @@
+"""The frontend's handlers for each `tile.*` function: check the arguments, emit tile IR ops.
+
+`api_<name>(lw, loc_of, **arguments)` receives the call's operands bound to the stub's
+signature (api.py); `loc_of(param)` is where that argument is written, for diagnostics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes
+from ..errors import CompileError, KernelTypeError, Location, SafetyError
+from ..frontend.values import PyObj, Weak
+from ..ir.core import Value
+from . import ops
+from .types import ArrayParamType, TileType
+
+if TYPE_CHECKING:
+    from .frontend import Operand, TileLowerer
+
+LocOf = Callable[[str], Location]
+
+
+def _array(lw: TileLowerer, x: Any, loc: Location, what: str) -> Value:
+    if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
+        return x
+    raise KernelTypeError(
+        f"{what} must be a `tile.Tensor` or `tile.Part` parameter",
+        loc,
+        help="pass the kernel parameter itself (`x`), not a tile loaded from it",
+    )
+
+
+def _padding(lw: TileLowerer, p: Any, loc: Location) -> float:
+    if isinstance(p, Weak) and not isinstance(p.value, bool):
+        v = float(p.value)
+        if v == 0.0 or math.isinf(v) or math.isnan(v):
+            return v
+    raise CompileError(
+        "the padding of a load must be 0, -0.0, inf, -inf or nan",
+        loc,
+        help="Tile IR pads partial tiles with one of these; use `tile.where` for other values",
+    )
+
+
+def _axis(lw: TileLowerer, axis: Any, ndim: int, loc: Location) -> int:
+    a = lw.static_int(axis, loc, "an axis")
+    if not -ndim <= a < ndim:
+        raise CompileError(f"axis {a} is out of range for a {ndim}-d tile", loc)
+    return a % ndim
+
+
+def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, padding: Any) -> Value:
+    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
+    if arr.type.is_part:
+        raise SafetyError(
+            f"`tile.load` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
+            loc_of("t"),
+            code="E0601",
+            help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
+        )
+    idx = index if isinstance(index, tuple) else (index,)
+    shp = lw.static_shape(shape, loc_of("shape"))
+    nd = arr.type.ndim
+    if len(idx) != nd or len(shp) != nd:
+        raise KernelTypeError(
+            f"`{arr.name}` has {nd} dimension(s): the index and the shape need {nd} entries each",
+            loc_of("index" if len(idx) != nd else "shape"),
+        )
+    index_values = [lw.index(i, loc_of("index")) for i in idx]
+    pad = _padding(lw, padding, loc_of("padding"))
+    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t")))
+
+
+def api_load_like(lw: TileLowerer, loc_of: LocOf, t: Any, part: Any, padding: Any) -> Value:
+    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
+    p = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
+    if not p.type.is_part:
+        raise KernelTypeError(f"`{p.name}` is not a `tile.Part`", loc_of("part"))
+    if arr.type.is_part and arr is not p:
+        raise SafetyError(
+            f"cannot read `{arr.name}` at `{p.name}`'s index: another block owns that tile",
+            loc_of("t"),
+            help=f"read `{arr.name}`'s own tile with `tile.load_like({arr.name}, {arr.name})`",
+        )
+    assert p.type.tile is not None
+    if arr.type.ndim != p.type.ndim:
+        raise KernelTypeError(
+            f"`{arr.name}` has {arr.type.ndim} dimension(s) but `{p.name}`'s tiles have {p.type.ndim}",
+            loc_of("t"),
+        )
+    index = [lw.emit(ops.BlockId(a, loc_of("part"))) for a in range(p.type.ndim)]
+    pad = _padding(lw, padding, loc_of("padding"))
+    return lw.emit(ops.Load(arr, index, p.type.tile, pad, loc_of("t")))
+
+
+def _grid_axis(lw: TileLowerer, axis: Any, loc: Location) -> int:
+    a = lw.static_int(axis, loc, "a grid axis")
+    if a not in (0, 1, 2):
+        raise CompileError(f"grid axis {a} does not exist: the grid has axes 0, 1 and 2", loc)
+    return a
+
+
+def api_block_id(lw: TileLowerer, loc_of: LocOf, axis: Any) -> Value:
+    return lw.emit(ops.BlockId(_grid_axis(lw, axis, loc_of("axis")), loc_of("axis")))
+
+
+def api_num_blocks(lw: TileLowerer, loc_of: LocOf, axis: Any) -> Value:
+    return lw.emit(ops.NumBlocks(_grid_axis(lw, axis, loc_of("axis")), loc_of("axis")))
+
+
+def api_cdiv(lw: TileLowerer, loc_of: LocOf, a: Any, b: Any) -> Operand:
+    loc = loc_of("a")
+    return lw.binary("floordiv", lw.binary("sub", lw.binary("add", a, b, loc), Weak(1), loc), b, loc)
+
+
+def api_num_tiles(lw: TileLowerer, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
+    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.num_tiles`")
+    ax = _axis(lw, axis, arr.type.ndim, loc_of("axis"))
+    shp = lw.static_shape(shape, loc_of("shape"))
+    extent = lw.emit(ops.ArrayDim(arr, ax, loc_of("t")))
+    return api_cdiv(lw, loc_of, extent, Weak(shp[ax]))
+
+
+def api_zeros(lw: TileLowerer, loc_of: LocOf, shape: Any, dtype: Any) -> Value:
+    return api_full(lw, loc_of, shape, Weak(0), dtype)
+
+
+def api_full(lw: TileLowerer, loc_of: LocOf, shape: Any, value: Any, dtype: Any) -> Value:
+    shp = lw.static_shape(shape, loc_of("shape"))
+    dt = lw.static_dtype(dtype, loc_of("dtype"))
+    if isinstance(value, Weak):
+        return lw.const(lw._literal(value, dt, loc_of("value")), dt, loc_of("shape"), shp)
+    v = lw.tile_value(value, loc_of("value"), dt)
+    if v.type.dtype != dt:
+        v = lw.emit(ops.Cast(v, dt, loc_of("value")))
+    return lw.broadcast_to(v, shp, loc_of("value"))
+
+
+def api_arange(lw: TileLowerer, loc_of: LocOf, n: Any, dtype: Any) -> Value:
+    (size,) = lw.static_shape((n,), loc_of("n"), "the length of `tile.arange`")
+    dt = dtypes.i32 if isinstance(dtype, PyObj) and dtype.obj is None else lw.static_dtype(dtype, loc_of("dtype"))
+    if dt.is_float:
+        v = lw.emit(ops.Iota(size, dtypes.i32, loc_of("n")))
+        return lw.emit(ops.Cast(v, dt, loc_of("n")))
+    return lw.emit(ops.Iota(size, dt, loc_of("n")))
+
+
+def _unary(kind: str, float_only: bool = True) -> Callable[..., Value]:
+    def handler(lw: TileLowerer, loc_of: LocOf, x: Any) -> Value:
+        loc = loc_of("x")
+        v = lw.tile_value(x, loc, dtypes.f32 if float_only else None)
+        if float_only and not v.type.dtype.is_float:
+            raise KernelTypeError(
+                f"`tile.{kind}` needs a float tile, found {v.type}",
+                loc,
+                help="convert it first: `x.astype(fl.f32)`",
+            )
+        return lw.emit(ops.Unary(kind, v, loc))
+
+    return handler
+
+
+api_exp = _unary("exp")
+api_exp2 = _unary("exp2")
+api_log = _unary("log")
+api_log2 = _unary("log2")
+api_sqrt = _unary("sqrt")
+api_rsqrt = _unary("rsqrt")
+api_tanh = _unary("tanh")
+api_sin = _unary("sin")
+api_cos = _unary("cos")
+api_floor = _unary("floor")
+api_ceil = _unary("ceil")
+api_abs = _unary("abs", float_only=False)
+
+
+def api_sigmoid(lw: TileLowerer, loc_of: LocOf, x: Any) -> Operand:
+    loc = loc_of("x")
+    v = lw.tile_value(x, loc, dtypes.f32)
+    if not v.type.dtype.is_float:
+        raise KernelTypeError(f"`tile.sigmoid` needs a float tile, found {v.type}", loc)
+    neg = lw.emit(ops.Unary("neg", v, loc))
+    denom = lw.binary("add", Weak(1.0), lw.emit(ops.Unary("exp", neg, loc)), loc)
+    return lw.binary("div", Weak(1.0), denom, loc)
+
+
+def api_maximum(lw: TileLowerer, loc_of: LocOf, x: Any, y: Any) -> Operand:
+    return lw.binary("max", x, y, loc_of("x"))
+
+
+def api_minimum(lw: TileLowerer, loc_of: LocOf, x: Any, y: Any) -> Operand:
+    return lw.binary("min", x, y, loc_of("x"))
+
+
+def api_where(lw: TileLowerer, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
+    loc = loc_of("cond")
+    c = lw.tile_value(cond, loc, dtypes.bool_)
+    if not c.type.dtype.is_bool:
+        raise KernelTypeError(f"the condition of `tile.where` must be bool, found {c.type}", loc)
+    dt = lw.unify(x, y, loc_of("x"), "`tile.where`")
+    c, vx, vy = lw.operands([c, lw.tile_value(x, loc_of("x"), dt), lw.tile_value(y, loc_of("y"), dt)], dt, loc)
+    return lw.emit(ops.Select(c, vx, vy, loc))
+
+
+def _reduce(kind: str) -> Callable[..., Value]:
+    def handler(lw: TileLowerer, loc_of: LocOf, x: Any, axis: Any, keepdims: Any) -> Value:
+        loc = loc_of("x")
+        v = lw.tile_value(x, loc)
+        if v.type.dtype.is_bool:
+            raise KernelTypeError(f"`tile.{kind}` of a bool tile", loc, help="convert with `.astype(fl.i32)`")
+        nd = v.type.ndim
+        if isinstance(axis, PyObj) and axis.obj is None:
+            axes = list(range(nd))
+        else:
+            items = axis if isinstance(axis, tuple) else (axis,)
+            axes = sorted({_axis(lw, a, nd, loc_of("axis")) for a in items})
+        keep = isinstance(keepdims, Weak) and bool(keepdims.value)
+        shape = v.type.shape
+        for a in reversed(axes):
+            v = lw.emit(ops.Reduce(kind, v, a, loc))
+        if keep:
+            kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
+            v = lw.emit(ops.Reshape(v, kept, loc))
+        return v
+
+    return handler
+
+
+api_sum = _reduce("sum")
+api_max = _reduce("max")
+api_min = _reduce("min")
+
+
+def mma(lw: TileLowerer, a: Value, b: Value, acc: Value | None, loc: Location) -> Value:
+    ta, tb = a.type, b.type
+    if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[0]:
+        raise KernelTypeError(
+            f"cannot multiply tiles of shapes {ta.shape} and {tb.shape}",
+            loc,
+            help="`a @ b` needs a (M, K) and b (K, N)",
+        )
+    if ta.dtype != tb.dtype or not ta.dtype.is_float:
+        raise KernelTypeError(
+            f"`tile.mma` needs two float tiles of one dtype, found {ta.dtype.name} and {tb.dtype.name}",
+            loc,
+            help="convert one side with `.astype(...)`",
+        )
+    assert acc is not None
+    want = (ta.shape[0], tb.shape[1])
+    if acc.type.shape != want:
+        raise KernelTypeError(f"the accumulator must have shape {want}, found {acc.type.shape}", loc)
+    ok = {dtypes.f16: (dtypes.f16, dtypes.f32), dtypes.bf16: (dtypes.f32,), dtypes.f32: (dtypes.f32,), dtypes.f64: (dtypes.f64,)}
+    if acc.type.dtype not in ok.get(ta.dtype, ()):
+        raise KernelTypeError(
+            f"a {ta.dtype.name} product cannot accumulate in {acc.type.dtype.name}",
+            loc,
+            help="accumulate in f32: `acc = tile.zeros((M, N), fl.f32)`",
+        )
+    return lw.emit(ops.Mma(a, b, acc, loc))
+
+
+def api_mma(lw: TileLowerer, loc_of: LocOf, a: Any, b: Any, acc: Any) -> Value:
+    va = lw.tile_value(a, loc_of("a"))
+    vb = lw.tile_value(b, loc_of("b"))
+    vacc = lw.tile_value(acc, loc_of("acc"))
+    return mma(lw, va, vb, vacc, loc_of("a"))
+
+
+def api_transpose(lw: TileLowerer, loc_of: LocOf, x: Any, axes: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    perm = None
+    if not (isinstance(axes, PyObj) and axes.obj is None):
+        items = axes if isinstance(axes, tuple) else (axes,)
+        perm = tuple(lw.static_int(a, loc_of("axes"), "an axis") for a in items)
+    return lw.permute(v, perm, loc_of("x"))
+
+
+def api_reshape(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    shp = lw.static_shape(shape, loc_of("shape"))
+    if math.prod(shp) != math.prod(v.type.shape):
+        raise KernelTypeError(f"cannot reshape a tile of shape {v.type.shape} to {shp}", loc_of("shape"))
+    return v if shp == v.type.shape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
+
+
+def api_broadcast_to(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    return lw.broadcast_to(v, lw.static_shape(shape, loc_of("shape")), loc_of("x"))
+
+
+def api_astype(lw: TileLowerer, loc_of: LocOf, x: Any, dtype: Any) -> Value:
+    return lw.cast(x, lw.static_dtype(dtype, loc_of("dtype")), loc_of("dtype"))
+
+
+__all__ = ["TileType", "mma"]

@@ -1,0 +1,370 @@
+"""Tile IR (ours) -> CUDA Tile IR bytecode, a visitor over the ops using NVIDIA's encoders.
+
+The encoders come from `backends/tileir.py` (the only module that imports cuda-tile). The
+entry's parameters follow `TileParam`'s ABI (compiler.py): each array becomes a tensor view
+(`make_tensor_view` of its pointer, dynamic extents and strides, last stride 1), and every
+(array, tile shape, padding) it is loaded or stored with becomes one partition view, made at
+the top of the entry so that loop bodies can use it. A store writes the Part at this block's
+ids: the bytecode has no other way to name a tile of a Part.
+
+Memory order: loads and stores take the current token and a store makes the next one, so a
+block that reads its own output tile before writing it sees the old values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..backends import tileir
+from ..dtypes import DType
+from ..errors import CompileError
+from ..ir.core import Block, Value
+from . import ops
+from .compiler import TileIR
+from .types import ArrayParamType, TileType
+
+_SIMPLE = {
+    "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
+    "u32": "I32", "i64": "I64", "u64": "I64", "f16": "F16", "bf16": "BF16", "f32": "F32",
+    "f64": "F64",
+}  # fmt: skip
+
+
+def lower_to_bytecode(ir: TileIR, version: Any) -> bytes:
+    bc = tileir.encoders()
+
+    def param_types(tt: Any) -> list[Any]:
+        out = []
+        for p in ir.fn.params:
+            t = p.type
+            i32 = tt.tile(tt.I32, [])
+            if isinstance(t, ArrayParamType):
+                elem = tt.simple(getattr(bc.SimpleType, _SIMPLE[t.dtype.name]))
+                out.append(tt.tile(tt.pointer(elem, bc.PtrAttr.Missing), []))
+                out += [i32] * t.ndim + [i32] * (t.ndim - 1)
+            else:
+                assert isinstance(t, TileType)
+                out.append(tt.tile(tt.simple(getattr(bc.SimpleType, _SIMPLE[t.dtype.name])), []))
+        return out
+
+    def body(builder: Any, tt: Any, values: Sequence[Any]) -> None:
+        _Lowerer(bc, builder, tt).function(ir, list(values))
+
+    return tileir.write_module(ir.name, param_types, body, version)
+
+
+class _Lowerer:
+    def __init__(self, bc: Any, b: Any, tt: Any) -> None:
+        self.bc, self.b, self.tt = bc, b, tt
+        self.values: dict[Value, Any] = {}
+        self.arrays: dict[Value, tuple[Any, Any, list[Any]]] = {}  # param -> (tv type, tv, dims)
+        self.views: dict[tuple[Value, tuple[int, ...], str], Any] = {}
+        self.token: Any = None
+
+    # ------------------------------------------------------------------------ types
+
+    def elem(self, dt: DType) -> Any:
+        return self.tt.simple(getattr(self.bc.SimpleType, _SIMPLE[dt.name]))
+
+    def tid(self, t: TileType) -> Any:
+        return self.tt.tile(self.elem(t.dtype), list(t.shape))
+
+    # --------------------------------------------------------------------- function
+
+    def function(self, ir: TileIR, flat: list[Any]) -> None:
+        bc, tt = self.bc, self.tt
+        it = iter(flat)
+        for p in ir.fn.params:
+            t = p.type
+            if isinstance(t, ArrayParamType):
+                ptr = next(it)
+                dims = [next(it) for _ in range(t.ndim)]
+                strides = [next(it) for _ in range(t.ndim - 1)]
+                dyn = bc.DYNAMIC_SHAPE
+                tv_t = tt.tensor_view(self.elem(t.dtype), [dyn] * t.ndim, [dyn] * (t.ndim - 1) + [1], bc.PtrAttr.Missing)
+                tv = bc.encode_MakeTensorViewOp(self.b, tv_t, ptr, dims, strides)
+                self.arrays[p] = (tv_t, tv, dims)
+            else:
+                self.values[p] = next(it)
+        self.token = bc.encode_MakeTokenOp(self.b, tt.Token)
+        self._make_views(ir.fn.entry)
+        self.block(ir.fn.entry)
+
+    def _make_views(self, block: Block) -> None:
+        for op in block.ops:
+            if isinstance(op, ops.Load):
+                self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
+            elif isinstance(op, ops.Store):
+                part = op.operands[0]
+                self._view(part, part.type.tile, 0.0)
+            elif isinstance(op, ops.For):
+                self._make_views(op.body)
+
+    def _view(self, array: Value, shape: tuple[int, ...], padding: float) -> Any:
+        bc = self.bc
+        if math.isnan(padding):
+            pad, pkey = bc.PaddingValue.Nan, "nan"
+        elif math.isinf(padding):
+            pad, pkey = (bc.PaddingValue.PosInf, "inf") if padding > 0 else (bc.PaddingValue.NegInf, "-inf")
+        elif math.copysign(1.0, padding) < 0:
+            pad, pkey = bc.PaddingValue.NegZero, "-0"
+        else:
+            pad, pkey = bc.PaddingValue.Zero, "0"
+        key = (array, shape, pkey)
+        view = self.views.get(key)
+        if view is None:
+            tv_t, tv, _ = self.arrays[array]
+            nd = len(shape)
+            pv_t = self.tt.partition_view(list(shape), tv_t, list(range(nd)), pad)
+            view = bc.encode_MakePartitionViewOp(self.b, pv_t, tv)
+            self.views[key] = view
+        return view
+
+    def block(self, block: Block) -> list[Any]:
+        for op in block.ops:
+            if isinstance(op, ops.Yield):
+                return [self.values[v] for v in op.operands]
+            if isinstance(op, ops.Return):
+                self.bc.encode_ReturnOp(self.b, [])
+                return []
+            method = getattr(self, "op_" + type(op).__name__)
+            out = method(op, [self.values.get(v) for v in op.operands])
+            if isinstance(op, ops.For):
+                for r, x in zip(op.results, out, strict=True):
+                    self.values[r] = x
+            elif op.results:
+                self.values[op.result] = out
+        return []
+
+    # -------------------------------------------------------------------------- ops
+
+    def op_Constant(self, op: ops.Constant, args: list[Any]) -> Any:
+        t: TileType = op.result.type
+        return self.bc.encode_ConstantOp(self.b, self.tid(t), self._bytes(op.attrs["value"], t.dtype))
+
+    def _bytes(self, value: Any, dt: DType) -> bytes:
+        bc = self.bc
+        if dt.is_bool:
+            return b"\xff" if value else b"\x00"
+        if dt.is_int:
+            v = int(value) & ((1 << dt.bits) - 1)
+            return v.to_bytes(dt.itemsize, "little")
+        st = getattr(bc.SimpleType, _SIMPLE[dt.name])
+        bits = bc.float_to_bits(float(value), st)
+        return int(bits).to_bytes((bc.float_bit_size(st) + 7) // 8, "little")
+
+    def _block_ids(self) -> tuple[Any, Any, Any]:
+        i32 = self.tt.tile(self.tt.I32, [])
+        return self.bc.encode_GetTileBlockIdOp(self.b, i32, i32, i32)  # type: ignore[no-any-return]
+
+    def op_BlockId(self, op: ops.BlockId, args: list[Any]) -> Any:
+        return self._block_ids()[op.attrs["axis"]]
+
+    def op_NumBlocks(self, op: ops.NumBlocks, args: list[Any]) -> Any:
+        i32 = self.tt.tile(self.tt.I32, [])
+        return self.bc.encode_GetNumTileBlocksOp(self.b, i32, i32, i32)[op.attrs["axis"]]
+
+    def op_ArrayDim(self, op: ops.ArrayDim, args: list[Any]) -> Any:
+        return self.arrays[op.operands[0]][2][op.attrs["axis"]]
+
+    def op_Load(self, op: ops.Load, args: list[Any]) -> Any:
+        bc = self.bc
+        view = self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
+        index = args[1:]
+        tile, _ = bc.encode_LoadViewTkoOp(
+            self.b, self.tid(op.result.type), self.tt.Token, view, index, self.token,
+            bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
+        )  # fmt: skip
+        return tile
+
+    def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
+        bc = self.bc
+        part = op.operands[0]
+        view = self._view(part, part.type.tile, 0.0)
+        index = list(self._block_ids()[: part.type.ndim])
+        self.token = bc.encode_StoreViewTkoOp(
+            self.b, self.tt.Token, args[1], view, index, self.token,
+            bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
+        )  # fmt: skip
+        return None
+
+    def _unsupported(self, op: Any, what: str) -> CompileError:
+        return CompileError(
+            f"{what} is not supported by the Tile IR backend yet",
+            op.loc,
+            help="the simulator runs it; please report which operation you need",
+        )
+
+    def op_Binary(self, op: ops.Binary, args: list[Any]) -> Any:
+        bc, b = self.bc, self.b
+        kind = op.attrs["kind"]
+        t: TileType = op.result.type
+        dt, rt = t.dtype, self.tid(t)
+        x, y = args
+        ne = bc.RoundingMode.NEAREST_EVEN
+        if dt.is_float:
+            simple = {"add": bc.encode_AddFOp, "sub": bc.encode_SubFOp, "mul": bc.encode_MulFOp, "div": bc.encode_DivFOp}
+            if kind in simple:
+                return simple[kind](b, rt, x, y, ne, False)
+            if kind in ("max", "min"):
+                f = bc.encode_MaxFOp if kind == "max" else bc.encode_MinFOp
+                return f(b, rt, x, y, True, False)
+            if kind == "pow":
+                return bc.encode_FPowFOp(b, rt, x, y)
+            raise self._unsupported(op, f"`{kind}` on float tiles")
+        if dt.is_bool or kind in ("and", "or", "xor"):
+            f = {"and": bc.encode_AndIOp, "or": bc.encode_OrIOp, "xor": bc.encode_XOrIOp}.get(kind)
+            if f is None:
+                raise self._unsupported(op, f"`{kind}` on bool tiles")
+            return f(b, rt, x, y)
+        sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
+        none = bc.IntegerOverflow.NONE
+        if kind in ("add", "sub", "mul"):
+            f = {"add": bc.encode_AddIOp, "sub": bc.encode_SubIOp, "mul": bc.encode_MulIOp}[kind]
+            return f(b, rt, x, y, none)
+        if kind in ("max", "min"):
+            f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
+            return f(b, rt, x, y, sign)
+        if kind in ("floordiv", "mod"):
+            rounding = bc.RoundingMode.NEGATIVE_INF if dt.is_signed else bc.RoundingMode.ZERO
+            q = bc.encode_DivIOp(b, rt, x, y, sign, rounding)
+            if kind == "floordiv":
+                return q
+            return bc.encode_SubIOp(b, rt, x, bc.encode_MulIOp(b, rt, q, y, none), none)
+        raise self._unsupported(op, f"`{kind}` on integer tiles")
+
+    def op_Compare(self, op: ops.Compare, args: list[Any]) -> Any:
+        bc = self.bc
+        dt = op.operands[0].type.dtype
+        pred = {
+            "eq": "EQUAL", "ne": "NOT_EQUAL", "lt": "LESS_THAN", "le": "LESS_THAN_OR_EQUAL",
+            "gt": "GREATER_THAN", "ge": "GREATER_THAN_OR_EQUAL",
+        }[op.attrs["pred"]]  # fmt: skip
+        p = getattr(bc.ComparisonPredicate, pred)
+        rt = self.tid(op.result.type)
+        if dt.is_float:
+            order = bc.ComparisonOrdering.UNORDERED if pred == "NOT_EQUAL" else bc.ComparisonOrdering.ORDERED
+            return bc.encode_CmpFOp(self.b, rt, args[0], args[1], p, order)
+        sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
+        return bc.encode_CmpIOp(self.b, rt, args[0], args[1], p, sign)
+
+    def op_Unary(self, op: ops.Unary, args: list[Any]) -> Any:
+        bc, b = self.bc, self.b
+        kind = op.attrs["kind"]
+        t: TileType = op.result.type
+        rt, x, dt = self.tid(t), args[0], t.dtype
+        if kind == "neg":
+            return bc.encode_NegFOp(b, rt, x) if dt.is_float else bc.encode_NegIOp(b, rt, x, bc.IntegerOverflow.NONE)
+        if kind == "not":
+            ones = bc.encode_ConstantOp(b, rt, b"\xff")
+            return bc.encode_XOrIOp(b, rt, x, ones)
+        if kind == "abs":
+            return bc.encode_AbsFOp(b, rt, x) if dt.is_float else bc.encode_AbsIOp(b, rt, x)
+        full, ne = bc.RoundingMode.FULL, bc.RoundingMode.NEAREST_EVEN
+        table = {
+            "exp": lambda: bc.encode_ExpOp(b, rt, x, full),
+            "exp2": lambda: bc.encode_Exp2Op(b, rt, x, False),
+            "log": lambda: bc.encode_LogOp(b, rt, x),
+            "log2": lambda: bc.encode_Log2Op(b, rt, x),
+            "sqrt": lambda: bc.encode_SqrtOp(b, rt, x, ne, False),
+            "rsqrt": lambda: bc.encode_RsqrtOp(b, rt, x, False),
+            "tanh": lambda: bc.encode_TanHOp(b, rt, x, full),
+            "sin": lambda: bc.encode_SinOp(b, rt, x),
+            "cos": lambda: bc.encode_CosOp(b, rt, x),
+            "floor": lambda: bc.encode_FloorOp(b, rt, x),
+            "ceil": lambda: bc.encode_CeilOp(b, rt, x),
+        }
+        if kind not in table:
+            raise self._unsupported(op, f"`{kind}`")
+        return table[kind]()
+
+    def op_Cast(self, op: ops.Cast, args: list[Any]) -> Any:
+        bc, b = self.bc, self.b
+        src: DType = op.operands[0].type.dtype
+        dst: DType = op.attrs["dtype"]
+        rt = self.tid(op.result.type)
+        x = args[0]
+        sign = bc.Signedness.Signed if src.is_signed else bc.Signedness.Unsigned
+        if dst.is_bool:  # x != 0, not a truncation
+            zero = bc.encode_ConstantOp(b, self.tid(op.operands[0].type), self._bytes(0, src))
+            if src.is_float:
+                return bc.encode_CmpFOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, bc.ComparisonOrdering.UNORDERED)
+            return bc.encode_CmpIOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, sign)
+        if src.is_float and dst.is_float:
+            return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
+        if src.is_float:
+            dsign = bc.Signedness.Signed if dst.is_signed else bc.Signedness.Unsigned
+            return bc.encode_FToIOp(b, rt, x, dsign, bc.RoundingMode.NEAREST_INT_TO_ZERO, False)
+        if dst.is_float:
+            return bc.encode_IToFOp(b, rt, x, sign, bc.RoundingMode.NEAREST_EVEN)
+        if src.bits < dst.bits or src.is_bool:
+            return bc.encode_ExtIOp(b, rt, x, sign)
+        if src.bits > dst.bits:
+            return bc.encode_TruncIOp(b, rt, x, bc.IntegerOverflow.NONE)
+        return x  # same width, other signedness: the bits are the value
+
+    def op_Select(self, op: ops.Select, args: list[Any]) -> Any:
+        return self.bc.encode_SelectOp(self.b, self.tid(op.result.type), *args)
+
+    def op_Reshape(self, op: ops.Reshape, args: list[Any]) -> Any:
+        return self.bc.encode_ReshapeOp(self.b, self.tid(op.result.type), args[0])
+
+    def op_Broadcast(self, op: ops.Broadcast, args: list[Any]) -> Any:
+        return self.bc.encode_BroadcastOp(self.b, self.tid(op.result.type), args[0])
+
+    def op_Permute(self, op: ops.Permute, args: list[Any]) -> Any:
+        return self.bc.encode_PermuteOp(self.b, self.tid(op.result.type), args[0], list(op.attrs["perm"]))
+
+    def op_Reduce(self, op: ops.Reduce, args: list[Any]) -> Any:
+        bc, tt = self.bc, self.tt
+        kind = op.attrs["kind"]
+        dt: DType = op.result.type.dtype
+        elem = self.elem(dt)
+        if dt.is_float:
+            ident_value = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
+            ident = bc.Float(ident_value, getattr(bc.SimpleType, _SIMPLE[dt.name]), tt)
+        else:
+            lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+            ident = bc.Integer(elem, dt.bits, {"sum": 0, "max": lo, "min": hi}[kind])
+        scalar = tt.tile(elem, [])
+        nested = bc.encode_ReduceOp(self.b, [self.tid(op.result.type)], [args[0]], op.attrs["axis"], [ident])
+        with nested.new_block([scalar, scalar]) as (acc, x):
+            r = self._combine(kind, dt, scalar, acc, x)
+            bc.encode_YieldOp(self.b, [r])
+        return nested.done()[0]
+
+    def _combine(self, kind: str, dt: DType, rt: Any, a: Any, x: Any) -> Any:
+        bc, b = self.bc, self.b
+        if dt.is_float:
+            if kind == "sum":
+                return bc.encode_AddFOp(b, rt, a, x, bc.RoundingMode.NEAREST_EVEN, False)
+            f = bc.encode_MaxFOp if kind == "max" else bc.encode_MinFOp
+            return f(b, rt, a, x, True, False)
+        if kind == "sum":
+            return bc.encode_AddIOp(b, rt, a, x, bc.IntegerOverflow.NONE)
+        sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
+        f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
+        return f(b, rt, a, x, sign)
+
+    def op_Mma(self, op: ops.Mma, args: list[Any]) -> Any:
+        return self.bc.encode_MmaFOp(self.b, self.tid(op.result.type), *args, False)
+
+    def op_Iota(self, op: ops.Iota, args: list[Any]) -> Any:
+        return self.bc.encode_IotaOp(self.b, self.tid(op.result.type))
+
+    def op_For(self, op: ops.For, args: list[Any]) -> list[Any]:
+        bc = self.bc
+        body = op.body
+        types = [self.tid(a.type) for a in body.args[1:]]
+        nested = bc.encode_ForOp(self.b, types, args[0], args[1], args[2], args[3:], False)
+        outer_token = self.token
+        with nested.new_block([self.tid(body.args[0].type), *types]) as block_args:
+            for a, v in zip(body.args, block_args, strict=True):
+                self.values[a] = v
+            nxt = self.block(body)
+            bc.encode_ContinueOp(self.b, nxt)
+        # Tokens made inside the loop do not leave it; later ops order after the loop's inputs.
+        self.token = outer_token
+        return list(nested.done())

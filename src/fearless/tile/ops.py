@@ -1,0 +1,229 @@
+"""The tile IR's ops: small classes with their operands, attributes and memory effect.
+
+Every op works on whole tiles; after the frontend, elementwise operands already have equal
+shapes (it inserts `tile.reshape` / `tile.broadcast` for NumPy broadcasting) so the backends
+never broadcast implicitly. Control flow is structured: `tile.for` holds its body block
+(arguments: the induction variable, then the loop-carried values; ends in `tile.yield`).
+
+Ownership is built into the ops: `tile.store` takes no index. It writes the Part's tile whose
+coordinates are this block's ids, and the launch makes the grid equal to the partition's, so
+two blocks never write one element (DESIGN section 1, rule 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..dtypes import DType, bool_, i32
+from ..errors import Location
+from ..ir.core import Block, Effect, Op, Value
+from .types import ArrayParamType, TileType
+
+
+def tile_type(v: Value) -> TileType:
+    assert isinstance(v.type, TileType), f"{v} is not a tile"
+    return v.type
+
+
+class Constant(Op):
+    """A tile with every element `value` (a splat)."""
+
+    opname = "tile.constant"
+
+    def __init__(self, value: Any, type: TileType, loc: Location) -> None:
+        super().__init__([], [type], loc, value=value)
+
+
+class BlockId(Op):
+    """This block's coordinate along `axis` of the grid (i32)."""
+
+    opname = "tile.block_id"
+
+    def __init__(self, axis: int, loc: Location) -> None:
+        super().__init__([], [TileType(i32)], loc, axis=axis)
+
+
+class NumBlocks(Op):
+    """The grid's extent along `axis` (i32)."""
+
+    opname = "tile.num_blocks"
+
+    def __init__(self, axis: int, loc: Location) -> None:
+        super().__init__([], [TileType(i32)], loc, axis=axis)
+
+
+class ArrayDim(Op):
+    """The runtime extent of an array parameter along `axis` (i32)."""
+
+    opname = "tile.dim"
+
+    def __init__(self, array: Value, axis: int, loc: Location) -> None:
+        super().__init__([array], [TileType(i32)], loc, axis=axis)
+
+
+class Load(Op):
+    """Tile `index` (tile coordinates, i32 scalars) of shape `shape` from an array parameter.
+
+    Elements outside the array read as `padding`.
+    """
+
+    opname = "tile.load"
+    effect = Effect.READ
+
+    def __init__(
+        self,
+        array: Value,
+        index: Sequence[Value],
+        shape: tuple[int, ...],
+        padding: float,
+        loc: Location,
+    ) -> None:
+        assert isinstance(array.type, ArrayParamType)
+        super().__init__(
+            [array, *index], [TileType(array.type.dtype, shape)], loc, shape=shape, padding=padding
+        )
+
+
+class Store(Op):
+    """Write `value` to this block's own tile of a Part; elements outside the array are dropped."""
+
+    opname = "tile.store"
+    effect = Effect.WRITE
+
+    def __init__(self, part: Value, value: Value, loc: Location) -> None:
+        super().__init__([part, value], [], loc)
+
+
+class Binary(Op):
+    """Elementwise `kind`: add sub mul div floordiv mod pow max min and or xor (equal shapes)."""
+
+    opname = "tile.binary"
+
+    def __init__(self, kind: str, a: Value, b: Value, loc: Location) -> None:
+        super().__init__([a, b], [a.type], loc, kind=kind)
+
+
+class Compare(Op):
+    opname = "tile.compare"
+
+    def __init__(self, pred: str, a: Value, b: Value, loc: Location) -> None:
+        t = tile_type(a)
+        super().__init__([a, b], [TileType(bool_, t.shape)], loc, pred=pred)
+
+
+class Unary(Op):
+    """Elementwise `kind`: neg not abs exp exp2 log log2 sqrt rsqrt tanh sin cos floor ceil."""
+
+    opname = "tile.unary"
+
+    def __init__(self, kind: str, a: Value, loc: Location) -> None:
+        super().__init__([a], [a.type], loc, kind=kind)
+
+
+class Cast(Op):
+    opname = "tile.cast"
+
+    def __init__(self, a: Value, dtype: DType, loc: Location) -> None:
+        super().__init__([a], [TileType(dtype, tile_type(a).shape)], loc, dtype=dtype)
+
+
+class Select(Op):
+    """`where(cond, a, b)` with equal shapes."""
+
+    opname = "tile.select"
+
+    def __init__(self, cond: Value, a: Value, b: Value, loc: Location) -> None:
+        super().__init__([cond, a, b], [a.type], loc)
+
+
+class Reshape(Op):
+    opname = "tile.reshape"
+
+    def __init__(self, a: Value, shape: tuple[int, ...], loc: Location) -> None:
+        super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
+
+
+class Broadcast(Op):
+    """Stretch dimensions of extent 1 to `shape` (same rank)."""
+
+    opname = "tile.broadcast"
+
+    def __init__(self, a: Value, shape: tuple[int, ...], loc: Location) -> None:
+        super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
+
+
+class Permute(Op):
+    opname = "tile.permute"
+
+    def __init__(self, a: Value, perm: tuple[int, ...], loc: Location) -> None:
+        t = tile_type(a)
+        shape = tuple(t.shape[p] for p in perm)
+        super().__init__([a], [TileType(t.dtype, shape)], loc, perm=perm)
+
+
+class Reduce(Op):
+    """`kind` (sum, max, min) over `axis`; the axis is removed from the shape."""
+
+    opname = "tile.reduce"
+
+    def __init__(self, kind: str, a: Value, axis: int, loc: Location) -> None:
+        t = tile_type(a)
+        shape = t.shape[:axis] + t.shape[axis + 1 :]
+        super().__init__([a], [TileType(t.dtype, shape)], loc, kind=kind, axis=axis)
+
+
+class Mma(Op):
+    """`acc + a @ b`: a (M, K), b (K, N), acc (M, N); products accumulate in acc's dtype."""
+
+    opname = "tile.mma"
+
+    def __init__(self, a: Value, b: Value, acc: Value, loc: Location) -> None:
+        super().__init__([a, b, acc], [acc.type], loc)
+
+
+class Iota(Op):
+    """[0, 1, ..., n-1] as a 1-d tile."""
+
+    opname = "tile.iota"
+
+    def __init__(self, n: int, dtype: DType, loc: Location) -> None:
+        super().__init__([], [TileType(dtype, (n,))], loc, n=n)
+
+
+class For(Op):
+    """`for iv in range(lo, hi, step)` carrying `init` values; results are their final values.
+
+    `body` has arguments (iv, *carried) and ends with a `tile.yield` of the next carried values.
+    """
+
+    opname = "tile.for"
+    effect = Effect.WRITE  # conservatively: the body may store
+
+    def __init__(
+        self, lo: Value, hi: Value, step: Value, init: Sequence[Value], body: Block, loc: Location
+    ) -> None:
+        super().__init__([lo, hi, step, *init], [v.type for v in init], loc, body=body)
+
+    @property
+    def body(self) -> Block:
+        body: Block = self.attrs["body"]
+        return body
+
+
+class Yield(Op):
+    opname = "tile.yield"
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(self, values: Sequence[Value], loc: Location) -> None:
+        super().__init__(values, [], loc)
+
+
+class Return(Op):
+    opname = "tile.return"
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [], loc)

@@ -1,0 +1,88 @@
+"""`Partition`: an output tensor moved into disjoint tiles for one or more Tile launches.
+
+`t.partition((BM, BN))` consumes `t` (its handle raises MovedError, naming the line where it
+moved, until `unpartition()` gives the tensor back). The partition's grid is
+ceil(extent / tile) per axis; a kernel taking the partition as a `tile.Part` runs one block per
+tile, and block (i, j) may write tile (i, j) only — that is what makes Tile writes race-free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import CompileError, KernelTypeError, Location, MovedError
+from ..runtime.location import user_location
+from .types import is_pow2
+
+if TYPE_CHECKING:
+    from ..runtime.tensor import Tensor
+
+
+class Partition:
+    """A tensor split into tiles of `tile` shape; the owner of its memory until unpartitioned."""
+
+    __slots__ = ("_given_back", "_moved_at", "grid", "tensor", "tile")
+
+    def __init__(self, tensor: Tensor, tile: tuple[int, ...], moved_at: Location | None) -> None:
+        self.tensor = tensor
+        self.tile = tile
+        self.grid = tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True))
+        self._moved_at = moved_at
+        self._given_back: Location | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the whole partitioned tensor."""
+        return self.tensor.shape
+
+    @property
+    def dtype(self):  # type: ignore[no-untyped-def]
+        return self.tensor.dtype
+
+    def check_live(self) -> None:
+        if self._given_back is not None:
+            raise MovedError(
+                "use of a partition after `unpartition()` gave its tensor back",
+                user_location(),
+                notes=[f"unpartitioned at {self._given_back}"],
+                help="partition the tensor again for another launch",
+            )
+
+    def unpartition(self) -> Tensor:
+        """End the partition and give the tensor back (the only live handle to it)."""
+        self.check_live()
+        self._given_back = user_location() or Location("<unknown>", 0, 0)
+        self.tensor._unmove()
+        return self.tensor
+
+    def __repr__(self) -> str:
+        state = " (given back)" if self._given_back else ""
+        return f"<Partition {self.tensor.shape} into tiles {self.tile}, grid {self.grid}{state}>"
+
+
+def partition(tensor: Tensor, shape: int | Sequence[int]) -> Partition:
+    """Move `tensor` into a Partition of tiles of `shape` (powers of two, one per dimension)."""
+    tensor._check_live()
+    loc = user_location()
+    tile = (shape,) if isinstance(shape, int) else tuple(shape)
+    if len(tile) != tensor.ndim or not all(isinstance(d, int) for d in tile):
+        raise KernelTypeError(
+            f"a tensor of shape {tensor.shape} needs a tile shape of {tensor.ndim} ints, got {shape!r}",
+            loc,
+            help=f"e.g. `.partition({tuple([128] * tensor.ndim) if tensor.ndim > 1 else '(128,)'})`",
+        )
+    if tensor.ndim > 3:
+        raise KernelTypeError("Tile kernels partition tensors of at most 3 dimensions", loc)
+    bad = [d for d in tile if not is_pow2(d)]
+    if bad:
+        raise CompileError(
+            f"tile dimensions must be powers of two, but the tile {tile} has {bad[0]}",
+            loc,
+            label="not a power of two",
+            help="round the tile up to a power of two; edge tiles are padded on load and "
+            "masked on store",
+        )
+    tensor._mark_moved(loc)
+    return Partition(tensor, tile, loc)

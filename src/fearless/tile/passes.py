@@ -1,0 +1,87 @@
+"""The Tile track's pass pipeline over tile IR: verify, remove dead ops, verify again.
+
+Passes are plain functions `run(fn) -> None`, listed in order in `PIPELINE`. Ownership needs
+no pass: `tile.store` has no index operand (ops.py), so a block can only write its own tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import config
+from ..errors import InternalError
+from ..ir.core import Block, Effect, Function, Value
+from . import ops
+from .types import ArrayParamType, TileType
+
+
+def verify(fn: Function) -> None:
+    """Operands are defined before use, in scope; each block ends with one terminator."""
+    defined: set[Value] = set(fn.params)
+
+    def walk(block: Block, scope: set[Value]) -> None:
+        scope = set(scope) | set(block.args)
+        for i, op in enumerate(block.ops):
+            for v in op.operands:
+                if v not in scope:
+                    raise InternalError(f"{op.opname} at {op.loc} uses an undefined value {v}")
+            if op.is_terminator and i != len(block.ops) - 1:
+                raise InternalError(f"{op.opname} at {op.loc} is not the last op of its block")
+            for r in op.results:
+                if not isinstance(r.type, TileType | ArrayParamType):
+                    raise InternalError(f"{op.opname} at {op.loc} makes a non-tile {r.type}")
+            if isinstance(op, ops.For):
+                walk(op.body, scope)
+                term = op.body.terminator
+                if not isinstance(term, ops.Yield) or [v.type for v in term.operands] != [
+                    a.type for a in op.body.args[1:]
+                ]:
+                    raise InternalError(f"tile.for at {op.loc} yields the wrong values")
+            scope.update(op.results)
+        if not block.ops or not block.ops[-1].is_terminator:
+            raise InternalError(f"block {block.label} has no terminator")
+
+    walk(fn.entry, defined)
+
+
+def dce(fn: Function) -> None:
+    """Remove pure and read-only ops whose results nobody uses (innermost first, to a fixpoint).
+
+        %1 = tile.constant {value=0} : tile<f32>     <- a retried loop's discarded init
+    """
+
+    def used_in(block: Block, used: set[Value]) -> None:
+        for op in block.ops:
+            used.update(op.operands)
+            if isinstance(op, ops.For):
+                used_in(op.body, used)
+
+    def sweep(block: Block, used: set[Value]) -> bool:
+        changed = False
+        keep = []
+        for op in block.ops:
+            if isinstance(op, ops.For):
+                changed |= sweep(op.body, used)
+            dead = op.effect in (Effect.PURE, Effect.READ) and not any(r in used for r in op.results)
+            if dead:
+                changed = True
+            else:
+                keep.append(op)
+        block.ops = keep
+        return changed
+
+    while True:
+        used: set[Value] = set()
+        used_in(fn.entry, used)
+        if not sweep(fn.entry, used):
+            return
+
+
+PIPELINE: list[Callable[[Function], None]] = [verify, dce, verify]
+
+
+def run_pipeline(fn: Function) -> None:
+    for p in PIPELINE:
+        if p is verify and not config.verify_each_pass() and p is not PIPELINE[0]:
+            continue
+        p(fn)
