@@ -1,0 +1,116 @@
+"""Tile-track diagnostics: each names the user's line (and column where it has one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+
+
+def _line(fn, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_tile_shape_not_a_power_of_two_points_at_the_shape() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load(x, (0,), (100,)))  # error: 100
+
+    zp = fl.empty(128, dtype=fl.f32).partition((128,))
+    with pytest.raises(fl.CompileError, match="powers of two") as info:
+        k(zp, fl.zeros(128, dtype=fl.f32))
+    loc = info.value.loc
+    assert loc is not None and loc.line == _line(k.func, "error: 100")
+    assert "^^^^^^" in str(info.value)  # the caret under `(100,)`
+
+
+def test_partition_shape_not_a_power_of_two() -> None:
+    z = fl.empty(100, dtype=fl.f32)
+    with pytest.raises(fl.CompileError, match="powers of two"):
+        z.partition((100,))
+
+
+def test_moved_tensor_names_the_line_it_moved_at() -> None:
+    z = fl.empty(256, dtype=fl.f32)
+    zp = z.partition((128,)); moved_line = _this_line()  # noqa: E702
+    with pytest.raises(fl.MovedError, match="moved") as info:
+        z.numpy()
+    assert f":{moved_line}:" in str(info.value)
+    z = zp.unpartition()
+    assert z.numpy().shape == (256,)
+    with pytest.raises(fl.MovedError, match="unpartition"):
+        zp.unpartition()
+
+
+def _this_line() -> int:
+    import sys
+
+    return sys._getframe(1).f_lineno
+
+
+@tile.kernel
+def copy(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z))
+
+
+def test_input_overlapping_a_partitioned_output_is_a_borrow_error() -> None:
+    host = np.zeros(256, np.float32)
+    zp = fl.asarray(host).partition((128,))
+    alias = fl.asarray(host)  # a second wrapper of the same memory
+    with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
+        copy(zp, alias)
+
+
+def test_partitions_must_agree_on_the_grid() -> None:
+    @tile.kernel
+    def two(a: tile.Part[fl.f32], b: tile.Part[fl.f32]):
+        a.store(0.0)
+        b.store(1.0)
+
+    ap = fl.empty(256, dtype=fl.f32).partition((128,))
+    bp = fl.empty(256, dtype=fl.f32).partition((64,))
+    with pytest.raises(fl.LaunchContractError, match="disagree on the grid"):
+        two(ap, bp)
+
+
+def test_store_into_a_tensor_is_a_safety_error() -> None:
+    @tile.kernel
+    def bad(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        x.store(tile.load_like(x, z))
+
+    with pytest.raises(fl.SafetyError, match="read-only `tile.Tensor`"):
+        bad(fl.empty(128, dtype=fl.f32).partition((128,)), fl.zeros(128, dtype=fl.f32))
+
+
+def test_loading_another_blocks_tile_of_a_part_is_a_safety_error() -> None:
+    @tile.kernel
+    def peek(z: tile.Part[fl.f32]):
+        z.store(tile.load(z, (0,), (128,)))
+
+    with pytest.raises(fl.SafetyError, match="other blocks own"):
+        peek(fl.empty(256, dtype=fl.f32).partition((128,)))
+
+
+def test_mixed_dtypes_need_astype() -> None:
+    @tile.kernel
+    def mix(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], h: tile.Tensor[fl.f16]):
+        z.store(tile.load_like(x, z) + tile.load_like(h, z))
+
+    with pytest.raises(fl.KernelTypeError, match="mismatched types in `\\+`: f32 and f16") as info:
+        mix(fl.empty(128, dtype=fl.f32).partition((128,)), fl.zeros(128), fl.zeros(128, dtype=fl.f16))
+    assert "astype(fl.f32)" in str(info.value)
+
+
+def test_a_plain_tensor_for_a_part_is_a_type_error() -> None:
+    with pytest.raises(fl.KernelTypeError, match="needs a Partition"):
+        copy(fl.empty(128, dtype=fl.f32), fl.zeros(128, dtype=fl.f32))
+
+
+def test_calling_a_tile_function_on_the_host() -> None:
+    with pytest.raises(fl.FearlessError, match="inside a @tile.kernel"):
+        tile.exp(1.0)
