@@ -69,3 +69,13 @@ def test_inspect_tileir_with_arguments() -> None:
     x = fl.zeros(100, dtype=fl.f32)
     text = ex.vecadd.inspect(zp, x, x, stage="tileir")
     assert "partition_view<tile=(64)" in text
+
+
+@pytest.fixture(autouse=True)
+def _gpu_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """FEARLESS_GPU_CACHE=DIR keeps these cubins in DIR, for GPU runs without tileiras."""
+    import os
+
+    folder = os.environ.get("FEARLESS_GPU_CACHE")
+    if folder:
+        monkeypatch.setenv("FEARLESS_CACHE_DIR", str(Path(folder).resolve()))

@@ -104,28 +104,32 @@ def render_ir(ir: TileIR) -> str:
     return print_function(ir.fn)
 
 
-def cache_key(ir: TileIR, arch: str, extra: str) -> str:
-    from ..backends import tileir
+def cache_key(ir: TileIR, arch: str) -> str:
+    """sha256 of the source, the specialisation, the tile IR (which covers the globals the body
+    resolved), the fearless version and the arch.
 
+    It needs neither cuda-tile nor tileiras, so cubins compiled here load on a GPU machine that
+    has neither (DESIGN section 7): the bytecode is a function of the tile IR for one version
+    of fearless, whose pyproject pins the cuda-tile range.
+    """
     h = hashlib.sha256()
     h.update(ir.source.text.encode())
     h.update(repr(ir.signature).encode())
-    h.update(render_ir(ir).encode())  # the IR covers the resolved globals the body used
-    h.update(f"{__version__}|{tileir.cuda_tile_version()}|{arch}|{extra}".encode())
+    h.update(render_ir(ir).encode())
+    h.update(f"{__version__}|{arch}".encode())
     return "tile-" + h.hexdigest()
 
 
 def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
     """Bytecode and cubin for `arch`, from the disk cache when the same kernel was built before."""
-    from ..backends import tileir
-    from .lower_tileir import lower_to_bytecode
-
-    version = tileir.bytecode_version()
-    key = cache_key(ir, arch, version.as_string())
+    key = cache_key(ir, arch)
     hit = cache.load(key)
     if isinstance(hit, CompiledTile):
         return hit
-    bytecode = lower_to_bytecode(ir, version)
+    from ..backends import tileir
+    from .lower_tileir import lower_to_bytecode
+
+    bytecode = lower_to_bytecode(ir, tileir.bytecode_version())
     _dump_bytes("tileir", ir.name, bytecode, lambda: tileir.disassemble(bytecode))
     cubin = tileir.compile_cubin(bytecode, arch)
     ct = CompiledTile(ir.name, arch, ir.signature, bytecode, cubin)

@@ -1,0 +1,91 @@
+"""Tile examples on the GPU against the simulator, the cubins loaded through the runtime.
+
+Without tileiras on the GPU machine, precompile here and carry the cache:
+    FEARLESS_GPU_CACHE=.tilecache pytest tests/test_tile_compile.py     # fills .tilecache
+    FEARLESS_GPU_CACHE=.tilecache pytest -m gpu tests/gpu/test_tile_gpu.py
+The shapes below give the specialisations test_tile_compile.SIGNATURES compiles (sm_90).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless.sim.numerics import bf16_load
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _gpu_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = os.environ.get("FEARLESS_GPU_CACHE")
+    if folder:
+        monkeypatch.setenv("FEARLESS_CACHE_DIR", str(Path(folder).resolve()))
+
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+import tile_kernels  # noqa: E402
+
+
+def _ex():
+    return tile_kernels
+
+
+def _run(target: str, kernel, out_shape, out_dt, tile, inputs, extra=()):
+    fl.set_target(target)
+    try:
+        args = [fl.asarray(a, dtype=dt) for a, dt in inputs]
+        op = fl.zeros(out_shape, dtype=out_dt).partition(tile)
+        kernel(op, *args, *extra)
+        fl.synchronize()
+        out = op.unpartition().numpy()
+        return bf16_load(out) if out_dt is fl.bf16 else out
+    finally:
+        fl.set_target(None)
+
+
+def _both(*args, **kw):
+    return _run("cuda", *args, **kw), _run("sim", *args, **kw)
+
+
+rng = np.random.default_rng(7)
+
+
+def test_vecadd_gpu_matches_sim() -> None:
+    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    gpu, sim = _both(_ex().vecadd, 1000, fl.f32, (128,), [(x, fl.f32), (y, fl.f32)])
+    np.testing.assert_array_equal(gpu, sim)
+
+
+@pytest.mark.parametrize("dt", [fl.f32, fl.bf16])
+def test_softmax_gpu_matches_sim(dt) -> None:
+    a = rng.standard_normal((37, 100)).astype(np.float32)
+    k = _ex().softmax_f32 if dt is fl.f32 else _ex().softmax_bf16
+    gpu, sim = _both(k, (37, 100), dt, (4, 128), [(a, dt)])
+    np.testing.assert_allclose(gpu, sim, rtol=1e-2 if dt is fl.bf16 else 1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["matmul_f16", "matmul_bf16"])
+def test_matmul_gpu_matches_sim(name: str) -> None:
+    dt = fl.f16 if name == "matmul_f16" else fl.bf16
+    a = rng.standard_normal((200, 96)).astype(np.float32)
+    b = rng.standard_normal((96, 130)).astype(np.float32)
+    gpu, sim = _both(getattr(_ex(), name), (200, 130), fl.f32, (64, 64), [(a, dt), (b, dt)], extra=(32,))
+    np.testing.assert_allclose(gpu, sim, rtol=1e-3, atol=1e-3)
+
+
+def test_norms_gpu_match_sim() -> None:
+    x = rng.standard_normal((21, 100)).astype(np.float32)
+    w, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
+    ex = _ex()
+    gpu, sim = _both(ex.rms_norm, (21, 100), fl.f32, (4, 128), [(x, fl.f32), (w, fl.f32)], extra=(1e-5,))
+    np.testing.assert_allclose(gpu, sim, rtol=1e-4, atol=1e-5)
+    gpu, sim = _both(
+        ex.layer_norm, (21, 100), fl.f32, (4, 128), [(x, fl.f32), (w, fl.f32), (b, fl.f32)], extra=(1e-5,)
+    )
+    np.testing.assert_allclose(gpu, sim, rtol=1e-4, atol=1e-5)
