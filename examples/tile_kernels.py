@@ -57,7 +57,7 @@ matmul_bf16 = make_matmul(fl.bf16)
 
 @tile.kernel
 def rms_norm(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32):
-    BM, BN = out.shape
+    _, BN = out.shape
     n = x.shape[1].astype(fl.f32)
     v = tile.load_like(x, out)
     ms = tile.sum(v * v, axis=1, keepdims=True) / n
@@ -72,7 +72,7 @@ def layer_norm(
     b: tile.Tensor[fl.f32],
     eps: fl.f32,
 ):
-    BM, BN = out.shape
+    _, BN = out.shape
     n = x.shape[1]
     v = tile.load_like(x, out)
     mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)

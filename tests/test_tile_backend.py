@@ -50,7 +50,7 @@ def test_bytecode_to_text_and_cubin() -> None:
 
 def test_missing_tileiras_is_a_toolchain_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tileir.toolchain, "find_tileiras", lambda: None)
-    with pytest.raises(ToolchainError, match="tileiras.*was not found") as info:
+    with pytest.raises(ToolchainError, match=r"tileiras.*was not found") as info:
         tileir.compile_cubin(b"", "sm_90")
     assert "pip install nvidia-cuda-tileiras" in str(info.value)
 

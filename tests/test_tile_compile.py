@@ -13,15 +13,15 @@ from test_tile_sim import ex
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-def P(name, dt, tile):  # noqa: N802
+def P(name, dt, tile):
     return TileParam(name, "part", dt, len(tile), tile)
 
 
-def T(name, dt, ndim):  # noqa: N802
+def T(name, dt, ndim):
     return TileParam(name, "tensor", dt, ndim)
 
 
-def S(name, dt):  # noqa: N802
+def S(name, dt):
     return TileParam(name, "scalar", dt)
 
 

@@ -83,7 +83,7 @@ def test_store_into_a_tensor_is_a_safety_error() -> None:
     def bad(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
         x.store(tile.load_like(x, z))
 
-    with pytest.raises(fl.SafetyError, match="read-only `tile.Tensor`"):
+    with pytest.raises(fl.SafetyError, match=r"read-only `tile\.Tensor`"):
         bad(fl.empty(128, dtype=fl.f32).partition((128,)), fl.zeros(128, dtype=fl.f32))
 
 
@@ -112,5 +112,5 @@ def test_a_plain_tensor_for_a_part_is_a_type_error() -> None:
 
 
 def test_calling_a_tile_function_on_the_host() -> None:
-    with pytest.raises(fl.FearlessError, match="inside a @tile.kernel"):
+    with pytest.raises(fl.FearlessError, match=r"inside a @tile\.kernel"):
         tile.exp(1.0)

@@ -51,7 +51,7 @@ from .kernel import Kernel, kernel
 from .partition import Partition
 from .types import Const, Part, Tensor
 
-abs = abs_  # noqa: A001
+abs = abs_
 
 __all__ = [
     "Const", "Kernel", "Part", "Partition", "Tensor", "abs", "arange", "astype", "block_id",

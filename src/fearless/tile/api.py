@@ -170,17 +170,17 @@ def where(cond: Any, x: Any, y: Any) -> Any:
 
 
 @_kernel_only
-def sum(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+def sum(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Sum over `axis` (all axes when None)."""
 
 
 @_kernel_only
-def max(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+def max(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Maximum over `axis` (all axes when None)."""
 
 
 @_kernel_only
-def min(x: Any, axis: Any = None, keepdims: Any = False) -> Any:  # noqa: A001
+def min(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Minimum over `axis` (all axes when None)."""
 
 

@@ -21,7 +21,15 @@ from ..frontend.source import FunctionSource, load_source
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
-from .compiler import CompiledTile, Signature, TileIR, TileParam, build_ir, compile_cubin, render_stage
+from .compiler import (
+    CompiledTile,
+    Signature,
+    TileIR,
+    TileParam,
+    build_ir,
+    compile_cubin,
+    render_stage,
+)
 from .partition import Partition
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
