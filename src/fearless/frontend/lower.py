@@ -20,7 +20,7 @@ from typing import Any
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..ir import ops
-from ..ir.core import Block, Function, ScalarType, ThreadIndexType, Type, Value
+from ..ir.core import ArrayType, Block, Function, ScalarType, ThreadIndexType, Type, Value
 from .source import FunctionSource
 from .values import Emitter, Operand, PyObj, Undefined, Weak, value_type
 
@@ -590,7 +590,13 @@ class FunctionLowerer:
                     f"`{base.name}` has no attribute `{node.attr}`", loc, code="E0433"
                 )
             return to_operand(getattr(base.obj, node.attr), f"{base.name}.{node.attr}")
-        raise unsupported(f"the attribute `.{node.attr}` on {base!r}", loc)
+        what = f"a `{base.type}`" if isinstance(base, Value) else "a number"
+        hint = (
+            f"use `len({ast.unparse(node.value)})` for the length"
+            if isinstance(base, Value) and isinstance(base.type, ArrayType)
+            else None
+        )
+        raise unsupported(f"`.{node.attr}` on {what}", loc, help=hint)
 
     def expr_BinOp(self, node: ast.BinOp) -> Operand:
         kind = BINOPS.get(type(node.op))

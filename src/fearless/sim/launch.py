@@ -74,7 +74,8 @@ def bind_args(
                     f"takes {p.dtype.name}",
                     user_location(),
                     code="E0701",
-                    help=f"convert it first, e.g. `x.astype(np.{p.dtype.np.name})`",
+                    help=f"pass {p.dtype.name} data: convert a NumPy array with "
+                    f"`x.astype(np.{p.dtype.np.name})`, or build it as `fl.asarray(x, dtype=fl.{p.dtype.name})`",
                 )
             out.append(info)
         else:
