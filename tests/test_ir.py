@@ -45,9 +45,8 @@ CHECK: func @vecadd(%0: Slice[f32], %1: Slice[f32], %2: DisjointSlice[f32])
 CHECK: thread.index_1d : ThreadIndex
 CHECK: compare {pred='lt'}
 CHECK: cond_br
-CHECK: check.bounds {site=0}
+CHECK: check.bounds {sites=(0, 1)}
 CHECK-NEXT: load %0
-CHECK: check.bounds {site=1}
 CHECK-NEXT: load %1
 CHECK-NOT: check.bounds
 CHECK: store %2
@@ -159,3 +158,18 @@ CHECK: %5 = binary {kind='add'} %1, %4 : i64
 CHECK: br ^bb1(%5)
 """,
     )
+
+
+def test_checks_merge_into_one_group_per_block() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    import simt_cases as C
+
+    text = C.stencil.inspect(stage="ir")
+    assert text.count("check.bounds") == 1
+    assert "check.bounds {sites=(0, 1, 2, 3)}" in text
+
+
+def test_gather_check_waits_for_its_index_load() -> None:
+    text = K.gather.inspect(stage="ir")
+    # src[idx[i]] needs the load of idx[i]: its check cannot join the first group.
+    assert "check.bounds {sites=(0,)}" in text and "check.bounds {sites=(1,)}" in text

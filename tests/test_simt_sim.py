@@ -171,3 +171,18 @@ def test_million_element_vecadd() -> None:
     c = np.zeros(n, np.float32)
     K.vecadd[grid_for(n), 256](a, b, c)
     np.testing.assert_array_equal(c, a + b)
+
+
+def test_grouped_checks_report_the_first_failing_access() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    import simt_cases as C
+
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(10, np.float32)  # longer than x: x[j + 1] fails first at j = 7
+    with pytest.raises(fl.KernelIndexError) as info:
+        C.stencil[1, 256](x, out)
+    err = info.value
+    assert "the len is 8 but the index is 8" in err.message
+    assert err.loc is not None and "x[j + 1]" in err.loc.source_line()
+    assert err.loc.col == err.loc.source_line().index("x[j + 1]")
+    assert "thread (7, 0, 0)" in str(err)

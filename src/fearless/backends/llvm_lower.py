@@ -273,17 +273,31 @@ class _KernelLowering:
         self.builder.store(v, ptr, align=align)
 
     def _check_bounds(self, op: ops.BoundsCheck) -> None:
+        """One unsigned compare per pair, one branch for the whole group.
+
+        The cold block picks the first failing pair with a chain of selects and reports it, so
+        a group of checks costs the hot path its compares and a single branch.
+        """
         b = self.builder
-        index, length = (self._v(v) for v in op.operands)
+        pairs = [(self._v(i), self._v(n), site) for i, n, site in op.pairs()]
+        tag = "_".join(str(site) for _, _, site in pairs)
         # One unsigned compare covers both index < 0 and index >= length.
-        in_bounds = b.icmp_unsigned("<", index, length, name=f"inbounds{op.site}")
-        ok = self.kernel.append_basic_block(f"checked{op.site}")
-        fail = self.kernel.append_basic_block(f"oob{op.site}")
-        branch = b.cbranch(in_bounds, ok, fail)
+        oks = [b.icmp_unsigned("<", i, n, name=f"inbounds{site}") for i, n, site in pairs]
+        all_ok = oks[0]
+        for ok_k in oks[1:]:
+            all_ok = b.and_(all_ok, ok_k)
+        ok = self.kernel.append_basic_block(f"checked{tag}")
+        fail = self.kernel.append_basic_block(f"oob{tag}")
+        branch = b.cbranch(all_ok, ok, fail)
         branch.set_weights([1 << 20, 1])
         b.position_at_end(fail)
-        report = self.support.report_oob()
-        b.call(report, [self.err, ir.Constant(I64, op.site), index, length])
+        index, length = pairs[-1][0], pairs[-1][1]
+        site: ir.Value = ir.Constant(I64, pairs[-1][2])
+        for (i, n, s), ok_k in zip(reversed(pairs[:-1]), reversed(oks[:-1]), strict=True):
+            index = b.select(ok_k, index, i)
+            length = b.select(ok_k, length, n)
+            site = b.select(ok_k, site, ir.Constant(I64, s))
+        b.call(self.support.report_oob(), [self.err, site, index, length])
         b.ret_void()
         b.position_at_end(ok)
 

@@ -70,8 +70,10 @@ class ModuleSupport:
             return self._functions[name]
         fn = self.declare(name, VOID, [GLOBAL_PTR, I64, I64, I64])
         fn.linkage = "internal"
-        # Kept out of line and cold: the kernel's fast path carries only a compare and a branch.
-        for attr in ("noinline", "cold", "nounwind"):
+        # Inlined into each cold block: a call makes ptxas follow the ABI in the whole kernel,
+        # and a cubin linked by nvJitLink/cuLink keeps it (measured on the H200: vecadd 2^28
+        # checked 1.354 ms with the call vs 0.964 ms inlined and 0.940 ms unchecked).
+        for attr in ("alwaysinline", "nounwind"):
             fn.attributes.add(attr)
         err, site, index, length = fn.args
         err.name, site.name, index.name, length.name = "err", "site", "index", "length"

@@ -18,8 +18,10 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   index.int           a ThreadIndex seen as its plain i64 value
   len                 an array's length (i64)
   load / store        element access at an i64 index; *unchecked*: the bounds pass adds
-  check.bounds site   before each access unless proven; stops the thread and records
-                      `site` in the device error record when not 0 <= index < length
+  check.bounds sites  before each access unless proven; stops the thread and records
+                      the site in the device error record when not 0 <= index < length;
+                      grouped checks pass only if all pairs pass, and report the first
+                      failing pair
   br / cond_br / return
 """
 
@@ -238,17 +240,40 @@ class Store(Op):
 
 
 class BoundsCheck(Op):
-    """Stops the thread and records `site` unless 0 <= index < length (unsigned compare)."""
+    """Stops the thread and records a site unless 0 <= index < length (unsigned compare).
+
+    One op may hold several checks (`bounds_merge` groups them): operands are pairs
+    (index0, length0, index1, length1, ...) and `sites` names each pair's site. The thread
+    continues only if every pair passes; a failing thread records the first failing pair.
+    """
 
     opname = "check.bounds"
     effect = Effect.CHECK
 
     def __init__(self, index: Value, length: Value, site: int, loc: Location) -> None:
-        super().__init__([index, length], [], loc, site=site)
+        super().__init__([index, length], [], loc, sites=(site,))
+
+    @classmethod
+    def group(cls, checks: Sequence[BoundsCheck], loc: Location) -> BoundsCheck:
+        first = checks[0]
+        op = cls(first.operands[0], first.operands[1], first.sites[0], loc)
+        op.operands = [v for c in checks for v in c.operands]
+        op.attrs["sites"] = tuple(s for c in checks for s in c.sites)
+        return op
+
+    @property
+    def sites(self) -> tuple[int, ...]:
+        return self.attrs["sites"]  # type: ignore[no-any-return]
 
     @property
     def site(self) -> int:
-        return self.attrs["site"]  # type: ignore[no-any-return]
+        """The site of a single (ungrouped) check."""
+        return self.sites[0]
+
+    def pairs(self) -> list[tuple[Value, Value, int]]:
+        """(index, length, site) of each check in the op, in program order."""
+        o = self.operands
+        return [(o[2 * k], o[2 * k + 1], s) for k, s in enumerate(self.sites)]
 
 
 class Br(Op):

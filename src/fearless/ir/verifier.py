@@ -84,7 +84,7 @@ def _check_types(fn: Function, op: Op) -> None:
         if isinstance(op, Store) and isinstance(arr, ArrayType):
             ok = ok and op.operands[2].type == ScalarType(arr.dtype)
     elif isinstance(op, BoundsCheck):
-        ok = op.operands[0].type == I64 and op.operands[1].type == I64
+        ok = len(op.operands) == 2 * len(op.sites) and all(v.type == I64 for v in op.operands)
     elif isinstance(op, ArrayLen):
         ok = isinstance(op.operands[0].type, ArrayType)
     elif isinstance(op, CondBr):

@@ -115,7 +115,7 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
             _access(fn, args[0], args[1], args[2], op, lanes, ck)
             continue
         else:
-            keep = _check(args[0], args[1], op, lanes, ck)
+            keep = _check(args, op, lanes, ck)
             if keep is None:
                 continue
             if keep.size == 0:
@@ -163,10 +163,19 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
 
 
 def _check(
-    idx: Any, length: Any, op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+    args: Any, op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
 ) -> np.ndarray[Any, Any] | None:
-    """`check.bounds`: None if every lane passes, else the positions of those that do."""
-    ok = np.less(np.asarray(idx).astype(np.uint64), np.asarray(length).astype(np.uint64))
+    """`check.bounds`: None if every lane passes all pairs, else the positions of those that do.
+
+    A failing lane stops; the error recorded is the lowest failing lane's first failing pair.
+    """
+    oks = [
+        np.less(
+            np.asarray(args[2 * k]).astype(np.uint64), np.asarray(args[2 * k + 1]).astype(np.uint64)
+        )
+        for k in range(len(args) // 2)
+    ]
+    ok = oks[0] if len(oks) == 1 else np.logical_and.reduce(np.broadcast_arrays(*oks))
     if ok.ndim == 0:
         if ok:
             return None
@@ -178,14 +187,15 @@ def _check(
         first_bad = int(np.argmin(ok))
         keep = np.flatnonzero(ok)
     if ck.error is None:
+        pair = next(k for k, o in enumerate(oks) if not bool(_pick(o, first_bad)))
         lane = first_bad if lanes is None else int(lanes[first_bad])
         block, thread = ck.coords(lane)
         ck.error = SimError(
-            op.attrs["site"],
+            op.attrs["sites"][pair],
             block,
             thread,
-            int(_pick(idx, first_bad)),
-            int(_pick(length, first_bad)),
+            int(_pick(args[2 * pair], first_bad)),
+            int(_pick(args[2 * pair + 1], first_bad)),
         )
     return keep
 

@@ -70,7 +70,7 @@ def compile_ir(
 
 
 def render_ir(ir: CompiledIR) -> str:
-    remaining = sum(1 for op in ir.fn.ops() if op.opname == "check.bounds")
+    remaining = sum(len(op.attrs["sites"]) for op in ir.fn.ops() if op.opname == "check.bounds")
     header = (
         f"// kernel {ir.fn.name}: {remaining} bounds check(s) remain on the device, "
         f"{ir.checks_removed} proven by guards and removed\n"

@@ -4,6 +4,8 @@
   bounds_elim     checks proven by dominating guards are removed; must run after
                   bounds_insert and before dce (dce would otherwise keep `len` ops alive
                   only for checks that are about to disappear... and then drop them)
+  bounds_merge    the remaining checks of a block become groups with one branch each; after
+                  bounds_elim, which reasons about single checks
   dce             drops ops whose results are unused (e.g. the `len` of removed checks)
 
 The witness rules are enforced while lowering (frontend/access.py), so nothing unsafe
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from .. import config
 from ..ir.core import Function
 from ..ir.verifier import verify
-from .passes import bounds_elim, bounds_insert, dce
+from .passes import bounds_elim, bounds_insert, bounds_merge, dce
 from .passes.options import PassOptions
 
 Pass = Callable[[Function, PassOptions], None]
@@ -25,6 +27,7 @@ Pass = Callable[[Function, PassOptions], None]
 PIPELINE: list[tuple[str, Pass]] = [
     ("bounds_insert", bounds_insert.run),
     ("bounds_elim", bounds_elim.run),
+    ("bounds_merge", bounds_merge.run),
     ("dce", dce.run),
 ]
 

@@ -1,7 +1,7 @@
 """Insert a `check.bounds` before every load and store.
 
     %v = load %a, %i            ->   %n = len %a
-                                     check.bounds {site=0} %i, %n
+                                     check.bounds {sites=(0,)} %i, %n
                                      %v = load %a, %i
 
 Each check gets a site number indexing `options.sites`, which records what the check guards
