@@ -1,8 +1,8 @@
 """Experiment: what makes a device bounds check expensive in vecadd (2^28 f32)?
 
 Variants of the same kernel's code generation, timed in one process:
-  checked       the backend as it is (compare, branch to a cold call of __fearless_report_oob)
-  inlined       the report routine inlined into the cold block (no call in the kernel)
+  checked       the backend as it is (grouped checks: compares, one branch, inlined report)
+  inlined       the report routine forced inline (the same as `checked` since it is inlined)
   no_report     the cold block only returns (no record written): the price of the branch alone
   unsafe        no checks at all
 Writes SASS of each to $OUT/sass_<variant>.txt when cuobjdump is present.
