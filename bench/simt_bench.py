@@ -142,11 +142,21 @@ def bench_launch_overhead(launches: int = 20000) -> dict[str, float]:
     t_index = per_launch(lambda: cfg(a, b, c))
     raw = raw_launcher(K.vecadd, a, b, c)
     t_raw = per_launch(raw)
+    import simt_cases as C
+
+    eight = [torch.randn(n, device="cuda") for _ in range(8)]
+    prep8 = C.sum8.prepare(4, 256)
+    C.sum8(prep8, *eight)
+    t_eight = per_launch(lambda: C.sum8(prep8, *eight))
+    plan = prep.launcher.plan  # the launcher without the Kernel.__call__ wrapper
+    t_plan = per_launch(lambda: plan.launch((4, 1, 1), (256, 1, 1), (a, b, c)))
     return {
         "prepared_us": t_prep,
         "indexed_us": t_index,
+        "plan_launch_us": t_plan,
         "raw_cuLaunchKernel_us": t_raw,
         "ratio_prepared_to_raw": t_prep / t_raw,
+        "prepared_8_arrays_us": t_eight,
     }
 
 
@@ -238,13 +248,20 @@ def main() -> None:
     (out / "simt.json").write_text(json.dumps(results, indent=2))
     v, lo, c = results["vecadd"], results["launch"], results["compile"]
     print(f"GPU: {results['gpu']}")
+    v, lo, c, sf = results["vecadd"], results["launch"], results["compile"], results["safety"]
     print(
-        f"vecadd 2^{args.log2n} f32: fearless {v['fearless_GBs']:.0f} GB/s, torch {v['torch_GBs']:.0f} GB/s, "
-        f"ratio {v['ratio_to_torch']:.3f} (again: {v['fearless_ms_again']:.3f} ms vs {v['fearless_ms']:.3f})"
+        f"vecadd 2^{args.log2n} f32: fearless {v['fearless_GBs']:.0f} GB/s, "
+        f"torch {v['torch_GBs']:.0f} GB/s, ratio {v['ratio_to_torch']:.3f}"
     )
     print(
-        f"launch overhead, 3 arrays: prepared {lo['prepared_us']:.2f} us, k[g,b] {lo['indexed_us']:.2f} us, "
-        f"raw cuLaunchKernel {lo['raw_cuLaunchKernel_us']:.2f} us (ratio {lo['ratio_prepared_to_raw']:.2f})"
+        f"safe/unsafe: vecadd checked {sf['vecadd_safe_over_unsafe']:.4f}, contract-proven "
+        f"{sf['vecadd_contract_over_unsafe']:.4f}, stencil {sf['stencil_safe_over_unsafe']:.4f}"
+    )
+    print(
+        f"launch overhead, 3 arrays: prepared {lo['prepared_us']:.2f} us, k[g,b] "
+        f"{lo['indexed_us']:.2f} us, plan.launch {lo['plan_launch_us']:.2f} us, raw "
+        f"cuLaunchKernel {lo['raw_cuLaunchKernel_us']:.2f} us; 8 arrays "
+        f"{lo['prepared_8_arrays_us']:.2f} us"
     )
     print(
         f"compile: first call {c['first_call_compile_s'] * 1e3:.0f} ms, disk-cache hit "

@@ -30,6 +30,8 @@ t.append(time.perf_counter())
 from fearless.runtime import driver
 tiny = b".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry t() {{ ret; }}\0"
 err, mod = driver.cu().cuModuleLoadData(tiny)
+err, fn = driver.cu().cuModuleGetFunction(mod, b"t")
+driver.cu().cuFuncGetAttribute(driver.cu().CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)
 t.append(time.perf_counter())
 key = cache_key(K.vecadd, arch)
 t.append(time.perf_counter())
