@@ -1,0 +1,21 @@
+"""The benchmark suite behind `fearless bench` (DESIGN section 6): every case, every peer.
+
+    suite.py             selects cases, runs the families (GPU, or dry on the simulator), reports
+    model.py             Record, implementation names, the ratio to the best peer
+    harness.py           one device case: build, poison, check, time each implementation
+    timing.py            CUDA-event timing with an L2 flush; host time per launch; budgets
+    check.py             relative error against float64, per-dtype thresholds
+    peers.py             which peers this machine has, and why a missing one is missing
+    env.py               GPU, driver, clocks and package versions
+    report.py            results.json, results.md, results.png
+    dry.py               the dry run's compile-simulate-check step
+    family_*.py          one module per case family: elementwise, reduce, rows, transpose,
+                         gemm, launch, compile (with compile_probe.py, run in fresh processes)
+    kernels_simt.py      SIMT kernels the cases need beyond examples/simt_kernels.py
+    kernels_cuda.py      CUDA C++ twins of the SIMT kernels (NVRTC, cuda.core launch)
+    kernels_triton.py    Triton peers
+    kernels_cutile.py    cuTile Python peers
+    tile_track.py        calling examples/tile_kernels.py from the cases
+
+Importing this package imports no GPU library; each peer is imported when a case needs it.
+"""

@@ -1,0 +1,58 @@
+"""The dry run's building block: compile a fearless case, run it on the simulator, check it.
+
+`--dry-run` needs no GPU and no peer: for every fearless implementation of every case it
+compiles the kernels as the GPU run would (SIMT: PTX, and a cubin where ptxas is found; Tile:
+a cubin through tileiras), runs them on the CPU simulator at tiny sizes, and compares with a
+NumPy float64 reference. Records carry the relative error; `time` is the wall-clock seconds
+the compile and the simulation took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import check
+from .harness import error_text, missing_tool
+from .model import Record, Skip, failed, skipped
+
+
+def dry_record(
+    case: str, family: str, impl: str, check_dtype: str, body: Callable[[], float], **params: Any
+) -> Record:
+    """Run `body` (compile, simulate, return the relative error) into a record."""
+    t0 = time.perf_counter()
+    try:
+        err = body()
+    except Skip as exc:
+        return skipped(case, family, impl, str(exc), **params)
+    except Exception as exc:
+        why = missing_tool(exc)
+        if why is not None:
+            return skipped(case, family, impl, why, **params)
+        return failed(case, family, impl, error_text(exc), **params)
+    rec = Record(case, family, impl, "ok", params=params, rel_err=err)
+    rec.time, rec.time_unit, rec.metric = time.perf_counter() - t0, "s", "s"
+    rec.value = rec.time
+    why = check.verdict(err, check_dtype)
+    if why is not None:
+        rec.status, rec.reason = "failed", f"wrong result on the simulator: {why}"
+    return rec
+
+
+def compile_simt(arch: str, *kernels: Any) -> None:
+    """Compile SIMT kernels for the GPU (PTX; a cubin where ptxas is found): no GPU needed."""
+    for k in kernels:
+        k.compile(arch)
+
+
+def grid(n: int, block: int = 256) -> int:
+    return max(1, (n + block - 1) // block)
+
+
+def no_tile_example(case: str, family: str, what: str, **params: Any) -> Record:
+    """The Tile column of a case the Tile examples do not cover, said as a skip."""
+    return skipped(
+        case, family, "fearless-tile", f"examples/tile_kernels.py has no {what}", **params
+    )

@@ -1,0 +1,152 @@
+"""Running one device case: build each implementation, check it, time it, make its record.
+
+A family module describes a case (`DeviceCase`: name, sizes, bytes or flops, dtype, the float64
+reference) and its implementations (name -> builder). For each implementation, in one
+process and on the same inputs: the builder compiles and allocates (`Skip` = not on this
+machine); its output is poisoned with NaN, it runs once and is checked against the reference
+(`check.py`); only then is it timed (`timing.DeviceTimer`). Any exception becomes a failed
+record with its message, so one broken peer never stops the suite.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import check
+from .model import Record, Skip, failed, skipped
+from .peers import Peers
+from .timing import Budget, DeviceTimer
+
+
+@dataclass
+class Prepared:
+    """One implementation ready to run: `run()` launches it once.
+
+    `out` is the tensor it writes in place (poisoned with NaN before the check); when None,
+    the value `run()` returns is checked instead (functional APIs such as `torch.softmax`).
+    """
+
+    run: Callable[[], Any]
+    out: Any | None = None
+    note: str | None = None
+
+
+Builder = Callable[[], Prepared]
+Impls = Sequence[tuple[str, Builder]]
+
+
+@dataclass
+class DeviceCase:
+    name: str
+    family: str
+    dtype: str  # "f32" | "f16" | "bf16": picks the error threshold
+    reference: Callable[[], Any]  # float64 torch tensor (computed once, on first use)
+    bytes: int | None = None  # fewest bytes moved through memory: gives GB/s
+    flops: int | None = None  # gives TFLOP/s
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Ctx:
+    """What every family needs to run on the GPU."""
+
+    torch: Any
+    timer: DeviceTimer
+    budget: Budget
+    peers: Peers
+    quick: bool
+    arch: str
+    log: Callable[[str], None]
+
+    def sync(self) -> None:
+        """Wait for the device, raising any pending fearless device error."""
+        self.torch.cuda.synchronize()
+        from ..runtime import synchronize
+
+        synchronize()
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception as one readable line (fearless diagnostics keep their first line)."""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    head = lines[0] if lines else ""
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    at = f" (at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno})" if where else ""
+    return f"{type(exc).__name__}: {head}{at}"[:500]
+
+
+def missing_tool(exc: BaseException) -> str | None:
+    """The reason, when `exc` says a compiler fearless drives is not on this machine."""
+    from ..errors import ToolchainError
+
+    if isinstance(exc, ToolchainError) and "was not found" in str(exc):
+        first = str(exc).strip().splitlines()[0]
+        return f"{first} (bench/README.md: carry .tiletools or a precompiled cache)"
+    return None
+
+
+def _not_ok(case: DeviceCase, impl: str, exc: Exception) -> Record:
+    if isinstance(exc, Skip):
+        return skipped(case.name, case.family, impl, str(exc), **case.params)
+    why = missing_tool(exc)
+    if why is not None:
+        return skipped(case.name, case.family, impl, why, **case.params)
+    return failed(case.name, case.family, impl, error_text(exc), **case.params)
+
+
+def run_device_case(ctx: Ctx, case: DeviceCase, impls: Impls) -> list[Record]:
+    records: list[Record] = []
+    reference: Any = None
+    for name, build in impls:
+        prep: Prepared | None = None
+        try:
+            prep = build()
+            if reference is None:
+                reference = case.reference()
+            records.append(measure(ctx, case, name, prep, reference))
+        except Exception as exc:
+            records.append(_not_ok(case, name, exc))
+        ctx.log(format_line(records[-1]))
+        del prep
+    del reference
+    ctx.torch.cuda.empty_cache()
+    return records
+
+
+def measure(ctx: Ctx, case: DeviceCase, name: str, prep: Prepared, reference: Any) -> Record:
+    if prep.out is not None:
+        prep.out.fill_(float("nan"))
+    result = prep.run()
+    ctx.sync()
+    out = prep.out if prep.out is not None else result
+    unwritten = check.count_nan_torch(out)
+    err = check.rel_err_torch(out, reference)
+    why = check.verdict(err, case.dtype, unwritten)
+    rec = Record(case.name, case.family, name, "ok", params=dict(case.params), rel_err=err)
+    rec.note = prep.note
+    if why is not None:
+        rec.status, rec.reason = "failed", f"wrong result: {why}"
+        return rec
+    timing = ctx.timer.time(prep.run)
+    ctx.sync()
+    rec.time, rec.spread, rec.reps = timing.median, (timing.p20, timing.p80), timing.reps
+    seconds = timing.median * 1e-3
+    if case.bytes is not None:
+        rec.metric, rec.value = "GB/s", case.bytes / seconds / 1e9
+    elif case.flops is not None:
+        rec.metric, rec.value = "TFLOP/s", case.flops / seconds / 1e12
+    return rec
+
+
+def format_line(r: Record) -> str:
+    """One progress line per record (the H200 run's output tail)."""
+    head = f"{r.case:<18} {r.impl:<19}"
+    if r.status == "ok" and r.time is not None:
+        value = f"{r.value:9.1f} {r.metric}" if r.value is not None and r.metric else ""
+        if r.time_unit == "ms":
+            return f"{head} {r.time:10.4f} ms {value}"
+        return f"{head} {r.time:10.3f} {r.time_unit}"
+    return f"{head} {r.status}: {r.reason}"
