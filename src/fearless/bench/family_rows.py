@@ -1,0 +1,277 @@
+"""Row-wise cases on a float32 (rows x cols) matrix: softmax, rms_norm, layer_norm.
+
+Bytes counted: the matrix read once and written once, plus the weight (and bias) vectors.
+fearless SIMT runs each as two safe kernels (`kernels_simt.py` says why): one thread per row
+computes the row's statistics, then one thread per element normalises; the CUDA C++ twin runs
+the same two. Triton, cuTile Python and the Tile example keep a whole row in one block;
+TileGym (when installed) and torch eager run their own kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import dry, tile_track
+from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .kernels_cuda import f32, i64, ptr
+from .model import (
+    CUDA_CPP,
+    CUTILE,
+    FEARLESS_SIMT,
+    FEARLESS_TILE,
+    TILEGYM,
+    TORCH,
+    TRITON,
+    Record,
+)
+from .peers import Peers
+
+FAMILY = "rows"
+CASES = ("softmax", "rms_norm", "layer_norm")
+EPS = 1e-5
+TILE_KERNELS = {"softmax": "softmax_f32", "rms_norm": "rms_norm", "layer_norm": "layer_norm"}
+SIMT_NOTE = "two kernels: per-row statistics, then per-element"
+
+
+def shape(quick: bool) -> tuple[int, int]:
+    return (16384, 1024) if quick else (65536, 1024)
+
+
+def references(torch: Any, x: Any, w: Any, b: Any) -> dict[str, Callable[[], Any]]:
+    def softmax() -> Any:
+        return torch.softmax(x.double(), dim=1)
+
+    def rms_norm() -> Any:
+        xd = x.double()
+        return xd * torch.rsqrt(xd.pow(2).mean(dim=1, keepdim=True) + EPS) * w.double()
+
+    def layer_norm() -> Any:
+        xd = x.double()
+        return torch.nn.functional.layer_norm(xd, (xd.shape[1],), w.double(), b.double(), EPS)
+
+    return {"softmax": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm}
+
+
+def run(ctx: Ctx, selected: set[str]) -> list[Record]:
+    torch = ctx.torch
+    rows, cols = shape(ctx.quick)
+    out: list[Record] = []
+    for name in CASES:
+        if name not in selected:
+            continue
+        x = torch.randn(rows, cols, device="cuda")
+        w = torch.randn(cols, device="cuda")
+        b = torch.randn(cols, device="cuda")
+        vectors = {"softmax": 0, "rms_norm": 1, "layer_norm": 2}[name]
+        case = DeviceCase(
+            name,
+            FAMILY,
+            "f32",
+            reference=references(torch, x, w, b)[name],
+            bytes=8 * rows * cols + 4 * cols * vectors,
+            params={"rows": rows, "cols": cols, "dtype": "f32"},
+        )
+        out += run_device_case(ctx, case, _impls(ctx, name, x, w, b))
+    return out
+
+
+def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> list[tuple[str, Any]]:
+    torch = ctx.torch
+    rows, cols = x.shape
+    n = rows * cols
+
+    def new() -> Any:
+        return torch.empty(rows, cols, device="cuda")
+
+    def stats() -> list[Any]:
+        count = {"softmax": 2, "rms_norm": 1, "layer_norm": 2}[name]
+        return [torch.empty(rows, device="cuda") for _ in range(count)]
+
+    def simt() -> Prepared:
+        from . import kernels_simt as K
+
+        ctx.peers.fearless_gpu()
+        y, s = new(), stats()
+        xf, yf = x.reshape(-1), y.reshape(-1)
+        p_rows, p_all = dry.grid(rows), dry.grid(n)
+        if name == "softmax":
+            ps, pa = K.softmax_stats.prepare(p_rows), K.softmax_apply.prepare(p_all)
+
+            def go() -> None:
+                K.softmax_stats(ps, xf, cols, s[0], s[1])
+                K.softmax_apply(pa, xf, cols, s[0], s[1], yf)
+
+        elif name == "rms_norm":
+            ps, pa = K.rms_stats.prepare(p_rows), K.rms_apply.prepare(p_all)
+
+            def go() -> None:
+                K.rms_stats(ps, xf, cols, EPS, s[0])
+                K.rms_apply(pa, xf, w, s[0], yf)
+
+        else:
+            ps, pa = K.layer_norm_stats.prepare(p_rows), K.layer_norm_apply.prepare(p_all)
+
+            def go() -> None:
+                K.layer_norm_stats(ps, xf, cols, EPS, s[0], s[1])
+                K.layer_norm_apply(pa, xf, w, b, s[0], s[1], yf)
+
+        return Prepared(go, y, note=SIMT_NOTE)
+
+    def cuda_cpp() -> Prepared:
+        m = ctx.peers.cuda_cpp()
+        y, s = new(), stats()
+        px, py, c = ptr(x), ptr(y), i64(cols)
+        if name == "softmax":
+            first = m.launcher("softmax_stats", rows, [px, c, ptr(s[0]), ptr(s[1]), i64(rows)])
+            second = m.launcher("softmax_apply", n, [px, c, ptr(s[0]), ptr(s[1]), py, i64(n)])
+        elif name == "rms_norm":
+            first = m.launcher("rms_stats", rows, [px, c, f32(EPS), ptr(s[0]), i64(rows)])
+            second = m.launcher("rms_apply", n, [px, ptr(w), c, ptr(s[0]), py, i64(n)])
+        else:
+            first = m.launcher(
+                "layer_norm_stats", rows, [px, c, f32(EPS), ptr(s[0]), ptr(s[1]), i64(rows)]
+            )
+            second = m.launcher(
+                "layer_norm_apply", n, [px, ptr(w), ptr(b), c, ptr(s[0]), ptr(s[1]), py, i64(n)]
+            )
+
+        def go() -> None:
+            first()
+            second()
+
+        return Prepared(go, y, note=SIMT_NOTE)
+
+    def tile() -> Prepared:
+        import fearless as fl
+
+        ctx.peers.fearless_gpu()
+        case = tile_track.row_case(TILE_KERNELS[name], cols, name)
+        kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), case)
+        y = new()
+        part = fl.asarray(y).partition(tc.tile)
+        inputs = {"softmax": [x], "rms_norm": [x, w], "layer_norm": [x, w, b]}[name]
+        scalars = [] if name == "softmax" else [EPS]
+        args = tile_track.bind(kernel, part, inputs, scalars, tc.consts)
+        return Prepared(lambda: kernel(*args), y, note=f"tile {tc.tile}")
+
+    def triton() -> Prepared:
+        kt, y = ctx.peers.triton(), new()
+        launch = {
+            "softmax": lambda: kt.softmax_launch(x, y),
+            "rms_norm": lambda: kt.rms_norm_launch(x, w, EPS, y),
+            "layer_norm": lambda: kt.layer_norm_launch(x, w, b, EPS, y),
+        }[name]()
+        return Prepared(launch, y)
+
+    def cutile() -> Prepared:
+        kc, y = ctx.peers.cutile(), new()
+        launch = {
+            "softmax": lambda: kc.softmax_launch(x, y),
+            "rms_norm": lambda: kc.rms_norm_launch(x, w, EPS, y),
+            "layer_norm": lambda: kc.layer_norm_launch(x, w, b, EPS, y),
+        }[name]()
+        return Prepared(launch, y)
+
+    def tilegym() -> Prepared:
+        ops = ctx.peers.tilegym().ops
+        run = {
+            "softmax": lambda: ops.softmax(x),
+            "rms_norm": lambda: ops.rms_norm(x, None, w, EPS),
+            "layer_norm": lambda: ops.layer_norm_legacy(x, None, w, b, EPS),
+        }[name]
+        return Prepared(run, note="tilegym.ops, cutile backend")
+
+    def eager() -> Prepared:
+        fn = torch.nn.functional
+        run = {
+            "softmax": lambda: torch.softmax(x, dim=1),
+            "rms_norm": lambda: fn.rms_norm(x, (cols,), w, EPS),
+            "layer_norm": lambda: fn.layer_norm(x, (cols,), w, b, EPS),
+        }[name]
+        return Prepared(run)
+
+    return [
+        (FEARLESS_SIMT, simt),
+        (FEARLESS_TILE, tile),
+        (CUDA_CPP, cuda_cpp),
+        (TRITON, triton),
+        (CUTILE, cutile),
+        (TILEGYM, tilegym),
+        (TORCH, eager),
+    ]
+
+
+# ------------------------------------------------------------------------------- dry run
+
+
+def numpy_reference(name: str, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    xd = x.astype(np.float64)
+    if name == "softmax":
+        e = np.exp(xd - xd.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    if name == "rms_norm":
+        return xd / np.sqrt((xd * xd).mean(axis=1, keepdims=True) + EPS) * w
+    mu = xd.mean(axis=1, keepdims=True)
+    return (xd - mu) / np.sqrt(xd.var(axis=1, keepdims=True) + EPS) * w + b
+
+
+def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
+    import fearless as fl
+
+    from . import kernels_simt as K
+    from .check import rel_err_numpy
+
+    rows, cols = 9, 37  # cols not a power of two: the Tile row tile is padded
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w = rng.standard_normal(cols).astype(np.float32)
+    b = rng.standard_normal(cols).astype(np.float32)
+    xf = x.reshape(-1)
+    out: list[Record] = []
+    for name in CASES:
+        if name not in selected:
+            continue
+        ref = numpy_reference(name, x, w, b)
+
+        def simt(name: str = name, ref: np.ndarray = ref) -> float:
+            y = np.full(rows * cols, np.nan, np.float32)
+            s0, s1 = np.empty(rows, np.float32), np.empty(rows, np.float32)
+            gr, ga = dry.grid(rows), dry.grid(rows * cols)
+            if name == "softmax":
+                dry.compile_simt(peers.arch, K.softmax_stats, K.softmax_apply)
+                K.softmax_stats[gr, 256](xf, cols, s0, s1)
+                K.softmax_apply[ga, 256](xf, cols, s0, s1, y)
+            elif name == "rms_norm":
+                dry.compile_simt(peers.arch, K.rms_stats, K.rms_apply)
+                K.rms_stats[gr, 256](xf, cols, EPS, s0)
+                K.rms_apply[ga, 256](xf, w, s0, y)
+            else:
+                dry.compile_simt(peers.arch, K.layer_norm_stats, K.layer_norm_apply)
+                K.layer_norm_stats[gr, 256](xf, cols, EPS, s0, s1)
+                K.layer_norm_apply[ga, 256](xf, w, b, s0, s1, y)
+            return rel_err_numpy(y, ref)
+
+        def tile(name: str = name, ref: np.ndarray = ref) -> float:
+            inputs = {"softmax": [x], "rms_norm": [x, w], "layer_norm": [x, w, b]}[name]
+            scalars = [] if name == "softmax" else [EPS]
+            examples = peers.tile_examples()
+            # Compile the GPU run's row tile (its cubin is what the GPU run loads) ...
+            gpu_cols = shape(quick=False)[1]
+            case = tile_track.row_case(TILE_KERNELS[name], gpu_cols, name)
+            kernel, tc = tile_track.resolve(examples, case)
+            gpu_part = fl.asarray(np.zeros((rows, cols), np.float32)).partition(tc.tile)
+            gpu_args = tile_track.bind(kernel, gpu_part, inputs, scalars, tc.consts)
+            tile_track.compile_for(kernel, gpu_args, peers.arch)
+            # ... and simulate this size's own tile: a padded, partial row tile.
+            kernel, tc = tile_track.resolve(examples, tile_track.row_case(case.kernel, cols, name))
+            part = fl.asarray(np.full((rows, cols), np.nan, np.float32)).partition(tc.tile)
+            kernel(*tile_track.bind(kernel, part, inputs, scalars, tc.consts))
+            return rel_err_numpy(part.unpartition().numpy(), ref)
+
+        params = {"rows": rows, "cols": cols, "dtype": "f32"}
+        out.append(dry.dry_record(name, FAMILY, FEARLESS_SIMT, "f32", simt, **params))
+        out.append(dry.dry_record(name, FAMILY, FEARLESS_TILE, "f32", tile, **params))
+    return out

@@ -1,0 +1,106 @@
+"""Transpose of a float32 (rows x cols) matrix into a new (cols x rows) one, both row-major.
+
+Bytes counted: read once, written once. fearless SIMT and its CUDA C++ twin use one thread per
+output element with 1-D index arithmetic (coalesced writes, strided reads: without shared
+memory there is no tile to stage the reads through). Triton and cuTile Python move 64 x 64
+tiles; torch copies a transposed view. The matrix is not square, so a swapped index shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import dry
+from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .kernels_cuda import i64, ptr
+from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TORCH, TRITON, Record, Skip
+from .peers import Peers
+
+FAMILY = "transpose"
+CASES = ("transpose",)
+
+
+def shape(quick: bool) -> tuple[int, int]:
+    return (2048, 8192) if quick else (4096, 16384)
+
+
+def run(ctx: Ctx, selected: set[str]) -> list[Record]:
+    if "transpose" not in selected:
+        return []
+    torch = ctx.torch
+    rows, cols = shape(ctx.quick)
+    n = rows * cols
+    x = torch.randn(rows, cols, device="cuda")
+    case = DeviceCase(
+        "transpose",
+        FAMILY,
+        "f32",
+        reference=lambda: x.double().t(),
+        bytes=8 * n,
+        params={"rows": rows, "cols": cols, "dtype": "f32"},
+    )
+
+    def new() -> Any:
+        return torch.empty(cols, rows, device="cuda")
+
+    def simt() -> Prepared:
+        from . import kernels_simt as K
+
+        ctx.peers.fearless_gpu()
+        y, prep = new(), K.transpose.prepare(dry.grid(n))
+        xf, yf = x.reshape(-1), y.reshape(-1)
+        return Prepared(lambda: K.transpose(prep, xf, rows, cols, yf), y, note="1-D indexing")
+
+    def cuda_cpp() -> Prepared:
+        y = new()
+        args = [ptr(x), i64(rows), i64(cols), ptr(y), i64(n)]
+        return Prepared(ctx.peers.cuda_cpp().launcher("transpose", n, args), y)
+
+    def triton() -> Prepared:
+        y = new()
+        return Prepared(ctx.peers.triton().transpose_launch(x, y), y, note="64x64 tiles")
+
+    def cutile() -> Prepared:
+        y = new()
+        return Prepared(ctx.peers.cutile().transpose_launch(x, y), y, note="64x64 tiles")
+
+    def tile() -> Prepared:
+        raise Skip("examples/tile_kernels.py has no transpose kernel")
+
+    def eager() -> Prepared:
+        y = new()
+        return Prepared(lambda: y.copy_(x.t()), y)
+
+    impls = [
+        (FEARLESS_SIMT, simt),
+        (FEARLESS_TILE, tile),
+        (CUDA_CPP, cuda_cpp),
+        (TRITON, triton),
+        (CUTILE, cutile),
+        (TORCH, eager),
+    ]
+    return run_device_case(ctx, case, impls)
+
+
+def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
+    if "transpose" not in selected:
+        return []
+    from . import kernels_simt as K
+    from .check import rel_err_numpy
+
+    rows, cols = 37, 53
+    x = np.random.default_rng(3).standard_normal((rows, cols)).astype(np.float32)
+
+    def body() -> float:
+        dry.compile_simt(peers.arch, K.transpose)
+        y = np.full(rows * cols, np.nan, np.float32)
+        K.transpose[dry.grid(rows * cols), 256](x.reshape(-1), rows, cols, y)
+        return rel_err_numpy(y.reshape(cols, rows), x.T)
+
+    params = {"rows": rows, "cols": cols, "dtype": "f32"}
+    return [
+        dry.dry_record("transpose", FAMILY, FEARLESS_SIMT, "f32", body, **params),
+        dry.no_tile_example("transpose", FAMILY, "transpose kernel", **params),
+    ]
