@@ -1,4 +1,4 @@
-# fearless: `make demo`, `make test`, `make lint`, `make format`, `make clean`.
+# fearless: `make demo`, `make test`, `make lint`, `make format`, `make bench`, `make clean`.
 # Every target that runs Python first makes .venv (from nothing on a fresh machine) and installs
 # fearless into it, editable, with its test and lint extras. The stamp file records that install;
 # it is redone only when pyproject.toml changes, so an up-to-date venv is left alone.
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.fearless-installed
 # Tests compile into a throwaway cache inside the checkout (ignored by git), never ~/.cache.
 TEST_CACHE := $(CURDIR)/.cache/test
 
-.PHONY: demo test lint format clean venv
+.PHONY: demo test lint format bench clean venv
 
 venv: $(STAMP)
 
@@ -31,6 +31,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
+
+# The benchmark suite (bench/README.md): on the GPU, results in bench/results/; with no GPU,
+# `make bench BENCH_ARGS=--dry-run` compiles every case and checks it on the simulator.
+bench: $(STAMP)
+	$(BIN)/fearless bench $(BENCH_ARGS)
 
 # Rewrites the code the way `make lint` wants it: import order and fixable rules, then layout.
 format: $(STAMP)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import demo, doctor, explain, fearless_version, inspect, run
+from . import bench, demo, doctor, explain, fearless_version, inspect, run
 
-COMMANDS = (demo, doctor, run, inspect, explain)
+COMMANDS = (demo, doctor, run, inspect, explain, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

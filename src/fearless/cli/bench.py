@@ -1,0 +1,78 @@
+"""`fearless bench [--out DIR] [--cases ...] [--quick] [--dry-run]`: the benchmark suite.
+
+On the GPU it runs every case with every implementation this machine has (fearless SIMT and
+Tile, CUDA C++ through NVRTC, Triton, cuTile Python, TileGym, PyTorch), checks each result,
+times it, and writes DIR/results.json, DIR/results.md and DIR/results.png. A peer missing here
+is reported as skipped with the reason. `--dry-run` needs no GPU: it compiles every fearless
+case and checks it on the simulator at tiny sizes. Exit status 1 when any result was wrong or
+any implementation failed, 2 for a usage error. `src/fearless/bench/` holds the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_OUT = Path("bench/results")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="run the benchmark suite on the GPU (JSON, Markdown table, PNG plot); "
+        "--dry-run compiles and simulates every case with no GPU",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"folder for results.json/.md/.png (default {DEFAULT_OUT}, "
+        f"{DEFAULT_OUT}/dry-run for --dry-run)",
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        metavar="CASE",
+        help="case or family names or shell patterns, e.g. vecadd 'gemm_f16_*' launch "
+        "(default: all; `--list` shows them)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller sizes and fewer repetitions (about half the run time)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="no GPU: compile every fearless case and check it on the simulator",
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench import suite
+
+    if args.list:
+        for case, family in suite.all_cases().items():
+            print(f"{family:<12} {case}")
+        return 0
+    out = args.out or (DEFAULT_OUT / "dry-run" if args.dry_run else DEFAULT_OUT)
+    opts = suite.Options(
+        out=out,
+        cases=args.cases,
+        dry_run=args.dry_run,
+        quick=args.quick,
+        command="fearless " + shlex.join(sys.argv[1:]) if sys.argv[1:] else "fearless bench",
+    )
+    try:
+        return suite.main(opts)
+    except SystemExit as exc:  # the GPU run's "needs torch / no GPU" messages
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            return 2
+        raise

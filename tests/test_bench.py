@@ -1,0 +1,248 @@
+"""`fearless bench`: the dry run end to end, case selection, ratios, the report, skip reasons.
+
+The GPU run itself needs a GPU (`fearless bench` on the device); what can fail without one is
+tested here: every fearless case compiles and matches NumPy on the simulator (the dry run CI
+runs), a missing peer becomes a skipped record with its reason, and the report's arithmetic.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+from fearless.backends import toolchain
+from fearless.bench import family_reduce, model, report, suite, tile_track, timing
+from fearless.bench.harness import Ctx, DeviceCase, Prepared, run_device_case
+from fearless.bench.model import Record, Skip
+from fearless.cli.main import main
+
+TILE_CASES = ("vecadd", "softmax", "rms_norm", "layer_norm", "gemm_f16", "gemm_bf16")
+
+
+@pytest.fixture(autouse=True)
+def _restore_target() -> Iterator[None]:
+    yield
+    fl.set_target(None)  # the suite sets its target for the process
+
+
+def test_dry_run_compiles_and_checks_every_fearless_case(tmp_path: Path) -> None:
+    out = tmp_path / "dry"
+    assert main(["bench", "--dry-run", "--out", str(out)]) == 0
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["meta"]["dry_run"] is True
+    records = doc["records"]
+    simt = {r["case"]: r for r in records if r["impl"] == model.FEARLESS_SIMT}
+    # Every case has its SIMT kernel compiled and checked (GEMM once per dtype).
+    want = {c for c in suite.all_cases() if not c.startswith(("gemm_", "compile_"))}
+    assert want | {"gemm_f16", "gemm_bf16"} == set(simt)
+    for r in simt.values():
+        assert r["status"] == "ok", r
+        assert r["rel_err"] is not None and r["rel_err"] < 2e-3 * (5 if "bf16" in r["case"] else 1)
+    tile = {r["case"]: r for r in records if r["impl"] == model.FEARLESS_TILE}
+    for r in tile.values():
+        assert r["status"] in ("ok", "skipped"), r
+        assert r["status"] == "ok" or r["reason"], r
+    if toolchain.find_tileiras() is not None:
+        assert all(tile[c]["status"] == "ok" for c in TILE_CASES), tile
+    md = (out / "results.md").read_text()
+    assert "dry run" in md and "| vecadd | ok (" in md
+    assert not (out / "results.png").exists()  # no ratios without a GPU run
+
+
+def test_dry_run_of_selected_cases_only(tmp_path: Path) -> None:
+    assert main(["bench", "--dry-run", "--cases", "sum", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert {r["case"] for r in doc["records"]} == {"sum"}
+    skipped = [r for r in doc["records"] if r["status"] == "skipped"]
+    assert [r["impl"] for r in skipped] == [model.FEARLESS_TILE]
+    assert "no sum reduction kernel" in skipped[0]["reason"]
+
+
+def test_case_selection() -> None:
+    assert suite.select(["gemm_f16_*"]) == {f"gemm_f16_{n}" for n in (1024, 2048, 4096, 8192)}
+    assert suite.select(["rows"]) == {"softmax", "rms_norm", "layer_norm"}
+    assert suite.select(None) == set(suite.all_cases())
+    with pytest.raises(ValueError, match="no case matches 'nope'"):
+        suite.select(["nope"])
+
+
+def test_unknown_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--dry-run", "--cases", "nope"]) == 2
+    assert "no case matches" in capsys.readouterr().err
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--list"]) == 0
+    text = capsys.readouterr().out
+    assert "gemm_bf16_8192" in text and "launch_8arrays" in text and "compile_cache_hit" in text
+
+
+def rec(case: str, impl: str, t: float | None, status: model.Status = "ok") -> Record:
+    r = Record(case, "elementwise", impl, status, time=t, metric="GB/s", value=1.0 / (t or 1))
+    if status != "ok":
+        r.reason = "not on this machine"
+    return r
+
+
+def test_ratio_is_best_peer_time_over_time() -> None:
+    records = [
+        rec("a", model.FEARLESS_SIMT, 2.0),
+        rec("a", model.TORCH, 4.0),
+        rec("a", model.TRITON, 3.0),
+        rec("a", model.CUTILE, None, "skipped"),
+        rec("b", model.FEARLESS_SIMT, 1.0),  # no peer ran: no ratio
+    ]
+    model.assign_ratios(records)
+    assert records[0].ratio == pytest.approx(1.5) and records[0].best_peer == model.TRITON
+    assert records[2].ratio == pytest.approx(1.0)
+    assert records[1].ratio == pytest.approx(0.75)
+    assert records[3].ratio is None and records[4].ratio is None
+
+
+def test_report_files(tmp_path: Path) -> None:
+    records = [
+        rec("a", model.FEARLESS_SIMT, 2.0),
+        rec("a", model.TORCH, 4.0),
+        rec("b", model.FEARLESS_SIMT, 8.0),
+        rec("b", model.TORCH, 4.0),
+        rec("b", model.TRITON, None, "skipped"),
+    ]
+    model.assign_ratios(records)
+    meta = {"command": "fearless bench", "mode": "full", "wall_s": 1.0, "machine": {}}
+    written = report.write(tmp_path, meta, {"triton": "triton is not installed"}, records)
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert [r["ratio"] for r in doc["records"]][:4] == [2.0, 1.0, 0.5, 1.0]
+    md = (tmp_path / "results.md").read_text()
+    # geomean of 2.0 and 0.5 is 1.0
+    assert "| **geomean, kernels** | **1.000** (n=2) | — | **1.000** (n=2) | |" in md
+    assert "skipped **triton** (b): not on this machine" in md
+    assert "- triton: triton is not installed" in md
+    png = tmp_path / "results.png"
+    assert (png in written) == png.exists()
+    if not png.exists():
+        assert "results.png not written: matplotlib is not installed" in md
+
+
+def test_geomean() -> None:
+    assert report.geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert report.geomean([]) is None
+    assert report.geomean([float("nan")]) is None
+
+
+def test_missing_peer_is_a_skipped_record_and_an_error_a_failed_one() -> None:
+    torch_stub = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: None))
+    lines: list[str] = []
+    ctx = Ctx(torch_stub, None, timing.QUICK, None, True, "sm_90", lines.append)
+    case = DeviceCase("vecadd", "elementwise", "f32", reference=lambda: None)
+
+    def missing() -> Prepared:
+        raise Skip("triton is not installed")
+
+    def broken() -> Prepared:
+        raise RuntimeError("boom")
+
+    out = run_device_case(ctx, case, [("triton", missing), ("cutile", broken)])
+    assert [(r.impl, r.status) for r in out] == [("triton", "skipped"), ("cutile", "failed")]
+    assert out[0].reason == "triton is not installed"
+    assert out[1].reason is not None and out[1].reason.startswith("RuntimeError: boom")
+    assert len(lines) == 2 and "skipped: triton is not installed" in lines[0]
+
+
+def test_timing_helpers() -> None:
+    assert timing.quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.5) == 3.0
+    assert timing.quantile([1.0, 2.0], 0.2) == pytest.approx(1.2)
+    t = timing.summarise([5.0, 1.0, 3.0])
+    assert (t.median, t.reps) == (3.0, 3)
+    assert timing.reps_for(1.0, timing.FULL) == timing.FULL.max_reps
+    assert timing.reps_for(1e6, timing.FULL) == timing.FULL.min_reps
+
+
+def test_sum_passes_reach_one_value() -> None:
+    assert family_reduce.passes(1 << 28) == [1 << 20, 1 << 12, 16, 1]
+    assert family_reduce.passes(70001) == [274, 2, 1]
+    assert family_reduce.passes(1) == [1]
+
+
+def test_tile_binding_mismatch_is_a_skip_with_the_reason() -> None:
+    @tile.kernel
+    def two_outputs(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], k: tile.Const[int]):
+        z.store(tile.load_like(x, z))
+
+    part = fl.asarray(np.zeros(8, np.float32)).partition((8,))
+    with pytest.raises(Skip, match="Const parameter `k` has no value"):
+        tile_track.bind(two_outputs, part, [np.zeros(8, np.float32)])
+    with pytest.raises(Skip, match="more Tensor parameters than the case has inputs"):
+        tile_track.bind(two_outputs, part, [], consts={"k": 1})
+    args = tile_track.bind(two_outputs, part, [np.ones(8, np.float32)], consts={"k": 1})
+    assert args[0] is part and args[2] == 1
+
+
+def test_cuda_cpp_twins_compile_with_nvrtc() -> None:
+    from fearless.bench import kernels_cuda
+
+    try:
+        code = kernels_cuda.compile_cubin("sm_90")
+    except Exception as exc:  # no libnvrtc on this machine
+        if "nvrtc" not in str(exc).lower():
+            raise
+        pytest.skip(f"NVRTC is not available: {exc}")
+    for name in kernels_cuda.KERNELS:
+        assert f"void {name}(" in kernels_cuda.SOURCE
+    assert bytes(code.code)[:4] == b"\x7fELF"
+
+
+def test_cutile_peers_compile_to_cubins() -> None:
+    """The cuTile Python peers compile for sm_90 with no GPU (they run only on the device)."""
+    ct = pytest.importorskip("cuda.tile")
+    comp = pytest.importorskip("cuda.tile.compilation")
+    if toolchain.find_tileiras() is None:
+        pytest.skip("tileiras is not installed")
+    from fearless.bench import kernels_cutile as kc
+
+    def arr(dtype: object, ndim: int) -> object:
+        return comp.ArrayConstraint(
+            dtype,
+            ndim,
+            index_dtype=ct.int32,
+            stride_lower_bound_incl=0,
+            alias_groups=(),
+            may_alias_internally=False,
+        )
+
+    f32, f16, scalar = ct.float32, ct.float16, comp.ScalarConstraint(ct.float32)
+    signatures = {
+        "_vecadd": [arr(f32, 1), arr(f32, 1), arr(f32, 1), 1024],
+        "_saxpy": [scalar, arr(f32, 1), arr(f32, 1), arr(f32, 1), 1024],
+        "_sum_partials": [arr(f32, 1), arr(f32, 1), 4, 4096],
+        "_sum_final": [arr(f32, 1), arr(f32, 1), 1024],
+        "_softmax": [arr(f32, 2), arr(f32, 2), 1024],
+        "_rms_norm": [arr(f32, 2), arr(f32, 1), arr(f32, 2), scalar, 1000, 1024],
+        "_layer_norm": [arr(f32, 2), arr(f32, 1), arr(f32, 1), arr(f32, 2), scalar, 1000, 1024],
+        "_transpose": [arr(f32, 2), arr(f32, 2), 64, 64],
+        "_matmul": [arr(f16, 2), arr(f16, 2), arr(f16, 2), 128, 256, 64],
+        "_args3": [arr(f32, 1), arr(f32, 1), arr(f32, 1), 256],
+    }
+    for name, params in signatures.items():
+        sig = comp.KernelSignature(params, comp.CallingConvention.cutile_python_v1())
+        buf = io.BytesIO()
+        comp.export_kernel(getattr(kc, name), [sig], buf, gpu_code="sm_90", output_format="cubin")
+        assert buf.getvalue()[:4] == b"\x7fELF", name
+
+
+def test_check_verdicts() -> None:
+    from fearless.bench import check
+
+    assert check.verdict(1e-7, "f32") is None
+    assert "exceeds" in (check.verdict(1e-2, "f16") or "")
+    assert "NaN" in (check.verdict(math.nan, "f32") or "")
+    assert "not written" in (check.verdict(0.0, "f32", unwritten=3) or "")
+    assert check.rel_err_numpy(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
