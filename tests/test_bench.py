@@ -246,3 +246,18 @@ def test_check_verdicts() -> None:
     assert "NaN" in (check.verdict(math.nan, "f32") or "")
     assert "not written" in (check.verdict(0.0, "f32", unwritten=3) or "")
     assert check.rel_err_numpy(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+
+
+def test_a_family_that_raises_fails_its_cases_not_the_run() -> None:
+    fam = types.ModuleType("family_x")
+    fam.FAMILY = "x"
+    lines: list[str] = []
+    opts = suite.Options(out=Path("unused"), log=lines.append)
+
+    def crash(first: object, chosen: set[str]) -> list[Record]:
+        raise MemoryError("out of device memory")
+
+    out = suite.run_family(opts, fam, {"b", "a"}, crash, None)
+    assert [(r.case, r.status) for r in out] == [("a", "failed"), ("b", "failed")]
+    assert out[0].reason is not None and "MemoryError: out of device memory" in out[0].reason
+    assert lines and "the x family stopped" in lines[0]

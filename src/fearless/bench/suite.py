@@ -30,8 +30,8 @@ from . import (
     family_transpose,
     report,
 )
-from .harness import Ctx, format_line
-from .model import Record, assign_ratios
+from .harness import Ctx, error_text, format_line
+from .model import Record, assign_ratios, failed
 from .peers import REPO_ROOT, Peers
 from .timing import FULL, QUICK, DeviceTimer
 
@@ -125,13 +125,34 @@ def run_gpu(opts: Options, selected: set[str]) -> tuple[list[Record], dict[str, 
     budget = QUICK if opts.quick else FULL
     ctx = Ctx(torch, DeviceTimer(torch, budget), budget, peers, opts.quick, peers.arch, opts.log)
     records: list[Record] = []
+    opts.out.mkdir(parents=True, exist_ok=True)
     for fam in FAMILIES:
         chosen = selected & set(fam.CASES)
         if chosen:
             opts.log(f"-- {fam.FAMILY}")
-            records += fam.run(ctx, chosen)
+            records += run_family(opts, fam, chosen, fam.run, ctx)
+            # What is measured so far survives a run that is stopped before the end.
+            report.write_json(opts.out / "partial.json", meta, peers.summary(), records)
     meta["nvidia_smi_after"] = env.nvidia_smi()
+    (opts.out / "partial.json").unlink(missing_ok=True)
     return records, meta, peers
+
+
+def run_family(
+    opts: Options,
+    fam: ModuleType,
+    chosen: set[str],
+    body: Callable[[Any, set[str]], list[Record]],
+    first: Any,
+) -> list[Record]:
+    """`body(first, chosen)`: a family's records. An exception its cases did not catch fails
+    the family's chosen cases, not the whole run."""
+    try:
+        return body(first, chosen)
+    except Exception as exc:
+        why = f"the {fam.FAMILY} family stopped: {error_text(exc)}"
+        opts.log(why)
+        return [failed(case, fam.FAMILY, "suite", why) for case in sorted(chosen)]
 
 
 def run_dry(opts: Options, selected: set[str]) -> tuple[list[Record], dict[str, Any], Peers]:
@@ -145,7 +166,7 @@ def run_dry(opts: Options, selected: set[str]) -> tuple[list[Record], dict[str, 
     for fam in FAMILIES:
         chosen = selected & set(fam.CASES)
         if chosen:
-            for r in fam.dry_run(peers, chosen):
+            for r in run_family(opts, fam, chosen, fam.dry_run, peers):
                 records.append(r)
                 opts.log(format_line(r))
     return records, meta, peers

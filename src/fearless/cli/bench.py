@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="smaller sizes and fewer repetitions (about half the run time)",
+        help="smaller sizes and fewer repetitions",
     )
     parser.add_argument(
         "--dry-run",
