@@ -432,3 +432,17 @@ def test_ptxas_failure_is_a_toolchain_error_with_its_message() -> None:
         ptxas_check(".version 8.0\n.target sm_90\n.address_size 64\nbogus;\n", "sm_90")
     assert "ptxas rejected the PTX for sm_90" in info.value.message
     assert any("bogus" in note for note in info.value.diagnostic.notes)
+
+
+def test_coarsened_entry_is_exported_and_assembles() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+    import simt_kernels as K
+
+    ptx = K.vecadd.inspect(stage="ptx")
+    assert ".entry fearless_vecadd(" in ptx and ".entry fearless_vecadd_x4(" in ptx
+    coarse = ptx[ptx.index(".entry fearless_vecadd_x4(") :]
+    assert "%nctaid.x" in coarse  # the physical thread count S strides the logical threads
+    assert coarse.count("ld.global.nc") >= 8  # four copies of two loads
+    assert "ret;" in coarse and "trap" not in coarse
+    if find_ptxas() is not None:
+        ptxas_check(ptx, "sm_90")

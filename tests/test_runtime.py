@@ -93,17 +93,19 @@ def test_packer_lays_out_the_abi_with_natural_alignment() -> None:
         ParamSpec("x", "scalar", fl.f64),
     )
     p = ParamPacker(params)
-    # a.ptr a.len c.ptr c.len n h flag (pad) x, then the error record pointer
-    assert p.offsets == (0, 8, 16, 24, 32, 36, 38, 40, 48)
-    assert p.count == 9 and p.size == 56
-    p.set(0x1000, 10, 0x2000, 10, -5, 1.5, True, 2.25)
+    # a.ptr a.len c.ptr c.len n h flag (pad) x, logical threads, then the error record pointer
+    assert p.offsets == (0, 8, 16, 24, 32, 36, 38, 40, 48, 56)
+    assert p.count == 10 and p.size == 64
+    p.set(0x1000, 10, 0x2000, 10, -5, 1.5, True, 2.25, 1024)
     p.set_error_record(0xDEAD0)
-    expected = struct.pack("<QqQqie?xdQ", 0x1000, 10, 0x2000, 10, -5, 1.5, True, 2.25, 0xDEAD0)
+    expected = struct.pack(
+        "<QqQqie?xdqQ", 0x1000, 10, 0x2000, 10, -5, 1.5, True, 2.25, 1024, 0xDEAD0
+    )
     assert p.to_bytes() == expected
     base = p.pointers()[0]
     assert p.pointers() == [base + off for off in p.offsets]
     # a second launch rewrites the values but keeps the error record pointer
-    p.set(0x3000, 4, 0x4000, 4, 7, -0.5, False, 0.0)
+    p.set(0x3000, 4, 0x4000, 4, 7, -0.5, False, 0.0, 1)
     assert p.to_bytes()[-8:] == struct.pack("<Q", 0xDEAD0)
     assert p.to_bytes()[:8] == struct.pack("<Q", 0x3000)
     assert p.address != 0
@@ -112,9 +114,9 @@ def test_packer_lays_out_the_abi_with_natural_alignment() -> None:
 def test_packer_refuses_values_their_slot_cannot_hold() -> None:
     p = ParamPacker((ParamSpec("n", "scalar", fl.u8), ParamSpec("m", "scalar", fl.i32)))
     with pytest.raises(struct.error):
-        p.set(256, 0)
+        p.set(256, 0, 1)
     with pytest.raises(struct.error):
-        p.set(1, 1.5)
+        p.set(1, 1.5, 1)
     assert not scalar_fits(256, fl.u8) and scalar_fits(255, fl.u8)
     assert not scalar_fits(-1, fl.u32) and scalar_fits(-(2**31), fl.i32)
     assert not scalar_fits(1.5, fl.i64) and scalar_fits(3, fl.f32)

@@ -270,7 +270,17 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
     monkeypatch.setattr(
         driver,
         "load_kernel",
-        lambda ck: driver.LoadedKernel(ck.name, ck.entry, "CUfunction", 1, None, 512, 64, "ptx"),
+        lambda ck: driver.LoadedKernel(
+            ck.name,
+            ck.entry,
+            "CUfunction",
+            1,
+            None,
+            512,
+            64,
+            "ptx",
+            coarse_function="CUfunction_x4" if ck.coarse_entry else None,
+        ),
     )
     monkeypatch.delenv("FEARLESS_SYNC", raising=False)
     return fake
@@ -289,6 +299,30 @@ def _dev(ptr: int, n: int, dtype: Any = F32) -> Tensor:
     return Tensor._make(ptr, (n,), dtype, on_device=True, owner=None)
 
 
+def test_large_1d_launches_run_the_coarsened_entry(fake_gpu: FakeDriver) -> None:
+    ck = _kernel()
+    ck.coarse_entry, ck.coarsen = "fearless_vecadd_x4", 4
+    functions: list[Any] = []
+    real = fake_gpu.cuLaunchKernel
+
+    def record(f: Any, *rest: Any) -> tuple[Any]:
+        functions.append(f)
+        return real(f, *rest)
+
+    fake_gpu.cuLaunchKernel = record  # type: ignore[method-assign]
+    plan, _ = _plan(fake_gpu, ck)  # built after the patch: its launcher calls `record`
+    n = 1 << 24
+    a, b, c = _dev(0x10000, n), _dev(0x10000 + 4 * n, n), _dev(0x10000 + 8 * n, n)
+    grid = n // 256  # 65536 blocks >= 4 * 8 * 132
+    plan.launch(grid, 256, (a, b, c))
+    assert functions[-1] == "CUfunction_x4"
+    assert fake_gpu.calls[-1]["grid"] == (grid // 4, 1, 1)
+    logical = struct.unpack_from("<q", fake_gpu.calls[-1]["bytes"], 48)[0]
+    assert logical == grid * 256  # the coarsened kernel skips logical threads past this
+    plan.launch(5, 256, (a, b, c))  # small: every block is needed to fill the GPU
+    assert functions[-1] == "CUfunction" and fake_gpu.calls[-1]["grid"] == (5, 1, 1)
+
+
 def test_plan_packs_pointers_lengths_and_error_record(fake_gpu: FakeDriver) -> None:
     plan, pool = _plan(fake_gpu)
     a, b, c = _dev(0x10000, 1000), _dev(0x20000, 1000), _dev(0x30000, 1000)
@@ -297,7 +331,7 @@ def test_plan_packs_pointers_lengths_and_error_record(fake_gpu: FakeDriver) -> N
     assert call["grid"] == (4, 1, 1) and call["block"] == (256, 1, 1) and call["stream"] == 0
     record = pool._record_address(plan.slot)
     assert call["bytes"] == struct.pack(
-        "<QqQqQqQ", 0x10000, 1000, 0x20000, 1000, 0x30000, 1000, record
+        "<QqQqQqqQ", 0x10000, 1000, 0x20000, 1000, 0x30000, 1000, 1024, record
     )
     assert pool.launches == 1
     plan.launch(2, 16, (a, b, c), stream=0x7000)
@@ -359,7 +393,7 @@ def test_plan_checks_scalars(fake_gpu: FakeDriver) -> None:
     plan.launch(1, 8, (c, 7, 1.0, True))
     record = pool._record_address(plan.slot)
     assert fake_gpu.calls[-1]["bytes"] == struct.pack(
-        "<QqiH?xQ", 0x10000, 8, 7, 0x3F80, True, record
+        "<QqiH?xqQ", 0x10000, 8, 7, 0x3F80, True, 8, record
     )
     with pytest.raises(
         fl.KernelTypeError, match=r"`n` = 1099511627776 does not fit the parameter's type i32"

@@ -4,7 +4,13 @@ Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this or
   - for each `ParamSpec` of kind "slice" or "disjoint": a global pointer (u64) to element 0,
     then its length in elements (i64);
   - for each `ParamSpec` of kind "scalar": the value, passed as its dtype (bool as u8);
+  - the launch's logical thread count (i64): grid times block, as the user launched it;
   - last, a u64 pointer to this kernel's device error record (`ERROR_RECORD_WORDS` i64 words).
+
+A module may also export `CompiledKernel.coarse_entry`, the same kernel running `coarsen`
+logical threads per physical thread (logical i = p + k * S for k < coarsen, p the physical
+index, S the physical thread count, skipping i >= the logical thread count). The launcher
+uses it for large 1-D launches, with a grid of ceil(grid.x / coarsen) blocks.
 
 Device error record, i64 words: [flag, site, block.x, block.y, block.z, thread.x, thread.y,
 thread.z, index, length]. `flag` is 0 until the first failing check wins a compare-and-swap to
@@ -89,4 +95,6 @@ class CompiledKernel:
     arch: str
     ptx: str = ""
     cubin: bytes | None = None
+    coarse_entry: str | None = None
+    coarsen: int = 1
     stages: dict[str, str] = field(default_factory=dict)

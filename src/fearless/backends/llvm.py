@@ -2,7 +2,7 @@
 
 The backend's entry points (`lower_function` lives in `llvm_lower.py`, re-exported here):
 
-    lower_function(fn, params, contract, entry)
+    lower_function(fn, params, contract, entry, coarse_entry=None)
                                   SIMT IR -> llvmlite module with the kernel ABI of abi.py
     compile_ptx(module, "sm_90")  parse (own LLVM context) -> link libdevice if `__nv_*` is called
                                   -> internalise all but the kernels -> O3 (new pass manager)
@@ -41,10 +41,18 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import InternalError, ToolchainError
-from .llvm_lower import TRIPLE, lower_function
+from .llvm_lower import COARSEN, TRIPLE, coarsenable, lower_function
 from .toolchain import find_libdevice, find_ptxas
 
-__all__ = ["PTX_FEATURES", "check_arch", "compile_ptx", "lower_function", "ptxas_check"]
+__all__ = [
+    "COARSEN",
+    "PTX_FEATURES",
+    "check_arch",
+    "coarsenable",
+    "compile_ptx",
+    "lower_function",
+    "ptxas_check",
+]
 
 # Supported targets and the PTX ISA version each needs at least (sm_90a needs PTX 8.0).
 # The lowest version keeps the PTX loadable by the oldest driver that knows the GPU.

@@ -64,19 +64,24 @@ class ModuleSupport:
     # -------------------------------------------------------------------- helper routines
 
     def report_oob(self) -> ir.Function:
-        """`__fearless_report_oob(ptr addrspace(1) err, i64 site, i64 index, i64 length)`."""
+        """`__fearless_report_oob(err, i64 site, i64 index, i64 length, i64 block.x, i64 thread.x)`.
+
+        block.x and thread.x come from the caller: in a coarsened kernel they are the logical
+        thread's, not the physical one's.
+        """
         name = "__fearless_report_oob"
         if name in self._functions:
             return self._functions[name]
-        fn = self.declare(name, VOID, [GLOBAL_PTR, I64, I64, I64])
+        fn = self.declare(name, VOID, [GLOBAL_PTR, I64, I64, I64, I64, I64])
         fn.linkage = "internal"
         # Inlined into each cold block: a call makes ptxas follow the ABI in the whole kernel,
         # and a cubin linked by nvJitLink/cuLink keeps it (measured on the H200: vecadd 2^28
         # checked 1.354 ms with the call vs 0.964 ms inlined and 0.940 ms unchecked).
         for attr in ("alwaysinline", "nounwind"):
             fn.attributes.add(attr)
-        err, site, index, length = fn.args
+        err, site, index, length, bx, tx = fn.args
         err.name, site.name, index.name, length.name = "err", "site", "index", "length"
+        bx.name, tx.name = "block_x", "thread_x"
         entry, record, done = (fn.append_basic_block(n) for n in ("entry", "record", "done"))
 
         b = ir.IRBuilder(entry)
@@ -87,9 +92,10 @@ class ModuleSupport:
         b.cbranch(won, record, done)
 
         b.position_at_end(record)
-        words = [site]
-        for reg in ("ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z"):
-            words.append(b.zext(self.sreg(b, reg), I64))
+        words = [site, bx]
+        words += [b.zext(self.sreg(b, reg), I64) for reg in ("ctaid.y", "ctaid.z")]
+        words.append(tx)
+        words += [b.zext(self.sreg(b, reg), I64) for reg in ("tid.y", "tid.z")]
         words += [index, length]
         assert len(words) == ERROR_RECORD_WORDS - 1
         for offset, value in enumerate(words, start=1):

@@ -55,6 +55,7 @@ class LoadedKernel:
     max_threads_per_block: int  # after register allocation: may be below the device's limit
     num_regs: int
     binary: str  # "cubin" or "ptx" (JIT-compiled by the driver at load)
+    coarse_function: Any = None  # the thread-coarsened entry (CompiledKernel.coarse_entry)
 
 
 def cu() -> Any:
@@ -227,6 +228,21 @@ def load_kernel(ck: CompiledKernel) -> LoadedKernel:
         "cuFuncGetAttribute", d.cuFuncGetAttribute, attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn
     )
     num_regs = call("cuFuncGetAttribute", d.cuFuncGetAttribute, attr.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)
+    coarse = None
+    if ck.coarse_entry:
+        coarse = call(
+            f"finding the entry `{ck.coarse_entry}` of `{ck.name}`",
+            d.cuModuleGetFunction,
+            module,
+            ck.coarse_entry.encode(),
+        )
+        coarse_max = call(
+            "cuFuncGetAttribute",
+            d.cuFuncGetAttribute,
+            attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            coarse,
+        )
+        max_threads = min(int(max_threads), int(coarse_max))
     return LoadedKernel(
         name=ck.name,
         entry=ck.entry,
@@ -236,6 +252,7 @@ def load_kernel(ck: CompiledKernel) -> LoadedKernel:
         max_threads_per_block=int(max_threads),
         num_regs=int(num_regs),
         binary=binary,
+        coarse_function=coarse,
     )
 
 

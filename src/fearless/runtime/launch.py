@@ -67,7 +67,11 @@ class GpuLaunchPlan:
             else None
         )
         self.converters = tuple(_converter(p) for p in ck.params)
-        self._dims: dict[Any, tuple[Dim3, Dim3]] = {}
+        # (grid, block) as given -> (grid, block, function, physical grid.x, logical threads)
+        self._dims: dict[Any, tuple[Dim3, Dim3, Any, int, int]] = {}
+        # Large 1-D launches run the coarsened entry (abi.py) when the module has one: a grid
+        # of at least this many blocks still fills every SM after dividing it by `coarsen`.
+        self.coarse_min_blocks = ck.coarsen * 8 * max(1, self.device.sm_count)
         info = self.device
         self.limits = Limits(
             info.max_threads_per_block,
@@ -85,14 +89,25 @@ class GpuLaunchPlan:
 
     def check_dims(self, grid: Any, block: Any) -> tuple[Dim3, Dim3]:
         """Validate a grid/block pair against the contract and the device; remembered once valid."""
+        return self._shape(grid, block)[:2]  # type: ignore[return-value]
+
+    def _shape(self, grid: Any, block: Any) -> tuple[Dim3, Dim3, Any, int, int]:
+        """Validate a launch and choose how it runs: (grid, block, function, grid.x, threads)."""
         g = normalize_dims(grid, "grid")
         b = normalize_dims(block, "block")
         check_launch(self.ck.name, self.ck.contract, g, b, self.limits)
+        threads = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+        fn, gx = self.kernel.function, g[0]
+        coarse = self.kernel.coarse_function
+        one_d = (g[1], g[2], b[1], b[2]) == (1, 1, 1, 1)
+        if coarse is not None and one_d and gx >= self.coarse_min_blocks:
+            fn, gx = coarse, -(-gx // self.ck.coarsen)
+        shape = (g, b, fn, gx, threads)
         if len(self._dims) >= _DIM_CACHE_MAX:
             self._dims.clear()
         with contextlib.suppress(TypeError):  # unhashable (a list): validated again next time
-            self._dims[grid, block] = (g, b)
-        return g, b
+            self._dims[grid, block] = shape
+        return shape
 
     # ---------------------------------------------------------------------- error paths
 
@@ -151,12 +166,10 @@ class GpuLaunchPlan:
             f"the arguments of `{self.ck.name}` could not be packed", user_location(), code="E0701"
         )
 
-    def _relaunch(self, err: Any, g: Dim3, b: Dim3, cs: Any) -> None:
+    def _relaunch(self, err: Any, fn: Any, g: Dim3, b: Dim3, cs: Any) -> None:
         if err == self._cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a thread that never used the GPU
             driver.make_current()
-            (err,) = self._cu.cuLaunchKernel(
-                self.kernel.function, *g, *b, 0, cs, self.packer.address, 0
-            )
+            (err,) = self._cu.cuLaunchKernel(fn, *g, *b, 0, cs, self.packer.address, 0)
             if not err:
                 return
         raise driver.driver_error(err, f"launching `{self.ck.name}` with grid={g} block={b}")

@@ -6,6 +6,7 @@ natural alignment plus the pointer array into it, both built once from the ABI (
 
     slice/disjoint `a`  ->  u64 pointer to element 0, i64 length in elements
     scalar `x: T`       ->  T (bool as u8, f16 as IEEE half, bf16 as its 16 raw bits)
+    then                ->  i64 logical thread count of the launch
     last                ->  u64 pointer to the kernel's device error record
 
 A launch then costs one `struct.pack_into` of the changing values into that buffer (the error
@@ -44,7 +45,7 @@ class ParamPacker:
     """The argument buffer of one kernel signature; `set` writes one launch's values into it.
 
     `set` takes the flat values in ABI order without the error record: for each array its
-    pointer and length, for each scalar its value. `address` is the `void**` to pass to
+    pointer and length, for each scalar its value, then the launch's logical thread count. `address` is the `void**` to pass to
     cuLaunchKernel; it stays valid (and its target stays put) as long as the packer lives.
     """
 
@@ -55,6 +56,7 @@ class ParamPacker:
         codes: list[str] = []
         for p in params:
             codes += ["Q", "q"] if p.is_array else [STRUCT_CODES[p.dtype.name]]
+        codes.append("q")  # the logical thread count
         for code in codes:
             width = struct.calcsize("<" + code)
             pad = -size % width  # natural alignment, as the kernel's .param space has it

@@ -40,9 +40,9 @@ def build_launcher(
     lines = [
         "def launch(grid, block, args, stream=None):",
         "    try:",
-        "        g, b = dims[grid, block]",
+        "        g, b, fnc, gx, nthreads = dims[grid, block]",
         "    except (KeyError, TypeError):  # TypeError: a list is not hashable",
-        "        g, b = check_dims(grid, block)",
+        "        g, b, fnc, gx, nthreads = launch_shape(grid, block)",
         f"    if len(args) != {len(params)}:",
         "        raise arity_error(args)",
     ]
@@ -106,7 +106,7 @@ def build_launcher(
         lines.append(f"    overlap({starts}, {ends})")
     lines += [
         "    try:",
-        f"        pack_into({', '.join(['buffer', '0', *packed])})",
+        f"        pack_into({', '.join(['buffer', '0', *packed, 'nthreads'])})",
         "    except PACK_ERRORS:",
         "        raise scalar_error(args) from None",
         "    if stream is None:",
@@ -115,9 +115,9 @@ def build_launcher(
         "        cs = stream._cu if stream._cu is not None else stream.cu_stream()",
         "    else:",
         "        cs = CUstream(stream_handle(stream))",
-        "    err, = cu_launch(function, g[0], g[1], g[2], b[0], b[1], b[2], 0, cs, params_address, 0)",
+        "    err, = cu_launch(fnc, gx, g[1], g[2], b[0], b[1], b[2], 0, cs, params_address, 0)",
         "    if err:",
-        "        relaunch(err, g, b, cs)",
+        "        relaunch(err, fnc, (gx, g[1], g[2]), b, cs)",
         "    pool.launches += 1  # ErrorPool.mark_launched, inlined",
         "    if sync_after_launch():",
         "        synchronize()",
@@ -125,7 +125,7 @@ def build_launcher(
     source = "\n".join(lines) + "\n"
     env.update(
         dims=plan._dims,
-        check_dims=plan.check_dims,
+        launch_shape=plan._shape,
         arity_error=plan._arity_error,
         argument_error=plan._argument_error,
         dtype_error=plan._dtype_error,
@@ -144,7 +144,6 @@ def build_launcher(
         legacy_stream=plan._legacy_stream,
         CUstream=plan._cu.CUstream,
         cu_launch=plan._cu.cuLaunchKernel,
-        function=plan.kernel.function,
         params_address=plan.packer.address,
         pool=plan.pool,
         sync_after_launch=config.sync_after_launch,

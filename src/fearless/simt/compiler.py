@@ -110,7 +110,15 @@ def cache_key(kernel: Kernel, arch: str) -> str:
     add_function(kernel.func)
     h.update(
         repr(
-            (kernel.contract, kernel.unsafe, arch, __version__, llvmlite.__version__, "simt-abi-1")
+            (
+                kernel.contract,
+                kernel.requires,
+                kernel.unsafe,
+                arch,
+                __version__,
+                llvmlite.__version__,
+                "simt-abi-2",
+            )
         ).encode()
     )
     return h.hexdigest()
@@ -125,7 +133,8 @@ def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
     from ..backends import llvm as backend
 
     entry = _entry_name(ir.fn.name)
-    module = backend.lower_function(ir.fn, ir.params, ir.contract, entry)
+    coarse = f"{entry}_x{backend.COARSEN}" if backend.coarsenable(ir.fn) else None
+    module = backend.lower_function(ir.fn, ir.params, ir.contract, entry, coarse)
     llvm_text = str(module)
     _dump("llvm", ir.fn.name, llvm_text)
     ptx = backend.compile_ptx(module, arch)
@@ -147,6 +156,8 @@ def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
         ptx=ptx,
         cubin=cubin,
         stages={"llvm": llvm_text},
+        coarse_entry=coarse,
+        coarsen=backend.COARSEN if coarse else 1,
     )
     cache.store(key, ck)
     return ck
