@@ -184,3 +184,30 @@ def test_borrow_error_on_gpu_with_torch_views() -> None:
         K.vecadd[4, 256](a, a, c)
     K.vecadd[4, 256](buf[:1024], buf[:1024], buf[1024:])  # disjoint views are fine
     torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("name", ["vecadd", "int_ops", "collatz", "stencil3"])
+def test_large_launches_run_coarsened_and_match_the_simulator(name: str) -> None:
+    n = (1 << 21) + 3  # 8193 blocks of 256: the launcher picks the 4x coarsened entry
+    kernel, grid, block, args, outs, exact = CASES[name](n)
+    assert grid >= 4 * 8 * 132
+    sim, dev = both(kernel, grid, block, *args, outputs=outs)
+    for s, d in zip(sim, dev, strict=True):
+        np.testing.assert_array_equal(d, s)
+
+
+def test_coarsened_bounds_error_names_the_logical_thread() -> None:
+    n = 1 << 21
+    src = fl.asarray(np.arange(n, dtype=np.float32))
+    idx_np = np.arange(n, dtype=np.int32)
+    bad = 1_234_567
+    idx_np[bad] = n  # one logical thread reads past the end
+    out = fl.asarray(np.zeros(n, np.float32))
+    K.gather[n // 256, 256](fl.asarray(src.numpy()), fl.asarray(idx_np), out)
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    text = str(info.value)
+    assert f"the len is {n} but the index is {n}" in info.value.message
+    assert f"block ({bad // 256}, 0, 0), thread ({bad % 256}, 0, 0)" in text
+    got = out.numpy()
+    assert got[bad] == 0.0 and got[bad + 1] == bad + 1  # only the failing thread stopped
