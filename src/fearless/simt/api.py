@@ -18,6 +18,7 @@ from ..abi import CompiledKernel, LaunchContract
 from ..errors import CompileError, FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source
 from ..runtime.contract import Dim3, normalize_dims
+from ..runtime.target import current_target
 from .compiler import CompiledIR, compile_for_cuda, compile_ir, render_stage
 from .crash import internal_error
 from .launcher import Launcher, make_launcher
@@ -112,12 +113,22 @@ class PreparedLaunch:
 
 
 class _Configured:
-    def __init__(self, kernel: Kernel, grid: Dim3, block: Dim3, stream: Any) -> None:
+    """`kernel[grid, block]` (or `[grid, block, stream]`): launches when called."""
+
+    __slots__ = ("block", "grid", "kernel", "stream")
+
+    def __init__(self, kernel: Kernel, grid: Any, block: Any, stream: Any) -> None:
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
 
-    @user_facing
     def __call__(self, *args: Any) -> None:
-        self.kernel._launcher().launch(self.grid, self.block, args, self.stream)
+        # grid and block are validated (and remembered) by the launcher, not here: a warm
+        # `k[g, b](...)` costs one dictionary hit for them.
+        try:
+            self.kernel._launcher().launch(self.grid, self.block, args, self.stream)
+        except FearlessError as exc:
+            if config.show_internal_frames():
+                raise
+            raise exc.with_traceback(None) from None
 
 
 class Kernel:
@@ -176,8 +187,6 @@ class Kernel:
         return ck
 
     def _launcher(self) -> Launcher:
-        from ..runtime.target import current_target
-
         target = current_target()
         launcher = self._launchers.get(target)
         if launcher is None:
@@ -193,9 +202,7 @@ class Kernel:
                 f"`{self.name}[...]` takes a launch configuration `[grid, block]`",
                 help=f"launch as `{self.name}[grid, block](args...)`, e.g. `[(n + 255) // 256, 256]`",
             )
-        grid = normalize_dims(config[0], "grid")
-        block = normalize_dims(config[1], "block")
-        return _Configured(self, grid, block, config[2] if len(config) == 3 else None)
+        return _Configured(self, config[0], config[1], config[2] if len(config) == 3 else None)
 
     @user_facing
     def prepare(
@@ -214,8 +221,21 @@ class Kernel:
         launcher.validate(g, b)
         return PreparedLaunch(self, g, b, launcher)
 
-    @user_facing
     def __call__(self, *args: Any, stream: Any = None) -> None:
+        # The warm path: no wrapper call, no checks beyond these two identity tests.
+        prep = args[0] if args else None
+        if type(prep) is PreparedLaunch and prep.kernel is self:
+            try:
+                prep.launcher.launch(prep.grid, prep.block, args[1:], stream)
+            except FearlessError as exc:
+                if config.show_internal_frames():
+                    raise
+                raise exc.with_traceback(None) from None
+            return
+        self._bad_launch(args)
+
+    @user_facing
+    def _bad_launch(self, args: tuple[Any, ...]) -> None:
         if not args or not isinstance(args[0], PreparedLaunch):
             raise LaunchContractError(
                 f"`{self.name}` needs a launch configuration",
@@ -228,7 +248,6 @@ class Kernel:
                 f"this PreparedLaunch belongs to `{prep.kernel.name}`, not `{self.name}`",
                 help=f"prepare it with `{self.name}.prepare(...)`",
             )
-        prep.launcher.launch(prep.grid, prep.block, args[1:], stream)
 
     # ----------------------------------------------------------------------------- inspect
 
