@@ -9,9 +9,11 @@ FEARLESS_DUMP=ir,llvm,ptx writes each stage to FEARLESS_DUMP_DIR when it is prod
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__, cache, config
@@ -78,6 +80,19 @@ def render_ir(ir: CompiledIR) -> str:
     return header + print_function(ir.fn)
 
 
+@functools.cache
+def compiler_digest() -> str:
+    """sha256 of the compiler's own source: a changed compiler never reuses old binaries."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for part in ("abi.py", "dtypes.py", "frontend", "ir", "simt", "backends"):
+        path = root / part
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def cache_key(kernel: Kernel, arch: str) -> str:
     """sha256 of the kernel's source, the globals it resolves, its options and the versions."""
     import llvmlite
@@ -118,6 +133,7 @@ def cache_key(kernel: Kernel, arch: str) -> str:
                 __version__,
                 llvmlite.__version__,
                 "simt-abi-2",
+                compiler_digest(),
             )
         ).encode()
     )
