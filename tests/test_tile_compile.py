@@ -29,10 +29,26 @@ SIGNATURES = {
     "vecadd": (P("z", f32, (128,)), T("x", f32, 1), T("y", f32, 1)),
     "softmax_f32": (P("out", f32, (4, 128)), T("x", f32, 2)),
     "softmax_bf16": (P("out", bf16, (4, 128)), T("x", bf16, 2)),
-    "matmul_f16": (P("c", f32, (64, 64)), T("a", f16, 2), T("b", f16, 2), TileParam("BK", "const", value=32)),
-    "matmul_bf16": (P("c", f32, (64, 64)), T("a", bf16, 2), T("b", bf16, 2), TileParam("BK", "const", value=32)),
+    "matmul_f16": (
+        P("c", f32, (64, 64)),
+        T("a", f16, 2),
+        T("b", f16, 2),
+        TileParam("BK", "const", value=32),
+    ),
+    "matmul_bf16": (
+        P("c", f32, (64, 64)),
+        T("a", bf16, 2),
+        T("b", bf16, 2),
+        TileParam("BK", "const", value=32),
+    ),
     "rms_norm": (P("out", f32, (4, 128)), T("x", f32, 2), T("w", f32, 1), S("eps", f32)),
-    "layer_norm": (P("out", f32, (4, 128)), T("x", f32, 2), T("w", f32, 1), T("b", f32, 1), S("eps", f32)),
+    "layer_norm": (
+        P("out", f32, (4, 128)),
+        T("x", f32, 2),
+        T("w", f32, 1),
+        T("b", f32, 1),
+        S("eps", f32),
+    ),
 }
 
 

@@ -37,7 +37,8 @@ def test_partition_shape_not_a_power_of_two() -> None:
 
 def test_moved_tensor_names_the_line_it_moved_at() -> None:
     z = fl.empty(256, dtype=fl.f32)
-    zp = z.partition((128,)); moved_line = _this_line()  # noqa: E702
+    zp = z.partition((128,))
+    moved_line = _this_line() - 1  # the line above, where `z` moved
     with pytest.raises(fl.MovedError, match="moved") as info:
         z.numpy()
     assert f":{moved_line}:" in str(info.value)
@@ -102,7 +103,11 @@ def test_mixed_dtypes_need_astype() -> None:
         z.store(tile.load_like(x, z) + tile.load_like(h, z))
 
     with pytest.raises(fl.KernelTypeError, match="mismatched types in `\\+`: f32 and f16") as info:
-        mix(fl.empty(128, dtype=fl.f32).partition((128,)), fl.zeros(128), fl.zeros(128, dtype=fl.f16))
+        mix(
+            fl.empty(128, dtype=fl.f32).partition((128,)),
+            fl.zeros(128),
+            fl.zeros(128, dtype=fl.f16),
+        )
     assert "astype(fl.f32)" in str(info.value)
 
 

@@ -57,7 +57,10 @@ rng = np.random.default_rng(7)
 
 
 def test_vecadd_gpu_matches_sim() -> None:
-    x, y = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
+    x, y = (
+        rng.standard_normal(1000).astype(np.float32),
+        rng.standard_normal(1000).astype(np.float32),
+    )
     gpu, sim = _both(_ex().vecadd, 1000, fl.f32, (128,), [(x, fl.f32), (y, fl.f32)])
     np.testing.assert_array_equal(gpu, sim)
 
@@ -75,7 +78,9 @@ def test_matmul_gpu_matches_sim(name: str) -> None:
     dt = fl.f16 if name == "matmul_f16" else fl.bf16
     a = rng.standard_normal((200, 96)).astype(np.float32)
     b = rng.standard_normal((96, 130)).astype(np.float32)
-    gpu, sim = _both(getattr(_ex(), name), (200, 130), fl.f32, (64, 64), [(a, dt), (b, dt)], extra=(32,))
+    gpu, sim = _both(
+        getattr(_ex(), name), (200, 130), fl.f32, (64, 64), [(a, dt), (b, dt)], extra=(32,)
+    )
     np.testing.assert_allclose(gpu, sim, rtol=1e-3, atol=1e-3)
 
 
@@ -83,9 +88,16 @@ def test_norms_gpu_match_sim() -> None:
     x = rng.standard_normal((21, 100)).astype(np.float32)
     w, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
     ex = _ex()
-    gpu, sim = _both(ex.rms_norm, (21, 100), fl.f32, (4, 128), [(x, fl.f32), (w, fl.f32)], extra=(1e-5,))
+    gpu, sim = _both(
+        ex.rms_norm, (21, 100), fl.f32, (4, 128), [(x, fl.f32), (w, fl.f32)], extra=(1e-5,)
+    )
     np.testing.assert_allclose(gpu, sim, rtol=1e-4, atol=1e-5)
     gpu, sim = _both(
-        ex.layer_norm, (21, 100), fl.f32, (4, 128), [(x, fl.f32), (w, fl.f32), (b, fl.f32)], extra=(1e-5,)
+        ex.layer_norm,
+        (21, 100),
+        fl.f32,
+        (4, 128),
+        [(x, fl.f32), (w, fl.f32), (b, fl.f32)],
+        extra=(1e-5,),
     )
     np.testing.assert_allclose(gpu, sim, rtol=1e-4, atol=1e-5)

@@ -22,8 +22,12 @@ from ..ir.core import Block, Value
 from ..runtime.arrays import ArrayInfo
 from ..tile import ops
 from ..tile.compiler import TileIR
-from ..tile.types import ArrayParamType, TileType
+from ..tile.types import ArrayParamType, TileType, tile_type
 from . import numerics as nx
+
+# A tile's value while the simulator runs: an array, or a NumPy scalar where a reduction
+# leaves no axes.
+_Tile = np.ndarray | np.generic
 
 _MATH = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil"}
 
@@ -61,7 +65,9 @@ def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> Non
 
 
 class _Block:
-    def __init__(self, env: dict[Value, Any], bid: tuple[int, int, int], grid: tuple[int, int, int]) -> None:
+    def __init__(
+        self, env: dict[Value, Any], bid: tuple[int, int, int], grid: tuple[int, int, int]
+    ) -> None:
         self.env = dict(env)
         self.bid = bid
         self.grid = grid
@@ -84,7 +90,7 @@ class _Block:
     def step(self, op: Any, args: list[Any]) -> Any:
         a = op.attrs
         if isinstance(op, ops.Constant):
-            t: TileType = op.result.type
+            t = tile_type(op.result)
             return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
         if isinstance(op, ops.BlockId):
             return np.int32(self.bid[a["axis"]])
@@ -102,7 +108,9 @@ class _Block:
         if isinstance(op, ops.Binary):
             assert dt is not None
             with np.errstate(all="ignore"):
-                return np.asarray(nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt))
+                return np.asarray(
+                    nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt)
+                )
         if isinstance(op, ops.Compare):
             assert dt is not None
             return np.asarray(nx.compare_fn(a["pred"], dt)(args[0], args[1]))
@@ -134,7 +142,7 @@ class _Block:
             out = args[2].astype(wide) + prod
             return _round(out, acc_dt)
         if isinstance(op, ops.Iota):
-            return np.arange(a["n"], dtype=nx.storage_dtype(op.result.type.dtype))
+            return np.arange(a["n"], dtype=nx.storage_dtype(tile_type(op.result).dtype))
         if isinstance(op, ops.For):
             return self._loop(op, args)
         raise InternalError(f"the Tile simulator has no rule for {op.opname}")
@@ -157,13 +165,13 @@ def _dtype(v: Value) -> DType:
     return t.dtype
 
 
-def _round(x: np.ndarray, dt: DType) -> np.ndarray:
+def _round(x: _Tile, dt: DType) -> _Tile:
     if dt.name == "bf16":
         return np.asarray(nx.round_bf16(x.astype(np.float32)))
     return x.astype(nx.storage_dtype(dt))
 
 
-def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> np.ndarray:
+def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> _Tile:
     if kind == "sum":
         wide = np.float32 if dt.name in ("f16", "bf16") else None
         with np.errstate(all="ignore"):
@@ -172,7 +180,9 @@ def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> np.ndarray:
     return np.asarray(fn(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
 
 
-def _window(arr: _Array, index: list[int], shape: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+def _window(
+    arr: _Array, index: list[int], shape: tuple[int, ...]
+) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
     src, dst = [], []
     for i, s, extent in zip(index, shape, arr.host.shape, strict=True):
         start = i * s

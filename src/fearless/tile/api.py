@@ -209,11 +209,15 @@ def astype(x: Any, dtype: Any) -> Any:
     """`x` converted to `dtype` (also the method `x.astype(dtype)`)."""
 
 
-KERNEL_FUNCTIONS = {
+_STUBS: tuple[Callable[..., Any], ...] = (
+    load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
+    log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
+    where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
+)  # fmt: skip
+
+# The stubs by tile name; each also carries `__wrapped__`, the function whose signature calls
+# are bound against (set by `_kernel_only`, hence the ignores where they are read).
+KERNEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     f.__fearless_tile__: f  # type: ignore[attr-defined]
-    for f in (
-        load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
-        log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
-        where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
-    )
-}  # fmt: skip
+    for f in _STUBS
+}

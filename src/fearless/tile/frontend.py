@@ -28,7 +28,7 @@ from ..frontend.values import PY_BINOPS, PY_CMPS, SYMBOL, PyObj, Weak
 from ..ir.core import Block, Function, Op, Value
 from . import ops
 from .api import KERNEL_FUNCTIONS
-from .types import ArrayParamType, TileType, is_pow2
+from .types import ArrayParamType, TileType, is_pow2, tile_type
 
 Operand = Any  # Value | Weak | PyObj | tuple[Operand, ...]
 
@@ -178,7 +178,9 @@ class TileLowerer:
             and not it.keywords
         ):
             raise unsupported(
-                "this loop", self.loc(it), help="loop over `range(stop)` or `range(start, stop, step)`"
+                "this loop",
+                self.loc(it),
+                help="loop over `range(stop)` or `range(start, stop, step)`",
             )
         bounds = [self.index(self.expr(a), self.loc(a)) for a in it.args]
         if len(bounds) == 1:
@@ -200,9 +202,7 @@ class TileLowerer:
                 t = hint or TileType(dtypes.literal_default(v.value))
                 v = self.emit(ops.Constant(self._literal(v, t.dtype, loc), t, loc))
             elif not isinstance(v, Value) or not isinstance(v.type, TileType):
-                raise unsupported(
-                    f"reassigning `{name}` (a compile-time value) inside a loop", loc
-                )
+                raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
             carried.append(name)
             init.append(v)
         body = Block("for.body")
@@ -218,7 +218,8 @@ class TileLowerer:
         for name, a in zip(carried, args, strict=True):
             v = self.env[name]
             if isinstance(v, Weak):
-                v = self.emit(ops.Constant(self._literal(v, a.type.dtype, loc), a.type, loc))
+                at = tile_type(a)
+                v = self.emit(ops.Constant(self._literal(v, at.dtype, loc), at, loc))
             if not isinstance(v, Value) or v.type != a.type:
                 got = v.type if isinstance(v, Value) else type(v).__name__
                 if name in weak_init and isinstance(got, TileType):
@@ -265,7 +266,9 @@ class TileLowerer:
             return self.env[node.id]
         found, obj = self.src.lookup(node.id)
         if not found:
-            raise CompileError(f"cannot find `{node.id}` in this scope", self.loc(node), code="E0425")
+            raise CompileError(
+                f"cannot find `{node.id}` in this scope", self.loc(node), code="E0425"
+            )
         if isinstance(obj, bool | int | float):
             return Weak(obj)  # a global constant is a compile-time literal
         return PyObj(obj, node.id)
@@ -279,11 +282,13 @@ class TileLowerer:
         attr = node.attr
         if isinstance(base, PyObj):
             if not hasattr(base.obj, attr):
-                raise CompileError(
-                    f"`{base.name}` has no attribute `{attr}`", loc, code="E0433"
-                )
+                raise CompileError(f"`{base.name}` has no attribute `{attr}`", loc, code="E0433")
             obj = getattr(base.obj, attr)
-            return Weak(obj) if isinstance(obj, bool | int | float) else PyObj(obj, f"{base.name}.{attr}")
+            return (
+                Weak(obj)
+                if isinstance(obj, bool | int | float)
+                else PyObj(obj, f"{base.name}.{attr}")
+            )
         if isinstance(base, Value) and isinstance(base.type, ArrayParamType):
             t = base.type
             if attr == "shape":
@@ -312,7 +317,9 @@ class TileLowerer:
                 return Bound("astype", base)
             if attr == "T":
                 return self.permute(base, None, loc)
-        raise CompileError(f"`{ast.unparse(node)}` is not available in tile kernels", loc, code="E0433")
+        raise CompileError(
+            f"`{ast.unparse(node)}` is not available in tile kernels", loc, code="E0433"
+        )
 
     def expr_Subscript(self, node: ast.Subscript) -> Operand:
         base = self.expr(node.value)
@@ -344,22 +351,30 @@ class TileLowerer:
         if isinstance(node.op, ast.UAdd):
             return x
         if isinstance(x, Weak):
-            v = x.value
-            return Weak(-v if isinstance(node.op, ast.USub) else (not v) if isinstance(node.op, ast.Not) else ~v)  # type: ignore[operator]
+            w = x.value
+            if isinstance(node.op, ast.USub):
+                return Weak(-w)
+            if isinstance(node.op, ast.Not):
+                return Weak(not w)
+            return Weak(~w)  # type: ignore[operator]  # `~` of a float literal: Python's TypeError
         v = self.tile_value(x, loc)
         if isinstance(node.op, ast.USub):
             return self.emit(ops.Unary("neg", v, loc))
-        if isinstance(node.op, ast.Not | ast.Invert) and v.type.dtype.is_bool:
+        if isinstance(node.op, ast.Not | ast.Invert) and tile_type(v).dtype.is_bool:
             return self.emit(ops.Unary("not", v, loc))
         raise unsupported(f"the operator in `{ast.unparse(node)}`", loc)
 
     def expr_Compare(self, node: ast.Compare) -> Operand:
         if len(node.ops) != 1:
-            raise unsupported("chained comparisons", self.loc(node), help="use `&` of two comparisons")
+            raise unsupported(
+                "chained comparisons", self.loc(node), help="use `&` of two comparisons"
+            )
         pred = CMPOPS.get(type(node.ops[0]))
         if pred is None:
             raise unsupported(f"`{ast.unparse(node)}`", self.loc(node))
-        return self.compare(pred, self.expr(node.left), self.expr(node.comparators[0]), self.loc(node))
+        return self.compare(
+            pred, self.expr(node.left), self.expr(node.comparators[0]), self.loc(node)
+        )
 
     def expr_Call(self, node: ast.Call) -> Operand:
         loc = self.loc(node)
@@ -386,7 +401,9 @@ class TileLowerer:
             if func.obj is min or func.obj is max:
                 if all(isinstance(a, Weak) for a in args):
                     return Weak(func.obj(*(a.value for a in args)))
-                return self.call_api("minimum" if func.obj is min else "maximum", args, kwargs, node)
+                return self.call_api(
+                    "minimum" if func.obj is min else "maximum", args, kwargs, node
+                )
             if func.obj is len and len(args) == 1 and isinstance(args[0], tuple):
                 return Weak(len(args[0]))
         raise CompileError(
@@ -442,7 +459,9 @@ class TileLowerer:
                 label=f"expected {dtype.name}",
                 help=f"write a value {dtype.name} holds, or convert the tile with `.astype(...)`",
             )
-        return float(w.value) if dtype.is_float else bool(w.value) if dtype.is_bool else int(w.value)
+        return (
+            float(w.value) if dtype.is_float else bool(w.value) if dtype.is_bool else int(w.value)
+        )
 
     def tile_value(self, x: Operand, loc: Location, dtype: DType | None = None) -> Value:
         """`x` as a tile value; a Weak becomes `dtype` (or its default type)."""
@@ -463,7 +482,7 @@ class TileLowerer:
     def index(self, x: Operand, loc: Location) -> Value:
         """An i32 scalar for a tile coordinate or loop bound."""
         v = self.tile_value(x, loc, dtypes.i32)
-        t = v.type
+        t = tile_type(v)
         if t.shape != () or not t.dtype.is_int:
             raise KernelTypeError(f"an index must be an integer scalar, found {t}", loc)
         return v if t.dtype == dtypes.i32 else self.emit(ops.Cast(v, dtypes.i32, loc))
@@ -473,11 +492,11 @@ class TileLowerer:
             return dtypes.literal_default(a.value if isinstance(a.value, float) else b.value)
         if isinstance(a, Weak):
             a, b = b, a
-        da = self.tile_value(a, loc).type.dtype
+        da = tile_type(self.tile_value(a, loc)).dtype
         if isinstance(b, Weak):
             self._literal(b, da, loc)
             return da
-        db = self.tile_value(b, loc).type.dtype
+        db = tile_type(self.tile_value(b, loc)).dtype
         if da != db:
             wide = da if da.bits >= db.bits and da.is_float >= db.is_float else db
             raise KernelTypeError(
@@ -488,7 +507,9 @@ class TileLowerer:
             )
         return da
 
-    def broadcast_shapes(self, s1: tuple[int, ...], s2: tuple[int, ...], loc: Location) -> tuple[int, ...]:
+    def broadcast_shapes(
+        self, s1: tuple[int, ...], s2: tuple[int, ...], loc: Location
+    ) -> tuple[int, ...]:
         out = []
         for i in range(1, max(len(s1), len(s2)) + 1):
             d1 = s1[-i] if i <= len(s1) else 1
@@ -504,14 +525,14 @@ class TileLowerer:
         return tuple(reversed(out))
 
     def broadcast_to(self, v: Value, shape: tuple[int, ...], loc: Location) -> Value:
-        t = v.type
+        t = tile_type(v)
         if t.shape == shape:
             return v
         if self.broadcast_shapes(t.shape, shape, loc) != shape:
             raise KernelTypeError(f"cannot broadcast a tile of shape {t.shape} to {shape}", loc)
         if t.ndim < len(shape):
             v = self.emit(ops.Reshape(v, (1,) * (len(shape) - t.ndim) + t.shape, loc))
-        if v.type.shape != shape:
+        if tile_type(v).shape != shape:
             v = self.emit(ops.Broadcast(v, shape, loc))
         return v
 
@@ -519,7 +540,7 @@ class TileLowerer:
         vs = [self.tile_value(x, loc, dtype) for x in xs]
         shape: tuple[int, ...] = ()
         for v in vs:
-            shape = self.broadcast_shapes(shape, v.type.shape, loc)
+            shape = self.broadcast_shapes(shape, tile_type(v).shape, loc)
         return [self.broadcast_to(v, shape, loc) for v in vs]
 
     def binary(self, kind: str, a: Operand, b: Operand, loc: Location) -> Operand:
@@ -527,7 +548,9 @@ class TileLowerer:
             try:
                 return Weak(PY_BINOPS[kind](a.value, b.value))
             except (ZeroDivisionError, OverflowError, ValueError) as exc:
-                raise CompileError(f"cannot evaluate `{a.value!r} {SYMBOL[kind]} {b.value!r}`: {exc}", loc) from None
+                raise CompileError(
+                    f"cannot evaluate `{a.value!r} {SYMBOL[kind]} {b.value!r}`: {exc}", loc
+                ) from None
         sym = SYMBOL.get(kind, kind)
         dt = self.unify(a, b, loc, f"`{sym}`")
         if kind == "div" and not dt.is_float:
@@ -552,33 +575,34 @@ class TileLowerer:
 
     def cast(self, x: Operand, dtype: DType, loc: Location) -> Value:
         if isinstance(x, Weak):
-            v = x.value
-            literal = float(v) if dtype.is_float else bool(v) if dtype.is_bool else int(v)
+            w = x.value
+            literal = float(w) if dtype.is_float else bool(w) if dtype.is_bool else int(w)
             return self.const(literal, dtype, loc)
         v = self.tile_value(x, loc)
-        return v if v.type.dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
+        return v if tile_type(v).dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
 
     def store(self, part: Value, x: Operand, loc: Location) -> None:
         t = part.type
         assert isinstance(t, ArrayParamType) and t.tile is not None
         v = self.tile_value(x, loc, t.dtype)
-        if v.type.dtype != t.dtype:
+        vt = tile_type(v)
+        if vt.dtype != t.dtype:
             raise KernelTypeError(
-                f"cannot store a {v.type.dtype.name} tile into `{part.name}`, a Part of {t.dtype.name}",
+                f"cannot store a {vt.dtype.name} tile into `{part.name}`, a Part of {t.dtype.name}",
                 loc,
-                label=f"this is {v.type.dtype.name}",
+                label=f"this is {vt.dtype.name}",
                 help=f"convert it: `x.astype(fl.{t.dtype.name})`",
             )
-        if self.broadcast_shapes(v.type.shape, t.tile, loc) != t.tile:
+        if self.broadcast_shapes(vt.shape, t.tile, loc) != t.tile:
             raise KernelTypeError(
-                f"cannot store a tile of shape {v.type.shape} into `{part.name}`, whose tiles are {t.tile}",
+                f"cannot store a tile of shape {vt.shape} into `{part.name}`, whose tiles are {t.tile}",
                 loc,
                 help="the stored tile must have the partition's tile shape (or broadcast to it)",
             )
         self.block.append(ops.Store(part, self.broadcast_to(v, t.tile, loc), loc))
 
     def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
-        n = x.type.ndim
+        n = tile_type(x).ndim
         perm = tuple(reversed(range(n))) if axes is None else axes
         if sorted(perm) != list(range(n)):
             raise CompileError(f"{perm} is not a permutation of the {n} axes", loc)
@@ -586,9 +610,10 @@ class TileLowerer:
 
     def matmul(self, a: Operand, b: Operand, loc: Location) -> Value:
         va, vb = self.tile_value(a, loc), self.tile_value(b, loc)
-        acc_dt = dtypes.f32 if va.type.dtype in (dtypes.f16, dtypes.bf16) else va.type.dtype
-        m = va.type.shape[0] if va.type.ndim == 2 else 0
-        n = vb.type.shape[-1] if vb.type.ndim == 2 else 0
+        ta, tb = tile_type(va), tile_type(vb)
+        acc_dt = dtypes.f32 if ta.dtype in (dtypes.f16, dtypes.bf16) else ta.dtype
+        m = ta.shape[0] if ta.ndim == 2 else 0
+        n = tb.shape[-1] if tb.ndim == 2 else 0
         acc = self.const(0, acc_dt, loc, (m, n)) if m and n else None
         from .lower_api import mma
 
@@ -605,7 +630,9 @@ class TileLowerer:
             help="use a literal, a `tile.Const[int]` parameter or a Part's `.shape`",
         )
 
-    def static_shape(self, x: Operand, loc: Location, what: str = "a tile shape") -> tuple[int, ...]:
+    def static_shape(
+        self, x: Operand, loc: Location, what: str = "a tile shape"
+    ) -> tuple[int, ...]:
         items = x if isinstance(x, tuple) else (x,)
         shape = tuple(self.static_int(i, loc, what) for i in items)
         bad = [d for d in shape if not is_pow2(d)]

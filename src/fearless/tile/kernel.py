@@ -64,9 +64,9 @@ class Kernel:
             out = []
             for arg in src.tree.args.args:
                 ann = hints.get(arg.arg)
-                ok = isinstance(ann, PartAnnotation | TensorAnnotation | ConstAnnotation | DType) or (
-                    ann in (int, float, bool)
-                )
+                ok = isinstance(
+                    ann, PartAnnotation | TensorAnnotation | ConstAnnotation | DType
+                ) or (ann in (int, float, bool))
                 if not ok:
                     raise CompileError(
                         f"parameter `{arg.arg}` needs a Tile annotation",
@@ -103,7 +103,9 @@ class Kernel:
                 arg.check_live()
                 self._check_dtype(name, arg.dtype, ann.dtype)
                 t = arg.tensor
-                info = ArrayInfo(t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host)
+                info = ArrayInfo(
+                    t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host
+                )
                 if (target == "cuda") != info.on_device:
                     raise KernelTypeError(
                         f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "

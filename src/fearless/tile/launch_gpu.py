@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 _I32_MAX = 2**31 - 1
 
 
-def launch(kernel: Kernel, signature: Signature, grid: tuple[int, int, int], values: list[Any], stream: Any) -> None:
+def launch(
+    kernel: Kernel, signature: Signature, grid: tuple[int, int, int], values: list[Any], stream: Any
+) -> None:
     ct = kernel.compile(signature)
     key = (signature, ct.arch)
     loaded = kernel._gpu.get(key)
@@ -56,7 +58,10 @@ def launch(kernel: Kernel, signature: Signature, grid: tuple[int, int, int], val
             assert p.dtype is not None
             codes.append(STRUCT_CODES[p.dtype.name])
             flat.append(bf16_bits(v) if p.dtype.name == "bf16" else v)
-    buffers = [ctypes.create_string_buffer(struct.pack("<" + c, x), max(8, struct.calcsize(c))) for c, x in zip(codes, flat, strict=True)]
+    buffers = [
+        ctypes.create_string_buffer(struct.pack("<" + c, x), max(8, struct.calcsize(c)))
+        for c, x in zip(codes, flat, strict=True)
+    ]
     pointers = (ctypes.c_void_p * max(1, len(buffers)))(*[ctypes.addressof(b) for b in buffers])
     cu = driver.cu()
     handle = stream_handle(stream)

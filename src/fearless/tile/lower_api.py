@@ -15,7 +15,7 @@ from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.values import PyObj, Weak
 from ..ir.core import Value
 from . import ops
-from .types import ArrayParamType, TileType
+from .types import ArrayParamType, TileType, tile_type
 
 if TYPE_CHECKING:
     from .frontend import Operand, TileLowerer
@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 LocOf = Callable[[str], Location]
 
 
-def _array(lw: TileLowerer, x: Any, loc: Location, what: str) -> Value:
+def _array(lw: TileLowerer, x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
     if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
-        return x
+        return x, x.type
     raise KernelTypeError(
         f"{what} must be a `tile.Tensor` or `tile.Part` parameter",
         loc,
@@ -53,8 +53,8 @@ def _axis(lw: TileLowerer, axis: Any, ndim: int, loc: Location) -> int:
 
 
 def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, padding: Any) -> Value:
-    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
-    if arr.type.is_part:
+    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
+    if at.is_part:
         raise SafetyError(
             f"`tile.load` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
             loc_of("t"),
@@ -63,7 +63,7 @@ def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, pad
         )
     idx = index if isinstance(index, tuple) else (index,)
     shp = lw.static_shape(shape, loc_of("shape"))
-    nd = arr.type.ndim
+    nd = at.ndim
     if len(idx) != nd or len(shp) != nd:
         raise KernelTypeError(
             f"`{arr.name}` has {nd} dimension(s): the index and the shape need {nd} entries each",
@@ -75,25 +75,25 @@ def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, pad
 
 
 def api_load_like(lw: TileLowerer, loc_of: LocOf, t: Any, part: Any, padding: Any) -> Value:
-    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
-    p = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
-    if not p.type.is_part:
+    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
+    p, pt = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
+    if not pt.is_part:
         raise KernelTypeError(f"`{p.name}` is not a `tile.Part`", loc_of("part"))
-    if arr.type.is_part and arr is not p:
+    if at.is_part and arr is not p:
         raise SafetyError(
             f"cannot read `{arr.name}` at `{p.name}`'s index: another block owns that tile",
             loc_of("t"),
             help=f"read `{arr.name}`'s own tile with `tile.load_like({arr.name}, {arr.name})`",
         )
-    assert p.type.tile is not None
-    if arr.type.ndim != p.type.ndim:
+    assert pt.tile is not None
+    if at.ndim != pt.ndim:
         raise KernelTypeError(
-            f"`{arr.name}` has {arr.type.ndim} dimension(s) but `{p.name}`'s tiles have {p.type.ndim}",
+            f"`{arr.name}` has {at.ndim} dimension(s) but `{p.name}`'s tiles have {pt.ndim}",
             loc_of("t"),
         )
-    index = [lw.emit(ops.BlockId(a, loc_of("part"))) for a in range(p.type.ndim)]
+    index = [lw.emit(ops.BlockId(a, loc_of("part"))) for a in range(pt.ndim)]
     pad = _padding(lw, padding, loc_of("padding"))
-    return lw.emit(ops.Load(arr, index, p.type.tile, pad, loc_of("t")))
+    return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t")))
 
 
 def _grid_axis(lw: TileLowerer, axis: Any, loc: Location) -> int:
@@ -113,12 +113,14 @@ def api_num_blocks(lw: TileLowerer, loc_of: LocOf, axis: Any) -> Value:
 
 def api_cdiv(lw: TileLowerer, loc_of: LocOf, a: Any, b: Any) -> Operand:
     loc = loc_of("a")
-    return lw.binary("floordiv", lw.binary("sub", lw.binary("add", a, b, loc), Weak(1), loc), b, loc)
+    return lw.binary(
+        "floordiv", lw.binary("sub", lw.binary("add", a, b, loc), Weak(1), loc), b, loc
+    )
 
 
 def api_num_tiles(lw: TileLowerer, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
-    arr = _array(lw, t, loc_of("t"), "the first argument of `tile.num_tiles`")
-    ax = _axis(lw, axis, arr.type.ndim, loc_of("axis"))
+    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.num_tiles`")
+    ax = _axis(lw, axis, at.ndim, loc_of("axis"))
     shp = lw.static_shape(shape, loc_of("shape"))
     extent = lw.emit(ops.ArrayDim(arr, ax, loc_of("t")))
     return api_cdiv(lw, loc_of, extent, Weak(shp[ax]))
@@ -134,14 +136,18 @@ def api_full(lw: TileLowerer, loc_of: LocOf, shape: Any, value: Any, dtype: Any)
     if isinstance(value, Weak):
         return lw.const(lw._literal(value, dt, loc_of("value")), dt, loc_of("shape"), shp)
     v = lw.tile_value(value, loc_of("value"), dt)
-    if v.type.dtype != dt:
+    if tile_type(v).dtype != dt:
         v = lw.emit(ops.Cast(v, dt, loc_of("value")))
     return lw.broadcast_to(v, shp, loc_of("value"))
 
 
 def api_arange(lw: TileLowerer, loc_of: LocOf, n: Any, dtype: Any) -> Value:
     (size,) = lw.static_shape((n,), loc_of("n"), "the length of `tile.arange`")
-    dt = dtypes.i32 if isinstance(dtype, PyObj) and dtype.obj is None else lw.static_dtype(dtype, loc_of("dtype"))
+    dt = (
+        dtypes.i32
+        if isinstance(dtype, PyObj) and dtype.obj is None
+        else lw.static_dtype(dtype, loc_of("dtype"))
+    )
     if dt.is_float:
         v = lw.emit(ops.Iota(size, dtypes.i32, loc_of("n")))
         return lw.emit(ops.Cast(v, dt, loc_of("n")))
@@ -152,7 +158,7 @@ def _unary(kind: str, float_only: bool = True) -> Callable[..., Value]:
     def handler(lw: TileLowerer, loc_of: LocOf, x: Any) -> Value:
         loc = loc_of("x")
         v = lw.tile_value(x, loc, dtypes.f32 if float_only else None)
-        if float_only and not v.type.dtype.is_float:
+        if float_only and not tile_type(v).dtype.is_float:
             raise KernelTypeError(
                 f"`tile.{kind}` needs a float tile, found {v.type}",
                 loc,
@@ -180,7 +186,7 @@ api_abs = _unary("abs", float_only=False)
 def api_sigmoid(lw: TileLowerer, loc_of: LocOf, x: Any) -> Operand:
     loc = loc_of("x")
     v = lw.tile_value(x, loc, dtypes.f32)
-    if not v.type.dtype.is_float:
+    if not tile_type(v).dtype.is_float:
         raise KernelTypeError(f"`tile.sigmoid` needs a float tile, found {v.type}", loc)
     neg = lw.emit(ops.Unary("neg", v, loc))
     denom = lw.binary("add", Weak(1.0), lw.emit(ops.Unary("exp", neg, loc)), loc)
@@ -198,10 +204,12 @@ def api_minimum(lw: TileLowerer, loc_of: LocOf, x: Any, y: Any) -> Operand:
 def api_where(lw: TileLowerer, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
     loc = loc_of("cond")
     c = lw.tile_value(cond, loc, dtypes.bool_)
-    if not c.type.dtype.is_bool:
+    if not tile_type(c).dtype.is_bool:
         raise KernelTypeError(f"the condition of `tile.where` must be bool, found {c.type}", loc)
     dt = lw.unify(x, y, loc_of("x"), "`tile.where`")
-    c, vx, vy = lw.operands([c, lw.tile_value(x, loc_of("x"), dt), lw.tile_value(y, loc_of("y"), dt)], dt, loc)
+    c, vx, vy = lw.operands(
+        [c, lw.tile_value(x, loc_of("x"), dt), lw.tile_value(y, loc_of("y"), dt)], dt, loc
+    )
     return lw.emit(ops.Select(c, vx, vy, loc))
 
 
@@ -209,16 +217,19 @@ def _reduce(kind: str) -> Callable[..., Value]:
     def handler(lw: TileLowerer, loc_of: LocOf, x: Any, axis: Any, keepdims: Any) -> Value:
         loc = loc_of("x")
         v = lw.tile_value(x, loc)
-        if v.type.dtype.is_bool:
-            raise KernelTypeError(f"`tile.{kind}` of a bool tile", loc, help="convert with `.astype(fl.i32)`")
-        nd = v.type.ndim
+        vt = tile_type(v)
+        if vt.dtype.is_bool:
+            raise KernelTypeError(
+                f"`tile.{kind}` of a bool tile", loc, help="convert with `.astype(fl.i32)`"
+            )
+        nd = vt.ndim
         if isinstance(axis, PyObj) and axis.obj is None:
             axes = list(range(nd))
         else:
             items = axis if isinstance(axis, tuple) else (axis,)
             axes = sorted({_axis(lw, a, nd, loc_of("axis")) for a in items})
         keep = isinstance(keepdims, Weak) and bool(keepdims.value)
-        shape = v.type.shape
+        shape = vt.shape
         for a in reversed(axes):
             v = lw.emit(ops.Reduce(kind, v, a, loc))
         if keep:
@@ -235,7 +246,7 @@ api_min = _reduce("min")
 
 
 def mma(lw: TileLowerer, a: Value, b: Value, acc: Value | None, loc: Location) -> Value:
-    ta, tb = a.type, b.type
+    ta, tb = tile_type(a), tile_type(b)
     if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[0]:
         raise KernelTypeError(
             f"cannot multiply tiles of shapes {ta.shape} and {tb.shape}",
@@ -249,13 +260,19 @@ def mma(lw: TileLowerer, a: Value, b: Value, acc: Value | None, loc: Location) -
             help="convert one side with `.astype(...)`",
         )
     assert acc is not None
+    tacc = tile_type(acc)
     want = (ta.shape[0], tb.shape[1])
-    if acc.type.shape != want:
-        raise KernelTypeError(f"the accumulator must have shape {want}, found {acc.type.shape}", loc)
-    ok = {dtypes.f16: (dtypes.f16, dtypes.f32), dtypes.bf16: (dtypes.f32,), dtypes.f32: (dtypes.f32,), dtypes.f64: (dtypes.f64,)}
-    if acc.type.dtype not in ok.get(ta.dtype, ()):
+    if tacc.shape != want:
+        raise KernelTypeError(f"the accumulator must have shape {want}, found {tacc.shape}", loc)
+    ok = {
+        dtypes.f16: (dtypes.f16, dtypes.f32),
+        dtypes.bf16: (dtypes.f32,),
+        dtypes.f32: (dtypes.f32,),
+        dtypes.f64: (dtypes.f64,),
+    }
+    if tacc.dtype not in ok.get(ta.dtype, ()):
         raise KernelTypeError(
-            f"a {ta.dtype.name} product cannot accumulate in {acc.type.dtype.name}",
+            f"a {ta.dtype.name} product cannot accumulate in {tacc.dtype.name}",
             loc,
             help="accumulate in f32: `acc = tile.zeros((M, N), fl.f32)`",
         )
@@ -281,9 +298,10 @@ def api_transpose(lw: TileLowerer, loc_of: LocOf, x: Any, axes: Any) -> Value:
 def api_reshape(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
     v = lw.tile_value(x, loc_of("x"))
     shp = lw.static_shape(shape, loc_of("shape"))
-    if math.prod(shp) != math.prod(v.type.shape):
-        raise KernelTypeError(f"cannot reshape a tile of shape {v.type.shape} to {shp}", loc_of("shape"))
-    return v if shp == v.type.shape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
+    vshape = tile_type(v).shape
+    if math.prod(shp) != math.prod(vshape):
+        raise KernelTypeError(f"cannot reshape a tile of shape {vshape} to {shp}", loc_of("shape"))
+    return v if shp == vshape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
 
 
 def api_broadcast_to(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:

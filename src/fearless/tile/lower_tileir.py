@@ -23,7 +23,7 @@ from ..errors import CompileError
 from ..ir.core import Block, Value
 from . import ops
 from .compiler import TileIR
-from .types import ArrayParamType, TileType
+from .types import ArrayParamType, TileType, array_type, tile_type
 
 _SIMPLE = {
     "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
@@ -71,6 +71,13 @@ class _Lowerer:
     def tid(self, t: TileType) -> Any:
         return self.tt.tile(self.elem(t.dtype), list(t.shape))
 
+    @staticmethod
+    def part_tile(part: Value) -> tuple[int, ...]:
+        """The tile shape of a Part (the array a `tile.store` writes)."""
+        tile = array_type(part).tile
+        assert tile is not None, f"{part} is not a Part"
+        return tile
+
     # --------------------------------------------------------------------- function
 
     def function(self, ir: TileIR, flat: list[Any]) -> None:
@@ -83,7 +90,12 @@ class _Lowerer:
                 dims = [next(it) for _ in range(t.ndim)]
                 strides = [next(it) for _ in range(t.ndim - 1)]
                 dyn = bc.DYNAMIC_SHAPE
-                tv_t = tt.tensor_view(self.elem(t.dtype), [dyn] * t.ndim, [dyn] * (t.ndim - 1) + [1], bc.PtrAttr.Missing)
+                tv_t = tt.tensor_view(
+                    self.elem(t.dtype),
+                    [dyn] * t.ndim,
+                    [dyn] * (t.ndim - 1) + [1],
+                    bc.PtrAttr.Missing,
+                )
                 tv = bc.encode_MakeTensorViewOp(self.b, tv_t, ptr, dims, strides)
                 self.arrays[p] = (tv_t, tv, dims)
             else:
@@ -98,7 +110,7 @@ class _Lowerer:
                 self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
             elif isinstance(op, ops.Store):
                 part = op.operands[0]
-                self._view(part, part.type.tile, 0.0)
+                self._view(part, self.part_tile(part), 0.0)
             elif isinstance(op, ops.For):
                 self._make_views(op.body)
 
@@ -107,7 +119,9 @@ class _Lowerer:
         if math.isnan(padding):
             pad, pkey = bc.PaddingValue.Nan, "nan"
         elif math.isinf(padding):
-            pad, pkey = (bc.PaddingValue.PosInf, "inf") if padding > 0 else (bc.PaddingValue.NegInf, "-inf")
+            pad, pkey = (
+                (bc.PaddingValue.PosInf, "inf") if padding > 0 else (bc.PaddingValue.NegInf, "-inf")
+            )
         elif math.copysign(1.0, padding) < 0:
             pad, pkey = bc.PaddingValue.NegZero, "-0"
         else:
@@ -141,8 +155,10 @@ class _Lowerer:
     # -------------------------------------------------------------------------- ops
 
     def op_Constant(self, op: ops.Constant, args: list[Any]) -> Any:
-        t: TileType = op.result.type
-        return self.bc.encode_ConstantOp(self.b, self.tid(t), self._bytes(op.attrs["value"], t.dtype))
+        t = tile_type(op.result)
+        return self.bc.encode_ConstantOp(
+            self.b, self.tid(t), self._bytes(op.attrs["value"], t.dtype)
+        )
 
     def _bytes(self, value: Any, dt: DType) -> bytes:
         bc = self.bc
@@ -174,7 +190,7 @@ class _Lowerer:
         view = self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
         index = args[1:]
         tile, _ = bc.encode_LoadViewTkoOp(
-            self.b, self.tid(op.result.type), self.tt.Token, view, index, self.token,
+            self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index, self.token,
             bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
         )  # fmt: skip
         return tile
@@ -182,8 +198,8 @@ class _Lowerer:
     def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
         bc = self.bc
         part = op.operands[0]
-        view = self._view(part, part.type.tile, 0.0)
-        index = list(self._block_ids()[: part.type.ndim])
+        view = self._view(part, self.part_tile(part), 0.0)
+        index = list(self._block_ids()[: array_type(part).ndim])
         self.token = bc.encode_StoreViewTkoOp(
             self.b, self.tt.Token, args[1], view, index, self.token,
             bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
@@ -200,12 +216,17 @@ class _Lowerer:
     def op_Binary(self, op: ops.Binary, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
         kind = op.attrs["kind"]
-        t: TileType = op.result.type
+        t = tile_type(op.result)
         dt, rt = t.dtype, self.tid(t)
         x, y = args
         ne = bc.RoundingMode.NEAREST_EVEN
         if dt.is_float:
-            simple = {"add": bc.encode_AddFOp, "sub": bc.encode_SubFOp, "mul": bc.encode_MulFOp, "div": bc.encode_DivFOp}
+            simple = {
+                "add": bc.encode_AddFOp,
+                "sub": bc.encode_SubFOp,
+                "mul": bc.encode_MulFOp,
+                "div": bc.encode_DivFOp,
+            }
             if kind in simple:
                 return simple[kind](b, rt, x, y, ne, False)
             if kind in ("max", "min"):
@@ -237,15 +258,19 @@ class _Lowerer:
 
     def op_Compare(self, op: ops.Compare, args: list[Any]) -> Any:
         bc = self.bc
-        dt = op.operands[0].type.dtype
+        dt = tile_type(op.operands[0]).dtype
         pred = {
             "eq": "EQUAL", "ne": "NOT_EQUAL", "lt": "LESS_THAN", "le": "LESS_THAN_OR_EQUAL",
             "gt": "GREATER_THAN", "ge": "GREATER_THAN_OR_EQUAL",
         }[op.attrs["pred"]]  # fmt: skip
         p = getattr(bc.ComparisonPredicate, pred)
-        rt = self.tid(op.result.type)
+        rt = self.tid(tile_type(op.result))
         if dt.is_float:
-            order = bc.ComparisonOrdering.UNORDERED if pred == "NOT_EQUAL" else bc.ComparisonOrdering.ORDERED
+            order = (
+                bc.ComparisonOrdering.UNORDERED
+                if pred == "NOT_EQUAL"
+                else bc.ComparisonOrdering.ORDERED
+            )
             return bc.encode_CmpFOp(self.b, rt, args[0], args[1], p, order)
         sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
         return bc.encode_CmpIOp(self.b, rt, args[0], args[1], p, sign)
@@ -253,10 +278,14 @@ class _Lowerer:
     def op_Unary(self, op: ops.Unary, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
         kind = op.attrs["kind"]
-        t: TileType = op.result.type
+        t = tile_type(op.result)
         rt, x, dt = self.tid(t), args[0], t.dtype
         if kind == "neg":
-            return bc.encode_NegFOp(b, rt, x) if dt.is_float else bc.encode_NegIOp(b, rt, x, bc.IntegerOverflow.NONE)
+            return (
+                bc.encode_NegFOp(b, rt, x)
+                if dt.is_float
+                else bc.encode_NegIOp(b, rt, x, bc.IntegerOverflow.NONE)
+            )
         if kind == "not":
             ones = bc.encode_ConstantOp(b, rt, b"\xff")
             return bc.encode_XOrIOp(b, rt, x, ones)
@@ -282,15 +311,22 @@ class _Lowerer:
 
     def op_Cast(self, op: ops.Cast, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
-        src: DType = op.operands[0].type.dtype
+        src = tile_type(op.operands[0]).dtype
         dst: DType = op.attrs["dtype"]
-        rt = self.tid(op.result.type)
+        rt = self.tid(tile_type(op.result))
         x = args[0]
         sign = bc.Signedness.Signed if src.is_signed else bc.Signedness.Unsigned
         if dst.is_bool:  # x != 0, not a truncation
-            zero = bc.encode_ConstantOp(b, self.tid(op.operands[0].type), self._bytes(0, src))
+            zero = bc.encode_ConstantOp(b, self.tid(tile_type(op.operands[0])), self._bytes(0, src))
             if src.is_float:
-                return bc.encode_CmpFOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, bc.ComparisonOrdering.UNORDERED)
+                return bc.encode_CmpFOp(
+                    b,
+                    rt,
+                    x,
+                    zero,
+                    bc.ComparisonPredicate.NOT_EQUAL,
+                    bc.ComparisonOrdering.UNORDERED,
+                )
             return bc.encode_CmpIOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, sign)
         if src.is_float and dst.is_float:
             return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
@@ -306,30 +342,38 @@ class _Lowerer:
         return x  # same width, other signedness: the bits are the value
 
     def op_Select(self, op: ops.Select, args: list[Any]) -> Any:
-        return self.bc.encode_SelectOp(self.b, self.tid(op.result.type), *args)
+        return self.bc.encode_SelectOp(self.b, self.tid(tile_type(op.result)), *args)
 
     def op_Reshape(self, op: ops.Reshape, args: list[Any]) -> Any:
-        return self.bc.encode_ReshapeOp(self.b, self.tid(op.result.type), args[0])
+        return self.bc.encode_ReshapeOp(self.b, self.tid(tile_type(op.result)), args[0])
 
     def op_Broadcast(self, op: ops.Broadcast, args: list[Any]) -> Any:
-        return self.bc.encode_BroadcastOp(self.b, self.tid(op.result.type), args[0])
+        return self.bc.encode_BroadcastOp(self.b, self.tid(tile_type(op.result)), args[0])
 
     def op_Permute(self, op: ops.Permute, args: list[Any]) -> Any:
-        return self.bc.encode_PermuteOp(self.b, self.tid(op.result.type), args[0], list(op.attrs["perm"]))
+        return self.bc.encode_PermuteOp(
+            self.b, self.tid(tile_type(op.result)), args[0], list(op.attrs["perm"])
+        )
 
     def op_Reduce(self, op: ops.Reduce, args: list[Any]) -> Any:
         bc, tt = self.bc, self.tt
         kind = op.attrs["kind"]
-        dt: DType = op.result.type.dtype
+        dt = tile_type(op.result).dtype
         elem = self.elem(dt)
         if dt.is_float:
             ident_value = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
             ident = bc.Float(ident_value, getattr(bc.SimpleType, _SIMPLE[dt.name]), tt)
         else:
-            lo, hi = (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1) if dt.is_signed else (0, (1 << dt.bits) - 1)
+            lo, hi = (
+                (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
+                if dt.is_signed
+                else (0, (1 << dt.bits) - 1)
+            )
             ident = bc.Integer(elem, dt.bits, {"sum": 0, "max": lo, "min": hi}[kind])
         scalar = tt.tile(elem, [])
-        nested = bc.encode_ReduceOp(self.b, [self.tid(op.result.type)], [args[0]], op.attrs["axis"], [ident])
+        nested = bc.encode_ReduceOp(
+            self.b, [self.tid(tile_type(op.result))], [args[0]], op.attrs["axis"], [ident]
+        )
         with nested.new_block([scalar, scalar]) as (acc, x):
             r = self._combine(kind, dt, scalar, acc, x)
             bc.encode_YieldOp(self.b, [r])
@@ -349,18 +393,18 @@ class _Lowerer:
         return f(b, rt, a, x, sign)
 
     def op_Mma(self, op: ops.Mma, args: list[Any]) -> Any:
-        return self.bc.encode_MmaFOp(self.b, self.tid(op.result.type), *args, False)
+        return self.bc.encode_MmaFOp(self.b, self.tid(tile_type(op.result)), *args, False)
 
     def op_Iota(self, op: ops.Iota, args: list[Any]) -> Any:
-        return self.bc.encode_IotaOp(self.b, self.tid(op.result.type))
+        return self.bc.encode_IotaOp(self.b, self.tid(tile_type(op.result)))
 
     def op_For(self, op: ops.For, args: list[Any]) -> list[Any]:
         bc = self.bc
         body = op.body
-        types = [self.tid(a.type) for a in body.args[1:]]
+        types = [self.tid(tile_type(a)) for a in body.args[1:]]
         nested = bc.encode_ForOp(self.b, types, args[0], args[1], args[2], args[3:], False)
         outer_token = self.token
-        with nested.new_block([self.tid(body.args[0].type), *types]) as block_args:
+        with nested.new_block([self.tid(tile_type(body.args[0])), *types]) as block_args:
             for a, v in zip(body.args, block_args, strict=True):
                 self.values[a] = v
             nxt = self.block(body)

@@ -18,12 +18,7 @@ from typing import Any
 from ..dtypes import DType, bool_, i32
 from ..errors import Location
 from ..ir.core import Block, Effect, Op, Value
-from .types import ArrayParamType, TileType
-
-
-def tile_type(v: Value) -> TileType:
-    assert isinstance(v.type, TileType), f"{v} is not a tile"
-    return v.type
+from .types import ArrayParamType, TileType, tile_type
 
 
 class Constant(Op):

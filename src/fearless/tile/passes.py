@@ -47,7 +47,7 @@ def verify(fn: Function) -> None:
 def dce(fn: Function) -> None:
     """Remove pure and read-only ops whose results nobody uses (innermost first, to a fixpoint).
 
-        %1 = tile.constant {value=0} : tile<f32>     <- a retried loop's discarded init
+    %1 = tile.constant {value=0} : tile<f32>     <- a retried loop's discarded init
     """
 
     def used_in(block: Block, used: set[Value]) -> None:
@@ -62,7 +62,9 @@ def dce(fn: Function) -> None:
         for op in block.ops:
             if isinstance(op, ops.For):
                 changed |= sweep(op.body, used)
-            dead = op.effect in (Effect.PURE, Effect.READ) and not any(r in used for r in op.results)
+            dead = op.effect in (Effect.PURE, Effect.READ) and not any(
+                r in used for r in op.results
+            )
             if dead:
                 changed = True
             else:

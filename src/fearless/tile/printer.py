@@ -1,9 +1,9 @@
 """Tile IR as text (`kernel.inspect(stage="ir")`, FEARLESS_DUMP=ir, FileCheck-style tests).
 
-    tile.kernel @add(%z: Part[f32, tile=(128,)], %x: Tensor[f32, 1d]) {
-      %0 = tile.block_id {axis=0} : tile<i32>
-      %1 = tile.load %x, %0 {shape=(128,), padding=0.0} : tile<128xf32>
-      ...
+tile.kernel @add(%z: Part[f32, tile=(128,)], %x: Tensor[f32, 1d]) {
+  %0 = tile.block_id {axis=0} : tile<i32>
+  %1 = tile.load %x, %0 {shape=(128,), padding=0.0} : tile<128xf32>
+  ...
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def _op(op: Op, names: _Names) -> str:
     operands = ", ".join(names(v) for v in op.operands)
     attrs = {k: v for k, v in op.attrs.items() if k != "body"}
     attr_text = (
-        " {" + ", ".join(f"{k}={v.name if hasattr(v, 'kind') else v!r}" for k, v in attrs.items()) + "}"
+        " {"
+        + ", ".join(f"{k}={v.name if hasattr(v, 'kind') else v!r}" for k, v in attrs.items())
+        + "}"
         if attrs
         else ""
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dtypes import DType
-from ..ir.core import Type
+from ..ir.core import Type, Value
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,18 @@ class ArrayParamType(Type):
 
 def scalar(dtype: DType) -> TileType:
     return TileType(dtype, ())
+
+
+def tile_type(v: Value) -> TileType:
+    """`v`'s type where the IR guarantees a tile (op operands and results, carried values)."""
+    assert isinstance(v.type, TileType), f"{v} is not a tile"
+    return v.type
+
+
+def array_type(v: Value) -> ArrayParamType:
+    """`v`'s type where the IR guarantees an array parameter (loads, stores, `tile.dim`)."""
+    assert isinstance(v.type, ArrayParamType), f"{v} is not an array parameter"
+    return v.type
 
 
 # ------------------------------------------------------------------------------ annotations
