@@ -85,6 +85,38 @@ def test_unproven_read_keeps_check() -> None:
     assert text.count("check.bounds") == 2  # idx[i] (other array) and src[idx[i]]
 
 
+def test_short_circuit_guards_prove_each_comparison() -> None:
+    @simt.kernel
+    def both(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(a) and i < len(c):
+            c[i] = a[i]
+
+    @simt.kernel
+    def either(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i >= len(a) or i >= len(c):
+            return
+        c[i] = a[i]
+
+    for k in (both, either):
+        assert "0 bounds check(s) remain on the device, 2 proven" in k.inspect(stage="ir")
+
+
+def test_short_circuit_proves_only_what_every_path_proves() -> None:
+    @simt.kernel
+    def one_side(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32], flag: bool):
+        i = simt.thread.index_1d()
+        if flag or i < len(a):  # `flag` alone reaches the body: a[i] stays checked
+            if i >= len(c):
+                return
+            c[i] = a[i]
+
+    text = one_side.inspect(stage="ir")
+    assert "1 bounds check(s) remain on the device, 1 proven" in text, text
+    filecheck(text, "CHECK: check.bounds {sites=(0,)}\nCHECK-NEXT: load %0\n")
+
+
 def _broken_function() -> tuple[Function, ops.Op]:
     fn = Function("f", LOC)
     b0 = fn.new_block()

@@ -7,8 +7,10 @@ on the only way here:
     ^bb1:  check.bounds %ti, %n            <- removed: ^bb1 is reached only when %c held
 
 Facts come from the edges of `cond_br` into blocks with a single predecessor (the true edge of
-`x < n`, `n > x`, `a and b`; the false edge of `x >= n`, `n <= x`); they hold in every block
-that edge's target dominates. Values are compared by a key that sees through `index.int`, so
+`x < n`, `n > x`, `a and b`; the false edge of `x >= n`, `n <= x`, `a or b`); they hold in
+every block that edge's target dominates. Python's short-circuit `and`/`or` lowers to a join
+block whose argument is the condition; the facts of its edge are those every incoming edge
+that can carry the taken value proves (`x < n and y < m` proves both). Values are compared by a key that sees through `index.int`, so
 the ThreadIndex and its integer value are one quantity, and all `len(a)` of one array are one.
 `requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
@@ -101,14 +103,42 @@ def run(fn: Function, options: PassOptions) -> None:
     terms = {b: [p.terminator for p in ps if p.terminator is not None] for b, ps in preds.items()}
     doms = dominators(fn)
     wider = _length_order(fn, options.len_relations)
-    # Facts established on entry to each block with a single predecessor.
+    order = fn.reverse_postorder()
+    position = {b: i for i, b in enumerate(order)}
+    # Facts established on entry to each block with a single predecessor. Reverse postorder:
+    # a short-circuit condition reads the facts of the blocks before its join.
     entry_facts: dict[Block, list[Fact]] = {}
-    for b in fn.blocks:
+
+    def known_at(b: Block) -> set[Fact]:
+        return {f for d in doms.get(b, ()) for f in entry_facts.get(d, ())}
+
+    def branch_facts(cond: Value, taken: bool, b: Block) -> list[Fact]:
+        """What `cond == taken` at the end of `b` proves; sees through `and`/`or` joins."""
+        if cond.owner is not b:
+            return edge_facts(cond, taken)
+        # `x and y` lowers to a join whose argument is `y` from the edge where `x` held and
+        # False from the other: each incoming edge that can carry `taken` proves what its
+        # value proves plus what held in its block; the join proves what all of them do.
+        slot = b.args.index(cond)
+        proved: set[Fact] | None = None
+        for p in preds[b]:
+            term = p.terminator
+            assert term is not None
+            v = ops.branch_args(term, b)[slot]
+            if isinstance(v.owner, ops.Constant) and v.owner.value is not taken:
+                continue  # this edge never carries `taken`
+            if position.get(p, len(order)) >= position[b]:
+                return []  # a back edge: its values belong to another iteration
+            facts = set(edge_facts(v, taken)) | known_at(p)
+            proved = facts if proved is None else proved & facts
+        return list(proved or ())
+
+    for b in order:
         term = b.terminator
         if isinstance(term, ops.CondBr) and term.if_true is not term.if_false:
             for succ, taken in ((term.if_true, True), (term.if_false, False)):
                 if len(preds[succ]) == 1:
-                    entry_facts[succ] = edge_facts(term.cond, taken)
+                    entry_facts[succ] = branch_facts(term.cond, taken, b)
     for b in fn.blocks:
         known: set[Fact] = set()
         for d in doms.get(b, ()):
