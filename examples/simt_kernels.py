@@ -106,3 +106,39 @@ def gather(src: simt.Slice[fl.f32], idx: simt.Slice[fl.i32], out: simt.DisjointS
     i = simt.thread.index_1d()
     if i < len(out):
         out[i] = src[idx[i]]
+
+
+# ------------------------------------------------------------------------------ 2-D kernels
+# 2-D arrays are row-major; `t = simt.thread.index_2d()` is the 2-D witness: `t.row` follows
+# the launch's y axis and `t.col` its x axis, and only `c[t]` opens a 2-D DisjointSlice.
+
+
+@simt.kernel
+def matadd(a: simt.Slice[fl.f32, 2], b: simt.Slice[fl.f32, 2], c: simt.DisjointSlice[fl.f32, 2]):
+    """c = a + b; guarded by each operand's shape, so no check remains on the device."""
+    t = simt.thread.index_2d()
+    rows = t.row < c.shape[0] and t.row < a.shape[0] and t.row < b.shape[0]
+    if rows and t.col < c.shape[1] and t.col < a.shape[1] and t.col < b.shape[1]:
+        c[t] = a[t] + b[t]
+
+
+@simt.kernel
+def transpose(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
+    """out (cols x rows) = x (rows x cols) transposed: each thread writes its own out[t]."""
+    t = simt.thread.index_2d()
+    if t.row < out.shape[0] and t.col < out.shape[1]:
+        out[t] = x[t.col, t.row]
+
+
+@simt.kernel
+def matmul(a: simt.Slice[fl.f32, 2], b: simt.Slice[fl.f32, 2], c: simt.DisjointSlice[fl.f32, 2]):
+    """c (m x n) = a (m x k) @ b (k x n), one output element per thread, summed in k order."""
+    t = simt.thread.index_2d()
+    if t.row >= c.shape[0]:
+        return
+    if t.col >= c.shape[1]:
+        return
+    acc = fl.f32(0.0)
+    for k in range(a.shape[1]):
+        acc += a[t.row, k] * b[k, t.col]
+    c[t] = acc

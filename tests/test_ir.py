@@ -205,3 +205,63 @@ def test_gather_check_waits_for_its_index_load() -> None:
     text = K.gather.inspect(stage="ir")
     # src[idx[i]] needs the load of idx[i]: its check cannot join the first group.
     assert "check.bounds {sites=(0,)}" in text and "check.bounds {sites=(1,)}" in text
+
+
+def test_2d_access_gets_one_check_per_axis() -> None:
+    text = K.transpose.inspect(stage="ir")
+    filecheck(
+        text,
+        """
+CHECK: kernel transpose: 2 bounds check(s) remain on the device, 2 proven by guards and removed
+CHECK: func @transpose(%0: Slice[f32, 2], %1: DisjointSlice[f32, 2])
+CHECK: %[[T:[0-9]+]] = thread.index_2d : ThreadIndex2D
+CHECK: index.axis {axis=0} %[[T]] : i64
+CHECK: len {axis=0} %1 : i64
+CHECK: len {axis=0} %0 : i64
+CHECK: len {axis=1} %0 : i64
+CHECK: check.bounds {sites=(0, 1)}
+CHECK-NEXT: load %0, %{{[0-9]+}}, %{{[0-9]+}} : f32
+CHECK-NOT: check.bounds
+CHECK: store %1, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}
+""",
+    )
+    sites = K.transpose.compiled_ir().sites
+    assert [(s.kind, s.param, s.axis) for s in sites[:2]] == [("read", "x", 0), ("read", "x", 1)]
+
+
+def test_2d_guards_prove_each_axis() -> None:
+    text = K.matadd.inspect(stage="ir")
+    assert "0 bounds check(s) remain on the device, 6 proven" in text, text
+
+    # guarding one axis proves that axis only
+    @simt.kernel
+    def rows_only(a: simt.Slice[fl.f32, 2], c: simt.DisjointSlice[fl.f32, 2]):
+        t = simt.thread.index_2d()
+        if t.row < c.shape[0] and t.row < a.shape[0]:
+            c[t] = a[t]
+
+    text = rows_only.inspect(stage="ir")
+    assert "2 bounds check(s) remain on the device, 2 proven" in text, text
+    assert rows_only.compiled_ir().contract.index_dims == 2
+    assert K.vecadd.compiled_ir().contract.index_dims == 1
+
+
+def test_verifier_rejects_wrong_index_count_and_2d_block_args() -> None:
+    from fearless.ir.core import THREAD_INDEX_2D
+
+    fn = Function("f", LOC)
+    b0 = fn.new_block()
+    a = b0.add_arg(ArrayType(dtypes.f32, False, 2), LOC, "a")
+    i = b0.append(ops.Constant(0, dtypes.i64, LOC)).result
+    load = ops.Load(a, [i, i], LOC)
+    b0.append(load)
+    b0.append(ops.Return(LOC))
+    verify(fn)
+    load.operands = [a, i]  # one index for a 2-D array
+    with pytest.raises(InternalError, match="operand types do not fit"):
+        verify(fn)
+    load.operands = [a, i, i]
+    b1 = fn.new_block()
+    b1.add_arg(THREAD_INDEX_2D, LOC, "t")
+    with pytest.raises(InternalError, match="is a ThreadIndex2D"):
+        verify(fn)

@@ -496,3 +496,78 @@ def test_sync_knob_synchronises_after_each_launch(
     monkeypatch.setenv("FEARLESS_SYNC", "1")
     plan.launch(1, 8, (a, b, c))
     assert synced == [1]
+
+
+# --------------------------------------------------------------------------- 2-D parameters
+
+
+def _kernel_2d() -> CompiledKernel:
+    """matadd's signature: a, b (2-D Slices), c (a 2-D DisjointSlice), index_dims 2."""
+    params = tuple(
+        ParamSpec(n, k, F32, 2)  # type: ignore[arg-type]
+        for n, k in (("a", "slice"), ("b", "slice"), ("c", "disjoint"))
+    )
+    ck = _kernel("matadd", params, index_dims=2)
+    return ck
+
+
+def _dev2(ptr: int, rows: int, cols: int, dtype: Any = F32) -> Tensor:
+    return Tensor._make(ptr, (rows, cols), dtype, on_device=True, owner=None)
+
+
+def test_plan_packs_pointer_then_both_extents_of_2d_arrays(fake_gpu: FakeDriver) -> None:
+    plan, pool = _plan(fake_gpu, _kernel_2d())
+    assert plan.packer.count == 3 * 3 + 2  # (ptr, rows, cols) per array, threads, err
+    a, b, c = _dev2(0x10000, 37, 53), _dev2(0x20000, 37, 53), _dev2(0x30000, 37, 53)
+    plan.launch((4, 3), (16, 16), (a, b, c))
+    call = fake_gpu.calls[-1]
+    assert call["grid"] == (4, 3, 1) and call["block"] == (16, 16, 1)
+    record = pool._record_address(plan.slot)
+    assert call["bytes"] == struct.pack(
+        "<QqqQqqQqqqQ",
+        0x10000, 37, 53, 0x20000, 37, 53, 0x30000, 37, 53, 4 * 3 * 256, record,
+    )  # fmt: skip
+    assert "launch_extractor_2d" in plan.launcher_source
+
+
+def test_plan_borrow_checks_2d_byte_ranges(fake_gpu: FakeDriver) -> None:
+    plan, _ = _plan(fake_gpu, _kernel_2d())
+    a, b = _dev2(0x10000, 10, 10), _dev2(0x20000, 10, 10)
+    with pytest.raises(fl.BorrowError) as err:
+        plan.launch((1, 1), (16, 16), (a, b, _dev2(0x10000 + 396, 2, 2)))
+    assert err.value.diagnostic.notes == ["`a` overlaps bytes [0, 4) of `c`"]
+    plan.launch((1, 1), (16, 16), (a, b, _dev2(0x10000 + 400, 5, 5)))  # right after `a`
+    assert len(fake_gpu.calls) == 1
+
+
+def test_plan_refuses_wrong_2d_arguments(fake_gpu: FakeDriver) -> None:
+    plan, _ = _plan(fake_gpu, _kernel_2d())
+    a, c = _dev2(0x10000, 8, 8), _dev2(0x30000, 8, 8)
+    with pytest.raises(fl.KernelTypeError, match="`b` has 1 dimension, but kernels take 2-D") as e:
+        plan.launch((1, 1), (8, 8), (a, _dev(0x20000, 64), c))
+    assert e.value.diagnostic.code == "E0701" and "reshape" in (e.value.help or "")
+    with pytest.raises(fl.KernelTypeError, match="`c` has element type f64, but `matadd`"):
+        plan.launch((1, 1), (8, 8), (a, a, _dev2(0x30000, 8, 8, fl.f64)))
+    with pytest.raises(fl.KernelTypeError, match="`b` is in host memory"):
+        plan.launch((1, 1), (8, 8), (a, np.zeros((8, 8), np.float32), c))
+    with pytest.raises(fl.LaunchContractError, match=r"index_2d\(\), which needs a 2-D launch"):
+        plan.launch((1, 1, 2), (8, 8), (a, a, c))
+    assert not fake_gpu.calls
+    # 1-D parameters refuse 2-D tensors on the warm path too
+    plan1, _ = _plan(fake_gpu)
+    with pytest.raises(fl.KernelTypeError, match="`a` has 2 dimensions, but kernels take 1-D"):
+        plan1.launch(1, 8, (a, _dev(0x20000, 8), _dev(0x40000, 8)))
+
+
+def test_2d_extractors_read_shape_and_refuse_what_they_cannot_take() -> None:
+    t = _dev2(0x5000, 6, 7)
+    ex = arrays.launch_extractor_2d(Tensor)
+    assert ex is not None and ex(t) == (0x5000, 6, 7, F32)
+    assert ex(_dev(0x5000, 42)) is None  # 1-D
+    assert ex(Tensor._make(0x5000, (6, 7), F32, on_device=False, owner=None)) is None
+    assert arrays.launch_extractor_2d(np.ndarray) is None  # host memory: describe explains
+    from fearless.runtime.params import ParamPacker
+
+    packer = ParamPacker(_kernel_2d().params)
+    packer.set(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    assert struct.unpack_from("<Qqq", packer.to_bytes(), 0) == (1, 2, 3)

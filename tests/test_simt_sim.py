@@ -186,3 +186,104 @@ def test_grouped_checks_report_the_first_failing_access() -> None:
     assert err.loc is not None and "x[j + 1]" in err.loc.source_line()
     assert err.loc.col == err.loc.source_line().index("x[j + 1]")
     assert "thread (7, 0, 0)" in str(err)
+
+
+# ------------------------------------------------------------------------------ 2-D kernels
+
+
+def grid_2d(rows: int, cols: int, block: tuple[int, int]) -> tuple[int, int]:
+    """(x, y) blocks covering cols along x and rows along y."""
+    return (cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1]
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "block"),
+    [(1, 1, (16, 16)), (37, 53, (16, 16)), (70, 5, (8, 32)), (3, 300, (32, 4))],
+)
+def test_matadd_2d(rows: int, cols: int, block: tuple[int, int]) -> None:
+    a = RNG.standard_normal((rows, cols)).astype(np.float32)
+    b = RNG.standard_normal((rows, cols)).astype(np.float32)
+    c = np.full((rows, cols), np.nan, np.float32)
+    K.matadd[grid_2d(rows, cols, block), block](a, b, c)
+    np.testing.assert_array_equal(c, a + b)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 7), (33, 17), (64, 100)])
+def test_transpose_2d(rows: int, cols: int) -> None:
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = np.full((cols, rows), np.nan, np.float32)
+    K.transpose[grid_2d(cols, rows, (16, 16)), (16, 16)](x, out)
+    np.testing.assert_array_equal(out, x.T)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (19, 23, 29), (40, 7, 65)])
+def test_matmul_2d(m: int, k: int, n: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    K.matmul[grid_2d(m, n, (8, 8)), (8, 8)](a, b, c)
+    ref = np.zeros((m, n), np.float32)
+    for kk in range(k):  # the kernel's order of additions, in f32
+        ref += a[:, kk : kk + 1] * b[kk : kk + 1, :]
+    np.testing.assert_array_equal(c, ref)
+
+
+def test_2d_out_of_bounds_names_the_axis() -> None:
+    # b has fewer columns than c: the column check of b[t.row, t.col] fails, although the flat
+    # offset row * 5 + col would still be inside b for most rows.
+    @fl.simt.kernel
+    def add_cols(
+        a: fl.simt.Slice[fl.f32, 2],
+        b: fl.simt.Slice[fl.f32, 2],
+        c: fl.simt.DisjointSlice[fl.f32, 2],
+    ):
+        t = fl.simt.thread.index_2d()
+        if t.row < c.shape[0] and t.col < c.shape[1]:
+            c[t] = a[t] + b[t.row, t.col]
+
+    a = np.ones((4, 6), np.float32)
+    b = np.ones((4, 5), np.float32)
+    c = np.zeros((4, 6), np.float32)
+    with pytest.raises(fl.KernelIndexError) as info:
+        add_cols[(1, 1), (8, 8)](a, b, c)
+    err = info.value
+    assert "index out of bounds: the len is 5 but the index is 5" in err.message
+    assert "on axis 1 of `b`" in str(err)
+    assert "thread (5, 0, 0)" in str(err)  # the lowest failing thread: row 0, col 5
+    assert err.loc is not None and "b[t.row, t.col]" in err.loc.source_line()
+    np.testing.assert_array_equal(c[:, :5], 2.0)
+    np.testing.assert_array_equal(c[:, 5], 0.0)  # failing threads stopped before the write
+
+
+def test_2d_row_check_reports_axis_0() -> None:
+    x = np.ones((3, 4), np.float32)  # out should be 4 x 3: its column 3 reads row 3 of x
+    out = np.zeros((4, 4), np.float32)
+    with pytest.raises(fl.KernelIndexError) as info:
+        K.transpose[(1, 1), (8, 8)](x, out)
+    assert "the len is 3 but the index is 3" in info.value.message
+    assert "on axis 0 of `x`" in str(info.value)
+    assert "thread (3, 0, 0)" in str(info.value)
+
+
+def test_2d_parameters_check_rank_and_dtype() -> None:
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(
+        fl.KernelTypeError, match="`b` has 1 dimension, but kernels take 2-D"
+    ) as info:
+        K.matadd[(1, 1), (8, 8)](a, np.ones(16, np.float32), np.zeros((4, 4), np.float32))
+    assert "reshape" in (info.value.help or "")
+    with pytest.raises(fl.KernelTypeError, match="`c` has elements of f64"):
+        K.matadd[(1, 1), (8, 8)](a, a.copy(), np.zeros((4, 4), np.float64))
+    with pytest.raises(fl.KernelTypeError, match="`a` has 2 dimensions, but kernels take 1-D"):
+        K.vecadd[1, 256](a, a.copy(), np.zeros((4, 4), np.float32))
+
+
+def test_2d_borrow_check_and_launch_contract() -> None:
+    a = np.ones((8, 8), np.float32)
+    with pytest.raises(fl.BorrowError, match="cannot borrow `c` as mutable"):
+        K.matadd[(1, 1), (8, 8)](a, a[:4].copy(), a)
+    c = np.zeros((8, 8), np.float32)
+    K.matadd[(1, 1), (8, 8)](a[:4], a[4:], c[:4])  # disjoint halves of one buffer are fine
+    np.testing.assert_array_equal(c[:4], 2.0)
+    with pytest.raises(fl.LaunchContractError, match=r"index_2d\(\), which needs a 2-D launch"):
+        K.matadd[(1, 1, 2), (8, 8)](a, a.copy(), c)

@@ -2,7 +2,8 @@
 
 Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this order:
   - for each `ParamSpec` of kind "slice" or "disjoint": a global pointer (u64) to element 0,
-    then its length in elements (i64);
+    then its length in elements (i64); for a 2-D array (`ndim` 2, C-contiguous, row-major)
+    the pointer, then shape[0], then shape[1] (both i64);
   - for each `ParamSpec` of kind "scalar": the value, passed as its dtype (bool as u8);
   - the launch's logical thread count (i64): grid times block, as the user launched it;
   - last, a u64 pointer to this kernel's device error record (`ERROR_RECORD_WORDS` i64 words).
@@ -56,6 +57,7 @@ class SiteInfo:
     kind: Literal["read", "write"]
     param: str
     loc: Location
+    axis: int | None = None  # the axis a check of a 2-D access guards; None for 1-D arrays
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ c: DisjointSlice[f32])` with `block=(256, 1, 1)`:
         ptr addrspace(1) noalias captures(none) %c, i64 %c.len,
         ptr addrspace(1) noalias %err) "nvvm.reqntid"="256,1,1"
 
-`noalias` is what the launch-time borrow check proves; `readonly` plus `!invariant.load` on a
+A 2-D array `x: Slice[f32, 2]` comes as `ptr %x, i64 %x.shape0, i64 %x.shape1` and `x[r, c]`
+addresses element r * shape1 + c. `noalias` is what the launch-time borrow check proves; `readonly` plus `!invariant.load` on a
 Slice's loads gives `ld.global.nc`. Scalars come by value (bool as i8). IR block arguments
 become phis; `check.bounds` becomes an unsigned compare and a branch to a cold block that calls
 `__fearless_report_oob` (`llvm_support.py`) and returns. Scalar arithmetic is in
@@ -57,10 +58,10 @@ MODULE_FLAGS = (("nvvm-reflect-ftz", 0), ("nvvm-reflect-prec-sqrt", 1))
 
 @dataclass(frozen=True)
 class _Array:
-    """A lowered array parameter: its element pointer, length and read-only-ness."""
+    """A lowered array parameter: its element pointer, extent per axis and read-only-ness."""
 
     ptr: ir.Value
-    length: ir.Value
+    extents: tuple[ir.Value, ...]
     readonly: bool
 
 
@@ -94,11 +95,12 @@ COARSEN = 4
 def coarsenable(fn: Function) -> bool:
     """Whether `fn` can run several logical threads per physical thread.
 
-    Its only notion of position must be `thread.index_1d` (no special registers), so that
-    logical thread i = p + k * S (p the physical index, S the physical thread count) is all a
-    copy of the body needs; logical threads are independent (no shared memory or barriers).
+    Its only notion of position must be `thread.index_1d` (no special registers, no
+    `thread.index_2d`, whose row comes from the y registers), so that logical thread
+    i = p + k * S (p the physical index, S the physical thread count) is all a copy of the
+    body needs; logical threads are independent (no shared memory or barriers).
     """
-    return not any(isinstance(op, ops.SpecialReg) for op in fn.ops())
+    return not any(isinstance(op, ops.SpecialReg | ops.ThreadIndex2D) for op in fn.ops())
 
 
 class _KernelLowering:
@@ -136,6 +138,7 @@ class _KernelLowering:
         self.scalar = ScalarEmitter(self.builder, self.support)
         self.values: dict[Value, ir.Value] = {}
         self.arrays: dict[Value, _Array] = {}
+        self.index_2d: dict[Value, tuple[ir.Value, ir.Value]] = {}  # ThreadIndex2D: (row, col)
         self.blocks: dict[Block, ir.Block] = {}
 
     # ------------------------------------------------------------------------- signature
@@ -148,7 +151,10 @@ class _KernelLowering:
         arg_types: list[ir.Type] = []
         for spec, value in zip(self.specs, self.fn.params, strict=True):
             _check_param(spec, value)
-            arg_types += [GLOBAL_PTR, I64] if spec.is_array else [memory_type(spec.dtype)]
+            if spec.is_array:
+                arg_types += [GLOBAL_PTR] + [I64] * spec.ndim  # pointer, extent per axis
+            else:
+                arg_types.append(memory_type(spec.dtype))
         arg_types.append(I64)  # the launch's logical thread count (the coarsened kernel's bound)
         arg_types.append(GLOBAL_PTR)  # the device error record
         kernel = ir.Function(self.module, ir.FunctionType(VOID, arg_types), entry)
@@ -169,15 +175,19 @@ class _KernelLowering:
             arg.name = spec.name
             arg.attributes = ParamAttributes()
             if spec.is_array:
-                length = next(args)
-                length.name = f"{spec.name}.len"
+                extents = tuple(next(args) for _ in range(spec.ndim))
+                if spec.ndim == 1:
+                    extents[0].name = f"{spec.name}.len"
+                else:
+                    for axis, extent in enumerate(extents):
+                        extent.name = f"{spec.name}.shape{axis}"
                 readonly = not spec.is_output
                 # The borrow check proved that no other argument overlaps an array.
                 attrs = ("noalias", "noundef", "captures(none)")
                 for attr in (*attrs, "readonly") if readonly else attrs:
                     arg.attributes.add(attr)
                 arg.attributes.align = spec.dtype.itemsize
-                self.arrays[value] = _Array(arg, length, readonly)
+                self.arrays[value] = _Array(arg, extents, readonly)
             elif spec.dtype.is_bool:
                 self.values[value] = self.builder.icmp_unsigned("!=", arg, ir.Constant(I8, 0))
             else:
@@ -333,6 +343,25 @@ class _KernelLowering:
         ntid = b.zext(self.support.sreg(b, "ntid.x"), I64)
         return b.udiv(self.logical_index, ntid), b.urem(self.logical_index, ntid)
 
+    def _thread_index_2d(self, op: ops.ThreadIndex2D) -> None:
+        # (ctaid.y * ntid.y + tid.y, ctaid.x * ntid.x + tid.x) in i64, nuw/nsw as in 1-D.
+        b = self.builder
+        coords = []
+        for axis, name in (("y", "row"), ("x", "col")):
+            ctaid, ntid, tid = (
+                b.zext(self.support.sreg(b, f"{r}.{axis}"), I64) for r in ("ctaid", "ntid", "tid")
+            )
+            base = b.mul(ctaid, ntid, flags=("nuw", "nsw"))
+            coords.append(b.add(base, tid, name=name, flags=("nuw", "nsw")))
+        self.index_2d[op.result] = (coords[0], coords[1])
+
+    def _thread_index_axis(self, op: ops.ThreadIndexAxis) -> None:
+        try:
+            pair = self.index_2d[op.operands[0]]
+        except KeyError:
+            raise InternalError(f"{op.operands[0]!r} is not a lowered ThreadIndex2D") from None
+        self.values[op.result] = pair[op.axis]
+
     def _special_reg(self, op: ops.SpecialReg) -> None:
         self._set(op.result, self.support.sreg(self.builder, op.reg))
 
@@ -342,19 +371,26 @@ class _KernelLowering:
     # ------------------------------------------------------------------------ memory ops
 
     def _len(self, op: ops.ArrayLen) -> None:
-        self.values[op.result] = self._array(op.operands[0]).length
+        self.values[op.result] = self._array(op.operands[0]).extents[op.axis]
 
-    def _element(self, array: Value, index: Value) -> tuple[ir.Value, ir.Type, int]:
+    def _element(self, array: Value, indices: Sequence[Value]) -> tuple[ir.Value, ir.Type, int]:
         dtype = _array_type(array).dtype
         ty = memory_type(dtype)
-        ptr = self.builder.gep(
-            self._array(array).ptr, [self._v(index)], inbounds=True, source_etype=ty
-        )
+        lowered = self._array(array)
+        offset = self._v(indices[0])
+        if len(indices) == 2:
+            # Row-major: r * shape[1] + c. Each axis was checked (or proved) in range, so
+            # 0 <= r * shape[1] + c < shape[0] * shape[1], the array's element count, which
+            # is far below 2^63: neither the product nor the sum wraps (nuw/nsw).
+            b = self.builder
+            row = b.mul(offset, lowered.extents[1], flags=("nuw", "nsw"))
+            offset = b.add(row, self._v(indices[1]), name="offset", flags=("nuw", "nsw"))
+        ptr = self.builder.gep(lowered.ptr, [offset], inbounds=True, source_etype=ty)
         return ptr, ty, dtype.itemsize
 
     def _load(self, op: ops.Load) -> None:
-        array, index = op.operands
-        ptr, ty, align = self._element(array, index)
+        array = op.operands[0]
+        ptr, ty, align = self._element(array, op.indices)
         loaded = self.builder.load(ptr, typ=ty, align=align)
         if self._array(array).readonly:
             # A Slice is read-only for the whole launch: its loads may use the non-coherent
@@ -365,10 +401,10 @@ class _KernelLowering:
         self._set(op.result, loaded)
 
     def _store(self, op: ops.Store) -> None:
-        array, index, value = op.operands
+        array, value = op.operands[0], op.operands[-1]
         if self._array(array).readonly:
             raise InternalError(f"store to the read-only Slice {array.name!r} ({op.loc})")
-        ptr, _, align = self._element(array, index)
+        ptr, _, align = self._element(array, op.indices)
         v = self._v(value)
         if v.type == I1:
             v = self.builder.zext(v, I8)
@@ -441,10 +477,15 @@ class _KernelLowering:
 def _check_param(spec: ParamSpec, value: Value) -> None:
     t = value.type
     if spec.is_array:
-        ok = isinstance(t, ArrayType) and t.dtype == spec.dtype and t.disjoint == spec.is_output
+        ok = (
+            isinstance(t, ArrayType)
+            and t.dtype == spec.dtype
+            and t.disjoint == spec.is_output
+            and t.ndim == spec.ndim
+        )
     else:
-        ok = isinstance(t, ScalarType) and t.dtype == spec.dtype
-    if not ok or spec.ndim != 1:
+        ok = isinstance(t, ScalarType) and t.dtype == spec.dtype and spec.ndim == 1
+    if not ok:
         raise InternalError(f"parameter {spec.name!r}: ABI {spec} does not fit IR type {t}")
 
 
@@ -470,6 +511,8 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.Select: _KernelLowering._select,
     ops.MathCall: _KernelLowering._math,
     ops.ThreadIndex1D: _KernelLowering._thread_index_1d,
+    ops.ThreadIndex2D: _KernelLowering._thread_index_2d,
+    ops.ThreadIndexAxis: _KernelLowering._thread_index_axis,
     ops.SpecialReg: _KernelLowering._special_reg,
     ops.IndexToInt: _KernelLowering._index_to_int,
     ops.ArrayLen: _KernelLowering._len,

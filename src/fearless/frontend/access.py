@@ -5,7 +5,11 @@ Rules (DESIGN section 2, SafetyError at compile time):
   - a `DisjointSlice` is read and written only at the thread's own `ThreadIndex` (E0601):
     `c[i]` where `i = simt.thread.index_1d()`; `c[i + 1]`, `c[j]` or `c[int(i)]` are rejected
     because another thread owns those elements;
-  - a `ThreadIndex` is never stored into an array (E0602): store `int(i)` to keep its value.
+  - a 2-D `DisjointSlice` likewise only as `c[t]` with `t = simt.thread.index_2d()`:
+    `c[t.row, t.col]` is two plain integers, not the witness, and is rejected too;
+  - a `ThreadIndex` is never stored into an array (E0602): store `int(i)` (or `t.row`).
+A 2-D array is read as `a[r, c]` with two integers (or `a[t]`); each axis gets its own check.
+`a.shape[k]` is the extent along axis k, `len(a)` the extent along axis 0.
 Loads and stores are emitted unchecked; the bounds pass adds the checks it cannot prove away.
 """
 
@@ -18,7 +22,7 @@ from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
-from .values import Operand, Weak, is_thread_index
+from .values import Operand, Weak, is_thread_index, is_thread_index_2d
 
 if TYPE_CHECKING:
     from .lower import FunctionLowerer
@@ -43,32 +47,68 @@ def _describe(x: Operand) -> str:
     return "not an array"
 
 
-def _index(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) -> Value:
-    """The i64 index of `arr[...]`, after the witness rule for DisjointSlices."""
-    em = lw.em
+def _indices(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) -> list[Value]:
+    """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices."""
+    assert isinstance(arr.type, ArrayType)
     idx_node = node.slice
     loc = lw.loc(idx_node)
-    if isinstance(idx_node, ast.Slice | ast.Tuple):
+    name = arr.name or ast.unparse(node.value)
+    ndim = arr.type.ndim
+    if isinstance(idx_node, ast.Slice) or (ndim == 1 and isinstance(idx_node, ast.Tuple)):
         raise CompileError(
             f"`{ast.unparse(node)}`: only single-element indexing is supported in kernels",
             loc,
             help="index one element at a time, e.g. `a[i]`",
         )
-    idx = lw.expr(idx_node)
-    assert isinstance(arr.type, ArrayType)
-    name = arr.name or ast.unparse(node.value)
-    if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.unsafe:
-        verb = "written" if write else "read"
-        raise SafetyError(
-            f"`{name}` is a DisjointSlice: it can only be {verb} at this thread's own index",
+    if ndim == 1:
+        idx = lw.expr(idx_node)
+        if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.unsafe:
+            raise _not_own_index(name, write, loc, "simt.thread.index_1d()")
+        return [_int_index(lw, idx, name, loc)]
+    items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+    values = [lw.expr(e) for e in items]
+    if len(values) == 1 and is_thread_index_2d(values[0]):
+        t = values[0]
+        assert isinstance(t, Value)
+        em = lw.em
+        return [em.emit(ops.ThreadIndexAxis(t, axis, loc)).result for axis in (0, 1)]
+    if arr.type.disjoint and not lw.ctx.unsafe:
+        raise _not_own_index(name, write, loc, "simt.thread.index_2d()")
+    if len(values) != 2:
+        raise CompileError(
+            f"`{name}` is a 2-D array: index it with two integers, `{name}[row, col]`",
             loc,
-            code="E0601",
-            label="not this thread's index",
-            help=(
-                f"index `{name}` with the value of `simt.thread.index_1d()` itself; "
-                "other elements belong to other threads (read shared inputs from a `Slice`)"
-            ),
+            label=f"{len(values)} ind{'ex' if len(values) == 1 else 'ices'}",
+            help=f"write `{name}[r, c]`, or `{name}[t]` with `t = simt.thread.index_2d()`",
         )
+    return [_int_index(lw, v, name, lw.loc(e)) for v, e in zip(values, items, strict=True)]
+
+
+def _not_own_index(name: str, write: bool, loc: Location, witness: str) -> SafetyError:
+    verb = "written" if write else "read"
+    if witness.endswith("index_2d()"):
+        help = (
+            f"index `{name}` with the 2-D ThreadIndex itself, `{name}[t]` where "
+            f"`t = {witness}`; `t.row` and `t.col` are plain integers, and other elements "
+            "belong to other threads (read shared inputs from a `Slice`)"
+        )
+    else:
+        help = (
+            f"index `{name}` with the value of `{witness}` itself; "
+            "other elements belong to other threads (read shared inputs from a `Slice`)"
+        )
+    return SafetyError(
+        f"`{name}` is a DisjointSlice: it can only be {verb} at this thread's own index",
+        loc,
+        code="E0601",
+        label="not this thread's index",
+        help=help,
+    )
+
+
+def _int_index(lw: FunctionLowerer, idx: Operand, name: str, loc: Location) -> Value:
+    """One index as an i64: an int literal >= 0 or an integer value (a ThreadIndex too)."""
+    em = lw.em
     if isinstance(idx, Weak):
         if isinstance(idx.value, bool) or not isinstance(idx.value, int):
             raise KernelTypeError("an array index must be an integer", loc)
@@ -90,9 +130,34 @@ def _index(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) ->
     return em.cast(v, dtypes.i64, loc)
 
 
+def shape(lw: FunctionLowerer, node: ast.Subscript) -> Value | None:
+    """`a.shape[k]` with a literal axis: the array's extent along k (i64); else None."""
+    attr = node.value
+    if not (isinstance(attr, ast.Attribute) and attr.attr == "shape"):
+        return None
+    base = lw.expr(attr.value)
+    if not (isinstance(base, Value) and isinstance(base.type, ArrayType)):
+        return None
+    ndim = base.type.ndim
+    k = node.slice
+    if not (isinstance(k, ast.Constant) and type(k.value) is int and 0 <= k.value < ndim):
+        name = base.name or ast.unparse(attr.value)
+        axes = " or ".join(f"`{name}.shape[{a}]`" for a in range(ndim))
+        raise CompileError(
+            f"`{ast.unparse(node)}`: the axis must be a literal below {ndim}",
+            lw.loc(k),
+            label="not an axis of this array",
+            help=f"write {axes}",
+        )
+    return lw.em.emit(ops.ArrayLen(base, lw.loc(node), axis=k.value)).result
+
+
 def load(lw: FunctionLowerer, node: ast.Subscript, loc: Location) -> Value:
+    extent = shape(lw, node)
+    if extent is not None:
+        return extent
     arr = _array(lw, node)
-    idx = _index(lw, arr, node, write=False)
+    idx = _indices(lw, arr, node, write=False)
     return lw.em.emit(ops.Load(arr, idx, loc)).result
 
 
@@ -108,13 +173,15 @@ def store(lw: FunctionLowerer, node: ast.Subscript, value: Operand, loc: Locatio
             label="cannot assign",
             help=f"declare `{name}` as `simt.DisjointSlice[fl.{arr.type.dtype.name}]` to write it",
         )
-    idx = _index(lw, arr, node, write=True)
-    if is_thread_index(value):
+    idx = _indices(lw, arr, node, write=True)
+    if is_thread_index(value) or is_thread_index_2d(value):
         raise SafetyError(
             "a ThreadIndex cannot be stored into an array",
             loc,
             code="E0602",
-            help="store its plain value instead: `int(i)`",
+            help="store its plain value instead: `int(i)`"
+            if is_thread_index(value)
+            else "store one of its coordinates instead: `t.row` or `t.col`",
         )
     dt = arr.type.dtype
     em = lw.em

@@ -88,16 +88,17 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
         )
     args = [lw.expr(a) for a in node.args]
     em = lw.em
-    if getattr(obj, "__self__", None) is thread and getattr(obj, "__name__", "") == "index_1d":
-        _arity(fname, args, 0, loc)
-        lw.ctx.uses_index_1d = True
-        return em.emit(ops.ThreadIndex1D(loc)).result
+    if getattr(obj, "__self__", None) is thread and getattr(obj, "__name__", "") in (
+        "index_1d",
+        "index_2d",
+    ):
+        return _thread_index(lw, obj.__name__, fname, args, loc)
     if obj is len:
         _arity(fname, args, 1, loc)
         a = args[0]
         if not (isinstance(a, Value) and isinstance(a.type, ArrayType)):
             raise KernelTypeError("len() takes an array", loc)
-        return em.emit(ops.ArrayLen(a, loc)).result
+        return em.emit(ops.ArrayLen(a, loc)).result  # a 2-D array's len is shape[0], as NumPy
     if obj is range:
         raise CompileError("range() can only be used as the iterable of a `for` loop", loc)
     if obj in (min, max):
@@ -133,6 +134,35 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
         label="host function",
         help="decorate it with `@simt.device` to call it from kernels",
     )
+
+
+def _thread_index(
+    lw: FunctionLowerer, which: str, fname: str, args: list[Operand], loc: Location
+) -> Value:
+    """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions.
+
+    One kernel uses one of them: a 1-D index in a 2-D launch is the same for every row, so it
+    would not tell the threads apart (and the launch contract can ask for only one shape).
+    """
+    _arity(fname, args, 0, loc)
+    ctx = lw.ctx
+    two_d = which == "index_2d"
+    if ctx.uses_index_1d if two_d else ctx.uses_index_2d:
+        other = "index_1d" if two_d else "index_2d"
+        raise CompileError(
+            f"`simt.thread.{which}()` cannot be used in a kernel that also uses "
+            f"`simt.thread.{other}()`",
+            loc,
+            code="E0602",
+            label="second kind of thread index",
+            help="use one kind of thread index per kernel: `index_2d()` for 2-D launches "
+            "(its `t.row` and `t.col` are plain integers), `index_1d()` for 1-D ones",
+        )
+    if two_d:
+        ctx.uses_index_2d = True
+        return lw.em.emit(ops.ThreadIndex2D(loc)).result
+    ctx.uses_index_1d = True
+    return lw.em.emit(ops.ThreadIndex1D(loc)).result
 
 
 def _arity(fname: str, args: list[Operand], n: int, loc: Location) -> None:
@@ -248,7 +278,7 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
         if isinstance(ann, ArrayAnnotation):
             if not (isinstance(value, Value) and isinstance(value.type, ArrayType)):
                 raise KernelTypeError(f"`{dev.name}` expects an array for `{name}`", aloc)
-            if value.type != ArrayType(ann.dtype, ann.disjoint):
+            if value.type != ArrayType(ann.dtype, ann.disjoint, ann.ndim):
                 raise KernelTypeError(
                     f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`"
                     + (

@@ -1,7 +1,7 @@
 """Entry point of the frontend for SIMT kernels: a Python function -> an IR `Function`.
 
 Parameters come from the annotations (`simt.Slice[fl.f32]`, `simt.DisjointSlice[fl.f32]`,
-dtypes, `int`/`float`/`bool`); the body is lowered by `lower.FunctionLowerer`. The result is
+their 2-D forms `simt.Slice[fl.f32, 2]`, dtypes, `int`/`float`/`bool`); the body is lowered by `lower.FunctionLowerer`. The result is
 the IR before any pass, plus the ABI parameter list the runtime needs.
 """
 
@@ -27,6 +27,12 @@ class KernelIR:
     fn: Function
     params: tuple[ParamSpec, ...]
     uses_index_1d: bool
+    uses_index_2d: bool = False
+
+    @property
+    def index_dims(self) -> int:
+        """The launch dimensions the thread index needs (the launch contract's index_dims)."""
+        return 2 if self.uses_index_2d else 1
 
 
 def resolve_param(
@@ -46,8 +52,8 @@ def resolve_param(
             f"`{arg.arg}: simt.DisjointSlice[fl.f32]` for an output, or `{arg.arg}: fl.f32`",
         )
     if isinstance(ann, ArrayAnnotation):
-        spec = ParamSpec(arg.arg, "disjoint" if ann.disjoint else "slice", ann.dtype)
-        return ArrayType(ann.dtype, ann.disjoint), spec
+        spec = ParamSpec(arg.arg, "disjoint" if ann.disjoint else "slice", ann.dtype, ann.ndim)
+        return ArrayType(ann.dtype, ann.disjoint, ann.ndim), spec
     dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
     if dt is None or dt.name in ("f16", "bf16"):
         raise CompileError(
@@ -93,4 +99,4 @@ def build_kernel_ir(
         loc = src.loc(end)
         em.emit(ops.Return(loc))
     fn.remove_unreachable()
-    return KernelIR(fn, tuple(specs), ctx.uses_index_1d)
+    return KernelIR(fn, tuple(specs), ctx.uses_index_1d, ctx.uses_index_2d)

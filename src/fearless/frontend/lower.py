@@ -20,7 +20,16 @@ from typing import Any
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..ir import ops
-from ..ir.core import ArrayType, Block, Function, ScalarType, ThreadIndexType, Type, Value
+from ..ir.core import (
+    ArrayType,
+    Block,
+    Function,
+    ScalarType,
+    ThreadIndex2DType,
+    ThreadIndexType,
+    Type,
+    Value,
+)
 from .source import FunctionSource
 from .values import Emitter, Operand, PyObj, Undefined, Weak, value_type
 
@@ -83,6 +92,7 @@ class Context:
     weak_origin: dict[Value, tuple[Token, str]] = field(default_factory=dict)
     hints: dict[Token, dict[str, Type]] = field(default_factory=dict)
     uses_index_1d: bool = False
+    uses_index_2d: bool = False
 
     def __post_init__(self) -> None:
         self.em.on_mismatch = self.retry_if_guessed
@@ -345,6 +355,7 @@ class FunctionLowerer:
             init = self.env[name]
             assert isinstance(init, Value | Weak)
             t = hints.get(name) or value_type(init)
+            _no_witness_2d_merge(t, name, loc)
             init_v = self._coerce(init, t, name, loc, token=None)
             arg = header.add_arg(t, loc, name)
             if isinstance(init, Weak) and name not in hints:
@@ -513,6 +524,7 @@ class FunctionLowerer:
                 t: Type = prior.type  # a variable keeps the type it had before the branch
             else:
                 t = self._join_type(name, vals, loc)  # type: ignore[arg-type]
+            _no_witness_2d_merge(t, name, loc)
             for i, (block, _) in enumerate(incoming):
                 em.block = block
                 branch_args[i].append(self._coerce(vals[i], t, name, loc, others=vals))  # type: ignore[arg-type]
@@ -590,12 +602,25 @@ class FunctionLowerer:
                     f"`{base.name}` has no attribute `{node.attr}`", loc, code="E0433"
                 )
             return to_operand(getattr(base.obj, node.attr), f"{base.name}.{node.attr}")
+        if isinstance(base, Value) and isinstance(base.type, ThreadIndex2DType):
+            axis = {"row": 0, "col": 1}.get(node.attr)
+            if axis is None:
+                raise CompileError(
+                    f"a 2-D ThreadIndex has no attribute `{node.attr}`",
+                    loc,
+                    code="E0433",
+                    help="its coordinates are `.row` (along y) and `.col` (along x)",
+                )
+            return self.em.emit(ops.ThreadIndexAxis(base, axis, loc)).result
         what = f"a `{base.type}`" if isinstance(base, Value) else "a number"
-        hint = (
-            f"use `len({ast.unparse(node.value)})` for the length"
-            if isinstance(base, Value) and isinstance(base.type, ArrayType)
-            else None
-        )
+        hint = None
+        if isinstance(base, Value) and isinstance(base.type, ArrayType):
+            a = ast.unparse(node.value)
+            hint = (
+                f"index it with a literal axis, e.g. `{a}.shape[0]`"
+                if node.attr == "shape"
+                else f"use `len({a})` for the length"
+            )
         raise unsupported(f"`.{node.attr}` on {what}", loc, help=hint)
 
     def expr_BinOp(self, node: ast.BinOp) -> Operand:
@@ -693,6 +718,18 @@ class FunctionLowerer:
         value = self.expr(node.value)
         self.env[node.target.id] = value
         return value
+
+
+def _no_witness_2d_merge(t: Type, name: str, loc: Location) -> None:
+    """A 2-D ThreadIndex is one value per kernel: it never flows through a block argument."""
+    if isinstance(t, ThreadIndex2DType):
+        raise CompileError(
+            f"`{name}` holds a 2-D ThreadIndex assigned on more than one path",
+            loc,
+            code="E0602",
+            help="call `simt.thread.index_2d()` once, at the top of the kernel, and keep it "
+            "in one variable",
+        )
 
 
 def _dtype_name(t: Type) -> str:

@@ -20,7 +20,16 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..ir import ops
-from ..ir.core import Block, Function, Op, ScalarType, ThreadIndexType, Type, Value
+from ..ir.core import (
+    Block,
+    Function,
+    Op,
+    ScalarType,
+    ThreadIndex2DType,
+    ThreadIndexType,
+    Type,
+    Value,
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,8 @@ class Emitter:
         if isinstance(x, Value):
             if isinstance(x.type, ThreadIndexType) and want is not None:
                 x = self.index_int(x, loc)
+            if isinstance(x.type, ThreadIndex2DType) and want is not None:
+                raise witness_2d_not_a_value("value", loc)
             return x
         raise self.not_a_value(x, loc)
 
@@ -159,6 +170,8 @@ class Emitter:
                 return self.index_int(x, loc)
             if isinstance(x.type, ScalarType):
                 return x
+            if isinstance(x.type, ThreadIndex2DType):
+                raise witness_2d_not_a_value(what, loc)
             raise KernelTypeError(
                 f"expected a scalar {what}, found `{x.type}`",
                 loc,
@@ -324,7 +337,22 @@ def _literal_help(value: Any, dt: DType) -> str:
 
 
 def is_thread_index(x: Operand) -> bool:
+    """The 1-D witness `simt.thread.index_1d()` (or a value merged from several of them)."""
     return isinstance(x, Value) and isinstance(x.type, ThreadIndexType)
+
+
+def is_thread_index_2d(x: Operand) -> bool:
+    """The 2-D witness `simt.thread.index_2d()`."""
+    return isinstance(x, Value) and isinstance(x.type, ThreadIndex2DType)
+
+
+def witness_2d_not_a_value(what: str, loc: Location) -> KernelTypeError:
+    return KernelTypeError(
+        f"expected a scalar {what}, found a 2-D ThreadIndex",
+        loc,
+        label="a (row, col) pair",
+        help="use its coordinates `t.row` and `t.col`, which are plain integers",
+    )
 
 
 def value_type(x: Value | Weak, hint: Type | None = None) -> Type:

@@ -37,13 +37,18 @@ class ScalarType(Type):
 
 @dataclass(frozen=True)
 class ArrayType(Type):
-    """A 1-D array parameter: `Slice` (read-only) or `DisjointSlice` (per-thread writable)."""
+    """An array parameter: `Slice` (read-only) or `DisjointSlice` (per-thread writable).
+
+    `ndim` is 1 or 2; a 2-D array is C-contiguous (row-major), indexed `a[row, col]`.
+    """
 
     dtype: DType
     disjoint: bool
+    ndim: int = 1
 
     def __str__(self) -> str:
-        return f"{'DisjointSlice' if self.disjoint else 'Slice'}[{self.dtype.name}]"
+        rank = f", {self.ndim}" if self.ndim != 1 else ""
+        return f"{'DisjointSlice' if self.disjoint else 'Slice'}[{self.dtype.name}{rank}]"
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,21 @@ class ThreadIndexType(Type):
 
 
 THREAD_INDEX = ThreadIndexType()
+
+
+@dataclass(frozen=True)
+class ThreadIndex2DType(Type):
+    """The witness `simt.thread.index_2d()` returns: a (row, col) pair unique per thread.
+
+    It has no scalar value of its own: `t.row` and `t.col` are plain i64 values, and only the
+    pair itself opens a 2-D DisjointSlice (`c[t]`). It never becomes a block argument.
+    """
+
+    def __str__(self) -> str:
+        return "ThreadIndex2D"
+
+
+THREAD_INDEX_2D = ThreadIndex2DType()
 
 
 def scalar(dtype: DType) -> ScalarType:

@@ -14,14 +14,19 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   select              cond ? a : b
   math    fn          a libdevice function on floats (exp log sqrt sin ... fma)
   thread.index_1d     blockIdx.x * blockDim.x + threadIdx.x as a ThreadIndex (i64)
+  thread.index_2d     the pair (row, col) = (ctaid.y * ntid.y + tid.y, ctaid.x * ntid.x + tid.x)
+                      as a ThreadIndex2D; it has no scalar value of its own
   thread.reg  reg     a special register (tid.x ntid.x ctaid.x nctaid.x ... y z) as i32
   index.int           a ThreadIndex seen as its plain i64 value
-  len                 an array's length (i64)
-  load / store        element access at an i64 index; *unchecked*: the bounds pass adds
-  check.bounds sites  before each access unless proven; stops the thread and records
-                      the site in the device error record when not 0 <= index < length;
-                      grouped checks pass only if all pairs pass, and report the first
-                      failing pair
+  index.axis  axis    one coordinate of a ThreadIndex2D (0: row, 1: col) as a plain i64
+  len  {axis}         an array's extent along `axis` (i64); the attribute is printed only for
+                      2-D arrays, and a 1-D array's length is its extent along axis 0
+  load / store        element access with one i64 index per axis (a 2-D array is row-major:
+                      element (r, c) is at r * shape[1] + c); *unchecked*: the bounds pass
+  check.bounds sites  adds one check per axis before each access unless proven; stops the
+                      thread and records the site in the device error record when not
+                      0 <= index < length; grouped checks pass only if all pairs pass, and
+                      report the first failing pair
   br / cond_br / return
 """
 
@@ -35,6 +40,7 @@ from ..dtypes import DType
 from ..errors import Location
 from .core import (
     THREAD_INDEX,
+    THREAD_INDEX_2D,
     ArrayType,
     Block,
     Effect,
@@ -195,6 +201,27 @@ class ThreadIndex1D(Op):
         super().__init__([], [THREAD_INDEX], loc)
 
 
+class ThreadIndex2D(Op):
+    opname = "thread.index_2d"
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [THREAD_INDEX_2D], loc)
+
+
+class ThreadIndexAxis(Op):
+    """`t.row` (axis 0) or `t.col` (axis 1) of a ThreadIndex2D: a plain i64, never a witness."""
+
+    opname = "index.axis"
+
+    def __init__(self, index: Value, axis: int, loc: Location) -> None:
+        assert axis in (0, 1), axis
+        super().__init__([index], [I64], loc, axis=axis)
+
+    @property
+    def axis(self) -> int:
+        return self.attrs["axis"]  # type: ignore[no-any-return]
+
+
 class SpecialReg(Op):
     opname = "thread.reg"
 
@@ -217,26 +244,53 @@ class IndexToInt(Op):
 class ArrayLen(Op):
     opname = "len"
 
-    def __init__(self, array: Value, loc: Location) -> None:
+    def __init__(self, array: Value, loc: Location, axis: int = 0) -> None:
         assert isinstance(array.type, ArrayType)
-        super().__init__([array], [I64], loc)
+        assert 0 <= axis < array.type.ndim, axis
+        # 1-D arrays print as before (`len %a`); 2-D ones always name the axis.
+        attrs = {"axis": axis} if array.type.ndim > 1 else {}
+        super().__init__([array], [I64], loc, **attrs)
+
+    @property
+    def axis(self) -> int:
+        return self.attrs.get("axis", 0)  # type: ignore[no-any-return]
+
+
+def _indices(index: Value | Sequence[Value]) -> list[Value]:
+    return [index] if isinstance(index, Value) else list(index)
 
 
 class Load(Op):
+    """`array[i0, ...]`: operands are the array, then one i64 index per axis."""
+
     opname = "load"
     effect = Effect.READ
 
-    def __init__(self, array: Value, index: Value, loc: Location) -> None:
+    def __init__(self, array: Value, index: Value | Sequence[Value], loc: Location) -> None:
         assert isinstance(array.type, ArrayType)
-        super().__init__([array, index], [ScalarType(array.type.dtype)], loc)
+        idx = _indices(index)
+        assert len(idx) == array.type.ndim, (array.type, len(idx))
+        super().__init__([array, *idx], [ScalarType(array.type.dtype)], loc)
+
+    @property
+    def indices(self) -> list[Value]:
+        return self.operands[1:]
 
 
 class Store(Op):
+    """`array[i0, ...] = value`: operands are the array, one i64 index per axis, the value."""
+
     opname = "store"
     effect = Effect.WRITE
 
-    def __init__(self, array: Value, index: Value, value: Value, loc: Location) -> None:
-        super().__init__([array, index, value], [], loc)
+    def __init__(
+        self, array: Value, index: Value | Sequence[Value], value: Value, loc: Location
+    ) -> None:
+        super().__init__([array, *_indices(index), value], [], loc)
+
+    @property
+    def indices(self) -> list[Value]:
+        return self.operands[1:-1]
 
 
 class BoundsCheck(Op):

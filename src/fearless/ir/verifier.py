@@ -2,14 +2,15 @@
 
 Checks: every block ends in exactly one terminator; branch arguments match the target's
 arguments in number and type; every operand is defined by an op or block argument that
-dominates its use; op-specific typing rules (operands of one type, i64 indices, ...).
+dominates its use; op-specific typing rules (operands of one type, one i64 index per axis of
+the array, ...); a ThreadIndex2D is never a block argument.
 """
 
 from __future__ import annotations
 
 from ..errors import InternalError
 from .analysis import dominators
-from .core import ArrayType, Block, Function, Op, ScalarType, Value
+from .core import THREAD_INDEX_2D, ArrayType, Block, Function, Op, ScalarType, Value
 from .ops import (
     I64,
     ArrayLen,
@@ -21,6 +22,7 @@ from .ops import (
     Load,
     Select,
     Store,
+    ThreadIndexAxis,
     branch_args,
 )
 
@@ -39,6 +41,8 @@ def verify(fn: Function) -> None:
     for b in fn.blocks:
         for a in b.args:
             defined_in[a] = (b, -1)
+            if a.type == THREAD_INDEX_2D:
+                raise _fail(fn, f"block argument {a!r} is a ThreadIndex2D")
         for i, op in enumerate(b.ops):
             for r in op.results:
                 defined_in[r] = (b, i)
@@ -80,13 +84,17 @@ def _check_types(fn: Function, op: Op) -> None:
         ok = op.operands[1].type == op.operands[2].type
     elif isinstance(op, Load | Store):
         arr = op.operands[0].type
-        ok = isinstance(arr, ArrayType) and op.operands[1].type == I64
+        idx = op.indices
+        ok = isinstance(arr, ArrayType) and len(idx) == arr.ndim and all(i.type == I64 for i in idx)
         if isinstance(op, Store) and isinstance(arr, ArrayType):
-            ok = ok and op.operands[2].type == ScalarType(arr.dtype)
+            ok = ok and op.operands[-1].type == ScalarType(arr.dtype)
     elif isinstance(op, BoundsCheck):
         ok = len(op.operands) == 2 * len(op.sites) and all(v.type == I64 for v in op.operands)
     elif isinstance(op, ArrayLen):
-        ok = isinstance(op.operands[0].type, ArrayType)
+        arr = op.operands[0].type
+        ok = isinstance(arr, ArrayType) and 0 <= op.axis < arr.ndim
+    elif isinstance(op, ThreadIndexAxis):
+        ok = op.operands[0].type == THREAD_INDEX_2D
     elif isinstance(op, CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
     elif isinstance(op, Br):

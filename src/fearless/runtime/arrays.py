@@ -3,11 +3,12 @@
 `describe(obj, target)` accepts, fastest first: `fl.Tensor`, `torch.Tensor` (read straight from
 its accessors), NumPy arrays, then anything with `__cuda_array_interface__` or `__dlpack__`
 (parsed by cuda.core's `StridedMemoryView`). The "cuda" target needs device memory, "sim" host
-memory; kernels take contiguous 1-D arrays for now. Every refusal is a KernelTypeError that
-says how to fix the call.
+memory; SIMT kernels take C-contiguous arrays of the rank their parameter declares (1 or 2).
+Every refusal is a KernelTypeError that says how to fix the call.
 
 `launch_extractor(type)` is the warm-launch form: one small function per argument type, cached,
-returning `(ptr, length, dtype)` or None (then `describe` explains what is wrong).
+returning `(ptr, length, dtype)` or None (then `describe` explains what is wrong);
+`launch_extractor_2d(type)` the same for 2-D parameters, returning `(ptr, rows, cols, dtype)`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ DEVICE_ID = 0
 
 Extracted = tuple[int, int, DType]
 Extractor = Callable[[Any], "Extracted | None"]
+Extracted2D = tuple[int, int, int, DType]
+Extractor2D = Callable[[Any], "Extracted2D | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +87,11 @@ def describe(
     if ndim is not None and info.ndim != ndim:
         raise _type_error(
             f"argument `{name}` has {info.ndim} dimension{'s' if info.ndim != 1 else ''}, "
-            f"but kernels take {ndim}-D arrays for now",
-            "flatten it: `x.reshape(-1)` (a view of the same memory when contiguous)",
+            f"but kernels take {ndim}-D arrays for `{name}`",
+            "flatten it: `x.reshape(-1)` (a view of the same memory when contiguous)"
+            if ndim == 1
+            else f"reshape it: `x.reshape(rows, cols)`, or declare the parameter "
+            f"`{name}: simt.Slice[T, {info.ndim}]` if the kernel can take {info.ndim}-D arrays",
         )
     return info
 
@@ -346,6 +352,61 @@ def _extract_generic(obj: Any) -> Extracted | None:
     except KernelTypeError:
         return None
     return info.ptr, info.shape[0], info.dtype
+
+
+_extractors_2d: dict[type, Extractor2D | None] = {}
+
+
+def launch_extractor_2d(tp: type) -> Extractor2D | None:
+    """The cached fast reader of a C-contiguous 2-D device array of type `tp`, or None."""
+    try:
+        return _extractors_2d[tp]
+    except KeyError:
+        pass
+    from .tensor import Tensor
+
+    found: Extractor2D | None
+    if issubclass(tp, Tensor):
+        found = _extract_tensor_2d
+    elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
+        found = _extract_torch_2d
+    elif issubclass(tp, np.ndarray):
+        found = None
+    elif hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
+        found = _extract_generic_2d
+    else:
+        found = None
+    _extractors_2d[tp] = found
+    return found
+
+
+def _extract_tensor_2d(t: Any) -> Extracted2D | None:
+    shape = t._shape
+    if len(shape) != 2 or not t._on_device or t._moved is not None:
+        return None
+    return t._ptr, shape[0], shape[1], t._dtype
+
+
+def _extract_torch_2d(t: Any) -> Extracted2D | None:
+    shape = t.shape
+    if len(shape) != 2 or t.get_device() != DEVICE_ID:
+        return None
+    rows, cols = shape
+    # C-contiguous: the stride of an axis of extent 1 does not matter (as is_c_contiguous).
+    if rows and cols and ((cols > 1 and t.stride(1) != 1) or (rows > 1 and t.stride(0) != cols)):
+        return None
+    dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)
+    if dtype is None:
+        return None
+    return t.data_ptr(), rows, cols, dtype
+
+
+def _extract_generic_2d(obj: Any) -> Extracted2D | None:
+    try:
+        info = describe(obj, "cuda", ndim=2)
+    except KernelTypeError:
+        return None
+    return info.ptr, info.shape[0], info.shape[1], info.dtype
 
 
 def _type_error(message: str, help: str) -> KernelTypeError:

@@ -36,12 +36,18 @@ def format_index_error(ck: CompiledKernel, record_words: Sequence[int]) -> Kerne
     if 0 <= site < len(ck.sites):
         info = ck.sites[site]
         verb = "reading" if info.kind == "read" else "writing"
+        if info.axis is None:
+            notes = [f"{verb} `{info.param}` {where}"]
+            bound = f"`len({info.param})`"
+        else:  # a 2-D access: each axis is checked on its own
+            notes = [f"{verb} `{info.param}` on axis {info.axis} of `{info.param}` {where}"]
+            bound = f"`{info.param}.shape[{info.axis}]`"
         return KernelIndexError(
             f"index out of bounds: the len is {length} but the index is {index}",
             info.loc,
             label=f"{info.kind} out of bounds",
-            notes=[f"{verb} `{info.param}` {where}"],
-            help=f"check the index against `len({info.param})` before using it",
+            notes=notes,
+            help=f"check the index against {bound} before using it",
         )
     return KernelIndexError(
         f"index out of bounds: the len is {length} but the index is {index}",

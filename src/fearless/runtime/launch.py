@@ -113,7 +113,7 @@ class GpuLaunchPlan:
 
     def _requires_failed(self, k: int, args: Sequence[Any]) -> None:
         lengths = [
-            describe(a, "cuda", name=p.name).size if p.is_array else None
+            describe(a, "cuda", name=p.name, ndim=p.ndim).shape[0] if p.is_array else None
             for p, a in zip(self.params, args, strict=True)
         ]
         env = requires_values(args, lengths)
@@ -126,12 +126,13 @@ class GpuLaunchPlan:
 
     def _argument_error(self, index: int, arg: Any) -> KernelTypeError:
         spec = self.params[index]
-        describe(arg, "cuda", name=spec.name)  # raises the precise reason
+        describe(arg, "cuda", name=spec.name, ndim=spec.ndim)  # raises the precise reason
         return KernelTypeError(
             f"argument `{spec.name}` cannot be passed to `{self.ck.name}`",
             user_location(),
             code="E0701",
-            help="pass a 1-D contiguous GPU array: an fl.Tensor, a torch tensor, or a DLPack array",
+            help=f"pass a {spec.ndim}-D contiguous GPU array: an fl.Tensor, a torch tensor, "
+            "or a DLPack array",
         )
 
     def _dtype_error(self, index: int, have: Any) -> KernelTypeError:

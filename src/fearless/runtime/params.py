@@ -5,6 +5,7 @@ that parameter's bytes. A `ParamPacker` owns one host buffer holding every param
 natural alignment plus the pointer array into it, both built once from the ABI (see abi.py):
 
     slice/disjoint `a`  ->  u64 pointer to element 0, i64 length in elements
+    2-D `a`             ->  u64 pointer to element 0, i64 shape[0], i64 shape[1]
     scalar `x: T`       ->  T (bool as u8, f16 as IEEE half, bf16 as its 16 raw bits)
     then                ->  i64 logical thread count of the launch
     last                ->  u64 pointer to the kernel's device error record
@@ -45,7 +46,7 @@ class ParamPacker:
     """The argument buffer of one kernel signature; `set` writes one launch's values into it.
 
     `set` takes the flat values in ABI order without the error record: for each array its
-    pointer and length, for each scalar its value, then the launch's logical thread count. `address` is the `void**` to pass to
+    pointer and extents (length; or rows, cols), for each scalar its value, then the launch's logical thread count. `address` is the `void**` to pass to
     cuLaunchKernel; it stays valid (and its target stays put) as long as the packer lives.
     """
 
@@ -55,7 +56,10 @@ class ParamPacker:
         size = 0
         codes: list[str] = []
         for p in params:
-            codes += ["Q", "q"] if p.is_array else [STRUCT_CODES[p.dtype.name]]
+            if p.is_array:
+                codes += ["Q"] + ["q"] * p.ndim  # pointer, then the extent of each axis
+            else:
+                codes.append(STRUCT_CODES[p.dtype.name])
         codes.append("q")  # the logical thread count
         for code in codes:
             width = struct.calcsize("<" + code)

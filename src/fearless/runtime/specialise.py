@@ -7,7 +7,8 @@ launchers for the same reason. The generated function does exactly this, in orde
 
     1. grid/block: a dict hit once the pair was validated (`plan.check_dims` on a miss);
     2. per array: pointer, length and dtype (fl.Tensor inline, other types through the
-       per-type extractor cache of arrays.py), dtype compared with the ParamSpec's;
+       per-type extractor cache of arrays.py), dtype compared with the ParamSpec's; a 2-D
+       array gives pointer, rows, cols and dtype (all types through the 2-D extractors);
        per scalar: bf16/bool conversion where needed;
     3. the borrow check on the (output, other) pairs of borrow.py, or the sorted sweep;
     4. one `struct.pack_into` of all values, then cuLaunchKernel on the stream's handle;
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import config
-from .arrays import _extractors, launch_extractor
+from .arrays import _extractors, _extractors_2d, launch_extractor, launch_extractor_2d
 from .streams import Stream, stream_handle
 from .tensor import Tensor
 
@@ -54,7 +55,22 @@ def build_launcher(
     arrays: list[int] = []  # parameter index of each array, in order
     for i, p in enumerate(params):
         x = names[i]
-        if p.is_array:
+        if p.is_array and p.ndim == 2:
+            # n<i> is `len(x)` for `requires=`: the extent along axis 0, as in the kernel
+            arrays.append(i)
+            env[f"D{i}"] = p.dtype
+            lines += [
+                f"    ex = extractors_2d.get(type({x})) or launch_extractor_2d(type({x}))",
+                f"    got = ex({x}) if ex is not None else None",
+                "    if got is None:",
+                f"        raise argument_error({i}, {x})",
+                f"    p{i}, n{i}, m{i}, t{i} = got",
+                f"    if t{i} is not D{i}:",
+                f"        raise dtype_error({i}, t{i})",
+                f"    e{i} = p{i} + n{i} * m{i} * {p.dtype.itemsize}",
+            ]
+            packed += [f"p{i}", f"n{i}", f"m{i}"]
+        elif p.is_array:
             arrays.append(i)
             env[f"D{i}"] = p.dtype
             lines += [
@@ -137,6 +153,8 @@ def build_launcher(
         Stream=Stream,
         extractors=_extractors,
         launch_extractor=launch_extractor,
+        extractors_2d=_extractors_2d,
+        launch_extractor_2d=launch_extractor_2d,
         stream_handle=stream_handle,
         PACK_ERRORS=pack_errors,
         pack_into=plan.packer.pack_target()[0],

@@ -41,7 +41,8 @@ class SimLauncher:
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         self.validate(grid, block)
         values = bind_args(self.kernel.name, self.params, args, "sim")
-        lengths = [v.size if isinstance(v, ArrayInfo) else None for v in values]
+        # `len(a)` in a `requires=` relation is the extent along axis 0, as in the kernel
+        lengths = [v.shape[0] if isinstance(v, ArrayInfo) else None for v in values]
         check_requires(self.kernel.name, self.params, self.ir.contract.requires, args, lengths)
         infos = [v for v in values if isinstance(v, ArrayInfo)]
         arrays = [p for p in self.params if p.is_array]
@@ -67,7 +68,7 @@ def bind_args(
     out: list[ArrayInfo | Any] = []
     for p, a in zip(params, args, strict=True):
         if p.is_array:
-            info = describe(a, target, name=p.name)
+            info = describe(a, target, name=p.name, ndim=p.ndim)
             if info.dtype != p.dtype:
                 raise KernelTypeError(
                     f"argument `{p.name}` has elements of {info.dtype.name}, but the kernel "

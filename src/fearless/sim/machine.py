@@ -9,7 +9,7 @@ of which failure is reported, are told in `simt.py`'s docstring.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,9 +110,9 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
         if kind == COMPUTE:
             r = fn(*args)
         elif kind == LOAD:
-            r = _access(fn, args[0], args[1], None, op, lanes, ck)
+            r = _access(fn, args[0], args[1:], None, op, lanes, ck)
         elif kind == STORE:
-            _access(fn, args[0], args[1], args[2], op, lanes, ck)
+            _access(fn, args[0], args[1:-1], args[-1], op, lanes, ck)
             continue
         else:
             keep = _check(args, op, lanes, ck)
@@ -238,12 +238,20 @@ def _merge(parts: list[Any], n: int) -> np.ndarray[Any, Any] | None:
 
 
 def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
-    """A thread register for the lanes of blocks [b0, b1): `tid.x`, ..., `index_1d`."""
+    """A thread register for the lanes of blocks [b0, b1): `tid.x`, ..., `index_1d`.
+
+    `index_1d` and `index_col` are ctaid.x * ntid.x + tid.x, `index_row` is
+    ctaid.y * ntid.y + tid.y, all in i64 (the coordinates of `thread.index_2d`).
+    """
     per_block = block[0] * block[1] * block[2]
     t = np.arange(per_block, dtype=np.int64)
     b = np.arange(b0, b1, dtype=np.int64)
-    if reg == "index_1d":  # ctaid.x * ntid.x + tid.x, in i64
+    if reg in ("index_1d", "index_col"):
         return np.repeat(b % grid[0] * block[0], per_block) + np.tile(t % block[0], b1 - b0)
+    if reg == "index_row":
+        return np.repeat(b // grid[0] % grid[1] * block[1], per_block) + np.tile(
+            t // block[0] % block[1], b1 - b0
+        )
     name, axis = reg.split(".")
     k = "xyz".index(axis)
     if name == "tid":
@@ -254,35 +262,56 @@ def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
 
 
 def _access(
-    fn: Any, arr: Any, idx: Any, value: Any, op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+    fn: Any,
+    arr: Any,
+    indices: Sequence[Any],
+    value: Any,
+    op: Op,
+    lanes: np.ndarray[Any, Any] | None,
+    ck: Chunk,
 ) -> Any:
-    """A load (value None) or store; out-of-range indices here had no check before them."""
-    length = arr.shape[0]
-    if np.ndim(idx):
-        bad = (idx < 0) | (idx >= length) if idx.size else None
-        if bad is not None and bad.any():
-            _unchecked_fault(op, arr, idx, int(np.argmax(bad)), lanes, ck)
-    elif not 0 <= idx < length:
-        _unchecked_fault(op, arr, idx, 0, lanes, ck)
+    """A load (value None) or store, one index per axis; out-of-range indices here had no
+    check before them."""
+    for axis, idx in enumerate(indices):
+        length = arr.shape[axis]
+        if np.ndim(idx):
+            bad = (idx < 0) | (idx >= length) if idx.size else None
+            if bad is not None and bad.any():
+                _unchecked_fault(op, arr, axis, idx, int(np.argmax(bad)), lanes, ck)
+        elif not 0 <= idx < length:
+            _unchecked_fault(op, arr, axis, idx, 0, lanes, ck)
+    key = indices[0] if len(indices) == 1 else tuple(indices)
     if value is None:
-        return fn(arr[idx])
-    if np.ndim(value) and not np.ndim(idx):  # many lanes, one element: the last lane wins
-        idx = np.broadcast_to(idx, value.shape)
-    arr[idx] = fn(value)
+        return fn(arr[key])
+    if np.ndim(value):  # many lanes, one element: the last lane wins
+        if len(indices) == 1 and not np.ndim(key):
+            key = np.broadcast_to(key, value.shape)
+        elif len(indices) > 1 and not any(np.ndim(i) for i in indices):
+            key = tuple(np.broadcast_to(i, value.shape) for i in indices)
+    arr[key] = fn(value)
     return None
 
 
 def _unchecked_fault(
-    op: Op, arr: Any, idx: Any, pos: int, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+    op: Op,
+    arr: Any,
+    axis: int,
+    idx: Any,
+    pos: int,
+    lanes: np.ndarray[Any, Any] | None,
+    ck: Chunk,
 ) -> None:
     lane = pos if lanes is None else int(lanes[pos])
     block, thread = ck.coords(lane)
     what = "read" if isinstance(op, ops.Load) else "write"
+    on_axis = [f"on axis {axis} of `{op.operands[0].name}`"] if arr.ndim > 1 else []
     raise KernelIndexError(
-        f"index out of bounds: the len is {arr.shape[0]} but the index is {int(_pick(idx, pos))}",
+        f"index out of bounds: the len is {arr.shape[axis]} but the index is "
+        f"{int(_pick(idx, pos))}",
         op.loc,
         label=f"unchecked {what}",
         notes=[
+            *on_axis,
             f"in block {block}, thread {thread} (CPU simulator)",
             "this access has no device check (an `unsafe` kernel, or a check the compiler "
             "proved unnecessary); on the GPU it is undefined behaviour",

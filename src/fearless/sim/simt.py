@@ -100,8 +100,8 @@ def run_kernel(
 ) -> SimError | None:
     """Run `fn` for every thread of a launch; return the first failed check, if any.
 
-    `args[i]` is the value of `fn.params[i]`: a 1-D NumPy array for an array parameter
-    (a `DisjointSlice` is written in place) or a Python/NumPy scalar.
+    `args[i]` is the value of `fn.params[i]`: a NumPy array of the parameter's rank for an
+    array parameter (a `DisjointSlice` is written in place) or a Python/NumPy scalar.
     """
     return SimKernel(fn).run(grid, block, args, chunk_lanes=chunk_lanes)
 
@@ -274,9 +274,9 @@ def _bind(p: Value, a: Any) -> Any:
     if not isinstance(t, ArrayType):
         raise InternalError(f"the simulator has no parameters of type {t}")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
-    if arr.ndim != 1:
+    if arr.ndim != t.ndim:
         raise KernelTypeError(
-            f"argument `{p.name}` must be a 1-D array, not {arr.ndim}-D", code="E0701"
+            f"argument `{p.name}` must be a {t.ndim}-D array, not {arr.ndim}-D", code="E0701"
         )
     if t.dtype.name == "bf16":
         if arr.dtype.itemsize != 2 or arr.dtype.kind == "f" or arr.dtype.kind == "i":
@@ -318,13 +318,25 @@ def _plan_constant(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
 
 
 def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
-    reg = op.attrs["reg"] if isinstance(op, ops.SpecialReg) else "index_1d"
+    if isinstance(op, ops.SpecialReg):
+        reg = op.reg
+    elif isinstance(op, ops.ThreadIndexAxis):
+        reg = ("index_row", "index_col")[op.axis]
+    else:
+        reg = "index_1d"
     s = k._slot(op.result)
     if reg.startswith(("ntid", "nctaid")):
         k._launch_values.append((s, reg))
         k._uniform.add(op.result)
     else:
         k._thread_values.append((s, reg))
+    return COMPUTE, _prefilled
+
+
+def _plan_index_2d(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    # The pair has no value of its own: its coordinates (`index.axis`) are thread registers.
+    k._env0[k._slot(op.result)] = np.int64(0)
+    k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
 
@@ -356,8 +368,10 @@ def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, Op], tuple[int,
     return lambda k, op: (COMPUTE, fn)
 
 
-def _array_len(arr: Any) -> Any:
-    return np.int64(arr.shape[0])
+def _plan_len(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    assert isinstance(op, ops.ArrayLen)
+    axis = op.axis
+    return COMPUTE, lambda arr: np.int64(arr.shape[axis])
 
 
 def _plan_memory(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
@@ -376,6 +390,8 @@ def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
 _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any]]]] = {
     ops.Constant: _plan_constant,
     ops.ThreadIndex1D: _plan_register,
+    ops.ThreadIndex2D: _plan_index_2d,
+    ops.ThreadIndexAxis: _plan_register,
     ops.SpecialReg: _plan_register,
     ops.Binary: _plan_binary,
     ops.Unary: _plan_unary,
@@ -384,7 +400,7 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.Select: _plan_simple(numerics.select),
     ops.MathCall: _plan_math,
     ops.IndexToInt: _plan_simple(numerics._identity),
-    ops.ArrayLen: _plan_simple(_array_len),
+    ops.ArrayLen: _plan_len,
     ops.Load: _plan_memory,
     ops.Store: _plan_memory,
     ops.BoundsCheck: _plan_check,

@@ -65,7 +65,9 @@ def compile_ir(
         len_relations=[r.relation for r in requires if r.relation is not None],
     )
     run_pipeline(kir.fn, options)
-    c = LaunchContract(contract.block, contract.launch_bounds, index_dims=1, requires=requires)
+    c = LaunchContract(
+        contract.block, contract.launch_bounds, index_dims=kir.index_dims, requires=requires
+    )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     _dump("ir", src.name, render_ir(ir))
     return ir

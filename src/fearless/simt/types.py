@@ -1,8 +1,10 @@
 """The SIMT track's annotation types and in-kernel namespaces.
 
-`Slice[T]` and `DisjointSlice[T]` are used only as parameter annotations; subscripting them
-gives an `ArrayAnnotation` the frontend turns into an IR `ArrayType`. `thread` is the
-namespace behind `simt.thread.index_1d()`; calling it outside a kernel is an error.
+`Slice[T]` and `DisjointSlice[T]` (1-D), `Slice[T, 2]` and `DisjointSlice[T, 2]` (2-D,
+row-major) are used only as parameter annotations; subscripting them gives an
+`ArrayAnnotation` the frontend turns into an IR `ArrayType`. `thread` is the namespace behind
+`simt.thread.index_1d()` and `simt.thread.index_2d()`; calling them outside a kernel is an
+error.
 """
 
 from __future__ import annotations
@@ -17,23 +19,28 @@ from ..dtypes import DType
 class ArrayAnnotation:
     dtype: DType
     disjoint: bool
+    ndim: int = 1
 
     def __repr__(self) -> str:
         kind = "DisjointSlice" if self.disjoint else "Slice"
-        return f"simt.{kind}[{self.dtype!r}]"
+        rank = f", {self.ndim}" if self.ndim != 1 else ""
+        return f"simt.{kind}[{self.dtype!r}{rank}]"
 
 
 class _ArrayKind:
     def __init__(self, disjoint: bool) -> None:
         self.disjoint = disjoint
 
-    def __getitem__(self, dtype: Any) -> ArrayAnnotation:
+    def __getitem__(self, key: Any) -> ArrayAnnotation:
+        kind = "DisjointSlice" if self.disjoint else "Slice"
+        dtype, ndim = key if isinstance(key, tuple) and len(key) == 2 else (key, 1)
         if not isinstance(dtype, DType):
-            kind = "DisjointSlice" if self.disjoint else "Slice"
             raise TypeError(
                 f"simt.{kind}[...] takes a fearless dtype such as fl.f32, not {dtype!r}"
             )
-        return ArrayAnnotation(dtype, self.disjoint)
+        if isinstance(ndim, bool) or ndim not in (1, 2):
+            raise TypeError(f"simt.{kind}[{dtype!r}, ndim] takes ndim 1 or 2, not {ndim!r}")
+        return ArrayAnnotation(dtype, self.disjoint, ndim)
 
     def __repr__(self) -> str:
         return "simt.DisjointSlice" if self.disjoint else "simt.Slice"
@@ -52,6 +59,9 @@ class _Thread:
 
     def index_1d(self) -> Any:
         _only_in_kernels("index_1d")
+
+    def index_2d(self) -> Any:
+        _only_in_kernels("index_2d")
 
     def __repr__(self) -> str:
         return "simt.thread"

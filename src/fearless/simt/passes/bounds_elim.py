@@ -11,7 +11,9 @@ Facts come from the edges of `cond_br` into blocks with a single predecessor (th
 every block that edge's target dominates. Python's short-circuit `and`/`or` lowers to a join
 block whose argument is the condition; the facts of its edge are those every incoming edge
 that can carry the taken value proves (`x < n and y < m` proves both). Values are compared by a key that sees through `index.int`, so
-the ThreadIndex and its integer value are one quantity, and all `len(a)` of one array are one.
+the ThreadIndex and its integer value are one quantity, all `len(a)` of one array along one
+axis are one, and all `t.row` (`t.col`) of a 2-D ThreadIndex are one. A 2-D access has one
+check per axis, each proved on its own: `t.row < a.shape[0]` proves the row check of `a[t]`.
 `requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
 Non-negativity: ThreadIndex, `len`, constants >= 0, and loop counters that start >= 0 and grow
@@ -37,8 +39,10 @@ def key(v: Value) -> Any:
         return key(op.operands[0])
     if isinstance(op, ops.ThreadIndex1D):
         return ("thread.index_1d",)
+    if isinstance(op, ops.ThreadIndexAxis):  # every `t.row` of a kernel is one quantity
+        return ("thread.index_2d", op.axis)
     if isinstance(op, ops.ArrayLen):
-        return ("len", op.operands[0])
+        return ("len", op.operands[0], op.axis)
     if isinstance(op, ops.Constant):
         return ("const", op.value)
     return v
@@ -48,7 +52,7 @@ def nonneg(
     v: Value, preds: dict[Block, list[ops.Op]], assuming: frozenset[Value] = frozenset()
 ) -> bool:
     op = v.owner
-    if isinstance(op, ops.IndexToInt | ops.ThreadIndex1D | ops.ArrayLen):
+    if isinstance(op, ops.IndexToInt | ops.ThreadIndex1D | ops.ThreadIndexAxis | ops.ArrayLen):
         return True
     if isinstance(op, ops.Constant):
         return not isinstance(op.value, bool) and op.value >= 0
@@ -162,7 +166,7 @@ def _length_order(fn: Function, relations: list[tuple[str, str, str]]) -> dict[A
     by_name = {p.name: p for p in fn.params}
     le: dict[Any, set[Any]] = {}
     for a, op, b in relations:
-        ka, kb = ("len", by_name[a]), ("len", by_name[b])
+        ka, kb = ("len", by_name[a], 0), ("len", by_name[b], 0)
         if op in ("==", ">=", ">"):
             le.setdefault(kb, {kb}).add(ka)
         if op in ("==", "<=", "<"):
