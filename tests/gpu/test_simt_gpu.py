@@ -211,3 +211,91 @@ def test_coarsened_bounds_error_names_the_logical_thread() -> None:
     assert f"block ({bad // 256}, 0, 0), thread ({bad % 256}, 0, 0)" in text
     got = out.numpy()
     assert got[bad] == 0.0 and got[bad + 1] == bad + 1  # only the failing thread stopped
+
+
+# ------------------------------------------------------------------------------ 2-D kernels
+
+
+def grid_2d(rows: int, cols: int, block: tuple[int, int]) -> tuple[int, int]:
+    return (cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1]
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(1, 1), (37, 53), (1000, 33), (5, 4099)])
+def test_matadd_2d_matches_simulator(rows: int, cols: int) -> None:
+    a = RNG.standard_normal((rows, cols)).astype(np.float32)
+    b = RNG.standard_normal((rows, cols)).astype(np.float32)
+    c = np.full((rows, cols), np.nan, np.float32)
+    grid = grid_2d(rows, cols, (16, 16))
+    sim, dev = both(K.matadd, grid, (16, 16), a, b, c, outputs=(2,))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(dev[0], sim[0])
+    np.testing.assert_array_equal(dev[0], a + b)
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(3, 1), (129, 67), (512, 1000)])
+def test_transpose_2d_matches_simulator(rows: int, cols: int) -> None:
+    x = RNG.standard_normal((rows, cols)).astype(np.float32)
+    out = np.zeros((cols, rows), np.float32)
+    grid = grid_2d(cols, rows, (32, 8))
+    sim, dev = both(K.transpose, grid, (32, 8), x, out, outputs=(1,))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(dev[0], sim[0])
+    np.testing.assert_array_equal(dev[0], x.T)
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (33, 17, 45), (128, 64, 200)])
+def test_matmul_2d_matches_simulator_bit_for_bit(m: int, k: int, n: int) -> None:
+    # No FMA contraction and the same order of additions: the GPU agrees with the simulator.
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    grid = grid_2d(m, n, (16, 16))
+    sim, dev = both(K.matmul, grid, (16, 16), a, b, c, outputs=(2,))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(dev[0], sim[0])
+    np.testing.assert_allclose(dev[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_2d_device_bounds_error_names_the_axis_and_keeps_context_usable() -> None:
+    @fl.simt.kernel
+    def add_cols(
+        a: fl.simt.Slice[fl.f32, 2],
+        b: fl.simt.Slice[fl.f32, 2],
+        c: fl.simt.DisjointSlice[fl.f32, 2],
+    ):
+        t = fl.simt.thread.index_2d()
+        if t.row < c.shape[0] and t.col < c.shape[1]:
+            c[t] = a[t] + b[t.row, t.col]
+
+    a = fl.asarray(np.ones((4, 6), np.float32))
+    b = fl.asarray(np.ones((4, 5), np.float32))  # one column short: flat offsets stay inside
+    c = fl.asarray(np.zeros((4, 6), np.float32))
+    add_cols[(1, 1), (8, 8)](a, b, c)
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    assert "the len is 5 but the index is 5" in info.value.message
+    assert "on axis 1 of `b`" in str(info.value)
+    got = c.numpy()
+    np.testing.assert_array_equal(got[:, :5], 2.0)
+    np.testing.assert_array_equal(got[:, 5], 0.0)  # the failing threads stopped
+    b_ok = fl.asarray(np.ones((4, 6), np.float32))
+    add_cols[(1, 1), (8, 8)](a, b_ok, c)
+    fl.synchronize()
+    np.testing.assert_array_equal(c.numpy(), 2.0)
+
+
+def test_2d_torch_tensors_views_and_borrows() -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.randn(70, 130, device="cuda")
+    b = torch.randn(70, 130, device="cuda")
+    c = torch.empty(70, 130, device="cuda")
+    K.matadd[grid_2d(70, 130, (16, 16)), (16, 16)](a, b, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c, a + b)
+    with pytest.raises(fl.KernelTypeError, match="not contiguous"):
+        K.matadd[grid_2d(130, 70, (16, 16)), (16, 16)](a.t(), b.t(), c.t())
+    buf = torch.zeros(200, 130, device="cuda")
+    with pytest.raises(fl.BorrowError):
+        K.matadd[grid_2d(70, 130, (16, 16)), (16, 16)](buf[:70], b, buf[50:120])
+    K.matadd[grid_2d(70, 130, (16, 16)), (16, 16)](buf[:70], b, buf[70:140])  # disjoint rows
+    torch.cuda.synchronize()
+    assert torch.equal(buf[70:140], b)
+    with pytest.raises(fl.KernelTypeError, match="`b` has 1 dimension, but kernels take 2-D"):
+        K.matadd[(1, 1), (16, 16)](a, b.reshape(-1), c)
