@@ -287,3 +287,33 @@ def test_2d_borrow_check_and_launch_contract() -> None:
     np.testing.assert_array_equal(c[:4], 2.0)
     with pytest.raises(fl.LaunchContractError, match=r"index_2d\(\), which needs a 2-D launch"):
         K.matadd[(1, 1, 2), (8, 8)](a, a.copy(), c)
+
+
+def test_2d_witness_passes_through_device_functions_and_augmented_stores() -> None:
+    @fl.simt.device
+    def put(c: fl.simt.DisjointSlice[fl.f32, 2], t, v: fl.f32) -> None:
+        c[t] = v
+
+    @fl.simt.kernel
+    def twice_plus_one(a: fl.simt.Slice[fl.f32, 2], c: fl.simt.DisjointSlice[fl.f32, 2]):
+        t = fl.simt.thread.index_2d()
+        if t.row < c.shape[0] and t.col < c.shape[1]:
+            put(c, t, a[t] * 2.0)
+            c[t] += 1.0
+
+    a = RNG.standard_normal((9, 13)).astype(np.float32)
+    c = np.zeros_like(a)
+    twice_plus_one[(1, 2), (16, 8)](a, c)
+    np.testing.assert_array_equal(c, a * np.float32(2.0) + np.float32(1.0))
+
+
+def test_2d_unsafe_write_out_of_range_names_the_axis() -> None:
+    @fl.simt.kernel(unsafe=True)
+    def shifted(c: fl.simt.DisjointSlice[fl.f32, 2], n: int):
+        t = fl.simt.thread.index_2d()
+        c[t.row, t.col + n] = 1.0  # raw indexed write: unsafe kernels only, no device check
+
+    assert "check.bounds" not in shifted.inspect(stage="ir")
+    with pytest.raises(fl.KernelIndexError, match="the len is 3 but the index is 3") as info:
+        shifted[(1, 1), (3, 2)](np.zeros((2, 3), np.float32), 1)
+    assert "on axis 1 of `c`" in str(info.value) and "unchecked write" in str(info.value)

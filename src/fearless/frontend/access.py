@@ -63,7 +63,14 @@ def _indices(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) 
     if ndim == 1:
         idx = lw.expr(idx_node)
         if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.unsafe:
-            raise _not_own_index(name, write, loc, "simt.thread.index_1d()")
+            help = None
+            if lw.ctx.uses_index_2d:  # no 1-D witness can exist in this kernel
+                help = (
+                    f"a 1-D DisjointSlice opens only with `simt.thread.index_1d()`, which a "
+                    f"kernel using `index_2d()` cannot call; declare `{name}` as "
+                    f"`simt.DisjointSlice[fl.{arr.type.dtype.name}, 2]` and write `{name}[t]`"
+                )
+            raise _not_own_index(name, write, loc, "simt.thread.index_1d()", help)
         return [_int_index(lw, idx, name, loc)]
     items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
     values = [lw.expr(e) for e in items]
@@ -84,15 +91,17 @@ def _indices(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) 
     return [_int_index(lw, v, name, lw.loc(e)) for v, e in zip(values, items, strict=True)]
 
 
-def _not_own_index(name: str, write: bool, loc: Location, witness: str) -> SafetyError:
+def _not_own_index(
+    name: str, write: bool, loc: Location, witness: str, help: str | None = None
+) -> SafetyError:
     verb = "written" if write else "read"
-    if witness.endswith("index_2d()"):
+    if help is None and witness.endswith("index_2d()"):
         help = (
             f"index `{name}` with the 2-D ThreadIndex itself, `{name}[t]` where "
             f"`t = {witness}`; `t.row` and `t.col` are plain integers, and other elements "
             "belong to other threads (read shared inputs from a `Slice`)"
         )
-    else:
+    elif help is None:
         help = (
             f"index `{name}` with the value of `{witness}` itself; "
             "other elements belong to other threads (read shared inputs from a `Slice`)"
