@@ -315,7 +315,15 @@ def test_inspect_rejects_an_unknown_stage(capsys: pytest.CaptureFixture[str]) ->
 def test_commands_are_exactly_the_implemented_ones() -> None:
     parser = build_parser()
     (sub,) = (a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices or ()) == {"demo", "doctor", "run", "inspect", "explain", "bench"}
+    assert set(sub.choices or ()) == {
+        "demo",
+        "doctor",
+        "run",
+        "inspect",
+        "check",
+        "explain",
+        "bench",
+    }
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "-h"], ["doctor", "-h"], ["run", "-h"]])

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, demo, doctor, explain, fearless_version, inspect, run
+from . import bench, check, demo, doctor, explain, fearless_version, inspect, run
 
-COMMANDS = (demo, doctor, run, inspect, explain, bench)
+COMMANDS = (demo, doctor, run, inspect, check, explain, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,1 @@
+"""A package whose modules import kernels relatively."""
