@@ -323,6 +323,8 @@ def test_commands_are_exactly_the_implemented_ones() -> None:
         "check",
         "explain",
         "bench",
+        "compile",
+        "new",
     }
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, check, demo, doctor, explain, fearless_version, inspect, run
+from . import bench, check, compile, demo, doctor, explain, fearless_version, inspect, new, run
 
-COMMANDS = (demo, doctor, run, inspect, check, explain, bench)
+COMMANDS = (demo, doctor, run, inspect, compile, new, check, explain, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,62 @@
+"""`fearless new`: the scaffolded project runs and its tests pass, on the simulator."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fearless.cli.main import main
+
+SRC = Path(__file__).parents[1] / "src"
+
+
+def test_new_project_runs_and_its_tests_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "my-kernels"
+    assert main(["new", str(project)]) == 0
+    assert {p.name for p in project.iterdir()} == {
+        "kernels.py",
+        "main.py",
+        "test_kernels.py",
+        "README.md",
+    }
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(SRC),
+        "FEARLESS_TARGET": "sim",
+        "FEARLESS_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    run = subprocess.run(
+        [sys.executable, "main.py"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "SIMT vecadd ok: True" in run.stdout and "Tile add ok:    True" in run.stdout
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "3 passed" in tests.stdout
+
+
+def test_new_refuses_a_non_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "keep.txt").write_text("mine")
+    assert main(["new", str(tmp_path / "x")]) == 2
+    assert "not empty" in capsys.readouterr().out
