@@ -265,3 +265,13 @@ def test_verifier_rejects_wrong_index_count_and_2d_block_args() -> None:
     b1.add_arg(THREAD_INDEX_2D, LOC, "t")
     with pytest.raises(InternalError, match="is a ThreadIndex2D"):
         verify(fn)
+
+
+def test_dtypes_unpickle_to_the_same_instance() -> None:
+    import pickle
+
+    from fearless.abi import ParamSpec
+
+    for t in dtypes.ALL:
+        spec = pickle.loads(pickle.dumps(ParamSpec("a", "slice", t)))
+        assert spec.dtype is t  # launchers compare dtypes by identity

@@ -56,6 +56,11 @@ class DType:
     def __repr__(self) -> str:
         return f"fl.{self.name}"
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Unpickle (a compiled kernel from the disk cache) to the one instance of each type:
+        # launchers compare dtypes by identity.
+        return (by_name, (self.name,))
+
     def __str__(self) -> str:
         return self.name
 
@@ -97,6 +102,11 @@ _FROM_NUMPY = {np.dtype(v): BY_NAME[k] for k, v in _NUMPY_NAMES.items() if k != 
 # Types a weak literal materialises as when nothing else decides (DESIGN section 2).
 DEFAULT_INT = i64
 DEFAULT_FLOAT = f32
+
+
+def by_name(name: str) -> DType:
+    """The dtype called `name` ("f32", "bf16", ...)."""
+    return BY_NAME[name]
 
 
 def from_numpy(dtype: Any) -> DType:

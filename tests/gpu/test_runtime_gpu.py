@@ -39,6 +39,7 @@ VECADD_PTX = r"""
     .param .u64 a_ptr, .param .u64 a_len,
     .param .u64 b_ptr, .param .u64 b_len,
     .param .u64 c_ptr, .param .u64 c_len,
+    .param .u64 logical_threads,
     .param .u64 err_ptr)
 {
     .reg .pred %p<4>;
@@ -120,6 +121,7 @@ SCALE_PTX = r"""
     .param .u64 c_ptr, .param .u64 c_len,
     .param .f32 s,
     .param .u32 n,
+    .param .u64 logical_threads,
     .param .u64 err_ptr)
 {
     .reg .pred %p<3>;
