@@ -280,6 +280,8 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
             64,
             "ptx",
             coarse_function="CUfunction_x4" if ck.coarse_entry else None,
+            fast_function="CUfunction_fast" if ck.fast_entry else None,
+            fast_coarse_function="CUfunction_fast_x4" if ck.fast_coarse_entry else None,
         ),
     )
     monkeypatch.delenv("FEARLESS_SYNC", raising=False)
@@ -321,6 +323,32 @@ def test_large_1d_launches_run_the_coarsened_entry(fake_gpu: FakeDriver) -> None
     assert logical == grid * 256  # the coarsened kernel skips logical threads past this
     plan.launch(5, 256, (a, b, c))  # small: every block is needed to fill the GPU
     assert functions[-1] == "CUfunction" and fake_gpu.calls[-1]["grid"] == (5, 1, 1)
+
+
+def test_fast_variant_runs_only_when_its_length_assumptions_hold(fake_gpu: FakeDriver) -> None:
+    from fearless.abi import Requirement
+
+    ck = _kernel()
+    ck.fast_entry = "fearless_vecadd_fast"
+    ck.fast_assumes = (
+        Requirement("len(a) >= len(c)", "(__len_0) >= (__len_2)", ("a", ">=", "c")),
+        Requirement("len(b) >= len(c)", "(__len_1) >= (__len_2)", ("b", ">=", "c")),
+    )
+    functions: list[Any] = []
+    real = fake_gpu.cuLaunchKernel
+
+    def record(f: Any, *rest: Any) -> tuple[Any]:
+        functions.append(f)
+        return real(f, *rest)
+
+    fake_gpu.cuLaunchKernel = record  # type: ignore[method-assign]
+    plan, _ = _plan(fake_gpu, ck)
+    assert "fnc = fast" in plan.launcher_source
+    c = _dev(0x90000, 1000)
+    plan.launch(4, 256, (_dev(0x10000, 1000), _dev(0x20000, 1000), c))
+    assert functions[-1] == "CUfunction_fast"  # both inputs are as long as the output
+    plan.launch(4, 256, (_dev(0x10000, 1000), _dev(0x20000, 999), c))
+    assert functions[-1] == "CUfunction"  # `b` is shorter: the checked kernel runs
 
 
 def test_plan_packs_pointers_lengths_and_error_record(fake_gpu: FakeDriver) -> None:

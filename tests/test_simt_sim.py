@@ -317,3 +317,11 @@ def test_2d_unsafe_write_out_of_range_names_the_axis() -> None:
     with pytest.raises(fl.KernelIndexError, match="the len is 3 but the index is 3") as info:
         shifted[(1, 1), (3, 2)](np.zeros((2, 3), np.float32), 1)
     assert "on axis 1 of `c`" in str(info.value) and "unchecked write" in str(info.value)
+
+
+def test_fast_variant_assumes_only_what_removes_checks() -> None:
+    text = K.gather.inspect(stage="ir")
+    # idx[i] is proven when len(idx) >= len(out); src[idx[i]] can never be: it stays checked.
+    assert "a second variant runs when len(idx) >= len(out)" in text
+    assert "1 bounds check(s) remain in it" in text
+    assert "len(src)" not in text.splitlines()[1]

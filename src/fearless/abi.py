@@ -11,7 +11,9 @@ Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this or
 A module may also export `CompiledKernel.coarse_entry`, the same kernel running `coarsen`
 logical threads per physical thread (logical i = p + k * S for k < coarsen, p the physical
 index, S the physical thread count, skipping i >= the logical thread count). The launcher
-uses it for large 1-D launches, with a grid of ceil(grid.x / coarsen) blocks.
+uses it for large 1-D launches, with a grid of ceil(grid.x / coarsen) blocks. Likewise
+`fast_entry` (and `fast_coarse_entry`): the kernel compiled assuming the length relations
+`fast_assumes`, chosen at launch when the arguments satisfy them.
 
 Device error record, i64 words: [flag, site, block.x, block.y, block.z, thread.x, thread.y,
 thread.z, index, length]. `flag` is 0 until the first failing check wins a compare-and-swap to
@@ -99,4 +101,9 @@ class CompiledKernel:
     cubin: bytes | None = None
     coarse_entry: str | None = None
     coarsen: int = 1
+    # The same kernel compiled assuming `fast_assumes` (relations between lengths), with fewer
+    # device checks; the launcher runs it (or its coarsened twin) when they hold.
+    fast_entry: str | None = None
+    fast_coarse_entry: str | None = None
+    fast_assumes: tuple[Requirement, ...] = ()
     stages: dict[str, str] = field(default_factory=dict)

@@ -299,3 +299,16 @@ def test_2d_torch_tensors_views_and_borrows() -> None:
     assert torch.equal(buf[70:140], b)
     with pytest.raises(fl.KernelTypeError, match="`b` has 1 dimension, but kernels take 2-D"):
         K.matadd[(1, 1), (16, 16)](a, b.reshape(-1), c)
+
+
+def test_shorter_input_runs_the_checked_variant_and_reports() -> None:
+    n = 1 << 20
+    a = fl.asarray(np.ones(n - 5, np.float32))  # shorter than the output: no fast variant
+    b = fl.asarray(np.ones(n, np.float32))
+    c = fl.asarray(np.zeros(n, np.float32))
+    K.vecadd[n // 256, 256](a, b, c)
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    assert f"the len is {n - 5} but the index is" in info.value.message
+    got = c.numpy()
+    assert (got[: n - 5] == 2.0).all()  # every in-bounds thread ran

@@ -41,7 +41,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import InternalError, ToolchainError
-from .llvm_lower import COARSEN, TRIPLE, coarsenable, lower_function
+from .llvm_lower import COARSEN, TRIPLE, coarsenable, lower_function, lower_variants
 from .toolchain import find_libdevice, find_ptxas
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "coarsenable",
     "compile_ptx",
     "lower_function",
+    "lower_variants",
     "ptxas_check",
 ]
 

@@ -86,6 +86,26 @@ def lower_function(
     return plain.module
 
 
+def lower_variants(
+    variants: Sequence[tuple[Function, str, str | None]],
+    params: Sequence[ParamSpec],
+    contract: LaunchContract,
+) -> ir.Module:
+    """One module exporting several compiled variants of a kernel (same parameters).
+
+    Each variant is (IR function, entry name, coarsened entry name or None).
+    """
+    support: ModuleSupport | None = None
+    for fn, entry, coarse_entry in variants:
+        plain = _KernelLowering(fn, params, contract, entry, support)
+        plain.run()
+        support = plain.support
+        if coarse_entry is not None:
+            _KernelLowering(fn, params, contract, coarse_entry, support, COARSEN).run()
+    assert support is not None
+    return support.module
+
+
 # Logical threads per physical thread in the coarsened kernel (measured on the H200 with CUDA
 # C++: vecadd 2^28 one element per thread 3479 GB/s, four logical threads in sequence strided by
 # the grid 4328 GB/s, float4 loads 4355 GB/s).

@@ -56,6 +56,8 @@ class LoadedKernel:
     num_regs: int
     binary: str  # "cubin" or "ptx" (JIT-compiled by the driver at load)
     coarse_function: Any = None  # the thread-coarsened entry (CompiledKernel.coarse_entry)
+    fast_function: Any = None  # CompiledKernel.fast_entry, for launches meeting fast_assumes
+    fast_coarse_function: Any = None
 
 
 def cu() -> Any:
@@ -228,21 +230,24 @@ def load_kernel(ck: CompiledKernel) -> LoadedKernel:
         "cuFuncGetAttribute", d.cuFuncGetAttribute, attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn
     )
     num_regs = call("cuFuncGetAttribute", d.cuFuncGetAttribute, attr.CU_FUNC_ATTRIBUTE_NUM_REGS, fn)
-    coarse = None
-    if ck.coarse_entry:
-        coarse = call(
-            f"finding the entry `{ck.coarse_entry}` of `{ck.name}`",
+    entries: dict[str, Any] = {}
+    for entry in (ck.coarse_entry, ck.fast_entry, ck.fast_coarse_entry):
+        if not entry:
+            continue
+        f = call(
+            f"finding the entry `{entry}` of `{ck.name}`",
             d.cuModuleGetFunction,
             module,
-            ck.coarse_entry.encode(),
+            entry.encode(),
         )
-        coarse_max = call(
+        limit = call(
             "cuFuncGetAttribute",
             d.cuFuncGetAttribute,
             attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-            coarse,
+            f,
         )
-        max_threads = min(int(max_threads), int(coarse_max))
+        max_threads = min(int(max_threads), int(limit))  # every variant must take the block
+        entries[entry] = f
     return LoadedKernel(
         name=ck.name,
         entry=ck.entry,
@@ -252,7 +257,9 @@ def load_kernel(ck: CompiledKernel) -> LoadedKernel:
         max_threads_per_block=int(max_threads),
         num_regs=int(num_regs),
         binary=binary,
-        coarse_function=coarse,
+        coarse_function=entries.get(ck.coarse_entry or ""),
+        fast_function=entries.get(ck.fast_entry or ""),
+        fast_coarse_function=entries.get(ck.fast_coarse_entry or ""),
     )
 
 

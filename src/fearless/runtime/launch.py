@@ -67,8 +67,9 @@ class GpuLaunchPlan:
             else None
         )
         self.converters = tuple(_converter(p) for p in ck.params)
-        # (grid, block) as given -> (grid, block, function, physical grid.x, logical threads)
-        self._dims: dict[Any, tuple[Dim3, Dim3, Any, int, int]] = {}
+        # (grid, block) as given -> (grid, block, function, fast function or None,
+        # physical grid.x, logical threads)
+        self._dims: dict[Any, tuple[Dim3, Dim3, Any, Any, int, int]] = {}
         # Large 1-D launches run the coarsened entry (abi.py) when the module has one: a grid
         # of at least this many blocks still fills every SM after dividing it by `coarsen`.
         self.coarse_min_blocks = ck.coarsen * 8 * max(1, self.device.sm_count)
@@ -89,20 +90,26 @@ class GpuLaunchPlan:
 
     def check_dims(self, grid: Any, block: Any) -> tuple[Dim3, Dim3]:
         """Validate a grid/block pair against the contract and the device; remembered once valid."""
-        return self._shape(grid, block)[:2]  # type: ignore[return-value]
+        g, b, *_ = self._shape(grid, block)
+        return g, b
 
-    def _shape(self, grid: Any, block: Any) -> tuple[Dim3, Dim3, Any, int, int]:
-        """Validate a launch and choose how it runs: (grid, block, function, grid.x, threads)."""
+    def _shape(self, grid: Any, block: Any) -> tuple[Dim3, Dim3, Any, Any, int, int]:
+        """Validate a launch and choose how it runs.
+
+        Returns (grid, block, function, fast function, physical grid.x, logical threads); the
+        launcher runs the fast function (ck.fast_entry) when the arguments meet its length
+        assumptions.
+        """
         g = normalize_dims(grid, "grid")
         b = normalize_dims(block, "block")
         check_launch(self.ck.name, self.ck.contract, g, b, self.limits)
         threads = g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
-        fn, gx = self.kernel.function, g[0]
-        coarse = self.kernel.coarse_function
+        k = self.kernel
+        fn, fast, gx = k.function, k.fast_function, g[0]
         one_d = (g[1], g[2], b[1], b[2]) == (1, 1, 1, 1)
-        if coarse is not None and one_d and gx >= self.coarse_min_blocks:
-            fn, gx = coarse, -(-gx // self.ck.coarsen)
-        shape = (g, b, fn, gx, threads)
+        if k.coarse_function is not None and one_d and gx >= self.coarse_min_blocks:
+            fn, fast, gx = k.coarse_function, k.fast_coarse_function, -(-gx // self.ck.coarsen)
+        shape = (g, b, fn, fast, gx, threads)
         if len(self._dims) >= _DIM_CACHE_MAX:
             self._dims.clear()
         with contextlib.suppress(TypeError):  # unhashable (a list): validated again next time

@@ -41,9 +41,9 @@ def build_launcher(
     lines = [
         "def launch(grid, block, args, stream=None):",
         "    try:",
-        "        g, b, fnc, gx, nthreads = dims[grid, block]",
+        "        g, b, fnc, fast, gx, nthreads = dims[grid, block]",
         "    except (KeyError, TypeError):  # TypeError: a list is not hashable",
-        "        g, b, fnc, gx, nthreads = launch_shape(grid, block)",
+        "        g, b, fnc, fast, gx, nthreads = launch_shape(grid, block)",
         f"    if len(args) != {len(params)}:",
         "        raise arity_error(args)",
     ]
@@ -109,6 +109,12 @@ def build_launcher(
     for k, req in enumerate(plan.ck.contract.requires):
         expr = re.sub(r"__(len|arg)_(\d+)", placeholder, req.template)
         lines += [f"    if not ({expr}):", f"        requires_failed({k}, args)"]
+    if plan.ck.fast_entry is not None:
+        # The variant compiled assuming these length relations has fewer device checks.
+        held = " and ".join(
+            re.sub(r"__(len|arg)_(\d+)", placeholder, r.template) for r in plan.ck.fast_assumes
+        )
+        lines += [f"    if fast is not None and {held}:", "        fnc = fast"]
     starts = "[" + ", ".join(f"p{i}" for i in arrays) + "]"
     ends = "[" + ", ".join(f"e{i}" for i in arrays) + "]"
     if plan.borrow_pairs:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__, cache, config
-from ..abi import CompiledKernel, LaunchContract, ParamSpec, SiteInfo
+from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..dtypes import DType
 from ..errors import FearlessError, ToolchainError
 from ..frontend.kernel import build_kernel_ir
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 
 
 @dataclass
+class FastVariant:
+    """The kernel compiled assuming length relations the launcher checks before choosing it."""
+
+    fn: Function
+    assumes: tuple[Requirement, ...]
+    checks: int
+
+
+@dataclass
 class CompiledIR:
     fn: Function
     params: tuple[ParamSpec, ...]
@@ -40,6 +49,7 @@ class CompiledIR:
     contract: LaunchContract
     checks_removed: int
     source: FunctionSource
+    fast: FastVariant | None = None
 
     def ck_for_sim(self) -> CompiledKernel:
         """A CompiledKernel without code: what the simulator's error messages need."""
@@ -58,19 +68,68 @@ def compile_ir(
     from .api import resolve_annotations
 
     src = load_source(func)
-    kir = build_kernel_ir(src, resolve_annotations(func), unsafe=unsafe)
+    hints = resolve_annotations(func)
+    kir = build_kernel_ir(src, hints, unsafe=unsafe)
     requires = parse_requires(requires_text, kir.params, src.loc(src.tree))
-    options = PassOptions(
-        insert_checks=not unsafe,
-        len_relations=[r.relation for r in requires if r.relation is not None],
-    )
+    declared = [r.relation for r in requires if r.relation is not None]
+    options = PassOptions(insert_checks=not unsafe, len_relations=list(declared))
     run_pipeline(kir.fn, options)
     c = LaunchContract(
         contract.block, contract.launch_bounds, index_dims=kir.index_dims, requires=requires
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
+    if not unsafe and count_checks(kir.fn):
+        ir.fast = fast_variant(src, hints, kir.params, declared, count_checks(kir.fn))
     _dump("ir", src.name, render_ir(ir))
     return ir
+
+
+def count_checks(fn: Function) -> int:
+    return sum(len(op.attrs["sites"]) for op in fn.ops() if op.opname == "check.bounds")
+
+
+def fast_variant(
+    src: FunctionSource,
+    hints: dict[str, Any],
+    params: tuple[ParamSpec, ...],
+    declared: list[tuple[str, str, str]],
+    checks: int,
+) -> FastVariant | None:
+    """The kernel again, assuming `len(a) >= len(c)` for each output `c` and other 1-D array `a`.
+
+    A guard `i < len(c)` then proves the checks on `a[i]` too. The launcher compares the
+    lengths (a few integer compares) and runs this variant only when the assumptions hold, so
+    the result is the same with fewer device checks. Only the assumptions that remove checks
+    are kept, so that the fast variant is chosen whenever it can be.
+    """
+    arrays = [p for p in params if p.is_array and p.ndim == 1]
+    candidates = [
+        (a.name, ">=", c.name) for c in arrays if c.is_output for a in arrays if a is not c
+    ]
+    if not candidates:
+        return None
+
+    def compile_with(assumed: list[tuple[str, str, str]]) -> Function:
+        kir = build_kernel_ir(src, hints)
+        run_pipeline(kir.fn, PassOptions(len_relations=[*declared, *assumed]))
+        return kir.fn
+
+    best = count_checks(compile_with(candidates))
+    if best >= checks:
+        return None
+    needed = list(candidates)
+    for rel in candidates:  # drop each assumption that removes no check
+        trial = [r for r in needed if r != rel]
+        if count_checks(compile_with(trial)) == best:
+            needed = trial
+    index = {p.name: i for i, p in enumerate(params)}
+    assumes = tuple(
+        Requirement(
+            f"len({a}) >= len({b})", f"(__len_{index[a]}) >= (__len_{index[b]})", (a, op, b)
+        )
+        for a, op, b in needed
+    )
+    return FastVariant(compile_with(needed), assumes, best)
 
 
 def render_ir(ir: CompiledIR) -> str:
@@ -79,6 +138,11 @@ def render_ir(ir: CompiledIR) -> str:
         f"// kernel {ir.fn.name}: {remaining} bounds check(s) remain on the device, "
         f"{ir.checks_removed} proven by guards and removed\n"
     )
+    if ir.fast is not None:
+        header += (
+            f"// a second variant runs when {' and '.join(r.text for r in ir.fast.assumes)}"
+            f" (checked at launch): {ir.fast.checks} bounds check(s) remain in it\n"
+        )
     return header + print_function(ir.fn)
 
 
@@ -152,7 +216,13 @@ def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
 
     entry = _entry_name(ir.fn.name)
     coarse = f"{entry}_x{backend.COARSEN}" if backend.coarsenable(ir.fn) else None
-    module = backend.lower_function(ir.fn, ir.params, ir.contract, entry, coarse)
+    variants = [(ir.fn, entry, coarse)]
+    fast = fast_coarse = None
+    if ir.fast is not None:
+        fast = f"{entry}_fast"
+        fast_coarse = f"{fast}_x{backend.COARSEN}" if coarse else None
+        variants.append((ir.fast.fn, fast, fast_coarse))
+    module = backend.lower_variants(variants, ir.params, ir.contract)
     llvm_text = str(module)
     _dump("llvm", ir.fn.name, llvm_text)
     ptx = backend.compile_ptx(module, arch)
@@ -176,6 +246,9 @@ def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
         stages={"llvm": llvm_text},
         coarse_entry=coarse,
         coarsen=backend.COARSEN if coarse else 1,
+        fast_entry=fast,
+        fast_coarse_entry=fast_coarse,
+        fast_assumes=ir.fast.assumes if ir.fast is not None else (),
     )
     cache.store(key, ck)
     return ck
