@@ -150,10 +150,23 @@ def bench_launch_overhead(launches: int = 20000) -> dict[str, float]:
     t_eight = per_launch(lambda: C.sum8(prep8, *eight))
     plan = prep.launcher.plan  # the launcher without the Kernel.__call__ wrapper
     t_plan = per_launch(lambda: plan.launch((4, 1, 1), (256, 1, 1), (a, b, c)))
+    fa, fb, fc = (fl.asarray(x) for x in (a, b, c))  # fl.Tensor views: no torch attribute reads
+    t_plan_fl = per_launch(lambda: plan.launch((4, 1, 1), (256, 1, 1), (fa, fb, fc)))
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(20000):
+        plan.launch((4, 1, 1), (256, 1, 1), (a, b, c))
+    prof.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(8)
     return {
         "prepared_us": t_prep,
         "indexed_us": t_index,
         "plan_launch_us": t_plan,
+        "plan_launch_fl_tensor_us": t_plan_fl,
         "raw_cuLaunchKernel_us": t_raw,
         "ratio_prepared_to_raw": t_prep / t_raw,
         "prepared_8_arrays_us": t_eight,
@@ -177,14 +190,13 @@ def raw_launcher(kernel, a, b, c):  # type: ignore[no-untyped-def]
         ctypes.c_int64(b.numel()),
         ctypes.c_uint64(c.data_ptr()),
         ctypes.c_int64(c.numel()),
+        ctypes.c_int64(4 * 256),  # the logical thread count
         ctypes.c_uint64(0),
     ]
-    err_buf = ctypes.c_uint64(0)
     import torch
 
     rec = torch.zeros(16, dtype=torch.int64, device="cuda")
     vals[-1] = ctypes.c_uint64(rec.data_ptr())
-    del err_buf
     arr = (ctypes.c_void_p * len(vals))(*[ctypes.addressof(v) for v in vals])
     addr = ctypes.addressof(arr)
     f = loaded.function
@@ -260,7 +272,8 @@ def main() -> None:
     )
     print(
         f"launch overhead, 3 arrays: prepared {lo['prepared_us']:.2f} us, k[g,b] "
-        f"{lo['indexed_us']:.2f} us, plan.launch {lo['plan_launch_us']:.2f} us, raw "
+        f"{lo['indexed_us']:.2f} us, plan.launch {lo['plan_launch_us']:.2f} us (fl.Tensor args "
+        f"{lo['plan_launch_fl_tensor_us']:.2f} us), raw "
         f"cuLaunchKernel {lo['raw_cuLaunchKernel_us']:.2f} us; 8 arrays "
         f"{lo['prepared_8_arrays_us']:.2f} us"
     )
