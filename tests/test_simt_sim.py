@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
+from fearless import simt
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import simt_kernels as K
@@ -325,3 +326,34 @@ def test_fast_variant_assumes_only_what_removes_checks() -> None:
     assert "a second variant runs when len(idx) >= len(out)" in text
     assert "1 bounds check(s) remain in it" in text
     assert "len(src)" not in text.splitlines()[1]
+
+
+@pytest.mark.parametrize("x_len", [300, 299])
+def test_stencil_fast_and_checked_variants_agree(x_len: int) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    import simt_cases as C
+
+    n = 300
+    x = RNG.standard_normal(x_len).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    if x_len >= n:  # the fast variant (no device checks) runs, and is right
+        C.stencil[(n + 255) // 256, 256](x, out)
+        np.testing.assert_array_equal(out[1:-1], x[:-2] + x[1:-1] + x[2:])
+    else:  # x is shorter than out: the checked variant runs and stops the thread reading x[299]
+        with pytest.raises(fl.KernelIndexError, match="the len is 299 but the index is 299"):
+            C.stencil[(n + 255) // 256, 256](x, out)
+
+
+def test_guards_with_offsets_prove_neighbour_reads() -> None:
+    @simt.kernel(requires=("len(x) == len(out)",))
+    def diff(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if 1 <= i and i < len(out) - 1:  # noqa: SIM300 - the constant-first form is tested
+            j = int(i)
+            out[i] = x[j + 1] - x[j - 1]
+
+    assert "0 bounds check(s) remain" in diff.inspect(stage="ir")
+    x = RNG.standard_normal(77).astype(np.float32)
+    out = np.zeros(77, np.float32)
+    diff[1, 128](x, out)
+    np.testing.assert_array_equal(out[1:-1], x[2:] - x[:-2])

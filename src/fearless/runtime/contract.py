@@ -118,6 +118,11 @@ def requires_values(args: Sequence[Any], lengths: Sequence[int | None]) -> dict[
     return env
 
 
+def holds(requires: Sequence[Requirement], env: dict[str, Any]) -> bool:
+    """Whether every relation holds for one launch's values (see `requires_values`)."""
+    return all(eval(r.template, {"__builtins__": {}}, env) for r in requires)
+
+
 def check_requires(
     name: str,
     params: Sequence[ParamSpec],

@@ -16,7 +16,15 @@ from ..abi import ParamSpec
 from ..errors import KernelTypeError
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
-from ..runtime.contract import SIM_LIMITS, Dim3, check_launch, check_requires, normalize_dims
+from ..runtime.contract import (
+    SIM_LIMITS,
+    Dim3,
+    check_launch,
+    check_requires,
+    holds,
+    normalize_dims,
+    requires_values,
+)
 from ..runtime.device_errors import format_index_error
 from ..runtime.location import user_location
 from ..runtime.params import scalar_fits
@@ -33,6 +41,9 @@ class SimLauncher:
         self.ck = self.ir.ck_for_sim()
         self.params = self.ir.params
         self.sim = SimKernel(self.ir.fn)  # planned once, run per launch
+        # As on the GPU: the variant compiled under length assumptions runs when they hold.
+        fast = self.ir.fast
+        self.fast = (SimKernel(fast.fn), fast.assumes) if fast is not None else None
 
     def validate(self, grid: Dim3, block: Dim3) -> None:
         check_launch(self.kernel.name, self.ir.contract, grid, block, SIM_LIMITS)
@@ -48,7 +59,10 @@ class SimLauncher:
         arrays = [p for p in self.params if p.is_array]
         check_borrows(arrays, infos)
         runtime_args = [v.host if isinstance(v, ArrayInfo) else v for v in values]
-        err = self.sim.run(grid, block, runtime_args)
+        sim = self.sim
+        if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):
+            sim = self.fast[0]
+        err = sim.run(grid, block, runtime_args)
         if err is not None:
             raise format_index_error(self.ck, err.record_words())
 

@@ -18,6 +18,12 @@ check per axis, each proved on its own: `t.row < a.shape[0]` proves the row chec
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
 Non-negativity: ThreadIndex, `len`, constants >= 0, and loop counters that start >= 0 and grow
 by a small constant step.
+
+Constant offsets are followed on both sides: a guard `1 <= i < len(out) - 1` proves the
+checks of `x[i - 1]`, `x[i]` and `x[i + 1]` (with `len(x) >= len(out)` from `requires=` or
+the fast variant's assumption). Facts are ("lt", x, m, c): x < m + c, and ("ge", x, lo):
+x >= lo, over keys of the non-constant parts; a check of `x + d` against `len(a)` holds when
+some m <= len(a) has x < m + c with c + d <= 0, and x + d >= 0 is known.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from ...ir.analysis import dominators
 from ...ir.core import Block, Function, Value
 from .options import PassOptions
 
-Fact = tuple[Any, Any]  # key(x) < key(m)
+Fact = tuple[Any, ...]  # ("lt", x, m, c): x < m + c, or ("ge", x, lo): x >= lo
 _MAX_STEP = 1 << 32
 
 
@@ -87,6 +93,26 @@ def nonneg(
     return False
 
 
+def affine(v: Value) -> tuple[Any, Value | None, int]:
+    """(key of the non-constant part, that part, constant offset) of an integer value."""
+    op = v.owner
+    if isinstance(op, ops.Constant) and not isinstance(op.value, bool | float):
+        return None, None, int(op.value)
+    if isinstance(op, ops.IndexToInt):
+        return affine(op.operands[0])
+    if isinstance(op, ops.Binary) and op.kind in ("add", "sub"):
+        x, y = op.operands
+        if isinstance(y.owner, ops.Constant) and not isinstance(y.owner.value, bool | float):
+            k, base, c = affine(x)
+            if k is not None and abs(int(y.owner.value)) < _MAX_STEP:
+                return (
+                    k,
+                    base,
+                    c + (int(y.owner.value) if op.kind == "add" else -int(y.owner.value)),
+                )
+    return key(v), v, 0
+
+
 def edge_facts(cond: Value, taken: bool) -> list[Fact]:
     op = cond.owner
     if isinstance(op, ops.Binary) and op.kind == "and" and taken:
@@ -94,12 +120,36 @@ def edge_facts(cond: Value, taken: bool) -> list[Fact]:
     if not isinstance(op, ops.Compare):
         return []
     a, b = op.operands
+    if not (a.type == b.type and getattr(a.type, "dtype", None) is not None and a.dtype.is_int):
+        return []
     pred = op.pred if taken else {"ge": "lt", "le": "gt", "lt": "ge", "gt": "le"}.get(op.pred)
-    if pred == "lt":
-        return [(key(a), key(b))]
-    if pred == "gt":
-        return [(key(b), key(a))]
+    if pred in ("gt", "ge"):  # a > b is b < a
+        a, b, pred = b, a, {"gt": "lt", "ge": "le"}[pred]
+    if pred not in ("lt", "le"):
+        return []
+    ka, _, ca = affine(a)
+    kb, _, cb = affine(b)
+    slack = 0 if pred == "lt" else 1  # a <= b is a < b + 1
+    if ka is not None and kb is not None:
+        return [("lt", ka, kb, cb - ca + slack)]
+    if ka is None and kb is not None:  # constant < b: b >= constant + 1
+        return [("ge", kb, ca - cb + 1 - slack)]
     return []
+
+
+def proves(op: ops.BoundsCheck, known: set[Fact], terms: dict[Block, list[ops.Op]]) -> bool:
+    """Whether the facts known here prove the single check `op`."""
+    idx, n = op.operands
+    ki, base, d = affine(idx)
+    if ki is None:
+        return False
+    kn = key(n)
+    upper = any(f[0] == "lt" and f[1] == ki and f[2] == kn and f[3] + d <= 0 for f in known)
+    if not upper:
+        return False
+    if d >= 0 and base is not None and nonneg(base, terms):
+        return True
+    return any(f[0] == "ge" and f[1] == ki and f[2] + d >= 0 for f in known)
 
 
 def run(fn: Function, options: PassOptions) -> None:
@@ -146,17 +196,18 @@ def run(fn: Function, options: PassOptions) -> None:
     for b in fn.blocks:
         known: set[Fact] = set()
         for d in doms.get(b, ()):
-            for x, m in entry_facts.get(d, ()):
-                known.update((x, m2) for m2 in wider.get(m, {m}))
+            for f in entry_facts.get(d, ()):
+                if f[0] == "lt":  # x < m + c, and m <= each length wider than it
+                    known.update(("lt", f[1], m2, f[3]) for m2 in wider.get(f[2], {f[2]}))
+                else:
+                    known.add(f)
         if not known:
             continue
         kept = []
         for op in b.ops:
-            if isinstance(op, ops.BoundsCheck):
-                idx, n = op.operands
-                if (key(idx), key(n)) in known and nonneg(idx, terms):
-                    options.checks_removed += 1
-                    continue
+            if isinstance(op, ops.BoundsCheck) and len(op.sites) == 1 and proves(op, known, terms):
+                options.checks_removed += 1
+                continue
             kept.append(op)
         b.ops = kept
 
