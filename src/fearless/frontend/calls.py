@@ -22,49 +22,15 @@ from .values import Operand, PyObj, Weak
 if TYPE_CHECKING:
     from .lower import FunctionLowerer
 
-# Python's math module functions accepted in kernels, by IR math fn name.
+# Python's `math` and `fl.math` functions accepted in kernels, by IR math fn name: every IR math
+# function (ops.MATH_FNS, the one list) that the module defines under that name. `math.round`
+# does not exist; Python's `round` builtin is not a math function here.
 PY_MATH: dict[Any, str] = {
-    getattr(pymath, n): n
-    for n in [
-        "exp",
-        "expm1",
-        "log",
-        "log2",
-        "log10",
-        "log1p",
-        "sqrt",
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "floor",
-        "ceil",
-        "trunc",
-        "fabs",
-        "pow",
-        "atan2",
-        "fmod",
-        "hypot",
-        "copysign",
-        "erf",
-        "erfc",
-    ]
+    getattr(module, name): name
+    for module in (pymath, flmath)
+    for name in ops.MATH_FNS
+    if hasattr(module, name)
 }
-PY_MATH.update({getattr(flmath, n): n for n in flmath.KERNEL_NAMES})
-if hasattr(pymath, "exp2"):
-    PY_MATH[pymath.exp2] = "exp2"
-if hasattr(pymath, "cbrt"):
-    PY_MATH[pymath.cbrt] = "cbrt"
-if hasattr(pymath, "fma"):
-    PY_MATH[pymath.fma] = "fma"
 
 
 def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
