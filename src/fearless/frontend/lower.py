@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..ir import ops
@@ -373,7 +374,7 @@ class FunctionLowerer:
             cond = self._range_cond(k, induction[1], induction[2], loc)
         else:
             c = self.condition(node.test)  # type: ignore[union-attr]
-            cond = c if isinstance(c, Value) else em.const(c.value, _bool(), loc)
+            cond = c if isinstance(c, Value) else em.const(c.value, dtypes.bool_, loc)
         em.emit(ops.CondBr(cond, body, [], exit_pre, [], loc))
         frame = LoopFrame()
         self.loops.append(frame)
@@ -410,7 +411,7 @@ class FunctionLowerer:
         if len(raw) == 2:
             raw.append(Weak(1))
         strong = [r for r in raw if isinstance(r, Value)]
-        dt = strong[0].dtype if strong else ScalarType(_i64()).dtype
+        dt = strong[0].dtype if strong else dtypes.i64
         for r in raw:
             if isinstance(r, Value) and r.dtype != dt:
                 em.unify(strong[0], r, loc, "range()")
@@ -456,15 +457,16 @@ class FunctionLowerer:
         em = self.em
         if v is None or isinstance(v, Undefined | PyObj):
             raise em.not_a_value(v if v is not None else Undefined(name, loc), loc)
-        if isinstance(v, Weak) and isinstance(t, ScalarType):
-            from .. import dtypes
-
-            if dtypes.literal_fits(v.value, t.dtype):
-                return em.const(v.value, t.dtype, loc)
+        if (
+            isinstance(v, Weak)
+            and isinstance(t, ScalarType)
+            and dtypes.literal_fits(v.value, t.dtype)
+        ):
+            return em.const(v.value, t.dtype, loc)
         if isinstance(v, Value):
             if v.type == t:
                 return v
-            if isinstance(v.type, ThreadIndexType) and t == ScalarType(_i64()):
+            if isinstance(v.type, ThreadIndexType) and t == ScalarType(dtypes.i64):
                 return em.index_int(v, loc)
         # A mismatch: re-lower the loop whose header type was only a guess, else report.
         vt = value_type(v) if isinstance(v, Weak | Value) else t
@@ -476,7 +478,7 @@ class FunctionLowerer:
             raise _Retry(
                 origin[0],
                 origin[1],
-                vt if not isinstance(vt, ThreadIndexType) else ScalarType(_i64()),
+                vt if not isinstance(vt, ThreadIndexType) else ScalarType(dtypes.i64),
             )
         raise KernelTypeError(
             f"`{name}` is {t} on one path and {vt} on another",
@@ -539,15 +541,15 @@ class FunctionLowerer:
         strong = [v for v in vals if isinstance(v, Value)]
         if not strong:
             floats = any(isinstance(v.value, float) for v in vals)  # type: ignore[union-attr]
-            return ScalarType(_f32() if floats else value_type(vals[0]).dtype)  # type: ignore[attr-defined]
+            return ScalarType(dtypes.f32 if floats else value_type(vals[0]).dtype)  # type: ignore[attr-defined]
         types = {v.type for v in strong}
         if len(types) == 1:
             return strong[0].type
         if types == {
-            ScalarType(_i64()),
+            ScalarType(dtypes.i64),
             next(iter(t for t in types if isinstance(t, ThreadIndexType)), None),
         }:
-            return ScalarType(_i64())
+            return ScalarType(dtypes.i64)
         # Let `_coerce` raise the right error (a retry for guessed types, else a type error).
         return strong[0].type
 
@@ -749,21 +751,3 @@ def _as_load(target: ast.expr) -> ast.expr:
     for a, b in zip(ast.walk(copy), ast.walk(target), strict=False):
         ast.copy_location(a, b)
     return copy
-
-
-def _i64() -> Any:
-    from .. import dtypes
-
-    return dtypes.i64
-
-
-def _f32() -> Any:
-    from .. import dtypes
-
-    return dtypes.f32
-
-
-def _bool() -> Any:
-    from .. import dtypes
-
-    return dtypes.bool_
