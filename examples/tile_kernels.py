@@ -37,16 +37,16 @@ softmax_bf16 = make_softmax(fl.bf16)
 
 
 def make_matmul(dt):
-    """C = A @ B with A, B in `dt` and the product accumulated in f32."""
+    """C = A @ B with A, B and C in `dt` and the product accumulated in f32 (as torch.matmul)."""
 
     @tile.kernel
-    def matmul(c: tile.Part[fl.f32], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+    def matmul(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
         BM, BN = c.shape
         i, j = c.index
         acc = tile.zeros((BM, BN), fl.f32)
         for k in range(tile.num_tiles(a, 1, (BM, BK))):
             acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
-        c.store(acc)
+        c.store(acc.astype(dt))
 
     return matmul
 

@@ -7,18 +7,21 @@ from pathlib import Path
 import pytest
 
 from fearless import bf16, f16, f32
-from fearless.tile.compiler import TileParam, compile_cubin, render_stage
+from fearless.tile.compiler import TileParam, array_align, compile_cubin, render_stage
 from test_tile_sim import ex
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
+# The specialisations below are the launches of tests/gpu/test_tile_gpu.py (same shapes, device
+# pointers 16-byte aligned), so FEARLESS_GPU_CACHE can carry their cubins to a GPU machine.
 
-def P(name, dt, tile):
-    return TileParam(name, "part", dt, len(tile), tile)
+
+def P(name, dt, tile, shape):
+    return TileParam(name, "part", dt, len(tile), tile, align=array_align(0, shape, dt.itemsize))
 
 
-def T(name, dt, ndim):
-    return TileParam(name, "tensor", dt, ndim)
+def T(name, dt, shape):
+    return TileParam(name, "tensor", dt, len(shape), align=array_align(0, shape, dt.itemsize))
 
 
 def S(name, dt):
@@ -26,27 +29,32 @@ def S(name, dt):
 
 
 SIGNATURES = {
-    "vecadd": (P("z", f32, (128,)), T("x", f32, 1), T("y", f32, 1)),
-    "softmax_f32": (P("out", f32, (4, 128)), T("x", f32, 2)),
-    "softmax_bf16": (P("out", bf16, (4, 128)), T("x", bf16, 2)),
+    "vecadd": (P("z", f32, (128,), (1000,)), T("x", f32, (1000,)), T("y", f32, (1000,))),
+    "softmax_f32": (P("out", f32, (4, 128), (37, 100)), T("x", f32, (37, 100))),
+    "softmax_bf16": (P("out", bf16, (4, 128), (37, 100)), T("x", bf16, (37, 100))),
     "matmul_f16": (
-        P("c", f32, (64, 64)),
-        T("a", f16, 2),
-        T("b", f16, 2),
+        P("c", f16, (64, 64), (200, 130)),
+        T("a", f16, (200, 96)),
+        T("b", f16, (96, 130)),
         TileParam("BK", "const", value=32),
     ),
     "matmul_bf16": (
-        P("c", f32, (64, 64)),
-        T("a", bf16, 2),
-        T("b", bf16, 2),
+        P("c", bf16, (64, 64), (200, 130)),
+        T("a", bf16, (200, 96)),
+        T("b", bf16, (96, 130)),
         TileParam("BK", "const", value=32),
     ),
-    "rms_norm": (P("out", f32, (4, 128)), T("x", f32, 2), T("w", f32, 1), S("eps", f32)),
+    "rms_norm": (
+        P("out", f32, (4, 128), (21, 100)),
+        T("x", f32, (21, 100)),
+        T("w", f32, (100,)),
+        S("eps", f32),
+    ),
     "layer_norm": (
-        P("out", f32, (4, 128)),
-        T("x", f32, 2),
-        T("w", f32, 1),
-        T("b", f32, 1),
+        P("out", f32, (4, 128), (21, 100)),
+        T("x", f32, (21, 100)),
+        T("w", f32, (100,)),
+        T("b", f32, (100,)),
         S("eps", f32),
     ),
 }
@@ -76,6 +84,9 @@ def test_matmul_loop_is_a_tile_for_with_mma() -> None:
     text = render_stage(ex.matmul_f16.ir_for(SIGNATURES["matmul_f16"]), "tileir")
     assert "for " in text and "mmaf" in text
     assert "tile<64x32xf16>" in text and "tile<64x64xf32>" in text
+    # The launch's divisibility facts reach tileiras: it needs them to use TMA.
+    assert "assume div_by<16>, %arg0 : tile<ptr<f16>>" in text
+    assert "assume bounded<0, ?>" in text
 
 
 def test_inspect_tileir_with_arguments() -> None:

@@ -79,9 +79,11 @@ def test_matmul_gpu_matches_sim(name: str) -> None:
     a = rng.standard_normal((200, 96)).astype(np.float32)
     b = rng.standard_normal((96, 130)).astype(np.float32)
     gpu, sim = _both(
-        getattr(_ex(), name), (200, 130), fl.f32, (64, 64), [(a, dt), (b, dt)], extra=(32,)
+        getattr(_ex(), name), (200, 130), dt, (64, 64), [(a, dt), (b, dt)], extra=(32,)
     )
-    np.testing.assert_allclose(gpu, sim, rtol=1e-3, atol=1e-3)
+    # Both round the same f32 sums, added in different orders, to f16 or bf16.
+    tol = 2.0**-9 if dt is fl.f16 else 2.0**-6
+    np.testing.assert_allclose(gpu.astype(np.float32), sim.astype(np.float32), rtol=tol, atol=tol)
 
 
 def test_norms_gpu_match_sim() -> None:
@@ -101,3 +103,25 @@ def test_norms_gpu_match_sim() -> None:
         extra=(1e-5,),
     )
     np.testing.assert_allclose(gpu, sim, rtol=1e-4, atol=1e-5)
+
+
+def test_cluster_hint_runs_and_a_grid_it_does_not_divide_is_refused() -> None:
+    """num_ctas=2: an even grid runs and matches the simulator; an odd one is refused before
+    the launch when tileiras compiled the cluster shape into the cubin."""
+    from fearless.tile.launch_gpu import _cluster_dims
+
+    k = _ex().vecadd.options(num_ctas=2)
+    x, y = (
+        rng.standard_normal(1024).astype(np.float32),
+        rng.standard_normal(1024).astype(np.float32),
+    )
+    gpu, sim = _both(k, 1024, fl.f32, (128,), [(x, fl.f32), (y, fl.f32)])
+    np.testing.assert_array_equal(gpu, sim)
+    ((loaded, cluster),) = k._gpu.values()
+    assert cluster == _cluster_dims(loaded.function)
+    if cluster[0] > 1:
+        with pytest.raises(fl.LaunchContractError, match="do not divide its grid"):
+            _run("cuda", k, 600, fl.f32, (256,), [(x[:600], fl.f32), (y[:600], fl.f32)])
+    else:  # no cluster in the cubin: an odd grid is an ordinary launch
+        gpu = _run("cuda", k, 600, fl.f32, (256,), [(x[:600], fl.f32), (y[:600], fl.f32)])
+        np.testing.assert_array_equal(gpu, x[:600] + y[:600])

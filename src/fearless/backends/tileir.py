@@ -7,6 +7,7 @@ its (private) `cuda.tile._bytecode` API or of the bytecode format touches this f
     bytecode_version()    the newest bytecode version both the encoders and the installed
                           tileiras accept, asked of `tileiras --list-versions` once per tool
     write_module(...)     one entry function's bytecode, given a callback that emits its body
+    entry_hints(...)      kernel hints (num_ctas, occupancy); load_store_hints(...) per load
     compile_cubin(...)    bytecode -> cubin with tileiras (CUDA_HOME set to the wheels' root)
     disassemble(...)      bytecode -> text with tileirdisasm (`inspect(stage="tileir")`, goldens)
 
@@ -124,11 +125,12 @@ def write_module(
     param_types: Callable[[Any], Sequence[Any]],
     body: Callable[[Any, Any, Sequence[Any]], None],
     version: Any = None,
+    hints: dict[str, Any] | None = None,
 ) -> bytes:
     """The bytecode of a module with one entry function `name`.
 
     `param_types(type_table)` gives the parameter type ids; `body(builder, type_table, params)`
-    emits the body (ending with a return).
+    emits the body (ending with a return); `hints` maps an arch ("sm_90") to its `EntryHints`.
     """
     bc = encoders()
     version = version or bytecode_version()
@@ -141,11 +143,24 @@ def write_module(
             parameter_types=ptypes,
             result_types=(),
             entry_point=True,
-            hints={},
+            hints=hints or {},
             debug_attr=bc.MISSING_DEBUG_ATTR_ID,
         ) as (builder, params):
             body(builder, tt, params)
     return bytes(buf)
+
+
+def entry_hints(arch: str, num_ctas: int | None, occupancy: int | None) -> dict[str, Any]:
+    """`write_module`'s `hints` for one arch (None leaves a hint to tileiras)."""
+    return {arch: encoders().EntryHints(num_cta_in_cga=num_ctas, occupancy=occupancy)}
+
+
+def load_store_hints(arch: str, latency: int | None, allow_tma: bool) -> Any:
+    """The `optimization_hints` attribute of one load or store, for one arch."""
+    from cuda.tile._bytecode.attribute import make_load_store_hints
+
+    hint = encoders().LoadStoreHints(latency=latency, allow_tma=allow_tma)
+    return make_load_store_hints({arch: hint})
 
 
 def compile_cubin(bytecode: bytes, arch: str, opt_level: int = 3) -> bytes:

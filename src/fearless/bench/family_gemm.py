@@ -2,7 +2,7 @@
 
 TFLOP/s counted as 2 n^3. Peers: torch (cuBLAS), Triton (the tutorial kernel, one fixed
 Hopper configuration), cuTile Python (plain tile kernel) and TileGym's tuned matmul when
-installed; the Tile track runs its `matmul_<dtype>` example (its output is f32). fearless
+installed; the Tile track runs its `matmul_<dtype>` example (output in the input dtype). fearless
 SIMT has no shared memory yet, so its GEMM (and its CUDA C++ twin) is one thread per output
 element: far below the matrix units, and run only up to `naive_max` to bound the suite's time.
 """
@@ -102,11 +102,11 @@ def _gemm(ctx: Ctx, dt: str, n: int) -> list[Record]:
 
         ctx.peers.fearless_gpu()
         kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), tile_track.gemm_case(dt))
-        c32 = torch.empty(n, n, device="cuda", dtype=torch.float32)
-        part = fl.asarray(c32).partition(tc.tile)
+        c = new()
+        part = fl.asarray(c).partition(tc.tile)
         args = tile_track.bind(kernel, part, [a, b], consts=tc.consts)
-        note = f"tile {tc.tile}, {tc.consts}, f32 output"
-        return Prepared(lambda: kernel(*args), c32, note=note)
+        note = f"tile {tc.tile}, {tc.consts}"
+        return Prepared(lambda: kernel(*args), c, note=note)
 
     def triton() -> Prepared:
         c = new()
@@ -115,7 +115,7 @@ def _gemm(ctx: Ctx, dt: str, n: int) -> list[Record]:
 
     def cutile() -> Prepared:
         c = new()
-        return Prepared(ctx.peers.cutile().matmul_launch(a, b, c), c, note="tiles 128x256x64")
+        return Prepared(ctx.peers.cutile().matmul_launch(a, b, c), c, note="tiles 128x128x64")
 
     def tilegym() -> Prepared:
         ops = ctx.peers.tilegym().ops
@@ -168,17 +168,19 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             kern[dry.grid(m * n), 256](a1, b1, n, k, c)
             return rel_err_numpy(_values(c.numpy(), dt).reshape(m, n), ref)
 
-        def tile(dt: str = dt, a2: Any = a2, b2: Any = b2, ref: Any = ref) -> float:
+        def tile(
+            dt: str = dt, a2: Any = a2, b2: Any = b2, ref: Any = ref, want: Any = want
+        ) -> float:
             kernel, tc = tile_track.resolve(peers.tile_examples(), tile_track.gemm_case(dt))
             # Compile the GPU run's tiles; simulate small ones, so the grid and the K loop
             # both take several steps over these ragged sizes.
-            gpu_part = fl.asarray(np.zeros((m, n), np.float32)).partition(tc.tile)
+            gpu_part = fl.zeros((m, n), dtype=want).partition(tc.tile)
             gpu_args = tile_track.bind(kernel, gpu_part, [a2, b2], consts=tc.consts)
             tile_track.compile_for(kernel, gpu_args, peers.arch)
-            part = fl.asarray(np.full((m, n), np.nan, np.float32)).partition((16, 16))
+            part = fl.asarray(np.full((m, n), np.nan, np.float32), dtype=want).partition((16, 16))
             args = tile_track.bind(kernel, part, [a2, b2], consts={**tc.consts, "BK": 16})
             kernel(*args)
-            return rel_err_numpy(part.unpartition().numpy(), ref)
+            return rel_err_numpy(_values(part.unpartition().numpy(), dt), ref)
 
         params = {"m": m, "n": n, "k": k, "dtype": dt, "covers": sorted(names)}
         out.append(dry.dry_record(f"gemm_{dt}", FAMILY, FEARLESS_SIMT, dt, simt, **params))

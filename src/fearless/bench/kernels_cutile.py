@@ -162,7 +162,7 @@ def _matmul(a, b, c, TM: ConstInt, TN: ConstInt, TK: ConstInt):
     ct.store(c, index=(i, j), tile=ct.astype(acc, c.dtype))
 
 
-def matmul_launch(a: Any, b: Any, c: Any, tiles: tuple[int, int, int] = (128, 256, 64)) -> Launch:
+def matmul_launch(a: Any, b: Any, c: Any, tiles: tuple[int, int, int] = (128, 128, 64)) -> Launch:
     m, n = c.shape
     tm, tn, tk = tiles
     grid, stream = (_cdiv(m, tm), _cdiv(n, tn), 1), _stream()

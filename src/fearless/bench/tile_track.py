@@ -43,7 +43,7 @@ def row_case(kernel: str, cols: int, key: str) -> TileCase:
     return TileCase(kernel, (1, next_pow2(cols)), key=key)
 
 
-def gemm_case(dtype: str, tile: tuple[int, int] = (128, 256), bk: int = 64) -> TileCase:
+def gemm_case(dtype: str, tile: tuple[int, int] = (128, 128), bk: int = 64) -> TileCase:
     return TileCase(f"matmul_{dtype}", tile, {"BK": bk}, key="gemm")
 
 

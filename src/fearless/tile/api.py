@@ -35,14 +35,22 @@ def _kernel_only(fn: F) -> F:
 
 
 @_kernel_only
-def load(t: Any, index: Any, shape: Any, padding: Any = 0) -> Any:
+def load(
+    t: Any, index: Any, shape: Any, padding: Any = 0, latency: Any = None, allow_tma: Any = True
+) -> Any:
     """The tile at tile coordinates `index` of shape `shape` from tensor `t` (elements beyond
-    `t` read as `padding`: 0, -0.0, inf, -inf or nan)."""
+    `t` read as `padding`: 0, -0.0, inf, -inf or nan).
+
+    Hints for tileiras, compile-time constants: `latency` (1-10, how long the load is expected
+    to take, which sets how far ahead it is issued) and `allow_tma=False` (no TMA for it)."""
 
 
 @_kernel_only
-def load_like(t: Any, part: Any, padding: Any = 0) -> Any:
-    """The tile of `t` at `part`'s index with `part`'s shape (t may be the Part itself)."""
+def load_like(
+    t: Any, part: Any, padding: Any = 0, latency: Any = None, allow_tma: Any = True
+) -> Any:
+    """The tile of `t` at `part`'s index with `part`'s shape (t may be the Part itself);
+    `padding`, `latency` and `allow_tma` as for `tile.load`."""
 
 
 @_kernel_only

@@ -36,6 +36,12 @@ class TileParam:
     Kernel ABI (the cubin's parameters), per array parameter ("part" or "tensor") of rank d:
     a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements (the last
     stride is 1: arrays are C-contiguous); per scalar its value; a const has no parameter.
+
+    `align` (arrays) is what the launch saw of its argument: the power of two, up to 16, that
+    divides the pointer in bytes, then per extent and per stride (d-1 of them) the power of two
+    up to 16 bytes' worth of elements that divides it (`array_align`). The lowering turns it into
+    `assume` ops, which let tileiras use TMA and vector accesses; a launch whose arguments divide
+    differently is another specialisation, so the assumptions always hold.
     """
 
     name: str
@@ -44,13 +50,73 @@ class TileParam:
     ndim: int = 0
     tile: tuple[int, ...] | None = None
     value: Any = None
+    align: tuple[int, ...] = ()
 
     @property
     def is_array(self) -> bool:
         return self.kind in ("part", "tensor")
 
 
+ALIGN_BYTES = 16  # TMA needs 16-byte aligned addresses and strides
+
+
+def _pow2_divisor(v: int, cap: int) -> int:
+    """The largest power of two up to `cap` that divides `v` (0 is divisible by all)."""
+    if v == 0:
+        return cap
+    return min(cap, v & -v)
+
+
+def array_align(ptr: int, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """`TileParam.align` of a C-contiguous array: (pointer, *extents, *strides[:-1])."""
+    cap = max(1, ALIGN_BYTES // itemsize)
+    strides = []
+    acc = 1
+    for d in reversed(shape[1:]):
+        acc *= d
+        strides.append(acc)
+    return (
+        _pow2_divisor(ptr, ALIGN_BYTES),
+        *(_pow2_divisor(d, cap) for d in shape),
+        *(_pow2_divisor(s, cap) for s in reversed(strides)),
+    )
+
+
 Signature = tuple[TileParam, ...]
+
+
+@dataclass(frozen=True)
+class TileHints:
+    """Whole-kernel hints for tileiras (`@tile.kernel(num_ctas=..., occupancy=...)`).
+
+    num_ctas:  CTAs per cluster on sm_90+ (1, 2, 4, 8 or 16), which may share loaded tiles.
+    occupancy: how many CTAs tileiras should plan to keep resident per multiprocessor (1-32);
+               it trades registers per CTA for latency hiding.
+    """
+
+    num_ctas: int | None = None
+    occupancy: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_ctas is not None and (
+            isinstance(self.num_ctas, bool) or self.num_ctas not in (1, 2, 4, 8, 16)
+        ):
+            raise CompileError(
+                f"`num_ctas` must be 1, 2, 4, 8 or 16, got {self.num_ctas!r}",
+                help="it is the number of CTAs in a cluster, a power of two up to 16",
+            )
+        if self.occupancy is not None and (
+            not isinstance(self.occupancy, int)
+            or isinstance(self.occupancy, bool)
+            or not 1 <= self.occupancy <= 32
+        ):
+            raise CompileError(
+                f"`occupancy` must be an integer from 1 to 32, got {self.occupancy!r}",
+                help="it is the number of CTAs tileiras plans to keep on one multiprocessor",
+            )
+
+    def __bool__(self) -> bool:
+        return self.num_ctas is not None or self.occupancy is not None
 
 
 @dataclass
@@ -58,6 +124,7 @@ class TileIR:
     fn: Function
     signature: Signature
     source: FunctionSource
+    hints: TileHints = field(default_factory=TileHints)
 
     @property
     def name(self) -> str:
@@ -74,7 +141,7 @@ class CompiledTile:
     stages: dict[str, str] = field(default_factory=dict)
 
 
-def build_ir(src: FunctionSource, signature: Signature) -> TileIR:
+def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None = None) -> TileIR:
     tree = src.tree
     fn = Function(tree.name, src.loc(tree))
     entry = fn.new_block("entry")
@@ -95,7 +162,7 @@ def build_ir(src: FunctionSource, signature: Signature) -> TileIR:
 
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
     run_pipeline(fn)
-    ir = TileIR(fn, signature, src)
+    ir = TileIR(fn, signature, src, hints or TileHints())
     _dump("ir", fn.name, print_function(fn))
     return ir
 
@@ -105,8 +172,8 @@ def render_ir(ir: TileIR) -> str:
 
 
 def cache_key(ir: TileIR, arch: str) -> str:
-    """sha256 of the source, the specialisation, the tile IR (which covers the globals the body
-    resolved), the fearless version and the arch.
+    """sha256 of the source, the specialisation, the hints, the tile IR (which covers the
+    globals the body resolved), the fearless version and the arch.
 
     It needs neither cuda-tile nor tileiras, so cubins compiled here load on a GPU machine that
     has neither (DESIGN section 7): the bytecode is a function of the tile IR for one version
@@ -115,6 +182,7 @@ def cache_key(ir: TileIR, arch: str) -> str:
     h = hashlib.sha256()
     h.update(ir.source.text.encode())
     h.update(repr(ir.signature).encode())
+    h.update(repr(ir.hints).encode())
     h.update(render_ir(ir).encode())
     h.update(f"{__version__}|{arch}".encode())
     return "tile-" + h.hexdigest()
@@ -129,7 +197,7 @@ def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
     from ..backends import tileir
     from .lower_tileir import lower_to_bytecode
 
-    bytecode = lower_to_bytecode(ir, tileir.bytecode_version())
+    bytecode = lower_to_bytecode(ir, tileir.bytecode_version(), arch)
     _dump_bytes("tileir", ir.name, bytecode, lambda: tileir.disassemble(bytecode))
     cubin = tileir.compile_cubin(bytecode, arch)
     ct = CompiledTile(ir.name, arch, ir.signature, bytecode, cubin)
@@ -137,18 +205,18 @@ def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
     return ct
 
 
-def render_tileir(ir: TileIR) -> str:
+def render_tileir(ir: TileIR, arch: str = "sm_90") -> str:
     from ..backends import tileir
     from .lower_tileir import lower_to_bytecode
 
-    return tileir.disassemble(lower_to_bytecode(ir, tileir.bytecode_version()))
+    return tileir.disassemble(lower_to_bytecode(ir, tileir.bytecode_version(), arch))
 
 
-def render_stage(ir: TileIR, stage: str) -> str:
+def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
     if stage == "ir":
         return render_ir(ir)
     if stage == "tileir":
-        return render_tileir(ir)
+        return render_tileir(ir, arch)
     raise CompileError(
         f"unknown stage {stage!r} for a Tile kernel",
         help='Tile kernels have the stages "ir" and "tileir"',

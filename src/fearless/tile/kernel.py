@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect as pyinspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from .. import dtypes
 from ..abi import ParamSpec
@@ -24,8 +24,10 @@ from ..runtime.location import user_location
 from .compiler import (
     CompiledTile,
     Signature,
+    TileHints,
     TileIR,
     TileParam,
+    array_align,
     build_ir,
     compile_cubin,
     render_stage,
@@ -37,8 +39,9 @@ from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 class Kernel:
     """A `@tile.kernel` function: call it with its arguments; the grid comes from the Partitions."""
 
-    def __init__(self, func: Callable[..., Any]) -> None:
+    def __init__(self, func: Callable[..., Any], hints: TileHints | None = None) -> None:
         self.func = func
+        self.hints = hints or TileHints()
         self.name: str = func.__name__
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
@@ -113,12 +116,14 @@ class Kernel:
                         user_location(),
                         code="E0701",
                     )
-                params.append(TileParam(name, "part", ann.dtype, t.ndim, arg.tile))
+                align = array_align(info.ptr, info.shape, info.dtype.itemsize)
+                params.append(TileParam(name, "part", ann.dtype, t.ndim, arg.tile, align=align))
                 values.append((arg, info))
             elif isinstance(ann, TensorAnnotation):
                 info = describe(arg, target, name=name, ndim=None)
                 self._check_dtype(name, info.dtype, ann.dtype)
-                params.append(TileParam(name, "tensor", ann.dtype, len(info.shape)))
+                align = array_align(info.ptr, info.shape, info.dtype.itemsize)
+                params.append(TileParam(name, "tensor", ann.dtype, len(info.shape), align=align))
                 values.append(info)
             elif isinstance(ann, ConstAnnotation):
                 if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
@@ -154,7 +159,7 @@ class Kernel:
     def ir_for(self, signature: Signature) -> TileIR:
         ir = self._ir.get(signature)
         if ir is None:
-            ir = build_ir(self.source(), signature)
+            ir = build_ir(self.source(), signature, self.hints)
             self._ir[signature] = ir
         return ir
 
@@ -188,6 +193,17 @@ class Kernel:
                 dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
                 params.append(TileParam(name, "scalar", dt))
         return tuple(params)
+
+    def options(self, *, num_ctas: int | None = None, occupancy: int | None = None) -> Kernel:
+        """This kernel with other tileiras hints (a separate compile and cache entry):
+        `softmax.options(occupancy=2)(out, x)`. None keeps the decorator's value."""
+        hints = TileHints(
+            num_ctas if num_ctas is not None else self.hints.num_ctas,
+            occupancy if occupancy is not None else self.hints.occupancy,
+        )
+        other = Kernel(self.func, hints)
+        other._src, other._annotations = self._src, self._annotations
+        return other
 
     # ------------------------------------------------------------------------- launch
 
@@ -263,14 +279,36 @@ class Kernel:
             signature, _ = self.signature_of(args, current_target())
         else:
             signature = self.static_signature()
-        return render_stage(self.ir_for(signature), stage)
+        return render_stage(self.ir_for(signature), stage, arch or "sm_90")
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
 
 
-def kernel(func: Callable[..., Any]) -> Kernel:
-    """Decorate a Tile kernel (`@tile.kernel`)."""
-    if not pyinspect.isfunction(func):
-        raise CompileError("`@tile.kernel` decorates a `def` function")
-    return Kernel(func)
+@overload
+def kernel(func: Callable[..., Any], /) -> Kernel: ...
+
+
+@overload
+def kernel(
+    *, num_ctas: int | None = None, occupancy: int | None = None
+) -> Callable[[Callable[..., Any]], Kernel]: ...
+
+
+def kernel(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    num_ctas: int | None = None,
+    occupancy: int | None = None,
+) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
+    """Decorate a Tile kernel: `@tile.kernel`, or with tileiras hints
+    `@tile.kernel(num_ctas=2, occupancy=1)` (see `TileHints`)."""
+    hints = TileHints(num_ctas, occupancy)
+
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        if not pyinspect.isfunction(f):
+            raise CompileError("`@tile.kernel` decorates a `def` function")
+        return Kernel(f, hints)
+
+    return wrap if func is None else wrap(func)

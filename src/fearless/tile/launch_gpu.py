@@ -26,16 +26,40 @@ if TYPE_CHECKING:
 _I32_MAX = 2**31 - 1
 
 
+def _cluster_dims(function: Any) -> tuple[int, int, int]:
+    """The cluster shape tileiras compiled in (num_ctas), (0, 0, 0) when there is none."""
+    cu = driver.cu()
+    attr = cu.CUfunction_attribute
+    return tuple(  # type: ignore[return-value]
+        int(driver.call("cuFuncGetAttribute", cu.cuFuncGetAttribute, a, function))
+        for a in (
+            attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+            attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+            attr.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+        )
+    )
+
+
 def launch(
     kernel: Kernel, signature: Signature, grid: tuple[int, int, int], values: list[Any], stream: Any
 ) -> None:
     ct = kernel.compile(signature)
     key = (signature, ct.arch)
-    loaded = kernel._gpu.get(key)
-    if loaded is None:
+    entry = kernel._gpu.get(key)
+    if entry is None:
         ck = CompiledKernel(ct.name, ct.name, (), (), LaunchContract(), ct.arch, cubin=ct.cubin)
         loaded = driver.load_kernel(ck)
-        kernel._gpu[key] = loaded
+        entry = kernel._gpu[key] = (loaded, _cluster_dims(loaded.function))
+    loaded, cluster = entry
+    if any(c > 1 and g % c for g, c in zip(grid, cluster, strict=True)):
+        raise LaunchContractError(
+            f"`{kernel.name}` runs in clusters of {cluster[0]}x{cluster[1]}x{cluster[2]} blocks "
+            f"(num_ctas={kernel.hints.num_ctas}), which do not divide its grid "
+            f"{grid[0]}x{grid[1]}x{grid[2]}",
+            user_location(),
+            help="choose tile shapes that give a grid divisible by the cluster, or a smaller "
+            "`num_ctas` (`kernel.options(num_ctas=1)`)",
+        )
     codes: list[str] = []
     flat: list[Any] = []
     for p, v in zip(signature, values, strict=True):

@@ -52,7 +52,36 @@ def _axis(lw: TileLowerer, axis: Any, ndim: int, loc: Location) -> int:
     return a % ndim
 
 
-def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, padding: Any) -> Value:
+def _load_hints(lw: TileLowerer, loc_of: LocOf, latency: Any, allow_tma: Any) -> dict[str, Any]:
+    """The tileiras hints of a load: `latency` 1-10 or None, `allow_tma` a bool (both static)."""
+    lat = None
+    if not (isinstance(latency, PyObj) and latency.obj is None):
+        lat = lw.static_int(latency, loc_of("latency"), "the `latency` hint")
+        if not 1 <= lat <= 10:
+            raise CompileError(
+                f"the `latency` hint must be between 1 and 10, got {lat}",
+                loc_of("latency"),
+                help="tileiras reads it as a relative cost: 1 is a cache hit, 10 a slow DRAM read",
+            )
+    if not (isinstance(allow_tma, Weak) and isinstance(allow_tma.value, bool)):
+        raise CompileError(
+            "`allow_tma` must be a compile-time True or False",
+            loc_of("allow_tma"),
+            help="write `allow_tma=False` to keep this load off the TMA unit",
+        )
+    return {"latency": lat, "allow_tma": allow_tma.value}
+
+
+def api_load(
+    lw: TileLowerer,
+    loc_of: LocOf,
+    t: Any,
+    index: Any,
+    shape: Any,
+    padding: Any,
+    latency: Any,
+    allow_tma: Any,
+) -> Value:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
     if at.is_part:
         raise SafetyError(
@@ -71,10 +100,19 @@ def api_load(lw: TileLowerer, loc_of: LocOf, t: Any, index: Any, shape: Any, pad
         )
     index_values = [lw.index(i, loc_of("index")) for i in idx]
     pad = _padding(lw, padding, loc_of("padding"))
-    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t")))
+    hints = _load_hints(lw, loc_of, latency, allow_tma)
+    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t"), **hints))
 
 
-def api_load_like(lw: TileLowerer, loc_of: LocOf, t: Any, part: Any, padding: Any) -> Value:
+def api_load_like(
+    lw: TileLowerer,
+    loc_of: LocOf,
+    t: Any,
+    part: Any,
+    padding: Any,
+    latency: Any,
+    allow_tma: Any,
+) -> Value:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
     p, pt = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
     if not pt.is_part:
@@ -93,7 +131,8 @@ def api_load_like(lw: TileLowerer, loc_of: LocOf, t: Any, part: Any, padding: An
         )
     index = [lw.emit(ops.BlockId(a, loc_of("part"))) for a in range(pt.ndim)]
     pad = _padding(lw, padding, loc_of("padding"))
-    return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t")))
+    hints = _load_hints(lw, loc_of, latency, allow_tma)
+    return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t"), **hints))
 
 
 def _grid_axis(lw: TileLowerer, axis: Any, loc: Location) -> int:

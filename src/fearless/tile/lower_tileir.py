@@ -32,7 +32,8 @@ _SIMPLE = {
 }  # fmt: skip
 
 
-def lower_to_bytecode(ir: TileIR, version: Any) -> bytes:
+def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
+    """The bytecode of one specialisation; `arch` keys the kernel's and the loads' hints."""
     bc = tileir.encoders()
 
     def param_types(tt: Any) -> list[Any]:
@@ -50,14 +51,15 @@ def lower_to_bytecode(ir: TileIR, version: Any) -> bytes:
         return out
 
     def body(builder: Any, tt: Any, values: Sequence[Any]) -> None:
-        _Lowerer(bc, builder, tt).function(ir, list(values))
+        _Lowerer(bc, builder, tt, arch).function(ir, list(values))
 
-    return tileir.write_module(ir.name, param_types, body, version)
+    hints = tileir.entry_hints(arch, ir.hints.num_ctas, ir.hints.occupancy) if ir.hints else {}
+    return tileir.write_module(ir.name, param_types, body, version, hints)
 
 
 class _Lowerer:
-    def __init__(self, bc: Any, b: Any, tt: Any) -> None:
-        self.bc, self.b, self.tt = bc, b, tt
+    def __init__(self, bc: Any, b: Any, tt: Any, arch: str) -> None:
+        self.bc, self.b, self.tt, self.arch = bc, b, tt, arch
         self.values: dict[Value, Any] = {}
         self.arrays: dict[Value, tuple[Any, Any, list[Any]]] = {}  # param -> (tv type, tv, dims)
         self.views: dict[tuple[Value, tuple[int, ...], str], Any] = {}
@@ -86,9 +88,12 @@ class _Lowerer:
         for p in ir.fn.params:
             t = p.type
             if isinstance(t, ArrayParamType):
-                ptr = next(it)
-                dims = [next(it) for _ in range(t.ndim)]
-                strides = [next(it) for _ in range(t.ndim - 1)]
+                align = iter(self._align_of(ir, p, t.ndim))
+                ptr_t = tt.tile(tt.pointer(self.elem(t.dtype), bc.PtrAttr.Missing), [])
+                i32 = tt.tile(tt.I32, [])
+                ptr = self._assume(next(it), ptr_t, next(align), nonnegative=False)
+                dims = [self._assume(next(it), i32, next(align)) for _ in range(t.ndim)]
+                strides = [self._assume(next(it), i32, next(align)) for _ in range(t.ndim - 1)]
                 dyn = bc.DYNAMIC_SHAPE
                 tv_t = tt.tensor_view(
                     self.elem(t.dtype),
@@ -103,6 +108,22 @@ class _Lowerer:
         self.token = bc.encode_MakeTokenOp(self.b, tt.Token)
         self._make_views(ir.fn.entry)
         self.block(ir.fn.entry)
+
+    @staticmethod
+    def _align_of(ir: TileIR, param: Value, ndim: int) -> tuple[int, ...]:
+        """The launch's divisibility facts for an array parameter (1s when none are known)."""
+        index = ir.fn.params.index(param)
+        align = ir.signature[index].align
+        return align if len(align) == 2 * ndim else (1,) * (2 * ndim)
+
+    def _assume(self, value: Any, type_id: Any, divisor: int, nonnegative: bool = True) -> Any:
+        """`value` with the facts the launch guarantees: >= 0 (extents, strides), divisibility."""
+        bc = self.bc
+        if nonnegative:
+            value = bc.encode_AssumeOp(self.b, type_id, value, bc.Bounded(0, None))
+        if divisor > 1:
+            value = bc.encode_AssumeOp(self.b, type_id, value, bc.DivBy(divisor))
+        return value
 
     def _make_views(self, block: Block) -> None:
         for op in block.ops:
@@ -189,9 +210,14 @@ class _Lowerer:
         bc = self.bc
         view = self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
         index = args[1:]
+        hints = None
+        if "latency" in op.attrs or "allow_tma" in op.attrs:
+            hints = tileir.load_store_hints(
+                self.arch, op.attrs.get("latency"), op.attrs.get("allow_tma", True)
+            )
         tile, _ = bc.encode_LoadViewTkoOp(
             self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index, self.token,
-            bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
+            bc.MemoryOrderingSemantics.WEAK, None, hints, [False] * len(index),
         )  # fmt: skip
         return tile
 

@@ -60,7 +60,8 @@ class ArrayDim(Op):
 class Load(Op):
     """Tile `index` (tile coordinates, i32 scalars) of shape `shape` from an array parameter.
 
-    Elements outside the array read as `padding`.
+    Elements outside the array read as `padding`. `latency` and `allow_tma` are tileiras hints
+    (attributes only when set, so the printed IR of a plain load stays short).
     """
 
     opname = "tile.load"
@@ -73,10 +74,22 @@ class Load(Op):
         shape: tuple[int, ...],
         padding: float,
         loc: Location,
+        latency: int | None = None,
+        allow_tma: bool = True,
     ) -> None:
         assert isinstance(array.type, ArrayParamType)
+        hints: dict[str, Any] = {}
+        if latency is not None:
+            hints["latency"] = latency
+        if not allow_tma:
+            hints["allow_tma"] = False
         super().__init__(
-            [array, *index], [TileType(array.type.dtype, shape)], loc, shape=shape, padding=padding
+            [array, *index],
+            [TileType(array.type.dtype, shape)],
+            loc,
+            shape=shape,
+            padding=padding,
+            **hints,
         )
 
 

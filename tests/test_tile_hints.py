@@ -1,0 +1,118 @@
+"""What a launch tells tileiras: divisibility facts (`assume`) and the kernel's and loads' hints."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+from fearless.tile.compiler import TileHints, array_align
+
+
+def _line(fn, marker: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+@tile.kernel
+def add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z) + tile.load_like(y, z))
+
+
+def test_array_align_is_pointer_then_extents_then_strides() -> None:
+    # f16: 16 bytes are 8 elements, so extents and strides divide by at most 8.
+    assert array_align(0x1000, (64, 96), 2) == (16, 8, 8, 8)
+    assert array_align(0x1004, (37, 100), 4) == (4, 1, 4, 4)
+    assert array_align(0x1002, (6,), 2) == (2, 2)
+    assert array_align(0x1000, (3, 5, 7), 4) == (16, 1, 1, 1, 1, 1)  # strides 35 and 7
+
+
+def test_the_launch_specialises_on_divisibility_and_the_bytecode_assumes_it() -> None:
+    zp = fl.empty(1000, dtype=fl.f32).partition((128,))
+    aligned = fl.asarray(np.ones(1000, np.float32))
+    shifted = fl.asarray(np.ones(1001, np.float32)[1:])  # 4 bytes past a 16-byte boundary
+    sig_a, _ = add.signature_of((zp, aligned, aligned), "sim")
+    sig_s, _ = add.signature_of((zp, shifted, aligned), "sim")
+    assert sig_a[1].align[0] == 16 and sig_s[1].align[0] == 4
+    assert sig_a != sig_s  # two compiles: the assumption always holds for the launch
+    text = add.inspect(zp, shifted, aligned, stage="tileir")
+    assert "assume div_by<4>, %arg2 : tile<ptr<f32>>" in text  # x's pointer
+    assert "assume div_by<16>, %arg4 : tile<ptr<f32>>" in text  # y's pointer
+    assert "assume bounded<0, ?>, %arg1 : tile<i32>" in text  # z's extent is >= 0
+    # The simulator runs either specialisation the same way.
+    add(zp, shifted, aligned)
+    np.testing.assert_array_equal(zp.unpartition().numpy(), np.full(1000, 2, np.float32))
+
+
+def test_kernel_hints_from_the_decorator_and_from_options() -> None:
+    @tile.kernel(num_ctas=2, occupancy=2)
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z))
+
+    assert k.hints == TileHints(2, 2)
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    x = fl.zeros(256, dtype=fl.f32)
+    text = k.inspect(zp, x, stage="tileir")
+    assert "optimization_hints=<sm_90 = {num_cta_in_cga = 2, occupancy = 2}>" in text
+    k4 = k.options(occupancy=4)
+    assert k4.hints == TileHints(2, 4) and k.hints == TileHints(2, 2)
+    assert "occupancy = 4" in k4.inspect(zp, x, stage="tileir")
+    # No hints: no attribute at all.
+    assert "optimization_hints" not in add.inspect(zp, x, x, stage="tileir")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_ctas": 3}, "`num_ctas` must be 1, 2, 4, 8 or 16, got 3"),
+        ({"occupancy": 0}, "`occupancy` must be an integer from 1 to 32, got 0"),
+        ({"occupancy": True}, "`occupancy` must be an integer from 1 to 32, got True"),
+    ],
+)
+def test_bad_kernel_hints_are_refused_at_decoration(kwargs: dict, message: str) -> None:
+    with pytest.raises(fl.CompileError, match=message.replace("`", ".")):
+
+        @tile.kernel(**kwargs)
+        def k(z: tile.Part[fl.f32]):
+            z.store(tile.zeros((128,), fl.f32))
+
+
+def test_load_hints_reach_the_bytecode() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z, latency=3) + tile.load(y, z.index, z.shape, allow_tma=False))
+
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    x = fl.zeros(256, dtype=fl.f32)
+    ir = k.inspect(zp, x, x, stage="ir")
+    assert "latency=3" in ir and "allow_tma=False" in ir
+    text = k.inspect(zp, x, x, stage="tileir")
+    assert "optimization_hints = <sm_90 = {latency = 3}>" in text
+    assert "optimization_hints = <sm_90 = {allow_tma = false}>" in text
+
+
+def test_a_latency_out_of_range_points_at_it() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z, latency=11))  # error: latency
+
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    with pytest.raises(fl.CompileError, match="between 1 and 10, got 11") as info:
+        k(zp, fl.zeros(256, dtype=fl.f32))
+    loc = info.value.loc
+    assert loc is not None and loc.line == _line(k.func, "error: latency")
+
+
+def test_allow_tma_must_be_a_constant_bool() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], flag: fl.i32):
+        z.store(tile.load_like(x, z, allow_tma=flag))  # error: allow_tma
+
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    with pytest.raises(fl.CompileError, match="compile-time True or False") as info:
+        k(zp, fl.zeros(256, dtype=fl.f32), 1)
+    loc = info.value.loc
+    assert loc is not None and loc.line == _line(k.func, "error: allow_tma")
