@@ -116,3 +116,26 @@ def test_allow_tma_must_be_a_constant_bool() -> None:
         k(zp, fl.zeros(256, dtype=fl.f32), 1)
     loc = info.value.loc
     assert loc is not None and loc.line == _line(k.func, "error: allow_tma")
+
+
+def test_approx_exp_reaches_the_bytecode_and_is_f32_only() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.exp(tile.load_like(x, z), approx=True) + tile.exp(tile.load_like(x, z)))
+
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    x = fl.asarray(np.linspace(-3, 3, 256, dtype=np.float32))
+    text = k.inspect(zp, x, stage="tileir")
+    exps = [line for line in text.splitlines() if " = exp " in line]
+    assert len(exps) == 2 and sum("rounding<approx>" in line for line in exps) == 1
+    k(zp, x)  # the simulator computes the exact exp for both
+    np.testing.assert_allclose(zp.unpartition().numpy(), 2 * np.exp(x.numpy()), rtol=1e-6)
+
+    @tile.kernel
+    def h(z: tile.Part[fl.f16], x: tile.Tensor[fl.f16]):
+        z.store(tile.exp(tile.load_like(x, z), approx=True))  # error: f16
+
+    hp = fl.empty(256, dtype=fl.f16).partition((128,))
+    with pytest.raises(fl.KernelTypeError, match="is for f32 tiles") as info:
+        h(hp, fl.zeros(256, dtype=fl.f16))
+    assert info.value.loc is not None and info.value.loc.line == _line(h.func, "error: f16")

@@ -95,8 +95,9 @@ def arange(n: Any, dtype: Any = None) -> Any:
 
 
 @_kernel_only
-def exp(x: Any) -> Any:
-    """e**x, elementwise."""
+def exp(x: Any, approx: Any = False) -> Any:
+    """e**x, elementwise. `approx=True` (a compile-time bool) uses the hardware's fast exp2:
+    a few ulp of error, much cheaper; the simulator computes the exact value either way."""
 
 
 @_kernel_only

@@ -195,20 +195,42 @@ def api_arange(lw: TileLowerer, loc_of: LocOf, n: Any, dtype: Any) -> Value:
 
 def _unary(kind: str, float_only: bool = True) -> Callable[..., Value]:
     def handler(lw: TileLowerer, loc_of: LocOf, x: Any) -> Value:
-        loc = loc_of("x")
-        v = lw.tile_value(x, loc, dtypes.f32 if float_only else None)
-        if float_only and not tile_type(v).dtype.is_float:
-            raise KernelTypeError(
-                f"`tile.{kind}` needs a float tile, found {v.type}",
-                loc,
-                help="convert it first: `x.astype(fl.f32)`",
-            )
-        return lw.emit(ops.Unary(kind, v, loc))
+        return lw.emit(
+            ops.Unary(kind, _unary_operand(lw, loc_of, kind, x, float_only), loc_of("x"))
+        )
 
     return handler
 
 
-api_exp = _unary("exp")
+def _unary_operand(lw: TileLowerer, loc_of: LocOf, kind: str, x: Any, float_only: bool) -> Value:
+    loc = loc_of("x")
+    v = lw.tile_value(x, loc, dtypes.f32 if float_only else None)
+    if float_only and not tile_type(v).dtype.is_float:
+        raise KernelTypeError(
+            f"`tile.{kind}` needs a float tile, found {v.type}",
+            loc,
+            help="convert it first: `x.astype(fl.f32)`",
+        )
+    return v
+
+
+def api_exp(lw: TileLowerer, loc_of: LocOf, x: Any, approx: Any) -> Value:
+    v = _unary_operand(lw, loc_of, "exp", x, True)
+    if not (isinstance(approx, Weak) and isinstance(approx.value, bool)):
+        raise CompileError(
+            "`approx` must be a compile-time True or False",
+            loc_of("approx"),
+            help="write `tile.exp(x, approx=True)` for the fast hardware exp",
+        )
+    if approx.value and tile_type(v).dtype != dtypes.f32:
+        raise KernelTypeError(
+            f"`tile.exp(..., approx=True)` is for f32 tiles, found {v.type}",
+            loc_of("x"),
+            help="convert it first: `x.astype(fl.f32)`",
+        )
+    return lw.emit(ops.Unary("exp", v, loc_of("x"), approx=approx.value))
+
+
 api_exp2 = _unary("exp2")
 api_log = _unary("log")
 api_log2 = _unary("log2")

@@ -319,7 +319,9 @@ class _Lowerer:
             return bc.encode_AbsFOp(b, rt, x) if dt.is_float else bc.encode_AbsIOp(b, rt, x)
         full, ne = bc.RoundingMode.FULL, bc.RoundingMode.NEAREST_EVEN
         table = {
-            "exp": lambda: bc.encode_ExpOp(b, rt, x, full),
+            "exp": lambda: bc.encode_ExpOp(
+                b, rt, x, bc.RoundingMode.APPROX if op.attrs.get("approx") else full
+            ),
             "exp2": lambda: bc.encode_Exp2Op(b, rt, x, False),
             "log": lambda: bc.encode_LogOp(b, rt, x),
             "log2": lambda: bc.encode_Log2Op(b, rt, x),

@@ -125,8 +125,10 @@ class Unary(Op):
 
     opname = "tile.unary"
 
-    def __init__(self, kind: str, a: Value, loc: Location) -> None:
-        super().__init__([a], [a.type], loc, kind=kind)
+    def __init__(self, kind: str, a: Value, loc: Location, approx: bool = False) -> None:
+        # `approx` (exp): the hardware's fast approximation; an attribute only when set.
+        extra: dict[str, Any] = {"approx": True} if approx else {}
+        super().__init__([a], [a.type], loc, kind=kind, **extra)
 
 
 class Cast(Op):
