@@ -29,16 +29,20 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "examples"))
 
 GEMM_N = 8192
-# (BM, BN, BK, num_ctas, occupancy): the first is the reference configuration.
+SOFTMAX_OCCUPANCY = (None, 2, 4, 6, 8, 16)  # None: the example's own hint
+NORM_OCCUPANCY = (None, 2, 4, 8)
+# (BM, BN, BK, num_ctas, occupancy): the first is the reference configuration. The
+# first H200 run (results/h200-2026-12-02-tile/r1) also tried 128x256x64, 256x128x64,
+# 128x256x32 and 256x256x64 without a cluster: 20-77 TFLOP/s, left out since.
 GEMM_CONFIGS = [
     (128, 128, 64, None, None),
-    (128, 256, 64, None, None),
-    (256, 128, 64, None, None),
+    (128, 128, 64, None, 2),
     (128, 256, 64, 2, None),
     (256, 128, 64, 2, None),
-    (128, 128, 64, None, 2),
-    (128, 256, 32, None, None),
-    (256, 256, 64, None, None),
+    (128, 128, 64, 2, 2),
+    (128, 128, 64, None, 3),
+    (128, 128, 32, None, 2),
+    (128, 256, 64, 2, 2),
 ]
 
 
@@ -119,13 +123,14 @@ def main() -> int:
     sref = torch.softmax(s.float(), dim=1)
     nbytes = 2 * 2 * m * m
     so = torch.empty_like(s)
-    sp = fl.asarray(so).partition((1, m))
-    record("softmax_bf16_8192^2", "fearless-tile", lambda: tk.softmax_bf16(sp, s),
-           lambda: rel(so, sref), nbytes, "GB/s", "one row per block")  # fmt: skip
-    for occ in (2, 4):
-        ko = tk.softmax_bf16.options(occupancy=occ)
-        record("softmax_bf16_8192^2", f"fearless-tile occupancy={occ}", lambda ko=ko: ko(sp, s),
-               lambda: rel(so, sref), nbytes, "GB/s")  # fmt: skip
+    for rows_per_block in (1, 2):
+        sp = fl.asarray(so).partition((rows_per_block, m))
+        for occ in SOFTMAX_OCCUPANCY:
+            ko = tk.softmax_bf16.options(occupancy=occ) if occ else tk.softmax_bf16
+            hints = ko.hints
+            name = f"fearless-tile {rows_per_block}x{m} occ={hints.occupancy}"
+            record("softmax_bf16_8192^2", name, lambda ko=ko, sp=sp: ko(sp, s),
+                   lambda: rel(so, sref), nbytes, "GB/s")  # fmt: skip
     if "tilegym" in peers:
         ops = peers["tilegym"].ops
         out: dict[str, Any] = {}
@@ -142,6 +147,54 @@ def main() -> int:
     st = torch.empty_like(s)
     record("softmax_bf16_8192^2", "torch", lambda: torch.softmax(s, dim=1, out=st),
            lambda: rel(st, sref), nbytes, "GB/s")  # fmt: skip
+
+    # ------------------------------------------- rms_norm and layer_norm, f32, 65536 x 1024
+    r, cols, eps = 65536, 1024, 1e-5
+    xn = torch.randn(r, cols, device="cuda")
+    w, bias = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
+    fn = torch.nn.functional
+    norms = {
+        "rms_norm": (tk.rms_norm, [xn, w], fn.rms_norm(xn.double(), (cols,), w.double(), eps)),
+        "layer_norm": (
+            tk.layer_norm,
+            [xn, w, bias],
+            fn.layer_norm(xn.double(), (cols,), w.double(), bias.double(), eps),
+        ),
+    }
+    nbytes = 2 * 4 * r * cols
+    for name, (kern, inputs, nref) in norms.items():
+        case = f"{name}_f32_65536x1024"
+        no = torch.empty_like(xn)
+        for bm in (1, 2, 4):
+            npart = fl.asarray(no).partition((bm, cols))
+            for occ in NORM_OCCUPANCY:
+                ko = kern.options(occupancy=occ) if occ else kern
+                label = f"fearless-tile {bm}x{cols} occ={ko.hints.occupancy}"
+                record(case, label, lambda ko=ko, npart=npart, inputs=inputs: ko(npart, *inputs, eps),
+                       lambda no=no, nref=nref: rel(no, nref), nbytes, "GB/s")  # fmt: skip
+        if "tilegym" in peers:
+            ops = peers["tilegym"].ops
+            res2: dict[str, Any] = {}
+            tg_run = {
+                "rms_norm": lambda ops=ops: ops.rms_norm(xn, None, w, eps),
+                "layer_norm": lambda ops=ops: ops.layer_norm_legacy(xn, None, w, bias, eps),
+            }[name]
+
+            def tgn(tg_run: Any = tg_run, res2: dict[str, Any] = res2) -> None:
+                res2["y"] = tg_run()
+
+            record(case, "tilegym.ops", tgn, lambda res2=res2, nref=nref: rel(res2["y"], nref),
+                   nbytes, "GB/s")  # fmt: skip
+        eager = {
+            "rms_norm": lambda: fn.rms_norm(xn, (cols,), w, eps),
+            "layer_norm": lambda: fn.layer_norm(xn, (cols,), w, bias, eps),
+        }[name]
+        res3: dict[str, Any] = {}
+
+        def ev(eager: Any = eager, res3: dict[str, Any] = res3) -> None:
+            res3["y"] = eager()
+
+        record(case, "torch", ev, lambda res3=res3, nref=nref: rel(res3["y"], nref), nbytes, "GB/s")
 
     # ---------------------------------------------------------------- GEMM, 8192^3
     configs = GEMM_CONFIGS[:4] if args.quick else GEMM_CONFIGS

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# How the H200 runs under bench/results were made. On the GPU machine, from the repo root, with
+# .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
+# its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
+# Steps: tests (GPU tests), tile (bench/tile_bench.py), simt (bench/simt_bench.py),
+#        suite (fearless bench, full size), quick (fearless bench --quick).
+set -uo pipefail
+out=$1; shift
+mkdir -p "$out"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+# shellcheck disable=SC1091
+[ -f .tiletools/unpack.sh ] && source .tiletools/unpack.sh
+export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
+export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-cutile
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
+  python3 -c 'import cuda.tile, tilegym; print("cuda-tile", cuda.tile.__version__)' 2>&1 | tail -1
+  command -v tileiras && tileiras --version | tail -1
+} > "$out/env.txt" 2>&1
+for step in "$@"; do
+  echo "== $step $(date +%T)"
+  case $step in
+    tests) python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -25 > "$out/gpu_tests.log"
+           tail -3 "$out/gpu_tests.log" ;;
+    tile)  python3 bench/tile_bench.py --out "$out" 2>&1 | tee "$out/tile.log" | grep -v "^ " ;;
+    simt)  python3 bench/simt_bench.py --out "$out" > "$out/simt.log" 2>&1; tail -5 "$out/simt.log" ;;
+    suite) python3 -m fearless bench --out "$out/bench" 2>&1 | tail -60 ;;
+    quick) python3 -m fearless bench --quick --out "$out/bench" 2>&1 | tail -60 ;;
+  esac
+done
