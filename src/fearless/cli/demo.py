@@ -1,10 +1,16 @@
-"""`fearless demo`: compiles and runs the demo kernels, checks them, shows a rejected launch.
+"""`fearless demo`: compiles and runs the demo kernels, checks them, shows rejected launches.
 
 On the current target (`fl.get_target()`: the GPU when one is usable, else the CPU simulator)
-it runs SIMT vecadd and saxpy from `demo_kernels.py` on random data, checks each result against
-NumPy, prints the first-call time (compile included) and the warm launch time, and then makes
-the launch fearless exists to refuse, `vecadd[grid, block](a, b, a)`: the output aliases an
-input, so it raises `BorrowError` before anything runs, and the demo prints that diagnostic.
+it runs the kernels of `demo_kernels.py` on random data, checks each result against NumPy, and
+prints the first-call time (compile included) and the warm launch time. Two tracks:
+
+- SIMT: vecadd and saxpy; then the launch fearless exists to refuse,
+  `vecadd[grid, block](a, b, a)`: the output aliases an input, so it raises `BorrowError`
+  before anything runs, and the demo prints that diagnostic.
+- Tile: `add` (z = x + y, the output partitioned into tiles of 1024 elements) and a row
+  softmax (one 1024-wide row per block); then the mistake Tile ownership refuses: after
+  `zp = z.partition(...)` moved `z`, the launch `add(zp, z, y)` uses `z` again, so it raises
+  `MovedError`, naming the line where `z` moved, before anything runs.
 
 Exit status 0 when every step did what it should, 1 otherwise (each ✗ line says what).
 """
@@ -14,9 +20,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import statistics
+import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -29,10 +37,15 @@ from . import doctor
 # Large enough on the GPU to measure bandwidth, small enough on the simulator to take seconds.
 DEFAULT_SIZES = {"cuda": 1 << 24, "sim": 1 << 20}
 BLOCK = 256
+# Tile track: `add`'s tile (elements per block) and the softmax's row width (one row per block).
+# The softmax matrix holds as many elements as a vector: size // TILE rows.
+TILE = 1024
+# The softmax uses the hardware's approximate exp on the GPU (a few ulp); the simulator's is exact.
+SOFTMAX_RTOL, SOFTMAX_ATOL = 1e-4, 1e-7
 WARM_RUNS = {"cuda": 20, "sim": 3}
 # The public API the demo uses (DESIGN section 2); named here so a gap reads as one clear line.
-# (`simt` is a subpackage: importing demo_kernels checks it.)
-REQUIRED_API = ("get_target", "from_numpy", "synchronize", "f32", "BorrowError")
+# (`simt` and `tile` are subpackages: importing demo_kernels checks them.)
+REQUIRED_API = ("get_target", "from_numpy", "synchronize", "f32", "BorrowError", "MovedError")
 
 
 class DemoFailed(Exception):
@@ -42,15 +55,16 @@ class DemoFailed(Exception):
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="compile and run the demo kernels on the GPU (else the simulator), check them "
-        "against NumPy, show a rejected unsafe launch",
+        help="compile and run the SIMT and Tile demo kernels on the GPU (else the simulator), "
+        "check them against NumPy, show the unsafe launches fearless rejects",
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument(
         "--size",
         type=int,
         default=None,
-        help="elements per array (default: 2^24 on the GPU, 2^20 on the simulator)",
+        help="elements per array (default: 2^24 on the GPU, 2^20 on the simulator); the "
+        f"Tile softmax runs on SIZE // {TILE} rows of {TILE}",
     )
     parser.set_defaults(handler=run)
 
@@ -104,8 +118,10 @@ class Demo:
         self.target: str = fl.get_target()
         self.n = size or DEFAULT_SIZES.get(self.target, DEFAULT_SIZES["sim"])
         self.grid = (self.n + BLOCK - 1) // BLOCK
+        self.rows = max(1, self.n // TILE)  # of the softmax's (rows x TILE) matrix
         self.rng = np.random.default_rng(0)
-        self.diagnostic: str | None = None  # what the rejected launch printed
+        self.borrow_diagnostic: str | None = None  # what the rejected SIMT launch printed
+        self.moved_diagnostic: str | None = None  # what the rejected Tile launch printed
 
     def random(self) -> np.ndarray[Any, np.dtype[np.float32]]:
         return self.rng.standard_normal(self.n, dtype=np.float32)
@@ -134,9 +150,9 @@ class Demo:
         return text
 
     @staticmethod
-    def check(got: Any, want: Any) -> None:
+    def check(got: Any, want: Any, rtol: float = 1e-6, atol: float = 1e-6) -> None:
         got = np.asarray(got)
-        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6, atol=1e-6):
+        if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=atol):
             diff = np.abs(got.astype(np.float64) - want) if got.shape == want.shape else None
             why = f"max abs error {float(np.max(diff)):g}" if diff is not None else "wrong shape"
             raise DemoFailed(f"result differs from NumPy ({why})")
@@ -178,12 +194,65 @@ class Demo:
             vecadd[grid, block](a, b, a)
             fl.synchronize()
         except fl.BorrowError as exc:
-            self.diagnostic = str(exc)
+            self.borrow_diagnostic = str(exc)
         else:
             raise DemoFailed("vecadd[grid, block](a, b, a) was NOT rejected: a fearless bug")
         if not np.array_equal(np.asarray(a.numpy()), a_np):
             raise DemoFailed("BorrowError was raised, but `a` changed: the kernel ran anyway")
         return "vecadd[grid, block](a, b, a) rejected with BorrowError before it ran; `a` unchanged"
+
+    # ---------------------------------------------------------------------- Tile track
+
+    def tile_add(self) -> str:
+        fl, add = self.fl, self.kernels.add
+        x_np, y_np = self.random(), self.random()
+        x, y = fl.from_numpy(x_np), fl.from_numpy(y_np)
+        zp = fl.from_numpy(np.zeros_like(x_np)).partition((TILE,))  # one block per tile
+
+        def launch() -> None:
+            add(zp, x, y)
+
+        first = self.first_call(launch)
+        warm = self.warm_call(launch)  # z = x + y again: the same result
+        self.check(zp.unpartition().numpy(), x_np + y_np)  # the tensor, given back
+        return f"z = x + y     matches NumPy; {self.timing(first, warm, 12 * self.n)}"
+
+    def softmax(self) -> str:
+        fl, softmax = self.fl, self.kernels.softmax
+        x_np = self.rng.standard_normal((self.rows, TILE), dtype=np.float32)
+        e = np.exp(x_np.astype(np.float64) - x_np.max(axis=1, keepdims=True))
+        expected = e / e.sum(axis=1, keepdims=True)
+        x = fl.from_numpy(x_np)
+        out = fl.from_numpy(np.zeros_like(x_np)).partition((1, TILE))  # one row per block
+
+        def launch() -> None:
+            softmax(out, x)
+
+        first = self.first_call(launch)
+        warm = self.warm_call(launch)
+        self.check(out.unpartition().numpy(), expected, rtol=SOFTMAX_RTOL, atol=SOFTMAX_ATOL)
+        timing = self.timing(first, warm, 8 * self.rows * TILE)
+        return f"row softmax   matches NumPy (rtol {SOFTMAX_RTOL:.0e}); {timing}"
+
+    def moved_use(self) -> str:
+        """The use Tile ownership refuses: `z` again after `z.partition()` moved it."""
+        fl, add = self.fl, self.kernels.add
+        z_np = self.random()
+        z, y = fl.from_numpy(z_np.copy()), fl.from_numpy(self.random())
+        moved_at = f"{Path(__file__).name}:{sys._getframe().f_lineno + 1}:"  # the next line
+        zp = z.partition((TILE,))  # `zp` owns z's memory now, until `zp.unpartition()`
+        try:
+            add(zp, z, y)  # `z` as an input: it would read the tiles other blocks write
+            fl.synchronize()
+        except fl.MovedError as exc:
+            self.moved_diagnostic = diagnostic = str(exc)
+        else:
+            raise DemoFailed("add(zp, z, y) was NOT rejected although `z` moved: a fearless bug")
+        if not np.array_equal(np.asarray(zp.unpartition().numpy()), z_np):
+            raise DemoFailed("MovedError was raised, but `z` changed: the kernel ran anyway")
+        if moved_at not in diagnostic:
+            raise DemoFailed(f"MovedError does not name the line where `z` moved ({moved_at})")
+        return "add(zp, z, y) rejected with MovedError before it ran; `z` unchanged"
 
 
 def _step(name: str, step: Callable[[], str]) -> bool:
@@ -229,15 +298,28 @@ def run(args: argparse.Namespace) -> int:
         _step("saxpy", demo.saxpy),
         _step("unsafe", demo.rejected_launch),
     ]
-    if demo.diagnostic:
-        print(f"\n    what fearless said about it:\n\n{_indent(demo.diagnostic)}")
+    if demo.borrow_diagnostic:
+        print(f"\n    what fearless said about it:\n\n{_indent(demo.borrow_diagnostic)}")
+
+    print(
+        f"\nTile track: the same arrays in tiles of {TILE} elements; softmax of a "
+        f"{demo.rows:,} x {TILE:,} matrix, one row per block"
+    )
+    results += [
+        _step("tile add", demo.tile_add),
+        _step("softmax", demo.softmax),
+        _step("moved", demo.moved_use),
+    ]
+    if demo.moved_diagnostic:
+        print(f"\n    what fearless said about it:\n\n{_indent(demo.moved_diagnostic)}")
 
     print()
     if all(results):
         where = "the GPU" if demo.target == "cuda" else "the CPU simulator"
         print(
-            f"Summary: vecadd and saxpy compiled, ran on {where} and matched NumPy; "
-            "the aliasing launch was rejected before it ran."
+            f"Summary: SIMT vecadd and saxpy, Tile add and softmax compiled, ran on {where} and "
+            "matched NumPy; the aliasing launch and the use of a moved tensor were rejected "
+            "before they ran."
         )
         return 0
     print(f"Summary: {results.count(False)} of {len(results)} steps failed (the ✗ lines above).")

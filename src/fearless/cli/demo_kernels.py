@@ -1,12 +1,16 @@
 """The kernels `fearless demo` compiles and runs, written as a user writes them (DESIGN section 2).
 
 They live in a module of their own so that they have a real source file: the compiler reads
-it, and the demo's BorrowError diagnostic points at a line of it.
+it, and a compile diagnostic points at a line of it.
 No `from __future__ import annotations` here: kernel annotations are evaluated as written.
 """
 
+import math
+
 import fearless as fl
-from fearless import simt
+from fearless import simt, tile
+
+# ---------------------------------------------------------------------------- SIMT track
 
 
 @simt.kernel
@@ -21,3 +25,20 @@ def saxpy(alpha: fl.f32, x: simt.Slice[fl.f32], y: simt.DisjointSlice[fl.f32]):
     i = simt.thread.index_1d()
     if i < len(y):
         y[i] = alpha * x[i] + y[i]  # a thread may read the element it owns, then write it
+
+
+# ---------------------------------------------------------------------------- Tile track
+
+
+@tile.kernel
+def add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    # One block per tile of the partitioned output `z`: it loads the same tile of x and y.
+    z.store(tile.load_like(x, z) + tile.load_like(y, z))
+
+
+@tile.kernel
+def softmax(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    # Each block owns whole rows of `out` (its tile's width covers a row).
+    rows = tile.load_like(x, out, padding=-math.inf)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
+    out.store(e * (1.0 / tile.sum(e, axis=1, keepdims=True)))
