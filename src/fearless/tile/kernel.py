@@ -4,7 +4,8 @@ A launch `k(zp, x, y)` reads each argument's kind and dtype (and a Part's tile s
 Const's value) into a `Signature`, compiles that specialisation once per target, takes the grid
 from the Partition arguments (all must agree), runs the borrow check (no read-only argument
 may share a byte with a partitioned output) and launches: `sim/tile.py` on "sim",
-`launch_gpu.py` on "cuda".
+`launch_gpu.py` on "cuda". That is the slow path, taken once per argument key: later launches
+whose arguments read the same cheap facts reuse what it prepared (fastpath.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..frontend.source import FunctionSource, load_source
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
+from ..runtime.target import current_target
 from .compiler import (
     CompiledTile,
     Signature,
@@ -32,12 +34,16 @@ from .compiler import (
     compile_cubin,
     render_stage,
 )
+from .fastpath import Prepared, WarmPath
 from .partition import Partition
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
 
 class Kernel:
     """A `@tile.kernel` function: call it with its arguments; the grid comes from the Partitions."""
+
+    # The launches prepared so far, by argument key (fastpath.py); made at the first launch.
+    _warm: WarmPath | None = None
 
     def __init__(self, func: Callable[..., Any], hints: TileHints | None = None) -> None:
         self.func = func
@@ -208,21 +214,45 @@ class Kernel:
     # ------------------------------------------------------------------------- launch
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
-        from ..runtime.target import current_target
-
         target = current_target()
+        warm = self._warm or self._make_warm()
+        entry, key, payload = warm.lookup(args, target)
+        if entry is None:
+            entry, payload = self._prepare(args, target)
+            if key is not None:
+                warm.store(key, entry)
+        entry.run(payload, stream)
+
+    def _make_warm(self) -> WarmPath:
+        self._warm = WarmPath(self.annotations())
+        return self._warm
+
+    def _prepare(self, args: tuple[Any, ...], target: str) -> tuple[Prepared, list[Any]]:
+        """The slow path: every check, from the arguments themselves, then the launch prepared
+        for them and its payload (fastpath.py: what a warm launch with the same key reuses)."""
         signature, values = self.signature_of(args, target)
         grid = self._grid(signature, values)
         self._borrow_check(signature, values)
         ir = self.ir_for(signature)
+        infos = [
+            v[1] if p.kind == "part" else v
+            for p, v in zip(signature, values, strict=True)
+            if p.is_array
+        ]
+        nbytes = tuple(info.nbytes for info in infos)
         if target == "sim":
             from ..sim.tile import run_kernel
 
-            run_kernel(ir, grid, values)
-            return
-        from .launch_gpu import launch
+            def run_sim(payload: list[Any], stream: Any) -> None:
+                run_kernel(ir, grid, payload)
 
-        launch(self, signature, grid, values, stream)
+            return Prepared(signature, ir, grid, nbytes, run_sim), values
+        from . import launch_gpu
+
+        gpu = launch_gpu.prepare(self, signature, grid, [info.shape for info in infos])
+        return Prepared(signature, ir, grid, nbytes, gpu), launch_gpu.dynamic_values(
+            signature, values
+        )
 
     def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
         raise LaunchContractError(

@@ -1,15 +1,22 @@
-"""Launching a compiled Tile kernel on the GPU: load its cubin once, pack the ABI, cuLaunchKernel.
+"""Launching a compiled Tile kernel on the GPU: load its cubin once, lay out the ABI, cuLaunchKernel.
 
 Tile kernels are launched with a block of (1, 1, 1): tileiras fixes the threads of a tile
 block inside the cubin, and the grid is the partition's tile grid. Parameters follow
 `TileParam`'s ABI (compiler.py); there is no error record, since loads are padded and stores
 masked by the partition views (nothing to check on the device).
+
+`prepare` does, once per argument key (fastpath.py), everything a launch needs besides its
+pointers and scalar values: the compiled and loaded function, the cluster check, and a
+`ParamBlock` holding the extents and strides. A `GpuLaunch` then costs one `struct.pack_into`
+of the pointers and scalars and the cuLaunchKernel call.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
+import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..abi import CompiledKernel, LaunchContract
@@ -17,7 +24,7 @@ from ..errors import LaunchContractError
 from ..runtime import driver
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits
-from ..runtime.streams import stream_handle
+from ..runtime.streams import Stream, stream_handle
 from .compiler import Signature
 
 if TYPE_CHECKING:
@@ -40,9 +47,14 @@ def _cluster_dims(function: Any) -> tuple[int, int, int]:
     )
 
 
-def launch(
-    kernel: Kernel, signature: Signature, grid: tuple[int, int, int], values: list[Any], stream: Any
-) -> None:
+def prepare(
+    kernel: Kernel,
+    signature: Signature,
+    grid: tuple[int, int, int],
+    shapes: Sequence[tuple[int, ...]],
+) -> GpuLaunch:
+    """Compile and load `signature` (once per arch), check its cluster shape against `grid`
+    and lay out its parameters for arrays of `shapes` (one per array parameter, in order)."""
     ct = kernel.compile(signature)
     key = (signature, ct.arch)
     entry = kernel._gpu.get(key)
@@ -60,14 +72,50 @@ def launch(
             help="choose tile shapes that give a grid divisible by the cluster, or a smaller "
             "`num_ctas` (`kernel.options(num_ctas=1)`)",
         )
-    codes: list[str] = []
-    flat: list[Any] = []
+    return GpuLaunch(kernel.name, loaded.function, grid, ParamBlock(signature, shapes))
+
+
+def dynamic_values(signature: Signature, values: Sequence[Any]) -> list[Any]:
+    """What changes from launch to launch, from `Kernel.signature_of`'s values: per array its
+    pointer, per scalar its value, in ABI order (a Const has no parameter)."""
+    out: list[Any] = []
     for p, v in zip(signature, values, strict=True):
-        if p.kind == "const":
-            continue
-        if p.is_array:
-            info = v[1] if p.kind == "part" else v
-            shape = info.shape
+        if p.kind == "part":
+            out.append(v[1].ptr)
+        elif p.kind == "tensor":
+            out.append(v.ptr)
+        elif p.kind == "scalar":
+            out.append(v)
+    return out
+
+
+class ParamBlock:
+    """The `void **kernelParams` of one launch shape, and the memory its pointers point at.
+
+    The ABI interleaves what changes per launch (array pointers, scalars) with what does not
+    (extents, strides), but nothing requires the parameters to lie in ABI order in host memory:
+    only the pointer array is in ABI order. So the changing values sit together at the start
+    of one buffer, packed by one `struct.Struct` at natural alignment, and the extents and
+    strides after them, written once here.
+    """
+
+    def __init__(self, signature: Signature, shapes: Sequence[tuple[int, ...]]) -> None:
+        dynamic: list[str] = []  # struct code of each changing value
+        constants: list[int] = []  # i32 extents and strides
+        slots: list[tuple[bool, int]] = []  # per ABI parameter: (changes?, index among those)
+        bf16: list[int] = []  # changing values given as floats but passed as bf16 bits
+        shapes_left = iter(shapes)
+        for p in signature:
+            if p.kind == "const":
+                continue
+            if not p.is_array:
+                assert p.dtype is not None
+                if p.dtype.name == "bf16":
+                    bf16.append(len(dynamic))
+                slots.append((True, len(dynamic)))
+                dynamic.append(STRUCT_CODES[p.dtype.name])
+                continue
+            shape = next(shapes_left)
             strides = [1] * len(shape)
             for i in range(len(shape) - 2, -1, -1):
                 strides[i] = strides[i + 1] * shape[i + 1]
@@ -76,27 +124,114 @@ def launch(
                     f"`{p.name}` has an extent or stride above 2**31 - 1, which Tile kernels index with i32",
                     user_location(),
                 )
-            codes += ["Q"] + ["i"] * len(shape) + ["i"] * (len(shape) - 1)
-            flat += [info.ptr, *shape, *strides[:-1]]
-        else:
-            assert p.dtype is not None
-            codes.append(STRUCT_CODES[p.dtype.name])
-            flat.append(bf16_bits(v) if p.dtype.name == "bf16" else v)
-    buffers = [
-        ctypes.create_string_buffer(struct.pack("<" + c, x), max(8, struct.calcsize(c)))
-        for c, x in zip(codes, flat, strict=True)
-    ]
-    pointers = (ctypes.c_void_p * max(1, len(buffers)))(*[ctypes.addressof(b) for b in buffers])
-    cu = driver.cu()
-    handle = stream_handle(stream)
-    driver.call(
-        f"launching `{kernel.name}`",
-        cu.cuLaunchKernel,
-        loaded.function,
-        grid[0], grid[1], grid[2],
-        1, 1, 1,
-        0,
-        cu.CUstream(handle),
-        ctypes.addressof(pointers),
-        0,
-    )  # fmt: skip
+            slots.append((True, len(dynamic)))
+            dynamic.append("Q")
+            for d in (*shape, *strides[:-1]):
+                slots.append((False, len(constants)))
+                constants.append(d)
+        fmt, offsets, size = _natural_layout(dynamic)
+        self.codes = tuple(dynamic)
+        self._slots = tuple(slots)
+        self.bf16 = tuple(bf16)
+        self._values = struct.Struct(fmt)
+        const_at = size + (-size % 4)
+        self.size = max(8, const_at + 4 * len(constants))
+        self.buffer = ctypes.create_string_buffer(self.size)
+        struct.pack_into(f"<{len(constants)}i", self.buffer, const_at, *constants)
+        base = ctypes.addressof(self.buffer)
+        self.param_offsets = tuple(
+            offsets[i] if changes else const_at + 4 * i for changes, i in slots
+        )
+        self._pointers = (ctypes.c_void_p * max(1, len(slots)))(
+            *(base + off for off in self.param_offsets)
+        )
+        self.address: int = ctypes.addressof(self._pointers)
+        self.pack_into = self._values.pack_into  # (buffer, 0, *values): the per-launch write
+
+    def set(self, values: Sequence[Any]) -> None:
+        """Write one launch's changing values (`dynamic_values` order) into the buffer."""
+        if self.bf16:
+            values = list(values)
+            for i in self.bf16:
+                values[i] = bf16_bits(values[i])
+        self.pack_into(self.buffer, 0, *values)
+
+    def param_bytes(self) -> list[bytes]:
+        """The bytes each entry of the pointer array points at, in ABI order (for tests)."""
+        base = ctypes.addressof(self.buffer)
+        out = []
+        for (changes, i), pointer in zip(self._slots, self._pointers, strict=False):
+            size = struct.calcsize("<" + self.codes[i]) if changes else 4
+            off = int(pointer or 0) - base
+            out.append(self.buffer.raw[off : off + size])
+        return out
+
+
+def _natural_layout(codes: Sequence[str]) -> tuple[str, list[int], int]:
+    """A little-endian struct format placing each code at its natural alignment, as the
+    kernel's .param space has it: (format, offset of each code, size)."""
+    fmt = ["<"]
+    offsets: list[int] = []
+    size = 0
+    for code in codes:
+        width = struct.calcsize("<" + code)
+        pad = -size % width
+        if pad:
+            fmt.append(f"{pad}x")
+        size += pad
+        offsets.append(size)
+        fmt.append(code)
+        size += width
+    return "".join(fmt), offsets, size
+
+
+class GpuLaunch:
+    """One prepared GPU launch: call it with the changing values and a stream.
+
+    The lock keeps a second thread from packing its values into the shared buffer while the
+    driver still reads this thread's (cuLaunchKernel copies the parameters before returning).
+    """
+
+    def __init__(
+        self, name: str, function: Any, grid: tuple[int, int, int], params: ParamBlock
+    ) -> None:
+        cu = driver.cu()
+        self.name = name
+        self.function = function
+        self.grid = grid
+        self.params = params
+        self._lock = threading.Lock()
+        self._cu_launch = cu.cuLaunchKernel
+        self._CUstream = cu.CUstream
+        self._legacy_stream = cu.CUstream(0)
+        self._invalid_context = cu.CUresult.CUDA_ERROR_INVALID_CONTEXT
+
+    def __call__(self, values: Sequence[Any], stream: Any) -> None:
+        params = self.params
+        with self._lock:
+            if params.bf16:
+                params.set(values)
+            else:
+                params.pack_into(params.buffer, 0, *values)
+            if stream is None:
+                cs = self._legacy_stream
+            elif type(stream) is Stream:
+                cs = stream._cu if stream._cu is not None else stream.cu_stream()
+            else:
+                cs = self._CUstream(stream_handle(stream))
+            gx, gy, gz = self.grid
+            (err,) = self._cu_launch(self.function, gx, gy, gz, 1, 1, 1, 0, cs, params.address, 0)
+            if err:
+                self._failed(err, cs)
+
+    def _failed(self, err: Any, cs: Any) -> None:
+        """As `driver.call`: a thread that never used the GPU gets the context and tries again."""
+        if err == self._invalid_context:
+            driver.make_current()
+            gx, gy, gz = self.grid
+            (err,) = self._cu_launch(
+                self.function, gx, gy, gz, 1, 1, 1, 0, cs, self.params.address, 0
+            )
+            if not err:
+                return
+        raise driver.driver_error(err, f"launching `{self.name}`")

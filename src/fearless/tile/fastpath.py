@@ -1,0 +1,264 @@
+"""The warm path of a Tile launch: a cheap key of the arguments -> a launch prepared once.
+
+The first launch with some arguments goes the slow way (`Kernel.signature_of`, `_grid`,
+`_borrow_check`, `ir_for`, and on the GPU `launch_gpu.prepare`), which explains every
+refusal. What that produces depends on the arguments only through a few facts, which the warm
+path reads on every call, in parameter order, into a dictionary key:
+
+    Part    a live `Partition` (exactly) of an fl.Tensor of the declared dtype, on the target's
+            side of the bus; key: pointer mod 16, shape, tile, grid
+    Tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
+            torch tensor on GPU 0 of the declared dtype, or anything `describe` accepts with the
+            declared dtype; key: pointer mod 16, shape (and a torch tensor's strides, whose
+            contiguity the slow path checked)
+    Const   key: its type and value
+    scalar  a bool, int or float; key: its type. The slow path's range check depends on the
+            type alone except for an int passed to an integer parameter: that one is checked
+            on every call.
+
+Everything a prepared launch holds is a function of that key: the signature (`align` included:
+the power of two up to 16 dividing a pointer is fixed by the pointer mod 16), the grid, the
+byte extent of each array, and the packed extents and strides. What varies within one key, the
+pointers and scalar values, goes into the launch as it is; the borrow check runs on every call,
+on those pointers. An argument the warm path does not recognise, a failed check, an overlap or
+a key seen for the first time all go to the slow path, so every error is the slow path's own.
+On "cuda" a prepared launch keeps the cubin of the arch the slow path compiled for: like the
+SIMT launcher, a warm launch does not read FEARLESS_ARCH again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import dtypes
+from ..dtypes import DType
+from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype
+from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
+from ..runtime.tensor import Tensor
+from .compiler import ALIGN_BYTES, Signature, TileIR
+from .partition import Partition
+from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
+
+# `array_align` caps a pointer's divisor at ALIGN_BYTES, a power of two: ptr & this decides it.
+_ALIGN_MASK = ALIGN_BYTES - 1
+# Prepared launches kept per kernel; a program that allocates new shapes without end starts over.
+MAX_ENTRIES = 256
+
+Key = tuple[Any, ...]
+# read(argument, on_device, key, starts, payload) -> recognised? It appends the argument's key
+# part, its pointer if it is an array, and what the launch passes for it (see `payload`).
+Reader = Callable[[Any, bool, list[Any], list[int], list[Any]], bool]
+# Runs a prepared launch: (payload, stream).
+Runner = Callable[[list[Any], Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A launch the slow path checked and prepared, valid for every call with the same key.
+
+    `nbytes` is the byte extent of each array argument in parameter order (the borrow check's
+    ranges are [pointer, pointer + nbytes)); `run(payload, stream)` launches it.
+    """
+
+    signature: Signature
+    ir: TileIR
+    grid: tuple[int, int, int]
+    nbytes: tuple[int, ...]
+    run: Runner
+
+
+class WarmPath:
+    """One kernel's prepared launches, by argument key, and the readers that make the key.
+
+    The payload of a call is what its launch takes besides the prepared parts: on "sim" the
+    values `Kernel.signature_of` returns, on "cuda" the pointers and scalar values in ABI order
+    (`launch_gpu.dynamic_values`).
+    """
+
+    def __init__(self, annotations: Sequence[tuple[str, Any]]) -> None:
+        self.readers = tuple(reader_for(name, ann) for name, ann in annotations)
+        outputs = [isinstance(a, PartAnnotation) for _, a in annotations if _is_array(a)]
+        self.outputs = tuple(outputs)
+        self.pairs: Pairs | None = output_pairs(outputs) if len(outputs) <= PAIRWISE_MAX else None
+        self.entries: dict[Key, Prepared] = {}
+
+    def lookup(
+        self, args: Sequence[Any], target: str
+    ) -> tuple[Prepared | None, Key | None, list[Any]]:
+        """(prepared launch, key, payload) of a call. The launch is None when the slow path
+        must run: then the key is where to store what it prepares (None: nothing to store)."""
+        if len(args) != len(self.readers):
+            return None, None, []
+        on_device = target == "cuda"
+        parts: list[Any] = [target]
+        starts: list[int] = []
+        payload: list[Any] = []
+        for read, arg in zip(self.readers, args, strict=False):  # same length: checked above
+            if not read(arg, on_device, parts, starts, payload):
+                return None, None, payload
+        key = tuple(parts)
+        try:
+            entry = self.entries.get(key)
+        except TypeError:  # an unhashable Const value: never cached
+            return None, None, payload
+        if entry is None or not self._disjoint(starts, entry.nbytes):
+            return None, key, payload
+        return entry, key, payload
+
+    def _disjoint(self, starts: list[int], nbytes: tuple[int, ...]) -> bool:
+        """The borrow check of `check_borrows` on these ranges (an overlap: the slow path raises).
+
+        The pairwise test first, as the SIMT launcher does: zero-size arrays pass it by
+        accident, and `find_overlap` decides those."""
+        pairs = self.pairs
+        if pairs is not None:
+            for o, j in pairs:
+                if starts[j] < starts[o] + nbytes[o] and starts[o] < starts[j] + nbytes[j]:
+                    break
+            else:
+                return True
+        ends = [s + n for s, n in zip(starts, nbytes, strict=True)]
+        return find_overlap(starts, ends, self.outputs, pairs) is None
+
+    def store(self, key: Key, entry: Prepared) -> None:
+        """Keep what the slow path prepared for `key` (a key `lookup` returned: hashable)."""
+        if len(self.entries) >= MAX_ENTRIES:
+            self.entries.clear()
+        self.entries[key] = entry
+
+
+def _is_array(ann: Any) -> bool:
+    return isinstance(ann, PartAnnotation | TensorAnnotation)
+
+
+# -------------------------------------------------------------------------------- readers
+
+
+def reader_for(name: str, ann: Any) -> Reader:
+    """The reader of parameter `name` annotated `ann` (an annotation `Kernel.annotations` took)."""
+    if isinstance(ann, PartAnnotation):
+        return _part_reader(ann.dtype)
+    if isinstance(ann, TensorAnnotation):
+        return _tensor_reader(name, ann.dtype)
+    if isinstance(ann, ConstAnnotation):
+        return _read_const
+    dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+    assert dt is not None
+    return _scalar_reader(dt)
+
+
+def _part_reader(want: DType) -> Reader:
+    def read(
+        arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
+    ) -> bool:
+        if type(arg) is not Partition or arg._given_back is not None:
+            return False
+        t = arg.tensor
+        if t._dtype is not want or t._on_device != on_device:
+            return False
+        ptr = t._ptr
+        key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid))
+        starts.append(ptr)
+        if on_device:
+            payload.append(ptr)
+        else:  # exactly what `signature_of` makes
+            info = ArrayInfo(ptr, t._nbytes, t._shape, (), want, on_device, t, t._host)
+            payload.append((arg, info))
+        return True
+
+    return read
+
+
+def _tensor_reader(name: str, want: DType) -> Reader:
+    def read(
+        arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
+    ) -> bool:
+        if type(arg) is Tensor:
+            if arg._moved is not None or arg._dtype is not want or arg._on_device != on_device:
+                return False
+            ptr = arg._ptr
+            key.append((ptr & _ALIGN_MASK, arg._shape))
+            starts.append(ptr)
+            payload.append(ptr if on_device else arg._array_info())
+            return True
+        if on_device and _is_torch(type(arg)):
+            return _read_torch(arg, want, key, starts, payload)
+        return _read_described(arg, name, want, on_device, key, starts, payload)
+
+    return read
+
+
+_torch_types: dict[type, bool] = {}
+
+
+def _is_torch(tp: type) -> bool:
+    found = _torch_types.get(tp)
+    if found is None:
+        torch = sys.modules.get("torch")  # never imported here: a torch tensor means it is loaded
+        found = _torch_types[tp] = torch is not None and issubclass(tp, torch.Tensor)
+    return found
+
+
+def _read_torch(t: Any, want: DType, key: list[Any], starts: list[int], payload: list[Any]) -> bool:
+    """A torch tensor on the GPU, through its accessors (what `describe` reads, minus the
+    contiguity check: the strides are in the key instead)."""
+    if not t.is_cuda or t.get_device() != DEVICE_ID or torch_dtype(t.dtype) is not want:
+        return False
+    ptr = t.data_ptr()
+    key.append((ptr & _ALIGN_MASK, t.shape, t.stride()))
+    starts.append(ptr)
+    payload.append(ptr)
+    return True
+
+
+def _read_described(
+    arg: Any,
+    name: str,
+    want: DType,
+    on_device: bool,
+    key: list[Any],
+    starts: list[int],
+    payload: list[Any],
+) -> bool:
+    """NumPy arrays, CPU torch tensors on "sim", CuPy and DLPack arrays: `describe` itself."""
+    try:
+        info = describe(arg, "cuda" if on_device else "sim", name=name, ndim=None)
+    except Exception:  # the slow path raises it again, after any earlier argument's error
+        return False
+    if info.dtype is not want:
+        return False
+    key.append((info.ptr & _ALIGN_MASK, info.shape))
+    starts.append(info.ptr)
+    payload.append(info.ptr if on_device else info)
+    return True
+
+
+def _read_const(
+    arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
+) -> bool:
+    key.append((type(arg), arg))
+    if not on_device:
+        payload.append(None)  # a Const has no kernel parameter; `signature_of` gives None
+    return True
+
+
+def _scalar_reader(dt: DType) -> Reader:
+    ranged = dt.is_int
+
+    def read(
+        arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
+    ) -> bool:
+        tp = type(arg)
+        exact = tp is float or tp is int or tp is bool  # isinstance below is for subclasses
+        if not exact and not isinstance(arg, bool | int | float):
+            return False
+        if ranged and isinstance(arg, int) and not dtypes.literal_fits(arg, dt):
+            return False
+        key.append(tp)
+        payload.append(arg)
+        return True
+
+    return read
