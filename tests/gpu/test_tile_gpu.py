@@ -125,3 +125,15 @@ def test_cluster_hint_runs_and_a_grid_it_does_not_divide_is_refused() -> None:
     else:  # no cluster in the cubin: an odd grid is an ordinary launch
         gpu = _run("cuda", k, 600, fl.f32, (256,), [(x[:600], fl.f32), (y[:600], fl.f32)])
         np.testing.assert_array_equal(gpu, x[:600] + y[:600])
+
+
+def test_runtime_if_gpu_matches_sim() -> None:
+    """`if` on the block id: even blocks store x, odd ones -x (tests/test_tile_if.py)."""
+    sys.path.insert(0, str(Path(__file__).parents[1]))
+    from test_tile_if import even_odd
+
+    x = rng.standard_normal(1000).astype(np.float32)
+    gpu, sim = _both(even_odd, 1000, fl.f32, (128,), [(x, fl.f32)])
+    np.testing.assert_array_equal(gpu, sim)
+    sign = np.where((np.arange(1000) // 128) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    np.testing.assert_array_equal(sim, x * sign)

@@ -8,6 +8,7 @@ integer wrapping, NaN-propagating min/max) are the SIMT simulator's, from `numer
     tile.store     the block's own tile; elements past the array are dropped
     tile.reduce    sum in f32 for 16-bit floats (then rounded), else in the dtype
     tile.mma       acc + a @ b with the products and sums in acc's dtype
+    tile.if        runs the branch this block's condition picks
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class _Block:
             if isinstance(op, ops.Return):
                 return []
             out = self.step(op, [env[v] for v in op.operands])
-            if isinstance(op, ops.For):
+            if isinstance(op, ops.For | ops.If):
                 for r, x in zip(op.results, out, strict=True):
                     env[r] = x
             elif op.results:
@@ -145,6 +146,8 @@ class _Block:
             return np.arange(a["n"], dtype=nx.storage_dtype(tile_type(op.result).dtype))
         if isinstance(op, ops.For):
             return self._loop(op, args)
+        if isinstance(op, ops.If):  # this block's branch; a store in the other never happens
+            return self.run(op.then_block if bool(args[0]) else op.else_block)
         raise InternalError(f"the Tile simulator has no rule for {op.opname}")
 
     def _loop(self, op: ops.For, args: list[Any]) -> list[Any]:

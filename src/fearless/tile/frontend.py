@@ -6,10 +6,10 @@ Operands while lowering are IR `Value`s (tiles and array parameters), `Weak` lit
 adopt the other operand's dtype (the SIMT track's rule, frontend/values.py), `PyObj`s
 (modules, dtypes, tile functions) and Python tuples of operands (`part.shape`, `part.index`).
 
-Structured control flow only: `for i in range(...)` becomes `tile.for` with the variables the
-body assigns carried through it (a carried variable that starts as a literal, `acc = 0.0`,
-takes the type the body gives it, by lowering the loop again); `if` needs a compile-time
-condition. Broadcasting is made explicit here (`tile.reshape` + `tile.broadcast`).
+Structured control flow only (control.py): `for i in range(...)` becomes `tile.for` and an
+`if` on a run-time scalar `tile.if`, each carrying the variables it assigns; an `if` on a
+compile-time value picks its branch here. Broadcasting is made explicit here (`tile.reshape` +
+`tile.broadcast`).
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
-from ..frontend.lower import assigned_names
 from ..frontend.source import FunctionSource
-from ..frontend.values import PY_BINOPS, PY_CMPS, SYMBOL, PyObj, Weak
+from ..frontend.values import PY_BINOPS, PY_CMPS, SYMBOL, PyObj, Undefined, Weak
 from ..ir.core import Block, Function, Op, Value
-from . import ops
+from . import control, ops
 from .api import KERNEL_FUNCTIONS
+from .control import unsupported
 from .types import ArrayParamType, TileType, is_pow2, tile_type
 
-Operand = Any  # Value | Weak | PyObj | tuple[Operand, ...]
+Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
 
 BINOPS: dict[type[ast.operator], str] = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -42,23 +42,11 @@ CMPOPS: dict[type[ast.cmpop], str] = {
 PADDINGS = (0.0, float("inf"), float("-inf"))  # and -0.0 and nan, checked by value
 
 
-class _Retry(Exception):
-    """Lower loop `node` again with carried variable `name` typed `type` from the start."""
-
-    def __init__(self, node: ast.For, name: str, type: TileType) -> None:
-        super().__init__(name)
-        self.node, self.name, self.type = node, name, type
-
-
 class Bound:
     """A method looked up on a value: `part.store`, `x.astype`."""
 
     def __init__(self, name: str, obj: Value) -> None:
         self.name, self.obj = name, obj
-
-
-def unsupported(what: str, loc: Location, help: str | None = None) -> CompileError:
-    return CompileError(f"{what} is not supported in tile kernels", loc, help=help)
 
 
 class TileLowerer:
@@ -69,10 +57,18 @@ class TileLowerer:
         self.fn = fn
         self.env = env
         self.block: Block = fn.entry
+        # Types of loop variables that start as literals (control.Retry), by (loop, name).
         self.hints: dict[tuple[int, str], TileType] = {}
+        # Loop-body arguments whose initial value was a literal, with their loop and name.
+        self.weak_args: dict[Value, tuple[ast.For, str]] = {}
+        self.branch_depth = 0  # how many `if`s on run-time values enclose this statement
 
     def loc(self, node: ast.AST) -> Location:
         return self.src.loc(node)
+
+    def defined(self, name: str) -> bool:
+        """Whether `name` has a value here (not unassigned on some path)."""
+        return name in self.env and not isinstance(self.env[name], Undefined)
 
     def emit(self, op: Op) -> Value:
         self.block.append(op)
@@ -102,6 +98,12 @@ class TileLowerer:
                 self.loc(node.value),
                 code="E0603",
                 help="store results into a `tile.Part` parameter: `out.store(x)`",
+            )
+        if self.branch_depth:
+            raise unsupported(
+                "`return` inside an `if` on a runtime value",
+                self.loc(node),
+                help="put the rest of the kernel in the `else:` branch instead",
             )
         raise unsupported("`return`", self.loc(node), help="let the kernel end instead")
 
@@ -143,108 +145,10 @@ class TileLowerer:
         )
 
     def stmt_If(self, node: ast.If) -> None:
-        cond = self.expr(node.test)
-        if not isinstance(cond, Weak):
-            raise unsupported(
-                "`if` on a runtime value",
-                self.loc(node.test),
-                help="choose elementwise with `tile.where(cond, x, y)`, or branch on a "
-                "`tile.Const` parameter",
-            )
-        self.lower_body(node.body if cond.value else node.orelse)
+        control.lower_if(self, node)
 
     def stmt_For(self, node: ast.For) -> None:
-        while True:
-            saved = dict(self.env)
-            try:
-                self._lower_for(node)
-                return
-            except _Retry as retry:
-                self.env = saved
-                self.hints[(id(retry.node), retry.name)] = retry.type
-
-    def _lower_for(self, node: ast.For) -> None:
-        loc = self.loc(node)
-        if node.orelse:
-            raise unsupported("`for ... else`", loc)
-        if not isinstance(node.target, ast.Name):
-            raise unsupported("unpacking in a `for` target", self.loc(node.target))
-        it = node.iter
-        if not (
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name)
-            and it.func.id == "range"
-            and 1 <= len(it.args) <= 3
-            and not it.keywords
-        ):
-            raise unsupported(
-                "this loop",
-                self.loc(it),
-                help="loop over `range(stop)` or `range(start, stop, step)`",
-            )
-        bounds = [self.index(self.expr(a), self.loc(a)) for a in it.args]
-        if len(bounds) == 1:
-            bounds.insert(0, self.const(0, dtypes.i32, loc))
-        if len(bounds) == 2:
-            bounds.append(self.const(1, dtypes.i32, loc))
-        lo, hi, step = bounds
-        # The variables the body assigns that exist before the loop are carried through it.
-        carried: list[str] = []
-        init: list[Value] = []
-        weak_init: dict[str, Weak] = {}
-        for name in assigned_names(node.body):
-            if name == node.target.id or name not in self.env:
-                continue
-            v = self.env[name]
-            hint = self.hints.get((id(node), name))
-            if isinstance(v, Weak):
-                weak_init[name] = v
-                t = hint or TileType(dtypes.literal_default(v.value))
-                v = self.emit(ops.Constant(self._literal(v, t.dtype, loc), t, loc))
-            elif not isinstance(v, Value) or not isinstance(v.type, TileType):
-                raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
-            carried.append(name)
-            init.append(v)
-        body = Block("for.body")
-        iv = body.add_arg(TileType(dtypes.i32), self.loc(node.target), node.target.id)
-        args = [body.add_arg(v.type, loc, n) for n, v in zip(carried, init, strict=True)]
-        outer_block, outer_env = self.block, self.env
-        self.block = body
-        self.env = dict(outer_env)
-        self.env[node.target.id] = iv
-        self.env.update(zip(carried, args, strict=True))
-        self.lower_body(node.body)
-        nxt: list[Value] = []
-        for name, a in zip(carried, args, strict=True):
-            v = self.env[name]
-            if isinstance(v, Weak):
-                at = tile_type(a)
-                v = self.emit(ops.Constant(self._literal(v, at.dtype, loc), at, loc))
-            if not isinstance(v, Value) or v.type != a.type:
-                got = v.type if isinstance(v, Value) else type(v).__name__
-                if name in weak_init and isinstance(got, TileType):
-                    raise _Retry(node, name, got)
-                raise KernelTypeError(
-                    f"`{name}` changes type in the loop: {a.type} before, {got} after an iteration",
-                    self._assign_loc(node, name),
-                    help=f"give `{name}` its final type before the loop, e.g. "
-                    f"`{name} = tile.zeros(shape, dtype)` or `.astype(...)`",
-                )
-            nxt.append(v)
-        body.append(ops.Yield(nxt, loc))
-        self.block, self.env = outer_block, outer_env
-        op = ops.For(lo, hi, step, init, body, loc)
-        self.block.append(op)
-        for name, r in zip(carried, op.results, strict=True):
-            self.env[name] = r
-
-    def _assign_loc(self, node: ast.For, name: str) -> Location:
-        for n in ast.walk(node):
-            if isinstance(n, ast.Assign | ast.AugAssign):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    return self.loc(n)
-        return self.loc(node)
+        control.lower_for(self, node)
 
     # ------------------------------------------------------------------------ expressions
 
@@ -263,7 +167,17 @@ class TileLowerer:
 
     def expr_Name(self, node: ast.Name) -> Operand:
         if node.id in self.env:
-            return self.env[node.id]
+            v = self.env[node.id]
+            if isinstance(v, Undefined):
+                raise CompileError(
+                    f"`{node.id}` may be used before it is assigned",
+                    self.loc(node),
+                    code="E0381",
+                    label="possibly unassigned here",
+                    notes=[v.why] if isinstance(v, control.BranchLocal) else [],
+                    help=f"assign `{node.id}` before the `if`, or in both of its branches",
+                )
+            return v
         found, obj = self.src.lookup(node.id)
         if not found:
             raise CompileError(
@@ -375,6 +289,36 @@ class TileLowerer:
         return self.compare(
             pred, self.expr(node.left), self.expr(node.comparators[0]), self.loc(node)
         )
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Operand:
+        """`a and b`, `a or b`: Python's on literals, else `&` / `|` of bool tiles.
+
+        Both sides are evaluated: kernel expressions have no effects, so only the time differs.
+        """
+        values = [self.expr(v) for v in node.values]
+        is_and = isinstance(node.op, ast.And)
+        if all(isinstance(v, Weak) for v in values):
+            out = values[0].value
+            for v in values[1:]:
+                out = (out and v.value) if is_and else (out or v.value)
+            return Weak(out)
+        for v, n in zip(values, node.values, strict=True):
+            ok = (
+                isinstance(v.value, bool)
+                if isinstance(v, Weak)
+                else isinstance(v, Value) and isinstance(v.type, TileType) and v.type.dtype.is_bool
+            )
+            if not ok:
+                raise KernelTypeError(
+                    f"`{'and' if is_and else 'or'}` needs bool operands in a tile kernel, "
+                    f"but `{ast.unparse(n)}` is not one",
+                    self.loc(n),
+                    help=f"compare it, e.g. `{ast.unparse(n)} != 0`",
+                )
+        result = values[0]
+        for v in values[1:]:
+            result = self.binary("and" if is_and else "or", result, v, self.loc(node))
+        return result
 
     def expr_Call(self, node: ast.Call) -> Operand:
         loc = self.loc(node)

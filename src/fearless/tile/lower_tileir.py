@@ -8,7 +8,9 @@ the top of the entry so that loop bodies can use it. A store writes the Part at 
 ids: the bytecode has no other way to name a tile of a Part.
 
 Memory order: loads and stores take the current token and a store makes the next one, so a
-block that reads its own output tile before writing it sees the old values.
+block that reads its own output tile before writing it sees the old values. A token made inside
+a region cannot be used outside it: a loop or an if whose blocks store carries the token as one
+more loop-carried value or result, so what follows is ordered after those stores.
 """
 
 from __future__ import annotations
@@ -132,8 +134,8 @@ class _Lowerer:
             elif isinstance(op, ops.Store):
                 part = op.operands[0]
                 self._view(part, self.part_tile(part), 0.0)
-            elif isinstance(op, ops.For):
-                self._make_views(op.body)
+            for region in ops.regions(op):
+                self._make_views(region)
 
     def _view(self, array: Value, shape: tuple[int, ...], padding: float) -> Any:
         bc = self.bc
@@ -166,7 +168,7 @@ class _Lowerer:
                 return []
             method = getattr(self, "op_" + type(op).__name__)
             out = method(op, [self.values.get(v) for v in op.operands])
-            if isinstance(op, ops.For):
+            if isinstance(op, ops.For | ops.If):
                 for r, x in zip(op.results, out, strict=True):
                     self.values[r] = x
             elif op.results:
@@ -426,17 +428,54 @@ class _Lowerer:
     def op_Iota(self, op: ops.Iota, args: list[Any]) -> Any:
         return self.bc.encode_IotaOp(self.b, self.tid(tile_type(op.result)))
 
+    @staticmethod
+    def _stores(blocks: list[Block]) -> bool:
+        """Whether a store happens in `blocks` or in a region nested in them."""
+        return any(
+            isinstance(op, ops.Store) or _Lowerer._stores(ops.regions(op))
+            for block in blocks
+            for op in block.ops
+        )
+
     def op_For(self, op: ops.For, args: list[Any]) -> list[Any]:
-        bc = self.bc
+        bc, tt = self.bc, self.tt
         body = op.body
         types = [self.tid(tile_type(a)) for a in body.args[1:]]
-        nested = bc.encode_ForOp(self.b, types, args[0], args[1], args[2], args[3:], False)
+        init = list(args[3:])
+        # A body that stores carries the token: each iteration's memory ops order after the
+        # previous iteration's stores, and the ops after the loop after the last ones.
+        carry = self._stores([body])
+        if carry:
+            types.append(tt.Token)
+            init.append(self.token)
+        nested = bc.encode_ForOp(self.b, types, args[0], args[1], args[2], init, False)
         outer_token = self.token
         with nested.new_block([self.tid(tile_type(body.args[0])), *types]) as block_args:
-            for a, v in zip(body.args, block_args, strict=True):
+            for a, v in zip(body.args, block_args, strict=False):
                 self.values[a] = v
+            if carry:
+                self.token = block_args[-1]
             nxt = self.block(body)
-            bc.encode_ContinueOp(self.b, nxt)
-        # Tokens made inside the loop do not leave it; later ops order after the loop's inputs.
-        self.token = outer_token
-        return list(nested.done())
+            bc.encode_ContinueOp(self.b, [*nxt, self.token] if carry else nxt)
+        results = list(nested.done())
+        self.token = results.pop() if carry else outer_token
+        return results
+
+    def op_If(self, op: ops.If, args: list[Any]) -> list[Any]:
+        bc, tt = self.bc, self.tt
+        types = [self.tid(tile_type(r)) for r in op.results]
+        # Branches that store yield their last token (a token made in a region cannot be used
+        # after it); the ops after the if order after whichever branch ran.
+        carry = self._stores([op.then_block, op.else_block])
+        if carry:
+            types.append(tt.Token)
+        nested = bc.encode_IfOp(self.b, types, args[0])
+        outer_token = self.token
+        for block in (op.then_block, op.else_block):
+            with nested.new_block([]):
+                self.token = outer_token
+                out = self.block(block)
+                bc.encode_YieldOp(self.b, [*out, self.token] if carry else out)
+        results = list(nested.done())
+        self.token = results.pop() if carry else outer_token
+        return results

@@ -3,7 +3,9 @@
 Every op works on whole tiles; after the frontend, elementwise operands already have equal
 shapes (it inserts `tile.reshape` / `tile.broadcast` for NumPy broadcasting) so the backends
 never broadcast implicitly. Control flow is structured: `tile.for` holds its body block
-(arguments: the induction variable, then the loop-carried values; ends in `tile.yield`).
+(arguments: the induction variable, then the loop-carried values; ends in `tile.yield`), and
+`tile.if` a then-block and an else-block (no arguments; each ends in a `tile.yield` of the
+if's results). `regions(op)` lists the blocks an op holds, for the passes that walk them.
 
 Ownership is built into the ops: `tile.store` takes no index. It writes the Part's tile whose
 coordinates are this block's ids, and the launch makes the grid equal to the partition's, so
@@ -219,6 +221,51 @@ class For(Op):
     def body(self) -> Block:
         body: Block = self.attrs["body"]
         return body
+
+
+class If(Op):
+    """`if cond` on a 0-d bool tile; the results are what the branch that ran yields.
+
+    `then_block` and `else_block` have no arguments and each ends with a `tile.yield` of values
+    of the result types (the variables either branch assigns that live after the `if`).
+    """
+
+    opname = "tile.if"
+    effect = Effect.WRITE  # conservatively: a branch may store
+
+    def __init__(
+        self,
+        cond: Value,
+        result_types: Sequence[TileType],
+        then_block: Block,
+        else_block: Block,
+        loc: Location,
+    ) -> None:
+        super().__init__(
+            [cond], list(result_types), loc, then_block=then_block, else_block=else_block
+        )
+
+    @property
+    def then_block(self) -> Block:
+        block: Block = self.attrs["then_block"]
+        return block
+
+    @property
+    def else_block(self) -> Block:
+        block: Block = self.attrs["else_block"]
+        return block
+
+
+def regions(op: Op) -> list[Block]:
+    """The blocks nested in `op` (a loop's body, an if's two branches), in order."""
+    if isinstance(op, For):
+        return [op.body]
+    if isinstance(op, If):
+        return [op.then_block, op.else_block]
+    return []
+
+
+REGION_ATTRS = ("body", "then_block", "else_block")  # attributes that hold blocks, not data
 
 
 class Yield(Op):

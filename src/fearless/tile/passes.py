@@ -30,13 +30,22 @@ def verify(fn: Function) -> None:
             for r in op.results:
                 if not isinstance(r.type, TileType | ArrayParamType):
                     raise InternalError(f"{op.opname} at {op.loc} makes a non-tile {r.type}")
-            if isinstance(op, ops.For):
-                walk(op.body, scope)
-                term = op.body.terminator
-                if not isinstance(term, ops.Yield) or [v.type for v in term.operands] != [
-                    a.type for a in op.body.args[1:]
-                ]:
-                    raise InternalError(f"tile.for at {op.loc} yields the wrong values")
+            for region in ops.regions(op):
+                walk(region, scope)
+                term = region.terminator
+                want = (
+                    [a.type for a in op.body.args[1:]]
+                    if isinstance(op, ops.For)
+                    else [r.type for r in op.results]
+                )
+                if not isinstance(term, ops.Yield) or [v.type for v in term.operands] != want:
+                    raise InternalError(f"{op.opname} at {op.loc} yields the wrong values")
+            if isinstance(op, ops.If):
+                t = op.operands[0].type
+                if not (isinstance(t, TileType) and t.shape == () and t.dtype.is_bool):
+                    raise InternalError(f"tile.if at {op.loc} branches on a {t}")
+                if op.then_block.args or op.else_block.args:
+                    raise InternalError(f"tile.if at {op.loc} has block arguments")
             scope.update(op.results)
         if not block.ops or not block.ops[-1].is_terminator:
             raise InternalError(f"block {block.label} has no terminator")
@@ -48,20 +57,22 @@ def dce(fn: Function) -> None:
     """Remove pure and read-only ops whose results nobody uses (innermost first, to a fixpoint).
 
     %1 = tile.constant {value=0} : tile<f32>     <- a retried loop's discarded init
+
+    Loops and ifs stay (they may store), and so do the values their blocks yield.
     """
 
     def used_in(block: Block, used: set[Value]) -> None:
         for op in block.ops:
             used.update(op.operands)
-            if isinstance(op, ops.For):
-                used_in(op.body, used)
+            for region in ops.regions(op):
+                used_in(region, used)
 
     def sweep(block: Block, used: set[Value]) -> bool:
         changed = False
         keep = []
         for op in block.ops:
-            if isinstance(op, ops.For):
-                changed |= sweep(op.body, used)
+            for region in ops.regions(op):
+                changed |= sweep(region, used)
             dead = op.effect in (Effect.PURE, Effect.READ) and not any(
                 r in used for r in op.results
             )

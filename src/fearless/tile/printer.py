@@ -4,6 +4,12 @@ tile.kernel @add(%z: Part[f32, tile=(128,)], %x: Tensor[f32, 1d]) {
   %0 = tile.block_id {axis=0} : tile<i32>
   %1 = tile.load %x, %0 {shape=(128,), padding=0.0} : tile<128xf32>
   ...
+  %7 = tile.if %6 : tile<128xf32> {     <- then-block, `} else {`, else-block, `}`
+    ...
+    tile.yield %8
+  } else {
+    tile.yield %1
+  }
 """
 
 from __future__ import annotations
@@ -46,12 +52,18 @@ def _block(block: Block, names: _Names, lines: list[str], indent: str) -> None:
             lines[-1] += f" ({args}) {{"
             _block(body, names, lines, indent + "  ")
             lines.append(indent + "}")
+        elif isinstance(op, ops.If):
+            lines[-1] += " {"
+            _block(op.then_block, names, lines, indent + "  ")
+            lines.append(indent + "} else {")
+            _block(op.else_block, names, lines, indent + "  ")
+            lines.append(indent + "}")
 
 
 def _op(op: Op, names: _Names) -> str:
     results = ", ".join(names(r) for r in op.results)
     operands = ", ".join(names(v) for v in op.operands)
-    attrs = {k: v for k, v in op.attrs.items() if k != "body"}
+    attrs = {k: v for k, v in op.attrs.items() if k not in ops.REGION_ATTRS}
     attr_text = (
         " {"
         + ", ".join(f"{k}={v.name if hasattr(v, 'kind') else v!r}" for k, v in attrs.items())

@@ -1,0 +1,331 @@
+"""Structured control flow for the Tile frontend: `for i in range(...)` and `if` on scalars.
+
+Both lower to ops with nested blocks (ops.py) and carry the variables they assign as results:
+
+    for     `tile.for` carries the names the body assigns that exist before the loop. A name
+            that starts as a literal (`acc = 0`) takes the type the body gives it: the loop is
+            lowered again with that type from the start (`Retry`), also when an `if` inside
+            the body is what gives it the type.
+    if      a compile-time condition (a literal, a `tile.Const`) picks one branch statically.
+            A run-time one must be a 0-d bool tile (`k < n`, `tile.block_id(0) == 0`); it
+            becomes `tile.if`, whose two blocks yield the names either branch assigns that
+            live after it: those that existed before, and those both branches assign. A name
+            only one branch assigns is `Undefined` after the `if` (E0381 where it is used).
+            Both branches must give a carried name one type; a literal takes the other's.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .. import dtypes
+from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.lower import assigned_names
+from ..frontend.values import PyObj, Undefined, Weak
+from ..ir.core import Block, Value
+from . import ops
+from .types import TileType, tile_type
+
+if TYPE_CHECKING:
+    from .frontend import TileLowerer
+
+
+class Retry(Exception):
+    """Lower loop `node` again with carried variable `name` typed `type` from the start."""
+
+    def __init__(self, node: ast.For, name: str, type: TileType) -> None:
+        super().__init__(name)
+        self.node, self.name, self.type = node, name, type
+
+
+@dataclass(frozen=True)
+class BranchLocal(Undefined):
+    """A name an `if` on a run-time value leaves without one value after it; `why` says how."""
+
+    why: str = ""
+
+
+def unsupported(what: str, loc: Location, help: str | None = None) -> CompileError:
+    return CompileError(f"{what} is not supported in tile kernels", loc, help=help)
+
+
+def assign_loc(
+    lw: TileLowerer, stmts: Sequence[ast.stmt], name: str, last: bool = False
+) -> Location | None:
+    """Where `stmts` assign `name` (the first assignment, or the last); None if they do not."""
+    found: list[ast.stmt] = []
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign | ast.AugAssign):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                names = (t for tgt in targets for t in ast.walk(tgt))
+                if any(isinstance(t, ast.Name) and t.id == name for t in names):
+                    found.append(n)
+    if not found:
+        return None
+    found.sort(key=lambda n: (n.lineno, n.col_offset))
+    return lw.loc(found[-1] if last else found[0])
+
+
+# ----------------------------------------------------------------------------------- for
+
+
+def lower_for(lw: TileLowerer, node: ast.For) -> None:
+    while True:
+        saved_env, block, n_ops = dict(lw.env), lw.block, len(lw.block.ops)
+        try:
+            _lower_for(lw, node)
+            return
+        except Retry as retry:
+            if retry.node is not node:
+                raise  # an enclosing loop's variable: that loop starts again
+            lw.env, lw.block = saved_env, block
+            del block.ops[n_ops:]  # the first attempt's bounds and initial values
+            lw.hints[(id(retry.node), retry.name)] = retry.type
+
+
+def _lower_for(lw: TileLowerer, node: ast.For) -> None:
+    loc = lw.loc(node)
+    if node.orelse:
+        raise unsupported("`for ... else`", loc)
+    if not isinstance(node.target, ast.Name):
+        raise unsupported("unpacking in a `for` target", lw.loc(node.target))
+    it = node.iter
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and 1 <= len(it.args) <= 3
+        and not it.keywords
+    ):
+        raise unsupported(
+            "this loop", lw.loc(it), help="loop over `range(stop)` or `range(start, stop, step)`"
+        )
+    bounds = [lw.index(lw.expr(a), lw.loc(a)) for a in it.args]
+    if len(bounds) == 1:
+        bounds.insert(0, lw.const(0, dtypes.i32, loc))
+    if len(bounds) == 2:
+        bounds.append(lw.const(1, dtypes.i32, loc))
+    lo, hi, step = bounds
+    # The variables the body assigns that exist before the loop are carried through it.
+    carried: list[str] = []
+    init: list[Value] = []
+    weak_init: dict[str, Weak] = {}
+    for name in assigned_names(node.body):
+        if name == node.target.id or not lw.defined(name):
+            continue
+        v = lw.env[name]
+        hint = lw.hints.get((id(node), name))
+        if isinstance(v, Weak):
+            weak_init[name] = v
+            t = hint or TileType(dtypes.literal_default(v.value))
+            v = lw.emit(ops.Constant(lw._literal(v, t.dtype, loc), t, loc))
+        elif not isinstance(v, Value) or not isinstance(v.type, TileType):
+            raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
+        carried.append(name)
+        init.append(v)
+    body = Block("for.body")
+    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), node.target.id)
+    args = [body.add_arg(v.type, loc, n) for n, v in zip(carried, init, strict=True)]
+    for name, a in zip(carried, args, strict=True):
+        if name in weak_init:
+            lw.weak_args[a] = (node, name)
+    outer_block, outer_env = lw.block, lw.env
+    lw.block = body
+    lw.env = dict(outer_env)
+    lw.env[node.target.id] = iv
+    lw.env.update(zip(carried, args, strict=True))
+    lw.lower_body(node.body)
+    nxt: list[Value] = []
+    for name, a in zip(carried, args, strict=True):
+        v = lw.env[name]
+        if isinstance(v, Weak):
+            at = tile_type(a)
+            v = lw.emit(ops.Constant(lw._literal(v, at.dtype, loc), at, loc))
+        if not isinstance(v, Value) or v.type != a.type:
+            got = v.type if isinstance(v, Value) else type(v).__name__
+            if name in weak_init and isinstance(got, TileType):
+                raise Retry(node, name, got)
+            raise KernelTypeError(
+                f"`{name}` changes type in the loop: {a.type} before, {got} after an iteration",
+                assign_loc(lw, node.body, name) or loc,
+                help=f"give `{name}` its final type before the loop, e.g. "
+                f"`{name} = tile.zeros(shape, dtype)` or `.astype(...)`",
+            )
+        nxt.append(v)
+    body.append(ops.Yield(nxt, loc))
+    lw.block, lw.env = outer_block, outer_env
+    op = ops.For(lo, hi, step, init, body, loc)
+    lw.block.append(op)
+    for name, r in zip(carried, op.results, strict=True):
+        lw.env[name] = r
+
+
+# ------------------------------------------------------------------------------------ if
+
+
+def lower_if(lw: TileLowerer, node: ast.If) -> None:
+    cond = lw.expr(node.test)
+    if isinstance(cond, Weak | PyObj | tuple):  # known at compile time: pick the branch now
+        truth = cond.value if isinstance(cond, Weak) else getattr(cond, "obj", cond)
+        lw.lower_body(node.body if truth else node.orelse)
+        return
+    c = _condition(lw, cond, node.test)
+    loc = lw.loc(node)
+    outer_block, outer_env = lw.block, lw.env
+    branches: list[tuple[Block, dict[str, Any]]] = []
+    lw.branch_depth += 1
+    try:
+        for stmts, label in ((node.body, "if.then"), (node.orelse, "if.else")):
+            block = Block(label)
+            lw.block, lw.env = block, dict(outer_env)
+            lw.lower_body(stmts)
+            branches.append((block, lw.env))
+    finally:
+        lw.branch_depth -= 1
+        lw.block, lw.env = outer_block, outer_env
+    (then_block, then_env), (else_block, else_env) = branches
+    names: list[str] = []
+    types: list[TileType] = []
+    yields: tuple[list[Value], list[Value]] = ([], [])
+    for name in dict.fromkeys([*outer_env, *then_env, *else_env]):
+        before = outer_env.get(name)
+        if isinstance(before, Undefined):
+            before = None
+        t, e = then_env.get(name), else_env.get(name)
+        if t is before and e is before:
+            continue  # neither branch assigns it
+        if _undefined(t) or _undefined(e):
+            # Assigned in one branch only (it did not exist before): not a value after the `if`.
+            lw.env[name] = BranchLocal(
+                name, loc, f"only one branch of the `if` at line {loc.line} assigns it"
+            )
+            continue
+        if _same_static(t, e):
+            lw.env[name] = t  # the same compile-time value either way: it stays one
+            continue
+        if not _carriable(t) or not _carriable(e):
+            if before is None:
+                lw.env[name] = BranchLocal(
+                    name,
+                    loc,
+                    f"the branches of the `if` at line {loc.line} give it different "
+                    "compile-time values",
+                )
+                continue
+            raise unsupported(
+                f"reassigning `{name}` (a compile-time value) inside an `if` on a runtime value",
+                assign_loc(lw, [*node.body, *node.orelse], name) or loc,
+                help="only tiles can differ between the branches: assign it before the `if`",
+            )
+        rt = _merge_type(lw, node, name, t, e)
+        for (block, _), stmts, v, out in zip(
+            branches, (node.body, node.orelse), (t, e), yields, strict=True
+        ):
+            if isinstance(v, Weak):  # a literal takes the other branch's type
+                at = assign_loc(lw, stmts, name, last=True) or loc
+                v = block.append(ops.Constant(lw._literal(v, rt.dtype, at), rt, at)).result
+            assert isinstance(v, Value)
+            out.append(v)
+        names.append(name)
+        types.append(rt)
+    then_block.append(ops.Yield(yields[0], loc))
+    else_block.append(ops.Yield(yields[1], loc))
+    op = ops.If(c, types, then_block, else_block, loc)
+    lw.block.append(op)
+    for name, r in zip(names, op.results, strict=True):
+        lw.env[name] = r
+
+
+def _undefined(v: Any) -> bool:
+    return v is None or isinstance(v, Undefined)
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    """Whether two compile-time values are the same (then the name needs no carrying)."""
+    if isinstance(a, Weak) and isinstance(b, Weak):
+        return type(a.value) is type(b.value) and a.value == b.value
+    if isinstance(a, PyObj) and isinstance(b, PyObj):
+        return a.obj is b.obj
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(
+            x is y or _same_static(x, y) for x, y in zip(a, b, strict=True)
+        )
+    return False
+
+
+def _carriable(v: Any) -> bool:
+    return isinstance(v, Weak) or (isinstance(v, Value) and isinstance(v.type, TileType))
+
+
+def _condition(lw: TileLowerer, cond: Any, test: ast.expr) -> Value:
+    """The `if`'s condition as a 0-d bool tile, or an error that says how to write one."""
+    loc = lw.loc(test)
+    src = ast.unparse(test)
+    if isinstance(cond, Value) and isinstance(cond.type, TileType):
+        t = cond.type
+        if t.shape != ():
+            raise KernelTypeError(
+                f"an `if` condition must be a scalar, but `{src}` is a {t}",
+                loc,
+                label="a tile, not one value",
+                help="an `if` takes one path for the whole block: choose per element with "
+                "`tile.where(cond, x, y)`, or reduce the tile to one value first "
+                "(`tile.max(...)`, `tile.sum(...)`)",
+            )
+        if not t.dtype.is_bool:
+            raise KernelTypeError(
+                f"an `if` condition must be a bool, but `{src}` is {t.dtype.name}",
+                loc,
+                label=f"this is {t.dtype.name}",
+                help=f"compare it: `if {src} != 0:`",
+            )
+        return cond
+    what = f"the array `{cond.name}`" if isinstance(cond, Value) else "this value"
+    raise KernelTypeError(
+        f"an `if` condition must be a bool scalar, found {what}",
+        loc,
+        help="compare scalars, e.g. `if k < n:`",
+    )
+
+
+def _merge_type(lw: TileLowerer, node: ast.If, name: str, t: Any, e: Any) -> TileType:
+    """The type `name` has after the `if`, given its value at the end of each branch."""
+    if isinstance(t, Weak) and isinstance(e, Weak):
+        return TileType(lw.unify(t, e, lw.loc(node), f"the branches of `{name}`"))
+    if isinstance(t, Weak) or isinstance(e, Weak):
+        v = e if isinstance(t, Weak) else t
+        return tile_type(v)
+    if t.type == e.type:
+        return tile_type(t)
+    # A loop variable that started as a literal takes the type this branch gives it.
+    for v, other in ((t, e), (e, t)):
+        if v in lw.weak_args:
+            loop, loop_name = lw.weak_args[v]
+            raise Retry(loop, loop_name, tile_type(other))
+    then_loc = assign_loc(lw, node.body, name, last=True)
+    else_loc = assign_loc(lw, node.orelse, name, last=True)
+    if then_loc is not None and else_loc is not None:
+        where, got = else_loc, e.type
+        note = f"it is {t.type} at the end of the `if` branch (line {then_loc.line})"
+    elif else_loc is None:
+        where, got = then_loc or lw.loc(node), t.type
+        note = f"it is {e.type} before the `if`, and stays so when the branch is not taken"
+    else:
+        where, got = else_loc, e.type
+        note = f"it is {t.type} before the `if`, and stays so when the `else` is not taken"
+    _mismatch(name, t.type, e.type, where, got, note)
+
+
+def _mismatch(name: str, a: Any, b: Any, loc: Location, got: Any, note: str) -> NoReturn:
+    raise KernelTypeError(
+        f"`{name}` has a different type in each branch of the `if`: {a} and {b}",
+        loc,
+        label=f"this is {got}",
+        notes=[note],
+        help=f"give `{name}` one type on both paths, e.g. with `.astype(...)` or "
+        "`tile.broadcast_to(...)`",
+    )
