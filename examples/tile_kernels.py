@@ -83,6 +83,33 @@ def layer_norm(
     out.store(d * tile.rsqrt(var + eps) * tile.load(w, (0,), (BN,)) + tile.load(b, (0,), (BN,)))
 
 
+# Launches that `fearless compile examples/tile_kernels.py --arch sm_90` prepares ahead of time
+# (no GPU needed): the benchmark suite's shapes. A specialisation depends on the tile shape,
+# the Consts and how the extents divide (by up to 16 bytes), not on the extents themselves, so
+# each cubin also serves every other launch whose extents divide the same way.
+_f32_rows = tile.Spec((65536, 1024), fl.f32)
+vecadd.specialise(
+    tile.Spec((1 << 28,), fl.f32).partition((1024,)),
+    tile.Spec((1 << 28,), fl.f32),
+    tile.Spec((1 << 28,), fl.f32),
+)
+softmax_f32.specialise(_f32_rows.partition((1, 1024)), _f32_rows)
+softmax_bf16.specialise(
+    tile.Spec((8192, 8192), fl.bf16).partition((1, 8192)), tile.Spec((8192, 8192), fl.bf16)
+)
+rms_norm.specialise(_f32_rows.partition((1, 1024)), _f32_rows, tile.Spec((1024,), fl.f32), fl.f32)
+layer_norm.specialise(
+    _f32_rows.partition((1, 1024)),
+    _f32_rows,
+    tile.Spec((1024,), fl.f32),
+    tile.Spec((1024,), fl.f32),
+    fl.f32,
+)
+for _mm, _dt in ((matmul_f16, fl.f16), (matmul_bf16, fl.bf16)):
+    _sq = tile.Spec((8192, 8192), _dt)
+    _mm.specialise(_sq.partition((128, 128)), _sq, _sq, 64)
+
+
 def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 

@@ -341,6 +341,23 @@ def test_partition_in_a_loop_needs_a_give_back_each_iteration(tmp_path: Path) ->
     assert any("earlier iteration of the loop" in n for n in finding.diagnostic.notes)
 
 
+def test_a_spec_partition_moves_nothing(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "specs.py",
+        """\
+        s = tile.Spec((1024,), fl.f32)
+        k.specialise(s.partition((128,)), s, s)
+        t = fl.zeros(1024)
+        k.specialise(s.partition((256,)), t.partition((128,)), t)
+        """,
+        kernels=False,
+    )
+    # The Spec's partitions are descriptions; the real tensor `t` does move.
+    assert [(f.diagnostic.code, f.diagnostic.loc.line) for f in check_file(path).findings
+            if f.diagnostic.loc] == [("E0382", 4)]  # fmt: skip
+
+
 def test_return_and_raise_end_a_path(tmp_path: Path) -> None:
     path = write(
         tmp_path,

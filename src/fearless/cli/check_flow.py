@@ -117,7 +117,17 @@ def tensor_partitions(tree: ast.Module) -> set[int]:
     is common, so a call counts only when it looks like the Tile API's: one positional
     argument that is not a string, and the result stored in one name (`zp = z.partition(s)`),
     passed to a call (`add(z.partition(s), x)`) or dropped. `head, _, tail = s.partition(x)`
-    and `s.partition(x)[0]` are string splits."""
+    and `s.partition(x)[0]` are string splits. A name bound to `tile.Spec(...)` describes an
+    array without data: its `.partition(tile)` moves nothing."""
+    specs = {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and (attr_chain(node.value.func) or [""])[-1] == "Spec"
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
     out: set[int] = set()
     for node in ast.walk(tree):
         candidates: list[ast.expr] = []
@@ -135,6 +145,7 @@ def tensor_partitions(tree: ast.Module) -> set[int]:
                 and isinstance(c.func, ast.Attribute)
                 and c.func.attr == "partition"
                 and isinstance(c.func.value, ast.Name)
+                and c.func.value.id not in specs
                 and len(c.args) == 1
                 and not c.keywords
                 and not isinstance(c.args[0], ast.JoinedStr)

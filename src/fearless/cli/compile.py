@@ -3,9 +3,11 @@
 Every `@simt.kernel` in the files is compiled for the arch (PTX, and a cubin where ptxas or a
 driver can link one) and stored in the disk cache (FEARLESS_CACHE_DIR), so that a machine
 without the compiler toolchain, or a first launch, finds it there. No GPU is needed. SIMT
-kernels specialise on their annotations alone; Tile kernels specialise on the shapes of a
-launch, so they are listed as needing one (they compile at their first launch, or through
-`kernel.inspect(*args, stage="tileir")` with example arguments).
+kernels specialise on their annotations alone. Tile kernels specialise on a launch's tile
+shapes, Consts and divisibility, so the file declares the launches it wants ready with
+`kernel.specialise(tile.Spec(shape, dtype).partition(tile), tile.Spec(...), ...)`
+(tile/aot.py); each is compiled to a cubin with tileiras. A Tile kernel with none declared is
+listed as compiling at its first launch.
 
 Exit status: 0 all compiled, 1 a kernel did not compile (its diagnostic is printed), 2 usage.
 """
@@ -46,7 +48,14 @@ def run(args: argparse.Namespace) -> int:
         except UsageError as exc:
             print(f"error: {exc}")
             return 2
-        for name, obj in sorted(vars(module).items()):
+        seen: set[int] = set()
+        # Public names first, so a kernel also bound to a private name is listed by its own.
+        for name, obj in sorted(
+            vars(module).items(), key=lambda kv: (kv[0].startswith("_"), kv[0])
+        ):
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
             if isinstance(obj, Kernel) and obj.func.__module__ == module.__name__:
                 start = time.perf_counter()
                 try:
@@ -60,14 +69,52 @@ def run(args: argparse.Namespace) -> int:
                 print(f"✓ {path}::{name}  {args.arch}  {binary}  {ms:.0f} ms")
                 compiled += 1
             elif isinstance(obj, TileKernel):
-                print(
-                    f"- {path}::{name}  Tile kernel: specialised by a launch's shapes, "
-                    "compiled at its first launch"
-                )
-                tile += 1
+                done, bad = _compile_tile(f"{path}::{name}", obj, args.arch)
+                compiled, failed = compiled + done, failed + bad
+                tile += not (done or bad)
     print(
         f"compiled {compiled} kernel(s) into {config.cache_dir()}"
         + (f", {failed} failed" if failed else "")
         + (f", {tile} Tile kernel(s) left for their first launch" if tile else "")
     )
     return 1 if failed else 0
+
+
+def _compile_tile(where: str, kernel: Any, arch: str) -> tuple[int, int]:
+    """Compile a Tile kernel's declared specialisations: (compiled, failed)."""
+    from ..tile.aot import signature_from_specs
+
+    declared = kernel.declared_specialisations()
+    if not declared:
+        print(
+            f"- {where}  Tile kernel: no `{kernel.name}.specialise(...)` declared, "
+            "compiled at its first launch"
+        )
+        return 0, 0
+    compiled = failed = 0
+    for specs in declared:
+        start = time.perf_counter()
+        try:
+            kernel.compile(signature_from_specs(kernel, specs), arch)
+        except FearlessError as exc:
+            print(str(exc))
+            failed += 1
+            continue
+        ms = (time.perf_counter() - start) * 1e3
+        print(f"✓ {where}  {arch}  cubin ({_describe(specs)})  {ms:.0f} ms")
+        compiled += 1
+    return compiled, failed
+
+
+def _describe(specs: Any) -> str:
+    from ..tile.aot import PartSpec, Spec
+
+    out = []
+    for s in specs:
+        if isinstance(s, PartSpec):
+            out.append(f"{s.array.dtype.name}{list(s.array.shape)} tiles {list(s.tile)}")
+        elif isinstance(s, Spec):
+            out.append(f"{s.dtype.name}{list(s.shape)}")
+        else:
+            out.append(getattr(s, "name", repr(s)))
+    return ", ".join(out)

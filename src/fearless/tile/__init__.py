@@ -7,11 +7,13 @@
 Modules: types.py (annotations, IR types), api.py (in-kernel functions), frontend.py and
 lower_api.py (Python -> tile IR), ops.py (the ops), passes.py, printer.py, compiler.py,
 lower_tileir.py (tile IR -> Tile IR bytecode), partition.py (host `Partition`), kernel.py
-(specialisation and launch), launch_gpu.py; the simulator is sim/tile.py.
+(specialisation and launch), launch_gpu.py, aot.py (`Spec`: launches described without
+data, compiled ahead of time); the simulator is sim/tile.py.
 """
 
 from __future__ import annotations
 
+from .aot import PartSpec, Spec
 from .api import (
     abs_,
     arange,
@@ -54,7 +56,7 @@ from .types import Const, Part, Tensor
 abs = abs_
 
 __all__ = [
-    "Const", "Kernel", "Part", "Partition", "Tensor", "abs", "arange", "astype", "block_id",
+    "Const", "Kernel", "Part", "PartSpec", "Partition", "Spec", "Tensor", "abs", "arange", "astype", "block_id",
     "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "floor", "full", "kernel", "load",
     "load_like", "log", "log2", "max", "maximum", "min", "minimum", "mma", "num_blocks",
     "num_tiles", "reshape", "rsqrt", "sigmoid", "sin", "sqrt", "sum", "tanh", "transpose",

@@ -56,6 +56,8 @@ class Kernel:
         self._ir: dict[Signature, TileIR] = {}
         self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
         self._gpu: dict[tuple[Signature, str], Any] = {}
+        self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
+        self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
 
     # ---------------------------------------------------------------------- signature
 
@@ -207,9 +209,29 @@ class Kernel:
             num_ctas if num_ctas is not None else self.hints.num_ctas,
             occupancy if occupancy is not None else self.hints.occupancy,
         )
-        other = Kernel(self.func, hints)
-        other._src, other._annotations = self._src, self._annotations
+        if hints == self.hints:
+            return self
+        other = self._variants.get(hints)
+        if other is None:
+            other = Kernel(self.func, hints)
+            other._src, other._annotations = self._src, self._annotations
+            self._variants[hints] = other
         return other
+
+    def specialise(self, *specs: Any) -> Kernel:
+        """Declare a launch to compile ahead of time (`fearless compile FILE --arch sm_90`):
+        `tile.Spec(shape, dtype).partition(tile)` for a Part, `tile.Spec(shape, dtype)` for a
+        Tensor, a value or a dtype for a scalar, the value for a Const (tile/aot.py). The specs
+        are checked against the parameters now; returns the kernel, so calls can chain."""
+        from .aot import signature_from_specs
+
+        signature_from_specs(self, specs)
+        self._declared.append(tuple(specs))
+        return self
+
+    def declared_specialisations(self) -> list[tuple[Any, ...]]:
+        """The launches `specialise(...)` declared, in order."""
+        return list(self._declared)
 
     # ------------------------------------------------------------------------- launch
 

@@ -1,0 +1,130 @@
+"""Ahead-of-time Tile specialisations: describe a launch without data, compile it with no GPU.
+
+A Tile kernel specialises on each argument's kind and dtype, a Part's tile shape, each Const's
+value and each array's divisibility facts (`compiler.array_align`), never on the extents
+themselves. `Spec(shape, dtype)` stands for an array of that shape (a device allocation,
+16-byte aligned), `Spec(...).partition(tile)` for a partitioned output, and a number or a dtype
+for a scalar; Consts take their value. So one declared specialisation serves every launch whose
+extents divide the same way:
+
+    n = 1 << 20
+    vecadd.specialise(tile.Spec((n,), fl.f32).partition((1024,)), tile.Spec((n,), fl.f32),
+                      tile.Spec((n,), fl.f32))
+
+`fearless compile FILE --arch sm_90` compiles every declared specialisation into the cache
+(tileiras runs on the CPU), which is how Tile kernels reach a GPU machine without tileiras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import KernelTypeError
+from ..runtime.location import user_location
+from .compiler import ALIGN_BYTES, Signature, TileParam, array_align
+from .types import ConstAnnotation, PartAnnotation, TensorAnnotation, is_pow2
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An array argument without data: its shape, dtype and the byte alignment of its start."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    align: int = ALIGN_BYTES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        if not isinstance(self.dtype, DType):
+            raise KernelTypeError(
+                f"`tile.Spec` needs a fearless dtype such as fl.f32, got {self.dtype!r}"
+            )
+        if any(d < 0 for d in self.shape) or not self.shape:
+            raise KernelTypeError(
+                f"`tile.Spec` needs a non-empty shape of extents >= 0, got {self.shape}"
+            )
+
+    def partition(self, tile: Sequence[int]) -> PartSpec:
+        """The spec of this array partitioned into `tile`-shaped tiles (a `tile.Part` argument)."""
+        t = tuple(int(d) for d in tile)
+        if len(t) != len(self.shape) or not all(is_pow2(d) for d in t):
+            raise KernelTypeError(
+                f"a {len(self.shape)}-d Spec partitions into {len(self.shape)} power-of-two tile "
+                f"extents, got {t}"
+            )
+        return PartSpec(self, t)
+
+    def align_facts(self) -> tuple[int, ...]:
+        return array_align(self.align, self.shape, self.dtype.itemsize)
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """`Spec(...).partition(tile)`: a partitioned output without data."""
+
+    array: Spec
+    tile: tuple[int, ...]
+
+
+def signature_from_specs(kernel: Kernel, args: Sequence[Any]) -> Signature:
+    """The specialisation a launch with arguments like `args` would compile."""
+    anns = kernel.annotations()
+    if len(args) != len(anns):
+        raise KernelTypeError(
+            f"`{kernel.name}` takes {len(anns)} argument(s) but {len(args)} specs were given",
+            user_location(),
+            code="E0061",
+        )
+    params: list[TileParam] = []
+    for (name, ann), arg in zip(anns, args, strict=True):
+        if isinstance(ann, PartAnnotation):
+            if not isinstance(arg, PartSpec):
+                raise _kind_error(kernel, name, "tile.Spec(shape, dtype).partition(tile)", arg)
+            _check_dtype(name, arg.array.dtype, ann.dtype)
+            a = arg.array
+            params.append(
+                TileParam(name, "part", ann.dtype, len(a.shape), arg.tile, align=a.align_facts())
+            )
+        elif isinstance(ann, TensorAnnotation):
+            if not isinstance(arg, Spec):
+                raise _kind_error(kernel, name, "tile.Spec(shape, dtype)", arg)
+            _check_dtype(name, arg.dtype, ann.dtype)
+            params.append(
+                TileParam(name, "tensor", ann.dtype, len(arg.shape), align=arg.align_facts())
+            )
+        elif isinstance(ann, ConstAnnotation):
+            if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
+                raise _kind_error(kernel, name, f"a {ann.pytype.__name__} value", arg)
+            params.append(TileParam(name, "const", None, value=arg))
+        else:
+            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+            assert dt is not None  # annotations() accepted only dtypes and int/float/bool
+            ok = arg is dt or (isinstance(arg, bool | int | float) and dtypes.literal_fits(arg, dt))
+            if not ok:
+                raise _kind_error(kernel, name, f"a {dt.name} value or `fl.{dt.name}`", arg)
+            params.append(TileParam(name, "scalar", dt))
+    return tuple(params)
+
+
+def _kind_error(kernel: Kernel, name: str, want: str, got: Any) -> KernelTypeError:
+    return KernelTypeError(
+        f"`{kernel.name}`'s parameter `{name}` is specialised by {want}, got {got!r}",
+        user_location(),
+        code="E0701",
+    )
+
+
+def _check_dtype(name: str, got: DType, want: DType) -> None:
+    if got != want:
+        raise KernelTypeError(
+            f"the spec of `{name}` holds {got.name} but the kernel declares {want.name}",
+            user_location(),
+            code="E0701",
+        )
