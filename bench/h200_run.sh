@@ -3,7 +3,8 @@
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # Steps: tests (GPU tests), tile (bench/tile_bench.py), simt (bench/simt_bench.py),
-#        suite (fearless bench, full size), quick (fearless bench --quick).
+#        suite (fearless bench, full size), quick (fearless bench --quick),
+#        lc (fearless bench --cases launch compile: launch overhead and compile times).
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
@@ -30,5 +31,6 @@ for step in "$@"; do
     simt)  python3 bench/simt_bench.py --out "$out" > "$out/simt.log" 2>&1; tail -5 "$out/simt.log" ;;
     suite) python3 -m fearless bench --out "$out/bench" 2>&1 | tail -60 ;;
     quick) python3 -m fearless bench --quick --out "$out/bench" 2>&1 | tail -60 ;;
+    lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
   esac
 done
