@@ -2,7 +2,8 @@
 # How the H200 runs under bench/results were made. On the GPU machine, from the repo root, with
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
-# Steps: tests (GPU tests), tile (bench/tile_bench.py), simt (bench/simt_bench.py),
+# Steps: tests (GPU tests), tile (bench/tile_bench.py; rows: its softmax and norm sections),
+#        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times).
 set -uo pipefail
@@ -28,6 +29,8 @@ for step in "$@"; do
     tests) python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -25 > "$out/gpu_tests.log"
            tail -3 "$out/gpu_tests.log" ;;
     tile)  python3 bench/tile_bench.py --out "$out" 2>&1 | tee "$out/tile.log" | grep -v "^ " ;;
+    rows)  python3 bench/tile_bench.py --only softmax norms --out "$out" 2>&1 | tee "$out/tile.log" \
+             | grep -v "^ " ;;
     simt)  python3 bench/simt_bench.py --out "$out" > "$out/simt.log" 2>&1; tail -5 "$out/simt.log" ;;
     suite) python3 -m fearless bench --out "$out/bench" 2>&1 | tail -60 ;;
     quick) python3 -m fearless bench --quick --out "$out/bench" 2>&1 | tail -60 ;;

@@ -29,8 +29,12 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "examples"))
 
 GEMM_N = 8192
-SOFTMAX_OCCUPANCY = (None, 2, 4, 6, 8, 16)  # None: the example's own hint
-NORM_OCCUPANCY = (None, 2, 4, 8)
+SECTIONS = ("vecadd", "softmax", "norms", "gemm")
+# Earlier runs (results/h200-2026-12-02-tile/r1, r2) swept occupancy 2-16 and 1-4 rows per
+# block; these are the neighbourhoods of the best, now also over worker warps and TMA or not.
+SOFTMAX_OCCUPANCY = (None, 2, 4)  # None: the example's own hint
+NORM_OCCUPANCY = (4, 8)
+WORKER_WARPS = (None, 4, 8)
 # (BM, BN, BK, num_ctas, occupancy): the first is the issue's reference configuration. The
 # first H200 run (results/h200-2026-12-02-tile/r1) also tried 128x256x64, 256x128x64,
 # 128x256x32 and 256x256x64 without a cluster: 20-77 TFLOP/s, left out since.
@@ -46,17 +50,63 @@ GEMM_CONFIGS = [
 ]
 
 
+# The examples' row kernels with their loads kept off the TMA unit (`allow_tma=False`): a row
+# goes straight to registers, as TileGym's gather-based kernels do. Same math as the examples.
+import math  # noqa: E402
+
+import fearless as fl  # noqa: E402
+from fearless import tile  # noqa: E402
+
+
+@tile.kernel
+def softmax_bf16_ldg(out: tile.Part[fl.bf16], x: tile.Tensor[fl.bf16]):
+    rows = tile.load_like(x, out, padding=-math.inf, allow_tma=False).astype(fl.f32)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
+    out.store((e * (1.0 / tile.sum(e, axis=1, keepdims=True))).astype(fl.bf16))
+
+
+@tile.kernel
+def rms_norm_ldg(
+    out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32
+):
+    _, BN = out.shape
+    n = x.shape[1].astype(fl.f32)
+    v = tile.load_like(x, out, allow_tma=False)
+    ms = tile.sum(v * v, axis=1, keepdims=True) / n
+    out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=False))
+
+
+@tile.kernel
+def layer_norm_ldg(
+    out: tile.Part[fl.f32],
+    x: tile.Tensor[fl.f32],
+    w: tile.Tensor[fl.f32],
+    b: tile.Tensor[fl.f32],
+    eps: fl.f32,
+):
+    _, BN = out.shape
+    n = x.shape[1]
+    v = tile.load_like(x, out, allow_tma=False)
+    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
+    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
+    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
+    wb = tile.load(w, (0,), (BN,), allow_tma=False), tile.load(b, (0,), (BN,), allow_tma=False)
+    out.store(d * tile.rsqrt(var + eps) * wb[0] + wb[1])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--quick", action="store_true", help="fewer GEMM configurations")
+    ap.add_argument(
+        "--only", nargs="+", choices=SECTIONS, default=SECTIONS, help="the sections to run"
+    )
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
     import tile_kernels as tk
     import torch
 
-    import fearless as fl
     from fearless.bench.timing import FULL, DeviceTimer
 
     timer = DeviceTimer(torch, FULL)
@@ -101,6 +151,20 @@ def main() -> int:
         print("TileGym unavailable:", exc)
 
     # ------------------------------------------------------------------ vecadd, f32, 2^28
+    if "vecadd" in args.only:
+        vecadd_section(record, rel, peers, torch, fl, tk)
+    if "softmax" in args.only:
+        softmax_section(record, rel, peers, torch, fl, tk)
+    if "norms" in args.only:
+        norms_section(record, rel, peers, torch, fl, tk)
+    if "gemm" in args.only:
+        gemm_section(record, rel, peers, torch, fl, tk, args.quick)
+    (args.out / "tile.json").write_text(json.dumps(rows, indent=1))
+    print("wrote", args.out / "tile.json")
+    return 0
+
+
+def vecadd_section(record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: Any) -> None:
     n = 1 << 28
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     want = x + y
@@ -117,20 +181,22 @@ def main() -> int:
     record("vecadd_f32_2^28", "torch", lambda: torch.add(x, y, out=zt),
            lambda: rel(zt, want), nbytes, "GB/s")  # fmt: skip
 
-    # ------------------------------------------------------------ softmax, bf16, 8192^2
+
+def softmax_section(record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: Any) -> None:
     m = 8192
     s = torch.randn(m, m, device="cuda").to(torch.bfloat16)
     sref = torch.softmax(s.float(), dim=1)
     nbytes = 2 * 2 * m * m
     so = torch.empty_like(s)
-    for rows_per_block in (1, 2):
-        sp = fl.asarray(so).partition((rows_per_block, m))
+    sp = fl.asarray(so).partition((1, m))
+    for label, base in (("tma", tk.softmax_bf16), ("ldg", softmax_bf16_ldg)):
         for occ in SOFTMAX_OCCUPANCY:
-            ko = tk.softmax_bf16.options(occupancy=occ) if occ else tk.softmax_bf16
-            hints = ko.hints
-            name = f"fearless-tile {rows_per_block}x{m} occ={hints.occupancy}"
-            record("softmax_bf16_8192^2", name, lambda ko=ko, sp=sp: ko(sp, s),
-                   lambda: rel(so, sref), nbytes, "GB/s")  # fmt: skip
+            for warps in WORKER_WARPS:
+                ko = base.options(occupancy=occ, num_worker_warps=warps)
+                h = ko.hints
+                name = f"fearless-tile {label} occ={h.occupancy} warps={h.num_worker_warps}"
+                record("softmax_bf16_8192^2", name, lambda ko=ko: ko(sp, s),
+                       lambda: rel(so, sref), nbytes, "GB/s")  # fmt: skip
     if "tilegym" in peers:
         ops = peers["tilegym"].ops
         out: dict[str, Any] = {}
@@ -148,30 +214,40 @@ def main() -> int:
     record("softmax_bf16_8192^2", "torch", lambda: torch.softmax(s, dim=1, out=st),
            lambda: rel(st, sref), nbytes, "GB/s")  # fmt: skip
 
-    # ------------------------------------------- rms_norm and layer_norm, f32, 65536 x 1024
+
+def norms_section(record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: Any) -> None:
     r, cols, eps = 65536, 1024, 1e-5
     xn = torch.randn(r, cols, device="cuda")
     w, bias = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
     fn = torch.nn.functional
     norms = {
-        "rms_norm": (tk.rms_norm, [xn, w], fn.rms_norm(xn.double(), (cols,), w.double(), eps)),
+        "rms_norm": (
+            (tk.rms_norm, rms_norm_ldg),
+            [xn, w],
+            fn.rms_norm(xn.double(), (cols,), w.double(), eps),
+        ),
         "layer_norm": (
-            tk.layer_norm,
+            (tk.layer_norm, layer_norm_ldg),
             [xn, w, bias],
             fn.layer_norm(xn.double(), (cols,), w.double(), bias.double(), eps),
         ),
     }
     nbytes = 2 * 4 * r * cols
-    for name, (kern, inputs, nref) in norms.items():
+    for name, (kerns, inputs, nref) in norms.items():
         case = f"{name}_f32_65536x1024"
         no = torch.empty_like(xn)
-        for bm in (1, 2, 4):
-            npart = fl.asarray(no).partition((bm, cols))
-            for occ in NORM_OCCUPANCY:
-                ko = kern.options(occupancy=occ) if occ else kern
-                label = f"fearless-tile {bm}x{cols} occ={ko.hints.occupancy}"
-                record(case, label, lambda ko=ko, npart=npart, inputs=inputs: ko(npart, *inputs, eps),
-                       lambda no=no, nref=nref: rel(no, nref), nbytes, "GB/s")  # fmt: skip
+        for kern, how in zip(kerns, ("tma", "ldg"), strict=True):
+            for bm in (1, 2, 4):
+                npart = fl.asarray(no).partition((bm, cols))
+                for occ in NORM_OCCUPANCY:
+                    for warps in WORKER_WARPS[::2]:
+                        ko = kern.options(occupancy=occ, num_worker_warps=warps)
+                        h = ko.hints
+                        label = (f"fearless-tile {how} {bm}x{cols} occ={h.occupancy} "
+                                 f"warps={h.num_worker_warps}")  # fmt: skip
+                        record(case, label,
+                               lambda ko=ko, npart=npart, inputs=inputs: ko(npart, *inputs, eps),
+                               lambda no=no, nref=nref: rel(no, nref), nbytes, "GB/s")  # fmt: skip
         if "tilegym" in peers:
             ops = peers["tilegym"].ops
             res2: dict[str, Any] = {}
@@ -196,8 +272,11 @@ def main() -> int:
 
         record(case, "torch", ev, lambda res3=res3, nref=nref: rel(res3["y"], nref), nbytes, "GB/s")
 
-    # ---------------------------------------------------------------- GEMM, 8192^3
-    configs = GEMM_CONFIGS[:4] if args.quick else GEMM_CONFIGS
+
+def gemm_section(
+    record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: Any, quick: bool
+) -> None:
+    configs = GEMM_CONFIGS[:4] if quick else GEMM_CONFIGS
     flops = 2 * GEMM_N**3
     for tdt, dt_name in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
         a = torch.randn(GEMM_N, GEMM_N, device="cuda").to(tdt)
@@ -231,10 +310,6 @@ def main() -> int:
         c = torch.empty(GEMM_N, GEMM_N, device="cuda", dtype=tdt)
         record(case, "torch (cuBLAS)", lambda c=c, a=a, b=b: torch.matmul(a, b, out=c),
                lambda c=c, ref=ref: rel(c, ref), flops, "TFLOP/s")  # fmt: skip
-
-    (args.out / "tile.json").write_text(json.dumps(rows, indent=1))
-    print("wrote", args.out / "tile.json")
-    return 0
 
 
 if __name__ == "__main__":

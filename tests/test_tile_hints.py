@@ -60,6 +60,9 @@ def test_kernel_hints_from_the_decorator_and_from_options() -> None:
     k4 = k.options(occupancy=4)
     assert k4.hints == TileHints(2, 4) and k.hints == TileHints(2, 2)
     assert "occupancy = 4" in k4.inspect(zp, x, stage="tileir")
+    k8 = k.options(num_worker_warps=8)
+    assert k8.hints == TileHints(2, 2, 8) and k.options(num_worker_warps=8) is k8
+    assert "num_worker_warps_per_cta = 8" in k8.inspect(zp, x, stage="tileir")
     # No hints: no attribute at all.
     assert "optimization_hints" not in add.inspect(zp, x, x, stage="tileir")
 
@@ -70,6 +73,7 @@ def test_kernel_hints_from_the_decorator_and_from_options() -> None:
         ({"num_ctas": 3}, "`num_ctas` must be 1, 2, 4, 8 or 16, got 3"),
         ({"occupancy": 0}, "`occupancy` must be an integer from 1 to 32, got 0"),
         ({"occupancy": True}, "`occupancy` must be an integer from 1 to 32, got True"),
+        ({"num_worker_warps": 3}, "`num_worker_warps` must be 1, 2, 4, 8, 16 or 32, got 3"),
     ],
 )
 def test_bad_kernel_hints_are_refused_at_decoration(kwargs: dict, message: str) -> None:

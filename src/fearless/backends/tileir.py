@@ -150,9 +150,29 @@ def write_module(
     return bytes(buf)
 
 
-def entry_hints(arch: str, num_ctas: int | None, occupancy: int | None) -> dict[str, Any]:
+def entry_hints(
+    arch: str, num_ctas: int | None, occupancy: int | None, num_worker_warps: int | None = None
+) -> dict[str, Any]:
     """`write_module`'s `hints` for one arch (None leaves a hint to tileiras)."""
-    return {arch: encoders().EntryHints(num_cta_in_cga=num_ctas, occupancy=occupancy)}
+    hints = encoders().EntryHints(
+        num_cta_in_cga=num_ctas, occupancy=occupancy, num_worker_warps_per_cta=num_worker_warps
+    )
+    return {arch: hints}
+
+
+def check_worker_warps(warps: int, version: Any) -> None:
+    """tileiras reads `num_worker_warps` from bytecode 13.3 on, other values than 4 and 8 from
+    13.5 on; a CompileError says which tileiras the hint needs."""
+    from ..errors import CompileError
+
+    bc = encoders()
+    need = bc.BytecodeVersion.V_13_3 if warps in (4, 8) else bc.BytecodeVersion.V_13_5
+    if version < need:
+        raise CompileError(
+            f"`num_worker_warps={warps}` needs Tile IR bytecode {need.as_string()}, but the "
+            f"installed tileiras reads up to {version.as_string()}",
+            help="use num_worker_warps=4 or 8, or install a newer nvidia-cuda-tileiras",
+        )
 
 
 def load_store_hints(arch: str, latency: int | None, allow_tma: bool) -> Any:

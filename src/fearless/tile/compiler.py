@@ -92,10 +92,14 @@ class TileHints:
     num_ctas:  CTAs per cluster on sm_90+ (1, 2, 4, 8 or 16), which may share loaded tiles.
     occupancy: how many CTAs tileiras should plan to keep resident per multiprocessor (1-32);
                it trades registers per CTA for latency hiding.
+    num_worker_warps: warps doing the arithmetic in a warp-specialised CTA (tileiras may add
+               warps for memory transfers): 4 or 8 (1-32, powers of two, from bytecode 13.5);
+               row kernels with large tiles and many registers are where it pays.
     """
 
     num_ctas: int | None = None
     occupancy: int | None = None
+    num_worker_warps: int | None = None
 
     def __post_init__(self) -> None:
         if self.num_ctas is not None and (
@@ -115,8 +119,18 @@ class TileHints:
                 help="it is the number of CTAs tileiras plans to keep on one multiprocessor",
             )
 
+        if self.num_worker_warps is not None and (
+            isinstance(self.num_worker_warps, bool)
+            or self.num_worker_warps not in (1, 2, 4, 8, 16, 32)
+        ):
+            raise CompileError(
+                f"`num_worker_warps` must be 1, 2, 4, 8, 16 or 32, got {self.num_worker_warps!r}",
+                help="it is the number of warps doing a CTA's arithmetic; 4 and 8 work with "
+                "every tileiras",
+            )
+
     def __bool__(self) -> bool:
-        return self.num_ctas is not None or self.occupancy is not None
+        return any(v is not None for v in (self.num_ctas, self.occupancy, self.num_worker_warps))
 
 
 @dataclass

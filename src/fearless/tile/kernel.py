@@ -202,12 +202,20 @@ class Kernel:
                 params.append(TileParam(name, "scalar", dt))
         return tuple(params)
 
-    def options(self, *, num_ctas: int | None = None, occupancy: int | None = None) -> Kernel:
+    def options(
+        self,
+        *,
+        num_ctas: int | None = None,
+        occupancy: int | None = None,
+        num_worker_warps: int | None = None,
+    ) -> Kernel:
         """This kernel with other tileiras hints (a separate compile and cache entry):
         `softmax.options(occupancy=2)(out, x)`. None keeps the decorator's value."""
+        h = self.hints
         hints = TileHints(
-            num_ctas if num_ctas is not None else self.hints.num_ctas,
-            occupancy if occupancy is not None else self.hints.occupancy,
+            num_ctas if num_ctas is not None else h.num_ctas,
+            occupancy if occupancy is not None else h.occupancy,
+            num_worker_warps if num_worker_warps is not None else h.num_worker_warps,
         )
         if hints == self.hints:
             return self
@@ -343,7 +351,10 @@ def kernel(func: Callable[..., Any], /) -> Kernel: ...
 
 @overload
 def kernel(
-    *, num_ctas: int | None = None, occupancy: int | None = None
+    *,
+    num_ctas: int | None = None,
+    occupancy: int | None = None,
+    num_worker_warps: int | None = None,
 ) -> Callable[[Callable[..., Any]], Kernel]: ...
 
 
@@ -353,10 +364,11 @@ def kernel(
     *,
     num_ctas: int | None = None,
     occupancy: int | None = None,
+    num_worker_warps: int | None = None,
 ) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Decorate a Tile kernel: `@tile.kernel`, or with tileiras hints
-    `@tile.kernel(num_ctas=2, occupancy=1)` (see `TileHints`)."""
-    hints = TileHints(num_ctas, occupancy)
+    `@tile.kernel(num_ctas=2, occupancy=1, num_worker_warps=8)` (see `TileHints`)."""
+    hints = TileHints(num_ctas, occupancy, num_worker_warps)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
         if not pyinspect.isfunction(f):

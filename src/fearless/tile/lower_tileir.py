@@ -55,7 +55,10 @@ def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
     def body(builder: Any, tt: Any, values: Sequence[Any]) -> None:
         _Lowerer(bc, builder, tt, arch).function(ir, list(values))
 
-    hints = tileir.entry_hints(arch, ir.hints.num_ctas, ir.hints.occupancy) if ir.hints else {}
+    h = ir.hints
+    if h.num_worker_warps is not None:
+        tileir.check_worker_warps(h.num_worker_warps, version)
+    hints = tileir.entry_hints(arch, h.num_ctas, h.occupancy, h.num_worker_warps) if h else {}
     return tileir.write_module(ir.name, param_types, body, version, hints)
 
 
