@@ -29,7 +29,16 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "examples"))
 
 GEMM_N = 8192
-SECTIONS = ("vecadd", "softmax", "norms", "gemm")
+SECTIONS = ("vecadd", "softmax", "norms", "gemm", "gemm-sizes")
+# The GEMM configurations tried at every size of the suite (1024^3 to 8192^3, fp16).
+GEMM_SIZE_CONFIGS = [
+    (128, 128, 64, None, None),
+    (128, 128, 64, None, 2),
+    (128, 128, 64, None, 1),
+    (128, 256, 64, 2, None),
+    (256, 128, 64, 2, None),
+    (128, 128, 128, None, 2),
+]
 # Earlier runs (results/h200-2026-12-02-tile/r1, r2) swept occupancy 2-16 and 1-4 rows per
 # block; these are the neighbourhoods of the best, now also over worker warps and TMA or not.
 SOFTMAX_OCCUPANCY = (None, 2, 4)  # None: the example's own hint
@@ -159,6 +168,8 @@ def main() -> int:
         norms_section(record, rel, peers, torch, fl, tk)
     if "gemm" in args.only:
         gemm_section(record, rel, peers, torch, fl, tk, args.quick)
+    if "gemm-sizes" in args.only:
+        gemm_sizes_section(record, rel, torch, fl, tk)
     (args.out / "tile.json").write_text(json.dumps(rows, indent=1))
     print("wrote", args.out / "tile.json")
     return 0
@@ -308,6 +319,24 @@ def gemm_section(
             record(case, "tilegym.ops.matmul", tgm, lambda res=res, ref=ref: rel(res["c"], ref),
                    flops, "TFLOP/s", "allocates its output")  # fmt: skip
         c = torch.empty(GEMM_N, GEMM_N, device="cuda", dtype=tdt)
+        record(case, "torch (cuBLAS)", lambda c=c, a=a, b=b: torch.matmul(a, b, out=c),
+               lambda c=c, ref=ref: rel(c, ref), flops, "TFLOP/s")  # fmt: skip
+
+
+def gemm_sizes_section(record: Any, rel: Any, torch: Any, fl: Any, tk: Any) -> None:
+    for n in (1024, 2048, 4096, 8192):
+        a = torch.randn(n, n, device="cuda").to(torch.float16)
+        b = torch.randn(n, n, device="cuda").to(torch.float16)
+        ref = a.float() @ b.float()
+        case, flops = f"gemm_f16_{n}^3", 2 * n**3
+        for bm, bn, bk, ctas, occ in GEMM_SIZE_CONFIGS:
+            c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+            cp = fl.asarray(c).partition((bm, bn))
+            k = tk.matmul_f16.options(num_ctas=ctas, occupancy=occ)
+            name = f"fearless-tile {bm}x{bn}x{bk} ctas={k.hints.num_ctas} occ={k.hints.occupancy}"
+            record(case, name, lambda k=k, cp=cp, bk=bk, a=a, b=b: k(cp, a, b, bk),
+                   lambda c=c, ref=ref: rel(c, ref), flops, "TFLOP/s")  # fmt: skip
+        c = torch.empty(n, n, device="cuda", dtype=torch.float16)
         record(case, "torch (cuBLAS)", lambda c=c, a=a, b=b: torch.matmul(a, b, out=c),
                lambda c=c, ref=ref: rel(c, ref), flops, "TFLOP/s")  # fmt: skip
 
