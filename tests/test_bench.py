@@ -25,7 +25,20 @@ from fearless.bench.harness import Ctx, DeviceCase, Prepared, run_device_case
 from fearless.bench.model import Record, Skip
 from fearless.cli.main import main
 
-TILE_CASES = ("vecadd", "softmax", "rms_norm", "layer_norm", "gemm_f16", "gemm_bf16")
+TILE_CASES = (
+    "vecadd",
+    "saxpy",
+    "sum",
+    "softmax",
+    "rms_norm",
+    "layer_norm",
+    "transpose",
+    "gemm_f16",
+    "gemm_bf16",
+    "launch_1arrays",
+    "launch_3arrays",
+    "launch_8arrays",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +66,10 @@ def test_dry_run_compiles_and_checks_every_fearless_case(tmp_path: Path) -> None
         assert r["status"] == "ok" or r["reason"], r
     if toolchain.find_tileiras() is not None:
         assert all(tile[c]["status"] == "ok" for c in TILE_CASES), tile
+    # The one Tile cell left out, and why: a Tile launch needs a Part.
+    assert set(tile) == {*TILE_CASES, "launch_0arrays"}
+    assert tile["launch_0arrays"]["status"] == "skipped"
+    assert "needs a Part" in tile["launch_0arrays"]["reason"]
     md = (out / "results.md").read_text()
     assert "dry run" in md and "| vecadd | ok (" in md
     assert not (out / "results.png").exists()  # no ratios without a GPU run
@@ -62,9 +79,30 @@ def test_dry_run_of_selected_cases_only(tmp_path: Path) -> None:
     assert main(["bench", "--dry-run", "--cases", "sum", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     assert {r["case"] for r in doc["records"]} == {"sum"}
-    skipped = [r for r in doc["records"] if r["status"] == "skipped"]
-    assert [r["impl"] for r in skipped] == [model.FEARLESS_TILE]
-    assert "no sum reduction kernel" in skipped[0]["reason"]
+    assert {r["impl"] for r in doc["records"]} == {model.FEARLESS_SIMT, model.FEARLESS_TILE}
+    if toolchain.find_tileiras() is not None:
+        assert all(r["status"] == "ok" for r in doc["records"]), doc["records"]
+
+
+def test_tile_cases_of_the_new_examples() -> None:
+    """The suite's Tile cases name kernels the examples have, with the peers' tile shapes."""
+    from fearless.bench.peers import load_example
+
+    examples = load_example("tile_kernels")
+    first, final = tile_track.sum_cases()
+    for case in (
+        tile_track.saxpy_case(),
+        tile_track.transpose_case(),
+        first,
+        final,
+        *(tile_track.launch_case(k) for k in (1, 3, 8)),
+    ):
+        kernel, _ = tile_track.resolve(examples, case)
+        assert kernel.name == case.kernel
+    assert tile_track.transpose_case().tile == (64, 64)
+    assert first.consts == {"TILE": 4096} and final.consts == {"TILE": tile_track.SUM_PARTIALS}
+    with pytest.raises(Skip, match="needs a Part"):
+        tile_track.launch_case(0)
 
 
 def test_case_selection() -> None:

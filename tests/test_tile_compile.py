@@ -14,6 +14,7 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # The specialisations below are the launches of tests/gpu/test_tile_gpu.py (same shapes, device
 # pointers 16-byte aligned), so FEARLESS_GPU_CACHE can carry their cubins to a GPU machine.
+# A key is the example's name, with `:what` after it when one kernel is launched two ways.
 
 
 def P(name, dt, tile, shape):
@@ -57,12 +58,32 @@ SIGNATURES = {
         T("b", f32, (100,)),
         S("eps", f32),
     ),
+    "saxpy": (
+        P("out", f32, (128,), (1000,)),
+        S("alpha", f32),
+        T("x", f32, (1000,)),
+        T("y", f32, (1000,)),
+    ),
+    "transpose": (P("out", f32, (32, 16), (68, 100)), T("x", f32, (100, 68))),
+    "sum_tiles:partials": (
+        P("out", f32, (1,), (8,)),
+        T("x", f32, (70000,)),
+        TileParam("TILE", "const", value=1024),
+    ),
+    "sum_tiles:final": (
+        P("out", f32, (1,), (1,)),
+        T("x", f32, (8,)),
+        TileParam("TILE", "const", value=16),
+    ),
+    "fill_ones": (P("z", f32, (128,), (1000,)),),
+    "add7": (P("z", f32, (128,), (1000,)), *(T(a, f32, (1000,)) for a in "abcdefg")),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))
 def test_every_example_compiles_to_a_cubin(name: str) -> None:
-    ct = compile_cubin(getattr(ex, name).ir_for(SIGNATURES[name]), "sm_90")
+    kernel = getattr(ex, name.partition(":")[0])
+    ct = compile_cubin(kernel.ir_for(SIGNATURES[name]), "sm_90")
     assert ct.cubin[:4] == b"\x7fELF"
     assert ct.bytecode.startswith(b"\x7fTileIR\x00")
 
@@ -78,6 +99,21 @@ def test_vecadd_ir_text() -> None:
     assert "tile.load %x, %0 {shape=(128,), padding=0.0} : tile<128xf32>" in text
     assert "tile.binary %1, %3 {kind='add'} : tile<128xf32>" in text
     assert "tile.store %z, %4" in text
+
+
+def test_sum_tiles_strided_loop_and_one_element_store() -> None:
+    """The first pass loops from the block id to the tile count by the grid size, in f32."""
+    text = render_stage(ex.sum_tiles.ir_for(SIGNATURES["sum_tiles:partials"]), "tileir")
+    assert "get_num_tile_blocks" in text and "tile<1024xf32>" in text
+    assert "for %loopIdx in (%blockId_x to " in text
+    assert "reshape %reduce : tile<f32> -> tile<1xf32>" in text
+
+
+def test_transpose_loads_the_swapped_tile() -> None:
+    text = render_stage(ex.transpose.ir_for(SIGNATURES["transpose"]), "ir")
+    # out's tile (i, j) = (block 0, block 1) of (32, 16) reads x's tile (j, i) of (16, 32).
+    assert "tile.load %x, %1, %0 {shape=(16, 32)" in text
+    assert "tile.permute %2 {perm=(1, 0)} : tile<32x16xf32>" in text
 
 
 def test_matmul_loop_is_a_tile_for_with_mma() -> None:

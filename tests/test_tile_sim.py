@@ -89,3 +89,51 @@ def test_rms_norm_and_layer_norm() -> None:
     mu = x.mean(1, keepdims=True)
     ref = (x - mu) / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + 1e-5) * w + b
     np.testing.assert_allclose(op.unpartition().numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("n", "tile"), [(1000, 128), (7, 8), (4096, 1024)])
+def test_saxpy(n: int, tile: int) -> None:
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    op = fl.empty(n, dtype=fl.f32).partition((tile,))
+    ex.saxpy(op, 2.5, fl.asarray(x), fl.asarray(y))
+    np.testing.assert_allclose(op.unpartition().numpy(), np.float32(2.5) * x + y, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("rows", "cols", "tile"), [(37, 53, (16, 8)), (100, 68, (64, 64))])
+def test_transpose(rows: int, cols: int, tile: tuple[int, int]) -> None:
+    """Not square, partial edge tiles, and (for (16, 8)) tiles that are not square either."""
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    op = fl.full((cols, rows), np.nan, dtype=fl.f32).partition(tile)
+    ex.transpose(op, fl.asarray(x))
+    np.testing.assert_array_equal(op.unpartition().numpy(), x.T)
+
+
+@pytest.mark.parametrize(("n", "partials", "tile"), [(70000, 8, 1024), (5, 4, 8), (4096, 2, 256)])
+def test_sum_tiles_two_launches(n: int, partials: int, tile: int) -> None:
+    """Block p sums tiles p, p + P, ... (none at all where P exceeds the tiles), then one block
+    sums the partials."""
+    x = rng.random(n, dtype=np.float32)
+    part = fl.full(partials, np.nan, dtype=fl.f32)
+    pp = part.partition((1,))
+    ex.sum_tiles(pp, fl.asarray(x), tile)
+    got_partials = pp.unpartition().numpy()
+    padded = np.zeros(-(-n // tile) * tile)
+    padded[:n] = x
+    per_tile = padded.reshape(-1, tile).sum(1)
+    want = [per_tile[p::partials].sum() for p in range(partials)]
+    np.testing.assert_allclose(got_partials, want, rtol=1e-5)
+    total = fl.full(1, np.nan, dtype=fl.f32).partition((1,))
+    ex.sum_tiles(total, part, 16)
+    np.testing.assert_allclose(total.unpartition().numpy(), [x.astype(np.float64).sum()], rtol=1e-5)
+
+
+def test_launch_kernels_fill_ones_and_add7() -> None:
+    n = 1000
+    z = fl.full(n, np.nan, dtype=fl.f32).partition((256,))
+    ex.fill_ones(z)
+    np.testing.assert_array_equal(z.unpartition().numpy(), np.ones(n, np.float32))
+    xs = [rng.standard_normal(n).astype(np.float32) for _ in range(7)]
+    z = fl.full(n, np.nan, dtype=fl.f32).partition((256,))
+    ex.add7(z, *(fl.asarray(x) for x in xs))
+    np.testing.assert_allclose(z.unpartition().numpy(), np.sum(xs, axis=0), rtol=1e-5, atol=1e-6)

@@ -137,3 +137,64 @@ def test_runtime_if_gpu_matches_sim() -> None:
     np.testing.assert_array_equal(gpu, sim)
     sign = np.where((np.arange(1000) // 128) % 2 == 0, 1.0, -1.0).astype(np.float32)
     np.testing.assert_array_equal(sim, x * sign)
+
+
+def _on(target: str, body):
+    fl.set_target(target)
+    try:
+        out = body()
+        fl.synchronize()
+        return out
+    finally:
+        fl.set_target(None)
+
+
+def test_saxpy_gpu_matches_sim() -> None:
+    x, y = (
+        rng.standard_normal(1000).astype(np.float32),
+        rng.standard_normal(1000).astype(np.float32),
+    )
+
+    def body():
+        op = fl.zeros(1000, dtype=fl.f32).partition((128,))
+        _ex().saxpy(op, 2.5, fl.asarray(x), fl.asarray(y))
+        return op.unpartition().numpy()
+
+    # tileiras may fuse the multiply and the add (one rounding instead of two).
+    np.testing.assert_allclose(_on("cuda", body), _on("sim", body), rtol=1e-6, atol=1e-6)
+
+
+def test_transpose_gpu_matches_sim() -> None:
+    x = rng.standard_normal((100, 68)).astype(np.float32)
+    gpu, sim = _both(_ex().transpose, (68, 100), fl.f32, (32, 16), [(x, fl.f32)])
+    np.testing.assert_array_equal(gpu, sim)
+    np.testing.assert_array_equal(sim, x.T)
+
+
+def test_sum_tiles_gpu_matches_sim() -> None:
+    """The two launches of the bench's sum: 70000 into 8 partials, then those into one."""
+    x = rng.random(70000, dtype=np.float32)
+
+    def body():
+        k = _ex().sum_tiles
+        pp = fl.zeros(8, dtype=fl.f32).partition((1,))
+        k(pp, fl.asarray(x), 1024)
+        partials = pp.unpartition()
+        total = fl.zeros(1, dtype=fl.f32).partition((1,))
+        k(total, partials, 16)
+        return partials.numpy(), total.unpartition().numpy()
+
+    (gp, gt), (sp, st) = _on("cuda", body), _on("sim", body)
+    # Both sum in f32, in different orders.
+    np.testing.assert_allclose(gp, sp, rtol=1e-5)
+    np.testing.assert_allclose(gt, st, rtol=1e-5)
+    np.testing.assert_allclose(gt, [x.astype(np.float64).sum()], rtol=1e-5)
+
+
+def test_launch_kernels_gpu_match_sim() -> None:
+    gpu, sim = _both(_ex().fill_ones, 1000, fl.f32, (128,), [])
+    np.testing.assert_array_equal(gpu, np.ones(1000, np.float32))
+    np.testing.assert_array_equal(sim, gpu)
+    xs = [(rng.standard_normal(1000).astype(np.float32), fl.f32) for _ in range(7)]
+    gpu, sim = _both(_ex().add7, 1000, fl.f32, (128,), xs)
+    np.testing.assert_allclose(gpu, sim, rtol=1e-6, atol=1e-6)

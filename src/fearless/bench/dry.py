@@ -49,10 +49,3 @@ def compile_simt(arch: str, *kernels: Any) -> None:
 
 def grid(n: int, block: int = 256) -> int:
     return max(1, (n + block - 1) // block)
-
-
-def no_tile_example(case: str, family: str, what: str, **params: Any) -> Record:
-    """The Tile column of a case the Tile examples do not cover, said as a skip."""
-    return skipped(
-        case, family, "fearless-tile", f"examples/tile_kernels.py has no {what}", **params
-    )

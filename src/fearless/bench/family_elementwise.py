@@ -1,7 +1,8 @@
 """Elementwise cases: vecadd (c = a + b) and saxpy (out = alpha * x + y), f32, bandwidth-bound.
 
 Bytes counted: each input read once and the output written once (12 bytes per element).
-The fearless kernels are `examples/simt_kernels.py`'s and the Tile example `vecadd`.
+The fearless kernels are `examples/simt_kernels.py`'s and the Tile examples `vecadd` and `saxpy`
+(1024-element tiles).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from .model import (
     TORCH,
     TRITON,
     Record,
-    Skip,
 )
 from .peers import Peers
 
@@ -44,13 +44,15 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     return out
 
 
-def _tile(ctx: Ctx, case: tile_track.TileCase, c: Any, inputs: list[Any]) -> Prepared:
+def _tile(
+    ctx: Ctx, case: tile_track.TileCase, c: Any, inputs: list[Any], scalars: tuple[Any, ...] = ()
+) -> Prepared:
     import fearless as fl
 
     ctx.peers.fearless_gpu()
     kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), case)
     part = fl.asarray(c).partition(tc.tile)
-    args = tile_track.bind(kernel, part, inputs, consts=tc.consts)
+    args = tile_track.bind(kernel, part, inputs, scalars, consts=tc.consts)
     return Prepared(lambda: kernel(*args), c, note=f"tile {tc.tile}")
 
 
@@ -127,9 +129,6 @@ def _saxpy(ctx: Ctx, n: int) -> list[Record]:
         out, prep = new(), k.prepare(dry.grid(n), 256)
         return Prepared(lambda: k(prep, ALPHA, x, y, out), out, note="prepared launch")
 
-    def tile() -> Prepared:
-        raise Skip("examples/tile_kernels.py has no saxpy kernel")
-
     def cuda_cpp() -> Prepared:
         out = new()
         args = [f32(ALPHA), ptr(x), ptr(y), ptr(out), i64(n)]
@@ -149,7 +148,7 @@ def _saxpy(ctx: Ctx, n: int) -> list[Record]:
 
     impls = [
         (FEARLESS_SIMT, simt),
-        (FEARLESS_TILE, tile),
+        (FEARLESS_TILE, lambda: _tile(ctx, tile_track.saxpy_case(), new(), [x, y], (ALPHA,))),
         (CUDA_CPP, cuda_cpp),
         (TRITON, triton),
         (CUTILE, cutile),
@@ -200,8 +199,17 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             k[dry.grid(n), 256](ALPHA, a, b, c)
             return _err(c, ALPHA * a.astype(np.float64) + b)
 
+        def tile_saxpy() -> float:
+            kernel, tc = tile_track.resolve(peers.tile_examples(), tile_track.saxpy_case())
+            c = fl.asarray(np.full(n, np.nan, np.float32))
+            part = c.partition(tc.tile)
+            args = tile_track.bind(kernel, part, [a, b], [ALPHA], consts=tc.consts)
+            tile_track.compile_for(kernel, args, peers.arch)
+            kernel(*args)
+            return _err(part.unpartition().numpy(), ALPHA * a.astype(np.float64) + b)
+
         out.append(dry_record("saxpy", FEARLESS_SIMT, simt_saxpy, n))
-        out.append(dry.no_tile_example("saxpy", FAMILY, "saxpy kernel", n=n, dtype="f32"))
+        out.append(dry_record("saxpy", FEARLESS_TILE, tile_saxpy, n))
     return out
 
 

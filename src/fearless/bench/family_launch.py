@@ -5,9 +5,11 @@ Each implementation launches a tiny kernel (1024 f32 elements, 4 blocks of 256) 
 call: `cuLaunchKernel` through cuda.bindings on fearless's own cubin with the parameters packed
 once (no checks at all). fearless's number is its prepared launch (`k(prep, ...)`), safety
 checks included: argument types, the launch contract, the borrow check. cuda.core's `launch`
-of the NVRTC twin, torch's smallest op of that arity, Triton's and cuTile's launchers, and
-the Tile example `vecadd` (3 arrays) are the peers. Before timing, each launch is run once and
-its output checked, so no peer is timed doing nothing.
+of the NVRTC twin, torch's smallest op of that arity, Triton's and cuTile's launchers are the
+peers. The Tile track's number is its plain call (`k(part, ...)`, checks included) of the
+examples `fill_ones` (1 array), `vecadd` (3) and `add7` (8), one 1024-element tile each, so one
+block; a Tile launch needs a Part, so it has no 0-array case. Before timing, each launch is run
+once and its output checked, so no peer is timed doing nothing.
 """
 
 from __future__ import annotations
@@ -105,12 +107,11 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
 
         from . import tile_track
 
-        if arity != 3:
-            raise Skip(f"examples/tile_kernels.py has no kernel with {arity} array arguments")
+        case = tile_track.launch_case(arity)  # 3 arrays: the vecadd case's cubin
         ctx.peers.fearless_gpu()
-        kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), tile_track.vecadd_case())
-        part = fl.asarray(arrays[2]).partition(tc.tile)  # the vecadd case's cubin
-        args = tile_track.bind(kernel, part, arrays[:2], consts=tc.consts)
+        kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), case)
+        part = fl.asarray(arrays[-1]).partition(tc.tile)
+        args = tile_track.bind(kernel, part, arrays[:-1], consts=tc.consts)
         return lambda: kernel(*args)
 
     impls: list[tuple[str, Callable[[], Launch]]] = [
@@ -134,6 +135,8 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
             rec.metric, rec.value = "us/launch", t.median
             if name == FEARLESS_SIMT:
                 rec.note = "prepared launch, safety checks included"
+            elif name == FEARLESS_TILE:
+                rec.note = "plain call, safety checks included"
         except Skip as exc:
             rec = skipped(case, FAMILY, name, str(exc), **params)
         except Exception as exc:
@@ -184,11 +187,19 @@ def raw_launcher(torch: Any, kernel: Any, arrays: list[Any], blocks: int) -> Lau
 
 
 def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
-    """Compile and simulate the SIMT launch kernels (the overhead itself needs a GPU)."""
+    """Compile and simulate the launch kernels (the overhead itself needs a GPU)."""
     import numpy as np
 
+    import fearless as fl
+
+    from . import tile_track
     from .check import rel_err_numpy
     from .dry import dry_record
+
+    def want(arrays: list[Any]) -> Any:
+        if len(arrays) == 1:
+            return np.ones(N)
+        return np.asarray(np.sum(arrays[:-1], axis=0, dtype=np.float64))
 
     out = []
     rng = np.random.default_rng(1)
@@ -206,12 +217,18 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
                 return 0.0
             arrays[-1][:] = np.nan
             k[dry.grid(N), 256](*arrays)
-            want = (
-                np.ones(N)
-                if arity == 1
-                else np.asarray(np.sum(arrays[:-1], axis=0, dtype=np.float64))
-            )
-            return rel_err_numpy(arrays[-1], want)
+            return rel_err_numpy(arrays[-1], want(arrays))
+
+        def tile(arity: int = arity) -> float:
+            kernel, tc = tile_track.resolve(peers.tile_examples(), tile_track.launch_case(arity))
+            arrays = [rng.standard_normal(N).astype(np.float32) for _ in range(arity)]
+            arrays[-1][:] = np.nan
+            part = fl.asarray(arrays[-1]).partition(tc.tile)
+            args = tile_track.bind(kernel, part, arrays[:-1], consts=tc.consts)
+            tile_track.compile_for(kernel, args, peers.arch)
+            kernel(*args)
+            return rel_err_numpy(part.unpartition().numpy(), want(arrays))
 
         out.append(dry_record(case, FAMILY, FEARLESS_SIMT, "f32", body, arrays=arity, n=N))
+        out.append(dry_record(case, FAMILY, FEARLESS_TILE, "f32", tile, arrays=arity, n=N))
     return out

@@ -4,9 +4,11 @@ fearless SIMT has no atomics and no shared memory yet, so its sum is `partial_su
 until one value is left: each thread adds a strided slice (coalesced across threads), and
 every pass shrinks the vector 256-fold (2^28 -> 2^20 -> 2^12 -> 2^4 -> 1: four launches).
 The CUDA C++ twin runs the same passes. Triton and cuTile Python use their standard two-stage
-form (1024 programs each reduce a strided set of blocks, then one program sums the partials);
-torch calls its own reduction kernel. Inputs are uniform in [0, 1) so the sum is well
-conditioned and the float32 check is meaningful.
+form (1024 programs each reduce a strided set of blocks, then one program sums the partials),
+and so does the Tile example: `sum_tiles` launched twice (x into 1024 partials in 4096-element
+tiles, then the partials into one value; tile_track.sum_cases). torch calls its own reduction
+kernel. Inputs are uniform in [0, 1) so the sum is well conditioned and the float32 check is
+meaningful.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from . import dry
+from . import dry, tile_track
 from .harness import Ctx, DeviceCase, Prepared, run_device_case
 from .kernels_cuda import i64, ptr
-from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TORCH, TRITON, Record, Skip
+from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TORCH, TRITON, Record
 from .peers import Peers
 
 FAMILY = "reduce"
@@ -38,6 +40,18 @@ def passes(n: int, fanin: int = FANIN) -> list[int]:
 
 def size(quick: bool) -> int:
     return 1 << (26 if quick else 28)
+
+
+def tile_launches(examples: Any, x: Any, partials: Any, out: Any) -> list[tuple[Any, Any]]:
+    """The Tile sum's two launches, (kernel, args) each: x into `partials`, then into `out`."""
+    import fearless as fl
+
+    steps = []
+    for case, dst, src in zip(tile_track.sum_cases(), (partials, out), (x, partials), strict=True):
+        kernel, tc = tile_track.resolve(examples, case)
+        part = fl.asarray(dst).partition(tc.tile)
+        steps.append((kernel, tile_track.bind(kernel, part, [src], consts=tc.consts)))
+    return steps
 
 
 def run(ctx: Ctx, selected: set[str]) -> list[Record]:
@@ -98,7 +112,16 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
         return Prepared(ctx.peers.cutile().sum_launch(x, out, part), out, note="two stages")
 
     def tile() -> Prepared:
-        raise Skip("examples/tile_kernels.py has no sum reduction kernel")
+        ctx.peers.fearless_gpu()
+        p = tile_track.SUM_PARTIALS
+        out, part = torch.empty(1, device="cuda"), torch.empty(p, device="cuda")
+        (k1, a1), (k2, a2) = tile_launches(ctx.peers.tile_examples(), x, part, out)
+
+        def go() -> None:
+            k1(*a1)
+            k2(*a2)
+
+        return Prepared(go, out, note=f"two stages, {p} partials")
 
     def eager() -> Prepared:
         return Prepared(lambda: torch.sum(x).reshape(1))
@@ -120,8 +143,12 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
     from . import kernels_simt as K
     from .check import rel_err_numpy
 
-    n = 70001  # three passes at FANIN 256, with ragged ends
+    # Three SIMT passes at FANIN 256 with ragged ends; 18 Tile tiles of 4096, the last partial,
+    # over 8 partials. Both extents divide by 4 like the GPU run's, so the Tile cubins compiled
+    # here are the GPU run's specialisations.
+    n, n_partials = 70000, 8
     x = np.random.default_rng(9).random(n, dtype=np.float32)
+    ref = np.array([x.astype(np.float64).sum()])
 
     def body() -> float:
         dry.compile_simt(peers.arch, K.partial_sum)
@@ -130,9 +157,17 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             dst = np.full(m, np.nan, np.float32)
             K.partial_sum[dry.grid(m), 256](src, dst)
             src = dst
-        return rel_err_numpy(src, np.array([x.astype(np.float64).sum()]))
+        return rel_err_numpy(src, ref)
+
+    def tile() -> float:
+        partials = np.full(n_partials, np.nan, np.float32)
+        total = np.full(1, np.nan, np.float32)
+        for kernel, args in tile_launches(peers.tile_examples(), x, partials, total):
+            tile_track.compile_for(kernel, args, peers.arch)
+            kernel(*args)
+        return rel_err_numpy(total, ref)
 
     return [
         dry.dry_record("sum", FAMILY, FEARLESS_SIMT, "f32", body, n=n, dtype="f32"),
-        dry.no_tile_example("sum", FAMILY, "sum reduction kernel", n=n, dtype="f32"),
+        dry.dry_record("sum", FAMILY, FEARLESS_TILE, "f32", tile, n=n, dtype="f32"),
     ]

@@ -38,6 +38,42 @@ def vecadd_case() -> TileCase:
     return TileCase("vecadd", (1024,), key="vecadd")
 
 
+def saxpy_case() -> TileCase:
+    return TileCase("saxpy", (1024,), key="saxpy")
+
+
+def transpose_case() -> TileCase:
+    """out (cols x rows) in 64 x 64 tiles, each the transpose of one of x's, as the peers do."""
+    return TileCase("transpose", (64, 64), key="transpose")
+
+
+SUM_TILE = 4096  # elements of x each first-pass block adds per step (the cuTile peer's tile)
+SUM_PARTIALS = 1024  # first-pass blocks, so partials (the Triton and cuTile peers' count)
+
+
+def sum_cases() -> tuple[TileCase, TileCase]:
+    """The two launches of `sum_tiles`: x into SUM_PARTIALS partials, then those into one.
+
+    Both partition their output into 1-element tiles (one block per partial); the second
+    loads the partials as one tile of SUM_PARTIALS."""
+    return (
+        TileCase("sum_tiles", (1,), {"TILE": SUM_TILE}, key="sum"),
+        TileCase("sum_tiles", (1,), {"TILE": SUM_PARTIALS}, key="sum_final"),
+    )
+
+
+def launch_case(arity: int) -> TileCase:
+    """The launch-overhead kernel with `arity` arrays: one 1024-element tile, one block.
+
+    3 arrays is the vecadd case itself (its cubin); a Tile launch needs a Part, so 0 has none."""
+    if arity == 3:
+        return vecadd_case()
+    names = {1: "fill_ones", 8: "add7"}
+    if arity not in names:
+        raise Skip(f"a Tile launch needs a Part, so no Tile kernel has {arity} array arguments")
+    return TileCase(names[arity], (1024,), key=names[arity])
+
+
 def row_case(kernel: str, cols: int, key: str) -> TileCase:
     """softmax / rms_norm / layer_norm: one block per row, the row in one power-of-two tile."""
     return TileCase(kernel, (1, next_pow2(cols)), key=key)
