@@ -88,10 +88,22 @@ def test_every_example_compiles_to_a_cubin(name: str) -> None:
     assert ct.bytecode.startswith(b"\x7fTileIR\x00")
 
 
-def test_vecadd_tileir_golden() -> None:
-    text = render_stage(ex.vecadd.ir_for(SIGNATURES["vecadd"]), "tileir")
-    golden = (GOLDEN / "tile_vecadd.tileir").read_text()
-    assert text == golden, "regenerate tests/golden/tile_vecadd.tileir if the change is intended"
+GOLDEN_EXAMPLES = ("vecadd", "softmax_bf16", "matmul_f16", "layer_norm")
+
+
+@pytest.mark.parametrize("name", GOLDEN_EXAMPLES)
+def test_tileir_golden(name: str) -> None:
+    """The tileirdisasm text of an example's bytecode, as committed under tests/golden.
+
+    After an intended change of the lowering, regenerate with
+    `FEARLESS_REGEN_GOLDEN=1 pytest tests/test_tile_compile.py -k golden` and read the diff."""
+    import os
+
+    text = render_stage(getattr(ex, name).ir_for(SIGNATURES[name]), "tileir")
+    path = GOLDEN / f"tile_{name}.tileir"
+    if os.environ.get("FEARLESS_REGEN_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"regenerate {path.name} if the change is intended"
 
 
 def test_vecadd_ir_text() -> None:
