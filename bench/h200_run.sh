@@ -5,7 +5,8 @@
 # Steps: tests (GPU tests), tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
-#        lc (fearless bench --cases launch compile: launch overhead and compile times).
+#        lc (fearless bench --cases launch compile: launch overhead and compile times),
+#        gsizes (bench/tile_bench.py's GEMM configurations at every suite size).
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
@@ -34,6 +35,8 @@ for step in "$@"; do
     simt)  python3 bench/simt_bench.py --out "$out" > "$out/simt.log" 2>&1; tail -5 "$out/simt.log" ;;
     suite) python3 -m fearless bench --out "$out/bench" 2>&1 | tail -60 ;;
     quick) python3 -m fearless bench --quick --out "$out/bench" 2>&1 | tail -60 ;;
+    gsizes) python3 bench/tile_bench.py --only gemm-sizes --out "$out/gsizes" 2>&1 \
+             | tee "$out/gsizes.log" | grep -v "^ " ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
   esac
 done
