@@ -259,6 +259,18 @@ def torch_dtype(dt: Any) -> DType | None:
     return _torch_dtypes.get(dt)
 
 
+def torch_dtype_of(dtype: DType) -> Any | None:
+    """The torch dtype whose DType is `dtype` (None: torch not loaded, or it has none)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    torch_dtype(torch.float32)  # fills the table
+    for tdt, d in _torch_dtypes.items():
+        if d is dtype:
+            return tdt
+    return None
+
+
 def _torch_info(t: Any, name: str) -> ArrayInfo:
     dtype = torch_dtype(t.dtype)
     if dtype is None:
@@ -334,12 +346,13 @@ def _extract_tensor(t: Any) -> Extracted | None:
 
 
 def _extract_torch(t: Any) -> Extracted | None:
+    # `is_cuda` first: get_device() is -1 on the CPU but 0 on other devices (MPS, XPU ...).
+    # torch's `is_contiguous()` is the C-contiguity of is_c_contiguous (extent-1 axes and
+    # empty tensors pass), read from a flag torch keeps, cheaper than a stride() call.
     shape = t.shape
-    if len(shape) != 1 or t.get_device() != DEVICE_ID:  # get_device() is -1 on the CPU
+    if len(shape) != 1 or not t.is_cuda or t.get_device() != DEVICE_ID or not t.is_contiguous():
         return None
     n = shape[0]
-    if n > 1 and t.stride(0) != 1:
-        return None
     dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)
     if dtype is None:
         return None
@@ -389,12 +402,9 @@ def _extract_tensor_2d(t: Any) -> Extracted2D | None:
 
 def _extract_torch_2d(t: Any) -> Extracted2D | None:
     shape = t.shape
-    if len(shape) != 2 or t.get_device() != DEVICE_ID:
+    if len(shape) != 2 or not t.is_cuda or t.get_device() != DEVICE_ID or not t.is_contiguous():
         return None
     rows, cols = shape
-    # C-contiguous: the stride of an axis of extent 1 does not matter (as is_c_contiguous).
-    if rows and cols and ((cols > 1 and t.stride(1) != 1) or (rows > 1 and t.stride(0) != cols)):
-        return None
     dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)
     if dtype is None:
         return None

@@ -18,7 +18,7 @@ from typing import Any
 from ..abi import CompiledKernel, ParamSpec
 from ..errors import KernelTypeError
 from . import driver
-from .arrays import describe
+from .arrays import describe, torch_dtype
 from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
 from .contract import (
     Dim3,
@@ -151,6 +151,13 @@ class GpuLaunchPlan:
             help=f"convert it first (e.g. `x.to(torch.{_torch_name(spec.dtype.name)})` or "
             f"`fl.asarray(x, dtype=fl.{spec.dtype.name})`)",
         )
+
+    def _torch_dtype_error(self, index: int, t: Any) -> KernelTypeError:
+        """A torch tensor whose dtype is not the parameter's (or has no fearless type)."""
+        have = torch_dtype(t.dtype)
+        if have is None:
+            return self._argument_error(index, t)  # describe names the unsupported type
+        return self._dtype_error(index, have)
 
     def _arity_error(self, args: Sequence[Any]) -> KernelTypeError:
         names = ", ".join(p.name for p in self.params)
