@@ -456,3 +456,94 @@ def test_gpu_torch_tensors_through_their_accessors(
         add(zp, strided, x)
     with pytest.raises(fl.KernelTypeError, match="holds f64"):
         add(zp, torch.zeros(64, 64, dtype=torch.float64).as_subclass(OnGpu0), x)
+
+
+@pytest.fixture
+def plain_torch_on_gpu0(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Plain CPU torch tensors (not a subclass) report cuda:0, as in
+    test_launch_overhead_paths.py; `_not_cuda = True` on one makes it MPS-like."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(
+        torch.Tensor, "is_cuda", property(lambda t: not getattr(t, "_not_cuda", False))
+    )
+    monkeypatch.setattr(torch.Tensor, "get_device", lambda t: 0)
+    monkeypatch.setattr(
+        torch.Tensor,
+        "device",
+        property(
+            lambda t: (
+                torch.device("mps", 0)
+                if getattr(t, "_not_cuda", False)
+                else torch.device("cuda", 0)
+            )
+        ),
+    )
+    return torch
+
+
+def test_gpu_plain_torch_tensors_are_read_inline(
+    fake_gpu: FakeCU, plain_torch_on_gpu0: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = plain_torch_on_gpu0
+    slow = _slow_calls(monkeypatch)
+    zp = _dev(0x100000, (64, 64)).partition((32, 32))
+    x, y = torch.zeros(64, 64), torch.ones(64, 64)
+    _launch(fake_gpu, add, zp, x, y)
+    key = add._warm.lookup((zp, x, y), "cuda")[1]  # type: ignore[union-attr]
+    assert key is not None and key[2] == (x.data_ptr() % 16, (64, 64))  # no strides in it
+    n = len(slow)
+    fake_gpu.sizes = [len(b) for b in _reference_params(add, (zp, y, x))]
+    add(zp, y, x)
+    assert len(slow) == n + 1  # the reference only: the launch itself was warm
+    assert fake_gpu.calls[-1]["params"] == _reference_params(add, (zp, y, x))
+    # contiguous with an odd stride on an extent-1 axis: torch's flag and `describe` agree
+    odd = torch.zeros(64, 1, 64).transpose(0, 1).reshape(64, 64)
+    _launch(fake_gpu, add, zp, odd, x)
+    launches = len(fake_gpu.calls)
+    with pytest.raises(fl.KernelTypeError, match="not contiguous"):
+        add(zp, torch.zeros(64, 128)[:, ::2], x)
+    with pytest.raises(fl.KernelTypeError, match="not contiguous"):
+        add(zp, torch.zeros(64, 64).t(), x)  # same shape, same pointer kind: strides differ
+    with pytest.raises(fl.KernelTypeError, match="holds f64"):
+        add(zp, torch.zeros(64, 64, dtype=torch.float64), x)
+    mps = torch.zeros(64, 64)
+    mps._not_cuda = True  # get_device() is 0, but it is not a CUDA tensor
+    with pytest.raises(fl.KernelTypeError):
+        add(zp, mps, x)
+    assert len(fake_gpu.calls) == launches  # nothing launched
+
+
+def test_gpu_borrow_check_with_many_torch_arrays(
+    fake_gpu: FakeCU, plain_torch_on_gpu0: Any
+) -> None:
+    """Eight arrays, as examples/tile_kernels.py's add7: every pair still checked when warm."""
+    torch = plain_torch_on_gpu0
+
+    @tile.kernel
+    def add7(
+        z: tile.Part[fl.f32],
+        a: tile.Tensor[fl.f32],
+        b: tile.Tensor[fl.f32],
+        c: tile.Tensor[fl.f32],
+        d: tile.Tensor[fl.f32],
+        e: tile.Tensor[fl.f32],
+        f: tile.Tensor[fl.f32],
+        g: tile.Tensor[fl.f32],
+    ):
+        s = tile.load_like(a, z) + tile.load_like(b, z) + tile.load_like(c, z)
+        s = s + tile.load_like(d, z) + tile.load_like(e, z) + tile.load_like(f, z)
+        z.store(s + tile.load_like(g, z))
+
+    out = torch.zeros(1024)
+    zp = _dev(out.data_ptr(), (1024,)).partition((1024,))
+    ins = [torch.zeros(1024) for _ in range(7)]
+    _launch(fake_gpu, add7, zp, *ins)
+    _launch(fake_gpu, add7, zp, *ins[::-1])  # warm
+    assert len(add7._warm.entries) == 1  # type: ignore[union-attr]
+    launches = len(fake_gpu.calls)
+    for i in range(7):
+        args = list(ins)
+        args[i] = out  # the output's own storage as an input: same key as a warm launch
+        with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
+            add7(zp, *args)
+    assert len(fake_gpu.calls) == launches

@@ -9,8 +9,11 @@ path reads on every call, in parameter order, into a dictionary key:
             side of the bus; key: pointer mod 16, shape, tile, grid
     Tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
             torch tensor on GPU 0 of the declared dtype, or anything `describe` accepts with the
-            declared dtype; key: pointer mod 16, shape (and a torch tensor's strides, whose
-            contiguity the slow path checked)
+            declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
+            and its contiguity checked on every call (`is_contiguous()`, torch's flag for
+            `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
+            `describe` reads it and its strides, whose contiguity the slow path checked, go
+            in the key
     Const   key: its type and value
     scalar  a bool, int or float; key: its type. The slow path's range check depends on the
             type alone except for an int passed to an integer parameter: that one is checked
@@ -35,7 +38,7 @@ from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
-from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype
+from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.tensor import Tensor
 from .compiler import ALIGN_BYTES, Signature, TileIR
@@ -173,10 +176,14 @@ def _part_reader(want: DType) -> Reader:
 
 
 def _tensor_reader(name: str, want: DType) -> Reader:
+    # torch.Tensor itself and the torch dtype of `want`, once torch is loaded (see `_torch_plain`)
+    torch_types: list[Any] = []
+
     def read(
         arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
     ) -> bool:
-        if type(arg) is Tensor:
+        tp = type(arg)
+        if tp is Tensor:
             if arg._moved is not None or arg._dtype is not want or arg._on_device != on_device:
                 return False
             ptr = arg._ptr
@@ -184,17 +191,50 @@ def _tensor_reader(name: str, want: DType) -> Reader:
             starts.append(ptr)
             payload.append(ptr if on_device else arg._array_info())
             return True
-        if on_device and _is_torch(type(arg)):
-            return _read_torch(arg, want, key, starts, payload)
+        if on_device:
+            plain = torch_types or _torch_plain(want, torch_types)
+            if tp is plain[0]:
+                # A plain torch.Tensor, inline: `describe`'s checks, its contiguity check as
+                # torch's own flag (is_contiguous() is `is_c_contiguous`, extent-1 axes and
+                # empty tensors included), so the key needs no strides.
+                if (
+                    not arg.is_cuda
+                    or arg.get_device() != DEVICE_ID
+                    or arg.dtype is not plain[1]
+                    or not arg.is_contiguous()
+                ):
+                    return False
+                ptr = arg.data_ptr()
+                key.append((ptr & _ALIGN_MASK, arg.shape))
+                starts.append(ptr)
+                payload.append(ptr)
+                return True
+            if _is_torch(tp):
+                return _read_torch(arg, want, key, starts, payload)
         return _read_described(arg, name, want, on_device, key, starts, payload)
 
     return read
+
+
+class _NoTorch:
+    """Stands for torch.Tensor while torch is not loaded: no argument has this type."""
+
+
+def _torch_plain(want: DType, found: list[Any]) -> list[Any]:
+    """[torch.Tensor, the torch dtype of `want`] into `found` once torch is loaded (until
+    then a list whose type matches nothing, not kept: torch may be imported later)."""
+    torch = sys.modules.get("torch")  # never imported here: a torch tensor means it is loaded
+    if torch is None:
+        return [_NoTorch, None]
+    found += [torch.Tensor, torch_dtype_of(want)]
+    return found
 
 
 _torch_types: dict[type, bool] = {}
 
 
 def _is_torch(tp: type) -> bool:
+    """A torch.Tensor subclass (their accessors may be overridden: read as `_read_torch` does)."""
     found = _torch_types.get(tp)
     if found is None:
         torch = sys.modules.get("torch")  # never imported here: a torch tensor means it is loaded
@@ -203,8 +243,8 @@ def _is_torch(tp: type) -> bool:
 
 
 def _read_torch(t: Any, want: DType, key: list[Any], starts: list[int], payload: list[Any]) -> bool:
-    """A torch tensor on the GPU, through its accessors (what `describe` reads, minus the
-    contiguity check: the strides are in the key instead)."""
+    """A torch tensor subclass on the GPU, through its accessors (what `describe` reads, minus
+    the contiguity check: the strides are in the key instead)."""
     if not t.is_cuda or t.get_device() != DEVICE_ID or torch_dtype(t.dtype) is not want:
         return False
     ptr = t.data_ptr()
