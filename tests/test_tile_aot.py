@@ -104,3 +104,21 @@ def test_fearless_compile_builds_the_declared_specialisations(
     zp = fl.empty(1 << 20, dtype=fl.f32).partition((1024,))
     sig, _ = mod.scale.signature_of((zp, x, 3.0), "sim")
     assert mod.scale.compile(sig, "sm_90").cubin[:4] == b"\x7fELF"
+
+
+def test_inspect_without_arguments_uses_the_first_declared_launch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # matmul_f16 has a Const (BK): without a declared launch there is nothing to inspect.
+    assert ex.matmul_f16.declared_specialisations()
+    text = ex.matmul_f16.inspect(stage="tileir")
+    assert "tile<128x64xf16>" in text and "mmaf" in text  # the declared 128x128 tiles, BK 64
+    assert cli_main(["inspect", f"{EXAMPLES / 'tile_kernels.py'}::matmul_f16", "--emit", "ir"]) == 0
+    assert "tile=(128, 128)" in capsys.readouterr().out
+
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], BK: tile.Const[int]):
+        z.store(tile.zeros(z.shape, fl.f32))
+
+    with pytest.raises(fl.CompileError, match="declare a launch with `k.specialise"):
+        k.inspect(stage="ir")

@@ -195,7 +195,8 @@ class Kernel:
             elif isinstance(ann, ConstAnnotation):
                 raise CompileError(
                     f"`{self.name}` has a Const parameter `{name}`: inspect it with arguments",
-                    help=f"`{self.name}.inspect(*args, stage=...)`",
+                    help=f"`{self.name}.inspect(*args, stage=...)`, or declare a launch with "
+                    f"`{self.name}.specialise(...)` (tile.Spec) and inspect that",
                 )
             else:
                 dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
@@ -332,11 +333,15 @@ class Kernel:
     # ------------------------------------------------------------------------ inspect
 
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
-        """The text of a stage, "ir" or "tileir", for these arguments (or the annotations)."""
+        """The text of a stage, "ir" or "tileir", for these arguments; without arguments, for
+        the first launch `specialise(...)` declared, else from the annotations alone."""
         from ..runtime.target import current_target
+        from .aot import signature_from_specs
 
         if args:
             signature, _ = self.signature_of(args, current_target())
+        elif self._declared:
+            signature = signature_from_specs(self, self._declared[0])
         else:
             signature = self.static_signature()
         return render_stage(self.ir_for(signature), stage, arch or "sm_90")
