@@ -120,5 +120,5 @@ def test_inspect_without_arguments_uses_the_first_declared_launch(
     def k(z: tile.Part[fl.f32], BK: tile.Const[int]):
         z.store(tile.zeros(z.shape, fl.f32))
 
-    with pytest.raises(fl.CompileError, match="declare a launch with `k.specialise"):
+    with pytest.raises(fl.CompileError, match=r"declare a launch with `k\.specialise"):
         k.inspect(stage="ir")
