@@ -59,50 +59,6 @@ GEMM_CONFIGS = [
 ]
 
 
-# The examples' row kernels with their loads kept off the TMA unit (`allow_tma=False`): a row
-# goes straight to registers, as TileGym's gather-based kernels do. Same math as the examples.
-import math  # noqa: E402
-
-import fearless as fl  # noqa: E402
-from fearless import tile  # noqa: E402
-
-
-@tile.kernel
-def softmax_bf16_ldg(out: tile.Part[fl.bf16], x: tile.Tensor[fl.bf16]):
-    rows = tile.load_like(x, out, padding=-math.inf, allow_tma=False).astype(fl.f32)
-    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
-    out.store((e * (1.0 / tile.sum(e, axis=1, keepdims=True))).astype(fl.bf16))
-
-
-@tile.kernel
-def rms_norm_ldg(
-    out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32
-):
-    _, BN = out.shape
-    n = x.shape[1].astype(fl.f32)
-    v = tile.load_like(x, out, allow_tma=False)
-    ms = tile.sum(v * v, axis=1, keepdims=True) / n
-    out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=False))
-
-
-@tile.kernel
-def layer_norm_ldg(
-    out: tile.Part[fl.f32],
-    x: tile.Tensor[fl.f32],
-    w: tile.Tensor[fl.f32],
-    b: tile.Tensor[fl.f32],
-    eps: fl.f32,
-):
-    _, BN = out.shape
-    n = x.shape[1]
-    v = tile.load_like(x, out, allow_tma=False)
-    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
-    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
-    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-    wb = tile.load(w, (0,), (BN,), allow_tma=False), tile.load(b, (0,), (BN,), allow_tma=False)
-    out.store(d * tile.rsqrt(var + eps) * wb[0] + wb[1])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
@@ -116,6 +72,7 @@ def main() -> int:
     import tile_kernels as tk
     import torch
 
+    import fearless as fl
     from fearless.bench.timing import FULL, DeviceTimer
 
     timer = DeviceTimer(torch, FULL)
@@ -200,7 +157,9 @@ def softmax_section(record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: 
     nbytes = 2 * 2 * m * m
     so = torch.empty_like(s)
     sp = fl.asarray(so).partition((1, m))
-    for label, base in (("tma", tk.softmax_bf16), ("ldg", softmax_bf16_ldg)):
+    # The example's kernel without its hints, loading rows through TMA or straight to registers.
+    bases = (("tma", tk.make_softmax(fl.bf16, tma=True)), ("ldg", tk.make_softmax(fl.bf16)))
+    for label, base in bases:
         for occ in SOFTMAX_OCCUPANCY:
             for warps in WORKER_WARPS:
                 ko = base.options(occupancy=occ, num_worker_warps=warps)
@@ -233,12 +192,12 @@ def norms_section(record: Any, rel: Any, peers: Any, torch: Any, fl: Any, tk: An
     fn = torch.nn.functional
     norms = {
         "rms_norm": (
-            (tk.rms_norm, rms_norm_ldg),
+            (tk.make_rms_norm(tma=True), tk.make_rms_norm()),
             [xn, w],
             fn.rms_norm(xn.double(), (cols,), w.double(), eps),
         ),
         "layer_norm": (
-            (tk.layer_norm, layer_norm_ldg),
+            (tk.make_layer_norm(tma=True), tk.make_layer_norm()),
             [xn, w, bias],
             fn.layer_norm(xn.double(), (cols,), w.double(), bias.double(), eps),
         ),

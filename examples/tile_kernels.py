@@ -21,16 +21,16 @@ def vecadd(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32])
     z.store(tile.load_like(x, z) + tile.load_like(y, z))
 
 
-def make_softmax(dt, **hints):
+def make_softmax(dt, tma=False, **hints):
     """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row).
 
-    The row goes straight to registers (`allow_tma=False`), and `hints` are tileiras's kernel
-    hints: on the H200 they matter more than anything else here (bench/tile_bench.py sweeps
-    them; results in bench/results/h200-2026-12-02-tile/)."""
+    The row goes straight to registers unless `tma`, and `hints` are tileiras's kernel hints:
+    on the H200 they matter more than anything else here (bench/tile_bench.py sweeps both;
+    results in bench/results/h200-2026-12-02-tile/)."""
 
     @tile.kernel(**hints)
     def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
-        rows = tile.load_like(x, out, padding=-math.inf, allow_tma=False).astype(fl.f32)
+        rows = tile.load_like(x, out, padding=-math.inf, allow_tma=tma).astype(fl.f32)
         # The hardware exp and one division per row: the per-element exact exp and division
         # would cost more than the memory traffic of a bf16 row.
         e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
@@ -63,32 +63,48 @@ matmul_f16 = make_matmul(fl.f16)
 matmul_bf16 = make_matmul(fl.bf16)
 
 
-# The norms, like softmax, load rows straight to registers; occupancy=8 suits rows of 1024 f32.
-@tile.kernel(occupancy=8)
-def rms_norm(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32):
-    _, BN = out.shape
-    n = x.shape[1].astype(fl.f32)
-    v = tile.load_like(x, out, allow_tma=False)
-    ms = tile.sum(v * v, axis=1, keepdims=True) / n
-    out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=False))
+def make_rms_norm(tma=False, **hints):
+    """x * rsqrt(mean(x^2) + eps) * w per row; rows (and w) loaded as `make_softmax` says."""
+
+    @tile.kernel(**hints)
+    def rms_norm(
+        out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32
+    ):
+        _, BN = out.shape
+        n = x.shape[1].astype(fl.f32)
+        v = tile.load_like(x, out, allow_tma=tma)
+        ms = tile.sum(v * v, axis=1, keepdims=True) / n
+        out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma))
+
+    return rms_norm
 
 
-@tile.kernel(occupancy=8)
-def layer_norm(
-    out: tile.Part[fl.f32],
-    x: tile.Tensor[fl.f32],
-    w: tile.Tensor[fl.f32],
-    b: tile.Tensor[fl.f32],
-    eps: fl.f32,
-):
-    _, BN = out.shape
-    n = x.shape[1]
-    v = tile.load_like(x, out, allow_tma=False)
-    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
-    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
-    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-    wt, bt = tile.load(w, (0,), (BN,), allow_tma=False), tile.load(b, (0,), (BN,), allow_tma=False)
-    out.store(d * tile.rsqrt(var + eps) * wt + bt)
+def make_layer_norm(tma=False, **hints):
+    """(x - mean) * rsqrt(var + eps) * w + b per row; loads as `make_softmax` says."""
+
+    @tile.kernel(**hints)
+    def layer_norm(
+        out: tile.Part[fl.f32],
+        x: tile.Tensor[fl.f32],
+        w: tile.Tensor[fl.f32],
+        b: tile.Tensor[fl.f32],
+        eps: fl.f32,
+    ):
+        _, BN = out.shape
+        n = x.shape[1]
+        v = tile.load_like(x, out, allow_tma=tma)
+        mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
+        d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
+        var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
+        wt, bt = tile.load(w, (0,), (BN,), allow_tma=tma), tile.load(b, (0,), (BN,), allow_tma=tma)
+        out.store(d * tile.rsqrt(var + eps) * wt + bt)
+
+    return layer_norm
+
+
+# Like softmax, the norms load rows straight to registers; occupancy=8 suits rows of 1024 f32.
+rms_norm = make_rms_norm(occupancy=8)
+layer_norm = make_layer_norm(occupancy=8)
 
 
 @tile.kernel
