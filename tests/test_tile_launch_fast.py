@@ -516,23 +516,11 @@ def test_gpu_plain_torch_tensors_are_read_inline(
 def test_gpu_borrow_check_with_many_torch_arrays(
     fake_gpu: FakeCU, plain_torch_on_gpu0: Any
 ) -> None:
-    """Eight arrays, as examples/tile_kernels.py's add7: every pair still checked when warm."""
-    torch = plain_torch_on_gpu0
+    """Eight arrays, examples/tile_kernels.py's add7: every pair still checked when warm."""
+    from test_tile_sim import ex
 
-    @tile.kernel
-    def add7(
-        z: tile.Part[fl.f32],
-        a: tile.Tensor[fl.f32],
-        b: tile.Tensor[fl.f32],
-        c: tile.Tensor[fl.f32],
-        d: tile.Tensor[fl.f32],
-        e: tile.Tensor[fl.f32],
-        f: tile.Tensor[fl.f32],
-        g: tile.Tensor[fl.f32],
-    ):
-        s = tile.load_like(a, z) + tile.load_like(b, z) + tile.load_like(c, z)
-        s = s + tile.load_like(d, z) + tile.load_like(e, z) + tile.load_like(f, z)
-        z.store(s + tile.load_like(g, z))
+    torch = plain_torch_on_gpu0
+    add7 = tile.kernel(ex.add7.func)  # a kernel of its own: no launches of other tests in it
 
     out = torch.zeros(1024)
     zp = _dev(out.data_ptr(), (1024,)).partition((1024,))
