@@ -11,7 +11,7 @@ and every Const's value; the kernel's ABI follows from it (`TileParam.abi`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,18 +67,21 @@ def _pow2_divisor(v: int, cap: int) -> int:
     return min(cap, v & -v)
 
 
+def element_strides(shape: Sequence[int]) -> list[int]:
+    """The strides in elements of a C-contiguous array, as the kernel ABI passes them."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return strides
+
+
 def array_align(ptr: int, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """`TileParam.align` of a C-contiguous array: (pointer, *extents, *strides[:-1])."""
     cap = max(1, ALIGN_BYTES // itemsize)
-    strides = []
-    acc = 1
-    for d in reversed(shape[1:]):
-        acc *= d
-        strides.append(acc)
     return (
         _pow2_divisor(ptr, ALIGN_BYTES),
         *(_pow2_divisor(d, cap) for d in shape),
-        *(_pow2_divisor(s, cap) for s in reversed(strides)),
+        *(_pow2_divisor(s, cap) for s in element_strides(shape)[:-1]),
     )
 
 

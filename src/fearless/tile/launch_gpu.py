@@ -25,7 +25,7 @@ from ..runtime import driver
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits
 from ..runtime.streams import Stream, stream_handle
-from .compiler import Signature
+from .compiler import Signature, element_strides
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -116,9 +116,7 @@ class ParamBlock:
                 dynamic.append(STRUCT_CODES[p.dtype.name])
                 continue
             shape = next(shapes_left)
-            strides = [1] * len(shape)
-            for i in range(len(shape) - 2, -1, -1):
-                strides[i] = strides[i + 1] * shape[i + 1]
+            strides = element_strides(shape)
             if any(d > _I32_MAX for d in (*shape, *strides)):
                 raise LaunchContractError(
                     f"`{p.name}` has an extent or stride above 2**31 - 1, which Tile kernels index with i32",
