@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from fearless import bf16, f16, f32
-from fearless.tile.compiler import TileParam, array_align, compile_cubin, render_stage
+from fearless.ir.tile_kernel import TileParam, array_align
+from fearless.tile.compiler import compile_cubin, render_stage
 from test_tile_sim import ex
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

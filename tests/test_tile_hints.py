@@ -9,7 +9,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.tile.compiler import TileHints, array_align
+from fearless.ir.tile_kernel import TileHints, array_align
 
 
 def _line(fn, marker: str) -> int:

@@ -18,11 +18,11 @@ import pytest
 
 import fearless as fl
 from fearless import tile
+from fearless.ir.tile_kernel import CompiledTile, array_align
 from fearless.runtime import driver, target
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
 from fearless.runtime.tensor import Tensor
 from fearless.tile import fastpath
-from fearless.tile.compiler import CompiledTile, array_align
 from fearless.tile.kernel import Kernel
 
 

@@ -17,20 +17,10 @@ from .errors import (
     SafetyError,
     ToolchainError,
 )
-from .runtime import (
-    Stream,
-    Tensor,
-    arange,
-    asarray,
-    cuda_status,
-    empty,
-    from_numpy,
-    full,
-    get_target,
-    set_target,
-    synchronize,
-    zeros,
-)
+from .runtime.device_errors import synchronize
+from .runtime.streams import Stream
+from .runtime.target import cuda_status, get_target, set_target
+from .runtime.tensor import Tensor, arange, asarray, empty, from_numpy, full, zeros
 
 __all__ = [
     "BorrowError",

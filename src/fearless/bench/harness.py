@@ -64,7 +64,7 @@ class Ctx:
     def sync(self) -> None:
         """Wait for the device, raising any pending fearless device error."""
         self.torch.cuda.synchronize()
-        from ..runtime import synchronize
+        from ..runtime.device_errors import synchronize
 
         synchronize()
 

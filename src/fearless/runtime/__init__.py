@@ -11,38 +11,6 @@
     launch.py         `GpuLaunchPlan`: one per compiled kernel, and its warm launch path
     location.py       the user's line for launch-time errors
 
-Importing this package imports neither cuda.bindings nor torch; the GPU is touched on first use.
+Importing this package imports nothing (its modules import each other by name, and the public
+names are re-exported by `fearless/__init__.py`); the GPU is touched on first use.
 """
-
-from __future__ import annotations
-
-from .arrays import ArrayInfo, as_dtype, describe
-from .borrow import check_borrows
-from .device_errors import ErrorPool, format_index_error, synchronize
-from .streams import Stream, stream_handle
-from .target import cuda_status, current_target, default_arch, get_target, set_target
-from .tensor import Tensor, arange, asarray, empty, from_numpy, full, zeros
-
-__all__ = [
-    "ArrayInfo",
-    "ErrorPool",
-    "Stream",
-    "Tensor",
-    "arange",
-    "as_dtype",
-    "asarray",
-    "check_borrows",
-    "cuda_status",
-    "current_target",
-    "default_arch",
-    "describe",
-    "empty",
-    "format_index_error",
-    "from_numpy",
-    "full",
-    "get_target",
-    "set_target",
-    "stream_handle",
-    "synchronize",
-    "zeros",
-]

@@ -136,10 +136,14 @@ def numpy_dtype(dt: np.dtype[Any]) -> DType:
 # ---------------------------------------------------------------------------------- describing
 
 
-def _describe_any(obj: Any, target: str, name: str, stream: int | None) -> ArrayInfo:
-    from .tensor import Tensor  # tensor.py builds on this module
+def _is_fl_tensor(tp: type) -> bool:
+    """Whether `tp` is `fl.Tensor` (or a subclass), known by its marker: tensor.py builds on
+    this module, so this module does not import it."""
+    return getattr(tp, "__fearless_tensor__", False) is True
 
-    if isinstance(obj, Tensor):
+
+def _describe_any(obj: Any, target: str, name: str, stream: int | None) -> ArrayInfo:
+    if _is_fl_tensor(type(obj)):
         return obj._array_info()
     if _is_torch_tensor(obj):
         return _torch_info(obj, name)
@@ -324,10 +328,8 @@ def launch_extractor(tp: type) -> Extractor | None:
         return _extractors[tp]
     except KeyError:
         pass
-    from .tensor import Tensor
-
     found: Extractor | None
-    if issubclass(tp, Tensor):
+    if _is_fl_tensor(tp):
         found = _extract_tensor
     elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
         found = _extract_torch
@@ -376,10 +378,8 @@ def launch_extractor_2d(tp: type) -> Extractor2D | None:
         return _extractors_2d[tp]
     except KeyError:
         pass
-    from .tensor import Tensor
-
     found: Extractor2D | None
-    if issubclass(tp, Tensor):
+    if _is_fl_tensor(tp):
         found = _extract_tensor_2d
     elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
         found = _extract_torch_2d

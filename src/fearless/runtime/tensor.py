@@ -22,6 +22,7 @@ from . import driver
 from .arrays import ArrayInfo, as_dtype, describe
 from .location import user_location
 from .params import bf16_bits
+from .partition import Partition, partition
 from .target import current_target
 
 Shape = int | Sequence[int]
@@ -32,6 +33,7 @@ _KDL_CPU, _KDL_CUDA = 1, 2
 class Tensor:
     """A dense, C-contiguous array on the current target. Create it with `fl.empty` and friends."""
 
+    __fearless_tensor__ = True  # what arrays.py recognises an fl.Tensor by
     __slots__ = (
         "__weakref__",
         "_dev1d",
@@ -156,14 +158,12 @@ class Tensor:
 
     # ---------------------------------------------------------------------------- moves
 
-    def partition(self, shape: int | Sequence[int]) -> Any:
+    def partition(self, shape: int | Sequence[int]) -> Partition[Tensor]:
         """Move this tensor into disjoint tiles of `shape` for Tile kernels (`tile.Part`).
 
         The handle is consumed: using it raises MovedError until `unpartition()` gives the
         tensor back. See `fearless.tile.Partition`.
         """
-        from ..tile.partition import partition
-
         return partition(self, shape)
 
     def _mark_moved(self, where: Location | None) -> None:

@@ -19,11 +19,11 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import InternalError
+from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
+from ..ir.tile_kernel import TileIR
+from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from ..runtime.arrays import ArrayInfo
-from ..tile import ops
-from ..tile.compiler import TileIR
-from ..tile.types import ArrayParamType, TileType, tile_type
 from . import numerics as nx
 
 # A tile's value while the simulator runs: an array, or a NumPy scalar where a reduction

@@ -4,15 +4,17 @@
     def add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
         z.store(tile.load_like(x, z) + tile.load_like(y, z))
 
-Modules: types.py (annotations, IR types), api.py (in-kernel functions), frontend.py and
-lower_api.py (Python -> tile IR), ops.py (the ops), passes.py, printer.py, compiler.py,
-lower_tileir.py (tile IR -> Tile IR bytecode), partition.py (host `Partition`), kernel.py
-(specialisation and launch), launch_gpu.py, aot.py (`Spec`: launches described without
-data, compiled ahead of time); the simulator is sim/tile.py.
+Modules: types.py (annotations), api.py (in-kernel functions), frontend.py, control.py and
+lower_api.py (Python -> tile IR), passes.py, compiler.py (the stages), kernel.py
+(specialisation and launch), fastpath.py (warm launches), launch_gpu.py, aot.py (`Spec`:
+launches described without data, compiled ahead of time). The tile IR itself is in
+ir/tile_*.py, its bytecode lowering in backends/tileir_lower.py, the simulator in sim/tile.py
+and the host `Partition` in runtime/partition.py.
 """
 
 from __future__ import annotations
 
+from ..runtime.partition import Partition
 from .aot import PartSpec, Spec
 from .api import (
     abs_,
@@ -50,7 +52,6 @@ from .api import (
     zeros,
 )
 from .kernel import Kernel, kernel
-from .partition import Partition
 from .types import Const, Part, Tensor
 
 abs = abs_

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
+from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileParam, array_align
+from ..ir.tile_types import is_pow2
 from ..runtime.location import user_location
-from .compiler import ALIGN_BYTES, Signature, TileParam, array_align
-from .types import ConstAnnotation, PartAnnotation, TensorAnnotation, is_pow2
+from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
 if TYPE_CHECKING:
     from .kernel import Kernel

@@ -25,9 +25,9 @@ from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.lower import assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
+from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
-from . import ops
-from .types import TileType, tile_type
+from ..ir.tile_types import TileType, tile_type
 
 if TYPE_CHECKING:
     from .frontend import TileLowerer

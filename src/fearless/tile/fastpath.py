@@ -38,11 +38,11 @@ from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
+from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileIR
 from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
+from ..runtime.partition import Partition
 from ..runtime.tensor import Tensor
-from .compiler import ALIGN_BYTES, Signature, TileIR
-from .partition import Partition
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
 # `array_align` caps a pointer's divisor at ALIGN_BYTES, a power of two: ptr & this decides it.

@@ -24,11 +24,12 @@ from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.source import FunctionSource
 from ..frontend.values import PY_BINOPS, PY_CMPS, SYMBOL, PyObj, Undefined, Weak
+from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
-from . import control, ops
+from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
+from . import control
 from .api import KERNEL_FUNCTIONS
 from .control import unsupported
-from .types import ArrayParamType, TileType, is_pow2, tile_type
 
 Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
 

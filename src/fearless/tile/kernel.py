@@ -19,23 +19,14 @@ from ..abi import ParamSpec
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source
+from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
+from ..runtime.partition import Partition
 from ..runtime.target import current_target
-from .compiler import (
-    CompiledTile,
-    Signature,
-    TileHints,
-    TileIR,
-    TileParam,
-    array_align,
-    build_ir,
-    compile_cubin,
-    render_stage,
-)
+from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
-from .partition import Partition
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
 

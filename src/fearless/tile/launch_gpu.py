@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import LaunchContractError
+from ..ir.tile_kernel import Signature, element_strides
 from ..runtime import driver
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits
 from ..runtime.streams import Stream, stream_handle
-from .compiler import Signature, element_strides
 
 if TYPE_CHECKING:
     from .kernel import Kernel

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.values import PyObj, Weak
+from ..ir import tile_ops as ops
 from ..ir.core import Value
-from . import ops
-from .types import ArrayParamType, TileType, tile_type
+from ..ir.tile_types import ArrayParamType, TileType, tile_type
 
 if TYPE_CHECKING:
     from .frontend import Operand, TileLowerer

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from .. import config
 from ..errors import InternalError
+from ..ir import tile_ops as ops
 from ..ir.core import Block, Effect, Function, Value
-from . import ops
-from .types import ArrayParamType, TileType
+from ..ir.tile_types import ArrayParamType, TileType
 
 
 def verify(fn: Function) -> None:

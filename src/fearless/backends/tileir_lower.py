@@ -19,13 +19,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..backends import tileir
 from ..dtypes import DType
 from ..errors import CompileError
+from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
-from . import ops
-from .compiler import TileIR
-from .types import ArrayParamType, TileType, array_type, tile_type
+from ..ir.tile_kernel import TileIR
+from ..ir.tile_types import ArrayParamType, TileType, array_type, tile_type
+from . import tileir
 
 _SIMPLE = {
     "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",

@@ -14,8 +14,8 @@ tile.kernel @add(%z: Part[f32, tile=(128,)], %x: Tensor[f32, 1d]) {
 
 from __future__ import annotations
 
-from ..ir.core import Block, Function, Op, Value
-from . import ops
+from . import tile_ops as ops
+from .core import Block, Function, Op, Value
 
 
 class _Names:

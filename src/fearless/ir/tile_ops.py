@@ -19,8 +19,8 @@ from typing import Any
 
 from ..dtypes import DType, bool_, i32
 from ..errors import Location
-from ..ir.core import Block, Effect, Op, Value
-from .types import ArrayParamType, TileType, tile_type
+from .core import Block, Effect, Op, Value
+from .tile_types import ArrayParamType, TileType, tile_type
 
 
 class Constant(Op):

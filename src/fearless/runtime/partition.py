@@ -10,22 +10,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import CompileError, KernelTypeError, Location, MovedError
-from ..runtime.location import user_location
-from .types import is_pow2
-
-if TYPE_CHECKING:
-    from ..runtime.tensor import Tensor
+from ..ir.tile_types import is_pow2
+from .location import user_location
 
 
-class Partition:
+class Movable(Protocol):
+    """What a partition needs of the tensor it moves (`fl.Tensor` is one; tensor.py builds on
+    this module, so this module names the protocol instead of the class)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def dtype(self) -> Any: ...
+    def _check_live(self) -> None: ...
+    def _mark_moved(self, where: Location | None) -> None: ...
+    def _unmove(self) -> None: ...
+
+
+_T = TypeVar("_T", bound=Movable)
+
+
+class Partition(Generic[_T]):
     """A tensor split into tiles of `tile` shape; the owner of its memory until unpartitioned."""
 
     __slots__ = ("_given_back", "_moved_at", "grid", "tensor", "tile")
 
-    def __init__(self, tensor: Tensor, tile: tuple[int, ...], moved_at: Location | None) -> None:
+    def __init__(self, tensor: _T, tile: tuple[int, ...], moved_at: Location | None) -> None:
         self.tensor = tensor
         self.tile = tile
         self.grid = tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True))
@@ -50,7 +65,7 @@ class Partition:
                 help="partition the tensor again for another launch",
             )
 
-    def unpartition(self) -> Tensor:
+    def unpartition(self) -> _T:
         """End the partition and give the tensor back (the only live handle to it)."""
         self.check_live()
         self._given_back = user_location() or Location("<unknown>", 0, 0)
@@ -62,7 +77,7 @@ class Partition:
         return f"<Partition {self.tensor.shape} into tiles {self.tile}, grid {self.grid}{state}>"
 
 
-def partition(tensor: Tensor, shape: int | Sequence[int]) -> Partition:
+def partition(tensor: _T, shape: int | Sequence[int]) -> Partition[_T]:
     """Move `tensor` into a Partition of tiles of `shape` (powers of two, one per dimension)."""
     tensor._check_live()
     loc = user_location()
