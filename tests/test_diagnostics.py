@@ -11,7 +11,7 @@ import pytest
 
 import fearless as fl
 from fearless import simt
-from fearless.simt.crash import InternalCompilerError
+from fearless.crash import InternalCompilerError
 
 
 @simt.kernel
@@ -71,4 +71,4 @@ def test_traceback_env_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(fl.SafetyError) as info:
         writes_slice.inspect(stage="ir")
     frames = traceback.extract_tb(info.value.__traceback__)
-    assert any("/fearless/frontend/" in f.filename for f in frames)
+    assert any("/fearless/simt/access.py" in f.filename for f in frames)

@@ -105,3 +105,23 @@ def load_source(func: Callable[..., Any]) -> FunctionSource:
         col_offset=indent,
         closure=closure,
     )
+
+
+def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
+    """Parameter annotations as objects (string annotations evaluated in the function's module)."""
+    out: dict[str, Any] = {}
+    for name, p in inspect.signature(func).parameters.items():
+        ann = p.annotation
+        if ann is inspect.Parameter.empty:
+            continue
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, func.__globals__)
+            except Exception as exc:
+                src = load_source(func)
+                arg = next(a for a in src.tree.args.args if a.arg == name)
+                raise CompileError(
+                    f"cannot resolve the annotation `{ann}`: {exc}", src.loc(arg), code="E0599"
+                ) from None
+        out[name] = ann
+    return out

@@ -78,7 +78,7 @@ class GpuLaunchPlan:
     `plan.launch(grid, block, args, stream=None)` checks and launches `ck` with `args` (one per
     parameter, in order) on `stream`: None (the legacy default stream), an fl.Stream, a
     torch/CuPy stream, an object with `__cuda_stream__`, or a handle. It is generated for the
-    kernel's signature (specialise.py); `plan.launcher_source` shows it.
+    kernel's signature (below); `plan.launcher_source` shows it.
     """
 
     launch: Callable[..., None]

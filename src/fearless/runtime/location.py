@@ -33,7 +33,7 @@ def user_location() -> Location | None:
 
 
 def _inside_fearless(filename: str) -> bool:
-    if filename.startswith("<fearless"):  # generated code (specialise.py's launchers)
+    if filename.startswith("<fearless"):  # generated code (launch.py's generated launchers)
         return True
     try:
         path = Path(filename).resolve()

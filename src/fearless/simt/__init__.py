@@ -7,8 +7,8 @@ def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[f
         c[i] = a[i] + b[i]
 """
 
-from .api import DeviceFunction, Kernel, PreparedLaunch, device, kernel
-from .types import DisjointSlice, Slice, thread
+from .api import Kernel, PreparedLaunch, device, kernel
+from .types import DeviceFunction, DisjointSlice, Slice, thread
 
 __all__ = [
     "DeviceFunction",

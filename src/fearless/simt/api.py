@@ -8,97 +8,21 @@ LLVM -> PTX -> cubin. The compiled form is kept per target in memory, and on dis
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect as pyinspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import config
 from ..abi import CompiledKernel, LaunchContract
-from ..errors import CompileError, FearlessError, LaunchContractError
-from ..frontend.source import FunctionSource, load_source
+from ..crash import user_facing
+from ..errors import FearlessError, LaunchContractError
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
 from ..runtime.target import current_target
-from .compiler import CompiledIR, compile_for_cuda, compile_ir, render_stage
-from .crash import internal_error
+from .compiler import CompiledIR, KernelSpec, compile_for_cuda, compile_ir, render_stage
 from .launcher import Launcher, make_launcher
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def user_facing(method: F) -> F:
-    """Raise fearless errors without the compiler's frames (FEARLESS_TRACEBACK=1 keeps them).
-
-    The diagnostic already names the user's line; frames inside fearless would only bury it.
-    Other exceptions are bugs in fearless: they become an InternalCompilerError that says so
-    and points at a reproducer file.
-    """
-
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except FearlessError as exc:
-            if config.show_internal_frames():
-                raise
-            raise exc.with_traceback(None) from None
-        except Exception as exc:
-            if config.show_internal_frames():
-                raise
-            raise internal_error(method, args, exc) from exc
-
-    return wrapper  # type: ignore[return-value]
-
-
-class DeviceFunction:
-    """A helper callable from kernels (`@simt.device`); inlined at each call site."""
-
-    def __init__(self, func: Callable[..., Any]) -> None:
-        self.func = func
-        self.name: str = func.__name__
-        self._src: FunctionSource | None = None
-        self.__doc__ = func.__doc__
-        self.__wrapped__ = func
-
-    def source(self) -> FunctionSource:
-        if self._src is None:
-            self._src = load_source(self.func)
-        return self._src
-
-    def annotations(self) -> dict[str, Any]:
-        return resolve_annotations(self.func)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise FearlessError(
-            f"device function `{self.name}` can only be called from a kernel",
-            help="call it inside a @simt.kernel, or call the undecorated function on the host",
-        )
-
-    def __repr__(self) -> str:
-        return f"<simt.device {self.name}>"
-
-
-def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
-    """Parameter annotations as objects (string annotations evaluated in the function's module)."""
-    out: dict[str, Any] = {}
-    for name, p in pyinspect.signature(func).parameters.items():
-        ann = p.annotation
-        if ann is pyinspect.Parameter.empty:
-            continue
-        if isinstance(ann, str):
-            try:
-                ann = eval(ann, func.__globals__)
-            except Exception as exc:
-                src = load_source(func)
-                arg = next(a for a in src.tree.args.args if a.arg == name)
-                raise CompileError(
-                    f"cannot resolve the annotation `{ann}`: {exc}", src.loc(arg), code="E0599"
-                ) from None
-        out[name] = ann
-    return out
+from .types import DeviceFunction
 
 
 @dataclass(frozen=True)
@@ -160,6 +84,7 @@ class Kernel:
             raise LaunchContractError(
                 "launch_bounds must be a positive thread count", help="e.g. `launch_bounds=256`"
             )
+        self.spec = KernelSpec(func, self.contract, self.requires, unsafe)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
         self._ir: CompiledIR | None = None
@@ -175,9 +100,7 @@ class Kernel:
     def compiled_ir(self) -> CompiledIR:
         """The kernel's IR after the SIMT passes (compiled once)."""
         if self._ir is None:
-            self._ir = compile_ir(
-                self.func, self.contract, unsafe=self.unsafe, requires_text=self.requires
-            )
+            self._ir = compile_ir(self.spec)
         return self._ir
 
     @user_facing
@@ -188,7 +111,7 @@ class Kernel:
         arch = arch or default_arch()
         ck = self._compiled.get(arch)
         if ck is None:
-            ck = compile_for_cuda(self, arch)
+            ck = compile_for_cuda(self.spec, self.compiled_ir, arch)
             self._compiled[arch] = ck
         return ck
 
@@ -203,7 +126,7 @@ class Kernel:
         target = current_target()
         launcher = self._launchers.get(target)
         if launcher is None:
-            launcher = make_launcher(self, target)
+            launcher = make_launcher(target, self.name, self.compiled_ir, self.compile)
             self._launchers[target] = launcher
         facts = _target_facts()  # current_target() may have probed the GPU just now
         self._last_launcher = (*facts, launcher)
@@ -282,7 +205,7 @@ class Kernel:
     @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
-        return render_stage(self, stage, arch)
+        return render_stage(self.spec, self.compiled_ir, stage, arch)
 
     def __repr__(self) -> str:
         return f"<simt.kernel {self.name}{' (unsafe)' if self.unsafe else ''}>"

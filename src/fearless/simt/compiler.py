@@ -14,22 +14,35 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import __version__, cache, config
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..dtypes import DType
 from ..errors import FearlessError, ToolchainError
-from ..frontend.kernel import build_kernel_ir
-from ..frontend.source import FunctionSource, load_source
+from ..frontend.source import FunctionSource, load_source, resolve_annotations
 from ..ir.core import Function
 from ..ir.printer import print_function
+from .frontend import build_kernel_ir
 from .passes.options import PassOptions
 from .pipeline import run_pipeline
 from .requires import parse_requires
+from .types import DeviceFunction
 
-if TYPE_CHECKING:
-    from .api import Kernel
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What the compiler is told about a kernel: its function and its options (plain data;
+    the user-facing `Kernel` of api.py holds one and never reaches the compiler itself)."""
+
+    func: Callable[..., Any]
+    contract: LaunchContract
+    requires: tuple[str, ...] = ()
+    unsafe: bool = False
+
+    @property
+    def name(self) -> str:
+        return str(self.func.__name__)
 
 
 @dataclass
@@ -58,15 +71,8 @@ class CompiledIR:
         )
 
 
-def compile_ir(
-    func: Callable[..., Any],
-    contract: LaunchContract,
-    *,
-    unsafe: bool,
-    requires_text: tuple[str, ...] = (),
-) -> CompiledIR:
-    from .api import resolve_annotations
-
+def compile_ir(spec: KernelSpec) -> CompiledIR:
+    func, contract, unsafe, requires_text = spec.func, spec.contract, spec.unsafe, spec.requires
     src = load_source(func)
     hints = resolve_annotations(func)
     kir = build_kernel_ir(src, hints, unsafe=unsafe)
@@ -159,7 +165,7 @@ def compiler_digest() -> str:
     return h.hexdigest()
 
 
-def cache_key(kernel: Kernel, arch: str) -> str:
+def cache_key(kernel: KernelSpec, arch: str) -> str:
     """sha256 of the kernel's source, the globals it resolves, its options and the versions."""
     import llvmlite
 
@@ -179,8 +185,6 @@ def cache_key(kernel: Kernel, arch: str) -> str:
                     add_global(node.id, obj)
 
     def add_global(name: str, obj: Any) -> None:
-        from .api import DeviceFunction
-
         if isinstance(obj, DeviceFunction):
             add_function(obj.func)
         elif isinstance(obj, bool | int | float | str | DType):
@@ -206,12 +210,16 @@ def cache_key(kernel: Kernel, arch: str) -> str:
     return h.hexdigest()
 
 
-def compile_for_cuda(kernel: Kernel, arch: str) -> CompiledKernel:
+def compile_for_cuda(
+    kernel: KernelSpec, compiled_ir: Callable[[], CompiledIR], arch: str
+) -> CompiledKernel:
+    """PTX (and cubin) for `arch`, from the disk cache when this kernel was built before;
+    `compiled_ir` runs the frontend only on a miss."""
     key = cache_key(kernel, arch)
     hit = cache.load(key)
     if isinstance(hit, CompiledKernel):
         return hit
-    ir = kernel.compiled_ir()
+    ir = compiled_ir()
     from ..backends import llvm as backend
 
     entry = _entry_name(ir.fn.name)
@@ -258,10 +266,12 @@ def _entry_name(name: str) -> str:
     return f"fearless_{name}"
 
 
-def render_stage(kernel: Kernel, stage: str, arch: str | None) -> str:
+def render_stage(
+    kernel: KernelSpec, compiled_ir: Callable[[], CompiledIR], stage: str, arch: str | None
+) -> str:
     stage = stage.lower()
     if stage == "ir":
-        return render_ir(kernel.compiled_ir())
+        return render_ir(compiled_ir())
     if stage not in ("llvm", "ptx", "sass"):
         raise FearlessError(
             f"unknown stage `{stage}` for a SIMT kernel",
@@ -270,13 +280,13 @@ def render_stage(kernel: Kernel, stage: str, arch: str | None) -> str:
     from ..runtime.target import default_arch
 
     arch = arch or default_arch()
-    ck = compile_for_cuda(kernel, arch)
+    ck = compile_for_cuda(kernel, compiled_ir, arch)
     if stage == "llvm":
         if "llvm" in ck.stages:
             return ck.stages["llvm"]
         from ..backends import llvm as backend
 
-        ir = kernel.compiled_ir()
+        ir = compiled_ir()
         return str(backend.lower_function(ir.fn, ir.params, ir.contract, ck.entry))
     if stage == "ptx":
         return ck.ptx

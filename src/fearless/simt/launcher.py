@@ -7,12 +7,13 @@ device bounds failures as the same `KernelIndexError`; only where the threads ru
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from ..abi import CompiledKernel
 from ..runtime.contract import Dim3
-
-if TYPE_CHECKING:
-    from .api import Kernel
+from ..runtime.launch import GpuLaunchPlan
+from ..sim.launch import SimLauncher
+from .compiler import CompiledIR
 
 
 class Launcher(Protocol):
@@ -24,10 +25,8 @@ class Launcher(Protocol):
 class CudaLauncher:
     """The GPU launcher: `runtime.launch.GpuLaunchPlan` does the checks and the launch."""
 
-    def __init__(self, kernel: Kernel) -> None:
-        from ..runtime.launch import GpuLaunchPlan
-
-        self.plan = GpuLaunchPlan(kernel.compile())
+    def __init__(self, ck: CompiledKernel) -> None:
+        self.plan = GpuLaunchPlan(ck)
         # The plan's generated launcher itself, so a launch costs no extra call.
         self.launch: Callable[[Any, Any, Sequence[Any], Any], None] = self.plan.launch
 
@@ -35,9 +34,15 @@ class CudaLauncher:
         self.plan.check_dims(grid, block)
 
 
-def make_launcher(kernel: Kernel, target: str) -> Launcher:
+def make_launcher(
+    target: str,
+    name: str,
+    compiled_ir: Callable[[], CompiledIR],
+    compile: Callable[[], CompiledKernel],
+) -> Launcher:
+    """The launcher for `target`: the simulator runs the IR, the GPU the compiled kernel."""
     if target == "sim":
-        from ..sim.launch import SimLauncher
-
-        return SimLauncher(kernel)
-    return CudaLauncher(kernel)
+        ir = compiled_ir()
+        fast = (ir.fast.fn, ir.fast.assumes) if ir.fast is not None else None
+        return SimLauncher(name, ir.fn, ir.params, ir.contract, ir.ck_for_sim(), fast)
+    return CudaLauncher(compile())

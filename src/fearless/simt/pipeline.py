@@ -8,7 +8,7 @@
                   bounds_elim, which reasons about single checks
   dce             drops ops whose results are unused (e.g. the `len` of removed checks)
 
-The witness rules are enforced while lowering (frontend/access.py), so nothing unsafe
+The witness rules are enforced while lowering (simt/access.py), so nothing unsafe
 reaches this pipeline. Under FEARLESS_VERIFY=1 the verifier runs after every pass.
 """
 

@@ -9,10 +9,13 @@ error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..dtypes import DType
+from ..errors import FearlessError
+from ..frontend.source import FunctionSource, load_source, resolve_annotations
 
 
 @dataclass(frozen=True)
@@ -68,3 +71,31 @@ class _Thread:
 
 
 thread = _Thread()
+
+
+class DeviceFunction:
+    """A helper callable from kernels (`@simt.device`); inlined at each call site."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        self.name: str = func.__name__
+        self._src: FunctionSource | None = None
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def source(self) -> FunctionSource:
+        if self._src is None:
+            self._src = load_source(self.func)
+        return self._src
+
+    def annotations(self) -> dict[str, Any]:
+        return resolve_annotations(self.func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise FearlessError(
+            f"device function `{self.name}` can only be called from a kernel",
+            help="call it inside a @simt.kernel, or call the undecorated function on the host",
+        )
+
+    def __repr__(self) -> str:
+        return f"<simt.device {self.name}>"

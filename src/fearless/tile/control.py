@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location
-from ..frontend.lower import assigned_names
+from ..frontend.core import assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value

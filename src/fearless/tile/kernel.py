@@ -18,7 +18,7 @@ from .. import dtypes
 from ..abi import ParamSpec
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, LaunchContractError
-from ..frontend.source import FunctionSource, load_source
+from ..frontend.source import FunctionSource, load_source, resolve_annotations
 from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.borrow import check_borrows
@@ -59,8 +59,6 @@ class Kernel:
 
     def annotations(self) -> list[tuple[str, Any]]:
         if self._annotations is None:
-            from ..simt.api import resolve_annotations
-
             hints = resolve_annotations(self.func)
             src = self.source()
             out = []

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
+from ..frontend.values import Operand, Weak, is_thread_index, is_thread_index_2d
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
-from .values import Operand, Weak, is_thread_index, is_thread_index_2d
 
 if TYPE_CHECKING:
     from .lower import FunctionLowerer

@@ -2,19 +2,24 @@
 
 The reproducer records the kernel's source, the exception with its traceback, and the
 versions, under the cache directory, so that a bug report carries everything needed.
+
+`user_facing` wraps the public entry points of both tracks: fearless errors lose the compiler's
+frames, anything else becomes an InternalCompilerError with a reproducer.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import platform
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from .. import __version__, config
-from ..errors import FearlessError
+from . import __version__, config
+from .errors import FearlessError
 
 
 class InternalCompilerError(FearlessError):
@@ -57,3 +62,30 @@ def internal_error(method: Any, args: tuple[Any, ...], exc: BaseException) -> In
         f"internal compiler error: {type(exc).__name__}: {exc}",
         help=f"this is a bug in fearless, not in your kernel; please report it ({where})",
     )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_facing(method: F) -> F:
+    """Raise fearless errors without the compiler's frames (FEARLESS_TRACEBACK=1 keeps them).
+
+    The diagnostic already names the user's line; frames inside fearless would only bury it.
+    Other exceptions are bugs in fearless: they become an InternalCompilerError that says so
+    and points at a reproducer file.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except FearlessError as exc:
+            if config.show_internal_frames():
+                raise
+            raise exc.with_traceback(None) from None
+        except Exception as exc:
+            if config.show_internal_frames():
+                raise
+            raise internal_error(method, args, exc) from exc
+
+    return wrapper  # type: ignore[return-value]

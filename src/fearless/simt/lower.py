@@ -20,6 +20,9 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.core import assigned_names
+from ..frontend.source import FunctionSource
+from ..frontend.values import Emitter, Operand, PyObj, Undefined, Weak, value_type
 from ..ir import ops
 from ..ir.core import (
     ArrayType,
@@ -31,8 +34,6 @@ from ..ir.core import (
     Type,
     Value,
 )
-from .source import FunctionSource
-from .values import Emitter, Operand, PyObj, Undefined, Weak, value_type
 
 Env = dict[str, Operand]
 Token = tuple[Any, ...]
@@ -111,16 +112,6 @@ def unsupported(what: str, loc: Location, help: str | None = None) -> CompileErr
     return CompileError(
         f"{what} is not supported in kernels", loc, label="not supported", help=help
     )
-
-
-def assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names a statement list may assign (loop-carried candidates), in source order."""
-    out: dict[str, None] = {}
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                out[node.id] = None
-    return list(out)
 
 
 class FunctionLowerer:

@@ -15,11 +15,11 @@ from .. import dtypes
 from ..abi import ParamSpec
 from ..dtypes import DType
 from ..errors import CompileError
+from ..frontend.source import FunctionSource
+from ..frontend.values import Emitter, Operand
 from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type
 from .lower import Context, FunctionLowerer
-from .source import FunctionSource
-from .values import Emitter, Operand
 
 
 @dataclass
@@ -38,7 +38,7 @@ class KernelIR:
 def resolve_param(
     src: FunctionSource, arg: ast.arg, hints: dict[str, Any]
 ) -> tuple[Type, ParamSpec]:
-    from ..simt.types import ArrayAnnotation
+    from .types import ArrayAnnotation
 
     ann = hints.get(arg.arg)
     loc = src.loc(arg)

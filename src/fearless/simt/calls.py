@@ -15,9 +15,9 @@ from .. import dtypes
 from .. import math as flmath
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
-from .values import Operand, PyObj, Weak
 
 if TYPE_CHECKING:
     from .lower import FunctionLowerer
@@ -34,7 +34,7 @@ PY_MATH: dict[Any, str] = {
 
 
 def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
-    from ..simt.types import thread
+    from .types import thread
 
     loc = lw.loc(node)
     callee = lw.expr(node.func)
@@ -42,7 +42,7 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
     if not isinstance(callee, PyObj):
         raise CompileError(f"`{fname}` is not callable", loc, code="E0605")
     obj = callee.obj
-    from ..simt.api import DeviceFunction
+    from .types import DeviceFunction
 
     if isinstance(obj, DeviceFunction):
         if node.keywords:
@@ -207,8 +207,8 @@ def resolve_annotation(lw: FunctionLowerer, node: ast.expr) -> DType:
 
 def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
     """Lower a call of a `@simt.device` function by inlining its body here."""
-    from ..simt.types import ArrayAnnotation
     from .lower import FunctionLowerer
+    from .types import ArrayAnnotation
 
     ctx = lw.ctx
     if dev in ctx.call_stack:
