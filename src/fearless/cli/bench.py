@@ -14,18 +14,17 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 DEFAULT_OUT = Path("bench/results")
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "bench",
-        help="run the benchmark suite on the GPU (JSON, Markdown table, PNG plot); "
-        "--dry-run compiles and simulates every case with no GPU",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = (
+    "run the benchmark suite on the GPU (JSON, Markdown table, PNG plot); "
+    "--dry-run compiles and simulates every case with no GPU"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         type=Path,
@@ -51,7 +50,6 @@ def add_parser(subparsers: Any) -> None:
         help="no GPU: compile every fearless case and check it on the simulator",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,7 +28,9 @@ one name or passed on; `a, _, b = s.partition(":")` is a string split), and only
 that made them. Exceptions are approximated; a scope too large to walk is skipped.
 
 The pipeline: check_kernels.py (what is a kernel, which parameters are outputs) ->
-check_flow.py (the flow-sensitive walk of each scope) -> check_report.py (the diagnostics).
+check_flow.py (the flow-sensitive walk of each scope, over paths) -> check_report.py (the
+diagnostics). The walk uses check_effects.py (what one statement or expression does on one
+path, and what it records) and check_values.py (what a name may refer to).
 Exit status: 0 no errors, 1 errors found, 2 a file could not be read or parsed.
 """
 
@@ -41,7 +43,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import Diagnostic, Location
 from .check_flow import analyse
@@ -52,14 +53,11 @@ IGNORE = re.compile(r"#\s*fearless:\s*ignore\b(?:\[([A-Z0-9, ]+)\])?")
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "check",
-        help="find aliased launches (E0502) and uses of moved tensors (E0382) without running",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = "find aliased launches (E0502) and uses of moved tensors (E0382) without running"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", type=Path, metavar="FILE", help="files or folders")
-    parser.set_defaults(handler=run)
 
 
 @dataclass

@@ -16,7 +16,8 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import Diagnostic, Location
-from .check_flow import LaunchObs, MoveSite, UseObs
+from .check_effects import LaunchObs, UseObs
+from .check_values import MoveSite
 
 
 @dataclass

@@ -26,15 +26,12 @@ from .inspect import UsageError, load_module
 ARCHES = ("sm_80", "sm_90", "sm_90a")
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "compile",
-        help="compile the kernels of files ahead of time into the cache (no GPU needed)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = "compile the kernels of files ahead of time into the cache (no GPU needed)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", metavar="FILE", nargs="+", type=Path)
     parser.add_argument("--arch", choices=ARCHES, default="sm_90", help="default: sm_90")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

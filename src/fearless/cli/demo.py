@@ -52,13 +52,13 @@ class DemoFailed(Exception):
     """A step ran but did not do what it should (wrong result, unsafe launch accepted)."""
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="compile and run the SIMT and Tile demo kernels on the GPU (else the simulator), "
-        "check them against NumPy, show the unsafe launches fearless rejects",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = (
+    "compile and run the SIMT and Tile demo kernels on the GPU (else the simulator), "
+    "check them against NumPy, show the unsafe launches fearless rejects"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--size",
         type=int,
@@ -66,7 +66,6 @@ def add_parser(subparsers: Any) -> None:
         help="elements per array (default: 2^24 on the GPU, 2^20 on the simulator); the "
         f"Tile softmax runs on SIZE // {TILE} rows of {TILE}",
     )
-    parser.set_defaults(handler=run)
 
 
 def _fmt_time(seconds: float) -> str:

@@ -102,6 +102,7 @@ def check_libdevice() -> Check:
 
 
 def check_ptxas() -> Check:
+    fix = "pip install nvidia-cuda-nvcc"
     path = toolchain.find_ptxas()
     if path is None:
         return Check(
@@ -109,11 +110,11 @@ def check_ptxas() -> Check:
             "warn",
             "not found: the driver still compiles PTX, but `--emit sass` and ahead-of-time "
             "compiles need ptxas",
-            "pip install nvidia-cuda-nvcc",
+            fix,
         )
     version = toolchain.tool_version(path)
     if version is None:
-        return Check("ptxas", "warn", f"{path} does not run", "pip install nvidia-cuda-nvcc")
+        return Check("ptxas", "warn", f"{path} does not run", fix)
     return Check("ptxas", "ok", f"{version}  {path}")
 
 
@@ -323,13 +324,7 @@ def summary(checks: list[Check]) -> str:
     return f"{text}: fearless is ready."
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "doctor",
-        help="check the toolchain, driver and GPU; print the fix for anything missing",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
-    parser.set_defaults(handler=run)
+HELP = "check the toolchain, driver and GPU; print the fix for anything missing"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,6 @@ import argparse
 import re
 import sys
 from importlib import resources
-from typing import Any
 
 from ..errors import CODES
 
@@ -23,16 +22,13 @@ _HEADING = re.compile(r"^## (E\d{4}):", re.MULTILINE)
 _CODE = re.compile(r"[Ee]?(\d{1,4})")
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "explain",
-        help="explain an error code (e.g. E0502): the rule, an example and its fix",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = "explain an error code (e.g. E0502): the rule, an example and its fix"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "code", nargs="?", help="the code from `error[E0502]` (E0502, e0502 and 0502 all work)"
     )
-    parser.set_defaults(handler=run)
 
 
 def reference_text() -> str:

@@ -27,17 +27,14 @@ class UsageError(Exception):
     """A mistake on the command line; printed as one line, exit status 2."""
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "inspect",
-        help="print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir (Tile)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = "print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir (Tile)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="FILE::KERNEL", help="e.g. examples/vecadd.py::vecadd")
     parser.add_argument(
         "--emit", choices=STAGES, default="ir", help="the stage to print (default: ir)"
     )
-    parser.set_defaults(handler=run)
 
 
 def split_target(target: str) -> tuple[Path, str]:

@@ -1,7 +1,8 @@
 """Entry point of the `fearless` command (also `python -m fearless`): parses, then dispatches.
 
-Each subcommand is a module of this package with `add_parser(subparsers)`, which registers its
-arguments and sets `handler`, and `run(args) -> int`, which returns the exit status.
+Each subcommand is a module of this package, named as the command, with `HELP` (its line in
+`fearless --help`), `add_arguments(parser)` where it takes any, and `run(args) -> int`, which
+returns the exit status; the first line of its docstring is its description (`fearless X -h`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fearless {fearless_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
-        command.add_parser(subparsers)
+        doc = command.__doc__
+        sub = subparsers.add_parser(
+            command.__name__.rsplit(".", 1)[-1],
+            help=command.HELP,
+            description=doc.splitlines()[0] if doc else None,
+        )
+        if hasattr(command, "add_arguments"):
+            command.add_arguments(sub)
+        sub.set_defaults(handler=command.run)
     return parser
 
 

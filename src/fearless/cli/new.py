@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 KERNELS = '''"""Kernels of {name}: one per fearless track."""
 
@@ -120,14 +119,11 @@ diagnostics; `fearless explain E0502` explains an error code.
 """
 
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "new",
-        help="scaffold a project: one kernel per track, a test and a README",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+HELP = "scaffold a project: one kernel per track, a test and a README"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the project folder to create")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,21 +14,16 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from .. import config
 from ..errors import FearlessError
 
+HELP = "run a Python script; fearless errors print as diagnostics, not tracebacks"
 
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="run a Python script; fearless errors print as diagnostics, not tracebacks",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
-    parser.set_defaults(handler=run)
 
 
 def _frames_from(tb: TracebackType | None, script: Path) -> TracebackType | None:
