@@ -10,7 +10,6 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.cli.main import main as cli_main
-from fearless.tile.aot import signature_from_specs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -30,12 +29,12 @@ def test_specs_give_the_signature_a_launch_with_such_arrays_computes() -> None:
         tile.Spec((k, n), fl.f16),
         32,
     )
-    assert signature_from_specs(ex.matmul_f16, specs) == real
+    assert ex.matmul_f16.signature_of_specs(specs) == real
     # Extents that divide the same way give the same specialisation: one cubin serves both.
     other = (tile.Spec((8, 16), fl.f16).partition((64, 64)), tile.Spec((8, 8), fl.f16),
              tile.Spec((8, 16), fl.f16), 32)  # fmt: skip
-    assert signature_from_specs(ex.matmul_f16, other) != real
-    assert signature_from_specs(ex.rms_norm, (
+    assert ex.matmul_f16.signature_of_specs(other) != real
+    assert ex.rms_norm.signature_of_specs((
         tile.Spec((21, 100), fl.f32).partition((4, 128)), tile.Spec((21, 100), fl.f32),
         tile.Spec((100,), fl.f32), fl.f32)) == ex.rms_norm.signature_of((
             fl.zeros((21, 100), dtype=fl.f32).partition((4, 128)), fl.zeros((21, 100), dtype=fl.f32),
@@ -54,7 +53,7 @@ def test_specs_give_the_signature_a_launch_with_such_arrays_computes() -> None:
 )  # fmt: skip
 def test_specs_that_do_not_fit_the_kernel_are_refused(specs: tuple, message: str) -> None:
     with pytest.raises(fl.KernelTypeError, match=message):
-        signature_from_specs(ex.vecadd, specs)
+        ex.vecadd.signature_of_specs(specs)
 
 
 def test_spec_partition_needs_power_of_two_tiles_of_its_rank() -> None:

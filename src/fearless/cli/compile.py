@@ -79,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _compile_tile(where: str, kernel: Any, arch: str) -> tuple[int, int]:
     """Compile a Tile kernel's declared specialisations: (compiled, failed)."""
-    from ..tile.aot import signature_from_specs
-
     declared = kernel.declared_specialisations()
     if not declared:
         print(
@@ -92,7 +90,7 @@ def _compile_tile(where: str, kernel: Any, arch: str) -> tuple[int, int]:
     for specs in declared:
         start = time.perf_counter()
         try:
-            kernel.compile(signature_from_specs(kernel, specs), arch)
+            kernel.compile(kernel.signature_of_specs(specs), arch)
         except FearlessError as exc:
             print(str(exc))
             failed += 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
@@ -28,9 +28,6 @@ from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileParam, array_align
 from ..ir.tile_types import is_pow2
 from ..runtime.location import user_location
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
 
 
 @dataclass(frozen=True)
@@ -74,49 +71,52 @@ class PartSpec:
     tile: tuple[int, ...]
 
 
-def signature_from_specs(kernel: Kernel, args: Sequence[Any]) -> Signature:
-    """The specialisation a launch with arguments like `args` would compile."""
-    anns = kernel.annotations()
+def signature_from_specs(
+    name: str, anns: Sequence[tuple[str, Any]], args: Sequence[Any]
+) -> Signature:
+    """The specialisation a launch of kernel `name` (parameters `anns`: name, annotation) with
+    arguments like `args` would compile."""
+    kernel = name
     if len(args) != len(anns):
         raise KernelTypeError(
-            f"`{kernel.name}` takes {len(anns)} argument(s) but {len(args)} specs were given",
+            f"`{kernel}` takes {len(anns)} argument(s) but {len(args)} specs were given",
             user_location(),
             code="E0061",
         )
     params: list[TileParam] = []
-    for (name, ann), arg in zip(anns, args, strict=True):
+    for (pname, ann), arg in zip(anns, args, strict=True):
         if isinstance(ann, PartAnnotation):
             if not isinstance(arg, PartSpec):
-                raise _kind_error(kernel, name, "tile.Spec(shape, dtype).partition(tile)", arg)
-            _check_dtype(name, arg.array.dtype, ann.dtype)
+                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype).partition(tile)", arg)
+            _check_dtype(pname, arg.array.dtype, ann.dtype)
             a = arg.array
             params.append(
-                TileParam(name, "part", ann.dtype, len(a.shape), arg.tile, align=a.align_facts())
+                TileParam(pname, "part", ann.dtype, len(a.shape), arg.tile, align=a.align_facts())
             )
         elif isinstance(ann, TensorAnnotation):
             if not isinstance(arg, Spec):
-                raise _kind_error(kernel, name, "tile.Spec(shape, dtype)", arg)
-            _check_dtype(name, arg.dtype, ann.dtype)
+                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype)", arg)
+            _check_dtype(pname, arg.dtype, ann.dtype)
             params.append(
-                TileParam(name, "tensor", ann.dtype, len(arg.shape), align=arg.align_facts())
+                TileParam(pname, "tensor", ann.dtype, len(arg.shape), align=arg.align_facts())
             )
         elif isinstance(ann, ConstAnnotation):
             if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
-                raise _kind_error(kernel, name, f"a {ann.pytype.__name__} value", arg)
-            params.append(TileParam(name, "const", None, value=arg))
+                raise _kind_error(kernel, pname, f"a {ann.pytype.__name__} value", arg)
+            params.append(TileParam(pname, "const", None, value=arg))
         else:
             dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
             assert dt is not None  # annotations() accepted only dtypes and int/float/bool
             ok = arg is dt or (isinstance(arg, bool | int | float) and dtypes.literal_fits(arg, dt))
             if not ok:
-                raise _kind_error(kernel, name, f"a {dt.name} value or `fl.{dt.name}`", arg)
-            params.append(TileParam(name, "scalar", dt))
+                raise _kind_error(kernel, pname, f"a {dt.name} value or `fl.{dt.name}`", arg)
+            params.append(TileParam(pname, "scalar", dt))
     return tuple(params)
 
 
-def _kind_error(kernel: Kernel, name: str, want: str, got: Any) -> KernelTypeError:
+def _kind_error(kernel: str, name: str, want: str, got: Any) -> KernelTypeError:
     return KernelTypeError(
-        f"`{kernel.name}`'s parameter `{name}` is specialised by {want}, got {got!r}",
+        f"`{kernel}`'s parameter `{name}` is specialised by {want}, got {got!r}",
         user_location(),
         code="E0701",
     )

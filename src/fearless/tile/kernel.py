@@ -11,7 +11,7 @@ whose arguments read the same cheap facts reuse what it prepared (fastpath.py).
 from __future__ import annotations
 
 import inspect as pyinspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from .. import dtypes
@@ -25,8 +25,11 @@ from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
 from ..runtime.target import current_target
+from .aot import signature_from_specs
 from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
+from .launch_gpu import dynamic_values
+from .launch_gpu import prepare as prepare_gpu
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
 
@@ -221,11 +224,13 @@ class Kernel:
         `tile.Spec(shape, dtype).partition(tile)` for a Part, `tile.Spec(shape, dtype)` for a
         Tensor, a value or a dtype for a scalar, the value for a Const (tile/aot.py). The specs
         are checked against the parameters now; returns the kernel, so calls can chain."""
-        from .aot import signature_from_specs
-
-        signature_from_specs(self, specs)
+        self.signature_of_specs(specs)
         self._declared.append(tuple(specs))
         return self
+
+    def signature_of_specs(self, specs: Sequence[Any]) -> Signature:
+        """The specialisation a launch with arguments like `specs` (tile/aot.py) compiles."""
+        return signature_from_specs(self.name, self.annotations(), specs)
 
     def declared_specialisations(self) -> list[tuple[Any, ...]]:
         """The launches `specialise(...)` declared, in order."""
@@ -267,12 +272,10 @@ class Kernel:
                 run_kernel(ir, grid, payload)
 
             return Prepared(signature, ir, grid, nbytes, run_sim), values
-        from . import launch_gpu
-
-        gpu = launch_gpu.prepare(self, signature, grid, [info.shape for info in infos])
-        return Prepared(signature, ir, grid, nbytes, gpu), launch_gpu.dynamic_values(
-            signature, values
-        )
+        ct = self.compile(signature)
+        shapes = [info.shape for info in infos]
+        gpu = prepare_gpu(ct, self._gpu, self.hints.num_ctas, grid, shapes)
+        return Prepared(signature, ir, grid, nbytes, gpu), dynamic_values(signature, values)
 
     def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
         raise LaunchContractError(
@@ -324,13 +327,10 @@ class Kernel:
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a stage, "ir" or "tileir", for these arguments; without arguments, for
         the first launch `specialise(...)` declared, else from the annotations alone."""
-        from ..runtime.target import current_target
-        from .aot import signature_from_specs
-
         if args:
             signature, _ = self.signature_of(args, current_target())
         elif self._declared:
-            signature = signature_from_specs(self, self._declared[0])
+            signature = self.signature_of_specs(self._declared[0])
         else:
             signature = self.static_signature()
         return render_stage(self.ir_for(signature), stage, arch or "sm_90")

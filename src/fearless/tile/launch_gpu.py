@@ -17,18 +17,15 @@ import ctypes
 import struct
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import LaunchContractError
-from ..ir.tile_kernel import Signature, element_strides
+from ..ir.tile_kernel import CompiledTile, Signature, element_strides
 from ..runtime import driver
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits
 from ..runtime.streams import Stream, stream_handle
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
 
 _I32_MAX = 2**31 - 1
 
@@ -47,32 +44,37 @@ def _cluster_dims(function: Any) -> tuple[int, int, int]:
     )
 
 
+Loaded = dict[tuple[Signature, str], tuple[Any, tuple[int, int, int]]]
+
+
 def prepare(
-    kernel: Kernel,
-    signature: Signature,
+    ct: CompiledTile,
+    loaded_kernels: Loaded,
+    num_ctas: int | None,
     grid: tuple[int, int, int],
     shapes: Sequence[tuple[int, ...]],
 ) -> GpuLaunch:
-    """Compile and load `signature` (once per arch), check its cluster shape against `grid`
-    and lay out its parameters for arrays of `shapes` (one per array parameter, in order)."""
-    ct = kernel.compile(signature)
+    """Load `ct` (once per signature and arch: `loaded_kernels` is the kernel's), check its
+    cluster shape against `grid` and lay out its parameters for arrays of `shapes` (one per
+    array parameter, in order)."""
+    signature = ct.signature
     key = (signature, ct.arch)
-    entry = kernel._gpu.get(key)
+    entry = loaded_kernels.get(key)
     if entry is None:
         ck = CompiledKernel(ct.name, ct.name, (), (), LaunchContract(), ct.arch, cubin=ct.cubin)
         loaded = driver.load_kernel(ck)
-        entry = kernel._gpu[key] = (loaded, _cluster_dims(loaded.function))
+        entry = loaded_kernels[key] = (loaded, _cluster_dims(loaded.function))
     loaded, cluster = entry
     if any(c > 1 and g % c for g, c in zip(grid, cluster, strict=True)):
         raise LaunchContractError(
-            f"`{kernel.name}` runs in clusters of {cluster[0]}x{cluster[1]}x{cluster[2]} blocks "
-            f"(num_ctas={kernel.hints.num_ctas}), which do not divide its grid "
+            f"`{ct.name}` runs in clusters of {cluster[0]}x{cluster[1]}x{cluster[2]} blocks "
+            f"(num_ctas={num_ctas}), which do not divide its grid "
             f"{grid[0]}x{grid[1]}x{grid[2]}",
             user_location(),
             help="choose tile shapes that give a grid divisible by the cluster, or a smaller "
             "`num_ctas` (`kernel.options(num_ctas=1)`)",
         )
-    return GpuLaunch(kernel.name, loaded.function, grid, ParamBlock(signature, shapes))
+    return GpuLaunch(ct.name, loaded.function, grid, ParamBlock(signature, shapes))
 
 
 def dynamic_values(signature: Signature, values: Sequence[Any]) -> list[Any]:
