@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, cache, config
+from .. import __version__
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
+from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
 from ..errors import FearlessError, ToolchainError
 from ..frontend.source import FunctionSource, load_source, resolve_annotations
@@ -86,7 +87,7 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     if not unsafe and count_checks(kir.fn):
         ir.fast = fast_variant(src, hints, kir.params, declared, count_checks(kir.fn))
-    _dump("ir", src.name, render_ir(ir))
+    dump("ir", lambda: {f"{src.name}.ir": render_ir(ir)})
     return ir
 
 
@@ -215,51 +216,66 @@ def compile_for_cuda(
 ) -> CompiledKernel:
     """PTX (and cubin) for `arch`, from the disk cache when this kernel was built before;
     `compiled_ir` runs the frontend only on a miss."""
-    key = cache_key(kernel, arch)
-    hit = cache.load(key)
-    if isinstance(hit, CompiledKernel):
-        return hit
-    ir = compiled_ir()
+    return compile_cached(
+        cache_key(kernel, arch), CompiledKernel, lambda: _build_cuda(compiled_ir(), arch)
+    )
+
+
+def cuda_stages(ir: CompiledIR, variants: list[Any], arch: str) -> list[Stage]:
+    """The SIMT backend for CUDA: LLVM IR (every variant in one module) -> PTX -> cubin."""
+    from ..backends import llvm as backend
+
+    def link(ptx: str) -> bytes | None:
+        try:
+            from ..runtime.driver import ptx_to_cubin
+
+            return ptx_to_cubin(ptx, arch)
+        except (FearlessError, ImportError, OSError):
+            return None  # the driver JIT compiles the PTX at load instead
+
+    return [
+        Stage(
+            "llvm",
+            lambda _: backend.lower_variants(variants, ir.params, ir.contract),
+            lambda name, module: {f"{name}.ll": str(module)},
+        ),
+        Stage(
+            "ptx",
+            lambda module: backend.compile_ptx(module, arch),
+            lambda name, ptx: {f"{name}.ptx": ptx},
+        ),
+        Stage("cubin", link),
+    ]
+
+
+def _build_cuda(ir: CompiledIR, arch: str) -> CompiledKernel:
     from ..backends import llvm as backend
 
     entry = _entry_name(ir.fn.name)
     coarse = f"{entry}_x{backend.COARSEN}" if backend.coarsenable(ir.fn) else None
-    variants = [(ir.fn, entry, coarse)]
+    variants: list[Any] = [(ir.fn, entry, coarse)]
     fast = fast_coarse = None
     if ir.fast is not None:
         fast = f"{entry}_fast"
         fast_coarse = f"{fast}_x{backend.COARSEN}" if coarse else None
         variants.append((ir.fast.fn, fast, fast_coarse))
-    module = backend.lower_variants(variants, ir.params, ir.contract)
-    llvm_text = str(module)
-    _dump("llvm", ir.fn.name, llvm_text)
-    ptx = backend.compile_ptx(module, arch)
-    _dump("ptx", ir.fn.name, ptx)
-    cubin = None
-    try:
-        from ..runtime.driver import ptx_to_cubin
-
-        cubin = ptx_to_cubin(ptx, arch)
-    except (FearlessError, ImportError, OSError):
-        cubin = None  # the driver JIT compiles the PTX at load instead
-    ck = CompiledKernel(
+    out = run_stages(cuda_stages(ir, variants, arch), ir, ir.fn.name)
+    return CompiledKernel(
         name=ir.fn.name,
         entry=entry,
         params=ir.params,
         sites=ir.sites,
         contract=ir.contract,
         arch=arch,
-        ptx=ptx,
-        cubin=cubin,
-        stages={"llvm": llvm_text},
+        ptx=out["ptx"],
+        cubin=out["cubin"],
+        stages={"llvm": str(out["llvm"])},
         coarse_entry=coarse,
         coarsen=backend.COARSEN if coarse else 1,
         fast_entry=fast,
         fast_coarse_entry=fast_coarse,
         fast_assumes=ir.fast.assumes if ir.fast is not None else (),
     )
-    cache.store(key, ck)
-    return ck
 
 
 def _entry_name(name: str) -> str:
@@ -298,12 +314,3 @@ def render_stage(
             help="run on a machine with a CUDA driver, or install ptxas",
         )
     return disassemble(ck.cubin)
-
-
-def _dump(stage: str, name: str, text: str) -> None:
-    if stage not in config.dump_stages():
-        return
-    out = config.dump_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    suffix = {"ir": "ir", "llvm": "ll", "ptx": "ptx"}.get(stage, stage)
-    (out / f"{name}.{suffix}").write_text(text)

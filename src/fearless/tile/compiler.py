@@ -11,10 +11,10 @@ and every Const's value; the kernel's ABI follows from it (`TileParam.abi`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import Any
 
-from .. import __version__, cache, config
+from .. import __version__
+from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
 from ..frontend.values import Weak
@@ -47,7 +47,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
     run_pipeline(fn)
     ir = TileIR(fn, signature, src.text, hints or TileHints())
-    _dump("ir", fn.name, print_function(fn))
+    dump("ir", lambda: {f"{fn.name}.tile.ir": print_function(fn)})
     return ir
 
 
@@ -74,19 +74,27 @@ def cache_key(ir: TileIR, arch: str) -> str:
 
 def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
     """Bytecode and cubin for `arch`, from the disk cache when the same kernel was built before."""
-    key = cache_key(ir, arch)
-    hit = cache.load(key)
-    if isinstance(hit, CompiledTile):
-        return hit
+
+    def build() -> CompiledTile:
+        out = run_stages(tileir_stages(arch), ir, ir.name)
+        return CompiledTile(ir.name, arch, ir.signature, out["tileir"], out["cubin"])
+
+    return compile_cached(cache_key(ir, arch), CompiledTile, build)
+
+
+def tileir_stages(arch: str) -> list[Stage]:
+    """The Tile backend: tile IR -> Tile IR bytecode (NVIDIA's encoders) -> cubin (tileiras)."""
     from ..backends import tileir
     from ..backends.tileir_lower import lower_to_bytecode
 
-    bytecode = lower_to_bytecode(ir, tileir.bytecode_version(), arch)
-    _dump_bytes("tileir", ir.name, bytecode, lambda: tileir.disassemble(bytecode))
-    cubin = tileir.compile_cubin(bytecode, arch)
-    ct = CompiledTile(ir.name, arch, ir.signature, bytecode, cubin)
-    cache.store(key, ct)
-    return ct
+    return [
+        Stage(
+            "tileir",
+            lambda ir: lower_to_bytecode(ir, tileir.bytecode_version(), arch),
+            lambda name, bc: {f"{name}.tileirbc": bc, f"{name}.tileir": tileir.disassemble(bc)},
+        ),
+        Stage("cubin", lambda bc: tileir.compile_cubin(bc, arch)),
+    ]
 
 
 def render_tileir(ir: TileIR, arch: str = "sm_90") -> str:
@@ -105,20 +113,3 @@ def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
         f"unknown stage {stage!r} for a Tile kernel",
         help='Tile kernels have the stages "ir" and "tileir"',
     )
-
-
-def _dump(stage: str, name: str, text: str) -> None:
-    if stage not in config.dump_stages():
-        return
-    out = config.dump_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.tile.{stage}").write_text(text)
-
-
-def _dump_bytes(stage: str, name: str, data: bytes, text: Callable[[], str]) -> None:
-    if stage not in config.dump_stages():
-        return
-    out = config.dump_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.tileirbc").write_bytes(data)
-    (out / f"{name}.{stage}").write_text(text())
