@@ -15,7 +15,8 @@ from fearless.errors import Location
 from fearless.runtime import arrays, target
 from fearless.runtime import tensor as T
 from fearless.runtime.device_errors import format_index_error
-from fearless.runtime.params import ParamPacker, bf16_bits, scalar_fits
+from fearless.runtime.binder import scalar_fits
+from fearless.runtime.params import ParamPacker, bf16_bits
 from fearless.runtime.streams import Stream, stream_handle
 
 

@@ -273,7 +273,7 @@ def test_2d_parameters_check_rank_and_dtype() -> None:
     ) as info:
         K.matadd[(1, 1), (8, 8)](a, np.ones(16, np.float32), np.zeros((4, 4), np.float32))
     assert "reshape" in (info.value.help or "")
-    with pytest.raises(fl.KernelTypeError, match="`c` has elements of f64"):
+    with pytest.raises(fl.KernelTypeError, match="`c` has element type f64"):
         K.matadd[(1, 1), (8, 8)](a, a.copy(), np.zeros((4, 4), np.float64))
     with pytest.raises(fl.KernelTypeError, match="`a` has 2 dimensions, but kernels take 1-D"):
         K.vecadd[1, 256](a, a.copy(), np.zeros((4, 4), np.float32))

@@ -115,6 +115,7 @@ class FearlessError(Exception):
         self.diagnostic = Diagnostic(
             code or self.code, message, loc, label=label, help=help, notes=list(notes or [])
         )
+        self.code = self.diagnostic.code  # the code this error was raised with
         super().__init__(self.diagnostic.render())
 
     @property

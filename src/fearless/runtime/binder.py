@@ -1,22 +1,92 @@
-"""The argument binder: one launch's arguments checked against the kernel's parameters.
+"""The argument binder: a launch's arguments checked against the kernel's parameters.
 
-`bind_args` raises every error of a launch's arguments (count, array type and dtype, scalar
-range) and returns what each parameter receives. The simulator's SIMT launcher binds through it;
-it lives in the runtime so that every launcher can share one wording.
+Every launcher of both tracks explains a refused argument through the error constructors here,
+so that a mistake reads the same on the simulator and the GPU, in the SIMT and the Tile track:
+
+    arity_error    E0061  the number of arguments
+    dtype_error    E0701  an array whose element type is not the parameter's
+    scalar_error   E0701  a scalar its parameter's type cannot hold (`scalar_fits` is the rule)
+
+`bind_args` is the slow path of a SIMT launch on the simulator: it raises every error and
+returns what each parameter receives. The warm GPU launchers (runtime/launch.py, tile/fastpath.py)
+check the same facts inline and call these constructors only to explain a failure.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..abi import ParamSpec
+from ..dtypes import DType
 from ..errors import KernelTypeError
 from .arrays import ArrayInfo, describe
 from .location import user_location
-from .params import scalar_fits
+from .params import STRUCT_CODES, bf16_bits
+
+_TORCH_NAMES = {
+    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+    "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
+    "f32": "float32", "f64": "float64",
+}  # fmt: skip
+
+
+def scalar_fits(value: object, dtype: DType) -> bool:
+    """Whether `value` is a `dtype` scalar argument: the one rule of both tracks.
+
+    A bool parameter takes only True/False (Python's or NumPy's); any other parameter refuses
+    them. An integer parameter takes an integer in its range; a float parameter an integer or
+    float its format holds without overflowing to infinity (`1e40` is no f32, `1e5` no f16).
+    """
+    is_bool = isinstance(value, bool | np.bool_)
+    if dtype.is_bool or is_bool:
+        return dtype.is_bool and is_bool
+    try:
+        packed = bf16_bits(value) if dtype.name == "bf16" else value  # type: ignore[arg-type]
+        struct.pack("<" + STRUCT_CODES[dtype.name], packed)
+    except (struct.error, OverflowError, TypeError, ValueError):
+        return False
+    if dtype.name == "bf16":  # bf16_bits rounds an overflow to infinity rather than raising
+        finite = np.isfinite(float(value))  # type: ignore[arg-type]
+        return not finite or bf16_bits(float(value)) & 0x7F80 != 0x7F80  # type: ignore[arg-type]
+    return True
+
+
+def arity_error(kernel: str, names: Sequence[str], given: int) -> KernelTypeError:
+    """E0061: `kernel` was given `given` arguments for the parameters `names`."""
+    listed = ", ".join(names)
+    n = len(names)
+    return KernelTypeError(
+        f"`{kernel}` takes {n} argument{'s' if n != 1 else ''} ({listed}) but {given} "
+        f"{'were' if given != 1 else 'was'} given",
+        user_location(),
+        code="E0061",
+        help=f"pass one argument per parameter: {kernel}({listed})",
+    )
+
+
+def dtype_error(kernel: str, param: str, have: str, want: DType) -> KernelTypeError:
+    """E0701: the array passed as `param` holds `have` elements, the parameter `want`."""
+    return KernelTypeError(
+        f"argument `{param}` has element type {have}, but `{kernel}` expects {want.name}",
+        user_location(),
+        code="E0701",
+        help=f"convert it first (e.g. `x.to(torch.{_TORCH_NAMES.get(want.name, want.name)})`, "
+        f"`x.astype(np.{want.np.name})` or `fl.asarray(x, dtype=fl.{want.name})`)",
+    )
+
+
+def scalar_error(param: str, value: object, dtype: DType) -> KernelTypeError:
+    """E0701: `value` is not a `dtype` scalar (see `scalar_fits`)."""
+    return KernelTypeError(
+        f"argument `{param}` = {value!r} does not fit the parameter's type {dtype.name}",
+        user_location(),
+        code="E0701",
+        help=f"pass a value {dtype.name} can hold (or convert it: `fl.{dtype.name}(x)`)",
+    )
 
 
 def bind_args(
@@ -24,35 +94,17 @@ def bind_args(
 ) -> list[ArrayInfo | Any]:
     """Check the arguments of one launch against the kernel's parameters."""
     if len(args) != len(params):
-        names = ", ".join(p.name for p in params)
-        raise KernelTypeError(
-            f"`{name}` takes {len(params)} argument{'s' if len(params) != 1 else ''} "
-            f"({names}) but {len(args)} were given",
-            user_location(),
-            code="E0061",
-        )
+        raise arity_error(name, [p.name for p in params], len(args))
     out: list[ArrayInfo | Any] = []
     for p, a in zip(params, args, strict=True):
         if p.is_array:
             info = describe(a, target, name=p.name, ndim=p.ndim)
             if info.dtype != p.dtype:
-                raise KernelTypeError(
-                    f"argument `{p.name}` has elements of {info.dtype.name}, but the kernel "
-                    f"takes {p.dtype.name}",
-                    user_location(),
-                    code="E0701",
-                    help=f"pass {p.dtype.name} data: convert a NumPy array with "
-                    f"`x.astype(np.{p.dtype.np.name})`, or build it as `fl.asarray(x, dtype=fl.{p.dtype.name})`",
-                )
+                raise dtype_error(name, p.name, info.dtype.name, p.dtype)
             out.append(info)
         else:
             if not scalar_fits(a, p.dtype):
-                raise KernelTypeError(
-                    f"argument `{p.name}` is {a!r}, which is not a {p.dtype.name}",
-                    user_location(),
-                    code="E0701",
-                    help=f"pass a value that fits {p.dtype.name}",
-                )
+                raise scalar_error(p.name, a, p.dtype)
             if p.dtype.name == "bf16":
                 out.append(float(a))  # the simulator reads bf16 scalars by value
             else:

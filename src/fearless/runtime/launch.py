@@ -39,7 +39,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import config
+import numpy as np
+
+from .. import config, dtypes
 from ..abi import CompiledKernel, ParamSpec
 from ..errors import KernelTypeError
 from . import driver
@@ -53,6 +55,7 @@ from .arrays import (
     torch_dtype,
     torch_dtype_of,
 )
+from .binder import arity_error, dtype_error, scalar_error, scalar_fits
 from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
 from .contract import (
     Dim3,
@@ -64,7 +67,7 @@ from .contract import (
 )
 from .device_errors import ErrorPool, default_pool
 from .location import user_location
-from .params import ParamPacker, bf16_bits, scalar_fits
+from .params import ParamPacker, bf16_bits
 from .streams import Stream, stream_handle
 from .tensor import Tensor
 
@@ -179,13 +182,7 @@ class GpuLaunchPlan:
 
     def _dtype_error(self, index: int, have: Any) -> KernelTypeError:
         spec = self.params[index]
-        return KernelTypeError(
-            f"argument `{spec.name}` has element type {have}, but `{self.ck.name}` expects {spec.dtype}",
-            user_location(),
-            code="E0701",
-            help=f"convert it first (e.g. `x.to(torch.{_torch_name(spec.dtype.name)})` or "
-            f"`fl.asarray(x, dtype=fl.{spec.dtype.name})`)",
-        )
+        return dtype_error(self.ck.name, spec.name, getattr(have, "name", str(have)), spec.dtype)
 
     def _torch_dtype_error(self, index: int, t: Any) -> KernelTypeError:
         """A torch tensor whose dtype is not the parameter's (or has no fearless type)."""
@@ -195,23 +192,12 @@ class GpuLaunchPlan:
         return self._dtype_error(index, have)
 
     def _arity_error(self, args: Sequence[Any]) -> KernelTypeError:
-        names = ", ".join(p.name for p in self.params)
-        return KernelTypeError(
-            f"`{self.ck.name}` takes {len(self.params)} arguments ({names}) but {len(args)} were given",
-            user_location(),
-            code="E0061",
-            help=f"pass one argument per parameter: {self.ck.name}({names})",
-        )
+        return arity_error(self.ck.name, [p.name for p in self.params], len(args))
 
     def _scalar_error(self, args: Sequence[Any]) -> KernelTypeError:
         for spec, arg in zip(self.params, args, strict=True):
             if not spec.is_array and not scalar_fits(arg, spec.dtype):
-                return KernelTypeError(
-                    f"argument `{spec.name}` = {arg!r} does not fit the parameter's type {spec.dtype}",
-                    user_location(),
-                    code="E0701",
-                    help=f"pass a value {spec.dtype} can hold (or convert it: `fl.{spec.dtype.name}(x)`)",
-                )
+                return scalar_error(spec.name, arg, spec.dtype)
         return KernelTypeError(
             f"the arguments of `{self.ck.name}` could not be packed", user_location(), code="E0701"
         )
@@ -230,27 +216,22 @@ def _converter(p: ParamSpec) -> Any:
     if p.is_array:
         return None
     if p.dtype.name == "bf16":
-        return lambda v: bf16_bits(float(v))
+        return _strict_bf16
     if p.dtype.is_bool:
         return _strict_bool
     return None
+
+
+def _strict_bf16(value: Any) -> int:
+    if not scalar_fits(value, dtypes.bf16):
+        raise TypeError("not a bf16 value")
+    return bf16_bits(float(value))
 
 
 def _strict_bool(value: Any) -> bool:
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return bool(value)
     raise TypeError("a bool parameter takes True or False")
-
-
-_TORCH_NAMES = {
-    "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-    "u16": "uint16", "u32": "uint32", "u64": "uint64", "f16": "float16", "bf16": "bfloat16",
-    "f32": "float32", "f64": "float64",
-}  # fmt: skip
-
-
-def _torch_name(name: str) -> str:
-    return _TORCH_NAMES.get(name, name)
 
 
 # ------------------------------------------------------------------ the generated warm launcher
@@ -347,7 +328,11 @@ def build_launcher(
                 "        raise scalar_error(args) from None",
             ]
             packed.append(f"v{i}")
-        else:
+        else:  # struct refuses what does not fit, except bools: binder.scalar_fits's rule
+            lines += [
+                f"    if {x}.__class__ in BOOL_TYPES:",
+                "        raise scalar_error(args)",
+            ]
             packed.append(x)
 
     # `requires=` relations, inline, in Python integers: lengths are n<i>, scalars x<i>.
@@ -416,6 +401,7 @@ def build_launcher(
         launch_extractor_2d=launch_extractor_2d,
         stream_handle=stream_handle,
         PACK_ERRORS=pack_errors,
+        BOOL_TYPES=(bool, np.bool_),
         pack_into=plan.packer.pack_target()[0],
         buffer=plan.packer.pack_target()[1],
         legacy_stream=plan._legacy_stream,

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..abi import ParamSpec
-from ..dtypes import DType
 
 # struct codes of each scalar type, little-endian, standard sizes.
 STRUCT_CODES: dict[str, str] = {
@@ -116,15 +115,3 @@ def bf16_bits(value: float) -> int:
     if bits & 0x7FFFFFFF > 0x7F800000:
         return (bits >> 16) | 0x0040
     return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-
-
-def scalar_fits(value: object, dtype: DType) -> bool:
-    """Whether `value` converts to `dtype` without wrapping (used to explain a failed pack)."""
-    if dtype.is_bool:
-        return isinstance(value, bool) or type(value).__name__ == "bool_"
-    try:
-        packed = bf16_bits(value) if dtype.name == "bf16" else value  # type: ignore[arg-type]
-        struct.pack("<" + STRUCT_CODES[dtype.name], packed)
-    except (struct.error, OverflowError, TypeError, ValueError):
-        return False
-    return True

@@ -40,6 +40,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileIR
 from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
+from ..runtime.binder import scalar_fits
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.partition import Partition
 from ..runtime.tensor import Tensor
@@ -285,8 +286,14 @@ def _read_const(
     return True
 
 
+_FLOAT_MAX = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}
+
+
 def _scalar_reader(dt: DType) -> Reader:
+    """A scalar that `binder.scalar_fits` accepts; the key holds its type, so a kind the slow
+    path refused (a bool for an int, a float for an int) never reaches a cached launch."""
     ranged = dt.is_int
+    limit = _FLOAT_MAX.get(dt.name, float("inf"))
 
     def read(
         arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
@@ -297,6 +304,8 @@ def _scalar_reader(dt: DType) -> Reader:
             return False
         if ranged and isinstance(arg, int) and not dtypes.literal_fits(arg, dt):
             return False
+        if not ranged and not -limit <= arg <= limit and not scalar_fits(arg, dt):
+            return False  # a finite value past the format's largest (NaN and inf fit)
         key.append(tp)
         payload.append(arg)
         return True

@@ -21,6 +21,7 @@ from ..errors import CompileError, KernelTypeError, LaunchContractError
 from ..frontend.source import FunctionSource, load_source, resolve_annotations
 from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
 from ..runtime.arrays import ArrayInfo, describe
+from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
@@ -86,11 +87,7 @@ class Kernel:
         """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo."""
         anns = self.annotations()
         if len(args) != len(anns):
-            raise KernelTypeError(
-                f"`{self.name}` takes {len(anns)} argument(s) but {len(args)} were given",
-                user_location(),
-                code="E0061",
-            )
+            raise arity_error(self.name, [name for name, _ in anns], len(args))
         params: list[TileParam] = []
         values: list[Any] = []
         for (name, ann), arg in zip(anns, args, strict=True):
@@ -128,7 +125,7 @@ class Kernel:
             elif isinstance(ann, ConstAnnotation):
                 if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
                     raise KernelTypeError(
-                        f"`{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
+                        f"argument `{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
                         user_location(),
                         code="E0701",
                     )
@@ -137,22 +134,15 @@ class Kernel:
             else:
                 dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
                 assert dt is not None
-                if not isinstance(arg, bool | int | float) or not dtypes.literal_fits(arg, dt):
-                    raise KernelTypeError(
-                        f"`{name}` is {dt.name}, got {arg!r}", user_location(), code="E0701"
-                    )
+                if not scalar_fits(arg, dt):
+                    raise scalar_error(name, arg, dt)
                 params.append(TileParam(name, "scalar", dt))
                 values.append(arg)
         return tuple(params), values
 
     def _check_dtype(self, name: str, got: DType, want: DType) -> None:
         if got != want:
-            raise KernelTypeError(
-                f"`{name}` holds {got.name} but the kernel declares {want.name}",
-                user_location(),
-                code="E0701",
-                help=f"convert it: `fl.asarray(x, dtype=fl.{want.name})`",
-            )
+            raise dtype_error(self.name, name, got.name, want)
 
     # ------------------------------------------------------------------------ compile
 
