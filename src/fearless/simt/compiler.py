@@ -22,6 +22,7 @@ from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
 from ..errors import FearlessError, ToolchainError
 from ..frontend.source import FunctionSource, load_source, resolve_annotations
+from ..ir.clone import clone_function
 from ..ir.core import Function
 from ..ir.printer import print_function
 from .frontend import build_kernel_ir
@@ -80,13 +81,14 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
     requires = parse_requires(requires_text, kir.params, src.loc(src.tree))
     declared = [r.relation for r in requires if r.relation is not None]
     options = PassOptions(insert_checks=not unsafe, len_relations=list(declared))
+    pristine = clone_function(kir.fn)  # the frontend's IR, for variants: never parsed again
     run_pipeline(kir.fn, options)
     c = LaunchContract(
         contract.block, contract.launch_bounds, index_dims=kir.index_dims, requires=requires
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     if not unsafe and count_checks(kir.fn):
-        ir.fast = fast_variant(src, hints, kir.params, declared, count_checks(kir.fn))
+        ir.fast = fast_variant(pristine, kir.params, declared, count_checks(kir.fn))
     dump("ir", lambda: {f"{src.name}.ir": render_ir(ir)})
     return ir
 
@@ -96,13 +98,13 @@ def count_checks(fn: Function) -> int:
 
 
 def fast_variant(
-    src: FunctionSource,
-    hints: dict[str, Any],
+    frontend_ir: Function,
     params: tuple[ParamSpec, ...],
     declared: list[tuple[str, str, str]],
     checks: int,
 ) -> FastVariant | None:
-    """The kernel again, assuming `len(a) >= len(c)` for each output `c` and other 1-D array `a`.
+    """The kernel again (a clone of the frontend's IR, through the passes again), assuming
+    `len(a) >= len(c)` for each output `c` and other 1-D array `a`.
 
     A guard `i < len(c)` then proves the checks on `a[i]` too. The launcher compares the
     lengths (a few integer compares) and runs this variant only when the assumptions hold, so
@@ -117,9 +119,9 @@ def fast_variant(
         return None
 
     def compile_with(assumed: list[tuple[str, str, str]]) -> Function:
-        kir = build_kernel_ir(src, hints)
-        run_pipeline(kir.fn, PassOptions(len_relations=[*declared, *assumed]))
-        return kir.fn
+        fn = clone_function(frontend_ir)
+        run_pipeline(fn, PassOptions(len_relations=[*declared, *assumed]))
+        return fn
 
     best = count_checks(compile_with(candidates))
     if best >= checks:
