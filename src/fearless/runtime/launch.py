@@ -362,20 +362,24 @@ def build_launcher(
         lines += [f"    if {tests}:", f"        overlap({starts}, {ends})"]
     elif plan.borrow_pairs is None:  # more than PAIRWISE_MAX arrays: the sorted sweep
         lines.append(f"    overlap({starts}, {ends})")
+    # The buffer is the plan's, shared by every thread: the pack and the cuLaunchKernel that
+    # copies it happen under the plan's lock (params.py), or a second thread's pack could
+    # reach this launch.
     lines += [
-        "    try:",
-        f"        pack_into({', '.join(['buffer', '0', *packed, 'nthreads'])})",
-        "    except PACK_ERRORS:",
-        "        raise scalar_error(args) from None",
         "    if stream is None:",
         "        cs = legacy_stream",
         "    elif type(stream) is Stream:",
         "        cs = stream._cu if stream._cu is not None else stream.cu_stream()",
         "    else:",
         "        cs = CUstream(stream_handle(stream))",
-        "    err, = cu_launch(fnc, gx, g[1], g[2], b[0], b[1], b[2], 0, cs, params_address, 0)",
-        "    if err:",
-        "        relaunch(err, fnc, (gx, g[1], g[2]), b, cs)",
+        "    with lock:",
+        "        try:",
+        f"            pack_into({', '.join(['buffer', '0', *packed, 'nthreads'])})",
+        "        except PACK_ERRORS:",
+        "            raise scalar_error(args) from None",
+        "        err, = cu_launch(fnc, gx, g[1], g[2], b[0], b[1], b[2], 0, cs, params_address, 0)",
+        "        if err:",
+        "            relaunch(err, fnc, (gx, g[1], g[2]), b, cs)",
         "    pool.launches += 1  # ErrorPool.mark_launched, inlined",
         "    if sync_after_launch():",
         "        synchronize()",
@@ -404,6 +408,7 @@ def build_launcher(
         BOOL_TYPES=(bool, np.bool_),
         pack_into=plan.packer.pack_target()[0],
         buffer=plan.packer.pack_target()[1],
+        lock=plan.packer.lock,
         legacy_stream=plan._legacy_stream,
         CUstream=plan._cu.CUstream,
         cu_launch=plan._cu.cuLaunchKernel,

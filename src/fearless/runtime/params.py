@@ -12,12 +12,19 @@ natural alignment plus the pointer array into it, both built once from the ABI (
 
 A launch then costs one `struct.pack_into` of the changing values into that buffer (the error
 record pointer is written once), and the pointer array's address is a constant.
+
+One policy for every packed buffer of both tracks (`ParamPacker` here, the Tile track's
+`ParamBlock`): a buffer belongs to one prepared launch and is shared by the threads that launch
+it, so the pack and the cuLaunchKernel that copies the parameters happen under its `lock`.
+`natural_layout` is the one layout both use: each value at its natural alignment, as the
+kernel's .param space has it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -50,9 +57,6 @@ class ParamPacker:
     """
 
     def __init__(self, params: Sequence[ParamSpec]) -> None:
-        fmt = ["<"]
-        offsets: list[int] = []
-        size = 0
         codes: list[str] = []
         for p in params:
             if p.is_array:
@@ -60,16 +64,8 @@ class ParamPacker:
             else:
                 codes.append(STRUCT_CODES[p.dtype.name])
         codes.append("q")  # the logical thread count
-        for code in codes:
-            width = struct.calcsize("<" + code)
-            pad = -size % width  # natural alignment, as the kernel's .param space has it
-            if pad:
-                fmt.append(f"{pad}x")
-            size += pad
-            offsets.append(size)
-            fmt.append(code)
-            size += width
-        self._values = struct.Struct("".join(fmt))
+        fmt, offsets, size = natural_layout(codes)
+        self._values = struct.Struct(fmt)
         pad = -size % 8
         size += pad
         offsets.append(size)  # the error record pointer, written by `set_error_record`
@@ -83,6 +79,7 @@ class ParamPacker:
         self._ptrs = (ctypes.c_void_p * self.count)(*(base + off for off in offsets))
         self.address: int = ctypes.addressof(self._ptrs)
         self._pack_into = self._values.pack_into
+        self.lock = threading.Lock()  # held from the pack to the launch that reads it
 
     def set(self, *values: object) -> None:
         """Write one launch's values (ABI order, error record excluded) into the buffer.
@@ -107,6 +104,24 @@ class ParamPacker:
     def pointers(self) -> list[int]:
         """The `void*` entries of the pointer array (for tests and debugging)."""
         return [int(p or 0) for p in self._ptrs]
+
+
+def natural_layout(codes: Sequence[str]) -> tuple[str, list[int], int]:
+    """A little-endian struct format placing each code at its natural alignment, as the
+    kernel's .param space has it: (format, offset of each code, size)."""
+    fmt = ["<"]
+    offsets: list[int] = []
+    size = 0
+    for code in codes:
+        width = struct.calcsize("<" + code)
+        pad = -size % width
+        if pad:
+            fmt.append(f"{pad}x")
+        size += pad
+        offsets.append(size)
+        fmt.append(code)
+        size += width
+    return "".join(fmt), offsets, size
 
 
 def bf16_bits(value: float) -> int:

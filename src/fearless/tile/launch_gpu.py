@@ -24,7 +24,7 @@ from ..errors import LaunchContractError
 from ..ir.tile_kernel import CompiledTile, Signature, element_strides
 from ..runtime import driver
 from ..runtime.location import user_location
-from ..runtime.params import STRUCT_CODES, bf16_bits
+from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
 from ..runtime.streams import Stream, stream_handle
 
 _I32_MAX = 2**31 - 1
@@ -129,7 +129,7 @@ class ParamBlock:
             for d in (*shape, *strides[:-1]):
                 slots.append((False, len(constants)))
                 constants.append(d)
-        fmt, offsets, size = _natural_layout(dynamic)
+        fmt, offsets, size = natural_layout(dynamic)
         self.codes = tuple(dynamic)
         self._slots = tuple(slots)
         self.bf16 = tuple(bf16)
@@ -147,6 +147,7 @@ class ParamBlock:
         )
         self.address: int = ctypes.addressof(self._pointers)
         self.pack_into = self._values.pack_into  # (buffer, 0, *values): the per-launch write
+        self.lock = threading.Lock()  # held from the pack to the launch that reads it
 
     def set(self, values: Sequence[Any]) -> None:
         """Write one launch's changing values (`dynamic_values` order) into the buffer."""
@@ -167,24 +168,6 @@ class ParamBlock:
         return out
 
 
-def _natural_layout(codes: Sequence[str]) -> tuple[str, list[int], int]:
-    """A little-endian struct format placing each code at its natural alignment, as the
-    kernel's .param space has it: (format, offset of each code, size)."""
-    fmt = ["<"]
-    offsets: list[int] = []
-    size = 0
-    for code in codes:
-        width = struct.calcsize("<" + code)
-        pad = -size % width
-        if pad:
-            fmt.append(f"{pad}x")
-        size += pad
-        offsets.append(size)
-        fmt.append(code)
-        size += width
-    return "".join(fmt), offsets, size
-
-
 class GpuLaunch:
     """One prepared GPU launch: call it with the changing values and a stream.
 
@@ -200,7 +183,7 @@ class GpuLaunch:
         self.function = function
         self.grid = grid
         self.params = params
-        self._lock = threading.Lock()
+        self._lock = params.lock  # params.py's policy: pack and launch under the buffer's lock
         self._cu_launch = cu.cuLaunchKernel
         self._CUstream = cu.CUstream
         self._legacy_stream = cu.CUstream(0)
