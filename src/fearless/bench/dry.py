@@ -15,7 +15,7 @@ from typing import Any
 
 from . import check
 from .harness import error_text, missing_tool
-from .model import Record, Skip, failed, skipped
+from .model import FEARLESS_SIMT, FEARLESS_TILE, Record, Skip, failed, skipped
 
 
 def dry_record(
@@ -39,6 +39,21 @@ def dry_record(
     if why is not None:
         rec.status, rec.reason = "failed", f"wrong result on the simulator: {why}"
     return rec
+
+
+def fearless_records(
+    case: str,
+    family: str,
+    check_dtype: str,
+    simt: Callable[[], float],
+    tile: Callable[[], float],
+    **params: Any,
+) -> list[Record]:
+    """The records of a case's two fearless implementations: `simt` run first, then `tile`."""
+    return [
+        dry_record(case, family, FEARLESS_SIMT, check_dtype, simt, **params),
+        dry_record(case, family, FEARLESS_TILE, check_dtype, tile, **params),
+    ]
 
 
 def compile_simt(arch: str, *kernels: Any) -> None:

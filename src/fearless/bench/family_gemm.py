@@ -14,19 +14,9 @@ from typing import Any
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .harness import Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .kernels_cuda import i64, ptr
-from .model import (
-    CUDA_CPP,
-    CUTILE,
-    FEARLESS_SIMT,
-    FEARLESS_TILE,
-    TILEGYM,
-    TORCH,
-    TRITON,
-    Record,
-    Skip,
-)
+from .model import Record, Skip
 from .peers import Peers
 
 FAMILY = "gemm"
@@ -125,15 +115,7 @@ def _gemm(ctx: Ctx, dt: str, n: int) -> list[Record]:
         c = new()
         return Prepared(lambda: torch.matmul(a, b, out=c), c, note="cuBLAS")
 
-    impls = [
-        (FEARLESS_SIMT, simt),
-        (FEARLESS_TILE, tile),
-        (CUDA_CPP, cuda_cpp),
-        (TRITON, triton),
-        (CUTILE, cutile),
-        (TILEGYM, tilegym),
-        (TORCH, eager),
-    ]
+    impls = device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
     return run_device_case(ctx, case, impls)
 
 
@@ -183,8 +165,7 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             return rel_err_numpy(_values(part.unpartition().numpy(), dt), ref)
 
         params = {"m": m, "n": n, "k": k, "dtype": dt, "covers": sorted(names)}
-        out.append(dry.dry_record(f"gemm_{dt}", FAMILY, FEARLESS_SIMT, dt, simt, **params))
-        out.append(dry.dry_record(f"gemm_{dt}", FAMILY, FEARLESS_TILE, dt, tile, **params))
+        out += dry.fearless_records(f"gemm_{dt}", FAMILY, dt, simt, tile, **params)
     return out
 
 

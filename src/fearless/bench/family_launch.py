@@ -194,7 +194,6 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
 
     from . import tile_track
     from .check import rel_err_numpy
-    from .dry import dry_record
 
     def want(arrays: list[Any]) -> Any:
         if len(arrays) == 1:
@@ -229,6 +228,5 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             kernel(*args)
             return rel_err_numpy(part.unpartition().numpy(), want(arrays))
 
-        out.append(dry_record(case, FAMILY, FEARLESS_SIMT, "f32", body, arrays=arity, n=N))
-        out.append(dry_record(case, FAMILY, FEARLESS_TILE, "f32", tile, arrays=arity, n=N))
+        out += dry.fearless_records(case, FAMILY, "f32", body, tile, arrays=arity, n=N)
     return out

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .harness import Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .kernels_cuda import i64, ptr
-from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TORCH, TRITON, Record
+from .model import Record
 from .peers import Peers
 
 FAMILY = "reduce"
@@ -126,15 +126,7 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     def eager() -> Prepared:
         return Prepared(lambda: torch.sum(x).reshape(1))
 
-    impls = [
-        (FEARLESS_SIMT, simt),
-        (FEARLESS_TILE, tile),
-        (CUDA_CPP, cuda_cpp),
-        (TRITON, triton),
-        (CUTILE, cutile),
-        (TORCH, eager),
-    ]
-    return run_device_case(ctx, case, impls)
+    return run_device_case(ctx, case, device_impls(simt, tile, cuda_cpp, triton, cutile, eager))
 
 
 def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
@@ -167,7 +159,4 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             kernel(*args)
         return rel_err_numpy(total, ref)
 
-    return [
-        dry.dry_record("sum", FAMILY, FEARLESS_SIMT, "f32", body, n=n, dtype="f32"),
-        dry.dry_record("sum", FAMILY, FEARLESS_TILE, "f32", tile, n=n, dtype="f32"),
-    ]
+    return dry.fearless_records("sum", FAMILY, "f32", body, tile, n=n, dtype="f32")

@@ -15,18 +15,9 @@ from typing import Any
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .harness import Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
 from .kernels_cuda import f32, i64, ptr
-from .model import (
-    CUDA_CPP,
-    CUTILE,
-    FEARLESS_SIMT,
-    FEARLESS_TILE,
-    TILEGYM,
-    TORCH,
-    TRITON,
-    Record,
-)
+from .model import Record
 from .peers import Peers
 
 FAMILY = "rows"
@@ -38,6 +29,13 @@ SIMT_NOTE = "two kernels: per-row statistics, then per-element"
 
 def shape(quick: bool) -> tuple[int, int]:
     return (16384, 1024) if quick else (65536, 1024)
+
+
+def operands(name: str, x: Any, w: Any, b: Any) -> tuple[list[Any], list[float]]:
+    """The case's input arrays and scalars, in the order the Tile examples and the Triton and
+    cuTile peers (`<case>_launch(*inputs, *scalars, out)`) take them."""
+    inputs = {"softmax": [x], "rms_norm": [x, w], "layer_norm": [x, w, b]}[name]
+    return inputs, ([] if name == "softmax" else [EPS])
 
 
 def references(torch: Any, x: Any, w: Any, b: Any) -> dict[str, Callable[[], Any]]:
@@ -78,10 +76,11 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     return out
 
 
-def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> list[tuple[str, Any]]:
+def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
     torch = ctx.torch
     rows, cols = x.shape
     n = rows * cols
+    inputs, scalars = operands(name, x, w, b)
 
     def new() -> Any:
         return torch.empty(rows, cols, device="cuda")
@@ -152,28 +151,16 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> list[tuple[str, Any]]
         kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), case)
         y = new()
         part = fl.asarray(y).partition(tc.tile)
-        inputs = {"softmax": [x], "rms_norm": [x, w], "layer_norm": [x, w, b]}[name]
-        scalars = [] if name == "softmax" else [EPS]
         args = tile_track.bind(kernel, part, inputs, scalars, tc.consts)
         return Prepared(lambda: kernel(*args), y, note=f"tile {tc.tile}")
 
     def triton() -> Prepared:
         kt, y = ctx.peers.triton(), new()
-        launch = {
-            "softmax": lambda: kt.softmax_launch(x, y),
-            "rms_norm": lambda: kt.rms_norm_launch(x, w, EPS, y),
-            "layer_norm": lambda: kt.layer_norm_launch(x, w, b, EPS, y),
-        }[name]()
-        return Prepared(launch, y)
+        return Prepared(getattr(kt, f"{name}_launch")(*inputs, *scalars, y), y)
 
     def cutile() -> Prepared:
         kc, y = ctx.peers.cutile(), new()
-        launch = {
-            "softmax": lambda: kc.softmax_launch(x, y),
-            "rms_norm": lambda: kc.rms_norm_launch(x, w, EPS, y),
-            "layer_norm": lambda: kc.layer_norm_launch(x, w, b, EPS, y),
-        }[name]()
-        return Prepared(launch, y)
+        return Prepared(getattr(kc, f"{name}_launch")(*inputs, *scalars, y), y)
 
     def tilegym() -> Prepared:
         ops = ctx.peers.tilegym().ops
@@ -193,15 +180,7 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> list[tuple[str, Any]]
         }[name]
         return Prepared(run)
 
-    return [
-        (FEARLESS_SIMT, simt),
-        (FEARLESS_TILE, tile),
-        (CUDA_CPP, cuda_cpp),
-        (TRITON, triton),
-        (CUTILE, cutile),
-        (TILEGYM, tilegym),
-        (TORCH, eager),
-    ]
+    return device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
 
 
 # ------------------------------------------------------------------------------- dry run
@@ -255,8 +234,7 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             return rel_err_numpy(y, ref)
 
         def tile(name: str = name, ref: np.ndarray = ref) -> float:
-            inputs = {"softmax": [x], "rms_norm": [x, w], "layer_norm": [x, w, b]}[name]
-            scalars = [] if name == "softmax" else [EPS]
+            inputs, scalars = operands(name, x, w, b)
             examples = peers.tile_examples()
             # Compile the GPU run's row tile (its cubin is what the GPU run loads) ...
             gpu_cols = shape(quick=False)[1]
@@ -271,7 +249,7 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
             kernel(*tile_track.bind(kernel, part, inputs, scalars, tc.consts))
             return rel_err_numpy(part.unpartition().numpy(), ref)
 
-        params = {"rows": rows, "cols": cols, "dtype": "f32"}
-        out.append(dry.dry_record(name, FAMILY, FEARLESS_SIMT, "f32", simt, **params))
-        out.append(dry.dry_record(name, FAMILY, FEARLESS_TILE, "f32", tile, **params))
+        out += dry.fearless_records(
+            name, FAMILY, "f32", simt, tile, rows=rows, cols=cols, dtype="f32"
+        )
     return out

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Prepared, run_device_case
+from .harness import Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .kernels_cuda import i64, ptr
-from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TORCH, TRITON, Record
+from .model import Record
 from .peers import Peers
 
 FAMILY = "transpose"
@@ -80,15 +80,7 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
         y = new()
         return Prepared(lambda: y.copy_(x.t()), y)
 
-    impls = [
-        (FEARLESS_SIMT, simt),
-        (FEARLESS_TILE, tile),
-        (CUDA_CPP, cuda_cpp),
-        (TRITON, triton),
-        (CUTILE, cutile),
-        (TORCH, eager),
-    ]
-    return run_device_case(ctx, case, impls)
+    return run_device_case(ctx, case, device_impls(simt, tile, cuda_cpp, triton, cutile, eager))
 
 
 def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
@@ -118,8 +110,6 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         kernel(*args)
         return rel_err_numpy(part.unpartition().numpy(), x.T)
 
-    params = {"rows": rows, "cols": cols, "dtype": "f32"}
-    return [
-        dry.dry_record("transpose", FAMILY, FEARLESS_SIMT, "f32", body, **params),
-        dry.dry_record("transpose", FAMILY, FEARLESS_TILE, "f32", tile, **params),
-    ]
+    return dry.fearless_records(
+        "transpose", FAMILY, "f32", body, tile, rows=rows, cols=cols, dtype="f32"
+    )

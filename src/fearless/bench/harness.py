@@ -1,11 +1,11 @@
 """Running one device case: build each implementation, check it, time it, make its record.
 
 A family module describes a case (`DeviceCase`: name, sizes, bytes or flops, dtype, the float64
-reference) and its implementations (name -> builder). For each implementation, in one
-process and on the same inputs: the builder compiles and allocates (`Skip` = not on this
-machine); its output is poisoned with NaN, it runs once and is checked against the reference
-(`check.py`); only then is it timed (`timing.DeviceTimer`). Any exception becomes a failed
-record with its message, so one broken peer never stops the suite.
+reference) and its implementations (name -> builder, named and ordered by `device_impls`). For
+each implementation, in one process and on the same inputs: the builder compiles and allocates
+(`Skip` = not on this machine); its output is poisoned with NaN, it runs once and is checked
+against the reference (`check.py`); only then is it timed (`timing.DeviceTimer`). Any exception
+becomes a failed record with its message, so one broken peer never stops the suite.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import check
+from . import check, model
 from .model import Record, Skip, failed, skipped
 from .peers import Peers
 from .timing import Budget, DeviceTimer
@@ -36,6 +36,30 @@ class Prepared:
 
 Builder = Callable[[], Prepared]
 Impls = Sequence[tuple[str, Builder]]
+
+
+def device_impls(
+    simt: Builder,
+    tile: Builder,
+    cuda_cpp: Builder,
+    triton: Builder,
+    cutile: Builder,
+    torch: Builder,
+    /,
+    tilegym: Builder | None = None,
+) -> Impls:
+    """A device case's builders under their implementation names, in the suite's column order
+    (`model.IMPL_ORDER`); TileGym only for the cases it has a kernel for."""
+    named = [
+        (model.FEARLESS_SIMT, simt),
+        (model.FEARLESS_TILE, tile),
+        (model.CUDA_CPP, cuda_cpp),
+        (model.TRITON, triton),
+        (model.CUTILE, cutile),
+        (model.TILEGYM, tilegym),
+        (model.TORCH, torch),
+    ]
+    return [(name, build) for name, build in named if build is not None]
 
 
 @dataclass

@@ -129,26 +129,26 @@ extern "C" __global__ void layer_norm_apply(const float* __restrict__ x, const f
     }
 }
 
+// Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.
+template <float (*load)(u16)>
+__device__ __forceinline__ float gemm_element(const u16* __restrict__ a, const u16* __restrict__ b,
+                                              long long n, long long k, long long i) {
+    long long row = i / n, col = i % n;
+    float acc = 0.0f;
+    for (long long kk = 0; kk < k; ++kk) acc += load(a[row * k + kk]) * load(b[kk * n + col]);
+    return acc;
+}
+
 extern "C" __global__ void gemm_f16(const u16* __restrict__ a, const u16* __restrict__ b,
                                     long long n, long long k, u16* __restrict__ c, long long total) {
     long long i = TID;
-    if (i < total) {
-        long long row = i / n, col = i % n;
-        float acc = 0.0f;
-        for (long long kk = 0; kk < k; ++kk) acc += h2f(a[row * k + kk]) * h2f(b[kk * n + col]);
-        c[i] = f2h(acc);
-    }
+    if (i < total) c[i] = f2h(gemm_element<h2f>(a, b, n, k, i));
 }
 
 extern "C" __global__ void gemm_bf16(const u16* __restrict__ a, const u16* __restrict__ b,
                                      long long n, long long k, u16* __restrict__ c, long long total) {
     long long i = TID;
-    if (i < total) {
-        long long row = i / n, col = i % n;
-        float acc = 0.0f;
-        for (long long kk = 0; kk < k; ++kk) acc += bf2f(a[row * k + kk]) * bf2f(b[kk * n + col]);
-        c[i] = f2bf(acc);
-    }
+    if (i < total) c[i] = f2bf(gemm_element<bf2f>(a, b, n, k, i));
 }
 
 extern "C" __global__ void args0() {}

@@ -12,9 +12,9 @@ and a thread may write only the element of a `DisjointSlice` its own ThreadIndex
   exponentials, 1/rms, mean and 1/std), then one thread per element normalises.
 - transpose: one thread per output element, 1-D index arithmetic over row-major arrays
   (coalesced writes, strided reads).
-- GEMM: one thread per output element, a K loop in f32 over f16/bf16 operands; no tiling
-  without shared memory, so it runs far below the matrix units (the suite runs it at the
-  smaller sizes only).
+- GEMM: one thread per output element, a K loop in f32 over f16/bf16 operands (`make_gemm`
+  makes one kernel per dtype); no tiling without shared memory, so it runs far below the
+  matrix units (the suite runs it at the smaller sizes only).
 
 `kernels_cuda.py` holds the same algorithms in CUDA C++: the parity reference of this file.
 No `from __future__ import annotations`: kernel annotations are evaluated as written.
@@ -24,6 +24,7 @@ import math
 
 import fearless as fl
 from fearless import simt
+from fearless.dtypes import DType
 
 # Threads per block of every kernel here (and of their CUDA C++ twins).
 BLOCK = 256
@@ -158,34 +159,27 @@ def layer_norm_apply(
         out[i] = (x[i] - mean[r]) * rstd[r] * w[c] + b[c]
 
 
-@simt.kernel(block=BLOCK)
-def gemm_f16(
-    a: simt.Slice[fl.f16], b: simt.Slice[fl.f16], n: int, k: int, c: simt.DisjointSlice[fl.f16]
-):
-    """c (m x n) = a (m x k) @ b (k x n), row-major; one thread per element of c, f32 sums."""
-    i = simt.thread.index_1d()
-    if i < len(c):
-        row = int(i) // n
-        col = int(i) % n
-        acc = fl.f32(0.0)
-        for kk in range(k):
-            acc += fl.f32(a[row * k + kk]) * fl.f32(b[kk * n + col])
-        c[i] = fl.f16(acc)
+def make_gemm(dt: DType) -> simt.Kernel:
+    """c (m x n) = a (m x k) @ b (k x n) over `dt` operands, row-major; one thread per element of
+    c, f32 sums. Every dtype's kernel is named `gemm` (as the examples' factories name theirs);
+    the module names below and the CUDA C++ twins carry the dtype."""
+
+    @simt.kernel(block=BLOCK)
+    def gemm(a: simt.Slice[dt], b: simt.Slice[dt], n: int, k: int, c: simt.DisjointSlice[dt]):
+        i = simt.thread.index_1d()
+        if i < len(c):
+            row = int(i) // n
+            col = int(i) % n
+            acc = fl.f32(0.0)
+            for kk in range(k):
+                acc += fl.f32(a[row * k + kk]) * fl.f32(b[kk * n + col])
+            c[i] = dt(acc)
+
+    return gemm
 
 
-@simt.kernel(block=BLOCK)
-def gemm_bf16(
-    a: simt.Slice[fl.bf16], b: simt.Slice[fl.bf16], n: int, k: int, c: simt.DisjointSlice[fl.bf16]
-):
-    """gemm_f16 over bf16 operands."""
-    i = simt.thread.index_1d()
-    if i < len(c):
-        row = int(i) // n
-        col = int(i) % n
-        acc = fl.f32(0.0)
-        for kk in range(k):
-            acc += fl.f32(a[row * k + kk]) * fl.f32(b[kk * n + col])
-        c[i] = fl.bf16(acc)
+gemm_f16 = make_gemm(fl.f16)
+gemm_bf16 = make_gemm(fl.bf16)
 
 
 @simt.kernel(block=BLOCK)

@@ -43,6 +43,12 @@ def load_example(name: str) -> ModuleType:
     return module
 
 
+def _require(module: str, missing: str) -> None:
+    """Skip with the reason `missing` unless `module` is installed."""
+    if importlib.util.find_spec(module) is None:
+        raise Skip(missing)
+
+
 def _first_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -72,6 +78,11 @@ class Peers:
         self._found[key] = value
         return value
 
+    def _module(self, key: str, probe: Callable[[], ModuleType]) -> ModuleType:
+        """`_get` for a probe that yields a module."""
+        module: ModuleType = self._get(key, probe)
+        return module
+
     def summary(self) -> dict[str, str]:
         """Every peer probed so far: "available" or the reason it is not."""
         out = {k: "available" for k in self._found}
@@ -82,18 +93,16 @@ class Peers:
 
     def triton(self) -> ModuleType:
         def probe() -> ModuleType:
-            if importlib.util.find_spec("triton") is None:
-                raise Skip("triton is not installed")
+            _require("triton", "triton is not installed")
             from . import kernels_triton
 
             return kernels_triton
 
-        return self._get("triton", probe)  # type: ignore[no-any-return]
+        return self._module("triton", probe)
 
     def cutile(self) -> ModuleType:
         def probe() -> ModuleType:
-            if importlib.util.find_spec("cuda.tile") is None:
-                raise Skip("cuTile Python (the cuda-tile wheel) is not installed")
+            _require("cuda.tile", "cuTile Python (the cuda-tile wheel) is not installed")
             try:
                 from cuda.tile._compile import _find_compiler_bin
 
@@ -106,17 +115,16 @@ class Peers:
 
             return kernels_cutile
 
-        return self._get("cutile", probe)  # type: ignore[no-any-return]
+        return self._module("cutile", probe)
 
     def tilegym(self) -> ModuleType:
         def probe() -> ModuleType:
-            if importlib.util.find_spec("tilegym") is None:
-                raise Skip("TileGym is not installed")
+            _require("tilegym", "TileGym is not installed")
             tilegym = importlib.import_module("tilegym")
             tilegym.set_backend("cutile")
             return tilegym
 
-        return self._get("tilegym", probe)  # type: ignore[no-any-return]
+        return self._module("tilegym", probe)
 
     def cuda_cpp(self) -> Any:
         """The CUDA C++ kernels compiled by NVRTC and loaded (a kernels_cuda.CudaModule)."""
@@ -140,18 +148,19 @@ class Peers:
         self._get("fearless on cuda", probe)
 
     def simt_examples(self) -> ModuleType:
-        return self._get("examples/simt_kernels.py", lambda: load_example("simt_kernels"))  # type: ignore[no-any-return]
+        return self._module("examples/simt_kernels.py", lambda: load_example("simt_kernels"))
 
     def tile_examples(self) -> ModuleType:
         """examples/tile_kernels.py, when the Tile track and its examples exist."""
 
         def probe() -> ModuleType:
-            if importlib.util.find_spec("fearless.tile") is None:
-                raise Skip("the Tile track (fearless.tile) does not exist in this checkout")
+            _require(
+                "fearless.tile", "the Tile track (fearless.tile) does not exist in this checkout"
+            )
             try:
                 importlib.import_module("fearless.tile")
             except Exception as exc:
                 raise Skip(f"importing fearless.tile failed: {_first_line(exc)}") from exc
             return load_example("tile_kernels")
 
-        return self._get("examples/tile_kernels.py", probe)  # type: ignore[no-any-return]
+        return self._module("examples/tile_kernels.py", probe)

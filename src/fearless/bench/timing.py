@@ -39,22 +39,10 @@ class Budget:
 
 
 FULL = Budget(
-    target_ms=400.0,
-    min_reps=10,
-    max_reps=200,
-    warmup=3,
-    launches=10000,
-    samples=7,
-    compile_runs=3,
+    target_ms=400.0, min_reps=10, max_reps=200, warmup=3, launches=10000, samples=7, compile_runs=3
 )
 QUICK = Budget(
-    target_ms=120.0,
-    min_reps=5,
-    max_reps=50,
-    warmup=2,
-    launches=2000,
-    samples=5,
-    compile_runs=2,
+    target_ms=120.0, min_reps=5, max_reps=50, warmup=2, launches=2000, samples=5, compile_runs=2
 )
 
 
