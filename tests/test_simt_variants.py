@@ -48,3 +48,20 @@ def test_the_fast_variant_is_the_one_a_fresh_frontend_gives() -> None:
     kir = compiler.build_kernel_ir(load_source(_add4), resolve_annotations(_add4))
     run_pipeline(kir.fn, PassOptions(len_relations=[r.relation for r in ir.fast.assumes]))
     assert print_function(ir.fast.fn) == print_function(kir.fn)
+
+
+def test_an_annotation_alias_is_part_of_the_cache_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two modules alike but for what an alias names compile to different kernels."""
+    src = (
+        "import fearless as fl\nfrom fearless import simt\nIn = simt.Slice[fl.{dt}]\n"
+        "@simt.kernel\ndef copy(x: In, out: simt.DisjointSlice[fl.{dt}]):\n"
+        "    i = simt.thread.index_1d()\n    if i < len(out):\n        out[i] = x[i]\n"
+    )
+    keys = []
+    for dt in ("f32", "f16"):
+        path = tmp_path / f"alias_{dt}.py"
+        path.write_text(src.format(dt=dt))
+        scope: dict[str, object] = {"__name__": f"alias_{dt}", "__file__": str(path)}
+        exec(compile(path.read_text(), str(path), "exec"), scope)
+        keys.append(compiler.cache_key(scope["copy"].spec, "sm_90"))  # type: ignore[attr-defined]
+    assert keys[0] != keys[1]

@@ -29,7 +29,7 @@ from .frontend import build_kernel_ir
 from .passes.options import PassOptions
 from .pipeline import run_pipeline
 from .requires import parse_requires
-from .types import DeviceFunction
+from .types import ArrayAnnotation, DeviceFunction
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,8 @@ def cache_key(kernel: KernelSpec, arch: str) -> str:
     def add_global(name: str, obj: Any) -> None:
         if isinstance(obj, DeviceFunction):
             add_function(obj.func)
-        elif isinstance(obj, bool | int | float | str | DType):
+        elif isinstance(obj, bool | int | float | str | DType | ArrayAnnotation):
+            # an annotation alias (`In = simt.Slice[fl.f32]`) names a type: its dtype counts
             h.update(f"{name}={obj!r};".encode())
         elif hasattr(obj, "__name__"):
             h.update(f"{name}->{getattr(obj, '__module__', '')}.{obj.__name__};".encode())
