@@ -54,7 +54,8 @@ def test_an_annotation_alias_is_part_of_the_cache_key(tmp_path) -> None:  # type
     """Two modules alike but for what an alias names compile to different kernels."""
     src = (
         "import fearless as fl\nfrom fearless import simt\nIn = simt.Slice[fl.{dt}]\n"
-        "@simt.kernel\ndef copy(x: In, out: simt.DisjointSlice[fl.{dt}]):\n"
+        "Out = simt.DisjointSlice[fl.{dt}]\n"
+        "@simt.kernel\ndef copy(x: In, out: Out):\n"
         "    i = simt.thread.index_1d()\n    if i < len(out):\n        out[i] = x[i]\n"
     )
     keys = []
