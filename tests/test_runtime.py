@@ -14,10 +14,11 @@ from fearless.abi import CompiledKernel, LaunchContract, ParamSpec, SiteInfo
 from fearless.errors import Location
 from fearless.runtime import arrays, target
 from fearless.runtime import tensor as T
-from fearless.runtime.device_errors import format_index_error
 from fearless.runtime.binder import scalar_fits
+from fearless.runtime.device_errors import format_index_error
 from fearless.runtime.params import ParamPacker, bf16_bits
 from fearless.runtime.streams import Stream, stream_handle
+from fearless.runtime.target import Target
 
 
 @pytest.fixture
@@ -143,37 +144,37 @@ def test_numpy_dtypes_map_to_fearless_types(dtype: dtypes.DType) -> None:
     if dtype is fl.bf16:
         return  # NumPy has no bfloat16: u16 storage reads as u16
     a = np.zeros(3, dtype=dtype.np)
-    assert arrays.describe(a, "sim").dtype is dtype
+    assert arrays.describe(a, Target.SIM).dtype is dtype
 
 
 def test_describe_numpy_on_sim() -> None:
     a = np.arange(1000, dtype=np.float32)
-    info = arrays.describe(a, "sim", name="a")
+    info = arrays.describe(a, Target.SIM, name="a")
     assert info.ptr == a.ctypes.data and info.nbytes == 4000
     assert info.shape == (1000,) and info.strides == (4,) and info.dtype is fl.f32
     assert not info.on_device and info.host is a and info.owner is a and info.size == 1000
-    view = arrays.describe(a[10:20], "sim")
+    view = arrays.describe(a[10:20], Target.SIM)
     assert view.ptr == a.ctypes.data + 40 and view.nbytes == 40
-    assert arrays.describe(np.zeros(0, np.int8), "sim").nbytes == 0
-    two_d = arrays.describe(np.zeros((4, 8), np.float64), "sim", ndim=None)
+    assert arrays.describe(np.zeros(0, np.int8), Target.SIM).nbytes == 0
+    two_d = arrays.describe(np.zeros((4, 8), np.float64), Target.SIM, ndim=None)
     assert two_d.strides == (64, 8) and two_d.contiguous
 
 
 def test_describe_refuses_what_kernels_cannot_take() -> None:
     a = np.arange(16, dtype=np.float32)
     with pytest.raises(fl.KernelTypeError, match=r"`x` is not contiguous .*strides \(8,\)") as e:
-        arrays.describe(a[::2], "sim", name="x")
+        arrays.describe(a[::2], Target.SIM, name="x")
     assert "ascontiguousarray" in (e.value.help or "")
     assert e.value.loc is not None and e.value.loc.file == __file__
     with pytest.raises(fl.KernelTypeError, match="`x` has 2 dimensions, but kernels take 1-D"):
-        arrays.describe(a.reshape(4, 4), "sim", name="x")
+        arrays.describe(a.reshape(4, 4), Target.SIM, name="x")
     with pytest.raises(fl.KernelTypeError, match="in host memory, but the cuda target") as e2:
-        arrays.describe(a, "cuda", name="x")
+        arrays.describe(a, Target.CUDA, name="x")
     assert "fl.asarray" in (e2.value.help or "")
     with pytest.raises(fl.KernelTypeError, match="element type complex64"):
-        arrays.describe(np.zeros(2, np.complex64), "sim", name="z")
+        arrays.describe(np.zeros(2, np.complex64), Target.SIM, name="z")
     with pytest.raises(fl.KernelTypeError, match="of type `list` is not an array"):
-        arrays.describe([1, 2], "sim", name="l")
+        arrays.describe([1, 2], Target.SIM, name="l")
 
 
 def test_as_dtype_accepts_the_usual_spellings() -> None:
@@ -223,7 +224,7 @@ def test_asarray_on_sim_shares_numpy_memory(sim: None) -> None:
     assert w1.numpy() is a
     w1.numpy()[3] = 42.0
     assert a[3] == 42.0 and w2.numpy()[3] == 42.0
-    assert arrays.describe(w1, "sim").ptr == arrays.describe(a, "sim").ptr
+    assert arrays.describe(w1, Target.SIM).ptr == arrays.describe(a, Target.SIM).ptr
     assert T.asarray(w1) is w1
     converted = T.asarray(a, dtype=fl.f64)  # another dtype: a converted copy
     assert converted.dtype is fl.f64 and converted.data_ptr != a.ctypes.data
@@ -257,7 +258,7 @@ def test_moved_tensor_cannot_be_used(sim: None) -> None:
         t.numpy()
     assert "prog.py:3:5" in err.value.diagnostic.notes[0]
     with pytest.raises(fl.MovedError):
-        arrays.describe(t, "sim")
+        arrays.describe(t, Target.SIM)
     t._unmove()
     assert t.numpy().tolist() == [0.0] * 4
 
@@ -339,7 +340,7 @@ class _DLPackOnly:
 
 def test_generic_dlpack_host_arrays_are_shared_on_sim(sim: None) -> None:
     a = np.arange(6, dtype=np.int16)
-    info = arrays.describe(_DLPackOnly(a), "sim", name="x")
+    info = arrays.describe(_DLPackOnly(a), Target.SIM, name="x")
     assert info.ptr == a.ctypes.data and info.dtype is fl.i16 and info.host is not None
     t = T.asarray(_DLPackOnly(a))
     assert t.data_ptr == a.ctypes.data and t.target == "sim"
@@ -348,16 +349,16 @@ def test_generic_dlpack_host_arrays_are_shared_on_sim(sim: None) -> None:
 def test_cpu_torch_tensors_on_sim(sim: None) -> None:
     torch = pytest.importorskip("torch")
     t = torch.arange(10, dtype=torch.float32)
-    info = arrays.describe(t, "sim", name="t")
+    info = arrays.describe(t, Target.SIM, name="t")
     assert info.ptr == t.data_ptr() and info.dtype is fl.f32 and info.host is not None
     info.host[0] = 5.0
     assert t[0].item() == 5.0  # the host view is the tensor's memory
-    assert arrays.describe(t[2:6], "sim").ptr == t.data_ptr() + 8
-    bf = arrays.describe(torch.ones(4, dtype=torch.bfloat16), "sim")
+    assert arrays.describe(t[2:6], Target.SIM).ptr == t.data_ptr() + 8
+    bf = arrays.describe(torch.ones(4, dtype=torch.bfloat16), Target.SIM)
     assert bf.dtype is fl.bf16 and bf.host is not None and bf.host.tolist() == [0x3F80] * 4
     with pytest.raises(fl.KernelTypeError, match="not contiguous"):
-        arrays.describe(t[::2], "sim", name="t")
+        arrays.describe(t[::2], Target.SIM, name="t")
     with pytest.raises(fl.KernelTypeError, match="complex64"):
-        arrays.describe(torch.zeros(2, dtype=torch.complex64), "sim", name="z")
+        arrays.describe(torch.zeros(2, dtype=torch.complex64), Target.SIM, name="z")
     shared = T.asarray(t)
     assert shared.data_ptr == t.data_ptr()

@@ -26,6 +26,7 @@ from fearless.errors import Location
 from fearless.runtime import arrays, borrow, device_errors, driver, launch
 from fearless.runtime.device_errors import ErrorPool, _Chunk
 from fearless.runtime.streams import Stream
+from fearless.runtime.target import Target
 from fearless.runtime.tensor import Tensor
 
 F32 = fl.f32
@@ -37,7 +38,7 @@ def _specs(*kinds: str) -> tuple[ParamSpec, ...]:
 
 
 def _host_info(a: np.ndarray) -> arrays.ArrayInfo:
-    return arrays.describe(a, "sim", ndim=None)
+    return arrays.describe(a, Target.SIM, ndim=None)
 
 
 # ------------------------------------------------------------------------------ borrow check
@@ -104,7 +105,8 @@ def test_two_wrappers_of_one_numpy_buffer_collide(monkeypatch: pytest.MonkeyPatc
     x, y = tensor.asarray(a), tensor.asarray(a)
     with pytest.raises(fl.BorrowError):
         borrow.check_borrows(
-            _specs("slice", "disjoint"), [arrays.describe(x, "sim"), arrays.describe(y, "sim")]
+            _specs("slice", "disjoint"),
+            [arrays.describe(x, Target.SIM), arrays.describe(y, Target.SIM)],
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.cli.main import main as cli_main
+from fearless.runtime.target import Target
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -22,7 +23,7 @@ def test_specs_give_the_signature_a_launch_with_such_arrays_computes() -> None:
     b = fl.zeros((k, n), dtype=fl.f16)
     cp = fl.zeros((m, n), dtype=fl.f16).partition((64, 64))
     assert all(t._ptr % 16 == 0 for t in (a, b, cp.tensor))  # NumPy's allocations are
-    real, _ = ex.matmul_f16.signature_of((cp, a, b, 32), "sim")
+    real, _ = ex.matmul_f16.signature_of((cp, a, b, 32), Target.SIM)
     specs = (
         tile.Spec((m, n), fl.f16).partition((64, 64)),
         tile.Spec((m, k), fl.f16),
@@ -38,7 +39,7 @@ def test_specs_give_the_signature_a_launch_with_such_arrays_computes() -> None:
         tile.Spec((21, 100), fl.f32).partition((4, 128)), tile.Spec((21, 100), fl.f32),
         tile.Spec((100,), fl.f32), fl.f32)) == ex.rms_norm.signature_of((
             fl.zeros((21, 100), dtype=fl.f32).partition((4, 128)), fl.zeros((21, 100), dtype=fl.f32),
-            fl.zeros(100, dtype=fl.f32), 1e-5), "sim")[0]  # fmt: skip
+            fl.zeros(100, dtype=fl.f32), 1e-5), Target.SIM)[0]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -101,7 +102,7 @@ def test_fearless_compile_builds_the_declared_specialisations(
     monkeypatch.setattr(tileir, "compile_cubin", no_tileiras)
     x = fl.zeros(1 << 20, dtype=fl.f32)
     zp = fl.empty(1 << 20, dtype=fl.f32).partition((1024,))
-    sig, _ = mod.scale.signature_of((zp, x, 3.0), "sim")
+    sig, _ = mod.scale.signature_of((zp, x, 3.0), Target.SIM)
     assert mod.scale.compile(sig, "sm_90").cubin[:4] == b"\x7fELF"
 
 

@@ -10,6 +10,7 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.ir.tile_kernel import TileHints, array_align
+from fearless.runtime.target import Target
 
 
 def _line(fn, marker: str) -> int:
@@ -34,8 +35,8 @@ def test_the_launch_specialises_on_divisibility_and_the_bytecode_assumes_it() ->
     zp = fl.empty(1000, dtype=fl.f32).partition((128,))
     aligned = fl.asarray(np.ones(1000, np.float32))
     shifted = fl.asarray(np.ones(1001, np.float32)[1:])  # 4 bytes past a 16-byte boundary
-    sig_a, _ = add.signature_of((zp, aligned, aligned), "sim")
-    sig_s, _ = add.signature_of((zp, shifted, aligned), "sim")
+    sig_a, _ = add.signature_of((zp, aligned, aligned), Target.SIM)
+    sig_s, _ = add.signature_of((zp, shifted, aligned), Target.SIM)
     assert sig_a[1].align[0] == 16 and sig_s[1].align[0] == 4
     assert sig_a != sig_s  # two compiles: the assumption always holds for the launch
     text = add.inspect(zp, shifted, aligned, stage="tileir")

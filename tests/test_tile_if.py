@@ -11,6 +11,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
+from fearless.runtime.target import Target
 from test_tile_compile import P, T
 
 rng = np.random.default_rng(3)
@@ -121,7 +122,7 @@ def _run(kernel, shape, tile_shape, x, *extra):
     zp = fl.zeros(shape, dtype=fl.f32).partition(tile_shape)
     xa = fl.asarray(x)
     kernel(zp, xa, *extra)
-    sig, _ = kernel.signature_of((zp, xa, *extra), "sim")
+    sig, _ = kernel.signature_of((zp, xa, *extra), Target.SIM)
     return zp.unpartition().numpy(), sig
 
 
@@ -264,7 +265,7 @@ def test_bytecode_has_an_if_and_compiles(name: str) -> None:
     x = fl.zeros(xshape, dtype=fl.f32)
     text = kernel.inspect(zp, x, *extra, stage="tileir")
     assert _has_if(text)
-    sig, _ = kernel.signature_of((zp, x, *extra), "sim")
+    sig, _ = kernel.signature_of((zp, x, *extra), Target.SIM)
     _cubin(kernel, sig)
 
 

@@ -21,6 +21,7 @@ from fearless import tile
 from fearless.ir.tile_kernel import CompiledTile, array_align
 from fearless.runtime import driver, target
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
+from fearless.runtime.target import Target
 from fearless.runtime.tensor import Tensor
 from fearless.tile import fastpath
 from fearless.tile.kernel import Kernel
@@ -90,11 +91,11 @@ def test_a_warm_launch_skips_the_slow_path_and_matches_it(monkeypatch: pytest.Mo
     add(zp, x, y)
     add(zp, x, y)
     assert len(slow) == 1
-    signature, values = add.signature_of((zp, x, y), "sim")
+    signature, values = add.signature_of((zp, x, y), Target.SIM)
     (entry,) = add._warm.entries.values()  # type: ignore[union-attr]
     assert entry.signature == signature and entry.grid == add._grid(signature, values)
     assert entry.ir is add.ir_for(signature)
-    got, _, payload = add._warm.lookup((zp, x, y), "sim")  # type: ignore[union-attr]
+    got, _, payload = add._warm.lookup((zp, x, y), Target.SIM)  # type: ignore[union-attr]
     assert got is entry
     assert payload[0][0] is zp
     for fast, slow_value in zip(
@@ -145,11 +146,13 @@ def test_each_check_still_fires_after_a_successful_launch() -> None:
     assert arity.value.diagnostic.code == "E0061"
 
     alias = fl.asarray(host)  # a second handle on z's storage, of the same key as x
-    assert warm.lookup((zp, alias, x), "sim")[1] in warm.entries
+    assert warm.lookup((zp, alias, x), Target.SIM)[1] in warm.entries
     with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
         add(zp, alias, x)
 
-    with pytest.raises(fl.KernelTypeError, match="`[a-z]*` has element type f16, but `[a-z_0-9]*` expects f32"):
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`[a-z]*` has element type f16, but `[a-z_0-9]*` expects f32"
+    ):
         add(zp, fl.zeros(256, dtype=fl.f16), x)
 
     with pytest.raises(fl.KernelTypeError, match="needs a Partition"):
@@ -178,11 +181,17 @@ def test_scalar_range_and_const_type_still_refused_after_a_launch() -> None:
     zp = fl.zeros(128).partition((128,))
     x = fl.zeros(128)
     axpb(zp, x, 1.0, 100, 1)
-    with pytest.raises(fl.KernelTypeError, match="`n` = 1000 does not fit the parameter.s type i8"):
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`n` = 1000 does not fit the parameter.s type i8"
+    ):
         axpb(zp, x, 1.0, 1000, 1)
-    with pytest.raises(fl.KernelTypeError, match="`n` = True does not fit the parameter.s type i8"):
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`n` = True does not fit the parameter.s type i8"
+    ):
         axpb(zp, x, 1.0, True, 1)
-    with pytest.raises(fl.KernelTypeError, match="`a` = .x. does not fit the parameter.s type f32"):
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`a` = .x. does not fit the parameter.s type f32"
+    ):
         axpb(zp, x, "x", 1, 1)
     with pytest.raises(fl.KernelTypeError, match=r"`k` is a `tile.Const\[int\]`, got 1.0"):
         axpb(zp, x, 1.0, 1, 1.0)
@@ -209,14 +218,14 @@ def test_a_new_shape_or_pointer_alignment_is_a_new_specialisation() -> None:
     assert warm is not None
     sigs = [e.signature for e in warm.entries.values()]
     assert [s[1].align[0] for s in sigs[-2:]] == [16, 4]
-    assert sigs[-1] == add.signature_of((zp, shifted, aligned), "sim")[0]
+    assert sigs[-1] == add.signature_of((zp, shifted, aligned), Target.SIM)[0]
 
     zp2 = fl.zeros(1024).partition((128,))
     x = fl.zeros(1024)
     add(zp2, x, x)
     add(zp2, x, x)
-    entry, _, _ = warm.lookup((zp2, x, x), "sim")
-    assert entry is not None and entry.signature == add.signature_of((zp2, x, x), "sim")[0]
+    entry, _, _ = warm.lookup((zp2, x, x), Target.SIM)
+    assert entry is not None and entry.signature == add.signature_of((zp2, x, x), Target.SIM)[0]
     assert entry.signature[1].align == array_align(x.data_ptr, (1024,), 4)
     assert entry.grid == (8, 1, 1)
     np.testing.assert_array_equal(zp.unpartition().numpy(), np.full(1000, 2, np.float32))
@@ -301,7 +310,7 @@ def _dev(ptr: int, shape: tuple[int, ...], dtype: Any = fl.f32) -> Tensor:
 def _reference_params(kernel: Kernel, args: tuple[Any, ...]) -> list[bytes]:
     """The parameter bytes as the launcher before the warm path packed them, one value at a
     time from `signature_of`'s values."""
-    signature, values = kernel.signature_of(args, "cuda")
+    signature, values = kernel.signature_of(args, Target.CUDA)
     out = []
     for p, v in zip(signature, values, strict=True):
         if p.kind == "const":
@@ -355,9 +364,11 @@ def test_gpu_scalars_consts_and_bf16(fake_gpu: FakeCU) -> None:
     _launch(fake_gpu, axpb, zp, x, 2.5, -3, 7)
     _launch(fake_gpu, axpb, zp, x, -1.25, 127, 7)  # warm: only the scalars change
     assert len(axpb._warm.entries) == 1  # type: ignore[union-attr]
-    with pytest.raises(fl.KernelTypeError, match="`n` = 128 does not fit the parameter.s type i8"):
+    with pytest.raises(fl.KernelTypeError, match=r"`n` = 128 does not fit the parameter.s type i8"):
         axpb(zp, x, 1.0, 128, 7)
-    with pytest.raises(fl.KernelTypeError, match=r"= 1e\+300 does not fit the parameter.s type f32"):
+    with pytest.raises(
+        fl.KernelTypeError, match=r"= 1e\+300 does not fit the parameter.s type f32"
+    ):
         axpb(zp, x, 1e300, 1, 7)  # warm key (a float): the reader declines, the binder explains
     zb = _dev(0x40000, (8, 8), fl.bf16).partition((8, 8))
     xb = _dev(0x50000, (8, 8), fl.bf16)
@@ -489,7 +500,7 @@ def test_gpu_plain_torch_tensors_are_read_inline(
     zp = _dev(0x100000, (64, 64)).partition((32, 32))
     x, y = torch.zeros(64, 64), torch.ones(64, 64)
     _launch(fake_gpu, add, zp, x, y)
-    key = add._warm.lookup((zp, x, y), "cuda")[1]  # type: ignore[union-attr]
+    key = add._warm.lookup((zp, x, y), Target.CUDA)[1]  # type: ignore[union-attr]
     assert key is not None and key[2] == (x.data_ptr() % 16, (64, 64))  # no strides in it
     n = len(slow)
     fake_gpu.sizes = [len(b) for b in _reference_params(add, (zp, y, x))]

@@ -24,6 +24,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from .location import user_location
+from .target import Target
 
 # The one GPU fearless uses: the primary context of device 0 (see driver.py).
 DEVICE_ID = 0
@@ -61,7 +62,12 @@ class ArrayInfo:
 
 
 def describe(
-    obj: Any, target: str, *, name: str = "array", ndim: int | None = 1, stream: int | None = None
+    obj: Any,
+    target: Target,
+    *,
+    name: str = "array",
+    ndim: int | None = 1,
+    stream: int | None = None,
 ) -> ArrayInfo:
     """Describe an array argument for `target`, requiring `ndim` dimensions (None: any).
 
@@ -69,12 +75,12 @@ def describe(
     producers order their pending work before it); None asks for no ordering.
     """
     info = _describe_any(obj, target, name, stream)
-    if target == "cuda" and not info.on_device:
+    if target.on_device and not info.on_device:
         raise _type_error(
             f"argument `{name}` is in host memory, but the cuda target needs device memory",
             "copy it to the GPU first: `fl.asarray(x)` or `torch.from_numpy(x).cuda()`",
         )
-    if target == "sim" and info.on_device:
+    if not target.on_device and info.on_device:
         raise _type_error(
             f"argument `{name}` is in GPU memory, but the target is the CPU simulator",
             'pass a host array (`x.cpu()`, `x.get()`), or run on the GPU: fl.set_target("cuda")',
@@ -142,7 +148,7 @@ def _is_fl_tensor(tp: type) -> bool:
     return getattr(tp, "__fearless_tensor__", False) is True
 
 
-def _describe_any(obj: Any, target: str, name: str, stream: int | None) -> ArrayInfo:
+def _describe_any(obj: Any, target: Target, name: str, stream: int | None) -> ArrayInfo:
     if _is_fl_tensor(type(obj)):
         return obj._array_info()
     if _is_torch_tensor(obj):
@@ -363,7 +369,7 @@ def _extract_torch(t: Any) -> Extracted | None:
 
 def _extract_generic(obj: Any) -> Extracted | None:
     try:
-        info = describe(obj, "cuda")
+        info = describe(obj, Target.CUDA)
     except KernelTypeError:
         return None
     return info.ptr, info.shape[0], info.dtype
@@ -413,7 +419,7 @@ def _extract_torch_2d(t: Any) -> Extracted2D | None:
 
 def _extract_generic_2d(obj: Any) -> Extracted2D | None:
     try:
-        info = describe(obj, "cuda", ndim=2)
+        info = describe(obj, Target.CUDA, ndim=2)
     except KernelTypeError:
         return None
     return info.ptr, info.shape[0], info.shape[1], info.dtype

@@ -26,6 +26,7 @@ from ..errors import KernelTypeError
 from .arrays import ArrayInfo, describe
 from .location import user_location
 from .params import STRUCT_CODES, bf16_bits
+from .target import Target
 
 _TORCH_NAMES = {
     "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
@@ -90,7 +91,7 @@ def scalar_error(param: str, value: object, dtype: DType) -> KernelTypeError:
 
 
 def bind_args(
-    name: str, params: Sequence[ParamSpec], args: Sequence[Any], target: str
+    name: str, params: Sequence[ParamSpec], args: Sequence[Any], target: Target
 ) -> list[ArrayInfo | Any]:
     """Check the arguments of one launch against the kernel's parameters."""
     if len(args) != len(params):

@@ -69,6 +69,7 @@ from .device_errors import ErrorPool, default_pool
 from .location import user_location
 from .params import ParamPacker, bf16_bits
 from .streams import Stream, stream_handle
+from .target import Target
 from .tensor import Tensor
 
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, ValueError)
@@ -158,7 +159,7 @@ class GpuLaunchPlan:
 
     def _requires_failed(self, k: int, args: Sequence[Any]) -> None:
         lengths = [
-            describe(a, "cuda", name=p.name, ndim=p.ndim).shape[0] if p.is_array else None
+            describe(a, Target.CUDA, name=p.name, ndim=p.ndim).shape[0] if p.is_array else None
             for p, a in zip(self.params, args, strict=True)
         ]
         env = requires_values(args, lengths)
@@ -171,7 +172,7 @@ class GpuLaunchPlan:
 
     def _argument_error(self, index: int, arg: Any) -> KernelTypeError:
         spec = self.params[index]
-        describe(arg, "cuda", name=spec.name, ndim=spec.ndim)  # raises the precise reason
+        describe(arg, Target.CUDA, name=spec.name, ndim=spec.ndim)  # raises the precise reason
         return KernelTypeError(
             f"argument `{spec.name}` cannot be passed to `{self.ck.name}`",
             user_location(),

@@ -31,7 +31,7 @@ class Stream:
         self._owner = stream  # a wrapped foreign stream stays alive as long as this
         if stream is not None:
             self._handle = stream_handle(stream)
-        elif current_target() == "sim":
+        elif current_target().simulated:
             self._handle = 0  # the simulator runs each launch to completion: nothing to order
         else:
             from cuda.core import Device, StreamOptions

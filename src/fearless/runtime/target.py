@@ -8,13 +8,36 @@ capability, so `fearless doctor` can say exactly why a GPU is or is not used.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+import enum
+from typing import Any
 
 from .. import config
 from ..errors import FearlessError, ToolchainError
 
-TargetName = Literal["cuda", "sim"]
-TARGETS: tuple[TargetName, ...] = ("cuda", "sim")
+
+class Target(str, enum.Enum):
+    """Where launches run. A member is an object the code asks (`target.on_device`,
+    `target.simulated`) instead of comparing names; it still equals its name (`"cuda"`,
+    `"sim"`), the spelling of `fl.set_target` and FEARLESS_TARGET."""
+
+    CUDA = "cuda"
+    SIM = "sim"
+
+    @property
+    def on_device(self) -> bool:
+        """Whether kernel arguments live in GPU memory."""
+        return self is Target.CUDA
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the CPU simulator runs the kernels."""
+        return self is Target.SIM
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TARGETS: tuple[Target, ...] = tuple(Target)
 
 # Compile for this arch when no GPU says otherwise (the H200 class the project measures on).
 FALLBACK_ARCH = "sm_90"
@@ -35,15 +58,15 @@ def cuda_status() -> tuple[bool, str]:
     return usable, reason
 
 
-def current_target() -> TargetName:
-    """The target launches run on now: the override, else "cuda" when a GPU is usable, else "sim"."""
+def current_target() -> Target:
+    """The target launches run on now: the override, else CUDA when a GPU is usable, else SIM."""
     override = config.target_override()
     if override is None:
-        return "cuda" if _probe_once()[0] else "sim"
-    name = _validate(override, source="FEARLESS_TARGET")
-    if name == "cuda":
+        return Target.CUDA if _probe_once()[0] else Target.SIM
+    target = _validate(override, source="FEARLESS_TARGET")
+    if target.on_device:
         _require_cuda()
-    return name
+    return target
 
 
 # The name the rest of the package and the public API (`fl.get_target()`) use.
@@ -56,9 +79,9 @@ def set_target(name: str | None) -> None:
         config.set_target_override(None)
         return
     target = _validate(name, source="set_target")
-    if target == "cuda":
+    if target.on_device:
         _require_cuda()
-    config.set_target_override(target)
+    config.set_target_override(target.value)
 
 
 def default_arch() -> str:
@@ -69,10 +92,10 @@ def default_arch() -> str:
     return _probe_once()[2] or FALLBACK_ARCH
 
 
-def _validate(name: str, source: str) -> TargetName:
+def _validate(name: str, source: str) -> Target:
     value = name.strip().lower() if isinstance(name, str) else name
     if value in TARGETS:
-        return cast(TargetName, value)
+        return Target(value)
     where = f"FEARLESS_TARGET={name!r}" if source == "FEARLESS_TARGET" else f"{name!r}"
     raise TargetError(
         f"unknown target {where}",

@@ -23,7 +23,7 @@ from .arrays import ArrayInfo, as_dtype, describe
 from .location import user_location
 from .params import bf16_bits
 from .partition import Partition, partition
-from .target import current_target
+from .target import Target, current_target
 
 Shape = int | Sequence[int]
 
@@ -253,7 +253,7 @@ class Tensor:
 def empty(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
     """An uninitialised tensor on the current target."""
     dims, dt = _shape(shape), as_dtype(dtype)
-    if current_target() == "sim":
+    if current_target().simulated:
         return _wrap_host(np.empty(dims, dtype=dt.np), dt)
     alloc = driver.DeviceAllocation(math.prod(dims) * dt.itemsize)
     return Tensor._make(alloc.ptr, dims, dt, on_device=True, owner=alloc)
@@ -320,21 +320,21 @@ def asarray(obj: Any, dtype: Any = None) -> Tensor:
     target = current_target()
     if isinstance(obj, Tensor):
         obj._check_live()
-        if want in (None, obj._dtype) and (target == "cuda") == obj._on_device:
+        if want in (None, obj._dtype) and target.on_device == obj._on_device:
             return obj
         return _place(_convert(obj.numpy(), obj._dtype, want), want or obj._dtype)
     if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
         obj = np.ascontiguousarray(obj)  # kernels need contiguous memory: this is a copy
     if _is_array_like(obj):
-        info = describe(obj, "cuda" if _on_gpu(obj) else "sim", name="obj", ndim=None)
-        if info.on_device and target == "cuda" and want in (None, info.dtype):
+        info = describe(obj, Target.CUDA if _on_gpu(obj) else Target.SIM, name="obj", ndim=None)
+        if info.on_device and target.on_device and want in (None, info.dtype):
             return Tensor._make(info.ptr, info.shape, info.dtype, on_device=True, owner=info.owner)
         if info.on_device:  # a GPU array wanted on the host, or converted
             host = np.empty(info.shape, dtype=info.dtype.np)
             driver.copy_device_to_host(host, info.ptr)
             return _place(_convert(host, info.dtype, want), want or info.dtype)
         assert info.host is not None
-        if target == "sim" and want in (None, info.dtype):
+        if target.simulated and want in (None, info.dtype):
             return _wrap_host(info.host, info.dtype)
         return _place(_convert(info.host, info.dtype, want), want or info.dtype)
     try:
@@ -382,7 +382,7 @@ def _wrap_host(array: np.ndarray, dt: DType) -> Tensor:
 def _place(host: np.ndarray, dt: DType) -> Tensor:
     """A tensor on the current target holding a copy of (or, on sim, exactly) `host`."""
     host = np.ascontiguousarray(host)
-    if current_target() == "sim":
+    if current_target().simulated:
         return _wrap_host(host, dt)
     t = empty(host.shape, dt)
     driver.copy_host_to_device(t._ptr, host)

@@ -25,6 +25,7 @@ from ..runtime.contract import (
     requires_values,
 )
 from ..runtime.device_errors import format_index_error
+from ..runtime.target import Target
 from .simt import SimKernel
 
 
@@ -57,7 +58,7 @@ class SimLauncher:
     def launch(self, grid: Any, block: Any, args: Sequence[Any], stream: Any) -> None:
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         self.validate(grid, block)
-        values = bind_args(self.name, self.params, args, "sim")
+        values = bind_args(self.name, self.params, args, Target.SIM)
         # `len(a)` in a `requires=` relation is the extent along axis 0, as in the kernel
         lengths = [v.shape[0] if isinstance(v, ArrayInfo) else None for v in values]
         check_requires(self.name, self.params, self.contract.requires, args, lengths)

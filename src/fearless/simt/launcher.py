@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ..abi import CompiledKernel
 from ..runtime.contract import Dim3
 from ..runtime.launch import GpuLaunchPlan
+from ..runtime.target import Target
 from ..sim.launch import SimLauncher
 from .compiler import CompiledIR
 
@@ -35,13 +36,13 @@ class CudaLauncher:
 
 
 def make_launcher(
-    target: str,
+    target: Target,
     name: str,
     compiled_ir: Callable[[], CompiledIR],
     compile: Callable[[], CompiledKernel],
 ) -> Launcher:
     """The launcher for `target`: the simulator runs the IR, the GPU the compiled kernel."""
-    if target == "sim":
+    if target.simulated:
         ir = compiled_ir()
         fast = (ir.fast.fn, ir.fast.assumes) if ir.fast is not None else None
         return SimLauncher(name, ir.fn, ir.params, ir.contract, ir.ck_for_sim(), fast)

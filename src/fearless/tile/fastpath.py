@@ -43,6 +43,7 @@ from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_
 from ..runtime.binder import scalar_fits
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.partition import Partition
+from ..runtime.target import Target
 from ..runtime.tensor import Tensor
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 
@@ -90,13 +91,13 @@ class WarmPath:
         self.entries: dict[Key, Prepared] = {}
 
     def lookup(
-        self, args: Sequence[Any], target: str
+        self, args: Sequence[Any], target: Target
     ) -> tuple[Prepared | None, Key | None, list[Any]]:
         """(prepared launch, key, payload) of a call. The launch is None when the slow path
         must run: then the key is where to store what it prepares (None: nothing to store)."""
         if len(args) != len(self.readers):
             return None, None, []
-        on_device = target == "cuda"
+        on_device = target.on_device
         parts: list[Any] = [target]
         starts: list[int] = []
         payload: list[Any] = []
@@ -266,7 +267,7 @@ def _read_described(
 ) -> bool:
     """NumPy arrays, CPU torch tensors on "sim", CuPy and DLPack arrays: `describe` itself."""
     try:
-        info = describe(arg, "cuda" if on_device else "sim", name=name, ndim=None)
+        info = describe(arg, Target.CUDA if on_device else Target.SIM, name=name, ndim=None)
     except Exception:  # the slow path raises it again, after any earlier argument's error
         return False
     if info.dtype is not want:

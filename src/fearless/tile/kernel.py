@@ -25,7 +25,7 @@ from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
-from ..runtime.target import current_target
+from ..runtime.target import Target, current_target
 from .aot import signature_from_specs
 from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
@@ -83,7 +83,7 @@ class Kernel:
             self._annotations = out
         return self._annotations
 
-    def signature_of(self, args: tuple[Any, ...], target: str) -> tuple[Signature, list[Any]]:
+    def signature_of(self, args: tuple[Any, ...], target: Target) -> tuple[Signature, list[Any]]:
         """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo."""
         anns = self.annotations()
         if len(args) != len(anns):
@@ -106,7 +106,7 @@ class Kernel:
                 info = ArrayInfo(
                     t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host
                 )
-                if (target == "cuda") != info.on_device:
+                if target.on_device != info.on_device:
                     raise KernelTypeError(
                         f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
                         f"target is {target}",
@@ -242,7 +242,7 @@ class Kernel:
         self._warm = WarmPath(self.annotations())
         return self._warm
 
-    def _prepare(self, args: tuple[Any, ...], target: str) -> tuple[Prepared, list[Any]]:
+    def _prepare(self, args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
         """The slow path: every check, from the arguments themselves, then the launch prepared
         for them and its payload (fastpath.py: what a warm launch with the same key reuses)."""
         signature, values = self.signature_of(args, target)
@@ -255,7 +255,7 @@ class Kernel:
             if p.is_array
         ]
         nbytes = tuple(info.nbytes for info in infos)
-        if target == "sim":
+        if target.simulated:
             from ..sim.tile import run_kernel
 
             def run_sim(payload: list[Any], stream: Any) -> None:
