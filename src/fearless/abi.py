@@ -29,6 +29,7 @@ from .dtypes import DType
 from .errors import Location
 
 ParamKind = Literal["slice", "disjoint", "scalar"]
+Dim3 = tuple[int, int, int]  # a grid or block shape, (x, y, z)
 
 ERROR_RECORD_WORDS = 10
 ERROR_RECORD_BYTES = ERROR_RECORD_WORDS * 8

@@ -31,43 +31,12 @@ from llvmlite import ir
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import InternalError
+from ..ir.ops import MATH_FNS
 from .llvm_support import ModuleSupport
 from .llvm_types import I1, scalar_type
 
 F32 = ir.FloatType()
 
-# Math functions with a libdevice implementation (`__nv_<name>f` for f32, `__nv_<name>` f64).
-LIBDEVICE_MATH = frozenset(
-    (
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log2",
-        "log10",
-        "log1p",
-        "rsqrt",
-        "cbrt",
-        "sin",
-        "cos",
-        "tan",
-        "asin",
-        "acos",
-        "atan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "asinh",
-        "acosh",
-        "atanh",
-        "erf",
-        "erfc",
-        "pow",
-        "atan2",
-        "fmod",
-        "hypot",
-    )
-)
 # Math functions that are exact and have an LLVM intrinsic (NVPTX lowers them to one
 # correctly rounded instruction: sqrt.rn, cvt.rmi, abs, ...). `round` is Python's and NumPy's
 # round-half-to-even, not C's `round` (half away from zero) that libdevice implements.
@@ -81,6 +50,16 @@ INTRINSIC_MATH = {
     "copysign": "llvm.copysign",
     "fma": "llvm.fma",
 }
+
+# fmin/fmax (np.fmin/np.fmax: a NaN loses to a number) are emitted inline; every other math
+# function of the IR (ir/ops.MATH_FNS) has a libdevice implementation (`__nv_<name>f` for f32,
+# `__nv_<name>` for f64).
+INLINE_MATH = frozenset(("fmin", "fmax"))
+LIBDEVICE_MATH = frozenset(MATH_FNS) - set(INTRINSIC_MATH) - INLINE_MATH
+
+# Binary kinds that are one IRBuilder instruction (wrapping integer and IEEE float arithmetic).
+_INT_BUILDER = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
+_FLOAT_BUILDER = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 _SIGNED_PRED = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
@@ -107,18 +86,8 @@ class ScalarEmitter:
 
     def _int_binary(self, kind: str, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
         b = self.b
-        if kind == "add":
-            return b.add(x, y)
-        if kind == "sub":
-            return b.sub(x, y)
-        if kind == "mul":
-            return b.mul(x, y)
-        if kind == "and":
-            return b.and_(x, y)
-        if kind == "or":
-            return b.or_(x, y)
-        if kind == "xor":
-            return b.xor(x, y)
+        if kind in _INT_BUILDER:
+            return getattr(b, _INT_BUILDER[kind])(x, y)  # type: ignore[no-any-return]
         if kind in ("min", "max"):
             sign = "s" if dtype.is_signed else "u"
             return self._intrinsic(f"llvm.{sign}{kind}", x, y)
@@ -169,14 +138,8 @@ class ScalarEmitter:
 
     def _float_binary(self, kind: str, dtype: DType, x: ir.Value, y: ir.Value) -> ir.Value:
         b = self.b
-        if kind == "add":
-            return b.fadd(x, y)
-        if kind == "sub":
-            return b.fsub(x, y)
-        if kind == "mul":
-            return b.fmul(x, y)
-        if kind == "div":
-            return b.fdiv(x, y)
+        if kind in _FLOAT_BUILDER:
+            return getattr(b, _FLOAT_BUILDER[kind])(x, y)  # type: ignore[no-any-return]
         if kind in ("min", "max"):
             return self._numpy_min_max(kind, x, y, nan_wins=True)
         if kind in ("floordiv", "mod", "pow"):

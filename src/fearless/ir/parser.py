@@ -373,17 +373,21 @@ def _parse_op(ln: _Line, filename: str) -> _OpSyntax:
     return s
 
 
+def _parse_typed_values(ln: _Line, what: str) -> list[tuple[_Tok, Type]]:
+    """`%a: T, %b: U)` after an opening `(`, through the closing `)` (at least one value)."""
+    out: list[tuple[_Tok, Type]] = []
+    while True:
+        v = ln.expect("value", what=what)
+        ln.expect("punct", ":")
+        out.append((v, _parse_type(ln)))
+        if ln.accept("punct", ")"):
+            return out
+        ln.expect("punct", ",", what="`,` or `)`")
+
+
 def _parse_block_header(ln: _Line) -> _BlockSyntax:
     name = ln.expect("block")
-    args: list[tuple[_Tok, Type]] = []
-    if ln.accept("punct", "("):
-        while True:
-            v = ln.expect("value", what="a block argument `%n`")
-            ln.expect("punct", ":")
-            args.append((v, _parse_type(ln)))
-            if ln.accept("punct", ")"):
-                break
-            ln.expect("punct", ",", what="`,` or `)`")
+    args = _parse_typed_values(ln, "a block argument `%n`") if ln.accept("punct", "(") else []
     ln.expect("punct", ":", what="`:` after the block name")
     ln.end()
     label = ln.comment.text[2:].strip() if ln.comment is not None else ""
@@ -699,15 +703,7 @@ def _parse_header(ln: _Line) -> tuple[_Tok, list[tuple[_Tok, Type]], list[str] |
     ln.expect("name", "func")
     name = ln.expect("symbol", what="the function's name `@name`")
     ln.expect("punct", "(")
-    params: list[tuple[_Tok, Type]] = []
-    if not ln.accept("punct", ")"):
-        while True:
-            v = ln.expect("value", what="a parameter `%n`")
-            ln.expect("punct", ":")
-            params.append((v, _parse_type(ln)))
-            if ln.accept("punct", ")"):
-                break
-            ln.expect("punct", ",", what="`,` or `)`")
+    params = [] if ln.accept("punct", ")") else _parse_typed_values(ln, "a parameter `%n`")
     ln.expect("punct", "{", what="`{` after the parameters")
     ln.end()
     names: list[str] | None = None

@@ -325,28 +325,36 @@ def _wrong_device(name: str, index: int) -> KernelTypeError:
 
 # ------------------------------------------------------------------------- warm-launch extractors
 
+_MISSING: Any = object()  # a type not looked at yet (None is a cached "no fast reader")
 _extractors: dict[type, Extractor | None] = {}
 
 
 def launch_extractor(tp: type) -> Extractor | None:
     """The cached fast reader of a 1-D device array of type `tp` (cuda target), or None."""
-    try:
-        return _extractors[tp]
-    except KeyError:
-        pass
-    found: Extractor | None
-    if _is_fl_tensor(tp):
-        found = _extract_tensor
-    elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
-        found = _extract_torch
-    elif issubclass(tp, np.ndarray):
-        found = None  # host memory: `describe` says what to do instead
-    elif hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
-        found = _extract_generic
-    else:
-        found = None
-    _extractors[tp] = found
+    readers = (_extract_tensor, _extract_torch, _extract_generic)
+    return _cached(_extractors, tp, readers)  # type: ignore[no-any-return]
+
+
+def _cached(cache: dict[type, Any], tp: type, readers: tuple[Any, Any, Any]) -> Any:
+    found = cache.get(tp, _MISSING)
+    if found is _MISSING:
+        found = cache[tp] = _extractor_for(tp, readers)
     return found
+
+
+def _extractor_for(tp: type, readers: tuple[Any, Any, Any]) -> Any:
+    """Of (fl.Tensor's, torch's, the generic protocols') `readers`, the one for type `tp`;
+    None for NumPy arrays (host memory: `describe` says what to do instead) and non-arrays."""
+    tensor, torch, generic = readers
+    if _is_fl_tensor(tp):
+        return tensor
+    if "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
+        return torch
+    if issubclass(tp, np.ndarray):
+        return None
+    if hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
+        return generic
+    return None
 
 
 def _extract_tensor(t: Any) -> Extracted | None:
@@ -380,23 +388,8 @@ _extractors_2d: dict[type, Extractor2D | None] = {}
 
 def launch_extractor_2d(tp: type) -> Extractor2D | None:
     """The cached fast reader of a C-contiguous 2-D device array of type `tp`, or None."""
-    try:
-        return _extractors_2d[tp]
-    except KeyError:
-        pass
-    found: Extractor2D | None
-    if _is_fl_tensor(tp):
-        found = _extract_tensor_2d
-    elif "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
-        found = _extract_torch_2d
-    elif issubclass(tp, np.ndarray):
-        found = None
-    elif hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
-        found = _extract_generic_2d
-    else:
-        found = None
-    _extractors_2d[tp] = found
-    return found
+    readers = (_extract_tensor_2d, _extract_torch_2d, _extract_generic_2d)
+    return _cached(_extractors_2d, tp, readers)  # type: ignore[no-any-return]
 
 
 def _extract_tensor_2d(t: Any) -> Extracted2D | None:

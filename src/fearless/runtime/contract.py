@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..abi import LaunchContract, ParamSpec, Requirement
+from ..abi import Dim3, LaunchContract, ParamSpec, Requirement
 from ..errors import LaunchContractError
 from .location import user_location
-
-Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import Dim3
 from ..errors import InternalError, KernelIndexError
 from ..ir import ops
 from ..ir.core import Op
-
-Dim3 = tuple[int, int, int]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..abi import Dim3
 from ..errors import InternalError, KernelTypeError
 from ..ir import ops
 from ..ir.core import (
@@ -86,8 +87,6 @@ from .schedule import schedule_order
 __all__ = ["CHUNK_LANES", "SimError", "SimKernel", "run_kernel"]
 
 CHUNK_LANES = 1 << 20
-
-Dim3 = tuple[int, int, int]
 
 
 def run_kernel(
