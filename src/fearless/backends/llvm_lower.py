@@ -543,3 +543,8 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.CondBr: _KernelLowering._cond_br,
     ops.Return: _KernelLowering._return,
 }
+
+
+def lowers(op: type) -> bool:
+    """Whether the LLVM lowering handles ops of class `op` (intrinsic tables ask)."""
+    return op in _HANDLERS

@@ -482,3 +482,8 @@ class _Lowerer:
         results = list(nested.done())
         self.token = results.pop() if carry else outer_token
         return results
+
+
+def lowers(op: type) -> bool:
+    """Whether the bytecode lowering handles ops of class `op` (intrinsic tables ask)."""
+    return hasattr(_Lowerer, "op_" + op.__name__)

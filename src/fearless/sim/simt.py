@@ -404,3 +404,8 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.Store: _plan_memory,
     ops.BoundsCheck: _plan_check,
 }
+
+
+def simulates(op: type) -> bool:
+    """Whether the SIMT simulator gives ops of class `op` a meaning (intrinsic tables ask)."""
+    return op in _PLANNERS

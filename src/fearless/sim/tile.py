@@ -89,66 +89,86 @@ class _Block:
         return []
 
     def step(self, op: Any, args: list[Any]) -> Any:
-        a = op.attrs
-        if isinstance(op, ops.Constant):
-            t = tile_type(op.result)
-            return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
-        if isinstance(op, ops.BlockId):
-            return np.int32(self.bid[a["axis"]])
-        if isinstance(op, ops.NumBlocks):
-            return np.int32(self.grid[a["axis"]])
-        if isinstance(op, ops.ArrayDim):
-            return np.int32(args[0].host.shape[a["axis"]])
-        if isinstance(op, ops.Load):
-            return _load(args[0], [int(i) for i in args[1:]], a["shape"], a["padding"])
-        if isinstance(op, ops.Store):
-            part: _Array = args[0]
-            _store(part, list(self.bid[: part.host.ndim]), args[1])
-            return None
-        dt = _dtype(op.operands[0]) if op.operands else None
-        if isinstance(op, ops.Binary):
-            assert dt is not None
-            with np.errstate(all="ignore"):
-                return np.asarray(
-                    nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt)
-                )
-        if isinstance(op, ops.Compare):
-            assert dt is not None
-            return np.asarray(nx.compare_fn(a["pred"], dt)(args[0], args[1]))
-        if isinstance(op, ops.Unary):
-            assert dt is not None
-            kind = a["kind"]
-            with np.errstate(all="ignore"):
-                fn = nx.math_fn(kind, dt) if kind in _MATH else nx.unary_fn(kind, dt)
-                return np.asarray(fn(args[0]), nx.storage_dtype(dt))
-        if isinstance(op, ops.Cast):
-            assert dt is not None
-            with np.errstate(all="ignore"):
-                return np.asarray(nx.cast_fn(dt, a["dtype"])(args[0]), nx.storage_dtype(a["dtype"]))
-        if isinstance(op, ops.Select):
-            return np.where(args[0], args[1], args[2])
-        if isinstance(op, ops.Reshape):
-            return np.reshape(args[0], a["shape"])
-        if isinstance(op, ops.Broadcast):
-            return np.ascontiguousarray(np.broadcast_to(args[0], a["shape"]))
-        if isinstance(op, ops.Permute):
-            return np.ascontiguousarray(np.transpose(args[0], a["perm"]))
-        if isinstance(op, ops.Reduce):
-            assert dt is not None
-            return _reduce(a["kind"], args[0], a["axis"], dt)
-        if isinstance(op, ops.Mma):
-            acc_dt = _dtype(op.operands[2])
-            wide = np.float64 if acc_dt.name == "f64" else np.float32
-            prod = np.matmul(args[0].astype(wide), args[1].astype(wide))
-            out = args[2].astype(wide) + prod
-            return _round(out, acc_dt)
-        if isinstance(op, ops.Iota):
-            return np.arange(a["n"], dtype=nx.storage_dtype(tile_type(op.result).dtype))
-        if isinstance(op, ops.For):
-            return self._loop(op, args)
-        if isinstance(op, ops.If):  # this block's branch; a store in the other never happens
-            return self.run(op.then_block if bool(args[0]) else op.else_block)
-        raise InternalError(f"the Tile simulator has no rule for {op.opname}")
+        """Run one op: the method `_op_<class>` gives each op class its meaning."""
+        rule = getattr(self, "_op_" + type(op).__name__, None)
+        if rule is None:
+            raise InternalError(f"the Tile simulator has no rule for {op.opname}")
+        return rule(op, op.attrs, args)
+
+    def _op_Constant(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        t = tile_type(op.result)
+        return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
+
+    def _op_BlockId(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.int32(self.bid[a["axis"]])
+
+    def _op_NumBlocks(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.int32(self.grid[a["axis"]])
+
+    def _op_ArrayDim(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.int32(args[0].host.shape[a["axis"]])
+
+    def _op_Load(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return _load(args[0], [int(i) for i in args[1:]], a["shape"], a["padding"])
+
+    def _op_Store(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        part: _Array = args[0]
+        _store(part, list(self.bid[: part.host.ndim]), args[1])
+        return None
+
+    def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        with np.errstate(all="ignore"):
+            return np.asarray(nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt))
+
+    def _op_Compare(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        return np.asarray(nx.compare_fn(a["pred"], dt)(args[0], args[1]))
+
+    def _op_Unary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        kind = a["kind"]
+        with np.errstate(all="ignore"):
+            fn = nx.math_fn(kind, dt) if kind in _MATH else nx.unary_fn(kind, dt)
+            return np.asarray(fn(args[0]), nx.storage_dtype(dt))
+
+    def _op_Cast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        with np.errstate(all="ignore"):
+            return np.asarray(nx.cast_fn(dt, a["dtype"])(args[0]), nx.storage_dtype(a["dtype"]))
+
+    def _op_Select(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.where(args[0], args[1], args[2])
+
+    def _op_Reshape(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.reshape(args[0], a["shape"])
+
+    def _op_Broadcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.ascontiguousarray(np.broadcast_to(args[0], a["shape"]))
+
+    def _op_Permute(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.ascontiguousarray(np.transpose(args[0], a["perm"]))
+
+    def _op_Reduce(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        return _reduce(a["kind"], args[0], a["axis"], dt)
+
+    def _op_Mma(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        acc_dt = _dtype(op.operands[2])
+        wide = np.float64 if acc_dt.name == "f64" else np.float32
+        prod = np.matmul(args[0].astype(wide), args[1].astype(wide))
+        out = args[2].astype(wide) + prod
+        return _round(out, acc_dt)
+
+    def _op_Iota(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.arange(a["n"], dtype=nx.storage_dtype(tile_type(op.result).dtype))
+
+    def _op_For(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return self._loop(op, args)
+
+    def _op_If(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        # this block's branch; a store in the other never happens
+        return self.run(op.then_block if bool(args[0]) else op.else_block)
 
     def _loop(self, op: ops.For, args: list[Any]) -> list[Any]:
         lo, hi, step = (int(x) for x in args[:3])
@@ -160,6 +180,11 @@ class _Block:
                 self.env[b] = v
             carried = self.run(body)
         return carried
+
+
+def simulates(op: type) -> bool:
+    """Whether the Tile simulator gives ops of class `op` a meaning (intrinsic tables ask)."""
+    return hasattr(_Block, "_op_" + op.__name__)
 
 
 def _dtype(v: Value) -> DType:
