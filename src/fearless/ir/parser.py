@@ -22,7 +22,7 @@ not be numbers nor in order (`%i`, `^loop`), so tests can write IR by hand; the 
 renumbers them. Lines holding only a comment are skipped, so the text of
 `Kernel.inspect(stage="ir")` parses as it is.
 
-A hand-written tokenizer and a recursive-descent parser, in two phases: the first reads every
+A hand-written tokenizer and a recursive-descent parser, in two phases: the first (ir/text_syntax.py) reads every
 line into syntax records, the second creates all blocks and values and then builds the ops
 with their own constructors (a use may precede its definition in block order, as in a loop).
 Errors raise `IRParseError` (a ValueError) naming the line and column. The parser checks what
@@ -32,19 +32,13 @@ dominance, terminators and operand typing are the verifier's (`ir/verifier.py`).
 
 from __future__ import annotations
 
-import ast
-import math
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import dtypes
 from ..errors import Location
 from . import ops
 from .core import (
-    THREAD_INDEX,
-    THREAD_INDEX_2D,
     ArrayType,
     Block,
     Function,
@@ -53,351 +47,26 @@ from .core import (
     Type,
     Value,
 )
-
-__all__ = ["IRParseError", "parse_function", "parse_type"]
-
-
-class IRParseError(ValueError):
-    """Malformed IR text: `line` and `col` (both 1-based) say where."""
-
-    def __init__(self, message: str, line: int, col: int, source_line: str | None = None) -> None:
-        self.message = message
-        self.line = line
-        self.col = col
-        text = f"line {line}, column {col}: {message}"
-        if source_line is not None:
-            text += f"\n    {source_line}\n    {' ' * (col - 1)}^"
-        super().__init__(text)
-
-
-# ------------------------------------------------------------------------------------ tokens
-
-
-class _Tok(NamedTuple):
-    kind: str  # value block symbol number string name punct comment
-    text: str
-    line: int
-    col: int  # 1-based
-
-
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>[ \t\r]+)
-  | (?P<comment>//[^\n]*)
-  | (?P<value>%[\w.$]+)
-  | (?P<block>\^[\w.$]+)
-  | (?P<symbol>@[\w.$]+)
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)
-  | (?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
-  | (?P<name>[^\W\d]\w*(?:\.\w+)*)
-  | (?P<punct>[()\[\]{},:=\-])
-    """,
-    re.VERBOSE,
+from .text_syntax import (
+    BlockSyntax,
+    IRParseError,
+    Line,
+    OpSyntax,
+    Tok,
+    parse_type,
+    read_block_header,
+    read_op,
+    read_typed_values,
+    tokenize,
 )
 
-
-def _tokenize(text: str) -> list[list[_Tok]]:
-    """The tokens of each line (index 0 is line 1), whitespace dropped."""
-    out: list[list[_Tok]] = []
-    finditer = _TOKEN.finditer
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        toks: list[_Tok] = []
-        pos = 0
-        for m in finditer(line):
-            if m.start() != pos:
-                break
-            pos = m.end()
-            kind = m.lastgroup
-            if kind != "ws":
-                assert kind is not None
-                toks.append(_Tok(kind, m.group(), lineno, m.start() + 1))
-        if pos != len(line):
-            raise IRParseError(f"unexpected character {line[pos]!r}", lineno, pos + 1, line)
-        out.append(toks)
-    return out
-
-
-class _Line:
-    """A cursor over the tokens of one line, its trailing comment set apart."""
-
-    def __init__(self, toks: list[_Tok], source: str, lineno: int) -> None:
-        self.comment: _Tok | None = None
-        if toks and toks[-1].kind == "comment":
-            self.comment = toks[-1]
-            toks = toks[:-1]
-        self.toks = toks
-        self.source = source
-        self.lineno = lineno
-        self.pos = 0
-
-    def error(self, message: str, tok: _Tok | None = None) -> IRParseError:
-        if tok is None:
-            tok = self.peek()
-        if tok is None:  # at the end of the line: point just past its last token
-            last = self.toks[-1] if self.toks else None
-            col = last.col + len(last.text) if last is not None else 1
-            return IRParseError(message, self.lineno, col, self.source)
-        return IRParseError(message, tok.line, tok.col, self.source)
-
-    def peek(self, offset: int = 0) -> _Tok | None:
-        i = self.pos + offset
-        return self.toks[i] if i < len(self.toks) else None
-
-    def at(self, kind: str, text: str | None = None) -> bool:
-        t = self.peek()
-        return t is not None and t.kind == kind and (text is None or t.text == text)
-
-    def next(self, what: str) -> _Tok:
-        t = self.peek()
-        if t is None:
-            raise self.error(f"expected {what} at the end of the line")
-        self.pos += 1
-        return t
-
-    def expect(self, kind: str, text: str | None = None, what: str | None = None) -> _Tok:
-        desc = what or (f"`{text}`" if text is not None else kind)
-        t = self.peek()
-        if t is None:
-            raise self.error(f"expected {desc} at the end of the line")
-        if t.kind != kind or (text is not None and t.text != text):
-            raise self.error(f"expected {desc}, found `{t.text}`", t)
-        self.pos += 1
-        return t
-
-    def accept(self, kind: str, text: str | None = None) -> _Tok | None:
-        if self.at(kind, text):
-            self.pos += 1
-            return self.toks[self.pos - 1]
-        return None
-
-    def end(self) -> None:
-        t = self.peek()
-        if t is not None:
-            raise self.error(f"unexpected `{t.text}`", t)
-
-
-# ------------------------------------------------------------------------------------- types
-
-_SCALARS: dict[str, ScalarType] = {t.name: ScalarType(t) for t in dtypes.ALL}
-
-
-def _parse_type(ln: _Line) -> Type:
-    t = ln.expect("name", what="a type")
-    if t.text in _SCALARS:
-        return _SCALARS[t.text]
-    if t.text == "ThreadIndex":
-        return THREAD_INDEX
-    if t.text == "ThreadIndex2D":
-        return THREAD_INDEX_2D
-    if t.text in ("Slice", "DisjointSlice"):
-        ln.expect("punct", "[")
-        d = ln.expect("name", what="a dtype")
-        if d.text not in _SCALARS:
-            raise ln.error(f"unknown dtype `{d.text}`", d)
-        ndim = 1
-        if ln.accept("punct", ","):
-            n = ln.expect("number", what="a rank")
-            if n.text not in ("1", "2"):
-                raise ln.error(f"an array has rank 1 or 2, not {n.text}", n)
-            ndim = int(n.text)
-        ln.expect("punct", "]")
-        return ArrayType(_SCALARS[d.text].dtype, t.text == "DisjointSlice", ndim)
-    raise ln.error(f"unknown type `{t.text}`", t)
-
-
-def parse_type(text: str) -> Type:
-    """The type `str(t)` printed: `f32`, `Slice[f32, 2]`, `ThreadIndex`, ..."""
-    lines = _tokenize(text)
-    if len(lines) != 1:
-        raise IRParseError("a type is one line of text", 1, 1, text)
-    ln = _Line(lines[0], text, 1)
-    t = _parse_type(ln)
-    ln.end()
-    return t
-
-
-# -------------------------------------------------------------------------------- attributes
-
-
-def _parse_literal(ln: _Line) -> Any:
-    """A Python literal as `repr` prints attribute values: numbers, bools, strings, tuples."""
-    t = ln.next("a value")
-    if t.kind == "punct" and t.text == "-":
-        v = _parse_literal(ln)
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ln.error("`-` applies to a number only", t)
-        return -v
-    if t.kind == "number":
-        if any(c in t.text for c in ".eE"):
-            return float(t.text)
-        return int(t.text)
-    if t.kind == "name":
-        consts: dict[str, Any] = {
-            "True": True,
-            "False": False,
-            "None": None,
-            "inf": math.inf,
-            "nan": math.nan,
-        }
-        if t.text in consts:
-            return consts[t.text]
-        raise ln.error(f"unknown value `{t.text}`", t)
-    if t.kind == "string":
-        return ast.literal_eval(t.text)
-    if t.kind == "punct" and t.text == "(":
-        items: list[Any] = []
-        trailing_comma = False
-        while not ln.accept("punct", ")"):
-            items.append(_parse_literal(ln))
-            trailing_comma = bool(ln.accept("punct", ","))
-            if not trailing_comma and not ln.at("punct", ")"):
-                raise ln.error("expected `,` or `)`")
-        if len(items) == 1 and not trailing_comma:
-            return items[0]  # (x) is x, as in Python
-        return tuple(items)
-    raise ln.error(f"expected a value, found `{t.text}`", t)
-
-
-def _parse_attrs(ln: _Line) -> dict[str, tuple[Any, _Tok, _Tok]]:
-    """name -> (value, the name's token, the value's first token)."""
-    attrs: dict[str, tuple[Any, _Tok, _Tok]] = {}
-    ln.expect("punct", "{")
-    while True:
-        k = ln.expect("name", what="an attribute name")
-        if k.text in attrs:
-            raise ln.error(f"attribute `{k.text}` given twice", k)
-        ln.expect("punct", "=")
-        start = ln.peek() or k
-        attrs[k.text] = (_parse_literal(ln), k, start)
-        if ln.accept("punct", "}"):
-            return attrs
-        ln.expect("punct", ",", what="`,` or `}`")
-
-
-# ------------------------------------------------------------------------------ syntax records
-
-
-@dataclass
-class _OpSyntax:
-    ln: _Line
-    name: _Tok
-    results: list[_Tok] = field(default_factory=list)
-    result_types: list[Type] = field(default_factory=list)
-    attrs: dict[str, tuple[Any, _Tok, _Tok]] = field(default_factory=dict)
-    operands: list[_Tok] = field(default_factory=list)
-    targets: list[tuple[_Tok, list[_Tok]]] = field(default_factory=list)
-    loc: Location | None = None
-
-
-@dataclass
-class _BlockSyntax:
-    ln: _Line
-    name: _Tok
-    args: list[tuple[_Tok, Type]]
-    label: str
-    ops: list[_OpSyntax] = field(default_factory=list)
-
-
-_LOC = re.compile(r"^(?:(?P<file>.*\S):)?(?P<line>\d+):(?P<col>\d+)$")
-
-
-def _loc_comment(ln: _Line, filename: str) -> Location | None:
-    c = ln.comment
-    if c is None:
-        return None
-    m = _LOC.match(c.text[2:].strip())
-    if m is None:
-        raise IRParseError(
-            "expected a location comment `// line:col` after an op", c.line, c.col, ln.source
-        )
-    col = int(m.group("col"))
-    if col < 1:
-        raise IRParseError("location columns start at 1", c.line, c.col, ln.source)
-    return Location(m.group("file") or filename, int(m.group("line")), col - 1)
-
-
-def _value_list(ln: _Line) -> list[_Tok]:
-    vals = [ln.expect("value", what="a value `%n`")]
-    while ln.accept("punct", ","):
-        vals.append(ln.expect("value", what="a value `%n`"))
-    return vals
-
-
-def _target(ln: _Line) -> tuple[_Tok, list[_Tok]]:
-    b = ln.expect("block", what="a block `^bbN`")
-    args: list[_Tok] = []
-    if ln.accept("punct", "("):
-        args = _value_list(ln)
-        ln.expect("punct", ")", what="`,` or `)`")
-    return b, args
-
-
-def _parse_op(ln: _Line, filename: str) -> _OpSyntax:
-    results: list[_Tok] = []
-    if ln.at("value"):
-        results = _value_list(ln)
-        ln.expect("punct", "=", what="`=` after the results")
-    name = ln.expect("name", what="an op name")
-    s = _OpSyntax(ln, name, results)
-    if name.text in ("br", "cond_br", "return"):
-        if results:
-            raise ln.error(f"`{name.text}` has no results", results[0])
-        if name.text == "br":
-            s.targets.append(_target(ln))
-        elif name.text == "cond_br":
-            s.operands.append(ln.expect("value", what="a condition `%n`"))
-            ln.expect("punct", ",")
-            s.targets.append(_target(ln))
-            ln.expect("punct", ",")
-            s.targets.append(_target(ln))
-    else:
-        if ln.at("punct", "{"):
-            s.attrs = _parse_attrs(ln)
-        if ln.at("value"):
-            s.operands = _value_list(ln)
-        if results:
-            ln.expect("punct", ":", what="`:` and the result types")
-            s.result_types.append(_parse_type(ln))
-            while ln.accept("punct", ","):
-                s.result_types.append(_parse_type(ln))
-            if len(s.result_types) != len(results):
-                raise ln.error(
-                    f"{len(results)} result(s) but {len(s.result_types)} type(s)", results[0]
-                )
-        elif ln.at("punct", ":"):
-            raise ln.error(f"`{name.text}` without results takes no result type")
-    ln.end()
-    s.loc = _loc_comment(ln, filename)
-    if s.loc is None:  # no location comment: the op's place in the text
-        s.loc = Location(filename, name.line, (results[0] if results else name).col - 1)
-    return s
-
-
-def _parse_typed_values(ln: _Line, what: str) -> list[tuple[_Tok, Type]]:
-    """`%a: T, %b: U)` after an opening `(`, through the closing `)` (at least one value)."""
-    out: list[tuple[_Tok, Type]] = []
-    while True:
-        v = ln.expect("value", what=what)
-        ln.expect("punct", ":")
-        out.append((v, _parse_type(ln)))
-        if ln.accept("punct", ")"):
-            return out
-        ln.expect("punct", ",", what="`,` or `)`")
-
-
-def _parse_block_header(ln: _Line) -> _BlockSyntax:
-    name = ln.expect("block")
-    args = _parse_typed_values(ln, "a block argument `%n`") if ln.accept("punct", "(") else []
-    ln.expect("punct", ":", what="`:` after the block name")
-    ln.end()
-    label = ln.comment.text[2:].strip() if ln.comment is not None else ""
-    return _BlockSyntax(ln, name, args, label)
+__all__ = ["IRParseError", "parse_function", "parse_type"]
 
 
 # ------------------------------------------------------------------------------------ builder
 
 
-def _loc_of(tok: _Tok, filename: str) -> Location:
+def _loc_of(tok: Tok, filename: str) -> Location:
     return Location(filename, tok.line, tok.col - 1)
 
 
@@ -407,33 +76,33 @@ class _Builder:
         self.values: dict[str, Value] = {}
         self.blocks: dict[str, Block] = {}
 
-    def define(self, ln: _Line, tok: _Tok, v: Value) -> None:
+    def define(self, ln: Line, tok: Tok, v: Value) -> None:
         if tok.text in self.values:
             raise ln.error(f"value {tok.text} is defined twice", tok)
         self.values[tok.text] = v
 
-    def use(self, ln: _Line, tok: _Tok) -> Value:
+    def use(self, ln: Line, tok: Tok) -> Value:
         v = self.values.get(tok.text)
         if v is None:
             raise ln.error(f"value {tok.text} is defined nowhere", tok)
         return v
 
-    def block(self, ln: _Line, tok: _Tok) -> Block:
+    def block(self, ln: Line, tok: Tok) -> Block:
         b = self.blocks.get(tok.text)
         if b is None:
             raise ln.error(f"block {tok.text} is defined nowhere", tok)
         return b
 
 
-_Maker = Callable[[_OpSyntax, list[Value], dict[str, Any], Location], Op]
+_Maker = Callable[[OpSyntax, list[Value], dict[str, Any], Location], Op]
 
 
-def _need(s: _OpSyntax, cond: bool, message: str, tok: _Tok | None = None) -> None:
+def _need(s: OpSyntax, cond: bool, message: str, tok: Tok | None = None) -> None:
     if not cond:
         raise s.ln.error(message, tok or s.name)
 
 
-def _choice(s: _OpSyntax, attrs: dict[str, Any], key: str, allowed: Any) -> Any:
+def _choice(s: OpSyntax, attrs: dict[str, Any], key: str, allowed: Any) -> Any:
     v = attrs[key]
     _need(
         s,
@@ -444,7 +113,7 @@ def _choice(s: _OpSyntax, attrs: dict[str, Any], key: str, allowed: Any) -> Any:
     return v
 
 
-def _array_operand(s: _OpSyntax, operands: list[Value]) -> ArrayType:
+def _array_operand(s: OpSyntax, operands: list[Value]) -> ArrayType:
     _need(s, bool(operands), f"`{s.name.text}` needs an array operand")
     t = operands[0].type
     _need(s, isinstance(t, ArrayType), f"`{s.name.text}` needs an array, not {t}", s.operands[0])
@@ -452,7 +121,7 @@ def _array_operand(s: _OpSyntax, operands: list[Value]) -> ArrayType:
     return t
 
 
-def _make_constant(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_constant(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     t = s.result_types[0]
     _need(s, isinstance(t, ScalarType), f"a constant is a scalar, not {t}")
     assert isinstance(t, ScalarType)
@@ -478,14 +147,14 @@ def _make_constant(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], l
     return ops.Constant(v, dt, loc)
 
 
-def _make_math(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_math(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     fn = _choice(s, attrs, "fn", ops.MATH_FNS)
     n = ops.MATH_FNS[fn]
     _need(s, len(operands) == n, f"math `{fn}` takes {n} operand(s), not {len(operands)}")
     return ops.MathCall(fn, operands, loc)
 
 
-def _make_axis(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_axis(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     axis = attrs["axis"]
     _need(
         s,
@@ -496,7 +165,7 @@ def _make_axis(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: 
     return ops.ThreadIndexAxis(operands[0], axis, loc)
 
 
-def _make_len(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_len(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     t = _array_operand(s, operands)
     if t.ndim == 1:
         _need(s, "axis" not in attrs, "the `len` of a 1-D array takes no axis")
@@ -512,21 +181,21 @@ def _make_len(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: L
     return ops.ArrayLen(operands[0], loc, axis)
 
 
-def _make_load(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_load(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     t = _array_operand(s, operands)
     n = len(operands) - 1
     _need(s, n == t.ndim, f"a load from {t} takes {t.ndim} index(es), not {n}")
     return ops.Load(operands[0], operands[1:], loc)
 
 
-def _make_store(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_store(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     t = _array_operand(s, operands)
     n = len(operands) - 2
     _need(s, n == t.ndim, f"a store to {t} takes {t.ndim} index(es) and a value")
     return ops.Store(operands[0], operands[1:-1], operands[-1], loc)
 
 
-def _make_check(s: _OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+def _make_check(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     sites = attrs["sites"]
     at = s.attrs["sites"][2]
     _need(
@@ -603,14 +272,14 @@ _spec("check.bounds", None, 0, "sites", _make_check)
 _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
 
 
-def _make_cast(s: _OpSyntax, operands: list[Value], loc: Location) -> Op:
+def _make_cast(s: OpSyntax, operands: list[Value], loc: Location) -> Op:
     t = s.result_types[0] if s.result_types else None
     _need(s, isinstance(t, ScalarType), f"a cast converts to a scalar type, not {t}")
     assert isinstance(t, ScalarType)
     return ops.Cast(operands[0], t.dtype, loc)
 
 
-def _build_op(b: _Builder, s: _OpSyntax) -> Op:
+def _build_op(b: _Builder, s: OpSyntax) -> Op:
     ln = s.ln
     loc = s.loc
     assert loc is not None
@@ -664,12 +333,12 @@ def parse_function(text: str, filename: str = "<ir>") -> Function:
     comment are located at their own place in `text`. Raises IRParseError on malformed text.
     """
     src_lines = text.split("\n")
-    tok_lines = _tokenize(text)
-    header: _Line | None = None
-    blocks: list[_BlockSyntax] = []
+    tok_lines = tokenize(text)
+    header: Line | None = None
+    blocks: list[BlockSyntax] = []
     closed = False
     for i, toks in enumerate(tok_lines):
-        ln = _Line(toks, src_lines[i], i + 1)
+        ln = Line(toks, src_lines[i], i + 1)
         if not ln.toks:
             continue  # blank, or a comment alone
         first = ln.toks[0]
@@ -684,11 +353,11 @@ def parse_function(text: str, filename: str = "<ir>") -> Function:
             ln.end()
             closed = True
         elif first.kind == "block":
-            blocks.append(_parse_block_header(ln))
+            blocks.append(read_block_header(ln))
         elif not blocks:
             raise ln.error("an op before the first block `^bb0:`", first)
         else:
-            blocks[-1].ops.append(_parse_op(ln, filename))
+            blocks[-1].ops.append(read_op(ln, filename))
     if header is None:
         raise IRParseError("no function in the text (expected `func @name(...)`)", 1, 1)
     if not closed:
@@ -699,11 +368,11 @@ def parse_function(text: str, filename: str = "<ir>") -> Function:
     return _build(header, blocks, filename)
 
 
-def _parse_header(ln: _Line) -> tuple[_Tok, list[tuple[_Tok, Type]], list[str] | None]:
+def _parse_header(ln: Line) -> tuple[Tok, list[tuple[Tok, Type]], list[str] | None]:
     ln.expect("name", "func")
     name = ln.expect("symbol", what="the function's name `@name`")
     ln.expect("punct", "(")
-    params = [] if ln.accept("punct", ")") else _parse_typed_values(ln, "a parameter `%n`")
+    params = [] if ln.accept("punct", ")") else read_typed_values(ln, "a parameter `%n`")
     ln.expect("punct", "{", what="`{` after the parameters")
     ln.end()
     names: list[str] | None = None
@@ -726,13 +395,13 @@ def _parse_header(ln: _Line) -> tuple[_Tok, list[tuple[_Tok, Type]], list[str] |
     return name, params, names
 
 
-def _plain_name(tok: _Tok) -> str:
+def _plain_name(tok: Tok) -> str:
     """The name a value written `%k` carries: none for a number such as `%3`."""
     body = tok.text[1:]
     return "" if body.isdigit() else body
 
 
-def _build(header: _Line, syntax: list[_BlockSyntax], filename: str) -> Function:
+def _build(header: Line, syntax: list[BlockSyntax], filename: str) -> Function:
     name, params, names = _parse_header(header)
     fn = Function(name.text[1:], _loc_of(header.toks[0], filename))
     b = _Builder(filename)
