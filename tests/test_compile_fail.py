@@ -1,6 +1,10 @@
 """Compile-fail corpus: each file under compile_fail/ holds a kernel and, on the offending line,
 `# error[CODE] col N: message`. The test compiles every kernel in the file and checks the
-error's code, line, column and message, and that the rendered diagnostic shows the caret."""
+error's code, line, column and message, and that the rendered diagnostic shows the caret.
+
+Kernels are SIMT kernels, or Tile kernels in the files named `tile_*.py` (compiled for the
+signature their annotations give). A mistake both tracks can make has a file in each, with the
+same message: the two frontends share one core (frontend/core.py) and its wording."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fearless as fl
-from fearless import simt
+from fearless import simt, tile
 
 CORPUS = sorted((Path(__file__).parent / "compile_fail").glob("*.py"))
 EXPECT = re.compile(r"#\s*error\[(E\d{4})\]\s*col\s*(\d+):\s*(.+)$")
@@ -35,6 +39,32 @@ def _load(path: Path) -> object:
 
 def test_corpus_is_large_enough() -> None:
     assert len(CORPUS) >= 40
+    assert len([p for p in CORPUS if p.stem.startswith("tile_")]) >= 10
+
+
+def test_both_tracks_word_a_shared_mistake_alike() -> None:
+    """Where a Tile file repeats a SIMT file's mistake, the expected messages are the same."""
+    by_name = {p.stem: _expectation(p) for p in CORPUS}
+    pairs = [
+        ("undefined_name", "tile_undefined_name"),
+        ("unsupported_string", "tile_unsupported_string"),
+        ("return_value", "tile_return_value"),
+        ("for_over_array", "tile_for_over_tensor"),
+        ("range_args", "tile_range_args"),
+        ("loop_target", "tile_loop_target"),
+        ("host_call", "tile_host_call"),
+        ("maybe_unassigned", "tile_maybe_unassigned"),
+        ("int_true_div", "tile_int_true_div"),
+        ("nonbool_condition", "tile_nonbool_condition"),
+    ]
+    for simt_name, tile_name in pairs:
+        (code, _, _, message), (tcode, _, _, tmessage) = by_name[simt_name], by_name[tile_name]
+        assert code == tcode, (simt_name, tile_name)
+        shape = re.sub(r"`[^`]*`", "`_`", message)
+        assert shape in re.sub(r"`[^`]*`", "`_`", tmessage) or tmessage in message, (
+            simt_name,
+            tile_name,
+        )
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
@@ -42,7 +72,7 @@ def test_compile_fail(path: Path) -> None:
     code, line, col, message = _expectation(path)
     module = _load(path)
     kernel = module.kernel  # type: ignore[attr-defined]
-    assert isinstance(kernel, simt.Kernel)
+    assert isinstance(kernel, tile.Kernel if path.stem.startswith("tile_") else simt.Kernel)
     with pytest.raises(fl.FearlessError) as info:
         kernel.inspect(stage="ir")
     err = info.value

@@ -119,3 +119,63 @@ def test_a_plain_tensor_for_a_part_is_a_type_error() -> None:
 def test_calling_a_tile_function_on_the_host() -> None:
     with pytest.raises(fl.FearlessError, match=r"inside a @tile\.kernel"):
         tile.exp(1.0)
+
+
+# ------------------------------------------------- the frontend core's wording (frontend/core.py)
+
+
+def _inspect_error(k: tile.Kernel) -> fl.FearlessError:
+    with pytest.raises(fl.FearlessError) as info:
+        k.inspect(stage="ir")
+    return info.value
+
+
+def test_operators_a_dtype_lacks_read_as_in_simt() -> None:
+    @tile.kernel
+    def bool_add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        m = tile.load_like(x, z) > 0.0
+        z.store((m + m).astype(fl.f32))
+
+    @tile.kernel
+    def float_and(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        v = tile.load_like(x, z)
+        z.store(v & v)
+
+    err = _inspect_error(bool_add)
+    assert (err.code, err.message) == ("E0308", "`+` is not defined on bool")
+    err = _inspect_error(float_and)
+    assert (err.code, err.message) == ("E0308", "`&` needs integer operands, found f32")
+
+
+def test_literal_operators_fold_or_say_why_not() -> None:
+    @tile.kernel
+    def folded(z: tile.Part[fl.f32]):
+        z.store(tile.full((128,), tile.maximum(1, 2) + -(+3) + ~4, fl.f32))
+
+    @tile.kernel
+    def invert_float(z: tile.Part[fl.f32]):
+        z.store(tile.full((128,), ~1.5, fl.f32))
+
+    assert "tile.constant {value=-6.0}" in folded.inspect(stage="ir")  # 2 + -3 + -5
+    err = _inspect_error(invert_float)
+    assert (err.code, err.message) == ("E0308", "`~` needs an integer operand")
+
+
+def test_calling_a_value_is_not_a_call() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        v = tile.load_like(x, z)
+        z.store(v(1))
+
+    err = _inspect_error(k)
+    assert (err.code, err.message) == ("E0605", "`v` is not callable")
+
+
+def test_unsupported_construct_is_worded_as_in_simt() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store([tile.load_like(x, z)][0])
+
+    err = _inspect_error(k)
+    assert err.message == "the expression `[tile.load_like(x, z)]` is not supported in kernels"
+    assert "not supported" in str(err)  # the label under the caret

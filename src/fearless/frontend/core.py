@@ -1,19 +1,364 @@
-"""The frontend core both tracks lower Python with: what does not depend on a track's types.
+"""The lowerer both tracks subclass: what lowering Python means whatever the track's types.
 
-Each track's lowerer (simt/lower.py, tile/frontend.py) walks the AST with its own type rules
-and intrinsic table; the pieces here are shared so that the two agree.
+`Lowerer` walks one function body. `lower_body` sends each statement to `stmt_<Node>` and `expr`
+each expression to `expr_<Node>`; a node without a method is one "not supported" error. Names
+resolve in the environment, then in the function's closure and module globals, then builtins
+(`FunctionSource.lookup`); literals become `Weak` and operators on two literals are folded.
+Assignment (and unpacking), `+=`, the rule that a kernel returns no value, the `if` on a
+compile-time condition and the `for ... in range(...)` form are written here once, with one
+wording for each mistake. A loop is lowered again when a carried type was guessed from a
+literal (`lower_retrying`, frontend/loops.py).
+
+Each track's subclasses add its own statements and expressions and implement the hooks: its
+type rules (`binary`, `compare`, `lower_unary`), `condition`, `lower_if`, `lower_for`,
+`lower_return`, `value_attribute`, `loop_types` and `checkpoint` (SIMT: simt/ssa.py, loops.py
+and lower.py; Tile: tile/rules.py and frontend.py, with control.py).
 """
 
 from __future__ import annotations
 
 import ast
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Generic, TypeVar
+
+from ..errors import CompileError, Location
+from .loops import LoopTypes, Token
+from .source import FunctionSource
+from .values import PyObj, Undefined, Weak, fold_unary
+
+OperandT = TypeVar("OperandT")  # what an expression lowers to in the track (its `Operand`)
+
+BINOPS: dict[type[ast.operator], str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+    ast.LShift: "shl",
+    ast.RShift: "shr",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
+    ast.MatMult: "matmul",
+}
+CMPOPS: dict[type[ast.cmpop], str] = {
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+}
+UNARYOPS: dict[type[ast.unaryop], str] = {
+    ast.UAdd: "pos",
+    ast.USub: "neg",
+    ast.Not: "not",
+    ast.Invert: "invert",
+}
 
 
-def assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names a statement list may assign (loop-carried candidates), in source order."""
-    out: dict[str, None] = {}
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                out[node.id] = None
-    return list(out)
+def unsupported(what: str, loc: Location, help: str | None = None) -> CompileError:
+    """E0001: a Python construct kernels do not have."""
+    return CompileError(
+        f"{what} is not supported in kernels", loc, label="not supported", help=help
+    )
+
+
+def unassigned(name: str, loc: Location, why: str = "") -> CompileError:
+    """E0381: a read of `name` on a path where it has no value."""
+    return CompileError(
+        f"`{name}` may be used before it is assigned",
+        loc,
+        code="E0381",
+        label="possibly unassigned here",
+        notes=[why] if why else [],
+        help=f"assign `{name}` on every path before this line",
+    )
+
+
+def to_operand(obj: Any, name: str) -> Weak | PyObj:
+    """A Python object referenced from a kernel: numbers become weak literals."""
+    if isinstance(obj, bool | int | float):
+        return Weak(obj)
+    return PyObj(obj, name)
+
+
+def as_load(target: ast.expr) -> ast.expr:
+    """An assignment target (`x`, `a[i]`) as the expression that reads it, at its location."""
+    copy = ast.parse(ast.unparse(target), mode="eval").body
+    for a, b in zip(ast.walk(copy), ast.walk(target), strict=False):
+        ast.copy_location(a, b)
+    return copy
+
+
+class Lowerer(ABC, Generic[OperandT]):
+    """Lowers one function body; the track's subclass emits its IR."""
+
+    # What to do instead of returning a value from a kernel (E0603).
+    RETURN_HELP: ClassVar[str]
+    # How the track's kernels loop, for a `for` over something other than `range(...)`.
+    LOOP_HELP: ClassVar[str]
+    # What else to do than assigning to something that is not a name (E0070).
+    ASSIGN_HELP: ClassVar[str | None] = None
+    # The binary operators (`BINOPS` values) the track's `binary` implements.
+    BINARY_KINDS: ClassVar[frozenset[str]]
+
+    def __init__(
+        self,
+        src: FunctionSource,
+        env: dict[str, OperandT],
+        call_path: Token = (),
+        is_kernel: bool = True,
+    ) -> None:
+        self.src = src
+        self.env = env
+        self.call_path = call_path  # the device-function calls this body is inlined through
+        self.is_kernel = is_kernel
+
+    def loc(self, node: ast.AST) -> Location:
+        return self.src.loc(node)
+
+    # -------------------------------------------------------------------------- the hooks
+
+    @property
+    @abstractmethod
+    def loop_types(self) -> LoopTypes[Any]:
+        """The carried types guessed from literals, and the hints retries found."""
+
+    @abstractmethod
+    def checkpoint(self) -> Callable[[], None]:
+        """Note where lowering is; the result puts it back there (for a loop's retry)."""
+
+    @abstractmethod
+    def binary(self, kind: str, a: OperandT, b: OperandT, loc: Location) -> OperandT: ...
+
+    @abstractmethod
+    def compare(self, pred: str, a: OperandT, b: OperandT, loc: Location) -> OperandT: ...
+
+    @abstractmethod
+    def lower_unary(self, kind: str, x: OperandT, node: ast.UnaryOp) -> OperandT:
+        """`kind` (a `UNARYOPS` value) of a typed operand (literals are folded before)."""
+
+    @abstractmethod
+    def condition(self, node: ast.expr) -> OperandT:
+        """An `if` condition: a `Weak` when it is known at compile time."""
+
+    @abstractmethod
+    def lower_if(self, node: ast.If, cond: OperandT) -> None:
+        """An `if` on a run-time condition."""
+
+    @abstractmethod
+    def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
+        """`for target in range(*bounds)`, the form checked already."""
+
+    @abstractmethod
+    def lower_return(self, node: ast.Return) -> None:
+        """A `return` allowed here (a kernel's carries no value)."""
+
+    @abstractmethod
+    def value_attribute(self, base: OperandT, node: ast.Attribute) -> OperandT:
+        """`x.attr` where `x` is a value of the track (not a compile-time Python object)."""
+
+    def reachable(self) -> bool:
+        """Whether the next statement can run (not after a `return`, `break`, `continue`)."""
+        return True
+
+    def store_subscript(self, target: ast.Subscript, value: OperandT) -> None:
+        """`a[i] = value`; kernels without writable arrays have no such target."""
+        raise self.bad_target(target)
+
+    # ----------------------------------------------------------------------------- loops
+
+    def lower_retrying(self, node: ast.stmt, attempt: Callable[[Token], None]) -> None:
+        """Lower loop `node` with `attempt(token)` until its carried types are right."""
+        token: Token = (*self.call_path, id(node))
+        self.loop_types.lower(token, lambda: attempt(token), self.checkpoint)
+
+    # ------------------------------------------------------------------------ statements
+
+    def lower_body(self, stmts: Sequence[ast.stmt]) -> None:
+        for stmt in stmts:
+            if not self.reachable():
+                return  # the rest is unreachable (after return/break/continue)
+            self.lower_stmt(stmt)
+
+    def lower_stmt(self, node: ast.stmt) -> None:
+        method = getattr(self, f"stmt_{type(node).__name__}", None)
+        if method is None:
+            raise unsupported(f"the `{type(node).__name__}` statement", self.loc(node))
+        method(node)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        kind = BINOPS.get(type(node.op))
+        if kind is None or kind not in self.BINARY_KINDS:
+            raise unsupported(f"the operator in `{ast.unparse(node)}`", self.loc(node))
+        current = self.expr(as_load(node.target))
+        result = self.binary(kind, current, self.expr(node.value), self.loc(node))
+        self.assign(node.target, result, node)
+
+    def assign(self, target: ast.expr, value: OperandT, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, Undefined):
+                raise unassigned(value.name, self.loc(stmt), value.why)
+            self.env[target.id] = value
+        elif isinstance(target, ast.Subscript):
+            self.store_subscript(target, value)
+        elif isinstance(target, ast.Tuple | ast.List):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                n = len(value) if isinstance(value, tuple) else "a non-tuple"
+                raise CompileError(
+                    f"cannot unpack {n} into {len(target.elts)} names",
+                    self.loc(target),
+                    code="E0070",
+                )
+            for t, v in zip(target.elts, value, strict=True):
+                self.assign(t, v, stmt)
+        else:
+            raise self.bad_target(target)
+
+    def bad_target(self, target: ast.expr) -> CompileError:
+        return CompileError(
+            f"cannot assign to `{ast.unparse(target)}`",
+            self.loc(target),
+            code="E0070",
+            help=self.ASSIGN_HELP,
+        )
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        value = node.value
+        if (
+            self.is_kernel
+            and value is not None
+            and not (isinstance(value, ast.Constant) and value.value is None)
+        ):
+            raise CompileError(
+                "kernels cannot return a value",
+                self.loc(value),
+                code="E0603",
+                label="returned here",
+                help=self.RETURN_HELP,
+            )
+        self.lower_return(node)
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.condition(node.test)
+        if isinstance(cond, Weak):  # decided at compile time: lower only the taken arm
+            self.lower_body(node.body if cond.value else node.orelse)
+            return
+        self.lower_if(node, cond)
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise unsupported("`for ... else`", self.loc(node))
+        if not isinstance(node.target, ast.Name):
+            raise unsupported("a loop target that is not a plain name", self.loc(node.target))
+        it = node.iter
+        if not (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Name)
+            and it.func.id == "range"
+            and self.env.get("range") is None
+        ):
+            raise unsupported(f"iterating over `{ast.unparse(it)}`", self.loc(it), self.LOOP_HELP)
+        if not 1 <= len(it.args) <= 3 or it.keywords:
+            raise CompileError(
+                "range() takes 1 to 3 positional arguments", self.loc(it), code="E0061"
+            )
+        self.lower_for(node, node.target.id, it.args)
+
+    # ----------------------------------------------------------------------- expressions
+
+    def expr(self, node: ast.expr) -> OperandT:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            raise unsupported(f"the expression `{ast.unparse(node)}`", self.loc(node))
+        return method(node)  # type: ignore[no-any-return]
+
+    def expr_Constant(self, node: ast.Constant) -> Weak | PyObj:
+        v = node.value
+        if isinstance(v, bool | int | float):
+            return Weak(v)
+        if v is None:
+            return PyObj(None, "None")
+        raise unsupported(
+            f"the constant `{v!r}`",
+            self.loc(node),
+            help="kernels work on numbers; strings and bytes are host-only",
+        )
+
+    def expr_Name(self, node: ast.Name) -> OperandT | Weak | PyObj:
+        loc = self.loc(node)
+        if node.id in self.env:
+            value = self.env[node.id]
+            if isinstance(value, Undefined):
+                raise unassigned(node.id, loc, value.why)
+            return value
+        found, obj = self.src.lookup(node.id)
+        if not found:
+            raise CompileError(
+                f"cannot find value `{node.id}` in this scope",
+                loc,
+                code="E0425",
+                label="not found in this scope",
+                help="define it in the kernel or at module level before the first launch",
+            )
+        return to_operand(obj, node.id)
+
+    def expr_Attribute(self, node: ast.Attribute) -> OperandT | Weak | PyObj:
+        base = self.expr(node.value)
+        if isinstance(base, PyObj):
+            if not hasattr(base.obj, node.attr):
+                raise CompileError(
+                    f"`{base.name}` has no attribute `{node.attr}`", self.loc(node), code="E0433"
+                )
+            return to_operand(getattr(base.obj, node.attr), f"{base.name}.{node.attr}")
+        return self.value_attribute(base, node)
+
+    def expr_BinOp(self, node: ast.BinOp) -> OperandT:
+        kind = BINOPS.get(type(node.op))
+        if kind is None or kind not in self.BINARY_KINDS:
+            raise unsupported(f"the operator in `{ast.unparse(node)}`", self.loc(node))
+        return self.binary(kind, self.expr(node.left), self.expr(node.right), self.loc(node))
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> OperandT | Weak:
+        x = self.expr(node.operand)
+        kind = UNARYOPS[type(node.op)]
+        if isinstance(x, Weak):
+            return fold_unary(kind, x, self.loc(node))
+        return self.lower_unary(kind, x, node)
+
+    def expr_Compare(self, node: ast.Compare) -> OperandT:
+        """`a < b`, and a chain `a < b <= c` as `a < b and b <= c` (`b` evaluated once)."""
+        loc = self.loc(node)
+        left = self.expr(node.left)
+        result: OperandT | None = None
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            pred = CMPOPS.get(type(op))
+            if pred is None:
+                raise unsupported(
+                    f"the comparison `{ast.unparse(node)}`",
+                    loc,
+                    help="kernels compare numbers with < <= > >= == !=",
+                )
+            right = self.expr(right_node)
+            r = self.compare(pred, left, right, loc)
+            result = r if result is None else self.binary("and", result, r, loc)
+            left = right
+        assert result is not None
+        return result

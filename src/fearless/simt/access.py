@@ -16,19 +16,17 @@ Loads and stores are emitted unchecked; the bounds pass adds the checks it canno
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
-from ..frontend.values import Operand, Weak, is_thread_index, is_thread_index_2d
+from ..frontend.values import Operand, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
+from .emitter import is_thread_index, is_thread_index_2d
+from .ssa import SsaLowerer
 
-if TYPE_CHECKING:
-    from .lower import FunctionLowerer
 
-
-def _array(lw: FunctionLowerer, node: ast.Subscript) -> Value:
+def _array(lw: SsaLowerer, node: ast.Subscript) -> Value:
     base = lw.expr(node.value)
     if isinstance(base, Value) and isinstance(base.type, ArrayType):
         return base
@@ -47,7 +45,7 @@ def _describe(x: Operand) -> str:
     return "not an array"
 
 
-def _indices(lw: FunctionLowerer, arr: Value, node: ast.Subscript, write: bool) -> list[Value]:
+def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> list[Value]:
     """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices."""
     assert isinstance(arr.type, ArrayType)
     idx_node = node.slice
@@ -115,7 +113,7 @@ def _not_own_index(
     )
 
 
-def _int_index(lw: FunctionLowerer, idx: Operand, name: str, loc: Location) -> Value:
+def _int_index(lw: SsaLowerer, idx: Operand, name: str, loc: Location) -> Value:
     """One index as an i64: an int literal >= 0 or an integer value (a ThreadIndex too)."""
     em = lw.em
     if isinstance(idx, Weak):
@@ -139,7 +137,7 @@ def _int_index(lw: FunctionLowerer, idx: Operand, name: str, loc: Location) -> V
     return em.cast(v, dtypes.i64, loc)
 
 
-def shape(lw: FunctionLowerer, node: ast.Subscript) -> Value | None:
+def shape(lw: SsaLowerer, node: ast.Subscript) -> Value | None:
     """`a.shape[k]` with a literal axis: the array's extent along k (i64); else None."""
     attr = node.value
     if not (isinstance(attr, ast.Attribute) and attr.attr == "shape"):
@@ -161,7 +159,7 @@ def shape(lw: FunctionLowerer, node: ast.Subscript) -> Value | None:
     return lw.em.emit(ops.ArrayLen(base, lw.loc(node), axis=k.value)).result
 
 
-def load(lw: FunctionLowerer, node: ast.Subscript, loc: Location) -> Value:
+def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Value:
     extent = shape(lw, node)
     if extent is not None:
         return extent
@@ -170,7 +168,7 @@ def load(lw: FunctionLowerer, node: ast.Subscript, loc: Location) -> Value:
     return lw.em.emit(ops.Load(arr, idx, loc)).result
 
 
-def store(lw: FunctionLowerer, node: ast.Subscript, value: Operand, loc: Location) -> None:
+def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) -> None:
     arr = _array(lw, node)
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)

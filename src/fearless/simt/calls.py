@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import math as pymath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import dtypes
 from .. import math as flmath
@@ -18,9 +18,8 @@ from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
-
-if TYPE_CHECKING:
-    from .lower import FunctionLowerer
+from .ssa import SsaLowerer
+from .types import ArrayAnnotation, DeviceFunction, thread
 
 # Python's `math` and `fl.math` functions accepted in kernels, by IR math fn name: every IR math
 # function (ops.MATH_FNS, the one list) that the module defines under that name. `math.round`
@@ -33,17 +32,13 @@ PY_MATH: dict[Any, str] = {
 }
 
 
-def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
-    from .types import thread
-
+def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
     loc = lw.loc(node)
     callee = lw.expr(node.func)
     fname = ast.unparse(node.func)
     if not isinstance(callee, PyObj):
         raise CompileError(f"`{fname}` is not callable", loc, code="E0605")
     obj = callee.obj
-    from .types import DeviceFunction
-
     if isinstance(obj, DeviceFunction):
         if node.keywords:
             raise CompileError("device functions take positional arguments only", loc, code="E0061")
@@ -74,7 +69,7 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
             )
         result = args[0]
         for a in args[1:]:
-            result = _minmax("min" if obj is min else "max", lw, result, a, loc)
+            result = em.minmax("min" if obj is min else "max", result, a, loc)
         return result
     if obj is abs:
         _arity(fname, args, 1, loc)
@@ -103,7 +98,7 @@ def lower_call(lw: FunctionLowerer, node: ast.Call) -> Operand:
 
 
 def _thread_index(
-    lw: FunctionLowerer, which: str, fname: str, args: list[Operand], loc: Location
+    lw: SsaLowerer, which: str, fname: str, args: list[Operand], loc: Location
 ) -> Value:
     """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions.
 
@@ -140,7 +135,7 @@ def _arity(fname: str, args: list[Operand], n: int, loc: Location) -> None:
         )
 
 
-def _convert(lw: FunctionLowerer, x: Operand, to: DType, loc: Location) -> Operand:
+def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:
     em = lw.em
     v = em.scalar(x, loc, "value to convert")
     if isinstance(v, Weak):
@@ -157,16 +152,7 @@ def _convert(lw: FunctionLowerer, x: Operand, to: DType, loc: Location) -> Opera
     return em.cast(v, to, loc)
 
 
-def _minmax(kind: str, lw: FunctionLowerer, a: Operand, b: Operand, loc: Location) -> Operand:
-    em = lw.em
-    x, y = em.scalar(a, loc), em.scalar(b, loc)
-    if isinstance(x, Weak) and isinstance(y, Weak):
-        return Weak(min(x.value, y.value) if kind == "min" else max(x.value, y.value))
-    dt = em.unify(x, y, loc, f"{kind}()")
-    return em.emit(ops.Binary(kind, em.as_value(x, loc, dt), em.as_value(y, loc, dt), loc)).result
-
-
-def _math(lw: FunctionLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
+def _math(lw: SsaLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
     em = lw.em
     n = ops.MATH_FNS[fn]
     _arity(fname, args, n, loc)
@@ -190,7 +176,7 @@ def _math(lw: FunctionLowerer, fn: str, fname: str, args: list[Operand], loc: Lo
     return em.emit(ops.MathCall(fn, vals, loc)).result
 
 
-def resolve_annotation(lw: FunctionLowerer, node: ast.expr) -> DType:
+def resolve_annotation(lw: SsaLowerer, node: ast.expr) -> DType:
     """A local variable annotation: must name a scalar dtype."""
     obj = lw.expr(node)
     if isinstance(obj, PyObj):
@@ -205,11 +191,8 @@ def resolve_annotation(lw: FunctionLowerer, node: ast.expr) -> DType:
     )
 
 
-def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
+def inline(lw: SsaLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
     """Lower a call of a `@simt.device` function by inlining its body here."""
-    from .lower import FunctionLowerer
-    from .types import ArrayAnnotation
-
     ctx = lw.ctx
     if dev in ctx.call_stack:
         chain = " -> ".join(d.name for d in [*ctx.call_stack, dev])
@@ -276,7 +259,7 @@ def inline(lw: FunctionLowerer, dev: Any, node: ast.Call, loc: Location) -> Oper
         env[name] = value
     ctx.call_stack.append(dev)
     try:
-        sub = FunctionLowerer(ctx, src, env, (*lw.call_path, id(node)), is_kernel=False)
+        sub = lw.child(src, env, (*lw.call_path, id(node)))
         sub.lower_body(src.tree.body)
         if lw.em.block is not None:
             sub.returns.append((lw.em.block, {"$ret": PyObj(None, "None")}))

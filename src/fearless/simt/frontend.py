@@ -1,8 +1,9 @@
 """Entry point of the frontend for SIMT kernels: a Python function -> an IR `Function`.
 
 Parameters come from the annotations (`simt.Slice[fl.f32]`, `simt.DisjointSlice[fl.f32]`,
-their 2-D forms `simt.Slice[fl.f32, 2]`, dtypes, `int`/`float`/`bool`); the body is lowered by `lower.FunctionLowerer`. The result is
-the IR before any pass, plus the ABI parameter list the runtime needs.
+their 2-D forms `simt.Slice[fl.f32, 2]`, dtypes, `int`/`float`/`bool`); the body is lowered by
+`lower.FunctionLowerer`. The result is the IR before any pass, plus the ABI parameter list the
+runtime needs.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from ..abi import ParamSpec
 from ..dtypes import DType
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
-from ..frontend.values import Emitter, Operand
+from ..frontend.values import Operand
 from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type
-from .lower import Context, FunctionLowerer
+from .emitter import Emitter
+from .lower import FunctionLowerer
+from .ssa import Context
+from .types import ArrayAnnotation
 
 
 @dataclass
@@ -38,8 +42,6 @@ class KernelIR:
 def resolve_param(
     src: FunctionSource, arg: ast.arg, hints: dict[str, Any]
 ) -> tuple[Type, ParamSpec]:
-    from .types import ArrayAnnotation
-
     ann = hints.get(arg.arg)
     loc = src.loc(arg)
     if ann is None:

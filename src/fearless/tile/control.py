@@ -4,8 +4,8 @@ Both lower to ops with nested blocks (ops.py) and carry the variables they assig
 
     for     `tile.for` carries the names the body assigns that exist before the loop. A name
             that starts as a literal (`acc = 0`) takes the type the body gives it: the loop is
-            lowered again with that type from the start (`Retry`), also when an `if` inside
-            the body is what gives it the type.
+            lowered again with that type from the start (frontend/loops.py), also when an `if`
+            inside the body is what gives it the type.
     if      a compile-time condition (a literal, a `tile.Const`) picks one branch statically.
             A run-time one must be a 0-d bool tile (`k < n`, `tile.block_id(0) == 0`); it
             becomes `tile.if`, whose two blocks yield the names either branch assigns that
@@ -18,42 +18,21 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from .. import dtypes
-from ..errors import CompileError, KernelTypeError, Location
-from ..frontend.core import assigned_names
+from ..errors import KernelTypeError, Location
+from ..frontend.core import unsupported
+from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_types import TileType, tile_type
-
-if TYPE_CHECKING:
-    from .frontend import TileLowerer
-
-
-class Retry(Exception):
-    """Lower loop `node` again with carried variable `name` typed `type` from the start."""
-
-    def __init__(self, node: ast.For, name: str, type: TileType) -> None:
-        super().__init__(name)
-        self.node, self.name, self.type = node, name, type
-
-
-@dataclass(frozen=True)
-class BranchLocal(Undefined):
-    """A name an `if` on a run-time value leaves without one value after it; `why` says how."""
-
-    why: str = ""
-
-
-def unsupported(what: str, loc: Location, help: str | None = None) -> CompileError:
-    return CompileError(f"{what} is not supported in tile kernels", loc, help=help)
+from .rules import TileRules
 
 
 def assign_loc(
-    lw: TileLowerer, stmts: Sequence[ast.stmt], name: str, last: bool = False
+    lw: TileRules, stmts: Sequence[ast.stmt], name: str, last: bool = False
 ) -> Location | None:
     """Where `stmts` assign `name` (the first assignment, or the last); None if they do not."""
     found: list[ast.stmt] = []
@@ -73,38 +52,15 @@ def assign_loc(
 # ----------------------------------------------------------------------------------- for
 
 
-def lower_for(lw: TileLowerer, node: ast.For) -> None:
-    while True:
-        saved_env, block, n_ops = dict(lw.env), lw.block, len(lw.block.ops)
-        try:
-            _lower_for(lw, node)
-            return
-        except Retry as retry:
-            if retry.node is not node:
-                raise  # an enclosing loop's variable: that loop starts again
-            lw.env, lw.block = saved_env, block
-            del block.ops[n_ops:]  # the first attempt's bounds and initial values
-            lw.hints[(id(retry.node), retry.name)] = retry.type
+def lower_for(lw: TileRules, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
+    lw.lower_retrying(node, lambda token: _lower_for(lw, node, token, target, bounds))
 
 
-def _lower_for(lw: TileLowerer, node: ast.For) -> None:
+def _lower_for(
+    lw: TileRules, node: ast.For, token: Token, target: str, bound_nodes: list[ast.expr]
+) -> None:
     loc = lw.loc(node)
-    if node.orelse:
-        raise unsupported("`for ... else`", loc)
-    if not isinstance(node.target, ast.Name):
-        raise unsupported("unpacking in a `for` target", lw.loc(node.target))
-    it = node.iter
-    if not (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-        and 1 <= len(it.args) <= 3
-        and not it.keywords
-    ):
-        raise unsupported(
-            "this loop", lw.loc(it), help="loop over `range(stop)` or `range(start, stop, step)`"
-        )
-    bounds = [lw.index(lw.expr(a), lw.loc(a)) for a in it.args]
+    bounds = [lw.index(lw.expr(a), lw.loc(a)) for a in bound_nodes]
     if len(bounds) == 1:
         bounds.insert(0, lw.const(0, dtypes.i32, loc))
     if len(bounds) == 2:
@@ -113,30 +69,30 @@ def _lower_for(lw: TileLowerer, node: ast.For) -> None:
     # The variables the body assigns that exist before the loop are carried through it.
     carried: list[str] = []
     init: list[Value] = []
-    weak_init: dict[str, Weak] = {}
+    weak_init: set[str] = set()
     for name in assigned_names(node.body):
-        if name == node.target.id or not lw.defined(name):
+        if name == target or not lw.defined(name):
             continue
         v = lw.env[name]
-        hint = lw.hints.get((id(node), name))
+        hint = lw.loop_types.hint(token, name)
         if isinstance(v, Weak):
-            weak_init[name] = v
+            weak_init.add(name)
             t = hint or TileType(dtypes.literal_default(v.value))
-            v = lw.emit(ops.Constant(lw._literal(v, t.dtype, loc), t, loc))
+            v = lw.emit(ops.Constant(lw.literal(v, t.dtype, loc), t, loc))
         elif not isinstance(v, Value) or not isinstance(v.type, TileType):
             raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
         carried.append(name)
         init.append(v)
     body = Block("for.body")
-    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), node.target.id)
+    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
     args = [body.add_arg(v.type, loc, n) for n, v in zip(carried, init, strict=True)]
     for name, a in zip(carried, args, strict=True):
         if name in weak_init:
-            lw.weak_args[a] = (node, name)
+            lw.loop_types.guessed(a, token, name)
     outer_block, outer_env = lw.block, lw.env
     lw.block = body
     lw.env = dict(outer_env)
-    lw.env[node.target.id] = iv
+    lw.env[target] = iv
     lw.env.update(zip(carried, args, strict=True))
     lw.lower_body(node.body)
     nxt: list[Value] = []
@@ -144,11 +100,11 @@ def _lower_for(lw: TileLowerer, node: ast.For) -> None:
         v = lw.env[name]
         if isinstance(v, Weak):
             at = tile_type(a)
-            v = lw.emit(ops.Constant(lw._literal(v, at.dtype, loc), at, loc))
+            v = lw.emit(ops.Constant(lw.literal(v, at.dtype, loc), at, loc))
         if not isinstance(v, Value) or v.type != a.type:
             got = v.type if isinstance(v, Value) else type(v).__name__
-            if name in weak_init and isinstance(got, TileType):
-                raise Retry(node, name, got)
+            if isinstance(got, TileType):
+                lw.loop_types.retry_if_guessed(a, got)
             raise KernelTypeError(
                 f"`{name}` changes type in the loop: {a.type} before, {got} after an iteration",
                 assign_loc(lw, node.body, name) or loc,
@@ -167,12 +123,8 @@ def _lower_for(lw: TileLowerer, node: ast.For) -> None:
 # ------------------------------------------------------------------------------------ if
 
 
-def lower_if(lw: TileLowerer, node: ast.If) -> None:
-    cond = lw.expr(node.test)
-    if isinstance(cond, Weak | PyObj | tuple):  # known at compile time: pick the branch now
-        truth = cond.value if isinstance(cond, Weak) else getattr(cond, "obj", cond)
-        lw.lower_body(node.body if truth else node.orelse)
-        return
+def lower_if(lw: TileRules, node: ast.If, cond: Any) -> None:
+    """An `if` on a run-time condition (a compile-time one picked its branch already)."""
     c = _condition(lw, cond, node.test)
     loc = lw.loc(node)
     outer_block, outer_env = lw.block, lw.env
@@ -200,7 +152,7 @@ def lower_if(lw: TileLowerer, node: ast.If) -> None:
             continue  # neither branch assigns it
         if _undefined(t) or _undefined(e):
             # Assigned in one branch only (it did not exist before): not a value after the `if`.
-            lw.env[name] = BranchLocal(
+            lw.env[name] = Undefined(
                 name, loc, f"only one branch of the `if` at line {loc.line} assigns it"
             )
             continue
@@ -209,7 +161,7 @@ def lower_if(lw: TileLowerer, node: ast.If) -> None:
             continue
         if not _carriable(t) or not _carriable(e):
             if before is None:
-                lw.env[name] = BranchLocal(
+                lw.env[name] = Undefined(
                     name,
                     loc,
                     f"the branches of the `if` at line {loc.line} give it different "
@@ -227,7 +179,7 @@ def lower_if(lw: TileLowerer, node: ast.If) -> None:
         ):
             if isinstance(v, Weak):  # a literal takes the other branch's type
                 at = assign_loc(lw, stmts, name, last=True) or loc
-                v = block.append(ops.Constant(lw._literal(v, rt.dtype, at), rt, at)).result
+                v = block.append(ops.Constant(lw.literal(v, rt.dtype, at), rt, at)).result
             assert isinstance(v, Value)
             out.append(v)
         names.append(name)
@@ -261,7 +213,7 @@ def _carriable(v: Any) -> bool:
     return isinstance(v, Weak) or (isinstance(v, Value) and isinstance(v.type, TileType))
 
 
-def _condition(lw: TileLowerer, cond: Any, test: ast.expr) -> Value:
+def _condition(lw: TileRules, cond: Any, test: ast.expr) -> Value:
     """The `if`'s condition as a 0-d bool tile, or an error that says how to write one."""
     loc = lw.loc(test)
     src = ast.unparse(test)
@@ -278,7 +230,7 @@ def _condition(lw: TileLowerer, cond: Any, test: ast.expr) -> Value:
             )
         if not t.dtype.is_bool:
             raise KernelTypeError(
-                f"an `if` condition must be a bool, but `{src}` is {t.dtype.name}",
+                f"a condition must be bool, found {t.dtype.name}",
                 loc,
                 label=f"this is {t.dtype.name}",
                 help=f"compare it: `if {src} != 0:`",
@@ -292,7 +244,7 @@ def _condition(lw: TileLowerer, cond: Any, test: ast.expr) -> Value:
     )
 
 
-def _merge_type(lw: TileLowerer, node: ast.If, name: str, t: Any, e: Any) -> TileType:
+def _merge_type(lw: TileRules, node: ast.If, name: str, t: Any, e: Any) -> TileType:
     """The type `name` has after the `if`, given its value at the end of each branch."""
     if isinstance(t, Weak) and isinstance(e, Weak):
         return TileType(lw.unify(t, e, lw.loc(node), f"the branches of `{name}`"))
@@ -303,9 +255,7 @@ def _merge_type(lw: TileLowerer, node: ast.If, name: str, t: Any, e: Any) -> Til
         return tile_type(t)
     # A loop variable that started as a literal takes the type this branch gives it.
     for v, other in ((t, e), (e, t)):
-        if v in lw.weak_args:
-            loop, loop_name = lw.weak_args[v]
-            raise Retry(loop, loop_name, tile_type(other))
+        lw.loop_types.retry_if_guessed(v, tile_type(other))
     then_loc = assign_loc(lw, node.body, name, last=True)
     else_loc = assign_loc(lw, node.orelse, name, last=True)
     if then_loc is not None and else_loc is not None:

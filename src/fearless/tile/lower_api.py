@@ -2,28 +2,27 @@
 
 `api_<name>(lw, loc_of, **arguments)` receives the call's operands bound to the stub's
 signature (api.py); `loc_of(param)` is where that argument is written, for diagnostics.
+`HANDLERS` maps each function's name to its handler (frontend.py, `TileLowerer.call_api`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import ArrayParamType, TileType, tile_type
-
-if TYPE_CHECKING:
-    from .frontend import Operand, TileLowerer
+from ..ir.tile_types import ArrayParamType, tile_type
+from .rules import Operand, TileRules
 
 LocOf = Callable[[str], Location]
 
 
-def _array(lw: TileLowerer, x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+def _array(lw: TileRules, x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
     if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
         return x, x.type
     raise KernelTypeError(
@@ -33,7 +32,7 @@ def _array(lw: TileLowerer, x: Any, loc: Location, what: str) -> tuple[Value, Ar
     )
 
 
-def _padding(lw: TileLowerer, p: Any, loc: Location) -> float:
+def _padding(lw: TileRules, p: Any, loc: Location) -> float:
     if isinstance(p, Weak) and not isinstance(p.value, bool):
         v = float(p.value)
         if v == 0.0 or math.isinf(v) or math.isnan(v):
@@ -45,14 +44,14 @@ def _padding(lw: TileLowerer, p: Any, loc: Location) -> float:
     )
 
 
-def _axis(lw: TileLowerer, axis: Any, ndim: int, loc: Location) -> int:
+def _axis(lw: TileRules, axis: Any, ndim: int, loc: Location) -> int:
     a = lw.static_int(axis, loc, "an axis")
     if not -ndim <= a < ndim:
         raise CompileError(f"axis {a} is out of range for a {ndim}-d tile", loc)
     return a % ndim
 
 
-def _load_hints(lw: TileLowerer, loc_of: LocOf, latency: Any, allow_tma: Any) -> dict[str, Any]:
+def _load_hints(lw: TileRules, loc_of: LocOf, latency: Any, allow_tma: Any) -> dict[str, Any]:
     """The tileiras hints of a load: `latency` 1-10 or None, `allow_tma` a bool (both static)."""
     lat = None
     if not (isinstance(latency, PyObj) and latency.obj is None):
@@ -73,7 +72,7 @@ def _load_hints(lw: TileLowerer, loc_of: LocOf, latency: Any, allow_tma: Any) ->
 
 
 def api_load(
-    lw: TileLowerer,
+    lw: TileRules,
     loc_of: LocOf,
     t: Any,
     index: Any,
@@ -105,7 +104,7 @@ def api_load(
 
 
 def api_load_like(
-    lw: TileLowerer,
+    lw: TileRules,
     loc_of: LocOf,
     t: Any,
     part: Any,
@@ -135,29 +134,29 @@ def api_load_like(
     return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t"), **hints))
 
 
-def _grid_axis(lw: TileLowerer, axis: Any, loc: Location) -> int:
+def _grid_axis(lw: TileRules, axis: Any, loc: Location) -> int:
     a = lw.static_int(axis, loc, "a grid axis")
     if a not in (0, 1, 2):
         raise CompileError(f"grid axis {a} does not exist: the grid has axes 0, 1 and 2", loc)
     return a
 
 
-def api_block_id(lw: TileLowerer, loc_of: LocOf, axis: Any) -> Value:
+def api_block_id(lw: TileRules, loc_of: LocOf, axis: Any) -> Value:
     return lw.emit(ops.BlockId(_grid_axis(lw, axis, loc_of("axis")), loc_of("axis")))
 
 
-def api_num_blocks(lw: TileLowerer, loc_of: LocOf, axis: Any) -> Value:
+def api_num_blocks(lw: TileRules, loc_of: LocOf, axis: Any) -> Value:
     return lw.emit(ops.NumBlocks(_grid_axis(lw, axis, loc_of("axis")), loc_of("axis")))
 
 
-def api_cdiv(lw: TileLowerer, loc_of: LocOf, a: Any, b: Any) -> Operand:
+def api_cdiv(lw: TileRules, loc_of: LocOf, a: Any, b: Any) -> Operand:
     loc = loc_of("a")
     return lw.binary(
         "floordiv", lw.binary("sub", lw.binary("add", a, b, loc), Weak(1), loc), b, loc
     )
 
 
-def api_num_tiles(lw: TileLowerer, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
+def api_num_tiles(lw: TileRules, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.num_tiles`")
     ax = _axis(lw, axis, at.ndim, loc_of("axis"))
     shp = lw.static_shape(shape, loc_of("shape"))
@@ -165,22 +164,22 @@ def api_num_tiles(lw: TileLowerer, loc_of: LocOf, t: Any, axis: Any, shape: Any)
     return api_cdiv(lw, loc_of, extent, Weak(shp[ax]))
 
 
-def api_zeros(lw: TileLowerer, loc_of: LocOf, shape: Any, dtype: Any) -> Value:
+def api_zeros(lw: TileRules, loc_of: LocOf, shape: Any, dtype: Any) -> Value:
     return api_full(lw, loc_of, shape, Weak(0), dtype)
 
 
-def api_full(lw: TileLowerer, loc_of: LocOf, shape: Any, value: Any, dtype: Any) -> Value:
+def api_full(lw: TileRules, loc_of: LocOf, shape: Any, value: Any, dtype: Any) -> Value:
     shp = lw.static_shape(shape, loc_of("shape"))
     dt = lw.static_dtype(dtype, loc_of("dtype"))
     if isinstance(value, Weak):
-        return lw.const(lw._literal(value, dt, loc_of("value")), dt, loc_of("shape"), shp)
+        return lw.const(lw.literal(value, dt, loc_of("value")), dt, loc_of("shape"), shp)
     v = lw.tile_value(value, loc_of("value"), dt)
     if tile_type(v).dtype != dt:
         v = lw.emit(ops.Cast(v, dt, loc_of("value")))
     return lw.broadcast_to(v, shp, loc_of("value"))
 
 
-def api_arange(lw: TileLowerer, loc_of: LocOf, n: Any, dtype: Any) -> Value:
+def api_arange(lw: TileRules, loc_of: LocOf, n: Any, dtype: Any) -> Value:
     (size,) = lw.static_shape((n,), loc_of("n"), "the length of `tile.arange`")
     dt = (
         dtypes.i32
@@ -194,7 +193,7 @@ def api_arange(lw: TileLowerer, loc_of: LocOf, n: Any, dtype: Any) -> Value:
 
 
 def _unary(kind: str, float_only: bool = True) -> Callable[..., Value]:
-    def handler(lw: TileLowerer, loc_of: LocOf, x: Any) -> Value:
+    def handler(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
         return lw.emit(
             ops.Unary(kind, _unary_operand(lw, loc_of, kind, x, float_only), loc_of("x"))
         )
@@ -202,7 +201,7 @@ def _unary(kind: str, float_only: bool = True) -> Callable[..., Value]:
     return handler
 
 
-def _unary_operand(lw: TileLowerer, loc_of: LocOf, kind: str, x: Any, float_only: bool) -> Value:
+def _unary_operand(lw: TileRules, loc_of: LocOf, kind: str, x: Any, float_only: bool) -> Value:
     loc = loc_of("x")
     v = lw.tile_value(x, loc, dtypes.f32 if float_only else None)
     if float_only and not tile_type(v).dtype.is_float:
@@ -214,7 +213,7 @@ def _unary_operand(lw: TileLowerer, loc_of: LocOf, kind: str, x: Any, float_only
     return v
 
 
-def api_exp(lw: TileLowerer, loc_of: LocOf, x: Any, approx: Any) -> Value:
+def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
     v = _unary_operand(lw, loc_of, "exp", x, True)
     if not (isinstance(approx, Weak) and isinstance(approx.value, bool)):
         raise CompileError(
@@ -244,7 +243,7 @@ api_ceil = _unary("ceil")
 api_abs = _unary("abs", float_only=False)
 
 
-def api_sigmoid(lw: TileLowerer, loc_of: LocOf, x: Any) -> Operand:
+def api_sigmoid(lw: TileRules, loc_of: LocOf, x: Any) -> Operand:
     loc = loc_of("x")
     v = lw.tile_value(x, loc, dtypes.f32)
     if not tile_type(v).dtype.is_float:
@@ -254,15 +253,15 @@ def api_sigmoid(lw: TileLowerer, loc_of: LocOf, x: Any) -> Operand:
     return lw.binary("div", Weak(1.0), denom, loc)
 
 
-def api_maximum(lw: TileLowerer, loc_of: LocOf, x: Any, y: Any) -> Operand:
+def api_maximum(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
     return lw.binary("max", x, y, loc_of("x"))
 
 
-def api_minimum(lw: TileLowerer, loc_of: LocOf, x: Any, y: Any) -> Operand:
+def api_minimum(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
     return lw.binary("min", x, y, loc_of("x"))
 
 
-def api_where(lw: TileLowerer, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
+def api_where(lw: TileRules, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
     loc = loc_of("cond")
     c = lw.tile_value(cond, loc, dtypes.bool_)
     if not tile_type(c).dtype.is_bool:
@@ -275,7 +274,7 @@ def api_where(lw: TileLowerer, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Valu
 
 
 def _reduce(kind: str) -> Callable[..., Value]:
-    def handler(lw: TileLowerer, loc_of: LocOf, x: Any, axis: Any, keepdims: Any) -> Value:
+    def handler(lw: TileRules, loc_of: LocOf, x: Any, axis: Any, keepdims: Any) -> Value:
         loc = loc_of("x")
         v = lw.tile_value(x, loc)
         vt = tile_type(v)
@@ -306,48 +305,14 @@ api_max = _reduce("max")
 api_min = _reduce("min")
 
 
-def mma(lw: TileLowerer, a: Value, b: Value, acc: Value | None, loc: Location) -> Value:
-    ta, tb = tile_type(a), tile_type(b)
-    if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[0]:
-        raise KernelTypeError(
-            f"cannot multiply tiles of shapes {ta.shape} and {tb.shape}",
-            loc,
-            help="`a @ b` needs a (M, K) and b (K, N)",
-        )
-    if ta.dtype != tb.dtype or not ta.dtype.is_float:
-        raise KernelTypeError(
-            f"`tile.mma` needs two float tiles of one dtype, found {ta.dtype.name} and {tb.dtype.name}",
-            loc,
-            help="convert one side with `.astype(...)`",
-        )
-    assert acc is not None
-    tacc = tile_type(acc)
-    want = (ta.shape[0], tb.shape[1])
-    if tacc.shape != want:
-        raise KernelTypeError(f"the accumulator must have shape {want}, found {tacc.shape}", loc)
-    ok = {
-        dtypes.f16: (dtypes.f16, dtypes.f32),
-        dtypes.bf16: (dtypes.f32,),
-        dtypes.f32: (dtypes.f32,),
-        dtypes.f64: (dtypes.f64,),
-    }
-    if tacc.dtype not in ok.get(ta.dtype, ()):
-        raise KernelTypeError(
-            f"a {ta.dtype.name} product cannot accumulate in {tacc.dtype.name}",
-            loc,
-            help="accumulate in f32: `acc = tile.zeros((M, N), fl.f32)`",
-        )
-    return lw.emit(ops.Mma(a, b, acc, loc))
-
-
-def api_mma(lw: TileLowerer, loc_of: LocOf, a: Any, b: Any, acc: Any) -> Value:
+def api_mma(lw: TileRules, loc_of: LocOf, a: Any, b: Any, acc: Any) -> Value:
     va = lw.tile_value(a, loc_of("a"))
     vb = lw.tile_value(b, loc_of("b"))
     vacc = lw.tile_value(acc, loc_of("acc"))
-    return mma(lw, va, vb, vacc, loc_of("a"))
+    return lw.mma(va, vb, vacc, loc_of("a"))
 
 
-def api_transpose(lw: TileLowerer, loc_of: LocOf, x: Any, axes: Any) -> Value:
+def api_transpose(lw: TileRules, loc_of: LocOf, x: Any, axes: Any) -> Value:
     v = lw.tile_value(x, loc_of("x"))
     perm = None
     if not (isinstance(axes, PyObj) and axes.obj is None):
@@ -356,7 +321,7 @@ def api_transpose(lw: TileLowerer, loc_of: LocOf, x: Any, axes: Any) -> Value:
     return lw.permute(v, perm, loc_of("x"))
 
 
-def api_reshape(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
+def api_reshape(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:
     v = lw.tile_value(x, loc_of("x"))
     shp = lw.static_shape(shape, loc_of("shape"))
     vshape = tile_type(v).shape
@@ -365,13 +330,17 @@ def api_reshape(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
     return v if shp == vshape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
 
 
-def api_broadcast_to(lw: TileLowerer, loc_of: LocOf, x: Any, shape: Any) -> Value:
+def api_broadcast_to(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:
     v = lw.tile_value(x, loc_of("x"))
     return lw.broadcast_to(v, lw.static_shape(shape, loc_of("shape")), loc_of("x"))
 
 
-def api_astype(lw: TileLowerer, loc_of: LocOf, x: Any, dtype: Any) -> Value:
+def api_astype(lw: TileRules, loc_of: LocOf, x: Any, dtype: Any) -> Value:
     return lw.cast(x, lw.static_dtype(dtype, loc_of("dtype")), loc_of("dtype"))
 
 
-__all__ = ["TileType", "mma"]
+HANDLERS: dict[str, Callable[..., Operand]] = {
+    name[len("api_") :]: handler
+    for name, handler in list(globals().items())
+    if name.startswith("api_") and callable(handler)
+}

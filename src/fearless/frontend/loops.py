@@ -1,0 +1,93 @@
+"""Loop-carried variables whose type was guessed from a literal, and re-lowering their loop.
+
+`s = 0` before `for ...: s += x[i]` with f32 `x` cannot know the type of `s` at the loop's
+header: it is guessed from the literal (i64), the body finds f32, and raises `LoopRetry`; the
+loop is then lowered again from the start with `s` typed f32 (a hint), so that literals adopt
+the type of their use as DESIGN promises. Both tracks keep their loop's carried values in IR
+values whose literal origin `LoopTypes` remembers, and both re-lower through `LoopTypes.lower`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar, cast
+
+from ..ir.core import Value
+
+T = TypeVar("T")
+Token = tuple[Hashable, ...]
+
+
+def assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names a statement list may assign (loop-carried candidates), in source order."""
+    out: dict[str, None] = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out[node.id] = None
+    return list(out)
+
+
+class LoopRetry(Exception):
+    """Lower the loop `token` again with carried variable `name` typed `type` from the start."""
+
+    def __init__(self, token: Token, name: str, type: object) -> None:
+        super().__init__(name)
+        self.token = token
+        self.name = name
+        self.type = type
+
+
+class LoopTypes(Generic[T]):
+    """The hints found by retries, and which carried values started as a literal."""
+
+    def __init__(self) -> None:
+        self.hints: dict[Token, dict[str, T]] = {}
+        # A loop's carried value whose type was guessed from a literal: (loop token, name).
+        self.origin: dict[Value, tuple[Token, str]] = {}
+
+    def hint(self, token: Token, name: str) -> T | None:
+        """The type a retry found for `name` in loop `token`, if one did."""
+        return self.hints.get(token, {}).get(name)
+
+    def guessed(self, value: Value, token: Token, name: str) -> None:
+        """`value` carries `name` through loop `token` with a type guessed from a literal."""
+        self.origin[value] = (token, name)
+
+    def inherit(self, value: Value, init: object) -> None:
+        """`value` carries on `init`, so it carries on `init`'s guess too (if it is one)."""
+        origin = self.origin.get(init) if isinstance(init, Value) else None
+        if origin is not None:
+            self.origin[value] = origin
+
+    def retry_if_guessed(self, value: object, wanted: T) -> None:
+        """Re-lower the loop whose guess `value` is, with the type `wanted`; else do nothing."""
+        origin = self.origin.get(value) if isinstance(value, Value) else None
+        if origin is not None:
+            raise LoopRetry(origin[0], origin[1], wanted)
+
+    def lower(
+        self,
+        token: Token,
+        attempt: Callable[[], None],
+        checkpoint: Callable[[], Callable[[], None]],
+    ) -> None:
+        """Run `attempt` (lowering loop `token`) until no carried type was guessed wrong.
+
+        `checkpoint()` notes the lowerer's state and returns what puts it back; a retry of an
+        enclosing loop passes through, as that loop starts again.
+        """
+        while True:
+            restore = checkpoint()
+            try:
+                attempt()
+                return
+            except LoopRetry as retry:
+                if retry.token != token:
+                    raise
+                hints = self.hints.setdefault(token, {})
+                if hints.get(retry.name) == retry.type:
+                    raise  # pragma: no cover - the retry would not converge
+                hints[retry.name] = cast(T, retry.type)
+                restore()

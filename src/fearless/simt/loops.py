@@ -1,0 +1,155 @@
+"""SIMT loops: `while`, `for i in range(...)`, `break` and `continue`, lowered to a CFG.
+
+A loop gets a header block whose arguments are the induction variable and the variables the
+body assigns that exist before it; each `continue` (and the end of the body) branches back to
+the header with their new values, and the exit joins the header's "done" edge with every
+`break`. A carried variable whose header type was guessed from a literal makes the loop be
+lowered again (`Lowerer.lower_retrying`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import dtypes
+from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.core import unsupported
+from ..frontend.loops import Token, assigned_names
+from ..frontend.values import Undefined, Weak
+from ..ir import ops
+from ..ir.core import Value
+from .emitter import value_type
+from .ssa import LoopFrame, SsaLowerer, no_witness_2d_merge
+
+
+class LoopLowerer(SsaLowerer):
+    """The loop statements of the SIMT lowerer."""
+
+    def stmt_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise unsupported("`while ... else`", self.loc(node))
+        self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
+
+    def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
+        self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
+
+    def stmt_Break(self, node: ast.Break) -> None:
+        assert self.em.block is not None
+        self.loops[-1].breaks.append((self.em.block, dict(self.env)))
+        self.em.block = None
+
+    def stmt_Continue(self, node: ast.Continue) -> None:
+        assert self.em.block is not None
+        self.loops[-1].continues.append((self.em.block, dict(self.env)))
+        self.em.block = None
+
+    def _lower_loop_once(self, node: ast.While | ast.For, token: Token) -> None:
+        fn, em = self.ctx.fn, self.em
+        loc = self.loc(node)
+        induction: tuple[Value, Value, Weak | Value] | None = None  # (start, stop, step)
+        target = (
+            node.target.id
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+            else None
+        )
+        if isinstance(node, ast.For):
+            induction = self._range_bounds(node.iter)  # type: ignore[arg-type]
+        carried = [
+            n
+            for n in assigned_names(node.body)
+            if n != target and isinstance(self.env.get(n), Value | Weak)
+        ]
+        header = fn.new_block("for.header" if target else "while.header")
+        inits: list[Value] = []
+        if induction is not None:
+            k = header.add_arg(induction[0].type, loc, target or "")
+            inits.append(induction[0])
+        for name in carried:
+            init = self.env[name]
+            assert isinstance(init, Value | Weak)
+            hint = self.loop_types.hint(token, name)
+            t = hint or value_type(init)
+            no_witness_2d_merge(t, name, loc)
+            init_v = self.coerce(init, t, name, loc)
+            arg = header.add_arg(t, loc, name)
+            if isinstance(init, Weak) and hint is None:
+                self.loop_types.guessed(arg, token, name)
+            else:
+                self.loop_types.inherit(arg, init)
+            inits.append(init_v)
+            self.env[name] = arg
+        em.emit(ops.Br(header, inits, loc))
+        em.block = header
+        header_env = dict(self.env)
+        body, exit_pre = fn.new_block("loop.body"), fn.new_block("loop.exit")
+        if induction is not None:
+            assert target is not None
+            cond = self._range_cond(k, induction[1], induction[2], loc)
+        else:
+            c = self.condition(node.test)  # type: ignore[union-attr]
+            cond = c if isinstance(c, Value) else em.const(c.value, dtypes.bool_, loc)
+        em.emit(ops.CondBr(cond, body, [], exit_pre, [], loc))
+        frame = LoopFrame()
+        self.loops.append(frame)
+        em.block = body
+        if target is not None:
+            self.env[target] = k
+        self.lower_body(node.body)
+        self.loops.pop()
+        if em.block is not None:
+            frame.continues.append((em.block, self.env))
+        for block, env in frame.continues:
+            em.block = block
+            args: list[Value] = []
+            if induction is not None:
+                step = em.as_value(induction[2], loc, k.dtype)
+                args.append(em.emit(ops.Binary("add", k, step, loc)).result)
+            for arg, name in zip(header.args[len(args) :], carried, strict=True):
+                args.append(self.coerce(env.get(name), arg.type, name, loc, header_arg=arg))
+            em.emit(ops.Br(header, args, loc))
+        after_env = dict(header_env)
+        if target is not None:
+            after_env[target] = Undefined(target, loc)
+        for _, env in frame.breaks:
+            if target is not None:
+                env[target] = Undefined(target, loc)
+        self.env = self.merge([(exit_pre, after_env), *frame.breaks], loc, label="loop.end")
+
+    def _range_bounds(self, call: ast.Call) -> tuple[Value, Value, Weak | Value]:
+        em = self.em
+        loc = self.loc(call)
+        raw = [em.scalar(self.expr(a), self.loc(a), "range() argument") for a in call.args]
+        if len(raw) == 1:
+            raw = [Weak(0), raw[0]]
+        if len(raw) == 2:
+            raw.append(Weak(1))
+        strong = [r for r in raw if isinstance(r, Value)]
+        dt = strong[0].dtype if strong else dtypes.i64
+        for r in raw:
+            if isinstance(r, Value) and r.dtype != dt:
+                em.unify(strong[0], r, loc, "range()")
+            if (isinstance(r, Value) and not r.dtype.is_int) or (
+                isinstance(r, Weak) and not isinstance(r.value, int)
+            ):
+                raise KernelTypeError(
+                    "range() needs integer arguments",
+                    loc,
+                    help="convert with `int(x)` or a dtype such as `fl.i32(x)`",
+                )
+        step = raw[2]
+        if isinstance(step, Weak) and step.value == 0:
+            raise CompileError("range() step must not be zero", self.loc(call.args[2]))
+        start = em.as_value(raw[0], loc, dt)
+        stop = em.as_value(raw[1], loc, dt)
+        return start, stop, step if isinstance(step, Weak) else em.as_value(step, loc, dt)
+
+    def _range_cond(self, k: Value, stop: Value, step: Weak | Value, loc: Location) -> Value:
+        em = self.em
+        if isinstance(step, Weak):
+            pred = "lt" if step.value > 0 else "gt"
+            return em.emit(ops.Compare(pred, k, stop, loc)).result
+        zero = em.const(0, k.dtype, loc)
+        up = em.emit(ops.Compare("gt", step, zero, loc)).result
+        lt = em.emit(ops.Compare("lt", k, stop, loc)).result
+        gt = em.emit(ops.Compare("gt", k, stop, loc)).result
+        return em.emit(ops.Select(up, lt, gt, loc)).result

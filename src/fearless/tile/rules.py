@@ -1,0 +1,294 @@
+"""The Tile lowerer's state and the tile typing rules: literals, unification, broadcasting.
+
+`TileRules` is the frontend core's `Lowerer` (frontend/core.py) for the Tile track, with what
+every part of tile lowering uses: the current block of the structured IR, `emit`, the rules by
+which operands meet (`Weak` literals adopt the other operand's dtype, two dtypes never mix, shapes
+broadcast as NumPy's and the broadcast is made explicit with `tile.reshape` + `tile.broadcast`),
+casts, stores into a Part, `@` and the compile-time values (shapes, axes, dtypes) of calls.
+It is what the handlers of control flow (control.py) and of `tile.*` (lower_api.py) see of the
+lowerer; frontend.py's `TileLowerer` is the whole of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.core import Lowerer
+from ..frontend.loops import LoopTypes
+from ..frontend.source import FunctionSource
+from ..frontend.values import SYMBOL, PyObj, Undefined, Weak, check_operator, coerce_literal, fold
+from ..frontend.values import literal_value as check_literal
+from ..ir import tile_ops as ops
+from ..ir.core import Block, Function, Op, Value
+from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
+
+Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
+
+# The accumulator dtypes `tile.mma` has for each input dtype.
+MMA_ACCUMULATORS = {
+    dtypes.f16: (dtypes.f16, dtypes.f32),
+    dtypes.bf16: (dtypes.f32,),
+    dtypes.f32: (dtypes.f32,),
+    dtypes.f64: (dtypes.f64,),
+}
+# The help for each operator rule (frontend/values.py, `OPERATOR_RULES`) in Tile terms.
+_OPERATOR_HELP = {"div": "use `//` for floor division, or convert with `.astype(fl.f32)`"}
+_POW2_HELP = (
+    "round the tile up to a power of two; edge tiles are padded on load and masked on store"
+)
+
+
+class TileRules(Lowerer[Operand]):
+    """Lowers one kernel body into `fn` (whose entry block already has the parameters)."""
+
+    RETURN_HELP = "store results into a `tile.Part` parameter: `out.store(x)`"
+    LOOP_HELP = "loop over `range(stop)` or `range(start, stop, step)`"
+    ASSIGN_HELP = "tiles are values: assign to a name, and write memory with `part.store(x)`"
+    BINARY_KINDS = frozenset(
+        ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "and", "or", "xor", "matmul"]
+    )
+
+    def __init__(self, src: FunctionSource, fn: Function, env: dict[str, Operand]) -> None:
+        super().__init__(src, env)
+        self.fn = fn
+        self.block: Block = fn.entry
+        self._loop_types: LoopTypes[TileType] = LoopTypes()
+        self.branch_depth = 0  # how many `if`s on run-time values enclose this statement
+
+    @property
+    def loop_types(self) -> LoopTypes[TileType]:
+        return self._loop_types
+
+    def checkpoint(self) -> Callable[[], None]:
+        env, block, n_ops = dict(self.env), self.block, len(self.block.ops)
+
+        def restore() -> None:
+            self.env, self.block = env, block
+            del block.ops[n_ops:]  # the first attempt's bounds and initial values
+
+        return restore
+
+    def defined(self, name: str) -> bool:
+        """Whether `name` has a value here (not unassigned on some path)."""
+        return name in self.env and not isinstance(self.env[name], Undefined)
+
+    def emit(self, op: Op) -> Value:
+        self.block.append(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    # ---------------------------------------------------------------------------- values
+
+    def const(self, value: Any, dtype: DType, loc: Location, shape: tuple[int, ...] = ()) -> Value:
+        return self.emit(ops.Constant(value, TileType(dtype, shape), loc))
+
+    def literal(self, w: Weak, dtype: DType, loc: Location) -> Any:
+        """The literal `w` as a constant of `dtype`, if it holds the value."""
+        help = f"write a value {dtype.name} holds, or convert the tile with `.astype(...)`"
+        return check_literal(w, dtype, loc, help)
+
+    def tile_value(self, x: Operand, loc: Location, dtype: DType | None = None) -> Value:
+        """`x` as a tile value; a Weak becomes `dtype` (or its default type)."""
+        if isinstance(x, Weak):
+            dt = dtype or dtypes.literal_default(x.value)
+            return self.const(self.literal(x, dt, loc), dt, loc)
+        if isinstance(x, Value) and isinstance(x.type, TileType):
+            return x
+        if isinstance(x, Value):
+            raise KernelTypeError(
+                f"expected a tile, found the array `{x.name}` ({x.type})",
+                loc,
+                help=f"load a tile of it first: `tile.load_like({x.name}, part)` or `tile.load(...)`",
+            )
+        what = "a tuple" if isinstance(x, tuple) else f"`{getattr(x, 'name', x)}`"
+        raise KernelTypeError(f"expected a tile or a number, found {what}", loc)
+
+    def index(self, x: Operand, loc: Location) -> Value:
+        """An i32 scalar for a tile coordinate or loop bound."""
+        v = self.tile_value(x, loc, dtypes.i32)
+        t = tile_type(v)
+        if t.shape != () or not t.dtype.is_int:
+            raise KernelTypeError(f"an index must be an integer scalar, found {t}", loc)
+        return v if t.dtype == dtypes.i32 else self.emit(ops.Cast(v, dtypes.i32, loc))
+
+    def unify(self, a: Operand, b: Operand, loc: Location, what: str) -> DType:
+        if isinstance(a, Weak) and isinstance(b, Weak):
+            return dtypes.literal_default(a.value if isinstance(a.value, float) else b.value)
+        if isinstance(a, Weak):
+            a, b = b, a
+        da = tile_type(self.tile_value(a, loc)).dtype
+        if isinstance(b, Weak):
+            self.literal(b, da, loc)
+            return da
+        db = tile_type(self.tile_value(b, loc)).dtype
+        if da != db:
+            wide = da if da.bits >= db.bits and da.is_float >= db.is_float else db
+            raise KernelTypeError(
+                f"mismatched types in {what}: {da.name} and {db.name}",
+                loc,
+                label=f"{da.name} and {db.name}",
+                help=f"convert one side explicitly, e.g. `x.astype(fl.{wide.name})`",
+            )
+        return da
+
+    # ---------------------------------------------------------------------- broadcasting
+
+    def broadcast_shapes(
+        self, s1: tuple[int, ...], s2: tuple[int, ...], loc: Location
+    ) -> tuple[int, ...]:
+        out = []
+        for i in range(1, max(len(s1), len(s2)) + 1):
+            d1 = s1[-i] if i <= len(s1) else 1
+            d2 = s2[-i] if i <= len(s2) else 1
+            if d1 != d2 and 1 not in (d1, d2):
+                raise KernelTypeError(
+                    f"cannot broadcast tiles of shapes {s1} and {s2}",
+                    loc,
+                    help="dimensions must match or be 1 (NumPy rules); "
+                    "keep reduced axes with `keepdims=True`",
+                )
+            out.append(max(d1, d2))
+        return tuple(reversed(out))
+
+    def broadcast_to(self, v: Value, shape: tuple[int, ...], loc: Location) -> Value:
+        t = tile_type(v)
+        if t.shape == shape:
+            return v
+        if self.broadcast_shapes(t.shape, shape, loc) != shape:
+            raise KernelTypeError(f"cannot broadcast a tile of shape {t.shape} to {shape}", loc)
+        if t.ndim < len(shape):
+            v = self.emit(ops.Reshape(v, (1,) * (len(shape) - t.ndim) + t.shape, loc))
+        if tile_type(v).shape != shape:
+            v = self.emit(ops.Broadcast(v, shape, loc))
+        return v
+
+    def operands(self, xs: Sequence[Operand], dtype: DType, loc: Location) -> list[Value]:
+        vs = [self.tile_value(x, loc, dtype) for x in xs]
+        shape: tuple[int, ...] = ()
+        for v in vs:
+            shape = self.broadcast_shapes(shape, tile_type(v).shape, loc)
+        return [self.broadcast_to(v, shape, loc) for v in vs]
+
+    # ------------------------------------------------------------------------- operators
+
+    def binary(self, kind: str, a: Operand, b: Operand, loc: Location) -> Operand:
+        if kind == "matmul":
+            return self.matmul(a, b, loc)
+        folded = fold(kind, a, b, loc)
+        if folded is not None:
+            return folded
+        sym = SYMBOL.get(kind, kind)
+        dt = self.unify(a, b, loc, f"`{sym}`")
+        check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
+        va, vb = self.operands([a, b], dt, loc)
+        return self.emit(ops.Binary(kind, va, vb, loc))
+
+    def compare(self, pred: str, a: Operand, b: Operand, loc: Location) -> Operand:
+        folded = fold(pred, a, b, loc)
+        if folded is not None:
+            return folded
+        dt = self.unify(a, b, loc, f"`{SYMBOL[pred]}`")
+        va, vb = self.operands([a, b], dt, loc)
+        return self.emit(ops.Compare(pred, va, vb, loc))
+
+    def cast(self, x: Operand, dtype: DType, loc: Location) -> Value:
+        if isinstance(x, Weak):
+            return self.const(coerce_literal(x.value, dtype), dtype, loc)
+        v = self.tile_value(x, loc)
+        return v if tile_type(v).dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
+
+    def store(self, part: Value, x: Operand, loc: Location) -> None:
+        t = part.type
+        assert isinstance(t, ArrayParamType) and t.tile is not None
+        v = self.tile_value(x, loc, t.dtype)
+        vt = tile_type(v)
+        if vt.dtype != t.dtype:
+            raise KernelTypeError(
+                f"cannot store a {vt.dtype.name} tile into `{part.name}`, a Part of {t.dtype.name}",
+                loc,
+                label=f"this is {vt.dtype.name}",
+                help=f"convert it: `x.astype(fl.{t.dtype.name})`",
+            )
+        if self.broadcast_shapes(vt.shape, t.tile, loc) != t.tile:
+            raise KernelTypeError(
+                f"cannot store a tile of shape {vt.shape} into `{part.name}`, whose tiles are {t.tile}",
+                loc,
+                help="the stored tile must have the partition's tile shape (or broadcast to it)",
+            )
+        self.block.append(ops.Store(part, self.broadcast_to(v, t.tile, loc), loc))
+
+    def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
+        n = tile_type(x).ndim
+        perm = tuple(reversed(range(n))) if axes is None else axes
+        if sorted(perm) != list(range(n)):
+            raise CompileError(f"{perm} is not a permutation of the {n} axes", loc)
+        return x if perm == tuple(range(n)) else self.emit(ops.Permute(x, perm, loc))
+
+    def matmul(self, a: Operand, b: Operand, loc: Location) -> Value:
+        va, vb = self.tile_value(a, loc), self.tile_value(b, loc)
+        ta, tb = tile_type(va), tile_type(vb)
+        acc_dt = dtypes.f32 if ta.dtype in (dtypes.f16, dtypes.bf16) else ta.dtype
+        m = ta.shape[0] if ta.ndim == 2 else 0
+        n = tb.shape[-1] if tb.ndim == 2 else 0
+        acc = self.const(0, acc_dt, loc, (m, n)) if m and n else None
+        return self.mma(va, vb, acc, loc)
+
+    def mma(self, a: Value, b: Value, acc: Value | None, loc: Location) -> Value:
+        """`acc + a @ b` of (M, K) and (K, N) float tiles, `acc` (M, N) in a wide enough dtype."""
+        ta, tb = tile_type(a), tile_type(b)
+        if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[0]:
+            raise KernelTypeError(
+                f"cannot multiply tiles of shapes {ta.shape} and {tb.shape}",
+                loc,
+                help="`a @ b` needs a (M, K) and b (K, N)",
+            )
+        if ta.dtype != tb.dtype or not ta.dtype.is_float:
+            raise KernelTypeError(
+                f"`tile.mma` needs two float tiles of one dtype, found {ta.dtype.name} and {tb.dtype.name}",
+                loc,
+                help="convert one side with `.astype(...)`",
+            )
+        assert acc is not None
+        tacc = tile_type(acc)
+        want = (ta.shape[0], tb.shape[1])
+        if tacc.shape != want:
+            raise KernelTypeError(
+                f"the accumulator must have shape {want}, found {tacc.shape}", loc
+            )
+        if tacc.dtype not in MMA_ACCUMULATORS.get(ta.dtype, ()):
+            raise KernelTypeError(
+                f"a {ta.dtype.name} product cannot accumulate in {tacc.dtype.name}",
+                loc,
+                help="accumulate in f32: `acc = tile.zeros((M, N), fl.f32)`",
+            )
+        return self.emit(ops.Mma(a, b, acc, loc))
+
+    # ---------------------------------------------------------------- compile-time values
+
+    def static_int(self, x: Operand, loc: Location, what: str) -> int:
+        if isinstance(x, Weak) and isinstance(x.value, int) and not isinstance(x.value, bool):
+            return x.value
+        raise CompileError(
+            f"{what} must be a compile-time integer",
+            loc,
+            help="use a literal, a `tile.Const[int]` parameter or a Part's `.shape`",
+        )
+
+    def static_shape(
+        self, x: Operand, loc: Location, what: str = "a tile shape"
+    ) -> tuple[int, ...]:
+        items = x if isinstance(x, tuple) else (x,)
+        shape = tuple(self.static_int(i, loc, what) for i in items)
+        bad = next((d for d in shape if not is_pow2(d)), None)
+        if bad is None:
+            return shape
+        message = f"tile dimensions must be powers of two, but {what} {shape} has {bad}"
+        raise CompileError(message, loc, label="not a power of two", help=_POW2_HELP)
+
+    def static_dtype(self, x: Operand, loc: Location) -> DType:
+        if isinstance(x, PyObj) and isinstance(x.obj, DType):
+            return x.obj
+        raise CompileError("expected a dtype such as `fl.f32`", loc)
