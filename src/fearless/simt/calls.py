@@ -1,5 +1,10 @@
 """Calls inside kernels: builtins, dtype conversions, math, thread intrinsics, device functions.
 
+Every callable a SIMT kernel may use is declared once in `INTRINSICS` (frontend/intrinsics.py):
+its name, its rule, the IR ops it introduces and its arity. Python's `math` and `fl.math`
+functions are declared from the one list of IR math functions (ir/ops.MATH_FNS) under each name
+the modules define (`math.round` does not exist; the `round` builtin is not a math function).
+
 Device functions (`@simt.device`) are inlined at the call site: their body is lowered with
 the caller's emitter and the arguments bound to the parameters, so the witness rules hold
 through them unchanged (a DisjointSlice passed on keeps its rules). Recursion is rejected.
@@ -9,27 +14,24 @@ from __future__ import annotations
 
 import ast
 import math as pymath
+from collections.abc import Callable
 from typing import Any
 
 from .. import dtypes
 from .. import math as flmath
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.intrinsics import Call, IntrinsicTable
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .ssa import SsaLowerer
 from .types import ArrayAnnotation, DeviceFunction, thread
 
-# Python's `math` and `fl.math` functions accepted in kernels, by IR math fn name: every IR math
-# function (ops.MATH_FNS, the one list) that the module defines under that name. `math.round`
-# does not exist; Python's `round` builtin is not a math function here.
-PY_MATH: dict[Any, str] = {
-    getattr(module, name): name
-    for module in (pymath, flmath)
-    for name in ops.MATH_FNS
-    if hasattr(module, name)
-}
+# The SIMT track's intrinsics: every host object a kernel may call, with its rule and the IR
+# ops the rule introduces (frontend/intrinsics.py). Device functions are inlined, not
+# intrinsics; anything else a kernel calls is refused as a host function.
+INTRINSICS: IntrinsicTable[SsaLowerer] = IntrinsicTable("simt")
 
 
 def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
@@ -43,69 +45,99 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
         if node.keywords:
             raise CompileError("device functions take positional arguments only", loc, code="E0061")
         return inline(lw, obj, node, loc)
-    if node.keywords:
+    intrinsic = INTRINSICS.lookup(obj)
+    if intrinsic is None:
+        raise CompileError(
+            f"cannot call `{fname}` from a kernel: it is a host Python function",
+            loc,
+            code="E0605",
+            label="host function",
+            help="decorate it with `@simt.device` to call it from kernels",
+        )
+    if node.keywords:  # before the arguments are lowered, as every SIMT intrinsic is positional
         raise CompileError(
             f"`{fname}` does not take keyword arguments in kernels", loc, code="E0061"
         )
     args = [lw.expr(a) for a in node.args]
-    em = lw.em
-    if getattr(obj, "__self__", None) is thread and getattr(obj, "__name__", "") in (
-        "index_1d",
-        "index_2d",
-    ):
-        return _thread_index(lw, obj.__name__, fname, args, loc)
-    if obj is len:
-        _arity(fname, args, 1, loc)
-        a = args[0]
-        if not (isinstance(a, Value) and isinstance(a.type, ArrayType)):
-            raise KernelTypeError("len() takes an array", loc)
-        return em.emit(ops.ArrayLen(a, loc)).result  # a 2-D array's len is shape[0], as NumPy
-    if obj is range:
-        raise CompileError("range() can only be used as the iterable of a `for` loop", loc)
-    if obj in (min, max):
-        if len(args) < 2:
-            raise CompileError(
-                f"{fname}() needs at least two arguments in kernels", loc, code="E0061"
-            )
-        result = args[0]
-        for a in args[1:]:
-            result = em.minmax("min" if obj is min else "max", result, a, loc)
-        return result
-    if obj is abs:
-        _arity(fname, args, 1, loc)
-        return em.unary("abs", args[0], loc)
-    if obj is int:
-        _arity(fname, args, 1, loc)
-        return _convert(lw, args[0], dtypes.i64, loc)
-    if obj is float:
-        _arity(fname, args, 1, loc)
-        return _convert(lw, args[0], dtypes.f64, loc)
-    if obj is bool:
-        _arity(fname, args, 1, loc)
-        return _convert(lw, args[0], dtypes.bool_, loc)
-    if isinstance(obj, DType):
-        _arity(fname, args, 1, loc)
-        return _convert(lw, args[0], obj, loc)
-    if obj in PY_MATH:
-        return _math(lw, PY_MATH[obj], fname, args, loc)
-    raise CompileError(
-        f"cannot call `{fname}` from a kernel: it is a host Python function",
-        loc,
-        code="E0605",
-        label="host function",
-        help="decorate it with `@simt.device` to call it from kernels",
-    )
+    call = Call(fname, obj, args, {}, loc, [lw.loc(a) for a in node.args])
+    return INTRINSICS.call(lw, intrinsic, call)  # type: ignore[no-any-return]
 
 
-def _thread_index(
-    lw: SsaLowerer, which: str, fname: str, args: list[Operand], loc: Location
-) -> Value:
+@INTRINSICS.declare(
+    [thread.index_1d, thread.index_2d],
+    "simt.thread.index_1d/index_2d",
+    ops=(ops.ThreadIndex1D, ops.ThreadIndex2D),
+    arity=0,
+)
+def _thread_index_rule(lw: SsaLowerer, call: Call) -> Value:
+    return _thread_index(lw, call.callee.__name__, call.loc)
+
+
+@INTRINSICS.declare([len], "len", ops=(ops.ArrayLen,), arity=1)
+def _len(lw: SsaLowerer, call: Call) -> Value:
+    """The extent of an array's first axis (a 2-D array's len is shape[0], as NumPy's)."""
+    a = call.args[0]
+    if not (isinstance(a, Value) and isinstance(a.type, ArrayType)):
+        raise KernelTypeError("len() takes an array", call.loc)
+    return lw.em.emit(ops.ArrayLen(a, call.loc)).result
+
+
+@INTRINSICS.declare([range], "range")
+def _range(lw: SsaLowerer, call: Call) -> Operand:
+    raise CompileError("range() can only be used as the iterable of a `for` loop", call.loc)
+
+
+@INTRINSICS.declare([min, max], "min/max", ops=(ops.Binary,), arity=(2, 1 << 16))
+def _min_max(lw: SsaLowerer, call: Call) -> Operand:
+    kind = "min" if call.callee is min else "max"
+    result = call.args[0]
+    for a in call.args[1:]:
+        result = lw.em.minmax(kind, result, a, call.loc)
+    return result
+
+
+@INTRINSICS.declare([abs], "abs", ops=(ops.Unary,), arity=1)
+def _abs(lw: SsaLowerer, call: Call) -> Operand:
+    return lw.em.unary("abs", call.args[0], call.loc)
+
+
+_BUILTIN_TYPES = {int: dtypes.i64, float: dtypes.f64, bool: dtypes.bool_}
+
+
+@INTRINSICS.declare(list(_BUILTIN_TYPES), "int/float/bool", ops=(ops.Cast, ops.Compare), arity=1)
+def _builtin_conversion(lw: SsaLowerer, call: Call) -> Operand:
+    """`int(x)`, `float(x)`, `bool(x)`: conversions to i64, f64 and bool."""
+    return _convert(lw, call.args[0], _BUILTIN_TYPES[call.callee], call.loc)
+
+
+@INTRINSICS.declare_kind(
+    lambda obj: isinstance(obj, DType), "fl.<dtype>", ops=(ops.Cast, ops.Compare), arity=1
+)
+def _dtype_conversion(lw: SsaLowerer, call: Call) -> Operand:
+    """`fl.f32(x)` and every other dtype: an explicit conversion."""
+    return _convert(lw, call.args[0], call.callee, call.loc)
+
+
+def _math_rule(fn: str) -> Callable[[SsaLowerer, Call], Value]:
+    def rule(lw: SsaLowerer, call: Call) -> Value:
+        return _math(lw, fn, call.name, call.args, call.loc)
+
+    rule.__doc__ = f"`math.{fn}` (and `fl.math.{fn}`) on f32 and f64."
+    return rule
+
+
+for _fn, _n in ops.MATH_FNS.items():
+    _objs = [getattr(m, _fn) for m in (pymath, flmath) if hasattr(m, _fn)]
+    if _objs:
+        INTRINSICS.declare(_objs, f"math.{_fn}", ops=(ops.MathCall,), arity=_n)(_math_rule(_fn))
+
+
+def _thread_index(lw: SsaLowerer, which: str, loc: Location) -> Value:
     """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions.
 
     One kernel uses one of them: a 1-D index in a 2-D launch is the same for every row, so it
     would not tell the threads apart (and the launch contract can ask for only one shape).
     """
-    _arity(fname, args, 0, loc)
     ctx = lw.ctx
     two_d = which == "index_2d"
     if ctx.uses_index_1d if two_d else ctx.uses_index_2d:
@@ -124,15 +156,6 @@ def _thread_index(
         return lw.em.emit(ops.ThreadIndex2D(loc)).result
     ctx.uses_index_1d = True
     return lw.em.emit(ops.ThreadIndex1D(loc)).result
-
-
-def _arity(fname: str, args: list[Operand], n: int, loc: Location) -> None:
-    if len(args) != n:
-        raise CompileError(
-            f"`{fname}` takes {n} argument{'s' if n != 1 else ''} but {len(args)} were given",
-            loc,
-            code="E0061",
-        )
 
 
 def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:
@@ -154,8 +177,6 @@ def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:
 
 def _math(lw: SsaLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
     em = lw.em
-    n = ops.MATH_FNS[fn]
-    _arity(fname, args, n, loc)
     scalars = [em.scalar(a, loc, "argument") for a in args]
     strong = [s for s in scalars if isinstance(s, Value)]
     dt = strong[0].dtype if strong else dtypes.f32

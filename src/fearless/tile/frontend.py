@@ -17,18 +17,17 @@ on a run-time scalar `tile.if`; an `if` on a compile-time value picks its branch
 from __future__ import annotations
 
 import ast
-import inspect
 
-from ..dtypes import DType
-from ..errors import CompileError, KernelTypeError, Location, SafetyError
+from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
+from ..frontend.intrinsics import Call
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
 from .control import lower_for, lower_if
-from .lower_api import HANDLERS
+from .intrinsics import INTRINSICS
 from .rules import Operand, TileRules
 
 
@@ -177,62 +176,29 @@ class TileLowerer(TileRules):
         func = self.expr(node.func)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        arg_locs = [self.loc(a) for a in node.args]
+        kwarg_locs = {k.arg: self.loc(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(func, Bound):
             if func.name == "store":
                 if len(args) != 1 or kwargs:
                     raise CompileError("`store` takes one tile", loc, code="E0061")
-                self.store(func.obj, args[0], self.loc(node.args[0]))
+                self.store(func.obj, args[0], arg_locs[0])
                 return PyObj(None, "None")
-            return self.call_api("astype", [func.obj, *args], kwargs, node)
+            astype = KERNEL_FUNCTIONS["astype"]  # `x.astype(dt)`: the receiver has no node
+            call = Call("astype", astype, [func.obj, *args], kwargs, loc, [loc, *arg_locs])
+            call.kwarg_locs = kwarg_locs
+            return INTRINSICS.call(self, INTRINSICS["tile.astype"], call)  # type: ignore[no-any-return]
         if not isinstance(func, PyObj):
             raise CompileError(f"`{ast.unparse(node.func)}` is not callable", loc, code="E0605")
-        name = getattr(func.obj, "__fearless_tile__", None)
-        if name is not None:
-            return self.call_api(name, args, kwargs, node)
-        if isinstance(func.obj, DType):
-            if len(args) != 1:
-                raise CompileError(f"`{func.name}(x)` takes one value", loc, code="E0061")
-            return self.cast(args[0], func.obj, loc)
-        if func.obj is abs:
-            return self.call_api("abs", args, kwargs, node)
-        if func.obj is min or func.obj is max:
-            if all(isinstance(a, Weak) for a in args):
-                return Weak(func.obj(*(a.value for a in args)))
-            return self.call_api("minimum" if func.obj is min else "maximum", args, kwargs, node)
-        if func.obj is len and len(args) == 1 and isinstance(args[0], tuple):
-            return Weak(len(args[0]))
-        raise CompileError(
-            f"cannot call `{ast.unparse(node.func)}` from a kernel: it is a host Python function",
-            loc,
-            code="E0605",
-            label="host function",
-            help="tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`",
-        )
-
-    def call_api(
-        self, name: str, args: list[Operand], kwargs: dict[str, Operand], node: ast.Call
-    ) -> Operand:
-        stub = KERNEL_FUNCTIONS[name]
-        sig = inspect.signature(stub.__wrapped__)  # type: ignore[attr-defined]
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise CompileError(f"`tile.{name}`: {exc}", self.loc(node), code="E0061") from None
-        bound.apply_defaults()
-        for k, v in bound.arguments.items():  # the stub's own defaults are plain Python values
-            if v is None:
-                bound.arguments[k] = PyObj(None, "None")
-            elif isinstance(v, bool | int | float):
-                bound.arguments[k] = Weak(v)
-        # Where each argument is written, for errors that point at one argument.
-        names = list(sig.parameters)
-        skip = len(args) - len(node.args)  # a method call's receiver has no node of its own
-        nodes: dict[str, ast.AST] = {k.arg: k.value for k in node.keywords if k.arg is not None}
-        for i, a in enumerate(node.args):
-            if i + skip < len(names):
-                nodes[names[i + skip]] = a
-
-        def loc_of(param: str) -> Location:
-            return self.loc(nodes.get(param, node))
-
-        return HANDLERS[name](self, loc_of, **bound.arguments)
+        intrinsic = INTRINSICS.lookup(func.obj)
+        if intrinsic is None:
+            raise CompileError(
+                f"cannot call `{ast.unparse(node.func)}` from a kernel: it is a host Python function",
+                loc,
+                code="E0605",
+                label="host function",
+                help="tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`",
+            )
+        name = getattr(func.obj, "__fearless_tile__", None) or ast.unparse(node.func)
+        call = Call(name, func.obj, args, kwargs, loc, arg_locs, kwarg_locs)
+        return INTRINSICS.call(self, intrinsic, call)  # type: ignore[no-any-return]

@@ -1,0 +1,140 @@
+"""The Tile track's intrinsics: every function a tile kernel may call, declared in one table.
+
+Each `tile.*` function is three pieces, found here by its name: the host stub in api.py (the
+signature calls bind against, and the docstring that is its reference), the rule in
+lower_api.py (`api_<name>`: checks the arguments, emits tile IR) and, below, the IR op classes
+the rule introduces (`OPS`). Python's `abs`, `min`, `max`, `len` and the dtypes (`fl.f32(x)`)
+are declared too. tests/test_intrinsics.py checks that every declared op has a bytecode lowering
+(backends/tileir_lower.py) and a simulator meaning (sim/tile.py).
+
+To add a tile op: a stub in api.py (and `tile/__init__.py`), its rule in lower_api.py, its line
+in `OPS`, and, if it needs a new op class, the class in ir/tile_ops.py with its `op_<Class>`
+lowering and its `_op_<Class>` simulation.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from ..dtypes import DType
+from ..errors import CompileError, Location
+from ..frontend.intrinsics import Call, IntrinsicTable
+from ..frontend.values import PyObj, Weak
+from ..ir import tile_ops as ops
+from .api import KERNEL_FUNCTIONS
+from .lower_api import HANDLERS
+from .rules import Operand, TileRules
+
+_UNARY = (
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "sqrt",
+    "rsqrt",
+    "tanh",
+    "sin",
+    "cos",
+    "abs",
+    "floor",
+    "ceil",
+)
+
+# The IR op classes each tile function's rule introduces (operand coercions may add Constant,
+# Cast, Broadcast and Reshape ops, which every backend runs anyway).
+OPS: dict[str, tuple[type, ...]] = {
+    "load": (ops.Load,),
+    "load_like": (ops.Load,),
+    "block_id": (ops.BlockId,),
+    "num_blocks": (ops.NumBlocks,),
+    "num_tiles": (ops.ArrayDim, ops.Binary),
+    "cdiv": (ops.Binary,),
+    "zeros": (ops.Constant,),
+    "full": (ops.Constant,),
+    "arange": (ops.Iota, ops.Cast),
+    **dict.fromkeys(_UNARY, (ops.Unary,)),
+    "sigmoid": (ops.Unary, ops.Binary),
+    "maximum": (ops.Binary,),
+    "minimum": (ops.Binary,),
+    "where": (ops.Select,),
+    "sum": (ops.Reduce,),
+    "max": (ops.Reduce,),
+    "min": (ops.Reduce,),
+    "mma": (ops.Mma,),
+    "transpose": (ops.Permute,),
+    "reshape": (ops.Reshape,),
+    "broadcast_to": (ops.Broadcast,),
+    "astype": (ops.Cast,),
+}
+
+INTRINSICS: IntrinsicTable[TileRules] = IntrinsicTable("tile")
+
+
+def bound_rule(name: str) -> Callable[[TileRules, Call], Operand]:
+    """The rule of `tile.<name>`: bind the call to the stub's signature (its defaults become
+    weak literals), then run the handler with each argument's location at hand."""
+    sig = inspect.signature(KERNEL_FUNCTIONS[name].__wrapped__)  # type: ignore[attr-defined]
+    handler = HANDLERS[name]
+    params = list(sig.parameters)
+
+    def rule(lw: TileRules, call: Call) -> Operand:
+        try:
+            bound = sig.bind(*call.args, **call.kwargs)
+        except TypeError as exc:
+            raise CompileError(f"`tile.{name}`: {exc}", call.loc, code="E0061") from None
+        bound.apply_defaults()
+        for k, v in bound.arguments.items():  # the stub's own defaults are plain Python values
+            if v is None:
+                bound.arguments[k] = PyObj(None, "None")
+            elif isinstance(v, bool | int | float):
+                bound.arguments[k] = Weak(v)
+        locs = dict(zip(params, call.arg_locs, strict=False)) | call.kwarg_locs
+
+        def loc_of(param: str) -> Location:
+            return locs.get(param, call.loc)
+
+        return handler(lw, loc_of, **bound.arguments)
+
+    return rule
+
+
+for _name, _stub in KERNEL_FUNCTIONS.items():
+    INTRINSICS.declare([_stub], f"tile.{_name}", ops=OPS[_name], keywords=True)(bound_rule(_name))
+
+_ABS, _MAXIMUM, _MINIMUM = bound_rule("abs"), bound_rule("maximum"), bound_rule("minimum")
+
+
+@INTRINSICS.declare([abs], "abs", ops=(ops.Unary,), keywords=True)
+def _abs(lw: TileRules, call: Call) -> Operand:
+    return _ABS(lw, call)
+
+
+@INTRINSICS.declare([min, max], "min/max", ops=(ops.Binary,), keywords=True)
+def _min_max(lw: TileRules, call: Call) -> Operand:
+    """Python's min/max: folded on literals, else `tile.minimum`/`tile.maximum`."""
+    if all(isinstance(a, Weak) for a in call.args) and not call.kwargs:
+        return Weak(call.callee(*(a.value for a in call.args)))
+    return (_MINIMUM if call.callee is min else _MAXIMUM)(lw, call)
+
+
+@INTRINSICS.declare([len], "len")
+def _len(lw: TileRules, call: Call) -> Operand:
+    """`len` of a static tuple (a shape): a compile-time int."""
+    if len(call.args) == 1 and isinstance(call.args[0], tuple) and not call.kwargs:
+        return Weak(len(call.args[0]))
+    raise CompileError(
+        f"cannot call `{call.name}` from a kernel: it is a host Python function",
+        call.loc,
+        code="E0605",
+        label="host function",
+        help="tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`",
+    )
+
+
+@INTRINSICS.declare_kind(lambda obj: isinstance(obj, DType), "fl.<dtype>", ops=(ops.Cast,))
+def _dtype_conversion(lw: TileRules, call: Call) -> Operand:
+    """`fl.f32(x)` and every other dtype: a conversion."""
+    if len(call.args) != 1 or call.kwargs:
+        raise CompileError(f"`{call.name}(x)` takes one value", call.loc, code="E0061")
+    return lw.cast(call.args[0], call.callee, call.loc)
