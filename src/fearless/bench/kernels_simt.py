@@ -29,9 +29,13 @@ from fearless.dtypes import DType
 # Threads per block of every kernel here (and of their CUDA C++ twins).
 BLOCK = 256
 
+# The parameter types of these f32 kernels (an alias is part of a kernel's cache key).
+In = simt.Slice[fl.f32]
+Out = simt.DisjointSlice[fl.f32]
+
 
 @simt.kernel(block=BLOCK)
-def partial_sum(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+def partial_sum(x: In, out: Out):
     """out[i] = x[i] + x[i + T] + x[i + 2T] + ..., T = len(out): coalesced across threads."""
     i = simt.thread.index_1d()
     if i < len(out):
@@ -46,7 +50,7 @@ def partial_sum(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
 
 
 @simt.kernel(block=BLOCK)
-def transpose(x: simt.Slice[fl.f32], rows: int, cols: int, out: simt.DisjointSlice[fl.f32]):
+def transpose(x: In, rows: int, cols: int, out: Out):
     """out (cols x rows) = x (rows x cols) transposed, both row-major."""
     i = simt.thread.index_1d()
     if i < len(out):
@@ -56,12 +60,7 @@ def transpose(x: simt.Slice[fl.f32], rows: int, cols: int, out: simt.DisjointSli
 
 
 @simt.kernel(block=BLOCK)
-def softmax_stats(
-    x: simt.Slice[fl.f32],
-    cols: int,
-    row_max: simt.DisjointSlice[fl.f32],
-    row_sum: simt.DisjointSlice[fl.f32],
-):
+def softmax_stats(x: In, cols: int, row_max: Out, row_sum: Out):
     """Per row: its max, and the sum of exp(x - max) (two walks over the row)."""
     r = simt.thread.index_1d()
     if r < len(row_max) and r < len(row_sum):
@@ -77,13 +76,7 @@ def softmax_stats(
 
 
 @simt.kernel(block=BLOCK)
-def softmax_apply(
-    x: simt.Slice[fl.f32],
-    cols: int,
-    row_max: simt.Slice[fl.f32],
-    row_sum: simt.Slice[fl.f32],
-    out: simt.DisjointSlice[fl.f32],
-):
+def softmax_apply(x: In, cols: int, row_max: In, row_sum: In, out: Out):
     i = simt.thread.index_1d()
     if i < len(out):
         r = int(i) // cols
@@ -91,7 +84,7 @@ def softmax_apply(
 
 
 @simt.kernel(block=BLOCK)
-def rms_stats(x: simt.Slice[fl.f32], cols: int, eps: fl.f32, rstd: simt.DisjointSlice[fl.f32]):
+def rms_stats(x: In, cols: int, eps: fl.f32, rstd: Out):
     """Per row: 1 / sqrt(mean(x^2) + eps)."""
     r = simt.thread.index_1d()
     if r < len(rstd):
@@ -104,12 +97,7 @@ def rms_stats(x: simt.Slice[fl.f32], cols: int, eps: fl.f32, rstd: simt.Disjoint
 
 
 @simt.kernel(block=BLOCK)
-def rms_apply(
-    x: simt.Slice[fl.f32],
-    w: simt.Slice[fl.f32],
-    rstd: simt.Slice[fl.f32],
-    out: simt.DisjointSlice[fl.f32],
-):
+def rms_apply(x: In, w: In, rstd: In, out: Out):
     i = simt.thread.index_1d()
     if i < len(out):
         cols = len(w)
@@ -118,13 +106,7 @@ def rms_apply(
 
 
 @simt.kernel(block=BLOCK)
-def layer_norm_stats(
-    x: simt.Slice[fl.f32],
-    cols: int,
-    eps: fl.f32,
-    mean: simt.DisjointSlice[fl.f32],
-    rstd: simt.DisjointSlice[fl.f32],
-):
+def layer_norm_stats(x: In, cols: int, eps: fl.f32, mean: Out, rstd: Out):
     """Per row: the mean, then 1 / sqrt(var + eps) from a second walk (no cancellation)."""
     r = simt.thread.index_1d()
     if r < len(mean) and r < len(rstd):
@@ -142,14 +124,7 @@ def layer_norm_stats(
 
 
 @simt.kernel(block=BLOCK)
-def layer_norm_apply(
-    x: simt.Slice[fl.f32],
-    w: simt.Slice[fl.f32],
-    b: simt.Slice[fl.f32],
-    mean: simt.Slice[fl.f32],
-    rstd: simt.Slice[fl.f32],
-    out: simt.DisjointSlice[fl.f32],
-):
+def layer_norm_apply(x: In, w: In, b: In, mean: In, rstd: In, out: Out):
     i = simt.thread.index_1d()
     if i < len(out):
         cols = len(w)
@@ -189,23 +164,14 @@ def noop():
 
 
 @simt.kernel(block=BLOCK)
-def fill1(out: simt.DisjointSlice[fl.f32]):
+def fill1(out: Out):
     i = simt.thread.index_1d()
     if i < len(out):
         out[i] = 1.0
 
 
 @simt.kernel(block=BLOCK)
-def sum8(
-    a: simt.Slice[fl.f32],
-    b: simt.Slice[fl.f32],
-    c: simt.Slice[fl.f32],
-    d: simt.Slice[fl.f32],
-    e: simt.Slice[fl.f32],
-    f: simt.Slice[fl.f32],
-    g: simt.Slice[fl.f32],
-    out: simt.DisjointSlice[fl.f32],
-):
+def sum8(a: In, b: In, c: In, d: In, e: In, f: In, g: In, out: Out):
     """Eight array arguments (seven in, one out), for launch overhead."""
     i = simt.thread.index_1d()
     if i < len(out):

@@ -189,3 +189,15 @@ class IntrinsicTable(Generic[L]):
             for backend in backends
             if not backend.runs(op)
         ]
+
+
+def host_function_error(name: str, loc: Location, help: str) -> CompileError:
+    """E0605, one wording for both tracks: a kernel called something that is not an intrinsic
+    (`help` says what the track can call instead)."""
+    return CompileError(
+        f"cannot call `{name}` from a kernel: it is a host Python function",
+        loc,
+        code="E0605",
+        label="host function",
+        help=help,
+    )

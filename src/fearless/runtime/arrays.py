@@ -123,13 +123,19 @@ def as_dtype(value: Any) -> DType:
         found = dtypes.from_python_type(value)
         assert found is not None
         return found
+    return _from_numpy_dtype(
+        value,
+        f"{value!r} is not a fearless dtype",
+        "use fl.bool_, fl.i8 ... fl.i64, fl.u8 ... fl.u64, fl.f16, fl.bf16, fl.f32 or fl.f64",
+    )
+
+
+def _from_numpy_dtype(value: Any, message: str, help: str) -> DType:
+    """The DType of what `np.dtype` makes of `value`; a KernelTypeError saying `message`."""
     try:
         return numpy_dtype(np.dtype(value))
     except (TypeError, KeyError):
-        raise _type_error(
-            f"{value!r} is not a fearless dtype",
-            "use fl.bool_, fl.i8 ... fl.i64, fl.u8 ... fl.u64, fl.f16, fl.bf16, fl.f32 or fl.f64",
-        ) from None
+        raise _type_error(message, help) from None
 
 
 def numpy_dtype(dt: np.dtype[Any]) -> DType:
@@ -182,13 +188,11 @@ def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
 
 
 def _element_type(dt: Any, name: str) -> DType:
-    try:
-        return numpy_dtype(np.dtype(dt))
-    except (KeyError, TypeError):
-        raise _type_error(
-            f"argument `{name}` has element type {dt}, which fearless has no type for",
-            "convert it to bool, i8..i64, u8..u64, f16, bf16, f32 or f64",
-        ) from None
+    return _from_numpy_dtype(
+        dt,
+        f"argument `{name}` has element type {dt}, which fearless has no type for",
+        "convert it to bool, i8..i64, u8..u64, f16, bf16, f32 or f64",
+    )
 
 
 def _dlpack_on_host(obj: Any) -> bool:

@@ -21,7 +21,7 @@ from .. import dtypes
 from .. import math as flmath
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
-from ..frontend.intrinsics import Call, IntrinsicTable
+from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
@@ -47,12 +47,8 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
         return inline(lw, obj, node, loc)
     intrinsic = INTRINSICS.lookup(obj)
     if intrinsic is None:
-        raise CompileError(
-            f"cannot call `{fname}` from a kernel: it is a host Python function",
-            loc,
-            code="E0605",
-            label="host function",
-            help="decorate it with `@simt.device` to call it from kernels",
+        raise host_function_error(
+            fname, loc, "decorate it with `@simt.device` to call it from kernels"
         )
     if node.keywords:  # before the arguments are lowered, as every SIMT intrinsic is positional
         raise CompileError(

@@ -20,14 +20,14 @@ import ast
 
 from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
-from ..frontend.intrinsics import Call
+from ..frontend.intrinsics import Call, host_function_error
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
 from .control import lower_for, lower_if
-from .intrinsics import INTRINSICS
+from .intrinsics import HOST_HELP, INTRINSICS
 from .rules import Operand, TileRules
 
 
@@ -192,13 +192,7 @@ class TileLowerer(TileRules):
             raise CompileError(f"`{ast.unparse(node.func)}` is not callable", loc, code="E0605")
         intrinsic = INTRINSICS.lookup(func.obj)
         if intrinsic is None:
-            raise CompileError(
-                f"cannot call `{ast.unparse(node.func)}` from a kernel: it is a host Python function",
-                loc,
-                code="E0605",
-                label="host function",
-                help="tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`",
-            )
+            raise host_function_error(ast.unparse(node.func), loc, HOST_HELP)
         name = getattr(func.obj, "__fearless_tile__", None) or ast.unparse(node.func)
         call = Call(name, func.obj, args, kwargs, loc, arg_locs, kwarg_locs)
         return INTRINSICS.call(self, intrinsic, call)  # type: ignore[no-any-return]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ..dtypes import DType
 from ..errors import CompileError, Location
-from ..frontend.intrinsics import Call, IntrinsicTable
+from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from .api import KERNEL_FUNCTIONS
@@ -69,6 +69,7 @@ OPS: dict[str, tuple[type, ...]] = {
 }
 
 INTRINSICS: IntrinsicTable[TileRules] = IntrinsicTable("tile")
+HOST_HELP = "tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`"
 
 
 def bound_rule(name: str) -> Callable[[TileRules, Call], Operand]:
@@ -123,13 +124,7 @@ def _len(lw: TileRules, call: Call) -> Operand:
     """`len` of a static tuple (a shape): a compile-time int."""
     if len(call.args) == 1 and isinstance(call.args[0], tuple) and not call.kwargs:
         return Weak(len(call.args[0]))
-    raise CompileError(
-        f"cannot call `{call.name}` from a kernel: it is a host Python function",
-        call.loc,
-        code="E0605",
-        label="host function",
-        help="tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`",
-    )
+    raise host_function_error(call.name, call.loc, HOST_HELP)
 
 
 @INTRINSICS.declare_kind(lambda obj: isinstance(obj, DType), "fl.<dtype>", ops=(ops.Cast,))
