@@ -83,3 +83,23 @@ def test_tile_dumps_every_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert (dump / "vecadd.tile.ir").read_text().startswith("tile.kernel @vecadd")
     assert (dump / "vecadd.tileirbc").read_bytes() == ct.bytecode
     assert (dump / "vecadd.tileir").read_text().startswith("entry @vecadd(")
+
+
+def test_tile_verifier_runs_after_passes_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The frontend's IR is always verified; the run after dce only under FEARLESS_VERIFY=1
+    (both entries of PIPELINE are one function, so an identity test cannot tell them apart)."""
+    from fearless.tile import passes
+
+    runs: list[str] = []
+
+    def counting_verify(fn: object) -> None:
+        runs.append("verify")
+
+    monkeypatch.setattr(passes, "verify", counting_verify)
+    monkeypatch.setattr(passes, "PIPELINE", [counting_verify, passes.dce, counting_verify])
+    fn = tile.kernel(ex.vecadd.func).ir_for(SIGNATURES["vecadd"]).fn
+    for env, expected in (("0", ["verify"]), ("1", ["verify", "verify"])):
+        monkeypatch.setenv("FEARLESS_VERIFY", env)
+        runs.clear()
+        passes.run_pipeline(fn)
+        assert runs == expected

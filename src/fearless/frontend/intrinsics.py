@@ -11,7 +11,8 @@ An intrinsic is a host object a kernel calls (`len`, `math.exp`, `simt.thread.in
     keywords  whether it takes keyword arguments (Tile ops bind them to the stub's signature)
 
 Each track owns one `IntrinsicTable`, next to its rules: `simt/calls.py` (`INTRINSICS`) and
-`tile/lower_api.py` (`INTRINSICS`, built from the stubs of tile/api.py). A `Backend` says which
+`tile/intrinsics.py` (`INTRINSICS`, built from the stubs of tile/api.py and the rules of
+tile/lower_api.py). A `Backend` says which
 op classes a consumer of the IR gives a meaning (`backends/llvm_lower.lowers`,
 `backends/tileir_lower.lowers`, `sim/simt.simulates`, `sim/tile.simulates`), and
 `IntrinsicTable.missing(backends)` names every op of every intrinsic that one of them cannot

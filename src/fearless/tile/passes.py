@@ -94,7 +94,9 @@ PIPELINE: list[Callable[[Function], None]] = [verify, dce, verify]
 
 
 def run_pipeline(fn: Function) -> None:
-    for p in PIPELINE:
-        if p is verify and not config.verify_each_pass() and p is not PIPELINE[0]:
+    """Run `PIPELINE`: the frontend's IR is always verified (the first entry); the verifier's
+    later runs, after each pass, only under FEARLESS_VERIFY=1."""
+    for i, p in enumerate(PIPELINE):
+        if p is verify and i > 0 and not config.verify_each_pass():
             continue
         p(fn)
