@@ -7,6 +7,7 @@ clean. The other tests write small programs into tmp_path and check one behaviou
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fearless.cli import check_flow
+from fearless.cli import check, check_flow
 from fearless.cli.check import check_file, check_source
 from fearless.cli.check_kernels import Resolver
 from fearless.cli.main import main
@@ -421,6 +422,105 @@ def test_folders_are_searched_for_python_files(
     out = capsys.readouterr().out
     assert out.endswith("checked 3 files: 2 errors\n")
     assert f"{tmp_path / 'a.py'}:" in out and f"{tmp_path / 'sub' / 'b.py'}:" in out
+
+
+def test_a_fifo_in_a_folder_is_skipped_with_a_note(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", "x = fl.zeros(8)\nvecadd[1, 8](x, x, x)\n")
+    os.mkfifo(tmp_path / "pipe.py")  # opening it to read would wait for a writer forever
+    proc = python_m_fearless("check", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    assert f"note: skipped `{tmp_path / 'pipe.py'}`: it is a FIFO, not a regular file" in (
+        proc.stdout
+    )
+    assert proc.stdout.endswith("checked 1 file: 1 error\n")
+    named = python_m_fearless("check", str(tmp_path / "pipe.py"))  # named: not read either
+    assert named.returncode == 2
+    assert named.stdout.startswith(
+        f"error: cannot read `{tmp_path / 'pipe.py'}`: it is a FIFO, not a regular file"
+    )
+
+
+def test_a_file_with_a_coding_line_is_decoded_as_python_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin.py"
+    body = (
+        "# -*- coding: latin-1 -*-\n"
+        + KERNELS
+        + '\nx = fl.zeros(8); s = "café"; vecadd[1, 8](x, x, x)\n'
+    )
+    path.write_bytes(body.encode("latin-1"))
+    (finding,) = check_file(path).findings
+    assert finding.diagnostic.code == "E0502"
+    loc = finding.diagnostic.loc
+    assert loc is not None and loc.line == line_of_bytes(path, b"caf\xe9")
+    line = body.splitlines()[loc.line - 1]
+    assert loc.col == line.rindex("x)")  # the output `c`; columns in characters: é is one
+    assert main(["check", str(path)]) == 1
+    assert 's = "café"; vecadd[1, 8](x, x, x)' in capsys.readouterr().out
+    bad = tmp_path / "bad_coding.py"
+    bad.write_bytes(b"# coding: no-such-codec\nx = 1\n")
+    assert main(["check", str(bad)]) == 2
+    assert f"cannot read `{bad}`: unknown encoding: no-such-codec" in capsys.readouterr().out
+
+
+def line_of_bytes(path: Path, text: bytes) -> int:
+    return next(i for i, line in enumerate(path.read_bytes().splitlines(), 1) if text in line)
+
+
+def deep_program(tmp_path: Path, terms: int) -> Path:
+    """A launch with aliased arguments after an expression of `terms` terms (nested as deep)."""
+    total = " + ".join(["x[0]"] * terms)
+    return write(
+        tmp_path, f"deep{terms}.py", f"x = fl.zeros(8)\ny = {total}\nvecadd[1, 8](x, x, x)\n"
+    )
+
+
+def test_a_2000_term_expression_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = deep_program(tmp_path, 2000)
+    (finding,) = check_file(path).findings
+    assert finding.diagnostic.code == "E0502"
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().out.endswith("checked 1 file: 1 error\n")
+
+
+def test_a_50000_term_expression_does_not_crash_the_check(tmp_path: Path) -> None:
+    path = deep_program(tmp_path, 50_000)
+    proc = python_m_fearless("check", str(path), str(CORPUS_DIR / "two_outputs.py"))
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if sys.version_info < (3, 12):  # its parser builds ASTs this deep: the file is checked
+        assert proc.returncode == 1
+        assert proc.stdout.endswith("checked 2 files: 2 errors\n")
+    else:  # a fixed C recursion limit: reported, and the other file still checked
+        assert proc.returncode == 2
+        assert "nests too deeply" in proc.stdout
+    assert "cannot borrow `out` as mutable more than once" in proc.stdout
+
+
+def test_a_file_nested_too_deeply_is_reported_and_the_others_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(check, "RECURSION_LIMIT", 1500)
+    path = deep_program(tmp_path, 20_000)
+    assert main(["check", str(path), str(CORPUS_DIR / "two_outputs.py")]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"error: cannot check `{path}`: it nests too deeply to analyse")
+    assert "error[E0502]" in out
+    assert out.endswith("checked 2 files: 2 errors (1 file could not be checked)\n")
+
+
+def python_m_fearless(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m fearless ARGS` in a fresh interpreter (a hang fails, not blocks, the test)."""
+    return subprocess.run(
+        [sys.executable, "-m", "fearless", *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC), "PATH": ""},
+        timeout=120,
+        check=False,
+    )
 
 
 def test_check_source_and_a_shared_resolver() -> None:

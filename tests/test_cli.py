@@ -213,6 +213,30 @@ def test_run_keeps_the_traceback_of_other_exceptions(
     assert "runpy" not in err and "cli/run.py" not in err  # only the script's frames
 
 
+def test_run_shows_a_syntax_error_as_python_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = write(tmp_path, "typo.py", "x = 1\nprint(x +)\n")
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "cli/run.py" not in err and "runpy" not in err
+    assert err.startswith(f'  File "{script.resolve()}", line 2\n    print(x +)\n')
+    assert "^" in err and err.rstrip().endswith("SyntaxError: invalid syntax")
+
+
+def test_run_shows_the_traceback_of_a_module_the_script_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, "helper.py", "def f():\n    return {}['missing']\nf()\n")
+    script = write(tmp_path, "main.py", "import helper\n")
+    assert main(["run", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert f'File "{script.resolve()}", line 1, in <module>' in err
+    assert 'helper.py", line 2, in f' in err and err.rstrip().endswith("KeyError: 'missing'")
+    assert "runpy" not in err and "cli/run.py" not in err and "importlib" not in err
+
+
 def test_run_passes_argv_and_runs_as_main(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,8 @@ drivers (simt/compiler.py, tile/compiler.py) only list their stages and assemble
     Tile  bytecode (Tile IR bytecode) -> cubin (tileiras)
 
 A new backend is a new stage list over the same IR; the cache and the dumps come with the loop.
+A dump that cannot be written (FEARLESS_DUMP_DIR is a file, or not writable) is a ToolchainError
+(E0900) naming the path.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import cache, config
+from ..errors import ToolchainError
 
 T = TypeVar("T")
 
@@ -56,17 +60,39 @@ def dump(stage: str, files: Callable[[], Mapping[str, str | bytes]]) -> None:
     if stage not in config.dump_stages():
         return
     out = config.dump_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _dump_error(out, out, exc) from None
     for name, data in files().items():
         path = out / name
-        if isinstance(data, bytes):
-            path.write_bytes(data)
-        else:
-            path.write_text(data)
+        try:
+            if isinstance(data, bytes):
+                path.write_bytes(data)
+            else:
+                path.write_text(data)
+        except OSError as exc:
+            raise _dump_error(out, path, exc) from None
+
+
+def _dump_error(out: Path, path: Path, exc: OSError) -> ToolchainError:
+    """FEARLESS_DUMP could not write `path` (under the dump folder `out`)."""
+    blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+    if isinstance(exc, FileExistsError | NotADirectoryError) and blocker is not None:
+        why = f"{blocker} is a file, not a folder"
+    else:
+        why = exc.strerror or str(exc)
+    what = f"the FEARLESS_DUMP files to {out}" if path == out else f"the FEARLESS_DUMP file {path}"
+    return ToolchainError(
+        f"cannot write {what}: {why}",
+        help=f"set FEARLESS_DUMP_DIR to a folder fearless can create or write to (it is {out}), "
+        "or unset FEARLESS_DUMP",
+    )
 
 
 def compile_cached(key: str, kind: type[T], build: Callable[[], T]) -> T:
-    """The entry `key` of the disk cache when it holds a `kind`, else `build()`, stored."""
+    """The entry `key` of the disk cache when it holds a `kind`, else `build()`, stored (a
+    cache that cannot be read or written is a miss: see cache.py)."""
     hit = cache.load(key)
     if isinstance(hit, kind):
         return hit

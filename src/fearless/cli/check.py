@@ -16,8 +16,15 @@ launch-time borrow check would refuse and the uses of tensors moved into a parti
 Launches are `k[grid, block](...)`, a variable holding `k[grid, block]` or `k.prepare(...)`
 called with the arguments, `k(prep, ...)`, and Tile's `k(...)` and `k.launch(grid, ...)`, for
 kernels defined in the file or imported from a module file found next to it or on `sys.path`.
-Directories are searched for `*.py` (hidden folders and `__pycache__` skipped). A diagnostic on
-a line that says `# fearless: ignore` is dropped (a launch made on purpose to show the error).
+Directories are searched for `*.py` (hidden folders and `__pycache__` skipped; only regular
+files are read: a FIFO, socket or device named `*.py` is skipped with a note). Files are decoded
+as Python does (a PEP 263 coding line, a BOM, else UTF-8). A diagnostic on a line that says
+`# fearless: ignore` is dropped (a launch made on purpose to show the error).
+
+Generated code may nest deeply (`x + x + ...` with thousands of terms nests the AST as deep),
+and parsing and walking it recurse per level: the check runs in a thread with a large stack and
+a recursion limit of `RECURSION_LIMIT`; a file nested deeper still is reported as one that
+could not be checked, and the others are checked.
 
 Left to the launch-time check (which sees addresses): names the check did not see bound
 (parameters, globals) are taken as distinct arrays; a call returns a new array unless it is a
@@ -40,9 +47,14 @@ import argparse
 import ast
 import linecache
 import re
-from collections.abc import Iterable, Sequence
+import stat
+import sys
+import threading
+import tokenize
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import Diagnostic, Location
 from .check_flow import analyse
@@ -51,6 +63,15 @@ from .check_report import Finding, Source, launch_findings, use_finding
 
 IGNORE = re.compile(r"#\s*fearless:\s*ignore\b(?:\[([A-Z0-9, ]+)\])?")
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+# The parse and the walk recurse about once per level of nesting: 50,000 terms of `x + x + ...`
+# need some 60,000 frames. The C stack they take (well under 5 KiB a frame, even on 3.10, where
+# every Python call is a C call) is the stack of the thread they run in.
+RECURSION_LIMIT = 100_000
+STACK_BYTES = 512 * 2**20
+
+T = TypeVar("T")
+_deep = threading.local()  # `active`: this thread already runs with the deep limits
+_deep_lock = threading.Lock()  # one deep check at a time: the recursion limit is per process
 
 
 HELP = "find aliased launches (E0502) and uses of moved tensors (E0382) without running"
@@ -65,10 +86,55 @@ class FileReport:
     path: Path
     findings: list[Finding]
     readable: bool = True  # False: could not be read or parsed (exit status 2)
+    skipped: str | None = None  # found in a folder but not read: what it is ("a FIFO")
+
+
+def deep_recursion(fn: Callable[[], T]) -> T:
+    """`fn()`, run in a thread with a `STACK_BYTES` stack and a recursion limit of at least
+    `RECURSION_LIMIT` (restored after; the process's limit, so such runs take turns), so that
+    deeply nested code parses and is walked. Where no such thread can be made, `fn()` runs
+    here with the limits as they are."""
+    if getattr(_deep, "active", False):
+        return fn()
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def work() -> None:
+        _deep.active = True
+        with _deep_lock:
+            old = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(old, RECURSION_LIMIT))
+            try:
+                result.append(fn())
+            except BaseException as exc:  # re-raised in the calling thread
+                error.append(exc)
+            finally:
+                sys.setrecursionlimit(old)
+
+    try:
+        old_size = threading.stack_size(STACK_BYTES)
+    except (ValueError, RuntimeError):  # a platform that cannot size thread stacks
+        return fn()
+    try:
+        thread = threading.Thread(target=work, name="fearless-check", daemon=True)
+        thread.start()
+    except RuntimeError:  # no thread with that stack could be started
+        return fn()
+    finally:
+        threading.stack_size(old_size)
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
 
 
 def check_source(source: str, file: str, resolver: Resolver | None = None) -> list[Finding]:
-    """The findings for one file's text (raises SyntaxError if it is not valid Python)."""
+    """The findings for one file's text (raises SyntaxError if it is not valid Python, and
+    RecursionError if it nests too deeply to check even with `deep_recursion`)."""
+    return deep_recursion(lambda: _check_source(source, file, resolver))
+
+
+def _check_source(source: str, file: str, resolver: Resolver | None) -> list[Finding]:
     tree = ast.parse(source, filename=file)
     obs = analyse(tree, file, resolver or Resolver())
     src = Source(file, source)
@@ -78,12 +144,45 @@ def check_source(source: str, file: str, resolver: Resolver | None = None) -> li
     return sorted(findings, key=Finding.sort_key)
 
 
+def read_source(path: Path) -> str:
+    """A file's text decoded as Python decodes it (its PEP 263 coding line or BOM, else UTF-8).
+    Raises OSError (also for a file that is not a regular file, which is never opened: a FIFO
+    would block), SyntaxError (a bad coding line) or UnicodeDecodeError."""
+    kind = special_kind(path)
+    if kind is not None:
+        raise OSError(f"it is {kind}, not a regular file")
+    with tokenize.open(path) as f:
+        return f.read()
+
+
+def special_kind(path: Path) -> str | None:
+    """What `path` is when it exists and is neither a regular file nor a folder, else None."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return None  # missing, or unreadable: opening it says why
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
 def check_file(path: Path, resolver: Resolver | None = None) -> FileReport:
     file = str(path)
     try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        source = read_source(path)
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror
+        elif isinstance(exc, SyntaxError):  # a bad coding line; the file is named already
+            reason = exc.msg.replace(f" for {file!r}", "")
+        else:
+            reason = str(exc)
         return FileReport(path, [_fatal(f"cannot read `{file}`: {reason}")], readable=False)
     linecache.checkcache(file)  # diagnostics quote the file as it is now
     try:
@@ -96,10 +195,15 @@ def check_file(path: Path, resolver: Resolver | None = None) -> FileReport:
         return FileReport(path, [_fatal(f"cannot parse `{file}`: {exc.msg}", loc)], False)
     except ValueError as exc:  # e.g. a NUL byte in the source
         return FileReport(path, [_fatal(f"cannot parse `{file}`: {exc}")], readable=False)
+    except RecursionError:
+        return FileReport(path, [_too_deep(file)], readable=False)
+    except MemoryError:
+        return FileReport(path, [_fatal(f"cannot check `{file}`: out of memory")], False)
 
 
-def python_files(paths: Iterable[Path]) -> list[Path]:
-    """Named files as given (whatever their suffix); folders searched for `*.py`."""
+def python_files(paths: Iterable[Path], skipped: list[FileReport] | None = None) -> list[Path]:
+    """Named files as given (whatever their suffix); folders searched for `*.py` regular files.
+    A FIFO, socket or device found there is not read: it goes to `skipped`, saying what it is."""
     out: list[Path] = []
     for path in paths:
         if not path.is_dir():
@@ -107,21 +211,30 @@ def python_files(paths: Iterable[Path]) -> list[Path]:
             continue
         for found in sorted(path.rglob("*.py")):
             parts = found.relative_to(path).parts[:-1]
-            if not any(p.startswith(".") or p in SKIP_DIRS for p in parts):
+            if any(p.startswith(".") or p in SKIP_DIRS for p in parts) or found.is_dir():
+                continue  # a folder named `x.py` is searched, not read
+            kind = special_kind(found)
+            if kind is None:
                 out.append(found)
+            elif skipped is not None:
+                skipped.append(FileReport(found, [], skipped=kind))
     return out
 
 
 def check_paths(paths: Sequence[Path]) -> list[FileReport]:
+    """A report for each file named or found, in order, then one for each file skipped."""
     resolver = Resolver()  # shared: each imported module is read once per run
-    return [check_file(path, resolver) for path in python_files(paths)]
+    skipped: list[FileReport] = []
+    files = python_files(paths, skipped)
+    # One thread with the deep limits for the whole run, not one per file (`check_file`).
+    return deep_recursion(lambda: [check_file(path, resolver) for path in files]) + skipped
 
 
 def summary(reports: Sequence[FileReport]) -> str:
     errors = sum(f.severity == "error" for r in reports for f in r.findings)
     warnings = sum(f.severity == "warning" for r in reports for f in r.findings)
     unreadable = sum(not r.readable for r in reports)
-    n = len(reports)
+    n = sum(r.skipped is None for r in reports)
     head = f"checked {n} file{'s' if n != 1 else ''}: "
     if not errors and not warnings:
         return head + "no problems found"
@@ -136,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     for report in reports:
         for finding in report.findings:
             print(finding.render(), end="\n\n")
+        if report.skipped is not None:
+            print(f"note: skipped `{report.path}`: it is {report.skipped}, not a regular file")
     print(summary(reports))
     if not all(r.readable for r in reports):
         return 2
@@ -145,6 +260,15 @@ def run(args: argparse.Namespace) -> int:
 def _fatal(message: str, loc: Location | None = None) -> Finding:
     help = "`fearless check` reads files without running them; each must be valid Python"
     return Finding("error", Diagnostic("", message, loc, help=help if loc else None))
+
+
+def _too_deep(file: str) -> Finding:
+    message = (
+        f"cannot check `{file}`: it nests too deeply to analyse "
+        f"(an expression or block deeper than the {RECURSION_LIMIT:,} frames the check may use)"
+    )
+    help = "split the expression, e.g. add partial sums in a loop; the other files are checked"
+    return Finding("error", Diagnostic("", message, None, help=help))
 
 
 def _ignored(finding: Finding, src: Source) -> bool:

@@ -11,13 +11,15 @@ A kernel imported from another module (`from mykernels import vecadd`, `import m
 then `mk.vecadd[...]`, relative imports) is found by locating that module's file as Python
 would, without importing it: next to the importing file, above it up to its package root, in
 the current directory, then on `sys.path`. Each located file is parsed once per run, and only
-when a name from it is used where a kernel may stand.
+when a name from it is used where a kernel may stand; it is decoded as Python would (its coding
+line), and one that cannot be read or parsed holds no kernels.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
+import tokenize
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,11 +231,13 @@ class Resolver:
         return False
 
     def _text(self, path: Path) -> str:
+        """The module's text, decoded as Python decodes it; "" if it cannot be read."""
         path = path.resolve()
         if path not in self._texts:
             try:
-                self._texts[path] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                with tokenize.open(path) as f:
+                    self._texts[path] = f.read()
+            except (OSError, SyntaxError, UnicodeDecodeError):  # SyntaxError: a bad coding line
                 self._texts[path] = ""
         return self._texts[path]
 
@@ -283,7 +287,7 @@ class Resolver:
             text = self._text(path)
             try:
                 info = read_module(path, ast.parse(text, str(path))) if text else None
-            except (SyntaxError, ValueError):
+            except (SyntaxError, ValueError, RecursionError, MemoryError):  # or nested too deeply
                 info = None
             self._modules[path] = info
         return self._modules[path]

@@ -9,19 +9,27 @@ shapes, Consts and divisibility, so the file declares the launches it wants read
 (tile/aot.py); each is compiled to a cubin with tileiras. A Tile kernel with none declared is
 listed as compiling at its first launch.
 
-Exit status: 0 all compiled, 1 a kernel did not compile (its diagnostic is printed), 2 usage.
+A file whose import raises is reported as Python would (the SyntaxError with its caret, or
+the traceback from the file's first frame on). A cache that cannot store the kernels (a folder
+that cannot be written or made, FEARLESS_NO_DISK_CACHE set) is an error naming the folder and
+why: the run stops there, as nothing it compiled would be found later.
+
+Exit status: 0 all compiled and stored, 1 a file did not import, a kernel did not compile (its
+diagnostic is printed) or the cache could not store it, 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from .. import cache, config
 from ..errors import FearlessError
 from .inspect import UsageError, load_module
+from .run import print_user_exception
 
 ARCHES = ("sm_80", "sm_90", "sm_90a")
 
@@ -35,16 +43,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if config.cache_disabled():
+        print(
+            f"error: the disk cache is off (FEARLESS_NO_DISK_CACHE="
+            f"{os.environ.get('FEARLESS_NO_DISK_CACHE', '')}): compiled kernels would not be "
+            f"stored; unset it to compile into {config.cache_dir()}"
+        )
+        return 1
+    try:
+        with cache.stores_required():
+            return _compile_files(args.files, args.arch)
+    except cache.CacheWriteError as exc:
+        print(str(exc))
+        return 1
+
+
+def _compile_files(files: list[Path], arch: str) -> int:
     from ..simt.api import Kernel
     from ..tile.kernel import Kernel as TileKernel
 
     compiled, failed, tile = 0, 0, 0
-    for path in args.files:
+    for path in files:
         try:
             module = load_module(path)
         except UsageError as exc:
             print(f"error: {exc}")
             return 2
+        except Exception as exc:  # the file's own error, shown as `python FILE` would
+            print_user_exception(exc, path.resolve())
+            return 1
         seen: set[int] = set()
         # Public names first, so a kernel also bound to a private name is listed by its own.
         for name, obj in sorted(
@@ -56,17 +83,19 @@ def run(args: argparse.Namespace) -> int:
             if isinstance(obj, Kernel) and obj.func.__module__ == module.__name__:
                 start = time.perf_counter()
                 try:
-                    ck = obj.compile(args.arch)
+                    ck = obj.compile(arch)
+                except cache.CacheWriteError:
+                    raise
                 except FearlessError as exc:
                     print(str(exc))
                     failed += 1
                     continue
                 ms = (time.perf_counter() - start) * 1e3
                 binary = "cubin + PTX" if ck.cubin else "PTX"
-                print(f"✓ {path}::{name}  {args.arch}  {binary}  {ms:.0f} ms")
+                print(f"✓ {path}::{name}  {arch}  {binary}  {ms:.0f} ms")
                 compiled += 1
             elif isinstance(obj, TileKernel):
-                done, bad = _compile_tile(f"{path}::{name}", obj, args.arch)
+                done, bad = _compile_tile(f"{path}::{name}", obj, arch)
                 compiled, failed = compiled + done, failed + bad
                 tile += not (done or bad)
     print(
@@ -91,6 +120,8 @@ def _compile_tile(where: str, kernel: Any, arch: str) -> tuple[int, int]:
         start = time.perf_counter()
         try:
             kernel.compile(kernel.signature_of_specs(specs), arch)
+        except cache.CacheWriteError:
+            raise
         except FearlessError as exc:
             print(str(exc))
             failed += 1

@@ -2,8 +2,10 @@
 
 A `FearlessError` that escapes the script is printed as its rendered diagnostic alone (it
 already names the user's file:line:col), and the exit status is 1. Any other exception keeps
-its traceback, minus the frames of this command, as `python FILE` would print it.
+its traceback, minus the frames of this command, as `python FILE` would print it: from the
+script's first frame on, and a SyntaxError in the script as its file, line and caret alone.
 `FEARLESS_TRACEBACK=1` keeps every frame for both (for fearless developers).
+`print_user_exception` is shared with `fearless compile` (an exception importing a file).
 """
 
 from __future__ import annotations
@@ -27,11 +29,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _frames_from(tb: TracebackType | None, script: Path) -> TracebackType | None:
-    """Drop the leading frames (this command, runpy) up to the script's first frame."""
+    """Drop the leading frames (this command, runpy, importlib) up to the script's first
+    frame; None when no frame is the script's (it did not compile: a SyntaxError names its
+    file, line and column itself, and Python prints it with no traceback)."""
     start = tb
     while start is not None and Path(start.tb_frame.f_code.co_filename) != script:
         start = start.tb_next
-    return start if start is not None else tb
+    return start
+
+
+def print_user_exception(exc: BaseException, script: Path) -> None:
+    """Print an exception that escaped the user's `script` (a resolved path) as Python would:
+    a FearlessError as its diagnostic, anything else with the traceback from the script's first
+    frame on, to stderr. `FEARLESS_TRACEBACK=1` prints every frame."""
+    if config.show_internal_frames():
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    elif isinstance(exc, FearlessError):
+        print(exc, file=sys.stderr)
+    else:
+        traceback.print_exception(type(exc), exc, _frames_from(exc.__traceback__, script))
 
 
 def run_script(script: Path, args: list[str]) -> int:
@@ -44,17 +60,8 @@ def run_script(script: Path, args: list[str]) -> int:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         return _exit_status(exc.code)
-    except FearlessError as exc:
-        if config.show_internal_frames():
-            traceback.print_exc()
-        else:
-            print(exc, file=sys.stderr)
-        return 1
     except Exception as exc:
-        tb = exc.__traceback__
-        if not config.show_internal_frames():
-            tb = _frames_from(tb, script)
-        traceback.print_exception(type(exc), exc, tb)
+        print_user_exception(exc, script)
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
