@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import simt
+from fearless import config, simt, tile
 from fearless.crash import InternalCompilerError
 
 
@@ -64,6 +64,33 @@ def test_bug_in_fearless_is_an_internal_compiler_error(
     assert len(crashes) == 1
     report = crashes[0].read_text()
     assert "def k(c: simt.DisjointSlice[fl.f32]):" in report and "simulated frontend bug" in report
+
+
+def test_bug_in_the_tile_compiler_is_an_internal_compiler_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    tile_kernel = sys.modules["fearless.tile.kernel"]  # the package's `kernel` is the decorator
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated tile frontend bug")
+
+    monkeypatch.setattr(tile_kernel, "build_ir", broken)
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(config, "_target_override", "sim")
+
+    @tile.kernel
+    def k(out: tile.Part[fl.f32]):
+        out.store(tile.full((16,), 1.0, fl.f32))
+
+    part = fl.zeros(64).partition((16,))
+    for call in (lambda: k(part), lambda: k.inspect(stage="ir")):
+        with pytest.raises(InternalCompilerError, match="simulated tile frontend bug") as info:
+            call()
+        assert "this is a bug in fearless" in str(info.value)
+    crashes = list((tmp_path / "crashes").glob("ice-*.txt"))
+    assert crashes and "def k(out: tile.Part[fl.f32]):" in crashes[0].read_text()
 
 
 def test_traceback_env_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from . import math, tile
 from .dtypes import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (
@@ -21,6 +19,7 @@ from .runtime.device_errors import synchronize
 from .runtime.streams import Stream
 from .runtime.target import cuda_status, get_target, set_target
 from .runtime.tensor import Tensor, arange, asarray, empty, from_numpy, full, zeros
+from .version import __version__
 
 __all__ = [
     "BorrowError",

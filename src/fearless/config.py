@@ -84,3 +84,15 @@ def show_internal_frames() -> bool:
 def cuda_home() -> str | None:
     """CUDA_HOME / CUDA_PATH, as tileiras and ptxas lookups see it."""
     return os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+
+
+def sim_max_threads() -> int:
+    """FEARLESS_SIM_MAX_THREADS: the most threads one SIMT launch may have on the simulator
+    (default 2**26 = 67,108,864, seconds to minutes of simulation); a larger launch is refused
+    before it runs. A value that is not a positive whole number raises ValueError."""
+    value = os.environ.get("FEARLESS_SIM_MAX_THREADS", "").strip().replace("_", "")
+    if not value:
+        return 1 << 26
+    if not value.isdigit() or int(value) <= 0:
+        raise ValueError(f"FEARLESS_SIM_MAX_THREADS must be a positive whole number, not {value!r}")
+    return int(value)

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import __version__, config
+from . import config
 from .errors import FearlessError
+from .version import __version__
 
 
 class InternalCompilerError(FearlessError):

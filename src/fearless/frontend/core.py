@@ -9,6 +9,13 @@ compile-time condition and the `for ... in range(...)` form are written here onc
 wording for each mistake. A loop is lowered again when a carried type was guessed from a
 literal (`lower_retrying`, frontend/loops.py).
 
+Deep expressions. A long chain `a + b + c + ...` is one left-deep tree of `BinOp`s; it is lowered
+iteratively (`expr_BinOp` walks down the left spine), in Python's order of evaluation. Any other
+deep tree (`x ** x ** ...`, `- - x`, nested calls) is lowered recursively, so each statement is
+lowered under `deep_statement`: as CPython's compiler does, it raises the recursion limit for
+the time of the statement, by an amount sized to the statement's depth, and refuses a
+statement nested more than `MAX_NESTING` levels with a CompileError naming its line.
+
 Each track's subclasses add its own statements and expressions and implement the hooks: its
 type rules (`binary`, `compare`, `lower_unary`), `condition`, `lower_if`, `lower_for`,
 `lower_return`, `value_attribute`, `loop_types` and `checkpoint` (SIMT: simt/ssa.py, loops.py
@@ -18,8 +25,11 @@ and lower.py; Tile: tile/rules.py and frontend.py, with control.py).
 from __future__ import annotations
 
 import ast
+import contextlib
+import sys
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..errors import CompileError, Location
@@ -76,6 +86,80 @@ def unassigned(name: str, loc: Location, why: str = "") -> CompileError:
         label="possibly unassigned here",
         notes=[why] if why else [],
         help=f"assign `{name}` on every path before this line",
+    )
+
+
+# The deepest statement (levels of nested AST nodes) a kernel may hold. CPython's own compiler
+# stops at about 3 * sys.getrecursionlimit() (3000 by default), so any kernel a module with
+# the default recursion limit defines fits well within it.
+MAX_NESTING = 10_000
+# Python frames the lowering spends per level of a tree, at most (expr -> expr_<Node> ->
+# the track's helpers -> expr), and what a level of ast.unparse (used in messages) spends.
+_FRAMES_PER_LEVEL = 8
+# A statement at most this deep is lowered under the recursion limit as it is.
+_SHALLOW = 64
+
+_limit_lock = threading.Lock()
+_limit_base = 0  # the recursion limit before the outermost active `deep_statement`
+_limit_extra: list[int] = []  # the headroom of each active `deep_statement`, in all threads
+
+
+def nesting_depth(node: ast.stmt) -> int:
+    """The levels of nested nodes in statement `node` (itself 1) outside the statements it
+    contains (each of those is measured when it is lowered), counted without recursion."""
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(node, 1)]
+    while stack:
+        n, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend(
+            (child, depth + 1)
+            for child in ast.iter_child_nodes(n)
+            if not isinstance(child, ast.stmt)
+        )
+    return deepest
+
+
+@contextlib.contextmanager
+def deep_statement(node: ast.stmt, loc: Callable[[ast.AST], Location]) -> Iterator[None]:
+    """Lower statement `node` with room for its depth on the Python stack.
+
+    A statement deeper than MAX_NESTING is refused (E0001, at its line). A deep one gets the
+    recursion limit raised by `_FRAMES_PER_LEVEL` frames per level while it is lowered (the
+    limit is the interpreter's, shared by all threads: each active statement's headroom is
+    added to the limit seen before the first, which comes back when the last one ends).
+    """
+    depth = nesting_depth(node)
+    if depth <= _SHALLOW:
+        yield
+        return
+    if depth > MAX_NESTING:
+        raise _too_deep(node, depth, loc)
+    headroom = depth * _FRAMES_PER_LEVEL
+    global _limit_base
+    with _limit_lock:
+        if not _limit_extra:
+            _limit_base = sys.getrecursionlimit()
+        _limit_extra.append(headroom)
+        sys.setrecursionlimit(_limit_base + sum(_limit_extra))
+    try:
+        yield
+    except RecursionError:  # the headroom was not enough: still a user's error, not a crash
+        raise _too_deep(node, depth, loc) from None
+    finally:
+        with _limit_lock:
+            _limit_extra.remove(headroom)
+            sys.setrecursionlimit(_limit_base + sum(_limit_extra))
+
+
+def _too_deep(node: ast.stmt, depth: int, loc: Callable[[ast.AST], Location]) -> CompileError:
+    return CompileError(
+        f"this statement is nested {depth} levels deep, more than the {MAX_NESTING} levels "
+        "a kernel statement may have",
+        loc(node),
+        label="nested too deeply",
+        help="split the expression over several statements, e.g. `s = a + b` then "
+        "`s = s + c` (a long sum or product compiles as a chain, written without parentheses)",
     )
 
 
@@ -189,7 +273,8 @@ class Lowerer(ABC, Generic[OperandT]):
         method = getattr(self, f"stmt_{type(node).__name__}", None)
         if method is None:
             raise unsupported(f"the `{type(node).__name__}` statement", self.loc(node))
-        method(node)
+        with deep_statement(node, self.loc):
+            method(node)
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
@@ -331,10 +416,25 @@ class Lowerer(ABC, Generic[OperandT]):
         return self.value_attribute(base, node)
 
     def expr_BinOp(self, node: ast.BinOp) -> OperandT:
-        kind = BINOPS.get(type(node.op))
-        if kind is None or kind not in self.BINARY_KINDS:
-            raise unsupported(f"the operator in `{ast.unparse(node)}`", self.loc(node))
-        return self.binary(kind, self.expr(node.left), self.expr(node.right), self.loc(node))
+        """`a op b`. A left-deep chain (`a + b - c * d + ...`, however long) is lowered without
+        recursion: the left spine first, then each right operand, as Python evaluates them."""
+        # (a subclass that overrides this method sees each BinOp of the chain itself)
+        follow = type(self).expr_BinOp is Lowerer.expr_BinOp
+        spine: list[tuple[ast.BinOp, str]] = []
+        n: ast.expr = node
+        while True:
+            assert isinstance(n, ast.BinOp)
+            kind = BINOPS.get(type(n.op))
+            if kind is None or kind not in self.BINARY_KINDS:
+                raise unsupported(f"the operator in `{ast.unparse(n)}`", self.loc(n))
+            spine.append((n, kind))
+            n = n.left
+            if not (follow and isinstance(n, ast.BinOp)):
+                break
+        acc = self.expr(n)
+        for op_node, kind in reversed(spine):
+            acc = self.binary(kind, acc, self.expr(op_node.right), self.loc(op_node))
+        return acc
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> OperandT | Weak:
         x = self.expr(node.operand)

@@ -88,7 +88,7 @@ def describe(
     if not info.contiguous:
         raise _type_error(
             f"argument `{name}` is not contiguous (shape {info.shape}, strides {info.strides} bytes)",
-            "pass a contiguous copy: `x.contiguous()` (torch) or `np.ascontiguousarray(x)`",
+            contiguous_help(obj),
         )
     if ndim is not None and info.ndim != ndim:
         raise _type_error(
@@ -100,6 +100,31 @@ def describe(
             f"`{name}: simt.Slice[T, {info.ndim}]` if the kernel can take {info.ndim}-D arrays",
         )
     return info
+
+
+def contiguous_help(obj: Any) -> str:
+    """How to make a contiguous copy of `obj`, in the words of its own library."""
+    if _is_torch_tensor(obj):
+        return "pass a contiguous copy: `x.contiguous()`"
+    if isinstance(obj, np.ndarray):
+        return (
+            "pass a contiguous copy: `np.ascontiguousarray(x)` (a kernel writes the copy: "
+            "copy the results back with `x[...] = copy`)"
+        )
+    if type(obj).__module__.split(".")[0] == "cupy":
+        return "pass a contiguous copy: `cupy.ascontiguousarray(x)`"
+    return "pass a contiguous copy of the array (made by the library the array comes from)"
+
+
+def nbytes_text(nbytes: int) -> str:
+    """A byte count for a message: exact, and in the largest binary unit that fits."""
+    size, unit = float(nbytes), "bytes"
+    for name in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, name
+    exact = f"{nbytes:,} bytes"
+    return exact if unit == "bytes" else f"{exact} ({size:,.1f} {unit})"
 
 
 def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:

@@ -212,6 +212,20 @@ class GpuLaunchPlan:
         raise driver.driver_error(err, f"launching `{self.ck.name}` with grid={g} block={b}")
 
 
+def keyword_error(kernel: str, names: Sequence[str], kwargs: dict[str, Any]) -> KernelTypeError:
+    """E0061 for a launch given keyword arguments (`k[1, 256](a=x)`, `tile_kernel(z=zp)`):
+    kernel parameters are bound by position, on both tracks."""
+    given = ", ".join(f"`{k}=`" for k in kwargs)
+    listed = ", ".join(names)
+    return KernelTypeError(
+        f"`{kernel}` takes its arguments by position, but was given the keyword "
+        f"argument{'s' if len(kwargs) != 1 else ''} {given}",
+        user_location(),
+        code="E0061",
+        help=f"pass one argument per parameter, in order: {kernel}({listed})",
+    )
+
+
 def _converter(p: ParamSpec) -> Any:
     """Scalars whose value needs work before packing: bf16 (raw bits) and bool (strict)."""
     if p.is_array:

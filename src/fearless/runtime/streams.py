@@ -3,7 +3,9 @@
 A launch's `stream=` may be None (the legacy default stream, handle 0, which orders with
 torch's and CuPy's default stream), an `fl.Stream`, a torch.cuda.Stream (`.cuda_stream`), a
 CuPy stream (`.ptr`), any object with `__cuda_stream__` (cuda.core, and the protocol's other
-adopters), or a raw handle int. How to read a handle is decided once per type.
+adopters), or a raw handle int. How to read a handle is decided once per type; anything else
+is refused (E0701). The simulator refuses the same objects (`check_stream`, which needs no
+GPU) and then has nothing to order: it runs each launch to completion.
 
 `fl.Stream()` makes a *blocking* stream (it synchronises with the legacy default stream),
 because fearless allocates, fills and copies tensors on the legacy stream: a kernel on an
@@ -81,6 +83,12 @@ def stream_handle(obj: Any) -> int:
         reader = _reader_for(obj)
         _readers[type(obj)] = reader
     return reader(obj)
+
+
+def check_stream(obj: Any) -> None:
+    """Refuse `obj` as a launch's `stream=` unless a GPU launch would take it (no GPU needed)."""
+    if obj is not None:
+        stream_handle(obj)
 
 
 def _reader_for(obj: Any) -> Callable[[Any], int]:

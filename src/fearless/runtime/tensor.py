@@ -19,7 +19,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError, Location, MovedError
 from . import driver
-from .arrays import ArrayInfo, as_dtype, describe
+from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
 from .location import user_location
 from .params import bf16_bits
 from .partition import Partition, partition
@@ -254,7 +254,11 @@ def empty(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
     """An uninitialised tensor on the current target."""
     dims, dt = _shape(shape), as_dtype(dtype)
     if current_target().simulated:
-        return _wrap_host(np.empty(dims, dtype=dt.np), dt)
+        try:
+            host = np.empty(dims, dtype=dt.np)
+        except (MemoryError, ValueError):  # ValueError: more bytes than NumPy can address
+            raise _too_large(dims, dt) from None
+        return _wrap_host(host, dt)
     alloc = driver.DeviceAllocation(math.prod(dims) * dt.itemsize)
     return Tensor._make(alloc.ptr, dims, dt, on_device=True, owner=alloc)
 
@@ -294,17 +298,35 @@ def arange(
         dt = dtypes.i64 if ints else dtypes.f32
     else:
         dt = as_dtype(dtype)
-    values = np.arange(start, stop, step, dtype=np.float32 if dt is dtypes.bf16 else dt.np)
+    try:
+        values = np.arange(start, stop, step, dtype=np.float32 if dt is dtypes.bf16 else dt.np)
+    except MemoryError:
+        n = max(0, math.ceil((stop - start) / step))
+        raise _too_large((n,), dt) from None
     return _place(_to_storage(values, dt), dt)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
-    """A tensor of `array`: shared on sim (no copy, like `torch.from_numpy`), copied to the GPU."""
+    """A tensor of `array`: shared on sim (no copy, like `torch.from_numpy`), copied to the GPU.
+
+    `array` must be C-contiguous, on either target: a Tensor is dense, so a strided view could
+    only be copied, and on sim a kernel's writes would then never reach `array`.
+    """
     if not isinstance(array, np.ndarray):
         raise KernelTypeError(
             f"fl.from_numpy takes a NumPy array, not `{type(array).__name__}`",
             user_location(),
             help="use fl.asarray(x) for other arrays",
+        )
+    if not array.flags.c_contiguous:
+        raise KernelTypeError(
+            f"fl.from_numpy needs a contiguous array, but this one is a strided view "
+            f"(shape {array.shape}, strides {array.strides} bytes): a tensor of it would be a "
+            "copy, and a kernel's writes would never reach the array",
+            user_location(),
+            code="E0701",
+            help="pass a contiguous array, or copy explicitly and copy the results back: "
+            "`t = fl.from_numpy(np.ascontiguousarray(x))`, launch, then `x[...] = t.numpy()`",
         )
     return asarray(array)
 
@@ -361,6 +383,18 @@ def _shape(shape: Shape) -> tuple[int, ...]:
             help="e.g. fl.empty(1024) or fl.empty((64, 64))",
         )
     return tuple(int(d) for d in dims)
+
+
+def _too_large(dims: tuple[int, ...], dt: DType) -> KernelTypeError:
+    """The simulator could not allocate a tensor of `dims` (its memory is this machine's)."""
+    nbytes = math.prod(dims) * dt.itemsize
+    return KernelTypeError(
+        f"a tensor of shape {dims} and {dt} needs {nbytes_text(nbytes)}, more than this "
+        "machine could allocate for the simulator",
+        user_location(),
+        help="the simulator keeps tensors in host memory: test kernels on smaller tensors "
+        "(a kernel runs the same on any size), or run on a GPU with enough memory",
+    )
 
 
 def _element(value: Any, dt: DType) -> Any:

@@ -1,8 +1,10 @@
 """The simulator's launcher: the same checks as a GPU launch, then the IR interpreter.
 
 Arguments are validated exactly as on the GPU (count, dtypes, contiguity, the borrow check,
-the launch contract with the limits of a compute-capability-9.0 device); a failed device
-check becomes the same `KernelIndexError` the GPU path raises.
+the stream, the launch contract with the limits of a compute-capability-9.0 device), and a
+launch of more threads than the simulator runs is refused (`simt.check_thread_count`); a failed
+device check becomes the same `KernelIndexError` the GPU path raises. The stream then orders
+nothing: each launch runs to completion before `launch` returns.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from ..runtime.contract import (
     requires_values,
 )
 from ..runtime.device_errors import format_index_error
+from ..runtime.streams import check_stream
 from ..runtime.target import Target
-from .simt import SimKernel
+from .simt import SimKernel, check_thread_count
 
 
 class SimLauncher:
@@ -54,6 +57,7 @@ class SimLauncher:
 
     def validate(self, grid: Dim3, block: Dim3) -> None:
         check_launch(self.name, self.contract, grid, block, SIM_LIMITS)
+        check_thread_count(self.name, grid, block)
 
     def launch(self, grid: Any, block: Any, args: Sequence[Any], stream: Any) -> None:
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
@@ -65,6 +69,7 @@ class SimLauncher:
         infos = [v for v in values if isinstance(v, ArrayInfo)]
         arrays = [p for p in self.params if p.is_array]
         check_borrows(arrays, infos)
+        check_stream(stream)  # read last, as the GPU launch reads the handle
         runtime_args = [v.host if isinstance(v, ArrayInfo) else v for v in values]
         sim = self.sim
         if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):

@@ -34,6 +34,11 @@ among the failures of the first step, in the first chunk, that had any. The GPU 
 failing thread wins a compare-and-swap first, which is not deterministic; any failing thread is
 a true report, and this choice is reproducible.
 
+Size. A launch of more than `config.sim_max_threads()` threads (FEARLESS_SIM_MAX_THREADS,
+default 2**26) is refused before it runs (`check_thread_count`, a LaunchContractError): the
+simulator runs some tens of millions of simple threads a second, so a launch the GPU finishes
+at once, such as (2**31 - 1) x 1024 threads, would run here for days.
+
 Memory. Loads gather `array[index]` and stores scatter `array[index] = value` into the
 caller's arrays, in place, in program order per step (a thread reads its own earlier writes).
 An access with no check before it (an `unsafe` kernel, or a check the compiler proved
@@ -48,9 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import config, dtypes
 from ..abi import Dim3
-from ..errors import InternalError, KernelTypeError
+from ..errors import InternalError, KernelTypeError, LaunchContractError
 from ..ir import ops
 from ..ir.core import (
     ArrayType,
@@ -63,6 +68,7 @@ from ..ir.core import (
     Value,
     uses,
 )
+from ..runtime.location import user_location
 from . import numerics
 from .machine import (
     CHECK,
@@ -84,9 +90,46 @@ from .machine import (
 )
 from .schedule import schedule_order
 
-__all__ = ["CHUNK_LANES", "SimError", "SimKernel", "run_kernel"]
+__all__ = ["CHUNK_LANES", "SimError", "SimKernel", "check_thread_count", "run_kernel"]
 
 CHUNK_LANES = 1 << 20
+
+
+def check_thread_count(name: str, grid: Dim3, block: Dim3) -> None:
+    """Refuse a launch of more threads than the simulator runs (`config.sim_max_threads()`)."""
+    threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+    try:
+        limit = config.sim_max_threads()
+    except ValueError as exc:
+        raise LaunchContractError(
+            str(exc),
+            user_location(),
+            help="set FEARLESS_SIM_MAX_THREADS to a thread count, e.g. 268435456, or unset it",
+        ) from None
+    if threads > limit:
+        raise LaunchContractError(
+            f"this launch of `{name}` has {threads:,} threads (grid={grid}, block={block}), "
+            f"more than the simulator runs in one launch: {limit:,}",
+            user_location(),
+            notes=[
+                "the simulator runs some tens of millions of simple threads a second: this "
+                f"launch would take about {_duration(threads)} or more"
+            ],
+            help="launch fewer threads (size the grid from the data: `(n + 255) // 256`, "
+            "and test on a smaller input), run on the GPU, or raise the limit: "
+            f"FEARLESS_SIM_MAX_THREADS={threads}",
+        )
+
+
+_SIM_THREADS_PER_SECOND = 20_000_000  # a simple kernel (a load, two ops, a store) on one core
+
+
+def _duration(threads: int) -> str:
+    seconds = threads / _SIM_THREADS_PER_SECOND
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:,.0f} seconds"
 
 
 def run_kernel(

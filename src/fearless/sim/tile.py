@@ -9,21 +9,27 @@ integer wrapping, NaN-propagating min/max) are the SIMT simulator's, from `numer
     tile.reduce    sum in f32 for 16-bit floats (then rounded), else in the dtype
     tile.mma       acc + a @ b with the products and sums in acc's dtype
     tile.if        runs the branch this block's condition picks
+
+A tile the simulator cannot allocate (`tile.zeros` of 256 GiB) is a LaunchContractError at
+the op's line that names the tile's size, not NumPy's MemoryError (or its ValueError for a
+tile larger than an address can count).
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import InternalError
+from ..errors import InternalError, LaunchContractError
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
-from ..runtime.arrays import ArrayInfo
+from ..runtime.arrays import ArrayInfo, nbytes_text
 from . import numerics as nx
 
 # A tile's value while the simulator runs: an array, or a NumPy scalar where a reduction
@@ -80,7 +86,14 @@ class _Block:
                 return [env[v] for v in op.operands]
             if isinstance(op, ops.Return):
                 return []
-            out = self.step(op, [env[v] for v in op.operands])
+            try:
+                out = self.step(op, [env[v] for v in op.operands])
+            except MemoryError:
+                raise _too_large(op) from None
+            except ValueError:  # NumPy: more bytes than an address holds
+                if _tile_nbytes(op) <= sys.maxsize:
+                    raise
+                raise _too_large(op) from None
             if isinstance(op, ops.For | ops.If):
                 for r, x in zip(op.results, out, strict=True):
                     env[r] = x
@@ -180,6 +193,28 @@ class _Block:
                 self.env[b] = v
             carried = self.run(body)
         return carried
+
+
+def _too_large(op: Any) -> LaunchContractError:
+    """Op `op` made (or worked on) a tile larger than this machine could allocate."""
+    t = op.results[0].type if op.results else None
+    if isinstance(t, TileType):
+        what = f"a tile of shape {t.shape} and {t.dtype} needs {nbytes_text(_tile_nbytes(op))}"
+    else:
+        what = f"`{op.opname}` needs"
+    return LaunchContractError(
+        f"{what}, more than this machine could allocate for the simulator",
+        op.loc,
+        label="this tile",
+        help="use smaller tiles: a GPU keeps a block's tiles on chip (registers and shared "
+        "memory, a few hundred KiB at most), so a tile this large cannot run there either",
+    )
+
+
+def _tile_nbytes(op: Any) -> int:
+    """The bytes of the tile `op` makes (0 when its result is not a tile)."""
+    t = op.results[0].type if op.results else None
+    return math.prod(t.shape) * t.dtype.itemsize if isinstance(t, TileType) else 0
 
 
 def simulates(op: type) -> bool:

@@ -3,11 +3,23 @@
 A `Kernel` compiles lazily on its first launch (or `inspect`): frontend -> passes -> (cuda)
 LLVM -> PTX -> cubin. The compiled form is kept per target in memory, and on disk through
 `cache.py`; a warm launch goes straight to the launcher built for that compiled form.
+
+Globals and closure variables: the compiled form holds the values of the module globals and
+closure variables the kernel and its `@simt.device` functions name (a constant is folded in,
+a device function inlined). Each launch checks that every one of them is still bound to the
+object the compile read (an identity test per name, frontend/source.py `make_guard`); when one
+was bound again, to a different value, the kernel is compiled again with the new value, whose
+cache key then differs, so the GPU runs the binary built for it. Modules, builtins, attributes
+(`cfg.SCALE`) and objects changed in place are not followed: pass such values as arguments.
+
+Launch errors (a missing `[grid, block]`, a bad configuration, keyword arguments, a
+PreparedLaunch of another kernel) name the user's line (`runtime.location.user_location`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect as pyinspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,26 +29,45 @@ from .. import config
 from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
+from ..frontend.source import FunctionSource, GlobalRef, load_source, make_guard, same_values
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
+from ..runtime.launch import keyword_error
+from ..runtime.location import user_location
 from ..runtime.target import current_target
-from .compiler import CompiledIR, KernelSpec, compile_for_cuda, compile_ir, render_stage
+from .compiler import (
+    CompiledIR,
+    KernelSpec,
+    compile_for_cuda,
+    compile_ir,
+    global_refs,
+    render_stage,
+)
 from .launcher import Launcher, make_launcher
 from .types import DeviceFunction
 
 
 @dataclass(frozen=True)
 class PreparedLaunch:
-    """A launch configuration validated once (`kernel.prepare`), bound to its kernel."""
+    """A launch configuration validated once (`kernel.prepare`), bound to its kernel.
+
+    `guard` says whether the globals the launcher's compiled form read still hold the same
+    objects (frontend/source.py `make_guard`). Once one was bound again, the launch goes
+    through the kernel's current launcher, compiled for the new values and validated again
+    on each call: prepare again for the warm path."""
 
     kernel: Kernel
     grid: Dim3
     block: Dim3
     launcher: Launcher
+    guard: Callable[[], bool]
 
     @user_facing
-    def __call__(self, *args: Any, stream: Any = None) -> None:
-        self.launcher.launch(self.grid, self.block, args, stream)
+    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        if kwargs:
+            raise keyword_error(self.kernel.name, self.kernel.param_names(), kwargs)
+        launcher = self.launcher if self.guard() else self.kernel._prepared_launcher(self)
+        launcher.launch(self.grid, self.block, args, stream)
 
 
 class _Configured:
@@ -47,10 +78,12 @@ class _Configured:
     def __init__(self, kernel: Kernel, grid: Any, block: Any, stream: Any) -> None:
         self.kernel, self.grid, self.block, self.stream = kernel, grid, block, stream
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
         # grid and block are validated (and remembered) by the launcher, not here: a warm
         # `k[g, b](...)` costs one dictionary hit for them.
         try:
+            if kwargs:
+                raise keyword_error(self.kernel.name, self.kernel.param_names(), kwargs)
             self.kernel._launcher().launch(self.grid, self.block, args, self.stream)
         except FearlessError as exc:
             if config.show_internal_frames():
@@ -60,6 +93,10 @@ class _Configured:
 
 class Kernel:
     """A `@simt.kernel` function. Launch with `k[grid, block](...)` or `k(k.prepare(...), ...)`."""
+
+    # Marks a kernel object for the frontends (no import of this module needed), so that a
+    # kernel launched or called inside a kernel can be refused as such.
+    __fearless_kernel__ = "simt"
 
     def __init__(
         self,
@@ -93,12 +130,39 @@ class Kernel:
         self._configured: dict[Any, _Configured] = {}  # (grid, block) -> k[grid, block]
         # (set_target's override, raw FEARLESS_TARGET, GPU probe, the launcher they chose)
         self._last_launcher: tuple[Any, Any, Any, Launcher] | None = None
+        self._src: FunctionSource | None = None  # parsed once, for `global_refs`
+        # The globals and closure variables the compiled form read (None: nothing compiled
+        # yet) and the guard that says they still hold the same objects (module docstring).
+        self._refs: tuple[GlobalRef, ...] | None = None
+        self._fresh: Callable[[], bool] = _not_recorded
 
     # ----------------------------------------------------------------------------- compile
 
+    def _check_globals(self) -> None:
+        """Record the globals the compiled form reads, or, when one was bound again since,
+        drop the compiled form (unless the new values compile alike) and record anew."""
+        if self._fresh():
+            return
+        if self._src is None:
+            self._src = load_source(self.func)
+        # recorded before compiling: a change during the compile shows at the next launch
+        refs = global_refs(self.spec, self._src)
+        if self._refs is None or not same_values(self._refs, refs):
+            self._ir = None
+            self._compiled = {}
+            self._launchers = {}
+            self._last_launcher = None
+        self._refs = refs
+        self._fresh = make_guard(refs)
+
+    def param_names(self) -> list[str]:
+        """The kernel's parameters, in order (for messages)."""
+        return list(pyinspect.signature(self.func).parameters)
+
     @user_facing
     def compiled_ir(self) -> CompiledIR:
-        """The kernel's IR after the SIMT passes (compiled once)."""
+        """The kernel's IR after the SIMT passes (compiled once per value of its globals)."""
+        self._check_globals()
         if self._ir is None:
             self._ir = compile_ir(self.spec)
         return self._ir
@@ -109,6 +173,7 @@ class Kernel:
         from ..runtime.target import default_arch
 
         arch = arch or default_arch()
+        self._check_globals()
         ck = self._compiled.get(arch)
         if ck is None:
             ck = compile_for_cuda(self.spec, self.compiled_ir, arch)
@@ -119,10 +184,18 @@ class Kernel:
         # `current_target()` reads FEARLESS_TARGET through `os.environ.get` (0.7 us, a third of
         # a warm launch). Its answer depends only on what `_target_facts` reads (0.1 us), so
         # while those are the very same objects as last time, so is the launcher.
+        # And while the globals the kernel read hold the same objects (an identity test each).
         facts = _target_facts()
         last = self._last_launcher
-        if last is not None and last[0] is facts[0] and last[1] is facts[1] and last[2] is facts[2]:
+        if (
+            last is not None
+            and last[0] is facts[0]
+            and last[1] is facts[1]
+            and last[2] is facts[2]
+            and self._fresh()
+        ):
             return last[3]
+        self._check_globals()
         target = current_target()
         launcher = self._launchers.get(target)
         if launcher is None:
@@ -144,6 +217,7 @@ class Kernel:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 3:
             raise LaunchContractError(
                 f"`{self.name}[...]` takes a launch configuration `[grid, block]`",
+                user_location(),
                 help=f"launch as `{self.name}[grid, block](args...)`, e.g. `[(n + 255) // 256, 256]`",
             )
         if len(config) == 3:  # not kept: the stream would be kept alive
@@ -170,26 +244,37 @@ class Kernel:
         g, b = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         launcher = self._launcher()
         launcher.validate(g, b)
-        return PreparedLaunch(self, g, b, launcher)
+        return PreparedLaunch(self, g, b, launcher, self._fresh)
 
-    def __call__(self, *args: Any, stream: Any = None) -> None:
-        # The warm path: no wrapper call, no checks beyond these two identity tests.
+    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        # The warm path: no wrapper call, no checks beyond these identity tests and the
+        # globals guard of the prepared launch.
         prep = args[0] if args else None
-        if type(prep) is PreparedLaunch and prep.kernel is self:
+        if type(prep) is PreparedLaunch and prep.kernel is self and not kwargs:
             try:
-                prep.launcher.launch(prep.grid, prep.block, args[1:], stream)
+                launcher = prep.launcher if prep.guard() else self._prepared_launcher(prep)
+                launcher.launch(prep.grid, prep.block, args[1:], stream)
             except FearlessError as exc:
                 if config.show_internal_frames():
                     raise
                 raise exc.with_traceback(None) from None
             return
-        self._bad_launch(args)
+        self._bad_launch(args, kwargs)
+
+    def _prepared_launcher(self, prep: PreparedLaunch) -> Launcher:
+        """The launcher for a PreparedLaunch one of whose globals was bound again since: the
+        kernel's current one (compiled again if the new values compile differently)."""
+        launcher = self._launcher()
+        if launcher is not prep.launcher:
+            launcher.validate(prep.grid, prep.block)
+        return launcher
 
     @user_facing
-    def _bad_launch(self, args: tuple[Any, ...]) -> None:
+    def _bad_launch(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not args or not isinstance(args[0], PreparedLaunch):
             raise LaunchContractError(
                 f"`{self.name}` needs a launch configuration",
+                user_location(),
                 help=f"launch as `{self.name}[grid, block](...)` or "
                 f"`{self.name}({self.name}.prepare(grid, block), ...)`",
             )
@@ -197,14 +282,18 @@ class Kernel:
         if prep.kernel is not self:
             raise LaunchContractError(
                 f"this PreparedLaunch belongs to `{prep.kernel.name}`, not `{self.name}`",
+                user_location(),
                 help=f"prepare it with `{self.name}.prepare(...)`",
             )
+        if kwargs:
+            raise keyword_error(self.name, self.param_names(), kwargs)
 
     # ----------------------------------------------------------------------------- inspect
 
     @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
+        self._check_globals()
         return render_stage(self.spec, self.compiled_ir, stage, arch)
 
     def __repr__(self) -> str:
@@ -212,6 +301,12 @@ class Kernel:
 
 
 _CONFIGURED_MAX = 256
+
+
+def _not_recorded() -> bool:
+    """The guard before the first compile: nothing recorded, so `_check_globals` records."""
+    return False
+
 
 _TARGET_KEY = os.environ.encodekey("FEARLESS_TARGET") if hasattr(os.environ, "encodekey") else None
 

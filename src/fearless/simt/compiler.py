@@ -8,23 +8,22 @@ FEARLESS_DUMP=ir,llvm,ptx writes each stage to FEARLESS_DUMP_DIR when it is prod
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
 from ..errors import FearlessError, ToolchainError
-from ..frontend.source import FunctionSource, load_source, resolve_annotations
+from ..frontend.source import FunctionSource, GlobalRef, load_source, resolve_annotations
 from ..ir.clone import clone_function
 from ..ir.core import Function
 from ..ir.printer import print_function
+from ..version import __version__
 from .frontend import build_kernel_ir
 from .passes.options import PassOptions
 from .pipeline import run_pipeline
@@ -168,35 +167,53 @@ def compiler_digest() -> str:
     return h.hexdigest()
 
 
+def dependencies(
+    func: Callable[..., Any], src: FunctionSource | None = None
+) -> Iterator[FunctionSource | tuple[str, Any, GlobalRef | None]]:
+    """What a kernel's compiled form depends on besides its options, in a fixed order: the
+    source of the kernel, then each free name it resolves (name, value, where it was found;
+    frontend/source.py) and each module attribute chain it names; at each `@simt.device`
+    function found so, that function's source and free names in turn (once each)."""
+    seen: set[int] = set()
+
+    def walk(
+        func: Callable[..., Any], src: FunctionSource
+    ) -> Iterator[FunctionSource | tuple[str, Any, GlobalRef | None]]:
+        seen.add(id(func))
+        yield src
+        for name, obj, ref in src.free_values():
+            yield name, obj, ref
+            if isinstance(obj, DeviceFunction) and id(obj.func) not in seen:
+                yield from walk(obj.func, obj.source())
+
+    yield from walk(func, src or load_source(func))
+
+
+def global_refs(kernel: KernelSpec, src: FunctionSource | None = None) -> tuple[GlobalRef, ...]:
+    """The module globals and closure variables the kernel and its device functions read,
+    with the objects they hold now: what `Kernel` compares on each launch (make_guard).
+    `src`: the kernel's source, if already loaded (its closure cells are read afresh)."""
+    return tuple(d[2] for d in dependencies(kernel.func, src) if isinstance(d, tuple) and d[2])
+
+
 def cache_key(kernel: KernelSpec, arch: str) -> str:
-    """sha256 of the kernel's source, the globals it resolves, its options and the versions."""
+    """sha256 of the kernel's source, the globals it resolves (the source of each device
+    function it calls, the value of each constant), its options and the versions."""
     import llvmlite
 
     h = hashlib.sha256()
-    seen: set[int] = set()
-
-    def add_function(func: Callable[..., Any]) -> None:
-        if id(func) in seen:
-            return
-        seen.add(id(func))
-        src = load_source(func)
-        h.update(src.text.encode())
-        for node in ast.walk(src.tree):
-            if isinstance(node, ast.Name):
-                found, obj = src.lookup(node.id)
-                if found:
-                    add_global(node.id, obj)
-
-    def add_global(name: str, obj: Any) -> None:
+    for dep in dependencies(kernel.func):
+        if isinstance(dep, FunctionSource):
+            h.update(dep.text.encode())
+            continue
+        name, obj, _ = dep
         if isinstance(obj, DeviceFunction):
-            add_function(obj.func)
-        elif isinstance(obj, bool | int | float | str | DType | ArrayAnnotation):
+            continue  # its source comes next in the walk (or came before)
+        if isinstance(obj, bool | int | float | str | DType | ArrayAnnotation):
             # an annotation alias (`In = simt.Slice[fl.f32]`) names a type: its dtype counts
             h.update(f"{name}={obj!r};".encode())
         elif hasattr(obj, "__name__"):
             h.update(f"{name}->{getattr(obj, '__module__', '')}.{obj.__name__};".encode())
-
-    add_function(kernel.func)
     h.update(
         repr(
             (

@@ -1,8 +1,9 @@
 """The functions tile kernels call (`tile.load`, `tile.sum`, ...), as host-side stubs.
 
 Each stub carries the signature the frontend binds a call against and a docstring that is the
-reference for its semantics; calling one on the host is an error. The frontend finds the
-operation by the stub's `__fearless_tile__` name (frontend.py, `TileLowerer.call_api`).
+reference for its semantics; calling one on the host is an error (E0605, at the caller's
+line). The frontend finds the operation by the stub's `__fearless_tile__` name (frontend.py,
+`TileLowerer.call_api`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import FearlessError
+from ..runtime.location import user_location
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -19,8 +21,12 @@ def _kernel_only(fn: F) -> F:
     name = fn.__name__.rstrip("_")
 
     def host_call(*args: Any, **kwargs: Any) -> Any:
+        # E0605, the code of a call across the host/kernel boundary (docs/errors.md), at the
+        # user's line
         raise FearlessError(
             f"`tile.{name}` can only be called inside a @tile.kernel",
+            user_location(),
+            code="E0605",
             help="tile operations run on the device; use NumPy on the host",
         )
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .. import __version__
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
@@ -23,6 +22,7 @@ from ..ir.core import Function
 from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR
 from ..ir.tile_printer import print_function
 from ..ir.tile_types import ArrayParamType, TileType
+from ..version import __version__
 from .frontend import TileLowerer
 from .passes import run_pipeline
 

@@ -6,6 +6,16 @@ from the Partition arguments (all must agree), runs the borrow check (no read-on
 may share a byte with a partitioned output) and launches: `sim/tile.py` on "sim",
 `launch_gpu.py` on "cuda". That is the slow path, taken once per argument key: later launches
 whose arguments read the same cheap facts reuse what it prepared (fastpath.py).
+
+Globals and closure variables: a specialisation's IR holds the values of the module globals
+and closure variables the kernel names (constants are folded in). Every launch checks, by one
+identity test per name (frontend/source.py `make_guard`), that each still holds the object the
+compile read; when one was bound again to a different value, everything compiled and prepared
+is dropped and the next launch compiles with the new value (the tile IR, hence the cache key,
+differs). Modules, builtins, attributes (`cfg.SCALE`) and objects changed in place are not
+followed: pass such values as arguments (a `tile.Const` for a compile-time one).
+
+Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line.
 """
 
 from __future__ import annotations
@@ -14,15 +24,24 @@ import inspect as pyinspect
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-from .. import dtypes
+from .. import config, dtypes
 from ..abi import ParamSpec
+from ..crash import internal_error, user_facing
 from ..dtypes import DType
-from ..errors import CompileError, KernelTypeError, LaunchContractError
-from ..frontend.source import FunctionSource, load_source, resolve_annotations
+from ..errors import CompileError, FearlessError, KernelTypeError, LaunchContractError
+from ..frontend.source import (
+    FunctionSource,
+    GlobalRef,
+    load_source,
+    make_guard,
+    resolve_annotations,
+    same_values,
+)
 from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
+from ..runtime.launch import keyword_error
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
 from ..runtime.target import Target, current_target
@@ -39,6 +58,9 @@ class Kernel:
 
     # The launches prepared so far, by argument key (fastpath.py); made at the first launch.
     _warm: WarmPath | None = None
+    # Marks a kernel object for the frontends (no import of this module needed), so that a
+    # kernel launched or called inside a kernel can be refused as such.
+    __fearless_kernel__ = "tile"
 
     def __init__(self, func: Callable[..., Any], hints: TileHints | None = None) -> None:
         self.func = func
@@ -53,6 +75,10 @@ class Kernel:
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
         self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
+        # The globals and closure variables the compiled forms read (None: none yet) and the
+        # guard that says they still hold the same objects (see the module docstring).
+        self._refs: tuple[GlobalRef, ...] | None = None
+        self._fresh: Callable[[], bool] = _not_recorded
 
     # ---------------------------------------------------------------------- signature
 
@@ -60,6 +86,21 @@ class Kernel:
         if self._src is None:
             self._src = load_source(self.func)
         return self._src
+
+    def _check_globals(self) -> None:
+        """Record the globals the compiled forms read, or, when one was bound again since,
+        drop every specialisation (unless the new values compile alike) and record anew."""
+        if self._fresh():
+            return
+        refs = tuple(ref for _, _, ref in self.source().free_values() if ref is not None)
+        if self._refs is None or not same_values(self._refs, refs):
+            self._annotations = None  # string annotations are evaluated in the globals
+            self._ir = {}
+            self._cubins = {}
+            self._gpu = {}
+            self._warm = None
+        self._refs = refs
+        self._fresh = make_guard(refs)
 
     def annotations(self) -> list[tuple[str, Any]]:
         if self._annotations is None:
@@ -147,12 +188,14 @@ class Kernel:
     # ------------------------------------------------------------------------ compile
 
     def ir_for(self, signature: Signature) -> TileIR:
+        self._check_globals()
         ir = self._ir.get(signature)
         if ir is None:
             ir = build_ir(self.source(), signature, self.hints)
             self._ir[signature] = ir
         return ir
 
+    @user_facing
     def compile(self, signature: Signature, arch: str | None = None) -> CompiledTile:
         from ..runtime.target import default_arch
 
@@ -228,15 +271,30 @@ class Kernel:
 
     # ------------------------------------------------------------------------- launch
 
-    def __call__(self, *args: Any, stream: Any = None) -> None:
-        target = current_target()
-        warm = self._warm or self._make_warm()
-        entry, key, payload = warm.lookup(args, target)
-        if entry is None:
-            entry, payload = self._prepare(args, target)
-            if key is not None:
-                warm.store(key, entry)
-        entry.run(payload, stream)
+    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
+        # crash.user_facing written inline: a try costs nothing on the warm path, a wrapper
+        # call would.
+        try:
+            if kwargs:
+                raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
+            if not self._fresh():
+                self._check_globals()
+            target = current_target()
+            warm = self._warm or self._make_warm()
+            entry, key, payload = warm.lookup(args, target)
+            if entry is None:
+                entry, payload = self._prepare(args, target)
+                if key is not None:
+                    warm.store(key, entry)
+            entry.run(payload, stream)
+        except FearlessError as exc:
+            if config.show_internal_frames():
+                raise
+            raise exc.with_traceback(None) from None
+        except Exception as exc:
+            if config.show_internal_frames():
+                raise
+            raise internal_error(Kernel.__call__, (self, *args), exc) from exc
 
     def _make_warm(self) -> WarmPath:
         self._warm = WarmPath(self.annotations())
@@ -256,9 +314,11 @@ class Kernel:
         ]
         nbytes = tuple(info.nbytes for info in infos)
         if target.simulated:
+            from ..runtime.streams import check_stream
             from ..sim.tile import run_kernel
 
             def run_sim(payload: list[Any], stream: Any) -> None:
+                check_stream(stream)  # the simulator refuses what the GPU launch would
                 run_kernel(ir, grid, payload)
 
             return Prepared(signature, ir, grid, nbytes, run_sim), values
@@ -314,6 +374,7 @@ class Kernel:
 
     # ------------------------------------------------------------------------ inspect
 
+    @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a stage, "ir" or "tileir", for these arguments; without arguments, for
         the first launch `specialise(...)` declared, else from the annotations alone."""
@@ -327,6 +388,11 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
+
+
+def _not_recorded() -> bool:
+    """The guard before the first compile: nothing recorded, so `_check_globals` records."""
+    return False
 
 
 @overload
