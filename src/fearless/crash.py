@@ -16,7 +16,7 @@ import platform
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from . import config
 from .errors import FearlessError
@@ -80,13 +80,17 @@ def user_facing(method: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
-        except FearlessError as exc:
-            if config.show_internal_frames():
-                raise
-            raise exc.with_traceback(None) from None
         except Exception as exc:
-            if config.show_internal_frames():
-                raise
-            raise internal_error(method, args, exc) from exc
+            reraise(exc, method, args)
 
     return wrapper  # type: ignore[return-value]
+
+
+def reraise(exc: Exception, method: Any, args: tuple[Any, ...]) -> NoReturn:
+    """What `user_facing` does with an exception out of `method(*args)`, for warm paths that
+    catch inline rather than pay for a wrapper call."""
+    if config.show_internal_frames():
+        raise exc
+    if isinstance(exc, FearlessError):
+        raise exc.with_traceback(None) from None
+    raise internal_error(method, args, exc) from exc

@@ -21,8 +21,10 @@ diagnostic is printed) or the cache could not store it, 2 usage.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +83,11 @@ def _compile_files(files: list[Path], arch: str) -> int:
                 continue
             seen.add(id(obj))
             if isinstance(obj, Kernel) and obj.func.__module__ == module.__name__:
-                start = time.perf_counter()
-                try:
-                    ck = obj.compile(arch)
-                except cache.CacheWriteError:
-                    raise
-                except FearlessError as exc:
-                    print(str(exc))
+                got = _timed(functools.partial(obj.compile, arch))
+                if got is None:
                     failed += 1
                     continue
-                ms = (time.perf_counter() - start) * 1e3
+                ck, ms = got
                 binary = "cubin + PTX" if ck.cubin else "PTX"
                 print(f"✓ {path}::{name}  {arch}  {binary}  {ms:.0f} ms")
                 compiled += 1
@@ -117,19 +114,27 @@ def _compile_tile(where: str, kernel: Any, arch: str) -> tuple[int, int]:
         return 0, 0
     compiled = failed = 0
     for specs in declared:
-        start = time.perf_counter()
-        try:
-            kernel.compile(kernel.signature_of_specs(specs), arch)
-        except cache.CacheWriteError:
-            raise
-        except FearlessError as exc:
-            print(str(exc))
+        got = _timed(functools.partial(kernel.compile, kernel.signature_of_specs(specs), arch))
+        if got is None:
             failed += 1
-            continue
-        ms = (time.perf_counter() - start) * 1e3
-        print(f"✓ {where}  {arch}  cubin ({_describe(specs)})  {ms:.0f} ms")
-        compiled += 1
+        else:
+            print(f"✓ {where}  {arch}  cubin ({_describe(specs)})  {got[1]:.0f} ms")
+            compiled += 1
     return compiled, failed
+
+
+def _timed(compile_one: Callable[[], Any]) -> tuple[Any, float] | None:
+    """One compile and its time in ms, or None once the kernel's error is printed (a cache
+    that stored nothing stops the whole command: CacheWriteError)."""
+    start = time.perf_counter()
+    try:
+        result = compile_one()
+    except cache.CacheWriteError:
+        raise
+    except FearlessError as exc:
+        print(str(exc))
+        return None
+    return result, (time.perf_counter() - start) * 1e3
 
 
 def _describe(specs: Any) -> str:

@@ -24,11 +24,11 @@ import inspect as pyinspect
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-from .. import config, dtypes
+from .. import dtypes
 from ..abi import ParamSpec
-from ..crash import internal_error, user_facing
+from ..crash import reraise, user_facing
 from ..dtypes import DType
-from ..errors import CompileError, FearlessError, KernelTypeError, LaunchContractError
+from ..errors import CompileError, KernelTypeError, LaunchContractError
 from ..frontend.source import (
     FunctionSource,
     GlobalRef,
@@ -287,14 +287,8 @@ class Kernel:
                 if key is not None:
                     warm.store(key, entry)
             entry.run(payload, stream)
-        except FearlessError as exc:
-            if config.show_internal_frames():
-                raise
-            raise exc.with_traceback(None) from None
         except Exception as exc:
-            if config.show_internal_frames():
-                raise
-            raise internal_error(Kernel.__call__, (self, *args), exc) from exc
+            reraise(exc, Kernel.__call__, (self, *args))
 
     def _make_warm(self) -> WarmPath:
         self._warm = WarmPath(self.annotations())
