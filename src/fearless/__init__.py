@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import math, tile
+from .autotuning import autotune
 from .dtypes import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from .errors import (
     BorrowError,
@@ -36,6 +37,7 @@ __all__ = [
     "__version__",
     "arange",
     "asarray",
+    "autotune",
     "bf16",
     "bool_",
     "cuda_status",

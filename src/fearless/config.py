@@ -96,3 +96,8 @@ def sim_max_threads() -> int:
     if not value.isdigit() or int(value) <= 0:
         raise ValueError(f"FEARLESS_SIM_MAX_THREADS must be a positive whole number, not {value!r}")
     return int(value)
+
+
+def autotune_enabled() -> bool:
+    """FEARLESS_AUTOTUNE=0: `fl.autotune` takes each function's first configuration, untimed."""
+    return os.environ.get("FEARLESS_AUTOTUNE", "").strip() != "0"

@@ -1,0 +1,238 @@
+"""fl.autotune: the tuning protocol on the simulator (timings there are real but say nothing
+about a GPU, so the tests make configurations differ by sleeping), keys, the disk store,
+FEARLESS_AUTOTUNE=0, failing configurations, restoring outputs, Tile kernels and the errors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import autotuning as autotune_module
+from fearless import config, simt, tile
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
+    monkeypatch.setattr(autotune_module, "MAX_REPS", 2)  # keep the sleeps short
+
+
+def sleepy(calls: list[Any]) -> Any:
+    """A function whose configuration `delay` decides its speed; it records every call."""
+
+    @fl.autotune(configs=[{"delay": 0.03}, {"delay": 0.0}, {"delay": 0.02}], key=["x"])
+    def f(x: np.ndarray, *, delay: float) -> float:
+        calls.append(delay)
+        time.sleep(delay)
+        return float(x.sum()) + delay
+
+    return f
+
+
+def test_the_fastest_configuration_wins_and_is_kept() -> None:
+    calls: list[Any] = []
+    f = sleepy(calls)
+    x = np.ones(4)
+    assert f(x) == 4.0  # called with the winner, delay 0
+    assert set(calls) == {0.03, 0.0, 0.02}  # every configuration was timed
+    n = len(calls)
+    assert f(x + 1) == 8.0  # same key (shape and dtype): no tuning
+    assert calls[n:] == [0.0]
+    assert f.best_config(x) == {"delay": 0.0}
+    assert len(f.timings[next(iter(f.timings))]) == 3
+
+
+def test_a_new_key_tunes_again_and_dtypes_are_part_of_it() -> None:
+    calls: list[Any] = []
+    f = sleepy(calls)
+    f(np.ones(4))
+    n = len(calls)
+    f(np.ones(5))  # another shape
+    assert len(calls) > n + 1
+    n = len(calls)
+    f(np.ones(5, dtype=np.float32))  # another dtype
+    assert len(calls) > n + 1
+
+
+def test_the_winner_is_stored_on_disk_for_the_next_process(tmp_path: Path) -> None:
+    calls: list[Any] = []
+    sleepy(calls)(np.ones(4))
+    assert list((tmp_path / "autotune").rglob("*.json"))
+    again: list[Any] = []
+    sleepy(again)(np.ones(4))  # a new Autotuned, as in a new process
+    assert again == [0.0]
+
+
+def test_a_corrupt_stored_winner_is_tuned_again(tmp_path: Path) -> None:
+    sleepy([])(np.ones(4))
+    for path in (tmp_path / "autotune").rglob("*.json"):
+        path.write_text("{not json")
+    calls: list[Any] = []
+    sleepy(calls)(np.ones(4))
+    assert len(calls) > 1
+
+
+def test_autotune_0_takes_the_first_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    calls: list[Any] = []
+    assert sleepy(calls)(np.ones(4)) == 4.03
+    assert calls == [0.03]
+
+
+def test_failing_configurations_are_skipped() -> None:
+    @fl.autotune(configs=[{"tile": 3}, {"tile": 4}], key=["n"])
+    def f(n: int, *, tile: int) -> int:
+        if n % tile:
+            raise fl.LaunchContractError(f"{n} is not a multiple of {tile}")
+        return tile
+
+    assert f(8) == 4
+    with pytest.raises(fl.LaunchContractError, match="7 is not a multiple of 4"):
+        f(7)  # every configuration fails: the last error is raised
+
+
+def test_restore_value_and_reset_to_zero_undo_the_timed_calls() -> None:
+    @fl.autotune(
+        configs=[{"step": 1.0}, {"step": 1.0 + 0.0}],
+        key=["acc"],
+        restore_value=["acc"],
+        reset_to_zero=["hits"],
+    )
+    def accumulate(acc: np.ndarray, hits: np.ndarray, *, step: float) -> None:
+        acc += step
+        hits += 1
+
+    acc, hits = np.full(3, 10.0), np.full(3, 5)
+    accumulate(acc, hits)
+    assert acc.tolist() == [11.0] * 3  # one application, after the timed ones were undone
+    assert hits.tolist() == [1] * 3  # zeroed before the real call
+
+
+def test_restoring_an_fl_tensor() -> None:
+    @simt.kernel
+    def add(out: simt.DisjointSlice[fl.f32], step: fl.f32):
+        i = simt.thread.index_1d()
+        if i < len(out):
+            out[i] = out[i] + step
+
+    @fl.autotune(configs=[{"block": 32}, {"block": 64}], key=["acc"], restore_value=["acc"])
+    def bump(acc: fl.Tensor, *, block: int) -> None:
+        add[(len(acc) + block - 1) // block, block](acc, 1.0)
+
+    acc = fl.arange(100, dtype=fl.f32)
+    bump(acc)
+    assert np.array_equal(acc.numpy(), np.arange(100, dtype=np.float32) + 1)
+
+
+def test_a_partition_is_restored_through_its_tensor() -> None:
+    part = fl.arange(8, dtype=fl.f32).partition((4,))
+    zero = autotune_module._snapshot("out", part, zero=True)
+    zero()
+    assert part.unpartition().numpy().tolist() == [0.0] * 8
+    part = fl.arange(8, dtype=fl.f32).partition((4,))
+    put_back = autotune_module._snapshot("out", part, zero=False)
+    part.tensor._host[:] = -1  # what a kernel writing the partition would do
+    put_back()
+    assert part.unpartition().numpy().tolist() == list(range(8))
+
+
+def test_an_unknown_array_cannot_be_restored() -> None:
+    with pytest.raises(fl.KernelTypeError, match="cannot restore `x`: a `list`"):
+        autotune_module._snapshot("x", [1, 2], zero=False)
+
+
+def test_a_tile_kernel_tunes_its_hints_and_consts() -> None:
+    @fl.autotune(configs=[{"TILE": 16, "occupancy": 1}, {"TILE": 32, "occupancy": 2}], key=["x"])
+    @tile.kernel
+    def partial_sums(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], TILE: tile.Const[int]):
+        acc = tile.zeros((TILE,), fl.f32)
+        for k in range(tile.block_id(0), tile.num_tiles(x, 0, (TILE,)), tile.num_blocks(0)):
+            acc = acc + tile.load(x, (k,), (TILE,))
+        out.store(tile.sum(acc))
+
+    x = fl.asarray(np.arange(256, dtype=np.float32))
+    out = fl.zeros(1)
+    part = out.partition((1,))
+    partial_sums(part, x)  # TILE is left out of the call
+    assert part.unpartition().numpy()[0] == np.arange(256).sum()
+    assert partial_sums.best_config(part, x)["TILE"] in (16, 32)
+
+
+def test_a_simt_launch_tunes_its_block_size() -> None:
+    @simt.kernel
+    def scale(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(out):
+            out[i] = x[i] * 2.0
+
+    @fl.autotune(configs=[{"block": 64}, {"block": 128}], key=["x"])
+    def run(x: fl.Tensor, out: fl.Tensor, *, block: int) -> None:
+        scale[(len(out) + block - 1) // block, block](x, out)
+
+    x, out = fl.arange(300, dtype=fl.f32), fl.zeros(300)
+    run(x, out)
+    assert np.array_equal(out.numpy(), np.arange(300, dtype=np.float32) * 2)
+
+
+def test_a_progress_line_once_tuning_is_slow(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(autotune_module, "PROGRESS_AFTER_S", 0.0)
+    sleepy([])(np.ones(4))
+    err = capsys.readouterr().err
+    assert "fearless: autotuning f: config 3/3" in err
+    assert "fearless: autotuned f in" in err and "chose {'delay': 0.0}" in err
+
+
+def test_quick_tuning_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    @fl.autotune(configs=[{"a": 1}, {"a": 2}])
+    def f(*, a: int) -> int:
+        return a
+
+    f()
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: fl.autotune(configs=[])(lambda *, a: a), "needs a non-empty list"),
+        (lambda: fl.autotune(configs=[1, 2])(lambda *, a: a), "not a mapping of keyword names"),
+        (
+            lambda: fl.autotune(configs=[{"a": 1}, {"b": 2}])(lambda *, a, b: a),
+            "set different names",
+        ),
+        (lambda: fl.autotune(configs=[{"b": 1}])(lambda *, a: a), "`b` in the configurations"),
+        (
+            lambda: fl.autotune(configs=[{"a": 1}], key=["n"])(lambda x, *, a: a),
+            "the autotuning key names `n`",
+        ),
+        (
+            lambda: fl.autotune(configs=[{"a": 1}], restore_value=["y"])(lambda x, *, a: a),
+            "`restore_value` names `y`",
+        ),
+    ],
+)
+def test_mistakes_are_clear_errors(make: Any, message: str) -> None:
+    with pytest.raises(fl.CompileError, match=message) as info:
+        make()
+    assert info.value.loc is not None and info.value.loc.file == __file__
+
+
+def test_a_simt_kernel_is_decorated_through_its_host_function() -> None:
+    @simt.kernel
+    def k(out: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(out):
+            out[i] = 1.0
+
+    with pytest.raises(fl.CompileError, match="is a SIMT kernel") as info:
+        fl.autotune(configs=[{"block": 64}])(k)
+    assert "decorate the host function" in str(info.value)
