@@ -63,41 +63,43 @@ matmul_f16 = make_matmul(fl.f16)
 matmul_bf16 = make_matmul(fl.bf16)
 
 
-def make_rms_norm(tma=False, **hints):
-    """x * rsqrt(mean(x^2) + eps) * w per row; rows (and w) loaded as `make_softmax` says."""
+def make_rms_norm(dt=fl.f32, tma=False, **hints):
+    """x * rsqrt(mean(x^2) + eps) * w per row, in f32 whatever `dt` (x, w and out are `dt`);
+    rows (and w) loaded as `make_softmax` says."""
 
     @tile.kernel(**hints)
-    def rms_norm(
-        out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32], eps: fl.f32
-    ):
+    def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
         _, BN = out.shape
         n = x.shape[1].astype(fl.f32)
-        v = tile.load_like(x, out, allow_tma=tma)
+        v = tile.load_like(x, out, allow_tma=tma).astype(fl.f32)
         ms = tile.sum(v * v, axis=1, keepdims=True) / n
-        out.store(v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma))
+        y = v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+        out.store(y.astype(dt))
 
     return rms_norm
 
 
-def make_layer_norm(tma=False, **hints):
-    """(x - mean) * rsqrt(var + eps) * w + b per row; loads as `make_softmax` says."""
+def make_layer_norm(dt=fl.f32, tma=False, **hints):
+    """(x - mean) * rsqrt(var + eps) * w + b per row, in f32 whatever `dt`; loads as
+    `make_softmax` says."""
 
     @tile.kernel(**hints)
     def layer_norm(
-        out: tile.Part[fl.f32],
-        x: tile.Tensor[fl.f32],
-        w: tile.Tensor[fl.f32],
-        b: tile.Tensor[fl.f32],
+        out: tile.Part[dt],
+        x: tile.Tensor[dt],
+        w: tile.Tensor[dt],
+        b: tile.Tensor[dt],
         eps: fl.f32,
     ):
         _, BN = out.shape
         n = x.shape[1]
-        v = tile.load_like(x, out, allow_tma=tma)
+        v = tile.load_like(x, out, allow_tma=tma).astype(fl.f32)
         mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
         d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
         var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-        wt, bt = tile.load(w, (0,), (BN,), allow_tma=tma), tile.load(b, (0,), (BN,), allow_tma=tma)
-        out.store(d * tile.rsqrt(var + eps) * wt + bt)
+        wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+        bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+        out.store((d * tile.rsqrt(var + eps) * wt + bt).astype(dt))
 
     return layer_norm
 
@@ -130,6 +132,85 @@ def sum_tiles(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], TILE: tile.Const[i
     for k in range(tile.block_id(0), tile.num_tiles(x, 0, (TILE,)), tile.num_blocks(0)):
         acc = acc + tile.load(x, (k,), (TILE,))
     out.store(tile.sum(acc))
+
+
+# Autotuned versions for any shape (fl.autotune picks per shape and dtype, once, and keeps the
+# winner on disk). The spaces come from the H200 sweeps in bench/results/h200-2026-12-02-tile/:
+# rows per block, occupancy and worker warps for the row kernels; tile shape, K step,
+# occupancy and clusters for the GEMM. `fearless bench --cases shapes` runs them over TileGym's
+# benchmark grids.
+ROW_CONFIGS = [
+    {"rows": 1, "occupancy": 8, "num_worker_warps": None},
+    {"rows": 1, "occupancy": 4, "num_worker_warps": 8},
+    {"rows": 1, "occupancy": 2, "num_worker_warps": 8},
+    {"rows": 1, "occupancy": 1, "num_worker_warps": 16},
+    {"rows": 2, "occupancy": 4, "num_worker_warps": None},
+    {"rows": 4, "occupancy": 4, "num_worker_warps": 8},
+]
+GEMM_CONFIGS = [
+    {"tile": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None},
+    {"tile": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None},
+    {"tile": (128, 128), "BK": 32, "occupancy": 2, "num_ctas": None},
+    {"tile": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2},
+    {"tile": (128, 256), "BK": 64, "occupancy": None, "num_ctas": 2},
+    {"tile": (64, 128), "BK": 64, "occupancy": 2, "num_ctas": None},
+]
+_ROW_KERNELS: dict = {}
+
+
+def _row_kernel(make, dt):
+    """One kernel per (factory, dtype), shared by every configuration (hints make variants)."""
+    kernel = _ROW_KERNELS.get((make, dt))
+    if kernel is None:
+        kernel = _ROW_KERNELS[(make, dt)] = make(dt)
+    return kernel
+
+
+def _row_launch(make, out, x, *rest, rows, occupancy, num_worker_warps):
+    x, out = fl.asarray(x), fl.asarray(out)
+    n = next_pow2(x.shape[1])
+    if rows > 1 and rows * n > 8192:
+        raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
+    kernel = _row_kernel(make, x.dtype).options(
+        occupancy=occupancy, num_worker_warps=num_worker_warps
+    )
+    part = out.partition((rows, n))
+    kernel(part, x, *[fl.asarray(r) if hasattr(r, "shape") else r for r in rest])
+    part.unpartition()  # `out` is the caller's again
+
+
+@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+def softmax_tuned(x, out, *, rows, occupancy, num_worker_warps):
+    """out = softmax(x, axis=1) for a 2-D x of any dtype the kernel takes (f32, f16, bf16)."""
+    _row_launch(make_softmax, out, x, rows=rows, occupancy=occupancy,
+                num_worker_warps=num_worker_warps)  # fmt: skip
+
+
+@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+def rms_norm_tuned(x, w, eps, out, *, rows, occupancy, num_worker_warps):
+    _row_launch(make_rms_norm, out, x, w, eps, rows=rows, occupancy=occupancy,
+                num_worker_warps=num_worker_warps)  # fmt: skip
+
+
+@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+def layer_norm_tuned(x, w, b, eps, out, *, rows, occupancy, num_worker_warps):
+    _row_launch(make_layer_norm, out, x, w, b, eps, rows=rows, occupancy=occupancy,
+                num_worker_warps=num_worker_warps)  # fmt: skip
+
+
+_MATMULS: dict = {}
+
+
+@fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
+def matmul_tuned(a, b, c, *, tile, BK, occupancy, num_ctas):
+    """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
+    a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
+    kernel = _MATMULS.get(a.dtype)
+    if kernel is None:
+        kernel = _MATMULS[a.dtype] = make_matmul(a.dtype)
+    part = c.partition(tile)
+    kernel.options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
+    part.unpartition()
 
 
 # Launch-overhead kernels with 1 and 8 array arguments (vecadd has 3): tiny by design.

@@ -151,7 +151,7 @@ class Autotuned:
             for put_back in snapshots:
                 put_back()
 
-        sync = _synchronize if target.on_device else _nothing
+        clock: _Clock = _DeviceClock() if target.on_device else _HostClock()
         progress = _Progress(self.name, key)
         times: list[float | None] = []
         failures: list[FearlessError] = []
@@ -159,7 +159,7 @@ class Autotuned:
             progress.show(n, len(self.configs))
             try:
                 call = functools.partial(self._run, cfg, args, kwargs)
-                times.append(_measure(call, restore, sync))
+                times.append(_measure(call, restore, clock))
             except FearlessError as exc:
                 times.append(None)
                 failures.append(exc)
@@ -344,37 +344,75 @@ def _dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def _measure(
-    call: Callable[[], Any], restore: Callable[[], None], sync: Callable[[], None]
-) -> float:
+def _measure(call: Callable[[], Any], restore: Callable[[], None], clock: _Clock) -> float:
     """Seconds per call: the median of timed calls, after one warm-up call that compiles."""
     restore()
     call()
-    sync()
+    clock.wait()
     restore()
-    start = time.perf_counter()
-    call()
-    sync()
-    estimate = time.perf_counter() - start
+    estimate = clock.time(call)
     reps = max(MIN_REPS, min(MAX_REPS, int(BUDGET_S / max(estimate, 1e-9))))
     times = [estimate]
     for _ in range(reps - 1):
         restore()
-        start = time.perf_counter()
-        call()
-        sync()
-        times.append(time.perf_counter() - start)
+        times.append(clock.time(call))
     return statistics.median(times)
 
 
-def _synchronize() -> None:
-    from .runtime.device_errors import synchronize
+class _Clock:
+    def time(self, call: Callable[[], Any]) -> float:
+        raise NotImplementedError
 
-    synchronize()
+    def wait(self) -> None:
+        raise NotImplementedError
 
 
-def _nothing() -> None:
-    return None
+class _HostClock(_Clock):
+    """Wall time (the simulator: its launches finish before they return)."""
+
+    def time(self, call: Callable[[], Any]) -> float:
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+
+    def wait(self) -> None:
+        return None
+
+
+class _DeviceClock(_Clock):
+    """Device time between two CUDA events on the legacy default stream, which orders them
+    after the work of every blocking stream (fearless's and torch's default ones), so launch
+    overhead on the host does not count; `fl.synchronize` after each call raises device
+    errors."""
+
+    def __init__(self) -> None:
+        from .runtime import driver
+
+        self.driver = driver
+        d = driver.cu()
+        self.start = driver.call("cuEventCreate", d.cuEventCreate, 0)
+        self.end = driver.call("cuEventCreate", d.cuEventCreate, 0)
+        self.stream = d.CUstream(0)
+
+    def time(self, call: Callable[[], Any]) -> float:
+        d, call_driver = self.driver.cu(), self.driver.call
+        call_driver("cuEventRecord", d.cuEventRecord, self.start, self.stream)
+        call()
+        call_driver("cuEventRecord", d.cuEventRecord, self.end, self.stream)
+        self.wait()
+        ms = call_driver("cuEventElapsedTime", d.cuEventElapsedTime, self.start, self.end)
+        return float(ms) * 1e-3
+
+    def wait(self) -> None:
+        from .runtime.device_errors import synchronize
+
+        synchronize()
+
+    def __del__(self) -> None:
+        d = self.driver.cu()
+        for event in (getattr(self, "start", None), getattr(self, "end", None)):
+            if event is not None:
+                d.cuEventDestroy(event)
 
 
 def _device_name(on_device: bool) -> str:
@@ -402,8 +440,9 @@ def _snapshot(name: str, value: Any, *, zero: bool) -> Callable[[], None]:
             saved = np.zeros_like(host) if zero else host.copy()
             return functools.partial(np.copyto, host, saved)
         from .runtime import driver
+        from .runtime.device_errors import synchronize
 
-        _synchronize()
+        synchronize()
         saved = np.zeros(value.shape, value.dtype.np)
         if not zero:
             driver.copy_device_to_host(saved, value.data_ptr)

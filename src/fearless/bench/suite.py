@@ -2,7 +2,7 @@
 assign ratios, write the report.
 
 Families run in this order, each one module: elementwise, reduce, rows, transpose, gemm,
-launch, compile. `--cases` takes case or family names and shell patterns (`gemm_f16_*`).
+shapes, launch, compile. `--cases` takes case or family names and shell patterns (`gemm_f16_*`).
 The exit status is 0 when no record failed (skips are fine: they say why), 1 otherwise.
 """
 
@@ -27,6 +27,7 @@ from . import (
     family_launch,
     family_reduce,
     family_rows,
+    family_shapes,
     family_transpose,
     report,
 )
@@ -41,6 +42,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     family_rows,
     family_transpose,
     family_gemm,
+    family_shapes,
     family_launch,
     family_compile,
 )
