@@ -79,6 +79,30 @@ def test_partitions_must_agree_on_the_grid() -> None:
         two(ap, bp)
 
 
+def test_grids_that_differ_by_trailing_ones_are_one_grid() -> None:
+    """(1024, 1) tiles and (1024,) tiles: the same 8 blocks (issue 11, from TileGym's
+    layer norm, whose mean and rstd outputs are 1-D beside a 2-D output)."""
+
+    @tile.kernel
+    def rows_and_sums(y: tile.Part[fl.f32], s: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        v = tile.load_like(x, y)
+        y.store(v * 2.0)
+        s.store(tile.sum(v, axis=1))
+
+    x = np.arange(8 * 4, dtype=np.float32).reshape(8, 4)
+    yp = fl.zeros((8, 4)).partition((1, 4))  # grid (8, 1)
+    sp = fl.zeros(8).partition((1,))  # grid (8,)
+    rows_and_sums(yp, sp, fl.asarray(x))
+    assert np.array_equal(yp.unpartition().numpy(), x * 2)
+    assert np.array_equal(sp.unpartition().numpy(), x.sum(axis=1))
+    # the other order, and a leading-axis mismatch is still refused
+    yp, sp = fl.zeros((8, 4)).partition((1, 4)), fl.zeros(8).partition((1,))
+    rows_and_sums(yp, sp, fl.asarray(x))
+    bad = fl.zeros(4).partition((1,))
+    with pytest.raises(fl.LaunchContractError, match=r"`y` has \(8, 1\) tiles, `s` has \(4,\)"):
+        rows_and_sums(fl.zeros((8, 4)).partition((1, 4)), bad, fl.asarray(x))
+
+
 def test_store_into_a_tensor_is_a_safety_error() -> None:
     @tile.kernel
     def bad(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):

@@ -338,7 +338,11 @@ class Kernel:
             g = v[0].grid
             if grid is None:
                 grid, first = g, p.name
-            elif g != grid:
+            elif _without_trailing_ones(g) == _without_trailing_ones(grid):
+                # (1024, 1) and (1024,) tiles are one grid: a block's index on a trailing
+                # axis of one tile is 0 (issue 11)
+                grid = g if len(g) > len(grid) else grid
+            else:
                 raise LaunchContractError(
                     f"the partitions disagree on the grid: `{first}` has {grid} tiles, "
                     f"`{p.name}` has {g}",
@@ -382,6 +386,13 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
+
+
+def _without_trailing_ones(grid: tuple[int, ...]) -> tuple[int, ...]:
+    end = len(grid)
+    while end > 1 and grid[end - 1] == 1:
+        end -= 1
+    return grid[:end]
 
 
 def _not_recorded() -> bool:
