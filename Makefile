@@ -1,4 +1,5 @@
-# fearless: `make demo`, `make test`, `make lint`, `make format`, `make bench`, `make clean`.
+# fearless: `make demo`, `make test`, `make lint`, `make format`, `make bench`, `make apidocs`,
+# `make clean`.
 # Every target that runs Python first makes .venv (from nothing on a fresh machine) and installs
 # fearless into it, editable, with its test and lint extras. The stamp file records that install;
 # it is redone only when pyproject.toml changes, so an up-to-date venv is left alone.
@@ -10,14 +11,16 @@ STAMP  := $(VENV)/.fearless-installed
 # Tests compile into a throwaway cache inside the checkout (ignored by git), never ~/.cache.
 TEST_CACHE := $(CURDIR)/.cache/test
 
-.PHONY: demo test lint format bench clean venv
+.PHONY: demo test lint format bench clean venv apidocs
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
-	@echo "installing fearless and its test/lint tools into $(VENV) (again only when pyproject.toml changes)"
+	@echo "installing fearless and its test/lint tools into $(VENV) (again only when pyproject.toml changes):"
+	@echo "  llvmlite, NVIDIA's ptxas/tileiras/libnvvm wheels and cuda-tile (a few hundred MB), pytest,"
+	@echo "  ruff and mypy: a minute or two on the first run; pip lists each package as it goes"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	$(BIN)/python -m pip install --progress-bar off -e '.[test,lint]'
 	touch $@
 
 demo: $(STAMP)
@@ -36,6 +39,12 @@ lint: $(STAMP)
 # `make bench BENCH_ARGS=--dry-run` compiles every case and checks it on the simulator.
 bench: $(STAMP)
 	$(BIN)/fearless bench $(BENCH_ARGS)
+
+# The API reference, from the docstrings of the public modules (pdoc, a test extra), into
+# build/api/index.html.
+apidocs: $(STAMP)
+	FEARLESS_TARGET=sim $(BIN)/python -m pdoc -o build/api fearless fearless.simt
+	@echo "API reference: build/api/index.html"
 
 # Rewrites the code the way `make lint` wants it: import order and fixable rules, then layout.
 format: $(STAMP)

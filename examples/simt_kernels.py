@@ -142,3 +142,93 @@ def matmul(a: simt.Slice[fl.f32, 2], b: simt.Slice[fl.f32, 2], c: simt.DisjointS
     for k in range(a.shape[1]):
         acc += a[t.row, k] * b[k, t.col]
     c[t] = acc
+
+
+@simt.kernel
+def histogram(x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32]):
+    """counts[b] = how many x[i] == b; every thread adds 1 to the bin its element names."""
+    i = simt.thread.index_1d()
+    if i < len(x):
+        simt.atomic.add(counts, x[i], 1)  # any bin, bounds-checked; returns the old count
+
+
+@simt.kernel(requires="len(a) == len(b)")
+def dot(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], out: simt.AtomicSlice[fl.f32], per: int):
+    """out[0] += a . b: each thread sums `per` consecutive products, then adds its partial sum."""
+    i = simt.thread.index_1d()
+    start = int(i) * per
+    acc = fl.f32(0.0)
+    for k in range(start, min(start + per, len(a))):
+        acc += a[k] * b[k]
+    simt.atomic.add(out, 0, acc)
+
+
+@simt.kernel
+def scale_positive(alpha: float, x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    """out = alpha * x where x > 0, else x, for any launch: each thread walks t, t + G, ...
+    (G threads in all). `alpha: float` takes the type of `x[i]`, as a literal would."""
+    for i in simt.thread.grid_stride(len(out)):
+        out[i] = alpha * x[i] if x[i] > 0.0 else x[i]
+
+
+@simt.kernel
+def thread_ids(out: simt.DisjointSlice[fl.i64]):
+    """out[i] = blockIdx.x * 10^6 + threadIdx.x * 10^3 + laneid, for the thread i names: the raw
+    coordinates (numba's names) are plain integers, read freely."""
+    i = simt.thread.index_1d()
+    x, y = simt.grid(2)
+    if i < len(out) and x == int(i) and y == 0:
+        out[i] = simt.blockIdx.x * 1000000 + simt.threadIdx.x * 1000 + simt.laneid
+
+
+@simt.kernel
+def reverse(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    """out[len(out) - 1 - g] = x[g]: another thread's element, so written in an unsafe region
+    (still bounds-checked; the kernel is reported unsafe)."""
+    g = simt.grid(1)
+    if g < len(x):
+        with simt.unsafe():
+            out[len(out) - 1 - g] = x[g]
+
+
+# ---------------------------------------------------------------------- run as a script
+# `python examples/simt_kernels.py` runs a few kernels (GPU if there is one, else the
+# simulator) and prints what it checked against NumPy. Keep this block last in the file.
+
+
+def main() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    print(f"target: {fl.get_target()}")
+    n = 1000
+    a = fl.asarray(rng.standard_normal(n).astype(np.float32))
+    b = fl.asarray(rng.standard_normal(n).astype(np.float32))
+    c = fl.empty_like(a)
+    vecadd[math.ceil(n / 256), 256](a, b, c)  # 1-D: blocks of 256 threads cover n elements
+    print("vecadd  max error:", np.abs(c.numpy() - (a.numpy() + b.numpy())).max())
+
+    rows, cols = 100, 300
+    x = fl.asarray(rng.standard_normal((rows, cols)).astype(np.float32))
+    y = fl.asarray(rng.standard_normal((rows, cols)).astype(np.float32))
+    z = fl.empty((rows, cols), fl.f32)
+    block = (16, 16)  # 2-D: x covers the columns (t.col), y the rows (t.row)
+    grid = (math.ceil(cols / block[0]), math.ceil(rows / block[1]))
+    matadd[grid, block](x, y, z)
+    print("matadd  max error:", np.abs(z.numpy() - (x.numpy() + y.numpy())).max())
+
+    m, k = 64, 48
+    p = fl.asarray(rng.standard_normal((m, k)).astype(np.float32))
+    q = fl.asarray(rng.standard_normal((k, m)).astype(np.float32))
+    r = fl.empty((m, m), fl.f32)
+    matmul[(math.ceil(m / 16), math.ceil(m / 16)), (16, 16)](p, q, r)
+    print("matmul  max error:", np.abs(r.numpy() - p.numpy() @ q.numpy()).max())
+
+    try:
+        vecadd[math.ceil(n / 256), 256](a, b, a)  # fearless: ignore[E0502] (on purpose)
+    except fl.BorrowError as exc:
+        print("aliased launch refused:", exc.message)
+
+
+if __name__ == "__main__":
+    main()

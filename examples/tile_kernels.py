@@ -148,12 +148,16 @@ ROW_CONFIGS = [
     {"rows": 4, "occupancy": 4, "num_worker_warps": 8},
 ]
 GEMM_CONFIGS = [
-    {"tile": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None},
-    {"tile": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None},
-    {"tile": (128, 128), "BK": 32, "occupancy": 2, "num_ctas": None},
-    {"tile": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2},
-    {"tile": (128, 256), "BK": 64, "occupancy": None, "num_ctas": 2},
-    {"tile": (64, 128), "BK": 64, "occupancy": 2, "num_ctas": None},
+    {"shape": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": False},
+    {"shape": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None, "persistent": False},
+    {"shape": (128, 128), "BK": 32, "occupancy": 2, "num_ctas": None, "persistent": False},
+    {"shape": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": False},
+    {"shape": (128, 256), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": False},
+    {"shape": (64, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": False},
+    # persistent and grouped (8 rows of tiles per group): one wave of blocks loops over tiles
+    {"shape": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": True},
+    {"shape": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None, "persistent": True},
+    {"shape": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": True},
 ]
 _ROW_KERNELS: dict = {}
 
@@ -201,15 +205,49 @@ def layer_norm_tuned(x, w, b, eps, out, *, rows, occupancy, num_worker_warps):
 _MATMULS: dict = {}
 
 
+def make_matmul_persistent(dt):
+    """`make_matmul`, persistent: each block walks its tiles of C (`c.tiles()`), so a launch
+    on one wave of blocks (`matmul.launch(grid, ...)`) loops instead of launching a block per
+    tile; with `order=tile.grouped(8)` on C, neighbouring tiles share A rows and B columns."""
+
+    @tile.kernel
+    def matmul(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+        for t in c.tiles():
+            i, j = t.index
+            BM, BN = t.shape
+            acc = tile.zeros((BM, BN), fl.f32)
+            for k in range(tile.num_tiles(a, 1, (BM, BK))):
+                acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+            t.store(acc.astype(dt))
+
+    return matmul
+
+
+def _sm_count():
+    """The GPU's SM count (a persistent grid is a multiple of it); 4 on the simulator."""
+    if fl.get_target() != "cuda":
+        return 4
+    from fearless.runtime import driver
+
+    return driver.device_info().sm_count
+
+
 @fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
-def matmul_tuned(a, b, c, *, tile, BK, occupancy, num_ctas):
+def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
     a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
-    kernel = _MATMULS.get(a.dtype)
-    if kernel is None:
-        kernel = _MATMULS[a.dtype] = make_matmul(a.dtype)
-    part = c.partition(tile)
-    kernel.options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
+    kernels = _MATMULS.get(a.dtype)
+    if kernels is None:
+        kernels = _MATMULS[a.dtype] = (make_matmul(a.dtype), make_matmul_persistent(a.dtype))
+    kernel = kernels[persistent].options(occupancy=occupancy, num_ctas=num_ctas)
+    if not persistent:
+        part = c.partition(shape)
+        kernel(part, a, b, BK)
+    else:
+        part = c.partition(shape, order=tile.grouped(8))
+        tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
+        blocks = _sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
+        kernel.launch(max(1, min(tiles, blocks)), part, a, b, BK)
     part.unpartition()
 
 

@@ -55,6 +55,20 @@ def test_new_project_runs_and_its_tests_pass(
     assert "3 passed" in tests.stdout
 
 
+def test_new_says_which_python_runs_it_and_check_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "proj"
+    assert main(["new", str(project)]) == 0
+    hint = capsys.readouterr().out
+    assert f"{sys.executable} main.py" in hint and "pip install fearless" in hint
+    readme = (project / "README.md").read_text()
+    assert "pip install fearless" in readme and sys.executable in readme
+    # the scaffold's deliberate aliasing launch stands in `pytest.raises(fl.BorrowError)`
+    assert main(["check", str(project)]) == 0
+    assert "E0502" not in capsys.readouterr().out
+
+
 def test_new_refuses_a_non_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")

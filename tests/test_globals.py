@@ -376,3 +376,6 @@ def test_editing_a_tile_kernel_changes_its_cache_key(tmp_path: Path) -> None:
     assert key("t_b", TILE) == base
     assert key("t_c", TILE.replace("* SCALE)", "* SCALE + 1.0)")) != base  # the source
     assert key("t_d", TILE.replace("SCALE = 2.0", "SCALE = 4.0")) != base  # a global's value
+    # the source alone, with the same tile IR (its text gives the compiled form's locations)
+    moved = TILE.replace("    z.store(", "    # scaled copy\n    z.store(")
+    assert key("t_e", moved) != base

@@ -297,6 +297,7 @@ def every_op_function() -> Function:
     params: dict[str, Value] = {}
     for dt in dtypes.ALL:  # every scalar type
         params[dt.name] = entry.add_arg(ScalarType(dt), LOC, f"s_{dt.name}")
+    at = entry.add_arg(ArrayType(dtypes.u32, False, atomic=True), LOC, "at")
     a1 = entry.add_arg(ArrayType(dtypes.f32, False), LOC, "a1")
     a2 = entry.add_arg(ArrayType(dtypes.f64, False, 2), LOC, "a2")
     d1 = entry.add_arg(ArrayType(dtypes.i16, True), LOC, "d1")
@@ -308,6 +309,11 @@ def every_op_function() -> Function:
     col = e(ops.ThreadIndexAxis(t2, 1, loc(5))).result
     i = e(ops.IndexToInt(t1, loc(6))).result
     reg = e(ops.SpecialReg("ntid.y", loc(7))).result
+    e(ops.SpecialReg("laneid", loc(7)))
+    nctaid, ntid = (e(ops.SpecialReg(r, loc(7))).result for r in ("nctaid.x", "ntid.x"))
+    n_blocks, per_block = (e(ops.Cast(r, dtypes.i64, loc(7))).result for r in (nctaid, ntid))
+    threads = e(ops.Binary("mul", n_blocks, per_block, loc(7))).result
+    e(ops.IndexAdvance(t1, threads, loc(7)))
     consts = [
         e(ops.Constant(v, dt, loc(8))).result
         for v, dt in [
@@ -350,6 +356,24 @@ def every_op_function() -> Function:
     e(ops.Load(a2, [row, col], loc(22)))
     e(ops.Store(d1, i, params["i16"], loc(23)))
     e(ops.Store(d2, [row, col], params["bf16"], loc(24)))
+    for kind in sorted(ops.ATOMIC_KINDS):
+        e(ops.AtomicRMW(kind, at, i, params["u32"], loc(31)))
+    e(ops.AtomicCAS(at, i, params["u32"], params["u32"], loc(32)))
+    sh = e(ops.SharedAlloc(dtypes.f32, (4, 8), loc(33))).result
+    j = e(ops.IndexToInt(e(ops.BlockIndex1D(loc(33))).result, loc(33))).result
+    e(ops.Store(sh, [j, j], e(ops.Load(sh, [j, i], loc(33))).result, loc(33)))
+    e(ops.Barrier(loc(33)))
+    bt = e(ops.BlockIndex2D(loc(33))).result
+    brow, bcol = (e(ops.ThreadIndexAxis(bt, axis, loc(33))).result for axis in (0, 1))
+    e(ops.Store(sh, [brow, bcol], e(ops.Load(sh, [bcol, brow], loc(33))).result, loc(33)))
+    lane = e(ops.Constant(1, dtypes.i32, loc(34))).result
+    for mode in sorted(ops.SHUFFLE_MODES):
+        e(ops.WarpShuffle(mode, f, lane, loc(34)))
+    for kind in sorted(ops.VOTE_KINDS):
+        e(ops.WarpVote(kind, cond, loc(34)))
+    for cls in (ops.WarpReduce, ops.BlockReduce, ops.BlockScan):
+        for name in sorted(ops.COLLECTIVE_OPS):
+            e(cls(name, f, loc(34)))
     loop = fn.new_block("loop")
     exit_ = fn.new_block("exit")
     e(ops.Br(loop, [i, x, t1], loc(25)))
@@ -384,6 +408,7 @@ def test_every_op_kind_and_type_round_trips() -> None:
     assert "constant {value=nan} : bf16" in text and "{value=-inf} : f16" in text
     assert "{value=-0.0} : f64" in text and "{value=18446744073709551615} : u64" in text
     assert "check.bounds {sites=(1, 2)}" in text
+    assert "atomic.rmw {kind='exch'}" in text and "AtomicSlice[u32]" in text
     assert [p.name for p in parsed.params][-4:] == ["a1", "a2", "d1", "d2"]
     assert [b.label for b in parsed.blocks] == [b.label for b in fn.blocks]
     nan = next(op for op in parsed.ops() if isinstance(op, ops.Constant) and op.value != op.value)

@@ -130,3 +130,20 @@ def test_a_kernel_launched_or_called_inside_a_kernel_names_the_line() -> None:
         calls_a_kernel[1, 8](x, out)
     assert info2.value.code == "E0605" and info2.value.loc is not None
     assert "copy(x, out)" in str(info2.value)
+
+
+@simt.device
+def twice(v: fl.f32) -> fl.f32:
+    return v * 2.0
+
+
+def test_a_device_function_on_the_host_is_e0605_at_the_line() -> None:
+    err = _error(lambda: twice(1.0), fl.FearlessError, "E0605")
+    assert err.message == "device function `twice` can only be called from a kernel"
+    assert twice.func(1.0) == 2.0  # what the help offers
+
+
+def test_an_unknown_stage_is_a_compile_error_on_both_tracks() -> None:
+    with pytest.raises(fl.CompileError, match="unknown stage 'bytecode' for a SIMT kernel") as e:
+        copy.inspect(stage="bytecode")
+    assert e.value.code in CODES and e.value.code != "E0000"

@@ -9,6 +9,8 @@ from .errors import (
     BorrowError,
     CompileError,
     FearlessError,
+    FearlessWarning,
+    HostCopyWarning,
     KernelIndexError,
     KernelTypeError,
     LaunchContractError,
@@ -19,13 +21,28 @@ from .errors import (
 from .runtime.device_errors import synchronize
 from .runtime.streams import Stream
 from .runtime.target import cuda_status, get_target, set_target
-from .runtime.tensor import Tensor, arange, asarray, empty, from_numpy, full, zeros
+from .runtime.tensor import (
+    Tensor,
+    arange,
+    asarray,
+    empty,
+    empty_like,
+    from_numpy,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
 from .version import __version__
 
 __all__ = [
     "BorrowError",
     "CompileError",
     "FearlessError",
+    "FearlessWarning",
+    "HostCopyWarning",
     "KernelIndexError",
     "KernelTypeError",
     "LaunchContractError",
@@ -42,17 +59,21 @@ __all__ = [
     "bool_",
     "cuda_status",
     "empty",
+    "empty_like",
     "f16",
     "f32",
     "f64",
     "from_numpy",
     "full",
+    "full_like",
     "get_target",
     "i8",
     "i16",
     "i32",
     "i64",
     "math",
+    "ones",
+    "ones_like",
     "set_target",
     "synchronize",
     "tile",
@@ -61,4 +82,5 @@ __all__ = [
     "u32",
     "u64",
     "zeros",
+    "zeros_like",
 ]

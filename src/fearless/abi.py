@@ -1,7 +1,7 @@
 """The contract between the compilers and the runtime: what a compiled kernel looks like.
 
 Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this order:
-  - for each `ParamSpec` of kind "slice" or "disjoint": a global pointer (u64) to element 0,
+  - for each `ParamSpec` of kind "slice", "disjoint" or "atomic": a global pointer (u64) to element 0,
     then its length in elements (i64); for a 2-D array (`ndim` 2, C-contiguous, row-major)
     the pointer, then shape[0], then shape[1] (both i64);
   - for each `ParamSpec` of kind "scalar": the value, passed as its dtype (bool as u8);
@@ -28,7 +28,7 @@ from typing import Literal
 from .dtypes import DType
 from .errors import Location
 
-ParamKind = Literal["slice", "disjoint", "scalar"]
+ParamKind = Literal["slice", "disjoint", "atomic", "scalar"]
 Dim3 = tuple[int, int, int]  # a grid or block shape, (x, y, z)
 
 ERROR_RECORD_WORDS = 10
@@ -50,7 +50,8 @@ class ParamSpec:
 
     @property
     def is_output(self) -> bool:
-        return self.kind == "disjoint"
+        # An AtomicSlice is written too: the borrow check treats it as a DisjointSlice.
+        return self.kind in ("disjoint", "atomic")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class SiteInfo:
     param: str
     loc: Location
     axis: int | None = None  # the axis a check of a 2-D access guards; None for 1-D arrays
+    unsafe: bool = False  # the access stands inside `with simt.unsafe():`
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,15 @@ CODES: dict[str, str] = {
     "E0603": "kernel returns a value",
     "E0604": "recursion in device functions",
     "E0605": "call to a host function from a kernel",
+    "E0610": "AtomicSlice accessed without an atomic",
+    "E0611": "atomic on an array that is not an AtomicSlice",
+    "E0620": "`simt.unsafe()` misused",
+    "E0630": "invalid shared array",
+    "E0631": "shared memory written at another thread's slot",
+    "E0632": "shared memory race between barriers",
+    "E0633": "barrier or collective under thread-dependent control flow",
+    "E0634": "barrier not reached by every thread of the block",
+    "E0635": "unknown collective operation",
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
     "E0900": "toolchain problem",
@@ -177,6 +186,15 @@ class ToolchainError(FearlessError):
     """A compiler or driver tool is missing or failed."""
 
     code = "E0900"
+
+
+class FearlessWarning(UserWarning):
+    """The base of fearless's warnings: the launch ran, but something deserves a look."""
+
+
+class HostCopyWarning(FearlessWarning):
+    """NumPy arrays on the cuda target: copied to the GPU and back at each launch (once per
+    kernel, naming the bytes; runtime/host_arrays.py)."""
 
 
 class InternalError(Exception):

@@ -325,8 +325,20 @@ def test_launch_contract_uses_the_device_limits(vecadd: GpuLaunchPlan) -> None:
         vecadd.launch(1, 2048, (a, b, c))
     with pytest.raises(fl.LaunchContractError, match="above the device's limit"):
         vecadd.launch((1, 1 << 20), 32, (a, b, c))
-    with pytest.raises(fl.KernelTypeError, match="`b` is in host memory"):
-        vecadd.launch(1, 64, (a, np.zeros(64, np.float32), c))
+    with pytest.raises(fl.KernelTypeError, match="`b` has element type f64"):
+        vecadd.launch(1, 64, (a, np.zeros(64, np.float64), c))  # NumPy: checked, then copied
+
+
+def test_numpy_arguments_are_copied_to_the_gpu_and_outputs_back(vecadd: GpuLaunchPlan) -> None:
+    a = np.arange(1000, dtype=np.float32)
+    b = np.full(1000, 0.25, np.float32)
+    c = np.zeros(1000, np.float32)
+    with pytest.warns(fl.HostCopyWarning, match="12,000 bytes"):
+        vecadd.launch(4, 256, (a, b, c))
+    np.testing.assert_array_equal(c, a + b)
+    d = tensor.zeros(1000, F32)
+    vecadd.launch(4, 256, (tensor.asarray(a), b, d))  # mixed: only `b` is copied
+    np.testing.assert_array_equal(d.numpy(), a + b)
 
 
 def test_borrow_check_sees_torch_views_and_wrappers(vecadd: GpuLaunchPlan) -> None:

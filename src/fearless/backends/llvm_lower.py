@@ -31,6 +31,7 @@ from ..dtypes import DType
 from ..errors import InternalError
 from ..ir import ops
 from ..ir.core import ArrayType, Block, Function, Op, ScalarType, Value
+from . import llvm_atomics, llvm_collectives, llvm_coords, llvm_shared
 from .llvm_arith import ScalarEmitter
 from .llvm_support import ModuleSupport
 from .llvm_types import (
@@ -112,15 +113,27 @@ def lower_variants(
 COARSEN = 4
 
 
+# Ops that tell the threads of a block apart or make them cooperate.
+_NOT_COARSENABLE = (
+    ops.SpecialReg,
+    ops.ThreadIndex2D,
+    ops.BlockIndex1D,
+    ops.BlockIndex2D,
+    ops.SharedAlloc,
+    *ops.COLLECTIVES,
+)
+
+
 def coarsenable(fn: Function) -> bool:
     """Whether `fn` can run several logical threads per physical thread.
 
     Its only notion of position must be `thread.index_1d` (no special registers, no
     `thread.index_2d`, whose row comes from the y registers), so that logical thread
     i = p + k * S (p the physical index, S the physical thread count) is all a copy of the
-    body needs; logical threads are independent (no shared memory or barriers).
+    body needs; logical threads are independent (no shared memory or barriers). Atomics need
+    nothing: each logical thread performs its own, as it would as a physical thread.
     """
-    return not any(isinstance(op, ops.SpecialReg | ops.ThreadIndex2D) for op in fn.ops())
+    return not any(isinstance(op, _NOT_COARSENABLE) for op in fn.ops())
 
 
 class _KernelLowering:
@@ -494,13 +507,17 @@ class _KernelLowering:
         self._leave()
 
 
+# The IR array type (`ArrayType.kind`) of each array ParamKind.
+_ARRAY_KINDS = {"slice": "Slice", "disjoint": "DisjointSlice", "atomic": "AtomicSlice"}
+
+
 def _check_param(spec: ParamSpec, value: Value) -> None:
     t = value.type
     if spec.is_array:
         ok = (
             isinstance(t, ArrayType)
             and t.dtype == spec.dtype
-            and t.disjoint == spec.is_output
+            and t.kind == _ARRAY_KINDS[spec.kind]
             and t.ndim == spec.ndim
         )
     else:
@@ -535,10 +552,22 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.ThreadIndexAxis: _KernelLowering._thread_index_axis,
     ops.SpecialReg: _KernelLowering._special_reg,
     ops.IndexToInt: _KernelLowering._index_to_int,
+    ops.IndexAdvance: llvm_coords.lower_index_advance,
     ops.ArrayLen: _KernelLowering._len,
     ops.Load: _KernelLowering._load,
     ops.Store: _KernelLowering._store,
     ops.BoundsCheck: _KernelLowering._check_bounds,
+    ops.AtomicRMW: llvm_atomics.lower_rmw,
+    ops.AtomicCAS: llvm_atomics.lower_cas,
+    ops.SharedAlloc: llvm_shared.lower_shared_alloc,
+    ops.Barrier: llvm_shared.lower_barrier,
+    ops.BlockIndex1D: llvm_shared.lower_block_index,
+    ops.BlockIndex2D: llvm_shared.lower_block_index_2d,
+    ops.WarpShuffle: llvm_collectives.lower_shuffle,
+    ops.WarpVote: llvm_collectives.lower_vote,
+    ops.WarpReduce: llvm_collectives.lower_warp_reduce,
+    ops.BlockReduce: llvm_collectives.lower_block_reduce,
+    ops.BlockScan: llvm_collectives.lower_block_scan,
     ops.Br: _KernelLowering._br,
     ops.CondBr: _KernelLowering._cond_br,
     ops.Return: _KernelLowering._return,

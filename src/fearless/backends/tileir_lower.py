@@ -134,7 +134,7 @@ class _Lowerer:
         for op in block.ops:
             if isinstance(op, ops.Load):
                 self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
-            elif isinstance(op, ops.Store):
+            elif isinstance(op, ops.Store | ops.StoreAt):
                 part = op.operands[0]
                 self._view(part, self.part_tile(part), 0.0)
             for region in ops.regions(op):
@@ -227,15 +227,19 @@ class _Lowerer:
         return tile
 
     def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
-        bc = self.bc
         part = op.operands[0]
+        return self._store(part, args[1], list(self._block_ids()[: array_type(part).ndim]))
+
+    def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
+        return self._store(op.operands[0], args[1], list(args[2:]))
+
+    def _store(self, part: Value, value: Any, index: list[Any]) -> None:
+        bc = self.bc
         view = self._view(part, self.part_tile(part), 0.0)
-        index = list(self._block_ids()[: array_type(part).ndim])
         self.token = bc.encode_StoreViewTkoOp(
-            self.b, self.tt.Token, args[1], view, index, self.token,
+            self.b, self.tt.Token, value, view, index, self.token,
             bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
         )  # fmt: skip
-        return None
 
     def _unsupported(self, op: Any, what: str) -> CompileError:
         return CompileError(
@@ -435,7 +439,7 @@ class _Lowerer:
     def _stores(blocks: list[Block]) -> bool:
         """Whether a store happens in `blocks` or in a region nested in them."""
         return any(
-            isinstance(op, ops.Store) or _Lowerer._stores(ops.regions(op))
+            isinstance(op, ops.Store | ops.StoreAt) or _Lowerer._stores(ops.regions(op))
             for block in blocks
             for op in block.ops
         )

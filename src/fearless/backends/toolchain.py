@@ -1,4 +1,5 @@
-"""Finds NVIDIA's tools and libraries that fearless drives: libdevice, ptxas, tileiras, libnvvm.
+"""Finds NVIDIA's tools and libraries that fearless drives: libdevice, ptxas, tileiras, libnvvm,
+and the SASS disassemblers (nvdisasm, cuobjdump).
 
 The pip wheels come first (`nvidia-nvvm`, `nvidia-cuda-nvcc`, `nvidia-cuda-tileiras` all unpack
 into `site-packages/nvidia/cu13/`), then `$CUDA_HOME`/`$CUDA_PATH`, then `$PATH`. The wheels win
@@ -25,6 +26,8 @@ LIBDEVICE = Path("nvvm/libdevice/libdevice.10.bc")
 PTXAS = Path("bin/ptxas")
 TILEIRAS = Path("bin/tileiras")
 TILEIRDISASM = Path("bin/tileirdisasm")
+NVDISASM = Path("bin/nvdisasm")
+CUOBJDUMP = Path("bin/cuobjdump")
 # The wheel ships lib/libnvvm.so.4; a toolkit has nvvm/lib64/libnvvm.so.
 LIBNVVM = (Path("lib/libnvvm.so.4"), Path("nvvm/lib64/libnvvm.so"), Path("nvvm/lib64/libnvvm.so.4"))
 
@@ -91,6 +94,11 @@ def find_tileiras() -> Path | None:
 def find_tileirdisasm() -> Path | None:
     """`tileirdisasm`, which prints Tile IR bytecode as text (ships with tileiras)."""
     return _find_tool(TILEIRDISASM)
+
+
+def find_sass_disassembler() -> Path | None:
+    """`nvdisasm` (wheel `nvidia-cuda-nvdisasm`), else `cuobjdump`: cubin -> SASS text."""
+    return _find_tool(NVDISASM) or _find_tool(CUOBJDUMP)
 
 
 def find_libnvvm() -> Path | None:

@@ -9,12 +9,13 @@ element: far below the matrix units, and run only up to `naive_max` to bound the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Prepared, device_impls, run_device_case
+from .harness import Builder, Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .kernels_cuda import i64, ptr
 from .model import Record, Skip
 from .peers import Peers
@@ -107,14 +108,7 @@ def _gemm(ctx: Ctx, dt: str, n: int) -> list[Record]:
         c = new()
         return Prepared(ctx.peers.cutile().matmul_launch(a, b, c), c, note="tiles 128x128x64")
 
-    def tilegym() -> Prepared:
-        ops = ctx.peers.tilegym().ops
-        return Prepared(lambda: ops.matmul(a, b), note="tilegym.ops.matmul, cutile backend")
-
-    def eager() -> Prepared:
-        c = new()
-        return Prepared(lambda: torch.matmul(a, b, out=c), c, note="cuBLAS")
-
+    tilegym, eager = peer_builders(ctx, a, b, new)
     impls = device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
     return run_device_case(ctx, case, impls)
 
@@ -181,3 +175,17 @@ def _values(stored: np.ndarray, dt: str) -> np.ndarray:
 
     vals = stored if dt == "f16" else bf16_to_f32(stored)
     return np.asarray(vals, dtype=np.float64)
+
+
+def peer_builders(ctx: Ctx, a: Any, b: Any, new: Callable[[], Any]) -> tuple[Builder, Builder]:
+    """TileGym's matmul and cuBLAS (torch) on a @ b (also the shapes family's)."""
+
+    def tilegym() -> Prepared:
+        ops = ctx.peers.tilegym().ops
+        return Prepared(lambda: ops.matmul(a, b), note="tilegym.ops.matmul, cutile backend")
+
+    def eager() -> Prepared:
+        c = new()
+        return Prepared(lambda: ctx.torch.matmul(a, b, out=c), c, note="cuBLAS")
+
+    return tilegym, eager

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import dry, tile_track
-from .harness import Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
+from .harness import Builder, Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
 from .kernels_cuda import f32, i64, ptr
 from .model import Record
 from .peers import Peers
@@ -162,6 +162,16 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
         kc, y = ctx.peers.cutile(), new()
         return Prepared(getattr(kc, f"{name}_launch")(*inputs, *scalars, y), y)
 
+    tilegym, eager = peer_builders(ctx, name, x, w, b)
+    return device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
+
+
+def peer_builders(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> tuple[Builder, Builder]:
+    """TileGym's and torch's `name` on (x, w, b): functional, so their results are checked
+    (also the shapes family's)."""
+    torch = ctx.torch
+    cols = x.shape[1]
+
     def tilegym() -> Prepared:
         ops = ctx.peers.tilegym().ops
         run = {
@@ -180,7 +190,7 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
         }[name]
         return Prepared(run)
 
-    return device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
+    return tilegym, eager
 
 
 # ------------------------------------------------------------------------------- dry run

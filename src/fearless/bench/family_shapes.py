@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dry
+from . import dry, family_gemm, family_rows
 from .harness import Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .model import FEARLESS_TILE, Record, Skip
 from .peers import Peers
@@ -141,24 +141,7 @@ def _rows(ctx: Ctx, op: str, dt: str, n: int) -> list[Record]:
         kt, y = ctx.peers.triton(), new()
         return Prepared(getattr(kt, f"{op}_launch")(*inputs, y), y)
 
-    def tilegym() -> Prepared:
-        ops = ctx.peers.tilegym().ops
-        run = {
-            "softmax": lambda: ops.softmax(x),
-            "rms_norm": lambda: ops.rms_norm(x, None, w, EPS),
-            "layer_norm": lambda: ops.layer_norm_legacy(x, None, w, b, EPS),
-        }[op]
-        return Prepared(run, note="tilegym.ops, cutile backend")
-
-    def eager() -> Prepared:
-        fn = torch.nn.functional
-        run = {
-            "softmax": lambda: torch.softmax(x, dim=1),
-            "rms_norm": lambda: fn.rms_norm(x, (n,), w, EPS),
-            "layer_norm": lambda: fn.layer_norm(x, (n,), w, b, EPS),
-        }[op]
-        return Prepared(run)
-
+    tilegym, eager = family_rows.peer_builders(ctx, op, x, w, b)
     skip = _skip(NO_SIMT)
     impls = device_impls(skip, tile, skip, triton, skip, eager, tilegym=tilegym)
     return run_device_case(ctx, case, impls)
@@ -190,14 +173,7 @@ def _gemm(ctx: Ctx, dt: str, m: int, n: int, k: int) -> list[Record]:
         c, kt = new(), ctx.peers.triton()
         return Prepared(kt.matmul_launch(a, b, c), c, note=f"config {kt.MATMUL_CONFIG}")
 
-    def tilegym() -> Prepared:
-        ops = ctx.peers.tilegym().ops
-        return Prepared(lambda: ops.matmul(a, b), note="tilegym.ops.matmul, cutile backend")
-
-    def eager() -> Prepared:
-        c = new()
-        return Prepared(lambda: torch.matmul(a, b, out=c), c, note="cuBLAS")
-
+    tilegym, eager = family_gemm.peer_builders(ctx, a, b, new)
     skip = _skip(NO_SIMT)
     impls = device_impls(skip, tile, skip, triton, skip, eager, tilegym=tilegym)
     return run_device_case(ctx, case, impls)

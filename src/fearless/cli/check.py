@@ -19,7 +19,9 @@ kernels defined in the file or imported from a module file found next to it or o
 Directories are searched for `*.py` (hidden folders and `__pycache__` skipped; only regular
 files are read: a FIFO, socket or device named `*.py` is skipped with a note). Files are decoded
 as Python does (a PEP 263 coding line, a BOM, else UTF-8). A diagnostic on a line that says
-`# fearless: ignore` is dropped (a launch made on purpose to show the error).
+`# fearless: ignore` is dropped (a launch made on purpose to show the error), and so is one
+inside a `with pytest.raises(BorrowError):` block (or `MovedError`, `FearlessError`: a test that
+expects that error; `expected_errors`).
 
 Generated code may nest deeply (`x + x + ...` with thousands of terms nests the AST as deep),
 and parsing and walking it recurse per level: the check runs in a thread with a large stack and
@@ -140,7 +142,8 @@ def _check_source(source: str, file: str, resolver: Resolver | None) -> list[Fin
     src = Source(file, source)
     findings = [f for launch in obs.launches for f in launch_findings(launch, src)]
     findings += [use_finding(use, src) for use in obs.uses]
-    findings = [f for f in findings if not _ignored(f, src)]
+    expected = expected_errors(tree)
+    findings = [f for f in findings if not _ignored(f, src) and not _expected(f, expected)]
     return sorted(findings, key=Finding.sort_key)
 
 
@@ -280,6 +283,47 @@ def _ignored(finding: Finding, src: Source) -> bool:
         return False
     codes = {c.strip() for c in (m.group(1) or "").split(",") if c.strip()}
     return not codes or finding.diagnostic.code in codes
+
+
+# The exception each code raises at launch, and the broader classes that also catch it.
+RAISED_AS = {"E0502": "BorrowError", "E0382": "MovedError"}
+CATCH_ALL = frozenset({"FearlessError", "Exception", "BaseException"})
+
+
+def expected_errors(tree: ast.AST) -> list[tuple[int, int, frozenset[str]]]:
+    """(first line, last line, exception names) of each `with pytest.raises(E):` block (also
+    `raises(E)`, `self.assertRaises(E)`, a tuple of classes): a test that makes the error on
+    purpose."""
+    out: list[tuple[int, int, frozenset[str]]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.With | ast.AsyncWith):
+            continue
+        for item in node.items:
+            call = item.context_expr
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            callee = call.func
+            name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if name not in ("raises", "assertRaises"):
+                continue
+            first = call.args[0]
+            classes = first.elts if isinstance(first, ast.Tuple) else [first]
+            names = frozenset(
+                c.attr if isinstance(c, ast.Attribute) else getattr(c, "id", "") for c in classes
+            )
+            out.append((node.lineno, node.end_lineno or node.lineno, names))
+    return out
+
+
+def _expected(finding: Finding, blocks: list[tuple[int, int, frozenset[str]]]) -> bool:
+    """Whether `finding` stands in a block that expects the error it names (see above)."""
+    loc, raised = finding.diagnostic.loc, RAISED_AS.get(finding.diagnostic.code or "")
+    if loc is None or raised is None:
+        return False
+    return any(
+        first <= loc.line <= last and (raised in names or names & CATCH_ALL)
+        for first, last, names in blocks
+    )
 
 
 def _plural(n: int, word: str) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Annotation type names, by role (DESIGN section 2). `Const[...]` and dtypes are scalars.
-OUTPUT_KINDS = frozenset({"DisjointSlice", "Part"})
+OUTPUT_KINDS = frozenset({"DisjointSlice", "AtomicSlice", "Part"})
 INPUT_KINDS = frozenset({"Slice", "Tensor"})
 # The decorator, as a dotted path below `fearless`, and the track it makes.
 DECORATORS = {

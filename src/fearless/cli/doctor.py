@@ -158,6 +158,35 @@ def check_tileiras() -> Check:
     return Check("tileiras", "ok", f"{version}  {path} (libnvvm {libnvvm})")
 
 
+def check_disassembler() -> Check:
+    """nvdisasm or cuobjdump: only `fearless inspect --emit sass` needs one."""
+    from ..backends.sass import DISASSEMBLER_FIX
+
+    path = toolchain.find_sass_disassembler()
+    if path is None:
+        return Check(
+            "nvdisasm",
+            "warn",
+            "neither nvdisasm nor cuobjdump found (only `inspect --emit sass` needs one)",
+            DISASSEMBLER_FIX,
+        )
+    version = toolchain.tool_version(path) or "unknown version"
+    return Check("nvdisasm", "ok", f"{version}  {path}")
+
+
+def check_cuda_tile() -> Check:
+    """The cuda-tile package: the Tile track's bytecode encoders (backends/tileir.py)."""
+    fix = "the Tile track needs `pip install 'cuda-tile>=1.7,<1.9'`"
+    version = _version("cuda-tile")
+    if version is None:
+        return Check("cuda-tile", "warn", "not installed (only the Tile track needs it)", fix)
+    try:
+        importlib.import_module("cuda.tile")
+    except Exception as exc:
+        return Check("cuda-tile", "warn", f"{version}, but cannot import cuda.tile: {exc}", fix)
+    return Check("cuda-tile", "ok", version)
+
+
 def _check_dist(name: str, module: str, minimum: str) -> Check:
     fix = f"pip install '{name}>={minimum}'"
     try:
@@ -306,7 +335,9 @@ def run_checks() -> list[Check]:
         check_llvmlite,
         check_libdevice,
         check_ptxas,
+        check_disassembler,
         check_tileiras,
+        check_cuda_tile,
         check_cuda_core,
         check_cuda_bindings,
     ]

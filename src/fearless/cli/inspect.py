@@ -31,7 +31,9 @@ HELP = "print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="FILE::KERNEL", help="e.g. examples/vecadd.py::vecadd")
+    parser.add_argument(
+        "target", metavar="FILE::KERNEL", help="e.g. examples/simt_kernels.py::vecadd"
+    )
     parser.add_argument(
         "--emit", choices=STAGES, default="ir", help="the stage to print (default: ir)"
     )

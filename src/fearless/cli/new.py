@@ -3,7 +3,10 @@
     NAME/kernels.py        a SIMT vecadd and a Tile add
     NAME/main.py           runs both (GPU if there is one, else the simulator)
     NAME/test_kernels.py   pytest: both kernels against NumPy, and a refused aliasing launch
-    NAME/README.md         how to run and test it
+    NAME/README.md         how to set up (which Python has fearless), run and test it
+
+The closing hint names the Python that runs `fearless new` (it can import fearless): a plain
+`python main.py` fails unless that environment is active.
 
 Exit status: 0 created, 2 the folder exists and is not empty, or NAME is not a valid name.
 """
@@ -11,6 +14,7 @@ Exit status: 0 created, 2 the folder exists and is not empty, or NAME is not a v
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 KERNELS = '''"""Kernels of {name}: one per fearless track."""
@@ -109,8 +113,18 @@ README = """# {name}
 
 A [fearless](https://github.com/) project: memory-safe GPU kernels in Python.
 
+## Setup
+
+The Python that runs these files must have fearless installed. Either use the environment
+fearless is installed in (this project was made with `{python}`): activate it
+(`source {activate}`) or call its Python directly (`{python} main.py`), or install fearless
+into your own environment: `pip install fearless` (`pip install -e PATH` from a checkout).
+
+## Run
+
     python main.py          # runs the kernels (GPU if there is one, else the simulator)
     python -m pytest -q     # tests them on the simulator
+    fearless check .        # the static host-code check (aliasing, use after a move)
     fearless inspect kernels.py::vecadd --emit ptx    # the PTX of the SIMT kernel
 
 `kernels.py` has one kernel per track: `vecadd` (SIMT, one thread per element) and `add`
@@ -142,8 +156,21 @@ def run(args: argparse.Namespace) -> int:
         "test_kernels.py": TEST,
         "README.md": README,
     }
+    python, activate = _environment()
     for file, template in files.items():
-        (root / file).write_text(template.format(name=name))
+        (root / file).write_text(template.format(name=name, python=python, activate=activate))
         print(f"  created {root / file}")
-    print(f"\nnext: cd {root} && python main.py && python -m pytest -q")
+    print(
+        f"\nnext, with the Python fearless is installed in:\n"
+        f"  cd {root}\n  {python} main.py\n  {python} -m pytest -q\n"
+        f"(or activate that environment first: `source {activate}`, then `python main.py`; "
+        "in another environment, `pip install fearless` first)"
+    )
     return 0
+
+
+def _environment() -> tuple[str, str]:
+    """The Python running fearless now (it can import it) and its environment's activate script."""
+    python = Path(sys.executable)
+    activate = Path(sys.prefix) / "bin" / "activate"
+    return str(python), str(activate)

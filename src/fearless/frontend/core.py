@@ -235,8 +235,16 @@ class Lowerer(ABC, Generic[OperandT]):
         """An `if` on a run-time condition."""
 
     @abstractmethod
+    def lower_ifexp(self, node: ast.IfExp, cond: OperandT) -> OperandT:
+        """`a if cond else b` on a run-time condition (only the chosen arm's effects count)."""
+
+    @abstractmethod
     def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
         """`for target in range(*bounds)`, the form checked already."""
+
+    def lower_for_iter(self, node: ast.For, target: str) -> bool:
+        """`for target in <not range>`: lower it and say True, or False (not supported)."""
+        return False
 
     @abstractmethod
     def lower_return(self, node: ast.Return) -> None:
@@ -360,6 +368,8 @@ class Lowerer(ABC, Generic[OperandT]):
             and it.func.id == "range"
             and self.env.get("range") is None
         ):
+            if self.lower_for_iter(node, node.target.id):
+                return
             raise unsupported(f"iterating over `{ast.unparse(it)}`", self.loc(it), self.LOOP_HELP)
         if not 1 <= len(it.args) <= 3 or it.keywords:
             raise CompileError(
@@ -403,16 +413,27 @@ class Lowerer(ABC, Generic[OperandT]):
                 label="not found in this scope",
                 help="define it in the kernel or at module level before the first launch",
             )
-        return to_operand(obj, node.id)
+        return self.host_operand(obj, node.id, node)
+
+    def host_operand(self, obj: Any, name: str, node: ast.expr) -> OperandT | Weak | PyObj:
+        """A host object a kernel names (`x`, `mod.x`); a track may read some as values."""
+        return to_operand(obj, name)
 
     def expr_Attribute(self, node: ast.Attribute) -> OperandT | Weak | PyObj:
         base = self.expr(node.value)
         if isinstance(base, PyObj):
             if not hasattr(base.obj, node.attr):
+                fields = vars(base.obj) if hasattr(base.obj, "__dict__") else {}
+                names = [n for n in fields if not n.startswith("_")]
+                listed = ", ".join(f"`{n}`" for n in names)
                 raise CompileError(
-                    f"`{base.name}` has no attribute `{node.attr}`", self.loc(node), code="E0433"
+                    f"`{base.name}` has no attribute `{node.attr}`",
+                    self.loc(node),
+                    code="E0433",
+                    help=f"its attributes are {listed}" if listed and len(names) <= 8 else None,
                 )
-            return to_operand(getattr(base.obj, node.attr), f"{base.name}.{node.attr}")
+            name = f"{base.name}.{node.attr}"
+            return self.host_operand(getattr(base.obj, node.attr), name, node)
         return self.value_attribute(base, node)
 
     def expr_BinOp(self, node: ast.BinOp) -> OperandT:
@@ -436,6 +457,14 @@ class Lowerer(ABC, Generic[OperandT]):
             acc = self.binary(kind, acc, self.expr(op_node.right), self.loc(op_node))
         return acc
 
+    def expr_IfExp(self, node: ast.IfExp) -> OperandT:
+        """`a if c else b`: a condition known at compile time lowers only the arm it picks,
+        as an `if` statement does; otherwise the track selects (`lower_ifexp`)."""
+        cond = self.condition(node.test)
+        if isinstance(cond, Weak):
+            return self.expr(node.body if cond.value else node.orelse)
+        return self.lower_ifexp(node, cond)
+
     def expr_UnaryOp(self, node: ast.UnaryOp) -> OperandT | Weak:
         x = self.expr(node.operand)
         kind = UNARYOPS[type(node.op)]
@@ -457,7 +486,11 @@ class Lowerer(ABC, Generic[OperandT]):
                     help="kernels compare numbers with < <= > >= == !=",
                 )
             right = self.expr(right_node)
-            r = self.compare(pred, left, right, loc)
+            if isinstance(left, PyObj) and isinstance(right, PyObj) and pred in ("eq", "ne"):
+                # compile-time objects (`x.dtype == fl.f32`): decided now, like a literal
+                r: Any = Weak((left.obj == right.obj) == (pred == "eq"))
+            else:
+                r = self.compare(pred, left, right, loc)
             result = r if result is None else self.binary("and", result, r, loc)
             left = right
         assert result is not None

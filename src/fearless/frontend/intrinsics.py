@@ -192,9 +192,34 @@ class IntrinsicTable(Generic[L]):
         ]
 
 
-def host_function_error(name: str, loc: Location, help: str) -> CompileError:
+def kernel_launch_error(obj: object, name: str, loc: Location, help: str) -> CompileError | None:
+    """E0605 when `obj` is a fearless kernel (of either track, known by its
+    `__fearless_kernel__` marker) that a kernel launches or calls; None for anything else."""
+    if getattr(type(obj), "__fearless_kernel__", None) is None:
+        return None
+    return CompileError(
+        f"cannot launch the kernel `{name}` from inside a kernel",
+        loc,
+        code="E0605",
+        label="a kernel",
+        help=f"kernels are launched from the host: launch `{name}` there, before or after this "
+        f"one, or {help}",
+    )
+
+
+def host_function_error(
+    name: str,
+    loc: Location,
+    help: str,
+    kernel_form: Callable[[str], str | None] | None = None,
+) -> CompileError:
     """E0605, one wording for both tracks: a kernel called something that is not an intrinsic
-    (`help` says what the track can call instead)."""
+    (`help` says what the track can call instead). For a NumPy function (`np.exp`),
+    `kernel_form(function name)` names the track's own function of that name, if it has one."""
+    module, _, function = name.rpartition(".")
+    form = kernel_form(function) if kernel_form and module in ("np", "numpy") else None
+    if form is not None:
+        help = f"NumPy functions run on the host; in a kernel call {form}"
     return CompileError(
         f"cannot call `{name}` from a kernel: it is a host Python function",
         loc,

@@ -62,9 +62,13 @@ class LoopTypes(Generic[T]):
             self.origin[value] = origin
 
     def retry_if_guessed(self, value: object, wanted: T) -> None:
-        """Re-lower the loop whose guess `value` is, with the type `wanted`; else do nothing."""
+        """Re-lower the loop whose guess `value` is, with the type `wanted`; else do nothing.
+
+        A literal adopts only a type it fits (dtypes.literal_fits): an int literal's guess may
+        become any number type, a float literal's only another float type. `s = 0.0` then
+        `s += j` with an i64 `j` is the mixed-kind error of `s + j`, not an i64 `s`."""
         origin = self.origin.get(value) if isinstance(value, Value) else None
-        if origin is not None:
+        if origin is not None and _literal_may_become(value, wanted):
             raise LoopRetry(origin[0], origin[1], wanted)
 
     def lower(
@@ -91,3 +95,16 @@ class LoopTypes(Generic[T]):
                     raise  # pragma: no cover - the retry would not converge
                 hints[retry.name] = cast(T, retry.type)
                 restore()
+
+
+def _literal_may_become(value: object, wanted: object) -> bool:
+    """Whether a value guessed from a literal of its dtype's kind may take `wanted`'s dtype."""
+    have = getattr(getattr(value, "type", None), "dtype", None)
+    want = getattr(wanted, "dtype", None)
+    if have is None or want is None:
+        return True
+    if have.is_float:
+        return bool(want.is_float)
+    if have.is_bool:
+        return bool(want.is_bool)
+    return True

@@ -253,9 +253,13 @@ def load_source(func: Callable[..., Any]) -> FunctionSource:
         file = inspect.getsourcefile(func) or "<unknown>"
         lines, first_line = inspect.getsourcelines(func)
     except (OSError, TypeError) as exc:
+        code = getattr(func, "__code__", None)
+        where = None if code is None else Location(code.co_filename, code.co_firstlineno, 0)
         raise CompileError(
             f"cannot read the source of `{getattr(func, '__name__', func)}`",
-            help="kernels must be defined in a file (not typed at the interactive prompt)",
+            where,
+            help="kernels must be defined in a .py file: not typed at the interactive prompt, "
+            "nor made by exec() or eval() of a string (the compiler reads the kernel's source)",
         ) from exc
     raw = "".join(lines)
     text = textwrap.dedent(raw)

@@ -37,7 +37,8 @@ class ScalarType(Type):
 
 @dataclass(frozen=True)
 class ArrayType(Type):
-    """An array parameter: `Slice` (read-only) or `DisjointSlice` (per-thread writable).
+    """An array parameter: `Slice` (read-only), `DisjointSlice` (per-thread writable) or
+    `AtomicSlice` (`atomic`: read and written only by atomic ops, at any index).
 
     `ndim` is 1 or 2; a 2-D array is C-contiguous (row-major), indexed `a[row, col]`.
     """
@@ -45,21 +46,42 @@ class ArrayType(Type):
     dtype: DType
     disjoint: bool
     ndim: int = 1
+    atomic: bool = False
+    # A block's shared-memory array (`simt.shared.array`): its static shape; None for the
+    # parameters, which live in global memory.
+    shared: tuple[int, ...] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The annotation's name: `Slice`, `DisjointSlice`, `AtomicSlice` or `Shared`."""
+        if self.shared is not None:
+            return "Shared"
+        return "AtomicSlice" if self.atomic else "DisjointSlice" if self.disjoint else "Slice"
 
     def __str__(self) -> str:
+        if self.shared is not None:
+            return f"Shared[{self.dtype.name}, {', '.join(map(str, self.shared))}]"
         rank = f", {self.ndim}" if self.ndim != 1 else ""
-        return f"{'DisjointSlice' if self.disjoint else 'Slice'}[{self.dtype.name}{rank}]"
+        return f"{self.kind}[{self.dtype.name}{rank}]"
 
 
 @dataclass(frozen=True)
 class ThreadIndexType(Type):
-    """The witness `simt.thread.index_1d()` returns: an i64 >= 0, unique per thread."""
+    """The witness `simt.thread.index_1d()` returns: an i64 >= 0, unique per thread.
+
+    With `block`, the witness `simt.thread.block_index_1d()` returns: the thread's linear
+    position in its block, unique within the block (it opens shared memory, never a
+    DisjointSlice).
+    """
+
+    block: bool = False
 
     def __str__(self) -> str:
-        return "ThreadIndex"
+        return "BlockIndex" if self.block else "ThreadIndex"
 
 
 THREAD_INDEX = ThreadIndexType()
+BLOCK_INDEX = ThreadIndexType(block=True)
 
 
 @dataclass(frozen=True)
@@ -68,13 +90,19 @@ class ThreadIndex2DType(Type):
 
     It has no scalar value of its own: `t.row` and `t.col` are plain i64 values, and only the
     pair itself opens a 2-D DisjointSlice (`c[t]`). It never becomes a block argument.
+
+    With `block`, the pair `simt.thread.block_index_2d()` returns: (tid.y + ntid.y * tid.z,
+    tid.x), unique within the block; it opens 2-D shared arrays, never a DisjointSlice.
     """
 
+    block: bool = False
+
     def __str__(self) -> str:
-        return "ThreadIndex2D"
+        return "BlockIndex2D" if self.block else "ThreadIndex2D"
 
 
 THREAD_INDEX_2D = ThreadIndex2DType()
+BLOCK_INDEX_2D = ThreadIndex2DType(block=True)
 
 
 def scalar(dtype: DType) -> ScalarType:

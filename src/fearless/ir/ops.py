@@ -16,17 +16,57 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   thread.index_1d     blockIdx.x * blockDim.x + threadIdx.x as a ThreadIndex (i64)
   thread.index_2d     the pair (row, col) = (ctaid.y * ntid.y + tid.y, ctaid.x * ntid.x + tid.x)
                       as a ThreadIndex2D; it has no scalar value of its own
-  thread.reg  reg     a special register (tid.x ntid.x ctaid.x nctaid.x ... y z) as i32
-  index.int           a ThreadIndex seen as its plain i64 value
+  thread.reg  reg     a special register (tid.x ntid.x ctaid.x nctaid.x ... y z, laneid) as
+                      i32; laneid is the thread's position in its warp: its linear position in
+                      the block (x fastest) mod 32
+  thread.block_index_2d  the pair (tid.y + ntid.y * tid.z, tid.x) as a BlockIndex2D: unique
+                      within the block, no scalar value of its own (as thread.index_2d)
+  thread.block_index_1d  the thread's linear position in its block, tid.x + ntid.x * (tid.y +
+                      ntid.y * tid.z), as a BlockIndex (i64): unique within the block
+  index.int           a ThreadIndex (or BlockIndex) seen as its plain i64 value
+  index.advance       (ThreadIndex %i, i64 %g) -> ThreadIndex %i + %g: the next step of
+                      `simt.thread.grid_stride`; %g is the launch's thread count along x,
+                      nctaid.x * ntid.x (the verifier checks that it is computed so), which
+                      keeps the steps of two threads apart
   index.axis  axis    one coordinate of a ThreadIndex2D (0: row, 1: col) as a plain i64
   len  {axis}         an array's extent along `axis` (i64); the attribute is printed only for
                       2-D arrays, and a 1-D array's length is its extent along axis 0
   load / store        element access with one i64 index per axis (a 2-D array is row-major:
                       element (r, c) is at r * shape[1] + c); *unchecked*: the bounds pass
+  atomic.rmw  kind    `kind` in add sub max min exch on one element of an AtomicSlice (operands:
+                      the array, an i64 index, the value); the result is the element's old value.
+                      One indivisible read-modify-write: concurrent ones on one element act one
+                      after another in some order. Integers wrap; float `sub` adds the
+                      negation; float max/min are `math.fmax`/`fmin` of (old, value)
+  atomic.cas          compare-and-swap (operands: array, index, expected, value): stores the
+                      value when the element equals `expected` bit for bit; the result is the
+                      old element. Both atomics are unchecked; the bounds pass checks the index
   check.bounds sites  adds one check per axis before each access unless proven; stops the
                       thread and records the site in the device error record when not
                       0 <= index < length; grouped checks pass only if all pairs pass, and
                       report the first failing pair
+  shared.alloc        a block's shared-memory array of a static shape (`Shared[f32, 256]`):
+                      one per thread block, its elements undefined until written; loads and
+                      stores index it as a parameter array (its `len` is the static extent)
+  barrier             `simt.syncthreads()`: the thread waits until every thread of its block
+                      has reached this barrier; shared-memory writes before it are visible
+                      to every thread of the block after it. WRITE: never moved or dropped
+  warp.shfl  mode     (value, i32 b) -> the value of another lane of the warp: `idx` lane b & 31,
+                      `down` lane + b, `xor` lane ^ b (b unsigned); a lane whose source lane
+                      is past 31 or past the warp's last thread gets its own value
+  warp.vote  kind     `all` / `any` of a bool over the warp's threads (bool), or `ballot`: bit k
+                      set when lane k's bool is true (u32)
+  warp.reduce  op     `sum` / `max` / `min` (the binary add / max / min) over the warp's threads,
+                      to every thread of the warp, in the order of a shfl.down tree
+                      (offsets 16, 8, 4, 2, 1) whose missing lanes are the identity
+  block.reduce  op    the same over the block: the warps' trees, then one tree over the
+                      warps' totals (warp w's total at lane w)
+  block.scan  op      the inclusive prefix over the block's linear thread order: a shfl.up
+                      scan per warp (offsets 1, 2, 4, 8, 16: lane l takes op(v[l - d], v[l])),
+                      the same scan over the warps' totals, and op(prefix of the warps before,
+                      own warp's prefix)
+                      Every thread of the block runs a collective (warp or block) together:
+                      the uniformity check puts them where the barrier may stand
   br / cond_br / return
 """
 
@@ -47,6 +87,22 @@ from .core import (
     Op,
     ScalarType,
     Value,
+)
+from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Name>`)
+    COLLECTIVE_DTYPES,
+    COLLECTIVE_OPS,
+    COLLECTIVES,
+    SHUFFLE_MODES,
+    VOTE_KINDS,
+    Barrier,
+    BlockIndex1D,
+    BlockIndex2D,
+    BlockReduce,
+    BlockScan,
+    SharedAlloc,
+    WarpReduce,
+    WarpShuffle,
+    WarpVote,
 )
 
 BOOL = ScalarType(dtypes.bool_)
@@ -118,7 +174,9 @@ MATH_FNS: dict[str, int] = {
     "fmax": 2,
     "fma": 3,
 }
-SPECIAL_REGS = frozenset(f"{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz")
+SPECIAL_REGS = frozenset(
+    [f"{r}.{a}" for r in ("tid", "ntid", "ctaid", "nctaid") for a in "xyz"] + ["laneid"]
+)
 
 
 class Constant(Op):
@@ -234,6 +292,15 @@ class SpecialReg(Op):
         return self.attrs["reg"]  # type: ignore[no-any-return]
 
 
+class IndexAdvance(Op):
+    """`i + g` of a ThreadIndex `i` and the launch's thread count `g`: still the witness."""
+
+    opname = "index.advance"
+
+    def __init__(self, index: Value, stride: Value, loc: Location) -> None:
+        super().__init__([index, stride], [THREAD_INDEX], loc)
+
+
 class IndexToInt(Op):
     opname = "index.int"
 
@@ -291,6 +358,47 @@ class Store(Op):
     @property
     def indices(self) -> list[Value]:
         return self.operands[1:-1]
+
+
+ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch"])
+
+
+class AtomicRMW(Op):
+    """`simt.atomic.<kind>(array, index, value)`: operands array, i64 index, value; the result
+    is the old element. WRITE: never dropped, never moved across other memory ops."""
+
+    opname = "atomic.rmw"
+    effect = Effect.WRITE
+
+    def __init__(self, kind: str, array: Value, index: Value, value: Value, loc: Location) -> None:
+        assert kind in ATOMIC_KINDS, kind
+        assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
+        super().__init__([array, index, value], [ScalarType(array.type.dtype)], loc, kind=kind)
+
+    @property
+    def kind(self) -> str:
+        return self.attrs["kind"]  # type: ignore[no-any-return]
+
+    @property
+    def indices(self) -> list[Value]:
+        return self.operands[1:2]
+
+
+class AtomicCAS(Op):
+    """`simt.atomic.cas(array, index, expected, value)`: the result is the old element."""
+
+    opname = "atomic.cas"
+    effect = Effect.WRITE
+
+    def __init__(
+        self, array: Value, index: Value, expected: Value, value: Value, loc: Location
+    ) -> None:
+        assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
+        super().__init__([array, index, expected, value], [ScalarType(array.type.dtype)], loc)
+
+    @property
+    def indices(self) -> list[Value]:
+        return self.operands[1:2]
 
 
 class BoundsCheck(Op):

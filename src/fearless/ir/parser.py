@@ -218,6 +218,26 @@ def _make_check(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: 
     return op
 
 
+def _atomic_array(s: OpSyntax, operands: list[Value]) -> None:
+    t = _array_operand(s, operands)
+    _need(s, t.atomic, f"`{s.name.text}` needs an AtomicSlice, not {t}", s.operands[0])
+
+
+def _make_atomic_rmw(
+    s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location
+) -> Op:
+    _atomic_array(s, operands)
+    kind = _choice(s, attrs, "kind", ops.ATOMIC_KINDS)
+    return ops.AtomicRMW(kind, operands[0], operands[1], operands[2], loc)
+
+
+def _make_atomic_cas(
+    s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location
+) -> Op:
+    _atomic_array(s, operands)
+    return ops.AtomicCAS(operands[0], operands[1], operands[2], operands[3], loc)
+
+
 # opname -> (operand count or None when the maker checks it, result count, attrs, optional
 # attrs, maker)
 _SPECS: dict[str, tuple[int | None, int, frozenset[str], frozenset[str], _Maker]] = {}
@@ -257,6 +277,35 @@ _spec("math", None, 1, "fn", _make_math)
 _spec("thread.index_1d", 0, 1, "", lambda s, o, a, loc: ops.ThreadIndex1D(loc))
 _spec("thread.index_2d", 0, 1, "", lambda s, o, a, loc: ops.ThreadIndex2D(loc))
 _spec("index.axis", 1, 1, "axis", _make_axis)
+_spec("thread.block_index_1d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex1D(loc))
+_spec("thread.block_index_2d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex2D(loc))
+_spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
+_spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
+_spec(
+    "warp.shfl",
+    2,
+    1,
+    "mode",
+    lambda s, o, a, loc: ops.WarpShuffle(_choice(s, a, "mode", ops.SHUFFLE_MODES), o[0], o[1], loc),
+)
+_spec(
+    "warp.vote",
+    1,
+    1,
+    "kind",
+    lambda s, o, a, loc: ops.WarpVote(_choice(s, a, "kind", ops.VOTE_KINDS), o[0], loc),
+)
+
+
+def _collective_maker(cls: type[ops.WarpReduce]) -> _Maker:
+    def make(s: OpSyntax, o: list[Value], a: dict[str, Any], loc: Location) -> Op:
+        return cls(_choice(s, a, "op", ops.COLLECTIVE_OPS), o[0], loc)
+
+    return make
+
+
+for _cls in (ops.WarpReduce, ops.BlockReduce, ops.BlockScan):
+    _spec(_cls.opname, 1, 1, "op", _collective_maker(_cls))
 _spec(
     "thread.reg",
     0,
@@ -265,11 +314,27 @@ _spec(
     lambda s, o, a, loc: ops.SpecialReg(_choice(s, a, "reg", ops.SPECIAL_REGS), loc),
 )
 _spec("index.int", 1, 1, "", lambda s, o, a, loc: ops.IndexToInt(o[0], loc))
+_spec("index.advance", 2, 1, "", lambda s, o, a, loc: ops.IndexAdvance(o[0], o[1], loc))
 _spec("len", 1, 1, "axis?", _make_len)
 _spec("load", None, 1, "", _make_load)
 _spec("store", None, 0, "", _make_store)
 _spec("check.bounds", None, 0, "sites", _make_check)
+_spec("atomic.rmw", 3, 1, "kind", _make_atomic_rmw)
+_spec("atomic.cas", 4, 1, "", _make_atomic_cas)
 _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
+
+
+def _make_shared(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
+    t = s.result_types[0] if s.result_types else None
+    _need(
+        s,
+        isinstance(t, ArrayType) and t.shared is not None,
+        f"shared.alloc gives a Shared array, not {t}",
+    )
+    assert isinstance(t, ArrayType) and t.shared is not None
+    name = attrs.get("name", "")
+    _need(s, isinstance(name, str), f"name is a string, not {name!r}")
+    return ops.SharedAlloc(t.dtype, t.shared, loc, name)
 
 
 def _make_cast(s: OpSyntax, operands: list[Value], loc: Location) -> Op:
@@ -441,6 +506,8 @@ def _build(header: Line, syntax: list[BlockSyntax], filename: str) -> Function:
             for v in placeholders:
                 v.owner = op
             op.results = placeholders
+            if isinstance(op, ops.SharedAlloc) and "name" in op.attrs:
+                op.name_array(op.attrs["name"])  # its value is named after the user's variable
             block.append(op)
     fn.number()
     return fn

@@ -16,7 +16,15 @@ from typing import Any, NamedTuple
 
 from .. import dtypes
 from ..errors import Location
-from .core import THREAD_INDEX, THREAD_INDEX_2D, ArrayType, ScalarType, Type
+from .core import (
+    BLOCK_INDEX,
+    BLOCK_INDEX_2D,
+    THREAD_INDEX,
+    THREAD_INDEX_2D,
+    ArrayType,
+    ScalarType,
+    Type,
+)
 
 
 class IRParseError(ValueError):
@@ -149,9 +157,25 @@ def read_type(ln: Line) -> Type:
         return _SCALARS[t.text]
     if t.text == "ThreadIndex":
         return THREAD_INDEX
+    if t.text == "BlockIndex":
+        return BLOCK_INDEX
+    if t.text == "BlockIndex2D":
+        return BLOCK_INDEX_2D
+    if t.text == "Shared":
+        ln.expect("punct", "[")
+        d = ln.expect("name", what="a dtype")
+        if d.text not in _SCALARS:
+            raise ln.error(f"unknown dtype `{d.text}`", d)
+        dims = []
+        while ln.accept("punct", ","):
+            dims.append(int(ln.expect("number", what="an extent").text))
+        ln.expect("punct", "]")
+        if not 1 <= len(dims) <= 2 or min(dims) < 1:
+            raise ln.error("a Shared array has 1 or 2 positive extents", d)
+        return ArrayType(_SCALARS[d.text].dtype, False, len(dims), shared=tuple(dims))
     if t.text == "ThreadIndex2D":
         return THREAD_INDEX_2D
-    if t.text in ("Slice", "DisjointSlice"):
+    if t.text in ("Slice", "DisjointSlice", "AtomicSlice"):
         ln.expect("punct", "[")
         d = ln.expect("name", what="a dtype")
         if d.text not in _SCALARS:
@@ -163,7 +187,8 @@ def read_type(ln: Line) -> Type:
                 raise ln.error(f"an array has rank 1 or 2, not {n.text}", n)
             ndim = int(n.text)
         ln.expect("punct", "]")
-        return ArrayType(_SCALARS[d.text].dtype, t.text == "DisjointSlice", ndim)
+        dtype = _SCALARS[d.text].dtype
+        return ArrayType(dtype, t.text == "DisjointSlice", ndim, atomic=t.text == "AtomicSlice")
     raise ln.error(f"unknown type `{t.text}`", t)
 
 

@@ -45,6 +45,7 @@ class TileParam:
     tile: tuple[int, ...] | None = None
     value: Any = None
     align: tuple[int, ...] = ()
+    group: int = 0  # a Part's grouped order (tile.grouped), 0: row-major (tile/order.py)
 
     @property
     def is_array(self) -> bool:

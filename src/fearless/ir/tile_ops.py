@@ -9,7 +9,11 @@ if's results). `regions(op)` lists the blocks an op holds, for the passes that w
 
 Ownership is built into the ops: `tile.store` takes no index. It writes the Part's tile whose
 coordinates are this block's ids, and the launch makes the grid equal to the partition's, so
-two blocks never write one element (DESIGN section 1, rule 1).
+two blocks never write one element (DESIGN section 1, rule 1). `tile.store_at` takes the
+tile's index, and only the frontend's `for t in part.tiles():` emits it, with the index of a
+tile that loop gave this block: block b of G walks the tiles b, b + G, b + 2G, ... (in
+row-major order), so blocks still never share a tile, whatever the grid
+(tile/persistent.py).
 """
 
 from __future__ import annotations
@@ -103,6 +107,16 @@ class Store(Op):
 
     def __init__(self, part: Value, value: Value, loc: Location) -> None:
         super().__init__([part, value], [], loc)
+
+
+class StoreAt(Op):
+    """Write `value` to tile `index` of a Part: only at an index `part.tiles()` gave this block."""
+
+    opname = "tile.store_at"
+    effect = Effect.WRITE
+
+    def __init__(self, part: Value, value: Value, index: Sequence[Value], loc: Location) -> None:
+        super().__init__([part, value, *index], [], loc)
 
 
 class Binary(Op):

@@ -34,12 +34,14 @@ class TileType(Type):
 class ArrayParamType(Type):
     """A global-memory array parameter: a `Part` (this block's tile of an output) or a `Tensor`.
 
-    `tile` is the static tile shape of a Part (the partition's), None for a Tensor.
+    `tile` is the static tile shape of a Part (the partition's), None for a Tensor; `group`
+    the partition's grouped order (`tile.grouped(group)`, tile/order.py), 0 for row-major.
     """
 
     dtype: DType
     ndim: int
     tile: tuple[int, ...] | None = None
+    group: int = 0
 
     @property
     def is_part(self) -> bool:
@@ -47,7 +49,8 @@ class ArrayParamType(Type):
 
     def __str__(self) -> str:
         if self.tile is not None:
-            return f"Part[{self.dtype.name}, tile={self.tile}]"
+            grouped = f", grouped={self.group}" if self.group else ""
+            return f"Part[{self.dtype.name}, tile={self.tile}{grouped}]"
         return f"Tensor[{self.dtype.name}, {self.ndim}d]"
 
 

@@ -3,26 +3,48 @@
 Checks: every block ends in exactly one terminator; branch arguments match the target's
 arguments in number and type; every operand is defined by an op or block argument that
 dominates its use; op-specific typing rules (operands of one type, one i64 index per axis of
-the array, ...); a ThreadIndex2D is never a block argument.
+the array; an atomic's array is an AtomicSlice and its values of the element type, ...); a
+ThreadIndex2D is never a block argument.
 """
 
 from __future__ import annotations
 
+from .. import dtypes
 from ..errors import InternalError
 from .analysis import dominators
-from .core import THREAD_INDEX_2D, ArrayType, Block, Function, Op, ScalarType, Value
+from .core import (
+    THREAD_INDEX,
+    ArrayType,
+    Block,
+    Function,
+    Op,
+    ScalarType,
+    ThreadIndex2DType,
+    Value,
+)
 from .ops import (
+    COLLECTIVE_DTYPES,
     I64,
     ArrayLen,
+    AtomicCAS,
+    AtomicRMW,
     Binary,
+    BlockReduce,
+    BlockScan,
     BoundsCheck,
     Br,
     Compare,
     CondBr,
+    IndexAdvance,
     Load,
     Select,
+    SharedAlloc,
+    SpecialReg,
     Store,
     ThreadIndexAxis,
+    WarpReduce,
+    WarpShuffle,
+    WarpVote,
     branch_args,
 )
 
@@ -41,7 +63,7 @@ def verify(fn: Function) -> None:
     for b in fn.blocks:
         for a in b.args:
             defined_in[a] = (b, -1)
-            if a.type == THREAD_INDEX_2D:
+            if isinstance(a.type, ThreadIndex2DType):
                 raise _fail(fn, f"block argument {a!r} is a ThreadIndex2D")
         for i, op in enumerate(b.ops):
             for r in op.results:
@@ -88,16 +110,57 @@ def _check_types(fn: Function, op: Op) -> None:
         ok = isinstance(arr, ArrayType) and len(idx) == arr.ndim and all(i.type == I64 for i in idx)
         if isinstance(op, Store) and isinstance(arr, ArrayType):
             ok = ok and op.operands[-1].type == ScalarType(arr.dtype)
+    elif isinstance(op, AtomicRMW | AtomicCAS):
+        arr = op.operands[0].type
+        ok = (
+            isinstance(arr, ArrayType)
+            and arr.atomic
+            and arr.ndim == 1
+            and op.operands[1].type == I64
+            and all(v.type == ScalarType(arr.dtype) for v in op.operands[2:])
+        )
     elif isinstance(op, BoundsCheck):
         ok = len(op.operands) == 2 * len(op.sites) and all(v.type == I64 for v in op.operands)
     elif isinstance(op, ArrayLen):
         arr = op.operands[0].type
         ok = isinstance(arr, ArrayType) and 0 <= op.axis < arr.ndim
+    elif isinstance(op, WarpShuffle):
+        ok = op.operands[1].type == ScalarType(dtypes.i32) and _collective_type(op.operands[0])
+    elif isinstance(op, WarpVote):
+        ok = op.operands[0].type == ScalarType(dtypes.bool_)
+    elif isinstance(op, WarpReduce | BlockReduce | BlockScan):
+        ok = _collective_type(op.operands[0])
+    elif isinstance(op, SharedAlloc):
+        t = op.result.type
+        ok = isinstance(t, ArrayType) and t.shared is not None and len(t.shared) == t.ndim
     elif isinstance(op, ThreadIndexAxis):
-        ok = op.operands[0].type == THREAD_INDEX_2D
+        ok = isinstance(op.operands[0].type, ThreadIndex2DType)
+    elif isinstance(op, IndexAdvance):
+        ok = op.operands[0].type == THREAD_INDEX and _is_thread_count(op.operands[1])
     elif isinstance(op, CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
     elif isinstance(op, Br):
         ok = True
     if not ok:
         raise _fail(fn, "operand types do not fit", op)
+
+
+def _collective_type(v: Value) -> bool:
+    """The values warp and block collectives move: 32- and 64-bit numbers."""
+    return isinstance(v.type, ScalarType) and v.type.dtype.name in COLLECTIVE_DTYPES
+
+
+def _is_thread_count(v: Value) -> bool:
+    """`v` is nctaid.x * ntid.x (either order) in i64: the only stride of `index.advance`."""
+    op = v.owner
+    if not (isinstance(op, Binary) and op.kind == "mul" and v.type == I64):
+        return False
+    regs = set()
+    for x in op.operands:
+        cast = x.owner
+        if isinstance(cast, Op) and cast.opname == "cast":
+            x = cast.operands[0]
+        reg = x.owner
+        if isinstance(reg, SpecialReg):
+            regs.add(reg.reg)
+    return regs == {"nctaid.x", "ntid.x"}

@@ -6,6 +6,7 @@ so that a mistake reads the same on the simulator and the GPU, in the SIMT and t
     arity_error    E0061  the number of arguments
     dtype_error    E0701  an array whose element type is not the parameter's
     scalar_error   E0701  a scalar its parameter's type cannot hold (`scalar_fits` is the rule)
+    readonly_error E0701  a read-only host array passed as an output
 
 `bind_args` is the slow path of a SIMT launch on the simulator: it raises every error and
 returns what each parameter receives. The warm GPU launchers (runtime/launch.py, tile/fastpath.py)
@@ -80,6 +81,17 @@ def dtype_error(kernel: str, param: str, have: str, want: DType) -> KernelTypeEr
     )
 
 
+def readonly_error(param: str) -> KernelTypeError:
+    """E0701: a read-only host array (a NumPy array with `writeable=False`) passed as an output."""
+    return KernelTypeError(
+        f"argument `{param}` is a read-only array but the kernel writes it",
+        user_location(),
+        code="E0701",
+        help="pass a writable array (`x.copy()`, or set `x.flags.writeable = True` if you own "
+        "its memory)",
+    )
+
+
 def scalar_error(param: str, value: object, dtype: DType) -> KernelTypeError:
     """E0701: `value` is not a `dtype` scalar (see `scalar_fits`)."""
     return KernelTypeError(
@@ -102,6 +114,8 @@ def bind_args(
             info = describe(a, target, name=p.name, ndim=p.ndim)
             if info.dtype != p.dtype:
                 raise dtype_error(name, p.name, info.dtype.name, p.dtype)
+            if p.is_output and info.host is not None and not info.host.flags.writeable:
+                raise readonly_error(p.name)
             out.append(info)
         else:
             if not scalar_fits(a, p.dtype):

@@ -1,5 +1,8 @@
 """The launch-time borrow check: no output array shares a byte with any other array argument.
 
+Outputs are `DisjointSlice` and `AtomicSlice` parameters (`ParamSpec.is_output`): an
+AtomicSlice aliasing an input would let a thread's atomic change what another thread reads.
+
 This is what lets every array parameter be `noalias` in the generated code. Arrays are compared
 as byte ranges [ptr, ptr + nbytes), so two views of one storage collide exactly when their
 bytes do (disjoint halves of one buffer are fine), whichever library made the views. Read-only

@@ -42,6 +42,11 @@ def format_index_error(ck: CompiledKernel, record_words: Sequence[int]) -> Kerne
         else:  # a 2-D access: each axis is checked on its own
             notes = [f"{verb} `{info.param}` on axis {info.axis} of `{info.param}` {where}"]
             bound = f"`{info.param}.shape[{info.axis}]`"
+        if info.unsafe:
+            notes.append(
+                "this access stands inside `with simt.unsafe():`, so the kernel is unsafe "
+                "here: its index is not proven to be this thread's own (the bounds check ran)"
+            )
         return KernelIndexError(
             f"index out of bounds: the len is {length} but the index is {index}",
             info.loc,

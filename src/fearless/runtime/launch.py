@@ -15,7 +15,8 @@ arrays in CPython; the same checks written out straight-line for one signature c
 launchers for the same reason. The generated function does exactly this, in order:
 
     1. grid/block: a dict hit once the pair was validated (`plan.check_dims` on a miss);
-    2. per array: pointer, length and dtype, dtype compared with the ParamSpec's. Inline for
+    2. per array: pointer, length and dtype, dtype compared with the ParamSpec's (an array
+       that is no device memory goes to `_host_arrays`: NumPy arrays are copied). Inline for
        an fl.Tensor (its fields) and for a plain torch.Tensor (shape, is_cuda, get_device,
        is_contiguous, dtype against the parameter's torch dtype, data_ptr: 0.35 us, against
        0.55 us through `_extract_torch`); other types (torch subclasses too, whose accessors
@@ -66,6 +67,7 @@ from .contract import (
     requires_values,
 )
 from .device_errors import ErrorPool, default_pool
+from .host_arrays import finish, stage
 from .location import user_location
 from .params import ParamPacker, bf16_bits
 from .streams import Stream, stream_handle
@@ -180,6 +182,17 @@ class GpuLaunchPlan:
             help=f"pass a {spec.ndim}-D contiguous GPU array: an fl.Tensor, a torch tensor, "
             "or a DLPack array",
         )
+
+    def _host_arrays(
+        self, grid: Any, block: Any, args: Sequence[Any], stream: Any, index: int
+    ) -> None:
+        """Argument `index` is no device array: NumPy arrays are copied to the GPU for this
+        launch and the outputs back (host_arrays.py); anything else is refused."""
+        staging = stage(self.ck.name, [p if p.is_array else None for p in self.params], args, self)
+        if staging is None:
+            raise self._argument_error(index, args[index])
+        self.launch(grid, block, staging.args, stream)
+        finish(staging)
 
     def _dtype_error(self, index: int, have: Any) -> KernelTypeError:
         spec = self.params[index]
@@ -297,8 +310,8 @@ def build_launcher(
                 "    else:",
                 "        ex = extractors_2d.get(tp) or launch_extractor_2d(tp)",
                 f"        got = ex({x}) if ex is not None else None",
-                "        if got is None:",
-                f"            raise argument_error({i}, {x})",
+                "        if got is None:  # not device memory: a NumPy array is copied",
+                f"            return host_arrays(grid, block, args, stream, {i})",
                 f"        p{i}, n{i}, m{i}, t{i} = got",
                 f"        if t{i} is not D{i}:",
                 f"            raise dtype_error({i}, t{i})",
@@ -326,8 +339,8 @@ def build_launcher(
                 "    else:",
                 "        ex = extractors.get(tp) or launch_extractor(tp)",
                 f"        got = ex({x}) if ex is not None else None",
-                "        if got is None:",
-                f"            raise argument_error({i}, {x})",
+                "        if got is None:  # not device memory: a NumPy array is copied",
+                f"            return host_arrays(grid, block, args, stream, {i})",
                 f"        p{i}, n{i}, t{i} = got",
                 f"        if t{i} is not D{i}:",
                 f"            raise dtype_error({i}, t{i})",
@@ -404,6 +417,7 @@ def build_launcher(
         dims=plan._dims,
         launch_shape=plan._shape,
         arity_error=plan._arity_error,
+        host_arrays=plan._host_arrays,
         argument_error=plan._argument_error,
         dtype_error=plan._dtype_error,
         torch_dtype_error=plan._torch_dtype_error,

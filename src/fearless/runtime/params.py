@@ -4,11 +4,11 @@ cuLaunchKernel takes `void **kernelParams`: one pointer per kernel parameter, ea
 that parameter's bytes. A `ParamPacker` owns one host buffer holding every parameter at its
 natural alignment plus the pointer array into it, both built once from the ABI (see abi.py):
 
-    slice/disjoint `a`  ->  u64 pointer to element 0, i64 length in elements
-    2-D `a`             ->  u64 pointer to element 0, i64 shape[0], i64 shape[1]
-    scalar `x: T`       ->  T (bool as u8, f16 as IEEE half, bf16 as its 16 raw bits)
-    then                ->  i64 logical thread count of the launch
-    last                ->  u64 pointer to the kernel's device error record
+    slice/disjoint/atomic `a`  ->  u64 pointer to element 0, i64 length in elements
+    2-D `a`                    ->  u64 pointer to element 0, i64 shape[0], i64 shape[1]
+    scalar `x: T`              ->  T (bool as u8, f16 as IEEE half, bf16 as its 16 raw bits)
+    then                       ->  i64 logical thread count of the launch
+    last                       ->  u64 pointer to the kernel's device error record
 
 A launch then costs one `struct.pack_into` of the changing values into that buffer (the error
 record pointer is written once), and the pointer array's address is a constant.

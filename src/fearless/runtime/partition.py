@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import CompileError, KernelTypeError, Location, MovedError
@@ -38,11 +39,14 @@ _T = TypeVar("_T", bound=Movable)
 class Partition(Generic[_T]):
     """A tensor split into tiles of `tile` shape; the owner of its memory until unpartitioned."""
 
-    __slots__ = ("_given_back", "_moved_at", "grid", "tensor", "tile")
+    __slots__ = ("_given_back", "_moved_at", "grid", "group", "tensor", "tile")
 
-    def __init__(self, tensor: _T, tile: tuple[int, ...], moved_at: Location | None) -> None:
+    def __init__(
+        self, tensor: _T, tile: tuple[int, ...], moved_at: Location | None, group: int = 0
+    ) -> None:
         self.tensor = tensor
         self.tile = tile
+        self.group = group  # tile.grouped(group) order, 0: row-major (tile/order.py)
         self.grid = tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True))
         self._moved_at = moved_at
         self._given_back: Location | None = None
@@ -77,10 +81,44 @@ class Partition(Generic[_T]):
         return f"<Partition {self.tensor.shape} into tiles {self.tile}, grid {self.grid}{state}>"
 
 
-def partition(tensor: _T, shape: int | Sequence[int]) -> Partition[_T]:
-    """Move `tensor` into a Partition of tiles of `shape` (powers of two, one per dimension)."""
+@dataclass(frozen=True)
+class Grouped:
+    """`tile.grouped(size)`: a partition's tiles in groups of `size` rows of tiles, column by
+    column within a group (tile/order.py), for L2 reuse in GEMMs."""
+
+    size: int
+
+
+def grouped(size: int) -> Grouped:
+    """The order `out.partition(tile, order=tile.grouped(8))` gives a 2-D partition's tiles."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise KernelTypeError(
+            f"tile.grouped takes a positive number of tile rows per group, not {size!r}",
+            user_location(),
+            help="e.g. `tile.grouped(8)`",
+        )
+    return Grouped(size)
+
+
+def partition(
+    tensor: _T, shape: int | Sequence[int], order: Grouped | None = None
+) -> Partition[_T]:
+    """Move `tensor` into a Partition of tiles of `shape` (powers of two, one per dimension),
+    its tiles in `order` (row-major by default)."""
     tensor._check_live()
     loc = user_location()
+    if order is not None and not isinstance(order, Grouped):
+        raise KernelTypeError(
+            f"`order=` takes `tile.grouped(n)`, not `{order!r}`",
+            loc,
+            help="leave it out for row-major order, or pass `order=tile.grouped(8)`",
+        )
+    if order is not None and tensor.ndim != 2:
+        raise KernelTypeError(
+            f"a grouped order needs a 2-D partition, but this tensor has {tensor.ndim} dimensions",
+            loc,
+            help="group the tiles of a 2-D output (a GEMM's C), or leave `order=` out",
+        )
     tile = (shape,) if isinstance(shape, int) else tuple(shape)
     if len(tile) != tensor.ndim or not all(isinstance(d, int) for d in tile):
         raise KernelTypeError(
@@ -100,4 +138,4 @@ def partition(tensor: _T, shape: int | Sequence[int]) -> Partition[_T]:
             "masked on store",
         )
     tensor._mark_moved(loc)
-    return Partition(tensor, tile, loc)
+    return Partition(tensor, tile, loc, order.size if order is not None else 0)

@@ -1,4 +1,5 @@
-"""`fl.Tensor`: fearless's own owning array, and `fl.empty/zeros/full/arange/asarray/from_numpy`.
+"""`fl.Tensor`: fearless's own owning array, and its constructors (`fl.empty/zeros/ones/full`,
+their `*_like` forms, `fl.arange/asarray/from_numpy`).
 
 A Tensor lives where the target runs kernels: in GPU memory on "cuda" (cuMemAlloc'd, or
 borrowed from a torch/CuPy/DLPack array without copying), in a NumPy array on "sim". Wrapping
@@ -22,7 +23,7 @@ from . import driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
 from .location import user_location
 from .params import bf16_bits
-from .partition import Partition, partition
+from .partition import Grouped, Partition, partition
 from .target import Target, current_target
 
 Shape = int | Sequence[int]
@@ -158,13 +159,16 @@ class Tensor:
 
     # ---------------------------------------------------------------------------- moves
 
-    def partition(self, shape: int | Sequence[int]) -> Partition[Tensor]:
-        """Move this tensor into disjoint tiles of `shape` for Tile kernels (`tile.Part`).
+    def partition(
+        self, shape: int | Sequence[int], order: Grouped | None = None
+    ) -> Partition[Tensor]:
+        """Move this tensor into disjoint tiles of `shape` for Tile kernels (`tile.Part`), in
+        `order` (row-major, or `tile.grouped(n)` for a 2-D GEMM output).
 
         The handle is consumed: using it raises MovedError until `unpartition()` gives the
         tensor back. See `fearless.tile.Partition`.
         """
-        return partition(self, shape)
+        return partition(self, shape, order)
 
     def _mark_moved(self, where: Location | None) -> None:
         """Consume this handle (a partition took the memory); any use now raises MovedError."""
@@ -238,6 +242,24 @@ class Tensor:
         view = StridedMemoryView.from_buffer(buf, self._shape, dtype=self._dtype.np)
         return view.__dlpack__(**kwargs)
 
+    def astype(self, dtype: Any) -> Tensor:
+        """A copy converted to `dtype`, on this tensor's own target (NumPy's `astype`).
+
+        Floats to integers truncate toward zero, as NumPy does; bf16 converts through f32 with
+        round-to-nearest-even. A GPU tensor is converted through host memory.
+        """
+        self._check_live()
+        want = as_dtype(dtype)
+        values = self.numpy()
+        converted = values.copy() if want is self._dtype else _convert(values, self._dtype, want)
+        host = np.ascontiguousarray(converted)
+        if not self._on_device:
+            return _wrap_host(host, want)
+        alloc = driver.DeviceAllocation(self._size * want.itemsize)
+        t = Tensor._make(alloc.ptr, self._shape, want, on_device=True, owner=alloc)
+        driver.copy_host_to_device(t._ptr, host)
+        return t
+
     def __repr__(self) -> str:
         if self._moved is not None:
             return f"fl.Tensor(<moved>, shape={self._shape}, dtype={self._dtype!r})"
@@ -270,6 +292,39 @@ def zeros(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
     else:
         driver.fill(t._ptr, 0, 1, t._nbytes)
     return t
+
+
+def ones(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
+    """A tensor of ones (True for bool) on the current target."""
+    dt = as_dtype(dtype)
+    return full(shape, True if dt.is_bool else 1, dt)
+
+
+def empty_like(like: Any, dtype: Any = None) -> Tensor:
+    """An uninitialised tensor of `like`'s shape and dtype (or `dtype`) on the current target.
+
+    `like` is an fl.Tensor or any array fearless takes (NumPy, torch, DLPack); only its shape
+    and element type are read."""
+    dims, dt = _shape_and_dtype(like)
+    return empty(dims, dt if dtype is None else dtype)
+
+
+def zeros_like(like: Any, dtype: Any = None) -> Tensor:
+    """A tensor of zeros of `like`'s shape and dtype (or `dtype`); see `empty_like`."""
+    dims, dt = _shape_and_dtype(like)
+    return zeros(dims, dt if dtype is None else dtype)
+
+
+def ones_like(like: Any, dtype: Any = None) -> Tensor:
+    """A tensor of ones of `like`'s shape and dtype (or `dtype`); see `empty_like`."""
+    dims, dt = _shape_and_dtype(like)
+    return ones(dims, dt if dtype is None else dtype)
+
+
+def full_like(like: Any, value: bool | int | float, dtype: Any = None) -> Tensor:
+    """A tensor of `like`'s shape and dtype (or `dtype`) filled with `value`."""
+    dims, dt = _shape_and_dtype(like)
+    return full(dims, value, dt if dtype is None else dtype)
 
 
 def full(shape: Shape, value: bool | int | float, dtype: Any = None) -> Tensor:
@@ -383,6 +438,23 @@ def _shape(shape: Shape) -> tuple[int, ...]:
             help="e.g. fl.empty(1024) or fl.empty((64, 64))",
         )
     return tuple(int(d) for d in dims)
+
+
+def _shape_and_dtype(like: Any) -> tuple[tuple[int, ...], DType]:
+    """The shape and dtype of `like` (a `*_like` constructor's model), without copying it."""
+    if isinstance(like, Tensor):
+        like._check_live()
+        return like._shape, like._dtype
+    if not _is_array_like(like):
+        raise KernelTypeError(
+            f"`{type(like).__name__}` is not an array: the `*_like` constructors copy the "
+            "shape and dtype of an array",
+            user_location(),
+            help="pass an fl.Tensor, a NumPy array or a torch tensor, or give the shape: "
+            "`fl.zeros(shape, dtype)`",
+        )
+    info = describe(like, Target.CUDA if _on_gpu(like) else Target.SIM, name="like", ndim=None)
+    return info.shape, info.dtype
 
 
 def _too_large(dims: tuple[int, ...], dt: DType) -> KernelTypeError:

@@ -2,7 +2,8 @@
 
 `simt.py` plans a kernel (`BlockPlan`s: steps and edges over value slots) and runs a launch
 chunk by chunk; this module runs one chunk (`run_chunk`): it picks the waiting block that
-comes first in the schedule, runs its steps for exactly the lanes waiting there, retires the
+comes first in the schedule, runs its steps for exactly the lanes waiting there (an atomic
+step updates memory lane by lane, `atomics.py`), retires the
 lanes that fail a check, and routes the rest along the terminator. The design, and the choice
 of which failure is reported, are told in `simt.py`'s docstring.
 """
@@ -19,6 +20,7 @@ from ..abi import Dim3
 from ..errors import InternalError, KernelIndexError
 from ..ir import ops
 from ..ir.core import Op
+from . import barriers
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class SimError:
 
 
 # Step kinds and where a step's result goes.
-COMPUTE, LOAD, STORE, CHECK = range(4)
+COMPUTE, LOAD, STORE, CHECK, ATOMIC, COLLECTIVE = range(6)
 NOWHERE, UNIFORM, LOCAL, ESCAPES = range(4)
 
 # One operand: (uniform?, slot). One step: (kind, fn, operands, result slot, destination, op).
@@ -52,6 +54,7 @@ class BlockPlan:
     steps: list[Step]
     cond: Operand | None  # cond_br's condition; None for br and return
     edges: list[Edge]  # br: one edge; cond_br: true, false; return: none
+    barrier: Op | None = None  # the `barrier` its lanes wait at before running it
 
 
 class Chunk:
@@ -67,6 +70,13 @@ class Chunk:
         self.waiting: dict[int, list[Any]] = {0: [None]}  # None: all lanes of the chunk
         self.error: SimError | None = None
         self.steps = 0
+        # For kernels with barriers (`barriers.py`): the lanes that returned, and how many
+        # lanes of each block a failed check stopped; None when the kernel has no barrier.
+        self.returned: np.ndarray[Any, Any] | None = None
+        self.stopped: np.ndarray[Any, Any] | None = None
+
+    def per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
 
     def coords(self, lane: int) -> tuple[Dim3, Dim3]:
         t_per_block = self.block[0] * self.block[1] * self.block[2]
@@ -81,11 +91,23 @@ def _unlinear(i: int, dims: Dim3) -> Dim3:
 def run_chunk(blocks: list[BlockPlan], dtypes: list[Any], ck: Chunk) -> None:
     """Step the chunk's lanes through the kernel until every lane has retired."""
     waiting, n = ck.waiting, ck.n
+    stalled: set[int] = set()  # barriers whose blocks wait for other lanes
     while waiting:
-        position = min(waiting)
+        position = min((p for p in waiting if p not in stalled), default=None)
+        if position is None:
+            raise barriers.deadlock(blocks, ck)
         parts = waiting.pop(position)
         lanes = parts[0] if len(parts) == 1 else _merge(parts, n)
-        _step(blocks[position], dtypes, lanes, ck)
+        bp = blocks[position]
+        if bp.barrier is not None:
+            lanes, wait = barriers.arrive(bp.barrier, lanes, ck)
+            if wait is not None:
+                waiting[position] = [wait]
+            if lanes is not None and lanes.size == 0:
+                stalled.add(position)
+                continue
+        stalled.clear()
+        _step(bp, dtypes, lanes, ck)
         ck.steps += 1
 
 
@@ -113,6 +135,11 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
         elif kind == STORE:
             _access(fn, args[0], args[1:-1], args[-1], op, lanes, ck)
             continue
+        elif kind == COLLECTIVE:  # every running lane of the blocks (barriers.arrive)
+            r = fn(args, lanes, ck)
+        elif kind == ATOMIC:
+            _in_range(args[0], args[1:2], op, lanes, ck)
+            r = fn(args[0], args[1], args[2:], ck.n if lanes is None else lanes.size)
         else:
             keep = _check(args, op, lanes, ck)
             if keep is None:
@@ -131,6 +158,8 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
             if dest == ESCAPES:
                 _put(ck, dtypes[out], out, lanes, r)
     if not bp.edges:
+        if ck.returned is not None:
+            ck.returned[slice(None) if lanes is None else lanes] = True
         return  # return: the lanes retire
     # (edge, the lanes taking it, their positions among this step's lanes or None: all)
     routes: list[tuple[Edge, Any, Any]]
@@ -185,6 +214,12 @@ def _check(
             return None
         first_bad = int(np.argmin(ok))
         keep = np.flatnonzero(ok)
+    if ck.stopped is not None:
+        failed = (
+            np.flatnonzero(~ok) if ok.ndim else np.arange(ck.n if lanes is None else lanes.size)
+        )
+        lost = failed if lanes is None else lanes[failed]
+        np.add.at(ck.stopped, lost // ck.per_block(), 1)
     if ck.error is None:
         pair = next(k for k, o in enumerate(oks) if not bool(_pick(o, first_bad)))
         lane = first_bad if lanes is None else int(lanes[first_bad])
@@ -237,7 +272,7 @@ def _merge(parts: list[Any], n: int) -> np.ndarray[Any, Any] | None:
 
 
 def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
-    """A thread register for the lanes of blocks [b0, b1): `tid.x`, ..., `index_1d`.
+    """A thread register for the lanes of blocks [b0, b1): `tid.x`, ..., `laneid`, `index_1d`.
 
     `index_1d` and `index_col` are ctaid.x * ntid.x + tid.x, `index_row` is
     ctaid.y * ntid.y + tid.y, all in i64 (the coordinates of `thread.index_2d`).
@@ -251,6 +286,14 @@ def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
         return np.repeat(b // grid[0] % grid[1] * block[1], per_block) + np.tile(
             t // block[0] % block[1], b1 - b0
         )
+    if reg == "block_linear":  # thread.block_index_1d: the linear position in the block
+        return np.tile(t, b1 - b0)
+    if reg in ("block_row", "block_col"):  # thread.block_index_2d: (t // ntid.x, t % ntid.x)
+        return np.tile(t // block[0] if reg == "block_row" else t % block[0], b1 - b0)
+    if reg == "chunk_block":  # the lane's block within the chunk: its shared arrays' row
+        return np.repeat(np.arange(b1 - b0, dtype=np.int64), per_block)
+    if reg == "laneid":  # warps are runs of 32 threads in the block's linear order
+        return np.tile((t % 32).astype(np.int32), b1 - b0)
     name, axis = reg.split(".")
     k = "xyz".index(axis)
     if name == "tid":
@@ -271,14 +314,7 @@ def _access(
 ) -> Any:
     """A load (value None) or store, one index per axis; out-of-range indices here had no
     check before them."""
-    for axis, idx in enumerate(indices):
-        length = arr.shape[axis]
-        if np.ndim(idx):
-            bad = (idx < 0) | (idx >= length) if idx.size else None
-            if bad is not None and bad.any():
-                _unchecked_fault(op, arr, axis, idx, int(np.argmax(bad)), lanes, ck)
-        elif not 0 <= idx < length:
-            _unchecked_fault(op, arr, axis, idx, 0, lanes, ck)
+    _in_range(arr, indices, op, lanes, ck)
     key = indices[0] if len(indices) == 1 else tuple(indices)
     if value is None:
         return fn(arr[key])
@@ -289,6 +325,20 @@ def _access(
             key = tuple(np.broadcast_to(i, value.shape) for i in indices)
     arr[key] = fn(value)
     return None
+
+
+def _in_range(
+    arr: Any, indices: Sequence[Any], op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> None:
+    """Raise for the first lane whose index is out of range: the access had no check."""
+    for axis, idx in enumerate(indices):
+        length = arr.shape[axis]
+        if np.ndim(idx):
+            bad = (idx < 0) | (idx >= length) if idx.size else None
+            if bad is not None and bad.any():
+                _unchecked_fault(op, arr, axis, idx, int(np.argmax(bad)), lanes, ck)
+        elif not 0 <= idx < length:
+            _unchecked_fault(op, arr, axis, idx, 0, lanes, ck)
 
 
 def _unchecked_fault(

@@ -7,8 +7,9 @@ launch chunk by chunk; `machine.py` steps the lanes of one chunk and `numerics.p
 arithmetic of each op.
 
 Lanes. Every thread of the launch is a lane. The launch runs in chunks of whole thread blocks,
-about `CHUNK_LANES` lanes each (blocks never communicate in this IR, so chunks are
-independent and memory stays bounded). Lane j of a chunk is thread j % T of block
+about `CHUNK_LANES` lanes each (blocks communicate only through atomics, which the GPU
+performs in any order, so running one chunk after another is one valid execution, and memory
+stays bounded). Lane j of a chunk is thread j % T of block
 b0 + j // T, with T threads per block and blocks and threads in CUDA's linear order, x
 fastest.
 
@@ -41,6 +42,7 @@ at once, such as (2**31 - 1) x 1024 threads, would run here for days.
 
 Memory. Loads gather `array[index]` and stores scatter `array[index] = value` into the
 caller's arrays, in place, in program order per step (a thread reads its own earlier writes).
+Atomics update an element lane after lane in lane order (`atomics.py`).
 An access with no check before it (an `unsafe` kernel, or a check the compiler proved
 unnecessary) that falls out of range raises `KernelIndexError` at once, naming the access: on
 the GPU it would be undefined behaviour.
@@ -69,9 +71,11 @@ from ..ir.core import (
     uses,
 )
 from ..runtime.location import user_location
-from . import numerics
+from . import atomics, collectives, numerics
 from .machine import (
+    ATOMIC,
     CHECK,
+    COLLECTIVE,
     COMPUTE,
     ESCAPES,
     LOAD,
@@ -166,9 +170,18 @@ class SimKernel:
         self._thread_values: list[tuple[int, str]] = []  # per-lane registers, per chunk
         self._launch_values: list[tuple[int, str]] = []  # ntid.*, nctaid.*
         self._params = [self._slot(p) for p in fn.params]
-        position = {b: i for i, b in enumerate(order)}
+        self._shared_values: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
+        self._chunk_block: int | None = None  # slot of each lane's block within its chunk
+        # Each block is planned as one part per barrier it holds, plus one: the positions of a
+        # block's parts follow each other, and a part after a barrier waits there (barriers.py).
+        position: dict[Block, int] = {}
+        k = 0
+        for b in order:
+            position[b] = k
+            k += 1 + sum(isinstance(op, (ops.Barrier, *ops.COLLECTIVES)) for op in b.ops)
+        self._has_barriers = k > len(order)
         used_in = uses(fn)
-        self._blocks = [self._plan_block(b, position, used_in) for b in order]
+        self._blocks = [p for b in order for p in self._plan_block(b, position, used_in)]
 
     # ------------------------------------------------------------------------------ plan
 
@@ -185,9 +198,17 @@ class SimKernel:
             raise InternalError(f"@{self.fn.name}: {v!r} is used before it is defined")
         return v in self._uniform, self._slots[v]
 
+    def _chunk_block_operand(self) -> Operand:
+        if self._chunk_block is None:
+            self._chunk_block = len(self._env0)
+            self._env0.append(None)
+            self._dtypes.append(np.dtype(np.int64))
+            self._thread_values.append((self._chunk_block, "chunk_block"))
+        return False, self._chunk_block
+
     def _plan_block(
         self, b: Block, position: dict[Block, int], used_in: dict[Value, list[Op]]
-    ) -> BlockPlan:
+    ) -> list[BlockPlan]:
         for a in b.args:
             if b is not self.fn.entry and not isinstance(a.type, ScalarType | ThreadIndexType):
                 raise InternalError(f"the simulator has no block arguments of type {a.type}")
@@ -196,12 +217,28 @@ class SimKernel:
         if term is None:
             raise InternalError(f"@{self.fn.name}: block ^bb{b.id} has no terminator")
         steps: list[Step] = []
+        parts: list[BlockPlan] = []
+        barrier: Op | None = None  # the barrier the current part waits at
+        part_of: dict[Op, int] = {}  # a barrier ends a part, a collective starts one
+        part = 0
+        for op in b.ops:
+            part += isinstance(op, ops.COLLECTIVES)
+            part_of[op] = part
+            part += isinstance(op, ops.Barrier)
         for op in b.ops[:-1]:
+            if isinstance(op, (ops.Barrier, *ops.COLLECTIVES)):  # a collective waits as one
+                next_part = (position[b] + len(parts) + 1, (), ())
+                parts.append(BlockPlan(steps, None, [next_part], barrier))
+                steps, barrier = [], op
+                if isinstance(op, ops.Barrier):
+                    continue
             planner = _PLANNERS.get(type(op))
             if planner is None:
                 raise InternalError(f"the simulator has no handler for op `{op.opname}`")
             kind, fn = planner(self, op)
             ins = tuple(self._operand(v) for v in op.operands)
+            if isinstance(op, ops.Load | ops.Store) and _shared_shape(op.operands[0]):
+                ins = (ins[0], self._chunk_block_operand(), *ins[1:])  # a block's own copy
             if not op.results:
                 steps.append((kind, fn, ins, -1, NOWHERE, op))
                 continue
@@ -212,7 +249,9 @@ class SimKernel:
             if kind == COMPUTE and all(u for u, _ in ins):
                 self._uniform.add(r)
                 dest = UNIFORM
-            elif any(use.block is not b for use in used_in.get(r, ())):
+            elif any(
+                use.block is not b or part_of[use] != part_of[op] for use in used_in.get(r, ())
+            ):
                 dest = ESCAPES
             else:
                 dest = LOCAL
@@ -233,7 +272,8 @@ class SimKernel:
                 )
         elif not isinstance(term, ops.Return):
             raise InternalError(f"the simulator has no terminator `{term.opname}`")
-        return BlockPlan(steps, cond, edges)
+        parts.append(BlockPlan(steps, cond, edges, barrier))
+        return parts
 
     # ------------------------------------------------------------------------------- run
 
@@ -277,6 +317,11 @@ class SimKernel:
                     if reg not in registers:
                         registers[reg] = thread_register(reg, g, bl, b0, b1)
                     ck.env[s] = registers[reg]
+                for s, shape, dt in self._shared_values:  # one array per block of the chunk
+                    ck.env[s] = np.zeros((b1 - b0, *shape), dt)
+                if self._has_barriers:
+                    ck.returned = np.zeros(ck.n, np.bool_)
+                    ck.stopped = np.zeros(b1 - b0, np.int64)
                 run_chunk(self._blocks, self._dtypes, ck)
                 first = first or ck.error
                 total_steps += ck.steps
@@ -336,7 +381,7 @@ def _bind(p: Value, a: Any) -> Any:
             f"argument `{p.name}` has elements of {got}, but the kernel takes {t.dtype.name}",
             code="E0701",
         )
-    if t.disjoint and not arr.flags.writeable:
+    if (t.disjoint or t.atomic) and not arr.flags.writeable:
         raise KernelTypeError(
             f"argument `{p.name}` is a read-only array but the kernel writes it", code="E0701"
         )
@@ -363,7 +408,10 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     if isinstance(op, ops.SpecialReg):
         reg = op.reg
     elif isinstance(op, ops.ThreadIndexAxis):
-        reg = ("index_row", "index_col")[op.axis]
+        block = isinstance(op.operands[0].owner, ops.BlockIndex2D)
+        reg = (("block_row", "block_col") if block else ("index_row", "index_col"))[op.axis]
+    elif isinstance(op, ops.BlockIndex1D):
+        reg = "block_linear"
     else:
         reg = "index_1d"
     s = k._slot(op.result)
@@ -373,6 +421,19 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     else:
         k._thread_values.append((s, reg))
     return COMPUTE, _prefilled
+
+
+def _plan_shared(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    shape = _shared_shape(op.result)
+    assert shape is not None
+    s = k._slot(op.result)
+    k._shared_values.append((s, shape, numerics.storage_dtype(op.result.type.dtype)))  # type: ignore[attr-defined]
+    k._uniform.add(op.result)
+    return COMPUTE, _prefilled
+
+
+def _shared_shape(v: Value) -> tuple[int, ...] | None:
+    return v.type.shared if isinstance(v.type, ArrayType) else None
 
 
 def _plan_index_2d(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
@@ -413,6 +474,9 @@ def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, Op], tuple[int,
 def _plan_len(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.ArrayLen)
     axis = op.axis
+    shape = _shared_shape(op.operands[0])
+    if shape is not None:  # the static extent (the array has a leading axis of blocks)
+        return COMPUTE, lambda arr: np.int64(shape[axis])
     return COMPUTE, lambda arr: np.int64(arr.shape[axis])
 
 
@@ -425,6 +489,18 @@ def _plan_memory(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return STORE, numerics.bf16_store if bf16 else numerics._identity
 
 
+def _plan_atomic(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    arr_type = op.operands[0].type
+    assert isinstance(arr_type, ArrayType)
+    if isinstance(op, ops.AtomicCAS):
+        return ATOMIC, atomics.cas_fn(arr_type.dtype)
+    return ATOMIC, atomics.rmw_fn(op.attrs["kind"], arr_type.dtype)
+
+
+def _plan_collective(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    return COLLECTIVE, collectives.collective_fn(op)
+
+
 def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return CHECK, numerics._identity
 
@@ -433,6 +509,11 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.Constant: _plan_constant,
     ops.ThreadIndex1D: _plan_register,
     ops.ThreadIndex2D: _plan_index_2d,
+    ops.BlockIndex2D: _plan_index_2d,
+    ops.BlockIndex1D: _plan_register,
+    ops.SharedAlloc: _plan_shared,
+    ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
+    **{cls: _plan_collective for cls in ops.COLLECTIVES},
     ops.ThreadIndexAxis: _plan_register,
     ops.SpecialReg: _plan_register,
     ops.Binary: _plan_binary,
@@ -442,10 +523,13 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.Select: _plan_simple(numerics.select),
     ops.MathCall: _plan_math,
     ops.IndexToInt: _plan_simple(numerics._identity),
+    ops.IndexAdvance: _plan_simple(np.add),
     ops.ArrayLen: _plan_len,
     ops.Load: _plan_memory,
     ops.Store: _plan_memory,
     ops.BoundsCheck: _plan_check,
+    ops.AtomicRMW: _plan_atomic,
+    ops.AtomicCAS: _plan_atomic,
 }
 
 

@@ -129,6 +129,10 @@ class _Block:
         _store(part, list(self.bid[: part.host.ndim]), args[1])
         return None
 
+    def _op_StoreAt(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        _store(args[0], [int(i) for i in args[2:]], args[1])
+        return None
+
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         with np.errstate(all="ignore"):

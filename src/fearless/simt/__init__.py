@@ -1,4 +1,5 @@
-"""The SIMT track: one function per thread, writes only through a `DisjointSlice`.
+"""The SIMT track: one function per thread, writes only through a `DisjointSlice` (or
+`simt.atomic` on an `AtomicSlice`).
 
 @simt.kernel
 def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
@@ -8,15 +9,35 @@ def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[f
 """
 
 from .api import Kernel, PreparedLaunch, device, kernel
-from .types import DeviceFunction, DisjointSlice, Slice, thread
+from .collectives import block, warp
+from .coords import WARP_SIZE as warpsize
+from .coords import blockDim, blockIdx, grid, gridDim, gridsize, laneid, threadIdx
+from .regions import unsafe
+from .shared import shared, syncthreads
+from .types import AtomicSlice, DeviceFunction, DisjointSlice, Slice, atomic, thread
 
 __all__ = [
+    "AtomicSlice",
     "DeviceFunction",
     "DisjointSlice",
     "Kernel",
     "PreparedLaunch",
     "Slice",
+    "atomic",
+    "block",
+    "blockDim",
+    "blockIdx",
     "device",
+    "grid",
+    "gridDim",
+    "gridsize",
     "kernel",
+    "laneid",
+    "shared",
+    "syncthreads",
     "thread",
+    "threadIdx",
+    "unsafe",
+    "warp",
+    "warpsize",
 ]

@@ -7,7 +7,9 @@ Rules (DESIGN section 2, SafetyError at compile time):
     because another thread owns those elements;
   - a 2-D `DisjointSlice` likewise only as `c[t]` with `t = simt.thread.index_2d()`:
     `c[t.row, t.col]` is two plain integers, not the witness, and is rejected too;
-  - a `ThreadIndex` is never stored into an array (E0602): store `int(i)` (or `t.row`).
+  - a `ThreadIndex` is never stored into an array (E0602): store `int(i)` (or `t.row`);
+  - an `AtomicSlice` is neither read nor written here (E0610): only through `simt.atomic`
+    (`atomics.py`), except inside `simt.unsafe()` or an `unsafe=True` kernel.
 A 2-D array is read as `a[r, c]` with two integers (or `a[t]`); each axis gets its own check.
 `a.shape[k]` is the extent along axis k, `len(a)` the extent along axis 0.
 Loads and stores are emitted unchecked; the bounds pass adds the checks it cannot prove away.
@@ -19,30 +21,45 @@ import ast
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
-from ..frontend.values import Operand, Weak
+from ..frontend.intrinsics import kernel_launch_error
+from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
+from .coords import derived_from_coordinate
 from .emitter import is_thread_index, is_thread_index_2d
+from .shared import check_store, is_block_index_2d
 from .ssa import SsaLowerer
+
+# What to do instead of launching a kernel from a kernel (frontend/intrinsics.py).
+DEVICE_HELP = "put the shared code in a `@simt.device` function and call it from both kernels"
 
 
 def _array(lw: SsaLowerer, node: ast.Subscript) -> Value:
     base = lw.expr(node.value)
     if isinstance(base, Value) and isinstance(base.type, ArrayType):
+        alloc = base.owner
+        named = isinstance(node.value, ast.Name)
+        if isinstance(alloc, ops.SharedAlloc) and not base.name and named:
+            alloc.name_array(ast.unparse(node.value))  # named after the user's variable
         return base
+    if isinstance(base, PyObj):  # `other[grid, block](...)`: a launch inside a kernel
+        launch = kernel_launch_error(base.obj, ast.unparse(node.value), lw.loc(node), DEVICE_HELP)
+        if launch is not None:
+            raise launch
     raise KernelTypeError(
-        f"`{ast.unparse(node.value)}` cannot be indexed: it is {_describe(base)}",
+        f"`{ast.unparse(node.value)}` cannot be indexed: it is {describe_operand(base)}",
         lw.loc(node.value),
         help="only `Slice` and `DisjointSlice` parameters can be indexed",
     )
 
 
-def _describe(x: Operand) -> str:
+def describe_operand(x: Operand, other: str = "not an array") -> str:
+    """What `x` is, for a message that wanted an array."""
     if isinstance(x, Value):
         return f"a {x.type}"
     if isinstance(x, Weak):
         return "a number"
-    return "not an array"
+    return other
 
 
 def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> list[Value]:
@@ -60,9 +77,18 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
         )
     if ndim == 1:
         idx = lw.expr(idx_node)
-        if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.unsafe:
+        if arr.type.shared is not None and write:
+            check_store(lw, arr, name, [idx], loc)
+        if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.witness_off:
             help = None
-            if lw.ctx.uses_index_2d:  # no 1-D witness can exist in this kernel
+            if derived_from_coordinate(idx):
+                help = (
+                    "raw coordinates (`simt.grid(1)`, `simt.threadIdx.x`, ...) are plain "
+                    "integers: nothing proves that no other thread writes this element; "
+                    f"index `{name}` with `simt.thread.index_1d()` (or loop over "
+                    "`simt.thread.grid_stride(n)`), or write inside `with simt.unsafe():`"
+                )
+            elif lw.ctx.uses_index_2d:  # no 1-D witness can exist in this kernel
                 help = (
                     f"a 1-D DisjointSlice opens only with `simt.thread.index_1d()`, which a "
                     f"kernel using `index_2d()` cannot call; declare `{name}` as "
@@ -72,13 +98,24 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
         return [_int_index(lw, idx, name, loc)]
     items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
     values = [lw.expr(e) for e in items]
+    pair: object = values[0] if len(values) == 1 else None
+    if isinstance(pair, tuple):  # `a[simt.grid(2)]`: (x, y)
+        values, items = list(pair), [idx_node] * len(pair)
     if len(values) == 1 and is_thread_index_2d(values[0]):
+        if arr.type.shared is not None and write:
+            check_store(lw, arr, name, values, loc)  # the grid pair is not a slot of the block
         t = values[0]
         assert isinstance(t, Value)
         em = lw.em
         return [em.emit(ops.ThreadIndexAxis(t, axis, loc)).result for axis in (0, 1)]
-    if arr.type.disjoint and not lw.ctx.unsafe:
+    if arr.type.disjoint and not lw.ctx.witness_off:
         raise _not_own_index(name, write, loc, "simt.thread.index_2d()")
+    if arr.type.shared is not None and write:
+        check_store(lw, arr, name, values, loc)
+    if len(values) == 1 and arr.type.shared is not None and is_block_index_2d(values[0]):
+        t = values[0]
+        assert isinstance(t, Value)
+        return [lw.em.emit(ops.ThreadIndexAxis(t, axis, loc)).result for axis in (0, 1)]
     if len(values) != 2:
         raise CompileError(
             f"`{name}` is a 2-D array: index it with two integers, `{name}[row, col]`",
@@ -164,6 +201,10 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Value:
     if extent is not None:
         return extent
     arr = _array(lw, node)
+    assert isinstance(arr.type, ArrayType)
+    if arr.type.atomic and not lw.ctx.witness_off:
+        name = arr.name or ast.unparse(node.value)
+        raise _plain_atomic_access(name, False, loc, arr.type.dtype.name)
     idx = _indices(lw, arr, node, write=False)
     return lw.em.emit(ops.Load(arr, idx, loc)).result
 
@@ -172,7 +213,9 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     arr = _array(lw, node)
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)
-    if not arr.type.disjoint:
+    if arr.type.atomic and not lw.ctx.witness_off:
+        raise _plain_atomic_access(name, True, loc, arr.type.dtype.name)
+    if not (arr.type.disjoint or arr.type.atomic or arr.type.shared is not None):
         raise SafetyError(
             f"cannot assign to `{ast.unparse(node)}`, as `{name}` is a read-only `Slice`",
             loc,
@@ -193,7 +236,8 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     dt = arr.type.dtype
     em = lw.em
     v = em.scalar(value, loc, "value")
-    if isinstance(v, Value) and v.type != ScalarType(dt):
+    adopted = em.is_weak(v) and isinstance(v, Value) and em.adopts(v, dt)
+    if isinstance(v, Value) and v.type != ScalarType(dt) and not adopted:
         raise KernelTypeError(
             f"cannot store {v.dtype.name} into `{name}`, whose elements are {dt.name}",
             loc,
@@ -202,3 +246,28 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
         )
     val = em.as_value(v, loc, dt)
     em.emit(ops.Store(arr, idx, val, loc))
+
+
+def _plain_atomic_access(name: str, write: bool, loc: Location, dtype: str) -> SafetyError:
+    """E0610: an `AtomicSlice` is touched only through `simt.atomic`."""
+    what = "written" if write else "read"
+    if write:
+        help = (
+            f"store with `simt.atomic.exch({name}, i, v)` or update with "
+            f"`simt.atomic.add({name}, i, v)` (also sub, max, min, cas); declare it "
+            f"`simt.DisjointSlice[fl.{dtype}]` if each thread writes only its own element"
+        )
+    else:
+        help = (
+            f"update it with `simt.atomic.add({name}, i, v)` (also sub, max, min, exch, cas), "
+            f"which returns the old value; declare it `simt.Slice[fl.{dtype}]` if no thread "
+            "of the launch writes it"
+        )
+    return SafetyError(
+        f"`{name}` is an AtomicSlice: it can only be {what} through `simt.atomic`",
+        loc,
+        code="E0610",
+        label="plain access of an AtomicSlice",
+        notes=["other threads may update any element at any time during the launch"],
+        help=help,
+    )

@@ -15,23 +15,36 @@ from __future__ import annotations
 import ast
 import math as pymath
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .. import dtypes
 from .. import math as flmath
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
-from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error
+from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error, kernel_launch_error
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
+from .access import DEVICE_HELP
+from .atomics import atomic_cas, atomic_rmw
+from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
+from .coords import grid, grid_rule, gridsize, gridsize_rule
+from .regions import unsafe
+from .shared import block_index_rule, shared, shared_array_rule, syncthreads, syncthreads_rule
 from .ssa import SsaLowerer
-from .types import ArrayAnnotation, DeviceFunction, thread
+from .types import ArrayAnnotation, DeviceFunction, atomic, thread
 
 # The SIMT track's intrinsics: every host object a kernel may call, with its rule and the IR
 # ops the rule introduces (frontend/intrinsics.py). Device functions are inlined, not
 # intrinsics; anything else a kernel calls is refused as a host function.
 INTRINSICS: IntrinsicTable[SsaLowerer] = IntrinsicTable("simt")
+
+
+def _math_form(name: str) -> str | None:
+    """What a kernel calls instead of NumPy's `name` (E0605's help), if fl.math has it."""
+    if name.startswith("_") or not callable(getattr(flmath, name, None)):
+        return None
+    return f"`fl.math.{name}(...)` (or `math.{name}(...)`)"
 
 
 def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
@@ -47,14 +60,26 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
         return inline(lw, obj, node, loc)
     intrinsic = INTRINSICS.lookup(obj)
     if intrinsic is None:
-        raise host_function_error(
-            fname, loc, "decorate it with `@simt.device` to call it from kernels"
+        raise kernel_launch_error(obj, fname, loc, DEVICE_HELP) or host_function_error(
+            fname,
+            loc,
+            "decorate it with `@simt.device` to call it from kernels",
+            kernel_form=_math_form,
         )
     if node.keywords:  # before the arguments are lowered, as every SIMT intrinsic is positional
         raise CompileError(
             f"`{fname}` does not take keyword arguments in kernels", loc, code="E0061"
         )
-    args = [lw.expr(a) for a in node.args]
+    # A tuple literal (the shape of `simt.shared.array`) is a Python tuple of operands.
+    # A string literal (a collective's operation, "sum") is a compile-time object.
+    args = [
+        tuple(lw.expr(e) for e in a.elts)
+        if isinstance(a, ast.Tuple)
+        else string_literal(a.value)
+        if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        else lw.expr(a)
+        for a in node.args
+    ]
     call = Call(fname, obj, args, {}, loc, [lw.loc(a) for a in node.args])
     return INTRINSICS.call(lw, intrinsic, call)  # type: ignore[no-any-return]
 
@@ -66,7 +91,75 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
     arity=0,
 )
 def _thread_index_rule(lw: SsaLowerer, call: Call) -> Value:
-    return _thread_index(lw, call.callee.__name__, call.loc)
+    return thread_index(lw, call.callee.__name__, call.loc)
+
+
+INTRINSICS.declare(
+    [atomic.add, atomic.sub, atomic.max, atomic.min, atomic.exch],
+    "simt.atomic.add/sub/max/min/exch",
+    ops=(ops.AtomicRMW,),
+    arity=3,
+)(atomic_rmw)
+INTRINSICS.declare([atomic.cas], "simt.atomic.cas", ops=(ops.AtomicCAS,), arity=4)(atomic_cas)
+
+
+INTRINSICS.declare([shared.array], "simt.shared.array", ops=(ops.SharedAlloc,), arity=2)(
+    shared_array_rule
+)
+INTRINSICS.declare(
+    [thread.block_index_1d, thread.block_index_2d],
+    "simt.thread.block_index_1d/block_index_2d",
+    ops=(ops.BlockIndex1D, ops.BlockIndex2D),
+    arity=0,
+)(block_index_rule)
+INTRINSICS.declare([syncthreads], "simt.syncthreads", ops=(ops.Barrier,), arity=0)(syncthreads_rule)
+INTRINSICS.declare(
+    [warp.shfl, warp.shfl_down, warp.shfl_xor],
+    "simt.warp.shfl/shfl_down/shfl_xor",
+    ops=(ops.WarpShuffle, ops.Cast, ops.Constant),
+    arity=2,
+)(shuffle_rule)
+INTRINSICS.declare(
+    [warp.all, warp.any, warp.ballot], "simt.warp.all/any/ballot", ops=(ops.WarpVote,), arity=1
+)(vote_rule)
+INTRINSICS.declare(
+    [warp.reduce, block.reduce, block.scan],
+    "simt.warp.reduce/block.reduce/block.scan",
+    ops=(ops.WarpReduce, ops.BlockReduce, ops.BlockScan),
+    arity=2,
+)(reduce_rule)
+
+
+@INTRINSICS.declare(
+    [grid, gridsize],
+    "simt.grid/gridsize",
+    ops=(ops.SpecialReg, ops.Cast, ops.Binary),
+    arity=1,
+)
+def _grid(lw: SsaLowerer, call: Call) -> Operand:
+    """numba's `cuda.grid(ndim)` / `cuda.gridsize(ndim)`: plain integers (coords.py)."""
+    rule = grid_rule if call.callee is grid else gridsize_rule
+    # grid(2) is a Python tuple of two values, which lower.py unpacks or indexes.
+    return cast(Operand, rule(lw, call))
+
+
+@INTRINSICS.declare([unsafe], "simt.unsafe")
+def _unsafe(lw: SsaLowerer, call: Call) -> Operand:
+    raise CompileError(
+        "simt.unsafe() opens a region: use it as `with simt.unsafe():`",
+        call.loc,
+        code="E0620",
+        help="put the writes at any index in the body of `with simt.unsafe():`",
+    )
+
+
+@INTRINSICS.declare([thread.grid_stride], "simt.thread.grid_stride")
+def _grid_stride(lw: SsaLowerer, call: Call) -> Operand:
+    raise CompileError(
+        "simt.thread.grid_stride() can only be used as the iterable of a `for` loop",
+        call.loc,
+        help="write `for i in simt.thread.grid_stride(len(out)):`",
+    )
 
 
 @INTRINSICS.declare([len], "len", ops=(ops.ArrayLen,), arity=1)
@@ -128,7 +221,7 @@ for _fn, _n in ops.MATH_FNS.items():
         INTRINSICS.declare(_objs, f"math.{_fn}", ops=(ops.MathCall,), arity=_n)(_math_rule(_fn))
 
 
-def _thread_index(lw: SsaLowerer, which: str, loc: Location) -> Value:
+def thread_index(lw: SsaLowerer, which: str, loc: Location) -> Value:
     """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions.
 
     One kernel uses one of them: a 1-D index in a 2-D launch is the same for every row, so it
@@ -174,8 +267,10 @@ def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:
 def _math(lw: SsaLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
     em = lw.em
     scalars = [em.scalar(a, loc, "argument") for a in args]
-    strong = [s for s in scalars if isinstance(s, Value)]
+    strong = sorted((s for s in scalars if isinstance(s, Value)), key=em.is_weak)
     dt = strong[0].dtype if strong else dtypes.f32
+    if strong and em.is_weak(strong[0]):  # only `float`/`int` parameters: Python's float
+        dt = dtypes.f64
     for s in strong:
         if not s.dtype.is_float:
             raise KernelTypeError(
@@ -244,7 +339,7 @@ def inline(lw: SsaLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
         if isinstance(ann, ArrayAnnotation):
             if not (isinstance(value, Value) and isinstance(value.type, ArrayType)):
                 raise KernelTypeError(f"`{dev.name}` expects an array for `{name}`", aloc)
-            if value.type != ArrayType(ann.dtype, ann.disjoint, ann.ndim):
+            if value.type != ArrayType(ann.dtype, ann.disjoint, ann.ndim, ann.atomic):
                 raise KernelTypeError(
                     f"`{dev.name}` expects `{name}: {ann!r}`, found `{value.type}`"
                     + (
@@ -265,7 +360,8 @@ def inline(lw: SsaLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
                     and isinstance(value.type, ThreadIndexType)
                     and dt == dtypes.i64
                 )
-                if forged and not index_as_i64:
+                weak = lw.em.is_weak(v) and isinstance(v, Value) and lw.em.adopts(v, dt)
+                if forged and not index_as_i64 and not weak:
                     assert isinstance(v, Value)
                     raise KernelTypeError(
                         f"`{dev.name}` expects `{name}: {dt.name}`, found {v.dtype.name}",

@@ -18,7 +18,7 @@ from typing import Any
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
-from ..errors import FearlessError, ToolchainError
+from ..errors import CompileError, FearlessError, Location, ToolchainError
 from ..frontend.source import FunctionSource, GlobalRef, load_source, resolve_annotations
 from ..ir.clone import clone_function
 from ..ir.core import Function
@@ -64,6 +64,8 @@ class CompiledIR:
     checks_removed: int
     source: FunctionSource
     fast: FastVariant | None = None
+    # The kernel's `with simt.unsafe():` statements (inspect reports the kernel unsafe).
+    unsafe_regions: tuple[Location, ...] = ()
 
     def ck_for_sim(self) -> CompiledKernel:
         """A CompiledKernel without code: what the simulator's error messages need."""
@@ -79,15 +81,22 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
     kir = build_kernel_ir(src, hints, unsafe=unsafe)
     requires = parse_requires(requires_text, kir.params, src.loc(src.tree))
     declared = [r.relation for r in requires if r.relation is not None]
-    options = PassOptions(insert_checks=not unsafe, len_relations=list(declared))
+    options = PassOptions(
+        insert_checks=not unsafe,
+        len_relations=list(declared),
+        unsafe_regions=kir.unsafe_regions,
+    )
     pristine = clone_function(kir.fn)  # the frontend's IR, for variants: never parsed again
     run_pipeline(kir.fn, options)
     c = LaunchContract(
         contract.block, contract.launch_bounds, index_dims=kir.index_dims, requires=requires
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
+    ir.unsafe_regions = kir.unsafe_regions
     if not unsafe and count_checks(kir.fn):
-        ir.fast = fast_variant(pristine, kir.params, declared, count_checks(kir.fn))
+        ir.fast = fast_variant(
+            pristine, kir.params, declared, count_checks(kir.fn), kir.unsafe_regions
+        )
     dump("ir", lambda: {f"{src.name}.ir": render_ir(ir)})
     return ir
 
@@ -101,6 +110,7 @@ def fast_variant(
     params: tuple[ParamSpec, ...],
     declared: list[tuple[str, str, str]],
     checks: int,
+    unsafe_regions: tuple[Location, ...] = (),
 ) -> FastVariant | None:
     """The kernel again (a clone of the frontend's IR, through the passes again), assuming
     `len(a) >= len(c)` for each output `c` and other 1-D array `a`.
@@ -119,7 +129,8 @@ def fast_variant(
 
     def compile_with(assumed: list[tuple[str, str, str]]) -> Function:
         fn = clone_function(frontend_ir)
-        run_pipeline(fn, PassOptions(len_relations=[*declared, *assumed]))
+        options = PassOptions(len_relations=[*declared, *assumed], unsafe_regions=unsafe_regions)
+        run_pipeline(fn, options)
         return fn
 
     best = count_checks(compile_with(candidates))
@@ -150,6 +161,11 @@ def render_ir(ir: CompiledIR) -> str:
         header += (
             f"// a second variant runs when {' and '.join(r.text for r in ir.fast.assumes)}"
             f" (checked at launch): {ir.fast.checks} bounds check(s) remain in it\n"
+        )
+    for r in ir.unsafe_regions:
+        header += (
+            f"// unsafe: `with simt.unsafe():` at line {r.line} writes outputs at any index "
+            "(bounds still checked); this kernel is not proven race-free\n"
         )
     return header + print_function(ir.fn)
 
@@ -309,9 +325,9 @@ def render_stage(
     if stage == "ir":
         return render_ir(compiled_ir())
     if stage not in ("llvm", "ptx", "sass"):
-        raise FearlessError(
-            f"unknown stage `{stage}` for a SIMT kernel",
-            help="SIMT stages are: ir, llvm, ptx, sass",
+        raise CompileError(
+            f"unknown stage {stage!r} for a SIMT kernel",
+            help='SIMT kernels have the stages "ir", "llvm", "ptx" and "sass"',
         )
     from ..runtime.target import default_arch
 
@@ -331,6 +347,7 @@ def render_stage(
     if ck.cubin is None:
         raise ToolchainError(
             "no cubin to disassemble: the PTX was left to the driver's JIT",
-            help="run on a machine with a CUDA driver, or install ptxas",
+            help="install ptxas (`pip install nvidia-cuda-nvcc`): it assembles the PTX into a "
+            "cubin, no GPU needed",
         )
     return disassemble(ck.cubin)

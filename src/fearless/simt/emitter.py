@@ -57,6 +57,17 @@ class Emitter:
         # Called with (value, wanted type) before a type mismatch is reported, so that a loop
         # whose header type was guessed from a literal can be re-lowered (frontend/loops.py).
         self.on_mismatch: Callable[[Value, DType], None] | None = None
+        # Values typed by Python (`lo: float`, `n: int` parameters, and what only they and
+        # literals compute): like a literal, they adopt the other operand's dtype at a use.
+        self.weak: set[Value] = set()
+
+    def is_weak(self, x: object) -> bool:
+        return isinstance(x, Value) and x in self.weak
+
+    def adopts(self, x: Value, to: DType) -> bool:
+        """Whether the weak value `x` (f64 or i64) may become `to` at a use: a float only a
+        float, an int any number (converted as `fl.<to>(x)` converts)."""
+        return not to.is_bool and (to.is_float or not x.dtype.is_float)
 
     def emit(self, op: Op) -> Op:
         assert self.block is not None, "emitting into unreachable code"
@@ -73,6 +84,8 @@ class Emitter:
             dt = want or dtypes.literal_default(x.value)
             return self.const(literal_value(x, dt, loc, _literal_help(x.value, dt)), dt, loc)
         if isinstance(x, Value):
+            if want is not None and x in self.weak and x.type != ScalarType(want):
+                return self.cast(x, want, loc)
             if isinstance(x.type, ThreadIndexType) and want is not None:
                 x = self.index_int(x, loc)
             if isinstance(x.type, ThreadIndex2DType) and want is not None:
@@ -126,6 +139,8 @@ class Emitter:
         """The common dtype of two scalar operands, or a KernelTypeError naming the fix."""
         if isinstance(a, Weak) and isinstance(b, Weak):
             return dtypes.literal_default(a.value if isinstance(a.value, float) else b.value)
+        if self.is_weak(a) or self.is_weak(b):
+            return self._unify_weak(a, b, loc, what)
         if isinstance(a, Weak):
             a, b = b, a
         assert isinstance(a, Value)
@@ -147,9 +162,40 @@ class Emitter:
                 f"mismatched types in {what}: {da.name} and {db.name}",
                 loc,
                 label=f"{da.name} and {db.name}",
-                help=f"convert one side explicitly, e.g. `fl.{_wider(da, db).name}(x)`",
+                help=f"convert one side explicitly: `fl.{da.name}(...)` to compute in {da.name}, "
+                f"or `fl.{db.name}(...)` for {db.name}",
             )
         return da
+
+    def _unify_weak(self, a: Value | Weak, b: Value | Weak, loc: Location, what: str) -> DType:
+        """Unify where a weak value (a `float`/`int` parameter) meets another operand."""
+        if (self.is_weak(a) or isinstance(a, Weak)) and (self.is_weak(b) or isinstance(b, Weak)):
+            floats = [
+                x.dtype.is_float if isinstance(x, Value) else isinstance(x.value, float)
+                for x in (a, b)
+            ]
+            return dtypes.f64 if any(floats) else dtypes.i64  # Python's own rule
+        weak, strong = (a, b) if self.is_weak(a) else (b, a)
+        assert isinstance(weak, Value) and isinstance(strong, Value)
+        if self.adopts(weak, strong.dtype):
+            return strong.dtype
+        kind = "float" if weak.dtype.is_float else "int"
+        raise KernelTypeError(
+            f"`{weak.name or 'value'}` (a `{kind}` parameter) cannot be used as "
+            f"{strong.dtype.name} in {what}",
+            loc,
+            label=f"{kind} and {strong.dtype.name}",
+            help=f"convert explicitly, e.g. `fl.{strong.dtype.name}({weak.name or 'x'})`, or "
+            f"convert the other operand, e.g. `fl.f32(...)`",
+        )
+
+    def mark_weak(self, result: Value, *operands: Operand) -> Value:
+        """`result` is weak when every operand is weak (a literal or a weak value)."""
+        if any(self.is_weak(x) for x in operands) and all(
+            isinstance(x, Weak) or self.is_weak(x) for x in operands
+        ):
+            self.weak.add(result)
+        return result
 
     # ------------------------------------------------------------------------- arithmetic
 
@@ -172,14 +218,15 @@ class Emitter:
         dt, va, vb = operands
         check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
         if kind == "pow" and dt.is_float:
-            return self.emit(ops.MathCall("pow", [va, vb], loc)).result
-        return self.emit(ops.Binary(kind, va, vb, loc)).result
+            return self.mark_weak(self.emit(ops.MathCall("pow", [va, vb], loc)).result, lhs, rhs)
+        return self.mark_weak(self.emit(ops.Binary(kind, va, vb, loc)).result, lhs, rhs)
 
     def minmax(self, kind: str, lhs: Operand, rhs: Operand, loc: Location) -> Value | Weak:
         operands = self._unified(kind, lhs, rhs, loc, f"{kind}()")
         if isinstance(operands, Weak):
             return operands
-        return self.emit(ops.Binary(kind, operands[1], operands[2], loc)).result
+        result = self.emit(ops.Binary(kind, operands[1], operands[2], loc)).result
+        return self.mark_weak(result, lhs, rhs)
 
     def compare(self, pred: str, lhs: Operand, rhs: Operand, loc: Location) -> Value | Weak:
         operands = self._unified(pred, lhs, rhs, loc, f"`{SYMBOL[pred]}`")
@@ -192,7 +239,7 @@ class Emitter:
         if isinstance(a, Weak):
             return fold_unary(kind, a, loc)
         check_operator(kind, kind, a.dtype, loc, _OPERATOR_HELP)
-        return self.emit(ops.Unary(kind, a, loc)).result
+        return self.mark_weak(self.emit(ops.Unary(kind, a, loc)).result, a)
 
     def truth(self, x: Operand, loc: Location) -> Value | Weak:
         """A condition: must be bool (no implicit truthiness of numbers in kernels)."""
@@ -208,12 +255,6 @@ class Emitter:
         return a
 
 
-def _wider(a: DType, b: DType) -> DType:
-    if a.is_float != b.is_float:
-        return a if a.is_float else b
-    return a if a.bits >= b.bits else b
-
-
 def _literal_help(value: Any, dt: DType) -> str:
     if isinstance(value, float) and dt.is_int:
         return "convert the other operand, e.g. `fl.f32(x)`, or write an integer literal"
@@ -224,13 +265,14 @@ def _literal_help(value: Any, dt: DType) -> str:
 
 
 def is_thread_index(x: Operand) -> bool:
-    """The 1-D witness `simt.thread.index_1d()` (or a value merged from several of them)."""
-    return isinstance(x, Value) and isinstance(x.type, ThreadIndexType)
+    """The 1-D witness `simt.thread.index_1d()` (or a value merged from several of them); not
+    the block index `block_index_1d()`, which is unique only within a block."""
+    return isinstance(x, Value) and isinstance(x.type, ThreadIndexType) and not x.type.block
 
 
 def is_thread_index_2d(x: Operand) -> bool:
-    """The 2-D witness `simt.thread.index_2d()`."""
-    return isinstance(x, Value) and isinstance(x.type, ThreadIndex2DType)
+    """The 2-D witness `simt.thread.index_2d()` (not the block pair `block_index_2d()`)."""
+    return isinstance(x, Value) and isinstance(x.type, ThreadIndex2DType) and not x.type.block
 
 
 def witness_2d_not_a_value(what: str, loc: Location) -> KernelTypeError:

@@ -1,7 +1,7 @@
 """Entry point of the frontend for SIMT kernels: a Python function -> an IR `Function`.
 
 Parameters come from the annotations (`simt.Slice[fl.f32]`, `simt.DisjointSlice[fl.f32]`,
-their 2-D forms `simt.Slice[fl.f32, 2]`, dtypes, `int`/`float`/`bool`); the body is lowered by
+`simt.AtomicSlice[fl.i32]`, their 2-D forms `simt.Slice[fl.f32, 2]`, dtypes, `int`/`float`/`bool`); the body is lowered by
 `lower.FunctionLowerer`. The result is the IR before any pass, plus the ABI parameter list the
 runtime needs.
 """
@@ -13,16 +13,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dtypes
-from ..abi import ParamSpec
+from ..abi import ParamKind, ParamSpec
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, Location
 from ..frontend.source import FunctionSource
 from ..frontend.values import Operand
 from ..ir import ops
-from ..ir.core import ArrayType, Function, ScalarType, Type
+from ..ir.core import ArrayType, Function, ScalarType, Type, Value
 from .emitter import Emitter
 from .lower import FunctionLowerer
+from .shared import shared
 from .ssa import Context
+from .sync_check import check_sync, in_unsafe_regions
 from .types import ArrayAnnotation
 
 
@@ -32,11 +34,17 @@ class KernelIR:
     params: tuple[ParamSpec, ...]
     uses_index_1d: bool
     uses_index_2d: bool = False
+    # The `with simt.unsafe():` statements: the kernel is reported unsafe when there is one.
+    unsafe_regions: tuple[Location, ...] = ()
 
     @property
     def index_dims(self) -> int:
-        """The launch dimensions the thread index needs (the launch contract's index_dims)."""
-        return 2 if self.uses_index_2d else 1
+        """The launch dimensions the thread index needs (the launch contract's index_dims):
+        3 (any launch) for a kernel with no ThreadIndex, which writes no DisjointSlice by one
+        (raw coordinates, atomics, `simt.unsafe()` regions only)."""
+        if self.uses_index_2d:
+            return 2
+        return 1 if self.uses_index_1d else 3
 
 
 def resolve_param(
@@ -54,15 +62,22 @@ def resolve_param(
             f"`{arg.arg}: simt.DisjointSlice[fl.f32]` for an output, or `{arg.arg}: fl.f32`",
         )
     if isinstance(ann, ArrayAnnotation):
-        spec = ParamSpec(arg.arg, "disjoint" if ann.disjoint else "slice", ann.dtype, ann.ndim)
-        return ArrayType(ann.dtype, ann.disjoint, ann.ndim), spec
+        kind: ParamKind = "atomic" if ann.atomic else "disjoint" if ann.disjoint else "slice"
+        spec = ParamSpec(arg.arg, kind, ann.dtype, ann.ndim)
+        return ArrayType(ann.dtype, ann.disjoint, ann.ndim, ann.atomic), spec
     dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
     if dt is None or dt.name in ("f16", "bf16"):
+        help = (
+            "use simt.Slice[T], simt.DisjointSlice[T], simt.AtomicSlice[T], "
+            "a dtype such as fl.f32, or int/float/bool"
+        )
+        if getattr(ann, "__self__", None) is shared:
+            help = (
+                "shared memory belongs to a thread block, not to the launch: declare it in "
+                f"the kernel, `{arg.arg} = simt.shared.array((256,), fl.f32)`"
+            )
         raise CompileError(
-            f"`{_ann_text(arg)}` is not a kernel parameter type",
-            loc,
-            code="E0599",
-            help="use simt.Slice[T], simt.DisjointSlice[T], a dtype such as fl.f32, or int/float/bool",
+            f"`{_ann_text(arg)}` is not a kernel parameter type", loc, code="E0599", help=help
         )
     return ScalarType(dt), ParamSpec(arg.arg, "scalar", dt)
 
@@ -93,6 +108,11 @@ def build_kernel_ir(
         specs.append(spec)
     em = Emitter(fn)
     em.block = entry
+    for arg in a.args:  # `x: float` / `n: int`: typed by Python, so weak as a literal is
+        if hints.get(arg.arg) in (float, int):
+            value = env[arg.arg]
+            assert isinstance(value, Value)
+            em.weak.add(value)
     ctx = Context(fn, em, unsafe=unsafe)
     lowerer = FunctionLowerer(ctx, src, env, is_kernel=True)
     lowerer.lower_body(tree.body)
@@ -101,4 +121,8 @@ def build_kernel_ir(
         loc = src.loc(end)
         em.emit(ops.Return(loc))
     fn.remove_unreachable()
-    return KernelIR(fn, tuple(specs), ctx.uses_index_1d, ctx.uses_index_2d)
+    if not unsafe:
+        check_sync(fn, in_unsafe_regions(tuple(ctx.unsafe_regions)))
+    return KernelIR(
+        fn, tuple(specs), ctx.uses_index_1d, ctx.uses_index_2d, tuple(ctx.unsafe_regions)
+    )

@@ -15,11 +15,14 @@ from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import unsupported
 from ..frontend.loops import Token, assigned_names
-from ..frontend.values import Undefined, Weak
+from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import ops
-from ..ir.core import Value
+from ..ir.core import ThreadIndexType, Value
+from .calls import thread_index
+from .coords import thread_count
 from .emitter import value_type
 from .ssa import LoopFrame, SsaLowerer, no_witness_2d_merge
+from .types import thread
 
 
 class LoopLowerer(SsaLowerer):
@@ -32,6 +35,24 @@ class LoopLowerer(SsaLowerer):
 
     def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
         self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
+
+    def lower_for_iter(self, node: ast.For, target: str) -> bool:
+        """`for i in simt.thread.grid_stride(n)`: a loop whose counter is a ThreadIndex."""
+        it = node.iter
+        if not isinstance(it, ast.Call):
+            return False
+        func = self.expr(it.func)
+        if not (isinstance(func, PyObj) and func.obj == thread.grid_stride):
+            return False
+        if len(it.args) != 1 or it.keywords:
+            raise CompileError(
+                "simt.thread.grid_stride() takes one positional argument, the stop",
+                self.loc(it),
+                code="E0061",
+                help="write `for i in simt.thread.grid_stride(len(out)):`",
+            )
+        self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
+        return True
 
     def stmt_Break(self, node: ast.Break) -> None:
         assert self.em.block is not None
@@ -53,7 +74,12 @@ class LoopLowerer(SsaLowerer):
             else None
         )
         if isinstance(node, ast.For):
-            induction = self._range_bounds(node.iter)  # type: ignore[arg-type]
+            assert isinstance(node.iter, ast.Call)
+            induction = (
+                self._range_bounds(node.iter)
+                if isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
+                else self._grid_stride_bounds(node.iter)
+            )
         carried = [
             n
             for n in assigned_names(node.body)
@@ -72,8 +98,10 @@ class LoopLowerer(SsaLowerer):
             no_witness_2d_merge(t, name, loc)
             init_v = self.coerce(init, t, name, loc)
             arg = header.add_arg(t, loc, name)
-            if isinstance(init, Weak) and hint is None:
+            if (isinstance(init, Weak) or em.is_weak(init)) and hint is None:
                 self.loop_types.guessed(arg, token, name)
+                if em.is_weak(init):  # `acc = lo` then `acc = acc + x[i]`: like a literal
+                    em.weak.add(arg)
             else:
                 self.loop_types.inherit(arg, init)
             inits.append(init_v)
@@ -101,7 +129,10 @@ class LoopLowerer(SsaLowerer):
         for block, env in frame.continues:
             em.block = block
             args: list[Value] = []
-            if induction is not None:
+            if induction is not None and isinstance(k.type, ThreadIndexType):
+                assert isinstance(induction[2], Value)
+                args.append(em.emit(ops.IndexAdvance(k, induction[2], loc)).result)
+            elif induction is not None:
                 step = em.as_value(induction[2], loc, k.dtype)
                 args.append(em.emit(ops.Binary("add", k, step, loc)).result)
             for arg, name in zip(header.args[len(args) :], carried, strict=True):
@@ -123,7 +154,7 @@ class LoopLowerer(SsaLowerer):
             raw = [Weak(0), raw[0]]
         if len(raw) == 2:
             raw.append(Weak(1))
-        strong = [r for r in raw if isinstance(r, Value)]
+        strong = sorted((r for r in raw if isinstance(r, Value)), key=em.is_weak)
         dt = strong[0].dtype if strong else dtypes.i64
         for r in raw:
             if isinstance(r, Value) and r.dtype != dt:
@@ -143,8 +174,27 @@ class LoopLowerer(SsaLowerer):
         stop = em.as_value(raw[1], loc, dt)
         return start, stop, step if isinstance(step, Weak) else em.as_value(step, loc, dt)
 
+    def _grid_stride_bounds(self, call: ast.Call) -> tuple[Value, Value, Value]:
+        """(this thread's ThreadIndex, the stop as i64, the launch's thread count)."""
+        em = self.em
+        loc = self.loc(call)
+        stop = em.scalar(self.expr(call.args[0]), self.loc(call.args[0]), "grid_stride() stop")
+        if (isinstance(stop, Value) and not stop.dtype.is_int) or (
+            isinstance(stop, Weak) and type(stop.value) is not int
+        ):
+            raise KernelTypeError(
+                "simt.thread.grid_stride() needs an integer stop",
+                self.loc(call.args[0]),
+                help="convert with `int(x)`",
+            )
+        start = thread_index(self, "index_1d", loc)
+        stop_v = em.cast(em.as_value(stop, loc, dtypes.i64), dtypes.i64, loc)
+        return start, stop_v, thread_count(em, loc)
+
     def _range_cond(self, k: Value, stop: Value, step: Weak | Value, loc: Location) -> Value:
         em = self.em
+        if isinstance(k.type, ThreadIndexType):  # a grid-stride counter
+            return em.emit(ops.Compare("lt", em.index_int(k, loc), stop, loc)).result
         if isinstance(step, Weak):
             pred = "lt" if step.value > 0 else "gt"
             return em.emit(ops.Compare(pred, k, stop, loc)).result

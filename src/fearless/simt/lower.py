@@ -23,7 +23,10 @@ from ..ir import ops
 from ..ir.core import ArrayType, Block, ThreadIndex2DType, Value
 from .access import load, store
 from .calls import lower_call, resolve_annotation
+from .coords import Register
+from .coords import read as read_register
 from .loops import LoopLowerer
+from .regions import lower_with
 from .ssa import Env
 
 
@@ -37,11 +40,17 @@ class FunctionLowerer(LoopLowerer):
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
-            if isinstance(target, ast.Tuple | ast.List):
+            # Only a tuple of the compiler's own (`x, y = simt.grid(2)`) unpacks.
+            if isinstance(target, ast.Tuple | ast.List) and not isinstance(node.value, ast.Call):
                 raise unsupported(
                     "tuple unpacking", self.loc(target), help="assign each variable on its own line"
                 )
         super().stmt_Assign(node)
+
+    def host_operand(self, obj: object, name: str, node: ast.expr) -> Operand:
+        if isinstance(obj, Register):  # `simt.threadIdx.x`, `simt.laneid`: a plain i64
+            return read_register(self.em, obj.reg, self.loc(node))
+        return super().host_operand(obj, name, node)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is None:
@@ -62,6 +71,9 @@ class FunctionLowerer(LoopLowerer):
                 help=f"convert it: `fl.{dtype.name}(...)`",
             )
         self.assign(node.target, self.em.as_value(scalar, loc, dtype), node)
+
+    def stmt_With(self, node: ast.With) -> None:
+        lower_with(self, node)
 
     def store_subscript(self, target: ast.Subscript, value: Operand) -> None:
         store(self, target, value, self.loc(target))
@@ -139,10 +151,10 @@ class FunctionLowerer(LoopLowerer):
             result = flowed
         return result
 
-    def expr_IfExp(self, node: ast.IfExp) -> Operand:
-        cond = self.condition(node.test)
-        if isinstance(cond, Weak):
-            return self.expr(node.body if cond.value else node.orelse)
+    def lower_ifexp(self, node: ast.IfExp, cond: Operand) -> Operand:
+        """Control flow: each arm is lowered on its own edge (so `a[i] if i < n else 0`
+        reads `a` only when `i < n`), and the values join like an `if`'s variables."""
+        assert isinstance(cond, Value)
         return self._select_flow(
             cond, lambda: self.expr(node.body), None, True, self.loc(node), orelse=node.orelse
         )
@@ -177,6 +189,20 @@ class FunctionLowerer(LoopLowerer):
         return lower_call(self, node)
 
     def expr_Subscript(self, node: ast.Subscript) -> Operand:
+        held = self.env.get(node.value.id) if isinstance(node.value, ast.Name) else None
+        if isinstance(held, tuple):  # `g[0]` of `g = simt.grid(2)`
+            k = node.slice
+            if not (isinstance(k, ast.Constant) and type(k.value) is int):
+                raise CompileError(
+                    f"`{ast.unparse(node)}`: a tuple is indexed with a literal",
+                    self.loc(k),
+                    help=f"write `{node.value.id}[0]`, or unpack it: `x, y = ...`",
+                )
+            if not -len(held) <= k.value < len(held):
+                raise CompileError(
+                    f"index {k.value} is out of range for a tuple of {len(held)}", self.loc(k)
+                )
+            return held[k.value]  # type: ignore[no-any-return]
         return load(self, node, self.loc(node))
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Operand:

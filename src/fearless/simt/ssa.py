@@ -26,7 +26,16 @@ from ..frontend.loops import LoopTypes, Token
 from ..frontend.source import FunctionSource
 from ..frontend.values import Operand, PyObj, Undefined, Weak
 from ..ir import ops
-from ..ir.core import Block, Function, ScalarType, ThreadIndex2DType, ThreadIndexType, Type, Value
+from ..ir.core import (
+    ArrayType,
+    Block,
+    Function,
+    ScalarType,
+    ThreadIndex2DType,
+    ThreadIndexType,
+    Type,
+    Value,
+)
 from .emitter import Emitter, value_type
 
 Env = dict[str, Operand]
@@ -50,6 +59,16 @@ class Context:
     loop_types: LoopTypes[Type] = field(default_factory=LoopTypes)
     uses_index_1d: bool = False
     uses_index_2d: bool = False
+    # `with simt.unsafe():` statements (regions.py): the spans seen, and how many enclose here.
+    unsafe_regions: list[Location] = field(default_factory=list)
+    unsafe_depth: int = 0
+    shared_bytes: int = 0  # the shared arrays declared so far (shared.py)
+
+    @property
+    def witness_off(self) -> bool:
+        """Whether a DisjointSlice may be accessed at any index here (still bounds-checked
+        inside `simt.unsafe()`; unchecked in an `unsafe=True` kernel)."""
+        return self.unsafe or self.unsafe_depth > 0
 
     def __post_init__(self) -> None:
         self.em.on_mismatch = lambda v, wanted: self.loop_types.retry_if_guessed(
@@ -144,11 +163,20 @@ class SsaLowerer(Lowerer[Operand]):
                 return v
             if isinstance(v.type, ThreadIndexType) and t == ScalarType(dtypes.i64):
                 return em.index_int(v, loc)
+            if isinstance(t, ScalarType) and em.is_weak(v) and em.adopts(v, t.dtype):
+                return em.cast(v, t.dtype, loc)
         # A mismatch: re-lower the loop whose header type was only a guess, else report.
         vt = value_type(v)
         wanted = vt if not isinstance(vt, ThreadIndexType) else ScalarType(dtypes.i64)
         for guess in [header_arg, *(others or [])]:
             self.loop_types.retry_if_guessed(guess, wanted)
+        if name == "$sel":  # the value of `a if c else b` (lower.py)
+            raise KernelTypeError(
+                f"mismatched types in the arms of a conditional expression: {t} and {vt}",
+                v.loc if isinstance(v, Value) else loc,
+                label=f"this arm is {vt}",
+                help=f"convert one arm explicitly, e.g. `fl.{_dtype_name(t)}(...)`",
+            )
         raise KernelTypeError(
             f"`{name}` is {t} on one path and {vt} on another",
             v.loc if isinstance(v, Value) else loc,
@@ -181,7 +209,7 @@ class SsaLowerer(Lowerer[Operand]):
             if all(v is first or (isinstance(v, Weak) and v == first) for v in vals):
                 joined[name] = first if first is not None else Undefined(name, loc)
                 continue
-            if any(v is None or isinstance(v, Undefined) for v in vals):
+            if any(v is None or isinstance(v, Undefined | tuple) for v in vals):
                 joined[name] = Undefined(name, loc)
                 continue
             if any(isinstance(v, PyObj) for v in vals):
@@ -191,7 +219,11 @@ class SsaLowerer(Lowerer[Operand]):
                 joined[name] = Undefined(name, loc)
                 continue
             prior = (before or {}).get(name)
-            if isinstance(prior, Value) and isinstance(prior.type, ScalarType):
+            if (
+                isinstance(prior, Value)
+                and isinstance(prior.type, ScalarType)
+                and not em.is_weak(prior)  # a weak value takes the type it meets, as a literal
+            ):
                 t: Type = prior.type  # a variable keeps the type it had before the branch
             else:
                 t = self._join_type(vals)  # type: ignore[arg-type]
@@ -199,7 +231,9 @@ class SsaLowerer(Lowerer[Operand]):
             for i, (block, _) in enumerate(incoming):
                 em.block = block
                 branch_args[i].append(self.coerce(vals[i], t, name, loc, others=vals))  # type: ignore[arg-type]
-            joined[name] = join.add_arg(t, loc, name)
+            joined[name] = arg = join.add_arg(t, loc, name)
+            if all(isinstance(v, Weak) or em.is_weak(v) for v in vals):
+                em.mark_weak(arg, *vals)  # type: ignore[arg-type]  # `lo if c else hi`
         for (block, _), args in zip(incoming, branch_args, strict=True):
             em.block = block
             em.emit(ops.Br(join, args, loc))
@@ -208,6 +242,8 @@ class SsaLowerer(Lowerer[Operand]):
 
     def _join_type(self, vals: list[Value | Weak]) -> Type:
         strong = [v for v in vals if isinstance(v, Value)]
+        if any(not self.em.is_weak(v) for v in strong):  # a weak value adopts the other's type
+            strong = [v for v in strong if not self.em.is_weak(v)]
         if not strong:
             floats = any(isinstance(v.value, float) for v in vals)  # type: ignore[union-attr]
             return ScalarType(dtypes.f32 if floats else value_type(vals[0]).dtype)  # type: ignore[attr-defined]
@@ -232,6 +268,14 @@ def no_witness_2d_merge(t: Type, name: str, loc: Location) -> None:
             code="E0602",
             help="call `simt.thread.index_2d()` once, at the top of the kernel, and keep it "
             "in one variable",
+        )
+    if isinstance(t, ArrayType):  # arrays (parameters, shared arrays) are not SSA values
+        raise CompileError(
+            f"`{name}` holds an array assigned on more than one path",
+            loc,
+            label="a different array on another path",
+            help="index each array where it is chosen, e.g. `v = a[i]` in one branch and "
+            "`v = b[i]` in the other",
         )
 
 

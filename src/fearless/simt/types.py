@@ -2,9 +2,10 @@
 
 `Slice[T]` and `DisjointSlice[T]` (1-D), `Slice[T, 2]` and `DisjointSlice[T, 2]` (2-D,
 row-major) are used only as parameter annotations; subscripting them gives an
-`ArrayAnnotation` the frontend turns into an IR `ArrayType`. `thread` is the namespace behind
-`simt.thread.index_1d()` and `simt.thread.index_2d()`; calling them outside a kernel is an
-error.
+`ArrayAnnotation` the frontend turns into an IR `ArrayType`. `AtomicSlice[T]` (1-D; T one of
+`ATOMIC_DTYPES`) is an output written only through `simt.atomic`. `thread` is the namespace
+behind `simt.thread.index_1d()` and `simt.thread.index_2d()`, `atomic` the one behind
+`simt.atomic.add(...)` and its siblings; calling them outside a kernel is an error.
 """
 
 from __future__ import annotations
@@ -17,40 +18,59 @@ from ..dtypes import DType
 from ..errors import FearlessError
 from ..frontend.source import FunctionSource, load_source, resolve_annotations
 
+# The element types an AtomicSlice may hold: what the GPU updates atomically in one instruction
+# (f16 and bf16 only add; the others also max, min, exch, and the integers cas).
+ATOMIC_DTYPES = frozenset(("i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16"))
+
 
 @dataclass(frozen=True)
 class ArrayAnnotation:
     dtype: DType
     disjoint: bool
     ndim: int = 1
+    atomic: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "AtomicSlice" if self.atomic else "DisjointSlice" if self.disjoint else "Slice"
 
     def __repr__(self) -> str:
-        kind = "DisjointSlice" if self.disjoint else "Slice"
         rank = f", {self.ndim}" if self.ndim != 1 else ""
-        return f"simt.{kind}[{self.dtype!r}{rank}]"
+        return f"simt.{self.kind}[{self.dtype!r}{rank}]"
 
 
 class _ArrayKind:
-    def __init__(self, disjoint: bool) -> None:
+    def __init__(self, disjoint: bool, atomic: bool = False) -> None:
         self.disjoint = disjoint
+        self.atomic = atomic
+        self.kind = "AtomicSlice" if atomic else "DisjointSlice" if disjoint else "Slice"
 
     def __getitem__(self, key: Any) -> ArrayAnnotation:
-        kind = "DisjointSlice" if self.disjoint else "Slice"
+        kind = self.kind
         dtype, ndim = key if isinstance(key, tuple) and len(key) == 2 else (key, 1)
         if not isinstance(dtype, DType):
             raise TypeError(
                 f"simt.{kind}[...] takes a fearless dtype such as fl.f32, not {dtype!r}"
             )
+        if self.atomic and dtype.name not in ATOMIC_DTYPES:
+            names = ", ".join(f"fl.{n}" for n in sorted(ATOMIC_DTYPES))
+            raise TypeError(f"simt.AtomicSlice[...] holds one of {names}, not {dtype!r}")
+        if self.atomic and ndim != 1:
+            raise TypeError(
+                f"simt.AtomicSlice[{dtype!r}] is 1-D; index a flattened array with "
+                "`row * ncols + col`"
+            )
         if isinstance(ndim, bool) or ndim not in (1, 2):
             raise TypeError(f"simt.{kind}[{dtype!r}, ndim] takes ndim 1 or 2, not {ndim!r}")
-        return ArrayAnnotation(dtype, self.disjoint, ndim)
+        return ArrayAnnotation(dtype, self.disjoint, ndim, self.atomic)
 
     def __repr__(self) -> str:
-        return "simt.DisjointSlice" if self.disjoint else "simt.Slice"
+        return f"simt.{self.kind}"
 
 
 Slice = _ArrayKind(disjoint=False)
 DisjointSlice = _ArrayKind(disjoint=True)
+AtomicSlice = _ArrayKind(disjoint=False, atomic=True)
 
 
 def _only_in_kernels(name: str) -> NoReturn:
@@ -63,14 +83,64 @@ class _Thread:
     def index_1d(self) -> Any:
         _only_in_kernels("index_1d")
 
+    def block_index_1d(self) -> Any:
+        """The thread's linear position in its block: opens `simt.shared.array`s."""
+        _only_in_kernels("block_index_1d")
+
+    def block_index_2d(self) -> Any:
+        """(row, col) of the thread in its block: opens 2-D `simt.shared.array`s as `s[t]`."""
+        _only_in_kernels("block_index_2d")
+
     def index_2d(self) -> Any:
         _only_in_kernels("index_2d")
+
+    def grid_stride(self, n: Any) -> Any:
+        """`for i in simt.thread.grid_stride(n)`: this thread's indices t, t + G, ... below n
+        (G the launch's thread count), each a ThreadIndex."""
+        _only_in_kernels("grid_stride")
 
     def __repr__(self) -> str:
         return "simt.thread"
 
 
 thread = _Thread()
+
+
+def _atomic_only_in_kernels(name: str) -> NoReturn:
+    raise RuntimeError(f"simt.atomic.{name}() can only be called inside a @simt.kernel")
+
+
+class _Atomic:
+    """`simt.atomic`: read-modify-write of one element of an `AtomicSlice`, numba's names.
+
+    Each returns the element's old value; the index is any integer, checked against the length.
+    `sub` of floats adds the negation; `max`/`min` of floats are `math.fmax`/`fmin` (a NaN
+    loses); `cas(ary, idx, old, val)` stores `val` when the element equals `old` bit for bit.
+    """
+
+    def add(self, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("add")
+
+    def sub(self, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("sub")
+
+    def max(self, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("max")
+
+    def min(self, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("min")
+
+    def exch(self, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("exch")
+
+    def cas(self, ary: Any, idx: Any, old: Any, val: Any) -> Any:
+        _atomic_only_in_kernels("cas")
+
+    def __repr__(self) -> str:
+        return "simt.atomic"
+
+
+atomic = _Atomic()
 
 
 class DeviceFunction:
@@ -92,9 +162,14 @@ class DeviceFunction:
         return resolve_annotations(self.func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from ..runtime.location import user_location
+
         raise FearlessError(
             f"device function `{self.name}` can only be called from a kernel",
-            help="call it inside a @simt.kernel, or call the undecorated function on the host",
+            user_location(),
+            code="E0605",
+            help=f"call it inside a @simt.kernel, or call `{self.name}.func(...)` (the "
+            "undecorated Python function) on the host",
         )
 
     def __repr__(self) -> str:

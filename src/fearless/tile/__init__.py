@@ -14,7 +14,7 @@ and the host `Partition` in runtime/partition.py.
 
 from __future__ import annotations
 
-from ..runtime.partition import Partition
+from ..runtime.partition import Grouped, Partition, grouped
 from .aot import PartSpec, Spec
 from .api import (
     abs_,
@@ -57,8 +57,8 @@ from .types import Const, Part, Tensor
 abs = abs_
 
 __all__ = [
-    "Const", "Kernel", "Part", "PartSpec", "Partition", "Spec", "Tensor", "abs", "arange", "astype", "block_id",
-    "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "floor", "full", "kernel", "load",
+    "Const", "Grouped", "Kernel", "Part", "PartSpec", "Partition", "Spec", "Tensor", "abs", "arange", "astype", "block_id",
+    "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "floor", "full", "grouped", "kernel", "load",
     "load_like", "log", "log2", "max", "maximum", "min", "minimum", "mma", "num_blocks",
     "num_tiles", "reshape", "rsqrt", "sigmoid", "sin", "sqrt", "sum", "tanh", "transpose",
     "where", "zeros",

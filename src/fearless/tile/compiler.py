@@ -41,7 +41,9 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
             env[arg.arg] = entry.add_arg(TileType(p.dtype), loc, arg.arg)
         else:
             assert p.dtype is not None
-            env[arg.arg] = entry.add_arg(ArrayParamType(p.dtype, p.ndim, p.tile), loc, arg.arg)
+            env[arg.arg] = entry.add_arg(
+                ArrayParamType(p.dtype, p.ndim, p.tile, p.group), loc, arg.arg
+            )
     lowerer = TileLowerer(src, fn, env)
     lowerer.lower_body(tree.body)
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))

@@ -6,6 +6,10 @@ Both lower to ops with nested blocks (ops.py) and carry the variables they assig
             that starts as a literal (`acc = 0`) takes the type the body gives it: the loop is
             lowered again with that type from the start (frontend/loops.py), also when an `if`
             inside the body is what gives it the type.
+    a if c else b   (`lower_ifexp`) as cuTile Python: `tile.where(c, a, b)`, elementwise, for
+            a bool tile or 0-d condition that is known only at run time (both arms are
+            evaluated: kernel expressions have no effects); a compile-time condition picks
+            one arm (frontend/core.py).
     if      a compile-time condition (a literal, a `tile.Const`) picks one branch statically.
             A run-time one must be a 0-d bool tile (`k < n`, `tile.block_id(0) == 0`); it
             becomes `tile.if`, whose two blocks yield the names either branch assigns that
@@ -17,7 +21,7 @@ Both lower to ops with nested blocks (ops.py) and carry the variables they assig
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from .. import dtypes
@@ -53,19 +57,42 @@ def assign_loc(
 
 
 def lower_for(lw: TileRules, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
-    lw.lower_retrying(node, lambda token: _lower_for(lw, node, token, target, bounds))
+    def range_bounds() -> tuple[Value, Value, Value]:
+        loc = lw.loc(node)
+        values = [lw.index(lw.expr(a), lw.loc(a)) for a in bounds]
+        if len(values) == 1:
+            values.insert(0, lw.const(0, dtypes.i32, loc))
+        if len(values) == 2:
+            values.append(lw.const(1, dtypes.i32, loc))
+        lo, hi, step = values
+        return lo, hi, step
+
+    lower_loop(lw, node, target, range_bounds)
+
+
+def lower_loop(
+    lw: TileRules,
+    node: ast.For,
+    target: str,
+    bounds: Callable[[], tuple[Value, Value, Value]],
+    bind: Callable[[Value], Any] | None = None,
+) -> None:
+    """A `tile.for` over `bounds()` (lo, hi, step; emitted before the loop), its body
+    `node.body` seeing `target` as the induction variable, or as `bind(iv)` (emitted at the
+    top of the body): `range` loops, and `part.tiles()` (persistent.py)."""
+    lw.lower_retrying(node, lambda token: _lower_for(lw, node, token, target, bounds, bind))
 
 
 def _lower_for(
-    lw: TileRules, node: ast.For, token: Token, target: str, bound_nodes: list[ast.expr]
+    lw: TileRules,
+    node: ast.For,
+    token: Token,
+    target: str,
+    bounds: Callable[[], tuple[Value, Value, Value]],
+    bind: Callable[[Value], Any] | None,
 ) -> None:
     loc = lw.loc(node)
-    bounds = [lw.index(lw.expr(a), lw.loc(a)) for a in bound_nodes]
-    if len(bounds) == 1:
-        bounds.insert(0, lw.const(0, dtypes.i32, loc))
-    if len(bounds) == 2:
-        bounds.append(lw.const(1, dtypes.i32, loc))
-    lo, hi, step = bounds
+    lo, hi, step = bounds()
     # The variables the body assigns that exist before the loop are carried through it.
     carried: list[str] = []
     init: list[Value] = []
@@ -92,7 +119,7 @@ def _lower_for(
     outer_block, outer_env = lw.block, lw.env
     lw.block = body
     lw.env = dict(outer_env)
-    lw.env[target] = iv
+    lw.env[target] = bind(iv) if bind is not None else iv
     lw.env.update(zip(carried, args, strict=True))
     lw.lower_body(node.body)
     nxt: list[Value] = []
@@ -279,3 +306,40 @@ def _mismatch(name: str, a: Any, b: Any, loc: Location, got: Any, note: str) -> 
         help=f"give `{name}` one type on both paths, e.g. with `.astype(...)` or "
         "`tile.broadcast_to(...)`",
     )
+
+
+def lower_ifexp(lw: TileRules, node: ast.IfExp, cond: Any) -> Value:
+    """`a if c else b` on a run-time `c`: an elementwise select, as `tile.where(c, a, b)`."""
+    loc = lw.loc(node)
+    c_loc = lw.loc(node.test)
+    if not (isinstance(cond, Value) and isinstance(cond.type, TileType)):
+        what = f"the array `{cond.name}`" if isinstance(cond, Value) else "this value"
+        raise KernelTypeError(
+            f"the condition of a conditional expression must be a bool tile, found {what}",
+            c_loc,
+            help="compare tiles, e.g. `x if x > 0 else 0.0`",
+        )
+    if not cond.type.dtype.is_bool:
+        raise KernelTypeError(
+            f"a condition must be bool, found {cond.type.dtype.name}",
+            c_loc,
+            label=f"this is {cond.type.dtype.name}",
+            help=f"compare it: `... if {ast.unparse(node.test)} != 0 else ...`",
+        )
+    arms = [lw.expr(node.body), lw.expr(node.orelse)]
+    for arm, n in zip(arms, (node.body, node.orelse), strict=True):
+        if not (
+            isinstance(arm, Weak) or (isinstance(arm, Value) and isinstance(arm.type, TileType))
+        ):
+            raise KernelTypeError(
+                f"both arms of a conditional expression must be tiles or numbers, but "
+                f"`{ast.unparse(n)}` is not one",
+                lw.loc(n),
+                help="choose between two tiles (or numbers): `x if c else y`",
+            )
+    dt = lw.unify(arms[0], arms[1], loc, "the arms of a conditional expression")
+    body, orelse = (
+        lw.tile_value(a, lw.loc(n), dt) for a, n in zip(arms, (node.body, node.orelse), strict=True)
+    )
+    c, vx, vy = lw.operands([cond, body, orelse], dt, loc)
+    return lw.emit(ops.Select(c, vx, vy, loc))

@@ -165,7 +165,7 @@ def _part_reader(want: DType) -> Reader:
         if t._dtype is not want or t._on_device != on_device:
             return False
         ptr = t._ptr
-        key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid))
+        key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group))
         starts.append(ptr)
         if on_device:
             payload.append(ptr)

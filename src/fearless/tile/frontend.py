@@ -20,21 +20,26 @@ import ast
 
 from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
-from ..frontend.intrinsics import Call, host_function_error
+from ..frontend.intrinsics import Call, host_function_error, kernel_launch_error
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
-from .control import lower_for, lower_if
-from .intrinsics import HOST_HELP, INTRINSICS
+from .control import lower_for, lower_if, lower_ifexp
+from .intrinsics import HOST_HELP, INTRINSICS, tile_form
+from .order import own_index
+from .persistent import TileCursor, lower_tiles
 from .rules import Operand, TileRules
+
+# Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
+TILE_METHODS = ("astype", "reshape")
 
 
 class Bound:
     """A method looked up on a value: `part.store`, `x.astype`."""
 
-    def __init__(self, name: str, obj: Value) -> None:
+    def __init__(self, name: str, obj: Value | TileCursor) -> None:
         self.name, self.obj = name, obj
 
 
@@ -63,8 +68,23 @@ class TileLowerer(TileRules):
     def lower_if(self, node: ast.If, cond: Operand) -> None:
         lower_if(self, node, cond)
 
+    def lower_ifexp(self, node: ast.IfExp, cond: Operand) -> Operand:
+        return lower_ifexp(self, node, cond)
+
     def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
         lower_for(self, node, target, bounds)
+
+    def lower_for_iter(self, node: ast.For, target: str) -> bool:
+        """`for t in part.tiles():` (persistent.py); any other iterable is not supported."""
+        it = node.iter
+        if (
+            isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr == "tiles"
+        ):
+            lower_tiles(self, node, target, it, self.expr(it.func.value))
+            return True
+        return False
 
     # ----------------------------------------------------------------------- expressions
 
@@ -74,6 +94,19 @@ class TileLowerer(TileRules):
     def value_attribute(self, base: Operand, node: ast.Attribute) -> Operand:
         loc = self.loc(node)
         attr = node.attr
+        if isinstance(base, TileCursor):
+            if attr == "index":
+                return base.index
+            if attr == "shape":
+                return tuple(Weak(d) for d in base.tile)
+            if attr == "store":
+                return Bound("store", base)
+            raise CompileError(
+                f"`{ast.unparse(node)}` is not available: a tile of `part.tiles()` has `.index`, "
+                "`.shape` and `.store(x)`",
+                loc,
+                code="E0433",
+            )
         if isinstance(base, Value) and isinstance(base.type, ArrayParamType):
             t = base.type
             if attr == "shape":
@@ -81,7 +114,7 @@ class TileLowerer(TileRules):
                     return tuple(Weak(d) for d in t.tile)
                 return tuple(self.emit(ops.ArrayDim(base, a, loc)) for a in range(t.ndim))
             if attr == "index" and t.tile is not None:
-                return tuple(self.emit(ops.BlockId(a, loc)) for a in range(t.ndim))
+                return own_index(self, base, loc)
             if attr == "store" and t.tile is not None:
                 return Bound("store", base)
             if attr == "store":
@@ -98,8 +131,8 @@ class TileLowerer(TileRules):
                 return tuple(Weak(d) for d in base.type.shape)
             if attr == "dtype":
                 return PyObj(base.type.dtype, "dtype")
-            if attr == "astype":
-                return Bound("astype", base)
+            if attr in TILE_METHODS:  # `x.astype(dt)`, `x.reshape(shape)`: as `tile.<name>(x, ...)`
+                return Bound(attr, base)
             if attr == "T":
                 return self.permute(base, None, loc)
         raise CompileError(
@@ -182,17 +215,24 @@ class TileLowerer(TileRules):
             if func.name == "store":
                 if len(args) != 1 or kwargs:
                     raise CompileError("`store` takes one tile", loc, code="E0061")
-                self.store(func.obj, args[0], arg_locs[0])
+                if isinstance(func.obj, TileCursor):
+                    self.store(func.obj.part, args[0], arg_locs[0], func.obj.index)
+                else:
+                    self.store(func.obj, args[0], arg_locs[0])
                 return PyObj(None, "None")
-            astype = KERNEL_FUNCTIONS["astype"]  # `x.astype(dt)`: the receiver has no node
-            call = Call("astype", astype, [func.obj, *args], kwargs, loc, [loc, *arg_locs])
+            stub = KERNEL_FUNCTIONS[func.name]  # `x.<name>(...)`: the receiver has no node
+            call = Call(func.name, stub, [func.obj, *args], kwargs, loc, [loc, *arg_locs])
             call.kwarg_locs = kwarg_locs
-            return INTRINSICS.call(self, INTRINSICS["tile.astype"], call)  # type: ignore[no-any-return]
+            return INTRINSICS.call(self, INTRINSICS[f"tile.{func.name}"], call)  # type: ignore[no-any-return]
         if not isinstance(func, PyObj):
             raise CompileError(f"`{ast.unparse(node.func)}` is not callable", loc, code="E0605")
         intrinsic = INTRINSICS.lookup(func.obj)
         if intrinsic is None:
-            raise host_function_error(ast.unparse(node.func), loc, HOST_HELP)
+            name = ast.unparse(node.func)
+            help = "put the shared code in a plain function and call it from both kernels"
+            raise kernel_launch_error(func.obj, name, loc, help) or host_function_error(
+                name, loc, HOST_HELP, tile_form
+            )
         name = getattr(func.obj, "__fearless_tile__", None) or ast.unparse(node.func)
         call = Call(name, func.obj, args, kwargs, loc, arg_locs, kwarg_locs)
         return INTRINSICS.call(self, intrinsic, call)  # type: ignore[no-any-return]

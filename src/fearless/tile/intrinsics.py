@@ -124,7 +124,12 @@ def _len(lw: TileRules, call: Call) -> Operand:
     """`len` of a static tuple (a shape): a compile-time int."""
     if len(call.args) == 1 and isinstance(call.args[0], tuple) and not call.kwargs:
         return Weak(len(call.args[0]))
-    raise host_function_error(call.name, call.loc, HOST_HELP)
+    raise host_function_error(call.name, call.loc, HOST_HELP, tile_form)
+
+
+def tile_form(name: str) -> str | None:
+    """What a Tile kernel calls instead of NumPy's `name` (E0605's help), if tile has it."""
+    return f"`tile.{name}(...)`" if name in KERNEL_FUNCTIONS else None
 
 
 @INTRINSICS.declare_kind(lambda obj: isinstance(obj, DType), "fl.<dtype>", ops=(ops.Cast,))

@@ -16,6 +16,10 @@ differs). Modules, builtins, attributes (`cfg.SCALE`) and objects changed in pla
 followed: pass such values as arguments (a `tile.Const` for a compile-time one).
 
 Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line.
+
+NumPy arrays given for `tile.Tensor` parameters on "cuda" are copied to the GPU for the launch
+(runtime/host_arrays.py, a one-time HostCopyWarning); outputs are Partitions of fl.Tensors,
+so there is nothing to copy back.
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ from ..frontend.source import (
     resolve_annotations,
     same_values,
 )
+from ..ir import tile_ops
 from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
+from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
@@ -74,6 +80,7 @@ class Kernel:
         self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
+        self._launch_warm: dict[tuple[int, int, int], WarmPath] = {}  # launch(grid): per grid
         self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
         # The globals and closure variables the compiled forms read (None: none yet) and the
         # guard that says they still hold the same objects (see the module docstring).
@@ -99,6 +106,7 @@ class Kernel:
             self._cubins = {}
             self._gpu = {}
             self._warm = None
+            self._launch_warm = {}
         self._refs = refs
         self._fresh = make_guard(refs)
 
@@ -155,7 +163,11 @@ class Kernel:
                         code="E0701",
                     )
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
-                params.append(TileParam(name, "part", ann.dtype, t.ndim, arg.tile, align=align))
+                params.append(
+                    TileParam(
+                        name, "part", ann.dtype, t.ndim, arg.tile, align=align, group=arg.group
+                    )
+                )
                 values.append((arg, info))
             elif isinstance(ann, TensorAnnotation):
                 info = describe(arg, target, name=name, ndim=None)
@@ -283,24 +295,54 @@ class Kernel:
             warm = self._warm or self._make_warm()
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
-                entry, payload = self._prepare(args, target)
-                if key is not None:
-                    warm.store(key, entry)
+                return self._slow_launch(args, target, warm, key, stream)
             entry.run(payload, stream)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
+
+    def _slow_launch(
+        self,
+        args: tuple[Any, ...],
+        target: Target,
+        warm: WarmPath,
+        key: Any,
+        stream: Any,
+        host_grid: tuple[int, int, int] | None = None,
+    ) -> None:
+        """A launch the warm path did not recognise: prepared (and kept under `key`), with
+        NumPy arrays on "cuda" copied to the GPU for it (runtime/host_arrays.py)."""
+        staging = None
+        if target.on_device:
+            specs = [
+                ParamSpec(name, "slice", ann.dtype, 0)
+                if isinstance(ann, TensorAnnotation)
+                else None
+                for name, ann in self.annotations()
+            ]
+            staging = stage(self.name, specs, args, self)
+        entry, payload = self._prepare(staging.args if staging else args, target, host_grid)
+        if key is not None and staging is None:
+            warm.store(key, entry)
+        entry.run(payload, stream)
+        if staging is not None:
+            finish(staging)  # the copies live until the kernel is done
 
     def _make_warm(self) -> WarmPath:
         self._warm = WarmPath(self.annotations())
         return self._warm
 
-    def _prepare(self, args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
+    def _prepare(
+        self, args: tuple[Any, ...], target: Target, host_grid: tuple[int, int, int] | None = None
+    ) -> tuple[Prepared, list[Any]]:
         """The slow path: every check, from the arguments themselves, then the launch prepared
         for them and its payload (fastpath.py: what a warm launch with the same key reuses)."""
         signature, values = self.signature_of(args, target)
-        grid = self._grid(signature, values)
+        # a host grid: each Part walks its own tiles (`part.tiles()`), so theirs may differ
+        grid = host_grid or self._grid(signature, values)
         self._borrow_check(signature, values)
         ir = self.ir_for(signature)
+        if host_grid is not None:
+            _check_host_grid_launch(self.name, ir)
         infos = [
             v[1] if p.kind == "part" else v
             for p, v in zip(signature, values, strict=True)
@@ -322,12 +364,25 @@ class Kernel:
         return Prepared(signature, ir, grid, nbytes, gpu), dynamic_values(signature, values)
 
     def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
-        raise LaunchContractError(
-            f"`{self.name}.launch(grid, ...)` is for kernels whose outputs are atomics, which "
-            "the Tile track does not have yet",
-            user_location(),
-            help=f"pass a partitioned output and call `{self.name}(...)`: the grid comes from it",
-        )
+        """Run on a grid the host chooses (an int or up to three ints), for persistent kernels:
+        each Part is walked with `for t in out.tiles():`, block b taking tiles b, b + G, ...
+        (persistent.py), so the grid need not match the partition. A kernel that stores a
+        Part's own tile (`out.store(...)`) is refused: only the partition's grid makes that
+        disjoint."""
+        try:
+            dims = _host_grid(self.name, grid)
+            if not self._fresh():
+                self._check_globals()
+            target = current_target()
+            warm = self._launch_warm.get(dims)
+            if warm is None:
+                warm = self._launch_warm[dims] = WarmPath(self.annotations())
+            entry, key, payload = warm.lookup(args, target)
+            if entry is None:
+                return self._slow_launch(args, target, warm, key, stream, dims)
+            entry.run(payload, stream)
+        except Exception as exc:
+            reraise(exc, Kernel.launch, (self, grid, *args))
 
     def _grid(self, signature: Signature, values: list[Any]) -> tuple[int, int, int]:
         grid: tuple[int, ...] | None = None
@@ -386,6 +441,54 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
+
+
+def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    if not 1 <= len(dims) <= 3 or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in dims
+    ):
+        raise LaunchContractError(
+            f"`{name}.launch(grid, ...)` takes a grid of 1 to 3 ints, not {grid!r}",
+            user_location(),
+            help=f"e.g. `{name}.launch(132, ...)`: one block per SM of an H200",
+        )
+    limits = (2**31 - 1, 65535, 65535)
+    for axis, (d, limit) in enumerate(zip(dims, limits, strict=False)):
+        if not 1 <= d <= limit:
+            raise LaunchContractError(
+                f"grid axis {axis} of `{name}.launch` is {d}, outside 1..{limit}",
+                user_location(),
+                help="a persistent grid is usually the SM count (132 on an H200) or a multiple",
+            )
+    full = (*dims, 1, 1)[:3]
+    return (full[0], full[1], full[2])
+
+
+def _check_host_grid_launch(name: str, ir: TileIR) -> None:
+    """A host-chosen grid keeps blocks disjoint only through `part.tiles()` (tile.store_at);
+    a plain `part.store(x)` writes the block's own tile, which needs the partition's grid."""
+    store = _first_plain_store(ir.fn.entry)
+    if store is not None:
+        part = store.operands[0].name
+        raise LaunchContractError(
+            f"`{name}` stores `{part}`'s own tile with `{part}.store(...)`, which only the "
+            f"partition's grid makes disjoint, so it cannot run on a grid the host chooses",
+            store.loc,
+            help=f"walk the tiles with `for t in {part}.tiles(): t.store(...)` to launch with "
+            f"`{name}.launch(grid, ...)`, or call `{name}(...)` for one block per tile",
+        )
+
+
+def _first_plain_store(block: Any) -> Any:
+    for op in block.ops:
+        if isinstance(op, tile_ops.Store):
+            return op
+        for region in tile_ops.regions(op):
+            found = _first_plain_store(region)
+            if found is not None:
+                return found
+    return None
 
 
 def _without_trailing_ones(grid: tuple[int, ...]) -> tuple[int, ...]:

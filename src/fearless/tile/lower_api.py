@@ -17,6 +17,8 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
+from .order import own_index
+from .persistent import TileCursor
 from .rules import Operand, TileRules
 
 LocOf = Callable[[str], Location]
@@ -113,6 +115,9 @@ def api_load_like(
     allow_tma: Any,
 ) -> Value:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
+    cursor = part if isinstance(part, TileCursor) else None  # `tile.load_like(x, t)`
+    if cursor is not None:
+        part = cursor.part
     p, pt = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
     if not pt.is_part:
         raise KernelTypeError(f"`{p.name}` is not a `tile.Part`", loc_of("part"))
@@ -128,7 +133,7 @@ def api_load_like(
             f"`{arr.name}` has {at.ndim} dimension(s) but `{p.name}`'s tiles have {pt.ndim}",
             loc_of("t"),
         )
-    index = [lw.emit(ops.BlockId(a, loc_of("part"))) for a in range(pt.ndim)]
+    index = list(cursor.index if cursor is not None else own_index(lw, p, loc_of("part")))
     pad = _padding(lw, padding, loc_of("padding"))
     hints = _load_hints(lw, loc_of, latency, allow_tma)
     return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t"), **hints))
@@ -326,7 +331,13 @@ def api_reshape(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:
     shp = lw.static_shape(shape, loc_of("shape"))
     vshape = tile_type(v).shape
     if math.prod(shp) != math.prod(vshape):
-        raise KernelTypeError(f"cannot reshape a tile of shape {vshape} to {shp}", loc_of("shape"))
+        raise KernelTypeError(
+            f"cannot reshape a tile of shape {vshape} to {shp}",
+            loc_of("shape"),
+            label=f"{math.prod(shp)} elements, the tile has {math.prod(vshape)}",
+            help="a reshape keeps the number of elements; to repeat a tile use "
+            "`tile.broadcast_to`, to take part of one load a smaller tile",
+        )
     return v if shp == vshape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
 
 

@@ -25,6 +25,7 @@ from ..frontend.values import literal_value as check_literal
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
 from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
+from .order import own_index
 
 Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
 
@@ -200,7 +201,11 @@ class TileRules(Lowerer[Operand]):
         v = self.tile_value(x, loc)
         return v if tile_type(v).dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
 
-    def store(self, part: Value, x: Operand, loc: Location) -> None:
+    def store(
+        self, part: Value, x: Operand, loc: Location, index: Sequence[Value] | None = None
+    ) -> None:
+        """`part.store(x)` (this block's own tile), or, with `index`, `t.store(x)` for a tile
+        `part.tiles()` gave this block (persistent.py)."""
         t = part.type
         assert isinstance(t, ArrayParamType) and t.tile is not None
         v = self.tile_value(x, loc, t.dtype)
@@ -218,7 +223,13 @@ class TileRules(Lowerer[Operand]):
                 loc,
                 help="the stored tile must have the partition's tile shape (or broadcast to it)",
             )
-        self.block.append(ops.Store(part, self.broadcast_to(v, t.tile, loc), loc))
+        value = self.broadcast_to(v, t.tile, loc)
+        if index is None and t.group:  # a grouped order numbers this block's tile otherwise
+            index = own_index(self, part, loc)
+        if index is None:
+            self.block.append(ops.Store(part, value, loc))
+        else:
+            self.block.append(ops.StoreAt(part, value, index, loc))
 
     def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
         n = tile_type(x).ndim

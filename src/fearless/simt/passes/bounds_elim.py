@@ -16,7 +16,7 @@ axis are one, and all `t.row` (`t.col`) of a 2-D ThreadIndex are one. A 2-D acce
 check per axis, each proved on its own: `t.row < a.shape[0]` proves the row check of `a[t]`.
 `requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
-Non-negativity: ThreadIndex, `len`, constants >= 0, and loop counters that start >= 0 and grow
+Non-negativity: ThreadIndex (a grid-stride step too), `len`, constants >= 0, and loop counters that start >= 0 and grow
 by a small constant step.
 
 Constant offsets are followed on both sides: a guard `1 <= i < len(out) - 1` proves the
@@ -58,7 +58,10 @@ def nonneg(
     v: Value, preds: dict[Block, list[ops.Op]], assuming: frozenset[Value] = frozenset()
 ) -> bool:
     op = v.owner
-    if isinstance(op, ops.IndexToInt | ops.ThreadIndex1D | ops.ThreadIndexAxis | ops.ArrayLen):
+    if isinstance(
+        op,
+        ops.IndexToInt | ops.ThreadIndex1D | ops.ThreadIndexAxis | ops.ArrayLen | ops.IndexAdvance,
+    ):
         return True
     if isinstance(op, ops.Constant):
         return not isinstance(op.value, bool) and op.value >= 0

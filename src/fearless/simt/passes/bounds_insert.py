@@ -1,4 +1,4 @@
-"""Insert a `check.bounds` before every load and store.
+"""Insert a `check.bounds` before every load, store and atomic (an atomic is a "write" site).
 
     %v = load %a, %i            ->   %n = len %a
                                      check.bounds {sites=(0,)} %i, %n
@@ -35,14 +35,15 @@ def run(fn: Function, options: PassOptions) -> None:
     for block in fn.blocks:
         new_ops: list[Op] = []
         for op in block.ops:
-            if isinstance(op, ops.Load | ops.Store):
+            if isinstance(op, ops.Load | ops.Store | ops.AtomicRMW | ops.AtomicCAS):
                 arr = op.operands[0]
                 kind: Literal["read", "write"] = "read" if isinstance(op, ops.Load) else "write"
                 indices = op.indices
                 for axis, idx in enumerate(indices):
                     site = len(options.sites)
                     shown_axis = axis if len(indices) > 1 else None
-                    options.sites.append(SiteInfo(kind, arr.name, op.loc, shown_axis))
+                    unsafe = options.in_unsafe(op.loc)
+                    options.sites.append(SiteInfo(kind, arr.name, op.loc, shown_axis, unsafe))
                     length = ops.ArrayLen(arr, op.loc, axis)
                     check = ops.BoundsCheck(idx, length.result, site, op.loc)
                     for new in (length, check):

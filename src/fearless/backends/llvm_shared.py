@@ -1,0 +1,90 @@
+"""SIMT shared memory and barriers -> LLVM: `shared.alloc`, `barrier`, `thread.block_index_1d`.
+
+The handlers are registered in `llvm_lower._HANDLERS` and run on that module's
+`_KernelLowering` (`lw`: its builder, module, support and the `arrays` / `values` maps).
+
+    %s = shared.alloc : Shared[f32, 256]
+        ->  @__shared_s_0 = internal addrspace(3) global [256 x float] undef, align 16
+            (a load or store of %s indexes it as an array parameter: a GEP on the global,
+            with the static extents as `len`)
+    barrier                  ->  call void @llvm.nvvm.barrier0()       (PTX `bar.sync 0`)
+    %t = thread.block_index_2d : BlockIndex2D  ->  (tid.y + ntid.y * tid.z, tid.x), for index.axis
+    %j = thread.block_index_1d : BlockIndex
+        ->  tid.x + ntid.x * (tid.y + ntid.y * tid.z)  in i64, nuw nsw
+
+`llvm.nvvm.barrier0` is `convergent`, so LLVM never moves it into or out of control flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from llvmlite import ir
+
+from ..ir import ops
+from ..ir.core import ArrayType
+from .llvm_types import I64, memory_type
+
+SHARED_ADDRSPACE = 3
+VOID = ir.VoidType()
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """A lowered shared array, shaped as `llvm_lower._Array` (pointer, extents, read-only)."""
+
+    ptr: ir.Value
+    extents: tuple[ir.Value, ...]
+    readonly: bool = False
+
+
+def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
+    t = op.result.type
+    assert isinstance(t, ArrayType) and t.shared is not None
+    count = 1
+    for d in t.shared:
+        count *= d
+    elem = memory_type(t.dtype)
+    name = f"__shared_{op.result.name or 'array'}_{len(lw.module.globals)}"
+    g = ir.GlobalVariable(lw.module, ir.ArrayType(elem, count), name, addrspace=SHARED_ADDRSPACE)
+    g.linkage = "internal"
+    g.initializer = ir.Constant(g.value_type, ir.Undefined)
+    g.align = 16
+    extents = tuple(ir.Constant(I64, d) for d in t.shared)
+    # The address of element 0: loads and stores GEP from it by element, as from a parameter.
+    zero = ir.Constant(I64, 0)
+    lw.arrays[op.result] = SharedArray(g.gep([zero, zero]), extents)
+
+
+def lower_barrier(lw: Any, op: ops.Barrier) -> None:
+    emit_barrier(lw)
+
+
+def emit_barrier(lw: Any) -> None:
+    """`bar.sync 0` (also inside the block collectives of `llvm_collectives.py`)."""
+    fn = lw.support.intrinsic("llvm.nvvm.barrier0", VOID, [])
+    fn.attributes.add("convergent")
+    fn.attributes.add("nounwind")
+    lw.builder.call(fn, [])
+
+
+def lower_block_index_2d(lw: Any, op: ops.BlockIndex2D) -> None:
+    """(tid.y + ntid.y * tid.z, tid.x) in i64; `index.axis` reads them from `lw.index_2d`."""
+    b = lw.builder
+    tx, ty, tz, ny = (
+        b.zext(lw.support.sreg(b, r), I64) for r in ("tid.x", "tid.y", "tid.z", "ntid.y")
+    )
+    row = b.add(ty, b.mul(ny, tz, flags=("nuw", "nsw")), name="block_row", flags=("nuw", "nsw"))
+    lw.index_2d[op.result] = (row, tx)
+
+
+def lower_block_index(lw: Any, op: ops.BlockIndex1D) -> None:
+    """The linear thread position in the block; below 1024, so no product wraps."""
+    b = lw.builder
+    tx, ty, tz, nx, ny = (
+        b.zext(lw.support.sreg(b, r), I64) for r in ("tid.x", "tid.y", "tid.z", "ntid.x", "ntid.y")
+    )
+    flags = ("nuw", "nsw")
+    yz = b.add(ty, b.mul(ny, tz, flags=flags), flags=flags)
+    lw._set(op.result, b.add(tx, b.mul(nx, yz, flags=flags), name="slot", flags=flags))

@@ -1,0 +1,100 @@
+"""The SIMT IR's block-level ops: shared memory, the barrier, the block index, collectives.
+
+Their semantics are told with the other ops' in `ops.py`'s docstring, which re-exports them
+(`ops.SharedAlloc`, ...); they live here to keep `ops.py` short.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import Location
+from .core import BLOCK_INDEX, BLOCK_INDEX_2D, ArrayType, Effect, Op, ScalarType, Value
+
+
+class BlockIndex1D(Op):
+    opname = "thread.block_index_1d"
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [BLOCK_INDEX], loc)
+
+
+class BlockIndex2D(Op):
+    opname = "thread.block_index_2d"
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [BLOCK_INDEX_2D], loc)
+
+
+class SharedAlloc(Op):
+    """`simt.shared.array(shape, dtype)`: the result's `ArrayType.shared` is the shape."""
+
+    opname = "shared.alloc"
+
+    def __init__(self, dtype: DType, shape: tuple[int, ...], loc: Location, name: str = "") -> None:
+        t = ArrayType(dtype, False, len(shape), shared=tuple(shape))
+        super().__init__([], [t], loc)
+        if name:
+            self.name_array(name)
+
+    def name_array(self, name: str) -> None:
+        """The user's variable (for messages): kept in the text form as `{name='s'}`."""
+        self.attrs["name"] = name
+        self.result.name = name
+
+
+class Barrier(Op):
+    """`simt.syncthreads()`: a block-wide barrier (`bar.sync 0`)."""
+
+    opname = "barrier"
+    effect = Effect.WRITE
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [], loc)
+
+
+SHUFFLE_MODES = frozenset(["idx", "down", "xor"])
+VOTE_KINDS = frozenset(["all", "any", "ballot"])
+COLLECTIVE_OPS = frozenset(["sum", "max", "min"])
+COLLECTIVE_DTYPES = frozenset(["i32", "i64", "u32", "u64", "f32", "f64"])
+
+
+class WarpShuffle(Op):
+    opname = "warp.shfl"
+    effect = Effect.WRITE  # a collective: never moved, never dropped
+
+    def __init__(self, mode: str, value: Value, lane: Value, loc: Location) -> None:
+        assert mode in SHUFFLE_MODES, mode
+        super().__init__([value, lane], [value.type], loc, mode=mode)
+
+
+class WarpVote(Op):
+    opname = "warp.vote"
+    effect = Effect.WRITE
+
+    def __init__(self, kind: str, cond: Value, loc: Location) -> None:
+        assert kind in VOTE_KINDS, kind
+        result = ScalarType(dtypes.u32) if kind == "ballot" else cond.type
+        super().__init__([cond], [result], loc, kind=kind)
+
+
+class WarpReduce(Op):
+    """`simt.warp.reduce(value, op)`; its siblings `block.reduce` and `block.scan` likewise."""
+
+    opname = "warp.reduce"
+    effect = Effect.WRITE
+
+    def __init__(self, op: str, value: Value, loc: Location) -> None:
+        assert op in COLLECTIVE_OPS, op
+        super().__init__([value], [value.type], loc, op=op)
+
+
+class BlockReduce(WarpReduce):
+    opname = "block.reduce"
+
+
+class BlockScan(WarpReduce):
+    opname = "block.scan"
+
+
+COLLECTIVES = (WarpShuffle, WarpVote, WarpReduce, BlockReduce, BlockScan)

@@ -1,0 +1,111 @@
+"""`simt.atomic.add/sub/max/min/exch/cas`: the frontend rule of the SIMT atomics.
+
+An atomic acts on one element of an `AtomicSlice` at any integer index (checked against the
+length by the bounds pass, like a read) and returns the element's old value. The rules
+(DESIGN 2b, SafetyError or KernelTypeError at the user's line):
+  - the array must be an `AtomicSlice` (E0611): a `Slice` is read-only, and a `DisjointSlice`
+    element belongs to one thread, so neither may be updated by any thread at any index;
+  - the values have the element type: weak literals adopt it, strong values must match
+    (E0308), and a ThreadIndex is never stored (E0602);
+  - f16 and bf16 elements take only `add` and `sub`; `cas` compares bit patterns.
+Plain reads and writes of an `AtomicSlice` are refused in `access.py` (E0610).
+`calls.py` declares the intrinsics with these rules.
+"""
+
+from __future__ import annotations
+
+from ..errors import KernelTypeError, SafetyError
+from ..frontend.intrinsics import Call
+from ..ir import ops
+from ..ir.core import ArrayType, Value
+from .access import _int_index as int_index
+from .access import describe_operand
+from .emitter import is_thread_index, is_thread_index_2d
+from .ssa import SsaLowerer
+
+# The element types each atomic accepts, beyond the ints and f32/f64 all of them take.
+HALF_FLOAT_KINDS = frozenset(("add", "sub"))
+
+
+def atomic_rmw(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.atomic.<kind>(ary, idx, val)`: the old value of `ary[idx]`."""
+    kind = call.callee.__name__
+    arr = _atomic_array(lw, call, kind)
+    index = int_index(lw, call.args[1], arr.name, call.arg_loc(1))
+    value = _value(lw, call, arr, 2, kind)
+    return lw.em.emit(ops.AtomicRMW(kind, arr, index, value, call.loc)).result
+
+
+def atomic_cas(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.atomic.cas(ary, idx, old, val)`: stores `val` if `ary[idx]` is `old`; the old
+    value of `ary[idx]` either way."""
+    arr = _atomic_array(lw, call, "cas")
+    index = int_index(lw, call.args[1], arr.name, call.arg_loc(1))
+    expected = _value(lw, call, arr, 2, "cas")
+    value = _value(lw, call, arr, 3, "cas")
+    return lw.em.emit(ops.AtomicCAS(arr, index, expected, value, call.loc)).result
+
+
+def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
+    a = call.args[0]
+    loc = call.arg_loc(0)
+    if not (isinstance(a, Value) and isinstance(a.type, ArrayType)):
+        raise KernelTypeError(
+            f"`simt.atomic.{kind}` updates an element of an array, found {describe_operand(a, 'something else')}",
+            loc,
+            label="not an array",
+            help="pass an `simt.AtomicSlice[T]` parameter: `simt.atomic.add(counts, i, 1)`",
+        )
+    t = a.type
+    name = a.name or "the array"
+    if not t.atomic:
+        why = (
+            "each of its elements belongs to one thread"
+            if t.disjoint
+            else "it is read-only for the whole launch"
+        )
+        raise SafetyError(
+            f"`simt.atomic.{kind}` needs an AtomicSlice, but `{name}` is a {t.kind}",
+            loc,
+            code="E0611",
+            label=f"a {t.kind}",
+            help=f"declare the parameter `{name}: simt.AtomicSlice[fl.{t.dtype.name}]`; "
+            f"a {t.kind} cannot be updated at any index because {why}",
+        )
+    dt = t.dtype
+    if dt.bits < 32 and kind not in HALF_FLOAT_KINDS:
+        raise KernelTypeError(
+            f"`simt.atomic.{kind}` on {dt.name} elements is not supported",
+            call.loc,
+            label=f"{dt.name} elements",
+            help=f"{dt.name} elements take only `simt.atomic.add` and `simt.atomic.sub`; "
+            f"declare `{name}` with f32 elements for `{kind}`",
+        )
+    return a
+
+
+def _value(lw: SsaLowerer, call: Call, arr: Value, i: int, kind: str) -> Value:
+    """Argument `i` as a value of the array's element type (weak literals adopt it)."""
+    assert isinstance(arr.type, ArrayType)
+    dt = arr.type.dtype
+    x = call.args[i]
+    loc = call.arg_loc(i)
+    if is_thread_index(x) or is_thread_index_2d(x):
+        raise SafetyError(
+            "a ThreadIndex cannot be stored into an array",
+            loc,
+            code="E0602",
+            help="store its plain value instead: `int(i)`",
+        )
+    em = lw.em
+    v = em.scalar(x, loc, "value")
+    adopted = isinstance(v, Value) and em.is_weak(v) and em.adopts(v, dt)
+    if isinstance(v, Value) and v.dtype != dt and not adopted:
+        raise KernelTypeError(
+            f"mismatched types: `simt.atomic.{kind}` on `{arr.name}` takes {dt.name} values, "
+            f"found {v.dtype.name}",
+            loc,
+            label=f"expected {dt.name}, found {v.dtype.name}",
+            help=f"convert the value: `fl.{dt.name}(...)`",
+        )
+    return em.as_value(v, loc, dt)

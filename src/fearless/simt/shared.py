@@ -1,0 +1,140 @@
+"""Block-scoped shared memory and the block barrier: `simt.shared.array`, `simt.syncthreads`,
+`simt.thread.block_index_1d`.
+
+    s = simt.shared.array((256,), fl.f32)    # one array per thread block, static shape
+    j = simt.thread.block_index_1d()         # this thread's slot: opens `s` for writing
+    s[j] = x[i]
+    simt.syncthreads()                       # every thread of the block waits here
+    v = s[(int(j) + 1) % 256]                # other slots: only after a barrier
+
+The rules written here are the ones a single statement shows: a shared array has a constant
+shape (1-D or 2-D, at most `MAX_SHARED_BYTES` per kernel) of a numeric dtype, and a thread
+writes it only at its own `block_index_1d()` (E0631, `access.py` calls `check_store`). Which
+reads must follow a barrier, and that a barrier stands where every thread of the block
+reaches it, are properties of paths: `sync_check.py` checks them on the kernel's CFG.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ..dtypes import DType
+from ..errors import CompileError, KernelTypeError, Location, SafetyError
+from ..frontend.intrinsics import Call
+from ..frontend.values import Operand, PyObj, Weak
+from ..ir import ops
+from ..ir.core import ArrayType, ThreadIndex2DType, ThreadIndexType, Value
+from .ssa import SsaLowerer
+
+# The static shared memory a kernel may declare: 48 KiB, what every GPU gives a block without
+# an opt-in (dynamic shared memory above it is not offered).
+MAX_SHARED_BYTES = 48 * 1024
+SHARED_DTYPES = frozenset(("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"))
+
+
+class _Shared:
+    """`simt.shared`: block-scoped shared memory, meaningful only inside kernels."""
+
+    def array(self, shape: Any, dtype: Any) -> Any:
+        """`simt.shared.array((n,), fl.f32)`: one array per thread block (numba's name)."""
+        raise RuntimeError("simt.shared.array() can only be called inside a @simt.kernel")
+
+    def __repr__(self) -> str:
+        return "simt.shared"
+
+
+shared = _Shared()
+
+
+def syncthreads() -> NoReturn:
+    """`simt.syncthreads()`: wait until every thread of the block arrives (numba's name)."""
+    raise RuntimeError("simt.syncthreads() can only be called inside a @simt.kernel")
+
+
+def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.shared.array(shape, dtype)`: a `shared.alloc` of a constant shape."""
+    shape_arg, dtype_arg = call.args
+    items = shape_arg if isinstance(shape_arg, tuple) else (shape_arg,)
+    dims: list[int] = []
+    for x in items:
+        v = x.value if isinstance(x, Weak) else x.obj if isinstance(x, PyObj) else None
+        if type(v) is not int or v < 1:
+            raise CompileError(
+                "`simt.shared.array` needs a shape of constant positive integers",
+                call.arg_loc(0),
+                code="E0630",
+                label="not a constant shape",
+                help="shared memory is allocated when the kernel is compiled: write the shape "
+                "as literals or module constants, e.g. `simt.shared.array((256,), fl.f32)`",
+            )
+        dims.append(v)
+    if not 1 <= len(dims) <= 2:
+        raise CompileError(
+            f"a shared array has 1 or 2 dimensions, not {len(dims)}",
+            call.arg_loc(0),
+            code="E0630",
+            help="flatten it: index `s[r * w + c]`",
+        )
+    dt = dtype_arg.obj if isinstance(dtype_arg, PyObj) else None
+    if not isinstance(dt, DType) or dt.name not in SHARED_DTYPES:
+        what = f"`{dt.name}`" if isinstance(dt, DType) else "not a dtype"
+        raise KernelTypeError(
+            f"a shared array cannot hold elements of {what}",
+            call.arg_loc(1),
+            code="E0630",
+            help="use one of " + ", ".join(f"fl.{d}" for d in sorted(SHARED_DTYPES)),
+        )
+    size = dt.itemsize
+    for d in dims:
+        size *= d
+    lw.ctx.shared_bytes += size
+    if lw.ctx.shared_bytes > MAX_SHARED_BYTES:
+        raise CompileError(
+            f"this kernel's shared arrays take {lw.ctx.shared_bytes} bytes, more than the "
+            f"{MAX_SHARED_BYTES} a block has",
+            call.loc,
+            code="E0630",
+            help="use smaller shared arrays (or fewer of them)",
+        )
+    return lw.em.emit(ops.SharedAlloc(dt, tuple(dims), call.loc)).result
+
+
+def block_index_rule(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.thread.block_index_1d()` / `block_index_2d()`: the witnesses of shared memory."""
+    if call.callee.__name__ == "block_index_2d":
+        return lw.em.emit(ops.BlockIndex2D(call.loc)).result
+    return lw.em.emit(ops.BlockIndex1D(call.loc)).result
+
+
+def syncthreads_rule(lw: SsaLowerer, call: Call) -> Operand:
+    """`simt.syncthreads()`: a `barrier`; `sync_check.py` checks that every thread reaches it."""
+    lw.em.emit(ops.Barrier(call.loc))
+    return PyObj(None, "None")
+
+
+def is_block_index(x: Operand) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, ThreadIndexType) and x.type.block
+
+
+def is_block_index_2d(x: Operand) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, ThreadIndex2DType) and x.type.block
+
+
+def check_store(lw: SsaLowerer, arr: Value, name: str, idx: list[Operand], loc: Location) -> None:
+    """E0631: a thread writes shared memory only at its own slot, `block_index_1d()` itself."""
+    assert isinstance(arr.type, ArrayType)
+    if lw.ctx.witness_off or (len(idx) == 1 and is_block_index(idx[0])):
+        return
+    if len(idx) == 1 and is_block_index_2d(idx[0]):
+        return
+    raise SafetyError(
+        f"`{name}` is shared memory: a thread writes it only at its own slot",
+        loc,
+        code="E0631",
+        label="not this thread's slot",
+        notes=["another thread of the block may read or write this slot at the same time"],
+        help=f"write `{name}[j]` with `j = simt.thread.block_index_1d()` (a 2-D array: "
+        f"`{name}[t]`, `t = simt.thread.block_index_2d()`); to combine the "
+        'block\'s values use `simt.block.reduce(v, "sum")`, or write inside '
+        "`with simt.unsafe():`",
+    )

@@ -1,0 +1,90 @@
+"""Which tile of a Part a block owns: the block's own index, and the order `part.tiles()` walks.
+
+By default block (x, y, z) owns tile (x, y, z) of the partition's grid, and tile number k of a
+Part (row-major, last axis fastest) is its k-th tile. A partition made with
+`out.partition(tile, order=tile.grouped(G))` (2-D only) numbers its tiles in groups of G rows
+of tiles, column by column within a group, as Triton's grouped GEMM ordering does: blocks that
+run together then share rows of A and columns of B in L2. The numbering is a permutation of the
+tiles, so it keeps every block's tiles disjoint (issue 11); a block's own tile (`part.index`,
+`part.store`, `tile.load_like(x, part)`) is then the tile its linear block id numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..errors import Location
+from ..frontend.values import Weak
+from ..ir import tile_ops as ops
+from ..ir.core import Value
+from ..ir.tile_types import ArrayParamType
+
+
+class TileRules(Protocol):
+    """What index arithmetic needs of the lowerer (rules.TileRules has it)."""
+
+    def emit(self, op: Any) -> Value: ...
+
+    def binary(self, kind: str, a: Any, b: Any, loc: Location) -> Any: ...
+
+
+def part_type(part: Value) -> ArrayParamType:
+    t = part.type
+    assert isinstance(t, ArrayParamType) and t.tile is not None
+    return t
+
+
+def tile_counts(lw: TileRules, part: Value, loc: Location) -> list[Value]:
+    """The number of tiles along each axis of `part` (i32, from its runtime extents)."""
+    counts = []
+    for axis, size in enumerate(part_type(part).tile or ()):
+        extent = lw.emit(ops.ArrayDim(part, axis, loc))
+        padded = _value(lw.binary("add", extent, Weak(size - 1), loc))
+        counts.append(_value(lw.binary("floordiv", padded, Weak(size), loc)))
+    return counts
+
+
+def tile_index(
+    lw: TileRules, part: Value, number: Value, counts: list[Value], loc: Location
+) -> tuple[Value, ...]:
+    """The coordinates of tile `number` of `part` in its order (see the module docstring)."""
+    group = part_type(part).group
+    if group:
+        return _grouped(lw, number, counts[0], counts[1], group, loc)
+    index: list[Value] = []
+    rest = number
+    for c in reversed(counts[1:]):
+        index.append(_value(lw.binary("mod", rest, c, loc)))
+        rest = _value(lw.binary("floordiv", rest, c, loc))
+    index.append(rest)
+    return tuple(reversed(index))
+
+
+def own_index(lw: TileRules, part: Value, loc: Location) -> tuple[Value, ...]:
+    """The index of the tile this block owns in a plain launch (one block per tile)."""
+    t = part_type(part)
+    ids = tuple(lw.emit(ops.BlockId(a, loc)) for a in range(t.ndim))
+    if not t.group:
+        return ids
+    counts = tile_counts(lw, part, loc)
+    number = _value(lw.binary("add", lw.binary("mul", ids[1], counts[0], loc), ids[0], loc))
+    return tile_index(lw, part, number, counts, loc)
+
+
+def _grouped(
+    lw: TileRules, pid: Value, m: Value, n: Value, group: int, loc: Location
+) -> tuple[Value, Value]:
+    b = lw.binary
+    in_group = _value(b("mul", n, Weak(group), loc))
+    first_m = _value(b("mul", b("floordiv", pid, in_group, loc), Weak(group), loc))
+    size_m = _value(b("min", b("sub", m, first_m, loc), Weak(group), loc))
+    within = _value(b("mod", pid, in_group, loc))
+    row = _value(b("add", first_m, b("mod", within, size_m, loc), loc))
+    col = _value(b("floordiv", within, size_m, loc))
+    return row, col
+
+
+def _value(v: object) -> Value:
+    """An i32 scalar the rules returned (index arithmetic on Values stays a Value)."""
+    assert isinstance(v, Value)
+    return v

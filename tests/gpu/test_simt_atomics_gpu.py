@@ -1,0 +1,197 @@
+"""SIMT atomics on the GPU agree with the simulator and NumPy: exactly where the result does not
+depend on the order the threads' updates land in, within a tolerance for float sums."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import simt
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+import simt_kernels as K
+
+pytestmark = pytest.mark.gpu
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _cuda() -> Iterator[None]:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    yield
+    fl.set_target(None)
+
+
+@simt.kernel
+def add_old(
+    x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32], old: simt.DisjointSlice[fl.i32]
+):
+    i = simt.thread.index_1d()
+    if i < len(x):
+        old[i] = simt.atomic.add(counts, x[i], 1)
+
+
+@simt.kernel
+def min_max(x: simt.Slice[fl.f32], m: simt.AtomicSlice[fl.f32], d: simt.AtomicSlice[fl.f64]):
+    i = simt.thread.index_1d()
+    if i < len(x):
+        simt.atomic.max(m, 0, x[i])
+        simt.atomic.min(m, 1, x[i])
+        simt.atomic.max(d, 0, fl.f64(x[i]))
+        simt.atomic.min(d, 1, fl.f64(x[i]))
+
+
+@simt.kernel
+def int_ops(x: simt.Slice[fl.i64], a: simt.AtomicSlice[fl.i64], u: simt.AtomicSlice[fl.u32]):
+    i = simt.thread.index_1d()
+    if i < len(x):
+        simt.atomic.max(a, 0, x[i])
+        simt.atomic.min(a, 1, x[i])
+        simt.atomic.sub(a, 2, x[i])
+        simt.atomic.add(u, 0, fl.u32(x[i]))
+        simt.atomic.sub(u, 1, 3)
+
+
+@simt.kernel
+def cas_max(x: simt.Slice[fl.i32], m: simt.AtomicSlice[fl.i32]):
+    i = simt.thread.index_1d()
+    if i < len(x):
+        v = x[i]
+        cur = simt.atomic.cas(m, 0, 0, 0)
+        while cur < v:
+            seen = simt.atomic.cas(m, 0, cur, v)
+            if seen == cur:
+                break
+            cur = seen
+
+
+@simt.kernel
+def exch_chain(last: simt.AtomicSlice[fl.i64], old: simt.DisjointSlice[fl.i64]):
+    i = simt.thread.index_1d()
+    if i < len(old):
+        old[i] = simt.atomic.exch(last, 0, int(i))
+
+
+@simt.kernel
+def half_add(x: simt.Slice[fl.f32], h: simt.AtomicSlice[fl.f16]):
+    i = simt.thread.index_1d()
+    if i < len(x):
+        simt.atomic.add(h, 0, fl.f16(x[i]))
+
+
+def on_sim(kernel: object, grid: int, block: int, *args: object) -> list[object]:
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    fl.set_target("sim")
+    try:
+        kernel[grid, block](*copies)  # type: ignore[index]
+    finally:
+        fl.set_target("cuda")
+    return copies
+
+
+def on_gpu(kernel: object, grid: int, block: int, *args: object) -> list[object]:
+    dev = [fl.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid, block](*dev)  # type: ignore[index]
+    fl.synchronize()
+    return [d.numpy() if isinstance(d, fl.Tensor) else d for d in dev]
+
+
+def test_histogram() -> None:
+    x = RNG.integers(0, 1000, 1 << 20).astype(np.int32)
+    counts = np.zeros(1000, np.int32)
+    grid = (len(x) + 255) // 256
+    sim = on_sim(K.histogram, grid, 256, x, counts)[1]
+    gpu = on_gpu(K.histogram, grid, 256, x, counts)[1]
+    np.testing.assert_array_equal(gpu, np.bincount(x, minlength=1000))
+    np.testing.assert_array_equal(gpu, sim)
+
+
+def test_old_values_of_one_counter_are_a_permutation() -> None:
+    n = 1 << 16
+    gpu = on_gpu(add_old, n // 256, 256, np.zeros(n, np.int32), np.zeros(1, np.int32),
+                 np.zeros(n, np.int32))  # fmt: skip
+    assert gpu[1][0] == n
+    np.testing.assert_array_equal(np.sort(gpu[2]), np.arange(n))
+
+
+def test_dot_product_within_tolerance() -> None:
+    n, per = 1_000_003, 64
+    a = RNG.standard_normal(n).astype(np.float32)
+    b = RNG.standard_normal(n).astype(np.float32)
+    grid = ((n + per - 1) // per + 127) // 128
+    out = np.zeros(1, np.float32)
+    sim = on_sim(K.dot, grid, 128, a, b, out, per)[2]
+    gpu = on_gpu(K.dot, grid, 128, a, b, out, per)[2]
+    exact = float(np.dot(a.astype(np.float64), b))
+    # The partial sums are the same on both; only the order they are added in differs.
+    tol = 1e-6 * float(np.abs(a.astype(np.float64) * b).sum()) + 1e-3
+    assert abs(float(gpu[0]) - exact) < tol  # type: ignore[index]
+    assert abs(float(gpu[0]) - float(sim[0])) < tol  # type: ignore[index]
+
+
+def test_float_max_min() -> None:
+    x = (RNG.standard_normal(300_000) * 1e3).astype(np.float32)
+    m = np.array([-np.inf, np.inf], np.float32)
+    d = np.array([-np.inf, np.inf], np.float64)
+    grid = (len(x) + 255) // 256
+    sim = on_sim(min_max, grid, 256, x, m, d)
+    gpu = on_gpu(min_max, grid, 256, x, m, d)
+    np.testing.assert_array_equal(gpu[1], [x.max(), x.min()])
+    np.testing.assert_array_equal(gpu[2], [x.max(), x.min()])
+    np.testing.assert_array_equal(gpu[1], sim[1])
+    np.testing.assert_array_equal(gpu[2], sim[2])
+
+
+def test_integer_atomics_and_wraparound() -> None:
+    x = RNG.integers(-(10**12), 10**12, 100_000, dtype=np.int64)
+    a = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 5], np.int64)
+    u = np.array([2**32 - 10, 2], np.uint32)
+    grid = (len(x) + 255) // 256
+    sim = on_sim(int_ops, grid, 256, x, a, u)
+    gpu = on_gpu(int_ops, grid, 256, x, a, u)
+    np.testing.assert_array_equal(gpu[1], sim[1])
+    np.testing.assert_array_equal(gpu[2], sim[2])
+
+
+def test_cas_lock_free_max() -> None:
+    x = RNG.integers(1, 2**31 - 1, 50_000).astype(np.int32)
+    m = np.zeros(1, np.int32)
+    gpu = on_gpu(cas_max, (len(x) + 255) // 256, 256, x, m)
+    assert gpu[1][0] == x.max()  # type: ignore[index]
+
+
+def test_exch_values_form_a_chain() -> None:
+    n = 4096
+    gpu = on_gpu(exch_chain, n // 256, 256, np.array([-1], np.int64), np.zeros(n, np.int64))
+    seen = np.sort(np.concatenate([gpu[1], gpu[0]]))  # type: ignore[list-item]
+    np.testing.assert_array_equal(seen, np.arange(-1, n))  # every value handed on once
+
+
+def test_f16_add_of_exact_values() -> None:
+    # Multiples of 0.5 whose sum stays below 512 are exact in f16 at every step, in any order.
+    x = RNG.integers(1, 5, 256).astype(np.float32) / 2
+    h = np.zeros(1, np.float16)
+    sim = on_sim(half_add, 1, 256, x, h)[1]
+    gpu = on_gpu(half_add, 1, 256, x, h)[1]
+    assert float(gpu[0]) == float(x.sum()) == float(sim[0])  # type: ignore[index]
+
+
+def test_out_of_range_atomic_is_reported_at_synchronize() -> None:
+    x = fl.asarray(np.array([0, 3, 7, 1], np.int32))
+    counts = fl.asarray(np.zeros(4, np.int32))
+    K.histogram[1, 32](x, counts)
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    assert "the len is 4 but the index is 7" in info.value.message
+    assert "thread (2, 0, 0)" in str(info.value)
+    assert info.value.loc is not None
+    assert "simt.atomic.add(counts, x[i], 1)" in info.value.loc.source_line()
+    np.testing.assert_array_equal(counts.numpy(), [1, 1, 0, 1])

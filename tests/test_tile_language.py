@@ -1,0 +1,301 @@
+"""The Tile language of issue 11: persistent launches (`kernel.launch(grid, ...)` on a grid the
+host chooses, the kernel walking its tiles with `for t in out.tiles():`, block b taking tiles
+b, b + G, ...), grouped tile order, tile methods, and dtypes compared at compile time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config, tile
+from fearless.runtime.target import current_target
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+
+
+@tile.kernel
+def double(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    for t in out.tiles():
+        t.store(tile.load_like(x, t) * 2.0)
+
+
+@tile.kernel
+def shifted(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """out's tile (i, j) = x's tile (i, j) + 100 * i + j: checks t.index and tile.load."""
+    for t in out.tiles():
+        i, j = t.index
+        BM, BN = t.shape
+        v = tile.load(x, (i, j), (BM, BN))
+        t.store(v + (100 * i + j).astype(fl.f32))
+
+
+def make_matmul():
+    @tile.kernel
+    def matmul(
+        c: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32], BK: tile.Const[int]
+    ):
+        for t in c.tiles():
+            i, j = t.index
+            BM, BN = t.shape
+            acc = tile.zeros((BM, BN), fl.f32)
+            for k in range(tile.num_tiles(a, 1, (BM, BK))):
+                acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+            t.store(acc)
+
+    return matmul
+
+
+@pytest.mark.parametrize("grid", [1, 3, 10, 64, (2, 2), (1, 2, 3)])
+def test_every_tile_is_written_once_whatever_the_grid(grid: object) -> None:
+    x = np.arange(10 * 16, dtype=np.float32)
+    part = fl.full(len(x), np.nan).partition((16,))
+    double.launch(grid, part, fl.asarray(x))
+    assert np.array_equal(part.unpartition().numpy(), x * 2)
+
+
+def test_a_plain_call_gives_each_block_its_tile() -> None:
+    x = np.arange(100, dtype=np.float32)
+    part = fl.full(100, np.nan).partition((16,))  # 7 tiles, the last partial
+    double(part, fl.asarray(x))
+    assert np.array_equal(part.unpartition().numpy(), x * 2)
+
+
+@pytest.mark.parametrize("grid", [4, (2, 3)])
+def test_two_dimensional_tiles_in_row_major_order(grid: object) -> None:
+    x = np.random.default_rng(0).standard_normal((100, 70)).astype(np.float32)
+    part = fl.full((100, 70), np.nan).partition((16, 32))  # 7 x 3 tiles
+    shifted.launch(grid, part, fl.asarray(x))
+    rows, cols = np.indices(x.shape)
+    want = x + 100 * (rows // 16) + cols // 32
+    np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-6)
+
+
+def test_a_persistent_matmul() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((40, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 36)).astype(np.float32)
+    part = fl.zeros((40, 36)).partition((16, 16))
+    make_matmul().launch(2, part, fl.asarray(a), fl.asarray(b), 8)
+    np.testing.assert_allclose(part.unpartition().numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_the_persistent_kernels_compile_through_tileiras() -> None:
+    x = fl.zeros((100, 70))
+    for kernel, args in (
+        (double, (fl.zeros(160).partition((16,)), fl.zeros(160))),
+        (shifted, (fl.zeros((100, 70)).partition((16, 32)), x)),
+        (
+            make_matmul(),
+            (fl.zeros((40, 36)).partition((16, 16)), fl.zeros((40, 24)), fl.zeros((24, 36)), 8),
+        ),
+    ):
+        signature, _ = kernel.signature_of(args, current_target())
+        ir = kernel.ir_for(signature)
+        assert "tile.store_at" in kernel.inspect(*args, stage="ir")
+        try:
+            ct = kernel.compile(signature, "sm_90")
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])
+        assert ct.cubin and ir is not None
+
+
+def test_launch_refuses_a_kernel_that_stores_its_own_tile() -> None:
+    @tile.kernel
+    def own(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(tile.load_like(x, out))
+
+    part = fl.zeros(64).partition((16,))
+    with pytest.raises(fl.LaunchContractError, match=r"stores `out`'s own tile") as info:
+        own.launch(2, part, fl.zeros(64))
+    assert (
+        info.value.loc is not None and info.value.loc.line == own.func.__code__.co_firstlineno + 2
+    )
+    assert "for t in out.tiles()" in str(info.value)
+    own(part, fl.zeros(64))  # the plain call is fine
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (0, r"grid axis 0 of `double.launch` is 0"),
+        ((1, 70000), r"grid axis 1 of `double.launch` is 70000, outside 1..65535"),
+        ((1, 2, 3, 4), "takes a grid of 1 to 3 ints"),
+        (1.5, "takes a grid of 1 to 3 ints"),
+        (True, "takes a grid of 1 to 3 ints"),
+    ],
+)
+def test_bad_host_grids(grid: object, message: str) -> None:
+    with pytest.raises(fl.LaunchContractError, match=message) as info:
+        double.launch(grid, fl.zeros(64).partition((16,)), fl.zeros(64))
+    assert info.value.loc is not None and info.value.loc.file == __file__
+
+
+def test_tiles_needs_a_part() -> None:
+    @tile.kernel
+    def bad(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        for _t in x.tiles():
+            out.store(tile.load_like(x, out))
+
+    with pytest.raises(fl.KernelTypeError, match=r"`x.tiles` needs a `tile.Part`"):
+        bad(fl.zeros(64).partition((16,)), fl.zeros(64))
+
+
+def test_a_tile_has_index_shape_and_store_only() -> None:
+    @tile.kernel
+    def bad(out: tile.Part[fl.f32]):
+        for t in out.tiles():
+            t.store(t.dtype)
+
+    with pytest.raises(fl.CompileError, match=r"`t.dtype` is not available: a tile of"):
+        bad(fl.zeros(64).partition((16,)))
+
+
+def test_tiles_takes_no_arguments() -> None:
+    @tile.kernel
+    def bad(out: tile.Part[fl.f32]):
+        for t in out.tiles(2):
+            t.store(tile.full((16,), 1.0, fl.f32))
+
+    with pytest.raises(fl.CompileError, match=r"`tiles\(\)` takes no arguments"):
+        bad(fl.zeros(64).partition((16,)))
+
+
+# ------------------------------------------------------------------------ grouped order
+
+
+def grouped_numbering(m: int, n: int, g: int) -> list[tuple[int, int]]:
+    """Tile number -> (row, col) in Triton's grouped order, written independently."""
+    out = []
+    for pid in range(m * n):
+        group, within = divmod(pid, g * n)
+        first = group * g
+        size = min(m - first, g)
+        out.append((first + within % size, within // size))
+    return out
+
+
+@tile.kernel
+def stamp(out: tile.Part[fl.f32]):
+    """Each block writes its own tile with the index it thinks it owns."""
+    i, j = out.index
+    out.store(tile.full((4, 4), 1.0, fl.f32) * (1000 * i + j).astype(fl.f32))
+
+
+@pytest.mark.parametrize(("m", "n", "g"), [(7, 5, 2), (8, 3, 4), (3, 9, 8), (5, 5, 1)])
+def test_grouped_order_is_a_permutation_and_keeps_tiles_whole(m: int, n: int, g: int) -> None:
+    assert sorted(grouped_numbering(m, n, g)) == [(i, j) for i in range(m) for j in range(n)]
+    part = fl.full((4 * m, 4 * n), np.nan).partition((4, 4), order=tile.grouped(g))
+    stamp(part)  # a plain launch: one block per tile, each its own (permuted) tile
+    got = part.unpartition().numpy()
+    rows, cols = np.indices(got.shape)
+    assert np.array_equal(got, 1000 * (rows // 4) + cols // 4)
+
+
+@pytest.mark.parametrize("grid", [1, 3, 16])
+def test_grouped_tiles_walk_in_grouped_order(grid: int) -> None:
+    @tile.kernel
+    def order_of(out: tile.Part[fl.f32], seen: tile.Part[fl.f32]):
+        for t in out.tiles():
+            i, j = t.index
+            t.store(tile.full((4, 4), 1.0, fl.f32) * (1000 * i + j).astype(fl.f32))
+
+    m, n = 6, 5
+    part = fl.full((4 * m, 4 * n), np.nan).partition((4, 4), order=tile.grouped(4))
+    seen = fl.zeros((1, 1)).partition((1, 1))
+    order_of.launch(grid, part, seen)
+    got = part.unpartition().numpy()
+    rows, cols = np.indices(got.shape)
+    assert np.array_equal(got, 1000 * (rows // 4) + cols // 4)
+
+
+def test_grouped_matmul_matches_numpy() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((64, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 80)).astype(np.float32)
+    for grid in (None, 3):
+        part = fl.zeros((64, 80)).partition((16, 16), order=tile.grouped(2))
+        mm = make_matmul()
+        if grid is None:
+            mm(part, fl.asarray(a), fl.asarray(b), 8)
+        else:
+            mm.launch(grid, part, fl.asarray(a), fl.asarray(b), 8)
+        np.testing.assert_allclose(part.unpartition().numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_order_mistakes() -> None:
+    with pytest.raises(fl.KernelTypeError, match="a grouped order needs a 2-D partition"):
+        fl.zeros(64).partition((16,), order=tile.grouped(2))
+    with pytest.raises(fl.KernelTypeError, match=r"`order=` takes `tile.grouped\(n\)`"):
+        fl.zeros((8, 8)).partition((4, 4), order=2)
+    with pytest.raises(fl.KernelTypeError, match="positive number of tile rows"):
+        tile.grouped(0)
+
+
+def test_grouped_kernels_compile_through_tileiras() -> None:
+    args = (
+        fl.zeros((64, 80)).partition((16, 16), order=tile.grouped(2)),
+        fl.zeros((64, 24)),
+        fl.zeros((24, 80)),
+        8,
+    )
+    mm = make_matmul()
+    signature, _ = mm.signature_of(args, current_target())
+    assert "grouped=2" in mm.inspect(*args, stage="ir")
+    try:
+        assert mm.compile(signature, "sm_90").cubin
+    except fl.ToolchainError as exc:
+        pytest.skip(str(exc).splitlines()[0])
+
+
+# ------------------------------------------------------------------ tile methods (issue 11)
+
+
+def test_reshape_as_a_method_and_its_message() -> None:
+    @tile.kernel
+    def square(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(tile.load(x, (0,), (16,)).reshape((4, 4)) * 2.0)
+
+    part = fl.zeros((4, 4)).partition((4, 4))
+    square(part, fl.asarray(np.arange(16, dtype=np.float32)))
+    assert np.array_equal(part.unpartition().numpy(), np.arange(16).reshape(4, 4) * 2.0)
+
+    @tile.kernel
+    def wrong(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(tile.load(x, (0,), (16,)).reshape((4, 8)))
+
+    with pytest.raises(
+        fl.KernelTypeError, match=r"cannot reshape a tile of shape \(16,\) to \(4, 8\)"
+    ) as e:
+        wrong(fl.zeros((4, 8)).partition((4, 8)), fl.zeros(16))
+    assert "32 elements, the tile has 16" in str(e.value) and "keeps the number" in str(e.value)
+
+
+@tile.kernel
+def by_dtype(out: tile.Part[fl.f16], x: tile.Tensor[fl.f16]):
+    v = tile.load_like(x, out)
+    if x.dtype == fl.f32:
+        out.store(v * 2.0)
+    elif x.dtype != fl.f16:
+        out.store(v)
+    else:
+        out.store(v * 3.0)
+
+
+@tile.kernel
+def by_dtype_f32(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    if x.dtype == fl.f32:
+        out.store(tile.load_like(x, out) * 2.0)
+    else:
+        out.store(tile.load_like(x, out))
+
+
+def test_dtypes_compare_at_compile_time() -> None:
+    x = np.arange(16, dtype=np.float32)
+    for kernel, dt, factor in ((by_dtype, fl.f16, 3.0), (by_dtype_f32, fl.f32, 2.0)):
+        part = fl.zeros(16, dtype=dt).partition((16,))
+        kernel(part, fl.asarray(x, dtype=dt))
+        assert np.array_equal(part.unpartition().numpy().astype(np.float32), x * factor)
