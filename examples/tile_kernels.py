@@ -170,38 +170,51 @@ def _row_kernel(make, dt):
     return kernel
 
 
-def _row_launch(make, out, x, *rest, rows, occupancy, num_worker_warps):
+ROW_FACTORIES = {"softmax": None, "rms_norm": None, "layer_norm": None}  # set below
+
+
+def prepare_rows(op, out, x, *rest, rows, occupancy, num_worker_warps):
+    """The launch of row kernel `op` with one configuration, prepared: (launch, partition).
+    `launch()` runs it again on the same arguments; `partition.unpartition()` ends it. The
+    `*_tuned` functions call it once per call; the benchmark times `launch` itself."""
     x, out = fl.asarray(x), fl.asarray(out)
     n = next_pow2(x.shape[1])
     if rows > 1 and rows * n > 8192:
         raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
-    kernel = _row_kernel(make, x.dtype).options(
+    kernel = _row_kernel(ROW_FACTORIES[op], x.dtype).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     part = out.partition((rows, n))
-    kernel(part, x, *[fl.asarray(r) if hasattr(r, "shape") else r for r in rest])
+    args = (part, x, *[fl.asarray(r) if hasattr(r, "shape") else r for r in rest])
+    return (lambda: kernel(*args)), part
+
+
+def _row_launch(op, out, x, *rest, **config):
+    launch, part = prepare_rows(op, out, x, *rest, **config)
+    launch()
     part.unpartition()  # `out` is the caller's again
 
 
 @fl.autotune(configs=ROW_CONFIGS, key=["x"])
 def softmax_tuned(x, out, *, rows, occupancy, num_worker_warps):
     """out = softmax(x, axis=1) for a 2-D x of any dtype the kernel takes (f32, f16, bf16)."""
-    _row_launch(make_softmax, out, x, rows=rows, occupancy=occupancy,
+    _row_launch("softmax", out, x, rows=rows, occupancy=occupancy,
                 num_worker_warps=num_worker_warps)  # fmt: skip
 
 
 @fl.autotune(configs=ROW_CONFIGS, key=["x"])
 def rms_norm_tuned(x, w, eps, out, *, rows, occupancy, num_worker_warps):
-    _row_launch(make_rms_norm, out, x, w, eps, rows=rows, occupancy=occupancy,
+    _row_launch("rms_norm", out, x, w, eps, rows=rows, occupancy=occupancy,
                 num_worker_warps=num_worker_warps)  # fmt: skip
 
 
 @fl.autotune(configs=ROW_CONFIGS, key=["x"])
 def layer_norm_tuned(x, w, b, eps, out, *, rows, occupancy, num_worker_warps):
-    _row_launch(make_layer_norm, out, x, w, b, eps, rows=rows, occupancy=occupancy,
+    _row_launch("layer_norm", out, x, w, b, eps, rows=rows, occupancy=occupancy,
                 num_worker_warps=num_worker_warps)  # fmt: skip
 
 
+ROW_FACTORIES.update(softmax=make_softmax, rms_norm=make_rms_norm, layer_norm=make_layer_norm)
 _MATMULS: dict = {}
 
 
@@ -232,9 +245,8 @@ def _sm_count():
     return driver.device_info().sm_count
 
 
-@fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
-def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
-    """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
+def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
+    """The launch of c = a @ b with one configuration, prepared: (launch, partition of c)."""
     a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
     kernels = _MATMULS.get(a.dtype)
     if kernels is None:
@@ -242,12 +254,20 @@ def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     kernel = kernels[persistent].options(occupancy=occupancy, num_ctas=num_ctas)
     if not persistent:
         part = c.partition(shape)
-        kernel(part, a, b, BK)
-    else:
-        part = c.partition(shape, order=tile.grouped(8))
-        tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
-        blocks = _sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
-        kernel.launch(max(1, min(tiles, blocks)), part, a, b, BK)
+        return (lambda: kernel(part, a, b, BK)), part
+    part = c.partition(shape, order=tile.grouped(8))
+    tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
+    blocks = _sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
+    grid = max(1, min(tiles, blocks))
+    return (lambda: kernel.launch(grid, part, a, b, BK)), part
+
+
+@fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
+def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
+    """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
+    launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
+                                  num_ctas=num_ctas, persistent=persistent)  # fmt: skip
+    launch()
     part.unpartition()
 
 

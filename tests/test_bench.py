@@ -20,7 +20,7 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.backends import toolchain
-from fearless.bench import family_reduce, family_shapes, model, report, suite, tile_track, timing
+from fearless.bench import family_shapes, model, report, suite, tile_track, timing
 from fearless.bench.harness import Ctx, DeviceCase, Prepared, run_device_case
 from fearless.bench.model import Record, Skip
 from fearless.cli.main import main
@@ -208,10 +208,47 @@ def test_timing_helpers() -> None:
     assert timing.reps_for(1e6, timing.FULL) == timing.FULL.min_reps
 
 
-def test_sum_passes_reach_one_value() -> None:
-    assert family_reduce.passes(1 << 28) == [1 << 20, 1 << 12, 16, 1]
-    assert family_reduce.passes(70001) == [274, 2, 1]
-    assert family_reduce.passes(1) == [1]
+@pytest.mark.parametrize("n,grid", [(0, 2), (1, 3), (255, 1), (4 * 256 * 3 + 77, 3), (9000, 5)])
+def test_simt_block_sum_is_exact_on_integers(n: int, grid: int) -> None:
+    """The four-way strided loop, its tail, the block reduction and the atomic: every element
+    counted once (integers: exact in f32 in any order), with blocks that get no element."""
+    from fearless.bench import kernels_simt as K
+
+    x = np.random.default_rng(n).integers(-8, 9, n).astype(np.float32)
+    total = np.zeros(1, np.float32)
+    K.block_sum[grid, K.SUM_BLOCK](x, total)
+    assert total[0] == float(x.astype(np.int64).sum())
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 1), (2, 64), (5, 33)])
+def test_simt_row_kernels_run_a_block_per_row(rows: int, cols: int) -> None:
+    from fearless.bench import family_rows
+    from fearless.bench import kernels_simt as K
+    from fearless.bench.check import rel_err_numpy
+
+    rng = np.random.default_rng(cols)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    w, b = (rng.standard_normal(cols).astype(np.float32) for _ in range(2))
+    for name, kernel in (
+        ("softmax", K.softmax),
+        ("rms_norm", K.rms_norm),
+        ("layer_norm", K.layer_norm),
+    ):
+        inputs, scalars = family_rows.operands(name, x.reshape(-1), w, b)
+        y = np.full(rows * cols, np.nan, np.float32)
+        kernel[rows, cols](*inputs, *scalars, y)
+        ref = family_rows.numpy_reference(name, x, w, b)
+        assert rel_err_numpy(y, ref) < 1e-5, name
+    family_rows.check_cols(K.ROW_BLOCK)
+    with pytest.raises(Skip, match="at most 1024"):
+        family_rows.check_cols(K.ROW_BLOCK + 1)
+
+
+def test_simt_bench_kernels_are_safe() -> None:
+    from fearless.bench import kernels_simt as K
+
+    for k in (K.softmax, K.rms_norm, K.layer_norm, K.block_sum, K.transpose):
+        assert not k.unsafe and "unsafe" not in k.inspect(), k.name
 
 
 def test_tile_binding_mismatch_is_a_skip_with_the_reason() -> None:
@@ -240,6 +277,34 @@ def test_cuda_cpp_twins_compile_with_nvrtc() -> None:
     for name in kernels_cuda.KERNELS:
         assert f"void {name}(" in kernels_cuda.SOURCE
     assert bytes(code.code)[:4] == b"\x7fELF"
+
+
+def test_cuda_cpp_twins_compile_with_nvcc(tmp_path: Path) -> None:
+    """Where NVRTC cannot run (no driver), nvcc still checks the twins' source, every kernel."""
+    import shutil
+    import subprocess
+
+    from fearless.bench import kernels_cuda
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    src = tmp_path / "twins.cu"
+    src.write_text(kernels_cuda.SOURCE)
+    cmd = [
+        nvcc,
+        "-arch=sm_90",
+        "-cubin",
+        "-Xptxas",
+        "-v",
+        "-o",
+        str(tmp_path / "t.cubin"),
+        str(src),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for name in kernels_cuda.KERNELS:
+        assert f"Compiling entry function '{name}'" in done.stderr, name
 
 
 def test_cutile_peers_compile_to_cubins() -> None:

@@ -72,7 +72,8 @@ def test_lookup_is_by_host_object() -> None:
     assert SIMT.lookup(math.exp) is SIMT.lookup(fl.math.exp) is SIMT["math.exp"]
     assert SIMT.lookup(simt.thread.index_1d) is SIMT.lookup(simt.thread.index_2d)
     assert SIMT.lookup(fl.f16) is SIMT["fl.<dtype>"] is SIMT.lookup(fl.i8)
-    assert SIMT.lookup(print) is None and SIMT.lookup(math.isnan) is None
+    assert SIMT.lookup(print) is SIMT["print"] and SIMT.lookup(math.isnan) is None
+    assert TILE.lookup(print) is TILE["print"]
     assert TILE.lookup(tile.exp) is TILE["tile.exp"]
     assert TILE.lookup(abs) is TILE["abs"] and TILE.lookup(sorted) is None
 

@@ -343,6 +343,7 @@ def every_op_function() -> Function:
     cast = e(ops.Cast(reg, dtypes.u8, loc(13))).result
     cond = e(ops.Compare("lt", i, i, loc(14))).result
     e(ops.Select(cond, cast, cast, loc(15)))
+    e(ops.Print("i = %lld, %u 100%%\n", [i, cast], loc(15)))
     n1 = e(ops.ArrayLen(a1, loc(16))).result
     n2r = e(ops.ArrayLen(a2, loc(17), 0)).result
     n2c = e(ops.ArrayLen(a2, loc(18), 1)).result

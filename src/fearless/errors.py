@@ -65,6 +65,7 @@ CODES: dict[str, str] = {
     "E0633": "barrier or collective under thread-dependent control flow",
     "E0634": "barrier not reached by every thread of the block",
     "E0635": "unknown collective operation",
+    "E0640": "unsupported `print` in a kernel",
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
     "E0900": "toolchain problem",
@@ -190,6 +191,12 @@ class ToolchainError(FearlessError):
 
 class FearlessWarning(UserWarning):
     """The base of fearless's warnings: the launch ran, but something deserves a look."""
+
+
+class PaddedReductionWarning(FearlessWarning):
+    """A Tile reduction may take in load padding that is not its identity (a max over a
+    zero-padded tile): the result is wrong where the tile passes the tensor's end
+    (tile/padding_check.py)."""
 
 
 class HostCopyWarning(FearlessWarning):

@@ -31,7 +31,7 @@ from ..dtypes import DType
 from ..errors import InternalError
 from ..ir import ops
 from ..ir.core import ArrayType, Block, Function, Op, ScalarType, Value
-from . import llvm_atomics, llvm_collectives, llvm_coords, llvm_shared
+from . import llvm_atomics, llvm_collectives, llvm_coords, llvm_print, llvm_shared
 from .llvm_arith import ScalarEmitter
 from .llvm_support import ModuleSupport
 from .llvm_types import (
@@ -568,6 +568,7 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.WarpReduce: llvm_collectives.lower_warp_reduce,
     ops.BlockReduce: llvm_collectives.lower_block_reduce,
     ops.BlockScan: llvm_collectives.lower_block_scan,
+    ops.Print: llvm_print.lower_print,
     ops.Br: _KernelLowering._br,
     ops.CondBr: _KernelLowering._cond_br,
     ops.Return: _KernelLowering._return,

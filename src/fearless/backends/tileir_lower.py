@@ -233,6 +233,16 @@ class _Lowerer:
     def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
         return self._store(op.operands[0], args[1], list(args[2:]))
 
+    def op_Print(self, op: ops.Print, args: list[Any]) -> Any:
+        """`print_tko`, ordered after the stores before it (13.2 bytecode and later)."""
+        bc = self.bc
+        if self.b.version >= bc.BytecodeVersion.V_13_2:
+            self.token = bc.encode_PrintTkoOp(
+                self.b, self.tt.Token, list(args), self.token, op.attrs["format"]
+            )
+        else:
+            bc.encode_PrintTkoOp(self.b, None, list(args), None, op.attrs["format"])
+
     def _store(self, part: Value, value: Any, index: list[Any]) -> None:
         bc = self.bc
         view = self._view(part, self.part_tile(part), 0.0)
@@ -439,7 +449,7 @@ class _Lowerer:
     def _stores(blocks: list[Block]) -> bool:
         """Whether a store happens in `blocks` or in a region nested in them."""
         return any(
-            isinstance(op, ops.Store | ops.StoreAt) or _Lowerer._stores(ops.regions(op))
+            isinstance(op, ops.Store | ops.StoreAt | ops.Print) or _Lowerer._stores(ops.regions(op))
             for block in blocks
             for op in block.ops
         )

@@ -7,7 +7,8 @@
     check.py             relative error against float64, per-dtype thresholds
     peers.py             which peers this machine has, and why a missing one is missing
     env.py               GPU, driver, clocks and package versions
-    report.py            results.json, results.md, results.png
+    report.py            results.json, results.md
+    figures.py           results.png (summary heatmap) and results_<family>.png
     dry.py               the dry run's compile-simulate-check step
     family_*.py          one module per case family: elementwise, reduce, rows, transpose,
                          gemm, launch, compile (with compile_probe.py, run in fresh processes)

@@ -1,9 +1,10 @@
 """Sum reduction of a float32 vector to one value (bytes counted: the input, read once).
 
-fearless SIMT has no atomics and no shared memory yet, so its sum is `partial_sum` launched
-until one value is left: each thread adds a strided slice (coalesced across threads), and
-every pass shrinks the vector 256-fold (2^28 -> 2^20 -> 2^12 -> 2^4 -> 1: four launches).
-The CUDA C++ twin runs the same passes. Triton and cuTile Python use their standard two-stage
+fearless SIMT runs `kernels_simt.block_sum` once: SUM_BLOCKS (8192) blocks of 256 threads, each
+thread adds a strided share of x (coalesced across threads), `simt.block.reduce` adds a block's
+threads, and one `simt.atomic.add` per block adds it into a one-element `AtomicSlice`, zeroed
+inside the timed run (`zero_()`, a memset, before the launch). The CUDA C++ twin runs the same
+algorithm (warp shuffles, a shared buffer, `atomicAdd`). Triton and cuTile Python use their standard two-stage
 form (1024 programs each reduce a strided set of blocks, then one program sums the partials),
 and so does the Tile example: `sum_tiles` launched twice (x into 1024 partials in 4096-element
 tiles, then the partials into one value; tile_track.sum_cases). torch calls its own reduction
@@ -25,17 +26,7 @@ from .peers import Peers
 
 FAMILY = "reduce"
 CASES = ("sum",)
-FANIN = 256  # elements each thread adds per pass
 PEER_PARTIALS = 1024  # programs of the Triton and cuTile first stage
-
-
-def passes(n: int, fanin: int = FANIN) -> list[int]:
-    """The output length of each partial_sum pass, down to 1."""
-    out = []
-    while n > 1:
-        n = (n + fanin - 1) // fanin
-        out.append(n)
-    return out or [1]
 
 
 def size(quick: bool) -> int:
@@ -66,42 +57,36 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
         "f32",
         reference=lambda: x.double().sum().reshape(1),
         bytes=4 * n,
-        params={"n": n, "dtype": "f32", "passes": passes(n)},
+        params={"n": n, "dtype": "f32"},
     )
-
-    def buffers() -> list[Any]:
-        return [torch.empty(m, device="cuda") for m in passes(n)]
 
     def simt() -> Prepared:
         from . import kernels_simt as K
 
         ctx.peers.fearless_gpu()
-        bufs = buffers()
-        steps = [(K.partial_sum.prepare(dry.grid(len(b))), b) for b in bufs]
-        srcs = [x, *bufs[:-1]]
+        out = torch.empty(1, device="cuda")
+        prep = K.block_sum.prepare(K.SUM_BLOCKS)
 
         def go() -> None:
-            for (prep, dst), src in zip(steps, srcs, strict=True):
-                K.partial_sum(prep, src, dst)
+            out.zero_()
+            K.block_sum(prep, x, out)
 
-        return Prepared(go, bufs[-1], note=f"{len(bufs)} partial_sum passes, no atomics")
+        return Prepared(go, out, note=f"{K.SUM_BLOCKS} blocks, block.reduce, atomic.add")
 
     def cuda_cpp() -> Prepared:
-        module = ctx.peers.cuda_cpp()
-        bufs = buffers()
-        srcs = [x, *bufs[:-1]]
-        launches = [
-            module.launcher(
-                "partial_sum", b.numel(), [ptr(s), i64(s.numel()), ptr(b), i64(b.numel())]
-            )
-            for s, b in zip(srcs, bufs, strict=True)
-        ]
+        from .kernels_simt import SUM_BLOCK, SUM_BLOCKS
+
+        out = torch.empty(1, device="cuda")
+        args = [ptr(x), i64(n), ptr(out)]
+        launch = ctx.peers.cuda_cpp().launcher(
+            "block_sum", n, args, grid=SUM_BLOCKS, block=SUM_BLOCK
+        )
 
         def go() -> None:
-            for launch in launches:
-                launch()
+            out.zero_()
+            launch()
 
-        return Prepared(go, bufs[-1], note=f"{len(bufs)} partial_sum passes")
+        return Prepared(go, out, note=f"{SUM_BLOCKS} blocks, atomicAdd")
 
     def triton() -> Prepared:
         out, part = torch.empty(1, device="cuda"), torch.empty(PEER_PARTIALS, device="cuda")
@@ -135,21 +120,18 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
     from . import kernels_simt as K
     from .check import rel_err_numpy
 
-    # Three SIMT passes at FANIN 256 with ragged ends; 18 Tile tiles of 4096, the last partial,
-    # over 8 partials. Both extents divide by 4 like the GPU run's, so the Tile cubins compiled
+    # SIMT: 8 blocks of 256 threads, each thread adds 34 or 35 elements (the four-way loop and
+    # its tail); Tile: 18 tiles of 4096, the last partial, over 8 partials. Both extents divide by 4 like the GPU run's, so the Tile cubins compiled
     # here are the GPU run's specialisations.
     n, n_partials = 70000, 8
     x = np.random.default_rng(9).random(n, dtype=np.float32)
     ref = np.array([x.astype(np.float64).sum()])
 
     def body() -> float:
-        dry.compile_simt(peers.arch, K.partial_sum)
-        src = x
-        for m in passes(n):
-            dst = np.full(m, np.nan, np.float32)
-            K.partial_sum[dry.grid(m), 256](src, dst)
-            src = dst
-        return rel_err_numpy(src, ref)
+        dry.compile_simt(peers.arch, K.block_sum)
+        total = np.zeros(1, np.float32)
+        K.block_sum[8, K.SUM_BLOCK](x, total)
+        return rel_err_numpy(total, ref)
 
     def tile() -> float:
         partials = np.full(n_partials, np.nan, np.float32)

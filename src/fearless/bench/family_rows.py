@@ -1,10 +1,12 @@
 """Row-wise cases on a float32 (rows x cols) matrix: softmax, rms_norm, layer_norm.
 
 Bytes counted: the matrix read once and written once, plus the weight (and bias) vectors.
-fearless SIMT runs each as two safe kernels (`kernels_simt.py` says why): one thread per row
-computes the row's statistics, then one thread per element normalises; the CUDA C++ twin runs
-the same two. Triton, cuTile Python and the Tile example keep a whole row in one block;
-TileGym (when installed) and torch eager run their own kernels.
+fearless SIMT runs each as one safe kernel launched `[rows, cols]` (`kernels_simt.py`): one block
+per row, one thread per element, the row's statistics through `simt.block.reduce`; rows longer
+than `kernels_simt.ROW_BLOCK` (1024) are refused (the suite measures 1024). The CUDA C++ twin
+runs the same algorithm (warp shuffles and a shared buffer). Triton, cuTile Python and the Tile
+example keep a whole row in one block; TileGym (when installed) and torch eager run their own
+kernels.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ import numpy as np
 from . import dry, tile_track
 from .harness import Builder, Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
 from .kernels_cuda import f32, i64, ptr
-from .model import Record
+from .model import Record, Skip
 from .peers import Peers
 
 FAMILY = "rows"
 CASES = ("softmax", "rms_norm", "layer_norm")
 EPS = 1e-5
 TILE_KERNELS = {"softmax": "softmax_f32", "rms_norm": "rms_norm", "layer_norm": "layer_norm"}
-SIMT_NOTE = "two kernels: per-row statistics, then per-element"
+SIMT_NOTE = "a block per row, block.reduce"
 
 
 def shape(quick: bool) -> tuple[int, int]:
@@ -85,63 +87,28 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
     def new() -> Any:
         return torch.empty(rows, cols, device="cuda")
 
-    def stats() -> list[Any]:
-        count = {"softmax": 2, "rms_norm": 1, "layer_norm": 2}[name]
-        return [torch.empty(rows, device="cuda") for _ in range(count)]
-
     def simt() -> Prepared:
         from . import kernels_simt as K
 
         ctx.peers.fearless_gpu()
-        y, s = new(), stats()
-        xf, yf = x.reshape(-1), y.reshape(-1)
-        p_rows, p_all = dry.grid(rows), dry.grid(n)
-        if name == "softmax":
-            ps, pa = K.softmax_stats.prepare(p_rows), K.softmax_apply.prepare(p_all)
-
-            def go() -> None:
-                K.softmax_stats(ps, xf, cols, s[0], s[1])
-                K.softmax_apply(pa, xf, cols, s[0], s[1], yf)
-
-        elif name == "rms_norm":
-            ps, pa = K.rms_stats.prepare(p_rows), K.rms_apply.prepare(p_all)
-
-            def go() -> None:
-                K.rms_stats(ps, xf, cols, EPS, s[0])
-                K.rms_apply(pa, xf, w, s[0], yf)
-
-        else:
-            ps, pa = K.layer_norm_stats.prepare(p_rows), K.layer_norm_apply.prepare(p_all)
-
-            def go() -> None:
-                K.layer_norm_stats(ps, xf, cols, EPS, s[0], s[1])
-                K.layer_norm_apply(pa, xf, w, b, s[0], s[1], yf)
-
-        return Prepared(go, y, note=SIMT_NOTE)
+        check_cols(cols)
+        y = new()
+        kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}[name]
+        prep = kernel.prepare(rows, cols)
+        args = (x.reshape(-1), *inputs[1:], *scalars, y.reshape(-1))
+        return Prepared(lambda: kernel(prep, *args), y, note=SIMT_NOTE)
 
     def cuda_cpp() -> Prepared:
         m = ctx.peers.cuda_cpp()
-        y, s = new(), stats()
-        px, py, c = ptr(x), ptr(y), i64(cols)
-        if name == "softmax":
-            first = m.launcher("softmax_stats", rows, [px, c, ptr(s[0]), ptr(s[1]), i64(rows)])
-            second = m.launcher("softmax_apply", n, [px, c, ptr(s[0]), ptr(s[1]), py, i64(n)])
-        elif name == "rms_norm":
-            first = m.launcher("rms_stats", rows, [px, c, f32(EPS), ptr(s[0]), i64(rows)])
-            second = m.launcher("rms_apply", n, [px, ptr(w), c, ptr(s[0]), py, i64(n)])
-        else:
-            first = m.launcher(
-                "layer_norm_stats", rows, [px, c, f32(EPS), ptr(s[0]), ptr(s[1]), i64(rows)]
-            )
-            second = m.launcher(
-                "layer_norm_apply", n, [px, ptr(w), ptr(b), c, ptr(s[0]), ptr(s[1]), py, i64(n)]
-            )
-
-        def go() -> None:
-            first()
-            second()
-
-        return Prepared(go, y, note=SIMT_NOTE)
+        check_cols(cols)
+        y = new()
+        px, py, c, nn = ptr(x), ptr(y), i64(cols), i64(n)
+        args = {
+            "softmax": [px, py, nn],
+            "rms_norm": [px, ptr(w), c, f32(EPS), py, nn],
+            "layer_norm": [px, ptr(w), ptr(b), c, f32(EPS), py, nn],
+        }[name]
+        return Prepared(m.launcher(name, n, args, grid=rows, block=cols), y, note=SIMT_NOTE)
 
     def tile() -> Prepared:
         import fearless as fl
@@ -164,6 +131,14 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
 
     tilegym, eager = peer_builders(ctx, name, x, w, b)
     return device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
+
+
+def check_cols(cols: int) -> None:
+    """The SIMT row kernels run one thread per element of a row: at most ROW_BLOCK of them."""
+    from .kernels_simt import ROW_BLOCK
+
+    if cols > ROW_BLOCK:
+        raise Skip(f"rows of {cols} elements: the SIMT row kernels take at most {ROW_BLOCK}")
 
 
 def peer_builders(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> tuple[Builder, Builder]:
@@ -226,21 +201,11 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         ref = numpy_reference(name, x, w, b)
 
         def simt(name: str = name, ref: np.ndarray = ref) -> float:
+            kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}
+            dry.compile_simt(peers.arch, kernel[name])
             y = np.full(rows * cols, np.nan, np.float32)
-            s0, s1 = np.empty(rows, np.float32), np.empty(rows, np.float32)
-            gr, ga = dry.grid(rows), dry.grid(rows * cols)
-            if name == "softmax":
-                dry.compile_simt(peers.arch, K.softmax_stats, K.softmax_apply)
-                K.softmax_stats[gr, 256](xf, cols, s0, s1)
-                K.softmax_apply[ga, 256](xf, cols, s0, s1, y)
-            elif name == "rms_norm":
-                dry.compile_simt(peers.arch, K.rms_stats, K.rms_apply)
-                K.rms_stats[gr, 256](xf, cols, EPS, s0)
-                K.rms_apply[ga, 256](xf, w, s0, y)
-            else:
-                dry.compile_simt(peers.arch, K.layer_norm_stats, K.layer_norm_apply)
-                K.layer_norm_stats[gr, 256](xf, cols, EPS, s0, s1)
-                K.layer_norm_apply[ga, 256](xf, w, b, s0, s1, y)
+            inputs, scalars = operands(name, xf, w, b)
+            kernel[name][rows, cols](*inputs, *scalars, y)  # a block per row, blocks of 37
             return rel_err_numpy(y, ref)
 
         def tile(name: str = name, ref: np.ndarray = ref) -> float:

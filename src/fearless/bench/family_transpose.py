@@ -1,8 +1,9 @@
 """Transpose of a float32 (rows x cols) matrix into a new (cols x rows) one, both row-major.
 
-Bytes counted: read once, written once. fearless SIMT and its CUDA C++ twin use one thread per
-output element with 1-D index arithmetic (coalesced writes, strided reads: without shared
-memory there is no tile to stage the reads through). Triton, cuTile Python and the Tile example
+Bytes counted: read once, written once. fearless SIMT (`kernels_simt.transpose`) and its CUDA
+C++ twin move 32 x 32 tiles through shared memory: blocks of 32 x 32 threads, each reads one
+element of its tile of x (coalesced), a barrier, then writes its own `index_2d` element of out
+(coalesced) from the tile's transposed slot (rows padded to 33: no bank conflicts). Triton, cuTile Python and the Tile example
 `transpose` move 64 x 64 tiles; torch copies a transposed view. The matrix is not square, so a
 swapped index shows.
 """
@@ -21,6 +22,7 @@ from .peers import Peers
 
 FAMILY = "transpose"
 CASES = ("transpose",)
+TILE = 32  # kernels_simt.TILE: the SIMT kernel's (and its twin's) tile and block
 
 
 def shape(quick: bool) -> tuple[int, int]:
@@ -46,18 +48,22 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     def new() -> Any:
         return torch.empty(cols, rows, device="cuda")
 
+    def tiles() -> tuple[int, int]:
+        """The grid: x's tiles, (tile rows, tile columns); block (bx, by) writes out's (by, bx)."""
+        return (rows + TILE - 1) // TILE, (cols + TILE - 1) // TILE
+
     def simt() -> Prepared:
         from . import kernels_simt as K
 
         ctx.peers.fearless_gpu()
-        y, prep = new(), K.transpose.prepare(dry.grid(n))
-        xf, yf = x.reshape(-1), y.reshape(-1)
-        return Prepared(lambda: K.transpose(prep, xf, rows, cols, yf), y, note="1-D indexing")
+        y, prep = new(), K.transpose.prepare(tiles())
+        return Prepared(lambda: K.transpose(prep, x, y), y, note="32x32 shared tiles")
 
     def cuda_cpp() -> Prepared:
         y = new()
-        args = [ptr(x), i64(rows), i64(cols), ptr(y), i64(n)]
-        return Prepared(ctx.peers.cuda_cpp().launcher("transpose", n, args), y)
+        args = [ptr(x), i64(rows), i64(cols), ptr(y)]
+        launch = ctx.peers.cuda_cpp().launcher("transpose", n, args, grid=tiles(), block=(32, 32))
+        return Prepared(launch, y, note="32x32 shared tiles")
 
     def triton() -> Prepared:
         y = new()
@@ -96,9 +102,10 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
 
     def body() -> float:
         dry.compile_simt(peers.arch, K.transpose)
-        y = np.full(rows * cols, np.nan, np.float32)
-        K.transpose[dry.grid(rows * cols), 256](x.reshape(-1), rows, cols, y)
-        return rel_err_numpy(y.reshape(cols, rows), x.T)
+        y = np.full((cols, rows), np.nan, np.float32)
+        grid = ((rows + K.TILE - 1) // K.TILE, (cols + K.TILE - 1) // K.TILE)
+        K.transpose[grid, (K.TILE, K.TILE)](x, y)  # partial tiles on both edges
+        return rel_err_numpy(y, x.T)
 
     def tile() -> float:
         import fearless as fl

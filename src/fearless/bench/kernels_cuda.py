@@ -3,7 +3,9 @@
 They are the SIMT track's parity reference: each kernel is the algorithm of its twin in
 `kernels_simt.py`, written as a CUDA C++ programmer would (64-bit indices as fearless uses,
 `__restrict__` where fearless proves non-aliasing, NVRTC's default flags: precise division
-and square root, FMA contraction on). A gap between the two is a gap in fearless's codegen,
+and square root, FMA contraction on). The block reductions follow fearless's lowering of
+`simt.block.reduce` (a shfl.down tree per warp, a shared buffer, three barriers), the sum ends in
+one `atomicAdd` per block, the transpose stages 32 x 33 shared tiles. A gap between the two is a gap in fearless's codegen,
 not in the algorithm. f16 and bf16 travel as their raw 16 bits, converted with `cvt` so that
 no CUDA header is needed.
 """
@@ -41,92 +43,108 @@ extern "C" __global__ void saxpy(float alpha, const float* __restrict__ x,
     if (i < n) out[i] = alpha * x[i] + y[i];
 }
 
-extern "C" __global__ void partial_sum(const float* __restrict__ x, long long n,
-                                       float* __restrict__ out, long long t) {
-    long long i = TID;
-    if (i < t) {
-        float s = 0.0f;
-        for (long long k = i; k < n; k += t) s += x[k];
-        out[i] = s;
-    }
+// Block reductions as fearless lowers `simt.block.reduce`: a shfl.down tree per warp, lane 0
+// stores its warp's total, barrier, warp 0 reduces the totals with the same tree and stores the
+// result at slot 32, barrier, every thread loads it, barrier (the buffer is free again). Blocks
+// here are 1-D, whole warps (the suite's row length is 1024; block_sum's block is 256).
+#define FULL 0xffffffffu
+struct SumOp {
+    static __device__ __forceinline__ float id() { return -0.0f; }
+    static __device__ __forceinline__ float op(float a, float b) { return a + b; }
+};
+struct MaxOp {
+    static __device__ __forceinline__ float id() { return __int_as_float(0xff800000); }
+    static __device__ __forceinline__ float op(float a, float b) { return fmaxf(a, b); }
+};
+
+template <class Op>
+__device__ __forceinline__ float warp_tree(float v) {
+    for (int off = 16; off > 0; off >>= 1) v = Op::op(v, __shfl_down_sync(FULL, v, off));
+    return v;
 }
 
+template <class Op>
+__device__ __forceinline__ float block_reduce(float v, float* buf /* __shared__ [64] */) {
+    unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned n_warps = (blockDim.x + 31) >> 5;
+    v = warp_tree<Op>(v);
+    if (lane == 0) buf[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float u = warp_tree<Op>(lane < n_warps ? buf[lane] : Op::id());
+        if (lane == 0) buf[32] = u;
+    }
+    __syncthreads();
+    float r = buf[32];
+    __syncthreads();
+    return r;
+}
+
+// total[0] += sum(x) (total zeroed by the caller): four strided sums per thread, the block's
+// sum, one atomic per block.
+extern "C" __global__ void block_sum(const float* __restrict__ x, long long n,
+                                     float* __restrict__ total) {
+    __shared__ float buf[64];
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long k = TID;
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    for (; k + 3 * stride < n; k += 4 * stride) {
+        s0 += x[k];
+        s1 += x[k + stride];
+        s2 += x[k + 2 * stride];
+        s3 += x[k + 3 * stride];
+    }
+    for (; k < n; k += stride) s0 += x[k];
+    float s = block_reduce<SumOp>((s0 + s1) + (s2 + s3), buf);
+    if (threadIdx.x == 0) atomicAdd(total, s);
+}
+
+// out (cols x rows) = x (rows x cols) through a 32 x 33 shared tile; blocks of 32 x 32 threads,
+// block (bx, by) reads x's tile (bx, by) and writes out's tile (by, bx), both coalesced.
 extern "C" __global__ void transpose(const float* __restrict__ x, long long rows, long long cols,
-                                     float* __restrict__ out, long long n) {
+                                     float* __restrict__ out) {
+    __shared__ float s[32][33];
+    long long ty = threadIdx.y, tx = threadIdx.x;
+    long long r = (long long)blockIdx.x * 32 + ty, c = (long long)blockIdx.y * 32 + tx;
+    if (r < rows && c < cols) s[ty][tx] = x[r * cols + c];
+    __syncthreads();
+    long long orow = (long long)blockIdx.y * 32 + ty, ocol = (long long)blockIdx.x * 32 + tx;
+    if (orow < cols && ocol < rows) out[orow * rows + ocol] = s[tx][ty];
+}
+
+// The row kernels: one block per row, one thread per element (blockDim.x == cols <= 1024).
+extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ out,
+                                   long long n) {
+    __shared__ float b0[64], b1[64];
     long long i = TID;
-    if (i < n) out[i] = x[(i % rows) * cols + i / rows];
+    float v = i < n ? x[i] : __int_as_float(0xff800000);
+    float m = block_reduce<MaxOp>(v, b0);
+    float e = expf(v - m);
+    float s = block_reduce<SumOp>(e, b1);
+    if (i < n) out[i] = e / s;
 }
 
-extern "C" __global__ void softmax_stats(const float* __restrict__ x, long long cols,
-                                         float* __restrict__ row_max, float* __restrict__ row_sum,
-                                         long long rows) {
-    long long r = TID;
-    if (r < rows) {
-        const float* row = x + r * cols;
-        float m = row[0];
-        for (long long k = 1; k < cols; ++k) m = fmaxf(m, row[k]);
-        float s = 0.0f;
-        for (long long k = 0; k < cols; ++k) s += expf(row[k] - m);
-        row_max[r] = m;
-        row_sum[r] = s;
-    }
-}
-
-extern "C" __global__ void softmax_apply(const float* __restrict__ x, long long cols,
-                                         const float* __restrict__ row_max,
-                                         const float* __restrict__ row_sum,
-                                         float* __restrict__ out, long long n) {
+extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
+                                    long long cols, float eps, float* __restrict__ out,
+                                    long long n) {
+    __shared__ float b0[64];
     long long i = TID;
-    if (i < n) {
-        long long r = i / cols;
-        out[i] = expf(x[i] - row_max[r]) / row_sum[r];
-    }
+    float v = i < n ? x[i] : 0.0f;
+    float rstd = rsqrtf(block_reduce<SumOp>(v * v, b0) / (float)cols + eps);
+    if (i < n) out[i] = v * rstd * w[threadIdx.x];
 }
 
-extern "C" __global__ void rms_stats(const float* __restrict__ x, long long cols, float eps,
-                                     float* __restrict__ rstd, long long rows) {
-    long long r = TID;
-    if (r < rows) {
-        const float* row = x + r * cols;
-        float s = 0.0f;
-        for (long long k = 0; k < cols; ++k) s += row[k] * row[k];
-        rstd[r] = rsqrtf(s / (float)cols + eps);
-    }
-}
-
-extern "C" __global__ void rms_apply(const float* __restrict__ x, const float* __restrict__ w,
-                                     long long cols, const float* __restrict__ rstd,
-                                     float* __restrict__ out, long long n) {
+extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ b, long long cols, float eps,
+                                      float* __restrict__ out, long long n) {
+    __shared__ float b0[64], b1[64];
     long long i = TID;
-    if (i < n) out[i] = x[i] * rstd[i / cols] * w[i % cols];
-}
-
-extern "C" __global__ void layer_norm_stats(const float* __restrict__ x, long long cols, float eps,
-                                            float* __restrict__ mean, float* __restrict__ rstd,
-                                            long long rows) {
-    long long r = TID;
-    if (r < rows) {
-        const float* row = x + r * cols;
-        float s = 0.0f;
-        for (long long k = 0; k < cols; ++k) s += row[k];
-        float mu = s / (float)cols;
-        float q = 0.0f;
-        for (long long k = 0; k < cols; ++k) { float d = row[k] - mu; q += d * d; }
-        mean[r] = mu;
-        rstd[r] = rsqrtf(q / (float)cols + eps);
-    }
-}
-
-extern "C" __global__ void layer_norm_apply(const float* __restrict__ x, const float* __restrict__ w,
-                                            const float* __restrict__ b, long long cols,
-                                            const float* __restrict__ mean,
-                                            const float* __restrict__ rstd,
-                                            float* __restrict__ out, long long n) {
-    long long i = TID;
-    if (i < n) {
-        long long r = i / cols, c = i % cols;
-        out[i] = (x[i] - mean[r]) * rstd[r] * w[c] + b[c];
-    }
+    bool inside = i < n;
+    float v = inside ? x[i] : 0.0f;
+    float mean = block_reduce<SumOp>(v, b0) / (float)cols;
+    float d = inside ? v - mean : 0.0f;
+    float rstd = rsqrtf(block_reduce<SumOp>(d * d, b1) / (float)cols + eps);
+    if (inside) out[i] = d * rstd * w[threadIdx.x] + b[threadIdx.x];
 }
 
 // Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.
@@ -176,14 +194,11 @@ extern "C" __global__ void args8(const float* __restrict__ a, const float* __res
 KERNELS = (
     "vecadd",
     "saxpy",
-    "partial_sum",
+    "block_sum",
     "transpose",
-    "softmax_stats",
-    "softmax_apply",
-    "rms_stats",
-    "rms_apply",
-    "layer_norm_stats",
-    "layer_norm_apply",
+    "softmax",
+    "rms_norm",
+    "layer_norm",
     "gemm_f16",
     "gemm_bf16",
     "args0",
@@ -207,8 +222,17 @@ class CudaModule:
 
     code: Any  # cuda.core ObjectCode
 
-    def launcher(self, name: str, threads: int, args: Sequence[Any]) -> Launch:
-        """A callable launching `name` over `threads` threads (blocks of BLOCK) with `args`.
+    def launcher(
+        self,
+        name: str,
+        threads: int,
+        args: Sequence[Any],
+        *,
+        grid: int | tuple[int, ...] | None = None,
+        block: int | tuple[int, ...] = BLOCK,
+    ) -> Launch:
+        """A callable launching `name` over `threads` threads (blocks of BLOCK) with `args`;
+        `grid` and `block`, when given, are the launch's shape instead (`threads` is unused).
 
         Arguments are converted once: ints that are device pointers stay Python ints
         (`intptr_t`), the rest must already be NumPy scalars of the kernel's C types.
@@ -216,8 +240,9 @@ class CudaModule:
         from cuda.core import LEGACY_DEFAULT_STREAM, LaunchConfig, launch
 
         kernel = self.code.get_kernel(name)
-        grid = max(1, (threads + BLOCK - 1) // BLOCK)
-        config = LaunchConfig(grid=grid, block=BLOCK)
+        if grid is None:
+            grid = max(1, (threads + BLOCK - 1) // BLOCK)
+        config = LaunchConfig(grid=grid, block=block)
         stream = LEGACY_DEFAULT_STREAM  # torch's default stream is the legacy one too
         packed = tuple(args)
 

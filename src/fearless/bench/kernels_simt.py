@@ -1,20 +1,25 @@
 # Kernel source: `simt.Slice[fl.f32]` and friends are the DSL's types, not Python's.
-# mypy: disable-error-code="no-untyped-def,valid-type,index"
+# mypy: disable-error-code="no-untyped-def,valid-type,index,operator,attr-defined"
 """SIMT kernels the benchmark suite needs beyond `examples/simt_kernels.py` (vecadd, saxpy).
 
-What fearless SIMT allows today shapes them: no shared memory, no atomics, no warp shuffles,
-and a thread may write only the element of a `DisjointSlice` its own ThreadIndex names. So:
+Written as a user would, with shared memory and collectives, and all safe (no `simt.unsafe`:
+a thread writes only its own element of a `DisjointSlice` and its own slot of a shared array):
 
-- sum: a strided partial sum per thread (`partial_sum`), launched again on the partials until
-  one value is left (2^28 -> 2^20 -> 2^12 -> 2^4 -> 1); no atomics, no shared-memory tree.
-- softmax / rms_norm / layer_norm: a thread cannot write a whole row, so each is two safe
-  kernels: one thread per row walks its row and writes that row's statistics (max and sum of
-  exponentials, 1/rms, mean and 1/std), then one thread per element normalises.
-- transpose: one thread per output element, 1-D index arithmetic over row-major arrays
-  (coalesced writes, strided reads).
+- sum (`block_sum`): one launch. Each thread adds a strided share of x (coalesced across
+  threads, four independent sums for memory parallelism; raw coordinates, since it only
+  reads), `simt.block.reduce` adds the block's threads, and thread 0 adds the block's total
+  into a one-element `AtomicSlice` with `simt.atomic.add` (the caller zeroes it).
+- softmax / rms_norm / layer_norm: launched `[rows, cols]`, one block per row and one thread
+  per element (rows of at most ROW_BLOCK = 1024 elements; the suite's are 1024). Each thread
+  keeps its element in a register, takes the row's max and sum (softmax), sum of squares
+  (rms_norm) or mean and then variance (layer_norm) with `simt.block.reduce`, and writes its
+  own element: one read and one write of the matrix, one launch.
+- transpose: 32 x 32 tiles through a shared array padded to 32 x 33 (`block_index_2d` opens
+  it), one barrier; each thread reads x coalesced and writes its own `index_2d` element of out
+  coalesced.
 - GEMM: one thread per output element, a K loop in f32 over f16/bf16 operands (`make_gemm`
-  makes one kernel per dtype); no tiling without shared memory, so it runs far below the
-  matrix units (the suite runs it at the smaller sizes only).
+  makes one kernel per dtype); untiled, so it runs far below the matrix units (the suite runs
+  it at the smaller sizes only).
 
 `kernels_cuda.py` holds the same algorithms in CUDA C++: the parity reference of this file.
 No `from __future__ import annotations`: kernel annotations are evaluated as written.
@@ -26,112 +31,117 @@ import fearless as fl
 from fearless import simt
 from fearless.dtypes import DType
 
-# Threads per block of every kernel here (and of their CUDA C++ twins).
+# Threads per block of the one-thread-per-element kernels here (and of their CUDA C++ twins).
 BLOCK = 256
 
 # The parameter types of these f32 kernels (an alias is part of a kernel's cache key).
 In = simt.Slice[fl.f32]
 Out = simt.DisjointSlice[fl.f32]
 
+# The longest row of the row kernels (one thread per element, one block per row).
+ROW_BLOCK = 1024
+# Threads per block of `block_sum`, and its grid: SUM_BLOCKS blocks, each adding a strided share.
+# Many blocks (12 or more waves on an H100/H200) keep the last wave's idle SMs a small fraction;
+# each block costs one block reduction and one atomic (2^28 elements: 128 per thread).
+SUM_BLOCK = 256
+SUM_BLOCKS = 8192
+# The transpose tile (a TILE x TILE block of threads, one per element).
+TILE = 32
 
-@simt.kernel(block=BLOCK)
-def partial_sum(x: In, out: Out):
-    """out[i] = x[i] + x[i + T] + x[i + 2T] + ..., T = len(out): coalesced across threads."""
+In2 = simt.Slice[fl.f32, 2]
+Out2 = simt.DisjointSlice[fl.f32, 2]
+
+
+@simt.kernel(block=SUM_BLOCK)
+def block_sum(x: In, total: simt.AtomicSlice[fl.f32]):
+    """total[0] += sum(x), total zeroed by the caller. Each thread adds a strided share of x
+    (coalesced across threads, four independent sums), the block adds its threads' sums
+    (`simt.block.reduce`), and thread 0 adds the block's sum with one atomic."""
+    n = len(x)
+    stride = simt.gridDim.x * simt.blockDim.x
+    k = simt.blockIdx.x * simt.blockDim.x + simt.threadIdx.x
+    s0 = fl.f32(0.0)
+    s1 = fl.f32(0.0)
+    s2 = fl.f32(0.0)
+    s3 = fl.f32(0.0)
+    while k + 3 * stride < n:
+        s0 += x[k]
+        s1 += x[k + stride]
+        s2 += x[k + 2 * stride]
+        s3 += x[k + 3 * stride]
+        k += 4 * stride
+    while k < n:
+        s0 += x[k]
+        k += stride
+    s = simt.block.reduce((s0 + s1) + (s2 + s3), "sum")
+    if simt.threadIdx.x == 0:
+        simt.atomic.add(total, 0, s)
+
+
+@simt.kernel(block=(TILE, TILE))
+def transpose(x: In2, out: Out2):
+    """out (cols x rows) = x (rows x cols) transposed, through a TILE x TILE shared tile.
+
+    Block (bx, by) reads the tile of x at rows bx*TILE.., columns by*TILE.. (thread (ty, tx)
+    reads x[bx*TILE + ty, by*TILE + tx]: coalesced), and writes the tile of out at rows
+    by*TILE.., columns bx*TILE.. (its own `index_2d`: coalesced). The tile's rows are padded
+    to TILE + 1 so that the column reads `s[tx, ty]` hit 32 different banks."""
+    s = simt.shared.array((TILE, TILE + 1), fl.f32)
+    t = simt.thread.block_index_2d()  # (ty, tx)
+    g = simt.thread.index_2d()  # (by*TILE + ty, bx*TILE + tx)
+    r = simt.blockIdx.x * TILE + t.row
+    c = simt.blockIdx.y * TILE + t.col
+    if r < x.shape[0] and c < x.shape[1]:
+        s[t] = x[r, c]
+    simt.syncthreads()
+    if g.row < out.shape[0] and g.col < out.shape[1]:
+        out[g] = s[t.col, t.row]
+
+
+# The row kernels: x and out are row-major (rows x cols) matrices passed flat, launched
+# `[rows, cols]`: one block per row, one thread per element, so `index_1d()` is the element's
+# flat index and each thread writes only its own. cols <= ROW_BLOCK (the launching code,
+# `family_rows.py`, refuses longer rows). A thread keeps its element in a register and takes the
+# row's statistics with `simt.block.reduce`, which every thread of the block reaches: the load is
+# a conditional expression (the identity where a partial grid runs past the end), not a branch
+# around the collective.
+
+
+@simt.kernel(launch_bounds=ROW_BLOCK)
+def softmax(x: In, out: Out):
     i = simt.thread.index_1d()
+    v = x[i] if i < len(x) else fl.f32(-math.inf)
+    m = simt.block.reduce(v, "max")
+    e = math.exp(v - m)  # 0 where v is -inf
+    s = simt.block.reduce(e, "sum")
     if i < len(out):
-        stride = len(out)
-        n = len(x)
-        k = int(i)
-        s = fl.f32(0.0)
-        while k < n:
-            s += x[k]
-            k += stride
-        out[i] = s
+        out[i] = e / s
 
 
-@simt.kernel(block=BLOCK)
-def transpose(x: In, rows: int, cols: int, out: Out):
-    """out (cols x rows) = x (rows x cols) transposed, both row-major."""
+@simt.kernel(launch_bounds=ROW_BLOCK)
+def rms_norm(x: In, w: In, eps: fl.f32, out: Out):
+    """w has the row's length: cols = len(w) = the block's size."""
     i = simt.thread.index_1d()
+    v = x[i] if i < len(x) else fl.f32(0.0)
+    q = simt.block.reduce(v * v, "sum")
+    rstd = fl.math.rsqrt(q / fl.f32(len(w)) + eps)
     if i < len(out):
-        r = int(i) // rows  # row of out = column of x
-        c = int(i) % rows
-        out[i] = x[c * cols + r]
+        out[i] = v * rstd * w[simt.threadIdx.x]
 
 
-@simt.kernel(block=BLOCK)
-def softmax_stats(x: In, cols: int, row_max: Out, row_sum: Out):
-    """Per row: its max, and the sum of exp(x - max) (two walks over the row)."""
-    r = simt.thread.index_1d()
-    if r < len(row_max) and r < len(row_sum):
-        base = int(r) * cols
-        m = x[base]
-        for k in range(1, cols):
-            m = max(m, x[base + k])
-        s = fl.f32(0.0)
-        for k in range(cols):
-            s += math.exp(x[base + k] - m)
-        row_max[r] = m
-        row_sum[r] = s
-
-
-@simt.kernel(block=BLOCK)
-def softmax_apply(x: In, cols: int, row_max: In, row_sum: In, out: Out):
+@simt.kernel(launch_bounds=ROW_BLOCK)
+def layer_norm(x: In, w: In, b: In, eps: fl.f32, out: Out):
+    """The mean first, then the variance of x - mean (two reductions: no cancellation)."""
     i = simt.thread.index_1d()
+    inside = i < len(x)
+    v = x[i] if inside else fl.f32(0.0)
+    cols = fl.f32(len(w))
+    mean = simt.block.reduce(v, "sum") / cols
+    d = v - mean if inside else fl.f32(0.0)
+    rstd = fl.math.rsqrt(simt.block.reduce(d * d, "sum") / cols + eps)
     if i < len(out):
-        r = int(i) // cols
-        out[i] = math.exp(x[i] - row_max[r]) / row_sum[r]
-
-
-@simt.kernel(block=BLOCK)
-def rms_stats(x: In, cols: int, eps: fl.f32, rstd: Out):
-    """Per row: 1 / sqrt(mean(x^2) + eps)."""
-    r = simt.thread.index_1d()
-    if r < len(rstd):
-        base = int(r) * cols
-        s = fl.f32(0.0)
-        for k in range(cols):
-            v = x[base + k]
-            s += v * v
-        rstd[r] = fl.math.rsqrt(s / fl.f32(cols) + eps)
-
-
-@simt.kernel(block=BLOCK)
-def rms_apply(x: In, w: In, rstd: In, out: Out):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        cols = len(w)
-        j = int(i)
-        out[i] = x[i] * rstd[j // cols] * w[j % cols]
-
-
-@simt.kernel(block=BLOCK)
-def layer_norm_stats(x: In, cols: int, eps: fl.f32, mean: Out, rstd: Out):
-    """Per row: the mean, then 1 / sqrt(var + eps) from a second walk (no cancellation)."""
-    r = simt.thread.index_1d()
-    if r < len(mean) and r < len(rstd):
-        base = int(r) * cols
-        s = fl.f32(0.0)
-        for k in range(cols):
-            s += x[base + k]
-        mu = s / fl.f32(cols)
-        q = fl.f32(0.0)
-        for k in range(cols):
-            d = x[base + k] - mu
-            q += d * d
-        mean[r] = mu
-        rstd[r] = fl.math.rsqrt(q / fl.f32(cols) + eps)
-
-
-@simt.kernel(block=BLOCK)
-def layer_norm_apply(x: In, w: In, b: In, mean: In, rstd: In, out: Out):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        cols = len(w)
-        j = int(i)
-        r = j // cols
-        c = j % cols
-        out[i] = (x[i] - mean[r]) * rstd[r] * w[c] + b[c]
+        c = simt.threadIdx.x
+        out[i] = d * rstd * w[c] + b[c]
 
 
 def make_gemm(dt: DType) -> simt.Kernel:

@@ -5,8 +5,9 @@
 - results.md: the ratio to the best peer per case and implementation, the geometric mean of
   each implementation's ratios, the absolute numbers, and every skip and failure with its
   reason.
-- results.png: the ratios as grouped bars, one group per case (matplotlib; when it is missing
-  the Markdown says so and the rest is written).
+- results.png and results_<family>.png: heatmaps of the ratios, a summary per family and one
+  image per family with every case (figures.py; matplotlib: when it is missing the Markdown
+  says so and the rest is written). results.md shows them under "Figures".
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import figures
 from .model import IMPL_ORDER, Record
 
 
@@ -106,6 +108,7 @@ def markdown(
     peers: dict[str, str],
     records: Sequence[Record],
     plot_note: str | None,
+    pngs: Sequence[str] = (),
 ) -> str:
     dry = bool(meta.get("dry_run"))
     cols = impl_columns(records)
@@ -184,55 +187,23 @@ def markdown(
     lines += [f"- {name}: {state}" for name, state in peers.items()] or ["- none probed"]
     if plot_note:
         lines += ["", plot_note]
+    if pngs:
+        lines += ["", "## Figures", ""]
+        lines += [f"![{name.removesuffix('.png')}]({name})" for name in pngs]
     return "\n".join(lines) + "\n"
-
-
-def plot(path: Path, records: Sequence[Record]) -> str | None:
-    """Grouped bars of the ratios; None when written, else why not."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "results.png not written: matplotlib is not installed"
-    ok = [r for r in records if r.ratio is not None]
-    if not ok:
-        return "results.png not written: no case has a ratio (no peer ran)"
-    cols = impl_columns(ok)
-    rows = case_rows(ok)
-    index = {(r.case, r.impl): r.ratio for r in ok}
-    width = 0.8 / max(1, len(cols))
-    fig, ax = plt.subplots(figsize=(max(8.0, 0.6 * len(rows) * max(1, len(cols)) / 3), 5.5))
-    for j, impl in enumerate(cols):
-        xs = [i + (j - (len(cols) - 1) / 2) * width for i in range(len(rows))]
-        ys = [index.get((case, impl)) or 0.0 for case in rows]
-        ax.bar(xs, ys, width=width, label=impl)
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_yscale("log")
-    ax.set_ylabel("best-peer time / time  (log; >1 is faster than every peer)")
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(rows, rotation=60, ha="right", fontsize=8)
-    ax.legend(fontsize=8, ncol=min(4, len(cols)))
-    ax.set_title("fearless benchmark suite: ratio to the best peer")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return None
 
 
 def write(
     out: Path, meta: dict[str, Any], peers: dict[str, str], records: Sequence[Record]
 ) -> list[Path]:
-    """Write the three files (the PNG only where it can be); returns what was written."""
+    """Write the JSON, the Markdown and the figures (where they can be); returns the paths."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
     write_json(written[0], meta, peers, records)
-    note = None
+    note, pngs = None, list[Path]()
     if not meta.get("dry_run"):
-        note = plot(out / "results.png", records)
-        if note is None:
-            written.append(out / "results.png")
-    (out / "results.md").write_text(markdown(meta, peers, records, note))
+        pngs, note = figures.write_all(out, records)
+        written += pngs
+    (out / "results.md").write_text(markdown(meta, peers, records, note, [p.name for p in pngs]))
     written.insert(1, out / "results.md")
     return written

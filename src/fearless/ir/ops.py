@@ -67,6 +67,9 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       own warp's prefix)
                       Every thread of the block runs a collective (warp or block) together:
                       the uniformity check puts them where the barrier may stand
+  print  format       printf(format, operands...) to the process's standard output
+                      (`vprintf`); each operand is a scalar whose conversion in `format` fits
+                      its type (frontend/printing.py). WRITE: never moved or dropped
   br / cond_br / return
 """
 
@@ -436,6 +439,20 @@ class BoundsCheck(Op):
         """(index, length, site) of each check in the op, in program order."""
         o = self.operands
         return [(o[2 * k], o[2 * k + 1], s) for k, s in enumerate(self.sites)]
+
+
+class Print(Op):
+    """`print(...)` in a kernel: one printf call (`format` with one conversion per operand)."""
+
+    opname = "print"
+    effect = Effect.WRITE
+
+    def __init__(self, fmt: str, args: Sequence[Value], loc: Location) -> None:
+        super().__init__(list(args), [], loc, format=fmt)
+
+    @property
+    def format(self) -> str:
+        return self.attrs["format"]  # type: ignore[no-any-return]
 
 
 class Br(Op):

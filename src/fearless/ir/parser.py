@@ -322,6 +322,7 @@ _spec("check.bounds", None, 0, "sites", _make_check)
 _spec("atomic.rmw", 3, 1, "kind", _make_atomic_rmw)
 _spec("atomic.cas", 4, 1, "", _make_atomic_cas)
 _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
+_spec("print", None, 0, "format", lambda s, o, a, loc: ops.Print(str(a["format"]), o, loc))
 
 
 def _make_shared(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:

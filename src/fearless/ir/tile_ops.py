@@ -119,6 +119,16 @@ class StoreAt(Op):
         super().__init__([part, value, *index], [], loc)
 
 
+class Print(Op):
+    """`print(...)`: printf(`format`, scalars...) once per block, ordered with the stores."""
+
+    opname = "tile.print"
+    effect = Effect.WRITE
+
+    def __init__(self, fmt: str, args: Sequence[Value], loc: Location) -> None:
+        super().__init__(list(args), [], loc, format=fmt)
+
+
 class Binary(Op):
     """Elementwise `kind`: add sub mul div floordiv mod pow max min and or xor (equal shapes)."""
 

@@ -37,6 +37,7 @@ from .ops import (
     CondBr,
     IndexAdvance,
     Load,
+    Print,
     Select,
     SharedAlloc,
     SpecialReg,
@@ -135,6 +136,8 @@ def _check_types(fn: Function, op: Op) -> None:
         ok = isinstance(t, ArrayType) and t.shared is not None and len(t.shared) == t.ndim
     elif isinstance(op, ThreadIndexAxis):
         ok = isinstance(op.operands[0].type, ThreadIndex2DType)
+    elif isinstance(op, Print):
+        ok = all(isinstance(v.type, ScalarType) for v in op.operands)
     elif isinstance(op, IndexAdvance):
         ok = op.operands[0].type == THREAD_INDEX and _is_thread_count(op.operands[1])
     elif isinstance(op, CondBr):

@@ -40,6 +40,7 @@ class SimError:
 
 # Step kinds and where a step's result goes.
 COMPUTE, LOAD, STORE, CHECK, ATOMIC, COLLECTIVE = range(6)
+PRINT = 6  # `print`: fn(args, lane count) writes each lane's line, in lane order
 NOWHERE, UNIFORM, LOCAL, ESCAPES = range(4)
 
 # One operand: (uniform?, slot). One step: (kind, fn, operands, result slot, destination, op).
@@ -137,6 +138,9 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
             continue
         elif kind == COLLECTIVE:  # every running lane of the blocks (barriers.arrive)
             r = fn(args, lanes, ck)
+        elif kind == PRINT:
+            fn(args, ck.n if lanes is None else lanes.size)
+            continue
         elif kind == ATOMIC:
             _in_range(args[0], args[1:2], op, lanes, ck)
             r = fn(args[0], args[1], args[2:], ck.n if lanes is None else lanes.size)

@@ -50,6 +50,7 @@ the GPU it would be undefined behaviour.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -58,6 +59,7 @@ import numpy as np
 from .. import config, dtypes
 from ..abi import Dim3
 from ..errors import InternalError, KernelTypeError, LaunchContractError
+from ..frontend.printing import c_format
 from ..ir import ops
 from ..ir.core import (
     ArrayType,
@@ -81,6 +83,7 @@ from .machine import (
     LOAD,
     LOCAL,
     NOWHERE,
+    PRINT,
     STORE,
     UNIFORM,
     BlockPlan,
@@ -501,6 +504,17 @@ def _plan_collective(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return COLLECTIVE, collectives.collective_fn(op)
 
 
+def _plan_print(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    fmt = op.attrs["format"]
+
+    def run(args: list[Any], n: int) -> None:
+        for lane in range(n):
+            vals = [a if np.ndim(a) == 0 else a[lane] for a in args]
+            sys.stdout.write(c_format(fmt, vals))
+
+    return PRINT, run
+
+
 def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return CHECK, numerics._identity
 
@@ -530,6 +544,7 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.BoundsCheck: _plan_check,
     ops.AtomicRMW: _plan_atomic,
     ops.AtomicCAS: _plan_atomic,
+    ops.Print: _plan_print,
 }
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..errors import InternalError, LaunchContractError
+from ..frontend.printing import c_format
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_kernel import TileIR
@@ -131,6 +132,10 @@ class _Block:
 
     def _op_StoreAt(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         _store(args[0], [int(i) for i in args[2:]], args[1])
+        return None
+
+    def _op_Print(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        sys.stdout.write(c_format(a["format"], [np.asarray(x).item() for x in args]))
         return None
 
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:

@@ -29,6 +29,7 @@ from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
 from .coords import grid, grid_rule, gridsize, gridsize_rule
+from .printing import print_rule, read_call
 from .regions import unsafe
 from .shared import block_index_rule, shared, shared_array_rule, syncthreads, syncthreads_rule
 from .ssa import SsaLowerer
@@ -59,6 +60,8 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
             raise CompileError("device functions take positional arguments only", loc, code="E0061")
         return inline(lw, obj, node, loc)
     intrinsic = INTRINSICS.lookup(obj)
+    if obj is print and intrinsic is not None:  # its arguments are printed pieces
+        return INTRINSICS.call(lw, intrinsic, read_call(lw, node, loc))  # type: ignore[no-any-return]
     if intrinsic is None:
         raise kernel_launch_error(obj, fname, loc, DEVICE_HELP) or host_function_error(
             fname,
@@ -103,6 +106,7 @@ INTRINSICS.declare(
 INTRINSICS.declare([atomic.cas], "simt.atomic.cas", ops=(ops.AtomicCAS,), arity=4)(atomic_cas)
 
 
+INTRINSICS.declare([print], "print", ops=(ops.Print, ops.IndexToInt))(print_rule)
 INTRINSICS.declare([shared.array], "simt.shared.array", ops=(ops.SharedAlloc,), arity=2)(
     shared_array_rule
 )

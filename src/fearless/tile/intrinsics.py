@@ -24,6 +24,7 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from .api import KERNEL_FUNCTIONS
 from .lower_api import HANDLERS
+from .printing import print_rule
 from .rules import Operand, TileRules
 
 _UNARY = (
@@ -117,6 +118,9 @@ def _min_max(lw: TileRules, call: Call) -> Operand:
     if all(isinstance(a, Weak) for a in call.args) and not call.kwargs:
         return Weak(call.callee(*(a.value for a in call.args)))
     return (_MINIMUM if call.callee is min else _MAXIMUM)(lw, call)
+
+
+INTRINSICS.declare([print], "print", ops=(ops.Print,))(print_rule)
 
 
 @INTRINSICS.declare([len], "len")

@@ -1,0 +1,70 @@
+"""`print(...)` in SIMT kernels: the pieces of frontend/printing.py as one `print` op.
+
+Each thread that runs the call prints one line (one `vprintf` on the GPU). A field is a scalar
+(a ThreadIndex prints its i64 value) or a compile-time constant, which Python formats when the
+kernel compiles; arrays, tuples and functions are refused (E0640).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..errors import Location
+from ..frontend.intrinsics import Call
+from ..frontend.printing import (
+    PRINT_HELP,
+    Field,
+    constant_text,
+    conversion,
+    print_error,
+    printf_format,
+    read_print,
+)
+from ..frontend.values import Operand, PyObj, Undefined, Weak
+from ..ir import ops
+from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
+from .ssa import SsaLowerer
+
+_CONSTANTS = (bool, int, float, str)
+
+
+def read_call(lw: SsaLowerer, node: ast.Call, loc: Location) -> Call:
+    """The `Call` of `print(...)`: its arguments are the printed pieces."""
+    pieces = read_print(node, lw.expr, lw.loc)
+    return Call("print", print, list(pieces), {}, loc)
+
+
+def print_rule(lw: SsaLowerer, call: Call) -> None:
+    values: list[Value] = []
+
+    def convert(f: Field) -> str:
+        v = f.value
+        if isinstance(v, Weak):
+            return constant_text(v.value, f.spec, f.loc).replace("%", "%%")
+        if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
+            return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
+        if isinstance(v, Value) and isinstance(v.type, ThreadIndexType):
+            v = lw.em.index_int(v, f.loc)
+        if isinstance(v, Undefined):
+            raise lw.em.not_a_value(v, f.loc)
+        if not (isinstance(v, Value) and isinstance(v.type, ScalarType)):
+            raise print_error(f"`print` in a kernel cannot print {_what(v)}", f.loc, _help(v))
+        values.append(v)
+        return conversion(v.type.dtype, f.spec, f.loc)
+
+    fmt = printf_format(call.args, convert)
+    lw.em.emit(ops.Print(fmt, values, call.loc))
+
+
+def _what(v: Operand | tuple[object, ...]) -> str:
+    if isinstance(v, Value):
+        return f"a value of type `{v.type}`"
+    if isinstance(v, PyObj):
+        return f"`{v.name}`"
+    return "this value"
+
+
+def _help(v: Operand | tuple[object, ...]) -> str:
+    if isinstance(v, Value) and isinstance(v.type, ArrayType):
+        return 'print one element at a time: `print("x[i] =", x[i])`'
+    return PRINT_HELP

@@ -1,0 +1,61 @@
+"""`print(...)` in Tile kernels: the pieces of frontend/printing.py as one `tile.print` op.
+
+Each block that runs the call prints one line (`print_tko` in Tile IR, a printf). A field is a
+scalar tile (shape `()`: a reduction's result, `tile.block_id`, a scalar parameter) or a
+compile-time constant, which Python formats when the kernel compiles. A tile of more than one
+element is refused (E0640): reduce it, or store it and print it on the host.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..errors import Location
+from ..frontend.intrinsics import Call
+from ..frontend.printing import (
+    Field,
+    constant_text,
+    conversion,
+    print_error,
+    printf_format,
+    read_print,
+)
+from ..frontend.values import PyObj, Weak
+from ..ir import tile_ops as ops
+from ..ir.core import Value
+from ..ir.tile_types import TileType
+from .rules import TileRules
+
+_CONSTANTS = (bool, int, float, str)
+
+
+def read_call(lw: TileRules, node: ast.Call, loc: Location) -> Call:
+    """The `Call` of `print(...)`: its arguments are the printed pieces."""
+    return Call("print", print, list(read_print(node, lw.expr, lw.loc)), {}, loc)
+
+
+def print_rule(lw: TileRules, call: Call) -> PyObj:
+    values: list[Value] = []
+
+    def convert(f: Field) -> str:
+        v = f.value
+        if isinstance(v, Weak):
+            return constant_text(v.value, f.spec, f.loc).replace("%", "%%")
+        if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
+            return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
+        if not (isinstance(v, Value) and isinstance(v.type, TileType)):
+            what = f"`{v.name}`" if isinstance(v, PyObj) else "this value"
+            raise print_error(f"`print` in a kernel cannot print {what}", f.loc)
+        if v.type.shape:
+            raise print_error(
+                f"`print` in a Tile kernel prints scalars, not a tile of shape {v.type.shape}",
+                f.loc,
+                "print a reduction (`tile.sum(t)`, `tile.max(t)`), or store the tile and "
+                "print it on the host",
+            )
+        values.append(v)
+        return conversion(v.type.dtype, f.spec, f.loc)
+
+    fmt = printf_format(call.args, convert)
+    lw.emit(ops.Print(fmt, values, call.loc))
+    return PyObj(None, "None")

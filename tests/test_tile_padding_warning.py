@@ -1,0 +1,87 @@
+"""The warning for Tile reductions over padding that changes their result (tile/padding_check.py)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+import fearless as fl
+from fearless import f32, tile
+from fearless.errors import PaddedReductionWarning
+from fearless.ir.tile_kernel import TileParam, array_align
+from test_tile_compile import SIGNATURES, ex
+
+
+@tile.kernel
+def softmax_zero_padded(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True))
+    out.store(e / tile.sum(e, axis=1, keepdims=True))
+
+
+@tile.kernel
+def softmax_inf_padded(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out, padding=-math.inf)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True))
+    out.store(e / tile.sum(e, axis=1, keepdims=True))
+
+
+@tile.kernel
+def sum_of_inf_padding(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out, padding=-math.inf).astype(fl.f64) * 2.0
+    out.store(tile.broadcast_to(tile.sum(rows, axis=1, keepdims=True), out.shape).astype(fl.f32))
+
+
+@tile.kernel
+def min_masked(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out)
+    masked = tile.where(rows == 0.0, math.inf, rows)
+    out.store(tile.broadcast_to(tile.min(masked, axis=1, keepdims=True), out.shape))
+
+
+def _sig(tile_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[TileParam, ...]:
+    return (
+        TileParam("out", "part", f32, 2, tile_shape, align=array_align(0, shape, 4)),
+        TileParam("x", "tensor", f32, 2, align=array_align(0, shape, 4)),
+    )
+
+
+def _warnings(kernel: tile.Kernel, sig: tuple[TileParam, ...]) -> list[str]:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        kernel.ir_for(sig)
+    return [str(w.message) for w in seen if issubclass(w.category, PaddedReductionWarning)]
+
+
+def test_a_max_over_zero_padding_warns_at_its_line() -> None:
+    (msg,) = _warnings(softmax_zero_padded, _sig((1, 128), (4, 100)))
+    assert "test_tile_padding_warning.py:20:" in msg
+    assert "`tile.max` takes in padding 0.0" in msg and "`padding=-math.inf`" in msg
+
+
+def test_a_sum_over_inf_padding_warns_through_elementwise_ops() -> None:
+    (msg,) = _warnings(sum_of_inf_padding, _sig((1, 128), (4, 100)))
+    assert "`tile.sum` takes in padding -math.inf" in msg and "`padding=0`" in msg
+
+
+def test_the_right_padding_does_not_warn() -> None:
+    assert _warnings(softmax_inf_padded, _sig((1, 128), (4, 100))) == []
+
+
+def test_extents_the_tile_divides_do_not_warn() -> None:
+    # 100 is a multiple of 4 (the specialisation knows it): no tile passes the end.
+    assert _warnings(softmax_zero_padded, _sig((1, 4), (4, 100))) == []
+    # Padded rows (axis 0) are dropped at the store; the reduction runs along axis 1.
+    assert _warnings(softmax_zero_padded, _sig((128, 4), (100, 100))) == []
+
+
+def test_padding_the_check_cannot_follow_does_not_warn() -> None:
+    assert _warnings(min_masked, _sig((1, 128), (4, 100))) == []
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_the_examples_do_not_warn(name: str) -> None:
+    kernel = getattr(ex, name.partition(":")[0])
+    assert _warnings(kernel, SIGNATURES[name]) == []
