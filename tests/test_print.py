@@ -80,6 +80,14 @@ def run_tile() -> None:
     fl.synchronize()
 
 
+def run_tile_one_block() -> None:
+    """One block: on the GPU its lines come out whole and in order (tests/gpu)."""
+    x = fl.asarray(np.arange(4, dtype=np.float32))
+    yp = fl.empty((4,), dtype=fl.f32).partition((4,))
+    tile_print(yp, x, 2)
+    fl.synchronize()
+
+
 def test_simt_print_on_the_simulator(capsys: pytest.CaptureFixture[str]) -> None:
     fl.set_target("sim")
     try:

@@ -2,8 +2,11 @@
 
 The device's printf writes to the process's standard output (file descriptor 1, not
 `sys.stdout`), so each launch runs in a subprocess: once on the GPU, once on the simulator.
-Lines of different warps (SIMT) or blocks (Tile) come in any order on the GPU, so the two
-outputs are compared as sorted lines, and the simulator's text as it is (tests/test_print.py).
+Lines of different warps (SIMT) come in any order on the GPU, so SIMT outputs are compared as
+sorted lines. Tile's print is not atomic per line on the GPU: measured on the H200, two blocks'
+lines interleave piece by piece ("0block | : max=1    3.00 | sum |  n=22.0000001 |  50%"), so
+Tile outputs are compared as multisets of characters (a wrong value still changes them), and
+a one-block launch line by line. The simulator's text itself is tests/test_print.py's.
 """
 
 from __future__ import annotations
@@ -40,4 +43,15 @@ def test_device_print_matches_the_simulator(runner: str) -> None:
         pytest.skip(f"no usable GPU: {why}")
     gpu, sim = _output("cuda", runner), _output("sim", runner)
     assert sim
-    assert sorted(gpu.splitlines()) == sorted(sim.splitlines())
+    if runner == "run_tile":
+        assert sorted(gpu) == sorted(sim)
+    else:
+        assert sorted(gpu.splitlines()) == sorted(sim.splitlines())
+
+
+def test_one_tile_block_prints_whole_lines() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    gpu, sim = _output("cuda", "run_tile_one_block"), _output("sim", "run_tile_one_block")
+    assert sim and gpu.splitlines() == sim.splitlines()
