@@ -186,7 +186,8 @@ def render(fig_spec: Figure, path: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=fig_spec.size, dpi=DPI, layout="constrained")
     for i, row in enumerate(fig_spec.cells):
         for j, cell in enumerate(row):
-            face, ink, hatch = "white", "0.4", None
+            face: Any = "white"  # a colour name, or cmap's RGBA tuple
+            ink, hatch = "0.4", None
             if cell.ratio is not None:
                 level = max(-CLIP, min(CLIP, math.log2(cell.ratio)))
                 face = cmap(norm(level))

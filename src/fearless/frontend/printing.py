@@ -26,6 +26,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import CompileError, Location
+from .values import PyObj, Weak
 
 PRINT_HELP = (
     "print string literals, f-strings and scalar values: "
@@ -122,6 +123,20 @@ def constant_text(value: Any, spec: str, loc: Location) -> str:
         return format(value, spec)
     except (ValueError, TypeError) as e:
         raise print_error(f"format spec `{spec}` does not fit `{value!r}`: {e}", loc) from None
+
+
+_CONSTANTS = (bool, int, float, str)
+
+
+def constant_piece(f: Field) -> str | None:
+    """A field known at compile time (a literal, a constant global) as format text, Python
+    formatting it now; None for a run-time value."""
+    v = f.value
+    if isinstance(v, Weak):
+        return constant_text(v.value, f.spec, f.loc).replace("%", "%%")
+    if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
+        return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
+    return None
 
 
 def conversion(dtype: DType, spec: str, loc: Location) -> str:

@@ -14,18 +14,16 @@ from ..frontend.intrinsics import Call
 from ..frontend.printing import (
     PRINT_HELP,
     Field,
-    constant_text,
+    constant_piece,
     conversion,
     print_error,
     printf_format,
     read_print,
 )
-from ..frontend.values import Operand, PyObj, Undefined, Weak
+from ..frontend.values import Operand, PyObj, Undefined
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .ssa import SsaLowerer
-
-_CONSTANTS = (bool, int, float, str)
 
 
 def read_call(lw: SsaLowerer, node: ast.Call, loc: Location) -> Call:
@@ -38,11 +36,10 @@ def print_rule(lw: SsaLowerer, call: Call) -> None:
     values: list[Value] = []
 
     def convert(f: Field) -> str:
+        text = constant_piece(f)
+        if text is not None:
+            return text
         v = f.value
-        if isinstance(v, Weak):
-            return constant_text(v.value, f.spec, f.loc).replace("%", "%%")
-        if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
-            return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
         if isinstance(v, Value) and isinstance(v.type, ThreadIndexType):
             v = lw.em.index_int(v, f.loc)
         if isinstance(v, Undefined):

@@ -14,19 +14,17 @@ from ..errors import Location
 from ..frontend.intrinsics import Call
 from ..frontend.printing import (
     Field,
-    constant_text,
+    constant_piece,
     conversion,
     print_error,
     printf_format,
     read_print,
 )
-from ..frontend.values import PyObj, Weak
+from ..frontend.values import PyObj
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import TileType
 from .rules import TileRules
-
-_CONSTANTS = (bool, int, float, str)
 
 
 def read_call(lw: TileRules, node: ast.Call, loc: Location) -> Call:
@@ -38,11 +36,10 @@ def print_rule(lw: TileRules, call: Call) -> PyObj:
     values: list[Value] = []
 
     def convert(f: Field) -> str:
+        text = constant_piece(f)
+        if text is not None:
+            return text
         v = f.value
-        if isinstance(v, Weak):
-            return constant_text(v.value, f.spec, f.loc).replace("%", "%%")
-        if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
-            return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
         if not (isinstance(v, Value) and isinstance(v.type, TileType)):
             what = f"`{v.name}`" if isinstance(v, PyObj) else "this value"
             raise print_error(f"`print` in a kernel cannot print {what}", f.loc)
