@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .model import FEARLESS_IMPLS, IMPL_ORDER, Record
 
