@@ -23,11 +23,9 @@ from .. import config
 
 # Relative to a CUDA root: the wheels' `nvidia/cu13` or a toolkit's `/usr/local/cuda`.
 LIBDEVICE = Path("nvvm/libdevice/libdevice.10.bc")
-PTXAS = Path("bin/ptxas")
-TILEIRAS = Path("bin/tileiras")
-TILEIRDISASM = Path("bin/tileirdisasm")
-NVDISASM = Path("bin/nvdisasm")
-CUOBJDUMP = Path("bin/cuobjdump")
+PTXAS, TILEIRAS, TILEIRDISASM, NVDISASM, CUOBJDUMP = (
+    Path("bin", tool) for tool in ("ptxas", "tileiras", "tileirdisasm", "nvdisasm", "cuobjdump")
+)
 # The wheel ships lib/libnvvm.so.4; a toolkit has nvvm/lib64/libnvvm.so.
 LIBNVVM = (Path("lib/libnvvm.so.4"), Path("nvvm/lib64/libnvvm.so"), Path("nvvm/lib64/libnvvm.so.4"))
 

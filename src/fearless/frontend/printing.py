@@ -26,6 +26,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..errors import CompileError, Location
+from .intrinsics import Call
 from .values import PyObj, Weak
 
 PRINT_HELP = (
@@ -68,6 +69,14 @@ def _keyword_text(kw: ast.keyword, loc: Location) -> str:
     if not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
         raise print_error(f"`{kw.arg}=` of `print` must be a string literal", loc)
     return v.value
+
+
+def print_call(
+    node: ast.Call, lower: Callable[[ast.expr], Any], loc_of: Callable[[ast.AST], Location]
+) -> Call:
+    """The `Call` of `print(...)` for a track's `print` intrinsic: its arguments are the pieces
+    `read_print` reads."""
+    return Call("print", print, list(read_print(node, lower, loc_of)), {}, loc_of(node))
 
 
 def read_print(
@@ -137,6 +146,25 @@ def constant_piece(f: Field) -> str | None:
     if isinstance(v, PyObj) and isinstance(v.obj, _CONSTANTS):
         return constant_text(v.obj, f.spec, f.loc).replace("%", "%%")
     return None
+
+
+def format_and_values(
+    pieces: Sequence[Piece], scalar: Callable[[Field], tuple[Any, DType]]
+) -> tuple[str, list[Any]]:
+    """The printf format of `pieces` and the run-time values it reads, in order: constant
+    fields become text now, every other field goes through the track's `scalar`, which checks
+    it and returns (IR value, dtype)."""
+    values: list[Any] = []
+
+    def convert(f: Field) -> str:
+        text = constant_piece(f)
+        if text is not None:
+            return text
+        value, dtype = scalar(f)
+        values.append(value)
+        return conversion(dtype, f.spec, f.loc)
+
+    return printf_format(pieces, convert), values
 
 
 def conversion(dtype: DType, spec: str, loc: Location) -> str:

@@ -22,6 +22,7 @@ from .. import math as flmath
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error, kernel_launch_error
+from ..frontend.printing import print_call
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
@@ -29,7 +30,7 @@ from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
 from .coords import grid, grid_rule, gridsize, gridsize_rule
-from .printing import print_rule, read_call
+from .printing import print_rule
 from .regions import unsafe
 from .shared import block_index_rule, shared, shared_array_rule, syncthreads, syncthreads_rule
 from .ssa import SsaLowerer
@@ -61,7 +62,7 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
         return inline(lw, obj, node, loc)
     intrinsic = INTRINSICS.lookup(obj)
     if obj is print and intrinsic is not None:  # its arguments are printed pieces
-        return INTRINSICS.call(lw, intrinsic, read_call(lw, node, loc))  # type: ignore[no-any-return]
+        return INTRINSICS.call(lw, intrinsic, print_call(node, lw.expr, lw.loc))  # type: ignore[no-any-return]
     if intrinsic is None:
         raise kernel_launch_error(obj, fname, loc, DEVICE_HELP) or host_function_error(
             fname,

@@ -7,38 +7,17 @@ kernel compiles; arrays, tuples and functions are refused (E0640).
 
 from __future__ import annotations
 
-import ast
-
-from ..errors import Location
+from ..dtypes import DType
 from ..frontend.intrinsics import Call
-from ..frontend.printing import (
-    PRINT_HELP,
-    Field,
-    constant_piece,
-    conversion,
-    print_error,
-    printf_format,
-    read_print,
-)
+from ..frontend.printing import PRINT_HELP, Field, format_and_values, print_error
 from ..frontend.values import Operand, PyObj, Undefined
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .ssa import SsaLowerer
 
 
-def read_call(lw: SsaLowerer, node: ast.Call, loc: Location) -> Call:
-    """The `Call` of `print(...)`: its arguments are the printed pieces."""
-    pieces = read_print(node, lw.expr, lw.loc)
-    return Call("print", print, list(pieces), {}, loc)
-
-
 def print_rule(lw: SsaLowerer, call: Call) -> None:
-    values: list[Value] = []
-
-    def convert(f: Field) -> str:
-        text = constant_piece(f)
-        if text is not None:
-            return text
+    def scalar(f: Field) -> tuple[Value, DType]:
         v = f.value
         if isinstance(v, Value) and isinstance(v.type, ThreadIndexType):
             v = lw.em.index_int(v, f.loc)
@@ -46,10 +25,9 @@ def print_rule(lw: SsaLowerer, call: Call) -> None:
             raise lw.em.not_a_value(v, f.loc)
         if not (isinstance(v, Value) and isinstance(v.type, ScalarType)):
             raise print_error(f"`print` in a kernel cannot print {_what(v)}", f.loc, _help(v))
-        values.append(v)
-        return conversion(v.type.dtype, f.spec, f.loc)
+        return v, v.type.dtype
 
-    fmt = printf_format(call.args, convert)
+    fmt, values = format_and_values(call.args, scalar)
     lw.em.emit(ops.Print(fmt, values, call.loc))
 
 

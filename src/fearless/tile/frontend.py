@@ -21,6 +21,7 @@ import ast
 from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
 from ..frontend.intrinsics import Call, host_function_error, kernel_launch_error
+from ..frontend.printing import print_call
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
@@ -30,7 +31,6 @@ from .control import lower_for, lower_if, lower_ifexp
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .order import own_index
 from .persistent import TileCursor, lower_tiles
-from .printing import read_call
 from .rules import Operand, TileRules
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
@@ -209,7 +209,7 @@ class TileLowerer(TileRules):
         loc = self.loc(node)
         func = self.expr(node.func)
         if isinstance(func, PyObj) and func.obj is print:  # the arguments are printed pieces
-            return INTRINSICS.call(self, INTRINSICS["print"], read_call(self, node, loc))  # type: ignore[no-any-return]
+            return INTRINSICS.call(self, INTRINSICS["print"], print_call(node, self.expr, self.loc))  # type: ignore[no-any-return]
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
         arg_locs = [self.loc(a) for a in node.args]

@@ -8,18 +8,9 @@ element is refused (E0640): reduce it, or store it and print it on the host.
 
 from __future__ import annotations
 
-import ast
-
-from ..errors import Location
+from ..dtypes import DType
 from ..frontend.intrinsics import Call
-from ..frontend.printing import (
-    Field,
-    constant_piece,
-    conversion,
-    print_error,
-    printf_format,
-    read_print,
-)
+from ..frontend.printing import Field, format_and_values, print_error
 from ..frontend.values import PyObj
 from ..ir import tile_ops as ops
 from ..ir.core import Value
@@ -27,18 +18,8 @@ from ..ir.tile_types import TileType
 from .rules import TileRules
 
 
-def read_call(lw: TileRules, node: ast.Call, loc: Location) -> Call:
-    """The `Call` of `print(...)`: its arguments are the printed pieces."""
-    return Call("print", print, list(read_print(node, lw.expr, lw.loc)), {}, loc)
-
-
 def print_rule(lw: TileRules, call: Call) -> PyObj:
-    values: list[Value] = []
-
-    def convert(f: Field) -> str:
-        text = constant_piece(f)
-        if text is not None:
-            return text
+    def scalar(f: Field) -> tuple[Value, DType]:
         v = f.value
         if not (isinstance(v, Value) and isinstance(v.type, TileType)):
             what = f"`{v.name}`" if isinstance(v, PyObj) else "this value"
@@ -50,9 +31,8 @@ def print_rule(lw: TileRules, call: Call) -> PyObj:
                 "print a reduction (`tile.sum(t)`, `tile.max(t)`), or store the tile and "
                 "print it on the host",
             )
-        values.append(v)
-        return conversion(v.type.dtype, f.spec, f.loc)
+        return v, v.type.dtype
 
-    fmt = printf_format(call.args, convert)
+    fmt, values = format_and_values(call.args, scalar)
     lw.emit(ops.Print(fmt, values, call.loc))
     return PyObj(None, "None")
