@@ -249,28 +249,16 @@ def _spec(name: str, n_operands: int | None, n_results: int, attrs: str, maker: 
     _SPECS[name] = (n_operands, n_results, required, optional, maker)
 
 
+def _kinded(name: str, arity: int, attr: str, cls: Any, choices: Any) -> None:
+    """An op whose first constructor argument is one of `choices`, written as its `attr`
+    attribute (`binary {kind='add'}`), then its `arity` operands."""
+    _spec(name, arity, 1, attr, lambda s, o, a, loc: cls(_choice(s, a, attr, choices), *o, loc))
+
+
 _spec("constant", 0, 1, "value", _make_constant)
-_spec(
-    "binary",
-    2,
-    1,
-    "kind",
-    lambda s, o, a, loc: ops.Binary(_choice(s, a, "kind", ops.BINARY_KINDS), o[0], o[1], loc),
-)
-_spec(
-    "unary",
-    1,
-    1,
-    "kind",
-    lambda s, o, a, loc: ops.Unary(_choice(s, a, "kind", ops.UNARY_KINDS), o[0], loc),
-)
-_spec(
-    "compare",
-    2,
-    1,
-    "pred",
-    lambda s, o, a, loc: ops.Compare(_choice(s, a, "pred", ops.COMPARE_PREDS), o[0], o[1], loc),
-)
+_kinded("binary", 2, "kind", ops.Binary, ops.BINARY_KINDS)
+_kinded("unary", 1, "kind", ops.Unary, ops.UNARY_KINDS)
+_kinded("compare", 2, "pred", ops.Compare, ops.COMPARE_PREDS)
 _spec("cast", 1, 1, "", lambda s, o, a, loc: _make_cast(s, o, loc))
 _spec("select", 3, 1, "", lambda s, o, a, loc: ops.Select(o[0], o[1], o[2], loc))
 _spec("math", None, 1, "fn", _make_math)
@@ -281,20 +269,8 @@ _spec("thread.block_index_1d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex1D(l
 _spec("thread.block_index_2d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex2D(loc))
 _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
-_spec(
-    "warp.shfl",
-    2,
-    1,
-    "mode",
-    lambda s, o, a, loc: ops.WarpShuffle(_choice(s, a, "mode", ops.SHUFFLE_MODES), o[0], o[1], loc),
-)
-_spec(
-    "warp.vote",
-    1,
-    1,
-    "kind",
-    lambda s, o, a, loc: ops.WarpVote(_choice(s, a, "kind", ops.VOTE_KINDS), o[0], loc),
-)
+_kinded("warp.shfl", 2, "mode", ops.WarpShuffle, ops.SHUFFLE_MODES)
+_kinded("warp.vote", 1, "kind", ops.WarpVote, ops.VOTE_KINDS)
 
 
 def _collective_maker(cls: type[ops.WarpReduce]) -> _Maker:
