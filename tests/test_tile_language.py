@@ -299,3 +299,105 @@ def test_dtypes_compare_at_compile_time() -> None:
         part = fl.zeros(16, dtype=dt).partition((16,))
         kernel(part, fl.asarray(x, dtype=dt))
         assert np.array_equal(part.unpartition().numpy().astype(np.float32), x * factor)
+
+
+# --------------------------------------------- shifts, bitwise ops, permute, new axes (issue 11)
+
+
+@tile.kernel
+def bits(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32], s: tile.Tensor[fl.i32]):
+    v = tile.load_like(x, out)
+    k = tile.load_like(s, out)
+    out.store(tile.bitwise_xor((v << k) | (v >> 1), tile.bitwise_and(v, 7)) + (v >> k))
+
+
+@tile.kernel
+def bits_u(out: tile.Part[fl.u32], x: tile.Tensor[fl.u32], s: tile.Tensor[fl.u32]):
+    out.store(tile.bitwise_or(tile.load_like(x, out) >> tile.load_like(s, out), 0))
+
+
+def _shift_reference(
+    v: np.ndarray, k: np.ndarray, bits_: int, signed: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Python's infinite-precision shifts, wrapped (sim/numerics.py's meaning)."""
+    amount = k.astype(np.int64) & ((1 << 32) - 1)
+    mask = (1 << bits_) - 1
+    left = np.array(
+        [(int(a) << int(s)) & mask if s < bits_ else 0 for a, s in zip(v, amount, strict=True)],
+        np.uint64,
+    )
+    right = []
+    for a, s in zip(v, amount, strict=True):
+        a = int(a)
+        right.append((a >> min(int(s), 63)) & mask)
+    out_l = left.astype(np.uint32).view(np.int32) if signed else left.astype(np.uint32)
+    out_r = np.array(right, np.uint64).astype(np.uint32)
+    return out_l, out_r.view(np.int32) if signed else out_r
+
+
+def test_shifts_and_bitwise_ops_on_integer_tiles() -> None:
+    v = np.array([1, -2, 3, 12345, -7, 0, 255, -1], np.int32)
+    k = np.array([0, 1, 3, 31, 32, 40, -1, 5], np.int32)
+    part = fl.zeros(8, dtype=fl.i32).partition((8,))
+    bits(part, fl.asarray(v), fl.asarray(k))
+    left, right = _shift_reference(v, k, 32, signed=True)
+    want = ((left | (v >> 1)) ^ (v & 7)) + right
+    assert np.array_equal(part.unpartition().numpy(), want.astype(np.int32))
+    u = np.array([1, 2, 0xFFFFFFFF, 8, 9, 10, 11, 12], np.uint32)
+    s = np.array([0, 1, 31, 32, 33, 2, 3, 4], np.uint32)
+    up = fl.zeros(8, dtype=fl.u32).partition((8,))
+    bits_u(up, fl.asarray(u), fl.asarray(s))
+    _, uright = _shift_reference(u, s, 32, signed=False)
+    assert np.array_equal(up.unpartition().numpy(), uright)
+
+
+def test_shifts_refuse_float_tiles() -> None:
+    @tile.kernel
+    def bad(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(tile.load_like(x, out) << 1)
+
+    with pytest.raises(fl.FearlessError, match="<<"):
+        bad(fl.zeros(8).partition((8,)), fl.zeros(8))
+
+
+@tile.kernel
+def outer(out: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32]):
+    BM, BN = out.shape
+    col = tile.load(a, (0,), (BM,))[:, None]  # (BM, 1)
+    row = tile.expand_dims(tile.load(b, (0,), (BN,)), 0)  # (1, BN)
+    t = tile.permute(col * row, (1, 0))  # (BN, BM)
+    out.store(tile.permute(t, (1, 0)) + tile.load(b, (0,), (BN,))[None, :] * 0.0)
+
+
+def test_new_axes_expand_dims_and_permute() -> None:
+    a = np.arange(4, dtype=np.float32)
+    b = np.arange(8, dtype=np.float32) + 1
+    part = fl.zeros((4, 8)).partition((4, 8))
+    outer(part, fl.asarray(a), fl.asarray(b))
+    assert np.array_equal(part.unpartition().numpy(), np.outer(a, b))
+
+
+def test_shift_and_shape_ops_compile_through_tileiras() -> None:
+    for kernel, args in (
+        (
+            bits,
+            (
+                fl.zeros(8, dtype=fl.i32).partition((8,)),
+                fl.zeros(8, dtype=fl.i32),
+                fl.zeros(8, dtype=fl.i32),
+            ),
+        ),
+        (
+            bits_u,
+            (
+                fl.zeros(8, dtype=fl.u32).partition((8,)),
+                fl.zeros(8, dtype=fl.u32),
+                fl.zeros(8, dtype=fl.u32),
+            ),
+        ),
+    ):
+        signature, _ = kernel.signature_of(args, current_target())
+        try:
+            assert kernel.compile(signature, "sm_90").cubin
+        except fl.ToolchainError as exc:
+            pytest.skip(str(exc).splitlines()[0])

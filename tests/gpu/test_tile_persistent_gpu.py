@@ -107,3 +107,29 @@ def test_grouped_persistent_matmul_matches_numpy() -> None:
     np.testing.assert_allclose(
         got, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=2e-1
     )
+
+
+def test_shifts_bitwise_and_new_axes_match_the_simulator() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import test_tile_language as L
+
+    v = np.array([1, -2, 3, 12345, -7, 0, 255, -1], np.int32)
+    k = np.array([0, 1, 3, 31, 32, 40, -1, 5], np.int32)
+    a, b = np.arange(4, dtype=np.float32), np.arange(8, dtype=np.float32) + 1
+    results = []
+    for target in ("cuda", "sim"):
+        fl.set_target(target)
+        try:
+            p = fl.zeros(8, dtype=fl.i32).partition((8,))
+            L.bits(p, fl.asarray(v), fl.asarray(k))
+            q = fl.zeros((4, 8)).partition((4, 8))
+            L.outer(q, fl.asarray(a), fl.asarray(b))
+            fl.synchronize()
+            results.append((p.unpartition().numpy(), q.unpartition().numpy()))
+        finally:
+            fl.set_target(None)
+    assert np.array_equal(results[0][0], results[1][0])
+    assert np.array_equal(results[0][1], results[1][1])

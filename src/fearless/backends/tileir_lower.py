@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError
 from ..ir import tile_ops as ops
@@ -293,6 +294,8 @@ class _Lowerer:
         if kind in ("max", "min"):
             f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
             return f(b, rt, x, y, sign)
+        if kind in ("shl", "shr"):
+            return self._shift(kind, dt, tile_type(op.result), x, y)
         if kind in ("floordiv", "mod"):
             rounding = bc.RoundingMode.NEGATIVE_INF if dt.is_signed else bc.RoundingMode.ZERO
             q = bc.encode_DivIOp(b, rt, x, y, sign, rounding)
@@ -300,6 +303,29 @@ class _Lowerer:
                 return q
             return bc.encode_SubIOp(b, rt, x, bc.encode_MulIOp(b, rt, q, y, none), none)
         raise self._unsupported(op, f"`{kind}` on integer tiles")
+
+    def _shift(self, kind: str, dt: DType, t: TileType, x: Any, y: Any) -> Any:
+        """`x << y`, `x >> y` with the simulator's meaning (sim/numerics.py): the amount read
+        as unsigned; amounts of the width or more give 0 (`shl`, unsigned `shr`) or the sign
+        (signed `shr`, by shifting width - 1), where Tile IR leaves them undefined."""
+        bc, b, rt = self.bc, self.b, self.tid(t)
+        unsigned = bc.Signedness.Unsigned
+        top = bc.encode_ConstantOp(b, rt, self._bytes(dt.bits - 1, dt))
+        amount = bc.encode_MinIOp(b, rt, y, top, unsigned)
+        if kind == "shl":
+            r = bc.encode_ShLIOp(b, rt, x, amount, bc.IntegerOverflow.NONE)
+        else:
+            sign = bc.Signedness.Signed if dt.is_signed else unsigned
+            r = bc.encode_ShRIOp(b, rt, x, amount, sign)
+            if dt.is_signed:
+                return r
+        width = bc.encode_ConstantOp(b, rt, self._bytes(dt.bits, dt))
+        bool_t = self.tid(TileType(dtypes.bool_, t.shape))
+        big = bc.encode_CmpIOp(
+            b, bool_t, y, width, bc.ComparisonPredicate.GREATER_THAN_OR_EQUAL, unsigned
+        )
+        zero = bc.encode_ConstantOp(b, rt, self._bytes(0, dt))
+        return bc.encode_SelectOp(b, rt, big, zero, r)
 
     def op_Compare(self, op: ops.Compare, args: list[Any]) -> Any:
         bc = self.bc

@@ -20,6 +20,9 @@ from .api import (
     abs_,
     arange,
     astype,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     block_id,
     broadcast_to,
     cdiv,
@@ -27,6 +30,7 @@ from .api import (
     cos,
     exp,
     exp2,
+    expand_dims,
     floor,
     full,
     load,
@@ -40,6 +44,7 @@ from .api import (
     mma,
     num_blocks,
     num_tiles,
+    permute,
     reshape,
     rsqrt,
     sigmoid,
@@ -57,9 +62,9 @@ from .types import Const, Part, Tensor
 abs = abs_
 
 __all__ = [
-    "Const", "Grouped", "Kernel", "Part", "PartSpec", "Partition", "Spec", "Tensor", "abs", "arange", "astype", "block_id",
-    "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "floor", "full", "grouped", "kernel", "load",
+    "Const", "Grouped", "Kernel", "Part", "PartSpec", "Partition", "Spec", "Tensor", "abs", "arange", "astype", "bitwise_and", "bitwise_or", "bitwise_xor", "block_id",
+    "broadcast_to", "cdiv", "ceil", "cos", "exp", "exp2", "expand_dims", "floor", "full", "grouped", "kernel", "load",
     "load_like", "log", "log2", "max", "maximum", "min", "minimum", "mma", "num_blocks",
-    "num_tiles", "reshape", "rsqrt", "sigmoid", "sin", "sqrt", "sum", "tanh", "transpose",
+    "num_tiles", "permute", "reshape", "rsqrt", "sigmoid", "sin", "sqrt", "sum", "tanh", "transpose",
     "where", "zeros",
 ]  # fmt: skip

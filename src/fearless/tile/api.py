@@ -177,6 +177,21 @@ def minimum(x: Any, y: Any) -> Any:
 
 
 @_kernel_only
+def bitwise_and(x: Any, y: Any) -> Any:
+    """Elementwise `x & y` of integer (or bool) tiles, broadcasting."""
+
+
+@_kernel_only
+def bitwise_or(x: Any, y: Any) -> Any:
+    """Elementwise `x | y` of integer (or bool) tiles, broadcasting."""
+
+
+@_kernel_only
+def bitwise_xor(x: Any, y: Any) -> Any:
+    """Elementwise `x ^ y` of integer (or bool) tiles, broadcasting."""
+
+
+@_kernel_only
 def where(cond: Any, x: Any, y: Any) -> Any:
     """x where cond is true, else y; all three broadcast."""
 
@@ -210,6 +225,16 @@ def transpose(x: Any, axes: Any = None) -> Any:
 
 
 @_kernel_only
+def permute(x: Any, axes: Any) -> Any:
+    """Reorder the axes: axis i of the result is axis `axes[i]` of `x`."""
+
+
+@_kernel_only
+def expand_dims(x: Any, axis: Any) -> Any:
+    """`x` with a new axis of extent 1 at `axis` (also `x[:, None]`)."""
+
+
+@_kernel_only
 def reshape(x: Any, shape: Any) -> Any:
     """The same elements in row-major order with another shape."""
 
@@ -228,6 +253,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
     log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
     where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
+    bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
 )  # fmt: skip
 
 # The stubs by tile name; each also carries `__wrapped__`, the function whose signature calls

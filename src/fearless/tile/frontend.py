@@ -142,6 +142,13 @@ class TileLowerer(TileRules):
 
     def expr_Subscript(self, node: ast.Subscript) -> Operand:
         base = self.expr(node.value)
+        if isinstance(base, Value) and isinstance(base.type, TileType):
+            new_axes = _new_axes(node.slice, len(base.type.shape))
+            if new_axes is not None:  # `x[:, None]`: NumPy's new axes, a reshape
+                shape = list(base.type.shape)
+                for a in new_axes:
+                    shape.insert(a, 1)
+                return self.emit(ops.Reshape(base, tuple(shape), self.loc(node)))
         idx = self.expr(node.slice)
         if isinstance(base, tuple) and isinstance(idx, Weak) and isinstance(idx.value, int):
             try:
@@ -239,3 +246,19 @@ class TileLowerer(TileRules):
         name = getattr(func.obj, "__fearless_tile__", None) or ast.unparse(node.func)
         call = Call(name, func.obj, args, kwargs, loc, arg_locs, kwarg_locs)
         return INTRINSICS.call(self, intrinsic, call)  # type: ignore[no-any-return]
+
+
+def _new_axes(index: ast.expr, ndim: int) -> list[int] | None:
+    """Where `x[index]` inserts axes, when `index` is only full slices `:` and `None`s, with
+    one `:` per axis of `x` (`x[:, None]`, `x[None, :]`, `x[None]`); None for any other index."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    full = [
+        isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
+        for e in items
+    ]
+    new = [isinstance(e, ast.Constant) and e.value is None for e in items]
+    if not any(new) or not all(f or n for f, n in zip(full, new, strict=True)):
+        return None
+    if sum(full) not in (0, ndim):
+        return None
+    return [i for i, n in enumerate(new) if n]

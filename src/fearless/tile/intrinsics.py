@@ -65,6 +65,11 @@ OPS: dict[str, tuple[type, ...]] = {
     "mma": (ops.Mma,),
     "transpose": (ops.Permute,),
     "reshape": (ops.Reshape,),
+    "permute": (ops.Permute,),
+    "expand_dims": (ops.Reshape,),
+    "bitwise_and": (ops.Binary,),
+    "bitwise_or": (ops.Binary,),
+    "bitwise_xor": (ops.Binary,),
     "broadcast_to": (ops.Broadcast,),
     "astype": (ops.Cast,),
 }

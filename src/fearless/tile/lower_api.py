@@ -266,6 +266,18 @@ def api_minimum(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
     return lw.binary("min", x, y, loc_of("x"))
 
 
+def api_bitwise_and(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
+    return lw.binary("and", x, y, loc_of("x"))
+
+
+def api_bitwise_or(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
+    return lw.binary("or", x, y, loc_of("x"))
+
+
+def api_bitwise_xor(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Operand:
+    return lw.binary("xor", x, y, loc_of("x"))
+
+
 def api_where(lw: TileRules, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
     loc = loc_of("cond")
     c = lw.tile_value(cond, loc, dtypes.bool_)
@@ -339,6 +351,27 @@ def api_reshape(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:
             "`tile.broadcast_to`, to take part of one load a smaller tile",
         )
     return v if shp == vshape else lw.emit(ops.Reshape(v, shp, loc_of("x")))
+
+
+def api_permute(lw: TileRules, loc_of: LocOf, x: Any, axes: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    items = axes if isinstance(axes, tuple) else (axes,)
+    perm = tuple(lw.static_int(a, loc_of("axes"), "an axis") for a in items)
+    return lw.permute(v, perm, loc_of("axes"))
+
+
+def api_expand_dims(lw: TileRules, loc_of: LocOf, x: Any, axis: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    shape = tile_type(v).shape
+    a = lw.static_int(axis, loc_of("axis"), "an axis")
+    if not -len(shape) - 1 <= a <= len(shape):
+        raise CompileError(
+            f"axis {a} is out of range for a tile of {len(shape)} dimension(s) plus the new one",
+            loc_of("axis"),
+            help=f"the new axis goes at 0..{len(shape)} (or -{len(shape) + 1}..-1)",
+        )
+    a = a % (len(shape) + 1)
+    return lw.emit(ops.Reshape(v, (*shape[:a], 1, *shape[a:]), loc_of("x")))
 
 
 def api_broadcast_to(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:

@@ -50,7 +50,8 @@ class TileRules(Lowerer[Operand]):
     LOOP_HELP = "loop over `range(stop)` or `range(start, stop, step)`"
     ASSIGN_HELP = "tiles are values: assign to a name, and write memory with `part.store(x)`"
     BINARY_KINDS = frozenset(
-        ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "and", "or", "xor", "matmul"]
+        {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "matmul"}
+        | {"and", "or", "xor", "shl", "shr"}  # bitwise and shifts: integer (and bool) tiles
     )
 
     def __init__(self, src: FunctionSource, fn: Function, env: dict[str, Operand]) -> None:
