@@ -401,3 +401,72 @@ def test_shift_and_shape_ops_compile_through_tileiras() -> None:
             assert kernel.compile(signature, "sm_90").cubin
         except fl.ToolchainError as exc:
             pytest.skip(str(exc).splitlines()[0])
+
+
+# ------------------------------------------------------------ helper functions (issue 11)
+
+EPS_HELPER = 1e-5
+
+
+def _rms(v, eps=EPS_HELPER):
+    ms = tile.sum(v * v, axis=1, keepdims=True) / v.shape[1]
+    return v * tile.rsqrt(ms + eps)
+
+
+def _scaled(v, factor):
+    return _rms(v) * factor
+
+
+@tile.kernel
+def with_helpers(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(_scaled(tile.load_like(x, out), factor=2.0))
+
+
+def test_plain_functions_are_inlined() -> None:
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    part = fl.zeros((4, 8)).partition((1, 8))
+    with_helpers(part, fl.asarray(x))
+    want = 2 * x / np.sqrt((x * x).mean(1, keepdims=True) + EPS_HELPER)
+    np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-5, atol=1e-6)
+    args = (fl.zeros((4, 8)).partition((1, 8)), fl.zeros((4, 8)))
+    signature, _ = with_helpers.signature_of(args, current_target())
+    try:
+        assert with_helpers.compile(signature, "sm_90").cubin
+    except fl.ToolchainError as exc:
+        pytest.skip(str(exc).splitlines()[0])
+
+
+def _forever(v):
+    return _forever(v)
+
+
+def _early(v):
+    if v.shape[0] > 1:
+        return v
+    return v * 2.0
+
+
+def test_helper_mistakes_are_clear() -> None:
+    @tile.kernel
+    def recursive(out: tile.Part[fl.f32]):
+        out.store(_forever(tile.zeros((8,), fl.f32)))
+
+    with pytest.raises(
+        fl.CompileError, match=r"recursive call of `_forever` \(_forever -> _forever\)"
+    ):
+        recursive(fl.zeros(8).partition((8,)))
+
+    @tile.kernel
+    def early(out: tile.Part[fl.f32]):
+        out.store(_early(tile.zeros((8,), fl.f32)))
+
+    with pytest.raises(fl.CompileError, match="returns before its end") as e:
+        early(fl.zeros(8).partition((8,)))
+    assert e.value.loc is not None and e.value.loc.line == _early.__code__.co_firstlineno + 2
+
+    @tile.kernel
+    def numpy_call(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(np.clip(tile.load_like(x, out), 0.0, 1.0))
+
+    with pytest.raises(fl.CompileError, match=r"np\.clip"):
+        numpy_call(fl.zeros(8).partition((8,)), fl.zeros(8))

@@ -2,8 +2,14 @@ import fearless as fl
 from fearless import tile
 
 
-def helper(v):
-    return v + 1
+class Helper:
+    """A callable object: host code (a plain function would be inlined)."""
+
+    def __call__(self, v):
+        return v + 1
+
+
+helper = Helper()
 
 
 @tile.kernel

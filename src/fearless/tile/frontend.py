@@ -28,6 +28,7 @@ from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
 from .control import lower_for, lower_if, lower_ifexp
+from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .order import own_index
 from .persistent import TileCursor, lower_tiles
@@ -237,6 +238,8 @@ class TileLowerer(TileRules):
         if not isinstance(func, PyObj):
             raise CompileError(f"`{ast.unparse(node.func)}` is not callable", loc, code="E0605")
         intrinsic = INTRINSICS.lookup(func.obj)
+        if intrinsic is None and is_helper(func.obj):
+            return inline_helper(self, func.obj, args, kwargs, loc)
         if intrinsic is None:
             name = ast.unparse(node.func)
             help = "put the shared code in a plain function and call it from both kernels"
