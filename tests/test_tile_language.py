@@ -470,3 +470,48 @@ def test_helper_mistakes_are_clear() -> None:
 
     with pytest.raises(fl.CompileError, match=r"np\.clip"):
         numpy_call(fl.zeros(8).partition((8,)), fl.zeros(8))
+
+
+@tile.kernel
+def exp2_ftz(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.exp2(tile.load_like(x, out), flush_to_zero=True))
+
+
+@tile.kernel
+def exp2_plain(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.exp2(tile.load_like(x, out)))
+
+
+def test_exp2_flush_to_zero() -> None:
+    x = np.array([1.0, -126.5, -140.0, -149.0, 0.0, 3.0, -200.0, 1e-40], np.float32)
+    results = {}
+    for name, kernel in (("ftz", exp2_ftz), ("plain", exp2_plain)):
+        part = fl.zeros(8).partition((8,))
+        kernel(part, fl.asarray(x))
+        results[name] = part.unpartition().numpy()
+    want = np.exp2(x.astype(np.float64)).astype(np.float32)  # 2**-200 underflows to 0
+    np.testing.assert_allclose(results["plain"], want, rtol=1e-6, atol=0)
+    tiny = np.finfo(np.float32).tiny
+    subnormal_out = (np.abs(want) < tiny) & (np.abs(x) >= tiny)
+    assert np.all(results["ftz"][subnormal_out] == 0)
+    assert results["ftz"][7] == 1.0  # 1e-40, a subnormal input, flushes to 0: exp2(0) = 1
+    normal = ~subnormal_out & (np.abs(x) >= tiny)
+    np.testing.assert_allclose(results["ftz"][normal], want[normal], rtol=1e-6, atol=0)
+    assert results["plain"][2] > 0 and results["ftz"][2] == 0  # 2**-140 is subnormal
+    assert "flush_to_zero=True" in exp2_ftz.inspect(fl.zeros(8).partition((8,)), fl.zeros(8))
+    signature, _ = exp2_ftz.signature_of(
+        (fl.zeros(8).partition((8,)), fl.zeros(8)), current_target()
+    )
+    try:
+        assert exp2_ftz.compile(signature, "sm_90").cubin
+    except fl.ToolchainError as exc:
+        pytest.skip(str(exc).splitlines()[0])
+
+
+def test_exp2_flush_to_zero_needs_a_compile_time_bool_and_f32() -> None:
+    @tile.kernel
+    def half(out: tile.Part[fl.f16], x: tile.Tensor[fl.f16]):
+        out.store(tile.exp2(tile.load_like(x, out), flush_to_zero=True))
+
+    with pytest.raises(fl.KernelTypeError, match=r"is for f32 tiles"):
+        half(fl.zeros(8, dtype=fl.f16).partition((8,)), fl.zeros(8, dtype=fl.f16))

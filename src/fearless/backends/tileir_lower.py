@@ -367,7 +367,7 @@ class _Lowerer:
             "exp": lambda: bc.encode_ExpOp(
                 b, rt, x, bc.RoundingMode.APPROX if op.attrs.get("approx") else full
             ),
-            "exp2": lambda: bc.encode_Exp2Op(b, rt, x, False),
+            "exp2": lambda: bc.encode_Exp2Op(b, rt, x, bool(op.attrs.get("flush_to_zero"))),
             "log": lambda: bc.encode_LogOp(b, rt, x),
             "log2": lambda: bc.encode_Log2Op(b, rt, x),
             "sqrt": lambda: bc.encode_SqrtOp(b, rt, x, ne, False),

@@ -151,9 +151,14 @@ class Unary(Op):
 
     opname = "tile.unary"
 
-    def __init__(self, kind: str, a: Value, loc: Location, approx: bool = False) -> None:
-        # `approx` (exp): the hardware's fast approximation; an attribute only when set.
+    def __init__(
+        self, kind: str, a: Value, loc: Location, approx: bool = False, flush_to_zero: bool = False
+    ) -> None:
+        # `approx` (exp): the hardware's fast approximation; `flush_to_zero` (exp2): subnormal
+        # inputs and results become zero. Attributes only when set.
         extra: dict[str, Any] = {"approx": True} if approx else {}
+        if flush_to_zero:
+            extra["flush_to_zero"] = True
         super().__init__([a], [a.type], loc, kind=kind, **extra)
 
 

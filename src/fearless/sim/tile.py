@@ -152,6 +152,8 @@ class _Block:
         kind = a["kind"]
         with np.errstate(all="ignore"):
             fn = nx.math_fn(kind, dt) if kind in _MATH else nx.unary_fn(kind, dt)
+            if a.get("flush_to_zero"):  # f32 only (the frontend checks): ex2.ftz
+                return _flush(np.asarray(fn(_flush(args[0])), nx.storage_dtype(dt)))
             return np.asarray(fn(args[0]), nx.storage_dtype(dt))
 
     def _op_Cast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
@@ -274,6 +276,12 @@ def _load(arr: _Array, index: list[int], shape: tuple[int, ...], padding: float)
     raw = arr.host[src]
     out[dst] = nx.bf16_load(raw) if arr.dtype.name == "bf16" else raw
     return out
+
+
+def _flush(x: np.ndarray) -> np.ndarray:
+    """f32 subnormals as zero of the same sign (flush-to-zero)."""
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
 
 
 def _store(arr: _Array, index: list[int], value: np.ndarray) -> None:

@@ -107,8 +107,9 @@ def exp(x: Any, approx: Any = False) -> Any:
 
 
 @_kernel_only
-def exp2(x: Any) -> Any:
-    """2**x, elementwise."""
+def exp2(x: Any, flush_to_zero: Any = False) -> Any:
+    """2**x, elementwise. `flush_to_zero=True` (a compile-time bool, f32 tiles) flushes
+    subnormal inputs and results to zero of the same sign, as the hardware's ex2.ftz does."""
 
 
 @_kernel_only

@@ -218,6 +218,23 @@ def _unary_operand(lw: TileRules, loc_of: LocOf, kind: str, x: Any, float_only: 
     return v
 
 
+def api_exp2(lw: TileRules, loc_of: LocOf, x: Any, flush_to_zero: Any) -> Value:
+    v = _unary_operand(lw, loc_of, "exp2", x, True)
+    if not (isinstance(flush_to_zero, Weak) and isinstance(flush_to_zero.value, bool)):
+        raise CompileError(
+            "`flush_to_zero` must be a compile-time True or False",
+            loc_of("flush_to_zero"),
+            help="write `tile.exp2(x, flush_to_zero=True)`",
+        )
+    if flush_to_zero.value and tile_type(v).dtype != dtypes.f32:
+        raise KernelTypeError(
+            f"`tile.exp2(..., flush_to_zero=True)` is for f32 tiles, found {v.type}",
+            loc_of("x"),
+            help="convert it first: `x.astype(fl.f32)`",
+        )
+    return lw.emit(ops.Unary("exp2", v, loc_of("x"), flush_to_zero=flush_to_zero.value))
+
+
 def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
     v = _unary_operand(lw, loc_of, "exp", x, True)
     if not (isinstance(approx, Weak) and isinstance(approx.value, bool)):
@@ -235,7 +252,6 @@ def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
     return lw.emit(ops.Unary("exp", v, loc_of("x"), approx=approx.value))
 
 
-api_exp2 = _unary("exp2")
 api_log = _unary("log")
 api_log2 = _unary("log2")
 api_sqrt = _unary("sqrt")
