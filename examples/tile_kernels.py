@@ -44,6 +44,15 @@ softmax_f32 = make_softmax(fl.f32, occupancy=8)
 softmax_bf16 = make_softmax(fl.bf16, occupancy=4, num_worker_warps=8)
 
 
+def matmul_tile(a, b, i, j, BM, BN, BK):
+    """Tile (i, j) of A @ B, (BM, BN) accumulated in f32 over K in steps of BK: a plain
+    function, inlined into the kernels that call it."""
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 1, (BM, BK))):
+        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+    return acc
+
+
 def make_matmul(dt):
     """C = A @ B with A, B and C in `dt` and the product accumulated in f32 (as torch.matmul)."""
 
@@ -51,10 +60,7 @@ def make_matmul(dt):
     def matmul(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
         BM, BN = c.shape
         i, j = c.index
-        acc = tile.zeros((BM, BN), fl.f32)
-        for k in range(tile.num_tiles(a, 1, (BM, BK))):
-            acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
-        c.store(acc.astype(dt))
+        c.store(matmul_tile(a, b, i, j, BM, BN, BK).astype(dt))
 
     return matmul
 
@@ -228,10 +234,7 @@ def make_matmul_persistent(dt):
         for t in c.tiles():
             i, j = t.index
             BM, BN = t.shape
-            acc = tile.zeros((BM, BN), fl.f32)
-            for k in range(tile.num_tiles(a, 1, (BM, BK))):
-                acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
-            t.store(acc.astype(dt))
+            t.store(matmul_tile(a, b, i, j, BM, BN, BK).astype(dt))
 
     return matmul
 

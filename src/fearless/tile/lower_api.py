@@ -220,36 +220,33 @@ def _unary_operand(lw: TileRules, loc_of: LocOf, kind: str, x: Any, float_only: 
 
 def api_exp2(lw: TileRules, loc_of: LocOf, x: Any, flush_to_zero: Any) -> Value:
     v = _unary_operand(lw, loc_of, "exp2", x, True)
-    if not (isinstance(flush_to_zero, Weak) and isinstance(flush_to_zero.value, bool)):
-        raise CompileError(
-            "`flush_to_zero` must be a compile-time True or False",
-            loc_of("flush_to_zero"),
-            help="write `tile.exp2(x, flush_to_zero=True)`",
-        )
-    if flush_to_zero.value and tile_type(v).dtype != dtypes.f32:
-        raise KernelTypeError(
-            f"`tile.exp2(..., flush_to_zero=True)` is for f32 tiles, found {v.type}",
-            loc_of("x"),
-            help="convert it first: `x.astype(fl.f32)`",
-        )
-    return lw.emit(ops.Unary("exp2", v, loc_of("x"), flush_to_zero=flush_to_zero.value))
+    help = "write `tile.exp2(x, flush_to_zero=True)`"
+    ftz = _f32_flag(lw, loc_of, "exp2", "flush_to_zero", flush_to_zero, v, help)
+    return lw.emit(ops.Unary("exp2", v, loc_of("x"), flush_to_zero=ftz))
 
 
 def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
     v = _unary_operand(lw, loc_of, "exp", x, True)
-    if not (isinstance(approx, Weak) and isinstance(approx.value, bool)):
+    help = "write `tile.exp(x, approx=True)` for the fast hardware exp"
+    fast = _f32_flag(lw, loc_of, "exp", "approx", approx, v, help)
+    return lw.emit(ops.Unary("exp", v, loc_of("x"), approx=fast))
+
+
+def _f32_flag(
+    lw: TileRules, loc_of: LocOf, fn: str, flag: str, value: Any, v: Value, help: str
+) -> bool:
+    """A `tile.<fn>(..., <flag>=...)` option: a compile-time bool, True only for f32 tiles."""
+    if not (isinstance(value, Weak) and isinstance(value.value, bool)):
         raise CompileError(
-            "`approx` must be a compile-time True or False",
-            loc_of("approx"),
-            help="write `tile.exp(x, approx=True)` for the fast hardware exp",
+            f"`{flag}` must be a compile-time True or False", loc_of(flag), help=help
         )
-    if approx.value and tile_type(v).dtype != dtypes.f32:
+    if value.value and tile_type(v).dtype != dtypes.f32:
         raise KernelTypeError(
-            f"`tile.exp(..., approx=True)` is for f32 tiles, found {v.type}",
+            f"`tile.{fn}(..., {flag}=True)` is for f32 tiles, found {v.type}",
             loc_of("x"),
             help="convert it first: `x.astype(fl.f32)`",
         )
-    return lw.emit(ops.Unary("exp", v, loc_of("x"), approx=approx.value))
+    return value.value
 
 
 api_log = _unary("log")
