@@ -4,8 +4,6 @@ length and at ragged sizes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -14,18 +12,8 @@ from fearless.bench import family_rows
 from fearless.bench import kernels_simt as K
 from fearless.bench.check import rel_err_numpy
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(31)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 def on(target: str, kernel, grid, block, args):  # type: ignore[no-untyped-def]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,18 +16,8 @@ from fearless import tile
 sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import simt_kernels as K
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(11)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 def test_one_script_runs_on_both_targets_with_numpy_arrays() -> None:

@@ -4,7 +4,6 @@ depend on the order the threads' updates land in, within a tolerance for float s
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,18 +15,8 @@ from fearless import simt
 sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import simt_kernels as K
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 @simt.kernel

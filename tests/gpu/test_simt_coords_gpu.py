@@ -4,7 +4,6 @@ regions on the GPU, against the simulator (bit for bit: the arithmetic is exact 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,18 +19,8 @@ import simt_kernels as K
 import test_simt_coords as C
 import test_tile_ifexp as T
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 def both(kernel: object, grid: object, block: object, *host_args: object, out: int) -> tuple:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,18 +14,8 @@ import fearless as fl
 sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import simt_kernels as K
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(99)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 def both(

@@ -4,7 +4,6 @@ bit (float reductions included: the simulator adds in the GPU lowering's tree or
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,18 +15,8 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 import test_simt_collectives as C
 import test_simt_shared as S
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(2024)
-
-
-@pytest.fixture(autouse=True)
-def _cuda() -> Iterator[None]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 def both(kernel: object, grid: int, block: int, x: np.ndarray, outs: list[np.ndarray]):  # type: ignore[no-untyped-def,type-arg]
