@@ -4,12 +4,18 @@ b, b + G, ...), grouped tile order, tile methods, and dtypes compared at compile
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import fearless as fl
 from fearless import config, tile
 from fearless.runtime.target import current_target
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
+import tile_kernels
 
 
 @pytest.fixture(autouse=True)
@@ -33,20 +39,9 @@ def shifted(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
         t.store(v + (100 * i + j).astype(fl.f32))
 
 
-def make_matmul():
-    @tile.kernel
-    def matmul(
-        c: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32], BK: tile.Const[int]
-    ):
-        for t in c.tiles():
-            i, j = t.index
-            BM, BN = t.shape
-            acc = tile.zeros((BM, BN), fl.f32)
-            for k in range(tile.num_tiles(a, 1, (BM, BK))):
-                acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
-            t.store(acc)
-
-    return matmul
+def make_matmul() -> tile.Kernel:
+    """The persistent matmul of examples/tile_kernels.py, in f32 (a fresh kernel object)."""
+    return tile_kernels.make_matmul_persistent(fl.f32)
 
 
 @pytest.mark.parametrize("grid", [1, 3, 10, 64, (2, 2), (1, 2, 3)])

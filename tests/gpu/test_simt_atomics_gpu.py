@@ -15,17 +15,11 @@ from fearless import simt
 sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import simt_kernels as K
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from test_simt_atomics import add_old, cas_max, exch_chain, int_ops  # the CPU tests' kernels
+
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
-
-
-@simt.kernel
-def add_old(
-    x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32], old: simt.DisjointSlice[fl.i32]
-):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        old[i] = simt.atomic.add(counts, x[i], 1)
 
 
 @simt.kernel
@@ -36,37 +30,6 @@ def min_max(x: simt.Slice[fl.f32], m: simt.AtomicSlice[fl.f32], d: simt.AtomicSl
         simt.atomic.min(m, 1, x[i])
         simt.atomic.max(d, 0, fl.f64(x[i]))
         simt.atomic.min(d, 1, fl.f64(x[i]))
-
-
-@simt.kernel
-def int_ops(x: simt.Slice[fl.i64], a: simt.AtomicSlice[fl.i64], u: simt.AtomicSlice[fl.u32]):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        simt.atomic.max(a, 0, x[i])
-        simt.atomic.min(a, 1, x[i])
-        simt.atomic.sub(a, 2, x[i])
-        simt.atomic.add(u, 0, fl.u32(x[i]))
-        simt.atomic.sub(u, 1, 3)
-
-
-@simt.kernel
-def cas_max(x: simt.Slice[fl.i32], m: simt.AtomicSlice[fl.i32]):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        v = x[i]
-        cur = simt.atomic.cas(m, 0, 0, 0)
-        while cur < v:
-            seen = simt.atomic.cas(m, 0, cur, v)
-            if seen == cur:
-                break
-            cur = seen
-
-
-@simt.kernel
-def exch_chain(last: simt.AtomicSlice[fl.i64], old: simt.DisjointSlice[fl.i64]):
-    i = simt.thread.index_1d()
-    if i < len(old):
-        old[i] = simt.atomic.exch(last, 0, int(i))
 
 
 @simt.kernel

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -9,6 +11,9 @@ import pytest
 
 import fearless as fl
 from fearless import tile
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
+import tile_kernels
 
 pytestmark = pytest.mark.gpu
 
@@ -21,17 +26,7 @@ def shifted(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
         t.store(tile.load(x, (i, j), (BM, BN)) + (100 * i + j).astype(fl.f32))
 
 
-@tile.kernel
-def matmul(
-    c: tile.Part[fl.f16], a: tile.Tensor[fl.f16], b: tile.Tensor[fl.f16], BK: tile.Const[int]
-):
-    for t in c.tiles():
-        i, j = t.index
-        BM, BN = t.shape
-        acc = tile.zeros((BM, BN), fl.f32)
-        for k in range(tile.num_tiles(a, 1, (BM, BK))):
-            acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
-        t.store(acc.astype(fl.f16))
+matmul = tile_kernels.make_matmul_persistent(fl.f16)  # examples/tile_kernels.py's
 
 
 def _run(
