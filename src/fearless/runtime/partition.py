@@ -126,8 +126,6 @@ def partition(
             loc,
             help=f"e.g. `.partition({tuple([128] * tensor.ndim) if tensor.ndim > 1 else '(128,)'})`",
         )
-    if tensor.ndim > 3:
-        raise KernelTypeError("Tile kernels partition tensors of at most 3 dimensions", loc)
     bad = [d for d in tile if not is_pow2(d)]
     if bad:
         raise CompileError(

@@ -25,6 +25,7 @@ so there is nothing to copy back.
 from __future__ import annotations
 
 import inspect as pyinspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
@@ -411,8 +412,7 @@ class Kernel:
                 user_location(),
                 help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`",
             )
-        dims = (*grid, 1, 1, 1)[:3]
-        return (int(dims[0]), int(dims[1]), int(dims[2]))
+        return _fold_grid(self.name, grid)
 
     def _borrow_check(self, signature: Signature, values: list[Any]) -> None:
         specs, infos = [], []
@@ -443,6 +443,32 @@ class Kernel:
         return f"<tile.kernel {self.name}>"
 
 
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def _fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
+    """The CUDA grid of a partition's tile counts: axes 0 and 1 as they are, axis 2 and every
+    axis after it folded row-major into grid z (order.own_index unfolds them), so a 4-D
+    partition whose trailing counts are 1 runs on the grid of its 3-D prefix."""
+    dims = (*(*grid, 1, 1)[:2], math.prod(grid[2:]))
+    for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=True)):
+        if d > limit:
+            folded = (
+                f" (the tile counts of axes 2..{len(grid) - 1})"
+                if axis == 2 and len(grid) > 3
+                else ""
+            )
+            raise LaunchContractError(
+                f"`{name}` would need {d} blocks on grid axis {axis}{folded}, but CUDA allows "
+                f"at most {limit}",
+                user_location(),
+                help="use larger tiles on that axis, or put the long axis first (grid x takes "
+                f"up to {_GRID_LIMITS[0]} blocks); a persistent kernel (`{name}.launch(grid, ...)` "
+                "with `for t in out.tiles()`) takes any number of tiles",
+            )
+    return (int(dims[0]), int(dims[1]), int(dims[2]))
+
+
 def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
     dims = grid if isinstance(grid, tuple) else (grid,)
     if not 1 <= len(dims) <= 3 or not all(
@@ -453,8 +479,7 @@ def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
             user_location(),
             help=f"e.g. `{name}.launch(132, ...)`: one block per SM of an H200",
         )
-    limits = (2**31 - 1, 65535, 65535)
-    for axis, (d, limit) in enumerate(zip(dims, limits, strict=False)):
+    for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=False)):
         if not 1 <= d <= limit:
             raise LaunchContractError(
                 f"grid axis {axis} of `{name}.launch` is {d}, outside 1..{limit}",

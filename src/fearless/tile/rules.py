@@ -225,7 +225,7 @@ class TileRules(Lowerer[Operand]):
                 help="the stored tile must have the partition's tile shape (or broadcast to it)",
             )
         value = self.broadcast_to(v, t.tile, loc)
-        if index is None and t.group:  # a grouped order numbers this block's tile otherwise
+        if index is None and (t.group or t.ndim > 3):  # the block id is not the tile index
             index = own_index(self, part, loc)
         if index is None:
             self.block.append(ops.Store(part, value, loc))

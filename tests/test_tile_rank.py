@@ -1,0 +1,126 @@
+"""Tile tensors of 4 and 5 dimensions (issue 11): a partition of more than 3 axes runs on a
+3-D grid whose z axis numbers axes 2.. row-major (kernel._fold_grid, order.own_index), and
+keeps one block per tile; loads, stores and reductions work at any rank."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config, tile
+from fearless.runtime.target import current_target
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+
+
+@tile.kernel
+def mark4(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    """x + 2 y + the tile's index written in decimal digits: checks every axis of the index."""
+    i0, i1, i2, i3 = out.index
+    v = tile.load_like(x, out) + tile.load(y, out.index, out.shape) * 2.0
+    digits = i0 * 1000 + i1 * 100 + i2 * 10 + i3
+    out.store(v + digits.astype(fl.f32))
+
+
+@tile.kernel
+def scale5(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.load_like(x, out) * 3.0)
+
+
+@tile.kernel
+def rms_heads(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """(batch, heads, seq, dim) rows normalised over dim: a reduction on a 4-D tile."""
+    v = tile.load_like(x, out)
+    ms = tile.sum(v * v, axis=3, keepdims=True) / v.shape[3]
+    out.store(v * tile.rsqrt(ms + 1e-6))
+
+
+@tile.kernel
+def two_ranks(out4: tile.Part[fl.f32], out3: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    v = tile.load_like(x, out3)
+    out3.store(v + 1.0)
+    out4.store(tile.expand_dims(v, 3) * 2.0)
+
+
+@tile.kernel
+def double4(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    for t in out.tiles():
+        t.store(tile.load_like(x, t) * 2.0)
+
+
+def _digits(shape: tuple[int, ...], tile_shape: tuple[int, ...]) -> np.ndarray:
+    idx = np.indices(shape)
+    weights = (1000, 100, 10, 1)
+    return sum(w * (i // t) for w, i, t in zip(weights, idx, tile_shape, strict=True))
+
+
+@pytest.mark.parametrize("tile_shape", [(1, 2, 4, 8), (2, 1, 8, 4), (1, 1, 1, 32)])
+def test_a_4d_partition_gives_each_block_its_own_tile(tile_shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(0)
+    shape = (3, 5, 6, 20)  # partial tiles on every axis but the first
+    xs, ys = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    part = fl.full(shape, np.nan).partition(tile_shape)
+    mark4(part, fl.asarray(xs), fl.asarray(ys))
+    want = xs + 2 * ys + _digits(shape, tile_shape)
+    np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-6, atol=1e-4)
+
+
+def test_a_5d_partition() -> None:
+    xs = np.arange(2 * 3 * 4 * 5 * 6, dtype=np.float32).reshape(2, 3, 4, 5, 6)
+    part = fl.full(xs.shape, np.nan).partition((1, 2, 2, 4, 4))
+    scale5(part, fl.asarray(xs))
+    assert np.array_equal(part.unpartition().numpy(), xs * 3)
+
+
+def test_a_reduction_over_the_last_axis_of_a_4d_tile() -> None:
+    xs = np.random.default_rng(1).standard_normal((2, 4, 16, 64)).astype(np.float32)
+    part = fl.empty(xs.shape).partition((1, 2, 8, 64))
+    rms_heads(part, fl.asarray(xs))
+    want = xs / np.sqrt((xs * xs).mean(axis=3, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_4d_partition_with_a_trailing_single_tile_shares_the_3d_grid() -> None:
+    xs = np.random.default_rng(2).standard_normal((4, 6, 8)).astype(np.float32)
+    out4 = fl.empty((4, 6, 8, 1)).partition((2, 2, 4, 1))
+    out3 = fl.empty((4, 6, 8)).partition((2, 2, 4))
+    two_ranks(out4, out3, fl.asarray(xs))
+    np.testing.assert_allclose(out3.unpartition().numpy(), xs + 1)
+    np.testing.assert_allclose(out4.unpartition().numpy(), xs[..., None] * 2)
+
+
+@pytest.mark.parametrize("grid", [1, 7, (2, 3)])
+def test_a_persistent_launch_walks_every_tile_of_a_4d_partition(grid: object) -> None:
+    xs = np.arange(3 * 4 * 5 * 16, dtype=np.float32).reshape(3, 4, 5, 16)
+    part = fl.full(xs.shape, np.nan).partition((1, 2, 2, 8))
+    double4.launch(grid, part, fl.asarray(xs))
+    assert np.array_equal(part.unpartition().numpy(), xs * 2)
+
+
+def test_a_grid_axis_past_the_cuda_limit_is_refused_before_launch() -> None:
+    part = fl.zeros((1, 1, 40_000, 2)).partition((1, 1, 1, 1))  # z = 80000 > 65535
+    with pytest.raises(fl.LaunchContractError) as info:
+        double4(part, fl.zeros((1, 1, 40_000, 2)))  # the grid is checked before anything runs
+    msg = str(info.value)
+    assert "grid axis 2" in msg and "at most 65535" in msg and "axes 2..3" in msg
+    assert "test_tile_rank.py" in msg  # points at the user's line
+
+
+def test_4d_and_5d_kernels_compile_through_tileiras() -> None:
+    shape4, shape5 = (3, 5, 6, 20), (2, 3, 4, 5, 6)
+    for kernel, args in (
+        (mark4, (fl.zeros(shape4).partition((1, 2, 4, 8)), fl.zeros(shape4), fl.zeros(shape4))),
+        (scale5, (fl.zeros(shape5).partition((1, 2, 2, 4, 4)), fl.zeros(shape5))),
+        (double4, (fl.zeros(shape4).partition((1, 2, 2, 8)), fl.zeros(shape4))),
+        (rms_heads, (fl.zeros((2, 4, 16, 64)).partition((1, 2, 8, 64)), fl.zeros((2, 4, 16, 64)))),
+    ):
+        signature, _ = kernel.signature_of(args, current_target())
+        assert "tile.store" in kernel.inspect(*args, stage="ir")
+        try:
+            assert kernel.compile(signature, "sm_90").cubin
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])
