@@ -397,6 +397,15 @@ class Kernel:
             elif _without_trailing_ones(g) == _without_trailing_ones(grid):
                 # (1024, 1) and (1024,) tiles are one grid: a block's index on a trailing
                 # axis of one tile is 0 (issue 11)
+                if _fold_grid(self.name, g) != _fold_grid(self.name, grid):
+                    raise LaunchContractError(
+                        f"`{first}` ({len(grid)} axes) and `{p.name}` ({len(g)} axes) have the "
+                        "same tiles but number them differently: past 3 axes a partition folds "
+                        "its leading axes into grid x",
+                        user_location(),
+                        help="give both outputs the same number of axes (`reshape` the "
+                        "smaller one before partitioning it)",
+                    )
                 grid = g if len(g) > len(grid) else grid
             else:
                 raise LaunchContractError(
@@ -447,10 +456,11 @@ _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 
 
 def _fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
-    """The CUDA grid of a partition's tile counts: axes 0 and 1 as they are, axis 2 and every
-    axis after it folded row-major into grid z (order.own_index unfolds them), so a 4-D
-    partition whose trailing counts are 1 runs on the grid of its 3-D prefix."""
-    dims = (*(*grid, 1, 1)[:2], math.prod(grid[2:]))
+    """The CUDA grid of a partition's tile counts: up to 3 axes as they are; past 3, the leading
+    axes fold row-major into grid x (which takes the most blocks) and the last two are y and z
+    (order.own_index unfolds them)."""
+    lead = len(grid) - 2
+    dims = (math.prod(grid[:lead]), *grid[lead:]) if lead > 1 else (*grid, 1, 1)[:3]
     for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=True)):
         if d > limit:
             folded = (

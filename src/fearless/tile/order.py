@@ -1,7 +1,7 @@
 """Which tile of a Part a block owns: the block's own index, and the order `part.tiles()` walks.
 
 By default block (x, y, z) owns tile (x, y, z) of the partition's grid (a partition of more
-than 3 axes numbers axes 2.. row-major along z), and tile number k of a
+than 3 axes numbers its leading axes row-major along x, its last two along y and z), and tile number k of a
 Part (row-major, last axis fastest) is its k-th tile. A partition made with
 `out.partition(tile, order=tile.grouped(G))` (2-D only) numbers its tiles in groups of G rows
 of tiles, column by column within a group, as Triton's grouped GEMM ordering does: blocks that
@@ -65,14 +65,14 @@ def own_index(lw: TileRules, part: Value, loc: Location) -> tuple[Value, ...]:
     """The index of the tile this block owns in a plain launch (one block per tile)."""
     t = part_type(part)
     ids = tuple(lw.emit(ops.BlockId(a, loc)) for a in range(min(t.ndim, 3)))
-    if t.ndim > 3:  # grid z numbers axes 2.. row-major (kernel._fold_grid)
+    if t.ndim > 3:  # grid x numbers the leading axes row-major (kernel._fold_grid)
         counts = tile_counts(lw, part, loc)
-        rest: list[Value] = []
-        z = ids[2]
-        for c in reversed(counts[3:]):
-            rest.append(_value(lw.binary("mod", z, c, loc)))
-            z = _value(lw.binary("floordiv", z, c, loc))
-        return (*ids[:2], z, *reversed(rest))
+        lead: list[Value] = []
+        x = ids[0]
+        for c in reversed(counts[1 : t.ndim - 2]):
+            lead.append(_value(lw.binary("mod", x, c, loc)))
+            x = _value(lw.binary("floordiv", x, c, loc))
+        return (x, *reversed(lead), ids[1], ids[2])
     if not t.group:
         return ids
     counts = tile_counts(lw, part, loc)
