@@ -23,10 +23,10 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError
 from ..ir import tile_ops as ops
-from ..ir.core import Block, Value
+from ..ir.core import Block, Effect, Value
 from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, array_type, tile_type
-from . import tileir
+from . import tileir, tileir_indexed
 
 _SIMPLE = {
     "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
@@ -68,7 +68,9 @@ class _Lowerer:
         self.bc, self.b, self.tt, self.arch = bc, b, tt, arch
         self.values: dict[Value, Any] = {}
         self.arrays: dict[Value, tuple[Any, Any, list[Any]]] = {}  # param -> (tv type, tv, dims)
-        self.views: dict[tuple[Value, tuple[int, ...], str], Any] = {}
+        # (array, tile shape, padding, dim_map) -> its partition view
+        self.views: dict[tuple[Value, tuple[int, ...], str, tuple[int, ...]], Any] = {}
+        self.raw: dict[Value, tuple[Any, list[Any], list[Any]]] = {}  # param -> ptr, dims, strides
         self.token: Any = None
 
     # ------------------------------------------------------------------------ types
@@ -109,6 +111,7 @@ class _Lowerer:
                 )
                 tv = bc.encode_MakeTensorViewOp(self.b, tv_t, ptr, dims, strides)
                 self.arrays[p] = (tv_t, tv, dims)
+                self.raw[p] = (ptr, dims, strides)
             else:
                 self.values[p] = next(it)
         self.token = bc.encode_MakeTokenOp(self.b, tt.Token)
@@ -134,14 +137,23 @@ class _Lowerer:
     def _make_views(self, block: Block) -> None:
         for op in block.ops:
             if isinstance(op, ops.Load):
-                self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
+                attrs = op.attrs
+                self._view(op.operands[0], attrs["shape"], attrs["padding"], attrs.get("order"))
             elif isinstance(op, ops.Store | ops.StoreAt):
                 part = op.operands[0]
-                self._view(part, self.part_tile(part), 0.0)
+                self._view(part, op.attrs.get("chunk") or self.part_tile(part), 0.0)
             for region in ops.regions(op):
                 self._make_views(region)
 
-    def _view(self, array: Value, shape: tuple[int, ...], padding: float) -> Any:
+    def _view(
+        self,
+        array: Value,
+        shape: tuple[int, ...],
+        padding: float,
+        order: tuple[int, ...] | None = None,
+    ) -> Any:
+        """The partition view of `array` in tiles of `shape`; `order` is its dim_map (tile axis
+        d is array axis order[d], ops.Load), the identity unless set."""
         bc = self.bc
         if math.isnan(padding):
             pad, pkey = bc.PaddingValue.Nan, "nan"
@@ -153,12 +165,12 @@ class _Lowerer:
             pad, pkey = bc.PaddingValue.NegZero, "-0"
         else:
             pad, pkey = bc.PaddingValue.Zero, "0"
-        key = (array, shape, pkey)
+        dim_map = list(order) if order is not None else list(range(len(shape)))
+        key = (array, shape, pkey, tuple(dim_map))
         view = self.views.get(key)
         if view is None:
             tv_t, tv, _ = self.arrays[array]
-            nd = len(shape)
-            pv_t = self.tt.partition_view(list(shape), tv_t, list(range(nd)), pad)
+            pv_t = self.tt.partition_view(list(shape), tv_t, dim_map, pad)
             view = bc.encode_MakePartitionViewOp(self.b, pv_t, tv)
             self.views[key] = view
         return view
@@ -214,7 +226,8 @@ class _Lowerer:
 
     def op_Load(self, op: ops.Load, args: list[Any]) -> Any:
         bc = self.bc
-        view = self._view(op.operands[0], op.attrs["shape"], op.attrs["padding"])
+        attrs = op.attrs
+        view = self._view(op.operands[0], attrs["shape"], attrs["padding"], attrs.get("order"))
         index = args[1:]
         hints = None
         if "latency" in op.attrs or "allow_tma" in op.attrs:
@@ -232,7 +245,7 @@ class _Lowerer:
         return self._store(part, args[1], list(self._block_ids()[: array_type(part).ndim]))
 
     def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
-        return self._store(op.operands[0], args[1], list(args[2:]))
+        return self._store(op.operands[0], args[1], list(args[2:]), op.attrs.get("chunk"))
 
     def op_Print(self, op: ops.Print, args: list[Any]) -> Any:
         """`print_tko`, ordered after the stores before it (13.2 bytecode and later)."""
@@ -244,9 +257,17 @@ class _Lowerer:
         else:
             bc.encode_PrintTkoOp(self.b, None, list(args), None, op.attrs["format"])
 
-    def _store(self, part: Value, value: Any, index: list[Any]) -> None:
+    # element-wise addressing (backends/tileir_indexed.py)
+    op_Gather = tileir_indexed.gather
+    op_Scatter = tileir_indexed.scatter
+    op_AtomicRMW = tileir_indexed.atomic_rmw
+    op_AtomicCAS = tileir_indexed.atomic_cas
+
+    def _store(
+        self, part: Value, value: Any, index: list[Any], chunk: tuple[int, ...] | None = None
+    ) -> None:
         bc = self.bc
-        view = self._view(part, self.part_tile(part), 0.0)
+        view = self._view(part, chunk or self.part_tile(part), 0.0)
         self.token = bc.encode_StoreViewTkoOp(
             self.b, self.tt.Token, value, view, index, self.token,
             bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
@@ -473,9 +494,10 @@ class _Lowerer:
 
     @staticmethod
     def _stores(blocks: list[Block]) -> bool:
-        """Whether a store happens in `blocks` or in a region nested in them."""
+        """Whether a store (any op that makes a token: a write) happens in `blocks` or in a
+        region nested in them."""
         return any(
-            isinstance(op, ops.Store | ops.StoreAt | ops.Print) or _Lowerer._stores(ops.regions(op))
+            op.effect is Effect.WRITE or _Lowerer._stores(ops.regions(op))
             for block in blocks
             for op in block.ops
         )

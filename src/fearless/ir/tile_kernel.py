@@ -20,14 +20,14 @@ from ..dtypes import DType
 from ..errors import CompileError
 from .core import Function
 
-ParamKind = Literal["part", "tensor", "const", "scalar"]
+ParamKind = Literal["part", "tensor", "atomic", "const", "scalar"]
 
 
 @dataclass(frozen=True)
 class TileParam:
     """One parameter of one specialisation.
 
-    Kernel ABI (the cubin's parameters), per array parameter ("part" or "tensor") of rank d:
+    Kernel ABI (the cubin's parameters), per array parameter ("part", "tensor" or "atomic") of rank d:
     a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements (the last
     stride is 1: arrays are C-contiguous); per scalar its value; a const has no parameter.
 
@@ -49,7 +49,7 @@ class TileParam:
 
     @property
     def is_array(self) -> bool:
-        return self.kind in ("part", "tensor")
+        return self.kind in ("part", "tensor", "atomic")
 
 
 ALIGN_BYTES = 16  # TMA needs 16-byte aligned addresses and strides

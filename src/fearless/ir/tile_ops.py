@@ -67,7 +67,11 @@ class Load(Op):
     """Tile `index` (tile coordinates, i32 scalars) of shape `shape` from an array parameter.
 
     Elements outside the array read as `padding`. `latency` and `allow_tma` are tileiras hints
-    (attributes only when set, so the printed IR of a plain load stays short).
+    (attributes only when set, so the printed IR of a plain load stays short). `order`, set only
+    when it is not the identity, maps tile axis d to array axis order[d] (a transposed load, as
+    cuTile Python's `order=`): tile axis d has `shape[d]` elements and tile coordinate
+    `index[d]` along array axis order[d], so the result is the loaded window of the array with
+    its axes permuted by `order` (Tile IR's partition-view dim_map).
     """
 
     opname = "tile.load"
@@ -82,6 +86,7 @@ class Load(Op):
         loc: Location,
         latency: int | None = None,
         allow_tma: bool = True,
+        order: tuple[int, ...] | None = None,
     ) -> None:
         assert isinstance(array.type, ArrayParamType)
         hints: dict[str, Any] = {}
@@ -89,6 +94,9 @@ class Load(Op):
             hints["latency"] = latency
         if not allow_tma:
             hints["allow_tma"] = False
+        if order is not None and order != tuple(range(len(order))):
+            assert sorted(order) == list(range(len(shape)))
+            hints["order"] = tuple(order)
         super().__init__(
             [array, *index],
             [TileType(array.type.dtype, shape)],
@@ -110,13 +118,104 @@ class Store(Op):
 
 
 class StoreAt(Op):
-    """Write `value` to tile `index` of a Part: only at an index `part.tiles()` gave this block."""
+    """Write `value` to tile `index` of a Part: only at an index `part.tiles()` gave this block.
+    With `chunk` (a shape dividing the Part's tile), `index` counts chunks of that shape, one
+    `part.chunks(chunk)` gave: inside this block's tile."""
 
     opname = "tile.store_at"
     effect = Effect.WRITE
 
-    def __init__(self, part: Value, value: Value, index: Sequence[Value], loc: Location) -> None:
-        super().__init__([part, value, *index], [], loc)
+    def __init__(
+        self,
+        part: Value,
+        value: Value,
+        index: Sequence[Value],
+        loc: Location,
+        chunk: tuple[int, ...] | None = None,
+    ) -> None:
+        attrs = {"chunk": chunk} if chunk is not None else {}
+        super().__init__([part, value, *index], [], loc, **attrs)
+
+
+class Gather(Op):
+    """The elements of an array at per-element coordinates: `index` holds one integer tile per
+    axis, all of the result's shape. An element whose coordinates fall outside the array, or
+    whose `mask` (a bool tile of that shape, when `masked`) is false, reads `padding`."""
+
+    opname = "tile.gather"
+    effect = Effect.READ
+
+    def __init__(
+        self,
+        array: Value,
+        index: Sequence[Value],
+        mask: Value | None,
+        padding: Any,
+        loc: Location,
+    ) -> None:
+        shape = tile_type(index[0]).shape
+        at = array.type
+        assert isinstance(at, ArrayParamType)
+        operands = [array, *index] + ([mask] if mask is not None else [])
+        super().__init__(
+            operands, [TileType(at.dtype, shape)], loc, padding=padding, masked=mask is not None
+        )
+
+
+class Scatter(Op):
+    """Write `value` at per-element coordinates of an `Atomic` array (as Gather reads them);
+    elements outside the array or masked off are dropped. Blocks may write one element: a
+    relaxed store each, so one of the values lands whole (no torn or undefined result)."""
+
+    opname = "tile.scatter"
+    effect = Effect.WRITE
+
+    def __init__(
+        self, array: Value, value: Value, index: Sequence[Value], mask: Value | None, loc: Location
+    ) -> None:
+        operands = [array, value, *index] + ([mask] if mask is not None else [])
+        super().__init__(operands, [], loc, masked=mask is not None)
+
+
+class AtomicRMW(Op):
+    """Per element, atomically: old = array[coords]; array[coords] = old `mode` value; the
+    result is the old values (`mode`: add, max, min, xchg, and, or, xor). Elements outside the
+    array or masked off are not touched, and their result is `value`'s element."""
+
+    opname = "tile.atomic_rmw"
+    effect = Effect.WRITE
+
+    def __init__(
+        self,
+        array: Value,
+        value: Value,
+        index: Sequence[Value],
+        mask: Value | None,
+        mode: str,
+        loc: Location,
+    ) -> None:
+        operands = [array, value, *index] + ([mask] if mask is not None else [])
+        super().__init__(operands, [tile_type(value)], loc, mode=mode, masked=mask is not None)
+
+
+class AtomicCAS(Op):
+    """Per element, atomically: old = array[coords]; if old == expected: array[coords] = desired;
+    the result is the old values (`expected`'s element where the coordinates are outside)."""
+
+    opname = "tile.atomic_cas"
+    effect = Effect.WRITE
+
+    def __init__(
+        self,
+        array: Value,
+        expected: Value,
+        desired: Value,
+        index: Sequence[Value],
+        mask: Value | None,
+        loc: Location,
+    ) -> None:
+        operands = [array, expected, desired, *index] + ([mask] if mask is not None else [])
+        super().__init__(operands, [tile_type(expected)], loc, masked=mask is not None)
 
 
 class Print(Op):

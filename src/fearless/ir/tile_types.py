@@ -1,5 +1,5 @@
 """The tile IR's types: `TileType` (every value is a tile; a scalar is a 0-d tile) and
-`ArrayParamType` (a partitioned output `Part` or a read-only `Tensor` parameter).
+`ArrayParamType` (a partitioned output `Part`, a read-only `Tensor` or an `Atomic` output).
 
 Both subclass the shared `ir.core.Type`, so the data model (values, ops, blocks) is the one both
 tracks use. The annotations users write (`tile.Part[fl.f32]`, ...) are the Tile track's
@@ -42,6 +42,7 @@ class ArrayParamType(Type):
     ndim: int
     tile: tuple[int, ...] | None = None
     group: int = 0
+    atomic: bool = False  # a `tile.Atomic` output: atomics and scatters only (tile/indexed.py)
 
     @property
     def is_part(self) -> bool:
@@ -51,7 +52,8 @@ class ArrayParamType(Type):
         if self.tile is not None:
             grouped = f", grouped={self.group}" if self.group else ""
             return f"Part[{self.dtype.name}, tile={self.tile}{grouped}]"
-        return f"Tensor[{self.dtype.name}, {self.ndim}d]"
+        kind = "Atomic" if self.atomic else "Tensor"
+        return f"{kind}[{self.dtype.name}, {self.ndim}d]"
 
 
 def scalar(dtype: DType) -> TileType:

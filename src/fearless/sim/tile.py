@@ -32,6 +32,7 @@ from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from ..runtime.arrays import ArrayInfo, nbytes_text
 from . import numerics as nx
+from . import tile_indexed as indexed
 
 # A tile's value while the simulator runs: an array, or a NumPy scalar where a reduction
 # leaves no axes.
@@ -60,7 +61,7 @@ def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> Non
             info: ArrayInfo = v[1]
             assert info.host is not None
             env[param] = _Array(info.host, info.dtype)
-        elif p.kind == "tensor":
+        elif p.kind in ("tensor", "atomic"):
             assert v.host is not None
             env[param] = _Array(v.host.reshape(v.shape), v.dtype)
         else:
@@ -123,7 +124,14 @@ class _Block:
         return np.int32(args[0].host.shape[a["axis"]])
 
     def _op_Load(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        return _load(args[0], [int(i) for i in args[1:]], a["shape"], a["padding"])
+        index, shape, order = [int(i) for i in args[1:]], a["shape"], a.get("order")
+        if order is None:
+            return _load(args[0], index, shape, a["padding"])
+        # tile axis d is array axis order[d]: load the window in the array's axis order, then
+        # permute its axes into the tile's (ops.Load)
+        inv = [order.index(ax) for ax in range(len(order))]
+        window = _load(args[0], [index[d] for d in inv], tuple(shape[d] for d in inv), a["padding"])
+        return np.ascontiguousarray(np.transpose(window, order))
 
     def _op_Store(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         part: _Array = args[0]
@@ -133,6 +141,26 @@ class _Block:
     def _op_StoreAt(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         _store(args[0], [int(i) for i in args[2:]], args[1])
         return None
+
+    def _op_Gather(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        arr: _Array = args[0]
+        coords, mask = _split(args[1:], arr.host.ndim, a["masked"])
+        return indexed.gather(arr.host, arr.dtype, coords, mask, a["padding"])
+
+    def _op_Scatter(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        arr: _Array = args[0]
+        coords, mask = _split(args[2:], arr.host.ndim, a["masked"])
+        indexed.scatter(arr.host, arr.dtype, args[1], coords, mask)
+
+    def _op_AtomicRMW(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        arr: _Array = args[0]
+        coords, mask = _split(args[2:], arr.host.ndim, a["masked"])
+        return indexed.atomic(arr.host, arr.dtype, a["mode"], args[1], None, coords, mask)
+
+    def _op_AtomicCAS(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        arr: _Array = args[0]
+        coords, mask = _split(args[3:], arr.host.ndim, a["masked"])
+        return indexed.atomic(arr.host, arr.dtype, "cas", args[2], args[1], coords, mask)
 
     def _op_Print(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         sys.stdout.write(c_format(a["format"], [np.asarray(x).item() for x in args]))
@@ -266,6 +294,11 @@ def _window(
         src.append(slice(start_c, start_c + n))
         dst.append(slice(start_c - start, start_c - start + n))
     return tuple(src), tuple(dst)
+
+
+def _split(args: list[Any], ndim: int, masked: bool) -> tuple[list[Any], Any]:
+    """An indexed op's coordinate tiles and its mask (None when it has none)."""
+    return args[:ndim], (args[ndim] if masked else None)
 
 
 def _load(arr: _Array, index: list[int], shape: tuple[int, ...], padding: float) -> np.ndarray:

@@ -42,10 +42,21 @@ def _kernel_only(fn: F) -> F:
 
 @_kernel_only
 def load(
-    t: Any, index: Any, shape: Any, padding: Any = 0, latency: Any = None, allow_tma: Any = True
+    t: Any,
+    index: Any,
+    shape: Any,
+    padding: Any = 0,
+    latency: Any = None,
+    allow_tma: Any = True,
+    order: Any = None,
 ) -> Any:
     """The tile at tile coordinates `index` of shape `shape` from tensor `t` (elements beyond
     `t` read as `padding`: 0, -0.0, inf, -inf or nan).
+
+    `order` (a compile-time permutation of t's axes, as cuTile Python's `order=`) loads a
+    transposed tile: tile axis d runs along t's axis order[d], with `shape[d]` elements and tile
+    coordinate `index[d]`. So `tile.load(a, (j, i), (tn, tm), order=(1, 0))[y, x]` is
+    `a[i * tm + x, j * tn + y]`, the transpose of `tile.load(a, (i, j), (tm, tn))`.
 
     Hints for tileiras, compile-time constants: `latency` (1-10, how long the load is expected
     to take, which sets how far ahead it is issued) and `allow_tma=False` (no TMA for it)."""
@@ -77,6 +88,64 @@ def num_tiles(t: Any, axis: Any, shape: Any) -> Any:
 @_kernel_only
 def cdiv(a: Any, b: Any) -> Any:
     """Ceiling division of integers."""
+
+
+# ------------------------------------------------- gather, scatter, atomics (indexed.py)
+
+
+@_kernel_only
+def gather(t: Any, indices: Any, mask: Any = None, padding: Any = 0) -> Any:
+    """The elements of tensor `t` at `indices`: one integer tile per axis (a tuple; one tile
+    for a 1-D `t`), broadcast together; the result has their shape. Coordinates outside `t`
+    (negative ones too), and elements where `mask` is false, read `padding`."""
+
+
+@_kernel_only
+def scatter(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Write `value` (broadcast to the indices' shape) at `indices` of `t`, a `tile.Atomic`:
+    coordinates outside `t` and masked-off elements are dropped. Where several elements (or
+    blocks) write one place, one of the values lands whole."""
+
+
+@_kernel_only
+def atomic_add(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomically add `value` at `indices` of `t` (a `tile.Atomic`); returns the old values."""
+
+
+@_kernel_only
+def atomic_max(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic max (integer `t`) at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_min(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic min (integer `t`) at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_xchg(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomically store `value` at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_and(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic bitwise and (integer `t`) at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_or(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic bitwise or (integer `t`) at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_xor(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic bitwise xor (integer `t`) at `indices`; returns the old values."""
+
+
+@_kernel_only
+def atomic_cas(t: Any, indices: Any, expected: Any, desired: Any, mask: Any = None) -> Any:
+    """Per element, atomically: where `t[indices]` equals `expected`, write `desired`; returns
+    the old values (a lock: `tile.atomic_cas(locks, i, 0, 1) == 0` took it)."""
 
 
 # ------------------------------------------------------------------------------ creation
@@ -250,11 +319,54 @@ def astype(x: Any, dtype: Any) -> Any:
     """`x` converted to `dtype` (also the method `x.astype(dtype)`)."""
 
 
+# ------------------------------------------------------------------ random numbers (random.py)
+
+
+@_kernel_only
+def randint(seed: Any, offsets: Any, n_rounds: Any = 10) -> Any:
+    """A u32 tile of random bits, one element per offset: word 0 of Philox4x32 with counter
+    (offsets, 0, 0, 0) and key `seed`, as Triton's `tl.randint` (whose result is u32 too).
+
+    `seed`: an integer scalar (literal, `tile.Const[int]` or scalar parameter of any int dtype),
+    widened to 64 bits (signed ones by sign extension): its low and high halves are the key.
+    `offsets`: an i32 or u32 tile (or literal), e.g. `tile.arange(N, fl.i32) + base`, read as
+    u32. `n_rounds`: a compile-time int in 1..16. The same seed and offsets give the same bits
+    on the simulator and the GPU, in every launch."""
+
+
+@_kernel_only
+def randint4x(seed: Any, offsets: Any, n_rounds: Any = 10) -> Any:
+    """The four u32 words of Philox4x32 for counter (offsets, 0, 0, 0) and key `seed`, as a
+    tuple: `r0, r1, r2, r3 = tile.randint4x(seed, offs)` (`r0` is `tile.randint`'s)."""
+
+
+@_kernel_only
+def rand(seed: Any, offsets: Any, n_rounds: Any = 10) -> Any:
+    """An f32 tile uniform in [0, 1): `tile.randint(seed, offsets)` converted as Triton's
+    `tl.rand` does (the bits read as i32, x < 0 -> -x - 1, times 4.6566127342e-10)."""
+
+
+@_kernel_only
+def randn(seed: Any, offsets: Any, n_rounds: Any = 10) -> Any:
+    """An f32 tile of standard normal numbers, as Triton's `tl.randn`: with u0, u1 the uniforms
+    (as `tile.rand`) of Philox words 0 and 1, sqrt(-2 log max(u0, 1e-7)) * cos(2 pi u1)."""
+
+
+@_kernel_only
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) -> Any:
+    """Philox4x32 itself (Triton's `tl.philox`): the four u32 words for the counter
+    (c0, c1, c2, c3), i32/u32 tiles or literals that broadcast together, keyed by `seed` as
+    in `tile.randint`."""
+
+
 _STUBS: tuple[Callable[..., Any], ...] = (
     load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
     log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
     where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
+    gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
+    atomic_xor, atomic_cas,
+    randint, randint4x, rand, randn, philox,
 )  # fmt: skip
 
 # The stubs by tile name; each also carries `__wrapped__`, the function whose signature calls

@@ -43,7 +43,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
         else:
             assert p.dtype is not None
             env[arg.arg] = entry.add_arg(
-                ArrayParamType(p.dtype, p.ndim, p.tile, p.group), loc, arg.arg
+                ArrayParamType(p.dtype, p.ndim, p.tile, p.group, p.kind == "atomic"), loc, arg.arg
             )
     lowerer = TileLowerer(src, fn, env)
     lowerer.lower_body(tree.body)

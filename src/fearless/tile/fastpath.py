@@ -45,7 +45,7 @@ from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.partition import Partition
 from ..runtime.target import Target
 from ..runtime.tensor import Tensor
-from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
+from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
 
 # `array_align` caps a pointer's divisor at ALIGN_BYTES, a power of two: ptr & this decides it.
 _ALIGN_MASK = ALIGN_BYTES - 1
@@ -85,7 +85,9 @@ class WarmPath:
 
     def __init__(self, annotations: Sequence[tuple[str, Any]]) -> None:
         self.readers = tuple(reader_for(name, ann) for name, ann in annotations)
-        outputs = [isinstance(a, PartAnnotation) for _, a in annotations if _is_array(a)]
+        outputs = [
+            isinstance(a, PartAnnotation | AtomicAnnotation) for _, a in annotations if _is_array(a)
+        ]
         self.outputs = tuple(outputs)
         self.pairs: Pairs | None = output_pairs(outputs) if len(outputs) <= PAIRWISE_MAX else None
         self.entries: dict[Key, Prepared] = {}
@@ -136,7 +138,7 @@ class WarmPath:
 
 
 def _is_array(ann: Any) -> bool:
-    return isinstance(ann, PartAnnotation | TensorAnnotation)
+    return isinstance(ann, PartAnnotation | TensorAnnotation | AtomicAnnotation)
 
 
 # -------------------------------------------------------------------------------- readers
@@ -146,7 +148,7 @@ def reader_for(name: str, ann: Any) -> Reader:
     """The reader of parameter `name` annotated `ann` (an annotation `Kernel.annotations` took)."""
     if isinstance(ann, PartAnnotation):
         return _part_reader(ann.dtype)
-    if isinstance(ann, TensorAnnotation):
+    if isinstance(ann, TensorAnnotation | AtomicAnnotation):
         return _tensor_reader(name, ann.dtype)
     if isinstance(ann, ConstAnnotation):
         return _read_const

@@ -31,7 +31,7 @@ from .control import lower_for, lower_if, lower_ifexp
 from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .order import own_index
-from .persistent import TileCursor, lower_tiles
+from .persistent import TileCursor, lower_chunks, lower_tiles
 from .rules import Operand, TileRules
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
@@ -82,9 +82,10 @@ class TileLowerer(TileRules):
         if (
             isinstance(it, ast.Call)
             and isinstance(it.func, ast.Attribute)
-            and it.func.attr == "tiles"
+            and it.func.attr in ("tiles", "chunks")
         ):
-            lower_tiles(self, node, target, it, self.expr(it.func.value))
+            lower = lower_tiles if it.func.attr == "tiles" else lower_chunks
+            lower(self, node, target, it, self.expr(it.func.value))
             return True
         return False
 
@@ -104,8 +105,8 @@ class TileLowerer(TileRules):
             if attr == "store":
                 return Bound("store", base)
             raise CompileError(
-                f"`{ast.unparse(node)}` is not available: a tile of `part.tiles()` has `.index`, "
-                "`.shape` and `.store(x)`",
+                f"`{ast.unparse(node)}` is not available: a tile of `part.tiles()` or "
+                "`part.chunks(shape)` has `.index`, `.shape`, `.store(x)` and `.chunks(shape)`",
                 loc,
                 code="E0433",
             )
@@ -227,7 +228,8 @@ class TileLowerer(TileRules):
                 if len(args) != 1 or kwargs:
                     raise CompileError("`store` takes one tile", loc, code="E0061")
                 if isinstance(func.obj, TileCursor):
-                    self.store(func.obj.part, args[0], arg_locs[0], func.obj.index)
+                    obj = func.obj
+                    self.store(obj.part, args[0], arg_locs[0], obj.index, obj.shape)
                 else:
                     self.store(func.obj, args[0], arg_locs[0])
                 return PyObj(None, "None")

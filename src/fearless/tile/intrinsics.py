@@ -23,6 +23,7 @@ from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from .api import KERNEL_FUNCTIONS
+from .indexed import HANDLERS as INDEXED
 from .lower_api import HANDLERS
 from .printing import print_rule
 from .rules import Operand, TileRules
@@ -72,6 +73,25 @@ OPS: dict[str, tuple[type, ...]] = {
     "bitwise_xor": (ops.Binary,),
     "broadcast_to": (ops.Broadcast,),
     "astype": (ops.Cast,),
+    # random numbers (random.py): Philox4x32 from integer ops, then float conversions
+    **dict.fromkeys(("philox", "randint", "randint4x"), (ops.Binary, ops.Cast)),
+    "rand": (ops.Binary, ops.Cast, ops.Compare, ops.Select),
+    "randn": (ops.Binary, ops.Cast, ops.Compare, ops.Select, ops.Unary),
+    "gather": (ops.Gather,),
+    "scatter": (ops.Scatter,),
+    **dict.fromkeys(
+        (
+            "atomic_add",
+            "atomic_max",
+            "atomic_min",
+            "atomic_xchg",
+            "atomic_and",
+            "atomic_or",
+            "atomic_xor",
+        ),
+        (ops.AtomicRMW,),
+    ),
+    "atomic_cas": (ops.AtomicCAS,),
 }
 
 INTRINSICS: IntrinsicTable[TileRules] = IntrinsicTable("tile")
@@ -82,7 +102,7 @@ def bound_rule(name: str) -> Callable[[TileRules, Call], Operand]:
     """The rule of `tile.<name>`: bind the call to the stub's signature (its defaults become
     weak literals), then run the handler with each argument's location at hand."""
     sig = inspect.signature(KERNEL_FUNCTIONS[name].__wrapped__)  # type: ignore[attr-defined]
-    handler = HANDLERS[name]
+    handler = HANDLERS[name] if name in HANDLERS else INDEXED[name]
     params = list(sig.parameters)
 
     def rule(lw: TileRules, call: Call) -> Operand:

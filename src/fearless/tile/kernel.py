@@ -43,7 +43,15 @@ from ..frontend.source import (
     same_values,
 )
 from ..ir import tile_ops
-from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR, TileParam, array_align
+from ..ir.tile_kernel import (
+    CompiledTile,
+    ParamKind,
+    Signature,
+    TileHints,
+    TileIR,
+    TileParam,
+    array_align,
+)
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
@@ -57,7 +65,7 @@ from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
 from .launch_gpu import dynamic_values
 from .launch_gpu import prepare as prepare_gpu
-from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
+from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
 
 
 class Kernel:
@@ -119,7 +127,8 @@ class Kernel:
             for arg in src.tree.args.args:
                 ann = hints.get(arg.arg)
                 ok = isinstance(
-                    ann, PartAnnotation | TensorAnnotation | ConstAnnotation | DType
+                    ann,
+                    PartAnnotation | TensorAnnotation | AtomicAnnotation | ConstAnnotation | DType,
                 ) or (ann in (int, float, bool))
                 if not ok:
                     raise CompileError(
@@ -127,7 +136,8 @@ class Kernel:
                         src.loc(arg),
                         code="E0599",
                         help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
-                        f"`tile.Tensor[fl.f32]` (an input), `tile.Const[int]` or `fl.f32`",
+                        f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
+                        "atomics), `tile.Const[int]` or `fl.f32`",
                     )
                 out.append((arg.arg, ann))
             self._annotations = out
@@ -170,11 +180,12 @@ class Kernel:
                     )
                 )
                 values.append((arg, info))
-            elif isinstance(ann, TensorAnnotation):
+            elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
                 info = describe(arg, target, name=name, ndim=None)
                 self._check_dtype(name, info.dtype, ann.dtype)
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
-                params.append(TileParam(name, "tensor", ann.dtype, len(info.shape), align=align))
+                kind: ParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
+                params.append(TileParam(name, kind, ann.dtype, len(info.shape), align=align))
                 values.append(info)
             elif isinstance(ann, ConstAnnotation):
                 if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
@@ -230,6 +241,8 @@ class Kernel:
                 params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
             elif isinstance(ann, TensorAnnotation):
                 params.append(TileParam(name, "tensor", ann.dtype, 1))
+            elif isinstance(ann, AtomicAnnotation):
+                params.append(TileParam(name, "atomic", ann.dtype, 1))
             elif isinstance(ann, ConstAnnotation):
                 raise CompileError(
                     f"`{self.name}` has a Const parameter `{name}`: inspect it with arguments",
@@ -419,7 +432,9 @@ class Kernel:
             raise LaunchContractError(
                 f"`{self.name}` has no `tile.Part` parameter, so there is no grid to run",
                 user_location(),
-                help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`",
+                help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`, "
+                f"or choose the grid: `{self.name}.launch(grid, ...)` (kernels whose outputs are "
+                "`tile.Atomic`)",
             )
         return _fold_grid(self.name, grid)
 
@@ -431,6 +446,9 @@ class Kernel:
                 infos.append(v[1])
             elif p.kind == "tensor":
                 specs.append(ParamSpec(p.name, "slice", p.dtype))  # type: ignore[arg-type]
+                infos.append(v)
+            elif p.kind == "atomic":
+                specs.append(ParamSpec(p.name, "atomic", p.dtype))  # type: ignore[arg-type]
                 infos.append(v)
         check_borrows(specs, infos)
 

@@ -84,7 +84,7 @@ def dynamic_values(signature: Signature, values: Sequence[Any]) -> list[Any]:
     for p, v in zip(signature, values, strict=True):
         if p.kind == "part":
             out.append(v[1].ptr)
-        elif p.kind == "tensor":
+        elif p.kind in ("tensor", "atomic"):
             out.append(v.ptr)
         elif p.kind == "scalar":
             out.append(v)

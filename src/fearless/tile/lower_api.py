@@ -2,7 +2,8 @@
 
 `api_<name>(lw, loc_of, **arguments)` receives the call's operands bound to the stub's
 signature (api.py); `loc_of(param)` is where that argument is written, for diagnostics.
-`HANDLERS` maps each function's name to its handler (frontend.py, `TileLowerer.call_api`).
+`HANDLERS` maps each function's name to its handler (frontend.py, `TileLowerer.call_api`);
+the random-number handlers live in random.py and join it by the import below.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
+from .indexed import atomic_read
 from .order import own_index
 from .persistent import TileCursor
+from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
 
 LocOf = Callable[[str], Location]
@@ -82,8 +85,11 @@ def api_load(
     padding: Any,
     latency: Any,
     allow_tma: Any,
+    order: Any,
 ) -> Value:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
+    if at.atomic:
+        raise atomic_read(arr, loc_of("t"))
     if at.is_part:
         raise SafetyError(
             f"`tile.load` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
@@ -102,7 +108,34 @@ def api_load(
     index_values = [lw.index(i, loc_of("index")) for i in idx]
     pad = _padding(lw, padding, loc_of("padding"))
     hints = _load_hints(lw, loc_of, latency, allow_tma)
-    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t"), **hints))
+    axes = _load_order(lw, order, nd, loc_of("order"))
+    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t"), **hints, order=axes))
+
+
+def _load_order(lw: TileRules, order: Any, nd: int, loc: Location) -> tuple[int, ...] | None:
+    """`order=` of `tile.load`: None, or a compile-time permutation of the tensor's nd axes."""
+    if isinstance(order, PyObj) and order.obj is None:
+        return None
+    if nd > 1:
+        swap = ", ".join(map(str, (*range(nd - 2), nd - 1, nd - 2)))
+        help = (
+            f"`order` gives, for each tile axis, the tensor axis it runs along: each of "
+            f"0..{nd - 1} once, e.g. `order=({swap})` swaps the last two"
+        )
+    else:
+        help = "a 1-d tensor has one axis order: leave `order` out"
+    items = order if isinstance(order, tuple) else (order,)
+    axes = tuple(lw.static_int(a, loc, "each axis of `order`") for a in items)
+    if sorted(axes) != list(range(nd)):
+        count = f"{len(axes)} axis" if len(axes) == 1 else f"{len(axes)} axes"
+        what = f"has {count}" if len(axes) != nd else "is not a permutation"
+        raise CompileError(
+            f"`order={axes}` {what}: the tensor has {nd} dimension(s), so `order` must be a "
+            f"permutation of {tuple(range(nd))}",
+            loc,
+            help=help,
+        )
+    return axes
 
 
 def api_load_like(
@@ -115,6 +148,8 @@ def api_load_like(
     allow_tma: Any,
 ) -> Value:
     arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
+    if at.atomic:
+        raise atomic_read(arr, loc_of("t"))
     cursor = part if isinstance(part, TileCursor) else None  # `tile.load_like(x, t)`
     if cursor is not None:
         part = cursor.part
@@ -134,9 +169,10 @@ def api_load_like(
             loc_of("t"),
         )
     index = list(cursor.index if cursor is not None else own_index(lw, p, loc_of("part")))
+    shape = cursor.tile if cursor is not None else pt.tile
     pad = _padding(lw, padding, loc_of("padding"))
     hints = _load_hints(lw, loc_of, latency, allow_tma)
-    return lw.emit(ops.Load(arr, index, pt.tile, pad, loc_of("t"), **hints))
+    return lw.emit(ops.Load(arr, index, shape, pad, loc_of("t"), **hints))
 
 
 def _grid_axis(lw: TileRules, axis: Any, loc: Location) -> int:

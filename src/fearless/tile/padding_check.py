@@ -85,8 +85,10 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: dict[Value, tuple[int, ...]
     if isinstance(op, ops.Load):
         align = aligns.get(op.operands[0], ())
         shape = op.attrs["shape"]
+        order = op.attrs.get("order", range(len(shape)))  # tile axis k is array axis order[k]
         may = tuple(
-            t > 1 and not (k < len(align) and align[k] % t == 0) for k, t in enumerate(shape)
+            t > 1 and not (a < len(align) and align[a] % t == 0)
+            for a, t in zip(order, shape, strict=True)
         )
         return (float(op.attrs["padding"]), may) if any(may) else None
     if isinstance(op, ops.Cast):

@@ -16,22 +16,29 @@ from __future__ import annotations
 import ast
 
 from ..errors import CompileError, KernelTypeError
+from ..frontend.values import Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType
 from .control import lower_loop
-from .order import tile_counts, tile_index
+from .order import own_index, tile_counts, tile_index
 from .rules import TileRules
 
 
 class TileCursor:
-    """The loop variable of `for t in part.tiles()`: one tile of `part`, at `index`."""
+    """The loop variable of `for t in part.tiles()` (one tile of `part`, at `index`) or of
+    `for c in part.chunks(shape)` (one chunk of `shape` of the block's tile: `index` counts
+    chunks of that shape)."""
 
-    def __init__(self, part: Value, index: tuple[Value, ...]) -> None:
-        self.part, self.index = part, index
+    def __init__(
+        self, part: Value, index: tuple[Value, ...], shape: tuple[int, ...] | None = None
+    ) -> None:
+        self.part, self.index, self.shape = part, index, shape
 
     @property
     def tile(self) -> tuple[int, ...]:
+        if self.shape is not None:
+            return self.shape
         t = self.part.type
         assert isinstance(t, ArrayParamType) and t.tile is not None
         return t.tile
@@ -68,6 +75,59 @@ def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part:
 
     def bind(iv: Value) -> TileCursor:
         return TileCursor(part, tile_index(lw, part, iv, counts, loc))
+
+    lower_loop(lw, node, target, bounds, bind)
+
+
+def lower_chunks(lw: TileRules, node: ast.For, target: str, call: ast.Call, base: object) -> None:
+    """`for c in part.chunks(shape): body`: the chunks of `shape` of this block's tile of
+    `part` (or of a tile `part.tiles()` gave), in row-major order, in a `tile.for`. Chunk k of
+    the tile at index i is at chunk index i * (tile // shape) + unravel(k): inside the tile,
+    so the block still writes only what it owns. For long rows: a block reads its row in
+    chunks, then writes it in chunks, and never holds the whole row in registers."""
+    loc = lw.loc(call)
+    if isinstance(base, TileCursor) and base.shape is None:
+        part, index, tile = base.part, base.index, base.tile
+    elif isinstance(base, Value) and isinstance(base.type, ArrayParamType) and base.type.is_part:
+        part, index, tile = base, own_index(lw, base, loc), base.type.tile or ()
+    else:
+        raise KernelTypeError(
+            f"`{ast.unparse(call.func)}` needs a `tile.Part` (or a tile of `part.tiles()`)",
+            loc,
+            help="split a partitioned output's tile: `for c in out.chunks((BM, 1024)):`",
+        )
+    if len(call.args) != 1 or call.keywords:
+        raise CompileError("`chunks(shape)` takes the chunk shape", loc, code="E0061")
+    shape = lw.static_shape(lw.expr(call.args[0]), lw.loc(call.args[0]))
+    if len(shape) != len(tile) or any(c > t for c, t in zip(shape, tile, strict=False)):
+        raise KernelTypeError(
+            f"chunks of shape {shape} do not split tiles of shape {tile}",
+            lw.loc(call.args[0]),
+            help=f"give one power of two per axis, each at most the tile's: e.g. "
+            f"`{(*tile[:-1], min(tile[-1], 1024))}`",
+        )
+    ratio = [t // c for t, c in zip(tile, shape, strict=True)]
+    n = 1
+    for r in ratio:
+        n *= r
+
+    def bounds() -> tuple[Value, Value, Value]:
+        return lw.index(Weak(0), loc), lw.index(Weak(n), loc), lw.index(Weak(1), loc)
+
+    def bind(iv: Value) -> TileCursor:
+        within: list[Value] = []
+        rest = iv
+        for r in reversed(ratio):
+            if r == 1:
+                within.append(lw.index(Weak(0), loc))
+                continue
+            within.append(_i32(lw.binary("mod", rest, Weak(r), loc)))
+            rest = _i32(lw.binary("floordiv", rest, Weak(r), loc))
+        coords = tuple(
+            _i32(lw.binary("add", lw.binary("mul", i, Weak(r), loc), k, loc))
+            for i, r, k in zip(index, ratio, reversed(within), strict=True)
+        )
+        return TileCursor(part, coords, shape)
 
     lower_loop(lw, node, target, bounds, bind)
 

@@ -203,12 +203,19 @@ class TileRules(Lowerer[Operand]):
         return v if tile_type(v).dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
 
     def store(
-        self, part: Value, x: Operand, loc: Location, index: Sequence[Value] | None = None
+        self,
+        part: Value,
+        x: Operand,
+        loc: Location,
+        index: Sequence[Value] | None = None,
+        chunk: tuple[int, ...] | None = None,
     ) -> None:
         """`part.store(x)` (this block's own tile), or, with `index`, `t.store(x)` for a tile
-        `part.tiles()` gave this block (persistent.py)."""
+        `part.tiles()` gave this block, or a chunk of `chunk`'s shape `part.chunks()` gave
+        (persistent.py)."""
         t = part.type
         assert isinstance(t, ArrayParamType) and t.tile is not None
+        shape = chunk or t.tile
         v = self.tile_value(x, loc, t.dtype)
         vt = tile_type(v)
         if vt.dtype != t.dtype:
@@ -218,19 +225,20 @@ class TileRules(Lowerer[Operand]):
                 label=f"this is {vt.dtype.name}",
                 help=f"convert it: `x.astype(fl.{t.dtype.name})`",
             )
-        if self.broadcast_shapes(vt.shape, t.tile, loc) != t.tile:
+        if self.broadcast_shapes(vt.shape, shape, loc) != shape:
+            what = "chunks" if chunk else "tiles"
             raise KernelTypeError(
-                f"cannot store a tile of shape {vt.shape} into `{part.name}`, whose tiles are {t.tile}",
+                f"cannot store a tile of shape {vt.shape} into `{part.name}`, whose {what} are {shape}",
                 loc,
-                help="the stored tile must have the partition's tile shape (or broadcast to it)",
+                help=f"the stored tile must have the {what}' shape (or broadcast to it)",
             )
-        value = self.broadcast_to(v, t.tile, loc)
+        value = self.broadcast_to(v, shape, loc)
         if index is None and (t.group or t.ndim > 3):  # the block id is not the tile index
             index = own_index(self, part, loc)
         if index is None:
             self.block.append(ops.Store(part, value, loc))
         else:
-            self.block.append(ops.StoreAt(part, value, index, loc))
+            self.block.append(ops.StoreAt(part, value, index, loc, chunk))
 
     def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
         n = tile_type(x).ndim

@@ -1,7 +1,8 @@
 """Tile-track annotations: what users write to say what a kernel parameter is.
 
 `tile.Part[fl.f32]` (this block's tile of a partitioned output), `tile.Tensor[fl.f32]` (a
-read-only array), `tile.Const[int]` (specialised per value). The IR types of tile values are in
+read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and scatters),
+`tile.Const[int]` (specialised per value). The IR types of tile values are in
 `ir/tile_types.py`.
 """
 
@@ -27,6 +28,17 @@ class TensorAnnotation:
 
     def __repr__(self) -> str:
         return f"tile.Tensor[{self.dtype.name}]"
+
+
+@dataclass(frozen=True)
+class AtomicAnnotation:
+    """`tile.Atomic[T]`: an output array that blocks update only through atomics
+    (`tile.atomic_add`, ...) and `tile.scatter`, so any block may touch any element."""
+
+    dtype: DType
+
+    def __repr__(self) -> str:
+        return f"tile.Atomic[{self.dtype.name}]"
 
 
 @dataclass(frozen=True)
@@ -63,4 +75,5 @@ def _const_of(item: Any) -> ConstAnnotation:
 
 Part = _Subscriptable("Part", lambda t: PartAnnotation(_dtype_of(t, "Part")))
 Tensor = _Subscriptable("Tensor", lambda t: TensorAnnotation(_dtype_of(t, "Tensor")))
+Atomic = _Subscriptable("Atomic", lambda t: AtomicAnnotation(_dtype_of(t, "Atomic")))
 Const = _Subscriptable("Const", _const_of)

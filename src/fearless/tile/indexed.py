@@ -1,0 +1,221 @@
+"""Element-wise addressing in Tile kernels: `tile.gather`, `tile.scatter` and the atomics.
+
+cuTile Python's names and meaning: `indices` is one integer tile (or scalar) per axis of the
+array, broadcast together (a 1-D array takes one tile instead of a tuple); the result has
+their common shape. Every access is bounds-checked: coordinates outside the array (negative
+ones included) read `padding`, and writes there are dropped. `mask=` (a bool tile
+broadcastable to that shape) switches elements off the same way.
+
+Safety (DESIGN 2b): a gather only reads, so it takes a `tile.Tensor`. A Part is refused (other
+blocks own its other tiles, and the gather names any element), and so is a `tile.Atomic` (other
+blocks update it while this one reads). Writing at computed coordinates could hit any block's
+elements, so `tile.scatter` and the atomics take only a `tile.Atomic[T]` parameter: an output
+the borrow check keeps apart from every other argument, updated by atomic read-modify-writes
+(the old values come back) and relaxed stores, which never tear. Which dtypes each atomic takes
+follows Tile IR: add on 32- and 64-bit ints and floats (and f16/bf16), max/min/and/or/xor on
+32- and 64-bit ints, xchg and cas on 32- and 64-bit ints and floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import dtypes
+from ..errors import CompileError, KernelTypeError, Location, SafetyError
+from ..frontend.values import PyObj, Weak
+from ..ir import tile_ops as ops
+from ..ir.core import Value
+from ..ir.tile_types import ArrayParamType, tile_type
+from .rules import Operand, TileRules
+
+LocOf = Callable[[str], Location]
+
+_WIDE = ("i32", "u32", "i64", "u64")
+_WIDE_FLOAT = (*_WIDE, "f32", "f64")
+# Which element dtypes each atomic takes (cuTile Python's table, from what Tile IR lowers)
+_ATOMIC_DTYPES = {
+    "add": (*_WIDE_FLOAT, "f16", "bf16"),
+    "max": _WIDE,
+    "min": _WIDE,
+    "and": _WIDE,
+    "or": _WIDE,
+    "xor": _WIDE,
+    "xchg": _WIDE_FLOAT,
+    "cas": _WIDE_FLOAT,
+}
+
+
+def _array(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+    if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
+        return x, x.type
+    raise KernelTypeError(
+        f"{what} must be an array parameter of the kernel",
+        loc,
+        help="pass the parameter itself (`x`), not a tile loaded from it",
+    )
+
+
+def _coordinates(
+    lw: TileRules, at: ArrayParamType, name: str, indices: Any, loc: Location
+) -> tuple[list[Value], tuple[int, ...]]:
+    """One integer tile per axis, broadcast to their common shape, and that shape."""
+    idx = indices if isinstance(indices, tuple) else (indices,)
+    if len(idx) != at.ndim:
+        one = " (or one tile for a 1-D array)" if at.ndim == 1 else ""
+        raise KernelTypeError(
+            f"`{name}` has {at.ndim} dimension(s), so `indices` needs {at.ndim} entries{one}, "
+            f"got {len(idx)}",
+            loc,
+            help="pass a tuple with one integer tile per axis: `(rows[:, None], cols[None, :])`",
+        )
+    values = []
+    for axis, i in enumerate(idx):
+        v = lw.tile_value(i, loc, dtypes.i32)
+        t = tile_type(v)
+        if not t.dtype.is_int or t.dtype.is_bool:
+            raise KernelTypeError(
+                f"coordinates must be integer tiles, but axis {axis}'s are {t.dtype.name}",
+                loc,
+                help="convert them: `idx.astype(fl.i32)`",
+            )
+        values.append(v)
+    shape: tuple[int, ...] = ()
+    for v in values:
+        shape = lw.broadcast_shapes(shape, tile_type(v).shape, loc)
+    return [lw.broadcast_to(v, shape, loc) for v in values], shape
+
+
+def _mask(lw: TileRules, mask: Any, shape: tuple[int, ...], loc: Location) -> Value | None:
+    if isinstance(mask, PyObj) and mask.obj is None:
+        return None
+    if isinstance(mask, Weak) and isinstance(mask.value, bool):
+        return None if mask.value else lw.const(False, dtypes.bool_, loc, shape)
+    v = lw.tile_value(mask, loc)
+    if tile_type(v).dtype != dtypes.bool_:
+        raise KernelTypeError(
+            f"`mask` must be a bool tile, found {tile_type(v)}",
+            loc,
+            help="compare to make one: `mask=cols < n`",
+        )
+    return lw.broadcast_to(v, shape, loc)
+
+
+def _values(lw: TileRules, x: Any, dt: Any, shape: tuple[int, ...], loc: Location) -> Value:
+    """`x` (a tile of the array's dtype, or a number it holds) at the coordinates' shape."""
+    v = lw.tile_value(x, loc, dt)
+    if tile_type(v).dtype != dt:
+        raise KernelTypeError(
+            f"the values are {tile_type(v).dtype.name} but the array holds {dt.name}",
+            loc,
+            help=f"convert them: `x.astype(fl.{dt.name})`",
+        )
+    return lw.broadcast_to(v, shape, loc)
+
+
+def api_gather(
+    lw: TileRules, loc_of: LocOf, t: Any, indices: Any, mask: Any, padding: Any
+) -> Value:
+    arr, at = _array(t, loc_of("t"), "the first argument of `tile.gather`")
+    if at.is_part:
+        raise SafetyError(
+            f"`tile.gather` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
+            loc_of("t"),
+            code="E0601",
+            help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
+        )
+    if at.atomic:
+        raise atomic_read(arr, loc_of("t"))
+    coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
+    m = _mask(lw, mask, shape, loc_of("mask"))
+    if not isinstance(padding, Weak) or isinstance(padding.value, bool):
+        raise CompileError(
+            "the padding of `tile.gather` must be a number written in the kernel",
+            loc_of("padding"),
+            help="e.g. `padding=0` or `padding=-math.inf`",
+        )
+    pad = lw.literal(padding, at.dtype, loc_of("padding"))
+    return lw.emit(ops.Gather(arr, coords, m, pad, loc_of("t")))
+
+
+def atomic_read(arr: Value, loc: Location) -> SafetyError:
+    """The error for a plain read (`tile.load`, `tile.gather`) of a `tile.Atomic`."""
+    return SafetyError(
+        f"`{arr.name}` is a `tile.Atomic`: other blocks update it while this one runs, so it "
+        "cannot be read with a plain load",
+        loc,
+        code="E0610",
+        help="the atomics return the values they replaced (`old = tile.atomic_add(...)`)",
+    )
+
+
+def _atomic_array(t: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+    arr, at = _array(t, loc, f"the first argument of `tile.{what}`")
+    if not at.atomic:
+        kind = "a Part" if at.is_part else "a read-only Tensor"
+        raise SafetyError(
+            f"`tile.{what}` writes at computed coordinates, but `{arr.name}` is {kind}",
+            loc,
+            code="E0611",
+            help=f"declare the parameter `{arr.name}: tile.Atomic[fl.{at.dtype.name}]` (an output "
+            "any block may update, kept apart from every other argument), and launch with "
+            "`kernel.launch(grid, ...)` when it is the only output",
+        )
+    return arr, at
+
+
+def api_scatter(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, mask: Any) -> None:
+    arr, at = _atomic_array(t, loc_of("t"), "scatter")
+    coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
+    m = _mask(lw, mask, shape, loc_of("mask"))
+    v = _values(lw, value, at.dtype, shape, loc_of("value"))
+    lw.emit(ops.Scatter(arr, v, coords, m, loc_of("t")))
+
+
+def _rmw(mode: str) -> Callable[..., Value]:
+    def handler(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, mask: Any) -> Value:
+        arr, at = _atomic_array(t, loc_of("t"), f"atomic_{mode}")
+        _check_dtype(mode, at, loc_of("t"))
+        coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
+        m = _mask(lw, mask, shape, loc_of("mask"))
+        v = _values(lw, value, at.dtype, shape, loc_of("value"))
+        return lw.emit(ops.AtomicRMW(arr, v, coords, m, mode, loc_of("t")))
+
+    handler.__name__ = f"api_atomic_{mode}"
+    return handler
+
+
+def _check_dtype(mode: str, at: ArrayParamType, loc: Location) -> None:
+    allowed = _ATOMIC_DTYPES[mode]
+    if at.dtype.name not in allowed:
+        raise KernelTypeError(
+            f"`tile.atomic_{mode}` does not take {at.dtype.name} arrays",
+            loc,
+            help=f"it takes {', '.join(allowed)}",
+        )
+
+
+def api_atomic_cas(
+    lw: TileRules,
+    loc_of: LocOf,
+    t: Any,
+    indices: Any,
+    expected: Any,
+    desired: Any,
+    mask: Any,
+) -> Value:
+    arr, at = _atomic_array(t, loc_of("t"), "atomic_cas")
+    _check_dtype("cas", at, loc_of("t"))
+    coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
+    m = _mask(lw, mask, shape, loc_of("mask"))
+    e = _values(lw, expected, at.dtype, shape, loc_of("expected"))
+    d = _values(lw, desired, at.dtype, shape, loc_of("desired"))
+    return lw.emit(ops.AtomicCAS(arr, e, d, coords, m, loc_of("t")))
+
+
+HANDLERS: dict[str, Callable[..., Operand]] = {
+    "gather": api_gather,
+    "scatter": api_scatter,
+    "atomic_cas": api_atomic_cas,
+    **{f"atomic_{m}": _rmw(m) for m in ("add", "max", "min", "xchg", "and", "or", "xor")},
+}

@@ -1,0 +1,214 @@
+"""`tile.gather`, `tile.scatter` and the Tile atomics on `tile.Atomic[T]` parameters (issue 11):
+the simulator against NumPy, the safety rules at the user's line, and the bytecode through
+tileiras."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config, tile
+from fearless.runtime.target import current_target
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+
+
+@tile.kernel
+def histogram(x: tile.Tensor[fl.i32], counts: tile.Atomic[fl.i32], N: tile.Const[int]):
+    v = tile.load(x, (tile.block_id(0),), (N,))
+    tile.atomic_add(counts, v, 1)  # values outside counts are dropped
+
+
+@tile.kernel
+def take_rows(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], rows: tile.Tensor[fl.i32]):
+    """out[r, c] = x[rows[r], c]; rows outside x read -1 (an embedding lookup)."""
+    BM, BN = out.shape
+    i, j = out.index
+    r = tile.load(rows, (i,), (BM,))
+    c = tile.arange(BN) + j * BN
+    out.store(tile.gather(x, (r[:, None], c[None, :]), padding=-1.0))
+
+
+@tile.kernel
+def gather_masked(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: fl.i32):
+    (B,) = out.shape
+    k = tile.arange(B) + out.index[0] * B
+    out.store(tile.gather(x, k * 2, mask=k < n, padding=0.0))  # x[2k] for k < n, else 0
+
+
+@tile.kernel
+def permute_into(out: tile.Atomic[fl.f32], x: tile.Tensor[fl.f32], perm: tile.Tensor[fl.i32]):
+    i = tile.block_id(0)
+    p = tile.load(perm, (i,), (16,))
+    tile.scatter(out, p, tile.load(x, (i,), (16,)), mask=p != 3)  # out[perm] = x but slot 3
+
+
+@tile.kernel
+def old_values(
+    old: tile.Part[fl.i32], a: tile.Atomic[fl.i32], upd: tile.Tensor[fl.i32], kind: tile.Const[int]
+):
+    (B,) = old.shape
+    idx = tile.arange(B) % 4  # every slot of `a` four times, in row-major order
+    v = tile.load_like(upd, old)
+    if kind == 0:
+        r = tile.atomic_max(a, idx, v)
+    elif kind == 1:
+        r = tile.atomic_min(a, idx, v)
+    elif kind == 2:
+        r = tile.atomic_xchg(a, idx, v)
+    elif kind == 3:
+        r = tile.atomic_and(a, idx, v)
+    elif kind == 4:
+        r = tile.atomic_or(a, idx, v)
+    elif kind == 5:
+        r = tile.atomic_xor(a, idx, v)
+    else:
+        r = tile.atomic_add(a, idx, v)
+    old.store(r)
+
+
+@tile.kernel
+def take_tickets(tickets: tile.Part[fl.i32], counter: tile.Atomic[fl.i32]):
+    """Each block takes the counter's value with a CAS retry loop unrolled 4 times."""
+    got = tile.full((), -1, fl.i32)
+    for _ in range(4):
+        seen = tile.atomic_add(counter, 0, 0)
+        won = tile.atomic_cas(counter, 0, seen, seen + 1, mask=got < 0)
+        got = tile.where((got < 0) & (won == seen), seen, got)
+    tickets.store(tile.full((1,), 0, fl.i32) + got)
+
+
+@tile.kernel
+def float_sums(total: tile.Atomic[fl.f32], half: tile.Atomic[fl.bf16], x: tile.Tensor[fl.f32]):
+    v = tile.load(x, (tile.block_id(0),), (64,))
+    tile.atomic_add(total, 0, tile.sum(v, axis=0))
+    tile.atomic_add(half, tile.arange(64) % 2, v.astype(fl.bf16))
+
+
+def test_histogram_counts_every_value_and_drops_the_outside_ones() -> None:
+    x = np.random.default_rng(0).integers(-3, 20, 256).astype(np.int32)
+    counts = fl.zeros(16, dtype=fl.i32)
+    histogram.launch(4, fl.asarray(x), counts, 64)
+    want = np.bincount(x[(x >= 0) & (x < 16)], minlength=16)
+    assert np.array_equal(counts.numpy(), want)
+
+
+def test_gather_reads_rows_and_pads_the_outside_ones() -> None:
+    x = np.random.default_rng(1).standard_normal((10, 20)).astype(np.float32)
+    rows = np.array([3, 0, 9, 12, -1, 5, 7, 2], np.int32)
+    part = fl.empty((8, 20)).partition((4, 16))
+    take_rows(part, fl.asarray(x), fl.asarray(rows))
+    want = np.array([x[r] if 0 <= r < 10 else np.full(20, -1, np.float32) for r in rows])
+    assert np.array_equal(part.unpartition().numpy(), want)
+
+
+def test_gather_with_a_mask() -> None:
+    x = np.arange(64, dtype=np.float32)
+    part = fl.empty(32).partition((8,))
+    gather_masked(part, fl.asarray(x), 20)
+    k = np.arange(32)
+    assert np.array_equal(part.unpartition().numpy(), np.where(k < 20, 2.0 * k, 0.0))
+
+
+def test_scatter_writes_a_permutation_but_the_masked_slot() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(64).astype(np.float32)
+    perm = np.concatenate([rng.permutation(64), [70, -5]])[:64].astype(np.int32)
+    out = fl.full(64, np.nan)
+    permute_into.launch(4, out, fl.asarray(x), fl.asarray(perm))
+    want = np.full(64, np.nan, np.float32)
+    keep = perm != 3
+    want[perm[keep]] = x[keep]
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+@pytest.mark.parametrize(
+    ("kind", "fn"),
+    [
+        (0, np.maximum),
+        (1, np.minimum),
+        (2, lambda a, v: v),
+        (3, np.bitwise_and),
+        (4, np.bitwise_or),
+        (5, np.bitwise_xor),
+        (6, lambda a, v: a + v),
+    ],
+)
+def test_atomics_return_the_old_values_in_order(kind: int, fn: object) -> None:
+    upd = np.random.default_rng(kind).integers(-50, 50, 16).astype(np.int32)
+    start = np.array([5, -7, 0, 12], np.int32)
+    a = fl.asarray(start.copy())
+    old = fl.empty(16, dtype=fl.i32).partition((16,))
+    old_values(old, a, fl.asarray(upd), kind)
+    cur = start.copy()
+    want = np.empty(16, np.int32)
+    for n, v in enumerate(upd):  # the simulator's order: row-major
+        want[n] = cur[n % 4]
+        cur[n % 4] = fn(cur[n % 4], v)  # type: ignore[operator]
+    assert np.array_equal(old.unpartition().numpy(), want)
+    assert np.array_equal(a.numpy(), cur)
+
+
+def test_cas_hands_out_distinct_tickets() -> None:
+    tickets = fl.empty(6, dtype=fl.i32).partition((1,))
+    counter = fl.zeros(1, dtype=fl.i32)
+    take_tickets(tickets, counter)
+    assert sorted(tickets.unpartition().numpy().tolist()) == list(range(6))
+    assert counter.numpy()[0] == 6
+
+
+def test_float_atomic_adds_in_f32_and_bf16() -> None:
+    x = np.random.default_rng(3).standard_normal(256).astype(np.float32)
+    total, half = fl.zeros(1), fl.zeros(2, dtype=fl.bf16)
+    float_sums.launch(4, total, half, fl.asarray(x))
+    np.testing.assert_allclose(total.numpy()[0], x.sum(), rtol=1e-5)
+    got = (half.numpy().astype(np.uint32) << 16).view(np.float32)  # bf16 comes back as bits
+    np.testing.assert_allclose(got, [x[0::2].sum(), x[1::2].sum()], rtol=0.05, atol=0.3)
+
+
+def test_an_atomic_output_may_not_overlap_an_input() -> None:
+    buf = fl.zeros(64, dtype=fl.i32)
+    with pytest.raises(fl.BorrowError):
+        histogram.launch(1, buf, buf, 64)
+
+
+def test_a_kernel_with_only_atomic_outputs_names_launch() -> None:
+    with pytest.raises(fl.LaunchContractError, match=r"histogram\.launch\(grid"):
+        histogram(fl.zeros(64, dtype=fl.i32), fl.zeros(16, dtype=fl.i32), 64)
+
+
+def test_the_indexed_kernels_compile_through_tileiras() -> None:
+    i32 = fl.i32
+    cases = [
+        (histogram, (fl.zeros(64, dtype=i32), fl.zeros(16, dtype=i32), 64)),
+        (
+            take_rows,
+            (fl.empty((8, 20)).partition((4, 16)), fl.zeros((10, 20)), fl.zeros(8, dtype=i32)),
+        ),
+        (gather_masked, (fl.empty(32).partition((8,)), fl.zeros(64), 20)),
+        (permute_into, (fl.zeros(64), fl.zeros(64), fl.zeros(64, dtype=i32))),
+        (take_tickets, (fl.empty(6, dtype=i32).partition((1,)), fl.zeros(1, dtype=i32))),
+        (float_sums, (fl.zeros(1), fl.zeros(2, dtype=fl.bf16), fl.zeros(256))),
+    ]
+    cases += [
+        (
+            old_values,
+            (
+                fl.empty(16, dtype=i32).partition((16,)),
+                fl.zeros(4, dtype=i32),
+                fl.zeros(16, dtype=i32),
+                k,
+            ),
+        )
+        for k in range(7)
+    ]
+    for kernel, args in cases:
+        signature, _ = kernel.signature_of(args, current_target())
+        try:
+            assert kernel.compile(signature, "sm_90").cubin
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])
