@@ -21,20 +21,63 @@ def vecadd(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32])
     z.store(tile.load_like(x, z) + tile.load_like(y, z))
 
 
-def make_softmax(dt, tma=False, **hints):
-    """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row).
+def softmax_rows(x, at, tma):
+    """softmax of `x`'s rows at `at` (a Part, or a tile `part.tiles()` gave), in f32.
 
-    The row goes straight to registers unless `tma`, and `hints` are tileiras's kernel hints:
-    on the H200 they matter more than anything else here (bench/tile_bench.py sweeps both;
-    results in bench/results/h200-2026-12-02-tile/)."""
+    The row goes straight to registers unless `tma`. The hardware exp and one division per
+    row: the per-element exact exp and division would cost more than the memory traffic of a
+    bf16 row."""
+    rows = tile.load_like(x, at, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
+    return e * (1.0 / tile.sum(e, axis=1, keepdims=True))
+
+
+def softmax_chunked(x, at, CH, tma):
+    """`softmax_rows` for rows too long for registers: one pass over the row's chunks of CH
+    columns for its max and sum (online: the sum rescaled when the max grows), then one that
+    writes each chunk. The second pass reads the row again, from L2 while it is recent."""
+    BM, _ = at.shape
+    m = tile.full((BM, 1), -math.inf, fl.f32)
+    s = tile.zeros((BM, 1), fl.f32)
+    for c in at.chunks((BM, CH)):
+        v = tile.load_like(x, c, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+        m_new = tile.maximum(m, tile.max(v, axis=1, keepdims=True))
+        s = s * tile.exp(m - m_new, approx=True) + tile.sum(
+            tile.exp(v - m_new, approx=True), axis=1, keepdims=True
+        )
+        m = m_new
+    r = 1.0 / s
+    for c in at.chunks((BM, CH)):
+        v = tile.load_like(x, c, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+        c.store((tile.exp(v - m, approx=True) * r).astype(x.dtype))
+
+
+def make_softmax(dt, tma=False, persistent=False, chunk=0, **hints):
+    """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row); with
+    `persistent`, one wave of blocks walks the row tiles (`out.tiles()`, launched with
+    `kernel.launch(grid, ...)`); with `chunk`, long rows go through registers `chunk` columns
+    at a time (`softmax_chunked`). `hints` are tileiras's kernel hints: on the H200 they matter
+    more than anything else here (bench/tile_bench.py sweeps them; results in
+    bench/results/h200-2026-12-02-tile/)."""
+    if chunk:  # rows in chunks of `chunk` columns (softmax_chunked)
+
+        @tile.kernel(**hints)
+        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+            softmax_chunked(x, out, chunk, tma)
+
+        return softmax
+    if persistent:
+
+        @tile.kernel(**hints)
+        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+            for t in out.tiles():
+                t.store(softmax_rows(x, t, tma).astype(dt))
+
+        return softmax
 
     @tile.kernel(**hints)
     def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
-        rows = tile.load_like(x, out, padding=-math.inf, allow_tma=tma).astype(fl.f32)
-        # The hardware exp and one division per row: the per-element exact exp and division
-        # would cost more than the memory traffic of a bf16 row.
-        e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
-        out.store((e * (1.0 / tile.sum(e, axis=1, keepdims=True))).astype(dt))
+        out.store(softmax_rows(x, out, tma).astype(dt))
 
     return softmax
 
@@ -69,25 +112,63 @@ matmul_f16 = make_matmul(fl.f16)
 matmul_bf16 = make_matmul(fl.bf16)
 
 
-def make_rms_norm(dt=fl.f32, tma=False, **hints):
-    """x * rsqrt(mean(x^2) + eps) * w per row, in f32 whatever `dt` (x, w and out are `dt`);
-    rows (and w) loaded as `make_softmax` says."""
+def rms_norm_rows(x, at, w, eps, tma):
+    """x * rsqrt(mean(x^2) + eps) * w for `x`'s rows at `at`, in f32 (loads as softmax_rows)."""
+    _, BN = at.shape
+    n = x.shape[1].astype(fl.f32)
+    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    ms = tile.sum(v * v, axis=1, keepdims=True) / n
+    return v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+
+
+def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
+    """RMS norm per row, in f32 whatever `dt` (x, w and out are `dt`); the forms and hints of
+    `make_softmax`."""
+    if persistent:
+
+        @tile.kernel(**hints)
+        def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
+            for t in out.tiles():
+                t.store(rms_norm_rows(x, t, w, eps, tma).astype(dt))
+
+        return rms_norm
 
     @tile.kernel(**hints)
     def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
-        _, BN = out.shape
-        n = x.shape[1].astype(fl.f32)
-        v = tile.load_like(x, out, allow_tma=tma).astype(fl.f32)
-        ms = tile.sum(v * v, axis=1, keepdims=True) / n
-        y = v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
-        out.store(y.astype(dt))
+        out.store(rms_norm_rows(x, out, w, eps, tma).astype(dt))
 
     return rms_norm
 
 
-def make_layer_norm(dt=fl.f32, tma=False, **hints):
-    """(x - mean) * rsqrt(var + eps) * w + b per row, in f32 whatever `dt`; loads as
-    `make_softmax` says."""
+def layer_norm_rows(x, at, w, b, eps, tma):
+    """(x - mean) * rsqrt(var + eps) * w + b for `x`'s rows at `at`, in f32."""
+    _, BN = at.shape
+    n = x.shape[1]
+    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
+    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
+    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
+    wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+    bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+    return d * tile.rsqrt(var + eps) * wt + bt
+
+
+def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
+    """Layer norm per row, in f32 whatever `dt`; the forms and hints of `make_softmax`."""
+    if persistent:
+
+        @tile.kernel(**hints)
+        def layer_norm(
+            out: tile.Part[dt],
+            x: tile.Tensor[dt],
+            w: tile.Tensor[dt],
+            b: tile.Tensor[dt],
+            eps: fl.f32,
+        ):
+            for t in out.tiles():
+                t.store(layer_norm_rows(x, t, w, b, eps, tma).astype(dt))
+
+        return layer_norm
 
     @tile.kernel(**hints)
     def layer_norm(
@@ -97,15 +178,7 @@ def make_layer_norm(dt=fl.f32, tma=False, **hints):
         b: tile.Tensor[dt],
         eps: fl.f32,
     ):
-        _, BN = out.shape
-        n = x.shape[1]
-        v = tile.load_like(x, out, allow_tma=tma).astype(fl.f32)
-        mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
-        d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
-        var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-        wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
-        bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
-        out.store((d * tile.rsqrt(var + eps) * wt + bt).astype(dt))
+        out.store(layer_norm_rows(x, out, w, b, eps, tma).astype(dt))
 
     return layer_norm
 
@@ -145,13 +218,32 @@ def sum_tiles(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], TILE: tile.Const[i
 # rows per block, occupancy and worker warps for the row kernels; tile shape, K step,
 # occupancy and clusters for the GEMM. `fearless bench --cases shapes` runs them over TileGym's
 # benchmark grids.
+def _row(rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0):
+    return dict(rows=rows, occupancy=occupancy, num_worker_warps=num_worker_warps,
+                persistent=persistent, tma=tma, chunk=chunk)  # fmt: skip
+
+
 ROW_CONFIGS = [
-    {"rows": 1, "occupancy": 8, "num_worker_warps": None},
-    {"rows": 1, "occupancy": 4, "num_worker_warps": 8},
-    {"rows": 1, "occupancy": 2, "num_worker_warps": 8},
-    {"rows": 1, "occupancy": 1, "num_worker_warps": 16},
-    {"rows": 2, "occupancy": 4, "num_worker_warps": None},
-    {"rows": 4, "occupancy": 4, "num_worker_warps": 8},
+    _row(1, 8, None),
+    _row(1, 4, 8),
+    _row(1, 2, 8),
+    _row(1, 1, 16),
+    _row(2, 4, None),
+    _row(4, 4, 8),
+    # structural variants: one wave of blocks walking the rows (TileGym's static persistent
+    # schedule: grid = SMs x occupancy), and TMA loads
+    _row(1, 4, None, persistent=True),
+    _row(1, 4, 8, persistent=True),
+    _row(2, 4, None, persistent=True),
+    _row(1, 2, 8, tma=True),
+    _row(1, 4, None, persistent=True, tma=True),
+]
+# Long softmax rows in chunks (softmax_chunked): a row of 16384 bf16 does not fit registers.
+SOFTMAX_CONFIGS = [
+    *ROW_CONFIGS,
+    _row(1, 4, None, chunk=4096),
+    _row(1, 2, 8, chunk=4096),
+    _row(1, 4, None, chunk=2048),
 ]
 GEMM_CONFIGS = [
     {"shape": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": False},
@@ -168,18 +260,22 @@ GEMM_CONFIGS = [
 _ROW_KERNELS: dict = {}
 
 
-def _row_kernel(make, dt):
-    """One kernel per (factory, dtype), shared by every configuration (hints make variants)."""
-    kernel = _ROW_KERNELS.get((make, dt))
+def _row_kernel(make, dt, tma, persistent, chunk):
+    """One kernel per (factory, dtype, form), shared by every configuration (hints make
+    variants)."""
+    key = (make, dt, tma, persistent, chunk)
+    kernel = _ROW_KERNELS.get(key)
     if kernel is None:
-        kernel = _ROW_KERNELS[(make, dt)] = make(dt)
+        kernel = _ROW_KERNELS[key] = make(dt, tma=tma, persistent=persistent, chunk=chunk)
     return kernel
 
 
 ROW_FACTORIES = {"softmax": None, "rms_norm": None, "layer_norm": None}  # set below
 
 
-def prepare_rows(op, out, x, *rest, rows, occupancy, num_worker_warps):
+def prepare_rows(
+    op, out, x, *rest, rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0
+):
     """The launch of row kernel `op` with one configuration, prepared: (launch, partition).
     `launch()` runs it again on the same arguments; `partition.unpartition()` ends it. The
     `*_tuned` functions call it once per call; the benchmark times `launch` itself."""
@@ -187,12 +283,16 @@ def prepare_rows(op, out, x, *rest, rows, occupancy, num_worker_warps):
     n = next_pow2(x.shape[1])
     if rows > 1 and rows * n > 8192:
         raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
-    kernel = _row_kernel(ROW_FACTORIES[op], x.dtype).options(
+    chunk = min(chunk, n)
+    kernel = _row_kernel(ROW_FACTORIES[op], x.dtype, tma, persistent, chunk).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     part = out.partition((rows, n))
     args = (part, x, *[fl.asarray(r) if hasattr(r, "shape") else r for r in rest])
-    return (lambda: kernel(*args)), part
+    if not persistent:
+        return (lambda: kernel(*args)), part
+    grid = max(1, min(math.ceil(x.shape[0] / rows), _sm_count() * (occupancy or 1)))
+    return (lambda: kernel.launch(grid, *args)), part
 
 
 def _row_launch(op, out, x, *rest, **config):
@@ -201,23 +301,20 @@ def _row_launch(op, out, x, *rest, **config):
     part.unpartition()  # `out` is the caller's again
 
 
-@fl.autotune(configs=ROW_CONFIGS, key=["x"])
-def softmax_tuned(x, out, *, rows, occupancy, num_worker_warps):
+@fl.autotune(configs=SOFTMAX_CONFIGS, key=["x"])
+def softmax_tuned(x, out, **config):
     """out = softmax(x, axis=1) for a 2-D x of any dtype the kernel takes (f32, f16, bf16)."""
-    _row_launch("softmax", out, x, rows=rows, occupancy=occupancy,
-                num_worker_warps=num_worker_warps)  # fmt: skip
+    _row_launch("softmax", out, x, **config)
 
 
 @fl.autotune(configs=ROW_CONFIGS, key=["x"])
-def rms_norm_tuned(x, w, eps, out, *, rows, occupancy, num_worker_warps):
-    _row_launch("rms_norm", out, x, w, eps, rows=rows, occupancy=occupancy,
-                num_worker_warps=num_worker_warps)  # fmt: skip
+def rms_norm_tuned(x, w, eps, out, **config):
+    _row_launch("rms_norm", out, x, w, eps, **config)
 
 
 @fl.autotune(configs=ROW_CONFIGS, key=["x"])
-def layer_norm_tuned(x, w, b, eps, out, *, rows, occupancy, num_worker_warps):
-    _row_launch("layer_norm", out, x, w, b, eps, rows=rows, occupancy=occupancy,
-                num_worker_warps=num_worker_warps)  # fmt: skip
+def layer_norm_tuned(x, w, b, eps, out, **config):
+    _row_launch("layer_norm", out, x, w, b, eps, **config)
 
 
 ROW_FACTORIES.update(softmax=make_softmax, rms_norm=make_rms_norm, layer_norm=make_layer_norm)
