@@ -16,9 +16,8 @@ and the grid as the sample's wrapper does:
 
 What a fearless kernel does differently everywhere: a block writes only its own tile of each
 output (`tile.Part`, from `out.partition(tile_shape)`), so where a cuTile kernel stores at
-`ct.bid(...)`, the fearless kernel stores `out`'s tile and the grid is the partition's. And a
-block stores its tile of a Part whole: LayerNorm's forward writes each row of Y in one store
-where the sample writes it in TILE_N chunks (`make_layer_norm_fwd`).
+`ct.bid(...)`, the fearless kernel stores `out`'s tile and the grid is the partition's; a
+block writes its tile in pieces with `out.chunks(shape)` (LayerNorm's forward).
 
 A write at computed coordinates (VectorAddition's `ct.scatter`) may land in any block's
 elements, so fearless takes it only into a `tile.Atomic[T]` parameter, launched on the grid
@@ -312,10 +311,8 @@ def make_layer_norm_fwd(dt):
     chunks of TILE_N (stored to Mean[m]), the variance in chunks (1 / sqrt(var + eps) stored
     to Rstd[m]), then Y[m] = (X[m] - mean) * rstd * W + B, all in f32 (Y in `dt`).
 
-    The difference: the sample writes Y[m] chunk by chunk in its third loop; a fearless block
-    stores its own tile of a Part in one store, so Y is partitioned into whole rows (1, NP),
-    NP = N's next power of two, and the third pass is one (1, NP) tile. The two reductions
-    loop over TILE_N chunks as the sample's do."""
+    Y is partitioned into whole rows (1, NP), NP = N's next power of two, so the block owns its
+    row, and writes it chunk by chunk as the sample does (`Y.chunks((1, TILE_N))`)."""
 
     @tile.kernel
     def layer_norm_fwd(
@@ -349,10 +346,13 @@ def make_layer_norm_fwd(dt):
         rstd = 1.0 / tile.sqrt(var + eps)
         Rstd.store(rstd)
 
-        tx = tile.load(X, (bid_m, 0), (1, NP), padding=0).astype(fl.f32)
-        tw = tile.load(W, (0,), (NP,), padding=0).astype(fl.f32)
-        tb = tile.load(B, (0,), (NP,), padding=0).astype(fl.f32)
-        Y.store(((tx - mean) * rstd * tw + tb).astype(dt))
+        CH = min(TILE_N, NP)
+        for c in Y.chunks((1, CH)):  # the row of Y in chunks, as the sample's third loop
+            j = c.index[1]
+            tx = tile.load_like(X, c, padding=0).astype(fl.f32)
+            tw = tile.load(W, (j,), (CH,), padding=0).astype(fl.f32)
+            tb = tile.load(B, (j,), (CH,), padding=0).astype(fl.f32)
+            c.store(((tx - mean) * rstd * tw + tb).astype(dt))
 
     return layer_norm_fwd
 
