@@ -212,3 +212,42 @@ def test_the_indexed_kernels_compile_through_tileiras() -> None:
             assert kernel.compile(signature, "sm_90").cubin
         except fl.ToolchainError as exc:  # no tileiras on this machine
             pytest.skip(str(exc).splitlines()[0])
+
+
+# ------------------------------------------------------------------ with tile.unsafe()
+
+
+@tile.kernel
+def reverse(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """out = x[::-1], each block writing the mirror of its own tile: another block's."""
+    (B,) = out.shape
+    i = tile.arange(B) + out.index[0] * B
+    v = tile.gather(x, i)
+    with tile.unsafe():
+        tile.scatter(out, x.shape[0] - 1 - i, v)
+
+
+def test_an_unsafe_region_scatters_into_a_part_and_is_reported() -> None:
+    x = np.arange(100, dtype=np.float32)
+    part = fl.empty(100).partition((16,))
+    reverse(part, fl.asarray(x))
+    assert np.array_equal(part.unpartition().numpy(), x[::-1])
+    text = reverse.inspect(fl.empty(100).partition((16,)), fl.asarray(x))
+    assert text.startswith("// unsafe: `with tile.unsafe():` at line")
+    assert "not proven race-free" in text.splitlines()[0]
+    args = (fl.empty(100).partition((16,)), fl.zeros(100))
+    signature, _ = reverse.signature_of(args, current_target())
+    try:
+        assert reverse.compile(signature, "sm_90").cubin
+    except fl.ToolchainError as exc:
+        pytest.skip(str(exc).splitlines()[0])
+
+
+def test_outside_the_region_a_part_scatter_names_the_region() -> None:
+    @tile.kernel
+    def k(out: tile.Part[fl.f32]):
+        tile.scatter(out, tile.arange(16), 1.0)
+
+    with pytest.raises(fl.SafetyError, match="E0611") as info:
+        k(fl.zeros(16).partition((16,)))
+    assert "with tile.unsafe():" in str(info.value)

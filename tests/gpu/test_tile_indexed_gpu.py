@@ -93,3 +93,12 @@ def test_cas_tickets_and_float_adds() -> None:
     total, half = fl.zeros(1), fl.zeros(2, dtype=fl.bf16)
     float_sums.launch(x.size // 64, total, half, fl.asarray(x))
     np.testing.assert_allclose(total.numpy()[0], x.sum(dtype=np.float64), rtol=1e-3, atol=1e-2)
+
+
+def test_an_unsafe_reverse_on_the_gpu() -> None:
+    from test_tile_indexed import reverse
+
+    x = np.random.default_rng(4).standard_normal(100_000).astype(np.float32)
+    part = fl.empty(x.size).partition((1024,))
+    reverse(part, fl.asarray(x))
+    assert np.array_equal(part.unpartition().numpy(), x[::-1])

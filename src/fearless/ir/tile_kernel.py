@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, Location
 from .core import Function
 
 ParamKind = Literal["part", "tensor", "atomic", "const", "scalar"]
@@ -143,6 +143,8 @@ class TileIR:
     signature: Signature
     source_text: str
     hints: TileHints = field(default_factory=TileHints)
+    # the kernel's `with tile.unsafe():` statements (inspect reports the kernel unsafe)
+    unsafe_regions: tuple[Location, ...] = ()
 
     @property
     def name(self) -> str:

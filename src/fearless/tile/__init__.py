@@ -73,6 +73,7 @@ from .api import (
     zeros,
 )
 from .kernel import Kernel, kernel
+from .regions import unsafe
 from .types import Atomic, Const, Part, Tensor
 
 abs = abs_
@@ -140,6 +141,7 @@ __all__ = [
     "sum",
     "tanh",
     "transpose",
+    "unsafe",
     "where",
     "zeros",
 ]  # fmt: skip

@@ -49,7 +49,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     lowerer.lower_body(tree.body)
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
     run_pipeline(fn)
-    ir = TileIR(fn, signature, src.text, hints or TileHints())
+    ir = TileIR(fn, signature, src.text, hints or TileHints(), tuple(lowerer.unsafe_regions))
     warn_padded_reductions(ir)
     dump("ir", lambda: {f"{fn.name}.tile.ir": print_function(fn)})
     return ir
@@ -110,7 +110,12 @@ def render_tileir(ir: TileIR, arch: str = "sm_90") -> str:
 
 def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
     if stage == "ir":
-        return render_ir(ir)
+        header = "".join(
+            f"// unsafe: `with tile.unsafe():` at line {r.line} writes a Part at any coordinates "
+            "(bounds still checked); this kernel is not proven race-free\n"
+            for r in ir.unsafe_regions
+        )
+        return header + render_ir(ir)
     if stage == "tileir":
         return render_tileir(ir, arch)
     raise CompileError(

@@ -32,6 +32,7 @@ from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .order import own_index
 from .persistent import TileCursor, lower_chunks, lower_tiles
+from .regions import lower_with
 from .rules import Operand, TileRules
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
@@ -49,6 +50,9 @@ class TileLowerer(TileRules):
     """Lowers one kernel body into `fn` (whose entry block already has the parameters)."""
 
     # ------------------------------------------------------------------------ statements
+
+    def stmt_With(self, node: ast.With) -> None:
+        lower_with(self, node)
 
     def lower_return(self, node: ast.Return) -> None:
         if self.branch_depth:

@@ -149,8 +149,12 @@ def atomic_read(arr: Value, loc: Location) -> SafetyError:
     )
 
 
-def _atomic_array(t: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+def _atomic_array(
+    lw: TileRules, t: Any, loc: Location, what: str
+) -> tuple[Value, ArrayParamType]:
     arr, at = _array(t, loc, f"the first argument of `tile.{what}`")
+    if at.is_part and lw.unsafe_depth:  # `with tile.unsafe():` (regions.py)
+        return arr, at
     if not at.atomic:
         kind = "a Part" if at.is_part else "a read-only Tensor"
         raise SafetyError(
@@ -159,13 +163,14 @@ def _atomic_array(t: Any, loc: Location, what: str) -> tuple[Value, ArrayParamTy
             code="E0611",
             help=f"declare the parameter `{arr.name}: tile.Atomic[fl.{at.dtype.name}]` (an output "
             "any block may update, kept apart from every other argument), and launch with "
-            "`kernel.launch(grid, ...)` when it is the only output",
+            "`kernel.launch(grid, ...)` when it is the only output"
+            + (", or write the Part inside `with tile.unsafe():`" if at.is_part else ""),
         )
     return arr, at
 
 
 def api_scatter(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, mask: Any) -> None:
-    arr, at = _atomic_array(t, loc_of("t"), "scatter")
+    arr, at = _atomic_array(lw, t, loc_of("t"), "scatter")
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
     v = _values(lw, value, at.dtype, shape, loc_of("value"))
@@ -174,7 +179,7 @@ def api_scatter(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, 
 
 def _rmw(mode: str) -> Callable[..., Value]:
     def handler(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, mask: Any) -> Value:
-        arr, at = _atomic_array(t, loc_of("t"), f"atomic_{mode}")
+        arr, at = _atomic_array(lw, t, loc_of("t"), f"atomic_{mode}")
         _check_dtype(mode, at, loc_of("t"))
         coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
         m = _mask(lw, mask, shape, loc_of("mask"))
@@ -204,7 +209,7 @@ def api_atomic_cas(
     desired: Any,
     mask: Any,
 ) -> Value:
-    arr, at = _atomic_array(t, loc_of("t"), "atomic_cas")
+    arr, at = _atomic_array(lw, t, loc_of("t"), "atomic_cas")
     _check_dtype("cas", at, loc_of("t"))
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))

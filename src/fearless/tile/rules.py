@@ -60,6 +60,9 @@ class TileRules(Lowerer[Operand]):
         self.block: Block = fn.entry
         self._loop_types: LoopTypes[TileType] = LoopTypes()
         self.branch_depth = 0  # how many `if`s on run-time values enclose this statement
+        # `with tile.unsafe():` statements (regions.py): the spans seen, and how many enclose here
+        self.unsafe_regions: list[Location] = []
+        self.unsafe_depth = 0
 
     @property
     def loop_types(self) -> LoopTypes[TileType]:
