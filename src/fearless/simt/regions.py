@@ -12,11 +12,9 @@ cannot be stored (E0602); AtomicSlices are still only touched through `simt.atom
 from __future__ import annotations
 
 import ast
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from ..errors import CompileError, FearlessError, Location
-from ..frontend.core import unsupported
-from ..frontend.values import PyObj
+from ..frontend.regions import unsafe_region
 from .ssa import SsaLowerer
 
 
@@ -27,56 +25,10 @@ def unsafe() -> NoReturn:
 
 def lower_with(lw: SsaLowerer, node: ast.With) -> None:
     """`with simt.unsafe(): body`, the only `with` a SIMT kernel has."""
-    if len(node.items) != 1 or not _is_unsafe_call(lw, node.items[0].context_expr):
-        raise unsupported(
-            "the `With` statement",
-            lw.loc(node),
-            help="the only `with` in a kernel is `with simt.unsafe():`",
-        )
-    item = node.items[0]
-    call = item.context_expr
-    assert isinstance(call, ast.Call)
-    if call.args or call.keywords:
-        raise _misuse("simt.unsafe() takes no arguments", lw.loc(call), "no arguments here")
-    if item.optional_vars is not None:
-        raise _misuse(
-            "`with simt.unsafe()` binds no value",
-            lw.loc(item.optional_vars),
-            "nothing to bind",
-            "write `with simt.unsafe():` without `as ...`",
-        )
     ctx = lw.ctx
-    ctx.unsafe_regions.append(lw.loc(node))
+    ctx.unsafe_regions.append(unsafe_region(lw, node, unsafe, "simt"))
     ctx.unsafe_depth += 1
     try:
         lw.lower_body(node.body)
     finally:
         ctx.unsafe_depth -= 1
-
-
-def _names_unsafe(lw: SsaLowerer, expr: ast.expr) -> bool:
-    """Whether `expr` (a name or attribute chain) is `simt.unsafe`."""
-    if not isinstance(expr, ast.Attribute | ast.Name):
-        return False
-    try:
-        target: Any = lw.expr(expr)
-    except FearlessError:
-        return False
-    return isinstance(target, PyObj) and target.obj is unsafe
-
-
-def _is_unsafe_call(lw: SsaLowerer, expr: ast.expr) -> bool:
-    if not isinstance(expr, ast.Call):
-        if _names_unsafe(lw, expr):
-            raise _misuse(
-                "`simt.unsafe` must be called: `with simt.unsafe():`", lw.loc(expr), "not called"
-            )
-        return False
-    return _names_unsafe(lw, expr.func)
-
-
-def _misuse(
-    message: str, loc: Location, label: str, help: str = "write `with simt.unsafe():`"
-) -> CompileError:
-    """E0620: `simt.unsafe` written other than as `with simt.unsafe():`."""
-    return CompileError(message, loc, code="E0620", label=label, help=help)

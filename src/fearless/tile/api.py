@@ -107,39 +107,23 @@ def scatter(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
     blocks) write one place, one of the values lands whole."""
 
 
-@_kernel_only
-def atomic_add(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomically add `value` at `indices` of `t` (a `tile.Atomic`); returns the old values."""
+def _atomic(mode: str, doc: str) -> Callable[..., Any]:
+    """The stub of `tile.atomic_<mode>(t, indices, value, mask=None)` (tile/indexed.py)."""
+
+    def stub(t: Any, indices: Any, value: Any, mask: Any = None) -> Any: ...
+
+    stub.__name__ = stub.__qualname__ = f"atomic_{mode}"
+    stub.__doc__ = f"{doc} at `indices` of `t` (a `tile.Atomic`); returns the old values."
+    return _kernel_only(stub)
 
 
-@_kernel_only
-def atomic_max(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic max (integer `t`) at `indices`; returns the old values."""
-
-
-@_kernel_only
-def atomic_min(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic min (integer `t`) at `indices`; returns the old values."""
-
-
-@_kernel_only
-def atomic_xchg(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomically store `value` at `indices`; returns the old values."""
-
-
-@_kernel_only
-def atomic_and(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic bitwise and (integer `t`) at `indices`; returns the old values."""
-
-
-@_kernel_only
-def atomic_or(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic bitwise or (integer `t`) at `indices`; returns the old values."""
-
-
-@_kernel_only
-def atomic_xor(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic bitwise xor (integer `t`) at `indices`; returns the old values."""
+atomic_add = _atomic("add", "Atomically add `value`")
+atomic_max = _atomic("max", "Atomic max (integer `t`)")
+atomic_min = _atomic("min", "Atomic min (integer `t`)")
+atomic_xchg = _atomic("xchg", "Atomically store `value`")
+atomic_and = _atomic("and", "Atomic bitwise and (integer `t`)")
+atomic_or = _atomic("or", "Atomic bitwise or (integer `t`)")
+atomic_xor = _atomic("xor", "Atomic bitwise xor (integer `t`)")
 
 
 @_kernel_only

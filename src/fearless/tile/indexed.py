@@ -27,6 +27,7 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
+from .lower_api import array_param, readable
 from .rules import Operand, TileRules
 
 LocOf = Callable[[str], Location]
@@ -44,16 +45,6 @@ _ATOMIC_DTYPES = {
     "xchg": _WIDE_FLOAT,
     "cas": _WIDE_FLOAT,
 }
-
-
-def _array(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
-    if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
-        return x, x.type
-    raise KernelTypeError(
-        f"{what} must be an array parameter of the kernel",
-        loc,
-        help="pass the parameter itself (`x`), not a tile loaded from it",
-    )
 
 
 def _coordinates(
@@ -116,16 +107,7 @@ def _values(lw: TileRules, x: Any, dt: Any, shape: tuple[int, ...], loc: Locatio
 def api_gather(
     lw: TileRules, loc_of: LocOf, t: Any, indices: Any, mask: Any, padding: Any
 ) -> Value:
-    arr, at = _array(t, loc_of("t"), "the first argument of `tile.gather`")
-    if at.is_part:
-        raise SafetyError(
-            f"`tile.gather` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
-            loc_of("t"),
-            code="E0601",
-            help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
-        )
-    if at.atomic:
-        raise atomic_read(arr, loc_of("t"))
+    arr, at = readable(t, loc_of("t"), "gather")
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
     if not isinstance(padding, Weak) or isinstance(padding.value, bool):
@@ -138,21 +120,8 @@ def api_gather(
     return lw.emit(ops.Gather(arr, coords, m, pad, loc_of("t")))
 
 
-def atomic_read(arr: Value, loc: Location) -> SafetyError:
-    """The error for a plain read (`tile.load`, `tile.gather`) of a `tile.Atomic`."""
-    return SafetyError(
-        f"`{arr.name}` is a `tile.Atomic`: other blocks update it while this one runs, so it "
-        "cannot be read with a plain load",
-        loc,
-        code="E0610",
-        help="the atomics return the values they replaced (`old = tile.atomic_add(...)`)",
-    )
-
-
-def _atomic_array(
-    lw: TileRules, t: Any, loc: Location, what: str
-) -> tuple[Value, ArrayParamType]:
-    arr, at = _array(t, loc, f"the first argument of `tile.{what}`")
+def _atomic_array(lw: TileRules, t: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+    arr, at = array_param(t, loc, f"the first argument of `tile.{what}`")
     if at.is_part and lw.unsafe_depth:  # `with tile.unsafe():` (regions.py)
         return arr, at
     if not at.atomic:

@@ -18,7 +18,6 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
-from .indexed import atomic_read
 from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
@@ -27,14 +26,37 @@ from .rules import Operand, TileRules
 LocOf = Callable[[str], Location]
 
 
-def _array(lw: TileRules, x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+def array_param(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType]:
+    """`x` as an array parameter of the kernel, or the error that it is not one."""
     if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
         return x, x.type
     raise KernelTypeError(
-        f"{what} must be a `tile.Tensor` or `tile.Part` parameter",
+        f"{what} must be an array parameter of the kernel",
         loc,
         help="pass the kernel parameter itself (`x`), not a tile loaded from it",
     )
+
+
+def readable(x: Any, loc: Location, fn: str, part_ok: bool = False) -> tuple[Value, ArrayParamType]:
+    """The array `tile.<fn>` reads: never a `tile.Atomic` (E0610), nor a Part unless
+    `part_ok` (its other tiles are other blocks', E0601)."""
+    arr, at = array_param(x, loc, f"the first argument of `tile.{fn}`")
+    if at.atomic:
+        raise SafetyError(
+            f"`{arr.name}` is a `tile.Atomic`: other blocks update it while this one runs, so it "
+            "cannot be read with a plain load",
+            loc,
+            code="E0610",
+            help="the atomics return the values they replaced (`old = tile.atomic_add(...)`)",
+        )
+    if at.is_part and not part_ok:
+        raise SafetyError(
+            f"`tile.{fn}` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
+            loc,
+            code="E0601",
+            help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
+        )
+    return arr, at
 
 
 def _padding(lw: TileRules, p: Any, loc: Location) -> float:
@@ -87,16 +109,7 @@ def api_load(
     allow_tma: Any,
     order: Any,
 ) -> Value:
-    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load`")
-    if at.atomic:
-        raise atomic_read(arr, loc_of("t"))
-    if at.is_part:
-        raise SafetyError(
-            f"`tile.load` cannot read `{arr.name}`, a Part: other blocks own its other tiles",
-            loc_of("t"),
-            code="E0601",
-            help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
-        )
+    arr, at = readable(t, loc_of("t"), "load")
     idx = index if isinstance(index, tuple) else (index,)
     shp = lw.static_shape(shape, loc_of("shape"))
     nd = at.ndim
@@ -147,13 +160,11 @@ def api_load_like(
     latency: Any,
     allow_tma: Any,
 ) -> Value:
-    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.load_like`")
-    if at.atomic:
-        raise atomic_read(arr, loc_of("t"))
+    arr, at = readable(t, loc_of("t"), "load_like", part_ok=True)
     cursor = part if isinstance(part, TileCursor) else None  # `tile.load_like(x, t)`
     if cursor is not None:
         part = cursor.part
-    p, pt = _array(lw, part, loc_of("part"), "the second argument of `tile.load_like`")
+    p, pt = array_param(part, loc_of("part"), "the second argument of `tile.load_like`")
     if not pt.is_part:
         raise KernelTypeError(f"`{p.name}` is not a `tile.Part`", loc_of("part"))
     if at.is_part and arr is not p:
@@ -198,7 +209,7 @@ def api_cdiv(lw: TileRules, loc_of: LocOf, a: Any, b: Any) -> Operand:
 
 
 def api_num_tiles(lw: TileRules, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
-    arr, at = _array(lw, t, loc_of("t"), "the first argument of `tile.num_tiles`")
+    arr, at = array_param(t, loc_of("t"), "the first argument of `tile.num_tiles`")
     ax = _axis(lw, axis, at.ndim, loc_of("axis"))
     shp = lw.static_shape(shape, loc_of("shape"))
     extent = lw.emit(ops.ArrayDim(arr, ax, loc_of("t")))

@@ -14,9 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any, NoReturn
 
-from ..errors import CompileError, FearlessError, Location
-from ..frontend.core import unsupported
-from ..frontend.values import PyObj
+from ..frontend.regions import unsafe_region
 
 
 def unsafe() -> NoReturn:
@@ -27,54 +25,9 @@ def unsafe() -> NoReturn:
 
 def lower_with(lw: Any, node: ast.With) -> None:
     """`with tile.unsafe(): body`, the only `with` a Tile kernel has."""
-    if len(node.items) != 1 or not _is_unsafe_call(lw, node.items[0].context_expr):
-        raise unsupported(
-            "the `With` statement",
-            lw.loc(node),
-            help="the only `with` in a Tile kernel is `with tile.unsafe():`",
-        )
-    item = node.items[0]
-    call = item.context_expr
-    assert isinstance(call, ast.Call)
-    if call.args or call.keywords:
-        raise _misuse("tile.unsafe() takes no arguments", lw.loc(call), "no arguments here")
-    if item.optional_vars is not None:
-        raise _misuse(
-            "`with tile.unsafe()` binds no value",
-            lw.loc(item.optional_vars),
-            "nothing to bind",
-            "write `with tile.unsafe():` without `as ...`",
-        )
-    lw.unsafe_regions.append(lw.loc(node))
+    lw.unsafe_regions.append(unsafe_region(lw, node, unsafe, "tile"))
     lw.unsafe_depth += 1
     try:
         lw.lower_body(node.body)
     finally:
         lw.unsafe_depth -= 1
-
-
-def _is_unsafe_call(lw: Any, expr: ast.expr) -> bool:
-    if not isinstance(expr, ast.Call):
-        if _names_unsafe(lw, expr):
-            raise _misuse(
-                "`tile.unsafe` must be called: `with tile.unsafe():`", lw.loc(expr), "not called"
-            )
-        return False
-    return _names_unsafe(lw, expr.func)
-
-
-def _names_unsafe(lw: Any, expr: ast.expr) -> bool:
-    if not isinstance(expr, ast.Attribute | ast.Name):
-        return False
-    try:
-        target: Any = lw.expr(expr)
-    except FearlessError:
-        return False
-    return isinstance(target, PyObj) and target.obj is unsafe
-
-
-def _misuse(
-    message: str, loc: Location, label: str, help: str = "write `with tile.unsafe():`"
-) -> CompileError:
-    """E0620: `tile.unsafe` written other than as `with tile.unsafe():`."""
-    return CompileError(message, loc, code="E0620", label=label, help=help)
