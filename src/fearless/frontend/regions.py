@@ -41,6 +41,20 @@ def unsafe_region(lw: Any, node: ast.With, marker: Callable[..., Any], track: st
     return lw.loc(node)  # type: ignore[no-any-return]
 
 
+def lower_unsafe(
+    lw: Any, node: ast.With, marker: Callable[..., Any], track: str, state: Any
+) -> None:
+    """Lower `with <track>.unsafe(): body`: `state` (the track's lowering context) keeps the
+    regions' spans (`unsafe_regions`) and how many enclose the statements lowered now
+    (`unsafe_depth`), which the track's rules consult."""
+    state.unsafe_regions.append(unsafe_region(lw, node, marker, track))
+    state.unsafe_depth += 1
+    try:
+        lw.lower_body(node.body)
+    finally:
+        state.unsafe_depth -= 1
+
+
 def _is_call_of(lw: Any, expr: ast.expr, marker: Callable[..., Any], track: str) -> bool:
     if not isinstance(expr, ast.Call):
         if _names(lw, expr, marker):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import NoReturn
 
-from ..frontend.regions import unsafe_region
+from ..frontend.regions import lower_unsafe
 from .ssa import SsaLowerer
 
 
@@ -25,10 +25,4 @@ def unsafe() -> NoReturn:
 
 def lower_with(lw: SsaLowerer, node: ast.With) -> None:
     """`with simt.unsafe(): body`, the only `with` a SIMT kernel has."""
-    ctx = lw.ctx
-    ctx.unsafe_regions.append(unsafe_region(lw, node, unsafe, "simt"))
-    ctx.unsafe_depth += 1
-    try:
-        lw.lower_body(node.body)
-    finally:
-        ctx.unsafe_depth -= 1
+    lower_unsafe(lw, node, unsafe, "simt", lw.ctx)

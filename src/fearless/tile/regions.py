@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any, NoReturn
 
-from ..frontend.regions import unsafe_region
+from ..frontend.regions import lower_unsafe
 
 
 def unsafe() -> NoReturn:
@@ -25,9 +25,4 @@ def unsafe() -> NoReturn:
 
 def lower_with(lw: Any, node: ast.With) -> None:
     """`with tile.unsafe(): body`, the only `with` a Tile kernel has."""
-    lw.unsafe_regions.append(unsafe_region(lw, node, unsafe, "tile"))
-    lw.unsafe_depth += 1
-    try:
-        lw.lower_body(node.body)
-    finally:
-        lw.unsafe_depth -= 1
+    lower_unsafe(lw, node, unsafe, "tile", lw)

@@ -9,36 +9,39 @@ read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..dtypes import DType
 
 
 @dataclass(frozen=True)
-class PartAnnotation:
+class ArrayAnnotation:
+    """An array parameter's annotation: `tile.<kind>[dtype]`."""
+
     dtype: DType
+    kind: ClassVar[str] = ""
 
     def __repr__(self) -> str:
-        return f"tile.Part[{self.dtype.name}]"
+        return f"tile.{self.kind}[{self.dtype.name}]"
 
 
-@dataclass(frozen=True)
-class TensorAnnotation:
-    dtype: DType
+class PartAnnotation(ArrayAnnotation):
+    """`tile.Part[T]`: this block's tile of a partitioned output."""
 
-    def __repr__(self) -> str:
-        return f"tile.Tensor[{self.dtype.name}]"
+    kind = "Part"
 
 
-@dataclass(frozen=True)
-class AtomicAnnotation:
+class TensorAnnotation(ArrayAnnotation):
+    """`tile.Tensor[T]`: a read-only array."""
+
+    kind = "Tensor"
+
+
+class AtomicAnnotation(ArrayAnnotation):
     """`tile.Atomic[T]`: an output array that blocks update only through atomics
     (`tile.atomic_add`, ...) and `tile.scatter`, so any block may touch any element."""
 
-    dtype: DType
-
-    def __repr__(self) -> str:
-        return f"tile.Atomic[{self.dtype.name}]"
+    kind = "Atomic"
 
 
 @dataclass(frozen=True)
