@@ -204,3 +204,18 @@ def test_explain_an_unknown_code_exits_2(code: str, capsys: pytest.CaptureFixtur
     assert captured.out == ""
     assert captured.err.startswith("error: ")
     assert "E0502" in captured.err and "fearless explain" in captured.err
+
+
+def test_no_error_renders_an_undocumented_code() -> None:
+    import fearless.errors as errors
+
+    for cls in vars(errors).values():
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, errors.FearlessError)
+            and cls is not errors.FearlessError
+        ):
+            assert cls("x").code in errors.CODES, cls
+    bare = errors.FearlessError("something")
+    assert bare.code == "E0999" and "undocumented code E0000" in str(bare)
+    assert errors.FearlessError("x", code="E1234").code == "E0999"

@@ -104,3 +104,20 @@ def test_chunked_kernels_compile_through_tileiras() -> None:
             assert kernel.compile(signature, "sm_90").cubin
         except fl.ToolchainError as exc:  # no tileiras on this machine
             pytest.skip(str(exc).splitlines()[0])
+
+
+@tile.kernel
+def grouped_copy(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.load_like(x, out))
+
+
+def test_own_tile_stores_are_refused_on_a_host_grid() -> None:
+    """A grouped order's own tile (and a chunk of a block's own tile) derives from the block
+    id: on a grid the host chooses two blocks could name one tile, so `.launch` refuses them
+    as it refuses a plain `out.store`."""
+    x = fl.zeros((64, 64))
+    part = fl.zeros((64, 64)).partition((16, 16), order=tile.grouped(2))
+    with pytest.raises(fl.LaunchContractError, match="cannot run on a grid the host chooses"):
+        grouped_copy.launch((8, 2), part, x)
+    with pytest.raises(fl.LaunchContractError, match="cannot run on a grid the host chooses"):
+        mark_chunks.launch(4, fl.zeros((6, 100), dtype=fl.i32).partition((2, 64)), 16)

@@ -108,7 +108,9 @@ class Diagnostic:
 
 
 class FearlessError(Exception):
-    """Base of every error fearless raises on purpose; `str()` is the rendered diagnostic."""
+    """Base of every error fearless raises on purpose; `str()` is the rendered diagnostic.
+    Subclasses set `code`; a code that is not in CODES (this base's own "E0000" included)
+    renders as E0999, an internal error, so no user ever sees an undocumented code."""
 
     code = "E0000"
 
@@ -122,8 +124,12 @@ class FearlessError(Exception):
         notes: list[str] | None = None,
         code: str | None = None,
     ) -> None:
+        code = code or self.code
+        if code not in CODES:  # every code a user sees is documented (docs/errors.md)
+            notes = [*(notes or []), f"fearless raised this with the undocumented code {code}"]
+            code = "E0999"
         self.diagnostic = Diagnostic(
-            code or self.code, message, loc, label=label, help=help, notes=list(notes or [])
+            code, message, loc, label=label, help=help, notes=list(notes or [])
         )
         self.code = self.diagnostic.code  # the code this error was raised with
         super().__init__(self.diagnostic.render())

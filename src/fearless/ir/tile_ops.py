@@ -120,7 +120,9 @@ class Store(Op):
 class StoreAt(Op):
     """Write `value` to tile `index` of a Part: only at an index `part.tiles()` gave this block.
     With `chunk` (a shape dividing the Part's tile), `index` counts chunks of that shape, one
-    `part.chunks(chunk)` gave: inside this block's tile."""
+    `part.chunks(chunk)` gave: inside this block's tile. `own`: the index is the block's own
+    tile (grouped order, more than 3 axes, a chunk of it), so, like `tile.store`, it is
+    disjoint only on the partition's grid (kernel.launch(grid) refuses it)."""
 
     opname = "tile.store_at"
     effect = Effect.WRITE
@@ -132,8 +134,11 @@ class StoreAt(Op):
         index: Sequence[Value],
         loc: Location,
         chunk: tuple[int, ...] | None = None,
+        own: bool = False,
     ) -> None:
-        attrs = {"chunk": chunk} if chunk is not None else {}
+        attrs: dict[str, Any] = {"chunk": chunk} if chunk is not None else {}
+        if own:  # the index derives from the block id: only the partition's grid is disjoint
+            attrs["own"] = True
         super().__init__([part, value, *index], [], loc, **attrs)
 
 

@@ -233,7 +233,7 @@ class TileLowerer(TileRules):
                     raise CompileError("`store` takes one tile", loc, code="E0061")
                 if isinstance(func.obj, TileCursor):
                     obj = func.obj
-                    self.store(obj.part, args[0], arg_locs[0], obj.index, obj.shape)
+                    self.store(obj.part, args[0], arg_locs[0], obj.index, obj.shape, obj.own)
                 else:
                     self.store(func.obj, args[0], arg_locs[0])
                 return PyObj(None, "None")

@@ -535,7 +535,7 @@ def _check_host_grid_launch(name: str, ir: TileIR) -> None:
 
 def _first_plain_store(block: Any) -> Any:
     for op in block.ops:
-        if isinstance(op, tile_ops.Store):
+        if isinstance(op, tile_ops.Store) or op.attrs.get("own"):
             return op
         for region in tile_ops.regions(op):
             found = _first_plain_store(region)

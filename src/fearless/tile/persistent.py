@@ -31,9 +31,14 @@ class TileCursor:
     chunks of that shape)."""
 
     def __init__(
-        self, part: Value, index: tuple[Value, ...], shape: tuple[int, ...] | None = None
+        self,
+        part: Value,
+        index: tuple[Value, ...],
+        shape: tuple[int, ...] | None = None,
+        own: bool = False,
     ) -> None:
         self.part, self.index, self.shape = part, index, shape
+        self.own = own  # a chunk of the block's own tile (StoreAt's `own`)
 
     @property
     def tile(self) -> tuple[int, ...]:
@@ -86,10 +91,11 @@ def lower_chunks(lw: TileRules, node: ast.For, target: str, call: ast.Call, base
     so the block still writes only what it owns. For long rows: a block reads its row in
     chunks, then writes it in chunks, and never holds the whole row in registers."""
     loc = lw.loc(call)
+    own = False
     if isinstance(base, TileCursor) and base.shape is None:
         part, index, tile = base.part, base.index, base.tile
     elif isinstance(base, Value) and isinstance(base.type, ArrayParamType) and base.type.is_part:
-        part, index, tile = base, own_index(lw, base, loc), base.type.tile or ()
+        part, index, tile, own = base, own_index(lw, base, loc), base.type.tile or (), True
     else:
         raise KernelTypeError(
             f"`{ast.unparse(call.func)}` needs a `tile.Part` (or a tile of `part.tiles()`)",
@@ -127,7 +133,7 @@ def lower_chunks(lw: TileRules, node: ast.For, target: str, call: ast.Call, base
             _i32(lw.binary("add", lw.binary("mul", i, Weak(r), loc), k, loc))
             for i, r, k in zip(index, ratio, reversed(within), strict=True)
         )
-        return TileCursor(part, coords, shape)
+        return TileCursor(part, coords, shape, own)
 
     lower_loop(lw, node, target, bounds, bind)
 

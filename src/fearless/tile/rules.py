@@ -212,6 +212,7 @@ class TileRules(Lowerer[Operand]):
         loc: Location,
         index: Sequence[Value] | None = None,
         chunk: tuple[int, ...] | None = None,
+        own: bool = False,
     ) -> None:
         """`part.store(x)` (this block's own tile), or, with `index`, `t.store(x)` for a tile
         `part.tiles()` gave this block, or a chunk of `chunk`'s shape `part.chunks()` gave
@@ -237,11 +238,11 @@ class TileRules(Lowerer[Operand]):
             )
         value = self.broadcast_to(v, shape, loc)
         if index is None and (t.group or t.ndim > 3):  # the block id is not the tile index
-            index = own_index(self, part, loc)
+            index, own = own_index(self, part, loc), True
         if index is None:
             self.block.append(ops.Store(part, value, loc))
         else:
-            self.block.append(ops.StoreAt(part, value, index, loc, chunk))
+            self.block.append(ops.StoreAt(part, value, index, loc, chunk, own))
 
     def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
         n = tile_type(x).ndim
