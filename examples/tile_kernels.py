@@ -245,17 +245,32 @@ SOFTMAX_CONFIGS = [
     _row(1, 2, 8, chunk=4096),
     _row(1, 4, None, chunk=2048),
 ]
+
+
+def _gemm(shape, BK, occupancy, num_ctas, persistent=False):
+    return dict(shape=shape, BK=BK, occupancy=occupancy, num_ctas=num_ctas,
+                persistent=persistent)  # fmt: skip
+
+
 GEMM_CONFIGS = [
-    {"shape": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": False},
-    {"shape": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None, "persistent": False},
-    {"shape": (128, 128), "BK": 32, "occupancy": 2, "num_ctas": None, "persistent": False},
-    {"shape": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": False},
-    {"shape": (128, 256), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": False},
-    {"shape": (64, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": False},
+    _gemm((128, 128), 64, 2, None),
+    _gemm((128, 128), 64, 1, None),
+    _gemm((128, 128), 32, 2, None),
+    _gemm((256, 128), 64, None, 2),
+    _gemm((128, 256), 64, None, 2),
+    _gemm((64, 128), 64, 2, None),
+    _gemm((64, 64), 64, 4, None),  # small problems: more blocks than SMs
+    # TileGym's SM90 spaces: large tiles over clusters of 2 and 4
+    _gemm((256, 256), 64, 1, 2),
+    _gemm((256, 256), 64, 1, 4),
+    _gemm((512, 256), 64, 1, 2),
     # persistent and grouped (8 rows of tiles per group): one wave of blocks loops over tiles
-    {"shape": (128, 128), "BK": 64, "occupancy": 2, "num_ctas": None, "persistent": True},
-    {"shape": (128, 128), "BK": 64, "occupancy": 1, "num_ctas": None, "persistent": True},
-    {"shape": (256, 128), "BK": 64, "occupancy": None, "num_ctas": 2, "persistent": True},
+    _gemm((128, 128), 64, 2, None, persistent=True),
+    _gemm((128, 128), 64, 1, None, persistent=True),
+    _gemm((256, 128), 64, None, 2, persistent=True),
+    _gemm((256, 256), 64, 1, 2, persistent=True),
+    _gemm((128, 512), 64, 1, 4, persistent=True),
+    _gemm((256, 256), 128, 1, 2, persistent=True),
 ]
 _ROW_KERNELS: dict = {}
 
@@ -352,10 +367,9 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     if kernels is None:
         kernels = _MATMULS[a.dtype] = (make_matmul(a.dtype), make_matmul_persistent(a.dtype))
     kernel = kernels[persistent].options(occupancy=occupancy, num_ctas=num_ctas)
+    part = c.partition(shape, order=tile.grouped(8))  # TileGym's swizzle: L2 reuse
     if not persistent:
-        part = c.partition(shape)
         return (lambda: kernel(part, a, b, BK)), part
-    part = c.partition(shape, order=tile.grouped(8))
     tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
     blocks = _sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
     grid = max(1, min(tiles, blocks))

@@ -169,3 +169,17 @@ def test_every_row_configuration_of_the_tuned_kernels(op: str) -> None:
     out = fl.empty(x.shape)
     getattr(ex, f"{op}_tuned")(fl.asarray(x), *rest, out)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_every_gemm_configuration_of_the_tuned_matmul() -> None:
+    a = rng.standard_normal((96, 80)).astype(np.float32)
+    b = rng.standard_normal((80, 136)).astype(np.float32)
+    want = a @ b
+    for config in ex.GEMM_CONFIGS:
+        c = fl.empty((96, 136), dtype=fl.f16)
+        launch, part = ex.prepare_matmul(
+            fl.asarray(a, dtype=fl.f16), fl.asarray(b, dtype=fl.f16), c, **config
+        )
+        launch()
+        got = part.unpartition().numpy().astype(np.float32)
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=0.15)
