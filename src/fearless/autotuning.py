@@ -381,9 +381,16 @@ class _HostClock(_Clock):
 
 class _DeviceClock(_Clock):
     """Device time between two CUDA events on the legacy default stream, which orders them
-    after the work of every blocking stream (fearless's and torch's default ones), so launch
-    overhead on the host does not count; `fl.synchronize` after each call raises device
-    errors."""
+    after the work of every blocking stream (fearless's and torch's default ones);
+    `fl.synchronize` after each call raises device errors.
+
+    Before the start event the stream gets a memset of FLUSH_BYTES: it keeps the GPU busy
+    (about 100 us on an H200) while the host runs the call's Python and enqueues its kernels,
+    so the events time the kernels, not the host overhead between them (without it a 10 us
+    kernel behind 50 us of Python measures 60 us, and small shapes rank configurations by
+    noise); it also flushes L2, as the benchmarks do."""
+
+    FLUSH_BYTES = 256 << 20
 
     def __init__(self) -> None:
         from .runtime import driver
@@ -393,9 +400,18 @@ class _DeviceClock(_Clock):
         self.start = driver.call("cuEventCreate", d.cuEventCreate, 0)
         self.end = driver.call("cuEventCreate", d.cuEventCreate, 0)
         self.stream = d.CUstream(0)
+        self.scratch = driver.DeviceAllocation(self.FLUSH_BYTES)
 
     def time(self, call: Callable[[], Any]) -> float:
         d, call_driver = self.driver.cu(), self.driver.call
+        call_driver(
+            "cuMemsetD32Async",
+            d.cuMemsetD32Async,
+            self.scratch.ptr,
+            0,
+            self.FLUSH_BYTES // 4,
+            self.stream,
+        )
         call_driver("cuEventRecord", d.cuEventRecord, self.start, self.stream)
         call()
         call_driver("cuEventRecord", d.cuEventRecord, self.end, self.stream)
