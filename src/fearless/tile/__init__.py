@@ -72,6 +72,7 @@ from .api import (
     where,
     zeros,
 )
+from .helpers import function
 from .kernel import Kernel, kernel
 from .regions import unsafe
 from .types import Atomic, Const, Part, Tensor
@@ -112,6 +113,7 @@ __all__ = [
     "expand_dims",
     "floor",
     "full",
+    "function",
     "gather",
     "grouped",
     "kernel",

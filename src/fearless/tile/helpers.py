@@ -5,14 +5,15 @@ body in place: its parameters bound to the call's lowered arguments (tiles, scal
 Tensors, compile-time values alike), its names resolved in its own module, its errors pointing
 at its own lines. The body may end with `return expr` and has no other `return`. Recursion is
 refused. Library functions (NumPy's, fearless's own) are not inlined: the caller's message for
-host functions applies to them.
+host functions applies to them, unless marked `@tile.function` (fearless.ops' helpers are).
 """
 
 from __future__ import annotations
 
 import ast
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..errors import CompileError, Location
 from ..frontend.source import load_source
@@ -23,10 +24,24 @@ from .rules import Operand, TileRules
 _LIBRARIES = ("numpy", "fearless", "torch", "math", "builtins", "cupy")
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def function(func: F) -> F:
+    """`@tile.function`: mark `func` as a tile function, inlined where a kernel calls it, as
+    cuTile Python's `@ct.function`. A plain function of the user's own code needs no mark; a
+    function of an installed package does (the compiler otherwise treats library code as host
+    code), and fearless.ops' kernel helpers have it."""
+    func.__fearless_tile_function__ = True  # type: ignore[attr-defined]
+    return func
+
+
 def is_helper(obj: object) -> bool:
     """Whether `obj` is a plain Python function a kernel may call (and so inline)."""
     if not isinstance(obj, types.FunctionType):
         return False
+    if getattr(obj, "__fearless_tile_function__", False):
+        return True
     module = (obj.__module__ or "").split(".")[0]
     return module not in _LIBRARIES and "site-packages" not in obj.__code__.co_filename
 

@@ -1,0 +1,41 @@
+"""fearless.ops: TileGym's operator set with torch.nn.functional's signatures, on fearless
+Tile kernels (issue 13, part 1 so far: softmax, rms_norm, layer_norm, matmul, bmm, relu, gelu,
+silu_and_mul, swiglu, geglu, dropout).
+
+    from fearless import ops
+    y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
+    h = ops.silu_and_mul(ops.matmul(a, w))
+
+Each operator returns the kind of tensor it was given, runs an autotuned kernel (the first
+call for a new shape tunes, `FEARLESS_AUTOTUNE=0` takes the first configuration), and refuses
+inputs that require grad (no backward yet) instead of silently detaching them. The kernels are
+in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM ones as examples).
+"""
+
+from .functional import (
+    bmm,
+    dropout,
+    geglu,
+    gelu,
+    layer_norm,
+    matmul,
+    relu,
+    rms_norm,
+    silu_and_mul,
+    softmax,
+    swiglu,
+)
+
+__all__ = [
+    "bmm",
+    "dropout",
+    "geglu",
+    "gelu",
+    "layer_norm",
+    "matmul",
+    "relu",
+    "rms_norm",
+    "silu_and_mul",
+    "softmax",
+    "swiglu",
+]

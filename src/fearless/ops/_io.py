@@ -1,0 +1,122 @@
+"""What fearless.ops takes and gives back: an operator accepts `fl.Tensor`s, torch tensors or
+NumPy arrays, and returns the kind its first tensor argument was (a torch tensor on the same
+device for torch, an `fl.Tensor` for an `fl.Tensor`, a NumPy array for NumPy), so it drops into
+torch code and into fearless code alike. Inside, every operand is an `fl.Tensor` sharing the
+caller's memory where it can (torch CUDA tensors on the GPU, NumPy arrays on the simulator).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import KernelTypeError
+from ..runtime import tensor as fl_tensor
+from ..runtime.arrays import torch_dtype_of
+from ..runtime.location import user_location
+from ..runtime.tensor import Tensor
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One tensor argument of an operator: `tensor` (an fl.Tensor on the current target) and
+    what the caller passed (`original`, of `kind` "fl", "torch" or "numpy")."""
+
+    tensor: Tensor
+    kind: str
+    original: Any
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.tensor.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.tensor.dtype
+
+
+def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None) -> Operand:
+    """`x` as an operand of `op`'s argument `name`, or a KernelTypeError (E0701) at the caller."""
+    torch = sys.modules.get("torch")
+    if isinstance(x, Tensor):
+        op_ = Operand(x, "fl", x)
+    elif torch is not None and isinstance(x, torch.Tensor):
+        if x.requires_grad and torch.is_grad_enabled():
+            raise KernelTypeError(
+                f"`{name}` of `fearless.ops.{op}` requires grad, and this operator has no "
+                "backward yet: the result would be cut from the autograd graph",
+                user_location(),
+                code="E0701",
+                help=f"call it under `torch.no_grad()`, or pass `{name}.detach()`",
+            )
+        op_ = Operand(fl_tensor.asarray(x.contiguous()), "torch", x)
+    elif isinstance(x, np.ndarray):
+        op_ = Operand(fl_tensor.asarray(x), "numpy", x)
+    else:
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` must be a tensor (fl.Tensor, torch.Tensor or "
+            f"NumPy array), not {type(x).__name__}",
+            user_location(),
+            code="E0701",
+            help="convert it first: `fl.asarray(x)`",
+        )
+    if dtypes_ok is not None and op_.dtype not in dtypes_ok:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` takes {', '.join(d.name for d in dtypes_ok)} tensors, but "
+            f"`{name}` is {op_.dtype.name}",
+            user_location(),
+            code="E0701",
+            help=f"convert it: `{name}.to(torch.float32)` or `fl.asarray({name}).astype(fl.f32)`",
+        )
+    return op_
+
+
+def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) -> tuple[Tensor, Any]:
+    """A new output of `shape` and `dtype` (like's by default) in `like`'s kind: the fl.Tensor
+    the kernels write, and what the operator returns."""
+    dt = dtype or like.dtype
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        out = torch.empty(shape, dtype=torch_dtype_of(dt), device=like.original.device)
+        return fl_tensor.asarray(out), out
+    t = fl_tensor.empty(shape, dtype=dt)
+    return t, t
+
+
+def result(like: Operand, tensor: Tensor, returned: Any) -> Any:
+    """What the operator returns: `returned` (from `output`), read back for NumPy callers."""
+    if like.kind == "numpy":
+        return tensor.numpy()
+    return returned
+
+
+def view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """`t` with another shape of the same size, sharing its memory (t is C-contiguous)."""
+    assert math.prod(shape) == t.size, (shape, t.shape)
+    host = t._host.reshape(shape) if t._host is not None else None
+    return Tensor._make(t._ptr, shape, t._dtype, on_device=t._on_device, owner=t, host=host)
+
+
+def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
+    """`x` as a 2-D (rows, cols) view for an operator over its last axis (`dim` must name it)."""
+    nd = x.ndim
+    if nd == 0 or dim not in (-1, nd - 1):
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` works over the last axis, not axis {dim} of a {nd}-d tensor",
+            user_location(),
+            code="E0701",
+            help="move the axis last first (`x.transpose(dim, -1)`), or pass `dim=-1`",
+        )
+    cols = x.shape[-1]
+    return view(x, (x.size // max(cols, 1), cols))
+
+
+FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)
+HALF = (dtypes.f16, dtypes.bf16)

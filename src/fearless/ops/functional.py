@@ -1,0 +1,288 @@
+"""The operators of fearless.ops, with torch.nn.functional's signatures (DESIGN 2b).
+
+Each takes fl.Tensors, torch tensors or NumPy arrays and returns the kind it was given
+(ops/_io.py), checks what torch would refuse (shapes, dtypes, an input that requires grad, since
+no operator here has a backward yet), and runs an autotuned Tile kernel: the tuner picks a
+configuration per shape and dtype once and keeps it on disk (`fl.autotune`).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import KernelTypeError
+from ..runtime import tensor as fl_tensor
+from ..runtime.location import user_location
+from ._io import FLOATS, Operand, operand, output, result, rows_of, view
+from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
+from .kernels_gemm import bmm_tuned, matmul_tuned
+from .kernels_rows import layer_norm_tuned, rms_norm_tuned, softmax_tuned
+
+# --------------------------------------------------------------------------- rows
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    """softmax over the last axis (`torch.nn.functional.softmax(x, dim=-1)`), computed in f32."""
+    a = operand(x, "softmax", "x", FLOATS)
+    out, ret = output(a, a.shape)
+    if a.tensor.size:
+        softmax_tuned(rows_of(a.tensor, dim, "softmax"), rows_of(out, dim, "softmax"))
+    return result(a, out, ret)
+
+
+def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if shape != a.shape[-1:]:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` normalizes over the last axis: normalized_shape must be "
+            f"{a.shape[-1:]}, not {shape}",
+            user_location(),
+            code="E0701",
+            help="reshape so that the normalized axes are one last axis",
+        )
+    return shape[0]
+
+
+def _param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Any:
+    """A weight or bias of `n` elements in x's dtype (`fill` everywhere when None)."""
+    if p is None:
+        return fl_tensor.full(n, fill, dtype=like.dtype)
+    w = operand(p, op, name, FLOATS)
+    if w.shape != (n,):
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
+            f"{n} elements",
+            user_location(),
+            code="E0701",
+        )
+    return w.tensor if w.dtype == like.dtype else w.tensor.astype(like.dtype)
+
+
+def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """`torch.nn.functional.rms_norm`: x / sqrt(mean(x^2) + eps) * weight over the last axis;
+    `eps` None is the dtype's machine epsilon, as torch."""
+    a = operand(x, "rms_norm", "x", FLOATS)
+    n = _normalized(a, normalized_shape, "rms_norm")
+    w = _param(weight, n, a, "rms_norm", "weight", 1.0)
+    e = float(eps) if eps is not None else _machine_eps(a)
+    out, ret = output(a, a.shape)
+    if a.tensor.size:
+        rms_norm_tuned(rows_of(a.tensor, -1, "rms_norm"), w, e, rows_of(out, -1, "rms_norm"))
+    return result(a, out, ret)
+
+
+def layer_norm(
+    x: Any,
+    normalized_shape: Any,
+    weight: Any = None,
+    bias: Any = None,
+    eps: float = 1e-5,
+) -> Any:
+    """`torch.nn.functional.layer_norm` over the last axis, in f32."""
+    a = operand(x, "layer_norm", "x", FLOATS)
+    n = _normalized(a, normalized_shape, "layer_norm")
+    w = _param(weight, n, a, "layer_norm", "weight", 1.0)
+    b = _param(bias, n, a, "layer_norm", "bias", 0.0)
+    out, ret = output(a, a.shape)
+    if a.tensor.size:
+        x2, o2 = rows_of(a.tensor, -1, "layer_norm"), rows_of(out, -1, "layer_norm")
+        layer_norm_tuned(x2, w, b, float(eps), o2)
+    return result(a, out, ret)
+
+
+def _machine_eps(a: Operand) -> float:
+    return {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[a.dtype.name]
+
+
+# --------------------------------------------------------------------------- GEMM
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32."""
+    x = operand(a, "matmul", "a", FLOATS)
+    y = _same_dtype(operand(b, "matmul", "b", FLOATS), x, "matmul")
+    if x.tensor.ndim != 2 or y.tensor.ndim != 2 or x.shape[1] != y.shape[0]:
+        raise _shapes("matmul", "(M, K) @ (K, N)", x, y)
+    out, ret = output(x, (x.shape[0], y.shape[1]))
+    if out.size:
+        matmul_tuned(x.tensor, y.tensor, out)
+    return result(x, out, ret)
+
+
+def bmm(a: Any, b: Any) -> Any:
+    """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32."""
+    x = operand(a, "bmm", "a", FLOATS)
+    y = _same_dtype(operand(b, "bmm", "b", FLOATS), x, "bmm")
+    xs, ys = x.shape, y.shape
+    if len(xs) != 3 or len(ys) != 3 or xs[0] != ys[0] or xs[2] != ys[1]:
+        raise _shapes("bmm", "(B, M, K) @ (B, K, N)", x, y)
+    out, ret = output(x, (xs[0], xs[1], ys[2]))
+    if out.size:
+        bmm_tuned(x.tensor, y.tensor, out)
+    return result(x, out, ret)
+
+
+def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
+    if y.dtype != x.dtype:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` needs both operands of one dtype, got {x.dtype.name} and "
+            f"{y.dtype.name}",
+            user_location(),
+            code="E0701",
+            help="convert one of them first",
+        )
+    return y
+
+
+def _shapes(op: str, form: str, x: Operand, y: Operand) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` multiplies {form}, got {x.shape} and {y.shape}",
+        user_location(),
+        code="E0701",
+    )
+
+
+# --------------------------------------------------------------------------- activations
+
+_KERNELS: dict[tuple[Any, ...], Any] = {}
+_BLOCK = 1024  # elements per tile of the elementwise kernels
+
+
+def _kernel(make: Any, *key: Any) -> Any:
+    kernel = _KERNELS.get((make, *key))
+    if kernel is None:
+        kernel = _KERNELS[(make, *key)] = make(*key)
+    return kernel
+
+
+def _flat(t: Any) -> Any:
+    return view(t, (t.size,))
+
+
+def _unary(x: Any, kind: str, op: str) -> Any:
+    a = operand(x, op, "x", FLOATS)
+    out, ret = output(a, a.shape)
+    if a.tensor.size:
+        part = _flat(out).partition((_BLOCK,))
+        _kernel(make_unary, kind, a.dtype)(part, _flat(a.tensor))
+        part.unpartition()
+    return result(a, out, ret)
+
+
+def relu(x: Any, inplace: bool = False) -> Any:
+    """`torch.nn.functional.relu` (out of place: `inplace=True` is refused)."""
+    if inplace:
+        raise _no_inplace("relu")
+    return _unary(x, "relu", "relu")
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    """`torch.nn.functional.gelu`: exact (erf) or `approximate="tanh"`, computed in f32."""
+    return _unary(x, _gelu_kind(approximate), "gelu")
+
+
+def _gelu_kind(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise KernelTypeError(
+            f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
+            user_location(),
+            code="E0701",
+        )
+    return "gelu" if approximate == "none" else "gelu_tanh"
+
+
+def _no_inplace(op: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` has no in-place form: its output never aliases its input",
+        user_location(),
+        code="E0701",
+        help="use the returned tensor (`x = ops.relu(x)`)",
+    )
+
+
+def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
+    a = operand(x, op, "x", FLOATS)
+    x2 = rows_of(a.tensor, dim, op)
+    m, n2 = x2.shape
+    if n2 % 2:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` splits the last axis in two halves, but it has {n2} elements",
+            user_location(),
+            code="E0701",
+        )
+    half = n2 // 2
+    out, ret = output(a, (*a.shape[:-1], half))
+    if out.size:
+        bn = min(half & -half, 1024)  # a power of two dividing the half
+        bm = max(1, min(1024 // bn, 16))
+        part = view(out, (m, half)).partition((bm, bn))
+        _kernel(make_gated, kind, a.dtype)(part, x2, half)
+        part.unpartition()
+    return result(a, out, ret)
+
+
+def silu_and_mul(x: Any) -> Any:
+    """silu(x[..., :d]) * x[..., d:] for x of last axis 2d (vLLM's and TileGym's)."""
+    return _gated(x, "silu", "silu_and_mul")
+
+
+def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
+    """gelu(x[..., :d]) * x[..., d:] over the last axis, split in halves."""
+    return _gated(x, _gelu_kind(approximate), "geglu", dim)
+
+
+def swiglu(a: Any, b: Any) -> Any:
+    """silu(a) * b elementwise (TileGym's swiglu forward)."""
+    x = operand(a, "swiglu", "a", FLOATS)
+    y = _same_dtype(operand(b, "swiglu", "b", FLOATS), x, "swiglu")
+    if x.shape != y.shape:
+        raise _shapes("swiglu", "a and b of one shape", x, y)
+    out, ret = output(x, x.shape)
+    if out.size:
+        part = _flat(out).partition((_BLOCK,))
+        _kernel(make_swiglu, x.dtype)(part, _flat(x.tensor), _flat(y.tensor))
+        part.unpartition()
+    return result(x, out, ret)
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
+    """`torch.nn.functional.dropout`: zero each element with probability `p`, scale the rest by
+    1 / (1 - p). The mask is Philox's (`tile.rand(seed, element index)`): a given `seed`
+    gives the same mask on every target; None draws a fresh one per call."""
+    if not 0.0 <= p <= 1.0 or math.isnan(p):
+        raise KernelTypeError(
+            f"dropout probability has to be between 0 and 1, but got {p}",
+            user_location(),
+            code="E0701",
+        )
+    a = operand(x, "dropout", "x", FLOATS)
+    if not training or p == 0.0:
+        return x
+    out, ret = output(a, a.shape)
+    if p == 1.0:
+        out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype)
+        return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
+    if a.tensor.size:
+        s = secrets.randbits(63) if seed is None else int(seed)
+        part = _flat(out).partition((_BLOCK,))
+        _kernel(make_dropout, a.dtype)(part, _flat(a.tensor), float(p), s)
+        part.unpartition()
+    return result(a, out, ret)
+
+
+__all__: Sequence[str] = (
+    "bmm",
+    "dropout",
+    "geglu",
+    "gelu",
+    "layer_norm",
+    "matmul",
+    "relu",
+    "rms_norm",
+    "silu_and_mul",
+    "softmax",
+    "swiglu",
+)  # fmt: skip

@@ -1,0 +1,102 @@
+"""The Tile kernels behind fearless.ops' activations: relu, gelu (exact and tanh), silu_and_mul,
+swiglu, geglu and dropout, elementwise over tiles of rows.
+
+Every kernel computes in f32 whatever the dtype of its tensors, as TileGym's do. `erf` (for the
+exact gelu) is Abramowitz and Stegun's 7.1.26 rational approximation, absolute error below
+1.5e-7, under the f32 rounding of the rest. Gated forms (`silu_and_mul`, `geglu`) read the two
+halves of each row of x: the gate at column tile j, the up half at column tile j + d / BN (BN
+divides d: the host picks it).
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@tile.function
+def erf(x):
+    """erf(x) for an f32 tile (A&S 7.1.26)."""
+    ax = tile.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * ax)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    y = 1.0 - poly * tile.exp(-(ax * ax))
+    return tile.where(x < 0.0, -y, y)
+
+
+@tile.function
+def gelu_f32(x, tanh_approx):
+    if tanh_approx:
+        y = 0.5 * x * (1.0 + tile.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    else:
+        y = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
+    return y
+
+
+@tile.function
+def silu_f32(x):
+    return x * tile.sigmoid(x)
+
+
+def make_unary(kind, dt):
+    """out = kind(x) elementwise for "relu", "gelu" and "gelu_tanh"; any tile shape."""
+    relu, tanh_approx = kind == "relu", kind == "gelu_tanh"  # compile-time flags
+
+    @tile.kernel
+    def unary(out: tile.Part[dt], x: tile.Tensor[dt]):
+        v = tile.load_like(x, out).astype(fl.f32)
+        y = tile.maximum(v, 0.0) if relu else gelu_f32(v, tanh_approx)
+        out.store(y.astype(dt))
+
+    return unary
+
+
+def make_gated(kind, dt):
+    """out[r, c] = act(x[r, c]) * x[r, c + d] over (rows, d) tiles of out (x is (rows, 2d)):
+    "silu" (silu_and_mul), "gelu", "gelu_tanh" (geglu)."""
+    silu, tanh_approx = kind == "silu", kind == "gelu_tanh"  # compile-time flags
+
+    @tile.kernel
+    def gated(out: tile.Part[dt], x: tile.Tensor[dt], HALF: tile.Const[int]):
+        BM, BN = out.shape
+        i, j = out.index
+        gate = tile.load(x, (i, j), (BM, BN)).astype(fl.f32)
+        up = tile.load(x, (i, j + HALF // BN), (BM, BN)).astype(fl.f32)
+        act = silu_f32(gate) if silu else gelu_f32(gate, tanh_approx)
+        out.store((act * up).astype(dt))
+
+    return gated
+
+
+def make_swiglu(dt):
+    """out = silu(a) * b elementwise (TileGym's swiglu forward)."""
+
+    @tile.kernel
+    def swiglu(out: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt]):
+        va = tile.load_like(a, out).astype(fl.f32)
+        vb = tile.load_like(b, out).astype(fl.f32)
+        out.store((silu_f32(va) * vb).astype(dt))
+
+    return swiglu
+
+
+def make_dropout(dt):
+    """out = x / (1 - p) where rand(seed, element index) >= p, else 0 (Philox, as Triton's
+    tl.rand: the same seed gives the same mask on the simulator and on the GPU)."""
+
+    @tile.kernel
+    def dropout(out: tile.Part[dt], x: tile.Tensor[dt], p: fl.f32, seed: fl.i64):
+        (B,) = out.shape
+        offsets = tile.arange(B) + out.index[0] * B
+        keep = tile.rand(seed, offsets) >= p
+        v = tile.load_like(x, out).astype(fl.f32)
+        out.store(tile.where(keep, v * (1.0 / (1.0 - p)), 0.0).astype(dt))
+
+    return dropout

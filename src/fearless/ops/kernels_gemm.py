@@ -1,0 +1,152 @@
+"""The Tile kernels behind `fearless.ops.matmul` and `bmm`, and their autotuned launches.
+
+`matmul_tile` is one (BM, BN) tile of A @ B accumulated in f32 (a plain function, inlined);
+`make_matmul` runs one block per tile of C in the grouped order (TileGym's swizzle), and
+`make_matmul_persistent` one wave of blocks walking C's tiles. `GEMM_CONFIGS` is the
+autotuner's space (tile shape, K step, occupancy, clusters, persistent), with TileGym's SM90
+configurations in it.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+from .kernels_rows import sm_count
+
+
+@tile.function
+def matmul_tile(a, b, i, j, BM, BN, BK):
+    """Tile (i, j) of A @ B, (BM, BN) accumulated in f32 over K in steps of BK: a plain
+    function, inlined into the kernels that call it."""
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 1, (BM, BK))):
+        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+    return acc
+
+
+def make_matmul(dt):
+    """C = A @ B with A, B and C in `dt` and the product accumulated in f32 (as torch.matmul)."""
+
+    @tile.kernel
+    def matmul(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+        BM, BN = c.shape
+        i, j = c.index
+        c.store(matmul_tile(a, b, i, j, BM, BN, BK).astype(dt))
+
+    return matmul
+
+
+def _gemm(shape, BK, occupancy, num_ctas, persistent=False):
+    return dict(shape=shape, BK=BK, occupancy=occupancy, num_ctas=num_ctas,
+                persistent=persistent)  # fmt: skip
+
+
+GEMM_CONFIGS = [
+    _gemm((128, 128), 64, 2, None),
+    _gemm((128, 128), 64, 1, None),
+    _gemm((128, 128), 32, 2, None),
+    _gemm((256, 128), 64, None, 2),
+    _gemm((128, 256), 64, None, 2),
+    _gemm((64, 128), 64, 2, None),
+    _gemm((64, 64), 64, 4, None),  # small problems: more blocks than SMs
+    # TileGym's SM90 spaces: large tiles over clusters of 2 and 4
+    _gemm((256, 256), 64, 1, 2),
+    _gemm((256, 256), 64, 1, 4),
+    _gemm((512, 256), 64, 1, 2),
+    # persistent and grouped (8 rows of tiles per group): one wave of blocks loops over tiles
+    _gemm((128, 128), 64, 2, None, persistent=True),
+    _gemm((128, 128), 64, 1, None, persistent=True),
+    _gemm((256, 128), 64, None, 2, persistent=True),
+    _gemm((256, 256), 64, 1, 2, persistent=True),
+    _gemm((128, 512), 64, 1, 4, persistent=True),
+    _gemm((256, 256), 128, 1, 2, persistent=True),
+]
+_MATMULS: dict = {}
+
+
+def make_matmul_persistent(dt):
+    """`make_matmul`, persistent: each block walks its tiles of C (`c.tiles()`), so a launch
+    on one wave of blocks (`matmul.launch(grid, ...)`) loops instead of launching a block per
+    tile; with `order=tile.grouped(8)` on C, neighbouring tiles share A rows and B columns."""
+
+    @tile.kernel
+    def matmul(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+        for t in c.tiles():
+            i, j = t.index
+            BM, BN = t.shape
+            t.store(matmul_tile(a, b, i, j, BM, BN, BK).astype(dt))
+
+    return matmul
+
+
+def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
+    """The launch of c = a @ b with one configuration, prepared: (launch, partition of c)."""
+    a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
+    kernels = _MATMULS.get(a.dtype)
+    if kernels is None:
+        kernels = _MATMULS[a.dtype] = (make_matmul(a.dtype), make_matmul_persistent(a.dtype))
+    kernel = kernels[persistent].options(occupancy=occupancy, num_ctas=num_ctas)
+    part = c.partition(shape, order=tile.grouped(8))  # TileGym's swizzle: L2 reuse
+    if not persistent:
+        return (lambda: kernel(part, a, b, BK)), part
+    tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
+    blocks = sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
+    grid = max(1, min(tiles, blocks))
+    return (lambda: kernel.launch(grid, part, a, b, BK)), part
+
+
+@fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
+def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
+    """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
+    launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
+                                  num_ctas=num_ctas, persistent=persistent)  # fmt: skip
+    launch()
+    part.unpartition()
+
+
+@tile.function
+def bmm_tile(a, b, z, i, j, BM, BN, BK):
+    """Tile (i, j) of batch z of A @ B, accumulated in f32 over K in steps of BK."""
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 2, (1, BM, BK))):
+        ta = tile.load(a, (z, i, k), (1, BM, BK)).reshape((BM, BK))
+        tb = tile.load(b, (z, k, j), (1, BK, BN)).reshape((BK, BN))
+        acc = tile.mma(ta, tb, acc)
+    return acc
+
+
+def make_bmm(dt):
+    """C[z] = A[z] @ B[z] for a batch of matrices: one block per (1, BM, BN) tile of C."""
+
+    @tile.kernel
+    def bmm(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
+        _, BM, BN = c.shape
+        z, i, j = c.index
+        c.store(bmm_tile(a, b, z, i, j, BM, BN, BK).astype(dt).reshape((1, BM, BN)))
+
+    return bmm
+
+
+BMM_CONFIGS = [
+    _gemm((128, 128), 64, 2, None),
+    _gemm((128, 128), 64, 1, None),
+    _gemm((64, 128), 64, 2, None),
+    _gemm((128, 256), 64, 1, None),
+    _gemm((64, 64), 64, 4, None),
+]
+_BMMS: dict = {}
+
+
+@fl.autotune(configs=BMM_CONFIGS, key=["a", "b"])
+def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
+    """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation."""
+    kernel = _BMMS.get(a.dtype)
+    if kernel is None:
+        kernel = _BMMS[a.dtype] = make_bmm(a.dtype)
+    part = c.partition((1, *shape))
+    kernel.options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
+    part.unpartition()

@@ -1,0 +1,265 @@
+"""The Tile kernels behind `fearless.ops`' row operators (softmax, rms_norm, layer_norm), and
+their autotuned launches.
+
+Each operator has one row helper (a plain function, inlined into the kernels that call it)
+and a factory with its structural forms: one block per row tile, `persistent` (one wave of
+blocks walking the row tiles, TileGym's static schedule), TMA loads, and, for softmax,
+`chunk`ed rows for rows too long for registers (`out.chunks`). `ROW_CONFIGS` and
+`SOFTMAX_CONFIGS` are the autotuner's spaces (the H200 sweeps in bench/results); the `*_tuned`
+functions pick per shape and dtype, once, and keep the winner on disk. examples/tile_kernels.py
+shows the same kernels as examples and `fearless bench --cases 'shapes_*'` measures them.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def sm_count():
+    """The GPU's SM count (a persistent grid is a multiple of it); 4 on the simulator."""
+    if fl.get_target() != "cuda":
+        return 4
+    from fearless.runtime import driver
+
+    return driver.device_info().sm_count
+
+
+@tile.function
+def softmax_rows(x, at, tma):
+    """softmax of `x`'s rows at `at` (a Part, or a tile `part.tiles()` gave), in f32.
+
+    The row goes straight to registers unless `tma`. The hardware exp and one division per
+    row: the per-element exact exp and division would cost more than the memory traffic of a
+    bf16 row."""
+    rows = tile.load_like(x, at, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+    e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
+    return e * (1.0 / tile.sum(e, axis=1, keepdims=True))
+
+
+@tile.function
+def softmax_chunked(x, at, CH, tma):
+    """`softmax_rows` for rows too long for registers: one pass over the row's chunks of CH
+    columns for its max and sum (online: the sum rescaled when the max grows), then one that
+    writes each chunk. The second pass reads the row again, from L2 while it is recent."""
+    BM, _ = at.shape
+    m = tile.full((BM, 1), -math.inf, fl.f32)
+    s = tile.zeros((BM, 1), fl.f32)
+    for c in at.chunks((BM, CH)):
+        v = tile.load_like(x, c, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+        m_new = tile.maximum(m, tile.max(v, axis=1, keepdims=True))
+        s = s * tile.exp(m - m_new, approx=True) + tile.sum(
+            tile.exp(v - m_new, approx=True), axis=1, keepdims=True
+        )
+        m = m_new
+    r = 1.0 / s
+    for c in at.chunks((BM, CH)):
+        v = tile.load_like(x, c, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+        c.store((tile.exp(v - m, approx=True) * r).astype(x.dtype))
+
+
+def make_softmax(dt, tma=False, persistent=False, chunk=0, **hints):
+    """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row); with
+    `persistent`, one wave of blocks walks the row tiles (`out.tiles()`, launched with
+    `kernel.launch(grid, ...)`); with `chunk`, long rows go through registers `chunk` columns
+    at a time (`softmax_chunked`). `hints` are tileiras's kernel hints: on the H200 they matter
+    more than anything else here (bench/tile_bench.py sweeps them; results in
+    bench/results/h200-2026-12-02-tile/)."""
+    if chunk:  # rows in chunks of `chunk` columns (softmax_chunked)
+
+        @tile.kernel(**hints)
+        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+            softmax_chunked(x, out, chunk, tma)
+
+        return softmax
+    if persistent:
+
+        @tile.kernel(**hints)
+        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+            for t in out.tiles():
+                t.store(softmax_rows(x, t, tma).astype(dt))
+
+        return softmax
+
+    @tile.kernel(**hints)
+    def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
+        out.store(softmax_rows(x, out, tma).astype(dt))
+
+    return softmax
+
+
+# Tuned for the suite's shapes: f32 rows of 1024 and bf16 rows of 8192, one row per block.
+softmax_f32 = make_softmax(fl.f32, occupancy=8)
+softmax_bf16 = make_softmax(fl.bf16, occupancy=4, num_worker_warps=8)
+
+
+@tile.function
+def rms_norm_rows(x, at, w, eps, tma):
+    """x * rsqrt(mean(x^2) + eps) * w for `x`'s rows at `at`, in f32 (loads as softmax_rows)."""
+    _, BN = at.shape
+    n = x.shape[1].astype(fl.f32)
+    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    ms = tile.sum(v * v, axis=1, keepdims=True) / n
+    return v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+
+
+def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
+    """RMS norm per row, in f32 whatever `dt` (x, w and out are `dt`); the forms and hints of
+    `make_softmax`."""
+    if persistent:
+
+        @tile.kernel(**hints)
+        def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
+            for t in out.tiles():
+                t.store(rms_norm_rows(x, t, w, eps, tma).astype(dt))
+
+        return rms_norm
+
+    @tile.kernel(**hints)
+    def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
+        out.store(rms_norm_rows(x, out, w, eps, tma).astype(dt))
+
+    return rms_norm
+
+
+@tile.function
+def layer_norm_rows(x, at, w, b, eps, tma):
+    """(x - mean) * rsqrt(var + eps) * w + b for `x`'s rows at `at`, in f32."""
+    _, BN = at.shape
+    n = x.shape[1]
+    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
+    d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
+    var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
+    wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+    bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+    return d * tile.rsqrt(var + eps) * wt + bt
+
+
+def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
+    """Layer norm per row, in f32 whatever `dt`; the forms and hints of `make_softmax`."""
+    if persistent:
+
+        @tile.kernel(**hints)
+        def layer_norm(
+            out: tile.Part[dt],
+            x: tile.Tensor[dt],
+            w: tile.Tensor[dt],
+            b: tile.Tensor[dt],
+            eps: fl.f32,
+        ):
+            for t in out.tiles():
+                t.store(layer_norm_rows(x, t, w, b, eps, tma).astype(dt))
+
+        return layer_norm
+
+    @tile.kernel(**hints)
+    def layer_norm(
+        out: tile.Part[dt],
+        x: tile.Tensor[dt],
+        w: tile.Tensor[dt],
+        b: tile.Tensor[dt],
+        eps: fl.f32,
+    ):
+        out.store(layer_norm_rows(x, out, w, b, eps, tma).astype(dt))
+
+    return layer_norm
+
+
+def _row(rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0):
+    return dict(rows=rows, occupancy=occupancy, num_worker_warps=num_worker_warps,
+                persistent=persistent, tma=tma, chunk=chunk)  # fmt: skip
+
+
+ROW_CONFIGS = [
+    _row(1, 8, None),
+    _row(1, 4, 8),
+    _row(1, 2, 8),
+    _row(1, 1, 16),
+    _row(2, 4, None),
+    _row(4, 4, 8),
+    # structural variants: one wave of blocks walking the rows (TileGym's static persistent
+    # schedule: grid = SMs x occupancy), and TMA loads
+    _row(1, 4, None, persistent=True),
+    _row(1, 4, 8, persistent=True),
+    _row(2, 4, None, persistent=True),
+    _row(1, 2, 8, tma=True),
+    _row(1, 4, None, persistent=True, tma=True),
+]
+# Long softmax rows in chunks (softmax_chunked): a row of 16384 bf16 does not fit registers.
+SOFTMAX_CONFIGS = [
+    *ROW_CONFIGS,
+    _row(1, 4, None, chunk=4096),
+    _row(1, 2, 8, chunk=4096),
+    _row(1, 4, None, chunk=2048),
+]
+
+
+_ROW_KERNELS: dict = {}
+
+
+def _row_kernel(make, dt, tma, persistent, chunk):
+    """One kernel per (factory, dtype, form), shared by every configuration (hints make
+    variants)."""
+    key = (make, dt, tma, persistent, chunk)
+    kernel = _ROW_KERNELS.get(key)
+    if kernel is None:
+        kernel = _ROW_KERNELS[key] = make(dt, tma=tma, persistent=persistent, chunk=chunk)
+    return kernel
+
+
+ROW_FACTORIES = {"softmax": None, "rms_norm": None, "layer_norm": None}  # set below
+
+
+def prepare_rows(
+    op, out, x, *rest, rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0
+):
+    """The launch of row kernel `op` with one configuration, prepared: (launch, partition).
+    `launch()` runs it again on the same arguments; `partition.unpartition()` ends it. The
+    `*_tuned` functions call it once per call; the benchmark times `launch` itself."""
+    x, out = fl.asarray(x), fl.asarray(out)
+    n = next_pow2(x.shape[1])
+    if rows > 1 and rows * n > 8192:
+        raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
+    chunk = min(chunk, n)
+    kernel = _row_kernel(ROW_FACTORIES[op], x.dtype, tma, persistent, chunk).options(
+        occupancy=occupancy, num_worker_warps=num_worker_warps
+    )
+    part = out.partition((rows, n))
+    args = (part, x, *[fl.asarray(r) if hasattr(r, "shape") else r for r in rest])
+    if not persistent:
+        return (lambda: kernel(*args)), part
+    grid = max(1, min(math.ceil(x.shape[0] / rows), sm_count() * (occupancy or 1)))
+    return (lambda: kernel.launch(grid, *args)), part
+
+
+def _row_launch(op, out, x, *rest, **config):
+    launch, part = prepare_rows(op, out, x, *rest, **config)
+    launch()
+    part.unpartition()  # `out` is the caller's again
+
+
+@fl.autotune(configs=SOFTMAX_CONFIGS, key=["x"])
+def softmax_tuned(x, out, **config):
+    """out = softmax(x, axis=1) for a 2-D x of any dtype the kernel takes (f32, f16, bf16)."""
+    _row_launch("softmax", out, x, **config)
+
+
+@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+def rms_norm_tuned(x, w, eps, out, **config):
+    _row_launch("rms_norm", out, x, w, eps, **config)
+
+
+@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+def layer_norm_tuned(x, w, b, eps, out, **config):
+    _row_launch("layer_norm", out, x, w, b, eps, **config)
+
+
+ROW_FACTORIES.update(softmax=make_softmax, rms_norm=make_rms_norm, layer_norm=make_layer_norm)

@@ -1,0 +1,195 @@
+"""fearless.ops (issue 13, part 1) on the simulator against NumPy references: every operator,
+the tensor kinds in and out, and the errors torch would raise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config, ops
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")  # the first configuration (one test tunes)
+
+
+rng = np.random.default_rng(0)
+_erf = np.vectorize(math.erf)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1 + np.exp(-x))
+
+
+def _gelu(x: np.ndarray, tanh: bool = False) -> np.ndarray:
+    if tanh:
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def _bits_to_f32(a: np.ndarray) -> np.ndarray:
+    return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a
+
+
+@pytest.mark.parametrize("shape", [(7, 300), (2, 3, 64), (5, 5000)])
+def test_softmax(shape: tuple[int, ...]) -> None:
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(ops.softmax(x), _softmax(x), rtol=1e-5, atol=1e-7)
+
+
+def test_row_ops_in_bf16() -> None:
+    x = fl.asarray(rng.standard_normal((6, 200)).astype(np.float32), dtype=fl.bf16)
+    xf = _bits_to_f32(x.numpy())
+    got = _bits_to_f32(ops.softmax(x).numpy())
+    np.testing.assert_allclose(got, _softmax(xf), rtol=2e-2, atol=1e-3)
+    w = fl.asarray(rng.standard_normal(200).astype(np.float32), dtype=fl.bf16)
+    got = _bits_to_f32(ops.rms_norm(x, 200, w, 1e-6).numpy())
+    want = xf / np.sqrt((xf * xf).mean(-1, keepdims=True) + 1e-6) * _bits_to_f32(w.numpy())
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+def test_rms_norm_and_layer_norm() -> None:
+    x = rng.standard_normal((4, 3, 96)).astype(np.float32)
+    w, b = rng.standard_normal(96).astype(np.float32), rng.standard_normal(96).astype(np.float32)
+    want = x / np.sqrt((x * x).mean(-1, keepdims=True) + 2.0**-23) * w
+    np.testing.assert_allclose(ops.rms_norm(x, (96,), w), want, rtol=1e-4, atol=1e-5)
+    d = x - x.mean(-1, keepdims=True)
+    norm = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(ops.layer_norm(x, [96], w, b), norm * w + b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ops.layer_norm(x, 96), norm, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_and_bmm() -> None:
+    a, b = rng.standard_normal((70, 33)), rng.standard_normal((33, 50))
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    np.testing.assert_allclose(ops.matmul(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    ah = fl.asarray(a, dtype=fl.f16)
+    bh = fl.asarray(b, dtype=fl.f16)
+    got = ops.matmul(ah, bh).numpy().astype(np.float32)
+    np.testing.assert_allclose(got, a @ b, rtol=2e-2, atol=0.1)
+    A, B = rng.standard_normal((3, 20, 33)), rng.standard_normal((3, 33, 17))
+    A, B = A.astype(np.float32), B.astype(np.float32)
+    np.testing.assert_allclose(ops.bmm(A, B), A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_activations() -> None:
+    x = rng.standard_normal((3, 5, 40)).astype(np.float32) * 3
+    np.testing.assert_array_equal(ops.relu(x), np.maximum(x, 0))
+    np.testing.assert_allclose(ops.gelu(x), _gelu(x), rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(ops.gelu(x, approximate="tanh"), _gelu(x, True), atol=2e-6)
+    h = rng.standard_normal((4, 6, 96)).astype(np.float32)
+    np.testing.assert_allclose(ops.silu_and_mul(h), _silu(h[..., :48]) * h[..., 48:], atol=1e-6)
+    np.testing.assert_allclose(ops.geglu(h), _gelu(h[..., :48]) * h[..., 48:], atol=2e-6)
+    np.testing.assert_allclose(ops.swiglu(h, 2 * h), _silu(h) * 2 * h, rtol=1e-6, atol=1e-6)
+
+
+def test_dropout_is_deterministic_per_seed() -> None:
+    x = rng.standard_normal(10_000).astype(np.float32)
+    a, b = ops.dropout(x, 0.3, seed=7), ops.dropout(x, 0.3, seed=7)
+    np.testing.assert_array_equal(a, b)
+    assert abs((a == 0).mean() - 0.3) < 0.02
+    kept = a != 0
+    np.testing.assert_allclose(a[kept], x[kept] / 0.7, rtol=1e-6)
+    assert not np.array_equal(a, ops.dropout(x, 0.3, seed=8))
+    assert ops.dropout(x, 0.3, training=False) is x
+    assert not ops.dropout(x, 1.0).any()
+
+
+def test_the_kind_given_is_the_kind_returned() -> None:
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    assert isinstance(ops.softmax(x), np.ndarray)
+    t = ops.softmax(fl.asarray(x))
+    assert isinstance(t, fl.Tensor) and t.shape == (4, 64)
+
+
+def test_the_tuned_path_picks_a_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "1")
+    x = rng.standard_normal((3, 100)).astype(np.float32)
+    np.testing.assert_allclose(ops.softmax(x), _softmax(x), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: ops.softmax(np.zeros((2, 3), np.float32), dim=0), "works over the last axis"),
+        (lambda: ops.softmax(np.zeros((2, 3), np.int32)), "takes f32, f16, bf16 tensors"),
+        (lambda: ops.softmax([1.0, 2.0]), "must be a tensor"),
+        (lambda: ops.rms_norm(np.zeros((2, 8), np.float32), (4,)), "normalized_shape must be"),
+        (
+            lambda: ops.layer_norm(np.zeros((2, 8), np.float32), 8, np.ones(4, np.float32)),
+            "has shape",
+        ),
+        (
+            lambda: ops.matmul(np.zeros((2, 3), np.float32), np.zeros((4, 5), np.float32)),
+            "multiplies",
+        ),
+        (lambda: ops.silu_and_mul(np.zeros((2, 7), np.float32)), "two halves"),
+        (lambda: ops.dropout(np.zeros(4, np.float32), 1.5), "between 0 and 1"),
+        (lambda: ops.relu(np.zeros(4, np.float32), inplace=True), "no in-place form"),
+        (lambda: ops.gelu(np.zeros(4, np.float32), approximate="fast"), "'none' or 'tanh'"),
+    ],
+)
+def test_errors_name_the_problem(call: object, message: str) -> None:
+    with pytest.raises(fl.KernelTypeError, match=message) as info:
+        call()  # type: ignore[operator]
+    assert info.value.code == "E0701" and "test_ops.py" in str(info.value)
+
+
+def test_the_operator_kernels_compile_through_tileiras() -> None:
+    from fearless.ops import kernels_activation as act
+    from fearless.ops import kernels_gemm as gemm
+    from fearless.runtime.target import current_target
+
+    bf16, n = fl.bf16, 4096
+    flat = (fl.zeros(n, dtype=bf16).partition((1024,)), fl.zeros(n, dtype=bf16))
+    cases = [
+        (act.make_unary("gelu", bf16), flat),
+        (
+            act.make_unary("gelu_tanh", fl.f16),
+            (fl.zeros(n, dtype=fl.f16).partition((1024,)), fl.zeros(n, dtype=fl.f16)),
+        ),
+        (act.make_unary("relu", bf16), flat),
+        (act.make_swiglu(bf16), (*flat, fl.zeros(n, dtype=bf16))),
+        (act.make_dropout(bf16), (*flat, 0.1, 7)),
+        (
+            act.make_gated("silu", bf16),
+            (
+                fl.zeros((8, 512), dtype=bf16).partition((8, 512)),
+                fl.zeros((8, 1024), dtype=bf16),
+                512,
+            ),
+        ),
+        (
+            act.make_gated("gelu", bf16),
+            (
+                fl.zeros((8, 512), dtype=bf16).partition((8, 512)),
+                fl.zeros((8, 1024), dtype=bf16),
+                512,
+            ),
+        ),
+        (
+            gemm.make_bmm(bf16),
+            (
+                fl.zeros((2, 256, 256), dtype=bf16).partition((1, 128, 128)),
+                fl.zeros((2, 256, 64), dtype=bf16),
+                fl.zeros((2, 64, 256), dtype=bf16),
+                64,
+            ),
+        ),
+    ]
+    for kernel, args in cases:
+        signature, _ = kernel.signature_of(args, current_target())
+        try:
+            assert kernel.compile(signature, "sm_90").cubin
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])
