@@ -193,3 +193,80 @@ def test_the_operator_kernels_compile_through_tileiras() -> None:
             assert kernel.compile(signature, "sm_90").cubin
         except fl.ToolchainError as exc:  # no tileiras on this machine
             pytest.skip(str(exc).splitlines()[0])
+
+
+def _rope_ref(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    h = x.shape[-1] // 2
+    rot = np.concatenate([-x[..., h:], x[..., :h]], -1)
+    return x * cos + rot * sin
+
+
+@pytest.mark.parametrize("cos_batch", [0, 1, 2])
+def test_rope(cos_batch: int) -> None:
+    b, hq, hk, s, d = 2, 5, 2, 7, 32
+    q = rng.standard_normal((b, hq, s, d)).astype(np.float32)
+    k = rng.standard_normal((b, hk, s, d)).astype(np.float32)
+    ang = rng.standard_normal((cos_batch or 1, s, d // 2)).astype(np.float32)
+    cos = np.concatenate([np.cos(ang)] * 2, -1)
+    sin = np.concatenate([np.sin(ang)] * 2, -1)
+    if cos_batch == 0:  # (S, D) tables
+        cos, sin = cos[0], sin[0]
+    qr, kr = ops.rope(q, k, cos, sin)
+    c = cos if cos.ndim == 2 else cos[:, None]
+    sn = sin if sin.ndim == 2 else sin[:, None]
+    np.testing.assert_allclose(qr, _rope_ref(q, c, sn), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(kr, _rope_ref(k, c, sn), rtol=1e-6, atol=1e-6)
+
+
+def test_transpose_and_group_gemm() -> None:
+    x = rng.standard_normal((70, 130)).astype(np.float32)
+    np.testing.assert_array_equal(ops.transpose(x), x.T)
+    xb = fl.asarray(x, dtype=fl.bf16)
+    np.testing.assert_array_equal(ops.transpose(xb).numpy(), xb.numpy().T)
+    As = [x[:10], x[:33]]
+    Bs = [x.T[:, :5], x.T[:, :17]]
+    for got, a, b in zip(ops.group_gemm(As, Bs), As, Bs, strict=True):
+        np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_rope_refuses_tables_of_the_wrong_shape() -> None:
+    q = np.zeros((1, 2, 4, 8), np.float32)
+    with pytest.raises(fl.KernelTypeError, match=r"`cos` of `fearless\.ops\.rope` has shape"):
+        ops.rope(q, q, np.zeros((3, 8), np.float32), np.zeros((3, 8), np.float32))
+
+
+def test_the_layout_kernels_compile_through_tileiras() -> None:
+    from fearless.ops import kernels_layout as lay
+    from fearless.runtime.target import current_target
+
+    bf16 = fl.bf16
+    q = fl.zeros((2, 8, 16, 128), dtype=bf16)
+    k = fl.zeros((2, 2, 16, 128), dtype=bf16)
+    tab = fl.zeros((1, 16, 128), dtype=bf16)
+    cases = [
+        (
+            lay.make_transpose(bf16),
+            (
+                fl.zeros((256, 128), dtype=bf16).partition((64, 64)),
+                fl.zeros((128, 256), dtype=bf16),
+            ),
+        ),
+        (
+            lay.make_rope(bf16),
+            (
+                fl.zeros(q.shape, dtype=bf16).partition((1, 8, 1, 128)),
+                fl.zeros(k.shape, dtype=bf16).partition((1, 2, 1, 128)),
+                q,
+                k,
+                tab,
+                tab,
+                1,
+            ),
+        ),
+    ]
+    for kernel, args in cases:
+        signature, _ = kernel.signature_of(args, current_target())
+        try:
+            assert kernel.compile(signature, "sm_90").cubin
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])

@@ -69,3 +69,22 @@ def test_dropout_and_grad_refusal() -> None:
     torch.testing.assert_close(y[kept], x[kept] / 0.75)
     with pytest.raises(fl.KernelTypeError, match="requires grad"):
         ops.softmax(torch.randn(4, 8, device="cuda", requires_grad=True))
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.bfloat16])
+def test_rope_and_transpose_match_torch(dt) -> None:  # type: ignore[no-untyped-def]
+    b, hq, hk, s, d = 2, 32, 8, 512, 128
+    q = torch.randn(b, hq, s, d, device="cuda").to(dt)
+    k = torch.randn(b, hk, s, d, device="cuda").to(dt)
+    ang = torch.randn(s, d // 2, device="cuda")
+    cos, sin = torch.cat([ang.cos()] * 2, -1).to(dt), torch.cat([ang.sin()] * 2, -1).to(dt)
+
+    def ref(x):  # type: ignore[no-untyped-def]
+        x1, x2 = x[..., : d // 2].float(), x[..., d // 2 :].float()
+        return (x.float() * cos.float() + torch.cat([-x2, x1], -1) * sin.float()).to(dt)
+
+    qr, kr = ops.rope(q, k, cos, sin)
+    _close(qr, ref(q), dt)
+    _close(kr, ref(k), dt)
+    x = torch.randn(1000, 3000, device="cuda").to(dt)
+    _close(ops.transpose(x), x.t().contiguous(), dt)

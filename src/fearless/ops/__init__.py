@@ -1,6 +1,6 @@
 """fearless.ops: TileGym's operator set with torch.nn.functional's signatures, on fearless
-Tile kernels (issue 13, part 1 so far: softmax, rms_norm, layer_norm, matmul, bmm, relu, gelu,
-silu_and_mul, swiglu, geglu, dropout).
+Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
+silu_and_mul, swiglu, geglu, dropout, rope, transpose).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -17,13 +17,16 @@ from .functional import (
     dropout,
     geglu,
     gelu,
+    group_gemm,
     layer_norm,
     matmul,
     relu,
     rms_norm,
+    rope,
     silu_and_mul,
     softmax,
     swiglu,
+    transpose,
 )
 
 __all__ = [
@@ -31,11 +34,14 @@ __all__ = [
     "dropout",
     "geglu",
     "gelu",
+    "group_gemm",
     "layer_norm",
     "matmul",
     "relu",
     "rms_norm",
+    "rope",
     "silu_and_mul",
     "softmax",
     "swiglu",
+    "transpose",
 ]

@@ -19,6 +19,7 @@ from ..runtime.location import user_location
 from ._io import FLOATS, Operand, operand, output, result, rows_of, view
 from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
 from .kernels_gemm import bmm_tuned, matmul_tuned
+from .kernels_layout import make_rope, make_transpose
 from .kernels_rows import layer_norm_tuned, rms_norm_tuned, softmax_tuned
 
 # --------------------------------------------------------------------------- rows
@@ -271,6 +272,79 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
         _kernel(make_dropout, a.dtype)(part, _flat(a.tensor), float(p), s)
         part.unpartition()
     return result(a, out, ret)
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def transpose(x: Any) -> Any:
+    """The transpose of a matrix (`x.T`, TileGym's transpose), in a new tensor."""
+    a = operand(x, "transpose", "x")
+    if a.tensor.ndim != 2:
+        raise KernelTypeError(
+            f"`fearless.ops.transpose` takes a matrix, not a {a.tensor.ndim}-d tensor",
+            user_location(),
+            code="E0701",
+        )
+    out, ret = output(a, (a.shape[1], a.shape[0]))
+    if out.size:
+        part = out.partition((64, 64))
+        _kernel(make_transpose, a.dtype)(part, a.tensor)
+        part.unpartition()
+    return result(a, out, ret)
+
+
+def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
+    """Rotary position embedding (TileGym's rope, out of place): q (B, Hq, S, D) and
+    k (B, Hk, S, D) rotated by cos and sin of shape (S, D) or (1 or B, S, D), whose first D / 2
+    columns are used (Hugging Face's cos and sin repeat them); returns (q_rotated, k_rotated)."""
+    qa = operand(q, "rope", "q", FLOATS)
+    ka = _same_dtype(operand(k, "rope", "k", FLOATS), qa, "rope")
+    ca, sa = operand(cos, "rope", "cos", FLOATS), operand(sin, "rope", "sin", FLOATS)
+    if len(qa.shape) != 4 or len(ka.shape) != 4:
+        raise _shapes("rope", "q and k of shape (batch, heads, seq, head_dim)", qa, ka)
+    batch, _, seq, d = qa.shape
+    if ka.shape[0] != batch or ka.shape[2:] != (seq, d) or d % 2 or d & (d - 1):
+        raise _shapes("rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka)
+    tables = []
+    for t, name in ((ca, "cos"), (sa, "sin")):
+        v = t.tensor if t.dtype == qa.dtype else t.tensor.astype(qa.dtype)
+        if v.ndim == 2:
+            v = view(v, (1, *v.shape))
+        if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
+            raise KernelTypeError(
+                f"`{name}` of `fearless.ops.rope` has shape {t.shape}; it needs ({seq}, {d}) or "
+                f"(1 or {batch}, {seq}, {d})",
+                user_location(),
+                code="E0701",
+            )
+        tables.append(v)
+    qo, qret = output(qa, qa.shape)
+    ko, kret = output(ka, ka.shape)
+    if qo.size and ko.size:
+        qp = qo.partition((1, _pow2(qa.shape[1]), 1, d))
+        kp = ko.partition((1, _pow2(ka.shape[1]), 1, d))
+        kernel = _kernel(make_rope, qa.dtype)
+        kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
+        qp.unpartition()
+        kp.unpartition()
+    return result(qa, qo, qret), result(ka, ko, kret)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
+    """[A_i @ B_i for each pair]: TileGym's group_gemm. Each product is its own autotuned
+    launch here (one kernel over every group's tiles is not in fearless yet)."""
+    if len(As) != len(Bs):
+        raise KernelTypeError(
+            f"`fearless.ops.group_gemm` pairs As and Bs, but got {len(As)} and {len(Bs)}",
+            user_location(),
+            code="E0701",
+        )
+    return [matmul(a, b) for a, b in zip(As, Bs, strict=True)]
 
 
 __all__: Sequence[str] = (

@@ -1,0 +1,62 @@
+"""The Tile kernels behind fearless.ops' transpose and rope.
+
+`make_transpose`: out's (BM, BN) tile (i, j) is the transpose of x's (BN, BM) tile (j, i).
+
+`make_rope`: rotary position embedding as TileGym's rope kernel computes it, out of place. One
+block per (batch, position) owns that row of every head of q and of k (tiles (1, QH, 1, D), QH
+the heads rounded up to a power of two), and writes each in its two halves of D / 2
+(`out.chunks`): with x1, x2 the halves and c, s the first half of cos and sin at that position,
+the halves become x1 c - x2 s and x2 c + x1 s.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import fearless as fl
+from fearless import tile
+
+
+def make_transpose(dt):
+    @tile.kernel
+    def transpose(out: tile.Part[dt], x: tile.Tensor[dt]):
+        BM, BN = out.shape
+        i, j = out.index
+        out.store(tile.transpose(tile.load(x, (j, i), (BN, BM))))
+
+    return transpose
+
+
+@tile.function
+def rope_part(out, x, b, s, c, sn, dt):
+    """Rotate `x`'s heads at (batch b, position s) into `out`'s own tile, half by half."""
+    _, XH, _, D = out.shape
+    H = D // 2
+    for half in out.chunks((1, XH, 1, H)):
+        h = half.index[3]  # 0: the first half, 1: the second
+        this = tile.load_like(x, half).reshape((XH, H)).astype(fl.f32)
+        other = tile.load(x, (b, 0, s, 1 - h), (1, XH, 1, H)).reshape((XH, H)).astype(fl.f32)
+        sign = (2 * h - 1).astype(fl.f32)
+        half.store((this * c + sign * other * sn).astype(dt).reshape((1, XH, 1, H)))
+
+
+def make_rope(dt):
+    @tile.kernel
+    def rope(
+        qo: tile.Part[dt],
+        ko: tile.Part[dt],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        cos: tile.Tensor[dt],
+        sin: tile.Tensor[dt],
+        COS_BS: tile.Const[int],
+    ):
+        _, _, _, D = qo.shape
+        H = D // 2
+        b, _, s, _ = qo.index
+        cb = b if COS_BS > 1 else 0
+        c = tile.load(cos, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
+        sn = tile.load(sin, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
+        rope_part(qo, q, b, s, c, sn, dt)
+        rope_part(ko, k, b, s, c, sn, dt)
+
+    return rope
