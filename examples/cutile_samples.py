@@ -11,7 +11,9 @@ and the grid as the sample's wrapper does:
 | MatMul.py              | `make_matmul`, `make_persistent_matmul`; `matmul`     |
 | BatchMatMul.py         | `make_batch_matmul`; `batch_matmul`                   |
 | Transpose.py           | `transpose`, `transpose_by_order`; `cutile_transpose` |
-| LayerNorm.py (forward) | `make_layer_norm_fwd`; `layer_norm_fwd`               |
+| LayerNorm.py           | `make_layer_norm_fwd`; `layer_norm_fwd`               |
+|                        | `make_layer_norm_bwd`, `make_layer_norm_bwd_dwdb`;    |
+|                        | `layer_norm_bwd`                                      |
 | AttentionFMHA.py       | `make_fmha`; `fmha`                                   |
 
 What a fearless kernel does differently everywhere: a block writes only its own tile of each
@@ -27,12 +29,9 @@ What fearless lacks, sample by sample (not faked here):
 - MatMul with f32 inputs: cuTile converts the tiles to tf32 for the tensor cores; fearless has
   no tf32 dtype, so `tile.mma` multiplies the f32 tiles as f32.
 - BatchMatMul's float8_e4m3fn case: fearless has no fp8 dtypes; the f16 case is ported.
-- LayerNorm's backward (`layer_norm_bwd_dx_partial_dwdb`, `layer_norm_bwd_dwdb`): not
-  ported. Its partial dW/dB accumulate under a spin lock, `while ct.atomic_cas(Locks, ...,
-  memory_order=ACQUIRE) == 1: pass` ... `ct.atomic_xchg(..., memory_order=RELEASE)`, with
-  plain loads and stores of DW/DB between: a `while` loop in a tile kernel, acquire/release
-  orders on atomics, and plain reads and writes of a lock-guarded output at a block-chosen
-  index are all outside fearless Tile today.
+- LayerNorm's backward accumulates its partial dW/dB under a spin lock per group (`while
+  ct.atomic_cas(...) == 1: pass`, plain loads and stores, `ct.atomic_xchg` release); the port
+  adds with `tile.atomic_add` into `tile.Atomic` partial sums instead: the same sums, no lock.
 - AttentionFMHA's final `ct.truediv(acc, l_i, flush_to_zero=True, rounding_mode=APPROX)`:
   `tile.truediv` is not in fearless yet, so the port divides exactly (`acc / l_i`).
 
@@ -375,6 +374,117 @@ def layer_norm_fwd(x, weight, bias, eps, tile_n=1024):
     rstd = fl.empty((m,), dtype=fl.f32).partition((1,))
     kernel(y, mean, rstd, x, weight, bias, float(eps), tile_n)
     return y.unpartition(), mean.unpartition(), rstd.unpartition()
+
+
+def layer_norm_bwd_terms(X, W, DY, m, j, mean, rstd, TILE_N):
+    """LayerNorm.py `bwd_helper`: dy, xhat and w * dy of chunk j of row m (0 past N)."""
+    N = X.shape[1]
+    tx = tile.load(X, (m, j), (1, TILE_N)).astype(fl.f32)
+    tw = tile.load(W, (j,), (TILE_N,)).astype(fl.f32)
+    tdy = tile.load(DY, (m, j), (1, TILE_N)).astype(fl.f32)
+    inside = j * TILE_N + tile.arange(TILE_N) < N
+    xhat = tile.where(inside, (tx - mean) * rstd, 0.0)
+    wdy = tile.where(inside, tw * tdy, 0.0)
+    return tdy, xhat, wdy
+
+
+def make_layer_norm_bwd(dt):
+    """LayerNorm.py's backward, part 1 (`layer_norm_bwd_dx_partial_dwdb`): one block per row m
+    computes dX[m] in chunks of TILE_N, and adds its dW and dB terms into group m % G of the
+    (G, N) partial sums.
+
+    The difference: the sample serialises those additions with a spin lock per group
+    (`atomic_cas` acquire, plain load, add, store, `atomic_xchg` release); fearless adds with
+    `tile.atomic_add` into `tile.Atomic` partial sums instead, which is the same sum without a
+    lock (and without a `while` loop, which Tile kernels do not have)."""
+
+    @tile.kernel
+    def layer_norm_bwd_dx_partial_dwdb(
+        DX: tile.Part[dt],
+        DW: tile.Atomic[fl.f32],
+        DB: tile.Atomic[fl.f32],
+        X: tile.Tensor[dt],
+        DY: tile.Tensor[dt],
+        W: tile.Tensor[dt],
+        Mean: tile.Tensor[fl.f32],
+        Rstd: tile.Tensor[fl.f32],
+        TILE_N: tile.Const[int],
+    ):
+        _, NP = DX.shape
+        CH = min(TILE_N, NP)
+        m = DX.index[0]
+        N = X.shape[1]
+        group = m % DW.shape[0]
+        mean = tile.load(Mean, (m,), (1,))
+        rstd = tile.load(Rstd, (m,), (1,))
+        c1 = tile.zeros((1, CH), fl.f32)
+        c2 = tile.zeros((1, CH), fl.f32)
+        for j in range(tile.num_tiles(X, 1, (1, CH))):
+            _, xhat, wdy = layer_norm_bwd_terms(X, W, DY, m, j, mean, rstd, CH)
+            c1 = c1 + xhat * wdy
+            c2 = c2 + wdy
+        c1 = tile.sum(c1, axis=1) / N.astype(fl.f32)
+        c2 = tile.sum(c2, axis=1) / N.astype(fl.f32)
+        for c in DX.chunks((1, CH)):
+            j = c.index[1]
+            tdy, xhat, wdy = layer_norm_bwd_terms(X, W, DY, m, j, mean, rstd, CH)
+            c.store(((wdy - (xhat * c1 + c2)) * rstd).astype(dt))
+            cols = j * CH + tile.arange(CH)
+            inside = cols < N
+            tile.atomic_add(DW, (group, cols), (tdy * xhat).reshape((CH,)), mask=inside)
+            tile.atomic_add(DB, (group, cols), tdy.reshape((CH,)), mask=inside)
+
+    return layer_norm_bwd_dx_partial_dwdb
+
+
+def make_layer_norm_bwd_dwdb(dt):
+    """LayerNorm.py `layer_norm_bwd_dwdb`: dW and dB of column tile n, summing the G partial
+    rows TILE_M at a time."""
+
+    @tile.kernel
+    def layer_norm_bwd_dwdb(
+        FINAL_DW: tile.Part[dt],
+        FINAL_DB: tile.Part[dt],
+        DW: tile.Tensor[fl.f32],
+        DB: tile.Tensor[fl.f32],
+        TILE_M: tile.Const[int],
+    ):
+        (TILE_N,) = FINAL_DW.shape
+        n = FINAL_DW.index[0]
+        dw = tile.zeros((TILE_M, TILE_N), fl.f32)
+        db = tile.zeros((TILE_M, TILE_N), fl.f32)
+        for i in range(tile.num_tiles(DW, 0, (TILE_M, TILE_N))):
+            dw = dw + tile.load(DW, (i, n), (TILE_M, TILE_N))
+            db = db + tile.load(DB, (i, n), (TILE_M, TILE_N))
+        FINAL_DW.store(tile.sum(dw, axis=0).astype(dt))
+        FINAL_DB.store(tile.sum(db, axis=0).astype(dt))
+
+    return layer_norm_bwd_dwdb
+
+
+_LAYER_NORM_BWDS: dict = {}
+
+
+def layer_norm_bwd(dy, x, weight, mean, rstd, group=64, tile_n=1024, tile_m=32):
+    """(dx, dw, db) of LayerNorm from the forward's mean and rstd: the sample's backward, its
+    partial sums in `group` rows (64 in the sample), reduced `tile_m` rows at a time."""
+    dy, x, weight = fl.asarray(dy), fl.asarray(x), fl.asarray(weight)
+    mean, rstd = fl.asarray(mean), fl.asarray(rstd)
+    m, n = x.shape
+    kernels = _LAYER_NORM_BWDS.get(x.dtype)
+    if kernels is None:
+        kernels = _LAYER_NORM_BWDS[x.dtype] = (
+            make_layer_norm_bwd(x.dtype),
+            make_layer_norm_bwd_dwdb(x.dtype),
+        )
+    dx = fl.empty((m, n), dtype=x.dtype).partition((1, next_pow2(n)))
+    dw_part, db_part = fl.zeros((group, n)), fl.zeros((group, n))
+    kernels[0](dx, dw_part, db_part, x, dy, weight, mean, rstd, tile_n)
+    cols = min(tile_n, next_pow2(n))
+    dw = fl.empty((n,), dtype=x.dtype).partition((cols,))
+    db = fl.empty((n,), dtype=x.dtype).partition((cols,))
+    kernels[1](dw, db, dw_part, db_part, tile_m)
+    return dx.unpartition(), dw.unpartition(), db.unpartition()
 
 
 # ---------------------------------------------------------------------------- AttentionFMHA

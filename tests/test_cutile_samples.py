@@ -58,6 +58,16 @@ def layer_norm_reference(x, w, b, eps):
     return (x - mean[:, None]) / np.sqrt(var[:, None] + eps) * w + b, mean, 1 / np.sqrt(var + eps)
 
 
+def layer_norm_bwd_reference(dy, x, w, eps):
+    """(dx, dw, db) of LayerNorm in float64."""
+    x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
+    mu = x.mean(1, keepdims=True)
+    r = 1 / np.sqrt(((x - mu) ** 2).mean(1, keepdims=True) + eps)
+    xhat, wdy = (x - mu) * r, w * dy
+    dx = (wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))) * r
+    return dx, (dy * xhat).sum(0), dy.sum(0)
+
+
 # ---------------------------------------------------------------- the ports, on the simulator
 
 
@@ -115,6 +125,22 @@ def test_layer_norm_forward() -> None:
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(mean.numpy(), want_mean, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rstd.numpy(), want_rstd, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("m", "n", "tile_n"), [(150, 300, 128), (64, 1000, 256)])
+def test_layer_norm_backward(m: int, n: int, tile_n: int) -> None:
+    """The backward against float64: dX per row, dW and dB summed through the partial rows."""
+    x, dy = (
+        RNG.standard_normal((m, n)).astype(np.float32),
+        RNG.standard_normal((m, n)).astype(np.float32),
+    )
+    w, b = RNG.standard_normal(n).astype(np.float32), RNG.standard_normal(n).astype(np.float32)
+    _, mean, rstd = cs.layer_norm_fwd(x, w, b, 1e-5, tile_n=tile_n)
+    dx, dw, db = cs.layer_norm_bwd(dy, x, w, mean, rstd, group=16, tile_n=tile_n, tile_m=8)
+    want_dx, want_dw, want_db = layer_norm_bwd_reference(dy, x, w, 1e-5)
+    np.testing.assert_allclose(dx.numpy(), want_dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dw.numpy(), want_dw, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(db.numpy(), want_db, rtol=1e-4, atol=1e-3)
 
 
 def test_layer_norm_forward_bf16() -> None:
@@ -187,6 +213,30 @@ def test_the_ports_compile_through_tileiras() -> None:
         ),
         (cs.transpose, (z((64, 96)).partition((32, 32)), z((96, 64)))),
         (cs.transpose_by_order, (z((64, 96)).partition((32, 32)), z((96, 64)))),
+        (
+            cs.make_layer_norm_bwd(fl.bf16),
+            (
+                z((4, 2048), dtype=fl.bf16).partition((1, 2048)),
+                z((64, 2048)),
+                z((64, 2048)),
+                x,
+                x,
+                w,
+                z(4),
+                z(4),
+                1024,
+            ),
+        ),
+        (
+            cs.make_layer_norm_bwd_dwdb(fl.bf16),
+            (
+                z(2048, dtype=fl.bf16).partition((1024,)),
+                z(2048, dtype=fl.bf16).partition((1024,)),
+                z((64, 2048)),
+                z((64, 2048)),
+                32,
+            ),
+        ),
         (
             cs.make_layer_norm_fwd(fl.bf16),
             (

@@ -18,7 +18,13 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import cutile_samples as cs
 
-from test_cutile_samples import attention_reference, layer_norm_reference, load_3d, load_t
+from test_cutile_samples import (
+    attention_reference,
+    layer_norm_bwd_reference,
+    layer_norm_reference,
+    load_3d,
+    load_t,
+)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
@@ -126,3 +132,21 @@ def test_a_transposed_load_in_three_dimensions() -> None:
     load_3d(part, fl.asarray(x), 1)
     fl.synchronize()
     assert np.array_equal(part.unpartition().numpy(), x.transpose(2, 0, 1))
+
+
+def test_layer_norm_backward() -> None:
+    """The sample's backward at (1024, 2048) f32: 1024 rows adding into 64 partial rows with
+    atomics on the GPU, against float64."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1024, 2048)).astype(np.float32)
+    dy = rng.standard_normal((1024, 2048)).astype(np.float32)
+    w, b = (
+        rng.standard_normal(2048).astype(np.float32),
+        rng.standard_normal(2048).astype(np.float32),
+    )
+    _, mean, rstd = cs.layer_norm_fwd(x, w, b, 1e-5)
+    dx, dw, db = cs.layer_norm_bwd(dy, x, w, mean, rstd)
+    want_dx, want_dw, want_db = layer_norm_bwd_reference(dy, x, w, 1e-5)
+    np.testing.assert_allclose(dx.numpy(), want_dx, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(dw.numpy(), want_dw, rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(db.numpy(), want_db, rtol=1e-3, atol=1e-2)
