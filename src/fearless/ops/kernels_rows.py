@@ -72,32 +72,18 @@ def make_softmax(dt, tma=False, persistent=False, chunk=0, **hints):
     at a time (`softmax_chunked`). `hints` are tileiras's kernel hints: on the H200 they matter
     more than anything else here (bench/tile_bench.py sweeps them; results in
     bench/results/h200-2026-12-02-tile/)."""
-    if chunk:  # rows in chunks of `chunk` columns (softmax_chunked)
-
-        @tile.kernel(**hints)
-        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
-            softmax_chunked(x, out, chunk, tma)
-
-        return softmax
-    if persistent:
-
-        @tile.kernel(**hints)
-        def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
-            for t in out.tiles():
-                t.store(softmax_rows(x, t, tma).astype(dt))
-
-        return softmax
 
     @tile.kernel(**hints)
     def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
-        out.store(softmax_rows(x, out, tma).astype(dt))
+        if chunk:  # compile-time: rows in chunks of `chunk` columns
+            softmax_chunked(x, out, chunk, tma)
+        elif persistent:  # compile-time: one wave of blocks walks the row tiles
+            for t in out.tiles():
+                t.store(softmax_rows(x, t, tma).astype(dt))
+        else:
+            out.store(softmax_rows(x, out, tma).astype(dt))
 
     return softmax
-
-
-# Tuned for the suite's shapes: f32 rows of 1024 and bf16 rows of 8192, one row per block.
-softmax_f32 = make_softmax(fl.f32, occupancy=8)
-softmax_bf16 = make_softmax(fl.bf16, occupancy=4, num_worker_warps=8)
 
 
 @tile.function
@@ -113,18 +99,14 @@ def rms_norm_rows(x, at, w, eps, tma):
 def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
     """RMS norm per row, in f32 whatever `dt` (x, w and out are `dt`); the forms and hints of
     `make_softmax`."""
-    if persistent:
-
-        @tile.kernel(**hints)
-        def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
-            for t in out.tiles():
-                t.store(rms_norm_rows(x, t, w, eps, tma).astype(dt))
-
-        return rms_norm
 
     @tile.kernel(**hints)
     def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
-        out.store(rms_norm_rows(x, out, w, eps, tma).astype(dt))
+        if persistent:  # compile-time, as in make_softmax
+            for t in out.tiles():
+                t.store(rms_norm_rows(x, t, w, eps, tma).astype(dt))
+        else:
+            out.store(rms_norm_rows(x, out, w, eps, tma).astype(dt))
 
     return rms_norm
 
@@ -145,20 +127,6 @@ def layer_norm_rows(x, at, w, b, eps, tma):
 
 def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
     """Layer norm per row, in f32 whatever `dt`; the forms and hints of `make_softmax`."""
-    if persistent:
-
-        @tile.kernel(**hints)
-        def layer_norm(
-            out: tile.Part[dt],
-            x: tile.Tensor[dt],
-            w: tile.Tensor[dt],
-            b: tile.Tensor[dt],
-            eps: fl.f32,
-        ):
-            for t in out.tiles():
-                t.store(layer_norm_rows(x, t, w, b, eps, tma).astype(dt))
-
-        return layer_norm
 
     @tile.kernel(**hints)
     def layer_norm(
@@ -168,7 +136,11 @@ def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
         b: tile.Tensor[dt],
         eps: fl.f32,
     ):
-        out.store(layer_norm_rows(x, out, w, b, eps, tma).astype(dt))
+        if persistent:  # compile-time, as in make_softmax
+            for t in out.tiles():
+                t.store(layer_norm_rows(x, t, w, b, eps, tma).astype(dt))
+        else:
+            out.store(layer_norm_rows(x, out, w, b, eps, tma).astype(dt))
 
     return layer_norm
 
