@@ -32,8 +32,6 @@ What fearless lacks, sample by sample (not faked here):
 - LayerNorm's backward accumulates its partial dW/dB under a spin lock per group (`while
   ct.atomic_cas(...) == 1: pass`, plain loads and stores, `ct.atomic_xchg` release); the port
   adds with `tile.atomic_add` into `tile.Atomic` partial sums instead: the same sums, no lock.
-- AttentionFMHA's final `ct.truediv(acc, l_i, flush_to_zero=True, rounding_mode=APPROX)`:
-  `tile.truediv` is not in fearless yet, so the port divides exactly (`acc / l_i`).
 
     python examples/cutile_samples.py      # runs each one (GPU if usable, else the simulator)
 """
@@ -500,8 +498,7 @@ def make_fmha(dt, causal=False, even_k=True, **hints):
     head h // QUERY_GROUP_SIZE. CAUSAL and EVEN_K are the factory's (Python bools) as the
     sample's ConstBool parameters; `hints` are tileiras's (the sample sets occupancy=2).
 
-    Differences: the final `acc / l_i` is an exact division (the sample's is `ct.truediv`
-    approximate with flush-to-zero); the block owns Out's (1, 1, TILE_M, TILE_D) tile
+    Differences: the block owns Out's (1, 1, TILE_M, TILE_D) tile
     (b, h, i), so the grid is Out's partition's, (Batch * Heads, M tiles) where the sample's
     is (M tiles, Batch * Heads); H is not a parameter (the head is the tile's index)."""
 
@@ -569,7 +566,7 @@ def make_fmha(dt, causal=False, even_k=True, **hints):
             acc = tile.mma(p.astype(dt), v.reshape((TILE_N, TILE_D)), acc)
             m_i = m_ij
 
-        acc = acc / l_i
+        acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
         Out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
     return fmha_kernel

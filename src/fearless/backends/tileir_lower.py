@@ -294,6 +294,10 @@ class _Lowerer:
                 "mul": bc.encode_MulFOp,
                 "div": bc.encode_DivFOp,
             }
+            if kind == "div" and ("rounding" in op.attrs or "flush_to_zero" in op.attrs):
+                mode = {"approx": bc.RoundingMode.APPROX, "full": bc.RoundingMode.FULL}
+                rounding = mode.get(op.attrs.get("rounding", ""), ne)
+                return bc.encode_DivFOp(b, rt, x, y, rounding, bool(op.attrs.get("flush_to_zero")))
             if kind in simple:
                 return simple[kind](b, rt, x, y, ne, False)
             if kind in ("max", "min"):

@@ -238,8 +238,10 @@ class Binary(Op):
 
     opname = "tile.binary"
 
-    def __init__(self, kind: str, a: Value, b: Value, loc: Location) -> None:
-        super().__init__([a, b], [a.type], loc, kind=kind)
+    def __init__(self, kind: str, a: Value, b: Value, loc: Location, **attrs: Any) -> None:
+        # float `div` may carry `rounding` ("approx", "full") and `flush_to_zero` (f32 only:
+        # tile.truediv); absent, it is IEEE division rounded to nearest even
+        super().__init__([a, b], [a.type], loc, kind=kind, **attrs)
 
 
 class Compare(Op):

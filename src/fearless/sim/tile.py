@@ -168,8 +168,12 @@ class _Block:
 
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
+        x, y = args
+        if a.get("flush_to_zero"):  # tile.truediv(..., flush_to_zero=True): f32 only
+            x, y = _flush(np.asarray(x)), _flush(np.asarray(y))
         with np.errstate(all="ignore"):
-            return np.asarray(nx.binary_fn(a["kind"], dt)(args[0], args[1]), nx.storage_dtype(dt))
+            r = np.asarray(nx.binary_fn(a["kind"], dt)(x, y), nx.storage_dtype(dt))
+        return _flush(r) if a.get("flush_to_zero") else r
 
     def _op_Compare(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])

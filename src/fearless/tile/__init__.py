@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..runtime.partition import Grouped, Partition, grouped
 from .aot import PartSpec, Spec
 from .api import (
+    RoundingMode,
     abs_,
     arange,
     astype,
@@ -69,6 +70,7 @@ from .api import (
     sum,
     tanh,
     transpose,
+    truediv,
     where,
     zeros,
 )
@@ -87,6 +89,7 @@ __all__ = [
     "Part",
     "PartSpec",
     "Partition",
+    "RoundingMode",
     "Spec",
     "Tensor",
     "abs",
@@ -143,6 +146,7 @@ __all__ = [
     "sum",
     "tanh",
     "transpose",
+    "truediv",
     "unsafe",
     "where",
     "zeros",

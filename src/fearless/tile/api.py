@@ -8,6 +8,7 @@ line). The frontend finds the operation by the stub's `__fearless_tile__` name (
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -130,6 +131,24 @@ atomic_xor = _atomic("xor", "Atomic bitwise xor (integer `t`)")
 def atomic_cas(t: Any, indices: Any, expected: Any, desired: Any, mask: Any = None) -> Any:
     """Per element, atomically: where `t[indices]` equals `expected`, write `desired`; returns
     the old values (a lock: `tile.atomic_cas(locks, i, 0, 1) == 0` took it)."""
+
+
+class RoundingMode(enum.Enum):
+    """How `tile.truediv` rounds (cuTile Python's names): NEAREST_EVEN, IEEE division (the
+    default and `/`); APPROX, the hardware's fast reciprocal-based division (f32, a few ulp);
+    FULL, full-range division in about 2 ulp (f32)."""
+
+    NEAREST_EVEN = "nearest_even"
+    APPROX = "approx"
+    FULL = "full"
+
+
+@_kernel_only
+def truediv(a: Any, b: Any, rounding_mode: Any = None, flush_to_zero: Any = False) -> Any:
+    """a / b for float tiles, rounded as `rounding_mode` says (a `tile.RoundingMode`, a
+    compile-time constant; None is NEAREST_EVEN, as `/`); `flush_to_zero=True` (f32) treats
+    subnormal inputs and results as zero. The simulator computes the exact quotient for every
+    mode (APPROX and FULL differ from it on the GPU by a few ulp)."""
 
 
 # ------------------------------------------------------------------------------ creation
@@ -349,7 +368,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     where, sum, max, min, mma, transpose, reshape, broadcast_to, astype,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
-    atomic_xor, atomic_cas,
+    atomic_xor, atomic_cas, truediv,
     randint, randint4x, rand, randn, philox,
 )  # fmt: skip
 

@@ -77,6 +77,7 @@ OPS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("philox", "randint", "randint4x"), (ops.Binary, ops.Cast)),
     "rand": (ops.Binary, ops.Cast, ops.Compare, ops.Select),
     "randn": (ops.Binary, ops.Cast, ops.Compare, ops.Select, ops.Unary),
+    "truediv": (ops.Binary,),
     "gather": (ops.Gather,),
     "scatter": (ops.Scatter,),
     **dict.fromkeys(

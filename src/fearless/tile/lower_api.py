@@ -18,6 +18,7 @@ from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
+from .api import RoundingMode
 from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
@@ -270,6 +271,44 @@ def api_exp2(lw: TileRules, loc_of: LocOf, x: Any, flush_to_zero: Any) -> Value:
     help = "write `tile.exp2(x, flush_to_zero=True)`"
     ftz = _f32_flag(lw, loc_of, "exp2", "flush_to_zero", flush_to_zero, v, help)
     return lw.emit(ops.Unary("exp2", v, loc_of("x"), flush_to_zero=ftz))
+
+
+def api_truediv(
+    lw: TileRules, loc_of: LocOf, a: Any, b: Any, rounding_mode: Any, flush_to_zero: Any
+) -> Value:
+    loc = loc_of("a")
+    dt = lw.unify(a, b, loc, "`tile.truediv`")
+    if not dt.is_float:
+        raise KernelTypeError(
+            f"`tile.truediv` divides float tiles, found {dt.name}",
+            loc,
+            help="convert them first (`x.astype(fl.f32)`), or use `//` for integers",
+        )
+    va, vb = lw.operands([a, b], dt, loc)
+    mode = rounding_mode.obj if isinstance(rounding_mode, PyObj) else rounding_mode
+    if mode is None or mode is RoundingMode.NEAREST_EVEN:
+        rounding = None
+    elif isinstance(mode, RoundingMode):
+        rounding = mode.value
+    else:
+        raise CompileError(
+            "`rounding_mode` must be a `tile.RoundingMode` known at compile time",
+            loc_of("rounding_mode"),
+            help="e.g. `rounding_mode=tile.RoundingMode.APPROX`",
+        )
+    if rounding is not None and dt != dtypes.f32:
+        raise KernelTypeError(
+            f"`tile.truediv(..., rounding_mode=tile.RoundingMode.{mode.name})` is for f32 "
+            f"tiles, found {dt.name}",
+            loc,
+            help="convert them first: `x.astype(fl.f32)`",
+        )
+    help = "write `tile.truediv(a, b, flush_to_zero=True)`"
+    ftz = _f32_flag(lw, loc_of, "truediv", "flush_to_zero", flush_to_zero, va, help)
+    attrs: dict[str, Any] = {"rounding": rounding} if rounding else {}
+    if ftz:
+        attrs["flush_to_zero"] = True
+    return lw.emit(ops.Binary("div", va, vb, loc, **attrs))
 
 
 def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
