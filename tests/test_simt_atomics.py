@@ -69,6 +69,18 @@ def int_ops(x: simt.Slice[fl.i64], a: simt.AtomicSlice[fl.i64], u: simt.AtomicSl
 
 
 @simt.kernel
+def bit_ops(x: simt.Slice[fl.u32], b: simt.AtomicSlice[fl.u32], old: simt.DisjointSlice[fl.u32]):
+    """numba's bitwise atomics and the wrapping counters inc and dec."""
+    i = simt.thread.index_1d()
+    if i < len(x):
+        simt.atomic.and_(b, 0, x[i])
+        simt.atomic.or_(b, 1, x[i])
+        simt.atomic.xor(b, 2, x[i])
+        old[i] = simt.atomic.inc(b, 3, 4)
+        simt.atomic.dec(b, 4, 6)
+
+
+@simt.kernel
 def cas_max(x: simt.Slice[fl.i32], m: simt.AtomicSlice[fl.i32]):
     """A lock-free max out of compare-and-swap: retry until no other thread got in between."""
     i = simt.thread.index_1d()
@@ -193,6 +205,36 @@ def test_integer_max_min_sub_and_wraparound() -> None:
     wrapped = int(np.iinfo(np.uint32).max) - 10 + int(x.astype(np.uint32).astype(np.uint64).sum())
     assert u[0] == wrapped % 2**32  # unsigned adds wrap
     assert u[1] == (2 - 3 * 777) % 2**32  # and so do subtractions below zero
+
+
+def test_bitwise_and_wrapping_counters() -> None:
+    x = RNG.integers(0, 2**32, 300, dtype=np.uint64).astype(np.uint32)
+    b = np.array([0xFFFFFFFF, 0, 0x12345678, 0, 3], np.uint32)
+    old = np.zeros(300, np.uint32)
+    bit_ops[blocks(len(x)), 128](x, b, old)
+    assert b[0] == np.bitwise_and.reduce(x) and b[1] == np.bitwise_or.reduce(x)
+    assert b[2] == np.bitwise_xor.reduce(x) ^ 0x12345678
+    # inc with limit 4 counts 0, 1, 2, 3, 4, 0, ... in lane order; dec with limit 6 from 3
+    # counts 3, 2, 1, 0, 6, 5, ...
+    assert np.array_equal(old, np.arange(300) % 5)
+    assert b[3] == 300 % 5
+    assert b[4] == (3 - 300) % 7
+
+
+def test_bitwise_and_wrapping_atomics_refuse_other_dtypes() -> None:
+    @simt.kernel
+    def float_and(x: simt.AtomicSlice[fl.f32]):
+        simt.atomic.and_(x, 0, 1.0)
+
+    with pytest.raises(fl.KernelTypeError, match="is a bitwise operation"):
+        float_and[1, 1](np.zeros(1, np.float32))
+
+    @simt.kernel
+    def signed_inc(x: simt.AtomicSlice[fl.i32]):
+        simt.atomic.inc(x, 0, 5)
+
+    with pytest.raises(fl.KernelTypeError, match=r"works on u32 elements \(PTX's atom.inc\)"):
+        signed_inc[1, 1](np.zeros(1, np.int32))
 
 
 def test_cas_lock_free_max() -> None:
@@ -417,6 +459,13 @@ PTX_EXPECT = {
     "exch_chain": ["atom.global.exch.b64"],
     "half_sums": ["atom.global.add.noftz.f16", "atom.global.add.noftz.bf16"],
     "float_cas": ["atom.relaxed.gpu.global.cas.b64"],
+    "bit_ops": [
+        "atom.global.and.b32",
+        "atom.global.or.b32",
+        "atom.global.xor.b32",
+        "atom.global.inc.u32",
+        "atom.global.dec.u32",
+    ],
 }
 
 

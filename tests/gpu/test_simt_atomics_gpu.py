@@ -16,7 +16,13 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import simt_kernels as K
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_simt_atomics import add_old, cas_max, exch_chain, int_ops  # the CPU tests' kernels
+from test_simt_atomics import (  # the CPU tests' kernels
+    add_old,
+    bit_ops,
+    cas_max,
+    exch_chain,
+    int_ops,
+)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
@@ -111,6 +117,19 @@ def test_integer_atomics_and_wraparound() -> None:
     gpu = on_gpu(int_ops, grid, 256, x, a, u)
     np.testing.assert_array_equal(gpu[1], sim[1])
     np.testing.assert_array_equal(gpu[2], sim[2])
+
+
+def test_bitwise_and_wrapping_atomics() -> None:
+    """and_, or_, xor and the wrapping inc/dec: the final values do not depend on the order,
+    so the GPU's equal the simulator's; inc's old values are the same multiset."""
+    x = RNG.integers(0, 2**32, 100_000, dtype=np.uint64).astype(np.uint32)
+    b = np.array([0xFFFFFFFF, 0, 0x12345678, 0, 3], np.uint32)
+    old = np.zeros(len(x), np.uint32)
+    grid = (len(x) + 255) // 256
+    sim = on_sim(bit_ops, grid, 256, x, b, old)
+    gpu = on_gpu(bit_ops, grid, 256, x, b, old)
+    np.testing.assert_array_equal(gpu[1], sim[1])
+    np.testing.assert_array_equal(np.sort(gpu[2]), np.sort(sim[2]))
 
 
 def test_cas_lock_free_max() -> None:

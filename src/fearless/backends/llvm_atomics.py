@@ -94,7 +94,10 @@ def _bits(dtype: DType) -> ir.IntType:
     return ir.IntType(dtype.bits)
 
 
-_INT_OPS = {"add": "add", "sub": "sub", "exch": "xchg"}
+_INT_OPS = {
+    "add": "add", "sub": "sub", "exch": "xchg", "and_": "and", "or_": "or", "xor": "xor",
+    "inc": "uinc_wrap", "dec": "udec_wrap",
+}  # fmt: skip
 
 
 def lower_rmw(kl: Lowering, op: ops.AtomicRMW) -> None:

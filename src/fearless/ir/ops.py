@@ -363,7 +363,10 @@ class Store(Op):
         return self.operands[1:-1]
 
 
-ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch"])
+ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec"])
+# integer-only kinds (numba's names): bitwise and, or, xor; inc and dec wrap (u32, as PTX's atom)
+BITWISE_ATOMIC_KINDS = frozenset(["and_", "or_", "xor"])
+WRAPPING_ATOMIC_KINDS = frozenset(["inc", "dec"])
 
 
 class AtomicRMW(Op):

@@ -57,7 +57,32 @@ def rmw_fn(kind: str, dt: DType) -> AtomicFn:
             return _atomic(dt, numerics.binary_fn(kind, dt), _accumulate_scan(ufunc))
         update = numerics.math_fn("fmax" if kind == "max" else "fmin", dt)
         return _atomic(dt, update, _fminmax_scan(kind == "max"))
+    if kind in _BITWISE:
+        bitwise: np.ufunc = _BITWISE[kind]
+        return _atomic(dt, bitwise, _accumulate_scan(bitwise))
+    if kind in ("inc", "dec"):
+        wrap = _inc if kind == "inc" else _dec
+        return _atomic(dt, wrap, _generic_scan(wrap))
     raise InternalError(f"the simulator has no atomic `{kind}`")
+
+
+_BITWISE: dict[str, np.ufunc] = {
+    "and_": np.bitwise_and,
+    "or_": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+def _inc(old: Any, v: Any) -> Any:
+    """numba's atomic.inc on u32: 0 when old >= v, else old + 1 (PTX atom.inc)."""
+    old = np.asarray(old)
+    return np.where(old >= v, 0, old + 1).astype(old.dtype)
+
+
+def _dec(old: Any, v: Any) -> Any:
+    """numba's atomic.dec on u32: v when old is 0 or above v, else old - 1 (PTX atom.dec)."""
+    old = np.asarray(old)
+    return np.where((old == 0) | (old > v), v, old - 1).astype(old.dtype)
 
 
 def cas_fn(dt: DType) -> AtomicFn:

@@ -73,6 +73,21 @@ def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
             f"a {t.kind} cannot be updated at any index because {why}",
         )
     dt = t.dtype
+    if kind in ops.BITWISE_ATOMIC_KINDS and not dt.is_int:
+        raise KernelTypeError(
+            f"`simt.atomic.{kind}` is a bitwise operation, but `{name}` holds {dt.name}",
+            call.loc,
+            label=f"{dt.name} elements",
+            help="declare the AtomicSlice with integer elements (i32, u32, i64, u64)",
+        )
+    if kind in ops.WRAPPING_ATOMIC_KINDS and dt.name != "u32":
+        raise KernelTypeError(
+            f"`simt.atomic.{kind}` works on u32 elements (PTX's atom.{kind}), but `{name}` holds "
+            f"{dt.name}",
+            call.loc,
+            label=f"{dt.name} elements",
+            help=f"declare `{name}: simt.AtomicSlice[fl.u32]`",
+        )
     if dt.bits < 32 and kind not in HALF_FLOAT_KINDS:
         raise KernelTypeError(
             f"`simt.atomic.{kind}` on {dt.name} elements is not supported",

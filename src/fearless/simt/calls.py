@@ -99,8 +99,19 @@ def _thread_index_rule(lw: SsaLowerer, call: Call) -> Value:
 
 
 INTRINSICS.declare(
-    [atomic.add, atomic.sub, atomic.max, atomic.min, atomic.exch],
-    "simt.atomic.add/sub/max/min/exch",
+    [
+        atomic.add,
+        atomic.sub,
+        atomic.max,
+        atomic.min,
+        atomic.exch,
+        atomic.and_,
+        atomic.or_,
+        atomic.xor,
+        atomic.inc,
+        atomic.dec,
+    ],
+    "simt.atomic.add/sub/max/min/exch/and_/or_/xor/inc/dec",
     ops=(ops.AtomicRMW,),
     arity=3,
 )(atomic_rmw)

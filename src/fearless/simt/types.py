@@ -114,6 +114,7 @@ class _Atomic:
     """`simt.atomic`: read-modify-write of one element of an `AtomicSlice`, numba's names.
 
     Each returns the element's old value; the index is any integer, checked against the length.
+    `and_`, `or_` and `xor` take integer elements; `inc` and `dec` (wrapping counters) u32.
     `sub` of floats adds the negation; `max`/`min` of floats are `math.fmax`/`fmin` (a NaN
     loses); `cas(ary, idx, old, val)` stores `val` when the element equals `old` bit for bit.
     """
@@ -135,6 +136,27 @@ class _Atomic:
 
     def cas(self, ary: Any, idx: Any, old: Any, val: Any) -> Any:
         _atomic_only_in_kernels("cas")
+
+    def and_(self, ary: Any, idx: Any, val: Any) -> Any:
+        """Bitwise and (integer elements)."""
+        _atomic_only_in_kernels("and_")
+
+    def or_(self, ary: Any, idx: Any, val: Any) -> Any:
+        """Bitwise or (integer elements)."""
+        _atomic_only_in_kernels("or_")
+
+    def xor(self, ary: Any, idx: Any, val: Any) -> Any:
+        """Bitwise xor (integer elements)."""
+        _atomic_only_in_kernels("xor")
+
+    def inc(self, ary: Any, idx: Any, val: Any) -> Any:
+        """numba's `atomic.inc`: the element becomes 0 if it was >= val, else it + 1 (u32)."""
+        _atomic_only_in_kernels("inc")
+
+    def dec(self, ary: Any, idx: Any, val: Any) -> Any:
+        """numba's `atomic.dec`: the element becomes val if it was 0 or > val, else it - 1
+        (u32)."""
+        _atomic_only_in_kernels("dec")
 
     def __repr__(self) -> str:
         return "simt.atomic"
