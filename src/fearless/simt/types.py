@@ -110,6 +110,17 @@ def _atomic_only_in_kernels(name: str) -> NoReturn:
     raise RuntimeError(f"simt.atomic.{name}() can only be called inside a @simt.kernel")
 
 
+def _rmw(name: str, doc: str) -> Any:
+    """The host stub of `simt.atomic.<name>(ary, idx, val)` (simt/atomics.py lowers it)."""
+
+    def stub(self: Any, ary: Any, idx: Any, val: Any) -> Any:
+        _atomic_only_in_kernels(name)
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = f"{doc} Returns the element's old value."
+    return stub
+
+
 class _Atomic:
     """`simt.atomic`: read-modify-write of one element of an `AtomicSlice`, numba's names.
 
@@ -119,44 +130,19 @@ class _Atomic:
     loses); `cas(ary, idx, old, val)` stores `val` when the element equals `old` bit for bit.
     """
 
-    def add(self, ary: Any, idx: Any, val: Any) -> Any:
-        _atomic_only_in_kernels("add")
-
-    def sub(self, ary: Any, idx: Any, val: Any) -> Any:
-        _atomic_only_in_kernels("sub")
-
-    def max(self, ary: Any, idx: Any, val: Any) -> Any:
-        _atomic_only_in_kernels("max")
-
-    def min(self, ary: Any, idx: Any, val: Any) -> Any:
-        _atomic_only_in_kernels("min")
-
-    def exch(self, ary: Any, idx: Any, val: Any) -> Any:
-        _atomic_only_in_kernels("exch")
+    add = _rmw("add", "Add `val`.")
+    sub = _rmw("sub", "Subtract `val` (floats: add its negation).")
+    max = _rmw("max", "The maximum of the element and `val`.")
+    min = _rmw("min", "The minimum of the element and `val`.")
+    exch = _rmw("exch", "Store `val`.")
+    and_ = _rmw("and_", "Bitwise and (integer elements).")
+    or_ = _rmw("or_", "Bitwise or (integer elements).")
+    xor = _rmw("xor", "Bitwise xor (integer elements).")
+    inc = _rmw("inc", "numba's inc: 0 if the element was >= val, else it + 1 (u32).")
+    dec = _rmw("dec", "numba's dec: val if the element was 0 or > val, else it - 1 (u32).")
 
     def cas(self, ary: Any, idx: Any, old: Any, val: Any) -> Any:
         _atomic_only_in_kernels("cas")
-
-    def and_(self, ary: Any, idx: Any, val: Any) -> Any:
-        """Bitwise and (integer elements)."""
-        _atomic_only_in_kernels("and_")
-
-    def or_(self, ary: Any, idx: Any, val: Any) -> Any:
-        """Bitwise or (integer elements)."""
-        _atomic_only_in_kernels("or_")
-
-    def xor(self, ary: Any, idx: Any, val: Any) -> Any:
-        """Bitwise xor (integer elements)."""
-        _atomic_only_in_kernels("xor")
-
-    def inc(self, ary: Any, idx: Any, val: Any) -> Any:
-        """numba's `atomic.inc`: the element becomes 0 if it was >= val, else it + 1 (u32)."""
-        _atomic_only_in_kernels("inc")
-
-    def dec(self, ary: Any, idx: Any, val: Any) -> Any:
-        """numba's `atomic.dec`: the element becomes val if it was 0 or > val, else it - 1
-        (u32)."""
-        _atomic_only_in_kernels("dec")
 
     def __repr__(self) -> str:
         return "simt.atomic"
