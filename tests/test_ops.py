@@ -270,3 +270,13 @@ def test_the_layout_kernels_compile_through_tileiras() -> None:
             assert kernel.compile(signature, "sm_90").cubin
         except fl.ToolchainError as exc:  # no tileiras on this machine
             pytest.skip(str(exc).splitlines()[0])
+
+
+def test_empty_inputs_and_any_integer_seed() -> None:
+    empty = np.zeros((0, 5), np.float32)  # NumPy gives it zero strides: still contiguous
+    assert ops.softmax(empty).shape == (0, 5)
+    assert ops.relu(empty).shape == (0, 5)
+    x = rng.standard_normal(1000).astype(np.float32)
+    big = ops.dropout(x, 0.5, seed=2**70 + 5)  # the seed's low 64 bits, as an i64
+    np.testing.assert_array_equal(big, ops.dropout(x, 0.5, seed=5))
+    np.testing.assert_array_equal(ops.dropout(x, 0.5, seed=-1), ops.dropout(x, 0.5, seed=2**64 - 1))

@@ -8,6 +8,7 @@ of the other operand (`weak_adopt`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,18 +120,38 @@ def from_python_type(t: Any) -> DType | None:
     return {int: i64, float: f64, bool: bool_}.get(t)
 
 
+# The smallest magnitude that rounds to infinity in each float type (its largest finite value
+# plus half an ulp): a finite literal at or above it would silently become inf, which fearless
+# refuses as rustc's overflowing_literals does.
+_FLOAT_OVERFLOW = {
+    "f16": 65520.0,
+    "bf16": 3.3961775292304730e38,
+    "f32": 3.4028236692093846e38,
+}
+
+
+def float_max(dtype: DType) -> float:
+    """The largest finite value of a float dtype."""
+    return {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}.get(
+        dtype.name, 1.7976931348623157e308
+    )
+
+
 def literal_fits(value: bool | int | float, dtype: DType) -> bool:
-    """Whether a weak literal can take `dtype` without changing its value or kind."""
+    """Whether a weak literal can take `dtype` without changing its value or kind (a finite
+    number that would round to inf does not fit)."""
     if isinstance(value, bool):
         return dtype.is_bool
     if isinstance(value, int):
         if dtype.is_float:
-            return True
+            return abs(value) < _FLOAT_OVERFLOW.get(dtype.name, float("inf"))
         if not dtype.is_int:
             return False
         lo, hi = int_range(dtype)
         return lo <= value <= hi
-    return dtype.is_float
+    if not dtype.is_float:
+        return False
+    return not math.isfinite(value) or abs(value) < _FLOAT_OVERFLOW.get(dtype.name, math.inf)
 
 
 def int_range(dtype: DType) -> tuple[int, int]:

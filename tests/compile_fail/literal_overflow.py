@@ -3,6 +3,7 @@ from fearless import simt
 
 
 @simt.kernel
-def kernel(a: simt.Slice[fl.i32], c: simt.DisjointSlice[fl.i32]):
+def kernel(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
     i = simt.thread.index_1d()
-    c[i] = a[i] + 3000000000  # error[E0308] col 12: the literal `3000000000` cannot be used as i32
+    if i < len(x):
+        out[i] = x[i] * 1e39  # error[E0308] col 18: the literal `1e+39` overflows f32: it would be inf

@@ -147,11 +147,17 @@ def coerce_literal(value: Scalar, dtype: DType) -> Scalar:
 def literal_value(w: Weak, dtype: DType, loc: Location, help: str) -> Scalar:
     """The literal `w` as a constant of `dtype`, or the error that it does not fit."""
     if not dtypes.literal_fits(w.value, dtype):
+        overflow = dtype.is_float and not isinstance(w.value, bool)
         raise KernelTypeError(
-            f"the literal `{w.value!r}` cannot be used as {dtype.name}",
+            f"the literal `{w.value!r}` overflows {dtype.name}: it would be inf"
+            if overflow
+            else f"the literal `{w.value!r}` cannot be used as {dtype.name}",
             loc,
             label=f"expected {dtype.name}",
-            help=help,
+            help=f"{dtype.name} holds magnitudes up to {dtypes.float_max(dtype):.6g}; convert the "
+            "tile to a wider type first (`.astype(fl.f32)`), or write `math.inf` if inf is meant"
+            if overflow
+            else help,
         )
     return coerce_literal(w.value, dtype)
 

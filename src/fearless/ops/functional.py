@@ -138,9 +138,11 @@ def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
     return y
 
 
-def _shapes(op: str, form: str, x: Operand, y: Operand) -> KernelTypeError:
+def _shapes(
+    op: str, form: str, x: Operand, y: Operand, verb: str = "multiplies"
+) -> KernelTypeError:
     return KernelTypeError(
-        f"`fearless.ops.{op}` multiplies {form}, got {x.shape} and {y.shape}",
+        f"`fearless.ops.{op}` {verb} {form}, got {x.shape} and {y.shape}",
         user_location(),
         code="E0701",
     )
@@ -240,7 +242,7 @@ def swiglu(a: Any, b: Any) -> Any:
     x = operand(a, "swiglu", "a", FLOATS)
     y = _same_dtype(operand(b, "swiglu", "b", FLOATS), x, "swiglu")
     if x.shape != y.shape:
-        raise _shapes("swiglu", "a and b of one shape", x, y)
+        raise _shapes("swiglu", "a and b of one shape", x, y, "takes")
     out, ret = output(x, x.shape)
     if out.size:
         part = _flat(out).partition((_BLOCK,))
@@ -267,7 +269,8 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
         out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype)
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
-        s = secrets.randbits(63) if seed is None else int(seed)
+        s = secrets.randbits(64) if seed is None else int(seed) & (2**64 - 1)
+        s = s - 2**64 if s >= 2**63 else s  # the seed's 64 bits, as the kernel's i64
         part = _flat(out).partition((_BLOCK,))
         _kernel(make_dropout, a.dtype)(part, _flat(a.tensor), float(p), s)
         part.unpartition()
@@ -302,10 +305,12 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     ka = _same_dtype(operand(k, "rope", "k", FLOATS), qa, "rope")
     ca, sa = operand(cos, "rope", "cos", FLOATS), operand(sin, "rope", "sin", FLOATS)
     if len(qa.shape) != 4 or len(ka.shape) != 4:
-        raise _shapes("rope", "q and k of shape (batch, heads, seq, head_dim)", qa, ka)
+        raise _shapes("rope", "q and k of shape (batch, heads, seq, head_dim)", qa, ka, "takes")
     batch, _, seq, d = qa.shape
     if ka.shape[0] != batch or ka.shape[2:] != (seq, d) or d % 2 or d & (d - 1):
-        raise _shapes("rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka)
+        raise _shapes(
+            "rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka, "takes"
+        )
     tables = []
     for t, name in ((ca, "cos"), (sa, "sin")):
         v = t.tensor if t.dtype == qa.dtype else t.tensor.astype(qa.dtype)

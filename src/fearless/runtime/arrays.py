@@ -128,10 +128,10 @@ def nbytes_text(nbytes: int) -> str:
 
 
 def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    if 0 in shape:  # no elements: any strides (NumPy gives an empty array zero strides)
+        return True
     expected = itemsize
     for extent, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if extent == 0:
-            return True
         if extent != 1 and stride != expected:
             return False
         expected *= extent

@@ -147,8 +147,11 @@ class Emitter:
         da = a.dtype
         if isinstance(b, Weak):
             if not dtypes.literal_fits(b.value, da):
+                overflow = da.is_float and not isinstance(b.value, bool)
                 raise KernelTypeError(
-                    f"the literal `{b.value!r}` cannot be used as {da.name} in {what}",
+                    f"the literal `{b.value!r}` overflows {da.name}: it would be inf"
+                    if overflow
+                    else f"the literal `{b.value!r}` cannot be used as {da.name} in {what}",
                     loc,
                     help=_literal_help(b.value, da),
                 )
@@ -261,6 +264,11 @@ def _literal_help(value: Any, dt: DType) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and dt.is_int:
         lo, hi = dtypes.int_range(dt)
         return f"{dt.name} holds {lo}..{hi}; widen the other operand, e.g. `fl.i64(x)`"
+    if dt.is_float and not isinstance(value, bool):
+        return (
+            f"{dt.name} holds magnitudes up to {dtypes.float_max(dt):.6g}; compute in a wider "
+            "type (`fl.f64(x)`), or write `math.inf` if inf is meant"
+        )
     return f"convert explicitly, e.g. `fl.{dt.name}(...)`"
 
 
