@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -19,3 +20,20 @@ def _fearless_env(
     if request.node.get_closest_marker("gpu") is None:
         monkeypatch.setenv("FEARLESS_TARGET", "sim")
     yield
+
+
+@pytest.fixture
+def cubin() -> Callable[..., bytes]:
+    """`cubin(kernel, *args)`: a Tile kernel's sm_90 cubin for these arguments, compiled
+    through tileiras; the test is skipped where tileiras is not installed."""
+    import fearless as fl
+    from fearless.runtime.target import current_target
+
+    def compile_for(kernel: Any, *args: Any) -> bytes:
+        signature, _ = kernel.signature_of(args, current_target())
+        try:
+            return kernel.compile(signature, "sm_90").cubin  # type: ignore[no-any-return]
+        except fl.ToolchainError as exc:  # no tileiras on this machine
+            pytest.skip(str(exc).splitlines()[0])
+
+    return compile_for

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,6 @@ import pytest
 import fearless as fl
 from fearless import config, tile
 from fearless.errors import PaddedReductionWarning
-from fearless.runtime.target import current_target
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import cutile_samples as cs
@@ -175,15 +175,7 @@ def test_fmha_refuses_mismatched_heads() -> None:
 # ------------------------------------------------------------- the ports, through tileiras
 
 
-def _compile(kernel: tile.Kernel, *args: object) -> None:
-    signature, _ = kernel.signature_of(args, current_target())
-    try:
-        assert kernel.compile(signature, "sm_90").cubin
-    except fl.ToolchainError as exc:  # no tileiras on this machine
-        pytest.skip(str(exc).splitlines()[0])
-
-
-def test_the_ports_compile_through_tileiras() -> None:
+def test_the_ports_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     """Every port, with the samples' tiles where they are cheap to compile (the bigger GEMM
     tiles compile on the GPU machine, in tests/gpu/)."""
     f16, z = fl.f16, fl.zeros
@@ -255,7 +247,7 @@ def test_the_ports_compile_through_tileiras() -> None:
             (z((2, 8, 128, 64), dtype=f16).partition((1, 1, 64, 64)), q, q, q, 0.125, 0, 64, 1),
         ),
     ):
-        _compile(kernel, *args)
+        assert cubin(kernel, *args)
 
 
 # ------------------------------------------------------------------- tile.load(order=...)
@@ -308,7 +300,9 @@ def test_order_in_three_dimensions_with_padding() -> None:
         load_3d(fl.zeros((12, 6, 10)).partition((8, 4, 8)), fl.asarray(x), 2)
 
 
-def test_order_is_an_attribute_of_the_load_and_a_dim_map_in_the_bytecode() -> None:
+def test_order_is_an_attribute_of_the_load_and_a_dim_map_in_the_bytecode(
+    cubin: Callable[..., bytes],
+) -> None:
     args = (fl.zeros((50, 70)).partition((16, 32)), fl.zeros((70, 50)))
     ir = load_t.inspect(*args, stage="ir")
     assert "tile.load %x, %0, %1 {shape=(16, 32), padding=0.0, order=(1, 0)}" in ir
@@ -321,8 +315,8 @@ def test_order_is_an_attribute_of_the_load_and_a_dim_map_in_the_bytecode() -> No
     except fl.ToolchainError as exc:  # no tileirdisasm on this machine
         pytest.skip(str(exc).splitlines()[0])
     assert "dim_map=[1, 0]" in text
-    _compile(load_t, *args)
-    _compile(load_3d, fl.zeros((12, 6, 10)).partition((8, 4, 8)), fl.zeros((6, 10, 12)), 1)
+    assert cubin(load_t, *args)
+    assert cubin(load_3d, fl.zeros((12, 6, 10)).partition((8, 4, 8)), fl.zeros((6, 10, 12)), 1)
 
 
 @tile.kernel

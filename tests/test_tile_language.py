@@ -5,6 +5,7 @@ b, b + G, ...), grouped tile order, tile methods, and dtypes compared at compile
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,6 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
-from fearless.runtime.target import current_target
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import tile_kernels
@@ -78,7 +78,7 @@ def test_a_persistent_matmul() -> None:
     np.testing.assert_allclose(part.unpartition().numpy(), a @ b, rtol=1e-4, atol=1e-4)
 
 
-def test_the_persistent_kernels_compile_through_tileiras() -> None:
+def test_the_persistent_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     x = fl.zeros((100, 70))
     for kernel, args in (
         (double, (fl.zeros(160).partition((16,)), fl.zeros(160))),
@@ -88,14 +88,8 @@ def test_the_persistent_kernels_compile_through_tileiras() -> None:
             (fl.zeros((40, 36)).partition((16, 16)), fl.zeros((40, 24)), fl.zeros((24, 36)), 8),
         ),
     ):
-        signature, _ = kernel.signature_of(args, current_target())
-        ir = kernel.ir_for(signature)
         assert "tile.store_at" in kernel.inspect(*args, stage="ir")
-        try:
-            ct = kernel.compile(signature, "sm_90")
-        except fl.ToolchainError as exc:  # no tileiras on this machine
-            pytest.skip(str(exc).splitlines()[0])
-        assert ct.cubin and ir is not None
+        assert cubin(kernel, *args)
 
 
 def test_launch_refuses_a_kernel_that_stores_its_own_tile() -> None:
@@ -230,7 +224,7 @@ def test_grouped_order_mistakes() -> None:
         tile.grouped(0)
 
 
-def test_grouped_kernels_compile_through_tileiras() -> None:
+def test_grouped_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     args = (
         fl.zeros((64, 80)).partition((16, 16), order=tile.grouped(2)),
         fl.zeros((64, 24)),
@@ -238,12 +232,8 @@ def test_grouped_kernels_compile_through_tileiras() -> None:
         8,
     )
     mm = make_matmul()
-    signature, _ = mm.signature_of(args, current_target())
     assert "grouped=2" in mm.inspect(*args, stage="ir")
-    try:
-        assert mm.compile(signature, "sm_90").cubin
-    except fl.ToolchainError as exc:
-        pytest.skip(str(exc).splitlines()[0])
+    assert cubin(mm, *args)
 
 
 # ------------------------------------------------------------------ tile methods (issue 11)
@@ -372,7 +362,7 @@ def test_new_axes_expand_dims_and_permute() -> None:
     assert np.array_equal(part.unpartition().numpy(), np.outer(a, b))
 
 
-def test_shift_and_shape_ops_compile_through_tileiras() -> None:
+def test_shift_and_shape_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     for kernel, args in (
         (
             bits,
@@ -391,11 +381,7 @@ def test_shift_and_shape_ops_compile_through_tileiras() -> None:
             ),
         ),
     ):
-        signature, _ = kernel.signature_of(args, current_target())
-        try:
-            assert kernel.compile(signature, "sm_90").cubin
-        except fl.ToolchainError as exc:
-            pytest.skip(str(exc).splitlines()[0])
+        assert cubin(kernel, *args)
 
 
 # ------------------------------------------------------------ helper functions (issue 11)
@@ -417,18 +403,13 @@ def with_helpers(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(_scaled(tile.load_like(x, out), factor=2.0))
 
 
-def test_plain_functions_are_inlined() -> None:
+def test_plain_functions_are_inlined(cubin: Callable[..., bytes]) -> None:
     x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
     part = fl.zeros((4, 8)).partition((1, 8))
     with_helpers(part, fl.asarray(x))
     want = 2 * x / np.sqrt((x * x).mean(1, keepdims=True) + EPS_HELPER)
     np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-5, atol=1e-6)
-    args = (fl.zeros((4, 8)).partition((1, 8)), fl.zeros((4, 8)))
-    signature, _ = with_helpers.signature_of(args, current_target())
-    try:
-        assert with_helpers.compile(signature, "sm_90").cubin
-    except fl.ToolchainError as exc:
-        pytest.skip(str(exc).splitlines()[0])
+    assert cubin(with_helpers, fl.zeros((4, 8)).partition((1, 8)), fl.zeros((4, 8)))
 
 
 def _forever(v):
@@ -477,7 +458,7 @@ def exp2_plain(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(tile.exp2(tile.load_like(x, out)))
 
 
-def test_exp2_flush_to_zero() -> None:
+def test_exp2_flush_to_zero(cubin: Callable[..., bytes]) -> None:
     x = np.array([1.0, -126.5, -140.0, -149.0, 0.0, 3.0, -200.0, 1e-40], np.float32)
     results = {}
     for name, kernel in (("ftz", exp2_ftz), ("plain", exp2_plain)):
@@ -494,13 +475,7 @@ def test_exp2_flush_to_zero() -> None:
     np.testing.assert_allclose(results["ftz"][normal], want[normal], rtol=1e-6, atol=0)
     assert results["plain"][2] > 0 and results["ftz"][2] == 0  # 2**-140 is subnormal
     assert "flush_to_zero=True" in exp2_ftz.inspect(fl.zeros(8).partition((8,)), fl.zeros(8))
-    signature, _ = exp2_ftz.signature_of(
-        (fl.zeros(8).partition((8,)), fl.zeros(8)), current_target()
-    )
-    try:
-        assert exp2_ftz.compile(signature, "sm_90").cubin
-    except fl.ToolchainError as exc:
-        pytest.skip(str(exc).splitlines()[0])
+    assert cubin(exp2_ftz, fl.zeros(8).partition((8,)), fl.zeros(8))
 
 
 def test_exp2_flush_to_zero_needs_a_compile_time_bool_and_f32() -> None:
