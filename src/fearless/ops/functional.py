@@ -20,7 +20,7 @@ from ._io import FLOATS, Operand, operand, output, result, rows_of, view
 from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
 from .kernels_gemm import bmm_tuned, matmul_tuned
 from .kernels_layout import make_rope, make_transpose
-from .kernels_rows import layer_norm_tuned, rms_norm_tuned, softmax_tuned
+from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_tuned
 
 # --------------------------------------------------------------------------- rows
 
@@ -150,28 +150,26 @@ def _shapes(
 
 # --------------------------------------------------------------------------- activations
 
-_KERNELS: dict[tuple[Any, ...], Any] = {}
 _BLOCK = 1024  # elements per tile of the elementwise kernels
-
-
-def _kernel(make: Any, *key: Any) -> Any:
-    kernel = _KERNELS.get((make, *key))
-    if kernel is None:
-        kernel = _KERNELS[(make, *key)] = make(*key)
-    return kernel
 
 
 def _flat(t: Any) -> Any:
     return view(t, (t.size,))
 
 
+def _elementwise(kernel: Any, out: Any, *inputs: Any) -> None:
+    """Run an elementwise kernel over `out` and same-shaped `inputs` (arrays, flattened, in
+    tiles of _BLOCK; scalars as they are)."""
+    part = _flat(out).partition((_BLOCK,))
+    kernel(part, *[_flat(x) if isinstance(x, fl_tensor.Tensor) else x for x in inputs])
+    part.unpartition()
+
+
 def _unary(x: Any, kind: str, op: str) -> Any:
     a = operand(x, op, "x", FLOATS)
     out, ret = output(a, a.shape)
     if a.tensor.size:
-        part = _flat(out).partition((_BLOCK,))
-        _kernel(make_unary, kind, a.dtype)(part, _flat(a.tensor))
-        part.unpartition()
+        _elementwise(kernel_of(make_unary, kind, a.dtype), out, a.tensor)
     return result(a, out, ret)
 
 
@@ -222,7 +220,7 @@ def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
         bn = min(half & -half, 1024)  # a power of two dividing the half
         bm = max(1, min(1024 // bn, 16))
         part = view(out, (m, half)).partition((bm, bn))
-        _kernel(make_gated, kind, a.dtype)(part, x2, half)
+        kernel_of(make_gated, kind, a.dtype)(part, x2, half)
         part.unpartition()
     return result(a, out, ret)
 
@@ -245,9 +243,7 @@ def swiglu(a: Any, b: Any) -> Any:
         raise _shapes("swiglu", "a and b of one shape", x, y, "takes")
     out, ret = output(x, x.shape)
     if out.size:
-        part = _flat(out).partition((_BLOCK,))
-        _kernel(make_swiglu, x.dtype)(part, _flat(x.tensor), _flat(y.tensor))
-        part.unpartition()
+        _elementwise(kernel_of(make_swiglu, x.dtype), out, x.tensor, y.tensor)
     return result(x, out, ret)
 
 
@@ -271,9 +267,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
     if a.tensor.size:
         s = secrets.randbits(64) if seed is None else int(seed) & (2**64 - 1)
         s = s - 2**64 if s >= 2**63 else s  # the seed's 64 bits, as the kernel's i64
-        part = _flat(out).partition((_BLOCK,))
-        _kernel(make_dropout, a.dtype)(part, _flat(a.tensor), float(p), s)
-        part.unpartition()
+        _elementwise(kernel_of(make_dropout, a.dtype), out, a.tensor, float(p), s)
     return result(a, out, ret)
 
 
@@ -292,7 +286,7 @@ def transpose(x: Any) -> Any:
     out, ret = output(a, (a.shape[1], a.shape[0]))
     if out.size:
         part = out.partition((64, 64))
-        _kernel(make_transpose, a.dtype)(part, a.tensor)
+        kernel_of(make_transpose, a.dtype)(part, a.tensor)
         part.unpartition()
     return result(a, out, ret)
 
@@ -329,7 +323,7 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     if qo.size and ko.size:
         qp = qo.partition((1, _pow2(qa.shape[1]), 1, d))
         kp = ko.partition((1, _pow2(ka.shape[1]), 1, d))
-        kernel = _kernel(make_rope, qa.dtype)
+        kernel = kernel_of(make_rope, qa.dtype)
         kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
         qp.unpartition()
         kp.unpartition()

@@ -15,7 +15,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_rows import sm_count
+from .kernels_rows import kernel_of, sm_count
 
 
 @tile.function
@@ -65,7 +65,6 @@ GEMM_CONFIGS = [
     _gemm((128, 512), 64, 1, 4, persistent=True),
     _gemm((256, 256), 128, 1, 2, persistent=True),
 ]
-_MATMULS: dict = {}
 
 
 def make_matmul_persistent(dt):
@@ -86,10 +85,8 @@ def make_matmul_persistent(dt):
 def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """The launch of c = a @ b with one configuration, prepared: (launch, partition of c)."""
     a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
-    kernels = _MATMULS.get(a.dtype)
-    if kernels is None:
-        kernels = _MATMULS[a.dtype] = (make_matmul(a.dtype), make_matmul_persistent(a.dtype))
-    kernel = kernels[persistent].options(occupancy=occupancy, num_ctas=num_ctas)
+    make = make_matmul_persistent if persistent else make_matmul
+    kernel = kernel_of(make, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
     part = c.partition(shape, order=tile.grouped(8))  # TileGym's swizzle: L2 reuse
     if not persistent:
         return (lambda: kernel(part, a, b, BK)), part
@@ -138,15 +135,11 @@ BMM_CONFIGS = [
     _gemm((128, 256), 64, 1, None),
     _gemm((64, 64), 64, 4, None),
 ]
-_BMMS: dict = {}
 
 
 @fl.autotune(configs=BMM_CONFIGS, key=["a", "b"])
 def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation."""
-    kernel = _BMMS.get(a.dtype)
-    if kernel is None:
-        kernel = _BMMS[a.dtype] = make_bmm(a.dtype)
     part = c.partition((1, *shape))
-    kernel.options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
+    kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
     part.unpartition()

@@ -13,10 +13,18 @@ This module is kernel source: its kernels' annotations are the DSL's (pyproject'
 override).
 """
 
+import functools
 import math
 
 import fearless as fl
 from fearless import tile
+
+
+@functools.cache
+def kernel_of(make, *args, **kwargs):
+    """`make(*args, **kwargs)`, made once: one kernel per factory and arguments, shared by every
+    launch of fearless.ops that asks for it (configurations vary it with `.options(...)`)."""
+    return make(*args, **kwargs)
 
 
 def next_pow2(n: int) -> int:
@@ -174,19 +182,6 @@ SOFTMAX_CONFIGS = [
 ]
 
 
-_ROW_KERNELS: dict = {}
-
-
-def _row_kernel(make, dt, tma, persistent, chunk):
-    """One kernel per (factory, dtype, form), shared by every configuration (hints make
-    variants)."""
-    key = (make, dt, tma, persistent, chunk)
-    kernel = _ROW_KERNELS.get(key)
-    if kernel is None:
-        kernel = _ROW_KERNELS[key] = make(dt, tma=tma, persistent=persistent, chunk=chunk)
-    return kernel
-
-
 ROW_FACTORIES = {"softmax": None, "rms_norm": None, "layer_norm": None}  # set below
 
 
@@ -201,7 +196,8 @@ def prepare_rows(
     if rows > 1 and rows * n > 8192:
         raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
     chunk = min(chunk, n)
-    kernel = _row_kernel(ROW_FACTORIES[op], x.dtype, tma, persistent, chunk).options(
+    make = ROW_FACTORIES[op]
+    kernel = kernel_of(make, x.dtype, tma=tma, persistent=persistent, chunk=chunk).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     part = out.partition((rows, n))
