@@ -147,19 +147,30 @@ def coerce_literal(value: Scalar, dtype: DType) -> Scalar:
 def literal_value(w: Weak, dtype: DType, loc: Location, help: str) -> Scalar:
     """The literal `w` as a constant of `dtype`, or the error that it does not fit."""
     if not dtypes.literal_fits(w.value, dtype):
-        overflow = dtype.is_float and not isinstance(w.value, bool)
-        raise KernelTypeError(
-            f"the literal `{w.value!r}` overflows {dtype.name}: it would be inf"
-            if overflow
-            else f"the literal `{w.value!r}` cannot be used as {dtype.name}",
-            loc,
-            label=f"expected {dtype.name}",
-            help=f"{dtype.name} holds magnitudes up to {dtypes.float_max(dtype):.6g}; convert the "
-            "tile to a wider type first (`.astype(fl.f32)`), or write `math.inf` if inf is meant"
-            if overflow
-            else help,
-        )
+        raise literal_misfit(w.value, dtype, loc, help)
     return coerce_literal(w.value, dtype)
+
+
+def literal_misfit(
+    value: Any, dtype: DType, loc: Location, help: str, what: str = ""
+) -> KernelTypeError:
+    """The error for a literal that `dtype` cannot hold (`dtypes.literal_fits` is False): a
+    number a float type would round to inf overflows it; anything else cannot be used as it."""
+    if dtype.is_float and not isinstance(value, bool):
+        message = f"the literal `{value!r}` overflows {dtype.name}: it would be inf"
+    else:
+        message = f"the literal `{value!r}` cannot be used as {dtype.name}"
+        message += f" in {what}" if what else ""
+    return KernelTypeError(message, loc, label=f"expected {dtype.name}", help=help)
+
+
+def overflow_help(dtype: DType, widen: str) -> str:
+    """The help for a literal that overflows float `dtype`; `widen` says how, in the track's
+    words, to compute in a wider type."""
+    return (
+        f"{dtype.name} holds magnitudes up to {dtypes.float_max(dtype):.6g}; {widen}, or write "
+        "`math.inf` if inf is meant"
+    )
 
 
 # ------------------------------------------------------------------------------- operators

@@ -25,7 +25,9 @@ from ..frontend.values import (
     coerce_literal,
     fold,
     fold_unary,
+    literal_misfit,
     literal_value,
+    overflow_help,
 )
 from ..ir import ops
 from ..ir.core import (
@@ -147,14 +149,7 @@ class Emitter:
         da = a.dtype
         if isinstance(b, Weak):
             if not dtypes.literal_fits(b.value, da):
-                overflow = da.is_float and not isinstance(b.value, bool)
-                raise KernelTypeError(
-                    f"the literal `{b.value!r}` overflows {da.name}: it would be inf"
-                    if overflow
-                    else f"the literal `{b.value!r}` cannot be used as {da.name} in {what}",
-                    loc,
-                    help=_literal_help(b.value, da),
-                )
+                raise literal_misfit(b.value, da, loc, _literal_help(b.value, da), what)
             return da
         db = b.dtype
         if da != db:
@@ -265,10 +260,7 @@ def _literal_help(value: Any, dt: DType) -> str:
         lo, hi = dtypes.int_range(dt)
         return f"{dt.name} holds {lo}..{hi}; widen the other operand, e.g. `fl.i64(x)`"
     if dt.is_float and not isinstance(value, bool):
-        return (
-            f"{dt.name} holds magnitudes up to {dtypes.float_max(dt):.6g}; compute in a wider "
-            "type (`fl.f64(x)`), or write `math.inf` if inf is meant"
-        )
+        return overflow_help(dt, "compute in a wider type (`fl.f64(x)`)")
     return f"convert explicitly, e.g. `fl.{dt.name}(...)`"
 
 

@@ -20,7 +20,16 @@ from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import Lowerer
 from ..frontend.loops import LoopTypes
 from ..frontend.source import FunctionSource
-from ..frontend.values import SYMBOL, PyObj, Undefined, Weak, check_operator, coerce_literal, fold
+from ..frontend.values import (
+    SYMBOL,
+    PyObj,
+    Undefined,
+    Weak,
+    check_operator,
+    coerce_literal,
+    fold,
+    overflow_help,
+)
 from ..frontend.values import literal_value as check_literal
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
@@ -92,7 +101,12 @@ class TileRules(Lowerer[Operand]):
 
     def literal(self, w: Weak, dtype: DType, loc: Location) -> Any:
         """The literal `w` as a constant of `dtype`, if it holds the value."""
-        help = f"write a value {dtype.name} holds, or convert the tile with `.astype(...)`"
+        if dtype.is_float and not isinstance(w.value, bool):
+            help = overflow_help(
+                dtype, "convert the tile to a wider type first (`.astype(fl.f32)`)"
+            )
+        else:
+            help = f"write a value {dtype.name} holds, or convert the tile with `.astype(...)`"
         return check_literal(w, dtype, loc, help)
 
     def tile_value(self, x: Operand, loc: Location, dtype: DType | None = None) -> Value:
