@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.fearless-installed
 # Tests compile into a throwaway cache inside the checkout (ignored by git), never ~/.cache.
 TEST_CACHE := $(CURDIR)/.cache/test
 
-.PHONY: demo test lint format bench clean venv apidocs
+.PHONY: demo test lint format bench clean venv apidocs torch-cpu
 
 venv: $(STAMP)
 
@@ -21,14 +21,26 @@ $(STAMP): pyproject.toml
 	@echo "  ruff and mypy: a minute or two on the first run; pip lists each package as it goes"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --progress-bar off -e '.[test,lint]'
+	$(MAKE) --no-print-directory torch-cpu
 	touch $@
+
+# The torch tests (fearless.ops as torch.ops.fearless, autograd, torch.compile) run on the CPU
+# against a CPU build of torch (190 MB; PyPI's default build brings several GB of CUDA
+# libraries). Where neither this machine's wheel folder nor PyTorch's CPU index is reachable,
+# the torch tests skip and say so.
+TORCH_CPU ?= torch==2.13.0+cpu
+torch-cpu:
+	$(BIN)/python -m pip install --progress-bar off '$(TORCH_CPU)' \
+	  || $(BIN)/python -m pip install --progress-bar off --index-url https://download.pytorch.org/whl/cpu torch \
+	  || echo "warning: no CPU build of torch could be installed: the torch tests will skip"
+
 
 demo: $(STAMP)
 	$(BIN)/fearless demo
 
 test: $(STAMP)
 	rm -rf $(TEST_CACHE)
-	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q
+	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

@@ -465,7 +465,7 @@ def test_gpu_torch_tensors_through_their_accessors(
     strided = torch.zeros(64, 128).as_subclass(OnGpu0)[:, ::2]
     with pytest.raises(fl.KernelTypeError, match="not contiguous"):
         add(zp, strided, x)
-    with pytest.raises(fl.KernelTypeError, match="holds f64"):
+    with pytest.raises(fl.KernelTypeError, match="has element type f64"):
         add(zp, torch.zeros(64, 64, dtype=torch.float64).as_subclass(OnGpu0), x)
 
 
@@ -515,7 +515,7 @@ def test_gpu_plain_torch_tensors_are_read_inline(
         add(zp, torch.zeros(64, 128)[:, ::2], x)
     with pytest.raises(fl.KernelTypeError, match="not contiguous"):
         add(zp, torch.zeros(64, 64).t(), x)  # same shape, same pointer kind: strides differ
-    with pytest.raises(fl.KernelTypeError, match="holds f64"):
+    with pytest.raises(fl.KernelTypeError, match="has element type f64"):
         add(zp, torch.zeros(64, 64, dtype=torch.float64), x)
     mps = torch.zeros(64, 64)
     mps._not_cuda = True  # get_device() is 0, but it is not a CUDA tensor
