@@ -50,11 +50,13 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
     elif torch is not None and isinstance(x, torch.Tensor):
         if x.requires_grad and torch.is_grad_enabled():
             raise KernelTypeError(
-                f"`{name}` of `fearless.ops.{op}` requires grad, and this operator has no "
-                "backward yet: the result would be cut from the autograd graph",
+                f"`{name}` of `fearless.ops.{op}` requires grad, but this torch "
+                f"({torch.__version__}) has no `torch.library.custom_op`, through which "
+                "fearless.ops records its backward: the result would be cut from the graph",
                 user_location(),
                 code="E0701",
-                help=f"call it under `torch.no_grad()`, or pass `{name}.detach()`",
+                help=f"use torch 2.4 or newer, or call it under `torch.no_grad()` or with "
+                f"`{name}.detach()`",
             )
         op_ = Operand(fl_tensor.asarray(x.contiguous()), "torch", x)
     elif isinstance(x, np.ndarray):
@@ -88,6 +90,40 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
         return fl_tensor.asarray(out), out
     t = fl_tensor.empty(shape, dtype=dt)
     return t, t
+
+
+def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | None = None) -> Tensor:
+    """A tensor of `shape` filled with `value`, on like's side: through torch's allocator for a
+    torch operand (so that the operator stays capturable in a CUDA graph and on torch's
+    stream), an fl.Tensor otherwise."""
+    dt = dtype or like.dtype
+    if like.kind == "torch":
+        torch = sys.modules["torch"]
+        t = torch.full(shape, value, dtype=torch_dtype_of(dt), device=like.original.device)
+        return fl_tensor.asarray(t)
+    return fl_tensor.full(shape, value, dtype=dt)
+
+
+def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
+    """A zeroed scratch tensor next to `t`: from torch's allocator when `t` is (a view of) a
+    torch tensor's memory, as `full` allocates, else an fl.Tensor."""
+    owner: Any = t
+    while isinstance(owner, Tensor):
+        owner = owner._owner
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(owner, torch.Tensor):
+        z = torch.zeros(shape, dtype=torch_dtype_of(dtype), device=owner.device)
+        return fl_tensor.asarray(z)
+    return fl_tensor.zeros(shape, dtype=dtype)
+
+
+def cast(x: Operand, dtype: DType) -> Tensor:
+    """`x` in `dtype` (itself when it is already), converted on x's side as `full` allocates."""
+    if x.dtype == dtype:
+        return x.tensor
+    if x.kind == "torch":
+        return fl_tensor.asarray(x.original.detach().to(torch_dtype_of(dtype)).contiguous())
+    return x.tensor.astype(dtype)
 
 
 def result(like: Operand, tensor: Tensor, returned: Any) -> Any:

@@ -1,0 +1,154 @@
+"""The backward of fearless.ops' activations: given the gradient `dy` of an activation's output
+and its input, the gradient of the input, as torch's autograd computes it.
+
+`ops/torch_library.py` calls these from the backward formulas it registers; they are plain
+operators too. Like the forward operators (ops/functional.py) each takes fl.Tensors, torch
+tensors or NumPy arrays, returns the kind of its first argument (`dy`), computes in f32
+whatever the dtype (f32, f16, bf16), and refuses what torch would (E0701): mismatched shapes or
+dtypes. The kernels are in ops/kernels_activation_backward.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import KernelTypeError
+from ..runtime.location import user_location
+from ..runtime.tensor import Tensor
+from ._io import FLOATS, Operand, operand, output, result, rows_of, view
+from .kernels_activation_backward import (
+    make_gated_backward,
+    make_swiglu_backward,
+    make_unary_backward,
+)
+from .kernels_rows import kernel_of, next_pow2
+
+_BLOCK = 1024  # elements per tile of the elementwise kernels, as the forward's
+
+
+def relu_backward(dy: Any, x: Any) -> Any:
+    """dx of `relu(x)`: 0 where x <= 0, else dy (at x == 0 the gradient is 0 and at a NaN it
+    is dy, as torch's)."""
+    return _unary_backward(dy, x, "relu", "relu_backward")
+
+
+def gelu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
+    """dx of `gelu(x, approximate)`: dy * (Phi(x) + x * phi(x)) for the exact gelu, and the
+    derivative of the tanh form for `approximate="tanh"` (torch's formulas)."""
+    return _unary_backward(dy, x, _gelu_kind(approximate), "gelu_backward")
+
+
+def silu_and_mul_backward(dy: Any, x: Any) -> Any:
+    """dx of `silu_and_mul(x)` = silu(x[..., :d]) * x[..., d:]: dx has x's shape, its gate half
+    dy * up * silu'(gate), its up half dy * silu(gate)."""
+    return _gated_backward(dy, x, "silu", "silu_and_mul_backward")
+
+
+def geglu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
+    """dx of `geglu(x, dim=-1, approximate)` = gelu(x[..., :d]) * x[..., d:], as
+    `silu_and_mul_backward` with gelu's derivative."""
+    return _gated_backward(dy, x, _gelu_kind(approximate), "geglu_backward")
+
+
+def swiglu_backward(dy: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """(da, db) of `swiglu(a, b)` = silu(a) * b: da = dy * b * silu'(a), db = dy * silu(a)."""
+    op = "swiglu_backward"
+    g, x, y = _operands(op, ("dy", dy), ("a", a), ("b", b))
+    for name, t in (("a", x), ("b", y)):
+        _expect_shape(op, name, t, g.shape, "`dy`")
+    da, da_ret = output(g, g.shape)
+    db, db_ret = output(g, g.shape)
+    if g.tensor.size:
+        pa, pb = _flat(da).partition((_BLOCK,)), _flat(db).partition((_BLOCK,))
+        kernel = kernel_of(make_swiglu_backward, g.dtype)
+        kernel(pa, pb, _flat(g.tensor), _flat(x.tensor), _flat(y.tensor))
+        pa.unpartition()
+        pb.unpartition()
+    return result(g, da, da_ret), result(g, db, db_ret)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _unary_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
+    g, v = _operands(op, ("dy", dy), ("x", x))
+    _expect_shape(op, "dy", g, v.shape, "`x`")
+    dx, ret = output(g, g.shape)
+    if g.tensor.size:
+        part = _flat(dx).partition((_BLOCK,))
+        kernel_of(make_unary_backward, kind, g.dtype)(part, _flat(g.tensor), _flat(v.tensor))
+        part.unpartition()
+    return result(g, dx, ret)
+
+
+def _gated_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
+    g, v = _operands(op, ("dy", dy), ("x", x))
+    x2 = rows_of(v.tensor, -1, op)
+    m, n2 = x2.shape
+    if n2 % 2:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` splits the last axis of `x` in two halves, but it has {n2} "
+            "elements",
+            user_location(),
+            code="E0701",
+        )
+    d = n2 // 2
+    _expect_shape(op, "dy", g, (*v.shape[:-1], d), "the forward's output (half of `x`)")
+    dx, ret = output(g, v.shape)
+    if dx.size:
+        bn = min(next_pow2(d), 256)  # loads past d read 0, stores there are dropped
+        bm = min(16, max(1, 1024 // bn), next_pow2(m))
+        part = view(dx, (m, 2, d)).partition((bm, 2, bn))
+        kernel = kernel_of(make_gated_backward, kind, g.dtype)
+        kernel(part, view(g.tensor, (m, 1, d)), view(x2, (m, 2, d)))
+        part.unpartition()
+    return result(g, dx, ret)
+
+
+def _operands(op: str, *named: tuple[str, Any]) -> list[Operand]:
+    """The tensors of `op` as operands of one float dtype (the first's)."""
+    ops_ = [operand(t, op, name, FLOATS) for name, t in named]
+    for (name, _), o in zip(named[1:], ops_[1:], strict=True):
+        if o.dtype != ops_[0].dtype:
+            raise KernelTypeError(
+                f"`fearless.ops.{op}` needs `{named[0][0]}` and `{name}` of one dtype, got "
+                f"{ops_[0].dtype.name} and {o.dtype.name}",
+                user_location(),
+                code="E0701",
+                help="convert one of them first",
+            )
+    return ops_
+
+
+def _expect_shape(op: str, name: str, t: Operand, shape: tuple[int, ...], what: str) -> None:
+    if t.shape != shape:
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` has shape {t.shape}, but {what} has {shape}",
+            user_location(),
+            code="E0701",
+            help="pass the gradient of the forward's output and the forward's inputs",
+        )
+
+
+def _gelu_kind(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise KernelTypeError(
+            f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
+            user_location(),
+            code="E0701",
+        )
+    return "gelu" if approximate == "none" else "gelu_tanh"
+
+
+def _flat(t: Tensor) -> Tensor:
+    return view(t, (t.size,))
+
+
+__all__: Sequence[str] = (
+    "geglu_backward",
+    "gelu_backward",
+    "relu_backward",
+    "silu_and_mul_backward",
+    "swiglu_backward",
+)  # fmt: skip

@@ -1,0 +1,112 @@
+"""The backward of fearless.ops' row operators (softmax, rms_norm, layer_norm), for autograd.
+
+Each function takes the tensor kinds the forward operators take (fl.Tensor, torch tensor,
+NumPy array; ops/_io.py) and returns its gradients in the kind of its first tensor argument.
+The math is f32 whatever the dtype; what the forwards do not save (rstd, mean) is recomputed
+from x. The weight's and bias's gradients are deterministic sums over every row (the kernels
+in ops/kernels_rows_backward.py add per-block partial sums, then one kernel adds those).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import KernelTypeError
+from ..runtime.location import user_location
+from ..runtime.tensor import Tensor
+from ._io import FLOATS, Operand, cast, full, operand, output, result, rows_of
+from .kernels_rows_backward import (
+    column_sum,
+    layer_norm_bwd_tuned,
+    rms_norm_bwd_tuned,
+    softmax_bwd_tuned,
+)
+
+
+def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
+    """dx of `softmax(x, dim)` from its output `y` and the output's gradient `dy`:
+    y * (dy - sum(dy * y)) over the last axis. Returns y's kind and dtype."""
+    a = operand(y, "softmax_backward", "y", FLOATS)
+    op = "softmax_backward"
+    g = _like(operand(dy, op, "dy", FLOATS), a, op, "dy", "y")
+    dx, ret = output(a, a.shape)
+    y2, dy2, dx2 = rows_of(a.tensor, dim, op), rows_of(g, dim, op), rows_of(dx, dim, op)
+    if a.tensor.size:
+        softmax_bwd_tuned(y2, dy2, dx2)
+    return result(a, dx, ret)
+
+
+def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, Any]:
+    """(dx, dw) of `torch.nn.functional.rms_norm(x, (n,), weight, eps)` over x's last axis
+    (any leading shape), for the output's gradient `dy`. dw is the weight's gradient, in x's
+    dtype (as dx), or None when `weight` is None. Returns dy's kind."""
+    op = "rms_norm_backward"
+    g = operand(dy, op, "dy", FLOATS)
+    xa = operand(x, op, "x", FLOATS)
+    dyt = _like(g, xa, op, "dy", "x")
+    x2 = rows_of(xa.tensor, -1, op)
+    n = x2.shape[1]
+    w = _param(weight, n, xa, op, "weight")
+    dx, dx_ret = output(g, g.shape, xa.dtype)
+    dw, dw_ret = output(g, (n,), xa.dtype) if weight is not None else (None, None)
+    if n:
+        dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
+        partial = rms_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+        if dw is not None:
+            column_sum(partial, dw)
+    return result(g, dx, dx_ret), (result(g, dw, dw_ret) if dw is not None else None)
+
+
+def layer_norm_backward(
+    dy: Any, x: Any, weight: Any, bias: Any, eps: float
+) -> tuple[Any, Any, Any]:
+    """(dx, dw, db) of `torch.nn.functional.layer_norm(x, (n,), weight, bias, eps)` over x's
+    last axis, for the output's gradient `dy`. dw is None when `weight` is None, db when
+    `bias` is; all three are in x's dtype. Returns dy's kind."""
+    op = "layer_norm_backward"
+    g = operand(dy, op, "dy", FLOATS)
+    xa = operand(x, op, "x", FLOATS)
+    dyt = _like(g, xa, op, "dy", "x")
+    x2 = rows_of(xa.tensor, -1, op)
+    n = x2.shape[1]
+    w = _param(weight, n, xa, op, "weight")
+    if bias is not None:
+        _param(bias, n, xa, op, "bias")  # checked: db does not depend on its values
+    dx, dx_ret = output(g, g.shape, xa.dtype)
+    grads = [output(g, (n,), xa.dtype) if p is not None else (None, None) for p in (weight, bias)]
+    if n:
+        dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
+        partials = layer_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+        for (out, _), partial in zip(grads, partials, strict=True):
+            if out is not None:
+                column_sum(partial, out)
+    dw, db = (result(g, out, ret) if out is not None else None for out, ret in grads)
+    return result(g, dx, dx_ret), dw, db
+
+
+def _like(b: Operand, a: Operand, op: str, name: str, a_name: str) -> Tensor:
+    """`b`'s tensor in `a`'s dtype, checked to have `a`'s shape."""
+    if b.shape != a.shape:
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` has shape {b.shape}, but `{a_name}` has shape "
+            f"{a.shape}: they must be one shape",
+            user_location(),
+            code="E0701",
+            help="pass the forward's input and the gradient of its output, of one shape",
+        )
+    return cast(b, a.dtype)
+
+
+def _param(p: Any, n: int, like: Operand, op: str, name: str) -> Tensor:
+    """The weight or bias `p` in `like`'s dtype (ones when None), checked to have n elements."""
+    if p is None:
+        return full(like, (max(n, 1),), 1.0)
+    w = operand(p, op, name, FLOATS)
+    if w.shape != (n,):
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
+            f"{n} elements",
+            user_location(),
+            code="E0701",
+        )
+    return cast(w, like.dtype)
