@@ -6,12 +6,15 @@ silu_and_mul, swiglu, geglu, dropout, rope, transpose).
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
     h = ops.silu_and_mul(ops.matmul(a, w))
 
-Each operator returns the kind of tensor it was given, runs an autotuned kernel (the first
-call for a new shape tunes, `FEARLESS_AUTOTUNE=0` takes the first configuration), and refuses
-inputs that require grad (no backward yet) instead of silently detaching them. The kernels are
-in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM ones as examples).
+Each operator returns the kind of tensor it was given and runs an autotuned kernel (the first
+call for a new shape tunes, `FEARLESS_AUTOTUNE=0` takes the first configuration). With torch
+loaded, each is also `torch.ops.fearless.<name>` (ops/torch_ops.py: fake kernels for
+torch.compile and torch.export, autograd whose backward runs fearless kernels); a call whose
+inputs require grad, or made while torch.compile traces, goes through it (ops/_route.py). The
+kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM ones).
 """
 
+from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .functional import (
     bmm,
     dropout,

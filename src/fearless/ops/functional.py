@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import user_location
-from ._io import FLOATS, Operand, operand, output, result, rows_of, view
+from ._io import FLOATS, Operand, cast, full, operand, output, result, rows_of, view
+from ._route import torch_ops
 from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
 from .kernels_gemm import bmm_tuned, matmul_tuned
 from .kernels_layout import make_rope, make_transpose
@@ -27,6 +28,8 @@ from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_t
 
 def softmax(x: Any, dim: int = -1) -> Any:
     """softmax over the last axis (`torch.nn.functional.softmax(x, dim=-1)`), computed in f32."""
+    if (t := torch_ops(x)) is not None:
+        return t.softmax(x, dim)
     a = operand(x, "softmax", "x", FLOATS)
     out, ret = output(a, a.shape)
     if a.tensor.size:
@@ -50,7 +53,7 @@ def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
 def _param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Any:
     """A weight or bias of `n` elements in x's dtype (`fill` everywhere when None)."""
     if p is None:
-        return fl_tensor.full(n, fill, dtype=like.dtype)
+        return full(like, (n,), fill)
     w = operand(p, op, name, FLOATS)
     if w.shape != (n,):
         raise KernelTypeError(
@@ -59,12 +62,14 @@ def _param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> An
             user_location(),
             code="E0701",
         )
-    return w.tensor if w.dtype == like.dtype else w.tensor.astype(like.dtype)
+    return cast(w, like.dtype)
 
 
 def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
     """`torch.nn.functional.rms_norm`: x / sqrt(mean(x^2) + eps) * weight over the last axis;
     `eps` None is the dtype's machine epsilon, as torch."""
+    if (t := torch_ops(x, weight)) is not None:
+        return t.rms_norm(x, _shape_list(normalized_shape), weight, eps)
     a = operand(x, "rms_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "rms_norm")
     w = _param(weight, n, a, "rms_norm", "weight", 1.0)
@@ -83,6 +88,8 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Any:
     """`torch.nn.functional.layer_norm` over the last axis, in f32."""
+    if (t := torch_ops(x, weight, bias)) is not None:
+        return t.layer_norm(x, _shape_list(normalized_shape), weight, bias, eps)
     a = operand(x, "layer_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "layer_norm")
     w = _param(weight, n, a, "layer_norm", "weight", 1.0)
@@ -94,6 +101,10 @@ def layer_norm(
     return result(a, out, ret)
 
 
+def _shape_list(shape: Any) -> list[int]:
+    return [shape] if isinstance(shape, int) else [int(n) for n in shape]
+
+
 def _machine_eps(a: Operand) -> float:
     return {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[a.dtype.name]
 
@@ -103,6 +114,8 @@ def _machine_eps(a: Operand) -> float:
 
 def matmul(a: Any, b: Any) -> Any:
     """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32."""
+    if (t := torch_ops(a, b)) is not None:
+        return t.matmul(a, b)
     x = operand(a, "matmul", "a", FLOATS)
     y = _same_dtype(operand(b, "matmul", "b", FLOATS), x, "matmul")
     if x.tensor.ndim != 2 or y.tensor.ndim != 2 or x.shape[1] != y.shape[0]:
@@ -115,6 +128,8 @@ def matmul(a: Any, b: Any) -> Any:
 
 def bmm(a: Any, b: Any) -> Any:
     """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32."""
+    if (t := torch_ops(a, b)) is not None:
+        return t.bmm(a, b)
     x = operand(a, "bmm", "a", FLOATS)
     y = _same_dtype(operand(b, "bmm", "b", FLOATS), x, "bmm")
     xs, ys = x.shape, y.shape
@@ -177,12 +192,17 @@ def relu(x: Any, inplace: bool = False) -> Any:
     """`torch.nn.functional.relu` (out of place: `inplace=True` is refused)."""
     if inplace:
         raise _no_inplace("relu")
+    if (t := torch_ops(x)) is not None:
+        return t.relu(x)
     return _unary(x, "relu", "relu")
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
     """`torch.nn.functional.gelu`: exact (erf) or `approximate="tanh"`, computed in f32."""
-    return _unary(x, _gelu_kind(approximate), "gelu")
+    kind = _gelu_kind(approximate)
+    if (t := torch_ops(x)) is not None:
+        return t.gelu(x, approximate)
+    return _unary(x, kind, "gelu")
 
 
 def _gelu_kind(approximate: str) -> str:
@@ -227,16 +247,23 @@ def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
 
 def silu_and_mul(x: Any) -> Any:
     """silu(x[..., :d]) * x[..., d:] for x of last axis 2d (vLLM's and TileGym's)."""
+    if (t := torch_ops(x)) is not None:
+        return t.silu_and_mul(x)
     return _gated(x, "silu", "silu_and_mul")
 
 
 def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
     """gelu(x[..., :d]) * x[..., d:] over the last axis, split in halves."""
-    return _gated(x, _gelu_kind(approximate), "geglu", dim)
+    kind = _gelu_kind(approximate)
+    if (t := torch_ops(x)) is not None:
+        return t.geglu(x, dim, approximate)
+    return _gated(x, kind, "geglu", dim)
 
 
 def swiglu(a: Any, b: Any) -> Any:
     """silu(a) * b elementwise (TileGym's swiglu forward)."""
+    if (t := torch_ops(a, b)) is not None:
+        return t.swiglu(a, b)
     x = operand(a, "swiglu", "a", FLOATS)
     y = _same_dtype(operand(b, "swiglu", "b", FLOATS), x, "swiglu")
     if x.shape != y.shape:
@@ -257,36 +284,48 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
             user_location(),
             code="E0701",
         )
-    a = operand(x, "dropout", "x", FLOATS)
     if not training or p == 0.0:
+        operand(x, "dropout", "x", FLOATS)
         return x
+    if (t := torch_ops(x)) is not None:
+        return t.dropout(x, float(p), None if seed is None else _i64(seed))[0]
+    a = operand(x, "dropout", "x", FLOATS)
     out, ret = output(a, a.shape)
     if p == 1.0:
         out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype)
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
-        s = secrets.randbits(64) if seed is None else int(seed) & (2**64 - 1)
-        s = s - 2**64 if s >= 2**63 else s  # the seed's 64 bits, as the kernel's i64
+        s = _i64(secrets.randbits(64) if seed is None else seed)
         _elementwise(kernel_of(make_dropout, a.dtype), out, a.tensor, float(p), s)
     return result(a, out, ret)
+
+
+def _i64(seed: int) -> int:
+    """The seed's 64 bits, as the kernel's (and torch's schema's) i64."""
+    s = int(seed) & (2**64 - 1)
+    return s - 2**64 if s >= 2**63 else s
 
 
 # --------------------------------------------------------------------------- layout
 
 
 def transpose(x: Any) -> Any:
-    """The transpose of a matrix (`x.T`, TileGym's transpose), in a new tensor."""
+    """The transpose of a matrix (`x.T`, TileGym's transpose), or of each matrix of a batch
+    (B, M, N) -> (B, N, M) (`x.transpose(1, 2)`), in a new tensor."""
+    if (t := torch_ops(x)) is not None:
+        return t.transpose(x)
     a = operand(x, "transpose", "x")
-    if a.tensor.ndim != 2:
+    nd = a.tensor.ndim
+    if nd not in (2, 3):
         raise KernelTypeError(
-            f"`fearless.ops.transpose` takes a matrix, not a {a.tensor.ndim}-d tensor",
+            f"`fearless.ops.transpose` takes a matrix or a batch of matrices, not a {nd}-d tensor",
             user_location(),
             code="E0701",
         )
-    out, ret = output(a, (a.shape[1], a.shape[0]))
+    out, ret = output(a, (*a.shape[:-2], a.shape[-1], a.shape[-2]))
     if out.size:
-        part = out.partition((64, 64))
-        kernel_of(make_transpose, a.dtype)(part, a.tensor)
+        part = out.partition((1, 64, 64) if nd == 3 else (64, 64))
+        kernel_of(make_transpose, a.dtype, nd == 3)(part, a.tensor)
         part.unpartition()
     return result(a, out, ret)
 
@@ -295,6 +334,20 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     """Rotary position embedding (TileGym's rope, out of place): q (B, Hq, S, D) and
     k (B, Hk, S, D) rotated by cos and sin of shape (S, D) or (1 or B, S, D), whose first D / 2
     columns are used (Hugging Face's cos and sin repeat them); returns (q_rotated, k_rotated)."""
+    if (t := torch_ops(q, k, cos, sin)) is not None:
+        return tuple(t.rope(q, k, cos, sin))
+    return _rope(q, k, cos, sin, inverse=False)
+
+
+def rope_backward(dq: Any, dk: Any, cos: Any, sin: Any) -> Any:
+    """The gradients of rope's q and k from those of its outputs: the inverse rotation (rope
+    with -sin), since each rotation is orthogonal; (dq_in, dk_in)."""
+    if (t := torch_ops(dq, dk, cos, sin)) is not None:
+        return tuple(t.rope_backward(dq, dk, cos, sin))
+    return _rope(dq, dk, cos, sin, inverse=True)
+
+
+def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     qa = operand(q, "rope", "q", FLOATS)
     ka = _same_dtype(operand(k, "rope", "k", FLOATS), qa, "rope")
     ca, sa = operand(cos, "rope", "cos", FLOATS), operand(sin, "rope", "sin", FLOATS)
@@ -307,7 +360,7 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
         )
     tables = []
     for t, name in ((ca, "cos"), (sa, "sin")):
-        v = t.tensor if t.dtype == qa.dtype else t.tensor.astype(qa.dtype)
+        v = cast(t, qa.dtype)
         if v.ndim == 2:
             v = view(v, (1, *v.shape))
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
@@ -323,7 +376,7 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     if qo.size and ko.size:
         qp = qo.partition((1, _pow2(qa.shape[1]), 1, d))
         kp = ko.partition((1, _pow2(ka.shape[1]), 1, d))
-        kernel = kernel_of(make_rope, qa.dtype)
+        kernel = kernel_of(make_rope, qa.dtype, inverse)
         kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
         qp.unpartition()
         kp.unpartition()
@@ -337,6 +390,8 @@ def _pow2(n: int) -> int:
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     """[A_i @ B_i for each pair]: TileGym's group_gemm. Each product is its own autotuned
     launch here (one kernel over every group's tiles is not in fearless yet)."""
+    if (t := torch_ops(As, Bs)) is not None:
+        return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):
         raise KernelTypeError(
             f"`fearless.ops.group_gemm` pairs As and Bs, but got {len(As)} and {len(Bs)}",

@@ -16,12 +16,20 @@ import fearless as fl
 from fearless import tile
 
 
-def make_transpose(dt):
+def make_transpose(dt, batched=False):
+    """out = x.T, or per matrix of a batch (`batched`: tiles (1, BM, BN) of (B, N, M))."""
+
     @tile.kernel
     def transpose(out: tile.Part[dt], x: tile.Tensor[dt]):
-        BM, BN = out.shape
-        i, j = out.index
-        out.store(tile.transpose(tile.load(x, (j, i), (BN, BM))))
+        if batched:  # compile-time
+            _, BM, BN = out.shape
+            b, i, j = out.index
+            v = tile.load(x, (b, j, i), (1, BN, BM)).reshape((BN, BM))
+            out.store(tile.transpose(v).reshape((1, BM, BN)))
+        else:
+            BM, BN = out.shape
+            i, j = out.index
+            out.store(tile.transpose(tile.load(x, (j, i), (BN, BM))))
 
     return transpose
 
@@ -39,7 +47,9 @@ def rope_part(out, x, b, s, c, sn, dt):
         half.store((this * c + sign * other * sn).astype(dt).reshape((1, XH, 1, H)))
 
 
-def make_rope(dt):
+def make_rope(dt, inverse=False):
+    """rope's kernel; `inverse` rotates the other way (sin negated): its backward."""
+
     @tile.kernel
     def rope(
         qo: tile.Part[dt],
@@ -56,6 +66,8 @@ def make_rope(dt):
         cb = b if COS_BS > 1 else 0
         c = tile.load(cos, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
         sn = tile.load(sin, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
+        if inverse:  # compile-time
+            sn = -sn
         rope_part(qo, q, b, s, c, sn, dt)
         rope_part(ko, k, b, s, c, sn, dt)
 

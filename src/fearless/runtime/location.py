@@ -1,4 +1,6 @@
-"""Where in the user's code a launch-time error happened: the first frame outside fearless.
+"""Where in the user's code a launch-time error happened: the first frame outside fearless
+(and outside torch, whose dispatcher stands between a user's call of `torch.ops.fearless.<op>`
+and the operator's code).
 
 Called on error paths, and where a location must be recorded for a later error (`partition()`
 records where the tensor moved). Both lookups it makes are cached: whether a file is inside
@@ -43,7 +45,11 @@ def _inside_fearless(filename: str) -> bool:
         return True
     try:
         path = Path(filename).resolve()
-        return path.is_relative_to(_PACKAGE_DIR) and not path.is_relative_to(_CLI_DIR)
+        if path.is_relative_to(_PACKAGE_DIR):
+            return not path.is_relative_to(_CLI_DIR)
+        torch = sys.modules.get("torch")
+        torch_file = getattr(torch, "__file__", None)
+        return torch_file is not None and path.is_relative_to(Path(torch_file).resolve().parent)
     except (OSError, ValueError):
         return False
 

@@ -1,0 +1,69 @@
+"""When an operator of fearless.ops goes through torch's dispatcher instead of straight to its
+kernels.
+
+A call with plain torch tensors that need no gradient, outside torch.compile, runs the kernels
+directly: the dispatcher would only add its cost. Anything torch must see goes through
+`torch.ops.fearless.<name>` (registered by ops/torch_library.py): an input that requires grad
+(so that autograd records the backward), a call while torch.compile or torch.export traces, and
+tensor subclasses (FakeTensor, FunctionalTensor and the like, which have no memory to read).
+
+torch_library.py installs itself here (`set_registrar`) when fearless.ops is imported, so this
+module, which functional.py imports, depends on nothing above it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+_registrar: Callable[[], Any] | None = None
+_inside = threading.local()  # .depth: how many torch.ops.fearless bodies run on this thread
+
+
+@contextlib.contextmanager
+def kernels_only() -> Iterator[None]:
+    """Within: every operator runs its kernels, never the dispatcher. The bodies of
+    `torch.ops.fearless.<name>` run in it, so that a Parameter or another tensor subclass
+    arriving there (torch.export's module, no_grad) does not dispatch to the same op again."""
+    _inside.depth = getattr(_inside, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _inside.depth -= 1
+
+
+def set_registrar(register: Callable[[], Any]) -> None:
+    """`register()` registers the operators with torch and returns `torch.ops.fearless`, or None
+    where this torch cannot (older than 2.4)."""
+    global _registrar
+    _registrar = register
+
+
+def torch_ops(*tensors: Any) -> Any:
+    """`torch.ops.fearless` when this call must go through torch's dispatcher, else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or _registrar is None or getattr(_inside, "depth", 0) > 0:
+        return None
+    if not _needs_dispatcher(torch, tensors):
+        return None
+    return _registrar()
+
+
+def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
+    plain = torch.Tensor
+    grad = torch.is_grad_enabled()
+    seen = False
+    for t in tensors:
+        if isinstance(t, (list, tuple)):
+            if _needs_dispatcher(torch, t):
+                return True
+            continue
+        if not isinstance(t, plain):
+            continue
+        seen = True
+        if type(t) is not plain or (grad and t.requires_grad):
+            return True
+    return seen and bool(torch.compiler.is_compiling())

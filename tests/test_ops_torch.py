@@ -1,0 +1,216 @@
+"""fearless.ops inside torch, on the simulator with CPU tensors: `torch.ops.fearless.<name>`,
+autograd through fearless backward kernels against torch's own gradients, torch.compile
+(fullgraph) and torch.export, and which calls go through the dispatcher."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import fearless as fl
+from fearless import config, ops
+from fearless.ops import _route
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+
+
+def _leaves(*shapes: tuple[int, ...], dtype: Any = None) -> list[Any]:
+    g = torch.Generator().manual_seed(0)
+    return [
+        torch.randn(s, generator=g, dtype=dtype or torch.float32).requires_grad_() for s in shapes
+    ]
+
+
+def _rope_ref(q: Any, k: Any, cos: Any, sin: Any) -> tuple[Any, Any]:
+    def rot(x: Any) -> Any:
+        h = x.shape[-1] // 2
+        return torch.cat([-x[..., h:], x[..., :h]], -1)
+
+    return q * cos + rot(q) * sin, k * cos + rot(k) * sin
+
+
+def _tables(s: int, d: int) -> tuple[Any, Any]:
+    ang = torch.linspace(0, 3, s * (d // 2)).reshape(s, d // 2)
+    return torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+
+
+COS, SIN = _tables(5, 16)
+
+# name: (fearless call, torch reference, input shapes)
+CASES: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[tuple[int, ...]]]] = {
+    "softmax": (ops.softmax, lambda x: F.softmax(x, -1), [(3, 5, 40)]),
+    "rms_norm": (
+        lambda x, w: ops.rms_norm(x, 40, w, 1e-6),
+        lambda x, w: F.rms_norm(x, (40,), w, 1e-6),
+        [(6, 40), (40,)],
+    ),
+    "layer_norm": (
+        lambda x, w, b: ops.layer_norm(x, (40,), w, b),
+        lambda x, w, b: F.layer_norm(x, (40,), w, b),
+        [(2, 3, 40), (40,), (40,)],
+    ),
+    "matmul": (ops.matmul, torch.matmul, [(9, 20), (20, 7)]),
+    "bmm": (ops.bmm, torch.bmm, [(2, 9, 20), (2, 20, 7)]),
+    "relu": (ops.relu, F.relu, [(7, 130)]),
+    "gelu": (ops.gelu, F.gelu, [(7, 130)]),
+    "gelu_tanh": (
+        lambda x: ops.gelu(x, approximate="tanh"),
+        lambda x: F.gelu(x, approximate="tanh"),
+        [(7, 130)],
+    ),
+    "silu_and_mul": (
+        ops.silu_and_mul,
+        lambda x: F.silu(x[..., :32]) * x[..., 32:],
+        [(5, 64)],
+    ),
+    "geglu": (ops.geglu, lambda x: F.gelu(x[..., :32]) * x[..., 32:], [(5, 64)]),
+    "swiglu": (ops.swiglu, lambda a, b: F.silu(a) * b, [(5, 48), (5, 48)]),
+    "transpose": (ops.transpose, lambda x: x.transpose(-2, -1), [(33, 70)]),
+    "rope": (
+        lambda q, k: ops.rope(q, k, COS, SIN),
+        lambda q, k: _rope_ref(q, k, COS, SIN),
+        [(2, 3, 5, 16), (2, 1, 5, 16)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_autograd_matches_torch(name: str) -> None:
+    ours, reference, shapes = CASES[name]
+    xs = _leaves(*shapes)
+    refs = [x.detach().clone().requires_grad_() for x in xs]
+    got, want = ours(*xs), reference(*refs)
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert all(g.grad_fn is not None for g in got)  # recorded, not cut from the graph
+    g = torch.Generator().manual_seed(1)
+    dys = [torch.randn(w.shape, generator=g) for w in want]
+    torch.autograd.backward(got, dys)
+    torch.autograd.backward(want, dys)
+    for out, ref in zip(got, want, strict=True):
+        torch.testing.assert_close(out.detach(), ref.detach(), rtol=1e-4, atol=1e-5)
+    for x, r in zip(xs, refs, strict=True):
+        torch.testing.assert_close(x.grad, r.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_autograd_in_bf16() -> None:
+    (x,) = _leaves((4, 256), dtype=torch.bfloat16)
+    r = x.detach().clone().requires_grad_()
+    ops.softmax(x).sum().backward()  # the sum's gradient arrives expanded (stride 0)
+    (F.softmax(r.float(), -1).to(torch.bfloat16)).sum().backward()
+    torch.testing.assert_close(x.grad, r.grad, rtol=2e-2, atol=2e-3)
+
+
+def test_dropout_backward_replays_the_mask() -> None:
+    (x,) = _leaves((8, 300))
+    y = ops.dropout(x, 0.3)
+    dy = torch.randn(y.shape)
+    y.backward(dy)
+    kept = y.detach() != 0
+    torch.testing.assert_close(x.grad, torch.where(kept, dy / 0.7, 0.0))
+    assert 0.55 < kept.float().mean().item() < 0.85
+    y2 = ops.dropout(x.detach(), 0.3, seed=5)
+    torch.testing.assert_close(y2, ops.dropout(x.detach(), 0.3, seed=5))
+
+
+def test_group_gemm_backward() -> None:
+    a0, b0, a1, b1 = _leaves((4, 6), (6, 3), (5, 2), (2, 7))
+    outs = ops.group_gemm([a0, a1], [b0, b1])
+    (outs[0].sum() + outs[1].sum()).backward()
+    torch.testing.assert_close(a0.grad, torch.ones(4, 3) @ b0.detach().T)
+    torch.testing.assert_close(b1.grad, a1.detach().T @ torch.ones(5, 7))
+
+
+def test_operators_are_torch_ops() -> None:
+    x = torch.randn(4, 40)
+    torch.testing.assert_close(torch.ops.fearless.softmax(x, -1), F.softmax(x, -1))
+    y, seed = torch.ops.fearless.dropout(x, 0.5, 7)
+    assert int(seed) == 7 and y.shape == x.shape
+    schema = str(torch.ops.fearless.layer_norm.default._schema)
+    assert "Tensor? weight=None" in schema and "float eps=1" in schema
+
+
+def test_only_what_torch_must_see_goes_through_the_dispatcher() -> None:
+    plain = torch.randn(3, 4)
+    assert _route.torch_ops(plain) is None  # eager, no grad: straight to the kernels
+    assert _route.torch_ops(plain.requires_grad_()) is torch.ops.fearless
+    with torch.no_grad():
+        assert _route.torch_ops(plain) is None
+    assert _route.torch_ops([torch.randn(2)], [torch.nn.Parameter(torch.randn(2))]) is not None
+    assert _route.torch_ops(fl.zeros(3)) is None
+
+
+def test_torch_compile_fullgraph_forward_and_backward() -> None:
+    def block(x: Any, w: Any, a: Any) -> Any:
+        h = ops.rms_norm(x, (32,), w)
+        return ops.softmax(ops.matmul(ops.silu_and_mul(ops.matmul(h, a)), a[:, :32].T.T))
+
+    x, w, a = _leaves((6, 32), (32,), (32, 64))
+    compiled = torch.compile(block, fullgraph=True, backend="aot_eager")
+    got = compiled(x, w, a)
+    got.square().sum().backward()
+    grads = [t.grad.clone() for t in (x, w, a)]
+    for t in (x, w, a):
+        t.grad = None
+    want = block(x, w, a)
+    want.square().sum().backward()
+    torch.testing.assert_close(got, want)
+    for g, t in zip(grads, (x, w, a), strict=True):
+        torch.testing.assert_close(g, t.grad)
+
+
+def test_torch_export() -> None:
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = torch.nn.Parameter(torch.ones(16))
+
+        def forward(self, x: Any) -> Any:
+            return ops.gelu(ops.layer_norm(x, 16, self.norm), approximate="tanh")
+
+    x = torch.randn(3, 16)
+    ep = torch.export.export(Block(), (x,))
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert {"fearless.layer_norm.default", "fearless.gelu.default"} <= targets
+    torch.testing.assert_close(ep.module()(x), Block()(x))
+
+
+def test_rope_refuses_tables_that_require_grad() -> None:
+    q, k = _leaves((1, 2, 5, 16), (1, 2, 5, 16))
+    cos = COS.clone().requires_grad_()
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`cos` of `fearless\.ops\.rope` requires grad"
+    ) as e:
+        ops.rope(q, k, cos, SIN)
+    assert e.value.loc is not None and e.value.loc.file == __file__
+
+
+def test_errors_through_the_dispatcher_point_at_the_caller() -> None:
+    a, b = _leaves((4, 5), (6, 7))
+    with pytest.raises(fl.KernelTypeError, match="multiplies") as e:
+        ops.matmul(a, b)
+    assert e.value.loc is not None and e.value.loc.file == __file__
+
+
+def test_torch_ops_exist_whichever_is_imported_first() -> None:
+    code = (
+        "from fearless import ops\n"
+        "import torch\n"
+        "y = torch.ops.fearless.softmax(torch.zeros(2, 4), -1)\n"
+        "assert torch.equal(y, torch.full((2, 4), 0.25)), y\n"
+    )
+    env = {**os.environ, "FEARLESS_TARGET": "sim"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
