@@ -19,6 +19,7 @@ from .errors import (
     ToolchainError,
 )
 from .runtime.device_errors import synchronize
+from .runtime.graphs import CUDAGraph, graph
 from .runtime.streams import Stream
 from .runtime.target import cuda_status, get_target, set_target
 from .runtime.tensor import (
@@ -39,6 +40,7 @@ from .version import __version__
 
 __all__ = [
     "BorrowError",
+    "CUDAGraph",
     "CompileError",
     "FearlessError",
     "FearlessWarning",
@@ -67,6 +69,7 @@ __all__ = [
     "full",
     "full_like",
     "get_target",
+    "graph",
     "i8",
     "i16",
     "i32",

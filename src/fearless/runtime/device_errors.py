@@ -67,6 +67,9 @@ class ErrorPool:
     def __init__(self, chunk_slots: int = CHUNK_SLOTS) -> None:
         self.chunk_slots = chunk_slots
         self.launches = 0  # counted by every launch (the warm path's only cost here)
+        # Set once a launch went into a CUDA graph: its replays launch without being counted,
+        # so from then on every check reads the records.
+        self.graphs = False
         self._checked = 0  # every launch up to this count has been checked after a full sync
         self._chunks: list[_Chunk] = []
         self._kernels: list[CompiledKernel] = []
@@ -94,7 +97,7 @@ class ErrorPool:
         `upto` is the launch count taken before a device-wide synchronisation: those launches
         have all finished, so once their records read clean they need no further check.
         """
-        if self.launches == self._checked or not self._chunks:
+        if (self.launches == self._checked and not self.graphs) or not self._chunks:
             return
         found = self._scan()
         if found is not None:

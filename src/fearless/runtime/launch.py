@@ -70,7 +70,7 @@ from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import user_location
 from .params import ParamPacker, bf16_bits
-from .streams import Stream, stream_handle
+from .streams import Stream, default_cu_stream, stream_handle
 from .target import Target
 from .tensor import Tensor
 
@@ -395,7 +395,7 @@ def build_launcher(
     # reach this launch.
     lines += [
         "    if stream is None:",
-        "        cs = legacy_stream",
+        "        cs = default_stream(legacy_stream, args)",
         "    elif type(stream) is Stream:",
         "        cs = stream._cu if stream._cu is not None else stream.cu_stream()",
         "    else:",
@@ -439,6 +439,7 @@ def build_launcher(
         buffer=plan.packer.pack_target()[1],
         lock=plan.packer.lock,
         legacy_stream=plan._legacy_stream,
+        default_stream=default_cu_stream,
         CUstream=plan._cu.CUstream,
         cu_launch=plan._cu.cuLaunchKernel,
         params_address=plan.packer.address,

@@ -27,6 +27,7 @@ from ..runtime.contract import (
     requires_values,
 )
 from ..runtime.device_errors import format_index_error
+from ..runtime.graphs import sim_recording
 from ..runtime.streams import check_stream
 from ..runtime.target import Target
 from .simt import SimKernel, check_thread_count
@@ -74,6 +75,13 @@ class SimLauncher:
         sim = self.sim
         if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):
             sim = self.fast[0]
+        recording = sim_recording()
+        if recording is not None:  # inside `fl.graph`: run at each replay, checked now
+            recording.append(lambda: self._run(sim, grid, block, runtime_args))
+            return
+        self._run(sim, grid, block, runtime_args)
+
+    def _run(self, sim: SimKernel, grid: Dim3, block: Dim3, runtime_args: list[Any]) -> None:
         err = sim.run(grid, block, runtime_args)
         if err is not None:
             raise format_index_error(self.ck, err.record_words())

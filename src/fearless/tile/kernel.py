@@ -59,6 +59,7 @@ from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
+from ..runtime.streams import keep_if_captured
 from ..runtime.target import Target, current_target
 from .aot import signature_from_specs
 from .compiler import build_ir, compile_cubin, render_stage
@@ -310,6 +311,8 @@ class Kernel:
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream)
+            if stream is None and target.on_device:
+                keep_if_captured(args)  # inside `fl.graph`: the graph holds the arrays
             entry.run(payload, stream)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
@@ -337,6 +340,8 @@ class Kernel:
         entry, payload = self._prepare(staging.args if staging else args, target, host_grid)
         if key is not None and staging is None:
             warm.store(key, entry)
+        if stream is None and target.on_device:
+            keep_if_captured(args)  # inside `fl.graph`: the graph holds the arrays
         entry.run(payload, stream)
         if staging is not None:
             finish(staging)  # the copies live until the kernel is done
@@ -364,11 +369,16 @@ class Kernel:
         ]
         nbytes = tuple(info.nbytes for info in infos)
         if target.simulated:
+            from ..runtime.graphs import sim_recording
             from ..runtime.streams import check_stream
             from ..sim.tile import run_kernel
 
             def run_sim(payload: list[Any], stream: Any) -> None:
                 check_stream(stream)  # the simulator refuses what the GPU launch would
+                recording = sim_recording()
+                if recording is not None:  # inside `fl.graph`: run at each replay
+                    recording.append(lambda: run_kernel(ir, grid, payload))
+                    return
                 run_kernel(ir, grid, payload)
 
             return Prepared(signature, ir, grid, nbytes, run_sim), values
@@ -394,6 +404,8 @@ class Kernel:
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream, dims)
+            if stream is None and target.on_device:
+                keep_if_captured(args)
             entry.run(payload, stream)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))

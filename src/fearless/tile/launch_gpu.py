@@ -25,7 +25,7 @@ from ..ir.tile_kernel import CompiledTile, Signature, element_strides
 from ..runtime import driver
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
-from ..runtime.streams import Stream, stream_handle
+from ..runtime.streams import Stream, default_cu_stream, stream_handle
 
 _I32_MAX = 2**31 - 1
 
@@ -197,7 +197,7 @@ class GpuLaunch:
             else:
                 params.pack_into(params.buffer, 0, *values)
             if stream is None:
-                cs = self._legacy_stream
+                cs = default_cu_stream(self._legacy_stream)
             elif type(stream) is Stream:
                 cs = stream._cu if stream._cu is not None else stream.cu_stream()
             else:

@@ -1,0 +1,83 @@
+"""`fl.CUDAGraph` and `with fl.graph(g):` on the simulator: launches are captured, not run,
+with every check made at capture; `replay()` runs them in order on the arrays as they are then
+(the GPU's semantics: tests/gpu/test_graphs_gpu.py runs the same on the H200)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import config, simt, tile
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+
+
+@simt.kernel
+def axpy(a: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = a * x[i] + y[i]
+
+
+@simt.kernel
+def shifted(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = x[i + 1]
+
+
+@tile.kernel
+def double(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.load_like(x, out) * 2.0)
+
+
+def test_capture_runs_nothing_and_replay_runs_everything_in_order() -> None:
+    n = 1000
+    x = fl.asarray(np.arange(n, dtype=np.float32))
+    y, mid, out = fl.ones(n), fl.zeros(n), fl.zeros(n)
+    g = fl.CUDAGraph()
+    with fl.graph(g):
+        axpy[4, 256](3.0, x, y, mid)  # mid = 3x + 1
+        part = out.partition((256,))
+        double(part, mid)  # out = 2 mid
+    assert g.captured
+    assert not mid.numpy().any()  # captured, not run
+    g.replay()
+    part.unpartition()
+    want = 2 * (3 * np.arange(n, dtype=np.float32) + 1)
+    np.testing.assert_array_equal(out.numpy(), want)
+    x.numpy()  # reading is fine; new inputs go into the same tensor
+    x2 = fl.asarray(np.full(n, 5.0, np.float32))
+    axpy[4, 256](1.0, x2, fl.zeros(n), x)  # x = 5 everywhere, outside the graph
+    out.partition((256,))  # the graph's partition is gone: a new one for the replay's view
+    g.replay()
+    np.testing.assert_array_equal(mid.numpy(), np.full(n, 16.0, np.float32))
+
+
+def test_checks_happen_at_capture() -> None:
+    x = fl.zeros(256)
+    g = fl.CUDAGraph()
+    with pytest.raises(fl.BorrowError), fl.graph(g):
+        axpy[1, 256](1.0, x, x, x)
+    assert not g.captured
+
+
+def test_device_errors_surface_at_replay() -> None:
+    x, out = fl.zeros(256), fl.zeros(256)
+    g = fl.CUDAGraph()
+    with fl.graph(g):
+        shifted[1, 256](x, out)  # thread 255 reads x[256]
+    with pytest.raises(fl.KernelIndexError, match="index out of bounds"):
+        g.replay()
+
+
+def test_misuse_is_refused() -> None:
+    g = fl.CUDAGraph()
+    with pytest.raises(fl.LaunchContractError, match="holds nothing to replay"):
+        g.replay()
+    with pytest.raises(fl.LaunchContractError, match="do not nest"), fl.graph(g), fl.graph(g):
+        pass
