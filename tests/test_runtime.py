@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import config, dtypes
+from fearless import config, dtypes, tile
 from fearless.abi import CompiledKernel, LaunchContract, ParamSpec, SiteInfo
 from fearless.errors import Location
 from fearless.runtime import arrays, target
@@ -200,7 +200,7 @@ def test_tensor_constructors_on_sim(sim: None) -> None:
     f = T.full(5, 2.5)
     assert f.dtype is fl.f32 and (f.numpy() == 2.5).all()
     assert T.full(3, 7).dtype is fl.i64 and T.full(3, True).dtype is fl.bool_
-    assert (T.full(4, -1.0, dtype=fl.bf16).numpy() == 0xBF80).all()
+    assert (T.full(4, -1.0, dtype=fl.bf16).numpy().view(np.uint16) == 0xBF80).all()
     r = T.arange(5)
     assert r.dtype is fl.i64 and r.numpy().tolist() == [0, 1, 2, 3, 4]
     rf = T.arange(0.0, 1.0, 0.25)
@@ -233,7 +233,8 @@ def test_asarray_on_sim_shares_numpy_memory(sim: None) -> None:
     assert T.asarray([1, 2, 3]).dtype is fl.i64
     assert T.asarray([0.5, 1.5]).dtype is fl.f32
     bf = T.asarray([1.0, -2.0], dtype=fl.bf16)
-    assert bf.numpy().tolist() == [0x3F80, 0xC000]
+    assert bf.numpy().tolist() == [1.0, -2.0]  # ml_dtypes' bfloat16
+    assert bf.numpy().view(np.uint16).tolist() == [0x3F80, 0xC000]
     assert T.asarray(bf, dtype=fl.f32).numpy().tolist() == [1.0, -2.0]
     with pytest.raises(fl.KernelTypeError, match="from_numpy takes a NumPy array"):
         T.from_numpy([1, 2])  # type: ignore[arg-type]
@@ -362,3 +363,27 @@ def test_cpu_torch_tensors_on_sim(sim: None) -> None:
         arrays.describe(torch.zeros(2, dtype=torch.complex64), Target.SIM, name="z")
     shared = T.asarray(t)
     assert shared.data_ptr == t.data_ptr()
+
+
+@tile.kernel
+def _twice_bf16(out: tile.Part[fl.bf16], x: tile.Tensor[fl.bf16]):
+    out.store(tile.load_like(x, out) * 2.0)
+
+
+def test_bf16_reaches_numpy_as_ml_dtypes_bfloat16(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ml_dtypes
+
+    monkeypatch.setattr(config, "_target_override", "sim")
+    a = np.array([1.5, -2.25, 3.0e38, 0.0], dtype=ml_dtypes.bfloat16)
+    t = fl.asarray(a)  # shared on the simulator, as any NumPy array
+    assert t.dtype is fl.bf16
+    got = t.numpy()
+    assert got.dtype == ml_dtypes.bfloat16 and got.tolist() == a.tolist()
+    assert np.shares_memory(got, a)
+    assert t.astype(fl.f32).numpy().tolist() == [1.5, -2.25, float(a[2]), 0.0]
+    assert t.astype(fl.bf16).numpy().tolist() == a.tolist()
+
+    out = np.zeros(4, dtype=ml_dtypes.bfloat16)
+    part = fl.asarray(out).partition((4,))
+    _twice_bf16(part, a)  # a NumPy bfloat16 array as a kernel argument
+    assert part.unpartition().numpy().tolist() == [3.0, -4.5, float("inf"), 0.0]

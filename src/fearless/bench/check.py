@@ -52,6 +52,10 @@ def count_nan_torch(out: Any) -> int:
     return int(out.isnan().sum())
 
 
-def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
-    """bf16 raw bits (uint16, as fearless stores them on the host) as float32 values."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+def bf16_to_f32(values: np.ndarray) -> np.ndarray:
+    """bf16 values (ml_dtypes' bfloat16, as `Tensor.numpy()` gives them, or raw uint16 bits)
+    as float32 values."""
+    a = np.asarray(values)
+    if a.dtype.name == "bfloat16":
+        return a.astype(np.float32)
+    return (a.astype(np.uint16).astype(np.uint32) << 16).view(np.float32)

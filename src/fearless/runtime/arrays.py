@@ -200,15 +200,17 @@ def _describe_any(obj: Any, target: Target, name: str, stream: int | None) -> Ar
 
 
 def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
+    dtype = _element_type(a.dtype, name)
     return ArrayInfo(
         ptr=int(a.__array_interface__["data"][0]),
         nbytes=int(a.nbytes),
         shape=tuple(a.shape),
         strides=tuple(a.strides),
-        dtype=_element_type(a.dtype, name),
+        dtype=dtype,
         on_device=False,
         owner=owner,
-        host=a,
+        # ml_dtypes' bfloat16 is stored as its raw bits, as DType.np says (a view)
+        host=a.view(dtype.np) if a.dtype.name == "bfloat16" else a,
     )
 
 

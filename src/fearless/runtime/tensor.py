@@ -128,19 +128,20 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array: the shared host array on sim, a fresh copy from the GPU.
+        bf16 comes back as ml_dtypes' `bfloat16` (real floats over the same 16-bit storage).
 
         On the GPU this first waits for launched work and raises any pending device error, so
         the numbers returned are never the output of a kernel that failed a bounds check.
         """
         self._check_live()
         if self._host is not None:
-            return self._host
+            return public_view(self._host, self._dtype)
         from .device_errors import synchronize
 
         synchronize()
         out = np.empty(self._shape, dtype=self._dtype.np)
         driver.copy_device_to_host(out, self._ptr)
-        return out
+        return public_view(out, self._dtype)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.numpy()
@@ -250,7 +251,7 @@ class Tensor:
         """
         self._check_live()
         want = as_dtype(dtype)
-        values = self.numpy()
+        values = storage_view(self.numpy())
         converted = values.copy() if want is self._dtype else _convert(values, self._dtype, want)
         host = np.ascontiguousarray(converted)
         if not self._on_device:
@@ -505,7 +506,23 @@ def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
     return np.where(nan, (bits >> 16) | 0x40, rounded).astype(np.uint16)
 
 
+def public_view(host: np.ndarray, dt: DType) -> np.ndarray:
+    """What NumPy callers see of a host array in `dt`'s storage: bf16's raw bits as ml_dtypes'
+    bfloat16 (a view, sharing the memory), every other type as it is."""
+    if dt is not dtypes.bf16:
+        return host
+    import ml_dtypes  # JAX's NumPy bfloat16, a dependency of fearless; loaded at first bf16 use
+
+    return host.view(ml_dtypes.bfloat16)
+
+
+def storage_view(values: np.ndarray) -> np.ndarray:
+    """`values` as fearless stores them: an ml_dtypes bfloat16 array as its raw 16 bits."""
+    return values.view(np.uint16) if values.dtype.name == "bfloat16" else values
+
+
 def _convert(values: np.ndarray, have: DType | None, want: DType | None) -> np.ndarray:
+    values = storage_view(values)
     if want is None or want is have:
         return values
     if have is dtypes.bf16:  # widen the raw bits to f32 before converting

@@ -89,8 +89,11 @@ def round_bf16(x: Any) -> Any:
 
 
 def bf16_load(raw: Any) -> Any:
-    """16-bit bf16 words -> their float32 values."""
-    return (np.asarray(raw).astype(_U32) << _U32(16)).view(F32)
+    """16-bit bf16 words (or ml_dtypes bfloat16 values) -> their float32 values."""
+    a = np.asarray(raw)
+    if a.dtype.name == "bfloat16":
+        a = a.view(np.uint16)
+    return (a.astype(_U32) << _U32(16)).view(F32)
 
 
 def bf16_store(x: Any) -> Any:
