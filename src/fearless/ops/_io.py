@@ -126,6 +126,32 @@ def cast(x: Operand, dtype: DType) -> Tensor:
     return x.tensor.astype(dtype)
 
 
+def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Tensor:
+    """A weight or bias `p` of `n` elements in like's dtype (`fill` everywhere when None)."""
+    if p is None:
+        return full(like, (max(n, 1),), fill)
+    w = operand(p, op, name, FLOATS)
+    if w.shape != (n,):
+        raise KernelTypeError(
+            f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
+            f"{n} elements",
+            user_location(),
+            code="E0701",
+        )
+    return cast(w, like.dtype)
+
+
+def gelu_kind(approximate: str) -> str:
+    """The kernels' name of gelu's `approximate` form ("gelu", "gelu_tanh"), or E0701."""
+    if approximate not in ("none", "tanh"):
+        raise KernelTypeError(
+            f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
+            user_location(),
+            code="E0701",
+        )
+    return "gelu" if approximate == "none" else "gelu_tanh"
+
+
 def result(like: Operand, tensor: Tensor, returned: Any) -> Any:
     """What the operator returns: `returned` (from `output`), read back for NumPy callers."""
     if like.kind == "numpy":

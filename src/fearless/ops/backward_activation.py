@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ..runtime.tensor import Tensor
-from ._io import FLOATS, Operand, operand, output, result, rows_of, view
+from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
 from .kernels_activation_backward import (
     make_gated_backward,
     make_swiglu_backward,
@@ -36,7 +36,7 @@ def relu_backward(dy: Any, x: Any) -> Any:
 def gelu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
     """dx of `gelu(x, approximate)`: dy * (Phi(x) + x * phi(x)) for the exact gelu, and the
     derivative of the tanh form for `approximate="tanh"` (torch's formulas)."""
-    return _unary_backward(dy, x, _gelu_kind(approximate), "gelu_backward")
+    return _unary_backward(dy, x, gelu_kind(approximate), "gelu_backward")
 
 
 def silu_and_mul_backward(dy: Any, x: Any) -> Any:
@@ -48,7 +48,7 @@ def silu_and_mul_backward(dy: Any, x: Any) -> Any:
 def geglu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
     """dx of `geglu(x, dim=-1, approximate)` = gelu(x[..., :d]) * x[..., d:], as
     `silu_and_mul_backward` with gelu's derivative."""
-    return _gated_backward(dy, x, _gelu_kind(approximate), "geglu_backward")
+    return _gated_backward(dy, x, gelu_kind(approximate), "geglu_backward")
 
 
 def swiglu_backward(dy: Any, a: Any, b: Any) -> tuple[Any, Any]:
@@ -129,16 +129,6 @@ def _expect_shape(op: str, name: str, t: Operand, shape: tuple[int, ...], what: 
             code="E0701",
             help="pass the gradient of the forward's output and the forward's inputs",
         )
-
-
-def _gelu_kind(approximate: str) -> str:
-    if approximate not in ("none", "tanh"):
-        raise KernelTypeError(
-            f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
-            user_location(),
-            code="E0701",
-        )
-    return "gelu" if approximate == "none" else "gelu_tanh"
 
 
 def _flat(t: Tensor) -> Tensor:

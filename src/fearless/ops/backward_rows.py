@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ..runtime.tensor import Tensor
-from ._io import FLOATS, Operand, cast, full, operand, output, result, rows_of
+from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of
 from .kernels_rows_backward import (
     column_sum,
     layer_norm_bwd_tuned,
@@ -41,12 +41,8 @@ def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, An
     (any leading shape), for the output's gradient `dy`. dw is the weight's gradient, in x's
     dtype (as dx), or None when `weight` is None. Returns dy's kind."""
     op = "rms_norm_backward"
-    g = operand(dy, op, "dy", FLOATS)
-    xa = operand(x, op, "x", FLOATS)
-    dyt = _like(g, xa, op, "dy", "x")
-    x2 = rows_of(xa.tensor, -1, op)
-    n = x2.shape[1]
-    w = _param(weight, n, xa, op, "weight")
+    g, xa, dyt, x2, n = _norm_operands(dy, x, op)
+    w = param(weight, n, xa, op, "weight", 1.0)
     dx, dx_ret = output(g, g.shape, xa.dtype)
     dw, dw_ret = output(g, (n,), xa.dtype) if weight is not None else (None, None)
     if n:
@@ -64,14 +60,10 @@ def layer_norm_backward(
     last axis, for the output's gradient `dy`. dw is None when `weight` is None, db when
     `bias` is; all three are in x's dtype. Returns dy's kind."""
     op = "layer_norm_backward"
-    g = operand(dy, op, "dy", FLOATS)
-    xa = operand(x, op, "x", FLOATS)
-    dyt = _like(g, xa, op, "dy", "x")
-    x2 = rows_of(xa.tensor, -1, op)
-    n = x2.shape[1]
-    w = _param(weight, n, xa, op, "weight")
+    g, xa, dyt, x2, n = _norm_operands(dy, x, op)
+    w = param(weight, n, xa, op, "weight", 1.0)
     if bias is not None:
-        _param(bias, n, xa, op, "bias")  # checked: db does not depend on its values
+        param(bias, n, xa, op, "bias", 0.0)  # checked: db does not depend on its values
     dx, dx_ret = output(g, g.shape, xa.dtype)
     grads = [output(g, (n,), xa.dtype) if p is not None else (None, None) for p in (weight, bias)]
     if n:
@@ -82,6 +74,14 @@ def layer_norm_backward(
                 column_sum(partial, out)
     dw, db = (result(g, out, ret) if out is not None else None for out, ret in grads)
     return result(g, dx, dx_ret), dw, db
+
+
+def _norm_operands(dy: Any, x: Any, op: str) -> tuple[Operand, Operand, Tensor, Tensor, int]:
+    """A norm backward's operands: dy, x, dy in x's dtype, x as rows, the row length."""
+    g = operand(dy, op, "dy", FLOATS)
+    xa = operand(x, op, "x", FLOATS)
+    x2 = rows_of(xa.tensor, -1, op)
+    return g, xa, _like(g, xa, op, "dy", "x"), x2, x2.shape[1]
 
 
 def _like(b: Operand, a: Operand, op: str, name: str, a_name: str) -> Tensor:
@@ -95,18 +95,3 @@ def _like(b: Operand, a: Operand, op: str, name: str, a_name: str) -> Tensor:
             help="pass the forward's input and the gradient of its output, of one shape",
         )
     return cast(b, a.dtype)
-
-
-def _param(p: Any, n: int, like: Operand, op: str, name: str) -> Tensor:
-    """The weight or bias `p` in `like`'s dtype (ones when None), checked to have n elements."""
-    if p is None:
-        return full(like, (max(n, 1),), 1.0)
-    w = operand(p, op, name, FLOATS)
-    if w.shape != (n,):
-        raise KernelTypeError(
-            f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
-            f"{n} elements",
-            user_location(),
-            code="E0701",
-        )
-    return cast(w, like.dtype)

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import user_location
-from ._io import FLOATS, Operand, cast, full, operand, output, result, rows_of, view
+from ._io import FLOATS, Operand, cast, gelu_kind, operand, output, param, result, rows_of, view
 from ._route import torch_ops
 from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
 from .kernels_gemm import bmm_tuned, matmul_tuned
@@ -50,21 +50,6 @@ def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
     return shape[0]
 
 
-def _param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Any:
-    """A weight or bias of `n` elements in x's dtype (`fill` everywhere when None)."""
-    if p is None:
-        return full(like, (n,), fill)
-    w = operand(p, op, name, FLOATS)
-    if w.shape != (n,):
-        raise KernelTypeError(
-            f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
-            f"{n} elements",
-            user_location(),
-            code="E0701",
-        )
-    return cast(w, like.dtype)
-
-
 def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
     """`torch.nn.functional.rms_norm`: x / sqrt(mean(x^2) + eps) * weight over the last axis;
     `eps` None is the dtype's machine epsilon, as torch."""
@@ -72,7 +57,7 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
         return t.rms_norm(x, _shape_list(normalized_shape), weight, eps)
     a = operand(x, "rms_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "rms_norm")
-    w = _param(weight, n, a, "rms_norm", "weight", 1.0)
+    w = param(weight, n, a, "rms_norm", "weight", 1.0)
     e = float(eps) if eps is not None else _machine_eps(a)
     out, ret = output(a, a.shape)
     if a.tensor.size:
@@ -92,8 +77,8 @@ def layer_norm(
         return t.layer_norm(x, _shape_list(normalized_shape), weight, bias, eps)
     a = operand(x, "layer_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "layer_norm")
-    w = _param(weight, n, a, "layer_norm", "weight", 1.0)
-    b = _param(bias, n, a, "layer_norm", "bias", 0.0)
+    w = param(weight, n, a, "layer_norm", "weight", 1.0)
+    b = param(bias, n, a, "layer_norm", "bias", 0.0)
     out, ret = output(a, a.shape)
     if a.tensor.size:
         x2, o2 = rows_of(a.tensor, -1, "layer_norm"), rows_of(out, -1, "layer_norm")
@@ -199,20 +184,10 @@ def relu(x: Any, inplace: bool = False) -> Any:
 
 def gelu(x: Any, approximate: str = "none") -> Any:
     """`torch.nn.functional.gelu`: exact (erf) or `approximate="tanh"`, computed in f32."""
-    kind = _gelu_kind(approximate)
+    kind = gelu_kind(approximate)
     if (t := torch_ops(x)) is not None:
         return t.gelu(x, approximate)
     return _unary(x, kind, "gelu")
-
-
-def _gelu_kind(approximate: str) -> str:
-    if approximate not in ("none", "tanh"):
-        raise KernelTypeError(
-            f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
-            user_location(),
-            code="E0701",
-        )
-    return "gelu" if approximate == "none" else "gelu_tanh"
 
 
 def _no_inplace(op: str) -> KernelTypeError:
@@ -254,7 +229,7 @@ def silu_and_mul(x: Any) -> Any:
 
 def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
     """gelu(x[..., :d]) * x[..., d:] over the last axis, split in halves."""
-    kind = _gelu_kind(approximate)
+    kind = gelu_kind(approximate)
     if (t := torch_ops(x)) is not None:
         return t.geglu(x, dim, approximate)
     return _gated(x, kind, "geglu", dim)
