@@ -1,0 +1,77 @@
+"""How much of a launch is the driver call itself: cuLaunchKernel through cuda.bindings (the
+suite's `raw-cuLaunchKernel` floor) against the same call through ctypes on libcuda, and a
+fearless SIMT and Tile warm launch of the same vecadd, all on torch tensors, in one process.
+Run on the GPU machine: `python3 bench/experiments/launch_floor.py`."""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import time
+
+import torch
+
+import fearless as fl
+from fearless.bench.family_launch import raw_launcher
+from fearless.bench.peers import Peers
+
+N = 1024
+
+
+def per_launch(fn, n=20000):  # type: ignore[no-untyped-def]
+    for _ in range(2000):
+        fn()
+    torch.cuda.synchronize()
+    runs = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        runs.append((time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(runs)
+
+
+def main() -> None:
+    fl.set_target("cuda")
+    peers = Peers("sm_90")
+    peers.fearless_gpu()
+    vecadd = peers.simt_examples().vecadd
+    arrays = [torch.randn(N, device="cuda") for _ in range(3)]
+    raw = raw_launcher(torch, vecadd, arrays, 4)
+    packer, _, loaded = raw.keep  # type: ignore[attr-defined]
+    lib = ctypes.CDLL("libcuda.so.1")
+    launch = lib.cuLaunchKernel
+    launch.restype = ctypes.c_int
+    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    fn = int(loaded.function)
+    addr = packer.address
+
+    def via_ctypes() -> None:
+        launch(fn, 4, 1, 1, 256, 1, 1, 0, None, addr, None)
+
+    prep = vecadd.prepare(4)
+    a, b, c = arrays
+
+    def simt() -> None:
+        vecadd(prep, a, b, c)
+
+    def simt_cfg() -> None:
+        vecadd[4, 256](a, b, c)
+
+    from fearless.runtime import streams
+
+    legacy = object()
+    rows = {
+        "cuda.bindings cuLaunchKernel (raw floor)": per_launch(raw),
+        "ctypes libcuda.cuLaunchKernel": per_launch(via_ctypes),
+        "fearless SIMT k(prep, a, b, c)": per_launch(simt),
+        "fearless SIMT k[4, 256](a, b, c)": per_launch(simt_cfg),
+        "default_cu_stream (torch loaded)": per_launch(lambda: streams.default_cu_stream(legacy)),
+    }
+    for name, us in rows.items():
+        print(f"{us:7.2f} us  {name}")
+
+
+if __name__ == "__main__":
+    main()
