@@ -23,6 +23,7 @@ from test_simt_atomics import (  # the CPU tests' kernels
     exch_chain,
     int_ops,
 )
+from test_simt_atomics_numba import counters_u64, hist2d, int_ops_2d, witness_2d
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
@@ -166,3 +167,70 @@ def test_out_of_range_atomic_is_reported_at_synchronize() -> None:
     assert info.value.loc is not None
     assert "simt.atomic.add(counts, x[i], 1)" in info.value.loc.source_line()
     np.testing.assert_array_equal(counts.numpy(), [1, 1, 0, 1])
+
+
+def test_u64_wrapping_counters() -> None:
+    """inc/dec on u64 (a compare-and-swap loop on the GPU): with one limit per counter each
+    update is +1 / -1 modulo limit + 1, so the final values do not depend on the order."""
+    n = 1 << 16
+    limits = np.array([2**40, 2**64 - 1, 5, 2**33 + 7], np.uint64)
+    start = np.array([2**40 - 100, 2**64 - 2, 3, 0], np.uint64)
+    idx = RNG.integers(0, 4, n).astype(np.int64)
+    lim = limits[idx]
+    args = (idx, lim, start.copy(), start.copy(), np.zeros(n, np.uint64), np.zeros(n, np.uint64))
+    sim = on_sim(counters_u64, n // 256, 256, *args)
+    gpu = on_gpu(counters_u64, n // 256, 256, *args)
+    hits = np.bincount(idx, minlength=4)
+    mod = [int(v) + 1 for v in limits]
+    want_c = [(int(s) + int(h)) % m for s, h, m in zip(start, hits, mod, strict=True)]
+    want_d = [(int(s) - int(h)) % m for s, h, m in zip(start, hits, mod, strict=True)]
+    np.testing.assert_array_equal(gpu[2], np.array(want_c, np.uint64))
+    np.testing.assert_array_equal(gpu[3], np.array(want_d, np.uint64))
+    np.testing.assert_array_equal(gpu[2], sim[2])
+    np.testing.assert_array_equal(gpu[3], sim[3])
+    for k in (4, 5):  # the old values the threads saw: the same multiset, in another order
+        np.testing.assert_array_equal(np.sort(gpu[k]), np.sort(sim[k]))  # type: ignore[arg-type]
+
+
+def test_2d_histogram_and_integer_atomics() -> None:
+    n = 1 << 18
+    r = RNG.integers(0, 33, n).astype(np.int32)
+    c = RNG.integers(0, 65, n).astype(np.int32)
+    h = np.zeros((33, 65), np.int32)
+    grid = n // 256
+    sim = on_sim(hist2d, grid, 256, r, c, h, np.zeros(n, np.int32))
+    gpu = on_gpu(hist2d, grid, 256, r, c, h, np.zeros(n, np.int32))
+    want = np.zeros((33, 65), np.int64)
+    np.add.at(want, (r, c), 1)
+    np.testing.assert_array_equal(gpu[2], want)
+    np.testing.assert_array_equal(gpu[2], sim[2])
+    n = 1 << 14  # the simulator runs inc, dec and cas one lane at a time per element
+    col = RNG.integers(0, 8, n).astype(np.int64)
+    x = RNG.integers(0, 2**64, n, dtype=np.uint64)
+    a = RNG.integers(0, 2**64, (11, 8), dtype=np.uint64)
+    args = (col, x, a, np.zeros(n, np.uint64), np.zeros(n, np.uint64))
+    sim = on_sim(int_ops_2d, n // 256, 256, *args)
+    gpu = on_gpu(int_ops_2d, n // 256, 256, *args)
+    order_free = [0, 1, 2, 3, 5, 6, 7]  # add, sub, max, min, and, or, xor
+    np.testing.assert_array_equal(gpu[2][order_free], sim[2][order_free])  # type: ignore[index]
+
+
+def test_2d_thread_index_and_grid_pair() -> None:
+    h = np.zeros((50, 70), np.int64)
+    g = np.full((70, 50), -1, np.int64)
+    sim = on_sim(witness_2d, (5, 4), (16, 16), h, g)
+    gpu = on_gpu(witness_2d, (5, 4), (16, 16), h, g)
+    np.testing.assert_array_equal(gpu[0], sim[0])
+    np.testing.assert_array_equal(gpu[1], sim[1])
+
+
+def test_2d_out_of_range_atomic_names_the_axis() -> None:
+    r = fl.asarray(np.array([0, 1, 2, 3], np.int32))
+    c = fl.asarray(np.array([0, 1, 9, 3], np.int32))
+    h = fl.asarray(np.zeros((4, 4), np.int32))
+    hist2d[1, 32](r, c, h, fl.asarray(np.zeros(4, np.int32)))
+    with pytest.raises(fl.KernelIndexError) as info:
+        fl.synchronize()
+    assert "the len is 4 but the index is 9" in info.value.message
+    assert "on axis 1 of `h`" in str(info.value) and "thread (2, 0, 0)" in str(info.value)
+    np.testing.assert_array_equal(np.diag(h.numpy()), [1, 1, 0, 1])

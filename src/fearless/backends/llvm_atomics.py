@@ -7,7 +7,10 @@ are registered in `llvm_lower._HANDLERS` and run on that module's `_KernelLoweri
 
     atomic.rmw {kind='add'} %a, %i, %v : i32  ->  atomicrmw add ptr %p, i32 %v syncscope("device") monotonic
 
-  ints      add, sub, max/min (signed) or umax/umin (unsigned), xchg
+  ints      add, sub, max/min (signed) or umax/umin (unsigned), xchg, and/or/xor, and numba's
+            wrapping counters inc/dec as `uinc_wrap`/`udec_wrap`: PTX `atom.inc/dec.u32` on
+            u32; on u64, which PTX lacks, NVPTX's AtomicExpand emits a compare-and-swap loop
+  2-D       the element (r, c) of a 2-D AtomicSlice is at r * shape[1] + c (`_element`)
   floats    add as `fadd` (f16, bf16, f32, f64), sub as `fadd` of the negation, exch as `xchg`
             of the bits; max/min as a compare-and-swap loop over the bits computing
             `math.fmax`/`fmin` (old, value) exactly as `llvm_arith` does, so that a NaN value
@@ -104,7 +107,7 @@ def lower_rmw(kl: Lowering, op: ops.AtomicRMW) -> None:
     b = kl.builder
     dtype = _dtype(op)
     ptr, ty, _ = kl._element(op.operands[0], op.indices)
-    val = kl._v(op.operands[2])
+    val = kl._v(op.operands[-1])
     kind = op.kind
     if dtype.is_int:
         name = _INT_OPS.get(kind) or (kind if dtype.is_signed else f"u{kind}")
@@ -150,7 +153,7 @@ def lower_cas(kl: Lowering, op: ops.AtomicCAS) -> None:
     b = kl.builder
     dtype = _dtype(op)
     ptr, ty, _ = kl._element(op.operands[0], op.indices)
-    expected, val = kl._v(op.operands[2]), kl._v(op.operands[3])
+    expected, val = kl._v(op.operands[-2]), kl._v(op.operands[-1])
     if dtype.is_float:
         bits = _bits(dtype)
         pair = _cmpxchg(b, ptr, b.bitcast(expected, bits), b.bitcast(val, bits))

@@ -33,12 +33,13 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       2-D arrays, and a 1-D array's length is its extent along axis 0
   load / store        element access with one i64 index per axis (a 2-D array is row-major:
                       element (r, c) is at r * shape[1] + c); *unchecked*: the bounds pass
-  atomic.rmw  kind    `kind` in add sub max min exch on one element of an AtomicSlice (operands:
-                      the array, an i64 index, the value); the result is the element's old value.
+  atomic.rmw  kind    `kind` in add sub max min exch and_ or_ xor inc dec on one element of an
+                      AtomicSlice (operands: the array, one i64 index per axis, the value); the
+                      result is the element's old value.
                       One indivisible read-modify-write: concurrent ones on one element act one
                       after another in some order. Integers wrap; float `sub` adds the
                       negation; float max/min are `math.fmax`/`fmin` of (old, value)
-  atomic.cas          compare-and-swap (operands: array, index, expected, value): stores the
+  atomic.cas          compare-and-swap (operands: array, indices, expected, value): stores the
                       value when the element equals `expected` bit for bit; the result is the
                       old element. Both atomics are unchecked; the bounds pass checks the index
   check.bounds sites  adds one check per axis before each access unless proven; stops the
@@ -364,22 +365,38 @@ class Store(Op):
 
 
 ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec"])
-# integer-only kinds (numba's names): bitwise and, or, xor; inc and dec wrap (u32, as PTX's atom)
+# integer-only kinds (numba's names): bitwise and, or, xor; inc and dec wrap (u32 and u64, as
+# numba: PTX's atom.inc/dec on u32, a compare-and-swap loop on u64)
 BITWISE_ATOMIC_KINDS = frozenset(["and_", "or_", "xor"])
 WRAPPING_ATOMIC_KINDS = frozenset(["inc", "dec"])
+WRAPPING_ATOMIC_DTYPES = ("u32", "u64")
+
+
+def _atomic_ndim(op: Op) -> int:
+    t = op.operands[0].type
+    return t.ndim if isinstance(t, ArrayType) else 1
 
 
 class AtomicRMW(Op):
-    """`simt.atomic.<kind>(array, index, value)`: operands array, i64 index, value; the result
-    is the old element. WRITE: never dropped, never moved across other memory ops."""
+    """`simt.atomic.<kind>(array, index, value)`: operands array, one i64 index per axis,
+    value; the result is the old element. WRITE: never dropped, never moved across other
+    memory ops."""
 
     opname = "atomic.rmw"
     effect = Effect.WRITE
 
-    def __init__(self, kind: str, array: Value, index: Value, value: Value, loc: Location) -> None:
+    def __init__(
+        self,
+        kind: str,
+        array: Value,
+        index: Value | Sequence[Value],
+        value: Value,
+        loc: Location,
+    ) -> None:
         assert kind in ATOMIC_KINDS, kind
         assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
-        super().__init__([array, index, value], [ScalarType(array.type.dtype)], loc, kind=kind)
+        idx = _indices(index)
+        super().__init__([array, *idx, value], [ScalarType(array.type.dtype)], loc, kind=kind)
 
     @property
     def kind(self) -> str:
@@ -387,24 +404,31 @@ class AtomicRMW(Op):
 
     @property
     def indices(self) -> list[Value]:
-        return self.operands[1:2]
+        return self.operands[1 : 1 + _atomic_ndim(self)]
 
 
 class AtomicCAS(Op):
-    """`simt.atomic.cas(array, index, expected, value)`: the result is the old element."""
+    """`simt.atomic.cas(array, index, expected, value)`: operands array, one i64 index per
+    axis, expected, value; the result is the old element."""
 
     opname = "atomic.cas"
     effect = Effect.WRITE
 
     def __init__(
-        self, array: Value, index: Value, expected: Value, value: Value, loc: Location
+        self,
+        array: Value,
+        index: Value | Sequence[Value],
+        expected: Value,
+        value: Value,
+        loc: Location,
     ) -> None:
         assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
-        super().__init__([array, index, expected, value], [ScalarType(array.type.dtype)], loc)
+        idx = _indices(index)
+        super().__init__([array, *idx, expected, value], [ScalarType(array.type.dtype)], loc)
 
     @property
     def indices(self) -> list[Value]:
-        return self.operands[1:2]
+        return self.operands[1 : 1 + _atomic_ndim(self)]
 
 
 class BoundsCheck(Op):

@@ -218,24 +218,32 @@ def _make_check(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: 
     return op
 
 
-def _atomic_array(s: OpSyntax, operands: list[Value]) -> None:
+def _atomic_array(s: OpSyntax, operands: list[Value], values: int) -> list[Value]:
+    """The indices of an atomic on an AtomicSlice: one per axis, then `values` operands."""
     t = _array_operand(s, operands)
     _need(s, t.atomic, f"`{s.name.text}` needs an AtomicSlice, not {t}", s.operands[0])
+    n = len(operands) - 1 - values
+    _need(
+        s,
+        n == t.ndim,
+        f"`{s.name.text}` on {t} takes {t.ndim} index(es) and {values} value(s)",
+    )
+    return operands[1 : 1 + n]
 
 
 def _make_atomic_rmw(
     s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location
 ) -> Op:
-    _atomic_array(s, operands)
+    idx = _atomic_array(s, operands, 1)
     kind = _choice(s, attrs, "kind", ops.ATOMIC_KINDS)
-    return ops.AtomicRMW(kind, operands[0], operands[1], operands[2], loc)
+    return ops.AtomicRMW(kind, operands[0], idx, operands[-1], loc)
 
 
 def _make_atomic_cas(
     s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location
 ) -> Op:
-    _atomic_array(s, operands)
-    return ops.AtomicCAS(operands[0], operands[1], operands[2], operands[3], loc)
+    idx = _atomic_array(s, operands, 2)
+    return ops.AtomicCAS(operands[0], idx, operands[-2], operands[-1], loc)
 
 
 # opname -> (operand count or None when the maker checks it, result count, attrs, optional
@@ -295,8 +303,8 @@ _spec("len", 1, 1, "axis?", _make_len)
 _spec("load", None, 1, "", _make_load)
 _spec("store", None, 0, "", _make_store)
 _spec("check.bounds", None, 0, "sites", _make_check)
-_spec("atomic.rmw", 3, 1, "kind", _make_atomic_rmw)
-_spec("atomic.cas", 4, 1, "", _make_atomic_cas)
+_spec("atomic.rmw", None, 1, "kind", _make_atomic_rmw)
+_spec("atomic.cas", None, 1, "", _make_atomic_cas)
 _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
 _spec("print", None, 0, "format", lambda s, o, a, loc: ops.Print(str(a["format"]), o, loc))
 

@@ -113,12 +113,13 @@ def _check_types(fn: Function, op: Op) -> None:
             ok = ok and op.operands[-1].type == ScalarType(arr.dtype)
     elif isinstance(op, AtomicRMW | AtomicCAS):
         arr = op.operands[0].type
+        n_values = 1 if isinstance(op, AtomicRMW) else 2
         ok = (
             isinstance(arr, ArrayType)
             and arr.atomic
-            and arr.ndim == 1
-            and op.operands[1].type == I64
-            and all(v.type == ScalarType(arr.dtype) for v in op.operands[2:])
+            and len(op.operands) == 1 + arr.ndim + n_values
+            and all(i.type == I64 for i in op.indices)
+            and all(v.type == ScalarType(arr.dtype) for v in op.operands[1 + arr.ndim :])
         )
     elif isinstance(op, BoundsCheck):
         ok = len(op.operands) == 2 * len(op.sites) and all(v.type == I64 for v in op.operands)

@@ -96,8 +96,9 @@ def describe(
             f"but kernels take {ndim}-D arrays for `{name}`",
             "flatten it: `x.reshape(-1)` (a view of the same memory when contiguous)"
             if ndim == 1
-            else f"reshape it: `x.reshape(rows, cols)`, or declare the parameter "
-            f"`{name}: simt.Slice[T, {info.ndim}]` if the kernel can take {info.ndim}-D arrays",
+            else f"reshape it: `x.reshape(rows, cols)`, or give the parameter {info.ndim} axes "
+            f"(`simt.Slice[T, {info.ndim}]`, and so for DisjointSlice and AtomicSlice) if the "
+            f"kernel can take {info.ndim}-D arrays",
         )
     return info
 

@@ -12,7 +12,8 @@ Each update is the op's scalar definition (`numerics.py`): integers wrap, float 
 add of the negation, float max/min are `math.fmax`/`fmin` (old, value) (a NaN value loses),
 f16/bf16 adds round once per update, and `cas` compares bit patterns.
 
-The lanes are sorted by index (stably, so lane order holds within an element). The first
+The lanes are sorted by element (stably, so lane order holds within an element; a 2-D
+AtomicSlice's element (r, c) is sorted as its row-major offset r * shape[1] + c). The first
 `RANKS` updates of every element run as one vectorised update per rank (each touches distinct
 elements); an element with more lanes finishes with an exact scan of its own
 (`np.add.accumulate` for adds, running max/min, `_fminmax_scan`), or one update at a time where
@@ -35,8 +36,9 @@ Update = Callable[..., Any]
 # One element's remaining lanes in order: (value before them, their operands) -> (the old
 # value each sees, the value after them).
 Scan = Callable[[Any, Sequence[Any]], tuple[Any, Any]]
-# An atomic on memory: (array, index, operands, lane count) -> the old value of each lane.
-AtomicFn = Callable[[Any, Any, Sequence[Any], int], Any]
+# An atomic on memory: (array, one index per axis, operands, lane count) -> the old value of
+# each lane. Each index and operand is one value per lane, or one value for all of them.
+AtomicFn = Callable[[Any, Sequence[Any], Sequence[Any], int], Any]
 
 RANKS = 8  # updates per element done rank by rank before the per-element scans
 
@@ -74,13 +76,14 @@ _BITWISE: dict[str, np.ufunc] = {
 
 
 def _inc(old: Any, v: Any) -> Any:
-    """numba's atomic.inc on u32: 0 when old >= v, else old + 1 (PTX atom.inc)."""
+    """numba's atomic.inc on u32 and u64: 0 when old >= v, else old + 1 (PTX atom.inc)."""
     old = np.asarray(old)
     return np.where(old >= v, 0, old + 1).astype(old.dtype)
 
 
 def _dec(old: Any, v: Any) -> Any:
-    """numba's atomic.dec on u32: v when old is 0 or above v, else old - 1 (PTX atom.dec)."""
+    """numba's atomic.dec on u32 and u64: v when old is 0 or above v, else old - 1 (PTX
+    atom.dec)."""
     old = np.asarray(old)
     return np.where((old == 0) | (old > v), v, old - 1).astype(old.dtype)
 
@@ -103,10 +106,11 @@ def _atomic(dt: DType, update: Update, scan: Scan) -> AtomicFn:
     bf16 = dt.name == "bf16"
     storage = numerics.storage_dtype(dt)
 
-    def run(memory: Any, index: Any, operands: Sequence[Any], n: int) -> Any:
-        idx = np.broadcast_to(np.asarray(index, np.int64), (n,))
+    def run(memory: Any, indices: Sequence[Any], operands: Sequence[Any], n: int) -> Any:
         if n == 0:
             return np.zeros(0, storage)
+        axes = [np.broadcast_to(np.asarray(i, np.int64), (n,)) for i in indices]
+        idx = axes[0] if len(axes) == 1 else np.ravel_multi_index(axes, memory.shape)
         order = np.argsort(idx, kind="stable")
         sidx = idx[order]
         args = [np.broadcast_to(np.asarray(a, storage), (n,))[order] for a in operands]
@@ -114,7 +118,8 @@ def _atomic(dt: DType, update: Update, scan: Scan) -> AtomicFn:
         first[1:] = sidx[1:] != sidx[:-1]
         starts = np.flatnonzero(first)
         sizes = np.diff(np.append(starts, n))
-        targets = sidx[starts]
+        flat = sidx[starts]
+        targets = flat if len(axes) == 1 else np.unravel_index(flat, memory.shape)
         raw = memory[targets]
         state = np.array(numerics.bf16_load(raw) if bf16 else raw, storage)
         old_sorted = _by_rank(state, args, starts, sizes, update, scan)

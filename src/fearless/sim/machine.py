@@ -141,9 +141,10 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
         elif kind == PRINT:
             fn(args, ck.n if lanes is None else lanes.size)
             continue
-        elif kind == ATOMIC:
-            _in_range(args[0], args[1:2], op, lanes, ck)
-            r = fn(args[0], args[1], args[2:], ck.n if lanes is None else lanes.size)
+        elif kind == ATOMIC:  # (array, one index per axis, values)
+            rank = 1 + args[0].ndim
+            _in_range(args[0], args[1:rank], op, lanes, ck)
+            r = fn(args[0], args[1:rank], args[rank:], ck.n if lanes is None else lanes.size)
         else:
             keep = _check(args, op, lanes, ck)
             if keep is None:

@@ -204,7 +204,7 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Value:
     assert isinstance(arr.type, ArrayType)
     if arr.type.atomic and not lw.ctx.witness_off:
         name = arr.name or ast.unparse(node.value)
-        raise _plain_atomic_access(name, False, loc, arr.type.dtype.name)
+        raise _plain_atomic_access(name, False, loc, arr.type.dtype.name, arr.type.ndim)
     idx = _indices(lw, arr, node, write=False)
     return lw.em.emit(ops.Load(arr, idx, loc)).result
 
@@ -214,7 +214,7 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)
     if arr.type.atomic and not lw.ctx.witness_off:
-        raise _plain_atomic_access(name, True, loc, arr.type.dtype.name)
+        raise _plain_atomic_access(name, True, loc, arr.type.dtype.name, arr.type.ndim)
     if not (arr.type.disjoint or arr.type.atomic or arr.type.shared is not None):
         raise SafetyError(
             f"cannot assign to `{ast.unparse(node)}`, as `{name}` is a read-only `Slice`",
@@ -248,19 +248,23 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     em.emit(ops.Store(arr, idx, val, loc))
 
 
-def _plain_atomic_access(name: str, write: bool, loc: Location, dtype: str) -> SafetyError:
+def _plain_atomic_access(
+    name: str, write: bool, loc: Location, dtype: str, ndim: int = 1
+) -> SafetyError:
     """E0610: an `AtomicSlice` is touched only through `simt.atomic`."""
     what = "written" if write else "read"
+    i = "i" if ndim == 1 else "(r, c)"  # a 2-D AtomicSlice takes a pair
+    t = f"fl.{dtype}" if ndim == 1 else f"fl.{dtype}, 2"
     if write:
         help = (
-            f"store with `simt.atomic.exch({name}, i, v)` or update with "
-            f"`simt.atomic.add({name}, i, v)` (also sub, max, min, cas); declare it "
-            f"`simt.DisjointSlice[fl.{dtype}]` if each thread writes only its own element"
+            f"store with `simt.atomic.exch({name}, {i}, v)` or update with "
+            f"`simt.atomic.add({name}, {i}, v)` (also sub, max, min, cas); declare it "
+            f"`simt.DisjointSlice[{t}]` if each thread writes only its own element"
         )
     else:
         help = (
-            f"update it with `simt.atomic.add({name}, i, v)` (also sub, max, min, exch, cas), "
-            f"which returns the old value; declare it `simt.Slice[fl.{dtype}]` if no thread "
+            f"update it with `simt.atomic.add({name}, {i}, v)` (also sub, max, min, exch, "
+            f"cas), which returns the old value; declare it `simt.Slice[{t}]` if no thread "
             "of the launch writes it"
         )
     return SafetyError(

@@ -1,13 +1,17 @@
-"""`simt.atomic.add/sub/max/min/exch/cas`: the frontend rule of the SIMT atomics.
+"""`simt.atomic.add/sub/max/min/exch/cas/...`: the frontend rule of the SIMT atomics.
 
 An atomic acts on one element of an `AtomicSlice` at any integer index (checked against the
-length by the bounds pass, like a read) and returns the element's old value. The rules
+length by the bounds pass, like a read) and returns the element's old value. A 2-D
+`AtomicSlice[T, 2]` takes a pair, as numba's `cuda.atomic.add(ary, (i, j), v)`: a tuple
+`(row, col)`, `simt.grid(2)`, or a 2-D ThreadIndex; each axis gets its own check. The rules
 (DESIGN 2b, SafetyError or KernelTypeError at the user's line):
   - the array must be an `AtomicSlice` (E0611): a `Slice` is read-only, and a `DisjointSlice`
     element belongs to one thread, so neither may be updated by any thread at any index;
   - the values have the element type: weak literals adopt it, strong values must match
     (E0308), and a ThreadIndex is never stored (E0602);
-  - f16 and bf16 elements take only `add` and `sub`; `cas` compares bit patterns.
+  - f16 and bf16 elements take only `add` and `sub`; `and_`, `or_`, `xor` integers; the
+    wrapping counters `inc` and `dec` u32 and u64 (as numba); `cas` compares bit patterns;
+  - the index has one integer per axis (E0308).
 Plain reads and writes of an `AtomicSlice` are refused in `access.py` (E0610).
 `calls.py` declares the intrinsics with these rules.
 """
@@ -16,8 +20,9 @@ from __future__ import annotations
 
 from ..errors import KernelTypeError, SafetyError
 from ..frontend.intrinsics import Call
+from ..frontend.values import Operand
 from ..ir import ops
-from ..ir.core import ArrayType, Value
+from ..ir.core import ArrayType, ThreadIndex2DType, Value
 from .access import _int_index as int_index
 from .access import describe_operand
 from .emitter import is_thread_index, is_thread_index_2d
@@ -31,7 +36,7 @@ def atomic_rmw(lw: SsaLowerer, call: Call) -> Value:
     """`simt.atomic.<kind>(ary, idx, val)`: the old value of `ary[idx]`."""
     kind = call.callee.__name__
     arr = _atomic_array(lw, call, kind)
-    index = int_index(lw, call.args[1], arr.name, call.arg_loc(1))
+    index = _indices(lw, call, arr, kind)
     value = _value(lw, call, arr, 2, kind)
     return lw.em.emit(ops.AtomicRMW(kind, arr, index, value, call.loc)).result
 
@@ -40,7 +45,7 @@ def atomic_cas(lw: SsaLowerer, call: Call) -> Value:
     """`simt.atomic.cas(ary, idx, old, val)`: stores `val` if `ary[idx]` is `old`; the old
     value of `ary[idx]` either way."""
     arr = _atomic_array(lw, call, "cas")
-    index = int_index(lw, call.args[1], arr.name, call.arg_loc(1))
+    index = _indices(lw, call, arr, "cas")
     expected = _value(lw, call, arr, 2, "cas")
     value = _value(lw, call, arr, 3, "cas")
     return lw.em.emit(ops.AtomicCAS(arr, index, expected, value, call.loc)).result
@@ -80,13 +85,14 @@ def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
             label=f"{dt.name} elements",
             help="declare the AtomicSlice with integer elements (i32, u32, i64, u64)",
         )
-    if kind in ops.WRAPPING_ATOMIC_KINDS and dt.name != "u32":
+    if kind in ops.WRAPPING_ATOMIC_KINDS and dt.name not in ops.WRAPPING_ATOMIC_DTYPES:
         raise KernelTypeError(
-            f"`simt.atomic.{kind}` works on u32 elements (PTX's atom.{kind}), but `{name}` holds "
-            f"{dt.name}",
+            f"`simt.atomic.{kind}` is a wrapping counter on u32 or u64 elements, but `{name}` "
+            f"holds {dt.name}",
             call.loc,
             label=f"{dt.name} elements",
-            help=f"declare `{name}: simt.AtomicSlice[fl.u32]`",
+            help=f"declare `{name}: simt.AtomicSlice[fl.u32]` (or fl.u64); for a signed "
+            f"counter without wrapping use `simt.atomic.{'add' if kind == 'inc' else 'sub'}`",
         )
     if dt.bits < 32 and kind not in HALF_FLOAT_KINDS:
         raise KernelTypeError(
@@ -97,6 +103,34 @@ def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
             f"declare `{name}` with f32 elements for `{kind}`",
         )
     return a
+
+
+def _indices(lw: SsaLowerer, call: Call, arr: Value, kind: str) -> list[Value]:
+    """The index argument as one i64 per axis of `arr`: an integer for a 1-D AtomicSlice;
+    `(row, col)`, `simt.grid(2)` or a 2-D ThreadIndex for a 2-D one."""
+    assert isinstance(arr.type, ArrayType)
+    x: Operand | tuple[Operand, ...] = call.args[1]
+    loc = call.arg_loc(1)
+    name = arr.name or "the array"
+    ndim = arr.type.ndim
+    if isinstance(x, Value) and isinstance(x.type, ThreadIndex2DType):
+        x = tuple(lw.em.emit(ops.ThreadIndexAxis(x, axis, loc)).result for axis in (0, 1))
+    if ndim == 1 and isinstance(x, tuple) and len(x) == 1:
+        x = x[0]  # numba's `(i,)`
+    got = len(x) if isinstance(x, tuple) else 1
+    if got != ndim:
+        form = "`i`" if ndim == 1 else "a pair `(row, col)`"
+        example = f"simt.atomic.{kind}({name}, {'i' if ndim == 1 else '(r, c)'}, ...)"
+        raise KernelTypeError(
+            f"`simt.atomic.{kind}` on `{name}`, a {ndim}-D AtomicSlice, takes {form} as its "
+            f"index, found {got} ind{'ex' if got == 1 else 'ices'}",
+            loc,
+            label=f"expected {ndim} ind{'ex' if ndim == 1 else 'ices'}",
+            help=f"write `{example}`"
+            + (", or pass `t` with `t = simt.thread.index_2d()`" if ndim == 2 else ""),
+        )
+    items = x if isinstance(x, tuple) else (x,)
+    return [int_index(lw, v, name, loc) for v in items]
 
 
 def _value(lw: SsaLowerer, call: Call, arr: Value, i: int, kind: str) -> Value:

@@ -2,8 +2,8 @@
 
 `Slice[T]` and `DisjointSlice[T]` (1-D), `Slice[T, 2]` and `DisjointSlice[T, 2]` (2-D,
 row-major) are used only as parameter annotations; subscripting them gives an
-`ArrayAnnotation` the frontend turns into an IR `ArrayType`. `AtomicSlice[T]` (1-D; T one of
-`ATOMIC_DTYPES`) is an output written only through `simt.atomic`. `thread` is the namespace
+`ArrayAnnotation` the frontend turns into an IR `ArrayType`. `AtomicSlice[T]` and
+`AtomicSlice[T, 2]` (T one of `ATOMIC_DTYPES`) are outputs written only through `simt.atomic`. `thread` is the namespace
 behind `simt.thread.index_1d()` and `simt.thread.index_2d()`, `atomic` the one behind
 `simt.atomic.add(...)` and its siblings; calling them outside a kernel is an error.
 """
@@ -55,11 +55,6 @@ class _ArrayKind:
         if self.atomic and dtype.name not in ATOMIC_DTYPES:
             names = ", ".join(f"fl.{n}" for n in sorted(ATOMIC_DTYPES))
             raise TypeError(f"simt.AtomicSlice[...] holds one of {names}, not {dtype!r}")
-        if self.atomic and ndim != 1:
-            raise TypeError(
-                f"simt.AtomicSlice[{dtype!r}] is 1-D; index a flattened array with "
-                "`row * ncols + col`"
-            )
         if isinstance(ndim, bool) or ndim not in (1, 2):
             raise TypeError(f"simt.{kind}[{dtype!r}, ndim] takes ndim 1 or 2, not {ndim!r}")
         return ArrayAnnotation(dtype, self.disjoint, ndim, self.atomic)
@@ -124,8 +119,9 @@ def _rmw(name: str, doc: str) -> Any:
 class _Atomic:
     """`simt.atomic`: read-modify-write of one element of an `AtomicSlice`, numba's names.
 
-    Each returns the element's old value; the index is any integer, checked against the length.
-    `and_`, `or_` and `xor` take integer elements; `inc` and `dec` (wrapping counters) u32.
+    Each returns the element's old value; the index is any integer (a pair `(row, col)` on a
+    2-D AtomicSlice), checked against the length of each axis. `and_`, `or_` and `xor` take
+    integer elements; `inc` and `dec` (wrapping counters) u32 and u64.
     `sub` of floats adds the negation; `max`/`min` of floats are `math.fmax`/`fmin` (a NaN
     loses); `cas(ary, idx, old, val)` stores `val` when the element equals `old` bit for bit.
     """
@@ -138,8 +134,8 @@ class _Atomic:
     and_ = _rmw("and_", "Bitwise and (integer elements).")
     or_ = _rmw("or_", "Bitwise or (integer elements).")
     xor = _rmw("xor", "Bitwise xor (integer elements).")
-    inc = _rmw("inc", "numba's inc: 0 if the element was >= val, else it + 1 (u32).")
-    dec = _rmw("dec", "numba's dec: val if the element was 0 or > val, else it - 1 (u32).")
+    inc = _rmw("inc", "numba's inc: 0 if the element was >= val, else it + 1 (u32, u64).")
+    dec = _rmw("dec", "numba's dec: val if the element was 0 or > val, else it - 1 (u32, u64).")
 
     def cas(self, ary: Any, idx: Any, old: Any, val: Any) -> Any:
         _atomic_only_in_kernels("cas")
