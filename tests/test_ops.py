@@ -90,7 +90,7 @@ def test_activations() -> None:
     np.testing.assert_allclose(ops.gelu(x, approximate="tanh"), _gelu(x, True), atol=2e-6)
     h = rng.standard_normal((4, 6, 96)).astype(np.float32)
     np.testing.assert_allclose(ops.silu_and_mul(h), _silu(h[..., :48]) * h[..., 48:], atol=1e-6)
-    np.testing.assert_allclose(ops.geglu(h), _gelu(h[..., :48]) * h[..., 48:], atol=2e-6)
+    np.testing.assert_allclose(ops.geglu(h), h[..., :48] * _gelu(h[..., 48:]), atol=2e-6)
     np.testing.assert_allclose(ops.swiglu(h, 2 * h), _silu(h) * 2 * h, rtol=1e-6, atol=1e-6)
 
 

@@ -30,10 +30,14 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"f32": (1e-5, 1e-5), "f16": (4e-3, 1e-3), "bf16": (1.6e-2, 4e-3)}
 
 
-def _gated(act: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _gated(act: Callable[[Any], Any], gate_first: bool = True) -> Callable[[Any], Any]:
+    """silu_and_mul's act(x[..., :d]) * x[..., d:], or geglu's x[..., :d] * act(x[..., d:])."""
+
     def forward(x: Any) -> Any:
         d = x.shape[-1] // 2
-        return act(x[..., :d]) * x[..., d:]
+        if gate_first:
+            return act(x[..., :d]) * x[..., d:]
+        return x[..., :d] * act(x[..., d:])
 
     return forward
 
@@ -48,8 +52,11 @@ UNARY = {
     "gelu": (bw.gelu_backward, F.gelu),
     "gelu_tanh": (lambda dy, x: bw.gelu_backward(dy, x, approximate="tanh"), _tanh_gelu),
     "silu_and_mul": (bw.silu_and_mul_backward, _gated(F.silu)),
-    "geglu": (bw.geglu_backward, _gated(F.gelu)),
-    "geglu_tanh": (lambda dy, x: bw.geglu_backward(dy, x, "tanh"), _gated(_tanh_gelu)),
+    "geglu": (bw.geglu_backward, _gated(F.gelu, gate_first=False)),
+    "geglu_tanh": (
+        lambda dy, x: bw.geglu_backward(dy, x, "tanh"),
+        _gated(_tanh_gelu, gate_first=False),
+    ),
 }
 
 

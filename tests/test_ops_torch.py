@@ -75,7 +75,7 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[..., Any], list[tuple[int, .
         lambda x: F.silu(x[..., :32]) * x[..., 32:],
         [(5, 64)],
     ),
-    "geglu": (ops.geglu, lambda x: F.gelu(x[..., :32]) * x[..., 32:], [(5, 64)]),
+    "geglu": (ops.geglu, lambda x: x[..., :32] * F.gelu(x[..., 32:]), [(5, 64)]),
     "swiglu": (ops.swiglu, lambda a, b: F.silu(a) * b, [(5, 48), (5, 48)]),
     "transpose": (ops.transpose, lambda x: x.transpose(-2, -1), [(33, 70)]),
     "rope": (

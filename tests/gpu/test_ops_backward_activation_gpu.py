@@ -18,10 +18,14 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 TOL = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 1.6e-2}
 
 
-def _gated(act: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def _gated(act: Callable[[Any], Any], gate_first: bool = True) -> Callable[[Any], Any]:
+    """silu_and_mul's act(x[..., :d]) * x[..., d:], or geglu's x[..., :d] * act(x[..., d:])."""
+
     def forward(x: Any) -> Any:
         d = x.shape[-1] // 2
-        return act(x[..., :d]) * x[..., d:]
+        if gate_first:
+            return act(x[..., :d]) * x[..., d:]
+        return x[..., :d] * act(x[..., d:])
 
     return forward
 
@@ -35,8 +39,11 @@ CASES = {
     "gelu": (bw.gelu_backward, F.gelu),
     "gelu_tanh": (lambda dy, x: bw.gelu_backward(dy, x, approximate="tanh"), _tanh_gelu),
     "silu_and_mul": (bw.silu_and_mul_backward, _gated(F.silu)),
-    "geglu": (bw.geglu_backward, _gated(F.gelu)),
-    "geglu_tanh": (lambda dy, x: bw.geglu_backward(dy, x, "tanh"), _gated(_tanh_gelu)),
+    "geglu": (bw.geglu_backward, _gated(F.gelu, gate_first=False)),
+    "geglu_tanh": (
+        lambda dy, x: bw.geglu_backward(dy, x, "tanh"),
+        _gated(_tanh_gelu, gate_first=False),
+    ),
 }
 
 

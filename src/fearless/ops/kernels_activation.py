@@ -59,18 +59,21 @@ def make_unary(kind, dt):
 
 
 def make_gated(kind, dt):
-    """out[r, c] = act(x[r, c]) * x[r, c + d] over (rows, d) tiles of out (x is (rows, 2d)):
-    "silu" (silu_and_mul), "gelu", "gelu_tanh" (geglu)."""
+    """Gated activations over (rows, d) tiles of out, x (rows, 2d): "silu" (silu_and_mul,
+    vLLM's and TileGym's) is silu(x[r, c]) * x[r, c + d], the gate first; "gelu", "gelu_tanh"
+    (geglu, TileGym's) is x[r, c] * gelu(x[r, c + d]), the gate second."""
     silu, tanh_approx = kind == "silu", kind == "gelu_tanh"  # compile-time flags
 
     @tile.kernel
     def gated(out: tile.Part[dt], x: tile.Tensor[dt], HALF: tile.Const[int]):
         BM, BN = out.shape
         i, j = out.index
-        gate = tile.load(x, (i, j), (BM, BN)).astype(fl.f32)
-        up = tile.load(x, (i, j + HALF // BN), (BM, BN)).astype(fl.f32)
-        act = silu_f32(gate) if silu else gelu_f32(gate, tanh_approx)
-        out.store((act * up).astype(dt))
+        first = tile.load(x, (i, j), (BM, BN)).astype(fl.f32)
+        second = tile.load(x, (i, j + HALF // BN), (BM, BN)).astype(fl.f32)
+        if silu:  # compile-time
+            out.store((silu_f32(first) * second).astype(dt))
+        else:
+            out.store((first * gelu_f32(second, tanh_approx)).astype(dt))
 
     return gated
 

@@ -65,23 +65,24 @@ def make_unary_backward(kind, dt):
 def make_gated_backward(kind, dt):
     """dx of out = act(gate) * up, gate and up the halves of x's last axis: dx (rows, 2, d) in
     (BM, 2, BN) tiles, x the same view, dy as (rows, 1, d). The gate half gets
-    dy * up * act'(gate), the up half dy * act(gate). `kind`: "silu" (silu_and_mul), "gelu",
-    "gelu_tanh" (geglu)."""
+    dy * up * act'(gate), the up half dy * act(gate). `kind`: "silu" (silu_and_mul: the gate
+    is the first half), "gelu", "gelu_tanh" (geglu: the gate is the second half)."""
     silu, tanh_approx = kind == "silu", kind == "gelu_tanh"  # compile-time flags
+    GATE = 0 if silu else 1  # which half is the gate
 
     @tile.kernel
     def gated_backward(dx: tile.Part[dt], dy: tile.Tensor[dt], x: tile.Tensor[dt]):
         BM, _, BN = dx.shape
         i, _, j = dx.index
         g = tile.load(dy, (i, 0, j), (BM, 1, BN)).astype(fl.f32)
-        gate = tile.load(x, (i, 0, j), (BM, 1, BN)).astype(fl.f32)
-        up = tile.load(x, (i, 1, j), (BM, 1, BN)).astype(fl.f32)
+        gate = tile.load(x, (i, GATE, j), (BM, 1, BN)).astype(fl.f32)
+        up = tile.load(x, (i, 1 - GATE, j), (BM, 1, BN)).astype(fl.f32)
         if silu:
             act, grad = silu_and_grad_f32(gate)
         else:
             act, grad = gelu_f32(gate, tanh_approx), gelu_grad_f32(gate, tanh_approx)
-        first = (tile.arange(2) == 0).reshape((1, 2, 1))  # the gate half of the tile
-        dx.store(tile.where(first, g * up * grad, g * act).astype(dt))
+        gate_half = (tile.arange(2) == GATE).reshape((1, 2, 1))
+        dx.store(tile.where(gate_half, g * up * grad, g * act).astype(dt))
 
     return gated_backward
 
