@@ -20,7 +20,7 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.backends import toolchain
-from fearless.bench import family_shapes, model, report, suite, tile_track, timing
+from fearless.bench import family_ops, family_shapes, model, report, suite, tile_track, timing
 from fearless.bench.harness import Ctx, DeviceCase, Prepared, run_device_case
 from fearless.bench.model import Record, Skip
 from fearless.cli.main import main
@@ -55,7 +55,8 @@ def test_dry_run_compiles_and_checks_every_fearless_case(tmp_path: Path) -> None
     records = doc["records"]
     simt = {r["case"]: r for r in records if r["impl"] == model.FEARLESS_SIMT}
     # Every case has its SIMT kernel compiled and checked (GEMM once per dtype).
-    want = {c for c in suite.all_cases() if not c.startswith(("gemm_", "compile_", "shapes_"))}
+    skip = ("gemm_", "compile_", "shapes_", "ops_")  # ops: fearless.ops' Tile kernels only
+    want = {c for c in suite.all_cases() if not c.startswith(skip)}
     assert want | {"gemm_f16", "gemm_bf16"} == set(simt)
     for r in simt.values():
         assert r["status"] == "ok", r
@@ -70,8 +71,9 @@ def test_dry_run_compiles_and_checks_every_fearless_case(tmp_path: Path) -> None
     # each op and dtype once, through its autotuned function (tuning on the simulator too).
     shapes = {f"shapes_{op}_{dt}" for op, dts in family_shapes.ROW_OPS.items() for dt in dts}
     shapes |= {"shapes_gemm_f16", "shapes_gemm_bf16"}
-    assert set(tile) == {*TILE_CASES, "launch_0arrays", *shapes}
-    assert all(tile[c]["status"] == "ok" for c in shapes), tile
+    ops = {s.group for s in family_ops.specs()}  # each op, variant and dtype once
+    assert set(tile) == {*TILE_CASES, "launch_0arrays", *shapes, *ops}
+    assert all(tile[c]["status"] == "ok" for c in shapes | ops), tile
     assert tile["launch_0arrays"]["status"] == "skipped"
     assert "needs a Part" in tile["launch_0arrays"]["reason"]
     md = (out / "results.md").read_text()

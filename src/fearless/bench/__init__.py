@@ -11,7 +11,8 @@
     figures.py           results.png (summary heatmap) and results_<family>.png
     dry.py               the dry run's compile-simulate-check step
     family_*.py          one module per case family: elementwise, reduce, rows, transpose,
-                         gemm, launch, compile (with compile_probe.py, run in fresh processes)
+                         gemm, shapes, ops (with family_ops_dry.py), launch, compile (with
+                         compile_probe.py, run in fresh processes)
     kernels_simt.py      SIMT kernels the cases need beyond examples/simt_kernels.py
     kernels_cuda.py      CUDA C++ twins of the SIMT kernels (NVRTC, cuda.core launch)
     kernels_triton.py    Triton peers

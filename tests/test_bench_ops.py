@@ -1,0 +1,315 @@
+"""`fearless bench --family ops` (family_ops.py): its cases, its dry run, and its GPU-run
+builders checked on the CPU.
+
+The GPU run needs an H200; what can be checked here is: the case list (TileGym's grids), the
+dry run of every op on the simulator, and each case's three runs and reference as the GPU run
+builds them, with torch CPU tensors (fearless.ops on the simulator, torch eager, and a stand-in
+for TileGym that has TileGym's calling conventions: rope in place, the
+persistent layer norm's tuple), each checked against the reference as the harness checks.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fearless as fl
+from fearless.bench import check, family_ops, family_ops_dry, model, suite
+from fearless.bench.family_ops import Spec
+from fearless.cli.main import main
+
+OPS = [
+    "softmax",
+    "rms_norm",
+    "layer_norm",
+    "matmul",
+    "bmm",
+    "group_gemm",
+    "relu",
+    "gelu",
+    "silu_and_mul",
+    "swiglu",
+    "geglu",
+    "dropout",
+    "rope",
+    "transpose",
+]
+
+
+@pytest.fixture(autouse=True)
+def _restore_target() -> Iterator[None]:
+    yield
+    fl.set_target(None)
+
+
+def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[str]) -> None:
+    specs = family_ops.specs()
+    assert tuple(s.name for s in specs) == family_ops.CASES
+    assert len(set(family_ops.CASES)) == len(specs) == 203
+    per_op = {op: [s for s in specs if s.op == op] for op in OPS}
+    assert {op: len(v) for op, v in per_op.items()} == {
+        "softmax": 10,
+        "rms_norm": 10,
+        "layer_norm": 12,
+        "matmul": 5,
+        "bmm": 6,
+        "group_gemm": 6,
+        "relu": 8,
+        "gelu": 16,
+        "silu_and_mul": 10,
+        "swiglu": 90,
+        "geglu": 8,
+        "dropout": 8,
+        "rope": 4,
+        "transpose": 10,
+    }
+    assert {s.dtype for s in per_op["softmax"]} == {"f32", "bf16"}
+    assert {s.shape for s in per_op["matmul"]} == {
+        (n, n, n) for n in (1024, 2048, 4096, 8192, 16384)
+    }
+    assert {s.variant for s in per_op["gelu"]} == {"none", "tanh"}
+    assert "ops_swiglu_bf16_8x4096x16384" in family_ops.CASES
+    assert "ops_bmm_f16_8x4096" in family_ops.CASES
+    assert "ops_rope_f16_1x16x32768x64" in family_ops.CASES
+    ln = {s.name: s.params()["tilegym_op"] for s in per_op["layer_norm"]}
+    assert ln["ops_layer_norm_bf16_4096x256"] == "layer_norm_legacy"
+    assert ln["ops_layer_norm_bf16_30000x16384"] == "persistent_layer_norm"
+    # selection by family and by pattern, and `--list`
+    assert suite.select(["ops"]) == set(family_ops.CASES)
+    assert suite.select(["ops_gelu_tanh_*"]) == {
+        s.name for s in per_op["gelu"] if s.variant == "tanh"
+    }
+    assert main(["bench", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"ops          {c}" in listed for c in family_ops.CASES)
+
+
+def test_quick_takes_the_first_and_last_shape_of_each_group() -> None:
+    quick = family_ops.quick_specs()
+    grids = {s.grid for s in family_ops.specs()}
+    assert {s.grid for s in quick} == grids and len(quick) == 2 * len(grids)
+    names = {s.name for s in quick}
+    assert {"ops_layer_norm_bf16_4096x16384", "ops_layer_norm_bf16_30000x256"} <= names
+    assert {"ops_matmul_f16_1024", "ops_matmul_f16_16384"} <= names
+    assert "ops_matmul_f16_4096" not in names
+
+
+def test_dry_run_checks_every_op_on_the_simulator(tmp_path: Path) -> None:
+    assert main(["bench", "--dry-run", "--cases", "ops_*", "--out", str(tmp_path)]) == 0
+    records = json.loads((tmp_path / "results.json").read_text())["records"]
+    assert {r["impl"] for r in records} == {model.FEARLESS_TILE}
+    assert all(r["status"] == "ok" and r["rel_err"] is not None for r in records), records
+    assert {r["case"] for r in records} == {s.group for s in family_ops.specs()}
+    covered = [c for r in records for c in r["params"]["covers"]]
+    assert sorted(covered) == sorted(family_ops.CASES)
+
+
+# ----------------------------------------------------------- the GPU run's builders, on CPU
+
+
+def _tilegym_stand_in(torch: Any) -> Any:
+    """TileGym's operators as the family calls them, computed by torch with TileGym's
+    conventions (what the family must adapt to)."""
+    fn = torch.nn.functional
+
+    def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
+        a, b = x.chunk(2, dim=dim)
+        return a * fn.gelu(b, approximate=approximate)  # TileGym: x[:d] * gelu(x[d:])
+
+    def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
+        c, s, h = cos.unsqueeze(1), sin.unsqueeze(1), q.shape[-1] // 2
+        for t in (q, k):  # in place, as TileGym's
+            t.copy_(t * c + torch.cat([-t[..., h:], t[..., :h]], dim=-1) * s)
+        return q, k
+
+    return types.SimpleNamespace(
+        softmax=lambda x: torch.softmax(x, dim=-1),
+        rms_norm=lambda x, shape, w, eps: fn.rms_norm(x, shape, w, eps),
+        layer_norm_legacy=lambda x, shape, w, b, eps: fn.layer_norm(x, shape, w, b, eps),
+        persistent_layer_norm=lambda x, shape, w, b, eps: (
+            fn.layer_norm(x, shape, w, b, eps),
+            None,
+            None,
+        ),
+        matmul=lambda a, b, use_tma, static_persistent: a @ b,
+        bmm=torch.bmm,
+        group_gemm=lambda As, Bs: [a @ b for a, b in zip(As, Bs, strict=True)],
+        activation=types.SimpleNamespace(
+            relu=fn.relu,
+            gelu=lambda x, approximate: fn.gelu(x, approximate=approximate),
+            geglu=geglu,
+        ),
+        silu_and_mul=lambda x: fn.silu(x[..., : x.shape[-1] // 2]) * x[..., x.shape[-1] // 2 :],
+        get_swiglu=lambda: lambda a, b: fn.silu(a) * b,
+        dropout=lambda x, seed, p, training, inplace: fn.dropout(x, p, training),
+        apply_rope_base=rope,
+        transpose=lambda x: x.t().contiguous(),
+    )
+
+
+def _small(spec: Spec) -> Spec:
+    """`spec` at its dry-run shape; the layer norm's legacy grid (M = LEGACY_LN_ROWS, which the
+    test sets to 6) at 6 rows, its persistent grid at 5."""
+    shape = family_ops_dry.DRY_SHAPES[spec.op]
+    if spec.op == "layer_norm":
+        shape = (6 if spec.shape[0] == family_ops.LEGACY_LN_ROWS else 5, shape[1])
+    return Spec(spec.op, spec.dtype, shape, spec.variant)
+
+
+def test_gpu_builders_check_every_impl_on_cpu_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from fearless import ops
+
+    firsts: dict[str, Spec] = {}
+    for s in family_ops.specs():  # each group once, and both layer-norm grids
+        firsts.setdefault(s.grid, s)
+    smalls = [_small(s) for s in firsts.values()]
+    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
+    monkeypatch.setattr(family_ops, "LEGACY_LN_ROWS", 6)
+    fl.set_target("sim")
+    torch.manual_seed(0)
+    tilegym = _tilegym_stand_in(torch)
+    for spec in smalls:
+        bench = family_ops.BUILDERS[spec.op](torch, spec)
+        ref = bench.reference()
+        assert ref.dtype == torch.float64, spec
+        runs = {"fearless": bench.fearless(ops), "tilegym": bench.tilegym(tilegym)}
+        runs["torch"] = bench.torch
+        for impl, run in runs.items():
+            first = run()  # the harness checks the first run, then times the same call
+            err = check.rel_err_torch(first, ref)
+            assert check.count_nan_torch(first) == 0, (spec, impl)
+            assert check.verdict(err, spec.dtype) is None, (spec.name, impl, err)
+            run()
+        assert (bench.bytes is None) != (bench.flops is None), spec
+
+
+def test_dropout_check_fails_a_wrong_dropout() -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(1 << 16)
+    ones = torch.ones(2, dtype=torch.float64)
+    keep = torch.rand(x.shape) >= 0.5
+    good = family_ops.DropoutStats(torch.where(keep, x * 2, 0), x, 0.5)
+    assert check.verdict(check.rel_err_torch(good, ones), "f32") is None
+    unscaled = family_ops.DropoutStats(torch.where(keep, x, 0), x, 0.5)
+    assert check.verdict(check.rel_err_torch(unscaled, ones), "f32") is not None
+    nothing_dropped = family_ops.DropoutStats(x * 2, x, 0.5)
+    assert check.verdict(check.rel_err_torch(nothing_dropped, ones), "f32") is not None
+
+
+def test_cases_past_the_time_budget_are_skipped_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[str] = []
+
+    def fake_case(ctx: Any, spec: Spec) -> list[model.Record]:
+        ran.append(spec.name)
+        time.sleep(0.02)
+        return []
+
+    monkeypatch.setattr(family_ops, "_case", fake_case)
+    monkeypatch.setenv(family_ops.BUDGET_ENV, "0.01")
+    chosen = {"ops_relu_f16_1048576", "ops_relu_f16_4194304", "ops_matmul_f16_1024"}
+    ctx: Any = types.SimpleNamespace(quick=False)
+    records = family_ops.run(ctx, chosen)
+    assert ran == ["ops_relu_f16_1048576"]
+    assert {r.case for r in records} == chosen - set(ran)
+    assert all(r.status == "skipped" and "time budget" in (r.reason or "") for r in records)
+    assert "--cases 'ops_matmul_f16_*'" in next(
+        r.reason or "" for r in records if r.case == "ops_matmul_f16_1024"
+    )
+
+
+def test_op_table_gives_per_op_geomeans_against_each_peer(tmp_path: Path) -> None:
+    def rec(case: str, op: str, impl: str, t: float | None) -> dict[str, Any]:
+        status = "ok" if t is not None else "skipped"
+        params = {"op": op}
+        return {
+            "case": case,
+            "family": "ops",
+            "impl": impl,
+            "status": status,
+            "time": t,
+            "params": params,
+        }
+
+    records = [
+        rec("ops_softmax_f32_4096x1024", "softmax", model.FEARLESS_TILE, 1.0),
+        rec("ops_softmax_f32_4096x1024", "softmax", model.TILEGYM, 2.0),
+        rec("ops_softmax_f32_4096x1024", "softmax", model.TORCH, 0.5),
+        rec("ops_softmax_f32_4096x2048", "softmax", model.FEARLESS_TILE, 1.0),
+        rec("ops_softmax_f32_4096x2048", "softmax", model.TILEGYM, 2.0),
+        rec("ops_softmax_f32_4096x2048", "softmax", model.TORCH, 0.5),
+        rec("ops_relu_f16_1048576", "relu", model.FEARLESS_TILE, 2.0),
+        rec("ops_relu_f16_1048576", "relu", model.TILEGYM, None),
+        rec("ops_relu_f16_1048576", "relu", model.TORCH, 1.0),
+    ]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"records": records}))
+    lines = family_ops.op_table(str(path)).splitlines()
+    assert lines[0] == "| op | vs TileGym (n) | vs torch (n) | vs best peer (n) |"
+    assert "| softmax | 2.000 (2) | 0.500 (2) | 0.500 (2) |" in lines
+    assert "| relu | - (0) | 0.500 (1) | 0.500 (1) |" in lines
+    assert "| matmul | - (0) | - (0) | - (0) |" in lines
+    assert lines[-1] == "| **all** | 2.000 (2) | 0.500 (3) | 0.500 (3) |"
+
+
+def test_a_case_that_raises_fails_that_case_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_case(ctx: Any, spec: Spec) -> list[model.Record]:
+        if spec.op == "relu":
+            raise MemoryError("CUDA out of memory")
+        return [model.Record(spec.name, "ops", model.TORCH, "ok")]
+
+    monkeypatch.setattr(family_ops, "_case", fake_case)
+    cuda = types.SimpleNamespace(empty_cache=lambda: None)
+    ctx: Any = types.SimpleNamespace(
+        quick=False, log=lambda line: None, torch=types.SimpleNamespace(cuda=cuda)
+    )
+    records = family_ops.run(ctx, {"ops_relu_f16_1048576", "ops_matmul_f16_1024"})
+    relu = [r for r in records if r.case == "ops_relu_f16_1048576"]
+    assert {r.impl for r in relu} == set(family_ops.IMPLS)
+    assert all(r.status == "failed" and "out of memory" in (r.reason or "") for r in relu)
+    assert [r.status for r in records if r.case == "ops_matmul_f16_1024"] == ["ok"]
+
+
+def test_cases_run_through_the_harness_on_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_case` end to end (builders, harness check, timing call, records) on CPU tensors, with
+    a stand-in timer and peers: every implementation ok, its note and metric set."""
+    torch = pytest.importorskip("torch")
+    from fearless.bench.harness import Ctx
+    from fearless.bench.timing import QUICK, Timing
+
+    class Timer:
+        def time(self, fn: Any) -> Timing:
+            fn()
+            return Timing(0.5, 0.4, 0.6, 1)
+
+    class CpuCtx(Ctx):
+        def sync(self) -> None:
+            pass
+
+    peers = types.SimpleNamespace(
+        fearless_gpu=lambda: None,
+        tilegym=lambda: types.SimpleNamespace(ops=_tilegym_stand_in(torch)),
+    )
+    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
+    fl.set_target("sim")
+    ctx = CpuCtx(torch, Timer(), QUICK, peers, True, "sm_90", lambda line: None)  # type: ignore[arg-type]
+    for spec in (
+        Spec("rope", "f16", (1, 16, 7, 64)),
+        Spec("group_gemm", "f16", (2, 37, 24, 56)),
+        Spec("dropout", "f32", (4096,)),
+        Spec("geglu", "bf16", (2, 5, 80), "tanh"),
+    ):
+        records = family_ops._case(ctx, spec)
+        assert [r.impl for r in records] == list(family_ops.IMPLS)
+        assert all(r.status == "ok" for r in records), records
+        assert all(r.metric in ("GB/s", "TFLOP/s") and r.time == 0.5 for r in records)
+        assert records[0].note is not None and "first call" in records[0].note
+        assert records[0].params["op"] == spec.op
