@@ -81,3 +81,20 @@ def test_misuse_is_refused() -> None:
         g.replay()
     with pytest.raises(fl.LaunchContractError, match="do not nest"), fl.graph(g), fl.graph(g):
         pass
+
+
+def test_the_default_stream_is_torchs_current_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from fearless.runtime import device_errors, streams
+
+    legacy = object()
+    monkeypatch.setattr(streams, "_torch_current", None)
+    assert streams.default_cu_stream(legacy) is legacy  # torch has not touched CUDA here
+    monkeypatch.setattr(streams, "_torch_current", lambda device: 0)
+    assert streams.default_cu_stream(legacy) is legacy  # torch's default stream: the legacy one
+    monkeypatch.setattr(streams, "_torch_current", lambda device: 0x5000)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    pool = device_errors.ErrorPool()
+    monkeypatch.setattr(streams, "default_pool", lambda: pool)
+    assert int(streams.default_cu_stream(legacy)) == 0x5000
+    assert pool.graphs  # a torch.cuda.graph capture: every later check reads the records

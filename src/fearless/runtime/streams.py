@@ -60,6 +60,19 @@ def keep_if_captured(args: Any) -> None:
         kept.append(args)
 
 
+_torch_current: Callable[[int], int] | None = None  # torch's raw current-stream getter
+
+
+def _torch_current_stream() -> Callable[[int], int] | None:
+    """torch's current-stream getter, once torch has initialised CUDA (then kept: it stays)."""
+    global _torch_current
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    _torch_current = torch._C._cuda_getCurrentRawStream
+    return _torch_current
+
+
 def default_cu_stream(legacy: Any, args: Any = None) -> Any:
     """The CUstream of a launch given `stream=None`: torch's current stream on fearless's GPU
     when torch has initialised CUDA in this process (it is `legacy` unless torch code chose
@@ -71,13 +84,13 @@ def default_cu_stream(legacy: Any, args: Any = None) -> Any:
         if args is not None:
             _override.kept.append(args)
         return captured.cu_stream()
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_initialized():
+    current = _torch_current or _torch_current_stream()
+    if current is None:
         return legacy
-    handle = torch._C._cuda_getCurrentRawStream(DEVICE_ID)
+    handle = current(DEVICE_ID)
     if not handle:
         return legacy
-    if torch.cuda.is_current_stream_capturing():  # torch.cuda.graph: replays go uncounted
+    if sys.modules["torch"].cuda.is_current_stream_capturing():  # replays go uncounted
         default_pool().graphs = True
     cs = _by_handle.get(handle)
     if cs is None:
