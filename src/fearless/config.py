@@ -98,6 +98,12 @@ def sim_max_threads() -> int:
     return int(value)
 
 
+def compiled_launcher_enabled() -> bool:
+    """FEARLESS_CLAUNCH=0: SIMT warm launches stay on the pure-Python launcher instead of the
+    compiled one (runtime/claunch.py)."""
+    return os.environ.get("FEARLESS_CLAUNCH", "").strip() != "0"
+
+
 def autotune_enabled() -> bool:
     """FEARLESS_AUTOTUNE=0: `fl.autotune` takes each function's first configuration, untimed."""
     return os.environ.get("FEARLESS_AUTOTUNE", "").strip() != "0"

@@ -45,7 +45,7 @@ import numpy as np
 from .. import config, dtypes
 from ..abi import CompiledKernel, ParamSpec
 from ..errors import KernelTypeError
-from . import driver
+from . import claunch, driver
 from .arrays import (
     DEVICE_ID,
     _extractors,
@@ -70,7 +70,7 @@ from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import user_location
 from .params import ParamPacker, bf16_bits
-from .streams import Stream, default_cu_stream, stream_handle
+from .streams import Stream, default_cu_stream, default_stream_handle, stream_handle
 from .target import Target
 from .tensor import Tensor
 
@@ -125,7 +125,28 @@ class GpuLaunchPlan:
         )
         self._cu = driver.cu()
         self._legacy_stream = self._cu.CUstream(0)
+        self.cplan = self._compiled_plan()
         self.launch, self.launcher_source = build_launcher(self, _PACK_ERRORS)
+
+    def _compiled_plan(self) -> Any:
+        """The C launcher's plan for this signature (claunch.py), or None: the Python one."""
+        ck = self.ck
+        if not claunch.eligible(ck.params, bool(ck.contract.requires), ck.fast_entry is not None):
+            return None
+        try:
+            return claunch.make_plan(
+                ck.params,
+                self.packer.offsets,
+                self.packer.buffer_address,
+                self.packer.address,
+                self.borrow_pairs,
+                DEVICE_ID,
+                Tensor,
+                _torch_tensor_type() if "torch" in sys.modules else None,
+                torch_dtype_of,
+            )
+        except OSError:  # no libcuda to call: the Python launcher calls cuda.bindings
+            return None
 
     # ------------------------------------------------------------------------ grid, block
 
@@ -279,6 +300,22 @@ def build_launcher(
         f"    if len(args) != {len(params)}:",
         "        raise arity_error(args)",
     ]
+    if plan.cplan is not None:
+        # The compiled launcher (claunch.py) takes the common case whole; -1: it launched
+        # nothing, and the Python checks below run and explain.
+        lines += [
+            "    h = default_handle() if stream is None else "
+            "(stream._handle if type(stream) is Stream else -1)",
+            "    if h >= 0 and type(args) is tuple:",
+            "        with lock:",
+            "            r = claunch(cplan, fnc, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
+            " args, h)",
+            "        if r == 0:",
+            "            pool.launches += 1",
+            "            if sync_after_launch():",
+            "                synchronize()",
+            "            return",
+        ]
     names = [f"x{i}" for i in range(len(params))]
     if names:
         lines.append(f"    {', '.join(names)}, = args")
@@ -440,6 +477,9 @@ def build_launcher(
         lock=plan.packer.lock,
         legacy_stream=plan._legacy_stream,
         default_stream=default_cu_stream,
+        default_handle=default_stream_handle,
+        cplan=plan.cplan,
+        claunch=claunch.module().launch if plan.cplan is not None else None,  # type: ignore[union-attr]
         CUstream=plan._cu.CUstream,
         cu_launch=plan._cu.cuLaunchKernel,
         params_address=plan.packer.address,

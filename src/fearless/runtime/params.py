@@ -78,6 +78,7 @@ class ParamPacker:
         base = ctypes.addressof(self._buf)
         self._ptrs = (ctypes.c_void_p * self.count)(*(base + off for off in offsets))
         self.address: int = ctypes.addressof(self._ptrs)
+        self.buffer_address: int = base
         self._pack_into = self._values.pack_into
         self.lock = threading.Lock()  # held from the pack to the launch that reads it
 

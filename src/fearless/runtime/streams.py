@@ -73,6 +73,21 @@ def _torch_current_stream() -> Callable[[int], int] | None:
     return _torch_current
 
 
+def default_stream_handle() -> int:
+    """`default_cu_stream` as a handle for the compiled launcher: 0 for the legacy stream,
+    torch's current stream, or -1 inside `fl.graph` (the Python launcher keeps the captured
+    arguments alive)."""
+    if getattr(_override, "stream", None) is not None:
+        return -1
+    current = _torch_current or _torch_current_stream()
+    if current is None:
+        return 0
+    handle = current(DEVICE_ID)
+    if handle and sys.modules["torch"].cuda.is_current_stream_capturing():
+        default_pool().graphs = True
+    return int(handle)
+
+
 def default_cu_stream(legacy: Any, args: Any = None) -> Any:
     """The CUstream of a launch given `stream=None`: torch's current stream on fearless's GPU
     when torch has initialised CUDA in this process (it is `legacy` unless torch code chose

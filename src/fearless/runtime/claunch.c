@@ -1,0 +1,333 @@
+/* fearless's compiled warm launcher (runtime/claunch.py builds it at first use, as Triton
+ * builds its launcher).
+ *
+ * `launch(plan, function, gx, gy, gz, bx, by, bz, nthreads, args, stream)` does what the
+ * generated Python launcher of runtime/launch.py does for the common case, without the
+ * interpreter: reads each array argument (an fl.Tensor's fields, or a plain torch.Tensor's
+ * accessors) and each int or float scalar, checks dtype, device, contiguity and range, runs
+ * the borrow check on the (output, other) pairs, packs the values into the plan's parameter
+ * buffer and calls cuLaunchKernel. It returns 0 when the kernel was launched, a positive
+ * CUresult when the driver refused, and -1 when anything is not the common case or not
+ * right: then nothing was launched, and the Python launcher runs, which explains every error.
+ * The GIL is held throughout, so the shared buffer needs no other lock.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, void *, void **, void **);
+
+enum {
+    K_ARR1 = 1, K_ARR2 = 2,
+    K_I8 = 10, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64, K_F32, K_F64
+};
+
+typedef struct {
+    int kind;
+    Py_ssize_t off0, off1, off2; /* array: pointer, extents; scalar: its slot */
+    Py_ssize_t itemsize;
+    PyObject *fl_dtype;    /* borrowed: the plan's spec tuple keeps them */
+    PyObject *torch_dtype; /* or Py_None */
+} Param;
+
+typedef struct {
+    launch_fn launch;
+    char *buffer;
+    void **kernel_params;
+    Py_ssize_t nthreads_off;
+    int n, narrays, npairs;
+    Param *params;
+    int *pairs; /* npairs (output, other) pairs of array indices */
+    PyObject *tensor_type, *torch_type; /* torch_type: or Py_None */
+    long device;
+    PyObject *spec; /* kept alive */
+} Plan;
+
+static PyObject *s_dev1d, *s_ptr, *s_size, *s_dtype, *s_on_device, *s_moved, *s_shape;
+static PyObject *s_tshape, *s_tdtype, *s_is_cuda, *s_get_device, *s_is_contiguous, *s_data_ptr;
+
+static void plan_free(PyObject *capsule) {
+    Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
+    if (p == NULL) return;
+    Py_XDECREF(p->spec);
+    PyMem_Free(p->params);
+    PyMem_Free(p->pairs);
+    PyMem_Free(p);
+}
+
+static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
+    PyObject *v = PyTuple_GetItem(t, i);
+    if (v == NULL) return -1;
+    *out = PyLong_AsSsize_t(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* make_plan(launch_address, buffer_address, params_address, nthreads_offset, device,
+ *           tensor_type, torch_type, params, pairs)
+ * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype); pairs: tuple of
+ * (output, other) array-index pairs. */
+static PyObject *make_plan(PyObject *self, PyObject *args) {
+    unsigned long long launch_addr, buffer_addr, params_addr;
+    Py_ssize_t nthreads_off;
+    long device;
+    PyObject *tensor_type, *torch_type, *params, *pairs;
+    if (!PyArg_ParseTuple(args, "KKKnlOOO!O!", &launch_addr, &buffer_addr, &params_addr,
+                          &nthreads_off, &device, &tensor_type, &torch_type, &PyTuple_Type,
+                          &params, &PyTuple_Type, &pairs))
+        return NULL;
+    Plan *p = PyMem_Calloc(1, sizeof(Plan));
+    if (p == NULL) return PyErr_NoMemory();
+    p->launch = (launch_fn)(uintptr_t)launch_addr;
+    p->buffer = (char *)(uintptr_t)buffer_addr;
+    p->kernel_params = (void **)(uintptr_t)params_addr;
+    p->nthreads_off = nthreads_off;
+    p->device = device;
+    p->tensor_type = tensor_type;
+    p->torch_type = torch_type;
+    p->n = (int)PyTuple_GET_SIZE(params);
+    p->npairs = (int)PyTuple_GET_SIZE(pairs);
+    p->params = PyMem_Calloc(p->n ? p->n : 1, sizeof(Param));
+    p->pairs = PyMem_Calloc(p->npairs ? 2 * p->npairs : 1, sizeof(int));
+    p->spec = Py_BuildValue("(OOOO)", tensor_type, torch_type, params, pairs);
+    if (p->params == NULL || p->pairs == NULL || p->spec == NULL) goto fail;
+    for (int i = 0; i < p->n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(params, i);
+        Param *q = &p->params[i];
+        Py_ssize_t kind;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 7) {
+            PyErr_SetString(PyExc_ValueError, "a parameter is a 7-tuple");
+            goto fail;
+        }
+        if (as_ssize(t, 0, &kind) || as_ssize(t, 1, &q->off0) || as_ssize(t, 2, &q->off1) ||
+            as_ssize(t, 3, &q->off2) || as_ssize(t, 4, &q->itemsize))
+            goto fail;
+        q->kind = (int)kind;
+        q->fl_dtype = PyTuple_GET_ITEM(t, 5);
+        q->torch_dtype = PyTuple_GET_ITEM(t, 6);
+        if (q->kind == K_ARR1 || q->kind == K_ARR2) p->narrays++;
+    }
+    for (int i = 0; i < p->npairs; i++) {
+        PyObject *t = PyTuple_GET_ITEM(pairs, i);
+        Py_ssize_t a, b;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 || as_ssize(t, 0, &a) ||
+            as_ssize(t, 1, &b)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a pair is a 2-tuple");
+            goto fail;
+        }
+        if (a < 0 || b < 0 || a >= p->narrays || b >= p->narrays) {
+            PyErr_SetString(PyExc_ValueError, "a pair names an array that is not there");
+            goto fail;
+        }
+        p->pairs[2 * i] = (int)a;
+        p->pairs[2 * i + 1] = (int)b;
+    }
+    PyObject *capsule = PyCapsule_New(p, "fearless.claunch.plan", plan_free);
+    if (capsule == NULL) goto fail;
+    return capsule;
+fail:
+    Py_XDECREF(p->spec);
+    PyMem_Free(p->params);
+    PyMem_Free(p->pairs);
+    PyMem_Free(p);
+    return NULL;
+}
+
+/* An attribute that must be exactly True. */
+static int attr_true(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (v == NULL) return 0;
+    int ok = (v == Py_True);
+    Py_DECREF(v);
+    return ok;
+}
+
+/* An int attribute (or method result when `call`). */
+static int attr_long(PyObject *o, PyObject *name, int call, long long *out) {
+    PyObject *v = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
+    if (v == NULL) return 0;
+    int ok = PyLong_CheckExact(v);
+    if (ok) {
+        *out = PyLong_AsLongLong(v);
+        ok = !(*out == -1 && PyErr_Occurred());
+    }
+    Py_DECREF(v);
+    return ok;
+}
+
+/* The extents of a shape tuple (or torch.Size) of exactly `ndim` axes. */
+static int extents(PyObject *shape, int ndim, long long *e) {
+    if (shape == NULL || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != ndim) return 0;
+    for (int k = 0; k < ndim; k++) {
+        PyObject *v = PyTuple_GET_ITEM(shape, k);
+        if (!PyLong_CheckExact(v)) return 0;
+        e[k] = PyLong_AsLongLong(v);
+        if (e[k] < 0) return 0;
+    }
+    return 1;
+}
+
+static int read_fl(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
+    int ndim = q->kind == K_ARR1 ? 1 : 2;
+    PyObject *dt = PyObject_GetAttr(o, s_dtype);
+    if (dt == NULL) return 0;
+    int ok = (dt == q->fl_dtype);
+    Py_DECREF(dt);
+    if (!ok || !attr_long(o, s_ptr, 0, ptr)) return 0;
+    if (ndim == 1) {
+        if (!attr_true(o, s_dev1d)) return 0;
+        return attr_long(o, s_size, 0, &e[0]);
+    }
+    if (!attr_true(o, s_on_device)) return 0;
+    PyObject *moved = PyObject_GetAttr(o, s_moved);
+    if (moved == NULL) return 0;
+    ok = (moved == Py_None);
+    Py_DECREF(moved);
+    if (!ok) return 0;
+    PyObject *shape = PyObject_GetAttr(o, s_shape);
+    ok = extents(shape, 2, e);
+    Py_XDECREF(shape);
+    return ok;
+}
+
+static int read_torch(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
+    int ndim = q->kind == K_ARR1 ? 1 : 2;
+    long long device;
+    PyObject *shape = PyObject_GetAttr(o, s_tshape);
+    int ok = extents(shape, ndim, e);
+    Py_XDECREF(shape);
+    if (!ok || !attr_true(o, s_is_cuda)) return 0;
+    if (!attr_long(o, s_get_device, 1, &device) || device != p->device) return 0;
+    PyObject *c = PyObject_CallMethodNoArgs(o, s_is_contiguous);
+    if (c == NULL) return 0;
+    ok = (c == Py_True);
+    Py_DECREF(c);
+    if (!ok) return 0;
+    PyObject *dt = PyObject_GetAttr(o, s_tdtype);
+    if (dt == NULL) return 0;
+    ok = (dt == q->torch_dtype);
+    Py_DECREF(dt);
+    return ok && attr_long(o, s_data_ptr, 1, ptr);
+}
+
+static int pack_int(char *slot, int kind, PyObject *v) {
+    if (!PyLong_CheckExact(v)) return 0; /* bool, NumPy scalars...: the Python launcher */
+    if (kind == K_U64) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+        memcpy(slot, &u, 8);
+        return 1;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) return 0;
+    switch (kind) {
+    case K_I8: { if (x < INT8_MIN || x > INT8_MAX) return 0; int8_t y = (int8_t)x; memcpy(slot, &y, 1); return 1; }
+    case K_I16: { if (x < INT16_MIN || x > INT16_MAX) return 0; int16_t y = (int16_t)x; memcpy(slot, &y, 2); return 1; }
+    case K_I32: { if (x < INT32_MIN || x > INT32_MAX) return 0; int32_t y = (int32_t)x; memcpy(slot, &y, 4); return 1; }
+    case K_I64: { memcpy(slot, &x, 8); return 1; }
+    case K_U8: { if (x < 0 || x > UINT8_MAX) return 0; uint8_t y = (uint8_t)x; memcpy(slot, &y, 1); return 1; }
+    case K_U16: { if (x < 0 || x > UINT16_MAX) return 0; uint16_t y = (uint16_t)x; memcpy(slot, &y, 2); return 1; }
+    case K_U32: { if (x < 0 || x > UINT32_MAX) return 0; uint32_t y = (uint32_t)x; memcpy(slot, &y, 4); return 1; }
+    }
+    return 0;
+}
+
+static int pack_float(char *slot, int kind, PyObject *v) {
+    double d;
+    if (PyFloat_CheckExact(v)) d = PyFloat_AS_DOUBLE(v);
+    else if (PyLong_CheckExact(v)) { d = PyLong_AsDouble(v); if (d == -1.0 && PyErr_Occurred()) return 0; }
+    else return 0;
+    if (kind == K_F64) { memcpy(slot, &d, 8); return 1; }
+    float f = (float)d;
+    if (isinf(f) && !isinf(d)) return 0; /* struct's 'f' refuses it: the Python launcher says why */
+    memcpy(slot, &f, 4);
+    return 1;
+}
+
+static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "launch takes 11 arguments");
+        return NULL;
+    }
+    Plan *p = (Plan *)PyCapsule_GetPointer(a[0], "fearless.claunch.plan");
+    if (p == NULL) return NULL;
+    unsigned dims[6];
+    for (int k = 0; k < 6; k++) {
+        unsigned long v = PyLong_AsUnsignedLong(a[2 + k]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
+        dims[k] = (unsigned)v;
+    }
+    long long nthreads = PyLong_AsLongLong(a[8]);
+    PyObject *args = a[9];
+    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n) return PyLong_FromLong(-1);
+    unsigned long long stream = PyLong_AsUnsignedLongLong(a[10]);
+    PyObject *fn_int = PyNumber_Long(a[1]);
+    if (fn_int == NULL || (nthreads == -1 && PyErr_Occurred()) ||
+        (stream == (unsigned long long)-1 && PyErr_Occurred())) {
+        Py_XDECREF(fn_int);
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    void *function = PyLong_AsVoidPtr(fn_int);
+    Py_DECREF(fn_int);
+    long long starts[64], ends[64];
+    if (p->narrays > 64) return PyLong_FromLong(-1);
+    int j = 0;
+    for (int i = 0; i < p->n; i++) {
+        Param *q = &p->params[i];
+        PyObject *o = PyTuple_GET_ITEM(args, i);
+        char *slot = p->buffer + q->off0;
+        int ok;
+        if (q->kind == K_ARR1 || q->kind == K_ARR2) {
+            long long ptr = 0, e[2] = {0, 0};
+            PyTypeObject *tp = Py_TYPE(o);
+            if ((PyObject *)tp == p->tensor_type) ok = read_fl(p, q, o, &ptr, e);
+            else if ((PyObject *)tp == p->torch_type) ok = read_torch(p, q, o, &ptr, e);
+            else ok = 0;
+            if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
+            long long count = q->kind == K_ARR1 ? e[0] : e[0] * e[1];
+            starts[j] = ptr;
+            ends[j] = ptr + count * q->itemsize;
+            j++;
+            uint64_t u = (uint64_t)ptr;
+            memcpy(slot, &u, 8);
+            memcpy(p->buffer + q->off1, &e[0], 8);
+            if (q->kind == K_ARR2) memcpy(p->buffer + q->off2, &e[1], 8);
+        } else {
+            ok = (q->kind == K_F32 || q->kind == K_F64) ? pack_float(slot, q->kind, o)
+                                                          : pack_int(slot, q->kind, o);
+            if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
+        }
+    }
+    for (int k = 0; k < p->npairs; k++) {
+        int o = p->pairs[2 * k], t = p->pairs[2 * k + 1];
+        if (starts[o] < ends[t] && starts[t] < ends[o]) return PyLong_FromLong(-1);
+    }
+    memcpy(p->buffer + p->nthreads_off, &nthreads, 8);
+    int err = p->launch(function, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
+                        (void *)(uintptr_t)stream, p->kernel_params, NULL);
+    return PyLong_FromLong(err);
+}
+
+static PyMethodDef methods[] = {
+    {"make_plan", make_plan, METH_VARARGS, "A launch plan (see claunch.py)."},
+    {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Check, pack and launch."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fearless_claunch", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fearless_claunch(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
+    INTERN(s_dev1d, "_dev1d") INTERN(s_ptr, "_ptr") INTERN(s_size, "_size")
+    INTERN(s_dtype, "_dtype") INTERN(s_on_device, "_on_device") INTERN(s_moved, "_moved")
+    INTERN(s_shape, "_shape") INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype") INTERN(s_is_cuda, "is_cuda")
+    INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
+    INTERN(s_data_ptr, "data_ptr")
+#undef INTERN
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,176 @@
+"""The compiled warm launcher: claunch.c, built with the system's C compiler at first use.
+
+A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
+bf16 scalar to convert, no `requires=` relation, no fast variant) gets a C plan here: the
+generated Python launcher of launch.py then hands each warm launch to `launch(...)` in C, which
+reads the arrays (fl.Tensor fields, or a plain torch.Tensor's accessors), range-checks the
+scalars, runs the borrow check, packs the plan's parameter buffer and calls cuLaunchKernel
+itself, without the interpreter and without cuda.bindings' argument conversion. Anything else
+(another array type, a NumPy array, a wrong dtype, an overlap) returns -1 before launching,
+and the Python launcher runs as before: it explains every error.
+
+The module is compiled once per source, Python version and platform into the cache directory
+(`FEARLESS_CACHE_DIR/claunch/`), like Triton's launcher. Where no C compiler or no Python
+headers are found, or `FEARLESS_CLAUNCH=0`, plans stay on the pure-Python launcher; why is
+kept in `unavailable_reason()`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .. import config
+from ..abi import ParamSpec
+from .borrow import output_pairs
+
+_SOURCE = Path(__file__).with_name("claunch.c")
+_lock = threading.Lock()
+_module: ModuleType | None = None
+_why: str | None = None  # set once building or loading failed
+_launch_address: int | None = None  # libcuda's cuLaunchKernel
+
+ARR1, ARR2 = 1, 2
+SCALAR_KINDS = {
+    "i8": 10, "i16": 11, "i32": 12, "i64": 13, "u8": 14, "u16": 15, "u32": 16, "u64": 17,
+    "f32": 18, "f64": 19,
+}  # fmt: skip
+
+
+def module() -> ModuleType | None:
+    """The compiled module, built on first use; None where it cannot be (see the reason)."""
+    global _module, _why
+    if _module is not None or _why is not None:
+        return _module
+    with _lock:
+        if _module is None and _why is None:
+            try:
+                _module = _load(_build())
+            except (OSError, ImportError, subprocess.SubprocessError) as exc:
+                _why = f"{type(exc).__name__}: {exc}"
+    return _module
+
+
+def unavailable_reason() -> str | None:
+    """Why launches use the pure-Python launcher (None: they need not)."""
+    if not config.compiled_launcher_enabled():
+        return "FEARLESS_CLAUNCH=0"
+    module()
+    return _why
+
+
+def _build() -> Path:
+    source = _SOURCE.read_bytes()
+    tag = hashlib.sha256(
+        source + sys.version.encode() + sysconfig.get_platform().encode()
+    ).hexdigest()[:16]
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    folder = config.cache_dir() / "claunch"
+    target = folder / f"_fearless_claunch_{tag}{suffix}"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise OSError("no C compiler (cc or gcc) on PATH")
+    include = sysconfig.get_paths()["include"]
+    if not (Path(include) / "Python.h").exists():
+        raise OSError(f"no Python.h in {include} (install the Python development headers)")
+    partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    cmd = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", str(_SOURCE), "-o", str(partial)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise OSError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-2000:]}")
+    partial.replace(target)  # atomic: a concurrent build writes the same bytes
+    return target
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_fearless_claunch", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def driver_launch_address() -> int:
+    """The address of libcuda's cuLaunchKernel (the library cuda.bindings has loaded)."""
+    global _launch_address
+    if _launch_address is None:
+        lib = ctypes.CDLL("libcuda.so.1")  # the driver cuda.bindings loads
+        address = ctypes.cast(lib.cuLaunchKernel, ctypes.c_void_p).value
+        if not address:
+            raise OSError("libcuda has no cuLaunchKernel")
+        _launch_address = address
+    return _launch_address
+
+
+def eligible(params: tuple[ParamSpec, ...], has_requires: bool, has_fast: bool) -> bool:
+    """Whether the C launcher does what the Python one would for this signature."""
+    if has_requires or has_fast:
+        return False
+    return all(
+        (p.is_array and p.ndim in (1, 2)) or (not p.is_array and p.dtype.name in SCALAR_KINDS)
+        for p in params
+    )
+
+
+def make_plan(
+    params: tuple[ParamSpec, ...],
+    offsets: tuple[int, ...],
+    buffer_address: int,
+    params_address: int,
+    pairs: Any,
+    device: int,
+    tensor_type: type,
+    torch_type: type | None,
+    torch_dtype_of: Any,
+    launch_address: int | None = None,
+) -> Any | None:
+    """A C plan for one packer layout (`offsets`: ParamPacker's, in ABI order, the thread
+    count and error record last), or None where the module is unavailable. `pairs` are the
+    (output, other) array pairs of the borrow check, None for every pair with an output."""
+    mod = module() if config.compiled_launcher_enabled() else None
+    if mod is None:
+        return None
+    entries = []
+    k = 0
+    for p in params:
+        if p.is_array:
+            kind = ARR1 if p.ndim == 1 else ARR2
+            ext = offsets[k + 1 : k + 1 + p.ndim]
+            entries.append(
+                (kind, offsets[k], ext[0], ext[-1], p.dtype.itemsize, p.dtype,
+                 torch_dtype_of(p.dtype) if torch_type is not None else None)
+            )  # fmt: skip
+            k += 1 + p.ndim
+        else:
+            entries.append((SCALAR_KINDS[p.dtype.name], offsets[k], 0, 0, 0, p.dtype, None))
+            k += 1
+    arrays = [p for p in params if p.is_array]
+    if pairs is None:  # past PAIRWISE_MAX arrays Python sweeps; C compares every pair
+        pairs = output_pairs([p.is_output for p in arrays])
+    address = launch_address if launch_address is not None else driver_launch_address()
+    return mod.make_plan(
+        address,
+        buffer_address,
+        params_address,
+        offsets[k],
+        device,
+        tensor_type,
+        torch_type,
+        tuple(entries),
+        tuple((int(o), int(j)) for o, j in pairs),
+    )

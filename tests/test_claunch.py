@@ -1,0 +1,183 @@
+"""The compiled warm launcher (runtime/claunch.py, claunch.c) on the CPU: a fake driver's
+cuLaunchKernel (a ctypes callback) stands for libcuda's. For each signature the C path must
+pack exactly the bytes the Python launcher packs, and hand back to it (launching nothing)
+whatever is not the common case, so that the Python launcher raises its own error."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import dtypes
+from fearless.abi import ParamSpec
+from fearless.runtime import claunch, launch
+from fearless.runtime.tensor import Tensor
+from test_runtime_launch import FakeDriver, HostErrorPool, _kernel, fake_gpu  # noqa: F401
+
+LAUNCH = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    *([ctypes.c_uint] * 7),
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+FUNCTION = 0xF00D  # the CUfunction the fake driver's kernels have
+
+
+class Calls(list):  # type: ignore[type-arg]
+    """The fake cuLaunchKernel's calls; `result` is what it returns (0: CUDA_SUCCESS)."""
+
+    result = 0
+
+
+@pytest.fixture
+def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:  # noqa: F811
+    """Every plan built in the test gets a C plan whose cuLaunchKernel records its call."""
+    if claunch.module() is None:
+        pytest.skip(f"no compiled launcher here: {claunch.unavailable_reason()}")
+    calls = Calls()
+
+    def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
+        plan = fake_gpu.plan
+        assert plan is not None and params == plan.packer.address
+        calls.append(
+            {"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream or 0,
+             "bytes": plan.packer.to_bytes()}
+        )  # fmt: skip
+        return calls.result
+
+    callback = LAUNCH(record)
+    address = ctypes.cast(callback, ctypes.c_void_p).value
+    monkeypatch.setattr(claunch, "driver_launch_address", lambda: address)
+    monkeypatch.setattr(
+        launch.driver,
+        "load_kernel",
+        lambda ck: launch.driver.LoadedKernel(ck.name, ck.entry, FUNCTION, 1, None, 512, 64, "ptx"),
+    )
+    yield calls
+    del callback
+
+
+def _plan(fake: FakeDriver, params: tuple[ParamSpec, ...]) -> launch.GpuLaunchPlan:
+    plan = launch.GpuLaunchPlan(_kernel("k", params), pool=HostErrorPool())
+    fake.plan = plan
+    return plan
+
+
+def _dev(ptr: int, shape: tuple[int, ...], dtype: Any = dtypes.f32) -> Tensor:
+    return Tensor._make(ptr, shape, dtype, on_device=True, owner=None)
+
+
+F32 = dtypes.f32
+SAXPY = (
+    ParamSpec("a", "scalar", F32),
+    ParamSpec("x", "slice", F32),
+    ParamSpec("y", "slice", F32),
+    ParamSpec("out", "disjoint", F32),
+    ParamSpec("n", "scalar", dtypes.i32),
+)
+
+
+def test_the_c_path_packs_what_the_python_path_packs(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = _plan(fake_gpu, SAXPY)
+    assert plan.cplan is not None and "claunch(cplan" in plan.launcher_source
+    x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
+    plan.launch(4, 256, (2.5, x, y, out, -7))
+    assert len(c_driver) == 1 and not fake_gpu.calls  # C launched, cuda.bindings did not
+    c = c_driver[0]
+    assert c["f"] == FUNCTION and c["grid"] == (4, 1, 1) and c["block"] == (256, 1, 1)
+    monkeypatch.setattr(plan, "cplan", None)
+    python = launch.build_launcher(plan, launch._PACK_ERRORS)[0]
+    python(4, 256, (2.5, x, y, out, -7))
+    assert fake_gpu.calls[0]["bytes"] == c["bytes"]  # the same bytes, error record included
+    assert plan.pool.launches == 2
+
+
+def test_2d_arrays_and_every_scalar_width(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kinds = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
+    params = (
+        ParamSpec("m", "slice", F32, 2),
+        *(ParamSpec(f"s{i}", "scalar", dtypes.BY_NAME[k]) for i, k in enumerate(kinds)),
+        ParamSpec("out", "disjoint", F32, 2),
+    )
+    plan = launch.GpuLaunchPlan(_kernel("k", params, index_dims=2), pool=HostErrorPool())
+    fake_gpu.plan = plan
+    assert plan.cplan is not None
+    values = (-5, -300, -70000, -(2**40), 200, 60000, 2**31 + 5, 2**63 + 1, 1.5, -2.25)
+    m, out = _dev(0x10000, (3, 7)), _dev(0x20000, (3, 7))
+    plan.launch((2, 2), (16, 16), (m, *values, out))
+    assert len(c_driver) == 1 and c_driver[0]["grid"] == (2, 2, 1)
+    monkeypatch.setattr(plan, "cplan", None)
+    launch.build_launcher(plan, launch._PACK_ERRORS)[0]((2, 2), (16, 16), (m, *values, out))
+    assert fake_gpu.calls[0]["bytes"] == c_driver[0]["bytes"]
+    assert struct.unpack_from("<Qqq", c_driver[0]["bytes"]) == (0x10000, 3, 7)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["numpy", "wrong-dtype", "overlap", "bool-scalar", "too-big", "f32-overflow", "moved"],
+)
+def test_irregular_launches_fall_back_to_the_python_launcher(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+    case: str,
+) -> None:
+    plan = _plan(fake_gpu, SAXPY)
+    x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
+    args: list[Any] = [2.5, x, y, out, 7]
+    error: type[Exception] = fl.KernelTypeError
+    if case == "numpy":
+        args[1] = np.zeros(1000, np.float32)  # copied in by the Python launcher (no raise)
+        error = Exception
+    elif case == "wrong-dtype":
+        args[2] = _dev(0x20000, (1000,), dtypes.f64)
+    elif case == "overlap":
+        args[3], error = x, fl.BorrowError
+    elif case == "bool-scalar":
+        args[4] = True
+    elif case == "too-big":
+        args[4] = 2**31
+    elif case == "f32-overflow":
+        args[0] = 1e300
+    elif case == "moved":
+        out.partition((256,))
+        error = fl.MovedError
+    if case == "numpy":
+        return  # staging needs a real device: what matters is that C did not take it
+    with pytest.raises(error):
+        plan.launch(4, 256, tuple(args))
+    assert not c_driver and not fake_gpu.calls  # nothing launched on either path
+
+
+def test_plans_outside_the_common_case_have_no_c_plan() -> None:
+    assert not claunch.eligible((ParamSpec("b", "scalar", dtypes.bool_),), False, False)
+    assert not claunch.eligible((ParamSpec("h", "scalar", dtypes.f16),), False, False)
+    assert not claunch.eligible(SAXPY, True, False)  # requires= relations
+    assert not claunch.eligible(SAXPY, False, True)  # a fast variant
+    assert claunch.eligible(SAXPY, False, False)
+
+
+def test_the_driver_refusing_goes_to_the_python_launcher(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+) -> None:
+    plan = _plan(fake_gpu, SAXPY)
+    c_driver.result = 201  # CUDA_ERROR_INVALID_CONTEXT
+    x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
+    plan.launch(4, 256, (2.5, x, y, out, 7))
+    assert len(c_driver) == 1 and len(fake_gpu.calls) == 1  # the Python launcher retried
