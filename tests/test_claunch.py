@@ -46,10 +46,11 @@ def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
     def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
         plan = fake_gpu.plan
-        assert plan is not None and params == plan.packer.address
+        assert plan is not None and params != plan.packer.address  # the C plan's own buffer
+        base = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0] - plan.packer.offsets[0]
         calls.append(
             {"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream or 0,
-             "bytes": plan.packer.to_bytes()}
+             "bytes": ctypes.string_at(base, plan.packer.size)}
         )  # fmt: skip
         return calls.result
 

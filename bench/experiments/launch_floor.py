@@ -59,16 +59,28 @@ def main() -> None:
     def simt_cfg() -> None:
         vecadd[4, 256](a, b, c)
 
+    from fearless.runtime import launch as fl_launch
     from fearless.runtime import streams
 
-    legacy = object()
+    fa, fb, fc = (fl.asarray(x) for x in arrays)
+    plan = vecadd._launcher().plan
+    with_c = plan.launch
+    plan_c, plan.cplan = plan.cplan, None
+    python_only = fl_launch.build_launcher(plan, fl_launch._PACK_ERRORS)[0]
+    plan.cplan = plan_c
+    g = (4, 256)
     rows = {
         "cuda.bindings cuLaunchKernel (raw floor)": per_launch(raw),
         "ctypes libcuda.cuLaunchKernel": per_launch(via_ctypes),
-        "fearless SIMT k(prep, a, b, c)": per_launch(simt),
-        "fearless SIMT k[4, 256](a, b, c)": per_launch(simt_cfg),
-        "default_cu_stream (torch loaded)": per_launch(lambda: streams.default_cu_stream(legacy)),
+        "fearless SIMT k(prep, a, b, c), torch tensors": per_launch(simt),
+        "fearless SIMT k[4, 256](a, b, c), torch tensors": per_launch(simt_cfg),
+        "plan launcher, C path, torch tensors": per_launch(lambda: with_c(*g, (a, b, c))),
+        "plan launcher, Python path, torch tensors": per_launch(lambda: python_only(*g, (a, b, c))),
+        "plan launcher, C path, fl.Tensors": per_launch(lambda: with_c(*g, (fa, fb, fc))),
+        "plan launcher, Python path, fl.Tensors": per_launch(lambda: python_only(*g, (fa, fb, fc))),
+        "default_stream_handle (torch has CUDA)": per_launch(streams.default_stream_handle),
     }
+    print("compiled launcher:", plan_c is not None)
     for name, us in rows.items():
         print(f"{us:7.2f} us  {name}")
 

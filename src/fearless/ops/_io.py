@@ -58,7 +58,9 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
                 help=f"use torch 2.4 or newer, or call it under `torch.no_grad()` or with "
                 f"`{name}.detach()`",
             )
-        op_ = Operand(fl_tensor.asarray(x.contiguous()), "torch", x)
+        # detached: inside torch.ops.fearless a tensor may still say requires_grad (autograd
+        # runs above the op), and torch refuses __cuda_array_interface__ on such a tensor
+        op_ = Operand(fl_tensor.asarray(x.detach().contiguous()), "torch", x)
     elif isinstance(x, np.ndarray):
         op_ = Operand(fl_tensor.asarray(x), "numpy", x)
     else:

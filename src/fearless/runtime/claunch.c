@@ -36,8 +36,9 @@ typedef struct {
 
 typedef struct {
     launch_fn launch;
-    char *buffer;
-    void **kernel_params;
+    char *buffer;          /* the plan's own copy of the parameter buffer */
+    void **kernel_params;  /* its own pointer array into `buffer` */
+    Py_ssize_t size, count;
     Py_ssize_t nthreads_off;
     int n, narrays, npairs;
     Param *params;
@@ -54,6 +55,8 @@ static void plan_free(PyObject *capsule) {
     Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
     if (p == NULL) return;
     Py_XDECREF(p->spec);
+    PyMem_Free(p->buffer);
+    PyMem_Free(p->kernel_params);
     PyMem_Free(p->params);
     PyMem_Free(p->pairs);
     PyMem_Free(p);
@@ -66,24 +69,41 @@ static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-/* make_plan(launch_address, buffer_address, params_address, nthreads_offset, device,
+/* make_plan(launch_address, buffer_address, buffer_size, offsets, nthreads_offset, device,
  *           tensor_type, torch_type, params, pairs)
+ * The plan copies the Python packer's buffer (so the error record's pointer comes along) into
+ * its own, and points its own pointer array at `offsets` in it: the C path never writes the
+ * buffer the Python launcher packs, so the two need no lock between them (the GIL is held
+ * from the first read to the end of cuLaunchKernel here).
  * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype); pairs: tuple of
  * (output, other) array-index pairs. */
 static PyObject *make_plan(PyObject *self, PyObject *args) {
-    unsigned long long launch_addr, buffer_addr, params_addr;
-    Py_ssize_t nthreads_off;
+    unsigned long long launch_addr, buffer_addr;
+    Py_ssize_t size, nthreads_off;
     long device;
-    PyObject *tensor_type, *torch_type, *params, *pairs;
-    if (!PyArg_ParseTuple(args, "KKKnlOOO!O!", &launch_addr, &buffer_addr, &params_addr,
-                          &nthreads_off, &device, &tensor_type, &torch_type, &PyTuple_Type,
-                          &params, &PyTuple_Type, &pairs))
+    PyObject *offsets, *tensor_type, *torch_type, *params, *pairs;
+    if (!PyArg_ParseTuple(args, "KKnO!nlOOO!O!", &launch_addr, &buffer_addr, &size,
+                          &PyTuple_Type, &offsets, &nthreads_off, &device, &tensor_type,
+                          &torch_type, &PyTuple_Type, &params, &PyTuple_Type, &pairs))
         return NULL;
     Plan *p = PyMem_Calloc(1, sizeof(Plan));
     if (p == NULL) return PyErr_NoMemory();
     p->launch = (launch_fn)(uintptr_t)launch_addr;
-    p->buffer = (char *)(uintptr_t)buffer_addr;
-    p->kernel_params = (void **)(uintptr_t)params_addr;
+    p->size = size;
+    p->count = PyTuple_GET_SIZE(offsets);
+    p->buffer = PyMem_Calloc(size ? size : 1, 1);
+    p->kernel_params = PyMem_Calloc(p->count ? p->count : 1, sizeof(void *));
+    if (p->buffer == NULL || p->kernel_params == NULL) goto fail;
+    memcpy(p->buffer, (const void *)(uintptr_t)buffer_addr, size);
+    for (Py_ssize_t k = 0; k < p->count; k++) {
+        Py_ssize_t off;
+        if (as_ssize(offsets, k, &off)) goto fail;
+        if (off < 0 || off >= size) {
+            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
+            goto fail;
+        }
+        p->kernel_params[k] = p->buffer + off;
+    }
     p->nthreads_off = nthreads_off;
     p->device = device;
     p->tensor_type = tensor_type;
@@ -130,6 +150,8 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     return capsule;
 fail:
     Py_XDECREF(p->spec);
+    PyMem_Free(p->buffer);
+    PyMem_Free(p->kernel_params);
     PyMem_Free(p->params);
     PyMem_Free(p->pairs);
     PyMem_Free(p);
@@ -199,8 +221,8 @@ static int read_torch(Plan *p, Param *q, PyObject *o, long long *ptr, long long 
     PyObject *shape = PyObject_GetAttr(o, s_tshape);
     int ok = extents(shape, ndim, e);
     Py_XDECREF(shape);
-    if (!ok || !attr_true(o, s_is_cuda)) return 0;
-    if (!attr_long(o, s_get_device, 1, &device) || device != p->device) return 0;
+    /* get_device() is -1 for a CPU tensor: device == p->device also says it is on the GPU */
+    if (!ok || !attr_long(o, s_get_device, 1, &device) || device != p->device) return 0;
     PyObject *c = PyObject_CallMethodNoArgs(o, s_is_contiguous);
     if (c == NULL) return 0;
     ok = (c == Py_True);

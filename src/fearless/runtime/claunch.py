@@ -131,7 +131,7 @@ def make_plan(
     params: tuple[ParamSpec, ...],
     offsets: tuple[int, ...],
     buffer_address: int,
-    params_address: int,
+    buffer_size: int,
     pairs: Any,
     device: int,
     tensor_type: type,
@@ -140,8 +140,10 @@ def make_plan(
     launch_address: int | None = None,
 ) -> Any | None:
     """A C plan for one packer layout (`offsets`: ParamPacker's, in ABI order, the thread
-    count and error record last), or None where the module is unavailable. `pairs` are the
-    (output, other) array pairs of the borrow check, None for every pair with an output."""
+    count and error record last), or None where the module is unavailable. The plan packs
+    into its own copy of the packer's buffer (`buffer_address`, `buffer_size`: the error
+    record's pointer comes along). `pairs` are the (output, other) array pairs of the borrow
+    check, None for every pair with an output."""
     mod = module() if config.compiled_launcher_enabled() else None
     if mod is None:
         return None
@@ -166,7 +168,8 @@ def make_plan(
     return mod.make_plan(
         address,
         buffer_address,
-        params_address,
+        buffer_size,
+        tuple(offsets),
         offsets[k],
         device,
         tensor_type,

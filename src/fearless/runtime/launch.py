@@ -138,7 +138,7 @@ class GpuLaunchPlan:
                 ck.params,
                 self.packer.offsets,
                 self.packer.buffer_address,
-                self.packer.address,
+                self.packer.size,
                 self.borrow_pairs,
                 DEVICE_ID,
                 Tensor,
@@ -307,9 +307,7 @@ def build_launcher(
             "    h = default_handle() if stream is None else "
             "(stream._handle if type(stream) is Stream else -1)",
             "    if h >= 0 and type(args) is tuple:",
-            "        with lock:",
-            "            r = claunch(cplan, fnc, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
-            " args, h)",
+            "        r = claunch(cplan, fnc, gx, g[1], g[2], b[0], b[1], b[2], nthreads, args, h)",
             "        if r == 0:",
             "            pool.launches += 1",
             "            if sync_after_launch():",

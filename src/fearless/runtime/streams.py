@@ -35,6 +35,7 @@ _BY_HANDLE_MAX = 64
 # .stream: the stream `fl.graph` captures on, on this thread; .kept: the arguments of the
 # launches it captured (the graph holds them, so that no array dies before its last replay)
 _override = threading.local()
+_captures = 0  # `fl.graph` blocks open on any thread: while 0, no thread-local to read
 
 
 def capture_stream() -> Stream | None:
@@ -46,11 +47,14 @@ def capture_stream() -> Stream | None:
 def using_stream(stream: Stream, kept: list[Any]) -> Iterator[None]:
     """Within: launches on this thread without `stream=` go to `stream`, and their arguments
     are appended to `kept`."""
+    global _captures
     _override.stream, _override.kept = stream, kept
+    _captures += 1
     try:
         yield
     finally:
         _override.stream = _override.kept = None
+        _captures -= 1
 
 
 def keep_if_captured(args: Any) -> None:
@@ -77,7 +81,7 @@ def default_stream_handle() -> int:
     """`default_cu_stream` as a handle for the compiled launcher: 0 for the legacy stream,
     torch's current stream, or -1 inside `fl.graph` (the Python launcher keeps the captured
     arguments alive)."""
-    if getattr(_override, "stream", None) is not None:
+    if _captures and getattr(_override, "stream", None) is not None:
         return -1
     current = _torch_current or _torch_current_stream()
     if current is None:

@@ -554,6 +554,9 @@ def _is_array_like(obj: Any) -> bool:
 def _on_gpu(obj: Any) -> bool:
     if isinstance(obj, np.ndarray):
         return False
+    is_cuda = getattr(obj, "is_cuda", None)  # torch: its own flag (its array interface
+    if isinstance(is_cuda, bool):  # raises RuntimeError for a tensor that requires grad)
+        return is_cuda
     if hasattr(obj, "__cuda_array_interface__"):
         return True
     device = getattr(obj, "__dlpack_device__", None)
