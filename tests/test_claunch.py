@@ -15,7 +15,7 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes
-from fearless.abi import ParamSpec
+from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import claunch, launch
 from fearless.runtime.tensor import Tensor
 from test_runtime_launch import FakeDriver, HostErrorPool, _kernel, fake_gpu  # noqa: F401
@@ -41,7 +41,10 @@ class Calls(list):  # type: ignore[type-arg]
 def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:  # noqa: F811
     """Every plan built in the test gets a C plan whose cuLaunchKernel records its call."""
     if claunch.module() is None:
-        pytest.skip(f"no compiled launcher here: {claunch.unavailable_reason()}")
+        why = str(claunch.unavailable_reason())
+        if "no C compiler" not in why and "no Python.h" not in why:
+            pytest.fail(f"claunch.c does not build here: {why}")  # a broken source, not a gap
+        pytest.skip(f"no compiled launcher here: {why}")
     calls = Calls()
 
     def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
@@ -166,11 +169,13 @@ def test_irregular_launches_fall_back_to_the_python_launcher(
 
 
 def test_plans_outside_the_common_case_have_no_c_plan() -> None:
-    assert not claunch.eligible((ParamSpec("b", "scalar", dtypes.bool_),), False, False)
-    assert not claunch.eligible((ParamSpec("h", "scalar", dtypes.f16),), False, False)
-    assert not claunch.eligible(SAXPY, True, False)  # requires= relations
-    assert not claunch.eligible(SAXPY, False, True)  # a fast variant
-    assert claunch.eligible(SAXPY, False, False)
+    assert not claunch.eligible((ParamSpec("b", "scalar", dtypes.bool_),))
+    assert not claunch.eligible((ParamSpec("h", "scalar", dtypes.f16),))
+    scalar_relation = Requirement("n <= len(x)", "(__arg_4) <= (__len_1)")
+    assert not claunch.eligible(SAXPY, (scalar_relation,))  # only lengths are compared in C
+    lengths = Requirement("len(out) == len(x)", "(__len_3) == (__len_1)", ("out", "==", "x"))
+    assert claunch.eligible(SAXPY, (lengths,))
+    assert claunch.eligible(SAXPY)
 
 
 def test_the_driver_refusing_goes_to_the_python_launcher(
@@ -182,3 +187,38 @@ def test_the_driver_refusing_goes_to_the_python_launcher(
     x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
     plan.launch(4, 256, (2.5, x, y, out, 7))
     assert len(c_driver) == 1 and len(fake_gpu.calls) == 1  # the Python launcher retried
+
+
+def test_requires_relations_and_the_fast_variant_in_c(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast_function = 0xFA57
+    monkeypatch.setattr(
+        launch.driver,
+        "load_kernel",
+        lambda ck: launch.driver.LoadedKernel(
+            ck.name, ck.entry, FUNCTION, 1, None, 512, 64, "ptx", fast_function=fast_function
+        ),
+    )
+    params = SAXPY[1:4]  # x, y, out
+    ck = _kernel(
+        "k",
+        params,
+        requires=(Requirement("len(y) == len(x)", "(__len_1) == (__len_0)", ("y", "==", "x")),),
+    )
+    ck.fast_entry = "fearless_k_fast"
+    ck.fast_assumes = (
+        Requirement("len(x) >= len(out)", "(__len_0) >= (__len_2)", ("x", ">=", "out")),
+    )
+    plan = launch.GpuLaunchPlan(ck, pool=HostErrorPool())
+    fake_gpu.plan = plan
+    assert plan.cplan is not None
+    x, y = _dev(0x10000, (1000,)), _dev(0x20000, (1000,))
+    plan.launch(4, 256, (x, y, _dev(0x30000, (1000,))))  # len(x) >= len(out): the fast one
+    plan.launch(4, 256, (x, y, _dev(0x30000, (2000,))))  # it does not: the checked one
+    assert [c["f"] for c in c_driver] == [fast_function, FUNCTION]
+    with pytest.raises(fl.LaunchContractError, match="len"):
+        plan.launch(4, 256, (x, _dev(0x20000, (999,)), _dev(0x30000, (1000,))))
+    assert len(c_driver) == 2 and not fake_gpu.calls

@@ -1,12 +1,13 @@
 /* fearless's compiled warm launcher (runtime/claunch.py builds it at first use, as Triton
  * builds its launcher).
  *
- * `launch(plan, function, gx, gy, gz, bx, by, bz, nthreads, args, stream)` does what the
+ * `launch(plan, function, fast, gx, gy, gz, bx, by, bz, nthreads, args, stream)` does what the
  * generated Python launcher of runtime/launch.py does for the common case, without the
  * interpreter: reads each array argument (an fl.Tensor's fields, or a plain torch.Tensor's
  * accessors) and each int or float scalar, checks dtype, device, contiguity and range, runs
- * the borrow check on the (output, other) pairs, packs the values into the plan's parameter
- * buffer and calls cuLaunchKernel. It returns 0 when the kernel was launched, a positive
+ * the borrow check on the (output, other) pairs, checks the `requires=` relations between
+ * lengths, picks the fast variant (`fast`, or None) when its length assumptions hold, packs
+ * the values into the plan's parameter buffer and calls cuLaunchKernel. It returns 0 when the kernel was launched, a positive
  * CUresult when the driver refused, and -1 when anything is not the common case or not
  * right: then nothing was launched, and the Python launcher runs, which explains every error.
  * The GIL is held throughout, so the shared buffer needs no other lock.
@@ -43,10 +44,15 @@ typedef struct {
     int n, narrays, npairs;
     Param *params;
     int *pairs; /* npairs (output, other) pairs of array indices */
+    int nreq, nassume;
+    int *req;    /* nreq (param, op, param): len(param) op len(param) must hold */
+    int *assume; /* nassume (param, param): len >= len, for the fast variant */
     PyObject *tensor_type, *torch_type; /* torch_type: or Py_None */
     long device;
     PyObject *spec; /* kept alive */
 } Plan;
+
+static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out);
 
 static PyObject *s_dev1d, *s_ptr, *s_size, *s_dtype, *s_on_device, *s_moved, *s_shape;
 static PyObject *s_tshape, *s_tdtype, *s_is_cuda, *s_get_device, *s_is_contiguous, *s_data_ptr;
@@ -59,7 +65,35 @@ static void plan_free(PyObject *capsule) {
     PyMem_Free(p->kernel_params);
     PyMem_Free(p->params);
     PyMem_Free(p->pairs);
+    PyMem_Free(p->req);
+    PyMem_Free(p->assume);
     PyMem_Free(p);
+}
+
+/* Flat ints of a tuple of `width`-tuples into a new array (NULL and an exception on error). */
+static int *int_rows(PyObject *rows, int width, int limit) {
+    Py_ssize_t n = PyTuple_GET_SIZE(rows);
+    int *out = PyMem_Calloc(n * width + 1, sizeof(int));
+    if (out == NULL) { PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = PyTuple_GET_ITEM(rows, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != width) {
+            PyErr_SetString(PyExc_ValueError, "a row has the wrong width");
+            PyMem_Free(out);
+            return NULL;
+        }
+        for (int k = 0; k < width; k++) {
+            Py_ssize_t v;
+            if (as_ssize(t, k, &v)) { PyMem_Free(out); return NULL; }
+            if (v < 0 || v >= limit) {
+                PyErr_SetString(PyExc_ValueError, "an index is out of range");
+                PyMem_Free(out);
+                return NULL;
+            }
+            out[i * width + k] = (int)v;
+        }
+    }
+    return out;
 }
 
 static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
@@ -70,21 +104,23 @@ static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
 }
 
 /* make_plan(launch_address, buffer_address, buffer_size, offsets, nthreads_offset, device,
- *           tensor_type, torch_type, params, pairs)
+ *           tensor_type, torch_type, params, pairs, requires, assumes)
  * The plan copies the Python packer's buffer (so the error record's pointer comes along) into
  * its own, and points its own pointer array at `offsets` in it: the C path never writes the
  * buffer the Python launcher packs, so the two need no lock between them (the GIL is held
  * from the first read to the end of cuLaunchKernel here).
  * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype); pairs: tuple of
- * (output, other) array-index pairs. */
+ * (output, other) array-index pairs; requires: (param, op, param) with op 0..5 for
+ * == != < <= > >=; assumes: (param, param) pairs of len >= len. */
 static PyObject *make_plan(PyObject *self, PyObject *args) {
     unsigned long long launch_addr, buffer_addr;
     Py_ssize_t size, nthreads_off;
     long device;
-    PyObject *offsets, *tensor_type, *torch_type, *params, *pairs;
-    if (!PyArg_ParseTuple(args, "KKnO!nlOOO!O!", &launch_addr, &buffer_addr, &size,
+    PyObject *offsets, *tensor_type, *torch_type, *params, *pairs, *requires, *assumes;
+    if (!PyArg_ParseTuple(args, "KKnO!nlOOO!O!O!O!", &launch_addr, &buffer_addr, &size,
                           &PyTuple_Type, &offsets, &nthreads_off, &device, &tensor_type,
-                          &torch_type, &PyTuple_Type, &params, &PyTuple_Type, &pairs))
+                          &torch_type, &PyTuple_Type, &params, &PyTuple_Type, &pairs,
+                          &PyTuple_Type, &requires, &PyTuple_Type, &assumes))
         return NULL;
     Plan *p = PyMem_Calloc(1, sizeof(Plan));
     if (p == NULL) return PyErr_NoMemory();
@@ -145,11 +181,26 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
         p->pairs[2 * i] = (int)a;
         p->pairs[2 * i + 1] = (int)b;
     }
+    p->nreq = (int)PyTuple_GET_SIZE(requires);
+    p->nassume = (int)PyTuple_GET_SIZE(assumes);
+    p->req = int_rows(requires, 3, p->n > 6 ? p->n : 6);
+    if (p->req == NULL) goto fail;
+    p->assume = int_rows(assumes, 2, p->n);
+    if (p->assume == NULL) goto fail;
+    for (int i = 0; i < p->nreq; i++) {
+        int a = p->req[3 * i], b = p->req[3 * i + 2];
+        if (a >= p->n || b >= p->n || p->req[3 * i + 1] > 5) {
+            PyErr_SetString(PyExc_ValueError, "a relation names a parameter that is not there");
+            goto fail;
+        }
+    }
     PyObject *capsule = PyCapsule_New(p, "fearless.claunch.plan", plan_free);
     if (capsule == NULL) goto fail;
     return capsule;
 fail:
     Py_XDECREF(p->spec);
+    PyMem_Free(p->req);
+    PyMem_Free(p->assume);
     PyMem_Free(p->buffer);
     PyMem_Free(p->kernel_params);
     PyMem_Free(p->params);
@@ -271,33 +322,29 @@ static int pack_float(char *slot, int kind, PyObject *v) {
 }
 
 static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "launch takes 11 arguments");
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "launch takes 12 arguments");
         return NULL;
     }
     Plan *p = (Plan *)PyCapsule_GetPointer(a[0], "fearless.claunch.plan");
     if (p == NULL) return NULL;
     unsigned dims[6];
     for (int k = 0; k < 6; k++) {
-        unsigned long v = PyLong_AsUnsignedLong(a[2 + k]);
+        unsigned long v = PyLong_AsUnsignedLong(a[3 + k]);
         if (v == (unsigned long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
         dims[k] = (unsigned)v;
     }
-    long long nthreads = PyLong_AsLongLong(a[8]);
-    PyObject *args = a[9];
-    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n) return PyLong_FromLong(-1);
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[10]);
-    PyObject *fn_int = PyNumber_Long(a[1]);
-    if (fn_int == NULL || (nthreads == -1 && PyErr_Occurred()) ||
+    long long nthreads = PyLong_AsLongLong(a[9]);
+    PyObject *args = a[10];
+    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n || p->n > 64)
+        return PyLong_FromLong(-1);
+    unsigned long long stream = PyLong_AsUnsignedLongLong(a[11]);
+    if ((nthreads == -1 && PyErr_Occurred()) ||
         (stream == (unsigned long long)-1 && PyErr_Occurred())) {
-        Py_XDECREF(fn_int);
         PyErr_Clear();
         return PyLong_FromLong(-1);
     }
-    void *function = PyLong_AsVoidPtr(fn_int);
-    Py_DECREF(fn_int);
-    long long starts[64], ends[64];
-    if (p->narrays > 64) return PyLong_FromLong(-1);
+    long long starts[64], ends[64], lens[64];
     int j = 0;
     for (int i = 0; i < p->n; i++) {
         Param *q = &p->params[i];
@@ -312,6 +359,7 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
             else ok = 0;
             if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
             long long count = q->kind == K_ARR1 ? e[0] : e[0] * e[1];
+            lens[i] = e[0]; /* len(a): the extent along axis 0, as in the kernel */
             starts[j] = ptr;
             ends[j] = ptr + count * q->itemsize;
             j++;
@@ -325,10 +373,34 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
             if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
         }
     }
+    for (int k = 0; k < p->nreq; k++) {
+        long long x = lens[p->req[3 * k]], y = lens[p->req[3 * k + 2]];
+        int ok;
+        switch (p->req[3 * k + 1]) {
+        case 0: ok = x == y; break;
+        case 1: ok = x != y; break;
+        case 2: ok = x < y; break;
+        case 3: ok = x <= y; break;
+        case 4: ok = x > y; break;
+        default: ok = x >= y; break;
+        }
+        if (!ok) return PyLong_FromLong(-1); /* the Python launcher names the relation */
+    }
     for (int k = 0; k < p->npairs; k++) {
         int o = p->pairs[2 * k], t = p->pairs[2 * k + 1];
         if (starts[o] < ends[t] && starts[t] < ends[o]) return PyLong_FromLong(-1);
     }
+    PyObject *chosen = a[1];
+    if (a[2] != Py_None) {
+        int fast = 1;
+        for (int k = 0; k < p->nassume && fast; k++)
+            fast = lens[p->assume[2 * k]] >= lens[p->assume[2 * k + 1]];
+        if (fast) chosen = a[2];
+    }
+    PyObject *fn_int = PyNumber_Long(chosen);
+    if (fn_int == NULL) { PyErr_Clear(); return PyLong_FromLong(-1); }
+    void *function = PyLong_AsVoidPtr(fn_int);
+    Py_DECREF(fn_int);
     memcpy(p->buffer + p->nthreads_off, &nthreads, 8);
     int err = p->launch(function, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
                         (void *)(uintptr_t)stream, p->kernel_params, NULL);

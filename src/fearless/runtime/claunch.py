@@ -1,7 +1,8 @@
 """The compiled warm launcher: claunch.c, built with the system's C compiler at first use.
 
 A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
-bf16 scalar to convert, no `requires=` relation, no fast variant) gets a C plan here: the
+bf16 scalar to convert) and whose `requires=` relations and fast-variant assumptions compare
+lengths only gets a C plan here: the
 generated Python launcher of launch.py then hands each warm launch to `launch(...)` in C, which
 reads the arrays (fl.Tensor fields, or a plain torch.Tensor's accessors), range-checks the
 scalars, runs the borrow check, packs the plan's parameter buffer and calls cuLaunchKernel
@@ -32,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import config
-from ..abi import ParamSpec
+from ..abi import ParamSpec, Requirement
 from .borrow import output_pairs
 
 _SOURCE = Path(__file__).with_name("claunch.c")
@@ -117,9 +118,19 @@ def driver_launch_address() -> int:
     return _launch_address
 
 
-def eligible(params: tuple[ParamSpec, ...], has_requires: bool, has_fast: bool) -> bool:
-    """Whether the C launcher does what the Python one would for this signature."""
-    if has_requires or has_fast:
+OPS = {"==": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+
+
+def eligible(
+    params: tuple[ParamSpec, ...],
+    requires: tuple[Requirement, ...] = (),
+    assumes: tuple[Requirement, ...] = (),
+) -> bool:
+    """Whether the C launcher does what the Python one would for this signature: its relations
+    all compare two lengths (`Requirement.relation`)."""
+    if any(r.relation is None or r.relation[1] not in OPS for r in requires):
+        return False
+    if any(r.relation is None or r.relation[1] != ">=" for r in assumes):
         return False
     return all(
         (p.is_array and p.ndim in (1, 2)) or (not p.is_array and p.dtype.name in SCALAR_KINDS)
@@ -137,6 +148,8 @@ def make_plan(
     tensor_type: type,
     torch_type: type | None,
     torch_dtype_of: Any,
+    requires: tuple[Requirement, ...] = (),
+    assumes: tuple[Requirement, ...] = (),
     launch_address: int | None = None,
 ) -> Any | None:
     """A C plan for one packer layout (`offsets`: ParamPacker's, in ABI order, the thread
@@ -164,6 +177,13 @@ def make_plan(
     arrays = [p for p in params if p.is_array]
     if pairs is None:  # past PAIRWISE_MAX arrays Python sweeps; C compares every pair
         pairs = output_pairs([p.is_output for p in arrays])
+    index = {p.name: i for i, p in enumerate(params)}
+
+    def relation(r: Requirement) -> tuple[int, int, int]:
+        assert r.relation is not None
+        a, op, b = r.relation
+        return index[a], OPS[op], index[b]
+
     address = launch_address if launch_address is not None else driver_launch_address()
     return mod.make_plan(
         address,
@@ -176,4 +196,6 @@ def make_plan(
         torch_type,
         tuple(entries),
         tuple((int(o), int(j)) for o, j in pairs),
+        tuple(relation(r) for r in requires),
+        tuple((relation(r)[0], relation(r)[2]) for r in assumes),
     )

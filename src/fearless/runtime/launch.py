@@ -131,7 +131,8 @@ class GpuLaunchPlan:
     def _compiled_plan(self) -> Any:
         """The C launcher's plan for this signature (claunch.py), or None: the Python one."""
         ck = self.ck
-        if not claunch.eligible(ck.params, bool(ck.contract.requires), ck.fast_entry is not None):
+        assumes = ck.fast_assumes if ck.fast_entry is not None else ()
+        if not claunch.eligible(ck.params, ck.contract.requires, assumes):
             return None
         try:
             return claunch.make_plan(
@@ -144,6 +145,8 @@ class GpuLaunchPlan:
                 Tensor,
                 _torch_tensor_type() if "torch" in sys.modules else None,
                 torch_dtype_of,
+                ck.contract.requires,
+                assumes,
             )
         except OSError:  # no libcuda to call: the Python launcher calls cuda.bindings
             return None
@@ -307,7 +310,8 @@ def build_launcher(
             "    h = default_handle() if stream is None else "
             "(stream._handle if type(stream) is Stream else -1)",
             "    if h >= 0 and type(args) is tuple:",
-            "        r = claunch(cplan, fnc, gx, g[1], g[2], b[0], b[1], b[2], nthreads, args, h)",
+            "        r = claunch(cplan, fnc, fast, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
+            " args, h)",
             "        if r == 0:",
             "            pool.launches += 1",
             "            if sync_after_launch():",
