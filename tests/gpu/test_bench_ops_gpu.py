@@ -1,6 +1,7 @@
 """The ops family on the GPU (`fearless bench --cases ops`, family_ops.py), at the smallest shape
 of each op, variant and dtype, with `--quick`'s timing budget: every fearless.ops call and its
-torch peer pass their checks, and TileGym's (where installed) passes or says why it is skipped.
+torch peer pass their checks, and TileGym's (where installed) passes, says why it is skipped, or
+fails its own accuracy check (recorded, as any peer's wrong result).
 A pre-flight for the full family run (bench/README.md, "The ops family")."""
 
 from __future__ import annotations
@@ -32,5 +33,8 @@ def test_every_op_passes_at_its_smallest_shape(tmp_path: Path) -> None:
         bad = [r for r in by_impl[impl].values() if r["status"] != "ok"]
         assert not bad, bad
     for r in by_impl.get(model.TILEGYM, {}).values():
-        assert r["status"] in ("ok", "skipped"), r
-    assert rc == 0
+        # a peer's own accuracy is its business (TileGym's f32 gelu misses 1e-4 on the H200:
+        # 2e-4): the record says so, and the family goes on
+        wrong = r["status"] == "failed" and "wrong result" in (r.get("reason") or "")
+        assert r["status"] in ("ok", "skipped") or wrong, r
+    assert rc in (0, 1)  # 1: a peer's record failed
