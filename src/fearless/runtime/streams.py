@@ -57,11 +57,13 @@ def using_stream(stream: Stream, kept: list[Any]) -> Iterator[None]:
         _captures -= 1
 
 
-def keep_if_captured(args: Any) -> None:
-    """Inside `fl.graph`, keep a launch's arguments alive as long as the graph."""
-    kept = getattr(_override, "kept", None)
-    if kept is not None:
-        kept.append(args)
+def keep_if_captured(args: Any, stream: Any) -> None:
+    """Inside `fl.graph`, keep the arguments of a launch without `stream=` (one the capture
+    stream takes) alive as long as the graph."""
+    if _captures and stream is None:
+        kept = getattr(_override, "kept", None)
+        if kept is not None:
+            kept.append(args)
 
 
 _torch_current: Callable[[int], int] | None = None  # torch's raw current-stream getter

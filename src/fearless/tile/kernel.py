@@ -311,8 +311,7 @@ class Kernel:
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream)
-            if stream is None and target.on_device:
-                keep_if_captured(args)  # inside `fl.graph`: the graph holds the arrays
+            keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
             entry.run(payload, stream)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
@@ -340,8 +339,7 @@ class Kernel:
         entry, payload = self._prepare(staging.args if staging else args, target, host_grid)
         if key is not None and staging is None:
             warm.store(key, entry)
-        if stream is None and target.on_device:
-            keep_if_captured(args)  # inside `fl.graph`: the graph holds the arrays
+        keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
         entry.run(payload, stream)
         if staging is not None:
             finish(staging)  # the copies live until the kernel is done
@@ -404,8 +402,7 @@ class Kernel:
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream, dims)
-            if stream is None and target.on_device:
-                keep_if_captured(args)
+            keep_if_captured(args, stream)
             entry.run(payload, stream)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
