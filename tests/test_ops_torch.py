@@ -214,3 +214,30 @@ def test_torch_ops_exist_whichever_is_imported_first() -> None:
     env = {**os.environ, "FEARLESS_TARGET": "sim"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_cuda_operands_are_wrapped_without_the_generic_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from fearless.ops import _io
+
+    class OnGpu0(torch.Tensor):
+        """A CPU tensor that says it lives on cuda:0 (only its pointer is read)."""
+
+        @property
+        def is_cuda(self) -> bool:
+            return True
+
+        def get_device(self) -> int:
+            return 0
+
+    monkeypatch.setattr(_io, "current_target", lambda: SimpleNamespace(on_device=True))
+    x = torch.zeros(6, 4, dtype=torch.bfloat16).as_subclass(OnGpu0)
+    t = _io.from_torch(x)
+    assert (t.shape, t.dtype, t._ptr, t._owner) == ((6, 4), fl.bf16, x.data_ptr(), x)
+    assert t._on_device and not t._dev1d
+    strided = torch.zeros(4, 6).as_subclass(OnGpu0).t()
+    s = _io.from_torch(strided)
+    assert s.shape == (6, 4) and s._ptr != strided.data_ptr()  # a contiguous copy
