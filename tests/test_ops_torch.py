@@ -241,3 +241,51 @@ def test_cuda_operands_are_wrapped_without_the_generic_reader(
     strided = torch.zeros(4, 6).as_subclass(OnGpu0).t()
     s = _io.from_torch(strided)
     assert s.shape == (6, 4) and s._ptr != strided.data_ptr()  # a contiguous copy
+
+
+def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
+    def x() -> Any:
+        return torch.randn(6, 64, requires_grad=True)
+
+    def v(n: int) -> Any:
+        return torch.randn(n, requires_grad=True)
+
+    def mats() -> tuple[Any, Any]:
+        return torch.randn(9, 20, requires_grad=True), torch.randn(20, 7, requires_grad=True)
+
+    return [
+        ("softmax", lambda: (x(), -1)),
+        ("rms_norm", lambda: (x(), [64], v(64), 1e-6)),
+        ("layer_norm", lambda: (x(), [64], v(64), v(64), 1e-5)),
+        ("matmul", mats),
+        (
+            "bmm",
+            lambda: tuple(t[None].expand(2, *t.shape).detach().requires_grad_() for t in mats()),
+        ),
+        ("group_gemm", lambda: tuple([t] for t in mats())),
+        ("relu", lambda: (x(),)),
+        ("gelu", lambda: (x(), "tanh")),
+        ("silu_and_mul", lambda: (x(),)),
+        ("geglu", lambda: (x(), -1, "none")),
+        ("swiglu", lambda: (x(), x())),
+        ("dropout", lambda: (x(), 0.3, 5)),
+        ("transpose", lambda: (mats()[0],)),
+        (
+            "rope",
+            lambda: (
+                torch.randn(2, 3, 5, 16, requires_grad=True),
+                torch.randn(2, 1, 5, 16, requires_grad=True),
+                COS,
+                SIN,
+            ),
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "make"), _opcheck_cases(), ids=lambda c: c if isinstance(c, str) else ""
+)
+def test_torch_library_opcheck(name: str, make: Callable[[], tuple[Any, ...]]) -> None:
+    """torch's own checker of custom ops: schema, fake kernel against the real one, autograd
+    registration, and AOT dispatch (what torch.compile relies on)."""
+    torch.library.opcheck(getattr(torch.ops.fearless, name).default, make())
