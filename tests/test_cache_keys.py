@@ -1,0 +1,96 @@
+"""A kernel's disk-cache key follows its source: editing the kernel, or a device function or
+Tile helper it calls, is a different key on both tracks (issue 16: no test checked this), and
+the same source in another file is the same key."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import fearless as fl
+from fearless import config
+from fearless.runtime.target import current_target
+from fearless.simt import compiler as simt_compiler
+from fearless.tile import compiler as tile_compiler
+
+SIMT = """
+import fearless as fl
+from fearless import simt
+
+
+@simt.device
+def scale(v: fl.f32) -> fl.f32:
+    return v * {factor}
+
+
+@simt.kernel
+def k(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = scale(x[i]) + {offset}
+"""
+
+TILE = """
+import fearless as fl
+from fearless import tile
+
+
+@tile.function
+def scale(v):
+    return v * {factor}
+
+
+@tile.kernel
+def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(scale(tile.load_like(x, out)) + {offset})
+"""
+
+
+def _module(tmp_path: Path, name: str, text: str) -> ModuleType:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _simt_key(mod: ModuleType) -> str:
+    return simt_compiler.cache_key(mod.k.spec, "sm_90")
+
+
+def _tile_key(mod: ModuleType) -> str:
+    x = fl.zeros(256)
+    part = fl.zeros(256).partition((128,))
+    signature, _ = mod.k.signature_of((part, x), current_target())
+    return tile_compiler.cache_key(mod.k.ir_for(signature), "sm_90")
+
+
+@pytest.mark.parametrize(
+    ("text", "key"), [(SIMT, _simt_key), (TILE, _tile_key)], ids=["simt", "tile"]
+)
+def test_editing_a_kernel_or_what_it_calls_changes_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: object
+) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    track = "simt" if text is SIMT else "tile"
+    keys = {
+        edit: key(_module(tmp_path, f"cache_key_{track}_{i}", text.format(**values)))  # type: ignore[operator]
+        for i, (edit, values) in enumerate(
+            {
+                "base": {"factor": "2.0", "offset": "1.0"},
+                "kernel edited": {"factor": "2.0", "offset": "3.0"},
+                "helper edited": {"factor": "5.0", "offset": "1.0"},
+                "same source": {"factor": "2.0", "offset": "1.0"},
+            }.items()
+        )
+    }
+    assert keys["kernel edited"] != keys["base"]
+    assert keys["helper edited"] != keys["base"]
+    assert keys["same source"] == keys["base"]  # another file, same text: the same binary
