@@ -3,12 +3,17 @@ autograd, with torch tensors in and out, up to (4096, 4096) bf16."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fearless.ops import backward_activation as bw
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from test_ops_backward_activation import UNARY as CASES  # the CPU test's cases
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -16,35 +21,6 @@ F = torch.nn.functional
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
 TOL = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 1.6e-2}
-
-
-def _gated(act: Callable[[Any], Any], gate_first: bool = True) -> Callable[[Any], Any]:
-    """silu_and_mul's act(x[..., :d]) * x[..., d:], or geglu's x[..., :d] * act(x[..., d:])."""
-
-    def forward(x: Any) -> Any:
-        d = x.shape[-1] // 2
-        if gate_first:
-            return act(x[..., :d]) * x[..., d:]
-        return x[..., :d] * act(x[..., d:])
-
-    return forward
-
-
-def _tanh_gelu(x: Any) -> Any:
-    return F.gelu(x, approximate="tanh")
-
-
-CASES = {
-    "relu": (bw.relu_backward, F.relu),
-    "gelu": (bw.gelu_backward, F.gelu),
-    "gelu_tanh": (lambda dy, x: bw.gelu_backward(dy, x, approximate="tanh"), _tanh_gelu),
-    "silu_and_mul": (bw.silu_and_mul_backward, _gated(F.silu)),
-    "geglu": (bw.geglu_backward, _gated(F.gelu, gate_first=False)),
-    "geglu_tanh": (
-        lambda dy, x: bw.geglu_backward(dy, x, "tanh"),
-        _gated(_tanh_gelu, gate_first=False),
-    ),
-}
 
 
 def _grads(forward: Callable[..., Any], dy: Any, *xs: Any) -> list[Any]:

@@ -5,13 +5,15 @@ errors raised by graph replays."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import ops, simt, tile
+from fearless import ops
 from fearless.runtime.streams import default_cu_stream
 
 torch = pytest.importorskip("torch")
@@ -19,24 +21,8 @@ F = torch.nn.functional
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
-
-@simt.kernel
-def axpy(a: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        out[i] = a * x[i] + y[i]
-
-
-@simt.kernel
-def shifted(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        out[i] = x[i + 1]
-
-
-@tile.kernel
-def double(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    out.store(tile.load_like(x, out) * 2.0)
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from test_graphs import axpy, double, shifted  # the CPU tests' kernels  # noqa: E402
 
 
 def _pairs(*shapes: tuple[int, ...], dt: Any = torch.float32) -> tuple[list[Any], list[Any]]:

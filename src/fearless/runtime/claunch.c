@@ -55,7 +55,7 @@ typedef struct {
 static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out);
 
 static PyObject *s_dev1d, *s_ptr, *s_size, *s_dtype, *s_on_device, *s_moved, *s_shape;
-static PyObject *s_tshape, *s_tdtype, *s_is_cuda, *s_get_device, *s_is_contiguous, *s_data_ptr;
+static PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
 static void plan_free(PyObject *capsule) {
     Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
@@ -419,7 +419,7 @@ PyMODINIT_FUNC PyInit__fearless_claunch(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
     INTERN(s_dev1d, "_dev1d") INTERN(s_ptr, "_ptr") INTERN(s_size, "_size")
     INTERN(s_dtype, "_dtype") INTERN(s_on_device, "_on_device") INTERN(s_moved, "_moved")
-    INTERN(s_shape, "_shape") INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype") INTERN(s_is_cuda, "is_cuda")
+    INTERN(s_shape, "_shape") INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype")
     INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
     INTERN(s_data_ptr, "data_ptr")
 #undef INTERN

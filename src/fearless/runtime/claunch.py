@@ -146,7 +146,7 @@ def make_plan(
     pairs: Any,
     device: int,
     tensor_type: type,
-    torch_type: type | None,
+    torch_type: type,
     torch_dtype_of: Any,
     requires: tuple[Requirement, ...] = (),
     assumes: tuple[Requirement, ...] = (),
@@ -168,7 +168,7 @@ def make_plan(
             ext = offsets[k + 1 : k + 1 + p.ndim]
             entries.append(
                 (kind, offsets[k], ext[0], ext[-1], p.dtype.itemsize, p.dtype,
-                 torch_dtype_of(p.dtype) if torch_type is not None else None)
+                 torch_dtype_of(p.dtype))
             )  # fmt: skip
             k += 1 + p.ndim
         else:

@@ -143,7 +143,7 @@ class GpuLaunchPlan:
                 self.borrow_pairs,
                 DEVICE_ID,
                 Tensor,
-                _torch_tensor_type() if "torch" in sys.modules else None,
+                _torch_tensor_type(),  # _NoTorch, no argument's type, before torch loads
                 torch_dtype_of,
                 ck.contract.requires,
                 assumes,

@@ -79,19 +79,26 @@ def _torch_current_stream() -> Callable[[int], int] | None:
     return _torch_current
 
 
+def _torch_handle() -> int:
+    """torch's current stream on fearless's GPU once torch has initialised CUDA, else 0 (the
+    legacy stream). A launch on a stream torch is capturing (`torch.cuda.graph`) sets
+    `ErrorPool.graphs`: its replays will not be counted."""
+    current = _torch_current or _torch_current_stream()
+    if current is None:
+        return 0
+    handle = int(current(DEVICE_ID))
+    if handle and sys.modules["torch"].cuda.is_current_stream_capturing():
+        default_pool().graphs = True
+    return handle
+
+
 def default_stream_handle() -> int:
     """`default_cu_stream` as a handle for the compiled launcher: 0 for the legacy stream,
     torch's current stream, or -1 inside `fl.graph` (the Python launcher keeps the captured
     arguments alive)."""
     if _captures and getattr(_override, "stream", None) is not None:
         return -1
-    current = _torch_current or _torch_current_stream()
-    if current is None:
-        return 0
-    handle = current(DEVICE_ID)
-    if handle and sys.modules["torch"].cuda.is_current_stream_capturing():
-        default_pool().graphs = True
-    return int(handle)
+    return _torch_handle()
 
 
 def default_cu_stream(legacy: Any, args: Any = None) -> Any:
@@ -100,19 +107,14 @@ def default_cu_stream(legacy: Any, args: Any = None) -> Any:
     another), else `legacy`, the legacy default stream. `args`, the launch's arguments, are
     kept alive by a graph that captures the launch. A few hundred nanoseconds with torch
     loaded; one dict lookup without. Inside `fl.graph`, the capture stream."""
-    captured = getattr(_override, "stream", None)
+    captured = getattr(_override, "stream", None) if _captures else None
     if captured is not None:
         if args is not None:
-            _override.kept.append(args)
+            keep_if_captured(args, None)
         return captured.cu_stream()
-    current = _torch_current or _torch_current_stream()
-    if current is None:
-        return legacy
-    handle = current(DEVICE_ID)
+    handle = _torch_handle()
     if not handle:
         return legacy
-    if sys.modules["torch"].cuda.is_current_stream_capturing():  # replays go uncounted
-        default_pool().graphs = True
     cs = _by_handle.get(handle)
     if cs is None:
         if len(_by_handle) >= _BY_HANDLE_MAX:
