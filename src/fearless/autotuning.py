@@ -48,6 +48,7 @@ import numpy as np
 
 from . import config
 from .errors import CompileError, FearlessError, KernelTypeError
+from .runtime import trace
 from .runtime.location import user_location
 from .version import __version__
 
@@ -142,6 +143,7 @@ class Autotuned:
         stored = _load(path, self.configs)
         if stored is not None:
             return stored
+        trace.refuse("the autotuner timed its configurations")
         snapshots = [
             _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
             for name in (*self._reset, *self._restore)

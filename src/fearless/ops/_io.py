@@ -8,6 +8,7 @@ caller's memory where it can (torch CUDA tensors on the GPU, NumPy arrays on the
 from __future__ import annotations
 
 import math
+import secrets
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
+from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, torch_dtype, torch_dtype_of
 from ..runtime.location import user_location
 from ..runtime.target import current_target
@@ -91,8 +93,10 @@ def from_torch(x: Any) -> Tensor:
         dtype = torch_dtype(x.dtype)
         if dtype is not None:
             if not x.is_contiguous():
+                trace.refuse("a contiguous copy of a strided input")
                 x = x.detach().contiguous()
             return Tensor._make(x.data_ptr(), tuple(x.shape), dtype, on_device=True, owner=x)
+    trace.refuse("an input copied for the target")
     return fl_tensor.asarray(x.detach().contiguous())
 
 
@@ -102,10 +106,21 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
     dt = dtype or like.dtype
     if like.kind == "torch":
         torch = sys.modules["torch"]
-        out = torch.empty(shape, dtype=torch_dtype_of(dt), device=like.original.device)
+        tdt, device = torch_dtype_of(dt), like.original.device
+        out = torch.empty(shape, dtype=tdt, device=device)
+        _allocated(out, lambda: torch.empty(shape, dtype=tdt, device=device))
         return from_torch(out), out
+    trace.refuse("an fl.Tensor output")
     t = fl_tensor.empty(shape, dtype=dt)
     return t, t
+
+
+def _allocated(t: Any, again: Any) -> None:
+    """Tell a recording trace (runtime/trace.py) of a torch allocation and how to redo it."""
+    if trace.recording:
+        rec = trace.current()
+        if rec is not None:
+            rec.allocation(t, again)
 
 
 def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | None = None) -> Tensor:
@@ -115,8 +130,11 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
     dt = dtype or like.dtype
     if like.kind == "torch":
         torch = sys.modules["torch"]
-        t = torch.full(shape, value, dtype=torch_dtype_of(dt), device=like.original.device)
+        tdt, device = torch_dtype_of(dt), like.original.device
+        t = torch.full(shape, value, dtype=tdt, device=device)
+        _allocated(t, lambda: torch.full(shape, value, dtype=tdt, device=device))
         return from_torch(t)
+    trace.refuse("an fl.Tensor temporary")
     return fl_tensor.full(shape, value, dtype=dt)
 
 
@@ -128,8 +146,11 @@ def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
         owner = owner._owner
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(owner, torch.Tensor):
-        z = torch.zeros(shape, dtype=torch_dtype_of(dtype), device=owner.device)
+        tdt, device = torch_dtype_of(dtype), owner.device
+        z = torch.zeros(shape, dtype=tdt, device=device)
+        _allocated(z, lambda: torch.zeros(shape, dtype=tdt, device=device))
         return from_torch(z)
+    trace.refuse("an fl.Tensor scratch")
     return fl_tensor.zeros(shape, dtype=dtype)
 
 
@@ -137,6 +158,7 @@ def cast(x: Operand, dtype: DType) -> Tensor:
     """`x` in `dtype` (itself when it is already), converted on x's side as `full` allocates."""
     if x.dtype == dtype:
         return x.tensor
+    trace.refuse(f"{x.dtype.name} converted to {dtype.name}")
     if x.kind == "torch":
         return from_torch(x.original.detach().to(torch_dtype_of(dtype)))
     return x.tensor.astype(dtype)
@@ -155,6 +177,20 @@ def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Ten
             code="E0701",
         )
     return cast(w, like.dtype)
+
+
+def fresh_seed() -> int:
+    """A random 64-bit seed as the kernels' i64, drawn anew by a replay (ops/_replay.py)."""
+    s = _draw_seed()
+    if trace.recording:
+        rec = trace.current()
+        if rec is not None:
+            rec.seed(s, _draw_seed)
+    return s
+
+
+def _draw_seed() -> int:
+    return secrets.randbits(64) - 2**63
 
 
 def gelu_kind(approximate: str) -> str:

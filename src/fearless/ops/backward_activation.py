@@ -17,6 +17,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
+from ._replay import replayable
 from .kernels_activation_backward import (
     make_gated_backward,
     make_swiglu_backward,
@@ -27,30 +28,35 @@ from .kernels_rows import kernel_of, next_pow2
 _BLOCK = 1024  # elements per tile of the elementwise kernels, as the forward's
 
 
+@replayable()
 def relu_backward(dy: Any, x: Any) -> Any:
     """dx of `relu(x)`: 0 where x <= 0, else dy (at x == 0 the gradient is 0 and at a NaN it
     is dy, as torch's)."""
     return _unary_backward(dy, x, "relu", "relu_backward")
 
 
+@replayable()
 def gelu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
     """dx of `gelu(x, approximate)`: dy * (Phi(x) + x * phi(x)) for the exact gelu, and the
     derivative of the tanh form for `approximate="tanh"` (torch's formulas)."""
     return _unary_backward(dy, x, gelu_kind(approximate), "gelu_backward")
 
 
+@replayable()
 def silu_and_mul_backward(dy: Any, x: Any) -> Any:
     """dx of `silu_and_mul(x)` = silu(x[..., :d]) * x[..., d:]: dx has x's shape, its gate half
     dy * up * silu'(gate), its up half dy * silu(gate)."""
     return _gated_backward(dy, x, "silu", "silu_and_mul_backward")
 
 
+@replayable()
 def geglu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
     """dx of `geglu(x, dim=-1, approximate)` = gelu(x[..., :d]) * x[..., d:], as
     `silu_and_mul_backward` with gelu's derivative."""
     return _gated_backward(dy, x, gelu_kind(approximate), "geglu_backward")
 
 
+@replayable()
 def swiglu_backward(dy: Any, a: Any, b: Any) -> tuple[Any, Any]:
     """(da, db) of `swiglu(a, b)` = silu(a) * b: da = dy * b * silu'(a), db = dy * silu(a)."""
     op = "swiglu_backward"

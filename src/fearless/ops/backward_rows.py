@@ -15,6 +15,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of
+from ._replay import replayable
 from .kernels_rows_backward import (
     column_sum,
     layer_norm_bwd_tuned,
@@ -23,6 +24,7 @@ from .kernels_rows_backward import (
 )
 
 
+@replayable()
 def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     """dx of `softmax(x, dim)` from its output `y` and the output's gradient `dy`:
     y * (dy - sum(dy * y)) over the last axis. Returns y's kind and dtype."""
@@ -36,6 +38,7 @@ def softmax_backward(y: Any, dy: Any, dim: int = -1) -> Any:
     return result(a, dx, ret)
 
 
+@replayable()
 def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, Any]:
     """(dx, dw) of `torch.nn.functional.rms_norm(x, (n,), weight, eps)` over x's last axis
     (any leading shape), for the output's gradient `dy`. dw is the weight's gradient, in x's
@@ -53,6 +56,7 @@ def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, An
     return result(g, dx, dx_ret), (result(g, dw, dw_ret) if dw is not None else None)
 
 
+@replayable()
 def layer_norm_backward(
     dy: Any, x: Any, weight: Any, bias: Any, eps: float
 ) -> tuple[Any, Any, Any]:

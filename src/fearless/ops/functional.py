@@ -9,14 +9,26 @@ configuration per shape and dtype once and keeps it on disk (`fl.autotune`).
 from __future__ import annotations
 
 import math
-import secrets
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import user_location
-from ._io import FLOATS, Operand, cast, gelu_kind, operand, output, param, result, rows_of, view
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    fresh_seed,
+    gelu_kind,
+    operand,
+    output,
+    param,
+    result,
+    rows_of,
+    view,
+)
+from ._replay import replayable
 from ._route import torch_ops
 from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
 from .kernels_gemm import bmm_tuned, matmul_tuned
@@ -26,6 +38,7 @@ from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_t
 # --------------------------------------------------------------------------- rows
 
 
+@replayable()
 def softmax(x: Any, dim: int = -1) -> Any:
     """softmax over the last axis (`torch.nn.functional.softmax(x, dim=-1)`), computed in f32."""
     if (t := torch_ops(x)) is not None:
@@ -50,6 +63,7 @@ def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
     return shape[0]
 
 
+@replayable()
 def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
     """`torch.nn.functional.rms_norm`: x / sqrt(mean(x^2) + eps) * weight over the last axis;
     `eps` None is the dtype's machine epsilon, as torch."""
@@ -65,6 +79,7 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     return result(a, out, ret)
 
 
+@replayable()
 def layer_norm(
     x: Any,
     normalized_shape: Any,
@@ -97,6 +112,7 @@ def _machine_eps(a: Operand) -> float:
 # --------------------------------------------------------------------------- GEMM
 
 
+@replayable()
 def matmul(a: Any, b: Any) -> Any:
     """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32."""
     if (t := torch_ops(a, b)) is not None:
@@ -111,6 +127,7 @@ def matmul(a: Any, b: Any) -> Any:
     return result(x, out, ret)
 
 
+@replayable()
 def bmm(a: Any, b: Any) -> Any:
     """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32."""
     if (t := torch_ops(a, b)) is not None:
@@ -173,6 +190,7 @@ def _unary(x: Any, kind: str, op: str) -> Any:
     return result(a, out, ret)
 
 
+@replayable()
 def relu(x: Any, inplace: bool = False) -> Any:
     """`torch.nn.functional.relu` (out of place: `inplace=True` is refused)."""
     if inplace:
@@ -182,6 +200,7 @@ def relu(x: Any, inplace: bool = False) -> Any:
     return _unary(x, "relu", "relu")
 
 
+@replayable()
 def gelu(x: Any, approximate: str = "none") -> Any:
     """`torch.nn.functional.gelu`: exact (erf) or `approximate="tanh"`, computed in f32."""
     kind = gelu_kind(approximate)
@@ -220,6 +239,7 @@ def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
     return result(a, out, ret)
 
 
+@replayable()
 def silu_and_mul(x: Any) -> Any:
     """silu(x[..., :d]) * x[..., d:] for x of last axis 2d (vLLM's and TileGym's)."""
     if (t := torch_ops(x)) is not None:
@@ -227,6 +247,7 @@ def silu_and_mul(x: Any) -> Any:
     return _gated(x, "silu", "silu_and_mul")
 
 
+@replayable()
 def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
     """gelu(x[..., :d]) * x[..., d:] over the last axis, split in halves."""
     kind = gelu_kind(approximate)
@@ -235,6 +256,7 @@ def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
     return _gated(x, kind, "geglu", dim)
 
 
+@replayable()
 def swiglu(a: Any, b: Any) -> Any:
     """silu(a) * b elementwise (TileGym's swiglu forward)."""
     if (t := torch_ops(a, b)) is not None:
@@ -249,6 +271,7 @@ def swiglu(a: Any, b: Any) -> Any:
     return result(x, out, ret)
 
 
+@replayable(dynamic=("seed",))
 def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
     """`torch.nn.functional.dropout`: zero each element with probability `p`, scale the rest by
     1 / (1 - p). The mask is Philox's (`tile.rand(seed, element index)`): a given `seed`
@@ -270,7 +293,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
         out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype)
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
-        s = _i64(secrets.randbits(64) if seed is None else seed)
+        s = fresh_seed() if seed is None else _i64(seed)
         _elementwise(kernel_of(make_dropout, a.dtype), out, a.tensor, float(p), s)
     return result(a, out, ret)
 
@@ -284,6 +307,7 @@ def _i64(seed: int) -> int:
 # --------------------------------------------------------------------------- layout
 
 
+@replayable()
 def transpose(x: Any) -> Any:
     """The transpose of a matrix (`x.T`, TileGym's transpose), or of each matrix of a batch
     (B, M, N) -> (B, N, M) (`x.transpose(1, 2)`), in a new tensor."""
@@ -305,6 +329,7 @@ def transpose(x: Any) -> Any:
     return result(a, out, ret)
 
 
+@replayable()
 def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     """Rotary position embedding (TileGym's rope, out of place): q (B, Hq, S, D) and
     k (B, Hk, S, D) rotated by cos and sin of shape (S, D) or (1 or B, S, D), whose first D / 2
@@ -314,6 +339,7 @@ def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     return _rope(q, k, cos, sin, inverse=False)
 
 
+@replayable()
 def rope_backward(dq: Any, dk: Any, cos: Any, sin: Any) -> Any:
     """The gradients of rope's q and k from those of its outputs: the inverse rotation (rope
     with -sin), since each rotation is orthogonal; (dq_in, dk_in)."""

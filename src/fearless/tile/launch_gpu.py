@@ -22,7 +22,7 @@ from typing import Any
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import LaunchContractError
 from ..ir.tile_kernel import CompiledTile, Signature, element_strides
-from ..runtime import driver
+from ..runtime import driver, trace
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
 from ..runtime.streams import Stream, default_cu_stream, stream_handle
@@ -190,6 +190,8 @@ class GpuLaunch:
         self._invalid_context = cu.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
     def __call__(self, values: Sequence[Any], stream: Any) -> None:
+        if trace.recording:  # ops/_replay.py records what an operator launches
+            self._record(values, stream)
         params = self.params
         with self._lock:
             if params.bf16:
@@ -206,6 +208,14 @@ class GpuLaunch:
             (err,) = self._cu_launch(self.function, gx, gy, gz, 1, 1, 1, 0, cs, params.address, 0)
             if err:
                 self._failed(err, cs)
+
+    def _record(self, values: Sequence[Any], stream: Any) -> None:
+        t = trace.current()
+        if t is not None:
+            if stream is None:
+                t.launch(self, values)
+            else:
+                t.refuse(f"`{self.name}` launched on a stream the call chose")
 
     def _failed(self, err: Any, cs: Any) -> None:
         """As `driver.call`: a thread that never used the GPU gets the context and tries again."""

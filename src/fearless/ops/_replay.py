@@ -1,0 +1,279 @@
+"""The warm path of fearless.ops: a call whose arguments read the same cheap facts as an earlier
+one does again what that one launched, without the Python that decided it.
+
+An operator's Python (checks, the autotuner's choice, views, partitions, the warm path of each
+Tile launch) costs tens of microseconds per call on the GPU, more than the kernel of a small
+tensor. What it decides depends on its arguments only through a few facts, which `replayable`
+reads on every call into a key:
+
+    a torch.Tensor  its shape, dtype, device, contiguity and pointer mod 16 (what the slow path
+                    checks and what a kernel's alignment is compiled for); its pointer itself
+                    is where the replayed launches read
+    None, a bool, int, float or str, a tuple or list of those
+                    its type and value
+    a `dynamic` int argument (dropout's seed)
+                    only whether it is given: its value goes into the launches as it is
+    and the target `fl.set_target` or FEARLESS_TARGET names.
+
+Anything else (an fl.Tensor, a NumPy array, a tensor subclass, a list of tensors, an input
+that requires grad while grad is enabled, a call while torch.compile traces) takes the slow
+path every time. The first call with a key takes it too (it compiles and tunes); the second
+takes it while runtime/trace.py records what it launched and allocated; every later one
+replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
+output), the same prepared launches (tile/launch_gpu.py) with each pointer moved from the
+recorded call's tensors to this call's, new random seeds where the recorded call drew them,
+and the same result structure, in this call's tensors.
+
+Why a replay is the slow path's launch: every check the slow path made passed for the
+recorded arguments and depends on the key alone; its outputs are new allocations, which alias
+nothing; the kernels it chose depend on the key alone. A recorded call that did anything a
+replay would skip (a dtype conversion, a contiguous copy, an autotuner timing, an allocation
+outside torch, no launch at all, or inputs that overlap so a pointer's owner is ambiguous) is
+never replayed: its key takes the slow path from then on.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .. import config
+from ..runtime import trace
+from ..runtime.streams import keep_if_captured
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Keys kept per operator: a program that makes new shapes without end starts over.
+MAX_PLANS = 512
+_SCALARS = (type(None), bool, int, float, str)
+_I64 = (-(2**63), 2**63)
+
+# What a launch value is, in a plan: a constant, a pointer (buffer, offset), a seed drawn anew,
+# or a dynamic argument's value.
+CONST, POINTER, SEED, DYNAMIC = range(4)
+Source = tuple[int, Any, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A recorded call: the allocations to make again (and the pointer mod 16 each had), the
+    launches with the source of each value, the seed draws, and the result's structure (the
+    index of each allocation returned, in tuples and lists as returned)."""
+
+    allocations: tuple[Callable[[], Any], ...]
+    aligns: tuple[int, ...]
+    launches: tuple[tuple[Callable[[list[Any], Any], None], tuple[Source, ...]], ...]
+    draws: tuple[Callable[[], int], ...]
+    result: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Never:
+    """A key whose call is not replayed, and why (for tests and `explain`)."""
+
+    why: str
+
+
+_SEEN = Never("seen once: the next call records")
+
+
+def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
+    """Give operator `fn` the warm path above. `dynamic` names int arguments the kernels take
+    as they are (never in a check or a choice): their value is not in the key."""
+
+    def decorate(fn: F) -> F:
+        params = list(inspect.signature(fn).parameters)
+        dyn = tuple((params.index(name), name) for name in dynamic)
+        plans: dict[Any, Plan | Never] = {}
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            torch = sys.modules.get("torch")
+            if torch is None or torch.compiler.is_compiling():
+                return fn(*args, **kwargs)
+            found = _key(torch, args, kwargs, dyn)
+            if found is None:
+                return fn(*args, **kwargs)
+            key, tensors, values = found
+            plan = plans.get(key)
+            if type(plan) is Plan and not trace.recording:
+                out = _replay(plan, tensors, values)
+                if out is not _MISS:
+                    return out
+                return fn(*args, **kwargs)
+            if plan is None:
+                if len(plans) >= MAX_PLANS:
+                    plans.clear()
+                plans[key] = _SEEN
+                return fn(*args, **kwargs)
+            if plan is not _SEEN or (trace.recording and trace.current() is not None):
+                return fn(*args, **kwargs)  # never replayed, or inside another's recording
+            with trace.record() as rec:
+                out = fn(*args, **kwargs)
+            plans[key] = _plan(rec, out, tensors, values)
+            return out
+
+        call.plans = plans  # type: ignore[attr-defined]
+        return call  # type: ignore[return-value]
+
+    return decorate
+
+
+_MISS = object()
+
+
+def _key(
+    torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dyn: tuple[tuple[int, str], ...]
+) -> tuple[Any, list[Any], list[Any]] | None:
+    """(key, the tensor arguments in order, the dynamic values) of a call, or None for the
+    slow path."""
+    plain = torch.Tensor
+    parts: list[Any] = [config.target_override(), len(args)]
+    tensors: list[Any] = []
+    values: list[Any] = []
+    skip: tuple[int, ...] = ()
+    if dyn:
+        skip = tuple(i for i, _ in dyn)
+        for i, name in dyn:
+            v = args[i] if i < len(args) else kwargs.get(name)
+            if v is not None and (type(v) is not int or not _I64[0] <= v < _I64[1]):
+                return None
+            values.append(v)
+            parts.append(v is None)
+    for i, a in enumerate(args):
+        if i in skip:
+            continue
+        if not _part(torch, plain, a, parts, tensors):
+            return None
+    for name, a in kwargs.items():
+        if skip and any(name == n for _, n in dyn):
+            continue
+        parts.append(name)
+        if not _part(torch, plain, a, parts, tensors):
+            return None
+    return tuple(parts), tensors, values
+
+
+def _part(torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any]) -> bool:
+    tp = type(a)
+    if tp is plain:
+        if a.requires_grad and torch.is_grad_enabled():
+            return False  # autograd records it: the dispatcher's path
+        parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), a.data_ptr() & 15))
+        tensors.append(a)
+        return True
+    if tp in _SCALARS:
+        parts.append((tp, a))
+        return True
+    if (tp is tuple or tp is list) and all(type(v) in _SCALARS for v in a):
+        parts.append((tp, tuple(a)))
+        return True
+    return False
+
+
+def _replay(plan: Plan, tensors: list[Any], values: list[Any]) -> Any:
+    allocated = [again() for again in plan.allocations]
+    bases = [t.data_ptr() for t in tensors]
+    for t, align in zip(allocated, plan.aligns, strict=True):
+        ptr = t.data_ptr()
+        if ptr & 15 != align:
+            return _MISS  # the kernels were compiled for the recorded alignment
+        bases.append(ptr)
+    seeds = [draw() for draw in plan.draws]
+    keep_if_captured((tensors, allocated), None)  # inside `fl.graph`: the graph holds them
+    for run, sources in plan.launches:
+        run(
+            [
+                bases[a] + b if kind == POINTER else a if kind == CONST
+                else seeds[a] if kind == SEED else values[a]
+                for kind, a, b in sources
+            ],
+            None,
+        )  # fmt: skip
+    return _rebuild(plan.result, allocated)
+
+
+def _rebuild(shape: Any, allocated: list[Any]) -> Any:
+    if type(shape) is int:
+        return allocated[shape] if shape >= 0 else None
+    kind, items = shape
+    return kind(_rebuild(s, allocated) for s in items)
+
+
+# --------------------------------------------------------------------------- recording
+
+
+def _plan(rec: trace.Trace, out: Any, tensors: list[Any], values: list[Any]) -> Plan | Never:
+    """The plan of a recorded call, or why it cannot be replayed."""
+    if rec.refused is not None:
+        return Never(rec.refused)
+    if not rec.launches:
+        return Never("it launched nothing")
+    buffers = [(t.data_ptr(), t.numel() * t.element_size()) for t in tensors]
+    buffers += [(t.data_ptr(), t.numel() * t.element_size()) for t, _ in rec.allocations]
+    spans = sorted((p, p + n) for p, n in buffers if n)
+    if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
+        return Never("tensors that overlap: a pointer's owner is ambiguous")
+    seeds = {v: k for k, (v, _) in enumerate(rec.seeds)}
+    dynamic = {v: k for k, v in enumerate(values) if v is not None}
+    launches = []
+    for run, recorded in rec.launches:
+        sources: list[Source] = []
+        for v in recorded:
+            source = _source(v, buffers, seeds, dynamic)
+            if source is None:
+                return Never(f"a launch value {v!r} comes from no argument")
+            sources.append(source)
+        launches.append((run, tuple(sources)))
+    used = {(kind, a) for _, sources in launches for kind, a, _ in sources}
+    if any((SEED, k) not in used for k in range(len(rec.seeds))) or any(
+        (DYNAMIC, k) not in used for k in dynamic.values()
+    ):
+        return Never("a seed that reaches no launch as it is")
+    result = _structure(out, [t for t, _ in rec.allocations])
+    if result is None:
+        return Never("it returned something other than the tensors it allocated")
+    return Plan(
+        allocations=tuple(again for _, again in rec.allocations),
+        aligns=tuple(t.data_ptr() & 15 for t, _ in rec.allocations),
+        launches=tuple(launches),
+        draws=tuple(draw for _, draw in rec.seeds),
+        result=result,
+    )
+
+
+def _source(
+    v: Any, buffers: list[tuple[int, int]], seeds: dict[int, int], dynamic: dict[int, int]
+) -> Source | None:
+    if type(v) is not int:
+        return (CONST, v, 0) if type(v) in (float, bool) else None
+    if v in seeds:
+        return (SEED, seeds[v], 0)
+    if v in dynamic:
+        return (DYNAMIC, dynamic[v], 0)
+    for i, (ptr, n) in enumerate(buffers):
+        if ptr <= v < ptr + n:
+            return (POINTER, i, v - ptr)
+    # an int this large is a pointer into memory the call did not report: refuse it
+    return (CONST, v, 0) if -(2**32) < v < 2**32 else None
+
+
+def _structure(out: Any, allocated: list[Any]) -> Any:
+    """The result as allocation indices (an int, -1 for None, or (tuple or list, items)); None
+    if it holds anything else."""
+    if out is None:
+        return -1
+    for i, t in enumerate(allocated):
+        if out is t:
+            return i
+    if type(out) in (tuple, list):
+        items = [_structure(o, allocated) for o in out]
+        if any(s is None for s in items):
+            return None
+        return (type(out), tuple(items))
+    return None

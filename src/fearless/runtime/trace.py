@@ -1,0 +1,90 @@
+"""Recording what one call did on the GPU, so that ops/_replay.py can do it again without the
+Python that decided it.
+
+While a `Trace` records on a thread, the layers below the operators report to it: every
+prepared Tile launch its changing values (tile/launch_gpu.py), every tensor the operator
+allocates through ops/_io.py how to allocate it again, and every random seed it draws.
+Anything else that does work a replay would skip (a dtype conversion, a contiguous copy, an
+autotuner timing its configurations, an allocation outside torch) calls `refuse` with the
+reason, and the call is never replayed. A thread that records nothing pays one module global
+read per launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# How many traces record now, on any thread: the hot paths read this before the thread-local.
+recording = 0
+_local = threading.local()
+_count_lock = threading.Lock()
+
+
+@dataclass
+class Trace:
+    """What one call did: `launches` (the launch callable and its changing values, in order),
+    `allocations` (each tensor allocated and a function that allocates a new one like it),
+    `seeds` (random seeds drawn, and the function that draws one) and `refused` (why the call
+    cannot be replayed, None while it can)."""
+
+    launches: list[tuple[Callable[[list[Any], Any], None], tuple[Any, ...]]] = field(
+        default_factory=list
+    )
+    allocations: list[tuple[Any, Callable[[], Any]]] = field(default_factory=list)
+    seeds: list[tuple[int, Callable[[], int]]] = field(default_factory=list)
+    refused: str | None = None
+
+    def launch(self, run: Callable[[list[Any], Any], None], values: Any) -> None:
+        """A launch of `run(values, stream=None)` (the stream is taken at launch time)."""
+        self.launches.append((run, tuple(values)))
+
+    def allocation(self, tensor: Any, again: Callable[[], Any]) -> None:
+        """`tensor` was allocated (and filled) by the call; `again()` does it once more."""
+        self.allocations.append((tensor, again))
+
+    def seed(self, value: int, draw: Callable[[], int]) -> None:
+        """A random seed `value` was drawn by `draw()`: a replay draws a new one."""
+        self.seeds.append((value, draw))
+
+    def refuse(self, why: str) -> None:
+        if self.refused is None:
+            self.refused = why
+
+
+def current() -> Trace | None:
+    """The trace recording on this thread, if any."""
+    if not recording:
+        return None
+    return getattr(_local, "trace", None)
+
+
+def refuse(why: str) -> None:
+    """Tell the trace recording on this thread, if any, that this call cannot be replayed."""
+    if recording:
+        trace = getattr(_local, "trace", None)
+        if trace is not None:
+            trace.refuse(why)
+
+
+@contextlib.contextmanager
+def record() -> Iterator[Trace]:
+    """Within: what this thread does is recorded into the trace given (traces do not nest: an
+    inner one records and the outer one is refused)."""
+    global recording
+    outer = getattr(_local, "trace", None)
+    trace = Trace()
+    if outer is not None:
+        outer.refuse("a recorded call inside another")
+    _local.trace = trace
+    with _count_lock:
+        recording += 1
+    try:
+        yield trace
+    finally:
+        with _count_lock:
+            recording -= 1
+        _local.trace = outer

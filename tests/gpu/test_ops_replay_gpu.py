@@ -1,0 +1,148 @@
+"""fearless.ops' warm path (ops/_replay.py) on the H200: from the third call with a key, every
+operator replays what the second recorded, and gives exactly what its slow path gives on the
+same (new) data."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from fearless import ops
+from fearless.ops import _replay, backward_activation, backward_rows
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
+
+
+def _r(*shape: int, dt: Any = None) -> Any:
+    return torch.randn(*shape, device="cuda", dtype=dt or torch.float32)
+
+
+CASES: dict[str, tuple[Any, Callable[[], tuple[Any, ...]]]] = {
+    "softmax": (ops.softmax, lambda: (_r(33, 200),)),
+    "softmax_bf16": (ops.softmax, lambda: (_r(8, 1024, dt=torch.bfloat16),)),
+    "rms_norm": (ops.rms_norm, lambda: (_r(4, 7, 96), (96,), _r(96), 1e-6)),
+    "rms_norm_no_weight": (ops.rms_norm, lambda: (_r(16, 96), 96)),
+    "layer_norm": (ops.layer_norm, lambda: (_r(9, 130), (130,), _r(130), _r(130))),
+    "layer_norm_defaults": (ops.layer_norm, lambda: (_r(9, 64), (64,))),
+    "matmul": (ops.matmul, lambda: (_r(96, 80, dt=torch.float16), _r(80, 72, dt=torch.float16))),
+    "bmm": (ops.bmm, lambda: (_r(3, 64, 32, dt=torch.bfloat16), _r(3, 32, 48, dt=torch.bfloat16))),
+    "relu": (ops.relu, lambda: (_r(1000),)),
+    "gelu_tanh": (functools.partial(ops.gelu, approximate="tanh"), lambda: (_r(5, 300),)),
+    "silu_and_mul": (ops.silu_and_mul, lambda: (_r(6, 256),)),
+    "geglu": (ops.geglu, lambda: (_r(6, 96, dt=torch.bfloat16),)),
+    "swiglu": (ops.swiglu, lambda: (_r(700), _r(700))),
+    "dropout_seeded": (ops.dropout, lambda: (_r(4097), 0.3, True, random.getrandbits(40))),
+    "transpose": (ops.transpose, lambda: (_r(70, 130),)),
+    "transpose_batched": (ops.transpose, lambda: (_r(2, 64, 96, dt=torch.float16),)),
+    "rope": (ops.rope, lambda: (_r(2, 4, 16, 64), _r(2, 2, 16, 64), _r(16, 64), _r(16, 64))),
+    "softmax_backward": (backward_rows.softmax_backward, lambda: (_r(12, 300), _r(12, 300))),
+    "rms_norm_backward": (
+        backward_rows.rms_norm_backward,
+        lambda: (_r(20, 128), _r(20, 128), _r(128), 1e-5),
+    ),
+    "layer_norm_backward": (
+        backward_rows.layer_norm_backward,
+        lambda: (_r(20, 128), _r(20, 128), _r(128), None, 1e-5),
+    ),
+    "gelu_backward": (backward_activation.gelu_backward, lambda: (_r(900), _r(900))),
+    "swiglu_backward": (backward_activation.swiglu_backward, lambda: (_r(640), _r(640), _r(640))),
+}
+
+
+def _wrapper(op: Any) -> Any:
+    """The replayable function behind `op` (a case may give it as a functools.partial)."""
+    return getattr(op, "func", op)
+
+
+def _same(got: Any, want: Any) -> None:
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+        return
+    if want is None:
+        assert got is None
+        return
+    assert got.shape == want.shape and got.dtype == want.dtype and got.device == want.device
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_replay_gives_what_the_slow_path_gives(name: str) -> None:
+    op, make = CASES[name]
+    fn = _wrapper(op)
+    fn.plans.clear()
+    for _ in range(2):  # the first call compiles and tunes, the second records
+        op(*make())
+    plans = [p for p in fn.plans.values() if type(p) is _replay.Plan]
+    assert plans, {k: v for k, v in fn.plans.items()}
+    args = make()  # new data: the replay reads this call's pointers
+    got = op(*args)
+    with _slow(fn):
+        want = op(*args)
+    torch.cuda.synchronize()
+    _same(got, want)
+
+
+class _slow:
+    """Within: `fn` takes its slow path (its plans set aside)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __enter__(self) -> None:
+        self.kept = dict(self.fn.plans)
+        self.fn.plans.clear()
+
+    def __exit__(self, *_: Any) -> None:
+        self.fn.plans.clear()
+        self.fn.plans.update(self.kept)
+
+
+def test_dropout_replays_draw_a_new_mask_each_call() -> None:
+    x = torch.ones(1 << 16, device="cuda")
+    masks = [(ops.dropout(x, 0.5) != 0) for _ in range(4)]
+    assert any(type(p) is _replay.Plan for p in ops.dropout.plans.values())  # type: ignore[attr-defined]
+    for a, b in itertools.pairwise(masks):
+        assert not torch.equal(a, b)
+    for m in masks:
+        assert 0.45 < m.float().mean().item() < 0.55
+    y = ops.dropout(x, 0.5)
+    assert set(torch.unique(y).tolist()) <= {0.0, 2.0}
+
+
+def test_a_strided_input_is_never_replayed() -> None:
+    x = _r(64, 64).t()
+    for _ in range(3):
+        got = ops.relu(x)
+    torch.testing.assert_close(got, torch.relu(x))
+    whys = [p.why for p in ops.relu.plans.values() if type(p) is _replay.Never]  # type: ignore[attr-defined]
+    assert "a contiguous copy of a strided input" in whys
+
+
+def test_replays_follow_torch_streams_and_graphs() -> None:
+    x = _r(256, 128)
+    for _ in range(3):
+        ops.softmax(x)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        y = ops.softmax(x)
+    s.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, -1), rtol=2e-4, atol=2e-4)
+    static = _r(256, 128)
+    ops.softmax(static)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = ops.softmax(static)
+    static.copy_(_r(256, 128))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.softmax(static, -1), rtol=2e-4, atol=2e-4)

@@ -1,0 +1,202 @@
+"""ops/_replay.py and runtime/trace.py on the CPU: an operator made of reported allocations and
+a fake launch (NumPy through the pointers it is given, as a kernel would read them) is
+recorded on its second call and replayed from the third, with each pointer moved to the new
+call's tensors; everything a replay would skip keeps the slow path. The real operators'
+replays run on the H200 (tests/gpu/test_ops_replay_gpu.py)."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fearless.ops import _io, _replay
+from fearless.runtime import trace
+
+torch = pytest.importorskip("torch")
+
+
+def _floats(ptr: int, n: int) -> np.ndarray:
+    return np.ctypeslib.as_array((ctypes.c_float * n).from_address(ptr))
+
+
+class Axpb:
+    """A fake kernel: dst[i] = src[i] * a + (seed % 5) over n floats, from raw pointers."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.runs = 0
+
+    def __call__(self, values: list[Any], stream: Any) -> None:
+        assert stream is None
+        dst, src, a, seed = values
+        _floats(dst, self.n)[:] = _floats(src, self.n) * a + seed % 5
+        self.runs += 1
+
+
+def _launch(run: Any, values: list[Any]) -> None:
+    """What tile/launch_gpu.py does: report to a recording trace, then launch."""
+    rec = trace.current()
+    if rec is not None:
+        rec.launch(run, values)
+    run(values, None)
+
+
+def _empty_like(x: Any) -> Any:
+    out = torch.empty_like(x)
+    shape, dtype = x.shape, x.dtype
+    _io._allocated(out, lambda: torch.empty(shape, dtype=dtype))
+    return out
+
+
+bodies = {"n": 0}
+
+
+@_replay.replayable(dynamic=("seed",))
+def axpb(x: Any, a: float = 2.0, seed: int | None = None, refuse: str = "") -> Any:
+    bodies["n"] += 1
+    if refuse:
+        trace.refuse(refuse)
+    out = _empty_like(x)
+    s = _io.fresh_seed() if seed is None else seed
+    _launch(Axpb(x.numel()), [out.data_ptr(), x.data_ptr(), a, s])
+    return out
+
+
+@_replay.replayable()
+def halves(x: Any) -> Any:
+    """Two launches over the halves of x, into two outputs; returns (lo, None, hi)."""
+    n = x.numel() // 2
+    lo, hi = _empty_like(x[:n]), _empty_like(x[n:])
+    _launch(Axpb(n), [lo.data_ptr(), x.data_ptr(), 1.0, 0])
+    _launch(Axpb(n), [hi.data_ptr(), x.data_ptr() + 4 * n, 3.0, 0])
+    return lo, None, hi
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    for fn in (axpb, halves, nothing):
+        fn.plans.clear()  # type: ignore[attr-defined]
+    bodies["n"] = 0
+
+
+def _kinds(fn: Any) -> list[str]:
+    return [type(p).__name__ for p in fn.plans.values()]
+
+
+def test_the_third_call_replays_on_the_new_tensors() -> None:
+    xs = [torch.randn(64) for _ in range(4)]
+    outs = [axpb(x, 2.0, 7) for x in xs]
+    assert bodies["n"] == 2  # the first call, and the second that recorded
+    assert _kinds(axpb) == ["Plan"]
+    for x, out in zip(xs, outs, strict=True):
+        torch.testing.assert_close(out, x * 2.0 + 2)
+    assert len({o.data_ptr() for o in outs}) == 4  # a new output each call
+
+
+def test_a_dynamic_argument_goes_into_the_launch_and_others_make_new_keys() -> None:
+    x = torch.randn(32)
+    for _ in range(2):
+        axpb(x, 2.0, 0)
+    torch.testing.assert_close(axpb(x, 2.0, 3), x * 2.0 + 3)  # replayed, with the new seed
+    torch.testing.assert_close(axpb(x, 0.5, 3), x * 0.5 + 3)  # another `a`: its own key
+    assert axpb(torch.randn(8), 2.0, 3).shape == (8,)  # another shape: its own key
+    assert bodies["n"] == 4
+    axpb(x, 2.0, 2**70)  # past i64: the slow path, unkeyed
+    assert bodies["n"] == 5
+
+
+def test_a_drawn_seed_is_drawn_again_by_each_replay() -> None:
+    x = torch.zeros(16)
+    seen = {axpb(x)[0].item() for _ in range(40)}
+    assert bodies["n"] == 2
+    assert len(seen) > 1  # (seed % 5) varies from replay to replay
+
+
+def test_results_keep_their_structure_and_offsets_move_with_the_input() -> None:
+    x = torch.arange(8, dtype=torch.float32)
+    for _ in range(2):
+        halves(x)
+    y = torch.arange(8, dtype=torch.float32) + 100
+    lo, none, hi = halves(y)
+    assert _kinds(halves) == ["Plan"] and none is None
+    torch.testing.assert_close(lo, y[:4])
+    torch.testing.assert_close(hi, y[4:] * 3)
+
+
+@_replay.replayable()
+def nothing(x: Any) -> Any:
+    return torch.zeros(1)
+
+
+def test_a_call_a_replay_would_get_wrong_is_never_replayed() -> None:
+    x = torch.randn(16)
+    for _ in range(4):
+        axpb(x, 2.0, 1, refuse="a dtype conversion")
+        nothing(x)
+    assert bodies["n"] == 4
+    assert [p.why for p in axpb.plans.values()] == ["a dtype conversion"]  # type: ignore[attr-defined]
+    assert [p.why for p in nothing.plans.values()] == ["it launched nothing"]  # type: ignore[attr-defined]
+
+
+def test_overlapping_inputs_leave_a_pointers_owner_ambiguous() -> None:
+    @_replay.replayable()
+    def add(a: Any, b: Any) -> Any:
+        out = _empty_like(a)
+        _launch(Axpb(a.numel()), [out.data_ptr(), b.data_ptr(), 1.0, 0])
+        return out
+
+    x = torch.randn(16)
+    for _ in range(3):
+        add(x, x)
+    assert [p.why for p in add.plans.values()] == [  # type: ignore[attr-defined]
+        "tensors that overlap: a pointer's owner is ambiguous"
+    ]
+
+
+def test_a_pointer_from_nowhere_is_refused() -> None:
+    hidden = torch.randn(16)
+
+    @_replay.replayable()
+    def reads_hidden(x: Any) -> Any:
+        out = _empty_like(x)
+        _launch(Axpb(16), [out.data_ptr(), hidden.data_ptr(), 1.0, 0])
+        return out
+
+    x = torch.randn(16)
+    for _ in range(3):
+        reads_hidden(x)
+    (plan,) = reads_hidden.plans.values()  # type: ignore[attr-defined]
+    assert plan.why.startswith("a launch value")
+
+
+def test_a_tensor_that_needs_grad_takes_the_slow_path() -> None:
+    x = torch.randn(16, requires_grad=True)
+    for _ in range(3):
+        axpb(x.detach(), 2.0, 1)
+    with torch.no_grad():
+        axpb(x, 2.0, 1)  # no grad: the same key, replayed
+    assert bodies["n"] == 2
+    axpb(x, 2.0, 1)  # grad enabled: the slow path (the real operators go to autograd)
+    assert bodies["n"] == 3
+
+
+def test_a_replay_waits_while_the_thread_records_another_call() -> None:
+    x = torch.randn(16)
+    for _ in range(3):
+        axpb(x, 2.0, 1)
+    with trace.record() as rec:
+        axpb(x, 2.0, 1)
+    assert bodies["n"] == 3 and len(rec.launches) == 1 and rec.refused is None
+
+
+def test_real_operators_on_the_simulator_stay_on_their_slow_path() -> None:
+    from fearless import ops
+
+    x = torch.randn(4, 32)
+    for _ in range(3):
+        got = ops.softmax(x)
+    torch.testing.assert_close(got, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    assert all(type(p) is _replay.Never for p in ops.softmax.plans.values())  # type: ignore[attr-defined]
