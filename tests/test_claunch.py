@@ -5,6 +5,7 @@ whatever is not the common case, so that the Python launcher raises its own erro
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import struct
 from collections.abc import Iterator
@@ -222,3 +223,131 @@ def test_requires_relations_and_the_fast_variant_in_c(
     with pytest.raises(fl.LaunchContractError, match="len"):
         plan.launch(4, 256, (x, _dev(0x20000, (999,)), _dev(0x30000, (1000,))))
     assert len(c_driver) == 2 and not fake_gpu.calls
+
+
+# ------------------------------------------------------------------------------- Tile launches
+
+
+class TileCu:
+    """The part of cuda.bindings.driver a Tile GpuLaunch uses; cuLaunchKernel records the
+    bytes each kernel parameter points at (the Python path)."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        from cuda.bindings import driver as real
+
+        self.CUstream, self.CUresult = real.CUstream, real.CUresult
+        self.sizes = sizes
+        self.calls: list[list[bytes]] = []
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
+        self.calls.append(_param_bytes(params, self.sizes))
+        return (self.CUresult.CUDA_SUCCESS,)
+
+
+def _param_bytes(params: int, sizes: list[int]) -> list[bytes]:
+    pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+    return [ctypes.string_at(pointers[k], n) for k, n in enumerate(sizes)]
+
+
+def _tile_signature() -> tuple[Any, ...]:
+    from fearless.ir.tile_kernel import TileParam
+
+    return (
+        TileParam("out", "part", F32, 2, tile=(16, 64)),
+        TileParam("x", "tensor", F32, 2),
+        TileParam("eps", "scalar", F32),
+        TileParam("HALF", "const", dtypes.i32, value=8),
+        TileParam("n", "scalar", dtypes.i64),
+        TileParam("flag", "scalar", dtypes.bool_),
+    )
+
+
+@pytest.fixture
+def tile_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Calls, TileCu]]:
+    """A Tile GpuLaunch's C plan calling a recording cuLaunchKernel, and a fake driver for its
+    Python path; the default stream is the legacy one."""
+    if claunch.module() is None:
+        pytest.skip(f"no compiled launcher here: {claunch.unavailable_reason()}")
+    from fearless.runtime import driver
+    from fearless.tile import launch_gpu
+
+    # out, its 2 extents and 1 stride, x likewise, eps, n, flag
+    sizes = [8, 4, 4, 4, 8, 4, 4, 4, 4, 8, 1]
+    cu = TileCu(sizes)
+    monkeypatch.setattr(driver, "_cu", cu)
+    monkeypatch.setattr(launch_gpu, "default_stream_handle", lambda: 0)
+    monkeypatch.setattr(launch_gpu, "default_cu_stream", lambda legacy: legacy)
+    calls = Calls()
+
+    def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
+        calls.append(
+            {"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream or 0,
+             "bytes": _param_bytes(params, sizes)}
+        )  # fmt: skip
+        return calls.result
+
+    callback = LAUNCH(record)
+    address = ctypes.cast(callback, ctypes.c_void_p).value
+    monkeypatch.setattr(claunch, "driver_launch_address", lambda: address)
+    yield calls, cu
+    del callback
+
+
+def _tile_launch() -> Any:
+    from fearless.tile import launch_gpu
+
+    params = launch_gpu.ParamBlock(_tile_signature(), [(100, 300), (100, 600)])
+    return launch_gpu.GpuLaunch("k", FUNCTION, (7, 5, 1), params)
+
+
+def test_a_tile_launch_packs_in_c_what_python_packs(tile_c: tuple[Calls, TileCu]) -> None:
+    calls, cu = tile_c
+    gpu = _tile_launch()
+    assert gpu._cplan is not None
+    values = [0x7F0000001000, 0x7F0000200000, 1.5e-5, -(2**40), True]
+    gpu(values, None)
+    assert len(calls) == 1 and not cu.calls
+    c = calls[0]
+    assert c["f"] == FUNCTION and c["grid"] == (7, 5, 1) and c["block"] == (1, 1, 1)
+    gpu._c_launch = None  # the Python path, on the same values
+    gpu(values, None)
+    assert cu.calls == [c["bytes"]]
+    assert c["bytes"][1:4] == [struct.pack("<i", v) for v in (100, 300, 300)]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0x1000, 0x2000, 1.0, 2**63, True],  # past i64: struct raises, C hands it back
+        [0x1000, 0x2000, 1e300, 1, True],  # past f32
+        [0x1000, 0x2000, 1.0, True, True],  # a bool for an int
+        [0x1000, 0x2000, 1.0, 1, 1],  # an int for a bool
+        [-1, 0x2000, 1.0, 1, True],  # a negative pointer
+    ],
+)
+def test_a_tile_value_c_does_not_pack_goes_the_python_way(
+    tile_c: tuple[Calls, TileCu], values: list[Any]
+) -> None:
+    calls, _ = tile_c
+    gpu = _tile_launch()
+    with contextlib.suppress(struct.error, OverflowError):  # the Python path's own refusal
+        gpu(values, None)
+    assert not calls  # C launched nothing (the warm path never gives such values)
+
+
+def test_a_driver_error_in_c_is_retried_by_the_python_path(
+    tile_c: tuple[Calls, TileCu],
+) -> None:
+    calls, cu = tile_c
+    calls.result = 201
+    _tile_launch()([0x1000, 0x2000, 1.0, 3, False], None)
+    assert len(calls) == 1 and len(cu.calls) == 1
+
+
+def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None:
+    from fearless.ir.tile_kernel import TileParam
+    from fearless.tile import launch_gpu
+
+    sig = (TileParam("x", "tensor", F32, 1), TileParam("s", "scalar", dtypes.bf16))
+    gpu = launch_gpu.GpuLaunch("k", FUNCTION, (1, 1, 1), launch_gpu.ParamBlock(sig, [(8,)]))
+    assert gpu._cplan is None

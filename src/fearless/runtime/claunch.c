@@ -407,9 +407,152 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
     return PyLong_FromLong(err);
 }
 
+/* ----------------------------------------------------------------------------- Tile
+ * A prepared Tile launch (tile/launch_gpu.py's GpuLaunch): the values that change per launch
+ * (pointers and scalars, already checked by the warm path) are packed at their offsets into
+ * the plan's own copy of the ParamBlock buffer (extents and strides already in it), and the
+ * function is launched on a (gx, gy, gz) grid of one-thread blocks (tileiras fixes the threads
+ * inside the cubin). */
+
+enum { K_BOOL = 30, K_PTR = 31 };
+
+typedef struct {
+    launch_fn launch;
+    void *function;
+    unsigned grid[3];
+    char *buffer;
+    void **kernel_params;
+    int n;
+    int *kinds;
+    Py_ssize_t *offsets;
+} TilePlan;
+
+static void tile_plan_free(PyObject *capsule) {
+    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(capsule, "fearless.claunch.tile_plan");
+    if (p == NULL) return;
+    PyMem_Free(p->buffer);
+    PyMem_Free(p->kernel_params);
+    PyMem_Free(p->kinds);
+    PyMem_Free(p->offsets);
+    PyMem_Free(p);
+}
+
+/* tile_plan(launch_address, function, gx, gy, gz, buffer_address, buffer_size, param_offsets,
+ *           kinds, offsets): param_offsets, in ABI order, are where each kernel parameter lies
+ * in the buffer; kinds and offsets say how and where each changing value is packed. */
+static PyObject *tile_plan(PyObject *self, PyObject *args) {
+    unsigned long long launch_addr, function, buffer_addr;
+    unsigned gx, gy, gz;
+    Py_ssize_t size;
+    PyObject *param_offsets, *kinds, *offsets;
+    if (!PyArg_ParseTuple(args, "KKIIIKnO!O!O!", &launch_addr, &function, &gx, &gy, &gz,
+                          &buffer_addr, &size, &PyTuple_Type, &param_offsets, &PyTuple_Type,
+                          &kinds, &PyTuple_Type, &offsets))
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(param_offsets), n = PyTuple_GET_SIZE(kinds);
+    if (PyTuple_GET_SIZE(offsets) != n) {
+        PyErr_SetString(PyExc_ValueError, "one offset per kind");
+        return NULL;
+    }
+    TilePlan *p = PyMem_Calloc(1, sizeof(TilePlan));
+    if (p == NULL) return PyErr_NoMemory();
+    p->launch = (launch_fn)(uintptr_t)launch_addr;
+    p->function = (void *)(uintptr_t)function;
+    p->grid[0] = gx; p->grid[1] = gy; p->grid[2] = gz;
+    p->n = (int)n;
+    p->buffer = PyMem_Calloc(size ? size : 1, 1);
+    p->kernel_params = PyMem_Calloc(count ? count : 1, sizeof(void *));
+    p->kinds = PyMem_Calloc(n ? n : 1, sizeof(int));
+    p->offsets = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
+    if (!p->buffer || !p->kernel_params || !p->kinds || !p->offsets) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(p->buffer, (const void *)(uintptr_t)buffer_addr, size);
+    for (Py_ssize_t k = 0; k < count; k++) {
+        Py_ssize_t off;
+        if (as_ssize(param_offsets, k, &off)) goto fail;
+        if (off < 0 || off >= size) {
+            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
+            goto fail;
+        }
+        p->kernel_params[k] = p->buffer + off;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t kind, off;
+        if (as_ssize(kinds, k, &kind) || as_ssize(offsets, k, &off)) goto fail;
+        int width = kind == K_PTR || kind == K_I64 || kind == K_U64 || kind == K_F64 ? 8
+                  : kind == K_I32 || kind == K_U32 || kind == K_F32 ? 4
+                  : kind == K_I16 || kind == K_U16 ? 2 : 1;
+        if (off < 0 || off + width > size || !((kind >= K_I8 && kind <= K_F64) ||
+                                               kind == K_BOOL || kind == K_PTR)) {
+            PyErr_SetString(PyExc_ValueError, "a value does not fit the buffer");
+            goto fail;
+        }
+        p->kinds[k] = (int)kind;
+        p->offsets[k] = off;
+    }
+    PyObject *capsule = PyCapsule_New(p, "fearless.claunch.tile_plan", tile_plan_free);
+    if (capsule != NULL) return capsule;
+fail:
+    PyMem_Free(p->buffer);
+    PyMem_Free(p->kernel_params);
+    PyMem_Free(p->kinds);
+    PyMem_Free(p->offsets);
+    PyMem_Free(p);
+    return NULL;
+}
+
+/* tile_launch(plan, values, stream) -> 0 launched, a positive CUresult, or -1: a value that
+ * does not pack as the Python launcher would (it runs then, and says why). */
+static PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "tile_launch takes 3 arguments");
+        return NULL;
+    }
+    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(a[0], "fearless.claunch.tile_plan");
+    if (p == NULL) return NULL;
+    PyObject *values = a[1];
+    PyObject **items;
+    Py_ssize_t n;
+    if (PyList_CheckExact(values)) { items = PySequence_Fast_ITEMS(values); n = PyList_GET_SIZE(values); }
+    else if (PyTuple_CheckExact(values)) { items = PySequence_Fast_ITEMS(values); n = PyTuple_GET_SIZE(values); }
+    else return PyLong_FromLong(-1);
+    unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
+    if (n != p->n || (stream == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return PyLong_FromLong(-1);
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *v = items[k];
+        char *slot = p->buffer + p->offsets[k];
+        int kind = p->kinds[k], ok;
+        if (kind == K_PTR) {
+            if (!PyLong_CheckExact(v)) return PyLong_FromLong(-1);
+            unsigned long long u = PyLong_AsUnsignedLongLong(v);
+            ok = !(u == (unsigned long long)-1 && PyErr_Occurred());
+            if (ok) memcpy(slot, &u, 8);
+        } else if (kind == K_BOOL) {
+            ok = PyBool_Check(v);
+            if (ok) { char c = v == Py_True; memcpy(slot, &c, 1); }
+        } else if (kind == K_F32 || kind == K_F64) {
+            ok = pack_float(slot, kind, v);
+        } else {
+            ok = pack_int(slot, kind, v);
+        }
+        if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
+    }
+    int err = p->launch(p->function, p->grid[0], p->grid[1], p->grid[2], 1, 1, 1, 0,
+                        (void *)(uintptr_t)stream, p->kernel_params, NULL);
+    return PyLong_FromLong(err);
+}
+
 static PyMethodDef methods[] = {
     {"make_plan", make_plan, METH_VARARGS, "A launch plan (see claunch.py)."},
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Check, pack and launch."},
+    {"tile_plan", tile_plan, METH_VARARGS, "A Tile launch plan (see claunch.py)."},
+    {"tile_launch", (PyCFunction)(void (*)(void))tile_launch, METH_FASTCALL,
+     "Pack a Tile launch's values and launch."},
     {NULL, NULL, 0, NULL},
 };
 

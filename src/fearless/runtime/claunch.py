@@ -199,3 +199,41 @@ def make_plan(
         tuple(relation(r) for r in requires),
         tuple((relation(r)[0], relation(r)[2]) for r in assumes),
     )
+
+
+# struct codes (runtime/params.py) of the values a Tile launch packs -> claunch.c's kinds
+TILE_KINDS = {
+    "?": 30, "b": 10, "h": 11, "i": 12, "q": 13, "B": 14, "H": 15, "I": 16, "Q": 31,
+    "f": 18, "d": 19,
+}  # fmt: skip
+
+
+def tile_plan(
+    function: int,
+    grid: tuple[int, int, int],
+    buffer_address: int,
+    buffer_size: int,
+    param_offsets: tuple[int, ...],
+    codes: tuple[str, ...],
+    value_offsets: tuple[int, ...],
+    launch_address: int | None = None,
+) -> Any | None:
+    """A C plan of one prepared Tile launch (tile/launch_gpu.py), or None where the module is
+    unavailable or a value's code has no C packer (f16; bf16 bits are converted in Python).
+    The plan copies the buffer (`buffer_address`, `buffer_size`: the extents and strides are
+    already in it) and packs `codes` at `value_offsets` into its copy; `param_offsets` are the
+    kernel parameters' offsets in ABI order."""
+    mod = module() if config.compiled_launcher_enabled() else None
+    if mod is None or any(c not in TILE_KINDS for c in codes):
+        return None
+    address = launch_address if launch_address is not None else driver_launch_address()
+    return mod.tile_plan(
+        address,
+        function,
+        *grid,
+        buffer_address,
+        buffer_size,
+        tuple(param_offsets),
+        tuple(TILE_KINDS[c] for c in codes),
+        tuple(value_offsets),
+    )

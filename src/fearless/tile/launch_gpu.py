@@ -22,10 +22,10 @@ from typing import Any
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import LaunchContractError
 from ..ir.tile_kernel import CompiledTile, Signature, element_strides
-from ..runtime import driver, trace
+from ..runtime import claunch, driver, trace
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
-from ..runtime.streams import Stream, default_cu_stream, stream_handle
+from ..runtime.streams import Stream, default_cu_stream, default_stream_handle, stream_handle
 
 _I32_MAX = 2**31 - 1
 
@@ -131,6 +131,7 @@ class ParamBlock:
                 constants.append(d)
         fmt, offsets, size = natural_layout(dynamic)
         self.codes = tuple(dynamic)
+        self.value_offsets = tuple(offsets)  # where each changing value lies in the buffer
         self._slots = tuple(slots)
         self.bf16 = tuple(bf16)
         self._values = struct.Struct(fmt)
@@ -188,10 +189,37 @@ class GpuLaunch:
         self._CUstream = cu.CUstream
         self._legacy_stream = cu.CUstream(0)
         self._invalid_context = cu.CUresult.CUDA_ERROR_INVALID_CONTEXT
+        self._cplan = self._compiled_plan()
+        self._c_launch = claunch.module().tile_launch if self._cplan is not None else None  # type: ignore[union-attr]
+
+    def _compiled_plan(self) -> Any:
+        """The C launcher's plan of this launch (claunch.py), or None: cuda.bindings only."""
+        params = self.params
+        if params.bf16:
+            return None
+        try:
+            return claunch.tile_plan(
+                int(self.function),
+                self.grid,
+                ctypes.addressof(params.buffer),
+                params.size,
+                params.param_offsets,
+                params.codes,
+                params.value_offsets,
+            )
+        except (OSError, TypeError, ValueError):  # no libcuda, or a function with no address
+            return None
 
     def __call__(self, values: Sequence[Any], stream: Any) -> None:
         if trace.recording:  # ops/_replay.py records what an operator launches
             self._record(values, stream)
+        if self._c_launch is not None and stream is None:
+            # The compiled launcher packs its own copy of the buffer and launches, the GIL
+            # held throughout; anything else (fl.graph's capture, a value it does not pack,
+            # a driver error) goes the Python way below, which explains it.
+            handle = default_stream_handle()
+            if handle >= 0 and self._c_launch(self._cplan, values, handle) == 0:
+                return
         params = self.params
         with self._lock:
             if params.bf16:
