@@ -16,8 +16,18 @@ def target_override() -> str | None:
     """The target set by `fl.set_target`, else `FEARLESS_TARGET` ("cuda" or "sim"), else None."""
     if _target_override is not None:
         return _target_override
+    raw = _environ_bytes.get(b"FEARLESS_TARGET") if _environ_bytes is not None else None
+    if raw is None and _environ_bytes is not None:
+        return None  # every launch asks: the common case skips os.environ's key encoding
     value = os.environ.get("FEARLESS_TARGET", "").strip().lower()
     return value or None
+
+
+# os.environ's own store on POSIX (bytes keys; `monkeypatch.setenv` writes through to it)
+_store = getattr(os.environ, "_data", None)
+_environ_bytes: dict[bytes, bytes] | None = (
+    _store if os.name == "posix" and isinstance(_store, dict) else None
+)
 
 
 def set_target_override(target: str | None) -> None:

@@ -59,14 +59,21 @@ def cuda_status() -> tuple[bool, str]:
 
 
 def current_target() -> Target:
-    """The target launches run on now: the override, else CUDA when a GPU is usable, else SIM."""
+    """The target launches run on now: the override, else CUDA when a GPU is usable, else SIM.
+    Every launch asks, so the common answers are one dictionary lookup."""
     override = config.target_override()
     if override is None:
-        return Target.CUDA if _probe_once()[0] else Target.SIM
-    target = _validate(override, source="FEARLESS_TARGET")
-    if target.on_device:
+        probe = _probe or _probe_once()
+        return _CUDA if probe[0] else _SIM
+    target = _BY_NAME.get(override) or _validate(override, source="FEARLESS_TARGET")
+    if target is _CUDA and not (_probe or _probe_once())[0]:
         _require_cuda()
     return target
+
+
+# (an enum member read through its class costs a descriptor call: these are plain globals)
+_CUDA, _SIM = Target.CUDA, Target.SIM
+_BY_NAME = {t.value: t for t in Target}  # the names `set_target` stores
 
 
 # The name the rest of the package and the public API (`fl.get_target()`) use.
