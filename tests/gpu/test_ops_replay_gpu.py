@@ -10,8 +10,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
+import fearless as fl
 from fearless import ops
 from fearless.ops import _replay, backward_activation, backward_rows
 
@@ -146,3 +148,29 @@ def test_replays_follow_torch_streams_and_graphs() -> None:
     g.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out, torch.softmax(static, -1), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "matmul", "rope", "rms_norm_backward"])
+def test_fl_tensors_are_replayed_too(name: str) -> None:
+    op, make = CASES[name]
+    fn = _wrapper(op)
+    fn.plans.clear()
+
+    def fl_args() -> tuple[Any, ...]:
+        return tuple(fl.asarray(a) if isinstance(a, torch.Tensor) else a for a in make())
+
+    for _ in range(2):
+        op(*fl_args())
+    assert any(type(p) is _replay.Plan for p in fn.plans.values()), dict(fn.plans)
+    args = fl_args()
+    got = op(*args)
+    with _slow(fn):
+        want = op(*args)
+    fl.synchronize()
+    for g, w in zip(_flat(got), _flat(want), strict=True):
+        assert isinstance(g, fl.Tensor) and g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def _flat(r: Any) -> list[Any]:
+    return [x for x in (r if isinstance(r, (tuple, list)) else [r]) if x is not None]

@@ -110,13 +110,13 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
         out = torch.empty(shape, dtype=tdt, device=device)
         _allocated(out, lambda: torch.empty(shape, dtype=tdt, device=device))
         return from_torch(out), out
-    trace.refuse("an fl.Tensor output")
     t = fl_tensor.empty(shape, dtype=dt)
+    _allocated(t, lambda: fl_tensor.empty(shape, dtype=dt))
     return t, t
 
 
 def _allocated(t: Any, again: Any) -> None:
-    """Tell a recording trace (runtime/trace.py) of a torch allocation and how to redo it."""
+    """Tell a recording trace (runtime/trace.py) of an allocation and how to redo it."""
     if trace.recording:
         rec = trace.current()
         if rec is not None:
@@ -134,8 +134,9 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
         t = torch.full(shape, value, dtype=tdt, device=device)
         _allocated(t, lambda: torch.full(shape, value, dtype=tdt, device=device))
         return from_torch(t)
-    trace.refuse("an fl.Tensor temporary")
-    return fl_tensor.full(shape, value, dtype=dt)
+    t = fl_tensor.full(shape, value, dtype=dt)
+    _allocated(t, lambda: fl_tensor.full(shape, value, dtype=dt))
+    return t
 
 
 def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
@@ -150,8 +151,9 @@ def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
         z = torch.zeros(shape, dtype=tdt, device=device)
         _allocated(z, lambda: torch.zeros(shape, dtype=tdt, device=device))
         return from_torch(z)
-    trace.refuse("an fl.Tensor scratch")
-    return fl_tensor.zeros(shape, dtype=dtype)
+    t = fl_tensor.zeros(shape, dtype=dtype)
+    _allocated(t, lambda: fl_tensor.zeros(shape, dtype=dtype))
+    return t
 
 
 def cast(x: Operand, dtype: DType) -> Tensor:

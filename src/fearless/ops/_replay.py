@@ -9,13 +9,14 @@ reads on every call into a key:
     a torch.Tensor  its shape, dtype, device, contiguity and pointer mod 16 (what the slow path
                     checks and what a kernel's alignment is compiled for); its pointer itself
                     is where the replayed launches read
+    an fl.Tensor    on the GPU and not moved: its shape, dtype and pointer mod 16
     None, a bool, int, float or str, a tuple or list of those
                     its type and value
     a `dynamic` int argument (dropout's seed)
                     only whether it is given: its value goes into the launches as it is
     and the target `fl.set_target` or FEARLESS_TARGET names.
 
-Anything else (an fl.Tensor, a NumPy array, a tensor subclass, a list of tensors, an input
+Anything else (a NumPy array, a tensor on the simulator, a tensor subclass, a list of tensors, an input
 that requires grad while grad is enabled, a call while torch.compile traces) takes the slow
 path every time. The first call with a key takes it too (it compiles and tunes); the second
 takes it while runtime/trace.py records what it launched and allocated; every later one
@@ -45,6 +46,7 @@ from typing import Any, TypeVar
 from .. import config
 from ..runtime import trace
 from ..runtime.streams import keep_if_captured
+from ..runtime.tensor import Tensor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,10 +101,10 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
             found = _key(torch, args, kwargs, dyn)
             if found is None:
                 return fn(*args, **kwargs)
-            key, tensors, values = found
+            key, tensors, ptrs, values = found
             plan = plans.get(key)
             if type(plan) is Plan and not trace.recording:
-                out = _replay(plan, tensors, values)
+                out = _replay(plan, tensors, ptrs, values)
                 if out is not _MISS:
                     return out
                 return fn(*args, **kwargs)
@@ -115,7 +117,7 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                 return fn(*args, **kwargs)  # never replayed, or inside another's recording
             with trace.record() as rec:
                 out = fn(*args, **kwargs)
-            plans[key] = _plan(rec, out, tensors, values)
+            plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
             return out
 
         call.plans = plans  # type: ignore[attr-defined]
@@ -129,12 +131,13 @@ _MISS = object()
 
 def _key(
     torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dyn: tuple[tuple[int, str], ...]
-) -> tuple[Any, list[Any], list[Any]] | None:
-    """(key, the tensor arguments in order, the dynamic values) of a call, or None for the
-    slow path."""
+) -> tuple[Any, list[Any], list[int], list[Any]] | None:
+    """(key, the tensor arguments in order, their pointers, the dynamic values) of a call, or
+    None for the slow path."""
     plain = torch.Tensor
     parts: list[Any] = [config.target_override(), len(args)]
     tensors: list[Any] = []
+    ptrs: list[int] = []
     values: list[Any] = []
     skip: tuple[int, ...] = ()
     if dyn:
@@ -148,24 +151,36 @@ def _key(
     for i, a in enumerate(args):
         if i in skip:
             continue
-        if not _part(torch, plain, a, parts, tensors):
+        if not _part(torch, plain, a, parts, tensors, ptrs):
             return None
     for name, a in kwargs.items():
         if skip and any(name == n for _, n in dyn):
             continue
         parts.append(name)
-        if not _part(torch, plain, a, parts, tensors):
+        if not _part(torch, plain, a, parts, tensors, ptrs):
             return None
-    return tuple(parts), tensors, values
+    return tuple(parts), tensors, ptrs, values
 
 
-def _part(torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any]) -> bool:
+def _part(
+    torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any], ptrs: list[int]
+) -> bool:
     tp = type(a)
     if tp is plain:
         if a.requires_grad and torch.is_grad_enabled():
             return False  # autograd records it: the dispatcher's path
-        parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), a.data_ptr() & 15))
+        ptr = a.data_ptr()
+        parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), ptr & 15))
         tensors.append(a)
+        ptrs.append(ptr)
+        return True
+    if tp is Tensor:
+        if a._moved is not None or not a._on_device:
+            return False  # the slow path says why (moved), or runs on the simulator
+        ptr = a._ptr
+        parts.append((Tensor, a._shape, a._dtype, ptr & 15))
+        tensors.append(a)
+        ptrs.append(ptr)
         return True
     if tp in _SCALARS:
         parts.append((tp, a))
@@ -176,11 +191,11 @@ def _part(torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any])
     return False
 
 
-def _replay(plan: Plan, tensors: list[Any], values: list[Any]) -> Any:
+def _replay(plan: Plan, tensors: list[Any], ptrs: list[int], values: list[Any]) -> Any:
     allocated = [again() for again in plan.allocations]
-    bases = [t.data_ptr() for t in tensors]
+    bases = ptrs[:]
     for t, align in zip(allocated, plan.aligns, strict=True):
-        ptr = t.data_ptr()
+        ptr = t._ptr if type(t) is Tensor else t.data_ptr()
         if ptr & 15 != align:
             return _MISS  # the kernels were compiled for the recorded alignment
         bases.append(ptr)
@@ -208,14 +223,25 @@ def _rebuild(shape: Any, allocated: list[Any]) -> Any:
 # --------------------------------------------------------------------------- recording
 
 
-def _plan(rec: trace.Trace, out: Any, tensors: list[Any], values: list[Any]) -> Plan | Never:
-    """The plan of a recorded call, or why it cannot be replayed."""
+def _nbytes(t: Any) -> int:
+    return t._nbytes if type(t) is Tensor else t.numel() * t.element_size()
+
+
+def _ptr(t: Any) -> int:
+    return t._ptr if type(t) is Tensor else t.data_ptr()  # type: ignore[no-any-return]
+
+
+def _plan(
+    rec: trace.Trace, out: Any, ptrs: list[int], sizes: list[int], values: list[Any]
+) -> Plan | Never:
+    """The plan of a recorded call (inputs at `ptrs`, of `sizes` bytes), or why it cannot be
+    replayed."""
     if rec.refused is not None:
         return Never(rec.refused)
     if not rec.launches:
         return Never("it launched nothing")
-    buffers = [(t.data_ptr(), t.numel() * t.element_size()) for t in tensors]
-    buffers += [(t.data_ptr(), t.numel() * t.element_size()) for t, _ in rec.allocations]
+    buffers = list(zip(ptrs, sizes, strict=True))
+    buffers += [(_ptr(t), _nbytes(t)) for t, _ in rec.allocations]
     spans = sorted((p, p + n) for p, n in buffers if n)
     if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
         return Never("tensors that overlap: a pointer's owner is ambiguous")
@@ -240,7 +266,7 @@ def _plan(rec: trace.Trace, out: Any, tensors: list[Any], values: list[Any]) -> 
         return Never("it returned something other than the tensors it allocated")
     return Plan(
         allocations=tuple(again for _, again in rec.allocations),
-        aligns=tuple(t.data_ptr() & 15 for t, _ in rec.allocations),
+        aligns=tuple(_ptr(t) & 15 for t, _ in rec.allocations),
         launches=tuple(launches),
         draws=tuple(draw for _, draw in rec.seeds),
         result=result,
