@@ -23,15 +23,17 @@ class Target(str, enum.Enum):
     CUDA = "cuda"
     SIM = "sim"
 
+    # (compared by value: reading a member through its class costs a descriptor call, and
+    # every launch asks)
     @property
     def on_device(self) -> bool:
         """Whether kernel arguments live in GPU memory."""
-        return self is Target.CUDA
+        return self._value_ == "cuda"
 
     @property
     def simulated(self) -> bool:
         """Whether the CPU simulator runs the kernels."""
-        return self is Target.SIM
+        return self._value_ == "sim"
 
     def __str__(self) -> str:
         return self.value
