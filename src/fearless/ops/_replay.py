@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .. import config
-from ..runtime import trace
+from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
 
@@ -72,6 +72,7 @@ class Plan:
     launches: tuple[tuple[Callable[[list[Any], Any], None], tuple[Source, ...]], ...]
     draws: tuple[Callable[[], int], ...]
     result: Any
+    run: Callable[[list[Any], list[int], list[Any]], Any]  # the generated replay (_compile)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
             key, tensors, ptrs, values = found
             plan = plans.get(key)
             if type(plan) is Plan and not trace.recording:
-                out = _replay(plan, tensors, ptrs, values)
+                out = plan.run(tensors, ptrs, values)
                 if out is not _MISS:
                     return out
                 return fn(*args, **kwargs)
@@ -149,9 +150,14 @@ def _key(
             values.append(v)
             parts.append(v is None)
     for i, a in enumerate(args):
-        if i in skip:
+        if type(a) is plain and not a.requires_grad:  # the common case, inline
+            ptr = a.data_ptr()
+            parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), ptr & 15))
+            tensors.append(a)
+            ptrs.append(ptr)
+        elif i in skip:
             continue
-        if not _part(torch, plain, a, parts, tensors, ptrs):
+        elif not _part(torch, plain, a, parts, tensors, ptrs):
             return None
     for name, a in kwargs.items():
         if skip and any(name == n for _, n in dyn):
@@ -191,33 +197,55 @@ def _part(
     return False
 
 
-def _replay(plan: Plan, tensors: list[Any], ptrs: list[int], values: list[Any]) -> Any:
-    allocated = [again() for again in plan.allocations]
-    bases = ptrs[:]
-    for t, align in zip(allocated, plan.aligns, strict=True):
-        ptr = t._ptr if type(t) is Tensor else t.data_ptr()
-        if ptr & 15 != align:
-            return _MISS  # the kernels were compiled for the recorded alignment
-        bases.append(ptr)
-    seeds = [draw() for draw in plan.draws]
-    keep_if_captured((tensors, allocated), None)  # inside `fl.graph`: the graph holds them
-    for run, sources in plan.launches:
-        run(
-            [
-                bases[a] + b if kind == POINTER else a if kind == CONST
-                else seeds[a] if kind == SEED else values[a]
-                for kind, a, b in sources
-            ],
-            None,
-        )  # fmt: skip
-    return _rebuild(plan.result, allocated)
+def _compile(
+    inputs: int,
+    allocations: Sequence[tuple[Any, Callable[[], Any]]],
+    launches: Sequence[tuple[Callable[[list[Any], Any], None], Sequence[Source]]],
+    draws: Sequence[Callable[[], int]],
+    result: Any,
+) -> Callable[[list[Any], list[int], list[Any]], Any]:
+    """The replay of a plan as one generated function `(tensors, ptrs, values) -> result`
+    (or _MISS) with every source and constant written in, so a replay runs no loop or branch
+    per value. Buffers 0 .. inputs - 1 are the call's tensors, then the allocations."""
+    env: dict[str, Any] = {"MISS": _MISS, "keep": keep_if_captured, "streams": streams}
+    lines = ["def replay(tensors, ptrs, values):"]
+    for j, (t, again) in enumerate(allocations):
+        env[f"again{j}"] = again
+        read = "_ptr" if type(t) is Tensor else "data_ptr()"
+        lines += [f"    t{j} = again{j}()", f"    b{j} = t{j}.{read}"]
+        # the kernels were compiled for the recorded alignment
+        lines.append(f"    if b{j} & 15 != {_ptr(t) & 15}: return MISS")
+    for k, draw in enumerate(draws):
+        env[f"draw{k}"] = draw
+        lines.append(f"    s{k} = draw{k}()")
+    allocated = "".join(f"t{j}, " for j in range(len(allocations)))
+    lines.append("    if streams._captures:")  # inside `fl.graph`: the graph holds them
+    lines.append(f"        keep((tensors, ({allocated})), None)")
+    for n, (run, sources) in enumerate(launches):
+        env[f"run{n}"] = run
+        values = []
+        for i, (kind, a, b) in enumerate(sources):
+            if kind == POINTER:
+                base = f"ptrs[{a}]" if a < inputs else f"b{a - inputs}"
+                values.append(f"{base} + {b}" if b else base)
+            elif kind == CONST:
+                env[f"c{n}_{i}"] = a
+                values.append(f"c{n}_{i}")
+            else:
+                values.append(f"s{a}" if kind == SEED else f"values[{a}]")
+        lines.append(f"    run{n}([{', '.join(values)}], None)")
+    lines.append(f"    return {_result_expr(result)}")
+    exec("\n".join(lines), env)  # our own text, as runtime/launch.py generates its launcher
+    return env["replay"]  # type: ignore[no-any-return]
 
 
-def _rebuild(shape: Any, allocated: list[Any]) -> Any:
+def _result_expr(shape: Any) -> str:
+    """The expression of a result structure (`_structure`) over the allocations t0, t1, ..."""
     if type(shape) is int:
-        return allocated[shape] if shape >= 0 else None
+        return f"t{shape}" if shape >= 0 else "None"
     kind, items = shape
-    return kind(_rebuild(s, allocated) for s in items)
+    inner = "".join(f"{_result_expr(s)}, " for s in items)
+    return f"({inner})" if kind is tuple else f"[{inner}]"
 
 
 # --------------------------------------------------------------------------- recording
@@ -264,12 +292,14 @@ def _plan(
     result = _structure(out, [t for t, _ in rec.allocations])
     if result is None:
         return Never("it returned something other than the tensors it allocated")
+    draws = tuple(draw for _, draw in rec.seeds)
     return Plan(
         allocations=tuple(again for _, again in rec.allocations),
         aligns=tuple(_ptr(t) & 15 for t, _ in rec.allocations),
         launches=tuple(launches),
-        draws=tuple(draw for _, draw in rec.seeds),
+        draws=draws,
         result=result,
+        run=_compile(len(ptrs), rec.allocations, launches, draws, result),
     )
 
 
