@@ -30,7 +30,9 @@ recorded arguments and depends on the key alone; its outputs are new allocations
 nothing; the kernels it chose depend on the key alone. A recorded call that did anything a
 replay would skip (a dtype conversion, a contiguous copy, an autotuner timing, an allocation
 outside torch, no launch at all, or inputs that overlap so a pointer's owner is ambiguous) is
-never replayed: its key takes the slow path from then on.
+never replayed: its key takes the slow path from then on. A replay skips `Kernel.__call__`,
+and with it the check that recompiles a kernel whose module globals changed: the operators'
+kernels read only their own modules' constants.
 """
 
 from __future__ import annotations
