@@ -351,3 +351,66 @@ def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None
     sig = (TileParam("x", "tensor", F32, 1), TileParam("s", "scalar", dtypes.bf16))
     gpu = launch_gpu.GpuLaunch("k", FUNCTION, (1, 1, 1), launch_gpu.ParamBlock(sig, [(8,)]))
     assert gpu._cplan is None
+
+
+# --------------------------------------------------------------------- the Tile warm path in C
+
+
+def _dropout_warm() -> tuple[Any, Any, Any]:
+    """A WarmPath for ops' dropout kernel (Part, Tensor, f32, i64) and a prepared launch."""
+    from fearless.ir.tile_kernel import TileParam
+    from fearless.ops.kernels_activation import make_dropout
+    from fearless.tile import fastpath, launch_gpu
+
+    sig = (
+        TileParam("out", "part", F32, 1, tile=(1024,)),
+        TileParam("x", "tensor", F32, 1),
+        TileParam("p", "scalar", F32),
+        TileParam("seed", "scalar", dtypes.i64),
+    )
+    gpu = launch_gpu.GpuLaunch(
+        "k", FUNCTION, (16, 1, 1), launch_gpu.ParamBlock(sig, [(16384,)] * 2)
+    )
+    warm = fastpath.WarmPath(make_dropout(fl.f32).annotations())
+    prepared = fastpath.Prepared(sig, None, (16, 1, 1), (65536, 65536), gpu)  # type: ignore[arg-type]
+    return warm, gpu, prepared
+
+
+def test_the_tile_warm_path_in_c_launches_what_python_would(
+    tile_c: tuple[Calls, TileCu],
+) -> None:
+    from fearless.runtime.target import Target
+
+    calls, cu = tile_c
+    cu.sizes[:] = [8, 4, 8, 4, 4, 8]  # out and its extent, x likewise, p, seed
+    warm, gpu, prepared = _dropout_warm()
+    out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
+    part = out.partition((1024,))
+    args = (part, x, 0.25, -(2**62))
+    entry, key, payload = warm.lookup(args, Target.CUDA)
+    assert entry is None and warm.c is None
+    warm.store(key, prepared)
+    assert warm.c is not None and key in warm.c_entries
+    assert warm.c_launch(warm.c, args, 0) == 0
+    assert len(calls) == 1 and calls[0]["grid"] == (16, 1, 1)
+    gpu._c_launch = None
+    assert warm.lookup(args, Target.CUDA)[0] is prepared
+    gpu(payload, None)  # the Python path on the same arguments
+    assert cu.calls == [calls[0]["bytes"]]
+    # another key, a given-back partition, an overlap, a moved input: C launches nothing
+    other = _dev(0x7F0000000000, (8192,)).partition((1024,))
+    overlapping = _dev(0x7F0000100000 + 4096, (16384,)).partition((1024,))
+    refused = [
+        (other, x, 0.25, 1),
+        (part, x, 0.25, 1.0),  # a float for the i64: another key
+        (part, x, 0.25, 2**63),  # past i64: packs nowhere
+        (overlapping, x, 0.25, 1),
+        (part, np.zeros(16384, np.float32), 0.25, 1),
+    ]
+    for bad in refused:
+        assert warm.c_launch(warm.c, bad, 0) == -1, bad
+    part.unpartition()
+    assert warm.c_launch(warm.c, args, 0) == -1  # given back
+    moved = out.partition((1024,))
+    assert warm.c_launch(warm.c, (moved, out, 0.25, 1), 0) == -1  # `out` is moved
+    assert len(calls) == 1

@@ -237,3 +237,41 @@ def tile_plan(
         tuple(TILE_KINDS[c] for c in codes),
         tuple(value_offsets),
     )
+
+
+WARM_PART, WARM_TENSOR, WARM_CONST, WARM_SCALAR = 1, 2, 3, 4
+
+
+def tile_warm_plan(
+    kinds: tuple[int, ...],
+    wants: tuple[Any, ...],
+    pairs: Any,
+    entries: dict[Any, Any],
+    part_type: type,
+    tensor_type: type,
+    torch_type: type,
+    target: Any,
+    device: int,
+    torch_dtype_of: Any,
+) -> Any | None:
+    """The compiled Tile warm path of one kernel (tile/fastpath.py), or None where the module
+    is unavailable. `kinds` are WARM_* per parameter, `wants` the dtype of each array
+    parameter (None otherwise), `pairs` the borrow check's (output, other) array pairs;
+    `entries` (key -> (byte extent of each array, tile plan)) is the caller's dict, which it
+    fills as the slow path prepares launches."""
+    mod = module() if config.compiled_launcher_enabled() else None
+    if mod is None:
+        return None
+    torch_wants = tuple(torch_dtype_of(w) if w is not None else None for w in wants)
+    return mod.tile_warm_plan(
+        tuple(kinds),
+        tuple(wants),
+        torch_wants,
+        tuple((int(o), int(j)) for o, j in pairs),
+        entries,
+        part_type,
+        tensor_type,
+        torch_type,
+        target,
+        device,
+    )

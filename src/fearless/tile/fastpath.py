@@ -91,6 +91,13 @@ class WarmPath:
         self.outputs = tuple(outputs)
         self.pairs: Pairs | None = output_pairs(outputs) if len(outputs) <= PAIRWISE_MAX else None
         self.entries: dict[Key, Prepared] = {}
+        self._annotations = tuple(annotations)
+        # The compiled warm path (claunch.c's tile_warm): what it launches, by the same keys:
+        # (byte extent of each array, the launch's C plan). `c` is made at the first store.
+        self.c_entries: dict[Key, tuple[tuple[int, ...], Any]] = {}
+        self.c: Any = None
+        self.c_launch: Any = None  # claunch.c's tile_warm(c, args, stream handle) -> 0 launched
+        self._c_torch: Any = None  # the torch.Tensor type `c` was made with
 
     def lookup(
         self, args: Sequence[Any], target: Target
@@ -134,7 +141,49 @@ class WarmPath:
         """Keep what the slow path prepared for `key` (a key `lookup` returned: hashable)."""
         if len(self.entries) >= MAX_ENTRIES:
             self.entries.clear()
+            self.c_entries.clear()
         self.entries[key] = entry
+        cplan = getattr(entry.run, "_cplan", None)
+        if cplan is not None and key[0] is Target.CUDA:
+            self.c_entries[key] = (entry.nbytes, cplan)
+            torch = sys.modules.get("torch")
+            if self.c is None or (torch is not None and self._c_torch is not torch.Tensor):
+                self._make_c(torch.Tensor if torch is not None else _NoTorch)
+
+    def _make_c(self, torch_type: type) -> None:
+        """The compiled warm path of this kernel (None: it has none here)."""
+        from ..runtime import claunch
+
+        self._c_torch = torch_type
+        if self.pairs is None:
+            return  # past PAIRWISE_MAX arrays the Python sweep decides
+        kinds: list[int] = []
+        wants: list[DType | None] = []
+        for _, ann in self._annotations:
+            if isinstance(ann, PartAnnotation):
+                kinds.append(claunch.WARM_PART)
+                wants.append(ann.dtype)
+            elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
+                kinds.append(claunch.WARM_TENSOR)
+                wants.append(ann.dtype)
+            else:
+                const = isinstance(ann, ConstAnnotation)
+                kinds.append(claunch.WARM_CONST if const else claunch.WARM_SCALAR)
+                wants.append(None)
+        self.c = claunch.tile_warm_plan(
+            tuple(kinds),
+            tuple(wants),
+            self.pairs,
+            self.c_entries,
+            Partition,
+            Tensor,
+            torch_type,
+            Target.CUDA,
+            DEVICE_ID,
+            torch_dtype_of,
+        )
+        module = claunch.module()
+        self.c_launch = module.tile_warm if module is not None else None
 
 
 def _is_array(ann: Any) -> bool:

@@ -52,6 +52,7 @@ from ..ir.tile_kernel import (
     TileParam,
     array_align,
 )
+from ..runtime import trace
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
@@ -59,7 +60,7 @@ from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
-from ..runtime.streams import keep_if_captured
+from ..runtime.streams import default_stream_handle, keep_if_captured
 from ..runtime.target import Target, current_target
 from .aot import signature_from_specs
 from .compiler import build_ir, compile_cubin, render_stage
@@ -308,6 +309,11 @@ class Kernel:
                 self._check_globals()
             target = current_target()
             warm = self._warm or self._make_warm()
+            if warm.c is not None and stream is None and not trace.recording:
+                # the compiled warm path (fastpath.py): 0 launched; else the Python way
+                handle = default_stream_handle()
+                if handle >= 0 and target.on_device and warm.c_launch(warm.c, args, handle) == 0:
+                    return
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream)
@@ -399,6 +405,10 @@ class Kernel:
             warm = self._launch_warm.get(dims)
             if warm is None:
                 warm = self._launch_warm[dims] = WarmPath(self.annotations())
+            if warm.c is not None and stream is None and not trace.recording:
+                handle = default_stream_handle()
+                if handle >= 0 and target.on_device and warm.c_launch(warm.c, args, handle) == 0:
+                    return
             entry, key, payload = warm.lookup(args, target)
             if entry is None:
                 return self._slow_launch(args, target, warm, key, stream, dims)
