@@ -271,3 +271,26 @@ def test_empty_inputs_and_any_integer_seed() -> None:
     big = ops.dropout(x, 0.5, seed=2**70 + 5)  # the seed's low 64 bits, as an i64
     np.testing.assert_array_equal(big, ops.dropout(x, 0.5, seed=5))
     np.testing.assert_array_equal(ops.dropout(x, 0.5, seed=-1), ops.dropout(x, 0.5, seed=2**64 - 1))
+
+
+def test_a_configuration_that_fails_gives_the_output_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tuner tries every configuration on one output: one that fails to compile after
+    the partition must leave the output usable for the next (H200: all of softmax's configs
+    then failed with E0382)."""
+    from fearless.ops import kernels_rows
+
+    out = fl.zeros((4, 64), dtype=fl.f32)
+
+    def failing(op, out, x, *rest, **config):  # type: ignore[no-untyped-def]
+        part = out.partition((1, 64))
+
+        def launch() -> None:
+            raise fl.CompileError("tileiras refused this configuration")
+
+        return launch, part
+
+    monkeypatch.setattr(kernels_rows, "prepare_rows", failing)
+    with pytest.raises(fl.CompileError):
+        kernels_rows._row_launch("softmax", out, fl.zeros((4, 64), dtype=fl.f32))
+    assert out._moved is None
+    out.partition((1, 64)).unpartition()

@@ -101,8 +101,10 @@ def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
     launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
                                   num_ctas=num_ctas, persistent=persistent)  # fmt: skip
-    launch()
-    part.unpartition()
+    try:  # a configuration the tuner tries may fail to compile: `c` is the caller's again
+        launch()
+    finally:
+        part.unpartition()
 
 
 @tile.function
@@ -141,5 +143,8 @@ BMM_CONFIGS = [
 def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation."""
     part = c.partition((1, *shape))
-    kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)(part, a, b, BK)
-    part.unpartition()
+    try:  # as in matmul_tuned
+        kernel = kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
+        kernel(part, a, b, BK)
+    finally:
+        part.unpartition()

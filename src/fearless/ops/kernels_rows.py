@@ -210,8 +210,10 @@ def prepare_rows(
 
 def _row_launch(op, out, x, *rest, **config):
     launch, part = prepare_rows(op, out, x, *rest, **config)
-    launch()
-    part.unpartition()  # `out` is the caller's again
+    try:  # a configuration the tuner tries may fail to compile
+        launch()
+    finally:
+        part.unpartition()  # `out` is the caller's again
 
 
 @fl.autotune(configs=SOFTMAX_CONFIGS, key=["x"])

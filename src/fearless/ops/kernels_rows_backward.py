@@ -318,11 +318,13 @@ def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, c
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     part = dx.partition((rows, bn))
-    if partials or persistent:
-        kernel.launch(grid, part, *sums, first, *rest)
-    else:
-        kernel(part, first, *rest)
-    part.unpartition()
+    try:  # a configuration the tuner tries may fail to compile: `dx` is the caller's again
+        if partials or persistent:
+            kernel.launch(grid, part, *sums, first, *rest)
+        else:
+            kernel(part, first, *rest)
+    finally:
+        part.unpartition()
     return sums
 
 
