@@ -216,9 +216,11 @@ def test_cases_past_the_time_budget_are_skipped_with_the_reason(
     monkeypatch.setattr(family_ops, "_case", fake_case)
     monkeypatch.setenv(family_ops.BUDGET_ENV, "0.01")
     chosen = {"ops_relu_f16_1048576", "ops_relu_f16_4194304", "ops_matmul_f16_1024"}
-    ctx: Any = types.SimpleNamespace(quick=False)
+    kept: list[int] = []  # the records partial.json holds after each case
+    ctx: Any = types.SimpleNamespace(quick=False, checkpoint=lambda r: kept.append(len(r)))
     records = family_ops.run(ctx, chosen)
     assert ran == ["ops_relu_f16_1048576"]
+    assert kept == [0]  # after each case run (the fake one gave no record)
     assert {r.case for r in records} == chosen - set(ran)
     assert all(r.status == "skipped" and "time budget" in (r.reason or "") for r in records)
     assert "--cases 'ops_matmul_f16_*'" in next(
@@ -269,7 +271,10 @@ def test_a_case_that_raises_fails_that_case_only(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(family_ops, "_case", fake_case)
     cuda = types.SimpleNamespace(empty_cache=lambda: None)
     ctx: Any = types.SimpleNamespace(
-        quick=False, log=lambda line: None, torch=types.SimpleNamespace(cuda=cuda)
+        quick=False,
+        log=lambda line: None,
+        torch=types.SimpleNamespace(cuda=cuda),
+        checkpoint=lambda records: None,
     )
     records = family_ops.run(ctx, {"ops_relu_f16_1048576", "ops_matmul_f16_1024"})
     relu = [r for r in records if r.case == "ops_relu_f16_1048576"]

@@ -163,6 +163,7 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
             ctx.log(f"{spec.name}: {why}")
             out += [failed(spec.name, FAMILY, i, why, **spec.params()) for i in IMPLS]
             ctx.torch.cuda.empty_cache()
+        ctx.checkpoint(out)  # a run stopped mid-family keeps the cases measured so far
     return out
 
 

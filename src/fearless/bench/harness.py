@@ -84,6 +84,9 @@ class Ctx:
     quick: bool
     arch: str
     log: Callable[[str], None]
+    # Keeps a family's records so far (partial.json), so that a run stopped in the middle of a
+    # long family keeps what it measured; the suite sets it.
+    checkpoint: Callable[[list[Any]], None] = lambda records: None
 
     def sync(self) -> None:
         """Wait for the device, raising any pending fearless device error."""

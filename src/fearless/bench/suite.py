@@ -131,6 +131,13 @@ def run_gpu(opts: Options, selected: set[str]) -> tuple[list[Record], dict[str, 
     ctx = Ctx(torch, DeviceTimer(torch, budget), budget, peers, opts.quick, peers.arch, opts.log)
     records: list[Record] = []
     opts.out.mkdir(parents=True, exist_ok=True)
+
+    def checkpoint(family_records: list[Record]) -> None:
+        report.write_json(
+            opts.out / "partial.json", meta, peers.summary(), records + family_records
+        )
+
+    ctx.checkpoint = checkpoint
     for fam in FAMILIES:
         chosen = selected & set(fam.CASES)
         if chosen:
