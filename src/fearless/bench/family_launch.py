@@ -73,11 +73,13 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
     arrays = [torch.randn(N, device="cuda") for _ in range(arity)]
     blocks = dry.grid(N)
 
-    def simt() -> Launch:
+    import fearless as fl
+
+    def simt(on: list[Any] = arrays) -> Launch:
         ctx.peers.fearless_gpu()
         k = simt_kernel(ctx.peers, arity)
         prep = k.prepare(blocks if arity else 1)
-        return lambda: k(prep, *arrays)
+        return lambda: k(prep, *on)
 
     def raw() -> Launch:
         ctx.peers.fearless_gpu()
@@ -102,16 +104,14 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
             raise Skip("the cuTile launch is measured with 3 arrays only")
         return ctx.peers.cutile().args3_launch(*arrays)  # type: ignore[no-any-return]
 
-    def tile() -> Launch:
-        import fearless as fl
-
+    def tile(on: list[Any] = arrays) -> Launch:
         from . import tile_track
 
         case = tile_track.launch_case(arity)  # 3 arrays: the vecadd case's cubin
         ctx.peers.fearless_gpu()
         kernel, tc = tile_track.resolve(ctx.peers.tile_examples(), case)
-        part = fl.asarray(arrays[-1]).partition(tc.tile)
-        args = tile_track.bind(kernel, part, arrays[:-1], consts=tc.consts)
+        part = fl.asarray(on[-1]).partition(tc.tile)
+        args = tile_track.bind(kernel, part, on[:-1], consts=tc.consts)
         return lambda: kernel(*args)
 
     impls: list[tuple[str, Callable[[], Launch]]] = [
@@ -133,10 +133,11 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
             rec = Record(case, FAMILY, name, "ok", params=dict(params))
             rec.time, rec.time_unit, rec.spread, rec.reps = t.median, "us", (t.p20, t.p80), t.reps
             rec.metric, rec.value = "us/launch", t.median
-            if name == FEARLESS_SIMT:
-                rec.note = "prepared launch, safety checks included"
-            elif name == FEARLESS_TILE:
-                rec.note = "plain call, safety checks included"
+            if name in (FEARLESS_SIMT, FEARLESS_TILE):
+                form = "prepared launch" if name == FEARLESS_SIMT else "plain call"
+                rec.note = f"{form} on torch tensors, safety checks included; " + _on_fl(
+                    ctx, simt if name == FEARLESS_SIMT else tile, arrays
+                )
         except Skip as exc:
             rec = skipped(case, FAMILY, name, str(exc), **params)
         except Exception as exc:
@@ -144,6 +145,18 @@ def _case(ctx: Ctx, case: str, arity: int) -> list[Record]:
         records.append(rec)
         ctx.log(format_line(rec))
     return records
+
+
+def _on_fl(ctx: Ctx, build: Callable[[list[Any]], Launch], arrays: list[Any]) -> str:
+    """The same launch on fl.Tensors over the same memory, in words (an fl.Tensor's fields are
+    read from slots, a torch tensor's through six accessor calls)."""
+    import fearless as fl
+
+    try:
+        t = host_per_launch(build([fl.asarray(a) for a in arrays]), ctx.sync, ctx.budget)
+    except Exception as exc:
+        return f"on fl.Tensors it failed: {error_text(exc)}"
+    return f"on fl.Tensors {t.median:.2f} us"
 
 
 def _check(ctx: Ctx, fn: Launch, arrays: list[Any]) -> None:
