@@ -45,10 +45,8 @@ def _launch(run: Any, values: list[Any]) -> None:
 
 
 def _empty_like(x: Any) -> Any:
-    out = torch.empty_like(x)
     shape, dtype = x.shape, x.dtype
-    _io._allocated(out, lambda: torch.empty(shape, dtype=dtype))
-    return out
+    return _io._allocate(lambda: torch.empty(shape, dtype=dtype))
 
 
 bodies = {"n": 0}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,20 +107,17 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
     if like.kind == "torch":
         torch = sys.modules["torch"]
         tdt, device = torch_dtype_of(dt), like.original.device
-        out = torch.empty(shape, dtype=tdt, device=device)
-        _allocated(out, lambda: torch.empty(shape, dtype=tdt, device=device))
+        out = _allocate(lambda: torch.empty(shape, dtype=tdt, device=device))
         return from_torch(out), out
-    t = fl_tensor.empty(shape, dtype=dt)
-    _allocated(t, lambda: fl_tensor.empty(shape, dtype=dt))
+    t = _allocate(lambda: fl_tensor.empty(shape, dtype=dt))
     return t, t
 
 
-def _allocated(t: Any, again: Any) -> None:
-    """Tell a recording trace (runtime/trace.py) of an allocation and how to redo it."""
-    if trace.recording:
-        rec = trace.current()
-        if rec is not None:
-            rec.allocation(t, again)
+def _allocate(make: Callable[[], Any]) -> Any:
+    """`make()`, told to a recording trace (runtime/trace.py) with how to make it again."""
+    t = make()
+    trace.allocated(t, make)
+    return t
 
 
 def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | None = None) -> Tensor:
@@ -131,12 +128,8 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
     if like.kind == "torch":
         torch = sys.modules["torch"]
         tdt, device = torch_dtype_of(dt), like.original.device
-        t = torch.full(shape, value, dtype=tdt, device=device)
-        _allocated(t, lambda: torch.full(shape, value, dtype=tdt, device=device))
-        return from_torch(t)
-    t = fl_tensor.full(shape, value, dtype=dt)
-    _allocated(t, lambda: fl_tensor.full(shape, value, dtype=dt))
-    return t
+        return from_torch(_allocate(lambda: torch.full(shape, value, dtype=tdt, device=device)))
+    return _allocate(lambda: fl_tensor.full(shape, value, dtype=dt))
 
 
 def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
@@ -148,12 +141,8 @@ def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(owner, torch.Tensor):
         tdt, device = torch_dtype_of(dtype), owner.device
-        z = torch.zeros(shape, dtype=tdt, device=device)
-        _allocated(z, lambda: torch.zeros(shape, dtype=tdt, device=device))
-        return from_torch(z)
-    t = fl_tensor.zeros(shape, dtype=dtype)
-    _allocated(t, lambda: fl_tensor.zeros(shape, dtype=dtype))
-    return t
+        return from_torch(_allocate(lambda: torch.zeros(shape, dtype=tdt, device=device)))
+    return _allocate(lambda: fl_tensor.zeros(shape, dtype=dtype))
 
 
 def cast(x: Operand, dtype: DType) -> Tensor:
@@ -184,10 +173,7 @@ def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Ten
 def fresh_seed() -> int:
     """A random 64-bit seed as the kernels' i64, drawn anew by a replay (ops/_replay.py)."""
     s = _draw_seed()
-    if trace.recording:
-        rec = trace.current()
-        if rec is not None:
-            rec.seed(s, _draw_seed)
+    trace.drew(s, _draw_seed)
     return s
 
 

@@ -65,16 +65,12 @@ Source = tuple[int, Any, int]
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A recorded call: the allocations to make again (and the pointer mod 16 each had), the
-    launches with the source of each value, the seed draws, and the result's structure (the
-    index of each allocation returned, in tuples and lists as returned)."""
+    """A recorded call as its generated replay (`_compile`): `run(tensors, ptrs, values)`
+    makes the allocations again, checks their alignment, draws the seeds, launches and returns
+    the result; `source` is its text."""
 
-    allocations: tuple[Callable[[], Any], ...]
-    aligns: tuple[int, ...]
-    launches: tuple[tuple[Callable[[list[Any], Any], None], tuple[Source, ...]], ...]
-    draws: tuple[Callable[[], int], ...]
-    result: Any
-    run: Callable[[list[Any], list[int], list[Any]], Any]  # the generated replay (_compile)
+    run: Callable[[list[Any], list[int], list[Any]], Any]
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +201,9 @@ def _compile(
     launches: Sequence[tuple[Callable[[list[Any], Any], None], Sequence[Source]]],
     draws: Sequence[Callable[[], int]],
     result: Any,
-) -> Callable[[list[Any], list[int], list[Any]], Any]:
+) -> tuple[Callable[[list[Any], list[int], list[Any]], Any], str]:
     """The replay of a plan as one generated function `(tensors, ptrs, values) -> result`
-    (or _MISS) with every source and constant written in, so a replay runs no loop or branch
+    (or _MISS), and its text, with every source and constant written in, so a replay runs no loop or branch
     per value. Buffers 0 .. inputs - 1 are the call's tensors, then the allocations."""
     env: dict[str, Any] = {"MISS": _MISS, "keep": keep_if_captured, "streams": streams}
     lines = ["def replay(tensors, ptrs, values):"]
@@ -237,8 +233,9 @@ def _compile(
                 values.append(f"s{a}" if kind == SEED else f"values[{a}]")
         lines.append(f"    run{n}([{', '.join(values)}], None)")
     lines.append(f"    return {_result_expr(result)}")
-    exec("\n".join(lines), env)  # our own text, as runtime/launch.py generates its launcher
-    return env["replay"]  # type: ignore[no-any-return]
+    source = "\n".join(lines)
+    exec(source, env)  # our own text, as runtime/launch.py generates its launcher
+    return env["replay"], source
 
 
 def _result_expr(shape: Any) -> str:
@@ -294,15 +291,8 @@ def _plan(
     result = _structure(out, [t for t, _ in rec.allocations])
     if result is None:
         return Never("it returned something other than the tensors it allocated")
-    draws = tuple(draw for _, draw in rec.seeds)
-    return Plan(
-        allocations=tuple(again for _, again in rec.allocations),
-        aligns=tuple(_ptr(t) & 15 for t, _ in rec.allocations),
-        launches=tuple(launches),
-        draws=draws,
-        result=result,
-        run=_compile(len(ptrs), rec.allocations, launches, draws, result),
-    )
+    draws = [draw for _, draw in rec.seeds]
+    return Plan(*_compile(len(ptrs), rec.allocations, launches, draws, result))
 
 
 def _source(

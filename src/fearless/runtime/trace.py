@@ -62,6 +62,22 @@ def current() -> Trace | None:
     return getattr(_local, "trace", None)
 
 
+def allocated(tensor: Any, again: Callable[[], Any]) -> None:
+    """Tell the trace recording on this thread, if any, of an allocation and how to redo it."""
+    if recording:
+        trace = getattr(_local, "trace", None)
+        if trace is not None:
+            trace.allocation(tensor, again)
+
+
+def drew(value: int, draw: Callable[[], int]) -> None:
+    """Tell the trace recording on this thread, if any, of a random seed and how to draw one."""
+    if recording:
+        trace = getattr(_local, "trace", None)
+        if trace is not None:
+            trace.seed(value, draw)
+
+
 def refuse(why: str) -> None:
     """Tell the trace recording on this thread, if any, that this call cannot be replayed."""
     if recording:
