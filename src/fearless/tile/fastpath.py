@@ -39,10 +39,12 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileIR
+from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
 from ..runtime.binder import scalar_fits
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.partition import Partition
+from ..runtime.streams import default_stream_handle
 from ..runtime.target import Target
 from ..runtime.tensor import Tensor
 from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
@@ -92,11 +94,13 @@ class WarmPath:
         self.pairs: Pairs | None = output_pairs(outputs) if len(outputs) <= PAIRWISE_MAX else None
         self.entries: dict[Key, Prepared] = {}
         self._annotations = tuple(annotations)
-        # The compiled warm path (claunch.c's tile_warm): what it launches, by the same keys:
+        # The compiled warm path (claunch_tile.c's tile_warm): what it launches, by the same keys:
         # (byte extent of each array, the launch's C plan). `c` is made at the first store.
         self.c_entries: dict[Key, tuple[tuple[int, ...], Any]] = {}
         self.c: Any = None
-        self.c_launch: Any = None  # claunch.c's tile_warm(c, args, stream handle) -> 0 launched
+        self.c_launch: Any = (
+            None  # claunch_tile.c's tile_warm(c, args, stream handle) -> 0 launched
+        )
         self._c_torch: Any = None  # the torch.Tensor type `c` was made with
 
     def lookup(
@@ -121,6 +125,15 @@ class WarmPath:
         if entry is None or not self._disjoint(starts, entry.nbytes):
             return None, key, payload
         return entry, key, payload
+
+    def launched_in_c(self, args: tuple[Any, ...], target: Target, stream: Any) -> bool:
+        """Whether the compiled warm path (claunch_tile.c's tile_warm) launched this call: on the
+        GPU, on the default stream, outside `fl.graph` and ops' recording (runtime/trace.py);
+        False: nothing was launched, and `lookup` goes on."""
+        if self.c is None or stream is not None or trace.recording or not target.on_device:
+            return False
+        handle = default_stream_handle()  # -1 inside fl.graph
+        return handle >= 0 and self.c_launch(self.c, args, handle) == 0
 
     def _disjoint(self, starts: list[int], nbytes: tuple[int, ...]) -> bool:
         """The borrow check of `check_borrows` on these ranges (an overlap: the slow path raises).

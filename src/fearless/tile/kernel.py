@@ -42,7 +42,6 @@ from ..frontend.source import (
     resolve_annotations,
     same_values,
 )
-from ..ir import tile_ops
 from ..ir.tile_kernel import (
     CompiledTile,
     ParamKind,
@@ -52,7 +51,6 @@ from ..ir.tile_kernel import (
     TileParam,
     array_align,
 )
-from ..runtime import trace
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
@@ -60,13 +58,14 @@ from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
 from ..runtime.location import user_location
 from ..runtime.partition import Partition
-from ..runtime.streams import default_stream_handle, keep_if_captured
+from ..runtime.streams import keep_if_captured
 from ..runtime.target import Target, current_target
 from .aot import signature_from_specs
 from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
 from .launch_gpu import dynamic_values
 from .launch_gpu import prepare as prepare_gpu
+from .persistent import check_host_grid_launch
 from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
 
 
@@ -307,20 +306,27 @@ class Kernel:
                 raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
             if not self._fresh():
                 self._check_globals()
-            target = current_target()
-            warm = self._warm or self._make_warm()
-            if warm.c is not None and stream is None and not trace.recording:
-                # the compiled warm path (fastpath.py): 0 launched; else the Python way
-                handle = default_stream_handle()
-                if handle >= 0 and target.on_device and warm.c_launch(warm.c, args, handle) == 0:
-                    return
-            entry, key, payload = warm.lookup(args, target)
-            if entry is None:
-                return self._slow_launch(args, target, warm, key, stream)
-            keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
-            entry.run(payload, stream)
+            self._warm_launch(self._warm or self._make_warm(), args, stream, None)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
+
+    def _warm_launch(
+        self,
+        warm: WarmPath,
+        args: tuple[Any, ...],
+        stream: Any,
+        host_grid: tuple[int, int, int] | None,
+    ) -> None:
+        """A launch through `warm`: the compiled warm path, else the Python one, else the slow
+        path (fastpath.py)."""
+        target = current_target()
+        if warm.c is not None and warm.launched_in_c(args, target, stream):
+            return
+        entry, key, payload = warm.lookup(args, target)
+        if entry is None:
+            return self._slow_launch(args, target, warm, key, stream, host_grid)
+        keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
+        entry.run(payload, stream)
 
     def _slow_launch(
         self,
@@ -365,7 +371,7 @@ class Kernel:
         self._borrow_check(signature, values)
         ir = self.ir_for(signature)
         if host_grid is not None:
-            _check_host_grid_launch(self.name, ir)
+            check_host_grid_launch(self.name, ir)
         infos = [
             v[1] if p.kind == "part" else v
             for p, v in zip(signature, values, strict=True)
@@ -401,19 +407,10 @@ class Kernel:
             dims = _host_grid(self.name, grid)
             if not self._fresh():
                 self._check_globals()
-            target = current_target()
             warm = self._launch_warm.get(dims)
             if warm is None:
                 warm = self._launch_warm[dims] = WarmPath(self.annotations())
-            if warm.c is not None and stream is None and not trace.recording:
-                handle = default_stream_handle()
-                if handle >= 0 and target.on_device and warm.c_launch(warm.c, args, handle) == 0:
-                    return
-            entry, key, payload = warm.lookup(args, target)
-            if entry is None:
-                return self._slow_launch(args, target, warm, key, stream, dims)
-            keep_if_captured(args, stream)
-            entry.run(payload, stream)
+            self._warm_launch(warm, args, stream, dims)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
 
@@ -535,32 +532,6 @@ def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
             )
     full = (*dims, 1, 1)[:3]
     return (full[0], full[1], full[2])
-
-
-def _check_host_grid_launch(name: str, ir: TileIR) -> None:
-    """A host-chosen grid keeps blocks disjoint only through `part.tiles()` (tile.store_at);
-    a plain `part.store(x)` writes the block's own tile, which needs the partition's grid."""
-    store = _first_plain_store(ir.fn.entry)
-    if store is not None:
-        part = store.operands[0].name
-        raise LaunchContractError(
-            f"`{name}` stores `{part}`'s own tile with `{part}.store(...)`, which only the "
-            f"partition's grid makes disjoint, so it cannot run on a grid the host chooses",
-            store.loc,
-            help=f"walk the tiles with `for t in {part}.tiles(): t.store(...)` to launch with "
-            f"`{name}.launch(grid, ...)`, or call `{name}(...)` for one block per tile",
-        )
-
-
-def _first_plain_store(block: Any) -> Any:
-    for op in block.ops:
-        if isinstance(op, tile_ops.Store) or op.attrs.get("own"):
-            return op
-        for region in tile_ops.regions(op):
-            found = _first_plain_store(region)
-            if found is not None:
-                return found
-    return None
 
 
 def _without_trailing_ones(grid: tuple[int, ...]) -> tuple[int, ...]:

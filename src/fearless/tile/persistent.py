@@ -14,11 +14,13 @@ and `tile.load_like(x, t)` reads `x`'s tile at the same index.
 from __future__ import annotations
 
 import ast
+from typing import Any
 
-from ..errors import CompileError, KernelTypeError
+from ..errors import CompileError, KernelTypeError, LaunchContractError
 from ..frontend.values import Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
+from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType
 from .control import lower_loop
 from .order import own_index, tile_counts, tile_index
@@ -142,3 +144,32 @@ def _i32(v: object) -> Value:
     """An i32 scalar the rules returned (index arithmetic on i32 values stays a Value)."""
     assert isinstance(v, Value)
     return v
+
+
+# ------------------------------------------------------------------- host-chosen grids
+
+
+def check_host_grid_launch(name: str, ir: TileIR) -> None:
+    """A host-chosen grid keeps blocks disjoint only through `part.tiles()` (tile.store_at);
+    a plain `part.store(x)` writes the block's own tile, which needs the partition's grid."""
+    store = _first_plain_store(ir.fn.entry)
+    if store is not None:
+        part = store.operands[0].name
+        raise LaunchContractError(
+            f"`{name}` stores `{part}`'s own tile with `{part}.store(...)`, which only the "
+            f"partition's grid makes disjoint, so it cannot run on a grid the host chooses",
+            store.loc,
+            help=f"walk the tiles with `for t in {part}.tiles(): t.store(...)` to launch with "
+            f"`{name}.launch(grid, ...)`, or call `{name}(...)` for one block per tile",
+        )
+
+
+def _first_plain_store(block: Any) -> Any:
+    for op in block.ops:
+        if isinstance(op, ops.Store) or op.attrs.get("own"):
+            return op
+        for region in ops.regions(op):
+            found = _first_plain_store(region)
+            if found is not None:
+                return found
+    return None
