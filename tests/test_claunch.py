@@ -44,7 +44,9 @@ def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     if claunch.module() is None:
         why = str(claunch.unavailable_reason())
         if "no C compiler" not in why and "no Python.h" not in why:
-            pytest.fail(f"claunch.c does not build here: {why}")  # a broken source, not a gap
+            pytest.fail(
+                f"claunch.c or claunch_tile.c does not build here: {why}"
+            )  # a broken source, not a gap
         pytest.skip(f"no compiled launcher here: {why}")
     calls = Calls()
 

@@ -12,20 +12,7 @@
  * right: then nothing was launched, and the Python launcher runs, which explains every error.
  * The GIL is held throughout, so the shared buffer needs no other lock.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <float.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                         unsigned, void *, void **, void **);
-
-enum {
-    K_ARR1 = 1, K_ARR2 = 2,
-    K_I8 = 10, K_I16, K_I32, K_I64, K_U8, K_U16, K_U32, K_U64, K_F32, K_F64
-};
+#include "claunch.h"
 
 typedef struct {
     int kind;
@@ -52,10 +39,9 @@ typedef struct {
     PyObject *spec; /* kept alive */
 } Plan;
 
-static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out);
-
-static PyObject *s_dev1d, *s_ptr, *s_size, *s_dtype, *s_on_device, *s_moved, *s_shape;
-static PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
+static PyObject *s_dev1d, *s_size;
+FL_INTERNAL PyObject *s_ptr, *s_dtype, *s_on_device, *s_moved, *s_shape;
+FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
 static void plan_free(PyObject *capsule) {
     Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
@@ -71,7 +57,7 @@ static void plan_free(PyObject *capsule) {
 }
 
 /* Flat ints of a tuple of `width`-tuples into a new array (NULL and an exception on error). */
-static int *int_rows(PyObject *rows, int width, int limit) {
+FL_INTERNAL int *int_rows(PyObject *rows, int width, int limit) {
     Py_ssize_t n = PyTuple_GET_SIZE(rows);
     int *out = PyMem_Calloc(n * width + 1, sizeof(int));
     if (out == NULL) { PyErr_NoMemory(); return NULL; }
@@ -96,7 +82,7 @@ static int *int_rows(PyObject *rows, int width, int limit) {
     return out;
 }
 
-static int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
+FL_INTERNAL int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
     PyObject *v = PyTuple_GetItem(t, i);
     if (v == NULL) return -1;
     *out = PyLong_AsSsize_t(v);
@@ -219,7 +205,7 @@ static int attr_true(PyObject *o, PyObject *name) {
 }
 
 /* An int attribute (or method result when `call`). */
-static int attr_long(PyObject *o, PyObject *name, int call, long long *out) {
+FL_INTERNAL int attr_long(PyObject *o, PyObject *name, int call, long long *out) {
     PyObject *v = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
     if (v == NULL) return 0;
     int ok = PyLong_CheckExact(v);
@@ -286,7 +272,7 @@ static int read_torch(Plan *p, Param *q, PyObject *o, long long *ptr, long long 
     return ok && attr_long(o, s_data_ptr, 1, ptr);
 }
 
-static int pack_int(char *slot, int kind, PyObject *v) {
+FL_INTERNAL int pack_int(char *slot, int kind, PyObject *v) {
     if (!PyLong_CheckExact(v)) return 0; /* bool, NumPy scalars...: the Python launcher */
     if (kind == K_U64) {
         unsigned long long u = PyLong_AsUnsignedLongLong(v);
@@ -309,7 +295,7 @@ static int pack_int(char *slot, int kind, PyObject *v) {
     return 0;
 }
 
-static int pack_float(char *slot, int kind, PyObject *v) {
+FL_INTERNAL int pack_float(char *slot, int kind, PyObject *v) {
     double d;
     if (PyFloat_CheckExact(v)) d = PyFloat_AS_DOUBLE(v);
     else if (PyLong_CheckExact(v)) { d = PyLong_AsDouble(v); if (d == -1.0 && PyErr_Occurred()) return 0; }
@@ -407,363 +393,6 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
     return PyLong_FromLong(err);
 }
 
-/* ----------------------------------------------------------------------------- Tile
- * A prepared Tile launch (tile/launch_gpu.py's GpuLaunch): the values that change per launch
- * (pointers and scalars, already checked by the warm path) are packed at their offsets into
- * the plan's own copy of the ParamBlock buffer (extents and strides already in it), and the
- * function is launched on a (gx, gy, gz) grid of one-thread blocks (tileiras fixes the threads
- * inside the cubin). */
-
-enum { K_BOOL = 30, K_PTR = 31 };
-
-typedef struct {
-    launch_fn launch;
-    void *function;
-    unsigned grid[3];
-    char *buffer;
-    void **kernel_params;
-    int n;
-    int *kinds;
-    Py_ssize_t *offsets;
-} TilePlan;
-
-static void tile_plan_free(PyObject *capsule) {
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(capsule, "fearless.claunch.tile_plan");
-    if (p == NULL) return;
-    PyMem_Free(p->buffer);
-    PyMem_Free(p->kernel_params);
-    PyMem_Free(p->kinds);
-    PyMem_Free(p->offsets);
-    PyMem_Free(p);
-}
-
-/* tile_plan(launch_address, function, gx, gy, gz, buffer_address, buffer_size, param_offsets,
- *           kinds, offsets): param_offsets, in ABI order, are where each kernel parameter lies
- * in the buffer; kinds and offsets say how and where each changing value is packed. */
-static PyObject *tile_plan(PyObject *self, PyObject *args) {
-    unsigned long long launch_addr, function, buffer_addr;
-    unsigned gx, gy, gz;
-    Py_ssize_t size;
-    PyObject *param_offsets, *kinds, *offsets;
-    if (!PyArg_ParseTuple(args, "KKIIIKnO!O!O!", &launch_addr, &function, &gx, &gy, &gz,
-                          &buffer_addr, &size, &PyTuple_Type, &param_offsets, &PyTuple_Type,
-                          &kinds, &PyTuple_Type, &offsets))
-        return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(param_offsets), n = PyTuple_GET_SIZE(kinds);
-    if (PyTuple_GET_SIZE(offsets) != n) {
-        PyErr_SetString(PyExc_ValueError, "one offset per kind");
-        return NULL;
-    }
-    TilePlan *p = PyMem_Calloc(1, sizeof(TilePlan));
-    if (p == NULL) return PyErr_NoMemory();
-    p->launch = (launch_fn)(uintptr_t)launch_addr;
-    p->function = (void *)(uintptr_t)function;
-    p->grid[0] = gx; p->grid[1] = gy; p->grid[2] = gz;
-    p->n = (int)n;
-    p->buffer = PyMem_Calloc(size ? size : 1, 1);
-    p->kernel_params = PyMem_Calloc(count ? count : 1, sizeof(void *));
-    p->kinds = PyMem_Calloc(n ? n : 1, sizeof(int));
-    p->offsets = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
-    if (!p->buffer || !p->kernel_params || !p->kinds || !p->offsets) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    memcpy(p->buffer, (const void *)(uintptr_t)buffer_addr, size);
-    for (Py_ssize_t k = 0; k < count; k++) {
-        Py_ssize_t off;
-        if (as_ssize(param_offsets, k, &off)) goto fail;
-        if (off < 0 || off >= size) {
-            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
-            goto fail;
-        }
-        p->kernel_params[k] = p->buffer + off;
-    }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t kind, off;
-        if (as_ssize(kinds, k, &kind) || as_ssize(offsets, k, &off)) goto fail;
-        int width = kind == K_PTR || kind == K_I64 || kind == K_U64 || kind == K_F64 ? 8
-                  : kind == K_I32 || kind == K_U32 || kind == K_F32 ? 4
-                  : kind == K_I16 || kind == K_U16 ? 2 : 1;
-        if (off < 0 || off + width > size || !((kind >= K_I8 && kind <= K_F64) ||
-                                               kind == K_BOOL || kind == K_PTR)) {
-            PyErr_SetString(PyExc_ValueError, "a value does not fit the buffer");
-            goto fail;
-        }
-        p->kinds[k] = (int)kind;
-        p->offsets[k] = off;
-    }
-    PyObject *capsule = PyCapsule_New(p, "fearless.claunch.tile_plan", tile_plan_free);
-    if (capsule != NULL) return capsule;
-fail:
-    PyMem_Free(p->buffer);
-    PyMem_Free(p->kernel_params);
-    PyMem_Free(p->kinds);
-    PyMem_Free(p->offsets);
-    PyMem_Free(p);
-    return NULL;
-}
-
-/* Pack `n` values into a Tile plan's buffer and launch: 0, a positive CUresult, or -1 for a
- * value that does not pack as the Python launcher would (it runs then, and says why). */
-static long tile_pack_launch(TilePlan *p, PyObject *const *items, Py_ssize_t n,
-                             unsigned long long stream) {
-    if (n != p->n) return -1;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *v = items[k];
-        char *slot = p->buffer + p->offsets[k];
-        int kind = p->kinds[k], ok;
-        if (kind == K_PTR) {
-            if (!PyLong_CheckExact(v)) return -1;
-            unsigned long long u = PyLong_AsUnsignedLongLong(v);
-            ok = !(u == (unsigned long long)-1 && PyErr_Occurred());
-            if (ok) memcpy(slot, &u, 8);
-        } else if (kind == K_BOOL) {
-            ok = PyBool_Check(v);
-            if (ok) { char c = v == Py_True; memcpy(slot, &c, 1); }
-        } else if (kind == K_F32 || kind == K_F64) {
-            ok = pack_float(slot, kind, v);
-        } else {
-            ok = pack_int(slot, kind, v);
-        }
-        if (!ok) { PyErr_Clear(); return -1; }
-    }
-    return p->launch(p->function, p->grid[0], p->grid[1], p->grid[2], 1, 1, 1, 0,
-                     (void *)(uintptr_t)stream, p->kernel_params, NULL);
-}
-
-/* tile_launch(plan, values, stream) -> tile_pack_launch's answer. */
-static PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "tile_launch takes 3 arguments");
-        return NULL;
-    }
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(a[0], "fearless.claunch.tile_plan");
-    if (p == NULL) return NULL;
-    PyObject *values = a[1];
-    if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) return PyLong_FromLong(-1);
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
-    return PyLong_FromLong(tile_pack_launch(p, PySequence_Fast_ITEMS(values),
-                                            PySequence_Fast_GET_SIZE(values), stream));
-}
-
-/* ------------------------------------------------------------------------ Tile warm path
- * tile/fastpath.py's WarmPath.lookup for the common arguments, then the prepared launch:
- * each argument is read as its Python reader reads it, into the same key (the target, then
- * per parameter its part), which is looked up in `entries` (key -> (byte extent of each
- * array, the launch's tile plan), kept by WarmPath.store); the (output, other) pairs are
- * checked for overlap and the values packed and launched. Anything else returns -1 having
- * launched nothing, and Kernel.__call__ goes the Python way. */
-
-enum { W_PART = 1, W_TENSOR = 2, W_CONST = 3, W_SCALAR = 4 };
-
-typedef struct {
-    int n, npairs;
-    int *kinds;
-    PyObject *wants;       /* per parameter: its fl dtype (arrays) or None */
-    PyObject *torch_wants; /* per parameter: its torch dtype, or None */
-    int *pairs;
-    PyObject *entries, *part_type, *tensor_type, *torch_type, *target;
-    long device;
-} Warm;
-
-static PyObject *s_given_back, *s_tensor, *s_tile, *s_grid, *s_group, *s_is_cuda;
-
-static void warm_free(PyObject *capsule) {
-    Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
-    if (w == NULL) return;
-    Py_XDECREF(w->wants); Py_XDECREF(w->torch_wants); Py_XDECREF(w->entries);
-    Py_XDECREF(w->part_type); Py_XDECREF(w->tensor_type); Py_XDECREF(w->torch_type);
-    Py_XDECREF(w->target);
-    PyMem_Free(w->kinds);
-    PyMem_Free(w->pairs);
-    PyMem_Free(w);
-}
-
-/* tile_warm_plan(kinds, wants, torch_wants, pairs, entries, part_type, tensor_type,
- *                torch_type, target, device) */
-static PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
-    PyObject *kinds, *wants, *torch_wants, *pairs, *entries, *part_type, *tensor_type,
-        *torch_type, *target;
-    long device;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOOOl", &PyTuple_Type, &kinds, &PyTuple_Type,
-                          &wants, &PyTuple_Type, &torch_wants, &PyTuple_Type, &pairs,
-                          &PyDict_Type, &entries, &part_type, &tensor_type, &torch_type,
-                          &target, &device))
-        return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(kinds);
-    if (n > 64 || PyTuple_GET_SIZE(wants) != n || PyTuple_GET_SIZE(torch_wants) != n) {
-        PyErr_SetString(PyExc_ValueError, "one kind and dtype per parameter, at most 64");
-        return NULL;
-    }
-    Warm *w = PyMem_Calloc(1, sizeof(Warm));
-    if (w == NULL) return PyErr_NoMemory();
-    w->n = (int)n;
-    w->kinds = PyMem_Calloc(n ? n : 1, sizeof(int));
-    w->pairs = int_rows(pairs, 2, (int)n);
-    if (w->kinds == NULL || w->pairs == NULL) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w);
-        return NULL;
-    }
-    w->npairs = (int)PyTuple_GET_SIZE(pairs);
-    for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t kind;
-        if (as_ssize(kinds, k, &kind)) { PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w); return NULL; }
-        w->kinds[k] = (int)kind;
-    }
-    Py_INCREF(wants); w->wants = wants;
-    Py_INCREF(torch_wants); w->torch_wants = torch_wants;
-    Py_INCREF(entries); w->entries = entries;
-    Py_INCREF(part_type); w->part_type = part_type;
-    Py_INCREF(tensor_type); w->tensor_type = tensor_type;
-    Py_INCREF(torch_type); w->torch_type = torch_type;
-    Py_INCREF(target); w->target = target;
-    w->device = device;
-    PyObject *capsule = PyCapsule_New(w, "fearless.claunch.warm", warm_free);
-    if (capsule == NULL) {
-        Py_DECREF(wants); Py_DECREF(torch_wants); Py_DECREF(entries); Py_DECREF(part_type);
-        Py_DECREF(tensor_type); Py_DECREF(torch_type); Py_DECREF(target);
-        PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w);
-    }
-    return capsule;
-}
-
-/* New reference to attribute `name` of `o` if it is exactly `want` (identity), else NULL. */
-static int attr_is(PyObject *o, PyObject *name, PyObject *want) {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL) return 0;
-    int ok = (v == want);
-    Py_DECREF(v);
-    return ok;
-}
-
-/* An fl.Tensor on the GPU, live, of dtype `want`: its pointer and key part (new). */
-static PyObject *read_fl_tensor(PyObject *t, PyObject *want, long long *ptr) {
-    if (!attr_is(t, s_dtype, want) || !attr_is(t, s_on_device, Py_True)) return NULL;
-    if (!attr_long(t, s_ptr, 0, ptr)) return NULL;
-    PyObject *shape = PyObject_GetAttr(t, s_shape);
-    if (shape == NULL) return NULL;
-    PyObject *part = Py_BuildValue("(LN)", *ptr & 15, shape);
-    return part;
-}
-
-static PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "tile_warm takes 3 arguments");
-        return NULL;
-    }
-    Warm *w = (Warm *)PyCapsule_GetPointer(a[0], "fearless.claunch.warm");
-    if (w == NULL) return NULL;
-    PyObject *args = a[1];
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
-    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != w->n) return PyLong_FromLong(-1);
-    PyObject *key = PyTuple_New(w->n + 1);
-    if (key == NULL) return NULL;
-    Py_INCREF(w->target);
-    PyTuple_SET_ITEM(key, 0, w->target);
-    PyObject *values[64];
-    long long starts[64];
-    int nvalues = 0, narrays = 0;
-    long result = -1;
-    for (int i = 0; i < w->n; i++) {
-        PyObject *o = PyTuple_GET_ITEM(args, i);
-        PyObject *want = PyTuple_GET_ITEM(w->wants, i);
-        PyObject *part = NULL;
-        long long ptr = 0;
-        PyTypeObject *tp = Py_TYPE(o);
-        switch (w->kinds[i]) {
-        case W_PART: {
-            if ((PyObject *)tp != w->part_type || !attr_is(o, s_given_back, Py_None)) break;
-            PyObject *t = PyObject_GetAttr(o, s_tensor);
-            if (t == NULL) break;
-            PyObject *inner = (PyObject *)Py_TYPE(t) == w->tensor_type
-                                  ? read_fl_tensor(t, want, &ptr) : NULL;
-            Py_DECREF(t);
-            if (inner == NULL) break;
-            PyObject *tile = PyObject_GetAttr(o, s_tile), *grid = PyObject_GetAttr(o, s_grid),
-                     *group = PyObject_GetAttr(o, s_group);
-            if (tile && grid && group)
-                part = PyTuple_Pack(5, PyTuple_GET_ITEM(inner, 0), PyTuple_GET_ITEM(inner, 1),
-                                    tile, grid, group);
-            Py_XDECREF(tile); Py_XDECREF(grid); Py_XDECREF(group);
-            Py_DECREF(inner);
-            break;
-        }
-        case W_TENSOR:
-            if ((PyObject *)tp == w->tensor_type) {
-                if (attr_is(o, s_moved, Py_None)) part = read_fl_tensor(o, want, &ptr);
-            } else if ((PyObject *)tp == w->torch_type) {
-                long long device;
-                if (!attr_is(o, s_is_cuda, Py_True) || !attr_long(o, s_get_device, 1, &device) ||
-                    device != w->device || !attr_is(o, s_tdtype, PyTuple_GET_ITEM(w->torch_wants, i)))
-                    break;
-                PyObject *c = PyObject_CallMethodNoArgs(o, s_is_contiguous);
-                int contiguous = c == Py_True;
-                Py_XDECREF(c);
-                if (!contiguous || !attr_long(o, s_data_ptr, 1, &ptr)) break;
-                PyObject *shape = PyObject_GetAttr(o, s_tshape);
-                if (shape != NULL) part = Py_BuildValue("(LN)", ptr & 15, shape);
-            }
-            break;
-        case W_CONST:
-            part = PyTuple_Pack(2, (PyObject *)tp, o);
-            break;
-        case W_SCALAR:
-            if (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type) {
-                Py_INCREF(tp);
-                part = (PyObject *)tp;
-                values[nvalues++] = o; /* borrowed: args holds it */
-            }
-            break;
-        }
-        if (part == NULL) goto done;
-        PyTuple_SET_ITEM(key, i + 1, part);
-        if (w->kinds[i] == W_PART || w->kinds[i] == W_TENSOR) {
-            PyObject *p = PyLong_FromLongLong(ptr);
-            if (p == NULL) goto done;
-            values[nvalues++] = p; /* owned: released below */
-            starts[narrays++] = ptr;
-        }
-    }
-    PyObject *entry = PyDict_GetItemWithError(w->entries, key); /* borrowed */
-    if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto done;
-    PyObject *nbytes = PyTuple_GET_ITEM(entry, 0);
-    if (!PyTuple_CheckExact(nbytes) || PyTuple_GET_SIZE(nbytes) != narrays) goto done;
-    for (int k = 0; k < w->npairs; k++) {
-        int o = w->pairs[2 * k], t = w->pairs[2 * k + 1];
-        if (o >= narrays || t >= narrays) goto done;
-        long long no = PyLong_AsLongLong(PyTuple_GET_ITEM(nbytes, o));
-        long long nt = PyLong_AsLongLong(PyTuple_GET_ITEM(nbytes, t));
-        if (PyErr_Occurred()) goto done;
-        /* an overlap, or a zero-size array: Python's find_overlap decides */
-        if (no == 0 || nt == 0 || (starts[o] < starts[t] + nt && starts[t] < starts[o] + no))
-            goto done;
-    }
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, 1),
-                                                  "fearless.claunch.tile_plan");
-    if (p == NULL) goto done;
-    result = tile_pack_launch(p, values, nvalues, stream);
-done:
-    if (PyErr_Occurred()) PyErr_Clear();
-    /* release the pointer ints made above (scalars were borrowed) */
-    {
-        int v = 0;
-        for (int i = 0; i < w->n && v < nvalues; i++) {
-            int kind = w->kinds[i];
-            if (kind == W_CONST) continue;
-            if (kind == W_PART || kind == W_TENSOR) Py_DECREF(values[v]);
-            v++;
-        }
-    }
-    Py_DECREF(key);
-    return PyLong_FromLong(result);
-}
-
 static PyMethodDef methods[] = {
     {"make_plan", make_plan, METH_VARARGS, "A launch plan (see claunch.py)."},
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Check, pack and launch."},
@@ -784,9 +413,8 @@ PyMODINIT_FUNC PyInit__fearless_claunch(void) {
     INTERN(s_dtype, "_dtype") INTERN(s_on_device, "_on_device") INTERN(s_moved, "_moved")
     INTERN(s_shape, "_shape") INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype")
     INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
-    INTERN(s_data_ptr, "data_ptr") INTERN(s_given_back, "_given_back")
-    INTERN(s_tensor, "tensor") INTERN(s_tile, "tile") INTERN(s_grid, "grid")
-    INTERN(s_group, "group") INTERN(s_is_cuda, "is_cuda")
+    INTERN(s_data_ptr, "data_ptr")
 #undef INTERN
+    if (tile_intern() < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -1,4 +1,5 @@
-"""The compiled warm launcher: claunch.c, built with the system's C compiler at first use.
+"""The compiled warm launcher: claunch.c and claunch_tile.c, built with the system's C compiler
+at first use.
 
 A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
 bf16 scalar to convert) and whose `requires=` relations and fast-variant assumptions compare
@@ -36,7 +37,9 @@ from .. import config
 from ..abi import ParamSpec, Requirement
 from .borrow import output_pairs
 
-_SOURCE = Path(__file__).with_name("claunch.c")
+_HERE = Path(__file__).parent
+_SOURCES = (_HERE / "claunch.c", _HERE / "claunch_tile.c")  # one module; claunch.h between
+_HEADER = _HERE / "claunch.h"
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _why: str | None = None  # set once building or loading failed
@@ -72,7 +75,7 @@ def unavailable_reason() -> str | None:
 
 
 def _build() -> Path:
-    source = _SOURCE.read_bytes()
+    source = b"".join(f.read_bytes() for f in (*_SOURCES, _HEADER))
     tag = hashlib.sha256(
         source + sys.version.encode() + sysconfig.get_platform().encode()
     ).hexdigest()[:16]
@@ -89,7 +92,8 @@ def _build() -> Path:
     if not (Path(include) / "Python.h").exists():
         raise OSError(f"no Python.h in {include} (install the Python development headers)")
     partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    cmd = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", str(_SOURCE), "-o", str(partial)]
+    sources = [str(f) for f in _SOURCES]
+    cmd = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", *sources, "-o", str(partial)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise OSError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-2000:]}")
@@ -201,7 +205,7 @@ def make_plan(
     )
 
 
-# struct codes (runtime/params.py) of the values a Tile launch packs -> claunch.c's kinds
+# struct codes (runtime/params.py) of the values a Tile launch packs -> claunch.h's kinds
 TILE_KINDS = {
     "?": 30, "b": 10, "h": 11, "i": 12, "q": 13, "B": 14, "H": 15, "I": 16, "Q": 31,
     "f": 18, "d": 19,
