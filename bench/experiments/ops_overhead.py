@@ -8,33 +8,18 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from launch_floor import per_launch  # this folder: the script's own sys.path entry
 
 import fearless as fl
 from fearless import ops
 from fearless.ops import _io
 from fearless.ops.kernels_activation import make_unary
 from fearless.ops.kernels_rows import kernel_of
-
-
-def per_call(fn: Callable[[], Any], n: int = 5000) -> float:
-    for _ in range(500):
-        fn()
-    torch.cuda.synchronize()
-    runs = []
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        runs.append((time.perf_counter() - t) / n * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
 
 
 def main() -> None:
@@ -74,7 +59,7 @@ def main() -> None:
     ]
     width = max(len(n) for n, _ in rows)
     for name, fn in rows:
-        print(f"{name:<{width}}  {per_call(fn):8.2f} us/call", flush=True)
+        print(f"{name:<{width}}  {per_launch(fn, 5000):8.2f} us/call", flush=True)
     part.unpartition()
 
     if "--profile" in sys.argv:
