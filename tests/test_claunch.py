@@ -359,7 +359,8 @@ def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None
 
 
 def _dropout_warm() -> tuple[Any, Any, Any]:
-    """A WarmPath for ops' dropout kernel (Part, Tensor, f32, i64) and a prepared launch."""
+    """A WarmPath for ops' dropout kernel (Part, Tensor, u32, f32, i64) and a prepared
+    launch."""
     from fearless.ir.tile_kernel import TileParam
     from fearless.ops.kernels_activation import make_dropout
     from fearless.tile import fastpath, launch_gpu
@@ -367,7 +368,8 @@ def _dropout_warm() -> tuple[Any, Any, Any]:
     sig = (
         TileParam("out", "part", F32, 1, tile=(1024,)),
         TileParam("x", "tensor", F32, 1),
-        TileParam("p", "scalar", F32),
+        TileParam("threshold", "scalar", dtypes.u32),
+        TileParam("scale", "scalar", F32),
         TileParam("seed", "scalar", dtypes.i64),
     )
     gpu = launch_gpu.GpuLaunch(
@@ -384,11 +386,11 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
     from fearless.runtime.target import Target
 
     calls, cu = tile_c
-    cu.sizes[:] = [8, 4, 8, 4, 4, 8]  # out and its extent, x likewise, p, seed
+    cu.sizes[:] = [8, 4, 8, 4, 4, 4, 8]  # out and its extent, x likewise, threshold, scale, seed
     warm, gpu, prepared = _dropout_warm()
     out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
     part = out.partition((1024,))
-    args = (part, x, 0.25, -(2**62))
+    args = (part, x, 2**32 - 1, 0.25, -(2**62))
     entry, key, payload = warm.lookup(args, Target.CUDA)
     assert entry is None and warm.c is None
     warm.store(key, prepared)
@@ -403,16 +405,18 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
     other = _dev(0x7F0000000000, (8192,)).partition((1024,))
     overlapping = _dev(0x7F0000100000 + 4096, (16384,)).partition((1024,))
     refused = [
-        (other, x, 0.25, 1),
-        (part, x, 0.25, 1.0),  # a float for the i64: another key
-        (part, x, 0.25, 2**63),  # past i64: packs nowhere
-        (overlapping, x, 0.25, 1),
-        (part, np.zeros(16384, np.float32), 0.25, 1),
+        (other, x, 7, 0.25, 1),
+        (part, x, 7, 0.25, 1.0),  # a float for the i64: another key
+        (part, x, 7, 0.25, 2**63),  # past i64: packs nowhere
+        (part, x, 2**32, 0.25, 1),  # past u32
+        (part, x, -1, 0.25, 1),  # below u32
+        (overlapping, x, 7, 0.25, 1),
+        (part, np.zeros(16384, np.float32), 7, 0.25, 1),
     ]
     for bad in refused:
         assert warm.c_launch(warm.c, bad, 0) == -1, bad
     part.unpartition()
     assert warm.c_launch(warm.c, args, 0) == -1  # given back
     moved = out.partition((1024,))
-    assert warm.c_launch(warm.c, (moved, out, 0.25, 1), 0) == -1  # `out` is moved
+    assert warm.c_launch(warm.c, (moved, out, 7, 0.25, 1), 0) == -1  # `out` is moved
     assert len(calls) == 1

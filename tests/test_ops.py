@@ -106,6 +106,20 @@ def test_dropout_is_deterministic_per_seed() -> None:
     assert not ops.dropout(x, 1.0).any()
 
 
+def test_the_dropout_mask_is_philox_four_elements_per_counter() -> None:
+    """Element e is kept when word e % 4 of Philox4x32-10 at counter e // 4 is >= p * 2^32,
+    against an independent NumPy Philox; a length that no tile divides included."""
+    from test_tile_random import randint4x_ref
+
+    n, p, seed = 5000, 0.3, -123456789
+    x = rng.standard_normal(n).astype(np.float32)
+    words = randint4x_ref(seed, np.arange((n + 3) // 4, dtype=np.int32))
+    bits = np.stack(words, axis=1).reshape(-1)[:n]
+    keep = bits >= np.uint32(round(p * 2**32))
+    want = np.where(keep, x * np.float32(1 / (1 - p)), 0).astype(np.float32)
+    np.testing.assert_array_equal(ops.dropout(x, p, seed=seed), want)
+
+
 def test_the_kind_given_is_the_kind_returned() -> None:
     x = rng.standard_normal((4, 64)).astype(np.float32)
     assert isinstance(ops.softmax(x), np.ndarray)
@@ -160,7 +174,7 @@ def test_the_operator_kernels_compile_through_tileiras(cubin: Callable[..., byte
         ),
         (act.make_unary("relu", bf16), flat),
         (act.make_swiglu(bf16), (*flat, fl.zeros(n, dtype=bf16))),
-        (act.make_dropout(bf16), (*flat, 0.1, 7)),
+        (act.make_dropout(bf16), (*flat, 429496730, 1 / 0.9, 7)),
         (
             act.make_gated("silu", bf16),
             (

@@ -274,8 +274,9 @@ def swiglu(a: Any, b: Any) -> Any:
 @replayable(dynamic=("seed",))
 def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
     """`torch.nn.functional.dropout`: zero each element with probability `p`, scale the rest by
-    1 / (1 - p). The mask is Philox's (`tile.rand(seed, element index)`): a given `seed`
-    gives the same mask on every target; None draws a fresh one per call."""
+    1 / (1 - p). The mask is Philox's: element e is kept when word e % 4 of Philox4x32 at
+    counter e // 4 (`tile.randint4x(seed, e // 4)`) is at least p * 2^32. A given `seed` gives
+    the same mask on every target; None draws a fresh one per call."""
     if not 0.0 <= p <= 1.0 or math.isnan(p):
         raise KernelTypeError(
             f"dropout probability has to be between 0 and 1, but got {p}",
@@ -294,7 +295,9 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
         s = fresh_seed() if seed is None else _i64(seed)
-        _elementwise(kernel_of(make_dropout, a.dtype), out, a.tensor, float(p), s)
+        threshold = min(round(p * 2**32), 2**32 - 1)
+        kernel = kernel_of(make_dropout, a.dtype)
+        _elementwise(kernel, out, a.tensor, threshold, 1.0 / (1.0 - p), s)
     return result(a, out, ret)
 
 

@@ -91,15 +91,28 @@ def make_swiglu(dt):
 
 
 def make_dropout(dt):
-    """out = x / (1 - p) where rand(seed, element index) >= p, else 0 (Philox, as Triton's
-    tl.rand: the same seed gives the same mask on the simulator and on the GPU)."""
+    """out = x * scale where the element's 32 random bits are >= `threshold`, else 0. The bits
+    of element e are word e % 4 of Philox4x32 (10 rounds) at counter e // 4 keyed by `seed`
+    (`tile.randint4x`), as cuRAND's Philox gives four consecutive elements per counter: one
+    Philox per four elements, and a mask that depends on the seed and the element alone, the
+    same on the simulator and the GPU, at any tile size (a multiple of 4). The host gives
+    threshold = round(p * 2^32) and scale = 1 / (1 - p)."""
 
     @tile.kernel
-    def dropout(out: tile.Part[dt], x: tile.Tensor[dt], p: fl.f32, seed: fl.i64):
+    def dropout(
+        out: tile.Part[dt], x: tile.Tensor[dt], threshold: fl.u32, scale: fl.f32, seed: fl.i64
+    ):
         (B,) = out.shape
-        offsets = tile.arange(B) + out.index[0] * B
-        keep = tile.rand(seed, offsets) >= p
+        Q = B // 4
+        counters = tile.arange(Q) + out.index[0] * Q
+        r0, r1, r2, r3 = tile.randint4x(seed, counters)
+        word = tile.arange(4).reshape((1, 4))
+        bits = tile.where(
+            word < 2,
+            tile.where(word == 0, r0[:, None], r1[:, None]),
+            tile.where(word == 2, r2[:, None], r3[:, None]),
+        ).reshape((B,))
         v = tile.load_like(x, out).astype(fl.f32)
-        out.store(tile.where(keep, v * (1.0 / (1.0 - p)), 0.0).astype(dt))
+        out.store(tile.where(bits >= threshold, v * scale, 0.0).astype(dt))
 
     return dropout

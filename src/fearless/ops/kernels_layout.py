@@ -4,9 +4,9 @@
 
 `make_rope`: rotary position embedding as TileGym's rope kernel computes it, out of place. One
 block per (batch, position) owns that row of every head of q and of k (tiles (1, QH, 1, D), QH
-the heads rounded up to a power of two), and writes each in its two halves of D / 2
-(`out.chunks`): with x1, x2 the halves and c, s the first half of cos and sin at that position,
-the halves become x1 c - x2 s and x2 c + x1 s.
+the heads rounded up to a power of two). With x1, x2 the halves of D and c, s the first half of
+cos and sin at that position, the halves become x1 c - x2 s and x2 c + x1 s; each half is read
+once and the tile is stored whole.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -36,15 +36,18 @@ def make_transpose(dt, batched=False):
 
 @tile.function
 def rope_part(out, x, b, s, c, sn, dt):
-    """Rotate `x`'s heads at (batch b, position s) into `out`'s own tile, half by half."""
+    """Rotate `x`'s heads at (batch b, position s) into `out`'s own tile: each half of D read
+    once, both rotated halves joined into the (XH, 2, H) tile, which is (XH, D) row-major, and
+    stored whole."""
     _, XH, _, D = out.shape
     H = D // 2
-    for half in out.chunks((1, XH, 1, H)):
-        h = half.index[3]  # 0: the first half, 1: the second
-        this = tile.load_like(x, half).reshape((XH, H)).astype(fl.f32)
-        other = tile.load(x, (b, 0, s, 1 - h), (1, XH, 1, H)).reshape((XH, H)).astype(fl.f32)
-        sign = (2 * h - 1).astype(fl.f32)
-        half.store((this * c + sign * other * sn).astype(dt).reshape((1, XH, 1, H)))
+    x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
+    x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
+    first = x1 * c - x2 * sn
+    second = x2 * c + x1 * sn
+    half = tile.arange(2).reshape((1, 2, 1))
+    y = tile.where(half == 0, first, second)
+    out.store(y.astype(dt).reshape((1, XH, 1, D)))
 
 
 def make_rope(dt, inverse=False):
@@ -64,8 +67,8 @@ def make_rope(dt, inverse=False):
         H = D // 2
         b, _, s, _ = qo.index
         cb = b if COS_BS > 1 else 0
-        c = tile.load(cos, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
-        sn = tile.load(sin, (cb, s, 0), (1, 1, H)).reshape((1, H)).astype(fl.f32)
+        c = tile.load(cos, (cb, s, 0), (1, 1, H)).astype(fl.f32)
+        sn = tile.load(sin, (cb, s, 0), (1, 1, H)).astype(fl.f32)
         if inverse:  # compile-time
             sn = -sn
         rope_part(qo, q, b, s, c, sn, dt)
