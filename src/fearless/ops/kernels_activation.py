@@ -49,8 +49,14 @@ def gelu_f32(x, tanh_approx):
 
 
 @tile.function
+def sigmoid_f32(x):
+    """1 / (1 + exp(-x)) by the fast exp and `recip`."""
+    return recip(1.0 + tile.exp(-x, approx=True))
+
+
+@tile.function
 def silu_f32(x):
-    return x * recip(1.0 + tile.exp(-x, approx=True))
+    return x * sigmoid_f32(x)
 
 
 def make_unary(kind, dt):

@@ -18,7 +18,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_activation import SQRT_2_OVER_PI, erf, gelu_f32
+from .kernels_activation import SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
 
 INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -35,14 +35,14 @@ def gelu_grad_f32(x, tanh_approx):
         y = 0.5 * (1.0 + t) + slope
     else:
         cdf = 0.5 * (1.0 + erf(x * INV_SQRT_2))
-        y = cdf + x * (INV_SQRT_2PI * tile.exp(-0.5 * x * x))
+        y = cdf + x * (INV_SQRT_2PI * tile.exp(-0.5 * x * x, approx=True))
     return y
 
 
 @tile.function
 def silu_and_grad_f32(x):
     """(silu(x), silu'(x)) for an f32 tile: x * s and s * (1 + x * (1 - s)), s = sigmoid(x)."""
-    s = tile.sigmoid(x)
+    s = sigmoid_f32(x)
     return x * s, s * (1.0 + x * (1.0 - s))
 
 
