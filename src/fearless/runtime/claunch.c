@@ -20,6 +20,7 @@ typedef struct {
     Py_ssize_t itemsize;
     PyObject *fl_dtype;    /* borrowed: the plan's spec tuple keeps them */
     PyObject *torch_dtype; /* or Py_None */
+    int dl_want;           /* its DLPack dtype (code << 8 | bits), or -1 */
 } Param;
 
 typedef struct {
@@ -95,7 +96,8 @@ FL_INTERNAL int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
  * its own, and points its own pointer array at `offsets` in it: the C path never writes the
  * buffer the Python launcher packs, so the two need no lock between them (the GIL is held
  * from the first read to the end of cuLaunchKernel here).
- * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype); pairs: tuple of
+ * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype, dl_want), dl_want
+ * the DLPack dtype (code << 8 | bits) or -1; pairs: tuple of
  * (output, other) array-index pairs; requires: (param, op, param) with op 0..5 for
  * == != < <= > >=; assumes: (param, param) pairs of len >= len. */
 static PyObject *make_plan(PyObject *self, PyObject *args) {
@@ -139,15 +141,16 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     for (int i = 0; i < p->n; i++) {
         PyObject *t = PyTuple_GET_ITEM(params, i);
         Param *q = &p->params[i];
-        Py_ssize_t kind;
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 7) {
-            PyErr_SetString(PyExc_ValueError, "a parameter is a 7-tuple");
+        Py_ssize_t kind, dl_want;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
+            PyErr_SetString(PyExc_ValueError, "a parameter is an 8-tuple");
             goto fail;
         }
         if (as_ssize(t, 0, &kind) || as_ssize(t, 1, &q->off0) || as_ssize(t, 2, &q->off1) ||
-            as_ssize(t, 3, &q->off2) || as_ssize(t, 4, &q->itemsize))
+            as_ssize(t, 3, &q->off2) || as_ssize(t, 4, &q->itemsize) || as_ssize(t, 7, &dl_want))
             goto fail;
         q->kind = (int)kind;
+        q->dl_want = (int)dl_want;
         q->fl_dtype = PyTuple_GET_ITEM(t, 5);
         q->torch_dtype = PyTuple_GET_ITEM(t, 6);
         if (q->kind == K_ARR1 || q->kind == K_ARR2) p->narrays++;
@@ -252,8 +255,103 @@ static int read_fl(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e)
     return ok;
 }
 
+/* The DLPack exchange table of tensor type `tp` (NULL: it has none, or one of another major
+ * version), for the last type asked; the type and its capsule are kept alive. */
+static PyTypeObject *dl_type;
+static const DLExchangeABI *dl_api;
+
+static const DLExchangeABI *dl_api_of(PyTypeObject *tp) {
+    if (tp == dl_type) return dl_api;
+    const DLExchangeABI *api = NULL;
+    PyObject *cap = PyObject_GetAttrString((PyObject *)tp, "__dlpack_c_exchange_api__");
+    if (cap != NULL && PyCapsule_IsValid(cap, "dlpack_exchange_api")) {
+        const DLExchangeABI *a = PyCapsule_GetPointer(cap, "dlpack_exchange_api");
+        if (a != NULL && a->version.major == 1 && a->version.minor >= 2 &&
+            a->dltensor_from_py_object_no_sync != NULL)
+            api = a;
+    }
+    PyErr_Clear();
+    if (api == NULL) Py_XDECREF(cap); /* else kept: it owns the table */
+    Py_INCREF(tp);
+    dl_type = tp; /* the previous type's reference is leaked on purpose: its table may live */
+    dl_api = api;
+    return api;
+}
+
+/* Whether DLPack tensor `t` is on GPU `device` (kDLCUDA), of DLPack dtype `want` (code << 8 |
+ * bits, one lane) and C-contiguous as torch's is_contiguous() says (extent-1 axes and empty
+ * tensors included): DL_OK with *ptr its first element, else DL_REFUSED. */
+static int dl_check(const DLTensorABI *t, int want, long device, long long *ptr) {
+    if (t->device.device_type != 2 /* kDLCUDA */ || t->device.device_id != device ||
+        t->dtype.code != (want >> 8) || t->dtype.bits != (want & 255) || t->dtype.lanes != 1 ||
+        t->ndim < 0 || t->ndim > 64)
+        return DL_REFUSED;
+    int empty = 0;
+    for (int k = 0; k < t->ndim; k++) empty |= t->shape[k] == 0;
+    if (!empty && t->strides != NULL) {
+        int64_t expect = 1;
+        for (int k = t->ndim - 1; k >= 0; k--) {
+            if (t->shape[k] != 1 && t->strides[k] != expect) return DL_REFUSED;
+            expect *= t->shape[k];
+        }
+    }
+    *ptr = (long long)((uintptr_t)t->data + t->byte_offset);
+    return DL_OK;
+}
+
+/* A tensor through its type's DLPack exchange table, in one call instead of five attribute
+ * reads: dl_check's verdict, with *t its shape (valid until control returns to Python), or
+ * DL_NONE when the table is missing or failed (read the attributes instead). */
+FL_INTERNAL int dl_read(PyObject *o, int want, long device, long long *ptr, DLTensorABI *t) {
+    const DLExchangeABI *api = want < 0 ? NULL : dl_api_of(Py_TYPE(o));
+    if (api == NULL) return DL_NONE;
+    if (api->dltensor_from_py_object_no_sync(o, t) != 0) {
+        PyErr_Clear();
+        return DL_NONE;
+    }
+    return dl_check(t, want, device, ptr);
+}
+
+/* The shape of `t` as a tuple of ints (new), which compares and hashes as torch.Size does. */
+FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t) {
+    PyObject *shape = PyTuple_New(t->ndim);
+    for (int k = 0; shape != NULL && k < t->ndim; k++) {
+        PyObject *v = PyLong_FromLongLong(t->shape[k]);
+        if (v == NULL) Py_CLEAR(shape);
+        else PyTuple_SET_ITEM(shape, k, v);
+    }
+    return shape;
+}
+
+/* dl_read for tests, on a CPU tensor taken as if it were on GPU `device`: (pointer, shape)
+ * when accepted, False when refused, None when its type has no table. */
+static PyObject *dl_view(PyObject *self, PyObject *args) {
+    PyObject *o;
+    int want;
+    long device;
+    if (!PyArg_ParseTuple(args, "Oil", &o, &want, &device)) return NULL;
+    const DLExchangeABI *api = dl_api_of(Py_TYPE(o));
+    if (api == NULL) Py_RETURN_NONE;
+    DLTensorABI t;
+    if (api->dltensor_from_py_object_no_sync(o, &t) != 0) return NULL;
+    if (t.device.device_type != 1 /* kDLCPU */) Py_RETURN_FALSE;
+    t.device.device_type = 2;
+    t.device.device_id = (int32_t)device;
+    long long ptr;
+    if (dl_check(&t, want, device, &ptr) != DL_OK) Py_RETURN_FALSE;
+    PyObject *shape = dl_shape(&t);
+    return shape == NULL ? NULL : Py_BuildValue("(LN)", ptr, shape);
+}
+
 static int read_torch(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
     int ndim = q->kind == K_ARR1 ? 1 : 2;
+    DLTensorABI t;
+    int verdict = dl_read(o, q->dl_want, p->device, ptr, &t);
+    if (verdict != DL_NONE) {
+        if (verdict != DL_OK || t.ndim != ndim) return 0;
+        for (int k = 0; k < ndim; k++) e[k] = t.shape[k];
+        return 1;
+    }
     long long device;
     PyObject *shape = PyObject_GetAttr(o, s_tshape);
     int ok = extents(shape, ndim, e);
@@ -396,6 +494,7 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
 static PyMethodDef methods[] = {
     {"make_plan", make_plan, METH_VARARGS, "A launch plan (see claunch.py)."},
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Check, pack and launch."},
+    {"dl_view", dl_view, METH_VARARGS, "dl_read on a CPU tensor, for tests."},
     {"tile_plan", tile_plan, METH_VARARGS, "A Tile launch plan (see claunch.py)."},
     {"tile_launch", (PyCFunction)(void (*)(void))tile_launch, METH_FASTCALL,
      "Pack a Tile launch's values and launch."},

@@ -27,6 +27,33 @@ FL_INTERNAL int attr_long(PyObject *o, PyObject *name, int call, long long *out)
 FL_INTERNAL int pack_int(char *slot, int kind, PyObject *v);
 FL_INTERNAL int pack_float(char *slot, int kind, PyObject *v);
 
+/* DLPack's C ABI as its specification defines it (DLPack 1.2+): a tensor described in place,
+ * and the exchange table a framework puts on its tensor type as `__dlpack_c_exchange_api__`
+ * (torch >= 2.10). Only the members read here are named; the layout is the ABI's. */
+typedef struct { int32_t device_type, device_id; } DLDeviceABI;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DLDataTypeABI;
+typedef struct {
+    void *data;
+    DLDeviceABI device;
+    int32_t ndim;
+    DLDataTypeABI dtype;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensorABI;
+typedef struct {
+    struct { uint32_t major, minor; } version;
+    void *prev_api;
+    void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync,
+        *managed_tensor_to_py_object_no_sync;
+    int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensorABI *out);
+    void *current_work_stream;
+} DLExchangeABI;
+
+/* dl_read's verdicts */
+enum { DL_REFUSED = 0, DL_OK = 1, DL_NONE = -1 };
+FL_INTERNAL int dl_read(PyObject *o, int want, long device, long long *ptr, DLTensorABI *t);
+FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t);
+
 /* interned attribute names (claunch.c) */
 extern FL_INTERNAL PyObject *s_ptr, *s_dtype, *s_on_device, *s_moved, *s_shape;
 extern FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;

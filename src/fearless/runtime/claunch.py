@@ -35,6 +35,7 @@ from typing import Any
 
 from .. import config
 from ..abi import ParamSpec, Requirement
+from ..dtypes import DType
 from .borrow import output_pairs
 
 _HERE = Path(__file__).parent
@@ -172,11 +173,11 @@ def make_plan(
             ext = offsets[k + 1 : k + 1 + p.ndim]
             entries.append(
                 (kind, offsets[k], ext[0], ext[-1], p.dtype.itemsize, p.dtype,
-                 torch_dtype_of(p.dtype))
+                 torch_dtype_of(p.dtype), dlpack_code(p.dtype))
             )  # fmt: skip
             k += 1 + p.ndim
         else:
-            entries.append((SCALAR_KINDS[p.dtype.name], offsets[k], 0, 0, 0, p.dtype, None))
+            entries.append((SCALAR_KINDS[p.dtype.name], offsets[k], 0, 0, 0, p.dtype, None, -1))
             k += 1
     arrays = [p for p in params if p.is_array]
     if pairs is None:  # past PAIRWISE_MAX arrays Python sweeps; C compares every pair
@@ -245,6 +246,16 @@ def tile_plan(
 
 WARM_PART, WARM_TENSOR, WARM_CONST, WARM_SCALAR = 1, 2, 3, 4
 
+# DLPack's type codes (kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool) by DType.kind
+_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+
+
+def dlpack_code(dtype: DType) -> int:
+    """`dtype` as a DLPack data type, code << 8 | bits (one lane): what claunch.c's dl_read
+    compares a torch tensor's DLPack description with."""
+    code = 4 if dtype.name == "bf16" else _DLPACK_CODES[dtype.kind]
+    return code << 8 | dtype.bits
+
 
 def tile_warm_plan(
     kinds: tuple[int, ...],
@@ -271,6 +282,7 @@ def tile_warm_plan(
         tuple(kinds),
         tuple(wants),
         torch_wants,
+        tuple(dlpack_code(w) if w is not None else -1 for w in wants),
         tuple((int(o), int(j)) for o, j in pairs),
         entries,
         part_type,

@@ -159,6 +159,7 @@ typedef struct {
     int *kinds;
     PyObject *wants;       /* per parameter: its fl dtype (arrays) or None */
     PyObject *torch_wants; /* per parameter: its torch dtype, or None */
+    int *dl_wants;         /* per parameter: its DLPack dtype (code << 8 | bits), or -1 */
     int *pairs;
     PyObject *entries, *part_type, *tensor_type, *torch_type, *target;
     long device;
@@ -173,23 +174,25 @@ static void warm_free(PyObject *capsule) {
     Py_XDECREF(w->part_type); Py_XDECREF(w->tensor_type); Py_XDECREF(w->torch_type);
     Py_XDECREF(w->target);
     PyMem_Free(w->kinds);
+    PyMem_Free(w->dl_wants);
     PyMem_Free(w->pairs);
     PyMem_Free(w);
 }
 
-/* tile_warm_plan(kinds, wants, torch_wants, pairs, entries, part_type, tensor_type,
- *                torch_type, target, device) */
+/* tile_warm_plan(kinds, wants, torch_wants, dl_wants, pairs, entries, part_type,
+ *                tensor_type, torch_type, target, device) */
 FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
-    PyObject *kinds, *wants, *torch_wants, *pairs, *entries, *part_type, *tensor_type,
-        *torch_type, *target;
+    PyObject *kinds, *wants, *torch_wants, *dl_wants, *pairs, *entries, *part_type,
+        *tensor_type, *torch_type, *target;
     long device;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OOOOl", &PyTuple_Type, &kinds, &PyTuple_Type,
-                          &wants, &PyTuple_Type, &torch_wants, &PyTuple_Type, &pairs,
-                          &PyDict_Type, &entries, &part_type, &tensor_type, &torch_type,
-                          &target, &device))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!OOOOl", &PyTuple_Type, &kinds, &PyTuple_Type,
+                          &wants, &PyTuple_Type, &torch_wants, &PyTuple_Type, &dl_wants,
+                          &PyTuple_Type, &pairs, &PyDict_Type, &entries, &part_type,
+                          &tensor_type, &torch_type, &target, &device))
         return NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(kinds);
-    if (n > 64 || PyTuple_GET_SIZE(wants) != n || PyTuple_GET_SIZE(torch_wants) != n) {
+    if (n > 64 || PyTuple_GET_SIZE(wants) != n || PyTuple_GET_SIZE(torch_wants) != n ||
+        PyTuple_GET_SIZE(dl_wants) != n) {
         PyErr_SetString(PyExc_ValueError, "one kind and dtype per parameter, at most 64");
         return NULL;
     }
@@ -197,17 +200,18 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
     if (w == NULL) return PyErr_NoMemory();
     w->n = (int)n;
     w->kinds = PyMem_Calloc(n ? n : 1, sizeof(int));
+    w->dl_wants = PyMem_Calloc(n ? n : 1, sizeof(int));
     w->pairs = int_rows(pairs, 2, (int)n);
-    if (w->kinds == NULL || w->pairs == NULL) {
+    if (w->kinds == NULL || w->dl_wants == NULL || w->pairs == NULL) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
-        PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w);
-        return NULL;
+        goto fail;
     }
     w->npairs = (int)PyTuple_GET_SIZE(pairs);
     for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t kind;
-        if (as_ssize(kinds, k, &kind)) { PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w); return NULL; }
+        Py_ssize_t kind, dl;
+        if (as_ssize(kinds, k, &kind) || as_ssize(dl_wants, k, &dl)) goto fail;
         w->kinds[k] = (int)kind;
+        w->dl_wants[k] = (int)dl;
     }
     Py_INCREF(wants); w->wants = wants;
     Py_INCREF(torch_wants); w->torch_wants = torch_wants;
@@ -221,9 +225,12 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
     if (capsule == NULL) {
         Py_DECREF(wants); Py_DECREF(torch_wants); Py_DECREF(entries); Py_DECREF(part_type);
         Py_DECREF(tensor_type); Py_DECREF(torch_type); Py_DECREF(target);
-        PyMem_Free(w->kinds); PyMem_Free(w->pairs); PyMem_Free(w);
+        PyMem_Free(w->kinds); PyMem_Free(w->dl_wants); PyMem_Free(w->pairs); PyMem_Free(w);
     }
     return capsule;
+fail:
+    PyMem_Free(w->kinds); PyMem_Free(w->dl_wants); PyMem_Free(w->pairs); PyMem_Free(w);
+    return NULL;
 }
 
 /* New reference to attribute `name` of `o` if it is exactly `want` (identity), else NULL. */
@@ -292,6 +299,14 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
             if ((PyObject *)tp == w->tensor_type) {
                 if (attr_is(o, s_moved, Py_None)) part = read_fl_tensor(o, want, &ptr);
             } else if ((PyObject *)tp == w->torch_type) {
+                DLTensorABI t;
+                int verdict = dl_read(o, w->dl_wants[i], w->device, &ptr, &t);
+                if (verdict == DL_OK) {
+                    PyObject *shape = dl_shape(&t);
+                    if (shape != NULL) part = Py_BuildValue("(LN)", ptr & 15, shape);
+                    break;
+                }
+                if (verdict == DL_REFUSED) break;
                 long long device;
                 if (!attr_is(o, s_is_cuda, Py_True) || !attr_long(o, s_get_device, 1, &device) ||
                     device != w->device || !attr_is(o, s_tdtype, PyTuple_GET_ITEM(w->torch_wants, i)))
