@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..dtypes import DType
 from ..errors import Location
@@ -178,6 +178,23 @@ class Op:
 
     def __repr__(self) -> str:
         return f"<{self.opname} at {self.loc}>"
+
+
+T = TypeVar("T")
+
+
+class Attr(Generic[T]):
+    """An op's attribute as a read-only property: `kind = Attr[str]()` in an Op subclass reads
+    `op.attrs["kind"]`."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, op: Op, owner: type | None = None) -> T:
+        return op.attrs[self.name]  # type: ignore[no-any-return]
+
+    def __set__(self, op: Op, value: T) -> None:
+        raise AttributeError(f"`{self.name}` is read-only: it is `attrs[{self.name!r}]`")
 
 
 class Block:

@@ -86,6 +86,7 @@ from .core import (
     THREAD_INDEX,
     THREAD_INDEX_2D,
     ArrayType,
+    Attr,
     Block,
     Effect,
     Op,
@@ -185,49 +186,37 @@ SPECIAL_REGS = frozenset(
 
 class Constant(Op):
     opname = "constant"
+    value = Attr[bool | int | float]()
 
     def __init__(self, value: bool | int | float, dtype: DType, loc: Location) -> None:
         super().__init__([], [ScalarType(dtype)], loc, value=value)
 
-    @property
-    def value(self) -> bool | int | float:
-        return self.attrs["value"]  # type: ignore[no-any-return]
-
 
 class Binary(Op):
     opname = "binary"
+    kind = Attr[str]()
 
     def __init__(self, kind: str, lhs: Value, rhs: Value, loc: Location) -> None:
         assert kind in BINARY_KINDS, kind
         super().__init__([lhs, rhs], [lhs.type], loc, kind=kind)
 
-    @property
-    def kind(self) -> str:
-        return self.attrs["kind"]  # type: ignore[no-any-return]
-
 
 class Unary(Op):
     opname = "unary"
+    kind = Attr[str]()
 
     def __init__(self, kind: str, x: Value, loc: Location) -> None:
         assert kind in UNARY_KINDS, kind
         super().__init__([x], [x.type], loc, kind=kind)
 
-    @property
-    def kind(self) -> str:
-        return self.attrs["kind"]  # type: ignore[no-any-return]
-
 
 class Compare(Op):
     opname = "compare"
+    pred = Attr[str]()
 
     def __init__(self, pred: str, lhs: Value, rhs: Value, loc: Location) -> None:
         assert pred in COMPARE_PREDS, pred
         super().__init__([lhs, rhs], [BOOL], loc, pred=pred)
-
-    @property
-    def pred(self) -> str:
-        return self.attrs["pred"]  # type: ignore[no-any-return]
 
 
 class Cast(Op):
@@ -246,14 +235,11 @@ class Select(Op):
 
 class MathCall(Op):
     opname = "math"
+    fn = Attr[str]()
 
     def __init__(self, fn: str, args: Sequence[Value], loc: Location) -> None:
         assert MATH_FNS.get(fn) == len(args), fn
         super().__init__(args, [args[0].type], loc, fn=fn)
-
-    @property
-    def fn(self) -> str:
-        return self.attrs["fn"]  # type: ignore[no-any-return]
 
 
 class ThreadIndex1D(Op):
@@ -274,26 +260,20 @@ class ThreadIndexAxis(Op):
     """`t.row` (axis 0) or `t.col` (axis 1) of a ThreadIndex2D: a plain i64, never a witness."""
 
     opname = "index.axis"
+    axis = Attr[int]()
 
     def __init__(self, index: Value, axis: int, loc: Location) -> None:
         assert axis in (0, 1), axis
         super().__init__([index], [I64], loc, axis=axis)
 
-    @property
-    def axis(self) -> int:
-        return self.attrs["axis"]  # type: ignore[no-any-return]
-
 
 class SpecialReg(Op):
     opname = "thread.reg"
+    reg = Attr[str]()
 
     def __init__(self, reg: str, loc: Location) -> None:
         assert reg in SPECIAL_REGS, reg
         super().__init__([], [I32], loc, reg=reg)
-
-    @property
-    def reg(self) -> str:
-        return self.attrs["reg"]  # type: ignore[no-any-return]
 
 
 class IndexAdvance(Op):
@@ -384,6 +364,7 @@ class AtomicRMW(Op):
 
     opname = "atomic.rmw"
     effect = Effect.WRITE
+    kind = Attr[str]()
 
     def __init__(
         self,
@@ -397,10 +378,6 @@ class AtomicRMW(Op):
         assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
         idx = _indices(index)
         super().__init__([array, *idx, value], [ScalarType(array.type.dtype)], loc, kind=kind)
-
-    @property
-    def kind(self) -> str:
-        return self.attrs["kind"]  # type: ignore[no-any-return]
 
     @property
     def indices(self) -> list[Value]:
@@ -441,6 +418,7 @@ class BoundsCheck(Op):
 
     opname = "check.bounds"
     effect = Effect.CHECK
+    sites = Attr[tuple[int, ...]]()
 
     def __init__(self, index: Value, length: Value, site: int, loc: Location) -> None:
         super().__init__([index, length], [], loc, sites=(site,))
@@ -452,10 +430,6 @@ class BoundsCheck(Op):
         op.operands = [v for c in checks for v in c.operands]
         op.attrs["sites"] = tuple(s for c in checks for s in c.sites)
         return op
-
-    @property
-    def sites(self) -> tuple[int, ...]:
-        return self.attrs["sites"]  # type: ignore[no-any-return]
 
     @property
     def site(self) -> int:
@@ -473,26 +447,20 @@ class Print(Op):
 
     opname = "print"
     effect = Effect.WRITE
+    format = Attr[str]()
 
     def __init__(self, fmt: str, args: Sequence[Value], loc: Location) -> None:
         super().__init__(list(args), [], loc, format=fmt)
-
-    @property
-    def format(self) -> str:
-        return self.attrs["format"]  # type: ignore[no-any-return]
 
 
 class Br(Op):
     opname = "br"
     effect = Effect.CONTROL
     is_terminator = True
+    dest = Attr[Block]()
 
     def __init__(self, dest: Block, args: Sequence[Value], loc: Location) -> None:
         super().__init__(args, [], loc, dest=dest)
-
-    @property
-    def dest(self) -> Block:
-        return self.attrs["dest"]  # type: ignore[no-any-return]
 
     def successors(self) -> list[Block]:
         return [self.dest]
@@ -502,6 +470,8 @@ class CondBr(Op):
     opname = "cond_br"
     effect = Effect.CONTROL
     is_terminator = True
+    if_true = Attr[Block]()
+    if_false = Attr[Block]()
 
     def __init__(
         self,
@@ -524,14 +494,6 @@ class CondBr(Op):
     @property
     def cond(self) -> Value:
         return self.operands[0]
-
-    @property
-    def if_true(self) -> Block:
-        return self.attrs["if_true"]  # type: ignore[no-any-return]
-
-    @property
-    def if_false(self) -> Block:
-        return self.attrs["if_false"]  # type: ignore[no-any-return]
 
     @property
     def true_args(self) -> list[Value]:

@@ -18,11 +18,10 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, torch_dtype, torch_dtype_of
-from ..runtime.location import user_location
+from ..runtime.location import argument_error
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
 
@@ -52,12 +51,10 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
         op_ = Operand(x, "fl", x)
     elif torch is not None and isinstance(x, torch.Tensor):
         if x.requires_grad and torch.is_grad_enabled():
-            raise KernelTypeError(
+            raise argument_error(
                 f"`{name}` of `fearless.ops.{op}` requires grad, but this torch "
                 f"({torch.__version__}) has no `torch.library.custom_op`, through which "
                 "fearless.ops records its backward: the result would be cut from the graph",
-                user_location(),
-                code="E0701",
                 help=f"use torch 2.4 or newer, or call it under `torch.no_grad()` or with "
                 f"`{name}.detach()`",
             )
@@ -65,19 +62,15 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
     elif isinstance(x, np.ndarray):
         op_ = Operand(fl_tensor.asarray(x), "numpy", x)
     else:
-        raise KernelTypeError(
+        raise argument_error(
             f"`{name}` of `fearless.ops.{op}` must be a tensor (fl.Tensor, torch.Tensor or "
             f"NumPy array), not {type(x).__name__}",
-            user_location(),
-            code="E0701",
             help="convert it first: `fl.asarray(x)`",
         )
     if dtypes_ok is not None and op_.dtype not in dtypes_ok:
-        raise KernelTypeError(
+        raise argument_error(
             f"`fearless.ops.{op}` takes {', '.join(d.name for d in dtypes_ok)} tensors, but "
             f"`{name}` is {op_.dtype.name}",
-            user_location(),
-            code="E0701",
             help=f"convert it: `{name}.to(torch.float32)` or `fl.asarray({name}).astype(fl.f32)`",
         )
     return op_
@@ -161,11 +154,9 @@ def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Ten
         return full(like, (max(n, 1),), fill)
     w = operand(p, op, name, FLOATS)
     if w.shape != (n,):
-        raise KernelTypeError(
+        raise argument_error(
             f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
             f"{n} elements",
-            user_location(),
-            code="E0701",
         )
     return cast(w, like.dtype)
 
@@ -184,10 +175,8 @@ def _draw_seed() -> int:
 def gelu_kind(approximate: str) -> str:
     """The kernels' name of gelu's `approximate` form ("gelu", "gelu_tanh"), or E0701."""
     if approximate not in ("none", "tanh"):
-        raise KernelTypeError(
+        raise argument_error(
             f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
-            user_location(),
-            code="E0701",
         )
     return "gelu" if approximate == "none" else "gelu_tanh"
 
@@ -210,10 +199,8 @@ def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
     """`x` as a 2-D (rows, cols) view for an operator over its last axis (`dim` must name it)."""
     nd = x.ndim
     if nd == 0 or dim not in (-1, nd - 1):
-        raise KernelTypeError(
+        raise argument_error(
             f"`fearless.ops.{op}` works over the last axis, not axis {dim} of a {nd}-d tensor",
-            user_location(),
-            code="E0701",
             help="move the axis last first (`x.transpose(dim, -1)`), or pass `dim=-1`",
         )
     cols = x.shape[-1]

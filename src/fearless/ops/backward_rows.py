@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import KernelTypeError
-from ..runtime.location import user_location
+from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of
 from ._replay import replayable
@@ -91,11 +90,9 @@ def _norm_operands(dy: Any, x: Any, op: str) -> tuple[Operand, Operand, Tensor, 
 def _like(b: Operand, a: Operand, op: str, name: str, a_name: str) -> Tensor:
     """`b`'s tensor in `a`'s dtype, checked to have `a`'s shape."""
     if b.shape != a.shape:
-        raise KernelTypeError(
+        raise argument_error(
             f"`{name}` of `fearless.ops.{op}` has shape {b.shape}, but `{a_name}` has shape "
             f"{a.shape}: they must be one shape",
-            user_location(),
-            code="E0701",
             help="pass the forward's input and the gradient of its output, of one shape",
         )
     return cast(b, a.dtype)

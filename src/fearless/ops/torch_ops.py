@@ -28,8 +28,7 @@ import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
 
-from ..errors import KernelTypeError
-from ..runtime.location import user_location
+from ..runtime.location import argument_error
 from ._route import kernels_only
 
 NS = "fearless"
@@ -369,11 +368,9 @@ def _rope_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
     _, _, cos, sin = inputs
     for t, name in ((cos, "cos"), (sin, "sin")):
         if t.requires_grad:
-            raise KernelTypeError(
+            raise argument_error(
                 f"`{name}` of `fearless.ops.rope` requires grad, but rope has no gradient "
                 "for its cos and sin tables: it would be cut from the autograd graph",
-                user_location(),
-                code="E0701",
                 help=f"pass `{name}.detach()` (position tables are constants in training)",
             )
     ctx.save_for_backward(cos, sin)

@@ -23,7 +23,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
-from .location import user_location
+from .location import argument_error
 from .target import Target
 
 # The one GPU fearless uses: the primary context of device 0 (see driver.py).
@@ -76,22 +76,22 @@ def describe(
     """
     info = _describe_any(obj, target, name, stream)
     if target.on_device and not info.on_device:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` is in host memory, but the cuda target needs device memory",
             "copy it to the GPU first: `fl.asarray(x)` or `torch.from_numpy(x).cuda()`",
         )
     if not target.on_device and info.on_device:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` is in GPU memory, but the target is the CPU simulator",
             'pass a host array (`x.cpu()`, `x.get()`), or run on the GPU: fl.set_target("cuda")',
         )
     if not info.contiguous:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` is not contiguous (shape {info.shape}, strides {info.strides} bytes)",
             contiguous_help(obj),
         )
     if ndim is not None and info.ndim != ndim:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` has {info.ndim} dimension{'s' if info.ndim != 1 else ''}, "
             f"but kernels take {ndim}-D arrays for `{name}`",
             "flatten it: `x.reshape(-1)` (a view of the same memory when contiguous)"
@@ -161,7 +161,7 @@ def _from_numpy_dtype(value: Any, message: str, help: str) -> DType:
     try:
         return numpy_dtype(np.dtype(value))
     except (TypeError, KeyError):
-        raise _type_error(message, help) from None
+        raise argument_error(message, help) from None
 
 
 def numpy_dtype(dt: np.dtype[Any]) -> DType:
@@ -193,7 +193,7 @@ def _describe_any(obj: Any, target: Target, name: str, stream: int | None) -> Ar
         return _view_info(obj, name, stream)
     if hasattr(obj, "__array_interface__"):
         return _numpy_info(np.asarray(obj), name, owner=obj)
-    raise _type_error(
+    raise argument_error(
         f"argument `{name}` of type `{type(obj).__name__}` is not an array",
         "pass an fl.Tensor, a torch tensor, a NumPy array (on the sim target), or any array "
         "with `__dlpack__` or `__cuda_array_interface__`",
@@ -241,7 +241,7 @@ def _view_info(obj: Any, name: str, stream: int | None) -> ArrayInfo:
         view = make(obj, stream_ptr=consumer)
         dt = view.dtype
     except (BufferError, NotImplementedError, TypeError, ValueError) as exc:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` could not be read as an array: {exc}",
             "pass an fl.Tensor, a torch tensor, or an array with `__dlpack__` or "
             "`__cuda_array_interface__` and a fearless element type",
@@ -316,13 +316,13 @@ def torch_dtype_of(dtype: DType) -> Any | None:
 def _torch_info(t: Any, name: str) -> ArrayInfo:
     dtype = torch_dtype(t.dtype)
     if dtype is None:
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` has element type {t.dtype}, which fearless has no type for",
             "convert it with `.to(torch.float32)` (or another supported type)",
         )
     device = t.device
     if device.type not in ("cuda", "cpu"):
-        raise _type_error(
+        raise argument_error(
             f"argument `{name}` lives on torch device `{device}`",
             "move it to the GPU (`.cuda()`) or, for the simulator, to the CPU (`.cpu()`)",
         )
@@ -349,7 +349,7 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
 
 
 def _wrong_device(name: str, index: int) -> KernelTypeError:
-    return _type_error(
+    return argument_error(
         f"argument `{name}` is on GPU {index}, but fearless runs on GPU {DEVICE_ID}",
         f"move it with `.to('cuda:{DEVICE_ID}')`, or select the GPU with CUDA_VISIBLE_DEVICES",
     )
@@ -448,7 +448,3 @@ def _extract_generic_2d(obj: Any) -> Extracted2D | None:
     except KernelTypeError:
         return None
     return info.ptr, info.shape[0], info.shape[1], info.dtype
-
-
-def _type_error(message: str, help: str) -> KernelTypeError:
-    return KernelTypeError(message, user_location(), help=help, code="E0701")

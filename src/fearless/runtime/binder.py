@@ -25,7 +25,7 @@ from ..abi import ParamSpec
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from .arrays import ArrayInfo, describe
-from .location import user_location
+from .location import argument_error, user_location
 from .params import STRUCT_CODES, bf16_bits
 from .target import Target
 
@@ -72,10 +72,8 @@ def arity_error(kernel: str, names: Sequence[str], given: int) -> KernelTypeErro
 
 def dtype_error(kernel: str, param: str, have: str, want: DType) -> KernelTypeError:
     """E0701: the array passed as `param` holds `have` elements, the parameter `want`."""
-    return KernelTypeError(
+    return argument_error(
         f"argument `{param}` has element type {have}, but `{kernel}` expects {want.name}",
-        user_location(),
-        code="E0701",
         help=f"convert it first (e.g. `x.to(torch.{_TORCH_NAMES.get(want.name, want.name)})`, "
         f"`x.astype(np.{want.np.name})` or `fl.asarray(x, dtype=fl.{want.name})`)",
     )
@@ -83,10 +81,8 @@ def dtype_error(kernel: str, param: str, have: str, want: DType) -> KernelTypeEr
 
 def readonly_error(param: str) -> KernelTypeError:
     """E0701: a read-only host array (a NumPy array with `writeable=False`) passed as an output."""
-    return KernelTypeError(
+    return argument_error(
         f"argument `{param}` is a read-only array but the kernel writes it",
-        user_location(),
-        code="E0701",
         help="pass a writable array (`x.copy()`, or set `x.flags.writeable = True` if you own "
         "its memory)",
     )
@@ -94,10 +90,8 @@ def readonly_error(param: str) -> KernelTypeError:
 
 def scalar_error(param: str, value: object, dtype: DType) -> KernelTypeError:
     """E0701: `value` is not a `dtype` scalar (see `scalar_fits`)."""
-    return KernelTypeError(
+    return argument_error(
         f"argument `{param}` = {value!r} does not fit the parameter's type {dtype.name}",
-        user_location(),
-        code="E0701",
         help=f"pass a value {dtype.name} can hold (or convert it: `fl.{dtype.name}(x)`)",
     )
 

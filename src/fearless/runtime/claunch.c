@@ -44,9 +44,8 @@ static PyObject *s_dev1d, *s_size;
 FL_INTERNAL PyObject *s_ptr, *s_dtype, *s_on_device, *s_moved, *s_shape;
 FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
-static void plan_free(PyObject *capsule) {
-    Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
-    if (p == NULL) return;
+/* Frees `p` and what it owns (a field make_plan did not reach is NULL). */
+static void plan_release(Plan *p) {
     Py_XDECREF(p->spec);
     PyMem_Free(p->buffer);
     PyMem_Free(p->kernel_params);
@@ -55,6 +54,11 @@ static void plan_free(PyObject *capsule) {
     PyMem_Free(p->req);
     PyMem_Free(p->assume);
     PyMem_Free(p);
+}
+
+static void plan_free(PyObject *capsule) {
+    Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
+    if (p != NULL) plan_release(p);
 }
 
 /* Flat ints of a tuple of `width`-tuples into a new array (NULL and an exception on error). */
@@ -90,6 +94,34 @@ FL_INTERNAL int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* Copies the Python packer's buffer (`size` bytes at `address`) into `buffer` and points
+ * `kernel_params` at `offsets` in it (-1 and an exception when an offset is outside). */
+FL_INTERNAL int copy_params(char *buffer, void **kernel_params, unsigned long long address,
+                            Py_ssize_t size, PyObject *offsets) {
+    memcpy(buffer, (const void *)(uintptr_t)address, size);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(offsets); k++) {
+        Py_ssize_t off;
+        if (as_ssize(offsets, k, &off)) return -1;
+        if (off < 0 || off >= size) {
+            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
+            return -1;
+        }
+        kernel_params[k] = buffer + off;
+    }
+    return 0;
+}
+
+/* The plan of a fast call of `name` (`want` arguments, the plan's capsule first), or NULL and
+ * an exception. */
+FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want,
+                           const char *name, const char *capsule) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, want);
+        return NULL;
+    }
+    return PyCapsule_GetPointer(a[0], capsule);
+}
+
 /* make_plan(launch_address, buffer_address, buffer_size, offsets, nthreads_offset, device,
  *           tensor_type, torch_type, params, pairs, requires, assumes)
  * The plan copies the Python packer's buffer (so the error record's pointer comes along) into
@@ -117,17 +149,9 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     p->count = PyTuple_GET_SIZE(offsets);
     p->buffer = PyMem_Calloc(size ? size : 1, 1);
     p->kernel_params = PyMem_Calloc(p->count ? p->count : 1, sizeof(void *));
-    if (p->buffer == NULL || p->kernel_params == NULL) goto fail;
-    memcpy(p->buffer, (const void *)(uintptr_t)buffer_addr, size);
-    for (Py_ssize_t k = 0; k < p->count; k++) {
-        Py_ssize_t off;
-        if (as_ssize(offsets, k, &off)) goto fail;
-        if (off < 0 || off >= size) {
-            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
-            goto fail;
-        }
-        p->kernel_params[k] = p->buffer + off;
-    }
+    if (p->buffer == NULL || p->kernel_params == NULL ||
+        copy_params(p->buffer, p->kernel_params, buffer_addr, size, offsets))
+        goto fail;
     p->nthreads_off = nthreads_off;
     p->device = device;
     p->tensor_type = tensor_type;
@@ -187,22 +211,15 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     if (capsule == NULL) goto fail;
     return capsule;
 fail:
-    Py_XDECREF(p->spec);
-    PyMem_Free(p->req);
-    PyMem_Free(p->assume);
-    PyMem_Free(p->buffer);
-    PyMem_Free(p->kernel_params);
-    PyMem_Free(p->params);
-    PyMem_Free(p->pairs);
-    PyMem_Free(p);
+    plan_release(p);
     return NULL;
 }
 
-/* An attribute that must be exactly True. */
-static int attr_true(PyObject *o, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(o, name);
+/* Whether an attribute (or method result when `call`) is exactly `want` (identity). */
+FL_INTERNAL int attr_is(PyObject *o, PyObject *name, int call, PyObject *want) {
+    PyObject *v = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
     if (v == NULL) return 0;
-    int ok = (v == Py_True);
+    int ok = (v == want);
     Py_DECREF(v);
     return ok;
 }
@@ -234,23 +251,14 @@ static int extents(PyObject *shape, int ndim, long long *e) {
 
 static int read_fl(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
     int ndim = q->kind == K_ARR1 ? 1 : 2;
-    PyObject *dt = PyObject_GetAttr(o, s_dtype);
-    if (dt == NULL) return 0;
-    int ok = (dt == q->fl_dtype);
-    Py_DECREF(dt);
-    if (!ok || !attr_long(o, s_ptr, 0, ptr)) return 0;
+    if (!attr_is(o, s_dtype, 0, q->fl_dtype) || !attr_long(o, s_ptr, 0, ptr)) return 0;
     if (ndim == 1) {
-        if (!attr_true(o, s_dev1d)) return 0;
+        if (!attr_is(o, s_dev1d, 0, Py_True)) return 0;
         return attr_long(o, s_size, 0, &e[0]);
     }
-    if (!attr_true(o, s_on_device)) return 0;
-    PyObject *moved = PyObject_GetAttr(o, s_moved);
-    if (moved == NULL) return 0;
-    ok = (moved == Py_None);
-    Py_DECREF(moved);
-    if (!ok) return 0;
+    if (!attr_is(o, s_on_device, 0, Py_True) || !attr_is(o, s_moved, 0, Py_None)) return 0;
     PyObject *shape = PyObject_GetAttr(o, s_shape);
-    ok = extents(shape, 2, e);
+    int ok = extents(shape, 2, e);
     Py_XDECREF(shape);
     return ok;
 }
@@ -358,16 +366,8 @@ static int read_torch(Plan *p, Param *q, PyObject *o, long long *ptr, long long 
     Py_XDECREF(shape);
     /* get_device() is -1 for a CPU tensor: device == p->device also says it is on the GPU */
     if (!ok || !attr_long(o, s_get_device, 1, &device) || device != p->device) return 0;
-    PyObject *c = PyObject_CallMethodNoArgs(o, s_is_contiguous);
-    if (c == NULL) return 0;
-    ok = (c == Py_True);
-    Py_DECREF(c);
-    if (!ok) return 0;
-    PyObject *dt = PyObject_GetAttr(o, s_tdtype);
-    if (dt == NULL) return 0;
-    ok = (dt == q->torch_dtype);
-    Py_DECREF(dt);
-    return ok && attr_long(o, s_data_ptr, 1, ptr);
+    return attr_is(o, s_is_contiguous, 1, Py_True) && attr_is(o, s_tdtype, 0, q->torch_dtype) &&
+           attr_long(o, s_data_ptr, 1, ptr);
 }
 
 FL_INTERNAL int pack_int(char *slot, int kind, PyObject *v) {
@@ -406,11 +406,7 @@ FL_INTERNAL int pack_float(char *slot, int kind, PyObject *v) {
 }
 
 static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "launch takes 12 arguments");
-        return NULL;
-    }
-    Plan *p = (Plan *)PyCapsule_GetPointer(a[0], "fearless.claunch.plan");
+    Plan *p = plan_arg(a, nargs, 12, "launch", "fearless.claunch.plan");
     if (p == NULL) return NULL;
     unsigned dims[6];
     for (int k = 0; k < 6; k++) {

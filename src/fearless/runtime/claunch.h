@@ -23,6 +23,11 @@ enum {
 
 FL_INTERNAL int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out);
 FL_INTERNAL int *int_rows(PyObject *rows, int width, int limit);
+FL_INTERNAL int copy_params(char *buffer, void **kernel_params, unsigned long long address,
+                            Py_ssize_t size, PyObject *offsets);
+FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want,
+                           const char *name, const char *capsule);
+FL_INTERNAL int attr_is(PyObject *o, PyObject *name, int call, PyObject *want);
 FL_INTERNAL int attr_long(PyObject *o, PyObject *name, int call, long long *out);
 FL_INTERNAL int pack_int(char *slot, int kind, PyObject *v);
 FL_INTERNAL int pack_float(char *slot, int kind, PyObject *v);

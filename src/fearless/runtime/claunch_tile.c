@@ -21,14 +21,18 @@ typedef struct {
     Py_ssize_t *offsets;
 } TilePlan;
 
-static void tile_plan_free(PyObject *capsule) {
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(capsule, "fearless.claunch.tile_plan");
-    if (p == NULL) return;
+/* Frees `p` and what it owns (a field tile_plan did not reach is NULL). */
+static void tile_plan_release(TilePlan *p) {
     PyMem_Free(p->buffer);
     PyMem_Free(p->kernel_params);
     PyMem_Free(p->kinds);
     PyMem_Free(p->offsets);
     PyMem_Free(p);
+}
+
+static void tile_plan_free(PyObject *capsule) {
+    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(capsule, "fearless.claunch.tile_plan");
+    if (p != NULL) tile_plan_release(p);
 }
 
 /* tile_plan(launch_address, function, gx, gy, gz, buffer_address, buffer_size, param_offsets,
@@ -62,16 +66,7 @@ FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
-    memcpy(p->buffer, (const void *)(uintptr_t)buffer_addr, size);
-    for (Py_ssize_t k = 0; k < count; k++) {
-        Py_ssize_t off;
-        if (as_ssize(param_offsets, k, &off)) goto fail;
-        if (off < 0 || off >= size) {
-            PyErr_SetString(PyExc_ValueError, "an offset is outside the buffer");
-            goto fail;
-        }
-        p->kernel_params[k] = p->buffer + off;
-    }
+    if (copy_params(p->buffer, p->kernel_params, buffer_addr, size, param_offsets)) goto fail;
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t kind, off;
         if (as_ssize(kinds, k, &kind) || as_ssize(offsets, k, &off)) goto fail;
@@ -89,11 +84,7 @@ FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args) {
     PyObject *capsule = PyCapsule_New(p, "fearless.claunch.tile_plan", tile_plan_free);
     if (capsule != NULL) return capsule;
 fail:
-    PyMem_Free(p->buffer);
-    PyMem_Free(p->kernel_params);
-    PyMem_Free(p->kinds);
-    PyMem_Free(p->offsets);
-    PyMem_Free(p);
+    tile_plan_release(p);
     return NULL;
 }
 
@@ -127,11 +118,7 @@ static long tile_pack_launch(TilePlan *p, PyObject *const *items, Py_ssize_t n,
 
 /* tile_launch(plan, values, stream) -> tile_pack_launch's answer. */
 FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "tile_launch takes 3 arguments");
-        return NULL;
-    }
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(a[0], "fearless.claunch.tile_plan");
+    TilePlan *p = plan_arg(a, nargs, 3, "tile_launch", "fearless.claunch.tile_plan");
     if (p == NULL) return NULL;
     PyObject *values = a[1];
     if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) return PyLong_FromLong(-1);
@@ -167,9 +154,8 @@ typedef struct {
 
 static PyObject *s_given_back, *s_tensor, *s_tile, *s_grid, *s_group, *s_is_cuda;
 
-static void warm_free(PyObject *capsule) {
-    Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
-    if (w == NULL) return;
+/* Frees `w` and what it owns (a field tile_warm_plan did not reach is NULL). */
+static void warm_release(Warm *w) {
     Py_XDECREF(w->wants); Py_XDECREF(w->torch_wants); Py_XDECREF(w->entries);
     Py_XDECREF(w->part_type); Py_XDECREF(w->tensor_type); Py_XDECREF(w->torch_type);
     Py_XDECREF(w->target);
@@ -177,6 +163,11 @@ static void warm_free(PyObject *capsule) {
     PyMem_Free(w->dl_wants);
     PyMem_Free(w->pairs);
     PyMem_Free(w);
+}
+
+static void warm_free(PyObject *capsule) {
+    Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
+    if (w != NULL) warm_release(w);
 }
 
 /* tile_warm_plan(kinds, wants, torch_wants, dl_wants, pairs, entries, part_type,
@@ -222,29 +213,15 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
     Py_INCREF(target); w->target = target;
     w->device = device;
     PyObject *capsule = PyCapsule_New(w, "fearless.claunch.warm", warm_free);
-    if (capsule == NULL) {
-        Py_DECREF(wants); Py_DECREF(torch_wants); Py_DECREF(entries); Py_DECREF(part_type);
-        Py_DECREF(tensor_type); Py_DECREF(torch_type); Py_DECREF(target);
-        PyMem_Free(w->kinds); PyMem_Free(w->dl_wants); PyMem_Free(w->pairs); PyMem_Free(w);
-    }
-    return capsule;
+    if (capsule != NULL) return capsule;
 fail:
-    PyMem_Free(w->kinds); PyMem_Free(w->dl_wants); PyMem_Free(w->pairs); PyMem_Free(w);
+    warm_release(w);
     return NULL;
-}
-
-/* New reference to attribute `name` of `o` if it is exactly `want` (identity), else NULL. */
-static int attr_is(PyObject *o, PyObject *name, PyObject *want) {
-    PyObject *v = PyObject_GetAttr(o, name);
-    if (v == NULL) return 0;
-    int ok = (v == want);
-    Py_DECREF(v);
-    return ok;
 }
 
 /* An fl.Tensor on the GPU, live, of dtype `want`: its pointer and key part (new). */
 static PyObject *read_fl_tensor(PyObject *t, PyObject *want, long long *ptr) {
-    if (!attr_is(t, s_dtype, want) || !attr_is(t, s_on_device, Py_True)) return NULL;
+    if (!attr_is(t, s_dtype, 0, want) || !attr_is(t, s_on_device, 0, Py_True)) return NULL;
     if (!attr_long(t, s_ptr, 0, ptr)) return NULL;
     PyObject *shape = PyObject_GetAttr(t, s_shape);
     if (shape == NULL) return NULL;
@@ -253,11 +230,7 @@ static PyObject *read_fl_tensor(PyObject *t, PyObject *want, long long *ptr) {
 }
 
 FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "tile_warm takes 3 arguments");
-        return NULL;
-    }
-    Warm *w = (Warm *)PyCapsule_GetPointer(a[0], "fearless.claunch.warm");
+    Warm *w = plan_arg(a, nargs, 3, "tile_warm", "fearless.claunch.warm");
     if (w == NULL) return NULL;
     PyObject *args = a[1];
     unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
@@ -279,7 +252,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
         PyTypeObject *tp = Py_TYPE(o);
         switch (w->kinds[i]) {
         case W_PART: {
-            if ((PyObject *)tp != w->part_type || !attr_is(o, s_given_back, Py_None)) break;
+            if ((PyObject *)tp != w->part_type || !attr_is(o, s_given_back, 0, Py_None)) break;
             PyObject *t = PyObject_GetAttr(o, s_tensor);
             if (t == NULL) break;
             PyObject *inner = (PyObject *)Py_TYPE(t) == w->tensor_type
@@ -297,7 +270,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
         }
         case W_TENSOR:
             if ((PyObject *)tp == w->tensor_type) {
-                if (attr_is(o, s_moved, Py_None)) part = read_fl_tensor(o, want, &ptr);
+                if (attr_is(o, s_moved, 0, Py_None)) part = read_fl_tensor(o, want, &ptr);
             } else if ((PyObject *)tp == w->torch_type) {
                 DLTensorABI t;
                 int verdict = dl_read(o, w->dl_wants[i], w->device, &ptr, &t);
@@ -308,13 +281,11 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
                 }
                 if (verdict == DL_REFUSED) break;
                 long long device;
-                if (!attr_is(o, s_is_cuda, Py_True) || !attr_long(o, s_get_device, 1, &device) ||
-                    device != w->device || !attr_is(o, s_tdtype, PyTuple_GET_ITEM(w->torch_wants, i)))
+                if (!attr_is(o, s_is_cuda, 0, Py_True) || !attr_long(o, s_get_device, 1, &device) ||
+                    device != w->device ||
+                    !attr_is(o, s_tdtype, 0, PyTuple_GET_ITEM(w->torch_wants, i)) ||
+                    !attr_is(o, s_is_contiguous, 1, Py_True) || !attr_long(o, s_data_ptr, 1, &ptr))
                     break;
-                PyObject *c = PyObject_CallMethodNoArgs(o, s_is_contiguous);
-                int contiguous = c == Py_True;
-                Py_XDECREF(c);
-                if (!contiguous || !attr_long(o, s_data_ptr, 1, &ptr)) break;
                 PyObject *shape = PyObject_GetAttr(o, s_tshape);
                 if (shape != NULL) part = Py_BuildValue("(LN)", ptr & 15, shape);
             }

@@ -68,7 +68,7 @@ from .contract import (
 )
 from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
-from .location import user_location
+from .location import argument_error, user_location
 from .params import ParamPacker, bf16_bits
 from .streams import Stream, default_cu_stream, default_stream_handle, stream_handle
 from .target import Target
@@ -199,10 +199,8 @@ class GpuLaunchPlan:
     def _argument_error(self, index: int, arg: Any) -> KernelTypeError:
         spec = self.params[index]
         describe(arg, Target.CUDA, name=spec.name, ndim=spec.ndim)  # raises the precise reason
-        return KernelTypeError(
+        return argument_error(
             f"argument `{spec.name}` cannot be passed to `{self.ck.name}`",
-            user_location(),
-            code="E0701",
             help=f"pass a {spec.ndim}-D contiguous GPU array: an fl.Tensor, a torch tensor, "
             "or a DLPack array",
         )
@@ -236,9 +234,7 @@ class GpuLaunchPlan:
         for spec, arg in zip(self.params, args, strict=True):
             if not spec.is_array and not scalar_fits(arg, spec.dtype):
                 return scalar_error(spec.name, arg, spec.dtype)
-        return KernelTypeError(
-            f"the arguments of `{self.ck.name}` could not be packed", user_location(), code="E0701"
-        )
+        return argument_error(f"the arguments of `{self.ck.name}` could not be packed")
 
     def _relaunch(self, err: Any, fn: Any, g: Dim3, b: Dim3, cs: Any) -> None:
         if err == self._cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a thread that never used the GPU

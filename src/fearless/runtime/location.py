@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import CodeType, FrameType
 
-from ..errors import Location
+from ..errors import KernelTypeError, Location
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 # The CLI (`fearless demo`) launches kernels as a user would: its frames count as user code.
@@ -37,6 +37,11 @@ def user_location() -> Location | None:
         col = positions[2] or 0
         end_line, end_col = positions[1], positions[3]
     return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+
+
+def argument_error(message: str, help: str | None = None) -> KernelTypeError:
+    """E0701, an argument of the wrong type or kind, at the user's line."""
+    return KernelTypeError(message, user_location(), code="E0701", help=help)
 
 
 @functools.lru_cache(maxsize=1024)

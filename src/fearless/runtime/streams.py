@@ -23,11 +23,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import KernelTypeError
 from . import driver
 from .arrays import DEVICE_ID
 from .device_errors import default_pool
-from .location import user_location
+from .location import argument_error
 from .target import current_target
 
 _by_handle: dict[int, Any] = {}  # CUstream objects of torch's streams seen, by handle
@@ -231,10 +230,8 @@ def _read_cupy(obj: Any) -> int:
 
 
 def _refuse(obj: Any) -> int:
-    raise KernelTypeError(
+    raise argument_error(
         f"`{type(obj).__name__}` is not a CUDA stream",
-        user_location(),
-        code="E0701",
         help="pass stream=None (the default stream), an fl.Stream, a torch.cuda.Stream, a "
         "CuPy stream, or an object with `__cuda_stream__`",
     )

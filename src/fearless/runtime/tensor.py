@@ -21,7 +21,7 @@ from ..dtypes import DType
 from ..errors import KernelTypeError, Location, MovedError
 from . import driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
-from .location import user_location
+from .location import argument_error, user_location
 from .params import bf16_bits
 from .partition import Grouped, Partition, partition
 from .target import Target, current_target
@@ -375,12 +375,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
             help="use fl.asarray(x) for other arrays",
         )
     if not array.flags.c_contiguous:
-        raise KernelTypeError(
+        raise argument_error(
             f"fl.from_numpy needs a contiguous array, but this one is a strided view "
             f"(shape {array.shape}, strides {array.strides} bytes): a tensor of it would be a "
             "copy, and a kernel's writes would never reach the array",
-            user_location(),
-            code="E0701",
             help="pass a contiguous array, or copy explicitly and copy the results back: "
             "`t = fl.from_numpy(np.ascontiguousarray(x))`, launch, then `x[...] = t.numpy()`",
         )

@@ -38,6 +38,13 @@ def _kernel_only(fn: F) -> F:
     return host_call  # type: ignore[return-value]
 
 
+def _named(stub: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+    """`stub`, a signature made by a factory, as the kernel-only `tile.<name>` documented by `doc`."""
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return _kernel_only(stub)
+
+
 # ---------------------------------------------------------------------------- memory, grid
 
 
@@ -113,9 +120,8 @@ def _atomic(mode: str, doc: str) -> Callable[..., Any]:
 
     def stub(t: Any, indices: Any, value: Any, mask: Any = None) -> Any: ...
 
-    stub.__name__ = stub.__qualname__ = f"atomic_{mode}"
-    stub.__doc__ = f"{doc} at `indices` of `t` (a `tile.Atomic`); returns the old values."
-    return _kernel_only(stub)
+    doc = f"{doc} at `indices` of `t` (a `tile.Atomic`); returns the old values."
+    return _named(stub, f"atomic_{mode}", doc)
 
 
 atomic_add = _atomic("add", "Atomically add `value`")
@@ -184,84 +190,42 @@ def exp2(x: Any, flush_to_zero: Any = False) -> Any:
     subnormal inputs and results to zero of the same sign, as the hardware's ex2.ftz does."""
 
 
-@_kernel_only
-def log(x: Any) -> Any:
-    """Natural logarithm, elementwise."""
+def _unary(name: str, doc: str) -> Callable[..., Any]:
+    """The stub of an elementwise `tile.<name>(x)`."""
+
+    def stub(x: Any) -> Any: ...
+
+    return _named(stub, name, doc)
 
 
-@_kernel_only
-def log2(x: Any) -> Any:
-    """Base-2 logarithm, elementwise."""
+def _binary(name: str, doc: str) -> Callable[..., Any]:
+    """The stub of an elementwise `tile.<name>(x, y)` (the two broadcast together)."""
+
+    def stub(x: Any, y: Any) -> Any: ...
+
+    return _named(stub, name, doc)
 
 
-@_kernel_only
-def sqrt(x: Any) -> Any:
-    """Square root, elementwise."""
-
-
-@_kernel_only
-def rsqrt(x: Any) -> Any:
-    """1 / sqrt(x), elementwise."""
-
-
-@_kernel_only
-def tanh(x: Any) -> Any:
-    """Hyperbolic tangent, elementwise."""
-
-
-@_kernel_only
-def sin(x: Any) -> Any:
-    """Sine, elementwise."""
-
-
-@_kernel_only
-def cos(x: Any) -> Any:
-    """Cosine, elementwise."""
-
-
-@_kernel_only
-def abs_(x: Any) -> Any:
-    """|x|, elementwise (also the builtin `abs(x)`)."""
-
-
-@_kernel_only
-def floor(x: Any) -> Any:
-    """Round down, elementwise."""
-
-
-@_kernel_only
-def ceil(x: Any) -> Any:
-    """Round up, elementwise."""
-
-
-@_kernel_only
-def sigmoid(x: Any) -> Any:
-    """1 / (1 + exp(-x)), elementwise."""
-
-
-@_kernel_only
-def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum (NaN wins), broadcasting."""
-
-
-@_kernel_only
-def minimum(x: Any, y: Any) -> Any:
-    """Elementwise minimum (NaN wins), broadcasting."""
-
-
-@_kernel_only
-def bitwise_and(x: Any, y: Any) -> Any:
-    """Elementwise `x & y` of integer (or bool) tiles, broadcasting."""
-
-
-@_kernel_only
-def bitwise_or(x: Any, y: Any) -> Any:
-    """Elementwise `x | y` of integer (or bool) tiles, broadcasting."""
-
-
-@_kernel_only
-def bitwise_xor(x: Any, y: Any) -> Any:
-    """Elementwise `x ^ y` of integer (or bool) tiles, broadcasting."""
+log = _unary("log", "Natural logarithm, elementwise.")
+log2 = _unary("log2", "Base-2 logarithm, elementwise.")
+sqrt = _unary("sqrt", "Square root, elementwise.")
+rsqrt = _unary("rsqrt", "1 / sqrt(x), elementwise.")
+tanh = _unary("tanh", "Hyperbolic tangent, elementwise.")
+sin = _unary("sin", "Sine, elementwise.")
+cos = _unary("cos", "Cosine, elementwise.")
+abs_ = _unary("abs_", "|x|, elementwise (also the builtin `abs(x)`).")
+floor = _unary("floor", "Round down, elementwise.")
+ceil = _unary("ceil", "Round up, elementwise.")
+sigmoid = _unary("sigmoid", "1 / (1 + exp(-x)), elementwise.")
+maximum = _binary("maximum", "Elementwise maximum (NaN wins), broadcasting.")
+minimum = _binary("minimum", "Elementwise minimum (NaN wins), broadcasting.")
+bitwise_and = _binary(
+    "bitwise_and", "Elementwise `x & y` of integer (or bool) tiles, broadcasting."
+)
+bitwise_or = _binary("bitwise_or", "Elementwise `x | y` of integer (or bool) tiles, broadcasting.")
+bitwise_xor = _binary(
+    "bitwise_xor", "Elementwise `x ^ y` of integer (or bool) tiles, broadcasting."
+)
 
 
 @_kernel_only

@@ -33,7 +33,7 @@ from .. import dtypes
 from ..abi import ParamSpec
 from ..crash import reraise, user_facing
 from ..dtypes import DType
-from ..errors import CompileError, KernelTypeError, LaunchContractError
+from ..errors import CompileError, LaunchContractError
 from ..frontend.source import (
     FunctionSource,
     GlobalRef,
@@ -56,7 +56,7 @@ from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
 from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
-from ..runtime.location import user_location
+from ..runtime.location import argument_error, user_location
 from ..runtime.partition import Partition
 from ..runtime.streams import keep_if_captured
 from ..runtime.target import Target, current_target
@@ -154,10 +154,8 @@ class Kernel:
         for (name, ann), arg in zip(anns, args, strict=True):
             if isinstance(ann, PartAnnotation):
                 if not isinstance(arg, Partition):
-                    raise KernelTypeError(
+                    raise argument_error(
                         f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",
-                        user_location(),
-                        code="E0701",
                         help=f"pass `{name}.partition(tile_shape)` of an fl.Tensor (it moves the "
                         "tensor until `unpartition()`)",
                     )
@@ -168,11 +166,9 @@ class Kernel:
                     t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host
                 )
                 if target.on_device != info.on_device:
-                    raise KernelTypeError(
+                    raise argument_error(
                         f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
                         f"target is {target}",
-                        user_location(),
-                        code="E0701",
                     )
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
                 params.append(
@@ -190,10 +186,8 @@ class Kernel:
                 values.append(info)
             elif isinstance(ann, ConstAnnotation):
                 if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
-                    raise KernelTypeError(
+                    raise argument_error(
                         f"argument `{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
-                        user_location(),
-                        code="E0701",
                     )
                 params.append(TileParam(name, "const", None, value=arg))
                 values.append(None)

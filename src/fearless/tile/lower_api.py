@@ -267,10 +267,8 @@ def _unary_operand(lw: TileRules, loc_of: LocOf, kind: str, x: Any, float_only: 
 
 
 def api_exp2(lw: TileRules, loc_of: LocOf, x: Any, flush_to_zero: Any) -> Value:
-    v = _unary_operand(lw, loc_of, "exp2", x, True)
     help = "write `tile.exp2(x, flush_to_zero=True)`"
-    ftz = _f32_flag(lw, loc_of, "exp2", "flush_to_zero", flush_to_zero, v, help)
-    return lw.emit(ops.Unary("exp2", v, loc_of("x"), flush_to_zero=ftz))
+    return _flagged_unary(lw, loc_of, "exp2", x, "flush_to_zero", flush_to_zero, help)
 
 
 def api_truediv(
@@ -312,10 +310,17 @@ def api_truediv(
 
 
 def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
-    v = _unary_operand(lw, loc_of, "exp", x, True)
     help = "write `tile.exp(x, approx=True)` for the fast hardware exp"
-    fast = _f32_flag(lw, loc_of, "exp", "approx", approx, v, help)
-    return lw.emit(ops.Unary("exp", v, loc_of("x"), approx=fast))
+    return _flagged_unary(lw, loc_of, "exp", x, "approx", approx, help)
+
+
+def _flagged_unary(
+    lw: TileRules, loc_of: LocOf, kind: str, x: Any, flag: str, value: Any, help: str
+) -> Value:
+    """`tile.<kind>(x, <flag>=value)` of a float tile, `flag` an f32-only option (`_f32_flag`)."""
+    v = _unary_operand(lw, loc_of, kind, x, True)
+    on = _f32_flag(lw, loc_of, kind, flag, value, v, help)
+    return lw.emit(ops.Unary(kind, v, loc_of("x"), **{flag: on}))
 
 
 def _f32_flag(
