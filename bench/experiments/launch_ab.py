@@ -41,11 +41,11 @@ def launches(peers: Peers, arity: int) -> dict[str, Any]:
         args = tile_track.bind(kernel, part, on[:-1], consts=tc.consts)
         return lambda: kernel(*args)
 
-    fls = [fl.asarray(a) for a in arrays]
+    fls = [fl.asarray(a) for a in arrays]  # for SIMT: the Tile launch moves its own output
     return {
         "raw": raw_launcher(torch, k, arrays, blocks),
         "tile/torch": tile(arrays),
-        "tile/fl": tile(fls),
+        "tile/fl": tile([fl.asarray(a) for a in arrays]),
         "simt/torch": lambda: k(prep, *arrays),
         "simt/fl": lambda: k(prep, *fls),
     }
