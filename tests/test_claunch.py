@@ -420,3 +420,33 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
     moved = out.partition((1024,))
     assert warm.c_launch(warm.c, (moved, out, 7, 0.25, 1), 0) == -1  # `out` is moved
     assert len(calls) == 1
+
+
+def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cleared(
+    tile_c: tuple[Calls, TileCu], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose key is the last one found launches without the dict lookup; a key with
+    no entry is looked up (and launches nothing), and clearing the entries forgets it."""
+    from fearless.runtime.target import Target
+    from fearless.tile import fastpath
+
+    calls, _ = tile_c
+    warm, _, prepared = _dropout_warm()
+    out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
+    part = out.partition((1024,))
+    args = (part, x, 7, 0.25, 1)
+    warm.store(warm.lookup(args, Target.CUDA)[1], prepared)
+    assert warm.c_launch(warm.c, args, 0) == 0  # found, and remembered
+    same_key = _dev(0x7F0000200000, (16384,))  # another array, an equal shape, same alignment
+    assert warm.c_launch(warm.c, (part, same_key, 9, 0.5, 2), 0) == 0
+    misaligned = _dev(0x7F0000200004, (16384,))
+    shorter = _dev(0x7F0000300000, (8192,))
+    for bad in (misaligned, shorter):
+        assert warm.c_launch(warm.c, (part, bad, 7, 0.25, 1), 0) == -1
+    assert warm.c_launch(warm.c, args, 0) == 0
+    assert len(calls) == 3
+    other = _dev(0x7F0000400000, (8192,)).partition((1024,))
+    monkeypatch.setattr(fastpath, "MAX_ENTRIES", 1)
+    warm.store(warm.lookup((other, shorter, 7, 0.25, 1), Target.CUDA)[1], prepared)
+    assert warm.c_launch(warm.c, args, 0) == -1  # its entry was cleared: nothing launches
+    assert len(calls) == 3

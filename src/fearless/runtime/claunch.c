@@ -497,6 +497,7 @@ static PyMethodDef methods[] = {
     {"tile_warm_plan", tile_warm_plan, METH_VARARGS, "A Tile warm path (see claunch.py)."},
     {"tile_warm", (PyCFunction)(void (*)(void))tile_warm, METH_FASTCALL,
      "Key, look up, check and launch a warm Tile launch."},
+    {"tile_warm_forget", tile_warm_forget, METH_O, "Forget a warm path's last entry."},
     {NULL, NULL, 0, NULL},
 };
 

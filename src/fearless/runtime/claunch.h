@@ -4,6 +4,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -68,6 +69,7 @@ FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args);
 FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
 FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args);
 FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
+FL_INTERNAL PyObject *tile_warm_forget(PyObject *self, PyObject *capsule);
 FL_INTERNAL int tile_intern(void);
 
 #endif

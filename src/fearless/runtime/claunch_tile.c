@@ -89,15 +89,21 @@ fail:
 }
 
 /* Pack `n` values into a Tile plan's buffer and launch: 0, a positive CUresult, or -1 for a
- * value that does not pack as the Python launcher would (it runs then, and says why). */
-static long tile_pack_launch(TilePlan *p, PyObject *const *items, Py_ssize_t n,
-                             unsigned long long stream) {
+ * value that does not pack as the Python launcher would (it runs then, and says why). A NULL
+ * item is an array whose pointer the warm path read: ptrs[k]. */
+static long tile_pack_launch(TilePlan *p, PyObject *const *items, const long long *ptrs,
+                             Py_ssize_t n, unsigned long long stream) {
     if (n != p->n) return -1;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *v = items[k];
         char *slot = p->buffer + p->offsets[k];
         int kind = p->kinds[k], ok;
-        if (kind == K_PTR) {
+        if (kind == K_PTR && v == NULL) { /* an array's pointer, read in C (ptrs) */
+            ok = ptrs != NULL && ptrs[k] >= 0;
+            if (ok) memcpy(slot, &ptrs[k], 8);
+        } else if (v == NULL) {
+            ok = 0;
+        } else if (kind == K_PTR) {
             if (!PyLong_CheckExact(v)) return -1;
             unsigned long long u = PyLong_AsUnsignedLongLong(v);
             ok = !(u == (unsigned long long)-1 && PyErr_Occurred());
@@ -127,7 +133,7 @@ FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t
         PyErr_Clear();
         return PyLong_FromLong(-1);
     }
-    return PyLong_FromLong(tile_pack_launch(p, PySequence_Fast_ITEMS(values),
+    return PyLong_FromLong(tile_pack_launch(p, PySequence_Fast_ITEMS(values), NULL,
                                             PySequence_Fast_GET_SIZE(values), stream));
 }
 
@@ -141,6 +147,13 @@ FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t
 
 enum { W_PART = 1, W_TENSOR = 2, W_CONST = 3, W_SCALAR = 4 };
 
+/* The __slots__ of fl.Tensor and Partition the warm path reads, by their member offsets:
+ * a read is then one load instead of an attribute lookup. */
+enum { T_DTYPE, T_ON_DEVICE, T_MOVED, T_PTR, T_SHAPE, P_GIVEN_BACK, P_TENSOR, P_TILE, P_GRID,
+       P_GROUP, NSLOTS };
+static const char *slot_names[NSLOTS] = {"_dtype", "_on_device", "_moved", "_ptr", "_shape",
+                                         "_given_back", "tensor", "tile", "grid", "group"};
+
 typedef struct {
     int n, npairs;
     int *kinds;
@@ -150,15 +163,19 @@ typedef struct {
     int *pairs;
     PyObject *entries, *part_type, *tensor_type, *torch_type, *target;
     long device;
+    Py_ssize_t slots[NSLOTS]; /* member offsets; any -1: no warm path in C */
+    /* the last key found in `entries` and its entry (strong): a call whose arguments make
+     * the same key launches without building it (tile_warm_forget drops them) */
+    PyObject *last_key, *last_entry;
 } Warm;
 
-static PyObject *s_given_back, *s_tensor, *s_tile, *s_grid, *s_group, *s_is_cuda;
+static PyObject *s_is_cuda;
 
 /* Frees `w` and what it owns (a field tile_warm_plan did not reach is NULL). */
 static void warm_release(Warm *w) {
     Py_XDECREF(w->wants); Py_XDECREF(w->torch_wants); Py_XDECREF(w->entries);
     Py_XDECREF(w->part_type); Py_XDECREF(w->tensor_type); Py_XDECREF(w->torch_type);
-    Py_XDECREF(w->target);
+    Py_XDECREF(w->target); Py_XDECREF(w->last_key); Py_XDECREF(w->last_entry);
     PyMem_Free(w->kinds);
     PyMem_Free(w->dl_wants);
     PyMem_Free(w->pairs);
@@ -168,6 +185,19 @@ static void warm_release(Warm *w) {
 static void warm_free(PyObject *capsule) {
     Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
     if (w != NULL) warm_release(w);
+}
+
+/* The offset of `type`'s object slot `name`, or -1 when it is not one. */
+static Py_ssize_t slot_offset(PyObject *type, const char *name) {
+    PyObject *d = PyObject_GetAttrString(type, name);
+    Py_ssize_t off = -1;
+    if (d != NULL && Py_TYPE(d) == &PyMemberDescr_Type) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return off;
 }
 
 /* tile_warm_plan(kinds, wants, torch_wants, dl_wants, pairs, entries, part_type,
@@ -204,6 +234,8 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
         w->kinds[k] = (int)kind;
         w->dl_wants[k] = (int)dl;
     }
+    for (int k = 0; k < NSLOTS; k++)
+        w->slots[k] = slot_offset(k < P_GIVEN_BACK ? tensor_type : part_type, slot_names[k]);
     Py_INCREF(wants); w->wants = wants;
     Py_INCREF(torch_wants); w->torch_wants = torch_wants;
     Py_INCREF(entries); w->entries = entries;
@@ -219,14 +251,153 @@ fail:
     return NULL;
 }
 
-/* An fl.Tensor on the GPU, live, of dtype `want`: its pointer and key part (new). */
-static PyObject *read_fl_tensor(PyObject *t, PyObject *want, long long *ptr) {
-    if (!attr_is(t, s_dtype, 0, want) || !attr_is(t, s_on_device, 0, Py_True)) return NULL;
-    if (!attr_long(t, s_ptr, 0, ptr)) return NULL;
-    PyObject *shape = PyObject_GetAttr(t, s_shape);
-    if (shape == NULL) return NULL;
-    PyObject *part = Py_BuildValue("(LN)", *ptr & 15, shape);
+/* tile_warm_forget(warm): `entries` changed other than by adding a key (WarmPath.store
+ * cleared it): the remembered last entry may be gone. */
+FL_INTERNAL PyObject *tile_warm_forget(PyObject *self, PyObject *capsule) {
+    Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
+    if (w == NULL) return NULL;
+    Py_CLEAR(w->last_key);
+    Py_CLEAR(w->last_entry);
+    Py_RETURN_NONE;
+}
+
+/* Slot `k` of `o` (borrowed; NULL when unset). */
+#define SLOT(w, o, k) (*(PyObject **)((char *)(o) + (w)->slots[k]))
+
+/* What the read of one array argument found: its pointer and the parts of its key, borrowed
+ * (slots, the DLPack view's dims) or owned (`owned`: the shape from torch's accessors). */
+typedef struct {
+    long long ptr;
+    PyObject *shape; /* NULL for a DLPack view: ndim and dims instead */
+    const int64_t *dims;
+    int ndim, owned;
+    PyObject *tile, *grid, *group; /* a Part's */
+} Arg;
+
+/* An fl.Tensor `t` on the GPU of dtype `want`: its pointer and shape into `r`. */
+static int read_fl(Warm *w, PyObject *t, PyObject *want, Arg *r) {
+    if (SLOT(w, t, T_DTYPE) != want || SLOT(w, t, T_ON_DEVICE) != Py_True) return 0;
+    PyObject *ptr = SLOT(w, t, T_PTR), *shape = SLOT(w, t, T_SHAPE);
+    if (ptr == NULL || !PyLong_CheckExact(ptr) || shape == NULL) return 0;
+    unsigned long u = PyLong_AsUnsignedLong(ptr);
+    if (u == (unsigned long)-1 && PyErr_Occurred()) return 0;
+    r->ptr = (long long)u;
+    r->shape = shape;
+    return r->ptr >= 0;
+}
+
+/* A torch tensor `o` on the GPU of parameter i's dtype, C-contiguous: DLPack's view, else
+ * torch's accessors (the shape then owned). */
+static int read_torch_tensor(Warm *w, int i, PyObject *o, DLTensorABI *view, Arg *r) {
+    int verdict = dl_read(o, w->dl_wants[i], w->device, &r->ptr, view);
+    if (verdict == DL_OK) {
+        r->dims = view->shape;
+        r->ndim = view->ndim;
+        return 1;
+    }
+    long long device;
+    if (verdict == DL_REFUSED || !attr_is(o, s_is_cuda, 0, Py_True) ||
+        !attr_long(o, s_get_device, 1, &device) || device != w->device ||
+        !attr_is(o, s_tdtype, 0, PyTuple_GET_ITEM(w->torch_wants, i)) ||
+        !attr_is(o, s_is_contiguous, 1, Py_True) || !attr_long(o, s_data_ptr, 1, &r->ptr))
+        return 0;
+    r->shape = PyObject_GetAttr(o, s_tshape);
+    r->owned = r->shape != NULL;
+    return r->owned;
+}
+
+/* Whether `a` and `b` are equal (identity first; a failed comparison is not equal). */
+static int same(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+    if (eq < 0) PyErr_Clear();
+    return eq == 1;
+}
+
+/* Whether an array's read is the key part `part`: (pointer mod 16, shape[, tile, grid,
+ * group]). */
+static int array_matches(const Arg *r, int is_part, PyObject *part) {
+    if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != (is_part ? 5 : 2)) return 0;
+    if (PyLong_AsLong(PyTuple_GET_ITEM(part, 0)) != (r->ptr & 15)) return 0;
+    PyObject *shape = PyTuple_GET_ITEM(part, 1);
+    if (r->shape != NULL) {
+        if (!same(r->shape, shape)) return 0;
+    } else {
+        if (!PyTuple_CheckExact(shape) || PyTuple_GET_SIZE(shape) != r->ndim) return 0;
+        for (int k = 0; k < r->ndim; k++)
+            if (PyLong_AsLongLong(PyTuple_GET_ITEM(shape, k)) != r->dims[k]) return 0;
+    }
+    return !is_part || (same(r->tile, PyTuple_GET_ITEM(part, 2)) &&
+                        same(r->grid, PyTuple_GET_ITEM(part, 3)) &&
+                        same(r->group, PyTuple_GET_ITEM(part, 4)));
+}
+
+/* An array's key part (new), as tile/fastpath.py's readers make it. */
+static PyObject *array_part(const Arg *r, int is_part) {
+    PyObject *low = PyLong_FromLongLong(r->ptr & 15);
+    PyObject *shape = r->shape != NULL ? (Py_XINCREF(r->shape), r->shape) : NULL;
+    if (r->shape == NULL) {
+        DLTensorABI t = {.ndim = r->ndim, .shape = (int64_t *)r->dims};
+        shape = dl_shape(&t);
+    }
+    PyObject *part = NULL;
+    if (low != NULL && shape != NULL)
+        part = is_part ? PyTuple_Pack(5, low, shape, r->tile, r->grid, r->group)
+                       : PyTuple_Pack(2, low, shape);
+    Py_XDECREF(low);
+    Py_XDECREF(shape);
     return part;
+}
+
+/* The entry of this call's key: the last one when every part matches it, else the one found
+ * in `entries` under the key built from the reads (then remembered). Borrowed, or NULL. */
+static PyObject *find_entry(Warm *w, PyObject *args, const Arg *reads) {
+    PyObject *last = w->last_key;
+    if (last != NULL) {
+        int match = 1;
+        for (int i = 0; i < w->n && match; i++) {
+            PyObject *o = PyTuple_GET_ITEM(args, i), *part = PyTuple_GET_ITEM(last, i + 1);
+            switch (w->kinds[i]) {
+            case W_PART: case W_TENSOR:
+                match = array_matches(&reads[i], w->kinds[i] == W_PART, part);
+                break;
+            case W_CONST:
+                match = PyTuple_CheckExact(part) && PyTuple_GET_SIZE(part) == 2 &&
+                        PyTuple_GET_ITEM(part, 0) == (PyObject *)Py_TYPE(o) &&
+                        same(o, PyTuple_GET_ITEM(part, 1));
+                break;
+            default:
+                match = part == (PyObject *)Py_TYPE(o);
+            }
+        }
+        if (match) return w->last_entry;
+    }
+    PyObject *key = PyTuple_New(w->n + 1);
+    if (key == NULL) return NULL;
+    Py_INCREF(w->target);
+    PyTuple_SET_ITEM(key, 0, w->target);
+    for (int i = 0; i < w->n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(args, i), *part;
+        switch (w->kinds[i]) {
+        case W_PART: case W_TENSOR:
+            part = array_part(&reads[i], w->kinds[i] == W_PART);
+            break;
+        case W_CONST:
+            part = PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
+            break;
+        default:
+            part = (PyObject *)Py_TYPE(o);
+            Py_INCREF(part);
+        }
+        if (part == NULL) { Py_DECREF(key); return NULL; }
+        PyTuple_SET_ITEM(key, i + 1, part);
+    }
+    PyObject *entry = PyDict_GetItemWithError(w->entries, key); /* borrowed */
+    if (entry == NULL) { Py_DECREF(key); return NULL; }
+    Py_XSETREF(w->last_key, key);
+    Py_INCREF(entry);
+    Py_XSETREF(w->last_entry, entry);
+    return entry;
 }
 
 FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
@@ -236,81 +407,52 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
     if (stream == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != w->n) return PyLong_FromLong(-1);
-    PyObject *key = PyTuple_New(w->n + 1);
-    if (key == NULL) return NULL;
-    Py_INCREF(w->target);
-    PyTuple_SET_ITEM(key, 0, w->target);
-    PyObject *values[64];
-    long long starts[64];
-    int nvalues = 0, narrays = 0;
+    for (int k = 0; k < NSLOTS; k++)
+        if (w->slots[k] < 0) return PyLong_FromLong(-1);
+    Arg reads[64];
+    DLTensorABI views[64];
+    PyObject *items[64];
+    long long ptrs[64], starts[64];
+    int nvalues = 0, narrays = 0, ok = 1;
     long result = -1;
-    for (int i = 0; i < w->n; i++) {
+    memset(reads, 0, sizeof(Arg) * w->n);
+    for (int i = 0; i < w->n && ok; i++) {
         PyObject *o = PyTuple_GET_ITEM(args, i);
         PyObject *want = PyTuple_GET_ITEM(w->wants, i);
-        PyObject *part = NULL;
-        long long ptr = 0;
         PyTypeObject *tp = Py_TYPE(o);
+        Arg *r = &reads[i];
         switch (w->kinds[i]) {
         case W_PART: {
-            if ((PyObject *)tp != w->part_type || !attr_is(o, s_given_back, 0, Py_None)) break;
-            PyObject *t = PyObject_GetAttr(o, s_tensor);
-            if (t == NULL) break;
-            PyObject *inner = (PyObject *)Py_TYPE(t) == w->tensor_type
-                                  ? read_fl_tensor(t, want, &ptr) : NULL;
-            Py_DECREF(t);
-            if (inner == NULL) break;
-            PyObject *tile = PyObject_GetAttr(o, s_tile), *grid = PyObject_GetAttr(o, s_grid),
-                     *group = PyObject_GetAttr(o, s_group);
-            if (tile && grid && group)
-                part = PyTuple_Pack(5, PyTuple_GET_ITEM(inner, 0), PyTuple_GET_ITEM(inner, 1),
-                                    tile, grid, group);
-            Py_XDECREF(tile); Py_XDECREF(grid); Py_XDECREF(group);
-            Py_DECREF(inner);
+            PyObject *t;
+            ok = (PyObject *)tp == w->part_type && SLOT(w, o, P_GIVEN_BACK) == Py_None &&
+                 (t = SLOT(w, o, P_TENSOR)) != NULL && (PyObject *)Py_TYPE(t) == w->tensor_type &&
+                 read_fl(w, t, want, r);
+            if (ok) {
+                r->tile = SLOT(w, o, P_TILE), r->grid = SLOT(w, o, P_GRID);
+                r->group = SLOT(w, o, P_GROUP);
+                ok = r->tile != NULL && r->grid != NULL && r->group != NULL;
+            }
             break;
         }
         case W_TENSOR:
-            if ((PyObject *)tp == w->tensor_type) {
-                if (attr_is(o, s_moved, 0, Py_None)) part = read_fl_tensor(o, want, &ptr);
-            } else if ((PyObject *)tp == w->torch_type) {
-                DLTensorABI t;
-                int verdict = dl_read(o, w->dl_wants[i], w->device, &ptr, &t);
-                if (verdict == DL_OK) {
-                    PyObject *shape = dl_shape(&t);
-                    if (shape != NULL) part = Py_BuildValue("(LN)", ptr & 15, shape);
-                    break;
-                }
-                if (verdict == DL_REFUSED) break;
-                long long device;
-                if (!attr_is(o, s_is_cuda, 0, Py_True) || !attr_long(o, s_get_device, 1, &device) ||
-                    device != w->device ||
-                    !attr_is(o, s_tdtype, 0, PyTuple_GET_ITEM(w->torch_wants, i)) ||
-                    !attr_is(o, s_is_contiguous, 1, Py_True) || !attr_long(o, s_data_ptr, 1, &ptr))
-                    break;
-                PyObject *shape = PyObject_GetAttr(o, s_tshape);
-                if (shape != NULL) part = Py_BuildValue("(LN)", ptr & 15, shape);
-            }
+            if ((PyObject *)tp == w->tensor_type)
+                ok = SLOT(w, o, T_MOVED) == Py_None && read_fl(w, o, want, r);
+            else
+                ok = (PyObject *)tp == w->torch_type && read_torch_tensor(w, i, o, &views[i], r);
             break;
         case W_CONST:
-            part = PyTuple_Pack(2, (PyObject *)tp, o);
             break;
-        case W_SCALAR:
-            if (tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type) {
-                Py_INCREF(tp);
-                part = (PyObject *)tp;
-                values[nvalues++] = o; /* borrowed: args holds it */
-            }
-            break;
+        default: /* W_SCALAR */
+            ok = tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type;
+            items[nvalues++] = o; /* borrowed: args holds it */
         }
-        if (part == NULL) goto done;
-        PyTuple_SET_ITEM(key, i + 1, part);
-        if (w->kinds[i] == W_PART || w->kinds[i] == W_TENSOR) {
-            PyObject *p = PyLong_FromLongLong(ptr);
-            if (p == NULL) goto done;
-            values[nvalues++] = p; /* owned: released below */
-            starts[narrays++] = ptr;
+        if (ok && (w->kinds[i] == W_PART || w->kinds[i] == W_TENSOR)) {
+            items[nvalues] = NULL;
+            ptrs[nvalues++] = r->ptr;
+            starts[narrays++] = r->ptr;
         }
     }
-    PyObject *entry = PyDict_GetItemWithError(w->entries, key); /* borrowed */
+    PyObject *entry = ok ? find_entry(w, args, reads) : NULL;
     if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto done;
     PyObject *nbytes = PyTuple_GET_ITEM(entry, 0);
     if (!PyTuple_CheckExact(nbytes) || PyTuple_GET_SIZE(nbytes) != narrays) goto done;
@@ -327,27 +469,17 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     TilePlan *p = (TilePlan *)PyCapsule_GetPointer(PyTuple_GET_ITEM(entry, 1),
                                                   "fearless.claunch.tile_plan");
     if (p == NULL) goto done;
-    result = tile_pack_launch(p, values, nvalues, stream);
+    result = tile_pack_launch(p, items, ptrs, nvalues, stream);
 done:
     if (PyErr_Occurred()) PyErr_Clear();
-    /* release the pointer ints made above (scalars were borrowed) */
-    {
-        int v = 0;
-        for (int i = 0; i < w->n && v < nvalues; i++) {
-            int kind = w->kinds[i];
-            if (kind == W_CONST) continue;
-            if (kind == W_PART || kind == W_TENSOR) Py_DECREF(values[v]);
-            v++;
-        }
-    }
-    Py_DECREF(key);
+    for (int i = 0; i < w->n; i++)
+        if (reads[i].owned) Py_DECREF(reads[i].shape);
     return PyLong_FromLong(result);
 }
 
 FL_INTERNAL int tile_intern(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
-    INTERN(s_given_back, "_given_back") INTERN(s_tensor, "tensor") INTERN(s_tile, "tile")
-    INTERN(s_grid, "grid") INTERN(s_group, "group") INTERN(s_is_cuda, "is_cuda")
+    INTERN(s_is_cuda, "is_cuda")
 #undef INTERN
     return 0;
 }

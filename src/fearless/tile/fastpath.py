@@ -102,6 +102,7 @@ class WarmPath:
             None  # claunch_tile.c's tile_warm(c, args, stream handle) -> 0 launched
         )
         self._c_torch: Any = None  # the torch.Tensor type `c` was made with
+        self._c_forget: Any = None  # claunch_tile.c's tile_warm_forget(c)
 
     def lookup(
         self, args: Sequence[Any], target: Target
@@ -155,6 +156,8 @@ class WarmPath:
         if len(self.entries) >= MAX_ENTRIES:
             self.entries.clear()
             self.c_entries.clear()
+            if self.c is not None:
+                self._c_forget(self.c)  # its remembered last entry was one of them
         self.entries[key] = entry
         cplan = getattr(entry.run, "_cplan", None)
         if cplan is not None and key[0] is Target.CUDA:
@@ -197,6 +200,7 @@ class WarmPath:
         )
         module = claunch.module()
         self.c_launch = module.tile_warm if module is not None else None
+        self._c_forget = module.tile_warm_forget if module is not None else None
 
 
 def _is_array(ann: Any) -> bool:
