@@ -37,11 +37,15 @@ typedef struct {
     int *assume; /* nassume (param, param): len >= len, for the fast variant */
     PyObject *tensor_type, *torch_type; /* torch_type: or Py_None */
     long device;
+    Py_ssize_t slots[7]; /* fl.Tensor's slots read_fl reads (fl_slots), by member offset */
     PyObject *spec; /* kept alive */
 } Plan;
 
-static PyObject *s_dev1d, *s_size;
-FL_INTERNAL PyObject *s_ptr, *s_dtype, *s_on_device, *s_moved, *s_shape;
+
+/* The fl.Tensor slots read_fl reads: a read is one load instead of an attribute lookup. */
+enum { S_DTYPE, S_PTR, S_DEV1D, S_SIZE, S_ON_DEVICE, S_MOVED, S_SHAPE, NFL_SLOTS };
+static const char *fl_slots[NFL_SLOTS] = {"_dtype", "_ptr", "_dev1d", "_size", "_on_device",
+                                          "_moved", "_shape"};
 FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
 /* Frees `p` and what it owns (a field make_plan did not reach is NULL). */
@@ -122,6 +126,19 @@ FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want
     return PyCapsule_GetPointer(a[0], capsule);
 }
 
+/* The offset of `type`'s object slot `name`, or -1 when it is not one. */
+FL_INTERNAL Py_ssize_t slot_offset(PyObject *type, const char *name) {
+    PyObject *d = PyObject_GetAttrString(type, name);
+    Py_ssize_t off = -1;
+    if (d != NULL && Py_TYPE(d) == &PyMemberDescr_Type) {
+        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
+    }
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return off;
+}
+
 /* make_plan(launch_address, buffer_address, buffer_size, offsets, nthreads_offset, device,
  *           tensor_type, torch_type, params, pairs, requires, assumes)
  * The plan copies the Python packer's buffer (so the error record's pointer comes along) into
@@ -155,6 +172,7 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     p->nthreads_off = nthreads_off;
     p->device = device;
     p->tensor_type = tensor_type;
+    for (int k = 0; k < NFL_SLOTS; k++) p->slots[k] = slot_offset(tensor_type, fl_slots[k]);
     p->torch_type = torch_type;
     p->n = (int)PyTuple_GET_SIZE(params);
     p->npairs = (int)PyTuple_GET_SIZE(pairs);
@@ -249,18 +267,27 @@ static int extents(PyObject *shape, int ndim, long long *e) {
     return 1;
 }
 
+/* Slot `k` of fl.Tensor `o` (borrowed, NULL when unset). */
+static PyObject *fl_slot(Plan *p, PyObject *o, int k) {
+    return *(PyObject **)((char *)o + p->slots[k]);
+}
+
+/* A non-negative int slot. */
+static int slot_long(Plan *p, PyObject *o, int k, long long *out) {
+    PyObject *v = fl_slot(p, o, k);
+    if (v == NULL || !PyLong_CheckExact(v)) return 0;
+    *out = PyLong_AsLongLong(v);
+    return *out >= 0;
+}
+
 static int read_fl(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
-    int ndim = q->kind == K_ARR1 ? 1 : 2;
-    if (!attr_is(o, s_dtype, 0, q->fl_dtype) || !attr_long(o, s_ptr, 0, ptr)) return 0;
-    if (ndim == 1) {
-        if (!attr_is(o, s_dev1d, 0, Py_True)) return 0;
-        return attr_long(o, s_size, 0, &e[0]);
-    }
-    if (!attr_is(o, s_on_device, 0, Py_True) || !attr_is(o, s_moved, 0, Py_None)) return 0;
-    PyObject *shape = PyObject_GetAttr(o, s_shape);
-    int ok = extents(shape, 2, e);
-    Py_XDECREF(shape);
-    return ok;
+    for (int k = 0; k < NFL_SLOTS; k++)
+        if (p->slots[k] < 0) return 0;
+    if (fl_slot(p, o, S_DTYPE) != q->fl_dtype || !slot_long(p, o, S_PTR, ptr)) return 0;
+    if (q->kind == K_ARR1)
+        return fl_slot(p, o, S_DEV1D) == Py_True && slot_long(p, o, S_SIZE, &e[0]);
+    if (fl_slot(p, o, S_ON_DEVICE) != Py_True || fl_slot(p, o, S_MOVED) != Py_None) return 0;
+    return extents(fl_slot(p, o, S_SHAPE), 2, e);
 }
 
 /* The DLPack exchange table of tensor type `tp` (NULL: it has none, or one of another major
@@ -505,9 +532,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fearless_claunch", 
 
 PyMODINIT_FUNC PyInit__fearless_claunch(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
-    INTERN(s_dev1d, "_dev1d") INTERN(s_ptr, "_ptr") INTERN(s_size, "_size")
-    INTERN(s_dtype, "_dtype") INTERN(s_on_device, "_on_device") INTERN(s_moved, "_moved")
-    INTERN(s_shape, "_shape") INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype")
+    INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype")
     INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
     INTERN(s_data_ptr, "data_ptr")
 #undef INTERN

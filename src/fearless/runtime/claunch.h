@@ -28,6 +28,7 @@ FL_INTERNAL int copy_params(char *buffer, void **kernel_params, unsigned long lo
                             Py_ssize_t size, PyObject *offsets);
 FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want,
                            const char *name, const char *capsule);
+FL_INTERNAL Py_ssize_t slot_offset(PyObject *type, const char *name);
 FL_INTERNAL int attr_is(PyObject *o, PyObject *name, int call, PyObject *want);
 FL_INTERNAL int attr_long(PyObject *o, PyObject *name, int call, long long *out);
 FL_INTERNAL int pack_int(char *slot, int kind, PyObject *v);
@@ -61,7 +62,6 @@ FL_INTERNAL int dl_read(PyObject *o, int want, long device, long long *ptr, DLTe
 FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t);
 
 /* interned attribute names (claunch.c) */
-extern FL_INTERNAL PyObject *s_ptr, *s_dtype, *s_on_device, *s_moved, *s_shape;
 extern FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
 /* claunch_tile.c */

@@ -187,19 +187,6 @@ static void warm_free(PyObject *capsule) {
     if (w != NULL) warm_release(w);
 }
 
-/* The offset of `type`'s object slot `name`, or -1 when it is not one. */
-static Py_ssize_t slot_offset(PyObject *type, const char *name) {
-    PyObject *d = PyObject_GetAttrString(type, name);
-    Py_ssize_t off = -1;
-    if (d != NULL && Py_TYPE(d) == &PyMemberDescr_Type) {
-        PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
-        if (m->type == T_OBJECT_EX && !(m->flags & READONLY)) off = m->offset;
-    }
-    Py_XDECREF(d);
-    PyErr_Clear();
-    return off;
-}
-
 /* tile_warm_plan(kinds, wants, torch_wants, dl_wants, pairs, entries, part_type,
  *                tensor_type, torch_type, target, device) */
 FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
