@@ -62,7 +62,17 @@ def cuda_status() -> tuple[bool, str]:
 
 def current_target() -> Target:
     """The target launches run on now: the override, else CUDA when a GPU is usable, else SIM.
-    Every launch asks, so the common answers are one dictionary lookup."""
+    Every launch asks, so the common answer (no override, no FEARLESS_TARGET, the GPU probed)
+    is read inline from config's fields, without a call."""
+    env = config._environ_bytes
+    probe = _probe
+    if (
+        config._target_override is None
+        and probe
+        and env is not None
+        and b"FEARLESS_TARGET" not in env
+    ):
+        return _CUDA if probe[0] else _SIM
     override = config.target_override()
     if override is None:
         probe = _probe or _probe_once()

@@ -131,10 +131,11 @@ class WarmPath:
         """Whether the compiled warm path (claunch_tile.c's tile_warm) launched this call: on the
         GPU, on the default stream, outside `fl.graph` and ops' recording (runtime/trace.py);
         False: nothing was launched, and `lookup` goes on."""
-        if self.c is None or stream is not None or trace.recording or not target.on_device:
+        c = self.c
+        if c is None or stream is not None or target is not _CUDA or trace.recording:
             return False
         handle = default_stream_handle()  # -1 inside fl.graph
-        return handle >= 0 and self.c_launch(self.c, args, handle) == 0
+        return handle >= 0 and self.c_launch(c, args, handle) == 0
 
     def _disjoint(self, starts: list[int], nbytes: tuple[int, ...]) -> bool:
         """The borrow check of `check_borrows` on these ranges (an overlap: the slow path raises).
@@ -201,6 +202,9 @@ class WarmPath:
         module = claunch.module()
         self.c_launch = module.tile_warm if module is not None else None
         self._c_forget = module.tile_warm_forget if module is not None else None
+
+
+_CUDA = Target.CUDA  # (a member read through its class costs a descriptor call)
 
 
 def _is_array(ann: Any) -> bool:

@@ -300,7 +300,10 @@ class Kernel:
                 raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
             if not self._fresh():
                 self._check_globals()
-            self._warm_launch(self._warm or self._make_warm(), args, stream, None)
+            warm = self._warm or self._make_warm()
+            target = current_target()
+            if warm.c is None or not warm.launched_in_c(args, target, stream):
+                self._warm_launch(warm, args, target, stream, None)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
 
@@ -308,14 +311,12 @@ class Kernel:
         self,
         warm: WarmPath,
         args: tuple[Any, ...],
+        target: Target,
         stream: Any,
         host_grid: tuple[int, int, int] | None,
     ) -> None:
-        """A launch through `warm`: the compiled warm path, else the Python one, else the slow
-        path (fastpath.py)."""
-        target = current_target()
-        if warm.c is not None and warm.launched_in_c(args, target, stream):
-            return
+        """A launch the compiled warm path did not make (the callers try it first, inline):
+        through `warm`'s Python path, else the slow path (fastpath.py)."""
         entry, key, payload = warm.lookup(args, target)
         if entry is None:
             return self._slow_launch(args, target, warm, key, stream, host_grid)
@@ -404,7 +405,9 @@ class Kernel:
             warm = self._launch_warm.get(dims)
             if warm is None:
                 warm = self._launch_warm[dims] = WarmPath(self.annotations())
-            self._warm_launch(warm, args, stream, dims)
+            target = current_target()
+            if warm.c is None or not warm.launched_in_c(args, target, stream):
+                self._warm_launch(warm, args, target, stream, dims)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
 
