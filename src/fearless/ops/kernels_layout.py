@@ -6,7 +6,7 @@
 block per (batch, position) owns that row of every head of q and of k (tiles (1, QH, 1, D), QH
 the heads rounded up to a power of two). With x1, x2 the halves of D and c, s the first half of
 cos and sin at that position, the halves become x1 c - x2 s and x2 c + x1 s; each half is read
-once and the tile is stored whole.
+once, every read comes before the first store, and each tile is stored whole.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -35,18 +35,22 @@ def make_transpose(dt, batched=False):
 
 
 @tile.function
-def rope_part(out, x, b, s, c, sn, dt):
-    """Rotate `x`'s heads at (batch b, position s) into `out`'s own tile: each half of D read
-    once, both rotated halves joined into the (XH, 2, H) tile, which is (XH, D) row-major, and
-    stored whole."""
+def rope_halves(out, x, b, s):
+    """The two halves of D of `x`'s heads at (batch b, position s), as f32 (XH, 1, H) tiles."""
     _, XH, _, D = out.shape
     H = D // 2
     x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
     x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
-    first = x1 * c - x2 * sn
-    second = x2 * c + x1 * sn
+    return x1, x2
+
+
+@tile.function
+def rope_store(out, x1, x2, c, sn, dt):
+    """Store the rotated halves into `out`'s own tile: both joined into the (XH, 2, H) tile,
+    which is (XH, D) row-major, stored whole."""
+    _, XH, _, D = out.shape
     half = tile.arange(2).reshape((1, 2, 1))
-    y = tile.where(half == 0, first, second)
+    y = tile.where(half == 0, x1 * c - x2 * sn, x2 * c + x1 * sn)
     out.store(y.astype(dt).reshape((1, XH, 1, D)))
 
 
@@ -71,7 +75,11 @@ def make_rope(dt, inverse=False):
         sn = tile.load(sin, (cb, s, 0), (1, 1, H)).astype(fl.f32)
         if inverse:  # compile-time
             sn = -sn
-        rope_part(qo, q, b, s, c, sn, dt)
-        rope_part(ko, k, b, s, c, sn, dt)
+        # every load before the first store: a store may alias a later load for all the
+        # compiler knows, so loads after it would wait for it
+        q1, q2 = rope_halves(qo, q, b, s)
+        k1, k2 = rope_halves(ko, k, b, s)
+        rope_store(qo, q1, q2, c, sn, dt)
+        rope_store(ko, k1, k2, c, sn, dt)
 
     return rope
