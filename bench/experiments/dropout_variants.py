@@ -43,8 +43,8 @@ def main() -> None:
         except Exception as exc:
             print("tilegym:", str(exc).splitlines()[0])
         base = make_dropout(dt)
-        for block in (1024, 2048, 4096, 8192):
-            for occ in (None, 2, 4, 8, 16):
+        for block in (1024, 4096):
+            for occ in (None, 4, 16):
                 k = base if occ is None else base.options(occupancy=occ)
                 part = fl.asarray(out).partition((block,))
                 xs = fl.asarray(x)
