@@ -92,6 +92,25 @@ SAXPY = (
 )
 
 
+def test_the_c_path_synchronises_under_fearless_sync(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The generated launcher tests FEARLESS_SYNC inline after a C launch, as it is now."""
+    from fearless.runtime import device_errors
+
+    plan = _plan(fake_gpu, SAXPY)
+    synced: list[int] = []
+    monkeypatch.setattr(device_errors, "synchronize", lambda: synced.append(1))
+    x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
+    for value, want in (("0", []), ("1", [1]), ("", [1]), ("yes", [1, 1])):
+        monkeypatch.setenv("FEARLESS_SYNC", value)
+        plan.launch(4, 256, (2.5, x, y, out, -7))
+        assert synced == want, value
+    assert len(c_driver) == 4 and not fake_gpu.calls
+
+
 def test_the_c_path_packs_what_the_python_path_packs(
     fake_gpu: FakeDriver,  # noqa: F811
     c_driver: Calls,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 _target_override: str | None = None
 
@@ -68,11 +69,23 @@ def sync_after_launch() -> bool:
     raw = getattr(os.environ, "_data", None)
     if raw is None or _SYNC_KEY is None:
         return os.environ.get("FEARLESS_SYNC", "") not in ("", "0")
-    return raw.get(_SYNC_KEY) not in (None, b"", b"0", "", "0")
+    return raw.get(_SYNC_KEY) not in SYNC_OFF
 
 
 _encodekey = getattr(os.environ, "encodekey", None)
 _SYNC_KEY = _encodekey("FEARLESS_SYNC") if _encodekey is not None else None
+# the values of FEARLESS_SYNC (or its absence) that mean "no", as os.environ stores them
+SYNC_OFF: tuple[Any, ...] = (None, b"", b"0", "", "0")
+
+
+def sync_store() -> tuple[dict[Any, Any], Any] | None:
+    """(os.environ's backing dict, FEARLESS_SYNC's key in it), for launchers that test
+    `store.get(key) not in SYNC_OFF` inline, as `sync_after_launch` does; None where there is
+    no such dict (then call `sync_after_launch`)."""
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict) or _SYNC_KEY is None:
+        return None
+    return raw, _SYNC_KEY
 
 
 def arch_override() -> str | None:

@@ -299,6 +299,9 @@ def build_launcher(
         f"    if len(args) != {len(params)}:",
         "        raise arity_error(args)",
     ]
+    store = config.sync_store()
+    # FEARLESS_SYNC, read inline where os.environ's dict is at hand (a call less per launch)
+    sync_test = "sync_env.get(SYNC_KEY) not in SYNC_OFF" if store else "sync_after_launch()"
     if plan.cplan is not None:
         # The compiled launcher (claunch.py) takes the common case whole; -1: it launched
         # nothing, and the Python checks below run and explain.
@@ -310,7 +313,7 @@ def build_launcher(
             " args, h)",
             "        if r == 0:",
             "            pool.launches += 1",
-            "            if sync_after_launch():",
+            f"            if {sync_test}:",
             "                synchronize()",
             "            return",
         ]
@@ -483,6 +486,9 @@ def build_launcher(
         params_address=plan.packer.address,
         pool=plan.pool,
         sync_after_launch=config.sync_after_launch,
+        sync_env=store[0] if store else None,
+        SYNC_KEY=store[1] if store else None,
+        SYNC_OFF=config.SYNC_OFF,
         synchronize=_synchronize,
     )
     code = compile(source, f"<fearless launcher for {plan.ck.name}>", "exec")
