@@ -85,3 +85,12 @@ def test_compile_fail(path: Path) -> None:
     assert f"--> {path}:{line}:{col}" in rendered
     assert "^" in rendered
     assert "Traceback" not in rendered
+
+
+def test_an_unknown_attribute_suggests_the_similar_names() -> None:
+    module = _load(Path(__file__).parent / "compile_fail" / "unknown_attribute_close.py")
+    with pytest.raises(fl.FearlessError) as info:
+        module.kernel.inspect(stage="ir")  # type: ignore[attr-defined]
+    assert "help: a similar name exists: `simt.thread.index_1d` or `simt.thread.index_2d`" in str(
+        info.value
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import sys
 import threading
 from abc import ABC, abstractmethod
@@ -426,11 +427,17 @@ class Lowerer(ABC, Generic[OperandT]):
                 fields = vars(base.obj) if hasattr(base.obj, "__dict__") else {}
                 names = [n for n in fields if not n.startswith("_")]
                 listed = ", ".join(f"`{n}`" for n in names)
+                public = [n for n in dir(base.obj) if not n.startswith("_")]
+                close = sorted(difflib.get_close_matches(node.attr, public, n=2, cutoff=0.6))
+                hint = f"its attributes are {listed}" if listed and len(names) <= 8 else None
+                if close:
+                    similar = " or ".join(f"`{base.name}.{n}`" for n in close)
+                    hint = f"a similar name exists: {similar}"
                 raise CompileError(
                     f"`{base.name}` has no attribute `{node.attr}`",
                     self.loc(node),
                     code="E0433",
-                    help=f"its attributes are {listed}" if listed and len(names) <= 8 else None,
+                    help=hint,
                 )
             name = f"{base.name}.{node.attr}"
             return self.host_operand(getattr(base.obj, node.attr), name, node)
