@@ -47,6 +47,24 @@ def tile_print(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: fl.i32):
     out.store(t)
 
 
+@tile.kernel
+def tile_print_whole(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    t = tile.load_like(x, out)
+    print("ints:", tile.arange(4, fl.i32))
+    print(f"floats: {t:.2f}")
+    print("pair:", tile.arange(4, fl.i32), "and", tile.arange(4, fl.i32).astype(fl.f32) * 0.5)
+    out.store(t)
+
+
+# what cuTile Python's printf of the same tiles printed on the H200
+# (bench/experiments/tile_print_probe.py, bench/results/h200-2026-12-03h-ops-elementwise/notes.md)
+TILE_WHOLE_TEXT = (
+    "ints: [0, 1, 2, 3]\n"
+    "floats: [[0.00, 1.00, 2.00, 3.00], [4.00, 5.00, 6.00, 7.00]]\n"
+    "pair: [0, 1, 2, 3] and [0.000000, 0.500000, 1.000000, 1.500000]\n"
+)
+
+
 SIMT_TEXT = (
     "i =, 0, 0.000000, -2, 254, 0, 3\n"
     "i =, 1, 1.500000, -1, 255, 1, 3\n"
@@ -86,6 +104,33 @@ def run_tile_one_block() -> None:
     yp = fl.empty((4,), dtype=fl.f32).partition((4,))
     tile_print(yp, x, 2)
     fl.synchronize()
+
+
+def run_tile_whole() -> None:
+    """One block printing whole tiles: a 1-D i32 tile, the (2, 4) f32 tile it loaded."""
+    x = fl.asarray(np.arange(8, dtype=np.float32).reshape(2, 4))
+    yp = fl.empty((2, 4), dtype=fl.f32).partition((2, 4))
+    tile_print_whole(yp, x)
+    fl.synchronize()
+
+
+def test_tile_prints_whole_tiles_as_the_gpu_does(capsys: pytest.CaptureFixture[str]) -> None:
+    fl.set_target("sim")
+    try:
+        run_tile_whole()
+    finally:
+        fl.set_target(None)
+    assert capsys.readouterr().out == TILE_WHOLE_TEXT
+
+
+@pytest.mark.skipif(find_tileiras() is None, reason="tileiras not installed")
+def test_a_whole_tile_print_compiles_to_a_cubin() -> None:
+    sig = (
+        TileParam("out", "part", f32, 2, (2, 4), align=array_align(0, (2, 4), 4)),
+        TileParam("x", "tensor", f32, 2, align=array_align(0, (2, 4), 4)),
+    )
+    ct = compile_cubin(tile_print_whole.ir_for(sig), "sm_90")
+    assert ct.cubin[:4] == b"\x7fELF"
 
 
 def test_simt_print_on_the_simulator(capsys: pytest.CaptureFixture[str]) -> None:

@@ -55,3 +55,11 @@ def test_one_tile_block_prints_whole_lines() -> None:
         pytest.skip(f"no usable GPU: {why}")
     gpu, sim = _output("cuda", "run_tile_one_block"), _output("sim", "run_tile_one_block")
     assert sim and gpu.splitlines() == sim.splitlines()
+
+
+def test_whole_tiles_print_as_the_simulator_prints_them() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    gpu, sim = _output("cuda", "run_tile_whole"), _output("sim", "run_tile_whole")
+    assert sim and gpu.splitlines() == sim.splitlines()

@@ -202,7 +202,9 @@ def printf_format(pieces: Sequence[Piece], convert: Callable[[Field], str]) -> s
 
 
 def c_format(fmt: str, values: Sequence[Any]) -> str:
-    """printf(fmt, values...) as the GPU prints it, for the simulators (ints as C reads them)."""
+    """printf(fmt, values...) as the GPU prints it, for the simulators (ints as C reads them).
+    A value with axes (a NumPy array: a whole Tile) prints as Tile IR's print does, each
+    element by the conversion, in nested brackets: `[[0.00, 1.00], [2.00, 3.00]]`."""
     vals = iter(values)
     out: list[Any] = []
 
@@ -210,16 +212,31 @@ def c_format(fmt: str, values: Sequence[Any]) -> str:
         flags, width, precision, length, typ = m.groups()
         if typ == "%":
             return "%%"
+        conv = f"%{flags}{width}{precision or ''}{typ}"
         v = next(vals)
-        if typ in _FLOAT_TYPES:
-            out.append(float(v))
-        else:
-            bits = 64 if length == "ll" else 32
-            x = int(v) & ((1 << bits) - 1)
-            if typ in "di" and x >> (bits - 1):
-                x -= 1 << bits
-            out.append(x)
-        return f"%{flags}{width}{precision or ''}{typ}"
+        if getattr(v, "ndim", 0):
+            out.append(_nested(v, lambda x: conv % _c_value(x, typ, length)))
+            return "%s"
+        out.append(_c_value(v, typ, length))
+        return conv
 
     py = _CONV.sub(sub, fmt)
     return py % tuple(out)
+
+
+def _c_value(v: Any, typ: str, length: str | None) -> Any:
+    """One value as printf reads it for conversion `typ`."""
+    if typ in _FLOAT_TYPES:
+        return float(v)
+    bits = 64 if length == "ll" else 32
+    x = int(v) & ((1 << bits) - 1)
+    if typ in "di" and x >> (bits - 1):
+        x -= 1 << bits
+    return x
+
+
+def _nested(a: Any, one: Callable[[Any], str]) -> str:
+    """An array's elements by `one`, as nested bracketed lists joined by ", "."""
+    if a.ndim == 0:
+        return one(a.item())
+    return "[" + ", ".join(_nested(row, one) for row in a) + "]"

@@ -163,7 +163,8 @@ class _Block:
         return indexed.atomic(arr.host, arr.dtype, "cas", args[2], args[1], coords, mask)
 
     def _op_Print(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        sys.stdout.write(c_format(a["format"], [np.asarray(x).item() for x in args]))
+        values = [np.asarray(x) for x in args]
+        sys.stdout.write(c_format(a["format"], [v if v.ndim else v.item() for v in values]))
         return None
 
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:

@@ -1,9 +1,11 @@
 """`print(...)` in Tile kernels: the pieces of frontend/printing.py as one `tile.print` op.
 
 Each block that runs the call prints one line (`print_tko` in Tile IR, a printf). A field is a
-scalar tile (shape `()`: a reduction's result, `tile.block_id`, a scalar parameter) or a
-compile-time constant, which Python formats when the kernel compiles. A tile of more than one
-element is refused (E0640): reduce it, or store it and print it on the host.
+tile or a compile-time constant, which Python formats when the kernel compiles. A scalar tile
+(shape `()`: a reduction's result, `tile.block_id`, a scalar parameter) prints as its value; a
+tile with axes prints whole, as Tile IR prints it on the H200 (cuTile Python's `printf` of a
+tile, bench/experiments/tile_print_probe.py): each element by the field's conversion, in nested
+brackets, `[[0.00, 1.00], [2.00, 3.00]]`.
 """
 
 from __future__ import annotations
@@ -24,13 +26,6 @@ def print_rule(lw: TileRules, call: Call) -> PyObj:
         if not (isinstance(v, Value) and isinstance(v.type, TileType)):
             what = f"`{v.name}`" if isinstance(v, PyObj) else "this value"
             raise print_error(f"`print` in a kernel cannot print {what}", f.loc)
-        if v.type.shape:
-            raise print_error(
-                f"`print` in a Tile kernel prints scalars, not a tile of shape {v.type.shape}",
-                f.loc,
-                "print a reduction (`tile.sum(t)`, `tile.max(t)`), or store the tile and "
-                "print it on the host",
-            )
         return v, v.type.dtype
 
     fmt, values = format_and_values(call.args, scalar)
