@@ -64,3 +64,26 @@ def test_the_shape_compares_and_hashes_as_torch_size(view: Any) -> None:
     t = torch.zeros(2, 7)
     _, shape = view(t, claunch.dlpack_code(dtypes.f32), 0)
     assert shape == t.shape and hash(shape) == hash(t.shape)
+
+
+def test_torch_key_tells_apart_what_the_accessors_do(view: Any) -> None:
+    """ops/_replay.py keys plain torch tensors by claunch's torch_key: two tensors share a key
+    exactly when their accessor keys (shape, dtype, device, contiguity, pointer mod 16) match."""
+    from fearless.ops import _replay
+
+    key = claunch.module().torch_key  # type: ignore[union-attr]
+    base = torch.zeros(64, dtype=torch.float32)
+    tensors = [
+        base[:16], base[16:32], base[1:17], base[:16].view(4, 4), base[:32].view(4, 8)[:, :4],
+        base[:16].to(torch.float16), base[:16].to(torch.bfloat16), base[:16].to(torch.int32),
+        base[:16].bool(), base[:16].to(torch.uint8), torch.zeros(0), torch.zeros(4, 1),
+        torch.zeros(4, 1).expand(4, 1), torch.zeros(4, 4).T, torch.zeros(())
+    ]  # fmt: skip
+    for a in tensors:
+        ptr, part = key(a)
+        assert ptr == a.data_ptr() and part[0] == tuple(a.shape)
+        assert part[3] is a.is_contiguous()
+    for a in tensors:
+        for b in tensors:
+            same = _replay._accessors(a)[1] == _replay._accessors(b)[1]
+            assert (key(a)[1] == key(b)[1]) is same, (a.shape, a.dtype, b.shape, b.dtype)

@@ -147,10 +147,11 @@ def _key(
                 return None
             values.append(v)
             parts.append(v is None)
+    read = _torch_reader()
     for i, a in enumerate(args):
         if type(a) is plain and not a.requires_grad:  # the common case, inline
-            ptr = a.data_ptr()
-            parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), ptr & 15))
+            ptr, part = read(a)
+            parts.append(part)
             tensors.append(a)
             ptrs.append(ptr)
         elif i in skip:
@@ -166,6 +167,37 @@ def _key(
     return tuple(parts), tensors, ptrs, values
 
 
+def _accessors(a: Any) -> tuple[int, Any]:
+    """(pointer, key part) of a plain torch tensor through its accessors."""
+    ptr = a.data_ptr()
+    return ptr, (a.shape, a.dtype, a.get_device(), a.is_contiguous(), ptr & 15)
+
+
+def _dlpack_or_accessors(a: Any) -> tuple[int, Any]:
+    """(pointer, key part) of a plain torch tensor in one call of DLPack's C exchange API
+    (claunch.c's torch_key: shape, dtype, device, contiguity, pointer mod 16), else through its
+    accessors. Both forms tell apart what the other does; a tensor read one way never shares a
+    key with one read the other way, so at worst a call misses."""
+    found = _torch_key(a)
+    return found if found is not None else _accessors(a)
+
+
+_torch_key: Any = None
+_reader: Callable[[Any], tuple[int, Any]] | None = None
+
+
+def _torch_reader() -> Callable[[Any], tuple[int, Any]]:
+    """The reader of plain torch tensors: DLPack's where the compiled launcher is built."""
+    global _reader, _torch_key
+    if _reader is None:
+        from ..runtime import claunch
+
+        module = claunch.module() if config.compiled_launcher_enabled() else None
+        _torch_key = getattr(module, "torch_key", None)
+        _reader = _dlpack_or_accessors if _torch_key is not None else _accessors
+    return _reader
+
+
 def _part(
     torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any], ptrs: list[int]
 ) -> bool:
@@ -173,8 +205,8 @@ def _part(
     if tp is plain:
         if a.requires_grad and torch.is_grad_enabled():
             return False  # autograd records it: the dispatcher's path
-        ptr = a.data_ptr()
-        parts.append((a.shape, a.dtype, a.get_device(), a.is_contiguous(), ptr & 15))
+        ptr, part = _torch_reader()(a)
+        parts.append(part)
         tensors.append(a)
         ptrs.append(ptr)
         return True

@@ -358,6 +358,36 @@ FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t) {
     return shape;
 }
 
+/* torch_key(tensor): (pointer, key part) of a tensor through its type's DLPack exchange table
+ * in one call, for ops/_replay.py's keys: the part is (shape, DLPack dtype as code | bits << 8 |
+ * lanes << 16, device type << 32 | device id, C-contiguous as torch's is_contiguous() says,
+ * pointer mod 16). None when the type has no table or the tensor does not export (then the
+ * caller reads torch's accessors). */
+static PyObject *torch_key(PyObject *self, PyObject *o) {
+    const DLExchangeABI *api = dl_api_of(Py_TYPE(o));
+    DLTensorABI t;
+    if (api == NULL || api->dltensor_from_py_object_no_sync(o, &t) != 0 || t.ndim < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int contiguous = 1, empty = 0;
+    for (int k = 0; k < t.ndim; k++) empty |= t.shape[k] == 0;
+    if (!empty && t.strides != NULL) {
+        int64_t expect = 1;
+        for (int k = t.ndim - 1; k >= 0 && contiguous; k--) {
+            contiguous = t.shape[k] == 1 || t.strides[k] == expect;
+            expect *= t.shape[k];
+        }
+    }
+    long long ptr = (long long)((uintptr_t)t.data + t.byte_offset);
+    long long dtype = t.dtype.code | (long long)t.dtype.bits << 8 | (long long)t.dtype.lanes << 16;
+    long long device = (long long)t.device.device_type << 32 | (uint32_t)t.device.device_id;
+    PyObject *shape = dl_shape(&t);
+    if (shape == NULL) return NULL;
+    return Py_BuildValue("(L(NLLOL))", ptr, shape, dtype, device,
+                         contiguous ? Py_True : Py_False, ptr & 15);
+}
+
 /* dl_read for tests, on a CPU tensor taken as if it were on GPU `device`: (pointer, shape)
  * when accepted, False when refused, None when its type has no table. */
 static PyObject *dl_view(PyObject *self, PyObject *args) {
@@ -518,6 +548,7 @@ static PyMethodDef methods[] = {
     {"make_plan", make_plan, METH_VARARGS, "A launch plan (see claunch.py)."},
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Check, pack and launch."},
     {"dl_view", dl_view, METH_VARARGS, "dl_read on a CPU tensor, for tests."},
+    {"torch_key", torch_key, METH_O, "A tensor's pointer and replay key part, via DLPack."},
     {"tile_plan", tile_plan, METH_VARARGS, "A Tile launch plan (see claunch.py)."},
     {"tile_launch", (PyCFunction)(void (*)(void))tile_launch, METH_FASTCALL,
      "Pack a Tile launch's values and launch."},
