@@ -38,6 +38,7 @@ typedef struct {
     PyObject *tensor_type, *torch_type; /* torch_type: or Py_None */
     long device;
     Py_ssize_t slots[7]; /* fl.Tensor's slots read_fl reads (fl_slots), by member offset */
+    int slots_ok;        /* all of them found: else read_fl refuses every fl.Tensor */
     PyObject *spec; /* kept alive */
 } Plan;
 
@@ -172,7 +173,11 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
     p->nthreads_off = nthreads_off;
     p->device = device;
     p->tensor_type = tensor_type;
-    for (int k = 0; k < NFL_SLOTS; k++) p->slots[k] = slot_offset(tensor_type, fl_slots[k]);
+    p->slots_ok = 1;
+    for (int k = 0; k < NFL_SLOTS; k++) {
+        p->slots[k] = slot_offset(tensor_type, fl_slots[k]);
+        p->slots_ok &= p->slots[k] >= 0;
+    }
     p->torch_type = torch_type;
     p->n = (int)PyTuple_GET_SIZE(params);
     p->npairs = (int)PyTuple_GET_SIZE(pairs);
@@ -281,8 +286,7 @@ static int slot_long(Plan *p, PyObject *o, int k, long long *out) {
 }
 
 static int read_fl(Plan *p, Param *q, PyObject *o, long long *ptr, long long *e) {
-    for (int k = 0; k < NFL_SLOTS; k++)
-        if (p->slots[k] < 0) return 0;
+    if (!p->slots_ok) return 0;
     if (fl_slot(p, o, S_DTYPE) != q->fl_dtype || !slot_long(p, o, S_PTR, ptr)) return 0;
     if (q->kind == K_ARR1)
         return fl_slot(p, o, S_DEV1D) == Py_True && slot_long(p, o, S_SIZE, &e[0]);
@@ -313,23 +317,28 @@ static const DLExchangeABI *dl_api_of(PyTypeObject *tp) {
     return api;
 }
 
+/* Whether DLPack tensor `t` is C-contiguous as torch's is_contiguous() says: extent-1 axes
+ * take any stride, and an empty tensor is contiguous. */
+static int dl_contiguous(const DLTensorABI *t) {
+    for (int k = 0; k < t->ndim; k++)
+        if (t->shape[k] == 0) return 1;
+    if (t->strides == NULL) return 1;
+    int64_t expect = 1;
+    for (int k = t->ndim - 1; k >= 0; k--) {
+        if (t->shape[k] != 1 && t->strides[k] != expect) return 0;
+        expect *= t->shape[k];
+    }
+    return 1;
+}
+
 /* Whether DLPack tensor `t` is on GPU `device` (kDLCUDA), of DLPack dtype `want` (code << 8 |
- * bits, one lane) and C-contiguous as torch's is_contiguous() says (extent-1 axes and empty
- * tensors included): DL_OK with *ptr its first element, else DL_REFUSED. */
+ * bits, one lane) and C-contiguous (dl_contiguous): DL_OK with *ptr its first element, else
+ * DL_REFUSED. */
 static int dl_check(const DLTensorABI *t, int want, long device, long long *ptr) {
     if (t->device.device_type != 2 /* kDLCUDA */ || t->device.device_id != device ||
         t->dtype.code != (want >> 8) || t->dtype.bits != (want & 255) || t->dtype.lanes != 1 ||
-        t->ndim < 0 || t->ndim > 64)
+        t->ndim < 0 || t->ndim > 64 || !dl_contiguous(t))
         return DL_REFUSED;
-    int empty = 0;
-    for (int k = 0; k < t->ndim; k++) empty |= t->shape[k] == 0;
-    if (!empty && t->strides != NULL) {
-        int64_t expect = 1;
-        for (int k = t->ndim - 1; k >= 0; k--) {
-            if (t->shape[k] != 1 && t->strides[k] != expect) return DL_REFUSED;
-            expect *= t->shape[k];
-        }
-    }
     *ptr = (long long)((uintptr_t)t->data + t->byte_offset);
     return DL_OK;
 }
@@ -370,15 +379,7 @@ static PyObject *torch_key(PyObject *self, PyObject *o) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    int contiguous = 1, empty = 0;
-    for (int k = 0; k < t.ndim; k++) empty |= t.shape[k] == 0;
-    if (!empty && t.strides != NULL) {
-        int64_t expect = 1;
-        for (int k = t.ndim - 1; k >= 0 && contiguous; k--) {
-            contiguous = t.shape[k] == 1 || t.strides[k] == expect;
-            expect *= t.shape[k];
-        }
-    }
+    int contiguous = dl_contiguous(&t);
     long long ptr = (long long)((uintptr_t)t.data + t.byte_offset);
     long long dtype = t.dtype.code | (long long)t.dtype.bits << 8 | (long long)t.dtype.lanes << 16;
     long long device = (long long)t.device.device_type << 32 | (uint32_t)t.device.device_id;

@@ -163,7 +163,8 @@ typedef struct {
     int *pairs;
     PyObject *entries, *part_type, *tensor_type, *torch_type, *target;
     long device;
-    Py_ssize_t slots[NSLOTS]; /* member offsets; any -1: no warm path in C */
+    Py_ssize_t slots[NSLOTS]; /* member offsets */
+    int slots_ok;             /* all of them found: else no warm path in C */
     /* the last key found in `entries` and its entry (strong): a call whose arguments make
      * the same key launches without building it (tile_warm_forget drops them) */
     PyObject *last_key, *last_entry;
@@ -221,8 +222,11 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
         w->kinds[k] = (int)kind;
         w->dl_wants[k] = (int)dl;
     }
-    for (int k = 0; k < NSLOTS; k++)
+    w->slots_ok = 1;
+    for (int k = 0; k < NSLOTS; k++) {
         w->slots[k] = slot_offset(k < P_GIVEN_BACK ? tensor_type : part_type, slot_names[k]);
+        w->slots_ok &= w->slots[k] >= 0;
+    }
     Py_INCREF(wants); w->wants = wants;
     Py_INCREF(torch_wants); w->torch_wants = torch_wants;
     Py_INCREF(entries); w->entries = entries;
@@ -394,8 +398,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
     if (stream == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != w->n) return PyLong_FromLong(-1);
-    for (int k = 0; k < NSLOTS; k++)
-        if (w->slots[k] < 0) return PyLong_FromLong(-1);
+    if (!w->slots_ok) return PyLong_FromLong(-1);
     Arg reads[64];
     DLTensorABI views[64];
     PyObject *items[64];

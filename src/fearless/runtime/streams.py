@@ -97,13 +97,7 @@ def default_stream_handle() -> int:
     arguments alive)."""
     if _captures and getattr(_override, "stream", None) is not None:
         return -1
-    current = _torch_current  # _torch_handle, inline for the common case: every launch asks
-    if current is None:
-        return _torch_handle()
-    handle: int = current(DEVICE_ID)
-    if handle and sys.modules["torch"].cuda.is_current_stream_capturing():
-        default_pool().graphs = True
-    return handle
+    return _torch_handle()
 
 
 def default_cu_stream(legacy: Any, args: Any = None) -> Any:

@@ -302,7 +302,7 @@ class Kernel:
                 self._check_globals()
             warm = self._warm or self._make_warm()
             target = current_target()
-            if warm.c is None or not warm.launched_in_c(args, target, stream):
+            if not warm.launched_in_c(args, target, stream):
                 self._warm_launch(warm, args, target, stream, None)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
@@ -406,7 +406,7 @@ class Kernel:
             if warm is None:
                 warm = self._launch_warm[dims] = WarmPath(self.annotations())
             target = current_target()
-            if warm.c is None or not warm.launched_in_c(args, target, stream):
+            if not warm.launched_in_c(args, target, stream):
                 self._warm_launch(warm, args, target, stream, dims)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
