@@ -314,6 +314,15 @@ def every_op_function() -> Function:
     n_blocks, per_block = (e(ops.Cast(r, dtypes.i64, loc(7))).result for r in (nctaid, ntid))
     threads = e(ops.Binary("mul", n_blocks, per_block, loc(7))).result
     e(ops.IndexAdvance(t1, threads, loc(7)))
+    ny, nz = (
+        e(ops.Cast(e(ops.SpecialReg(r, loc(7))).result, dtypes.i64, loc(7))).result
+        for r in ("ntid.y", "ntid.z")
+    )
+    block_threads = e(
+        ops.Binary("mul", e(ops.Binary("mul", per_block, ny, loc(7))).result, nz, loc(7))
+    ).result
+    column = e(ops.IndexAdvance(e(ops.BlockIndex1D(loc(7))).result, block_threads, loc(7))).result
+    e(ops.ThreadIndexAxis(e(ops.BlockRowIndex(column, loc(7))).result, 0, loc(7)))
     consts = [
         e(ops.Constant(v, dt, loc(8))).result
         for v, dt in [

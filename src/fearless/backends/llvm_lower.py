@@ -119,6 +119,7 @@ _NOT_COARSENABLE = (
     ops.ThreadIndex2D,
     ops.BlockIndex1D,
     ops.BlockIndex2D,
+    ops.BlockRowIndex,
     ops.SharedAlloc,
     *ops.COLLECTIVES,
 )
@@ -157,7 +158,7 @@ class _KernelLowering:
                 module.add_named_metadata(
                     "llvm.module.flags", [ir.Constant(I32, 4), flag, ir.Constant(I32, setting)]
                 )
-            support = ModuleSupport(module)
+            support = ModuleSupport(module, contract.block)
         self.support = support
         self.module = support.module
         self.kernel = self._declare_kernel(entry)
@@ -563,6 +564,7 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.Barrier: llvm_shared.lower_barrier,
     ops.BlockIndex1D: llvm_shared.lower_block_index,
     ops.BlockIndex2D: llvm_shared.lower_block_index_2d,
+    ops.BlockRowIndex: llvm_shared.lower_block_row,
     ops.WarpShuffle: llvm_collectives.lower_shuffle,
     ops.WarpVote: llvm_collectives.lower_vote,
     ops.WarpReduce: llvm_collectives.lower_warp_reduce,

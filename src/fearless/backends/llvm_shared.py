@@ -88,3 +88,17 @@ def lower_block_index(lw: Any, op: ops.BlockIndex1D) -> None:
     flags = ("nuw", "nsw")
     yz = b.add(ty, b.mul(ny, tz, flags=flags), flags=flags)
     lw._set(op.result, b.add(tx, b.mul(nx, yz, flags=flags), name="slot", flags=flags))
+
+
+def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
+    """(ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z), the column) in i64: the pair of
+    `simt.thread.block_stride`, read by `index.axis` from `lw.index_2d`."""
+    b = lw.builder
+    x, y, z, nx, ny = (
+        b.zext(lw.support.sreg(b, r), I64)
+        for r in ("ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y")
+    )
+    flags = ("nuw", "nsw")
+    yz = b.add(y, b.mul(ny, z, flags=flags), flags=flags)
+    row = b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
+    lw.index_2d[op.result] = (row, lw._v(op.operands[0]))

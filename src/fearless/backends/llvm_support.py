@@ -33,8 +33,11 @@ from .llvm_types import GLOBAL_PTR, I1, I32, I64, VOID, scalar_type
 class ModuleSupport:
     """Lazily declares intrinsics, libdevice functions and the helper routines of one module."""
 
-    def __init__(self, module: ir.Module) -> None:
+    def __init__(self, module: ir.Module, block: tuple[int, int, int] | None = None) -> None:
         self.module = module
+        # The block of a `@simt.kernel(block=...)` contract: the launch checks it, so `ntid.*`
+        # are constants, and loops strided by the block have a trip count LLVM can unroll.
+        self.block = block
         self._functions: dict[str, ir.Function] = {}
 
     # ------------------------------------------------------------------------- declarations
@@ -57,7 +60,10 @@ class ModuleSupport:
         return self.declare(name, ret, args)
 
     def sreg(self, builder: ir.IRBuilder, reg: str) -> ir.Value:
-        """Read a PTX special register ("tid.x", "ntid.y", "ctaid.z", "nctaid.x", ...) as i32."""
+        """Read a PTX special register ("tid.x", "ntid.y", "ctaid.z", "nctaid.x", ...) as i32
+        (`ntid.*` of a fixed block is the constant)."""
+        if self.block is not None and reg.startswith("ntid."):
+            return ir.Constant(I32, self.block["xyz".index(reg[-1])])
         fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{reg}", I32, [])
         return builder.call(fn, [], name=reg.replace(".", "_"))
 

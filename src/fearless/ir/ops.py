@@ -27,7 +27,13 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   index.advance       (ThreadIndex %i, i64 %g) -> ThreadIndex %i + %g: the next step of
                       `simt.thread.grid_stride`; %g is the launch's thread count along x,
                       nctaid.x * ntid.x (the verifier checks that it is computed so), which
-                      keeps the steps of two threads apart
+                      keeps the steps of two threads apart. On a BlockIndex (the column of
+                      `simt.thread.block_stride`), %g is the block's thread count,
+                      ntid.x * ntid.y * ntid.z, and the result is a BlockIndex: still unique
+                      within the block
+  index.block_row     (BlockIndex %c) -> ThreadIndex2D (b, %c), b the block's linear index in
+                      the grid, ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z): unique in
+                      the grid, since b tells the blocks apart and %c the block's threads
   index.axis  axis    one coordinate of a ThreadIndex2D (0: row, 1: col) as a plain i64
   len  {axis}         an array's extent along `axis` (i64); the attribute is printed only for
                       2-D arrays, and a 1-D array's length is its extent along axis 0
@@ -103,6 +109,7 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     BlockIndex1D,
     BlockIndex2D,
     BlockReduce,
+    BlockRowIndex,
     BlockScan,
     SharedAlloc,
     WarpReduce,
@@ -277,12 +284,14 @@ class SpecialReg(Op):
 
 
 class IndexAdvance(Op):
-    """`i + g` of a ThreadIndex `i` and the launch's thread count `g`: still the witness."""
+    """`i + g` of a ThreadIndex `i` and the launch's thread count `g` (of a BlockIndex and
+    the block's thread count): still the witness."""
 
     opname = "index.advance"
 
     def __init__(self, index: Value, stride: Value, loc: Location) -> None:
-        super().__init__([index, stride], [THREAD_INDEX], loc)
+        # A BlockIndex advances by the block's thread count and stays one (the verifier).
+        super().__init__([index, stride], [index.type], loc)
 
 
 class IndexToInt(Op):

@@ -9,7 +9,16 @@ from __future__ import annotations
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import Location
-from .core import BLOCK_INDEX, BLOCK_INDEX_2D, ArrayType, Effect, Op, ScalarType, Value
+from .core import (
+    BLOCK_INDEX,
+    BLOCK_INDEX_2D,
+    THREAD_INDEX_2D,
+    ArrayType,
+    Effect,
+    Op,
+    ScalarType,
+    Value,
+)
 
 
 class BlockIndex1D(Op):
@@ -24,6 +33,15 @@ class BlockIndex2D(Op):
 
     def __init__(self, loc: Location) -> None:
         super().__init__([], [BLOCK_INDEX_2D], loc)
+
+
+class BlockRowIndex(Op):
+    """`simt.thread.block_stride`'s witness: (the block's linear index, the column `c`)."""
+
+    opname = "index.block_row"
+
+    def __init__(self, column: Value, loc: Location) -> None:
+        super().__init__([column], [THREAD_INDEX_2D], loc)
 
 
 class SharedAlloc(Op):

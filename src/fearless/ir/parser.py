@@ -299,6 +299,7 @@ _spec(
 )
 _spec("index.int", 1, 1, "", lambda s, o, a, loc: ops.IndexToInt(o[0], loc))
 _spec("index.advance", 2, 1, "", lambda s, o, a, loc: ops.IndexAdvance(o[0], o[1], loc))
+_spec("index.block_row", 1, 1, "", lambda s, o, a, loc: ops.BlockRowIndex(o[0], loc))
 _spec("len", 1, 1, "axis?", _make_len)
 _spec("load", None, 1, "", _make_load)
 _spec("store", None, 0, "", _make_store)

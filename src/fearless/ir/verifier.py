@@ -4,7 +4,8 @@ Checks: every block ends in exactly one terminator; branch arguments match the t
 arguments in number and type; every operand is defined by an op or block argument that
 dominates its use; op-specific typing rules (operands of one type, one i64 index per axis of
 the array; an atomic's array is an AtomicSlice and its values of the element type, ...); a
-ThreadIndex2D is never a block argument.
+ThreadIndex2D is never a block argument; `index.advance` steps a ThreadIndex by the grid's
+thread count and a BlockIndex by the block's, computed from the special registers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from .. import dtypes
 from ..errors import InternalError
 from .analysis import dominators
 from .core import (
+    BLOCK_INDEX,
     THREAD_INDEX,
     ArrayType,
     Block,
@@ -30,6 +32,7 @@ from .ops import (
     AtomicRMW,
     Binary,
     BlockReduce,
+    BlockRowIndex,
     BlockScan,
     BoundsCheck,
     Br,
@@ -140,7 +143,12 @@ def _check_types(fn: Function, op: Op) -> None:
     elif isinstance(op, Print):
         ok = all(isinstance(v.type, ScalarType) for v in op.operands)
     elif isinstance(op, IndexAdvance):
-        ok = op.operands[0].type == THREAD_INDEX and _is_thread_count(op.operands[1])
+        index, step = op.operands
+        ok = (index.type == THREAD_INDEX and _regs_product(step) == ["nctaid.x", "ntid.x"]) or (
+            index.type == BLOCK_INDEX and _regs_product(step) == ["ntid.x", "ntid.y", "ntid.z"]
+        )
+    elif isinstance(op, BlockRowIndex):
+        ok = op.operands[0].type == BLOCK_INDEX
     elif isinstance(op, CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
     elif isinstance(op, Br):
@@ -154,17 +162,16 @@ def _collective_type(v: Value) -> bool:
     return isinstance(v.type, ScalarType) and v.type.dtype.name in COLLECTIVE_DTYPES
 
 
-def _is_thread_count(v: Value) -> bool:
-    """`v` is nctaid.x * ntid.x (either order) in i64: the only stride of `index.advance`."""
+def _regs_product(v: Value) -> list[str] | None:
+    """The special registers whose product (each widened to i64) `v` is, sorted: the only
+    strides of `index.advance` are nctaid.x * ntid.x and ntid.x * ntid.y * ntid.z."""
+    if v.type != I64:
+        return None
     op = v.owner
-    if not (isinstance(op, Binary) and op.kind == "mul" and v.type == I64):
-        return False
-    regs = set()
-    for x in op.operands:
-        cast = x.owner
-        if isinstance(cast, Op) and cast.opname == "cast":
-            x = cast.operands[0]
-        reg = x.owner
-        if isinstance(reg, SpecialReg):
-            regs.add(reg.reg)
-    return regs == {"nctaid.x", "ntid.x"}
+    if isinstance(op, Op) and op.opname == "cast":
+        reg = op.operands[0].owner
+        return [reg.reg] if isinstance(reg, SpecialReg) else None
+    if not (isinstance(op, Binary) and op.kind == "mul"):
+        return None
+    parts = [_regs_product(x) for x in op.operands]
+    return sorted(parts[0] + parts[1]) if parts[0] and parts[1] else None

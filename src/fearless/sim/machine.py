@@ -291,6 +291,8 @@ def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
         return np.repeat(b // grid[0] % grid[1] * block[1], per_block) + np.tile(
             t // block[0] % block[1], b1 - b0
         )
+    if reg == "block_id":  # index.block_row's row: the block's linear index in the grid
+        return np.repeat(b, per_block)
     if reg == "block_linear":  # thread.block_index_1d: the linear position in the block
         return np.tile(t, b1 - b0)
     if reg in ("block_row", "block_col"):  # thread.block_index_2d: (t // ntid.x, t % ntid.x)

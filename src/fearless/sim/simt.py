@@ -411,8 +411,14 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     if isinstance(op, ops.SpecialReg):
         reg = op.reg
     elif isinstance(op, ops.ThreadIndexAxis):
-        block = isinstance(op.operands[0].owner, ops.BlockIndex2D)
-        reg = (("block_row", "block_col") if block else ("index_row", "index_col"))[op.axis]
+        pair = op.operands[0].owner
+        if isinstance(pair, ops.BlockRowIndex):  # (block, column): the column is the pair's value
+            if op.axis == 1:
+                return COMPUTE, numerics._identity
+            reg = "block_id"
+        else:
+            block = isinstance(pair, ops.BlockIndex2D)
+            reg = (("block_row", "block_col") if block else ("index_row", "index_col"))[op.axis]
     elif isinstance(op, ops.BlockIndex1D):
         reg = "block_linear"
     else:
@@ -525,6 +531,7 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.ThreadIndex2D: _plan_index_2d,
     ops.BlockIndex2D: _plan_index_2d,
     ops.BlockIndex1D: _plan_register,
+    ops.BlockRowIndex: _plan_simple(numerics._identity),  # holds its column (see index.axis)
     ops.SharedAlloc: _plan_shared,
     ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
     **{cls: _plan_collective for cls in ops.COLLECTIVES},

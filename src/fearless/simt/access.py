@@ -81,7 +81,13 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
             check_store(lw, arr, name, [idx], loc)
         if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.witness_off:
             help = None
-            if derived_from_coordinate(idx):
+            if is_thread_index_2d(idx):
+                help = (
+                    f"this is a 2-D thread index (`index_2d()` or `block_stride`): it opens "
+                    f"2-D DisjointSlices; declare `{name}` as "
+                    f"`simt.DisjointSlice[fl.{arr.type.dtype.name}, 2]` (rows x columns)"
+                )
+            elif derived_from_coordinate(idx):
                 help = (
                     "raw coordinates (`simt.grid(1)`, `simt.threadIdx.x`, ...) are plain "
                     "integers: nothing proves that no other thread writes this element; "

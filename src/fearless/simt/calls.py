@@ -169,12 +169,14 @@ def _unsafe(lw: SsaLowerer, call: Call) -> Operand:
     )
 
 
-@INTRINSICS.declare([thread.grid_stride], "simt.thread.grid_stride")
-def _grid_stride(lw: SsaLowerer, call: Call) -> Operand:
+@INTRINSICS.declare([thread.grid_stride, thread.block_stride], "simt.thread.grid/block_stride")
+def _stride_loop(lw: SsaLowerer, call: Call) -> Operand:
+    name = call.callee.__name__
+    stop = "len(out)" if name == "grid_stride" else "out.shape[1]"
     raise CompileError(
-        "simt.thread.grid_stride() can only be used as the iterable of a `for` loop",
+        f"simt.thread.{name}() can only be used as the iterable of a `for` loop",
         call.loc,
-        help="write `for i in simt.thread.grid_stride(len(out)):`",
+        help=f"write `for i in simt.thread.{name}({stop}):`",
     )
 
 
@@ -238,29 +240,50 @@ for _fn, _n in ops.MATH_FNS.items():
 
 
 def thread_index(lw: SsaLowerer, which: str, loc: Location) -> Value:
-    """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions.
+    """`simt.thread.index_1d()` / `index_2d()`: the witness, and the launch's index dimensions."""
+    claim_index(lw, which, loc)
+    if which == "index_2d":
+        return lw.em.emit(ops.ThreadIndex2D(loc)).result
+    return lw.em.emit(ops.ThreadIndex1D(loc)).result
 
-    One kernel uses one of them: a 1-D index in a 2-D launch is the same for every row, so it
-    would not tell the threads apart (and the launch contract can ask for only one shape).
+
+def claim_index(lw: SsaLowerer, which: str, loc: Location) -> None:
+    """Record that the kernel uses the thread index `which`, refusing a second kind.
+
+    One kernel uses `index_2d()` or the others: a 1-D index in a 2-D launch is the same for
+    every row, so it would not tell the threads apart (and the launch contract can ask for
+    only one shape); `block_stride`'s pairs (block, column) and `index_2d()`'s pairs could
+    name one element of one 2-D DisjointSlice from two threads.
     """
     ctx = lw.ctx
-    two_d = which == "index_2d"
-    if ctx.uses_index_1d if two_d else ctx.uses_index_2d:
-        other = "index_1d" if two_d else "index_2d"
+    if which == "index_2d":
+        other = "index_1d" if ctx.uses_index_1d else "block_stride" if ctx.uses_block_rows else ""
+    else:
+        other = "index_2d" if ctx.uses_index_2d else ""
+    if other:
+        help = (
+            "use one kind of thread index per kernel: `index_2d()` for 2-D launches "
+            "(its `t.row` and `t.col` are plain integers), `index_1d()` for 1-D ones"
+        )
+        if "block_stride" in (which, other):
+            help = (
+                "a kernel walks its 2-D outputs either by `simt.thread.index_2d()` or by "
+                "`simt.thread.block_stride(n)` (a row per block), not both"
+            )
         raise CompileError(
             f"`simt.thread.{which}()` cannot be used in a kernel that also uses "
             f"`simt.thread.{other}()`",
             loc,
             code="E0602",
             label="second kind of thread index",
-            help="use one kind of thread index per kernel: `index_2d()` for 2-D launches "
-            "(its `t.row` and `t.col` are plain integers), `index_1d()` for 1-D ones",
+            help=help,
         )
-    if two_d:
+    if which == "index_2d":
         ctx.uses_index_2d = True
-        return lw.em.emit(ops.ThreadIndex2D(loc)).result
-    ctx.uses_index_1d = True
-    return lw.em.emit(ops.ThreadIndex1D(loc)).result
+    elif which == "index_1d":
+        ctx.uses_index_1d = True
+    else:
+        ctx.uses_block_rows = True
 
 
 def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:

@@ -6,7 +6,8 @@ special registers (`thread.reg`, as i32) widened to plain i64 integers. `warpsiz
 integer 32 (simt/__init__.py). None of them is a ThreadIndex: they mix with other integers and
 index `Slice` reads, but never open a `DisjointSlice` (simt/access.py says why, naming
 `derived_from_coordinate`'s answer). `simt.thread.grid_stride(n)` is the safe loop over the
-grid (simt/loops.py); its stride is `thread_count`.
+grid (simt/loops.py); its stride is `thread_count`. `simt.thread.block_stride(n)` is the safe
+loop over a row per block; its stride is `block_thread_count`.
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ def thread_count(em: Any, loc: Location) -> Value:
     """nctaid.x * ntid.x: the stride of `index.advance` (the verifier checks this form)."""
     n_blocks, per_block = read(em, "nctaid.x", loc), read(em, "ntid.x", loc)
     return em.emit(ops.Binary("mul", n_blocks, per_block, loc)).result  # type: ignore[no-any-return]
+
+
+def block_thread_count(em: Any, loc: Location) -> Value:
+    """ntid.x * ntid.y * ntid.z: the stride of a BlockIndex's `index.advance` (verified)."""
+    x, y, z = (read(em, f"ntid.{axis}", loc) for axis in "xyz")
+    xy = em.emit(ops.Binary("mul", x, y, loc)).result
+    return em.emit(ops.Binary("mul", xy, z, loc)).result  # type: ignore[no-any-return]
 
 
 def _ndim(call: Call) -> int:

@@ -17,9 +17,9 @@ from ..frontend.core import unsupported
 from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import ops
-from ..ir.core import ThreadIndexType, Value
-from .calls import thread_index
-from .coords import thread_count
+from ..ir.core import BLOCK_INDEX, ThreadIndexType, Value
+from .calls import claim_index, thread_index
+from .coords import block_thread_count, thread_count
 from .emitter import value_type
 from .ssa import LoopFrame, SsaLowerer, no_witness_2d_merge
 from .types import thread
@@ -37,19 +37,23 @@ class LoopLowerer(SsaLowerer):
         self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
 
     def lower_for_iter(self, node: ast.For, target: str) -> bool:
-        """`for i in simt.thread.grid_stride(n)`: a loop whose counter is a ThreadIndex."""
+        """`for i in simt.thread.grid_stride(n)`: a loop whose counter is a ThreadIndex;
+        `for i in simt.thread.block_stride(n)`: one whose counter is a BlockIndex (the column),
+        with `i` the pair (block, column)."""
         it = node.iter
         if not isinstance(it, ast.Call):
             return False
         func = self.expr(it.func)
-        if not (isinstance(func, PyObj) and func.obj == thread.grid_stride):
+        if not (isinstance(func, PyObj) and func.obj in (thread.grid_stride, thread.block_stride)):
             return False
+        name = func.obj.__name__
         if len(it.args) != 1 or it.keywords:
+            stop = "len(out)" if name == "grid_stride" else "out.shape[1]"
             raise CompileError(
-                "simt.thread.grid_stride() takes one positional argument, the stop",
+                f"simt.thread.{name}() takes one positional argument, the stop",
                 self.loc(it),
                 code="E0061",
-                help="write `for i in simt.thread.grid_stride(len(out)):`",
+                help=f"write `for i in simt.thread.{name}({stop}):`",
             )
         self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
         return True
@@ -78,7 +82,7 @@ class LoopLowerer(SsaLowerer):
             induction = (
                 self._range_bounds(node.iter)
                 if isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
-                else self._grid_stride_bounds(node.iter)
+                else self._stride_bounds(node.iter)
             )
         carried = [
             n
@@ -121,7 +125,8 @@ class LoopLowerer(SsaLowerer):
         self.loops.append(frame)
         em.block = body
         if target is not None:
-            self.env[target] = k
+            block_row = k.type == BLOCK_INDEX  # `block_stride`: the pair (block, column)
+            self.env[target] = em.emit(ops.BlockRowIndex(k, loc)).result if block_row else k
         self.lower_body(node.body)
         self.loops.pop()
         if em.block is not None:
@@ -174,22 +179,29 @@ class LoopLowerer(SsaLowerer):
         stop = em.as_value(raw[1], loc, dt)
         return start, stop, step if isinstance(step, Weak) else em.as_value(step, loc, dt)
 
-    def _grid_stride_bounds(self, call: ast.Call) -> tuple[Value, Value, Value]:
-        """(this thread's ThreadIndex, the stop as i64, the launch's thread count)."""
+    def _stride_bounds(self, call: ast.Call) -> tuple[Value, Value, Value]:
+        """`grid_stride(n)`: (this thread's ThreadIndex, n as i64, the launch's thread count);
+        `block_stride(n)`: (its BlockIndex, n as i64, the block's thread count)."""
         em = self.em
         loc = self.loc(call)
-        stop = em.scalar(self.expr(call.args[0]), self.loc(call.args[0]), "grid_stride() stop")
+        func = self.expr(call.func)
+        grid = isinstance(func, PyObj) and func.obj == thread.grid_stride
+        name = "grid_stride" if grid else "block_stride"
+        stop = em.scalar(self.expr(call.args[0]), self.loc(call.args[0]), f"{name}() stop")
         if (isinstance(stop, Value) and not stop.dtype.is_int) or (
             isinstance(stop, Weak) and type(stop.value) is not int
         ):
             raise KernelTypeError(
-                "simt.thread.grid_stride() needs an integer stop",
+                f"simt.thread.{name}() needs an integer stop",
                 self.loc(call.args[0]),
                 help="convert with `int(x)`",
             )
-        start = thread_index(self, "index_1d", loc)
         stop_v = em.cast(em.as_value(stop, loc, dtypes.i64), dtypes.i64, loc)
-        return start, stop_v, thread_count(em, loc)
+        if grid:
+            return thread_index(self, "index_1d", loc), stop_v, thread_count(em, loc)
+        claim_index(self, "block_stride", loc)
+        start = em.emit(ops.BlockIndex1D(loc)).result
+        return start, stop_v, block_thread_count(em, loc)
 
     def _range_cond(self, k: Value, stop: Value, step: Weak | Value, loc: Location) -> Value:
         em = self.em

@@ -94,6 +94,13 @@ class _Thread:
         (G the launch's thread count), each a ThreadIndex."""
         _only_in_kernels("grid_stride")
 
+    def block_stride(self, n: Any) -> Any:
+        """`for i in simt.thread.block_stride(n)`: one row per block. Each i is the 2-D index
+        (b, c), b the block's linear index in the grid (`blockIdx.x` in a 1-D grid) and c this
+        thread's columns t, t + T, ... below n (t its position in the block, T the block's
+        thread count): `out[i]` opens a 2-D DisjointSlice, `i.row` and `i.col` are plain ints."""
+        _only_in_kernels("block_stride")
+
     def __repr__(self) -> str:
         return "simt.thread"
 

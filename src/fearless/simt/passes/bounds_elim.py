@@ -12,7 +12,8 @@ every block that edge's target dominates. Python's short-circuit `and`/`or` lowe
 block whose argument is the condition; the facts of its edge are those every incoming edge
 that can carry the taken value proves (`x < n and y < m` proves both). Values are compared by a key that sees through `index.int`, so
 the ThreadIndex and its integer value are one quantity, all `len(a)` of one array along one
-axis are one, and all `t.row` (`t.col`) of a 2-D ThreadIndex are one. A 2-D access has one
+axis are one, all `t.row` (`t.col`) of `index_2d()` are one, and the column of a
+`block_stride` pair is its counter. A 2-D access has one
 check per axis, each proved on its own: `t.row < a.shape[0]` proves the row check of `a[t]`.
 `requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
@@ -45,8 +46,12 @@ def key(v: Value) -> Any:
         return key(op.operands[0])
     if isinstance(op, ops.ThreadIndex1D):
         return ("thread.index_1d",)
-    if isinstance(op, ops.ThreadIndexAxis):  # every `t.row` of a kernel is one quantity
-        return ("thread.index_2d", op.axis)
+    if isinstance(op, ops.ThreadIndexAxis):
+        pair = op.operands[0].owner
+        if isinstance(pair, ops.BlockRowIndex):  # (block, column): the column is its operand
+            return ("block_id",) if op.axis == 0 else key(pair.operands[0])
+        # Every `t.row` of `index_2d()` (of `block_index_2d()`) in a kernel is one quantity.
+        return (pair.opname if isinstance(pair, ops.Op) else pair, op.axis)
     if isinstance(op, ops.ArrayLen):
         return ("len", op.operands[0], op.axis)
     if isinstance(op, ops.Constant):

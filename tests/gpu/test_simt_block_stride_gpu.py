@@ -1,0 +1,50 @@
+"""`simt.thread.block_stride` on the GPU, against the simulator: the owners and coordinates of
+every element bit for bit (1-D, 2-D and 3-D launches), the row kernels within rounding (the
+block reduction's order is the simulator's, the exp is libdevice's), and the row check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless.errors import KernelIndexError
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from test_simt_coords_gpu import both
+
+import test_simt_block_stride as B
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
+RNG = np.random.default_rng(17)
+
+
+@pytest.mark.parametrize(
+    ("grid", "block", "cols"),
+    [(3, 32, 100), (2, 128, 50), ((2, 3), (16, 4), 70), ((2, 1, 2), (8, 2, 2), 33)],
+)
+def test_every_element_has_one_writer(grid: object, block: object, cols: int) -> None:
+    dims = [grid] if isinstance(grid, int) else list(grid)  # type: ignore[arg-type]
+    rows = int(np.prod(dims))
+    for kernel in (B.owners, B.coordinates):
+        sim, dev = both(kernel, grid, block, np.zeros((rows, cols), np.int64), out=0)
+        np.testing.assert_array_equal(dev, sim)
+
+
+def test_row_kernels_agree_with_the_simulator() -> None:
+    x = RNG.standard_normal((40, 1000)).astype(np.float32)
+    w = RNG.standard_normal(1000).astype(np.float32)
+    sim, dev = both(B.rms_norm, 40, 128, x, w, 1e-5, np.zeros_like(x), out=3)
+    np.testing.assert_allclose(dev, sim, rtol=1e-5, atol=1e-6)
+    sim, dev = both(B.softmax, 40, 256, x, np.zeros_like(x), out=1)
+    np.testing.assert_allclose(dev, sim, rtol=1e-5, atol=1e-8)
+
+
+def test_more_blocks_than_rows_is_a_checked_error() -> None:
+    out = fl.asarray(np.zeros((3, 40), np.int64))
+    with pytest.raises(KernelIndexError, match=r"the len is 3 but the index is 3"):
+        B.coordinates[4, 32](out)
+        fl.synchronize()
