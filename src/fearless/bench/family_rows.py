@@ -1,10 +1,10 @@
 """Row-wise cases on a float32 (rows x cols) matrix: softmax, rms_norm, layer_norm.
 
 Bytes counted: the matrix read once and written once, plus the weight (and bias) vectors.
-fearless SIMT runs each as one safe kernel launched `[rows, cols]` (`kernels_simt.py`): one block
-per row, one thread per element, the row's statistics through `simt.block.reduce`; rows longer
-than `kernels_simt.ROW_BLOCK` (1024) are refused (the suite measures 1024). The CUDA C++ twin
-runs the same algorithm (warp shuffles and a shared buffer). Triton, cuTile Python and the Tile
+fearless SIMT runs each as one safe kernel launched `[rows, ROW_THREADS]` (`kernels_simt.py`):
+one block per row, its threads striding the row's columns (`simt.thread.block_stride`), the
+row's statistics through `simt.block.reduce`. The CUDA C++ twin runs the same algorithm (warp
+shuffles and a shared buffer). Triton, cuTile Python and the Tile
 example keep a whole row in one block; TileGym (when installed) and torch eager run their own
 kernels.
 """
@@ -26,7 +26,7 @@ FAMILY = "rows"
 CASES = ("softmax", "rms_norm", "layer_norm")
 EPS = 1e-5
 TILE_KERNELS = {"softmax": "softmax_f32", "rms_norm": "rms_norm", "layer_norm": "layer_norm"}
-SIMT_NOTE = "a block per row, block.reduce"
+SIMT_NOTE = "a block per row, block_stride, block.reduce"
 
 
 def shape(quick: bool) -> tuple[int, int]:
@@ -91,24 +91,24 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
         from . import kernels_simt as K
 
         ctx.peers.fearless_gpu()
-        check_cols(cols)
         y = new()
         kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}[name]
-        prep = kernel.prepare(rows, cols)
-        args = (x.reshape(-1), *inputs[1:], *scalars, y.reshape(-1))
+        prep = kernel.prepare(rows, K.ROW_THREADS)
+        args = (*inputs, *scalars, y)
         return Prepared(lambda: kernel(prep, *args), y, note=SIMT_NOTE)
 
     def cuda_cpp() -> Prepared:
+        from .kernels_simt import ROW_THREADS
+
         m = ctx.peers.cuda_cpp()
-        check_cols(cols)
         y = new()
-        px, py, c, nn = ptr(x), ptr(y), i64(cols), i64(n)
+        px, py, c = ptr(x), ptr(y), i64(cols)
         args = {
-            "softmax": [px, py, nn],
-            "rms_norm": [px, ptr(w), c, f32(EPS), py, nn],
-            "layer_norm": [px, ptr(w), ptr(b), c, f32(EPS), py, nn],
+            "softmax": [px, py, c],
+            "rms_norm": [px, ptr(w), c, f32(EPS), py],
+            "layer_norm": [px, ptr(w), ptr(b), c, f32(EPS), py],
         }[name]
-        return Prepared(m.launcher(name, n, args, grid=rows, block=cols), y, note=SIMT_NOTE)
+        return Prepared(m.launcher(name, n, args, grid=rows, block=ROW_THREADS), y, note=SIMT_NOTE)
 
     def tile() -> Prepared:
         import fearless as fl
@@ -131,14 +131,6 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
 
     tilegym, eager = peer_builders(ctx, name, x, w, b)
     return device_impls(simt, tile, cuda_cpp, triton, cutile, eager, tilegym=tilegym)
-
-
-def check_cols(cols: int) -> None:
-    """The SIMT row kernels run one thread per element of a row: at most ROW_BLOCK of them."""
-    from .kernels_simt import ROW_BLOCK
-
-    if cols > ROW_BLOCK:
-        raise Skip(f"rows of {cols} elements: the SIMT row kernels take at most {ROW_BLOCK}")
 
 
 def peer_builders(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> tuple[Builder, Builder]:
@@ -193,7 +185,6 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     w = rng.standard_normal(cols).astype(np.float32)
     b = rng.standard_normal(cols).astype(np.float32)
-    xf = x.reshape(-1)
     out: list[Record] = []
     for name in CASES:
         if name not in selected:
@@ -203,9 +194,9 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         def simt(name: str = name, ref: np.ndarray = ref) -> float:
             kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}
             dry.compile_simt(peers.arch, kernel[name])
-            y = np.full(rows * cols, np.nan, np.float32)
-            inputs, scalars = operands(name, xf, w, b)
-            kernel[name][rows, cols](*inputs, *scalars, y)  # a block per row, blocks of 37
+            y = np.full((rows, cols), np.nan, np.float32)
+            inputs, scalars = operands(name, x, w, b)
+            kernel[name][rows, K.ROW_THREADS](*inputs, *scalars, y)  # a block per row
             return rel_err_numpy(y, ref)
 
         def tile(name: str = name, ref: np.ndarray = ref) -> float:

@@ -46,7 +46,7 @@ extern "C" __global__ void saxpy(float alpha, const float* __restrict__ x,
 // Block reductions as fearless lowers `simt.block.reduce`: a shfl.down tree per warp, lane 0
 // stores its warp's total, barrier, warp 0 reduces the totals with the same tree and stores the
 // result at slot 32, barrier, every thread loads it, barrier (the buffer is free again). Blocks
-// here are 1-D, whole warps (the suite's row length is 1024; block_sum's block is 256).
+// here are 1-D, whole warps (the row kernels' and block_sum's blocks are 256).
 #define FULL 0xffffffffu
 struct SumOp {
     static __device__ __forceinline__ float id() { return -0.0f; }
@@ -112,39 +112,47 @@ extern "C" __global__ void transpose(const float* __restrict__ x, long long rows
     if (orow < cols && ocol < rows) out[orow * rows + ocol] = s[tx][ty];
 }
 
-// The row kernels: one block per row, one thread per element (blockDim.x == cols <= 1024).
+// The row kernels: one block per row (blockIdx.x), each thread striding the row's columns by
+// blockDim.x; a pass per statistic, the shares combined by block_reduce, a last pass writes.
+#define ROW_LOOP(c) for (long long c = threadIdx.x; c < cols; c += blockDim.x)
 extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ out,
-                                   long long n) {
+                                   long long cols) {
     __shared__ float b0[64], b1[64];
-    long long i = TID;
-    float v = i < n ? x[i] : __int_as_float(0xff800000);
-    float m = block_reduce<MaxOp>(v, b0);
-    float e = expf(v - m);
-    float s = block_reduce<SumOp>(e, b1);
-    if (i < n) out[i] = e / s;
+    const float* xr = x + blockIdx.x * cols;
+    float* yr = out + blockIdx.x * cols;
+    float m = __int_as_float(0xff800000);
+    ROW_LOOP(c) m = fmaxf(m, xr[c]);
+    m = block_reduce<MaxOp>(m, b0);
+    float s = 0.0f;
+    ROW_LOOP(c) s += expf(xr[c] - m);
+    s = block_reduce<SumOp>(s, b1);
+    ROW_LOOP(c) yr[c] = expf(xr[c] - m) / s;
 }
 
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
-                                    long long cols, float eps, float* __restrict__ out,
-                                    long long n) {
+                                    long long cols, float eps, float* __restrict__ out) {
     __shared__ float b0[64];
-    long long i = TID;
-    float v = i < n ? x[i] : 0.0f;
-    float rstd = rsqrtf(block_reduce<SumOp>(v * v, b0) / (float)cols + eps);
-    if (i < n) out[i] = v * rstd * w[threadIdx.x];
+    const float* xr = x + blockIdx.x * cols;
+    float* yr = out + blockIdx.x * cols;
+    float q = 0.0f;
+    ROW_LOOP(c) q += xr[c] * xr[c];
+    float rstd = rsqrtf(block_reduce<SumOp>(q, b0) / (float)cols + eps);
+    ROW_LOOP(c) yr[c] = xr[c] * rstd * w[c];
 }
 
 extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* __restrict__ w,
                                       const float* __restrict__ b, long long cols, float eps,
-                                      float* __restrict__ out, long long n) {
+                                      float* __restrict__ out) {
     __shared__ float b0[64], b1[64];
-    long long i = TID;
-    bool inside = i < n;
-    float v = inside ? x[i] : 0.0f;
-    float mean = block_reduce<SumOp>(v, b0) / (float)cols;
-    float d = inside ? v - mean : 0.0f;
-    float rstd = rsqrtf(block_reduce<SumOp>(d * d, b1) / (float)cols + eps);
-    if (inside) out[i] = d * rstd * w[threadIdx.x] + b[threadIdx.x];
+    const float* xr = x + blockIdx.x * cols;
+    float* yr = out + blockIdx.x * cols;
+    float s = 0.0f;
+    ROW_LOOP(c) s += xr[c];
+    float mean = block_reduce<SumOp>(s, b0) / (float)cols;
+    float q = 0.0f;
+    ROW_LOOP(c) { float d = xr[c] - mean; q += d * d; }
+    float rstd = rsqrtf(block_reduce<SumOp>(q, b1) / (float)cols + eps);
+    ROW_LOOP(c) yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
 }
 
 // Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.

@@ -9,11 +9,11 @@ a thread writes only its own element of a `DisjointSlice` and its own slot of a 
   threads, four independent sums for memory parallelism; raw coordinates, since it only
   reads), `simt.block.reduce` adds the block's threads, and thread 0 adds the block's total
   into a one-element `AtomicSlice` with `simt.atomic.add` (the caller zeroes it).
-- softmax / rms_norm / layer_norm: launched `[rows, cols]`, one block per row and one thread
-  per element (rows of at most ROW_BLOCK = 1024 elements; the suite's are 1024). Each thread
-  keeps its element in a register, takes the row's max and sum (softmax), sum of squares
-  (rms_norm) or mean and then variance (layer_norm) with `simt.block.reduce`, and writes its
-  own element: one read and one write of the matrix, one launch.
+- softmax / rms_norm / layer_norm: launched `[rows, ROW_THREADS]`, one block per row of any
+  length; each thread walks its columns with `simt.thread.block_stride`, takes its share of the
+  row's max and sum (softmax), sum of squares (rms_norm) or mean and then variance
+  (layer_norm), combines the shares with `simt.block.reduce`, and writes its columns: one read
+  of the matrix from memory (later passes hit L1), one write, one launch.
 - transpose: 32 x 32 tiles through a shared array padded to 32 x 33 (`block_index_2d` opens
   it), one barrier; each thread reads x coalesced and writes its own `index_2d` element of out
   coalesced.
@@ -38,8 +38,8 @@ BLOCK = 256
 In = simt.Slice[fl.f32]
 Out = simt.DisjointSlice[fl.f32]
 
-# The longest row of the row kernels (one thread per element, one block per row).
-ROW_BLOCK = 1024
+# Threads per block of the row kernels (a block per row, `block_stride` over its columns).
+ROW_THREADS = 256
 # Threads per block of `block_sum`, and its grid: SUM_BLOCKS blocks, each adding a strided share.
 # Many blocks (12 or more waves on an H100/H200) keep the last wave's idle SMs a small fraction;
 # each block costs one block reduction and one atomic (2^28 elements: 128 per thread).
@@ -98,50 +98,56 @@ def transpose(x: In2, out: Out2):
         out[g] = s[t.col, t.row]
 
 
-# The row kernels: x and out are row-major (rows x cols) matrices passed flat, launched
-# `[rows, cols]`: one block per row, one thread per element, so `index_1d()` is the element's
-# flat index and each thread writes only its own. cols <= ROW_BLOCK (the launching code,
-# `family_rows.py`, refuses longer rows). A thread keeps its element in a register and takes the
-# row's statistics with `simt.block.reduce`, which every thread of the block reaches: the load is
-# a conditional expression (the identity where a partial grid runs past the end), not a branch
-# around the collective.
+# The row kernels: x and out are (rows x cols) matrices, launched `[rows, ROW_THREADS]`: one
+# block per row, each thread walking the columns t, t + ROW_THREADS, ... of its block's row with
+# `simt.thread.block_stride` (its pairs (row, col) open `out`). A pass computes the thread's share
+# of a statistic (max, sum, sum of squares), `simt.block.reduce` combines the shares (outside the
+# loops: every thread reaches it), and the last pass writes each column. x is read once per pass:
+# the first pass from memory, the later ones mostly from L1 (a row is 4 KB at 1024 columns).
+# The block is fixed, so the stride is a constant and ptxas unrolls the first pass's loads.
 
 
-@simt.kernel(launch_bounds=ROW_BLOCK)
-def softmax(x: In, out: Out):
-    i = simt.thread.index_1d()
-    v = x[i] if i < len(x) else fl.f32(-math.inf)
-    m = simt.block.reduce(v, "max")
-    e = math.exp(v - m)  # 0 where v is -inf
-    s = simt.block.reduce(e, "sum")
-    if i < len(out):
-        out[i] = e / s
+@simt.kernel(block=ROW_THREADS)
+def softmax(x: In2, out: Out2):
+    m = fl.f32(-math.inf)
+    for i in simt.thread.block_stride(x.shape[1]):
+        m = max(m, x[i])
+    m = simt.block.reduce(m, "max")
+    s = fl.f32(0.0)
+    for i in simt.thread.block_stride(x.shape[1]):
+        s += math.exp(x[i] - m)
+    s = simt.block.reduce(s, "sum")
+    for i in simt.thread.block_stride(out.shape[1]):
+        out[i] = math.exp(x[i] - m) / s
 
 
-@simt.kernel(launch_bounds=ROW_BLOCK)
-def rms_norm(x: In, w: In, eps: fl.f32, out: Out):
-    """w has the row's length: cols = len(w) = the block's size."""
-    i = simt.thread.index_1d()
-    v = x[i] if i < len(x) else fl.f32(0.0)
-    q = simt.block.reduce(v * v, "sum")
-    rstd = fl.math.rsqrt(q / fl.f32(len(w)) + eps)
-    if i < len(out):
-        out[i] = v * rstd * w[simt.threadIdx.x]
+@simt.kernel(block=ROW_THREADS)
+def rms_norm(x: In2, w: In, eps: fl.f32, out: Out2):
+    """w has the row's length."""
+    q = fl.f32(0.0)
+    for i in simt.thread.block_stride(x.shape[1]):
+        v = x[i]
+        q += v * v
+    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
+    for i in simt.thread.block_stride(out.shape[1]):
+        out[i] = x[i] * rstd * w[i.col]
 
 
-@simt.kernel(launch_bounds=ROW_BLOCK)
-def layer_norm(x: In, w: In, b: In, eps: fl.f32, out: Out):
+@simt.kernel(block=ROW_THREADS)
+def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     """The mean first, then the variance of x - mean (two reductions: no cancellation)."""
-    i = simt.thread.index_1d()
-    inside = i < len(x)
-    v = x[i] if inside else fl.f32(0.0)
     cols = fl.f32(len(w))
-    mean = simt.block.reduce(v, "sum") / cols
-    d = v - mean if inside else fl.f32(0.0)
-    rstd = fl.math.rsqrt(simt.block.reduce(d * d, "sum") / cols + eps)
-    if i < len(out):
-        c = simt.threadIdx.x
-        out[i] = d * rstd * w[c] + b[c]
+    s = fl.f32(0.0)
+    for i in simt.thread.block_stride(x.shape[1]):
+        s += x[i]
+    mean = simt.block.reduce(s, "sum") / cols
+    q = fl.f32(0.0)
+    for i in simt.thread.block_stride(x.shape[1]):
+        d = x[i] - mean
+        q += d * d
+    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
+    for i in simt.thread.block_stride(out.shape[1]):
+        out[i] = (x[i] - mean) * rstd * w[i.col] + b[i.col]
 
 
 def make_gemm(dt: DType) -> simt.Kernel:
