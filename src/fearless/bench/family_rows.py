@@ -19,7 +19,7 @@ import numpy as np
 from . import dry, tile_track
 from .harness import Builder, Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
 from .kernels_cuda import f32, i64, ptr
-from .model import Record, Skip
+from .model import Record
 from .peers import Peers
 
 FAMILY = "rows"
