@@ -46,7 +46,7 @@ extern "C" __global__ void saxpy(float alpha, const float* __restrict__ x,
 // Block reductions as fearless lowers `simt.block.reduce`: a shfl.down tree per warp, lane 0
 // stores its warp's total, barrier, warp 0 reduces the totals with the same tree and stores the
 // result at slot 32, barrier, every thread loads it, barrier (the buffer is free again). Blocks
-// here are 1-D, whole warps (the row kernels' blocks are 128, block_sum's 256).
+// here are 1-D, whole warps (the row kernels' blocks are 64, block_sum's 256).
 #define FULL 0xffffffffu
 struct SumOp {
     static __device__ __forceinline__ float id() { return -0.0f; }

@@ -40,8 +40,8 @@ Out = simt.DisjointSlice[fl.f32]
 
 # Threads per block of the row kernels (a block per row, `block_stride` over its columns).
 # Measured on the H200 at 65536 x 1024 f32 (bench/experiments/simt_rows_variants.py): rms_norm
-# 2929 / 2412 / 1605 GB/s and softmax 2215 / 1598 / 1009 GB/s with 128 / 256 / 512 threads.
-ROW_THREADS = 128
+# 3134 / 2831 / 2331 GB/s and softmax 2481 / 2142 / 1571 GB/s with 64 / 128 / 256 threads.
+ROW_THREADS = 64
 # Threads per block of `block_sum`, and its grid: SUM_BLOCKS blocks, each adding a strided share.
 # Many blocks (12 or more waves on an H100/H200) keep the last wave's idle SMs a small fraction;
 # each block costs one block reduction and one atomic (2^28 elements: 128 per thread).
