@@ -113,20 +113,22 @@ extern "C" __global__ void transpose(const float* __restrict__ x, long long rows
 }
 
 // The row kernels: one block per row (blockIdx.x), each thread striding the row's columns by
-// blockDim.x; a pass per statistic, the shares combined by block_reduce, a last pass writes.
+// blockDim.x; one pass for the statistics, the shares combined by block_reduce, a second writes.
 #define ROW_LOOP(c) for (long long c = threadIdx.x; c < cols; c += blockDim.x)
 extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ out,
                                    long long cols) {
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float m = __int_as_float(0xff800000);
-    ROW_LOOP(c) m = fmaxf(m, xr[c]);
-    m = block_reduce<MaxOp>(m, b0);
-    float s = 0.0f;
-    ROW_LOOP(c) s += expf(xr[c] - m);
-    s = block_reduce<SumOp>(s, b1);
-    ROW_LOOP(c) yr[c] = expf(xr[c] - m) / s;
+    float m = __int_as_float(0xff800000), s = 0.0f;
+    ROW_LOOP(c) {
+        float v = xr[c], mn = fmaxf(m, v);
+        s = s * expf(m - mn) + expf(v - mn);
+        m = mn;
+    }
+    float row_max = block_reduce<MaxOp>(m, b0);
+    float total = block_reduce<SumOp>(s * expf(m - row_max), b1);
+    ROW_LOOP(c) yr[c] = expf(xr[c] - row_max) / total;
 }
 
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
@@ -146,12 +148,12 @@ extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* 
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float s = 0.0f;
-    ROW_LOOP(c) s += xr[c];
-    float mean = block_reduce<SumOp>(s, b0) / (float)cols;
-    float q = 0.0f;
-    ROW_LOOP(c) { float d = xr[c] - mean; q += d * d; }
-    float rstd = rsqrtf(block_reduce<SumOp>(q, b1) / (float)cols + eps);
+    float k = xr[0], s = 0.0f, q = 0.0f;
+    ROW_LOOP(c) { float d = xr[c] - k; s += d; q += d * d; }
+    float mean_d = block_reduce<SumOp>(s, b0) / (float)cols;
+    float var = block_reduce<SumOp>(q, b1) / (float)cols - mean_d * mean_d;
+    float rstd = rsqrtf(fmaxf(var, 0.0f) + eps);
+    float mean = k + mean_d;
     ROW_LOOP(c) yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
 }
 

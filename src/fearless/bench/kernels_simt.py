@@ -11,9 +11,10 @@ a thread writes only its own element of a `DisjointSlice` and its own slot of a 
   into a one-element `AtomicSlice` with `simt.atomic.add` (the caller zeroes it).
 - softmax / rms_norm / layer_norm: launched `[rows, ROW_THREADS]`, one block per row of any
   length; each thread walks its columns with `simt.thread.block_stride`, takes its share of the
-  row's max and sum (softmax), sum of squares (rms_norm) or mean and then variance
-  (layer_norm), combines the shares with `simt.block.reduce`, and writes its columns: one read
-  of the matrix from memory (later passes hit L1), one write, one launch.
+  row's online max and sum (softmax), sum of squares (rms_norm) or sum and sum of squares
+  shifted by the row's first element (layer_norm), combines the shares with
+  `simt.block.reduce`, and writes its columns in a second pass: one read of the matrix from
+  memory (the second pass mostly hits L1), one write, one launch.
 - transpose: 32 x 32 tiles through a shared array padded to 32 x 33 (`block_index_2d` opens
   it), one barrier; each thread reads x coalesced and writes its own `index_2d` element of out
   coalesced.
@@ -102,10 +103,11 @@ def transpose(x: In2, out: Out2):
 
 # The row kernels: x and out are (rows x cols) matrices, launched `[rows, ROW_THREADS]`: one
 # block per row, each thread walking the columns t, t + ROW_THREADS, ... of its block's row with
-# `simt.thread.block_stride` (its pairs (row, col) open `out`). A pass computes the thread's share
-# of a statistic (max, sum, sum of squares), `simt.block.reduce` combines the shares (outside the
-# loops: every thread reaches it), and the last pass writes each column. x is read once per pass:
-# the first pass from memory, the later ones mostly from L1 (a row is 4 KB at 1024 columns).
+# `simt.thread.block_stride` (its pairs (row, col) open `out`). The first pass computes the
+# thread's share of the row's statistics (online max and sum; sum of squares; shifted sum and
+# sum of squares), `simt.block.reduce` combines the shares (outside the loops: every thread
+# reaches it), and the second pass writes each column, reading x again (mostly from L1: a row
+# is 4 KB at 1024 columns).
 # Keeping a thread's columns in registers instead (one read of x) measured 3752 GB/s for the
 # CUDA C++ rms_norm: that needs per-thread arrays, which SIMT does not have yet.
 # The block is fixed, so the stride is a constant and ptxas unrolls the first pass's loads.
@@ -113,16 +115,19 @@ def transpose(x: In2, out: Out2):
 
 @simt.kernel(block=ROW_THREADS)
 def softmax(x: In2, out: Out2):
+    """Online softmax: each thread keeps its columns' running max m and sum s of exp(v - m)
+    (rescaled when m grows), the block combines them, and the second pass writes."""
     m = fl.f32(-math.inf)
-    for i in simt.thread.block_stride(x.shape[1]):
-        m = max(m, x[i])
-    m = simt.block.reduce(m, "max")
     s = fl.f32(0.0)
     for i in simt.thread.block_stride(x.shape[1]):
-        s += math.exp(x[i] - m)
-    s = simt.block.reduce(s, "sum")
+        v = x[i]
+        m_new = max(m, v)
+        s = s * math.exp(m - m_new) + math.exp(v - m_new)
+        m = m_new
+    row_max = simt.block.reduce(m, "max")
+    total = simt.block.reduce(s * math.exp(m - row_max), "sum")
     for i in simt.thread.block_stride(out.shape[1]):
-        out[i] = math.exp(x[i] - m) / s
+        out[i] = math.exp(x[i] - row_max) / total
 
 
 @simt.kernel(block=ROW_THREADS)
@@ -139,17 +144,20 @@ def rms_norm(x: In2, w: In, eps: fl.f32, out: Out2):
 
 @simt.kernel(block=ROW_THREADS)
 def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
-    """The mean first, then the variance of x - mean (two reductions: no cancellation)."""
+    """One pass for the sums of d = x - k and d * d, k the row's first element (a shift that
+    keeps E[d^2] - E[d]^2 free of cancellation: k lies within the row's spread)."""
     cols = fl.f32(len(w))
+    k = x[simt.blockIdx.x, 0]
     s = fl.f32(0.0)
-    for i in simt.thread.block_stride(x.shape[1]):
-        s += x[i]
-    mean = simt.block.reduce(s, "sum") / cols
     q = fl.f32(0.0)
     for i in simt.thread.block_stride(x.shape[1]):
-        d = x[i] - mean
+        d = x[i] - k
+        s += d
         q += d * d
-    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
+    mean_d = simt.block.reduce(s, "sum") / cols
+    var = simt.block.reduce(q, "sum") / cols - mean_d * mean_d
+    rstd = fl.math.rsqrt(max(var, fl.f32(0.0)) + eps)
+    mean = k + mean_d
     for i in simt.thread.block_stride(out.shape[1]):
         out[i] = (x[i] - mean) * rstd * w[i.col] + b[i.col]
 
