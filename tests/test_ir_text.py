@@ -322,6 +322,11 @@ def every_op_function() -> Function:
         ops.Binary("mul", e(ops.Binary("mul", per_block, ny, loc(7))).result, nz, loc(7))
     ).result
     column = e(ops.IndexAdvance(e(ops.BlockIndex1D(loc(7))).result, block_threads, loc(7))).result
+    start = e(ops.BlockIndex1D(loc(7))).result
+    e(ops.BlockStep(start, e(ops.IndexToInt(column, loc(7))).result, block_threads, loc(7)))
+    local = e(ops.LocalAlloc(dtypes.f32, (2, 3), loc(7))).result
+    zero = e(ops.Constant(0, dtypes.i64, loc(7))).result
+    e(ops.Store(local, [zero, zero], e(ops.Load(local, [zero, zero], loc(7))).result, loc(7)))
     e(ops.ThreadIndexAxis(e(ops.BlockRowIndex(column, loc(7))).result, 0, loc(7)))
     consts = [
         e(ops.Constant(v, dt, loc(8))).result

@@ -1,4 +1,5 @@
-"""`simt.thread.block_stride(n)`: a row per block, several columns per thread, all safe.
+"""`simt.thread.block_stride(n)` and `block_column(k)`: a row per block, several columns per
+thread, all safe; `simt.local.array`: a thread's own array (registers when indexed by constants).
 
 The simulator against NumPy (every element written once, for 1-D, 2-D and 3-D blocks and
 grids, rows shorter and longer than the block), the launch errors, the IR (the BlockIndex
@@ -83,6 +84,48 @@ def softmax(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
         out[i] = math.exp(x[i] - m) / s
 
 
+PER = 4
+
+
+@simt.kernel(block=64)
+def rms_norm_registers(
+    x: simt.Slice[fl.f32, 2], w: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32, 2]
+):
+    """Each thread keeps its PER columns in a local array: x is read once."""
+    v = simt.local.array(PER, fl.f32)
+    q = fl.f32(0.0)
+    for k in range(PER):
+        i = simt.thread.block_column(k)
+        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+        q += v[k] * v[k]
+    r = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(x.shape[1]))
+    for k in range(PER):
+        i = simt.thread.block_column(k)
+        if i.col < out.shape[1]:
+            out[i] = v[k] * r * w[i.col]
+
+
+@simt.kernel
+def column_of(k: int, out: simt.DisjointSlice[fl.i64, 2]):
+    i = simt.thread.block_column(k)
+    out[i] = i.col
+
+
+@simt.kernel
+def local_2d(n: int, out: simt.DisjointSlice[fl.i64]):
+    """A 2-D local array filled and summed; `n` past its extent fails its bounds check."""
+    t = simt.thread.index_1d()
+    a = simt.local.array((2, 3), fl.i64)
+    for r in range(2):
+        for c in range(3):
+            a[r, c] = int(t) * 10 + r * 3 + c
+    s = 0
+    for j in range(n):
+        s += a[1, j]
+    if t < len(out):
+        out[t] = s
+
+
 # ------------------------------------------------------------------------ simulator
 
 
@@ -118,6 +161,36 @@ def test_rows_kernels_match_numpy() -> None:
     softmax[6, 256](x, out)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_registers_kernel_matches_numpy_and_keeps_its_array_out_of_memory() -> None:
+    x = RNG.standard_normal((5, 230)).astype(np.float32)  # 230 < 4 * 64: the last step partial
+    w = RNG.standard_normal(230).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    rms_norm_registers[5, 64](x, w, out)
+    ref = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True)) * w
+    np.testing.assert_allclose(out, ref, rtol=2e-5, atol=2e-6)
+    ptx = compile_ptx(_llvm(rms_norm_registers), "sm_90")
+    assert ".local" not in ptx  # every index is a constant once LLVM unrolls `range(PER)`
+
+
+def test_block_column_is_step_k_and_a_bad_step_fails_checked() -> None:
+    out = np.full((2, 96), -1, np.int64)
+    column_of[2, 32](1, out)
+    np.testing.assert_array_equal(out[:, 32:64], np.broadcast_to(np.arange(32, 64), (2, 32)))
+    assert (out[:, :32] == -1).all() and (out[:, 64:] == -1).all()
+    for k in (3, -1):  # past the row, and negative (as a huge unsigned step)
+        with pytest.raises(KernelIndexError, match="the len is 96"):
+            column_of[2, 32](k, out)
+
+
+def test_local_arrays_are_per_thread_and_bounds_checked() -> None:
+    out = np.zeros(40, np.int64)
+    local_2d[2, 32](3, out)
+    t = np.arange(40)
+    np.testing.assert_array_equal(out, 3 * (t * 10) + 3 + 4 + 5)
+    with pytest.raises(KernelIndexError, match="the len is 3 but the index is 3"):
+        local_2d[2, 32](4, out)
 
 
 def test_a_grid_with_more_blocks_than_rows_fails_checked() -> None:
@@ -196,7 +269,9 @@ def test_a_fixed_block_makes_the_stride_a_constant() -> None:
 
 
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
-@pytest.mark.parametrize("kernel", [owners, coordinates, rms_norm, softmax])
+@pytest.mark.parametrize(
+    "kernel", [owners, coordinates, rms_norm, softmax, rms_norm_registers, column_of, local_2d]
+)
 def test_kernels_assemble(kernel: simt.Kernel) -> None:
     text = _llvm(kernel)
     for arch in ARCHS:

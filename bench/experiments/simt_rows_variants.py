@@ -1,7 +1,8 @@
 """Where the SIMT row kernels lose time: rms_norm and softmax on a (65536 x 1024) f32 matrix, as
 fearless SIMT kernels with `simt.thread.block_stride` at several block sizes, and as CUDA C++
 variants of one algorithm (the twin: a pass per statistic, re-reading x) against register-
-resident rows (each thread keeps its columns in registers: one read of x) and float4 loads.
+resident rows (each thread keeps its columns in registers: one read of x) and float4 loads,
+and the same register-resident rows in fearless (`simt.local.array` + `block_column`).
 `python3 bench/experiments/simt_rows_variants.py` on the GPU machine; GB/s counts one read and
 one write of the matrix."""
 
@@ -53,6 +54,49 @@ def make_softmax(threads: int) -> simt.Kernel:
             out[i] = math.exp(x[i] - m) / s
 
     return softmax
+
+
+def make_rms_registers(threads: int, per: int) -> simt.Kernel:
+    """A thread's `per` columns in a local array (registers): x is read once."""
+
+    @simt.kernel(block=threads)
+    def rms_regs(x: In2, w: In, eps: fl.f32, out: Out2):
+        v = simt.local.array(per, fl.f32)
+        q = fl.f32(0.0)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+            q += v[k] * v[k]
+        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            if i.col < out.shape[1]:
+                out[i] = v[k] * rstd * w[i.col]
+
+    return rms_regs
+
+
+def make_softmax_registers(threads: int, per: int) -> simt.Kernel:
+    @simt.kernel(block=threads)
+    def softmax_regs(x: In2, out: Out2):
+        v = simt.local.array(per, fl.f32)
+        m = fl.f32(-math.inf)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            v[k] = x[i] if i.col < x.shape[1] else fl.f32(-math.inf)
+            m = max(m, v[k])
+        m = simt.block.reduce(m, "max")
+        s = fl.f32(0.0)
+        for k in range(per):
+            v[k] = math.exp(v[k] - m)
+            s += v[k]
+        s = simt.block.reduce(s, "sum")
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            if i.col < out.shape[1]:
+                out[i] = v[k] / s
+
+    return softmax_regs
 
 
 SOURCE = r"""
@@ -220,6 +264,20 @@ def main() -> None:
         t = ms(lambda k=k, prep=prep: k(prep, x, out))
         err = (out - ref_sm).abs().max().item()
         rows.append((f"fearless softmax block_stride {threads}", t, err))
+    for threads in (64, 128, 256):
+        per = COLS // threads
+        k = make_rms_registers(threads, per)
+        prep = k.prepare(ROWS, threads)
+        t = ms(lambda k=k, prep=prep: k(prep, x, w, np.float32(EPS), out))
+        rows.append(
+            (f"fearless rms registers {threads}x{per}", t, (out - ref_rms).abs().max().item())
+        )
+        k = make_softmax_registers(threads, per)
+        prep = k.prepare(ROWS, threads)
+        t = ms(lambda k=k, prep=prep: k(prep, x, out))
+        rows.append(
+            (f"fearless softmax registers {threads}x{per}", t, (out - ref_sm).abs().max().item())
+        )
     base = [ptr(x), ptr(w), i64(COLS), np.float32(EPS), ptr(out)]
     for threads in (128, 256, 512, 1024):
         t = cuda("rms_twin", threads, base)

@@ -48,3 +48,17 @@ def test_more_blocks_than_rows_is_a_checked_error() -> None:
     with pytest.raises(KernelIndexError, match=r"the len is 3 but the index is 3"):
         B.coordinates[4, 32](out)
         fl.synchronize()
+
+
+def test_local_arrays_and_block_columns_agree_with_the_simulator() -> None:
+    x = RNG.standard_normal((30, 250)).astype(np.float32)
+    w = RNG.standard_normal(250).astype(np.float32)
+    sim, dev = both(B.rms_norm_registers, 30, 64, x, w, np.full_like(x, np.nan), out=2)
+    np.testing.assert_allclose(dev, sim, rtol=1e-5, atol=1e-6)
+    sim, dev = both(B.column_of, 2, 32, 1, np.full((2, 96), -1, np.int64), out=1)
+    np.testing.assert_array_equal(dev, sim)
+    sim, dev = both(B.local_2d, 3, 32, 3, np.zeros(90, np.int64), out=1)
+    np.testing.assert_array_equal(dev, sim)
+    with pytest.raises(KernelIndexError, match="the len is 3 but the index is 3"):
+        B.local_2d[3, 32](4, fl.asarray(np.zeros(90, np.int64)))
+        fl.synchronize()

@@ -121,6 +121,7 @@ _NOT_COARSENABLE = (
     ops.BlockIndex2D,
     ops.BlockRowIndex,
     ops.SharedAlloc,
+    ops.LocalAlloc,
     *ops.COLLECTIVES,
 )
 
@@ -561,10 +562,12 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.AtomicRMW: llvm_atomics.lower_rmw,
     ops.AtomicCAS: llvm_atomics.lower_cas,
     ops.SharedAlloc: llvm_shared.lower_shared_alloc,
+    ops.LocalAlloc: llvm_shared.lower_local_alloc,
     ops.Barrier: llvm_shared.lower_barrier,
     ops.BlockIndex1D: llvm_shared.lower_block_index,
     ops.BlockIndex2D: llvm_shared.lower_block_index_2d,
     ops.BlockRowIndex: llvm_shared.lower_block_row,
+    ops.BlockStep: llvm_shared.lower_block_step,
     ops.WarpShuffle: llvm_collectives.lower_shuffle,
     ops.WarpVote: llvm_collectives.lower_vote,
     ops.WarpReduce: llvm_collectives.lower_warp_reduce,

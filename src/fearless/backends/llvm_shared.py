@@ -32,7 +32,8 @@ VOID = ir.VoidType()
 
 @dataclass(frozen=True)
 class SharedArray:
-    """A lowered shared array, shaped as `llvm_lower._Array` (pointer, extents, read-only)."""
+    """A lowered shared (or local) array, shaped as `llvm_lower._Array` (pointer, extents,
+    read-only)."""
 
     ptr: ir.Value
     extents: tuple[ir.Value, ...]
@@ -55,6 +56,33 @@ def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
     # The address of element 0: loads and stores GEP from it by element, as from a parameter.
     zero = ir.Constant(I64, 0)
     lw.arrays[op.result] = SharedArray(g.gep([zero, zero]), extents)
+
+
+def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
+    """t + umin(k, 2^31) * n: a negative or huge k gives a column past any array."""
+    b = lw.builder
+    t, k, n = (lw._v(v) for v in op.operands)
+    limit = ir.Constant(I64, 1 << 31)
+    k = b.select(b.icmp_unsigned("<", k, limit), k, limit)
+    flags = ("nuw", "nsw")
+    lw._set(op.result, b.add(t, b.mul(k, n, flags=flags), name="column", flags=flags))
+
+
+def lower_local_alloc(lw: Any, op: ops.LocalAlloc) -> None:
+    """An `alloca` in the entry block: SROA keeps it in registers when every index is a
+    constant (after LLVM unrolls the loops over it), else it lives in local memory."""
+    t = op.result.type
+    assert isinstance(t, ArrayType) and t.local is not None
+    count = 1
+    for d in t.local:
+        count *= d
+    b = lw.builder
+    with b.goto_entry_block():
+        slot = b.alloca(ir.ArrayType(memory_type(t.dtype), count), name="local")
+    slot.align = 16
+    extents = tuple(ir.Constant(I64, d) for d in t.local)
+    zero = ir.Constant(I64, 0)
+    lw.arrays[op.result] = SharedArray(b.gep(slot, [zero, zero]), extents)
 
 
 def lower_barrier(lw: Any, op: ops.Barrier) -> None:

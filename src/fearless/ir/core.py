@@ -50,17 +50,27 @@ class ArrayType(Type):
     # A block's shared-memory array (`simt.shared.array`): its static shape; None for the
     # parameters, which live in global memory.
     shared: tuple[int, ...] | None = None
+    # A thread's own array (`simt.local.array`): its static shape; read and written by that
+    # thread alone, at any index (bounds-checked).
+    local: tuple[int, ...] | None = None
+
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The shape of a shared or local array, fixed when the kernel compiles."""
+        return self.shared if self.shared is not None else self.local
 
     @property
     def kind(self) -> str:
-        """The annotation's name: `Slice`, `DisjointSlice`, `AtomicSlice` or `Shared`."""
+        """The annotation's name: `Slice`, `DisjointSlice`, `AtomicSlice`, `Shared` or `Local`."""
         if self.shared is not None:
             return "Shared"
+        if self.local is not None:
+            return "Local"
         return "AtomicSlice" if self.atomic else "DisjointSlice" if self.disjoint else "Slice"
 
     def __str__(self) -> str:
-        if self.shared is not None:
-            return f"Shared[{self.dtype.name}, {', '.join(map(str, self.shared))}]"
+        if self.static_shape is not None:
+            return f"{self.kind}[{self.dtype.name}, {', '.join(map(str, self.static_shape))}]"
         rank = f", {self.ndim}" if self.ndim != 1 else ""
         return f"{self.kind}[{self.dtype.name}{rank}]"
 

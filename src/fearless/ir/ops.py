@@ -52,6 +52,12 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       thread and records the site in the device error record when not
                       0 <= index < length; grouped checks pass only if all pairs pass, and
                       report the first failing pair
+  index.block_step    (BlockIndex %t, i64 %k, i64 %n) -> BlockIndex %t + min(%k as u64, 2^31) * %n:
+                      the k-th column of `simt.thread.block_column`; %t is `block_index_1d`
+                      and %n the block's thread count (both verified), so two threads never
+                      meet (t < n), and a negative or huge k lands past any array (checked)
+  local.alloc         a thread's own array of a static shape (`Local[f32, 4]`), its elements
+                      undefined until written; loads and stores index it as a parameter array
   shared.alloc        a block's shared-memory array of a static shape (`Shared[f32, 256]`):
                       one per thread block, its elements undefined until written; loads and
                       stores index it as a parameter array (its `len` is the static extent)
@@ -111,6 +117,8 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     BlockReduce,
     BlockRowIndex,
     BlockScan,
+    BlockStep,
+    LocalAlloc,
     SharedAlloc,
     WarpReduce,
     WarpShuffle,

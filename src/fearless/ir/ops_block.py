@@ -44,6 +44,25 @@ class BlockRowIndex(Op):
         super().__init__([column], [THREAD_INDEX_2D], loc)
 
 
+class BlockStep(Op):
+    """`simt.thread.block_column(k)`'s column: the BlockIndex t + k * T (t the thread's position
+    in its block, T the block's thread count, k taken as unsigned and at most 2^31)."""
+
+    opname = "index.block_step"
+
+    def __init__(self, start: Value, step: Value, threads: Value, loc: Location) -> None:
+        super().__init__([start, step, threads], [BLOCK_INDEX], loc)
+
+
+class LocalAlloc(Op):
+    """`simt.local.array(shape, dtype)`: the result's `ArrayType.local` is the shape."""
+
+    opname = "local.alloc"
+
+    def __init__(self, dtype: DType, shape: tuple[int, ...], loc: Location) -> None:
+        super().__init__([], [ArrayType(dtype, False, len(shape), local=tuple(shape))], loc)
+
+
 class SharedAlloc(Op):
     """`simt.shared.array(shape, dtype)`: the result's `ArrayType.shared` is the shape."""
 

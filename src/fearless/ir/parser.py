@@ -276,6 +276,7 @@ _spec("index.axis", 1, 1, "axis", _make_axis)
 _spec("thread.block_index_1d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex1D(loc))
 _spec("thread.block_index_2d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex2D(loc))
 _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
+_spec("local.alloc", 0, 1, "", lambda s, o, a, loc: _make_local(s, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
 _kinded("warp.shfl", 2, "mode", ops.WarpShuffle, ops.SHUFFLE_MODES)
 _kinded("warp.vote", 1, "kind", ops.WarpVote, ops.VOTE_KINDS)
@@ -300,6 +301,7 @@ _spec(
 _spec("index.int", 1, 1, "", lambda s, o, a, loc: ops.IndexToInt(o[0], loc))
 _spec("index.advance", 2, 1, "", lambda s, o, a, loc: ops.IndexAdvance(o[0], o[1], loc))
 _spec("index.block_row", 1, 1, "", lambda s, o, a, loc: ops.BlockRowIndex(o[0], loc))
+_spec("index.block_step", 3, 1, "", lambda s, o, a, loc: ops.BlockStep(o[0], o[1], o[2], loc))
 _spec("len", 1, 1, "axis?", _make_len)
 _spec("load", None, 1, "", _make_load)
 _spec("store", None, 0, "", _make_store)
@@ -308,6 +310,17 @@ _spec("atomic.rmw", None, 1, "kind", _make_atomic_rmw)
 _spec("atomic.cas", None, 1, "", _make_atomic_cas)
 _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
 _spec("print", None, 0, "format", lambda s, o, a, loc: ops.Print(str(a["format"]), o, loc))
+
+
+def _make_local(s: OpSyntax, loc: Location) -> Op:
+    t = s.result_types[0] if s.result_types else None
+    _need(
+        s,
+        isinstance(t, ArrayType) and t.local is not None,
+        f"local.alloc gives a Local array, not {t}",
+    )
+    assert isinstance(t, ArrayType) and t.local is not None
+    return ops.LocalAlloc(t.dtype, t.local, loc)
 
 
 def _make_shared(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:

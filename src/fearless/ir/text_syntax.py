@@ -161,7 +161,7 @@ def read_type(ln: Line) -> Type:
         return BLOCK_INDEX
     if t.text == "BlockIndex2D":
         return BLOCK_INDEX_2D
-    if t.text == "Shared":
+    if t.text in ("Shared", "Local"):
         ln.expect("punct", "[")
         d = ln.expect("name", what="a dtype")
         if d.text not in _SCALARS:
@@ -171,8 +171,11 @@ def read_type(ln: Line) -> Type:
             dims.append(int(ln.expect("number", what="an extent").text))
         ln.expect("punct", "]")
         if not 1 <= len(dims) <= 2 or min(dims) < 1:
-            raise ln.error("a Shared array has 1 or 2 positive extents", d)
-        return ArrayType(_SCALARS[d.text].dtype, False, len(dims), shared=tuple(dims))
+            raise ln.error(f"a {t.text} array has 1 or 2 positive extents", d)
+        dt, shape = _SCALARS[d.text].dtype, tuple(dims)
+        if t.text == "Shared":
+            return ArrayType(dt, False, len(dims), shared=shape)
+        return ArrayType(dt, False, len(dims), local=shape)
     if t.text == "ThreadIndex2D":
         return THREAD_INDEX_2D
     if t.text in ("Slice", "DisjointSlice", "AtomicSlice"):

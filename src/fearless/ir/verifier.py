@@ -31,15 +31,18 @@ from .ops import (
     AtomicCAS,
     AtomicRMW,
     Binary,
+    BlockIndex1D,
     BlockReduce,
     BlockRowIndex,
     BlockScan,
+    BlockStep,
     BoundsCheck,
     Br,
     Compare,
     CondBr,
     IndexAdvance,
     Load,
+    LocalAlloc,
     Print,
     Select,
     SharedAlloc,
@@ -138,6 +141,9 @@ def _check_types(fn: Function, op: Op) -> None:
     elif isinstance(op, SharedAlloc):
         t = op.result.type
         ok = isinstance(t, ArrayType) and t.shared is not None and len(t.shared) == t.ndim
+    elif isinstance(op, LocalAlloc):
+        t = op.result.type
+        ok = isinstance(t, ArrayType) and t.local is not None and len(t.local) == t.ndim
     elif isinstance(op, ThreadIndexAxis):
         ok = isinstance(op.operands[0].type, ThreadIndex2DType)
     elif isinstance(op, Print):
@@ -149,6 +155,13 @@ def _check_types(fn: Function, op: Op) -> None:
         )
     elif isinstance(op, BlockRowIndex):
         ok = op.operands[0].type == BLOCK_INDEX
+    elif isinstance(op, BlockStep):
+        start, k, threads = op.operands
+        ok = (
+            isinstance(start.owner, BlockIndex1D)
+            and k.type == I64
+            and _regs_product(threads) == ["ntid.x", "ntid.y", "ntid.z"]
+        )
     elif isinstance(op, CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
     elif isinstance(op, Br):

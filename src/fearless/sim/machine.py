@@ -297,6 +297,8 @@ def thread_register(reg: str, grid: Dim3, block: Dim3, b0: int, b1: int) -> Any:
         return np.tile(t, b1 - b0)
     if reg in ("block_row", "block_col"):  # thread.block_index_2d: (t // ntid.x, t % ntid.x)
         return np.tile(t // block[0] if reg == "block_row" else t % block[0], b1 - b0)
+    if reg == "chunk_lane":  # the lane's position in the chunk: its local arrays' row
+        return np.arange((b1 - b0) * per_block, dtype=np.int64)
     if reg == "chunk_block":  # the lane's block within the chunk: its shared arrays' row
         return np.repeat(np.arange(b1 - b0, dtype=np.int64), per_block)
     if reg == "laneid":  # warps are runs of 32 threads in the block's linear order

@@ -67,6 +67,7 @@ from ..ir.core import (
     Function,
     Op,
     ScalarType,
+    ThreadIndex2DType,
     ThreadIndexType,
     Type,
     Value,
@@ -175,6 +176,8 @@ class SimKernel:
         self._params = [self._slot(p) for p in fn.params]
         self._shared_values: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
         self._chunk_block: int | None = None  # slot of each lane's block within its chunk
+        self._local_values: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
+        self._chunk_lane: int | None = None  # slot of each lane's position in its chunk
         # Each block is planned as one part per barrier it holds, plus one: the positions of a
         # block's parts follow each other, and a part after a barrier waits there (barriers.py).
         position: dict[Block, int] = {}
@@ -209,6 +212,14 @@ class SimKernel:
             self._thread_values.append((self._chunk_block, "chunk_block"))
         return False, self._chunk_block
 
+    def _chunk_lane_operand(self) -> Operand:
+        if self._chunk_lane is None:
+            self._chunk_lane = len(self._env0)
+            self._env0.append(None)
+            self._dtypes.append(np.dtype(np.int64))
+            self._thread_values.append((self._chunk_lane, "chunk_lane"))
+        return False, self._chunk_lane
+
     def _plan_block(
         self, b: Block, position: dict[Block, int], used_in: dict[Value, list[Op]]
     ) -> list[BlockPlan]:
@@ -242,6 +253,8 @@ class SimKernel:
             ins = tuple(self._operand(v) for v in op.operands)
             if isinstance(op, ops.Load | ops.Store) and _shared_shape(op.operands[0]):
                 ins = (ins[0], self._chunk_block_operand(), *ins[1:])  # a block's own copy
+            elif isinstance(op, ops.Load | ops.Store) and _local_shape(op.operands[0]):
+                ins = (ins[0], self._chunk_lane_operand(), *ins[1:])  # a thread's own copy
             if not op.results:
                 steps.append((kind, fn, ins, -1, NOWHERE, op))
                 continue
@@ -322,6 +335,8 @@ class SimKernel:
                     ck.env[s] = registers[reg]
                 for s, shape, dt in self._shared_values:  # one array per block of the chunk
                     ck.env[s] = np.zeros((b1 - b0, *shape), dt)
+                for s, shape, dt in self._local_values:  # one array per lane of the chunk
+                    ck.env[s] = np.zeros((ck.n, *shape), dt)
                 if self._has_barriers:
                     ck.returned = np.zeros(ck.n, np.bool_)
                     ck.stopped = np.zeros(b1 - b0, np.int64)
@@ -340,7 +355,7 @@ class SimKernel:
 def _storage(t: Type) -> np.dtype[Any] | None:
     if isinstance(t, ScalarType):
         return numerics.storage_dtype(t.dtype)
-    if isinstance(t, ThreadIndexType):
+    if isinstance(t, ThreadIndexType | ThreadIndex2DType):  # a pair holds 0 or its column
         return np.dtype(np.int64)
     return None
 
@@ -445,6 +460,19 @@ def _shared_shape(v: Value) -> tuple[int, ...] | None:
     return v.type.shared if isinstance(v.type, ArrayType) else None
 
 
+def _local_shape(v: Value) -> tuple[int, ...] | None:
+    return v.type.local if isinstance(v.type, ArrayType) else None
+
+
+def _plan_local(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    shape = _local_shape(op.result)
+    assert shape is not None
+    s = k._slot(op.result)
+    k._local_values.append((s, shape, numerics.storage_dtype(op.result.type.dtype)))  # type: ignore[attr-defined]
+    k._uniform.add(op.result)
+    return COMPUTE, _prefilled
+
+
 def _plan_index_2d(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     # The pair has no value of its own: its coordinates (`index.axis`) are thread registers.
     k._env0[k._slot(op.result)] = np.int64(0)
@@ -483,8 +511,9 @@ def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, Op], tuple[int,
 def _plan_len(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.ArrayLen)
     axis = op.axis
-    shape = _shared_shape(op.operands[0])
-    if shape is not None:  # the static extent (the array has a leading axis of blocks)
+    t = op.operands[0].type
+    shape = t.static_shape if isinstance(t, ArrayType) else None
+    if shape is not None:  # the static extent (the array has a leading axis of blocks or lanes)
         return COMPUTE, lambda arr: np.int64(shape[axis])
     return COMPUTE, lambda arr: np.int64(arr.shape[axis])
 
@@ -532,7 +561,13 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.BlockIndex2D: _plan_index_2d,
     ops.BlockIndex1D: _plan_register,
     ops.BlockRowIndex: _plan_simple(numerics._identity),  # holds its column (see index.axis)
+    ops.BlockStep: _plan_simple(
+        lambda t, k, n: (
+            t + np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64) * n
+        )
+    ),
     ops.SharedAlloc: _plan_shared,
+    ops.LocalAlloc: _plan_local,
     ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
     **{cls: _plan_collective for cls in ops.COLLECTIVES},
     ops.ThreadIndexAxis: _plan_register,

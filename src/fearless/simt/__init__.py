@@ -13,7 +13,7 @@ from .collectives import block, warp
 from .coords import WARP_SIZE as warpsize
 from .coords import blockDim, blockIdx, grid, gridDim, gridsize, laneid, threadIdx
 from .regions import unsafe
-from .shared import shared, syncthreads
+from .shared import local, shared, syncthreads
 from .types import AtomicSlice, DeviceFunction, DisjointSlice, Slice, atomic, thread
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "gridsize",
     "kernel",
     "laneid",
+    "local",
     "shared",
     "syncthreads",
     "thread",

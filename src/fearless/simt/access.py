@@ -221,7 +221,7 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     name = arr.name or ast.unparse(node.value)
     if arr.type.atomic and not lw.ctx.witness_off:
         raise _plain_atomic_access(name, True, loc, arr.type.dtype.name, arr.type.ndim)
-    if not (arr.type.disjoint or arr.type.atomic or arr.type.shared is not None):
+    if not (arr.type.disjoint or arr.type.atomic or arr.type.static_shape is not None):
         raise SafetyError(
             f"cannot assign to `{ast.unparse(node)}`, as `{name}` is a read-only `Slice`",
             loc,

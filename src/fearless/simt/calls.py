@@ -29,10 +29,18 @@ from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
-from .coords import grid, grid_rule, gridsize, gridsize_rule
+from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule
 from .printing import print_rule
 from .regions import unsafe
-from .shared import block_index_rule, shared, shared_array_rule, syncthreads, syncthreads_rule
+from .shared import (
+    block_index_rule,
+    local,
+    local_array_rule,
+    shared,
+    shared_array_rule,
+    syncthreads,
+    syncthreads_rule,
+)
 from .ssa import SsaLowerer
 from .types import ArrayAnnotation, DeviceFunction, atomic, thread
 
@@ -119,6 +127,9 @@ INTRINSICS.declare([atomic.cas], "simt.atomic.cas", ops=(ops.AtomicCAS,), arity=
 
 
 INTRINSICS.declare([print], "print", ops=(ops.Print, ops.IndexToInt))(print_rule)
+INTRINSICS.declare([local.array], "simt.local.array", ops=(ops.LocalAlloc,), arity=2)(
+    local_array_rule
+)
 INTRINSICS.declare([shared.array], "simt.shared.array", ops=(ops.SharedAlloc,), arity=2)(
     shared_array_rule
 )
@@ -178,6 +189,31 @@ def _stride_loop(lw: SsaLowerer, call: Call) -> Operand:
         call.loc,
         help=f"write `for i in simt.thread.{name}({stop}):`",
     )
+
+
+@INTRINSICS.declare(
+    [thread.block_column],
+    "simt.thread.block_column",
+    ops=(ops.BlockIndex1D, ops.BlockStep, ops.BlockRowIndex),
+    arity=1,
+)
+def _block_column(lw: SsaLowerer, call: Call) -> Operand:
+    """The pair (block, t + k * T): step k of `simt.thread.block_stride`, any k >= 0."""
+    em = lw.em
+    k = em.scalar(call.args[0], call.arg_loc(0), "block_column() step")
+    if (isinstance(k, Value) and not k.dtype.is_int) or (
+        isinstance(k, Weak) and type(k.value) is not int
+    ):
+        raise KernelTypeError(
+            "simt.thread.block_column() needs an integer step",
+            call.arg_loc(0),
+            help="pass the step number, e.g. `k` of `for k in range(4)`",
+        )
+    claim_index(lw, "block_column", call.loc)
+    step = em.cast(em.as_value(k, call.loc, dtypes.i64), dtypes.i64, call.loc)
+    start = em.emit(ops.BlockIndex1D(call.loc)).result
+    column = em.emit(ops.BlockStep(start, step, block_thread_count(em, call.loc), call.loc))
+    return em.emit(ops.BlockRowIndex(column.result, call.loc)).result
 
 
 @INTRINSICS.declare([len], "len", ops=(ops.ArrayLen,), arity=1)
@@ -252,8 +288,8 @@ def claim_index(lw: SsaLowerer, which: str, loc: Location) -> None:
 
     One kernel uses `index_2d()` or the others: a 1-D index in a 2-D launch is the same for
     every row, so it would not tell the threads apart (and the launch contract can ask for
-    only one shape); `block_stride`'s pairs (block, column) and `index_2d()`'s pairs could
-    name one element of one 2-D DisjointSlice from two threads.
+    only one shape); the pairs (block, column) of `block_stride` and `block_column` and the
+    pairs of `index_2d()` could name one element of one 2-D DisjointSlice from two threads.
     """
     ctx = lw.ctx
     if which == "index_2d":
@@ -265,10 +301,10 @@ def claim_index(lw: SsaLowerer, which: str, loc: Location) -> None:
             "use one kind of thread index per kernel: `index_2d()` for 2-D launches "
             "(its `t.row` and `t.col` are plain integers), `index_1d()` for 1-D ones"
         )
-        if "block_stride" in (which, other):
+        if {"block_stride", "block_column"} & {which, other}:
             help = (
                 "a kernel walks its 2-D outputs either by `simt.thread.index_2d()` or by "
-                "`simt.thread.block_stride(n)` (a row per block), not both"
+                "`simt.thread.block_stride(n)` / `block_column(k)` (a row per block), not both"
             )
         raise CompileError(
             f"`simt.thread.{which}()` cannot be used in a kernel that also uses "

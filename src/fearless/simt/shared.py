@@ -29,6 +29,8 @@ from .ssa import SsaLowerer
 # The static shared memory a kernel may declare: 48 KiB, what every GPU gives a block without
 # an opt-in (dynamic shared memory above it is not offered).
 MAX_SHARED_BYTES = 48 * 1024
+# A thread's local arrays: registers when indexed by constants, else local memory.
+MAX_LOCAL_BYTES = 4096
 SHARED_DTYPES = frozenset(("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"))
 
 
@@ -51,8 +53,9 @@ def syncthreads() -> NoReturn:
     raise RuntimeError("simt.syncthreads() can only be called inside a @simt.kernel")
 
 
-def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
-    """`simt.shared.array(shape, dtype)`: a `shared.alloc` of a constant shape."""
+def static_array(call: Call, kind: str) -> tuple[tuple[int, ...], DType, int]:
+    """(shape, dtype, bytes) of `simt.<kind>.array(shape, dtype)`: constant positive extents,
+    1 or 2 of them, and a numeric dtype (E0630 otherwise)."""
     shape_arg, dtype_arg = call.args
     items = shape_arg if isinstance(shape_arg, tuple) else (shape_arg,)
     dims: list[int] = []
@@ -60,17 +63,17 @@ def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
         v = x.value if isinstance(x, Weak) else x.obj if isinstance(x, PyObj) else None
         if type(v) is not int or v < 1:
             raise CompileError(
-                "`simt.shared.array` needs a shape of constant positive integers",
+                f"`simt.{kind}.array` needs a shape of constant positive integers",
                 call.arg_loc(0),
                 code="E0630",
                 label="not a constant shape",
-                help="shared memory is allocated when the kernel is compiled: write the shape "
-                "as literals or module constants, e.g. `simt.shared.array((256,), fl.f32)`",
+                help=f"{kind} memory is allocated when the kernel is compiled: write the shape "
+                f"as literals or module constants, e.g. `simt.{kind}.array((256,), fl.f32)`",
             )
         dims.append(v)
     if not 1 <= len(dims) <= 2:
         raise CompileError(
-            f"a shared array has 1 or 2 dimensions, not {len(dims)}",
+            f"a {kind} array has 1 or 2 dimensions, not {len(dims)}",
             call.arg_loc(0),
             code="E0630",
             help="flatten it: index `s[r * w + c]`",
@@ -79,7 +82,7 @@ def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
     if not isinstance(dt, DType) or dt.name not in SHARED_DTYPES:
         what = f"`{dt.name}`" if isinstance(dt, DType) else "not a dtype"
         raise KernelTypeError(
-            f"a shared array cannot hold elements of {what}",
+            f"a {kind} array cannot hold elements of {what}",
             call.arg_loc(1),
             code="E0630",
             help="use one of " + ", ".join(f"fl.{d}" for d in sorted(SHARED_DTYPES)),
@@ -87,6 +90,12 @@ def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
     size = dt.itemsize
     for d in dims:
         size *= d
+    return tuple(dims), dt, size
+
+
+def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.shared.array(shape, dtype)`: a `shared.alloc` of a constant shape."""
+    dims, dt, size = static_array(call, "shared")
     lw.ctx.shared_bytes += size
     if lw.ctx.shared_bytes > MAX_SHARED_BYTES:
         raise CompileError(
@@ -96,7 +105,38 @@ def shared_array_rule(lw: SsaLowerer, call: Call) -> Value:
             code="E0630",
             help="use smaller shared arrays (or fewer of them)",
         )
-    return lw.em.emit(ops.SharedAlloc(dt, tuple(dims), call.loc)).result
+    return lw.em.emit(ops.SharedAlloc(dt, dims, call.loc)).result
+
+
+class _Local:
+    """`simt.local`: arrays private to a thread, meaningful only inside kernels."""
+
+    def array(self, shape: Any, dtype: Any) -> Any:
+        """`simt.local.array((n,), fl.f32)`: one array per thread (numba's name). Indexed by
+        constants (or a `range` loop of constant bounds) it lives in registers."""
+        raise RuntimeError("simt.local.array() can only be called inside a @simt.kernel")
+
+    def __repr__(self) -> str:
+        return "simt.local"
+
+
+local = _Local()
+
+
+def local_array_rule(lw: SsaLowerer, call: Call) -> Value:
+    """`simt.local.array(shape, dtype)`: a `local.alloc`, read and written by its thread alone
+    (at any index, bounds-checked), so no rule of shared memory applies."""
+    dims, dt, size = static_array(call, "local")
+    if size > MAX_LOCAL_BYTES:
+        raise CompileError(
+            f"this local array takes {size} bytes, more than the {MAX_LOCAL_BYTES} a thread may "
+            "declare",
+            call.loc,
+            code="E0630",
+            help="keep per-thread arrays small (they are meant for registers), or stage the "
+            "data in `simt.shared.array`",
+        )
+    return lw.em.emit(ops.LocalAlloc(dt, dims, call.loc)).result
 
 
 def block_index_rule(lw: SsaLowerer, call: Call) -> Value:

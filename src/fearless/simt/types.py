@@ -101,6 +101,12 @@ class _Thread:
         thread count): `out[i]` opens a 2-D DisjointSlice, `i.row` and `i.col` are plain ints."""
         _only_in_kernels("block_stride")
 
+    def block_column(self, k: Any) -> Any:
+        """Step k of `block_stride` on its own: the 2-D index (b, t + k * T) of this thread's
+        k-th column of its block's row. With `for k in range(K)` of constant K the loop
+        unrolls, so `simt.local.array` values indexed by k stay in registers."""
+        _only_in_kernels("block_column")
+
     def __repr__(self) -> str:
         return "simt.thread"
 
