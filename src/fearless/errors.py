@@ -59,7 +59,7 @@ CODES: dict[str, str] = {
     "E0610": "AtomicSlice accessed without an atomic",
     "E0611": "atomic on an array that is not an AtomicSlice",
     "E0620": "`simt.unsafe()` misused",
-    "E0630": "invalid shared array",
+    "E0630": "invalid shared or local array",
     "E0631": "shared memory written at another thread's slot",
     "E0632": "shared memory race between barriers",
     "E0633": "barrier or collective under thread-dependent control flow",
