@@ -175,9 +175,8 @@ class SimKernel:
         self._launch_values: list[tuple[int, str]] = []  # ntid.*, nctaid.*
         self._params = [self._slot(p) for p in fn.params]
         self._shared_values: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
-        self._chunk_block: int | None = None  # slot of each lane's block within its chunk
         self._local_values: list[tuple[int, tuple[int, ...], np.dtype[Any]]] = []
-        self._chunk_lane: int | None = None  # slot of each lane's position in its chunk
+        self._chunk_slots: dict[str, int] = {}  # `_chunk_register`'s slots
         # Each block is planned as one part per barrier it holds, plus one: the positions of a
         # block's parts follow each other, and a part after a barrier waits there (barriers.py).
         position: dict[Block, int] = {}
@@ -204,21 +203,16 @@ class SimKernel:
             raise InternalError(f"@{self.fn.name}: {v!r} is used before it is defined")
         return v in self._uniform, self._slots[v]
 
-    def _chunk_block_operand(self) -> Operand:
-        if self._chunk_block is None:
-            self._chunk_block = len(self._env0)
+    def _chunk_register(self, reg: str) -> Operand:
+        """The slot of a per-lane register of the chunk ("chunk_block": the lane's block in
+        its chunk, the row of its shared arrays; "chunk_lane": its own row of local arrays)."""
+        slot = self._chunk_slots.get(reg)
+        if slot is None:
+            slot = self._chunk_slots[reg] = len(self._env0)
             self._env0.append(None)
             self._dtypes.append(np.dtype(np.int64))
-            self._thread_values.append((self._chunk_block, "chunk_block"))
-        return False, self._chunk_block
-
-    def _chunk_lane_operand(self) -> Operand:
-        if self._chunk_lane is None:
-            self._chunk_lane = len(self._env0)
-            self._env0.append(None)
-            self._dtypes.append(np.dtype(np.int64))
-            self._thread_values.append((self._chunk_lane, "chunk_lane"))
-        return False, self._chunk_lane
+            self._thread_values.append((slot, reg))
+        return False, slot
 
     def _plan_block(
         self, b: Block, position: dict[Block, int], used_in: dict[Value, list[Op]]
@@ -252,9 +246,9 @@ class SimKernel:
             kind, fn = planner(self, op)
             ins = tuple(self._operand(v) for v in op.operands)
             if isinstance(op, ops.Load | ops.Store) and _shared_shape(op.operands[0]):
-                ins = (ins[0], self._chunk_block_operand(), *ins[1:])  # a block's own copy
+                ins = (ins[0], self._chunk_register("chunk_block"), *ins[1:])  # a block's own copy
             elif isinstance(op, ops.Load | ops.Store) and _local_shape(op.operands[0]):
-                ins = (ins[0], self._chunk_lane_operand(), *ins[1:])  # a thread's own copy
+                ins = (ins[0], self._chunk_register("chunk_lane"), *ins[1:])  # a thread's own copy
             if not op.results:
                 steps.append((kind, fn, ins, -1, NOWHERE, op))
                 continue
@@ -447,11 +441,13 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, _prefilled
 
 
-def _plan_shared(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
-    shape = _shared_shape(op.result)
-    assert shape is not None
-    s = k._slot(op.result)
-    k._shared_values.append((s, shape, numerics.storage_dtype(op.result.type.dtype)))  # type: ignore[attr-defined]
+def _plan_static_array(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+    """`shared.alloc` / `local.alloc`: an array per block / per lane of each chunk, made by
+    `SimKernel.run` (they have a leading axis of blocks / lanes)."""
+    t = op.result.type
+    assert isinstance(t, ArrayType) and t.static_shape is not None
+    arrays = k._shared_values if t.shared is not None else k._local_values
+    arrays.append((k._slot(op.result), t.static_shape, numerics.storage_dtype(t.dtype)))
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
@@ -462,15 +458,6 @@ def _shared_shape(v: Value) -> tuple[int, ...] | None:
 
 def _local_shape(v: Value) -> tuple[int, ...] | None:
     return v.type.local if isinstance(v.type, ArrayType) else None
-
-
-def _plan_local(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
-    shape = _local_shape(op.result)
-    assert shape is not None
-    s = k._slot(op.result)
-    k._local_values.append((s, shape, numerics.storage_dtype(op.result.type.dtype)))  # type: ignore[attr-defined]
-    k._uniform.add(op.result)
-    return COMPUTE, _prefilled
 
 
 def _plan_index_2d(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
@@ -566,8 +553,8 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
             t + np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64) * n
         )
     ),
-    ops.SharedAlloc: _plan_shared,
-    ops.LocalAlloc: _plan_local,
+    ops.SharedAlloc: _plan_static_array,
+    ops.LocalAlloc: _plan_static_array,
     ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
     **{cls: _plan_collective for cls in ops.COLLECTIVES},
     ops.ThreadIndexAxis: _plan_register,
