@@ -232,16 +232,16 @@ def test_simt_row_kernels_run_a_block_per_row(rows: int, cols: int) -> None:
     rng = np.random.default_rng(cols)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     w, b = (rng.standard_normal(cols).astype(np.float32) for _ in range(2))
-    for name, kernel in (
-        ("softmax", K.softmax),
-        ("rms_norm", K.rms_norm),
-        ("layer_norm", K.layer_norm),
-    ):
+    for name in family_rows.CASES:
         inputs, scalars = family_rows.operands(name, x, w, b)
-        y = np.full((rows, cols), np.nan, np.float32)
-        kernel[rows, K.ROW_THREADS](*inputs, *scalars, y)
         ref = family_rows.numpy_reference(name, x, w, b)
-        assert rel_err_numpy(y, ref) < 1e-5, name
+        chosen, threads = K.row_kernel(name, cols)
+        long = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}[name]
+        for kernel, block in ((chosen, threads), (long, K.ROW_THREADS)):  # both forms
+            y = np.full((rows, cols), np.nan, np.float32)
+            kernel[rows, block](*inputs, *scalars, y)
+            assert rel_err_numpy(y, ref) < 1e-5, (name, kernel.name)
+    assert K.row_kernel("softmax", K.ROW_REG_COLS + 1)[0] is K.softmax
 
 
 def test_simt_bench_kernels_are_safe() -> None:

@@ -1,9 +1,10 @@
 """Row-wise cases on a float32 (rows x cols) matrix: softmax, rms_norm, layer_norm.
 
 Bytes counted: the matrix read once and written once, plus the weight (and bias) vectors.
-fearless SIMT runs each as one safe kernel launched `[rows, ROW_THREADS]` (`kernels_simt.py`):
-one block per row, its threads striding the row's columns (`simt.thread.block_stride`), the
-row's statistics through `simt.block.reduce`. The CUDA C++ twin runs the same algorithm (warp
+fearless SIMT runs each as one safe kernel (`kernels_simt.py`), one block per row, the row's
+statistics through `simt.block.reduce`: rows of at most `ROW_REG_COLS` (1024) columns held in
+registers (`simt.local.array`, `simt.thread.block_column`: x read once), longer ones walked by
+`simt.thread.block_stride` (x read twice). The CUDA C++ twin runs the register algorithm (warp
 shuffles and a shared buffer). Triton, cuTile Python and the Tile
 example keep a whole row in one block; TileGym (when installed) and torch eager run their own
 kernels.
@@ -19,14 +20,14 @@ import numpy as np
 from . import dry, tile_track
 from .harness import Builder, Ctx, DeviceCase, Impls, Prepared, device_impls, run_device_case
 from .kernels_cuda import f32, i64, ptr
-from .model import Record
+from .model import Record, Skip
 from .peers import Peers
 
 FAMILY = "rows"
 CASES = ("softmax", "rms_norm", "layer_norm")
 EPS = 1e-5
 TILE_KERNELS = {"softmax": "softmax_f32", "rms_norm": "rms_norm", "layer_norm": "layer_norm"}
-SIMT_NOTE = "a block per row, block_stride, block.reduce"
+SIMT_NOTE = "a block per row, block.reduce"
 
 
 def shape(quick: bool) -> tuple[int, int]:
@@ -92,14 +93,17 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
 
         ctx.peers.fearless_gpu()
         y = new()
-        kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}[name]
-        prep = kernel.prepare(rows, K.ROW_THREADS)
+        kernel, threads = K.row_kernel(name, cols)
+        prep = kernel.prepare(rows, threads)
         args = (*inputs, *scalars, y)
-        return Prepared(lambda: kernel(prep, *args), y, note=SIMT_NOTE)
+        note = "registers" if threads == K.ROW_REG_THREADS else "block_stride"
+        return Prepared(lambda: kernel(prep, *args), y, note=f"{SIMT_NOTE}, {note}")
 
     def cuda_cpp() -> Prepared:
-        from .kernels_simt import ROW_THREADS
+        from .kernels_simt import ROW_REG_COLS, ROW_REG_THREADS
 
+        if cols > ROW_REG_COLS:
+            raise Skip(f"the CUDA C++ twins hold rows of at most {ROW_REG_COLS} in registers")
         m = ctx.peers.cuda_cpp()
         y = new()
         px, py, c = ptr(x), ptr(y), i64(cols)
@@ -108,7 +112,8 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
             "rms_norm": [px, ptr(w), c, f32(EPS), py],
             "layer_norm": [px, ptr(w), ptr(b), c, f32(EPS), py],
         }[name]
-        return Prepared(m.launcher(name, n, args, grid=rows, block=ROW_THREADS), y, note=SIMT_NOTE)
+        launch = m.launcher(name, n, args, grid=rows, block=ROW_REG_THREADS)
+        return Prepared(launch, y, note=f"{SIMT_NOTE}, registers")
 
     def tile() -> Prepared:
         import fearless as fl
@@ -192,11 +197,11 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         ref = numpy_reference(name, x, w, b)
 
         def simt(name: str = name, ref: np.ndarray = ref) -> float:
-            kernel = {"softmax": K.softmax, "rms_norm": K.rms_norm, "layer_norm": K.layer_norm}
-            dry.compile_simt(peers.arch, kernel[name])
+            kernel, threads = K.row_kernel(name, cols)
+            dry.compile_simt(peers.arch, kernel)
             y = np.full((rows, cols), np.nan, np.float32)
             inputs, scalars = operands(name, x, w, b)
-            kernel[name][rows, K.ROW_THREADS](*inputs, *scalars, y)  # a block per row
+            kernel[rows, threads](*inputs, *scalars, y)  # a block per row
             return rel_err_numpy(y, ref)
 
         def tile(name: str = name, ref: np.ndarray = ref) -> float:

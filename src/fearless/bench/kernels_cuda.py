@@ -46,7 +46,7 @@ extern "C" __global__ void saxpy(float alpha, const float* __restrict__ x,
 // Block reductions as fearless lowers `simt.block.reduce`: a shfl.down tree per warp, lane 0
 // stores its warp's total, barrier, warp 0 reduces the totals with the same tree and stores the
 // result at slot 32, barrier, every thread loads it, barrier (the buffer is free again). Blocks
-// here are 1-D, whole warps (the row kernels' blocks are 64, block_sum's 256).
+// here are 1-D, whole warps (the row kernels' blocks are 128, block_sum's 256).
 #define FULL 0xffffffffu
 struct SumOp {
     static __device__ __forceinline__ float id() { return -0.0f; }
@@ -112,23 +112,25 @@ extern "C" __global__ void transpose(const float* __restrict__ x, long long rows
     if (orow < cols && ocol < rows) out[orow * rows + ocol] = s[tx][ty];
 }
 
-// The row kernels: one block per row (blockIdx.x), each thread striding the row's columns by
-// blockDim.x; one pass for the statistics, the shares combined by block_reduce, a second writes.
-#define ROW_LOOP(c) for (long long c = threadIdx.x; c < cols; c += blockDim.x)
+// The row kernels: one block per row (blockIdx.x), each thread holding its ROW_PER columns
+// c = threadIdx.x + k * blockDim.x in registers (x read once), the statistics combined by
+// block_reduce; columns past the row's end (cols <= ROW_PER * blockDim.x) take the identity.
+#define ROW_PER 8
+#define ROW_COLS(k, c) \
+    _Pragma("unroll") for (int k = 0; k < ROW_PER; k++) \
+        if (long long c = threadIdx.x + (long long)k * blockDim.x; true)
 extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ out,
                                    long long cols) {
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float m = __int_as_float(0xff800000), s = 0.0f;
-    ROW_LOOP(c) {
-        float v = xr[c], mn = fmaxf(m, v);
-        s = s * expf(m - mn) + expf(v - mn);
-        m = mn;
-    }
-    float row_max = block_reduce<MaxOp>(m, b0);
-    float total = block_reduce<SumOp>(s * expf(m - row_max), b1);
-    ROW_LOOP(c) yr[c] = expf(xr[c] - row_max) / total;
+    float v[ROW_PER], m = __int_as_float(0xff800000), s = 0.0f;
+    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : __int_as_float(0xff800000); m = fmaxf(m, v[k]); }
+    m = block_reduce<MaxOp>(m, b0);
+#pragma unroll
+    for (int k = 0; k < ROW_PER; k++) { v[k] = expf(v[k] - m); s += v[k]; }
+    s = block_reduce<SumOp>(s, b1);
+    ROW_COLS(k, c) if (c < cols) yr[c] = v[k] / s;
 }
 
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
@@ -136,10 +138,10 @@ extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __
     __shared__ float b0[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float q = 0.0f;
-    ROW_LOOP(c) q += xr[c] * xr[c];
+    float v[ROW_PER], q = 0.0f;
+    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : 0.0f; q += v[k] * v[k]; }
     float rstd = rsqrtf(block_reduce<SumOp>(q, b0) / (float)cols + eps);
-    ROW_LOOP(c) yr[c] = xr[c] * rstd * w[c];
+    ROW_COLS(k, c) if (c < cols) yr[c] = v[k] * rstd * w[c];
 }
 
 extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* __restrict__ w,
@@ -148,13 +150,12 @@ extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* 
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float k = xr[0], s = 0.0f, q = 0.0f;
-    ROW_LOOP(c) { float d = xr[c] - k; s += d; q += d * d; }
-    float mean_d = block_reduce<SumOp>(s, b0) / (float)cols;
-    float var = block_reduce<SumOp>(q, b1) / (float)cols - mean_d * mean_d;
-    float rstd = rsqrtf(fmaxf(var, 0.0f) + eps);
-    float mean = k + mean_d;
-    ROW_LOOP(c) yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
+    float v[ROW_PER], s = 0.0f, q = 0.0f;
+    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : 0.0f; s += v[k]; }
+    float mean = block_reduce<SumOp>(s, b0) / (float)cols;
+    ROW_COLS(k, c) { float d = c < cols ? v[k] - mean : 0.0f; q += d * d; }
+    float rstd = rsqrtf(block_reduce<SumOp>(q, b1) / (float)cols + eps);
+    ROW_COLS(k, c) if (c < cols) yr[c] = (v[k] - mean) * rstd * w[c] + b[c];
 }
 
 // Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.

@@ -43,6 +43,12 @@ Out = simt.DisjointSlice[fl.f32]
 # Measured on the H200 at 65536 x 1024 f32 (bench/experiments/simt_rows_variants.py): rms_norm
 # 3134 / 2831 / 2331 GB/s and softmax 2481 / 2142 / 1571 GB/s with 64 / 128 / 256 threads.
 ROW_THREADS = 64
+# The register-resident row kernels: ROW_REG_THREADS threads, ROW_REG_PER columns each in a
+# `simt.local.array` (registers: LLVM unrolls the `range(ROW_REG_PER)` loops), so rows of at
+# most ROW_REG_COLS columns are read once.
+ROW_REG_THREADS = 128
+ROW_REG_PER = 8
+ROW_REG_COLS = ROW_REG_THREADS * ROW_REG_PER
 # Threads per block of `block_sum`, and its grid: SUM_BLOCKS blocks, each adding a strided share.
 # Many blocks (12 or more waves on an H100/H200) keep the last wave's idle SMs a small fraction;
 # each block costs one block reduction and one atomic (2^28 elements: 128 per thread).
@@ -108,9 +114,8 @@ def transpose(x: In2, out: Out2):
 # sum of squares), `simt.block.reduce` combines the shares (outside the loops: every thread
 # reaches it), and the second pass writes each column, reading x again (mostly from L1: a row
 # is 4 KB at 1024 columns).
-# Keeping a thread's columns in registers instead (one read of x) measured 3752 GB/s for the
-# CUDA C++ rms_norm: that needs per-thread arrays, which SIMT does not have yet.
 # The block is fixed, so the stride is a constant and ptxas unrolls the first pass's loads.
+# These take rows of any length; rows of at most ROW_REG_COLS run the `*_registers` kernels below.
 
 
 @simt.kernel(block=ROW_THREADS)
@@ -160,6 +165,81 @@ def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     mean = k + mean_d
     for i in simt.thread.block_stride(out.shape[1]):
         out[i] = (x[i] - mean) * rstd * w[i.col] + b[i.col]
+
+
+# The row kernels again, each thread holding its ROW_REG_PER columns (c = t + k * T, step k of
+# `block_stride`, `simt.thread.block_column(k)`) in a local array between the statistics and
+# the write: x is read once. Columns past the row's end are skipped (the identity stands in).
+
+
+@simt.kernel(block=ROW_REG_THREADS)
+def softmax_registers(x: In2, out: Out2):
+    v = simt.local.array(ROW_REG_PER, fl.f32)
+    m = fl.f32(-math.inf)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        v[k] = x[i] if i.col < x.shape[1] else fl.f32(-math.inf)
+        m = max(m, v[k])
+    m = simt.block.reduce(m, "max")
+    s = fl.f32(0.0)
+    for k in range(ROW_REG_PER):
+        v[k] = math.exp(v[k] - m)  # 0 past the row's end
+        s += v[k]
+    s = simt.block.reduce(s, "sum")
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        if i.col < out.shape[1]:
+            out[i] = v[k] / s
+
+
+@simt.kernel(block=ROW_REG_THREADS)
+def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
+    v = simt.local.array(ROW_REG_PER, fl.f32)
+    q = fl.f32(0.0)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+        q += v[k] * v[k]
+    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        if i.col < out.shape[1]:
+            out[i] = v[k] * rstd * w[i.col]
+
+
+@simt.kernel(block=ROW_REG_THREADS)
+def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
+    """The mean, then the variance of the registers' x - mean: two reductions, one read."""
+    cols = fl.f32(len(w))
+    v = simt.local.array(ROW_REG_PER, fl.f32)
+    s = fl.f32(0.0)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+        s += v[k]
+    mean = simt.block.reduce(s, "sum") / cols
+    q = fl.f32(0.0)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        d = v[k] - mean if i.col < x.shape[1] else fl.f32(0.0)
+        q += d * d
+    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
+    for k in range(ROW_REG_PER):
+        i = simt.thread.block_column(k)
+        if i.col < out.shape[1]:
+            out[i] = (v[k] - mean) * rstd * w[i.col] + b[i.col]
+
+
+def row_kernel(name: str, cols: int) -> tuple[simt.Kernel, int]:
+    """The SIMT kernel of row case `name` for rows of `cols` columns, and its block size."""
+    if cols <= ROW_REG_COLS:
+        kernels = {
+            "softmax": softmax_registers,
+            "rms_norm": rms_norm_registers,
+            "layer_norm": layer_norm_registers,
+        }
+        return kernels[name], ROW_REG_THREADS
+    return {"softmax": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm}[name], ROW_THREADS
 
 
 def make_gemm(dt: DType) -> simt.Kernel:
