@@ -170,15 +170,20 @@ def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
 # The row kernels again, each thread holding its ROW_REG_PER columns (c = t + k * T, step k of
 # `block_stride`, `simt.thread.block_column(k)`) in a local array between the statistics and
 # the write: x is read once. Columns past the row's end are skipped (the identity stands in).
+# The loads read column min(c, last) and then choose, rather than `x[i] if c <= last else 0`:
+# a load behind a branch waits for it, so the lazy form issued one load per branch (SASS), and
+# this one issues all ROW_REG_PER loads together (as the CUDA twin's predicated loads).
 
 
 @simt.kernel(block=ROW_REG_THREADS)
 def softmax_registers(x: In2, out: Out2):
     v = simt.local.array(ROW_REG_PER, fl.f32)
     m = fl.f32(-math.inf)
+    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        v[k] = x[i] if i.col < x.shape[1] else fl.f32(-math.inf)
+        e = x[i.row, min(i.col, last)]
+        v[k] = e if i.col <= last else fl.f32(-math.inf)
         m = max(m, v[k])
     m = simt.block.reduce(m, "max")
     s = fl.f32(0.0)
@@ -196,9 +201,11 @@ def softmax_registers(x: In2, out: Out2):
 def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
     v = simt.local.array(ROW_REG_PER, fl.f32)
     q = fl.f32(0.0)
+    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+        e = x[i.row, min(i.col, last)]
+        v[k] = e if i.col <= last else fl.f32(0.0)
         q += v[k] * v[k]
     rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
     for k in range(ROW_REG_PER):
@@ -213,15 +220,17 @@ def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     cols = fl.f32(len(w))
     v = simt.local.array(ROW_REG_PER, fl.f32)
     s = fl.f32(0.0)
+    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+        e = x[i.row, min(i.col, last)]
+        v[k] = e if i.col <= last else fl.f32(0.0)
         s += v[k]
     mean = simt.block.reduce(s, "sum") / cols
     q = fl.f32(0.0)
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        d = v[k] - mean if i.col < x.shape[1] else fl.f32(0.0)
+        d = v[k] - mean if i.col <= last else fl.f32(0.0)
         q += d * d
     rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
     for k in range(ROW_REG_PER):
