@@ -172,7 +172,9 @@ def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
 # the write: x is read once. Columns past the row's end are skipped (the identity stands in).
 # The loads read column min(c, last) and then choose, rather than `x[i] if c <= last else 0`:
 # a load behind a branch waits for it, so the lazy form issued one load per branch (SASS), and
-# this one issues all ROW_REG_PER loads together (as the CUDA twin's predicated loads).
+# this one issues all ROW_REG_PER loads together (as the CUDA twin's predicated loads). The
+# weights are loaded in the same loop: loaded in the write loop, each store waited for its
+# weight behind the previous store's branch.
 
 
 @simt.kernel(block=ROW_REG_THREADS)
@@ -200,18 +202,21 @@ def softmax_registers(x: In2, out: Out2):
 @simt.kernel(block=ROW_REG_THREADS)
 def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
     v = simt.local.array(ROW_REG_PER, fl.f32)
+    g = simt.local.array(ROW_REG_PER, fl.f32)  # w's columns, loaded with x's
     q = fl.f32(0.0)
     last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        e = x[i.row, min(i.col, last)]
+        c = min(i.col, last)
+        e = x[i.row, c]
+        g[k] = w[c]
         v[k] = e if i.col <= last else fl.f32(0.0)
         q += v[k] * v[k]
     rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
         if i.col < out.shape[1]:
-            out[i] = v[k] * rstd * w[i.col]
+            out[i] = v[k] * rstd * g[k]
 
 
 @simt.kernel(block=ROW_REG_THREADS)
@@ -219,11 +224,16 @@ def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     """The mean, then the variance of the registers' x - mean: two reductions, one read."""
     cols = fl.f32(len(w))
     v = simt.local.array(ROW_REG_PER, fl.f32)
+    g = simt.local.array(ROW_REG_PER, fl.f32)  # w's and b's columns, loaded with x's
+    h = simt.local.array(ROW_REG_PER, fl.f32)
     s = fl.f32(0.0)
     last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        e = x[i.row, min(i.col, last)]
+        c = min(i.col, last)
+        e = x[i.row, c]
+        g[k] = w[c]
+        h[k] = b[c]
         v[k] = e if i.col <= last else fl.f32(0.0)
         s += v[k]
     mean = simt.block.reduce(s, "sum") / cols
@@ -236,7 +246,7 @@ def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
         if i.col < out.shape[1]:
-            out[i] = (v[k] - mean) * rstd * w[i.col] + b[i.col]
+            out[i] = (v[k] - mean) * rstd * g[k] + h[k]
 
 
 def row_kernel(name: str, cols: int) -> tuple[simt.Kernel, int]:
