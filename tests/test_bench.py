@@ -244,6 +244,19 @@ def test_simt_row_kernels_run_a_block_per_row(rows: int, cols: int) -> None:
     assert K.row_kernel("softmax", K.ROW_REG_COLS + 1)[0] is K.softmax
 
 
+def test_simt_row_kernels_refuse_a_short_weight() -> None:
+    """Both forms read w at every column of the row: a shorter w is a checked error, never a
+    clamped (wrong) weight."""
+    from fearless.bench import kernels_simt as K
+    from fearless.errors import KernelIndexError
+
+    x = np.ones((2, 100), np.float32)
+    w = np.ones(90, np.float32)
+    for kernel, block in ((K.rms_norm_registers, K.ROW_REG_THREADS), (K.rms_norm, K.ROW_THREADS)):
+        with pytest.raises(KernelIndexError, match="the len is 90 but the index is 9"):
+            kernel[2, block](x, w, np.float32(1e-5), np.zeros_like(x))
+
+
 def test_simt_bench_kernels_are_safe() -> None:
     from fearless.bench import kernels_simt as K
 

@@ -177,15 +177,20 @@ def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
 # weight behind the previous store's branch.
 
 
+@simt.device
+def row_element(x, i, identity):
+    """x at the pair i, or `identity` past the row's end: column min(col, last), then a choice."""
+    last = x.shape[1] - 1
+    e = x[i.row, min(i.col, last)]
+    return e if i.col <= last else identity
+
+
 @simt.kernel(block=ROW_REG_THREADS)
 def softmax_registers(x: In2, out: Out2):
     v = simt.local.array(ROW_REG_PER, fl.f32)
     m = fl.f32(-math.inf)
-    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        e = x[i.row, min(i.col, last)]
-        v[k] = e if i.col <= last else fl.f32(-math.inf)
+        v[k] = row_element(x, simt.thread.block_column(k), fl.f32(-math.inf))
         m = max(m, v[k])
     m = simt.block.reduce(m, "max")
     s = fl.f32(0.0)
@@ -204,13 +209,10 @@ def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
     v = simt.local.array(ROW_REG_PER, fl.f32)
     g = simt.local.array(ROW_REG_PER, fl.f32)  # w's columns, loaded with x's
     q = fl.f32(0.0)
-    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        c = min(i.col, last)
-        e = x[i.row, c]
-        g[k] = w[c]
-        v[k] = e if i.col <= last else fl.f32(0.0)
+        v[k] = row_element(x, i, fl.f32(0.0))
+        g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
         q += v[k] * v[k]
     rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
     for k in range(ROW_REG_PER):
@@ -227,20 +229,17 @@ def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
     g = simt.local.array(ROW_REG_PER, fl.f32)  # w's and b's columns, loaded with x's
     h = simt.local.array(ROW_REG_PER, fl.f32)
     s = fl.f32(0.0)
-    last = x.shape[1] - 1
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        c = min(i.col, last)
-        e = x[i.row, c]
-        g[k] = w[c]
-        h[k] = b[c]
-        v[k] = e if i.col <= last else fl.f32(0.0)
+        v[k] = row_element(x, i, fl.f32(0.0))
+        g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
+        h[k] = b[min(i.col, x.shape[1] - 1)]
         s += v[k]
     mean = simt.block.reduce(s, "sum") / cols
     q = fl.f32(0.0)
     for k in range(ROW_REG_PER):
         i = simt.thread.block_column(k)
-        d = v[k] - mean if i.col <= last else fl.f32(0.0)
+        d = v[k] - mean if i.col < x.shape[1] else fl.f32(0.0)
         q += d * d
     rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
     for k in range(ROW_REG_PER):
