@@ -17,13 +17,14 @@ The handlers are registered in `llvm_lower._HANDLERS` and run on that module's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from llvmlite import ir
 
 from ..ir import ops
-from ..ir.core import ArrayType
+from ..ir.core import ArrayType, Value
 from .llvm_types import I64, memory_type
 
 SHARED_ADDRSPACE = 3
@@ -41,48 +42,40 @@ class SharedArray:
 
 
 def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
-    t = op.result.type
-    assert isinstance(t, ArrayType) and t.shared is not None
-    count = 1
-    for d in t.shared:
-        count *= d
-    elem = memory_type(t.dtype)
     name = f"__shared_{op.result.name or 'array'}_{len(lw.module.globals)}"
-    g = ir.GlobalVariable(lw.module, ir.ArrayType(elem, count), name, addrspace=SHARED_ADDRSPACE)
+    storage = _storage(op.result)
+    g = ir.GlobalVariable(lw.module, storage, name, addrspace=SHARED_ADDRSPACE)
     g.linkage = "internal"
     g.initializer = ir.Constant(g.value_type, ir.Undefined)
     g.align = 16
-    extents = tuple(ir.Constant(I64, d) for d in t.shared)
-    # The address of element 0: loads and stores GEP from it by element, as from a parameter.
     zero = ir.Constant(I64, 0)
-    lw.arrays[op.result] = SharedArray(g.gep([zero, zero]), extents)
-
-
-def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
-    """t + umin(k, 2^31) * n: a negative or huge k gives a column past any array."""
-    b = lw.builder
-    t, k, n = (lw._v(v) for v in op.operands)
-    limit = ir.Constant(I64, 1 << 31)
-    k = b.select(b.icmp_unsigned("<", k, limit), k, limit)
-    flags = ("nuw", "nsw")
-    lw._set(op.result, b.add(t, b.mul(k, n, flags=flags), name="column", flags=flags))
+    _bind(lw, op.result, g.gep([zero, zero]))
 
 
 def lower_local_alloc(lw: Any, op: ops.LocalAlloc) -> None:
     """An `alloca` in the entry block: SROA keeps it in registers when every index is a
     constant (after LLVM unrolls the loops over it), else it lives in local memory."""
-    t = op.result.type
-    assert isinstance(t, ArrayType) and t.local is not None
-    count = 1
-    for d in t.local:
-        count *= d
     b = lw.builder
     with b.goto_entry_block():
-        slot = b.alloca(ir.ArrayType(memory_type(t.dtype), count), name="local")
+        slot = b.alloca(_storage(op.result), name="local")
     slot.align = 16
-    extents = tuple(ir.Constant(I64, d) for d in t.local)
     zero = ir.Constant(I64, 0)
-    lw.arrays[op.result] = SharedArray(b.gep(slot, [zero, zero]), extents)
+    _bind(lw, op.result, b.gep(slot, [zero, zero]))
+
+
+def _storage(array: Value) -> ir.ArrayType:
+    """The flat [count x element] storage of a shared or local array (row-major)."""
+    t = array.type
+    assert isinstance(t, ArrayType) and t.static_shape is not None
+    return ir.ArrayType(memory_type(t.dtype), math.prod(t.static_shape))
+
+
+def _bind(lw: Any, array: Value, first: ir.Value) -> None:
+    """Record a shared or local array by the address of its element 0: loads and stores GEP
+    from it by element, as from a parameter, within its constant extents."""
+    t = array.type
+    assert isinstance(t, ArrayType) and t.static_shape is not None
+    lw.arrays[array] = SharedArray(first, tuple(ir.Constant(I64, d) for d in t.static_shape))
 
 
 def lower_barrier(lw: Any, op: ops.Barrier) -> None:
@@ -130,3 +123,13 @@ def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
     yz = b.add(y, b.mul(ny, z, flags=flags), flags=flags)
     row = b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
     lw.index_2d[op.result] = (row, lw._v(op.operands[0]))
+
+
+def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
+    """t + umin(k, 2^31) * n: a negative or huge k gives a column past any array."""
+    b = lw.builder
+    t, k, n = (lw._v(v) for v in op.operands)
+    limit = ir.Constant(I64, 1 << 31)
+    k = b.select(b.icmp_unsigned("<", k, limit), k, limit)
+    flags = ("nuw", "nsw")
+    lw._set(op.result, b.add(t, b.mul(k, n, flags=flags), name="column", flags=flags))
