@@ -183,12 +183,17 @@ def _unsafe(lw: SsaLowerer, call: Call) -> Operand:
 @INTRINSICS.declare([thread.grid_stride, thread.block_stride], "simt.thread.grid/block_stride")
 def _stride_loop(lw: SsaLowerer, call: Call) -> Operand:
     name = call.callee.__name__
-    stop = "len(out)" if name == "grid_stride" else "out.shape[1]"
     raise CompileError(
         f"simt.thread.{name}() can only be used as the iterable of a `for` loop",
         call.loc,
-        help=f"write `for i in simt.thread.{name}({stop}):`",
+        help=stride_loop_help(name),
     )
+
+
+def stride_loop_help(name: str) -> str:
+    """How to write the `grid_stride` / `block_stride` loop (the help of their errors)."""
+    stop = "len(out)" if name == "grid_stride" else "out.shape[1]"
+    return f"write `for i in simt.thread.{name}({stop}):`"
 
 
 @INTRINSICS.declare(

@@ -18,7 +18,7 @@ from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import ops
 from ..ir.core import BLOCK_INDEX, ThreadIndexType, Value
-from .calls import claim_index, thread_index
+from .calls import claim_index, stride_loop_help, thread_index
 from .coords import block_thread_count, thread_count
 from .emitter import value_type
 from .ssa import LoopFrame, SsaLowerer, no_witness_2d_merge
@@ -48,12 +48,11 @@ class LoopLowerer(SsaLowerer):
             return False
         name = func.obj.__name__
         if len(it.args) != 1 or it.keywords:
-            stop = "len(out)" if name == "grid_stride" else "out.shape[1]"
             raise CompileError(
                 f"simt.thread.{name}() takes one positional argument, the stop",
                 self.loc(it),
                 code="E0061",
-                help=f"write `for i in simt.thread.{name}({stop}):`",
+                help=stride_loop_help(name),
             )
         self.lower_retrying(node, lambda token: self._lower_loop_once(node, token))
         return True
