@@ -30,13 +30,6 @@ RNG = np.random.default_rng(31)
 ARCHS = ("sm_80", "sm_90")
 
 
-@pytest.fixture(autouse=True)
-def _sim() -> object:
-    fl.set_target("sim")
-    yield
-    fl.set_target(None)
-
-
 # --------------------------------------------------------------------------- kernels
 
 

@@ -28,13 +28,6 @@ RNG = np.random.default_rng(10)
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 
 
-@pytest.fixture(autouse=True)
-def _sim() -> object:
-    fl.set_target("sim")
-    yield
-    fl.set_target(None)
-
-
 # --------------------------------------------------------------------------- kernels
 
 
