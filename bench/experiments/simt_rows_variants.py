@@ -1,103 +1,22 @@
 """Where the SIMT row kernels lose time: rms_norm and softmax on a (65536 x 1024) f32 matrix, as
-fearless SIMT kernels with `simt.thread.block_stride` at several block sizes, and as CUDA C++
-variants of one algorithm (the twin: a pass per statistic, re-reading x) against register-
-resident rows (each thread keeps its columns in registers: one read of x) and float4 loads,
-and the same register-resident rows in fearless (`simt.local.array` + `block_column`).
+the bench's fearless SIMT kernels (`kernels_simt.make_row_kernels`: `block_stride`, and
+`make_register_kernels`: rows in `simt.local.array`s) at several block sizes, and as CUDA C++
+variants (a pass per statistic re-reading x, against register-resident rows and float4 loads).
 `python3 bench/experiments/simt_rows_variants.py` on the GPU machine; GB/s counts one read and
 one write of the matrix."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
 import fearless as fl
-from fearless import simt
 from fearless.bench.kernels_cuda import i64, ptr
+from fearless.bench.kernels_simt import make_register_kernels, make_row_kernels
+from fearless.bench.timing import FULL, DeviceTimer
 
 ROWS, COLS = 65536, 1024
 EPS = 1e-5
-
-In2 = simt.Slice[fl.f32, 2]
-Out2 = simt.DisjointSlice[fl.f32, 2]
-In = simt.Slice[fl.f32]
-
-
-def make_rms(threads: int) -> simt.Kernel:
-    @simt.kernel(block=threads)
-    def rms(x: In2, w: In, eps: fl.f32, out: Out2):
-        q = fl.f32(0.0)
-        for i in simt.thread.block_stride(x.shape[1]):
-            v = x[i]
-            q += v * v
-        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
-        for i in simt.thread.block_stride(x.shape[1]):
-            out[i] = x[i] * rstd * w[i.col]
-
-    return rms
-
-
-def make_softmax(threads: int) -> simt.Kernel:
-    @simt.kernel(block=threads)
-    def softmax(x: In2, out: Out2):
-        m = fl.f32(-math.inf)
-        for i in simt.thread.block_stride(x.shape[1]):
-            m = max(m, x[i])
-        m = simt.block.reduce(m, "max")
-        s = fl.f32(0.0)
-        for i in simt.thread.block_stride(x.shape[1]):
-            s += math.exp(x[i] - m)
-        s = simt.block.reduce(s, "sum")
-        for i in simt.thread.block_stride(out.shape[1]):
-            out[i] = math.exp(x[i] - m) / s
-
-    return softmax
-
-
-def make_rms_registers(threads: int, per: int) -> simt.Kernel:
-    """A thread's `per` columns in a local array (registers): x is read once."""
-
-    @simt.kernel(block=threads)
-    def rms_regs(x: In2, w: In, eps: fl.f32, out: Out2):
-        v = simt.local.array(per, fl.f32)
-        q = fl.f32(0.0)
-        for k in range(per):
-            i = simt.thread.block_column(k)
-            v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
-            q += v[k] * v[k]
-        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
-        for k in range(per):
-            i = simt.thread.block_column(k)
-            if i.col < out.shape[1]:
-                out[i] = v[k] * rstd * w[i.col]
-
-    return rms_regs
-
-
-def make_softmax_registers(threads: int, per: int) -> simt.Kernel:
-    @simt.kernel(block=threads)
-    def softmax_regs(x: In2, out: Out2):
-        v = simt.local.array(per, fl.f32)
-        m = fl.f32(-math.inf)
-        for k in range(per):
-            i = simt.thread.block_column(k)
-            v[k] = x[i] if i.col < x.shape[1] else fl.f32(-math.inf)
-            m = max(m, v[k])
-        m = simt.block.reduce(m, "max")
-        s = fl.f32(0.0)
-        for k in range(per):
-            v[k] = math.exp(v[k] - m)
-            s += v[k]
-        s = simt.block.reduce(s, "sum")
-        for k in range(per):
-            i = simt.thread.block_column(k)
-            if i.col < out.shape[1]:
-                out[i] = v[k] / s
-
-    return softmax_regs
-
 
 SOURCE = r"""
 #define FULL 0xffffffffu
@@ -208,19 +127,8 @@ extern "C" __global__ void softmax_regs4(const float* __restrict__ x, float* __r
 
 
 def ms(fn) -> float:  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(30):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+    """Median device time of `fn` in ms (the suite's timer: CUDA events, L2 flushed)."""
+    return DeviceTimer(torch, FULL).time(fn).median
 
 
 def main() -> None:
@@ -252,32 +160,21 @@ def main() -> None:
         return t
 
     rows = []
-    for threads in (64, 128, 256, 512):
-        k = make_rms(threads)
-        prep = k.prepare(ROWS, threads)
-        t = ms(lambda k=k, prep=prep: k(prep, x, w, np.float32(EPS), out))
-        err = (out - ref_rms).abs().max().item()
-        rows.append((f"fearless rms block_stride {threads}", t, err))
-    for threads in (64, 128, 256, 512):
-        k = make_softmax(threads)
-        prep = k.prepare(ROWS, threads)
-        t = ms(lambda k=k, prep=prep: k(prep, x, out))
-        err = (out - ref_sm).abs().max().item()
-        rows.append((f"fearless softmax block_stride {threads}", t, err))
-    for threads in (64, 128, 256):
-        per = COLS // threads
-        k = make_rms_registers(threads, per)
-        prep = k.prepare(ROWS, threads)
-        t = ms(lambda k=k, prep=prep: k(prep, x, w, np.float32(EPS), out))
-        rows.append(
-            (f"fearless rms registers {threads}x{per}", t, (out - ref_rms).abs().max().item())
-        )
-        k = make_softmax_registers(threads, per)
-        prep = k.prepare(ROWS, threads)
-        t = ms(lambda k=k, prep=prep: k(prep, x, out))
-        rows.append(
-            (f"fearless softmax registers {threads}x{per}", t, (out - ref_sm).abs().max().item())
-        )
+    eps = np.float32(EPS)
+    for label, kernels, threads in [
+        *((f"block_stride {t}", make_row_kernels(t), t) for t in (64, 128, 256, 512)),
+        *(
+            (f"registers {t}x{COLS // t}", make_register_kernels(t, COLS // t), t)
+            for t in (64, 128, 256)
+        ),
+    ]:
+        rms, sm = kernels["rms_norm"], kernels["softmax"]
+        prep = rms.prepare(ROWS, threads)
+        t_rms = ms(lambda rms=rms, prep=prep: rms(prep, x, w, eps, out))
+        rows.append((f"fearless rms {label}", t_rms, (out - ref_rms).abs().max().item()))
+        prep = sm.prepare(ROWS, threads)
+        t_sm = ms(lambda sm=sm, prep=prep: sm(prep, x, out))
+        rows.append((f"fearless softmax {label}", t_sm, (out - ref_sm).abs().max().item()))
     base = [ptr(x), ptr(w), i64(COLS), np.float32(EPS), ptr(out)]
     for threads in (128, 256, 512, 1024):
         t = cuda("rms_twin", threads, base)

@@ -14,7 +14,10 @@ a thread writes only its own element of a `DisjointSlice` and its own slot of a 
   row's online max and sum (softmax), sum of squares (rms_norm) or sum and sum of squares
   shifted by the row's first element (layer_norm), combines the shares with
   `simt.block.reduce`, and writes its columns in a second pass: one read of the matrix from
-  memory (the second pass mostly hits L1), one write, one launch.
+  memory (the second pass mostly hits L1), one write, one launch (`make_row_kernels`).
+  Rows of at most ROW_REG_COLS columns run `*_registers` instead: ROW_REG_THREADS threads
+  hold ROW_REG_PER columns each in `simt.local.array`s (`simt.thread.block_column`), so x is
+  read once (`make_register_kernels`; `row_kernel` picks the form).
 - transpose: 32 x 32 tiles through a shared array padded to 32 x 33 (`block_index_2d` opens
   it), one barrier; each thread reads x coalesced and writes its own `index_2d` element of out
   coalesced.
@@ -107,8 +110,8 @@ def transpose(x: In2, out: Out2):
         out[g] = s[t.col, t.row]
 
 
-# The row kernels: x and out are (rows x cols) matrices, launched `[rows, ROW_THREADS]`: one
-# block per row, each thread walking the columns t, t + ROW_THREADS, ... of its block's row with
+# The row kernels: x and out are (rows x cols) matrices, launched `[rows, threads]`: one
+# block per row, each thread walking the columns t, t + threads, ... of its block's row with
 # `simt.thread.block_stride` (its pairs (row, col) open `out`). The first pass computes the
 # thread's share of the row's statistics (online max and sum; sum of squares; shifted sum and
 # sum of squares), `simt.block.reduce` combines the shares (outside the loops: every thread
@@ -118,61 +121,64 @@ def transpose(x: In2, out: Out2):
 # These take rows of any length; rows of at most ROW_REG_COLS run the `*_registers` kernels below.
 
 
-@simt.kernel(block=ROW_THREADS)
-def softmax(x: In2, out: Out2):
-    """Online softmax: each thread keeps its columns' running max m and sum s of exp(v - m)
-    (rescaled when m grows), the block combines them, and the second pass writes."""
-    m = fl.f32(-math.inf)
-    s = fl.f32(0.0)
-    for i in simt.thread.block_stride(x.shape[1]):
-        v = x[i]
-        m_new = max(m, v)
-        s = s * math.exp(m - m_new) + math.exp(v - m_new)
-        m = m_new
-    row_max = simt.block.reduce(m, "max")
-    total = simt.block.reduce(s * math.exp(m - row_max), "sum")
-    for i in simt.thread.block_stride(out.shape[1]):
-        out[i] = math.exp(x[i] - row_max) / total
+def make_row_kernels(threads: int) -> dict[str, simt.Kernel]:
+    """softmax, rms_norm and layer_norm walking a row per block of `threads` (block_stride)."""
+
+    @simt.kernel(block=threads)
+    def softmax(x: In2, out: Out2):
+        """Online softmax: each thread keeps its columns' running max m and sum s of exp(v - m)
+        (rescaled when m grows), the block combines them, and the second pass writes."""
+        m = fl.f32(-math.inf)
+        s = fl.f32(0.0)
+        for i in simt.thread.block_stride(x.shape[1]):
+            v = x[i]
+            m_new = max(m, v)
+            s = s * math.exp(m - m_new) + math.exp(v - m_new)
+            m = m_new
+        row_max = simt.block.reduce(m, "max")
+        total = simt.block.reduce(s * math.exp(m - row_max), "sum")
+        for i in simt.thread.block_stride(out.shape[1]):
+            out[i] = math.exp(x[i] - row_max) / total
+
+    @simt.kernel(block=threads)
+    def rms_norm(x: In2, w: In, eps: fl.f32, out: Out2):
+        """w has the row's length."""
+        q = fl.f32(0.0)
+        for i in simt.thread.block_stride(x.shape[1]):
+            v = x[i]
+            q += v * v
+        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
+        for i in simt.thread.block_stride(out.shape[1]):
+            out[i] = x[i] * rstd * w[i.col]
+
+    @simt.kernel(block=threads)
+    def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
+        """One pass for the sums of d = x - k and d * d, k the row's first element (a shift that
+        keeps E[d^2] - E[d]^2 free of cancellation: k lies within the row's spread)."""
+        cols = fl.f32(len(w))
+        k = x[simt.blockIdx.x, 0]
+        s = fl.f32(0.0)
+        q = fl.f32(0.0)
+        for i in simt.thread.block_stride(x.shape[1]):
+            d = x[i] - k
+            s += d
+            q += d * d
+        mean_d = simt.block.reduce(s, "sum") / cols
+        var = simt.block.reduce(q, "sum") / cols - mean_d * mean_d
+        rstd = fl.math.rsqrt(max(var, fl.f32(0.0)) + eps)
+        mean = k + mean_d
+        for i in simt.thread.block_stride(out.shape[1]):
+            out[i] = (x[i] - mean) * rstd * w[i.col] + b[i.col]
+
+    return {"softmax": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm}
 
 
-@simt.kernel(block=ROW_THREADS)
-def rms_norm(x: In2, w: In, eps: fl.f32, out: Out2):
-    """w has the row's length."""
-    q = fl.f32(0.0)
-    for i in simt.thread.block_stride(x.shape[1]):
-        v = x[i]
-        q += v * v
-    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
-    for i in simt.thread.block_stride(out.shape[1]):
-        out[i] = x[i] * rstd * w[i.col]
-
-
-@simt.kernel(block=ROW_THREADS)
-def layer_norm(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
-    """One pass for the sums of d = x - k and d * d, k the row's first element (a shift that
-    keeps E[d^2] - E[d]^2 free of cancellation: k lies within the row's spread)."""
-    cols = fl.f32(len(w))
-    k = x[simt.blockIdx.x, 0]
-    s = fl.f32(0.0)
-    q = fl.f32(0.0)
-    for i in simt.thread.block_stride(x.shape[1]):
-        d = x[i] - k
-        s += d
-        q += d * d
-    mean_d = simt.block.reduce(s, "sum") / cols
-    var = simt.block.reduce(q, "sum") / cols - mean_d * mean_d
-    rstd = fl.math.rsqrt(max(var, fl.f32(0.0)) + eps)
-    mean = k + mean_d
-    for i in simt.thread.block_stride(out.shape[1]):
-        out[i] = (x[i] - mean) * rstd * w[i.col] + b[i.col]
-
-
-# The row kernels again, each thread holding its ROW_REG_PER columns (c = t + k * T, step k of
+# The row kernels again, each thread holding its `per` columns (c = t + k * T, step k of
 # `block_stride`, `simt.thread.block_column(k)`) in a local array between the statistics and
 # the write: x is read once. Columns past the row's end are skipped (the identity stands in).
 # The loads read column min(c, last) and then choose, rather than `x[i] if c <= last else 0`:
 # a load behind a branch waits for it, so the lazy form issued one load per branch (SASS), and
-# this one issues all ROW_REG_PER loads together (as the CUDA twin's predicated loads). The
+# this one issues all `per` loads together (as the CUDA twin's predicated loads). The
 # weights are loaded in the same loop: loaded in the write loop, each store waited for its
 # weight behind the previous store's branch.
 
@@ -185,79 +191,90 @@ def row_element(x, i, identity):
     return e if i.col <= last else identity
 
 
-@simt.kernel(block=ROW_REG_THREADS)
-def softmax_registers(x: In2, out: Out2):
-    v = simt.local.array(ROW_REG_PER, fl.f32)
-    m = fl.f32(-math.inf)
-    for k in range(ROW_REG_PER):
-        v[k] = row_element(x, simt.thread.block_column(k), fl.f32(-math.inf))
-        m = max(m, v[k])
-    m = simt.block.reduce(m, "max")
-    s = fl.f32(0.0)
-    for k in range(ROW_REG_PER):
-        v[k] = math.exp(v[k] - m)  # 0 past the row's end
-        s += v[k]
-    s = simt.block.reduce(s, "sum")
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        if i.col < out.shape[1]:
-            out[i] = v[k] / s
+def make_register_kernels(threads: int, per: int) -> dict[str, simt.Kernel]:
+    """softmax, rms_norm and layer_norm holding rows of at most `threads * per` columns in
+    registers, `per` columns a thread (keyed by the same names)."""
+
+    @simt.kernel(block=threads)
+    def softmax_registers(x: In2, out: Out2):
+        v = simt.local.array(per, fl.f32)
+        m = fl.f32(-math.inf)
+        for k in range(per):
+            v[k] = row_element(x, simt.thread.block_column(k), fl.f32(-math.inf))
+            m = max(m, v[k])
+        m = simt.block.reduce(m, "max")
+        s = fl.f32(0.0)
+        for k in range(per):
+            v[k] = math.exp(v[k] - m)  # 0 past the row's end
+            s += v[k]
+        s = simt.block.reduce(s, "sum")
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            if i.col < out.shape[1]:
+                out[i] = v[k] / s
+
+    @simt.kernel(block=threads)
+    def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
+        v = simt.local.array(per, fl.f32)
+        g = simt.local.array(per, fl.f32)  # w's columns, loaded with x's
+        q = fl.f32(0.0)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            v[k] = row_element(x, i, fl.f32(0.0))
+            g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
+            q += v[k] * v[k]
+        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            if i.col < out.shape[1]:
+                out[i] = v[k] * rstd * g[k]
+
+    @simt.kernel(block=threads)
+    def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
+        """The mean, then the variance of the registers' x - mean: two reductions, one read."""
+        cols = fl.f32(len(w))
+        v = simt.local.array(per, fl.f32)
+        g = simt.local.array(per, fl.f32)  # w's and b's columns, loaded with x's
+        h = simt.local.array(per, fl.f32)
+        s = fl.f32(0.0)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            v[k] = row_element(x, i, fl.f32(0.0))
+            g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
+            h[k] = b[min(i.col, x.shape[1] - 1)]
+            s += v[k]
+        mean = simt.block.reduce(s, "sum") / cols
+        q = fl.f32(0.0)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            d = v[k] - mean if i.col < x.shape[1] else fl.f32(0.0)
+            q += d * d
+        rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
+        for k in range(per):
+            i = simt.thread.block_column(k)
+            if i.col < out.shape[1]:
+                out[i] = (v[k] - mean) * rstd * g[k] + h[k]
+
+    return {
+        "softmax": softmax_registers,
+        "rms_norm": rms_norm_registers,
+        "layer_norm": layer_norm_registers,
+    }
 
 
-@simt.kernel(block=ROW_REG_THREADS)
-def rms_norm_registers(x: In2, w: In, eps: fl.f32, out: Out2):
-    v = simt.local.array(ROW_REG_PER, fl.f32)
-    g = simt.local.array(ROW_REG_PER, fl.f32)  # w's columns, loaded with x's
-    q = fl.f32(0.0)
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        v[k] = row_element(x, i, fl.f32(0.0))
-        g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
-        q += v[k] * v[k]
-    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        if i.col < out.shape[1]:
-            out[i] = v[k] * rstd * g[k]
-
-
-@simt.kernel(block=ROW_REG_THREADS)
-def layer_norm_registers(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
-    """The mean, then the variance of the registers' x - mean: two reductions, one read."""
-    cols = fl.f32(len(w))
-    v = simt.local.array(ROW_REG_PER, fl.f32)
-    g = simt.local.array(ROW_REG_PER, fl.f32)  # w's and b's columns, loaded with x's
-    h = simt.local.array(ROW_REG_PER, fl.f32)
-    s = fl.f32(0.0)
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        v[k] = row_element(x, i, fl.f32(0.0))
-        g[k] = w[min(i.col, x.shape[1] - 1)]  # past len(w): a checked error
-        h[k] = b[min(i.col, x.shape[1] - 1)]
-        s += v[k]
-    mean = simt.block.reduce(s, "sum") / cols
-    q = fl.f32(0.0)
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        d = v[k] - mean if i.col < x.shape[1] else fl.f32(0.0)
-        q += d * d
-    rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
-    for k in range(ROW_REG_PER):
-        i = simt.thread.block_column(k)
-        if i.col < out.shape[1]:
-            out[i] = (v[k] - mean) * rstd * g[k] + h[k]
+ROW_KERNELS = make_row_kernels(ROW_THREADS)
+softmax, rms_norm, layer_norm = (ROW_KERNELS[n] for n in ("softmax", "rms_norm", "layer_norm"))
+REGISTER_KERNELS = make_register_kernels(ROW_REG_THREADS, ROW_REG_PER)
+softmax_registers, rms_norm_registers, layer_norm_registers = (
+    REGISTER_KERNELS[n] for n in ("softmax", "rms_norm", "layer_norm")
+)
 
 
 def row_kernel(name: str, cols: int) -> tuple[simt.Kernel, int]:
     """The SIMT kernel of row case `name` for rows of `cols` columns, and its block size."""
     if cols <= ROW_REG_COLS:
-        kernels = {
-            "softmax": softmax_registers,
-            "rms_norm": rms_norm_registers,
-            "layer_norm": layer_norm_registers,
-        }
-        return kernels[name], ROW_REG_THREADS
-    return {"softmax": softmax, "rms_norm": rms_norm, "layer_norm": layer_norm}[name], ROW_THREADS
+        return REGISTER_KERNELS[name], ROW_REG_THREADS
+    return ROW_KERNELS[name], ROW_THREADS
 
 
 def make_gemm(dt: DType) -> simt.Kernel:
