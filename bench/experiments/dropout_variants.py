@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 import fearless as fl
+from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_activation import make_dropout
 
 N = 1 << 26
@@ -14,19 +15,8 @@ P = 0.5
 
 
 def gbps(fn, nbytes: int) -> float:  # type: ignore[no-untyped-def]
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(20):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return nbytes / (times[len(times) // 2] * 1e-3) / 1e9
+    """GB/s of `fn` from the suite's timer (CUDA events, L2 flushed before each run)."""
+    return nbytes / (DeviceTimer(torch, FULL).time(fn).median * 1e-3) / 1e9
 
 
 def main() -> None:
