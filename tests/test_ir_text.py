@@ -328,6 +328,13 @@ def every_op_function() -> Function:
     zero = e(ops.Constant(0, dtypes.i64, loc(7))).result
     e(ops.Store(local, [zero, zero], e(ops.Load(local, [zero, zero], loc(7))).result, loc(7)))
     e(ops.ThreadIndexAxis(e(ops.BlockRowIndex(column, loc(7))).result, 0, loc(7)))
+    block_rows = e(ops.Binary("mul", ny, nz, loc(7))).result
+    r0 = e(ops.ThreadIndexAxis(e(ops.BlockIndex2D(loc(7))).result, 0, loc(7))).result
+    tile = e(ops.BlockTileRow(r0, zero, block_rows, loc(7))).result
+    by = e(ops.Cast(e(ops.SpecialReg("ctaid.y", loc(7))).result, dtypes.i64, loc(7))).result
+    tile_local = e(ops.ThreadIndexAxis(tile, 0, loc(7))).result
+    rows = e(ops.Constant(32, dtypes.i64, loc(7))).result
+    e(ops.ThreadIndexAxis(e(ops.TileRow(tile_local, rows, by, loc(7))).result, 1, loc(7)))
     consts = [
         e(ops.Constant(v, dt, loc(8))).result
         for v, dt in [

@@ -61,7 +61,9 @@ def test_block_sum(n: int) -> None:
 def test_transpose(rows: int, cols: int) -> None:
     x = RNG.standard_normal((rows, cols)).astype(np.float32)
     grid = ((rows + K.TILE - 1) // K.TILE, (cols + K.TILE - 1) // K.TILE)
-    for target in ("sim", "cuda"):
-        y = np.full((cols, rows), np.nan, np.float32)
-        got = on(target, K.transpose, grid, (K.TILE, K.TILE), [x, y])
-        np.testing.assert_array_equal(got, x.T)
+    for block_rows in (K.TRANSPOSE_ROWS, 8, 1):
+        kernel = K.transpose if block_rows == K.TRANSPOSE_ROWS else K.make_transpose(block_rows)
+        for target in ("sim", "cuda"):
+            y = np.full((cols, rows), np.nan, np.float32)
+            got = on(target, kernel, grid, (K.TILE, block_rows), [x, y])
+            np.testing.assert_array_equal(got, x.T)

@@ -1,6 +1,7 @@
-"""`simt.thread.block_stride` on the GPU, against the simulator: the owners and coordinates of
-every element bit for bit (1-D, 2-D and 3-D launches), the row kernels within rounding (the
-block reduction's order is the simulator's, the exp is libdevice's), and the row check."""
+"""`simt.thread.block_stride` and `tile_index_2d` on the GPU, against the simulator: the
+owners and coordinates of every element bit for bit (1-D, 2-D and 3-D launches), the row
+kernels within rounding (the block reduction's order is the simulator's, the exp is
+libdevice's), the row check and the tile step's check."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from test_simt_coords_gpu import both
 
 import test_simt_block_stride as B
+import test_simt_tiles as T
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(17)
@@ -62,3 +64,19 @@ def test_local_arrays_and_block_columns_agree_with_the_simulator() -> None:
     with pytest.raises(KernelIndexError, match="the len is 3 but the index is 3"):
         B.local_2d[3, 32](4, fl.asarray(np.zeros(90, np.int64)))
         fl.synchronize()
+
+
+def test_tiles_agree_with_the_simulator() -> None:
+    """`tile_index_2d(k, rows)` and `block_index_2d(k)` (tests/test_simt_tiles.py)."""
+    for block_rows in (1, 2, 3, 8):
+        grid = (3, 5)  # 8-column blocks over 20 columns, tiles of 5 rows over 23 rows
+        sim, dev = both(T.owners, grid, (8, block_rows), 5, np.zeros((23, 20), np.int64), out=1)
+        np.testing.assert_array_equal(dev, sim)
+    x = RNG.standard_normal((70, 45)).astype(np.float32)
+    sim, dev = both(T.transpose, (3, 2), (32, 8), x, np.full((45, 70), np.nan, np.float32), out=1)
+    np.testing.assert_array_equal(dev, sim)
+    np.testing.assert_array_equal(dev, x.T)
+    for k in (5, -1):
+        with pytest.raises(KernelIndexError, match="a step past its block's tile"):
+            T.step_of[(1, 2), (4, 1)](k, fl.asarray(np.zeros((10, 4), np.int64)))
+            fl.synchronize()

@@ -125,11 +125,35 @@ def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
     lw.index_2d[op.result] = (row, lw._v(op.operands[0]))
 
 
-def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
-    """t + umin(k, 2^31) * n: a negative or huge k gives a column past any array."""
+def _advance(lw: Any, op: ops.BlockStep | ops.BlockTileRow, name: str) -> ir.Value:
+    """t + umin(k, 2^31) * n of a step op's operands (t, k, n): a negative or huge k lands
+    past any array."""
     b = lw.builder
     t, k, n = (lw._v(v) for v in op.operands)
     limit = ir.Constant(I64, 1 << 31)
     k = b.select(b.icmp_unsigned("<", k, limit), k, limit)
     flags = ("nuw", "nsw")
-    lw._set(op.result, b.add(t, b.mul(k, n, flags=flags), name="column", flags=flags))
+    return b.add(t, b.mul(k, n, flags=flags), name=name, flags=flags)
+
+
+def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
+    lw._set(op.result, _advance(lw, op, "column"))
+
+
+def lower_block_tile_row(lw: Any, op: ops.BlockTileRow) -> None:
+    """(r + umin(k, 2^31) * R, tid.x): `block_index_2d(k)`, read by `index.axis`."""
+    col = lw.builder.zext(lw.support.sreg(lw.builder, "tid.x"), I64)
+    lw.index_2d[op.result] = (_advance(lw, op, "tile_row"), col)
+
+
+def lower_tile_row(lw: Any, op: ops.TileRow) -> None:
+    """(l < rows ? by * rows + l : 2^62, ctaid.x * ntid.x + tid.x): `tile_index_2d`."""
+    b = lw.builder
+    local, rows, by = (lw._v(v) for v in op.operands)
+    flags = ("nuw", "nsw")
+    inside = b.add(b.mul(by, rows, flags=flags), local, flags=flags)
+    past = ir.Constant(I64, ops.TILE_ROW_PAST)
+    row = b.select(b.icmp_unsigned("<", local, rows), inside, past, name="row")
+    x, nx, tx = (b.zext(lw.support.sreg(b, r), I64) for r in ("ctaid.x", "ntid.x", "tid.x"))
+    col = b.add(b.mul(x, nx, flags=flags), tx, name="col", flags=flags)
+    lw.index_2d[op.result] = (row, col)

@@ -60,12 +60,20 @@ class ModuleSupport:
         return self.declare(name, ret, args)
 
     def sreg(self, builder: ir.IRBuilder, reg: str) -> ir.Value:
-        """Read a PTX special register ("tid.x", "ntid.y", "ctaid.z", "nctaid.x", ...) as i32
-        (`ntid.*` of a fixed block is the constant)."""
-        if self.block is not None and reg.startswith("ntid."):
-            return ir.Constant(I32, self.block["xyz".index(reg[-1])])
+        """Read a PTX special register ("tid.x", "ntid.y", "ctaid.z", "nctaid.x", ...) as i32.
+        Of a fixed block, `ntid.*` is the constant, and `tid.*` is 0 along an axis of one
+        thread and carries its range otherwise (so LLVM folds checks such as `tid.y < 8`)."""
+        extent = self.block["xyz".index(reg[-1])] if self.block is not None else 0
+        if extent and reg.startswith("ntid."):
+            return ir.Constant(I32, extent)
+        if extent == 1 and reg.startswith("tid."):
+            return ir.Constant(I32, 0)
         fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{reg}", I32, [])
-        return builder.call(fn, [], name=reg.replace(".", "_"))
+        value = builder.call(fn, [], name=reg.replace(".", "_"))
+        if extent and reg.startswith("tid."):
+            bounds = [ir.Constant(I32, 0), ir.Constant(I32, extent)]
+            value.set_metadata("range", self.module.add_metadata(bounds))
+        return value
 
     # -------------------------------------------------------------------- helper routines
 

@@ -1,11 +1,12 @@
 """Transpose of a float32 (rows x cols) matrix into a new (cols x rows) one, both row-major.
 
 Bytes counted: read once, written once. fearless SIMT (`kernels_simt.transpose`) and its CUDA
-C++ twin move 32 x 32 tiles through shared memory: blocks of 32 x 32 threads, each reads one
-element of its tile of x (coalesced), a barrier, then writes its own `index_2d` element of out
-(coalesced) from the tile's transposed slot (rows padded to 33: no bank conflicts). Triton, cuTile Python and the Tile example
-`transpose` move 64 x 64 tiles; torch copies a transposed view. The matrix is not square, so a
-swapped index shows.
+C++ twin move 32 x 32 tiles through shared memory (rows padded to 33: no bank conflicts) with
+blocks of 32 x TRANSPOSE_ROWS threads: each thread reads 32 / TRANSPOSE_ROWS elements of its
+tile of x (coalesced), a barrier, then writes as many elements of out (coalesced; SIMT's
+`tile_index_2d(k, 32)`) from the tile's transposed slots. Triton, cuTile Python and the Tile
+example `transpose` move 64 x 64 tiles; torch copies a transposed view. The matrix is not
+square, so a swapped index shows.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .peers import Peers
 
 FAMILY = "transpose"
 CASES = ("transpose",)
-TILE = 32  # kernels_simt.TILE: the SIMT kernel's (and its twin's) tile and block
+TILE = 32  # kernels_simt.TILE: the SIMT kernel's (and its twin's) tile
 
 
 def shape(quick: bool) -> tuple[int, int]:
@@ -57,13 +58,17 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
 
         ctx.peers.fearless_gpu()
         y, prep = new(), K.transpose.prepare(tiles())
-        return Prepared(lambda: K.transpose(prep, x, y), y, note="32x32 shared tiles")
+        note = f"32x32 shared tiles, 32x{K.TRANSPOSE_ROWS} threads"
+        return Prepared(lambda: K.transpose(prep, x, y), y, note=note)
 
     def cuda_cpp() -> Prepared:
         y = new()
         args = [ptr(x), i64(rows), i64(cols), ptr(y)]
-        launch = ctx.peers.cuda_cpp().launcher("transpose", n, args, grid=tiles(), block=(32, 32))
-        return Prepared(launch, y, note="32x32 shared tiles")
+        from .kernels_simt import TRANSPOSE_ROWS
+
+        block = (TILE, TRANSPOSE_ROWS)
+        launch = ctx.peers.cuda_cpp().launcher("transpose", n, args, grid=tiles(), block=block)
+        return Prepared(launch, y, note=f"32x32 shared tiles, 32x{TRANSPOSE_ROWS} threads")
 
     def triton() -> Prepared:
         y = new()
@@ -104,7 +109,7 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         dry.compile_simt(peers.arch, K.transpose)
         y = np.full((cols, rows), np.nan, np.float32)
         grid = ((rows + K.TILE - 1) // K.TILE, (cols + K.TILE - 1) // K.TILE)
-        K.transpose[grid, (K.TILE, K.TILE)](x, y)  # partial tiles on both edges
+        K.transpose[grid, (K.TILE, K.TRANSPOSE_ROWS)](x, y)  # partial tiles on both edges
         return rel_err_numpy(y, x.T)
 
     def tile() -> float:

@@ -56,6 +56,16 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       the k-th column of `simt.thread.block_column`; %t is `block_index_1d`
                       and %n the block's thread count (both verified), so two threads never
                       meet (t < n), and a negative or huge k lands past any array (checked)
+  index.block_tile_row  (i64 %r, i64 %k, i64 %n) -> BlockIndex2D (%r + min(%k as u64, 2^31) * %n,
+                      tid.x): row k of the thread in its block's tile (`block_index_2d(k)`);
+                      %r is the row of `block_index_2d` and %n the block's row count ntid.y *
+                      ntid.z (both verified), so two threads never meet (%r < %n)
+  index.tile_row      (i64 %l, i64 %rows, i64 %by) -> ThreadIndex2D (%by * %rows + %l, ctaid.x *
+                      ntid.x + tid.x) when %l < %rows, else (2^62, ...), past any array:
+                      `simt.thread.tile_index_2d(k, rows)`. %l is the row of an
+                      index.block_tile_row, %rows a constant >= 1 and %by ctaid.y (verified):
+                      block (bx, by) owns rows by * rows .. by * rows + rows - 1, so the pairs
+                      are unique in a 2-D launch
   local.alloc         a thread's own array of a static shape (`Local[f32, 4]`), its elements
                       undefined until written; loads and stores index it as a parameter array
   shared.alloc        a block's shared-memory array of a static shape (`Shared[f32, 256]`):
@@ -110,6 +120,7 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     COLLECTIVE_OPS,
     COLLECTIVES,
     SHUFFLE_MODES,
+    TILE_ROW_PAST,
     VOTE_KINDS,
     Barrier,
     BlockIndex1D,
@@ -118,8 +129,10 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     BlockRowIndex,
     BlockScan,
     BlockStep,
+    BlockTileRow,
     LocalAlloc,
     SharedAlloc,
+    TileRow,
     WarpReduce,
     WarpShuffle,
     WarpVote,

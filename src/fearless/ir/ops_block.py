@@ -54,6 +54,32 @@ class BlockStep(Op):
         super().__init__([start, step, threads], [BLOCK_INDEX], loc)
 
 
+class BlockTileRow(Op):
+    """`simt.thread.block_index_2d(k)`: the BlockIndex2D (r + k * R, tid.x), r the row of
+    `block_index_2d()` and R the block's row count ntid.y * ntid.z (k taken as unsigned and at
+    most 2^31): the thread's k-th row of its block's tile. Its value is the row."""
+
+    opname = "index.block_tile_row"
+
+    def __init__(self, row: Value, step: Value, rows: Value, loc: Location) -> None:
+        super().__init__([row, step, rows], [BLOCK_INDEX_2D], loc)
+
+
+class TileRow(Op):
+    """`simt.thread.tile_index_2d(k, rows)`: the ThreadIndex2D (ctaid.y * rows + l, ctaid.x *
+    ntid.x + tid.x), l the row of a `BlockTileRow`, when l < rows (a constant); a row past any
+    array otherwise. Its value is the row."""
+
+    opname = "index.tile_row"
+
+    def __init__(self, local: Value, rows: Value, block_y: Value, loc: Location) -> None:
+        super().__init__([local, rows, block_y], [THREAD_INDEX_2D], loc)
+
+
+# The row `index.tile_row` gives a step past its block's tile: past any array's extent.
+TILE_ROW_PAST = 1 << 62
+
+
 class LocalAlloc(Op):
     """`simt.local.array(shape, dtype)`: the result's `ArrayType.local` is the shape."""
 

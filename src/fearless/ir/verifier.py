@@ -32,14 +32,17 @@ from .ops import (
     AtomicRMW,
     Binary,
     BlockIndex1D,
+    BlockIndex2D,
     BlockReduce,
     BlockRowIndex,
     BlockScan,
     BlockStep,
+    BlockTileRow,
     BoundsCheck,
     Br,
     Compare,
     CondBr,
+    Constant,
     IndexAdvance,
     Load,
     LocalAlloc,
@@ -49,6 +52,7 @@ from .ops import (
     SpecialReg,
     Store,
     ThreadIndexAxis,
+    TileRow,
     WarpReduce,
     WarpShuffle,
     WarpVote,
@@ -162,6 +166,23 @@ def _check_types(fn: Function, op: Op) -> None:
             and k.type == I64
             and _regs_product(threads) == ["ntid.x", "ntid.y", "ntid.z"]
         )
+    elif isinstance(op, BlockTileRow):
+        row, k, rows = op.operands
+        ok = (
+            _row_of(row, BlockIndex2D)
+            and k.type == I64
+            and _regs_product(rows) == ["ntid.y", "ntid.z"]
+        )
+    elif isinstance(op, TileRow):
+        local, rows, block_y = op.operands
+        const = rows.owner
+        ok = (
+            _row_of(local, BlockTileRow)
+            and isinstance(const, Constant)
+            and rows.type == I64
+            and const.value >= 1
+            and _regs_product(block_y) == ["ctaid.y"]
+        )
     elif isinstance(op, CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
     elif isinstance(op, Br):
@@ -173,6 +194,16 @@ def _check_types(fn: Function, op: Op) -> None:
 def _collective_type(v: Value) -> bool:
     """The values warp and block collectives move: 32- and 64-bit numbers."""
     return isinstance(v.type, ScalarType) and v.type.dtype.name in COLLECTIVE_DTYPES
+
+
+def _row_of(v: Value, pair: type[Op]) -> bool:
+    """Whether `v` is the row (`index.axis 0`) of a pair made by an op of class `pair`."""
+    axis = v.owner
+    return (
+        isinstance(axis, ThreadIndexAxis)
+        and axis.axis == 0
+        and isinstance(axis.operands[0].owner, pair)
+    )
 
 
 def _regs_product(v: Value) -> list[str] | None:

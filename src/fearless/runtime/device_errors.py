@@ -22,6 +22,7 @@ import numpy as np
 
 from ..abi import ERROR_RECORD_BYTES, ERROR_RECORD_WORDS, CompiledKernel
 from ..errors import KernelIndexError
+from ..ir.ops_block import TILE_ROW_PAST
 from . import driver
 
 CHUNK_SLOTS = 256
@@ -42,6 +43,12 @@ def format_index_error(ck: CompiledKernel, record_words: Sequence[int]) -> Kerne
         else:  # a 2-D access: each axis is checked on its own
             notes = [f"{verb} `{info.param}` on axis {info.axis} of `{info.param}` {where}"]
             bound = f"`{info.param}.shape[{info.axis}]`"
+        if index == TILE_ROW_PAST:
+            notes.append(
+                f"{index} is the row `simt.thread.tile_index_2d(k, rows)` gives a step past "
+                "its block's tile: the thread's row in the block plus k times the block's "
+                "rows reached `rows`"
+            )
         if info.unsafe:
             notes.append(
                 "this access stands inside `with simt.unsafe():`, so the kernel is unsafe "

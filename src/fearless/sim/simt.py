@@ -425,6 +425,10 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
             if op.axis == 1:
                 return COMPUTE, numerics._identity
             reg = "block_id"
+        elif isinstance(pair, ops.BlockTileRow | ops.TileRow):  # (row, column): the row is
+            if op.axis == 0:  # the pair's value
+                return COMPUTE, numerics._identity
+            reg = "block_col" if isinstance(pair, ops.BlockTileRow) else "index_col"
         else:
             block = isinstance(pair, ops.BlockIndex2D)
             reg = (("block_row", "block_col") if block else ("index_row", "index_col"))[op.axis]
@@ -537,6 +541,11 @@ def _plan_print(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return PRINT, run
 
 
+def _capped_step(k: Any) -> Any:
+    """A step k of `block_column` / `block_index_2d(k)`, taken as unsigned, at most 2^31."""
+    return np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64)
+
+
 def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return CHECK, numerics._identity
 
@@ -548,10 +557,10 @@ _PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any
     ops.BlockIndex2D: _plan_index_2d,
     ops.BlockIndex1D: _plan_register,
     ops.BlockRowIndex: _plan_simple(numerics._identity),  # holds its column (see index.axis)
-    ops.BlockStep: _plan_simple(
-        lambda t, k, n: (
-            t + np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64) * n
-        )
+    ops.BlockStep: _plan_simple(lambda t, k, n: t + _capped_step(k) * n),
+    ops.BlockTileRow: _plan_simple(lambda r, k, n: r + _capped_step(k) * n),
+    ops.TileRow: _plan_simple(
+        lambda r, rows, by: np.where(r < rows, by * rows + r, np.int64(ops.TILE_ROW_PAST))
     ),
     ops.SharedAlloc: _plan_static_array,
     ops.LocalAlloc: _plan_static_array,

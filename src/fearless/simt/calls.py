@@ -29,7 +29,7 @@ from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
-from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule
+from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule, read
 from .printing import print_rule
 from .regions import unsafe
 from .shared import (
@@ -134,10 +134,7 @@ INTRINSICS.declare([shared.array], "simt.shared.array", ops=(ops.SharedAlloc,), 
     shared_array_rule
 )
 INTRINSICS.declare(
-    [thread.block_index_1d, thread.block_index_2d],
-    "simt.thread.block_index_1d/block_index_2d",
-    ops=(ops.BlockIndex1D, ops.BlockIndex2D),
-    arity=0,
+    [thread.block_index_1d], "simt.thread.block_index_1d", ops=(ops.BlockIndex1D,), arity=0
 )(block_index_rule)
 INTRINSICS.declare([syncthreads], "simt.syncthreads", ops=(ops.Barrier,), arity=0)(syncthreads_rule)
 INTRINSICS.declare(
@@ -205,20 +202,77 @@ def stride_loop_help(name: str) -> str:
 def _block_column(lw: SsaLowerer, call: Call) -> Operand:
     """The pair (block, t + k * T): step k of `simt.thread.block_stride`, any k >= 0."""
     em = lw.em
-    k = em.scalar(call.args[0], call.arg_loc(0), "block_column() step")
+    step = _step(lw, call)
+    claim_index(lw, "block_column", call.loc)
+    start = em.emit(ops.BlockIndex1D(call.loc)).result
+    column = em.emit(ops.BlockStep(start, step, block_thread_count(em, call.loc), call.loc))
+    return em.emit(ops.BlockRowIndex(column.result, call.loc)).result
+
+
+def _step(lw: SsaLowerer, call: Call) -> Value:
+    """The step number `k` of `block_column(k)`, `block_index_2d(k)` or `tile_index_2d(k, ..)`
+    as an i64 value."""
+    em = lw.em
+    k = em.scalar(call.args[0], call.arg_loc(0), f"{call.callee.__name__}() step")
     if (isinstance(k, Value) and not k.dtype.is_int) or (
         isinstance(k, Weak) and type(k.value) is not int
     ):
         raise KernelTypeError(
-            "simt.thread.block_column() needs an integer step",
+            f"simt.thread.{call.callee.__name__}() needs an integer step",
             call.arg_loc(0),
             help="pass the step number, e.g. `k` of `for k in range(4)`",
         )
-    claim_index(lw, "block_column", call.loc)
-    step = em.cast(em.as_value(k, call.loc, dtypes.i64), dtypes.i64, call.loc)
-    start = em.emit(ops.BlockIndex1D(call.loc)).result
-    column = em.emit(ops.BlockStep(start, step, block_thread_count(em, call.loc), call.loc))
-    return em.emit(ops.BlockRowIndex(column.result, call.loc)).result
+    return em.cast(em.as_value(k, call.loc, dtypes.i64), dtypes.i64, call.loc)  # type: ignore[no-any-return]
+
+
+@INTRINSICS.declare(
+    [thread.block_index_2d],
+    "simt.thread.block_index_2d",
+    ops=(ops.BlockIndex2D, ops.BlockTileRow),
+    arity=(0, 1),
+)
+def _block_index_2d(lw: SsaLowerer, call: Call) -> Value:
+    """(row, col) of the thread in its block; with a step k, its k-th row of the block's tile,
+    (row + k * R, col), R the block's row count."""
+    pair = lw.em.emit(ops.BlockIndex2D(call.loc)).result
+    return pair if not call.args else _block_tile_row(lw, call, pair)
+
+
+def _block_tile_row(lw: SsaLowerer, call: Call, pair: Value) -> Value:
+    em, loc = lw.em, call.loc
+    step = _step(lw, call)
+    row = em.emit(ops.ThreadIndexAxis(pair, 0, loc)).result
+    rows = em.emit(ops.Binary("mul", read(em, "ntid.y", loc), read(em, "ntid.z", loc), loc))
+    return em.emit(ops.BlockTileRow(row, step, rows.result, loc)).result  # type: ignore[no-any-return]
+
+
+@INTRINSICS.declare(
+    [thread.tile_index_2d],
+    "simt.thread.tile_index_2d",
+    ops=(ops.BlockIndex2D, ops.BlockTileRow, ops.TileRow),
+    arity=2,
+)
+def _tile_index_2d(lw: SsaLowerer, call: Call) -> Value:
+    """Step k of a block's tile of `rows` rows: (by * rows + r + k * R, bx * B + tx), (r, tx)
+    the thread in its block of R rows and B columns; a row past any array once r + k * R
+    reaches `rows`."""
+    em, loc = lw.em, call.loc
+    rows = call.args[1]
+    if not (isinstance(rows, Weak) and type(rows.value) is int and rows.value >= 1):
+        raise CompileError(
+            "simt.thread.tile_index_2d() needs the tile's row count as a constant",
+            call.arg_loc(1),
+            code="E0602",
+            label="not a constant positive int",
+            help="pass an int constant, e.g. `TILE = 32` at module level and "
+            "`simt.thread.tile_index_2d(k, TILE)`",
+        )
+    claim_index(lw, "tile_index_2d", loc, tile_rows=rows.value)
+    local = _block_tile_row(lw, call, em.emit(ops.BlockIndex2D(loc)).result)
+    row = em.emit(ops.ThreadIndexAxis(local, 0, loc)).result
+    count = em.const(rows.value, dtypes.i64, loc)
+    pair = ops.TileRow(row, count, read(em, "ctaid.y", loc), loc)
+    return em.emit(pair).result  # type: ignore[no-any-return]
 
 
 @INTRINSICS.declare([len], "len", ops=(ops.ArrayLen,), arity=1)
@@ -288,25 +342,45 @@ def thread_index(lw: SsaLowerer, which: str, loc: Location) -> Value:
     return lw.em.emit(ops.ThreadIndex1D(loc)).result
 
 
-def claim_index(lw: SsaLowerer, which: str, loc: Location) -> None:
+def claim_index(lw: SsaLowerer, which: str, loc: Location, tile_rows: int = 0) -> None:
     """Record that the kernel uses the thread index `which`, refusing a second kind.
 
-    One kernel uses `index_2d()` or the others: a 1-D index in a 2-D launch is the same for
-    every row, so it would not tell the threads apart (and the launch contract can ask for
-    only one shape); the pairs (block, column) of `block_stride` and `block_column` and the
-    pairs of `index_2d()` could name one element of one 2-D DisjointSlice from two threads.
+    One kernel uses `index_2d()`, `tile_index_2d(k, rows)` (one `rows` throughout) or the
+    others: a 1-D index in a 2-D launch is the same for every row, so it would not tell the
+    threads apart (and the launch contract can ask for only one shape); the pairs (block,
+    column) of `block_stride` and `block_column`, the pairs of `index_2d()` and those of
+    tiles of different heights could name one element of one 2-D DisjointSlice from two
+    threads.
     """
     ctx = lw.ctx
-    if which == "index_2d":
+    two_d = "tile_index_2d" if ctx.tile_rows else "index_2d" if ctx.uses_index_2d else ""
+    if which in ("index_2d", "tile_index_2d"):
         other = "index_1d" if ctx.uses_index_1d else "block_stride" if ctx.uses_block_rows else ""
+        if not other and two_d and (two_d != which or ctx.tile_rows != tile_rows):
+            other = two_d
     else:
-        other = "index_2d" if ctx.uses_index_2d else ""
+        other = two_d
+    if other == which == "tile_index_2d":
+        raise CompileError(
+            f"this kernel's tiles have {ctx.tile_rows} rows, not {tile_rows}",
+            loc,
+            code="E0602",
+            label="a second tile height",
+            help="pass the same row count to every `simt.thread.tile_index_2d(k, rows)` "
+            "of a kernel: tiles of two heights overlap",
+        )
     if other:
         help = (
             "use one kind of thread index per kernel: `index_2d()` for 2-D launches "
             "(its `t.row` and `t.col` are plain integers), `index_1d()` for 1-D ones"
         )
-        if {"block_stride", "block_column"} & {which, other}:
+        if "tile_index_2d" in (which, other):
+            help = (
+                "a kernel walks its 2-D outputs by one kind of index: "
+                "`simt.thread.tile_index_2d(k, rows)` (a tile of `rows` rows per block), "
+                "`index_2d()` (a thread each) or `block_stride(n)` (a row per block)"
+            )
+        elif {"block_stride", "block_column"} & {which, other}:
             help = (
                 "a kernel walks its 2-D outputs either by `simt.thread.index_2d()` or by "
                 "`simt.thread.block_stride(n)` / `block_column(k)` (a row per block), not both"
@@ -319,8 +393,9 @@ def claim_index(lw: SsaLowerer, which: str, loc: Location) -> None:
             label="second kind of thread index",
             help=help,
         )
-    if which == "index_2d":
+    if which in ("index_2d", "tile_index_2d"):
         ctx.uses_index_2d = True
+        ctx.tile_rows = tile_rows
     elif which == "index_1d":
         ctx.uses_index_1d = True
     else:

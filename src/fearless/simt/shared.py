@@ -140,9 +140,8 @@ def local_array_rule(lw: SsaLowerer, call: Call) -> Value:
 
 
 def block_index_rule(lw: SsaLowerer, call: Call) -> Value:
-    """`simt.thread.block_index_1d()` / `block_index_2d()`: the witnesses of shared memory."""
-    if call.callee.__name__ == "block_index_2d":
-        return lw.em.emit(ops.BlockIndex2D(call.loc)).result
+    """`simt.thread.block_index_1d()`: the witness of 1-D shared memory (`block_index_2d`
+    is in calls.py)."""
     return lw.em.emit(ops.BlockIndex1D(call.loc)).result
 
 
@@ -174,7 +173,8 @@ def check_store(lw: SsaLowerer, arr: Value, name: str, idx: list[Operand], loc: 
         label="not this thread's slot",
         notes=["another thread of the block may read or write this slot at the same time"],
         help=f"write `{name}[j]` with `j = simt.thread.block_index_1d()` (a 2-D array: "
-        f"`{name}[t]`, `t = simt.thread.block_index_2d()`); to combine the "
+        f"`{name}[t]`, `t = simt.thread.block_index_2d()`, or `block_index_2d(k)` for the "
+        "thread's k-th row of a taller tile); to combine the "
         'block\'s values use `simt.block.reduce(v, "sum")`, or write inside '
         "`with simt.unsafe():`",
     )

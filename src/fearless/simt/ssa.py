@@ -59,6 +59,7 @@ class Context:
     loop_types: LoopTypes[Type] = field(default_factory=LoopTypes)
     uses_index_1d: bool = False
     uses_index_2d: bool = False
+    tile_rows: int = 0  # `simt.thread.tile_index_2d`'s row count (calls.claim_index)
     uses_block_rows: bool = False  # `simt.thread.block_stride` (calls.claim_index)
     # `with simt.unsafe():` statements (regions.py): the spans seen, and how many enclose here.
     unsafe_regions: list[Location] = field(default_factory=list)

@@ -194,14 +194,15 @@ def not_uniform(what: str, op: Op, branch: Op) -> SafetyError:
 
 
 def _is_own(indices: list[Value]) -> bool:
-    """Whether the indices are the thread's own slot: `block_index_1d()` or `block_index_2d()`."""
+    """Whether the indices are the thread's own slot: `block_index_1d()` or `block_index_2d()`
+    (with a step too)."""
     if len(indices) == 2:
         axes = [v.owner for v in indices]
         return (
             all(isinstance(a, ops.ThreadIndexAxis) for a in axes)
             and [a.axis for a in axes] == [0, 1]  # type: ignore[union-attr]
             and axes[0].operands[0] is axes[1].operands[0]  # type: ignore[union-attr]
-            and isinstance(axes[0].operands[0].owner, ops.BlockIndex2D)  # type: ignore[union-attr]
+            and isinstance(axes[0].operands[0].owner, ops.BlockIndex2D | ops.BlockTileRow)  # type: ignore[union-attr]
         )
     index = indices[0]
     owner = index.owner

@@ -82,9 +82,20 @@ class _Thread:
         """The thread's linear position in its block: opens `simt.shared.array`s."""
         _only_in_kernels("block_index_1d")
 
-    def block_index_2d(self) -> Any:
-        """(row, col) of the thread in its block: opens 2-D `simt.shared.array`s as `s[t]`."""
+    def block_index_2d(self, k: Any = 0) -> Any:
+        """(row, col) of the thread in its block: opens 2-D `simt.shared.array`s as `s[t]`.
+        With a step k: the thread's k-th row of its block's tile, (row + k * R, col), R the
+        block's row count (`simt.blockDim.y`); each is the thread's own slot."""
         _only_in_kernels("block_index_2d")
+
+    def tile_index_2d(self, k: Any, rows: int) -> Any:
+        """Step k of the thread over its block's tile of `rows` rows (a constant): the 2-D
+        index (by * rows + r + k * R, bx * B + c) for the thread (r, c) of a block of R rows
+        and B columns at (bx, by), as `block_index_2d(k)` is in the block. Block (bx, by)
+        owns rows by * rows ..< (by + 1) * rows of its B columns, so `out[i]` opens a 2-D
+        DisjointSlice; a step past the tile (r + k * R >= rows) names a row past any array.
+        One `rows` per kernel, not with `index_2d()` or `block_stride`."""
+        _only_in_kernels("tile_index_2d")
 
     def index_2d(self) -> Any:
         _only_in_kernels("index_2d")

@@ -50,6 +50,11 @@ def key(v: Value) -> Any:
         pair = op.operands[0].owner
         if isinstance(pair, ops.BlockRowIndex):  # (block, column): the column is its operand
             return ("block_id",) if op.axis == 0 else key(pair.operands[0])
+        if isinstance(pair, ops.BlockTileRow | ops.TileRow):  # a step's row is its own value;
+            if op.axis == 0:  # its column is that of `block_index_2d()` / `index_2d()`
+                return ("row", op.operands[0])
+            block = isinstance(pair, ops.BlockTileRow)
+            return ("thread.block_index_2d" if block else "thread.index_2d", 1)
         # Every `t.row` of `index_2d()` (of `block_index_2d()`) in a kernel is one quantity.
         return (pair.opname if isinstance(pair, ops.Op) else pair, op.axis)
     if isinstance(op, ops.ArrayLen):
