@@ -46,7 +46,7 @@ class DType:
     @property
     def np(self) -> np.dtype[Any]:
         """The NumPy dtype holding this type (bf16 is stored as its 16 raw bits)."""
-        return np.dtype(_NUMPY_NAMES[self.name])
+        return _NUMPY[self.name]
 
     def __call__(self, value: Any) -> Any:
         """Host-side conversion: `fl.f32(1.5)` is a NumPy scalar of that type."""
@@ -67,14 +67,9 @@ class DType:
 
 
 bool_ = DType("bool", "b", 8)
-i8 = DType("i8", "i", 8)
-i16 = DType("i16", "i", 16)
-i32 = DType("i32", "i", 32)
-i64 = DType("i64", "i", 64)
-u8 = DType("u8", "u", 8)
-u16 = DType("u16", "u", 16)
-u32 = DType("u32", "u", 32)
-u64 = DType("u64", "u", 64)
+# The integers are named by their kind and width.
+i8, i16, i32, i64 = (DType(f"i{bits}", "i", bits) for bits in (8, 16, 32, 64))
+u8, u16, u32, u64 = (DType(f"u{bits}", "u", bits) for bits in (8, 16, 32, 64))
 f16 = DType("f16", "f", 16)
 bf16 = DType("bf16", "f", 16)
 f32 = DType("f32", "f", 32)
@@ -83,22 +78,10 @@ f64 = DType("f64", "f", 64)
 ALL: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
 BY_NAME: dict[str, DType] = {t.name: t for t in ALL}
 
-_NUMPY_NAMES = {
-    "bool": "bool",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-    "f16": "float16",
-    "bf16": "uint16",
-    "f32": "float32",
-    "f64": "float64",
-}
-_FROM_NUMPY = {np.dtype(v): BY_NAME[k] for k, v in _NUMPY_NAMES.items() if k != "bf16"}
+# The NumPy dtype of each type is its kind and byte width ("i4", "f2", "b1"), except bf16's,
+# which NumPy lacks: its 16 raw bits ("u2").
+_NUMPY = {t.name: np.dtype("u2" if t.name == "bf16" else f"{t.kind}{t.itemsize}") for t in ALL}
+_FROM_NUMPY = {v: BY_NAME[name] for name, v in _NUMPY.items() if name != "bf16"}
 
 # Types a weak literal materialises as when nothing else decides (DESIGN section 2).
 DEFAULT_INT = i64

@@ -89,16 +89,29 @@ def check_llvmlite() -> Check:
     return Check("llvmlite", "ok", f"{text}, NVPTX target ready")
 
 
-def check_libdevice() -> Check:
-    path = toolchain.find_libdevice()
+def _version_and_path(path: Path) -> str:
+    return f"{toolchain.tool_version(path) or 'unknown version'}  {path}"
+
+
+def _found(
+    name: str,
+    path: Path | None,
+    status: Status,
+    missing: str,
+    fix: str,
+    detail: Callable[[Path], str] = _version_and_path,
+) -> Check:
+    """The check of a tool (or file) looked up at `path`: ok with `detail(path)` (by default
+    the tool's version and path) when it was found; `status` with `missing` and `fix` when not."""
     if path is None:
-        return Check(
-            "libdevice",
-            "fail",
-            "libdevice.10.bc not found (math functions in kernels need it)",
-            "pip install nvidia-nvvm",
-        )
-    return Check("libdevice", "ok", str(path))
+        return Check(name, status, missing, fix)
+    return Check(name, "ok", detail(path))
+
+
+def check_libdevice() -> Check:
+    missing = "libdevice.10.bc not found (math functions in kernels need it)"
+    path = toolchain.find_libdevice()
+    return _found("libdevice", path, "fail", missing, "pip install nvidia-nvvm", detail=str)
 
 
 def check_ptxas() -> Check:
@@ -162,16 +175,9 @@ def check_disassembler() -> Check:
     """nvdisasm or cuobjdump: only `fearless inspect --emit sass` needs one."""
     from ..backends.sass import DISASSEMBLER_FIX
 
+    missing = "neither nvdisasm nor cuobjdump found (only `inspect --emit sass` needs one)"
     path = toolchain.find_sass_disassembler()
-    if path is None:
-        return Check(
-            "nvdisasm",
-            "warn",
-            "neither nvdisasm nor cuobjdump found (only `inspect --emit sass` needs one)",
-            DISASSEMBLER_FIX,
-        )
-    version = toolchain.tool_version(path) or "unknown version"
-    return Check("nvdisasm", "ok", f"{version}  {path}")
+    return _found("nvdisasm", path, "warn", missing, DISASSEMBLER_FIX)
 
 
 def check_cuda_tile() -> Check:

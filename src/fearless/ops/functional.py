@@ -9,7 +9,7 @@ configuration per shape and dtype once and keeps it on disk (`fl.autotune`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import KernelTypeError
@@ -115,31 +115,47 @@ def _machine_eps(a: Operand) -> float:
 @replayable()
 def matmul(a: Any, b: Any) -> Any:
     """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32."""
-    if (t := torch_ops(a, b)) is not None:
-        return t.matmul(a, b)
-    x = operand(a, "matmul", "a", FLOATS)
-    y = _same_dtype(operand(b, "matmul", "b", FLOATS), x, "matmul")
-    if x.tensor.ndim != 2 or y.tensor.ndim != 2 or x.shape[1] != y.shape[0]:
-        raise _shapes("matmul", "(M, K) @ (K, N)", x, y)
-    out, ret = output(x, (x.shape[0], y.shape[1]))
-    if out.size:
-        matmul_tuned(x.tensor, y.tensor, out)
-    return result(x, out, ret)
+    return _binary(a, b, "matmul", "(M, K) @ (K, N)", _matmul_shape, matmul_tuned)
+
+
+def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | None:
+    return (xs[0], ys[1]) if len(xs) == len(ys) == 2 and xs[1] == ys[0] else None
 
 
 @replayable()
 def bmm(a: Any, b: Any) -> Any:
     """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32."""
+    return _binary(a, b, "bmm", "(B, M, K) @ (B, K, N)", _bmm_shape, bmm_tuned)
+
+
+def _bmm_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | None:
+    ok = len(xs) == len(ys) == 3 and xs[0] == ys[0] and xs[2] == ys[1]
+    return (xs[0], xs[1], ys[2]) if ok else None
+
+
+def _binary(
+    a: Any,
+    b: Any,
+    op: str,
+    form: str,
+    out_shape: Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None],
+    run: Callable[[Any, Any, Any], None],
+    verb: str = "multiplies",
+) -> Any:
+    """The body of a two-operand op (matmul, bmm, swiglu): torch's own `op` when torch routes
+    (`_route.torch_ops`); otherwise `a` and `b` as float operands of one dtype, a result of
+    shape `out_shape(a.shape, b.shape)` (None refuses the shapes: "`op` {verb} {form}, got
+    ..."), filled by `run(a, b, out)` unless it is empty."""
     if (t := torch_ops(a, b)) is not None:
-        return t.bmm(a, b)
-    x = operand(a, "bmm", "a", FLOATS)
-    y = _same_dtype(operand(b, "bmm", "b", FLOATS), x, "bmm")
-    xs, ys = x.shape, y.shape
-    if len(xs) != 3 or len(ys) != 3 or xs[0] != ys[0] or xs[2] != ys[1]:
-        raise _shapes("bmm", "(B, M, K) @ (B, K, N)", x, y)
-    out, ret = output(x, (xs[0], xs[1], ys[2]))
+        return getattr(t, op)(a, b)
+    x = operand(a, op, "a", FLOATS)
+    y = _same_dtype(operand(b, op, "b", FLOATS), x, op)
+    shape = out_shape(x.shape, y.shape)
+    if shape is None:
+        raise _shapes(op, form, x, y, verb)
+    out, ret = output(x, shape)
     if out.size:
-        bmm_tuned(x.tensor, y.tensor, out)
+        run(x.tensor, y.tensor, out)
     return result(x, out, ret)
 
 
@@ -259,16 +275,15 @@ def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
 @replayable()
 def swiglu(a: Any, b: Any) -> Any:
     """silu(a) * b elementwise (TileGym's swiglu forward)."""
-    if (t := torch_ops(a, b)) is not None:
-        return t.swiglu(a, b)
-    x = operand(a, "swiglu", "a", FLOATS)
-    y = _same_dtype(operand(b, "swiglu", "b", FLOATS), x, "swiglu")
-    if x.shape != y.shape:
-        raise _shapes("swiglu", "a and b of one shape", x, y, "takes")
-    out, ret = output(x, x.shape)
-    if out.size:
-        _elementwise(kernel_of(make_swiglu, x.dtype), out, x.tensor, y.tensor)
-    return result(x, out, ret)
+    return _binary(a, b, "swiglu", "a and b of one shape", _same_shape, _swiglu, "takes")
+
+
+def _same_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | None:
+    return xs if xs == ys else None
+
+
+def _swiglu(x: Any, y: Any, out: Any) -> None:
+    _elementwise(kernel_of(make_swiglu, x.dtype), out, x, y)
 
 
 @replayable(dynamic=("seed",))

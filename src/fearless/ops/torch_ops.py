@@ -237,19 +237,29 @@ def _group_gemm_bwd(ctx: Any, dys: list[Tensor]) -> tuple:
 # ----------------------------------------------------------------------------- activations
 
 
-@_define("relu", _like_first)
-def relu(x: Tensor) -> Tensor:
-    return F.relu(x)  # type: ignore[no-any-return]
+def _activation(name: str, fake: Callable[..., Any]) -> tuple[Any, Any]:
+    """`fearless::<name>(x)` over functional.py's `<name>` and `fearless::<name>_backward(dy, x)`
+    over backward_activation.py's, registered as the first's autograd formula: the operators
+    of an activation of x alone (none with a setting, such as gelu's `approximate`)."""
+    forward, backward = getattr(F, name), getattr(bwa, f"{name}_backward")
+
+    def op(x: Tensor) -> Tensor:
+        return forward(x)  # type: ignore[no-any-return]
+
+    def op_backward(dy: Tensor, x: Tensor) -> Tensor:
+        return backward(dy, x)  # type: ignore[no-any-return]
+
+    defined = _define(name, fake)(op)
+    defined_backward = _define(f"{name}_backward", _like_second)(op_backward)
+
+    @_autograd(defined, _save_tensors)
+    def _bwd(ctx: Any, dy: Tensor) -> tuple:
+        return (getattr(OPS, f"{name}_backward")(dy, *ctx.saved_tensors),)
+
+    return defined, defined_backward
 
 
-@_define("relu_backward", _like_second)
-def relu_backward(dy: Tensor, x: Tensor) -> Tensor:
-    return bwa.relu_backward(dy, x)  # type: ignore[no-any-return]
-
-
-@_autograd(relu, _save_tensors)
-def _relu_bwd(ctx: Any, dy: Tensor) -> tuple:
-    return (OPS.relu_backward(dy, *ctx.saved_tensors),)
+relu, relu_backward = _activation("relu", _like_first)
 
 
 @_define("gelu", _like_first)
@@ -267,19 +277,7 @@ def _gelu_bwd(ctx: Any, dy: Tensor) -> tuple:
     return OPS.gelu_backward(dy, *ctx.saved_tensors, *ctx.args), None
 
 
-@_define("silu_and_mul", _halved)
-def silu_and_mul(x: Tensor) -> Tensor:
-    return F.silu_and_mul(x)  # type: ignore[no-any-return]
-
-
-@_define("silu_and_mul_backward", _like_second)
-def silu_and_mul_backward(dy: Tensor, x: Tensor) -> Tensor:
-    return bwa.silu_and_mul_backward(dy, x)  # type: ignore[no-any-return]
-
-
-@_autograd(silu_and_mul, _save_tensors)
-def _silu_and_mul_bwd(ctx: Any, dy: Tensor) -> tuple:
-    return (OPS.silu_and_mul_backward(dy, *ctx.saved_tensors),)
+silu_and_mul, silu_and_mul_backward = _activation("silu_and_mul", _halved)
 
 
 @_define("geglu", _halved)

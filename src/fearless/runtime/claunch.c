@@ -49,8 +49,9 @@ static const char *fl_slots[NFL_SLOTS] = {"_dtype", "_ptr", "_dev1d", "_size", "
                                           "_moved", "_shape"};
 FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
-/* Frees `p` and what it owns (a field make_plan did not reach is NULL). */
-static void plan_release(Plan *p) {
+/* Frees the Plan `owned` and what it owns (a field make_plan did not reach is NULL). */
+static void plan_release(void *owned) {
+    Plan *p = owned;
     Py_XDECREF(p->spec);
     PyMem_Free(p->buffer);
     PyMem_Free(p->kernel_params);
@@ -61,9 +62,21 @@ static void plan_release(Plan *p) {
     PyMem_Free(p);
 }
 
-static void plan_free(PyObject *capsule) {
-    Plan *p = (Plan *)PyCapsule_GetPointer(capsule, "fearless.claunch.plan");
-    if (p != NULL) plan_release(p);
+/* The destructor of owning_capsule's capsules: the release function is the capsule's context. */
+static void release_capsule(PyObject *capsule) {
+    void (*release)(void *) = (void (*)(void *))PyCapsule_GetContext(capsule);
+    void *p = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
+    if (p != NULL && release != NULL) release(p);
+}
+
+FL_INTERNAL PyObject *owning_capsule(void *p, const char *name, void (*release)(void *)) {
+    PyObject *capsule = PyCapsule_New(p, name, release_capsule);
+    if (capsule == NULL) {
+        release(p);
+        return NULL;
+    }
+    PyCapsule_SetContext(capsule, (void *)release); /* cannot fail on a capsule just made */
+    return capsule;
 }
 
 /* Flat ints of a tuple of `width`-tuples into a new array (NULL and an exception on error). */
@@ -230,9 +243,7 @@ static PyObject *make_plan(PyObject *self, PyObject *args) {
             goto fail;
         }
     }
-    PyObject *capsule = PyCapsule_New(p, "fearless.claunch.plan", plan_free);
-    if (capsule == NULL) goto fail;
-    return capsule;
+    return owning_capsule(p, "fearless.claunch.plan", plan_release);
 fail:
     plan_release(p);
     return NULL;

@@ -28,6 +28,9 @@ FL_INTERNAL int copy_params(char *buffer, void **kernel_params, unsigned long lo
                             Py_ssize_t size, PyObject *offsets);
 FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want,
                            const char *name, const char *capsule);
+/* A capsule named `name` that owns `p`: `release(p)` runs when it is freed, or at once, with NULL
+ * returned, when it cannot be made (the one destructor of every plan: claunch.c). */
+FL_INTERNAL PyObject *owning_capsule(void *p, const char *name, void (*release)(void *));
 FL_INTERNAL Py_ssize_t slot_offset(PyObject *type, const char *name);
 FL_INTERNAL int attr_is(PyObject *o, PyObject *name, int call, PyObject *want);
 FL_INTERNAL int attr_long(PyObject *o, PyObject *name, int call, long long *out);

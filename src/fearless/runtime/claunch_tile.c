@@ -8,7 +8,7 @@
  * (pointers and scalars, already checked by the warm path) are packed at their offsets into
  * the plan's own copy of the ParamBlock buffer (extents and strides already in it), and the
  * function is launched on a (gx, gy, gz) grid of one-thread blocks (tileiras fixes the threads
- * inside the cubin). */
+ * inside the cubin). A TilePlan and its arrays are one allocation (tile_plan). */
 
 typedef struct {
     launch_fn launch;
@@ -20,20 +20,6 @@ typedef struct {
     int *kinds;
     Py_ssize_t *offsets;
 } TilePlan;
-
-/* Frees `p` and what it owns (a field tile_plan did not reach is NULL). */
-static void tile_plan_release(TilePlan *p) {
-    PyMem_Free(p->buffer);
-    PyMem_Free(p->kernel_params);
-    PyMem_Free(p->kinds);
-    PyMem_Free(p->offsets);
-    PyMem_Free(p);
-}
-
-static void tile_plan_free(PyObject *capsule) {
-    TilePlan *p = (TilePlan *)PyCapsule_GetPointer(capsule, "fearless.claunch.tile_plan");
-    if (p != NULL) tile_plan_release(p);
-}
 
 /* tile_plan(launch_address, function, gx, gy, gz, buffer_address, buffer_size, param_offsets,
  *           kinds, offsets): param_offsets, in ABI order, are where each kernel parameter lies
@@ -52,20 +38,26 @@ FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "one offset per kind");
         return NULL;
     }
-    TilePlan *p = PyMem_Calloc(1, sizeof(TilePlan));
+    if (size < 0) {
+        PyErr_SetString(PyExc_ValueError, "a negative buffer size");
+        return NULL;
+    }
+    /* One block, freed at once: the plan, then its kernel_params, offsets, buffer and kinds.
+     * Each array starts 8-byte aligned (the buffer too: its parameters are read in place
+     * through kernel_params), bar kinds, which needs only an int's alignment. */
+    size_t at_offsets = sizeof(TilePlan) + (count ? count : 1) * sizeof(void *);
+    size_t at_buffer = at_offsets + (n ? n : 1) * sizeof(Py_ssize_t);
+    size_t at_kinds = at_buffer + ((size_t)size + 7) / 8 * 8;
+    TilePlan *p = PyMem_Calloc(1, at_kinds + (n ? n : 1) * sizeof(int));
     if (p == NULL) return PyErr_NoMemory();
     p->launch = (launch_fn)(uintptr_t)launch_addr;
     p->function = (void *)(uintptr_t)function;
     p->grid[0] = gx; p->grid[1] = gy; p->grid[2] = gz;
     p->n = (int)n;
-    p->buffer = PyMem_Calloc(size ? size : 1, 1);
-    p->kernel_params = PyMem_Calloc(count ? count : 1, sizeof(void *));
-    p->kinds = PyMem_Calloc(n ? n : 1, sizeof(int));
-    p->offsets = PyMem_Calloc(n ? n : 1, sizeof(Py_ssize_t));
-    if (!p->buffer || !p->kernel_params || !p->kinds || !p->offsets) {
-        PyErr_NoMemory();
-        goto fail;
-    }
+    p->kernel_params = (void **)(p + 1);
+    p->offsets = (Py_ssize_t *)((char *)p + at_offsets);
+    p->buffer = (char *)p + at_buffer;
+    p->kinds = (int *)((char *)p + at_kinds);
     if (copy_params(p->buffer, p->kernel_params, buffer_addr, size, param_offsets)) goto fail;
     for (Py_ssize_t k = 0; k < n; k++) {
         Py_ssize_t kind, off;
@@ -81,10 +73,9 @@ FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args) {
         p->kinds[k] = (int)kind;
         p->offsets[k] = off;
     }
-    PyObject *capsule = PyCapsule_New(p, "fearless.claunch.tile_plan", tile_plan_free);
-    if (capsule != NULL) return capsule;
+    return owning_capsule(p, "fearless.claunch.tile_plan", PyMem_Free);
 fail:
-    tile_plan_release(p);
+    PyMem_Free(p);
     return NULL;
 }
 
@@ -172,8 +163,9 @@ typedef struct {
 
 static PyObject *s_is_cuda;
 
-/* Frees `w` and what it owns (a field tile_warm_plan did not reach is NULL). */
-static void warm_release(Warm *w) {
+/* Frees the Warm `owned` and what it owns (a field tile_warm_plan did not reach is NULL). */
+static void warm_release(void *owned) {
+    Warm *w = owned;
     Py_XDECREF(w->wants); Py_XDECREF(w->torch_wants); Py_XDECREF(w->entries);
     Py_XDECREF(w->part_type); Py_XDECREF(w->tensor_type); Py_XDECREF(w->torch_type);
     Py_XDECREF(w->target); Py_XDECREF(w->last_key); Py_XDECREF(w->last_entry);
@@ -181,11 +173,6 @@ static void warm_release(Warm *w) {
     PyMem_Free(w->dl_wants);
     PyMem_Free(w->pairs);
     PyMem_Free(w);
-}
-
-static void warm_free(PyObject *capsule) {
-    Warm *w = (Warm *)PyCapsule_GetPointer(capsule, "fearless.claunch.warm");
-    if (w != NULL) warm_release(w);
 }
 
 /* tile_warm_plan(kinds, wants, torch_wants, dl_wants, pairs, entries, part_type,
@@ -235,8 +222,7 @@ FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args) {
     Py_INCREF(torch_type); w->torch_type = torch_type;
     Py_INCREF(target); w->target = target;
     w->device = device;
-    PyObject *capsule = PyCapsule_New(w, "fearless.claunch.warm", warm_free);
-    if (capsule != NULL) return capsule;
+    return owning_capsule(w, "fearless.claunch.warm", warm_release);
 fail:
     warm_release(w);
     return NULL;
