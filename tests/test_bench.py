@@ -257,6 +257,13 @@ def test_simt_row_kernels_refuse_a_short_weight() -> None:
             kernel[2, block](x, w, np.float32(1e-5), np.zeros_like(x))
 
 
+def test_the_cuda_transpose_twin_has_the_simt_kernels_block() -> None:
+    from fearless.bench import kernels_cuda as C
+    from fearless.bench import kernels_simt as K
+
+    assert f"#define TRANSPOSE_ROWS {K.TRANSPOSE_ROWS}\n" in C.SOURCE
+
+
 def test_simt_bench_kernels_are_safe() -> None:
     from fearless.bench import kernels_simt as K
 

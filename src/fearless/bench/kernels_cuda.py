@@ -99,19 +99,23 @@ extern "C" __global__ void block_sum(const float* __restrict__ x, long long n,
     if (threadIdx.x == 0) atomicAdd(total, s);
 }
 
-// out (cols x rows) = x (rows x cols) through a 32 x 33 shared tile; blocks of 32 x R threads,
-// each moving the rows ty, ty + R, ... of its tile: block (bx, by) reads x's tile (bx, by) and
-// writes out's tile (by, bx), both coalesced.
+// out (cols x rows) = x (rows x cols) through a 32 x 33 shared tile; blocks of 32 x R threads
+// (R = TRANSPOSE_ROWS, a constant as fearless's fixed block makes it), each moving the rows
+// ty, ty + R, ... of its tile: block (bx, by) reads x's tile (bx, by) and writes out's tile
+// (by, bx), both coalesced.
+#define TRANSPOSE_ROWS 4
 extern "C" __global__ void transpose(const float* __restrict__ x, long long rows, long long cols,
                                      float* __restrict__ out) {
     __shared__ float s[32][33];
     long long tx = threadIdx.x;
-    for (long long ty = threadIdx.y; ty < 32; ty += blockDim.y) {
+#pragma unroll
+    for (long long ty = threadIdx.y; ty < 32; ty += TRANSPOSE_ROWS) {
         long long r = (long long)blockIdx.x * 32 + ty, c = (long long)blockIdx.y * 32 + tx;
         if (r < rows && c < cols) s[ty][tx] = x[r * cols + c];
     }
     __syncthreads();
-    for (long long ty = threadIdx.y; ty < 32; ty += blockDim.y) {
+#pragma unroll
+    for (long long ty = threadIdx.y; ty < 32; ty += TRANSPOSE_ROWS) {
         long long orow = (long long)blockIdx.y * 32 + ty, ocol = (long long)blockIdx.x * 32 + tx;
         if (orow < cols && ocol < rows) out[orow * rows + ocol] = s[tx][ty];
     }

@@ -60,8 +60,8 @@ SUM_BLOCK = 256
 SUM_BLOCKS = 8192
 # The transpose tile (TILE x TILE elements) and the rows of its block (TILE x TRANSPOSE_ROWS
 # threads, TILE / TRANSPOSE_ROWS elements each). Measured on the H200 at 4096 x 16384 f32
-# (bench/experiments/simt_algorithms.py, CUDA C++ with this algorithm): 1252 / 1847 / 2305 /
-# 3419 GB/s with blocks of 32 / 16 / 8 / 4 rows.
+# (bench/experiments/simt_algorithms.py): this kernel 3124 / 3028 / 3899 / 3806 GB/s with blocks
+# of 1 / 2 / 4 / 8 rows (Triton 3970). kernels_cuda.py's twin has the same constant.
 TILE = 32
 TRANSPOSE_ROWS = 4
 
