@@ -17,8 +17,14 @@ axis are one, all `t.row` (`t.col`) of `index_2d()` are one, and the column of a
 check per axis, each proved on its own: `t.row < a.shape[0]` proves the row check of `a[t]`.
 `requires=` relations between lengths extend the facts: with "len(a) == len(c)" (or
 "len(a) >= len(c)") a guard `i < len(c)` also proves `i < len(a)`.
-Non-negativity: ThreadIndex (a grid-stride step too), `len`, constants >= 0, and loop counters that start >= 0 and grow
-by a small constant step.
+Non-negativity: ThreadIndex (a grid-stride step too), `len`, constants >= 0, small quantities
+(`bounded`: special registers, constants, and their sums and products that cannot wrap), and
+loop counters that start >= 0 and grow by a small constant or `bounded` step.
+
+Strided guards: a small non-negative term may stand beside the base, `k + 3 * stride < n`
+(`linear`: base k, terms {stride: 3}), and proves `k + j * stride < n` for 0 <= j <= 3, since
+dropping part of a non-negative term only lowers the index; `stride = gridDim.x * blockDim.x`
+is such a term (below 2^41), a parameter is not (it may be negative).
 
 Constant offsets are followed on both sides: a guard `1 <= i < len(out) - 1` proves the
 checks of `x[i - 1]`, `x[i]` and `x[i + 1]` (with `len(x) >= len(out)` from `requires=` or
@@ -33,11 +39,26 @@ from typing import Any
 
 from ...ir import ops
 from ...ir.analysis import dominators
-from ...ir.core import Block, Function, Value
+from ...ir.core import Block, Function, ScalarType, Value
 from .options import PassOptions
 
-Fact = tuple[Any, ...]  # ("lt", x, m, c): x < m + c, or ("ge", x, lo): x >= lo
-_MAX_STEP = 1 << 32
+# ("lt", x, m, c, terms): x + terms < m + c, terms a frozenset of (key, coefficient) pairs of
+# small non-negative quantities (`k + 3 * stride < n`: x = k, terms {(stride, 3)}); or
+# ("ge", x, lo): x >= lo.
+Fact = tuple[Any, ...]
+_MAX_STEP = 1 << 32  # constant offsets followed by `affine`
+# A loop step or a scaled term below this keeps an index that was below a length (< 2^62) from
+# wrapping.
+_MAX_TERM = 1 << 48
+# Upper bounds of the PTX special registers (CUDA's limits: a block of at most 1024 threads,
+# 64 along z; a grid of 2^31 - 1 blocks along x, 65535 along y and z); the others are < 2^31.
+_REG_LIMITS = {
+    **{f"{r}.{a}": 1024 for r in ("tid", "ntid") for a in "xy"},
+    "tid.z": 64,
+    "ntid.z": 64,
+    **{f"{r}.{a}": 65535 for r in ("ctaid", "nctaid") for a in "yz"},
+    "laneid": 32,
+}
 
 
 def key(v: Value) -> Any:
@@ -64,6 +85,30 @@ def key(v: Value) -> Any:
     return v
 
 
+def bounded(v: Value) -> int | None:
+    """An upper bound of `v` when it is a small non-negative quantity: a special register, a
+    non-negative constant, and their widenings, sums and products (`gridDim.x * blockDim.x`
+    is below 2^41); None otherwise."""
+    op = v.owner
+    if isinstance(op, ops.SpecialReg):
+        return _REG_LIMITS.get(op.reg, 1 << 31)
+    if isinstance(op, ops.Constant):
+        value = op.value
+        return value if type(value) is int and value >= 0 else None
+    if isinstance(op, ops.Cast):
+        src = op.operands[0]
+        widening = isinstance(src.type, ScalarType) and src.dtype.is_int
+        return bounded(src) if widening and src.dtype.bits <= v.dtype.bits else None
+    if isinstance(op, ops.Binary) and op.kind in ("add", "mul"):
+        x, y = (bounded(o) for o in op.operands)
+        if x is None or y is None:
+            return None
+        bound = x + y if op.kind == "add" else x * y
+        dt = v.dtype  # the sum or product must not wrap in its own type
+        return bound if bound < 1 << (dt.bits - (1 if dt.kind == "i" else 0)) else None
+    return None
+
+
 def nonneg(
     v: Value, preds: dict[Block, list[ops.Op]], assuming: frozenset[Value] = frozenset()
 ) -> bool:
@@ -72,6 +117,8 @@ def nonneg(
         op,
         ops.IndexToInt | ops.ThreadIndex1D | ops.ThreadIndexAxis | ops.ArrayLen | ops.IndexAdvance,
     ):
+        return True
+    if bounded(v) is not None:
         return True
     if isinstance(op, ops.Constant):
         return not isinstance(op.value, bool) and op.value >= 0
@@ -96,10 +143,9 @@ def nonneg(
                 isinstance(inc_op, ops.Binary)
                 and inc_op.kind == "add"
                 and inc_op.operands[0] is v
-                and isinstance(inc_op.operands[1].owner, ops.Constant)
-                and 0 <= inc_op.operands[1].owner.value < _MAX_STEP
+                and _small(bounded(inc_op.operands[1]))
             ):
-                continue
+                continue  # a step by a small non-negative amount (`k += 4 * stride`)
             if not nonneg(incoming, preds, assuming | {v}):
                 return False
         return True
@@ -126,6 +172,45 @@ def affine(v: Value) -> tuple[Any, Value | None, int]:
     return key(v), v, 0
 
 
+def linear(v: Value) -> tuple[Any, Value | None, int, frozenset[tuple[Any, int]]]:
+    """`affine(v)` with small non-negative terms split off: `k + 2 * stride + 1` is (key(k), k,
+    1, {(key(stride), 2)}); each term is `bounded`, so dropping one only lowers the value."""
+    op = v.owner
+    if isinstance(op, ops.IndexToInt):
+        return linear(op.operands[0])
+    if isinstance(op, ops.Binary) and op.kind == "add":
+        x, y = op.operands
+        term = _scaled_term(y)
+        if term is not None:
+            k, base, c, terms = linear(x)
+            if k is not None:
+                merged = dict(terms)
+                merged[term[0]] = merged.get(term[0], 0) + term[1]
+                return k, base, c, frozenset(merged.items())
+    k, base, c = affine(v)
+    return k, base, c, frozenset()
+
+
+def _scaled_term(v: Value) -> tuple[Any, int] | None:
+    """(key of s, c) when `v` is s or c * s (s * c) for a constant c >= 0 and a `bounded` s
+    whose scaled bound stays below _MAX_TERM; None otherwise."""
+    op = v.owner
+    coef, s = 1, v
+    if isinstance(op, ops.Binary) and op.kind == "mul":
+        for a, b in (op.operands, op.operands[::-1]):
+            if isinstance(a.owner, ops.Constant) and type(a.owner.value) is int:
+                coef, s = a.owner.value, b
+                break
+    bound = bounded(s)
+    if isinstance(s.owner, ops.Constant) or bound is None or coef < 0:
+        return None
+    return (key(s), coef) if _small(bound * max(coef, 1)) else None
+
+
+def _small(bound: int | None) -> bool:
+    return bound is not None and bound < _MAX_TERM
+
+
 def edge_facts(cond: Value, taken: bool) -> list[Fact]:
     op = cond.owner
     if isinstance(op, ops.Binary) and op.kind == "and" and taken:
@@ -140,11 +225,11 @@ def edge_facts(cond: Value, taken: bool) -> list[Fact]:
         a, b, pred = b, a, {"gt": "lt", "ge": "le"}[pred]
     if pred not in ("lt", "le"):
         return []
-    ka, _, ca = affine(a)
+    ka, _, ca, terms = linear(a)
     kb, _, cb = affine(b)
     slack = 0 if pred == "lt" else 1  # a <= b is a < b + 1
     if ka is not None and kb is not None:
-        return [("lt", ka, kb, cb - ca + slack)]
+        return [("lt", ka, kb, cb - ca + slack, terms)]
     if ka is None and kb is not None:  # constant < b: b >= constant + 1
         return [("ge", kb, ca - cb + 1 - slack)]
     return []
@@ -153,16 +238,25 @@ def edge_facts(cond: Value, taken: bool) -> list[Fact]:
 def proves(op: ops.BoundsCheck, known: set[Fact], terms: dict[Block, list[ops.Op]]) -> bool:
     """Whether the facts known here prove the single check `op`."""
     idx, n = op.operands
-    ki, base, d = affine(idx)
+    ki, base, d, scaled = linear(idx)
     if ki is None:
         return False
     kn = key(n)
-    upper = any(f[0] == "lt" and f[1] == ki and f[2] == kn and f[3] + d <= 0 for f in known)
+    upper = any(
+        f[0] == "lt" and f[1] == ki and f[2] == kn and f[3] + d <= 0 and _within(scaled, f[4])
+        for f in known
+    )
     if not upper:
         return False
     if d >= 0 and base is not None and nonneg(base, terms):
         return True
     return any(f[0] == "ge" and f[1] == ki and f[2] + d >= 0 for f in known)
+
+
+def _within(terms: frozenset[tuple[Any, int]], bound: frozenset[tuple[Any, int]]) -> bool:
+    """Whether each term's coefficient is at most the bound's (terms are non-negative)."""
+    limit = dict(bound)
+    return all(c <= limit.get(k, 0) for k, c in terms)
 
 
 def run(fn: Function, options: PassOptions) -> None:
@@ -210,8 +304,8 @@ def run(fn: Function, options: PassOptions) -> None:
         known: set[Fact] = set()
         for d in doms.get(b, ()):
             for f in entry_facts.get(d, ()):
-                if f[0] == "lt":  # x < m + c, and m <= each length wider than it
-                    known.update(("lt", f[1], m2, f[3]) for m2 in wider.get(f[2], {f[2]}))
+                if f[0] == "lt":  # x + terms < m + c, and m <= each length wider than it
+                    known.update(("lt", f[1], m2, *f[3:]) for m2 in wider.get(f[2], {f[2]}))
                 else:
                     known.add(f)
         if not known:
