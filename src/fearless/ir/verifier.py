@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import InternalError
+from . import ops
 from .analysis import dominators
 from .core import (
     BLOCK_INDEX,
@@ -23,40 +24,6 @@ from .core import (
     ScalarType,
     ThreadIndex2DType,
     Value,
-)
-from .ops import (
-    COLLECTIVE_DTYPES,
-    I64,
-    ArrayLen,
-    AtomicCAS,
-    AtomicRMW,
-    Binary,
-    BlockIndex1D,
-    BlockIndex2D,
-    BlockReduce,
-    BlockRowIndex,
-    BlockScan,
-    BlockStep,
-    BlockTileRow,
-    BoundsCheck,
-    Br,
-    Compare,
-    CondBr,
-    Constant,
-    IndexAdvance,
-    Load,
-    LocalAlloc,
-    Print,
-    Select,
-    SharedAlloc,
-    SpecialReg,
-    Store,
-    ThreadIndexAxis,
-    TileRow,
-    WarpReduce,
-    WarpShuffle,
-    WarpVote,
-    branch_args,
 )
 
 
@@ -99,7 +66,7 @@ def verify(fn: Function) -> None:
             _check_types(fn, op)
         term = b.ops[-1]
         for s in term.successors():
-            args = branch_args(term, s)
+            args = ops.branch_args(term, s)
             if len(args) != len(s.args):
                 raise _fail(fn, f"branch passes {len(args)} values to ^bb{s.id}", term)
             for a, p in zip(args, s.args, strict=True):
@@ -109,83 +76,87 @@ def verify(fn: Function) -> None:
 
 def _check_types(fn: Function, op: Op) -> None:
     ok = True
-    if isinstance(op, Binary | Compare):
+    if isinstance(op, ops.Binary | ops.Compare):
         ok = op.operands[0].type == op.operands[1].type and isinstance(
             op.operands[0].type, ScalarType
         )
-    elif isinstance(op, Select):
+    elif isinstance(op, ops.Select):
         ok = op.operands[1].type == op.operands[2].type
-    elif isinstance(op, Load | Store):
+    elif isinstance(op, ops.Load | ops.Store):
         arr = op.operands[0].type
         idx = op.indices
-        ok = isinstance(arr, ArrayType) and len(idx) == arr.ndim and all(i.type == I64 for i in idx)
-        if isinstance(op, Store) and isinstance(arr, ArrayType):
+        ok = (
+            isinstance(arr, ArrayType)
+            and len(idx) == arr.ndim
+            and all(i.type == ops.I64 for i in idx)
+        )
+        if isinstance(op, ops.Store) and isinstance(arr, ArrayType):
             ok = ok and op.operands[-1].type == ScalarType(arr.dtype)
-    elif isinstance(op, AtomicRMW | AtomicCAS):
+    elif isinstance(op, ops.AtomicRMW | ops.AtomicCAS):
         arr = op.operands[0].type
-        n_values = 1 if isinstance(op, AtomicRMW) else 2
+        n_values = 1 if isinstance(op, ops.AtomicRMW) else 2
         ok = (
             isinstance(arr, ArrayType)
             and arr.atomic
             and len(op.operands) == 1 + arr.ndim + n_values
-            and all(i.type == I64 for i in op.indices)
+            and all(i.type == ops.I64 for i in op.indices)
             and all(v.type == ScalarType(arr.dtype) for v in op.operands[1 + arr.ndim :])
         )
-    elif isinstance(op, BoundsCheck):
-        ok = len(op.operands) == 2 * len(op.sites) and all(v.type == I64 for v in op.operands)
-    elif isinstance(op, ArrayLen):
+    elif isinstance(op, ops.BoundsCheck):
+        ok = len(op.operands) == 2 * len(op.sites) and all(v.type == ops.I64 for v in op.operands)
+    elif isinstance(op, ops.ArrayLen):
         arr = op.operands[0].type
         ok = isinstance(arr, ArrayType) and 0 <= op.axis < arr.ndim
-    elif isinstance(op, WarpShuffle):
+    elif isinstance(op, ops.WarpShuffle):
         ok = op.operands[1].type == ScalarType(dtypes.i32) and _collective_type(op.operands[0])
-    elif isinstance(op, WarpVote):
+    elif isinstance(op, ops.WarpVote):
         ok = op.operands[0].type == ScalarType(dtypes.bool_)
-    elif isinstance(op, WarpReduce | BlockReduce | BlockScan):
+    elif isinstance(op, ops.WarpReduce | ops.BlockReduce | ops.BlockScan):
         ok = _collective_type(op.operands[0])
-    elif isinstance(op, SharedAlloc):
+    elif isinstance(op, ops.SharedAlloc):
         t = op.result.type
         ok = isinstance(t, ArrayType) and t.shared is not None and len(t.shared) == t.ndim
-    elif isinstance(op, LocalAlloc):
+    elif isinstance(op, ops.LocalAlloc):
         t = op.result.type
         ok = isinstance(t, ArrayType) and t.local is not None and len(t.local) == t.ndim
-    elif isinstance(op, ThreadIndexAxis):
+    elif isinstance(op, ops.ThreadIndexAxis):
         ok = isinstance(op.operands[0].type, ThreadIndex2DType)
-    elif isinstance(op, Print):
+    elif isinstance(op, ops.Print):
         ok = all(isinstance(v.type, ScalarType) for v in op.operands)
-    elif isinstance(op, IndexAdvance):
+    elif isinstance(op, ops.IndexAdvance):
         index, step = op.operands
         ok = (index.type == THREAD_INDEX and _regs_product(step) == ["nctaid.x", "ntid.x"]) or (
             index.type == BLOCK_INDEX and _regs_product(step) == ["ntid.x", "ntid.y", "ntid.z"]
         )
-    elif isinstance(op, BlockRowIndex):
+    elif isinstance(op, ops.BlockRowIndex):
         ok = op.operands[0].type == BLOCK_INDEX
-    elif isinstance(op, BlockStep):
+    elif isinstance(op, ops.BlockStep):
         start, k, threads = op.operands
         ok = (
-            isinstance(start.owner, BlockIndex1D)
-            and k.type == I64
+            isinstance(start.owner, ops.BlockIndex1D)
+            and k.type == ops.I64
             and _regs_product(threads) == ["ntid.x", "ntid.y", "ntid.z"]
         )
-    elif isinstance(op, BlockTileRow):
+    elif isinstance(op, ops.BlockTileRow):
         row, k, rows = op.operands
         ok = (
-            _row_of(row, BlockIndex2D)
-            and k.type == I64
+            _row_of(row, ops.BlockIndex2D)
+            and k.type == ops.I64
             and _regs_product(rows) == ["ntid.y", "ntid.z"]
         )
-    elif isinstance(op, TileRow):
+    elif isinstance(op, ops.TileRow):
         local, rows, block_y = op.operands
         const = rows.owner
         ok = (
-            _row_of(local, BlockTileRow)
-            and isinstance(const, Constant)
-            and rows.type == I64
+            _row_of(local, ops.BlockTileRow)
+            and isinstance(const, ops.Constant)
+            and rows.type == ops.I64
             and const.value >= 1
             and _regs_product(block_y) == ["ctaid.y"]
         )
-    elif isinstance(op, CondBr):
+    elif isinstance(op, ops.CondBr):
         ok = op.cond.type == ScalarType(op.cond.type.dtype) and op.cond.type.dtype.is_bool  # type: ignore[attr-defined]
-    elif isinstance(op, Br):
+    elif isinstance(op, ops.Br):
         ok = True
     if not ok:
         raise _fail(fn, "operand types do not fit", op)
@@ -193,14 +164,14 @@ def _check_types(fn: Function, op: Op) -> None:
 
 def _collective_type(v: Value) -> bool:
     """The values warp and block collectives move: 32- and 64-bit numbers."""
-    return isinstance(v.type, ScalarType) and v.type.dtype.name in COLLECTIVE_DTYPES
+    return isinstance(v.type, ScalarType) and v.type.dtype.name in ops.COLLECTIVE_DTYPES
 
 
 def _row_of(v: Value, pair: type[Op]) -> bool:
     """Whether `v` is the row (`index.axis 0`) of a pair made by an op of class `pair`."""
     axis = v.owner
     return (
-        isinstance(axis, ThreadIndexAxis)
+        isinstance(axis, ops.ThreadIndexAxis)
         and axis.axis == 0
         and isinstance(axis.operands[0].owner, pair)
     )
@@ -209,13 +180,13 @@ def _row_of(v: Value, pair: type[Op]) -> bool:
 def _regs_product(v: Value) -> list[str] | None:
     """The special registers whose product (each widened to i64) `v` is, sorted: the only
     strides of `index.advance` are nctaid.x * ntid.x and ntid.x * ntid.y * ntid.z."""
-    if v.type != I64:
+    if v.type != ops.I64:
         return None
     op = v.owner
     if isinstance(op, Op) and op.opname == "cast":
         reg = op.operands[0].owner
-        return [reg.reg] if isinstance(reg, SpecialReg) else None
-    if not (isinstance(op, Binary) and op.kind == "mul"):
+        return [reg.reg] if isinstance(reg, ops.SpecialReg) else None
+    if not (isinstance(op, ops.Binary) and op.kind == "mul"):
         return None
     parts = [_regs_product(x) for x in op.operands]
     return sorted(parts[0] + parts[1]) if parts[0] and parts[1] else None

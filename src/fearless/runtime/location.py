@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from types import CodeType, FrameType
 
-from ..errors import KernelTypeError, Location
+from ..errors import KernelTypeError, Location, MovedError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 # The CLI (`fearless demo`) launches kernels as a user would: its frames count as user code.
@@ -45,6 +45,13 @@ def argument_error(message: str, help: str | None = None) -> KernelTypeError:
 
 
 @functools.lru_cache(maxsize=1024)
+def check_not_moved(moved_at: Location | None, message: str, note: str, help: str) -> None:
+    """The MovedError of a handle used after it gave its memory away at `moved_at` (None: it
+    did not), pointing at the user's line; `note` precedes the moving line."""
+    if moved_at is not None:
+        raise MovedError(message, user_location(), notes=[f"{note} {moved_at}"], help=help)
+
+
 def _inside_fearless(filename: str) -> bool:
     if filename.startswith("<fearless"):  # generated code (launch.py's generated launchers)
         return True

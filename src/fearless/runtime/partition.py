@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..errors import CompileError, KernelTypeError, Location, MovedError
+from ..errors import CompileError, KernelTypeError, Location
 from ..ir.tile_types import is_pow2
-from .location import user_location
+from .location import check_not_moved, user_location
 
 
 class Movable(Protocol):
@@ -61,13 +61,12 @@ class Partition(Generic[_T]):
         return self.tensor.dtype
 
     def check_live(self) -> None:
-        if self._given_back is not None:
-            raise MovedError(
-                "use of a partition after `unpartition()` gave its tensor back",
-                user_location(),
-                notes=[f"unpartitioned at {self._given_back}"],
-                help="partition the tensor again for another launch",
-            )
+        check_not_moved(
+            self._given_back,
+            "use of a partition after `unpartition()` gave its tensor back",
+            "unpartitioned at",
+            "partition the tensor again for another launch",
+        )
 
     def unpartition(self) -> _T:
         """End the partition and give the tensor back (the only live handle to it)."""

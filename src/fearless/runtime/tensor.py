@@ -18,10 +18,10 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError, Location, MovedError
+from ..errors import KernelTypeError, Location
 from . import driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
-from .location import argument_error, user_location
+from .location import argument_error, check_not_moved, user_location
 from .params import bf16_bits
 from .partition import Grouped, Partition, partition
 from .target import Target, current_target
@@ -181,13 +181,12 @@ class Tensor:
         self._dev1d = self._on_device and len(self._shape) == 1
 
     def _check_live(self) -> None:
-        if self._moved is not None:
-            raise MovedError(
-                "use of a moved tensor: it was moved into a partition",
-                user_location(),
-                notes=[f"the tensor moved at {self._moved}"],
-                help="use the tensor `unpartition()` gives back instead of the old handle",
-            )
+        check_not_moved(
+            self._moved,
+            "use of a moved tensor: it was moved into a partition",
+            "the tensor moved at",
+            "use the tensor `unpartition()` gives back instead of the old handle",
+        )
 
     # ---------------------------------------------------------------------- interchange
 

@@ -60,19 +60,7 @@ from .. import config, dtypes
 from ..abi import Dim3
 from ..errors import InternalError, KernelTypeError, LaunchContractError
 from ..frontend.printing import c_format
-from ..ir import ops
-from ..ir.core import (
-    ArrayType,
-    Block,
-    Function,
-    Op,
-    ScalarType,
-    ThreadIndex2DType,
-    ThreadIndexType,
-    Type,
-    Value,
-    uses,
-)
+from ..ir import core, ops
 from ..runtime.location import user_location
 from . import atomics, collectives, numerics
 from .machine import (
@@ -141,7 +129,7 @@ def _duration(threads: int) -> str:
 
 
 def run_kernel(
-    fn: Function,
+    fn: core.Function,
     grid: Sequence[int],
     block: Sequence[int],
     args: Sequence[Any],
@@ -162,15 +150,15 @@ class SimKernel:
     The plan reads the IR when it is made: build a new `SimKernel` after changing `fn`.
     """
 
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: core.Function) -> None:
         self.fn = fn
         order = schedule_order(fn)
         if any(fn.entry in b.successors() for b in order):
             raise InternalError(f"@{fn.name}: a branch targets the entry block")
-        self._slots: dict[Value, int] = {}
+        self._slots: dict[core.Value, int] = {}
         self._dtypes: list[np.dtype[Any] | None] = []
         self._env0: list[Any] = []
-        self._uniform: set[Value] = set(fn.params)
+        self._uniform: set[core.Value] = set(fn.params)
         self._thread_values: list[tuple[int, str]] = []  # per-lane registers, per chunk
         self._launch_values: list[tuple[int, str]] = []  # ntid.*, nctaid.*
         self._params = [self._slot(p) for p in fn.params]
@@ -179,18 +167,18 @@ class SimKernel:
         self._chunk_slots: dict[str, int] = {}  # `_chunk_register`'s slots
         # Each block is planned as one part per barrier it holds, plus one: the positions of a
         # block's parts follow each other, and a part after a barrier waits there (barriers.py).
-        position: dict[Block, int] = {}
+        position: dict[core.Block, int] = {}
         k = 0
         for b in order:
             position[b] = k
             k += 1 + sum(isinstance(op, (ops.Barrier, *ops.COLLECTIVES)) for op in b.ops)
         self._has_barriers = k > len(order)
-        used_in = uses(fn)
+        used_in = core.uses(fn)
         self._blocks = [p for b in order for p in self._plan_block(b, position, used_in)]
 
     # ------------------------------------------------------------------------------ plan
 
-    def _slot(self, v: Value) -> int:
+    def _slot(self, v: core.Value) -> int:
         s = self._slots.get(v)
         if s is None:
             s = self._slots[v] = len(self._env0)
@@ -198,7 +186,7 @@ class SimKernel:
             self._dtypes.append(_storage(v.type))
         return s
 
-    def _operand(self, v: Value) -> Operand:
+    def _operand(self, v: core.Value) -> Operand:
         if v not in self._slots:
             raise InternalError(f"@{self.fn.name}: {v!r} is used before it is defined")
         return v in self._uniform, self._slots[v]
@@ -215,10 +203,15 @@ class SimKernel:
         return False, slot
 
     def _plan_block(
-        self, b: Block, position: dict[Block, int], used_in: dict[Value, list[Op]]
+        self,
+        b: core.Block,
+        position: dict[core.Block, int],
+        used_in: dict[core.Value, list[core.Op]],
     ) -> list[BlockPlan]:
         for a in b.args:
-            if b is not self.fn.entry and not isinstance(a.type, ScalarType | ThreadIndexType):
+            if b is not self.fn.entry and not isinstance(
+                a.type, core.ScalarType | core.ThreadIndexType
+            ):
                 raise InternalError(f"the simulator has no block arguments of type {a.type}")
             self._slot(a)
         term = b.terminator
@@ -226,8 +219,8 @@ class SimKernel:
             raise InternalError(f"@{self.fn.name}: block ^bb{b.id} has no terminator")
         steps: list[Step] = []
         parts: list[BlockPlan] = []
-        barrier: Op | None = None  # the barrier the current part waits at
-        part_of: dict[Op, int] = {}  # a barrier ends a part, a collective starts one
+        barrier: core.Op | None = None  # the barrier the current part waits at
+        part_of: dict[core.Op, int] = {}  # a barrier ends a part, a collective starts one
         part = 0
         for op in b.ops:
             part += isinstance(op, ops.COLLECTIVES)
@@ -346,10 +339,10 @@ class SimKernel:
 # ---------------------------------------------------------------------------- arguments
 
 
-def _storage(t: Type) -> np.dtype[Any] | None:
-    if isinstance(t, ScalarType):
+def _storage(t: core.Type) -> np.dtype[Any] | None:
+    if isinstance(t, core.ScalarType):
         return numerics.storage_dtype(t.dtype)
-    if isinstance(t, ThreadIndexType | ThreadIndex2DType):  # a pair holds 0 or its column
+    if isinstance(t, core.ThreadIndexType | core.ThreadIndex2DType):  # a pair holds 0 or its column
         return np.dtype(np.int64)
     return None
 
@@ -362,15 +355,15 @@ def _dim3(d: Sequence[int] | int) -> Dim3:
     return x, y, z
 
 
-def _bind(p: Value, a: Any) -> Any:
+def _bind(p: core.Value, a: Any) -> Any:
     """A launch argument as the simulator holds it (arrays are not copied)."""
     t = p.type
-    if isinstance(t, ScalarType):
+    if isinstance(t, core.ScalarType):
         dt = t.dtype
         if dt.name == "bf16" and isinstance(a, np.uint16):
             return numerics.bf16_load(a)[()]  # the dtype's storage: raw bits
         return numerics.constant(a, dt)
-    if not isinstance(t, ArrayType):
+    if not isinstance(t, core.ArrayType):
         raise InternalError(f"the simulator has no parameters of type {t}")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
     if arr.ndim != t.ndim:
@@ -409,14 +402,14 @@ def _prefilled() -> None:  # pragma: no cover - never called
     raise AssertionError
 
 
-def _plan_constant(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_constant(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.Constant)
     k._env0[k._slot(op.result)] = numerics.constant(op.value, op.result.dtype)
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
 
-def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_register(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     if isinstance(op, ops.SpecialReg):
         reg = op.reg
     elif isinstance(op, ops.ThreadIndexAxis):
@@ -445,92 +438,92 @@ def _plan_register(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, _prefilled
 
 
-def _plan_static_array(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_static_array(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     """`shared.alloc` / `local.alloc`: an array per block / per lane of each chunk, made by
     `SimKernel.run` (they have a leading axis of blocks / lanes)."""
     t = op.result.type
-    assert isinstance(t, ArrayType) and t.static_shape is not None
+    assert isinstance(t, core.ArrayType) and t.static_shape is not None
     arrays = k._shared_values if t.shared is not None else k._local_values
     arrays.append((k._slot(op.result), t.static_shape, numerics.storage_dtype(t.dtype)))
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
 
-def _shared_shape(v: Value) -> tuple[int, ...] | None:
-    return v.type.shared if isinstance(v.type, ArrayType) else None
+def _shared_shape(v: core.Value) -> tuple[int, ...] | None:
+    return v.type.shared if isinstance(v.type, core.ArrayType) else None
 
 
-def _local_shape(v: Value) -> tuple[int, ...] | None:
-    return v.type.local if isinstance(v.type, ArrayType) else None
+def _local_shape(v: core.Value) -> tuple[int, ...] | None:
+    return v.type.local if isinstance(v.type, core.ArrayType) else None
 
 
-def _plan_index_2d(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_index_2d(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     # The pair has no value of its own: its coordinates (`index.axis`) are thread registers.
     k._env0[k._slot(op.result)] = np.int64(0)
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
 
-def _scalar_dtype(v: Value) -> Any:
-    return v.type.dtype if isinstance(v.type, ScalarType) else dtypes.i64
+def _scalar_dtype(v: core.Value) -> Any:
+    return v.type.dtype if isinstance(v.type, core.ScalarType) else dtypes.i64
 
 
-def _plan_binary(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_binary(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.binary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
 
 
-def _plan_unary(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_unary(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.unary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
 
 
-def _plan_compare(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_compare(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.compare_fn(op.attrs["pred"], _scalar_dtype(op.operands[0]))
 
 
-def _plan_cast(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_cast(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.cast_fn(_scalar_dtype(op.operands[0]), op.result.dtype)
 
 
-def _plan_math(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_math(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.math_fn(op.attrs["fn"], _scalar_dtype(op.operands[0]))
 
 
-def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, Op], tuple[int, Any]]:
+def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, core.Op], tuple[int, Any]]:
     return lambda k, op: (COMPUTE, fn)
 
 
-def _plan_len(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_len(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.ArrayLen)
     axis = op.axis
     t = op.operands[0].type
-    shape = t.static_shape if isinstance(t, ArrayType) else None
+    shape = t.static_shape if isinstance(t, core.ArrayType) else None
     if shape is not None:  # the static extent (the array has a leading axis of blocks or lanes)
         return COMPUTE, lambda arr: np.int64(shape[axis])
     return COMPUTE, lambda arr: np.int64(arr.shape[axis])
 
 
-def _plan_memory(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_memory(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     arr_type = op.operands[0].type
-    assert isinstance(arr_type, ArrayType)
+    assert isinstance(arr_type, core.ArrayType)
     bf16 = arr_type.dtype.name == "bf16"
     if isinstance(op, ops.Load):
         return LOAD, numerics.bf16_load if bf16 else numerics._identity
     return STORE, numerics.bf16_store if bf16 else numerics._identity
 
 
-def _plan_atomic(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_atomic(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     arr_type = op.operands[0].type
-    assert isinstance(arr_type, ArrayType)
+    assert isinstance(arr_type, core.ArrayType)
     if isinstance(op, ops.AtomicCAS):
         return ATOMIC, atomics.cas_fn(arr_type.dtype)
     return ATOMIC, atomics.rmw_fn(op.attrs["kind"], arr_type.dtype)
 
 
-def _plan_collective(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_collective(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COLLECTIVE, collectives.collective_fn(op)
 
 
-def _plan_print(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_print(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     fmt = op.attrs["format"]
 
     def run(args: list[Any], n: int) -> None:
@@ -546,11 +539,11 @@ def _capped_step(k: Any) -> Any:
     return np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64)
 
 
-def _plan_check(k: SimKernel, op: Op) -> tuple[int, Callable[..., Any]]:
+def _plan_check(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return CHECK, numerics._identity
 
 
-_PLANNERS: dict[type[Op], Callable[[SimKernel, Op], tuple[int, Callable[..., Any]]]] = {
+_PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callable[..., Any]]]] = {
     ops.Constant: _plan_constant,
     ops.ThreadIndex1D: _plan_register,
     ops.ThreadIndex2D: _plan_index_2d,

@@ -17,20 +17,11 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
+from ..frontend import values
 from ..frontend.core import Lowerer
 from ..frontend.loops import LoopTypes
 from ..frontend.source import FunctionSource
-from ..frontend.values import (
-    SYMBOL,
-    PyObj,
-    Undefined,
-    Weak,
-    check_operator,
-    coerce_literal,
-    fold,
-    overflow_help,
-)
-from ..frontend.values import literal_value as check_literal
+from ..frontend.values import SYMBOL, PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
 from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
@@ -102,12 +93,12 @@ class TileRules(Lowerer[Operand]):
     def literal(self, w: Weak, dtype: DType, loc: Location) -> Any:
         """The literal `w` as a constant of `dtype`, if it holds the value."""
         if dtype.is_float and not isinstance(w.value, bool):
-            help = overflow_help(
+            help = values.overflow_help(
                 dtype, "convert the tile to a wider type first (`.astype(fl.f32)`)"
             )
         else:
             help = f"write a value {dtype.name} holds, or convert the tile with `.astype(...)`"
-        return check_literal(w, dtype, loc, help)
+        return values.literal_value(w, dtype, loc, help)
 
     def tile_value(self, x: Operand, loc: Location, dtype: DType | None = None) -> Value:
         """`x` as a tile value; a Weak becomes `dtype` (or its default type)."""
@@ -196,17 +187,17 @@ class TileRules(Lowerer[Operand]):
     def binary(self, kind: str, a: Operand, b: Operand, loc: Location) -> Operand:
         if kind == "matmul":
             return self.matmul(a, b, loc)
-        folded = fold(kind, a, b, loc)
+        folded = values.fold(kind, a, b, loc)
         if folded is not None:
             return folded
         sym = SYMBOL.get(kind, kind)
         dt = self.unify(a, b, loc, f"`{sym}`")
-        check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
+        values.check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
         va, vb = self.operands([a, b], dt, loc)
         return self.emit(ops.Binary(kind, va, vb, loc))
 
     def compare(self, pred: str, a: Operand, b: Operand, loc: Location) -> Operand:
-        folded = fold(pred, a, b, loc)
+        folded = values.fold(pred, a, b, loc)
         if folded is not None:
             return folded
         dt = self.unify(a, b, loc, f"`{SYMBOL[pred]}`")
@@ -215,7 +206,7 @@ class TileRules(Lowerer[Operand]):
 
     def cast(self, x: Operand, dtype: DType, loc: Location) -> Value:
         if isinstance(x, Weak):
-            return self.const(coerce_literal(x.value, dtype), dtype, loc)
+            return self.const(values.coerce_literal(x.value, dtype), dtype, loc)
         v = self.tile_value(x, loc)
         return v if tile_type(v).dtype == dtype else self.emit(ops.Cast(v, dtype, loc))
 
