@@ -109,13 +109,15 @@ extern "C" __global__ void transpose(const float* __restrict__ x, long long rows
     __shared__ float s[32][33];
     long long tx = threadIdx.x;
 #pragma unroll
-    for (long long ty = threadIdx.y; ty < 32; ty += TRANSPOSE_ROWS) {
+    for (int k = 0; k < 32 / TRANSPOSE_ROWS; k++) {
+        long long ty = threadIdx.y + k * TRANSPOSE_ROWS;
         long long r = (long long)blockIdx.x * 32 + ty, c = (long long)blockIdx.y * 32 + tx;
         if (r < rows && c < cols) s[ty][tx] = x[r * cols + c];
     }
     __syncthreads();
 #pragma unroll
-    for (long long ty = threadIdx.y; ty < 32; ty += TRANSPOSE_ROWS) {
+    for (int k = 0; k < 32 / TRANSPOSE_ROWS; k++) {
+        long long ty = threadIdx.y + k * TRANSPOSE_ROWS;
         long long orow = (long long)blockIdx.y * 32 + ty, ocol = (long long)blockIdx.x * 32 + tx;
         if (orow < cols && ocol < rows) out[orow * rows + ocol] = s[tx][ty];
     }
