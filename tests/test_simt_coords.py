@@ -1,6 +1,6 @@
-"""SIMT raw coordinates, grid-stride loops, conditional expressions, weak `float`/`int`
-parameters and `with simt.unsafe():` regions: the simulator against NumPy, the errors, the
-IR (and its verifier), and the LLVM lowering through ptxas.
+"""SIMT raw coordinates, grid-stride loops, conditional expressions, tuple unpacking, weak
+`float`/`int` parameters and `with simt.unsafe():` regions: the simulator against NumPy, the
+errors, the IR (and its verifier), and the LLVM lowering through ptxas.
 """
 
 from __future__ import annotations
@@ -323,3 +323,22 @@ def test_grid_pair_indexes_a_2d_slice() -> None:
     out = np.zeros((24, 24), np.float32)
     grid_pair_index[(3, 3), (8, 8)](a, out)
     np.testing.assert_array_equal(out, a.T + a.T)
+
+
+@simt.kernel
+def unpack(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
+    """Written-out tuples unpack, every value first: `a, b = b, a` swaps."""
+    t = simt.thread.index_2d()
+    r, c = t.row, t.col
+    a, b = fl.f32(r), fl.f32(c)
+    a, b = b, a
+    if r < out.shape[0] and c < out.shape[1]:
+        out[t] = x[r, c] + 100 * a + b
+
+
+def test_a_written_tuple_unpacks_and_swaps() -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.zeros_like(x)
+    unpack[(1, 1), (4, 3)](x, out)
+    r, c = np.indices(x.shape)
+    np.testing.assert_array_equal(out, x + 100 * c + r)

@@ -5,5 +5,5 @@ from fearless import simt
 @simt.kernel
 def kernel(c: simt.DisjointSlice[fl.f32]):
     i = simt.thread.index_1d()
-    x, y = 1.0, 2.0  # error[E0001] col 5: tuple unpacking is not supported in kernels
+    x, y = i  # error[E0001] col 5: tuple unpacking is not supported in kernels
     c[i] = x

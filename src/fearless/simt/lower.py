@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import unsupported
@@ -39,13 +40,29 @@ class FunctionLowerer(LoopLowerer):
     # ------------------------------------------------------------------------ statements
 
     def stmt_Assign(self, node: ast.Assign) -> None:
+        """`a = b`, and unpacking: of a tuple the compiler makes (`x, y = simt.grid(2)`) or of
+        a tuple written out (`r, c = t.row, t.col`; every value first, so `a, b = b, a`
+        swaps)."""
+        source = node.value
+        written = isinstance(source, ast.Tuple | ast.List)
         for target in node.targets:
-            # Only a tuple of the compiler's own (`x, y = simt.grid(2)`) unpacks.
-            if isinstance(target, ast.Tuple | ast.List) and not isinstance(node.value, ast.Call):
+            unpacks = isinstance(target, ast.Tuple | ast.List)
+            if unpacks and not (written or isinstance(source, ast.Call)):
                 raise unsupported(
                     "tuple unpacking", self.loc(target), help="assign each variable on its own line"
                 )
-        super().stmt_Assign(node)
+            if isinstance(source, ast.Tuple) and not unpacks:
+                raise unsupported(
+                    "a tuple value",
+                    self.loc(source),
+                    help="kernels have no tuple variables: unpack it, `a, b = x, y`",
+                )
+        if not written or not all(isinstance(t, ast.Tuple | ast.List) for t in node.targets):
+            return super().stmt_Assign(node)  # a list's message is the expression's
+        assert isinstance(source, ast.Tuple | ast.List)
+        values: Any = tuple(self.expr(e) for e in source.elts)  # `assign` unpacks tuples
+        for target in node.targets:
+            self.assign(target, values, node)
 
     def host_operand(self, obj: object, name: str, node: ast.expr) -> Operand:
         if isinstance(obj, Register):  # `simt.threadIdx.x`, `simt.laneid`: a plain i64
