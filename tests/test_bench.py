@@ -267,7 +267,16 @@ def test_the_cuda_transpose_twin_has_the_simt_kernels_block() -> None:
 def test_simt_bench_kernels_are_safe() -> None:
     from fearless.bench import kernels_simt as K
 
-    for k in (K.softmax, K.rms_norm, K.layer_norm, K.block_sum, K.transpose):
+    from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS
+
+    for k in (
+        K.softmax,
+        K.rms_norm,
+        K.layer_norm,
+        K.block_sum,
+        K.transpose,
+        *CHUNK_KERNELS.values(),
+    ):
         assert not k.unsafe and "unsafe" not in k.inspect(), k.name
 
 

@@ -15,8 +15,9 @@ gives the thread its own value (`select`), so a partial warp is a warp of only i
                        shfl.down tree (offsets 16, 8, 4, 2, 1, a missing lane is the identity),
                        then lane 0's total to every lane (shfl.idx 0)
     block.reduce       the tree per warp; lane 0 stores its warp's total in a hidden shared buffer;
-                       barrier; warp 0 reduces the totals with the same tree and stores the result
-                       at slot 32; barrier; every thread loads it; barrier (the buffer is free)
+                       barrier; every warp reduces the totals with the same tree and hands lane
+                       0's result to its lanes (shfl.idx); a barrier (the buffer is free) only
+                       when the op stands in a loop
     block.scan         a shfl.up scan per warp (offsets 1 .. 16); the warp's last thread stores the
                        warp's total; barrier; warp 0 scans the totals and stores the prefixes at
                        32 + w; barrier; thread of warp w > 0: op(prefix[w - 1], own); barrier
@@ -185,6 +186,10 @@ def _slot(lw: Any, buf: ir.Value, i: ir.Value) -> ir.Value:
 
 
 def lower_block_reduce(lw: Any, op: ops.BlockReduce) -> None:
+    """Each warp's tree; lane 0 stores its warp's total; one barrier; then every warp reduces
+    the totals with the same tree (so lane 0's result is the simulator's, bit for bit) and
+    hands it to its lanes (shfl.idx 0). A barrier after the reads keeps the buffer from being
+    overwritten by the next run of the op, needed only when the op stands in a loop."""
     dt, g, name = _dtype(op), _geometry(lw), op.attrs["op"]
     bld = lw.builder
     buf, ty = _buffer(lw, dt)
@@ -193,17 +198,34 @@ def lower_block_reduce(lw: Any, op: ops.BlockReduce) -> None:
     with bld.if_then(bld.icmp_unsigned("==", g.lane, zero)):
         bld.store(total, _slot(lw, buf, g.warp))
     emit_barrier(lw)
-    with bld.if_then(bld.icmp_unsigned("==", g.warp, zero)):
-        first = bld.icmp_unsigned("<", g.lane, g.n_warps)
-        loaded = bld.load(_slot(lw, buf, bld.select(first, g.lane, zero)), typ=ty)
-        x = bld.select(first, loaded, _identity(name, dt))
-        result = _tree(lw, x, dt, name, g)
-        with bld.if_then(bld.icmp_unsigned("==", g.lane, zero)):
-            bld.store(result, _slot(lw, buf, ir.Constant(I32, 32)))
-    emit_barrier(lw)
-    out = bld.load(_slot(lw, buf, ir.Constant(I32, 32)), typ=ty)
-    emit_barrier(lw)
+    first = bld.icmp_unsigned("<", g.lane, g.n_warps)
+    loaded = bld.load(_slot(lw, buf, bld.select(first, g.lane, zero)), typ=ty)
+    result = _tree(lw, bld.select(first, loaded, _identity(name, dt)), dt, name, g)
+    out = _raw_shfl(lw, "idx", result, dt, zero, g)
+    if _in_loop(lw, op):
+        emit_barrier(lw)
     lw._set(op.result, out)
+
+
+def _in_loop(lw: Any, op: ops.Op) -> bool:
+    """Whether `op`'s block can run again in one thread (it lies on a cycle of the CFG)."""
+    loops: dict[Any, bool] = lw.__dict__.setdefault("_blocks_in_loops", {})
+    start = op.block
+    assert start is not None
+    if start not in loops:
+        seen, stack = set(), list(start.successors())
+        while stack:
+            b = stack.pop()
+            if b is start:
+                break
+            if b not in seen:
+                seen.add(b)
+                stack.extend(b.successors())
+        else:
+            loops[start] = False
+            return False
+        loops[start] = True
+    return loops[start]
 
 
 def lower_block_scan(lw: Any, op: ops.BlockScan) -> None:

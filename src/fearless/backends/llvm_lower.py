@@ -31,7 +31,7 @@ from ..dtypes import DType
 from ..errors import InternalError
 from ..ir import ops
 from ..ir.core import ArrayType, Block, Function, Op, ScalarType, Value
-from . import llvm_atomics, llvm_collectives, llvm_coords, llvm_print, llvm_shared
+from . import llvm_atomics, llvm_chunks, llvm_collectives, llvm_coords, llvm_print, llvm_shared
 from .llvm_arith import ScalarEmitter
 from .llvm_support import ModuleSupport
 from .llvm_types import (
@@ -177,6 +177,7 @@ class _KernelLowering:
         self.arrays: dict[Value, _Array] = {}
         self.index_2d: dict[Value, tuple[ir.Value, ir.Value]] = {}  # ThreadIndex2D: (row, col)
         self.blocks: dict[Block, ir.Block] = {}
+        self.chunk_pending: list[ops.Load | ops.Store] = []  # a chunk copy's lanes before 0
 
     # ------------------------------------------------------------------------- signature
 
@@ -426,6 +427,8 @@ class _KernelLowering:
         return ptr, ty, dtype.itemsize
 
     def _load(self, op: ops.Load) -> None:
+        if llvm_chunks.lower_load(self, op):
+            return
         array = op.operands[0]
         ptr, ty, align = self._element(array, op.indices)
         loaded = self.builder.load(ptr, typ=ty, align=align)
@@ -441,6 +444,8 @@ class _KernelLowering:
         array, value = op.operands[0], op.operands[-1]
         if self._array(array).readonly:
             raise InternalError(f"store to the read-only Slice {array.name!r} ({op.loc})")
+        if llvm_chunks.lower_store(self, op):
+            return
         ptr, _, align = self._element(array, op.indices)
         v = self._v(value)
         if v.type == I1:

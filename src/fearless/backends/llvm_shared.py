@@ -122,7 +122,10 @@ def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
     flags = ("nuw", "nsw")
     yz = b.add(y, b.mul(ny, z, flags=flags), flags=flags)
     row = b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
-    lw.index_2d[op.result] = (row, lw._v(op.operands[0]))
+    column = lw._v(op.operands[0])
+    if op.width > 1:  # `block_column(k, W)`: the first column of the chunk, W * c
+        column = b.mul(column, ir.Constant(I64, op.width), name="chunk", flags=flags)
+    lw.index_2d[op.result] = (row, column)
 
 
 def _advance(lw: Any, op: ops.BlockStep | ops.BlockTileRow, name: str) -> ir.Value:

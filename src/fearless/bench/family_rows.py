@@ -2,10 +2,12 @@
 
 Bytes counted: the matrix read once and written once, plus the weight (and bias) vectors.
 fearless SIMT runs each as one safe kernel (`kernels_simt.py`), one block per row, the row's
-statistics through `simt.block.reduce`: rows of at most `ROW_REG_COLS` (1024) columns held in
-registers (`simt.local.array`, `simt.thread.block_column`: x read once), longer ones walked by
-`simt.thread.block_stride` (x read twice). The CUDA C++ twin runs the register algorithm (warp
-shuffles and a shared buffer). Triton, cuTile Python and the Tile
+statistics through `simt.block.reduce`: rows of at most 1024 columns, a multiple of 4, held in
+registers as chunks of 4 moved by vector loads and stores (`kernels_simt_chunks.py`:
+`simt.thread.block_column(k, 4)`, `v[k] = x[i]`); other rows of at most 1024 held in registers
+a column at a time (`simt.local.array`, `block_column(k)`); longer ones walked by
+`simt.thread.block_stride` (x read twice). The CUDA C++ twin runs the chunk algorithm with
+float4 (warp shuffles and a shared buffer). Triton, cuTile Python and the Tile
 example keep a whole row in one block; TileGym (when installed) and torch eager run their own
 kernels.
 """
@@ -96,14 +98,19 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
         kernel, threads = K.row_kernel(name, cols)
         prep = kernel.prepare(rows, threads)
         args = (*inputs, *scalars, y)
-        note = "registers" if threads == K.ROW_REG_THREADS else "block_stride"
+        note = {K.ROW_REG_THREADS: "registers", K.ROW_THREADS: "block_stride"}.get(threads, "")
+        if kernel.name.endswith("_chunks"):
+            note = "chunks of 4 (vector loads)"
         return Prepared(lambda: kernel(prep, *args), y, note=f"{SIMT_NOTE}, {note}")
 
     def cuda_cpp() -> Prepared:
-        from .kernels_simt import ROW_REG_COLS, ROW_REG_THREADS
+        from .kernels_simt_chunks import CHUNK_COLS, CHUNK_THREADS, CHUNK_WIDTH
 
-        if cols > ROW_REG_COLS:
-            raise Skip(f"the CUDA C++ twins hold rows of at most {ROW_REG_COLS} in registers")
+        if cols > CHUNK_COLS or cols % CHUNK_WIDTH:
+            raise Skip(
+                f"the CUDA C++ twins hold rows of at most {CHUNK_COLS} columns, a multiple of "
+                f"{CHUNK_WIDTH}, in float4 registers"
+            )
         m = ctx.peers.cuda_cpp()
         y = new()
         px, py, c = ptr(x), ptr(y), i64(cols)
@@ -112,8 +119,8 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
             "rms_norm": [px, ptr(w), c, f32(EPS), py],
             "layer_norm": [px, ptr(w), ptr(b), c, f32(EPS), py],
         }[name]
-        launch = m.launcher(name, n, args, grid=rows, block=ROW_REG_THREADS)
-        return Prepared(launch, y, note=f"{SIMT_NOTE}, registers")
+        launch = m.launcher(name, n, args, grid=rows, block=CHUNK_THREADS)
+        return Prepared(launch, y, note=f"{SIMT_NOTE}, float4 chunks")
 
     def tile() -> Prepared:
         import fearless as fl

@@ -4,7 +4,8 @@ They are the SIMT track's parity reference: each kernel is the algorithm of its 
 `kernels_simt.py`, written as a CUDA C++ programmer would (64-bit indices as fearless uses,
 `__restrict__` where fearless proves non-aliasing, NVRTC's default flags: precise division
 and square root, FMA contraction on). The block reductions follow fearless's lowering of
-`simt.block.reduce` (a shfl.down tree per warp, a shared buffer, three barriers), the sum ends in
+`simt.block.reduce` (a shfl.down tree per warp, a shared buffer, one barrier, the totals' tree
+in every warp), the row kernels move float4 chunks as the SIMT ones do, the sum ends in
 one `atomicAdd` per block, the transpose stages 32 x 33 shared tiles. A gap between the two is a gap in fearless's codegen,
 not in the algorithm. f16 and bf16 travel as their raw 16 bits, converted with `cvt` so that
 no CUDA header is needed.
@@ -70,14 +71,8 @@ __device__ __forceinline__ float block_reduce(float v, float* buf /* __shared__ 
     v = warp_tree<Op>(v);
     if (lane == 0) buf[warp] = v;
     __syncthreads();
-    if (warp == 0) {
-        float u = warp_tree<Op>(lane < n_warps ? buf[lane] : Op::id());
-        if (lane == 0) buf[32] = u;
-    }
-    __syncthreads();
-    float r = buf[32];
-    __syncthreads();
-    return r;
+    float u = warp_tree<Op>(lane < n_warps ? buf[lane] : Op::id());
+    return __shfl_sync(FULL, u, 0);  // no barrier after: each reduction has its own buffer
 }
 
 // total[0] += sum(x) (total zeroed by the caller): four strided sums per thread, the block's
@@ -123,25 +118,40 @@ extern "C" __global__ void transpose(const float* __restrict__ x, long long rows
     }
 }
 
-// The row kernels: one block per row (blockIdx.x), each thread holding its ROW_PER columns
-// c = threadIdx.x + k * blockDim.x in registers (x read once), the statistics combined by
-// block_reduce; columns past the row's end (cols <= ROW_PER * blockDim.x) take the identity.
-#define ROW_PER 8
-#define ROW_COLS(k, c) \
-    _Pragma("unroll") for (int k = 0; k < ROW_PER; k++) \
-        if (long long c = threadIdx.x + (long long)k * blockDim.x; true)
+// The row kernels: one block per row (blockIdx.x), each thread holding its ROW_CHUNKS float4
+// chunks of the row, columns 4 (threadIdx.x + k * blockDim.x) .. + 3 (kernels_simt_chunks.py's
+// `block_column(k, 4)`), x read once with one vector load per chunk; the statistics combined by
+// block_reduce; chunks past the row's end (cols <= 4 * ROW_CHUNKS * blockDim.x, a multiple of 4)
+// take the identity. Weights are read as float4 chunks in the last loop.
+#define ROW_CHUNKS 2
+#define LOG2E 1.4426950408889634f
+#define ROW_CHUNK(k, c) \
+    _Pragma("unroll") for (int k = 0; k < ROW_CHUNKS; k++) \
+        if (long long c = 4 * (threadIdx.x + (long long)k * blockDim.x); true)
+__device__ __forceinline__ float4 chunk_or(const float* p, long long c, long long cols, float id) {
+    return c < cols ? *(const float4*)(p + c) : make_float4(id, id, id, id);
+}
 extern "C" __global__ void softmax(const float* __restrict__ x, float* __restrict__ out,
                                    long long cols) {
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float v[ROW_PER], m = __int_as_float(0xff800000), s = 0.0f;
-    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : __int_as_float(0xff800000); m = fmaxf(m, v[k]); }
+    float4 v[ROW_CHUNKS];
+    float m = __int_as_float(0xff800000), s = 0.0f;
+    ROW_CHUNK(k, c) {
+        v[k] = chunk_or(xr, c, cols, __int_as_float(0xff800000));
+        m = fmaxf(fmaxf(fmaxf(m, v[k].x), fmaxf(v[k].y, v[k].z)), v[k].w);
+    }
     m = block_reduce<MaxOp>(m, b0);
 #pragma unroll
-    for (int k = 0; k < ROW_PER; k++) { v[k] = expf(v[k] - m); s += v[k]; }
-    s = block_reduce<SumOp>(s, b1);
-    ROW_COLS(k, c) if (c < cols) yr[c] = v[k] / s;
+    for (int k = 0; k < ROW_CHUNKS; k++) {
+        v[k] = make_float4(exp2f((v[k].x - m) * LOG2E), exp2f((v[k].y - m) * LOG2E),
+                           exp2f((v[k].z - m) * LOG2E), exp2f((v[k].w - m) * LOG2E));
+        s += v[k].x + v[k].y + v[k].z + v[k].w;
+    }
+    float inv = 1.0f / block_reduce<SumOp>(s, b1);
+    ROW_CHUNK(k, c) if (c < cols)
+        *(float4*)(yr + c) = make_float4(v[k].x * inv, v[k].y * inv, v[k].z * inv, v[k].w * inv);
 }
 
 extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __restrict__ w,
@@ -149,10 +159,18 @@ extern "C" __global__ void rms_norm(const float* __restrict__ x, const float* __
     __shared__ float b0[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float v[ROW_PER], q = 0.0f;
-    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : 0.0f; q += v[k] * v[k]; }
+    float4 v[ROW_CHUNKS];
+    float q = 0.0f;
+    ROW_CHUNK(k, c) {
+        v[k] = chunk_or(xr, c, cols, 0.0f);
+        q += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+    }
     float rstd = rsqrtf(block_reduce<SumOp>(q, b0) / (float)cols + eps);
-    ROW_COLS(k, c) if (c < cols) yr[c] = v[k] * rstd * w[c];
+    ROW_CHUNK(k, c) if (c < cols) {
+        float4 g = *(const float4*)(w + c);
+        *(float4*)(yr + c) = make_float4(v[k].x * rstd * g.x, v[k].y * rstd * g.y,
+                                         v[k].z * rstd * g.z, v[k].w * rstd * g.w);
+    }
 }
 
 extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* __restrict__ w,
@@ -161,12 +179,22 @@ extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* 
     __shared__ float b0[64], b1[64];
     const float* xr = x + blockIdx.x * cols;
     float* yr = out + blockIdx.x * cols;
-    float v[ROW_PER], s = 0.0f, q = 0.0f;
-    ROW_COLS(k, c) { v[k] = c < cols ? xr[c] : 0.0f; s += v[k]; }
+    float4 v[ROW_CHUNKS];
+    float s = 0.0f, q = 0.0f;
+    ROW_CHUNK(k, c) { v[k] = chunk_or(xr, c, cols, 0.0f); s += v[k].x + v[k].y + v[k].z + v[k].w; }
     float mean = block_reduce<SumOp>(s, b0) / (float)cols;
-    ROW_COLS(k, c) { float d = c < cols ? v[k] - mean : 0.0f; q += d * d; }
+    ROW_CHUNK(k, c) if (c < cols) {
+        float4 d = make_float4(v[k].x - mean, v[k].y - mean, v[k].z - mean, v[k].w - mean);
+        q += d.x * d.x + d.y * d.y + d.z * d.z + d.w * d.w;
+    }
     float rstd = rsqrtf(block_reduce<SumOp>(q, b1) / (float)cols + eps);
-    ROW_COLS(k, c) if (c < cols) yr[c] = (v[k] - mean) * rstd * w[c] + b[c];
+    ROW_CHUNK(k, c) if (c < cols) {
+        float4 g = *(const float4*)(w + c), h = *(const float4*)(b + c);
+        *(float4*)(yr + c) = make_float4((v[k].x - mean) * rstd * g.x + h.x,
+                                         (v[k].y - mean) * rstd * g.y + h.y,
+                                         (v[k].z - mean) * rstd * g.z + h.z,
+                                         (v[k].w - mean) * rstd * g.w + h.w);
+    }
 }
 
 // Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.

@@ -36,6 +36,8 @@ import fearless as fl
 from fearless import simt
 from fearless.dtypes import DType
 
+from .kernels_simt_chunks import CHUNK_COLS, CHUNK_KERNELS, CHUNK_THREADS, CHUNK_WIDTH
+
 # Threads per block of the one-thread-per-element kernels here (and of their CUDA C++ twins).
 BLOCK = 256
 
@@ -289,7 +291,11 @@ softmax_registers, rms_norm_registers, layer_norm_registers = (
 
 
 def row_kernel(name: str, cols: int) -> tuple[simt.Kernel, int]:
-    """The SIMT kernel of row case `name` for rows of `cols` columns, and its block size."""
+    """The SIMT kernel of row case `name` for rows of `cols` columns, and its block size: chunk
+    copies (kernels_simt_chunks.py) for rows of whole chunks that fit, else registers, else
+    `block_stride`."""
+    if cols <= CHUNK_COLS and cols % CHUNK_WIDTH == 0:
+        return CHUNK_KERNELS[name], CHUNK_THREADS
     if cols <= ROW_REG_COLS:
         return REGISTER_KERNELS[name], ROW_REG_THREADS
     return ROW_KERNELS[name], ROW_THREADS

@@ -103,12 +103,18 @@ class ThreadIndex2DType(Type):
 
     With `block`, the pair `simt.thread.block_index_2d()` returns: (tid.y + ntid.y * tid.z,
     tid.x), unique within the block; it opens 2-D shared arrays, never a DisjointSlice.
+
+    With `width` > 1, the pair `simt.thread.block_column(k, width)` returns: the first column
+    of a chunk of `width` the thread owns whole, written `ThreadIndex2D<4>`; it opens a
+    DisjointSlice only for a chunk copy (`out[i] = v[k]`).
     """
 
     block: bool = False
+    width: int = 1
 
     def __str__(self) -> str:
-        return "BlockIndex2D" if self.block else "ThreadIndex2D"
+        name = "BlockIndex2D" if self.block else "ThreadIndex2D"
+        return f"{name}<{self.width}>" if self.width > 1 else name
 
 
 THREAD_INDEX_2D = ThreadIndex2DType()

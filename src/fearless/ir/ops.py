@@ -342,36 +342,62 @@ def _indices(index: Value | Sequence[Value]) -> list[Value]:
 
 
 class Load(Op):
-    """`array[i0, ...]`: operands are the array, then one i64 index per axis."""
+    """`array[i0, ...]`: operands are the array, then one i64 index per axis.
+
+    `vector=(j, W)`: element j of a chunk copy of W contiguous elements (simt/chunks.py); the
+    W loads stand together, lanes W-1 down to 0, and the backend may read them as one vector
+    at lane 0 (every lane's check has run by then). Their meaning is the W scalar loads."""
 
     opname = "load"
     effect = Effect.READ
 
-    def __init__(self, array: Value, index: Value | Sequence[Value], loc: Location) -> None:
+    def __init__(
+        self,
+        array: Value,
+        index: Value | Sequence[Value],
+        loc: Location,
+        vector: tuple[int, int] | None = None,
+    ) -> None:
         assert isinstance(array.type, ArrayType)
         idx = _indices(index)
         assert len(idx) == array.type.ndim, (array.type, len(idx))
-        super().__init__([array, *idx], [ScalarType(array.type.dtype)], loc)
+        extra = {"vector": vector} if vector is not None else {}
+        super().__init__([array, *idx], [ScalarType(array.type.dtype)], loc, **extra)
 
     @property
     def indices(self) -> list[Value]:
         return self.operands[1:]
 
+    @property
+    def vector(self) -> tuple[int, int] | None:
+        return self.attrs.get("vector")  # type: ignore[no-any-return]
+
 
 class Store(Op):
-    """`array[i0, ...] = value`: operands are the array, one i64 index per axis, the value."""
+    """`array[i0, ...] = value`: operands are the array, one i64 index per axis, the value.
+    `vector=(j, W)` as on `load`: the W stores of a chunk copy, written together at lane 0."""
 
     opname = "store"
     effect = Effect.WRITE
 
     def __init__(
-        self, array: Value, index: Value | Sequence[Value], value: Value, loc: Location
+        self,
+        array: Value,
+        index: Value | Sequence[Value],
+        value: Value,
+        loc: Location,
+        vector: tuple[int, int] | None = None,
     ) -> None:
-        super().__init__([array, *_indices(index), value], [], loc)
+        extra = {"vector": vector} if vector is not None else {}
+        super().__init__([array, *_indices(index), value], [], loc, **extra)
 
     @property
     def indices(self) -> list[Value]:
         return self.operands[1:-1]
+
+    @property
+    def vector(self) -> tuple[int, int] | None:
+        return self.attrs.get("vector")  # type: ignore[no-any-return]
 
 
 ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec"])

@@ -17,6 +17,7 @@ from .core import (
     Effect,
     Op,
     ScalarType,
+    ThreadIndex2DType,
     Value,
 )
 
@@ -36,12 +37,19 @@ class BlockIndex2D(Op):
 
 
 class BlockRowIndex(Op):
-    """`simt.thread.block_stride`'s witness: (the block's linear index, the column `c`)."""
+    """`simt.thread.block_stride`'s witness: (the block's linear index, the column `c`); with a
+    `width` W > 1 (`block_column(k, W)`), (the block, W * c), the first column of the thread's
+    chunk of W, typed `ThreadIndex2D<W>`. Its value is the column."""
 
     opname = "index.block_row"
 
-    def __init__(self, column: Value, loc: Location) -> None:
-        super().__init__([column], [THREAD_INDEX_2D], loc)
+    def __init__(self, column: Value, loc: Location, width: int = 1) -> None:
+        result = THREAD_INDEX_2D if width == 1 else ThreadIndex2DType(width=width)
+        super().__init__([column], [result], loc, **({"width": width} if width > 1 else {}))
+
+    @property
+    def width(self) -> int:
+        return int(self.attrs.get("width", 1))
 
 
 class BlockStep(Op):

@@ -185,14 +185,21 @@ def _make_load(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: L
     t = _array_operand(s, operands)
     n = len(operands) - 1
     _need(s, n == t.ndim, f"a load from {t} takes {t.ndim} index(es), not {n}")
-    return ops.Load(operands[0], operands[1:], loc)
+    return ops.Load(operands[0], operands[1:], loc, vector=_vector(s, attrs))
 
 
 def _make_store(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
     t = _array_operand(s, operands)
     n = len(operands) - 2
     _need(s, n == t.ndim, f"a store to {t} takes {t.ndim} index(es) and a value")
-    return ops.Store(operands[0], operands[1:-1], operands[-1], loc)
+    return ops.Store(operands[0], operands[1:-1], operands[-1], loc, vector=_vector(s, attrs))
+
+
+def _vector(s: OpSyntax, attrs: dict[str, Any]) -> tuple[int, int] | None:
+    v = attrs.get("vector")
+    ok = v is None or (isinstance(v, tuple) and len(v) == 2 and all(type(x) is int for x in v))
+    _need(s, ok, "`vector` is a (lane, width) pair of ints")
+    return v
 
 
 def _make_check(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
@@ -300,15 +307,21 @@ _spec(
 )
 _spec("index.int", 1, 1, "", lambda s, o, a, loc: ops.IndexToInt(o[0], loc))
 _spec("index.advance", 2, 1, "", lambda s, o, a, loc: ops.IndexAdvance(o[0], o[1], loc))
-_spec("index.block_row", 1, 1, "", lambda s, o, a, loc: ops.BlockRowIndex(o[0], loc))
+_spec(
+    "index.block_row",
+    1,
+    1,
+    "width?",
+    lambda s, o, a, loc: ops.BlockRowIndex(o[0], loc, int(a.get("width", 1))),
+)
 _spec("index.block_step", 3, 1, "", lambda s, o, a, loc: ops.BlockStep(o[0], o[1], o[2], loc))
 _spec(
     "index.block_tile_row", 3, 1, "", lambda s, o, a, loc: ops.BlockTileRow(o[0], o[1], o[2], loc)
 )
 _spec("index.tile_row", 3, 1, "", lambda s, o, a, loc: ops.TileRow(o[0], o[1], o[2], loc))
 _spec("len", 1, 1, "axis?", _make_len)
-_spec("load", None, 1, "", _make_load)
-_spec("store", None, 0, "", _make_store)
+_spec("load", None, 1, "vector?", _make_load)
+_spec("store", None, 0, "vector?", _make_store)
 _spec("check.bounds", None, 0, "sites", _make_check)
 _spec("atomic.rmw", None, 1, "kind", _make_atomic_rmw)
 _spec("atomic.cas", None, 1, "", _make_atomic_cas)

@@ -23,6 +23,7 @@ from .core import (
     THREAD_INDEX_2D,
     ArrayType,
     ScalarType,
+    ThreadIndex2DType,
     Type,
 )
 
@@ -60,7 +61,7 @@ _TOKEN = re.compile(
   | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)
   | (?P<string>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")
   | (?P<name>[^\W\d]\w*(?:\.\w+)*)
-  | (?P<punct>[()\[\]{},:=\-])
+  | (?P<punct>[()\[\]{},:=\-<>])
     """,
     re.VERBOSE,
 )
@@ -177,7 +178,11 @@ def read_type(ln: Line) -> Type:
             return ArrayType(dt, False, len(dims), shared=shape)
         return ArrayType(dt, False, len(dims), local=shape)
     if t.text == "ThreadIndex2D":
-        return THREAD_INDEX_2D
+        if not ln.accept("punct", "<"):
+            return THREAD_INDEX_2D
+        w = ln.expect("number", what="a chunk width")
+        ln.expect("punct", ">")
+        return ThreadIndex2DType(width=int(w.text))
     if t.text in ("Slice", "DisjointSlice", "AtomicSlice"):
         ln.expect("punct", "[")
         d = ln.expect("name", what="a dtype")

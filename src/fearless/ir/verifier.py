@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..errors import InternalError
-from . import ops
+from . import chunk_groups, ops
 from .analysis import dominators
 from .core import (
     BLOCK_INDEX,
@@ -64,6 +64,9 @@ def verify(fn: Function) -> None:
                 elif db not in doms.get(b, set()):
                     raise _fail(fn, f"operand {v!r} does not dominate its use", op)
             _check_types(fn, op)
+        for group in chunk_groups.groups(b):
+            if isinstance(group, str):
+                raise _fail(fn, f"{group} in ^bb{b.id}")
         term = b.ops[-1]
         for s in term.successors():
             args = ops.branch_args(term, s)

@@ -534,6 +534,13 @@ def _plan_print(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return PRINT, run
 
 
+def _plan_block_row(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
+    """`index.block_row`: the column, times the chunk width of `block_column(k, W)`."""
+    assert isinstance(op, ops.BlockRowIndex)
+    width = op.width
+    return _plan_simple(numerics._identity if width == 1 else lambda c: c * width)(k, op)
+
+
 def _capped_step(k: Any) -> Any:
     """A step k of `block_column` / `block_index_2d(k)`, taken as unsigned, at most 2^31."""
     return np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64)
@@ -549,7 +556,7 @@ _PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callabl
     ops.ThreadIndex2D: _plan_index_2d,
     ops.BlockIndex2D: _plan_index_2d,
     ops.BlockIndex1D: _plan_register,
-    ops.BlockRowIndex: _plan_simple(numerics._identity),  # holds its column (see index.axis)
+    ops.BlockRowIndex: _plan_block_row,  # holds its column (see index.axis)
     ops.BlockStep: _plan_simple(lambda t, k, n: t + _capped_step(k) * n),
     ops.BlockTileRow: _plan_simple(lambda r, k, n: r + _capped_step(k) * n),
     ops.TileRow: _plan_simple(

@@ -25,6 +25,7 @@ from ..frontend.intrinsics import kernel_launch_error
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
+from .chunks import COPY_HELP, Chunk, LocalRow, check_row, emit_load, emit_store, width_of
 from .coords import derived_from_coordinate
 from .emitter import is_thread_index, is_thread_index_2d
 from .shared import check_store, is_block_index_2d
@@ -62,8 +63,11 @@ def describe_operand(x: Operand, other: str = "not an array") -> str:
     return other
 
 
-def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> list[Value]:
-    """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices."""
+def _indices(
+    lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool, pre: Operand | None = None
+) -> list[Value]:
+    """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices;
+    `pre` is the single index already lowered (`load` looks at it first)."""
     assert isinstance(arr.type, ArrayType)
     idx_node = node.slice
     loc = lw.loc(idx_node)
@@ -76,7 +80,9 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
             help="index one element at a time, e.g. `a[i]`",
         )
     if ndim == 1:
-        idx = lw.expr(idx_node)
+        idx = lw.expr(idx_node) if pre is None else pre
+        if width_of(idx) > 1:
+            raise _chunk_as_element(name, idx_node, loc)
         if arr.type.shared is not None and write:
             check_store(lw, arr, name, [idx], loc)
         if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.witness_off:
@@ -103,7 +109,9 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
             raise _not_own_index(name, write, loc, "simt.thread.index_1d()", help)
         return [_int_index(lw, idx, name, loc)]
     items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
-    values = [lw.expr(e) for e in items]
+    values = [lw.expr(e) for e in items] if pre is None else [pre]
+    if len(values) == 1 and width_of(values[0]) > 1:
+        raise _chunk_as_element(name, idx_node, loc)
     pair: object = values[0] if len(values) == 1 else None
     if isinstance(pair, tuple):  # `a[simt.grid(2)]`: (x, y)
         values, items = list(pair), [idx_node] * len(pair)
@@ -130,6 +138,17 @@ def _indices(lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool) -> li
             help=f"write `{name}[r, c]`, or `{name}[t]` with `t = simt.thread.index_2d()`",
         )
     return [_int_index(lw, v, name, lw.loc(e)) for v, e in zip(values, items, strict=True)]
+
+
+def _chunk_as_element(name: str, idx_node: ast.expr, loc: Location) -> CompileError:
+    i = ast.unparse(idx_node)
+    return CompileError(
+        f"`{i}` is the first column of a chunk: it moves the whole chunk, not one element",
+        loc,
+        label="a chunk of columns",
+        help=f"copy the chunk with a row of a 2-D local array, `v[k] = {name}[{i}]` or "
+        f"`{name}[{i}] = v[k]`; {COPY_HELP.split('; ')[1]}",
+    )
 
 
 def _not_own_index(
@@ -202,17 +221,83 @@ def shape(lw: SsaLowerer, node: ast.Subscript) -> Value | None:
     return lw.em.emit(ops.ArrayLen(base, lw.loc(node), axis=k.value)).result
 
 
-def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Value:
+def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
+    """`a[...]`: an element; `x[i]` with a chunk witness and `v[k]` of a 2-D local array are
+    the two sides of a chunk copy (simt/chunks.py), which `store` completes."""
     extent = shape(lw, node)
     if extent is not None:
         return extent
     arr = _array(lw, node)
     assert isinstance(arr.type, ArrayType)
+    name = arr.name or ast.unparse(node.value)
     if arr.type.atomic and not lw.ctx.witness_off:
-        name = arr.name or ast.unparse(node.value)
         raise _plain_atomic_access(name, False, loc, arr.type.dtype.name, arr.type.ndim)
-    idx = _indices(lw, arr, node, write=False)
+    pre = None
+    if not isinstance(node.slice, ast.Tuple | ast.Slice):
+        pre = lw.expr(node.slice)
+        if width_of(pre) > 1 and arr.type.shared is None and arr.type.local is None:
+            assert isinstance(pre, Value)
+            return PyObj(Chunk(arr, pre, name), ast.unparse(node))
+        local = arr.type.local
+        if local is not None and len(local) == 2 and _is_int(pre):
+            row = LocalRow(arr, _int_index(lw, pre, name, loc), name)
+            return PyObj(row, ast.unparse(node))
+    idx = _indices(lw, arr, node, write=False, pre=pre)
     return lw.em.emit(ops.Load(arr, idx, loc)).result
+
+
+def _is_int(x: Operand) -> bool:
+    if isinstance(x, Weak):
+        return type(x.value) is int
+    return isinstance(x, Value) and isinstance(x.type, ScalarType) and x.dtype.is_int
+
+
+def _copy(
+    lw: SsaLowerer, node: ast.Subscript, arr: Value, name: str, src: object, loc: Location
+) -> None:
+    """`v[k] = x[i]` or `out[i] = v[k]`: a chunk copy (simt/chunks.py)."""
+    assert isinstance(arr.type, ArrayType)
+    single = not isinstance(node.slice, ast.Tuple | ast.Slice)
+    target = lw.expr(node.slice) if single else None
+    local = arr.type.local
+    row_target = target is not None and _is_int(target)
+    if isinstance(src, Chunk) and local is not None and len(local) == 2 and row_target:
+        assert target is not None
+        check_row(arr, src.width, name, loc)
+        _same_dtype(src.array, arr, src.name, name, loc)
+        emit_load(lw.em, src, arr, _int_index(lw, target, name, loc), loc)
+        return
+    if isinstance(src, LocalRow) and width_of(target) > 1 and arr.type.ndim == 2:
+        assert isinstance(target, Value)
+        if local is not None or arr.type.shared is not None:
+            raise CompileError(
+                f"a chunk is copied out of a local array into a 2-D array, not into `{name}`",
+                loc,
+                help=COPY_HELP,
+            )
+        check_row(src.array, width_of(target), src.name, loc)
+        _same_dtype(src.array, arr, src.name, name, loc)
+        emit_store(lw.em, src, arr, target, loc)
+        return
+    raise CompileError(
+        f"{src!r} cannot be assigned to `{ast.unparse(node)}`",
+        loc,
+        label="not a chunk copy",
+        help=COPY_HELP,
+    )
+
+
+def _same_dtype(a: Value, b: Value, a_name: str, b_name: str, loc: Location) -> None:
+    ta, tb = a.type, b.type
+    assert isinstance(ta, ArrayType) and isinstance(tb, ArrayType)
+    if ta.dtype != tb.dtype:
+        raise KernelTypeError(
+            f"a chunk copy between `{a_name}` ({ta.dtype.name}) and `{b_name}` "
+            f"({tb.dtype.name}) would convert its elements",
+            loc,
+            help="copy into a local array of the array's type, then convert element by "
+            "element (`v[k, j]`)",
+        )
 
 
 def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) -> None:
@@ -229,6 +314,8 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
             label="cannot assign",
             help=f"declare `{name}` as `simt.DisjointSlice[fl.{arr.type.dtype.name}]` to write it",
         )
+    if isinstance(value, PyObj) and isinstance(value.obj, Chunk | LocalRow):
+        return _copy(lw, node, arr, name, value.obj, loc)
     idx = _indices(lw, arr, node, write=True)
     if is_thread_index(value) or is_thread_index_2d(value):
         raise SafetyError(

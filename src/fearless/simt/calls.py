@@ -28,6 +28,7 @@ from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
+from .chunks import chunk_width
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
 from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule, read
 from .printing import print_rule
@@ -197,16 +198,18 @@ def stride_loop_help(name: str) -> str:
     [thread.block_column],
     "simt.thread.block_column",
     ops=(ops.BlockIndex1D, ops.BlockStep, ops.BlockRowIndex),
-    arity=1,
+    arity=(1, 2),
 )
 def _block_column(lw: SsaLowerer, call: Call) -> Operand:
-    """The pair (block, t + k * T): step k of `simt.thread.block_stride`, any k >= 0."""
+    """The pair (block, t + k * T): step k of `simt.thread.block_stride`, any k >= 0; with a
+    width W, (block, W * (t + k * T)), the first column of the thread's k-th chunk of W."""
     em = lw.em
     step = _step(lw, call)
+    width = chunk_width(call) if len(call.args) == 2 else 1
     claim_index(lw, "block_column", call.loc)
     start = em.emit(ops.BlockIndex1D(call.loc)).result
     column = em.emit(ops.BlockStep(start, step, block_thread_count(em, call.loc), call.loc))
-    return em.emit(ops.BlockRowIndex(column.result, call.loc)).result
+    return em.emit(ops.BlockRowIndex(column.result, call.loc, width)).result
 
 
 def _step(lw: SsaLowerer, call: Call) -> Value:

@@ -122,10 +122,13 @@ class Emitter:
         if isinstance(x, Undefined):
             return unassigned(x.name, loc, x.why)
         assert isinstance(x, PyObj)
+        # An object of the compiler's own may say what it is for (simt/chunks.py's chunks).
+        help = getattr(x.obj, "value_help", None)
         return CompileError(
             f"`{x.name}` cannot be used as a value in a kernel",
             loc,
-            help="only scalars, arrays and thread indices are values in kernels",
+            label=getattr(x.obj, "value_label", ""),
+            help=help or "only scalars, arrays and thread indices are values in kernels",
         )
 
     def cast(self, x: Value, to: DType, loc: Location) -> Value:

@@ -112,10 +112,15 @@ class _Thread:
         thread count): `out[i]` opens a 2-D DisjointSlice, `i.row` and `i.col` are plain ints."""
         _only_in_kernels("block_stride")
 
-    def block_column(self, k: Any) -> Any:
+    def block_column(self, k: Any, width: int = 1) -> Any:
         """Step k of `block_stride` on its own: the 2-D index (b, t + k * T) of this thread's
         k-th column of its block's row. With `for k in range(K)` of constant K the loop
-        unrolls, so `simt.local.array` values indexed by k stay in registers."""
+        unrolls, so `simt.local.array` values indexed by k stay in registers.
+
+        With a constant `width` W (2, 4 or 8): (b, W * (t + k * T)), the first column of the
+        thread's k-th chunk of W columns, which it owns whole; it moves the chunk as one
+        access between the array and a row of a 2-D local array: `v[k] = x[i]`,
+        `out[i] = v[k]` (and `g[k] = w[i]` reads a 1-D array's same columns)."""
         _only_in_kernels("block_column")
 
     def __repr__(self) -> str:

@@ -70,7 +70,9 @@ def key(v: Value) -> Any:
     if isinstance(op, ops.ThreadIndexAxis):
         pair = op.operands[0].owner
         if isinstance(pair, ops.BlockRowIndex):  # (block, column): the column is its operand
-            return ("block_id",) if op.axis == 0 else key(pair.operands[0])
+            if op.axis == 0:
+                return ("block_id",)
+            return key(pair.operands[0]) if pair.width == 1 else ("chunk", pair.operands[0])
         if isinstance(pair, ops.BlockTileRow | ops.TileRow):  # a step's row is its own value;
             if op.axis == 0:  # its column is that of `block_index_2d()` / `index_2d()`
                 return ("row", op.operands[0])
