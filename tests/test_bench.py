@@ -266,7 +266,6 @@ def test_the_cuda_transpose_twin_has_the_simt_kernels_block() -> None:
 
 def test_simt_bench_kernels_are_safe() -> None:
     from fearless.bench import kernels_simt as K
-
     from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS
 
     for k in (

@@ -187,3 +187,19 @@ def test_block_reduce_keeps_its_last_barrier_only_in_a_loop() -> None:
     out = np.zeros(64, np.float32)
     looped[2, 32](x, out)
     np.testing.assert_array_equal(out[:32], 3 * x[:32].sum())
+
+
+def test_max_registers_reaches_ptx_and_the_cache_key() -> None:
+    from fearless.simt.compiler import cache_key
+
+    @simt.kernel(block=128, max_registers=32)
+    def capped(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+        i = simt.thread.index_1d()
+        if i < len(out):
+            out[i] = x[i]
+
+    assert ".maxnreg 32" in _ptx(capped)
+    assert cache_key(capped.spec, "sm_90") != cache_key(copy_rows.spec, "sm_90")
+    for bad in (8, 300, 32.0):
+        with pytest.raises(fl.LaunchContractError, match="max_registers must be an int"):
+            simt.kernel(max_registers=bad)(capped.func)  # type: ignore[arg-type]

@@ -88,6 +88,8 @@ class LaunchContract:
     launch_bounds: int | None = None
     index_dims: int = 1
     requires: tuple[Requirement, ...] = ()
+    # numba's `max_registers`: ptxas keeps each thread within this many registers (`.maxnreg`)
+    max_registers: int | None = None
 
 
 @dataclass

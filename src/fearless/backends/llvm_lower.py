@@ -204,6 +204,8 @@ class _KernelLowering:
             kernel.attributes.add(f'"nvvm.reqntid"="{x},{y},{z}"')  # -> .reqntid x, y, z
         elif self.contract.launch_bounds is not None:
             kernel.attributes.add(f'"nvvm.maxntid"="{self.contract.launch_bounds}"')
+        if self.contract.max_registers is not None:  # -> .maxnreg N
+            kernel.attributes.add(f'"nvvm.maxnreg"="{self.contract.max_registers}"')
         return kernel
 
     def _bind_params(self) -> None:

@@ -31,12 +31,19 @@ CHUNK_THREADS = 128
 CHUNKS = 2
 CHUNK_WIDTH = 4
 CHUNK_COLS = CHUNK_THREADS * CHUNKS * CHUNK_WIDTH
+# layer_norm's `max_registers`. ptxas gives the kernel 39 registers, so 12 blocks of 128 share an
+# SM (16 with at most 32, where ptxas spills 16 bytes); bench/experiments/simt_ln_registers.py
+# times the choices. None until it has run.
+LN_REGISTERS: int | None = None
 LOG2E = 1.4426950408889634  # softmax's e^x is 2^(x log2 e), as Triton computes it
 
 
-def make_chunk_kernels(threads: int, chunks: int, width: int) -> dict[str, simt.Kernel]:
+def make_chunk_kernels(
+    threads: int, chunks: int, width: int, ln_registers: int | None = None
+) -> dict[str, simt.Kernel]:
     """softmax, rms_norm and layer_norm over rows of at most `threads * chunks * width`
-    columns, `chunks` chunks of `width` a thread."""
+    columns, `chunks` chunks of `width` a thread; `ln_registers`, layer_norm's
+    `max_registers`."""
 
     @simt.kernel(block=threads)
     def softmax_chunks(x: In2, out: Out2):
@@ -88,7 +95,7 @@ def make_chunk_kernels(threads: int, chunks: int, width: int) -> dict[str, simt.
                     v[k, j] = v[k, j] * rstd * g[k, j]
                 out[i] = v[k]
 
-    @simt.kernel(block=threads)
+    @simt.kernel(block=threads, max_registers=ln_registers)
     def layer_norm_chunks(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
         cols = fl.f32(len(w))
         v = simt.local.array((chunks, width), fl.f32)
@@ -129,4 +136,4 @@ def make_chunk_kernels(threads: int, chunks: int, width: int) -> dict[str, simt.
     }
 
 
-CHUNK_KERNELS = make_chunk_kernels(CHUNK_THREADS, CHUNKS, CHUNK_WIDTH)
+CHUNK_KERNELS = make_chunk_kernels(CHUNK_THREADS, CHUNKS, CHUNK_WIDTH, LN_REGISTERS)

@@ -46,6 +46,9 @@ from .compiler import (
 from .launcher import Launcher, make_launcher
 from .types import DeviceFunction
 
+# The registers PTX's `.maxnreg` may give a thread (ptxas takes 16 .. 255 on sm_80 and sm_90).
+MIN_REGISTERS, MAX_REGISTERS = 16, 255
+
 
 @dataclass(frozen=True)
 class PreparedLaunch:
@@ -106,6 +109,7 @@ class Kernel:
         launch_bounds: int | None = None,
         unsafe: bool = False,
         requires: Sequence[str] | str = (),
+        max_registers: int | None = None,
     ) -> None:
         self.func = func
         self.requires: tuple[str, ...] = (
@@ -116,10 +120,19 @@ class Kernel:
         self.contract = LaunchContract(
             block=normalize_dims(block, "block") if block is not None else None,
             launch_bounds=launch_bounds,
+            max_registers=max_registers,
         )
         if launch_bounds is not None and launch_bounds <= 0:
             raise LaunchContractError(
                 "launch_bounds must be a positive thread count", help="e.g. `launch_bounds=256`"
+            )
+        if max_registers is not None and not (
+            type(max_registers) is int and MIN_REGISTERS <= max_registers <= MAX_REGISTERS
+        ):
+            raise LaunchContractError(
+                f"max_registers must be an int from {MIN_REGISTERS} to {MAX_REGISTERS}, "
+                f"not {max_registers!r}",
+                help="e.g. `max_registers=32`: 2048 threads of an SM fit its 65536 registers",
             )
         self.spec = KernelSpec(func, self.contract, self.requires, unsafe)
         self.__doc__ = func.__doc__
@@ -330,13 +343,22 @@ def kernel(
     launch_bounds: int | None = None,
     unsafe: bool = False,
     requires: Sequence[str] | str = (),
+    max_registers: int | None = None,
 ) -> Any:
-    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, requires=(...))`."""
+    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, requires=(...))`;
+    `max_registers=N` (numba's name) caps the registers of a thread, for occupancy."""
     if func is not None:
         return Kernel(func)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
-        return Kernel(f, block=block, launch_bounds=launch_bounds, unsafe=unsafe, requires=requires)
+        return Kernel(
+            f,
+            block=block,
+            launch_bounds=launch_bounds,
+            unsafe=unsafe,
+            requires=requires,
+            max_registers=max_registers,
+        )
 
     return wrap
 

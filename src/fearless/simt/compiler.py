@@ -89,7 +89,11 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
     pristine = clone_function(kir.fn)  # the frontend's IR, for variants: never parsed again
     run_pipeline(kir.fn, options)
     c = LaunchContract(
-        contract.block, contract.launch_bounds, index_dims=kir.index_dims, requires=requires
+        contract.block,
+        contract.launch_bounds,
+        index_dims=kir.index_dims,
+        requires=requires,
+        max_registers=contract.max_registers,
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     ir.unsafe_regions = kir.unsafe_regions
