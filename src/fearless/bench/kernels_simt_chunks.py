@@ -31,11 +31,33 @@ CHUNK_THREADS = 128
 CHUNKS = 2
 CHUNK_WIDTH = 4
 CHUNK_COLS = CHUNK_THREADS * CHUNKS * CHUNK_WIDTH
-# layer_norm's `max_registers`. ptxas gives the kernel 39 registers, so 12 blocks of 128 share an
-# SM (16 with at most 32, where ptxas spills 16 bytes); bench/experiments/simt_ln_registers.py
-# times the choices. None until it has run.
-LN_REGISTERS: int | None = None
+# layer_norm's `max_registers`. H200, 65536 x 1024 f32 (bench/experiments/simt_ln_registers.py),
+# GB/s against Triton's 4083: unbounded (ptxas takes 39) 3463, at most 32 (16 blocks of 128 per
+# SM, but 16 bytes spilled) 3078, 40: 3707, 48: 3589. An empirical choice: ptxas schedules the
+# kernel better with the cap of 40 than with its own 39.
+LN_REGISTERS: int | None = 40
 LOG2E = 1.4426950408889634  # softmax's e^x is 2^(x log2 e), as Triton computes it
+
+
+@simt.device
+def load_chunk(x: In2, v, k: int, width, fill: fl.f32):
+    """Row k of the local array `v` = the thread's k-th chunk of its block's row of x, or
+    `fill` past the row's end. `v` and `width` are unannotated: the local array, and the
+    constant chunk width `block_column` needs, pass through as they are."""
+    i = simt.thread.block_column(k, width)
+    if i.col < x.shape[1]:
+        v[k] = x[i]
+    else:
+        for j in range(width):
+            v[k, j] = fill
+
+
+@simt.device
+def store_chunk(out: Out2, v, k: int, width):
+    """The thread's k-th chunk of its block's row of out = row k of `v` (inside the row)."""
+    i = simt.thread.block_column(k, width)
+    if i.col < out.shape[1]:
+        out[i] = v[k]
 
 
 def make_chunk_kernels(
@@ -50,12 +72,7 @@ def make_chunk_kernels(
         v = simt.local.array((chunks, width), fl.f32)
         m = fl.f32(-math.inf)
         for k in range(chunks):
-            i = simt.thread.block_column(k, width)
-            if i.col < x.shape[1]:
-                v[k] = x[i]
-            else:
-                for j in range(width):
-                    v[k, j] = fl.f32(-math.inf)
+            load_chunk(x, v, k, width, fl.f32(-math.inf))
             for j in range(width):
                 m = max(m, v[k, j])
         m = simt.block.reduce(m, "max")
@@ -66,27 +83,20 @@ def make_chunk_kernels(
                 s += v[k, j]
         inv = 1.0 / simt.block.reduce(s, "sum")
         for k in range(chunks):
-            i = simt.thread.block_column(k, width)
-            if i.col < out.shape[1]:
-                for j in range(width):
-                    v[k, j] = v[k, j] * inv
-                out[i] = v[k]
+            for j in range(width):
+                v[k, j] = v[k, j] * inv
+            store_chunk(out, v, k, width)
 
     @simt.kernel(block=threads)
     def rms_norm_chunks(x: In2, w: In, eps: fl.f32, out: Out2):
         v = simt.local.array((chunks, width), fl.f32)
+        g = simt.local.array((chunks, width), fl.f32)
         q = fl.f32(0.0)
         for k in range(chunks):
-            i = simt.thread.block_column(k, width)
-            if i.col < x.shape[1]:
-                v[k] = x[i]
-            else:
-                for j in range(width):
-                    v[k, j] = fl.f32(0.0)
+            load_chunk(x, v, k, width, fl.f32(0.0))
             for j in range(width):
                 q += v[k, j] * v[k, j]
         rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
-        g = simt.local.array((chunks, width), fl.f32)
         for k in range(chunks):
             i = simt.thread.block_column(k, width)
             if i.col < out.shape[1]:
@@ -99,14 +109,11 @@ def make_chunk_kernels(
     def layer_norm_chunks(x: In2, w: In, b: In, eps: fl.f32, out: Out2):
         cols = fl.f32(len(w))
         v = simt.local.array((chunks, width), fl.f32)
+        g = simt.local.array((chunks, width), fl.f32)
+        h = simt.local.array((chunks, width), fl.f32)
         s = fl.f32(0.0)
         for k in range(chunks):
-            i = simt.thread.block_column(k, width)
-            if i.col < x.shape[1]:
-                v[k] = x[i]
-            else:
-                for j in range(width):
-                    v[k, j] = fl.f32(0.0)
+            load_chunk(x, v, k, width, fl.f32(0.0))
             for j in range(width):
                 s += v[k, j]
         mean = simt.block.reduce(s, "sum") / cols
@@ -118,11 +125,9 @@ def make_chunk_kernels(
                 d = v[k, j] - mean if inside else fl.f32(0.0)
                 q += d * d
         rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / cols + eps)
-        g = simt.local.array((chunks, width), fl.f32)
-        h = simt.local.array((chunks, width), fl.f32)
         for k in range(chunks):
             i = simt.thread.block_column(k, width)
-            if i.col < out.shape[1]:
+            if i.col < out.shape[1]:  # w, b and out: the chunk's columns
                 g[k] = w[i]
                 h[k] = b[i]
                 for j in range(width):

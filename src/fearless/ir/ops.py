@@ -341,63 +341,56 @@ def _indices(index: Value | Sequence[Value]) -> list[Value]:
     return [index] if isinstance(index, Value) else list(index)
 
 
-class Load(Op):
-    """`array[i0, ...]`: operands are the array, then one i64 index per axis.
+Index = Value | Sequence[Value]
+Lane = tuple[int, int] | None  # a chunk copy's (j, W); None for any other access
 
-    `vector=(j, W)`: element j of a chunk copy of W contiguous elements (simt/chunks.py); the
-    W loads stand together, lanes W-1 down to 0, and the backend may read them as one vector
-    at lane 0 (every lane's check has run by then). Their meaning is the W scalar loads."""
+
+class _Access(Op):
+    """A load or store; `vector=(j, W)` marks element j of a chunk copy of W contiguous
+    elements (simt/chunks.py, ir/chunk_groups.py): the W accesses stand together, lanes W-1
+    down to 0, and the backend may move them as one vector at lane 0, when every lane's check
+    has run. Their meaning is the W scalar accesses."""
+
+    @property
+    def vector(self) -> Lane:
+        return self.attrs.get("vector")  # type: ignore[no-any-return]
+
+
+def _lane(vector: Lane) -> dict[str, Any]:
+    return {"vector": vector} if vector is not None else {}
+
+
+class Load(_Access):
+    """`array[i0, ...]`: operands are the array, then one i64 index per axis."""
 
     opname = "load"
     effect = Effect.READ
 
-    def __init__(
-        self,
-        array: Value,
-        index: Value | Sequence[Value],
-        loc: Location,
-        vector: tuple[int, int] | None = None,
-    ) -> None:
+    def __init__(self, array: Value, index: Index, loc: Location, vector: Lane = None) -> None:
         assert isinstance(array.type, ArrayType)
         idx = _indices(index)
         assert len(idx) == array.type.ndim, (array.type, len(idx))
-        extra = {"vector": vector} if vector is not None else {}
-        super().__init__([array, *idx], [ScalarType(array.type.dtype)], loc, **extra)
+        super().__init__([array, *idx], [ScalarType(array.type.dtype)], loc, **_lane(vector))
 
     @property
     def indices(self) -> list[Value]:
         return self.operands[1:]
 
-    @property
-    def vector(self) -> tuple[int, int] | None:
-        return self.attrs.get("vector")  # type: ignore[no-any-return]
 
-
-class Store(Op):
-    """`array[i0, ...] = value`: operands are the array, one i64 index per axis, the value.
-    `vector=(j, W)` as on `load`: the W stores of a chunk copy, written together at lane 0."""
+class Store(_Access):
+    """`array[i0, ...] = value`: operands are the array, one i64 index per axis, the value."""
 
     opname = "store"
     effect = Effect.WRITE
 
     def __init__(
-        self,
-        array: Value,
-        index: Value | Sequence[Value],
-        value: Value,
-        loc: Location,
-        vector: tuple[int, int] | None = None,
+        self, array: Value, index: Index, value: Value, loc: Location, vector: Lane = None
     ) -> None:
-        extra = {"vector": vector} if vector is not None else {}
-        super().__init__([array, *_indices(index), value], [], loc, **extra)
+        super().__init__([array, *_indices(index), value], [], loc, **_lane(vector))
 
     @property
     def indices(self) -> list[Value]:
         return self.operands[1:-1]
-
-    @property
-    def vector(self) -> tuple[int, int] | None:
-        return self.attrs.get("vector")  # type: ignore[no-any-return]
 
 
 ATOMIC_KINDS = frozenset(["add", "sub", "max", "min", "exch", "and_", "or_", "xor", "inc", "dec"])

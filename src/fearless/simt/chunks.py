@@ -38,43 +38,37 @@ COPY_HELP = (
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """`x[i]` for a chunk witness `i`: no value, only the right side of `v[k] = x[i]`."""
+class CopySide:
+    """One side of a chunk copy as an expression yields it: no value of its own. Used as one,
+    it says what it is and how to copy it (Emitter.not_a_value reads these)."""
 
     array: Value
-    pair: Value
+    index: Value  # the chunk witness (Chunk) or the local array's row (LocalRow)
     name: str
+
+    value_help = COPY_HELP
+
+    @property
+    def value_label(self) -> str:
+        return repr(self)
+
+
+class Chunk(CopySide):
+    """`x[i]` for a chunk witness `i`: only the right side of `v[k] = x[i]`."""
 
     @property
     def width(self) -> int:
-        return width_of(self.pair)
+        return width_of(self.index)
 
     def __repr__(self) -> str:
         return f"a chunk of {self.width} elements of `{self.name}`"
 
-    @property
-    def value_label(self) -> str:
-        return repr(self)
 
-    value_help = COPY_HELP  # what it is for, when used as a value (Emitter.not_a_value)
-
-
-@dataclass(frozen=True)
-class LocalRow:
-    """`v[k]` of a 2-D local array: no value, only the right side of `out[i] = v[k]`."""
-
-    array: Value
-    row: Value
-    name: str
+class LocalRow(CopySide):
+    """`v[k]` of a 2-D local array: only the right side of `out[i] = v[k]`."""
 
     def __repr__(self) -> str:
         return f"a row of the local array `{self.name}`"
-
-    @property
-    def value_label(self) -> str:
-        return repr(self)
-
-    value_help = COPY_HELP  # what it is for, when used as a value (Emitter.not_a_value)
 
 
 def width_of(v: object) -> int:
@@ -111,10 +105,10 @@ def check_row(local: Value, width: int, name: str, loc: Location) -> None:
 
 
 def emit_load(em: Emitter, chunk: Chunk, local: Value, row: Value, loc: Location) -> None:
-    """`local[row] = chunk.array[chunk.pair]`: W loads (lanes W-1 .. 0), then W local stores."""
+    """`local[row] = chunk.array[chunk.index]`: W loads (lanes W-1 .. 0), then W local stores."""
     src = chunk.array.type
     assert isinstance(src, ArrayType)
-    r, cols = _columns(em, chunk.pair, chunk.width, loc)
+    r, cols = _columns(em, chunk.index, chunk.width, loc)
     marked = vector_fits(chunk.width, src.dtype.itemsize) and not src.dtype.is_bool
     loaded: dict[int, Value] = {}
     for j in reversed(range(chunk.width)):
@@ -126,12 +120,12 @@ def emit_load(em: Emitter, chunk: Chunk, local: Value, row: Value, loc: Location
 
 
 def emit_store(em: Emitter, src: LocalRow, out: Value, pair: Value, loc: Location) -> None:
-    """`out[pair] = src.array[src.row]`: W local loads, then W stores (lanes W-1 .. 0)."""
+    """`out[pair] = src.array[src.index]`: W local loads, then W stores (lanes W-1 .. 0)."""
     width = width_of(pair)
     dst = out.type
     assert isinstance(dst, ArrayType)
     values = [
-        em.emit(ops.Load(src.array, [src.row, em.const(j, dtypes.i64, loc)], loc)).result
+        em.emit(ops.Load(src.array, [src.index, em.const(j, dtypes.i64, loc)], loc)).result
         for j in range(width)
     ]
     r, cols = _columns(em, pair, width, loc)
