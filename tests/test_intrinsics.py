@@ -35,6 +35,7 @@ def _op_classes(module: object) -> set[type]:
         if isinstance(c, type)
         and issubclass(c, Op)
         and c is not Op
+        and not c.__name__.startswith("_")  # a private base (ops._Access) is no op kind
         and c.__module__ == module.__name__  # type: ignore[attr-defined]
     }
 
