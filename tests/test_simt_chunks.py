@@ -1,7 +1,7 @@
 """Chunk copies: `simt.thread.block_column(k, W)` and `v[k] = x[i]` / `out[i] = v[k]`.
 
-The simulator against NumPy (the bench's chunk row kernels, copies of f32 and u16, a 1-D
-array's chunk), a chunk past the row's end failing at its last lane before anything moves, the
+The simulator against NumPy (the bench's chunk row kernels, copies of f32, u16, f16 and bf16
+held in local and shared arrays of those types, a 1-D array's chunk), a chunk past the row's end failing at its last lane before anything moves, the
 IR (lanes W-1 .. 0 marked `vector=(j, W)`, the verifier's refusals of malformed groups, the
 text form round trip) and the PTX: one `ld.global.nc.v4.b32` / `st.global.v4.b32` per chunk on
 the aligned path, through ptxas. The refusals are in the compile-fail corpus (`chunk_*.py`);
@@ -55,6 +55,50 @@ def copy_u16(x: simt.Slice[fl.u16, 2], w: simt.Slice[fl.u16], out: simt.Disjoint
         for j in range(8):
             v[0, j] = v[0, j] + g[0, j]
         out[i] = v[0]
+
+
+@simt.kernel(block=16)
+def scale_half(x: simt.Slice[fl.f16, 2], w: simt.Slice[fl.f16], out: simt.DisjointSlice[fl.f16, 2]):
+    """out = x * w in f16, chunks of 8 held in f16 local arrays."""
+    v = simt.local.array((1, 8), fl.f16)
+    g = simt.local.array((1, 8), fl.f16)
+    i = simt.thread.block_column(0, 8)
+    if i.col < x.shape[1]:
+        v[0] = x[i]
+        g[0] = w[i]
+        for j in range(8):
+            v[0, j] = v[0, j] * g[0, j]
+        out[i] = v[0]
+
+
+@simt.kernel(block=16)
+def double_bf16(x: simt.Slice[fl.bf16, 2], out: simt.DisjointSlice[fl.bf16, 2]):
+    """out = 2 x in bf16 (computed in f32), through a bf16 local row and a bf16 shared slot."""
+    v = simt.local.array((1, 8), fl.bf16)
+    s = simt.shared.array((16,), fl.bf16)
+    t = simt.thread.block_index_1d()
+    i = simt.thread.block_column(0, 8)
+    if i.col < x.shape[1]:
+        v[0] = x[i]
+        s[t] = v[0, 0]
+        for j in range(8):
+            v[0, j] = fl.bf16(fl.f32(v[0, j]) * 2.0)
+        v[0, 0] = fl.bf16(fl.f32(s[t]) * 2.0)
+        out[i] = v[0]
+
+
+def test_half_types_live_in_local_and_shared_arrays() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = RNG.random((2, 128)).astype(np.float16)
+    w = RNG.random(128).astype(np.float16)
+    out = np.zeros_like(x)
+    scale_half[2, 16](x, w, out)
+    np.testing.assert_array_equal(out, x * w)
+    k = np.arange(256, dtype=np.float32).reshape(2, 128)  # exact in bf16, and doubled
+    xb = k.astype(ml_dtypes.bfloat16)
+    outb = np.zeros_like(xb)
+    double_bf16[2, 16](xb, outb)
+    np.testing.assert_array_equal(outb.astype(np.float32), 2 * k)
 
 
 def test_row_kernels_match_numpy() -> None:
@@ -155,7 +199,8 @@ def test_chunks_are_vector_accesses_in_ptx() -> None:
     assert ".local" not in ptx  # the local rows stay in registers
     half = _ptx(copy_u16)
     assert half.count("ld.global.nc.v4.b32") == 2  # x's and w's 16 bytes
-    for kernel in (copy_rows, copy_u16, *CHUNK_KERNELS.values()):
+    assert _ptx(scale_half).count("ld.global.nc.v4.b32") == 2  # 8 halves: 16 bytes
+    for kernel in (copy_rows, copy_u16, scale_half, double_bf16, *CHUNK_KERNELS.values()):
         report = ptxas_check(_ptx(kernel), "sm_90")
         assert f"Compiling entry function '{kernel.name}'" in report
 

@@ -35,6 +35,13 @@ def test_copies_agree_with_the_simulator() -> None:
     np.testing.assert_array_equal(dev, sim)
 
 
+def test_half_types_agree_with_the_simulator() -> None:
+    x = RNG.random((2, 128)).astype(np.float16)
+    w = RNG.random(128).astype(np.float16)
+    sim, dev = both(C.scale_half, 2, 16, x, w, np.zeros_like(x), out=2)
+    np.testing.assert_array_equal(dev, sim)
+
+
 def test_an_unaligned_row_takes_the_element_path() -> None:
     torch = pytest.importorskip("torch")
     x = RNG.standard_normal((3, 100)).astype(np.float32)

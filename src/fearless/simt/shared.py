@@ -31,7 +31,9 @@ from .ssa import SsaLowerer
 MAX_SHARED_BYTES = 48 * 1024
 # A thread's local arrays: registers when indexed by constants, else local memory.
 MAX_LOCAL_BYTES = 4096
-SHARED_DTYPES = frozenset(("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64"))
+SHARED_DTYPES = frozenset(
+    ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
+)
 
 
 class _Shared:
