@@ -248,3 +248,5 @@ def test_max_registers_reaches_ptx_and_the_cache_key() -> None:
     for bad in (8, 300, 32.0):
         with pytest.raises(fl.LaunchContractError, match="max_registers must be an int"):
             simt.kernel(max_registers=bad)(capped.func)  # type: ignore[arg-type]
+    with pytest.raises(fl.LaunchContractError, match="has no option `blocks`"):
+        simt.kernel(blocks=128)(capped.func)  # type: ignore[call-arg]

@@ -23,7 +23,10 @@ import inspect as pyinspect
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 from .. import config
 from ..abi import CompiledKernel, LaunchContract
@@ -48,6 +51,16 @@ from .types import DeviceFunction
 
 # The registers PTX's `.maxnreg` may give a thread (ptxas takes 16 .. 255 on sm_80 and sm_90).
 MIN_REGISTERS, MAX_REGISTERS = 16, 255
+
+
+class KernelOptions(TypedDict, total=False):
+    """The options of `@simt.kernel(...)`, all keywords."""
+
+    block: int | Sequence[int] | None  # the contract's exact block (ntid.* become constants)
+    launch_bounds: int | None  # at most this many threads per block
+    unsafe: bool  # writes at any index, reported unsafe
+    requires: Sequence[str] | str  # relations between lengths checked at every launch
+    max_registers: int | None  # numba's name: at most this many registers a thread (.maxnreg)
 
 
 @dataclass(frozen=True)
@@ -101,16 +114,19 @@ class Kernel:
     # kernel launched or called inside a kernel can be refused as such.
     __fearless_kernel__ = "simt"
 
-    def __init__(
-        self,
-        func: Callable[..., Any],
-        *,
-        block: int | Sequence[int] | None = None,
-        launch_bounds: int | None = None,
-        unsafe: bool = False,
-        requires: Sequence[str] | str = (),
-        max_registers: int | None = None,
-    ) -> None:
+    def __init__(self, func: Callable[..., Any], **options: Unpack[KernelOptions]) -> None:
+        unknown = sorted(set(options) - set(KernelOptions.__annotations__))
+        if unknown:
+            raise LaunchContractError(
+                f"@simt.kernel has no option {', '.join(f'`{u}`' for u in unknown)}",
+                help="its options are "
+                + ", ".join(f"`{o}`" for o in KernelOptions.__annotations__),
+            )
+        block = options.get("block")
+        launch_bounds = options.get("launch_bounds")
+        unsafe = options.get("unsafe", False)
+        requires = options.get("requires", ())
+        max_registers = options.get("max_registers")
         self.func = func
         self.requires: tuple[str, ...] = (
             (requires,) if isinstance(requires, str) else tuple(requires)
@@ -336,29 +352,14 @@ def _target_facts() -> tuple[Any, Any, Any]:
     return config._target_override, raw, target_module._probe
 
 
-def kernel(
-    func: Callable[..., Any] | None = None,
-    *,
-    block: int | Sequence[int] | None = None,
-    launch_bounds: int | None = None,
-    unsafe: bool = False,
-    requires: Sequence[str] | str = (),
-    max_registers: int | None = None,
-) -> Any:
-    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, requires=(...))`;
-    `max_registers=N` (numba's name) caps the registers of a thread, for occupancy."""
+def kernel(func: Callable[..., Any] | None = None, **options: Unpack[KernelOptions]) -> Any:
+    """Decorate a SIMT kernel: `@simt.kernel` or `@simt.kernel(block=256, requires=(...))`
+    (the options are `KernelOptions`)."""
     if func is not None:
-        return Kernel(func)
+        return Kernel(func, **options)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
-        return Kernel(
-            f,
-            block=block,
-            launch_bounds=launch_bounds,
-            unsafe=unsafe,
-            requires=requires,
-            max_registers=max_registers,
-        )
+        return Kernel(f, **options)
 
     return wrap
 
