@@ -250,3 +250,31 @@ def test_max_registers_reaches_ptx_and_the_cache_key() -> None:
             simt.kernel(max_registers=bad)(capped.func)  # type: ignore[arg-type]
     with pytest.raises(fl.LaunchContractError, match="has no option `blocks`"):
         simt.kernel(blocks=128)(capped.func)  # type: ignore[call-arg]
+
+
+@simt.kernel(block=32)
+def sixteen(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
+    """16 columns a thread in a local array: LLVM's own threshold stopped short of this."""
+    v = simt.local.array(16, fl.f32)
+    for k in range(16):
+        i = simt.thread.block_column(k)
+        v[k] = x[i] if i.col < x.shape[1] else fl.f32(0.0)
+    for k in range(16):
+        i = simt.thread.block_column(k)
+        if i.col < out.shape[1]:
+            out[i] = v[15 - k] + v[k]
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
+def test_a_sixteen_step_loop_over_a_local_array_is_unrolled() -> None:
+    ir = sixteen.compiled_ir()
+    text = str(lower_function(ir.fn, ir.params, ir.contract, sixteen.name))
+    assert "llvm.loop.unroll.full" in text
+    ptx = compile_ptx(text, "sm_90")
+    assert ".local" not in ptx  # the array is in registers
+    x = RNG.standard_normal((2, 512)).astype(np.float32)
+    out = np.zeros_like(x)
+    sixteen[2, 32](x, out)
+    cols = np.arange(512)
+    mirror = (15 - cols // 32) * 32 + cols % 32  # thread t's step 15 - k
+    np.testing.assert_array_equal(out, x + x[:, mirror])

@@ -31,7 +31,15 @@ from ..dtypes import DType
 from ..errors import InternalError
 from ..ir import ops
 from ..ir.core import ArrayType, Block, Function, Op, ScalarType, Value
-from . import llvm_atomics, llvm_chunks, llvm_collectives, llvm_coords, llvm_print, llvm_shared
+from . import (
+    llvm_atomics,
+    llvm_chunks,
+    llvm_collectives,
+    llvm_coords,
+    llvm_print,
+    llvm_shared,
+    llvm_unroll,
+)
 from .llvm_arith import ScalarEmitter
 from .llvm_support import ModuleSupport
 from .llvm_types import (
@@ -495,7 +503,10 @@ class _KernelLowering:
 
     def _br(self, op: ops.Br) -> None:
         self._edge(op.dest, op.operands)
-        self.builder.branch(self.blocks[op.dest])
+        branch = self.builder.branch(self.blocks[op.dest])
+        loop_id = llvm_unroll.unroll_id(self, op)
+        if loop_id is not None:
+            branch.set_metadata("llvm.loop", loop_id)
 
     def _cond_br(self, op: ops.CondBr) -> None:
         b = self.builder
