@@ -20,34 +20,19 @@ from fearless import dtypes, simt
 from fearless.backends.llvm import compile_ptx, ptxas_check
 from fearless.backends.llvm_lower import lower_function
 from fearless.backends.toolchain import find_ptxas
+from fearless.bench.kernels_simt import TILE, make_transpose
 from fearless.errors import InternalError, KernelIndexError, Location
 from fearless.ir import ops
 from fearless.ir.core import Function, Value
 from fearless.ir.verifier import verify
 
 RNG = np.random.default_rng(37)
-TILE = 32
 STEPS = 4  # rows per thread of the 32 x 8 block
 SHORT = 5  # a tile of 5 rows
 
 
-@simt.kernel(block=(TILE, TILE // STEPS))
-def transpose(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
-    """out = x.T through a shared TILE x TILE tile: block (bx, by) reads x's tile (bx, by)
-    a row of the block at a time and writes out's tile (by, bx) likewise."""
-    s = simt.shared.array((TILE, TILE + 1), fl.f32)
-    for k in range(STEPS):
-        t = simt.thread.block_index_2d(k)
-        r = simt.blockIdx.x * TILE + t.row
-        c = simt.blockIdx.y * TILE + t.col
-        if r < x.shape[0] and c < x.shape[1]:
-            s[t] = x[r, c]
-    simt.syncthreads()
-    for k in range(STEPS):
-        t = simt.thread.block_index_2d(k)
-        g = simt.thread.tile_index_2d(k, TILE)
-        if g.row < out.shape[0] and g.col < out.shape[1]:
-            out[g] = s[t.col, t.row]
+# The bench's transpose at blocks of 32 x 8: each thread moves STEPS rows of a 32 x 32 tile.
+transpose = make_transpose(TILE // STEPS)
 
 
 @simt.kernel

@@ -41,7 +41,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..errors import InternalError, ToolchainError
-from . import llvm_unroll
+from . import llvm_loops
 from .llvm_lower import COARSEN, TRIPLE, coarsenable, lower_function, lower_variants
 from .toolchain import find_libdevice, find_ptxas
 
@@ -79,7 +79,7 @@ def compile_ptx(module: ir.Module | str, arch: str = "sm_90", *, opt_level: int 
     _initialise_llvm()
     tm = _target_machine(arch, opt_level)
     context = llvm.create_context()
-    mod = _parse(llvm_unroll.link_loop_ids(str(module)), context)
+    mod = _parse(llvm_loops.link_loop_ids(str(module)), context)
     mod.triple = TRIPLE
     mod.data_layout = str(tm.target_data)
     # The kernels are the externally visible definitions before linking; everything else

@@ -202,30 +202,9 @@ def lower_block_reduce(lw: Any, op: ops.BlockReduce) -> None:
     loaded = bld.load(_slot(lw, buf, bld.select(first, g.lane, zero)), typ=ty)
     result = _tree(lw, bld.select(first, loaded, _identity(name, dt)), dt, name, g)
     out = _raw_shfl(lw, "idx", result, dt, zero, g)
-    if _in_loop(lw, op):
+    if op.block in lw.loops.cyclic:  # the op may run again: its buffer must be free first
         emit_barrier(lw)
     lw._set(op.result, out)
-
-
-def _in_loop(lw: Any, op: ops.Op) -> bool:
-    """Whether `op`'s block can run again in one thread (it lies on a cycle of the CFG)."""
-    loops: dict[Any, bool] = lw.__dict__.setdefault("_blocks_in_loops", {})
-    start = op.block
-    assert start is not None
-    if start not in loops:
-        seen, stack = set(), list(start.successors())
-        while stack:
-            b = stack.pop()
-            if b is start:
-                break
-            if b not in seen:
-                seen.add(b)
-                stack.extend(b.successors())
-        else:
-            loops[start] = False
-            return False
-        loops[start] = True
-    return loops[start]
 
 
 def lower_block_scan(lw: Any, op: ops.BlockScan) -> None:

@@ -36,9 +36,9 @@ from . import (
     llvm_chunks,
     llvm_collectives,
     llvm_coords,
+    llvm_loops,
     llvm_print,
     llvm_shared,
-    llvm_unroll,
 )
 from .llvm_arith import ScalarEmitter
 from .llvm_support import ModuleSupport
@@ -186,6 +186,7 @@ class _KernelLowering:
         self.index_2d: dict[Value, tuple[ir.Value, ir.Value]] = {}  # ThreadIndex2D: (row, col)
         self.blocks: dict[Block, ir.Block] = {}
         self.chunk_pending: list[ops.Load | ops.Store] = []  # a chunk copy's lanes before 0
+        self.loops = llvm_loops.Loops(fn, self.module)
 
     # ------------------------------------------------------------------------- signature
 
@@ -205,15 +206,7 @@ class _KernelLowering:
         arg_types.append(GLOBAL_PTR)  # the device error record
         kernel = ir.Function(self.module, ir.FunctionType(VOID, arg_types), entry)
         kernel.calling_convention = "ptx_kernel"
-        kernel.attributes = KernelAttributes()
-        # An exact block shape is the stronger promise; ptxas rejects .reqntid with .maxntid.
-        if self.contract.block is not None:
-            x, y, z = self.contract.block
-            kernel.attributes.add(f'"nvvm.reqntid"="{x},{y},{z}"')  # -> .reqntid x, y, z
-        elif self.contract.launch_bounds is not None:
-            kernel.attributes.add(f'"nvvm.maxntid"="{self.contract.launch_bounds}"')
-        if self.contract.max_registers is not None:  # -> .maxnreg N
-            kernel.attributes.add(f'"nvvm.maxnreg"="{self.contract.max_registers}"')
+        kernel.attributes = KernelAttributes.of_contract(self.contract)
         return kernel
 
     def _bind_params(self) -> None:
@@ -504,7 +497,7 @@ class _KernelLowering:
     def _br(self, op: ops.Br) -> None:
         self._edge(op.dest, op.operands)
         branch = self.builder.branch(self.blocks[op.dest])
-        loop_id = llvm_unroll.unroll_id(self, op)
+        loop_id = self.loops.loop_id(op)
         if loop_id is not None:
             branch.set_metadata("llvm.loop", loop_id)
 

@@ -15,6 +15,7 @@ import struct
 import numpy as np
 from llvmlite import ir
 
+from ..abi import LaunchContract
 from ..dtypes import DType
 from ..errors import InternalError
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Type
@@ -56,6 +57,20 @@ class KernelAttributes(ir.values.FunctionAttributes):
             set.add(self, name)
         else:
             super().add(name)
+
+    @classmethod
+    def of_contract(cls, contract: LaunchContract) -> KernelAttributes:
+        """A kernel's launch bounds and register cap from its launch contract."""
+        attrs = cls()
+        # An exact block shape is the stronger promise; ptxas rejects .reqntid with .maxntid.
+        if contract.block is not None:
+            x, y, z = contract.block
+            attrs.add(f'"nvvm.reqntid"="{x},{y},{z}"')  # -> .reqntid x, y, z
+        elif contract.launch_bounds is not None:
+            attrs.add(f'"nvvm.maxntid"="{contract.launch_bounds}"')
+        if contract.max_registers is not None:  # -> .maxnreg N
+            attrs.add(f'"nvvm.maxnreg"="{contract.max_registers}"')
+        return attrs
 
 
 class ParamAttributes(ir.values.ArgumentAttributes):

@@ -98,9 +98,10 @@ def _impls(ctx: Ctx, name: str, x: Any, w: Any, b: Any) -> Impls:
         kernel, threads = K.row_kernel(name, cols)
         prep = kernel.prepare(rows, threads)
         args = (*inputs, *scalars, y)
-        note = {K.ROW_REG_THREADS: "registers", K.ROW_THREADS: "block_stride"}.get(threads, "")
-        if kernel.name.endswith("_chunks"):
-            note = "chunks of 4 (vector loads)"
+        form = kernel.name.rsplit("_", 1)[-1]  # softmax_chunks, rms_norm_registers, layer_norm
+        note = {"chunks": "chunks of 4 (vector loads)", "registers": "registers"}.get(
+            form, "block_stride"
+        )
         return Prepared(lambda: kernel(prep, *args), y, note=f"{SIMT_NOTE}, {note}")
 
     def cuda_cpp() -> Prepared:

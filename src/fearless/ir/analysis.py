@@ -1,4 +1,4 @@
-"""CFG analyses used by passes and the verifier: dominators."""
+"""CFG analyses used by passes, the verifier and the backends: dominators, cyclic blocks."""
 
 from __future__ import annotations
 
@@ -27,3 +27,20 @@ def dominators(fn: Function) -> dict[Block, set[Block]]:
                 dom[b] = new
                 changed = True
     return dom
+
+
+def cyclic_blocks(fn: Function) -> set[Block]:
+    """The blocks on a cycle of the CFG: those a thread can run again (a loop's blocks)."""
+    cyclic: set[Block] = set()
+    for start in fn.blocks:
+        seen: set[Block] = set()
+        stack = list(start.successors())
+        while stack:
+            b = stack.pop()
+            if b is start:
+                cyclic.add(start)
+                break
+            if b not in seen:
+                seen.add(b)
+                stack.extend(b.successors())
+    return cyclic

@@ -109,7 +109,7 @@ def emit_load(em: Emitter, chunk: Chunk, local: Value, row: Value, loc: Location
     src = chunk.array.type
     assert isinstance(src, ArrayType)
     r, cols = _columns(em, chunk.index, chunk.width, loc)
-    marked = vector_fits(chunk.width, src.dtype.itemsize) and not src.dtype.is_bool
+    marked = vector_fits(chunk.width, src.dtype.itemsize)
     loaded: dict[int, Value] = {}
     for j in reversed(range(chunk.width)):
         vector = (j, chunk.width) if marked else None
@@ -129,7 +129,7 @@ def emit_store(em: Emitter, src: LocalRow, out: Value, pair: Value, loc: Locatio
         for j in range(width)
     ]
     r, cols = _columns(em, pair, width, loc)
-    marked = vector_fits(width, dst.dtype.itemsize) and not dst.dtype.is_bool
+    marked = vector_fits(width, dst.dtype.itemsize)
     for j in reversed(range(width)):
         vector = (j, width) if marked else None
         em.emit(ops.Store(out, [r, cols[j]], values[j], loc, vector=vector))
