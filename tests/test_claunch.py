@@ -296,7 +296,6 @@ def tile_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Calls, TileCu]]:
     sizes = [8, 4, 4, 4, 8, 4, 4, 4, 4, 8, 1]
     cu = TileCu(sizes)
     monkeypatch.setattr(driver, "_cu", cu)
-    monkeypatch.setattr(launch_gpu, "default_stream_handle", lambda: 0)
     monkeypatch.setattr(launch_gpu, "default_cu_stream", lambda legacy: legacy)
     calls = Calls()
 
@@ -439,6 +438,32 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
     moved = out.partition((1024,))
     assert warm.c_launch(warm.c, (moved, out, 7, 0.25, 1), 0) == -1  # `out` is moved
     assert len(calls) == 1
+
+
+def test_the_tile_warm_path_decides_the_default_stream_in_c(
+    tile_c: tuple[Calls, TileCu], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`None` for the stream: torch's current one, or the Python path inside `fl.graph` or
+    while torch captures (claunch_prepared.c reads streams.py's globals)."""
+    from fearless.runtime import streams
+    from fearless.runtime.target import Target
+
+    calls, cu = tile_c
+    cu.sizes[:] = [8, 4, 8, 4, 4, 4, 8]
+    warm, _, prepared = _dropout_warm()
+    part = _dev(0x7F0000000000, (16384,)).partition((1024,))
+    args = (part, _dev(0x7F0000100000, (16384,)), 7, 0.25, 1)
+    warm.store(warm.lookup(args, Target.CUDA)[1], prepared)
+    monkeypatch.setattr(streams, "_torch_current", None)
+    assert warm.c_launch(warm.c, args, None) == 0 and calls[-1]["stream"] == 0
+    monkeypatch.setattr(streams, "_torch_current", lambda device: 0x5000)
+    monkeypatch.setattr(streams, "_torch_capturing", lambda: False)
+    assert warm.c_launch(warm.c, args, None) == 0 and calls[-1]["stream"] == 0x5000
+    monkeypatch.setattr(streams, "_torch_capturing", lambda: True)
+    assert warm.c_launch(warm.c, args, None) == -1
+    monkeypatch.setattr(streams, "_torch_capturing", lambda: False)
+    monkeypatch.setattr(streams, "_captures", 1)
+    assert warm.c_launch(warm.c, args, None) == -1 and len(calls) == 2
 
 
 def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cleared(

@@ -23,7 +23,7 @@ typedef struct {
     int dl_want;           /* its DLPack dtype (code << 8 | bits), or -1 */
 } Param;
 
-typedef struct {
+struct Plan {
     launch_fn launch;
     char *buffer;          /* the plan's own copy of the parameter buffer */
     void **kernel_params;  /* its own pointer array into `buffer` */
@@ -40,7 +40,7 @@ typedef struct {
     Py_ssize_t slots[7]; /* fl.Tensor's slots read_fl reads (fl_slots), by member offset */
     int slots_ok;        /* all of them found: else read_fl refuses every fl.Tensor */
     PyObject *spec; /* kept alive */
-} Plan;
+};
 
 
 /* The fl.Tensor slots read_fl reads: a read is one load instead of an attribute lookup. */
@@ -474,30 +474,20 @@ FL_INTERNAL int pack_float(char *slot, int kind, PyObject *v) {
     return 1;
 }
 
-static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
-    Plan *p = plan_arg(a, nargs, 12, "launch", "fearless.claunch.plan");
-    if (p == NULL) return NULL;
-    unsigned dims[6];
-    for (int k = 0; k < 6; k++) {
-        unsigned long v = PyLong_AsUnsignedLong(a[3 + k]);
-        if (v == (unsigned long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
-        dims[k] = (unsigned)v;
-    }
-    long long nthreads = PyLong_AsLongLong(a[9]);
-    PyObject *args = a[10];
-    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n || p->n > 64)
-        return PyLong_FromLong(-1);
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[11]);
-    if ((nthreads == -1 && PyErr_Occurred()) ||
-        (stream == (unsigned long long)-1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
+/* Reads, checks and packs `args[first:]` into the plan's buffer and launches `fn`, or `fast`
+ * (NULL: none) when its length assumptions hold, on `stream`: what `launch` below and
+ * claunch_prepared.c's `run` share. 0: launched; a CUresult: the driver refused; -1: not the
+ * common case, nothing launched (no exception set). */
+FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, void *fn,
+                                  void *fast, const unsigned *dims, long long nthreads,
+                                  unsigned long long stream) {
+    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n + first || p->n > 64)
+        return -1;
     long long starts[64], ends[64], lens[64];
     int j = 0;
     for (int i = 0; i < p->n; i++) {
         Param *q = &p->params[i];
-        PyObject *o = PyTuple_GET_ITEM(args, i);
+        PyObject *o = PyTuple_GET_ITEM(args, i + first);
         char *slot = p->buffer + q->off0;
         int ok;
         if (q->kind == K_ARR1 || q->kind == K_ARR2) {
@@ -506,7 +496,7 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
             if ((PyObject *)tp == p->tensor_type) ok = read_fl(p, q, o, &ptr, e);
             else if ((PyObject *)tp == p->torch_type) ok = read_torch(p, q, o, &ptr, e);
             else ok = 0;
-            if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
+            if (!ok) { PyErr_Clear(); return -1; }
             long long count = q->kind == K_ARR1 ? e[0] : e[0] * e[1];
             lens[i] = e[0]; /* len(a): the extent along axis 0, as in the kernel */
             starts[j] = ptr;
@@ -519,7 +509,7 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
         } else {
             ok = (q->kind == K_F32 || q->kind == K_F64) ? pack_float(slot, q->kind, o)
                                                           : pack_int(slot, q->kind, o);
-            if (!ok) { PyErr_Clear(); return PyLong_FromLong(-1); }
+            if (!ok) { PyErr_Clear(); return -1; }
         }
     }
     for (int k = 0; k < p->nreq; k++) {
@@ -533,27 +523,40 @@ static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
         case 4: ok = x > y; break;
         default: ok = x >= y; break;
         }
-        if (!ok) return PyLong_FromLong(-1); /* the Python launcher names the relation */
+        if (!ok) return -1; /* the Python launcher names the relation */
     }
     for (int k = 0; k < p->npairs; k++) {
         int o = p->pairs[2 * k], t = p->pairs[2 * k + 1];
-        if (starts[o] < ends[t] && starts[t] < ends[o]) return PyLong_FromLong(-1);
+        if (starts[o] < ends[t] && starts[t] < ends[o]) return -1;
     }
-    PyObject *chosen = a[1];
-    if (a[2] != Py_None) {
-        int fast = 1;
-        for (int k = 0; k < p->nassume && fast; k++)
-            fast = lens[p->assume[2 * k]] >= lens[p->assume[2 * k + 1]];
-        if (fast) chosen = a[2];
+    if (fast != NULL) {
+        int holds = 1;
+        for (int k = 0; k < p->nassume && holds; k++)
+            holds = lens[p->assume[2 * k]] >= lens[p->assume[2 * k + 1]];
+        if (holds) fn = fast;
     }
-    PyObject *fn_int = PyNumber_Long(chosen);
-    if (fn_int == NULL) { PyErr_Clear(); return PyLong_FromLong(-1); }
-    void *function = PyLong_AsVoidPtr(fn_int);
-    Py_DECREF(fn_int);
     memcpy(p->buffer + p->nthreads_off, &nthreads, 8);
-    int err = p->launch(function, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
-                        (void *)(uintptr_t)stream, p->kernel_params, NULL);
-    return PyLong_FromLong(err);
+    return p->launch(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
+                     (void *)(uintptr_t)stream, p->kernel_params, NULL);
+}
+
+static PyObject *launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
+    Plan *p = plan_arg(a, nargs, 12, "launch", "fearless.claunch.plan");
+    if (p == NULL) return NULL;
+    unsigned dims[6];
+    for (int k = 0; k < 6; k++) {
+        unsigned long v = PyLong_AsUnsignedLong(a[3 + k]);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
+        dims[k] = (unsigned)v;
+    }
+    long long nthreads = PyLong_AsLongLong(a[9]);
+    if (nthreads == -1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
+    unsigned long long stream;
+    if (!stream_arg(a[11], &stream)) return PyLong_FromLong(-1);
+    void *fn = function_address(a[1]);
+    void *fast = a[2] == Py_None ? NULL : function_address(a[2]);
+    if (fn == NULL || (a[2] != Py_None && fast == NULL)) return PyLong_FromLong(-1);
+    return PyLong_FromLong(simt_pack_launch(p, a[10], 0, fn, fast, dims, nthreads, stream));
 }
 
 static PyMethodDef methods[] = {
@@ -568,6 +571,9 @@ static PyMethodDef methods[] = {
     {"tile_warm", (PyCFunction)(void (*)(void))tile_warm, METH_FASTCALL,
      "Key, look up, check and launch a warm Tile launch."},
     {"tile_warm_forget", tile_warm_forget, METH_O, "Forget a warm path's last entry."},
+    {"use_streams", use_streams, METH_VARARGS, "Decide default streams from streams.py's globals."},
+    {"bind", prepared_bind, METH_VARARGS, "A prepared SIMT launch (see claunch_prepared.c)."},
+    {"run", (PyCFunction)(void (*)(void))prepared_run, METH_FASTCALL, "Launch a prepared SIMT launch."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -579,6 +585,6 @@ PyMODINIT_FUNC PyInit__fearless_claunch(void) {
     INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
     INTERN(s_data_ptr, "data_ptr")
 #undef INTERN
-    if (tile_intern() < 0) return NULL;
+    if (tile_intern() < 0 || prepared_intern() < 0) return NULL;
     return PyModule_Create(&module);
 }

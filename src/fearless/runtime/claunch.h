@@ -67,6 +67,21 @@ FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t);
 /* interned attribute names (claunch.c) */
 extern FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
 
+/* claunch.c: a SIMT plan, and its checks, packing and launch of args[first:] */
+typedef struct Plan Plan;
+FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, void *fn,
+                                  void *fast, const unsigned *dims, long long nthreads,
+                                  unsigned long long stream);
+
+/* claunch_prepared.c */
+FL_INTERNAL void *function_address(PyObject *f);
+FL_INTERNAL int default_stream(unsigned long long *out);
+FL_INTERNAL int stream_arg(PyObject *h, unsigned long long *out);
+FL_INTERNAL PyObject *use_streams(PyObject *self, PyObject *args);
+FL_INTERNAL PyObject *prepared_bind(PyObject *self, PyObject *args);
+FL_INTERNAL PyObject *prepared_run(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
+FL_INTERNAL int prepared_intern(void);
+
 /* claunch_tile.c */
 FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args);
 FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs);

@@ -1,5 +1,5 @@
-"""The compiled warm launcher: claunch.c and claunch_tile.c, built with the system's C compiler
-at first use.
+"""The compiled warm launcher: claunch.c, claunch_tile.c and claunch_prepared.c, built with the
+system's C compiler at first use.
 
 A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
 bf16 scalar to convert) and whose `requires=` relations and fast-variant assumptions compare
@@ -9,7 +9,9 @@ reads the arrays (fl.Tensor fields, or a plain torch.Tensor's accessors), range-
 scalars, runs the borrow check, packs the plan's parameter buffer and calls cuLaunchKernel
 itself, without the interpreter and without cuda.bindings' argument conversion. Anything else
 (another array type, a NumPy array, a wrong dtype, an overlap) returns -1 before launching,
-and the Python launcher runs as before: it explains every error.
+and the Python launcher runs as before: it explains every error. A prepared launch
+(`kernel.prepare`) binds its configuration in C once, so that `k(prep, *args)` is one C call
+(claunch_prepared.c); launches on the default stream decide it in C as streams.py does.
 
 The module is compiled once per source, Python version and platform into the cache directory
 (`FEARLESS_CACHE_DIR/claunch/`), like Triton's launcher. Where no C compiler or no Python
@@ -36,10 +38,13 @@ from typing import Any
 from .. import config
 from ..abi import ParamSpec, Requirement
 from ..dtypes import DType
+from . import streams
+from .arrays import DEVICE_ID
 from .borrow import output_pairs
 
 _HERE = Path(__file__).parent
-_SOURCES = (_HERE / "claunch.c", _HERE / "claunch_tile.c")  # one module; claunch.h between
+# one module; claunch.h between them
+_SOURCES = (_HERE / "claunch.c", _HERE / "claunch_tile.c", _HERE / "claunch_prepared.c")
 _HEADER = _HERE / "claunch.h"
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -108,6 +113,8 @@ def _load(path: Path) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    # the default stream (`stream=None`) is decided in C from streams.py's own globals
+    mod.use_streams(vars(streams), DEVICE_ID)
     return mod
 
 

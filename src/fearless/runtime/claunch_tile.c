@@ -119,11 +119,8 @@ FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t
     if (p == NULL) return NULL;
     PyObject *values = a[1];
     if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) return PyLong_FromLong(-1);
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return PyLong_FromLong(-1);
-    }
+    unsigned long long stream;
+    if (!stream_arg(a[2], &stream)) return PyLong_FromLong(-1);
     return PyLong_FromLong(tile_pack_launch(p, PySequence_Fast_ITEMS(values), NULL,
                                             PySequence_Fast_GET_SIZE(values), stream));
 }
@@ -381,8 +378,8 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     Warm *w = plan_arg(a, nargs, 3, "tile_warm", "fearless.claunch.warm");
     if (w == NULL) return NULL;
     PyObject *args = a[1];
-    unsigned long long stream = PyLong_AsUnsignedLongLong(a[2]);
-    if (stream == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return PyLong_FromLong(-1); }
+    unsigned long long stream;
+    if (!stream_arg(a[2], &stream)) return PyLong_FromLong(-1);
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != w->n) return PyLong_FromLong(-1);
     if (!w->slots_ok) return PyLong_FromLong(-1);
     Arg reads[64];

@@ -34,6 +34,7 @@ constants appear in the source, never user-chosen names. `plan.launcher_source` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import struct
 import sys
@@ -70,7 +71,7 @@ from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import argument_error, user_location
 from .params import ParamPacker, bf16_bits
-from .streams import Stream, default_cu_stream, default_stream_handle, stream_handle
+from .streams import Stream, default_cu_stream, stream_handle
 from .target import Target
 from .tensor import Tensor
 
@@ -150,6 +151,22 @@ class GpuLaunchPlan:
             )
         except OSError:  # no libcuda to call: the Python launcher calls cuda.bindings
             return None
+
+    def prepared(self, grid: Dim3, block: Dim3) -> Callable[[tuple[Any, ...]], int] | None:
+        """The compiled launch of `kernel(prep, *args)` with this grid and block
+        (claunch_prepared.c), called with the whole argument tuple, the PreparedLaunch first:
+        0 launched, 1 launched and FEARLESS_SYNC wants a synchronisation, -1 nothing launched
+        (the generated launcher runs and explains). None where there is no C plan."""
+        store = config.sync_store()
+        if self.cplan is None or store is None:
+            return None
+        g, b, fn, fast, gx, threads = self._shape(grid, block)
+        module = claunch.module()
+        assert module is not None  # it made cplan
+        bound = module.bind(
+            self.cplan, fn, fast, gx, g[1], g[2], b[0], b[1], b[2], threads, self.pool, *store
+        )
+        return functools.partial(module.run, bound)
 
     # ------------------------------------------------------------------------ grid, block
 
@@ -306,9 +323,9 @@ def build_launcher(
         # The compiled launcher (claunch.py) takes the common case whole; -1: it launched
         # nothing, and the Python checks below run and explain.
         lines += [
-            "    h = default_handle() if stream is None else "
-            "(stream._handle if type(stream) is Stream else -1)",
-            "    if h >= 0 and type(args) is tuple:",
+            # None: the default stream, which claunch_prepared.c decides as streams.py would
+            "    h = None if stream is None else (stream._handle if type(stream) is Stream else -1)",
+            "    if h != -1 and type(args) is tuple:",
             "        r = claunch(cplan, fnc, fast, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
             " args, h)",
             "        if r == 0:",
@@ -478,7 +495,6 @@ def build_launcher(
         lock=plan.packer.lock,
         legacy_stream=plan._legacy_stream,
         default_stream=default_cu_stream,
-        default_handle=default_stream_handle,
         cplan=plan.cplan,
         claunch=claunch.module().launch if plan.cplan is not None else None,  # type: ignore[union-attr]
         CUstream=plan._cu.CUstream,

@@ -65,15 +65,22 @@ def keep_if_captured(args: Any, stream: Any) -> None:
             kept.append(args)
 
 
-_torch_current: Callable[[int], int] | None = None  # torch's raw current-stream getter
+# torch's raw current-stream getter and its "is the current stream capturing" test, once torch
+# has initialised CUDA. claunch_prepared.c reads these globals (and calls the function below)
+# by name: the compiled launchers decide the default stream as this module does.
+_torch_current: Callable[[int], int] | None = None
+_torch_capturing: Callable[[], bool] | None = None
 
 
 def _torch_current_stream() -> Callable[[int], int] | None:
     """torch's current-stream getter, once torch has initialised CUDA (then kept: it stays)."""
-    global _torch_current
+    global _torch_current, _torch_capturing
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_initialized():
         return None
+    _torch_capturing = getattr(
+        torch._C, "_cuda_isCurrentStreamCapturing", torch.cuda.is_current_stream_capturing
+    )
     _torch_current = torch._C._cuda_getCurrentRawStream
     return _torch_current
 
@@ -86,7 +93,7 @@ def _torch_handle() -> int:
     if current is None:
         return 0
     handle = int(current(DEVICE_ID))
-    if handle and sys.modules["torch"].cuda.is_current_stream_capturing():
+    if handle and (_torch_capturing or sys.modules["torch"].cuda.is_current_stream_capturing)():
         default_pool().graphs = True
     return handle
 

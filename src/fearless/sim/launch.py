@@ -60,6 +60,10 @@ class SimLauncher:
         check_launch(self.name, self.contract, grid, block, SIM_LIMITS)
         check_thread_count(self.name, grid, block)
 
+    def prepared(self, grid: Dim3, block: Dim3) -> None:
+        """No compiled launch here: a prepared launch goes through `launch`."""
+        return None
+
     def launch(self, grid: Any, block: Any, args: Sequence[Any], stream: Any) -> None:
         grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         self.validate(grid, block)

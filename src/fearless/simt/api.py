@@ -33,6 +33,7 @@ from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, GlobalRef, load_source, make_guard, same_values
+from ..runtime import device_errors
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
 from ..runtime.launch import keyword_error
@@ -77,6 +78,8 @@ class PreparedLaunch:
     block: Dim3
     launcher: Launcher
     guard: Callable[[], bool]
+    # The launcher's compiled launch of this configuration (claunch_prepared.c), or None.
+    compiled: Callable[[tuple[Any, ...]], int] | None = None
 
     @user_facing
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
@@ -273,15 +276,26 @@ class Kernel:
         g, b = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         launcher = self._launcher()
         launcher.validate(g, b)
-        return PreparedLaunch(self, g, b, launcher, self._fresh)
+        return PreparedLaunch(self, g, b, launcher, self._fresh, launcher.prepared(g, b))
 
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         # The warm path: no wrapper call, no checks beyond these identity tests and the
-        # globals guard of the prepared launch.
+        # globals guard of the prepared launch; then, on the GPU, one C call that checks,
+        # packs and launches (-1: it launched nothing, and the launcher runs and explains).
         prep = args[0] if args else None
         if type(prep) is PreparedLaunch and prep.kernel is self and not kwargs:
             try:
-                launcher = prep.launcher if prep.guard() else self._prepared_launcher(prep)
+                if prep.guard():
+                    compiled = prep.compiled
+                    if compiled is not None and stream is None:
+                        done = compiled(args)
+                        if done >= 0:
+                            if done:  # FEARLESS_SYNC
+                                device_errors.synchronize()
+                            return
+                    launcher = prep.launcher
+                else:
+                    launcher = self._prepared_launcher(prep)
                 launcher.launch(prep.grid, prep.block, args[1:], stream)
             except FearlessError as exc:
                 if config.show_internal_frames():

@@ -22,6 +22,8 @@ class Launcher(Protocol):
 
     def launch(self, grid: Dim3, block: Dim3, args: Sequence[Any], stream: Any) -> None: ...
 
+    def prepared(self, grid: Dim3, block: Dim3) -> Callable[[tuple[Any, ...]], int] | None: ...
+
 
 class CudaLauncher:
     """The GPU launcher: `runtime.launch.GpuLaunchPlan` does the checks and the launch."""
@@ -33,6 +35,9 @@ class CudaLauncher:
 
     def validate(self, grid: Dim3, block: Dim3) -> None:
         self.plan.check_dims(grid, block)
+
+    def prepared(self, grid: Dim3, block: Dim3) -> Callable[[tuple[Any, ...]], int] | None:
+        return self.plan.prepared(grid, block)
 
 
 def make_launcher(

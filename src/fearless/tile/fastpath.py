@@ -44,7 +44,6 @@ from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_
 from ..runtime.binder import scalar_fits
 from ..runtime.borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from ..runtime.partition import Partition
-from ..runtime.streams import default_stream_handle
 from ..runtime.target import Target
 from ..runtime.tensor import Tensor
 from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
@@ -134,8 +133,8 @@ class WarmPath:
         c = self.c
         if c is None or stream is not None or target is not _CUDA or trace.recording:
             return False
-        handle = default_stream_handle()  # -1 inside fl.graph
-        return handle >= 0 and self.c_launch(c, args, handle) == 0
+        # None: the default stream, decided in C as streams.py decides it (-1 in fl.graph)
+        return self.c_launch(c, args, None) == 0
 
     def _disjoint(self, starts: list[int], nbytes: tuple[int, ...]) -> bool:
         """The borrow check of `check_borrows` on these ranges (an overlap: the slow path raises).

@@ -25,7 +25,7 @@ from ..ir.tile_kernel import CompiledTile, Signature, element_strides
 from ..runtime import claunch, driver, trace
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
-from ..runtime.streams import Stream, default_cu_stream, default_stream_handle, stream_handle
+from ..runtime.streams import Stream, default_cu_stream, stream_handle
 
 _I32_MAX = 2**31 - 1
 
@@ -213,13 +213,16 @@ class GpuLaunch:
     def __call__(self, values: Sequence[Any], stream: Any) -> None:
         if trace.recording:  # ops/_replay.py records what an operator launches
             self._record(values, stream)
-        if self._c_launch is not None and stream is None:
-            # The compiled launcher packs its own copy of the buffer and launches, the GIL
-            # held throughout; anything else (fl.graph's capture, a value it does not pack,
-            # a driver error) goes the Python way below, which explains it.
-            handle = default_stream_handle()
-            if handle >= 0 and self._c_launch(self._cplan, values, handle) == 0:
-                return
+        # The compiled launcher packs its own copy of the buffer and launches, the GIL held
+        # throughout, on the default stream (None: decided in C as streams.py decides it);
+        # anything else (fl.graph's capture, a value it does not pack, a driver error) goes
+        # the Python way below, which explains it.
+        if (
+            self._c_launch is not None
+            and stream is None
+            and self._c_launch(self._cplan, values, None) == 0
+        ):
+            return
         params = self.params
         with self._lock:
             if params.bf16:

@@ -1,0 +1,176 @@
+/* Prepared SIMT launches and the default stream, in C (built with claunch.c: see claunch.py).
+ *
+ * `bind(plan, function, fast, gx, gy, gz, bx, by, bz, nthreads, pool, env, key)` fixes
+ * everything of a `kernel.prepare(grid, block)` launch but its arguments; `run(bound, args)`
+ * then launches `args[1:]` (args[0] is the PreparedLaunch itself: `k(prep, *arrays)` hands its
+ * whole argument tuple over, unsliced) on the default stream. It returns 0 when the kernel was
+ * launched, 1 when it was launched and FEARLESS_SYNC asks for a synchronisation, and -1 when
+ * the Python launcher must run instead (nothing launched; a driver refusal too, which the
+ * Python launcher then meets again and explains).
+ * A launch counts itself in the error pool (`pool.launches += 1`), as the Python one does.
+ *
+ * The default stream is decided as streams.py's `default_stream_handle` decides it, from that
+ * module's own globals (`use_streams` hands its dict over, so a test that rebinds them is
+ * obeyed): -1 inside `fl.graph` (the Python launcher keeps the arguments alive), torch's current
+ * stream once torch has initialised CUDA (a capture on it goes the Python way too, which marks
+ * the pool's graphs), else 0, the legacy stream.
+ */
+#include "claunch.h"
+
+static PyObject *streams_globals, *device_id;
+static PyObject *s_captures, *s_torch_current, *s_resolve, *s_torch_capturing, *s_launches;
+static PyObject *one;
+
+FL_INTERNAL int prepared_intern(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
+    INTERN(s_captures, "_captures") INTERN(s_torch_current, "_torch_current")
+    INTERN(s_resolve, "_torch_current_stream") INTERN(s_torch_capturing, "_torch_capturing")
+    INTERN(s_launches, "launches")
+#undef INTERN
+    one = PyLong_FromLong(1);
+    return one == NULL ? -1 : 0;
+}
+
+/* use_streams(streams_globals, device_id) */
+FL_INTERNAL PyObject *use_streams(PyObject *self, PyObject *args) {
+    PyObject *globals, *device;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &globals, &PyLong_Type, &device))
+        return NULL;
+    Py_INCREF(globals);
+    Py_XSETREF(streams_globals, globals);
+    Py_INCREF(device);
+    Py_XSETREF(device_id, device);
+    Py_RETURN_NONE;
+}
+
+/* 1 and the handle of the default stream in *out; 0 and no exception: the Python launcher
+ * decides (inside fl.graph, a capture, anything unexpected). */
+FL_INTERNAL int default_stream(unsigned long long *out) {
+    if (streams_globals == NULL) return 0;
+    PyObject *n = PyDict_GetItemWithError(streams_globals, s_captures); /* borrowed */
+    if (n == NULL || !PyLong_CheckExact(n) || PyLong_AsLong(n) != 0) goto python;
+    PyObject *getter = PyDict_GetItemWithError(streams_globals, s_torch_current);
+    PyObject *owned = NULL;
+    if (getter == NULL) goto python;
+    if (getter == Py_None) { /* torch not (yet) using CUDA: streams.py looks again */
+        PyObject *resolve = PyDict_GetItemWithError(streams_globals, s_resolve);
+        if (resolve == NULL) goto python;
+        owned = PyObject_CallNoArgs(resolve);
+        if (owned == NULL) goto python;
+        if (owned == Py_None) {
+            Py_DECREF(owned);
+            *out = 0;
+            return 1;
+        }
+        getter = owned;
+    }
+    PyObject *h = PyObject_CallOneArg(getter, device_id);
+    Py_XDECREF(owned);
+    if (h == NULL) goto python;
+    unsigned long long handle = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (handle == (unsigned long long)-1 && PyErr_Occurred()) goto python;
+    if (handle != 0) { /* a stream torch may be capturing into */
+        PyObject *capturing = PyDict_GetItemWithError(streams_globals, s_torch_capturing);
+        if (capturing == NULL || capturing == Py_None) goto python;
+        PyObject *c = PyObject_CallNoArgs(capturing);
+        if (c != Py_False) { Py_XDECREF(c); goto python; }
+        Py_DECREF(c);
+    }
+    *out = handle;
+    return 1;
+python:
+    PyErr_Clear();
+    return 0;
+}
+
+/* A CUfunction (cuda.bindings object or int) as its address; NULL and no exception: not one. */
+FL_INTERNAL void *function_address(PyObject *f) {
+    PyObject *as_int = PyNumber_Long(f);
+    if (as_int == NULL) { PyErr_Clear(); return NULL; }
+    void *address = PyLong_AsVoidPtr(as_int);
+    Py_DECREF(as_int);
+    if (address == NULL) PyErr_Clear();
+    return address;
+}
+
+/* The stream argument of a launch: a handle, or None for the default stream (claunch_prepared.c
+ * decides it as streams.py would). 0 and no exception: the Python launcher must decide. */
+FL_INTERNAL int stream_arg(PyObject *h, unsigned long long *out) {
+    if (h == Py_None) return default_stream(out);
+    *out = PyLong_AsUnsignedLongLong(h);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return 1;
+}
+
+typedef struct {
+    PyObject *kept; /* (plan capsule, function, fast, pool, env, key), alive while bound */
+    PyObject *pool, *env, *key; /* borrowed from `kept`; env/key: FEARLESS_SYNC's dict entry */
+    Plan *p;
+    void *fn, *fast; /* fast: NULL when the kernel has no fast variant */
+    unsigned dims[6];
+    long long nthreads;
+} Bound;
+
+static void bound_release(void *owned) {
+    Py_XDECREF(((Bound *)owned)->kept);
+    PyMem_Free(owned);
+}
+
+/* bind(plan, function, fast, gx, gy, gz, bx, by, bz, nthreads, pool, env, key) */
+FL_INTERNAL PyObject *prepared_bind(PyObject *self, PyObject *args) {
+    PyObject *plan, *fn, *fast, *pool, *env, *key;
+    unsigned d[6];
+    long long nthreads;
+    if (!PyArg_ParseTuple(args, "OOOIIIIIILOO!O", &plan, &fn, &fast, &d[0], &d[1], &d[2],
+                          &d[3], &d[4], &d[5], &nthreads, &pool, &PyDict_Type, &env, &key))
+        return NULL;
+    Plan *p = PyCapsule_GetPointer(plan, "fearless.claunch.plan");
+    if (p == NULL) return NULL;
+    void *fn_address = function_address(fn);
+    void *fast_address = fast == Py_None ? NULL : function_address(fast);
+    if (fn_address == NULL || (fast != Py_None && fast_address == NULL)) {
+        PyErr_SetString(PyExc_ValueError, "a kernel function is not an address");
+        return NULL;
+    }
+    Bound *b = PyMem_Calloc(1, sizeof(Bound));
+    if (b == NULL) return PyErr_NoMemory();
+    b->kept = PyTuple_Pack(6, plan, fn, fast, pool, env, key);
+    if (b->kept == NULL) { PyMem_Free(b); return NULL; }
+    b->pool = pool, b->env = env, b->key = key;
+    b->p = p, b->fn = fn_address, b->fast = fast_address;
+    memcpy(b->dims, d, sizeof d);
+    b->nthreads = nthreads;
+    return owning_capsule(b, "fearless.claunch.bound", bound_release);
+}
+
+/* Whether FEARLESS_SYNC asks for a synchronisation after every launch (config.SYNC_OFF: unset,
+ * empty or "0" means no). */
+static int sync_wanted(Bound *b) {
+    PyObject *v = PyDict_GetItemWithError(b->env, b->key); /* borrowed */
+    if (v == NULL) { PyErr_Clear(); return 0; }
+    if (PyBytes_Check(v))
+        return !(PyBytes_GET_SIZE(v) == 0 || strcmp(PyBytes_AS_STRING(v), "0") == 0);
+    if (PyUnicode_Check(v))
+        return !(PyUnicode_GET_LENGTH(v) == 0 || PyUnicode_CompareWithASCIIString(v, "0") == 0);
+    return 1;
+}
+
+/* run(bound, args) */
+FL_INTERNAL PyObject *prepared_run(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {
+    Bound *b = plan_arg(a, nargs, 2, "run", "fearless.claunch.bound");
+    if (b == NULL) return NULL;
+    unsigned long long stream;
+    if (!default_stream(&stream)) return PyLong_FromLong(-1);
+    if (simt_pack_launch(b->p, a[1], 1, b->fn, b->fast, b->dims, b->nthreads, stream) != 0)
+        return PyLong_FromLong(-1); /* a driver refusal too: the Python launcher explains it */
+    PyObject *count = PyObject_GetAttr(b->pool, s_launches);
+    if (count == NULL) return NULL;
+    PyObject *more = PyNumber_Add(count, one);
+    Py_DECREF(count);
+    if (more == NULL) return NULL;
+    int failed = PyObject_SetAttr(b->pool, s_launches, more);
+    Py_DECREF(more);
+    if (failed) return NULL;
+    return PyLong_FromLong(sync_wanted(b));
+}
