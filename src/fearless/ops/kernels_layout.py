@@ -5,14 +5,15 @@
 `make_rope`: rotary position embedding as TileGym's rope kernel computes it, out of place. One
 block per (batch, position) owns that row of every head of q and of k (tiles (1, QH, 1, D), QH
 the heads rounded up to a power of two). With x1, x2 the halves of D and c, s the first half of
-cos and sin at that position, the halves become x1 c - x2 s and x2 c + x1 s; each half is read
-once, every read comes before the first store, and each tile is stored whole.
+cos and sin at that position, the halves become x1 c - x2 s and x2 c + x1 s, computed in the
+tensors' dtype as TileGym computes them (in f32 the kernel ran at 0.66 of TileGym's speed,
+bench/results/h200-2026-12-03l-launch-rope); each half is read once, every read comes before
+the first store, and each tile is stored whole.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
 """
 
-import fearless as fl
 from fearless import tile
 
 
@@ -36,22 +37,22 @@ def make_transpose(dt, batched=False):
 
 @tile.function
 def rope_halves(out, x, b, s):
-    """The two halves of D of `x`'s heads at (batch b, position s), as f32 (XH, 1, H) tiles."""
+    """The two halves of D of `x`'s heads at (batch b, position s), as (XH, 1, H) tiles."""
     _, XH, _, D = out.shape
     H = D // 2
-    x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
-    x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H)).astype(fl.f32)
+    x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H))
+    x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H))
     return x1, x2
 
 
 @tile.function
-def rope_store(out, x1, x2, c, sn, dt):
+def rope_store(out, x1, x2, c, sn):
     """Store the rotated halves into `out`'s own tile: both joined into the (XH, 2, H) tile,
     which is (XH, D) row-major, stored whole."""
     _, XH, _, D = out.shape
     half = tile.arange(2).reshape((1, 2, 1))
     y = tile.where(half == 0, x1 * c - x2 * sn, x2 * c + x1 * sn)
-    out.store(y.astype(dt).reshape((1, XH, 1, D)))
+    out.store(y.reshape((1, XH, 1, D)))
 
 
 def make_rope(dt, inverse=False):
@@ -71,15 +72,15 @@ def make_rope(dt, inverse=False):
         H = D // 2
         b, _, s, _ = qo.index
         cb = b if COS_BS > 1 else 0
-        c = tile.load(cos, (cb, s, 0), (1, 1, H)).astype(fl.f32)
-        sn = tile.load(sin, (cb, s, 0), (1, 1, H)).astype(fl.f32)
+        c = tile.load(cos, (cb, s, 0), (1, 1, H))
+        sn = tile.load(sin, (cb, s, 0), (1, 1, H))
         if inverse:  # compile-time
             sn = -sn
         # every load before the first store: a store may alias a later load for all the
         # compiler knows, so loads after it would wait for it
         q1, q2 = rope_halves(qo, q, b, s)
         k1, k2 = rope_halves(ko, k, b, s)
-        rope_store(qo, q1, q2, c, sn, dt)
-        rope_store(ko, k1, k2, c, sn, dt)
+        rope_store(qo, q1, q2, c, sn)
+        rope_store(ko, k1, k2, c, sn)
 
     return rope
