@@ -74,6 +74,10 @@ def test_dry_run_compiles_and_checks_every_fearless_case(tmp_path: Path) -> None
     ops = {s.group for s in family_ops.specs()}  # each op, variant and dtype once
     assert set(tile) == {*TILE_CASES, "launch_0arrays", *shapes, *ops}
     assert all(tile[c]["status"] == "ok" for c in shapes | ops), tile
+    # every case of the ops family is covered by the group that ran it (a check each)
+    covered = [c for r in records if r["case"] in ops for c in r["params"]["covers"]]
+    assert sorted(covered) == sorted(family_ops.CASES)
+    assert all(tile[c]["rel_err"] is not None for c in ops), tile
     assert tile["launch_0arrays"]["status"] == "skipped"
     assert "needs a Part" in tile["launch_0arrays"]["reason"]
     md = (out / "results.md").read_text()

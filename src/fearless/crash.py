@@ -91,6 +91,6 @@ def reraise(exc: Exception, method: Any, args: tuple[Any, ...]) -> NoReturn:
     catch inline rather than pay for a wrapper call."""
     if config.show_internal_frames():
         raise exc
-    if isinstance(exc, FearlessError):
+    if isinstance(exc, FearlessError | Warning):  # a warning: raised under `-W error`
         raise exc.with_traceback(None) from None
     raise internal_error(method, args, exc) from exc

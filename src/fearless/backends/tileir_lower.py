@@ -27,6 +27,7 @@ from ..ir.core import Block, Effect, Value
 from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, array_type, tile_type
 from . import tileir, tileir_indexed
+from .tileir_arith import float_divmod
 
 _SIMPLE = {
     "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
@@ -305,6 +306,8 @@ class _Lowerer:
                 return f(b, rt, x, y, True, False)
             if kind == "pow":
                 return bc.encode_FPowFOp(b, rt, x, y)
+            if kind in ("floordiv", "mod"):
+                return float_divmod(self, kind, t, x, y)
             raise self._unsupported(op, f"`{kind}` on float tiles")
         if dt.is_bool or kind in ("and", "or", "xor"):
             f = {"and": bc.encode_AndIOp, "or": bc.encode_OrIOp, "xor": bc.encode_XOrIOp}.get(kind)
@@ -386,7 +389,10 @@ class _Lowerer:
             ones = bc.encode_ConstantOp(b, rt, b"\xff")
             return bc.encode_XOrIOp(b, rt, x, ones)
         if kind == "abs":
-            return bc.encode_AbsFOp(b, rt, x) if dt.is_float else bc.encode_AbsIOp(b, rt, x)
+            if dt.is_float:
+                return bc.encode_AbsFOp(b, rt, x)
+            # Tile IR's absi reads its operand as signed: an unsigned value is its own abs
+            return bc.encode_AbsIOp(b, rt, x) if dt.is_signed else x
         full, ne = bc.RoundingMode.FULL, bc.RoundingMode.NEAREST_EVEN
         table = {
             "exp": lambda: bc.encode_ExpOp(
@@ -406,6 +412,26 @@ class _Lowerer:
         if kind not in table:
             raise self._unsupported(op, f"`{kind}`")
         return table[kind]()
+
+    def _float_to_int(self, op: ops.Cast, x: Any, rt: Any, dst: DType) -> Any:
+        """Toward zero, saturating (PTX's cvt.rzi.sat, the simulator's `_float_to_int`): out of
+        range goes to the type's bound, NaN to 0. Without the saturating flag tileiras
+        converted through i32 and wrapped (1.2 * 255 became 50 in a u8)."""
+        bc, b = self.bc, self.b
+        dsign = bc.Signedness.Signed if dst.is_signed else bc.Signedness.Unsigned
+        if b.version < bc.BytecodeVersion.V_13_4:
+            raise self._unsupported(op, f"a saturating conversion to {dst.name}")
+        y = bc.encode_FToIOp(b, rt, x, dsign, bc.RoundingMode.NEAREST_INT_TO_ZERO, True)
+        t = tile_type(op.operands[0])
+        nan = bc.encode_CmpFOp(
+            b,
+            self.tid(TileType(dtypes.bool_, t.shape)),
+            x,
+            x,
+            bc.ComparisonPredicate.NOT_EQUAL,
+            bc.ComparisonOrdering.UNORDERED,
+        )
+        return bc.encode_SelectOp(b, rt, nan, bc.encode_ConstantOp(b, rt, self._bytes(0, dst)), y)
 
     def op_Cast(self, op: ops.Cast, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
@@ -429,8 +455,7 @@ class _Lowerer:
         if src.is_float and dst.is_float:
             return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
         if src.is_float:
-            dsign = bc.Signedness.Signed if dst.is_signed else bc.Signedness.Unsigned
-            return bc.encode_FToIOp(b, rt, x, dsign, bc.RoundingMode.NEAREST_INT_TO_ZERO, False)
+            return self._float_to_int(op, x, rt, dst)
         if dst.is_float:
             return bc.encode_IToFOp(b, rt, x, sign, bc.RoundingMode.NEAREST_EVEN)
         if src.bits < dst.bits or src.is_bool:
@@ -459,7 +484,7 @@ class _Lowerer:
         dt = tile_type(op.result).dtype
         elem = self.elem(dt)
         if dt.is_float:
-            ident_value = {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind]
+            ident_value = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}[kind]
             ident = bc.Float(ident_value, getattr(bc.SimpleType, _SIMPLE[dt.name]), tt)
         else:
             lo, hi = (
@@ -467,7 +492,7 @@ class _Lowerer:
                 if dt.is_signed
                 else (0, (1 << dt.bits) - 1)
             )
-            ident = bc.Integer(elem, dt.bits, {"sum": 0, "max": lo, "min": hi}[kind])
+            ident = bc.Integer(elem, dt.bits, {"sum": 0, "prod": 1, "max": lo, "min": hi}[kind])
         scalar = tt.tile(elem, [])
         nested = bc.encode_ReduceOp(
             self.b, [self.tid(tile_type(op.result))], [args[0]], op.attrs["axis"], [ident]
@@ -480,12 +505,14 @@ class _Lowerer:
     def _combine(self, kind: str, dt: DType, rt: Any, a: Any, x: Any) -> Any:
         bc, b = self.bc, self.b
         if dt.is_float:
-            if kind == "sum":
-                return bc.encode_AddFOp(b, rt, a, x, bc.RoundingMode.NEAREST_EVEN, False)
+            if kind in ("sum", "prod"):
+                f = bc.encode_AddFOp if kind == "sum" else bc.encode_MulFOp
+                return f(b, rt, a, x, bc.RoundingMode.NEAREST_EVEN, False)
             f = bc.encode_MaxFOp if kind == "max" else bc.encode_MinFOp
             return f(b, rt, a, x, True, False)
-        if kind == "sum":
-            return bc.encode_AddIOp(b, rt, a, x, bc.IntegerOverflow.NONE)
+        if kind in ("sum", "prod"):
+            f = bc.encode_AddIOp if kind == "sum" else bc.encode_MulIOp
+            return f(b, rt, a, x, bc.IntegerOverflow.NONE)
         sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
         f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
         return f(b, rt, a, x, sign)

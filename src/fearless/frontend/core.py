@@ -392,11 +392,15 @@ class Lowerer(ABC, Generic[OperandT]):
             return Weak(v)
         if v is None:
             return PyObj(None, "None")
-        raise unsupported(
-            f"the constant `{v!r}`",
-            self.loc(node),
-            help="kernels work on numbers; strings and bytes are host-only",
-        )
+        if v is Ellipsis:
+            help = "write every axis out, e.g. `v[:, :, None]` for `v[..., None]` of a 2-d tile"
+        elif isinstance(v, str) and v.strip().lstrip("+-").lower() in ("inf", "infinity", "nan"):
+            sign = "-" if v.strip().startswith("-") else ""
+            name = "math.nan" if "nan" in v.lower() else f"{sign}math.inf"
+            help = f"write `{name}` (import math): `float({v!r})` parses a string, on the host"
+        else:
+            help = "kernels work on numbers; strings and bytes are host-only"
+        raise unsupported(f"the constant `{v!r}`", self.loc(node), help=help)
 
     def expr_Name(self, node: ast.Name) -> OperandT | Weak | PyObj:
         loc = self.loc(node)

@@ -9,11 +9,16 @@ configuration per shape and dtype once and keeps it on disk (`fl.autotune`).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
+from ..runtime import trace
+from ..runtime.arrays import as_dtype, torch_dtype_of
 from ..runtime.location import user_location
 from ._io import (
     FLOATS,
@@ -39,8 +44,12 @@ from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_t
 
 
 @replayable()
-def softmax(x: Any, dim: int = -1) -> Any:
-    """softmax over the last axis (`torch.nn.functional.softmax(x, dim=-1)`), computed in f32."""
+def softmax(x: Any, dim: int = -1, dtype: Any = None) -> Any:
+    """softmax over `dim` (`torch.nn.functional.softmax(x, dim=-1, dtype=None)`), computed in
+    f32; with `dtype` (a torch or fearless dtype) the input is converted to it first, as torch
+    converts it."""
+    if dtype is not None:
+        x = _converted(x, dtype, "softmax")
     if (t := torch_ops(x)) is not None:
         return t.softmax(x, dim)
     a = operand(x, "softmax", "x", FLOATS)
@@ -48,6 +57,17 @@ def softmax(x: Any, dim: int = -1) -> Any:
     if a.tensor.size:
         softmax_tuned(rows_of(a.tensor, dim, "softmax"), rows_of(out, dim, "softmax"))
     return result(a, out, ret)
+
+
+def _converted(x: Any, dtype: Any, op: str) -> Any:
+    """`x` in `dtype` (torch's `dtype=` argument): the same kind of array, converted."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        trace.refuse(f"`dtype=` of `{op}`")  # torch converts: a replay would skip it
+        return x.to(dtype if isinstance(dtype, torch.dtype) else torch_dtype_of(as_dtype(dtype)))
+    a = operand(x, op, "x", FLOATS)
+    t = cast(a, as_dtype(dtype))
+    return t if a.kind == "fl" else t.numpy()
 
 
 def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
@@ -287,11 +307,45 @@ def _swiglu(x: Any, y: Any, out: Any) -> None:
 
 
 @replayable(dynamic=("seed",))
-def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = None) -> Any:
+def dropout(
+    x: Any,
+    p: float = 0.5,
+    training: bool = True,
+    seed: int | None = None,
+    inplace: bool = False,
+) -> Any:
     """`torch.nn.functional.dropout`: zero each element with probability `p`, scale the rest by
     1 / (1 - p). The mask is Philox's: element e is kept when word e % 4 of Philox4x32 at
     counter e // 4 (`tile.randint4x(seed, e // 4)`) is at least p * 2^32. A given `seed` gives
-    the same mask on every target; None draws a fresh one per call."""
+    the same mask on every target; None draws a fresh one per call. `inplace=True` writes the
+    result into `x` and returns it, as torch does."""
+    if isinstance(seed, bool):  # torch's 4th positional parameter is `inplace`
+        raise KernelTypeError(
+            f"the 4th argument of `fearless.ops.dropout` is `seed`, not torch's `inplace`: "
+            f"got {seed}",
+            user_location(),
+            code="E0701",
+            help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
+        )
+    y = _dropout(x, p, training, seed)
+    if not inplace or y is x:
+        return y
+    trace.refuse("an in-place copy")  # not a launch: a replay would skip it
+    if (torch := sys.modules.get("torch")) is not None and isinstance(x, torch.Tensor):
+        return x.copy_(y)
+    if isinstance(x, np.ndarray):
+        np.copyto(x, y)
+        return x
+    raise KernelTypeError(
+        "`fearless.ops.dropout(..., inplace=True)` writes into torch tensors and NumPy arrays; "
+        "an fl.Tensor is not written in place",
+        user_location(),
+        code="E0701",
+        help="write `x = fearless.ops.dropout(x, p)`",
+    )
+
+
+def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
     if not 0.0 <= p <= 1.0 or math.isnan(p):
         raise KernelTypeError(
             f"dropout probability has to be between 0 and 1, but got {p}",
@@ -299,7 +353,8 @@ def dropout(x: Any, p: float = 0.5, training: bool = True, seed: int | None = No
             code="E0701",
         )
     if not training or p == 0.0:
-        operand(x, "dropout", "x", FLOATS)
+        if torch_ops(x) is None:  # a tensor that needs autograd is returned as it is, as torch
+            operand(x, "dropout", "x", FLOATS)
         return x
     if (t := torch_ops(x)) is not None:
         return t.dropout(x, float(p), None if seed is None else _i64(seed))[0]

@@ -279,12 +279,13 @@ def _round(x: _Tile, dt: DType) -> _Tile:
 
 
 def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> _Tile:
-    if kind == "sum":
+    if kind in ("sum", "prod"):
         wide = np.float32 if dt.name in ("f16", "bf16") else None
+        total = np.sum if kind == "sum" else np.prod
         with np.errstate(all="ignore"):
-            return _round(np.sum(x, axis=axis, dtype=wide), dt)
-    fn = np.max if kind == "max" else np.min
-    return np.asarray(fn(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
+            return _round(total(x, axis=axis, dtype=wide), dt)
+    extreme = np.max if kind == "max" else np.min
+    return np.asarray(extreme(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
 
 
 def _window(

@@ -175,8 +175,19 @@ class TileLowerer(TileRules):
         v = self.tile_value(x, loc)
         if kind == "neg":
             return self.emit(ops.Unary("neg", v, loc))
-        if kind in ("not", "invert") and tile_type(v).dtype.is_bool:
+        dt = tile_type(v).dtype
+        if kind in ("not", "invert") and dt.is_bool:
             return self.emit(ops.Unary("not", v, loc))
+        if kind == "invert" and dt.is_int:  # every bit flipped: x ^ (all ones)
+            ones = Weak(-1 if dt.is_signed else (1 << dt.bits) - 1)
+            return self.emit(
+                ops.Binary(
+                    "xor",
+                    v,
+                    self.broadcast_to(self.tile_value(ones, loc, dt), tile_type(v).shape, loc),
+                    loc,
+                )
+            )
         raise unsupported(f"the operator in `{ast.unparse(node)}`", loc)
 
     def expr_Compare(self, node: ast.Compare) -> Operand:
@@ -259,8 +270,15 @@ class TileLowerer(TileRules):
 
 def _new_axes(index: ast.expr, ndim: int) -> list[int] | None:
     """Where `x[index]` inserts axes, when `index` is only full slices `:` and `None`s, with
-    one `:` per axis of `x` (`x[:, None]`, `x[None, :]`, `x[None]`); None for any other index."""
-    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    one `:` per axis of `x` (`x[:, None]`, `x[None, :]`, `x[None]`), or one `...` standing for
+    the axes not written (`x[..., None]`); None for any other index."""
+    items = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+    dots = [i for i, e in enumerate(items) if isinstance(e, ast.Constant) and e.value is ...]
+    if len(dots) > 1:
+        return None
+    if dots:
+        written = sum(not (isinstance(e, ast.Constant) and e.value is None) for e in items) - 1
+        items[dots[0] : dots[0] + 1] = [ast.Slice()] * max(0, ndim - written)
     full = [
         isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
         for e in items

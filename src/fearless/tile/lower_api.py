@@ -422,8 +422,52 @@ def _reduce(kind: str) -> Callable[..., Value]:
 
 
 api_sum = _reduce("sum")
+api_prod = _reduce("prod")
 api_max = _reduce("max")
 api_min = _reduce("min")
+
+
+def _arg_reduce(kind: str) -> Callable[..., Value]:
+    """`tile.argmax` / `tile.argmin` (cuTile's): the i32 index of the first maximum (minimum)
+    along `axis`, or in the row-major flattened tile when `axis` is None; a NaN counts as the
+    extreme, as in NumPy. Written with existing ops: the reduction, then the least index that
+    holds its value."""
+
+    def handler(lw: TileRules, loc_of: LocOf, x: Any, axis: Any, keepdims: Any) -> Value:
+        loc = loc_of("x")
+        v = lw.tile_value(x, loc)
+        if tile_type(v).dtype.is_bool:
+            raise KernelTypeError(
+                f"`tile.arg{kind}` of a bool tile", loc, help="convert with `.astype(fl.i32)`"
+            )
+        shape = tile_type(v).shape
+        flat = isinstance(axis, PyObj) and axis.obj is None
+        if flat:
+            v = lw.emit(ops.Reshape(v, (math.prod(shape),), loc))
+            a = 0
+        else:
+            a = _axis(lw, axis, len(shape), loc_of("axis")) % len(shape)
+        t = tile_type(v)
+        along = tuple(d if i == a else 1 for i, d in enumerate(t.shape))
+        kept = tuple(1 if i == a else d for i, d in enumerate(t.shape))
+        m = lw.emit(ops.Reshape(lw.emit(ops.Reduce(kind, v, a, loc)), kept, loc))
+        hit = lw.compare("eq", v, lw.broadcast_to(m, t.shape, loc), loc)
+        if t.dtype.is_float:
+            hit = lw.binary("or", hit, lw.compare("ne", v, v, loc), loc)
+        n = t.shape[a]
+        iota = lw.emit(ops.Reshape(lw.emit(ops.Iota(n, dtypes.i32, loc)), along, loc))
+        past = lw.broadcast_to(lw.tile_value(Weak(n), loc, dtypes.i32), t.shape, loc)
+        cand = lw.emit(ops.Select(hit, lw.broadcast_to(iota, t.shape, loc), past, loc))
+        r = lw.emit(ops.Reduce("min", cand, a, loc))
+        if isinstance(keepdims, Weak) and bool(keepdims.value):
+            r = lw.emit(ops.Reshape(r, (1,) * len(shape) if flat else kept, loc))
+        return r
+
+    return handler
+
+
+api_argmax = _arg_reduce("max")
+api_argmin = _arg_reduce("min")
 
 
 def api_mma(lw: TileRules, loc_of: LocOf, a: Any, b: Any, acc: Any) -> Value:

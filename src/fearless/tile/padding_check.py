@@ -58,8 +58,15 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "pow": np.power,
 }
 _SAMPLES = (-2.5, 0.5, 3.0)  # stand-ins for the other operand's value, unless a constant
-_IDENTITY = {"sum": 0.0, "max": -math.inf, "min": math.inf}
-_PADDING_TEXT = {"sum": "0", "max": "-math.inf", "min": "math.inf"}
+_IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}
+# what to write for each reduction; a load pads with 0, -0.0, inf, -inf or nan only
+_FIX = {
+    "sum": "load the tile with `padding=0` (the identity of `sum`)",
+    "prod": "replace the padding with 1.0 first, e.g. `tile.where(cols < n, v, 1.0)` with "
+    "`cols = tile.arange(BN)` (a load cannot pad with 1.0)",
+    "max": "load the tile with `padding=-math.inf` (the identity of `max`)",
+    "min": "load the tile with `padding=math.inf` (the identity of `min`)",
+}
 
 
 def warn_padded_reductions(ir: TileIR) -> None:
@@ -140,8 +147,7 @@ def _check(op: Any, fact: Fact | None) -> None:
     text = "nan" if math.isnan(pad) else repr(pad).replace("inf", "math.inf")
     warnings.warn_explicit(
         f"{loc}: `tile.{kind}` takes in padding {text} where the tensor's extent is not a "
-        f"multiple of the tile's, which changes its result; load the tile with "
-        f"`padding={_PADDING_TEXT[kind]}` (the identity of `{kind}`)",
+        f"multiple of the tile's, which changes its result; {_FIX[kind]}",
         PaddedReductionWarning,
         loc.file,
         loc.line,

@@ -193,6 +193,12 @@ class TileRules(Lowerer[Operand]):
         sym = SYMBOL.get(kind, kind)
         dt = self.unify(a, b, loc, f"`{sym}`")
         values.check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
+        if kind == "pow" and not dt.is_float:  # no square-and-multiply in Tile IR
+            raise KernelTypeError(
+                f"`**` takes float tiles in tile kernels, not {dt.name}",
+                loc,
+                help="convert first, e.g. `x.astype(fl.f32) ** 2`, or multiply: `x * x`",
+            )
         va, vb = self.operands([a, b], dt, loc)
         return self.emit(ops.Binary(kind, va, vb, loc))
 

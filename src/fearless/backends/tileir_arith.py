@@ -1,0 +1,97 @@
+"""Python's `//` and `%` on float tiles in Tile IR, with the simulator's meaning.
+
+sim/numerics.py defines them as CPython's float divmod step by step (fmod, then the
+fix-ups NumPy's npy_divmod makes): the remainder takes the divisor's sign, the quotient is
+the floor of the exact quotient snapped to the nearest integer, `x // 0.0 == x / 0.0` and
+`x % 0.0` is NaN. This module writes the same steps as Tile IR ops (`remf` is C's fmod), f16
+and bf16 through f32 with one rounding at the end, as the simulator computes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .. import dtypes
+from ..dtypes import DType
+from ..ir.tile_types import TileType
+
+
+class _Lowering(Protocol):
+    bc: Any
+    b: Any
+
+    def tid(self, t: TileType) -> Any: ...
+
+    def _bytes(self, value: Any, dt: DType) -> bytes: ...
+
+
+def float_divmod(lw: _Lowering, kind: str, t: TileType, x: Any, y: Any) -> Any:
+    """`x // y` (kind "floordiv") or `x % y` ("mod") of float tiles of type `t`."""
+    bc, b = lw.bc, lw.b
+    narrow = t.dtype.bits < 32
+    ct = TileType(dtypes.f32, t.shape) if narrow else t
+    if narrow:
+        x, y = (bc.encode_FToFOp(b, lw.tid(ct), v, bc.RoundingMode.NEAREST_EVEN) for v in (x, y))
+    quotient, remainder = _divmod(lw, ct, x, y)
+    r = quotient if kind == "floordiv" else remainder
+    if narrow:
+        r = bc.encode_FToFOp(b, lw.tid(t), r, bc.RoundingMode.NEAREST_EVEN)
+    return r
+
+
+def _divmod(lw: _Lowering, t: TileType, a: Any, w: Any) -> tuple[Any, Any]:
+    bc, b = lw.bc, lw.b
+    rt, bt = lw.tid(t), lw.tid(TileType(dtypes.bool_, t.shape))
+    ne = bc.RoundingMode.NEAREST_EVEN  # IEEE division, as the simulator's
+    P, order = bc.ComparisonPredicate, bc.ComparisonOrdering
+
+    def const(v: float) -> Any:
+        return bc.encode_ConstantOp(b, rt, lw._bytes(v, t.dtype))
+
+    def cmp(p: Any, u: Any, v: Any, unordered: bool = False) -> Any:
+        return bc.encode_CmpFOp(b, bt, u, v, p, order.UNORDERED if unordered else order.ORDERED)
+
+    def select(c: Any, u: Any, v: Any) -> Any:
+        return bc.encode_SelectOp(b, rt, c, u, v)
+
+    zero, one = const(0.0), const(1.0)
+    mod = bc.encode_RemFOp(b, rt, a, w)
+    div = bc.encode_DivFOp(b, rt, bc.encode_SubFOp(b, rt, a, mod, ne, False), w, ne, False)
+    mod_nonzero = cmp(P.NOT_EQUAL, mod, zero, unordered=True)  # NaN counts, as in C
+    signs_differ = bc.encode_XOrIOp(b, bt, cmp(P.LESS_THAN, w, zero), cmp(P.LESS_THAN, mod, zero))
+    fix = bc.encode_AndIOp(b, bt, mod_nonzero, signs_differ)
+    mod_fixed = select(fix, bc.encode_AddFOp(b, rt, mod, w, ne, False), mod)
+    div = select(fix, bc.encode_SubFOp(b, rt, div, one, ne, False), div)
+    mod_fixed = select(mod_nonzero, mod_fixed, _signed_zero(lw, t, w))
+    floor = bc.encode_FloorOp(b, rt, div)
+    up = cmp(P.GREATER_THAN, bc.encode_SubFOp(b, rt, div, floor, ne, False), const(0.5))
+    snapped = select(up, bc.encode_AddFOp(b, rt, floor, one, ne, False), floor)
+    quotient = bc.encode_DivFOp(b, rt, a, w, ne, False)
+    div_nonzero = cmp(P.NOT_EQUAL, div, zero, unordered=True)
+    floordiv = select(div_nonzero, snapped, _signed_zero(lw, t, quotient))
+    w_zero = cmp(P.EQUAL, w, zero)
+    return select(w_zero, quotient, floordiv), select(w_zero, mod, mod_fixed)
+
+
+def _signed_zero(lw: _Lowering, t: TileType, v: Any) -> Any:
+    """copysign(0.0, v): -0.0 where v's sign bit is set (NaN and -0.0 included)."""
+    bc, b = lw.bc, lw.b
+    it = TileType(dtypes.i64 if t.dtype.bits == 64 else dtypes.i32, t.shape)
+    bits = bc.encode_BitcastOp(b, lw.tid(it), v)
+    zero_bits = bc.encode_ConstantOp(b, lw.tid(it), lw._bytes(0, it.dtype))
+    negative = bc.encode_CmpIOp(
+        b,
+        lw.tid(TileType(dtypes.bool_, t.shape)),
+        bits,
+        zero_bits,
+        bc.ComparisonPredicate.LESS_THAN,
+        bc.Signedness.Signed,
+    )
+    rt = lw.tid(t)
+    return bc.encode_SelectOp(
+        b,
+        rt,
+        negative,
+        bc.encode_ConstantOp(b, rt, lw._bytes(-0.0, t.dtype)),
+        bc.encode_ConstantOp(b, rt, lw._bytes(0.0, t.dtype)),
+    )
