@@ -562,16 +562,65 @@ def test_row_max_with_index_first_of_ties() -> None:
     assert np.array_equal(mx.unpartition().numpy(), x.max(1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fl.FearlessError,
-    reason="tile.cumsum (a scan) is missing (cuTile Python has ct.cumsum/ct.cumprod/ct.scan)",
-)
 def test_row_cumsum() -> None:
     x = normal((6, 16))
     part = fl.empty((6, 16)).partition((2, 16))
     row_cumsum(part, fl.asarray(x))
     np.testing.assert_allclose(part.unpartition().numpy(), np.cumsum(x, 1), rtol=1e-5, atol=1e-5)
+
+
+def make_scans(dt: Any) -> Any:
+    @tile.kernel
+    def scans(out: tile.Part[dt], x: tile.Tensor[dt]):
+        """cumsum along the rows, reversed cumprod down the columns, and a 1-d cumsum."""
+        v = tile.load_like(x, out)
+        BM, BN = out.shape
+        flat = tile.cumsum(v.reshape((BM * BN,)), axis=0).reshape((BM, BN))
+        out.store(tile.cumsum(v, axis=1) + tile.cumprod(v, axis=0, reverse=True) - flat)
+
+    return scans
+
+
+def _scans_reference(x: np.ndarray) -> np.ndarray:
+    w = x.astype(np.float64)
+    rev = np.flip(np.cumprod(np.flip(w, 0), axis=0), 0)
+    return np.cumsum(w, 1) + rev - np.cumsum(w.ravel()).reshape(w.shape)
+
+
+def test_cumsum_and_cumprod_on_the_simulator() -> None:
+    x = rng(4).uniform(0.5, 1.5, (8, 16)).astype(np.float32)
+    part = fl.empty(x.shape).partition((8, 16))
+    make_scans(fl.f32)(part, fl.asarray(x))
+    np.testing.assert_allclose(part.unpartition().numpy(), _scans_reference(x), rtol=1e-5)
+    xi = np.arange(-64, 64, dtype=np.int32).reshape(8, 16) % 5
+    ipart = fl.empty(xi.shape, dtype=fl.i32).partition((8, 16))
+    make_scans(fl.i32)(ipart, fl.asarray(xi))
+    assert np.array_equal(ipart.unpartition().numpy(), _scans_reference(xi).astype(np.int32))
+
+
+def test_scans_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    for dt in (fl.f32, fl.bf16, fl.i32):
+        args = (fl.zeros((8, 16), dtype=dt).partition((8, 16)), fl.zeros((8, 16), dtype=dt))
+        assert cubin(make_scans(dt), *args)
+
+
+@pytest.mark.gpu
+def test_gpu_scans_match_the_simulator() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    x = rng(5).uniform(0.5, 1.5, (8, 16)).astype(np.float32)
+    got = []
+    for target in ("sim", "cuda"):
+        fl.set_target(target)
+        try:
+            part = fl.empty(x.shape).partition((8, 16))
+            make_scans(fl.f32)(part, fl.asarray(x))
+            fl.synchronize()
+            got.append(part.unpartition().numpy())
+        finally:
+            fl.set_target(None)
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-5)  # a parallel scan adds in its order
 
 
 def test_row_prefix_sum_through_a_triangular_mask() -> None:

@@ -1,6 +1,8 @@
-"""Python's `//` and `%` on float tiles in Tile IR, with the simulator's meaning.
+"""Tile IR arithmetic that takes more than one op: reductions and scans (a nested block that
+combines two scalars), and Python's `//` and `%` on float tiles, each with the simulator's
+meaning.
 
-sim/numerics.py defines them as CPython's float divmod step by step (fmod, then the
+sim/numerics.py defines float `//` and `%` as CPython's float divmod step by step (fmod, then the
 fix-ups NumPy's npy_divmod makes): the remainder takes the divisor's sign, the quotient is
 the floor of the exact quotient snapped to the nearest integer, `x // 0.0 == x / 0.0` and
 `x % 0.0` is NaN. This module writes the same steps as Tile IR ops (`remf` is C's fmod), f16
@@ -13,16 +15,90 @@ from typing import Any, Protocol
 
 from .. import dtypes
 from ..dtypes import DType
-from ..ir.tile_types import TileType
+from ..ir import tile_ops as ops
+from ..ir.tile_types import TileType, tile_type
+
+# Tile IR's element type of each dtype (signedness lives in the ops)
+SIMPLE = {
+    "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
+    "u32": "I32", "i64": "I64", "u64": "I64", "f16": "F16", "bf16": "BF16", "f32": "F32",
+    "f64": "F64",
+}  # fmt: skip
 
 
 class _Lowering(Protocol):
     bc: Any
     b: Any
+    tt: Any
+
+    def elem(self, dt: DType) -> Any: ...
 
     def tid(self, t: TileType) -> Any: ...
 
     def _bytes(self, value: Any, dt: DType) -> bytes: ...
+
+
+def reduce_tile(lw: _Lowering, op: ops.Reduce, x: Any) -> Any:
+    """`tile.reduce`: sum, prod, max or min over one axis, from the kind's identity."""
+    bc, tt = lw.bc, lw.tt
+    kind, t = op.attrs["kind"], tile_type(op.result)
+    dt = t.dtype
+    if dt.is_float:
+        ident_value = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}[kind]
+        ident = bc.Float(ident_value, getattr(bc.SimpleType, SIMPLE[dt.name]), tt)
+    else:
+        lo, hi = (
+            (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
+            if dt.is_signed
+            else (0, (1 << dt.bits) - 1)
+        )
+        ident = bc.Integer(lw.elem(dt), dt.bits, {"sum": 0, "prod": 1, "max": lo, "min": hi}[kind])
+    scalar = tt.tile(lw.elem(dt), [])
+    nested = bc.encode_ReduceOp(lw.b, [lw.tid(t)], [x], op.attrs["axis"], [ident])
+    with nested.new_block([scalar, scalar]) as (acc, v):
+        bc.encode_YieldOp(lw.b, [_combine(lw, kind, dt, scalar, acc, v)])
+    return nested.done()[0]
+
+
+def scan_tile(lw: _Lowering, op: ops.Scan, x: Any) -> Any:
+    """`tile.scan`: inclusive prefix sums or products, in f32 for f16 and bf16 (the
+    simulator's meaning: each prefix rounded once)."""
+    bc, tt = lw.bc, lw.tt
+    kind, t = op.attrs["kind"], tile_type(op.result)
+    wide = TileType(dtypes.f32, t.shape) if t.dtype.name in ("f16", "bf16") else t
+    if wide is not t:
+        x = bc.encode_FToFOp(lw.b, lw.tid(wide), x, bc.RoundingMode.NEAREST_EVEN)
+    dt, one = wide.dtype, kind == "prod"
+    if dt.is_float:
+        ident = bc.Float(1.0 if one else 0.0, getattr(bc.SimpleType, SIMPLE[dt.name]), tt)
+    else:
+        ident = bc.Integer(lw.elem(dt), dt.bits, 1 if one else 0)
+    scalar = tt.tile(lw.elem(dt), [])
+    nested = bc.encode_ScanOp(
+        lw.b, [lw.tid(wide)], [x], op.attrs["axis"], bool(op.attrs["reverse"]), [ident]
+    )
+    with nested.new_block([scalar, scalar]) as (acc, v):
+        bc.encode_YieldOp(lw.b, [_combine(lw, kind, dt, scalar, acc, v)])
+    r = nested.done()[0]
+    if wide is not t:
+        r = bc.encode_FToFOp(lw.b, lw.tid(t), r, bc.RoundingMode.NEAREST_EVEN)
+    return r
+
+
+def _combine(lw: _Lowering, kind: str, dt: DType, rt: Any, a: Any, x: Any) -> Any:
+    bc, b = lw.bc, lw.b
+    if dt.is_float:
+        if kind in ("sum", "prod"):
+            f = bc.encode_AddFOp if kind == "sum" else bc.encode_MulFOp
+            return f(b, rt, a, x, bc.RoundingMode.NEAREST_EVEN, False)
+        f = bc.encode_MaxFOp if kind == "max" else bc.encode_MinFOp
+        return f(b, rt, a, x, True, False)
+    if kind in ("sum", "prod"):
+        f = bc.encode_AddIOp if kind == "sum" else bc.encode_MulIOp
+        return f(b, rt, a, x, bc.IntegerOverflow.NONE)
+    sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
+    f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
+    return f(b, rt, a, x, sign)
 
 
 def float_divmod(lw: _Lowering, kind: str, t: TileType, x: Any, y: Any) -> Any:

@@ -27,13 +27,8 @@ from ..ir.core import Block, Effect, Value
 from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, array_type, tile_type
 from . import tileir, tileir_indexed
-from .tileir_arith import float_divmod
-
-_SIMPLE = {
-    "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
-    "u32": "I32", "i64": "I64", "u64": "I64", "f16": "F16", "bf16": "BF16", "f32": "F32",
-    "f64": "F64",
-}  # fmt: skip
+from .tileir_arith import SIMPLE as _SIMPLE
+from .tileir_arith import float_divmod, reduce_tile, scan_tile
 
 
 def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
@@ -479,43 +474,10 @@ class _Lowerer:
         )
 
     def op_Reduce(self, op: ops.Reduce, args: list[Any]) -> Any:
-        bc, tt = self.bc, self.tt
-        kind = op.attrs["kind"]
-        dt = tile_type(op.result).dtype
-        elem = self.elem(dt)
-        if dt.is_float:
-            ident_value = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}[kind]
-            ident = bc.Float(ident_value, getattr(bc.SimpleType, _SIMPLE[dt.name]), tt)
-        else:
-            lo, hi = (
-                (-(1 << (dt.bits - 1)), (1 << (dt.bits - 1)) - 1)
-                if dt.is_signed
-                else (0, (1 << dt.bits) - 1)
-            )
-            ident = bc.Integer(elem, dt.bits, {"sum": 0, "prod": 1, "max": lo, "min": hi}[kind])
-        scalar = tt.tile(elem, [])
-        nested = bc.encode_ReduceOp(
-            self.b, [self.tid(tile_type(op.result))], [args[0]], op.attrs["axis"], [ident]
-        )
-        with nested.new_block([scalar, scalar]) as (acc, x):
-            r = self._combine(kind, dt, scalar, acc, x)
-            bc.encode_YieldOp(self.b, [r])
-        return nested.done()[0]
+        return reduce_tile(self, op, args[0])
 
-    def _combine(self, kind: str, dt: DType, rt: Any, a: Any, x: Any) -> Any:
-        bc, b = self.bc, self.b
-        if dt.is_float:
-            if kind in ("sum", "prod"):
-                f = bc.encode_AddFOp if kind == "sum" else bc.encode_MulFOp
-                return f(b, rt, a, x, bc.RoundingMode.NEAREST_EVEN, False)
-            f = bc.encode_MaxFOp if kind == "max" else bc.encode_MinFOp
-            return f(b, rt, a, x, True, False)
-        if kind in ("sum", "prod"):
-            f = bc.encode_AddIOp if kind == "sum" else bc.encode_MulIOp
-            return f(b, rt, a, x, bc.IntegerOverflow.NONE)
-        sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
-        f = bc.encode_MaxIOp if kind == "max" else bc.encode_MinIOp
-        return f(b, rt, a, x, sign)
+    def op_Scan(self, op: ops.Scan, args: list[Any]) -> Any:
+        return scan_tile(self, op, args[0])
 
     def op_Mma(self, op: ops.Mma, args: list[Any]) -> Any:
         return self.bc.encode_MmaFOp(self.b, self.tid(tile_type(op.result)), *args, False)

@@ -320,6 +320,16 @@ class Reduce(Op):
         super().__init__([a], [TileType(t.dtype, shape)], loc, kind=kind, axis=axis)
 
 
+class Scan(Op):
+    """Inclusive prefix `kind` (sum, prod) along `axis`, from the end when `reverse`; the
+    shape is kept."""
+
+    opname = "tile.scan"
+
+    def __init__(self, kind: str, a: Value, axis: int, reverse: bool, loc: Location) -> None:
+        super().__init__([a], [a.type], loc, kind=kind, axis=axis, reverse=reverse)
+
+
 class Mma(Op):
     """`acc + a @ b`: a (M, K), b (K, N), acc (M, N); products accumulate in acc's dtype."""
 

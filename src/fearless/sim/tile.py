@@ -7,6 +7,7 @@ integer wrapping, NaN-propagating min/max) are the SIMT simulator's, from `numer
     tile.load      the tile at (index * shape); elements past the array read as the padding
     tile.store     the block's own tile; elements past the array are dropped
     tile.reduce    sum in f32 for 16-bit floats (then rounded), else in the dtype
+    tile.scan      likewise, each prefix rounded once
     tile.mma       acc + a @ b with the products and sums in acc's dtype
     tile.if        runs the branch this block's condition picks
 
@@ -209,6 +210,17 @@ class _Block:
     def _op_Reduce(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         return _reduce(a["kind"], args[0], a["axis"], dt)
+
+    def _op_Scan(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        dt = _dtype(op.operands[0])
+        x, axis = args[0], a["axis"]
+        if a["reverse"]:
+            x = np.flip(x, axis)
+        wide = np.float32 if dt.name in ("f16", "bf16") else None
+        run = np.cumsum if a["kind"] == "sum" else np.cumprod
+        with np.errstate(all="ignore"):
+            out = _round(run(x, axis=axis, dtype=wide), dt)
+        return np.ascontiguousarray(np.flip(out, axis) if a["reverse"] else out)
 
     def _op_Mma(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         acc_dt = _dtype(op.operands[2])

@@ -247,6 +247,17 @@ def prod(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
 
 
 @_kernel_only
+def cumsum(x: Any, axis: Any = 0, reverse: Any = False) -> Any:
+    """Inclusive prefix sums along `axis` (cuTile's `ct.cumsum`), from the end when `reverse`;
+    f16 and bf16 sum in f32, each prefix rounded once."""
+
+
+@_kernel_only
+def cumprod(x: Any, axis: Any = 0, reverse: Any = False) -> Any:
+    """Inclusive prefix products along `axis` (cuTile's `ct.cumprod`), as `cumsum`."""
+
+
+@_kernel_only
 def argmax(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """The i32 index of the first maximum along `axis` (of the row-major flattened tile when
     None); a NaN counts as the maximum, as in NumPy."""
@@ -345,7 +356,7 @@ def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) ->
 _STUBS: tuple[Callable[..., Any], ...] = (
     load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
     log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
-    where, sum, prod, max, min, argmax, argmin, mma, transpose, reshape, broadcast_to, astype,
+    where, sum, prod, max, min, argmax, argmin, cumsum, cumprod, mma, transpose, reshape, broadcast_to, astype,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,

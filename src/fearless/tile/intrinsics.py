@@ -62,6 +62,8 @@ OPS: dict[str, tuple[type, ...]] = {
     "where": (ops.Select,),
     "sum": (ops.Reduce,),
     "prod": (ops.Reduce,),
+    "cumsum": (ops.Scan,),
+    "cumprod": (ops.Scan,),
     "argmax": (ops.Reduce, ops.Compare, ops.Binary, ops.Iota, ops.Select),
     "argmin": (ops.Reduce, ops.Compare, ops.Binary, ops.Iota, ops.Select),
     "max": (ops.Reduce,),

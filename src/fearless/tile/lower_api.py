@@ -466,6 +466,24 @@ def _arg_reduce(kind: str) -> Callable[..., Value]:
     return handler
 
 
+def _scan(kind: str) -> Callable[..., Value]:
+    def handler(lw: TileRules, loc_of: LocOf, x: Any, axis: Any, reverse: Any) -> Value:
+        loc = loc_of("x")
+        v = lw.tile_value(x, loc)
+        t = tile_type(v)
+        if t.dtype.is_bool or t.ndim == 0:
+            what = "a bool tile" if t.dtype.is_bool else "a 0-d tile"
+            raise KernelTypeError(f"`tile.cum{kind}` of {what}", loc)
+        a = _axis(lw, axis, t.ndim, loc_of("axis")) % t.ndim
+        if not isinstance(reverse, Weak) or not isinstance(reverse.value, bool):
+            raise CompileError("`reverse=` takes True or False", loc_of("reverse"))
+        return lw.emit(ops.Scan(kind, v, a, reverse.value, loc))
+
+    return handler
+
+
+api_cumsum = _scan("sum")
+api_cumprod = _scan("prod")
 api_argmax = _arg_reduce("max")
 api_argmin = _arg_reduce("min")
 
