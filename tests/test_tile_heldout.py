@@ -939,12 +939,6 @@ def test_the_padded_reduction_warning_with_a_negative_axis() -> None:
     np.testing.assert_array_equal(part.unpartition().numpy(), x - x.max(-1, keepdims=True))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fl.FearlessError,
-    reason="cuTile Python's Tile methods .transpose()/.permute()/.item() are missing "
-    "(E0433 '... .item is not available in tile kernels')",
-)
 def test_cutile_tile_methods() -> None:
     x = normal((8, 32))
     part = fl.empty((32, 8)).partition((16, 8))
@@ -952,12 +946,6 @@ def test_cutile_tile_methods() -> None:
     np.testing.assert_allclose(part.unpartition().numpy(), x.T * x[0, 0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=fl.FearlessError,
-    reason="tile.transpose takes NumPy's `axes`, not cuTile Python's (axis0, axis1): "
-    "`tile.transpose(v, 1, 2)` is E0061 'too many positional arguments'",
-)
 def test_cutile_transpose_of_two_axes() -> None:
     x = normal((2, 8, 16))
     part = fl.empty((2, 16, 8)).partition((1, 8, 8))

@@ -284,8 +284,14 @@ def mma(a: Any, b: Any, acc: Any) -> Any:
 
 
 @_kernel_only
-def transpose(x: Any, axes: Any = None) -> Any:
-    """Permute the axes (reverse them when `axes` is None)."""
+def transpose(x: Any, axis0: Any = None, axis1: Any = None) -> Any:
+    """cuTile's `ct.transpose(x, axis0, axis1)`: swap two axes; with no axes, reverse them all
+    (a 2-d tile's transpose). NumPy's form, one tuple of all the axes, permutes them."""
+
+
+@_kernel_only
+def item(x: Any) -> Any:
+    """The value of a one-element tile as a 0-d tile (cuTile's `Tile.item()`; also `x.item()`)."""
 
 
 @_kernel_only
@@ -356,7 +362,8 @@ def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) ->
 _STUBS: tuple[Callable[..., Any], ...] = (
     load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
     log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
-    where, sum, prod, max, min, argmax, argmin, cumsum, cumprod, mma, transpose, reshape, broadcast_to, astype,
+    where, sum, prod, max, min, argmax, argmin, cumsum, cumprod, mma, transpose, item, reshape,
+    broadcast_to, astype,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,

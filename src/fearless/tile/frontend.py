@@ -36,7 +36,7 @@ from .regions import lower_with
 from .rules import Operand, TileRules
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
-TILE_METHODS = ("astype", "reshape")
+TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item")
 
 
 class Bound:
@@ -138,7 +138,7 @@ class TileLowerer(TileRules):
                 return tuple(Weak(d) for d in base.type.shape)
             if attr == "dtype":
                 return PyObj(base.type.dtype, "dtype")
-            if attr in TILE_METHODS:  # `x.astype(dt)`, `x.reshape(shape)`: as `tile.<name>(x, ...)`
+            if attr in TILE_METHODS:  # `x.astype(dt)`, `x.reshape(shape)`: `tile.<name>(x, ...)`
                 return Bound(attr, base)
             if attr == "T":
                 return self.permute(base, None, loc)

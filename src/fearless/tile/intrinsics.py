@@ -70,6 +70,7 @@ OPS: dict[str, tuple[type, ...]] = {
     "min": (ops.Reduce,),
     "mma": (ops.Mma,),
     "transpose": (ops.Permute,),
+    "item": (ops.Reshape,),
     "reshape": (ops.Reshape,),
     "permute": (ops.Permute,),
     "expand_dims": (ops.Reshape,),

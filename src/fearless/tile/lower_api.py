@@ -495,13 +495,42 @@ def api_mma(lw: TileRules, loc_of: LocOf, a: Any, b: Any, acc: Any) -> Value:
     return lw.mma(va, vb, vacc, loc_of("a"))
 
 
-def api_transpose(lw: TileRules, loc_of: LocOf, x: Any, axes: Any) -> Value:
+def api_transpose(lw: TileRules, loc_of: LocOf, x: Any, axis0: Any, axis1: Any) -> Value:
     v = lw.tile_value(x, loc_of("x"))
-    perm = None
-    if not (isinstance(axes, PyObj) and axes.obj is None):
-        items = axes if isinstance(axes, tuple) else (axes,)
-        perm = tuple(lw.static_int(a, loc_of("axes"), "an axis") for a in items)
-    return lw.permute(v, perm, loc_of("x"))
+    nd = tile_type(v).ndim
+
+    def unset(a: Any) -> bool:
+        return isinstance(a, PyObj) and a.obj is None
+
+    if unset(axis0) and unset(axis1):
+        return lw.permute(v, None, loc_of("x"))
+    if isinstance(axis0, tuple) and unset(axis1):  # NumPy's `axes`: every axis, in order
+        perm = tuple(lw.static_int(a, loc_of("axis0"), "an axis") for a in axis0)
+        return lw.permute(v, perm, loc_of("axis0"))
+    if unset(axis0) or unset(axis1):
+        raise CompileError(
+            "`tile.transpose` swaps two axes: give both, `tile.transpose(x, axis0, axis1)`",
+            loc_of("x"),
+            code="E0061",
+            help="or no axes for a 2-d tile's transpose, or a tuple of every axis to permute",
+        )
+    a = _axis(lw, axis0, nd, loc_of("axis0")) % nd
+    b = _axis(lw, axis1, nd, loc_of("axis1")) % nd
+    order = list(range(nd))
+    order[a], order[b] = b, a
+    return lw.permute(v, tuple(order), loc_of("x"))
+
+
+def api_item(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    shape = tile_type(v).shape
+    if math.prod(shape) != 1:
+        raise KernelTypeError(
+            f"`item()` takes a tile of one element, not one of shape {shape}",
+            loc_of("x"),
+            help="load a tile of shape (1, ...), or reduce with `tile.sum`/`tile.max`",
+        )
+    return v if shape == () else lw.emit(ops.Reshape(v, (), loc_of("x")))
 
 
 def api_reshape(lw: TileRules, loc_of: LocOf, x: Any, shape: Any) -> Value:
