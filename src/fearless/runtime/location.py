@@ -52,7 +52,10 @@ def check_not_moved(moved_at: Location | None, message: str, note: str, help: st
         raise MovedError(message, user_location(), notes=[f"{note} {moved_at}"], help=help)
 
 
+@functools.lru_cache(maxsize=1024)
 def _inside_fearless(filename: str) -> bool:
+    """Whether frames of `filename` are fearless's (or torch's, once torch is loaded: no torch
+    frame exists before that, so a cached answer stays right)."""
     if filename.startswith("<fearless"):  # generated code (launch.py's generated launchers)
         return True
     try:
