@@ -1060,7 +1060,7 @@ def test_gpu_float_mod_and_floordiv_match_the_simulator(name: str) -> None:
             xs = fl.asarray(MOD_X.astype(dt.np)) if x is None else x
             w = fl.asarray(MOD_W.astype(np.float64)).astype(dt) if name == "bf16" else None
             ws = fl.asarray(MOD_W.astype(dt.np)) if w is None else w
-            part = fl.empty(40, dtype=dt).partition((40,))
+            part = fl.empty(40, dtype=dt).partition((64,))
             kernel(part, xs, ws)
             fl.synchronize()
             got.append(np.asarray(part.unpartition().numpy(), np.float64))
