@@ -909,3 +909,13 @@ def test_torch_results_are_new_tensors_on_the_same_device() -> None:
     with torch.inference_mode():
         xi = _randn(8, 64)
         _close(ops.softmax(xi), F.softmax(xi, -1), *SOFTMAX_TOL[f32])
+
+
+def test_dtype_and_rope_table_errors_speak_the_input_kind() -> None:
+    ints = np.arange(16, dtype=np.int32).reshape(4, 4)
+    e = _fearless_error(lambda: ops.relu(ints), "takes f32, f16, bf16 tensors")
+    assert "`x.astype(np.float32)`" in str(e) and "torch" not in str(e.help or "")
+    q = _rand(1, 2, 4, 16)
+    bad = _rand(5, 16)
+    e = _fearless_error(lambda: ops.rope(q, q, bad, bad), "needs")
+    assert "(1, 4, 16)" in str(e) and "1 or 1" not in str(e)

@@ -68,10 +68,15 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
             help="convert it first: `fl.asarray(x)`",
         )
     if dtypes_ok is not None and op_.dtype not in dtypes_ok:
+        convert = {
+            "torch": f"`{name}.to(torch.float32)`",
+            "numpy": f"`{name}.astype(np.float32)`",
+            "fl": f"`{name}.astype(fl.f32)`",
+        }[op_.kind]
         raise argument_error(
             f"`fearless.ops.{op}` takes {', '.join(d.name for d in dtypes_ok)} tensors, but "
             f"`{name}` is {op_.dtype.name}",
-            help=f"convert it: `{name}.to(torch.float32)` or `fl.asarray({name}).astype(fl.f32)`",
+            help=f"convert it: {convert}",
         )
     return op_
 

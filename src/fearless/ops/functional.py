@@ -443,7 +443,7 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
             raise KernelTypeError(
                 f"`{name}` of `fearless.ops.rope` has shape {t.shape}; it needs ({seq}, {d}) or "
-                f"(1 or {batch}, {seq}, {d})",
+                + (f"(1, {seq}, {d})" if batch == 1 else f"(1 or {batch}, {seq}, {d})"),
                 user_location(),
                 code="E0701",
             )
