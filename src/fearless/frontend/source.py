@@ -31,9 +31,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import CellType, ModuleType
 from typing import Any
 
@@ -289,16 +291,38 @@ def load_source(func: Callable[..., Any]) -> FunctionSource:
     )
 
 
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+def remember_scope(func: Callable[..., Any]) -> None:
+    """Keep the locals of the frame that decorates a nested kernel whose annotations are
+    strings (`from __future__ import annotations`): a factory's `tile.Part[dt]` names `dt`,
+    which the function does not capture, so its module alone cannot resolve it. Called by the
+    kernel decorators; the first frame outside fearless is the one that wrote `@...kernel`."""
+    if "<locals>" not in getattr(func, "__qualname__", ""):
+        return
+    anns = getattr(func, "__annotations__", {})
+    if not any(isinstance(a, str) for a in anns.values()):
+        return
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is not None:
+        func.__fearless_scope__ = dict(frame.f_locals)  # type: ignore[attr-defined]
+
+
 def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
-    """Parameter annotations as objects (string annotations evaluated in the function's module)."""
+    """Parameter annotations as objects (string annotations evaluated in the function's module,
+    and in its decorating factory's locals where `remember_scope` kept them)."""
     out: dict[str, Any] = {}
+    scope = getattr(func, "__fearless_scope__", None)
     for name, p in inspect.signature(func).parameters.items():
         ann = p.annotation
         if ann is inspect.Parameter.empty:
             continue
         if isinstance(ann, str):
             try:
-                ann = eval(ann, func.__globals__)
+                ann = eval(ann, func.__globals__, scope)
             except Exception as exc:
                 src = load_source(func)
                 arg = next(a for a in src.tree.args.args if a.arg == name)

@@ -32,7 +32,14 @@ from .. import config
 from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
-from ..frontend.source import FunctionSource, GlobalRef, load_source, make_guard, same_values
+from ..frontend.source import (
+    FunctionSource,
+    GlobalRef,
+    load_source,
+    make_guard,
+    remember_scope,
+    same_values,
+)
 from ..runtime import device_errors
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
@@ -130,6 +137,7 @@ class Kernel:
         unsafe = options.get("unsafe", False)
         requires = options.get("requires", ())
         max_registers = options.get("max_registers")
+        remember_scope(func)  # a factory's dtype in annotations, under future annotations
         self.func = func
         self.requires: tuple[str, ...] = (
             (requires,) if isinstance(requires, str) else tuple(requires)

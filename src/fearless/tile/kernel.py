@@ -39,6 +39,7 @@ from ..frontend.source import (
     GlobalRef,
     load_source,
     make_guard,
+    remember_scope,
     resolve_annotations,
     same_values,
 )
@@ -79,6 +80,7 @@ class Kernel:
     __fearless_kernel__ = "tile"
 
     def __init__(self, func: Callable[..., Any], hints: TileHints | None = None) -> None:
+        remember_scope(func)  # a factory's dtype in `tile.Part[dt]`, under future annotations
         self.func = func
         self.hints = hints or TileHints()
         self.name: str = func.__name__
