@@ -887,11 +887,37 @@ def test_float_mod_and_floordiv_on_the_simulator() -> None:
     np.testing.assert_allclose(part.unpartition().numpy(), want, rtol=1e-6, atol=1e-6)
 
 
-def test_int_pow_is_refused_on_both_targets_with_a_fix() -> None:
-    """Tile IR has no integer power: the simulator refuses it too, so the two agree."""
+def test_int_pow_by_a_literal_is_square_and_multiply() -> None:
     xi = np.arange(-20, 20, dtype=np.int32)
-    with pytest.raises(fl.KernelTypeError, match=r"`\*\*` takes float tiles .* not i32"):
-        int_square(fl.empty(40, dtype=fl.i32).partition((16,)), fl.asarray(xi))
+    ipart = fl.empty(40, dtype=fl.i32).partition((16,))
+    int_square(ipart, fl.asarray(xi))
+    assert np.array_equal(ipart.unpartition().numpy(), xi**2)
+    for n in (0, 1, 5, 13):  # 13 wraps in i32, as the simulator's and NumPy's power do
+        part = fl.empty(40, dtype=fl.i32).partition((16,))
+        make_int_power(n)(part, fl.asarray(xi))
+        assert np.array_equal(part.unpartition().numpy(), xi**n), n
+
+
+def make_int_power(n: int) -> Any:
+    @tile.kernel
+    def power(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+        out.store(tile.load_like(x, out) ** n)
+
+    return power
+
+
+def test_int_pow_by_a_run_time_exponent_is_refused_with_a_fix() -> None:
+    @tile.kernel
+    def power(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32], e: fl.i32):
+        out.store(tile.load_like(x, out) ** e)
+
+    with pytest.raises(fl.KernelTypeError, match=r"takes a literal exponent"):
+        power(fl.empty(16, dtype=fl.i32).partition((16,)), fl.zeros(16, dtype=fl.i32), 3)
+
+
+def test_int_pow_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    i32 = fl.i32
+    assert cubin(int_square, fl.zeros(40, dtype=i32).partition((16,)), fl.zeros(40, dtype=i32))
 
 
 def test_float_mod_and_floordiv_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:

@@ -193,14 +193,36 @@ class TileRules(Lowerer[Operand]):
         sym = SYMBOL.get(kind, kind)
         dt = self.unify(a, b, loc, f"`{sym}`")
         values.check_operator(kind, sym, dt, loc, _OPERATOR_HELP)
-        if kind == "pow" and not dt.is_float:  # no square-and-multiply in Tile IR
-            raise KernelTypeError(
-                f"`**` takes float tiles in tile kernels, not {dt.name}",
-                loc,
-                help="convert first, e.g. `x.astype(fl.f32) ** 2`, or multiply: `x * x`",
-            )
+        if kind == "pow" and not dt.is_float:
+            return self._int_power(a, b, dt, loc)
         va, vb = self.operands([a, b], dt, loc)
         return self.emit(ops.Binary(kind, va, vb, loc))
+
+    def _int_power(self, a: Operand, b: Operand, dt: DType, loc: Location) -> Operand:
+        """`x ** n` of an int tile by a literal n >= 0: square-and-multiply at compile time,
+        wrapping as the simulator's integer power does. Tile IR has no integer power, so a
+        run-time exponent is refused."""
+        n = b.value if isinstance(b, Weak) else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise KernelTypeError(
+                f"`**` of {dt.name} tiles takes a literal exponent of 0 or more in tile kernels",
+                loc,
+                help="write the exponent as a number (`x ** 3`), or convert: "
+                "`x.astype(fl.f32) ** e`",
+            )
+        base = self.operands([a], dt, loc)[0]
+        result: Value | None = None
+        while True:
+            if n & 1:
+                result = base if result is None else self.emit(ops.Binary("mul", result, base, loc))
+            n >>= 1
+            if not n:
+                break
+            base = self.emit(ops.Binary("mul", base, base, loc))
+        if result is None:  # x ** 0 == 1
+            shape = tile_type(self.operands([a], dt, loc)[0]).shape
+            return self.broadcast_to(self.tile_value(Weak(1), loc, dt), shape, loc)
+        return result
 
     def compare(self, pred: str, a: Operand, b: Operand, loc: Location) -> Operand:
         folded = values.fold(pred, a, b, loc)
