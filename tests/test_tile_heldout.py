@@ -1147,18 +1147,9 @@ def test_mixed_precision_arithmetic_asks_for_a_cast() -> None:
     )
 
 
-def test_while_break_and_continue_are_refused_by_name() -> None:
-    """cuTile Python lowers `while`, `break` and `continue`; fearless refuses them clearly."""
-
-    @tile.kernel
-    def with_while(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], BK: tile.Const[int]):
-        (i,) = out.index
-        acc = tile.zeros(out.shape, fl.f32)
-        k = 0
-        while k * BK < x.shape[1]:
-            acc = acc + tile.sum(tile.load(x, (i, k), (out.shape[0], BK)), axis=1)
-            k += 1
-        out.store(acc)
+def test_break_and_continue_are_refused_by_name() -> None:
+    """cuTile Python lowers `break` and `continue`; fearless refuses them clearly (`while`
+    works: test_a_while_loop_on_a_run_time_condition)."""
 
     @tile.kernel
     def with_break(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], BK: tile.Const[int]):
@@ -1181,8 +1172,95 @@ def test_while_break_and_continue_are_refused_by_name() -> None:
         out.store(acc)
 
     args = (fl.empty(8).partition((4,)), fl.zeros((8, 100)), 32)
-    for kernel, stmt in ((with_while, "While"), (with_break, "Break"), (with_continue, "Continue")):
+    for kernel, stmt in ((with_break, "Break"), (with_continue, "Continue")):
         _refused(kernel, args, fl.CompileError, f"the `{stmt}` statement is not supported")
+
+
+@tile.kernel
+def while_row_sums(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], BK: tile.Const[int]):
+    """Row sums in column chunks of BK, while the chunk starts inside the row."""
+    (i,) = out.index
+    acc = tile.zeros(out.shape, fl.f32)
+    k = 0
+    while k * BK < x.shape[1]:
+        acc = acc + tile.sum(tile.load(x, (i, k), (out.shape[0], BK)), axis=1)
+        k += 1
+    out.store(acc)
+
+
+@tile.kernel
+def collatz_steps(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+    """A data-dependent trip count per block: Collatz steps of one value until it is 1."""
+    (i,) = out.index
+    v = tile.load(x, (i,), (1,)).reshape(())
+    steps = 0
+    while v != 1:
+        v = tile.where(v % 2 == 0, v // 2, 3 * v + 1)
+        steps = steps + 1
+    out.store(tile.full((1,), 0, fl.i32) + steps.astype(fl.i32))
+
+
+COLLATZ = np.array([1, 2, 3, 6, 7, 27, 97, 871], np.int32)
+
+
+def _collatz(n: int) -> int:
+    steps = 0
+    while n != 1:
+        n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+    return steps
+
+
+def test_a_while_loop_on_a_run_time_condition() -> None:
+    x = normal((8, 100))
+    part = fl.empty(8).partition((4,))
+    while_row_sums(part, fl.asarray(x), 32)
+    np.testing.assert_allclose(part.unpartition().numpy(), x.sum(1), rtol=1e-5, atol=1e-5)
+    steps = fl.empty(8, dtype=fl.i32).partition((1,))
+    collatz_steps(steps, fl.asarray(COLLATZ))
+    assert steps.unpartition().numpy().tolist() == [_collatz(int(n)) for n in COLLATZ]
+
+
+def test_a_while_loop_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    assert cubin(while_row_sums, fl.empty(8).partition((4,)), fl.zeros((8, 100)), 32)
+    assert cubin(collatz_steps, fl.empty(8, dtype=fl.i32).partition((1,)), fl.asarray(COLLATZ))
+
+
+def test_a_while_on_a_compile_time_condition_is_refused() -> None:
+    @tile.kernel
+    def forever(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        v = tile.load_like(x, out)
+        while True:
+            v = v + 1.0
+        out.store(v)
+
+    _refused(
+        forever,
+        (fl.empty(8).partition((8,)), fl.zeros(8)),
+        fl.CompileError,
+        "a `while` whose condition is known at compile time",
+    )
+
+
+@pytest.mark.gpu
+def test_gpu_while_loops_match_the_simulator() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    x = normal((8, 100))
+    got = []
+    for target in ("sim", "cuda"):
+        fl.set_target(target)
+        try:
+            part = fl.empty(8).partition((4,))
+            while_row_sums(part, fl.asarray(x), 32)
+            steps = fl.empty(8, dtype=fl.i32).partition((1,))
+            collatz_steps(steps, fl.asarray(COLLATZ))
+            fl.synchronize()
+            got.append((part.unpartition().numpy(), steps.unpartition().numpy()))
+        finally:
+            fl.set_target(None)
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-6)
+    assert np.array_equal(got[1][1], got[0][1])
 
 
 def test_a_padding_other_than_the_five_is_refused() -> None:
@@ -1416,3 +1494,18 @@ def test_compiles_through_tileiras(
     cubin: Callable[..., bytes], kernel: tile.Kernel, make_args: Callable[[], tuple[Any, ...]]
 ) -> None:
     assert cubin(kernel, *make_args())
+
+
+@tile.kernel
+def sum_of_indices(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32], N: tile.Const[int]):
+    """`s = 0` then `s = s + k` with the loop's i32 `k`: the literal takes k's type."""
+    s = 0
+    for k in range(N):
+        s = s + k * 2
+    out.store(tile.load_like(x, out) + s)
+
+
+def test_a_literal_started_loop_variable_takes_the_type_it_meets() -> None:
+    part = fl.empty(8, dtype=fl.i32).partition((8,))
+    sum_of_indices(part, fl.zeros(8, dtype=fl.i32), 5)
+    assert part.unpartition().numpy().tolist() == [20] * 8

@@ -180,7 +180,7 @@ class _Lowerer:
                 return []
             method = getattr(self, "op_" + type(op).__name__)
             out = method(op, [self.values.get(v) for v in op.operands])
-            if isinstance(op, ops.For | ops.If):
+            if isinstance(op, ops.MULTI_RESULT):
                 for r, x in zip(op.results, out, strict=True):
                     self.values[r] = x
             elif op.results:
@@ -514,6 +514,42 @@ class _Lowerer:
             if carry:
                 self.token = block_args[-1]
             nxt = self.block(body)
+            bc.encode_ContinueOp(self.b, [*nxt, self.token] if carry else nxt)
+        results = list(nested.done())
+        self.token = results.pop() if carry else outer_token
+        return results
+
+    def op_While(self, op: ops.While, args: list[Any]) -> list[Any]:
+        """`loop (carried) { if !cond(carried) { break(carried) }; continue(body(carried)) }`,
+        the token carried as a For carries it when the body stores."""
+        bc, tt = self.bc, self.tt
+        types = [self.tid(tile_type(r)) for r in op.results]
+        init = list(args)
+        carry = self._stores([op.cond, op.body])
+        if carry:
+            types.append(tt.Token)
+            init.append(self.token)
+        nested = bc.encode_LoopOp(self.b, types, init)
+        outer_token = self.token
+        with nested.new_block(types) as block_args:
+            if carry:
+                self.token = block_args[-1]
+            for a, v in zip(op.cond.args, block_args, strict=False):
+                self.values[a] = v
+            (cond,) = self.block(op.cond)
+            stop = bc.encode_XOrIOp(
+                self.b, self.tid(TileType(dtypes.bool_, ())), cond,
+                bc.encode_ConstantOp(self.b, self.tid(TileType(dtypes.bool_, ())), b"\xff"),
+            )  # fmt: skip
+            exit_ = bc.encode_IfOp(self.b, [], stop)
+            with exit_.new_block([]):
+                bc.encode_BreakOp(self.b, list(block_args))
+            with exit_.new_block([]):
+                bc.encode_YieldOp(self.b, [])
+            exit_.done()
+            for a, v in zip(op.body.args, block_args, strict=False):
+                self.values[a] = v
+            nxt = self.block(op.body)
             bc.encode_ContinueOp(self.b, [*nxt, self.token] if carry else nxt)
         results = list(nested.done())
         self.token = results.pop() if carry else outer_token

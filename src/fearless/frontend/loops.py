@@ -71,6 +71,14 @@ class LoopTypes(Generic[T]):
         if origin is not None and _literal_may_become(value, wanted):
             raise LoopRetry(origin[0], origin[1], wanted)
 
+    def retry_first_guess(self, value: object, wanted: T) -> None:
+        """`retry_if_guessed`, for a guess no retry has corrected yet: a literal-started
+        value meeting another type in an operator (`s = 0`, then `s + k` with an i32 `k`)
+        takes it once, so two operators that disagree cannot send the loop back and forth."""
+        origin = self.origin.get(value) if isinstance(value, Value) else None
+        if origin is not None and self.hint(*origin) is None:
+            self.retry_if_guessed(value, wanted)
+
     def lower(
         self,
         token: Token,

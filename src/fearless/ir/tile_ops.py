@@ -368,6 +368,30 @@ class For(Op):
         return body
 
 
+class While(Op):
+    """`while cond:` carrying `init` values; results are their values when `cond` is false.
+
+    `cond` and `body` both have the carried values as arguments: `cond` ends with a
+    `tile.yield` of one 0-d bool, `body` with a `tile.yield` of the next carried values.
+    """
+
+    opname = "tile.while"
+    effect = Effect.WRITE  # conservatively: the body may store
+
+    def __init__(self, init: Sequence[Value], cond: Block, body: Block, loc: Location) -> None:
+        super().__init__(list(init), [v.type for v in init], loc, cond=cond, body=body)
+
+    @property
+    def cond(self) -> Block:
+        cond: Block = self.attrs["cond"]
+        return cond
+
+    @property
+    def body(self) -> Block:
+        body: Block = self.attrs["body"]
+        return body
+
+
 class If(Op):
     """`if cond` on a 0-d bool tile; the results are what the branch that ran yields.
 
@@ -405,12 +429,17 @@ def regions(op: Op) -> list[Block]:
     """The blocks nested in `op` (a loop's body, an if's two branches), in order."""
     if isinstance(op, For):
         return [op.body]
+    if isinstance(op, While):
+        return [op.cond, op.body]
     if isinstance(op, If):
         return [op.then_block, op.else_block]
     return []
 
 
-REGION_ATTRS = ("body", "then_block", "else_block")  # attributes that hold blocks, not data
+REGION_ATTRS = ("body", "cond", "then_block", "else_block")  # blocks, not data
+
+# ops whose results are a list (one per carried value or yielded value)
+MULTI_RESULT = (For, While, If)
 
 
 class Yield(Op):

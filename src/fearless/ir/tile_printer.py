@@ -52,6 +52,14 @@ def _block(block: Block, names: _Names, lines: list[str], indent: str) -> None:
             lines[-1] += f" ({args}) {{"
             _block(body, names, lines, indent + "  ")
             lines.append(indent + "}")
+        elif isinstance(op, ops.While):
+            args = ", ".join(f"{names(a)}: {a.type}" for a in op.cond.args)
+            lines[-1] += f" cond ({args}) {{"
+            _block(op.cond, names, lines, indent + "  ")
+            args = ", ".join(f"{names(a)}: {a.type}" for a in op.body.args)
+            lines.append(indent + f"}} do ({args}) {{")
+            _block(op.body, names, lines, indent + "  ")
+            lines.append(indent + "}")
         elif isinstance(op, ops.If):
             lines[-1] += " {"
             _block(op.then_block, names, lines, indent + "  ")

@@ -97,7 +97,7 @@ class _Block:
                 if _tile_nbytes(op) <= sys.maxsize:
                     raise
                 raise _too_large(op) from None
-            if isinstance(op, ops.For | ops.If):
+            if isinstance(op, ops.MULTI_RESULT):
                 for r, x in zip(op.results, out, strict=True):
                     env[r] = x
             elif op.results:
@@ -238,6 +238,17 @@ class _Block:
     def _op_If(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         # this block's branch; a store in the other never happens
         return self.run(op.then_block if bool(args[0]) else op.else_block)
+
+    def _op_While(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        carried = list(args)
+        while True:
+            for b, v in zip(op.cond.args, carried, strict=True):
+                self.env[b] = v
+            if not bool(self.run(op.cond)[0]):
+                return carried
+            for b, v in zip(op.body.args, carried, strict=True):
+                self.env[b] = v
+            carried = self.run(op.body)
 
     def _loop(self, op: ops.For, args: list[Any]) -> list[Any]:
         lo, hi, step = (int(x) for x in args[:3])

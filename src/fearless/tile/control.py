@@ -93,11 +93,33 @@ def _lower_for(
 ) -> None:
     loc = lw.loc(node)
     lo, hi, step = bounds()
-    # The variables the body assigns that exist before the loop are carried through it.
+    carried, init, weak_init = _carried(lw, node.body, token, target, loc)
+    body = Block("for.body")
+    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
+    args = _carried_args(lw, body, carried, init, weak_init, token, loc)
+    outer_block, outer_env = lw.block, lw.env
+    lw.block = body
+    lw.env = dict(outer_env)
+    lw.env[target] = bind(iv) if bind is not None else iv
+    lw.env.update(zip(carried, args, strict=True))
+    lw.lower_body(node.body)
+    body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+    lw.block, lw.env = outer_block, outer_env
+    op = ops.For(lo, hi, step, init, body, loc)
+    lw.block.append(op)
+    for name, r in zip(carried, op.results, strict=True):
+        lw.env[name] = r
+
+
+def _carried(
+    lw: TileRules, stmts: list[ast.stmt], token: Token, target: str | None, loc: Location
+) -> tuple[list[str], list[Value], set[str]]:
+    """The names a loop body assigns that exist before it (carried through the loop), their
+    values before it, and those that start as literals (typed by the loop's retry)."""
     carried: list[str] = []
     init: list[Value] = []
     weak_init: set[str] = set()
-    for name in assigned_names(node.body):
+    for name in assigned_names(stmts):
         if name == target or not lw.defined(name):
             continue
         v = lw.env[name]
@@ -110,18 +132,30 @@ def _lower_for(
             raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
         carried.append(name)
         init.append(v)
-    body = Block("for.body")
-    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
-    args = [body.add_arg(v.type, loc, n) for n, v in zip(carried, init, strict=True)]
+    return carried, init, weak_init
+
+
+def _carried_args(
+    lw: TileRules,
+    block: Block,
+    carried: list[str],
+    init: list[Value],
+    weak_init: set[str],
+    token: Token,
+    loc: Location,
+) -> list[Value]:
+    """`block`'s arguments for the carried values (a literal's type marked as a guess)."""
+    args = [block.add_arg(v.type, loc, n) for n, v in zip(carried, init, strict=True)]
     for name, a in zip(carried, args, strict=True):
         if name in weak_init:
             lw.loop_types.guessed(a, token, name)
-    outer_block, outer_env = lw.block, lw.env
-    lw.block = body
-    lw.env = dict(outer_env)
-    lw.env[target] = bind(iv) if bind is not None else iv
-    lw.env.update(zip(carried, args, strict=True))
-    lw.lower_body(node.body)
+    return args
+
+
+def _next_values(
+    lw: TileRules, stmts: list[ast.stmt], carried: list[str], args: list[Value], loc: Location
+) -> list[Value]:
+    """The carried values at the end of an iteration, each of its argument's type."""
     nxt: list[Value] = []
     for name, a in zip(carried, args, strict=True):
         v = lw.env[name]
@@ -134,14 +168,49 @@ def _lower_for(
                 lw.loop_types.retry_if_guessed(a, got)
             raise KernelTypeError(
                 f"`{name}` changes type in the loop: {a.type} before, {got} after an iteration",
-                assign_loc(lw, node.body, name) or loc,
+                assign_loc(lw, stmts, name) or loc,
                 help=f"give `{name}` its final type before the loop, e.g. "
                 f"`{name} = tile.zeros(shape, dtype)` or `.astype(...)`",
             )
         nxt.append(v)
-    body.append(ops.Yield(nxt, loc))
-    lw.block, lw.env = outer_block, outer_env
-    op = ops.For(lo, hi, step, init, body, loc)
+    return nxt
+
+
+# --------------------------------------------------------------------------------- while
+
+
+def lower_while(lw: TileRules, node: ast.While) -> None:
+    """`while cond:` on a run-time 0-d bool, carrying the names the body assigns (as `for`
+    does); the condition is evaluated before each iteration with the carried values."""
+    if node.orelse:
+        raise unsupported("`while ... else`", lw.loc(node), help="put the `else` part after")
+    lw.lower_retrying(node, lambda token: _lower_while(lw, node, token))
+
+
+def _lower_while(lw: TileRules, node: ast.While, token: Token) -> None:
+    loc = lw.loc(node)
+    carried, init, weak_init = _carried(lw, node.body, token, None, loc)
+    cond, body = Block("while.cond"), Block("while.body")
+    cond_args = _carried_args(lw, cond, carried, init, weak_init, token, loc)
+    args = _carried_args(lw, body, carried, init, weak_init, token, loc)
+    outer_block, outer_env = lw.block, lw.env
+    try:
+        lw.block, lw.env = cond, {**outer_env, **dict(zip(carried, cond_args, strict=True))}
+        test = lw.expr(node.test)
+        if not isinstance(test, Value):
+            raise unsupported(
+                "a `while` whose condition is known at compile time",
+                lw.loc(node.test),
+                help="loop while a run-time scalar holds, e.g. `while k < n:` (`break` is not "
+                "supported in tile kernels)",
+            )
+        cond.append(ops.Yield([_condition(lw, test, node.test)], loc))
+        lw.block, lw.env = body, {**outer_env, **dict(zip(carried, args, strict=True))}
+        lw.lower_body(node.body)
+        body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+    finally:
+        lw.block, lw.env = outer_block, outer_env
+    op = ops.While(init, cond, body, loc)
     lw.block.append(op)
     for name, r in zip(carried, op.results, strict=True):
         lw.env[name] = r

@@ -27,7 +27,7 @@ from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
-from .control import lower_for, lower_if, lower_ifexp
+from .control import lower_for, lower_if, lower_ifexp, lower_while
 from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .order import own_index
@@ -79,6 +79,9 @@ class TileLowerer(TileRules):
 
     def lower_for(self, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
         lower_for(self, node, target, bounds)
+
+    def stmt_While(self, node: ast.While) -> None:
+        lower_while(self, node)
 
     def lower_for_iter(self, node: ast.For, target: str) -> bool:
         """`for t in part.tiles():` (persistent.py); any other iterable is not supported."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import config
+from .. import config, dtypes
 from ..errors import InternalError
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Effect, Function, Value
@@ -33,11 +33,12 @@ def verify(fn: Function) -> None:
             for region in ops.regions(op):
                 walk(region, scope)
                 term = region.terminator
-                want = (
-                    [a.type for a in op.body.args[1:]]
-                    if isinstance(op, ops.For)
-                    else [r.type for r in op.results]
-                )
+                if isinstance(op, ops.For):
+                    want = [a.type for a in op.body.args[1:]]
+                elif isinstance(op, ops.While) and region is op.cond:
+                    want = [TileType(dtypes.bool_, ())]
+                else:
+                    want = [r.type for r in op.results]
                 if not isinstance(term, ops.Yield) or [v.type for v in term.operands] != want:
                     raise InternalError(f"{op.opname} at {op.loc} yields the wrong values")
             if isinstance(op, ops.If):

@@ -133,8 +133,13 @@ class TileRules(Lowerer[Operand]):
         if isinstance(b, Weak):
             self.literal(b, da, loc)
             return da
-        db = tile_type(self.tile_value(b, loc)).dtype
+        vb = self.tile_value(b, loc)
+        db = tile_type(vb).dtype
         if da != db:
+            # a loop variable that started as a literal (`k = 0`) takes the other side's type
+            for v, other in ((self.tile_value(a, loc), db), (vb, da)):
+                source = _literal_source(v)
+                self.loop_types.retry_first_guess(source, TileType(other, tile_type(source).shape))
             wide = da if da.bits >= db.bits and da.is_float >= db.is_float else db
             raise KernelTypeError(
                 f"mismatched types in {what}: {da.name} and {db.name}",
@@ -349,3 +354,20 @@ class TileRules(Lowerer[Operand]):
         if isinstance(x, PyObj) and isinstance(x.obj, DType):
             return x.obj
         raise CompileError("expected a dtype such as `fl.f32`", loc)
+
+
+def _literal_source(v: Value) -> Value:
+    """The value `v` was computed from with literals only (`k * BK + 1` -> `k`): the loop
+    variable whose guessed type `v` has, if it is one."""
+    while isinstance(v.owner, ops.Binary | ops.Unary):
+        rest = [x for x in v.owner.operands if not _is_literal(x)]
+        if len(rest) != 1:
+            break
+        v = rest[0]
+    return v
+
+
+def _is_literal(v: Value) -> bool:
+    while isinstance(v.owner, ops.Broadcast | ops.Reshape):
+        v = v.owner.operands[0]
+    return isinstance(v.owner, ops.Constant)
