@@ -78,7 +78,7 @@ def main() -> None:
         "plan launcher, Python path, torch tensors": per_launch(lambda: python_only(*g, (a, b, c))),
         "plan launcher, C path, fl.Tensors": per_launch(lambda: with_c(*g, (fa, fb, fc))),
         "plan launcher, Python path, fl.Tensors": per_launch(lambda: python_only(*g, (fa, fb, fc))),
-        "default_stream_handle (torch has CUDA)": per_launch(streams.default_stream_handle),
+        "torch current stream (torch has CUDA)": per_launch(lambda: streams._torch_handle()),
     }
     print("compiled launcher:", plan_c is not None)
     for name, us in rows.items():

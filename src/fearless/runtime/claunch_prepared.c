@@ -9,7 +9,7 @@
  * Python launcher then meets again and explains).
  * A launch counts itself in the error pool (`pool.launches += 1`), as the Python one does.
  *
- * The default stream is decided as streams.py's `default_stream_handle` decides it, from that
+ * The default stream is decided as streams.py's `default_cu_stream` decides it, from that
  * module's own globals (`use_streams` hands its dict over, so a test that rebinds them is
  * obeyed): -1 inside `fl.graph` (the Python launcher keeps the arguments alive), torch's current
  * stream once torch has initialised CUDA (a capture on it goes the Python way too, which marks

@@ -98,15 +98,6 @@ def _torch_handle() -> int:
     return handle
 
 
-def default_stream_handle() -> int:
-    """`default_cu_stream` as a handle for the compiled launcher: 0 for the legacy stream,
-    torch's current stream, or -1 inside `fl.graph` (the Python launcher keeps the captured
-    arguments alive)."""
-    if _captures and getattr(_override, "stream", None) is not None:
-        return -1
-    return _torch_handle()
-
-
 def default_cu_stream(legacy: Any, args: Any = None) -> Any:
     """The CUstream of a launch given `stream=None`: torch's current stream on fearless's GPU
     when torch has initialised CUDA in this process (it is `legacy` unless torch code chose
