@@ -381,8 +381,7 @@ class _Lowerer:
                 else bc.encode_NegIOp(b, rt, x, bc.IntegerOverflow.NONE)
             )
         if kind == "not":
-            ones = bc.encode_ConstantOp(b, rt, b"\xff")
-            return bc.encode_XOrIOp(b, rt, x, ones)
+            return self._not(rt, x)
         if kind == "abs":
             if dt.is_float:
                 return bc.encode_AbsFOp(b, rt, x)
@@ -537,11 +536,9 @@ class _Lowerer:
             for a, v in zip(op.cond.args, block_args, strict=False):
                 self.values[a] = v
             (cond,) = self.block(op.cond)
-            stop = bc.encode_XOrIOp(
-                self.b, self.tid(TileType(dtypes.bool_, ())), cond,
-                bc.encode_ConstantOp(self.b, self.tid(TileType(dtypes.bool_, ())), b"\xff"),
-            )  # fmt: skip
-            exit_ = bc.encode_IfOp(self.b, [], stop)
+            exit_ = bc.encode_IfOp(
+                self.b, [], self._not(self.tid(TileType(dtypes.bool_, ())), cond)
+            )
             with exit_.new_block([]):
                 bc.encode_BreakOp(self.b, list(block_args))
             with exit_.new_block([]):
@@ -554,6 +551,10 @@ class _Lowerer:
         results = list(nested.done())
         self.token = results.pop() if carry else outer_token
         return results
+
+    def _not(self, rt: Any, x: Any) -> Any:
+        """`not x` of a bool tile of type `rt`: x ^ true."""
+        return self.bc.encode_XOrIOp(self.b, rt, x, self.bc.encode_ConstantOp(self.b, rt, b"\xff"))
 
     def op_If(self, op: ops.If, args: list[Any]) -> list[Any]:
         bc, tt = self.bc, self.tt
