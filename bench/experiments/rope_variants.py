@@ -2,10 +2,11 @@
 one process on the GPU machine: `python3 bench/experiments/rope_variants.py`. GB/s counts what
 the ops family counts: q and k read and written, cos and sin read.
 
-Variants: `joined` is ops.rope's kernel (f32 math, both halves joined into one (XH, 2, H) tile
-and stored whole); `native` does the math in the tensors' dtype, as TileGym does; `halves`
-stores each half as its own chunk of the block's tile (TileGym stores the halves apart)."""
-
+Variants: `native` is ops.rope's kernel (the math in the tensors' dtype, as TileGym does, both
+halves joined into one (XH, 2, H) tile and stored whole); `halves` stores each half as its own
+chunk of the block's tile (TileGym stores the halves apart). The `joined` f32 figures of
+bench/results/h200-2026-12-03l-launch-rope are ops.rope before a9c2159, which converted the
+halves and the tables to f32 (`git show a9c2159^:src/fearless/ops/kernels_layout.py`)."""
 
 from typing import Any
 
@@ -16,37 +17,6 @@ from fearless import tile
 from fearless.bench.family_ops_cases import rotary_tables
 from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_layout import make_rope
-
-
-def make_native(dt: Any) -> Any:
-    @tile.kernel
-    def rope_native(
-        qo: tile.Part[dt],
-        ko: tile.Part[dt],
-        q: tile.Tensor[dt],
-        k: tile.Tensor[dt],
-        cos: tile.Tensor[dt],
-        sin: tile.Tensor[dt],
-        COS_BS: tile.Const[int],
-    ):
-        _, QH, _, D = qo.shape
-        _, KH, _, _ = ko.shape
-        H = D // 2
-        b, _, s, _ = qo.index
-        cb = b if COS_BS > 1 else 0
-        c = tile.load(cos, (cb, s, 0), (1, 1, H))
-        sn = tile.load(sin, (cb, s, 0), (1, 1, H))
-        q1 = tile.load(q, (b, 0, s, 0), (1, QH, 1, H)).reshape((QH, 1, H))
-        q2 = tile.load(q, (b, 0, s, 1), (1, QH, 1, H)).reshape((QH, 1, H))
-        k1 = tile.load(k, (b, 0, s, 0), (1, KH, 1, H)).reshape((KH, 1, H))
-        k2 = tile.load(k, (b, 0, s, 1), (1, KH, 1, H)).reshape((KH, 1, H))
-        half = tile.arange(2).reshape((1, 2, 1))
-        yq = tile.where(half == 0, q1 * c - q2 * sn, q2 * c + q1 * sn)
-        yk = tile.where(half == 0, k1 * c - k2 * sn, k2 * c + k1 * sn)
-        qo.store(yq.reshape((1, QH, 1, D)))
-        ko.store(yk.reshape((1, KH, 1, D)))
-
-    return rope_native
 
 
 def make_halves(dt: Any) -> Any:
@@ -109,7 +79,7 @@ def main() -> None:
             print("tilegym:", str(exc).splitlines()[0])
         qo, ko = torch.empty_like(q), torch.empty_like(k)
         want = None
-        for name, make in (("joined", make_rope), ("native", make_native), ("halves", make_halves)):
+        for name, make in (("native", make_rope), ("halves", make_halves)):
             base = make(dt)
             for occ in (None, 4, 8, 12, 16):
                 kern = base if occ is None else base.options(occupancy=occ)
@@ -131,7 +101,7 @@ def main() -> None:
                     want = got.clone()
                 err = (got - want).abs().max().item()
                 if err > 1e-2:
-                    print(f"  {name} occ={occ}: differs from joined by {err}")
+                    print(f"  {name} occ={occ}: differs from native by {err}")
         print(f"== rope f16 {shape}")
         for name, v in sorted(rows.items(), key=lambda kv: -kv[1]):
             print(f"  {v:7.1f} GB/s  {name}")
