@@ -236,3 +236,56 @@ def test_a_simt_kernel_is_decorated_through_its_host_function() -> None:
     with pytest.raises(fl.CompileError, match="is a SIMT kernel") as info:
         fl.autotune(configs=[{"block": 64}])(k)
     assert "decorate the host function" in str(info.value)
+
+
+class _FakeDriver:
+    """The driver calls `_DeviceClock` makes, recorded; each event pair reads 10 us apart."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def cu(self) -> Any:
+        log = self.log
+
+        class D:
+            def cuMemsetD32Async(self, *a: Any) -> tuple[int]:
+                log.append("flush")
+                return (0,)
+
+            def cuEventRecord(self, event: str, stream: Any) -> tuple[int]:
+                log.append(event)
+                return (0,)
+
+            def cuEventElapsedTime(self, *a: Any) -> tuple[int, float]:
+                return (0, 0.010)
+
+        return D()
+
+    def call(self, what: str, fn: Any, *args: Any) -> Any:
+        result = fn(*args)
+        return result[1] if len(result) == 2 else None
+
+
+def test_the_device_clock_spins_ahead_of_its_start_event_and_outlasts_slow_host_calls() -> None:
+    # The spin keeps the GPU busy while the host enqueues the call, so the events time only the
+    # kernels; a call whose host time outran the spin is timed again behind a longer one.
+    clock = object.__new__(autotune_module._DeviceClock)
+    fake = _FakeDriver()
+    spins: list[float] = []
+    clock.driver, clock.start, clock.end, clock.stream = fake, "start", "end", None
+    clock.scratch = type("S", (), {"ptr": 0})()
+    clock.spinner = type("Sp", (), {"spin": lambda self, s, t: spins.append(t) or None})()
+    clock.gate = clock.GATE_S
+    clock.wait = lambda: None  # type: ignore[method-assign]
+    assert clock.time(lambda: None) == pytest.approx(10e-6)
+    assert fake.log == ["flush", "start", "end"] and spins == [clock.GATE_S]
+
+    fake.log.clear()
+    spins.clear()
+    assert clock.time(lambda: time.sleep(0.001)) == pytest.approx(10e-6)
+    assert len(spins) == 2 and spins[1] > 2 * 0.001 and clock.gate == spins[1]
+    assert fake.log == ["flush", "start", "end"] * 2
+
+    spins.clear()
+    clock.time(lambda: time.sleep(0.2))  # the gate stops growing at MAX_GATE_S
+    assert clock.gate == clock.MAX_GATE_S and spins[-1] == clock.MAX_GATE_S

@@ -386,16 +386,20 @@ class _DeviceClock(_Clock):
     after the work of every blocking stream (fearless's and torch's default ones);
     `fl.synchronize` after each call raises device errors.
 
-    Before the start event the stream gets a memset of FLUSH_BYTES: it keeps the GPU busy
-    (about 100 us on an H200) while the host runs the call's Python and enqueues its kernels,
-    so the events time the kernels, not the host overhead between them (without it a 10 us
-    kernel behind 50 us of Python measures 60 us, and small shapes rank configurations by
-    noise); it also flushes L2, as the benchmarks do."""
+    Ahead of the start event the stream gets a memset of FLUSH_BYTES, which flushes L2 as the
+    benchmarks do, and a spin kernel (`runtime/spin.py`) that keeps the GPU busy for `gate`
+    seconds while the host runs the call's Python and enqueues its kernels. The events then
+    time the kernels, not the host: without the wait a 10 us kernel behind 50 us of Python
+    measures 60 us, and small shapes rank configurations by host noise. A call whose host time
+    outran the gate is timed again with a longer one (the gate then stays longer)."""
 
     FLUSH_BYTES = 256 << 20
+    GATE_S = 200e-6  # the first gate; grows to 2x a call's host time when that outruns it
+    MAX_GATE_S = 0.05
 
     def __init__(self) -> None:
         from .runtime import driver
+        from .runtime.spin import Spinner
 
         self.driver = driver
         d = driver.cu()
@@ -403,8 +407,18 @@ class _DeviceClock(_Clock):
         self.end = driver.call("cuEventCreate", d.cuEventCreate, 0)
         self.stream = d.CUstream(0)
         self.scratch = driver.DeviceAllocation(self.FLUSH_BYTES)
+        self.spinner = Spinner()
+        self.gate = self.GATE_S
 
     def time(self, call: Callable[[], Any]) -> float:
+        while True:
+            seconds, host = self._time_once(call)
+            if host < 0.8 * self.gate or self.gate >= self.MAX_GATE_S:
+                return seconds
+            self.gate = min(self.MAX_GATE_S, 2 * host + self.GATE_S)
+
+    def _time_once(self, call: Callable[[], Any]) -> tuple[float, float]:
+        """(device seconds between the events, host seconds from the spin to the end event)."""
         d, call_driver = self.driver.cu(), self.driver.call
         call_driver(
             "cuMemsetD32Async",
@@ -414,12 +428,15 @@ class _DeviceClock(_Clock):
             self.FLUSH_BYTES // 4,
             self.stream,
         )
+        host = time.perf_counter()
+        self.spinner.spin(self.stream, self.gate)
         call_driver("cuEventRecord", d.cuEventRecord, self.start, self.stream)
         call()
         call_driver("cuEventRecord", d.cuEventRecord, self.end, self.stream)
+        host = time.perf_counter() - host
         self.wait()
         ms = call_driver("cuEventElapsedTime", d.cuEventElapsedTime, self.start, self.end)
-        return float(ms) * 1e-3
+        return float(ms) * 1e-3, host
 
     def wait(self) -> None:
         from .runtime.device_errors import synchronize
