@@ -390,11 +390,12 @@ class _DeviceClock(_Clock):
     benchmarks do, and a spin kernel (`runtime/spin.py`) that keeps the GPU busy for `gate`
     seconds while the host runs the call's Python and enqueues its kernels. The events then
     time the kernels, not the host: without the wait a 10 us kernel behind 50 us of Python
-    measures 60 us, and small shapes rank configurations by host noise. A call whose host time
-    outran the gate is timed again with a longer one (the gate then stays longer)."""
+    measures 60 us, and small shapes rank configurations by host noise. The gate follows the
+    host: each call sets the next one to twice its host time (at least GATE_S), and a call
+    whose host time outran its gate is timed again behind the longer one."""
 
     FLUSH_BYTES = 256 << 20
-    GATE_S = 200e-6  # the first gate; grows to 2x a call's host time when that outruns it
+    GATE_S = 200e-6  # the shortest gate
     MAX_GATE_S = 0.05
 
     def __init__(self) -> None:
@@ -408,14 +409,16 @@ class _DeviceClock(_Clock):
         self.stream = d.CUstream(0)
         self.scratch = driver.DeviceAllocation(self.FLUSH_BYTES)
         self.spinner = Spinner()
+        self.spinner.load()  # not inside the first timed call: the driver compiles it
         self.gate = self.GATE_S
 
     def time(self, call: Callable[[], Any]) -> float:
         while True:
+            gate = self.gate
             seconds, host = self._time_once(call)
-            if host < 0.8 * self.gate or self.gate >= self.MAX_GATE_S:
+            self.gate = min(self.MAX_GATE_S, max(self.GATE_S, 2 * host))
+            if host < 0.8 * gate or gate >= self.MAX_GATE_S:
                 return seconds
-            self.gate = min(self.MAX_GATE_S, 2 * host + self.GATE_S)
 
     def _time_once(self, call: Callable[[], Any]) -> tuple[float, float]:
         """(device seconds between the events, host seconds from the spin to the end event)."""

@@ -41,7 +41,7 @@ class Spinner:
     def __init__(self) -> None:
         self._function: Any = None
 
-    def _load(self) -> Any:
+    def load(self) -> Any:
         d = driver.cu()
         module = driver.call("loading the autotuner's spin kernel", d.cuModuleLoadData, _PTX)
         self._function = driver.call(
@@ -51,7 +51,7 @@ class Spinner:
 
     def spin(self, stream: Any, seconds: float) -> None:
         """Keep `stream` busy for `seconds` of device time from when the spin starts."""
-        function = self._function or self._load()
+        function = self._function or self.load()
         d = driver.cu()
         params = ((max(0, int(seconds * 1e9)),), (ctypes.c_uint64,))
         grid_and_block = (1, 1, 1, 1, 1, 1)
