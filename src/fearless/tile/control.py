@@ -32,6 +32,7 @@ from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_types import TileType, tile_type
+from .jumps import BREAK, CONTINUE, Jumps, flag, guarded, jumps_in, loop_scope
 from .rules import TileRules
 
 
@@ -93,33 +94,54 @@ def _lower_for(
 ) -> None:
     loc = lw.loc(node)
     lo, hi, step = bounds()
-    carried, init, weak_init = _carried(lw, node.body, token, target, loc)
-    body = Block("for.body")
-    iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
-    args = _carried_args(lw, body, carried, init, weak_init, token, loc)
-    outer_block, outer_env = lw.block, lw.env
-    lw.block = body
-    lw.env = dict(outer_env)
-    lw.env[target] = bind(iv) if bind is not None else iv
-    lw.env.update(zip(carried, args, strict=True))
-    lw.lower_body(node.body)
-    body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
-    lw.block, lw.env = outer_block, outer_env
+    jumps = jumps_in(node.body)
+    with loop_scope(lw, jumps, loc):
+        carried, init, weak_init = _carried(lw, node.body, token, target, loc, jumps)
+        body = Block("for.body")
+        iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
+        args = _carried_args(lw, body, carried, init, weak_init, token, loc)
+        outer_block, outer_env = lw.block, lw.env
+        lw.block = body
+        lw.env = dict(outer_env)
+        lw.env[target] = bind(iv) if bind is not None else iv
+        lw.env.update(zip(carried, args, strict=True))
+        _lower_loop_body(lw, node.body, jumps, loc, is_for=True)
+        body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+        lw.block, lw.env = outer_block, outer_env
     op = ops.For(lo, hi, step, init, body, loc)
     lw.block.append(op)
     for name, r in zip(carried, op.results, strict=True):
         lw.env[name] = r
 
 
+def _lower_loop_body(
+    lw: TileRules, stmts: list[ast.stmt], jumps: Jumps, loc: Location, *, is_for: bool
+) -> None:
+    """An iteration: its continue flag false at the top; a `for` that breaks runs it under
+    `if not break:` (a `while` tests the flag in its condition instead)."""
+    if jumps.continues:
+        lw.env[CONTINUE] = flag(lw, False, loc)
+    if jumps.breaks and is_for:
+        lower_if(lw, guarded(stmts), lw.emit(ops.Unary("not", lw.env[BREAK], loc)))
+    else:
+        lw.lower_body(stmts)
+
+
 def _carried(
-    lw: TileRules, stmts: list[ast.stmt], token: Token, target: str | None, loc: Location
+    lw: TileRules,
+    stmts: list[ast.stmt],
+    token: Token,
+    target: str | None,
+    loc: Location,
+    jumps: Jumps,
 ) -> tuple[list[str], list[Value], set[str]]:
     """The names a loop body assigns that exist before it (carried through the loop), their
-    values before it, and those that start as literals (typed by the loop's retry)."""
+    values before it, and those that start as literals (typed by the loop's retry); the break
+    flag first when the body breaks."""
     carried: list[str] = []
     init: list[Value] = []
     weak_init: set[str] = set()
-    for name in assigned_names(stmts):
+    for name in [BREAK] * jumps.breaks + list(assigned_names(stmts)):
         if name == target or not lw.defined(name):
             continue
         v = lw.env[name]
@@ -189,31 +211,45 @@ def lower_while(lw: TileRules, node: ast.While) -> None:
 
 def _lower_while(lw: TileRules, node: ast.While, token: Token) -> None:
     loc = lw.loc(node)
-    carried, init, weak_init = _carried(lw, node.body, token, None, loc)
-    cond, body = Block("while.cond"), Block("while.body")
-    cond_args = _carried_args(lw, cond, carried, init, weak_init, token, loc)
-    args = _carried_args(lw, body, carried, init, weak_init, token, loc)
-    outer_block, outer_env = lw.block, lw.env
-    try:
-        lw.block, lw.env = cond, {**outer_env, **dict(zip(carried, cond_args, strict=True))}
-        test = lw.expr(node.test)
-        if not isinstance(test, Value):
-            raise unsupported(
-                "a `while` whose condition is known at compile time",
-                lw.loc(node.test),
-                help="loop while a run-time scalar holds, e.g. `while k < n:` (`break` is not "
-                "supported in tile kernels)",
-            )
-        cond.append(ops.Yield([_condition(lw, test, node.test)], loc))
-        lw.block, lw.env = body, {**outer_env, **dict(zip(carried, args, strict=True))}
-        lw.lower_body(node.body)
-        body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
-    finally:
-        lw.block, lw.env = outer_block, outer_env
+    jumps = jumps_in(node.body)
+    with loop_scope(lw, jumps, loc):
+        carried, init, weak_init = _carried(lw, node.body, token, None, loc, jumps)
+        cond, body = Block("while.cond"), Block("while.body")
+        cond_args = _carried_args(lw, cond, carried, init, weak_init, token, loc)
+        args = _carried_args(lw, body, carried, init, weak_init, token, loc)
+        outer_block, outer_env = lw.block, lw.env
+        try:
+            lw.block, lw.env = cond, {**outer_env, **dict(zip(carried, cond_args, strict=True))}
+            cond.append(ops.Yield([_while_condition(lw, node, jumps)], loc))
+            lw.block, lw.env = body, {**outer_env, **dict(zip(carried, args, strict=True))}
+            _lower_loop_body(lw, node.body, jumps, loc, is_for=False)
+            body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+        finally:
+            lw.block, lw.env = outer_block, outer_env
     op = ops.While(init, cond, body, loc)
     lw.block.append(op)
     for name, r in zip(carried, op.results, strict=True):
         lw.env[name] = r
+
+
+def _while_condition(lw: TileRules, node: ast.While, jumps: Jumps) -> Value:
+    """The test, `and not break` when the body breaks; `while True:` needs a `break`."""
+    loc = lw.loc(node.test)
+    test = lw.expr(node.test)
+    if not isinstance(test, Value):
+        if not (jumps.breaks and isinstance(test, Weak) and test.value):
+            raise unsupported(
+                "a `while` whose condition is known at compile time",
+                loc,
+                help="loop while a run-time scalar holds, e.g. `while k < n:`, or write "
+                "`while True:` with a `break` in the body",
+            )
+        return lw.emit(ops.Unary("not", lw.env[BREAK], loc))
+    c = _condition(lw, test, node.test)
+    if jumps.breaks:
+        c = lw.binary("and", c, lw.emit(ops.Unary("not", lw.env[BREAK], loc)), loc)
+    assert isinstance(c, Value)
+    return c
 
 
 # ------------------------------------------------------------------------------------ if

@@ -17,6 +17,7 @@ on a run-time scalar `tile.if`; an `if` on a compile-time value picks its branch
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
@@ -30,6 +31,7 @@ from .api import KERNEL_FUNCTIONS
 from .control import lower_for, lower_if, lower_ifexp, lower_while
 from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
+from .jumps import lower_jumping_body
 from .order import own_index
 from .persistent import TileCursor, lower_chunks, lower_tiles
 from .regions import lower_with
@@ -53,6 +55,12 @@ class TileLowerer(TileRules):
 
     def stmt_With(self, node: ast.With) -> None:
         lower_with(self, node)
+
+    def lower_body(self, stmts: Sequence[ast.stmt]) -> None:
+        if self.jumps:  # a block of a loop body with `break` or `continue` (jumps.py)
+            lower_jumping_body(self, stmts, self.lower_stmt, self.lower_if)
+        else:
+            super().lower_body(stmts)
 
     def lower_return(self, node: ast.Return) -> None:
         if self.branch_depth:

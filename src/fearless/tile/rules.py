@@ -25,6 +25,7 @@ from ..frontend.values import SYMBOL, PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
 from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
+from .jumps import Jumps
 from .order import own_index
 
 Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
@@ -60,6 +61,7 @@ class TileRules(Lowerer[Operand]):
         self.block: Block = fn.entry
         self._loop_types: LoopTypes[TileType] = LoopTypes()
         self.branch_depth = 0  # how many `if`s on run-time values enclose this statement
+        self.jumps: Jumps | None = None  # the innermost loop's `break`/`continue` (jumps.py)
         # `with tile.unsafe():` statements (regions.py): the spans seen, and how many enclose here
         self.unsafe_regions: list[Location] = []
         self.unsafe_depth = 0
