@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -97,6 +98,41 @@ def test_load_hints_reach_the_bytecode() -> None:
     text = k.inspect(zp, x, x, stage="tileir")
     assert "optimization_hints = <sm_90 = {latency = 3}>" in text
     assert "optimization_hints = <sm_90 = {allow_tma = false}>" in text
+
+
+def test_store_hints_reach_the_bytecode(cubin: Callable[..., bytes]) -> None:
+    # As cuTile Python's `ct.store(..., latency=, allow_tma=)`: TileGym's rms_norm stores with
+    # `allow_tma=False, latency=3` (+30% on the H200, its comments say).
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], w: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z), latency=3)
+        for t in w.tiles():
+            t.store(tile.load_like(x, t) * 2.0, allow_tma=False)
+
+    zp, wp = (fl.empty(256, dtype=fl.f32).partition((128,)) for _ in range(2))
+    x = fl.arange(256, dtype=fl.f32)
+    ir = k.inspect(zp, wp, x, stage="ir")
+    assert "tile.store" in ir and "latency=3" in ir and "allow_tma=False" in ir
+    text = k.inspect(zp, wp, x, stage="tileir")
+    assert text.count("optimization_hints") == 2
+    assert "optimization_hints = <sm_90 = {latency = 3}>" in text
+    assert "optimization_hints = <sm_90 = {allow_tma = false}>" in text
+    assert cubin(k, zp, wp, x)
+    k(zp, wp, x)  # the simulator ignores hints
+    assert zp.unpartition().numpy().tolist() == list(range(256))
+    assert wp.unpartition().numpy().tolist() == [2.0 * i for i in range(256)]
+
+
+def test_store_takes_only_the_hints() -> None:
+    @tile.kernel
+    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z), padding=0)  # error: store
+
+    zp = fl.empty(256, dtype=fl.f32).partition((128,))
+    with pytest.raises(fl.CompileError, match="`store` takes one tile") as info:
+        k(zp, fl.zeros(256, dtype=fl.f32))
+    loc = info.value.loc
+    assert loc is not None and loc.line == _line(k.func, "error: store")
 
 
 def test_a_latency_out_of_range_points_at_it() -> None:

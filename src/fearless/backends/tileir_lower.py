@@ -225,23 +225,26 @@ class _Lowerer:
         attrs = op.attrs
         view = self._view(op.operands[0], attrs["shape"], attrs["padding"], attrs.get("order"))
         index = args[1:]
-        hints = None
-        if "latency" in op.attrs or "allow_tma" in op.attrs:
-            hints = tileir.load_store_hints(
-                self.arch, op.attrs.get("latency"), op.attrs.get("allow_tma", True)
-            )
         tile, _ = bc.encode_LoadViewTkoOp(
             self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index, self.token,
-            bc.MemoryOrderingSemantics.WEAK, None, hints, [False] * len(index),
+            bc.MemoryOrderingSemantics.WEAK, None, self._hints(op), [False] * len(index),
         )  # fmt: skip
         return tile
 
     def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
         part = op.operands[0]
-        return self._store(part, args[1], list(self._block_ids()[: array_type(part).ndim]))
+        return self._store(op, args[1], list(self._block_ids()[: array_type(part).ndim]))
 
     def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
-        return self._store(op.operands[0], args[1], list(args[2:]), op.attrs.get("chunk"))
+        return self._store(op, args[1], list(args[2:]), op.attrs.get("chunk"))
+
+    def _hints(self, op: ops.Load | ops.Store | ops.StoreAt) -> Any:
+        """The load or store's tileiras hints (None when it sets none)."""
+        if "latency" not in op.attrs and "allow_tma" not in op.attrs:
+            return None
+        return tileir.load_store_hints(
+            self.arch, op.attrs.get("latency"), op.attrs.get("allow_tma", True)
+        )
 
     def op_Print(self, op: ops.Print, args: list[Any]) -> Any:
         """`print_tko`, ordered after the stores before it (13.2 bytecode and later)."""
@@ -260,13 +263,17 @@ class _Lowerer:
     op_AtomicCAS = tileir_indexed.atomic_cas
 
     def _store(
-        self, part: Value, value: Any, index: list[Any], chunk: tuple[int, ...] | None = None
+        self,
+        op: ops.Store | ops.StoreAt,
+        value: Any,
+        index: list[Any],
+        chunk: tuple[int, ...] | None = None,
     ) -> None:
-        bc = self.bc
+        bc, part = self.bc, op.operands[0]
         view = self._view(part, chunk or self.part_tile(part), 0.0)
         self.token = bc.encode_StoreViewTkoOp(
             self.b, self.tt.Token, value, view, index, self.token,
-            bc.MemoryOrderingSemantics.WEAK, None, None, [False] * len(index),
+            bc.MemoryOrderingSemantics.WEAK, None, self._hints(op), [False] * len(index),
         )  # fmt: skip
 
     def _unsupported(self, op: Any, what: str) -> CompileError:

@@ -10,7 +10,8 @@ values whose literal origin `LoopTypes` remembers, and both re-lower through `Lo
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 from ..ir.core import Value
@@ -116,3 +117,30 @@ def _literal_may_become(value: object, wanted: object) -> bool:
     if have.is_bool:
         return bool(want.is_bool)
     return True
+
+
+@dataclass(frozen=True)
+class Jumps:
+    """Which jumps one loop's own body holds (not those of loops nested in it)."""
+
+    breaks: bool
+    continues: bool
+
+    def __bool__(self) -> bool:
+        return self.breaks or self.continues
+
+
+def jumps_in(stmts: Sequence[ast.stmt]) -> Jumps:
+    """The `break`s and `continue`s in `stmts` that belong to the loop around them."""
+    found: set[type] = set()
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, ast.Break | ast.Continue):
+            found.add(type(node))
+        elif not isinstance(node, ast.For | ast.While | ast.FunctionDef | ast.expr):
+            for child in ast.iter_child_nodes(node):
+                walk(child)
+
+    for stmt in stmts:
+        walk(stmt)
+    return Jumps(ast.Break in found, ast.Continue in found)

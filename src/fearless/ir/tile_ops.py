@@ -107,14 +107,28 @@ class Load(Op):
         )
 
 
+def _store_hints(latency: int | None, allow_tma: bool) -> dict[str, Any]:
+    """A store's tileiras hints, as attributes only when set (as Load's)."""
+    hints: dict[str, Any] = {} if latency is None else {"latency": latency}
+    return hints if allow_tma else {**hints, "allow_tma": False}
+
+
 class Store(Op):
-    """Write `value` to this block's own tile of a Part; elements outside the array are dropped."""
+    """Write `value` to this block's own tile of a Part; elements outside the array are dropped.
+    `latency` and `allow_tma` are tileiras hints, as for Load."""
 
     opname = "tile.store"
     effect = Effect.WRITE
 
-    def __init__(self, part: Value, value: Value, loc: Location) -> None:
-        super().__init__([part, value], [], loc)
+    def __init__(
+        self,
+        part: Value,
+        value: Value,
+        loc: Location,
+        latency: int | None = None,
+        allow_tma: bool = True,
+    ) -> None:
+        super().__init__([part, value], [], loc, **_store_hints(latency, allow_tma))
 
 
 class StoreAt(Op):
@@ -122,7 +136,7 @@ class StoreAt(Op):
     With `chunk` (a shape dividing the Part's tile), `index` counts chunks of that shape, one
     `part.chunks(chunk)` gave: inside this block's tile. `own`: the index is the block's own
     tile (grouped order, more than 3 axes, a chunk of it), so, like `tile.store`, it is
-    disjoint only on the partition's grid (kernel.launch(grid) refuses it)."""
+    disjoint only on the partition's grid (kernel.launch(grid) refuses it). Hints as Store's."""
 
     opname = "tile.store_at"
     effect = Effect.WRITE
@@ -135,10 +149,13 @@ class StoreAt(Op):
         loc: Location,
         chunk: tuple[int, ...] | None = None,
         own: bool = False,
+        latency: int | None = None,
+        allow_tma: bool = True,
     ) -> None:
         attrs: dict[str, Any] = {"chunk": chunk} if chunk is not None else {}
         if own:  # the index derives from the block id: only the partition's grid is disjoint
             attrs["own"] = True
+        attrs.update(_store_hints(latency, allow_tma))
         super().__init__([part, value, *index], [], loc, **attrs)
 
 

@@ -27,12 +27,12 @@ from typing import Any, NoReturn
 from .. import dtypes
 from ..errors import KernelTypeError, Location
 from ..frontend.core import unsupported
-from ..frontend.loops import Token, assigned_names
+from ..frontend.loops import Jumps, Token, assigned_names, jumps_in
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_types import TileType, tile_type
-from .jumps import BREAK, CONTINUE, Jumps, flag, guarded, jumps_in, loop_scope
+from .jumps import BREAK, CONTINUE, flag, guarded, loop_scope
 from .rules import TileRules
 
 

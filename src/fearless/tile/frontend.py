@@ -32,6 +32,7 @@ from .control import lower_for, lower_if, lower_ifexp, lower_while
 from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .jumps import lower_jumping_body
+from .lower_api import memory_hints
 from .order import own_index
 from .persistent import TileCursor, lower_chunks, lower_tiles
 from .regions import lower_with
@@ -251,13 +252,23 @@ class TileLowerer(TileRules):
         kwarg_locs = {k.arg: self.loc(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(func, Bound):
             if func.name == "store":
-                if len(args) != 1 or kwargs:
-                    raise CompileError("`store` takes one tile", loc, code="E0061")
+                if len(args) != 1 or not set(kwargs) <= {"latency", "allow_tma"}:
+                    raise CompileError(
+                        "`store` takes one tile (and the hints `latency=`, `allow_tma=`)",
+                        loc,
+                        code="E0061",
+                    )
+                hints = memory_hints(
+                    self,
+                    lambda name: kwarg_locs.get(name, loc),
+                    kwargs.get("latency", PyObj(None, "None")),
+                    kwargs.get("allow_tma", Weak(True)),
+                )
                 if isinstance(func.obj, TileCursor):
                     obj = func.obj
-                    self.store(obj.part, args[0], arg_locs[0], obj.index, obj.shape, obj.own)
+                    self.store(obj.part, args[0], arg_locs[0], obj.index, obj.shape, obj.own, hints)
                 else:
-                    self.store(func.obj, args[0], arg_locs[0])
+                    self.store(func.obj, args[0], arg_locs[0], hints=hints)
                 return PyObj(None, "None")
             stub = KERNEL_FUNCTIONS[func.name]  # `x.<name>(...)`: the receiver has no node
             call = Call(func.name, stub, [func.obj, *args], kwargs, loc, [loc, *arg_locs])

@@ -21,11 +21,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import dtypes
 from ..errors import Location
+from ..frontend.loops import Jumps, jumps_in
 from ..ir import tile_ops as ops
 from ..ir.core import Value
 
@@ -34,33 +34,6 @@ if TYPE_CHECKING:
 
 BREAK = "<break>"
 CONTINUE = "<continue>"
-
-
-@dataclass(frozen=True)
-class Jumps:
-    """Which jumps one loop's own body holds (not those of loops nested in it)."""
-
-    breaks: bool
-    continues: bool
-
-    def __bool__(self) -> bool:
-        return self.breaks or self.continues
-
-
-def jumps_in(stmts: Sequence[ast.stmt]) -> Jumps:
-    """The `break`s and `continue`s in `stmts` that belong to the loop around them."""
-    found: set[type] = set()
-
-    def walk(node: ast.AST) -> None:
-        if isinstance(node, ast.Break | ast.Continue):
-            found.add(type(node))
-        elif not isinstance(node, ast.For | ast.While | ast.FunctionDef | ast.expr):
-            for child in ast.iter_child_nodes(node):
-                walk(child)
-
-    for stmt in stmts:
-        walk(stmt)
-    return Jumps(ast.Break in found, ast.Continue in found)
 
 
 def flag(lw: TileRules, value: bool, loc: Location) -> Value:

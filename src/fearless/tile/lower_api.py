@@ -79,8 +79,9 @@ def _axis(lw: TileRules, axis: Any, ndim: int, loc: Location) -> int:
     return a % ndim
 
 
-def _load_hints(lw: TileRules, loc_of: LocOf, latency: Any, allow_tma: Any) -> dict[str, Any]:
-    """The tileiras hints of a load: `latency` 1-10 or None, `allow_tma` a bool (both static)."""
+def memory_hints(lw: TileRules, loc_of: LocOf, latency: Any, allow_tma: Any) -> dict[str, Any]:
+    """The tileiras hints of a load or store: `latency` 1-10 or None, `allow_tma` a bool (both
+    static)."""
     lat = None
     if not (isinstance(latency, PyObj) and latency.obj is None):
         lat = lw.static_int(latency, loc_of("latency"), "the `latency` hint")
@@ -94,7 +95,7 @@ def _load_hints(lw: TileRules, loc_of: LocOf, latency: Any, allow_tma: Any) -> d
         raise CompileError(
             "`allow_tma` must be a compile-time True or False",
             loc_of("allow_tma"),
-            help="write `allow_tma=False` to keep this load off the TMA unit",
+            help="write `allow_tma=False` to keep this load or store off the TMA unit",
         )
     return {"latency": lat, "allow_tma": allow_tma.value}
 
@@ -121,7 +122,7 @@ def api_load(
         )
     index_values = [lw.index(i, loc_of("index")) for i in idx]
     pad = _padding(lw, padding, loc_of("padding"))
-    hints = _load_hints(lw, loc_of, latency, allow_tma)
+    hints = memory_hints(lw, loc_of, latency, allow_tma)
     axes = _load_order(lw, order, nd, loc_of("order"))
     return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t"), **hints, order=axes))
 
@@ -183,7 +184,7 @@ def api_load_like(
     index = list(cursor.index if cursor is not None else own_index(lw, p, loc_of("part")))
     shape = cursor.tile if cursor is not None else pt.tile
     pad = _padding(lw, padding, loc_of("padding"))
-    hints = _load_hints(lw, loc_of, latency, allow_tma)
+    hints = memory_hints(lw, loc_of, latency, allow_tma)
     return lw.emit(ops.Load(arr, index, shape, pad, loc_of("t"), **hints))
 
 

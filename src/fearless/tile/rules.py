@@ -19,13 +19,12 @@ from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend import values
 from ..frontend.core import Lowerer
-from ..frontend.loops import LoopTypes
+from ..frontend.loops import Jumps, LoopTypes
 from ..frontend.source import FunctionSource
 from ..frontend.values import SYMBOL, PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
 from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
-from .jumps import Jumps
 from .order import own_index
 
 Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]
@@ -253,10 +252,11 @@ class TileRules(Lowerer[Operand]):
         index: Sequence[Value] | None = None,
         chunk: tuple[int, ...] | None = None,
         own: bool = False,
+        hints: dict[str, Any] | None = None,
     ) -> None:
         """`part.store(x)` (this block's own tile), or, with `index`, `t.store(x)` for a tile
         `part.tiles()` gave this block, or a chunk of `chunk`'s shape `part.chunks()` gave
-        (persistent.py)."""
+        (persistent.py); `hints`: tileiras's `latency` and `allow_tma`."""
         t = part.type
         assert isinstance(t, ArrayParamType) and t.tile is not None
         shape = chunk or t.tile
@@ -280,9 +280,9 @@ class TileRules(Lowerer[Operand]):
         if index is None and (t.group or t.ndim > 3):  # the block id is not the tile index
             index, own = own_index(self, part, loc), True
         if index is None:
-            self.block.append(ops.Store(part, value, loc))
+            self.block.append(ops.Store(part, value, loc, **(hints or {})))
         else:
-            self.block.append(ops.StoreAt(part, value, index, loc, chunk, own))
+            self.block.append(ops.StoreAt(part, value, index, loc, chunk, own, **(hints or {})))
 
     def permute(self, x: Value, axes: tuple[int, ...] | None, loc: Location) -> Value:
         n = tile_type(x).ndim
