@@ -139,14 +139,15 @@ def test_launch_kernels_fill_ones_and_add7() -> None:
     np.testing.assert_allclose(z.unpartition().numpy(), np.sum(xs, axis=0), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [4100, 300])  # chunks of 2048 and 4096; 16-row tiles
 @pytest.mark.parametrize("op", ["softmax", "rms_norm", "layer_norm"])
-def test_every_row_configuration_of_the_tuned_kernels(op: str) -> None:
-    """Each structural variant of ROW_CONFIGS (rows per block, persistent, TMA) computes the
-    same rows on the simulator; the autotuned entry point runs too."""
+def test_every_row_configuration_of_the_tuned_kernels(op: str, n: int) -> None:
+    """Each structural variant of ROW_CONFIGS (rows per block, persistent, TMA, memory hints)
+    computes the same rows on the simulator; the autotuned entry point runs too."""
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((12, 4100)).astype(np.float32)  # chunks of 2048 and 4096 too
-    w = rng.standard_normal(4100).astype(np.float32)
-    b = rng.standard_normal(4100).astype(np.float32)
+    x = rng.standard_normal((37, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
     if op == "softmax":
         e = np.exp(x - x.max(axis=1, keepdims=True))
         want, rest = e / e.sum(axis=1, keepdims=True), ()

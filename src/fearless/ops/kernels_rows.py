@@ -40,14 +40,21 @@ def sm_count():
     return driver.device_info().sm_count
 
 
+def memory_hints(mem):
+    """(load latency, store allow_tma, store latency) of the row kernels: with `mem`,
+    TileGym's rms_norm hints (row loads at latency 10, stores off TMA at latency 3; its comments
+    measure +2%, +30% and +3% on the H200), else tileiras's defaults."""
+    return (10, False, 3) if mem else (None, True, None)
+
+
 @tile.function
-def softmax_rows(x, at, tma):
+def softmax_rows(x, at, tma, lat):
     """softmax of `x`'s rows at `at` (a Part, or a tile `part.tiles()` gave), in f32.
 
     The row goes straight to registers unless `tma`. The hardware exp and one division per
     row: the per-element exact exp and division would cost more than the memory traffic of a
     bf16 row."""
-    rows = tile.load_like(x, at, padding=-math.inf, allow_tma=tma).astype(fl.f32)
+    rows = tile.load_like(x, at, padding=-math.inf, allow_tma=tma, latency=lat).astype(fl.f32)
     e = tile.exp(rows - tile.max(rows, axis=1, keepdims=True), approx=True)
     return e * (1.0 / tile.sum(e, axis=1, keepdims=True))
 
@@ -73,13 +80,14 @@ def softmax_chunked(x, at, CH, tma):
         c.store((tile.exp(v - m, approx=True) * r).astype(x.dtype))
 
 
-def make_softmax(dt, tma=False, persistent=False, chunk=0, **hints):
+def make_softmax(dt, tma=False, persistent=False, chunk=0, mem=False, **hints):
     """Row softmax: each block owns BM whole rows (BN, a power of two, covers a row); with
     `persistent`, one wave of blocks walks the row tiles (`out.tiles()`, launched with
     `kernel.launch(grid, ...)`); with `chunk`, long rows go through registers `chunk` columns
-    at a time (`softmax_chunked`). `hints` are tileiras's kernel hints: on the H200 they matter
-    more than anything else here (bench/tile_bench.py sweeps them; results in
-    bench/results/h200-2026-12-02-tile/)."""
+    at a time (`softmax_chunked`); `mem`: `memory_hints`. `hints` are tileiras's kernel hints:
+    on the H200 they matter more than anything else here (bench/tile_bench.py sweeps them;
+    results in bench/results/h200-2026-12-02-tile/)."""
+    lat, st_tma, st_lat = memory_hints(mem)
 
     @tile.kernel(**hints)
     def softmax(out: tile.Part[dt], x: tile.Tensor[dt]):
@@ -87,54 +95,61 @@ def make_softmax(dt, tma=False, persistent=False, chunk=0, **hints):
             softmax_chunked(x, out, chunk, tma)
         elif persistent:  # compile-time: one wave of blocks walks the row tiles
             for t in out.tiles():
-                t.store(softmax_rows(x, t, tma).astype(dt))
+                y = softmax_rows(x, t, tma, lat).astype(dt)
+                t.store(y, allow_tma=st_tma, latency=st_lat)
         else:
-            out.store(softmax_rows(x, out, tma).astype(dt))
+            y = softmax_rows(x, out, tma, lat).astype(dt)
+            out.store(y, allow_tma=st_tma, latency=st_lat)
 
     return softmax
 
 
 @tile.function
-def rms_norm_rows(x, at, w, eps, tma):
-    """x * rsqrt(mean(x^2) + eps) * w for `x`'s rows at `at`, in f32 (loads as softmax_rows)."""
-    _, BN = at.shape
+def rms_norm_rows(x, at, wt, eps, tma, lat):
+    """x * rsqrt(mean(x^2) + eps) * wt for `x`'s rows at `at`, in f32 (`wt`: the weight row,
+    f32, loaded once per block by the kernel; loads as softmax_rows)."""
     n = x.shape[1].astype(fl.f32)
-    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
     ms = tile.sum(v * v, axis=1, keepdims=True) / n
-    return v * tile.rsqrt(ms + eps) * tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+    return v * tile.rsqrt(ms + eps) * wt
 
 
-def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
+def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **hints):
     """RMS norm per row, in f32 whatever `dt` (x, w and out are `dt`); the forms and hints of
-    `make_softmax`."""
+    `make_softmax`. A persistent block loads the weight once for all its row tiles."""
+    lat, st_tma, st_lat = memory_hints(mem)
 
     @tile.kernel(**hints)
     def rms_norm(out: tile.Part[dt], x: tile.Tensor[dt], w: tile.Tensor[dt], eps: fl.f32):
+        _, BN = out.shape
+        wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
         if persistent:  # compile-time, as in make_softmax
             for t in out.tiles():
-                t.store(rms_norm_rows(x, t, w, eps, tma).astype(dt))
+                y = rms_norm_rows(x, t, wt, eps, tma, lat).astype(dt)
+                t.store(y, allow_tma=st_tma, latency=st_lat)
         else:
-            out.store(rms_norm_rows(x, out, w, eps, tma).astype(dt))
+            y = rms_norm_rows(x, out, wt, eps, tma, lat).astype(dt)
+            out.store(y, allow_tma=st_tma, latency=st_lat)
 
     return rms_norm
 
 
 @tile.function
-def layer_norm_rows(x, at, w, b, eps, tma):
-    """(x - mean) * rsqrt(var + eps) * w + b for `x`'s rows at `at`, in f32."""
+def layer_norm_rows(x, at, wt, bt, eps, tma, lat):
+    """(x - mean) * rsqrt(var + eps) * wt + bt for `x`'s rows at `at`, in f32 (`wt`, `bt` as
+    rms_norm_rows' weight)."""
     _, BN = at.shape
     n = x.shape[1]
-    v = tile.load_like(x, at, allow_tma=tma).astype(fl.f32)
+    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
     mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
     d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
     var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-    wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
-    bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
     return d * tile.rsqrt(var + eps) * wt + bt
 
 
-def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
-    """Layer norm per row, in f32 whatever `dt`; the forms and hints of `make_softmax`."""
+def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **hints):
+    """Layer norm per row, in f32 whatever `dt`; the forms and hints of `make_rms_norm`."""
+    lat, st_tma, st_lat = memory_hints(mem)
 
     @tile.kernel(**hints)
     def layer_norm(
@@ -144,18 +159,23 @@ def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, **hints):
         b: tile.Tensor[dt],
         eps: fl.f32,
     ):
+        _, BN = out.shape
+        wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+        bt = tile.load(b, (0,), (BN,), allow_tma=tma).astype(fl.f32)
         if persistent:  # compile-time, as in make_softmax
             for t in out.tiles():
-                t.store(layer_norm_rows(x, t, w, b, eps, tma).astype(dt))
+                y = layer_norm_rows(x, t, wt, bt, eps, tma, lat).astype(dt)
+                t.store(y, allow_tma=st_tma, latency=st_lat)
         else:
-            out.store(layer_norm_rows(x, out, w, b, eps, tma).astype(dt))
+            y = layer_norm_rows(x, out, wt, bt, eps, tma, lat).astype(dt)
+            out.store(y, allow_tma=st_tma, latency=st_lat)
 
     return layer_norm
 
 
-def _row(rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0):
+def _row(rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0, mem=False):
     return dict(rows=rows, occupancy=occupancy, num_worker_warps=num_worker_warps,
-                persistent=persistent, tma=tma, chunk=chunk)  # fmt: skip
+                persistent=persistent, tma=tma, chunk=chunk, mem=mem)  # fmt: skip
 
 
 ROW_CONFIGS = [
@@ -172,6 +192,13 @@ ROW_CONFIGS = [
     _row(2, 4, None, persistent=True),
     _row(1, 2, 8, tma=True),
     _row(1, 4, None, persistent=True, tma=True),
+    # TileGym's rms_norm: one block per SM walking tiles of 16 / 4 / 2 rows (short / middling
+    # / long rows), with its memory hints (`memory_hints`); and the hints on our best forms
+    _row(16, 1, None, persistent=True, mem=True),
+    _row(4, 1, None, persistent=True, mem=True),
+    _row(2, 1, None, persistent=True, mem=True),
+    _row(2, 4, None, mem=True),
+    _row(1, 4, 8, mem=True),
 ]
 # Long softmax rows in chunks (softmax_chunked): a row of 16384 bf16 does not fit registers.
 SOFTMAX_CONFIGS = [
@@ -186,18 +213,28 @@ ROW_FACTORIES = {"softmax": None, "rms_norm": None, "layer_norm": None}  # set b
 
 
 def prepare_rows(
-    op, out, x, *rest, rows, occupancy, num_worker_warps, persistent=False, tma=False, chunk=0
+    op,
+    out,
+    x,
+    *rest,
+    rows,
+    occupancy,
+    num_worker_warps,
+    persistent=False,
+    tma=False,
+    chunk=0,
+    mem=False,
 ):
     """The launch of row kernel `op` with one configuration, prepared: (launch, partition).
     `launch()` runs it again on the same arguments; `partition.unpartition()` ends it. The
     `*_tuned` functions call it once per call; the benchmark times `launch` itself."""
     x, out = fl.asarray(x), fl.asarray(out)
     n = next_pow2(x.shape[1])
-    if rows > 1 and rows * n > 8192:
+    if rows > 1 and rows * n * x.dtype.itemsize > 32768:
         raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
     chunk = min(chunk, n)
     make = ROW_FACTORIES[op]
-    kernel = kernel_of(make, x.dtype, tma=tma, persistent=persistent, chunk=chunk).options(
+    kernel = kernel_of(make, x.dtype, tma=tma, persistent=persistent, chunk=chunk, mem=mem).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     part = out.partition((rows, n))
