@@ -83,7 +83,7 @@ def gather(lw: Any, op: ops.Gather, args: list[Any]) -> Any:
     ptrs, mask = _live(lw, op, args, 1)
     pad = bc.encode_ConstantOp(lw.b, lw.tid(t), lw._bytes(op.attrs["padding"], t.dtype))
     value, _ = bc.encode_LoadPtrTkoOp(
-        lw.b, lw.tid(t), lw.tt.Token, ptrs, mask, pad, lw.token,
+        lw.b, lw.tid(t), lw.tt.Token, ptrs, mask, pad, lw.read_token(op.operands[0]),
         bc.MemoryOrderingSemantics.WEAK, None, None,
     )  # fmt: skip
     return value

@@ -67,7 +67,8 @@ class _Lowerer:
         # (array, tile shape, padding, dim_map) -> its partition view
         self.views: dict[tuple[Value, tuple[int, ...], str, tuple[int, ...]], Any] = {}
         self.raw: dict[Value, tuple[Any, list[Any], list[Any]]] = {}  # param -> ptr, dims, strides
-        self.token: Any = None
+        self.token: Any = None  # the chain of writes (stores, atomics, prints)
+        self.entry_token: Any = None
 
     # ------------------------------------------------------------------------ types
 
@@ -110,7 +111,7 @@ class _Lowerer:
                 self.raw[p] = (ptr, dims, strides)
             else:
                 self.values[p] = next(it)
-        self.token = bc.encode_MakeTokenOp(self.b, tt.Token)
+        self.token = self.entry_token = bc.encode_MakeTokenOp(self.b, tt.Token)
         self._make_views(ir.fn.entry)
         self.block(ir.fn.entry)
 
@@ -226,7 +227,8 @@ class _Lowerer:
         view = self._view(op.operands[0], attrs["shape"], attrs["padding"], attrs.get("order"))
         index = args[1:]
         tile, _ = bc.encode_LoadViewTkoOp(
-            self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index, self.token,
+            self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index,
+            self.read_token(op.operands[0]),
             bc.MemoryOrderingSemantics.WEAK, None, self._hints(op), [False] * len(index),
         )  # fmt: skip
         return tile
@@ -237,6 +239,14 @@ class _Lowerer:
 
     def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
         return self._store(op, args[1], list(args[2:]), op.attrs.get("chunk"))
+
+    def read_token(self, array: Value) -> Any:
+        """The token a read of `array` orders after: the kernel's first for a Tensor, which
+        nothing in the kernel writes and the launch's borrow check keeps apart from every
+        output (so its loads need not wait for stores, and a persistent loop's next loads can
+        start before this iteration's stores); the stores' chain for a Part or Atomic."""
+        at = array_type(array)
+        return self.token if at.is_part or at.atomic else self.entry_token
 
     def _hints(self, op: ops.Load | ops.Store | ops.StoreAt) -> Any:
         """The load or store's tileiras hints (None when it sets none)."""
