@@ -1411,11 +1411,73 @@ def test_a_padding_other_than_the_five_is_refused() -> None:
     )
 
 
-def test_int8_mma_defaults_keywords_and_slices_are_refused() -> None:
-    """cuTile Python's int8 mma and Triton's keyword launches and defaults: refused clearly."""
+@tile.kernel
+def mma_i8(c: tile.Part[fl.i32], a: tile.Tensor[fl.i8], b: tile.Tensor[fl.i8]):
+    """cuTile Python's int8 GEMM: i8 x i8 products summed in i32, over K in tiles of 32."""
+    BM, BN = c.shape
+    i, j = c.index
+    acc = tile.zeros((BM, BN), fl.i32)
+    for k in range(tile.cdiv(a.shape[1], 32)):
+        acc = tile.mma(tile.load(a, (i, k), (BM, 32)), tile.load(b, (k, j), (32, BN)), acc)
+    c.store(acc)
+
+
+@tile.kernel
+def matmul_u8_i8(c: tile.Part[fl.i32], a: tile.Tensor[fl.u8], b: tile.Tensor[fl.i8]):
+    """`a @ b` of an unsigned and a signed 8-bit tile: an i32 product."""
+    BM, BN = c.shape
+    i, j = c.index
+    c.store(tile.load(a, (i, 0), (BM, 32)) @ tile.load(b, (0, j), (32, BN)))
+
+
+I8_A = np.random.default_rng(3).integers(-128, 128, (32, 96)).astype(np.int8)
+I8_B = np.random.default_rng(4).integers(-128, 128, (96, 32)).astype(np.int8)
+U8_A = np.random.default_rng(5).integers(0, 256, (32, 32)).astype(np.uint8)
+
+
+def test_int8_mma_sums_in_i32() -> None:
+    c = fl.empty((32, 32), dtype=fl.i32).partition((16, 16))
+    mma_i8(c, fl.asarray(I8_A), fl.asarray(I8_B))
+    want = I8_A.astype(np.int64) @ I8_B.astype(np.int64)
+    assert np.array_equal(c.unpartition().numpy(), want.astype(np.int32))
+    c = fl.empty((32, 32), dtype=fl.i32).partition((16, 16))
+    matmul_u8_i8(c, fl.asarray(U8_A), fl.asarray(I8_B[:32]))
+    want = U8_A.astype(np.int64) @ I8_B[:32].astype(np.int64)
+    assert np.array_equal(c.unpartition().numpy(), want.astype(np.int32))
+
+
+def test_int8_mma_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    c = fl.empty((32, 32), dtype=fl.i32).partition((16, 16))
+    assert cubin(mma_i8, c, fl.asarray(I8_A), fl.asarray(I8_B))
+    assert cubin(matmul_u8_i8, c, fl.asarray(U8_A), fl.asarray(I8_B[:32]))
+
+
+@pytest.mark.gpu
+def test_gpu_int8_mma_matches_numpy() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    try:
+        c = fl.empty((32, 32), dtype=fl.i32).partition((16, 16))
+        mma_i8(c, fl.asarray(I8_A), fl.asarray(I8_B))
+        d = fl.empty((32, 32), dtype=fl.i32).partition((16, 16))
+        matmul_u8_i8(d, fl.asarray(U8_A), fl.asarray(I8_B[:32]))
+        fl.synchronize()
+        got_c, got_d = c.unpartition().numpy(), d.unpartition().numpy()
+    finally:
+        fl.set_target(None)
+    assert np.array_equal(got_c, (I8_A.astype(np.int64) @ I8_B.astype(np.int64)).astype(np.int32))
+    want_d = U8_A.astype(np.int64) @ I8_B[:32].astype(np.int64)
+    assert np.array_equal(got_d, want_d.astype(np.int32))
+
+
+def test_mma_of_other_int_tiles_defaults_keywords_and_slices_are_refused() -> None:
+    """An i16 mma (the tensor cores take 8-bit integers), and Triton's keyword launches and
+    defaults: refused clearly."""
 
     @tile.kernel
-    def mma_i8(c: tile.Part[fl.i32], a: tile.Tensor[fl.i8], b: tile.Tensor[fl.i8]):
+    def mma_i16(c: tile.Part[fl.i32], a: tile.Tensor[fl.i16], b: tile.Tensor[fl.i16]):
         BM, BN = c.shape
         i, j = c.index
         acc = tile.zeros((BM, BN), fl.i32)
@@ -1429,16 +1491,17 @@ def test_int8_mma_defaults_keywords_and_slices_are_refused() -> None:
     def sliced(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
         out.store(tile.load(x, (0, 0), (2, 64))[:, 0:32])
 
-    i8 = fl.i8
+    i16 = fl.i16
     _refused(
-        mma_i8,
+        mma_i16,
         (
             fl.empty((32, 32), dtype=fl.i32).partition((16, 16)),
-            fl.zeros((32, 32), dtype=i8),
-            fl.zeros((32, 32), dtype=i8),
+            fl.zeros((32, 32), dtype=i16),
+            fl.zeros((32, 32), dtype=i16),
         ),
         fl.KernelTypeError,
-        r"`tile.mma` needs two float tiles of one dtype, found i8 and i8",
+        r"`tile.mma` needs two float tiles of one dtype, or two 8-bit integer tiles, "
+        r"found i16 and i16",
     )
     x = fl.zeros((8, 32))
     _refused(

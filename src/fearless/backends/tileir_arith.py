@@ -171,3 +171,14 @@ def _signed_zero(lw: _Lowering, t: TileType, v: Any) -> Any:
         bc.encode_ConstantOp(b, rt, lw._bytes(-0.0, t.dtype)),
         bc.encode_ConstantOp(b, rt, lw._bytes(0.0, t.dtype)),
     )
+
+
+def mma(lw: Any, op: ops.Mma, args: list[Any]) -> Any:
+    """`acc + a @ b` on the tensor cores: MmaF for floats, MmaI (each side's signedness) for
+    8-bit integers into i32."""
+    bc, rt = lw.bc, lw.tid(tile_type(op.result))
+    a, b = (tile_type(v).dtype for v in op.operands[:2])
+    if a.is_float:
+        return bc.encode_MmaFOp(lw.b, rt, *args, False)
+    sign = [bc.Signedness.Signed if d.is_signed else bc.Signedness.Unsigned for d in (a, b)]
+    return bc.encode_MmaIOp(lw.b, rt, *args, *sign)

@@ -224,6 +224,9 @@ class _Block:
 
     def _op_Mma(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         acc_dt = _dtype(op.operands[2])
+        if acc_dt.is_int:  # 8-bit products summed exactly, wrapped to i32 as the tensor cores
+            prod = np.matmul(args[0].astype(np.int64), args[1].astype(np.int64))
+            return (args[2].astype(np.int64) + prod).astype(np.int32)
         wide = np.float64 if acc_dt.name == "f64" else np.float32
         prod = np.matmul(args[0].astype(wide), args[1].astype(wide))
         out = args[2].astype(wide) + prod

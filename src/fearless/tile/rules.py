@@ -35,7 +35,10 @@ MMA_ACCUMULATORS = {
     dtypes.bf16: (dtypes.f32,),
     dtypes.f32: (dtypes.f32,),
     dtypes.f64: (dtypes.f64,),
+    dtypes.i8: (dtypes.i32,),  # 8-bit integers (signed or not, each side its own) into i32
+    dtypes.u8: (dtypes.i32,),
 }
+MMA_INTS = (dtypes.i8, dtypes.u8)
 # The help for each operator rule (frontend/values.py, `OPERATOR_RULES`) in Tile terms.
 _OPERATOR_HELP = {"div": "use `//` for floor division, or convert with `.astype(fl.f32)`"}
 _POW2_HELP = (
@@ -294,14 +297,19 @@ class TileRules(Lowerer[Operand]):
     def matmul(self, a: Operand, b: Operand, loc: Location) -> Value:
         va, vb = self.tile_value(a, loc), self.tile_value(b, loc)
         ta, tb = tile_type(va), tile_type(vb)
-        acc_dt = dtypes.f32 if ta.dtype in (dtypes.f16, dtypes.bf16) else ta.dtype
+        acc_dt = ta.dtype
+        if ta.dtype in (dtypes.f16, dtypes.bf16):
+            acc_dt = dtypes.f32
+        elif ta.dtype in MMA_INTS:
+            acc_dt = dtypes.i32
         m = ta.shape[0] if ta.ndim == 2 else 0
         n = tb.shape[-1] if tb.ndim == 2 else 0
         acc = self.const(0, acc_dt, loc, (m, n)) if m and n else None
         return self.mma(va, vb, acc, loc)
 
     def mma(self, a: Value, b: Value, acc: Value | None, loc: Location) -> Value:
-        """`acc + a @ b` of (M, K) and (K, N) float tiles, `acc` (M, N) in a wide enough dtype."""
+        """`acc + a @ b` of (M, K) and (K, N) tiles, float of one dtype or 8-bit integers (i8
+        or u8 each), `acc` (M, N) in a wide enough dtype (i32 for the integers)."""
         ta, tb = tile_type(a), tile_type(b)
         if ta.ndim != 2 or tb.ndim != 2 or ta.shape[1] != tb.shape[0]:
             raise KernelTypeError(
@@ -309,9 +317,11 @@ class TileRules(Lowerer[Operand]):
                 loc,
                 help="`a @ b` needs a (M, K) and b (K, N)",
             )
-        if ta.dtype != tb.dtype or not ta.dtype.is_float:
+        ints = ta.dtype in MMA_INTS and tb.dtype in MMA_INTS
+        if not ints and (ta.dtype != tb.dtype or not ta.dtype.is_float):
             raise KernelTypeError(
-                f"`tile.mma` needs two float tiles of one dtype, found {ta.dtype.name} and {tb.dtype.name}",
+                "`tile.mma` needs two float tiles of one dtype, or two 8-bit integer tiles, "
+                f"found {ta.dtype.name} and {tb.dtype.name}",
                 loc,
                 help="convert one side with `.astype(...)`",
             )
