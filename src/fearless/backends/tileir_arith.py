@@ -182,3 +182,16 @@ def mma(lw: Any, op: ops.Mma, args: list[Any]) -> Any:
         return bc.encode_MmaFOp(lw.b, rt, *args, False)
     sign = [bc.Signedness.Signed if d.is_signed else bc.Signedness.Unsigned for d in (a, b)]
     return bc.encode_MmaIOp(lw.b, rt, *args, *sign)
+
+
+def extract(lw: Any, op: ops.Extract, args: list[Any]) -> Any:
+    """Tile IR's `extract`: the sub-tile at index (i32 constants, in units of its shape)."""
+    i32 = lw.tid(TileType(dtypes.i32))
+    index = [
+        lw.bc.encode_ConstantOp(lw.b, i32, lw._bytes(i, dtypes.i32)) for i in op.attrs["index"]
+    ]
+    return lw.bc.encode_ExtractOp(lw.b, lw.tid(tile_type(op.result)), args[0], index)
+
+
+def bitcast(lw: Any, op: ops.Bitcast, args: list[Any]) -> Any:
+    return lw.bc.encode_BitcastOp(lw.b, lw.tid(tile_type(op.result)), args[0])

@@ -308,6 +308,28 @@ class Reshape(Op):
         super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
 
 
+class Extract(Op):
+    """cuTile's `ct.extract`: the (static) sub-tile of `shape` at `index` of `a`, counted in
+    units of `shape` (each shape dimension divides a's)."""
+
+    opname = "tile.extract"
+
+    def __init__(
+        self, a: Value, index: tuple[int, ...], shape: tuple[int, ...], loc: Location
+    ) -> None:
+        result = TileType(tile_type(a).dtype, shape)
+        super().__init__([a], [result], loc, index=index, shape=shape)
+
+
+class Bitcast(Op):
+    """The bits of `a` read as `dtype`, of the same width."""
+
+    opname = "tile.bitcast"
+
+    def __init__(self, a: Value, dtype: DType, loc: Location) -> None:
+        super().__init__([a], [TileType(dtype, tile_type(a).shape)], loc, dtype=dtype)
+
+
 class Broadcast(Op):
     """Stretch dimensions of extent 1 to `shape` (same rank)."""
 

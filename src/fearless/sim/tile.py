@@ -201,6 +201,15 @@ class _Block:
     def _op_Reshape(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.reshape(args[0], a["shape"])
 
+    def _op_Extract(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        window = tuple(
+            slice(i * s, (i + 1) * s) for i, s in zip(a["index"], a["shape"], strict=True)
+        )
+        return np.ascontiguousarray(args[0][window])
+
+    def _op_Bitcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return args[0].view(nx.storage_dtype(a["dtype"]))
+
     def _op_Broadcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.ascontiguousarray(np.broadcast_to(args[0], a["shape"]))
 

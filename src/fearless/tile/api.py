@@ -166,6 +166,11 @@ def zeros(shape: Any, dtype: Any) -> Any:
 
 
 @_kernel_only
+def ones(shape: Any, dtype: Any) -> Any:
+    """A tile of ones."""
+
+
+@_kernel_only
 def full(shape: Any, value: Any, dtype: Any) -> Any:
     """A tile with every element `value`."""
 
@@ -310,6 +315,24 @@ def reshape(x: Any, shape: Any) -> Any:
 
 
 @_kernel_only
+def extract(x: Any, index: Any, shape: Any) -> Any:
+    """cuTile's `ct.extract`: the sub-tile of `shape` at `index` of tile `x`, the index counted
+    in units of `shape` (`tile.extract(t, (0, 1), (16, 16))` of a (16, 64) tile is its columns
+    16 to 31). Index and shape are compile-time; each shape dimension divides x's."""
+
+
+@_kernel_only
+def bitcast(x: Any, dtype: Any) -> Any:
+    """The same bits read as `dtype`, of the same width (f32 and i32, bf16 and u16, ...)."""
+
+
+@_kernel_only
+def static_assert(cond: Any, msg: Any = None) -> Any:
+    """Stop the compile with `msg` where the compile-time `cond` is false (a Const, a shape,
+    a dtype comparison)."""
+
+
+@_kernel_only
 def broadcast_to(x: Any, shape: Any) -> Any:
     """Broadcast `x` to `shape` with NumPy's rules."""
 
@@ -360,10 +383,10 @@ def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = 10) ->
 
 
 _STUBS: tuple[Callable[..., Any], ...] = (
-    load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, full, arange, exp, exp2,
+    load, load_like, block_id, num_blocks, num_tiles, cdiv, zeros, ones, full, arange, exp, exp2,
     log, log2, sqrt, rsqrt, tanh, sin, cos, abs_, floor, ceil, sigmoid, maximum, minimum,
     where, sum, prod, max, min, argmax, argmin, cumsum, cumprod, mma, transpose, item, reshape,
-    broadcast_to, astype,
+    broadcast_to, astype, extract, bitcast, static_assert,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,

@@ -241,13 +241,23 @@ class TileLowerer(TileRules):
 
     # ---------------------------------------------------------------------------- calls
 
+    def _argument(self, func: Operand, node: ast.expr) -> Operand:
+        """A call's argument; a string only as `tile.static_assert`'s message."""
+        if (
+            _is_text(node)
+            and isinstance(func, PyObj)
+            and func.obj is KERNEL_FUNCTIONS.get("static_assert")
+        ):
+            return PyObj(node.value, "str")  # type: ignore[attr-defined]
+        return self.expr(node)
+
     def expr_Call(self, node: ast.Call) -> Operand:
         loc = self.loc(node)
         func = self.expr(node.func)
         if isinstance(func, PyObj) and func.obj is print:  # the arguments are printed pieces
             return INTRINSICS.call(self, INTRINSICS["print"], print_call(node, self.expr, self.loc))  # type: ignore[no-any-return]
-        args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords if k.arg is not None}
+        args = [self._argument(func, a) for a in node.args]
+        kwargs = {k.arg: self._argument(func, k.value) for k in node.keywords if k.arg is not None}
         arg_locs = [self.loc(a) for a in node.args]
         kwarg_locs = {k.arg: self.loc(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(func, Bound):
@@ -288,6 +298,10 @@ class TileLowerer(TileRules):
         name = getattr(func.obj, "__fearless_tile__", None) or ast.unparse(node.func)
         call = Call(name, func.obj, args, kwargs, loc, arg_locs, kwarg_locs)
         return INTRINSICS.call(self, intrinsic, call)  # type: ignore[no-any-return]
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _new_axes(index: ast.expr, ndim: int) -> list[int] | None:

@@ -23,6 +23,7 @@ from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
+from .shaping import api_bitcast, api_extract, api_ones, api_static_assert  # noqa: F401
 
 LocOf = Callable[[str], Location]
 

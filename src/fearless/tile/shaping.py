@@ -1,0 +1,93 @@
+"""cuTile Python's `ct.ones`, `ct.extract`, `ct.bitcast` and `ct.static_assert`: the rules of
+`tile.ones`, `tile.extract`, `tile.bitcast` and `tile.static_assert`.
+
+They are registered in lower_api.py's `HANDLERS` (imported there); their stubs are in api.py.
+
+    extract         the sub-tile of `shape` at `index` of a tile, `index` counted in units of
+                    `shape` (cuTile's and Tile IR's `extract`). The index is a compile-time
+                    tuple, checked against the tile here, so an extract never reads outside it.
+    bitcast         the same bits as another dtype of the same width (Tile IR's `bitcast`).
+    static_assert   a compile-time condition; false is a CompileError at its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CompileError, KernelTypeError, Location
+from ..frontend.values import PyObj, Weak
+from ..ir import tile_ops as ops
+from ..ir.core import Value
+from ..ir.tile_types import tile_type
+from .rules import TileRules
+
+LocOf = Callable[[str], Location]
+
+
+def api_ones(lw: TileRules, loc_of: LocOf, shape: Any, dtype: Any) -> Value:
+    shp = lw.static_shape(shape, loc_of("shape"))
+    dt = lw.static_dtype(dtype, loc_of("dtype"))
+    return lw.const(lw.literal(Weak(1), dt, loc_of("shape")), dt, loc_of("shape"), shp)
+
+
+def api_extract(lw: TileRules, loc_of: LocOf, x: Any, index: Any, shape: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    vshape = tile_type(v).shape
+    shp = lw.static_shape(shape, loc_of("shape"))
+    items = index if isinstance(index, tuple) else (index,)
+    idx = tuple(lw.static_int(i, loc_of("index"), "the index of `tile.extract`") for i in items)
+    if len(shp) != len(vshape) or len(idx) != len(vshape):
+        raise KernelTypeError(
+            f"`tile.extract` of a {len(vshape)}-d tile needs a {len(vshape)}-d index and shape, "
+            f"got {idx} and {shp}",
+            loc_of("index" if len(idx) != len(vshape) else "shape"),
+        )
+    for axis, (i, s, d) in enumerate(zip(idx, shp, vshape, strict=True)):
+        if d % s:
+            raise KernelTypeError(
+                f"cannot extract tiles of shape {shp} from a tile of shape {vshape}: "
+                f"{s} does not divide {d} (axis {axis})",
+                loc_of("shape"),
+                help="the sub-tile's shape must divide the tile's, axis by axis",
+            )
+        if not 0 <= i < d // s:
+            raise KernelTypeError(
+                f"index {idx} is outside the {vshape} tile: axis {axis} has {d // s} "
+                f"sub-tiles of {s}",
+                loc_of("index"),
+                label=f"0 <= index < {d // s}",
+                help="the index counts sub-tiles of `shape`, not elements",
+            )
+    if shp == vshape:
+        return v
+    return lw.emit(ops.Extract(v, idx, shp, loc_of("x")))
+
+
+def api_bitcast(lw: TileRules, loc_of: LocOf, x: Any, dtype: Any) -> Value:
+    v = lw.tile_value(x, loc_of("x"))
+    src, dst = tile_type(v).dtype, lw.static_dtype(dtype, loc_of("dtype"))
+    if src.is_bool or dst.is_bool or src.bits != dst.bits:
+        raise KernelTypeError(
+            f"cannot bitcast {src.name} to {dst.name}: a bitcast keeps the width",
+            loc_of("dtype"),
+            help="bitcast between types of one width (f32 and i32, bf16 and u16); convert "
+            "values with `.astype(...)`",
+        )
+    return v if src == dst else lw.emit(ops.Bitcast(v, dst, loc_of("x")))
+
+
+def api_static_assert(lw: TileRules, loc_of: LocOf, cond: Any, msg: Any) -> PyObj:
+    if isinstance(cond, PyObj):
+        cond = Weak(bool(cond.obj))
+    if not isinstance(cond, Weak):
+        raise CompileError(
+            "`tile.static_assert` needs a condition known at compile time",
+            loc_of("cond"),
+            help="compare Consts, shapes and dtypes (`BM % 16 == 0`, `x.dtype == fl.f16`); "
+            "check run-time values on the host",
+        )
+    if not cond.value:
+        text = msg.obj if isinstance(msg, PyObj) and isinstance(msg.obj, str) else None
+        raise CompileError(f"static assertion failed{': ' + text if text else ''}", loc_of("cond"))
+    return PyObj(None, "None")

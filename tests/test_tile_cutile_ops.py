@@ -1,0 +1,134 @@
+"""cuTile Python's `ct.ones`, `ct.extract`, `ct.bitcast` and `ct.static_assert` (TileGym's
+mamba2, splitk_reduce and moe kernels call them): the simulator against NumPy, the bytecode
+through tileiras, the mistakes at their lines, and the GPU against the simulator."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+
+
+def _line(fn, marker: str) -> int:  # type: ignore[no-untyped-def]
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+@tile.kernel
+def last_column_plus_one(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """Each row's last element (mamba2's `ct.extract(d, (CH - 1,), (1,))`, per row) plus a
+    tile of ones; also the middle (16, 16) block of the (16, 64) tile, summed per row."""
+    v = tile.load(x, (0, 0), (16, 64))
+    last = tile.extract(v, (0, 63), (16, 1)).reshape((16,))
+    middle = tile.sum(tile.extract(v, (0, 1), (16, 16)), axis=1)
+    out.store(last + middle + tile.ones((16,), fl.f32))
+
+
+@tile.kernel
+def float_bits(out: tile.Part[fl.i32], back: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """f32 -> i32 bits (sign, exponent and mantissa fields) and back."""
+    v = tile.load_like(x, out)
+    bits = tile.bitcast(v, fl.i32)
+    out.store(bits)
+    back.store(tile.bitcast(bits, fl.f32))
+
+
+@tile.kernel
+def checked_tile(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], BM: tile.Const[int]):
+    tile.static_assert(BM % 16 == 0, "BM must be a multiple of 16")  # here: assert
+    tile.static_assert(x.dtype == fl.f32)
+    out.store(tile.load_like(x, out))
+
+
+X = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
+BITS = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, 1e-40, 3.4e38], np.float32)
+
+
+def test_extract_and_ones() -> None:
+    out = fl.empty(16).partition((16,))
+    last_column_plus_one(out, fl.asarray(X))
+    want = X[:, 63] + X[:, 16:32].sum(axis=1) + 1.0
+    np.testing.assert_allclose(out.unpartition().numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_bitcast_keeps_the_bits() -> None:
+    out = fl.empty(8, dtype=fl.i32).partition((8,))
+    back = fl.empty(8).partition((8,))
+    float_bits(out, back, fl.asarray(BITS))
+    assert out.unpartition().numpy().tolist() == BITS.view(np.int32).tolist()
+    assert back.unpartition().numpy().view(np.int32).tolist() == BITS.view(np.int32).tolist()
+
+
+def test_static_assert() -> None:
+    out = fl.empty(32).partition((16,))
+    checked_tile(out, fl.zeros(32), 16)
+    with pytest.raises(
+        fl.CompileError, match="static assertion failed: BM must be a multiple"
+    ) as info:
+        checked_tile(fl.empty(32).partition((16,)), fl.zeros(32), 8)
+    loc = info.value.loc
+    assert loc is not None and loc.line == _line(checked_tile.func, "here: assert")
+
+
+def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    assert cubin(last_column_plus_one, fl.empty(16).partition((16,)), fl.asarray(X))
+    assert cubin(
+        float_bits,
+        fl.empty(8, dtype=fl.i32).partition((8,)),
+        fl.empty(8).partition((8,)),
+        fl.asarray(BITS),
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("tile.extract(v, (0, 4), (16, 16))", r"index \(0, 4\) is outside the \(16, 64\) tile"),
+        ("tile.extract(v, (0, 0), (16, 48))", "tile dimensions must be powers of two"),
+        ("tile.extract(v, (0,), (16,))", "needs a 2-d index and shape"),
+        ("tile.bitcast(v, fl.f16)", "cannot bitcast f32 to f16: a bitcast keeps the width"),
+        ("tile.static_assert(tile.sum(v) > 0)", "needs a condition known at compile time"),
+    ],
+)
+def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import fearless as fl\nfrom fearless import tile\n\n@tile.kernel\n"
+        "def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):\n"
+        "    v = tile.load(x, (0, 0), (16, 64))\n"
+        f"    r = {body}\n"
+        "    out.store(tile.zeros((16,), fl.f32))\n"
+    )
+    namespace: dict = {}
+    exec(compile(src.read_text(), str(src), "exec"), namespace)
+    with pytest.raises((fl.CompileError, fl.KernelTypeError), match=message) as info:
+        namespace["k"](fl.empty(16).partition((16,)), fl.asarray(X))
+    loc = info.value.loc
+    assert loc is not None and loc.line == 7
+
+
+@pytest.mark.gpu
+def test_gpu_extract_and_bitcast_match_the_simulator() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    got = []
+    for target in ("sim", "cuda"):
+        fl.set_target(target)
+        try:
+            a = fl.empty(16).partition((16,))
+            last_column_plus_one(a, fl.asarray(X))
+            b, c = fl.empty(8, dtype=fl.i32).partition((8,)), fl.empty(8).partition((8,))
+            float_bits(b, c, fl.asarray(BITS))
+            fl.synchronize()
+            got.append([p.unpartition().numpy() for p in (a, b, c)])
+        finally:
+            fl.set_target(None)
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(got[1][1], got[0][1])
+    assert np.array_equal(got[1][2].view(np.int32), got[0][2].view(np.int32))
