@@ -259,6 +259,9 @@ class _FakeDriver:
             def cuEventElapsedTime(self, *a: Any) -> tuple[int, float]:
                 return (0, 0.010)
 
+            def cuEventDestroy(self, event: str) -> tuple[int]:
+                return (0,)
+
         return D()
 
     def call(self, what: str, fn: Any, *args: Any) -> Any:

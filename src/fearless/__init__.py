@@ -4,7 +4,23 @@ from __future__ import annotations
 
 from . import math, tile
 from .autotuning import autotune
-from .dtypes import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from .dtypes import (
+    bf16,
+    bool_,
+    f8e4m3fn,
+    f8e5m2,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+)
 from .errors import (
     BorrowError,
     CompileError,
@@ -62,6 +78,8 @@ __all__ = [
     "cuda_status",
     "empty",
     "empty_like",
+    "f8e4m3fn",
+    "f8e5m2",
     "f16",
     "f32",
     "f64",

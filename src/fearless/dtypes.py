@@ -45,13 +45,26 @@ class DType:
 
     @property
     def np(self) -> np.dtype[Any]:
-        """The NumPy dtype holding this type (bf16 is stored as its 16 raw bits)."""
+        """The NumPy dtype holding this type (bf16 and the 8-bit floats are stored as their raw
+        bits: NumPy has no such types)."""
         return _NUMPY[self.name]
+
+    @property
+    def is_raw(self) -> bool:
+        """A float NumPy lacks (bf16, f8e4m3fn, f8e5m2): stored as raw bits; ml_dtypes has it
+        (`RAW_FLOATS` names its type)."""
+        return self.name in RAW_FLOATS
+
+    @property
+    def is_f8(self) -> bool:
+        """An 8-bit float: it loads, stores, converts (`astype`) and feeds `tile.mma`, nothing
+        else (the tensor cores' fp8; Tile track only)."""
+        return self.kind == "f" and self.bits == 8
 
     def __call__(self, value: Any) -> Any:
         """Host-side conversion: `fl.f32(1.5)` is a NumPy scalar of that type."""
-        if self.name == "bf16":
-            raise TypeError("fl.bf16 has no host scalar; use it as an array dtype")
+        if self.is_raw:
+            raise TypeError(f"fl.{self.name} has no host scalar; use it as an array dtype")
         return self.np.type(value)
 
     def __repr__(self) -> str:
@@ -74,14 +87,24 @@ f16 = DType("f16", "f", 16)
 bf16 = DType("bf16", "f", 16)
 f32 = DType("f32", "f", 32)
 f64 = DType("f64", "f", 64)
+# The 8-bit floats of Hopper's tensor cores (torch's and ml_dtypes' float8_e4m3fn, float8_e5m2)
+f8e4m3fn = DType("f8e4m3fn", "f", 8)
+f8e5m2 = DType("f8e5m2", "f", 8)
 
-ALL: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+ALL: tuple[DType, ...] = (
+    bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3fn, f8e5m2,
+)  # fmt: skip
 BY_NAME: dict[str, DType] = {t.name: t for t in ALL}
+# The floats NumPy lacks, by the name of their ml_dtypes (and torch) type.
+RAW_FLOATS = {"bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
-# The NumPy dtype of each type is its kind and byte width ("i4", "f2", "b1"), except bf16's,
-# which NumPy lacks: its 16 raw bits ("u2").
-_NUMPY = {t.name: np.dtype("u2" if t.name == "bf16" else f"{t.kind}{t.itemsize}") for t in ALL}
-_FROM_NUMPY = {v: BY_NAME[name] for name, v in _NUMPY.items() if name != "bf16"}
+# The NumPy dtype of each type is its kind and byte width ("i4", "f2", "b1"), except those
+# NumPy lacks: their raw bits ("u2" for bf16, "u1" for the 8-bit floats).
+_NUMPY = {
+    t.name: np.dtype(f"u{t.itemsize}" if t.name in RAW_FLOATS else f"{t.kind}{t.itemsize}")
+    for t in ALL
+}
+_FROM_NUMPY = {v: BY_NAME[name] for name, v in _NUMPY.items() if name not in RAW_FLOATS}
 
 # Types a weak literal materialises as when nothing else decides (DESIGN section 2).
 DEFAULT_INT = i64
@@ -107,6 +130,8 @@ def from_python_type(t: Any) -> DType | None:
 # plus half an ulp): a finite literal at or above it would silently become inf, which fearless
 # refuses as rustc's overflowing_literals does.
 _FLOAT_OVERFLOW = {
+    "f8e4m3fn": 464.0,  # no infinity: past 448 it is NaN
+    "f8e5m2": 61440.0,
     "f16": 65520.0,
     "bf16": 3.3961775292304730e38,
     "f32": 3.4028236692093846e38,
@@ -115,9 +140,13 @@ _FLOAT_OVERFLOW = {
 
 def float_max(dtype: DType) -> float:
     """The largest finite value of a float dtype."""
-    return {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}.get(
-        dtype.name, 1.7976931348623157e308
-    )
+    return {
+        "f8e4m3fn": 448.0,
+        "f8e5m2": 57344.0,
+        "f16": 65504.0,
+        "bf16": 3.3895313892515355e38,
+        "f32": 3.4028234663852886e38,
+    }.get(dtype.name, 1.7976931348623157e308)
 
 
 def literal_fits(value: bool | int | float, dtype: DType) -> bool:

@@ -152,7 +152,8 @@ def as_dtype(value: Any) -> DType:
     return _from_numpy_dtype(
         value,
         f"{value!r} is not a fearless dtype",
-        "use fl.bool_, fl.i8 ... fl.i64, fl.u8 ... fl.u64, fl.f16, fl.bf16, fl.f32 or fl.f64",
+        "use fl.bool_, fl.i8 ... fl.i64, fl.u8 ... fl.u64, fl.f16, fl.bf16, fl.f32, fl.f64, "
+        "fl.f8e4m3fn or fl.f8e5m2",
     )
 
 
@@ -165,10 +166,13 @@ def _from_numpy_dtype(value: Any, message: str, help: str) -> DType:
 
 
 def numpy_dtype(dt: np.dtype[Any]) -> DType:
-    """The DType of a NumPy dtype (ml_dtypes' bfloat16 included); KeyError when there is none."""
-    if dt.name == "bfloat16":
-        return dtypes.bf16
-    return dtypes.from_numpy(dt)
+    """The DType of a NumPy dtype (ml_dtypes' bfloat16 and 8-bit floats included); KeyError when
+    there is none."""
+    raw = _RAW_BY_ML_NAME.get(dt.name)
+    return raw if raw is not None else dtypes.from_numpy(dt)
+
+
+_RAW_BY_ML_NAME = {ml: dtypes.BY_NAME[name] for name, ml in dtypes.RAW_FLOATS.items()}
 
 
 # ---------------------------------------------------------------------------------- describing
@@ -210,8 +214,8 @@ def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
         dtype=dtype,
         on_device=False,
         owner=owner,
-        # ml_dtypes' bfloat16 is stored as its raw bits, as DType.np says (a view)
-        host=a.view(dtype.np) if a.dtype.name == "bfloat16" else a,
+        # ml_dtypes' bfloat16 and 8-bit floats are stored as their raw bits, as DType.np says
+        host=a.view(dtype.np) if a.dtype.name in _RAW_BY_ML_NAME else a,
     )
 
 
@@ -219,7 +223,7 @@ def _element_type(dt: Any, name: str) -> DType:
     return _from_numpy_dtype(
         dt,
         f"argument `{name}` has element type {dt}, which fearless has no type for",
-        "convert it to bool, i8..i64, u8..u64, f16, bf16, f32 or f64",
+        "convert it to bool, i8..i64, u8..u64, f16, bf16, f32, f64, f8e4m3fn or f8e5m2",
     )
 
 
@@ -293,7 +297,8 @@ def torch_dtype(dt: Any) -> DType | None:
             "bool": dtypes.bool_, "int8": dtypes.i8, "int16": dtypes.i16, "int32": dtypes.i32,
             "int64": dtypes.i64, "uint8": dtypes.u8, "uint16": dtypes.u16, "uint32": dtypes.u32,
             "uint64": dtypes.u64, "float16": dtypes.f16, "bfloat16": dtypes.bf16,
-            "float32": dtypes.f32, "float64": dtypes.f64,
+            "float32": dtypes.f32, "float64": dtypes.f64, "float8_e4m3fn": dtypes.f8e4m3fn,
+            "float8_e5m2": dtypes.f8e5m2,
         }  # fmt: skip
         for attr, dtype in names.items():
             if hasattr(torch, attr):  # uint16..uint64 arrived in torch 2.3
@@ -333,8 +338,9 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
     host = None
     if not on_device:
         detached = t.detach()
-        if dtype is dtypes.bf16:  # NumPy has no bfloat16: expose the raw bits, as DType.np says
-            detached = detached.view(sys.modules["torch"].int16)
+        if dtype.is_raw:  # NumPy has no bfloat16 nor fp8: the raw bits, as DType.np says
+            torch = sys.modules["torch"]
+            detached = detached.view(torch.int16 if dtype is dtypes.bf16 else torch.uint8)
         host = detached.numpy().view(dtype.np)
     return ArrayInfo(
         ptr=int(t.data_ptr()),

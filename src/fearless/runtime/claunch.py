@@ -253,14 +253,16 @@ def tile_plan(
 
 WARM_PART, WARM_TENSOR, WARM_CONST, WARM_SCALAR = 1, 2, 3, 4
 
-# DLPack's type codes (kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool) by DType.kind
+# DLPack's type codes (kDLInt, kDLUInt, kDLFloat, kDLBool) by DType.kind, and those of the
+# floats with a code of their own (kDLBfloat, kDLFloat8_e4m3fn, kDLFloat8_e5m2; DLPack 1.1)
 _DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
+_DLPACK_OWN_CODES = {"bf16": 4, "f8e4m3fn": 10, "f8e5m2": 12}
 
 
 def dlpack_code(dtype: DType) -> int:
     """`dtype` as a DLPack data type, code << 8 | bits (one lane): what claunch.c's dl_read
     compares a torch tensor's DLPack description with."""
-    code = 4 if dtype.name == "bf16" else _DLPACK_CODES[dtype.kind]
+    code = _DLPACK_OWN_CODES.get(dtype.name, _DLPACK_CODES[dtype.kind])
     return code << 8 | dtype.bits
 
 

@@ -128,7 +128,8 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array: the shared host array on sim, a fresh copy from the GPU.
-        bf16 comes back as ml_dtypes' `bfloat16` (real floats over the same 16-bit storage).
+        bf16 comes back as ml_dtypes' `bfloat16` (real floats over the same 16-bit storage), the
+        8-bit floats as its `float8_e4m3fn` / `float8_e5m2`.
 
         On the GPU this first waits for launched work and raises any pending device error, so
         the numbers returned are never the output of a kernel that failed a bounds check.
@@ -194,8 +195,10 @@ class Tensor:
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if not self._on_device:
             raise AttributeError("a host (sim) tensor has no __cuda_array_interface__")
-        if self._dtype is dtypes.bf16:
-            raise AttributeError("bf16 has no __cuda_array_interface__ type string; use DLPack")
+        if self._dtype.is_raw:
+            raise AttributeError(
+                f"{self._dtype} has no __cuda_array_interface__ type string; use DLPack"
+            )
         self._check_live()
         return {
             "shape": self._shape,
@@ -222,8 +225,8 @@ class Tensor:
         copy: bool | None = None,
     ) -> Any:
         self._check_live()
-        if self._dtype is dtypes.bf16:
-            raise BufferError("fl.Tensor cannot export bf16 through DLPack yet")
+        if self._dtype.is_raw:
+            raise BufferError(f"fl.Tensor cannot export {self._dtype} through DLPack yet")
         kwargs: dict[str, Any] = {}
         if max_version is not None:
             kwargs["max_version"] = max_version
@@ -354,7 +357,7 @@ def arange(
     else:
         dt = as_dtype(dtype)
     try:
-        values = np.arange(start, stop, step, dtype=np.float32 if dt is dtypes.bf16 else dt.np)
+        values = np.arange(start, stop, step, dtype=np.float32 if dt.is_raw else dt.np)
     except MemoryError:
         n = max(0, math.ceil((stop - start) / step))
         raise _too_large((n,), dt) from None
@@ -475,6 +478,8 @@ def _element(value: Any, dt: DType) -> Any:
             user_location(),
             help=f"pass a value that {dt} holds exactly, or choose another dtype",
         )
+    if dt.is_f8:
+        return _to_storage(np.asarray([float(value)], np.float32), dt)[0]
     return bf16_bits(float(value)) if dt is dtypes.bf16 else value
 
 
@@ -494,7 +499,10 @@ def _place(host: np.ndarray, dt: DType) -> Tensor:
 
 
 def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
-    """Values in `dt`'s storage type (bf16: the raw bits, rounded to nearest even)."""
+    """Values in `dt`'s storage type (bf16 and the 8-bit floats: the raw bits, rounded to
+    nearest even)."""
+    if dt.is_f8:  # ml_dtypes rounds to nearest even; past the largest finite: NaN (e4m3fn)
+        return np.asarray(values, np.float32).astype(ml_type(dt)).view(dt.np)
     if dt is not dtypes.bf16:
         return values.astype(dt.np, copy=False)
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -504,18 +512,26 @@ def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
 
 
 def public_view(host: np.ndarray, dt: DType) -> np.ndarray:
-    """What NumPy callers see of a host array in `dt`'s storage: bf16's raw bits as ml_dtypes'
-    bfloat16 (a view, sharing the memory), every other type as it is."""
-    if dt is not dtypes.bf16:
-        return host
-    import ml_dtypes  # JAX's NumPy bfloat16, a dependency of fearless; loaded at first bf16 use
+    """What NumPy callers see of a host array in `dt`'s storage: the raw bits of bf16 and the
+    8-bit floats as ml_dtypes' types (a view, sharing the memory), every other type as it is."""
+    return host.view(ml_type(dt)) if dt.is_raw else host
 
-    return host.view(ml_dtypes.bfloat16)
+
+def ml_type(dt: DType) -> Any:
+    """ml_dtypes' NumPy type for a float NumPy lacks (JAX's; a dependency of fearless, loaded
+    at first use)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
+
+
+_RAW_ML_NAMES = {ml: dtypes.BY_NAME[name] for name, ml in dtypes.RAW_FLOATS.items()}
 
 
 def storage_view(values: np.ndarray) -> np.ndarray:
-    """`values` as fearless stores them: an ml_dtypes bfloat16 array as its raw 16 bits."""
-    return values.view(np.uint16) if values.dtype.name == "bfloat16" else values
+    """`values` as fearless stores them: an ml_dtypes array as its raw bits."""
+    raw = _RAW_ML_NAMES.get(values.dtype.name)
+    return values.view(raw.np) if raw is not None else values
 
 
 def _convert(values: np.ndarray, have: DType | None, want: DType | None) -> np.ndarray:
@@ -524,6 +540,8 @@ def _convert(values: np.ndarray, have: DType | None, want: DType | None) -> np.n
         return values
     if have is dtypes.bf16:  # widen the raw bits to f32 before converting
         values = (values.astype(np.uint32) << 16).view(np.float32)
+    elif have is not None and have.is_f8:
+        values = values.view(ml_type(have)).astype(np.float32)
     return _to_storage(values, want)
 
 

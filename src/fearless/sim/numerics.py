@@ -68,7 +68,7 @@ _U32 = np.uint32
 
 def storage_dtype(dt: DType) -> np.dtype[Any]:
     """The NumPy dtype a value of `dt` is held in while the simulator runs."""
-    return F32 if dt.name == "bf16" else dt.np
+    return F32 if dt.is_raw else dt.np
 
 
 def _unsupported(what: str, dt: DType) -> InternalError:
@@ -99,6 +99,44 @@ def bf16_load(raw: Any) -> Any:
 def bf16_store(x: Any) -> Any:
     """float32 values that are bf16 values -> 16-bit words."""
     return (np.asarray(x, F32).view(_U32) >> _U32(16)).astype(np.uint16)
+
+
+def _ml8(dt: DType) -> Any:
+    """ml_dtypes' type of an 8-bit float (loaded at first use)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
+
+
+def round_f8(x: Any, dt: DType) -> Any:
+    """Values rounded to the 8-bit float `dt` (nearest even, as ml_dtypes converts: past the
+    largest finite value e4m3fn gives NaN, e5m2 inf), still held as float32."""
+    return np.asarray(np.asarray(x, F32).astype(_ml8(dt)).astype(F32))
+
+
+def f8_load(raw: Any, dt: DType) -> Any:
+    """8-bit float bytes -> their float32 values."""
+    return np.asarray(raw).view(_ml8(dt)).astype(F32)
+
+
+def f8_store(x: Any, dt: DType) -> Any:
+    """float32 values that are `dt` values -> their bytes."""
+    return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
+
+
+def raw_load(raw: Any, dt: DType) -> Any:
+    """Memory words of `dt` -> the values the simulator computes with (bf16 and the 8-bit floats
+    as float32; the others as they are)."""
+    if dt.name == "bf16":
+        return bf16_load(raw)
+    return f8_load(raw, dt) if dt.is_f8 else raw
+
+
+def raw_store(x: Any, dt: DType) -> Any:
+    """The inverse of `raw_load`."""
+    if dt.name == "bf16":
+        return bf16_store(x)
+    return f8_store(x, dt) if dt.is_f8 else x
 
 
 def _f64_to_f32_odd(x: Any) -> Any:
@@ -137,6 +175,8 @@ def constant(value: Any, dt: DType) -> Any:
         return dt.np.type(v)
     if dt.name == "bf16":
         return round_bf16(_f64_to_f32_odd(float(value)))[()]
+    if dt.is_f8:
+        return round_f8(float(value), dt)[()]
     return dt.np.type(float(value))
 
 
@@ -365,6 +405,8 @@ def cast_fn(src: DType, dst: DType) -> Fn:
         return lambda x: np.not_equal(x, zero)
     if dst.name == "bf16":
         return lambda x: _to_bf16(x, src)
+    if dst.is_f8:  # through f32 (f64 rounds twice: the tensor cores' inputs come from f32)
+        return lambda x: round_f8(np.asarray(x).astype(F32), dst)
     if src.is_float and dst.is_int:
         return _float_to_int(src, dst)
     if src.is_int and dst.name == "f16":  # through f32, as the LLVM backend converts
@@ -377,7 +419,7 @@ def _float_to_int(src: DType, dst: DType) -> Fn:
     limit = float(hi) + 1.0  # 2**(bits-1) or 2**bits: exact in every float type (or inf)
     out = dst.np
     lo_t, hi_t = out.type(lo), out.type(hi)
-    half = src.bits == 16
+    half = src.bits <= 16
 
     def convert(x: Any) -> Any:
         x = np.asarray(x)

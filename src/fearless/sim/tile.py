@@ -310,6 +310,8 @@ def _dtype(v: Value) -> DType:
 def _round(x: _Tile, dt: DType) -> _Tile:
     if dt.name == "bf16":
         return np.asarray(nx.round_bf16(x.astype(np.float32)))
+    if dt.is_f8:
+        return nx.round_f8(x, dt)
     return x.astype(nx.storage_dtype(dt))
 
 
@@ -348,7 +350,7 @@ def _load(arr: _Array, index: list[int], shape: tuple[int, ...], padding: float)
     out = np.full(shape, fill, store_dt)
     src, dst = _window(arr, index, shape)
     raw = arr.host[src]
-    out[dst] = nx.bf16_load(raw) if arr.dtype.name == "bf16" else raw
+    out[dst] = nx.raw_load(raw, arr.dtype)
     return out
 
 
@@ -361,4 +363,4 @@ def _flush(x: np.ndarray) -> np.ndarray:
 def _store(arr: _Array, index: list[int], value: np.ndarray) -> None:
     src, dst = _window(arr, index, value.shape)
     part = value[dst]
-    arr.host[src] = nx.bf16_store(part) if arr.dtype.name == "bf16" else part
+    arr.host[src] = nx.raw_store(part, arr.dtype)

@@ -28,11 +28,11 @@ def live(host: np.ndarray, coords: list[Any], mask: Any) -> tuple[np.ndarray, tu
 
 def _read(host: np.ndarray, dt: DType, where: tuple[Any, ...]) -> np.ndarray:
     raw = host[where]
-    return nx.bf16_load(raw) if dt.name == "bf16" else raw
+    return nx.raw_load(raw, dt)
 
 
 def _write(host: np.ndarray, dt: DType, where: tuple[Any, ...], value: Any) -> None:
-    host[where] = nx.bf16_store(value) if dt.name == "bf16" else value
+    host[where] = nx.raw_store(value, dt)
 
 
 def gather(host: np.ndarray, dt: DType, coords: list[Any], mask: Any, padding: Any) -> Any:

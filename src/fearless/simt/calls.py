@@ -319,7 +319,13 @@ def _builtin_conversion(lw: SsaLowerer, call: Call) -> Operand:
     lambda obj: isinstance(obj, DType), "fl.<dtype>", ops=(ops.Cast, ops.Compare), arity=1
 )
 def _dtype_conversion(lw: SsaLowerer, call: Call) -> Operand:
-    """`fl.f32(x)` and every other dtype: an explicit conversion."""
+    """`fl.f32(x)` and every other dtype: an explicit conversion (none to an 8-bit float)."""
+    if call.callee.is_f8:
+        raise CompileError(
+            f"SIMT kernels have no {call.callee.name}",
+            call.loc,
+            help="8-bit floats are for the Tile track (`x.astype(...)` in a tile kernel)",
+        )
     return _convert(lw, call.args[0], call.callee, call.loc)
 
 

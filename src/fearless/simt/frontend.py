@@ -61,6 +61,15 @@ def resolve_param(
             help=f"annotate it, e.g. `{arg.arg}: simt.Slice[fl.f32]` for an input array, "
             f"`{arg.arg}: simt.DisjointSlice[fl.f32]` for an output, or `{arg.arg}: fl.f32`",
         )
+    f8 = getattr(ann, "dtype", ann)
+    if isinstance(f8, DType) and f8.is_f8:
+        raise CompileError(
+            f"`{_ann_text(arg)}`: SIMT kernels have no {f8.name}",
+            loc,
+            code="E0599",
+            help="8-bit floats are for the Tile track's loads, stores, conversions and "
+            "`tile.mma`; a SIMT kernel takes them as bytes (`simt.Slice[fl.u8]`)",
+        )
     if isinstance(ann, ArrayAnnotation):
         kind: ParamKind = "atomic" if ann.atomic else "disjoint" if ann.disjoint else "slice"
         spec = ParamSpec(arg.arg, kind, ann.dtype, ann.ndim)

@@ -142,6 +142,14 @@ class Kernel:
                         f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
                         "atomics), `tile.Const[int]` or `fl.f32`",
                     )
+                if isinstance(ann, DType) and ann.is_f8:
+                    raise CompileError(
+                        f"parameter `{arg.arg}`: a {ann.name} scalar is not a kernel parameter",
+                        src.loc(arg),
+                        code="E0599",
+                        help="pass the scale or value as `fl.f32` and convert in the kernel "
+                        f"(`x.astype(fl.{ann.name})`); tensors of {ann.name} are fine",
+                    )
                 out.append((arg.arg, ann))
             self._annotations = out
         return self._annotations

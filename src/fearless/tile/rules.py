@@ -39,6 +39,25 @@ MMA_ACCUMULATORS = {
     dtypes.u8: (dtypes.i32,),
 }
 MMA_INTS = (dtypes.i8, dtypes.u8)
+for _f8 in (dtypes.f8e4m3fn, dtypes.f8e5m2):  # Hopper's fp8 tensor cores: f16 or f32 sums
+    MMA_ACCUMULATORS[_f8] = (dtypes.f16, dtypes.f32)
+# Ops that compute on elements: 8-bit float tiles only load, store, convert and feed mma.
+_ARITHMETIC = (ops.Binary, ops.Unary, ops.Compare, ops.Reduce, ops.Scan, ops.Select)
+
+
+def _refuse_f8(op: Op) -> None:
+    for v in op.operands:
+        t = v.type
+        if isinstance(t, TileType) and t.dtype.is_f8:
+            raise KernelTypeError(
+                f"{t.dtype.name} tiles load, store, convert and feed `tile.mma`, nothing more",
+                op.loc,
+                label=f"this computes on a {t.dtype.name} tile",
+                help="convert first, e.g. `x.astype(fl.f32)`, and back with "
+                f"`.astype(fl.{t.dtype.name})` before the store",
+            )
+
+
 # The help for each operator rule (frontend/values.py, `OPERATOR_RULES`) in Tile terms.
 _OPERATOR_HELP = {"div": "use `//` for floor division, or convert with `.astype(fl.f32)`"}
 _POW2_HELP = (
@@ -86,6 +105,8 @@ class TileRules(Lowerer[Operand]):
         return name in self.env and not isinstance(self.env[name], Undefined)
 
     def emit(self, op: Op) -> Value:
+        if isinstance(op, _ARITHMETIC):
+            _refuse_f8(op)
         self.block.append(op)
         return op.results[0] if op.results else None  # type: ignore[return-value]
 
@@ -298,7 +319,7 @@ class TileRules(Lowerer[Operand]):
         va, vb = self.tile_value(a, loc), self.tile_value(b, loc)
         ta, tb = tile_type(va), tile_type(vb)
         acc_dt = ta.dtype
-        if ta.dtype in (dtypes.f16, dtypes.bf16):
+        if ta.dtype in (dtypes.f16, dtypes.bf16) or ta.dtype.is_f8:
             acc_dt = dtypes.f32
         elif ta.dtype in MMA_INTS:
             acc_dt = dtypes.i32

@@ -1,0 +1,160 @@
+"""The 8-bit floats `fl.f8e4m3fn` and `fl.f8e5m2` (torch's and ml_dtypes' float8_e4m3fn and
+float8_e5m2) on the Tile track: tensors of them, conversions in kernels, and `tile.mma` on
+Hopper's fp8 tensor cores into f32; arithmetic on fp8 tiles is refused. The simulator against
+ml_dtypes and NumPy, the bytecode through tileiras, and the GPU against the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import simt, tile
+
+F8 = [(fl.f8e4m3fn, ml_dtypes.float8_e4m3fn), (fl.f8e5m2, ml_dtypes.float8_e5m2)]
+
+
+def make_quantize(dt):  # type: ignore[no-untyped-def]
+    @tile.kernel
+    def quantize(q: tile.Part[dt], back: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        v = tile.load_like(x, q).astype(dt)
+        q.store(v)
+        back.store(v.astype(fl.f32))
+
+    return quantize
+
+
+def make_gemm(dt):  # type: ignore[no-untyped-def]
+    @tile.kernel
+    def gemm(c: tile.Part[fl.f32], a: tile.Tensor[dt], b: tile.Tensor[dt]):
+        BM, BN = c.shape
+        i, j = c.index
+        acc = tile.zeros((BM, BN), fl.f32)
+        for k in range(tile.cdiv(a.shape[1], 32)):
+            acc = tile.mma(tile.load(a, (i, k), (BM, 32)), tile.load(b, (k, j), (32, BN)), acc)
+        c.store(acc)
+
+    return gemm
+
+
+QUANTIZE = {dt: make_quantize(dt) for dt, _ in F8}
+GEMM = {dt: make_gemm(dt) for dt, _ in F8}
+RNG = np.random.default_rng(8)
+X = (RNG.standard_normal(64) * 40).astype(np.float32)  # past e4m3fn's 448 too, now and then
+X[:4] = [0.0, -0.0, 448.0, 1e-3]
+A = RNG.standard_normal((32, 64)).astype(np.float32)
+B = RNG.standard_normal((64, 32)).astype(np.float32)
+
+
+@pytest.mark.parametrize(("dt", "ml"), F8, ids=lambda v: getattr(v, "name", ""))
+def test_tensors_of_8_bit_floats(dt: fl.DType, ml: type) -> None:
+    values = np.array([0.5, -1.75, 3.0, 224.0], ml)
+    t = fl.asarray(values)
+    assert t.dtype is dt and t.numpy().dtype == np.dtype(ml)
+    assert t.numpy().astype(np.float32).tolist() == [0.5, -1.75, 3.0, 224.0]
+    z = fl.zeros(3, dtype=dt)
+    assert z.numpy().astype(np.float32).tolist() == [0.0, 0.0, 0.0]
+    assert fl.full(2, 1.5, dtype=dt).numpy().astype(np.float32).tolist() == [1.5, 1.5]
+
+
+@pytest.mark.parametrize(("dt", "ml"), F8, ids=lambda v: getattr(v, "name", ""))
+def test_conversions_round_as_ml_dtypes(dt: fl.DType, ml: type) -> None:
+    q = fl.empty(64, dtype=dt).partition((64,))
+    back = fl.empty(64).partition((64,))
+    QUANTIZE[dt](q, back, fl.asarray(X))
+    want = X.astype(ml)
+    got = q.unpartition().numpy()
+    assert got.view(np.uint8).tolist() == want.view(np.uint8).tolist()
+    np.testing.assert_array_equal(back.unpartition().numpy(), want.astype(np.float32))
+
+
+@pytest.mark.parametrize(("dt", "ml"), F8, ids=lambda v: getattr(v, "name", ""))
+def test_fp8_mma_sums_in_f32(dt: fl.DType, ml: type) -> None:
+    a, b = A.astype(ml), B.astype(ml)
+    c = fl.empty((32, 32)).partition((16, 16))
+    GEMM[dt](c, fl.asarray(a), fl.asarray(b))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.unpartition().numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_fp8_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    for dt, ml in F8:
+        q, back = fl.empty(64, dtype=dt).partition((64,)), fl.empty(64).partition((64,))
+        assert cubin(QUANTIZE[dt], q, back, fl.asarray(X))
+        c = fl.empty((32, 32)).partition((16, 16))
+        assert cubin(GEMM[dt], c, fl.asarray(A.astype(ml)), fl.asarray(B.astype(ml)))
+
+
+def test_arithmetic_on_fp8_tiles_is_refused() -> None:
+    @tile.kernel
+    def add_one(out: tile.Part[fl.f8e4m3fn], x: tile.Tensor[fl.f8e4m3fn]):
+        out.store(tile.load_like(x, out) + 1.0)  # here: add
+
+    with pytest.raises(fl.KernelTypeError, match="f8e4m3fn tiles load, store, convert") as info:
+        add_one(fl.empty(16, dtype=fl.f8e4m3fn).partition((16,)), fl.zeros(16, dtype=fl.f8e4m3fn))
+    assert "astype(fl.f32)" in str(info.value)
+
+
+def test_simt_kernels_have_no_fp8() -> None:
+    @simt.kernel
+    def copy(x: simt.Slice[fl.f8e4m3fn], out: simt.DisjointSlice[fl.f8e4m3fn]):
+        i = simt.thread.index_1d()
+        out[i] = x[i]
+
+    x = fl.zeros(32, dtype=fl.f8e4m3fn)
+    with pytest.raises(fl.CompileError, match="SIMT kernels have no f8e4m3fn"):
+        copy[1, 32](x, fl.empty(32, dtype=fl.f8e4m3fn))
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_conversions_and_mma_match_the_simulator() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    got = []
+    for target in ("sim", "cuda"):
+        fl.set_target(target)
+        try:
+            outs = []
+            for dt, ml in F8:
+                q, back = fl.empty(64, dtype=dt).partition((64,)), fl.empty(64).partition((64,))
+                QUANTIZE[dt](q, back, fl.asarray(X))
+                c = fl.empty((32, 32)).partition((16, 16))
+                GEMM[dt](c, fl.asarray(A.astype(ml)), fl.asarray(B.astype(ml)))
+                fl.synchronize()
+                outs += [q.unpartition().numpy().view(np.uint8), back.unpartition().numpy()]
+                outs.append(c.unpartition().numpy())
+            got.append(outs)
+        finally:
+            fl.set_target(None)
+    for i, (gpu, sim) in enumerate(zip(got[1], got[0], strict=True)):
+        if i % 3 == 2:  # the GEMM: f32 sums in another order
+            np.testing.assert_allclose(gpu, sim, rtol=1e-5, atol=1e-5)
+        else:  # conversions: the same bits (NaN past e4m3fn's 448 included)
+            assert np.array_equal(gpu.view(np.uint8), sim.view(np.uint8)), i
+
+
+def test_torch_fp8_tensors_are_arguments() -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([0.5, 1.5, -2.0, 3.0]).to(torch.float8_e5m2)
+    assert fl.asarray(t).dtype is fl.f8e5m2
+
+    @tile.kernel
+    def widen(out: tile.Part[fl.f32], x: tile.Tensor[fl.f8e5m2]):
+        out.store(tile.load_like(x, out).astype(fl.f32))
+
+    out = fl.empty(4).partition((4,))
+    widen(out, t)
+    assert out.unpartition().numpy().tolist() == [0.5, 1.5, -2.0, 3.0]
+
+
+def test_an_fp8_scalar_parameter_is_refused() -> None:
+    @tile.kernel
+    def scaled(out: tile.Part[fl.f32], s: fl.f8e4m3fn):
+        out.store(tile.zeros((4,), fl.f32))
+
+    with pytest.raises(fl.CompileError, match="a f8e4m3fn scalar is not a kernel parameter"):
+        scaled(fl.empty(4).partition((4,)), 1.0)
