@@ -158,3 +158,27 @@ def test_an_fp8_scalar_parameter_is_refused() -> None:
 
     with pytest.raises(fl.CompileError, match="a f8e4m3fn scalar is not a kernel parameter"):
         scaled(fl.empty(4).partition((4,)), 1.0)
+
+
+def test_ops_matmul_of_fp8_returns_fp8() -> None:
+    """`fearless.ops.matmul` of fp8 operands (TileGym's fp8 grid): f32 sums, one rounding to
+    the operands' dtype, for fl.Tensors and torch tensors."""
+    from fearless import ops
+
+    a, b = A[:, :48].astype(ml_dtypes.float8_e4m3fn), B[:48, :40].astype(ml_dtypes.float8_e4m3fn)
+    want = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    c = ops.matmul(fl.asarray(a), fl.asarray(b))
+    assert c.dtype is fl.f8e4m3fn
+    assert (
+        c.numpy().view(np.uint8).tolist()
+        == want.astype(ml_dtypes.float8_e4m3fn).view(np.uint8).tolist()
+    )
+    torch = pytest.importorskip("torch")
+    ta = torch.from_numpy(a.astype(np.float32)).to(torch.float8_e4m3fn)
+    tb = torch.from_numpy(b.astype(np.float32)).to(torch.float8_e4m3fn)
+    tc = ops.matmul(ta, tb)
+    assert tc.dtype == torch.float8_e4m3fn
+    assert (
+        tc.float().numpy().tolist()
+        == want.astype(ml_dtypes.float8_e4m3fn).astype(np.float32).tolist()
+    )

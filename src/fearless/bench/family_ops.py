@@ -14,7 +14,8 @@ TileGym operator of the same name (`tilegym.ops`, cutile backend; the activation
   `layer_norm_legacy` grid) and at M = 30000 (its `persistent_layer_norm` grid, the TileGym op
   called there). Its M = 128000 rows (4 GB per tensor) are left out for the time budget;
 - matmul: M = N = K = 1024 ... 16384, f16 (bench_matrix_multiplication, called as it calls
-  TileGym: `use_tma=True, static_persistent=False`); its fp8 grid is left out (no fp8 here);
+  TileGym: `use_tma=True, static_persistent=False`), and the same sizes in f8e4m3fn, TileGym's
+  fp8 grid (fp8 out, as TileGym's; torch has no fp8 matmul: skipped);
 - bmm: batch 2 and 8, M = N = K = 1024 ... 4096, f16; group_gemm: 4 and 16 groups, the same
   sizes, f16. Their transposed-operand variants (TileGym's `transpose_a/b` flags, which
   torch.bmm's signature has not) and the fp8 groups are left out;
@@ -74,7 +75,7 @@ from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
 )
 from .family_ops_dry import dry_run  # noqa: F401  (the suite's entry for --dry-run)
 from .harness import Ctx, DeviceCase, Impls, Prepared, error_text, run_device_case
-from .model import FEARLESS_TILE, TILEGYM, TORCH, Record, failed, skipped
+from .model import FEARLESS_TILE, TILEGYM, TORCH, Record, Skip, failed, skipped
 
 # ------------------------------------------------------------------------ checked outputs
 
@@ -134,7 +135,7 @@ class Bench:
 
     fearless: Callable[[Any], Callable[[], Any]]
     tilegym: Callable[[Any], Callable[[], Any]]
-    torch: Callable[[], Any]
+    torch: Callable[[], Any] | None  # None: torch has no such operator (fp8 matmul)
     reference: Callable[[], Any]
     bytes: int | None = None
     flops: int | None = None
@@ -195,6 +196,8 @@ def _case(ctx: Ctx, spec: Spec) -> list[Record]:
         return Prepared(bench.tilegym(ctx.peers.tilegym().ops), note=bench.tilegym_note)
 
     def eager() -> Prepared:
+        if bench.torch is None:
+            raise Skip(f"torch has no {spec.op} of {spec.dtype} (torch._scaled_mm is another op)")
         return Prepared(bench.torch)
 
     impls: Impls = list(zip(IMPLS, (fearless, tilegym, eager), strict=True))
@@ -202,8 +205,8 @@ def _case(ctx: Ctx, spec: Spec) -> list[Record]:
 
 
 def _randn(torch: Any, dt: str, *shape: int) -> Any:
-    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dt]
-    return torch.randn(*shape, device=DEVICE).to(tdt)
+    names = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn"}
+    return torch.randn(*shape, device=DEVICE).to(getattr(torch, names[dt]))
 
 
 def _rows(torch: Any, s: Spec) -> Bench:
@@ -249,7 +252,7 @@ def _gemm(torch: Any, s: Spec) -> Bench:
         return Bench(
             lambda fo: lambda: fo.matmul(a, b),
             lambda tg: lambda: tg.matmul(a, b, use_tma=True, static_persistent=False),
-            lambda: torch.matmul(a, b),
+            None if s.dtype.startswith("f8") else lambda: torch.matmul(a, b),
             lambda: a.double() @ b.double(),
             flops=2 * m * n * k,
             tilegym_note="tilegym.ops.matmul(use_tma=True, static_persistent=False), cutile",

@@ -95,7 +95,8 @@ def specs() -> list[Spec]:
             out += [Spec(op, dt, (4096, n)) for n in POW2_N]
     for m in (LEGACY_LN_ROWS, 30000):
         out += [Spec("layer_norm", "bf16", (m, n)) for n in (256, *POW2_N)]
-    out += [Spec("matmul", "f16", (n, n, n)) for n in POW2_N]
+    for dt in ("f16", "f8e4m3fn"):  # TileGym's matmul grid, and its fp8 grid (fp8 output)
+        out += [Spec("matmul", dt, (n, n, n)) for n in POW2_N]
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]

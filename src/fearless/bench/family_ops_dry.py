@@ -87,7 +87,7 @@ def _dry_body(s: Spec, rng: np.random.Generator) -> Callable[[], float]:
 
         from .check import rel_err_numpy
 
-        want = {"f32": fl.f32, "f16": fl.f16, "bf16": fl.bf16}[s.dtype]
+        want = fl.dtypes.BY_NAME[s.dtype]
 
         def arr(*shape: int) -> tuple[Any, np.ndarray]:
             t = fl.asarray(rng.standard_normal(shape).astype(np.float32), dtype=want)

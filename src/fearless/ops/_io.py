@@ -213,4 +213,5 @@ def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
 
 
 FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)
+GEMM_FLOATS = (*FLOATS, dtypes.f8e4m3fn, dtypes.f8e5m2)  # matmul's: the fp8 tensor cores too
 HALF = (dtypes.f16, dtypes.bf16)

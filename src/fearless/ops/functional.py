@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
@@ -22,6 +23,7 @@ from ..runtime.arrays import as_dtype, torch_dtype_of
 from ..runtime.location import user_location
 from ._io import (
     FLOATS,
+    GEMM_FLOATS,
     Operand,
     cast,
     fresh_seed,
@@ -134,8 +136,12 @@ def _machine_eps(a: Operand) -> float:
 
 @replayable()
 def matmul(a: Any, b: Any) -> Any:
-    """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32."""
-    return _binary(a, b, "matmul", "(M, K) @ (K, N)", _matmul_shape, matmul_tuned)
+    """`torch.matmul` of two matrices (M, K) @ (K, N), accumulated in f32. As TileGym's, it also
+    takes fp8 (f8e4m3fn or f8e5m2) operands, multiplied on the fp8 tensor cores, and returns
+    their dtype."""
+    return _binary(
+        a, b, "matmul", "(M, K) @ (K, N)", _matmul_shape, matmul_tuned, floats=GEMM_FLOATS
+    )
 
 
 def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -161,6 +167,7 @@ def _binary(
     out_shape: Callable[[tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None],
     run: Callable[[Any, Any, Any], None],
     verb: str = "multiplies",
+    floats: tuple[DType, ...] = FLOATS,
 ) -> Any:
     """The body of a two-operand op (matmul, bmm, swiglu): torch's own `op` when torch routes
     (`_route.torch_ops`); otherwise `a` and `b` as float operands of one dtype, a result of
@@ -168,8 +175,8 @@ def _binary(
     ..."), filled by `run(a, b, out)` unless it is empty."""
     if (t := torch_ops(a, b)) is not None:
         return getattr(t, op)(a, b)
-    x = operand(a, op, "a", FLOATS)
-    y = _same_dtype(operand(b, op, "b", FLOATS), x, op)
+    x = operand(a, op, "a", floats)
+    y = _same_dtype(operand(b, op, "b", floats), x, op)
     shape = out_shape(x.shape, y.shape)
     if shape is None:
         raise _shapes(op, form, x, y, verb)
