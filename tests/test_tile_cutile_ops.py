@@ -45,6 +45,13 @@ def checked_tile(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], BM: tile.Const[
     out.store(tile.load_like(x, out))
 
 
+@tile.kernel
+def halves(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    """Static slices of a tile: a column window, a row (its axis dropped), negative indices."""
+    v = tile.load(x, (0, 0), (16, 64))
+    out.store(v[:, 32:64] + v[3, 0:32] + v[-1][-32:] * 0.5)
+
+
 X = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
 BITS = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, 1e-40, 3.4e38], np.float32)
 
@@ -54,6 +61,13 @@ def test_extract_and_ones() -> None:
     last_column_plus_one(out, fl.asarray(X))
     want = X[:, 63] + X[:, 16:32].sum(axis=1) + 1.0
     np.testing.assert_allclose(out.unpartition().numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_static_slices_of_tiles() -> None:
+    out = fl.empty((16, 32)).partition((16, 32))
+    halves(out, fl.asarray(X))
+    want = X[:, 32:64] + X[3, 0:32] + X[-1, -32:] * 0.5
+    np.testing.assert_allclose(out.unpartition().numpy(), want, rtol=1e-6)
 
 
 def test_bitcast_keeps_the_bits() -> None:
@@ -77,6 +91,7 @@ def test_static_assert() -> None:
 
 def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     assert cubin(last_column_plus_one, fl.empty(16).partition((16,)), fl.asarray(X))
+    assert cubin(halves, fl.empty((16, 32)).partition((16, 32)), fl.asarray(X))
     assert cubin(
         float_bits,
         fl.empty(8, dtype=fl.i32).partition((8,)),
@@ -93,6 +108,9 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         ("tile.extract(v, (0,), (16,))", "needs a 2-d index and shape"),
         ("tile.bitcast(v, fl.f16)", "cannot bitcast f32 to f16: a bitcast keeps the width"),
         ("tile.static_assert(tile.sum(v) > 0)", "needs a condition known at compile time"),
+        ("v[:, 0:48]", r"cannot take \[0:48\] of axis 1 of a \(16, 64\) tile"),
+        ("v[:, 16:48]", r"cannot take \[16:48\] of axis 1"),
+        ("v[0, 0, 0]", "too many indices for a 2-d tile"),
     ],
 )
 def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -125,10 +143,13 @@ def test_gpu_extract_and_bitcast_match_the_simulator() -> None:
             last_column_plus_one(a, fl.asarray(X))
             b, c = fl.empty(8, dtype=fl.i32).partition((8,)), fl.empty(8).partition((8,))
             float_bits(b, c, fl.asarray(BITS))
+            h = fl.empty((16, 32)).partition((16, 32))
+            halves(h, fl.asarray(X))
             fl.synchronize()
-            got.append([p.unpartition().numpy() for p in (a, b, c)])
+            got.append([p.unpartition().numpy() for p in (a, b, c, h)])
         finally:
             fl.set_target(None)
     np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-5)
     assert np.array_equal(got[1][1], got[0][1])
     assert np.array_equal(got[1][2].view(np.int32), got[0][2].view(np.int32))
+    np.testing.assert_allclose(got[1][3], got[0][3], rtol=1e-6)

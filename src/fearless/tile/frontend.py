@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import CompileError, KernelTypeError, SafetyError
 from ..frontend.core import unsupported
@@ -37,6 +38,7 @@ from .order import own_index
 from .persistent import TileCursor, lower_chunks, lower_tiles
 from .regions import lower_with
 from .rules import Operand, TileRules
+from .shaping import slice_tile
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
 TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item")
@@ -167,6 +169,8 @@ class TileLowerer(TileRules):
                 for a in new_axes:
                     shape.insert(a, 1)
                 return self.emit(ops.Reshape(base, tuple(shape), self.loc(node)))
+        if isinstance(base, Value) and isinstance(base.type, TileType):
+            return slice_tile(self, base, self._static_index(node.slice), self.loc(node))
         idx = self.expr(node.slice)
         if isinstance(base, tuple) and isinstance(idx, Weak) and isinstance(idx.value, int):
             try:
@@ -179,6 +183,18 @@ class TileLowerer(TileRules):
         raise unsupported(
             "indexing tiles", self.loc(node), help="load tiles with `tile.load(t, index, shape)`"
         )
+
+    def _static_index(self, node: ast.expr) -> Any:
+        """A tile subscript as Python values: slices and ints, compile-time (tile/shaping.py)."""
+        if isinstance(node, ast.Tuple):
+            return tuple(self._static_index(e) for e in node.elts)
+        if isinstance(node, ast.Slice):
+            lo, hi, step = (
+                None if p is None else self.static_int(self.expr(p), self.loc(p), "a tile slice")
+                for p in (node.lower, node.upper, node.step)
+            )
+            return slice(lo, hi, step)
+        return self.static_int(self.expr(node), self.loc(node), "a tile index")
 
     def lower_unary(self, kind: str, x: Operand, node: ast.UnaryOp) -> Operand:
         if kind == "pos":

@@ -91,3 +91,44 @@ def api_static_assert(lw: TileRules, loc_of: LocOf, cond: Any, msg: Any) -> PyOb
         text = msg.obj if isinstance(msg, PyObj) and isinstance(msg.obj, str) else None
         raise CompileError(f"static assertion failed{': ' + text if text else ''}", loc_of("cond"))
     return PyObj(None, "None")
+
+
+def slice_tile(lw: TileRules, v: Value, index: Any, loc: Location) -> Value:
+    """`x[a:b, i, :]` of a tile with compile-time bounds: `tile.extract` of the window (each
+    axis's window a power of two that divides the axis and starts at a multiple of its size),
+    the axes indexed by an int dropped. `index` is the evaluated subscript: per axis a Python
+    `slice` of compile-time ints, an int, or `...`-free fewer items (the rest whole)."""
+    shape = tile_type(v).shape
+    items = list(index) if isinstance(index, tuple) else [index]
+    if len(items) > len(shape):
+        raise KernelTypeError(
+            f"too many indices for a {len(shape)}-d tile: {len(items)}", loc, code="E0608"
+        )
+    items += [slice(None)] * (len(shape) - len(items))
+    starts, sizes, kept = [], [], []
+    for axis, (item, d) in enumerate(zip(items, shape, strict=True)):
+        if isinstance(item, int):
+            lo, hi = item + d if item < 0 else item, (item + d if item < 0 else item) + 1
+        else:
+            if item.step not in (None, 1):
+                raise CompileError("a tile slice takes no step", loc, help="slice with `a:b`")
+            lo, hi, _ = item.indices(d)
+            kept.append(hi - lo)
+        size = hi - lo
+        if not 0 <= lo < hi <= d or d % size or lo % size:
+            raise KernelTypeError(
+                f"cannot take [{lo}:{hi}] of axis {axis} of a {shape} tile",
+                loc,
+                label="not a window of the tile",
+                help="a tile slice is a power-of-two window that divides the axis and starts "
+                f"at a multiple of its size (e.g. [{size * (lo // size)}:"
+                f"{size * (lo // size + 1)}]); compute elsewhere with `tile.where`",
+            )
+        starts.append(lo // size)
+        sizes.append(size)
+    out = v
+    if tuple(sizes) != shape:
+        out = lw.emit(ops.Extract(v, tuple(starts), tuple(sizes), loc))
+    if len(kept) != len(shape):
+        out = lw.emit(ops.Reshape(out, tuple(kept), loc))
+    return out
