@@ -182,3 +182,20 @@ def test_ops_matmul_of_fp8_returns_fp8() -> None:
         tc.float().numpy().tolist()
         == want.astype(ml_dtypes.float8_e4m3fn).astype(np.float32).tolist()
     )
+
+
+def test_ops_bmm_and_group_gemm_of_fp8() -> None:
+    from fearless import ops
+
+    a = np.stack([A[:, :32], A[:, 32:]]).astype(ml_dtypes.float8_e5m2)  # (2, 32, 32)
+    b = np.stack([B[:32], B[32:]]).astype(ml_dtypes.float8_e5m2)
+    want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    got = ops.bmm(fl.asarray(a), fl.asarray(b))
+    assert got.dtype is fl.f8e5m2
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=0.13, atol=0.02)
+    outs = ops.group_gemm(
+        [fl.asarray(a[0]), fl.asarray(a[1])], [fl.asarray(b[0]), fl.asarray(b[1])]
+    )
+    for out, w in zip(outs, want, strict=True):
+        assert out.dtype is fl.f8e5m2
+        np.testing.assert_allclose(out.numpy().astype(np.float64), w, rtol=0.13, atol=0.02)

@@ -150,8 +150,9 @@ def _matmul_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] |
 
 @replayable()
 def bmm(a: Any, b: Any) -> Any:
-    """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32."""
-    return _binary(a, b, "bmm", "(B, M, K) @ (B, K, N)", _bmm_shape, bmm_tuned)
+    """`torch.bmm`: (B, M, K) @ (B, K, N) per batch, accumulated in f32 (fp8 operands too, as
+    `matmul`)."""
+    return _binary(a, b, "bmm", "(B, M, K) @ (B, K, N)", _bmm_shape, bmm_tuned, floats=GEMM_FLOATS)
 
 
 def _bmm_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | None:
