@@ -296,3 +296,59 @@ def test_the_device_clock_spins_ahead_of_its_start_event_and_outlasts_slow_host_
     spins.clear()  # and follows the host back down
     clock.time(lambda: None)
     assert spins == [clock.MAX_GATE_S] and clock.gate == clock.GATE_S
+
+
+def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On the GPU the tuner first calls each configuration with Tile launches compiling on
+    # worker threads (tile/ahead.py), then times them. Here the launches are made to take the
+    # ahead path on the simulator: none may run, and each configuration's cubin is waiting.
+    import importlib
+
+    from fearless.backends import toolchain
+    from fearless.tile import ahead
+
+    kernel_module = importlib.import_module("fearless.tile.kernel")
+
+    if toolchain.find_tileiras() is None:
+        pytest.skip("no tileiras on this machine")
+    monkeypatch.setattr(kernel_module, "ahead_applies", lambda target: True)
+
+    @fl.autotune(configs=[{"TILE": 16, "occupancy": 1}, {"TILE": 32, "occupancy": 2}], key=["x"])
+    @tile.kernel
+    def doubled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], TILE: tile.Const[int]):
+        out.store(tile.load_like(x, out) * 2.0)
+
+    x = fl.asarray(np.arange(64, dtype=np.float32))
+    host = np.zeros(64, np.float32)
+    part = fl.asarray(host).partition((64,))  # on the simulator `host` is the memory
+    restored: list[int] = []
+    doubled._compile_ahead((part, x), {}, lambda: restored.append(1))
+    assert restored == [1, 1] and ahead.STATE.thread is None and ahead.STATE.pool is None
+    for occupancy in (1, 2):
+        kernel = doubled.fn.options(occupancy=occupancy)
+        (key,) = kernel._ahead
+        assert kernel.compile(*key).cubin[:4] == b"\x7fELF"  # taken from the pool
+        assert not kernel._ahead
+    assert host.tolist() == [0.0] * 64  # the pass ran nothing
+    kernel(part, x, 16)  # outside the pass a launch runs, the patched check notwithstanding
+    assert part.unpartition().numpy().tolist() == [2.0 * i for i in range(64)]
+
+
+def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:
+    import threading
+
+    from fearless.runtime.target import Target
+    from fearless.tile import ahead
+
+    seen: list[bool] = []
+    with ahead.compile_ahead(1):
+        assert ahead.applies(Target.CUDA) and not ahead.applies(Target.SIM)
+        worker = threading.Thread(target=lambda: seen.append(ahead.applies(Target.CUDA)))
+        worker.start()
+        worker.join()
+        with ahead.compile_ahead(1):  # nested: the outer pass goes on
+            assert ahead.applies(Target.CUDA)
+        assert ahead.applies(Target.CUDA)
+    assert seen == [False] and not ahead.applies(Target.CUDA)

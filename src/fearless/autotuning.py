@@ -31,6 +31,7 @@ parameters, which the caller leaves out of the call.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
@@ -153,6 +154,8 @@ class Autotuned:
             for put_back in snapshots:
                 put_back()
 
+        if target.on_device:
+            self._compile_ahead(args, kwargs, restore)
         clock: _Clock = _DeviceClock() if target.on_device else _HostClock()
         progress = _Progress(self.name, key)
         times: list[float | None] = []
@@ -175,6 +178,20 @@ class Autotuned:
         self.timings[key] = times
         _store(path, self.configs[best], times)
         return best
+
+    def _compile_ahead(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], restore: Callable[[], None]
+    ) -> None:
+        """Every configuration's call once, its Tile launches compiling on worker threads
+        instead of running (tile/ahead.py), so the timing pass that follows finds them
+        compiled. A configuration that fails here is met again, and skipped, there."""
+        from .tile.ahead import compile_ahead
+
+        with compile_ahead():
+            for cfg in self.configs:
+                restore()
+                with contextlib.suppress(FearlessError):
+                    self._run(cfg, args, kwargs)
 
     def _store_path(self, key: Hashable, device: str) -> Path:
         try:

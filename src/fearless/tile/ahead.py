@@ -1,0 +1,79 @@
+"""Compiling Tile kernels ahead of their launches, on worker threads: the autotuner's first pass.
+
+Within `compile_ahead(workers)`, a launch of a Tile kernel on the GPU target from this thread
+(`k(...)`, `k.launch(grid, ...)`) does not run. It checks its arguments and builds the
+specialisation's IR here, then hands the tileiras compile to a pool of worker threads, whose
+tileiras processes run side by side. The kernel's `compile` later takes the result from the pool
+(`take`). Nothing runs on the device and no output is written.
+
+The autotuner calls every configuration this way once before it times any
+(`autotuning.Autotuned._choose`). N configurations then compile in about the time of N / workers
+compiles, not of N: on the H200 a row op's configurations took 1 to 3 s each to compile, one
+after another.
+
+Another thread's launches are not affected, since the pass belongs to the thread that opened it.
+The check a launch pays when no pass is open is one attribute read (`STATE.thread`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+from ..runtime.target import Target, default_arch
+from .compiler import compile_cubin
+
+
+class _State:
+    thread: int | None = None  # the thread (ident) whose launches compile ahead, if any
+    pool: ThreadPoolExecutor | None = None
+
+
+STATE = _State()
+
+
+def workers() -> int:
+    """Worker threads for a pass: one tileiras per core, at most 16."""
+    return max(1, min(16, os.cpu_count() or 1))
+
+
+@contextmanager
+def compile_ahead(n_workers: int | None = None) -> Iterator[None]:
+    """Within: this thread's Tile launches on the GPU target compile on worker threads and do
+    not run. On leaving, the compiles carry on; `Kernel.compile` waits for each when needed."""
+    if STATE.thread is not None:  # nested (an autotuned function calling another): one pass
+        yield
+        return
+    pool = ThreadPoolExecutor(n_workers or workers(), thread_name_prefix="fearless-compile")
+    STATE.pool, STATE.thread = pool, threading.get_ident()
+    try:
+        yield
+    finally:
+        STATE.pool = STATE.thread = None
+        pool.shutdown(wait=False)
+
+
+def applies(target: Target) -> bool:
+    """Whether a launch on `target` from this thread compiles ahead instead of running."""
+    return threading.get_ident() == STATE.thread and target.on_device
+
+
+def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
+    """Check `args` and build the IR of their specialisation here; compile it on the pool."""
+    signature, _ = kernel.signature_of(args, target)
+    arch = default_arch()
+    key = (signature, arch)
+    pool = STATE.pool
+    if key in kernel._cubins or key in kernel._ahead or pool is None:
+        return
+    kernel._ahead[key] = pool.submit(compile_cubin, kernel.ir_for(signature), arch)
+
+
+def take(kernel: Any, key: Any) -> Any:
+    """The compile of `key` started ahead, waited for (None if none was started)."""
+    pending: Future[Any] | None = kernel._ahead.pop(key, None)
+    return None if pending is None else pending.result()
