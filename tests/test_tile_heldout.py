@@ -1217,6 +1217,36 @@ def nested_jumps(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
     out.store(tile.full((1,), 0, fl.i32) + total.astype(fl.i32))
 
 
+@tile.kernel
+def break_then_continue(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+    """An inner `for` that breaks, then an outer `continue`: the inner loop's break must not
+    leak into the outer loop (it skipped the outer rest, and broke the outer loop, once)."""
+    total = tile.full((), 0, fl.i32)
+    for r in range(x.shape[0]):
+        row = tile.load(x, (r, 0), (1, 8)).reshape((8,))
+        for j in range(8):
+            if tile.sum(tile.where(tile.arange(8) == j, row, 0)) >= 5:
+                break
+            total = total + 1
+        if tile.sum(row) == 0:
+            continue
+        total = total + 100
+    out.store(tile.full((1,), 0, fl.i32) + total)
+
+
+def _break_then_continue(x: np.ndarray) -> int:
+    total = 0
+    for row in x:
+        for e in row:
+            if e >= 5:
+                break
+            total += 1
+        if row.sum() == 0:
+            continue
+        total += 100
+    return total
+
+
 def _first_chunk_over(x: np.ndarray, limit: float, block: int) -> list[int]:
     found, looked = -1, 0
     for k in range(len(x) // 16):
@@ -1268,6 +1298,9 @@ def test_break_and_continue_in_for_and_while_loops() -> None:
     total = fl.empty(1, dtype=fl.i32).partition((1,))
     nested_jumps(total, fl.asarray(JUMP_X))
     assert total.unpartition().numpy().tolist() == [_nested_jumps(JUMP_X)]
+    total = fl.empty(1, dtype=fl.i32).partition((1,))
+    break_then_continue(total, fl.asarray(JUMP_X))
+    assert total.unpartition().numpy().tolist() == [_break_then_continue(JUMP_X)]
 
 
 def test_loops_with_jumps_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
@@ -1277,6 +1310,8 @@ def test_loops_with_jumps_compile_through_tileiras(cubin: Callable[..., bytes]) 
     assert cubin(first_chunk_over, fl.empty(4, dtype=fl.i32).partition((2,)), fl.zeros(320), 2.0)
     assert cubin(collatz_by_break, fl.empty(8, dtype=fl.i32).partition((1,)), fl.asarray(COLLATZ))
     assert cubin(nested_jumps, fl.empty(1, dtype=fl.i32).partition((1,)), fl.asarray(JUMP_X))
+    one = fl.empty(1, dtype=fl.i32).partition((1,))
+    assert cubin(break_then_continue, one, fl.asarray(JUMP_X))
 
 
 @tile.kernel
@@ -1387,6 +1422,8 @@ def test_gpu_break_and_continue_match_the_simulator() -> None:
             collatz_by_break(outs[-1], fl.asarray(COLLATZ))
             outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
             nested_jumps(outs[-1], fl.asarray(JUMP_X))
+            outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
+            break_then_continue(outs[-1], fl.asarray(JUMP_X))
             fl.synchronize()
             got.append([o.unpartition().numpy() for o in outs])
         finally:

@@ -110,8 +110,15 @@ def _lower_for(
         lw.block, lw.env = outer_block, outer_env
     op = ops.For(lo, hi, step, init, body, loc)
     lw.block.append(op)
-    for name, r in zip(carried, op.results, strict=True):
-        lw.env[name] = r
+    _bind_results(lw, carried, op.results)
+
+
+def _bind_results(lw: TileRules, carried: list[str], results: Sequence[Value]) -> None:
+    """The loop's carried names after it; its own break flag stays inside (loop_scope has put
+    the enclosing loop's back)."""
+    for name, r in zip(carried, results, strict=True):
+        if name != BREAK:
+            lw.env[name] = r
 
 
 def _lower_loop_body(
@@ -228,8 +235,7 @@ def _lower_while(lw: TileRules, node: ast.While, token: Token) -> None:
             lw.block, lw.env = outer_block, outer_env
     op = ops.While(init, cond, body, loc)
     lw.block.append(op)
-    for name, r in zip(carried, op.results, strict=True):
-        lw.env[name] = r
+    _bind_results(lw, carried, op.results)
 
 
 def _while_condition(lw: TileRules, node: ast.While, jumps: Jumps) -> Value:
