@@ -7,9 +7,9 @@ in functional.py (`_define`: the typed signature below is the op's schema; its b
 `kernels_only`, so it never dispatches again); its fake kernel gives the output's shape, dtype
 and device without running anything; `register_autograd` saves what the backward needs and
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
-that torch.compile traces the backward graph too. Every operator has a backward; an input that
-requires grad where no gradient can flow (rope's cos and sin) is refused at the call, never
-detached.
+that torch.compile traces the backward graph too. Every operator has a backward except
+scaled_dot_product_attention (not yet); an input that requires grad where no gradient can flow
+(rope's cos and sin, attention's inputs) is refused at the call, never detached.
 
 dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
 inside the operator, at run time, so a compiled graph draws a new mask per call, and the
@@ -19,11 +19,12 @@ backward replays the same mask from it.
 import functools
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
 
+import fearless.ops.attention as A
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
@@ -378,3 +379,35 @@ def _rope_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
 def _rope_bwd(ctx: Any, dq: Tensor, dk: Tensor) -> tuple:
     cos, sin = ctx.saved_tensors
     return (*OPS.rope_backward(dq, dk, cos, sin), None, None)
+
+
+# ------------------------------------------------------------------------------- attention
+
+
+@_define("scaled_dot_product_attention", lambda q, *_, **__: _new(q, q.shape))
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Optional[Tensor] = None,  # noqa: UP045  (torch's schema inference reads it)
+    is_causal: bool = False,
+    scale: Optional[float] = None,  # noqa: UP045
+    enable_gqa: bool = False,
+) -> Tensor:
+    return A.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)  # type: ignore[no-any-return]
+
+
+def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    """Runs when an input requires grad: attention has no backward here yet, so the call is
+    refused rather than cut from the graph."""
+    raise argument_error(
+        "`fearless.ops.scaled_dot_product_attention` has no backward yet: its result would be "
+        "cut from the autograd graph",
+        help="call it under `torch.no_grad()` (inference), or use torch's "
+        "`torch.nn.functional.scaled_dot_product_attention` for training",
+    )
+
+
+@_autograd(scaled_dot_product_attention, _attention_ctx)
+def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
+    raise AssertionError("unreachable: _attention_ctx refuses inputs that require grad")

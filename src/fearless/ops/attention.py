@@ -1,0 +1,87 @@
+"""`fearless.ops.scaled_dot_product_attention`: torch's signature, a flash-attention Tile kernel
+(ops/kernels_attention.py), autotuned per shape.
+
+What it takes: q of (B, H, L, D) and k, v of (B, H_kv, S, D), or the same without the head
+axis; f32, f16 or bf16, one dtype; `is_causal` (torch's: query i sees keys 0..i); `scale`
+(default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv, query head h reading KV head
+h // (H / H_kv), as torch). What it refuses, each with a fearless error at the caller's line:
+`attn_mask` (not yet: a causal mask is `is_causal=True`), `dropout_p` other than 0, a value
+head size other than D, and inputs that require grad (there is no attention backward yet).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import KernelTypeError
+from ..runtime.location import argument_error, user_location
+from ._io import FLOATS, operand, output, result, view
+from ._route import torch_ops
+from .kernels_attention import attention_tuned
+
+
+def scaled_dot_product_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    dropout_p: float = 0.0,
+) -> Any:
+    """`torch.nn.functional.scaled_dot_product_attention` of q (B, H, L, D) over k and v
+    (B, H_kv, S, D): softmax(q k^T * scale) v, the probabilities never stored (flash
+    attention)."""
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+    op = "scaled_dot_product_attention"
+    if attn_mask is not None:
+        raise argument_error(
+            f"`fearless.ops.{op}` does not take `attn_mask` yet",
+            help="for a causal mask pass `is_causal=True`; other masks need torch's own "
+            "`torch.nn.functional.scaled_dot_product_attention` for now",
+        )
+    if dropout_p != 0.0:
+        raise argument_error(
+            f"`fearless.ops.{op}` has no attention dropout (dropout_p={dropout_p!r})",
+            help="pass dropout_p=0.0 (inference), or apply `fearless.ops.dropout` elsewhere",
+        )
+    qa, ka, va = (operand(x, op, name, FLOATS) for x, name in ((q, "q"), (k, "k"), (v, "v")))
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    nd = len(qa.shape)
+    if nd not in (3, 4) or len(ka.shape) != nd or len(va.shape) != nd:
+        raise _mismatch(
+            op, f"shapes {qa.shape}, {ka.shape} and {va.shape} (each (B, H, L, D) or (B, L, D))"
+        )
+    qs, ks, vs = (s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape))
+    (b, h, _, d), (bk, hk, s, dk) = qs, ks
+    if bk != b or vs[:3] != ks[:3] or dk != d or vs[3] != d or s == 0:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    if hk != h and not (enable_gqa and hk and h % hk == 0):
+        raise _mismatch(
+            op,
+            f"{h} query heads and {hk} key/value heads"
+            + ("" if enable_gqa else " (pass enable_gqa=True for grouped-query attention)"),
+        )
+    out, ret = output(qa, qa.shape)
+    if out.size:
+        sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        q4, k4, v4, o4 = (
+            view(x, shape)
+            for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
+        )
+        attention_tuned(q4, k4, v4, o4, sc, bool(is_causal), h // hk)
+    return result(qa, out, ret)
+
+
+def _mismatch(op: str, what: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, got "
+        f"{what}",
+        user_location(),
+        code="E0701",
+    )

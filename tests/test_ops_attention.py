@@ -1,0 +1,126 @@
+"""`fearless.ops.scaled_dot_product_attention` (DESIGN 2b): torch's signature and semantics
+(is_causal top-left aligned, scale, enable_gqa), against torch's own on the simulator; the
+refusals at the caller's line; the kernel through tileiras; the GPU against torch."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import ops
+from fearless.ops.kernels_attention import make_attention
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+CASES = [  # (B, H, H_kv, L, S, D, causal, dtype)
+    (1, 2, 2, 100, 100, 64, False, "float32"),
+    (2, 4, 2, 64, 128, 32, True, "float16"),  # GQA, L < S
+    (1, 2, 1, 37, 70, 40, True, "bfloat16"),  # D not a power of two, ragged tiles
+    (1, 1, 1, 130, 33, 16, False, "float32"),  # L > S
+    (1, 3, 3, 90, 50, 64, True, "float16"),  # causal with L > S: late queries see every key
+]
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def _inputs(b, h, hk, lq, s, d, dtype):  # type: ignore[no-untyped-def]
+    g = torch.Generator().manual_seed(lq * 1000 + s)
+    make = lambda *shape: torch.randn(*shape, generator=g).to(getattr(torch, dtype))  # noqa: E731
+    return make(b, h, lq, d), make(b, hk, s, d), make(b, hk, s, d)
+
+
+def _rel(got, want) -> float:  # type: ignore[no-untyped-def]
+    return float((got.double() - want).norm() / want.norm())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_matches_torch(case: tuple) -> None:
+    b, h, hk, lq, s, d, causal, dtype = case
+    q, k, v = _inputs(b, h, hk, lq, s, d, dtype)
+    gqa = hk != h
+    got = ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    want = F.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), is_causal=causal, enable_gqa=gqa
+    )
+    assert got.dtype == q.dtype and got.shape == q.shape
+    assert _rel(got, want) < TOL[dtype]
+
+
+def test_scale_three_dimensional_inputs_and_fl_tensors() -> None:
+    q, k, v = _inputs(2, 1, 1, 48, 80, 32, "float32")
+    q3, k3, v3 = q[:, 0], k[:, 0], v[:, 0]
+    got = ops.scaled_dot_product_attention(q3, k3, v3, scale=0.3)
+    want = F.scaled_dot_product_attention(q3.double(), k3.double(), v3.double(), scale=0.3)
+    assert got.shape == q3.shape and _rel(got, want) < 1e-5
+    fl_out = ops.scaled_dot_product_attention(
+        fl.asarray(q.numpy()), fl.asarray(k.numpy()), fl.asarray(v.numpy()), None, True
+    )
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    assert isinstance(fl_out, fl.Tensor)
+    np.testing.assert_allclose(fl_out.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _line(marker: str) -> int:
+    frame = inspect.currentframe()
+    assert frame is not None and frame.f_back is not None
+    lines, first = inspect.getsourcelines(frame.f_back.f_code)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_what_it_refuses_is_said_at_the_callers_line() -> None:
+    q, k, v = _inputs(1, 4, 2, 16, 16, 16, "float32")
+    sdpa = ops.scaled_dot_product_attention
+    mask = torch.ones(16, 16, dtype=torch.bool)
+    with pytest.raises(fl.KernelTypeError, match="does not take `attn_mask` yet") as info:
+        sdpa(q, k, v, mask)  # here: mask
+    assert info.value.loc is not None and info.value.loc.line == _line("here: mask")
+    with pytest.raises(fl.KernelTypeError, match="no attention dropout"):
+        sdpa(q, q, q, dropout_p=0.1)
+    with pytest.raises(fl.KernelTypeError, match=r"4 query heads and 2 key/value heads \(pass"):
+        sdpa(q, k, v)
+    with pytest.raises(fl.KernelTypeError, match="dtypes f32, f16 and f32"):
+        sdpa(q, q.half(), q)
+    with pytest.raises(fl.KernelTypeError, match="shapes"):
+        sdpa(q[0, 0], q[0, 0], q[0, 0])
+
+
+def test_the_torch_operator_and_its_refusal_of_grad() -> None:
+    q, k, v = _inputs(1, 2, 2, 32, 32, 16, "float32")
+    got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, None, True)
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    assert _rel(got, want) < 1e-5
+    with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
+        ops.scaled_dot_product_attention(q.requires_grad_(), k, v)
+    with torch.no_grad():
+        assert ops.scaled_dot_product_attention(q, k, v).shape == q.shape
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_kernel_compiles_through_tileiras(cubin: Callable[..., bytes], causal: bool) -> None:
+    q = fl.zeros((1, 2, 256, 64), dtype=fl.f16)
+    out = fl.empty((1, 2, 256, 64), dtype=fl.f16).partition((1, 1, 128, 64))
+    kernel = make_attention(fl.f16, causal, False, occupancy=2)
+    assert cubin(kernel, out, q, fl.zeros((1, 1, 200, 64), dtype=fl.f16), q, 0.125, 64, 2)
+
+
+@pytest.mark.gpu
+def test_gpu_matches_torch() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    try:
+        for b, h, hk, lq, s, d, causal, dtype in CASES:
+            q, k, v = (t.cuda() for t in _inputs(b, h, hk, lq, s, d, dtype))
+            gqa = hk != h
+            got = ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            want = F.scaled_dot_product_attention(
+                q.double(), k.double(), v.double(), is_causal=causal, enable_gqa=gqa
+            )
+            assert _rel(got, want) < TOL[dtype], (b, h, hk, lq, s, d, causal, dtype)
+    finally:
+        fl.set_target(None)
