@@ -64,6 +64,29 @@ def test_scale_three_dimensional_inputs_and_fl_tensors() -> None:
     np.testing.assert_allclose(fl_out.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("mask_shape", "kind", "causal"),
+    [((40, 70), "bool", False), ((2, 1, 40, 70), "float", True), ((1, 2, 40, 70), "bool", True)],
+)
+def test_masks_bool_and_additive_broadcast_over_batch_and_heads(
+    mask_shape: tuple, kind: str, causal: bool
+) -> None:
+    q, k, v = _inputs(2, 2, 2, 40, 70, 32, "float32")
+    g = torch.Generator().manual_seed(5)
+    if kind == "bool":
+        mask = torch.rand(*mask_shape, generator=g) > 0.3
+        mask[..., 0] = True  # every query keeps a key
+    else:
+        mask = torch.randn(*mask_shape, generator=g)
+    got = ops.scaled_dot_product_attention(q, k, v, mask, causal)
+    full = mask if kind == "bool" else mask.double()
+    if causal:  # torch takes a mask or is_causal, not both: join them
+        tril = torch.ones(40, 70, dtype=torch.bool).tril()
+        full = full & tril if kind == "bool" else full.masked_fill(~tril, float("-inf"))
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=full)
+    assert _rel(got, want) < 1e-5
+
+
 def _line(marker: str) -> int:
     frame = inspect.currentframe()
     assert frame is not None and frame.f_back is not None
@@ -74,10 +97,12 @@ def _line(marker: str) -> int:
 def test_what_it_refuses_is_said_at_the_callers_line() -> None:
     q, k, v = _inputs(1, 4, 2, 16, 16, 16, "float32")
     sdpa = ops.scaled_dot_product_attention
-    mask = torch.ones(16, 16, dtype=torch.bool)
-    with pytest.raises(fl.KernelTypeError, match="does not take `attn_mask` yet") as info:
-        sdpa(q, k, v, mask)  # here: mask
+    mask = torch.ones(1, 16, dtype=torch.bool)  # broadcast along L: not taken
+    with pytest.raises(fl.KernelTypeError, match=r"`attn_mask` .* has shape \(1, 16\)") as info:
+        sdpa(q, k, v, mask, enable_gqa=True)  # here: mask
     assert info.value.loc is not None and info.value.loc.line == _line("here: mask")
+    with pytest.raises(fl.KernelTypeError, match="attn_mask"):
+        sdpa(q, k, v, torch.ones(16, 16, dtype=torch.int32), enable_gqa=True)
     with pytest.raises(fl.KernelTypeError, match="no attention dropout"):
         sdpa(q, q, q, dropout_p=0.1)
     with pytest.raises(fl.KernelTypeError, match=r"4 query heads and 2 key/value heads \(pass"):
@@ -93,18 +118,32 @@ def test_the_torch_operator_and_its_refusal_of_grad() -> None:
     got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, None, True)
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
     assert _rel(got, want) < 1e-5
+    mask = torch.ones(32, 32, dtype=torch.bool).triu()  # each query sees itself and later keys
+    got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, mask)
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+    assert _rel(got, want) < 1e-5
     with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
         ops.scaled_dot_product_attention(q.requires_grad_(), k, v)
     with torch.no_grad():
         assert ops.scaled_dot_product_attention(q, k, v).shape == q.shape
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_the_kernel_compiles_through_tileiras(cubin: Callable[..., bytes], causal: bool) -> None:
-    q = fl.zeros((1, 2, 256, 64), dtype=fl.f16)
-    out = fl.empty((1, 2, 256, 64), dtype=fl.f16).partition((1, 1, 128, 64))
-    kernel = make_attention(fl.f16, causal, False, occupancy=2)
-    assert cubin(kernel, out, q, fl.zeros((1, 1, 200, 64), dtype=fl.f16), q, 0.125, 64, 2)
+@pytest.mark.parametrize(
+    ("causal", "form"),
+    [(False, None), (True, None), (True, (True, False, True)), (False, (False, True, False))],
+)
+def test_the_kernel_compiles_through_tileiras(
+    cubin: Callable[..., bytes], causal: bool, form: tuple | None
+) -> None:
+    q = fl.zeros((2, 2, 256, 64), dtype=fl.f16)
+    kv = fl.zeros((2, 1, 200, 64), dtype=fl.f16)
+    out = fl.empty((2, 2, 256, 64), dtype=fl.f16).partition((1, 1, 128, 64))
+    kernel = make_attention(fl.f16, causal, False, form, occupancy=2)
+    masks = ()
+    if form is not None:
+        mask_dt = fl.bool_ if form[0] else fl.f16
+        masks = (fl.zeros((2 if form[1] else 1, 2 if form[2] else 1, 256, 200), dtype=mask_dt),)
+    assert cubin(kernel, out, q, kv, kv, *masks, 0.125, 64, 2)
 
 
 @pytest.mark.gpu
@@ -122,5 +161,11 @@ def test_gpu_matches_torch() -> None:
                 q.double(), k.double(), v.double(), is_causal=causal, enable_gqa=gqa
             )
             assert _rel(got, want) < TOL[dtype], (b, h, hk, lq, s, d, causal, dtype)
+        q, k, v = (t.cuda() for t in _inputs(2, 2, 2, 40, 70, 32, "float16"))
+        mask = torch.rand(2, 1, 40, 70, device="cuda") > 0.3
+        mask[..., 0] = True
+        got = ops.scaled_dot_product_attention(q, k, v, mask)
+        want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+        assert _rel(got, want) < TOL["float16"]
     finally:
         fl.set_target(None)

@@ -2,10 +2,11 @@
 (ops/kernels_attention.py), autotuned per shape.
 
 What it takes: q of (B, H, L, D) and k, v of (B, H_kv, S, D), or the same without the head
-axis; f32, f16 or bf16, one dtype; `is_causal` (torch's: query i sees keys 0..i); `scale`
-(default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv, query head h reading KV head
-h // (H / H_kv), as torch). What it refuses, each with a fearless error at the caller's line:
-`attn_mask` (not yet: a causal mask is `is_causal=True`), `dropout_p` other than 0, a value
+axis; f32, f16 or bf16, one dtype; `attn_mask` of (L, S), (1 or B, 1 or H, L, S), bool (True:
+the key takes part, as torch) or the queries' dtype (added to the scores); `is_causal` (torch's:
+query i sees keys 0..i); `scale` (default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv,
+query head h reading KV head h // (H / H_kv), as torch). What it refuses, each with a fearless
+error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
 head size other than D, and inputs that require grad (there is no attention backward yet).
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import dtypes
+from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._io import FLOATS, operand, output, result, view
@@ -38,12 +41,6 @@ def scaled_dot_product_attention(
     if (t := torch_ops(q, k, v)) is not None:
         return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
     op = "scaled_dot_product_attention"
-    if attn_mask is not None:
-        raise argument_error(
-            f"`fearless.ops.{op}` does not take `attn_mask` yet",
-            help="for a causal mask pass `is_causal=True`; other masks need torch's own "
-            "`torch.nn.functional.scaled_dot_product_attention` for now",
-        )
     if dropout_p != 0.0:
         raise argument_error(
             f"`fearless.ops.{op}` has no attention dropout (dropout_p={dropout_p!r})",
@@ -67,6 +64,7 @@ def scaled_dot_product_attention(
             f"{h} query heads and {hk} key/value heads"
             + ("" if enable_gqa else " (pass enable_gqa=True for grouped-query attention)"),
         )
+    mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, (b, h, qs[2], s))
     out, ret = output(qa, qa.shape)
     if out.size:
         sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
@@ -74,8 +72,25 @@ def scaled_dot_product_attention(
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
         )
-        attention_tuned(q4, k4, v4, o4, sc, bool(is_causal), h // hk)
+        attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk)
     return result(qa, out, ret)
+
+
+def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int]) -> Any:
+    """torch's `attn_mask` as an fl.Tensor of (1 or B, 1 or H, L, S): bool (True: the key takes
+    part) or the queries' dtype (added to the scores)."""
+    m = operand(attn_mask, op, "attn_mask", (dtypes.bool_, dt))
+    shape = (1,) * (4 - len(m.shape)) + tuple(m.shape)
+    b, h, lq, s = full
+    if len(m.shape) > 4 or shape[0] not in (1, b) or shape[1] not in (1, h) or shape[2:] != (lq, s):
+        raise KernelTypeError(
+            f"`attn_mask` of `fearless.ops.{op}` has shape {m.shape}: fearless takes masks of "
+            f"(L, S) = {(lq, s)}, broadcast over batch and heads or not ((B, H, L, S) = {full})",
+            user_location(),
+            code="E0701",
+            help="expand the mask along L or S first (`mask.expand(...)`)",
+        )
+    return view(m.tensor, shape)
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
