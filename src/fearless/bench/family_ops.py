@@ -28,7 +28,10 @@ TileGym operator of the same name (`tilegym.ops`, cutile backend; the activation
 - rope: q and k (1, 16, S, 64), S = 4096 ... 32768, cos and sin (1, S, 64), f16 (bench_rope).
   TileGym's rotates q and k in place: it gets its own copies, rotated again at every run;
 - relu and gelu (none, tanh) have no TileGym benchmark: they take dropout's elementwise grid;
-  transpose has none either: it takes softmax's (4096 x N, f32 and bf16).
+  transpose has none either: it takes softmax's (4096 x N, f32 and bf16);
+- attention: q, k, v (4, 32, L, 128), L = S = 1024 ... 8192, bf16, causal and full: prefill
+  attention against `tilegym.ops.fmha` and torch's SDPA (flash), 4 B H L^2 D flops (half when
+  causal).
 
 Checks: each output against a float64 torch reference (check.py's thresholds). Multi-output
 ops (rope, group_gemm) are checked on all their outputs (`Joined`). Dropout's masks differ by
@@ -382,7 +385,23 @@ def _layout(torch: Any, s: Spec) -> Bench:
     )
 
 
+def _attention(torch: Any, s: Spec) -> Bench:
+    b, h, n, d = s.shape
+    q, k, v = (_randn(torch, s.dtype, b, h, n, d) for _ in range(3))
+    causal = s.variant == "causal"
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    return Bench(
+        lambda fo: lambda: fo.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        lambda tg: lambda: tg.fmha(q, k, v, scaling=None, is_causal=causal),
+        lambda: sdpa(q, k, v, is_causal=causal),
+        lambda: sdpa(q.double(), k.double(), v.double(), is_causal=causal),
+        flops=4 * b * h * n * n * d // (2 if causal else 1),
+        tilegym_note="tilegym.ops.fmha (prefill), cutile backend",
+    )
+
+
 BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
+    "attention": _attention,
     "softmax": _rows,
     "rms_norm": _rows,
     "layer_norm": _rows,

@@ -24,6 +24,7 @@ IMPLS = (FEARLESS_TILE, TILEGYM, TORCH)
 POW2_N = tuple(2**i for i in range(10, 15))  # 1024 ... 16384
 ELEMENTWISE_NS = tuple(2**i for i in range(20, 28, 2))  # bench_dropout's
 GEMM_BATCHED = tuple(2**i for i in range(10, 13))  # 1024 ... 4096
+ATTENTION_SEQ = (1024, 2048, 4096, 8192)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,8 @@ class Spec:
     """One case: an op of fearless.ops at one input shape and dtype.
 
     `shape` is the main input's shape, except for the GEMMs: (M, N, K) for matmul, (batch or
-    groups, M, N, K) for bmm and group_gemm. `variant` is gelu's and geglu's approximation."""
+    groups, M, N, K) for bmm and group_gemm. `variant` is gelu's and geglu's approximation, and
+    attention's "causal" or "full"."""
 
     op: str
     dtype: str
@@ -60,7 +62,9 @@ class Spec:
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "shape": list(self.shape), "dtype": self.dtype}
-        if self.variant:
+        if self.variant and self.op == "attention":
+            out["is_causal"] = self.variant == "causal"
+        elif self.variant:
             out["approximate"] = self.variant
         if self.op == "layer_norm":
             legacy = self.shape[0] == LEGACY_LN_ROWS
@@ -97,6 +101,8 @@ def specs() -> list[Spec]:
         out += [Spec("layer_norm", "bf16", (m, n)) for n in (256, *POW2_N)]
     for dt in ("f16", "f8e4m3fn"):  # TileGym's matmul grid, and its fp8 grid (fp8 output)
         out += [Spec("matmul", dt, (n, n, n)) for n in POW2_N]
+    for variant in ("causal", "full"):  # (B, H, L = S, D): prefill attention, as TileGym's fmha
+        out += [Spec("attention", "bf16", (4, 32, n, 128), variant) for n in ATTENTION_SEQ]
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]

@@ -37,6 +37,7 @@ DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "geglu": (2, 5, 80),
     "rope": (1, 16, 7, 64),
     "transpose": (37, 70),
+    "attention": (2, 2, 37, 40),
 }
 
 
@@ -159,6 +160,14 @@ def _dry_body(s: Spec, rng: np.random.Generator) -> Callable[[], float]:
             got = np.concatenate([_values(qo, s.dtype), _values(ko, s.dtype)])
             ref = np.concatenate([rope_numpy(qv, cv, sv), rope_numpy(kv, cv, sv)])
             return rel_err_numpy(got, ref)
+        if op == "attention":
+            (q, qv), (k, kv), (w, wv) = arr(*shape), arr(*shape), arr(*shape)
+            scores = qv @ kv.swapaxes(-1, -2) / math.sqrt(shape[3])
+            if v == "causal":
+                scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)
+            e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            ref = e / e.sum(axis=-1, keepdims=True) @ wv
+            return err(ops.scaled_dot_product_attention(q, k, w, is_causal=v == "causal"), ref)
         x, xv = arr(*shape)  # transpose
         return err(ops.transpose(x), xv.T)
 
