@@ -121,10 +121,12 @@ def _cfg(tile_m, tile_n, occupancy):
     return dict(tile_m=tile_m, tile_n=tile_n, occupancy=occupancy)
 
 
-# cuTile's AttentionFMHA sample runs (128, 128) tiles at occupancy 2; smaller tiles for short
-# sequences and large heads.
+# cuTile's AttentionFMHA sample runs (128, 128) tiles at occupancy 2, TileGym's fmha also
+# (256, 128) at occupancy 1 and 2 on sm90+; smaller tiles for short sequences and large heads.
 ATTENTION_CONFIGS = [
     _cfg(128, 128, 2),
+    _cfg(256, 128, 1),
+    _cfg(256, 128, 2),
     _cfg(128, 64, 2),
     _cfg(64, 64, 4),
     _cfg(64, 128, 2),
