@@ -38,14 +38,14 @@ def scaled_dot_product_attention(
     """`torch.nn.functional.scaled_dot_product_attention` of q (B, H, L, D) over k and v
     (B, H_kv, S, D): softmax(q k^T * scale) v, the probabilities never stored (flash
     attention)."""
-    if (t := torch_ops(q, k, v)) is not None:
-        return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
     op = "scaled_dot_product_attention"
     if dropout_p != 0.0:
         raise argument_error(
             f"`fearless.ops.{op}` has no attention dropout (dropout_p={dropout_p!r})",
             help="pass dropout_p=0.0 (inference), or apply `fearless.ops.dropout` elsewhere",
         )
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
     qa, ka, va = (operand(x, op, name, FLOATS) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     if not qa.dtype == ka.dtype == va.dtype:
         raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
