@@ -113,6 +113,22 @@ def test_what_it_refuses_is_said_at_the_callers_line() -> None:
         sdpa(q[0, 0], q[0, 0], q[0, 0])
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_gradients_match_torch(case: tuple) -> None:
+    """torch autograd through `torch.ops.fearless`: flash attention's backward kernels."""
+    b, h, hk, lq, s, d, causal, dtype = case
+    q, k, v = (t.requires_grad_() for t in _inputs(b, h, hk, lq, s, d, dtype))
+    gqa = hk != h
+    out = ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    dout = torch.randn(out.shape, generator=torch.Generator().manual_seed(3)).to(out.dtype)
+    out.backward(dout)
+    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref, is_causal=causal, enable_gqa=gqa).backward(dout.double())
+    for got, want in zip((q, k, v), ref, strict=True):
+        assert got.grad is not None and want.grad is not None
+        assert got.grad.dtype == got.dtype and _rel(got.grad, want.grad) < 2 * TOL[dtype]
+
+
 def test_the_torch_operator_and_its_refusal_of_grad() -> None:
     q, k, v = _inputs(1, 2, 2, 32, 32, 16, "float32")
     got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, None, True)
@@ -122,10 +138,10 @@ def test_the_torch_operator_and_its_refusal_of_grad() -> None:
     got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, mask)
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
     assert _rel(got, want) < 1e-5
-    with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
-        ops.scaled_dot_product_attention(q.requires_grad_(), k, v)
+    with pytest.raises(fl.KernelTypeError, match="has no backward with an `attn_mask` yet"):
+        ops.scaled_dot_product_attention(q.requires_grad_(), k, v, mask)
     with torch.no_grad():
-        assert ops.scaled_dot_product_attention(q, k, v).shape == q.shape
+        assert ops.scaled_dot_product_attention(q, k, v, mask).shape == q.shape
 
 
 @pytest.mark.parametrize(
@@ -144,6 +160,30 @@ def test_the_kernel_compiles_through_tileiras(
         mask_dt = fl.bool_ if form[0] else fl.f16
         masks = (fl.zeros((2 if form[1] else 1, 2 if form[2] else 1, 256, 200), dtype=mask_dt),)
     assert cubin(kernel, out, q, kv, kv, *masks, 0.125, 64, 2)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_backward_kernels_compile_through_tileiras(
+    cubin: Callable[..., bytes], causal: bool
+) -> None:
+    from fearless.ops.kernels_attention import (
+        make_attention_dkdv,
+        make_attention_dq,
+        make_attention_stats,
+    )
+
+    q = fl.zeros((1, 4, 256, 64), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, 200, 64), dtype=fl.bf16)
+    stats = fl.zeros((1, 4, 256))
+    lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, 64)) for _ in range(2))
+    kernel = make_attention_stats(fl.bf16, causal, False)
+    assert cubin(kernel, lse, delta, q, kv, q, q, 0.125, 64, 64, 2)
+    dk, dv = (fl.empty((1, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
+    kernel = make_attention_dkdv(fl.bf16, causal, False)
+    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, 0.125, 64, 2)
+    dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
+    kernel = make_attention_dq(fl.bf16, causal, False)
+    assert cubin(kernel, dq, q, kv, kv, q, stats, stats, 0.125, 64, 2)
 
 
 @pytest.mark.gpu
@@ -167,5 +207,15 @@ def test_gpu_matches_torch() -> None:
         got = ops.scaled_dot_product_attention(q, k, v, mask)
         want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
         assert _rel(got, want) < TOL["float16"]
+        q, k, v = (t.cuda().requires_grad_() for t in _inputs(2, 4, 2, 64, 96, 32, "bfloat16"))
+        out = ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        dout = torch.randn_like(out)
+        out.backward(dout)
+        ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
+        F.scaled_dot_product_attention(*ref, is_causal=True, enable_gqa=True).backward(
+            dout.double()
+        )
+        for got_t, want_t in zip((q, k, v), ref, strict=True):
+            assert _rel(got_t.grad, want_t.grad) < 2 * TOL["bfloat16"]
     finally:
         fl.set_target(None)

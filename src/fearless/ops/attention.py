@@ -7,7 +7,9 @@ the key takes part, as torch) or the queries' dtype (added to the scores); `is_c
 query i sees keys 0..i); `scale` (default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv,
 query head h reading KV head h // (H / H_kv), as torch). What it refuses, each with a fearless
 error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
-head size other than D, and inputs that require grad (there is no attention backward yet).
+head size other than D, and an `attn_mask` on inputs that require grad. The backward
+(`scaled_dot_product_attention_backward`, torch autograd's through ops/torch_ops.py) is flash
+attention's: kernels_attention.py's three backward kernels.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._io import FLOATS, operand, output, result, view
 from ._route import torch_ops
-from .kernels_attention import attention_tuned
+from .kernels_attention import attention_backward, attention_tuned
 
 
 def scaled_dot_product_attention(
@@ -100,3 +102,44 @@ def _mismatch(op: str, what: str) -> KernelTypeError:
         user_location(),
         code="E0701",
     )
+
+
+def scaled_dot_product_attention_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `scaled_dot_product_attention(q, k, v, None, is_causal, scale,
+    enable_gqa)`, whose result was `out`, for the gradient `dout` of that result (flash
+    attention's backward: the probabilities are recomputed, never stored)."""
+    op = "scaled_dot_product_attention_backward"
+    names = ("dout", "q", "k", "v", "out")
+    ga, qa, ka, va, oa = (
+        operand(x, op, n, FLOATS) for x, n in zip((dout, q, k, v, out), names, strict=True)
+    )
+    same = ga.shape == qa.shape == oa.shape
+    if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1 or not same:
+        raise _mismatch(op, f"dout {ga.shape}, q {qa.shape}, out {oa.shape} of one dtype")
+    nd = len(qa.shape)
+    shapes = [s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape)]
+    (_, h, _, d), (_, hk, s, _) = shapes[0], shapes[1]
+    if hk != h and not (enable_gqa and h % hk == 0):
+        raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
+    grads = [output(x, x.shape) for x in (qa, ka, va)]
+    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
+        view(t, shape)
+        for t, shape in zip(
+            (qa.tensor, ka.tensor, va.tensor, oa.tensor, ga.tensor, *(g for g, _ in grads)),
+            (*shapes, shapes[0], shapes[0], *shapes),
+            strict=True,
+        )
+    )
+    if qa.tensor.size and s:
+        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk)
+    return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]

@@ -8,8 +8,9 @@ in functional.py (`_define`: the typed signature below is the op's schema; its b
 and device without running anything; `register_autograd` saves what the backward needs and
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
 that torch.compile traces the backward graph too. Every operator has a backward except
-scaled_dot_product_attention (not yet); an input that requires grad where no gradient can flow
-(rope's cos and sin, attention's inputs) is refused at the call, never detached.
+scaled_dot_product_attention with an `attn_mask` (not yet); an input that requires grad where
+no gradient can flow (rope's cos and sin, a masked attention's inputs) is refused at the call,
+never detached.
 
 dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
 inside the operator, at run time, so a compiled graph draws a new mask per call, and the
@@ -397,17 +398,40 @@ def scaled_dot_product_attention(
     return A.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)  # type: ignore[no-any-return]
 
 
-def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-    """Runs when an input requires grad: attention has no backward here yet, so the call is
-    refused rather than cut from the graph."""
-    raise argument_error(
-        "`fearless.ops.scaled_dot_product_attention` has no backward yet: its result would be "
-        "cut from the autograd graph",
-        help="call it under `torch.no_grad()` (inference), or use torch's "
-        "`torch.nn.functional.scaled_dot_product_attention` for training",
+@_define(
+    "scaled_dot_product_attention_backward",
+    lambda dout, q, k, v, *_, **__: (_new(q, q.shape), _new(k, k.shape), _new(v, v.shape)),
+)
+def scaled_dot_product_attention_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    is_causal: bool = False,
+    scale: Optional[float] = None,  # noqa: UP045
+    enable_gqa: bool = False,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return A.scaled_dot_product_attention_backward(  # type: ignore[no-any-return]
+        dout, q, k, v, out, is_causal, scale, enable_gqa
     )
+
+
+def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    q, k, v, attn_mask, is_causal, scale, enable_gqa = inputs
+    if attn_mask is not None:
+        raise argument_error(
+            "`fearless.ops.scaled_dot_product_attention` has no backward with an `attn_mask` "
+            "yet: its result would be cut from the autograd graph",
+            help="for a causal mask pass `is_causal=True`; else call it under "
+            "`torch.no_grad()` (inference), or use torch's own for training",
+        )
+    ctx.save_for_backward(q, k, v, output)
+    ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
 
 
 @_autograd(scaled_dot_product_attention, _attention_ctx)
 def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
-    raise AssertionError("unreachable: _attention_ctx refuses inputs that require grad")
+    q, k, v, out = ctx.saved_tensors
+    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args)
+    return dq, dk, dv, None, None, None, None
