@@ -52,7 +52,7 @@ def _restore_target() -> Iterator[None]:
 def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[str]) -> None:
     specs = family_ops.specs()
     assert tuple(s.name for s in specs) == family_ops.CASES
-    assert len(set(family_ops.CASES)) == len(specs) == 216
+    assert len(set(family_ops.CASES)) == len(specs) == 220
     per_op = {op: [s for s in specs if s.op == op] for op in OPS}
     assert {op: len(v) for op, v in per_op.items()} == {
         "softmax": 10,
@@ -69,7 +69,7 @@ def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[
         "dropout": 8,
         "rope": 4,
         "transpose": 10,
-        "attention": 8,
+        "attention": 12,
     }
     assert {s.dtype for s in per_op["softmax"]} == {"f32", "bf16"}
     assert {(s.dtype, s.shape) for s in per_op["matmul"]} == {
@@ -146,6 +146,7 @@ def _tilegym_stand_in(torch: Any) -> Any:
         fmha=lambda q, k, v, scaling, is_causal: fn.scaled_dot_product_attention(
             q, k, v, is_causal=is_causal, scale=scaling
         ),
+        fmha_decode=lambda q, k, v, sm_scale: fn.scaled_dot_product_attention(q, k, v),
     )
 
 

@@ -87,6 +87,35 @@ def test_masks_bool_and_additive_broadcast_over_batch_and_heads(
     assert _rel(got, want) < 1e-5
 
 
+DECODE_CASES = [  # (B, H, H_kv, S, D, dtype): one query per head
+    (2, 8, 2, 1000, 64, "float32"),
+    (1, 4, 4, 300, 128, "float16"),
+    (3, 6, 2, 129, 40, "bfloat16"),  # a group of 3 (padded to 8 rows), ragged S and D
+]
+
+
+@pytest.mark.parametrize("case", DECODE_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_decode_steps_split_the_keys_and_match_torch(case: tuple) -> None:
+    b, h, hk, s, d, dtype = case
+    q, k, v = _inputs(b, h, hk, 1, s, d, dtype)
+    got = ops.scaled_dot_product_attention(q, k, v, enable_gqa=hk != h)
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), enable_gqa=hk != h)
+    assert got.shape == q.shape and _rel(got, want) < TOL[dtype]
+
+
+def test_the_decode_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    from fearless.ops.kernels_attention import make_decode_combine, make_decode_split
+
+    q = fl.zeros((2, 2, 4, 128), dtype=fl.f16)  # (B, H_kv, GROUP, D)
+    kv = fl.zeros((2, 2, 1000, 128), dtype=fl.f16)
+    part_o = fl.empty((2, 2, 4, 4, 128)).partition((1, 1, 1, 8, 128))
+    part_lse = fl.empty((2, 2, 4, 4)).partition((1, 1, 1, 8))
+    assert cubin(make_decode_split(fl.f16), part_o, part_lse, q, kv, kv, 0.088, 2)
+    out = fl.empty((2, 2, 4, 128), dtype=fl.f16).partition((1, 1, 8, 128))
+    combine = make_decode_combine(fl.f16)
+    assert cubin(combine, out, fl.zeros((2, 2, 4, 4, 128)), fl.zeros((2, 2, 4, 4)))
+
+
 def _line(marker: str) -> int:
     frame = inspect.currentframe()
     assert frame is not None and frame.f_back is not None
@@ -207,6 +236,13 @@ def test_gpu_matches_torch() -> None:
         got = ops.scaled_dot_product_attention(q, k, v, mask)
         want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
         assert _rel(got, want) < TOL["float16"]
+        for b, h, hk, s, d, dtype in DECODE_CASES:
+            q, k, v = (t.cuda() for t in _inputs(b, h, hk, 1, s, d, dtype))
+            got = ops.scaled_dot_product_attention(q, k, v, enable_gqa=hk != h)
+            want = F.scaled_dot_product_attention(
+                q.double(), k.double(), v.double(), enable_gqa=hk != h
+            )
+            assert _rel(got, want) < TOL[dtype], (b, h, hk, s, d, dtype)
         q, k, v = (t.cuda().requires_grad_() for t in _inputs(2, 4, 2, 64, 96, 32, "bfloat16"))
         out = ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         dout = torch.randn_like(out)

@@ -31,7 +31,8 @@ TileGym operator of the same name (`tilegym.ops`, cutile backend; the activation
   transpose has none either: it takes softmax's (4096 x N, f32 and bf16);
 - attention: q, k, v (4, 32, L, 128), L = S = 1024 ... 8192, bf16, causal and full: prefill
   attention against `tilegym.ops.fmha` and torch's SDPA (flash), 4 B H L^2 D flops (half when
-  causal).
+  causal); and decode steps, q (8, 32, 1, 128) over k, v of S = 2048 ... 16384, against
+  `tilegym.ops.fmha_decode` (bytes: K and V read once).
 
 Checks: each output against a float64 torch reference (check.py's thresholds). Multi-output
 ops (rope, group_gemm) are checked on all their outputs (`Joined`). Dropout's masks differ by
@@ -387,9 +388,20 @@ def _layout(torch: Any, s: Spec) -> Bench:
 
 def _attention(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    if s.variant == "decode":
+        q = _randn(torch, s.dtype, b, h, 1, d)
+        k, v = (_randn(torch, s.dtype, b, h, n, d) for _ in range(2))
+        return Bench(
+            lambda fo: lambda: fo.scaled_dot_product_attention(q, k, v),
+            lambda tg: lambda: tg.fmha_decode(q, k, v, None),
+            lambda: sdpa(q, k, v),
+            lambda: sdpa(q.double(), k.double(), v.double()),
+            bytes=(2 * k.numel() + 2 * q.numel()) * q.element_size(),
+            tilegym_note="tilegym.ops.fmha_decode (split-KV), cutile backend",
+        )
     q, k, v = (_randn(torch, s.dtype, b, h, n, d) for _ in range(3))
     causal = s.variant == "causal"
-    sdpa = torch.nn.functional.scaled_dot_product_attention
     return Bench(
         lambda fo: lambda: fo.scaled_dot_product_attention(q, k, v, is_causal=causal),
         lambda tg: lambda: tg.fmha(q, k, v, scaling=None, is_causal=causal),

@@ -33,7 +33,8 @@ class Spec:
 
     `shape` is the main input's shape, except for the GEMMs: (M, N, K) for matmul, (batch or
     groups, M, N, K) for bmm and group_gemm. `variant` is gelu's and geglu's approximation, and
-    attention's "causal" or "full"."""
+    attention's "causal", "full" or "decode" (then `shape` is (B, H, S, D): one query per
+    head)."""
 
     op: str
     dtype: str
@@ -64,6 +65,7 @@ class Spec:
         out: dict[str, Any] = {"op": self.op, "shape": list(self.shape), "dtype": self.dtype}
         if self.variant and self.op == "attention":
             out["is_causal"] = self.variant == "causal"
+            out["decode"] = self.variant == "decode"
         elif self.variant:
             out["approximate"] = self.variant
         if self.op == "layer_norm":
@@ -103,6 +105,8 @@ def specs() -> list[Spec]:
         out += [Spec("matmul", dt, (n, n, n)) for n in POW2_N]
     for variant in ("causal", "full"):  # (B, H, L = S, D): prefill attention, as TileGym's fmha
         out += [Spec("attention", "bf16", (4, 32, n, 128), variant) for n in ATTENTION_SEQ]
+    # (B, H, S, D) with one query per head: a decode step, as TileGym's fmha_decode
+    out += [Spec("attention", "bf16", (8, 32, 2 * n, 128), "decode") for n in ATTENTION_SEQ]
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]

@@ -162,6 +162,8 @@ def _dry_body(s: Spec, rng: np.random.Generator) -> Callable[[], float]:
             return rel_err_numpy(got, ref)
         if op == "attention":
             (q, qv), (k, kv), (w, wv) = arr(*shape), arr(*shape), arr(*shape)
+            if v == "decode":  # one query per head
+                (q, qv) = arr(shape[0], shape[1], 1, shape[3])
             scores = qv @ kv.swapaxes(-1, -2) / math.sqrt(shape[3])
             if v == "causal":
                 scores = scores + np.triu(np.full(scores.shape[-2:], -np.inf), 1)

@@ -7,7 +7,8 @@ the key takes part, as torch) or the queries' dtype (added to the scores); `is_c
 query i sees keys 0..i); `scale` (default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv,
 query head h reading KV head h // (H / H_kv), as torch). What it refuses, each with a fearless
 error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
-head size other than D, and an `attn_mask` on inputs that require grad. The backward
+head size other than D, and an `attn_mask` on inputs that require grad. A decode step (one
+query per head, no mask, not causal) takes the split-KV kernels (TileGym's fmha_decode form). The backward
 (`scaled_dot_product_attention_backward`, torch autograd's through ops/torch_ops.py) is flash
 attention's: kernels_attention.py's three backward kernels.
 """
@@ -23,7 +24,8 @@ from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._io import FLOATS, operand, output, result, view
 from ._route import torch_ops
-from .kernels_attention import attention_backward, attention_tuned
+from .kernels_attention import attention_backward, attention_decode, attention_tuned
+from .kernels_rows import sm_count
 
 
 def scaled_dot_product_attention(
@@ -74,7 +76,12 @@ def scaled_dot_product_attention(
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
         )
-        attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk)
+        if qs[2] == 1 and mask is None and not is_causal:  # decode: one query per head
+            grouped = (b, hk, h // hk, d)
+            qd, od = view(qa.tensor, grouped), view(out, grouped)
+            attention_decode(qd, k4, v4, od, sc, sm_count())
+        else:
+            attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk)
     return result(qa, out, ret)
 
 

@@ -348,3 +348,106 @@ def attention_backward(q, k, v, out, dout, dq, dk, dv, scale, causal, group):
         )
     finally:
         dq_p.unpartition()
+
+
+# --------------------------------------------------------------------------------- decode
+#
+# One query per head (L = 1, no mask): the keys are split across blocks so that a decode step
+# fills the GPU (TileGym's fmha_decode, split-KV). Block (b, kv_h, split) takes the GROUP query
+# heads that share KV head kv_h as one (QG, D) tile (QG = GROUP rounded up to a power of two,
+# at least 8: the padded rows load as zeros and are dropped at the store), walks its split's
+# keys and stores its partial output (normalised) and log2-sum-exp; a second kernel combines the
+# splits per head.
+
+DECODE_TILE_N = 128
+
+
+def make_decode_split(dt, **hints):
+    @tile.kernel(**hints)
+    def decode_split(
+        part_o: tile.Part[fl.f32],
+        part_lse: tile.Part[fl.f32],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        scale: fl.f32,
+        SPLIT_TILES: tile.Const[int],
+    ):
+        _, _, _, QG, TILE_D = part_o.shape
+        b, kv_h, sp, _, _ = part_o.index
+        s_len = k.shape[2]
+        qk_scale = scale * INV_LOG_2
+        qt = tile.load(q, (b, kv_h, 0, 0), (1, 1, QG, TILE_D)).reshape((QG, TILE_D))
+        m_i = tile.full((QG, 1), -math.inf, fl.f32)
+        l_i = tile.zeros((QG, 1), fl.f32)
+        acc = tile.zeros((QG, TILE_D), fl.f32)
+        cols = tile.arange(DECODE_TILE_N)[None, :]
+        for jj in range(SPLIT_TILES):
+            j = sp * SPLIT_TILES + jj
+            kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, DECODE_TILE_N), order=(0, 1, 3, 2))
+            s = tile.mma(
+                qt, kt.reshape((TILE_D, DECODE_TILE_N)), tile.zeros((QG, DECODE_TILE_N), fl.f32)
+            )
+            s = s * qk_scale + tile.where(j * DECODE_TILE_N + cols < s_len, 0.0, -math.inf)
+            m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+            p = tile.exp2(s - m_ij, flush_to_zero=True)
+            alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
+            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
+            vt = tile.load(v, (b, kv_h, j, 0), (1, 1, DECODE_TILE_N, TILE_D))
+            acc = tile.mma(p.astype(dt), vt.reshape((DECODE_TILE_N, TILE_D)), acc * alpha)
+            m_i = m_ij
+        part_o.store((acc / l_i).reshape((1, 1, 1, QG, TILE_D)))
+        part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG)))
+
+    return decode_split
+
+
+def make_decode_combine(dt, **hints):
+    @tile.kernel(**hints)
+    def decode_combine(
+        out: tile.Part[dt],
+        part_o: tile.Tensor[fl.f32],
+        part_lse: tile.Tensor[fl.f32],
+    ):
+        _, _, QG, TILE_D = out.shape
+        b, kv_h, _, _ = out.index
+        m = tile.full((QG, 1), -math.inf, fl.f32)
+        w = tile.zeros((QG, 1), fl.f32)
+        acc = tile.zeros((QG, TILE_D), fl.f32)
+        for sp in range(part_o.shape[2]):
+            o_s = tile.load(part_o, (b, kv_h, sp, 0, 0), (1, 1, 1, QG, TILE_D)).reshape(
+                (QG, TILE_D)
+            )
+            l_s = tile.load(part_lse, (b, kv_h, sp, 0), (1, 1, 1, QG)).reshape((QG, 1))
+            m_new = max(m, l_s)
+            alpha = tile.exp2(m - m_new)
+            beta = tile.exp2(l_s - m_new)
+            acc = acc * alpha + o_s * beta
+            w = w * alpha + beta
+            m = m_new
+        out.store((acc / w).astype(dt).reshape((1, 1, QG, TILE_D)))
+
+    return decode_combine
+
+
+def attention_decode(q, k, v, out, scale, sm_count):
+    """out = attention of q (B, H_kv, GROUP, D: one query per head, grouped by KV head) over
+    k, v (B, H_kv, S, D), split across blocks; `out` shaped as q."""
+    b, hk, group, d = q.shape
+    s_len = k.shape[2]
+    splits = max(1, sm_count // (b * hk))
+    split_len = max(DECODE_TILE_N, next_pow2(-(-s_len // splits)))
+    splits = -(-s_len // split_len)
+    qg, td = max(8, next_pow2(group)), next_pow2(d)
+    part_o = fl.empty((b, hk, splits, group, d)).partition((1, 1, 1, qg, td))
+    part_lse = fl.empty((b, hk, splits, group)).partition((1, 1, 1, qg))
+    split = kernel_of(make_decode_split, q.dtype)
+    try:
+        split(part_o, part_lse, q, k, v, scale, split_len // DECODE_TILE_N)
+    finally:
+        o, lse = part_o.unpartition(), part_lse.unpartition()
+    out_p = out.partition((1, 1, qg, td))
+    try:
+        kernel_of(make_decode_combine, q.dtype)(out_p, o, lse)
+    finally:
+        out_p.unpartition()
