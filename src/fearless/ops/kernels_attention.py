@@ -23,6 +23,38 @@ from .kernels_rows import kernel_of, next_pow2
 INV_LOG_2 = 1.0 / math.log(2.0)
 
 
+@tile.function
+def head_rows(t, b, h, i, TILE_M, TILE_D):
+    """Rows i * TILE_M.. of head (b, h) of a (B, H, L, D) tensor, as a (TILE_M, TILE_D) tile."""
+    return tile.load(t, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
+
+
+@tile.function
+def row_stat(t, b, h, i, TILE_M):
+    """Rows i * TILE_M.. of head (b, h) of a (B, H, L) f32 statistic, as a (TILE_M, 1) tile."""
+    return tile.load(t, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
+
+
+@tile.function
+def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
+    """One key tile of the online softmax: scores `s` (base 2, masked), the running max, sum and
+    f32 accumulator updated with V's tile j."""
+    m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+    p = tile.exp2(s - m_ij, flush_to_zero=True)
+    alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
+    vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
+    acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
+    return m_ij, l_i * alpha + tile.sum(p, axis=-1, keepdims=True), acc
+
+
+@tile.function
+def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
+    """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (V_j loaded transposed)."""
+    vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
+    dp = tile.mma(do, vt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+    return p * (dp - di)
+
+
 def make_attention(dt, causal, even_k, mask=None, **hints):
     """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `mask`: None, or
     (is_bool, batch, heads) for a mask tensor of (1 or B, 1 or H, L, S): bool (False drops the
@@ -43,7 +75,7 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
         m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
         l_i = tile.zeros((TILE_M, 1), fl.f32)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        qt = tile.load(q, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
+        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         s_len = k.shape[2]
         if causal:  # compile-time: key tiles past the block's last query are skipped
             tiles = tile.cdiv(min((i + 1) * TILE_M, s_len), TILE_N)
@@ -74,13 +106,7 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
                     if causal:
                         keep = keep & (rows >= keys)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
-            m_ij = max(m_i, tile.max(qk, axis=-1, keepdims=True))
-            p = tile.exp2(qk - m_ij, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
-            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
-            vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
-            acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
-            m_i = m_ij
+            m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
         acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
@@ -209,7 +235,7 @@ def make_attention_stats(dt, causal, even_k, **hints):
         _, _, TILE_M = lse.shape
         b, h, i = lse.index
         s_len = k.shape[2]
-        qt = tile.load(q, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
+        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
         l_i = tile.zeros((TILE_M, 1), fl.f32)
         for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
@@ -223,9 +249,9 @@ def make_attention_stats(dt, causal, even_k, **hints):
             )
             m_i = m_ij
         lse.store((m_i + tile.log2(l_i)).reshape((1, 1, TILE_M)))
-        o = tile.load(out, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).astype(fl.f32)
-        do = tile.load(dout, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).astype(fl.f32)
-        delta.store(tile.sum(o * do, axis=3))
+        o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
 
     return attention_stats
 
@@ -251,26 +277,22 @@ def make_attention_dkdv(dt, causal, even_k, **hints):
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
         qk_scale = scale * INV_LOG_2
-        vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
-        vt = vt.reshape((TILE_D, TILE_N))
         acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
         acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
         first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
         for g in range(GROUP):
             h = kv_h * GROUP + g
             for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
-                qt = tile.load(q, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
+                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
                 s = scores(
                     qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal,
                     even_k,
                 )  # fmt: skip
-                li = tile.load(lse, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
-                p = tile.exp2(s - li)  # (TILE_M, TILE_N)
-                do = tile.load(dout, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
+                p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
+                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
-                dp = tile.mma(do, vt, tile.zeros((TILE_M, TILE_N), fl.f32))
-                di = tile.load(delta, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
-                ds = p * (dp - di)
+                di = row_stat(delta, b, h, i, TILE_M)
+                ds = score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
                 acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
@@ -298,20 +320,15 @@ def make_attention_dq(dt, causal, even_k, **hints):
         b, h, i, _ = dq.index
         kv_h = h // GROUP
         s_len = k.shape[2]
-        qt = tile.load(q, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
-        do = tile.load(dout, (b, h, i, 0), (1, 1, TILE_M, TILE_D)).reshape((TILE_M, TILE_D))
-        li = tile.load(lse, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
-        di = tile.load(delta, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
+        qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
+        li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
         for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
             s = scores(
                 qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2, causal,
                 even_k,
             )  # fmt: skip
-            p = tile.exp2(s - li)
-            vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
-            dp = tile.mma(do, vt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
-            ds = p * (dp - di)
+            ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
             kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
             acc = tile.mma(ds.astype(dt), kt, acc)
         dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
@@ -389,13 +406,7 @@ def make_decode_split(dt, **hints):
                 qt, kt.reshape((TILE_D, DECODE_TILE_N)), tile.zeros((QG, DECODE_TILE_N), fl.f32)
             )
             s = s * qk_scale + tile.where(j * DECODE_TILE_N + cols < s_len, 0.0, -math.inf)
-            m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-            p = tile.exp2(s - m_ij, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
-            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
-            vt = tile.load(v, (b, kv_h, j, 0), (1, 1, DECODE_TILE_N, TILE_D))
-            acc = tile.mma(p.astype(dt), vt.reshape((DECODE_TILE_N, TILE_D)), acc * alpha)
-            m_i = m_ij
+            m_i, l_i, acc = online_step(s, m_i, l_i, acc, v, b, kv_h, j, DECODE_TILE_N, TILE_D, dt)
         part_o.store((acc / l_i).reshape((1, 1, 1, QG, TILE_D)))
         part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG)))
 

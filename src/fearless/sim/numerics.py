@@ -114,29 +114,19 @@ def round_f8(x: Any, dt: DType) -> Any:
     return np.asarray(np.asarray(x, F32).astype(_ml8(dt)).astype(F32))
 
 
-def f8_load(raw: Any, dt: DType) -> Any:
-    """8-bit float bytes -> their float32 values."""
-    return np.asarray(raw).view(_ml8(dt)).astype(F32)
-
-
-def f8_store(x: Any, dt: DType) -> Any:
-    """float32 values that are `dt` values -> their bytes."""
-    return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
-
-
 def raw_load(raw: Any, dt: DType) -> Any:
     """Memory words of `dt` -> the values the simulator computes with (bf16 and the 8-bit floats
     as float32; the others as they are)."""
-    if dt.name == "bf16":
-        return bf16_load(raw)
-    return f8_load(raw, dt) if dt.is_f8 else raw
+    if dt.is_f8:
+        return np.asarray(raw).view(_ml8(dt)).astype(F32)
+    return bf16_load(raw) if dt.name == "bf16" else raw
 
 
 def raw_store(x: Any, dt: DType) -> Any:
     """The inverse of `raw_load`."""
-    if dt.name == "bf16":
-        return bf16_store(x)
-    return f8_store(x, dt) if dt.is_f8 else x
+    if dt.is_f8:
+        return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
+    return bf16_store(x) if dt.name == "bf16" else x
 
 
 def _f64_to_f32_odd(x: Any) -> Any:
