@@ -52,6 +52,18 @@ def halves(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(v[:, 32:64] + v[3, 0:32] + v[-1][-32:] * 0.5)
 
 
+@tile.kernel
+def function_forms(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+    """cuTile's function forms of the operators, `ct.cat` and the `.extract` method."""
+    v = tile.load(x, (0,), (16,))
+    a = tile.add(tile.mul(v, 3), tile.sub(v, 1))  # 4v - 1
+    b = tile.floordiv(a, 5) + tile.mod(a, 5) + tile.pow(v, 2)
+    c = tile.bitwise_rshift(tile.bitwise_lshift(v, 4), 2)  # 4v
+    both = tile.cat((b, c), 0)  # (32,)
+    out.store(both.extract((1,), (16,)) + both.extract((0,), (16,)))
+
+
+INTS = np.arange(-8, 8, dtype=np.int32)
 X = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
 BITS = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, 1e-40, 3.4e38], np.float32)
 
@@ -68,6 +80,14 @@ def test_static_slices_of_tiles() -> None:
     halves(out, fl.asarray(X))
     want = X[:, 32:64] + X[3, 0:32] + X[-1, -32:] * 0.5
     np.testing.assert_allclose(out.unpartition().numpy(), want, rtol=1e-6)
+
+
+def test_function_forms_cat_and_the_extract_method() -> None:
+    out = fl.empty(16, dtype=fl.i32).partition((16,))
+    function_forms(out, fl.asarray(INTS))
+    a = 4 * INTS.astype(np.int64) - 1
+    want = (a // 5 + a % 5 + INTS.astype(np.int64) ** 2) + 4 * INTS
+    assert out.unpartition().numpy().tolist() == want.tolist()
 
 
 def test_bitcast_keeps_the_bits() -> None:
@@ -92,6 +112,8 @@ def test_static_assert() -> None:
 def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     assert cubin(last_column_plus_one, fl.empty(16).partition((16,)), fl.asarray(X))
     assert cubin(halves, fl.empty((16, 32)).partition((16, 32)), fl.asarray(X))
+    ints = fl.asarray(INTS)
+    assert cubin(function_forms, fl.empty(16, dtype=fl.i32).partition((16,)), ints)
     assert cubin(
         float_bits,
         fl.empty(8, dtype=fl.i32).partition((8,)),
@@ -111,6 +133,8 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         ("v[:, 0:48]", r"cannot take \[0:48\] of axis 1 of a \(16, 64\) tile"),
         ("v[:, 16:48]", r"cannot take \[16:48\] of axis 1"),
         ("v[0, 0, 0]", "too many indices for a 2-d tile"),
+        ("tile.cat((v, v[:, 0:32]), 0)", r"cannot concatenate a .* along axis 0"),
+        ("tile.cat((v, v[:, 0:32]), 1)", "tile dimensions must be powers of two"),
     ],
 )
 def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -195,3 +195,9 @@ def extract(lw: Any, op: ops.Extract, args: list[Any]) -> Any:
 
 def bitcast(lw: Any, op: ops.Bitcast, args: list[Any]) -> Any:
     return lw.bc.encode_BitcastOp(lw.b, lw.tid(tile_type(op.result)), args[0])
+
+
+def cat(lw: Any, op: ops.Cat, args: list[Any]) -> Any:
+    return lw.bc.encode_CatOp(
+        lw.b, lw.tid(tile_type(op.result)), args[0], args[1], op.attrs["axis"]
+    )

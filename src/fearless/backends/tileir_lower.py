@@ -28,7 +28,7 @@ from ..ir.tile_kernel import TileIR
 from ..ir.tile_types import ArrayParamType, TileType, array_type, tile_type
 from . import tileir, tileir_indexed
 from .tileir_arith import SIMPLE as _SIMPLE
-from .tileir_arith import bitcast, extract, float_divmod, mma, reduce_tile, scan_tile
+from .tileir_arith import bitcast, cat, extract, float_divmod, mma, reduce_tile, scan_tile
 
 
 def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
@@ -495,7 +495,7 @@ class _Lowerer:
     def op_Scan(self, op: ops.Scan, args: list[Any]) -> Any:
         return scan_tile(self, op, args[0])
 
-    op_Mma, op_Extract, op_Bitcast = mma, extract, bitcast
+    op_Mma, op_Extract, op_Bitcast, op_Cat = mma, extract, bitcast, cat
 
     def op_Iota(self, op: ops.Iota, args: list[Any]) -> Any:
         return self.bc.encode_IotaOp(self.b, self.tid(tile_type(op.result)))

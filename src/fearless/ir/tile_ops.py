@@ -321,6 +321,17 @@ class Extract(Op):
         super().__init__([a], [result], loc, index=index, shape=shape)
 
 
+class Cat(Op):
+    """cuTile's `ct.cat`: `a` then `b` along `axis` (the other axes equal)."""
+
+    opname = "tile.cat"
+
+    def __init__(self, a: Value, b: Value, axis: int, loc: Location) -> None:
+        shape = list(tile_type(a).shape)
+        shape[axis] += tile_type(b).shape[axis]
+        super().__init__([a, b], [TileType(tile_type(a).dtype, tuple(shape))], loc, axis=axis)
+
+
 class Bitcast(Op):
     """The bits of `a` read as `dtype`, of the same width."""
 

@@ -207,6 +207,9 @@ class _Block:
         )
         return np.ascontiguousarray(args[0][window])
 
+    def _op_Cat(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+        return np.concatenate([args[0], args[1]], axis=a["axis"])
+
     def _op_Bitcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return args[0].view(nx.storage_dtype(a["dtype"]))
 

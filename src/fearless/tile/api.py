@@ -231,6 +231,21 @@ bitwise_or = _binary("bitwise_or", "Elementwise `x | y` of integer (or bool) til
 bitwise_xor = _binary(
     "bitwise_xor", "Elementwise `x ^ y` of integer (or bool) tiles, broadcasting."
 )
+# cuTile Python's function forms of the operators
+add = _binary("add", "`x + y`, broadcasting.")
+sub = _binary("sub", "`x - y`, broadcasting.")
+mul = _binary("mul", "`x * y`, broadcasting.")
+floordiv = _binary("floordiv", "`x // y` (Python's: rounding toward -inf), broadcasting.")
+mod = _binary("mod", "`x % y` (Python's: the divisor's sign), broadcasting.")
+pow = _binary("pow", "`x ** y`, broadcasting (an int tile by a literal exponent only).")
+bitwise_lshift = _binary("bitwise_lshift", "`x << y` of integer tiles, broadcasting.")
+bitwise_rshift = _binary("bitwise_rshift", "`x >> y` of integer tiles, broadcasting.")
+
+
+@_kernel_only
+def cat(tiles: Any, axis: Any) -> Any:
+    """cuTile's `ct.cat((x, y), axis)`: x then y along `axis` (a compile-time int); the other
+    axes must agree and the result's extent along `axis` be a power of two."""
 
 
 @_kernel_only
@@ -388,6 +403,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     where, sum, prod, max, min, argmax, argmin, cumsum, cumprod, mma, transpose, item, reshape,
     broadcast_to, astype, extract, bitcast, static_assert,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
+    add, sub, mul, floordiv, mod, pow, bitwise_lshift, bitwise_rshift, cat,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,
     randint, randint4x, rand, randn, philox,

@@ -41,7 +41,7 @@ from .rules import Operand, TileRules
 from .shaping import slice_tile
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
-TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item")
+TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item", "extract")
 
 
 class Bound:

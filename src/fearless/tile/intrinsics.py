@@ -73,6 +73,11 @@ OPS: dict[str, tuple[type, ...]] = {
     "item": (ops.Reshape,),
     "reshape": (ops.Reshape,),
     "ones": (ops.Constant,),
+    **dict.fromkeys(
+        ("add", "sub", "mul", "floordiv", "mod", "pow", "bitwise_lshift", "bitwise_rshift"),
+        (ops.Binary,),
+    ),
+    "cat": (ops.Cat,),
     "extract": (ops.Extract,),
     "bitcast": (ops.Bitcast,),
     "static_assert": (),

@@ -23,7 +23,21 @@ from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
-from .shaping import api_bitcast, api_extract, api_ones, api_static_assert  # noqa: F401
+from .shaping import (  # noqa: F401
+    api_add,
+    api_bitcast,
+    api_bitwise_lshift,
+    api_bitwise_rshift,
+    api_cat,
+    api_extract,
+    api_floordiv,
+    api_mod,
+    api_mul,
+    api_ones,
+    api_pow,
+    api_static_assert,
+    api_sub,
+)
 
 LocOf = Callable[[str], Location]
 

@@ -1,5 +1,6 @@
-"""cuTile Python's `ct.ones`, `ct.extract`, `ct.bitcast` and `ct.static_assert`: the rules of
-`tile.ones`, `tile.extract`, `tile.bitcast` and `tile.static_assert`.
+"""cuTile Python's `ct.ones`, `ct.extract`, `ct.cat`, `ct.bitcast`, `ct.static_assert` and the
+function forms of the operators (`ct.add`, `ct.mul`, `ct.bitwise_lshift`, ...): the rules of
+their `tile.*` namesakes, and static tile slices (`v[:, 32:64]`).
 
 They are registered in lower_api.py's `HANDLERS` (imported there); their stubs are in api.py.
 
@@ -62,6 +63,42 @@ def api_extract(lw: TileRules, loc_of: LocOf, x: Any, index: Any, shape: Any) ->
     if shp == vshape:
         return v
     return lw.emit(ops.Extract(v, idx, shp, loc_of("x")))
+
+
+def _operator(kind: str) -> Any:
+    def rule(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Any:
+        return lw.binary(kind, x, y, loc_of("x"))
+
+    return rule
+
+
+api_add, api_sub, api_mul = _operator("add"), _operator("sub"), _operator("mul")
+api_floordiv, api_mod, api_pow = _operator("floordiv"), _operator("mod"), _operator("pow")
+api_bitwise_lshift, api_bitwise_rshift = _operator("shl"), _operator("shr")
+
+
+def api_cat(lw: TileRules, loc_of: LocOf, tiles: Any, axis: Any) -> Value:
+    if not (isinstance(tiles, tuple) and len(tiles) == 2):
+        raise CompileError(
+            "`tile.cat` takes a pair of tiles, `tile.cat((x, y), axis)`", loc_of("tiles")
+        )
+    a, b = (lw.tile_value(t, loc_of("tiles")) for t in tiles)
+    ta, tb = tile_type(a), tile_type(b)
+    ax = lw.static_int(axis, loc_of("axis"), "the axis of `tile.cat`")
+    ax = ax + ta.ndim if ax < 0 else ax
+    joined = list(ta.shape)
+    ok = ta.ndim == tb.ndim and 0 <= ax < ta.ndim and ta.dtype == tb.dtype
+    if ok:
+        joined[ax] += tb.shape[ax]
+        ok = all(d == e for i, (d, e) in enumerate(zip(ta.shape, tb.shape, strict=True)) if i != ax)
+    if not ok:
+        raise KernelTypeError(
+            f"cannot concatenate a {ta} and a {tb} along axis {ax}",
+            loc_of("tiles"),
+            help="the tiles need one dtype and the same extents on the other axes",
+        )
+    lw.static_shape(tuple(Weak(d) for d in joined), loc_of("tiles"), "the concatenated shape")
+    return lw.emit(ops.Cat(a, b, ax, loc_of("tiles")))
 
 
 def api_bitcast(lw: TileRules, loc_of: LocOf, x: Any, dtype: Any) -> Value:
