@@ -271,6 +271,18 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
         ("dropout", lambda: (x(), 0.3, 5)),
         ("transpose", lambda: (mats()[0],)),
         (
+            "scaled_dot_product_attention",
+            lambda: (
+                torch.randn(1, 4, 24, 16, requires_grad=True),
+                torch.randn(1, 2, 20, 16, requires_grad=True),
+                torch.randn(1, 2, 20, 16, requires_grad=True),
+                None,
+                True,
+                None,
+                True,
+            ),
+        ),
+        (
             "rope",
             lambda: (
                 torch.randn(2, 3, 5, 16, requires_grad=True),
