@@ -1756,3 +1756,30 @@ def test_where_of_two_int_literals_is_i32() -> None:
     part = fl.empty(8, dtype=fl.i32).partition((8,))
     where_ints(part, fl.asarray(x))
     assert part.unpartition().numpy().tolist() == [int(v > 0) for v in x]
+
+
+@tile.kernel
+def counted(out: tile.Part[fl.i32], wide: tile.Part[fl.i64], x: tile.Tensor[fl.f32]):
+    """cuTile's literal types: an int literal standing alone is i32 when i32 holds it (`n = 0`
+    counted up by literals stores into an i32 Part as it is), else i64."""
+    n = 0
+    for _ in range(8):
+        n = n + 1
+    big = tile.where(tile.load_like(x, out) > 0.0, 2**40, 0)
+    out.store(tile.full((8,), 0, fl.i32) + n)
+    wide.store(big)
+
+
+def test_int_literals_default_to_i32_as_in_cutile() -> None:
+    x = normal(8)
+    out, wide = fl.empty(8, dtype=fl.i32).partition((8,)), fl.empty(8, dtype=fl.i64).partition((8,))
+    counted(out, wide, fl.asarray(x))
+    assert out.unpartition().numpy().tolist() == [8] * 8
+    assert wide.unpartition().numpy().tolist() == [2**40 if v > 0 else 0 for v in x]
+    ir = counted.inspect(
+        fl.empty(8, dtype=fl.i32).partition((8,)),
+        fl.empty(8, dtype=fl.i64).partition((8,)),
+        fl.asarray(x),
+        stage="ir",
+    )
+    assert "tile<i32>" in ir and "tile<8xi64>" in ir

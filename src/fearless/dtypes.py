@@ -173,9 +173,18 @@ def int_range(dtype: DType) -> tuple[int, int]:
 
 
 def literal_default(value: bool | int | float) -> DType:
-    """The type a weak literal takes when it stands alone."""
+    """The type a weak literal takes when it stands alone (the SIMT track's: Python's int is
+    i64)."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
         return DEFAULT_INT
     return DEFAULT_FLOAT
+
+
+def tile_literal_default(value: bool | int | float) -> DType:
+    """The Tile track's, cuTile Python's: an int literal that stands alone is i32 when i32
+    holds it (else i64); the others as `literal_default`."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
+        return i32
+    return literal_default(value)

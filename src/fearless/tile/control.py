@@ -155,7 +155,7 @@ def _carried(
         hint = lw.loop_types.hint(token, name)
         if isinstance(v, Weak):
             weak_init.add(name)
-            t = hint or TileType(dtypes.literal_default(v.value))
+            t = hint or TileType(dtypes.tile_literal_default(v.value))
             v = lw.emit(ops.Constant(lw.literal(v, t.dtype, loc), t, loc))
         elif not isinstance(v, Value) or not isinstance(v.type, TileType):
             raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)

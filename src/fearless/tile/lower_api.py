@@ -403,9 +403,7 @@ def api_where(lw: TileRules, loc_of: LocOf, cond: Any, x: Any, y: Any) -> Value:
     c = lw.tile_value(cond, loc, dtypes.bool_)
     if not tile_type(c).dtype.is_bool:
         raise KernelTypeError(f"the condition of `tile.where` must be bool, found {c.type}", loc)
-    ints = [v for v in (x, y) if isinstance(v, Weak) and type(v.value) is int]
-    # two int literals make an i32 tile, as cuTile's `ct.where(c, 1, 0)` does
-    dt = dtypes.i32 if len(ints) == 2 else lw.unify(x, y, loc_of("x"), "`tile.where`")
+    dt = lw.unify(x, y, loc_of("x"), "`tile.where`")  # two int literals: i32, as cuTile
     c, vx, vy = lw.operands(
         [c, lw.tile_value(x, loc_of("x"), dt), lw.tile_value(y, loc_of("y"), dt)], dt, loc
     )

@@ -128,7 +128,7 @@ class TileRules(Lowerer[Operand]):
     def tile_value(self, x: Operand, loc: Location, dtype: DType | None = None) -> Value:
         """`x` as a tile value; a Weak becomes `dtype` (or its default type)."""
         if isinstance(x, Weak):
-            dt = dtype or dtypes.literal_default(x.value)
+            dt = dtype or dtypes.tile_literal_default(x.value)
             return self.const(self.literal(x, dt, loc), dt, loc)
         if isinstance(x, Value) and isinstance(x.type, TileType):
             return x
@@ -150,8 +150,9 @@ class TileRules(Lowerer[Operand]):
         return v if t.dtype == dtypes.i32 else self.emit(ops.Cast(v, dtypes.i32, loc))
 
     def unify(self, a: Operand, b: Operand, loc: Location, what: str) -> DType:
-        if isinstance(a, Weak) and isinstance(b, Weak):
-            return dtypes.literal_default(a.value if isinstance(a.value, float) else b.value)
+        if isinstance(a, Weak) and isinstance(b, Weak):  # the type that holds both
+            da, db = dtypes.tile_literal_default(a.value), dtypes.tile_literal_default(b.value)
+            return da if (da.is_float, da.bits) >= (db.is_float, db.bits) else db
         if isinstance(a, Weak):
             a, b = b, a
         da = tile_type(self.tile_value(a, loc)).dtype
