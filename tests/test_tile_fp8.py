@@ -199,3 +199,52 @@ def test_ops_bmm_and_group_gemm_of_fp8() -> None:
     for out, w in zip(outs, want, strict=True):
         assert out.dtype is fl.f8e5m2
         np.testing.assert_allclose(out.numpy().astype(np.float64), w, rtol=0.13, atol=0.02)
+
+
+@tile.kernel
+def tf32_gemm(c: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32]):
+    """cuTile's f32 GEMM on the tensor cores: `astype(ct.tfloat32)` before each mma."""
+    BM, BN = c.shape
+    i, j = c.index
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.cdiv(a.shape[1], 32)):
+        ta = tile.load(a, (i, k), (BM, 32)).astype(fl.tf32)
+        acc = tile.mma(ta, tile.load(b, (k, j), (32, BN)).astype(fl.tf32), acc)
+    c.store(acc)
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to tf32's 10-bit mantissa, ties away from zero (cvt.rna.tf32.f32)."""
+    u = x.view(np.uint32)
+    return ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def test_tf32_mma_rounds_its_inputs_and_sums_in_f32() -> None:
+    a, b = A[:, :96].copy(), B[:96].copy()
+    c = fl.empty((32, 32)).partition((16, 16))
+    tf32_gemm(c, fl.asarray(a), fl.asarray(b))
+    got = c.unpartition().numpy()
+    want = _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.abs(got - a.astype(np.float64) @ b).max() > 1e-4  # not the f32 product
+
+
+def test_tf32_compiles_and_is_a_tile_type_only(cubin: Callable[..., bytes]) -> None:
+    c = fl.empty((32, 32)).partition((16, 16))
+    assert cubin(tf32_gemm, c, fl.asarray(A[:, :96].copy()), fl.asarray(B[:96].copy()))
+    with pytest.raises(fl.KernelTypeError, match="tf32 is a tile type"):
+        fl.empty(4, dtype=fl.tf32)
+
+    @tile.kernel
+    def add_one(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store((tile.load_like(x, out).astype(fl.tf32) + 1.0).astype(fl.f32))
+
+    with pytest.raises(fl.KernelTypeError, match=r"tf32 tiles convert and feed `tile\.mma`"):
+        add_one(fl.empty(8).partition((8,)), fl.zeros(8))
+
+    @tile.kernel
+    def tf32_tensor(out: tile.Part[fl.f32], x: tile.Tensor[fl.tf32]):
+        out.store(tile.zeros((8,), fl.f32))
+
+    with pytest.raises(fl.CompileError, match="a tf32 tensor is not a kernel parameter"):
+        tf32_tensor(fl.empty(8).partition((8,)), fl.zeros(8))

@@ -61,6 +61,12 @@ class DType:
         else (the tensor cores' fp8; Tile track only)."""
         return self.kind == "f" and self.bits == 8
 
+    @property
+    def mma_only(self) -> bool:
+        """A tensor-core input type: a tile of it converts and feeds `tile.mma`, no arithmetic
+        (the 8-bit floats, which also load and store, and tf32, which has no memory form)."""
+        return self.is_f8 or self.name == "tf32"
+
     def __call__(self, value: Any) -> Any:
         """Host-side conversion: `fl.f32(1.5)` is a NumPy scalar of that type."""
         if self.is_raw:
@@ -90,9 +96,12 @@ f64 = DType("f64", "f", 64)
 # The 8-bit floats of Hopper's tensor cores (torch's and ml_dtypes' float8_e4m3fn, float8_e5m2)
 f8e4m3fn = DType("f8e4m3fn", "f", 8)
 f8e5m2 = DType("f8e5m2", "f", 8)
+# TensorFloat-32 (cuTile's ct.tfloat32): f32 with a 10-bit mantissa, the tensor cores' f32 input;
+# a tile type only (`x.astype(fl.tf32)` before `tile.mma`), held as f32 by the simulator
+tf32 = DType("tf32", "f", 32)
 
 ALL: tuple[DType, ...] = (
-    bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3fn, f8e5m2,
+    bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3fn, f8e5m2, tf32,
 )  # fmt: skip
 BY_NAME: dict[str, DType] = {t.name: t for t in ALL}
 # The floats NumPy lacks, by the name of their ml_dtypes (and torch) type.
@@ -104,7 +113,9 @@ _NUMPY = {
     t.name: np.dtype(f"u{t.itemsize}" if t.name in RAW_FLOATS else f"{t.kind}{t.itemsize}")
     for t in ALL
 }
-_FROM_NUMPY = {v: BY_NAME[name] for name, v in _NUMPY.items() if name not in RAW_FLOATS}
+_FROM_NUMPY = {
+    v: BY_NAME[name] for name, v in _NUMPY.items() if name not in RAW_FLOATS and name != "tf32"
+}
 
 # Types a weak literal materialises as when nothing else decides (DESIGN section 2).
 DEFAULT_INT = i64

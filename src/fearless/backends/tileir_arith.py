@@ -22,7 +22,7 @@ from ..ir.tile_types import TileType, tile_type
 SIMPLE = {
     "bool": "I1", "i8": "I8", "u8": "I8", "i16": "I16", "u16": "I16", "i32": "I32",
     "u32": "I32", "i64": "I64", "u64": "I64", "f16": "F16", "bf16": "BF16", "f32": "F32",
-    "f64": "F64", "f8e4m3fn": "F8E4M3FN", "f8e5m2": "F8E5M2",
+    "f64": "F64", "f8e4m3fn": "F8E4M3FN", "f8e5m2": "F8E5M2", "tf32": "TF32",
 }  # fmt: skip
 
 

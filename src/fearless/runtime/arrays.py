@@ -141,6 +141,11 @@ def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
 
 def as_dtype(value: Any) -> DType:
     """A DType from a DType, NumPy dtype or scalar type, Python type, or name ("f32", "float32")."""
+    if value is dtypes.tf32 or (isinstance(value, str) and value == "tf32"):
+        raise argument_error(
+            "tf32 is a tile type (the tensor cores' f32 input), not an element type of tensors",
+            "keep the data f32 and convert tiles in the kernel: `x.astype(fl.tf32)`",
+        )
     if isinstance(value, DType):
         return value
     if isinstance(value, str) and value in dtypes.BY_NAME:

@@ -58,6 +58,15 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import InternalError
+from .narrow import (  # noqa: F401  (bf16_load/store, raw_load/store, round_tf32: re-exported)
+    bf16_load,
+    bf16_store,
+    raw_load,
+    raw_store,
+    round_bf16,
+    round_f8,
+    round_tf32,
+)
 
 Fn = Callable[..., Any]
 
@@ -76,57 +85,6 @@ def _unsupported(what: str, dt: DType) -> InternalError:
 
 
 # ------------------------------------------------------------------------------------ bf16
-
-
-def round_bf16(x: Any) -> Any:
-    """float32 values rounded to the nearest bf16 (ties to even), still held as float32."""
-    u = np.asarray(x, F32).view(_U32)
-    r = (u + (_U32(0x7FFF) + ((u >> _U32(16)) & _U32(1)))) & _U32(0xFFFF0000)
-    nan = u & _U32(0x7FFFFFFF) > _U32(0x7F800000)
-    if np.any(nan):  # keep NaN a NaN (rounding could carry it into infinity)
-        r = np.where(nan, (u | _U32(0x00400000)) & _U32(0xFFFF0000), r)
-    return r.view(F32)
-
-
-def bf16_load(raw: Any) -> Any:
-    """16-bit bf16 words (or ml_dtypes bfloat16 values) -> their float32 values."""
-    a = np.asarray(raw)
-    if a.dtype.name == "bfloat16":
-        a = a.view(np.uint16)
-    return (a.astype(_U32) << _U32(16)).view(F32)
-
-
-def bf16_store(x: Any) -> Any:
-    """float32 values that are bf16 values -> 16-bit words."""
-    return (np.asarray(x, F32).view(_U32) >> _U32(16)).astype(np.uint16)
-
-
-def _ml8(dt: DType) -> Any:
-    """ml_dtypes' type of an 8-bit float (loaded at first use)."""
-    import ml_dtypes
-
-    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
-
-
-def round_f8(x: Any, dt: DType) -> Any:
-    """Values rounded to the 8-bit float `dt` (nearest even, as ml_dtypes converts: past the
-    largest finite value e4m3fn gives NaN, e5m2 inf), still held as float32."""
-    return np.asarray(np.asarray(x, F32).astype(_ml8(dt)).astype(F32))
-
-
-def raw_load(raw: Any, dt: DType) -> Any:
-    """Memory words of `dt` -> the values the simulator computes with (bf16 and the 8-bit floats
-    as float32; the others as they are)."""
-    if dt.is_f8:
-        return np.asarray(raw).view(_ml8(dt)).astype(F32)
-    return bf16_load(raw) if dt.name == "bf16" else raw
-
-
-def raw_store(x: Any, dt: DType) -> Any:
-    """The inverse of `raw_load`."""
-    if dt.is_f8:
-        return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
-    return bf16_store(x) if dt.name == "bf16" else x
 
 
 def _f64_to_f32_odd(x: Any) -> Any:
@@ -167,6 +125,8 @@ def constant(value: Any, dt: DType) -> Any:
         return round_bf16(_f64_to_f32_odd(float(value)))[()]
     if dt.is_f8:
         return round_f8(float(value), dt)[()]
+    if dt.name == "tf32":
+        return round_tf32(float(value))[()]
     return dt.np.type(float(value))
 
 
@@ -397,6 +357,8 @@ def cast_fn(src: DType, dst: DType) -> Fn:
         return lambda x: _to_bf16(x, src)
     if dst.is_f8:  # through f32 (f64 rounds twice: the tensor cores' inputs come from f32)
         return lambda x: round_f8(np.asarray(x).astype(F32), dst)
+    if dst.name == "tf32":
+        return lambda x: round_tf32(np.asarray(x).astype(F32))
     if src.is_float and dst.is_int:
         return _float_to_int(src, dst)
     if src.is_int and dst.name == "f16":  # through f32, as the LLVM backend converts

@@ -315,6 +315,8 @@ def _round(x: _Tile, dt: DType) -> _Tile:
         return np.asarray(nx.round_bf16(x.astype(np.float32)))
     if dt.is_f8:
         return nx.round_f8(x, dt)
+    if dt.name == "tf32":
+        return nx.round_tf32(x)
     return x.astype(nx.storage_dtype(dt))
 
 

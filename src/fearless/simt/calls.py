@@ -320,7 +320,7 @@ def _builtin_conversion(lw: SsaLowerer, call: Call) -> Operand:
 )
 def _dtype_conversion(lw: SsaLowerer, call: Call) -> Operand:
     """`fl.f32(x)` and every other dtype: an explicit conversion (none to an 8-bit float)."""
-    if call.callee.is_f8:
+    if call.callee.mma_only:
         raise CompileError(
             f"SIMT kernels have no {call.callee.name}",
             call.loc,

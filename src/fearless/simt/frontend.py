@@ -62,13 +62,13 @@ def resolve_param(
             f"`{arg.arg}: simt.DisjointSlice[fl.f32]` for an output, or `{arg.arg}: fl.f32`",
         )
     f8 = getattr(ann, "dtype", ann)
-    if isinstance(f8, DType) and f8.is_f8:
+    if isinstance(f8, DType) and f8.mma_only:
         raise CompileError(
             f"`{_ann_text(arg)}`: SIMT kernels have no {f8.name}",
             loc,
             code="E0599",
-            help="8-bit floats are for the Tile track's loads, stores, conversions and "
-            "`tile.mma`; a SIMT kernel takes them as bytes (`simt.Slice[fl.u8]`)",
+            help="8-bit floats and tf32 are for the Tile track's `tile.mma` (and fp8 "
+            "loads and stores); a SIMT kernel takes fp8 data as bytes (`simt.Slice[fl.u8]`)",
         )
     if isinstance(ann, ArrayAnnotation):
         kind: ParamKind = "atomic" if ann.atomic else "disjoint" if ann.disjoint else "slice"

@@ -147,13 +147,15 @@ class Kernel:
                         f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
                         "atomics), `tile.Const[int]` or `fl.f32`",
                     )
-                if isinstance(ann, DType) and ann.is_f8:
+                dt = getattr(ann, "dtype", ann)
+                if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
+                    what = "scalar" if dt is ann else "tensor"
                     raise CompileError(
-                        f"parameter `{arg.arg}`: a {ann.name} scalar is not a kernel parameter",
+                        f"parameter `{arg.arg}`: a {dt.name} {what} is not a kernel parameter",
                         src.loc(arg),
                         code="E0599",
-                        help="pass the scale or value as `fl.f32` and convert in the kernel "
-                        f"(`x.astype(fl.{ann.name})`); tensors of {ann.name} are fine",
+                        help=f"pass f32 and convert in the kernel (`x.astype(fl.{dt.name})`)"
+                        + ("; tensors of it are fine" if dt.is_f8 else ""),
                     )
                 out.append((arg.arg, ann))
             self._annotations = out

@@ -41,16 +41,19 @@ MMA_ACCUMULATORS = {
 MMA_INTS = (dtypes.i8, dtypes.u8)
 for _f8 in (dtypes.f8e4m3fn, dtypes.f8e5m2):  # Hopper's fp8 tensor cores: f16 or f32 sums
     MMA_ACCUMULATORS[_f8] = (dtypes.f16, dtypes.f32)
-# Ops that compute on elements: 8-bit float tiles only load, store, convert and feed mma.
+MMA_ACCUMULATORS[dtypes.tf32] = (dtypes.f32,)
+# Ops that compute on elements: 8-bit float tiles only load, store, convert and feed mma, tf32
+# tiles only convert and feed mma.
 _ARITHMETIC = (ops.Binary, ops.Unary, ops.Compare, ops.Reduce, ops.Scan, ops.Select)
 
 
 def _refuse_f8(op: Op) -> None:
     for v in op.operands:
         t = v.type
-        if isinstance(t, TileType) and t.dtype.is_f8:
+        if isinstance(t, TileType) and t.dtype.mma_only:
+            what = "load, store, convert" if t.dtype.is_f8 else "convert"
             raise KernelTypeError(
-                f"{t.dtype.name} tiles load, store, convert and feed `tile.mma`, nothing more",
+                f"{t.dtype.name} tiles {what} and feed `tile.mma`, nothing more",
                 op.loc,
                 label=f"this computes on a {t.dtype.name} tile",
                 help="convert first, e.g. `x.astype(fl.f32)`, and back with "
@@ -320,7 +323,7 @@ class TileRules(Lowerer[Operand]):
         va, vb = self.tile_value(a, loc), self.tile_value(b, loc)
         ta, tb = tile_type(va), tile_type(vb)
         acc_dt = ta.dtype
-        if ta.dtype in (dtypes.f16, dtypes.bf16) or ta.dtype.is_f8:
+        if ta.dtype in (dtypes.f16, dtypes.bf16) or ta.dtype.mma_only:
             acc_dt = dtypes.f32
         elif ta.dtype in MMA_INTS:
             acc_dt = dtypes.i32

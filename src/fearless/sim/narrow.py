@@ -1,0 +1,75 @@
+"""The floats NumPy lacks, for the simulator: bf16, the 8-bit floats and tf32 are held as the
+float32 of their values (exact), rounded to their type where an op produces them; bf16 and
+fp8 arrays live in memory as their raw bits (`raw_load` / `raw_store`). numerics.py re-exports
+these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+
+F32 = np.dtype(np.float32)
+_U32 = np.uint32
+
+
+def round_bf16(x: Any) -> Any:
+    """float32 values rounded to the nearest bf16 (ties to even), still held as float32."""
+    u = np.asarray(x, F32).view(_U32)
+    r = (u + (_U32(0x7FFF) + ((u >> _U32(16)) & _U32(1)))) & _U32(0xFFFF0000)
+    nan = u & _U32(0x7FFFFFFF) > _U32(0x7F800000)
+    if np.any(nan):  # keep NaN a NaN (rounding could carry it into infinity)
+        r = np.where(nan, (u | _U32(0x00400000)) & _U32(0xFFFF0000), r)
+    return r.view(F32)
+
+
+def bf16_load(raw: Any) -> Any:
+    """16-bit bf16 words (or ml_dtypes bfloat16 values) -> their float32 values."""
+    a = np.asarray(raw)
+    if a.dtype.name == "bfloat16":
+        a = a.view(np.uint16)
+    return (a.astype(_U32) << _U32(16)).view(F32)
+
+
+def bf16_store(x: Any) -> Any:
+    """float32 values that are bf16 values -> 16-bit words."""
+    return (np.asarray(x, F32).view(_U32) >> _U32(16)).astype(np.uint16)
+
+
+def _ml8(dt: DType) -> Any:
+    """ml_dtypes' type of an 8-bit float (loaded at first use)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
+
+
+def round_f8(x: Any, dt: DType) -> Any:
+    """Values rounded to the 8-bit float `dt` (nearest even, as ml_dtypes converts: past the
+    largest finite value e4m3fn gives NaN, e5m2 inf), still held as float32."""
+    return np.asarray(np.asarray(x, F32).astype(_ml8(dt)).astype(F32))
+
+
+def round_tf32(x: Any) -> Any:
+    """float32 values rounded to tf32's 10-bit mantissa, ties away from zero (PTX's
+    cvt.rna.tf32.f32), still held as float32; NaN and inf stay."""
+    u = np.asarray(x, F32).view(_U32)
+    r = (u + _U32(0x1000)) & _U32(0xFFFFE000)
+    return np.where(np.isfinite(np.asarray(x, F32)), r, u).view(F32)
+
+
+def raw_load(raw: Any, dt: DType) -> Any:
+    """Memory words of `dt` -> the values the simulator computes with (bf16 and the 8-bit floats
+    as float32; the others as they are)."""
+    if dt.is_f8:
+        return np.asarray(raw).view(_ml8(dt)).astype(F32)
+    return bf16_load(raw) if dt.name == "bf16" else raw
+
+
+def raw_store(x: Any, dt: DType) -> Any:
+    """The inverse of `raw_load`."""
+    if dt.is_f8:
+        return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
+    return bf16_store(x) if dt.name == "bf16" else x
