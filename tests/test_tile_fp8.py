@@ -248,3 +248,22 @@ def test_tf32_compiles_and_is_a_tile_type_only(cubin: Callable[..., bytes]) -> N
 
     with pytest.raises(fl.CompileError, match="a tf32 tensor is not a kernel parameter"):
         tf32_tensor(fl.empty(8).partition((8,)), fl.zeros(8))
+
+
+@pytest.mark.gpu
+def test_gpu_tf32_mma_matches_the_simulator() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    a, b = A[:, :96].copy(), B[:96].copy()
+    got = []
+    for target in ("sim", "cuda"):
+        fl.set_target(target)
+        try:
+            c = fl.empty((32, 32)).partition((16, 16))
+            tf32_gemm(c, fl.asarray(a), fl.asarray(b))
+            fl.synchronize()
+            got.append(c.unpartition().numpy())
+        finally:
+            fl.set_target(None)
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-5, atol=1e-5)
