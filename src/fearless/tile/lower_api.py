@@ -3,7 +3,8 @@
 `api_<name>(lw, loc_of, **arguments)` receives the call's operands bound to the stub's
 signature (api.py); `loc_of(param)` is where that argument is written, for diagnostics.
 `HANDLERS` maps each function's name to its handler (frontend.py, `TileLowerer.call_api`);
-the random-number handlers live in random.py and join it by the import below.
+the random-number handlers live in random.py and join it by the import below, shaping.py's
+(ones, extract, cat, bitcast, static_assert, the operators' function forms) by its HANDLERS.
 """
 
 from __future__ import annotations
@@ -23,21 +24,7 @@ from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
-from .shaping import (  # noqa: F401
-    api_add,
-    api_bitcast,
-    api_bitwise_lshift,
-    api_bitwise_rshift,
-    api_cat,
-    api_extract,
-    api_floordiv,
-    api_mod,
-    api_mul,
-    api_ones,
-    api_pow,
-    api_static_assert,
-    api_sub,
-)
+from .shaping import HANDLERS as SHAPING
 
 LocOf = Callable[[str], Location]
 
@@ -598,4 +585,4 @@ HANDLERS: dict[str, Callable[..., Operand]] = {
     name[len("api_") :]: handler
     for name, handler in list(globals().items())
     if name.startswith("api_") and callable(handler)
-}
+} | SHAPING

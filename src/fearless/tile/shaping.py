@@ -169,3 +169,10 @@ def slice_tile(lw: TileRules, v: Value, index: Any, loc: Location) -> Value:
     if len(kept) != len(shape):
         out = lw.emit(ops.Reshape(out, tuple(kept), loc))
     return out
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    name[len("api_") :]: handler
+    for name, handler in list(globals().items())
+    if name.startswith("api_") and callable(handler)
+}
