@@ -51,3 +51,33 @@ def test_autotune_times_on_the_device(monkeypatch: pytest.MonkeyPatch, tmp_path:
         assert again[0] == calls[-1]
     finally:
         fl.set_target(None)
+
+
+def test_a_tile_kernel_tunes_on_the_device_after_compiling_ahead(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The tuner's first pass compiles every configuration on worker threads without running
+    it (tile/ahead.py); the timing pass then finds them compiled, and the result is right."""
+    from fearless import tile
+
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "1")
+
+    @fl.autotune(configs=[{"occupancy": 1}, {"occupancy": 2}, {"occupancy": 4}], key=["x"])
+    @tile.kernel
+    def doubled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        out.store(tile.load_like(x, out) * 2.0)
+
+    fl.set_target("cuda")
+    try:
+        x = fl.asarray(np.arange(1 << 20, dtype=np.float32))
+        part = fl.empty(1 << 20).partition((1024,))
+        doubled(part, x)
+        assert np.array_equal(part.unpartition().numpy(), np.arange(1 << 20) * 2.0)
+        timings = next(iter(doubled.timings.values()))
+        assert all(t is not None and 0 < t < 0.01 for t in timings)
+        for occupancy in (1, 2, 4):
+            kernel = doubled.fn.options(occupancy=occupancy)
+            assert kernel._cubins and not kernel._ahead  # compiled ahead, then taken
+    finally:
+        fl.set_target(None)
