@@ -2,7 +2,10 @@
 # How the H200 runs under bench/results were made. On the GPU machine, from the repo root, with
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
-# Steps: tests (GPU tests), tile (bench/tile_bench.py; rows: its softmax and norm sections),
+# (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
+# Steps: tests (GPU tests), new (the GPU tests of the Tile features, ops attention and fp8 with
+#        autotuning on), attn (fearless bench's attention and fp8 matmul cases),
+#        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
@@ -15,7 +18,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 # shellcheck disable=SC1091
-[ -f .tiletools/unpack.sh ] && source .tiletools/unpack.sh
+if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
+elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
 export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-cutile
 {
@@ -29,6 +33,12 @@ for step in "$@"; do
   case $step in
     tests) python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -25 > "$out/gpu_tests.log"
            tail -3 "$out/gpu_tests.log" ;;
+    new)   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_tile_heldout.py \
+             tests/test_tile_fp8.py tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
+             tests/gpu/test_autotune_gpu.py 2>&1 | tail -30 > "$out/gpu_new.log"
+           tail -3 "$out/gpu_new.log" ;;
+    attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \
+             --out "$out/attn" 2>&1 | tail -40 ;;
     tile)  python3 bench/tile_bench.py --out "$out" 2>&1 | tee "$out/tile.log" | grep -v "^ " ;;
     rows)  python3 bench/tile_bench.py --only softmax norms --out "$out" 2>&1 | tee "$out/tile.log" \
              | grep -v "^ " ;;
