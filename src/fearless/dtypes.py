@@ -104,8 +104,9 @@ ALL: tuple[DType, ...] = (
     bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3fn, f8e5m2, tf32,
 )  # fmt: skip
 BY_NAME: dict[str, DType] = {t.name: t for t in ALL}
-# The floats NumPy lacks, by the name of their ml_dtypes (and torch) type.
+# The floats NumPy lacks, by the name of their ml_dtypes (and torch) type, and back.
 RAW_FLOATS = {"bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+BY_ML_NAME: dict[str, DType] = {ml: BY_NAME[name] for name, ml in RAW_FLOATS.items()}
 
 # The NumPy dtype of each type is its kind and byte width ("i4", "f2", "b1"), except those
 # NumPy lacks: their raw bits ("u2" for bf16, "u1" for the 8-bit floats).
@@ -120,6 +121,14 @@ _FROM_NUMPY = {
 # Types a weak literal materialises as when nothing else decides (DESIGN section 2).
 DEFAULT_INT = i64
 DEFAULT_FLOAT = f32
+
+
+def ml_type(dt: DType) -> Any:
+    """ml_dtypes' NumPy type for a float NumPy lacks (JAX's; a dependency of fearless, loaded
+    at first use)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, RAW_FLOATS[dt.name])
 
 
 def by_name(name: str) -> DType:

@@ -173,11 +173,8 @@ def _from_numpy_dtype(value: Any, message: str, help: str) -> DType:
 def numpy_dtype(dt: np.dtype[Any]) -> DType:
     """The DType of a NumPy dtype (ml_dtypes' bfloat16 and 8-bit floats included); KeyError when
     there is none."""
-    raw = _RAW_BY_ML_NAME.get(dt.name)
+    raw = dtypes.BY_ML_NAME.get(dt.name)
     return raw if raw is not None else dtypes.from_numpy(dt)
-
-
-_RAW_BY_ML_NAME = {ml: dtypes.BY_NAME[name] for name, ml in dtypes.RAW_FLOATS.items()}
 
 
 # ---------------------------------------------------------------------------------- describing
@@ -220,7 +217,7 @@ def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
         on_device=False,
         owner=owner,
         # ml_dtypes' bfloat16 and 8-bit floats are stored as their raw bits, as DType.np says
-        host=a.view(dtype.np) if a.dtype.name in _RAW_BY_ML_NAME else a,
+        host=a.view(dtype.np) if a.dtype.name in dtypes.BY_ML_NAME else a,
     )
 
 

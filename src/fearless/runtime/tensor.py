@@ -502,7 +502,7 @@ def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
     """Values in `dt`'s storage type (bf16 and the 8-bit floats: the raw bits, rounded to
     nearest even)."""
     if dt.is_f8:  # ml_dtypes rounds to nearest even; past the largest finite: NaN (e4m3fn)
-        return np.asarray(values, np.float32).astype(ml_type(dt)).view(dt.np)
+        return np.asarray(values, np.float32).astype(dtypes.ml_type(dt)).view(dt.np)
     if dt is not dtypes.bf16:
         return values.astype(dt.np, copy=False)
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -514,23 +514,12 @@ def _to_storage(values: np.ndarray, dt: DType) -> np.ndarray:
 def public_view(host: np.ndarray, dt: DType) -> np.ndarray:
     """What NumPy callers see of a host array in `dt`'s storage: the raw bits of bf16 and the
     8-bit floats as ml_dtypes' types (a view, sharing the memory), every other type as it is."""
-    return host.view(ml_type(dt)) if dt.is_raw else host
-
-
-def ml_type(dt: DType) -> Any:
-    """ml_dtypes' NumPy type for a float NumPy lacks (JAX's; a dependency of fearless, loaded
-    at first use)."""
-    import ml_dtypes
-
-    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
-
-
-_RAW_ML_NAMES = {ml: dtypes.BY_NAME[name] for name, ml in dtypes.RAW_FLOATS.items()}
+    return host.view(dtypes.ml_type(dt)) if dt.is_raw else host
 
 
 def storage_view(values: np.ndarray) -> np.ndarray:
     """`values` as fearless stores them: an ml_dtypes array as its raw bits."""
-    raw = _RAW_ML_NAMES.get(values.dtype.name)
+    raw = dtypes.BY_ML_NAME.get(values.dtype.name)
     return values.view(raw.np) if raw is not None else values
 
 
@@ -541,7 +530,7 @@ def _convert(values: np.ndarray, have: DType | None, want: DType | None) -> np.n
     if have is dtypes.bf16:  # widen the raw bits to f32 before converting
         values = (values.astype(np.uint32) << 16).view(np.float32)
     elif have is not None and have.is_f8:
-        values = values.view(ml_type(have)).astype(np.float32)
+        values = values.view(dtypes.ml_type(have)).astype(np.float32)
     return _to_storage(values, want)
 
 

@@ -39,17 +39,10 @@ def bf16_store(x: Any) -> Any:
     return (np.asarray(x, F32).view(_U32) >> _U32(16)).astype(np.uint16)
 
 
-def _ml8(dt: DType) -> Any:
-    """ml_dtypes' type of an 8-bit float (loaded at first use)."""
-    import ml_dtypes
-
-    return getattr(ml_dtypes, dtypes.RAW_FLOATS[dt.name])
-
-
 def round_f8(x: Any, dt: DType) -> Any:
     """Values rounded to the 8-bit float `dt` (nearest even, as ml_dtypes converts: past the
     largest finite value e4m3fn gives NaN, e5m2 inf), still held as float32."""
-    return np.asarray(np.asarray(x, F32).astype(_ml8(dt)).astype(F32))
+    return np.asarray(np.asarray(x, F32).astype(dtypes.ml_type(dt)).astype(F32))
 
 
 def round_tf32(x: Any) -> Any:
@@ -60,16 +53,24 @@ def round_tf32(x: Any) -> Any:
     return np.where(np.isfinite(np.asarray(x, F32)), r, u).view(F32)
 
 
+def round_narrow(x: Any, dt: DType) -> Any:
+    """float32 values rounded to the narrow float `dt` (bf16, an 8-bit float or tf32), still
+    held as float32."""
+    if dt.name == "bf16":
+        return round_bf16(x)
+    return round_f8(x, dt) if dt.is_f8 else round_tf32(x)
+
+
 def raw_load(raw: Any, dt: DType) -> Any:
     """Memory words of `dt` -> the values the simulator computes with (bf16 and the 8-bit floats
     as float32; the others as they are)."""
     if dt.is_f8:
-        return np.asarray(raw).view(_ml8(dt)).astype(F32)
+        return np.asarray(raw).view(dtypes.ml_type(dt)).astype(F32)
     return bf16_load(raw) if dt.name == "bf16" else raw
 
 
 def raw_store(x: Any, dt: DType) -> Any:
     """The inverse of `raw_load`."""
     if dt.is_f8:
-        return np.asarray(x, F32).astype(_ml8(dt)).view(np.uint8)
+        return np.asarray(x, F32).astype(dtypes.ml_type(dt)).view(np.uint8)
     return bf16_store(x) if dt.name == "bf16" else x

@@ -58,14 +58,13 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import InternalError
-from .narrow import (  # noqa: F401  (bf16_load/store, raw_load/store, round_tf32: re-exported)
+from .narrow import (  # noqa: F401  (bf16_load/store, raw_load/store, round_narrow: re-exported)
     bf16_load,
     bf16_store,
     raw_load,
     raw_store,
     round_bf16,
-    round_f8,
-    round_tf32,
+    round_narrow,
 )
 
 Fn = Callable[..., Any]
@@ -123,10 +122,8 @@ def constant(value: Any, dt: DType) -> Any:
         return dt.np.type(v)
     if dt.name == "bf16":
         return round_bf16(_f64_to_f32_odd(float(value)))[()]
-    if dt.is_f8:
-        return round_f8(float(value), dt)[()]
-    if dt.name == "tf32":
-        return round_tf32(float(value))[()]
+    if dt.is_f8 or dt.name == "tf32":
+        return round_narrow(float(value), dt)[()]
     return dt.np.type(float(value))
 
 
@@ -355,10 +352,8 @@ def cast_fn(src: DType, dst: DType) -> Fn:
         return lambda x: np.not_equal(x, zero)
     if dst.name == "bf16":
         return lambda x: _to_bf16(x, src)
-    if dst.is_f8:  # through f32 (f64 rounds twice: the tensor cores' inputs come from f32)
-        return lambda x: round_f8(np.asarray(x).astype(F32), dst)
-    if dst.name == "tf32":
-        return lambda x: round_tf32(np.asarray(x).astype(F32))
+    if dst.is_f8 or dst.name == "tf32":  # through f32 (the tensor cores' inputs come from f32)
+        return lambda x: round_narrow(np.asarray(x).astype(F32), dst)
     if src.is_float and dst.is_int:
         return _float_to_int(src, dst)
     if src.is_int and dst.name == "f16":  # through f32, as the LLVM backend converts

@@ -311,12 +311,8 @@ def _dtype(v: Value) -> DType:
 
 
 def _round(x: _Tile, dt: DType) -> _Tile:
-    if dt.name == "bf16":
-        return np.asarray(nx.round_bf16(x.astype(np.float32)))
-    if dt.is_f8:
-        return nx.round_f8(x, dt)
-    if dt.name == "tf32":
-        return nx.round_tf32(x)
+    if dt.is_raw or dt.name == "tf32":
+        return np.asarray(nx.round_narrow(x.astype(np.float32), dt))
     return x.astype(nx.storage_dtype(dt))
 
 
