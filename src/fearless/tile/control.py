@@ -32,7 +32,7 @@ from ..frontend.values import PyObj, Undefined, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
 from ..ir.tile_types import TileType, tile_type
-from .jumps import BREAK, CONTINUE, flag, guarded, loop_scope
+from .jumps import BREAK, CONTINUE, flag, guarded, loop_scope, not_broken
 from .rules import TileRules
 
 
@@ -129,7 +129,7 @@ def _lower_loop_body(
     if jumps.continues:
         lw.env[CONTINUE] = flag(lw, False, loc)
     if jumps.breaks and is_for:
-        lower_if(lw, guarded(stmts), lw.emit(ops.Unary("not", lw.env[BREAK], loc)))
+        lower_if(lw, guarded(stmts), not_broken(lw, loc))
     else:
         lw.lower_body(stmts)
 
@@ -250,10 +250,10 @@ def _while_condition(lw: TileRules, node: ast.While, jumps: Jumps) -> Value:
                 help="loop while a run-time scalar holds, e.g. `while k < n:`, or write "
                 "`while True:` with a `break` in the body",
             )
-        return lw.emit(ops.Unary("not", lw.env[BREAK], loc))
+        return not_broken(lw, loc)
     c = _condition(lw, test, node.test)
     if jumps.breaks:
-        c = lw.binary("and", c, lw.emit(ops.Unary("not", lw.env[BREAK], loc)), loc)
+        c = lw.binary("and", c, not_broken(lw, loc), loc)
     assert isinstance(c, Value)
     return c
 

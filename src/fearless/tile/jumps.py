@@ -40,6 +40,11 @@ def flag(lw: TileRules, value: bool, loc: Location) -> Value:
     return lw.const(value, dtypes.bool_, loc)
 
 
+def not_broken(lw: TileRules, loc: Location) -> Value:
+    """`not break` of the innermost loop: the test that keeps it running."""
+    return lw.emit(ops.Unary("not", lw.env[BREAK], loc))
+
+
 def not_jumped(lw: TileRules, loc: Location) -> Value:
     """`not (break or continue)` of the innermost loop's flags."""
     names = [n for n in (BREAK, CONTINUE) if isinstance(lw.env.get(n), Value)]
