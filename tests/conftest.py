@@ -40,3 +40,31 @@ def cubin() -> Callable[..., bytes]:
             pytest.skip(first)  # no Tile toolchain on this machine
 
     return compile_for
+
+
+SimAndGpu = Callable[[Callable[[], Any]], tuple[Any, Any]]  # the `sim_and_gpu` fixture's type
+
+
+@pytest.fixture
+def sim_and_gpu() -> SimAndGpu:
+    """`sim_and_gpu(body)`: `body()` run on the simulator, then on the GPU (synchronised), as
+    the pair (sim, gpu) of what it returned; the test is skipped where there is no usable GPU.
+    For the GPU tests that hold the GPU to the simulator's meaning."""
+    import fearless as fl
+
+    def both(body: Callable[[], Any]) -> tuple[Any, Any]:
+        ok, why = fl.cuda_status()
+        if not ok:
+            pytest.skip(f"no usable GPU: {why}")
+        got = []
+        for target in ("sim", "cuda"):
+            fl.set_target(target)
+            try:
+                result = body()
+                fl.synchronize()
+                got.append(result)
+            finally:
+                fl.set_target(None)
+        return got[0], got[1]
+
+    return both

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
+from conftest import SimAndGpu
 from fearless import tile
 
 
@@ -155,25 +156,18 @@ def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type:
 
 
 @pytest.mark.gpu
-def test_gpu_extract_and_bitcast_match_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            a = fl.empty(16).partition((16,))
-            last_column_plus_one(a, fl.asarray(X))
-            b, c = fl.empty(8, dtype=fl.i32).partition((8,)), fl.empty(8).partition((8,))
-            float_bits(b, c, fl.asarray(BITS))
-            h = fl.empty((16, 32)).partition((16, 32))
-            halves(h, fl.asarray(X))
-            fl.synchronize()
-            got.append([p.unpartition().numpy() for p in (a, b, c, h)])
-        finally:
-            fl.set_target(None)
-    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-5)
-    assert np.array_equal(got[1][1], got[0][1])
-    assert np.array_equal(got[1][2].view(np.int32), got[0][2].view(np.int32))
-    np.testing.assert_allclose(got[1][3], got[0][3], rtol=1e-6)
+def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+    def run() -> list[np.ndarray]:
+        a = fl.empty(16).partition((16,))
+        last_column_plus_one(a, fl.asarray(X))
+        b, c = fl.empty(8, dtype=fl.i32).partition((8,)), fl.empty(8).partition((8,))
+        float_bits(b, c, fl.asarray(BITS))
+        h = fl.empty((16, 32)).partition((16, 32))
+        halves(h, fl.asarray(X))
+        return [p.unpartition().numpy() for p in (a, b, c, h)]
+
+    sim, gpu = sim_and_gpu(run)
+    np.testing.assert_allclose(gpu[0], sim[0], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(gpu[1], sim[1])
+    assert np.array_equal(gpu[2].view(np.int32), sim[2].view(np.int32))
+    np.testing.assert_allclose(gpu[3], sim[3], rtol=1e-6)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
+from conftest import SimAndGpu
 from fearless import simt, tile
 
 F8 = [(fl.f8e4m3fn, ml_dtypes.float8_e4m3fn), (fl.f8e5m2, ml_dtypes.float8_e5m2)]
@@ -110,27 +111,20 @@ def test_simt_kernels_have_no_fp8() -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_fp8_conversions_and_mma_match_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            outs = []
-            for dt, ml in F8:
-                q, back = fl.empty(64, dtype=dt).partition((64,)), fl.empty(64).partition((64,))
-                QUANTIZE[dt](q, back, fl.asarray(X))
-                c = fl.empty((32, 32)).partition((16, 16))
-                GEMM[dt](c, fl.asarray(A.astype(ml)), fl.asarray(B.astype(ml)))
-                fl.synchronize()
-                outs += [q.unpartition().numpy().view(np.uint8), back.unpartition().numpy()]
-                outs.append(c.unpartition().numpy())
-            got.append(outs)
-        finally:
-            fl.set_target(None)
-    for i, (gpu, sim) in enumerate(zip(got[1], got[0], strict=True)):
+def test_gpu_fp8_conversions_and_mma_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+    def run() -> list[np.ndarray]:
+        outs = []
+        for dt, ml in F8:
+            q, back = fl.empty(64, dtype=dt).partition((64,)), fl.empty(64).partition((64,))
+            QUANTIZE[dt](q, back, fl.asarray(X))
+            c = fl.empty((32, 32)).partition((16, 16))
+            GEMM[dt](c, fl.asarray(A.astype(ml)), fl.asarray(B.astype(ml)))
+            outs += [q.unpartition().numpy().view(np.uint8), back.unpartition().numpy()]
+            outs.append(c.unpartition().numpy())
+        return outs
+
+    sims, gpus = sim_and_gpu(run)
+    for i, (gpu, sim) in enumerate(zip(gpus, sims, strict=True)):
         if i % 3 == 2:  # the GEMM: f32 sums in another order
             np.testing.assert_allclose(gpu, sim, rtol=1e-5, atol=1e-5)
         else:  # conversions: the same bits (NaN past e4m3fn's 448 included)
@@ -251,19 +245,13 @@ def test_tf32_compiles_and_is_a_tile_type_only(cubin: Callable[..., bytes]) -> N
 
 
 @pytest.mark.gpu
-def test_gpu_tf32_mma_matches_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
+def test_gpu_tf32_mma_matches_the_simulator(sim_and_gpu: SimAndGpu) -> None:
     a, b = A[:, :96].copy(), B[:96].copy()
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            c = fl.empty((32, 32)).partition((16, 16))
-            tf32_gemm(c, fl.asarray(a), fl.asarray(b))
-            fl.synchronize()
-            got.append(c.unpartition().numpy())
-        finally:
-            fl.set_target(None)
-    np.testing.assert_allclose(got[1], got[0], rtol=1e-5, atol=1e-5)
+
+    def run() -> np.ndarray:
+        c = fl.empty((32, 32)).partition((16, 16))
+        tf32_gemm(c, fl.asarray(a), fl.asarray(b))
+        return c.unpartition().numpy()
+
+    sim, gpu = sim_and_gpu(run)
+    np.testing.assert_allclose(gpu, sim, rtol=1e-5, atol=1e-5)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
+from conftest import SimAndGpu
 from fearless import config, tile
 from test_tile_random import rand_ref
 
@@ -605,22 +606,16 @@ def test_scans_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_scans_match_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
+def test_gpu_scans_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
     x = rng(5).uniform(0.5, 1.5, (8, 16)).astype(np.float32)
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            part = fl.empty(x.shape).partition((8, 16))
-            make_scans(fl.f32)(part, fl.asarray(x))
-            fl.synchronize()
-            got.append(part.unpartition().numpy())
-        finally:
-            fl.set_target(None)
-    np.testing.assert_allclose(got[1], got[0], rtol=1e-5)  # a parallel scan adds in its order
+
+    def run() -> np.ndarray:
+        part = fl.empty(x.shape).partition((8, 16))
+        make_scans(fl.f32)(part, fl.asarray(x))
+        return part.unpartition().numpy()
+
+    sim, gpu = sim_and_gpu(run)
+    np.testing.assert_allclose(gpu, sim, rtol=1e-5)  # a parallel scan adds in its order
 
 
 def test_row_prefix_sum_through_a_triangular_mask() -> None:
@@ -1021,44 +1016,40 @@ def test_unsigned_abs_and_saturating_casts_on_the_simulator() -> None:
     assert np.array_equal(part.unpartition().numpy(), want)
 
 
-def _sim_and_gpu(kernel: Any, x: np.ndarray, out_dt: Any) -> list[np.ndarray]:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            part = fl.empty(x.shape, dtype=out_dt).partition((32,))
-            kernel(part, fl.asarray(x))
-            fl.synchronize()
-            got.append(part.unpartition().numpy())
-        finally:
-            fl.set_target(None)
-    return got
+def _sim_and_gpu(
+    sim_and_gpu: SimAndGpu, kernel: Any, x: np.ndarray, out_dt: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    def run() -> np.ndarray:
+        part = fl.empty(x.shape, dtype=out_dt).partition((32,))
+        kernel(part, fl.asarray(x))
+        return part.unpartition().numpy()
+
+    return sim_and_gpu(run)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["u8", "u32"])
-def test_gpu_abs_of_unsigned_matches_the_simulator(which: str) -> None:
+def test_gpu_abs_of_unsigned_matches_the_simulator(which: str, sim_and_gpu: SimAndGpu) -> None:
     if which == "u8":
-        sim_out, gpu_out = _sim_and_gpu(abs_unsigned, U8_VALUES, fl.u8)
+        sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, abs_unsigned, U8_VALUES, fl.u8)
     else:
-        sim_out, gpu_out = _sim_and_gpu(abs_u32, U32_VALUES, fl.u32)
+        sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, abs_u32, U32_VALUES, fl.u32)
     assert np.array_equal(gpu_out, sim_out)
 
 
 @pytest.mark.gpu
-def test_gpu_float_to_u8_saturates_as_the_simulator() -> None:
-    sim_out, gpu_out = _sim_and_gpu(quantize_u8, QUANT_IN, fl.u8)
+def test_gpu_float_to_u8_saturates_as_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+    sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, quantize_u8, QUANT_IN, fl.u8)
     assert np.array_equal(gpu_out, sim_out)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["i8", "i64"])
-def test_gpu_float_to_int_edge_cases_match_the_simulator(which: str) -> None:
+def test_gpu_float_to_int_edge_cases_match_the_simulator(
+    which: str, sim_and_gpu: SimAndGpu
+) -> None:
     kernel, dt = (to_i8, fl.i8) if which == "i8" else (to_i64, fl.i64)
-    sim_out, gpu_out = _sim_and_gpu(kernel, WIDE, dt)
+    sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, kernel, WIDE, dt)
     assert np.array_equal(gpu_out, sim_out)
 
 
@@ -1072,27 +1063,21 @@ MOD_W = np.array(
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["f32", "f16", "bf16", "f64"])
-def test_gpu_float_mod_and_floordiv_match_the_simulator(name: str) -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
+def test_gpu_float_mod_and_floordiv_match_the_simulator(name: str, sim_and_gpu: SimAndGpu) -> None:
     dt = getattr(fl, name)
     kernel = make_divmod(dt)
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            x = fl.asarray(MOD_X.astype(np.float64)).astype(dt) if name == "bf16" else None
-            xs = fl.asarray(MOD_X.astype(dt.np)) if x is None else x
-            w = fl.asarray(MOD_W.astype(np.float64)).astype(dt) if name == "bf16" else None
-            ws = fl.asarray(MOD_W.astype(dt.np)) if w is None else w
-            part = fl.empty(40, dtype=dt).partition((64,))
-            kernel(part, xs, ws)
-            fl.synchronize()
-            got.append(np.asarray(part.unpartition().numpy(), np.float64))
-        finally:
-            fl.set_target(None)
-    np.testing.assert_array_equal(got[1], got[0])
+
+    def run() -> np.ndarray:
+        x = fl.asarray(MOD_X.astype(np.float64)).astype(dt) if name == "bf16" else None
+        xs = fl.asarray(MOD_X.astype(dt.np)) if x is None else x
+        w = fl.asarray(MOD_W.astype(np.float64)).astype(dt) if name == "bf16" else None
+        ws = fl.asarray(MOD_W.astype(dt.np)) if w is None else w
+        part = fl.empty(40, dtype=dt).partition((64,))
+        kernel(part, xs, ws)
+        return np.asarray(part.unpartition().numpy(), np.float64)
+
+    sim, gpu = sim_and_gpu(run)
+    np.testing.assert_array_equal(gpu, sim)
 
 
 # ---------------------------------------------------- refused with a message that says why
@@ -1380,55 +1365,43 @@ def test_a_while_on_a_compile_time_condition_is_refused() -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_while_loops_match_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
+def test_gpu_while_loops_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
     x = normal((8, 100))
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            part = fl.empty(8).partition((4,))
-            while_row_sums(part, fl.asarray(x), 32)
-            steps = fl.empty(8, dtype=fl.i32).partition((1,))
-            collatz_steps(steps, fl.asarray(COLLATZ))
-            fl.synchronize()
-            got.append((part.unpartition().numpy(), steps.unpartition().numpy()))
-        finally:
-            fl.set_target(None)
+
+    def run() -> tuple[np.ndarray, np.ndarray]:
+        part = fl.empty(8).partition((4,))
+        while_row_sums(part, fl.asarray(x), 32)
+        steps = fl.empty(8, dtype=fl.i32).partition((1,))
+        collatz_steps(steps, fl.asarray(COLLATZ))
+        return part.unpartition().numpy(), steps.unpartition().numpy()
+
+    sim, gpu = sim_and_gpu(run)
     # f32 sums: the GPU's reduction tree and the simulator's NumPy sum round differently.
-    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-5)
-    assert np.array_equal(got[1][1], got[0][1])
+    np.testing.assert_allclose(gpu[0], sim[0], rtol=1e-5, atol=1e-5)
+    assert np.array_equal(gpu[1], sim[1])
 
 
 @pytest.mark.gpu
-def test_gpu_break_and_continue_match_the_simulator() -> None:
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
+def test_gpu_break_and_continue_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
     x, v = normal((8, 100)), normal((16 * 20,))
-    got = []
-    for target in ("sim", "cuda"):
-        fl.set_target(target)
-        try:
-            outs = [fl.empty(8).partition((4,)), fl.empty(8).partition((4,))]
-            sums_until_past_the_row(outs[0], fl.asarray(x), 32)
-            odd_chunk_sums(outs[1], fl.asarray(x), 32)
-            for limit in (2.0, 4.0, 100.0):
-                outs.append(fl.empty(4, dtype=fl.i32).partition((2,)))
-                first_chunk_over(outs[-1], fl.asarray(v), limit)
-            outs.append(fl.empty(8, dtype=fl.i32).partition((1,)))
-            collatz_by_break(outs[-1], fl.asarray(COLLATZ))
-            outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
-            nested_jumps(outs[-1], fl.asarray(JUMP_X))
-            outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
-            break_then_continue(outs[-1], fl.asarray(JUMP_X))
-            fl.synchronize()
-            got.append([o.unpartition().numpy() for o in outs])
-        finally:
-            fl.set_target(None)
-    for gpu, sim in zip(got[1], got[0], strict=True):
+
+    def run() -> list[np.ndarray]:
+        outs = [fl.empty(8).partition((4,)), fl.empty(8).partition((4,))]
+        sums_until_past_the_row(outs[0], fl.asarray(x), 32)
+        odd_chunk_sums(outs[1], fl.asarray(x), 32)
+        for limit in (2.0, 4.0, 100.0):
+            outs.append(fl.empty(4, dtype=fl.i32).partition((2,)))
+            first_chunk_over(outs[-1], fl.asarray(v), limit)
+        outs.append(fl.empty(8, dtype=fl.i32).partition((1,)))
+        collatz_by_break(outs[-1], fl.asarray(COLLATZ))
+        outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
+        nested_jumps(outs[-1], fl.asarray(JUMP_X))
+        outs.append(fl.empty(1, dtype=fl.i32).partition((1,)))
+        break_then_continue(outs[-1], fl.asarray(JUMP_X))
+        return [o.unpartition().numpy() for o in outs]
+
+    sims, gpus = sim_and_gpu(run)
+    for gpu, sim in zip(gpus, sims, strict=True):
         if sim.dtype.kind == "f":  # f32 sums round differently (see the while test above)
             np.testing.assert_allclose(gpu, sim, rtol=1e-5, atol=1e-5)
         else:
