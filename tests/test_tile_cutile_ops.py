@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
-from conftest import SimAndGpu
 from fearless import tile
 
 
@@ -156,7 +156,7 @@ def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type:
 
 
 @pytest.mark.gpu
-def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     def run() -> list[np.ndarray]:
         a = fl.empty(16).partition((16,))
         last_column_plus_one(a, fl.asarray(X))

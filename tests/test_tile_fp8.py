@@ -6,13 +6,13 @@ ml_dtypes and NumPy, the bytecode through tileiras, and the GPU against the simu
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 import fearless as fl
-from conftest import SimAndGpu
 from fearless import simt, tile
 
 F8 = [(fl.f8e4m3fn, ml_dtypes.float8_e4m3fn), (fl.f8e5m2, ml_dtypes.float8_e5m2)]
@@ -111,7 +111,7 @@ def test_simt_kernels_have_no_fp8() -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_fp8_conversions_and_mma_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_fp8_conversions_and_mma_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     def run() -> list[np.ndarray]:
         outs = []
         for dt, ml in F8:
@@ -245,7 +245,7 @@ def test_tf32_compiles_and_is_a_tile_type_only(cubin: Callable[..., bytes]) -> N
 
 
 @pytest.mark.gpu
-def test_gpu_tf32_mma_matches_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_tf32_mma_matches_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     a, b = A[:, :96].copy(), B[:96].copy()
 
     def run() -> np.ndarray:

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from conftest import SimAndGpu
 from fearless import config, tile
 from test_tile_random import rand_ref
 
@@ -606,7 +605,7 @@ def test_scans_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_scans_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_scans_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     x = rng(5).uniform(0.5, 1.5, (8, 16)).astype(np.float32)
 
     def run() -> np.ndarray:
@@ -1017,7 +1016,7 @@ def test_unsigned_abs_and_saturating_casts_on_the_simulator() -> None:
 
 
 def _sim_and_gpu(
-    sim_and_gpu: SimAndGpu, kernel: Any, x: np.ndarray, out_dt: Any
+    sim_and_gpu: Callable[..., Any], kernel: Any, x: np.ndarray, out_dt: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     def run() -> np.ndarray:
         part = fl.empty(x.shape, dtype=out_dt).partition((32,))
@@ -1029,7 +1028,9 @@ def _sim_and_gpu(
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["u8", "u32"])
-def test_gpu_abs_of_unsigned_matches_the_simulator(which: str, sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_abs_of_unsigned_matches_the_simulator(
+    which: str, sim_and_gpu: Callable[..., Any]
+) -> None:
     if which == "u8":
         sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, abs_unsigned, U8_VALUES, fl.u8)
     else:
@@ -1038,7 +1039,7 @@ def test_gpu_abs_of_unsigned_matches_the_simulator(which: str, sim_and_gpu: SimA
 
 
 @pytest.mark.gpu
-def test_gpu_float_to_u8_saturates_as_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_float_to_u8_saturates_as_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, quantize_u8, QUANT_IN, fl.u8)
     assert np.array_equal(gpu_out, sim_out)
 
@@ -1046,7 +1047,7 @@ def test_gpu_float_to_u8_saturates_as_the_simulator(sim_and_gpu: SimAndGpu) -> N
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["i8", "i64"])
 def test_gpu_float_to_int_edge_cases_match_the_simulator(
-    which: str, sim_and_gpu: SimAndGpu
+    which: str, sim_and_gpu: Callable[..., Any]
 ) -> None:
     kernel, dt = (to_i8, fl.i8) if which == "i8" else (to_i64, fl.i64)
     sim_out, gpu_out = _sim_and_gpu(sim_and_gpu, kernel, WIDE, dt)
@@ -1063,7 +1064,9 @@ MOD_W = np.array(
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["f32", "f16", "bf16", "f64"])
-def test_gpu_float_mod_and_floordiv_match_the_simulator(name: str, sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_float_mod_and_floordiv_match_the_simulator(
+    name: str, sim_and_gpu: Callable[..., Any]
+) -> None:
     dt = getattr(fl, name)
     kernel = make_divmod(dt)
 
@@ -1365,7 +1368,7 @@ def test_a_while_on_a_compile_time_condition_is_refused() -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_while_loops_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_while_loops_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     x = normal((8, 100))
 
     def run() -> tuple[np.ndarray, np.ndarray]:
@@ -1382,7 +1385,7 @@ def test_gpu_while_loops_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_break_and_continue_match_the_simulator(sim_and_gpu: SimAndGpu) -> None:
+def test_gpu_break_and_continue_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     x, v = normal((8, 100)), normal((16 * 20,))
 
     def run() -> list[np.ndarray]:
