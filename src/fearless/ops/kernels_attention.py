@@ -408,7 +408,7 @@ def make_decode_split(dt, **hints):
             s = s * qk_scale + tile.where(j * DECODE_TILE_N + cols < s_len, 0.0, -math.inf)
             m_i, l_i, acc = online_step(s, m_i, l_i, acc, v, b, kv_h, j, DECODE_TILE_N, TILE_D, dt)
         part_o.store((acc / l_i).reshape((1, 1, 1, QG, TILE_D)))
-        part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG)))
+        part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG, 1)))
 
     return decode_split
 
@@ -429,7 +429,7 @@ def make_decode_combine(dt, **hints):
             o_s = tile.load(part_o, (b, kv_h, sp, 0, 0), (1, 1, 1, QG, TILE_D)).reshape(
                 (QG, TILE_D)
             )
-            l_s = tile.load(part_lse, (b, kv_h, sp, 0), (1, 1, 1, QG)).reshape((QG, 1))
+            l_s = tile.load(part_lse, (b, kv_h, sp, 0, 0), (1, 1, 1, QG, 1)).reshape((QG, 1))
             m_new = max(m, l_s)
             alpha = tile.exp2(m - m_new)
             beta = tile.exp2(l_s - m_new)
@@ -451,7 +451,8 @@ def attention_decode(q, k, v, out, scale, sm_count):
     splits = -(-s_len // split_len)
     qg, td = max(8, next_pow2(group)), next_pow2(d)
     part_o = fl.empty((b, hk, splits, group, d)).partition((1, 1, 1, qg, td))
-    part_lse = fl.empty((b, hk, splits, group)).partition((1, 1, 1, qg))
+    # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
+    part_lse = fl.empty((b, hk, splits, group, 1)).partition((1, 1, 1, qg, 1))
     split = kernel_of(make_decode_split, q.dtype)
     try:
         split(part_o, part_lse, q, k, v, scale, split_len // DECODE_TILE_N)
