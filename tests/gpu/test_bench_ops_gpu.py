@@ -30,7 +30,12 @@ def test_every_op_passes_at_its_smallest_shape(tmp_path: Path) -> None:
         by_impl.setdefault(r["impl"], {})[r["case"]] = r
     for impl in (model.FEARLESS_TILE, model.TORCH):
         assert sorted(by_impl[impl]) == cases
-        bad = [r for r in by_impl[impl].values() if r["status"] != "ok"]
+        # torch has no fp8 matmul: its record of those cases is a skip that says so
+        bad = [
+            r
+            for r in by_impl[impl].values()
+            if r["status"] != "ok" and not (impl == model.TORCH and "f8" in r["case"])
+        ]
         assert not bad, bad
     for r in by_impl.get(model.TILEGYM, {}).values():
         # a peer's own accuracy is its business (TileGym's f32 gelu misses 1e-4 on the H200:
