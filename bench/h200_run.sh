@@ -16,6 +16,7 @@ mkdir -p "$out"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  [ -f .whl/tilegym.tar.xz ] && tar xJf .whl/tilegym.tar.xz -C /tmp/site
 fi
 # shellcheck disable=SC1091
 if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
