@@ -150,10 +150,10 @@ def test_every_configuration_computes_the_same(shape: tuple[int, ...]) -> None:
     args = [fl.asarray(t.numpy()) for t in (dy, x, w)]
     for cfg in kb.NORM_BWD_CONFIGS:
         dx = fl.empty(shape)
-        pw, pb = kb.layer_norm_bwd_tuned.fn(*args, 1e-5, dx, **cfg)
+        pw, pb = kb.layer_norm_bwd_tuned.fn(*args, 1e-5, dx, **cfg).numpy()  # planes dw, db
         np.testing.assert_allclose(dx.numpy(), want[0].numpy(), rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(pw.numpy().sum(0), want[1].numpy(), rtol=1e-4, atol=1e-4)
-        np.testing.assert_allclose(pb.numpy().sum(0), want[2].numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(pw.sum(0), want[1].numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(pb.sum(0), want[2].numpy(), rtol=1e-4, atol=1e-4)
     for cfg in kb.SOFTMAX_BWD_CONFIGS:
         dx = fl.empty(shape)
         kb.softmax_bwd_tuned.fn(fl.asarray(y.numpy()), args[0], dx, **cfg)
@@ -193,9 +193,10 @@ def test_the_backward_kernels_compile_through_tileiras(cubin: Callable[..., byte
     bf16, n = fl.bf16, 1024
 
     def args(k: int, *scalars: Any) -> tuple[Any, ...]:
-        """dx's partition, k partial sums, then dy (or y), x (or dy), and for the norms w."""
+        """dx's partition, k planes of partial sums, then dy (or y), x (or dy), and for the norms
+        w."""
         dx = fl.zeros((8, n), dtype=bf16).partition((1, n))
-        sums = [fl.zeros((8, n), dtype=fl.f32) for _ in range(k)]
+        sums = [fl.zeros((k, 8, n), dtype=fl.f32)] if k else []
         inputs = [fl.zeros((8, n), dtype=bf16) for _ in range(2)]
         w = [fl.zeros(n, dtype=bf16)] if scalars else []
         return (dx, *sums, *inputs, *w, *scalars)
@@ -203,11 +204,11 @@ def test_the_backward_kernels_compile_through_tileiras(cubin: Callable[..., byte
     cases = [
         (kb.make_softmax_bwd(bf16), args(0)),
         (kb.make_softmax_bwd(bf16, persistent=True, chunk=256), args(0)),
-        (kb.make_rms_norm_bwd(bf16), args(1, 1e-6)),
-        (kb.make_rms_norm_bwd(bf16, chunk=256), args(1, 1e-6)),
-        (kb.make_layer_norm_bwd(bf16), args(2, 1e-5)),
-        (kb.make_layer_norm_bwd(bf16, chunk=256), args(2, 1e-5)),
-        (kb.make_column_sum(bf16), (fl.zeros(n, dtype=bf16).partition((64,)), *args(1)[1:2], 32)),
+        (kb.make_norm_bwd(bf16, False), args(1, 1e-6)),
+        (kb.make_norm_bwd(bf16, False, chunk=256), args(1, 1e-6)),
+        (kb.make_norm_bwd(bf16, True), args(2, 1e-5)),
+        (kb.make_norm_bwd(bf16, True, chunk=256), args(2, 1e-5)),
+        (kb.make_column_sum(bf16), (fl.zeros(n, dtype=bf16).partition((64,)), args(2)[1], 1, 32)),
     ]
     for kernel, arguments in cases:
         assert cubin(kernel, *arguments)

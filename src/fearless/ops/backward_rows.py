@@ -49,9 +49,9 @@ def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, An
     dw, dw_ret = output(g, (n,), xa.dtype) if weight is not None else (None, None)
     if n:
         dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
-        partial = rms_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+        sums = rms_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
         if dw is not None:
-            column_sum(partial, dw)
+            column_sum(sums, 0, dw)
     return result(g, dx, dx_ret), (result(g, dw, dw_ret) if dw is not None else None)
 
 
@@ -71,10 +71,10 @@ def layer_norm_backward(
     grads = [output(g, (n,), xa.dtype) if p is not None else (None, None) for p in (weight, bias)]
     if n:
         dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
-        partials = layer_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
-        for (out, _), partial in zip(grads, partials, strict=True):
+        sums = layer_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+        for p, (out, _) in enumerate(grads):
             if out is not None:
-                column_sum(partial, out)
+                column_sum(sums, p, out)
     dw, db = (result(g, out, ret) if out is not None else None for out, ret in grads)
     return result(g, dx, dx_ret), dw, db
 

@@ -7,8 +7,9 @@ goes through `chunks` of the configuration's `chunk` columns: one pass (two for 
 mean and variance) for the row's sums, then one that writes dx.
 
 rms_norm and layer_norm also give the weight's and bias's gradients, sums over every row.
-Their kernels are persistent: block g of G walks its row tiles and adds its rows' terms into
-row g of a (G, n) f32 partial sum, then `make_column_sum` adds the G rows. Only block g ever
+Their kernel (one, `make_norm_bwd`) is persistent: block g of G walks its row tiles and adds
+its rows' terms into row g of a (P, G, n) f32 partial sum, one plane per gradient (dw; dw and
+db), then `make_column_sum` adds a plane's G rows. Only block g ever
 touches row g (in registers across its rows, written once with `tile.scatter`; or, for chunked
 rows, `tile.atomic_add`s in the block's program order), so the sums are deterministic: the
 same inputs give the same bits on every run.
@@ -93,9 +94,9 @@ def rms_norm_bwd_rows(dy, x, w, at, eps):
 
 
 @tile.function
-def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, dw, g):
+def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     """`rms_norm_bwd_rows` in chunks of CH columns, writing dx and adding dy * xhat into row
-    `g` of `dw`: one pass for sum(x^2) and sum(w dy x), one that writes."""
+    `g` of `sums`' plane 0: one pass for sum(x^2) and sum(w dy x), one that writes."""
     BM, _ = at.shape
     n = x.shape[1].astype(fl.f32)
     ss = tile.zeros((BM, 1), fl.f32)
@@ -114,35 +115,7 @@ def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, dw, g):
         gy = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
         c.store((r * gy * wt - v * k).astype(x.dtype))
         cols = c.index[1] * CH + tile.arange(CH)
-        tile.atomic_add(dw, (g, cols), tile.sum(gy * v * r, axis=0))
-
-
-def make_rms_norm_bwd(dt, chunk=0, **hints):
-    """dx of rms_norm and the (G, n) partial sums of dw, G the launch's grid (persistent)."""
-
-    @tile.kernel(**hints)
-    def rms_norm_bwd(
-        dx: tile.Part[dt],
-        dw: tile.Atomic[fl.f32],
-        dy: tile.Tensor[dt],
-        x: tile.Tensor[dt],
-        w: tile.Tensor[dt],
-        eps: fl.f32,
-    ):
-        g = tile.block_id(0)
-        BM, BN = dx.shape
-        if chunk:  # compile-time
-            for t in dx.tiles():
-                rms_norm_bwd_chunked(dy, x, w, t, eps, chunk, dw, g)
-        else:
-            acc = tile.zeros((BM, BN), fl.f32)
-            for t in dx.tiles():
-                d, term = rms_norm_bwd_rows(dy, x, w, t, eps)
-                t.store(d.astype(dt))
-                acc = acc + term
-            tile.scatter(dw, (g, tile.arange(BN)), tile.sum(acc, axis=0))
-
-    return rms_norm_bwd
+        tile.atomic_add(sums, (0, g, cols), tile.sum(gy * v * r, axis=0))
 
 
 # --------------------------------------------------------------------------- layer_norm
@@ -168,10 +141,10 @@ def layer_norm_bwd_rows(dy, x, w, at, eps):
 
 
 @tile.function
-def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, dw, db, g):
+def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     """`layer_norm_bwd_rows` in chunks of CH columns, adding dy * xhat and dy into row `g` of
-    `dw` and `db`: a pass for the mean, one for the variance, sum(w dy) and sum(w dy (x -
-    mean)), one that writes."""
+    `sums`' planes 0 and 1: a pass for the mean, one for the variance, sum(w dy) and sum(w dy
+    (x - mean)), one that writes."""
     BM, _ = at.shape
     n = x.shape[1]
     nf = n.astype(fl.f32)
@@ -202,18 +175,19 @@ def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, dw, db, g):
         wt = tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
         gy = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
         c.store((r * (gy * wt - c2 - xhat * c1)).astype(x.dtype))
-        tile.atomic_add(dw, (g, cols), tile.sum(gy * xhat, axis=0))
-        tile.atomic_add(db, (g, cols), tile.sum(gy, axis=0))
+        tile.atomic_add(sums, (0, g, cols), tile.sum(gy * xhat, axis=0))
+        tile.atomic_add(sums, (1, g, cols), tile.sum(gy, axis=0))
 
 
-def make_layer_norm_bwd(dt, chunk=0, **hints):
-    """dx of layer_norm and the (G, n) partial sums of dw and db (as make_rms_norm_bwd)."""
+def make_norm_bwd(dt, centered, chunk=0, **hints):
+    """dx of layer_norm (`centered`) or rms_norm, and the partial sums of dw (and of db, for
+    layer_norm): row g of plane 0 (and 1) of a (P, G, n) f32 tensor, G the launch's grid
+    (persistent)."""
 
     @tile.kernel(**hints)
-    def layer_norm_bwd(
+    def norm_bwd(
         dx: tile.Part[dt],
-        dw: tile.Atomic[fl.f32],
-        db: tile.Atomic[fl.f32],
+        sums: tile.Atomic[fl.f32],
         dy: tile.Tensor[dt],
         x: tile.Tensor[dt],
         w: tile.Tensor[dt],
@@ -221,22 +195,29 @@ def make_layer_norm_bwd(dt, chunk=0, **hints):
     ):
         g = tile.block_id(0)
         BM, BN = dx.shape
-        if chunk:  # compile-time
+        if chunk:  # compile-time, as `centered`
             for t in dx.tiles():
-                layer_norm_bwd_chunked(dy, x, w, t, eps, chunk, dw, db, g)
+                if centered:
+                    layer_norm_bwd_chunked(dy, x, w, t, eps, chunk, sums, g)
+                else:
+                    rms_norm_bwd_chunked(dy, x, w, t, eps, chunk, sums, g)
         else:
             acc_w = tile.zeros((BM, BN), fl.f32)
             acc_b = tile.zeros((BM, BN), fl.f32)
             for t in dx.tiles():
-                d, term_w, term_b = layer_norm_bwd_rows(dy, x, w, t, eps)
+                if centered:
+                    d, term_w, term_b = layer_norm_bwd_rows(dy, x, w, t, eps)
+                    acc_b = acc_b + term_b
+                else:
+                    d, term_w = rms_norm_bwd_rows(dy, x, w, t, eps)
                 t.store(d.astype(dt))
                 acc_w = acc_w + term_w
-                acc_b = acc_b + term_b
             cols = tile.arange(BN)
-            tile.scatter(dw, (g, cols), tile.sum(acc_w, axis=0))
-            tile.scatter(db, (g, cols), tile.sum(acc_b, axis=0))
+            tile.scatter(sums, (0, g, cols), tile.sum(acc_w, axis=0))
+            if centered:
+                tile.scatter(sums, (1, g, cols), tile.sum(acc_b, axis=0))
 
-    return layer_norm_bwd
+    return norm_bwd
 
 
 # --------------------------------------------------------------------------- column sums
@@ -245,25 +226,29 @@ COLUMN_TILE = (32, 64)  # (rows, columns) of partial sums a column_sum block add
 
 
 def make_column_sum(dt):
-    """out[j] = sum over i of partial[i, j] (an f32 (G, n) partial sum), written in `dt`."""
+    """out[j] = sum over i of sums[p, i, j] (plane p of an f32 (P, G, n) partial sum), written
+    in `dt`."""
 
     @tile.kernel
-    def column_sum(out: tile.Part[dt], partial: tile.Tensor[fl.f32], TILE_M: tile.Const[int]):
+    def column_sum(
+        out: tile.Part[dt], sums: tile.Tensor[fl.f32], p: fl.i32, TILE_M: tile.Const[int]
+    ):
         (BN,) = out.shape
         j = out.index[0]
         acc = tile.zeros((TILE_M, BN), fl.f32)
-        for i in range(tile.num_tiles(partial, 0, (TILE_M, BN))):
-            acc = acc + tile.load(partial, (i, j), (TILE_M, BN), allow_tma=False)
+        for i in range(tile.num_tiles(sums, 1, (1, TILE_M, BN))):
+            rows = tile.load(sums, (p, i, j), (1, TILE_M, BN), allow_tma=False)
+            acc = acc + rows.reshape((TILE_M, BN))
         out.store(tile.sum(acc, axis=0).astype(dt))
 
     return column_sum
 
 
-def column_sum(partial, out):
-    """out (n,) = partial (G, n) summed over its rows."""
+def column_sum(sums, p, out):
+    """out (n,) = plane p of sums (P, G, n), summed over its rows."""
     tm, tn = COLUMN_TILE
     part = out.partition((min(tn, next_pow2(out.shape[0])),))
-    kernel_of(make_column_sum, out.dtype)(part, partial, tm)
+    kernel_of(make_column_sum, out.dtype)(part, sums, p, tm)
     part.unpartition()
 
 
@@ -292,14 +277,11 @@ SOFTMAX_BWD_CONFIGS = [
     _bwd(1, 4, None, 2048),
 ]
 
-FACTORIES = {"softmax": make_softmax_bwd, "rms_norm": make_rms_norm_bwd,
-             "layer_norm": make_layer_norm_bwd}  # fmt: skip
-
-
 def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, chunk, persistent):
     """Run backward kernel `op` on the 2-D `dx` and inputs with one configuration. `partials`
-    (how many (G, n) f32 partial sums the kernel adds into) > 0 makes it persistent on a grid of
-    G blocks; returns those partial sums, zeros where no row was."""
+    (how many (G, n) f32 partial sums the kernel adds into, planes of one (P, G, n) tensor) > 0
+    makes it persistent on a grid of G blocks; returns those partial sums, zeros where no row
+    was (None for softmax)."""
     m, n = first.shape
     bn = next_pow2(n)
     chunk = min(chunk, bn) if bn > MAX_ROW else 0
@@ -309,14 +291,14 @@ def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, c
         )
     tiles = math.ceil(m / rows)
     grid = max(1, min(tiles, sm_count() * (occupancy or 1)))
-    sums = [zeros_beside(dx, (grid, n), fl.f32) for _ in range(partials)]
+    sums = [zeros_beside(dx, (partials, grid, n), fl.f32)] if partials else []
     if m == 0:
-        return sums
-    make = FACTORIES[op]
-    shape = dict(chunk=chunk) if partials else dict(chunk=chunk, persistent=persistent)
-    kernel = kernel_of(make, dx.dtype, **shape).options(
-        occupancy=occupancy, num_worker_warps=num_worker_warps
-    )
+        return sums[0] if sums else None
+    if partials:
+        kernel = kernel_of(make_norm_bwd, dx.dtype, op == "layer_norm", chunk=chunk)
+    else:
+        kernel = kernel_of(make_softmax_bwd, dx.dtype, chunk=chunk, persistent=persistent)
+    kernel = kernel.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     part = dx.partition((rows, bn))
     try:  # a configuration the tuner tries may fail to compile: `dx` is the caller's again
         if partials or persistent:
@@ -325,7 +307,7 @@ def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, c
             kernel(part, first, *rest)
     finally:
         part.unpartition()
-    return sums
+    return sums[0] if sums else None
 
 
 @fl.autotune(configs=SOFTMAX_BWD_CONFIGS, key=["y"])
@@ -336,11 +318,11 @@ def softmax_bwd_tuned(y, dy, dx, **config):
 
 @fl.autotune(configs=NORM_BWD_CONFIGS, key=["x"])
 def rms_norm_bwd_tuned(dy, x, w, eps, dx, **config):
-    """dx (M, n) of rms_norm, and the (G, n) f32 partial sums of dw."""
-    return _launch("rms_norm", dx, dy, x, w, eps, partials=1, **config)[0]
+    """dx (M, n) of rms_norm, and the (1, G, n) f32 partial sums of dw."""
+    return _launch("rms_norm", dx, dy, x, w, eps, partials=1, **config)
 
 
 @fl.autotune(configs=NORM_BWD_CONFIGS, key=["x"])
 def layer_norm_bwd_tuned(dy, x, w, eps, dx, **config):
-    """dx (M, n) of layer_norm, and the (G, n) f32 partial sums of dw and db."""
-    return tuple(_launch("layer_norm", dx, dy, x, w, eps, partials=2, **config))
+    """dx (M, n) of layer_norm, and the (2, G, n) f32 partial sums of dw and db."""
+    return _launch("layer_norm", dx, dy, x, w, eps, partials=2, **config)
