@@ -23,10 +23,8 @@ from .errors import FearlessError
 from .version import __version__
 
 
-class InternalCompilerError(FearlessError):
+class InternalCompilerError(FearlessError, code="E0999"):
     """fearless itself failed (not the user's code)."""
-
-    code = "E0999"
 
 
 def internal_error(method: Any, args: tuple[Any, ...], exc: BaseException) -> InternalCompilerError:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import linecache
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -109,10 +110,16 @@ class Diagnostic:
 
 class FearlessError(Exception):
     """Base of every error fearless raises on purpose; `str()` is the rendered diagnostic.
-    Subclasses set `code`; a code that is not in CODES (this base's own "E0000" included)
-    renders as E0999, an internal error, so no user ever sees an undocumented code."""
+    Subclasses name their `code` in their header (`class BorrowError(FearlessError,
+    code="E0502")`); a code that is not in CODES (this base's own "E0000" included) renders as
+    E0999, an internal error, so no user ever sees an undocumented code."""
 
     code = "E0000"
+
+    def __init_subclass__(cls, code: str = "", **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if code:
+            cls.code = code
 
     def __init__(
         self,
@@ -147,52 +154,36 @@ class FearlessError(Exception):
         return self.diagnostic.help
 
 
-class CompileError(FearlessError):
+class CompileError(FearlessError, code="E0001"):
     """The kernel's Python cannot be compiled (unsupported construct, unknown name, ...)."""
 
-    code = "E0001"
 
-
-class KernelTypeError(FearlessError):
+class KernelTypeError(FearlessError, code="E0308"):
     """Types do not fit: in the kernel (at JIT time) or an argument at launch."""
 
-    code = "E0308"
 
-
-class SafetyError(FearlessError):
+class SafetyError(FearlessError, code="E0601"):
     """The kernel breaks a safety rule (witness rule, write to a Slice, ...)."""
 
-    code = "E0601"
 
-
-class BorrowError(FearlessError):
+class BorrowError(FearlessError, code="E0502"):
     """An output overlaps another argument of the same launch."""
 
-    code = "E0502"
 
-
-class MovedError(FearlessError):
+class MovedError(FearlessError, code="E0382"):
     """A tensor was used after it moved into a partition."""
 
-    code = "E0382"
 
-
-class LaunchContractError(FearlessError):
+class LaunchContractError(FearlessError, code="E0700"):
     """The launch breaks the kernel's contract (block, bounds, requires) or the device's limits."""
 
-    code = "E0700"
 
-
-class KernelIndexError(FearlessError, IndexError):
+class KernelIndexError(FearlessError, IndexError, code="E0600"):
     """A device-side bounds check failed; raised at the next synchronisation."""
 
-    code = "E0600"
 
-
-class ToolchainError(FearlessError):
+class ToolchainError(FearlessError, code="E0900"):
     """A compiler or driver tool is missing or failed."""
-
-    code = "E0900"
 
 
 class FearlessWarning(UserWarning):

@@ -196,6 +196,40 @@ class Op:
         return f"<{self.opname} at {self.loc}>"
 
 
+class Nullary(Op):
+    """An op of no operands and one result whose type the class fixes, both named in its
+    header: `class ThreadIndex1D(Nullary, opname="thread.index_1d", result=THREAD_INDEX)`."""
+
+    result_type: ClassVar[Type]
+
+    def __init_subclass__(cls, opname: str = "", result: Type | None = None, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if opname:
+            cls.opname = opname
+        if result is not None:
+            cls.result_type = result
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [self.result_type], loc)
+
+
+class Choice(Op):
+    """`cond ? a : b` (`where` on tiles): the result has a's type. Each IR names its own."""
+
+    def __init__(self, cond: Value, a: Value, b: Value, loc: Location) -> None:
+        super().__init__([cond, a, b], [a.type], loc)
+
+
+class Exit(Op):
+    """The function's end: a terminator of no operands (each IR names its own)."""
+
+    effect = Effect.CONTROL
+    is_terminator = True
+
+    def __init__(self, loc: Location) -> None:
+        super().__init__([], [], loc)
+
+
 T = TypeVar("T")
 
 

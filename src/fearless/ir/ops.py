@@ -110,7 +110,10 @@ from .core import (
     ArrayType,
     Attr,
     Block,
+    Choice,
     Effect,
+    Exit,
+    Nullary,
     Op,
     ScalarType,
     Value,
@@ -254,11 +257,8 @@ class Cast(Op):
         super().__init__([x], [ScalarType(to)], loc)
 
 
-class Select(Op):
+class Select(Choice):
     opname = "select"
-
-    def __init__(self, cond: Value, a: Value, b: Value, loc: Location) -> None:
-        super().__init__([cond, a, b], [a.type], loc)
 
 
 class MathCall(Op):
@@ -270,18 +270,12 @@ class MathCall(Op):
         super().__init__(args, [args[0].type], loc, fn=fn)
 
 
-class ThreadIndex1D(Op):
-    opname = "thread.index_1d"
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [THREAD_INDEX], loc)
+class ThreadIndex1D(Nullary, opname="thread.index_1d", result=THREAD_INDEX):
+    """`simt.thread.index_1d()`: the thread's index in the launch, the 1-D witness."""
 
 
-class ThreadIndex2D(Op):
-    opname = "thread.index_2d"
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [THREAD_INDEX_2D], loc)
+class ThreadIndex2D(Nullary, opname="thread.index_2d", result=THREAD_INDEX_2D):
+    """`simt.thread.index_2d()`: the thread's (row, col) in the launch, the 2-D witness."""
 
 
 class ThreadIndexAxis(Op):
@@ -556,13 +550,8 @@ class CondBr(Op):
         return [self.if_true, self.if_false]
 
 
-class Return(Op):
+class Return(Exit):
     opname = "return"
-    effect = Effect.CONTROL
-    is_terminator = True
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [], loc)
 
 
 def branch_args(term: Op, dest: Block) -> list[Value]:

@@ -15,6 +15,7 @@ from .core import (
     THREAD_INDEX_2D,
     ArrayType,
     Effect,
+    Nullary,
     Op,
     ScalarType,
     ThreadIndex2DType,
@@ -22,18 +23,13 @@ from .core import (
 )
 
 
-class BlockIndex1D(Op):
-    opname = "thread.block_index_1d"
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [BLOCK_INDEX], loc)
+class BlockIndex1D(Nullary, opname="thread.block_index_1d", result=BLOCK_INDEX):
+    """`simt.thread.block_index_1d()`: the thread's position in its block (opens shared
+    memory)."""
 
 
-class BlockIndex2D(Op):
-    opname = "thread.block_index_2d"
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [BLOCK_INDEX_2D], loc)
+class BlockIndex2D(Nullary, opname="thread.block_index_2d", result=BLOCK_INDEX_2D):
+    """`simt.thread.block_index_2d()`: the thread's (row, col) in its block."""
 
 
 class BlockRowIndex(Op):

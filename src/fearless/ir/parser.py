@@ -277,11 +277,7 @@ _kinded("compare", 2, "pred", ops.Compare, ops.COMPARE_PREDS)
 _spec("cast", 1, 1, "", lambda s, o, a, loc: _make_cast(s, o, loc))
 _spec("select", 3, 1, "", lambda s, o, a, loc: ops.Select(o[0], o[1], o[2], loc))
 _spec("math", None, 1, "fn", _make_math)
-_spec("thread.index_1d", 0, 1, "", lambda s, o, a, loc: ops.ThreadIndex1D(loc))
-_spec("thread.index_2d", 0, 1, "", lambda s, o, a, loc: ops.ThreadIndex2D(loc))
 _spec("index.axis", 1, 1, "axis", _make_axis)
-_spec("thread.block_index_1d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex1D(loc))
-_spec("thread.block_index_2d", 0, 1, "", lambda s, o, a, loc: ops.BlockIndex2D(loc))
 _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
 _spec("local.alloc", 0, 1, "", lambda s, o, a, loc: _make_local(s, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
@@ -298,6 +294,14 @@ def _collective_maker(cls: type[ops.WarpReduce]) -> _Maker:
 
 for _cls in (ops.WarpReduce, ops.BlockReduce, ops.BlockScan):
     _spec(_cls.opname, 1, 1, "op", _collective_maker(_cls))
+
+
+def _nullary_maker(cls: type[ops.Nullary]) -> _Maker:
+    return lambda s, o, a, loc: cls(loc)
+
+
+for _index in (ops.ThreadIndex1D, ops.ThreadIndex2D, ops.BlockIndex1D, ops.BlockIndex2D):
+    _spec(_index.opname, 0, 1, "", _nullary_maker(_index))
 _spec(
     "thread.reg",
     0,

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..dtypes import DType, bool_, i32
 from ..errors import Location
-from .core import Block, Effect, Op, Value
+from .core import Attr, Block, Choice, Effect, Exit, Op, Value
 from .tile_types import ArrayParamType, TileType, tile_type
 
 
@@ -285,27 +285,48 @@ class Unary(Op):
         super().__init__([a], [a.type], loc, kind=kind, **extra)
 
 
-class Cast(Op):
-    opname = "tile.cast"
+class _Retyped(Op):
+    """`a`'s elements as `dtype`, of a's shape."""
 
     def __init__(self, a: Value, dtype: DType, loc: Location) -> None:
         super().__init__([a], [TileType(dtype, tile_type(a).shape)], loc, dtype=dtype)
 
 
-class Select(Op):
+class _Reshaped(Op):
+    """`a`'s elements, of a's dtype, in a tile of `shape`."""
+
+    def __init__(self, a: Value, shape: tuple[int, ...], loc: Location) -> None:
+        super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
+
+
+class Cast(_Retyped):
+    """The values of `a` converted to `dtype`."""
+
+    opname = "tile.cast"
+
+
+class Bitcast(_Retyped):
+    """The bits of `a` read as `dtype`, of the same width."""
+
+    opname = "tile.bitcast"
+
+
+class Select(Choice):
     """`where(cond, a, b)` with equal shapes."""
 
     opname = "tile.select"
 
-    def __init__(self, cond: Value, a: Value, b: Value, loc: Location) -> None:
-        super().__init__([cond, a, b], [a.type], loc)
 
+class Reshape(_Reshaped):
+    """The same elements in row-major order."""
 
-class Reshape(Op):
     opname = "tile.reshape"
 
-    def __init__(self, a: Value, shape: tuple[int, ...], loc: Location) -> None:
-        super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
+
+class Broadcast(_Reshaped):
+    """Stretch dimensions of extent 1 to `shape` (same rank)."""
+
+    opname = "tile.broadcast"
 
 
 class Extract(Op):
@@ -330,24 +351,6 @@ class Cat(Op):
         shape = list(tile_type(a).shape)
         shape[axis] += tile_type(b).shape[axis]
         super().__init__([a, b], [TileType(tile_type(a).dtype, tuple(shape))], loc, axis=axis)
-
-
-class Bitcast(Op):
-    """The bits of `a` read as `dtype`, of the same width."""
-
-    opname = "tile.bitcast"
-
-    def __init__(self, a: Value, dtype: DType, loc: Location) -> None:
-        super().__init__([a], [TileType(dtype, tile_type(a).shape)], loc, dtype=dtype)
-
-
-class Broadcast(Op):
-    """Stretch dimensions of extent 1 to `shape` (same rank)."""
-
-    opname = "tile.broadcast"
-
-    def __init__(self, a: Value, shape: tuple[int, ...], loc: Location) -> None:
-        super().__init__([a], [TileType(tile_type(a).dtype, shape)], loc, shape=shape)
 
 
 class Permute(Op):
@@ -412,10 +415,7 @@ class For(Op):
     ) -> None:
         super().__init__([lo, hi, step, *init], [v.type for v in init], loc, body=body)
 
-    @property
-    def body(self) -> Block:
-        body: Block = self.attrs["body"]
-        return body
+    body = Attr[Block]()
 
 
 class While(Op):
@@ -431,15 +431,8 @@ class While(Op):
     def __init__(self, init: Sequence[Value], cond: Block, body: Block, loc: Location) -> None:
         super().__init__(list(init), [v.type for v in init], loc, cond=cond, body=body)
 
-    @property
-    def cond(self) -> Block:
-        cond: Block = self.attrs["cond"]
-        return cond
-
-    @property
-    def body(self) -> Block:
-        body: Block = self.attrs["body"]
-        return body
+    cond = Attr[Block]()
+    body = Attr[Block]()
 
 
 class If(Op):
@@ -464,15 +457,8 @@ class If(Op):
             [cond], list(result_types), loc, then_block=then_block, else_block=else_block
         )
 
-    @property
-    def then_block(self) -> Block:
-        block: Block = self.attrs["then_block"]
-        return block
-
-    @property
-    def else_block(self) -> Block:
-        block: Block = self.attrs["else_block"]
-        return block
+    then_block = Attr[Block]()
+    else_block = Attr[Block]()
 
 
 def regions(op: Op) -> list[Block]:
@@ -501,10 +487,5 @@ class Yield(Op):
         super().__init__(values, [], loc)
 
 
-class Return(Op):
+class Return(Exit):
     opname = "tile.return"
-    effect = Effect.CONTROL
-    is_terminator = True
-
-    def __init__(self, loc: Location) -> None:
-        super().__init__([], [], loc)

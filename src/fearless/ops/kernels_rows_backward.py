@@ -277,6 +277,7 @@ SOFTMAX_BWD_CONFIGS = [
     _bwd(1, 4, None, 2048),
 ]
 
+
 def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, chunk, persistent):
     """Run backward kernel `op` on the 2-D `dx` and inputs with one configuration. `partials`
     (how many (G, n) f32 partial sums the kernel adds into, planes of one (P, G, n) tensor) > 0

@@ -45,10 +45,8 @@ TARGETS: tuple[Target, ...] = tuple(Target)
 FALLBACK_ARCH = "sm_90"
 
 
-class TargetError(FearlessError, ValueError):
+class TargetError(FearlessError, ValueError, code="E0900"):
     """An unknown target name (in `fl.set_target` or FEARLESS_TARGET)."""
-
-    code = "E0900"
 
 
 _probe: tuple[bool, str, str | None] | None = None  # (usable, reason, arch of device 0)
