@@ -28,87 +28,54 @@ from .lower_api import HANDLERS
 from .printing import print_rule
 from .rules import Operand, TileRules
 
-_UNARY = (
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "sqrt",
-    "rsqrt",
-    "tanh",
-    "sin",
-    "cos",
-    "abs",
-    "floor",
-    "ceil",
-)
-
 # The IR op classes each tile function's rule introduces (operand coercions may add Constant,
-# Cast, Broadcast and Reshape ops, which every backend runs anyway).
-OPS: dict[str, tuple[type, ...]] = {
-    "load": (ops.Load,),
-    "load_like": (ops.Load,),
-    "block_id": (ops.BlockId,),
-    "num_blocks": (ops.NumBlocks,),
-    "num_tiles": (ops.ArrayDim, ops.Binary),
-    "cdiv": (ops.Binary,),
-    "zeros": (ops.Constant,),
-    "full": (ops.Constant,),
-    "arange": (ops.Iota, ops.Cast),
-    **dict.fromkeys(_UNARY, (ops.Unary,)),
-    "sigmoid": (ops.Unary, ops.Binary),
-    "maximum": (ops.Binary,),
-    "minimum": (ops.Binary,),
-    "where": (ops.Select,),
-    "sum": (ops.Reduce,),
-    "prod": (ops.Reduce,),
-    "cumsum": (ops.Scan,),
-    "cumprod": (ops.Scan,),
-    "argmax": (ops.Reduce, ops.Compare, ops.Binary, ops.Iota, ops.Select),
-    "argmin": (ops.Reduce, ops.Compare, ops.Binary, ops.Iota, ops.Select),
-    "max": (ops.Reduce,),
-    "min": (ops.Reduce,),
-    "mma": (ops.Mma,),
-    "transpose": (ops.Permute,),
-    "item": (ops.Reshape,),
-    "reshape": (ops.Reshape,),
-    "ones": (ops.Constant,),
-    **dict.fromkeys(
-        ("add", "sub", "mul", "floordiv", "mod", "pow", "bitwise_lshift", "bitwise_rshift"),
+# Cast, Broadcast and Reshape ops, which every backend runs anyway), the functions grouped by
+# the ops they emit.
+_BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
+    (("load", "load_like"), (ops.Load,)),
+    (("block_id",), (ops.BlockId,)),
+    (("num_blocks",), (ops.NumBlocks,)),
+    (("num_tiles",), (ops.ArrayDim, ops.Binary)),
+    (("zeros", "full", "ones"), (ops.Constant,)),
+    (("arange",), (ops.Iota, ops.Cast)),
+    (
+        ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "abs", "floor")
+        + ("ceil",),
+        (ops.Unary,),
+    ),
+    (("sigmoid",), (ops.Unary, ops.Binary)),
+    (
+        ("add", "sub", "mul", "floordiv", "mod", "pow", "truediv", "cdiv", "maximum", "minimum")
+        + ("bitwise_lshift", "bitwise_rshift", "bitwise_and", "bitwise_or", "bitwise_xor"),
         (ops.Binary,),
     ),
-    "cat": (ops.Cat,),
-    "extract": (ops.Extract,),
-    "bitcast": (ops.Bitcast,),
-    "static_assert": (),
-    "permute": (ops.Permute,),
-    "expand_dims": (ops.Reshape,),
-    "bitwise_and": (ops.Binary,),
-    "bitwise_or": (ops.Binary,),
-    "bitwise_xor": (ops.Binary,),
-    "broadcast_to": (ops.Broadcast,),
-    "astype": (ops.Cast,),
+    (("where",), (ops.Select,)),
+    (("sum", "prod", "max", "min"), (ops.Reduce,)),
+    (("cumsum", "cumprod"), (ops.Scan,)),
+    (("argmax", "argmin"), (ops.Reduce, ops.Compare, ops.Binary, ops.Iota, ops.Select)),
+    (("mma",), (ops.Mma,)),
+    (("transpose", "permute"), (ops.Permute,)),
+    (("item", "reshape", "expand_dims"), (ops.Reshape,)),
+    (("cat",), (ops.Cat,)),
+    (("extract",), (ops.Extract,)),
+    (("bitcast",), (ops.Bitcast,)),
+    (("static_assert",), ()),
+    (("broadcast_to",), (ops.Broadcast,)),
+    (("astype",), (ops.Cast,)),
     # random numbers (random.py): Philox4x32 from integer ops, then float conversions
-    **dict.fromkeys(("philox", "randint", "randint4x"), (ops.Binary, ops.Cast)),
-    "rand": (ops.Binary, ops.Cast, ops.Compare, ops.Select),
-    "randn": (ops.Binary, ops.Cast, ops.Compare, ops.Select, ops.Unary),
-    "truediv": (ops.Binary,),
-    "gather": (ops.Gather,),
-    "scatter": (ops.Scatter,),
-    **dict.fromkeys(
-        (
-            "atomic_add",
-            "atomic_max",
-            "atomic_min",
-            "atomic_xchg",
-            "atomic_and",
-            "atomic_or",
-            "atomic_xor",
-        ),
+    (("philox", "randint", "randint4x"), (ops.Binary, ops.Cast)),
+    (("rand",), (ops.Binary, ops.Cast, ops.Compare, ops.Select)),
+    (("randn",), (ops.Binary, ops.Cast, ops.Compare, ops.Select, ops.Unary)),
+    (("gather",), (ops.Gather,)),
+    (("scatter",), (ops.Scatter,)),
+    (
+        ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg")
+        + ("atomic_and", "atomic_or", "atomic_xor"),
         (ops.AtomicRMW,),
     ),
-    "atomic_cas": (ops.AtomicCAS,),
-}
+    (("atomic_cas",), (ops.AtomicCAS,)),
+]
+OPS: dict[str, tuple[type, ...]] = {name: made for names, made in _BY_OPS for name in names}
 
 INTRINSICS: IntrinsicTable[TileRules] = IntrinsicTable("tile")
 HOST_HELP = "tile kernels call `tile.*` functions, dtypes (`fl.f32(x)`) and `range`"
