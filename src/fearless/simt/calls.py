@@ -107,52 +107,57 @@ def _thread_index_rule(lw: SsaLowerer, call: Call) -> Value:
     return thread_index(lw, call.callee.__name__, call.loc)
 
 
-INTRINSICS.declare(
-    [
-        atomic.add,
-        atomic.sub,
-        atomic.max,
-        atomic.min,
-        atomic.exch,
-        atomic.and_,
-        atomic.or_,
-        atomic.xor,
-        atomic.inc,
-        atomic.dec,
-    ],
-    "simt.atomic.add/sub/max/min/exch/and_/or_/xor/inc/dec",
-    ops=(ops.AtomicRMW,),
-    arity=3,
-)(atomic_rmw)
-INTRINSICS.declare([atomic.cas], "simt.atomic.cas", ops=(ops.AtomicCAS,), arity=4)(atomic_cas)
-
-
-INTRINSICS.declare([print], "print", ops=(ops.Print, ops.IndexToInt))(print_rule)
-INTRINSICS.declare([local.array], "simt.local.array", ops=(ops.LocalAlloc,), arity=2)(
-    local_array_rule
-)
-INTRINSICS.declare([shared.array], "simt.shared.array", ops=(ops.SharedAlloc,), arity=2)(
-    shared_array_rule
-)
-INTRINSICS.declare(
-    [thread.block_index_1d], "simt.thread.block_index_1d", ops=(ops.BlockIndex1D,), arity=0
-)(block_index_rule)
-INTRINSICS.declare([syncthreads], "simt.syncthreads", ops=(ops.Barrier,), arity=0)(syncthreads_rule)
-INTRINSICS.declare(
-    [warp.shfl, warp.shfl_down, warp.shfl_xor],
-    "simt.warp.shfl/shfl_down/shfl_xor",
-    ops=(ops.WarpShuffle, ops.Cast, ops.Constant),
-    arity=2,
-)(shuffle_rule)
-INTRINSICS.declare(
-    [warp.all, warp.any, warp.ballot], "simt.warp.all/any/ballot", ops=(ops.WarpVote,), arity=1
-)(vote_rule)
-INTRINSICS.declare(
-    [warp.reduce, block.reduce, block.scan],
-    "simt.warp.reduce/block.reduce/block.scan",
-    ops=(ops.WarpReduce, ops.BlockReduce, ops.BlockScan),
-    arity=2,
-)(reduce_rule)
+# The intrinsics whose rules live beside their ops (atomics, printing, memory, collectives):
+# the functions, the intrinsic's name, the IR ops its rule emits, its arity, the rule.
+_BESIDE_THEIR_OPS: list[tuple[list[Any], str, tuple[type, ...], int | None, Any]] = [
+    (
+        [
+            atomic.add,
+            atomic.sub,
+            atomic.max,
+            atomic.min,
+            atomic.exch,
+            atomic.and_,
+            atomic.or_,
+            atomic.xor,
+            atomic.inc,
+            atomic.dec,
+        ],
+        "simt.atomic.add/sub/max/min/exch/and_/or_/xor/inc/dec",
+        (ops.AtomicRMW,),
+        3,
+        atomic_rmw,
+    ),
+    ([atomic.cas], "simt.atomic.cas", (ops.AtomicCAS,), 4, atomic_cas),
+    ([print], "print", (ops.Print, ops.IndexToInt), None, print_rule),
+    ([local.array], "simt.local.array", (ops.LocalAlloc,), 2, local_array_rule),
+    ([shared.array], "simt.shared.array", (ops.SharedAlloc,), 2, shared_array_rule),
+    (
+        [thread.block_index_1d],
+        "simt.thread.block_index_1d",
+        (ops.BlockIndex1D,),
+        0,
+        block_index_rule,
+    ),
+    ([syncthreads], "simt.syncthreads", (ops.Barrier,), 0, syncthreads_rule),
+    (
+        [warp.shfl, warp.shfl_down, warp.shfl_xor],
+        "simt.warp.shfl/shfl_down/shfl_xor",
+        (ops.WarpShuffle, ops.Cast, ops.Constant),
+        2,
+        shuffle_rule,
+    ),
+    ([warp.all, warp.any, warp.ballot], "simt.warp.all/any/ballot", (ops.WarpVote,), 1, vote_rule),
+    (
+        [warp.reduce, block.reduce, block.scan],
+        "simt.warp.reduce/block.reduce/block.scan",
+        (ops.WarpReduce, ops.BlockReduce, ops.BlockScan),
+        2,
+        reduce_rule,
+    ),
+]
+for _objs, _name, _ops, _arity, _rule in _BESIDE_THEIR_OPS:
+    INTRINSICS.declare(_objs, _name, ops=_ops, arity=_arity)(_rule)
 
 
 @INTRINSICS.declare(
