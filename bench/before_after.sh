@@ -14,7 +14,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 # shellcheck disable=SC1091
-[ -f .tiletools/unpack.sh ] && source .tiletools/unpack.sh
+if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
+elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
 site=${PYTHONPATH:-}
 after=$PWD
 run_lc() {  # $1 = before|after, $2 = round

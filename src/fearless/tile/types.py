@@ -8,6 +8,7 @@ read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -52,16 +53,18 @@ class ConstAnnotation:
         return f"tile.Const[{self.pytype.__name__}]"
 
 
+@dataclass(frozen=True)
 class _Subscriptable:
-    def __init__(self, name: str, make: Any) -> None:
-        self._name = name
-        self._make = make
+    """`tile.Part`, `tile.Tensor`, `tile.Atomic`, `tile.Const`: `X[item]` is `make(item)`."""
+
+    name: str
+    make: Callable[[Any], Any]
 
     def __getitem__(self, item: Any) -> Any:
-        return self._make(item)
+        return self.make(item)
 
     def __repr__(self) -> str:
-        return f"tile.{self._name}"
+        return f"tile.{self.name}"
 
 
 def _dtype_of(item: Any, what: str) -> DType:
