@@ -495,3 +495,25 @@ def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cl
     warm.store(warm.lookup((other, shorter, 7, 0.25, 1), Target.CUDA)[1], prepared)
     assert warm.c_launch(warm.c, args, 0) == -1  # its entry was cleared: nothing launches
     assert len(calls) == 3
+
+
+def test_prefetch_builds_the_module_on_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """A kernel's first launch starts the C build (`prefetch`) before it compiles the kernel:
+    a fresh cache is filled by a worker thread, its three objects compiled side by side and
+    linked, and `module()` gives that build's module."""
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    for name, value in (("_module", None), ("_why", None), ("_prefetching", None)):
+        monkeypatch.setattr(claunch, name, value)
+    claunch.prefetch()
+    worker = claunch._prefetching
+    assert worker is not None and worker.name == "fearless-claunch-build"
+    worker.join(120)
+    if claunch._why is not None:
+        pytest.skip(f"no compiled launcher here: {claunch._why}")
+    claunch.prefetch()  # built: no second thread
+    assert claunch._prefetching is worker
+    built = sorted(p.name for p in (tmp_path / "claunch").iterdir())
+    assert len(built) == 1 and built[0].startswith("_fearless_claunch_"), built  # no .o left
+    assert claunch.module() is not None and hasattr(claunch.module(), "launch")

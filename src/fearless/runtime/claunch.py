@@ -50,6 +50,7 @@ _lock = threading.Lock()
 _module: ModuleType | None = None
 _why: str | None = None  # set once building or loading failed
 _launch_address: int | None = None  # libcuda's cuLaunchKernel
+_prefetching: threading.Thread | None = None  # the build `prefetch` started
 
 ARR1, ARR2 = 1, 2
 SCALAR_KINDS = {
@@ -70,6 +71,19 @@ def module() -> ModuleType | None:
             except (OSError, ImportError, subprocess.SubprocessError) as exc:
                 _why = f"{type(exc).__name__}: {exc}"
     return _module
+
+
+def prefetch() -> None:
+    """Start building the module on a worker thread, so that the C compiler runs while a
+    kernel's first launch compiles the kernel (both launchers call this first); `module()`
+    then waits for the build, under the lock."""
+    global _prefetching
+    if _module is not None or _why is not None or _prefetching is not None:
+        return
+    if not config.compiled_launcher_enabled():
+        return
+    _prefetching = threading.Thread(target=module, name="fearless-claunch-build", daemon=True)
+    _prefetching.start()
 
 
 def unavailable_reason() -> str | None:
@@ -98,11 +112,29 @@ def _build() -> Path:
     if not (Path(include) / "Python.h").exists():
         raise OSError(f"no Python.h in {include} (install the Python development headers)")
     partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-    sources = [str(f) for f in _SOURCES]
-    cmd = [compiler, "-O2", "-shared", "-fPIC", f"-I{include}", *sources, "-o", str(partial)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        raise OSError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-2000:]}")
+    objects = [partial.with_name(f"{partial.name}.{f.stem}.o") for f in _SOURCES]
+    try:
+        # one compiler per source, at once (0.26 s here against 0.62 s for one command), then
+        # the link
+        compiles = [
+            [compiler, "-O2", "-fPIC", f"-I{include}", "-c", str(f), "-o", str(o)]
+            for f, o in zip(_SOURCES, objects, strict=True)
+        ]
+        running = [
+            (cmd, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            for cmd in compiles
+        ]
+        for cmd, proc in running:
+            _, err = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                raise OSError(f"{' '.join(cmd)} failed: {err.decode().strip()[-2000:]}")
+        link = [compiler, "-shared", *map(str, objects), "-o", str(partial)]
+        done = subprocess.run(link, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise OSError(f"{' '.join(link)} failed: {done.stderr.strip()[-2000:]}")
+    finally:
+        for o in objects:
+            o.unlink(missing_ok=True)
     partial.replace(target)  # atomic: a concurrent build writes the same bytes
     return target
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..abi import CompiledKernel
+from ..runtime import claunch
 from ..runtime.contract import Dim3
 from ..runtime.launch import GpuLaunchPlan
 from ..runtime.target import Target
@@ -51,4 +52,5 @@ def make_launcher(
         ir = compiled_ir()
         fast = (ir.fast.fn, ir.fast.assumes) if ir.fast is not None else None
         return SimLauncher(name, ir.fn, ir.params, ir.contract, ir.ck_for_sim(), fast)
+    claunch.prefetch()  # the compiled launcher builds while the kernel compiles
     return CudaLauncher(compile())

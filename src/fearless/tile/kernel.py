@@ -52,6 +52,7 @@ from ..ir.tile_kernel import (
     TileParam,
     array_align,
 )
+from ..runtime import claunch
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
@@ -355,6 +356,7 @@ class Kernel:
         NumPy arrays on "cuda" copied to the GPU for it (runtime/host_arrays.py)."""
         staging = None
         if target.on_device:
+            claunch.prefetch()  # the compiled launcher builds while the kernel compiles
             specs = [
                 ParamSpec(name, "slice", ann.dtype, 0)
                 if isinstance(ann, TensorAnnotation)
