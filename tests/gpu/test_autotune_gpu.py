@@ -33,6 +33,7 @@ def make(calls: list[int]):
 
 def test_autotune_times_on_the_device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "1")  # also under a run that sets it to 0
     fl.set_target("cuda")
     try:
         n = 1 << 22
