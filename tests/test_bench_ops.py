@@ -316,3 +316,16 @@ def test_cases_run_through_the_harness_on_cpu(monkeypatch: pytest.MonkeyPatch) -
         assert all(r.metric in ("GB/s", "TFLOP/s") and r.time == 0.5 for r in records)
         assert records[0].note is not None and "first call" in records[0].note
         assert records[0].params["op"] == spec.op
+
+
+def test_the_attention_reference_in_head_chunks_is_torchs_sdpa() -> None:
+    """The prefill cases' float64 reference runs SDPA a few heads at a time (the whole 8192
+    case's scores are 69 GB of float64); it is the same function."""
+    torch = pytest.importorskip("torch")
+    from fearless.bench.family_ops import _sdpa_f64
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    q, k, v = (torch.randn(2, 5, 33, 16, dtype=torch.bfloat16) for _ in range(3))
+    for causal in (False, True):
+        want = sdpa(q.double(), k.double(), v.double(), is_causal=causal)
+        assert torch.allclose(_sdpa_f64(torch, q, k, v, causal, heads=3), want, atol=1e-12)
