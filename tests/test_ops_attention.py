@@ -290,3 +290,23 @@ def test_attention_under_torch_compile_fullgraph_forward_and_backward() -> None:
     torch.testing.assert_close(got, want)
     for g, t in zip(grads, leaves, strict=True):
         torch.testing.assert_close(g, t.grad)
+
+
+@pytest.mark.parametrize("lq,s", [(4, 0), (0, 5), (0, 0)])
+def test_no_queries_or_no_keys_give_torchs_zeros_and_zero_gradients(lq: int, s: int) -> None:
+    """Attention over no keys is zeros in torch, and no gradient flows where no query meets a
+    key: the outputs are filled, never left as they were allocated (they read as garbage)."""
+    q = torch.randn(1, 2, lq, 16, requires_grad=True)
+    k, v = (torch.randn(1, 2, s, 16, requires_grad=True) for _ in range(2))
+    ref = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    for _ in range(2):  # a second call gets memory the first one freed
+        got = ops.scaled_dot_product_attention(q, k, v)
+        want = F.scaled_dot_product_attention(*ref)
+        assert got.shape == want.shape and torch.equal(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    for mine, theirs in zip((q, k, v), ref, strict=True):
+        assert mine.grad is not None and theirs.grad is not None
+        assert torch.equal(mine.grad, theirs.grad)
+    np_out = ops.scaled_dot_product_attention(*(t.detach().numpy() for t in (q, k, v)))
+    assert isinstance(np_out, np.ndarray) and not np_out.any()

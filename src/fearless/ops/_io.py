@@ -111,6 +111,17 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
     return t, t
 
 
+def zeros_output(like: Operand, shape: tuple[int, ...]) -> tuple[Tensor, Any]:
+    """`output(like, shape)` filled with zeros: what an operator returns where no kernel runs
+    (attention over no keys, the gradients of an empty batch)."""
+    if like.kind == "torch":
+        out, ret = output(like, shape)
+        ret.zero_()
+        return out, ret
+    t = full(like, shape, 0.0)
+    return t, t
+
+
 def _allocate(make: Callable[[], Any]) -> Any:
     """`make()`, told to a recording trace (runtime/trace.py) with how to make it again."""
     t = make()

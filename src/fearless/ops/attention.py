@@ -22,7 +22,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
-from ._io import FLOATS, operand, output, result, view
+from ._io import FLOATS, operand, output, result, view, zeros_output
 from ._route import torch_ops
 from .kernels_attention import attention_backward, attention_decode, attention_tuned
 from .kernels_rows import sm_count
@@ -60,7 +60,7 @@ def scaled_dot_product_attention(
         )
     qs, ks, vs = (s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape))
     (b, h, _, d), (bk, hk, s, dk) = qs, ks
-    if bk != b or vs[:3] != ks[:3] or dk != d or vs[3] != d or s == 0:
+    if bk != b or vs[:3] != ks[:3] or dk != d or vs[3] != d:
         raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     if hk != h and not (enable_gqa and hk and h % hk == 0):
         raise _mismatch(
@@ -69,6 +69,8 @@ def scaled_dot_product_attention(
             + ("" if enable_gqa else " (pass enable_gqa=True for grouped-query attention)"),
         )
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, (b, h, qs[2], s))
+    if s == 0:  # no keys: torch's SDPA gives zeros
+        return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
     if out.size:
         sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
@@ -137,7 +139,8 @@ def scaled_dot_product_attention_backward(
     (_, h, _, d), (_, hk, s, _) = shapes[0], shapes[1]
     if hk != h and not (enable_gqa and h % hk == 0):
         raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
-    grads = [output(x, x.shape) for x in (qa, ka, va)]
+    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
+    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
     sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
     q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
         view(t, shape)
@@ -147,6 +150,6 @@ def scaled_dot_product_attention_backward(
             strict=True,
         )
     )
-    if qa.tensor.size and s:
+    if runs:
         attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk)
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
