@@ -245,3 +245,24 @@ def test_outside_the_region_a_part_scatter_names_the_region() -> None:
     with pytest.raises(fl.SafetyError, match="E0611") as info:
         k(fl.zeros(16).partition((16,)))
     assert "with tile.unsafe():" in str(info.value)
+
+
+def test_a_tile_atomic_is_read_only_inside_an_unsafe_region() -> None:
+    @tile.kernel
+    def peek(out: tile.Part[fl.f32], acc: tile.Atomic[fl.f32]):
+        out.store(tile.gather(acc, tile.arange(16)))
+
+    with pytest.raises(fl.SafetyError) as err:
+        peek(fl.empty(16).partition((16,)), fl.zeros(16))
+    assert err.value.code == "E0610" and "with tile.unsafe():" in (err.value.help or "")
+
+    @tile.kernel
+    def peek_unsafe(out: tile.Part[fl.f32], acc: tile.Atomic[fl.f32]):
+        with tile.unsafe():
+            v = tile.gather(acc, tile.arange(16))
+        out.store(v)
+
+    acc = fl.asarray(np.arange(16, dtype=np.float32))
+    part = fl.empty(16).partition((16,))
+    peek_unsafe(part, acc)
+    assert np.array_equal(part.unpartition().numpy(), np.arange(16, dtype=np.float32))

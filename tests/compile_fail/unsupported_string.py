@@ -5,5 +5,5 @@ from fearless import simt
 @simt.kernel
 def kernel(c: simt.DisjointSlice[fl.f32]):
     i = simt.thread.index_1d()
-    s = "hello"  # error[E0001] col 9: the constant `'hello'` is not supported in kernels
-    c[i] = 1.0
+    s = "hello"  # a compile-time value: fine until it is used as a number
+    c[i] = s  # error[E0001] col 12: `'hello'` cannot be used as a value in a kernel

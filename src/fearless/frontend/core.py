@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ..errors import CompileError, Location
 from .loops import LoopTypes, Token
 from .source import FunctionSource
-from .values import PyObj, Undefined, Weak, fold_unary
+from .values import PyObj, Undefined, Weak, fold_unary, not_a_value
 
 OperandT = TypeVar("OperandT")  # what an expression lowers to in the track (its `Operand`)
 
@@ -190,6 +190,8 @@ class Lowerer(ABC, Generic[OperandT]):
     ASSIGN_HELP: ClassVar[str | None] = None
     # The binary operators (`BINOPS` values) the track's `binary` implements.
     BINARY_KINDS: ClassVar[frozenset[str]]
+    # What the track's kernels compute with, for a compile-time object used as a value.
+    VALUE_KINDS: ClassVar[str]
 
     def __init__(
         self,
@@ -312,6 +314,10 @@ class Lowerer(ABC, Generic[OperandT]):
                 raise unassigned(value.name, self.loc(stmt), value.why)
             self.env[target.id] = value
         elif isinstance(target, ast.Subscript):
+            if isinstance(value, PyObj) and isinstance(value.obj, str):  # at the string
+                where = getattr(stmt, "value", None)
+                at = self.loc(where) if isinstance(where, ast.expr) else self.loc(target)
+                raise not_a_value(value, at, self.VALUE_KINDS)
             self.store_subscript(target, value)
         elif isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, tuple) or len(value) != len(target.elts):
@@ -398,8 +404,10 @@ class Lowerer(ABC, Generic[OperandT]):
             sign = "-" if v.strip().startswith("-") else ""
             name = "math.nan" if "nan" in v.lower() else f"{sign}math.inf"
             help = f"write `{name}` (import math): `float({v!r})` parses a string, on the host"
+        elif isinstance(v, str):  # compile-time only: `if ACTIVATION == "relu":`, as Triton's
+            return PyObj(v, repr(v))
         else:
-            help = "kernels work on numbers; strings and bytes are host-only"
+            help = 'kernels work on numbers, and strings at compile time (`if MODE == "relu":`)'
         raise unsupported(f"the constant `{v!r}`", self.loc(node), help=help)
 
     def expr_Name(self, node: ast.Name) -> OperandT | Weak | PyObj:
@@ -465,7 +473,11 @@ class Lowerer(ABC, Generic[OperandT]):
                 break
         acc = self.expr(n)
         for op_node, kind in reversed(spine):
-            acc = self.binary(kind, acc, self.expr(op_node.right), self.loc(op_node))
+            right = self.expr(op_node.right)
+            for side, value in ((op_node.left, acc), (op_node.right, right)):
+                if isinstance(value, PyObj) and isinstance(value.obj, str):  # at the string
+                    raise not_a_value(value, self.loc(side), self.VALUE_KINDS)
+            acc = self.binary(kind, acc, right, self.loc(op_node))
         return acc
 
     def expr_IfExp(self, node: ast.IfExp) -> OperandT:

@@ -101,6 +101,22 @@ PY_CMPS: dict[str, Callable[[Any, Any], bool]] = {
 # ----------------------------------------------------------------------------------- folding
 
 
+def not_a_value(x: PyObj, loc: Location, values: str) -> CompileError:
+    """E0001, in both tracks' words: a compile-time object (a string, a module, a helper's own
+    object) where the kernel computes; `values` names what the track computes with. An object
+    of the compiler's own may say what it is for (`value_help`, `value_label`: simt/chunks.py)."""
+    if isinstance(x.obj, str):
+        help = 'a string is a compile-time value: compare it (`if MODE == "relu":`)'
+    else:
+        help = getattr(x.obj, "value_help", None) or f"only {values} are values in kernels"
+    return CompileError(
+        f"`{x.name}` cannot be used as a value in a kernel",
+        loc,
+        label=getattr(x.obj, "value_label", ""),
+        help=help,
+    )
+
+
 def fold(kind: str, a: object, b: object, loc: Location) -> Weak | None:
     """Binary operator or comparison `kind` on two literals, as Python evaluates it; None
     unless both operands are literals."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import CompileError, KernelTypeError, Location
+from ..errors import KernelTypeError, Location
 from ..frontend.core import unassigned
 from ..frontend.values import (
     SYMBOL,
@@ -27,6 +27,7 @@ from ..frontend.values import (
     fold_unary,
     literal_misfit,
     literal_value,
+    not_a_value,
     overflow_help,
 )
 from ..ir import ops
@@ -122,14 +123,7 @@ class Emitter:
         if isinstance(x, Undefined):
             return unassigned(x.name, loc, x.why)
         assert isinstance(x, PyObj)
-        # An object of the compiler's own may say what it is for (simt/chunks.py's chunks).
-        help = getattr(x.obj, "value_help", None)
-        return CompileError(
-            f"`{x.name}` cannot be used as a value in a kernel",
-            loc,
-            label=getattr(x.obj, "value_label", ""),
-            help=help or "only scalars, arrays and thread indices are values in kernels",
-        )
+        return not_a_value(x, loc, "scalars, arrays and thread indices")  # SsaLowerer.VALUE_KINDS
 
     def cast(self, x: Value, to: DType, loc: Location) -> Value:
         if isinstance(x.type, ThreadIndexType):

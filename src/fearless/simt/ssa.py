@@ -83,6 +83,7 @@ class SsaLowerer(Lowerer[Operand]):
 
     RETURN_HELP = "write results into a `DisjointSlice` parameter instead"
     LOOP_HELP = "kernels loop with `for i in range(start, stop, step)` or `while`"
+    VALUE_KINDS = "scalars, arrays and thread indices"
     BINARY_KINDS = frozenset(
         ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "shl", "shr", "and", "or", "xor"]
     )

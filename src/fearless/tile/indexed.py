@@ -107,7 +107,7 @@ def _values(lw: TileRules, x: Any, dt: Any, shape: tuple[int, ...], loc: Locatio
 def api_gather(
     lw: TileRules, loc_of: LocOf, t: Any, indices: Any, mask: Any, padding: Any
 ) -> Value:
-    arr, at = readable(t, loc_of("t"), "gather")
+    arr, at = readable(t, loc_of("t"), "gather", unsafe=lw.unsafe_depth > 0)
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
     if not isinstance(padding, Weak) or isinstance(padding.value, bool):

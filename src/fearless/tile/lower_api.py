@@ -40,17 +40,21 @@ def array_param(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType
     )
 
 
-def readable(x: Any, loc: Location, fn: str, part_ok: bool = False) -> tuple[Value, ArrayParamType]:
-    """The array `tile.<fn>` reads: never a `tile.Atomic` (E0610), nor a Part unless
-    `part_ok` (its other tiles are other blocks', E0601)."""
+def readable(
+    x: Any, loc: Location, fn: str, part_ok: bool = False, unsafe: bool = False
+) -> tuple[Value, ArrayParamType]:
+    """The array `tile.<fn>` reads: never a `tile.Atomic` (E0610) outside `with
+    tile.unsafe():` (inside, a lock's critical section may read what it guards), nor a Part
+    unless `part_ok` (its other tiles are other blocks', E0601)."""
     arr, at = array_param(x, loc, f"the first argument of `tile.{fn}`")
-    if at.atomic:
+    if at.atomic and not unsafe:
         raise SafetyError(
             f"`{arr.name}` is a `tile.Atomic`: other blocks update it while this one runs, so it "
             "cannot be read with a plain load",
             loc,
             code="E0610",
-            help="the atomics return the values they replaced (`old = tile.atomic_add(...)`)",
+            help="the atomics return the values they replaced (`old = tile.atomic_add(...)`); "
+            "a read that a lock orders goes inside `with tile.unsafe():`",
         )
     if at.is_part and not part_ok:
         raise SafetyError(
@@ -113,7 +117,7 @@ def api_load(
     allow_tma: Any,
     order: Any,
 ) -> Value:
-    arr, at = readable(t, loc_of("t"), "load")
+    arr, at = readable(t, loc_of("t"), "load", unsafe=lw.unsafe_depth > 0)
     idx = index if isinstance(index, tuple) else (index,)
     shp = lw.static_shape(shape, loc_of("shape"))
     nd = at.ndim
@@ -164,7 +168,7 @@ def api_load_like(
     latency: Any,
     allow_tma: Any,
 ) -> Value:
-    arr, at = readable(t, loc_of("t"), "load_like", part_ok=True)
+    arr, at = readable(t, loc_of("t"), "load_like", part_ok=True, unsafe=lw.unsafe_depth > 0)
     cursor = part if isinstance(part, TileCursor) else None  # `tile.load_like(x, t)`
     if cursor is not None:
         part = cursor.part

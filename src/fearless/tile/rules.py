@@ -74,6 +74,7 @@ class TileRules(Lowerer[Operand]):
     RETURN_HELP = "store results into a `tile.Part` parameter: `out.store(x)`"
     LOOP_HELP = "loop over `range(stop)` or `range(start, stop, step)`"
     ASSIGN_HELP = "tiles are values: assign to a name, and write memory with `part.store(x)`"
+    VALUE_KINDS = "tiles and numbers"
     BINARY_KINDS = frozenset(
         {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "matmul"}
         | {"and", "or", "xor", "shl", "shr"}  # bitwise and shifts: integer (and bool) tiles
@@ -141,6 +142,8 @@ class TileRules(Lowerer[Operand]):
                 loc,
                 help=f"load a tile of it first: `tile.load_like({x.name}, part)` or `tile.load(...)`",
             )
+        if isinstance(x, PyObj):
+            raise values.not_a_value(x, loc, self.VALUE_KINDS)
         what = "a tuple" if isinstance(x, tuple) else f"`{getattr(x, 'name', x)}`"
         raise KernelTypeError(f"expected a tile or a number, found {what}", loc)
 
