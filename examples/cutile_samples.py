@@ -25,13 +25,16 @@ A write at computed coordinates (VectorAddition's `ct.scatter`) may land in any 
 elements, so fearless takes it only into a `tile.Atomic[T]` parameter, launched on the grid
 the host chooses (`kernel.launch(grid, ...)`), the sample's grid.
 
-What fearless lacks, sample by sample (not faked here):
-- MatMul with f32 inputs: cuTile converts the tiles to tf32 for the tensor cores; fearless has
-  no tf32 dtype, so `tile.mma` multiplies the f32 tiles as f32.
-- BatchMatMul's float8_e4m3fn case: fearless has no fp8 dtypes; the f16 case is ported.
+Where a port differs from its sample:
+- MatMul with f32 inputs converts the tiles to tf32 for the tensor cores, as the sample does
+  (`x.astype(fl.tf32)`, f32 sums).
+- BatchMatMul's float8_e4m3fn case is not ported yet (fearless has f8e4m3fn tiles and their
+  `tile.mma`); the f16 case is.
 - LayerNorm's backward accumulates its partial dW/dB under a spin lock per group (`while
   ct.atomic_cas(...) == 1: pass`, plain loads and stores, `ct.atomic_xchg` release); the port
   adds with `tile.atomic_add` into `tile.Atomic` partial sums instead: the same sums, no lock.
+  fearless takes the lock form too, inside `with tile.unsafe():` (examples/triton_tutorials.py
+  ports Triton's tutorial, which has the same lock).
 
     python examples/cutile_samples.py      # runs each one (GPU if usable, else the simulator)
 """
@@ -141,6 +144,8 @@ def _matmul_tile(A, B, bidx, bidy, tm, tn, tk, dt):
     for k in range(tile.num_tiles(A, 1, (tm, tk))):
         a = tile.load(A, (bidx, k), (tm, tk), padding=0)
         b = tile.load(B, (k, bidy), (tk, tn), padding=0)
+        if dt == fl.f32:  # compile-time: the tensor cores take f32 tiles as tf32
+            a, b = a.astype(fl.tf32), b.astype(fl.tf32)
         accumulator = tile.mma(a, b, accumulator)
     return accumulator.astype(dt)
 
@@ -150,7 +155,7 @@ def make_matmul(dt):
     f32 over K in steps of tk. The sample's `swizzle_2d` (groups of 8 rows of tiles) is the
     partition's order here, `C.partition((tm, tn), order=tile.grouped(8))`: the same groups,
     numbered as Triton numbers them (in a last, short group the rows may come in another
-    order). f32 tiles multiply as f32 (no tf32: see the module docstring)."""
+    order). f32 tiles multiply as tf32, as the sample's."""
 
     @tile.kernel
     def matmul_kernel(
