@@ -66,22 +66,30 @@ def test_04_seeded_dropout_keeps_a_mask_per_seed() -> None:
     assert 0.45 < kept.mean() < 0.55
 
 
+def layer_norm_reference(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray, dy: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """(y, mean, dx, dw, db) of layer_norm over x's rows (eps 1e-5), in NumPy."""
+    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    xhat = (x - mu) / np.sqrt(var + 1e-5)
+    wdy = w * dy
+    dx = wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))
+    return xhat * w + b, mu[:, 0], dx / np.sqrt(var + 1e-5), (dy * xhat).sum(0), dy.sum(0)
+
+
 @pytest.mark.parametrize("m,n,group", [(37, 100, 8), (70, 300, None)])
 def test_05_layer_norm_forward_and_the_locked_backward(m: int, n: int, group: int | None) -> None:
     x = (-2.3 + 0.5 * RNG.standard_normal((m, n))).astype(np.float32)
     w, b = RNG.random(n, dtype=np.float32), RNG.random(n, dtype=np.float32)
     dy = (0.1 * RNG.standard_normal((m, n))).astype(np.float32)
+    want = layer_norm_reference(x, w, b, dy)
     y, mean, rstd = tt.layer_norm_fwd(fl.asarray(x), fl.asarray(w), fl.asarray(b))
-    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
-    xhat = (x - mu) / np.sqrt(var + 1e-5)
-    np.testing.assert_allclose(y.numpy(), xhat * w + b, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(mean.numpy(), mu[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y.numpy(), want[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mean.numpy(), want[1], rtol=1e-5, atol=1e-6)
     dx, dw, db = tt.layer_norm_bwd(fl.asarray(dy), fl.asarray(x), fl.asarray(w), mean, rstd, group)
-    wdy = w * dy
-    want_dx = wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))
-    np.testing.assert_allclose(dx.numpy(), want_dx / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(dw.numpy(), (dy * xhat).sum(0), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(db.numpy(), dy.sum(0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx.numpy(), want[2], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dw.numpy(), want[3], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db.numpy(), want[4], rtol=1e-4, atol=1e-4)
 
 
 def test_the_ports_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
