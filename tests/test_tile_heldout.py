@@ -943,18 +943,29 @@ def test_bitwise_not_compiles_through_tileiras(cubin: Callable[..., bytes]) -> N
 
 
 def test_warnings_as_errors_raise_the_padded_reduction_warning() -> None:
-    x = normal((8, 32))
+    x = normal((8, 40))
     with warnings.catch_warnings():
         warnings.simplefilter("error", fl.FearlessWarning)
         with pytest.raises(fl.FearlessWarning, match=r"padding=-math\.inf"):
-            row_max_shift(fl.empty(x.shape).partition((2, 32)), fl.asarray(x))
+            row_max_shift(fl.empty(x.shape).partition((2, 64)), fl.asarray(x))
 
 
 def test_the_padded_reduction_warning_with_a_negative_axis() -> None:
-    """The warning fires even though 32 divides 32: the launch knows extents mod 4 only."""
+    """Rows of 40 in tiles of 64: the launch sees the padding the compile could not decide
+    (it knows extents mod 4 only)."""
+    x = normal((8, 40))
+    part = fl.empty(x.shape).partition((2, 64))
+    with pytest.warns(fl.FearlessWarning, match=r"`tile.max` takes in padding 0.0"):
+        row_max_shift(part, fl.asarray(x))
+    np.testing.assert_array_equal(part.unpartition().numpy(), x - x.max(-1, keepdims=True))
+
+
+def test_a_tile_that_divides_the_extent_does_not_warn() -> None:
+    """32 divides 32, which the compile cannot know (extents mod 4): the launch does."""
     x = normal((8, 32))
     part = fl.empty(x.shape).partition((2, 32))
-    with pytest.warns(fl.FearlessWarning, match=r"`tile.max` takes in padding 0.0"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fl.FearlessWarning)
         row_max_shift(part, fl.asarray(x))
     np.testing.assert_array_equal(part.unpartition().numpy(), x - x.max(-1, keepdims=True))
 

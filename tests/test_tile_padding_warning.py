@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pytest
 
 import fearless as fl
@@ -49,21 +50,50 @@ def _sig(tile_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[TileParam
 
 
 def _warnings(kernel: tile.Kernel, sig: tuple[TileParam, ...]) -> list[str]:
+    """The warnings of compiling `kernel` for `sig` (the padding the compile is sure of)."""
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         kernel.ir_for(sig)
     return [str(w.message) for w in seen if issubclass(w.category, PaddedReductionWarning)]
 
 
+def _launch_warnings(
+    kernel: tile.Kernel, tile_shape: tuple[int, ...], shape: tuple[int, ...]
+) -> list[str]:
+    """The warnings of launching `kernel` on the simulator (compile and launch)."""
+    fl.set_target("sim")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        part = fl.empty(shape).partition(tile_shape)
+        kernel(part, fl.asarray(np.random.default_rng(0).random(shape, dtype=np.float32)))
+        part.unpartition()
+    return [str(w.message) for w in seen if issubclass(w.category, PaddedReductionWarning)]
+
+
 def test_a_max_over_zero_padding_warns_at_its_line() -> None:
-    (msg,) = _warnings(softmax_zero_padded, _sig((1, 128), (4, 100)))
-    assert "test_tile_padding_warning.py:20:" in msg
+    (msg,) = _launch_warnings(softmax_zero_padded, (1, 128), (4, 100))
+    assert "test_tile_padding_warning.py:21:" in msg
     assert "`tile.max` takes in padding 0.0" in msg and "`padding=-math.inf`" in msg
 
 
 def test_a_sum_over_inf_padding_warns_through_elementwise_ops() -> None:
-    (msg,) = _warnings(sum_of_inf_padding, _sig((1, 128), (4, 100)))
+    (msg,) = _launch_warnings(sum_of_inf_padding, (1, 128), (4, 100))
     assert "`tile.sum` takes in padding -math.inf" in msg and "`padding=0`" in msg
+
+
+def test_padding_the_compile_is_sure_of_warns_when_it_compiles() -> None:
+    # 101 is odd (its divisor 1 is exact under the 4-element cap): no tile of 128 divides it
+    (msg,) = _warnings(softmax_zero_padded, _sig((1, 128), (4, 101)))
+    assert "`tile.max` takes in padding 0.0" in msg
+    # 100 leaves the compile undecided (divisible by 4, the most it knows): no warning yet
+    assert _warnings(softmax_zero_padded, _sig((1, 128), (4, 100))) == []
+
+
+def test_each_launch_decides_with_its_extents() -> None:
+    # one compile (extents mod 4 alike), three launches: only the extent 96 leaves padding
+    assert _launch_warnings(softmax_zero_padded, (1, 64), (4, 128)) == []
+    assert len(_launch_warnings(softmax_zero_padded, (1, 64), (4, 96))) == 1
+    assert _launch_warnings(softmax_zero_padded, (1, 64), (4, 64)) == []
 
 
 def test_the_right_padding_does_not_warn() -> None:

@@ -145,6 +145,8 @@ class TileIR:
     hints: TileHints = field(default_factory=TileHints)
     # the kernel's `with tile.unsafe():` statements (inspect reports the kernel unsafe)
     unsafe_regions: tuple[Location, ...] = ()
+    # reductions that may take in padding, decided per launch (tile/padding_check.Suspect)
+    padded_reductions: tuple[Any, ...] = ()
 
     @property
     def name(self) -> str:

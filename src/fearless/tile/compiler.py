@@ -24,7 +24,7 @@ from ..ir.tile_printer import print_function
 from ..ir.tile_types import ArrayParamType, TileType
 from ..version import __version__
 from .frontend import TileLowerer
-from .padding_check import warn_padded_reductions
+from .padding_check import padded_reductions
 from .passes import run_pipeline
 
 
@@ -50,7 +50,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
     run_pipeline(fn)
     ir = TileIR(fn, signature, src.text, hints or TileHints(), tuple(lowerer.unsafe_regions))
-    warn_padded_reductions(ir)
+    ir.padded_reductions = padded_reductions(ir)  # the certain ones warn now
     dump("ir", lambda: {f"{fn.name}.tile.ir": print_function(fn)})
     return ir
 

@@ -15,9 +15,8 @@ is dropped and the next launch compiles with the new value (the tile IR, hence t
 differs). Modules, builtins, attributes (`cfg.SCALE`) and objects changed in place are not
 followed: pass such values as arguments (a `tile.Const` for a compile-time one).
 
-Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line.
-
-NumPy arrays given for `tile.Tensor` parameters on "cuda" are copied to the GPU for the launch
+Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line. NumPy
+arrays given for `tile.Tensor` parameters on "cuda" are copied to the GPU for the launch
 (runtime/host_arrays.py, a one-time HostCopyWarning); outputs are Partitions of fl.Tensors,
 so there is nothing to copy back.
 """
@@ -71,6 +70,7 @@ from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
 from .launch_gpu import dynamic_values
 from .launch_gpu import prepare as prepare_gpu
+from .padding_check import warn_at_launch
 from .persistent import check_host_grid_launch
 from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
 
@@ -393,6 +393,7 @@ class Kernel:
             for p, v in zip(signature, values, strict=True)
             if p.is_array
         ]
+        warn_at_launch(ir, signature, values)  # reductions over padding these extents leave
         nbytes = tuple(info.nbytes for info in infos)
         if target.simulated:
             from ..runtime.graphs import sim_recording

@@ -13,25 +13,49 @@ padding that is not its identity. An axis may hold padding unless the specialisa
 the tensor's. A padded value the check cannot follow (a `tile.where`, a reshape, a value that
 depends on the other operand) is not warned about: the check only speaks when it is sure of
 the padded value.
+
+The specialisation knows each extent's power-of-two divisor only up to 16 bytes (4 f32), so a
+tile of 32 on an extent of 32 is undecided when the kernel compiles. `padded_reductions` keeps,
+for each reduction that may take in padding, the (argument, axis, tile extent) conditions
+under which it does; a reduction whose padding is certain (the extent's divisor is exact and
+smaller than the tile) warns when the kernel compiles, the others at each launch that prepares
+a new key (`warn_at_launch`, with the arguments' actual extents).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..errors import PaddedReductionWarning
+from ..errors import Location, PaddedReductionWarning
 from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
-from ..ir.tile_kernel import TileIR
+from ..ir.tile_kernel import ALIGN_BYTES, TileIR
 from ..ir.tile_types import TileType
 
-# A padded tile: (the value its padded elements hold, which axes may be padded).
-Fact = tuple[float, tuple[bool, ...]]
+# A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile
+# extent), the argument's extent along that axis is not a multiple of the tile's.
+Cond = tuple[int, int, int]
+# A padded tile: (the value its padded elements hold, each axis's conditions; none: unpadded).
+Fact = tuple[float, tuple[frozenset[Cond], ...]]
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A reduction that takes in padding `pad` (not its identity) when one of `conds` holds;
+    `certain`: one holds whatever the extents (the compile warned)."""
+
+    loc: Location
+    kind: str
+    pad: float
+    conds: frozenset[Cond]
+    certain: bool
+
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
     "neg": np.negative,
@@ -69,35 +93,62 @@ _FIX = {
 }
 
 
-def warn_padded_reductions(ir: TileIR) -> None:
-    """Warn at each reduction that may take in padding other than its identity."""
-    aligns: dict[Value, tuple[int, ...]] = {}
+def padded_reductions(ir: TileIR) -> tuple[Suspect, ...]:
+    """Each reduction that may take in padding other than its identity, with its conditions;
+    those certain to warn when the kernel compiles."""
+    aligns: dict[Value, tuple[int, tuple[int, ...], int]] = {}
     params = [p for p in ir.signature if p.kind != "const"]
-    for v, p in zip(ir.fn.entry.args, params, strict=False):
-        if p.is_array:
-            aligns[v] = p.align[1 : 1 + p.ndim]
-    _walk(ir.fn.entry, {}, aligns)
+    for i, (v, p) in enumerate(zip(ir.fn.entry.args, params, strict=False)):
+        if p.is_array and p.dtype is not None:
+            aligns[v] = (i, p.align[1 : 1 + p.ndim], max(1, ALIGN_BYTES // p.dtype.itemsize))
+    found: list[Suspect] = []
+    _walk(ir.fn.entry, {}, aligns, found)
+    for s in found:
+        if s.certain:
+            _warn(s)
+    return tuple(found)
 
 
-def _walk(block: Block, facts: dict[Value, Fact], aligns: dict[Value, tuple[int, ...]]) -> None:
+def warn_at_launch(ir: TileIR, signature: Sequence[Any], values: Sequence[Any]) -> None:
+    """Warn for `ir`'s undecided suspects that this launch's extents pad (`values` as
+    `Kernel.signature_of` gives them: a Part's is (partition, its array))."""
+    if not ir.padded_reductions:
+        return
+    params = [(p, v) for p, v in zip(signature, values, strict=True) if p.kind != "const"]
+    shapes = {
+        i: (v[1] if p.kind == "part" else v).shape for i, (p, v) in enumerate(params) if p.is_array
+    }
+    for s in ir.padded_reductions:
+        if not s.certain and any(shapes[a][axis] % t for a, axis, t in s.conds if a in shapes):
+            _warn(s)
+
+
+def _walk(block: Block, facts: dict[Value, Fact], aligns: Any, found: list[Suspect]) -> None:
     for op in block.ops:
         for inner in ops.regions(op):
-            _walk(inner, facts, aligns)
+            _walk(inner, facts, aligns, found)
+        if isinstance(op, ops.Reduce):
+            _check(op, facts.get(op.operands[0]), aligns, found)
+            continue
         fact = _fact(op, facts, aligns)
         if fact is not None and op.results:
             facts[op.results[0]] = fact
 
 
-def _fact(op: Any, facts: dict[Value, Fact], aligns: dict[Value, tuple[int, ...]]) -> Fact | None:
+def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
     if isinstance(op, ops.Load):
-        align = aligns.get(op.operands[0], ())
+        if op.operands[0] not in aligns:
+            return None
+        arg, align, _ = aligns[op.operands[0]]
         shape = op.attrs["shape"]
         order = op.attrs.get("order", range(len(shape)))  # tile axis k is array axis order[k]
-        may = tuple(
-            t > 1 and not (a < len(align) and align[a] % t == 0)
+        conds = tuple(
+            frozenset({(arg, a, t)})
+            if t > 1 and not (a < len(align) and align[a] % t == 0)
+            else frozenset()
             for a, t in zip(order, shape, strict=True)
         )
-        return (float(op.attrs["padding"]), may) if any(may) else None
+        return (float(op.attrs["padding"]), conds) if any(conds) else None
     if isinstance(op, ops.Cast):
         f = facts.get(op.operands[0])
         to = op.results[0].type
@@ -110,8 +161,6 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: dict[Value, tuple[int, ...]
         return None if f is None or fn is None else (_eval(fn, f[0]), f[1])
     if isinstance(op, ops.Binary):
         return _binary(op, facts)
-    if isinstance(op, ops.Reduce):
-        _check(op, facts.get(op.operands[0]))
     return None
 
 
@@ -126,7 +175,9 @@ def _binary(op: Any, facts: dict[Value, Fact]) -> Fact | None:
     if fn is None or (fa is None and fb is None):
         return None
     if fa is not None and fb is not None:
-        return (_eval(fn, fa[0], fb[0]), fa[1]) if fa[1] == fb[1] else None
+        if [bool(c) for c in fa[1]] != [bool(c) for c in fb[1]]:
+            return None
+        return (_eval(fn, fa[0], fb[0]), tuple(x | y for x, y in zip(fa[1], fb[1], strict=True)))
     pad, axes = fa if fa is not None else fb  # type: ignore[misc]
     other = op.operands[1 if fa is not None else 0].owner
     while isinstance(other, ops.Reshape | ops.Broadcast):  # a literal is splat, then shaped
@@ -136,19 +187,29 @@ def _binary(op: Any, facts: dict[Value, Fact]) -> Fact | None:
     return (float(results.pop()), axes) if len(results) == 1 else None
 
 
-def _check(op: Any, fact: Fact | None) -> None:
+def _check(op: Any, fact: Fact | None, aligns: Any, found: list[Suspect]) -> None:
     if fact is None:
         return
-    pad, may = fact
+    pad, conds = fact
     kind, axis = op.attrs["kind"], op.attrs["axis"]
-    if kind not in _IDENTITY or not may[axis] or pad == _IDENTITY[kind]:
+    if kind not in _IDENTITY or not conds[axis] or pad == _IDENTITY[kind]:
         return
-    loc = op.loc
-    text = "nan" if math.isnan(pad) else repr(pad).replace("inf", "math.inf")
+    exact = {arg: (align, cap) for arg, align, cap in aligns.values()}
+
+    def certain(c: Cond) -> bool:  # the extent's divisor is exact (under the cap) and < tile
+        arg, a, t = c
+        align, cap = exact[arg]
+        return a < len(align) and align[a] < cap and align[a] < t
+
+    found.append(Suspect(op.loc, kind, pad, conds[axis], any(map(certain, conds[axis]))))
+
+
+def _warn(s: Suspect) -> None:
+    text = "nan" if math.isnan(s.pad) else repr(s.pad).replace("inf", "math.inf")
     warnings.warn_explicit(
-        f"{loc}: `tile.{kind}` takes in padding {text} where the tensor's extent is not a "
-        f"multiple of the tile's, which changes its result; {_FIX[kind]}",
+        f"{s.loc}: `tile.{s.kind}` takes in padding {text} where the tensor's extent is not a "
+        f"multiple of the tile's, which changes its result; {_FIX[s.kind]}",
         PaddedReductionWarning,
-        loc.file,
-        loc.line,
+        s.loc.file,
+        s.loc.line,
     )
