@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import config, ops
+from fearless import config, ops, tile
 
 
 @pytest.fixture(autouse=True)
@@ -199,6 +199,19 @@ def test_the_operator_kernels_compile_through_tileiras(cubin: Callable[..., byte
                 fl.zeros((2, 64, 256), dtype=bf16),
                 64,
             ),
+        ),
+        *(
+            (
+                gemm.make_bmm_flat(bf16, persistent).options(num_ctas=2),
+                (
+                    fl.zeros((512, 256), dtype=bf16).partition((256, 128), order=tile.grouped(8)),
+                    fl.zeros((512, 64), dtype=bf16),
+                    fl.zeros((2, 64, 256), dtype=bf16),
+                    64,
+                    1,
+                ),
+            )
+            for persistent in (False, True)
         ),
     ]
     for kernel, args in cases:

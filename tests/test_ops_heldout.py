@@ -636,6 +636,22 @@ def test_every_tuner_configuration_agrees(
     assert ran >= len(tuned.configs) // 2
 
 
+@pytest.mark.parametrize("m", [256, 100])
+def test_every_bmm_configuration_agrees(monkeypatch: pytest.MonkeyPatch, m: int) -> None:
+    """bmm's tuner space: the batched kernel, and the flat forms (batch folded into C's rows,
+    grouped, clusters, persistent) where their BM divides M (256), the batched kernel where it
+    does not (100); K = 1009 is prime."""
+    a, b = _rand(2, m, 1009, dtype=f16) - 0.5, _rand(2, 1009, 72, dtype=f16, seed=1) - 0.5
+    want = (a.float() @ b.float()).to(f16)
+    ran = 0
+    for i in range(len(kernels_gemm.bmm_tuned.configs)):
+        monkeypatch.setattr(kernels_gemm.bmm_tuned, "_best", {})
+        monkeypatch.setattr(kernels_gemm.bmm_tuned, "_choose", lambda key, args, kw, i=i: i)
+        _close(ops.bmm(a, b), want, 1e-2, 1e-2)
+        ran += 1
+    assert ran == len(kernels_gemm.bmm_tuned.configs)
+
+
 # ======================================================================= requires_grad
 # docs/torch.md: an input that requires grad goes through torch.ops.fearless, whose backward
 # runs fearless kernels; the gradients at TileGym's shapes and tolerances.

@@ -15,6 +15,7 @@ import math
 import fearless as fl
 from fearless import tile
 
+from ._io import view
 from .kernels_rows import kernel_of, sm_count
 
 
@@ -133,18 +134,92 @@ def make_bmm(dt):
     return bmm
 
 
+@tile.function
+def bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles):
+    """Tile (i, j) of the batch folded into rows: A (B * M, K) row tile i is batch
+    i // m_tiles, whose B (B, K, N) it multiplies; f32 sums over K in steps of BK."""
+    z = i // m_tiles
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 1, (BM, BK))):
+        tb = tile.load(b, (z, k, j), (1, BK, BN)).reshape((BK, BN))
+        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tb, acc)
+    return acc
+
+
+def make_bmm_flat(dt, persistent):
+    """C[z] = A[z] @ B[z] with the batch folded into C's rows, C (B * M, N) and A (B * M, K)
+    viewed 2-D (BM divides M, so no tile straddles two batches): C's tiles then take
+    matmul's grouped order (L2 reuse across a batch's tiles) and, `persistent`, its one wave
+    of blocks walking them (TileGym's static persistent bmm)."""
+
+    @tile.kernel
+    def bmm_flat(
+        c: tile.Part[dt],
+        a: tile.Tensor[dt],
+        b: tile.Tensor[dt],
+        BK: tile.Const[int],
+        m_tiles: fl.i32,
+    ):
+        if persistent:  # compile-time
+            for t in c.tiles():
+                i, j = t.index
+                BM, BN = t.shape
+                t.store(bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles).astype(dt))
+        else:
+            BM, BN = c.shape
+            i, j = c.index
+            c.store(bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles).astype(dt))
+
+    return bmm_flat
+
+
+def _flat(config):
+    return dict(config, flat=True)
+
+
+# The batched (1, BM, BN) kernel first (it takes every shape); the flat forms, which take the
+# GEMM space's best forms (clusters, 256-wide tiles, persistent, grouped), where BM divides M.
 BMM_CONFIGS = [
-    _gemm((128, 128), 64, 2, None),
-    _gemm((128, 128), 64, 1, None),
-    _gemm((64, 128), 64, 2, None),
-    _gemm((128, 256), 64, 1, None),
-    _gemm((64, 64), 64, 4, None),
+    *(
+        dict(config, flat=False)
+        for config in (
+            _gemm((128, 128), 64, 2, None),
+            _gemm((128, 128), 64, 1, None),
+            _gemm((64, 128), 64, 2, None),
+            _gemm((128, 256), 64, 1, None),
+            _gemm((64, 64), 64, 4, None),
+        )
+    ),
+    _flat(_gemm((128, 128), 64, 2, None)),
+    _flat(_gemm((256, 128), 64, None, 2)),
+    _flat(_gemm((128, 256), 64, None, 2)),
+    _flat(_gemm((256, 256), 64, 1, 2)),
+    _flat(_gemm((128, 128), 64, 2, None, persistent=True)),
+    _flat(_gemm((256, 256), 64, 1, 2, persistent=True)),
 ]
 
 
 @fl.autotune(configs=BMM_CONFIGS, key=["a", "b"])
-def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
-    """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation."""
+def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
+    """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation; a flat
+    configuration runs the batched kernel where its BM does not divide M."""
+    batch, m, k = a.shape
+    if flat and m % shape[0] == 0:
+        c2, a2 = view(c, (batch * m, c.shape[2])), view(a, (batch * m, k))
+        make = kernel_of(make_bmm_flat, a.dtype, persistent)
+        kernel = make.options(occupancy=occupancy, num_ctas=num_ctas)
+        part = c2.partition(shape, order=tile.grouped(8))
+        m_tiles = m // shape[0]
+        try:  # as in matmul_tuned
+            if persistent:
+                tiles = math.ceil(batch * m / shape[0]) * math.ceil(c.shape[2] / shape[1])
+                grid = max(1, min(tiles, sm_count() * (occupancy or 1)))
+                kernel.launch(grid, part, a2, b, BK, m_tiles)
+            else:
+                kernel(part, a2, b, BK, m_tiles)
+        finally:
+            part.unpartition()
+        return
     part = c.partition((1, *shape))
     try:  # as in matmul_tuned
         kernel = kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
