@@ -3,8 +3,9 @@
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
-# Steps: tests (GPU tests), new (the GPU tests of the Tile features, ops attention and fp8 with
-#        autotuning on), attn (fearless bench's attention and fp8 matmul cases),
+# Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
+#        split count), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
+#        fp8 matmul cases),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
@@ -32,12 +33,23 @@ export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-
 for step in "$@"; do
   echo "== $step $(date +%T)"
   case $step in
-    tests) python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tail -25 > "$out/gpu_tests.log"
-           tail -3 "$out/gpu_tests.log" ;;
-    new)   python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_tile_heldout.py \
-             tests/test_tile_fp8.py tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
-             tests/gpu/test_autotune_gpu.py 2>&1 | tail -30 > "$out/gpu_new.log"
+    tests) # every GPU test, on 12 workers when pytest-xdist travelled in .whl (about 70 s on
+           # the H200; tileiras compiles on the CPUs), tuning off but for the autotune tests
+           par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 12")
+           FEARLESS_AUTOTUNE=0 python3 -m pytest -q -m gpu $par -p no:cacheprovider -rfE \
+             tests/gpu tests/test_tile_heldout.py tests/test_tile_fp8.py \
+             tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
+             --deselect tests/gpu/test_autotune_gpu.py 2>&1 | tail -40 > "$out/gpu_tests.log"
+           python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
+             | tail -5 >> "$out/gpu_tests.log"
+           grep -E "passed|failed" "$out/gpu_tests.log" ;;
+    new)   # this session's GPU tests alone (2026-12-04: Triton tutorial ports, decode)
+           python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_triton_tutorials_gpu.py \
+             tests/test_ops_attention.py tests/gpu/test_cutile_samples_gpu.py 2>&1 | tail -30 \
+             > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
+    decode) python3 bench/experiments/decode_splits.py 2>&1 | tail -8 ;;
+    bmm)   python3 -m fearless bench --cases 'ops_bmm_*' --out "$out/bmm" 2>&1 | tail -12 ;;
     attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \
              --out "$out/attn" 2>&1 | tail -40 ;;
     tile)  python3 bench/tile_bench.py --out "$out" 2>&1 | tee "$out/tile.log" | grep -v "^ " ;;
