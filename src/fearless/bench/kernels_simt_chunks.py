@@ -53,6 +53,19 @@ def load_chunk(x: In2, v, k: int, width, fill: fl.f32):
 
 
 @simt.device
+def load_row(x: In2, v, chunks, width, squares):
+    """The thread's chunks of its block's row of x into `v` (0 past the row's end), as
+    `load_chunk`, and the sum of their elements, or of their squares when `squares` (a
+    constant): the first pass of both norms."""
+    s = fl.f32(0.0)
+    for k in range(chunks):
+        load_chunk(x, v, k, width, fl.f32(0.0))
+        for j in range(width):
+            s += v[k, j] * v[k, j] if squares else v[k, j]
+    return s
+
+
+@simt.device
 def store_chunk(out: Out2, v, k: int, width):
     """The thread's k-th chunk of its block's row of out = row k of `v` (inside the row)."""
     i = simt.thread.block_column(k, width)
@@ -91,11 +104,7 @@ def make_chunk_kernels(
     def rms_norm_chunks(x: In2, w: In, eps: fl.f32, out: Out2):
         v = simt.local.array((chunks, width), fl.f32)
         g = simt.local.array((chunks, width), fl.f32)
-        q = fl.f32(0.0)
-        for k in range(chunks):
-            load_chunk(x, v, k, width, fl.f32(0.0))
-            for j in range(width):
-                q += v[k, j] * v[k, j]
+        q = load_row(x, v, chunks, width, True)
         rstd = fl.math.rsqrt(simt.block.reduce(q, "sum") / fl.f32(len(w)) + eps)
         for k in range(chunks):
             i = simt.thread.block_column(k, width)
@@ -111,12 +120,7 @@ def make_chunk_kernels(
         v = simt.local.array((chunks, width), fl.f32)
         g = simt.local.array((chunks, width), fl.f32)
         h = simt.local.array((chunks, width), fl.f32)
-        s = fl.f32(0.0)
-        for k in range(chunks):
-            load_chunk(x, v, k, width, fl.f32(0.0))
-            for j in range(width):
-                s += v[k, j]
-        mean = simt.block.reduce(s, "sum") / cols
+        mean = simt.block.reduce(load_row(x, v, chunks, width, False), "sum") / cols
         q = fl.f32(0.0)
         for k in range(chunks):
             i = simt.thread.block_column(k, width)
