@@ -208,7 +208,6 @@ def test_the_operator_kernels_compile_through_tileiras(cubin: Callable[..., byte
                     fl.zeros((512, 64), dtype=bf16),
                     fl.zeros((2, 64, 256), dtype=bf16),
                     64,
-                    1,
                 ),
             )
             for persistent in (False, True)

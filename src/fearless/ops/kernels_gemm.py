@@ -135,10 +135,10 @@ def make_bmm(dt):
 
 
 @tile.function
-def bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles):
+def bmm_flat_tile(a, b, i, j, BM, BN, BK):
     """Tile (i, j) of the batch folded into rows: A (B * M, K) row tile i is batch
-    i // m_tiles, whose B (B, K, N) it multiplies; f32 sums over K in steps of BK."""
-    z = i // m_tiles
+    i // (M / BM), whose B (B, K, N) it multiplies; f32 sums over K in steps of BK."""
+    z = i // (a.shape[0] // b.shape[0] // BM)
     acc = tile.zeros((BM, BN), fl.f32)
     for k in range(tile.num_tiles(a, 1, (BM, BK))):
         tb = tile.load(b, (z, k, j), (1, BK, BN)).reshape((BK, BN))
@@ -153,22 +153,16 @@ def make_bmm_flat(dt, persistent):
     of blocks walking them (TileGym's static persistent bmm)."""
 
     @tile.kernel
-    def bmm_flat(
-        c: tile.Part[dt],
-        a: tile.Tensor[dt],
-        b: tile.Tensor[dt],
-        BK: tile.Const[int],
-        m_tiles: fl.i32,
-    ):
+    def bmm_flat(c: tile.Part[dt], a: tile.Tensor[dt], b: tile.Tensor[dt], BK: tile.Const[int]):
         if persistent:  # compile-time
             for t in c.tiles():
                 i, j = t.index
                 BM, BN = t.shape
-                t.store(bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles).astype(dt))
+                t.store(bmm_flat_tile(a, b, i, j, BM, BN, BK).astype(dt))
         else:
             BM, BN = c.shape
             i, j = c.index
-            c.store(bmm_flat_tile(a, b, i, j, BM, BN, BK, m_tiles).astype(dt))
+            c.store(bmm_flat_tile(a, b, i, j, BM, BN, BK).astype(dt))
 
     return bmm_flat
 
@@ -209,14 +203,13 @@ def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
         make = kernel_of(make_bmm_flat, a.dtype, persistent)
         kernel = make.options(occupancy=occupancy, num_ctas=num_ctas)
         part = c2.partition(shape, order=tile.grouped(8))
-        m_tiles = m // shape[0]
         try:  # as in matmul_tuned
             if persistent:
                 tiles = math.ceil(batch * m / shape[0]) * math.ceil(c.shape[2] / shape[1])
                 grid = max(1, min(tiles, sm_count() * (occupancy or 1)))
-                kernel.launch(grid, part, a2, b, BK, m_tiles)
+                kernel.launch(grid, part, a2, b, BK)
             else:
-                kernel(part, a2, b, BK, m_tiles)
+                kernel(part, a2, b, BK)
         finally:
             part.unpartition()
         return
