@@ -144,6 +144,40 @@ def matmul(a: simt.Slice[fl.f32, 2], b: simt.Slice[fl.f32, 2], c: simt.DisjointS
     c[t] = acc
 
 
+TPB = 16  # shared_matmul's tile: a block of TPB x TPB threads
+
+
+@simt.kernel(block=(TPB, TPB))
+def shared_matmul(
+    a: simt.Slice[fl.f32, 2], b: simt.Slice[fl.f32, 2], c: simt.DisjointSlice[fl.f32, 2]
+):
+    """numba's shared-memory matmul (`fast_matmul` of its docs): each block stages a TPB x TPB
+    tile of a and of b in shared memory per step of k, every thread writing its own slot, then
+    after the barrier reads the tiles' rows and columns (zeros past the edges); the sums run in
+    k order, as `matmul`'s."""
+    sa = simt.shared.array((TPB, TPB), fl.f32)
+    sb = simt.shared.array((TPB, TPB), fl.f32)
+    t = simt.thread.block_index_2d()  # (ty, tx): this thread's slot of each tile
+    g = simt.thread.index_2d()  # its element of c
+    acc = fl.f32(0.0)
+    for i in range((a.shape[1] + TPB - 1) // TPB):
+        ac, br = i * TPB + t.col, i * TPB + t.row
+        if g.row < a.shape[0] and ac < a.shape[1]:
+            sa[t] = a[g.row, ac]
+        else:
+            sa[t] = 0.0
+        if br < b.shape[0] and g.col < b.shape[1]:
+            sb[t] = b[br, g.col]
+        else:
+            sb[t] = 0.0
+        simt.syncthreads()  # every slot written: any may be read
+        for j in range(TPB):
+            acc += sa[t.row, j] * sb[j, t.col]
+        simt.syncthreads()  # every read done before the next step overwrites the tiles
+    if g.row < c.shape[0] and g.col < c.shape[1]:
+        c[g] = acc
+
+
 @simt.kernel
 def histogram(x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32]):
     """counts[b] = how many x[i] == b; every thread adds 1 to the bin its element names."""

@@ -229,6 +229,18 @@ def test_matmul_2d(m: int, k: int, n: int) -> None:
     np.testing.assert_array_equal(c, ref)
 
 
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (19, 23, 29), (40, 70, 65)])
+def test_shared_matmul_stages_tiles_and_sums_in_k_order(m: int, k: int, n: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    K.shared_matmul[grid_2d(m, n, (K.TPB, K.TPB)), (K.TPB, K.TPB)](a, b, c)
+    ref = np.zeros((m, n), np.float32)
+    for kk in range(k):  # matmul's order of additions, in f32 (the padded terms add 0)
+        ref += a[:, kk : kk + 1] * b[kk : kk + 1, :]
+    np.testing.assert_array_equal(c, ref)
+
+
 def test_2d_out_of_bounds_names_the_axis() -> None:
     # b has fewer columns than c: the column check of b[t.row, t.col] fails, although the flat
     # offset row * 5 + col would still be inside b for most rows.

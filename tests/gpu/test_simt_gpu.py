@@ -243,6 +243,17 @@ def test_matmul_2d_matches_simulator_bit_for_bit(m: int, k: int, n: int) -> None
     np.testing.assert_allclose(dev[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(("m", "k", "n"), [(33, 17, 45), (256, 300, 200)])
+def test_shared_matmul_matches_the_simulator_bit_for_bit(m: int, k: int, n: int) -> None:
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    block = (K.TPB, K.TPB)
+    sim, dev = both(K.shared_matmul, grid_2d(m, n, block), block, a, b, c, outputs=(2,))  # type: ignore[arg-type]
+    np.testing.assert_array_equal(dev[0], sim[0])
+    np.testing.assert_allclose(dev[0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_2d_device_bounds_error_names_the_axis_and_keeps_context_usable() -> None:
     @fl.simt.kernel
     def add_cols(
