@@ -1,6 +1,7 @@
 """cuTile Python's `ct.ones`, `ct.extract`, `ct.bitcast` and `ct.static_assert` (TileGym's
-mamba2, splitk_reduce and moe kernels call them): the simulator against NumPy, the bytecode
-through tileiras, the mistakes at their lines, and the GPU against the simulator."""
+mamba2, splitk_reduce and moe kernels call them), and its tan, sinh, cosh, atan2, isnan,
+negative, bitwise_not, matmul, bid and comparison functions: the simulator against NumPy, the
+bytecode through tileiras, the mistakes at their lines, and the GPU against the simulator."""
 
 from __future__ import annotations
 
@@ -64,6 +65,30 @@ def function_forms(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
     out.store(both.extract((1,), (16,)) + both.extract((0,), (16,)))
 
 
+@tile.kernel
+def more_math(
+    out: tile.Part[fl.f32], flags: tile.Part[fl.i32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]
+):
+    """cuTile's tan, sinh, cosh, atan2, negative and isnan, and the comparison function forms
+    (as bits of an i32), on 16 elements."""
+    a, b = tile.load_like(x, out), tile.load_like(y, out)
+    out.store(tile.tan(a) + tile.sinh(a) * tile.cosh(b) + tile.atan2(a, b) + tile.negative(b))
+    bits = tile.where(tile.isnan(a / b), 1, 0)
+    bits = bits + tile.where(tile.equal(a, b), 2, 0) + tile.where(tile.not_equal(a, b), 4, 0)
+    bits = bits + tile.where(tile.less(a, b), 8, 0) + tile.where(tile.less_equal(a, b), 16, 0)
+    bits = bits + tile.where(tile.greater(a, b), 32, 0)
+    flags.store(bits + tile.where(tile.greater_equal(a, b), 64, 0))
+
+
+@tile.kernel
+def ints_and_products(out: tile.Part[fl.i32], mm: tile.Part[fl.f32], x: tile.Tensor[fl.i32]):
+    """`tile.bitwise_not` of ints, `tile.isnan` of ints (all False), `tile.matmul`, `tile.bid`."""
+    v = tile.load_like(x, out)
+    out.store(tile.bitwise_not(v) + tile.where(tile.isnan(v), 100, 0) + tile.bid(0))
+    e = tile.ones((16, 16), fl.f16) * 0.5
+    mm.store(tile.matmul(e, e).astype(fl.f32))
+
+
 INTS = np.arange(-8, 8, dtype=np.int32)
 X = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
 BITS = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, 1e-40, 3.4e38], np.float32)
@@ -89,6 +114,36 @@ def test_function_forms_cat_and_the_extract_method() -> None:
     a = 4 * INTS.astype(np.int64) - 1
     want = (a // 5 + a % 5 + INTS.astype(np.int64) ** 2) + 4 * INTS
     assert out.unpartition().numpy().tolist() == want.tolist()
+
+
+A = np.array(
+    [0.3, -1.2, 2.0, 0.0, 1.5, -0.5, 0.7, 1.0, -2.0, 0.1, 0.0, 3.0, -1.0, 0.4, 1.1, -0.9],
+    np.float32,
+)
+B = np.array(
+    [0.5, 0.5, 2.0, 0.0, -1.0, 1.5, 0.7, 2.0, 1.0, -0.3, 1.0, 3.0, 1.0, 0.2, 0.9, -0.1], np.float32
+)
+
+
+def test_more_math_and_the_comparison_forms() -> None:
+    out, flags = fl.empty(16).partition((16,)), fl.empty(16, dtype=fl.i32).partition((16,))
+    more_math(out, flags, fl.asarray(A), fl.asarray(B))
+    want = np.tan(A) + np.sinh(A) * np.cosh(B) + np.arctan2(A, B) - B
+    np.testing.assert_allclose(out.unpartition().numpy(), want, rtol=1e-5, atol=1e-6)
+    with np.errstate(all="ignore"):
+        nan = np.isnan(A / B)
+    want_bits = (
+        nan * 1 + (A == B) * 2 + (A != B) * 4 + (A < B) * 8 + (A <= B) * 16 + (A > B) * 32
+        + (A >= B) * 64
+    )  # fmt: skip
+    assert flags.unpartition().numpy().tolist() == want_bits.tolist()
+
+
+def test_bitwise_not_isnan_of_ints_matmul_and_bid() -> None:
+    out, mm = fl.empty(16, dtype=fl.i32).partition((16,)), fl.empty((16, 16)).partition((16, 16))
+    ints_and_products(out, mm, fl.asarray(INTS))
+    assert out.unpartition().numpy().tolist() == (~INTS).tolist()
+    assert np.array_equal(mm.unpartition().numpy(), np.full((16, 16), 4.0, np.float32))
 
 
 def test_bitcast_keeps_the_bits() -> None:
@@ -121,6 +176,16 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         fl.empty(8).partition((8,)),
         fl.asarray(BITS),
     )
+    a, b = fl.asarray(A), fl.asarray(B)
+    assert cubin(
+        more_math, fl.empty(16).partition((16,)), fl.empty(16, dtype=fl.i32).partition((16,)), a, b
+    )
+    assert cubin(
+        ints_and_products,
+        fl.empty(16, dtype=fl.i32).partition((16,)),
+        fl.empty((16, 16)).partition((16, 16)),
+        ints,
+    )
 
 
 @pytest.mark.parametrize(
@@ -136,6 +201,9 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         ("v[0, 0, 0]", "too many indices for a 2-d tile"),
         ("tile.cat((v, v[:, 0:32]), 0)", r"cannot concatenate a .* along axis 0"),
         ("tile.cat((v, v[:, 0:32]), 1)", "tile dimensions must be powers of two"),
+        ("tile.atan2(v.astype(fl.i32), v.astype(fl.i32))", "`tile.atan2` takes float tiles"),
+        ("tile.bitwise_not(v)", "`tile.bitwise_not` flips the bits of integer or bool tiles"),
+        ("tile.tan(v.astype(fl.i32))", "`tile.tan` needs a float tile"),
     ],
 )
 def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -164,10 +232,14 @@ def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: Callable[..., 
         float_bits(b, c, fl.asarray(BITS))
         h = fl.empty((16, 32)).partition((16, 32))
         halves(h, fl.asarray(X))
-        return [p.unpartition().numpy() for p in (a, b, c, h)]
+        m, f = fl.empty(16).partition((16,)), fl.empty(16, dtype=fl.i32).partition((16,))
+        more_math(m, f, fl.asarray(A), fl.asarray(B))
+        return [p.unpartition().numpy() for p in (a, b, c, h, m, f)]
 
     sim, gpu = sim_and_gpu(run)
     np.testing.assert_allclose(gpu[0], sim[0], rtol=1e-5, atol=1e-5)
     assert np.array_equal(gpu[1], sim[1])
     assert np.array_equal(gpu[2].view(np.int32), sim[2].view(np.int32))
     np.testing.assert_allclose(gpu[3], sim[3], rtol=1e-6)
+    np.testing.assert_allclose(gpu[4], sim[4], rtol=1e-5, atol=1e-5)  # tan, sinh, cosh, atan2
+    assert np.array_equal(gpu[5], sim[5])

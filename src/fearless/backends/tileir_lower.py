@@ -318,6 +318,8 @@ class _Lowerer:
                 return f(b, rt, x, y, True, False)
             if kind == "pow":
                 return bc.encode_FPowFOp(b, rt, x, y)
+            if kind == "atan2":
+                return bc.encode_Atan2Op(b, rt, x, y)
             if kind in ("floordiv", "mod"):
                 return float_divmod(self, kind, t, x, y)
             raise self._unsupported(op, f"`{kind}` on float tiles")
@@ -417,6 +419,9 @@ class _Lowerer:
             "tanh": lambda: bc.encode_TanHOp(b, rt, x, full),
             "sin": lambda: bc.encode_SinOp(b, rt, x),
             "cos": lambda: bc.encode_CosOp(b, rt, x),
+            "tan": lambda: bc.encode_TanOp(b, rt, x),
+            "sinh": lambda: bc.encode_SinHOp(b, rt, x),
+            "cosh": lambda: bc.encode_CosHOp(b, rt, x),
             "floor": lambda: bc.encode_FloorOp(b, rt, x),
             "ceil": lambda: bc.encode_CeilOp(b, rt, x),
         }

@@ -251,7 +251,8 @@ class Print(Op):
 
 
 class Binary(Op):
-    """Elementwise `kind`: add sub mul div floordiv mod pow max min and or xor (equal shapes)."""
+    """Elementwise `kind`: add sub mul div floordiv mod pow max min and or xor atan2 (equal
+    shapes)."""
 
     opname = "tile.binary"
 
@@ -270,7 +271,8 @@ class Compare(Op):
 
 
 class Unary(Op):
-    """Elementwise `kind`: neg not abs exp exp2 log log2 sqrt rsqrt tanh sin cos floor ceil."""
+    """Elementwise `kind`: neg not abs exp exp2 log log2 sqrt rsqrt tanh sin cos tan sinh cosh
+    floor ceil."""
 
     opname = "tile.unary"
 

@@ -40,6 +40,7 @@ from . import tile_indexed as indexed
 _Tile = np.ndarray | np.generic
 
 _MATH = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil"}
+_MATH |= {"tan", "sinh", "cosh"}
 
 
 class _Array:
@@ -173,8 +174,10 @@ class _Block:
         x, y = args
         if a.get("flush_to_zero"):  # tile.truediv(..., flush_to_zero=True): f32 only
             x, y = _flush(np.asarray(x)), _flush(np.asarray(y))
+        kind = a["kind"]
+        fn = nx.math_fn(kind, dt) if kind == "atan2" else nx.binary_fn(kind, dt)
         with np.errstate(all="ignore"):
-            r = np.asarray(nx.binary_fn(a["kind"], dt)(x, y), nx.storage_dtype(dt))
+            r = np.asarray(fn(x, y), nx.storage_dtype(dt))
         return _flush(r) if a.get("flush_to_zero") else r
 
     def _op_Compare(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:

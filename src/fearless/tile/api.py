@@ -222,6 +222,12 @@ abs_ = _unary("abs_", "|x|, elementwise (also the builtin `abs(x)`).")
 floor = _unary("floor", "Round down, elementwise.")
 ceil = _unary("ceil", "Round up, elementwise.")
 sigmoid = _unary("sigmoid", "1 / (1 + exp(-x)), elementwise.")
+tan = _unary("tan", "Tangent, elementwise.")
+sinh = _unary("sinh", "Hyperbolic sine, elementwise.")
+cosh = _unary("cosh", "Hyperbolic cosine, elementwise.")
+isnan = _unary("isnan", "Whether each element is NaN (a bool tile; False for integer tiles).")
+negative = _unary("negative", "`-x`, elementwise (cuTile's function form).")
+bitwise_not = _unary("bitwise_not", "`~x` of an integer or bool tile, elementwise.")
 maximum = _binary("maximum", "Elementwise maximum (NaN wins), broadcasting.")
 minimum = _binary("minimum", "Elementwise minimum (NaN wins), broadcasting.")
 bitwise_and = _binary(
@@ -240,6 +246,24 @@ mod = _binary("mod", "`x % y` (Python's: the divisor's sign), broadcasting.")
 pow = _binary("pow", "`x ** y`, broadcasting (an int tile by a literal exponent only).")
 bitwise_lshift = _binary("bitwise_lshift", "`x << y` of integer tiles, broadcasting.")
 bitwise_rshift = _binary("bitwise_rshift", "`x >> y` of integer tiles, broadcasting.")
+matmul = _binary("matmul", "`x @ y`: the matrix product of two 2-d tiles (`tile.mma` into zeros).")
+equal = _binary("equal", "`x == y`, broadcasting (a bool tile).")
+not_equal = _binary("not_equal", "`x != y`, broadcasting (a bool tile).")
+less = _binary("less", "`x < y`, broadcasting (a bool tile).")
+less_equal = _binary("less_equal", "`x <= y`, broadcasting (a bool tile).")
+greater = _binary("greater", "`x > y`, broadcasting (a bool tile).")
+greater_equal = _binary("greater_equal", "`x >= y`, broadcasting (a bool tile).")
+
+
+@_kernel_only
+def atan2(x1: Any, x2: Any) -> Any:
+    """The angle of (x2, x1) in radians, in [-pi, pi], elementwise (float tiles, broadcasting),
+    as NumPy's arctan2."""
+
+
+@_kernel_only
+def bid(axis: Any) -> Any:
+    """cuTile's `ct.bid`: this block's coordinate along grid `axis` (`tile.block_id`)."""
 
 
 @_kernel_only
@@ -404,6 +428,8 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     broadcast_to, astype, extract, bitcast, static_assert,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     add, sub, mul, floordiv, mod, pow, bitwise_lshift, bitwise_rshift, cat,
+    tan, sinh, cosh, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
+    greater, greater_equal, atan2, bid,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,
     randint, randint4x, rand, randn, philox,

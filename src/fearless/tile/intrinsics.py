@@ -56,6 +56,13 @@ _BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
         (ops.Unary,),
     ),
     (("sigmoid",), (ops.Unary, ops.Binary)),
+    (("tan", "sinh", "cosh", "negative"), (ops.Unary,)),
+    (("bitwise_not",), (ops.Unary, ops.Binary)),
+    (("isnan",), (ops.Compare, ops.Constant)),
+    (("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"), (ops.Compare,)),
+    (("atan2",), (ops.Binary,)),
+    (("matmul",), (ops.Mma,)),
+    (("bid",), (ops.BlockId,)),
     (
         (
             "add",

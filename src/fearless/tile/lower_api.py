@@ -356,6 +356,8 @@ api_sin = _unary("sin")
 api_cos = _unary("cos")
 api_floor = _unary("floor")
 api_ceil = _unary("ceil")
+api_tan, api_sinh, api_cosh = _unary("tan"), _unary("sinh"), _unary("cosh")
+api_bid = api_block_id  # cuTile's name
 api_abs = _unary("abs", float_only=False)
 
 

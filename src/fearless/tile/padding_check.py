@@ -69,6 +69,9 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "tanh": np.tanh,
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
     "floor": np.floor,
     "ceil": np.ceil,
 }

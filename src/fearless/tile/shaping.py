@@ -1,6 +1,7 @@
-"""cuTile Python's `ct.ones`, `ct.extract`, `ct.cat`, `ct.bitcast`, `ct.static_assert` and the
-function forms of the operators (`ct.add`, `ct.mul`, `ct.bitwise_lshift`, ...): the rules of
-their `tile.*` namesakes, and static tile slices (`v[:, 32:64]`).
+"""cuTile Python's `ct.ones`, `ct.extract`, `ct.cat`, `ct.bitcast`, `ct.static_assert`,
+`ct.atan2`, `ct.isnan` and the function forms of the operators (`ct.add`, `ct.mul`,
+`ct.bitwise_lshift`, `ct.equal`, `ct.less`, `ct.negative`, `ct.bitwise_not`, `ct.matmul`, ...):
+the rules of their `tile.*` namesakes, and static tile slices (`v[:, 32:64]`).
 
 They are registered in lower_api.py's `HANDLERS` (imported there); their stubs are in api.py.
 
@@ -16,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import tile_type
+from ..ir.tile_types import TileType, tile_type
 from .rules import TileRules
 
 LocOf = Callable[[str], Location]
@@ -75,6 +77,63 @@ def _operator(kind: str) -> Any:
 api_add, api_sub, api_mul = _operator("add"), _operator("sub"), _operator("mul")
 api_floordiv, api_mod, api_pow = _operator("floordiv"), _operator("mod"), _operator("pow")
 api_bitwise_lshift, api_bitwise_rshift = _operator("shl"), _operator("shr")
+api_matmul = _operator("matmul")
+
+
+def _comparison(pred: str) -> Any:
+    def rule(lw: TileRules, loc_of: LocOf, x: Any, y: Any) -> Any:
+        return lw.compare(pred, x, y, loc_of("x"))
+
+    return rule
+
+
+api_equal, api_not_equal = _comparison("eq"), _comparison("ne")
+api_less, api_less_equal = _comparison("lt"), _comparison("le")
+api_greater, api_greater_equal = _comparison("gt"), _comparison("ge")
+
+
+def api_negative(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
+    loc = loc_of("x")
+    return lw.emit(ops.Unary("neg", lw.tile_value(x, loc), loc))
+
+
+def api_bitwise_not(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
+    """`~x`: `not` of a bool tile, every bit flipped (x ^ all ones) of an integer one."""
+    loc = loc_of("x")
+    v = lw.tile_value(x, loc)
+    t = tile_type(v)
+    if t.dtype.is_bool:
+        return lw.emit(ops.Unary("not", v, loc))
+    if not t.dtype.is_int:
+        raise KernelTypeError(
+            f"`tile.bitwise_not` flips the bits of integer or bool tiles, found {t}", loc
+        )
+    ones = Weak(-1 if t.dtype.is_signed else (1 << t.dtype.bits) - 1)
+    mask = lw.broadcast_to(lw.tile_value(ones, loc, t.dtype), t.shape, loc)
+    return lw.emit(ops.Binary("xor", v, mask, loc))
+
+
+def api_isnan(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
+    """`x != x` for a float tile (only NaN differs from itself); all False for an integer one."""
+    loc = loc_of("x")
+    v = lw.tile_value(x, loc)
+    t = tile_type(v)
+    if t.dtype.is_float:
+        return lw.emit(ops.Compare("ne", v, v, loc))
+    return lw.emit(ops.Constant(False, TileType(dtypes.bool_, t.shape), loc))
+
+
+def api_atan2(lw: TileRules, loc_of: LocOf, x1: Any, x2: Any) -> Value:
+    loc = loc_of("x1")
+    dt = lw.unify(x1, x2, loc, "`tile.atan2`")
+    if not dt.is_float:
+        raise KernelTypeError(
+            f"`tile.atan2` takes float tiles, found {dt.name}",
+            loc,
+            help="convert them first: `x.astype(fl.f32)`",
+        )
+    a, b = lw.operands([x1, x2], dt, loc)
+    return lw.emit(ops.Binary("atan2", a, b, loc))
 
 
 def api_cat(lw: TileRules, loc_of: LocOf, tiles: Any, axis: Any) -> Value:
