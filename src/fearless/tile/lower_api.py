@@ -25,6 +25,7 @@ from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
 from .shaping import HANDLERS as SHAPING
+from .shaping import float_operands
 
 LocOf = Callable[[str], Location]
 
@@ -282,14 +283,7 @@ def api_truediv(
     lw: TileRules, loc_of: LocOf, a: Any, b: Any, rounding_mode: Any, flush_to_zero: Any
 ) -> Value:
     loc = loc_of("a")
-    dt = lw.unify(a, b, loc, "`tile.truediv`")
-    if not dt.is_float:
-        raise KernelTypeError(
-            f"`tile.truediv` divides float tiles, found {dt.name}",
-            loc,
-            help="convert them first (`x.astype(fl.f32)`), or use `//` for integers",
-        )
-    va, vb = lw.operands([a, b], dt, loc)
+    dt, va, vb = float_operands(lw, a, b, loc, "truediv", ", or use `//` for integers")
     mode = rounding_mode.obj if isinstance(rounding_mode, PyObj) else rounding_mode
     if mode is None or mode is RoundingMode.NEAREST_EVEN:
         rounding = None

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import dtypes
+from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.values import PyObj, Weak
 from ..ir import tile_ops as ops
@@ -123,17 +124,25 @@ def api_isnan(lw: TileRules, loc_of: LocOf, x: Any) -> Value:
     return lw.emit(ops.Constant(False, TileType(dtypes.bool_, t.shape), loc))
 
 
-def api_atan2(lw: TileRules, loc_of: LocOf, x1: Any, x2: Any) -> Value:
-    loc = loc_of("x1")
-    dt = lw.unify(x1, x2, loc, "`tile.atan2`")
+def float_operands(
+    lw: TileRules, x: Any, y: Any, loc: Location, what: str, also: str = ""
+) -> tuple[DType, Value, Value]:
+    """The dtype and tile values of `tile.<what>(x, y)`'s float operands; integer ones are
+    E0308 (`also`: another way to write it, for the help)."""
+    dt = lw.unify(x, y, loc, f"`tile.{what}`")
     if not dt.is_float:
         raise KernelTypeError(
-            f"`tile.atan2` takes float tiles, found {dt.name}",
+            f"`tile.{what}` takes float tiles, found {dt.name}",
             loc,
-            help="convert them first: `x.astype(fl.f32)`",
+            help=f"convert them first (`x.astype(fl.f32)`){also}",
         )
-    a, b = lw.operands([x1, x2], dt, loc)
-    return lw.emit(ops.Binary("atan2", a, b, loc))
+    a, b = lw.operands([x, y], dt, loc)
+    return dt, a, b
+
+
+def api_atan2(lw: TileRules, loc_of: LocOf, x1: Any, x2: Any) -> Value:
+    _, a, b = float_operands(lw, x1, x2, loc_of("x1"), "atan2")
+    return lw.emit(ops.Binary("atan2", a, b, loc_of("x1")))
 
 
 def api_cat(lw: TileRules, loc_of: LocOf, tiles: Any, axis: Any) -> Value:
