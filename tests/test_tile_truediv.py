@@ -71,7 +71,7 @@ def test_wrong_uses_are_refused() -> None:
         v = tile.load_like(x, out)
         out.store(tile.truediv(v, v).astype(fl.i32))
 
-    with pytest.raises(fl.KernelTypeError, match="`tile.truediv` takes float tiles"):
+    with pytest.raises(fl.KernelTypeError, match=r"`tile\.truediv` takes float tiles"):
         ints(fl.zeros(8, dtype=fl.i32).partition((8,)), fl.zeros(8, dtype=fl.i32))
 
     @tile.kernel
