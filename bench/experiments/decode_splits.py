@@ -13,23 +13,14 @@ import torch
 import torch.nn.functional as F
 
 import fearless as fl
+from fearless.bench.timing import QUICK, DeviceTimer
 from fearless.ops.kernels_attention import attention_decode
-
-
-def timed(fn, reps: int = 20) -> float:  # type: ignore[no-untyped-def]
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps
 
 
 def main() -> None:
     fl.set_target("cuda")
+    timer = DeviceTimer(torch, QUICK)  # the bench's: CUDA events, L2 flushed, the median
+    timed = lambda fn: timer.time(fn).median  # noqa: E731
     b, h, s, d = 8, 32, 4096, 128
     q = torch.randn(b, h, 1, d, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
