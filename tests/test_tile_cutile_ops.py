@@ -89,6 +89,21 @@ def ints_and_products(out: tile.Part[fl.i32], mm: tile.Part[fl.f32], x: tile.Ten
     mm.store(tile.matmul(e, e).astype(fl.f32))
 
 
+@tile.kernel
+def unrolled(
+    out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32], PIECES: tile.Const[int]
+):
+    """`tile.static_iter` over a range (each piece a compile-time index and weight) and over a
+    tuple of tensors."""
+    (BN,) = out.shape
+    acc = tile.zeros((BN,), fl.f32)
+    for p in tile.static_iter(range(PIECES)):
+        acc = acc + tile.load(x, (p,), (BN,)) * (p + 1)
+    for t in tile.static_iter((x, y)):
+        acc = acc + tile.load_like(t, out)
+    out.store(acc)
+
+
 INTS = np.arange(-8, 8, dtype=np.int32)
 X = np.random.default_rng(11).standard_normal((16, 64)).astype(np.float32)
 BITS = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, 1e-40, 3.4e38], np.float32)
@@ -146,6 +161,21 @@ def test_bitwise_not_isnan_of_ints_matmul_and_bid() -> None:
     assert np.array_equal(mm.unpartition().numpy(), np.full((16, 16), 4.0, np.float32))
 
 
+def test_static_iter_unrolls_ranges_and_tuples() -> None:
+    x, y = np.arange(64, dtype=np.float32), np.arange(64, dtype=np.float32)[::-1].copy()
+    out = fl.empty(16).partition((16,))
+    unrolled(out, fl.asarray(x), fl.asarray(y), 4)
+    want = sum(x[16 * p : 16 * p + 16] * (p + 1) for p in range(4)) + x[:16] + y[:16]
+    assert np.array_equal(out.unpartition().numpy(), want)
+    from fearless.ir.tile_printer import print_function
+    from fearless.runtime.target import current_target
+
+    args = (fl.empty(16).partition((16,)), fl.asarray(x), fl.asarray(y), 4)
+    sig, _ = unrolled.signature_of(args, current_target())
+    text = print_function(unrolled.ir_for(sig).fn)
+    assert "tile.for" not in text and text.count("tile.load") == 6  # 4 + 2 copies of the body
+
+
 def test_bitcast_keeps_the_bits() -> None:
     out = fl.empty(8, dtype=fl.i32).partition((8,))
     back = fl.empty(8).partition((8,))
@@ -176,6 +206,7 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         fl.empty(8).partition((8,)),
         fl.asarray(BITS),
     )
+    assert cubin(unrolled, fl.empty(16).partition((16,)), fl.asarray(X[0]), fl.asarray(X[1]), 4)
     a, b = fl.asarray(A), fl.asarray(B)
     assert cubin(
         more_math, fl.empty(16).partition((16,)), fl.empty(16, dtype=fl.i32).partition((16,)), a, b
@@ -204,6 +235,10 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         ("tile.atan2(v.astype(fl.i32), v.astype(fl.i32))", "`tile.atan2` takes float tiles"),
         ("tile.bitwise_not(v)", "`tile.bitwise_not` flips the bits of integer or bool tiles"),
         ("tile.tan(v.astype(fl.i32))", "`tile.tan` needs a float tile"),
+        (
+            "tile.static_iter((v, v))",
+            r"`tile.static_iter\(...\)` is only the iterable of a `for`",
+        ),
     ],
 )
 def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -243,3 +278,33 @@ def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: Callable[..., 
     np.testing.assert_allclose(gpu[3], sim[3], rtol=1e-6)
     np.testing.assert_allclose(gpu[4], sim[4], rtol=1e-5, atol=1e-5)  # tan, sinh, cosh, atan2
     assert np.array_equal(gpu[5], sim[5])
+
+
+@pytest.mark.parametrize(
+    ("loop", "message"),
+    [
+        (
+            "for i in tile.static_iter(range(4)):\n        break",
+            "`break` inside a `tile.static_iter` loop",
+        ),
+        (
+            "for i in tile.static_iter(range(x.shape[0])):\n        pass",
+            "needs bounds known at compile time",
+        ),
+        ("for i in tile.static_iter(v):\n        pass", "iterates over `range"),
+    ],
+)
+def test_static_iter_mistakes(loop: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import fearless as fl\nfrom fearless import tile\n\n@tile.kernel\n"
+        "def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):\n"
+        "    v = tile.load(x, (0, 0), (16, 64))\n"
+        f"    {loop}\n"
+        "    out.store(tile.zeros((16,), fl.f32))\n"
+    )
+    namespace: dict = {}
+    exec(compile(src.read_text(), str(src), "exec"), namespace)
+    with pytest.raises(fl.CompileError, match=message) as info:
+        namespace["k"](fl.empty(16).partition((16,)), fl.asarray(X))
+    assert info.value.loc is not None and info.value.loc.line in (7, 8)

@@ -262,6 +262,13 @@ def atan2(x1: Any, x2: Any) -> Any:
 
 
 @_kernel_only
+def static_iter(iterable: Any) -> Any:
+    """cuTile's `ct.static_iter`, only as a loop's iterable: `for i in
+    tile.static_iter(range(4)):` unrolls the loop at compile time, the target a compile-time
+    value in each copy of the body (tile/static_loops.py)."""
+
+
+@_kernel_only
 def bid(axis: Any) -> Any:
     """cuTile's `ct.bid`: this block's coordinate along grid `axis` (`tile.block_id`)."""
 
@@ -429,7 +436,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     add, sub, mul, floordiv, mod, pow, bitwise_lshift, bitwise_rshift, cat,
     tan, sinh, cosh, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
-    greater, greater_equal, atan2, bid,
+    greater, greater_equal, atan2, bid, static_iter,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,
     randint, randint4x, rand, randn, philox,

@@ -39,6 +39,7 @@ from .persistent import TileCursor, lower_chunks, lower_tiles
 from .regions import lower_with
 from .rules import Operand, TileRules
 from .shaping import slice_tile
+from .static_loops import is_static_iter, lower_static_for
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
 TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item", "extract")
@@ -95,8 +96,12 @@ class TileLowerer(TileRules):
         lower_while(self, node)
 
     def lower_for_iter(self, node: ast.For, target: str) -> bool:
-        """`for t in part.tiles():` (persistent.py); any other iterable is not supported."""
+        """`for t in part.tiles():` (persistent.py) and `for x in tile.static_iter(...):`
+        (static_loops.py); any other iterable is not supported."""
         it = node.iter
+        if is_static_iter(self, it):
+            lower_static_for(self, node, target)
+            return True
         if (
             isinstance(it, ast.Call)
             and isinstance(it.func, ast.Attribute)

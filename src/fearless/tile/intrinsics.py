@@ -64,7 +64,7 @@ _BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
     (("cat",), (ops.Cat,)),
     (("extract",), (ops.Extract,)),
     (("bitcast",), (ops.Bitcast,)),
-    (("static_assert",), ()),
+    (("static_assert", "static_iter"), ()),
     (("broadcast_to",), (ops.Broadcast,)),
     (("astype",), (ops.Cast,)),
     # random numbers (random.py): Philox4x32 from integer ops, then float conversions

@@ -145,6 +145,14 @@ def api_atan2(lw: TileRules, loc_of: LocOf, x1: Any, x2: Any) -> Value:
     return lw.emit(ops.Binary("atan2", a, b, loc_of("x1")))
 
 
+def api_static_iter(lw: TileRules, loc_of: LocOf, iterable: Any) -> Any:
+    raise CompileError(
+        "`tile.static_iter(...)` is only the iterable of a `for` loop",
+        loc_of("iterable"),
+        help="write `for i in tile.static_iter(range(n)):`",
+    )
+
+
 def api_cat(lw: TileRules, loc_of: LocOf, tiles: Any, axis: Any) -> Value:
     if not (isinstance(tiles, tuple) and len(tiles) == 2):
         raise CompileError(
