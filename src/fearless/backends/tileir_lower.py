@@ -379,11 +379,8 @@ class _Lowerer:
         p = getattr(bc.ComparisonPredicate, pred)
         rt = self.tid(tile_type(op.result))
         if dt.is_float:
-            order = (
-                bc.ComparisonOrdering.UNORDERED
-                if pred == "NOT_EQUAL"
-                else bc.ComparisonOrdering.ORDERED
-            )
+            unordered = pred == "NOT_EQUAL"  # NaN != x holds
+            order = bc.ComparisonOrdering.UNORDERED if unordered else bc.ComparisonOrdering.ORDERED
             return bc.encode_CmpFOp(self.b, rt, args[0], args[1], p, order)
         sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
         return bc.encode_CmpIOp(self.b, rt, args[0], args[1], p, sign)
