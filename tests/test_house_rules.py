@@ -1,0 +1,18 @@
+"""The house rules of docs/design.md that a test can hold: no file in src/fearless is over 600
+lines (split a module by responsibility before it grows past that)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SRC = Path(__file__).parents[1] / "src" / "fearless"
+MAX_LINES = 600
+
+
+def test_no_source_file_is_over_600_lines() -> None:
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in SRC.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"over {MAX_LINES} lines: {long}"
