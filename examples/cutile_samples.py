@@ -28,8 +28,8 @@ the host chooses (`kernel.launch(grid, ...)`), the sample's grid.
 Where a port differs from its sample:
 - MatMul with f32 inputs converts the tiles to tf32 for the tensor cores, as the sample does
   (`x.astype(fl.tf32)`, f32 sums).
-- BatchMatMul's float8_e4m3fn case is not ported yet (fearless has f8e4m3fn tiles and their
-  `tile.mma`); the f16 case is.
+- BatchMatMul's float8_e4m3fn case is the same kernel with f8e4m3fn operands and an f32 C
+  (`batch_matmul(A, B, out_dtype=fl.f32)`), as the sample's.
 - LayerNorm's backward accumulates its partial dW/dB under a spin lock per group (`while
   ct.atomic_cas(...) == 1: pass`, plain loads and stores, `ct.atomic_xchg` release); the port
   adds with `tile.atomic_add` into `tile.Atomic` partial sums instead: the same sums, no lock.

@@ -105,6 +105,20 @@ def test_matmul_f32_with_the_samples_tiles() -> None:
     np.testing.assert_allclose(got, tf32(a) @ tf32(b), rtol=1e-5, atol=1e-5)
 
 
+def test_batch_matmul_fp8_into_f32() -> None:
+    """The sample's second case: float8_e4m3fn operands, f32 out, exact f32 sums of the fp8
+    products (each product of two e4m3 values is exact in f32)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((2, 64, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((2, 32, 48)).astype(ml_dtypes.float8_e4m3fn)
+    c = cs.batch_matmul(fl.asarray(a), fl.asarray(b), out_dtype=fl.f32, tiles=(16, 16, 16))
+    assert c.dtype == fl.f32
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.numpy(), want, rtol=1e-6, atol=1e-5)
+
+
 def test_batch_matmul() -> None:
     a, b = _f16(3, 40, 24), _f16(3, 24, 36)
     c = cs.batch_matmul(a, b, tiles=(16, 32, 16)).numpy().astype(np.float32)
@@ -209,6 +223,19 @@ def test_the_ports_compile_through_tileiras(cubin: Callable[..., bytes]) -> None
                 z((2, 32, 64), dtype=f16),
                 32,
             ),
+        ),
+        (
+            cs.make_batch_matmul(fl.f8e4m3fn, fl.f32),
+            (
+                z((2, 64, 64)).partition((1, 64, 64)),
+                z((2, 64, 32), dtype=fl.f8e4m3fn),
+                z((2, 32, 64), dtype=fl.f8e4m3fn),
+                32,
+            ),
+        ),
+        (
+            cs.make_matmul(fl.f32),  # f32 tiles into the tensor cores as tf32
+            (z((64, 64)).partition((32, 32), order=tile.grouped(8)), z((64, 64)), z((64, 64)), 32),
         ),
         (cs.transpose, (z((64, 96)).partition((32, 32)), z((96, 64)))),
         (cs.transpose_by_order, (z((64, 96)).partition((32, 32)), z((96, 64)))),

@@ -74,6 +74,17 @@ def test_batch_matmul_f16() -> None:
     np.testing.assert_allclose(_f64(c), _f64(a) @ _f64(b), rtol=1e-2, atol=5e-2)
 
 
+def test_batch_matmul_fp8_into_f32() -> None:
+    """The sample's float8_e4m3fn case at its shapes, f32 out, on the fp8 tensor cores."""
+    import ml_dtypes
+
+    a = _randn(4, 512, 256).astype(ml_dtypes.float8_e4m3fn)
+    b = _randn(4, 256, 1024).astype(ml_dtypes.float8_e4m3fn)
+    c = cs.batch_matmul(fl.asarray(a), fl.asarray(b), out_dtype=fl.f32).numpy()
+    want = _f64(a.astype(np.float32)) @ _f64(b.astype(np.float32))
+    np.testing.assert_allclose(_f64(c), want, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("by_order", [False, True])
 @pytest.mark.parametrize(
     ("shape", "dtype"), [((1024, 512), np.float16), ((1024, 512), np.float32),
