@@ -219,6 +219,22 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
     )
 
 
+def _launch_with(statement: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Launch a kernel, written to a file, whose line 7 is `statement` (after `v`, a (16, 64)
+    tile of x)."""
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import fearless as fl\nfrom fearless import tile\n\n@tile.kernel\n"
+        "def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):\n"
+        "    v = tile.load(x, (0, 0), (16, 64))\n"
+        f"    {statement}\n"
+        "    out.store(tile.zeros((16,), fl.f32))\n"
+    )
+    namespace: dict = {}
+    exec(compile(src.read_text(), str(src), "exec"), namespace)
+    namespace["k"](fl.empty(16).partition((16,)), fl.asarray(X))
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -242,18 +258,8 @@ def test_the_new_ops_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
     ],
 )
 def test_mistakes_are_clear(body: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    src = tmp_path / "k.py"
-    src.write_text(
-        "import fearless as fl\nfrom fearless import tile\n\n@tile.kernel\n"
-        "def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):\n"
-        "    v = tile.load(x, (0, 0), (16, 64))\n"
-        f"    r = {body}\n"
-        "    out.store(tile.zeros((16,), fl.f32))\n"
-    )
-    namespace: dict = {}
-    exec(compile(src.read_text(), str(src), "exec"), namespace)
     with pytest.raises((fl.CompileError, fl.KernelTypeError), match=message) as info:
-        namespace["k"](fl.empty(16).partition((16,)), fl.asarray(X))
+        _launch_with(f"r = {body}", tmp_path)
     loc = info.value.loc
     assert loc is not None and loc.line == 7
 
@@ -295,16 +301,6 @@ def test_gpu_extract_and_bitcast_match_the_simulator(sim_and_gpu: Callable[..., 
     ],
 )
 def test_static_iter_mistakes(loop: str, message: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    src = tmp_path / "k.py"
-    src.write_text(
-        "import fearless as fl\nfrom fearless import tile\n\n@tile.kernel\n"
-        "def k(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):\n"
-        "    v = tile.load(x, (0, 0), (16, 64))\n"
-        f"    {loop}\n"
-        "    out.store(tile.zeros((16,), fl.f32))\n"
-    )
-    namespace: dict = {}
-    exec(compile(src.read_text(), str(src), "exec"), namespace)
     with pytest.raises(fl.CompileError, match=message) as info:
-        namespace["k"](fl.empty(16).partition((16,)), fl.asarray(X))
+        _launch_with(loop, tmp_path)
     assert info.value.loc is not None and info.value.loc.line in (7, 8)
