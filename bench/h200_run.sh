@@ -4,7 +4,7 @@
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
-#        split count), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
+#        configuration), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
 #        fp8 matmul cases),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
@@ -48,7 +48,7 @@ for step in "$@"; do
              tests/test_ops_attention.py tests/gpu/test_cutile_samples_gpu.py 2>&1 | tail -30 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
-    decode) python3 bench/experiments/decode_splits.py 2>&1 | tail -8 ;;
+    decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     bmm)   python3 -m fearless bench --cases 'ops_bmm_*' --out "$out/bmm" 2>&1 | tail -12 ;;
     attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \
              --out "$out/attn" 2>&1 | tail -40 ;;

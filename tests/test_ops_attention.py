@@ -12,7 +12,7 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops.kernels_attention import make_attention
+from fearless.ops.kernels_attention import DECODE_CONFIGS, make_attention
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -121,16 +121,36 @@ def test_decode_splits_as_the_h200_does_match_torch(sms: int) -> None:
 
 
 def test_the_decode_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
-    from fearless.ops.kernels_attention import make_decode_combine, make_decode_split
+    from fearless.ops import kernels_attention as ka
 
     q = fl.zeros((2, 2, 4, 128), dtype=fl.f16)  # (B, H_kv, GROUP, D)
     kv = fl.zeros((2, 2, 1000, 128), dtype=fl.f16)
     part_o = fl.empty((2, 2, 4, 4, 128)).partition((1, 1, 1, 8, 128))
     part_lse = fl.empty((2, 2, 4, 4, 1)).partition((1, 1, 1, 8, 1))
-    assert cubin(make_decode_split(fl.f16), part_o, part_lse, q, kv, kv, 0.088, 2)
+    for tile_n in (64, 128):
+        assert cubin(ka.make_decode_split(fl.f16), part_o, part_lse, q, kv, kv, 0.088, tile_n, 2)
     out = fl.empty((2, 2, 4, 128), dtype=fl.f16).partition((1, 1, 8, 128))
-    combine = make_decode_combine(fl.f16)
-    assert cubin(combine, out, fl.zeros((2, 2, 4, 4, 128)), fl.zeros((2, 2, 4, 4, 1)))
+    assert cubin(ka.make_decode_one(fl.f16), out, q, kv, kv, 0.088, 128)
+    combine = ka.make_decode_combine(fl.f16)
+    assert cubin(combine, out, fl.zeros((2, 2, 3, 4, 128)), fl.zeros((2, 2, 3, 4, 1)), 4)
+
+
+@pytest.mark.parametrize("config", DECODE_CONFIGS, ids=lambda c: "-".join(map(str, c.values())))
+def test_every_decode_configuration_matches_torch(config: dict) -> None:
+    """Each configuration the tuner may choose, with the H200's 132 SMs (splits) and with one
+    SM (one split: the output stored by the walking block)."""
+    from fearless.ops.kernels_attention import attention_decode
+
+    b, h, hk, s, d = 1, 4, 2, 700, 64
+    q, k, v = _inputs(b, h, hk, 1, s, d, "float32")
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), enable_gqa=True)
+    for sms in (1, 132):
+        qd = fl.asarray(q.reshape(b, hk, h // hk, d).numpy())
+        out = fl.empty(qd.shape, dtype=fl.f32)
+        kf, vf = fl.asarray(k.numpy()), fl.asarray(v.numpy())
+        attention_decode.fn(qd, kf, vf, out, d**-0.5, sms, **config)
+        got = torch.from_numpy(out.numpy()).reshape(b, h, 1, d)
+        assert _rel(got, want) < TOL["float32"], sms
 
 
 def _line(marker: str) -> int:

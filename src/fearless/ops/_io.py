@@ -144,14 +144,26 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
 def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
     """A zeroed scratch tensor next to `t`: from torch's allocator when `t` is (a view of) a
     torch tensor's memory, as `full` allocates, else an fl.Tensor."""
+    return _beside(t, shape, dtype, "zeros")
+
+
+def empty_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
+    """An uninitialised scratch tensor next to `t`, allocated as `zeros_beside`'s. Through
+    torch's caching allocator the operator neither waits for the GPU (cuMemFree would, when
+    the scratch is collected) nor breaks a CUDA graph's capture."""
+    return _beside(t, shape, dtype, "empty")
+
+
+def _beside(t: Tensor, shape: tuple[int, ...], dtype: DType, fill: str) -> Tensor:
     owner: Any = t
     while isinstance(owner, Tensor):
         owner = owner._owner
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(owner, torch.Tensor):
-        tdt, device = torch_dtype_of(dtype), owner.device
-        return from_torch(_allocate(lambda: torch.zeros(shape, dtype=tdt, device=device)))
-    return _allocate(lambda: fl_tensor.zeros(shape, dtype=dtype))
+        tdt, device, make = torch_dtype_of(dtype), owner.device, getattr(torch, fill)
+        return from_torch(_allocate(lambda: make(shape, dtype=tdt, device=device)))
+    fl_make = getattr(fl_tensor, fill)
+    return _allocate(lambda: fl_make(shape, dtype=dtype))
 
 
 def cast(x: Operand, dtype: DType) -> Tensor:

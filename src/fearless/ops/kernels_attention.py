@@ -18,6 +18,7 @@ import math
 import fearless as fl
 from fearless import tile
 
+from ._io import empty_beside
 from .kernels_rows import kernel_of, next_pow2
 
 INV_LOG_2 = 1.0 / math.log(2.0)
@@ -346,7 +347,7 @@ def attention_backward(q, k, v, out, dout, dq, dk, dv, scale, causal, group):
     td = next_pow2(d)
     even_k = k.shape[2] % tn == 0
     dt = q.dtype
-    lse, delta = fl.empty((b, h, lq)), fl.empty((b, h, lq))
+    lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
     lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
     stats = kernel_of(make_attention_stats, dt, causal, even_k)
     stats(lse_p, delta_p, q, k, out, dout, scale, tn, td, group)
@@ -369,21 +370,68 @@ def attention_backward(q, k, v, out, dout, dq, dk, dv, scale, causal, group):
 
 # --------------------------------------------------------------------------------- decode
 #
-# One query per head (L = 1, no mask): the keys are split across blocks so that a decode step
-# fills the GPU (TileGym's fmha_decode, split-KV). Block (b, kv_h, split) takes the GROUP query
-# heads that share KV head kv_h as one (QG, D) tile (QG = GROUP rounded up to a power of two,
-# at least 8: the padded rows load as zeros and are dropped at the store), walks its split's
-# keys and stores its partial output (normalised) and log2-sum-exp; a second kernel combines the
+# One query per head (L = 1, no mask): TileGym's flash_decode, split-KV. Block (b, kv_h, split)
+# takes the GROUP query heads that share KV head kv_h as one (QG, D) tile (QG = GROUP rounded
+# up to a power of two, at least 8: the padded rows load as zeros and are dropped at the store)
+# and walks its split's keys. With one split the block stores the output itself; with more it
+# stores its partial output (normalised) and log2-sum-exp, and a second kernel combines the
 # splits per head.
 
-DECODE_TILE_N = 128
+
+@tile.function
+def decode_keys(q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt):
+    """(acc (D, QG), m (1, QG), l (1, QG)) of key tiles first.. first + tiles - 1, keys-major:
+    the scores of a key tile are K_j (TILE_N, D) @ Q^T (D, QG) and the accumulator
+    V_j^T (D, TILE_N) @ P (TILE_N, QG), so the tensor cores' M axis holds the keys and the few
+    query rows go on N (queries on M gave an 8-row MMA and a twentieth of torch's speed)."""
+    s_len = k.shape[2]
+    q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
+    m_i = tile.full((1, QG), -math.inf, fl.f32)
+    l_i = tile.zeros((1, QG), fl.f32)
+    acc = tile.zeros((TILE_D, QG), fl.f32)
+    keys = tile.arange(TILE_N)[:, None]
+    for jj in range(tiles):
+        j = first + jj
+        kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
+        s = tile.mma(kt, q_t, tile.zeros((TILE_N, QG), fl.f32))
+        s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
+        m_ij = max(m_i, tile.max(s, axis=0, keepdims=True))
+        p = tile.exp2(s - m_ij, flush_to_zero=True)
+        alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
+        vt = head_rows(v, b, kv_h, j, TILE_N, TILE_D)
+        acc = tile.mma(tile.transpose(vt), p.astype(dt), acc * alpha)
+        l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
+        m_i = m_ij
+    return acc, m_i, l_i
+
+
+def make_decode_one(dt, **hints):
+    """Decode with one split: block (b, kv_h) walks every key and stores its heads' output."""
+
+    @tile.kernel(**hints)
+    def decode_one(
+        out: tile.Part[dt],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        scale: fl.f32,
+        TILE_N: tile.Const[int],
+    ):
+        _, _, QG, TILE_D = out.shape
+        b, kv_h, _, _ = out.index
+        tiles = tile.cdiv(k.shape[2], TILE_N)
+        acc, _, l_i = decode_keys(
+            q, k, v, b, kv_h, 0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt
+        )
+        o = tile.transpose(acc / l_i)  # (QG, D)
+        out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+
+    return decode_one
 
 
 def make_decode_split(dt, **hints):
-    """The split kernel, keys-major: the scores of a key tile are K_j (TILE_N, D) @ Q^T (D, QG)
-    and the accumulator V_j^T (D, TILE_N) @ P (TILE_N, QG), so the tensor cores' M axis holds
-    the 128 keys and the few query rows go on N (TileGym's flash_decode; queries on M gave an
-    8-row MMA and a twentieth of torch's speed on the H200)."""
+    """The split kernel: block (b, kv_h, split) walks SPLIT_TILES key tiles and stores its
+    partial output and log2-sum-exp."""
 
     @tile.kernel(**hints)
     def decode_split(
@@ -393,29 +441,25 @@ def make_decode_split(dt, **hints):
         k: tile.Tensor[dt],
         v: tile.Tensor[dt],
         scale: fl.f32,
+        TILE_N: tile.Const[int],
         SPLIT_TILES: tile.Const[int],
     ):
         _, _, _, QG, TILE_D = part_o.shape
         b, kv_h, sp, _, _ = part_o.index
-        s_len = k.shape[2]
-        qk_scale = scale * INV_LOG_2
-        q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
-        m_i = tile.full((1, QG), -math.inf, fl.f32)
-        l_i = tile.zeros((1, QG), fl.f32)
-        acc = tile.zeros((TILE_D, QG), fl.f32)
-        keys = tile.arange(DECODE_TILE_N)[:, None]
-        for jj in range(SPLIT_TILES):
-            j = sp * SPLIT_TILES + jj
-            kt = head_rows(k, b, kv_h, j, DECODE_TILE_N, TILE_D)
-            s = tile.mma(kt, q_t, tile.zeros((DECODE_TILE_N, QG), fl.f32))
-            s = s * qk_scale + tile.where(j * DECODE_TILE_N + keys < s_len, 0.0, -math.inf)
-            m_ij = max(m_i, tile.max(s, axis=0, keepdims=True))
-            p = tile.exp2(s - m_ij, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
-            vt = head_rows(v, b, kv_h, j, DECODE_TILE_N, TILE_D)
-            acc = tile.mma(tile.transpose(vt), p.astype(dt), acc * alpha)
-            l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
-            m_i = m_ij
+        acc, m_i, l_i = decode_keys(
+            q,
+            k,
+            v,
+            b,
+            kv_h,
+            sp * SPLIT_TILES,
+            SPLIT_TILES,
+            QG,
+            TILE_N,
+            TILE_D,
+            scale * INV_LOG_2,
+            dt,
+        )
         o = tile.transpose(acc / l_i)  # (QG, D)
         part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
         part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG, 1)))
@@ -424,52 +468,77 @@ def make_decode_split(dt, **hints):
 
 
 def make_decode_combine(dt, **hints):
+    """out = the splits' partial outputs weighted by their sums: block (b, kv_h) loads every
+    split at once as one (SPLITS, QG, D) tile (SPLITS a power of two: the splits past the last
+    load with lse -inf and weigh nothing) and reduces it over the splits; a loop over the
+    splits would wait on one load at a time, with only B * H_kv blocks to hide it."""
+
     @tile.kernel(**hints)
     def decode_combine(
         out: tile.Part[dt],
         part_o: tile.Tensor[fl.f32],
         part_lse: tile.Tensor[fl.f32],
+        SPLITS: tile.Const[int],
     ):
         _, _, QG, TILE_D = out.shape
         b, kv_h, _, _ = out.index
-        m = tile.full((QG, 1), -math.inf, fl.f32)
-        w = tile.zeros((QG, 1), fl.f32)
-        acc = tile.zeros((QG, TILE_D), fl.f32)
-        for sp in range(part_o.shape[2]):
-            o_s = tile.load(part_o, (b, kv_h, sp, 0, 0), (1, 1, 1, QG, TILE_D)).reshape(
-                (QG, TILE_D)
-            )
-            l_s = tile.load(part_lse, (b, kv_h, sp, 0, 0), (1, 1, 1, QG, 1)).reshape((QG, 1))
-            m_new = max(m, l_s)
-            alpha = tile.exp2(m - m_new)
-            beta = tile.exp2(l_s - m_new)
-            acc = acc * alpha + o_s * beta
-            w = w * alpha + beta
-            m = m_new
-        out.store((acc / w).astype(dt).reshape((1, 1, QG, TILE_D)))
+        o = tile.load(part_o, (b, kv_h, 0, 0, 0), (1, 1, SPLITS, QG, TILE_D))
+        lse = tile.load(part_lse, (b, kv_h, 0, 0, 0), (1, 1, SPLITS, QG, 1), padding=-math.inf)
+        o, lse = o.reshape((SPLITS, QG, TILE_D)), lse.reshape((SPLITS, QG, 1))
+        w = tile.exp2(lse - tile.max(lse, axis=0, keepdims=True))
+        acc = tile.sum(o * w, axis=0) / tile.sum(w, axis=0)
+        out.store(acc.astype(dt).reshape((1, 1, QG, TILE_D)))
 
     return decode_combine
 
 
-def attention_decode(q, k, v, out, scale, sm_count):
+def decode_splits(b, hk, s_len, tile_n, blocks):
+    """(splits, key tiles per split) that give about `blocks` blocks over b * hk heads."""
+    splits = max(1, blocks // (b * hk))
+    split_len = max(tile_n, next_pow2(-(-s_len // splits)))
+    return -(-s_len // split_len), split_len // tile_n
+
+
+def _decode_cfg(tile_n, occupancy, waves):
+    return dict(tile_n=tile_n, occupancy=occupancy, waves=waves)
+
+
+# waves: the key splits aim at waves x SMs blocks (one split when B * H_kv heads already fill
+# that many).
+DECODE_CONFIGS = [
+    _decode_cfg(128, 2, 1),
+    _decode_cfg(128, 1, 1),
+    _decode_cfg(64, 2, 2),
+    _decode_cfg(128, 2, 2),
+    _decode_cfg(64, 4, 4),
+]
+
+
+@fl.autotune(configs=DECODE_CONFIGS, key=["q", "k"])
+def attention_decode(q, k, v, out, scale, sm_count, *, tile_n, occupancy, waves):
     """out = attention of q (B, H_kv, GROUP, D: one query per head, grouped by KV head) over
     k, v (B, H_kv, S, D), split across blocks; `out` shaped as q."""
     b, hk, group, d = q.shape
-    s_len = k.shape[2]
-    splits = max(1, sm_count // (b * hk))
-    split_len = max(DECODE_TILE_N, next_pow2(-(-s_len // splits)))
-    splits = -(-s_len // split_len)
+    splits, split_tiles = decode_splits(b, hk, k.shape[2], tile_n, waves * sm_count)
     qg, td = max(8, next_pow2(group)), next_pow2(d)
-    part_o = fl.empty((b, hk, splits, group, d)).partition((1, 1, 1, qg, td))
+    out_p = out.partition((1, 1, qg, td))
+    if splits == 1:
+        try:
+            kernel_of(make_decode_one, q.dtype).options(occupancy=occupancy)(
+                out_p, q, k, v, scale, tile_n
+            )
+        finally:
+            out_p.unpartition()
+        return
+    part_o = empty_beside(out, (b, hk, splits, group, d), fl.f32).partition((1, 1, 1, qg, td))
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
-    part_lse = fl.empty((b, hk, splits, group, 1)).partition((1, 1, 1, qg, 1))
-    split = kernel_of(make_decode_split, q.dtype)
+    part_lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32).partition((1, 1, 1, qg, 1))
+    split = kernel_of(make_decode_split, q.dtype).options(occupancy=occupancy)
     try:
-        split(part_o, part_lse, q, k, v, scale, split_len // DECODE_TILE_N)
+        split(part_o, part_lse, q, k, v, scale, tile_n, split_tiles)
     finally:
         o, lse = part_o.unpartition(), part_lse.unpartition()
-    out_p = out.partition((1, 1, qg, td))
     try:
-        kernel_of(make_decode_combine, q.dtype)(out_p, o, lse)
+        kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
     finally:
         out_p.unpartition()
