@@ -18,6 +18,7 @@ from ..runtime.location import user_location
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
 from ._replay import replayable
+from .kernels_activation import elementwise_tuned
 from .kernels_activation_backward import (
     make_gated_backward,
     make_swiglu_backward,
@@ -25,7 +26,7 @@ from .kernels_activation_backward import (
 )
 from .kernels_rows import kernel_of, next_pow2
 
-_BLOCK = 1024  # elements per tile of the elementwise kernels, as the forward's
+_BLOCK = 1024  # elements per tile of swiglu_backward (the forward and the others are tuned)
 
 
 @replayable()
@@ -82,9 +83,8 @@ def _unary_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
     _expect_shape(op, "dy", g, v.shape, "`x`")
     dx, ret = output(g, g.shape)
     if g.tensor.size:
-        part = _flat(dx).partition((_BLOCK,))
-        kernel_of(make_unary_backward, kind, g.dtype)(part, _flat(g.tensor), _flat(v.tensor))
-        part.unpartition()
+        kernel = kernel_of(make_unary_backward, kind, g.dtype)
+        elementwise_tuned(f"{kind}_backward", kernel, dx, (g.tensor, v.tensor))
     return result(g, dx, ret)
 
 

@@ -37,7 +37,13 @@ from ._io import (
 )
 from ._replay import replayable
 from ._route import torch_ops
-from .kernels_activation import make_dropout, make_gated, make_swiglu, make_unary
+from .kernels_activation import (
+    elementwise_tuned,
+    gated_tuned,
+    make_dropout,
+    make_swiglu,
+    make_unary,
+)
 from .kernels_gemm import bmm_tuned, matmul_tuned
 from .kernels_layout import make_rope, make_transpose
 from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_tuned
@@ -211,26 +217,18 @@ def _shapes(
 
 # --------------------------------------------------------------------------- activations
 
-_BLOCK = 1024  # elements per tile of the elementwise kernels
 
-
-def _flat(t: Any) -> Any:
-    return view(t, (t.size,))
-
-
-def _elementwise(kernel: Any, out: Any, *inputs: Any, block: int = _BLOCK) -> None:
-    """Run an elementwise kernel over `out` and same-shaped `inputs` (arrays, flattened, in
-    tiles of `block`; scalars as they are)."""
-    part = _flat(out).partition((block,))
-    kernel(part, *[_flat(x) if isinstance(x, fl_tensor.Tensor) else x for x in inputs])
-    part.unpartition()
+def _elementwise(name: str, kernel: Any, out: Any, *inputs: Any) -> None:
+    """Run elementwise `kernel` over `out` and same-shaped `inputs` (scalars as they are),
+    autotuned per `name`, shape and dtype."""
+    elementwise_tuned(name, kernel, out, inputs)
 
 
 def _unary(x: Any, kind: str, op: str) -> Any:
     a = operand(x, op, "x", FLOATS)
     out, ret = output(a, a.shape)
     if a.tensor.size:
-        _elementwise(kernel_of(make_unary, kind, a.dtype), out, a.tensor)
+        _elementwise(kind, kernel_of(make_unary, kind, a.dtype), out, a.tensor)
     return result(a, out, ret)
 
 
@@ -275,11 +273,7 @@ def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
     half = n2 // 2
     out, ret = output(a, (*a.shape[:-1], half))
     if out.size:
-        bn = min(half & -half, 1024)  # a power of two dividing the half
-        bm = max(1, min(1024 // bn, 16))
-        part = view(out, (m, half)).partition((bm, bn))
-        kernel_of(make_gated, kind, a.dtype)(part, x2, half)
-        part.unpartition()
+        gated_tuned(kind, x2, view(out, (m, half)))
     return result(a, out, ret)
 
 
@@ -311,7 +305,7 @@ def _same_shape(xs: tuple[int, ...], ys: tuple[int, ...]) -> tuple[int, ...] | N
 
 
 def _swiglu(x: Any, y: Any, out: Any) -> None:
-    _elementwise(kernel_of(make_swiglu, x.dtype), out, x, y)
+    _elementwise("swiglu", kernel_of(make_swiglu, x.dtype), out, x, y)
 
 
 @replayable(dynamic=("seed",))
@@ -375,10 +369,7 @@ def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
         s = fresh_seed() if seed is None else _i64(seed)
         threshold = min(round(p * 2**32), 2**32 - 1)
         kernel = kernel_of(make_dropout, a.dtype)
-        block = _BLOCK
-        if a.dtype.itemsize == 2:  # H200, 2^26 f16: 2876 -> 3364 GB/s; f32 is best as it is
-            kernel, block = kernel.options(occupancy=16), 4 * _BLOCK
-        _elementwise(kernel, out, a.tensor, threshold, 1.0 / (1.0 - p), s, block=block)
+        _elementwise("dropout", kernel, out, a.tensor, threshold, 1.0 / (1.0 - p), s)
     return result(a, out, ret)
 
 
