@@ -15,7 +15,7 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops import _replay, backward_activation, backward_rows
+from fearless.ops import _replay, attention, backward_activation, backward_rows
 
 torch = pytest.importorskip("torch")
 
@@ -52,6 +52,22 @@ CASES: dict[str, tuple[Any, Callable[[], tuple[Any, ...]]]] = {
     "layer_norm_backward": (
         backward_rows.layer_norm_backward,
         lambda: (_r(20, 128), _r(20, 128), _r(128), None, 1e-5),
+    ),
+    "attention_causal": (
+        functools.partial(ops.scaled_dot_product_attention, is_causal=True),
+        lambda: tuple(_r(2, 4, 100, 64, dt=torch.float16) for _ in range(3)),
+    ),
+    "attention_decode_gqa": (  # two kernels and their torch-allocated scratch
+        functools.partial(ops.scaled_dot_product_attention, enable_gqa=True),
+        lambda: (
+            _r(1, 8, 1, 64, dt=torch.bfloat16),
+            _r(1, 2, 3000, 64, dt=torch.bfloat16),
+            _r(1, 2, 3000, 64, dt=torch.bfloat16),
+        ),
+    ),
+    "attention_backward": (
+        attention.scaled_dot_product_attention_backward,
+        lambda: tuple(_r(1, 2, 70, 32, dt=torch.float16) for _ in range(5)),
     ),
     "gelu_backward": (backward_activation.gelu_backward, lambda: (_r(900), _r(900))),
     "swiglu_backward": (backward_activation.swiglu_backward, lambda: (_r(640), _r(640), _r(640))),

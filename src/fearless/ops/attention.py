@@ -8,9 +8,11 @@ query i sees keys 0..i); `scale` (default 1 / sqrt(D)); `enable_gqa` (H a multip
 query head h reading KV head h // (H / H_kv), as torch). What it refuses, each with a fearless
 error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
 head size other than D, and an `attn_mask` on inputs that require grad. A decode step (one
-query per head, no mask, not causal) takes the split-KV kernels (TileGym's fmha_decode form). The backward
-(`scaled_dot_product_attention_backward`, torch autograd's through ops/torch_ops.py) is flash
-attention's: kernels_attention.py's three backward kernels.
+query per head, no mask, not causal) takes the split-KV kernels (TileGym's fmha_decode form).
+The backward (`scaled_dot_product_attention_backward`, torch autograd's through
+ops/torch_ops.py) is flash attention's: kernels_attention.py's three backward kernels. Both
+replay on the GPU from their third call with a key (ops/_replay.py): the Python between a
+decode step's two launches costs more than its kernels.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._io import FLOATS, operand, output, result, view, zeros_output
+from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_backward, attention_decode, attention_tuned
 from .kernels_rows import sm_count
 
 
+@replayable()
 def scaled_dot_product_attention(
     q: Any,
     k: Any,
@@ -113,6 +117,7 @@ def _mismatch(op: str, what: str) -> KernelTypeError:
     )
 
 
+@replayable()
 def scaled_dot_product_attention_backward(
     dout: Any,
     q: Any,

@@ -172,15 +172,36 @@ def elementwise_tuned(name, kernel, out, inputs, *, elems, occupancy):
         part.unpartition()
 
 
-@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["kind", "x2"])
-def gated_tuned(kind, x2, out2, *, elems, occupancy):
+def _g(elems, occupancy=None, num_worker_warps=None):
+    return dict(elems=elems, occupancy=occupancy, num_worker_warps=num_worker_warps)
+
+
+# The gated forms add whole rows per block (TileGym's silu_and_mul: a row of up to 4096
+# elements per block, 8 worker warps past 2 KB of tile, occupancy tuned).
+GATED_CONFIGS = [
+    _g(1024),
+    _g(4096, 16),
+    _g(2048, 16),
+    _g(4096, None, 8),
+    _g(4096, 4, 8),
+    _g(4096, 8, 8),
+    _g(8192, 2, 8),
+]
+
+
+@fl.autotune(configs=GATED_CONFIGS, key=["kind", "x2"])
+def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps):
     """out2 (M, d) = the gated activation `kind` of x2 (M, 2d) in (BM, BN) tiles of about
-    `elems` elements, BN a power of two dividing d (at most 1024)."""
+    `elems` elements, BN the largest power of two dividing d up to `elems` (a whole row of a
+    d of 4096 at 4096 elements)."""
     half = x2.shape[1] // 2
-    bn = min(half & -half, 1024, elems)
+    bn = min(half & -half, elems)
     bm = max(1, min(elems // bn, 64))
     part = out2.partition((bm, bn))
+    kernel = kernel_of(make_gated, kind, x2.dtype).options(
+        occupancy=occupancy, num_worker_warps=num_worker_warps
+    )
     try:
-        kernel_of(make_gated, kind, x2.dtype).options(occupancy=occupancy)(part, x2, half)
+        kernel(part, x2, half)
     finally:
         part.unpartition()
