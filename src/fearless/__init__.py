@@ -25,6 +25,7 @@ from .dtypes import (
 from .errors import (
     BorrowError,
     CompileError,
+    DeviceError,
     FearlessError,
     FearlessWarning,
     HostCopyWarning,
@@ -36,29 +37,19 @@ from .errors import (
     ToolchainError,
 )
 from .runtime.device_errors import synchronize
+from .runtime.devices import current_device, device_count, set_device
 from .runtime.graphs import CUDAGraph, graph
 from .runtime.streams import Stream
 from .runtime.target import cuda_status, get_target, set_target
-from .runtime.tensor import (
-    Tensor,
-    arange,
-    asarray,
-    empty,
-    empty_like,
-    from_numpy,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    zeros,
-    zeros_like,
-)
+from .runtime.tensor import Tensor, arange, asarray, empty, from_numpy, full, ones, zeros
+from .runtime.tensor_like import empty_like, full_like, ones_like, zeros_like
 from .version import __version__
 
 __all__ = [
     "BorrowError",
     "CUDAGraph",
     "CompileError",
+    "DeviceError",
     "FearlessError",
     "FearlessWarning",
     "HostCopyWarning",
@@ -77,6 +68,8 @@ __all__ = [
     "bf16",
     "bool_",
     "cuda_status",
+    "current_device",
+    "device_count",
     "empty",
     "empty_like",
     "f8e4m3fn",
@@ -96,6 +89,7 @@ __all__ = [
     "math",
     "ones",
     "ones_like",
+    "set_device",
     "set_target",
     "synchronize",
     "tf32",

@@ -121,6 +121,18 @@ def sim_max_threads() -> int:
     return int(value)
 
 
+def sim_devices() -> int:
+    """FEARLESS_SIM_DEVICES: how many devices the simulator pretends to have (default 1), so
+    that the CPU tests cover multi-device dispatch (`fl.empty(..., device=1)`, one launch's
+    arguments on one device). A value that is not a positive whole number raises ValueError."""
+    value = os.environ.get("FEARLESS_SIM_DEVICES", "").strip()
+    if not value:
+        return 1
+    if not value.isdigit() or int(value) <= 0:
+        raise ValueError(f"FEARLESS_SIM_DEVICES must be a positive whole number, not {value!r}")
+    return int(value)
+
+
 def compiled_launcher_enabled() -> bool:
     """FEARLESS_CLAUNCH=0: SIMT warm launches stay on the pure-Python launcher instead of the
     compiled one (runtime/claunch.py)."""

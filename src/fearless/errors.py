@@ -69,6 +69,7 @@ CODES: dict[str, str] = {
     "E0640": "unsupported `print` in a kernel",
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
+    "E0702": "arguments on different devices, or no such device",
     "E0900": "toolchain problem",
     "E0999": "internal compiler error (a bug in fearless)",
 }
@@ -180,6 +181,11 @@ class LaunchContractError(FearlessError, code="E0700"):
 
 class KernelIndexError(FearlessError, IndexError, code="E0600"):
     """A device-side bounds check failed; raised at the next synchronisation."""
+
+
+class DeviceError(FearlessError, code="E0702"):
+    """A device index that does not exist (or that this build cannot run on), or one launch's
+    arrays on different devices."""
 
 
 class ToolchainError(FearlessError, code="E0900"):

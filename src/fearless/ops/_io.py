@@ -107,7 +107,8 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
         tdt, device = torch_dtype_of(dt), like.original.device
         out = _allocate(lambda: torch.empty(shape, dtype=tdt, device=device))
         return from_torch(out), out
-    t = _allocate(lambda: fl_tensor.empty(shape, dtype=dt))
+    dev = like.tensor.device
+    t = _allocate(lambda: fl_tensor.empty(shape, dtype=dt, device=dev))
     return t, t
 
 
@@ -138,7 +139,8 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
         torch = sys.modules["torch"]
         tdt, device = torch_dtype_of(dt), like.original.device
         return from_torch(_allocate(lambda: torch.full(shape, value, dtype=tdt, device=device)))
-    return _allocate(lambda: fl_tensor.full(shape, value, dtype=dt))
+    dev = like.tensor.device
+    return _allocate(lambda: fl_tensor.full(shape, value, dtype=dt, device=dev))
 
 
 def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
@@ -162,8 +164,8 @@ def _beside(t: Tensor, shape: tuple[int, ...], dtype: DType, fill: str) -> Tenso
     if torch is not None and isinstance(owner, torch.Tensor):
         tdt, device, make = torch_dtype_of(dtype), owner.device, getattr(torch, fill)
         return from_torch(_allocate(lambda: make(shape, dtype=tdt, device=device)))
-    fl_make = getattr(fl_tensor, fill)
-    return _allocate(lambda: fl_make(shape, dtype=dtype))
+    fl_make, dev = getattr(fl_tensor, fill), t.device
+    return _allocate(lambda: fl_make(shape, dtype=dtype, device=dev))
 
 
 def cast(x: Operand, dtype: DType) -> Tensor:
@@ -220,7 +222,9 @@ def view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """`t` with another shape of the same size, sharing its memory (t is C-contiguous)."""
     assert math.prod(shape) == t.size, (shape, t.shape)
     host = t._host.reshape(shape) if t._host is not None else None
-    return Tensor._make(t._ptr, shape, t._dtype, on_device=t._on_device, owner=t, host=host)
+    return Tensor._make(
+        t._ptr, shape, t._dtype, on_device=t._on_device, owner=t, host=host, device=t._device
+    )
 
 
 def rows_of(x: Tensor, dim: int, op: str) -> Tensor:

@@ -363,7 +363,7 @@ def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
     a = operand(x, "dropout", "x", FLOATS)
     out, ret = output(a, a.shape)
     if p == 1.0:
-        out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype)
+        out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype, device=a.tensor.device)
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
         s = fresh_seed() if seed is None else _i64(seed)

@@ -47,6 +47,9 @@ class ArrayInfo:
     on_device: bool
     owner: Any = field(repr=False)  # keeps the memory alive while this description is used
     host: np.ndarray | None = field(default=None, repr=False)
+    # an fl.Tensor's device (runtime/devices.py); None: memory that follows the launch (NumPy
+    # on sim; on cuda every array is on GPU 0, checked where it is described)
+    device: int | None = None
 
     @property
     def size(self) -> int:

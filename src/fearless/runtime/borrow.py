@@ -9,7 +9,8 @@ bytes do (disjoint halves of one buffer are fine), whichever library made the vi
 arguments may overlap each other; zero-size arrays overlap nothing.
 
 Both launchers use it: the GPU plan with plain lists on its warm path (`find_overlap`), the
-simulator with ParamSpecs and ArrayInfos (`check_borrows`).
+simulator with ParamSpecs and ArrayInfos (`check_borrows`), which first checks that the arrays
+are on one device (runtime/devices.py): arrays on two devices are refused, never compared.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from ..abi import ParamSpec
 from ..errors import BorrowError
 from .arrays import ArrayInfo
+from .devices import launch_device
 from .location import user_location
 
 # Up to this many arrays, comparing each output with every other array directly beats sorting
@@ -85,6 +87,7 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
     outputs: list[bool] = []
     starts: list[int] = []
     ends: list[int] = []
+    on: list[int | None] = []
     for spec, info in zip(specs, infos, strict=True):
         if info is None or not spec.is_array:
             continue
@@ -92,6 +95,8 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
         outputs.append(spec.is_output)
         starts.append(info.ptr)
         ends.append(info.ptr + info.nbytes)
+        on.append(info.device)
+    launch_device(names, on)  # one device per launch: arrays on two are refused first
     if not any(outputs):
         return
     pairs = output_pairs(outputs) if len(starts) <= PAIRWISE_MAX else None

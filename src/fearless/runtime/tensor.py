@@ -1,5 +1,5 @@
 """`fl.Tensor`: fearless's own owning array, and its constructors (`fl.empty/zeros/ones/full`,
-their `*_like` forms, `fl.arange/asarray/from_numpy`).
+`fl.arange/asarray/from_numpy`; their `*_like` forms are in tensor_like.py).
 
 A Tensor lives where the target runs kernels: in GPU memory on "cuda" (cuMemAlloc'd, or
 borrowed from a torch/CuPy/DLPack array without copying), in a NumPy array on "sim". Wrapping
@@ -19,7 +19,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError, Location
-from . import driver
+from . import devices, driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
 from .location import argument_error, check_not_moved, user_location
 from .params import bf16_bits
@@ -38,6 +38,7 @@ class Tensor:
     __slots__ = (
         "__weakref__",
         "_dev1d",
+        "_device",
         "_dtype",
         "_host",
         "_moved",
@@ -59,6 +60,7 @@ class Tensor:
     _host: np.ndarray | None
     _moved: Location | None
     _dev1d: bool
+    _device: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create tensors with fl.empty, fl.zeros, fl.full, fl.arange or fl.asarray")
@@ -73,6 +75,7 @@ class Tensor:
         on_device: bool,
         owner: Any,
         host: np.ndarray | None = None,
+        device: int = 0,
     ) -> Tensor:
         t = object.__new__(cls)
         t._ptr = ptr
@@ -85,6 +88,7 @@ class Tensor:
         t._host = host
         t._moved = None
         t._dev1d = on_device and len(shape) == 1  # what a warm launch asks (arrays.py)
+        t._device = device
         return t
 
     # ------------------------------------------------------------------------- properties
@@ -113,6 +117,12 @@ class Tensor:
     def target(self) -> str:
         """Where the memory lives: "cuda" (GPU) or "sim" (host)."""
         return "cuda" if self._on_device else "sim"
+
+    @property
+    def device(self) -> int:
+        """The index of the device the memory is on (runtime/devices.py): the GPU's on "cuda",
+        a pretend device's on "sim"."""
+        return self._device
 
     @property
     def data_ptr(self) -> int:
@@ -156,7 +166,7 @@ class Tensor:
         strides = tuple(itemsize * math.prod(self._shape[i + 1 :]) for i in range(len(self._shape)))
         return ArrayInfo(
             self._ptr, self._nbytes, self._shape, strides, self._dtype,
-            self._on_device, self, self._host,
+            self._on_device, self, self._host, self._device,
         )  # fmt: skip
 
     # ---------------------------------------------------------------------------- moves
@@ -257,39 +267,44 @@ class Tensor:
         converted = values.copy() if want is self._dtype else _convert(values, self._dtype, want)
         host = np.ascontiguousarray(converted)
         if not self._on_device:
-            return _wrap_host(host, want)
+            return _wrap_host(host, want, self._device)
         alloc = driver.DeviceAllocation(self._size * want.itemsize)
-        t = Tensor._make(alloc.ptr, self._shape, want, on_device=True, owner=alloc)
+        t = Tensor._make(
+            alloc.ptr, self._shape, want, on_device=True, owner=alloc, device=self._device
+        )
         driver.copy_host_to_device(t._ptr, host)
         return t
 
     def __repr__(self) -> str:
         if self._moved is not None:
             return f"fl.Tensor(<moved>, shape={self._shape}, dtype={self._dtype!r})"
+        on = f"target='{self.target}'" + (f", device={self._device}" if self._device else "")
         if self._host is not None and self._size <= 1000:
             data = np.array2string(self._host, separator=", ")
-            return f"fl.Tensor({data}, dtype={self._dtype!r}, target='sim')"
-        return f"fl.Tensor(shape={self._shape}, dtype={self._dtype!r}, target='{self.target}')"
+            return f"fl.Tensor({data}, dtype={self._dtype!r}, {on})"
+        return f"fl.Tensor(shape={self._shape}, dtype={self._dtype!r}, {on})"
 
 
 # -------------------------------------------------------------------------------- creation
 
 
-def empty(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
-    """An uninitialised tensor on the current target."""
+def empty(shape: Shape, dtype: Any = dtypes.f32, device: int | None = None) -> Tensor:
+    """An uninitialised tensor on the current target, on `device` (default
+    `fl.current_device()`)."""
     dims, dt = _shape(shape), as_dtype(dtype)
+    dev = devices.resolve(device, "fl.empty")
     if current_target().simulated:
         try:
             host = np.empty(dims, dtype=dt.np)
         except (MemoryError, ValueError):  # ValueError: more bytes than NumPy can address
             raise _too_large(dims, dt) from None
-        return _wrap_host(host, dt)
+        return _wrap_host(host, dt, dev)
     alloc = driver.DeviceAllocation(math.prod(dims) * dt.itemsize)
-    return Tensor._make(alloc.ptr, dims, dt, on_device=True, owner=alloc)
+    return Tensor._make(alloc.ptr, dims, dt, on_device=True, owner=alloc, device=dev)
 
 
-def zeros(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
-    t = empty(shape, dtype)
+def zeros(shape: Shape, dtype: Any = dtypes.f32, device: int | None = None) -> Tensor:
+    t = empty(shape, dtype, devices.resolve(device, "fl.zeros"))
     if t._host is not None:
         t._host.fill(0)
     else:
@@ -297,44 +312,19 @@ def zeros(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
     return t
 
 
-def ones(shape: Shape, dtype: Any = dtypes.f32) -> Tensor:
+def ones(shape: Shape, dtype: Any = dtypes.f32, device: int | None = None) -> Tensor:
     """A tensor of ones (True for bool) on the current target."""
     dt = as_dtype(dtype)
-    return full(shape, True if dt.is_bool else 1, dt)
+    return full(shape, True if dt.is_bool else 1, dt, devices.resolve(device, "fl.ones"))
 
 
-def empty_like(like: Any, dtype: Any = None) -> Tensor:
-    """An uninitialised tensor of `like`'s shape and dtype (or `dtype`) on the current target.
-
-    `like` is an fl.Tensor or any array fearless takes (NumPy, torch, DLPack); only its shape
-    and element type are read."""
-    dims, dt = _shape_and_dtype(like)
-    return empty(dims, dt if dtype is None else dtype)
-
-
-def zeros_like(like: Any, dtype: Any = None) -> Tensor:
-    """A tensor of zeros of `like`'s shape and dtype (or `dtype`); see `empty_like`."""
-    dims, dt = _shape_and_dtype(like)
-    return zeros(dims, dt if dtype is None else dtype)
-
-
-def ones_like(like: Any, dtype: Any = None) -> Tensor:
-    """A tensor of ones of `like`'s shape and dtype (or `dtype`); see `empty_like`."""
-    dims, dt = _shape_and_dtype(like)
-    return ones(dims, dt if dtype is None else dtype)
-
-
-def full_like(like: Any, value: bool | int | float, dtype: Any = None) -> Tensor:
-    """A tensor of `like`'s shape and dtype (or `dtype`) filled with `value`."""
-    dims, dt = _shape_and_dtype(like)
-    return full(dims, value, dt if dtype is None else dtype)
-
-
-def full(shape: Shape, value: bool | int | float, dtype: Any = None) -> Tensor:
+def full(
+    shape: Shape, value: bool | int | float, dtype: Any = None, device: int | None = None
+) -> Tensor:
     """A tensor filled with `value`; the dtype defaults to the literal's (int: i64, float: f32)."""
     dt = dtypes.literal_default(value) if dtype is None else as_dtype(dtype)
     element = _element(value, dt)
-    t = empty(shape, dt)
+    t = empty(shape, dt, devices.resolve(device, "fl.full"))
     if t._host is not None:
         t._host.fill(element)
     elif dt.itemsize in (1, 2, 4):
@@ -346,7 +336,11 @@ def full(shape: Shape, value: bool | int | float, dtype: Any = None) -> Tensor:
 
 
 def arange(
-    start: int | float, stop: int | float | None = None, step: int | float = 1, dtype: Any = None
+    start: int | float,
+    stop: int | float | None = None,
+    step: int | float = 1,
+    dtype: Any = None,
+    device: int | None = None,
 ) -> Tensor:
     """Evenly spaced values in [start, stop), like `np.arange`; ints give i64, floats f32."""
     if stop is None:
@@ -361,7 +355,7 @@ def arange(
     except MemoryError:
         n = max(0, math.ceil((stop - start) / step))
         raise _too_large((n,), dt) from None
-    return _place(_to_storage(values, dt), dt)
+    return _place(_to_storage(values, dt), dt, devices.resolve(device, "fl.arange"))
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -387,20 +381,25 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return asarray(array)
 
 
-def asarray(obj: Any, dtype: Any = None) -> Tensor:
+def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
     """`obj` as a Tensor on the current target, without copying when its memory is already there.
 
     NumPy arrays and CPU torch tensors are shared on "sim" and copied to the GPU on "cuda";
     GPU arrays (torch, CuPy, anything with `__dlpack__`/`__cuda_array_interface__`) are shared
-    on "cuda". A different `dtype` than the data's means a converted copy.
+    on "cuda". A different `dtype` than the data's means a converted copy. `device`: where a
+    copy goes, and on "sim" the pretend device host memory is given (default: an fl.Tensor's
+    own device, else `fl.current_device()`); an fl.Tensor on another device is copied there.
     """
     want = None if dtype is None else as_dtype(dtype)
     target = current_target()
     if isinstance(obj, Tensor):
         obj._check_live()
-        if want in (None, obj._dtype) and target.on_device == obj._on_device:
+        dev = obj._device if device is None else devices.resolve(device, "fl.asarray")
+        if want in (None, obj._dtype) and target.on_device == obj._on_device and dev == obj._device:
             return obj
-        return _place(_convert(obj.numpy(), obj._dtype, want), want or obj._dtype)
+        values = obj.numpy() if dev == obj._device else obj.numpy().copy()  # devices share none
+        return _place(_convert(values, obj._dtype, want), want or obj._dtype, dev)
+    dev = devices.resolve(device, "fl.asarray")
     if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
         obj = np.ascontiguousarray(obj)  # kernels need contiguous memory: this is a copy
     if _is_array_like(obj):
@@ -410,11 +409,11 @@ def asarray(obj: Any, dtype: Any = None) -> Tensor:
         if info.on_device:  # a GPU array wanted on the host, or converted
             host = np.empty(info.shape, dtype=info.dtype.np)
             driver.copy_device_to_host(host, info.ptr)
-            return _place(_convert(host, info.dtype, want), want or info.dtype)
+            return _place(_convert(host, info.dtype, want), want or info.dtype, dev)
         assert info.host is not None
         if target.simulated and want in (None, info.dtype):
-            return _wrap_host(info.host, info.dtype)
-        return _place(_convert(info.host, info.dtype, want), want or info.dtype)
+            return _wrap_host(info.host, info.dtype, dev)
+        return _place(_convert(info.host, info.dtype, want), want or info.dtype, dev)
     try:
         values = np.asarray(obj)
     except (TypeError, ValueError) as exc:
@@ -424,7 +423,7 @@ def asarray(obj: Any, dtype: Any = None) -> Tensor:
             help="pass a NumPy array, a torch tensor, a nested list of numbers, or an fl.Tensor",
         ) from None
     want = want or _host_dtype(values)
-    return _place(_convert(values, None, want), want)
+    return _place(_convert(values, None, want), want, dev)
 
 
 # -------------------------------------------------------------------------------- helpers
@@ -439,23 +438,6 @@ def _shape(shape: Shape) -> tuple[int, ...]:
             help="e.g. fl.empty(1024) or fl.empty((64, 64))",
         )
     return tuple(int(d) for d in dims)
-
-
-def _shape_and_dtype(like: Any) -> tuple[tuple[int, ...], DType]:
-    """The shape and dtype of `like` (a `*_like` constructor's model), without copying it."""
-    if isinstance(like, Tensor):
-        like._check_live()
-        return like._shape, like._dtype
-    if not _is_array_like(like):
-        raise KernelTypeError(
-            f"`{type(like).__name__}` is not an array: the `*_like` constructors copy the "
-            "shape and dtype of an array",
-            user_location(),
-            help="pass an fl.Tensor, a NumPy array or a torch tensor, or give the shape: "
-            "`fl.zeros(shape, dtype)`",
-        )
-    info = describe(like, Target.CUDA if _on_gpu(like) else Target.SIM, name="like", ndim=None)
-    return info.shape, info.dtype
 
 
 def _too_large(dims: tuple[int, ...], dt: DType) -> KernelTypeError:
@@ -483,17 +465,19 @@ def _element(value: Any, dt: DType) -> Any:
     return bf16_bits(float(value)) if dt is dtypes.bf16 else value
 
 
-def _wrap_host(array: np.ndarray, dt: DType) -> Tensor:
+def _wrap_host(array: np.ndarray, dt: DType, device: int) -> Tensor:
     info_ptr = int(array.__array_interface__["data"][0])
-    return Tensor._make(info_ptr, tuple(array.shape), dt, on_device=False, owner=array, host=array)
+    return Tensor._make(
+        info_ptr, tuple(array.shape), dt, on_device=False, owner=array, host=array, device=device
+    )
 
 
-def _place(host: np.ndarray, dt: DType) -> Tensor:
+def _place(host: np.ndarray, dt: DType, device: int) -> Tensor:
     """A tensor on the current target holding a copy of (or, on sim, exactly) `host`."""
     host = np.ascontiguousarray(host)
     if current_target().simulated:
-        return _wrap_host(host, dt)
-    t = empty(host.shape, dt)
+        return _wrap_host(host, dt, device)
+    t = empty(host.shape, dt, device)
     driver.copy_host_to_device(t._ptr, host)
     return t
 

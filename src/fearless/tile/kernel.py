@@ -181,7 +181,7 @@ class Kernel:
                 self._check_dtype(name, arg.dtype, ann.dtype)
                 t = arg.tensor
                 info = ArrayInfo(
-                    t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host
+                    t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host, t._device
                 )
                 if target.on_device != info.on_device:
                     raise argument_error(

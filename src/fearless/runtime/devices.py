@@ -1,0 +1,111 @@
+"""Which device a tensor lives on, and the one device a launch runs on.
+
+Every fl.Tensor records its device index (`Tensor.device`): the GPU's on "cuda", a pretend
+device on "sim", where `FEARLESS_SIM_DEVICES=N` gives N of them so that the CPU tests cover
+multi-device dispatch. `fl.empty(..., device=i)` and the other constructors take the index
+(default: `fl.current_device()`, which `fl.set_device(i)` sets, 0 at start); the `*_like`
+constructors keep their model's device. A launch runs on the device of its arrays, which must
+agree: arrays on two devices in one launch are refused (E0702), naming both arguments. Host
+arrays (NumPy) have no device: they follow the launch.
+
+On "cuda" this build runs on GPU 0 of the process. Another index is refused (E0702) with the
+way torchrun jobs select a rank's GPU today: `CUDA_VISIBLE_DEVICES` makes it GPU 0 of that
+process. The compile cache is already per arch, not per device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import config
+from ..errors import DeviceError
+from .location import user_location
+from .target import current_target
+
+_current = 0
+
+
+def device_count() -> int:
+    """The devices of the current target: the visible GPUs on "cuda", `FEARLESS_SIM_DEVICES`
+    (default 1) on the simulator."""
+    if current_target().simulated:
+        return config.sim_devices()
+    return _gpu_count()
+
+
+def current_device() -> int:
+    """The device new tensors go to when no `device=` is given (`fl.set_device`; 0 at start)."""
+    return _current
+
+
+def set_device(device: int) -> None:
+    """Make `device` the default of `fl.empty` and the other constructors, as
+    `torch.cuda.set_device` does for torch's."""
+    global _current
+    _current = resolve(device, "fl.set_device")
+
+
+def resolve(device: Any, what: str) -> int:
+    """`device` (an index, or None for the current device) checked against this target's
+    devices, for `what` (the function that was given it)."""
+    if device is None:
+        return _current  # checked when it was set
+    if device == 0 and type(device) is int:
+        return 0  # a usable target has a device 0
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise DeviceError(
+            f"`device=` of {what} is a device index (an int), not {device!r}",
+            user_location(),
+            help="pass e.g. `device=0`; `fl.device_count()` says how many there are",
+        )
+    sim = current_target().simulated
+    count = config.sim_devices() if sim else _gpu_count()
+    if not 0 <= device < count:
+        where = "the simulator pretends to have" if sim else "this process sees"
+        raise DeviceError(
+            f"{what} was given device {device}, but {where} {count} "
+            f"device{'s' if count != 1 else ''}",
+            user_location(),
+            help=(
+                "set FEARLESS_SIM_DEVICES=N for N pretend devices"
+                if sim
+                else "`fl.device_count()` says how many GPUs are visible (CUDA_VISIBLE_DEVICES)"
+            ),
+        )
+    if device != 0 and not sim:
+        raise DeviceError(
+            f"{what} was given GPU {device}: fearless runs kernels on GPU 0 of the process so far",
+            user_location(),
+            help=f"run the process with CUDA_VISIBLE_DEVICES={device}: that GPU becomes GPU 0 "
+            "of the process (in a torchrun job, each rank with its LOCAL_RANK's GPU)",
+        )
+    return device
+
+
+def launch_device(names: Sequence[str], devices: Sequence[int | None]) -> int:
+    """The one device of a launch whose array arguments `names` are on `devices` (None: host
+    memory, which follows), or E0702 naming two arguments on different devices."""
+    first: tuple[str, int] | None = None
+    for name, dev in zip(names, devices, strict=True):
+        if dev is None:
+            continue
+        if first is None:
+            first = (name, dev)
+        elif dev != first[1]:
+            raise DeviceError(
+                f"the arrays of one launch are on two devices: `{first[0]}` is on device "
+                f"{first[1]}, `{name}` on device {dev}",
+                user_location(),
+                help="a launch runs on one device: make them there "
+                f"(`fl.empty(..., device={first[1]})`) or copy one "
+                f"(`fl.asarray({name}, device={first[1]})`)",
+            )
+    return _current if first is None else first[1]
+
+
+def _gpu_count() -> int:
+    from cuda.bindings import driver
+
+    err, count = driver.cuDeviceGetCount()
+    return 0 if err else int(count)
