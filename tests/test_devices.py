@@ -172,3 +172,39 @@ def test_on_cuda_a_gpu_other_than_0_is_refused_with_the_way_to_select_it(
     err = _refused(lambda: devices.resolve(2, "fl.empty"))
     assert "but this process sees 2 devices" in str(err)
     assert devices.device_count() == 2
+
+
+def test_a_warm_launch_with_arrays_on_two_devices_is_refused_too() -> None:
+    """A Tile launch with the same shapes and dtypes as an earlier one takes the warm path
+    (tile/fastpath.py), whose key holds each fl.Tensor's device: a mix meets the slow path."""
+    for _ in range(2):  # the second launch is warm
+        out = fl.zeros(256, device=1)
+        part = out.partition((128,))
+        tile_add(part, fl.ones(256, device=1), fl.ones(256, device=1))
+        np.testing.assert_array_equal(part.unpartition().numpy(), 2.0)
+    x0, y1, out = fl.ones(256, device=0), fl.ones(256, device=1), fl.zeros(256, device=1)
+    part = out.partition((128,))
+    err = _refused(lambda: tile_add(part, x0, y1))
+    assert "`out` is on device 1, `x` on device 0" in str(err)
+    part.unpartition()
+    prep = axpy.prepare(1, 64)
+    axpy(prep, 1.0, fl.ones(64, device=1), fl.ones(64, device=1), fl.empty(64, device=1))
+    _refused(lambda: axpy(prep, 1.0, fl.ones(64, device=1), x0, fl.empty(64, device=1)))
+
+
+def test_a_stream_belongs_to_a_device_and_launches_on_its_arrays_device_only() -> None:
+    s1 = fl.Stream(device=1)
+    assert s1.device == 1 and fl.Stream().device == 0 and "device=1" in repr(s1)
+    x, out = fl.ones(64, device=1), fl.empty(64, device=1)
+    axpy[1, 64, s1](3.0, x, x, out)
+    np.testing.assert_array_equal(out.numpy(), 4.0)
+    s0 = fl.Stream()
+    err = _refused(lambda: axpy[1, 64, s0](3.0, x, x, out))
+    assert "the launch's arrays are on device 1, but its stream is device 0's" in str(err)
+    assert "fl.Stream(device=1)" in (err.help or "")
+    part = fl.zeros(256, device=1).partition((128,))
+    y = fl.ones(256, device=1)
+    _refused(lambda: tile_add(part, y, y, stream=s0))
+    tile_add(part, y, y, stream=s1)
+    np.testing.assert_array_equal(part.unpartition().numpy(), 2.0)
+    _refused(lambda: fl.Stream(device=2))

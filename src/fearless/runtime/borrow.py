@@ -78,8 +78,9 @@ def _sweep(
     return None
 
 
-def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None]) -> None:
-    """Raise BorrowError if an output of this launch overlaps another array argument.
+def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None]) -> int:
+    """Raise BorrowError if an output of this launch overlaps another array argument; the
+    launch's device (runtime/devices.py: DeviceError for arrays on two).
 
     `infos[i]` describes the argument of `specs[i]` (None for scalars).
     """
@@ -96,13 +97,14 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
         starts.append(info.ptr)
         ends.append(info.ptr + info.nbytes)
         on.append(info.device)
-    launch_device(names, on)  # one device per launch: arrays on two are refused first
+    device = launch_device(names, on)  # one device per launch: arrays on two are refused
     if not any(outputs):
-        return
+        return device
     pairs = output_pairs(outputs) if len(starts) <= PAIRWISE_MAX else None
     hit = find_overlap(starts, ends, outputs, pairs)
     if hit is not None:
         raise borrow_error(names, outputs, starts, ends, *hit)
+    return device
 
 
 def borrow_error(

@@ -23,10 +23,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import driver
+from ..errors import DeviceError
+from . import devices, driver
 from .arrays import DEVICE_ID
 from .device_errors import default_pool
-from .location import argument_error
+from .location import argument_error, user_location
 from .target import current_target
 
 _by_handle: dict[int, Any] = {}  # CUstream objects of torch's streams seen, by handle
@@ -123,11 +124,12 @@ def default_cu_stream(legacy: Any, args: Any = None) -> Any:
 class Stream:
     """A CUDA stream: a new one (`fl.Stream()`), or a wrapper of a torch/CuPy/raw stream."""
 
-    __slots__ = ("_core", "_cu", "_handle", "_owner")
+    __slots__ = ("_core", "_cu", "_device", "_handle", "_owner")
 
-    def __init__(self, stream: Any = None) -> None:
+    def __init__(self, stream: Any = None, device: int | None = None) -> None:
         self._core: Any = None  # the cuda.core Stream this object created, if any
         self._owner = stream  # a wrapped foreign stream stays alive as long as this
+        self._device = devices.resolve(device, "fl.Stream")
         if stream is not None:
             self._handle = stream_handle(stream)
         elif current_target().simulated:
@@ -144,6 +146,11 @@ class Stream:
     def handle(self) -> int:
         """The CUstream handle as an int (0: the legacy default stream)."""
         return self._handle
+
+    @property
+    def device(self) -> int:
+        """The device whose work this stream orders (runtime/devices.py)."""
+        return self._device
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, self._handle)
@@ -168,7 +175,8 @@ class Stream:
         return hash(self._handle)
 
     def __repr__(self) -> str:
-        return f"fl.Stream(handle=0x{self._handle:x})"
+        on = f", device={self._device}" if self._device else ""
+        return f"fl.Stream(handle=0x{self._handle:x}{on})"
 
 
 def stream_handle(obj: Any) -> int:
@@ -180,10 +188,18 @@ def stream_handle(obj: Any) -> int:
     return reader(obj)
 
 
-def check_stream(obj: Any) -> None:
-    """Refuse `obj` as a launch's `stream=` unless a GPU launch would take it (no GPU needed)."""
+def check_stream(obj: Any, device: int | None = None) -> None:
+    """Refuse `obj` as a launch's `stream=` unless a GPU launch would take it (no GPU needed),
+    or when it is an fl.Stream of another device than the launch's arrays (`device`)."""
     if obj is not None:
         stream_handle(obj)
+        if isinstance(obj, Stream) and device is not None and obj._device != device:
+            raise DeviceError(
+                f"the launch's arrays are on device {device}, but its stream is device "
+                f"{obj._device}'s",
+                user_location(),
+                help=f"launch on a stream of that device: `fl.Stream(device={device})`",
+            )
 
 
 def _reader_for(obj: Any) -> Callable[[Any], int]:

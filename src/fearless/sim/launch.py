@@ -73,8 +73,8 @@ class SimLauncher:
         check_requires(self.name, self.params, self.contract.requires, args, lengths)
         infos = [v for v in values if isinstance(v, ArrayInfo)]
         arrays = [p for p in self.params if p.is_array]
-        check_borrows(arrays, infos)
-        check_stream(stream)  # read last, as the GPU launch reads the handle
+        device = check_borrows(arrays, infos)
+        check_stream(stream, device)  # read last, as the GPU launch reads the handle
         runtime_args = [v.host if isinstance(v, ArrayInfo) else v for v in values]
         sim = self.sim
         if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):

@@ -6,14 +6,15 @@ refusal. What that produces depends on the arguments only through a few facts, w
 path reads on every call, in parameter order, into a dictionary key:
 
     Part    a live `Partition` (exactly) of an fl.Tensor of the declared dtype, on the target's
-            side of the bus; key: pointer mod 16, shape, tile, grid
+            side of the bus; key: pointer mod 16, shape, tile, grid, order, device (so that
+            arrays on two devices meet the slow path's refusal, runtime/devices.py)
     Tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
             torch tensor on GPU 0 of the declared dtype, or anything `describe` accepts with the
             declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
             and its contiguity checked on every call (`is_contiguous()`, torch's flag for
             `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
             `describe` reads it and its strides, whose contiguity the slow path checked, go
-            in the key
+            in the key; an fl.Tensor's device goes in it too
     Const   key: its type and value
     scalar  a bool, int or float; key: its type. The slow path's range check depends on the
             type alone except for an int passed to an integer parameter: that one is checked
@@ -236,12 +237,13 @@ def _part_reader(want: DType) -> Reader:
         if t._dtype is not want or t._on_device != on_device:
             return False
         ptr = t._ptr
-        key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group))
         starts.append(ptr)
-        if on_device:
+        if on_device:  # every array on GPU 0: the key claunch_tile.c builds too
+            key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group))
             payload.append(ptr)
         else:  # exactly what `signature_of` makes
-            info = ArrayInfo(ptr, t._nbytes, t._shape, (), want, on_device, t, t._host)
+            key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group, t._device))
+            info = ArrayInfo(ptr, t._nbytes, t._shape, (), want, on_device, t, t._host, t._device)
             payload.append((arg, info))
         return True
 
@@ -260,7 +262,12 @@ def _tensor_reader(name: str, want: DType) -> Reader:
             if arg._moved is not None or arg._dtype is not want or arg._on_device != on_device:
                 return False
             ptr = arg._ptr
-            key.append((ptr & _ALIGN_MASK, arg._shape))
+            # the device on sim only: on "cuda" every array is on GPU 0 (claunch_tile.c's key)
+            key.append(
+                (ptr & _ALIGN_MASK, arg._shape)
+                if on_device
+                else (ptr & _ALIGN_MASK, arg._shape, arg._device)
+            )
             starts.append(ptr)
             payload.append(ptr if on_device else arg._array_info())
             return True

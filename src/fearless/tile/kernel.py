@@ -384,7 +384,7 @@ class Kernel:
         signature, values = self.signature_of(args, target)
         # a host grid: each Part walks its own tiles (`part.tiles()`), so theirs may differ
         grid = host_grid or self._grid(signature, values)
-        self._borrow_check(signature, values)
+        device = self._borrow_check(signature, values)
         ir = self.ir_for(signature)
         if host_grid is not None:
             check_host_grid_launch(self.name, ir)
@@ -401,7 +401,7 @@ class Kernel:
             from ..sim.tile import run_kernel
 
             def run_sim(payload: list[Any], stream: Any) -> None:
-                check_stream(stream)  # the simulator refuses what the GPU launch would
+                check_stream(stream, device)  # the simulator refuses what the GPU would
                 recording = sim_recording()
                 if recording is not None:  # inside `fl.graph`: run at each replay
                     recording.append(lambda: run_kernel(ir, grid, payload))
@@ -475,7 +475,7 @@ class Kernel:
             )
         return _fold_grid(self.name, grid)
 
-    def _borrow_check(self, signature: Signature, values: list[Any]) -> None:
+    def _borrow_check(self, signature: Signature, values: list[Any]) -> int:
         specs, infos = [], []
         for p, v in zip(signature, values, strict=True):
             if p.kind == "part":
@@ -487,7 +487,7 @@ class Kernel:
             elif p.kind == "atomic":
                 specs.append(ParamSpec(p.name, "atomic", p.dtype))  # type: ignore[arg-type]
                 infos.append(v)
-        check_borrows(specs, infos)
+        return check_borrows(specs, infos)
 
     # ------------------------------------------------------------------------ inspect
 
