@@ -5,7 +5,7 @@
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
 #        configuration), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
-#        fp8 matmul cases),
+#        fp8 matmul cases), gaps (the ops cases under 0.95 of TileGym, by configuration),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
@@ -49,6 +49,11 @@ for step in "$@"; do
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
+    gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
+           python3 bench/experiments/ops_gaps.py 2>&1 | grep -v autotun | tee "$out/gaps.log" | head -150
+           python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \
+             'ops_rms_norm_f16_4096x16384' 'ops_transpose_bf16_*' 'ops_silu_and_mul_f16_*' \
+             'ops_gelu_*_f16_67108864' --out "$out/gaps" 2>&1 | tail -30 ;;
     bmm)   python3 -m fearless bench --cases 'ops_bmm_*' --out "$out/bmm" 2>&1 | tail -12 ;;
     attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \
              --out "$out/attn" 2>&1 | tail -40 ;;

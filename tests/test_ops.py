@@ -11,6 +11,7 @@ import pytest
 
 import fearless as fl
 from fearless import config, ops, tile
+from fearless.ops.kernels_layout import TRANSPOSE_CONFIGS
 
 
 @pytest.fixture(autouse=True)
@@ -272,6 +273,13 @@ def test_the_layout_kernels_compile_through_tileiras(cubin: Callable[..., bytes]
                 fl.zeros((128, 256), dtype=bf16),
             ),
         ),
+        (  # the tuner's largest tile (TileGym's for 16-bit tensors of 4096 and more a side)
+            lay.make_transpose(bf16),
+            (
+                fl.zeros((256, 128), dtype=bf16).partition((128, 128)),
+                fl.zeros((128, 256), dtype=bf16),
+            ),
+        ),
         (
             lay.make_rope(bf16),
             (
@@ -320,3 +328,16 @@ def test_a_configuration_that_fails_gives_the_output_back(monkeypatch: pytest.Mo
         kernels_rows._row_launch("softmax", out, fl.zeros((4, 64), dtype=fl.f32))
     assert out._moved is None
     out.partition((1, 64)).unpartition()
+
+
+@pytest.mark.parametrize("config", TRANSPOSE_CONFIGS, ids=str)
+def test_every_transpose_configuration_matches_numpy(config: dict) -> None:
+    """Each tile shape the tuner may choose, on shapes none of them divides."""
+    from fearless.ops.kernels_layout import transpose_tuned
+
+    rng = np.random.default_rng(3)
+    for shape in ((200, 130), (3, 70, 150)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        out = fl.empty((*shape[:-2], shape[-1], shape[-2]))
+        transpose_tuned.fn(fl.asarray(x), out, **config)
+        np.testing.assert_array_equal(out.numpy(), np.swapaxes(x, -1, -2))

@@ -45,7 +45,7 @@ from .kernels_activation import (
     make_unary,
 )
 from .kernels_gemm import bmm_tuned, matmul_tuned
-from .kernels_layout import make_rope, make_transpose
+from .kernels_layout import make_rope, transpose_tuned
 from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_tuned
 
 # --------------------------------------------------------------------------- rows
@@ -398,9 +398,7 @@ def transpose(x: Any) -> Any:
         )
     out, ret = output(a, (*a.shape[:-2], a.shape[-1], a.shape[-2]))
     if out.size:
-        part = out.partition((1, 64, 64) if nd == 3 else (64, 64))
-        kernel_of(make_transpose, a.dtype, nd == 3)(part, a.tensor)
-        part.unpartition()
+        transpose_tuned(a.tensor, out)
     return result(a, out, ret)
 
 

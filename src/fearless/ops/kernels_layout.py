@@ -14,7 +14,10 @@ This module is kernel source: its kernels' annotations are the DSL's (pyproject'
 override).
 """
 
+import fearless as fl
 from fearless import tile
+
+from .kernels_rows import kernel_of
 
 
 def make_transpose(dt, batched=False):
@@ -33,6 +36,26 @@ def make_transpose(dt, batched=False):
             out.store(tile.transpose(tile.load(x, (j, i), (BN, BM))))
 
     return transpose
+
+
+def _tr(bm, bn, occupancy=None):
+    return dict(tile=(bm, bn), occupancy=occupancy)
+
+
+# TileGym's transpose takes (128, 128) tiles for 16-bit tensors of 4096 or more on each side,
+# (64, 64) otherwise; the tuner chooses per shape and dtype.
+TRANSPOSE_CONFIGS = [_tr(64, 64), _tr(128, 128), _tr(64, 128), _tr(128, 64), _tr(64, 64, 4)]
+
+
+@fl.autotune(configs=TRANSPOSE_CONFIGS, key=["x"])
+def transpose_tuned(x, out, *, tile, occupancy):
+    """out = x.T (2-D) or each matrix of x transposed (3-D) in (BM, BN) tiles of out."""
+    batched = len(x.shape) == 3
+    part = out.partition((1, *tile) if batched else tile)
+    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
+        kernel_of(make_transpose, x.dtype, batched).options(occupancy=occupancy)(part, x)
+    finally:
+        part.unpartition()
 
 
 @tile.function

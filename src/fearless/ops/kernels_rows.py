@@ -199,6 +199,11 @@ ROW_CONFIGS = [
     _row(2, 1, None, persistent=True, mem=True),
     _row(2, 4, None, mem=True),
     _row(1, 4, 8, mem=True),
+    # TileGym's persistent layer norm on long rows: one block per SM, 8 worker warps (its
+    # nww=8 "large win"), one row per tile; with and without its memory hints
+    _row(1, 1, 8, persistent=True),
+    _row(1, 2, 8, persistent=True),
+    _row(1, 1, 8, persistent=True, mem=True),
 ]
 # Long softmax rows in chunks (softmax_chunked): a row of 16384 bf16 does not fit registers.
 SOFTMAX_CONFIGS = [
