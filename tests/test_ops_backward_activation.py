@@ -13,6 +13,9 @@ import pytest
 import fearless as fl
 from fearless import config
 from fearless.ops import backward_activation as bw
+from fearless.ops import kernels_activation_backward as ka_b
+from fearless.ops.kernels_activation import ELEMENTWISE_CONFIGS
+from fearless.ops.kernels_activation_backward import GATED_BACKWARD_CONFIGS
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -186,6 +189,13 @@ def test_the_backward_kernels_compile_through_tileiras(cubin: Callable[..., byte
             (flat(fl.f16).partition((1024,)), flat(fl.f16), flat(fl.f16)),
         ),
         *[(k.make_gated_backward(kind, bf16), gated) for kind in ("silu", "gelu", "gelu_tanh")],
+        (  # the tuner's widest tile
+            k.make_gated_backward("silu", bf16),
+            (
+                fl.zeros((8, 2, 1024), dtype=bf16).partition((4, 2, 1024)),
+                *[fl.zeros(s, dtype=bf16) for s in ((8, 1, 1024), (8, 2, 1024))],
+            ),
+        ),
         (
             k.make_swiglu_backward(bf16),
             (flat().partition((1024,)), flat().partition((1024,)), flat(), flat(), flat()),
@@ -193,3 +203,25 @@ def test_the_backward_kernels_compile_through_tileiras(cubin: Callable[..., byte
     ]
     for kernel, args in cases:
         assert cubin(kernel, *args)
+
+
+@pytest.mark.parametrize("config", GATED_BACKWARD_CONFIGS, ids=str)
+def test_every_gated_backward_configuration_matches_torch(config: dict[str, Any]) -> None:
+    """Each (BM, 2, BN) tile the tuner may choose, on a d that none of them divides."""
+    x = _inputs((5, 2 * 300), torch.float32, 1)
+    dy = _inputs((5, 300), torch.float32, 2)
+    (want,) = _torch_grads(_gated(F.silu), dy, x)
+    xs, dys = fl.asarray(x.numpy().reshape(5, 2, 300)), fl.asarray(dy.numpy().reshape(5, 1, 300))
+    dx = fl.empty((5, 2, 300))
+    ka_b.gated_backward_tuned.fn("silu", dys, xs, dx, **config)
+    _close(torch.from_numpy(dx.numpy()).reshape(5, 600), want, "f32")
+
+
+@pytest.mark.parametrize("config", ELEMENTWISE_CONFIGS, ids=str)
+def test_every_swiglu_backward_configuration_matches_torch(config: dict[str, Any]) -> None:
+    a, b, dy = (_inputs((3, 1000), torch.float32, s) for s in range(3))
+    want_a, want_b = _torch_grads(lambda u, v: F.silu(u) * v, dy, a, b)
+    da, db = fl.empty((3, 1000)), fl.empty((3, 1000))
+    ka_b.swiglu_backward_tuned.fn(*(fl.asarray(t.numpy()) for t in (dy, a, b)), da, db, **config)
+    _close(torch.from_numpy(da.numpy()), want_a, "f32")
+    _close(torch.from_numpy(db.numpy()), want_b, "f32")

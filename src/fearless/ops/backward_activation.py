@@ -15,18 +15,15 @@ from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime.location import user_location
-from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
 from ._replay import replayable
 from .kernels_activation import elementwise_tuned
 from .kernels_activation_backward import (
-    make_gated_backward,
-    make_swiglu_backward,
+    gated_backward_tuned,
     make_unary_backward,
+    swiglu_backward_tuned,
 )
-from .kernels_rows import kernel_of, next_pow2
-
-_BLOCK = 1024  # elements per tile of swiglu_backward (the forward and the others are tuned)
+from .kernels_rows import kernel_of
 
 
 @replayable()
@@ -67,11 +64,7 @@ def swiglu_backward(dy: Any, a: Any, b: Any) -> tuple[Any, Any]:
     da, da_ret = output(g, g.shape)
     db, db_ret = output(g, g.shape)
     if g.tensor.size:
-        pa, pb = _flat(da).partition((_BLOCK,)), _flat(db).partition((_BLOCK,))
-        kernel = kernel_of(make_swiglu_backward, g.dtype)
-        kernel(pa, pb, _flat(g.tensor), _flat(x.tensor), _flat(y.tensor))
-        pa.unpartition()
-        pb.unpartition()
+        swiglu_backward_tuned(g.tensor, x.tensor, y.tensor, da, db)
     return result(g, da, da_ret), result(g, db, db_ret)
 
 
@@ -103,12 +96,9 @@ def _gated_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
     _expect_shape(op, "dy", g, (*v.shape[:-1], d), "the forward's output (half of `x`)")
     dx, ret = output(g, v.shape)
     if dx.size:
-        bn = min(next_pow2(d), 256)  # loads past d read 0, stores there are dropped
-        bm = min(16, max(1, 1024 // bn), next_pow2(m))
-        part = view(dx, (m, 2, d)).partition((bm, 2, bn))
-        kernel = kernel_of(make_gated_backward, kind, g.dtype)
-        kernel(part, view(g.tensor, (m, 1, d)), view(x2, (m, 2, d)))
-        part.unpartition()
+        gated_backward_tuned(
+            kind, view(g.tensor, (m, 1, d)), view(x2, (m, 2, d)), view(dx, (m, 2, d))
+        )
     return result(g, dx, ret)
 
 
@@ -135,10 +125,6 @@ def _expect_shape(op: str, name: str, t: Operand, shape: tuple[int, ...], what: 
             code="E0701",
             help="pass the gradient of the forward's output and the forward's inputs",
         )
-
-
-def _flat(t: Tensor) -> Tensor:
-    return view(t, (t.size,))
 
 
 __all__: Sequence[str] = (

@@ -18,7 +18,9 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_activation import SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
+from ._io import view
+from .kernels_activation import ELEMENTWISE_CONFIGS, SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
+from .kernels_rows import kernel_of, next_pow2
 
 INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -107,3 +109,45 @@ def make_swiglu_backward(dt):
         db.store((g * act).astype(dt))
 
     return swiglu_backward
+
+
+# ------------------------------------------------------------------------ tuned launches
+
+
+def flat(t):
+    return view(t, (t.size,))
+
+
+@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["dy"])
+def swiglu_backward_tuned(dy, a, b, da, db, *, elems, occupancy):
+    """(da, db) of swiglu for dy, a, b (one shape), over flat tiles of `elems` elements."""
+    pa, pb = flat(da).partition((elems,)), flat(db).partition((elems,))
+    try:  # a configuration the tuner tries may fail to compile: da, db are the caller's again
+        kernel_of(make_swiglu_backward, dy.dtype).options(occupancy=occupancy)(
+            pa, pb, flat(dy), flat(a), flat(b)
+        )
+    finally:
+        pa.unpartition()
+        pb.unpartition()
+
+
+def _gb(bn, elems, occupancy=None):
+    return dict(bn=bn, elems=elems, occupancy=occupancy)
+
+
+# (BM, 2, BN) tiles of dx: BN columns of each half (at most 256 was the one form), BM rows up
+# to `elems` elements per half.
+GATED_BACKWARD_CONFIGS = [_gb(256, 1024), _gb(256, 2048, 8), _gb(512, 2048), _gb(1024, 4096, 4)]
+
+
+@fl.autotune(configs=GATED_BACKWARD_CONFIGS, key=["kind", "dy2"])
+def gated_backward_tuned(kind, dy2, x2, dx2, *, bn, elems, occupancy):
+    """dx2 (M, 2, d) of the gated activation `kind` for dy2 (M, 1, d) and x2 (M, 2, d)."""
+    m, _, d = x2.shape
+    bn = min(next_pow2(d), bn)  # loads past d read 0, stores there are dropped
+    bm = min(16, max(1, elems // bn), next_pow2(m))
+    part = dx2.partition((bm, 2, bn))
+    try:
+        kernel_of(make_gated_backward, kind, dy2.dtype).options(occupancy=occupancy)(part, dy2, x2)
+    finally:
+        part.unpartition()
