@@ -47,3 +47,12 @@ def test_torch_tensors_on_gpu_0_are_device_0() -> None:
     torch = pytest.importorskip("torch")
     t = fl.asarray(torch.ones(8, device="cuda:0"))
     assert t.device == 0
+
+
+def test_a_torch_tensor_on_a_second_gpu_is_refused_with_the_way_to_select_it() -> None:
+    torch = pytest.importorskip("torch")
+    if fl.device_count() < 2:
+        pytest.skip("one GPU visible")
+    with pytest.raises(fl.DeviceError, match="argument `obj` is on GPU 1") as info:
+        fl.asarray(torch.ones(8, device="cuda:1"))
+    assert "CUDA_VISIBLE_DEVICES=1" in (info.value.help or "")

@@ -4,7 +4,8 @@
 its accessors), NumPy arrays, then anything with `__cuda_array_interface__` or `__dlpack__`
 (parsed by cuda.core's `StridedMemoryView`). The "cuda" target needs device memory, "sim" host
 memory; SIMT kernels take C-contiguous arrays of the rank their parameter declares (1 or 2).
-Every refusal is a KernelTypeError that says how to fix the call.
+Every refusal is a KernelTypeError that says how to fix the call (a DeviceError, E0702, for an
+array on another GPU than the one fearless runs on).
 
 `launch_extractor(type)` is the warm-launch form: one small function per argument type, cached,
 returning `(ptr, length, dtype)` or None (then `describe` explains what is wrong);
@@ -22,8 +23,8 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError
-from .location import argument_error
+from ..errors import DeviceError, KernelTypeError
+from .location import argument_error, user_location
 from .target import Target
 
 # The one GPU fearless uses: the primary context of device 0 (see driver.py).
@@ -359,10 +360,15 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
     )
 
 
-def _wrong_device(name: str, index: int) -> KernelTypeError:
-    return argument_error(
-        f"argument `{name}` is on GPU {index}, but fearless runs on GPU {DEVICE_ID}",
-        f"move it with `.to('cuda:{DEVICE_ID}')`, or select the GPU with CUDA_VISIBLE_DEVICES",
+def _wrong_device(name: str, index: int) -> DeviceError:
+    """E0702 for an array on another GPU than the one fearless runs on (runtime/devices.py)."""
+    return DeviceError(
+        f"argument `{name}` is on GPU {index}, but fearless runs kernels on GPU {DEVICE_ID} of "
+        "the process so far",
+        user_location(),
+        help=f"move it with `.to('cuda:{DEVICE_ID}')`, or run the process with "
+        f"CUDA_VISIBLE_DEVICES={index}: that GPU becomes GPU {DEVICE_ID} of the process (in a "
+        "torchrun job, each rank with its LOCAL_RANK's GPU)",
     )
 
 
