@@ -228,6 +228,17 @@ def test_the_kernel_compiles_through_tileiras(
     assert cubin(kernel, out, q, kv, kv, *masks, 0.125, 64, 2)
 
 
+def test_the_two_warp_group_configuration_compiles_through_tileiras(
+    cubin: Callable[..., bytes],
+) -> None:
+    """ATTENTION_CONFIGS' 8-worker-warp forms at the bench's head size."""
+    q = fl.zeros((1, 2, 512, 128), dtype=fl.bf16)
+    for tile_m in (128, 256):
+        out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, tile_m, 128))
+        kernel = make_attention(fl.bf16, True, True).options(occupancy=1, num_worker_warps=8)
+        assert cubin(kernel, out, q, q, q, 0.088, 128, 1)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_backward_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], causal: bool

@@ -144,12 +144,16 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
     return masked_attention
 
 
-def _cfg(tile_m, tile_n, occupancy):
-    return dict(tile_m=tile_m, tile_n=tile_n, occupancy=occupancy)
+def _cfg(tile_m, tile_n, occupancy, num_worker_warps=None):
+    return dict(
+        tile_m=tile_m, tile_n=tile_n, occupancy=occupancy, num_worker_warps=num_worker_warps
+    )
 
 
 # cuTile's AttentionFMHA sample runs (128, 128) tiles at occupancy 2, TileGym's fmha also
 # (256, 128) at occupancy 1 and 2 on sm90+; smaller tiles for short sequences and large heads.
+# 8 worker warps: two warp groups sharing a 128- or 256-row query tile, as FlashAttention-3's
+# two consumer warp groups do on Hopper.
 ATTENTION_CONFIGS = [
     _cfg(128, 128, 2),
     _cfg(256, 128, 1),
@@ -158,11 +162,15 @@ ATTENTION_CONFIGS = [
     _cfg(64, 64, 4),
     _cfg(64, 128, 2),
     _cfg(128, 128, 1),
+    _cfg(128, 128, 1, 8),
+    _cfg(256, 128, 1, 8),
 ]
 
 
 @fl.autotune(configs=ATTENTION_CONFIGS, key=["q", "k", "causal", "mask"])
-def attention_tuned(q, k, v, mask, out, scale, causal, group, *, tile_m, tile_n, occupancy):
+def attention_tuned(
+    q, k, v, mask, out, scale, causal, group, *, tile_m, tile_n, occupancy, num_worker_warps
+):
     """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D)) with these tiles;
     `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype."""
     d = q.shape[3]
@@ -171,7 +179,7 @@ def attention_tuned(q, k, v, mask, out, scale, causal, group, *, tile_m, tile_n,
     if mask is not None:
         form = (mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1)
     make = kernel_of(make_attention, q.dtype, causal, even_k, form)
-    kernel = make.options(occupancy=occupancy)
+    kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     part = out.partition((1, 1, tile_m, next_pow2(d)))
     masks = () if mask is None else (mask,)
     try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
