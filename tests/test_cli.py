@@ -90,6 +90,27 @@ def test_gpu_check_names_the_device_and_its_arch() -> None:
     assert check.detail == "NVIDIA H200, compute capability sm_90"
 
 
+def test_gpu_check_says_which_of_several_gpus_fearless_runs_on() -> None:
+    probe = doctor.GpuProbe(driver="13.0", name="NVIDIA H200", compute_capability=(9, 0), count=2)
+    check = doctor.check_gpu(probe)
+    assert check.status == "ok"
+    assert check.detail == (
+        "NVIDIA H200, compute capability sm_90 (GPU 0 of 2: fearless runs there; "
+        "CUDA_VISIBLE_DEVICES selects another)"
+    )
+
+
+def test_target_names_the_simulators_pretend_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEARLESS_TARGET", "sim")
+    monkeypatch.setenv("FEARLESS_SIM_DEVICES", "2")
+    assert doctor.check_target().detail == (
+        "sim (from FEARLESS_TARGET), 2 pretend devices (FEARLESS_SIM_DEVICES)"
+    )
+    monkeypatch.setenv("FEARLESS_SIM_DEVICES", "two")
+    check = doctor.check_target()
+    assert check.status == "warn" and "must be a positive whole number" in check.detail
+
+
 def test_target_follows_the_gpu_and_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = doctor.GpuProbe(driver="13.0", name="NVIDIA H200", compute_capability=(9, 0))
     none = doctor.GpuProbe(error="no NVIDIA driver")

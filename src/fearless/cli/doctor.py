@@ -218,6 +218,7 @@ class GpuProbe:
     name: str | None = None
     compute_capability: tuple[int, int] | None = None
     error: str | None = None
+    count: int = 1  # the GPUs this process sees
 
     @property
     def usable(self) -> bool:
@@ -251,7 +252,8 @@ def probe_gpu() -> GpuProbe:
         device = core.Device()
         name = str(device.name)
         cc = device.compute_capability
-        return GpuProbe(driver, name, (int(cc[0]), int(cc[1])))
+        count = int(importlib.import_module("cuda.bindings.driver").cuDeviceGetCount()[1])
+        return GpuProbe(driver, name, (int(cc[0]), int(cc[1])), count=max(count, 1))
     except Exception as exc:  # e.g. CUDA_ERROR_NO_DEVICE on a driver-only machine
         return GpuProbe(driver, error=f"no usable GPU ({type(exc).__name__}: {exc})")
 
@@ -276,17 +278,28 @@ def check_gpu(probe: GpuProbe | None = None) -> Check:
         return Check(
             "GPU", "warn", f"{probe.error}: kernels run on the simulator", "check `nvidia-smi`"
         )
-    return Check("GPU", "ok", f"{probe.name}, compute capability {probe.arch}")
+    detail = f"{probe.name}, compute capability {probe.arch}"
+    if probe.count > 1:  # runtime/devices.py: kernels run on GPU 0 of the process
+        detail += (
+            f" (GPU 0 of {probe.count}: fearless runs there; CUDA_VISIBLE_DEVICES selects another)"
+        )
+    return Check("GPU", "ok", detail)
 
 
 def check_target(probe: GpuProbe | None = None) -> Check:
     """Which target `fl.get_target()` picks: FEARLESS_TARGET, else cuda when a GPU is usable."""
+    try:
+        config.sim_devices()
+    except ValueError as exc:
+        return Check(
+            "target", "warn", str(exc), "set FEARLESS_SIM_DEVICES to 2 or more, or unset it"
+        )
     override = config.target_override()
     if override is None:
         probe = probe or probe_gpu()
         if probe.usable:
             return Check("target", "ok", "cuda (GPU found)")
-        return Check("target", "ok", "sim (CPU simulator: no usable GPU)")
+        return Check("target", "ok", "sim (CPU simulator: no usable GPU)" + _sim_devices())
     if override not in ("cuda", "sim"):
         return Check(
             "target",
@@ -301,7 +314,14 @@ def check_target(probe: GpuProbe | None = None) -> Check:
             "cuda (FEARLESS_TARGET), but there is no usable GPU: launches will fail",
             "unset FEARLESS_TARGET or set it to `sim`",
         )
-    return Check("target", "ok", f"{override} (from FEARLESS_TARGET)")
+    devices = _sim_devices() if override == "sim" else ""
+    return Check("target", "ok", f"{override} (from FEARLESS_TARGET){devices}")
+
+
+def _sim_devices() -> str:
+    """The simulator's pretend devices, when FEARLESS_SIM_DEVICES asks for more than one."""
+    n = config.sim_devices()
+    return f", {n} pretend devices (FEARLESS_SIM_DEVICES)" if n > 1 else ""
 
 
 def _nearest_existing(path: Path) -> Path:
