@@ -341,3 +341,14 @@ def test_every_transpose_configuration_matches_numpy(config: dict) -> None:
         out = fl.empty((*shape[:-2], shape[-1], shape[-2]))
         transpose_tuned.fn(fl.asarray(x), out, **config)
         np.testing.assert_array_equal(out.numpy(), np.swapaxes(x, -1, -2))
+
+
+def test_elementwise_operators_tune_once_per_size_class_and_dtype() -> None:
+    """Two sizes within one power of two share a tuning; the next power of two tunes anew."""
+    from fearless.ops import kernels_activation as ka
+
+    ka.elementwise_tuned._best.clear()
+    for n in (1000, 700, 1500):
+        ops.relu(np.linspace(-1, 1, n, dtype=np.float32))
+    keys = [k for k in ka.elementwise_tuned._best if "relu" in repr(k)]
+    assert len(keys) == 2, keys  # 2^10 (1000, 700) and 2^11 (1500)

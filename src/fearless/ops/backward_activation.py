@@ -17,7 +17,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
 from ._replay import replayable
-from .kernels_activation import elementwise_tuned
+from .kernels_activation import elementwise_tuned, size_class
 from .kernels_activation_backward import (
     gated_backward_tuned,
     make_unary_backward,
@@ -64,7 +64,7 @@ def swiglu_backward(dy: Any, a: Any, b: Any) -> tuple[Any, Any]:
     da, da_ret = output(g, g.shape)
     db, db_ret = output(g, g.shape)
     if g.tensor.size:
-        swiglu_backward_tuned(g.tensor, x.tensor, y.tensor, da, db)
+        swiglu_backward_tuned(g.tensor, x.tensor, y.tensor, da, db, size_class(g.tensor.size))
     return result(g, da, da_ret), result(g, db, db_ret)
 
 
@@ -77,7 +77,8 @@ def _unary_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
     dx, ret = output(g, g.shape)
     if g.tensor.size:
         kernel = kernel_of(make_unary_backward, kind, g.dtype)
-        elementwise_tuned(f"{kind}_backward", kernel, dx, (g.tensor, v.tensor))
+        size = size_class(dx.size)
+        elementwise_tuned(f"{kind}_backward", kernel, dx, (g.tensor, v.tensor), size)
     return result(g, dx, ret)
 
 

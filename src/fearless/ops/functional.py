@@ -43,6 +43,7 @@ from .kernels_activation import (
     make_dropout,
     make_swiglu,
     make_unary,
+    size_class,
 )
 from .kernels_gemm import bmm_tuned, matmul_tuned
 from .kernels_layout import make_rope, transpose_tuned
@@ -220,8 +221,8 @@ def _shapes(
 
 def _elementwise(name: str, kernel: Any, out: Any, *inputs: Any) -> None:
     """Run elementwise `kernel` over `out` and same-shaped `inputs` (scalars as they are),
-    autotuned per `name`, shape and dtype."""
-    elementwise_tuned(name, kernel, out, inputs)
+    autotuned per `name`, size class (the size rounded up to a power of two) and dtype."""
+    elementwise_tuned(name, kernel, out, inputs, size_class(out.size))
 
 
 def _unary(x: Any, kind: str, op: str) -> Any:

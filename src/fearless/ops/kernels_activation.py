@@ -160,10 +160,18 @@ def _flat(t):
     return view(t, (t.size,))
 
 
-@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["name", "out"])
-def elementwise_tuned(name, kernel, out, inputs, *, elems, occupancy):
-    """Run elementwise `kernel` (`name` keys the tuner) over `out` and the same-shaped tensors
-    among `inputs` (flattened; scalars as they are) in tiles of `elems` elements."""
+def size_class(n):
+    """The tuners' key for a flat size: n rounded up to a power of two (its exponent). Tiles and
+    occupancy follow the size class, not the exact size, so a program with many activation
+    shapes tunes once per class and dtype (each new shape still compiles its one winner)."""
+    return (n - 1).bit_length()
+
+
+@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["name", "size"])
+def elementwise_tuned(name, kernel, out, inputs, size, *, elems, occupancy):
+    """Run elementwise `kernel` (`name` and `size`, the `size_class` of out, key the tuner)
+    over `out` and the same-shaped tensors among `inputs` (flattened; scalars as they are) in
+    tiles of `elems` elements."""
     part = _flat(out).partition((elems,))
     flat = [_flat(x) if isinstance(x, fl.Tensor) else x for x in inputs]
     try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again

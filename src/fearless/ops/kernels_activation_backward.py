@@ -118,9 +118,10 @@ def flat(t):
     return view(t, (t.size,))
 
 
-@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["dy"])
-def swiglu_backward_tuned(dy, a, b, da, db, *, elems, occupancy):
-    """(da, db) of swiglu for dy, a, b (one shape), over flat tiles of `elems` elements."""
+@fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["size"])
+def swiglu_backward_tuned(dy, a, b, da, db, size, *, elems, occupancy):
+    """(da, db) of swiglu for dy, a, b (one shape; `size`: its `size_class`, with the dtype the
+    tuner's key), over flat tiles of `elems` elements."""
     pa, pb = flat(da).partition((elems,)), flat(db).partition((elems,))
     try:  # a configuration the tuner tries may fail to compile: da, db are the caller's again
         kernel_of(make_swiglu_backward, dy.dtype).options(occupancy=occupancy)(
