@@ -352,3 +352,21 @@ def test_elementwise_operators_tune_once_per_size_class_and_dtype() -> None:
         ops.relu(np.linspace(-1, 1, n, dtype=np.float32))
     keys = [k for k in ka.elementwise_tuned._best if "relu" in repr(k)]
     assert len(keys) == 2, keys  # 2^10 (1000, 700) and 2^11 (1500)
+
+
+def test_tuners_key_extents_that_vary_between_calls_by_size_class() -> None:
+    """Rows of a row op, M of a GEMM and the keys of a decode step enter the tuners' keys
+    rounded up to a power of two (`size_class`), the row length, K and N exactly."""
+    from fearless.ops import kernels_gemm as kg
+    from fearless.ops import kernels_rows as kr
+
+    rng = np.random.default_rng(0)
+    kr.softmax_tuned._best.clear()
+    for m, n in ((100, 64), (120, 64), (300, 64), (100, 96)):
+        ops.softmax(rng.standard_normal((m, n), dtype=np.float32))
+    assert [k[0] for k in kr.softmax_tuned._best] == [(7, 64), (9, 64), (7, 96)]
+    kg.matmul_tuned._best.clear()
+    for m in (40, 60, 70):
+        a = rng.standard_normal((m, 32)).astype(np.float16)
+        ops.matmul(a, rng.standard_normal((32, 48)).astype(np.float16))
+    assert [k[0] for k in kg.matmul_tuned._best] == [(6, 32, 48), (7, 32, 48)]

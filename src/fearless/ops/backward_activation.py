@@ -17,13 +17,13 @@ from ..errors import KernelTypeError
 from ..runtime.location import user_location
 from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
 from ._replay import replayable
-from .kernels_activation import elementwise_tuned, size_class
+from .kernels_activation import elementwise_tuned
 from .kernels_activation_backward import (
     gated_backward_tuned,
     make_unary_backward,
     swiglu_backward_tuned,
 )
-from .kernels_rows import kernel_of
+from .kernels_rows import kernel_of, size_class
 
 
 @replayable()

@@ -43,11 +43,10 @@ from .kernels_activation import (
     make_dropout,
     make_swiglu,
     make_unary,
-    size_class,
 )
 from .kernels_gemm import bmm_tuned, matmul_tuned
 from .kernels_layout import make_rope, transpose_tuned
-from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, softmax_tuned
+from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, size_class, softmax_tuned
 
 # --------------------------------------------------------------------------- rows
 

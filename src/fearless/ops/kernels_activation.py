@@ -17,7 +17,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import view
-from .kernels_rows import kernel_of
+from .kernels_rows import kernel_of, size_class
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -160,13 +160,6 @@ def _flat(t):
     return view(t, (t.size,))
 
 
-def size_class(n):
-    """The tuners' key for a flat size: n rounded up to a power of two (its exponent). Tiles and
-    occupancy follow the size class, not the exact size, so a program with many activation
-    shapes tunes once per class and dtype (each new shape still compiles its one winner)."""
-    return (n - 1).bit_length()
-
-
 @fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["name", "size"])
 def elementwise_tuned(name, kernel, out, inputs, size, *, elems, occupancy):
     """Run elementwise `kernel` (`name` and `size`, the `size_class` of out, key the tuner)
@@ -197,7 +190,11 @@ GATED_CONFIGS = [
 ]
 
 
-@fl.autotune(configs=GATED_CONFIGS, key=["kind", "x2"])
+def _gated_key(kind, x2, *_, **__):
+    return kind, size_class(x2.shape[0]), x2.shape[1]
+
+
+@fl.autotune(configs=GATED_CONFIGS, key=_gated_key)
 def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps):
     """out2 (M, d) = the gated activation `kind` of x2 (M, 2d) in (BM, BN) tiles of about
     `elems` elements, BN the largest power of two dividing d up to `elems` (a whole row of a

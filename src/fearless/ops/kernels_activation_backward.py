@@ -20,7 +20,7 @@ from fearless import tile
 
 from ._io import view
 from .kernels_activation import ELEMENTWISE_CONFIGS, SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
-from .kernels_rows import kernel_of, next_pow2
+from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -141,7 +141,11 @@ def _gb(bn, elems, occupancy=None):
 GATED_BACKWARD_CONFIGS = [_gb(256, 1024), _gb(256, 2048, 8), _gb(512, 2048), _gb(1024, 4096, 4)]
 
 
-@fl.autotune(configs=GATED_BACKWARD_CONFIGS, key=["kind", "dy2"])
+def _gated_backward_key(kind, dy2, *_, **__):
+    return kind, size_class(dy2.shape[0]), dy2.shape[2]
+
+
+@fl.autotune(configs=GATED_BACKWARD_CONFIGS, key=_gated_backward_key)
 def gated_backward_tuned(kind, dy2, x2, dx2, *, bn, elems, occupancy):
     """dx2 (M, 2, d) of the gated activation `kind` for dy2 (M, 1, d) and x2 (M, 2, d)."""
     m, _, d = x2.shape

@@ -19,7 +19,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_rows import kernel_of, next_pow2
+from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_LOG_2 = 1.0 / math.log(2.0)
 
@@ -167,7 +167,16 @@ ATTENTION_CONFIGS = [
 ]
 
 
-@fl.autotune(configs=ATTENTION_CONFIGS, key=["q", "k", "causal", "mask"])
+def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
+    """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
+    causal and the mask's form."""
+    b, h, l_len, d = q.shape
+    form = None if mask is None else (mask.dtype.name, mask.shape[0] > 1, mask.shape[1] > 1)
+    s_len = k.shape[2]
+    return size_class(b * h), size_class(l_len), size_class(s_len), d, group, causal, form
+
+
+@fl.autotune(configs=ATTENTION_CONFIGS, key=_attention_key)
 def attention_tuned(
     q, k, v, mask, out, scale, causal, group, *, tile_m, tile_n, occupancy, num_worker_warps
 ):
@@ -522,7 +531,12 @@ DECODE_CONFIGS = [
 ]
 
 
-@fl.autotune(configs=DECODE_CONFIGS, key=["q", "k"])
+def _decode_key(q, k, *_, **__):
+    b, hk, group, d = q.shape
+    return size_class(b * hk), group, size_class(k.shape[2]), d
+
+
+@fl.autotune(configs=DECODE_CONFIGS, key=_decode_key)
 def attention_decode(q, k, v, out, scale, sm_count, *, tile_n, occupancy, waves):
     """out = attention of q (B, H_kv, GROUP, D: one query per head, grouped by KV head) over
     k, v (B, H_kv, S, D), split across blocks; `out` shaped as q."""

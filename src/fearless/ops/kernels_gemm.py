@@ -16,7 +16,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import view
-from .kernels_rows import kernel_of, sm_count
+from .kernels_rows import kernel_of, size_class, sm_count
 
 
 @tile.function
@@ -100,7 +100,12 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     return (lambda: kernel.launch(grid, part, a, b, BK)), part
 
 
-@fl.autotune(configs=GEMM_CONFIGS, key=["a", "b"])
+def _gemm_key(a, b, *_, **__):
+    """(M's size class, K, N): M is the extent that varies between calls (tokens, batch)."""
+    return size_class(a.shape[0]), a.shape[1], b.shape[1]
+
+
+@fl.autotune(configs=GEMM_CONFIGS, key=_gemm_key)
 def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
     launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
@@ -193,7 +198,11 @@ BMM_CONFIGS = [
 ]
 
 
-@fl.autotune(configs=BMM_CONFIGS, key=["a", "b"])
+def _bmm_key(a, b, *_, **__):
+    return size_class(a.shape[0]), size_class(a.shape[1]), a.shape[2], b.shape[2]
+
+
+@fl.autotune(configs=BMM_CONFIGS, key=_bmm_key)
 def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
     """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation; a flat
     configuration runs the batched kernel where its BM does not divide M."""

@@ -17,7 +17,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from .kernels_rows import kernel_of
+from .kernels_rows import kernel_of, size_class
 
 
 def make_transpose(dt, batched=False):
@@ -47,7 +47,11 @@ def _tr(bm, bn, occupancy=None):
 TRANSPOSE_CONFIGS = [_tr(64, 64), _tr(128, 128), _tr(64, 128), _tr(128, 64), _tr(64, 64, 4)]
 
 
-@fl.autotune(configs=TRANSPOSE_CONFIGS, key=["x"])
+def _transpose_key(x, *_, **__):
+    return tuple(size_class(e) for e in x.shape)
+
+
+@fl.autotune(configs=TRANSPOSE_CONFIGS, key=_transpose_key)
 def transpose_tuned(x, out, *, tile, occupancy):
     """out = x.T (2-D) or each matrix of x transposed (3-D) in (BM, BN) tiles of out."""
     batched = len(x.shape) == 3

@@ -31,6 +31,19 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+def size_class(n):
+    """An extent as the tuners' keys hold it: rounded up to a power of two (its exponent). An
+    extent that varies from call to call (a batch, the tokens of a step, a sequence length)
+    then tunes once per class, not per value; each new value still compiles only the winner."""
+    return (n - 1).bit_length()
+
+
+def rows_key(x, *_, **__):
+    """The tuners' key of a row op on x (M, n): (M's size class, n)."""
+    m, n = x.shape
+    return size_class(m), n
+
+
 def sm_count():
     """The GPU's SM count (a persistent grid is a multiple of it); 4 on the simulator."""
     if fl.get_target() != "cuda":
@@ -258,18 +271,18 @@ def _row_launch(op, out, x, *rest, **config):
         part.unpartition()  # `out` is the caller's again
 
 
-@fl.autotune(configs=SOFTMAX_CONFIGS, key=["x"])
+@fl.autotune(configs=SOFTMAX_CONFIGS, key=rows_key)
 def softmax_tuned(x, out, **config):
     """out = softmax(x, axis=1) for a 2-D x of any dtype the kernel takes (f32, f16, bf16)."""
     _row_launch("softmax", out, x, **config)
 
 
-@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+@fl.autotune(configs=ROW_CONFIGS, key=rows_key)
 def rms_norm_tuned(x, w, eps, out, **config):
     _row_launch("rms_norm", out, x, w, eps, **config)
 
 
-@fl.autotune(configs=ROW_CONFIGS, key=["x"])
+@fl.autotune(configs=ROW_CONFIGS, key=rows_key)
 def layer_norm_tuned(x, w, b, eps, out, **config):
     _row_launch("layer_norm", out, x, w, b, eps, **config)
 

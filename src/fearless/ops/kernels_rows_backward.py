@@ -24,7 +24,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import zeros_beside
-from .kernels_rows import kernel_of, next_pow2, sm_count
+from .kernels_rows import kernel_of, next_pow2, rows_key, sm_count
 
 MAX_ROW = 4096  # the longest row (a power of two) kept whole in registers; longer: chunks
 
@@ -311,19 +311,23 @@ def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, c
     return sums[0] if sums else None
 
 
-@fl.autotune(configs=SOFTMAX_BWD_CONFIGS, key=["y"])
+def _rows_of_x(dy, x, *_, **__):
+    return rows_key(x)
+
+
+@fl.autotune(configs=SOFTMAX_BWD_CONFIGS, key=rows_key)
 def softmax_bwd_tuned(y, dy, dx, **config):
     """dx (M, n) = softmax's backward of its 2-D output y and gradient dy."""
     _launch("softmax", dx, y, dy, partials=0, **config)
 
 
-@fl.autotune(configs=NORM_BWD_CONFIGS, key=["x"])
+@fl.autotune(configs=NORM_BWD_CONFIGS, key=_rows_of_x)
 def rms_norm_bwd_tuned(dy, x, w, eps, dx, **config):
     """dx (M, n) of rms_norm, and the (1, G, n) f32 partial sums of dw."""
     return _launch("rms_norm", dx, dy, x, w, eps, partials=1, **config)
 
 
-@fl.autotune(configs=NORM_BWD_CONFIGS, key=["x"])
+@fl.autotune(configs=NORM_BWD_CONFIGS, key=_rows_of_x)
 def layer_norm_bwd_tuned(dy, x, w, eps, dx, **config):
     """dx (M, n) of layer_norm, and the (2, G, n) f32 partial sums of dw and db."""
     return _launch("layer_norm", dx, dy, x, w, eps, partials=2, **config)
