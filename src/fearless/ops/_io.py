@@ -7,10 +7,11 @@ caller's memory where it can (torch CUDA tensors on the GPU, NumPy arrays on the
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
+from ..runtime.partition import Partition
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
 
@@ -225,6 +227,22 @@ def view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     return Tensor._make(
         t._ptr, shape, t._dtype, on_device=t._on_device, owner=t, host=host, device=t._device
     )
+
+
+def flat(t: Tensor) -> Tensor:
+    """`t` as one axis, sharing its memory."""
+    return view(t, (t.size,))
+
+
+@contextlib.contextmanager
+def partitioned(t: Tensor, tile: tuple[int, ...]) -> Iterator[Partition[Tensor]]:
+    """`t.partition(tile)` for one launch: `t` is the caller's again afterwards, also when the
+    launch raised (a configuration the tuner tries may fail to compile)."""
+    part = t.partition(tile)
+    try:
+        yield part
+    finally:
+        part.unpartition()
 
 
 def rows_of(x: Tensor, dim: int, op: str) -> Tensor:

@@ -16,7 +16,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import view
+from ._io import flat, partitioned
 from .kernels_rows import kernel_of, size_class
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -156,21 +156,14 @@ ELEMENTWISE_CONFIGS = [
 ]
 
 
-def _flat(t):
-    return view(t, (t.size,))
-
-
 @fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["name", "size"])
 def elementwise_tuned(name, kernel, out, inputs, size, *, elems, occupancy):
     """Run elementwise `kernel` (`name` and `size`, the `size_class` of out, key the tuner)
     over `out` and the same-shaped tensors among `inputs` (flattened; scalars as they are) in
     tiles of `elems` elements."""
-    part = _flat(out).partition((elems,))
-    flat = [_flat(x) if isinstance(x, fl.Tensor) else x for x in inputs]
-    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
-        kernel.options(occupancy=occupancy)(part, *flat)
-    finally:
-        part.unpartition()
+    args = [flat(x) if isinstance(x, fl.Tensor) else x for x in inputs]
+    with partitioned(flat(out), (elems,)) as part:
+        kernel.options(occupancy=occupancy)(part, *args)
 
 
 def _g(elems, occupancy=None, num_worker_warps=None):
@@ -202,11 +195,8 @@ def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps):
     half = x2.shape[1] // 2
     bn = min(half & -half, elems)
     bm = max(1, min(elems // bn, 64))
-    part = out2.partition((bm, bn))
     kernel = kernel_of(make_gated, kind, x2.dtype).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
-    try:
+    with partitioned(out2, (bm, bn)) as part:
         kernel(part, x2, half)
-    finally:
-        part.unpartition()

@@ -18,7 +18,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import view
+from ._io import flat, partitioned
 from .kernels_activation import ELEMENTWISE_CONFIGS, SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -114,22 +114,13 @@ def make_swiglu_backward(dt):
 # ------------------------------------------------------------------------ tuned launches
 
 
-def flat(t):
-    return view(t, (t.size,))
-
-
 @fl.autotune(configs=ELEMENTWISE_CONFIGS, key=["size"])
 def swiglu_backward_tuned(dy, a, b, da, db, size, *, elems, occupancy):
     """(da, db) of swiglu for dy, a, b (one shape; `size`: its `size_class`, with the dtype the
     tuner's key), over flat tiles of `elems` elements."""
-    pa, pb = flat(da).partition((elems,)), flat(db).partition((elems,))
-    try:  # a configuration the tuner tries may fail to compile: da, db are the caller's again
-        kernel_of(make_swiglu_backward, dy.dtype).options(occupancy=occupancy)(
-            pa, pb, flat(dy), flat(a), flat(b)
-        )
-    finally:
-        pa.unpartition()
-        pb.unpartition()
+    kernel = kernel_of(make_swiglu_backward, dy.dtype).options(occupancy=occupancy)
+    with partitioned(flat(da), (elems,)) as pa, partitioned(flat(db), (elems,)) as pb:
+        kernel(pa, pb, flat(dy), flat(a), flat(b))
 
 
 def _gb(bn, elems, occupancy=None):

@@ -18,7 +18,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside
+from ._io import empty_beside, partitioned
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_LOG_2 = 1.0 / math.log(2.0)
@@ -189,12 +189,9 @@ def attention_tuned(
         form = (mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1)
     make = kernel_of(make_attention, q.dtype, causal, even_k, form)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    part = out.partition((1, 1, tile_m, next_pow2(d)))
     masks = () if mask is None else (mask,)
-    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
+    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
         kernel(part, q, k, v, *masks, scale, tile_n, group)
-    finally:
-        part.unpartition()
 
 
 # ------------------------------------------------------------------------------- backward
@@ -543,24 +540,16 @@ def attention_decode(q, k, v, out, scale, sm_count, *, tile_n, occupancy, waves)
     b, hk, group, d = q.shape
     splits, split_tiles = decode_splits(b, hk, k.shape[2], tile_n, waves * sm_count)
     qg, td = max(8, next_pow2(group)), next_pow2(d)
-    out_p = out.partition((1, 1, qg, td))
     if splits == 1:
-        try:
-            kernel_of(make_decode_one, q.dtype).options(occupancy=occupancy)(
-                out_p, q, k, v, scale, tile_n
-            )
-        finally:
-            out_p.unpartition()
+        one = kernel_of(make_decode_one, q.dtype).options(occupancy=occupancy)
+        with partitioned(out, (1, 1, qg, td)) as out_p:
+            one(out_p, q, k, v, scale, tile_n)
         return
-    part_o = empty_beside(out, (b, hk, splits, group, d), fl.f32).partition((1, 1, 1, qg, td))
+    o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
-    part_lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32).partition((1, 1, 1, qg, 1))
+    lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
     split = kernel_of(make_decode_split, q.dtype).options(occupancy=occupancy)
-    try:
-        split(part_o, part_lse, q, k, v, scale, tile_n, split_tiles)
-    finally:
-        o, lse = part_o.unpartition(), part_lse.unpartition()
-    try:
+    with partitioned(o, (1, 1, 1, qg, td)) as part_o, partitioned(lse, (1, 1, 1, qg, 1)) as part_l:
+        split(part_o, part_l, q, k, v, scale, tile_n, split_tiles)
+    with partitioned(out, (1, 1, qg, td)) as out_p:
         kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
-    finally:
-        out_p.unpartition()

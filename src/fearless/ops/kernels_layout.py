@@ -17,6 +17,7 @@ override).
 import fearless as fl
 from fearless import tile
 
+from ._io import partitioned
 from .kernels_rows import kernel_of, size_class
 
 
@@ -55,11 +56,9 @@ def _transpose_key(x, *_, **__):
 def transpose_tuned(x, out, *, tile, occupancy):
     """out = x.T (2-D) or each matrix of x transposed (3-D) in (BM, BN) tiles of out."""
     batched = len(x.shape) == 3
-    part = out.partition((1, *tile) if batched else tile)
-    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
-        kernel_of(make_transpose, x.dtype, batched).options(occupancy=occupancy)(part, x)
-    finally:
-        part.unpartition()
+    kernel = kernel_of(make_transpose, x.dtype, batched).options(occupancy=occupancy)
+    with partitioned(out, (1, *tile) if batched else tile) as part:
+        kernel(part, x)
 
 
 @tile.function
