@@ -98,12 +98,11 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
         ends.append(info.ptr + info.nbytes)
         on.append(info.device)
     device = launch_device(names, on)  # one device per launch: arrays on two are refused
-    if not any(outputs):
-        return device
-    pairs = output_pairs(outputs) if len(starts) <= PAIRWISE_MAX else None
-    hit = find_overlap(starts, ends, outputs, pairs)
-    if hit is not None:
-        raise borrow_error(names, outputs, starts, ends, *hit)
+    if any(outputs):
+        pairs = output_pairs(outputs) if len(starts) <= PAIRWISE_MAX else None
+        hit = find_overlap(starts, ends, outputs, pairs)
+        if hit is not None:
+            raise borrow_error(names, outputs, starts, ends, *hit)
     return device
 
 
