@@ -341,3 +341,24 @@ def test_no_queries_or_no_keys_give_torchs_zeros_and_zero_gradients(lq: int, s: 
         assert torch.equal(mine.grad, theirs.grad)
     np_out = ops.scaled_dot_product_attention(*(t.detach().numpy() for t in (q, k, v)))
     assert isinstance(np_out, np.ndarray) and not np_out.any()
+
+
+@pytest.mark.parametrize("additive", [False, True])
+def test_a_mask_row_that_drops_every_key_gives_zeros(additive: bool) -> None:
+    """torch (2.5 and later) gives 0 for a query whose every key the mask drops; fearless gave
+    NaN (exp2(-inf - -inf)) before issue 33."""
+    g = np.random.default_rng(5)
+    q, k, v = (g.standard_normal((1, 2, 8, 16)).astype(np.float32) for _ in range(3))
+    keep = np.ones((8, 8), bool)
+    keep[3, :] = False  # no key at all
+    keep[5, :4] = False  # half of them
+    mask = np.where(keep, 0.0, -np.inf).astype(np.float32) if additive else keep
+    got = ops.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    s = q @ np.swapaxes(k, -1, -2) / 4.0
+    s = np.where(keep, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want = np.nan_to_num((p / p.sum(-1, keepdims=True)) @ v)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got[..., 3, :], 0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -1,16 +1,26 @@
 """What fearless.ops takes and gives back: an operator accepts `fl.Tensor`s, torch tensors or
 NumPy arrays, and returns the kind its first tensor argument was (a torch tensor on the same
 device for torch, an `fl.Tensor` for an `fl.Tensor`, a NumPy array for NumPy), so it drops into
-torch code and into fearless code alike. Inside, every operand is an `fl.Tensor` sharing the
-caller's memory where it can (torch CUDA tensors on the GPU, NumPy arrays on the simulator).
+torch code and into fearless code alike.
+
+Where a tensor lives is decided here, once, for every operator (`operand`): an operand whose
+memory is where the kernels run (a torch CUDA tensor on the cuda target, a CPU torch tensor or
+NumPy array on the simulator, any fl.Tensor) is shared; any other (NumPy or a CPU torch tensor
+on the cuda target, a CUDA tensor on the simulator) is copied in, and the result made beside
+the copy is copied back out by `result` into the caller's kind and device, as launches do with
+NumPy arrays (runtime/host_arrays.py): numba's behaviour, with one `HostCopyWarning` per
+operator. An output is never allocated in the caller's memory when the kernels write a copy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import numbers
+import operator
 import secrets
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +29,11 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
+from ..errors import HostCopyWarning
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
-from ..runtime.arrays import DEVICE_ID, torch_dtype, torch_dtype_of
-from ..runtime.location import argument_error
+from ..runtime.arrays import DEVICE_ID, nbytes_text, torch_dtype, torch_dtype_of
+from ..runtime.location import argument_error, user_location
 from ..runtime.partition import Partition
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
@@ -31,7 +42,9 @@ from ..runtime.tensor import Tensor
 @dataclass(frozen=True)
 class Operand:
     """One tensor argument of an operator: `tensor` (an fl.Tensor on the current target) and
-    what the caller passed (`original`, of `kind` "fl", "torch" or "numpy")."""
+    what the caller passed (`original`, of `kind` "fl", "torch" or "numpy"). `kind` "torch" is
+    a torch tensor whose memory the kernels use; "torch_copy" one that was copied in (a CPU
+    tensor on the cuda target, a CUDA tensor on the simulator): its results go back out."""
 
     tensor: Tensor
     kind: str
@@ -46,13 +59,30 @@ class Operand:
         return self.tensor.dtype
 
 
-def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None) -> Operand:
-    """`x` as an operand of `op`'s argument `name`, or a KernelTypeError (E0701) at the caller."""
+def operand(
+    x: Any,
+    op: str,
+    name: str,
+    dtypes_ok: Sequence[DType] | None = None,
+    device: int | None = None,
+) -> Operand:
+    """`x` as an operand of `op`'s argument `name`, or a KernelTypeError (E0701) at the caller.
+    A moved fl.Tensor is a MovedError. `device`: where a copied operand goes (a weight beside
+    its input's device; default the current device)."""
     torch = sys.modules.get("torch")
     if isinstance(x, Tensor):
+        x._check_live()
         op_ = Operand(x, "fl", x)
     elif torch is not None and isinstance(x, torch.Tensor):
         if x.requires_grad and torch.is_grad_enabled():
+            if hasattr(torch.library, "custom_op"):  # an operator autograd does not record
+                raise argument_error(
+                    f"`{name}` of `fearless.ops.{op}` requires grad, but `{op}` has no "
+                    "backward of its own (it is a gradient, or a building block of one): the "
+                    "result would be cut from the graph",
+                    help=f"call it under `torch.no_grad()` or with `{name}.detach()`; for "
+                    "gradients, call the forward operator and let autograd run its backward",
+                )
             raise argument_error(
                 f"`{name}` of `fearless.ops.{op}` requires grad, but this torch "
                 f"({torch.__version__}) has no `torch.library.custom_op`, through which "
@@ -60,9 +90,18 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
                 help=f"use torch 2.4 or newer, or call it under `torch.no_grad()` or with "
                 f"`{name}.detach()`",
             )
-        op_ = Operand(from_torch(x), "torch", x)
+        if _resident(x):
+            op_ = Operand(from_torch(x), "torch", x)
+        else:
+            _copied(op, name, f"a {x.device.type.upper()} torch tensor", x.nbytes)
+            trace.refuse("a torch tensor copied for the target")
+            op_ = Operand(
+                fl_tensor.asarray(x.detach().contiguous(), device=device), "torch_copy", x
+            )
     elif isinstance(x, np.ndarray):
-        op_ = Operand(fl_tensor.asarray(x), "numpy", x)
+        if current_target().on_device:
+            _copied(op, name, "a NumPy array", x.nbytes)
+        op_ = Operand(fl_tensor.asarray(x, device=device), "numpy", x)
     else:
         raise argument_error(
             f"`{name}` of `fearless.ops.{op}` must be a tensor (fl.Tensor, torch.Tensor or "
@@ -72,6 +111,7 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
     if dtypes_ok is not None and op_.dtype not in dtypes_ok:
         convert = {
             "torch": f"`{name}.to(torch.float32)`",
+            "torch_copy": f"`{name}.to(torch.float32)`",
             "numpy": f"`{name}.astype(np.float32)`",
             "fl": f"`{name}.astype(fl.f32)`",
         }[op_.kind]
@@ -81,6 +121,40 @@ def operand(x: Any, op: str, name: str, dtypes_ok: Sequence[DType] | None = None
             help=f"convert it: {convert}",
         )
     return op_
+
+
+def _resident(x: Any) -> bool:
+    """Whether the kernels can use torch tensor `x`'s memory where it is: a CUDA tensor on the
+    cuda target, a CPU one on the simulator."""
+    return bool(x.is_cuda) == current_target().on_device
+
+
+# The operators that warned of a copy already: once each, as a kernel warns once of NumPy
+# arguments (runtime/host_arrays.py).
+_warned: set[str] = set()
+
+
+def _copied(op: str, name: str, what: str, nbytes: int) -> None:
+    """Warn once per operator that its operand `name` (`what`) is copied in and out."""
+    if op in _warned:
+        return
+    _warned.add(op)
+    target = current_target()
+    where, fix = (
+        ("the GPU", f"`{name}.cuda()` (or `fl.asarray({name})`)")
+        if target.on_device
+        else ("host memory", f"`{name}.cpu()`")
+    )
+    message = (
+        f"`{name}` of `fearless.ops.{op}` is {what}, but fearless runs on the {target} target: "
+        f"each call copies it ({nbytes_text(nbytes)}) to {where}, and the result back, and "
+        f"waits for the kernels; keep the data there with {fix}"
+    )
+    loc = user_location()
+    if loc is None:
+        warnings.warn(message, HostCopyWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, HostCopyWarning, loc.file, max(loc.line, 1))
 
 
 def from_torch(x: Any) -> Tensor:
@@ -102,7 +176,9 @@ def from_torch(x: Any) -> Tensor:
 
 def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) -> tuple[Tensor, Any]:
     """A new output of `shape` and `dtype` (like's by default) in `like`'s kind: the fl.Tensor
-    the kernels write, and what the operator returns."""
+    the kernels write, and what the operator returns (pass both to `result`). Only a torch
+    operand whose memory the kernels use gets a torch output; a copied one gets an fl.Tensor
+    beside its copy, which `result` copies out."""
     dt = dtype or like.dtype
     if like.kind == "torch":
         torch = sys.modules["torch"]
@@ -184,13 +260,50 @@ def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Ten
     """A weight or bias `p` of `n` elements in like's dtype (`fill` everywhere when None)."""
     if p is None:
         return full(like, (max(n, 1),), fill)
-    w = operand(p, op, name, FLOATS)
+    w = operand(p, op, name, FLOATS, device=like.tensor.device)
     if w.shape != (n,):
         raise argument_error(
             f"`{name}` of `fearless.ops.{op}` has shape {w.shape}, but the normalized axis has "
             f"{n} elements",
         )
     return cast(w, like.dtype)
+
+
+def number(value: Any, op: str, name: str) -> float:
+    """A scalar argument (`eps`, `p`, `scale`) as a float: a Python or NumPy number, or a
+    one-element NumPy array or torch tensor; anything else (a string, a bool, None) is E0701."""
+    torch = sys.modules.get("torch")
+    one_element = (isinstance(value, np.ndarray) and value.size == 1) or (
+        torch is not None and isinstance(value, torch.Tensor) and value.numel() == 1
+    )
+    item = value.item() if one_element else value
+    if isinstance(item, (numbers.Real, np.floating, np.integer)) and not isinstance(
+        item, (bool, np.bool_)
+    ):
+        return float(item)
+    raise argument_error(
+        f"`{name}` of `fearless.ops.{op}` must be a number, not {type(value).__name__} "
+        f"({value!r:.40})",
+        help=f"pass a float, e.g. `{name}=0.5`",
+    )
+
+
+def dims(shape: Any, op: str, name: str) -> tuple[int, ...]:
+    """A shape argument (`normalized_shape`) as a tuple of ints: one int (Python or NumPy) or a
+    sequence of them, as torch takes it; anything else is E0701."""
+    items = (
+        [shape]
+        if not isinstance(shape, (list, tuple)) and not hasattr(shape, "__iter__")
+        else shape
+    )
+    try:
+        return tuple(operator.index(n) for n in items)
+    except TypeError:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be an int or a sequence of ints, not "
+            f"{shape!r:.60}",
+            help=f"pass the last axis's length, e.g. `{name}=x.shape[-1]`",
+        ) from None
 
 
 def fresh_seed() -> int:
@@ -214,10 +327,21 @@ def gelu_kind(approximate: str) -> str:
 
 
 def result(like: Operand, tensor: Tensor, returned: Any) -> Any:
-    """What the operator returns: `returned` (from `output`), read back for NumPy callers."""
+    """What the operator returns: `returned` (from `output`), read back for NumPy callers and
+    copied out to a copied torch operand's device (waiting for the kernels, raising their
+    device errors)."""
     if like.kind == "numpy":
         return tensor.numpy()
+    if like.kind == "torch_copy":
+        return to_torch(tensor, like.original.device)
     return returned
+
+
+def to_torch(t: Tensor, device: Any) -> Any:
+    """A torch tensor on `device` holding a copy of `t` (its raw bits for bf16 and fp8)."""
+    torch = sys.modules["torch"]
+    host = fl_tensor.storage_view(np.ascontiguousarray(t.numpy()))
+    return torch.from_numpy(host.copy()).view(torch_dtype_of(t.dtype)).to(device)
 
 
 def view(t: Tensor, shape: tuple[int, ...]) -> Tensor:

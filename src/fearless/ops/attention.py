@@ -24,7 +24,7 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
-from ._io import FLOATS, operand, output, result, view, zeros_output
+from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_backward, attention_decode, attention_tuned
@@ -54,7 +54,8 @@ def scaled_dot_product_attention(
         )
     if (t := torch_ops(q, k, v)) is not None:
         return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
-    qa, ka, va = (operand(x, op, name, FLOATS) for x, name in ((q, "q"), (k, "k"), (v, "v")))
+    qa = operand(q, op, "q", FLOATS)
+    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
     if not qa.dtype == ka.dtype == va.dtype:
         raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
     nd = len(qa.shape)
@@ -72,12 +73,13 @@ def scaled_dot_product_attention(
             f"{h} query heads and {hk} key/value heads"
             + ("" if enable_gqa else " (pass enable_gqa=True for grouped-query attention)"),
         )
-    mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, (b, h, qs[2], s))
+    dims = (b, h, qs[2], s)
+    mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, qa.tensor.device)
     if s == 0:  # no keys: torch's SDPA gives zeros
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
     if out.size:
-        sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        sc = 1.0 / math.sqrt(d) if scale is None else number(scale, op, "scale")
         q4, k4, v4, o4 = (
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
@@ -91,10 +93,10 @@ def scaled_dot_product_attention(
     return result(qa, out, ret)
 
 
-def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int]) -> Any:
+def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], device: int) -> Any:
     """torch's `attn_mask` as an fl.Tensor of (1 or B, 1 or H, L, S): bool (True: the key takes
     part) or the queries' dtype (added to the scores)."""
-    m = operand(attn_mask, op, "attn_mask", (dtypes.bool_, dt))
+    m = operand(attn_mask, op, "attn_mask", (dtypes.bool_, dt), device=device)
     shape = (1,) * (4 - len(m.shape)) + tuple(m.shape)
     b, h, lq, s = full
     if len(m.shape) > 4 or shape[0] not in (1, b) or shape[1] not in (1, h) or shape[2:] != (lq, s):
@@ -146,7 +148,7 @@ def scaled_dot_product_attention_backward(
         raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
-    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    sc = 1.0 / math.sqrt(d) if scale is None else number(scale, op, "scale")
     q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
         view(t, shape)
         for t, shape in zip(

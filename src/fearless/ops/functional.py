@@ -26,8 +26,10 @@ from ._io import (
     GEMM_FLOATS,
     Operand,
     cast,
+    dims,
     fresh_seed,
     gelu_kind,
+    number,
     operand,
     output,
     param,
@@ -79,7 +81,7 @@ def _converted(x: Any, dtype: Any, op: str) -> Any:
 
 
 def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = dims(normalized_shape, op, "normalized_shape")
     if shape != a.shape[-1:]:
         raise KernelTypeError(
             f"`fearless.ops.{op}` normalizes over the last axis: normalized_shape must be "
@@ -96,11 +98,14 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     """`torch.nn.functional.rms_norm`: x / sqrt(mean(x^2) + eps) * weight over the last axis;
     `eps` None is the dtype's machine epsilon, as torch."""
     if (t := torch_ops(x, weight)) is not None:
-        return t.rms_norm(x, _shape_list(normalized_shape), weight, eps)
+        e = None if eps is None else number(eps, "rms_norm", "eps")
+        return t.rms_norm(
+            x, list(dims(normalized_shape, "rms_norm", "normalized_shape")), weight, e
+        )
     a = operand(x, "rms_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "rms_norm")
     w = param(weight, n, a, "rms_norm", "weight", 1.0)
-    e = float(eps) if eps is not None else _machine_eps(a)
+    e = number(eps, "rms_norm", "eps") if eps is not None else _machine_eps(a)
     out, ret = output(a, a.shape)
     if a.tensor.size:
         rms_norm_tuned(rows_of(a.tensor, -1, "rms_norm"), w, e, rows_of(out, -1, "rms_norm"))
@@ -116,8 +121,10 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Any:
     """`torch.nn.functional.layer_norm` over the last axis, in f32."""
+    eps = number(eps, "layer_norm", "eps")
     if (t := torch_ops(x, weight, bias)) is not None:
-        return t.layer_norm(x, _shape_list(normalized_shape), weight, bias, eps)
+        shape = list(dims(normalized_shape, "layer_norm", "normalized_shape"))
+        return t.layer_norm(x, shape, weight, bias, eps)
     a = operand(x, "layer_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "layer_norm")
     w = param(weight, n, a, "layer_norm", "weight", 1.0)
@@ -125,12 +132,8 @@ def layer_norm(
     out, ret = output(a, a.shape)
     if a.tensor.size:
         x2, o2 = rows_of(a.tensor, -1, "layer_norm"), rows_of(out, -1, "layer_norm")
-        layer_norm_tuned(x2, w, b, float(eps), o2)
+        layer_norm_tuned(x2, w, b, eps, o2)
     return result(a, out, ret)
-
-
-def _shape_list(shape: Any) -> list[int]:
-    return [shape] if isinstance(shape, int) else [int(n) for n in shape]
 
 
 def _machine_eps(a: Operand) -> float:
@@ -183,7 +186,7 @@ def _binary(
     if (t := torch_ops(a, b)) is not None:
         return getattr(t, op)(a, b)
     x = operand(a, op, "a", floats)
-    y = _same_dtype(operand(b, op, "b", floats), x, op)
+    y = _same_dtype(operand(b, op, "b", floats, device=x.tensor.device), x, op)
     shape = out_shape(x.shape, y.shape)
     if shape is None:
         raise _shapes(op, form, x, y, verb)
@@ -287,7 +290,8 @@ def silu_and_mul(x: Any) -> Any:
 
 @replayable()
 def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
-    """gelu(x[..., :d]) * x[..., d:] over the last axis, split in halves."""
+    """x[..., :d] * gelu(x[..., d:]) over the last axis, split in halves: the gelu is of the
+    second half (silu_and_mul's silu is of the first)."""
     kind = gelu_kind(approximate)
     if (t := torch_ops(x)) is not None:
         return t.geglu(x, dim, approximate)
@@ -328,6 +332,14 @@ def dropout(
             user_location(),
             code="E0701",
             help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
+        )
+    p = number(p, "dropout", "p")
+    if inplace and isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise KernelTypeError(
+            "`fearless.ops.dropout(..., inplace=True)` was given a read-only NumPy array",
+            user_location(),
+            code="E0701",
+            help="pass a writeable array (`x.copy()`), or write `x = fearless.ops.dropout(x, p)`",
         )
     y = _dropout(x, p, training, seed)
     if not inplace or y is x:
@@ -423,8 +435,10 @@ def rope_backward(dq: Any, dk: Any, cos: Any, sin: Any) -> Any:
 
 def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     qa = operand(q, "rope", "q", FLOATS)
-    ka = _same_dtype(operand(k, "rope", "k", FLOATS), qa, "rope")
-    ca, sa = operand(cos, "rope", "cos", FLOATS), operand(sin, "rope", "sin", FLOATS)
+    dev = qa.tensor.device
+    ka = _same_dtype(operand(k, "rope", "k", FLOATS, device=dev), qa, "rope")
+    ca = operand(cos, "rope", "cos", FLOATS, device=dev)
+    sa = operand(sin, "rope", "sin", FLOATS, device=dev)
     if len(qa.shape) != 4 or len(ka.shape) != 4:
         raise _shapes("rope", "q and k of shape (batch, heads, seq, head_dim)", qa, ka, "takes")
     batch, _, seq, d = qa.shape

@@ -49,6 +49,19 @@ def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
 
 
 @tile.function
+def online_step_masked(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
+    """`online_step` where a row may have no key yet (a user's mask that drops every key of a
+    tile): its max stays -inf and it takes nothing, instead of exp2(-inf - -inf) = NaN."""
+    m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+    m_safe = tile.where(m_ij == -math.inf, 0.0, m_ij)
+    p = tile.exp2(s - m_safe, flush_to_zero=True)
+    alpha = tile.exp2(m_i - m_safe, flush_to_zero=True)
+    vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
+    acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
+    return m_ij, l_i * alpha + tile.sum(p, axis=-1, keepdims=True), acc
+
+
+@tile.function
 def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
     """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (V_j loaded transposed)."""
     vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
@@ -107,8 +120,15 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
                     if causal:
                         keep = keep & (rows >= keys)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
-            m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
+            if masked:  # compile-time
+                m_i, l_i, acc = online_step_masked(
+                    qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt
+                )
+            else:
+                m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
         acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
+        if masked:  # a row whose every key the mask drops is 0, as torch's SDPA (2.5 and later)
+            acc = tile.where(l_i == 0.0, 0.0, acc)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
     if not masked:

@@ -1,0 +1,84 @@
+"""fearless.ops refuses malformed scalar and shape arguments with a fearless error at the
+caller's line (issue 33's fault campaign: each of these ended in a raw traceback), and takes
+the NumPy and torch scalars torch itself takes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import ops
+
+x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
+
+
+@pytest.mark.parametrize("p", ["0.5", None, True, [0.5]])
+def test_dropout_refuses_a_probability_that_is_not_a_number(p: object) -> None:
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`p` of `fearless\.ops\.dropout` must be a number"
+    ) as e:
+        ops.dropout(x, p)  # type: ignore[arg-type]
+    loc = e.value.diagnostic.loc
+    assert loc is not None and loc.file == __file__
+
+
+def test_dropout_takes_numpy_and_torch_scalars() -> None:
+    want = ops.dropout(x, 0.25, seed=3)
+    np.testing.assert_array_equal(ops.dropout(x, np.float32(0.25), seed=3), want)
+    np.testing.assert_array_equal(ops.dropout(x, np.array(0.25), seed=3), want)
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(ops.dropout(x, torch.tensor(0.25), seed=3), want)
+
+
+@pytest.mark.parametrize("eps", ["small", None, object()])
+def test_layer_norm_refuses_an_eps_that_is_not_a_number(eps: object) -> None:
+    with pytest.raises(fl.KernelTypeError, match=r"`eps` of `fearless\.ops\.layer_norm`"):
+        ops.layer_norm(x, (32,), eps=eps)  # type: ignore[arg-type]
+
+
+def test_rms_norm_refuses_a_string_eps() -> None:
+    with pytest.raises(fl.KernelTypeError, match=r"`eps` of `fearless\.ops\.rms_norm`"):
+        ops.rms_norm(x, 32, eps="1e-6")
+
+
+def test_normalized_shape_takes_numpy_integers() -> None:
+    want = ops.layer_norm(x, (32,))
+    np.testing.assert_array_equal(ops.layer_norm(x, np.int64(32)), want)
+    np.testing.assert_array_equal(ops.layer_norm(x, (np.int32(32),)), want)
+    np.testing.assert_array_equal(ops.rms_norm(x, np.int64(32)), ops.rms_norm(x, 32))
+
+
+@pytest.mark.parametrize("shape", ["32", 32.0, (32.5,)])
+def test_normalized_shape_refuses_what_is_not_ints(shape: object) -> None:
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`normalized_shape` of `fearless\.ops\.layer_norm`"
+    ):
+        ops.layer_norm(x, shape)
+
+
+def test_inplace_dropout_refuses_a_read_only_array() -> None:
+    ro = x.copy()
+    ro.flags.writeable = False
+    with pytest.raises(fl.KernelTypeError, match="read-only NumPy array"):
+        ops.dropout(ro, 0.5, inplace=True)
+
+
+def test_a_backward_operator_on_a_tensor_that_requires_grad_says_why() -> None:
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.library, "custom_op"):
+        pytest.skip("torch older than 2.4")
+    from fearless.ops.backward_rows import softmax_backward
+
+    y = torch.softmax(torch.randn(4, 32), -1).requires_grad_()
+    with pytest.raises(fl.KernelTypeError, match="has no backward of its own") as e:
+        softmax_backward(y, torch.randn(4, 32))
+    assert "custom_op" not in str(e.value) and "detach()" in (e.value.help or "")
+
+
+def test_sdpa_refuses_a_string_scale() -> None:
+    q = np.ones((1, 1, 4, 8), np.float32)
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`scale` of `fearless\.ops\.scaled_dot_product_attention`"
+    ):
+        ops.scaled_dot_product_attention(q, q, q, scale="0.1")
