@@ -104,11 +104,14 @@ def test_the_c_path_synchronises_under_fearless_sync(
     synced: list[int] = []
     monkeypatch.setattr(device_errors, "synchronize", lambda: synced.append(1))
     x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
-    for value, want in (("0", []), ("1", [1]), ("", [1]), ("yes", [1, 1])):
+    for value, want in (
+        *(("0", []), ("1", [1]), ("", [1]), ("false", [1]), ("OFF", [1])),
+        *(("yes", [1, 1]), ("TRUE", [1, 1, 1])),  # config.flag's words, in any case (issue 33)
+    ):
         monkeypatch.setenv("FEARLESS_SYNC", value)
         plan.launch(4, 256, (2.5, x, y, out, -7))
         assert synced == want, value
-    assert len(c_driver) == 4 and not fake_gpu.calls
+    assert len(c_driver) == 7 and not fake_gpu.calls
 
 
 def test_the_c_path_packs_what_the_python_path_packs(

@@ -124,11 +124,14 @@ def test_fearless_sync_synchronises_after_a_c_launch(
     synced: list[int] = []
     monkeypatch.setattr(device_errors, "synchronize", lambda: synced.append(1))
     x, out = _dev(0x10000, 1000), _dev(0x20000, 1000)
-    for value, want in (("0", []), ("1", [1]), ("", [1]), ("yes", [1, 1])):
+    for value, want in (
+        *(("0", []), ("1", [1]), ("", [1]), ("false", [1]), ("OFF", [1])),
+        *(("yes", [1, 1]), ("TRUE", [1, 1, 1])),  # config.flag's words, in any case (issue 33)
+    ):
         monkeypatch.setenv("FEARLESS_SYNC", value)
         axpy(prep, 2.0, x, out)
         assert synced == want, value
-    assert len(calls) == 4 and not fake.calls
+    assert len(calls) == 7 and not fake.calls
 
 
 def test_an_explicit_stream_takes_the_generated_launcher(

@@ -2,13 +2,61 @@
 
 Values are read when asked for (never at import time), so tests can scope them with
 `monkeypatch.setenv`. `set_target` overrides `FEARLESS_TARGET` for the process.
+
+Every yes-or-no knob reads the same way (`flag`): 1/true/yes/on are on and 0/false/no/off are
+off, in any case; unset or empty is the knob's default; anything else warns once, naming the
+variable and the values it takes, and counts as the default.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
+import warnings
 from pathlib import Path
 from typing import Any
+
+from .errors import FearlessWarning
+
+ON_WORDS = ("1", "true", "yes", "on")
+OFF_WORDS = ("0", "false", "no", "off")
+
+
+def flag(name: str, default: bool) -> bool:
+    """The yes-or-no knob `name` (see the module docstring); `default` where it is unset."""
+    return _read_flag(name, os.environ.get(name), default)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_flag(name: str, raw: str | None, default: bool) -> bool:
+    """`raw`, the value of `name`, as a yes or no (cached: a bad value warns once)."""
+    value = (raw or "").strip().lower()
+    if not value:
+        return default
+    if value in ON_WORDS:
+        return True
+    if value in OFF_WORDS:
+        return False
+    from .runtime.location import user_stacklevel  # config is a leaf; this runs rarely
+
+    warnings.warn(
+        f"{name}={raw!r} is neither on ({'/'.join(ON_WORDS)}) nor off ({'/'.join(OFF_WORDS)}); "
+        f"fearless reads it as its default, {'on' if default else 'off'}",
+        FearlessWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return default
+
+
+def _spellings(words: tuple[str, ...]) -> frozenset[Any]:
+    """Every upper/lower-case spelling of `words`, as str and as os.environ's bytes."""
+    out: set[Any] = set()
+    for word in words:
+        for letters in itertools.product(*({c.lower(), c.upper()} for c in word)):
+            out.update(("".join(letters), "".join(letters).encode()))
+    return frozenset(out)
+
 
 _target_override: str | None = None
 
@@ -46,7 +94,7 @@ def cache_dir() -> Path:
 
 def cache_disabled() -> bool:
     """FEARLESS_NO_DISK_CACHE=1 keeps compiled kernels in memory only."""
-    return os.environ.get("FEARLESS_NO_DISK_CACHE", "") not in ("", "0")
+    return flag("FEARLESS_NO_DISK_CACHE", False)
 
 
 def dump_stages() -> frozenset[str]:
@@ -64,27 +112,34 @@ def sync_after_launch() -> bool:
     """FEARLESS_SYNC=1: synchronise after every launch and raise device errors at once.
 
     Asked on every launch, so it reads `os.environ`'s backing dict with the key encoded once:
-    `os.environ.get` re-encodes the key on each call (0.5 us, a tenth of a launch).
+    `os.environ.get` re-encodes the key on each call (0.5 us, a tenth of a launch). A value that
+    is on (`SYNC_ON`) costs one set lookup; any other value is read by `flag`, so it warns as
+    every knob does.
     """
     raw = getattr(os.environ, "_data", None)
     if raw is None or _SYNC_KEY is None:
-        return os.environ.get("FEARLESS_SYNC", "") not in ("", "0")
-    return raw.get(_SYNC_KEY) not in SYNC_OFF
+        return flag("FEARLESS_SYNC", False)
+    value = raw.get(_SYNC_KEY)
+    if value is None or value in SYNC_ON:
+        return value is not None
+    return flag("FEARLESS_SYNC", False)
 
 
 _encodekey = getattr(os.environ, "encodekey", None)
 _SYNC_KEY = _encodekey("FEARLESS_SYNC") if _encodekey is not None else None
-# the values of FEARLESS_SYNC (or its absence) that mean "no", as os.environ stores them
-SYNC_OFF: tuple[Any, ...] = (None, b"", b"0", "", "0")
+# the values of FEARLESS_SYNC that mean "yes" (ON_WORDS in any case), as os.environ stores them
+SYNC_ON: frozenset[Any] = _spellings(ON_WORDS)
 
 
 def sync_store() -> tuple[dict[Any, Any], Any] | None:
     """(os.environ's backing dict, FEARLESS_SYNC's key in it), for launchers that test
-    `store.get(key) not in SYNC_OFF` inline, as `sync_after_launch` does; None where there is
-    no such dict (then call `sync_after_launch`)."""
+    `store.get(key) in SYNC_ON` inline (claunch_prepared.c's `sync_wanted` is the same test);
+    None where there is no such dict (then call `sync_after_launch`). A launcher built while
+    FEARLESS_SYNC holds a value that is neither on nor off warns about it here."""
     raw = getattr(os.environ, "_data", None)
     if not isinstance(raw, dict) or _SYNC_KEY is None:
         return None
+    flag("FEARLESS_SYNC", False)  # the warning, if the value is not a yes or no
     return raw, _SYNC_KEY
 
 
@@ -96,12 +151,12 @@ def arch_override() -> str | None:
 
 def verify_each_pass() -> bool:
     """FEARLESS_VERIFY=1 (set by the test suite): run the IR verifier after every pass."""
-    return os.environ.get("FEARLESS_VERIFY", "") not in ("", "0")
+    return flag("FEARLESS_VERIFY", False)
 
 
 def show_internal_frames() -> bool:
     """FEARLESS_TRACEBACK=1: keep compiler frames in tracebacks (for fearless developers)."""
-    return os.environ.get("FEARLESS_TRACEBACK", "") not in ("", "0")
+    return flag("FEARLESS_TRACEBACK", False)
 
 
 def cuda_home() -> str | None:
@@ -136,9 +191,10 @@ def sim_devices() -> int:
 def compiled_launcher_enabled() -> bool:
     """FEARLESS_CLAUNCH=0: SIMT warm launches stay on the pure-Python launcher instead of the
     compiled one (runtime/claunch.py)."""
-    return os.environ.get("FEARLESS_CLAUNCH", "").strip() != "0"
+    return flag("FEARLESS_CLAUNCH", True)
 
 
 def autotune_enabled() -> bool:
-    """FEARLESS_AUTOTUNE=0: `fl.autotune` takes each function's first configuration, untimed."""
-    return os.environ.get("FEARLESS_AUTOTUNE", "").strip() != "0"
+    """FEARLESS_AUTOTUNE=0 (or false/no/off): `fl.autotune` takes each function's first
+    configuration, untimed."""
+    return flag("FEARLESS_AUTOTUNE", True)

@@ -144,16 +144,34 @@ FL_INTERNAL PyObject *prepared_bind(PyObject *self, PyObject *args) {
     return owning_capsule(b, "fearless.claunch.bound", bound_release);
 }
 
-/* Whether FEARLESS_SYNC asks for a synchronisation after every launch (config.SYNC_OFF: unset,
- * empty or "0" means no). */
+/* Whether FEARLESS_SYNC asks for a synchronisation after every launch: the value is one of
+ * config.ON_WORDS in any case (config.SYNC_ON, the inline test of launch.py); unset, an off word
+ * or anything else means no (config.flag warns about anything else when a launcher is built). */
+static int is_on_word(const char *s, Py_ssize_t n) {
+    static const char *const words[] = {"1", "true", "yes", "on"};
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        if ((Py_ssize_t)strlen(words[w]) != n) continue;
+        Py_ssize_t i = 0;
+        for (; i < n; i++) {
+            char c = words[w][i]; /* a lower-case letter or a digit */
+            if (s[i] != c && !(c >= 'a' && c <= 'z' && s[i] == c - ('a' - 'A'))) break;
+        }
+        if (i == n) return 1;
+    }
+    return 0;
+}
+
 static int sync_wanted(Bound *b) {
     PyObject *v = PyDict_GetItemWithError(b->env, b->key); /* borrowed */
     if (v == NULL) { PyErr_Clear(); return 0; }
-    if (PyBytes_Check(v))
-        return !(PyBytes_GET_SIZE(v) == 0 || strcmp(PyBytes_AS_STRING(v), "0") == 0);
-    if (PyUnicode_Check(v))
-        return !(PyUnicode_GET_LENGTH(v) == 0 || PyUnicode_CompareWithASCIIString(v, "0") == 0);
-    return 1;
+    if (PyBytes_Check(v)) return is_on_word(PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+    if (PyUnicode_Check(v)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (s == NULL) { PyErr_Clear(); return 0; }
+        return is_on_word(s, n);
+    }
+    return 0;
 }
 
 /* run(bound, args) */

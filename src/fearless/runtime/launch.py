@@ -318,7 +318,7 @@ def build_launcher(
     ]
     store = config.sync_store()
     # FEARLESS_SYNC, read inline where os.environ's dict is at hand (a call less per launch)
-    sync_test = "sync_env.get(SYNC_KEY) not in SYNC_OFF" if store else "sync_after_launch()"
+    sync_test = "sync_env.get(SYNC_KEY) in SYNC_ON" if store else "sync_after_launch()"
     if plan.cplan is not None:
         # The compiled launcher (claunch.py) takes the common case whole; -1: it launched
         # nothing, and the Python checks below run and explain.
@@ -504,7 +504,7 @@ def build_launcher(
         sync_after_launch=config.sync_after_launch,
         sync_env=store[0] if store else None,
         SYNC_KEY=store[1] if store else None,
-        SYNC_OFF=config.SYNC_OFF,
+        SYNC_ON=config.SYNC_ON,
         synchronize=_synchronize,
     )
     code = compile(source, f"<fearless launcher for {plan.ck.name}>", "exec")

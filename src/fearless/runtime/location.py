@@ -39,6 +39,17 @@ def user_location() -> Location | None:
     return Location(frame.f_code.co_filename, line, col, end_line, end_col)
 
 
+def user_stacklevel() -> int:
+    """The `stacklevel` that makes a warning raised by the caller point at the user's line (the
+    first frame outside fearless), however deep inside fearless the caller is."""
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and _inside_fearless(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def argument_error(message: str, help: str | None = None) -> KernelTypeError:
     """E0701, an argument of the wrong type or kind, at the user's line."""
     return KernelTypeError(message, user_location(), code="E0701", help=help)
@@ -47,9 +58,21 @@ def argument_error(message: str, help: str | None = None) -> KernelTypeError:
 @functools.lru_cache(maxsize=1024)
 def check_not_moved(moved_at: Location | None, message: str, note: str, help: str) -> None:
     """The MovedError of a handle used after it gave its memory away at `moved_at` (None: it
-    did not), pointing at the user's line; `note` precedes the moving line."""
+    did not), pointing at the user's line; `note` precedes the moving line. Where the use is
+    the very expression that moved the handle, it moved in an earlier run of that line (a loop,
+    or a second call of the function around it), and the note says so."""
     if moved_at is not None:
-        raise MovedError(message, user_location(), notes=[f"{note} {moved_at}"], help=help)
+        here = user_location()
+        where = f"{note} {moved_at}"
+        if here is not None and (here.file, here.line, here.col) == (
+            moved_at.file,
+            moved_at.line,
+            moved_at.col,
+        ):
+            where += (
+                ", by an earlier run of this same line (a loop, or another call of its function)"
+            )
+        raise MovedError(message, here, notes=[where], help=help)
 
 
 @functools.lru_cache(maxsize=1024)
