@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fearless as fl
+from fearless import autotune_timing, config, simt, tile
 from fearless import autotuning as autotune_module
-from fearless import config, simt, tile
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,7 @@ def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(config, "_target_override", "sim")
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
-    monkeypatch.setattr(autotune_module, "MAX_REPS", 2)  # keep the sleeps short
+    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)  # keep the sleeps short
 
 
 def sleepy(calls: list[Any]) -> Any:
@@ -75,7 +75,8 @@ def test_a_corrupt_stored_winner_is_tuned_again(tmp_path: Path) -> None:
     for path in (tmp_path / "autotune").rglob("*.json"):
         path.write_text("{not json")
     calls: list[Any] = []
-    sleepy(calls)(np.ones(4))
+    with pytest.warns(fl.FearlessWarning, match="is unusable: it is not JSON; tuning again"):
+        sleepy(calls)(np.ones(4))
     assert len(calls) > 1
 
 
@@ -184,7 +185,7 @@ def test_a_simt_launch_tunes_its_block_size() -> None:
 def test_a_progress_line_once_tuning_is_slow(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(autotune_module, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(autotune_timing, "PROGRESS_AFTER_S", 0.0)
     sleepy([])(np.ones(4))
     err = capsys.readouterr().err
     assert "fearless: autotuning f: config 3/3" in err
@@ -272,7 +273,7 @@ class _FakeDriver:
 def test_the_device_clock_spins_ahead_of_its_start_event_and_outlasts_slow_host_calls() -> None:
     # The spin keeps the GPU busy while the host enqueues the call, so the events time only the
     # kernels; a call whose host time outran the spin is timed again behind a longer one.
-    clock = object.__new__(autotune_module._DeviceClock)
+    clock = object.__new__(autotune_timing.DeviceClock)
     fake = _FakeDriver()
     spins: list[float] = []
     clock.driver, clock.start, clock.end, clock.stream = fake, "start", "end", None
@@ -324,7 +325,7 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     host = np.zeros(64, np.float32)
     part = fl.asarray(host).partition((64,))  # on the simulator `host` is the memory
     restored: list[int] = []
-    doubled._compile_ahead((part, x), {}, lambda: restored.append(1))
+    doubled._compile_ahead(None, (part, x), {}, lambda: restored.append(1))
     assert restored == [1, 1] and ahead.STATE.thread is None and ahead.STATE.pool is None
     for occupancy in (1, 2):
         kernel = doubled.fn.options(occupancy=occupancy)

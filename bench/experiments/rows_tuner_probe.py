@@ -10,7 +10,7 @@ import sys
 import torch
 
 import fearless as fl
-from fearless.autotuning import _DeviceClock
+from fearless.autotune_timing import DeviceClock as _DeviceClock
 from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops import kernels_rows as kr
 

@@ -10,7 +10,7 @@ import time
 import torch
 
 import fearless as fl
-from fearless.autotuning import _DeviceClock
+from fearless.autotune_timing import DeviceClock as _DeviceClock
 from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_gemm import GEMM_CONFIGS, matmul_tuned
 

@@ -6,18 +6,27 @@
 
 `configs` are the keyword arguments to try (each a mapping of the tunables to values); `key`
 names the arguments whose shapes (arrays) or values (scalars) decide which configuration wins,
-or is a function of the call's arguments. The dtypes of every array argument are always part
-of the key. Without `key`, every argument is.
+or is a function of the call's arguments returning a hashable value (lists become tuples,
+dicts tuples of their sorted items). The dtypes of every array argument are always part of
+the key. Without `key`, every argument is.
 
-The first call with a new key times every configuration (`_measure`: a warm-up call, which
-compiles, then repeated calls each between two synchronisations, the median kept), keeps the
-fastest and calls the function with it. A configuration that raises a fearless error (a tile
-too large, a launch the device refuses) is skipped and reported only if every one fails. When
-tuning has run for over a second, a progress line on stderr says what is being tuned. The
-winner is stored on disk (`config.cache_dir()/autotune/`), keyed by the function's module,
-name and source, the key, the device (its name and arch, or "sim") and the fearless version,
-so a later process does not tune again. `FEARLESS_AUTOTUNE=0` takes the first configuration and
-times nothing.
+A call borrows its arguments: a partition the function makes of an argument and leaves open
+(one it neither gave back with `unpartition()` nor returned) is given back when the call
+returns, as it is when the call raises. So `out` holds the result after `scale(x, out)`, and the
+tuner can call `scale` again on the same `out`, as Triton's autotuner re-runs a kernel on the
+same output buffers.
+
+The first call with a new key times every configuration (`autotune_timing.measure`: a warm-up
+call, which compiles, then repeated calls each between two synchronisations, the median kept),
+keeps the fastest and calls the function with it. A configuration that raises a fearless error
+(a tile too large, a launch the device refuses) is skipped and reported only if every one
+fails. When tuning has run for over a second, progress goes to stderr. The winner is stored on
+disk (`autotune_store.py`), keyed by the function's module, name and source, the key, the
+device (its name and arch, or "sim") and the fearless version, so a later process does not
+tune again. A stored winner that fails in a later process (a kernel the function calls was
+edited, and the winner no longer compiles) is dropped with a warning and the key tuned again;
+an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration and times
+nothing.
 
 Tuning calls the function several times. Arguments it accumulates into are restored before
 each timed call and after tuning: `restore_value=[names]` keeps their contents, `reset_to_zero=
@@ -26,39 +35,32 @@ cover it; its timings say nothing about a GPU, and its winners are stored under 
 
 A Tile kernel can be decorated directly: a configuration's keys are then its hints
 (`num_ctas`, `occupancy`, `num_worker_warps`, as `kernel.options`) and its `tile.Const`
-parameters, which the caller leaves out of the call.
+parameters, which the caller leaves out of the call. `tuned.launch(grid, *args)` launches a
+persistent or atomic kernel on a grid of the host's (tuned per grid), `tuned.inspect(*args)`
+shows a stage of the configuration those arguments use, and other attributes are the kernel's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import inspect
-import json
-import os
-import statistics
-import sys
-import tempfile
-import time
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import config
-from .errors import CompileError, FearlessError, KernelTypeError
+from . import autotune_store, config
+from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure
+from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .runtime import trace
-from .runtime.location import user_location
-from .version import __version__
+from .runtime.location import user_location, user_stacklevel
+from .runtime.partition import Partition, start_recording, stop_recording
 
-KeySpec = Sequence[str] | Callable[..., Hashable] | None
+KeySpec = Sequence[str] | Callable[..., Any] | None
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
-PROGRESS_AFTER_S = 1.0  # tuning shorter than this prints nothing
-BUDGET_S = 0.05  # timed calls per configuration fill about this much time ...
-MAX_REPS = 50  # ... within these bounds
-MIN_REPS = 1
 _MISSING = object()
 
 
@@ -95,29 +97,124 @@ class Autotuned:
         self._reset = self._check_names("reset_to_zero", reset_to_zero)
         self._restore = self._check_names("restore_value", restore_value)
         self._best: dict[Hashable, int] = {}  # key -> index into configs
+        # keys whose winner came from the disk and has not run in this process yet
+        self._unproven: dict[Hashable, Path] = {}
         self.timings: dict[Hashable, list[float | None]] = {}  # key -> seconds per config
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        # a kernel's own attributes stay the kernel's (`__getattr__`), not copies of them
+        functools.update_wrapper(self, fn, updated=() if self._kernel else ("__dict__",))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------- call
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        key = self._key_fn(args, kwargs)
-        best = self._best.get(key)
-        if best is None:
-            best = self._choose(key, args, kwargs)
-            self._best[key] = best
-        return self._run(self.configs[best], args, kwargs)
+        return self._call(None, args, kwargs)
+
+    def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
+        """A decorated Tile kernel's `kernel.launch(grid, *args)` (persistent kernels, kernels
+        whose outputs are `tile.Atomic`), with the fastest configuration for these arguments
+        on this grid; the arguments leave out what the configurations set, as a call does."""
+        if self._kernel != "tile":
+            raise KernelTypeError(
+                f"`{self.name}` is a host function, not a Tile kernel: it has no `.launch`",
+                user_location(),
+                help=f"call it: `{self.name}(...)`; the grid is its own business",
+            )
+        return self._call((_freeze_grid(grid), stream), args, {})  # type: ignore[no-any-return]
+
+    def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
+        """A decorated Tile kernel's `kernel.inspect`: the text of `stage` for the configuration
+        these arguments use (the one tuned or stored for them, else the first; nothing is timed
+        for it)."""
+        if self._kernel != "tile":
+            raise KernelTypeError(
+                f"`{self.name}` is a host function: inspect the Tile kernels it launches",
+                user_location(),
+                help="call `.inspect(...)` on the `@tile.kernel` itself",
+            )
+        cfg = self.configs[0]
+        if args:
+            key = self._key_fn(args, {})
+            known = self._best.get(key)
+            if known is None and config.autotune_enabled() and len(self.configs) > 1:
+                path = self._entry(key)
+                known = autotune_store.load(path, self.configs, self.name)
+            cfg = self.configs[known or 0]
+        kernel, full = self._bind(cfg, args)
+        return kernel.inspect(*full, stage=stage, arch=arch)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        """A decorated Tile kernel's other attributes (`name`, `hints`, `annotations`, ...)."""
+        fn = self.__dict__.get("fn")
+        if name.startswith("_") or fn is None or self.__dict__.get("_kernel") != "tile":
+            raise AttributeError(name)
+        return getattr(fn, name)
 
     def best_config(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The configuration a call with these arguments uses (tuning first if needed)."""
         key = self._key_fn(args, kwargs)
         if key not in self._best:
-            self._best[key] = self._choose(key, args, kwargs)
+            self._best[key] = self._choose(key, None, args, kwargs)
         return dict(self.configs[self._best[key]])
 
-    def _run(self, cfg: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._kernel != "tile":
-            return self.fn(*args, **kwargs, **cfg)
+    def _call(self, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        key = self._key_fn(args, kwargs)
+        if grid is not None:
+            key = (key, "grid", grid[0])
+        best = self._best.get(key)
+        if best is None:
+            best = self._best[key] = self._choose(key, grid, args, kwargs)
+        if self._unproven and key in self._unproven:
+            return self._prove(key, grid, args, kwargs)
+        return self._run(self.configs[best], grid, args, kwargs)
+
+    def _prove(
+        self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """The first call with a winner read from the disk: if it fails (the function or a
+        kernel it calls changed since it was stored), drop it, warn, and tune again."""
+        path = self._unproven.pop(key)
+        try:
+            return self._run(self.configs[self._best[key]], grid, args, kwargs)
+        except FearlessError as exc:
+            autotune_store.drop(path)
+            warnings.warn(
+                f"fearless: the stored autotuning winner of `{self.name}`, "
+                f"{self.configs[self._best[key]]}, failed ({type(exc).__name__}: "
+                f"{exc.message}); tuning again",
+                FearlessWarning,
+                stacklevel=user_stacklevel(),
+            )
+        best = self._best[key] = self._tune(key, grid, args, kwargs, path)
+        return self._run(self.configs[best], grid, args, kwargs)
+
+    def _run(
+        self,
+        cfg: Mapping[str, Any],
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        returns: bool = True,
+    ) -> Any:
+        """One call with `cfg`, giving back the partitions of arguments it leaves open, but
+        those it returns (`returns`: the result goes to the caller, not a tuning call's)."""
+        made = start_recording()
+        result = None
+        try:
+            if self._kernel != "tile":
+                result = self.fn(*args, **kwargs, **cfg)
+            else:
+                kernel, full = self._bind(cfg, args)
+                if grid is None:
+                    result = kernel(*full, **kwargs)
+                else:
+                    result = kernel.launch(grid[0], *full, stream=grid[1])
+            return result
+        finally:
+            stop_recording(made)
+            if made:
+                _give_back(made, args, kwargs, result if returns else None)
+
+    def _bind(self, cfg: Mapping[str, Any], args: tuple[Any, ...]) -> tuple[Any, list[Any]]:
+        """The kernel with `cfg`'s hints, and the call's arguments with `cfg`'s Consts in place."""
         hints = {k: v for k, v in cfg.items() if k in TILE_HINTS}
         kernel = self.fn.options(**hints) if hints else self.fn  # type: ignore[attr-defined]
         full, it = [], iter(args)
@@ -129,21 +226,41 @@ class Autotuned:
             if arg is _MISSING:
                 break  # too few arguments: the kernel's own arity error says so
             full.append(arg)
-        return kernel(*full, *it, **kwargs)
+        return kernel, [*full, *it]
 
     # ------------------------------------------------------------------------------ tuning
 
-    def _choose(self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    def _choose(
+        self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> int:
+        """The configuration for `key`: the first (tuning off), the stored one, or the fastest."""
         if not config.autotune_enabled() or len(self.configs) == 1:
             return 0
+        path = self._entry(key)
+        stored = autotune_store.load(path, self.configs, self.name)
+        if stored is not None:
+            self._unproven[key] = path
+            return stored
+        return self._tune(key, grid, args, kwargs, path)
+
+    def _entry(self, key: Hashable) -> Path:
+        from .runtime.target import current_target
+
+        device = _device_name(current_target().on_device)
+        return autotune_store.entry_path(self.fn, self.name, key, device, self.configs)
+
+    def _tune(
+        self,
+        key: Hashable,
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        path: Path,
+    ) -> int:
+        """Time every configuration, store the fastest and return it."""
         from .runtime.target import current_target
 
         target = current_target()
-        device = _device_name(target.on_device)
-        path = self._store_path(key, device)
-        stored = _load(path, self.configs)
-        if stored is not None:
-            return stored
         trace.refuse("the autotuner timed its configurations")
         snapshots = [
             _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
@@ -155,16 +272,16 @@ class Autotuned:
                 put_back()
 
         if target.on_device:
-            self._compile_ahead(args, kwargs, restore)
-        clock: _Clock = _DeviceClock() if target.on_device else _HostClock()
-        progress = _Progress(self.name, key)
+            self._compile_ahead(grid, args, kwargs, restore)
+        clock: Clock = DeviceClock() if target.on_device else HostClock()
+        progress = Progress(self.name, key)
         times: list[float | None] = []
         failures: list[FearlessError] = []
         for n, cfg in enumerate(self.configs):
-            progress.show(n, len(self.configs))
+            progress.show(n, len(self.configs), cfg)
             try:
-                call = functools.partial(self._run, cfg, args, kwargs)
-                times.append(_measure(call, restore, clock))
+                call = functools.partial(self._run, cfg, grid, args, kwargs, False)
+                times.append(measure(call, restore, clock))
             except FearlessError as exc:
                 times.append(None)
                 failures.append(exc)
@@ -176,11 +293,15 @@ class Autotuned:
         best_time, best = min(timed)
         progress.done(self.configs[best], best_time)
         self.timings[key] = times
-        _store(path, self.configs[best], times)
+        autotune_store.store(path, self.configs[best], times)
         return best
 
     def _compile_ahead(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], restore: Callable[[], None]
+        self,
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        restore: Callable[[], None],
     ) -> None:
         """Every configuration's call once, its Tile launches compiling on worker threads
         instead of running (tile/ahead.py), so the timing pass that follows finds them
@@ -191,26 +312,7 @@ class Autotuned:
             for cfg in self.configs:
                 restore()
                 with contextlib.suppress(FearlessError):
-                    self._run(cfg, args, kwargs)
-
-    def _store_path(self, key: Hashable, device: str) -> Path:
-        try:
-            source = inspect.getsource(getattr(self.fn, "func", self.fn))
-        except (OSError, TypeError):
-            source = ""
-        ident = json.dumps(
-            [
-                getattr(self.fn, "__module__", ""),
-                getattr(self.fn, "__qualname__", self.name),
-                hashlib.sha256(source.encode()).hexdigest(),
-                repr(key),
-                device,
-                __version__,
-                [sorted((k, repr(v)) for k, v in c.items()) for c in self.configs],
-            ]
-        )
-        digest = hashlib.sha256(ident.encode()).hexdigest()
-        return config.cache_dir() / "autotune" / "v1" / f"{digest}.json"
+                    self._run(cfg, grid, args, kwargs, False)
 
     # ----------------------------------------------------------------------- the signature
 
@@ -270,9 +372,11 @@ class Autotuned:
     def _make_key(self, key: KeySpec) -> Callable[[tuple[Any, ...], dict[str, Any]], Hashable]:
         if callable(key):
             user_key = key
+            key_name = getattr(key, "__qualname__", None) or repr(key)
 
             def by_function(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
-                return (user_key(*args, **kwargs), _dtypes(args, kwargs))
+                value = user_key(*args, **kwargs)
+                return (_freeze(value, key_name, self.name), _dtypes(args, kwargs))
 
             return by_function
         if isinstance(key, str):
@@ -357,117 +461,58 @@ def _key_part(value: Any) -> Hashable:
     return repr(value)
 
 
+def _freeze(value: Any, key_name: str, name: str) -> Hashable:
+    """A key function's value as a hashable one: lists and tuples as tuples, dicts as tuples of
+    their items sorted, sets sorted; anything else unhashable is refused, naming the function."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v, key_name, name) for v in value)
+    if isinstance(value, Mapping):
+        items = ((_freeze(k, key_name, name), _freeze(v, key_name, name)) for k, v in value.items())
+        return tuple(sorted(items, key=repr))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted((_freeze(v, key_name, name) for v in value), key=repr))
+    if isinstance(value, np.ndarray) or not isinstance(value, Hashable):
+        raise KernelTypeError(
+            f"the autotuning key function `{key_name}` of `{name}` returned a "
+            f"`{type(value).__name__}`, which cannot be a key",
+            user_location(),
+            help="return numbers, strings, or tuples, lists and dicts of them: e.g. "
+            "`key=lambda x, out: (x.shape[0], str(x.dtype))`",
+        )
+    try:
+        hash(value)
+    except TypeError:  # a tuple subclass or an object whose __hash__ refuses
+        raise KernelTypeError(
+            f"the autotuning key function `{key_name}` of `{name}` returned `{value!r}`, "
+            "which is not hashable",
+            user_location(),
+            help="return numbers, strings, or tuples, lists and dicts of them",
+        ) from None
+    return value
+
+
+def _freeze_grid(grid: Any) -> Hashable:
+    """A launch grid as part of a key (the kernel checks it when it launches)."""
+    if isinstance(grid, (list, tuple)):
+        return tuple(grid)
+    return grid if isinstance(grid, Hashable) else repr(grid)
+
+
+def _give_back(
+    made: list[Partition[Any]], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+) -> None:
+    """Unpartition what a call made of its arguments and left open, except what it returned."""
+    arguments = {id(a) for a in (*args, *kwargs.values())}
+    returned = {id(r) for r in (result if isinstance(result, (tuple, list)) else (result,))}
+    for part in made:
+        if part.open and id(part.tensor) in arguments and id(part) not in returned:
+            part.unpartition()
+
+
 def _dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
     return tuple(
         str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
     )
-
-
-def _measure(call: Callable[[], Any], restore: Callable[[], None], clock: _Clock) -> float:
-    """Seconds per call: the median of timed calls, after one warm-up call that compiles."""
-    restore()
-    call()
-    clock.wait()
-    restore()
-    estimate = clock.time(call)
-    reps = max(MIN_REPS, min(MAX_REPS, int(BUDGET_S / max(estimate, 1e-9))))
-    times = [estimate]
-    for _ in range(reps - 1):
-        restore()
-        times.append(clock.time(call))
-    return statistics.median(times)
-
-
-class _Clock:
-    def time(self, call: Callable[[], Any]) -> float:
-        raise NotImplementedError
-
-    def wait(self) -> None:
-        raise NotImplementedError
-
-
-class _HostClock(_Clock):
-    """Wall time (the simulator: its launches finish before they return)."""
-
-    def time(self, call: Callable[[], Any]) -> float:
-        start = time.perf_counter()
-        call()
-        return time.perf_counter() - start
-
-    def wait(self) -> None:
-        return None
-
-
-class _DeviceClock(_Clock):
-    """Device time between two CUDA events on the legacy default stream, which orders them
-    after the work of every blocking stream (fearless's and torch's default ones);
-    `fl.synchronize` after each call raises device errors.
-
-    Ahead of the start event the stream gets a memset of FLUSH_BYTES, which flushes L2 as the
-    benchmarks do, and a spin kernel (`runtime/spin.py`) that keeps the GPU busy for `gate`
-    seconds while the host runs the call's Python and enqueues its kernels. The events then
-    time the kernels, not the host: without the wait a 10 us kernel behind 50 us of Python
-    measures 60 us, and small shapes rank configurations by host noise. The gate follows the
-    host: each call sets the next one to twice its host time (at least GATE_S), and a call
-    whose host time outran its gate is timed again behind the longer one."""
-
-    FLUSH_BYTES = 256 << 20
-    GATE_S = 200e-6  # the shortest gate
-    MAX_GATE_S = 0.05
-
-    def __init__(self) -> None:
-        from .runtime import driver
-        from .runtime.spin import Spinner
-
-        self.driver = driver
-        d = driver.cu()
-        self.start = driver.call("cuEventCreate", d.cuEventCreate, 0)
-        self.end = driver.call("cuEventCreate", d.cuEventCreate, 0)
-        self.stream = d.CUstream(0)
-        self.scratch = driver.DeviceAllocation(self.FLUSH_BYTES)
-        self.spinner = Spinner()
-        self.spinner.load()  # not inside the first timed call: the driver compiles it
-        self.gate = self.GATE_S
-
-    def time(self, call: Callable[[], Any]) -> float:
-        while True:
-            gate = self.gate
-            seconds, host = self._time_once(call)
-            self.gate = min(self.MAX_GATE_S, max(self.GATE_S, 2 * host))
-            if host < 0.8 * gate or gate >= self.MAX_GATE_S:
-                return seconds
-
-    def _time_once(self, call: Callable[[], Any]) -> tuple[float, float]:
-        """(device seconds between the events, host seconds from the spin to the end event)."""
-        d, call_driver = self.driver.cu(), self.driver.call
-        call_driver(
-            "cuMemsetD32Async",
-            d.cuMemsetD32Async,
-            self.scratch.ptr,
-            0,
-            self.FLUSH_BYTES // 4,
-            self.stream,
-        )
-        host = time.perf_counter()
-        self.spinner.spin(self.stream, self.gate)
-        call_driver("cuEventRecord", d.cuEventRecord, self.start, self.stream)
-        call()
-        call_driver("cuEventRecord", d.cuEventRecord, self.end, self.stream)
-        host = time.perf_counter() - host
-        self.wait()
-        ms = call_driver("cuEventElapsedTime", d.cuEventElapsedTime, self.start, self.end)
-        return float(ms) * 1e-3, host
-
-    def wait(self) -> None:
-        from .runtime.device_errors import synchronize
-
-        synchronize()
-
-    def __del__(self) -> None:
-        d = self.driver.cu()
-        for event in (getattr(self, "start", None), getattr(self, "end", None)):
-            if event is not None:
-                d.cuEventDestroy(event)
 
 
 def _device_name(on_device: bool) -> str:
@@ -481,7 +526,6 @@ def _device_name(on_device: bool) -> str:
 
 def _snapshot(name: str, value: Any, *, zero: bool) -> Callable[[], None]:
     """A function that puts `value`'s contents back (or zeroes them)."""
-    from .runtime.partition import Partition
     from .runtime.tensor import Tensor
 
     if isinstance(value, Partition):
@@ -512,54 +556,3 @@ def _snapshot(name: str, value: Any, *, zero: bool) -> Callable[[], None]:
         user_location(),
         help="pass an fl.Tensor, a NumPy array or a torch tensor",
     )
-
-
-def _load(path: Path, configs: list[dict[str, Any]]) -> int | None:
-    try:
-        data = json.loads(path.read_text())
-        best = data["best"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    for n, cfg in enumerate(configs):
-        if {k: repr(v) for k, v in cfg.items()} == best:
-            return n
-    return None
-
-
-def _store(path: Path, best: Mapping[str, Any], times: list[float | None]) -> None:
-    data = {"best": {k: repr(v) for k, v in best.items()}, "seconds": times}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        Path(tmp).replace(path)
-    except OSError:
-        pass  # the winner stays in memory; a later process tunes again
-
-
-class _Progress:
-    """One stderr line, once tuning has taken more than PROGRESS_AFTER_S."""
-
-    def __init__(self, name: str, key: Hashable) -> None:
-        self.name, self.key = name, key
-        self.start = time.perf_counter()
-        self.shown = False
-
-    def show(self, n: int, total: int) -> None:
-        if time.perf_counter() - self.start < PROGRESS_AFTER_S:
-            return
-        self.shown = True
-        sys.stderr.write(f"\rfearless: autotuning {self.name}: config {n + 1}/{total}")
-        sys.stderr.flush()
-
-    def done(self, best: Mapping[str, Any] | None, seconds: float | None) -> None:
-        elapsed = time.perf_counter() - self.start
-        if not self.shown and elapsed < PROGRESS_AFTER_S:
-            return
-        if best is None or seconds is None:
-            what = "no configuration ran"
-        else:
-            what = f"chose {dict(best)} ({seconds * 1e3:.3f} ms)"
-        sys.stderr.write(f"\rfearless: autotuned {self.name} in {elapsed:.1f} s: {what}\n")
-        sys.stderr.flush()

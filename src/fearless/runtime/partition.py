@@ -9,6 +9,7 @@ tile, and block (i, j) may write tile (i, j) only — that is what makes Tile wr
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -75,6 +76,11 @@ class Partition(Generic[_T]):
         self.tensor._unmove()
         return self.tensor
 
+    @property
+    def open(self) -> bool:
+        """Whether the partition still owns its tensor (not yet unpartitioned)."""
+        return self._given_back is None
+
     def __repr__(self) -> str:
         state = " (given back)" if self._given_back else ""
         return f"<Partition {self.tensor.shape} into tiles {self.tile}, grid {self.grid}{state}>"
@@ -135,4 +141,36 @@ def partition(
             "masked on store",
         )
     tensor._mark_moved(loc)
-    return Partition(tensor, tile, loc, order.size if order is not None else 0)
+    made = Partition(tensor, tile, loc, order.size if order is not None else 0)
+    recorders = getattr(_RECORDING, "stack", None)
+    if recorders:
+        for made_here in recorders:
+            made_here.append(made)
+    return made
+
+
+class _Recording(threading.local):
+    stack: list[list[Partition[Any]]] | None = None
+
+
+_RECORDING = _Recording()
+
+
+def start_recording() -> list[Partition[Any]]:
+    """A list that every partition this thread makes from now on is appended to, until
+    `stop_recording(list)` (recordings nest). `fl.autotune` gives back what a call left open."""
+    made: list[Partition[Any]] = []
+    stack = _RECORDING.stack
+    if stack is None:
+        stack = _RECORDING.stack = []
+    stack.append(made)
+    return made
+
+
+def stop_recording(made: list[Partition[Any]]) -> None:
+    """End the recording `start_recording` returned as `made`."""
+    stack = _RECORDING.stack or []
+    for n in range(len(stack) - 1, -1, -1):  # the last one, but by identity in any case
+        if stack[n] is made:
+            del stack[n]
+            return

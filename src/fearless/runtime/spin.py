@@ -2,7 +2,7 @@
 
 The autotuner's clock puts it on the stream ahead of its start event, so the GPU is busy while
 the host runs a call's Python and enqueues its kernels: the events then bracket the kernels
-alone, however slow the host is (`autotuning._DeviceClock`). Unlike a gate the host releases
+alone, however slow the host is (`autotune_timing.DeviceClock`). Unlike a gate the host releases
 (`cuStreamWaitValue32`), it cannot deadlock a call that synchronises.
 
 The kernel is a few lines of PTX that the driver compiles when it loads it, so it needs no

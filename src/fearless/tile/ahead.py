@@ -7,7 +7,7 @@ tileiras processes run side by side. The kernel's `compile` later takes the resu
 (`take`). Nothing runs on the device and no output is written.
 
 The autotuner calls every configuration this way once before it times any
-(`autotuning.Autotuned._choose`). N configurations then compile in about the time of N / workers
+(`autotuning.Autotuned._tune`). N configurations then compile in about the time of N / workers
 compiles, not of N: on the H200 a row op's configurations took 1 to 3 s each to compile, one
 after another.
 

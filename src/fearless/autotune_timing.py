@@ -1,0 +1,170 @@
+"""How `fl.autotune` times a configuration (`measure`, with a `HostClock` on the simulator and a
+`DeviceClock` on the GPU) and the progress it reports on stderr (`Progress`).
+
+The progress line appears once tuning has run for PROGRESS_AFTER_S. On a terminal it is one
+line redrawn in place (`\\r`); anywhere else (a log file, CI output) each step is a plain line
+of its own, so lines never run into each other.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+PROGRESS_AFTER_S = 1.0  # tuning shorter than this prints nothing
+BUDGET_S = 0.05  # timed calls per configuration fill about this much time ...
+MAX_REPS = 50  # ... within these bounds
+MIN_REPS = 1
+
+
+def measure(call: Callable[[], Any], restore: Callable[[], None], clock: Clock) -> float:
+    """Seconds per call: the median of timed calls, after one warm-up call that compiles."""
+    restore()
+    call()
+    clock.wait()
+    restore()
+    estimate = clock.time(call)
+    reps = max(MIN_REPS, min(MAX_REPS, int(BUDGET_S / max(estimate, 1e-9))))
+    times = [estimate]
+    for _ in range(reps - 1):
+        restore()
+        times.append(clock.time(call))
+    return statistics.median(times)
+
+
+class Clock:
+    def time(self, call: Callable[[], Any]) -> float:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        raise NotImplementedError
+
+
+class HostClock(Clock):
+    """Wall time (the simulator: its launches finish before they return)."""
+
+    def time(self, call: Callable[[], Any]) -> float:
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+
+    def wait(self) -> None:
+        return None
+
+
+class DeviceClock(Clock):
+    """Device time between two CUDA events on the legacy default stream, which orders them
+    after the work of every blocking stream (fearless's and torch's default ones);
+    `fl.synchronize` after each call raises device errors.
+
+    Ahead of the start event the stream gets a memset of FLUSH_BYTES, which flushes L2 as the
+    benchmarks do, and a spin kernel (`runtime/spin.py`) that keeps the GPU busy for `gate`
+    seconds while the host runs the call's Python and enqueues its kernels. The events then
+    time the kernels, not the host: without the wait a 10 us kernel behind 50 us of Python
+    measures 60 us, and small shapes rank configurations by host noise. The gate follows the
+    host: each call sets the next one to twice its host time (at least GATE_S), and a call
+    whose host time outran its gate is timed again behind the longer one."""
+
+    FLUSH_BYTES = 256 << 20
+    GATE_S = 200e-6  # the shortest gate
+    MAX_GATE_S = 0.05
+
+    def __init__(self) -> None:
+        from .runtime import driver
+        from .runtime.spin import Spinner
+
+        self.driver = driver
+        d = driver.cu()
+        self.start = driver.call("cuEventCreate", d.cuEventCreate, 0)
+        self.end = driver.call("cuEventCreate", d.cuEventCreate, 0)
+        self.stream = d.CUstream(0)
+        self.scratch = driver.DeviceAllocation(self.FLUSH_BYTES)
+        self.spinner = Spinner()
+        self.spinner.load()  # not inside the first timed call: the driver compiles it
+        self.gate = self.GATE_S
+
+    def time(self, call: Callable[[], Any]) -> float:
+        while True:
+            gate = self.gate
+            seconds, host = self._time_once(call)
+            self.gate = min(self.MAX_GATE_S, max(self.GATE_S, 2 * host))
+            if host < 0.8 * gate or gate >= self.MAX_GATE_S:
+                return seconds
+
+    def _time_once(self, call: Callable[[], Any]) -> tuple[float, float]:
+        """(device seconds between the events, host seconds from the spin to the end event)."""
+        d, call_driver = self.driver.cu(), self.driver.call
+        call_driver(
+            "cuMemsetD32Async",
+            d.cuMemsetD32Async,
+            self.scratch.ptr,
+            0,
+            self.FLUSH_BYTES // 4,
+            self.stream,
+        )
+        host = time.perf_counter()
+        self.spinner.spin(self.stream, self.gate)
+        call_driver("cuEventRecord", d.cuEventRecord, self.start, self.stream)
+        call()
+        call_driver("cuEventRecord", d.cuEventRecord, self.end, self.stream)
+        host = time.perf_counter() - host
+        self.wait()
+        ms = call_driver("cuEventElapsedTime", d.cuEventElapsedTime, self.start, self.end)
+        return float(ms) * 1e-3, host
+
+    def wait(self) -> None:
+        from .runtime.device_errors import synchronize
+
+        synchronize()
+
+    def __del__(self) -> None:
+        d = self.driver.cu()
+        for event in (getattr(self, "start", None), getattr(self, "end", None)):
+            if event is not None:
+                d.cuEventDestroy(event)
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
+        return False
+
+
+class Progress:
+    """What tuning reports on stderr once it has taken more than PROGRESS_AFTER_S: on a
+    terminal one line redrawn in place, elsewhere one plain line per step."""
+
+    def __init__(self, name: str, key: Hashable) -> None:
+        self.name, self.key = name, key
+        self.start = time.perf_counter()
+        self.shown = False
+        self.terminal = _is_terminal(sys.stderr)
+
+    def show(self, n: int, total: int, cfg: Mapping[str, Any]) -> None:
+        if time.perf_counter() - self.start < PROGRESS_AFTER_S:
+            return
+        self.shown = True
+        if self.terminal:
+            self._write(f"\rfearless: autotuning {self.name}: config {n + 1}/{total}\x1b[K")
+        else:
+            self._write(f"fearless: autotuning {self.name}: config {n + 1}/{total} {dict(cfg)}\n")
+
+    def done(self, best: Mapping[str, Any] | None, seconds: float | None) -> None:
+        elapsed = time.perf_counter() - self.start
+        if not self.shown and elapsed < PROGRESS_AFTER_S:
+            return
+        if best is None or seconds is None:
+            what = "no configuration ran"
+        else:
+            what = f"chose {dict(best)} ({seconds * 1e3:.3f} ms)"
+        line = f"fearless: autotuned {self.name} in {elapsed:.1f} s: {what}"
+        self._write(f"\r{line}\x1b[K\n" if self.terminal else f"{line}\n")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
