@@ -10,7 +10,9 @@
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
-#        gsizes (bench/tile_bench.py's GEMM configurations at every suite size).
+#        gsizes (bench/tile_bench.py's GEMM configurations at every suite size),
+#        sanitizer (compute-sanitizer memcheck: controls, demo, examples, every operator, a
+#        sample of the GPU tests; bench/sanitizer/run.sh).
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
@@ -65,6 +67,7 @@ for step in "$@"; do
     quick) python3 -m fearless bench --quick --out "$out/bench" 2>&1 | tail -60 ;;
     gsizes) python3 bench/tile_bench.py --only gemm-sizes --out "$out/gsizes" 2>&1 \
              | tee "$out/gsizes.log" | grep -v "^ " ;;
+    sanitizer) bash bench/sanitizer/run.sh "$out" 2>&1 | tee "$out/sanitizer.txt" ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
   esac
 done
