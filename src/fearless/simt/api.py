@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect as pyinspect
+import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -247,26 +248,49 @@ class Kernel:
 
     # ------------------------------------------------------------------------------ launch
 
-    def __getitem__(self, config: Any) -> _Configured:
+    def __getitem__(self, key: Any) -> _Configured:
         # A warm `k[grid, block]` is one dictionary hit: a `_Configured` holds nothing but the
         # three values (validated at launch), so the one built for an equal pair serves again.
+        # Only for integers: `1.0` and `True` hash and compare equal to `1`, and must not find
+        # the configuration an int made (nor the launcher's remembered dims).
         try:
-            return self._configured[config]
+            made = self._configured[key]
         except (KeyError, TypeError):  # TypeError: unhashable, e.g. a list grid
             pass
-        if not isinstance(config, tuple) or not 2 <= len(config) <= 3:
+        else:  # a kept key is a (grid, block) pair
+            if type(key[0]) is int and type(key[1]) is int:
+                return made
+            if _integral(key[0]) and _integral(key[1]):
+                return made
+        try:
+            return self._configure(key)
+        except FearlessError as exc:
+            if config.show_internal_frames():
+                raise
+            raise exc.with_traceback(None) from None
+
+    def _configure(self, key: Any) -> _Configured:
+        """`k[grid, block]` (or `[grid, block, stream]`) not found among the configurations
+        made so far: made, and kept when its grid and block are integers."""
+        if not isinstance(key, tuple) or not 2 <= len(key) <= 3:
             raise LaunchContractError(
                 f"`{self.name}[...]` takes a launch configuration `[grid, block]`",
                 user_location(),
                 help=f"launch as `{self.name}[grid, block](args...)`, e.g. `[(n + 255) // 256, 256]`",
             )
-        if len(config) == 3:  # not kept: the stream would be kept alive
-            return _Configured(self, config[0], config[1], config[2])
-        made = _Configured(self, config[0], config[1], None)
+        grid, block = key[0], key[1]
+        if not (_integral(grid) and _integral(block)):
+            # validated now (a float or bool is refused here), so that the launcher is given
+            # plain ints, never a value equal to an int it has validated
+            grid, block = normalize_dims(grid, "grid"), normalize_dims(block, "block")
+            return _Configured(self, grid, block, key[2] if len(key) == 3 else None)
+        if len(key) == 3:  # not kept: the stream would be kept alive
+            return _Configured(self, grid, block, key[2])
+        made = _Configured(self, grid, block, None)
         if len(self._configured) >= _CONFIGURED_MAX:
             self._configured.clear()
         with contextlib.suppress(TypeError):  # unhashable grid or block: built again next time
-            self._configured[config] = made
+            self._configured[key] = made
         return made
 
     @user_facing
@@ -352,6 +376,19 @@ class Kernel:
 
 
 _CONFIGURED_MAX = 256
+
+
+def _integral(value: Any) -> bool:
+    """Whether a grid or block is an integer or a tuple of integers (NumPy's too), no bool."""
+    if isinstance(value, tuple):
+        return all(_integer(d) for d in value)
+    return _integer(value)
+
+
+def _integer(value: Any) -> bool:
+    return type(value) is int or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
 
 
 def _not_recorded() -> bool:

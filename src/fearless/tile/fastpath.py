@@ -7,7 +7,9 @@ path reads on every call, in parameter order, into a dictionary key:
 
     Part    a live `Partition` (exactly) of an fl.Tensor of the declared dtype, on the target's
             side of the bus; key: pointer mod 16, shape, tile, grid, order, device (so that
-            arrays on two devices meet the slow path's refusal, runtime/devices.py)
+            arrays on two devices meet the slow path's refusal, runtime/devices.py); on
+            "sim" its host array must be writable (a read-only one meets the slow path's
+            E0701; so does a read-only host array for an Atomic)
     Tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
             torch tensor on GPU 0 of the declared dtype, or anything `describe` accepts with the
             declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
@@ -219,7 +221,7 @@ def reader_for(name: str, ann: Any) -> Reader:
     if isinstance(ann, PartAnnotation):
         return _part_reader(ann.dtype)
     if isinstance(ann, TensorAnnotation | AtomicAnnotation):
-        return _tensor_reader(name, ann.dtype)
+        return _tensor_reader(name, ann.dtype, isinstance(ann, AtomicAnnotation))
     if isinstance(ann, ConstAnnotation):
         return _read_const
     dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
@@ -242,6 +244,9 @@ def _part_reader(want: DType) -> Reader:
             key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group))
             payload.append(ptr)
         else:  # exactly what `signature_of` makes
+            host = t._host
+            if host is not None and not host.flags.writeable:
+                return False  # a read-only array: the slow path refuses it
             key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group, t._device))
             info = ArrayInfo(ptr, t._nbytes, t._shape, (), want, on_device, t, t._host, t._device)
             payload.append((arg, info))
@@ -250,7 +255,8 @@ def _part_reader(want: DType) -> Reader:
     return read
 
 
-def _tensor_reader(name: str, want: DType) -> Reader:
+def _tensor_reader(name: str, want: DType, output: bool) -> Reader:
+    """A Tensor's reader, or an Atomic's (`output`: a read-only host array is refused)."""
     # torch.Tensor itself and the torch dtype of `want`, once torch is loaded (see `_torch_plain`)
     torch_types: list[Any] = []
 
@@ -268,8 +274,14 @@ def _tensor_reader(name: str, want: DType) -> Reader:
                 if on_device
                 else (ptr & _ALIGN_MASK, arg._shape, arg._device)
             )
+            if on_device:
+                payload.append(ptr)
+            else:
+                info = arg._array_info()
+                if output and info.host is not None and not info.host.flags.writeable:
+                    return False  # a read-only array: the slow path refuses it
+                payload.append(info)
             starts.append(ptr)
-            payload.append(ptr if on_device else arg._array_info())
             return True
         if on_device:
             plain = torch_types or _torch_plain(want, torch_types)
@@ -291,7 +303,7 @@ def _tensor_reader(name: str, want: DType) -> Reader:
                 return True
             if _is_torch(tp):
                 return _read_torch(arg, want, key, starts, payload)
-        return _read_described(arg, name, want, on_device, key, starts, payload)
+        return _read_described(arg, name, want, output, on_device, key, starts, payload)
 
     return read
 
@@ -338,17 +350,21 @@ def _read_described(
     arg: Any,
     name: str,
     want: DType,
+    output: bool,
     on_device: bool,
     key: list[Any],
     starts: list[int],
     payload: list[Any],
 ) -> bool:
-    """NumPy arrays, CPU torch tensors on "sim", CuPy and DLPack arrays: `describe` itself."""
+    """NumPy arrays, CPU torch tensors on "sim", CuPy and DLPack arrays: `describe` itself
+    (an `output`'s read-only host array is left to the slow path, which refuses it)."""
     try:
         info = describe(arg, Target.CUDA if on_device else Target.SIM, name=name, ndim=None)
     except Exception:  # the slow path raises it again, after any earlier argument's error
         return False
     if info.dtype is not want:
+        return False
+    if output and info.host is not None and not info.host.flags.writeable:
         return False
     key.append((info.ptr & _ALIGN_MASK, info.shape))
     starts.append(info.ptr)

@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import inspect as pyinspect
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, overload
+
+import numpy as np
 
 from .. import dtypes
 from ..abi import ParamSpec
@@ -53,7 +56,7 @@ from ..ir.tile_kernel import (
 )
 from ..runtime import claunch
 from ..runtime.arrays import ArrayInfo, describe
-from ..runtime.binder import arity_error, dtype_error, scalar_error, scalar_fits
+from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
 from ..runtime.host_arrays import finish, stage
 from ..runtime.launch import keyword_error
@@ -188,6 +191,8 @@ class Kernel:
                         f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
                         f"target is {target}",
                     )
+                if _read_only(info):
+                    raise readonly_error(name)
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
                 params.append(
                     TileParam(
@@ -198,6 +203,8 @@ class Kernel:
             elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
                 info = describe(arg, target, name=name, ndim=None)
                 self._check_dtype(name, info.dtype, ann.dtype)
+                if isinstance(ann, AtomicAnnotation) and _read_only(info):
+                    raise readonly_error(name)
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
                 kind: ParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
                 params.append(TileParam(name, kind, ann.dtype, len(info.shape), align=align))
@@ -534,16 +541,26 @@ def _fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
     return (int(dims[0]), int(dims[1]), int(dims[2]))
 
 
+def _read_only(info: ArrayInfo) -> bool:
+    """Whether an output's memory is a read-only host array (NumPy's `writeable=False`)."""
+    return info.host is not None and not info.host.flags.writeable
+
+
 def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
-    dims = grid if isinstance(grid, tuple) else (grid,)
-    if not 1 <= len(dims) <= 3 or not all(
-        isinstance(d, int) and not isinstance(d, bool) for d in dims
-    ):
+    """The grid of `kernel.launch(grid, ...)`: an integer (Python's, NumPy's, anything
+    `operator.index` takes, never a bool) or a tuple of 1 to 3 of them, as (x, y, z)."""
+    given = grid if isinstance(grid, tuple | list) else (grid,)
+    try:
+        if not 1 <= len(given) <= 3 or any(isinstance(d, bool | np.bool_) for d in given):
+            raise TypeError
+        dims = tuple(operator.index(d) for d in given)
+    except TypeError:
         raise LaunchContractError(
             f"`{name}.launch(grid, ...)` takes a grid of 1 to 3 ints, not {grid!r}",
             user_location(),
-            help=f"e.g. `{name}.launch(132, ...)`: one block per SM of an H200",
-        )
+            help=f"e.g. `{name}.launch(132, ...)`: one block per SM of an H200 (a count "
+            "computed with `/` is a float: use `//`)",
+        ) from None
     for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=False)):
         if not 1 <= d <= limit:
             raise LaunchContractError(
