@@ -56,9 +56,18 @@ def test_the_simulator_pretends_to_have_the_devices_it_is_told() -> None:
 
 
 def test_sim_devices_must_be_a_positive_whole_number(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FEARLESS_SIM_DEVICES", "0")
-    with pytest.raises(ValueError, match="FEARLESS_SIM_DEVICES must be a positive whole number"):
-        fl.device_count()
+    """A malformed FEARLESS_SIM_DEVICES is a DeviceError at the user's line naming the
+    variable (issue 33: it was a ValueError from inside fearless), wherever it is read."""
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("FEARLESS_SIM_DEVICES", bad)
+        for call in (fl.device_count, lambda: fl.empty(4, device=1), lambda: fl.set_device(1)):
+            with pytest.raises(
+                fl.DeviceError,
+                match=f"FEARLESS_SIM_DEVICES must be a positive whole number, not '{bad}'",
+            ) as e:
+                call()
+            assert e.value.loc is not None and e.value.loc.file == __file__
+            assert "FEARLESS_SIM_DEVICES=2" in (e.value.help or "")
 
 
 def test_every_constructor_puts_its_tensor_on_the_device_asked() -> None:

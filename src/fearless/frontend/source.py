@@ -258,10 +258,11 @@ def load_source(func: Callable[..., Any]) -> FunctionSource:
         code = getattr(func, "__code__", None)
         where = None if code is None else Location(code.co_filename, code.co_firstlineno, 0)
         raise CompileError(
-            f"cannot read the source of `{getattr(func, '__name__', func)}`",
+            f"cannot read the source of `{getattr(func, '__name__', func)}`: fearless compiles "
+            "a kernel from its Python source (inspect.getsource), and this function has none",
             where,
-            help="kernels must be defined in a .py file: not typed at the interactive prompt, "
-            "nor made by exec() or eval() of a string (the compiler reads the kernel's source)",
+            help="define the kernel in a .py file (a script or a module you import): not at "
+            "the interactive prompt, nor by exec() or eval() of a string",
         ) from exc
     raw = "".join(lines)
     text = textwrap.dedent(raw)

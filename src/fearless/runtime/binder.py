@@ -89,10 +89,23 @@ def readonly_error(param: str) -> KernelTypeError:
 
 
 def scalar_error(param: str, value: object, dtype: DType) -> KernelTypeError:
-    """E0701: `value` is not a `dtype` scalar (see `scalar_fits`)."""
+    """E0701: `value` is not a `dtype` scalar (see `scalar_fits`). A bool for a number, or a
+    number for a bool, says so: Python's `True == 1` makes that mistake easy to miss."""
+    message = f"argument `{param}` = {value!r} does not fit the parameter's type {dtype.name}"
+    if isinstance(value, bool | np.bool_) and not dtype.is_bool:
+        kind = "an integer" if dtype.is_int else "a floating-point"
+        return argument_error(
+            f"{message}: a bool is not accepted for {kind} scalar",
+            help=f"pass a number: `{'int' if dtype.is_int else 'float'}(x)` (or declare "
+            f"`{param}: fl.bool_` if the kernel means a flag)",
+        )
+    if dtype.is_bool:
+        return argument_error(
+            f"{message}: a bool parameter takes only True or False",
+            help="pass a bool: `bool(x)`, or a comparison such as `x != 0`",
+        )
     return argument_error(
-        f"argument `{param}` = {value!r} does not fit the parameter's type {dtype.name}",
-        help=f"pass a value {dtype.name} can hold (or convert it: `fl.{dtype.name}(x)`)",
+        message, help=f"pass a value {dtype.name} can hold (or convert it: `fl.{dtype.name}(x)`)"
     )
 
 

@@ -30,7 +30,7 @@ def device_count() -> int:
     """The devices of the current target: the visible GPUs on "cuda", `FEARLESS_SIM_DEVICES`
     (default 1) on the simulator."""
     if current_target().simulated:
-        return config.sim_devices()
+        return _sim_devices()
     return _gpu_count()
 
 
@@ -60,7 +60,7 @@ def resolve(device: Any, what: str) -> int:
             help="pass e.g. `device=0`; `fl.device_count()` says how many there are",
         )
     sim = current_target().simulated
-    count = config.sim_devices() if sim else _gpu_count()
+    count = _sim_devices() if sim else _gpu_count()
     if not 0 <= device < count:
         where = "the simulator pretends to have" if sim else "this process sees"
         raise DeviceError(
@@ -102,6 +102,20 @@ def launch_device(names: Sequence[str], devices: Sequence[int | None]) -> int:
                 f"(`fl.asarray({name}, device={first[1]})`)",
             )
     return _current if first is None else first[1]
+
+
+def _sim_devices() -> int:
+    """`config.sim_devices()`, with a malformed FEARLESS_SIM_DEVICES a DeviceError at the
+    user's line (not a ValueError from inside fearless)."""
+    try:
+        return config.sim_devices()
+    except ValueError as exc:
+        raise DeviceError(
+            str(exc),
+            user_location(),
+            help="set FEARLESS_SIM_DEVICES to the number of devices the simulator should "
+            "pretend to have (e.g. FEARLESS_SIM_DEVICES=2), or unset it for one",
+        ) from None
 
 
 def _gpu_count() -> int:

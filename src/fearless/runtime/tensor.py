@@ -372,11 +372,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
         )
     if not array.flags.c_contiguous:
         raise argument_error(
-            f"fl.from_numpy needs a contiguous array, but this one is a strided view "
+            f"fl.from_numpy needs a C-contiguous array, but this one is a strided view "
             f"(shape {array.shape}, strides {array.strides} bytes): a tensor of it would be a "
             "copy, and a kernel's writes would never reach the array",
-            help="pass a contiguous array, or copy explicitly and copy the results back: "
-            "`t = fl.from_numpy(np.ascontiguousarray(x))`, launch, then `x[...] = t.numpy()`",
+            help="pass a C-contiguous array, or copy explicitly and copy the results back: "
+            "`t = fl.from_numpy(np.ascontiguousarray(x))`, launch, then `x[...] = t.numpy()`; "
+            "`fl.asarray(x)` makes that copy for you (for inputs: writes stay in the copy)",
         )
     return asarray(array)
 

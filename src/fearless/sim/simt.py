@@ -108,11 +108,14 @@ def check_thread_count(name: str, grid: Dim3, block: Dim3) -> None:
             f"more than the simulator runs in one launch: {limit:,}",
             user_location(),
             notes=[
+                "this is the simulator's limit (FEARLESS_SIM_MAX_THREADS), not CUDA's: the "
+                "grid and block are within a GPU's limits, and the cuda target runs them",
                 "the simulator runs some tens of millions of simple threads a second: this "
-                f"launch would take about {_duration(threads)} or more"
+                f"launch would take about {_duration(threads)} or more",
             ],
-            help="launch fewer threads (size the grid from the data: `(n + 255) // 256`, "
-            "and test on a smaller input), run on the GPU, or raise the limit: "
+            help="on the simulator, test on a smaller input (size the grid from the data: "
+            "`(n + 255) // 256`); run this size on the cuda target (`FEARLESS_TARGET=cuda` "
+            'or `fl.set_target("cuda")`, on a machine with a GPU); or raise the limit: '
             f"FEARLESS_SIM_MAX_THREADS={threads}",
         )
 
