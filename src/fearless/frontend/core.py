@@ -436,24 +436,29 @@ class Lowerer(ABC, Generic[OperandT]):
         base = self.expr(node.value)
         if isinstance(base, PyObj):
             if not hasattr(base.obj, node.attr):
-                fields = vars(base.obj) if hasattr(base.obj, "__dict__") else {}
-                names = [n for n in fields if not n.startswith("_")]
-                listed = ", ".join(f"`{n}`" for n in names)
-                public = [n for n in dir(base.obj) if not n.startswith("_")]
-                close = sorted(difflib.get_close_matches(node.attr, public, n=2, cutoff=0.6))
-                hint = f"its attributes are {listed}" if listed and len(names) <= 8 else None
-                if close:
-                    similar = " or ".join(f"`{base.name}.{n}`" for n in close)
-                    hint = f"a similar name exists: {similar}"
-                raise CompileError(
-                    f"`{base.name}` has no attribute `{node.attr}`",
-                    self.loc(node),
-                    code="E0433",
-                    help=hint,
-                )
+                raise self.missing_attribute(base, node)
             name = f"{base.name}.{node.attr}"
             return self.host_operand(getattr(base.obj, node.attr), name, node)
         return self.value_attribute(base, node)
+
+    def missing_attribute(self, base: PyObj, node: ast.Attribute) -> CompileError:
+        """E0433 for `base.attr` where the host object `base` has no `attr`, with the names
+        close to it; a track may know better what its own modules offer."""
+        fields = vars(base.obj) if hasattr(base.obj, "__dict__") else {}
+        names = [n for n in fields if not n.startswith("_")]
+        listed = ", ".join(f"`{n}`" for n in names)
+        public = [n for n in dir(base.obj) if not n.startswith("_")]
+        close = sorted(difflib.get_close_matches(node.attr, public, n=2, cutoff=0.6))
+        hint = f"its attributes are {listed}" if listed and len(names) <= 8 else None
+        if close:
+            similar = " or ".join(f"`{base.name}.{n}`" for n in close)
+            hint = f"a similar name exists: {similar}"
+        return CompileError(
+            f"`{base.name}` has no attribute `{node.attr}`",
+            self.loc(node),
+            code="E0433",
+            help=hint,
+        )
 
     def expr_BinOp(self, node: ast.BinOp) -> OperandT:
         """`a op b`. A left-deep chain (`a + b - c * d + ...`, however long) is lowered without

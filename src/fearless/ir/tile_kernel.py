@@ -46,6 +46,9 @@ class TileParam:
     value: Any = None
     align: tuple[int, ...] = ()
     group: int = 0  # a Part's grouped order (tile.grouped), 0: row-major (tile/order.py)
+    # a scalar annotated `float` or `int`: typed by Python (f64, i64) and weak as a literal is,
+    # taking the other operand's dtype where it meets a tile (tile/rules.py)
+    weak: bool = False
 
     @property
     def is_array(self) -> bool:

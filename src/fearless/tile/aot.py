@@ -110,7 +110,7 @@ def signature_from_specs(
             ok = arg is dt or (isinstance(arg, bool | int | float) and dtypes.literal_fits(arg, dt))
             if not ok:
                 raise _kind_error(kernel, pname, f"a {dt.name} value or `fl.{dt.name}`", arg)
-            params.append(TileParam(pname, "scalar", dt))
+            params.append(TileParam(pname, "scalar", dt, weak=ann in (int, float)))
     return tuple(params)
 
 

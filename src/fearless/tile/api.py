@@ -59,7 +59,9 @@ def load(
     order: Any = None,
 ) -> Any:
     """The tile at tile coordinates `index` of shape `shape` from tensor `t` (elements beyond
-    `t` read as `padding`: 0, -0.0, inf, -inf or nan).
+    `t` read as `padding`, any number or run-time scalar as Triton's `other=`: Tile IR pads
+    with 0, -0.0, inf, -inf or nan itself, and the load emulates any other value with a
+    `tile.where` on the in-bounds mask, tile/load_padding.py).
 
     `order` (a compile-time permutation of t's axes, as cuTile Python's `order=`) loads a
     transposed tile: tile axis d runs along t's axis order[d], with `shape[d]` elements and tile
@@ -151,8 +153,9 @@ class RoundingMode(enum.Enum):
 
 @_kernel_only
 def truediv(a: Any, b: Any, rounding_mode: Any = None, flush_to_zero: Any = False) -> Any:
-    """a / b for float tiles, rounded as `rounding_mode` says (a `tile.RoundingMode`, a
-    compile-time constant; None is NEAREST_EVEN, as `/`); `flush_to_zero=True` (f32) treats
+    """a / b for float tiles, rounded as `rounding_mode` says (a `tile.RoundingMode` or its
+    name as a string in any case, `"approx"`, a compile-time constant; None is NEAREST_EVEN,
+    as `/`); `flush_to_zero=True` (f32) treats
     subnormal inputs and results as zero. The simulator computes the exact quotient for every
     mode (APPROX and FULL differ from it on the GPU by a few ulp)."""
 
@@ -222,6 +225,12 @@ abs_ = _unary("abs_", "|x|, elementwise (also the builtin `abs(x)`).")
 floor = _unary("floor", "Round down, elementwise.")
 ceil = _unary("ceil", "Round up, elementwise.")
 sigmoid = _unary("sigmoid", "1 / (1 + exp(-x)), elementwise.")
+erf = _unary(
+    "erf",
+    "The error function, elementwise (f32, f16 and bf16 tiles; computed in f32): Tile IR "
+    "has no erf, so it is a rational approximation of tile ops, about 4e-7 relative error "
+    "(tile/special.py).",
+)
 tan = _unary("tan", "Tangent, elementwise.")
 sinh = _unary("sinh", "Hyperbolic sine, elementwise.")
 cosh = _unary("cosh", "Hyperbolic cosine, elementwise.")
@@ -336,8 +345,9 @@ def mma(a: Any, b: Any, acc: Any) -> Any:
 
 @_kernel_only
 def transpose(x: Any, axis0: Any = None, axis1: Any = None) -> Any:
-    """cuTile's `ct.transpose(x, axis0, axis1)`: swap two axes; with no axes, reverse them all
-    (a 2-d tile's transpose). NumPy's form, one tuple of all the axes, permutes them."""
+    """cuTile's `ct.transpose(x, axis0, axis1)`: swap two axes; with no axes, reverse them all,
+    as NumPy's `transpose` does (a 2-d tile's transpose; a (2, 4, 8) tile becomes (8, 4, 2)).
+    NumPy's form, one tuple of all the axes, permutes them."""
 
 
 @_kernel_only
@@ -435,7 +445,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     broadcast_to, astype, extract, bitcast, static_assert,
     bitwise_and, bitwise_or, bitwise_xor, permute, expand_dims,
     add, sub, mul, floordiv, mod, pow, bitwise_lshift, bitwise_rshift, cat,
-    tan, sinh, cosh, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
+    tan, sinh, cosh, erf, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
     greater, greater_equal, atan2, bid, static_iter,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
     atomic_xor, atomic_cas, truediv,

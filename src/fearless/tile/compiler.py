@@ -33,6 +33,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     fn = Function(tree.name, src.loc(tree))
     entry = fn.new_block("entry")
     env: dict[str, Any] = {}
+    weak: list[Any] = []  # the `float` / `int` scalars (TileParam.weak)
     for arg, p in zip(tree.args.args, signature, strict=True):
         loc = src.loc(arg)
         if p.kind == "const":
@@ -40,12 +41,15 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
         elif p.kind == "scalar":
             assert p.dtype is not None
             env[arg.arg] = entry.add_arg(TileType(p.dtype), loc, arg.arg)
+            if p.weak:
+                weak.append(env[arg.arg])
         else:
             assert p.dtype is not None
             env[arg.arg] = entry.add_arg(
                 ArrayParamType(p.dtype, p.ndim, p.tile, p.group, p.kind == "atomic"), loc, arg.arg
             )
     lowerer = TileLowerer(src, fn, env)
+    lowerer.weak.update(weak)
     lowerer.lower_body(tree.body)
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
     run_pipeline(fn)

@@ -17,6 +17,7 @@ on a run-time scalar `tile.if`; an `if` on a compile-time value picks its branch
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ from .helpers import inline_helper, is_helper
 from .intrinsics import HOST_HELP, INTRINSICS, tile_form
 from .jumps import lower_jumping_body
 from .lower_api import memory_hints
+from .names import STORE_FORMS, unknown_tile_name
 from .order import own_index
 from .persistent import TileCursor, lower_chunks, lower_tiles
 from .regions import lower_with
@@ -116,6 +118,11 @@ class TileLowerer(TileRules):
 
     def expr_Tuple(self, node: ast.Tuple) -> Operand:
         return tuple(self.expr(e) for e in node.elts)
+
+    def missing_attribute(self, base: PyObj, node: ast.Attribute) -> CompileError:
+        if base.obj is sys.modules[__package__]:  # `tile.<name>`: the tile functions' names
+            return unknown_tile_name(node.attr, self.loc(node))
+        return super().missing_attribute(base, node)
 
     def value_attribute(self, base: Operand, node: ast.Attribute) -> Operand:
         loc = self.loc(node)
@@ -207,7 +214,10 @@ class TileLowerer(TileRules):
         loc = self.loc(node)
         v = self.tile_value(x, loc)
         if kind == "neg":
-            return self.emit(ops.Unary("neg", v, loc))
+            neg = self.emit(ops.Unary("neg", v, loc))
+            if self.is_weak(v):
+                self.weak.add(neg)
+            return neg
         dt = tile_type(v).dtype
         if kind in ("not", "invert") and dt.is_bool:
             return self.emit(ops.Unary("not", v, loc))
@@ -283,6 +293,13 @@ class TileLowerer(TileRules):
         kwarg_locs = {k.arg: self.loc(k.value) for k in node.keywords if k.arg is not None}
         if isinstance(func, Bound):
             if func.name == "store":
+                if "index" in kwargs or len(args) > 1:  # cuTile's `ct.store(x, index=...)`
+                    raise CompileError(
+                        "`store` takes no index: it writes the tile this block owns",
+                        loc,
+                        code="E0061",
+                        help=STORE_FORMS,
+                    )
                 if len(args) != 1 or not set(kwargs) <= {"latency", "allow_tma"}:
                     raise CompileError(
                         "`store` takes one tile (and the hints `latency=`, `allow_tma=`)",

@@ -26,13 +26,18 @@ from .api import KERNEL_FUNCTIONS
 from .indexed import HANDLERS as INDEXED
 from .lower_api import HANDLERS
 from .printing import print_rule
+from .pymath import math_functions, math_rule
 from .rules import Operand, TileRules
 
 # The IR op classes each tile function's rule introduces (operand coercions may add Constant,
 # Cast, Broadcast and Reshape ops, which every backend runs anyway), the functions grouped by
 # the ops they emit.
 _BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
-    (("load", "load_like"), (ops.Load,)),
+    # a padding Tile IR has no padding value for: a mask of iota < extent and a select
+    (
+        ("load", "load_like"),
+        (ops.Load, ops.Iota, ops.ArrayDim, ops.Binary, ops.Compare, ops.Select),
+    ),
     (("block_id",), (ops.BlockId,)),
     (("num_blocks",), (ops.NumBlocks,)),
     (("num_tiles",), (ops.ArrayDim, ops.Binary)),
@@ -41,6 +46,7 @@ _BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
     (("exp", "exp2", "log", "log2", "sqrt", "rsqrt"), (ops.Unary,)),
     (("tanh", "sin", "cos", "abs", "floor", "ceil"), (ops.Unary,)),
     (("sigmoid",), (ops.Unary, ops.Binary)),
+    (("erf",), (ops.Binary, ops.Cast)),  # special.py: a rational approximation
     (("tan", "sinh", "cosh", "negative"), (ops.Unary,)),
     (("bitwise_not",), (ops.Unary, ops.Binary)),
     (("isnan",), (ops.Compare, ops.Constant)),
@@ -115,6 +121,12 @@ for _name, _stub in KERNEL_FUNCTIONS.items():
     INTRINSICS.declare([_stub], f"tile.{_name}", ops=OPS[_name], keywords=True)(bound_rule(_name))
 
 _ABS, _MAXIMUM, _MINIMUM = bound_rule("abs"), bound_rule("maximum"), bound_rule("minimum")
+
+# Python's `math`: folded on compile-time numbers, the tile function on tiles (pymath.py)
+for _fn, _obj, _tile_name in math_functions():
+    _made = OPS[_tile_name] if _tile_name else ()
+    _tile_rule = bound_rule(_tile_name) if _tile_name else None
+    INTRINSICS.declare([_obj], f"math.{_fn}", ops=_made)(math_rule(_fn, _tile_rule))
 
 
 @INTRINSICS.declare([abs], "abs", ops=(ops.Unary,), keywords=True)

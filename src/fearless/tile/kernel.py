@@ -221,7 +221,7 @@ class Kernel:
                 assert dt is not None
                 if not scalar_fits(arg, dt):
                     raise scalar_error(name, arg, dt)
-                params.append(TileParam(name, "scalar", dt))
+                params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
                 values.append(arg)
         return tuple(params), values
 
@@ -271,7 +271,7 @@ class Kernel:
                 )
             else:
                 dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
-                params.append(TileParam(name, "scalar", dt))
+                params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
         return tuple(params)
 
     def options(

@@ -4,7 +4,8 @@
 signature (api.py); `loc_of(param)` is where that argument is written, for diagnostics.
 `HANDLERS` maps each function's name to its handler (frontend.py, `TileLowerer.call_api`);
 the random-number handlers live in random.py and join it by the import below, shaping.py's
-(ones, extract, cat, bitcast, static_assert, the operators' function forms) by its HANDLERS.
+(ones, extract, cat, bitcast, static_assert, the operators' function forms) by its HANDLERS,
+special.py's (erf, composed of tile ops) by its own.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from ..ir import tile_ops as ops
 from ..ir.core import Value
 from ..ir.tile_types import ArrayParamType, tile_type
 from .api import RoundingMode
+from .load_padding import Emulated, padding_of
+from .load_padding import pad as emulate_padding
 from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
 from .rules import Operand, TileRules
 from .shaping import HANDLERS as SHAPING
 from .shaping import float_operands
+from .special import HANDLERS as SPECIAL
 
 LocOf = Callable[[str], Location]
 
@@ -65,18 +69,6 @@ def readable(
             help=f"read this block's own tile with `tile.load_like({arr.name}, {arr.name})`",
         )
     return arr, at
-
-
-def _padding(lw: TileRules, p: Any, loc: Location) -> float:
-    if isinstance(p, Weak) and not isinstance(p.value, bool):
-        v = float(p.value)
-        if v == 0.0 or math.isinf(v) or math.isnan(v):
-            return v
-    raise CompileError(
-        "the padding of a load must be 0, -0.0, inf, -inf or nan",
-        loc,
-        help="Tile IR pads partial tiles with one of these; use `tile.where` for other values",
-    )
 
 
 def _axis(lw: TileRules, axis: Any, ndim: int, loc: Location) -> int:
@@ -128,10 +120,14 @@ def api_load(
             loc_of("index" if len(idx) != nd else "shape"),
         )
     index_values = [lw.index(i, loc_of("index")) for i in idx]
-    pad = _padding(lw, padding, loc_of("padding"))
+    pad = padding_of(lw, padding, at, loc_of("padding"))
     hints = memory_hints(lw, loc_of, latency, allow_tma)
     axes = _load_order(lw, order, nd, loc_of("order"))
-    return lw.emit(ops.Load(arr, index_values, shp, pad, loc_of("t"), **hints, order=axes))
+    native = 0.0 if isinstance(pad, Emulated) else pad
+    v = lw.emit(ops.Load(arr, index_values, shp, native, loc_of("t"), **hints, order=axes))
+    if isinstance(pad, Emulated):
+        return emulate_padding(lw, v, arr, index_values, axes, pad, loc_of("padding"))
+    return v
 
 
 def _load_order(lw: TileRules, order: Any, nd: int, loc: Location) -> tuple[int, ...] | None:
@@ -190,9 +186,13 @@ def api_load_like(
         )
     index = list(cursor.index if cursor is not None else own_index(lw, p, loc_of("part")))
     shape = cursor.tile if cursor is not None else pt.tile
-    pad = _padding(lw, padding, loc_of("padding"))
+    pad = padding_of(lw, padding, at, loc_of("padding"))
     hints = memory_hints(lw, loc_of, latency, allow_tma)
-    return lw.emit(ops.Load(arr, index, shape, pad, loc_of("t"), **hints))
+    native = 0.0 if isinstance(pad, Emulated) else pad
+    v = lw.emit(ops.Load(arr, index, shape, native, loc_of("t"), **hints))
+    if isinstance(pad, Emulated):
+        return emulate_padding(lw, v, arr, index, None, pad, loc_of("padding"))
+    return v
 
 
 def _grid_axis(lw: TileRules, axis: Any, loc: Location) -> int:
@@ -284,18 +284,9 @@ def api_truediv(
 ) -> Value:
     loc = loc_of("a")
     dt, va, vb = float_operands(lw, a, b, loc, "truediv", ", or use `//` for integers")
-    mode = rounding_mode.obj if isinstance(rounding_mode, PyObj) else rounding_mode
-    if mode is None or mode is RoundingMode.NEAREST_EVEN:
-        rounding = None
-    elif isinstance(mode, RoundingMode):
-        rounding = mode.value
-    else:
-        raise CompileError(
-            "`rounding_mode` must be a `tile.RoundingMode` known at compile time",
-            loc_of("rounding_mode"),
-            help="e.g. `rounding_mode=tile.RoundingMode.APPROX`",
-        )
-    if rounding is not None and dt != dtypes.f32:
+    mode = _rounding_mode(rounding_mode, loc_of("rounding_mode"))
+    rounding = None if mode is None or mode is RoundingMode.NEAREST_EVEN else mode.value
+    if mode is not None and rounding is not None and dt != dtypes.f32:
         raise KernelTypeError(
             f"`tile.truediv(..., rounding_mode=tile.RoundingMode.{mode.name})` is for f32 "
             f"tiles, found {dt.name}",
@@ -308,6 +299,29 @@ def api_truediv(
     if ftz:
         attrs["flush_to_zero"] = True
     return lw.emit(ops.Binary("div", va, vb, loc, **attrs))
+
+
+def _rounding_mode(x: Any, loc: Location) -> RoundingMode | None:
+    """`rounding_mode=` of `tile.truediv`: None, a `tile.RoundingMode`, or the name of one as
+    a string, in any case (`"approx"`, as cuTile Python's `rounding_mode="approx"`)."""
+    mode = x.obj if isinstance(x, PyObj) else x
+    if mode is None or isinstance(mode, RoundingMode):
+        return mode
+    names = ", ".join(f'"{m.name.lower()}"' for m in RoundingMode)
+    if isinstance(mode, str):
+        found = next((m for m in RoundingMode if mode.lower() == m.name.lower()), None)
+        if found is not None:
+            return found
+        raise CompileError(
+            f"`rounding_mode={mode!r}` is not a rounding mode: the modes are {names}",
+            loc,
+            help="or the enum, e.g. `rounding_mode=tile.RoundingMode.APPROX`",
+        )
+    raise CompileError(
+        "`rounding_mode` must be a `tile.RoundingMode` or its name, known at compile time",
+        loc,
+        help=f"e.g. `rounding_mode=tile.RoundingMode.APPROX` or one of {names}",
+    )
 
 
 def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
@@ -515,7 +529,8 @@ def api_transpose(lw: TileRules, loc_of: LocOf, x: Any, axis0: Any, axis1: Any) 
             "`tile.transpose` swaps two axes: give both, `tile.transpose(x, axis0, axis1)`",
             loc_of("x"),
             code="E0061",
-            help="or no axes for a 2-d tile's transpose, or a tuple of every axis to permute",
+            help="or no axes to reverse them all (a 2-d tile's transpose), or a tuple of every "
+            "axis to permute",
         )
     a = _axis(lw, axis0, nd, loc_of("axis0")) % nd
     b = _axis(lw, axis1, nd, loc_of("axis1")) % nd
@@ -581,8 +596,12 @@ def api_astype(lw: TileRules, loc_of: LocOf, x: Any, dtype: Any) -> Value:
     return lw.cast(x, lw.static_dtype(dtype, loc_of("dtype")), loc_of("dtype"))
 
 
-HANDLERS: dict[str, Callable[..., Operand]] = {
-    name[len("api_") :]: handler
-    for name, handler in list(globals().items())
-    if name.startswith("api_") and callable(handler)
-} | SHAPING
+HANDLERS: dict[str, Callable[..., Operand]] = (
+    {
+        name[len("api_") :]: handler
+        for name, handler in list(globals().items())
+        if name.startswith("api_") and callable(handler)
+    }
+    | SHAPING
+    | SPECIAL
+)

@@ -11,6 +11,7 @@ lowerer; frontend.py's `TileLowerer` is the whole of it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,6 +91,9 @@ class TileRules(Lowerer[Operand]):
         # `with tile.unsafe():` statements (regions.py): the spans seen, and how many enclose here
         self.unsafe_regions: list[Location] = []
         self.unsafe_depth = 0
+        # Values typed by Python (`alpha: float`, `n: int` parameters, and what only they and
+        # literals compute): like a literal, each takes the other operand's dtype at a use.
+        self.weak: set[Value] = set()
 
     @property
     def loop_types(self) -> LoopTypes[TileType]:
@@ -135,6 +139,8 @@ class TileRules(Lowerer[Operand]):
             dt = dtype or dtypes.tile_literal_default(x.value)
             return self.const(self.literal(x, dt, loc), dt, loc)
         if isinstance(x, Value) and isinstance(x.type, TileType):
+            if dtype is not None and self.adopts(x, dtype) and x.type.dtype != dtype:
+                return self.emit(ops.Cast(x, dtype, loc))
             return x
         if isinstance(x, Value):
             raise KernelTypeError(
@@ -146,6 +152,16 @@ class TileRules(Lowerer[Operand]):
             raise values.not_a_value(x, loc, self.VALUE_KINDS)
         what = "a tuple" if isinstance(x, tuple) else f"`{getattr(x, 'name', x)}`"
         raise KernelTypeError(f"expected a tile or a number, found {what}", loc)
+
+    def is_weak(self, x: Operand) -> bool:
+        return isinstance(x, Value) and x in self.weak
+
+    def adopts(self, x: Value, to: DType) -> bool:
+        """Whether `x`, if weak, may become `to` where it meets it: a `float` value only a
+        float dtype, an `int` value any number (as SIMT's `float` and `int` parameters)."""
+        if x not in self.weak:
+            return False
+        return not to.is_bool and (to.is_float or not tile_type(x).dtype.is_float)
 
     def index(self, x: Operand, loc: Location) -> Value:
         """An i32 scalar for a tile coordinate or loop bound."""
@@ -159,6 +175,8 @@ class TileRules(Lowerer[Operand]):
         if isinstance(a, Weak) and isinstance(b, Weak):  # the type that holds both
             da, db = dtypes.tile_literal_default(a.value), dtypes.tile_literal_default(b.value)
             return da if (da.is_float, da.bits) >= (db.is_float, db.bits) else db
+        if self.is_weak(a) or self.is_weak(b):
+            return self._unify_weak(a, b, loc, what)
         if isinstance(a, Weak):
             a, b = b, a
         da = tile_type(self.tile_value(a, loc)).dtype
@@ -180,6 +198,32 @@ class TileRules(Lowerer[Operand]):
                 help=f"convert one side explicitly, e.g. `x.astype(fl.{wide.name})`",
             )
         return da
+
+    def _unify_weak(self, a: Operand, b: Operand, loc: Location, what: str) -> DType:
+        """Unify where a weak value (a `float`/`int` parameter) meets another operand: two weak
+        ones by Python's rule (f64 if either is a float, else i64), else the strong side's
+        dtype if the weak one may take it."""
+        sides = [self.tile_value(x, loc) if not isinstance(x, Weak) else x for x in (a, b)]
+        if all(isinstance(x, Weak) or self.is_weak(x) for x in sides):
+            floats = [
+                isinstance(x.value, float) if isinstance(x, Weak) else tile_type(x).dtype.is_float
+                for x in sides
+            ]
+            return dtypes.f64 if any(floats) else dtypes.i64
+        weak, strong = (sides[0], sides[1]) if self.is_weak(sides[0]) else (sides[1], sides[0])
+        assert isinstance(weak, Value) and isinstance(strong, Value)  # one weak, one strong
+        st = tile_type(strong).dtype
+        if self.adopts(weak, st):
+            return st
+        kind = "float" if tile_type(weak).dtype.is_float else "int"
+        raise KernelTypeError(
+            f"`{weak.name or 'value'}` (a `{kind}` parameter) cannot be used as {st.name} "
+            f"in {what}",
+            loc,
+            label=f"{kind} and {st.name}",
+            help=f"convert explicitly, e.g. `{weak.name or 'x'}.astype(fl.{st.name})`, or "
+            "convert the other operand, e.g. `.astype(fl.f32)`",
+        )
 
     # ---------------------------------------------------------------------- broadcasting
 
@@ -233,7 +277,10 @@ class TileRules(Lowerer[Operand]):
         if kind == "pow" and not dt.is_float:
             return self._int_power(a, b, dt, loc)
         va, vb = self.operands([a, b], dt, loc)
-        return self.emit(ops.Binary(kind, va, vb, loc))
+        result = self.emit(ops.Binary(kind, va, vb, loc))
+        if all(isinstance(x, Weak) or self.is_weak(x) for x in (a, b)):
+            self.weak.add(result)  # what only weak values and literals compute stays weak
+        return result
 
     def _int_power(self, a: Operand, b: Operand, dt: DType, loc: Location) -> Operand:
         """`x ** n` of an int tile by a literal n >= 0: square-and-multiply at compile time,
@@ -300,13 +347,8 @@ class TileRules(Lowerer[Operand]):
                 label=f"this is {vt.dtype.name}",
                 help=f"convert it: `x.astype(fl.{t.dtype.name})`",
             )
-        if self.broadcast_shapes(vt.shape, shape, loc) != shape:
-            what = "chunks" if chunk else "tiles"
-            raise KernelTypeError(
-                f"cannot store a tile of shape {vt.shape} into `{part.name}`, whose {what} are {shape}",
-                loc,
-                help=f"the stored tile must have the {what}' shape (or broadcast to it)",
-            )
+        if not _broadcasts(vt.shape, shape):
+            raise _store_shape_error(part.name, vt.shape, shape, chunk is not None, loc)
         value = self.broadcast_to(v, shape, loc)
         if index is None and (t.group or t.ndim > 3):  # the block id is not the tile index
             index, own = own_index(self, part, loc), True
@@ -394,6 +436,37 @@ class TileRules(Lowerer[Operand]):
         if isinstance(x, PyObj) and isinstance(x.obj, DType):
             return x.obj
         raise CompileError("expected a dtype such as `fl.f32`", loc)
+
+
+def _broadcasts(s: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    """Whether a tile of shape `s` broadcasts to `to` (NumPy's rules, `to` unchanged)."""
+    if len(s) > len(to):
+        return False
+    return all(d in (1, t) for d, t in zip(reversed(s), reversed(to), strict=False))
+
+
+def _store_shape_error(
+    name: str, got: tuple[int, ...], tile: tuple[int, ...], chunk: bool, loc: Location
+) -> KernelTypeError:
+    """E0308 for a store of a `got` tile into `name`, whose tiles (or chunks) are `tile`."""
+    what = "chunks" if chunk else "tiles"
+    fixes = []
+    if not chunk:
+        fixes.append(f"partition `{name}` with the stored tile's shape (`.partition({got})`)")
+    if math.prod(got) == math.prod(tile):
+        fixes.append(f"reshape the tile: `v.reshape({tile})`")
+    elif len(got) == len(tile) and all(
+        g >= t and g % t == 0 for g, t in zip(got, tile, strict=True)
+    ):
+        zeros = (0,) * len(tile)
+        fixes.append(f"store a part of it: `tile.extract(v, {zeros}, {tile})`")
+    fixes.append(f"compute a tile of `{name}.shape`, e.g. load with `tile.load_like(x, {name})`")
+    return KernelTypeError(
+        f"cannot store a tile of shape {got} into `{name}`, whose {what} are {tile}",
+        loc,
+        label=f"a {got} tile",
+        help="; or ".join(fixes),
+    )
 
 
 def _literal_source(v: Value) -> Value:
