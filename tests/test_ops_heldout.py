@@ -626,7 +626,7 @@ def test_every_tuner_configuration_agrees(
     ran = 0
     for i in range(len(tuned.configs)):
         monkeypatch.setattr(tuned, "_best", {})
-        monkeypatch.setattr(tuned, "_choose", lambda key, args, kwargs, i=i: i)
+        monkeypatch.setattr(tuned, "_choose", lambda key, *_, i=i: i)
         try:
             got = call(x, w, b, y)
         except fl.FearlessError:  # the tuner skips a configuration that cannot launch
@@ -646,7 +646,7 @@ def test_every_bmm_configuration_agrees(monkeypatch: pytest.MonkeyPatch, m: int)
     ran = 0
     for i in range(len(kernels_gemm.bmm_tuned.configs)):
         monkeypatch.setattr(kernels_gemm.bmm_tuned, "_best", {})
-        monkeypatch.setattr(kernels_gemm.bmm_tuned, "_choose", lambda key, args, kw, i=i: i)
+        monkeypatch.setattr(kernels_gemm.bmm_tuned, "_choose", lambda key, *_, i=i: i)
         _close(ops.bmm(a, b), want, 1e-2, 1e-2)
         ran += 1
     assert ran == len(kernels_gemm.bmm_tuned.configs)
