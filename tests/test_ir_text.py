@@ -385,6 +385,10 @@ def every_op_function() -> Function:
     j = e(ops.IndexToInt(e(ops.BlockIndex1D(loc(33))).result, loc(33))).result
     e(ops.Store(sh, [j, j], e(ops.Load(sh, [j, i], loc(33))).result, loc(33)))
     e(ops.Barrier(loc(33)))
+    e(ops.AtomicRMW("add", sh, [j, j], e(ops.Load(sh, [j, i], loc(33))).result, loc(33)))
+    e(ops.Barrier(loc(33)))
+    b = e(ops.BlockId(loc(33))).result
+    e(ops.Store(d1, b, e(ops.Load(d1, b, loc(33))).result, loc(33)))
     bt = e(ops.BlockIndex2D(loc(33))).result
     brow, bcol = (e(ops.ThreadIndexAxis(bt, axis, loc(33))).result for axis in (0, 1))
     e(ops.Store(sh, [brow, bcol], e(ops.Load(sh, [bcol, brow], loc(33))).result, loc(33)))

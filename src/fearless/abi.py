@@ -90,6 +90,9 @@ class LaunchContract:
     requires: tuple[Requirement, ...] = ()
     # numba's `max_registers`: ptxas keeps each thread within this many registers (`.maxnreg`)
     max_registers: int | None = None
+    # The block must be 1-D: a leader guard `simt.threadIdx.x == 0` (simt/leader.py) is then
+    # taken by one thread per block.
+    block_1d: bool = False
 
 
 @dataclass

@@ -88,8 +88,8 @@ def _cmpxchg(b: ir.IRBuilder, ptr: ir.Value, cmp: ir.Value, val: ir.Value) -> ir
 
 def _dtype(op: ops.Op) -> DType:
     t = op.operands[0].type
-    if not (isinstance(t, ArrayType) and t.atomic):
-        raise InternalError(f"`{op.opname}` on {t}, not an AtomicSlice ({op.loc})")
+    if not (isinstance(t, ArrayType) and ops.atomic_target(t)):
+        raise InternalError(f"`{op.opname}` on {t}, not an AtomicSlice or shared ({op.loc})")
     return t.dtype
 
 

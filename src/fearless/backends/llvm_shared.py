@@ -1,6 +1,6 @@
-"""SIMT shared memory and barriers -> LLVM: `shared.alloc`, `barrier`, `thread.block_index_1d`.
+"""SIMT shared memory and barriers -> LLVM: `shared.alloc`, `barrier`, the block indices.
 
-The handlers are registered in `llvm_lower._HANDLERS` and run on that module's
+The handlers (`HANDLERS`, merged into `llvm_lower._HANDLERS`) run on that module's
 `_KernelLowering` (`lw`: its builder, module, support and the `arrays` / `values` maps).
 
     %s = shared.alloc : Shared[f32, 256]
@@ -111,9 +111,8 @@ def lower_block_index(lw: Any, op: ops.BlockIndex1D) -> None:
     lw._set(op.result, b.add(tx, b.mul(nx, yz, flags=flags), name="slot", flags=flags))
 
 
-def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
-    """(ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z), the column) in i64: the pair of
-    `simt.thread.block_stride`, read by `index.axis` from `lw.index_2d`."""
+def _block_id(lw: Any) -> ir.Value:
+    """ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z) in i64: the block's linear index."""
     b = lw.builder
     x, y, z, nx, ny = (
         b.zext(lw.support.sreg(b, r), I64)
@@ -121,7 +120,20 @@ def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
     )
     flags = ("nuw", "nsw")
     yz = b.add(y, b.mul(ny, z, flags=flags), flags=flags)
-    row = b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
+    return b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
+
+
+def lower_block_id(lw: Any, op: ops.BlockId) -> None:
+    """`thread.block_id`: the block's linear index in the grid."""
+    lw._set(op.result, _block_id(lw))
+
+
+def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
+    """(ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z), the column) in i64: the pair of
+    `simt.thread.block_stride`, read by `index.axis` from `lw.index_2d`."""
+    b = lw.builder
+    flags = ("nuw", "nsw")
+    row = _block_id(lw)
     column = lw._v(op.operands[0])
     if op.width > 1:  # `block_column(k, W)`: the first column of the chunk, W * c
         column = b.mul(column, ir.Constant(I64, op.width), name="chunk", flags=flags)
@@ -160,3 +172,18 @@ def lower_tile_row(lw: Any, op: ops.TileRow) -> None:
     x, nx, tx = (b.zext(lw.support.sreg(b, r), I64) for r in ("ctaid.x", "ntid.x", "tid.x"))
     col = b.add(b.mul(x, nx, flags=flags), tx, name="col", flags=flags)
     lw.index_2d[op.result] = (row, col)
+
+
+# The handlers of this module's ops, merged into `llvm_lower._HANDLERS`.
+HANDLERS: dict[type, Any] = {
+    ops.SharedAlloc: lower_shared_alloc,
+    ops.LocalAlloc: lower_local_alloc,
+    ops.Barrier: lower_barrier,
+    ops.BlockIndex1D: lower_block_index,
+    ops.BlockId: lower_block_id,
+    ops.BlockIndex2D: lower_block_index_2d,
+    ops.BlockRowIndex: lower_block_row,
+    ops.BlockStep: lower_block_step,
+    ops.BlockTileRow: lower_block_tile_row,
+    ops.TileRow: lower_tile_row,
+}

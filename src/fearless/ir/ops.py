@@ -23,6 +23,10 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       within the block, no scalar value of its own (as thread.index_2d)
   thread.block_index_1d  the thread's linear position in its block, tid.x + ntid.x * (tid.y +
                       ntid.y * tid.z), as a BlockIndex (i64): unique within the block
+  thread.block_id     the block's linear index in the grid, ctaid.x + nctaid.x * (ctaid.y +
+                      nctaid.y * ctaid.z), as a plain i64: unique per block, the same for the
+                      block's threads; `out[b]` of a 1-D DisjointSlice with it stands under a
+                      leader guard (simt/leader.py checks that)
   index.int           a ThreadIndex (or BlockIndex) seen as its plain i64 value
   index.advance       (ThreadIndex %i, i64 %g) -> ThreadIndex %i + %g: the next step of
                       `simt.thread.grid_stride`; %g is the launch's thread count along x,
@@ -40,7 +44,7 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   load / store        element access with one i64 index per axis (a 2-D array is row-major:
                       element (r, c) is at r * shape[1] + c); *unchecked*: the bounds pass
   atomic.rmw  kind    `kind` in add sub max min exch and_ or_ xor inc dec on one element of an
-                      AtomicSlice (operands: the array, one i64 index per axis, the value); the
+                      AtomicSlice or a shared array (operands: the array, one i64 index per axis, the value); the
                       result is the element's old value.
                       One indivisible read-modify-write: concurrent ones on one element act one
                       after another in some order. Integers wrap; float `sub` adds the
@@ -126,6 +130,7 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     TILE_ROW_PAST,
     VOTE_KINDS,
     Barrier,
+    BlockId,
     BlockIndex1D,
     BlockIndex2D,
     BlockReduce,
@@ -395,6 +400,12 @@ WRAPPING_ATOMIC_KINDS = frozenset(["inc", "dec"])
 WRAPPING_ATOMIC_DTYPES = ("u32", "u64")
 
 
+def atomic_target(t: ArrayType) -> bool:
+    """Whether atomics may update `t`: an AtomicSlice, or a block's shared array (whose
+    phases `simt/sync_check.py` keeps free of plain accesses)."""
+    return t.atomic or t.shared is not None
+
+
 def _atomic_ndim(op: Op) -> int:
     t = op.operands[0].type
     return t.ndim if isinstance(t, ArrayType) else 1
@@ -418,7 +429,7 @@ class AtomicRMW(Op):
         loc: Location,
     ) -> None:
         assert kind in ATOMIC_KINDS, kind
-        assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
+        assert isinstance(array.type, ArrayType) and atomic_target(array.type), array.type
         idx = _indices(index)
         super().__init__([array, *idx, value], [ScalarType(array.type.dtype)], loc, kind=kind)
 
@@ -442,7 +453,7 @@ class AtomicCAS(Op):
         value: Value,
         loc: Location,
     ) -> None:
-        assert isinstance(array.type, ArrayType) and array.type.atomic, array.type
+        assert isinstance(array.type, ArrayType) and atomic_target(array.type), array.type
         idx = _indices(index)
         super().__init__([array, *idx, expected, value], [ScalarType(array.type.dtype)], loc)
 

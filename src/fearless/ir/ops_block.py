@@ -28,6 +28,12 @@ class BlockIndex1D(Nullary, opname="thread.block_index_1d", result=BLOCK_INDEX):
     memory)."""
 
 
+class BlockId(Nullary, opname="thread.block_id", result=ScalarType(dtypes.i64)):
+    """`simt.thread.block_id()`: the block's linear index in the grid, a plain i64 that is the
+    same for the block's threads (opens a DisjointSlice element under a leader guard:
+    `simt/leader.py`)."""
+
+
 class BlockIndex2D(Nullary, opname="thread.block_index_2d", result=BLOCK_INDEX_2D):
     """`simt.thread.block_index_2d()`: the thread's (row, col) in its block."""
 

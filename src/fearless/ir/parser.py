@@ -228,7 +228,12 @@ def _make_check(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: 
 def _atomic_array(s: OpSyntax, operands: list[Value], values: int) -> list[Value]:
     """The indices of an atomic on an AtomicSlice: one per axis, then `values` operands."""
     t = _array_operand(s, operands)
-    _need(s, t.atomic, f"`{s.name.text}` needs an AtomicSlice, not {t}", s.operands[0])
+    _need(
+        s,
+        ops.atomic_target(t),
+        f"`{s.name.text}` needs an AtomicSlice or a shared array, not {t}",
+        s.operands[0],
+    )
     n = len(operands) - 1 - values
     _need(
         s,
@@ -300,7 +305,13 @@ def _nullary_maker(cls: type[ops.Nullary]) -> _Maker:
     return lambda s, o, a, loc: cls(loc)
 
 
-for _index in (ops.ThreadIndex1D, ops.ThreadIndex2D, ops.BlockIndex1D, ops.BlockIndex2D):
+for _index in (
+    ops.ThreadIndex1D,
+    ops.ThreadIndex2D,
+    ops.BlockIndex1D,
+    ops.BlockIndex2D,
+    ops.BlockId,
+):
     _spec(_index.opname, 0, 1, "", _nullary_maker(_index))
 _spec(
     "thread.reg",

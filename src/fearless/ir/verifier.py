@@ -100,7 +100,7 @@ def _check_types(fn: Function, op: Op) -> None:
         n_values = 1 if isinstance(op, ops.AtomicRMW) else 2
         ok = (
             isinstance(arr, ArrayType)
-            and arr.atomic
+            and ops.atomic_target(arr)
             and len(op.operands) == 1 + arr.ndim + n_values
             and all(i.type == ops.I64 for i in op.indices)
             and all(v.type == ScalarType(arr.dtype) for v in op.operands[1 + arr.ndim :])

@@ -85,6 +85,13 @@ def check_launch(name: str, contract: LaunchContract, g: Dim3, b: Dim3, limits: 
             f"a block of {threads} threads is too large: {why}",
             f"use at most {limit} threads per block",
         )
+    if contract.block_1d and (b[1], b[2]) != (1, 1):
+        raise _error(
+            f"`{name}` writes one value per block under `if simt.threadIdx.x == 0:`, which one "
+            f"thread per block takes only in a 1-D block, but the block is {b}",
+            "launch with an int block, e.g. `[blocks, 256]`, or guard with "
+            "`if simt.thread.block_index_1d() == 0:`, which any block shape allows",
+        )
     # A kernel indexing its threads in fewer dimensions than the launch has would give two
     # threads one index, and two writers to one DisjointSlice element.
     unused = (g[1], g[2], b[1], b[2]) if contract.index_dims == 1 else (g[2], b[2])

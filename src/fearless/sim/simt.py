@@ -241,7 +241,7 @@ class SimKernel:
                 raise InternalError(f"the simulator has no handler for op `{op.opname}`")
             kind, fn = planner(self, op)
             ins = tuple(self._operand(v) for v in op.operands)
-            if isinstance(op, ops.Load | ops.Store) and _shared_shape(op.operands[0]):
+            if isinstance(op, _SHARED_ACCESS) and _shared_shape(op.operands[0]):
                 ins = (ins[0], self._chunk_register("chunk_block"), *ins[1:])  # a block's own copy
             elif isinstance(op, ops.Load | ops.Store) and _local_shape(op.operands[0]):
                 ins = (ins[0], self._chunk_register("chunk_lane"), *ins[1:])  # a thread's own copy
@@ -430,6 +430,8 @@ def _plan_register(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
             reg = (("block_row", "block_col") if block else ("index_row", "index_col"))[op.axis]
     elif isinstance(op, ops.BlockIndex1D):
         reg = "block_linear"
+    elif isinstance(op, ops.BlockId):
+        reg = "block_id"  # the block's linear index in the grid
     else:
         reg = "index_1d"
     s = k._slot(op.result)
@@ -450,6 +452,10 @@ def _plan_static_array(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., An
     arrays.append((k._slot(op.result), t.static_shape, numerics.storage_dtype(t.dtype)))
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
+
+
+# Ops that index a shared array: each block of a chunk has its own copy (its first axis).
+_SHARED_ACCESS = (ops.Load, ops.Store, ops.AtomicRMW, ops.AtomicCAS)
 
 
 def _shared_shape(v: core.Value) -> tuple[int, ...] | None:
@@ -559,6 +565,7 @@ _PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callabl
     ops.ThreadIndex2D: _plan_index_2d,
     ops.BlockIndex2D: _plan_index_2d,
     ops.BlockIndex1D: _plan_register,
+    ops.BlockId: _plan_register,
     ops.BlockRowIndex: _plan_block_row,  # holds its column (see index.axis)
     ops.BlockStep: _plan_simple(lambda t, k, n: t + _capped_step(k) * n),
     ops.BlockTileRow: _plan_simple(lambda r, k, n: r + _capped_step(k) * n),

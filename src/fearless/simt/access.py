@@ -5,6 +5,8 @@ Rules (DESIGN section 2, SafetyError at compile time):
   - a `DisjointSlice` is read and written only at the thread's own `ThreadIndex` (E0601):
     `c[i]` where `i = simt.thread.index_1d()`; `c[i + 1]`, `c[j]` or `c[int(i)]` are rejected
     because another thread owns those elements;
+  - one exception: `c[b]` with `b = simt.thread.block_id()` itself, the block's element,
+    which `leader.py` then allows only under a guard that one thread per block takes;
   - a 2-D `DisjointSlice` likewise only as `c[t]` with `t = simt.thread.index_2d()`:
     `c[t.row, t.col]` is two plain integers, not the witness, and is rejected too;
   - a `ThreadIndex` is never stored into an array (E0602): store `int(i)` (or `t.row`);
@@ -26,8 +28,9 @@ from ..frontend.values import Operand, PyObj, Weak
 from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
 from .chunks import COPY_HELP, Chunk, LocalRow, check_row, emit_load, emit_store, width_of
-from .coords import derived_from_coordinate
+from .coords import derived_from_block, derived_from_coordinate
 from .emitter import is_thread_index, is_thread_index_2d
+from .leader import LEADER_GUARD, is_block_id
 from .shared import check_store, is_block_index_2d
 from .ssa import SsaLowerer
 
@@ -85,13 +88,22 @@ def _indices(
             raise _chunk_as_element(name, idx_node, loc)
         if arr.type.shared is not None and write:
             check_store(lw, arr, name, [idx], loc)
-        if arr.type.disjoint and not is_thread_index(idx) and not lw.ctx.witness_off:
+        own = is_thread_index(idx) or is_block_id(idx)  # the block id: leader.py checks the rest
+        if arr.type.disjoint and not own and not lw.ctx.witness_off:
             help = None
             if is_thread_index_2d(idx):
                 help = (
                     f"this is a 2-D thread index (`index_2d()` or `block_stride`): it opens "
                     f"2-D DisjointSlices; declare `{name}` as "
                     f"`simt.DisjointSlice[fl.{arr.type.dtype.name}, 2]` (rows x columns)"
+                )
+            elif derived_from_block(idx):
+                help = (
+                    "one value per block: index it with `simt.thread.block_id()` (the block's "
+                    f"index in the grid) and write it from one thread, under `{LEADER_GUARD}` "
+                    "(or `if simt.threadIdx.x == 0:` in a 1-D block); `simt.blockIdx` and "
+                    "values computed from the block id are plain integers that open no "
+                    "DisjointSlice"
                 )
             elif derived_from_coordinate(idx):
                 help = (

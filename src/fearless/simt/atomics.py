@@ -5,11 +5,14 @@ length by the bounds pass, like a read) and returns the element's old value. A 2
 `AtomicSlice[T, 2]` takes a pair, as numba's `cuda.atomic.add(ary, (i, j), v)`: a tuple
 `(row, col)`, `simt.grid(2)`, or a 2-D ThreadIndex; each axis gets its own check. The rules
 (DESIGN 2b, SafetyError or KernelTypeError at the user's line):
-  - the array must be an `AtomicSlice` (E0611): a `Slice` is read-only, and a `DisjointSlice`
-    element belongs to one thread, so neither may be updated by any thread at any index;
+  - the array must be an `AtomicSlice` or a block's `simt.shared.array` (E0611): a `Slice` is
+    read-only, a `DisjointSlice` element belongs to one thread, and a local array to its
+    thread, so none may be updated by any thread at any index. A shared array takes atomics
+    only in a barrier phase without plain reads or writes of it (`sync_check.py`, E0632);
   - the values have the element type: weak literals adopt it, strong values must match
     (E0308), and a ThreadIndex is never stored (E0602);
-  - f16 and bf16 elements take only `add` and `sub`; `and_`, `or_`, `xor` integers; the
+  - f16 and bf16 elements take only `add` and `sub`, 8- and 16-bit integers (shared arrays
+    may hold them) none; `and_`, `or_`, `xor` integers; the
     wrapping counters `inc` and `dec` u32 and u64 (as numba); `cas` compares bit patterns;
   - the index has one integer per axis (E0308).
 Plain reads and writes of an `AtomicSlice` are refused in `access.py` (E0610).
@@ -18,7 +21,7 @@ Plain reads and writes of an `AtomicSlice` are refused in `access.py` (E0610).
 
 from __future__ import annotations
 
-from ..errors import KernelTypeError, SafetyError
+from ..errors import KernelTypeError, Location, SafetyError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand
 from ..ir import ops
@@ -63,20 +66,8 @@ def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
         )
     t = a.type
     name = a.name or "the array"
-    if not t.atomic:
-        why = (
-            "each of its elements belongs to one thread"
-            if t.disjoint
-            else "it is read-only for the whole launch"
-        )
-        raise SafetyError(
-            f"`simt.atomic.{kind}` needs an AtomicSlice, but `{name}` is a {t.kind}",
-            loc,
-            code="E0611",
-            label=f"a {t.kind}",
-            help=f"declare the parameter `{name}: simt.AtomicSlice[fl.{t.dtype.name}]`; "
-            f"a {t.kind} cannot be updated at any index because {why}",
-        )
+    if not (t.atomic or t.shared is not None):
+        raise _not_atomic(kind, name, t, loc)
     dt = t.dtype
     if kind in ops.BITWISE_ATOMIC_KINDS and not dt.is_int:
         raise KernelTypeError(
@@ -94,15 +85,42 @@ def _atomic_array(lw: SsaLowerer, call: Call, kind: str) -> Value:
             help=f"declare `{name}: simt.AtomicSlice[fl.u32]` (or fl.u64); for a signed "
             f"counter without wrapping use `simt.atomic.{'add' if kind == 'inc' else 'sub'}`",
         )
-    if dt.bits < 32 and kind not in HALF_FLOAT_KINDS:
+    if dt.bits < 32 and (dt.is_int or kind not in HALF_FLOAT_KINDS):
         raise KernelTypeError(
             f"`simt.atomic.{kind}` on {dt.name} elements is not supported",
             call.loc,
             label=f"{dt.name} elements",
-            help=f"{dt.name} elements take only `simt.atomic.add` and `simt.atomic.sub`; "
+            help=f"declare `{name}` with 32- or 64-bit elements for `{kind}`"
+            if dt.is_int
+            else f"{dt.name} elements take only `simt.atomic.add` and `simt.atomic.sub`; "
             f"declare `{name}` with f32 elements for `{kind}`",
         )
     return a
+
+
+def _not_atomic(kind: str, name: str, t: ArrayType, loc: Location) -> SafetyError:
+    """E0611: an atomic on a `Slice`, a `DisjointSlice` or a local array."""
+    if t.local is not None:
+        return SafetyError(
+            f"`simt.atomic.{kind}` updates memory that threads share, not a local array",
+            loc,
+            code="E0611",
+            label="a thread's own array",
+            help="no other thread sees a `simt.local.array`: update it with a plain read and "
+            "write, `v[k] = v[k] + x`; for a block's counters use `simt.shared.array`, for "
+            "the launch's an `simt.AtomicSlice` parameter",
+        )
+    why = "it is read-only for the whole launch"
+    if t.disjoint:
+        why = "each of its elements belongs to one thread"
+    return SafetyError(
+        f"`simt.atomic.{kind}` needs an AtomicSlice, but `{name}` is a {t.kind}",
+        loc,
+        code="E0611",
+        label=f"a {t.kind}",
+        help=f"declare the parameter `{name}: simt.AtomicSlice[fl.{t.dtype.name}]`; "
+        f"a {t.kind} cannot be updated at any index because {why}",
+    )
 
 
 def _indices(lw: SsaLowerer, call: Call, arr: Value, kind: str) -> list[Value]:

@@ -31,6 +31,7 @@ from .atomics import atomic_cas, atomic_rmw
 from .chunks import chunk_width
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
 from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule, read
+from .leader import block_id_rule
 from .printing import print_rule
 from .regions import unsafe
 from .shared import (
@@ -93,6 +94,12 @@ def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
         else lw.expr(a)
         for a in node.args
     ]
+    for a, v in zip(node.args, args, strict=True):  # `simt.atomic.add(s, ...)`: name `s`
+        named = isinstance(v, Value) and bool(v.name)
+        if isinstance(a, ast.Name) and isinstance(v, Value) and not named:
+            alloc = v.owner
+            if isinstance(alloc, ops.SharedAlloc):
+                alloc.name_array(a.id)
     call = Call(fname, obj, args, {}, loc, [lw.loc(a) for a in node.args])
     return INTRINSICS.call(lw, intrinsic, call)  # type: ignore[no-any-return]
 
@@ -139,6 +146,7 @@ _BESIDE_THEIR_OPS: list[tuple[list[Any], str, tuple[type, ...], int | None, Any]
         0,
         block_index_rule,
     ),
+    ([thread.block_id], "simt.thread.block_id", (ops.BlockId,), 0, block_id_rule),
     ([syncthreads], "simt.syncthreads", (ops.Barrier,), 0, syncthreads_rule),
     (
         [warp.shfl, warp.shfl_down, warp.shfl_xor],

@@ -94,6 +94,7 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
         index_dims=kir.index_dims,
         requires=requires,
         max_registers=contract.max_registers,
+        block_1d=kir.block_1d,
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     ir.unsafe_regions = kir.unsafe_regions

@@ -136,6 +136,28 @@ def gridsize_rule(lw: Any, call: Call) -> Value | tuple[Value, ...]:
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def derived_from_block(v: Any) -> bool:
+    """Whether the integer `v` is computed from `simt.blockIdx` or `simt.thread.block_id()`
+    and no thread register: numba's index of one value per block, not the block id itself."""
+    sources: set[str] = set()
+    _sources(v, sources, 12)
+    return "block" in sources and "thread" not in sources
+
+
+def _sources(v: Any, found: set[str], depth: int) -> None:
+    op = v.owner if isinstance(v, Value) and depth > 0 else None
+    if isinstance(op, ops.SpecialReg):
+        if op.reg.startswith("ctaid."):
+            found.add("block")
+        elif op.reg.startswith(("tid.", "laneid")):
+            found.add("thread")
+    elif isinstance(op, ops.BlockId):
+        found.add("block")
+    elif isinstance(op, ops.Binary | ops.Cast | ops.Unary):
+        for x in op.operands:
+            _sources(x, found, depth - 1)
+
+
 def derived_from_coordinate(v: Any, depth: int = 12) -> bool:
     """Whether the integer `v` is computed from a raw coordinate (a `thread.reg`)."""
     if not isinstance(v, Value) or depth == 0:

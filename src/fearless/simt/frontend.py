@@ -21,6 +21,7 @@ from ..frontend.values import Operand
 from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type, Value
 from .emitter import Emitter
+from .leader import LeaderUse, check_leaders
 from .lower import FunctionLowerer
 from .shared import shared
 from .ssa import Context
@@ -36,6 +37,8 @@ class KernelIR:
     uses_index_2d: bool = False
     # The `with simt.unsafe():` statements: the kernel is reported unsafe when there is one.
     unsafe_regions: tuple[Location, ...] = ()
+    # A leader guard `simt.threadIdx.x == 0` (leader.py): the launch's block must be 1-D.
+    block_1d: bool = False
 
     @property
     def index_dims(self) -> int:
@@ -130,8 +133,16 @@ def build_kernel_ir(
         loc = src.loc(end)
         em.emit(ops.Return(loc))
     fn.remove_unreachable()
+    leaders = LeaderUse()
     if not unsafe:
-        check_sync(fn, in_unsafe_regions(tuple(ctx.unsafe_regions)))
+        in_unsafe = in_unsafe_regions(tuple(ctx.unsafe_regions))
+        check_sync(fn, in_unsafe)
+        leaders = check_leaders(fn, in_unsafe)
     return KernelIR(
-        fn, tuple(specs), ctx.uses_index_1d, ctx.uses_index_2d, tuple(ctx.unsafe_regions)
+        fn,
+        tuple(specs),
+        ctx.uses_index_1d,
+        ctx.uses_index_2d,
+        tuple(ctx.unsafe_regions),
+        leaders.block_1d,
     )

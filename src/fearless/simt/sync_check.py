@@ -21,7 +21,13 @@ be writing it), writing the own slot in a phase with reads of other slots (a rea
 read it), any access in a phase with writes to other slots. A slot is the thread's own when the
 index is `block_index_1d()` itself (or `s[t]` with `t = block_index_2d()`).
 
-One case of both is proved race-free, the tree reduction step
+Atomics (`simt.atomic.*` on a shared array) may update any slot; in one phase a shared array
+takes either atomics or plain reads and writes, never both (E0632, pointing at both lines),
+because an atomic may hit the slot another thread reads or writes plainly, its own included.
+So numba's per-block histogram is safe: zero the own slot, barrier, atomics at any bin,
+barrier, read the own slot.
+
+One case of plain writes and reads of other slots is proved race-free, the tree reduction step
 
     if j < k:
         s[j] = s[j] + s[j + k]
@@ -216,19 +222,21 @@ def _is_own(indices: list[Value]) -> bool:
 
 
 def _shared(op: Op) -> Value | None:
-    if isinstance(op, ops.Load | ops.Store):
+    if isinstance(op, ops.Load | ops.Store | ops.AtomicRMW | ops.AtomicCAS):
         arr = op.operands[0]
         if isinstance(arr.type, ArrayType) and arr.type.shared is not None:
             return arr
     return None
 
 
-# Per shared array and phase: (writes, reads of other slots, writes of other slots). Writes are
-# None (none), a uniform value K (each under a guard `j < K`) or ANY; reads are None, K (each at
-# `j + K`) or ANY. Writes below K and reads at K or above never meet: the tree reduction step.
+# Per shared array and phase: (writes, reads of other slots, writes of other slots, the first
+# atomic, the first plain access). Writes are None (none), a uniform value K (each under a
+# guard `j < K`) or ANY; reads are None, K (each at `j + K`) or ANY. Writes below K and reads at
+# K or above never meet: the tree reduction step. Atomics and plain accesses never share a
+# phase: an atomic may hit any slot, the thread's own included.
 ANY = object()
-Phase = tuple[object, object, bool]
-_EMPTY: Phase = (None, None, False)
+Phase = tuple[object, object, bool, Op | None, Op | None]
+_EMPTY: Phase = (None, None, False, None, None)
 
 
 def _join(a: object, b: object) -> object:
@@ -236,7 +244,7 @@ def _join(a: object, b: object) -> object:
 
 
 def _join_phase(p: Phase, q: Phase) -> Phase:
-    return _join(p[0], q[0]), _join(p[1], q[1]), p[2] or q[2]
+    return _join(p[0], q[0]), _join(p[1], q[1]), p[2] or q[2], p[3] or q[3], p[4] or q[4]
 
 
 def _widen(k: object) -> object:
@@ -269,7 +277,7 @@ class _Phases:
                     back = b in self.doms[p]  # a phase across a back edge sees K change
                     for arr, ph in out.get(p, {}).items():
                         if back:
-                            ph = (_widen(ph[0]), _widen(ph[1]), ph[2])
+                            ph = (_widen(ph[0]), _widen(ph[1]), *ph[2:])
                         s[arr] = _join_phase(s.get(arr, _EMPTY), ph)
                 state_in[b] = s
                 new = self.transfer(b, dict(s), check=False)
@@ -287,7 +295,15 @@ class _Phases:
             arr = _shared(op)
             if arr is None:
                 continue
-            w, r, x = s.get(arr, _EMPTY)
+            w, r, x, atomic, plain = s.get(arr, _EMPTY)
+            if isinstance(op, ops.AtomicRMW | ops.AtomicCAS):
+                if check and plain is not None and not self.in_unsafe(op.loc):
+                    raise _mixed(op, plain, arr)
+                s[arr] = (w, r, x, atomic or op, plain)
+                continue
+            if check and atomic is not None and not self.in_unsafe(op.loc):
+                raise _mixed(op, atomic, arr)
+            plain = plain or op
             indices = op.indices  # type: ignore[attr-defined]
             own = _is_own(indices)
             write = isinstance(op, ops.Store)
@@ -303,7 +319,7 @@ class _Phases:
                 ok = not x and _disjoint(w, r)
             if check and not ok and not self.in_unsafe(op.loc):
                 raise _race(op, arr, write)
-            s[arr] = (w, r, x)
+            s[arr] = (w, r, x, atomic, plain)
         return s
 
     def uniform(self, v: Value) -> bool:
@@ -354,6 +370,35 @@ def _race(op: Op, arr: Value, write: bool) -> SafetyError:
         help="put `simt.syncthreads()` between the writes and the reads of other slots (each "
         "phase between two barriers either writes own slots or reads others'), combine "
         'values with `simt.block.reduce(v, "sum")`, or do it inside `with simt.unsafe():`',
+    )
+
+
+def _mixed(op: Op, other: Op, arr: Value) -> SafetyError:
+    """E0632: an atomic and a plain read or write of one shared array in one phase."""
+    name = arr.name or "the shared array"
+    atomic = isinstance(op, ops.AtomicRMW | ops.AtomicCAS)
+    verb = "read" if isinstance(other if atomic else op, ops.Load) else "written"
+    if atomic:
+        msg = f"`{name}` takes an atomic in a phase where it is also {verb} plainly"
+        label = "an atomic update"
+        note = f"`{name}` is {verb} without an atomic at line {other.loc.line}, with no barrier between"
+    else:
+        msg = f"`{name}` is {verb} plainly in a phase where it takes atomics"
+        label = f"a plain {'read' if verb == 'read' else 'write'}"
+        note = f"`{name}` is updated by an atomic at line {other.loc.line}, with no barrier between"
+    return SafetyError(
+        msg,
+        op.loc,
+        code="E0632",
+        label=label,
+        notes=[
+            note,
+            "an atomic may update any slot, this thread's own included, while other threads "
+            "of the block read or write it",
+        ],
+        help=f"put `simt.syncthreads()` between the plain accesses of `{name}` and its "
+        "atomics (each phase between two barriers either takes atomics or plain reads and "
+        "writes), or do it inside `with simt.unsafe():`",
     )
 
 

@@ -82,6 +82,13 @@ class _Thread:
         """The thread's linear position in its block: opens `simt.shared.array`s."""
         _only_in_kernels("block_index_1d")
 
+    def block_id(self) -> Any:
+        """The block's linear index in the grid (`blockIdx.x` in a 1-D grid), a plain int.
+        `out[b]` with `b = simt.thread.block_id()` opens this block's element of a 1-D
+        DisjointSlice under a leader guard, `if simt.thread.block_index_1d() == 0:` (or
+        `simt.threadIdx.x == 0`, which makes the launch's block 1-D): one value per block."""
+        _only_in_kernels("block_id")
+
     def block_index_2d(self, k: Any = 0) -> Any:
         """(row, col) of the thread in its block: opens 2-D `simt.shared.array`s as `s[t]`.
         With a step k: the thread's k-th row of its block's tile, (row + k * R, col), R the
