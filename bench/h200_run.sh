@@ -45,9 +45,11 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
-    new)   # this session's GPU tests alone (2026-12-04: Triton tutorial ports, decode)
-           python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_triton_tutorials_gpu.py \
-             tests/test_ops_attention.py tests/gpu/test_cutile_samples_gpu.py 2>&1 | tail -30 \
+    new)   # this session's GPU tests alone (2026-12-05: where a tensor lives, the first hour)
+           python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
+             tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
+             tests/test_simt_block_leader.py tests/test_guards.py tests/test_guards_tile.py \
+             tests/test_autotune_first_hour.py tests/test_ops_attention.py 2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
