@@ -2,9 +2,10 @@
 
 TFLOP/s counted as 2 n^3. Peers: torch (cuBLAS), Triton (the tutorial kernel, one fixed
 Hopper configuration), cuTile Python (plain tile kernel) and TileGym's tuned matmul when
-installed; the Tile track runs its `matmul_<dtype>` example (output in the input dtype). fearless
-SIMT has no shared memory yet, so its GEMM (and its CUDA C++ twin) is one thread per output
-element: far below the matrix units, and run only up to `naive_max` to bound the suite's time.
+installed; the Tile track runs its `matmul_<dtype>` example (output in the input dtype). The
+SIMT GEMM (kernels_simt.make_gemm) and its CUDA C++ twin stage 64 x 64 tiles of a and b in
+shared memory and sum in f32 on the CUDA cores: SIMT has no tensor-core `mma`, so they run far
+below the matrix units, at every size.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from . import dry, tile_track
 from .harness import Builder, Ctx, DeviceCase, Prepared, device_impls, run_device_case
 from .kernels_cuda import i64, ptr
-from .model import Record, Skip
+from .model import Record
 from .peers import Peers
 
 FAMILY = "gemm"
@@ -25,11 +26,7 @@ DTYPES = ("f16", "bf16")
 SIZES = (1024, 2048, 4096, 8192)
 QUICK_SIZES = (2048, 8192)
 CASES = tuple(f"gemm_{dt}_{n}" for dt in DTYPES for n in SIZES)
-NAIVE_NOTE = "one thread per output element, no shared memory"
-
-
-def naive_max(quick: bool) -> int:
-    return 2048 if quick else 4096
+SIMT_NOTE = "64 x 64 shared-memory tiles, 16 rows a thread, f32 FMA (no tensor cores)"
 
 
 def sizes(quick: bool) -> tuple[int, ...]:
@@ -62,31 +59,23 @@ def _gemm(ctx: Ctx, dt: str, n: int) -> list[Record]:
     def new() -> Any:
         return torch.empty(n, n, device="cuda", dtype=tdt)
 
-    def too_big() -> None:
-        limit = naive_max(ctx.quick)
-        if n > limit:
-            raise Skip(
-                f"naive GEMM ({NAIVE_NOTE}: fearless SIMT has none yet) runs only up to "
-                f"{limit}^3, to bound the suite's time"
-            )
-
     def simt() -> Prepared:
         from . import kernels_simt as K
 
-        too_big()
         ctx.peers.fearless_gpu()
         k = K.gemm_f16 if dt == "f16" else K.gemm_bf16
-        c, prep = new(), k.prepare(dry.grid(n * n))
-        af, bf, cf = a.reshape(-1), b.reshape(-1), c.reshape(-1)
-        return Prepared(lambda: k(prep, af, bf, n, n, cf), c, note=NAIVE_NOTE)
+        c, prep = new(), k.prepare(K.gemm_grid(n, n))
+        return Prepared(lambda: k(prep, a, b, c), c, note=SIMT_NOTE)
 
     def cuda_cpp() -> Prepared:
-        too_big()
+        from . import kernels_simt as K
+
         c = new()
-        args = [ptr(a), ptr(b), i64(n), i64(n), ptr(c), i64(n * n)]
-        return Prepared(
-            ctx.peers.cuda_cpp().launcher(f"gemm_{dt}", n * n, args), c, note=NAIVE_NOTE
+        args = [ptr(a), ptr(b), i64(n), i64(n), i64(n), ptr(c)]
+        launch = ctx.peers.cuda_cpp().launcher(
+            f"gemm_{dt}", n * n, args, grid=K.gemm_grid(n, n), block=(K.GEMM_TILE, K.GEMM_ROWS)
         )
+        return Prepared(launch, c, note=SIMT_NOTE)
 
     def tile() -> Prepared:
         import fearless as fl
@@ -123,7 +112,8 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
     from . import kernels_simt as K
     from .check import rel_err_numpy
 
-    m, n, k = 19, 23, 40
+    # ragged, and past one SIMT tile (64) on every axis: edge tiles and several K steps
+    m, n, k = 70, 75, 130
     rng = np.random.default_rng(13)
     out: list[Record] = []
     for dt in DTYPES:
@@ -134,15 +124,14 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
         b32 = rng.standard_normal((k, n)).astype(np.float32)
         want = kern_dtype(dt)
         a2, b2 = fl.asarray(a32, dtype=want), fl.asarray(b32, dtype=want)  # Tile: 2-D
-        a1, b1 = fl.asarray(a32.reshape(-1), dtype=want), fl.asarray(b32.reshape(-1), dtype=want)
         ref = _values(a2.numpy(), dt) @ _values(b2.numpy(), dt)
 
-        def simt(dt: str = dt, a1: Any = a1, b1: Any = b1, ref: Any = ref) -> float:
+        def simt(dt: str = dt, a2: Any = a2, b2: Any = b2, ref: Any = ref) -> float:
             kern = K.gemm_f16 if dt == "f16" else K.gemm_bf16
             dry.compile_simt(peers.arch, kern)
-            c = fl.empty(m * n, dtype=kern_dtype(dt))
-            kern[dry.grid(m * n), 256](a1, b1, n, k, c)
-            return rel_err_numpy(_values(c.numpy(), dt).reshape(m, n), ref)
+            c = fl.asarray(np.full((m, n), np.nan, np.float32), dtype=kern_dtype(dt))
+            kern[K.gemm_grid(m, n), (K.GEMM_TILE, K.GEMM_ROWS)](a2, b2, c)
+            return rel_err_numpy(_values(c.numpy(), dt), ref)
 
         def tile(
             dt: str = dt, a2: Any = a2, b2: Any = b2, ref: Any = ref, want: Any = want

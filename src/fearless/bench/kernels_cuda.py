@@ -6,7 +6,8 @@ They are the SIMT track's parity reference: each kernel is the algorithm of its 
 and square root, FMA contraction on). The block reductions follow fearless's lowering of
 `simt.block.reduce` (a shfl.down tree per warp, a shared buffer, one barrier, the totals' tree
 in every warp), the row kernels move float4 chunks as the SIMT ones do, the sum ends in
-one `atomicAdd` per block, the transpose stages 32 x 33 shared tiles. A gap between the two is a gap in fearless's codegen,
+one `atomicAdd` per block, the transpose stages 32 x 33 shared tiles, the GEMM 64 x 64 f32
+tiles of a and b. A gap between the two is a gap in fearless's codegen,
 not in the algorithm. f16 and bf16 travel as their raw 16 bits, converted with `cvt` so that
 no CUDA header is needed.
 """
@@ -197,26 +198,64 @@ extern "C" __global__ void layer_norm(const float* __restrict__ x, const float* 
     }
 }
 
-// Element i of a (m x k) @ b (k x n), row-major, summed in f32; `load` widens a 16-bit value.
+// c (m x n) = a (m x k) @ b (k x n), row-major, 16-bit operands, f32 sums: the SIMT gemm's
+// tiles (kernels_simt.make_gemm). A block of GT x GR threads owns a GT x GT tile of c, GT / GR
+// rows of one column per thread; per K step each thread stages its own slots of a's and b's
+// GT x GT tiles in shared memory as f32 (clamped load, then zero past the edges), a barrier,
+// the products, a barrier. `load` widens a 16-bit value, `store` narrows the sum.
+#define GT 64
+#define GR 4
 template <float (*load)(u16)>
-__device__ __forceinline__ float gemm_element(const u16* __restrict__ a, const u16* __restrict__ b,
-                                              long long n, long long k, long long i) {
-    long long row = i / n, col = i % n;
-    float acc = 0.0f;
-    for (long long kk = 0; kk < k; ++kk) acc += load(a[row * k + kk]) * load(b[kk * n + col]);
-    return acc;
+__device__ __forceinline__ float tile_element(const u16* __restrict__ x, long long rows,
+                                              long long cols, long long r, long long c) {
+    float e = load(x[min(r, rows - 1) * cols + min(c, cols - 1)]);
+    return (r < rows && c < cols) ? e : 0.0f;
 }
 
-extern "C" __global__ void gemm_f16(const u16* __restrict__ a, const u16* __restrict__ b,
-                                    long long n, long long k, u16* __restrict__ c, long long total) {
-    long long i = TID;
-    if (i < total) c[i] = f2h(gemm_element<h2f>(a, b, n, k, i));
+template <float (*load)(u16), u16 (*store)(float)>
+__device__ __forceinline__ void gemm_tiled(const u16* __restrict__ a, const u16* __restrict__ b,
+                                           long long m, long long n, long long k,
+                                           u16* __restrict__ c) {
+    __shared__ float sa[GT][GT];
+    __shared__ float sb[GT][GT];
+    float acc[GT / GR];
+#pragma unroll
+    for (int s = 0; s < GT / GR; ++s) acc[s] = 0.0f;
+    long long row0 = (long long)blockIdx.y * GT, col0 = (long long)blockIdx.x * GT;
+    int tx = threadIdx.x, ty = threadIdx.y;
+    for (long long k0 = 0; k0 < k; k0 += GT) {
+#pragma unroll
+        for (int s = 0; s < GT / GR; ++s) {
+            int r = ty + s * GR;
+            sa[r][tx] = tile_element<load>(a, m, k, row0 + r, k0 + tx);
+            sb[r][tx] = tile_element<load>(b, k, n, k0 + r, col0 + tx);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < GT; ++j) {
+            float bj = sb[j][tx];
+#pragma unroll
+            for (int s = 0; s < GT / GR; ++s) acc[s] = fmaf(sa[ty + s * GR][j], bj, acc[s]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int s = 0; s < GT / GR; ++s) {
+        long long r = row0 + ty + s * GR, col = col0 + tx;
+        if (r < m && col < n) c[r * n + col] = store(acc[s]);
+    }
 }
 
-extern "C" __global__ void gemm_bf16(const u16* __restrict__ a, const u16* __restrict__ b,
-                                     long long n, long long k, u16* __restrict__ c, long long total) {
-    long long i = TID;
-    if (i < total) c[i] = f2bf(gemm_element<bf2f>(a, b, n, k, i));
+extern "C" __global__ void __launch_bounds__(GT * GR)
+gemm_f16(const u16* __restrict__ a, const u16* __restrict__ b, long long m, long long n,
+         long long k, u16* __restrict__ c) {
+    gemm_tiled<h2f, f2h>(a, b, m, n, k, c);
+}
+
+extern "C" __global__ void __launch_bounds__(GT * GR)
+gemm_bf16(const u16* __restrict__ a, const u16* __restrict__ b, long long m, long long n,
+          long long k, u16* __restrict__ c) {
+    gemm_tiled<bf2f, f2bf>(a, b, m, n, k, c);
 }
 
 extern "C" __global__ void args0() {}

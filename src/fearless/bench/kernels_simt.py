@@ -22,9 +22,13 @@ a thread writes only its own element of a `DisjointSlice` and its own slot of a 
   32 x TRANSPOSE_ROWS threads: each thread moves 32 / TRANSPOSE_ROWS rows of its tile
   (`block_index_2d(k)` opens the shared tile, `tile_index_2d(k, TILE)` out), reading x and
   writing out coalesced (`make_transpose` makes the kernel for other block heights).
-- GEMM: one thread per output element, a K loop in f32 over f16/bf16 operands (`make_gemm`
-  makes one kernel per dtype); untiled, so it runs far below the matrix units (the suite runs
-  it at the smaller sizes only).
+- GEMM: shared-memory tiles (adapted from `shared_matmul` in examples/simt_kernels.py, numba's
+  `fast_matmul`): a block of GEMM_TILE x GEMM_ROWS threads computes a GEMM_TILE x GEMM_TILE
+  tile of c, GEMM_TILE / GEMM_ROWS rows of one column per thread summed in f32 in a
+  `simt.local.array` (registers); per step of K each thread stages its own slots
+  (`block_index_2d(k)`) of a GEMM_TILE x GEMM_TILE tile of a and of b in shared memory as f32,
+  a barrier, then every thread reads the tiles' rows and its column, a barrier
+  (`make_gemm` makes one kernel per dtype). CUDA cores only: no tensor cores (no `mma` in SIMT).
 
 `kernels_cuda.py` holds the same algorithms in CUDA C++: the parity reference of this file.
 No `from __future__ import annotations`: kernel annotations are evaluated as written.
@@ -301,23 +305,63 @@ def row_kernel(name: str, cols: int) -> tuple[simt.Kernel, int]:
     return ROW_KERNELS[name], ROW_THREADS
 
 
-def make_gemm(dt: DType) -> simt.Kernel:
-    """c (m x n) = a (m x k) @ b (k x n) over `dt` operands, row-major; one thread per element of
-    c, f32 sums. Every dtype's kernel is named `gemm` (as the examples' factories name theirs);
-    the module names below and the CUDA C++ twins carry the dtype."""
+# The GEMM's tile: a block computes GEMM_TILE x GEMM_TILE elements of c with GEMM_TILE x GEMM_ROWS
+# threads, GEMM_TILE / GEMM_ROWS of them each (rows r, r + GEMM_ROWS, ... of one column); the K
+# step is GEMM_TILE too. Two f32 tiles in shared memory: 2 * 64 * 64 * 4 = 32 KiB of the 48.
+GEMM_TILE = 64
+GEMM_ROWS = 4
+GEMM_PER = GEMM_TILE // GEMM_ROWS
 
-    @simt.kernel(block=BLOCK)
-    def gemm(a: simt.Slice[dt], b: simt.Slice[dt], n: int, k: int, c: simt.DisjointSlice[dt]):
-        i = simt.thread.index_1d()
-        if i < len(c):
-            row = int(i) // n
-            col = int(i) % n
-            acc = fl.f32(0.0)
-            for kk in range(k):
-                acc += fl.f32(a[row * k + kk]) * fl.f32(b[kk * n + col])
-            c[i] = dt(acc)
+
+@simt.device
+def tile_element(x, r, c):
+    """x[r, c] as f32, or 0 past x's edges: the load at the clamped index, then the choice (a
+    load behind a branch waits for it; this way a thread's loads issue together)."""
+    e = fl.f32(x[min(r, x.shape[0] - 1), min(c, x.shape[1] - 1)])
+    return e if r < x.shape[0] and c < x.shape[1] else fl.f32(0.0)
+
+
+def make_gemm(dt: DType) -> simt.Kernel:
+    """c (m x n) = a (m x k) @ b (k x n) over `dt` operands (2-D, row-major), f32 sums, through
+    shared-memory tiles (the module doc); launch `[(ceil(n / GEMM_TILE), ceil(m / GEMM_TILE)),
+    (GEMM_TILE, GEMM_ROWS)]` (`gemm_grid`). Every dtype's kernel is named `gemm` (as the
+    examples' factories name theirs); the module names below and the CUDA C++ twins carry the
+    dtype."""
+
+    @simt.kernel(block=(GEMM_TILE, GEMM_ROWS))
+    def gemm(a: simt.Slice[dt, 2], b: simt.Slice[dt, 2], c: simt.DisjointSlice[dt, 2]):
+        sa = simt.shared.array((GEMM_TILE, GEMM_TILE), fl.f32)  # a[row0 + r, k0 + j]
+        sb = simt.shared.array((GEMM_TILE, GEMM_TILE), fl.f32)  # b[k0 + j, col0 + c]
+        acc = simt.local.array(GEMM_PER, fl.f32)
+        for s in range(GEMM_PER):
+            acc[s] = 0.0
+        row0 = simt.blockIdx.y * GEMM_TILE
+        col0 = simt.blockIdx.x * GEMM_TILE
+        ty = simt.threadIdx.y
+        tx = simt.threadIdx.x
+        for step in range((a.shape[1] + GEMM_TILE - 1) // GEMM_TILE):
+            k0 = step * GEMM_TILE
+            for s in range(GEMM_PER):
+                t = simt.thread.block_index_2d(s)  # this thread's slot (ty + s * GEMM_ROWS, tx)
+                sa[t] = tile_element(a, row0 + t.row, k0 + t.col)
+                sb[t] = tile_element(b, k0 + t.row, col0 + t.col)
+            simt.syncthreads()  # every slot written: any may be read
+            for j in range(GEMM_TILE):
+                bj = sb[j, tx]
+                for s in range(GEMM_PER):
+                    acc[s] = fl.math.fma(sa[ty + s * GEMM_ROWS, j], bj, acc[s])  # one rounding
+            simt.syncthreads()  # every read done before the next step overwrites the tiles
+        for s in range(GEMM_PER):
+            g = simt.thread.tile_index_2d(s, GEMM_TILE)  # (row0 + ty + s * GEMM_ROWS, col0 + tx)
+            if g.row < c.shape[0] and g.col < c.shape[1]:
+                c[g] = dt(acc[s])
 
     return gemm
+
+
+def gemm_grid(m: int, n: int) -> tuple[int, int]:
+    """The grid of `make_gemm`'s kernels for an m x n c: one block per GEMM_TILE x GEMM_TILE tile."""
+    return (n + GEMM_TILE - 1) // GEMM_TILE, (m + GEMM_TILE - 1) // GEMM_TILE
 
 
 gemm_f16 = make_gemm(fl.f16)
