@@ -17,3 +17,20 @@ def test_no_source_file_is_over_800_lines() -> None:
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"over {MAX_LINES} lines: {long}"
+
+
+def test_only_config_reads_the_environment() -> None:
+    """DESIGN section 5: no globals read from the environment outside `config.py` (comments
+    may name os.environ; code may not)."""
+    import re
+
+    readers = {
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if p.name != "config.py"
+        and any(
+            re.search(r"\bos\.(environ|getenv|putenv)\b", line.split("#", 1)[0])
+            for line in p.read_text().splitlines()
+        )
+    }
+    assert not readers, f"read the environment outside config.py: {sorted(readers)}"

@@ -79,6 +79,43 @@ _environ_bytes: dict[bytes, bytes] | None = (
 )
 
 
+def target_env_raw() -> Any:
+    """FEARLESS_TARGET as os.environ stores it (None when unset): the same object until the
+    variable is set again, so a launcher may test it by identity (simt/api.py's warm path)."""
+    if _environ_bytes is not None:
+        return _environ_bytes.get(b"FEARLESS_TARGET")
+    return os.environ.get("FEARLESS_TARGET")
+
+
+def c_compiler() -> str | None:
+    """`CC`, the C compiler the launcher extension is built with (None: look on PATH)."""
+    return os.environ.get("CC") or None
+
+
+def raw(name: str) -> str:
+    """The variable as set (empty when unset), for messages that quote it."""
+    return os.environ.get(name, "")
+
+
+def bench_ops_budget(default: float) -> float:
+    """FEARLESS_BENCH_OPS_BUDGET_S: seconds `fearless bench` gives the ops family."""
+    value = os.environ.get("FEARLESS_BENCH_OPS_BUDGET_S", "").strip()
+    try:
+        return float(value) if value else default
+    except ValueError:
+        warnings.warn(
+            f"FEARLESS_BENCH_OPS_BUDGET_S={value!r} is not a number of seconds; using {default}",
+            stacklevel=2,
+        )
+        return default
+
+
+def child_environment(**changes: str) -> dict[str, str]:
+    """This process's environment with `changes`, for a tool fearless starts (tileiras, a
+    bench worker)."""
+    return {**os.environ, **changes}
+
+
 def set_target_override(target: str | None) -> None:
     global _target_override
     _target_override = target

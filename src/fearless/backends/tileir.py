@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import config
 from ..errors import ToolchainError
 from . import toolchain
 
@@ -75,7 +76,7 @@ def tools() -> Tools:
             help="pip install nvidia-cuda-tileiras nvidia-cuda-nvcc nvidia-nvvm "
             "(or install CUDA 13.1+ and set CUDA_HOME); `fearless doctor` checks the setup",
         )
-    env = dict(os.environ)
+    env = config.child_environment()
     root = toolchain.cuda_root_of_wheels()
     if root is not None and tileiras.is_relative_to(root):
         # tileiras prefers $CUDA_HOME's libnvvm; a system CUDA older than 13.1 makes it fail with

@@ -18,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import config
 from .harness import Ctx, format_line
 from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TRITON, Record, failed, skipped
 from .peers import Peers
@@ -31,9 +32,9 @@ TIMEOUT_S = 180
 
 def _env(cache: str) -> dict[str, str]:
     src = str(Path(__file__).resolve().parents[2])  # the folder holding the fearless package
-    path = os.environ.get("PYTHONPATH", "")
+    path = config.raw("PYTHONPATH")
     return {
-        **os.environ,
+        **config.child_environment(),
         "PYTHONPATH": f"{src}{os.pathsep}{path}" if path else src,
         "FEARLESS_CACHE_DIR": str(Path(cache) / "fearless"),
         "TRITON_CACHE_DIR": str(Path(cache) / "triton"),

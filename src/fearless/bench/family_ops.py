@@ -50,13 +50,13 @@ ragged shape, against NumPy (the record's `covers`: its cases). `op_table` summa
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import config
 from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
     BUDGET_ENV,
     BUDGET_S,
@@ -147,7 +147,7 @@ class Bench:
 
 
 def run(ctx: Ctx, selected: set[str]) -> list[Record]:
-    budget = float(os.environ.get(BUDGET_ENV, BUDGET_S))
+    budget = config.bench_ops_budget(BUDGET_S)
     start = time.perf_counter()
     out: list[Record] = []
     for spec in quick_specs() if ctx.quick else specs():

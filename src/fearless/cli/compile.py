@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if config.cache_disabled():
         print(
             f"error: the disk cache is off (FEARLESS_NO_DISK_CACHE="
-            f"{os.environ.get('FEARLESS_NO_DISK_CACHE', '')}): compiled kernels would not be "
+            f"{config.raw('FEARLESS_NO_DISK_CACHE')}): compiled kernels would not be "
             f"stored; unset it to compile into {config.cache_dir()}"
         )
         return 1

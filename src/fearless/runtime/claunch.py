@@ -105,7 +105,7 @@ def _build() -> Path:
     if target.exists():
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    compiler = config.c_compiler() or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise OSError("no C compiler (cc or gcc) on PATH")
     include = sysconfig.get_paths()["include"]
