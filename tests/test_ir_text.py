@@ -392,6 +392,8 @@ def every_op_function() -> Function:
     bt = e(ops.BlockIndex2D(loc(33))).result
     brow, bcol = (e(ops.ThreadIndexAxis(bt, axis, loc(33))).result for axis in (0, 1))
     e(ops.Store(sh, [brow, bcol], e(ops.Load(sh, [bcol, brow], loc(33))).result, loc(33)))
+    table = e(ops.ConstArray(dtypes.i16, (2, 3, 2), "0100" * 12, loc(33), "LUT")).result
+    e(ops.Load(table, [j, i, j], loc(33)))
     lane = e(ops.Constant(1, dtypes.i32, loc(34))).result
     for mode in sorted(ops.SHUFFLE_MODES):
         e(ops.WarpShuffle(mode, f, lane, loc(34)))

@@ -67,6 +67,7 @@ CODES: dict[str, str] = {
     "E0634": "barrier not reached by every thread of the block",
     "E0635": "unknown collective operation",
     "E0640": "unsupported `print` in a kernel",
+    "E0650": "module-level array a kernel cannot hold as a constant",
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
     "E0702": "arguments on different devices, or no such device",

@@ -35,6 +35,7 @@ from . import (
     llvm_atomics,
     llvm_chunks,
     llvm_collectives,
+    llvm_const,
     llvm_coords,
     llvm_loops,
     llvm_print,
@@ -419,14 +420,11 @@ class _KernelLowering:
         dtype = _array_type(array).dtype
         ty = memory_type(dtype)
         lowered = self._array(array)
-        offset = self._v(indices[0])
-        if len(indices) == 2:
-            # Row-major: r * shape[1] + c. Each axis was checked (or proved) in range, so
-            # 0 <= r * shape[1] + c < shape[0] * shape[1], the array's element count, which
-            # is far below 2^63: neither the product nor the sum wraps (nuw/nsw).
-            b = self.builder
-            row = b.mul(offset, lowered.extents[1], flags=("nuw", "nsw"))
-            offset = b.add(row, self._v(indices[1]), name="offset", flags=("nuw", "nsw"))
+        offset, b = self._v(indices[0]), self.builder
+        for axis in range(1, len(indices)):  # row-major: r * shape[1] + c (and on, in 3-D);
+            # each axis was checked (or proved) in range, so neither product nor sum wraps
+            row = b.mul(offset, lowered.extents[axis], flags=("nuw", "nsw"))
+            offset = b.add(row, self._v(indices[axis]), name="offset", flags=("nuw", "nsw"))
         ptr = self.builder.gep(lowered.ptr, [offset], inbounds=True, source_etype=ty)
         return ptr, ty, dtype.itemsize
 
@@ -576,6 +574,7 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.AtomicRMW: llvm_atomics.lower_rmw,
     ops.AtomicCAS: llvm_atomics.lower_cas,
     **llvm_shared.HANDLERS,
+    ops.ConstArray: llvm_const.lower_const_array,
     ops.WarpShuffle: llvm_collectives.lower_shuffle,
     ops.WarpVote: llvm_collectives.lower_vote,
     ops.WarpReduce: llvm_collectives.lower_warp_reduce,

@@ -38,9 +38,11 @@ class ScalarType(Type):
 @dataclass(frozen=True)
 class ArrayType(Type):
     """An array parameter: `Slice` (read-only), `DisjointSlice` (per-thread writable) or
-    `AtomicSlice` (`atomic`: read and written only by atomic ops, at any index).
+    `AtomicSlice` (`atomic`: read and written only by atomic ops, at any index); or an array
+    the kernel makes: `Shared`, `Local`, or `Const` (a module-level NumPy array, read-only).
 
-    `ndim` is 1 or 2; a 2-D array is C-contiguous (row-major), indexed `a[row, col]`.
+    `ndim` is 1 or 2 (a `Const` array: 1 to 3); an array is C-contiguous (row-major),
+    indexed `a[row, col]`.
     """
 
     dtype: DType
@@ -53,6 +55,10 @@ class ArrayType(Type):
     # A thread's own array (`simt.local.array`): its static shape; read and written by that
     # thread alone, at any index (bounds-checked).
     local: tuple[int, ...] | None = None
+    # A read-only array whose values are baked into the kernel (`const.array`, a module-level
+    # NumPy array): its shape. Unlike shared and local arrays it has no leading axis of blocks
+    # or lanes in the simulator: `static_shape` leaves it out.
+    const: tuple[int, ...] | None = None
 
     @property
     def static_shape(self) -> tuple[int, ...] | None:
@@ -61,7 +67,10 @@ class ArrayType(Type):
 
     @property
     def kind(self) -> str:
-        """The annotation's name: `Slice`, `DisjointSlice`, `AtomicSlice`, `Shared` or `Local`."""
+        """The annotation's name: `Slice`, `DisjointSlice`, `AtomicSlice`, `Shared`, `Local` or
+        `Const`."""
+        if self.const is not None:
+            return "Const"
         if self.shared is not None:
             return "Shared"
         if self.local is not None:
@@ -69,8 +78,9 @@ class ArrayType(Type):
         return "AtomicSlice" if self.atomic else "DisjointSlice" if self.disjoint else "Slice"
 
     def __str__(self) -> str:
-        if self.static_shape is not None:
-            return f"{self.kind}[{self.dtype.name}, {', '.join(map(str, self.static_shape))}]"
+        shape = self.const if self.const is not None else self.static_shape
+        if shape is not None:
+            return f"{self.kind}[{self.dtype.name}, {', '.join(map(str, shape))}]"
         rank = f", {self.ndim}" if self.ndim != 1 else ""
         return f"{self.kind}[{self.dtype.name}{rank}]"
 

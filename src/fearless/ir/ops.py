@@ -75,6 +75,10 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   shared.alloc        a block's shared-memory array of a static shape (`Shared[f32, 256]`):
                       one per thread block, its elements undefined until written; loads and
                       stores index it as a parameter array (its `len` is the static extent)
+  const.array {name, data}  a read-only array of a static shape (`Const[f32, 16]`, 1 to 3
+                      axes) holding `data`, its bytes as hex (ops_const.py): a module-level
+                      NumPy array frozen when the kernel compiled. Loads index it as a
+                      parameter array (its `len` is the static extent); nothing stores to it
   barrier             `simt.syncthreads()`: the thread waits until every thread of its block
                       has reached this barrier; shared-memory writes before it are visible
                       to every thread of the block after it. WRITE: never moved or dropped
@@ -145,6 +149,7 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     WarpShuffle,
     WarpVote,
 )
+from .ops_const import ConstArray  # noqa: F401  (re-exported as `ops.ConstArray`)
 
 BOOL = ScalarType(dtypes.bool_)
 I32 = ScalarType(dtypes.i32)

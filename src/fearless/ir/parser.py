@@ -285,6 +285,7 @@ _spec("math", None, 1, "fn", _make_math)
 _spec("index.axis", 1, 1, "axis", _make_axis)
 _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
 _spec("local.alloc", 0, 1, "", lambda s, o, a, loc: _make_local(s, loc))
+_spec("const.array", 0, 1, "name data", lambda s, o, a, loc: _make_const_array(s, a, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
 _kinded("warp.shfl", 2, "mode", ops.WarpShuffle, ops.SHUFFLE_MODES)
 _kinded("warp.vote", 1, "kind", ops.WarpVote, ops.VOTE_KINDS)
@@ -353,6 +354,20 @@ def _make_local(s: OpSyntax, loc: Location) -> Op:
     )
     assert isinstance(t, ArrayType) and t.local is not None
     return ops.LocalAlloc(t.dtype, t.local, loc)
+
+
+def _make_const_array(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
+    t = s.result_types[0] if s.result_types else None
+    _need(
+        s,
+        isinstance(t, ArrayType) and t.const is not None,
+        f"const.array gives a Const array, not {t}",
+    )
+    assert isinstance(t, ArrayType) and t.const is not None
+    name, data = attrs["name"], attrs["data"]
+    _need(s, isinstance(name, str), f"name is a string, not {name!r}")
+    _need(s, isinstance(data, str), f"data is a hex string, not {data!r}")
+    return ops.ConstArray(t.dtype, t.const, data, loc, name)
 
 
 def _make_shared(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:

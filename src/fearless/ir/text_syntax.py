@@ -162,7 +162,7 @@ def read_type(ln: Line) -> Type:
         return BLOCK_INDEX
     if t.text == "BlockIndex2D":
         return BLOCK_INDEX_2D
-    if t.text in ("Shared", "Local"):
+    if t.text in ("Shared", "Local", "Const"):
         ln.expect("punct", "[")
         d = ln.expect("name", what="a dtype")
         if d.text not in _SCALARS:
@@ -171,9 +171,12 @@ def read_type(ln: Line) -> Type:
         while ln.accept("punct", ","):
             dims.append(int(ln.expect("number", what="an extent").text))
         ln.expect("punct", "]")
-        if not 1 <= len(dims) <= 2 or min(dims) < 1:
-            raise ln.error(f"a {t.text} array has 1 or 2 positive extents", d)
+        most = 3 if t.text == "Const" else 2
+        if not 1 <= len(dims) <= most or min(dims) < 1:
+            raise ln.error(f"a {t.text} array has 1 to {most} positive extents", d)
         dt, shape = _SCALARS[d.text].dtype, tuple(dims)
+        if t.text == "Const":
+            return ArrayType(dt, False, len(dims), const=shape)
         if t.text == "Shared":
             return ArrayType(dt, False, len(dims), shared=shape)
         return ArrayType(dt, False, len(dims), local=shape)

@@ -94,7 +94,7 @@ def _check_types(fn: Function, op: Op) -> None:
             and all(i.type == ops.I64 for i in idx)
         )
         if isinstance(op, ops.Store) and isinstance(arr, ArrayType):
-            ok = ok and op.operands[-1].type == ScalarType(arr.dtype)
+            ok = ok and op.operands[-1].type == ScalarType(arr.dtype) and arr.const is None
     elif isinstance(op, ops.AtomicRMW | ops.AtomicCAS):
         arr = op.operands[0].type
         n_values = 1 if isinstance(op, ops.AtomicRMW) else 2
@@ -119,6 +119,14 @@ def _check_types(fn: Function, op: Op) -> None:
     elif isinstance(op, ops.SharedAlloc):
         t = op.result.type
         ok = isinstance(t, ArrayType) and t.shared is not None and len(t.shared) == t.ndim
+    elif isinstance(op, ops.ConstArray):
+        t = op.result.type
+        ok = (
+            isinstance(t, ArrayType)
+            and t.const is not None
+            and len(t.const) == t.ndim
+            and len(op.data) == 2 * op.nbytes
+        )
     elif isinstance(op, ops.LocalAlloc):
         t = op.result.type
         ok = isinstance(t, ArrayType) and t.local is not None and len(t.local) == t.ndim

@@ -445,11 +445,16 @@ def _plan_register(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
 
 def _plan_static_array(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     """`shared.alloc` / `local.alloc`: an array per block / per lane of each chunk, made by
-    `SimKernel.run` (they have a leading axis of blocks / lanes)."""
+    `SimKernel.run` (they have a leading axis of blocks / lanes); `const.array`: the array of
+    the op's bytes, one for every launch (read-only: nothing stores to it)."""
     t = op.result.type
-    assert isinstance(t, core.ArrayType) and t.static_shape is not None
-    arrays = k._shared_values if t.shared is not None else k._local_values
-    arrays.append((k._slot(op.result), t.static_shape, numerics.storage_dtype(t.dtype)))
+    assert isinstance(t, core.ArrayType)
+    if isinstance(op, ops.ConstArray):
+        k._env0[k._slot(op.result)] = op.values(numerics.storage_dtype(t.dtype))
+    else:
+        arrays = k._shared_values if t.shared is not None else k._local_values
+        assert t.static_shape is not None
+        arrays.append((k._slot(op.result), t.static_shape, numerics.storage_dtype(t.dtype)))
     k._uniform.add(op.result)
     return COMPUTE, _prefilled
 
@@ -574,6 +579,7 @@ _PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callabl
     ),
     ops.SharedAlloc: _plan_static_array,
     ops.LocalAlloc: _plan_static_array,
+    ops.ConstArray: _plan_static_array,
     ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
     **{cls: _plan_collective for cls in ops.COLLECTIVES},
     ops.ThreadIndexAxis: _plan_register,

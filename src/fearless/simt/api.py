@@ -216,7 +216,7 @@ class Kernel:
         self._check_globals()
         ck = self._compiled.get(arch)
         if ck is None:
-            ck = compile_for_cuda(self.spec, self.compiled_ir, arch)
+            ck = compile_for_cuda(self.spec, self.compiled_ir, arch, self._ir)
             self._compiled[arch] = ck
         return ck
 
@@ -368,7 +368,7 @@ class Kernel:
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
         self._check_globals()
-        return render_stage(self.spec, self.compiled_ir, stage, arch)
+        return render_stage(self.spec, self.compiled_ir, stage, arch, self._ir)
 
     def __repr__(self) -> str:
         return f"<simt.kernel {self.name}{' (unsafe)' if self.unsafe else ''}>"

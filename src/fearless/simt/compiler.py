@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..backends.stages import Stage, compile_cached, dump, run_stages
@@ -24,6 +26,7 @@ from ..ir.clone import clone_function
 from ..ir.core import Function
 from ..ir.printer import print_function
 from ..version import __version__
+from .constants import fingerprint
 from .frontend import build_kernel_ir
 from .passes.options import PassOptions
 from .pipeline import run_pipeline
@@ -66,6 +69,9 @@ class CompiledIR:
     fast: FastVariant | None = None
     # The kernel's `with simt.unsafe():` statements (inspect reports the kernel unsafe).
     unsafe_regions: tuple[Location, ...] = ()
+    # The module-level arrays it holds as constants, with the fingerprints of the bytes it
+    # froze (constants.py): the cache key of a build from this IR hashes these.
+    constants: tuple[tuple[Any, str], ...] = ()
 
     def ck_for_sim(self) -> CompiledKernel:
         """A CompiledKernel without code: what the simulator's error messages need."""
@@ -98,6 +104,7 @@ def compile_ir(spec: KernelSpec) -> CompiledIR:
     )
     ir = CompiledIR(kir.fn, kir.params, tuple(options.sites), c, options.checks_removed, src)
     ir.unsafe_regions = kir.unsafe_regions
+    ir.constants = kir.constants
     if not unsafe and count_checks(kir.fn):
         ir.fast = fast_variant(
             pristine, kir.params, declared, count_checks(kir.fn), kir.unsafe_regions
@@ -217,9 +224,11 @@ def global_refs(kernel: KernelSpec, src: FunctionSource | None = None) -> tuple[
     return tuple(d[2] for d in dependencies(kernel.func, src) if isinstance(d, tuple) and d[2])
 
 
-def cache_key(kernel: KernelSpec, arch: str) -> str:
+def cache_key(kernel: KernelSpec, arch: str, frozen: Sequence[tuple[Any, str]] = ()) -> str:
     """sha256 of the kernel's source, the globals it resolves (the source of each device
-    function it calls, the value of each constant), its options and the versions."""
+    function it calls, the value of each constant, the dtype, shape and bytes of each NumPy
+    array), its options and the versions. `frozen`: (array, fingerprint) of the arrays an IR
+    already compiled holds, whose bytes may have changed in place since (constants.py)."""
     import llvmlite
 
     h = hashlib.sha256()
@@ -233,6 +242,9 @@ def cache_key(kernel: KernelSpec, arch: str) -> str:
         if isinstance(obj, bool | int | float | str | DType | ArrayAnnotation):
             # an annotation alias (`In = simt.Slice[fl.f32]`) names a type: its dtype counts
             h.update(f"{name}={obj!r};".encode())
+        elif isinstance(obj, np.ndarray):
+            held = next((fp for arr, fp in frozen if arr is obj), None)
+            h.update(f"{name}={held or fingerprint(obj)};".encode())
         elif hasattr(obj, "__name__"):
             h.update(f"{name}->{getattr(obj, '__module__', '')}.{obj.__name__};".encode())
     h.update(
@@ -253,13 +265,16 @@ def cache_key(kernel: KernelSpec, arch: str) -> str:
 
 
 def compile_for_cuda(
-    kernel: KernelSpec, compiled_ir: Callable[[], CompiledIR], arch: str
+    kernel: KernelSpec,
+    compiled_ir: Callable[[], CompiledIR],
+    arch: str,
+    kept: CompiledIR | None = None,
 ) -> CompiledKernel:
     """PTX (and cubin) for `arch`, from the disk cache when this kernel was built before;
-    `compiled_ir` runs the frontend only on a miss."""
-    return compile_cached(
-        cache_key(kernel, arch), CompiledKernel, lambda: _build_cuda(compiled_ir(), arch)
-    )
+    `compiled_ir` runs the frontend only on a miss. `kept`: the IR compiled already, if any
+    (`compiled_ir` returns it): the key then hashes the array bytes that IR froze."""
+    key = cache_key(kernel, arch, kept.constants if kept is not None else ())
+    return compile_cached(key, CompiledKernel, lambda: _build_cuda(compiled_ir(), arch))
 
 
 def cuda_stages(ir: CompiledIR, variants: list[Any], arch: str) -> list[Stage]:
@@ -324,7 +339,11 @@ def _entry_name(name: str) -> str:
 
 
 def render_stage(
-    kernel: KernelSpec, compiled_ir: Callable[[], CompiledIR], stage: str, arch: str | None
+    kernel: KernelSpec,
+    compiled_ir: Callable[[], CompiledIR],
+    stage: str,
+    arch: str | None,
+    kept: CompiledIR | None = None,
 ) -> str:
     stage = stage.lower()
     if stage == "ir":
@@ -337,7 +356,7 @@ def render_stage(
     from ..runtime.target import default_arch
 
     arch = arch or default_arch()
-    ck = compile_for_cuda(kernel, compiled_ir, arch)
+    ck = compile_for_cuda(kernel, compiled_ir, arch, kept)
     if stage == "llvm":
         if "llvm" in ck.stages:
             return ck.stages["llvm"]

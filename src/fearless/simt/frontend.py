@@ -20,6 +20,7 @@ from ..frontend.source import FunctionSource
 from ..frontend.values import Operand
 from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type, Value
+from .constants import hoist
 from .emitter import Emitter
 from .leader import LeaderUse, check_leaders
 from .lower import FunctionLowerer
@@ -39,6 +40,9 @@ class KernelIR:
     unsafe_regions: tuple[Location, ...] = ()
     # A leader guard `simt.threadIdx.x == 0` (leader.py): the launch's block must be 1-D.
     block_1d: bool = False
+    # The module-level arrays read as constants, each with the fingerprint of the bytes the
+    # kernel holds (constants.py): what its cache key must hash.
+    constants: tuple[tuple[Any, str], ...] = ()
 
     @property
     def index_dims(self) -> int:
@@ -132,12 +136,14 @@ def build_kernel_ir(
         end = tree.body[-1]
         loc = src.loc(end)
         em.emit(ops.Return(loc))
+    hoist(fn, ctx.constants)
     fn.remove_unreachable()
     leaders = LeaderUse()
     if not unsafe:
         in_unsafe = in_unsafe_regions(tuple(ctx.unsafe_regions))
         check_sync(fn, in_unsafe)
         leaders = check_leaders(fn, in_unsafe)
+    frozen = tuple((arr, fp) for arr, _, fp in ctx.constants.values())
     return KernelIR(
         fn,
         tuple(specs),
@@ -145,4 +151,5 @@ def build_kernel_ir(
         ctx.uses_index_2d,
         tuple(ctx.unsafe_regions),
         leaders.block_1d,
+        frozen,
     )

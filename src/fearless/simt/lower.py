@@ -5,7 +5,8 @@ literals, assignment) with the SIMT track's CFG (ssa.py), loops (loops.py) and t
 (emitter.py). What is here: `if` with a join block, `return` (device functions return values
 to their caller), annotated assignment, short-circuit `and`/`or`, conditional expressions,
 `:=` and attribute access on values (`t.row` of a 2-D ThreadIndex). Calls (builtins, math,
-dtypes, device functions) are in calls.py; subscripts and the witness rules in access.py.
+dtypes, device functions) are in calls.py; subscripts and the witness rules in access.py;
+module-level NumPy arrays, read as constants, in constants.py.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import ast
 from collections.abc import Callable
 from functools import partial
 from typing import Any
+
+import numpy as np
 
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import unsupported
@@ -24,6 +27,7 @@ from ..ir import ops
 from ..ir.core import ArrayType, Block, ThreadIndex2DType, Value
 from .access import load, store
 from .calls import lower_call, resolve_annotation
+from .constants import const_array, const_base, load_const, refuse_store
 from .coords import Register
 from .coords import read as read_register
 from .loops import LoopLowerer
@@ -67,6 +71,8 @@ class FunctionLowerer(LoopLowerer):
     def host_operand(self, obj: object, name: str, node: ast.expr) -> Operand:
         if isinstance(obj, Register):  # `simt.threadIdx.x`, `simt.laneid`: a plain i64
             return read_register(self.em, obj.reg, self.loc(node))
+        if isinstance(obj, np.ndarray):  # a module-level array: a constant (constants.py)
+            return const_array(self, obj, name, self.loc(node))
         return super().host_operand(obj, name, node)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
@@ -93,6 +99,9 @@ class FunctionLowerer(LoopLowerer):
         lower_with(self, node)
 
     def store_subscript(self, target: ast.Subscript, value: Operand) -> None:
+        const = const_base(self, target.value)
+        if const is not None:
+            raise refuse_store(const, target, self.loc(target))
         store(self, target, value, self.loc(target))
 
     def lower_return(self, node: ast.Return) -> None:
@@ -220,6 +229,9 @@ class FunctionLowerer(LoopLowerer):
                     f"index {k.value} is out of range for a tuple of {len(held)}", self.loc(k)
                 )
             return held[k.value]  # type: ignore[no-any-return]
+        const = const_base(self, node.value)
+        if const is not None:
+            return load_const(self, node, const)
         return load(self, node, self.loc(node))
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Operand:

@@ -65,6 +65,10 @@ class Context:
     unsafe_regions: list[Location] = field(default_factory=list)
     unsafe_depth: int = 0
     shared_bytes: int = 0  # the shared arrays declared so far (shared.py)
+    # Module-level NumPy arrays read as constants (constants.py): id -> (array, its op, the
+    # fingerprint of the bytes it froze), and their bytes so far.
+    constants: dict[int, tuple[Any, ops.ConstArray, str]] = field(default_factory=dict)
+    const_bytes: int = 0
 
     @property
     def witness_off(self) -> bool:
