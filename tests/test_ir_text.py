@@ -389,6 +389,7 @@ def every_op_function() -> Function:
     e(ops.Barrier(loc(33)))
     b = e(ops.BlockId(loc(33))).result
     e(ops.Store(d1, b, e(ops.Load(d1, b, loc(33))).result, loc(33)))
+    e(ops.GridSync(loc(33)))
     bt = e(ops.BlockIndex2D(loc(33))).result
     brow, bcol = (e(ops.ThreadIndexAxis(bt, axis, loc(33))).result for axis in (0, 1))
     e(ops.Store(sh, [brow, bcol], e(ops.Load(sh, [bcol, brow], loc(33))).result, loc(33)))

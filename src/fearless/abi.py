@@ -6,7 +6,10 @@ Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this or
     the pointer, then shape[0], then shape[1] (both i64);
   - for each `ParamSpec` of kind "scalar": the value, passed as its dtype (bool as u8);
   - the launch's logical thread count (i64): grid times block, as the user launched it;
-  - last, a u64 pointer to this kernel's device error record (`ERROR_RECORD_WORDS` i64 words).
+  - a u64 pointer to this kernel's device error record (`ERROR_RECORD_WORDS` i64 words);
+  - for a cooperative kernel only (`CompiledKernel.cooperative`: it holds a grid sync), last, a
+    u64 pointer to the grid barrier's u32 counter, zeroed before each launch (the runtime's
+    `runtime/cooperative.py`), which must be made with cuLaunchCooperativeKernel.
 
 A module may also export `CompiledKernel.coarse_entry`, the same kernel running `coarsen`
 logical threads per physical thread (logical i = p + k * S for k < coarsen, p the physical
@@ -115,3 +118,6 @@ class CompiledKernel:
     fast_coarse_entry: str | None = None
     fast_assumes: tuple[Requirement, ...] = ()
     stages: dict[str, str] = field(default_factory=dict)
+    # The kernel holds `simt.cg.this_grid().sync()`: launched with cuLaunchCooperativeKernel,
+    # on a grid the GPU holds at once, with the grid barrier's counter as its last parameter.
+    cooperative: bool = False

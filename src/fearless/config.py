@@ -213,6 +213,21 @@ def sim_max_threads() -> int:
     return int(value)
 
 
+def sim_co_resident_blocks() -> int | None:
+    """FEARLESS_SIM_CO_RESIDENT_BLOCKS: the most blocks a cooperative launch (a kernel with
+    `simt.cg.this_grid().sync()`) may have on the simulator, in place of the pretend H200's
+    occupancy (`runtime/cooperative.py`); None when unset. A value that is not a positive whole
+    number raises ValueError."""
+    value = os.environ.get("FEARLESS_SIM_CO_RESIDENT_BLOCKS", "").strip().replace("_", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) <= 0:
+        raise ValueError(
+            f"FEARLESS_SIM_CO_RESIDENT_BLOCKS must be a positive whole number, not {value!r}"
+        )
+    return int(value)
+
+
 def sim_devices() -> int:
     """FEARLESS_SIM_DEVICES: how many devices the simulator pretends to have (default 1), so
     that the CPU tests cover multi-device dispatch (`fl.empty(..., device=1)`, one launch's

@@ -66,11 +66,13 @@ CODES: dict[str, str] = {
     "E0633": "barrier or collective under thread-dependent control flow",
     "E0634": "barrier not reached by every thread of the block",
     "E0635": "unknown collective operation",
+    "E0636": "grid-wide race between grid syncs",
     "E0640": "unsupported `print` in a kernel",
     "E0650": "module-level array a kernel cannot hold as a constant",
     "E0700": "launch contract violated",
     "E0701": "wrong argument type at launch",
     "E0702": "arguments on different devices, or no such device",
+    "E0703": "cooperative grid larger than the GPU holds at once",
     "E0900": "toolchain problem",
     "E0999": "internal compiler error (a bug in fearless)",
 }

@@ -37,6 +37,7 @@ from . import (
     llvm_collectives,
     llvm_const,
     llvm_coords,
+    llvm_grid,
     llvm_loops,
     llvm_print,
     llvm_shared,
@@ -52,6 +53,7 @@ from .llvm_types import (
     VOID,
     KernelAttributes,
     ParamAttributes,
+    check_param,
     constant,
     memory_type,
     value_type,
@@ -135,6 +137,7 @@ _NOT_COARSENABLE = (
     ops.SharedAlloc,
     ops.LocalAlloc,
     *ops.COLLECTIVES,
+    ops.GridSync,  # every block must run to each sync: one thread each
 )
 
 
@@ -174,9 +177,10 @@ class _KernelLowering:
             support = ModuleSupport(module, contract.block)
         self.support = support
         self.module = support.module
+        self.cooperative = ops.is_cooperative(fn)
         self.kernel = self._declare_kernel(entry)
-        self.logical_threads = self.kernel.args[-2]
-        self.err = self.kernel.args[-1]
+        hidden = self.kernel.args[-3:] if self.cooperative else [*self.kernel.args[-2:], None]
+        self.logical_threads, self.err, self.grid_barrier = hidden
         # Where a thread goes when it returns or fails a check: `ret`, or in the coarsened
         # kernel the guard of the next logical thread. Set per copy of the body.
         self.exit: ir.Block | None = None
@@ -199,13 +203,14 @@ class _KernelLowering:
             )
         arg_types: list[ir.Type] = []
         for spec, value in zip(self.specs, self.fn.params, strict=True):
-            _check_param(spec, value)
+            check_param(spec, value)
             if spec.is_array:
                 arg_types += [GLOBAL_PTR] + [I64] * spec.ndim  # pointer, extent per axis
             else:
                 arg_types.append(memory_type(spec.dtype))
         arg_types.append(I64)  # the launch's logical thread count (the coarsened kernel's bound)
         arg_types.append(GLOBAL_PTR)  # the device error record
+        arg_types += [GLOBAL_PTR] if self.cooperative else []  # the grid barrier (llvm_grid)
         kernel = ir.Function(self.module, ir.FunctionType(VOID, arg_types), entry)
         kernel.calling_convention = "ptx_kernel"
         kernel.attributes = KernelAttributes.of_contract(self.contract)
@@ -225,8 +230,9 @@ class _KernelLowering:
                     for axis, extent in enumerate(extents):
                         extent.name = f"{spec.name}.shape{axis}"
                 readonly = not spec.is_output
-                # The borrow check proved that no other argument overlaps an array.
-                attrs = ("noalias", "noundef", "captures(none)")
+                # The borrow check proved that no other argument overlaps an array (other
+                # threads' writes between grid syncs: llvm_grid.array_attributes).
+                attrs = llvm_grid.array_attributes(self.cooperative and not readonly)
                 for attr in (*attrs, "readonly") if readonly else attrs:
                     arg.attributes.add(attr)
                 arg.attributes.align = spec.dtype.itemsize
@@ -238,7 +244,8 @@ class _KernelLowering:
         self.logical_threads.name = "logical_threads"
         self.err.name = "err"
         self.err.attributes = ParamAttributes()
-        self.err.attributes.add("noalias")
+        if self.grid_barrier is None:  # (a grid sync polls the record's flag: llvm_grid)
+            self.err.attributes.add("noalias")
 
     # ------------------------------------------------------------------------------ body
 
@@ -521,25 +528,6 @@ class _KernelLowering:
         self._leave()
 
 
-# The IR array type (`ArrayType.kind`) of each array ParamKind.
-_ARRAY_KINDS = {"slice": "Slice", "disjoint": "DisjointSlice", "atomic": "AtomicSlice"}
-
-
-def _check_param(spec: ParamSpec, value: Value) -> None:
-    t = value.type
-    if spec.is_array:
-        ok = (
-            isinstance(t, ArrayType)
-            and t.dtype == spec.dtype
-            and t.kind == _ARRAY_KINDS[spec.kind]
-            and t.ndim == spec.ndim
-        )
-    else:
-        ok = isinstance(t, ScalarType) and t.dtype == spec.dtype and spec.ndim == 1
-    if not ok:
-        raise InternalError(f"parameter {spec.name!r}: ABI {spec} does not fit IR type {t}")
-
-
 def _array_type(value: Value) -> ArrayType:
     assert isinstance(value.type, ArrayType)
     return value.type
@@ -575,6 +563,7 @@ _HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
     ops.AtomicCAS: llvm_atomics.lower_cas,
     **llvm_shared.HANDLERS,
     ops.ConstArray: llvm_const.lower_const_array,
+    ops.GridSync: llvm_grid.lower_grid_sync,
     ops.WarpShuffle: llvm_collectives.lower_shuffle,
     ops.WarpVote: llvm_collectives.lower_vote,
     ops.WarpReduce: llvm_collectives.lower_warp_reduce,

@@ -15,10 +15,10 @@ import struct
 import numpy as np
 from llvmlite import ir
 
-from ..abi import LaunchContract
+from ..abi import LaunchContract, ParamSpec
 from ..dtypes import DType
 from ..errors import InternalError
-from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Type
+from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Type, Value
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -144,3 +144,23 @@ _FLOATS: dict[str, ir.Type] = {
     "f32": ir.FloatType(),
     "f64": ir.DoubleType(),
 }
+
+
+# The IR array type (`ArrayType.kind`) of each array ParamKind.
+_ARRAY_KINDS = {"slice": "Slice", "disjoint": "DisjointSlice", "atomic": "AtomicSlice"}
+
+
+def check_param(spec: ParamSpec, value: Value) -> None:
+    """An InternalError unless the kernel's IR parameter `value` has the ABI type `spec`."""
+    t = value.type
+    if spec.is_array:
+        ok = (
+            isinstance(t, ArrayType)
+            and t.dtype == spec.dtype
+            and t.kind == _ARRAY_KINDS[spec.kind]
+            and t.ndim == spec.ndim
+        )
+    else:
+        ok = isinstance(t, ScalarType) and t.dtype == spec.dtype and spec.ndim == 1
+    if not ok:
+        raise InternalError(f"parameter {spec.name!r}: ABI {spec} does not fit IR type {t}")

@@ -82,6 +82,10 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
   barrier             `simt.syncthreads()`: the thread waits until every thread of its block
                       has reached this barrier; shared-memory writes before it are visible
                       to every thread of the block after it. WRITE: never moved or dropped
+  grid.sync           `simt.cg.this_grid().sync()`: a `barrier` for the whole grid of a
+                      cooperative launch (every block resident at once): the thread waits until
+                      every thread of every block has reached it; global-memory writes and
+                      atomics before it are visible to every thread after it
   warp.shfl  mode     (value, i32 b) -> the value of another lane of the warp: `idx` lane b & 31,
                       `down` lane + b, `xor` lane ^ b (b unsigned); a lane whose source lane
                       is past 31 or past the warp's last thread gets its own value
@@ -142,12 +146,14 @@ from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Na
     BlockScan,
     BlockStep,
     BlockTileRow,
+    GridSync,
     LocalAlloc,
     SharedAlloc,
     TileRow,
     WarpReduce,
     WarpShuffle,
     WarpVote,
+    is_cooperative,
 )
 from .ops_const import ConstArray  # noqa: F401  (re-exported as `ops.ConstArray`)
 

@@ -1,4 +1,4 @@
-"""The SIMT IR's block-level ops: shared memory, the barrier, the block index, collectives.
+"""The SIMT IR's block-level ops: shared memory, the barriers, the block index, collectives.
 
 Their semantics are told with the other ops' in `ops.py`'s docstring, which re-exports them
 (`ops.SharedAlloc`, ...); they live here to keep `ops.py` short.
@@ -15,6 +15,7 @@ from .core import (
     THREAD_INDEX_2D,
     ArrayType,
     Effect,
+    Function,
     Nullary,
     Op,
     ScalarType,
@@ -124,6 +125,20 @@ class Barrier(Op):
 
     def __init__(self, loc: Location) -> None:
         super().__init__([], [], loc)
+
+
+class GridSync(Barrier):
+    """`simt.cg.this_grid().sync()`: a grid-wide barrier (a cooperative kernel's). A subclass
+    of `Barrier` because it is one for the block too: every rule of block barriers (shared
+    memory phases, the simulator's parts) holds for it, and `simt/grid_check.py` adds the
+    grid's own."""
+
+    opname = "grid.sync"
+
+
+def is_cooperative(fn: Function) -> bool:
+    """Whether `fn` holds a grid sync: it must then be launched cooperatively (abi.py)."""
+    return any(isinstance(op, GridSync) for op in fn.ops())
 
 
 SHUFFLE_MODES = frozenset(["idx", "down", "xor"])

@@ -287,6 +287,7 @@ _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc
 _spec("local.alloc", 0, 1, "", lambda s, o, a, loc: _make_local(s, loc))
 _spec("const.array", 0, 1, "name data", lambda s, o, a, loc: _make_const_array(s, a, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
+_spec("grid.sync", 0, 0, "", lambda s, o, a, loc: ops.GridSync(loc))
 _kinded("warp.shfl", 2, "mode", ops.WarpShuffle, ops.SHUFFLE_MODES)
 _kinded("warp.vote", 1, "kind", ops.WarpVote, ops.VOTE_KINDS)
 

@@ -24,7 +24,8 @@ launchers for the same reason. The generated function does exactly this, in orde
        gives pointer, rows and cols the same way;
        per scalar: bf16/bool conversion where needed;
     3. the borrow check on the (output, other) pairs of borrow.py, or the sorted sweep;
-    4. one `struct.pack_into` of all values, then cuLaunchKernel on the stream's handle;
+    4. one `struct.pack_into` of all values, then cuLaunchKernel on the stream's handle
+       (a cooperative kernel: `cooperative.GridBarriers.launch`, cuLaunchCooperativeKernel);
     5. count the launch in the error pool; synchronise and check under FEARLESS_SYNC=1.
 
 Every error goes back to a method of the plan, which explains it. Only indices and
@@ -67,6 +68,7 @@ from .contract import (
     requires_error,
     requires_values,
 )
+from .cooperative import GridBarriers, blocks_per_sm, check_co_resident
 from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import argument_error, user_location
@@ -96,8 +98,12 @@ class GpuLaunchPlan:
         self.kernel = driver.load_kernel(ck)
         self.pool = pool or default_pool()
         self.slot, record = self.pool.alloc(ck)
-        self.packer = ParamPacker(ck.params)
+        self.packer = ParamPacker(ck.params, ck.cooperative)
         self.packer.set_error_record(record)
+        # A cooperative kernel (cooperative.py): its grid barriers, and per block shape the
+        # most blocks the GPU holds at once.
+        self.barriers = GridBarriers(self.packer) if ck.cooperative else None
+        self._co_resident: dict[Dim3, int] = {}
         self.params: tuple[ParamSpec, ...] = ck.params
         arrays = [p for p in ck.params if p.is_array]
         self._array_names = [p.name for p in arrays]
@@ -125,6 +131,7 @@ class GpuLaunchPlan:
             f"{self.kernel.max_threads_per_block}",
         )
         self._cu = driver.cu()
+        self._cu_launch = self._cu.cuLaunchKernel if self.barriers is None else self.barriers.launch
         self._legacy_stream = self._cu.CUstream(0)
         self.cplan = self._compiled_plan()
         self.launch, self.launcher_source = build_launcher(self, _PACK_ERRORS)
@@ -133,6 +140,8 @@ class GpuLaunchPlan:
         """The C launcher's plan for this signature (claunch.py), or None: the Python one."""
         ck = self.ck
         assumes = ck.fast_assumes if ck.fast_entry is not None else ()
+        if ck.cooperative:  # the C launcher calls cuLaunchKernel: cooperative.py's path instead
+            return None
         if not claunch.eligible(ck.params, ck.contract.requires, assumes):
             return None
         try:
@@ -191,12 +200,35 @@ class GpuLaunchPlan:
         one_d = (g[1], g[2], b[1], b[2]) == (1, 1, 1, 1)
         if k.coarse_function is not None and one_d and gx >= self.coarse_min_blocks:
             fn, fast, gx = k.coarse_function, k.fast_coarse_function, -(-gx // self.ck.coarsen)
+        if self.barriers is not None:
+            check_co_resident(self.ck.name, g, b, self.co_resident(b), self._co_resident_why(b))
         shape = (g, b, fn, fast, gx, threads)
         if len(self._dims) >= _DIM_CACHE_MAX:
             self._dims.clear()
         with contextlib.suppress(TypeError):  # unhashable (a list): validated again next time
             self._dims[grid, block] = shape
         return shape
+
+    def co_resident(self, block: Dim3) -> int:
+        """The most blocks of this shape a cooperative launch may have: occupancy per SM (of
+        the plain and the fast entry, whichever is lower) times the SMs; asked once per shape."""
+        limit = self._co_resident.get(block)
+        if limit is None:
+            threads = block[0] * block[1] * block[2]
+            k = self.kernel
+            functions = [f for f in (k.function, k.fast_function) if f is not None]
+            per_sm = min(blocks_per_sm(f, threads) for f in functions)
+            limit = self._co_resident[block] = per_sm * max(1, self.device.sm_count)
+        return limit
+
+    def _co_resident_why(self, block: Dim3) -> str:
+        threads = block[0] * block[1] * block[2]
+        sms = max(1, self.device.sm_count)
+        per_sm = self.co_resident(block) // sms
+        return (
+            f"{per_sm} blocks of {threads} threads per SM (the occupancy of `{self.ck.name}`, "
+            f"which uses {self.kernel.num_regs} registers per thread) times {sms} SMs"
+        )
 
     # ---------------------------------------------------------------------- error paths
 
@@ -256,7 +288,7 @@ class GpuLaunchPlan:
     def _relaunch(self, err: Any, fn: Any, g: Dim3, b: Dim3, cs: Any) -> None:
         if err == self._cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a thread that never used the GPU
             driver.make_current()
-            (err,) = self._cu.cuLaunchKernel(fn, *g, *b, 0, cs, self.packer.address, 0)
+            (err,) = self._cu_launch(fn, *g, *b, 0, cs, self.packer.address, 0)
             if not err:
                 return
         raise driver.driver_error(err, f"launching `{self.ck.name}` with grid={g} block={b}")
@@ -498,7 +530,7 @@ def build_launcher(
         cplan=plan.cplan,
         claunch=claunch.module().launch if plan.cplan is not None else None,  # type: ignore[union-attr]
         CUstream=plan._cu.CUstream,
-        cu_launch=plan._cu.cuLaunchKernel,
+        cu_launch=plan._cu_launch,
         params_address=plan.packer.address,
         pool=plan.pool,
         sync_after_launch=config.sync_after_launch,

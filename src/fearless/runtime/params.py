@@ -8,7 +8,8 @@ natural alignment plus the pointer array into it, both built once from the ABI (
     2-D `a`                    ->  u64 pointer to element 0, i64 shape[0], i64 shape[1]
     scalar `x: T`              ->  T (bool as u8, f16 as IEEE half, bf16 as its 16 raw bits)
     then                       ->  i64 logical thread count of the launch
-    last                       ->  u64 pointer to the kernel's device error record
+    then                       ->  u64 pointer to the kernel's device error record
+    last, cooperative only     ->  u64 pointer to the grid barrier's counter (cooperative.py)
 
 A launch then costs one `struct.pack_into` of the changing values into that buffer (the error
 record pointer is written once), and the pointer array's address is a constant.
@@ -56,7 +57,7 @@ class ParamPacker:
     cuLaunchKernel; it stays valid (and its target stays put) as long as the packer lives.
     """
 
-    def __init__(self, params: Sequence[ParamSpec]) -> None:
+    def __init__(self, params: Sequence[ParamSpec], cooperative: bool = False) -> None:
         codes: list[str] = []
         for p in params:
             if p.is_array:
@@ -71,6 +72,10 @@ class ParamPacker:
         offsets.append(size)  # the error record pointer, written by `set_error_record`
         self._error_offset = size
         size += 8
+        self._grid_offset = size  # a cooperative kernel's grid barrier, `set_grid_barrier`
+        if cooperative:
+            offsets.append(size)
+            size += 8
         self.size = size
         self.offsets: tuple[int, ...] = tuple(offsets)
         self.count = len(offsets)
@@ -97,6 +102,11 @@ class ParamPacker:
 
     def set_error_record(self, address: int) -> None:
         struct.pack_into("<Q", self._buf, self._error_offset, address)
+
+    def set_grid_barrier(self, address: int) -> None:
+        """A cooperative kernel's grid barrier counter (written per launch, under `lock`)."""
+        assert self._grid_offset < self.size
+        struct.pack_into("<Q", self._buf, self._grid_offset, address)
 
     def to_bytes(self) -> bytes:
         """The packed parameter bytes (for tests and debugging)."""

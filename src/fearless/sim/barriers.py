@@ -12,6 +12,9 @@ one block waiting at two different barriers with nothing else left to run, is an
 (`SafetyError` E0634 naming the barrier's line), never a hang. The compiler refuses barriers
 under thread-dependent control flow (`simt/sync_check.py`), so this happens only in
 `unsafe=True` kernels and hand-written IR.
+
+A grid sync (`simt.cg.this_grid().sync()`, an `ops.GridSync`) is the same wait over every lane
+of the launch: a cooperative kernel runs as one chunk, all blocks resident as on the GPU.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ def arrive(barrier: Op, lanes: Lanes | None, ck: Chunk) -> tuple[Lanes | None, L
     if lanes is None:
         return None, None
     assert ck.returned is not None and ck.stopped is not None
+    if isinstance(barrier, ops.GridSync):
+        return _arrive_grid(barrier, lanes, ck)
     t = ck.per_block()
     blk = lanes // t
     arrived = np.bincount(blk, minlength=ck.n // t)
@@ -66,6 +71,22 @@ def arrive(barrier: Op, lanes: Lanes | None, ck: Chunk) -> tuple[Lanes | None, L
     if go.all():
         return lanes, None
     return lanes[go], lanes[~go]
+
+
+def _arrive_grid(barrier: Op, lanes: Lanes, ck: Chunk) -> tuple[Lanes | None, Lanes | None]:
+    """A grid sync: the chunk is the whole grid (`simt.py` runs a cooperative kernel in one),
+    and its lanes go on together once every lane that can still run is here. After a failed
+    check they all leave the kernel instead, as on the GPU (`backends/llvm_grid.py`)."""
+    assert ck.returned is not None and ck.stopped is not None
+    if ck.returned.any():
+        gone = int(np.argmax(ck.returned))
+        raise _not_reached(barrier, ck, gone, "returned without reaching it")
+    stopped = int(ck.stopped.sum())
+    if lanes.size + stopped < ck.n:
+        return lanes[:0], lanes
+    if stopped:
+        return lanes[:0], None  # every waiting lane retires: the launch has failed
+    return lanes, None
 
 
 def deadlock(blocks: Sequence[BlockPlan], ck: Chunk) -> SafetyError:
@@ -98,9 +119,11 @@ def deadlock(blocks: Sequence[BlockPlan], ck: Chunk) -> SafetyError:
 
 def _not_reached(barrier: Op, ck: Chunk, lane: int, what: str, at: Op | None = None) -> SafetyError:
     block, thread = ck.coords(lane)
+    grid = isinstance(barrier, ops.GridSync)
     name = "simt.syncthreads()" if isinstance(barrier, ops.Barrier) else f"simt.{barrier.opname}"
+    name = "simt.cg.this_grid().sync()" if grid else name
     return SafetyError(
-        f"`{name}` is not reached by every thread of the block",
+        f"`{name}` is not reached by every thread of the {'grid' if grid else 'block'}",
         (at or barrier).loc,
         code="E0634",
         label="some threads of the block wait here",

@@ -1,7 +1,8 @@
 """The simulator's launcher: the same checks as a GPU launch, then the IR interpreter.
 
 Arguments are validated exactly as on the GPU (count, dtypes, contiguity, the borrow check,
-the stream, the launch contract with the limits of a compute-capability-9.0 device), and a
+the stream, the launch contract with the limits of a compute-capability-9.0 device, and for
+a cooperative kernel a grid that a pretend H200 holds at once: `runtime/cooperative.py`), and a
 launch of more threads than the simulator runs is refused (`simt.check_thread_count`); a failed
 device check becomes the same `KernelIndexError` the GPU path raises. The stream then orders
 nothing: each launch runs to completion before `launch` returns.
@@ -26,6 +27,7 @@ from ..runtime.contract import (
     normalize_dims,
     requires_values,
 )
+from ..runtime.cooperative import check_co_resident, sim_co_resident
 from ..runtime.device_errors import format_index_error
 from ..runtime.graphs import sim_recording
 from ..runtime.streams import check_stream
@@ -58,6 +60,8 @@ class SimLauncher:
 
     def validate(self, grid: Dim3, block: Dim3) -> None:
         check_launch(self.name, self.contract, grid, block, SIM_LIMITS)
+        if self.sim.cooperative:  # all blocks at once, as the GPU's occupancy allows
+            check_co_resident(self.name, grid, block, *sim_co_resident(block))
         check_thread_count(self.name, grid, block)
 
     def prepared(self, grid: Dim3, block: Dim3) -> None:

@@ -9,7 +9,7 @@ arithmetic of each op.
 Lanes. Every thread of the launch is a lane. The launch runs in chunks of whole thread blocks,
 about `CHUNK_LANES` lanes each (blocks communicate only through atomics, which the GPU
 performs in any order, so running one chunk after another is one valid execution, and memory
-stays bounded). Lane j of a chunk is thread j % T of block
+stays bounded; a cooperative kernel, with grid syncs, runs as one chunk). Lane j of a chunk is thread j % T of block
 b0 + j // T, with T threads per block and blocks and threads in CUDA's linear order, x
 fastest.
 
@@ -176,6 +176,8 @@ class SimKernel:
             position[b] = k
             k += 1 + sum(isinstance(op, (ops.Barrier, *ops.COLLECTIVES)) for op in b.ops)
         self._has_barriers = k > len(order)
+        # A grid sync waits for every block: a cooperative launch runs as one chunk.
+        self.cooperative = ops.is_cooperative(fn)
         used_in = core.uses(fn)
         self._blocks = [p for b in order for p in self._plan_block(b, position, used_in)]
 
@@ -311,7 +313,7 @@ class SimKernel:
         n_blocks = g[0] * g[1] * g[2]
         if per_block == 0 or n_blocks == 0:
             return None
-        blocks_per_chunk = max(1, chunk_lanes // per_block)
+        blocks_per_chunk = n_blocks if self.cooperative else max(1, chunk_lanes // per_block)
         first: SimError | None = None
         total_steps = chunks = 0
         with np.errstate(all="ignore"):  # integers wrap; floats give inf and NaN
@@ -581,6 +583,7 @@ _PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callabl
     ops.LocalAlloc: _plan_static_array,
     ops.ConstArray: _plan_static_array,
     ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
+    ops.GridSync: _plan_simple(numerics._identity),  # likewise (a Barrier: barriers.py)
     **{cls: _plan_collective for cls in ops.COLLECTIVES},
     ops.ThreadIndexAxis: _plan_register,
     ops.SpecialReg: _plan_register,

@@ -10,6 +10,7 @@ def vecadd(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[f
 
 from .api import Kernel, PreparedLaunch, device, kernel
 from .collectives import block, warp
+from .cooperative import cg
 from .coords import WARP_SIZE as warpsize
 from .coords import blockDim, blockIdx, grid, gridDim, gridsize, laneid, threadIdx
 from .regions import unsafe
@@ -27,6 +28,7 @@ __all__ = [
     "block",
     "blockDim",
     "blockIdx",
+    "cg",
     "device",
     "grid",
     "gridDim",

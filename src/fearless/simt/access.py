@@ -67,10 +67,16 @@ def describe_operand(x: Operand, other: str = "not an array") -> str:
 
 
 def _indices(
-    lw: SsaLowerer, arr: Value, node: ast.Subscript, write: bool, pre: Operand | None = None
+    lw: SsaLowerer,
+    arr: Value,
+    node: ast.Subscript,
+    write: bool,
+    pre: Operand | None = None,
+    phased: bool = False,
 ) -> list[Value]:
     """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices;
-    `pre` is the single index already lowered (`load` looks at it first)."""
+    `pre` is the single index already lowered (`load` looks at it first). A `phased` read
+    (after a grid sync) may be at any index: `grid_check.py` judges it."""
     assert isinstance(arr.type, ArrayType)
     idx_node = node.slice
     loc = lw.loc(idx_node)
@@ -89,7 +95,7 @@ def _indices(
         if arr.type.shared is not None and write:
             check_store(lw, arr, name, [idx], loc)
         own = is_thread_index(idx) or is_block_id(idx)  # the block id: leader.py checks the rest
-        if arr.type.disjoint and not own and not lw.ctx.witness_off:
+        if arr.type.disjoint and not own and not (lw.ctx.witness_off or phased):
             help = None
             if is_thread_index_2d(idx):
                 help = (
@@ -134,7 +140,7 @@ def _indices(
         assert isinstance(t, Value)
         em = lw.em
         return [em.emit(ops.ThreadIndexAxis(t, axis, loc)).result for axis in (0, 1)]
-    if arr.type.disjoint and not lw.ctx.witness_off:
+    if arr.type.disjoint and not (lw.ctx.witness_off or phased):
         raise _not_own_index(name, write, loc, "simt.thread.index_2d()")
     if arr.type.shared is not None and write:
         check_store(lw, arr, name, values, loc)
@@ -242,7 +248,12 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
     arr = _array(lw, node)
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)
-    if arr.type.atomic and not lw.ctx.witness_off:
+    # After a grid sync, other threads' elements may be read (grid_check.py: when no write of
+    # the array runs in the same grid phase).
+    phased = (
+        lw.ctx.grid_synced and not lw.ctx.witness_off and (arr.type.disjoint or arr.type.atomic)
+    )
+    if arr.type.atomic and not (lw.ctx.witness_off or phased):
         raise _plain_atomic_access(name, False, loc, arr.type.dtype.name, arr.type.ndim)
     pre = None
     if not isinstance(node.slice, ast.Tuple | ast.Slice):
@@ -254,8 +265,12 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
         if local is not None and len(local) == 2 and _is_int(pre):
             row = LocalRow(arr, _int_index(lw, pre, name, loc), name)
             return PyObj(row, ast.unparse(node))
-    idx = _indices(lw, arr, node, write=False, pre=pre)
-    return lw.em.emit(ops.Load(arr, idx, loc)).result
+    idx = _indices(lw, arr, node, write=False, pre=pre, phased=phased)
+    op = lw.em.emit(ops.Load(arr, idx, loc))
+    own = pre is not None and (is_thread_index(pre) or is_thread_index_2d(pre))
+    if phased and (arr.type.atomic or not own):
+        lw.ctx.phased_loads.append(op)
+    return op.result
 
 
 def _is_int(x: Operand) -> bool:

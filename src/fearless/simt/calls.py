@@ -30,6 +30,7 @@ from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .chunks import chunk_width
 from .collectives import block, reduce_rule, shuffle_rule, string_literal, vote_rule, warp
+from .cooperative import GRID, cg, grid_sync_rule, this_grid_rule
 from .coords import block_thread_count, grid, grid_rule, gridsize, gridsize_rule, read
 from .leader import block_id_rule
 from .printing import print_rule
@@ -148,6 +149,8 @@ _BESIDE_THEIR_OPS: list[tuple[list[Any], str, tuple[type, ...], int | None, Any]
     ),
     ([thread.block_id], "simt.thread.block_id", (ops.BlockId,), 0, block_id_rule),
     ([syncthreads], "simt.syncthreads", (ops.Barrier,), 0, syncthreads_rule),
+    ([cg.this_grid], "simt.cg.this_grid", (), 0, this_grid_rule),
+    ([GRID.sync], "simt.cg.this_grid().sync", (ops.GridSync,), 0, grid_sync_rule),
     (
         [warp.shfl, warp.shfl_down, warp.shfl_xor],
         "simt.warp.shfl/shfl_down/shfl_xor",

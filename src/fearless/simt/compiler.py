@@ -22,6 +22,7 @@ from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
 from ..errors import CompileError, FearlessError, Location, ToolchainError
 from ..frontend.source import FunctionSource, GlobalRef, load_source, resolve_annotations
+from ..ir import ops
 from ..ir.clone import clone_function
 from ..ir.core import Function
 from ..ir.printer import print_function
@@ -331,6 +332,7 @@ def _build_cuda(ir: CompiledIR, arch: str) -> CompiledKernel:
         fast_entry=fast,
         fast_coarse_entry=fast_coarse,
         fast_assumes=ir.fast.assumes if ir.fast is not None else (),
+        cooperative=ops.is_cooperative(ir.fn),
     )
 
 

@@ -22,6 +22,7 @@ from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type, Value
 from .constants import hoist
 from .emitter import Emitter
+from .grid_check import check_grid
 from .leader import LeaderUse, check_leaders
 from .lower import FunctionLowerer
 from .shared import shared
@@ -141,6 +142,7 @@ def build_kernel_ir(
     leaders = LeaderUse()
     if not unsafe:
         in_unsafe = in_unsafe_regions(tuple(ctx.unsafe_regions))
+        check_grid(fn, ctx.phased_loads)
         check_sync(fn, in_unsafe)
         leaders = check_leaders(fn, in_unsafe)
     frozen = tuple((arr, fp) for arr, _, fp in ctx.constants.values())

@@ -69,6 +69,10 @@ class Context:
     # fingerprint of the bytes it froze), and their bytes so far.
     constants: dict[int, tuple[Any, ops.ConstArray, str]] = field(default_factory=dict)
     const_bytes: int = 0
+    # `simt.cg.this_grid().sync()` lowered so far (cooperative.py), and the loads it let read
+    # another thread's element (access.py), which grid_check.py judges on the CFG.
+    grid_synced: bool = False
+    phased_loads: list[Any] = field(default_factory=list)
 
     @property
     def witness_off(self) -> bool:

@@ -51,6 +51,7 @@ from ..ir.core import ArrayType, Block, Effect, Function, Op, ThreadIndexType, V
 from .passes.options import PassOptions
 
 _THREAD_REGS = frozenset(("tid.x", "tid.y", "tid.z", "laneid"))
+_BLOCK_REGS = frozenset(("ctaid.x", "ctaid.y", "ctaid.z"))
 _SOURCES = (ops.ThreadIndex1D, ops.ThreadIndex2D, ops.BlockIndex1D, ops.BlockIndex2D)
 
 
@@ -98,9 +99,11 @@ def _ipdom(b: Block, pdom: dict[Block, set[Block | None]]) -> Block | None:
     return None
 
 
-def divergence(fn: Function) -> tuple[dict[Block, Op], set[Value]]:
+def divergence(fn: Function, grid: bool = False) -> tuple[dict[Block, Op], set[Value]]:
     """The divergent blocks (each with the thread-dependent branch that makes it so) and the
-    thread-dependent values."""
+    thread-dependent values. With `grid`, uniform means the same for every thread of the grid
+    (`grid_check.py`): `ctaid.*` and `block.reduce` then differ too."""
+    regs = _THREAD_REGS | _BLOCK_REGS if grid else _THREAD_REGS
     order = fn.reverse_postorder()
     pdom = _post_dominators(fn, order)
     varying: set[Value] = set()
@@ -110,11 +113,13 @@ def divergence(fn: Function) -> tuple[dict[Block, Op], set[Value]]:
         changed = False
         for b in order:
             for op in b.ops:
-                if not op.results or op.results[0] in varying or type(op) is ops.BlockReduce:
+                if not op.results or op.results[0] in varying:
+                    continue
+                if type(op) is ops.BlockReduce and not grid:
                     continue  # (a block reduction gives every thread of the block one value)
                 source = (
                     isinstance(op, _SOURCES)
-                    or (isinstance(op, ops.SpecialReg) and op.reg in _THREAD_REGS)
+                    or (isinstance(op, ops.SpecialReg) and op.reg in regs)
                     or op.effect in (Effect.READ, Effect.WRITE)
                 )
                 if source or any(v in varying for v in op.operands):

@@ -1,0 +1,10 @@
+import fearless as fl
+from fearless import simt
+
+
+@simt.kernel
+def kernel(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(out):
+        out[i] = x[i]
+        simt.cg.this_grid().sync()  # error[E0633] col 9: `simt.cg.this_grid().sync()` under control flow that depends on the thread or block
