@@ -94,3 +94,24 @@ def test_editing_a_kernel_or_what_it_calls_changes_the_key(
     assert keys["kernel edited"] != keys["base"]
     assert keys["helper edited"] != keys["base"]
     assert keys["same source"] == keys["base"]  # another file, same text: the same binary
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "compiler"),
+    [(SIMT, _simt_key, simt_compiler), (TILE, _tile_key, tile_compiler)],
+    ids=["simt", "tile"],
+)
+def test_a_changed_compiler_changes_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: object, compiler: ModuleType
+) -> None:
+    """A lowering changed within one fearless version never reuses an old binary: both tracks
+    hash their compiler's source into the key (Tile did not before issue 34)."""
+    mod = _module(
+        tmp_path,
+        f"digest_{compiler.__name__.rsplit('.', 2)[1]}",
+        text.format(factor=2.0, offset=1.0),
+    )
+    assert callable(key)
+    before = key(mod)
+    monkeypatch.setattr(compiler, "compiler_digest", lambda: "another compiler")
+    assert key(mod) != before

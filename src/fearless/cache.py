@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import hashlib
 import logging
 import os
@@ -51,6 +52,21 @@ _warned_folders: set[str] = set()  # the cache folders a store failed in, logged
 class CacheWriteError(ToolchainError):
     """A compiled kernel could not be stored in the disk cache (raised within
     `stores_required()` only; elsewhere the kernel runs uncached)."""
+
+
+@functools.cache
+def source_digest(*parts: str) -> str:
+    """sha256 of fearless's own source under `parts` (files or folders of the package, paths
+    and bytes): a compiler whose source changed never reuses what an older one stored, also
+    between two builds of one version."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for part in parts:
+        path = root / part
+        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def path_of(key: str) -> Path:

@@ -8,15 +8,14 @@ FEARLESS_DUMP=ir,llvm,ptx writes each stage to FEARLESS_DUMP_DIR when it is prod
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import cache
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement, SiteInfo
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
@@ -183,17 +182,9 @@ def render_ir(ir: CompiledIR) -> str:
     return header + print_function(ir.fn)
 
 
-@functools.cache
 def compiler_digest() -> str:
-    """sha256 of the compiler's own source: a changed compiler never reuses old binaries."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for part in ("abi.py", "dtypes.py", "frontend", "ir", "simt", "backends"):
-        path = root / part
-        for f in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            h.update(f.relative_to(root).as_posix().encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()
+    """sha256 of the SIMT compiler's own source: a changed compiler never reuses old binaries."""
+    return cache.source_digest("abi.py", "dtypes.py", "frontend", "ir", "simt", "backends")
 
 
 def dependencies(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .. import cache
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
@@ -65,7 +66,8 @@ def render_ir(ir: TileIR) -> str:
 
 def cache_key(ir: TileIR, arch: str) -> str:
     """sha256 of the source, the specialisation, the hints, the tile IR (which covers the
-    globals the body resolved), the fearless version and the arch.
+    globals the body resolved), the Tile compiler's own source (a lowering changed within one
+    version never reuses an old cubin, as SIMT's key), the fearless version and the arch.
 
     It needs neither cuda-tile nor tileiras, so cubins compiled here load on a GPU machine that
     has neither (DESIGN section 7): the bytecode is a function of the tile IR for one version
@@ -76,8 +78,14 @@ def cache_key(ir: TileIR, arch: str) -> str:
     h.update(repr(ir.signature).encode())
     h.update(repr(ir.hints).encode())
     h.update(render_ir(ir).encode())
+    h.update(compiler_digest().encode())
     h.update(f"{__version__}|{arch}".encode())
     return "tile-" + h.hexdigest()
+
+
+def compiler_digest() -> str:
+    """sha256 of the Tile compiler's own source: the front end, tile IR, passes and lowering."""
+    return cache.source_digest("abi.py", "dtypes.py", "frontend", "ir", "tile", "backends")
 
 
 def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
