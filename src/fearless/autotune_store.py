@@ -22,7 +22,7 @@ from typing import Any
 
 from . import config
 from .errors import FearlessWarning
-from .runtime.location import user_stacklevel
+from .frames import user_stacklevel
 from .version import __version__
 
 MAX_ENTRY_BYTES = 1 << 20  # an entry is a few hundred bytes; a larger file is not ours

@@ -55,8 +55,9 @@ import numpy as np
 from . import autotune_store, config
 from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
+from .frames import user_stacklevel
 from .runtime import trace
-from .runtime.location import user_location, user_stacklevel
+from .runtime.location import user_location
 from .runtime.partition import Partition, start_recording, stop_recording
 
 KeySpec = Sequence[str] | Callable[..., Any] | None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FearlessWarning
+from .frames import user_stacklevel
 
 ON_WORDS = ("1", "true", "yes", "on")
 OFF_WORDS = ("0", "false", "no", "off")
@@ -38,8 +39,6 @@ def _read_flag(name: str, raw: str | None, default: bool) -> bool:
         return True
     if value in OFF_WORDS:
         return False
-    from .runtime.location import user_stacklevel  # config is a leaf; this runs rarely
-
     warnings.warn(
         f"{name}={raw!r} is neither on ({'/'.join(ON_WORDS)}) nor off ({'/'.join(OFF_WORDS)}); "
         f"fearless reads it as its default, {'on' if default else 'off'}",

@@ -1,32 +1,28 @@
 """Where in the user's code a launch-time error happened: the first frame outside fearless
 (and outside torch, whose dispatcher stands between a user's call of `torch.ops.fearless.<op>`
-and the operator's code).
+and the operator's code), as the leaf `frames.py` tells them apart.
 
 Called on error paths, and where a location must be recorded for a later error (`partition()`
 records where the tensor moved). Both lookups it makes are cached: whether a file is inside
-the package (a path resolution) by file name, and an instruction's source position (a scan of
-the code object's position table) by code object and instruction, so a call from a line seen
-before costs a frame walk of a few microseconds.
+the package (a path resolution: `frames.inside_fearless`) by file name, and an instruction's
+source position (a scan of the code object's position table) by code object and instruction,
+so a call from a line seen before costs a frame walk of a few microseconds.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 from types import CodeType, FrameType
 
 from ..errors import KernelTypeError, Location, MovedError
-
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent
-# The CLI (`fearless demo`) launches kernels as a user would: its frames count as user code.
-_CLI_DIR = _PACKAGE_DIR / "cli"
+from ..frames import inside_fearless
 
 
 def user_location() -> Location | None:
     """The innermost calling frame whose file is not inside the fearless package."""
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and _inside_fearless(frame.f_code.co_filename):
+    while frame is not None and inside_fearless(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
@@ -37,17 +33,6 @@ def user_location() -> Location | None:
         col = positions[2] or 0
         end_line, end_col = positions[1], positions[3]
     return Location(frame.f_code.co_filename, line, col, end_line, end_col)
-
-
-def user_stacklevel() -> int:
-    """The `stacklevel` that makes a warning raised by the caller point at the user's line (the
-    first frame outside fearless), however deep inside fearless the caller is."""
-    frame: FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None and _inside_fearless(frame.f_code.co_filename):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def argument_error(message: str, help: str | None = None) -> KernelTypeError:
@@ -73,23 +58,6 @@ def check_not_moved(moved_at: Location | None, message: str, note: str, help: st
                 ", by an earlier run of this same line (a loop, or another call of its function)"
             )
         raise MovedError(message, here, notes=[where], help=help)
-
-
-@functools.lru_cache(maxsize=1024)
-def _inside_fearless(filename: str) -> bool:
-    """Whether frames of `filename` are fearless's (or torch's, once torch is loaded: no torch
-    frame exists before that, so a cached answer stays right)."""
-    if filename.startswith("<fearless"):  # generated code (launch.py's generated launchers)
-        return True
-    try:
-        path = Path(filename).resolve()
-        if path.is_relative_to(_PACKAGE_DIR):
-            return not path.is_relative_to(_CLI_DIR)
-        torch = sys.modules.get("torch")
-        torch_file = getattr(torch, "__file__", None)
-        return torch_file is not None and path.is_relative_to(Path(torch_file).resolve().parent)
-    except (OSError, ValueError):
-        return False
 
 
 @functools.lru_cache(maxsize=4096)
