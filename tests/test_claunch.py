@@ -1,4 +1,4 @@
-"""The compiled warm launcher (runtime/claunch.py, claunch.c) on the CPU: a fake driver's
+"""The compiled warm launcher (runtime/claunch.py, claunch_simt.c) on the CPU: a fake driver's
 cuLaunchKernel (a ctypes callback) stands for libcuda's. For each signature the C path must
 pack exactly the bytes the Python launcher packs, and hand back to it (launching nothing)
 whatever is not the common case, so that the Python launcher raises its own error."""
@@ -45,7 +45,7 @@ def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         why = str(claunch.unavailable_reason())
         if "no C compiler" not in why and "no Python.h" not in why:
             pytest.fail(
-                f"claunch.c or claunch_tile.c does not build here: {why}"
+                f"the claunch*.c sources do not build here: {why}"
             )  # a broken source, not a gap
         pytest.skip(f"no compiled launcher here: {why}")
     calls = Calls()
@@ -447,7 +447,7 @@ def test_the_tile_warm_path_decides_the_default_stream_in_c(
     tile_c: tuple[Calls, TileCu], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`None` for the stream: torch's current one, or the Python path inside `fl.graph` or
-    while torch captures (claunch_prepared.c reads streams.py's globals)."""
+    while torch captures (claunch_streams.c reads streams.py's globals)."""
     from fearless.runtime import streams
     from fearless.runtime.target import Target
 

@@ -1,4 +1,4 @@
-"""claunch.c's read of torch tensors through DLPack's C exchange API (`dl_read`), on CPU
+"""claunch_common.c's read of torch tensors through DLPack's C exchange API (`dl_read`), on CPU
 tensors (`dl_view` takes them as if they were on the GPU): the pointer, shape and contiguity
 it finds must be torch's own `data_ptr()`, `shape` and `is_contiguous()` for every view."""
 

@@ -1,5 +1,5 @@
-"""The compiled warm launcher: claunch.c, claunch_tile.c and claunch_prepared.c, built with the
-system's C compiler at first use.
+"""The compiled warm launcher: the C units claunch_*.c and the module claunch.c over them, built
+with the system's C compiler at first use.
 
 A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
 bf16 scalar to convert) and whose `requires=` relations and fast-variant assumptions compare
@@ -11,7 +11,8 @@ itself, without the interpreter and without cuda.bindings' argument conversion. 
 (another array type, a NumPy array, a wrong dtype, an overlap) returns -1 before launching,
 and the Python launcher runs as before: it explains every error. A prepared launch
 (`kernel.prepare`) binds its configuration in C once, so that `k(prep, *args)` is one C call
-(claunch_prepared.c); launches on the default stream decide it in C as streams.py does.
+(claunch_prepared.c); launches on the default stream decide it in C as streams.py does
+(claunch_streams.c).
 
 The module is compiled once per source, Python version and platform into the cache directory
 (`FEARLESS_CACHE_DIR/claunch/`), like Triton's launcher. Where no C compiler or no Python
@@ -43,9 +44,11 @@ from .arrays import DEVICE_ID
 from .borrow import output_pairs
 
 _HERE = Path(__file__).parent
-# one module; claunch.h between them
-_SOURCES = (_HERE / "claunch.c", _HERE / "claunch_tile.c", _HERE / "claunch_prepared.c")
-_HEADER = _HERE / "claunch.h"
+# one module: each unit's header declares what its .c defines, and no unit includes or calls one
+# above it (claunch_common.h draws them; tools/check_imports.py holds it)
+_UNITS = ("claunch_common", "claunch_streams", "claunch_simt", "claunch_prepared", "claunch_tile")
+_SOURCES = (*(_HERE / f"{u}.c" for u in _UNITS), _HERE / "claunch.c")
+_HEADERS = tuple(_HERE / f"{u}.h" for u in _UNITS)
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _why: str | None = None  # set once building or loading failed
@@ -95,7 +98,7 @@ def unavailable_reason() -> str | None:
 
 
 def _build() -> Path:
-    source = b"".join(f.read_bytes() for f in (*_SOURCES, _HEADER))
+    source = b"".join(f.read_bytes() for f in (*_SOURCES, *_HEADERS))
     tag = hashlib.sha256(
         source + sys.version.encode() + sysconfig.get_platform().encode()
     ).hexdigest()[:16]
@@ -245,7 +248,7 @@ def make_plan(
     )
 
 
-# struct codes (runtime/params.py) of the values a Tile launch packs -> claunch.h's kinds
+# struct codes (runtime/params.py) of the values a Tile launch packs -> claunch_common.h's kinds
 TILE_KINDS = {
     "?": 30, "b": 10, "h": 11, "i": 12, "q": 13, "B": 14, "H": 15, "I": 16, "Q": 31,
     "f": 18, "d": 19,
@@ -292,7 +295,7 @@ _DLPACK_OWN_CODES = {"bf16": 4, "f8e4m3fn": 10, "f8e5m2": 12}
 
 
 def dlpack_code(dtype: DType) -> int:
-    """`dtype` as a DLPack data type, code << 8 | bits (one lane): what claunch.c's dl_read
+    """`dtype` as a DLPack data type, code << 8 | bits (one lane): what claunch_common.c's dl_read
     compares a torch tensor's DLPack description with."""
     code = _DLPACK_OWN_CODES.get(dtype.name, _DLPACK_CODES[dtype.kind])
     return code << 8 | dtype.bits

@@ -1,7 +1,8 @@
-/* The Tile track's compiled launches (runtime/claunch.py builds this with claunch.c into one
- * module): a prepared launch packed and launched (`tile_launch`), and tile/fastpath.py's warm
- * path (`tile_warm`). Shared declarations: claunch.h. */
-#include "claunch.h"
+/* The Tile track's compiled launches (runtime/claunch.py builds them into the module): a
+ * prepared launch packed and launched (`tile_launch`), and tile/fastpath.py's warm path
+ * (`tile_warm`). */
+#include "claunch_tile.h"
+#include "claunch_streams.h"
 
 /* ----------------------------------------------------------------------------- Tile
  * A prepared Tile launch (tile/launch_gpu.py's GpuLaunch): the values that change per launch

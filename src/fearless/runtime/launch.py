@@ -355,7 +355,7 @@ def build_launcher(
         # The compiled launcher (claunch.py) takes the common case whole; -1: it launched
         # nothing, and the Python checks below run and explain.
         lines += [
-            # None: the default stream, which claunch_prepared.c decides as streams.py would
+            # None: the default stream, which claunch_streams.c decides as streams.py would
             "    h = None if stream is None else (stream._handle if type(stream) is Stream else -1)",
             "    if h != -1 and type(args) is tuple:",
             "        r = claunch(cplan, fnc, fast, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"

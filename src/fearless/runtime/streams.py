@@ -67,7 +67,7 @@ def keep_if_captured(args: Any, stream: Any) -> None:
 
 
 # torch's raw current-stream getter and its "is the current stream capturing" test, once torch
-# has initialised CUDA. claunch_prepared.c reads these globals (and calls the function below)
+# has initialised CUDA. claunch_streams.c reads these globals (and calls the function below)
 # by name: the compiled launchers decide the default stream as this module does.
 _torch_current: Callable[[int], int] | None = None
 _torch_capturing: Callable[[], bool] | None = None

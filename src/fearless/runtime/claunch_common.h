@@ -1,6 +1,15 @@
-/* What claunch.c (SIMT plans, the module) and claunch_tile.c (Tile launches) share. */
-#ifndef FEARLESS_CLAUNCH_H
-#define FEARLESS_CLAUNCH_H
+/* What every compiled launcher shares (claunch_common.c defines it): the Python and C headers,
+ * the kinds of packed values, tuple and attribute readers, scalar packing, the capsules that
+ * own a plan, and a tensor read through DLPack's C ABI. The units of the module and what each
+ * includes, lowest first (runtime/claunch.py builds them into one module):
+ *   claunch_common   (this)
+ *   claunch_streams  the default stream and a launch's function, as streams.py decides them
+ *   claunch_simt     SIMT launch plans            claunch_tile  Tile launches and warm path
+ *   claunch_prepared prepared SIMT launches (over claunch_simt)
+ *   claunch.c        the module: its method table and init, over all of them
+ * No unit includes or calls one above it (tools/check_imports.py holds it). */
+#ifndef FEARLESS_CLAUNCH_COMMON_H
+#define FEARLESS_CLAUNCH_COMMON_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,7 +28,7 @@ enum {
     K_BOOL = 30, K_PTR = 31 /* Tile launches (claunch_tile.c) */
 };
 
-/* shared between the two sources of one extension module, exported by neither */
+/* shared between the sources of one extension module, exported by none */
 #define FL_INTERNAL __attribute__((visibility("hidden")))
 
 FL_INTERNAL int as_ssize(PyObject *t, Py_ssize_t i, Py_ssize_t *out);
@@ -29,7 +38,7 @@ FL_INTERNAL int copy_params(char *buffer, void **kernel_params, unsigned long lo
 FL_INTERNAL void *plan_arg(PyObject *const *a, Py_ssize_t nargs, Py_ssize_t want,
                            const char *name, const char *capsule);
 /* A capsule named `name` that owns `p`: `release(p)` runs when it is freed, or at once, with NULL
- * returned, when it cannot be made (the one destructor of every plan: claunch.c). */
+ * returned, when it cannot be made (the one destructor of every plan). */
 FL_INTERNAL PyObject *owning_capsule(void *p, const char *name, void (*release)(void *));
 FL_INTERNAL Py_ssize_t slot_offset(PyObject *type, const char *name);
 FL_INTERNAL int attr_is(PyObject *o, PyObject *name, int call, PyObject *want);
@@ -64,30 +73,12 @@ enum { DL_REFUSED = 0, DL_OK = 1, DL_NONE = -1 };
 FL_INTERNAL int dl_read(PyObject *o, int want, long device, long long *ptr, DLTensorABI *t);
 FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t);
 
-/* interned attribute names (claunch.c) */
+/* torch_key(tensor) and dl_view(tensor, want, device): methods of the module (claunch.c) */
+FL_INTERNAL PyObject *torch_key(PyObject *self, PyObject *o);
+FL_INTERNAL PyObject *dl_view(PyObject *self, PyObject *args);
+
+/* interned attribute names of a torch.Tensor, made by common_intern */
 extern FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
-
-/* claunch.c: a SIMT plan, and its checks, packing and launch of args[first:] */
-typedef struct Plan Plan;
-FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, void *fn,
-                                  void *fast, const unsigned *dims, long long nthreads,
-                                  unsigned long long stream);
-
-/* claunch_prepared.c */
-FL_INTERNAL void *function_address(PyObject *f);
-FL_INTERNAL int default_stream(unsigned long long *out);
-FL_INTERNAL int stream_arg(PyObject *h, unsigned long long *out);
-FL_INTERNAL PyObject *use_streams(PyObject *self, PyObject *args);
-FL_INTERNAL PyObject *prepared_bind(PyObject *self, PyObject *args);
-FL_INTERNAL PyObject *prepared_run(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
-FL_INTERNAL int prepared_intern(void);
-
-/* claunch_tile.c */
-FL_INTERNAL PyObject *tile_plan(PyObject *self, PyObject *args);
-FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
-FL_INTERNAL PyObject *tile_warm_plan(PyObject *self, PyObject *args);
-FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t nargs);
-FL_INTERNAL PyObject *tile_warm_forget(PyObject *self, PyObject *capsule);
-FL_INTERNAL int tile_intern(void);
+FL_INTERNAL int common_intern(void);
 
 #endif
