@@ -42,10 +42,13 @@ test: $(STAMP)
 	rm -rf $(TEST_CACHE)
 	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q -n auto
 
+# The import rules (no cycle among files or packages, C included; no import up the layers of
+# docs/design.md §2.1) are tools/check_imports.py, which tests/test_house_rules.py runs too.
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests tools
+	$(BIN)/ruff format --check src tests tools
 	$(BIN)/mypy
+	$(BIN)/python tools/check_imports.py
 
 # The benchmark suite (bench/README.md): on the GPU, results in bench/results/; with no GPU,
 # `make bench BENCH_ARGS=--dry-run` compiles every case and checks it on the simulator.
@@ -60,8 +63,8 @@ apidocs: $(STAMP)
 
 # Rewrites the code the way `make lint` wants it: import order and fixable rules, then layout.
 format: $(STAMP)
-	$(BIN)/ruff check --fix-only --quiet src tests
-	$(BIN)/ruff format src tests
+	$(BIN)/ruff check --fix-only --quiet src tests tools
+	$(BIN)/ruff format src tests tools
 
 # Build outputs and caches; the venv stays (rm -rf .venv to rebuild it).
 clean:

@@ -1,12 +1,20 @@
 """The house rules of docs/design.md that a test can hold: no file in src/fearless is over 800
 lines (DESIGN section 5: a module near 800 lines is a sign it holds two responsibilities;
-split it by responsibility, never by trimming lines to meet the number)."""
+split it by responsibility, never by trimming lines to meet the number); only config.py reads
+the environment; no import cycle among files or packages, C includes and calls counted, and no
+import up the layers (tools/check_imports.py, which `make lint` runs too)."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
-SRC = Path(__file__).parents[1] / "src" / "fearless"
+import pytest
+
+REPO = Path(__file__).parents[1]
+SRC = REPO / "src" / "fearless"
 MAX_LINES = 800
 
 
@@ -34,3 +42,56 @@ def test_only_config_reads_the_environment() -> None:
         )
     }
     assert not readers, f"read the environment outside config.py: {sorted(readers)}"
+
+
+@pytest.fixture(scope="module")
+def imports() -> ModuleType:
+    """tools/check_imports.py, the house's import checker (a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_imports", REPO / "tools" / "check_imports.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_cycles_and_no_import_up_the_layers(imports: ModuleType) -> None:
+    """DESIGN section 5: no import cycles among files or packages (function-local and
+    TYPE_CHECKING imports, C includes and calls between C files counted), and each package
+    imports only the layers below it (docs/design.md §2.1; `LAYERS` in the checker)."""
+    report = imports.check()
+    assert report.edges, "the checker read no imports at all"
+    assert report.clean, "\n".join(report.lines())
+
+
+def test_the_import_checker_sees_what_hides_a_cycle(imports: ModuleType, tmp_path: Path) -> None:
+    """A cycle through a function-local import, one through a TYPE_CHECKING import, a package
+    cycle, an import up the layers, and a C include circle are each found."""
+    pkg = tmp_path / "src" / "fearless"
+    (pkg / "ir").mkdir(parents=True)
+    (pkg / "runtime").mkdir()
+    files = {
+        "__init__.py": "",
+        "config.py": "def f():\n    from .runtime import location\n",
+        "errors.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import dtypes\n",
+        "dtypes.py": "from . import errors\n",
+        "ir/__init__.py": "",
+        "ir/core.py": "from ..runtime.location import x\n",
+        "runtime/location.py": "from .. import config\nx = 1\n",
+        "runtime/a.c": '#include "b.h"\nint a(void) { return b(); }\n',
+        "runtime/b.h": "int b(void);\n",
+        "runtime/b.c": "int a(void);\nint b(void) { return a(); }\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    report = imports.check(pkg)
+    assert report.file_cycles == [
+        ["src/fearless/config.py", "src/fearless/runtime/location.py"],
+        ["src/fearless/dtypes.py", "src/fearless/errors.py"],
+        ["src/fearless/runtime/a.c", "src/fearless/runtime/b.c"],
+    ]
+    assert report.package_cycles == [["config", "runtime"], ["dtypes", "errors"]]
+    assert any("ir -> runtime runs up the layers" in f for f in report.layer_findings)
+    assert any("config -> runtime runs up the layers" in f for f in report.layer_findings)
