@@ -303,12 +303,12 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # On the GPU the tuner first calls each configuration with Tile launches compiling on
-    # worker threads (tile/ahead.py), then times them. Here the launches are made to take the
+    # worker threads (tile/compile_ahead.py), then times them. Here the launches are made to take the
     # ahead path on the simulator: none may run, and each configuration's cubin is waiting.
     import importlib
 
     from fearless.backends import toolchain
-    from fearless.tile import ahead
+    from fearless.tile import compile_ahead as ahead
 
     kernel_module = importlib.import_module("fearless.tile.kernel")
 
@@ -341,7 +341,7 @@ def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:
     import threading
 
     from fearless.runtime.target import Target
-    from fearless.tile import ahead
+    from fearless.tile import compile_ahead as ahead
 
     seen: list[bool] = []
     with ahead.compile_ahead(1):

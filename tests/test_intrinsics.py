@@ -10,14 +10,15 @@ import pytest
 
 import fearless as fl
 from fearless import simt, tile
-from fearless.backends import llvm_lower, tileir_lower
+from fearless.backends.llvm import lower as llvm_lower
+from fearless.backends.tileir import lower as tileir_lower
 from fearless.errors import CompileError, Location
 from fearless.frontend.intrinsics import Backend, Call, IntrinsicTable
-from fearless.ir import ops as simt_ops
-from fearless.ir import tile_ops
 from fearless.ir.core import Op
+from fearless.ir.simt import ops as simt_ops
+from fearless.ir.tile import ops as tile_ops
 from fearless.sim import simt as sim_simt
-from fearless.sim import tile as sim_tile
+from fearless.sim.tile import interpreter as sim_tile
 from fearless.simt.calls import INTRINSICS as SIMT
 from fearless.tile.api import KERNEL_FUNCTIONS
 from fearless.tile.intrinsics import INTRINSICS as TILE

@@ -10,10 +10,10 @@ import pytest
 import fearless as fl
 from fearless import dtypes, simt
 from fearless.errors import InternalError, Location
-from fearless.ir import ops
 from fearless.ir.core import ArrayType, Function, ScalarType
-from fearless.ir.printer import print_function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.printer import print_function
+from fearless.ir.simt.verifier import verify
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import simt_kernels as K

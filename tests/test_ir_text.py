@@ -1,4 +1,4 @@
-"""The IR's text form read back (`ir/parser.py`) and the deep copy of a function (`ir/clone.py`).
+"""The IR's text form read back (`ir/simt/parser.py`) and the deep copy of a function (`ir/clone.py`).
 
 The round trip print -> parse -> print must give the same text, and the parsed function must
 verify, for every SIMT kernel of the project, built through the real frontend and pipeline:
@@ -31,7 +31,6 @@ import fearless as fl
 from fearless import dtypes, simt
 from fearless.errors import FearlessError, InternalError, Location
 from fearless.frontend.source import resolve_annotations
-from fearless.ir import ops
 from fearless.ir.clone import clone_function
 from fearless.ir.core import (
     THREAD_INDEX,
@@ -44,9 +43,10 @@ from fearless.ir.core import (
     Type,
     Value,
 )
-from fearless.ir.parser import IRParseError, parse_function, parse_type
-from fearless.ir.printer import print_function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.parser import IRParseError, parse_function, parse_type
+from fearless.ir.simt.printer import print_function
+from fearless.ir.simt.verifier import verify
 from fearless.simt.frontend import build_kernel_ir
 from fearless.simt.passes.options import PassOptions
 from fearless.simt.pipeline import run_pipeline
@@ -287,7 +287,7 @@ def test_clone_derives_each_variant_without_the_frontend(kid: str) -> None:
 
 
 def every_op_function() -> Function:
-    """A function holding every op kind of ir/ops.py and every type of ir/core.py."""
+    """A function holding every op kind of ir/simt/ops.py and every type of ir/core.py."""
     fn = Function("all_ops", LOC)
     entry = fn.new_block("entry")
 

@@ -19,14 +19,14 @@ from filecheck.options import Options
 
 from fearless import dtypes as dt
 from fearless.abi import LaunchContract, ParamSpec
-from fearless.backends.llvm import compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.dtypes import DType
 from fearless.errors import InternalError, Location, ToolchainError
-from fearless.ir import ops
 from fearless.ir.core import ArrayType, Block, Function, ScalarType, Value
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.verifier import verify
 
 LOC = Location("kernels.py", 1, 0)
 ARCHS = ("sm_80", "sm_90", "sm_90a")
@@ -380,8 +380,8 @@ def test_first_compile_of_vecadd_is_fast() -> None:
         import time
         import test_llvm as t
         kb = t.vecadd()
-        from fearless.backends.llvm import compile_ptx
-        from fearless.backends.llvm_lower import lower_function
+        from fearless.backends.llvm.ptx import compile_ptx
+        from fearless.backends.llvm.lower import lower_function
         from fearless.abi import LaunchContract
         t0 = time.perf_counter()
         module = lower_function(kb.fn, kb.specs, LaunchContract(block=(256, 1, 1)), "vecadd")

@@ -16,8 +16,8 @@ from filecheck.options import Options
 
 import fearless as fl
 from fearless import simt
-from fearless.backends.llvm import coarsenable, compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import coarsenable, compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.errors import InternalError
 

@@ -1,4 +1,4 @@
-"""Every scalar op of ir/ops.py through the LLVM backend, for every type it takes.
+"""Every scalar op of ir/simt/ops.py through the LLVM backend, for every type it takes.
 
 Each test builds small elementwise kernels (see `test_llvm.elementwise`), checks what matters in
 the LLVM IR or PTX (unsigned ops for unsigned types, libdevice linked, no FTZ in our arithmetic)
@@ -14,8 +14,8 @@ import pytest
 from fearless import dtypes as dt
 from fearless.backends.toolchain import find_libdevice, find_ptxas
 from fearless.dtypes import DType
-from fearless.ir import ops
 from fearless.ir.core import Value
+from fearless.ir.simt import ops
 
 from test_llvm import LOC, KernelBuilder, assemble_everywhere, elementwise  # isort: skip
 

@@ -23,9 +23,9 @@ import pytest
 from llvmlite import ir
 
 from fearless import dtypes as dt
-from fearless.backends.llvm_arith import ScalarEmitter
-from fearless.backends.llvm_support import ModuleSupport
-from fearless.backends.llvm_types import scalar_type
+from fearless.backends.llvm.arith import ScalarEmitter
+from fearless.backends.llvm.support import ModuleSupport
+from fearless.backends.llvm.types import scalar_type
 from fearless.dtypes import DType
 
 _CTYPES = {

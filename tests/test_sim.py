@@ -1,6 +1,6 @@
 """The SIMT simulator on IR built by hand: control flow, lanes, checks, memory, launches.
 
-Each kernel here is written with the op classes of `ir/ops.py`, verified, then run on random
+Each kernel here is written with the op classes of `ir/simt/ops.py`, verified, then run on random
 data of irregular sizes (not multiples of the block) and compared with NumPy or with Python.
 """
 
@@ -15,9 +15,9 @@ import pytest
 
 from fearless import dtypes as D
 from fearless.errors import KernelIndexError, Location
-from fearless.ir import ops
 from fearless.ir.core import ArrayType, Block, Function, ScalarType, Type, Value
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.verifier import verify
 from fearless.sim.schedule import schedule_order
 from fearless.sim.simt import SimError, SimKernel, run_kernel
 

@@ -12,7 +12,7 @@ import pytest
 
 from fearless import dtypes as D
 from fearless.errors import InternalError
-from fearless.ir.ops import BINARY_KINDS, COMPARE_PREDS, MATH_FNS, UNARY_KINDS
+from fearless.ir.simt.ops import BINARY_KINDS, COMPARE_PREDS, MATH_FNS, UNARY_KINDS
 from fearless.sim import numerics as N
 
 RNG = np.random.default_rng(7)

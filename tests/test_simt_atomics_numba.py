@@ -13,7 +13,7 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes, simt
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.sim import atomics, numerics
 

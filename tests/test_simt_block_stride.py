@@ -18,13 +18,13 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes, simt
-from fearless.backends.llvm import compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.errors import InternalError, KernelIndexError, Location
-from fearless.ir import ops
 from fearless.ir.core import BLOCK_INDEX, Function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.verifier import verify
 
 RNG = np.random.default_rng(31)
 ARCHS = ("sm_80", "sm_90")

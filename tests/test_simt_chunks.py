@@ -15,16 +15,16 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes, simt
-from fearless.backends.llvm import compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from fearless.errors import InternalError, KernelIndexError, Location
-from fearless.ir import ops
 from fearless.ir.core import ArrayType, Function
-from fearless.ir.parser import parse_function
-from fearless.ir.printer import print_function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.parser import parse_function
+from fearless.ir.simt.printer import print_function
+from fearless.ir.simt.verifier import verify
 
 RNG = np.random.default_rng(41)
 EPS = np.float32(1e-5)

@@ -8,7 +8,7 @@ import pytest
 
 import fearless as fl
 from fearless import simt
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
 
 BLOCK = 100  # 3 full warps and one of 4 threads

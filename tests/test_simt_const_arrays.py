@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
-from fearless.ir import ops
-from fearless.ir.parser import parse_function
-from fearless.ir.printer import print_function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.parser import parse_function
+from fearless.ir.simt.printer import print_function
+from fearless.ir.simt.verifier import verify
 from fearless.simt import compiler as simt_compiler
 from fearless.simt.constants import MAX_CONST_BYTES
 

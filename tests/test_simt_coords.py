@@ -13,13 +13,13 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes, simt
-from fearless.backends.llvm import coarsenable, compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import coarsenable, compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.errors import InternalError, KernelIndexError, KernelTypeError, Location
-from fearless.ir import ops
 from fearless.ir.core import THREAD_INDEX, Function
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.verifier import verify
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import simt_kernels as K

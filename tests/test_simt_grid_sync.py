@@ -12,7 +12,7 @@ import pytest
 import fearless as fl
 from fearless import simt
 from fearless.abi import CompiledKernel, LaunchContract, ParamSpec
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.runtime import cooperative, driver, launch
 from fearless.runtime.tensor import Tensor

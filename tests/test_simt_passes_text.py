@@ -1,6 +1,6 @@
 """Each SIMT pass on its own, starting from IR text: parse, run one pass, FileCheck the result.
 
-The inputs are small functions written in the printer's syntax (`ir/parser.py` reads them),
+The inputs are small functions written in the printer's syntax (`ir/simt/parser.py` reads them),
 so a test states exactly the IR a pass sees instead of whatever the frontend lowers a Python
 kernel to. Every input and output is verified, and every output parses back to itself.
 """
@@ -14,9 +14,9 @@ from filecheck.matcher import Matcher
 from filecheck.options import Options
 
 from fearless.ir.core import Function
-from fearless.ir.parser import parse_function
-from fearless.ir.printer import print_function
-from fearless.ir.verifier import verify
+from fearless.ir.simt.parser import parse_function
+from fearless.ir.simt.printer import print_function
+from fearless.ir.simt.verifier import verify
 from fearless.simt.passes import bounds_elim, bounds_insert, bounds_merge, dce
 from fearless.simt.passes.options import PassOptions
 

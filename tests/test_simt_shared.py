@@ -8,9 +8,9 @@ import pytest
 
 import fearless as fl
 from fearless import simt
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
-from fearless.ir.parser import parse_function
+from fearless.ir.simt.parser import parse_function
 from fearless.sim.simt import run_kernel
 
 RNG = np.random.default_rng(77)

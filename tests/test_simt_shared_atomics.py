@@ -9,7 +9,7 @@ import pytest
 
 import fearless as fl
 from fearless import simt
-from fearless.backends.llvm import ptxas_check
+from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
 
 RNG = np.random.default_rng(33)

@@ -17,14 +17,14 @@ import pytest
 
 import fearless as fl
 from fearless import dtypes, simt
-from fearless.backends.llvm import compile_ptx, ptxas_check
-from fearless.backends.llvm_lower import lower_function
+from fearless.backends.llvm.lower import lower_function
+from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.bench.kernels_simt import TILE, make_transpose
 from fearless.errors import InternalError, KernelIndexError, Location
-from fearless.ir import ops
 from fearless.ir.core import Function, Value
-from fearless.ir.verifier import verify
+from fearless.ir.simt import ops
+from fearless.ir.simt.verifier import verify
 
 RNG = np.random.default_rng(37)
 STEPS = 4  # rows per thread of the 32 x 8 block

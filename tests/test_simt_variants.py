@@ -39,7 +39,7 @@ def test_the_frontend_runs_once_for_every_variant(monkeypatch: pytest.MonkeyPatc
 
 def test_the_fast_variant_is_the_one_a_fresh_frontend_gives() -> None:
     from fearless.frontend.source import load_source, resolve_annotations
-    from fearless.ir.printer import print_function
+    from fearless.ir.simt.printer import print_function
     from fearless.simt.passes.options import PassOptions
     from fearless.simt.pipeline import run_pipeline
 

@@ -94,7 +94,7 @@ def test_fearless_compile_builds_the_declared_specialisations(
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    from fearless.backends import tileir
+    from fearless.backends.tileir import cuda_tile as tileir
 
     def no_tileiras(*args: object, **kw: object) -> bytes:
         raise AssertionError("tileiras ran although the cubin was compiled ahead of time")

@@ -1,10 +1,10 @@
-"""The Tile IR adapter (backends/tileir.py): version negotiation, tileiras, tileirdisasm, errors."""
+"""The Tile IR adapter (backends/tileir/cuda_tile.py): version negotiation, tileiras, tileirdisasm, errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from fearless.backends import tileir
+from fearless.backends.tileir import cuda_tile as tileir
 from fearless.errors import ToolchainError
 
 

@@ -167,7 +167,7 @@ def test_static_iter_unrolls_ranges_and_tuples() -> None:
     unrolled(out, fl.asarray(x), fl.asarray(y), 4)
     want = sum(x[16 * p : 16 * p + 16] * (p + 1) for p in range(4)) + x[:16] + y[:16]
     assert np.array_equal(out.unpartition().numpy(), want)
-    from fearless.ir.tile_printer import print_function
+    from fearless.ir.tile.printer import print_function
     from fearless.runtime.target import current_target
 
     args = (fl.empty(16).partition((16,)), fl.asarray(x), fl.asarray(y), 4)

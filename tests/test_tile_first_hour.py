@@ -16,7 +16,7 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
-from fearless.ir import tile_ops as ops
+from fearless.ir.tile import ops
 from fearless.tile.api import KERNEL_FUNCTIONS
 from fearless.tile.intrinsics import OPS
 

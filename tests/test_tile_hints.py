@@ -10,7 +10,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.ir.tile_kernel import TileHints, array_align
+from fearless.ir.tile.kernel import TileHints, array_align
 from fearless.runtime.target import Target
 
 

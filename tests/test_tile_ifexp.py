@@ -10,7 +10,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.ir.tile_printer import print_function
+from fearless.ir.tile.printer import print_function
 from fearless.runtime.target import Target
 
 RNG = np.random.default_rng(12)

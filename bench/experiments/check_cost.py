@@ -29,9 +29,9 @@ def build_variants() -> dict[str, str]:
 
     import simt_cases as C
     import simt_kernels as K
-    from fearless.backends import llvm as backend
-    from fearless.backends import llvm_lower, llvm_support
-    from fearless.ir import ops
+    from fearless.backends.llvm import ptx as backend
+    from fearless.backends.llvm import lower as llvm_lower, support as llvm_support
+    from fearless.ir.simt import ops
 
     def ptx_of(kernel) -> str:  # type: ignore[no-untyped-def]
         irx = kernel.compiled_ir()

@@ -305,9 +305,9 @@ class Autotuned:
         restore: Callable[[], None],
     ) -> None:
         """Every configuration's call once, its Tile launches compiling on worker threads
-        instead of running (tile/ahead.py), so the timing pass that follows finds them
+        instead of running (tile/compile_ahead.py), so the timing pass that follows finds them
         compiled. A configuration that fails here is met again, and skipped, there."""
-        from .tile.ahead import compile_ahead
+        from .tile.compile_ahead import compile_ahead
 
         with compile_ahead():
             for cfg in self.configs:

@@ -58,7 +58,7 @@ def test_a_tile_kernel_tunes_on_the_device_after_compiling_ahead(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The tuner's first pass compiles every configuration on worker threads without running
-    it (tile/ahead.py); the timing pass then finds them compiled, and the result is right."""
+    it (tile/compile_ahead.py); the timing pass then finds them compiled, and the result is right."""
     from fearless import tile
 
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))

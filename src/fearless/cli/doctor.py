@@ -181,7 +181,7 @@ def check_disassembler() -> Check:
 
 
 def check_cuda_tile() -> Check:
-    """The cuda-tile package: the Tile track's bytecode encoders (backends/tileir.py)."""
+    """The cuda-tile package: the Tile track's bytecode encoders (backends/tileir/cuda_tile.py)."""
     fix = "the Tile track needs `pip install 'cuda-tile>=1.7,<1.9'`"
     version = _version("cuda-tile")
     if version is None:

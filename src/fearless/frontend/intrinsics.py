@@ -6,15 +6,15 @@ An intrinsic is a host object a kernel calls (`len`, `math.exp`, `simt.thread.in
     name      how users write it, for messages and docs ("math.exp", "tile.sum")
     rule      the frontend's typing and lowering rule: (lowerer, call) -> operand
     ops       the IR op classes the rule may emit; their operands, attributes and memory effect
-              are declared on the op classes (ir/ops.py, ir/tile_ops.py)
+              are declared on the op classes (ir/simt/ops.py, ir/tile/ops.py)
     arity     how many positional arguments it takes, checked before the rule runs
     keywords  whether it takes keyword arguments (Tile ops bind them to the stub's signature)
 
 Each track owns one `IntrinsicTable`, next to its rules: `simt/calls.py` (`INTRINSICS`) and
 `tile/intrinsics.py` (`INTRINSICS`, built from the stubs of tile/api.py and the rules of
 tile/lower_api.py). A `Backend` says which
-op classes a consumer of the IR gives a meaning (`backends/llvm_lower.lowers`,
-`backends/tileir_lower.lowers`, `sim/simt.simulates`, `sim/tile.simulates`), and
+op classes a consumer of the IR gives a meaning (`backends/llvm/lower.lowers`,
+`backends/tileir/lower.lowers`, `sim/simt.simulates`, `sim/tile/interpreter.simulates`), and
 `IntrinsicTable.missing(backends)` names every op of every intrinsic that one of them cannot
 run, so an intrinsic added without its lowering or its simulator semantics fails
 tests/test_intrinsics.py instead of a user's kernel. The frontend does not import the backends:

@@ -6,7 +6,7 @@ user's expression that made it, so any pass can report an error at the user's li
 
 Ops are small classes declaring their operands, attributes and memory effect
 (`Effect.PURE / READ / WRITE / CONTROL`); generic passes (DCE, the verifier) ask about effects
-instead of matching op names. Op kinds live in `ir/ops.py`; this module has no lowering logic:
+instead of matching op names. Op kinds live in `ir/simt/ops.py`; this module has no lowering logic:
 the LLVM backend and the simulator are visitors over these classes.
 """
 

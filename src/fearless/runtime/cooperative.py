@@ -11,7 +11,7 @@ before launching, with the numbers (`co_resident_error`, LaunchContractError E07
     simulator:  a pretend H200 (`sim_co_resident`): 132 SMs of at most 32 blocks and 2048
                 threads each, or FEARLESS_SIM_CO_RESIDENT_BLOCKS blocks in all.
 
-`GridBarriers` owns the u32 counters of one plan's grid barrier (`backends/llvm_grid.py`
+`GridBarriers` owns the u32 counters of one plan's grid barrier (`backends/llvm/grid.py`
 describes the algorithm), one per stream, so launches on two streams never share one: each
 launch zeroes its stream's counter with cuMemsetD32Async, ordered before the kernel, writes
 its address into the hidden parameter and calls cuLaunchCooperativeKernel.

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..abi import ERROR_RECORD_BYTES, ERROR_RECORD_WORDS, CompiledKernel
 from ..errors import KernelIndexError
-from ..ir.ops_block import TILE_ROW_PAST
+from ..ir.simt.ops_block import TILE_ROW_PAST
 from . import driver
 
 CHUNK_SLOTS = 256

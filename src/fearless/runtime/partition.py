@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import CompileError, KernelTypeError, Location
-from ..ir.tile_types import is_pow2
+from ..ir.tile.types import is_pow2
 from .location import check_not_moved, user_location
 
 

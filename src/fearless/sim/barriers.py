@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import SafetyError
-from ..ir import ops
 from ..ir.core import Op
+from ..ir.simt import ops
 
 Lanes = np.ndarray[Any, Any]
 
@@ -76,7 +76,7 @@ def arrive(barrier: Op, lanes: Lanes | None, ck: Chunk) -> tuple[Lanes | None, L
 def _arrive_grid(barrier: Op, lanes: Lanes, ck: Chunk) -> tuple[Lanes | None, Lanes | None]:
     """A grid sync: the chunk is the whole grid (`simt.py` runs a cooperative kernel in one),
     and its lanes go on together once every lane that can still run is here. After a failed
-    check they all leave the kernel instead, as on the GPU (`backends/llvm_grid.py`)."""
+    check they all leave the kernel instead, as on the GPU (`backends/llvm/grid.py`)."""
     assert ck.returned is not None and ck.stopped is not None
     if ck.returned.any():
         gone = int(np.argmax(ck.returned))

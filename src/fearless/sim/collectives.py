@@ -4,7 +4,7 @@ A collective op starts a part of its block that waits like a barrier (`barriers.
 step sees every running lane of each thread block at once. The lanes' values are laid out as
 (block, warp, lane) with 32 lanes a warp in the block's linear order; lanes past the block's
 last thread (a partial last warp) or stopped by a failed check hold the operation's identity.
-The reductions and scans follow `backends/llvm_collectives.py` step by step (a shfl.down tree,
+The reductions and scans follow `backends/llvm/collectives.py` step by step (a shfl.down tree,
 a shfl.up scan, then the same over the warps' totals), so float results agree bit for bit.
 """
 
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..dtypes import DType
-from ..ir import ops
 from ..ir.core import Op, ScalarType
+from ..ir.simt import ops
 from . import numerics
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..abi import Dim3
 from ..errors import InternalError, KernelIndexError
-from ..ir import ops
 from ..ir.core import Op
+from ..ir.simt import ops
 from . import barriers
 
 

@@ -10,7 +10,7 @@ held as the float32 of the same value (exact), and every bf16 result is rounded 
 round-to-nearest-even. bf16 arrays in memory are 16-bit words (`bf16_load`/`bf16_store`).
 
 Where Python, C or LLVM leave a case open, these are the definitions (the LLVM backend,
-`backends/llvm_arith.py`, makes the same choices; a disagreement is a bug in one of the two):
+`backends/llvm/arith.py`, makes the same choices; a disagreement is a bug in one of the two):
 
   integers     wrap (two's complement at the type's width), including `-MIN`, `abs(MIN)`,
                `MIN // -1 == MIN` and `MIN % -1 == 0`.

@@ -60,7 +60,8 @@ from .. import config, dtypes
 from ..abi import Dim3
 from ..errors import InternalError, KernelTypeError, LaunchContractError
 from ..frontend.printing import c_format
-from ..ir import core, ops
+from ..ir import core
+from ..ir.simt import ops
 from ..runtime.location import user_location
 from . import atomics, collectives, numerics
 from .machine import (

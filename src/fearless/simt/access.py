@@ -25,8 +25,8 @@ from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.intrinsics import kernel_launch_error
 from ..frontend.values import Operand, PyObj, Weak
-from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, Value
+from ..ir.simt import ops
 from .chunks import COPY_HELP, Chunk, LocalRow, check_row, emit_load, emit_store, width_of
 from .coords import derived_from_block, derived_from_coordinate
 from .emitter import is_thread_index, is_thread_index_2d

@@ -24,8 +24,8 @@ from __future__ import annotations
 from ..errors import KernelTypeError, Location, SafetyError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand
-from ..ir import ops
 from ..ir.core import ArrayType, ThreadIndex2DType, Value
+from ..ir.simt import ops
 from .access import _int_index as int_index
 from .access import describe_operand
 from .emitter import is_thread_index, is_thread_index_2d

@@ -2,7 +2,7 @@
 
 Every callable a SIMT kernel may use is declared once in `INTRINSICS` (frontend/intrinsics.py):
 its name, its rule, the IR ops it introduces and its arity. Python's `math` and `fl.math`
-functions are declared from the one list of IR math functions (ir/ops.MATH_FNS) under each name
+functions are declared from the one list of IR math functions (ir/simt/ops.MATH_FNS) under each name
 the modules define (`math.round` does not exist; the `round` builtin is not a math function).
 
 Device functions (`@simt.device`) are inlined at the call site: their body is lowered with
@@ -24,8 +24,8 @@ from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error, kernel_launch_error
 from ..frontend.printing import print_call
 from ..frontend.values import Operand, PyObj, Weak
-from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
+from ..ir.simt import ops
 from .access import DEVICE_HELP
 from .atomics import atomic_cas, atomic_rmw
 from .chunks import chunk_width

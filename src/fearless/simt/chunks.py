@@ -11,7 +11,7 @@ chunks are contiguous). Two statements copy a chunk, between a 2-D array and a r
     out[i] = v[k]      # v[k, j] into out[i.row, i.col + j]: the thread's own chunk
 
 In the IR each is W scalar accesses, lanes W-1 down to 0, each bounds-checked and marked
-`vector=(j, W)` (ir/chunk_groups.py): the chunk's last element is checked first, so a chunk
+`vector=(j, W)` (ir/simt/chunk_groups.py): the chunk's last element is checked first, so a chunk
 that runs past the row fails before any element moves, on the GPU as on the simulator. The
 backend moves an aligned chunk as one vector (`ld.global.v4.f32` for four f32), else element
 by element.
@@ -25,9 +25,9 @@ from .. import dtypes
 from ..errors import CompileError, Location
 from ..frontend.intrinsics import Call
 from ..frontend.values import Weak
-from ..ir import ops
-from ..ir.chunk_groups import VECTOR_WIDTHS, vector_fits
 from ..ir.core import ArrayType, ThreadIndex2DType, Value
+from ..ir.simt import ops
+from ..ir.simt.chunk_groups import VECTOR_WIDTHS, vector_fits
 from .emitter import Emitter
 
 COPY_HELP = (
@@ -136,7 +136,7 @@ def emit_store(em: Emitter, src: LocalRow, out: Value, pair: Value, loc: Locatio
 
 
 def _columns(em: Emitter, pair: Value, width: int, loc: Location) -> tuple[Value, list[Value]]:
-    """The pair's row and its chunk's columns c, c + 1, ..., c + W - 1 (ir/chunk_groups.py's
+    """The pair's row and its chunk's columns c, c + 1, ..., c + W - 1 (ir/simt/chunk_groups.py's
     form: `c + j` an add of the constant j to c)."""
     r = em.emit(ops.ThreadIndexAxis(pair, 0, loc)).result
     c = em.emit(ops.ThreadIndexAxis(pair, 1, loc)).result

@@ -23,8 +23,8 @@ from .. import dtypes
 from ..errors import CompileError, KernelTypeError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand, PyObj, Weak
-from ..ir import ops
 from ..ir.core import ScalarType, Value
+from ..ir.simt import ops
 from .ssa import SsaLowerer
 
 

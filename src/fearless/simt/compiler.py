@@ -21,10 +21,10 @@ from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..dtypes import DType
 from ..errors import CompileError, FearlessError, Location, ToolchainError
 from ..frontend.source import FunctionSource, GlobalRef, load_source, resolve_annotations
-from ..ir import ops
 from ..ir.clone import clone_function
 from ..ir.core import Function
-from ..ir.printer import print_function
+from ..ir.simt import ops
+from ..ir.simt.printer import print_function
 from ..version import __version__
 from .constants import fingerprint
 from .frontend import build_kernel_ir
@@ -271,7 +271,7 @@ def compile_for_cuda(
 
 def cuda_stages(ir: CompiledIR, variants: list[Any], arch: str) -> list[Stage]:
     """The SIMT backend for CUDA: LLVM IR (every variant in one module) -> PTX -> cubin."""
-    from ..backends import llvm as backend
+    from ..backends.llvm import ptx as backend
 
     def link(ptx: str) -> bytes | None:
         try:
@@ -297,7 +297,7 @@ def cuda_stages(ir: CompiledIR, variants: list[Any], arch: str) -> list[Stage]:
 
 
 def _build_cuda(ir: CompiledIR, arch: str) -> CompiledKernel:
-    from ..backends import llvm as backend
+    from ..backends.llvm import ptx as backend
 
     entry = _entry_name(ir.fn.name)
     coarse = f"{entry}_x{backend.COARSEN}" if backend.coarsenable(ir.fn) else None
@@ -353,7 +353,7 @@ def render_stage(
     if stage == "llvm":
         if "llvm" in ck.stages:
             return ck.stages["llvm"]
-        from ..backends import llvm as backend
+        from ..backends.llvm import ptx as backend
 
         ir = compiled_ir()
         return str(backend.lower_function(ir.fn, ir.params, ir.contract, ck.entry))

@@ -35,8 +35,8 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.values import Operand, Weak
-from ..ir import ops
 from ..ir.core import ArrayType, Function, ThreadIndex2DType, Value
+from ..ir.simt import ops
 from .chunks import width_of
 from .ssa import SsaLowerer
 

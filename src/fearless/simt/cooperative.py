@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand, PyObj
-from ..ir import ops
+from ..ir.simt import ops
 from .ssa import SsaLowerer
 
 

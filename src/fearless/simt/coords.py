@@ -19,8 +19,8 @@ from ..errors import CompileError, Location
 from ..frontend.core import unsupported
 from ..frontend.intrinsics import Call
 from ..frontend.values import Weak
-from ..ir import ops
 from ..ir.core import Value
+from ..ir.simt import ops
 
 
 class Register:

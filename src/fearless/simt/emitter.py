@@ -30,7 +30,6 @@ from ..frontend.values import (
     not_a_value,
     overflow_help,
 )
-from ..ir import ops
 from ..ir.core import (
     Block,
     Function,
@@ -41,6 +40,7 @@ from ..ir.core import (
     Type,
     Value,
 )
+from ..ir.simt import ops
 
 # The help for each operator rule (frontend/values.py, `OPERATOR_RULES`) in SIMT terms.
 _OPERATOR_HELP = {

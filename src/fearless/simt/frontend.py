@@ -18,8 +18,8 @@ from ..dtypes import DType
 from ..errors import CompileError, Location
 from ..frontend.source import FunctionSource
 from ..frontend.values import Operand
-from ..ir import ops
 from ..ir.core import ArrayType, Function, ScalarType, Type, Value
+from ..ir.simt import ops
 from .constants import hoist
 from .emitter import Emitter
 from .grid_check import check_grid

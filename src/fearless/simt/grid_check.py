@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import SafetyError
-from ..ir import ops
 from ..ir.core import Block, Function, Op, Value
+from ..ir.simt import ops
 from .sync_check import divergence
 
 _WRITES = (ops.Store, ops.AtomicRMW, ops.AtomicCAS)

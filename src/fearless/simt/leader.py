@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from ..errors import Location, SafetyError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand
-from ..ir import ops
 from ..ir.analysis import dominators
 from ..ir.core import ArrayType, Block, Function, Op, ThreadIndexType, Value
+from ..ir.simt import ops
 from .ssa import SsaLowerer
 
 LEADER_GUARD = "if simt.thread.block_index_1d() == 0:"

@@ -16,8 +16,8 @@ from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import unsupported
 from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
-from ..ir import ops
 from ..ir.core import BLOCK_INDEX, ThreadIndexType, Value
+from ..ir.simt import ops
 from .calls import claim_index, stride_loop_help, thread_index
 from .coords import block_thread_count, thread_count
 from .emitter import value_type

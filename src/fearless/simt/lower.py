@@ -23,8 +23,8 @@ from ..frontend.core import unsupported
 from ..frontend.loops import Token
 from ..frontend.source import FunctionSource
 from ..frontend.values import Operand, PyObj, Weak
-from ..ir import ops
 from ..ir.core import ArrayType, Block, ThreadIndex2DType, Value
+from ..ir.simt import ops
 from .access import load, store
 from .calls import lower_call, resolve_annotation
 from .constants import const_array, const_base, load_const, refuse_store

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from .. import config
 from ..ir.core import Function
-from ..ir.verifier import verify
+from ..ir.simt.verifier import verify
 from .passes import bounds_elim, bounds_insert, bounds_merge, dce
 from .passes.options import PassOptions
 

@@ -11,8 +11,8 @@ from ..dtypes import DType
 from ..frontend.intrinsics import Call
 from ..frontend.printing import PRINT_HELP, Field, format_and_values, print_error
 from ..frontend.values import Operand, PyObj, Undefined
-from ..ir import ops
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
+from ..ir.simt import ops
 from .ssa import SsaLowerer
 
 

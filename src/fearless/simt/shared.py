@@ -22,8 +22,8 @@ from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand, PyObj, Weak
-from ..ir import ops
 from ..ir.core import ArrayType, ThreadIndex2DType, ThreadIndexType, Value
+from ..ir.simt import ops
 from .ssa import SsaLowerer
 
 # The static shared memory a kernel may declare: 48 KiB, what every GPU gives a block without

@@ -25,7 +25,6 @@ from ..frontend.core import Lowerer
 from ..frontend.loops import LoopTypes, Token
 from ..frontend.source import FunctionSource
 from ..frontend.values import Operand, PyObj, Undefined, Weak
-from ..ir import ops
 from ..ir.core import (
     ArrayType,
     Block,
@@ -36,6 +35,7 @@ from ..ir.core import (
     Type,
     Value,
 )
+from ..ir.simt import ops
 from .emitter import Emitter, value_type
 
 Env = dict[str, Operand]

@@ -45,9 +45,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import Location, SafetyError
-from ..ir import ops
 from ..ir.analysis import dominators
 from ..ir.core import ArrayType, Block, Effect, Function, Op, ThreadIndexType, Value
+from ..ir.simt import ops
 from .passes.options import PassOptions
 
 _THREAD_REGS = frozenset(("tid.x", "tid.y", "tid.z", "laneid"))

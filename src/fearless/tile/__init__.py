@@ -9,7 +9,7 @@ lower_api.py (Python -> tile IR; random.py: `tile.rand` and its family), passes.
 compiler.py (the stages), kernel.py (specialisation and launch), fastpath.py (warm
 launches), launch_gpu.py, aot.py (`Spec`: launches described without data, compiled ahead of
 time). The tile IR itself is in ir/tile_*.py, its bytecode lowering in
-backends/tileir_lower.py, the simulator in sim/tile.py and the host `Partition` in
+backends/tileir/lower.py, the simulator in sim/tile/interpreter.py and the host `Partition` in
 runtime/partition.py.
 """
 

@@ -24,8 +24,8 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
-from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileParam, array_align
-from ..ir.tile_types import is_pow2
+from ..ir.tile.kernel import ALIGN_BYTES, Signature, TileParam, array_align
+from ..ir.tile.types import is_pow2
 from ..runtime.location import user_location
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
 

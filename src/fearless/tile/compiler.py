@@ -1,7 +1,7 @@
 """The Tile compilation driver: one specialisation -> tile IR (+ passes) -> bytecode -> cubin.
 
     build_ir         frontend (frontend.py) and the pass pipeline (passes.py)
-    compile_cubin    tile IR -> Tile IR bytecode (backends/tileir_lower.py) -> tileiras, cached on disk
+    compile_cubin    tile IR -> Tile IR bytecode (backends/tileir/lower.py) -> tileiras, cached on disk
     render_stage     the text of "ir" / "tileir" for `inspect`
 
 A specialisation (`Signature`) fixes each parameter's kind and dtype, every Part's tile shape
@@ -18,11 +18,11 @@ from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
 from ..frontend.values import Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Function
-from ..ir.tile_kernel import CompiledTile, Signature, TileHints, TileIR
-from ..ir.tile_printer import print_function
-from ..ir.tile_types import ArrayParamType, TileType
+from ..ir.tile import ops
+from ..ir.tile.kernel import CompiledTile, Signature, TileHints, TileIR
+from ..ir.tile.printer import print_function
+from ..ir.tile.types import ArrayParamType, TileType
 from ..version import __version__
 from .frontend import TileLowerer
 from .padding_check import padded_reductions
@@ -100,8 +100,8 @@ def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
 
 def tileir_stages(arch: str) -> list[Stage]:
     """The Tile backend: tile IR -> Tile IR bytecode (NVIDIA's encoders) -> cubin (tileiras)."""
-    from ..backends import tileir
-    from ..backends.tileir_lower import lower_to_bytecode
+    from ..backends.tileir import cuda_tile as tileir
+    from ..backends.tileir.lower import lower_to_bytecode
 
     return [
         Stage(
@@ -114,8 +114,8 @@ def tileir_stages(arch: str) -> list[Stage]:
 
 
 def render_tileir(ir: TileIR, arch: str = "sm_90") -> str:
-    from ..backends import tileir
-    from ..backends.tileir_lower import lower_to_bytecode
+    from ..backends.tileir import cuda_tile as tileir
+    from ..backends.tileir.lower import lower_to_bytecode
 
     return tileir.disassemble(lower_to_bytecode(ir, tileir.bytecode_version(), arch))
 

@@ -1,6 +1,6 @@
 """Structured control flow for the Tile frontend: `for i in range(...)` and `if` on scalars.
 
-Both lower to ops with nested blocks (ops.py) and carry the variables they assign as results:
+Both lower to ops with nested blocks (ir/tile/ops.py) and carry the variables they assign as results:
 
     for     `tile.for` carries the names the body assigns that exist before the loop. A name
             that starts as a literal (`acc = 0`) takes the type the body gives it: the loop is
@@ -29,9 +29,9 @@ from ..errors import KernelTypeError, Location
 from ..frontend.core import unsupported
 from ..frontend.loops import Jumps, Token, assigned_names, jumps_in
 from ..frontend.values import PyObj, Undefined, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
-from ..ir.tile_types import TileType, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import TileType, tile_type
 from .jumps import BREAK, CONTINUE, flag, guarded, loop_scope, not_broken
 from .rules import TileRules
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
-from ..ir.tile_kernel import ALIGN_BYTES, Signature, TileIR
+from ..ir.tile.kernel import ALIGN_BYTES, Signature, TileIR
 from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
 from ..runtime.binder import scalar_fits

@@ -26,9 +26,9 @@ from ..frontend.core import unsupported
 from ..frontend.intrinsics import Call, host_function_error, kernel_launch_error
 from ..frontend.printing import print_call
 from ..frontend.values import PyObj, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import ArrayParamType, TileType, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import ArrayParamType, TileType, tile_type
 from .api import KERNEL_FUNCTIONS
 from .control import lower_for, lower_if, lower_ifexp, lower_while
 from .helpers import inline_helper, is_helper

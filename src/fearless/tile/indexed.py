@@ -24,9 +24,9 @@ from typing import Any
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
 from ..frontend.values import PyObj, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import ArrayParamType, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import ArrayParamType, tile_type
 from .lower_api import array_param, readable
 from .rules import Operand, TileRules
 

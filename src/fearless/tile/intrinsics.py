@@ -5,10 +5,10 @@ signature calls bind against, and the docstring that is its reference), the rule
 lower_api.py (`api_<name>`: checks the arguments, emits tile IR) and, below, the IR op classes
 the rule introduces (`OPS`). Python's `abs`, `min`, `max`, `len` and the dtypes (`fl.f32(x)`)
 are declared too. tests/test_intrinsics.py checks that every declared op has a bytecode lowering
-(backends/tileir_lower.py) and a simulator meaning (sim/tile.py).
+(backends/tileir/lower.py) and a simulator meaning (sim/tile/interpreter.py).
 
 To add a tile op: a stub in api.py (and `tile/__init__.py`), its rule in lower_api.py, its line
-in `OPS`, and, if it needs a new op class, the class in ir/tile_ops.py with its `op_<Class>`
+in `OPS`, and, if it needs a new op class, the class in ir/tile/ops.py with its `op_<Class>`
 lowering and its `_op_<Class>` simulation.
 """
 
@@ -21,7 +21,7 @@ from ..dtypes import DType
 from ..errors import CompileError, Location
 from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error
 from ..frontend.values import PyObj, Weak
-from ..ir import tile_ops as ops
+from ..ir.tile import ops
 from .api import KERNEL_FUNCTIONS
 from .indexed import HANDLERS as INDEXED
 from .lower_api import HANDLERS

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from .. import dtypes
 from ..errors import Location
 from ..frontend.loops import Jumps, jumps_in
-from ..ir import tile_ops as ops
 from ..ir.core import Value
+from ..ir.tile import ops
 
 if TYPE_CHECKING:
     from .rules import TileRules

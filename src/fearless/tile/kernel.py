@@ -3,7 +3,7 @@
 A launch `k(zp, x, y)` reads each argument's kind and dtype (and a Part's tile shape, a
 Const's value) into a `Signature`, compiles that specialisation once per target, takes the grid
 from the Partition arguments (all must agree), runs the borrow check (no read-only argument
-may share a byte with a partitioned output) and launches: `sim/tile.py` on "sim",
+may share a byte with a partitioned output) and launches: `sim/tile/interpreter.py` on "sim",
 `launch_gpu.py` on "cuda". That is the slow path, taken once per argument key: later launches
 whose arguments read the same cheap facts reuse what it prepared (fastpath.py).
 
@@ -45,7 +45,7 @@ from ..frontend.source import (
     resolve_annotations,
     same_values,
 )
-from ..ir.tile_kernel import (
+from ..ir.tile.kernel import (
     CompiledTile,
     ParamKind,
     Signature,
@@ -64,11 +64,11 @@ from ..runtime.location import argument_error, user_location
 from ..runtime.partition import Partition
 from ..runtime.streams import keep_if_captured
 from ..runtime.target import Target, current_target
-from .ahead import STATE as AHEAD
-from .ahead import applies as ahead_applies
-from .ahead import submit as ahead_submit
-from .ahead import take as ahead_take
 from .aot import signature_from_specs
+from .compile_ahead import STATE as AHEAD
+from .compile_ahead import applies as ahead_applies
+from .compile_ahead import submit as ahead_submit
+from .compile_ahead import take as ahead_take
 from .compiler import build_ir, compile_cubin, render_stage
 from .fastpath import Prepared, WarmPath
 from .launch_gpu import dynamic_values
@@ -98,7 +98,8 @@ class Kernel:
         self._annotations: list[tuple[str, Any]] | None = None
         self._ir: dict[Signature, TileIR] = {}
         self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
-        self._ahead: dict[tuple[Signature, str], Any] = {}  # compiles started ahead (ahead.py)
+        # compiles started ahead (compile_ahead.py)
+        self._ahead: dict[tuple[Signature, str], Any] = {}
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
         self._launch_warm: dict[tuple[int, int, int], WarmPath] = {}  # launch(grid): per grid
@@ -405,7 +406,7 @@ class Kernel:
         if target.simulated:
             from ..runtime.graphs import sim_recording
             from ..runtime.streams import check_stream
-            from ..sim.tile import run_kernel
+            from ..sim.tile.interpreter import run_kernel
 
             def run_sim(payload: list[Any], stream: Any) -> None:
                 check_stream(stream, device)  # the simulator refuses what the GPU would

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..abi import CompiledKernel, LaunchContract
 from ..errors import LaunchContractError
-from ..ir.tile_kernel import CompiledTile, Signature, element_strides
+from ..ir.tile.kernel import CompiledTile, Signature, element_strides
 from ..runtime import claunch, driver, trace
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout

@@ -17,9 +17,9 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError, Location
 from ..frontend.values import PyObj, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import ArrayParamType, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import ArrayParamType, tile_type
 from .rules import TileRules
 
 # What a load pads with: a value Tile IR has (float), or one emulated (`Emulated`).

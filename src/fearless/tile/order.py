@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from ..errors import Location
 from ..frontend.values import Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import ArrayParamType
+from ..ir.tile import ops
+from ..ir.tile.types import ArrayParamType
 
 
 class TileRules(Protocol):

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import Location, PaddedReductionWarning
-from ..ir import tile_ops as ops
 from ..ir.core import Block, Value
-from ..ir.tile_kernel import ALIGN_BYTES, TileIR
-from ..ir.tile_types import TileType
+from ..ir.tile import ops
+from ..ir.tile.kernel import ALIGN_BYTES, TileIR
+from ..ir.tile.types import TileType
 
 # A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile
 # extent), the argument's extent along that axis is not a multiple of the tile's.

@@ -18,10 +18,10 @@ from typing import Any
 
 from ..errors import CompileError, KernelTypeError, LaunchContractError
 from ..frontend.values import Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_kernel import TileIR
-from ..ir.tile_types import ArrayParamType
+from ..ir.tile import ops
+from ..ir.tile.kernel import TileIR
+from ..ir.tile.types import ArrayParamType
 from .control import lower_loop
 from .order import own_index, tile_counts, tile_index
 from .rules import TileRules

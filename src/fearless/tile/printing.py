@@ -14,9 +14,9 @@ from ..dtypes import DType
 from ..frontend.intrinsics import Call
 from ..frontend.printing import Field, format_and_values, print_error
 from ..frontend.values import PyObj
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import TileType
+from ..ir.tile import ops
+from ..ir.tile.types import TileType
 from .rules import TileRules
 
 

@@ -23,9 +23,9 @@ from ..frontend.core import Lowerer
 from ..frontend.loops import Jumps, LoopTypes
 from ..frontend.source import FunctionSource
 from ..frontend.values import SYMBOL, PyObj, Undefined, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Block, Function, Op, Value
-from ..ir.tile_types import ArrayParamType, TileType, is_pow2, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import ArrayParamType, TileType, is_pow2, tile_type
 from .order import own_index
 
 Operand = Any  # Value | Weak | PyObj | Undefined (after an `if`) | tuple[Operand, ...]

@@ -21,9 +21,9 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.values import PyObj, Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import TileType, tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import TileType, tile_type
 from .rules import TileRules
 
 LocOf = Callable[[str], Location]

@@ -18,9 +18,9 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError, Location
 from ..frontend.values import Weak
-from ..ir import tile_ops as ops
 from ..ir.core import Value
-from ..ir.tile_types import tile_type
+from ..ir.tile import ops
+from ..ir.tile.types import tile_type
 from .rules import TileRules
 
 LocOf = Callable[[str], Location]

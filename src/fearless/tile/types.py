@@ -3,7 +3,7 @@
 `tile.Part[fl.f32]` (this block's tile of a partitioned output), `tile.Tensor[fl.f32]` (a
 read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and scatters),
 `tile.Const[int]` (specialised per value). The IR types of tile values are in
-`ir/tile_types.py`.
+`ir/tile/types.py`.
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir import ops
 from ...ir.analysis import dominators
 from ...ir.core import Block, Function, ScalarType, Value
+from ...ir.simt import ops
 from .options import PassOptions
 
 # ("lt", x, m, c, terms): x + terms < m + c, terms a frozenset of (key, coefficient) pairs of

@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import Literal
 
 from ...abi import SiteInfo
-from ...ir import ops
 from ...ir.core import Function, Op
+from ...ir.simt import ops
 from .options import PassOptions
 
 

@@ -17,8 +17,8 @@ check in program order (ops.BoundsCheck), as before the merge.
 
 from __future__ import annotations
 
-from ...ir import ops
 from ...ir.core import Block, Effect, Function, Op
+from ...ir.simt import ops
 from .options import PassOptions
 
 

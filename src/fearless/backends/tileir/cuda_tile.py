@@ -1,0 +1,238 @@
+"""The one adapter to NVIDIA's Tile IR tools: the bytecode encoders, `tileiras`, `tileirdisasm`.
+
+Everything fearless needs from the `cuda-tile` package goes through here, so that a change of
+its (private) `cuda.tile._bytecode` API or of the bytecode format touches this file only:
+
+    encoders()            the encoder module (`write_bytecode`, `TypeTable`, `encode_<Op>`, ...)
+    bytecode_version()    the newest bytecode version both the encoders and the installed
+                          tileiras accept, asked of `tileiras --list-versions` once per tool
+    write_module(...)     one entry function's bytecode, given a callback that emits its body
+    entry_hints(...)      kernel hints (num_ctas, occupancy); load_store_hints(...) per load
+    compile_cubin(...)    bytecode -> cubin with tileiras (CUDA_HOME set to the wheels' root)
+    disassemble(...)      bytecode -> text with tileirdisasm (`inspect(stage="tileir")`, goldens)
+
+Missing tools and failed runs are `ToolchainError`s that say what to install or report.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ... import config
+from ...errors import ToolchainError
+from .. import toolchain
+
+# cuda-tile versions whose encoders this adapter was written against (pyproject pins the same).
+SUPPORTED_CUDA_TILE = ((1, 7), (1, 8))
+# Bytecode versions cuda-tile marks as development-only are never chosen: their format may still
+# change under the same number.
+_DEV_ONLY = ("13.5",)
+TILEIRAS_TIMEOUT_S = 300.0
+
+
+@functools.cache
+def encoders() -> Any:
+    """`cuda.tile._bytecode`, imported on first use; ToolchainError when cuda-tile is missing."""
+    try:
+        import cuda.tile._bytecode as bc
+    except ImportError as exc:
+        raise ToolchainError(
+            f"the Tile track needs the `cuda-tile` package (its bytecode encoders): {exc}",
+            help="pip install 'fearless[tile]' (or: pip install 'cuda-tile>=1.7,<1.9')",
+        ) from None
+    return bc
+
+
+def cuda_tile_version() -> str:
+    """The installed cuda-tile version ("1.7.0"), or "" if it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cuda-tile")
+    except PackageNotFoundError:
+        return ""
+
+
+@dataclass(frozen=True)
+class Tools:
+    tileiras: Path
+    tileirdisasm: Path | None
+    env: dict[str, str]
+
+
+def tools() -> Tools:
+    """tileiras (and tileirdisasm beside it) with the environment they must run in."""
+    tileiras = toolchain.find_tileiras()
+    if tileiras is None:
+        raise ToolchainError(
+            "`tileiras` (the Tile IR assembler) was not found",
+            help="pip install nvidia-cuda-tileiras nvidia-cuda-nvcc nvidia-nvvm "
+            "(or install CUDA 13.1+ and set CUDA_HOME); `fearless doctor` checks the setup",
+        )
+    env = config.child_environment()
+    root = toolchain.cuda_root_of_wheels()
+    if root is not None and tileiras.is_relative_to(root):
+        # tileiras prefers $CUDA_HOME's libnvvm; a system CUDA older than 13.1 makes it fail with
+        # exit 5 and no message (DESIGN section 4), so point it at the wheels it came with.
+        env["CUDA_HOME"] = str(root)
+        env.pop("CUDA_PATH", None)
+    env["PATH"] = os.pathsep.join([str(tileiras.parent), env.get("PATH", "")])
+    return Tools(tileiras, toolchain.find_tileirdisasm(), env)
+
+
+@functools.cache
+def _listed_versions(tileiras: Path, mtime: float) -> tuple[str, ...]:
+    proc = _run([str(tileiras), "--list-versions"], tools().env, "listing bytecode versions")
+    return tuple(line.strip() for line in proc.stdout.splitlines() if line.strip())
+
+
+def tileiras_versions() -> tuple[str, ...]:
+    """The bytecode versions the installed tileiras reads ("13.1", ...), asked once per binary."""
+    t = tools().tileiras
+    return _listed_versions(t, t.stat().st_mtime)
+
+
+def bytecode_version() -> Any:
+    """The newest `BytecodeVersion` both the encoders write and the installed tileiras reads."""
+    bc = encoders()
+    accepted = set(tileiras_versions())
+    usable = [
+        v
+        for v in bc.BytecodeVersion
+        if v.as_string() in accepted and v.as_string() not in _DEV_ONLY
+    ]
+    if not usable:
+        raise ToolchainError(
+            "the installed tileiras reads none of the bytecode versions cuda-tile "
+            f"{cuda_tile_version()} writes",
+            notes=[
+                f"tileiras reads {', '.join(sorted(accepted)) or 'nothing'}; the encoders write "
+                f"{', '.join(v.as_string() for v in bc.BytecodeVersion)}"
+            ],
+            help="install matching versions: pip install -U cuda-tile nvidia-cuda-tileiras",
+        )
+    return max(usable)
+
+
+def write_module(
+    name: str,
+    param_types: Callable[[Any], Sequence[Any]],
+    body: Callable[[Any, Any, Sequence[Any]], None],
+    version: Any = None,
+    hints: dict[str, Any] | None = None,
+) -> bytes:
+    """The bytecode of a module with one entry function `name`.
+
+    `param_types(type_table)` gives the parameter type ids; `body(builder, type_table, params)`
+    emits the body (ending with a return); `hints` maps an arch ("sm_90") to its `EntryHints`.
+    """
+    bc = encoders()
+    version = version or bytecode_version()
+    buf = bytearray()
+    with bc.write_bytecode(num_functions=1, buf=buf, version=version) as writer:
+        tt = writer.type_table
+        ptypes = list(param_types(tt))
+        with writer.function(
+            name=name,
+            parameter_types=ptypes,
+            result_types=(),
+            entry_point=True,
+            hints=hints or {},
+            debug_attr=bc.MISSING_DEBUG_ATTR_ID,
+        ) as (builder, params):
+            body(builder, tt, params)
+    return bytes(buf)
+
+
+def entry_hints(
+    arch: str, num_ctas: int | None, occupancy: int | None, num_worker_warps: int | None = None
+) -> dict[str, Any]:
+    """`write_module`'s `hints` for one arch (None leaves a hint to tileiras)."""
+    hints = encoders().EntryHints(
+        num_cta_in_cga=num_ctas, occupancy=occupancy, num_worker_warps_per_cta=num_worker_warps
+    )
+    return {arch: hints}
+
+
+def check_worker_warps(warps: int, version: Any) -> None:
+    """tileiras reads `num_worker_warps` from bytecode 13.3 on, other values than 4 and 8 from
+    13.5 on; a CompileError says which tileiras the hint needs."""
+    from ...errors import CompileError
+
+    bc = encoders()
+    need = bc.BytecodeVersion.V_13_3 if warps in (4, 8) else bc.BytecodeVersion.V_13_5
+    if version < need:
+        raise CompileError(
+            f"`num_worker_warps={warps}` needs Tile IR bytecode {need.as_string()}, but the "
+            f"installed tileiras reads up to {version.as_string()}",
+            help="use num_worker_warps=4 or 8, or install a newer nvidia-cuda-tileiras",
+        )
+
+
+def load_store_hints(arch: str, latency: int | None, allow_tma: bool) -> Any:
+    """The `optimization_hints` attribute of one load or store, for one arch."""
+    from cuda.tile._bytecode.attribute import make_load_store_hints
+
+    hint = encoders().LoadStoreHints(latency=latency, allow_tma=allow_tma)
+    return make_load_store_hints({arch: hint})
+
+
+def compile_cubin(bytecode: bytes, arch: str, opt_level: int = 3) -> bytes:
+    """Assemble Tile IR bytecode into a cubin for `arch` ("sm_90") with tileiras."""
+    t = tools()
+    with tempfile.TemporaryDirectory(prefix="fearless-tileir-") as tmp:
+        src = Path(tmp) / "kernel.tileirbc"
+        out = Path(tmp) / "kernel.cubin"
+        src.write_bytes(bytecode)
+        cmd = [str(t.tileiras), str(src), "-o", str(out), "--gpu-name", arch, f"-O{opt_level}"]
+        _run(cmd, t.env, f"assembling Tile IR for {arch}")
+        return out.read_bytes()
+
+
+def disassemble(bytecode: bytes) -> str:
+    """The bytecode as Tile IR text (tileirdisasm)."""
+    t = tools()
+    if t.tileirdisasm is None:
+        raise ToolchainError(
+            "`tileirdisasm` was not found beside tileiras",
+            help="pip install -U nvidia-cuda-tileiras",
+        )
+    with tempfile.TemporaryDirectory(prefix="fearless-tileir-") as tmp:
+        src = Path(tmp) / "kernel.tileirbc"
+        src.write_bytes(bytecode)
+        return _run([str(t.tileirdisasm), str(src)], t.env, "disassembling Tile IR").stdout
+
+
+def _run(cmd: list[str], env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, timeout=TILEIRAS_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(
+            f"{Path(cmd[0]).name} took longer than {TILEIRAS_TIMEOUT_S:.0f} s {what}",
+            help="smaller tile shapes compile faster",
+        ) from None
+    except OSError as exc:
+        raise ToolchainError(
+            f"could not run {cmd[0]}: {exc}", help="`fearless doctor` checks the toolchain"
+        ) from None
+    if proc.returncode != 0:
+        text = (proc.stderr + proc.stdout).strip()
+        notes = [f"{Path(cmd[0]).name} said: {text}"] if text else []
+        if proc.returncode == 5 and not text:
+            notes.append("exit 5 without a message usually means a libnvvm older than 13.1")
+        raise ToolchainError(
+            f"{Path(cmd[0]).name} failed (exit {proc.returncode}) {what}",
+            notes=notes,
+            help="if the bytecode is at fault this is a fearless bug: please report it with "
+            "FEARLESS_DUMP=ir,tileir output; `fearless doctor` checks the toolchain",
+        )
+    return proc

@@ -1,0 +1,7 @@
+"""The Tile simulator: tile IR interpreted with NumPy, one block at a time.
+
+interpreter.py   runs a launch block by block (`run_kernel`); `simulates` names the ops it runs
+indexed.py       tile.gather, tile.scatter and the Tile atomics
+
+This package's `__init__` imports nothing: its modules import each other by name.
+"""
