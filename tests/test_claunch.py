@@ -274,7 +274,7 @@ def _param_bytes(params: int, sizes: list[int]) -> list[bytes]:
 
 
 def _tile_signature() -> tuple[Any, ...]:
-    from fearless.ir.tile.kernel import TileParam
+    from fearless.abi import TileParam
 
     return (
         TileParam("out", "part", F32, 2, tile=(16, 64)),
@@ -368,7 +368,7 @@ def test_a_driver_error_in_c_is_retried_by_the_python_path(
 
 
 def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None:
-    from fearless.ir.tile.kernel import TileParam
+    from fearless.abi import TileParam
     from fearless.tile import launch_gpu
 
     sig = (TileParam("x", "tensor", F32, 1), TileParam("s", "scalar", dtypes.bf16))
@@ -382,7 +382,7 @@ def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None
 def _dropout_warm() -> tuple[Any, Any, Any]:
     """A WarmPath for ops' dropout kernel (Part, Tensor, u32, f32, i64) and a prepared
     launch."""
-    from fearless.ir.tile.kernel import TileParam
+    from fearless.abi import TileParam
     from fearless.ops.kernels_activation import make_dropout
     from fearless.tile import fastpath, launch_gpu
 

@@ -20,8 +20,8 @@ import pytest
 
 import fearless as fl
 from fearless import config
+from fearless.abi import CompiledTile
 from fearless.frontend.source import changed_names, make_guard
-from fearless.ir.tile.kernel import CompiledTile
 from fearless.runtime import device_errors, driver, target
 from fearless.runtime.tensor import Tensor
 from fearless.simt import compiler as simt_compiler

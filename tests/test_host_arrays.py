@@ -306,7 +306,7 @@ def _tile_copy(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
 def test_numpy_inputs_of_a_tile_kernel_are_copied(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from fearless.ir.tile.kernel import CompiledTile
+    from fearless.abi import CompiledTile
 
     fake = TileGpu()
     monkeypatch.setattr(driver, "_info", DEVICE_INFO)

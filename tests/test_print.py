@@ -15,12 +15,12 @@ import pytest
 
 import fearless as fl
 from fearless import f32, i32, simt, tile
+from fearless.abi import TileParam, array_align
 from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas, find_tileiras
 from fearless.dtypes import DType
 from fearless.errors import CompileError, Location
 from fearless.frontend.printing import c_format, conversion
-from fearless.ir.tile.kernel import TileParam, array_align
 from fearless.ir.tile.printer import print_function
 from fearless.tile.compiler import compile_cubin
 

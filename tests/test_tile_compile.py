@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fearless import bf16, f16, f32
-from fearless.ir.tile.kernel import TileParam, array_align
+from fearless.abi import TileParam, array_align
 from fearless.tile.compiler import compile_cubin, render_stage
 from test_tile_sim import ex
 

@@ -10,7 +10,8 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.ir.tile.kernel import TileHints, array_align
+from fearless.abi import array_align
+from fearless.ir.tile.kernel import TileHints
 from fearless.runtime.target import Target
 
 

@@ -18,7 +18,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.ir.tile.kernel import CompiledTile, array_align
+from fearless.abi import CompiledTile, array_align
 from fearless.runtime import driver, target
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
 from fearless.runtime.target import Target

@@ -10,8 +10,8 @@ import pytest
 
 import fearless as fl
 from fearless import f32, tile
+from fearless.abi import TileParam, array_align
 from fearless.errors import PaddedReductionWarning
-from fearless.ir.tile.kernel import TileParam, array_align
 from test_tile_compile import SIGNATURES, ex
 
 

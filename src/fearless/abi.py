@@ -1,4 +1,7 @@
-"""The contract between the compilers and the runtime: what a compiled kernel looks like.
+"""The contract between the compilers and the runtime, for both tracks: what a kernel's
+parameters are (`ParamSpec`; Tile's `TileParam`, whose `spec()` maps it onto the same
+vocabulary), what a compiled kernel looks like (`CompiledKernel`, `CompiledTile`), and the
+alignment facts a Tile specialisation holds (`array_align`).
 
 Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this order:
   - for each `ParamSpec` of kind "slice", "disjoint" or "atomic": a global pointer (u64) to element 0,
@@ -25,8 +28,9 @@ thread.z, index, length]. `flag` is 0 until the first failing check wins a compa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .dtypes import DType
 from .errors import Location
@@ -121,3 +125,95 @@ class CompiledKernel:
     # The kernel holds `simt.cg.this_grid().sync()`: launched with cuLaunchCooperativeKernel,
     # on a grid the GPU holds at once, with the grid barrier's counter as its last parameter.
     cooperative: bool = False
+
+
+# ------------------------------------------------------------------------- Tile track
+# Tile kernel ABI (the cubin's parameters): per array parameter (part, tensor or atomic)
+# of rank d a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements;
+# per scalar its value; a const has no parameter (TileParam says it in full).
+
+TileParamKind = Literal["part", "tensor", "atomic", "const", "scalar"]
+# How the launch's borrow check and host-array staging see a Tile array parameter: a Part is
+# this block's exclusive tile of an output (a DisjointSlice's rule), a Tensor is read only.
+_ACCESS: dict[str, ParamKind] = {"part": "disjoint", "tensor": "slice", "atomic": "atomic"}
+
+
+@dataclass(frozen=True)
+class TileParam:
+    """One parameter of one specialisation.
+
+    Kernel ABI (the cubin's parameters), per array parameter ("part", "tensor" or "atomic") of rank d:
+    a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements (the last
+    stride is 1: arrays are C-contiguous); per scalar its value; a const has no parameter.
+
+    `align` (arrays) is what the launch saw of its argument: the power of two, up to 16, that
+    divides the pointer in bytes, then per extent and per stride (d-1 of them) the power of two
+    up to 16 bytes' worth of elements that divides it (`array_align`). The lowering turns it into
+    `assume` ops, which let tileiras use TMA and vector accesses; a launch whose arguments divide
+    differently is another specialisation, so the assumptions always hold.
+    """
+
+    name: str
+    kind: TileParamKind
+    dtype: DType | None = None
+    ndim: int = 0
+    tile: tuple[int, ...] | None = None
+    value: Any = None
+    align: tuple[int, ...] = ()
+    group: int = 0  # a Part's grouped order (tile.grouped), 0: row-major (tile/order.py)
+    # a scalar annotated `float` or `int`: typed by Python (f64, i64) and weak as a literal is,
+    # taking the other operand's dtype where it meets a tile (tile/rules.py)
+    weak: bool = False
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind in ("part", "tensor", "atomic")
+
+    def spec(self) -> ParamSpec | None:
+        """This parameter in the launch's one vocabulary (None: not an array): what the
+        borrow check and the host-array staging take for either track."""
+        access = _ACCESS.get(self.kind)
+        if access is None or self.dtype is None:
+            return None
+        return ParamSpec(self.name, access, self.dtype, self.ndim)
+
+
+ALIGN_BYTES = 16  # TMA needs 16-byte aligned addresses and strides
+
+
+def _pow2_divisor(v: int, cap: int) -> int:
+    """The largest power of two up to `cap` that divides `v` (0 is divisible by all)."""
+    if v == 0:
+        return cap
+    return min(cap, v & -v)
+
+
+def element_strides(shape: Sequence[int]) -> list[int]:
+    """The strides in elements of a C-contiguous array, as the kernel ABI passes them."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return strides
+
+
+def array_align(ptr: int, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """`TileParam.align` of a C-contiguous array: (pointer, *extents, *strides[:-1])."""
+    cap = max(1, ALIGN_BYTES // itemsize)
+    return (
+        _pow2_divisor(ptr, ALIGN_BYTES),
+        *(_pow2_divisor(d, cap) for d in shape),
+        *(_pow2_divisor(s, cap) for s in element_strides(shape)[:-1]),
+    )
+
+
+Signature = tuple[TileParam, ...]
+
+
+@dataclass
+class CompiledTile:
+    name: str
+    arch: str
+    signature: Signature
+    bytecode: bytes
+    cubin: bytes
+    stages: dict[str, str] = field(default_factory=dict)

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dtypes
+from ..abi import ALIGN_BYTES, Signature, TileParam, array_align
 from ..dtypes import DType
 from ..errors import KernelTypeError
-from ..ir.tile.kernel import ALIGN_BYTES, Signature, TileParam, array_align
 from ..ir.tile.types import is_pow2
 from ..runtime.location import user_location
 from .types import ConstAnnotation, PartAnnotation, TensorAnnotation

@@ -14,13 +14,14 @@ import hashlib
 from typing import Any
 
 from .. import cache
+from ..abi import CompiledTile, Signature
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
 from ..frontend.values import Weak
 from ..ir.core import Function
 from ..ir.tile import ops
-from ..ir.tile.kernel import CompiledTile, Signature, TileHints, TileIR
+from ..ir.tile.kernel import TileHints, TileIR
 from ..ir.tile.printer import print_function
 from ..ir.tile.types import ArrayParamType, TileType
 from ..version import __version__

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dtypes
+from ..abi import ALIGN_BYTES, Signature
 from ..dtypes import DType
-from ..ir.tile.kernel import ALIGN_BYTES, Signature, TileIR
+from ..ir.tile.kernel import TileIR
 from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
 from ..runtime.binder import scalar_fits

@@ -32,7 +32,7 @@ from typing import Any, overload
 import numpy as np
 
 from .. import dtypes
-from ..abi import ParamSpec
+from ..abi import CompiledTile, ParamSpec, Signature, TileParam, TileParamKind, array_align
 from ..crash import reraise, user_facing
 from ..dtypes import DType
 from ..errors import CompileError, LaunchContractError
@@ -45,15 +45,7 @@ from ..frontend.source import (
     resolve_annotations,
     same_values,
 )
-from ..ir.tile.kernel import (
-    CompiledTile,
-    ParamKind,
-    Signature,
-    TileHints,
-    TileIR,
-    TileParam,
-    array_align,
-)
+from ..ir.tile.kernel import TileHints, TileIR
 from ..runtime import claunch
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
@@ -207,7 +199,7 @@ class Kernel:
                 if isinstance(ann, AtomicAnnotation) and _read_only(info):
                     raise readonly_error(name)
                 align = array_align(info.ptr, info.shape, info.dtype.itemsize)
-                kind: ParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
+                kind: TileParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
                 params.append(TileParam(name, kind, ann.dtype, len(info.shape), align=align))
                 values.append(info)
             elif isinstance(ann, ConstAnnotation):
@@ -486,15 +478,10 @@ class Kernel:
     def _borrow_check(self, signature: Signature, values: list[Any]) -> int:
         specs, infos = [], []
         for p, v in zip(signature, values, strict=True):
-            if p.kind == "part":
-                specs.append(ParamSpec(p.name, "disjoint", p.dtype))  # type: ignore[arg-type]
-                infos.append(v[1])
-            elif p.kind == "tensor":
-                specs.append(ParamSpec(p.name, "slice", p.dtype))  # type: ignore[arg-type]
-                infos.append(v)
-            elif p.kind == "atomic":
-                specs.append(ParamSpec(p.name, "atomic", p.dtype))  # type: ignore[arg-type]
-                infos.append(v)
+            spec = p.spec()  # the launch's one vocabulary: a Part is written, a Tensor read
+            if spec is not None:
+                specs.append(spec)
+                infos.append(v[1] if p.kind == "part" else v)
         return check_borrows(specs, infos)
 
     # ------------------------------------------------------------------------ inspect

@@ -19,9 +19,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ..abi import CompiledKernel, LaunchContract
+from ..abi import CompiledKernel, CompiledTile, LaunchContract, Signature, element_strides
 from ..errors import LaunchContractError
-from ..ir.tile.kernel import CompiledTile, Signature, element_strides
 from ..runtime import claunch, driver, trace
 from ..runtime.location import user_location
 from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout

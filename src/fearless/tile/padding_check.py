@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from ..abi import ALIGN_BYTES
 from ..errors import Location, PaddedReductionWarning
 from ..ir.core import Block, Value
 from ..ir.tile import ops
-from ..ir.tile.kernel import ALIGN_BYTES, TileIR
+from ..ir.tile.kernel import TileIR
 from ..ir.tile.types import TileType
 
 # A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile

@@ -1,10 +1,10 @@
 """What a Tile specialisation is, as plain data: its parameters, hints and IR.
 
-    TileParam / Signature   one specialisation: each parameter's kind, dtype, tile shape,
-                            Const value and divisibility facts (the kernel ABI follows from it)
     TileHints               whole-kernel hints for tileiras
     TileIR                  the tile IR of one specialisation after the passes
-    CompiledTile            its bytecode and cubin
+
+A specialisation's parameters (`TileParam`, `Signature`) and what it compiles to
+(`CompiledTile`) are the compiler/runtime contract, in abi.py beside SIMT's.
 
 The frontend (tile/frontend.py) produces a `TileIR`; the backend (backends/tileir/lower.py), the
 simulator (sim/tile/interpreter.py) and the launchers consume it. Nothing here imports a compiler stage.
@@ -12,78 +12,12 @@ simulator (sim/tile/interpreter.py) and the launchers consume it. Nothing here i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from ...dtypes import DType
+from ...abi import Signature
 from ...errors import CompileError, Location
 from ..core import Function
-
-ParamKind = Literal["part", "tensor", "atomic", "const", "scalar"]
-
-
-@dataclass(frozen=True)
-class TileParam:
-    """One parameter of one specialisation.
-
-    Kernel ABI (the cubin's parameters), per array parameter ("part", "tensor" or "atomic") of rank d:
-    a u64 pointer to element 0, d i32 extents, then d-1 i32 strides in elements (the last
-    stride is 1: arrays are C-contiguous); per scalar its value; a const has no parameter.
-
-    `align` (arrays) is what the launch saw of its argument: the power of two, up to 16, that
-    divides the pointer in bytes, then per extent and per stride (d-1 of them) the power of two
-    up to 16 bytes' worth of elements that divides it (`array_align`). The lowering turns it into
-    `assume` ops, which let tileiras use TMA and vector accesses; a launch whose arguments divide
-    differently is another specialisation, so the assumptions always hold.
-    """
-
-    name: str
-    kind: ParamKind
-    dtype: DType | None = None
-    ndim: int = 0
-    tile: tuple[int, ...] | None = None
-    value: Any = None
-    align: tuple[int, ...] = ()
-    group: int = 0  # a Part's grouped order (tile.grouped), 0: row-major (tile/order.py)
-    # a scalar annotated `float` or `int`: typed by Python (f64, i64) and weak as a literal is,
-    # taking the other operand's dtype where it meets a tile (tile/rules.py)
-    weak: bool = False
-
-    @property
-    def is_array(self) -> bool:
-        return self.kind in ("part", "tensor", "atomic")
-
-
-ALIGN_BYTES = 16  # TMA needs 16-byte aligned addresses and strides
-
-
-def _pow2_divisor(v: int, cap: int) -> int:
-    """The largest power of two up to `cap` that divides `v` (0 is divisible by all)."""
-    if v == 0:
-        return cap
-    return min(cap, v & -v)
-
-
-def element_strides(shape: Sequence[int]) -> list[int]:
-    """The strides in elements of a C-contiguous array, as the kernel ABI passes them."""
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    return strides
-
-
-def array_align(ptr: int, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """`TileParam.align` of a C-contiguous array: (pointer, *extents, *strides[:-1])."""
-    cap = max(1, ALIGN_BYTES // itemsize)
-    return (
-        _pow2_divisor(ptr, ALIGN_BYTES),
-        *(_pow2_divisor(d, cap) for d in shape),
-        *(_pow2_divisor(s, cap) for s in element_strides(shape)[:-1]),
-    )
-
-
-Signature = tuple[TileParam, ...]
 
 
 @dataclass(frozen=True)
@@ -154,13 +88,3 @@ class TileIR:
     @property
     def name(self) -> str:
         return self.fn.name
-
-
-@dataclass
-class CompiledTile:
-    name: str
-    arch: str
-    signature: Signature
-    bytecode: bytes
-    cubin: bytes
-    stages: dict[str, str] = field(default_factory=dict)
