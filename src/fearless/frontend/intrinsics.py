@@ -13,8 +13,9 @@ An intrinsic is a host object a kernel calls (`len`, `math.exp`, `simt.thread.in
 Each track owns one `IntrinsicTable`, next to its rules: `simt/calls.py` (`INTRINSICS`) and
 `tile/intrinsics.py` (`INTRINSICS`, built from the stubs of tile/api.py and the rules of
 tile/lower_api.py). A `Backend` says which
-op classes a consumer of the IR gives a meaning (`backends/llvm/lower.lowers`,
-`backends/tileir/lower.lowers`, `sim/simt.simulates`, `sim/tile/interpreter.simulates`), and
+op classes a consumer of the IR gives a meaning (the `handles` of its registry, ir/registry.py:
+`backends/llvm/lower.lowers`, `backends/tileir/lower.lowers`, `sim/simt.plans`,
+`sim/tile/interpreter.runs`), and
 `IntrinsicTable.missing(backends)` names every op of every intrinsic that one of them cannot
 run, so an intrinsic added without its lowering or its simulator semantics fails
 tests/test_intrinsics.py instead of a user's kernel. The frontend does not import the backends:

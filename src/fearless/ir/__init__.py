@@ -3,6 +3,7 @@
 core.py       the shared data model: types, values, ops with an Effect, blocks, functions
 clone.py      deep copy of a Function
 analysis.py   CFG analyses: dominators, cyclic blocks
+registry.py   Registry: op class -> handler, how each backend and simulator registers its own
 simt/         the SIMT track's ops, text form and verifier
 tile/         the Tile track's types, ops, printer, verifier and compiled forms
 

@@ -61,6 +61,7 @@ from ..abi import Dim3
 from ..errors import InternalError, KernelTypeError, LaunchContractError
 from ..frontend.printing import c_format
 from ..ir import core
+from ..ir.registry import Registry
 from ..ir.simt import ops
 from ..runtime.location import user_location
 from . import atomics, collectives, numerics
@@ -239,10 +240,7 @@ class SimKernel:
                 steps, barrier = [], op
                 if isinstance(op, ops.Barrier):
                     continue
-            planner = _PLANNERS.get(type(op))
-            if planner is None:
-                raise InternalError(f"the simulator has no handler for op `{op.opname}`")
-            kind, fn = planner(self, op)
+            kind, fn = plans.lookup(op)(self, op)
             ins = tuple(self._operand(v) for v in op.operands)
             if isinstance(op, _SHARED_ACCESS) and _shared_shape(op.operands[0]):
                 ins = (ins[0], self._chunk_register("chunk_block"), *ins[1:])  # a block's own copy
@@ -400,14 +398,19 @@ def _bind(p: core.Value, a: Any) -> Any:
 
 
 # -------------------------------------------------------------------------------- planners
-# One per op class: (step kind, function). `_prefilled` marks results written before the
-# block runs (constants into the launch's values, thread registers into each chunk's).
+# One per op class, registered with `plans` (ir/registry.py): (step kind, function).
+# `_prefilled` marks results written before the block runs (constants into the launch's
+# values, thread registers into each chunk's). Terminators have none: `_plan_block` turns them
+# into the block's edges.
+_Planner = Callable[[SimKernel, core.Op], tuple[int, Callable[..., Any]]]
+plans: Registry[_Planner] = Registry("the SIMT simulator")
 
 
 def _prefilled() -> None:  # pragma: no cover - never called
     raise AssertionError
 
 
+@plans(ops.Constant)
 def _plan_constant(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.Constant)
     k._env0[k._slot(op.result)] = numerics.constant(op.value, op.result.dtype)
@@ -415,6 +418,7 @@ def _plan_constant(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, _prefilled
 
 
+@plans(ops.ThreadIndex1D, ops.BlockIndex1D, ops.BlockId, ops.ThreadIndexAxis, ops.SpecialReg)
 def _plan_register(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     if isinstance(op, ops.SpecialReg):
         reg = op.reg
@@ -446,6 +450,7 @@ def _plan_register(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, _prefilled
 
 
+@plans(ops.SharedAlloc, ops.LocalAlloc, ops.ConstArray)
 def _plan_static_array(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     """`shared.alloc` / `local.alloc`: an array per block / per lane of each chunk, made by
     `SimKernel.run` (they have a leading axis of blocks / lanes); `const.array`: the array of
@@ -474,6 +479,7 @@ def _local_shape(v: core.Value) -> tuple[int, ...] | None:
     return v.type.local if isinstance(v.type, core.ArrayType) else None
 
 
+@plans(ops.ThreadIndex2D, ops.BlockIndex2D)
 def _plan_index_2d(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     # The pair has no value of its own: its coordinates (`index.axis`) are thread registers.
     k._env0[k._slot(op.result)] = np.int64(0)
@@ -485,22 +491,27 @@ def _scalar_dtype(v: core.Value) -> Any:
     return v.type.dtype if isinstance(v.type, core.ScalarType) else dtypes.i64
 
 
+@plans(ops.Binary)
 def _plan_binary(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.binary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
 
 
+@plans(ops.Unary)
 def _plan_unary(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.unary_fn(op.attrs["kind"], _scalar_dtype(op.operands[0]))
 
 
+@plans(ops.Compare)
 def _plan_compare(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.compare_fn(op.attrs["pred"], _scalar_dtype(op.operands[0]))
 
 
+@plans(ops.Cast)
 def _plan_cast(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.cast_fn(_scalar_dtype(op.operands[0]), op.result.dtype)
 
 
+@plans(ops.MathCall)
 def _plan_math(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, numerics.math_fn(op.attrs["fn"], _scalar_dtype(op.operands[0]))
 
@@ -509,6 +520,7 @@ def _plan_simple(fn: Callable[..., Any]) -> Callable[[SimKernel, core.Op], tuple
     return lambda k, op: (COMPUTE, fn)
 
 
+@plans(ops.ArrayLen)
 def _plan_len(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     assert isinstance(op, ops.ArrayLen)
     axis = op.axis
@@ -519,6 +531,7 @@ def _plan_len(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COMPUTE, lambda arr: np.int64(arr.shape[axis])
 
 
+@plans(ops.Load, ops.Store)
 def _plan_memory(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     arr_type = op.operands[0].type
     assert isinstance(arr_type, core.ArrayType)
@@ -528,6 +541,7 @@ def _plan_memory(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return STORE, numerics.bf16_store if bf16 else numerics._identity
 
 
+@plans(ops.AtomicRMW, ops.AtomicCAS)
 def _plan_atomic(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     arr_type = op.operands[0].type
     assert isinstance(arr_type, core.ArrayType)
@@ -536,10 +550,12 @@ def _plan_atomic(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return ATOMIC, atomics.rmw_fn(op.attrs["kind"], arr_type.dtype)
 
 
+@plans(*ops.COLLECTIVES)
 def _plan_collective(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return COLLECTIVE, collectives.collective_fn(op)
 
 
+@plans(ops.Print)
 def _plan_print(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     fmt = op.attrs["format"]
 
@@ -551,6 +567,7 @@ def _plan_print(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return PRINT, run
 
 
+@plans(ops.BlockRowIndex)  # holds its column (see index.axis)
 def _plan_block_row(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     """`index.block_row`: the column, times the chunk width of `block_column(k, W)`."""
     assert isinstance(op, ops.BlockRowIndex)
@@ -563,49 +580,20 @@ def _capped_step(k: Any) -> Any:
     return np.minimum(np.asarray(k).astype(np.uint64), 1 << 31).astype(np.int64)
 
 
+@plans(ops.BoundsCheck)
 def _plan_check(k: SimKernel, op: core.Op) -> tuple[int, Callable[..., Any]]:
     return CHECK, numerics._identity
 
 
-_PLANNERS: dict[type[core.Op], Callable[[SimKernel, core.Op], tuple[int, Callable[..., Any]]]] = {
-    ops.Constant: _plan_constant,
-    ops.ThreadIndex1D: _plan_register,
-    ops.ThreadIndex2D: _plan_index_2d,
-    ops.BlockIndex2D: _plan_index_2d,
-    ops.BlockIndex1D: _plan_register,
-    ops.BlockId: _plan_register,
-    ops.BlockRowIndex: _plan_block_row,  # holds its column (see index.axis)
-    ops.BlockStep: _plan_simple(lambda t, k, n: t + _capped_step(k) * n),
-    ops.BlockTileRow: _plan_simple(lambda r, k, n: r + _capped_step(k) * n),
-    ops.TileRow: _plan_simple(
-        lambda r, rows, by: np.where(r < rows, by * rows + r, np.int64(ops.TILE_ROW_PAST))
-    ),
-    ops.SharedAlloc: _plan_static_array,
-    ops.LocalAlloc: _plan_static_array,
-    ops.ConstArray: _plan_static_array,
-    ops.Barrier: _plan_simple(numerics._identity),  # split off by _plan_block, never a step
-    ops.GridSync: _plan_simple(numerics._identity),  # likewise (a Barrier: barriers.py)
-    **{cls: _plan_collective for cls in ops.COLLECTIVES},
-    ops.ThreadIndexAxis: _plan_register,
-    ops.SpecialReg: _plan_register,
-    ops.Binary: _plan_binary,
-    ops.Unary: _plan_unary,
-    ops.Compare: _plan_compare,
-    ops.Cast: _plan_cast,
-    ops.Select: _plan_simple(numerics.select),
-    ops.MathCall: _plan_math,
-    ops.IndexToInt: _plan_simple(numerics._identity),
-    ops.IndexAdvance: _plan_simple(np.add),
-    ops.ArrayLen: _plan_len,
-    ops.Load: _plan_memory,
-    ops.Store: _plan_memory,
-    ops.BoundsCheck: _plan_check,
-    ops.AtomicRMW: _plan_atomic,
-    ops.AtomicCAS: _plan_atomic,
-    ops.Print: _plan_print,
-}
-
-
-def simulates(op: type) -> bool:
-    """Whether the SIMT simulator gives ops of class `op` a meaning (intrinsic tables ask)."""
-    return op in _PLANNERS
+# The planners made from a step function alone: a COMPUTE step that applies it. A barrier's is
+# never run: `_plan_block` splits its block there (a GridSync is a Barrier of the whole grid,
+# barriers.py).
+plans(ops.Barrier, ops.GridSync)(_plan_simple(numerics._identity))
+plans(ops.IndexToInt)(_plan_simple(numerics._identity))
+plans(ops.IndexAdvance)(_plan_simple(np.add))
+plans(ops.Select)(_plan_simple(numerics.select))
+plans(ops.BlockStep)(_plan_simple(lambda t, k, n: t + _capped_step(k) * n))
+plans(ops.BlockTileRow)(_plan_simple(lambda r, k, n: r + _capped_step(k) * n))
+plans(ops.TileRow)(
+    _plan_simple(lambda r, rows, by: np.where(r < rows, by * rows + r, np.int64(ops.TILE_ROW_PAST)))
+)

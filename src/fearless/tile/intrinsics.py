@@ -8,8 +8,9 @@ are declared too. tests/test_intrinsics.py checks that every declared op has a b
 (backends/tileir/lower.py) and a simulator meaning (sim/tile/interpreter.py).
 
 To add a tile op: a stub in api.py (and `tile/__init__.py`), its rule in lower_api.py, its line
-in `OPS`, and, if it needs a new op class, the class in ir/tile/ops.py with its `op_<Class>`
-lowering and its `_op_<Class>` simulation.
+in `OPS`, and, if it needs a new op class, the class in ir/tile/ops.py with its lowering
+(`@lowers(ops.<Class>)`, backends/tileir/registry.py) and its simulation
+(`@runs(ops.<Class>)`, sim/tile/interpreter.py).
 """
 
 from __future__ import annotations

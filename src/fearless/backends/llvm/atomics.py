@@ -2,7 +2,7 @@
 
 Every atomic is relaxed (`monotonic`) at device scope (`syncscope("device")`), which is what
 CUDA's `atomicAdd` and its siblings are: PTX `atom.global.<op>` (`.gpu` scope). The handlers
-are registered in `lower._HANDLERS` and run on that module's `_KernelLowering` (the
+are registered with `registry.lowers` and run on `lower.py`'s `_KernelLowering` (the
 `Lowering` protocol below names what they use).
 
     atomic.rmw {kind='add'} %a, %i, %v : i32  ->  atomicrmw add ptr %p, i32 %v syncscope("device") monotonic
@@ -33,6 +33,7 @@ from ...errors import InternalError
 from ...ir.core import ArrayType, Value
 from ...ir.simt import ops
 from .arith import ScalarEmitter
+from .registry import lowers
 
 ORDERING = "monotonic"
 SCOPE = 'syncscope("device")'
@@ -103,6 +104,7 @@ _INT_OPS = {
 }  # fmt: skip
 
 
+@lowers(ops.AtomicRMW)
 def lower_rmw(kl: Lowering, op: ops.AtomicRMW) -> None:
     b = kl.builder
     dtype = _dtype(op)
@@ -149,6 +151,7 @@ def _float_minmax_loop(
     return b.bitcast(cur, float_type)
 
 
+@lowers(ops.AtomicCAS)
 def lower_cas(kl: Lowering, op: ops.AtomicCAS) -> None:
     b = kl.builder
     dtype = _dtype(op)

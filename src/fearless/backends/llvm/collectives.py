@@ -1,6 +1,6 @@
 """SIMT warp and block collectives -> LLVM (NVVM `shfl.sync`, `vote.sync`, `redux.sync`).
 
-The handlers are registered in `lower._HANDLERS` and run on that module's
+The handlers are registered with `registry.lowers` and run on `lower.py`'s
 `_KernelLowering` (`lw`). `sim/collectives.py` computes the same steps in NumPy.
 
 Warps are runs of 32 threads in the block's linear order (t = tid.x + ntid.x * (tid.y +
@@ -33,6 +33,7 @@ from llvmlite import ir
 from ...dtypes import DType
 from ...ir.core import ScalarType
 from ...ir.simt import ops
+from .registry import lowers
 from .shared import SHARED_ADDRSPACE, emit_barrier
 from .types import I1, I32, I64, constant, scalar_type
 
@@ -94,6 +95,7 @@ def _dtype(op: ops.Op) -> DType:
     return t.dtype
 
 
+@lowers(ops.WarpShuffle)
 def lower_shuffle(lw: Any, op: ops.WarpShuffle) -> None:
     bld = lw.builder
     dt, g, mode = _dtype(op), _geometry(lw), op.attrs["mode"]
@@ -113,6 +115,7 @@ def lower_shuffle(lw: Any, op: ops.WarpShuffle) -> None:
     lw._set(op.result, bld.select(valid, moved, own))
 
 
+@lowers(ops.WarpVote)
 def lower_vote(lw: Any, op: ops.WarpVote) -> None:
     g, kind = _geometry(lw), op.attrs["kind"]
     ret = I32 if kind == "ballot" else I1
@@ -155,6 +158,7 @@ def _scan(lw: Any, v: ir.Value, dt: DType, name: str, g: _Warp) -> ir.Value:
     return v
 
 
+@lowers(ops.WarpReduce)
 def lower_warp_reduce(lw: Any, op: ops.WarpReduce) -> None:
     dt, g, name = _dtype(op), _geometry(lw), op.attrs["op"]
     v = lw._v(op.operands[0])
@@ -185,6 +189,7 @@ def _slot(lw: Any, buf: ir.Value, i: ir.Value) -> ir.Value:
     return lw.builder.gep(buf, [ir.Constant(I64, 0), lw.builder.zext(i, I64)], inbounds=True)
 
 
+@lowers(ops.BlockReduce)
 def lower_block_reduce(lw: Any, op: ops.BlockReduce) -> None:
     """Each warp's tree; lane 0 stores its warp's total; one barrier; then every warp reduces
     the totals with the same tree (so lane 0's result is the simulator's, bit for bit) and
@@ -207,6 +212,7 @@ def lower_block_reduce(lw: Any, op: ops.BlockReduce) -> None:
     lw._set(op.result, out)
 
 
+@lowers(ops.BlockScan)
 def lower_block_scan(lw: Any, op: ops.BlockScan) -> None:
     dt, g, name = _dtype(op), _geometry(lw), op.attrs["op"]
     bld = lw.builder

@@ -1,6 +1,6 @@
 """SIMT constant arrays -> LLVM: `const.array`, a module-level NumPy array baked into the kernel.
 
-The handler is registered in `lower._HANDLERS` and runs on that module's `_KernelLowering`
+The handler is registered with `registry.lowers` and runs on `lower.py`'s `_KernelLowering`
 (`lw`: its module and the `arrays` map).
 
     %t = const.array {name='LUT', data='0000803f...'} : Const[f32, 4]
@@ -23,12 +23,14 @@ from typing import Any
 from llvmlite import ir
 
 from ...ir.simt import ops
+from .registry import lowers
 from .shared import SharedArray
 from .types import I8, I64
 
 CONSTANT_ADDRSPACE = 4  # NVPTX's constant memory (`.const`)
 
 
+@lowers(ops.ConstArray)
 def lower_const_array(lw: Any, op: ops.ConstArray) -> None:
     raw = op.raw()
     symbol = re.sub(r"[^A-Za-z0-9_]", "_", op.name) or "array"

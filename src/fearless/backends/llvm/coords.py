@@ -2,7 +2,7 @@
 
 The raw coordinates (`simt.threadIdx.x`, `simt.laneid`, ...) are `thread.reg` ops, lowered by
 `lower._KernelLowering._special_reg`; what is here is the witness arithmetic. The handler
-is registered in `lower._HANDLERS` and runs on that module's `_KernelLowering`.
+is registered with `registry.lowers` and runs on `lower.py`'s `_KernelLowering`.
 
     %j = index.advance %i, %g : ThreadIndex  ->  %j = add nuw nsw i64 %i, %g
 """
@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.simt import ops
+from .registry import lowers
 
 
+@lowers(ops.IndexAdvance)
 def lower_index_advance(lw: Any, op: ops.IndexAdvance) -> None:
     """The next grid-stride step: both operands are non-negative i64 far below 2^63."""
     i, g = (lw._v(v) for v in op.operands)

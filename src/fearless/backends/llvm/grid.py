@@ -30,6 +30,7 @@ from typing import Any
 from llvmlite import ir
 
 from ...ir.simt import ops
+from .registry import lowers
 from .shared import emit_barrier
 from .types import I32, I64, VOID
 
@@ -76,6 +77,7 @@ def array_attributes(shared_between_syncs: bool) -> tuple[str, ...]:
     return ("noalias", "noundef", "captures(none)")
 
 
+@lowers(ops.GridSync)
 def lower_grid_sync(lw: Any, op: ops.GridSync) -> None:
     b: ir.IRBuilder = lw.builder
     counter, err = lw.grid_barrier, lw.err

@@ -14,14 +14,14 @@ addresses element r * shape1 + c. `noalias` is what the launch-time borrow check
 Slice's loads gives `ld.global.nc`. Scalars come by value (bool as i8). IR block arguments
 become phis; `check.bounds` becomes an unsigned compare and a branch to a cold block that calls
 `__fearless_report_oob` (`support.py`) and returns. Scalar arithmetic is in
-`arith.py`; target machine, libdevice and PTX emission are in `ptx.py`.
+`arith.py`; target machine, libdevice and PTX emission are in `ptx.py`. Each op goes to the
+handler of its class in `registry.lowers`: a method below or a function of a family module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from llvmlite import ir
 
@@ -31,16 +31,20 @@ from ...dtypes import DType
 from ...errors import InternalError
 from ...ir.core import ArrayType, Block, Function, Op, ScalarType, Value
 from ...ir.simt import ops
-from . import atomics as llvm_atomics
+
+# Each op family module registers its handlers with `lowers` when imported; importing every
+# one here makes `lowers` complete wherever this module is.
+from . import atomics as llvm_atomics  # noqa: F401
 from . import chunks as llvm_chunks
-from . import collectives as llvm_collectives
-from . import const as llvm_const
-from . import coords as llvm_coords
+from . import collectives as llvm_collectives  # noqa: F401
+from . import const as llvm_const  # noqa: F401
+from . import coords as llvm_coords  # noqa: F401
 from . import grid as llvm_grid
 from . import loops as llvm_loops
-from . import print as llvm_print
-from . import shared as llvm_shared
+from . import print as llvm_print  # noqa: F401
+from . import shared as llvm_shared  # noqa: F401
 from .arith import ScalarEmitter
+from .registry import lowers
 from .support import ModuleSupport
 from .types import (
     GLOBAL_PTR,
@@ -314,10 +318,7 @@ class _KernelLowering:
             self.builder.branch(self.exit)
 
     def _lower_op(self, op: Op) -> None:
-        handler = _HANDLERS.get(type(op))
-        if handler is None:
-            raise InternalError(f"no LLVM lowering for op `{op.opname}` ({op.loc})")
-        handler(self, op)
+        lowers.lookup(op)(self, op)
 
     def _v(self, value: Value) -> ir.Value:
         try:
@@ -338,35 +339,43 @@ class _KernelLowering:
 
     # ------------------------------------------------------------------------ scalar ops
 
+    @lowers(ops.Constant)
     def _constant(self, op: ops.Constant) -> None:
         self._set(op.result, constant(op.result.dtype, op.value))
 
+    @lowers(ops.Binary)
     def _binary(self, op: ops.Binary) -> None:
         x, y = op.operands
         self._set(op.result, self.scalar.binary(op.kind, x.dtype, self._v(x), self._v(y)))
 
+    @lowers(ops.Unary)
     def _unary(self, op: ops.Unary) -> None:
         (x,) = op.operands
         self._set(op.result, self.scalar.unary(op.kind, x.dtype, self._v(x)))
 
+    @lowers(ops.Compare)
     def _compare(self, op: ops.Compare) -> None:
         x, y = op.operands
         self._set(op.result, self.scalar.compare(op.pred, _dtype_of(x), self._v(x), self._v(y)))
 
+    @lowers(ops.Cast)
     def _cast(self, op: ops.Cast) -> None:
         (x,) = op.operands
         self._set(op.result, self.scalar.cast(self._v(x), _dtype_of(x), op.result.dtype))
 
+    @lowers(ops.Select)
     def _select(self, op: ops.Select) -> None:
         cond, a, b = (self._v(v) for v in op.operands)
         self._set(op.result, self.builder.select(cond, a, b))
 
+    @lowers(ops.MathCall)
     def _math(self, op: ops.MathCall) -> None:
         args = [self._v(v) for v in op.operands]
         self._set(op.result, self.scalar.math(op.fn, op.result.dtype, args))
 
     # ------------------------------------------------------------------------ thread ops
 
+    @lowers(ops.ThreadIndex1D)
     def _thread_index_1d(self, op: ops.ThreadIndex1D) -> None:
         if self.logical_index is not None:  # the coarsened kernel: this copy's logical thread
             self._set(op.result, self.logical_index)
@@ -391,6 +400,7 @@ class _KernelLowering:
         ntid = b.zext(self.support.sreg(b, "ntid.x"), I64)
         return b.udiv(self.logical_index, ntid), b.urem(self.logical_index, ntid)
 
+    @lowers(ops.ThreadIndex2D)
     def _thread_index_2d(self, op: ops.ThreadIndex2D) -> None:
         # (ctaid.y * ntid.y + tid.y, ctaid.x * ntid.x + tid.x) in i64, nuw/nsw as in 1-D.
         b = self.builder
@@ -403,6 +413,7 @@ class _KernelLowering:
             coords.append(b.add(base, tid, name=name, flags=("nuw", "nsw")))
         self.index_2d[op.result] = (coords[0], coords[1])
 
+    @lowers(ops.ThreadIndexAxis)
     def _thread_index_axis(self, op: ops.ThreadIndexAxis) -> None:
         try:
             pair = self.index_2d[op.operands[0]]
@@ -410,14 +421,17 @@ class _KernelLowering:
             raise InternalError(f"{op.operands[0]!r} is not a lowered ThreadIndex2D") from None
         self.values[op.result] = pair[op.axis]
 
+    @lowers(ops.SpecialReg)
     def _special_reg(self, op: ops.SpecialReg) -> None:
         self._set(op.result, self.support.sreg(self.builder, op.reg))
 
+    @lowers(ops.IndexToInt)
     def _index_to_int(self, op: ops.IndexToInt) -> None:
         self.values[op.result] = self._v(op.operands[0])  # a ThreadIndex is its i64 value
 
     # ------------------------------------------------------------------------ memory ops
 
+    @lowers(ops.ArrayLen)
     def _len(self, op: ops.ArrayLen) -> None:
         self.values[op.result] = self._array(op.operands[0]).extents[op.axis]
 
@@ -433,6 +447,7 @@ class _KernelLowering:
         ptr = self.builder.gep(lowered.ptr, [offset], inbounds=True, source_etype=ty)
         return ptr, ty, dtype.itemsize
 
+    @lowers(ops.Load)
     def _load(self, op: ops.Load) -> None:
         if llvm_chunks.lower_load(self, op):
             return
@@ -447,6 +462,7 @@ class _KernelLowering:
             loaded = self.builder.icmp_unsigned("!=", loaded, ir.Constant(I8, 0))
         self._set(op.result, loaded)
 
+    @lowers(ops.Store)
     def _store(self, op: ops.Store) -> None:
         array, value = op.operands[0], op.operands[-1]
         if self._array(array).readonly:
@@ -459,6 +475,7 @@ class _KernelLowering:
             v = self.builder.zext(v, I8)
         self.builder.store(v, ptr, align=align)
 
+    @lowers(ops.BoundsCheck)
     def _check_bounds(self, op: ops.BoundsCheck) -> None:
         """One unsigned compare per pair, one branch for the whole group.
 
@@ -498,6 +515,7 @@ class _KernelLowering:
             assert isinstance(phi, ir.PhiInstr)
             phi.add_incoming(self._v(arg), self.builder.block)
 
+    @lowers(ops.Br)
     def _br(self, op: ops.Br) -> None:
         self._edge(op.dest, op.operands)
         branch = self.builder.branch(self.blocks[op.dest])
@@ -505,6 +523,7 @@ class _KernelLowering:
         if loop_id is not None:
             branch.set_metadata("llvm.loop", loop_id)
 
+    @lowers(ops.CondBr)
     def _cond_br(self, op: ops.CondBr) -> None:
         b = self.builder
         cond = self._v(op.cond)
@@ -522,6 +541,7 @@ class _KernelLowering:
         self._edge(op.if_false, op.false_args)
         b.cbranch(cond, self.blocks[op.if_true], self.blocks[op.if_false])
 
+    @lowers(ops.Return)
     def _return(self, op: ops.Return) -> None:
         self._leave()
 
@@ -536,44 +556,3 @@ def _dtype_of(value: Value) -> DType:
     if isinstance(value.type, ScalarType):
         return value.type.dtype
     return dtypes.i64
-
-
-# One method per op class; each takes the op of its own class.
-_HANDLERS: dict[type[Op], Callable[[_KernelLowering, Any], None]] = {
-    ops.Constant: _KernelLowering._constant,
-    ops.Binary: _KernelLowering._binary,
-    ops.Unary: _KernelLowering._unary,
-    ops.Compare: _KernelLowering._compare,
-    ops.Cast: _KernelLowering._cast,
-    ops.Select: _KernelLowering._select,
-    ops.MathCall: _KernelLowering._math,
-    ops.ThreadIndex1D: _KernelLowering._thread_index_1d,
-    ops.ThreadIndex2D: _KernelLowering._thread_index_2d,
-    ops.ThreadIndexAxis: _KernelLowering._thread_index_axis,
-    ops.SpecialReg: _KernelLowering._special_reg,
-    ops.IndexToInt: _KernelLowering._index_to_int,
-    ops.IndexAdvance: llvm_coords.lower_index_advance,
-    ops.ArrayLen: _KernelLowering._len,
-    ops.Load: _KernelLowering._load,
-    ops.Store: _KernelLowering._store,
-    ops.BoundsCheck: _KernelLowering._check_bounds,
-    ops.AtomicRMW: llvm_atomics.lower_rmw,
-    ops.AtomicCAS: llvm_atomics.lower_cas,
-    **llvm_shared.HANDLERS,
-    ops.ConstArray: llvm_const.lower_const_array,
-    ops.GridSync: llvm_grid.lower_grid_sync,
-    ops.WarpShuffle: llvm_collectives.lower_shuffle,
-    ops.WarpVote: llvm_collectives.lower_vote,
-    ops.WarpReduce: llvm_collectives.lower_warp_reduce,
-    ops.BlockReduce: llvm_collectives.lower_block_reduce,
-    ops.BlockScan: llvm_collectives.lower_block_scan,
-    ops.Print: llvm_print.lower_print,
-    ops.Br: _KernelLowering._br,
-    ops.CondBr: _KernelLowering._cond_br,
-    ops.Return: _KernelLowering._return,
-}
-
-
-def lowers(op: type) -> bool:
-    """Whether the LLVM lowering handles ops of class `op` (intrinsic tables ask)."""
-    return op in _HANDLERS

@@ -8,7 +8,7 @@
 
 Varargs promotion: f16, bf16 and f32 become f64; bool, i8, i16 become i32 (u8 and u16 by zero
 extension); 32- and 64-bit ints stay. The struct has the natural alignment of its fields, the
-layout `vprintf` reads. The handler is registered in `lower._HANDLERS` and runs on
+layout `vprintf` reads. The handler is registered with `registry.lowers` and runs on
 `_KernelLowering` (`lw`: builder, module, support, `_v`, `scalar`).
 """
 
@@ -22,6 +22,7 @@ from ... import dtypes
 from ...dtypes import DType
 from ...ir.core import ScalarType
 from ...ir.simt import ops
+from .registry import lowers
 
 I8 = ir.IntType(8)
 I32 = ir.IntType(32)
@@ -37,6 +38,7 @@ def promoted(dtype: DType) -> DType:
     return dtype
 
 
+@lowers(ops.Print)
 def lower_print(lw: Any, op: ops.Print) -> None:
     b: ir.IRBuilder = lw.builder
     data = bytearray(op.format.encode("utf-8")) + b"\0"

@@ -1,6 +1,6 @@
 """SIMT shared memory and barriers -> LLVM: `shared.alloc`, `barrier`, the block indices.
 
-The handlers (`HANDLERS`, merged into `lower._HANDLERS`) run on that module's
+The handlers (registered with `registry.lowers`) run on `lower.py`'s
 `_KernelLowering` (`lw`: its builder, module, support and the `arrays` / `values` maps).
 
     %s = shared.alloc : Shared[f32, 256]
@@ -25,6 +25,7 @@ from llvmlite import ir
 
 from ...ir.core import ArrayType, Value
 from ...ir.simt import ops
+from .registry import lowers
 from .types import I64, memory_type
 
 SHARED_ADDRSPACE = 3
@@ -41,6 +42,7 @@ class SharedArray:
     readonly: bool = False
 
 
+@lowers(ops.SharedAlloc)
 def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
     name = f"__shared_{op.result.name or 'array'}_{len(lw.module.globals)}"
     storage = _storage(op.result)
@@ -52,6 +54,7 @@ def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
     _bind(lw, op.result, g.gep([zero, zero]))
 
 
+@lowers(ops.LocalAlloc)
 def lower_local_alloc(lw: Any, op: ops.LocalAlloc) -> None:
     """An `alloca` in the entry block: SROA keeps it in registers when every index is a
     constant (after LLVM unrolls the loops over it), else it lives in local memory."""
@@ -78,6 +81,7 @@ def _bind(lw: Any, array: Value, first: ir.Value) -> None:
     lw.arrays[array] = SharedArray(first, tuple(ir.Constant(I64, d) for d in t.static_shape))
 
 
+@lowers(ops.Barrier)
 def lower_barrier(lw: Any, op: ops.Barrier) -> None:
     emit_barrier(lw)
 
@@ -90,6 +94,7 @@ def emit_barrier(lw: Any) -> None:
     lw.builder.call(fn, [])
 
 
+@lowers(ops.BlockIndex2D)
 def lower_block_index_2d(lw: Any, op: ops.BlockIndex2D) -> None:
     """(tid.y + ntid.y * tid.z, tid.x) in i64; `index.axis` reads them from `lw.index_2d`."""
     b = lw.builder
@@ -100,6 +105,7 @@ def lower_block_index_2d(lw: Any, op: ops.BlockIndex2D) -> None:
     lw.index_2d[op.result] = (row, tx)
 
 
+@lowers(ops.BlockIndex1D)
 def lower_block_index(lw: Any, op: ops.BlockIndex1D) -> None:
     """The linear thread position in the block; below 1024, so no product wraps."""
     b = lw.builder
@@ -123,11 +129,13 @@ def _block_id(lw: Any) -> ir.Value:
     return b.add(x, b.mul(nx, yz, flags=flags), name="block_id", flags=flags)
 
 
+@lowers(ops.BlockId)
 def lower_block_id(lw: Any, op: ops.BlockId) -> None:
     """`thread.block_id`: the block's linear index in the grid."""
     lw._set(op.result, _block_id(lw))
 
 
+@lowers(ops.BlockRowIndex)
 def lower_block_row(lw: Any, op: ops.BlockRowIndex) -> None:
     """(ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z), the column) in i64: the pair of
     `simt.thread.block_stride`, read by `index.axis` from `lw.index_2d`."""
@@ -151,16 +159,19 @@ def _advance(lw: Any, op: ops.BlockStep | ops.BlockTileRow, name: str) -> ir.Val
     return b.add(t, b.mul(k, n, flags=flags), name=name, flags=flags)
 
 
+@lowers(ops.BlockStep)
 def lower_block_step(lw: Any, op: ops.BlockStep) -> None:
     lw._set(op.result, _advance(lw, op, "column"))
 
 
+@lowers(ops.BlockTileRow)
 def lower_block_tile_row(lw: Any, op: ops.BlockTileRow) -> None:
     """(r + umin(k, 2^31) * R, tid.x): `block_index_2d(k)`, read by `index.axis`."""
     col = lw.builder.zext(lw.support.sreg(lw.builder, "tid.x"), I64)
     lw.index_2d[op.result] = (_advance(lw, op, "tile_row"), col)
 
 
+@lowers(ops.TileRow)
 def lower_tile_row(lw: Any, op: ops.TileRow) -> None:
     """(l < rows ? by * rows + l : 2^62, ctaid.x * ntid.x + tid.x): `tile_index_2d`."""
     b = lw.builder
@@ -172,18 +183,3 @@ def lower_tile_row(lw: Any, op: ops.TileRow) -> None:
     x, nx, tx = (b.zext(lw.support.sreg(b, r), I64) for r in ("ctaid.x", "ntid.x", "tid.x"))
     col = b.add(b.mul(x, nx, flags=flags), tx, name="col", flags=flags)
     lw.index_2d[op.result] = (row, col)
-
-
-# The handlers of this module's ops, merged into `lower._HANDLERS`.
-HANDLERS: dict[type, Any] = {
-    ops.SharedAlloc: lower_shared_alloc,
-    ops.LocalAlloc: lower_local_alloc,
-    ops.Barrier: lower_barrier,
-    ops.BlockIndex1D: lower_block_index,
-    ops.BlockId: lower_block_id,
-    ops.BlockIndex2D: lower_block_index_2d,
-    ops.BlockRowIndex: lower_block_row,
-    ops.BlockStep: lower_block_step,
-    ops.BlockTileRow: lower_block_tile_row,
-    ops.TileRow: lower_tile_row,
-}

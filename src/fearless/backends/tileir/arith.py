@@ -17,6 +17,7 @@ from ... import dtypes
 from ...dtypes import DType
 from ...ir.tile import ops
 from ...ir.tile.types import TileType, tile_type
+from .registry import lowers
 
 # Tile IR's element type of each dtype (signedness lives in the ops)
 SIMPLE = {
@@ -173,6 +174,7 @@ def _signed_zero(lw: _Lowering, t: TileType, v: Any) -> Any:
     )
 
 
+@lowers(ops.Mma)
 def mma(lw: Any, op: ops.Mma, args: list[Any]) -> Any:
     """`acc + a @ b` on the tensor cores: MmaF for floats, MmaI (each side's signedness) for
     8-bit integers into i32."""
@@ -184,6 +186,7 @@ def mma(lw: Any, op: ops.Mma, args: list[Any]) -> Any:
     return bc.encode_MmaIOp(lw.b, rt, *args, *sign)
 
 
+@lowers(ops.Extract)
 def extract(lw: Any, op: ops.Extract, args: list[Any]) -> Any:
     """Tile IR's `extract`: the sub-tile at index (i32 constants, in units of its shape)."""
     i32 = lw.tid(TileType(dtypes.i32))
@@ -193,10 +196,12 @@ def extract(lw: Any, op: ops.Extract, args: list[Any]) -> Any:
     return lw.bc.encode_ExtractOp(lw.b, lw.tid(tile_type(op.result)), args[0], index)
 
 
+@lowers(ops.Bitcast)
 def bitcast(lw: Any, op: ops.Bitcast, args: list[Any]) -> Any:
     return lw.bc.encode_BitcastOp(lw.b, lw.tid(tile_type(op.result)), args[0])
 
 
+@lowers(ops.Cat)
 def cat(lw: Any, op: ops.Cat, args: list[Any]) -> Any:
     return lw.bc.encode_CatOp(
         lw.b, lw.tid(tile_type(op.result)), args[0], args[1], op.attrs["axis"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...ir.tile import ops
 from ...ir.tile.types import TileType, array_type, tile_type
+from .registry import lowers
 
 _RMW_MODES = {"add": "ADD", "max": "MAX", "min": "MIN", "xchg": "XCHG", "and": "AND"}
 _RMW_MODES |= {"or": "OR", "xor": "XOR"}
@@ -77,6 +78,7 @@ def _live(lw: Any, op: Any, args: list[Any], first: int) -> tuple[Any, Any]:
     return ptrs, mask
 
 
+@lowers(ops.Gather)
 def gather(lw: Any, op: ops.Gather, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)
@@ -89,6 +91,7 @@ def gather(lw: Any, op: ops.Gather, args: list[Any]) -> Any:
     return value
 
 
+@lowers(ops.Scatter)
 def scatter(lw: Any, op: ops.Scatter, args: list[Any]) -> Any:
     bc = lw.bc
     ptrs, mask = _live(lw, op, args, 2)
@@ -98,6 +101,7 @@ def scatter(lw: Any, op: ops.Scatter, args: list[Any]) -> Any:
     )  # fmt: skip
 
 
+@lowers(ops.AtomicRMW)
 def atomic_rmw(lw: Any, op: ops.AtomicRMW, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)
@@ -114,6 +118,7 @@ def atomic_rmw(lw: Any, op: ops.AtomicRMW, args: list[Any]) -> Any:
     return old
 
 
+@lowers(ops.AtomicCAS)
 def atomic_cas(lw: Any, op: ops.AtomicCAS, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)

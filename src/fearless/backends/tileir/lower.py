@@ -11,6 +11,9 @@ Memory order: loads and stores take the current token and a store makes the next
 block that reads its own output tile before writing it sees the old values. A token made inside
 a region cannot be used outside it: a loop or an if whose blocks store carries the token as one
 more loop-carried value or result, so what follows is ordered after those stores.
+
+Each op goes to the handler of its class in `registry.lowers`: a method below, or a function of
+`arith.py` or `indexed.py`.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ from ...ir.tile import ops
 from ...ir.tile.kernel import TileIR
 from ...ir.tile.types import ArrayParamType, TileType, array_type, tile_type
 from . import cuda_tile as tileir
-from . import indexed as tileir_indexed
+
+# arith.py (mma, extract, bitcast, cat) and indexed.py (gather, scatter, the atomics) register
+# handlers with `lowers` when imported: importing both here makes `lowers` complete.
+from . import indexed as tileir_indexed  # noqa: F401
 from .arith import SIMPLE as _SIMPLE
-from .arith import bitcast, cat, extract, float_divmod, mma, reduce_tile, scan_tile
+from .arith import float_divmod, reduce_tile, scan_tile
+from .registry import lowers
 
 
 def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
@@ -180,8 +187,7 @@ class _Lowerer:
             if isinstance(op, ops.Return):
                 self.bc.encode_ReturnOp(self.b, [])
                 return []
-            method = getattr(self, "op_" + type(op).__name__)
-            out = method(op, [self.values.get(v) for v in op.operands])
+            out = lowers.lookup(op)(self, op, [self.values.get(v) for v in op.operands])
             if isinstance(op, ops.MULTI_RESULT):
                 for r, x in zip(op.results, out, strict=True):
                     self.values[r] = x
@@ -191,6 +197,7 @@ class _Lowerer:
 
     # -------------------------------------------------------------------------- ops
 
+    @lowers(ops.Constant)
     def op_Constant(self, op: ops.Constant, args: list[Any]) -> Any:
         t = tile_type(op.result)
         return self.bc.encode_ConstantOp(
@@ -212,16 +219,20 @@ class _Lowerer:
         i32 = self.tt.tile(self.tt.I32, [])
         return self.bc.encode_GetTileBlockIdOp(self.b, i32, i32, i32)  # type: ignore[no-any-return]
 
+    @lowers(ops.BlockId)
     def op_BlockId(self, op: ops.BlockId, args: list[Any]) -> Any:
         return self._block_ids()[op.attrs["axis"]]
 
+    @lowers(ops.NumBlocks)
     def op_NumBlocks(self, op: ops.NumBlocks, args: list[Any]) -> Any:
         i32 = self.tt.tile(self.tt.I32, [])
         return self.bc.encode_GetNumTileBlocksOp(self.b, i32, i32, i32)[op.attrs["axis"]]
 
+    @lowers(ops.ArrayDim)
     def op_ArrayDim(self, op: ops.ArrayDim, args: list[Any]) -> Any:
         return self.arrays[op.operands[0]][2][op.attrs["axis"]]
 
+    @lowers(ops.Load)
     def op_Load(self, op: ops.Load, args: list[Any]) -> Any:
         bc = self.bc
         attrs = op.attrs
@@ -234,10 +245,12 @@ class _Lowerer:
         )  # fmt: skip
         return tile
 
+    @lowers(ops.Store)
     def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
         part = op.operands[0]
         return self._store(op, args[1], list(self._block_ids()[: array_type(part).ndim]))
 
+    @lowers(ops.StoreAt)
     def op_StoreAt(self, op: ops.StoreAt, args: list[Any]) -> Any:
         return self._store(op, args[1], list(args[2:]), op.attrs.get("chunk"))
 
@@ -257,6 +270,7 @@ class _Lowerer:
             self.arch, op.attrs.get("latency"), op.attrs.get("allow_tma", True)
         )
 
+    @lowers(ops.Print)
     def op_Print(self, op: ops.Print, args: list[Any]) -> Any:
         """`print_tko`, ordered after the stores before it (13.2 bytecode and later)."""
         bc = self.bc
@@ -266,12 +280,6 @@ class _Lowerer:
             )
         else:
             bc.encode_PrintTkoOp(self.b, None, list(args), None, op.attrs["format"])
-
-    # element-wise addressing (backends/tileir/indexed.py)
-    op_Gather = tileir_indexed.gather
-    op_Scatter = tileir_indexed.scatter
-    op_AtomicRMW = tileir_indexed.atomic_rmw
-    op_AtomicCAS = tileir_indexed.atomic_cas
 
     def _store(
         self,
@@ -294,6 +302,7 @@ class _Lowerer:
             help="the simulator runs it; please report which operation you need",
         )
 
+    @lowers(ops.Binary)
     def op_Binary(self, op: ops.Binary, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
         kind = op.attrs["kind"]
@@ -370,6 +379,7 @@ class _Lowerer:
         zero = bc.encode_ConstantOp(b, rt, self._bytes(0, dt))
         return bc.encode_SelectOp(b, rt, big, zero, r)
 
+    @lowers(ops.Compare)
     def op_Compare(self, op: ops.Compare, args: list[Any]) -> Any:
         bc = self.bc
         dt = tile_type(op.operands[0]).dtype
@@ -386,6 +396,7 @@ class _Lowerer:
         sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
         return bc.encode_CmpIOp(self.b, rt, args[0], args[1], p, sign)
 
+    @lowers(ops.Unary)
     def op_Unary(self, op: ops.Unary, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
         kind = op.attrs["kind"]
@@ -447,6 +458,7 @@ class _Lowerer:
         )
         return bc.encode_SelectOp(b, rt, nan, bc.encode_ConstantOp(b, rt, self._bytes(0, dst)), y)
 
+    @lowers(ops.Cast)
     def op_Cast(self, op: ops.Cast, args: list[Any]) -> Any:
         bc, b = self.bc, self.b
         src = tile_type(op.operands[0]).dtype
@@ -478,28 +490,33 @@ class _Lowerer:
             return bc.encode_TruncIOp(b, rt, x, bc.IntegerOverflow.NONE)
         return x  # same width, other signedness: the bits are the value
 
+    @lowers(ops.Select)
     def op_Select(self, op: ops.Select, args: list[Any]) -> Any:
         return self.bc.encode_SelectOp(self.b, self.tid(tile_type(op.result)), *args)
 
+    @lowers(ops.Reshape)
     def op_Reshape(self, op: ops.Reshape, args: list[Any]) -> Any:
         return self.bc.encode_ReshapeOp(self.b, self.tid(tile_type(op.result)), args[0])
 
+    @lowers(ops.Broadcast)
     def op_Broadcast(self, op: ops.Broadcast, args: list[Any]) -> Any:
         return self.bc.encode_BroadcastOp(self.b, self.tid(tile_type(op.result)), args[0])
 
+    @lowers(ops.Permute)
     def op_Permute(self, op: ops.Permute, args: list[Any]) -> Any:
         return self.bc.encode_PermuteOp(
             self.b, self.tid(tile_type(op.result)), args[0], list(op.attrs["perm"])
         )
 
+    @lowers(ops.Reduce)
     def op_Reduce(self, op: ops.Reduce, args: list[Any]) -> Any:
         return reduce_tile(self, op, args[0])
 
+    @lowers(ops.Scan)
     def op_Scan(self, op: ops.Scan, args: list[Any]) -> Any:
         return scan_tile(self, op, args[0])
 
-    op_Mma, op_Extract, op_Bitcast, op_Cat = mma, extract, bitcast, cat
-
+    @lowers(ops.Iota)
     def op_Iota(self, op: ops.Iota, args: list[Any]) -> Any:
         return self.bc.encode_IotaOp(self.b, self.tid(tile_type(op.result)))
 
@@ -513,6 +530,7 @@ class _Lowerer:
             for op in block.ops
         )
 
+    @lowers(ops.For)
     def op_For(self, op: ops.For, args: list[Any]) -> list[Any]:
         bc, tt = self.bc, self.tt
         body = op.body
@@ -537,6 +555,7 @@ class _Lowerer:
         self.token = results.pop() if carry else outer_token
         return results
 
+    @lowers(ops.While)
     def op_While(self, op: ops.While, args: list[Any]) -> list[Any]:
         """`loop (carried) { if !cond(carried) { break(carried) }; continue(body(carried)) }`,
         the token carried as a For carries it when the body stores."""
@@ -575,6 +594,7 @@ class _Lowerer:
         """`not x` of a bool tile of type `rt`: x ^ true."""
         return self.bc.encode_XOrIOp(self.b, rt, x, self.bc.encode_ConstantOp(self.b, rt, b"\xff"))
 
+    @lowers(ops.If)
     def op_If(self, op: ops.If, args: list[Any]) -> list[Any]:
         bc, tt = self.bc, self.tt
         types = [self.tid(tile_type(r)) for r in op.results]
@@ -593,8 +613,3 @@ class _Lowerer:
         results = list(nested.done())
         self.token = results.pop() if carry else outer_token
         return results
-
-
-def lowers(op: type) -> bool:
-    """Whether the bytecode lowering handles ops of class `op` (intrinsic tables ask)."""
-    return hasattr(_Lowerer, "op_" + op.__name__)

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ...dtypes import DType
-from ...errors import InternalError, LaunchContractError
+from ...errors import LaunchContractError
 from ...frontend.printing import c_format
 from ...ir.core import Block, Value
+from ...ir.registry import Registry
 from ...ir.tile import ops
 from ...ir.tile.kernel import TileIR
 from ...ir.tile.types import ArrayParamType, TileType, tile_type
@@ -75,6 +77,12 @@ def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> Non
                 _Block(env, (bx, by, bz), grid).run(ir.fn.entry)
 
 
+# One handler per op class (ir/registry.py): a method of `_Block` taking (op, attrs, operand
+# values) and returning the result (a list for several). `tile.yield` and `tile.return` have
+# none: they end the block that `_Block.run` walks.
+runs: Registry[Callable[..., Any]] = Registry("the Tile simulator")
+
+
 class _Block:
     def __init__(
         self, env: dict[Value, Any], bid: tuple[int, int, int], grid: tuple[int, int, int]
@@ -106,25 +114,27 @@ class _Block:
         return []
 
     def step(self, op: Any, args: list[Any]) -> Any:
-        """Run one op: the method `_op_<class>` gives each op class its meaning."""
-        rule = getattr(self, "_op_" + type(op).__name__, None)
-        if rule is None:
-            raise InternalError(f"the Tile simulator has no rule for {op.opname}")
-        return rule(op, op.attrs, args)
+        """Run one op: its class's handler in `runs` gives it its meaning."""
+        return runs.lookup(op)(self, op, op.attrs, args)
 
+    @runs(ops.Constant)
     def _op_Constant(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         t = tile_type(op.result)
         return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
 
+    @runs(ops.BlockId)
     def _op_BlockId(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.int32(self.bid[a["axis"]])
 
+    @runs(ops.NumBlocks)
     def _op_NumBlocks(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.int32(self.grid[a["axis"]])
 
+    @runs(ops.ArrayDim)
     def _op_ArrayDim(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.int32(args[0].host.shape[a["axis"]])
 
+    @runs(ops.Load)
     def _op_Load(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         index, shape, order = [int(i) for i in args[1:]], a["shape"], a.get("order")
         if order is None:
@@ -135,40 +145,48 @@ class _Block:
         window = _load(args[0], [index[d] for d in inv], tuple(shape[d] for d in inv), a["padding"])
         return np.ascontiguousarray(np.transpose(window, order))
 
+    @runs(ops.Store)
     def _op_Store(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         part: _Array = args[0]
         _store(part, list(self.bid[: part.host.ndim]), args[1])
         return None
 
+    @runs(ops.StoreAt)
     def _op_StoreAt(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         _store(args[0], [int(i) for i in args[2:]], args[1])
         return None
 
+    @runs(ops.Gather)
     def _op_Gather(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         arr: _Array = args[0]
         coords, mask = _split(args[1:], arr.host.ndim, a["masked"])
         return indexed.gather(arr.host, arr.dtype, coords, mask, a["padding"])
 
+    @runs(ops.Scatter)
     def _op_Scatter(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         arr: _Array = args[0]
         coords, mask = _split(args[2:], arr.host.ndim, a["masked"])
         indexed.scatter(arr.host, arr.dtype, args[1], coords, mask)
 
+    @runs(ops.AtomicRMW)
     def _op_AtomicRMW(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         arr: _Array = args[0]
         coords, mask = _split(args[2:], arr.host.ndim, a["masked"])
         return indexed.atomic(arr.host, arr.dtype, a["mode"], args[1], None, coords, mask)
 
+    @runs(ops.AtomicCAS)
     def _op_AtomicCAS(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         arr: _Array = args[0]
         coords, mask = _split(args[3:], arr.host.ndim, a["masked"])
         return indexed.atomic(arr.host, arr.dtype, "cas", args[2], args[1], coords, mask)
 
+    @runs(ops.Print)
     def _op_Print(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         values = [np.asarray(x) for x in args]
         sys.stdout.write(c_format(a["format"], [v if v.ndim else v.item() for v in values]))
         return None
 
+    @runs(ops.Binary)
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         x, y = args
@@ -180,10 +198,12 @@ class _Block:
             r = np.asarray(fn(x, y), nx.storage_dtype(dt))
         return _flush(r) if a.get("flush_to_zero") else r
 
+    @runs(ops.Compare)
     def _op_Compare(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         return np.asarray(nx.compare_fn(a["pred"], dt)(args[0], args[1]))
 
+    @runs(ops.Unary)
     def _op_Unary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         kind = a["kind"]
@@ -193,39 +213,49 @@ class _Block:
                 return _flush(np.asarray(fn(_flush(args[0])), nx.storage_dtype(dt)))
             return np.asarray(fn(args[0]), nx.storage_dtype(dt))
 
+    @runs(ops.Cast)
     def _op_Cast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         with np.errstate(all="ignore"):
             return np.asarray(nx.cast_fn(dt, a["dtype"])(args[0]), nx.storage_dtype(a["dtype"]))
 
+    @runs(ops.Select)
     def _op_Select(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.where(args[0], args[1], args[2])
 
+    @runs(ops.Reshape)
     def _op_Reshape(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.reshape(args[0], a["shape"])
 
+    @runs(ops.Extract)
     def _op_Extract(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         window = tuple(
             slice(i * s, (i + 1) * s) for i, s in zip(a["index"], a["shape"], strict=True)
         )
         return np.ascontiguousarray(args[0][window])
 
+    @runs(ops.Cat)
     def _op_Cat(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.concatenate([args[0], args[1]], axis=a["axis"])
 
+    @runs(ops.Bitcast)
     def _op_Bitcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return args[0].view(nx.storage_dtype(a["dtype"]))
 
+    @runs(ops.Broadcast)
     def _op_Broadcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.ascontiguousarray(np.broadcast_to(args[0], a["shape"]))
 
+    @runs(ops.Permute)
     def _op_Permute(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.ascontiguousarray(np.transpose(args[0], a["perm"]))
 
+    @runs(ops.Reduce)
     def _op_Reduce(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         return _reduce(a["kind"], args[0], a["axis"], dt)
 
+    @runs(ops.Scan)
     def _op_Scan(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         dt = _dtype(op.operands[0])
         x, axis = args[0], a["axis"]
@@ -237,6 +267,7 @@ class _Block:
             out = _round(run(x, axis=axis, dtype=wide), dt)
         return np.ascontiguousarray(np.flip(out, axis) if a["reverse"] else out)
 
+    @runs(ops.Mma)
     def _op_Mma(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         acc_dt = _dtype(op.operands[2])
         if acc_dt.is_int:  # 8-bit products summed exactly, wrapped to i32 as the tensor cores
@@ -247,16 +278,20 @@ class _Block:
         out = args[2].astype(wide) + prod
         return _round(out, acc_dt)
 
+    @runs(ops.Iota)
     def _op_Iota(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return np.arange(a["n"], dtype=nx.storage_dtype(tile_type(op.result).dtype))
 
+    @runs(ops.For)
     def _op_For(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         return self._loop(op, args)
 
+    @runs(ops.If)
     def _op_If(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         # this block's branch; a store in the other never happens
         return self.run(op.then_block if bool(args[0]) else op.else_block)
 
+    @runs(ops.While)
     def _op_While(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         carried = list(args)
         while True:
@@ -300,11 +335,6 @@ def _tile_nbytes(op: Any) -> int:
     """The bytes of the tile `op` makes (0 when its result is not a tile)."""
     t = op.results[0].type if op.results else None
     return math.prod(t.shape) * t.dtype.itemsize if isinstance(t, TileType) else 0
-
-
-def simulates(op: type) -> bool:
-    """Whether the Tile simulator gives ops of class `op` a meaning (intrinsic tables ask)."""
-    return hasattr(_Block, "_op_" + op.__name__)
 
 
 def _dtype(v: Value) -> DType:
