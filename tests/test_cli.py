@@ -395,3 +395,26 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"fearless {fearless.__version__}\n"
+
+
+def test_the_gpu_probe_names_device_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuda.core's `Device()` with no number asks the driver for the current context's
+    device: with none yet, compute-sanitizer reports that call (`fearless demo` had one
+    error of its own, issue 33). The probe names device 0."""
+    asked: list[tuple[object, ...]] = []
+
+    class Device:
+        def __init__(self, *args: object) -> None:
+            asked.append(args)
+            self.name, self.compute_capability = "NVIDIA H200", (9, 0)
+
+    class Driver:
+        @staticmethod
+        def cuDeviceGetCount() -> tuple[int, int]:
+            return 0, 1
+
+    fakes = {"cuda.core": type("Core", (), {"Device": Device}), "cuda.bindings.driver": Driver}
+    monkeypatch.setattr(doctor, "_driver_version", lambda: ("13.0", None))
+    monkeypatch.setattr(doctor.importlib, "import_module", lambda name: fakes[name])
+    probe = doctor.probe_gpu()
+    assert asked == [(0,)] and probe.name == "NVIDIA H200" and probe.error is None

@@ -249,7 +249,8 @@ def probe_gpu() -> GpuProbe:
         return GpuProbe(error=f"no NVIDIA driver ({why})")
     try:
         core: Any = importlib.import_module("cuda.core")
-        device = core.Device()
+        device = core.Device(0)  # by number: `Device()` asks cuCtxGetDevice, an API error
+        # (compute-sanitizer reports it) while no context exists yet
         name = str(device.name)
         cc = device.compute_capability
         count = int(importlib.import_module("cuda.bindings.driver").cuDeviceGetCount()[1])
