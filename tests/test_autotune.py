@@ -14,6 +14,7 @@ import pytest
 import fearless as fl
 from fearless import autotune_timing, config, simt, tile
 from fearless import autotuning as autotune_module
+from support.fake_autotune_driver import _FakeDriver
 
 
 @pytest.fixture(autouse=True)
@@ -237,37 +238,6 @@ def test_a_simt_kernel_is_decorated_through_its_host_function() -> None:
     with pytest.raises(fl.CompileError, match="is a SIMT kernel") as info:
         fl.autotune(configs=[{"block": 64}])(k)
     assert "decorate the host function" in str(info.value)
-
-
-class _FakeDriver:
-    """The driver calls `_DeviceClock` makes, recorded; each event pair reads 10 us apart."""
-
-    def __init__(self) -> None:
-        self.log: list[str] = []
-
-    def cu(self) -> Any:
-        log = self.log
-
-        class D:
-            def cuMemsetD32Async(self, *a: Any) -> tuple[int]:
-                log.append("flush")
-                return (0,)
-
-            def cuEventRecord(self, event: str, stream: Any) -> tuple[int]:
-                log.append(event)
-                return (0,)
-
-            def cuEventElapsedTime(self, *a: Any) -> tuple[int, float]:
-                return (0, 0.010)
-
-            def cuEventDestroy(self, event: str) -> tuple[int]:
-                return (0,)
-
-        return D()
-
-    def call(self, what: str, fn: Any, *args: Any) -> Any:
-        result = fn(*args)
-        return result[1] if len(result) == 2 else None
 
 
 def test_the_device_clock_spins_ahead_of_its_start_event_and_outlasts_slow_host_calls() -> None:

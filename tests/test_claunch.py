@@ -19,57 +19,13 @@ from fearless import dtypes
 from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import claunch, launch
 from fearless.runtime.tensor import Tensor
-from test_runtime_launch import FakeDriver, HostErrorPool, _kernel, fake_gpu  # noqa: F401
-
-LAUNCH = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    *([ctypes.c_uint] * 7),
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
+from support.fake_claunch import (
+    FUNCTION,
+    LAUNCH,
+    Calls,
+    c_driver,  # noqa: F401 (a fixture)
 )
-FUNCTION = 0xF00D  # the CUfunction the fake driver's kernels have
-
-
-class Calls(list):  # type: ignore[type-arg]
-    """The fake cuLaunchKernel's calls; `result` is what it returns (0: CUDA_SUCCESS)."""
-
-    result = 0
-
-
-@pytest.fixture
-def c_driver(fake_gpu: FakeDriver, monkeypatch: pytest.MonkeyPatch) -> Iterator[Calls]:  # noqa: F811
-    """Every plan built in the test gets a C plan whose cuLaunchKernel records its call."""
-    if claunch.module() is None:
-        why = str(claunch.unavailable_reason())
-        if "no C compiler" not in why and "no Python.h" not in why:
-            pytest.fail(
-                f"the claunch*.c sources do not build here: {why}"
-            )  # a broken source, not a gap
-        pytest.skip(f"no compiled launcher here: {why}")
-    calls = Calls()
-
-    def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
-        plan = fake_gpu.plan
-        assert plan is not None and params != plan.packer.address  # the C plan's own buffer
-        base = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0] - plan.packer.offsets[0]
-        calls.append(
-            {"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream or 0,
-             "bytes": ctypes.string_at(base, plan.packer.size)}
-        )  # fmt: skip
-        return calls.result
-
-    callback = LAUNCH(record)
-    address = ctypes.cast(callback, ctypes.c_void_p).value
-    monkeypatch.setattr(claunch, "driver_launch_address", lambda: address)
-    monkeypatch.setattr(
-        launch.driver,
-        "load_kernel",
-        lambda ck: launch.driver.LoadedKernel(ck.name, ck.entry, FUNCTION, 1, None, 512, 64, "ptx"),
-    )
-    yield calls
-    del callback
+from support.fake_driver import FakeDriver, HostErrorPool, _kernel, fake_gpu  # noqa: F401
 
 
 def _plan(fake: FakeDriver, params: tuple[ParamSpec, ...]) -> launch.GpuLaunchPlan:
@@ -94,7 +50,7 @@ SAXPY = (
 
 def test_the_c_path_synchronises_under_fearless_sync(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The generated launcher tests FEARLESS_SYNC inline after a C launch, as it is now."""
@@ -116,7 +72,7 @@ def test_the_c_path_synchronises_under_fearless_sync(
 
 def test_the_c_path_packs_what_the_python_path_packs(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     plan = _plan(fake_gpu, SAXPY)
@@ -135,7 +91,7 @@ def test_the_c_path_packs_what_the_python_path_packs(
 
 def test_2d_arrays_and_every_scalar_width(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kinds = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
@@ -163,7 +119,7 @@ def test_2d_arrays_and_every_scalar_width(
 )
 def test_irregular_launches_fall_back_to_the_python_launcher(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
     case: str,
 ) -> None:
     plan = _plan(fake_gpu, SAXPY)
@@ -205,7 +161,7 @@ def test_plans_outside_the_common_case_have_no_c_plan() -> None:
 
 def test_the_driver_refusing_goes_to_the_python_launcher(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
 ) -> None:
     plan = _plan(fake_gpu, SAXPY)
     c_driver.result = 201  # CUDA_ERROR_INVALID_CONTEXT
@@ -216,7 +172,7 @@ def test_the_driver_refusing_goes_to_the_python_launcher(
 
 def test_requires_relations_and_the_fast_variant_in_c(
     fake_gpu: FakeDriver,  # noqa: F811
-    c_driver: Calls,
+    c_driver: Calls,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fast_function = 0xFA57

@@ -18,8 +18,8 @@ import fearless as fl
 from fearless import simt
 from fearless.runtime import device_errors, launch, streams, target
 from fearless.runtime.tensor import Tensor
-from test_claunch import Calls, c_driver  # noqa: F401
-from test_runtime_launch import FakeDriver, HostErrorPool, fake_gpu  # noqa: F401
+from support.fake_claunch import Calls, c_driver  # noqa: F401
+from support.fake_driver import FakeDriver, HostErrorPool, fake_gpu  # noqa: F401
 
 
 def _axpy(a: fl.f32, x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]) -> None:

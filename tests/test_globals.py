@@ -26,8 +26,8 @@ from fearless.runtime import device_errors, driver, target
 from fearless.runtime.tensor import Tensor
 from fearless.simt import compiler as simt_compiler
 from fearless.tile import compiler as tile_compiler
-from test_runtime_launch import FakeDriver, HostErrorPool, fake_gpu  # noqa: F401
-from test_tile_launch_fast import FakeCU
+from support.fake_driver import FakeDriver, HostErrorPool, fake_gpu  # noqa: F401
+from support.fake_tile_driver import FakeCU
 
 HEADER = "import fearless as fl\nfrom fearless import simt, tile\n"
 

@@ -8,31 +8,13 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import config, simt, tile
+from fearless import config
+from support.graph_kernels import axpy, double, shifted
 
 
 @pytest.fixture(autouse=True)
 def sim(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_target_override", "sim")
-
-
-@simt.kernel
-def axpy(a: fl.f32, x: simt.Slice[fl.f32], y: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        out[i] = a * x[i] + y[i]
-
-
-@simt.kernel
-def shifted(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
-    i = simt.thread.index_1d()
-    if i < len(out):
-        out[i] = x[i + 1]
-
-
-@tile.kernel
-def double(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    out.store(tile.load_like(x, out) * 2.0)
 
 
 def test_capture_runs_nothing_and_replay_runs_everything_in_order() -> None:

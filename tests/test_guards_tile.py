@@ -15,7 +15,7 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from test_tile_launch_fast import FakeCU, _dev, fake_gpu  # noqa: F401
+from support.fake_tile_driver import FakeCU, _dev, fake_gpu  # noqa: F401
 
 
 @tile.kernel

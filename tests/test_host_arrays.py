@@ -1,7 +1,8 @@
 """NumPy arrays on the cuda target (runtime/host_arrays.py), `Tensor.astype` on the GPU, and
 the generated launcher's `requires=` check with fl.Tensor arguments, on a fake GPU whose
-"device memory" is host memory: the recording drivers of test_runtime_launch.py and
-test_tile_launch_fast.py plus cuMemAlloc/cuMemcpy/cuMemset/cuCtxSynchronize. A "kernel" runs
+"device memory" is host memory (tests/support/fake_memory.py): the recording drivers of
+tests/support/fake_driver.py and fake_tile_driver.py plus cuMemAlloc/cuMemcpy/cuMemset/
+cuCtxSynchronize. A "kernel" runs
 inside cuLaunchKernel as a NumPy function of the packed pointers, so the copies in and out
 are checked end to end."""
 
@@ -11,7 +12,7 @@ import ctypes
 import gc
 import struct
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,76 +22,12 @@ import fearless as fl
 from fearless import config, simt, tile
 from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import device_errors, driver, host_arrays, launch, target
-from test_runtime_launch import FakeDriver, HostErrorPool, _kernel, _write_record
-from test_tile_launch_fast import FakeCU
+from support.fake_driver import HostErrorPool, _kernel, _write_record
+from support.fake_memory import SimtGpu, TileGpu
 
 DEVICE_INFO = driver.DeviceInfo(
     0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
 )
-
-
-class FakeMemory:
-    """Device memory in host memory, through the cuda.bindings calls driver.py makes."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[int, Any] = {}
-        self.copies: list[tuple[str, int]] = []  # (direction, bytes)
-        self.syncs = 0
-
-    def _ok(self) -> Any:
-        return self.CUresult.CUDA_SUCCESS  # type: ignore[attr-defined]
-
-    def cuMemAlloc(self, n: int) -> tuple[Any, int]:
-        buf = ctypes.create_string_buffer(n)
-        self.blocks[ctypes.addressof(buf)] = buf
-        return self._ok(), ctypes.addressof(buf)
-
-    def cuMemFree(self, ptr: int) -> tuple[Any]:
-        self.blocks.pop(int(ptr))
-        return (self._ok(),)
-
-    def cuMemcpyHtoD(self, dst: int, src: int, n: int) -> tuple[Any]:
-        self.copies.append(("in", n))
-        ctypes.memmove(dst, src, n)
-        return (self._ok(),)
-
-    def cuMemcpyDtoH(self, dst: int, src: int, n: int) -> tuple[Any]:
-        self.copies.append(("out", n))
-        ctypes.memmove(dst, src, n)
-        return (self._ok(),)
-
-    def cuCtxSynchronize(self) -> tuple[Any]:
-        self.syncs += 1
-        return (self._ok(),)
-
-    def cuMemsetD8(self, ptr: int, pattern: int, count: int) -> tuple[Any]:
-        ctypes.memset(ptr, pattern, count)
-        return (self._ok(),)
-
-    def cuMemsetD16(self, ptr: int, pattern: int, count: int) -> tuple[Any]:
-        view = np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(ptr))
-        view[:] = pattern
-        return (self._ok(),)
-
-    def cuMemsetD32(self, ptr: int, pattern: int, count: int) -> tuple[Any]:
-        view = np.ctypeslib.as_array((ctypes.c_uint32 * count).from_address(ptr))
-        view[:] = pattern
-        return (self._ok(),)
-
-
-class SimtGpu(FakeMemory, FakeDriver):
-    """FakeDriver's recording cuLaunchKernel, then `run(pointers and lengths)` as the kernel."""
-
-    def __init__(self) -> None:
-        FakeMemory.__init__(self)
-        FakeDriver.__init__(self)
-        self.run: Callable[[bytes], None] | None = None
-
-    def cuLaunchKernel(self, *args: Any) -> tuple[Any]:
-        result = FakeDriver.cuLaunchKernel(self, *args)
-        if self.run is not None:
-            self.run(self.calls[-1]["bytes"])
-        return result
 
 
 @pytest.fixture
@@ -282,20 +219,6 @@ def test_astype_and_constructors_on_the_gpu(gpu: SimtGpu) -> None:
 
 
 # ------------------------------------------------------------------ Tile: NumPy inputs on "cuda"
-
-
-class TileGpu(FakeMemory, FakeCU):
-    def __init__(self) -> None:
-        FakeMemory.__init__(self)
-        FakeCU.__init__(self)
-        self.seen: list[np.ndarray] = []  # the input each launch read, from "device memory"
-
-    def cuLaunchKernel(self, *args: Any) -> tuple[Any]:
-        result = FakeCU.cuLaunchKernel(self, *args)
-        params = self.calls[-1]["params"]
-        ptr = struct.unpack("<Q", params[2])[0]  # out: pointer, extent; x: pointer, extent
-        self.seen.append(np.ctypeslib.as_array((ctypes.c_float * 8).from_address(ptr)).copy())
-        return result
 
 
 @tile.kernel

@@ -2,7 +2,8 @@
 lines (DESIGN section 5: a module near 800 lines is a sign it holds two responsibilities;
 split it by responsibility, never by trimming lines to meet the number); only config.py reads
 the environment; no import cycle among files or packages, C includes and calls counted, and no
-import up the layers (tools/check_imports.py, which `make lint` runs too)."""
+import up the layers (tools/check_imports.py, which `make lint` runs too); and no test module
+imports another or touches sys.path: what tests share lives in tests/support/ (issue 34)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,68 @@ def test_the_import_checker_sees_what_hides_a_cycle(imports: ModuleType, tmp_pat
     assert report.package_cycles == [["config", "runtime"], ["dtypes", "errors"]]
     assert any("ir -> runtime runs up the layers" in f for f in report.layer_findings)
     assert any("config -> runtime runs up the layers" in f for f in report.layer_findings)
+
+
+# ------------------------------------------------------------------------------ test modules
+
+TESTS = REPO / "tests"
+_NOT_TEST_CODE = ("compile_fail", "check_corpus")  # standalone inputs that tests read, not code
+
+
+def _test_module_offences(path: Path) -> list[str]:
+    """Where `path` imports a test module (`test_*`) or touches `sys.path` (issue 34)."""
+    import ast
+
+    where = path.name
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            modules = [base] + [f"{base}.{a.name}" for a in node.names]
+            if base == "sys" and any(a.name == "path" for a in node.names):
+                out.append(f"{where}:{node.lineno}: imports sys.path")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
+            out.append(f"{where}:{node.lineno}: touches sys.path")
+        for module in modules:
+            if module.rsplit(".", 1)[-1].startswith("test_"):
+                out.append(f"{where}:{node.lineno}: imports the test module {module}")
+    return out
+
+
+def test_test_modules_share_through_support_only() -> None:
+    """Issue 34: what tests share (fakes, kernels, tables, helpers) lives in tests/support/;
+    no test module imports another, and none touches sys.path (pyproject's pytest
+    `pythonpath` puts tests/, examples/ and bench/ there once, for tests/gpu/ too)."""
+    files = [
+        p
+        for p in sorted(TESTS.rglob("*.py"))
+        if not set(p.relative_to(TESTS).parts) & set(_NOT_TEST_CODE)
+    ]
+    assert len(files) > 100 and any(p.parent.name == "gpu" for p in files)
+    offences = [o for p in files for o in _test_module_offences(p)]
+    assert not offences, "\n".join(offences)
+
+
+def test_the_test_module_rule_sees_each_offence(tmp_path: Path) -> None:
+    sample = tmp_path / "test_sample.py"
+    sample.write_text(
+        "import sys\nimport test_a\nimport test_b as B\nfrom test_c import k\n"
+        "from gpu.test_d import k\nfrom sys import path\nsys.path.insert(0, 'x')\n"
+        "from support.kernels import k\nimport support.fakes as F\n"
+    )
+    assert _test_module_offences(sample) == [
+        "test_sample.py:2: imports the test module test_a",
+        "test_sample.py:3: imports the test module test_b",
+        "test_sample.py:4: imports the test module test_c",
+        "test_sample.py:5: imports the test module gpu.test_d",
+        "test_sample.py:6: imports sys.path",
+        "test_sample.py:7: touches sys.path",
+    ]

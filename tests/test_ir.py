@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import simt_kernels as K
 
 import fearless as fl
 from fearless import dtypes, simt
@@ -14,9 +15,6 @@ from fearless.ir.core import ArrayType, Function, ScalarType
 from fearless.ir.simt import ops
 from fearless.ir.simt.printer import print_function
 from fearless.ir.simt.verifier import verify
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K
 
 LOC = Location("t.py", 1, 0)
 
@@ -193,7 +191,6 @@ CHECK: br ^bb1(%5)
 
 
 def test_checks_merge_into_one_group_per_block() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
     import simt_cases as C
 
     text = C.stencil.inspect(stage="ir")

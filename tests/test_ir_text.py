@@ -19,7 +19,6 @@ import importlib.util
 import inspect
 import math
 import shutil
-import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -56,16 +55,22 @@ LOC = Location("t.py", 1, 0)
 
 # ------------------------------------------------------------------------------------ corpus
 
-# Modules imported as they are (no side effect at import), under the names other tests use.
+# Modules imported as they are (no side effect at import), under the names other tests use
+# (examples/ and bench/ are on sys.path: pyproject's [tool.pytest.ini_options] pythonpath).
 _IMPORTED = {
-    "examples/simt_kernels.py": ("simt_kernels", ROOT / "examples"),
-    "src/fearless/cli/demo_kernels.py": ("fearless.cli.demo_kernels", None),
-    "src/fearless/bench/kernels_simt.py": ("fearless.bench.kernels_simt", None),
-    "bench/simt_cases.py": ("simt_cases", ROOT / "bench"),
+    "examples/simt_kernels.py": "simt_kernels",
+    "src/fearless/cli/demo_kernels.py": "fearless.cli.demo_kernels",
+    "src/fearless/bench/kernels_simt.py": "fearless.bench.kernels_simt",
+    "bench/simt_cases.py": "simt_cases",
 }
 # Files whose kernels are lifted out: test modules define theirs inside test functions, and
 # the `fearless check` corpus launches kernels at import.
-_LIFTED_GLOBS = ("tests/*.py", "tests/gpu/*.py", "tests/check_corpus/**/*.py")
+_LIFTED_GLOBS = (
+    "tests/*.py",
+    "tests/gpu/*.py",
+    "tests/support/*.py",
+    "tests/check_corpus/**/*.py",
+)
 _KERNEL_DECORATORS = {"simt.kernel", "fl.simt.kernel", "fearless.simt.kernel", "s.kernel", "kernel"}
 _DEVICE_DECORATORS = {"simt.device", "fl.simt.device", "fearless.simt.device", "s.device"}
 _PRELUDE = """\
@@ -131,9 +136,7 @@ def _lift(path: Path, tmp: Path) -> list[tuple[str, simt.Kernel, str]]:
 def _collect() -> dict[str, simt.Kernel]:
     found: dict[str, simt.Kernel] = {}
     seen: set[str] = set()  # kernel sources: one copy of `vecadd`, not seven
-    for rel, (module_name, path) in _IMPORTED.items():
-        if path is not None and str(path) not in sys.path:
-            sys.path.insert(0, str(path))
+    for rel, module_name in _IMPORTED.items():
         module = importlib.import_module(module_name)
         for name, obj in vars(module).items():
             if isinstance(obj, simt.Kernel) and obj.func.__module__ == module.__name__:
@@ -462,7 +465,6 @@ def test_every_type_parses_back() -> None:
 
 
 def test_inspect_text_parses_as_it_is() -> None:
-    sys.path.insert(0, str(ROOT / "examples"))
     import simt_kernels as K
 
     text = K.gather.inspect(stage="ir")  # starts with `// kernel gather: ...` comment lines
@@ -548,7 +550,6 @@ def test_clone_shares_nothing_mutable() -> None:
 
 
 def test_mutating_a_clone_leaves_the_original() -> None:
-    sys.path.insert(0, str(ROOT / "examples"))
     import simt_kernels as K
 
     fn = K.collatz_steps.compiled_ir().fn

@@ -4,7 +4,7 @@ The generated launcher reads a plain torch tensor inline (shape, is_cuda, get_de
 is_contiguous, dtype, data_ptr) and a 2-D fl.Tensor from its fields; `Kernel[grid, block]`
 reuses the `_Configured` of an equal pair, and `Kernel._launcher` skips `current_target()` while
 what it depends on is unchanged. These tests drive them with the recording driver of
-test_runtime_launch.py and CPU torch tensors that say they live on cuda:0 (their pointers are
+tests/support/fake_driver.py and CPU torch tensors that say they live on cuda:0 (their pointers are
 only packed, never dereferenced).
 """
 
@@ -23,7 +23,7 @@ from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import arrays, device_errors, target
 from fearless.runtime.params import ParamPacker
 from fearless.runtime.tensor import Tensor
-from test_runtime_launch import FakeDriver, HostErrorPool, _kernel, _plan, fake_gpu  # noqa: F401
+from support.fake_driver import FakeDriver, HostErrorPool, _kernel, _plan, fake_gpu  # noqa: F401
 
 torch = pytest.importorskip("torch")
 

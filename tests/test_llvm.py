@@ -6,11 +6,11 @@ sm_80, sm_90 and sm_90a. The kernels are built op by op, as the frontend would b
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,94 +23,15 @@ from fearless.backends.llvm.lower import lower_function
 from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.dtypes import DType
-from fearless.errors import InternalError, Location, ToolchainError
-from fearless.ir.core import ArrayType, Block, Function, ScalarType, Value
+from fearless.errors import InternalError, ToolchainError
+from fearless.ir.core import ScalarType, Value
 from fearless.ir.simt import ops
-from fearless.ir.simt.verifier import verify
+from support.llvm_builder import LOC, KernelBuilder, assemble_everywhere, elementwise, vecadd
 
-LOC = Location("kernels.py", 1, 0)
-ARCHS = ("sm_80", "sm_90", "sm_90a")
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
 
 
 # ------------------------------------------------------------------------------ IR building
-
-
-class KernelBuilder:
-    """Builds a kernel's IR op by op; `params` are (name, kind, dtype) as in the ABI."""
-
-    def __init__(self, name: str, params: Sequence[tuple[str, str, DType]]) -> None:
-        self.fn = Function(name, LOC)
-        self.block = self.fn.new_block("entry")
-        self.specs = [ParamSpec(n, k, d) for n, k, d in params]  # type: ignore[arg-type]
-        self.args: dict[str, Value] = {}
-        for n, kind, dtype in params:
-            t = ScalarType(dtype) if kind == "scalar" else ArrayType(dtype, kind == "disjoint")
-            self.args[n] = self.block.add_arg(t, LOC, n)
-        self.sites = 0
-
-    def __getitem__(self, name: str) -> Value:
-        return self.args[name]
-
-    def op(self, op: ops.Op) -> Value:
-        self.block.append(op)
-        return op.results[0] if op.results else None  # type: ignore[return-value]
-
-    def const(self, value: bool | int | float, dtype: DType) -> Value:
-        return self.op(ops.Constant(value, dtype, LOC))
-
-    def bin(self, kind: str, x: Value, y: Value) -> Value:
-        return self.op(ops.Binary(kind, x, y, LOC))
-
-    def checked_load(self, array: Value, index: Value) -> Value:
-        self.op(ops.BoundsCheck(index, self.op(ops.ArrayLen(array, LOC)), self.site(), LOC))
-        return self.op(ops.Load(array, index, LOC))
-
-    def site(self) -> int:
-        self.sites += 1
-        return self.sites - 1
-
-    def goto(self, block: Block) -> None:
-        self.block = block
-
-    def guarded(self, out: str) -> tuple[Value, Block]:
-        """`i = index_1d(); if i < len(out):` -> (i as i64, the exit block); builder in the body."""
-        i = self.op(ops.IndexToInt(self.op(ops.ThreadIndex1D(LOC)), LOC))
-        n = self.op(ops.ArrayLen(self[out], LOC))
-        body, done = self.fn.new_block("body"), self.fn.new_block("done")
-        self.op(ops.CondBr(self.op(ops.Compare("lt", i, n, LOC)), body, [], done, [], LOC))
-        done.append(ops.Return(LOC))
-        self.goto(body)
-        return i, done
-
-    def lower(self, contract: LaunchContract | None = None) -> str:
-        verify(self.fn)
-        return str(lower_function(self.fn, self.specs, contract or LaunchContract(), self.fn.name))
-
-    def ptx(self, arch: str = "sm_90", contract: LaunchContract | None = None) -> str:
-        verify(self.fn)
-        module = lower_function(self.fn, self.specs, contract or LaunchContract(), self.fn.name)
-        return compile_ptx(module, arch)
-
-
-def elementwise(
-    name: str,
-    ins: Sequence[DType],
-    out: DType,
-    body: Callable[..., Value],
-) -> KernelBuilder:
-    """`c[i] = body(kb, a0[i], a1[i], ...)` guarded by `i < len(c)`, loads bounds-checked."""
-    params = [(f"a{k}", "slice", d) for k, d in enumerate(ins)] + [("c", "disjoint", out)]
-    kb = KernelBuilder(name, params)
-    i, done = kb.guarded("c")
-    loaded = [kb.checked_load(kb[f"a{k}"], i) for k in range(len(ins))]
-    kb.op(ops.Store(kb["c"], i, body(kb, *loaded), LOC))
-    kb.op(ops.Br(done, [], LOC))
-    return kb
-
-
-def vecadd() -> KernelBuilder:
-    return elementwise("vecadd", [dt.f32, dt.f32], dt.f32, lambda kb, x, y: kb.bin("add", x, y))
 
 
 def filecheck(text: str, checks: str, tmp_path: Path) -> None:
@@ -119,14 +40,6 @@ def filecheck(text: str, checks: str, tmp_path: Path) -> None:
     input_file.write_text(text)
     matcher = Matcher.from_opts(Options(match_filename=str(check_file), input_file=str(input_file)))
     assert matcher.run() == 0, "FileCheck failed (details on stderr)"
-
-
-def assemble_everywhere(kb: KernelBuilder, contract: LaunchContract | None = None) -> None:
-    if find_ptxas() is None:
-        return
-    for arch in ARCHS:
-        report = ptxas_check(kb.ptx(arch, contract), arch)
-        assert f"Compiling entry function '{kb.fn.name}' for '{arch}'" in report
 
 
 # ---------------------------------------------------------------------------- the kernel ABI
@@ -374,11 +287,10 @@ def test_explicit_fma_is_one_fma() -> None:
 
 def test_first_compile_of_vecadd_is_fast() -> None:
     # A fresh interpreter, so LLVM's one-time initialisation is part of the measured call.
-    script = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-    script += textwrap.dedent(
+    script = textwrap.dedent(
         """
         import time
-        import test_llvm as t
+        import support.llvm_builder as t
         kb = t.vecadd()
         from fearless.backends.llvm.ptx import compile_ptx
         from fearless.backends.llvm.lower import lower_function
@@ -393,8 +305,14 @@ def test_first_compile_of_vecadd_is_fast() -> None:
         print(f"{t1 - t0:.4f} {t2 - t1:.4f} {t3 - t2:.4f}")
         """
     )
+    tests = str(Path(__file__).parent)  # for `support`
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH")) if p)
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=path),
     ).stdout
     lower_s, first_s, warm_s = (float(x) for x in out.split())
     print(
@@ -435,7 +353,6 @@ def test_ptxas_failure_is_a_toolchain_error_with_its_message() -> None:
 
 
 def test_coarsened_entry_is_exported_and_assembles() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
     import simt_kernels as K
 
     ptx = K.vecadd.inspect(stage="ptx")

@@ -6,11 +6,11 @@ CPU only. The kernels are the 2-D examples of examples/simt_kernels.py, through 
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import simt_kernels as K
 from filecheck.matcher import Matcher
 from filecheck.options import Options
 
@@ -20,9 +20,6 @@ from fearless.backends.llvm.lower import lower_function
 from fearless.backends.llvm.ptx import coarsenable, compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.errors import InternalError
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K
 
 ARCHS = ("sm_80", "sm_90", "sm_90a")
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")

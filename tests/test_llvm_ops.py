@@ -17,7 +17,7 @@ from fearless.dtypes import DType
 from fearless.ir.core import Value
 from fearless.ir.simt import ops
 
-from test_llvm import LOC, KernelBuilder, assemble_everywhere, elementwise  # isort: skip
+from support.llvm_builder import LOC, KernelBuilder, assemble_everywhere, elementwise  # isort: skip
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
 needs_libdevice = pytest.mark.skipif(find_libdevice() is None, reason="libdevice not installed")

@@ -110,7 +110,7 @@ def test_dropout_is_deterministic_per_seed() -> None:
 def test_the_dropout_mask_is_philox_four_elements_per_counter() -> None:
     """Element e is kept when word e % 4 of Philox4x32-10 at counter e // 4 is >= p * 2^32,
     against an independent NumPy Philox; a length that no tile divides included."""
-    from test_tile_random import randint4x_ref
+    from support.tile_random_kernels import randint4x_ref
 
     n, p, seed = 5000, 0.3, -123456789
     x = rng.standard_normal(n).astype(np.float32)

@@ -16,9 +16,7 @@ from fearless.ops import backward_activation as bw
 from fearless.ops import kernels_activation_backward as ka_b
 from fearless.ops.kernels_activation import ELEMENTWISE_CONFIGS
 from fearless.ops.kernels_activation_backward import GATED_BACKWARD_CONFIGS
-
-torch = pytest.importorskip("torch")
-F = torch.nn.functional
+from support.backward_activation_cases import UNARY, F, _gated, torch
 
 
 @pytest.fixture(autouse=True)
@@ -31,36 +29,6 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # atol is relative to the largest gradient: where tanh(x) rounds to -1 in one and not in the
 # other, gelu_tanh's tiny derivative (~1e-7) times dy * up differs from torch's exact 0.
 TOL = {"f32": (1e-5, 1e-5), "f16": (4e-3, 1e-3), "bf16": (1.6e-2, 4e-3)}
-
-
-def _gated(act: Callable[[Any], Any], gate_first: bool = True) -> Callable[[Any], Any]:
-    """silu_and_mul's act(x[..., :d]) * x[..., d:], or geglu's x[..., :d] * act(x[..., d:])."""
-
-    def forward(x: Any) -> Any:
-        d = x.shape[-1] // 2
-        if gate_first:
-            return act(x[..., :d]) * x[..., d:]
-        return x[..., :d] * act(x[..., d:])
-
-    return forward
-
-
-def _tanh_gelu(x: Any) -> Any:
-    return F.gelu(x, approximate="tanh")
-
-
-# (backward under test, torch forward, the forward's output shape from x's)
-UNARY = {
-    "relu": (bw.relu_backward, F.relu),
-    "gelu": (bw.gelu_backward, F.gelu),
-    "gelu_tanh": (lambda dy, x: bw.gelu_backward(dy, x, approximate="tanh"), _tanh_gelu),
-    "silu_and_mul": (bw.silu_and_mul_backward, _gated(F.silu)),
-    "geglu": (bw.geglu_backward, _gated(F.gelu, gate_first=False)),
-    "geglu_tanh": (
-        lambda dy, x: bw.geglu_backward(dy, x, "tanh"),
-        _gated(_tanh_gelu, gate_first=False),
-    ),
-}
 
 
 def _inputs(shape: tuple[int, ...], dt: Any, seed: int) -> Any:

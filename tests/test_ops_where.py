@@ -5,7 +5,7 @@ guards: `ops.softmax(torch.randn(16, 200))` on a GPU machine returned a never-wr
 tensor); a moved fl.Tensor is refused; a NumPy weight follows its input's device.
 
 The GPU half, with CUDA and CPU torch tensors on the cuda target, is
-tests/gpu/test_ops_where_gpu.py, over the same table (tests/ops_kinds.py)."""
+tests/gpu/test_ops_where_gpu.py, over the same table (tests/support/ops_kinds.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import fearless as fl
 from fearless import ops
 from fearless.ops import _io
 from fearless.runtime import devices
-from ops_kinds import as_kind, cases, run_case
+from support.ops_kinds import as_kind, cases, run_case
 
 CASES = cases()
 IDS = [c.name for c in CASES]

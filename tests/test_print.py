@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import f32, i32, simt, tile
+from fearless import f32, i32, tile
 from fearless.abi import TileParam, array_align
 from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas, find_tileiras
@@ -23,28 +23,9 @@ from fearless.errors import CompileError, Location
 from fearless.frontend.printing import c_format, conversion
 from fearless.ir.tile.printer import print_function
 from fearless.tile.compiler import compile_cubin
+from support.print_runners import run_simt, run_tile, simt_print, tile_print
 
 LOC = Location("t.py", 1, 0)
-
-
-@simt.kernel
-def simt_print(x: simt.Slice[fl.f32], n: simt.Slice[fl.i32], u: simt.Slice[fl.u8]):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        print("i =", i, x[i], n[i], u[i], x[i] > 1.0, 3, sep=", ")
-        print(f"x[{i}] = {x[i]:.3f} n={n[i]:>4d} hex={n[i]:x} {fl.f64(x[i]):e} 100%", end="|\n")
-    if i == 0:
-        print("done")
-
-
-@tile.kernel
-def tile_print(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: fl.i32):
-    t = tile.load_like(x, out)
-    print("block", tile.block_id(0), "sum", tile.sum(t), n, 2.5, sep=" | ")
-    for j in range(2):
-        if j < n:
-            print(f"{j}: max={tile.max(t):8.2f} n={n:x} 50%")
-    out.store(t)
 
 
 @tile.kernel
@@ -80,22 +61,6 @@ TILE_TEXT = (
     "block | 1 | sum | 22.000000 | 1 | 2.5\n"
     "0: max=    7.00 n=1 50%\n"
 )
-
-
-def run_simt() -> None:
-    x = np.array([0.0, 1.5, 3.0], np.float32)
-    n = np.array([-2, -1, 0], np.int32)
-    u = np.array([254, 255, 0], np.uint8)
-    simt_print[1, 32](x, n, u)
-    fl.synchronize()
-
-
-def run_tile() -> None:
-    x = fl.asarray(np.arange(8, dtype=np.float32))
-    y = fl.empty((8,), dtype=fl.f32)
-    yp = y.partition((4,))
-    tile_print(yp, x, 1)
-    fl.synchronize()
 
 
 def run_tile_one_block() -> None:

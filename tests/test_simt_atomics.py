@@ -5,25 +5,21 @@ ptxas for sm_80 and sm_90. Compile-time refusals are in tests/compile_fail/atomi
 from __future__ import annotations
 
 import struct
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import simt_kernels as K
 
 import fearless as fl
+import support.fake_driver as RL
 from fearless import dtypes, simt
 from fearless.abi import ParamSpec
 from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
 from fearless.sim import atomics, numerics
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K
-
-import test_runtime_launch as RL
+from support.atomics_kernels import add_old, bit_ops, cas_max, exch_chain, int_ops
 
 RNG = np.random.default_rng(2024)
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
@@ -31,15 +27,6 @@ needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas not install
 
 def blocks(n: int, block: int = 128) -> int:
     return max(1, (n + block - 1) // block)
-
-
-@simt.kernel
-def add_old(
-    x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32], old: simt.DisjointSlice[fl.i32]
-):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        old[i] = simt.atomic.add(counts, x[i], 1)
 
 
 @simt.kernel
@@ -55,50 +42,6 @@ def min_max_f32(x: simt.Slice[fl.f32], m: simt.AtomicSlice[fl.f32]):
     if i < len(x):
         simt.atomic.max(m, 0, x[i])
         simt.atomic.min(m, 1, x[i])
-
-
-@simt.kernel
-def int_ops(x: simt.Slice[fl.i64], a: simt.AtomicSlice[fl.i64], u: simt.AtomicSlice[fl.u32]):
-    i = simt.thread.index_1d()
-    if i < len(x):
-        simt.atomic.max(a, 0, x[i])
-        simt.atomic.min(a, 1, x[i])
-        simt.atomic.sub(a, 2, x[i])
-        simt.atomic.add(u, 0, fl.u32(x[i]))
-        simt.atomic.sub(u, 1, 3)
-
-
-@simt.kernel
-def bit_ops(x: simt.Slice[fl.u32], b: simt.AtomicSlice[fl.u32], old: simt.DisjointSlice[fl.u32]):
-    """numba's bitwise atomics and the wrapping counters inc and dec."""
-    i = simt.thread.index_1d()
-    if i < len(x):
-        simt.atomic.and_(b, 0, x[i])
-        simt.atomic.or_(b, 1, x[i])
-        simt.atomic.xor(b, 2, x[i])
-        old[i] = simt.atomic.inc(b, 3, 4)
-        simt.atomic.dec(b, 4, 6)
-
-
-@simt.kernel
-def cas_max(x: simt.Slice[fl.i32], m: simt.AtomicSlice[fl.i32]):
-    """A lock-free max out of compare-and-swap: retry until no other thread got in between."""
-    i = simt.thread.index_1d()
-    if i < len(x):
-        v = x[i]
-        cur = simt.atomic.cas(m, 0, 0, 0)  # reads m[0] (stores 0 only where it already is 0)
-        while cur < v:
-            seen = simt.atomic.cas(m, 0, cur, v)
-            if seen == cur:
-                break
-            cur = seen
-
-
-@simt.kernel
-def exch_chain(last: simt.AtomicSlice[fl.i64], old: simt.DisjointSlice[fl.i64]):
-    i = simt.thread.index_1d()
-    if i < len(old):
-        old[i] = simt.atomic.exch(last, 0, int(i))
 
 
 @simt.kernel
@@ -319,7 +262,7 @@ def test_atomic_slice_aliasing_an_input_is_a_borrow_error() -> None:
         K.histogram[1, 32](buf[:32], buf[16:48])
 
 
-fake_gpu = RL.fake_gpu  # the GPU launch plan over a fake driver (tests/test_runtime_launch.py)
+fake_gpu = RL.fake_gpu  # the GPU launch plan over a fake driver (tests/support/fake_driver.py)
 
 
 def test_gpu_plan_packs_and_borrow_checks_an_atomic_slice(fake_gpu: RL.FakeDriver) -> None:

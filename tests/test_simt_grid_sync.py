@@ -4,71 +4,24 @@ grid rules, the PTX of the barrier, and the cooperative launch path with a fake 
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
 from fearless import simt
-from fearless.abi import CompiledKernel, LaunchContract, ParamSpec
 from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas
-from fearless.runtime import cooperative, driver, launch
+from fearless.runtime import cooperative, launch
 from fearless.runtime.tensor import Tensor
-from test_runtime_launch import HostErrorPool
+from support import fake_cooperative_driver
+from support.fake_cooperative_driver import F32, FakeCooperativeDriver, _cooperative_kernel
+from support.fake_driver import HostErrorPool
+from support.grid_sync_kernels import BLOCK, block_then_total, histogram_then_normalise, jacobi
 
-BLOCK = 128
+fake = fake_cooperative_driver.fake  # the fixture (tests/support/fake_cooperative_driver.py)
+
 RNG = np.random.default_rng(33)
-
-
-@simt.kernel
-def block_then_total(
-    x: simt.Slice[fl.f32], partial: simt.DisjointSlice[fl.f32], out: simt.DisjointSlice[fl.f32]
-):
-    """Phase 1: each block's sum into its own element of `partial`; phase 2: every thread adds
-    the blocks' sums, which other threads wrote before the grid sync."""
-    i = simt.thread.index_1d()
-    v = x[i] if i < len(x) else fl.f32(0.0)
-    s = simt.block.reduce(v, "sum")
-    if i < len(partial):
-        partial[i] = s  # the block's total, at each of its threads' own elements
-    g = simt.cg.this_grid()
-    g.sync()
-    total = fl.f32(0.0)
-    for b in range(simt.gridDim.x):
-        total += partial[b * simt.blockDim.x]
-    if i < len(out):
-        out[i] = total
-
-
-@simt.kernel
-def histogram_then_normalise(
-    x: simt.Slice[fl.i32], counts: simt.AtomicSlice[fl.i32], out: simt.DisjointSlice[fl.f32]
-):
-    """Phase 1: atomics; phase 2: plain reads of the AtomicSlice (no atomic in that phase)."""
-    i = simt.thread.index_1d()
-    if i < len(x):
-        simt.atomic.add(counts, x[i], 1)
-    simt.cg.this_grid().sync()
-    if i < len(out):
-        out[i] = fl.f32(counts[i % len(counts)]) / fl.f32(len(x))
-
-
-@simt.kernel
-def jacobi(steps: int, a: simt.DisjointSlice[fl.f32], b: simt.DisjointSlice[fl.f32]):
-    """Several syncs in one launch (the counter's generation bit): each step reads the
-    neighbours of the other buffer, written in the previous phase."""
-    g = simt.cg.this_grid()
-    i = simt.thread.index_1d()
-    n = len(a)
-    for _ in range(steps):
-        g.sync()  # reads of other threads' elements follow a sync in the source
-        if i < n:
-            b[i] = (a[(int(i) + n - 1) % n] + a[i] + a[(int(i) + 1) % n]) / fl.f32(3.0)
-        g.sync()
-        if i < n:
-            a[i] = (b[(int(i) + n - 1) % n] + b[i] + b[(int(i) + 1) % n]) / fl.f32(3.0)
 
 
 def test_two_phase_sum_matches_numpy() -> None:
@@ -170,74 +123,6 @@ def test_kernels_without_grid_sync_keep_their_abi() -> None:
 
 
 # ------------------------------------------------------------------ launch with a fake driver
-
-F32 = fl.f32
-
-
-class FakeCooperativeDriver:
-    """cuda.bindings.driver, except for the calls a cooperative launch makes, recorded."""
-
-    def __init__(self, per_sm: int) -> None:
-        from cuda.bindings import driver as real
-
-        self.CUstream = real.CUstream
-        self.CUresult = real.CUresult
-        self.per_sm = per_sm
-        self.calls: list[tuple[str, Any]] = []
-        self.packer: Any = None
-
-    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, f: Any, threads: int, shmem: int) -> Any:
-        self.calls.append(("occupancy", (f, threads, shmem)))
-        return self.CUresult.CUDA_SUCCESS, self.per_sm
-
-    def cuMemAlloc(self, nbytes: int) -> Any:
-        self.calls.append(("alloc", nbytes))
-        return self.CUresult.CUDA_SUCCESS, 0xB000 + 0x100 * sum(c[0] == "alloc" for c in self.calls)
-
-    def cuMemFree(self, ptr: int) -> Any:
-        return (self.CUresult.CUDA_SUCCESS,)
-
-    def cuMemsetD32Async(self, ptr: int, value: int, count: int, stream: Any) -> Any:
-        self.calls.append(("memset", (ptr, value, count, int(stream))))
-        return (self.CUresult.CUDA_SUCCESS,)
-
-    def cuLaunchKernel(self, *args: Any) -> Any:
-        raise AssertionError("a cooperative kernel must not go through cuLaunchKernel")
-
-    def cuLaunchCooperativeKernel(
-        self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shm: int, s: Any, p: int
-    ) -> Any:
-        self.calls.append(("launch", ((gx, gy, gz), (bx, by, bz), int(s), self.packer.to_bytes())))
-        return (self.CUresult.CUDA_SUCCESS,)
-
-
-def _cooperative_kernel() -> CompiledKernel:
-    return CompiledKernel(
-        name="k",
-        entry="fearless_k",
-        params=(ParamSpec("x", "slice", F32), ParamSpec("out", "disjoint", F32)),
-        sites=(),
-        contract=LaunchContract(),
-        arch="sm_90",
-        cooperative=True,
-    )
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCooperativeDriver:
-    fake = FakeCooperativeDriver(per_sm=4)
-    info = driver.DeviceInfo(
-        0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
-    )
-    monkeypatch.setattr(driver, "_info", info)
-    monkeypatch.setattr(driver, "_cu", fake)
-    monkeypatch.setattr(
-        driver,
-        "load_kernel",
-        lambda ck: driver.LoadedKernel(ck.name, ck.entry, "CUfunction", 1, None, 1024, 40, "ptx"),
-    )
-    monkeypatch.delenv("FEARLESS_SYNC", raising=False)
-    return fake
 
 
 def test_cooperative_launch_uses_the_cooperative_call(fake: FakeCooperativeDriver) -> None:

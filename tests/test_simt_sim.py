@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+import simt_kernels as K
 
 import fearless as fl
 from fearless import simt
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import simt_kernels as K
 
 RNG = np.random.default_rng(1234)
 
@@ -175,7 +170,6 @@ def test_million_element_vecadd() -> None:
 
 
 def test_grouped_checks_report_the_first_failing_access() -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
     import simt_cases as C
 
     x = np.arange(8, dtype=np.float32)
@@ -342,7 +336,6 @@ def test_fast_variant_assumes_only_what_removes_checks() -> None:
 
 @pytest.mark.parametrize("x_len", [300, 299])
 def test_stencil_fast_and_checked_variants_agree(x_len: int) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
     import simt_cases as C
 
     n = 300

@@ -11,8 +11,8 @@ import fearless as fl
 from fearless import simt, tile
 from fearless.backends.stages import Stage, compile_cached, run_stages
 from fearless.tile.compiler import compile_cubin
-from test_tile_compile import SIGNATURES
-from test_tile_sim import ex
+from support.tile_examples import ex
+from support.tile_signatures import SIGNATURES
 
 
 @simt.kernel

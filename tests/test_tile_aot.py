@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+import tile_kernels as ex
 
 import fearless as fl
 from fearless import tile
@@ -13,8 +13,6 @@ from fearless.cli.main import main as cli_main
 from fearless.runtime.target import Target
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-import tile_kernels as ex  # noqa: E402
 
 
 def test_specs_give_the_signature_a_launch_with_such_arrays_computes() -> None:

@@ -3,18 +3,14 @@ for rows too long for registers. Chunks stay inside the block's tile, so ownersh
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
+import tile_kernels
 
 import fearless as fl
 from fearless import config, tile
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import tile_kernels
 
 
 @pytest.fixture(autouse=True)

@@ -6,79 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from fearless import bf16, f16, f32
-from fearless.abi import TileParam, array_align
 from fearless.tile.compiler import compile_cubin, render_stage
-from test_tile_sim import ex
+from support.tile_examples import ex
+from support.tile_signatures import SIGNATURES
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # The specialisations below are the launches of tests/gpu/test_tile_gpu.py (same shapes, device
 # pointers 16-byte aligned), so FEARLESS_GPU_CACHE can carry their cubins to a GPU machine.
 # A key is the example's name, with `:what` after it when one kernel is launched two ways.
-
-
-def P(name, dt, tile, shape):
-    return TileParam(name, "part", dt, len(tile), tile, align=array_align(0, shape, dt.itemsize))
-
-
-def T(name, dt, shape):
-    return TileParam(name, "tensor", dt, len(shape), align=array_align(0, shape, dt.itemsize))
-
-
-def S(name, dt):
-    return TileParam(name, "scalar", dt)
-
-
-SIGNATURES = {
-    "vecadd": (P("z", f32, (128,), (1000,)), T("x", f32, (1000,)), T("y", f32, (1000,))),
-    "softmax_f32": (P("out", f32, (4, 128), (37, 100)), T("x", f32, (37, 100))),
-    "softmax_bf16": (P("out", bf16, (4, 128), (37, 100)), T("x", bf16, (37, 100))),
-    "matmul_f16": (
-        P("c", f16, (64, 64), (200, 130)),
-        T("a", f16, (200, 96)),
-        T("b", f16, (96, 130)),
-        TileParam("BK", "const", value=32),
-    ),
-    "matmul_bf16": (
-        P("c", bf16, (64, 64), (200, 130)),
-        T("a", bf16, (200, 96)),
-        T("b", bf16, (96, 130)),
-        TileParam("BK", "const", value=32),
-    ),
-    "rms_norm": (
-        P("out", f32, (4, 128), (21, 100)),
-        T("x", f32, (21, 100)),
-        T("w", f32, (100,)),
-        S("eps", f32),
-    ),
-    "layer_norm": (
-        P("out", f32, (4, 128), (21, 100)),
-        T("x", f32, (21, 100)),
-        T("w", f32, (100,)),
-        T("b", f32, (100,)),
-        S("eps", f32),
-    ),
-    "saxpy": (
-        P("out", f32, (128,), (1000,)),
-        S("alpha", f32),
-        T("x", f32, (1000,)),
-        T("y", f32, (1000,)),
-    ),
-    "transpose": (P("out", f32, (32, 16), (68, 100)), T("x", f32, (100, 68))),
-    "sum_tiles:partials": (
-        P("out", f32, (1,), (8,)),
-        T("x", f32, (70000,)),
-        TileParam("TILE", "const", value=1024),
-    ),
-    "sum_tiles:final": (
-        P("out", f32, (1,), (1,)),
-        T("x", f32, (8,)),
-        TileParam("TILE", "const", value=16),
-    ),
-    "fill_ones": (P("z", f32, (128,), (1000,)),),
-    "add7": (P("z", f32, (128,), (1000,)), *(T(a, f32, (1000,)) for a in "abcdefg")),
-}
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))

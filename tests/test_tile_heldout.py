@@ -19,7 +19,7 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
-from test_tile_random import rand_ref
+from support.tile_random_kernels import rand_ref
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,8 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.runtime.target import Target
-from test_tile_compile import P, T
+from support.tile_if_kernels import even_odd
+from support.tile_signatures import P, T
 
 rng = np.random.default_rng(3)
 
@@ -42,15 +43,6 @@ def _gpu_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ------------------------------------------------------------------------------- kernels
-
-
-@tile.kernel
-def even_odd(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    v = tile.load_like(x, z)
-    if tile.block_id(0) % 2 == 0:
-        z.store(v)
-    else:
-        z.store(-v)
 
 
 # tests/gpu/test_tile_gpu.py launches even_odd with this specialisation.

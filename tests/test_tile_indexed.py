@@ -11,83 +11,21 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
+from support.tile_indexed_kernels import (
+    float_sums,
+    gather_masked,
+    histogram,
+    old_values,
+    permute_into,
+    reverse,
+    take_rows,
+    take_tickets,
+)
 
 
 @pytest.fixture(autouse=True)
 def sim(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_target_override", "sim")
-
-
-@tile.kernel
-def histogram(x: tile.Tensor[fl.i32], counts: tile.Atomic[fl.i32], N: tile.Const[int]):
-    v = tile.load(x, (tile.block_id(0),), (N,))
-    tile.atomic_add(counts, v, 1)  # values outside counts are dropped
-
-
-@tile.kernel
-def take_rows(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], rows: tile.Tensor[fl.i32]):
-    """out[r, c] = x[rows[r], c]; rows outside x read -1 (an embedding lookup)."""
-    BM, BN = out.shape
-    i, j = out.index
-    r = tile.load(rows, (i,), (BM,))
-    c = tile.arange(BN) + j * BN
-    out.store(tile.gather(x, (r[:, None], c[None, :]), padding=-1.0))
-
-
-@tile.kernel
-def gather_masked(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: fl.i32):
-    (B,) = out.shape
-    k = tile.arange(B) + out.index[0] * B
-    out.store(tile.gather(x, k * 2, mask=k < n, padding=0.0))  # x[2k] for k < n, else 0
-
-
-@tile.kernel
-def permute_into(out: tile.Atomic[fl.f32], x: tile.Tensor[fl.f32], perm: tile.Tensor[fl.i32]):
-    i = tile.block_id(0)
-    p = tile.load(perm, (i,), (16,))
-    tile.scatter(out, p, tile.load(x, (i,), (16,)), mask=p != 3)  # out[perm] = x but slot 3
-
-
-@tile.kernel
-def old_values(
-    old: tile.Part[fl.i32], a: tile.Atomic[fl.i32], upd: tile.Tensor[fl.i32], kind: tile.Const[int]
-):
-    (B,) = old.shape
-    idx = tile.arange(B) % 4  # every slot of `a` four times, in row-major order
-    v = tile.load_like(upd, old)
-    if kind == 0:
-        r = tile.atomic_max(a, idx, v)
-    elif kind == 1:
-        r = tile.atomic_min(a, idx, v)
-    elif kind == 2:
-        r = tile.atomic_xchg(a, idx, v)
-    elif kind == 3:
-        r = tile.atomic_and(a, idx, v)
-    elif kind == 4:
-        r = tile.atomic_or(a, idx, v)
-    elif kind == 5:
-        r = tile.atomic_xor(a, idx, v)
-    else:
-        r = tile.atomic_add(a, idx, v)
-    old.store(r)
-
-
-@tile.kernel
-def take_tickets(tickets: tile.Part[fl.i32], counter: tile.Atomic[fl.i32]):
-    """Each block takes the counter's value with a CAS retry loop unrolled 4 times."""
-    got = tile.full((), -1, fl.i32)
-    for _ in range(4):
-        seen = tile.atomic_add(counter, 0, 0)
-        won = tile.atomic_cas(counter, 0, seen, seen + 1, mask=got < 0)
-        got = tile.where((got < 0) & (won == seen), seen, got)
-    tickets.store(tile.full((1,), 0, fl.i32) + got)
-
-
-@tile.kernel
-def float_sums(total: tile.Atomic[fl.f32], half: tile.Atomic[fl.bf16], x: tile.Tensor[fl.f32]):
-    v = tile.load(x, (tile.block_id(0),), (64,))
-    tile.atomic_add(total, 0, tile.sum(v, axis=0))
-    tile.atomic_add(half, tile.arange(64) % 2, v.astype(fl.bf16))
 
 
 def test_histogram_counts_every_value_and_drops_the_outside_ones() -> None:
@@ -212,16 +150,6 @@ def test_the_indexed_kernels_compile_through_tileiras(cubin: Callable[..., bytes
 
 
 # ------------------------------------------------------------------ with tile.unsafe()
-
-
-@tile.kernel
-def reverse(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    """out = x[::-1], each block writing the mirror of its own tile: another block's."""
-    (B,) = out.shape
-    i = tile.arange(B) + out.index[0] * B
-    v = tile.gather(x, i)
-    with tile.unsafe():
-        tile.scatter(out, x.shape[0] - 1 - i, v)
 
 
 def test_an_unsafe_region_scatters_into_a_part_and_is_reported(

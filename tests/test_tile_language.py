@@ -4,18 +4,15 @@ b, b + G, ...), grouped tile order, tile methods, and dtypes compared at compile
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
+import tile_kernels
 
 import fearless as fl
 from fearless import config, tile
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import tile_kernels
+from support.tile_language_kernels import bits, outer
 
 
 @pytest.fixture(autouse=True)
@@ -290,13 +287,6 @@ def test_dtypes_compare_at_compile_time() -> None:
 
 
 @tile.kernel
-def bits(out: tile.Part[fl.i32], x: tile.Tensor[fl.i32], s: tile.Tensor[fl.i32]):
-    v = tile.load_like(x, out)
-    k = tile.load_like(s, out)
-    out.store(tile.bitwise_xor((v << k) | (v >> 1), tile.bitwise_and(v, 7)) + (v >> k))
-
-
-@tile.kernel
 def bits_u(out: tile.Part[fl.u32], x: tile.Tensor[fl.u32], s: tile.Tensor[fl.u32]):
     out.store(tile.bitwise_or(tile.load_like(x, out) >> tile.load_like(s, out), 0))
 
@@ -343,15 +333,6 @@ def test_shifts_refuse_float_tiles() -> None:
 
     with pytest.raises(fl.FearlessError, match="<<"):
         bad(fl.zeros(8).partition((8,)), fl.zeros(8))
-
-
-@tile.kernel
-def outer(out: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32]):
-    BM, BN = out.shape
-    col = tile.load(a, (0,), (BM,))[:, None]  # (BM, 1)
-    row = tile.expand_dims(tile.load(b, (0,), (BN,)), 0)  # (1, BN)
-    t = tile.permute(col * row, (1, 0))  # (BN, BM)
-    out.store(tile.permute(t, (1, 0)) + tile.load(b, (0,), (BN,))[None, :] * 0.0)
 
 
 def test_new_axes_expand_dims_and_permute() -> None:

@@ -7,10 +7,7 @@ returns a fake function, and cuLaunchKernel records the bytes its parameter poin
 
 from __future__ import annotations
 
-import ctypes
 import struct
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,13 +15,17 @@ import pytest
 
 import fearless as fl
 from fearless import tile
-from fearless.abi import CompiledTile, array_align
-from fearless.runtime import driver, target
+from fearless.abi import array_align
+from fearless.runtime import driver
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
 from fearless.runtime.target import Target
 from fearless.runtime.tensor import Tensor
 from fearless.tile import fastpath
 from fearless.tile.kernel import Kernel
+from support import fake_tile_driver
+from support.fake_tile_driver import FakeCU, _dev
+
+fake_gpu = fake_tile_driver.fake_gpu  # the fixture (tests/support/fake_tile_driver.py)
 
 
 @tile.kernel
@@ -244,67 +245,6 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # --------------------------------------------------------------------------- fake GPU driver
-
-
-class FakeCU:
-    """The parts of cuda.bindings.driver a Tile launch uses; cuLaunchKernel records."""
-
-    def __init__(self) -> None:
-        from cuda.bindings import driver as real
-
-        self.CUstream = real.CUstream
-        self.CUresult = real.CUresult
-        self.CUfunction_attribute = real.CUfunction_attribute
-        self.cluster = (0, 0, 0)
-        self.calls: list[dict[str, Any]] = []
-        self.results: list[Any] = []
-        self.sizes: list[int] = []  # bytes of each parameter, to read at launch time
-
-    def cuFuncGetAttribute(self, attr: Any, fn: Any) -> tuple[Any, int]:
-        a = self.CUfunction_attribute
-        axes = [
-            a.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
-            a.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
-            a.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
-        ]
-        return self.CUresult.CUDA_SUCCESS, self.cluster[axes.index(attr)]
-
-    def cuLaunchKernel(self, f: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
-                       shmem: int, stream: Any, params: int, extra: int) -> tuple[Any]:  # fmt: skip
-        pointers = (ctypes.c_void_p * max(1, len(self.sizes))).from_address(params)
-        self.calls.append(
-            {
-                "function": f,
-                "grid": (gx, gy, gz),
-                "block": (bx, by, bz),
-                "stream": int(stream),
-                "params": [
-                    ctypes.string_at(p, n) for p, n in zip(pointers, self.sizes, strict=False)
-                ],
-            }
-        )
-        return (self.results.pop(0) if self.results else self.CUresult.CUDA_SUCCESS,)
-
-
-@pytest.fixture
-def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCU]:
-    fake = FakeCU()
-    monkeypatch.setattr(driver, "_cu", fake)
-    monkeypatch.setattr(driver, "load_kernel", lambda ck: driver.LoadedKernel(
-        ck.name, ck.entry, f"CUfunction:{ck.name}", 1, None, 1, 32, "cubin"))  # fmt: skip
-    monkeypatch.setattr(target, "_probe", (True, "Fake H200 (sm_90)", "sm_90"))
-    monkeypatch.setenv("FEARLESS_TARGET", "cuda")
-    monkeypatch.delenv("FEARLESS_ARCH", raising=False)
-    monkeypatch.setattr(
-        sys.modules["fearless.tile.kernel"],
-        "compile_cubin",
-        lambda ir, arch: CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF"),
-    )
-    yield fake
-
-
-def _dev(ptr: int, shape: tuple[int, ...], dtype: Any = fl.f32) -> Tensor:
-    return Tensor._make(ptr, shape, dtype, on_device=True, owner=None)
 
 
 def _reference_params(kernel: Kernel, args: tuple[Any, ...]) -> list[bytes]:
@@ -528,7 +468,7 @@ def test_gpu_borrow_check_with_many_torch_arrays(
     fake_gpu: FakeCU, plain_torch_on_gpu0: Any
 ) -> None:
     """Eight arrays, examples/tile_kernels.py's add7: every pair still checked when warm."""
-    from test_tile_sim import ex
+    from support.tile_examples import ex
 
     torch = plain_torch_on_gpu0
     add7 = tile.kernel(ex.add7.func)  # a kernel of its own: no launches of other tests in it

@@ -12,7 +12,8 @@ import fearless as fl
 from fearless import f32, tile
 from fearless.abi import TileParam, array_align
 from fearless.errors import PaddedReductionWarning
-from test_tile_compile import SIGNATURES, ex
+from support.tile_examples import ex
+from support.tile_signatures import SIGNATURES
 
 
 @tile.kernel
@@ -72,7 +73,7 @@ def _launch_warnings(
 
 def test_a_max_over_zero_padding_warns_at_its_line() -> None:
     (msg,) = _launch_warnings(softmax_zero_padded, (1, 128), (4, 100))
-    assert "test_tile_padding_warning.py:21:" in msg
+    assert "test_tile_padding_warning.py:22:" in msg
     assert "`tile.max` takes in padding 0.0" in msg and "`padding=-math.inf`" in msg
 
 

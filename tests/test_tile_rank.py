@@ -12,33 +12,12 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
+from support.tile_rank_kernels import _digits, double4, mark4, rms_heads, scale5
 
 
 @pytest.fixture(autouse=True)
 def sim(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_target_override", "sim")
-
-
-@tile.kernel
-def mark4(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
-    """x + 2 y + the tile's index written in decimal digits: checks every axis of the index."""
-    i0, i1, i2, i3 = out.index
-    v = tile.load_like(x, out) + tile.load(y, out.index, out.shape) * 2.0
-    digits = i0 * 1000 + i1 * 100 + i2 * 10 + i3
-    out.store(v + digits.astype(fl.f32))
-
-
-@tile.kernel
-def scale5(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    out.store(tile.load_like(x, out) * 3.0)
-
-
-@tile.kernel
-def rms_heads(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    """(batch, heads, seq, dim) rows normalised over dim: a reduction on a 4-D tile."""
-    v = tile.load_like(x, out)
-    ms = tile.sum(v * v, axis=3, keepdims=True) / v.shape[3]
-    out.store(v * tile.rsqrt(ms + 1e-6))
 
 
 @tile.kernel
@@ -51,18 +30,6 @@ def two_ranks(out4: tile.Part[fl.f32], out3: tile.Part[fl.f32], x: tile.Tensor[f
 @tile.kernel
 def scale2(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(tile.load_like(x, out) * 3.0)
-
-
-@tile.kernel
-def double4(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    for t in out.tiles():
-        t.store(tile.load_like(x, t) * 2.0)
-
-
-def _digits(shape: tuple[int, ...], tile_shape: tuple[int, ...]) -> np.ndarray:
-    idx = np.indices(shape)
-    weights = (1000, 100, 10, 1)
-    return sum(w * (i // t) for w, i, t in zip(weights, idx, tile_shape, strict=True))
 
 
 @pytest.mark.parametrize("tile_shape", [(1, 2, 4, 8), (2, 1, 8, 4), (1, 1, 1, 32)])

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
 from fearless.sim.numerics import bf16_load
+from support.tile_examples import ex
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tile_kernels.py"
-
-
-def _examples():
-    spec = importlib.util.spec_from_file_location("tile_kernels", EXAMPLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tile_kernels"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-ex = _examples()
 rng = np.random.default_rng(1)
 
 

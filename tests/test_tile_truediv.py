@@ -10,26 +10,12 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
+from support.tile_truediv_kernels import divide
 
 
 @pytest.fixture(autouse=True)
 def sim(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_target_override", "sim")
-
-
-@tile.kernel
-def divide(
-    out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32], MODE: tile.Const[int]
-):
-    a = tile.load_like(x, out)
-    b = tile.load_like(y, out)
-    if MODE == 0:
-        q = tile.truediv(a, b)
-    elif MODE == 1:
-        q = tile.truediv(a, b, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-    else:
-        q = tile.truediv(a, b, rounding_mode=tile.RoundingMode.FULL)
-    out.store(q)
 
 
 def _run(x: np.ndarray, y: np.ndarray, mode: int) -> np.ndarray:

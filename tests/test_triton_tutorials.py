@@ -8,18 +8,15 @@ because the lock, not the compiler, orders them."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
+import triton_tutorials as tt
 
 import fearless as fl
 from fearless import tile
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
-import triton_tutorials as tt
+from support.triton_refs import layer_norm_reference
 
 
 @pytest.fixture(autouse=True)
@@ -64,17 +61,6 @@ def test_04_seeded_dropout_keeps_a_mask_per_seed() -> None:
     kept = a != 0
     np.testing.assert_allclose(a[kept], 2 * x[kept], rtol=1e-6)
     assert 0.45 < kept.mean() < 0.55
-
-
-def layer_norm_reference(
-    x: np.ndarray, w: np.ndarray, b: np.ndarray, dy: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """(y, mean, dx, dw, db) of layer_norm over x's rows (eps 1e-5), in NumPy."""
-    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
-    xhat = (x - mu) / np.sqrt(var + 1e-5)
-    wdy = w * dy
-    dx = wdy - (xhat * (xhat * wdy).mean(1, keepdims=True) + wdy.mean(1, keepdims=True))
-    return xhat * w + b, mu[:, 0], dx / np.sqrt(var + 1e-5), (dy * xhat).sum(0), dy.sum(0)
 
 
 @pytest.mark.parametrize("m,n,group", [(37, 100, 8), (70, 300, None)])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 import fearless as fl
-from ops_kinds import cases, run_case
+from support.ops_kinds import cases, run_case
 
 fl.set_target("cuda")
 for case in cases():

@@ -6,19 +6,13 @@ partition view's dim_map must mean on the GPU what the simulator says."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
+import cutile_samples as cs
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import cutile_samples as cs
-
-from test_cutile_samples import (
+from support.cutile_samples_refs import (
     attention_reference,
     layer_norm_bwd_reference,
     layer_norm_reference,

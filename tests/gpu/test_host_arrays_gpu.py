@@ -3,18 +3,14 @@ constructors on the GPU, against the simulator and NumPy."""
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+import simt_kernels as K
 
 import fearless as fl
 from fearless import tile
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import simt_kernels as K
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(11)

@@ -3,17 +3,13 @@ autograd, with torch tensors in and out, up to (4096, 4096) bf16."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fearless.ops import backward_activation as bw
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_ops_backward_activation import UNARY as CASES  # the CPU test's cases
+from support.backward_activation_cases import UNARY as CASES  # the CPU test's cases
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

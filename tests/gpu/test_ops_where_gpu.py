@@ -5,17 +5,13 @@ on its device. A CPU torch tensor on the cuda target is copied in and out, as Nu
 
 from __future__ import annotations
 
-import sys
 import warnings
-from pathlib import Path
 
 import pytest
 
 import fearless as fl
 from fearless.ops import _io
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ops_kinds.py
-from ops_kinds import KINDS, cases, run_case
+from support.ops_kinds import KINDS, cases, run_case
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 

@@ -6,7 +6,8 @@ Lines of different warps (SIMT) come in any order on the GPU, so SIMT outputs ar
 sorted lines. Tile's print is not atomic per line on the GPU: measured on the H200, two blocks'
 lines interleave piece by piece ("0block | : max=1    3.00 | sum |  n=22.0000001 |  50%"), so
 Tile outputs are compared as multisets of characters (a wrong value still changes them), and
-a one-block launch line by line. The simulator's text itself is tests/test_print.py's.
+a one-block launch line by line. The simulator's text itself is tests/test_print.py's; the
+kernels are tests/support/print_runners.py's.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 def _output(target: str, runner: str) -> str:
-    code = (
-        f"import sys; sys.path.insert(0, {str(TESTS)!r}); import test_print; test_print.{runner}()"
-    )
-    env = dict(os.environ, FEARLESS_TARGET=target)
+    code = f"from support.print_runners import {runner}; {runner}()"
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, FEARLESS_TARGET=target, PYTHONPATH=path)  # tests/ for `support`
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
     )

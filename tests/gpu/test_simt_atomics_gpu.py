@@ -3,27 +3,20 @@ depend on the order the threads' updates land in, within a tolerance for float s
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+import simt_kernels as K
 
 import fearless as fl
 from fearless import simt
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import simt_kernels as K
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_simt_atomics import (  # the CPU tests' kernels
+from support.atomics_kernels import (  # the CPU tests' kernels
     add_old,
     bit_ops,
     cas_max,
     exch_chain,
     int_ops,
 )
-from test_simt_atomics_numba import counters_u64, hist2d, int_ops_2d, witness_2d
+from support.atomics_numba_kernels import counters_u64, hist2d, int_ops_2d, witness_2d
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)

@@ -5,20 +5,14 @@ libdevice's), the row check and the tile step's check."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
+import support.block_stride_kernels as B
+import support.simt_tiles_kernels as T
 from fearless.errors import KernelIndexError
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_simt_coords_gpu import both
-
-import test_simt_block_stride as B
-import test_simt_tiles as T
+from support.gpu_compare import both
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(17)

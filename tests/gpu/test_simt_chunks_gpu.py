@@ -5,20 +5,14 @@ holds the kernels)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
+import support.simt_chunks_kernels as C
 from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from fearless.errors import KernelIndexError
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_simt_coords_gpu import both
-
-import test_simt_chunks as C
+from support.gpu_compare import both
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(43)

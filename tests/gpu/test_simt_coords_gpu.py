@@ -3,36 +3,18 @@ regions on the GPU, against the simulator (bit for bit: the arithmetic is exact 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-import fearless as fl
-from fearless.errors import KernelIndexError
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-sys.path.insert(0, str(Path(__file__).parents[1]))
 import simt_kernels as K
 
-import test_simt_coords as C
-import test_tile_ifexp as T
+import fearless as fl
+import support.simt_coords_kernels as C
+import support.tile_ifexp_kernels as T
+from fearless.errors import KernelIndexError
+from support.gpu_compare import both
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(7)
-
-
-def both(kernel: object, grid: object, block: object, *host_args: object, out: int) -> tuple:
-    """Output `out` of one launch on the simulator and one on the GPU."""
-    sim_args = [a.copy() if isinstance(a, np.ndarray) else a for a in host_args]
-    fl.set_target("sim")
-    kernel[grid, block](*sim_args)  # type: ignore[index]
-    fl.set_target("cuda")
-    dev_args = [fl.asarray(a) if isinstance(a, np.ndarray) else a for a in host_args]
-    kernel[grid, block](*dev_args)  # type: ignore[index]
-    fl.synchronize()
-    return sim_args[out], dev_args[out].numpy()  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("grid", "block"), [((2, 3), (8, 4, 2)), ((3, 1), (5, 7, 3))])

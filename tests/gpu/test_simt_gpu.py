@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import pytest
+import simt_kernels as K
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import simt_kernels as K
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(99)

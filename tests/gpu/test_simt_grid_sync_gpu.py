@@ -4,16 +4,11 @@ run on one."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-import test_simt_grid_sync as G
+import support.grid_sync_kernels as G
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(33)

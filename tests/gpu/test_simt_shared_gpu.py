@@ -3,17 +3,12 @@ bit (float reductions included: the simulator adds in the GPU lowering's tree or
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-import test_simt_collectives as C
-import test_simt_shared as S
+import support.collectives_kernels as C
+import support.shared_kernels as S
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(2024)

@@ -9,11 +9,11 @@ The shapes below give the specialisations test_tile_compile.SIGNATURES compiles 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tile_kernels
 
 import fearless as fl
 from fearless.sim.numerics import bf16_load
@@ -26,10 +26,6 @@ def _gpu_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     folder = os.environ.get("FEARLESS_GPU_CACHE")
     if folder:
         monkeypatch.setenv("FEARLESS_CACHE_DIR", str(Path(folder).resolve()))
-
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import tile_kernels  # noqa: E402
 
 
 def _ex():
@@ -129,8 +125,7 @@ def test_cluster_hint_runs_and_a_grid_it_does_not_divide_is_refused() -> None:
 
 def test_runtime_if_gpu_matches_sim() -> None:
     """`if` on the block id: even blocks store x, odd ones -x (tests/test_tile_if.py)."""
-    sys.path.insert(0, str(Path(__file__).parents[1]))
-    from test_tile_if import even_odd
+    from support.tile_if_kernels import even_odd
 
     x = rng.standard_normal(1000).astype(np.float32)
     gpu, sim = _both(even_odd, 1000, fl.f32, (128,), [(x, fl.f32)])

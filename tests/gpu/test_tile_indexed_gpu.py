@@ -3,16 +3,11 @@ NumPy (issue 11)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_tile_indexed import (
+from support.tile_indexed_kernels import (
     float_sums,
     gather_masked,
     histogram,
@@ -96,7 +91,7 @@ def test_cas_tickets_and_float_adds() -> None:
 
 
 def test_an_unsafe_reverse_on_the_gpu() -> None:
-    from test_tile_indexed import reverse
+    from support.tile_indexed_kernels import reverse
 
     x = np.random.default_rng(4).standard_normal(100_000).astype(np.float32)
     part = fl.empty(x.size).partition((1024,))

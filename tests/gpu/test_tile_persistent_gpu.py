@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import tile_kernels
 
 import fearless as fl
 from fearless import tile
-
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
-import tile_kernels
 
 pytestmark = pytest.mark.gpu
 
@@ -105,11 +101,8 @@ def test_grouped_persistent_matmul_matches_numpy() -> None:
 
 
 def test_shifts_bitwise_and_new_axes_match_the_simulator() -> None:
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import test_tile_language as L
+    import support.tile_language_kernels as L
 
     v = np.array([1, -2, 3, 12345, -7, 0, 255, -1], np.int32)
     k = np.array([0, 1, 3, 31, 32, 40, -1, 5], np.int32)

@@ -5,17 +5,13 @@ last bits may differ between NumPy and the GPU's libraries."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_tile_random import (
+from support.tile_random_kernels import (
     KAT,
     draws,
     literal_seed,

@@ -3,17 +3,13 @@ grid numbers axes 2.. of the partition, on the GPU as in the simulator."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_tile_rank import _digits, double4, mark4, rms_heads, scale5
+from support.tile_rank_kernels import _digits, double4, mark4, rms_heads, scale5
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 

@@ -3,16 +3,11 @@ APPROX and FULL stay within a few ulp of it."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_tile_truediv import divide
+from support.tile_truediv_kernels import divide
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 

@@ -5,8 +5,6 @@ errors raised by graph replays."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,14 +13,12 @@ import pytest
 import fearless as fl
 from fearless import ops
 from fearless.runtime.streams import default_cu_stream
+from support.graph_kernels import axpy, double, shifted  # the CPU tests' kernels
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_graphs import axpy, double, shifted  # the CPU tests' kernels  # noqa: E402
 
 
 def _pairs(*shapes: tuple[int, ...], dt: Any = torch.float32) -> tuple[list[Any], list[Any]]:

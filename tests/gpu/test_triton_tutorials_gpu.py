@@ -5,19 +5,12 @@ would lose rows' terms, and dw and db would miss them."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-import fearless as fl
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-sys.path.insert(0, str(Path(__file__).parents[2] / "examples"))
 import triton_tutorials as tt
 
-from test_triton_tutorials import layer_norm_reference
+import fearless as fl
+from support.triton_refs import layer_norm_reference
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
