@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import f32, i32, tile
+from fearless import f32, i32
 from fearless.abi import TileParam, array_align
 from fearless.backends.llvm.ptx import ptxas_check
 from fearless.backends.toolchain import find_ptxas, find_tileiras
@@ -23,18 +23,16 @@ from fearless.errors import CompileError, Location
 from fearless.frontend.printing import c_format, conversion
 from fearless.ir.tile.printer import print_function
 from fearless.tile.compiler import compile_cubin
-from support.print_runners import run_simt, run_tile, simt_print, tile_print
+from support.print_runners import (
+    run_simt,
+    run_tile,
+    run_tile_whole,
+    simt_print,
+    tile_print,
+    tile_print_whole,
+)
 
 LOC = Location("t.py", 1, 0)
-
-
-@tile.kernel
-def tile_print_whole(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    t = tile.load_like(x, out)
-    print("ints:", tile.arange(4, fl.i32))
-    print(f"floats: {t:.2f}")
-    print("pair:", tile.arange(4, fl.i32), "and", tile.arange(4, fl.i32).astype(fl.f32) * 0.5)
-    out.store(t)
 
 
 # what cuTile Python's printf of the same tiles printed on the H200
@@ -61,22 +59,6 @@ TILE_TEXT = (
     "block | 1 | sum | 22.000000 | 1 | 2.5\n"
     "0: max=    7.00 n=1 50%\n"
 )
-
-
-def run_tile_one_block() -> None:
-    """One block: on the GPU its lines come out whole and in order (tests/gpu)."""
-    x = fl.asarray(np.arange(4, dtype=np.float32))
-    yp = fl.empty((4,), dtype=fl.f32).partition((4,))
-    tile_print(yp, x, 2)
-    fl.synchronize()
-
-
-def run_tile_whole() -> None:
-    """One block printing whole tiles: a 1-D i32 tile, the (2, 4) f32 tile it loaded."""
-    x = fl.asarray(np.arange(8, dtype=np.float32).reshape(2, 4))
-    yp = fl.empty((2, 4), dtype=fl.f32).partition((2, 4))
-    tile_print_whole(yp, x)
-    fl.synchronize()
 
 
 def test_tile_prints_whole_tiles_as_the_gpu_does(capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,6 +29,15 @@ def tile_print(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: fl.i32):
     out.store(t)
 
 
+@tile.kernel
+def tile_print_whole(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    t = tile.load_like(x, out)
+    print("ints:", tile.arange(4, fl.i32))
+    print(f"floats: {t:.2f}")
+    print("pair:", tile.arange(4, fl.i32), "and", tile.arange(4, fl.i32).astype(fl.f32) * 0.5)
+    out.store(t)
+
+
 def run_simt() -> None:
     x = np.array([0.0, 1.5, 3.0], np.float32)
     n = np.array([-2, -1, 0], np.int32)
@@ -42,4 +51,20 @@ def run_tile() -> None:
     y = fl.empty((8,), dtype=fl.f32)
     yp = y.partition((4,))
     tile_print(yp, x, 1)
+    fl.synchronize()
+
+
+def run_tile_one_block() -> None:
+    """One block: on the GPU its lines come out whole and in order (tests/gpu)."""
+    x = fl.asarray(np.arange(4, dtype=np.float32))
+    yp = fl.empty((4,), dtype=fl.f32).partition((4,))
+    tile_print(yp, x, 2)
+    fl.synchronize()
+
+
+def run_tile_whole() -> None:
+    """One block printing whole tiles: a 1-D i32 tile, the (2, 4) f32 tile it loaded."""
+    x = fl.asarray(np.arange(8, dtype=np.float32).reshape(2, 4))
+    yp = fl.empty((2, 4), dtype=fl.f32).partition((2, 4))
+    tile_print_whole(yp, x)
     fl.synchronize()
