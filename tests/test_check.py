@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from fearless.cli import check, check_flow
-from fearless.cli.check import check_file, check_source
-from fearless.cli.check_kernels import Resolver
+from fearless.check import driver, flow
+from fearless.check.driver import check_file, check_source
+from fearless.check.kernels import Resolver
 from fearless.cli.main import main
 
 CORPUS_DIR = Path(__file__).parent / "check_corpus"
@@ -290,9 +290,9 @@ def test_a_scope_over_budget_is_walked_on_one_joined_path(
     )
     expected = [("error", "E0502", line_of(path, "vecadd[1, 8](a, a, a)"), 20)]
     assert found(path) == expected
-    monkeypatch.setattr(check_flow, "BUDGET", 3)
+    monkeypatch.setattr(flow, "BUDGET", 3)
     assert found(path) == expected  # the same answer, from the cheaper walk
-    monkeypatch.setattr(check_flow, "BUDGET_JOINED", 3)
+    monkeypatch.setattr(flow, "BUDGET_JOINED", 3)
     assert found(path) == []  # too big to check at all: nothing is claimed
 
 
@@ -502,7 +502,7 @@ def test_a_50000_term_expression_does_not_crash_the_check(tmp_path: Path) -> Non
 def test_a_file_nested_too_deeply_is_reported_and_the_others_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(check, "RECURSION_LIMIT", 1500)
+    monkeypatch.setattr(driver, "RECURSION_LIMIT", 1500)
     path = deep_program(tmp_path, 20_000)
     assert main(["check", str(path), str(CORPUS_DIR / "two_outputs.py")]) == 2
     out = capsys.readouterr().out

@@ -279,7 +279,7 @@ def test_alias():
     ],
 )
 def test_check_leaves_errors_a_test_expects(cls: str, moved: str, codes: list[str]) -> None:
-    from fearless.cli.check import check_source
+    from fearless.check.driver import check_source
 
     findings = check_source(CHECKED.format(cls=cls, moved=moved), "t.py")
     assert sorted(f.diagnostic.code for f in findings) == codes

@@ -54,8 +54,8 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("autotune_timing", "autotune_store", "autotuning"), True),  # fl.autotune (§3.7)
     (("fearless",), False),  # the package root: re-exports the public API
     (("ops",), False),
-    (("bench",), False),
-    (("cli",), False),  # `fearless bench` runs the suite: cli sits over bench
+    (("check", "bench"), False),  # the host-code check and the suite: side by side, under cli
+    (("cli",), False),  # `fearless check` and `fearless bench` call into them: cli sits over both
     (("__main__",), False),
 )
 

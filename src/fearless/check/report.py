@@ -1,4 +1,4 @@
-"""`fearless check`, part 3: what check_flow recorded, as rustc-style errors and warnings.
+"""`fearless check`, part 3: what flow.py recorded, as rustc-style errors and warnings.
 
 Every diagnostic goes through errors.py's one renderer (`Diagnostic`); a warning is the same text
 headed `warning[...]` instead of `error[...]`. Which records become what:
@@ -16,8 +16,8 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import Diagnostic, Location
-from .check_effects import LaunchObs, UseObs
-from .check_values import MoveSite
+from .effects import LaunchObs, UseObs
+from .values import MoveSite
 
 
 @dataclass

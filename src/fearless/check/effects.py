@@ -10,8 +10,8 @@ with whether its value may have moved (`UseObs`), a call that launches a kernel 
 pair of its array arguments relates (`LaunchObs`), and the bodies of functions and classes are
 queued (`pending`) to be walked as scopes of their own.
 
-check_flow.py drives these over paths and control flow (`Walker` extends `Effects`); what
-names refer to, and how two arguments relate, is check_values.py.
+flow.py drives these over paths and control flow (`Walker` extends `Effects`); what
+names refer to, and how two arguments relate, is values.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .check_kernels import (
+from .kernels import (
     ImportRef,
     KernelSig,
     Param,
@@ -31,7 +31,7 @@ from .check_kernels import (
     import_bindings,
     kernel_sig,
 )
-from .check_values import (
+from .values import (
     NO_CALLEES,
     NO_VALS,
     Callee,

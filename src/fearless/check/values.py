@@ -22,7 +22,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .check_kernels import ImportRef, KernelSig, attr_chain
+from .kernels import ImportRef, KernelSig, attr_chain
 
 Val = tuple[str, ...]
 Vals = frozenset[Val]

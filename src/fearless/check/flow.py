@@ -15,8 +15,8 @@ move a tensor, and a function or class body that names no kernel of the module, 
 nothing and imports nothing.
 
 What one statement or expression does on one path (bindings, moves, the records) is
-check_effects.py; what names refer to, and how two arguments relate, is check_values.py.
-The walk only records (`LaunchObs`, `UseObs`); check_report.py turns records into diagnostics.
+effects.py; what names refer to, and how two arguments relate, is values.py.
+The walk only records (`LaunchObs`, `UseObs`); report.py turns records into diagnostics.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .check_effects import Effects, LaunchObs, UseObs
-from .check_kernels import ImportRef, Resolver, attr_chain, import_bindings
-from .check_values import NO_CALLEES, NO_VALS, State, join_all
+from .effects import Effects, LaunchObs, UseObs
+from .kernels import ImportRef, Resolver, attr_chain, import_bindings
+from .values import NO_CALLEES, NO_VALS, State, join_all
 
 MAX_PATHS = 8  # more paths than this through one scope are joined into one state
 MAX_LOOP_ROUNDS = 8  # rounds over separate paths before a loop head is joined into one state
