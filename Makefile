@@ -50,7 +50,8 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python tools/check_imports.py
 
-# The benchmark suite (bench/README.md): on the GPU, results in bench/results/; with no GPU,
+# The benchmark suite (bench/README.md; the package src/fearless_bench/, its peers the `bench`
+# extra): on the GPU, results in bench/results/; with no GPU,
 # `make bench BENCH_ARGS=--dry-run` compiles every case and checks it on the simulator.
 bench: $(STAMP)
 	$(BIN)/fearless bench $(BENCH_ARGS)

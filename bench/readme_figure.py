@@ -4,7 +4,7 @@
 
 Reads a `fearless bench --cases ops` run's results.json (default: the latest full one, RUN),
 regroups its records by operator (`params["op"]`; attention split into prefill and decode) and
-draws the suite's own summary heatmap (fearless.bench.figures: each cell the geometric mean of
+draws the suite's own summary heatmap (fearless_bench.figures: each cell the geometric mean of
 the ratio to the best peer over that operator's cases, with n), titled with the run's commit
 and command. Then it cuts the PNG to a small palette, so the committed image stays a few tens
 of KB (the tree travels to the GPU machine under one size limit). Needs matplotlib.
@@ -33,7 +33,7 @@ def _group(params: dict[str, Any]) -> str:
 
 def records(results_json: Path) -> tuple[list[Any], dict[str, Any]]:
     """The run's records as `model.Record`s, each family set to its operator; and its meta."""
-    from fearless.bench.model import Record
+    from fearless_bench.model import Record
 
     doc = json.loads(results_json.read_text())
     fields = {f.name for f in dataclasses.fields(Record)}
@@ -47,7 +47,7 @@ def records(results_json: Path) -> tuple[list[Any], dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
-    from fearless.bench import figures
+    from fearless_bench import figures
 
     src = Path(argv[0]) if argv else RUN
     dst = Path(argv[1]) if len(argv) > 1 else OUT

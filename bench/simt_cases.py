@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fearless as fl
 from fearless import simt
-from fearless.bench.kernels_simt import sum8  # noqa: F401 - the suite's 8-array kernel
+from fearless_bench.kernels_simt import sum8  # noqa: F401 - the suite's 8-array kernel
 
 
 @simt.kernel(block=256, requires=("len(a) == len(c)", "len(b) == len(c)"))

@@ -10,7 +10,7 @@ Cases (each checked against torch before it is timed):
 - fp16 (and bf16) GEMM 8192^3: fearless Tile over a sweep of tile shapes and hints, against
   cuTile Python's plain kernel at 128x128x64 (the issue's reference) and 128x256x64, and cuBLAS.
 
-Timing is the suite's (`fearless.bench.timing.DeviceTimer`): warm-up, CUDA events around each
+Timing is the suite's (`fearless_bench.timing.DeviceTimer`): warm-up, CUDA events around each
 run, a 256 MB L2 flush before each, the median. Writes tile.json and prints a table.
 """
 
@@ -73,7 +73,7 @@ def main() -> int:
     import torch
 
     import fearless as fl
-    from fearless.bench.timing import FULL, DeviceTimer
+    from fearless_bench.timing import FULL, DeviceTimer
 
     timer = DeviceTimer(torch, FULL)
     rows: list[dict[str, Any]] = []
@@ -103,7 +103,7 @@ def main() -> int:
 
     peers: dict[str, Any] = {}
     try:
-        from fearless.bench import kernels_cutile as kc
+        from fearless_bench import kernels_cutile as kc
 
         peers["cutile"] = kc
     except Exception as exc:

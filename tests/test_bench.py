@@ -20,10 +20,10 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.backends import toolchain
-from fearless.bench import family_ops, family_shapes, model, report, suite, tile_track, timing
-from fearless.bench.harness import Ctx, DeviceCase, Prepared, run_device_case
-from fearless.bench.model import Record, Skip
 from fearless.cli.main import main
+from fearless_bench import family_ops, family_shapes, model, report, suite, tile_track, timing
+from fearless_bench.harness import Ctx, DeviceCase, Prepared, run_device_case
+from fearless_bench.model import Record, Skip
 
 TILE_CASES = (
     "vecadd",
@@ -96,7 +96,7 @@ def test_dry_run_of_selected_cases_only(tmp_path: Path) -> None:
 
 def test_tile_cases_of_the_new_examples() -> None:
     """The suite's Tile cases name kernels the examples have, with the peers' tile shapes."""
-    from fearless.bench.peers import load_example
+    from fearless_bench.peers import load_example
 
     examples = load_example("tile_kernels")
     first, final = tile_track.sum_cases()
@@ -218,7 +218,7 @@ def test_timing_helpers() -> None:
 def test_simt_block_sum_is_exact_on_integers(n: int, grid: int) -> None:
     """The four-way strided loop, its tail, the block reduction and the atomic: every element
     counted once (integers: exact in f32 in any order), with blocks that get no element."""
-    from fearless.bench import kernels_simt as K
+    from fearless_bench import kernels_simt as K
 
     x = np.random.default_rng(n).integers(-8, 9, n).astype(np.float32)
     total = np.zeros(1, np.float32)
@@ -229,9 +229,9 @@ def test_simt_block_sum_is_exact_on_integers(n: int, grid: int) -> None:
 @pytest.mark.parametrize("rows,cols", [(3, 1), (2, 64), (5, 33), (2, 1000)])
 def test_simt_row_kernels_run_a_block_per_row(rows: int, cols: int) -> None:
     """Rows shorter and longer than the block (1000 columns: 4 passes of 256 threads)."""
-    from fearless.bench import family_rows
-    from fearless.bench import kernels_simt as K
-    from fearless.bench.check import rel_err_numpy
+    from fearless_bench import family_rows
+    from fearless_bench import kernels_simt as K
+    from fearless_bench.check import rel_err_numpy
 
     rng = np.random.default_rng(cols)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
@@ -251,8 +251,8 @@ def test_simt_row_kernels_run_a_block_per_row(rows: int, cols: int) -> None:
 def test_simt_row_kernels_refuse_a_short_weight() -> None:
     """Both forms read w at every column of the row: a shorter w is a checked error, never a
     clamped (wrong) weight."""
-    from fearless.bench import kernels_simt as K
     from fearless.errors import KernelIndexError
+    from fearless_bench import kernels_simt as K
 
     x = np.ones((2, 100), np.float32)
     w = np.ones(90, np.float32)
@@ -262,15 +262,15 @@ def test_simt_row_kernels_refuse_a_short_weight() -> None:
 
 
 def test_the_cuda_transpose_twin_has_the_simt_kernels_block() -> None:
-    from fearless.bench import kernels_cuda as C
-    from fearless.bench import kernels_simt as K
+    from fearless_bench import kernels_cuda as C
+    from fearless_bench import kernels_simt as K
 
     assert f"#define TRANSPOSE_ROWS {K.TRANSPOSE_ROWS}\n" in C.SOURCE
 
 
 def test_simt_bench_kernels_are_safe() -> None:
-    from fearless.bench import kernels_simt as K
-    from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS
+    from fearless_bench import kernels_simt as K
+    from fearless_bench.kernels_simt_chunks import CHUNK_KERNELS
 
     for k in (
         K.softmax,
@@ -298,7 +298,7 @@ def test_tile_binding_mismatch_is_a_skip_with_the_reason() -> None:
 
 
 def test_cuda_cpp_twins_compile_with_nvrtc() -> None:
-    from fearless.bench import kernels_cuda
+    from fearless_bench import kernels_cuda
 
     try:
         code = kernels_cuda.compile_cubin("sm_90")
@@ -316,7 +316,7 @@ def test_cuda_cpp_twins_compile_with_nvcc(tmp_path: Path) -> None:
     import shutil
     import subprocess
 
-    from fearless.bench import kernels_cuda
+    from fearless_bench import kernels_cuda
 
     nvcc = shutil.which("nvcc")
     if nvcc is None:
@@ -345,7 +345,7 @@ def test_cutile_peers_compile_to_cubins() -> None:
     comp = pytest.importorskip("cuda.tile.compilation")
     if toolchain.find_tileiras() is None:
         pytest.skip("tileiras is not installed")
-    from fearless.bench import kernels_cutile as kc
+    from fearless_bench import kernels_cutile as kc
 
     def arr(dtype: object, ndim: int) -> object:
         return comp.ArrayConstraint(
@@ -378,7 +378,7 @@ def test_cutile_peers_compile_to_cubins() -> None:
 
 
 def test_check_verdicts() -> None:
-    from fearless.bench import check
+    from fearless_bench import check
 
     assert check.verdict(1e-7, "f32") is None
     assert "exceeds" in (check.verdict(1e-2, "f16") or "")

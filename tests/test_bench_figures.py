@@ -1,4 +1,4 @@
-"""The suite's figures (bench/figures.py): a summary heatmap plus one heatmap per family.
+"""The suite's figures (fearless_bench/figures.py): a summary heatmap plus one heatmap per family.
 
 Built from synthetic records of a GPU run: several families (shapes with 44 cases, as the real
 suite has), nine implementations, ok, skipped and failed records. The layout is checked without
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fearless.bench import figures, model, report
-from fearless.bench.model import Record
+from fearless_bench import figures, model, report
+from fearless_bench.model import Record
 
 PEERS = (model.CUDA_CPP, model.TRITON, model.CUTILE, model.TILEGYM, model.TORCH)
 LAUNCH_PEERS = (model.TRITON, model.TORCH, model.RAW_LAUNCH, model.CUDA_CORE)

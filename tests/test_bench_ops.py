@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import fearless as fl
-from fearless.bench import check, family_ops, family_ops_dry, model, suite
-from fearless.bench.family_ops import Spec
 from fearless.cli.main import main
+from fearless_bench import check, family_ops, family_ops_dry, model, suite
+from fearless_bench.family_ops import Spec
 
 OPS = [
     "softmax",
@@ -285,8 +285,8 @@ def test_cases_run_through_the_harness_on_cpu(monkeypatch: pytest.MonkeyPatch) -
     """`_case` end to end (builders, harness check, timing call, records) on CPU tensors, with
     a stand-in timer and peers: every implementation ok, its note and metric set."""
     torch = pytest.importorskip("torch")
-    from fearless.bench.harness import Ctx
-    from fearless.bench.timing import QUICK, Timing
+    from fearless_bench.harness import Ctx
+    from fearless_bench.timing import QUICK, Timing
 
     class Timer:
         def time(self, fn: Any) -> Timing:
@@ -322,7 +322,7 @@ def test_the_attention_reference_in_head_chunks_is_torchs_sdpa() -> None:
     """The prefill cases' float64 reference runs SDPA a few heads at a time (the whole 8192
     case's scores are 69 GB of float64); it is the same function."""
     torch = pytest.importorskip("torch")
-    from fearless.bench.family_ops import _sdpa_f64
+    from fearless_bench.family_ops import _sdpa_f64
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
     q, k, v = (torch.randn(2, 5, 33, 16, dtype=torch.bfloat16) for _ in range(3))

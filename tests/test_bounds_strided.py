@@ -11,7 +11,7 @@ import numpy as np
 
 import fearless as fl
 from fearless import simt
-from fearless.bench import kernels_simt as K
+from fearless_bench import kernels_simt as K
 
 
 def _remaining(kernel: simt.Kernel) -> str:

@@ -373,6 +373,18 @@ def test_commands_are_exactly_the_implemented_ones() -> None:
     }
 
 
+def test_bench_without_the_suite_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The suite is the package fearless_bench beside fearless; `fearless bench` imports it when
+    it runs, and where it is missing says how to install it (the rest of the CLI never needs it)."""
+    monkeypatch.setitem(sys.modules, "fearless_bench", None)  # import fearless_bench: not found
+    assert main(["bench", "--list"]) == 2
+    err = capsys.readouterr().err
+    assert "needs the benchmark suite, the package `fearless_bench`" in err
+    assert "pip install 'fearless[bench]'" in err
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "-h"], ["doctor", "-h"], ["run", "-h"]])
 def test_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 0

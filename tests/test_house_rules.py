@@ -1,5 +1,5 @@
-"""The house rules of docs/design.md that a test can hold: no file in src/fearless is over 800
-lines (DESIGN section 5: a module near 800 lines is a sign it holds two responsibilities;
+"""The house rules of docs/design.md that a test can hold: no file in src/fearless (or in the
+benchmark suite beside it, src/fearless_bench) is over 800 lines (DESIGN section 5: a module near 800 lines is a sign it holds two responsibilities;
 split it by responsibility, never by trimming lines to meet the number); only config.py reads
 the environment; no import cycle among files or packages, C includes and calls counted, and no
 import up the layers (tools/check_imports.py, which `make lint` runs too); and no test module
@@ -16,13 +16,14 @@ import pytest
 
 REPO = Path(__file__).parents[1]
 SRC = REPO / "src" / "fearless"
+SOURCES = [*SRC.rglob("*.py"), *(REPO / "src" / "fearless_bench").rglob("*.py")]
 MAX_LINES = 800
 
 
 def test_no_source_file_is_over_800_lines() -> None:
     long = {
-        str(p.relative_to(SRC)): n
-        for p in SRC.rglob("*.py")
+        str(p.relative_to(SRC.parent)): n
+        for p in SOURCES
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"over {MAX_LINES} lines: {long}"
@@ -34,8 +35,8 @@ def test_only_config_reads_the_environment() -> None:
     import re
 
     readers = {
-        str(p.relative_to(SRC))
-        for p in SRC.rglob("*.py")
+        str(p.relative_to(SRC.parent))
+        for p in SOURCES
         if p.name != "config.py"
         and any(
             re.search(r"\bos\.(environ|getenv|putenv)\b", line.split("#", 1)[0])
@@ -160,4 +161,36 @@ def test_the_test_module_rule_sees_each_offence(tmp_path: Path) -> None:
         "test_sample.py:5: imports the test module gpu.test_d",
         "test_sample.py:6: imports sys.path",
         "test_sample.py:7: touches sys.path",
+    ]
+
+
+def test_fearless_imports_the_suite_only_inside_fearless_bench(
+    imports: ModuleType, tmp_path: Path
+) -> None:
+    """The benchmark suite sits beside fearless (src/fearless_bench): cli may import it inside
+    a function (`fearless bench`); an import at the top of cli, or from any other package, is
+    reported. The suite itself may import fearless."""
+    pkg = tmp_path / "src" / "fearless"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "ops").mkdir()
+    (tmp_path / "src" / "fearless_bench").mkdir()
+    files = {
+        "fearless/__init__.py": "",
+        "fearless/config.py": "",
+        "fearless/cli/__init__.py": "",
+        "fearless/cli/bench.py": "def run():\n    from fearless_bench import suite\n",
+        "fearless/ops/__init__.py": "",
+        "fearless/ops/functional.py": "from fearless_bench import suite\n",
+        "fearless_bench/__init__.py": "",
+        "fearless_bench/suite.py": "from fearless import config\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "src" / name).write_text(text)
+    report = imports.check(pkg)
+    assert [f.split(": ")[0] for f in report.layer_findings] == ["ops -> fearless_bench"]
+    (pkg / "cli" / "bench.py").write_text("from fearless_bench import suite\n")
+    report = imports.check(pkg)
+    assert sorted(f.split(": ")[0] for f in report.layer_findings) == [
+        "cli -> fearless_bench",
+        "ops -> fearless_bench",
     ]

@@ -3,7 +3,7 @@
 The round trip print -> parse -> print must give the same text, and the parsed function must
 verify, for every SIMT kernel of the project, built through the real frontend and pipeline:
 the kernels of `examples/simt_kernels.py`, of `fearless demo` (`cli/demo_kernels.py`), of the
-benchmarks (`fearless/bench/kernels_simt.py`, `bench/simt_cases.py`), and those the tests and
+benchmarks (`fearless_bench/kernels_simt.py`, `bench/simt_cases.py`), and those the tests and
 the `fearless check` corpus define (module level or inside a test function; they are lifted
 out of their files with their `@simt.device` helpers, as the CLI's `check` reads them).
 Each is taken before the passes, after them, and in its fast variant. The passes run on the
@@ -60,7 +60,7 @@ LOC = Location("t.py", 1, 0)
 _IMPORTED = {
     "examples/simt_kernels.py": "simt_kernels",
     "src/fearless/cli/demo_kernels.py": "fearless.cli.demo_kernels",
-    "src/fearless/bench/kernels_simt.py": "fearless.bench.kernels_simt",
+    "src/fearless_bench/kernels_simt.py": "fearless_bench.kernels_simt",
     "bench/simt_cases.py": "simt_cases",
 }
 # Files whose kernels are lifted out: test modules define theirs inside test functions, and

@@ -18,13 +18,13 @@ from fearless import dtypes, simt
 from fearless.backends.llvm.lower import lower_function
 from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
-from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from fearless.errors import InternalError, KernelIndexError, Location
 from fearless.ir.core import ArrayType, Function
 from fearless.ir.simt import ops
 from fearless.ir.simt.parser import parse_function
 from fearless.ir.simt.printer import print_function
 from fearless.ir.simt.verifier import verify
+from fearless_bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from support.simt_chunks_kernels import copy_rows, copy_u16, scale_half
 
 RNG = np.random.default_rng(41)

@@ -20,11 +20,11 @@ from fearless import dtypes, simt
 from fearless.backends.llvm.lower import lower_function
 from fearless.backends.llvm.ptx import compile_ptx, ptxas_check
 from fearless.backends.toolchain import find_ptxas
-from fearless.bench.kernels_simt import TILE
 from fearless.errors import InternalError, KernelIndexError, Location
 from fearless.ir.core import Function, Value
 from fearless.ir.simt import ops
 from fearless.ir.simt.verifier import verify
+from fearless_bench.kernels_simt import TILE
 from support.simt_tiles_kernels import SHORT, STEPS, owners, step_of, transpose
 
 RNG = np.random.default_rng(37)

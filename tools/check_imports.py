@@ -1,5 +1,7 @@
-"""The import graph of src/fearless, held against the house rules of docs/design.md §2.2: no
-cycle among files, no cycle among packages, no import up the layers of §2.1 (LAYERS below).
+"""The import graph of src/fearless and the packages beside it (src/fearless_bench), held against
+the house rules of docs/design.md §2.2: no cycle among files, no cycle among packages, no import
+up the layers of §2.1 (LAYERS below), and fearless imports a package beside it only where
+BESIDE says (`fearless bench` imports the suite inside its `run`, and nothing else does).
 
 Run from anywhere: `python3 tools/check_imports.py` prints every finding and a count, and exits
 1 when there is one (`make lint` runs it; tests/test_house_rules.py asserts the same through
@@ -23,7 +25,8 @@ What counts as an edge, file -> file:
   (a function or a variable not `static`): a call through a shared header is an edge too.
 
 A package is the first name under src/fearless: a folder (`ir`, `runtime`, ...), or a top-level
-module (`config`, `errors`, ...), or `fearless` for the package root's `__init__.py`.
+module (`config`, `errors`, ...), or `fearless` for the package root's `__init__.py`. A package
+beside fearless in src/ (BESIDE: `fearless_bench`) is one package, whatever its files.
 Files are found by walking the tree, so moving a file between subfolders needs no change here.
 """
 
@@ -41,6 +44,12 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 PACKAGE = "fearless"
 
+# The top-level packages beside fearless in src/ (one package each in the graph, placed in LAYERS
+# like fearless's own), each with the packages of fearless that may import it, and only inside a
+# function: the benchmark suite is out of the core, and `fearless bench` (cli/bench.py) imports it
+# when it runs. Any other import of it from fearless is reported.
+BESIDE: dict[str, tuple[str, ...]] = {"fearless_bench": ("cli",)}
+
 # The layers of docs/design.md §2.1, lowest first: the one place the layering is written as
 # data. A package may import the packages of lower layers, and the others of its own layer
 # only where the layer says so (True: the leaf modules use each other; so do autotuning.py and
@@ -54,7 +63,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("autotune_timing", "autotune_store", "autotuning"), True),  # fl.autotune (§3.7)
     (("fearless",), False),  # the package root: re-exports the public API
     (("ops",), False),
-    (("check", "bench"), False),  # the host-code check and the suite: side by side, under cli
+    (("check", "fearless_bench"), False),  # the host-code check and the suite, side by side
     (("cli",), False),  # `fearless check` and `fearless bench` call into them: cli sits over both
     (("__main__",), False),
 )
@@ -140,10 +149,15 @@ def _imports(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
     yield from visit(tree, "import")
 
 
+def _roots(root: Path) -> list[Path]:
+    """The package at `root` (src/fearless) and the packages of BESIDE found next to it."""
+    return [root] + [root.parent / name for name in BESIDE if (root.parent / name).is_dir()]
+
+
 def python_edges(root: Path = SRC / PACKAGE) -> list[Edge]:
-    """Every edge between the Python files of the package at `root` (src/fearless), each file
-    named by its path from the folder above src/."""
-    modules = _modules(root)
+    """Every edge between the Python files of the package at `root` (src/fearless) and those
+    beside it (BESIDE), each file named by its path from the folder above src/."""
+    modules = {name: path for r in _roots(root) for name, path in _modules(r).items()}
     files = {name: path for name, path in modules.items() if path.exists()}
     top = root.parents[1]  # paths are named from here: src/fearless/...
     edges = []
@@ -241,7 +255,7 @@ def _c_unit(path: Path) -> Path:
 def c_edges(root: Path = SRC / PACKAGE) -> list[Edge]:
     """Every edge between the C units of the tree at `root` (see the module docstring)."""
     top = root.parents[1]  # paths are named from here: src/fearless/...
-    files = sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h"))
+    files = sorted(p for r in _roots(root) for p in r.rglob("*") if p.suffix in (".c", ".h"))
     defines: dict[str, set[Path]] = {}
     texts = {p: p.read_text() for p in files}
     for path in files:
@@ -289,6 +303,8 @@ def _rel(path: Path, base: Path) -> str:
 
 def package_of(file: str) -> str:
     """The package of a file (a path such as src/fearless/ir/core.py): see the docstring."""
+    if Path(file).parts[1] != PACKAGE:
+        return Path(file).parts[1]  # a package beside fearless (BESIDE): one package
     parts = Path(file).parts[2:]
     if len(parts) > 1:
         return parts[0]
@@ -355,13 +371,18 @@ def _layer(package: str) -> int | None:
 
 
 def layer_findings(edges: Iterable[Edge]) -> list[str]:
-    """Each import that points up LAYERS or sideways inside a closed layer, and each package
-    that LAYERS does not place."""
+    """Each import that points up LAYERS or sideways inside a closed layer, each import of a
+    package beside fearless that BESIDE does not allow, and each package that LAYERS does not
+    place."""
     out: list[str] = []
     unplaced: set[str] = set()
     for e in edges:
         a, b = package_of(e.source), package_of(e.target)
         if a == b or (a, b) in ALLOWED_AGAINST_LAYERS:
+            continue
+        if b in BESIDE and a not in BESIDE and (a not in BESIDE[b] or e.kind != "local"):
+            where = " or ".join(BESIDE[b])
+            out.append(f"{a} -> {b}: fearless imports {b} only in {where}, inside a function: {e}")
             continue
         ra, rb = _layer(a), _layer(b)
         if ra is None or rb is None:
@@ -414,7 +435,8 @@ class Report:
 
 
 def check(root: Path = SRC / PACKAGE) -> Report:
-    """The import graph of the package at `root`, Python and C, held against the rules."""
+    """The import graph of the package at `root` and those beside it (BESIDE), Python and C,
+    held against the rules."""
     edges = python_edges(root) + c_edges(root)
     files = _graph((e.source, e.target) for e in edges)
     packages = _graph((package_of(e.source), package_of(e.target)) for e in edges)

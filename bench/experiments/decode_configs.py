@@ -18,9 +18,9 @@ import torch.nn.functional as F
 
 import fearless as fl
 from fearless import ops
-from fearless.bench.timing import QUICK, DeviceTimer
 from fearless.ops.kernels_attention import DECODE_CONFIGS, attention_decode
 from fearless.ops.kernels_rows import sm_count
+from fearless_bench.timing import QUICK, DeviceTimer
 
 SHAPES = [  # (B, H, H_kv, S, D)
     (8, 32, 32, 2048, 128),

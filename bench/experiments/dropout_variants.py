@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 
 import fearless as fl
-from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_activation import make_dropout
+from fearless_bench.timing import FULL, DeviceTimer
 
 N = 1 << 26
 P = 0.5

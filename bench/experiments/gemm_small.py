@@ -9,8 +9,8 @@ import math
 import torch
 
 import fearless as fl
-from fearless.bench.timing import QUICK, DeviceTimer
 from fearless.ops.kernels_gemm import GEMM_CONFIGS, _gemm, matmul_tuned, prepare_matmul
+from fearless_bench.timing import QUICK, DeviceTimer
 
 EXTRA = [
     _gemm((64, 128), 64, 1, None),

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 
 import fearless as fl
-from fearless.bench import tile_track
-from fearless.bench.family_launch import N, raw_launcher, simt_kernel
-from fearless.bench.peers import Peers
+from fearless_bench import tile_track
+from fearless_bench.family_launch import N, raw_launcher, simt_kernel
+from fearless_bench.peers import Peers
 
 
 def timed(fn: Any, n: int = 4000) -> float:

@@ -12,8 +12,8 @@ import time
 import torch
 
 import fearless as fl
-from fearless.bench.family_launch import raw_launcher
-from fearless.bench.peers import Peers
+from fearless_bench.family_launch import raw_launcher
+from fearless_bench.peers import Peers
 
 N = 1024
 

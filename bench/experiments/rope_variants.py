@@ -14,9 +14,9 @@ import torch
 
 import fearless as fl
 from fearless import tile
-from fearless.bench.family_ops_cases import rotary_tables
-from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_layout import make_rope
+from fearless_bench.family_ops_cases import rotary_tables
+from fearless_bench.timing import FULL, DeviceTimer
 
 
 def make_halves(dt: Any) -> Any:

@@ -11,8 +11,8 @@ import torch
 
 import fearless as fl
 from fearless.autotune_timing import DeviceClock as _DeviceClock
-from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops import kernels_rows as kr
+from fearless_bench.timing import FULL, DeviceTimer
 
 fl.set_target("cuda")
 timer = DeviceTimer(torch, FULL)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fearless.bench import kernels_triton as KT
-from fearless.bench.kernels_cuda import i64, ptr
-from fearless.bench.timing import FULL, DeviceTimer
+from fearless_bench import kernels_triton as KT
+from fearless_bench.kernels_cuda import i64, ptr
+from fearless_bench.timing import FULL, DeviceTimer
 
 ROWS, COLS = 65536, 1024
 TR, TC = 4096, 16384
@@ -332,7 +332,7 @@ def main() -> None:
     t_tr = ms(KT.transpose_launch(xt, yt))
     print(f"transpose triton 64x64        {t_tr:8.4f} ms {gbt / (t_tr * 1e-3):7.1f} GB/s 1.00")
     import fearless as fl
-    from fearless.bench.kernels_simt import TILE, make_transpose
+    from fearless_bench.kernels_simt import TILE, make_transpose
 
     fl.set_target("cuda")
     for rows_per in (1, 2, 4, 8):

@@ -1,4 +1,4 @@
-"""layer_norm with chunk copies (bench/kernels_simt_chunks.py) at several `max_registers`, on a
+"""layer_norm with chunk copies (fearless_bench/kernels_simt_chunks.py) at several `max_registers`, on a
 (65536 x 1024) f32 matrix next to the bench's Triton peer: ptxas gives the kernel 39 registers
 unbounded (12 blocks of 128 per SM), 32 lets 16 fit (with a small spill).
 `python3 bench/experiments/simt_ln_registers.py` on the GPU machine."""
@@ -9,14 +9,14 @@ import numpy as np
 import torch
 
 import fearless as fl
-from fearless.bench import kernels_triton as KT
-from fearless.bench.kernels_simt_chunks import (
+from fearless_bench import kernels_triton as KT
+from fearless_bench.kernels_simt_chunks import (
     CHUNK_THREADS,
     CHUNK_WIDTH,
     CHUNKS,
     make_chunk_kernels,
 )
-from fearless.bench.timing import FULL, DeviceTimer
+from fearless_bench.timing import FULL, DeviceTimer
 
 ROWS, COLS, EPS = 65536, 1024, 1e-5
 

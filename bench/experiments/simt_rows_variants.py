@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 import fearless as fl
-from fearless.bench.kernels_cuda import i64, ptr
-from fearless.bench.kernels_simt import make_register_kernels, make_row_kernels
-from fearless.bench.timing import FULL, DeviceTimer
+from fearless_bench.kernels_cuda import i64, ptr
+from fearless_bench.kernels_simt import make_register_kernels, make_row_kernels
+from fearless_bench.timing import FULL, DeviceTimer
 
 ROWS, COLS = 65536, 1024
 EPS = 1e-5

@@ -11,8 +11,8 @@ import torch
 
 import fearless as fl
 from fearless.autotune_timing import DeviceClock as _DeviceClock
-from fearless.bench.timing import FULL, DeviceTimer
 from fearless.ops.kernels_gemm import GEMM_CONFIGS, matmul_tuned
+from fearless_bench.timing import FULL, DeviceTimer
 
 fl.set_target("cuda")
 a = torch.randn(1024, 1024, device="cuda").half()

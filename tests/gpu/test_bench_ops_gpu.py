@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fearless.bench import family_ops, model
 from fearless.cli.main import main
+from fearless_bench import family_ops, model
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 

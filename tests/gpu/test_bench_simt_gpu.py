@@ -1,4 +1,4 @@
-"""The benchmark's SIMT kernels (`bench/kernels_simt.py`: block reductions, an atomic sum, a
+"""The benchmark's SIMT kernels (`fearless_bench/kernels_simt.py`: block reductions, an atomic sum, a
 shared-memory transpose) on the GPU agree with the simulator and with NumPy, at the suite's row
 length and at ragged sizes."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless.bench import family_rows
-from fearless.bench import kernels_simt as K
-from fearless.bench.check import rel_err_numpy
+from fearless_bench import family_rows
+from fearless_bench import kernels_simt as K
+from fearless_bench.check import rel_err_numpy
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 RNG = np.random.default_rng(31)

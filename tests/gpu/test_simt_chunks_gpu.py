@@ -10,8 +10,8 @@ import pytest
 
 import fearless as fl
 import support.simt_chunks_kernels as C
-from fearless.bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from fearless.errors import KernelIndexError
+from fearless_bench.kernels_simt_chunks import CHUNK_KERNELS, CHUNK_THREADS
 from support.gpu_compare import both
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]

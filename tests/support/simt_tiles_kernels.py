@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fearless as fl
 from fearless import simt
-from fearless.bench.kernels_simt import TILE, make_transpose
+from fearless_bench.kernels_simt import TILE, make_transpose
 
 STEPS = 4  # rows per thread of the 32 x 8 block
 

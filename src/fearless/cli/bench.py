@@ -5,7 +5,11 @@ Tile, CUDA C++ through NVRTC, Triton, cuTile Python, TileGym, PyTorch), checks e
 times it, and writes DIR/results.json, DIR/results.md and DIR/results.png. A peer missing here
 is reported as skipped with the reason. `--dry-run` needs no GPU: it compiles every fearless
 case and checks it on the simulator at tiny sizes. Exit status 1 when any result was wrong or
-any implementation failed, 2 for a usage error. `src/fearless/bench/` holds the suite.
+any implementation failed, 2 for a usage error.
+
+The suite is the top-level package `fearless_bench` (src/fearless_bench/), outside the core: it
+is imported here, when the command runs, and nowhere else in fearless. Where it is missing the
+command says how to install it (`pip install 'fearless[bench]'`, exit status 2).
 """
 
 from __future__ import annotations
@@ -52,8 +56,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
 
 
+INSTALL_HINT = (
+    "error: `fearless bench` needs the benchmark suite, the package `fearless_bench`, which is "
+    "not installed here ({reason})\n"
+    "help: install it with `pip install 'fearless[bench]'` (the suite and its peers' packages), "
+    "or run from a checkout with `PYTHONPATH=src`"
+)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..bench import suite
+    try:
+        from fearless_bench import suite
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "fearless_bench":
+            raise  # the suite is there; something it imports is not
+        print(INSTALL_HINT.format(reason=exc), file=sys.stderr)
+        return 2
 
     if args.list:
         for case, family in suite.all_cases().items():

@@ -176,8 +176,8 @@ def raw_launcher(torch: Any, kernel: Any, arrays: list[Any], blocks: int) -> Lau
     """cuLaunchKernel on fearless's cubin with parameters packed once: the floor."""
     from cuda.bindings import driver as cu
 
-    from ..runtime.driver import load_kernel
-    from ..runtime.params import ParamPacker
+    from fearless.runtime.driver import load_kernel
+    from fearless.runtime.params import ParamPacker
 
     ck = kernel.compile()
     loaded = load_kernel(ck)

@@ -1,4 +1,4 @@
-"""One first call, in a fresh process: `python -m fearless.bench.compile_probe IMPL`.
+"""One first call, in a fresh process: `python -m fearless_bench.compile_probe IMPL`.
 
 Prints one JSON line: {"seconds": ...} (the first launch of a vecadd, compile and module load
 included, synchronised), or {"skip": reason}. Imports, the CUDA context and the inputs are
@@ -31,7 +31,7 @@ def _setup(impl: str, torch: Any) -> Callable[[], None]:
     cap = torch.cuda.get_device_capability()
     peers = Peers(f"sm_{cap[0]}{cap[1]}")
     if impl == FEARLESS_SIMT:
-        from ..runtime import driver
+        from fearless.runtime import driver
 
         peers.fearless_gpu()
         k = peers.simt_examples().vecadd
@@ -39,8 +39,8 @@ def _setup(impl: str, torch: Any) -> Callable[[], None]:
         return lambda: k[(N + 255) // 256, 256](a, b, c)
     if impl == FEARLESS_TILE:
         import fearless as fl
+        from fearless.runtime import driver
 
-        from ..runtime import driver
         from . import tile_track
 
         peers.fearless_gpu()

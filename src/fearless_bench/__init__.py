@@ -1,5 +1,8 @@
 """The benchmark suite behind `fearless bench` (DESIGN section 6): every case, every peer.
 
+A top-level package beside fearless, out of the core: fearless imports it only inside
+`fearless bench` (cli/bench.py), and `pip install 'fearless[bench]'` brings its peers' packages.
+
     suite.py             selects cases, runs the families (GPU, or dry on the simulator), reports
     model.py             Record, implementation names, the ratio to the best peer
     harness.py           one device case: build, poison, check, time each implementation

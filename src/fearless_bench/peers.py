@@ -17,8 +17,8 @@ from typing import Any
 
 from .model import Skip
 
-# src/fearless/bench/peers.py -> the checkout's root, where examples/ lives.
-REPO_ROOT = Path(__file__).resolve().parents[3]
+# src/fearless_bench/peers.py -> the checkout's root, where examples/ lives.
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
 
 
@@ -138,7 +138,7 @@ class Peers:
 
     def fearless_gpu(self) -> None:
         def probe() -> bool:
-            from ..runtime.target import cuda_status
+            from fearless.runtime.target import cuda_status
 
             usable, reason = cuda_status()
             if not usable:

@@ -18,7 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import config
+import fearless
+from fearless import config
+
 from .harness import Ctx, format_line
 from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TRITON, Record, failed, skipped
 from .peers import Peers
@@ -31,7 +33,11 @@ TIMEOUT_S = 180
 
 
 def _env(cache: str) -> dict[str, str]:
-    src = str(Path(__file__).resolve().parents[2])  # the folder holding the fearless package
+    # The folders holding this package and fearless (one folder, src/, in a checkout).
+    folders = dict.fromkeys(
+        str(Path(m.__file__ or "").resolve().parents[1]) for m in (fearless, sys.modules[__name__])
+    )
+    src = os.pathsep.join(folders)
     path = config.raw("PYTHONPATH")
     return {
         **config.child_environment(),
@@ -45,7 +51,7 @@ def _env(cache: str) -> dict[str, str]:
 def probe(impl: str, env: dict[str, str]) -> dict[str, object]:
     """One fresh process's first call: {"seconds": s} or {"skip": why} or {"error": what}."""
     res = subprocess.run(
-        [sys.executable, "-m", "fearless.bench.compile_probe", impl],
+        [sys.executable, "-m", "fearless_bench.compile_probe", impl],
         env=env,
         capture_output=True,
         text=True,

@@ -91,7 +91,7 @@ class Ctx:
     def sync(self) -> None:
         """Wait for the device, raising any pending fearless device error."""
         self.torch.cuda.synchronize()
-        from ..runtime.device_errors import synchronize
+        from fearless.runtime.device_errors import synchronize
 
         synchronize()
 
@@ -107,7 +107,7 @@ def error_text(exc: BaseException) -> str:
 
 def missing_tool(exc: BaseException) -> str | None:
     """The reason, when `exc` says a compiler fearless drives is not on this machine."""
-    from ..errors import ToolchainError
+    from fearless.errors import ToolchainError
 
     if isinstance(exc, ToolchainError) and "was not found" in str(exc):
         first = str(exc).strip().splitlines()[0]

@@ -56,7 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import config
+from fearless import config
+
 from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
     BUDGET_ENV,
     BUDGET_S,
@@ -187,7 +188,7 @@ def _case(ctx: Ctx, spec: Spec) -> list[Record]:
 
     def fearless() -> Prepared:
         ctx.peers.fearless_gpu()
-        from .. import ops
+        from fearless import ops
 
         call = bench.fearless(ops)
         t0 = time.perf_counter()
