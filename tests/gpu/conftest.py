@@ -19,3 +19,12 @@ def cuda_target() -> Iterator[None]:
     fl.set_target("cuda")
     yield
     fl.set_target(None)
+
+
+@pytest.fixture(autouse=True)
+def _needs_a_gpu() -> None:
+    """Every test here runs on the GPU: without a usable one it is skipped with the reason,
+    also in modules that choose the target per test instead of through `cuda_target`."""
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
