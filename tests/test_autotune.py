@@ -257,8 +257,9 @@ def test_the_device_clock_spins_ahead_of_its_start_event_and_outlasts_slow_host_
     fake.log.clear()
     spins.clear()
     assert clock.time(lambda: time.sleep(0.001)) == pytest.approx(10e-6)
-    assert len(spins) == 2 and spins[1] > 2 * 0.001 and clock.gate >= 2 * 0.001
-    assert fake.log == ["flush", "start", "end"] * 2
+    # timed again behind a longer gate: once, or more where a loaded host's sleep outran it too
+    assert len(spins) >= 2 and spins[1] > 2 * 0.001 and clock.gate >= 2 * 0.001
+    assert fake.log == ["flush", "start", "end"] * len(spins)
 
     spins.clear()
     clock.time(lambda: time.sleep(0.2))  # the gate stops growing at MAX_GATE_S

@@ -23,7 +23,7 @@ from fearless.ir.simt import ops_const as simt_ops_const
 from fearless.ir.tile import ops as tile_ops
 from fearless.sim import simt as sim_simt
 from fearless.sim.tile import interpreter as sim_tile
-from fearless.simt.calls import INTRINSICS as SIMT
+from fearless.simt.intrinsics import INTRINSICS as SIMT
 from fearless.tile.api import KERNEL_FUNCTIONS
 from fearless.tile.intrinsics import INTRINSICS as TILE
 from fearless.tile.intrinsics import OPS

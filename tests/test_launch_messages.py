@@ -120,7 +120,7 @@ def test_a_tile_function_on_the_host_is_a_documented_code_at_the_line() -> None:
 
 def test_a_kernel_launched_or_called_inside_a_kernel_names_the_line() -> None:
     """The frontend refuses both at compile time, at the kernel's line (simt/access.py and
-    simt/calls.py word these; `Kernel.__getitem__` and `__call__` are never reached)."""
+    simt/intrinsics.py word these; `Kernel.__getitem__` and `__call__` are never reached)."""
     x, out = _arrays()
     with pytest.raises(fl.FearlessError) as info:
         launches_a_kernel[1, 8](x, out)

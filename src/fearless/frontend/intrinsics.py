@@ -10,7 +10,7 @@ An intrinsic is a host object a kernel calls (`len`, `math.exp`, `simt.thread.in
     arity     how many positional arguments it takes, checked before the rule runs
     keywords  whether it takes keyword arguments (Tile ops bind them to the stub's signature)
 
-Each track owns one `IntrinsicTable`, next to its rules: `simt/calls.py` (`INTRINSICS`) and
+Each track owns one `IntrinsicTable`, next to its rules: `simt/intrinsics.py` (`INTRINSICS`) and
 `tile/intrinsics.py` (`INTRINSICS`, built from the stubs of tile/api.py and the rules of
 tile/lower_api.py). A `Backend` says which
 op classes a consumer of the IR gives a meaning (the `handles` of its registry, ir/registry.py:

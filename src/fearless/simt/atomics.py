@@ -16,7 +16,7 @@ length by the bounds pass, like a read) and returns the element's old value. A 2
     wrapping counters `inc` and `dec` u32 and u64 (as numba); `cas` compares bit patterns;
   - the index has one integer per axis (E0308).
 Plain reads and writes of an `AtomicSlice` are refused in `access.py` (E0610).
-`calls.py` declares the intrinsics with these rules.
+`intrinsics.py` declares the intrinsics with these rules.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir.core import BLOCK_INDEX, ThreadIndexType, Value
 from ..ir.simt import ops
-from .calls import claim_index, stride_loop_help, thread_index
 from .coords import block_thread_count, thread_count
 from .emitter import value_type
+from .intrinsics import claim_index, stride_loop_help, thread_index
 from .ssa import LoopFrame, SsaLowerer, no_witness_2d_merge
 from .types import thread
 

@@ -5,7 +5,7 @@ literals, assignment) with the SIMT track's CFG (ssa.py), loops (loops.py) and t
 (emitter.py). What is here: `if` with a join block, `return` (device functions return values
 to their caller), annotated assignment, short-circuit `and`/`or`, conditional expressions,
 `:=` and attribute access on values (`t.row` of a 2-D ThreadIndex). Calls (builtins, math,
-dtypes, device functions) are in calls.py; subscripts and the witness rules in access.py;
+dtypes, device functions) are in intrinsics.py; subscripts and the witness rules in access.py;
 module-level NumPy arrays, read as constants, in constants.py.
 """
 
@@ -26,10 +26,10 @@ from ..frontend.values import Operand, PyObj, Weak
 from ..ir.core import ArrayType, Block, ThreadIndex2DType, Value
 from ..ir.simt import ops
 from .access import load, store
-from .calls import lower_call, resolve_annotation
 from .constants import const_array, const_base, load_const, refuse_store
 from .coords import Register
 from .coords import read as read_register
+from .intrinsics import lower_call, resolve_annotation
 from .loops import LoopLowerer
 from .regions import lower_with
 from .ssa import Env

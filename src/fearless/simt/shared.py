@@ -143,7 +143,7 @@ def local_array_rule(lw: SsaLowerer, call: Call) -> Value:
 
 def block_index_rule(lw: SsaLowerer, call: Call) -> Value:
     """`simt.thread.block_index_1d()`: the witness of 1-D shared memory (`block_index_2d`
-    is in calls.py)."""
+    is in intrinsics.py)."""
     return lw.em.emit(ops.BlockIndex1D(call.loc)).result
 
 

@@ -7,7 +7,7 @@ block whose arguments are the variables that differ, and loops (loops.py) join a
 A value whose type differs between the paths is an error, unless it is a loop-carried variable
 whose type was guessed from a literal: then the loop is lowered again (frontend/loops.py).
 
-`SsaLowerer` is what the handlers of element access (access.py) and calls (calls.py) see of
+`SsaLowerer` is what the handlers of element access (access.py) and calls (intrinsics.py) see of
 the lowerer; lower.py's `FunctionLowerer` is the whole of it.
 """
 

@@ -21,8 +21,9 @@ from ..ir.tile import ops
 from ..ir.tile.types import ArrayParamType
 
 
-class TileRules(Protocol):
-    """What index arithmetic needs of the lowerer (rules.TileRules has it)."""
+class IndexEmitter(Protocol):
+    """What index arithmetic needs of the lowerer: emitting ops and binary arithmetic
+    (rules.TileRules, the Tile lowerer, is one)."""
 
     def emit(self, op: Any) -> Value: ...
 
@@ -35,7 +36,7 @@ def part_type(part: Value) -> ArrayParamType:
     return t
 
 
-def tile_counts(lw: TileRules, part: Value, loc: Location) -> list[Value]:
+def tile_counts(lw: IndexEmitter, part: Value, loc: Location) -> list[Value]:
     """The number of tiles along each axis of `part` (i32, from its runtime extents)."""
     counts = []
     for axis, size in enumerate(part_type(part).tile or ()):
@@ -46,7 +47,7 @@ def tile_counts(lw: TileRules, part: Value, loc: Location) -> list[Value]:
 
 
 def tile_index(
-    lw: TileRules, part: Value, number: Value, counts: list[Value], loc: Location
+    lw: IndexEmitter, part: Value, number: Value, counts: list[Value], loc: Location
 ) -> tuple[Value, ...]:
     """The coordinates of tile `number` of `part` in its order (see the module docstring)."""
     group = part_type(part).group
@@ -61,7 +62,7 @@ def tile_index(
     return tuple(reversed(index))
 
 
-def own_index(lw: TileRules, part: Value, loc: Location) -> tuple[Value, ...]:
+def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]:
     """The index of the tile this block owns in a plain launch (one block per tile)."""
     t = part_type(part)
     ids = tuple(lw.emit(ops.BlockId(a, loc)) for a in range(min(t.ndim, 3)))
@@ -81,7 +82,7 @@ def own_index(lw: TileRules, part: Value, loc: Location) -> tuple[Value, ...]:
 
 
 def _grouped(
-    lw: TileRules, pid: Value, m: Value, n: Value, group: int, loc: Location
+    lw: IndexEmitter, pid: Value, m: Value, n: Value, group: int, loc: Location
 ) -> tuple[Value, Value]:
     b = lw.binary
     in_group = _value(b("mul", n, Weak(group), loc))
