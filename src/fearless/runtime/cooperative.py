@@ -25,7 +25,7 @@ from .. import config
 from ..abi import Dim3
 from ..errors import LaunchContractError
 from . import driver
-from .location import user_location
+from .location import read_setting, user_location
 from .params import ParamPacker
 
 # The simulator's pretend GPU: an H200 (compute capability 9.0).
@@ -37,14 +37,11 @@ SIM_THREADS_PER_SM = 2048
 def sim_co_resident(block: Dim3) -> tuple[int, str]:
     """The most blocks of `block` threads the simulator lets a cooperative launch have, and
     how that number came about (for the message)."""
-    try:
-        configured = config.sim_co_resident_blocks()
-    except ValueError as exc:
-        raise LaunchContractError(
-            str(exc),
-            user_location(),
-            help="set FEARLESS_SIM_CO_RESIDENT_BLOCKS to a block count, e.g. 264, or unset it",
-        ) from None
+    configured = read_setting(
+        config.sim_co_resident_blocks,
+        LaunchContractError,
+        "set FEARLESS_SIM_CO_RESIDENT_BLOCKS to a block count, e.g. 264, or unset it",
+    )
     if configured is not None:
         return configured, "FEARLESS_SIM_CO_RESIDENT_BLOCKS on the simulator"
     threads = block[0] * block[1] * block[2]

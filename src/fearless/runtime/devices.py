@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import config
 from ..errors import DeviceError
-from .location import user_location
+from .location import read_setting, user_location
 from .target import current_target
 
 _current = 0
@@ -107,15 +107,12 @@ def launch_device(names: Sequence[str], devices: Sequence[int | None]) -> int:
 def _sim_devices() -> int:
     """`config.sim_devices()`, with a malformed FEARLESS_SIM_DEVICES a DeviceError at the
     user's line (not a ValueError from inside fearless)."""
-    try:
-        return config.sim_devices()
-    except ValueError as exc:
-        raise DeviceError(
-            str(exc),
-            user_location(),
-            help="set FEARLESS_SIM_DEVICES to the number of devices the simulator should "
-            "pretend to have (e.g. FEARLESS_SIM_DEVICES=2), or unset it for one",
-        ) from None
+    return read_setting(
+        config.sim_devices,
+        DeviceError,
+        "set FEARLESS_SIM_DEVICES to the number of devices the simulator should pretend to "
+        "have (e.g. FEARLESS_SIM_DEVICES=2), or unset it for one",
+    )
 
 
 def _gpu_count() -> int:

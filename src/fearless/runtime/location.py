@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 from types import CodeType, FrameType
+from typing import TypeVar
 
-from ..errors import KernelTypeError, Location, MovedError
+from ..errors import FearlessError, KernelTypeError, Location, MovedError
 from ..frames import inside_fearless
 
 
@@ -33,6 +35,18 @@ def user_location() -> Location | None:
         col = positions[2] or 0
         end_line, end_col = positions[1], positions[3]
     return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+
+
+T = TypeVar("T")
+
+
+def read_setting(read: Callable[[], T], error: type[FearlessError], help: str) -> T:
+    """`read()`, a `config` reader of an environment variable, with the ValueError of a
+    malformed value raised as `error` at the user's line (not from inside fearless)."""
+    try:
+        return read()
+    except ValueError as exc:
+        raise error(str(exc), user_location(), help=help) from None
 
 
 def argument_error(message: str, help: str | None = None) -> KernelTypeError:

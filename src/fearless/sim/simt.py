@@ -63,7 +63,7 @@ from ..frontend.printing import c_format
 from ..ir import core
 from ..ir.registry import Registry
 from ..ir.simt import ops
-from ..runtime.location import user_location
+from ..runtime.location import read_setting, user_location
 from . import atomics, collectives, numerics
 from .machine import (
     ATOMIC,
@@ -96,14 +96,11 @@ CHUNK_LANES = 1 << 20
 def check_thread_count(name: str, grid: Dim3, block: Dim3) -> None:
     """Refuse a launch of more threads than the simulator runs (`config.sim_max_threads()`)."""
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-    try:
-        limit = config.sim_max_threads()
-    except ValueError as exc:
-        raise LaunchContractError(
-            str(exc),
-            user_location(),
-            help="set FEARLESS_SIM_MAX_THREADS to a thread count, e.g. 268435456, or unset it",
-        ) from None
+    limit = read_setting(
+        config.sim_max_threads,
+        LaunchContractError,
+        "set FEARLESS_SIM_MAX_THREADS to a thread count, e.g. 268435456, or unset it",
+    )
     if threads > limit:
         raise LaunchContractError(
             f"this launch of `{name}` has {threads:,} threads (grid={grid}, block={block}), "

@@ -32,7 +32,7 @@ from ..errors import Location, SafetyError
 from ..frontend.intrinsics import Call
 from ..frontend.values import Operand
 from ..ir.analysis import dominators
-from ..ir.core import ArrayType, Block, Function, Op, ThreadIndexType, Value
+from ..ir.core import ArrayType, Block, Function, Op, Value
 from ..ir.simt import ops
 from .ssa import SsaLowerer
 
@@ -116,18 +116,10 @@ def _is_zero_test(a: Value, b: Value) -> str | None:
     for x, zero in ((a, b), (b, a)):
         if not (isinstance(zero.owner, ops.Constant) and zero.owner.value == 0):
             continue
-        owner = x.owner
-        if isinstance(owner, ops.Cast):
-            x = owner.operands[0]
-            owner = x.owner
-        if isinstance(owner, ops.IndexToInt):
-            t = owner.operands[0].type
-            if (
-                isinstance(t, ThreadIndexType)
-                and t.block
-                and isinstance(owner.operands[0].owner, ops.BlockIndex1D)
-            ):
-                return "block_index"
+        index = ops.block_thread_index(x)
+        if index is not None and isinstance(index.owner, ops.BlockIndex1D):
+            return "block_index"
+        owner = ops.uncast(x).owner
         if isinstance(owner, ops.SpecialReg) and owner.reg == "tid.x":
             return "tid.x"
     return None

@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 from ..errors import Location, SafetyError
 from ..ir.analysis import dominators
-from ..ir.core import ArrayType, Block, Effect, Function, Op, ThreadIndexType, Value
+from ..ir.core import ArrayType, Block, Effect, Function, Op, Value
 from ..ir.simt import ops
 from .passes.options import PassOptions
 
@@ -215,15 +215,7 @@ def _is_own(indices: list[Value]) -> bool:
             and axes[0].operands[0] is axes[1].operands[0]  # type: ignore[union-attr]
             and isinstance(axes[0].operands[0].owner, ops.BlockIndex2D | ops.BlockTileRow)  # type: ignore[union-attr]
         )
-    index = indices[0]
-    owner = index.owner
-    if isinstance(owner, ops.Cast):
-        index = owner.operands[0]
-        owner = index.owner
-    if isinstance(owner, ops.IndexToInt):
-        t = owner.operands[0].type
-        return isinstance(t, ThreadIndexType) and t.block
-    return False
+    return ops.block_thread_index(indices[0]) is not None
 
 
 def _shared(op: Op) -> Value | None:

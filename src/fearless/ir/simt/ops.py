@@ -128,6 +128,7 @@ from ..core import (
     Nullary,
     Op,
     ScalarType,
+    ThreadIndexType,
     Value,
 )
 from .ops_block import (  # noqa: F401  (re-exported: every op class is `ops.<Name>`)
@@ -574,6 +575,22 @@ class CondBr(Op):
 
 class Return(Exit):
     opname = "return"
+
+
+def uncast(v: Value) -> Value:
+    """`v`, or the operand of the Cast that makes it."""
+    return v.owner.operands[0] if isinstance(v.owner, Cast) else v
+
+
+def block_thread_index(v: Value) -> Value | None:
+    """The block's thread index (`simt.thread.block_index_1d()`, a ThreadIndexType with
+    `block`) that the integer `v` converts, through a Cast and an IndexToInt; None if none."""
+    owner = uncast(v).owner
+    if isinstance(owner, IndexToInt):
+        index = owner.operands[0]
+        if isinstance(index.type, ThreadIndexType) and index.type.block:
+            return index
+    return None
 
 
 def branch_args(term: Op, dest: Block) -> list[Value]:

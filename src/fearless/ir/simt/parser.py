@@ -346,42 +346,33 @@ _spec("return", 0, 0, "", lambda s, o, a, loc: ops.Return(loc))
 _spec("print", None, 0, "format", lambda s, o, a, loc: ops.Print(str(a["format"]), o, loc))
 
 
-def _make_local(s: OpSyntax, loc: Location) -> Op:
+def _array_result(s: OpSyntax, space: str, kind: str) -> tuple[dtypes.DType, tuple[int, ...]]:
+    """The dtype and shape of the `space` array ("local", "const" or "shared": ArrayType's
+    field) that an allocating op declares as its result type; `kind` names it in the error."""
     t = s.result_types[0] if s.result_types else None
-    _need(
-        s,
-        isinstance(t, ArrayType) and t.local is not None,
-        f"local.alloc gives a Local array, not {t}",
-    )
-    assert isinstance(t, ArrayType) and t.local is not None
-    return ops.LocalAlloc(t.dtype, t.local, loc)
+    shape = getattr(t, space) if isinstance(t, ArrayType) else None
+    _need(s, shape is not None, f"{s.name.text} gives a {kind} array, not {t}")
+    assert isinstance(t, ArrayType) and shape is not None
+    return t.dtype, shape
+
+
+def _make_local(s: OpSyntax, loc: Location) -> Op:
+    return ops.LocalAlloc(*_array_result(s, "local", "Local"), loc)
 
 
 def _make_const_array(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
-    t = s.result_types[0] if s.result_types else None
-    _need(
-        s,
-        isinstance(t, ArrayType) and t.const is not None,
-        f"const.array gives a Const array, not {t}",
-    )
-    assert isinstance(t, ArrayType) and t.const is not None
+    dtype, shape = _array_result(s, "const", "Const")
     name, data = attrs["name"], attrs["data"]
     _need(s, isinstance(name, str), f"name is a string, not {name!r}")
     _need(s, isinstance(data, str), f"data is a hex string, not {data!r}")
-    return ops.ConstArray(t.dtype, t.const, data, loc, name)
+    return ops.ConstArray(dtype, shape, data, loc, name)
 
 
 def _make_shared(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
-    t = s.result_types[0] if s.result_types else None
-    _need(
-        s,
-        isinstance(t, ArrayType) and t.shared is not None,
-        f"shared.alloc gives a Shared array, not {t}",
-    )
-    assert isinstance(t, ArrayType) and t.shared is not None
+    dtype, shape = _array_result(s, "shared", "Shared")
     name = attrs.get("name", "")
     _need(s, isinstance(name, str), f"name is a string, not {name!r}")
-    return ops.SharedAlloc(t.dtype, t.shared, loc, name)
+    return ops.SharedAlloc(dtype, shape, loc, name)
 
 
 def _make_cast(s: OpSyntax, operands: list[Value], loc: Location) -> Op:
