@@ -5,7 +5,10 @@ AttentionFMHA sample computes it (examples/cutile_samples.py has our port of the
 block of Out's (1, 1, TILE_M, TILE_D) tile (b, h, i) takes Q's rows i * TILE_M.., walks K and V
 in tiles of TILE_N keys (K loaded transposed with `order=`), keeps the running max, sum and
 f32 accumulator, and masks keys past the end (`even_k` False) and, when `causal`, keys after
-the query (torch's `is_causal`: query i sees keys 0..i). Grouped-query attention: query head h
+the query (torch's `is_causal`: query i sees keys 0..i). Its `variant` flags (TileGym's fmha,
+swa_attention and gemma_attention) move the diagonal bottom-right, add a window and a logit
+soft cap, and skip the key tiles outside every row's window; without them the kernels are
+those of before (issue 35 compared their bytecode). Grouped-query attention: query head h
 reads KV head h // GROUP. TILE_D is D rounded up to a power of two: the padded columns load as
 zeros (they add nothing to Q K^T) and are dropped at the store.
 
@@ -69,17 +72,51 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
     return p * (dp - di)
 
 
-def make_attention(dt, causal, even_k, mask=None, **hints):
+@tile.function
+def variant_bounds(i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
+    """(first, end, clean_from, mask_from) of query tile i in a variant: it walks key tiles
+    first..end - 1 (the tiles wholly outside its window or past its diagonal are skipped); tiles
+    before clean_from or from mask_from on hold a key some row does not see. Query row r sits at
+    r + off; it sees keys from r + off - wl (`left`) up to r + off (`causal`) or r + off + wr
+    (`right`)."""
+    r0 = i * TILE_M + off  # the tile's first row's position
+    r1 = r0 + TILE_M - 1  # its last's
+    hi = s_len
+    mask_from = s_len // TILE_N
+    if causal:
+        hi = min(hi, max(0, r1 + 1))
+        mask_from = min(mask_from, max(0, r0 + 1) // TILE_N)
+    if right:
+        hi = min(hi, max(0, r1 + wr + 1))
+        mask_from = min(mask_from, max(0, r0 + wr + 1) // TILE_N)
+    first = 0
+    clean_from = 0
+    if left:
+        first = max(0, r0 - wl) // TILE_N
+        clean_from = tile.cdiv(max(0, r1 - wl), TILE_N)
+    return first, tile.cdiv(hi, TILE_N), clean_from, mask_from
+
+
+def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
     """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `mask`: None, or
     (is_bool, batch, heads) for a mask tensor of (1 or B, 1 or H, L, S): bool (False drops the
     key, as torch) or float (added to the scores); batch / heads: whether it has those axes
-    (else it broadcasts over them)."""
+    (else it broadcasts over them). `variant` (TileGym's fmha, swa_attention and
+    gemma_attention, ops/attention_variants.py; no `mask` with it): None, or (bottom_right,
+    left, right, softcap), each a compile-time bool: bottom_right: query i sits at i + S - L
+    (the causal diagonal and the window bottom-right aligned, as flash-attn); left / right: it
+    sees keys from its position - WL / up to its position + WR (run-time WL, WR); softcap:
+    scores = CAP * tanh(scores / CAP) before the masks (run-time CAP). A row that sees no key
+    gives 0."""
     causal_or_ragged = causal or not even_k
     masked = mask is not None
     mask_bool, mask_b, mask_h = mask if masked else (False, False, False)
+    varied = variant is not None
+    bottom_right, left, right, capped = variant if varied else (False, False, False, False)
+    guarded = masked or varied  # a row may see no key
 
     @tile.function
-    def attend(out, q, k, v, m, scale, TILE_N, GROUP):
+    def attend(out, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP):
         _, _, TILE_M, TILE_D = out.shape
         b, h, i, _ = out.index
         kv_h = h // GROUP
@@ -91,18 +128,30 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         s_len = k.shape[2]
-        if causal:  # compile-time: key tiles past the block's last query are skipped
+        first = 0
+        clean_from = 0
+        off = 0
+        if varied:  # compile-time: key tiles outside every row's window are skipped
+            if bottom_right:
+                off = s_len - q.shape[2]
+            first, tiles, clean_from, mask_from = variant_bounds(
+                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
+        elif causal:  # compile-time: key tiles past the block's last query are skipped
             tiles = tile.cdiv(min((i + 1) * TILE_M, s_len), TILE_N)
             mask_from = min(i * TILE_M // TILE_N, s_len // TILE_N)
         else:
             tiles = tile.cdiv(s_len, TILE_N)
             mask_from = s_len // TILE_N
-        for j in range(tiles):
+        for j in range(first, tiles):
             kt = tile.load(
                 k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2), latency=2
             )
             qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
-            qk = qk * qk_scale  # scores in base 2
+            if capped:  # noqa: SIM108  (compile-time: CAP * tanh(scores / CAP), in base 2)
+                qk = tile.tanh(qk * (scale / cap)) * (cap * INV_LOG_2)
+            else:
+                qk = qk * qk_scale  # scores in base 2
             if masked:  # compile-time: the user's mask, (1 or B, 1 or H, L, S)
                 mb = b if mask_b else 0
                 mh = h if mask_h else 0
@@ -111,7 +160,19 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
                     qk = qk + tile.where(mt, 0.0, -math.inf)
                 else:
                     qk = qk + mt.astype(fl.f32) * INV_LOG_2
-            if causal_or_ragged:  # noqa: SIM102  (compile-time, then a run-time `if`)
+            if varied:  # compile-time, then a run-time `if`
+                if (j >= mask_from) or (j < clean_from):
+                    pos = rows + off
+                    keys = j * TILE_N + cols
+                    keep = keys < s_len
+                    if causal:
+                        keep = keep & (pos >= keys)
+                    if left:
+                        keep = keep & (keys >= pos - wl)
+                    if right:
+                        keep = keep & (keys <= pos + wr)
+                    qk = qk + tile.where(keep, 0.0, -math.inf)
+            elif causal_or_ragged:  # noqa: SIM102  (compile-time, then a run-time `if`)
                 if j >= mask_from:
                     keys = j * TILE_N + cols
                     keep = tile.full((TILE_M, TILE_N), True, fl.bool_)
@@ -120,17 +181,35 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
                     if causal:
                         keep = keep & (rows >= keys)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
-            if masked:  # compile-time
+            if guarded:  # compile-time
                 m_i, l_i, acc = online_step_masked(
                     qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt
                 )
             else:
                 m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
         acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        if masked:  # a row whose every key the mask drops is 0, as torch's SDPA (2.5 and later)
+        if guarded:  # a row that sees no key is 0, as torch's SDPA (2.5 and later)
             acc = tile.where(l_i == 0.0, 0.0, acc)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
+    if varied:
+
+        @tile.kernel(**hints)
+        def variant_attention(
+            out: tile.Part[dt],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            v: tile.Tensor[dt],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_N: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            attend(out, q, k, v, None, scale, wl, wr, cap, TILE_N, GROUP)
+
+        return variant_attention
     if not masked:
 
         @tile.kernel(**hints)
@@ -143,7 +222,7 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
             TILE_N: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            attend(out, q, k, v, None, scale, TILE_N, GROUP)
+            attend(out, q, k, v, None, scale, None, None, None, TILE_N, GROUP)
 
         return attention
     mdt = fl.bool_ if mask_bool else dt
@@ -159,7 +238,7 @@ def make_attention(dt, causal, even_k, mask=None, **hints):
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        attend(out, q, k, v, m, scale, TILE_N, GROUP)
+        attend(out, q, k, v, m, scale, None, None, None, TILE_N, GROUP)
 
     return masked_attention
 
@@ -212,6 +291,28 @@ def attention_tuned(
     masks = () if mask is None else (mask,)
     with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
         kernel(part, q, k, v, *masks, scale, tile_n, group)
+
+
+def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
+    """`_attention_key`'s facts, the variant's flags and its window's sizes by size class."""
+    b, h, l_len, d = q.shape
+    sizes = size_class(b * h), size_class(l_len), size_class(k.shape[2])
+    return (*sizes, d, group, causal, variant, size_class(wl + 1), size_class(wr + 1))
+
+
+@fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key)
+def attention_variant_tuned(
+    q, k, v, out, scale, causal, group, variant, wl, wr, cap, *, tile_m, tile_n, occupancy,
+    num_worker_warps,
+):  # fmt: skip
+    """out = a variant's attention (`make_attention`'s `variant`: bottom-right alignment,
+    window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D))."""
+    d = q.shape[3]
+    even_k = k.shape[2] % tile_n == 0
+    make = kernel_of(make_attention, q.dtype, causal, even_k, None, variant)
+    kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
+    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
+        kernel(part, q, k, v, scale, wl, wr, cap, tile_n, group)
 
 
 # ------------------------------------------------------------------------------- backward

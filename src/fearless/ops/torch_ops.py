@@ -8,9 +8,10 @@ in functional.py (`_define`: the typed signature below is the op's schema; its b
 and device without running anything; `register_autograd` saves what the backward needs and
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
 that torch.compile traces the backward graph too. Every operator has a backward except
-scaled_dot_product_attention with an `attn_mask` (not yet); an input that requires grad where
-no gradient can flow (rope's cos and sin, a masked attention's inputs) is refused at the call,
-never detached.
+scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
+swa_attention, gemma_attention): not yet; an input that requires grad where no gradient can
+flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
+call, never detached.
 
 dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
 inside the operator, at run time, so a compiled graph draws a new mask per call, and the
@@ -26,6 +27,7 @@ import torch
 from torch import Tensor
 
 import fearless.ops.attention as A
+import fearless.ops.attention_variants as AV
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
@@ -435,3 +437,71 @@ def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
     q, k, v, out = ctx.saved_tensors
     dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args)
     return dq, dk, dv, None, None, None, None
+
+
+# ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
+
+
+def _forward_only(name: str) -> Callable[..., None]:
+    """The setup_context of a forward-only operator: an input that requires grad is refused at
+    the call, not cut from the autograd graph."""
+
+    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+        raise argument_error(
+            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
+            "from the autograd graph",
+            help="call it under `torch.no_grad()` (inference), or use "
+            "`fearless.ops.scaled_dot_product_attention` for training",
+        )
+
+    return refuse
+
+
+def _no_backward(ctx: Any, *_: Any) -> tuple:
+    raise AssertionError("unreachable: the setup_context refuses first")
+
+
+@_define("fmha", _like_first)
+def fmha(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.fmha(q, k, v, scaling, is_causal)  # type: ignore[no-any-return]
+
+
+@_define("swa_attention", _like_first)
+def swa_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    window_size: int,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.swa_attention(q, k, v, window_size, scaling, is_causal)  # type: ignore[no-any-return]
+
+
+@_define("gemma_attention", _like_first)
+def gemma_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    window_size: int = 0,
+    soft_cap: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.gemma_attention(  # type: ignore[no-any-return]
+        q, k, v, scaling, window_size, soft_cap, is_causal
+    )
+
+
+for _op, _name in (
+    (fmha, "fmha"),
+    (swa_attention, "swa_attention"),
+    (gemma_attention, "gemma_attention"),
+):
+    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))

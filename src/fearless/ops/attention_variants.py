@@ -1,0 +1,151 @@
+"""TileGym's attention forwards (DESIGN 2c): `fearless.ops.fmha`, `swa_attention` and
+`gemma_attention`, on the flash-attention kernel of ops/kernels_attention.py with its
+`variant` flags.
+
+What they take: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H_kv (query head
+h reads KV head h // (H / H_kv)); f32, f16 or bf16, one dtype; `scaling` (default 1 / sqrt(D)).
+Where they differ from `scaled_dot_product_attention`: TileGym's (and flash-attn's) causal mask
+is bottom-right aligned, so query i sits at position i' = i + S - L and sees keys j <= i' (with
+L > S the first L - S queries see no key). A query that sees no key gives 0. Forward only: an
+input that requires grad is refused at the call (ops/torch_ops.py), never detached.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import KernelTypeError
+from ..runtime.location import argument_error, user_location
+from ._io import FLOATS, number, operand, output, result, view, zeros_output
+from ._replay import replayable
+from ._route import torch_ops
+from .kernels_attention import attention_tuned, attention_variant_tuned
+
+_I32_MAX = 2**31 - 1
+
+
+@replayable()
+def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool = True) -> Any:
+    """TileGym's `fmha` (prefill): softmax(q k^T * scaling) v of q (B, H, L, D) over k, v
+    (B, H_kv, S, D). `is_causal`: query i sees keys j <= i + S - L (bottom-right aligned, as
+    flash-attn; torch's `is_causal` is top-left). Forward only (no backward yet)."""
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.fmha(q, k, v, scaling, is_causal)
+    return _attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)
+
+
+@replayable()
+def swa_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    window_size: int,
+    scaling: float | None = None,
+    is_causal: bool = True,
+) -> Any:
+    """TileGym's `swa_attention` (sliding window, Mistral's): as `fmha`, query i (at i' =
+    i + S - L) sees keys j with i' - window_size < j (the last `window_size` keys up to itself
+    when causal: j <= i' too; no upper bound when not causal, as TileGym). window_size 0: no
+    window (TileGym's "non-positive W means full"); below 0: an error. Forward only (no
+    backward yet)."""
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.swa_attention(q, k, v, window_size, scaling, is_causal)
+    op = "swa_attention"
+    w = _window(window_size, op)
+    left = None if w == 0 else w - 1
+    return _attend(op, q, k, v, scaling, bool(is_causal), left, None, None)
+
+
+@replayable()
+def gemma_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    scaling: float | None = None,
+    window_size: int = 0,
+    soft_cap: float | None = None,
+    is_causal: bool = True,
+) -> Any:
+    """TileGym's `gemma_attention` (Gemma 2's): as `fmha`, with the scores soft-capped,
+    soft_cap * tanh(scores / soft_cap) (scores = q k^T * scaling), before the masks, and a
+    window (0: none) that is TileGym's: query i (at i' = i + S - L) sees keys j with
+    |j - i'| <= window_size (window_size + 1 keys up to itself when causal). soft_cap None: no
+    cap; it must be above 0. Forward only (no backward yet)."""
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)
+    op = "gemma_attention"
+    w = _window(window_size, op)
+    cap = None
+    if soft_cap is not None:
+        cap = number(soft_cap, op, "soft_cap")
+        if not cap > 0.0 or math.isinf(cap):
+            raise argument_error(
+                f"`fearless.ops.{op}` needs soft_cap above 0 and finite, got {soft_cap!r}",
+                help="pass soft_cap=None for no cap (Gemma 2 uses 50.0)",
+            )
+    left = right = None
+    if w:
+        left = w
+        right = None if is_causal else w
+    return _attend(op, q, k, v, scaling, bool(is_causal), left, right, cap)
+
+
+def _window(window_size: Any, op: str) -> int:
+    if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 0:
+        raise argument_error(
+            f"`fearless.ops.{op}` needs window_size an int of 0 or more, got {window_size!r}",
+            help="pass 0 for no window",
+        )
+    return window_size
+
+
+def _attend(
+    op: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    scaling: Any,
+    causal: bool,
+    left: int | None,
+    right: int | None,
+    cap: float | None,
+) -> Any:
+    """The checks, then the kernel: `left` / `right` (None: no bound) how far before / after its
+    position a query sees, `cap` the soft cap (None: none)."""
+    qa = operand(q, op, "q", FLOATS)
+    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, h, lq, d), (bk, hk, s, dk) = qa.shape, ka.shape
+    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    if s == 0:  # no keys: every row is 0
+        return result(qa, *zeros_output(qa, qa.shape))
+    out, ret = output(qa, qa.shape)
+    if out.size:
+        q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
+        o4 = view(out, qa.shape)
+        bounded = left is not None or right is not None
+        bottom_right = lq != s and (causal or bounded)
+        if not (bottom_right or bounded or cap is not None):  # the plain kernels
+            attention_tuned(q4, k4, v4, None, o4, sc, causal, h // hk)
+        else:
+            variant = (bottom_right, left is not None, right is not None, cap is not None)
+            wl, wr = (min(x or 0, s + lq, _I32_MAX) for x in (left, right))
+            attention_variant_tuned(
+                q4, k4, v4, o4, sc, causal, h // hk, variant, wl, wr, cap or 1.0
+            )
+    return result(qa, out, ret)
+
+
+def _mismatch(op: str, what: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
+        f"multiple of H_kv, got {what}",
+        user_location(),
+        code="E0701",
+    )

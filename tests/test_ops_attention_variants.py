@@ -1,0 +1,266 @@
+"""`fearless.ops.fmha`, `swa_attention` and `gemma_attention` (DESIGN 2c, issue 35): TileGym's
+semantics (bottom-right causal alignment, its two window conventions, the logit soft cap)
+against a float64 torch reference on the simulator, at ragged shapes and with small tiles (the
+skipped key tiles); rows with no key; the refusals; the new kernels through tileiras; the GPU
+against torch."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import ops
+from fearless.ops._io import partitioned
+from fearless.ops.kernels_attention import make_attention
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def _inputs(b, h, hk, lq, s, d, dtype):  # type: ignore[no-untyped-def]
+    g = torch.Generator().manual_seed(lq * 1000 + s)
+    make = lambda *shape: torch.randn(*shape, generator=g).to(getattr(torch, dtype))  # noqa: E731
+    return make(b, h, lq, d), make(b, hk, s, d), make(b, hk, s, d)
+
+
+def reference(q, k, v, scaling=None, causal=True, left=None, right=None, cap=None, aligned=True):  # type: ignore[no-untyped-def]
+    """float64: query i at i' = i + S - L (i when not `aligned`) sees keys j with (causal) j <= i', (left)
+    j >= i' - left, (right) j <= i' + right; scores soft-capped before the mask; a row with
+    no key is 0."""
+    _, h, lq, d = q.shape
+    s = k.shape[2]
+    group = h // k.shape[1]
+    k, v = (x.double().repeat_interleave(group, 1) for x in (k, v))
+    sc = q.double() @ k.transpose(-1, -2) * (d**-0.5 if scaling is None else scaling)
+    if cap is not None:
+        sc = cap * torch.tanh(sc / cap)
+    i = torch.arange(lq)[:, None] + (s - lq if aligned else 0)
+    j = torch.arange(s)[None, :]
+    keep = torch.ones(lq, s, dtype=torch.bool)
+    if causal:
+        keep &= j <= i
+    if left is not None:
+        keep &= j >= i - left
+    if right is not None:
+        keep &= j <= i + right
+    p = torch.softmax(sc.masked_fill(~keep, -math.inf), -1).nan_to_num(0.0)
+    return p @ v
+
+
+def _rel(got, want) -> float:  # type: ignore[no-untyped-def]
+    return float((got.double() - want).norm() / want.norm())
+
+
+def _call(name, q, k, v, kw):  # type: ignore[no-untyped-def]
+    """The operator and the reference's arguments for it (TileGym's window conventions)."""
+    causal = kw.get("is_causal", True)
+    if name == "fmha":
+        return ops.fmha(q, k, v, **kw), {"causal": causal}
+    if name == "swa":
+        w = kw["window_size"]
+        return ops.swa_attention(q, k, v, **kw), {"causal": causal, "left": w - 1 if w else None}
+    w = kw.get("window_size", 0)
+    want = {"causal": causal, "cap": kw.get("soft_cap")}
+    if w:
+        want.update(left=w, right=None if causal else w)
+    return ops.gemma_attention(q, k, v, **kw), want
+
+
+CASES = [  # (op, (B, H, H_kv, L, S, D), dtype, kwargs)
+    ("fmha", (1, 4, 2, 37, 70, 16), "float32", {}),  # GQA, L < S: causal bottom-right
+    ("fmha", (1, 2, 2, 70, 37, 40), "bfloat16", {}),  # L > S: 33 rows see no key
+    ("fmha", (2, 2, 1, 33, 20, 16), "float16", {"is_causal": False, "scaling": 0.3}),
+    ("swa", (1, 2, 2, 40, 40, 16), "float32", {"window_size": 1}),
+    ("swa", (1, 4, 2, 30, 45, 16), "float16", {"window_size": 3}),
+    ("swa", (1, 2, 1, 45, 30, 16), "float32", {"window_size": 100}),  # wider than S
+    ("swa", (1, 2, 2, 30, 45, 32), "bfloat16", {"window_size": 3, "is_causal": False}),
+    ("gemma", (1, 2, 2, 40, 40, 16), "float32", {"soft_cap": 2.0}),
+    ("gemma", (1, 4, 2, 30, 50, 16), "bfloat16", {"soft_cap": 5.0, "window_size": 3}),
+    ("gemma", (1, 2, 2, 50, 30, 16), "float32", {"window_size": 4, "is_causal": False}),
+    ("gemma", (1, 2, 1, 20, 20, 16), "float16", {"window_size": 50, "soft_cap": 1.0}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{'-'.join(map(str, c[1]))}-{c[2]}")
+def test_matches_the_reference(case: tuple) -> None:
+    name, (b, h, hk, lq, s, d), dtype, kw = case
+    q, k, v = _inputs(b, h, hk, lq, s, d, dtype)
+    got, ref_kw = _call(name, q, k, v, kw)
+    want = reference(q, k, v, kw.get("scaling"), **ref_kw)
+    assert got.dtype == q.dtype and got.shape == q.shape
+    assert torch.isfinite(got).all()
+    assert _rel(got, want) < TOL[dtype]
+
+
+VARIANTS = [  # (causal, (bottom_right, left, right, softcap), wl, wr, cap): (16, 16) tiles
+    (True, (True, False, False, False), 0, 0, 1.0),
+    (True, (True, True, False, False), 0, 0, 1.0),  # a window of one key: itself
+    (True, (True, True, False, True), 20, 0, 3.0),
+    (False, (True, True, True, False), 5, 9, 1.0),
+    (False, (False, True, False, False), 17, 0, 1.0),
+    (True, (False, True, False, False), 2, 0, 1.0),  # top-left (L == S in the ops)
+]
+
+
+@pytest.mark.parametrize("lq,s", [(70, 90), (90, 70)])
+@pytest.mark.parametrize("variant", VARIANTS, ids=str)
+def test_small_tiles_skip_only_tiles_no_row_sees(variant: tuple, lq: int, s: int) -> None:
+    """The kernel with (16, 16) tiles, so that many key tiles are skipped or masked on both
+    sides of the window (the simulator's autotuner takes the first, 128-row, configuration)."""
+    causal, flags, wl, wr, cap = variant
+    q, k, v = _inputs(1, 2, 1, lq, s, 16, "float32")
+    out = fl.empty((1, 2, lq, 16), dtype=fl.f32)
+    kernel = make_attention(fl.f32, causal, s % 16 == 0, None, flags)
+    with partitioned(out, (1, 1, 16, 16)) as part:
+        fq, fk, fv = (fl.asarray(x.numpy()) for x in (q, k, v))
+        kernel(part, fq, fk, fv, 0.25, wl, wr, cap, 16, 2)
+    bounds = (wl if flags[1] else None, wr if flags[2] else None, cap if flags[3] else None)
+    want = reference(q, k, v, 0.25, causal, *bounds, aligned=flags[0])
+    got = torch.from_numpy(out.numpy())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_the_causal_mask_is_bottom_right_aligned() -> None:
+    """TileGym's and flash-attn's: with L < S query i sees keys 0..i + S - L (torch's
+    is_causal sees 0..i); with L > S the first L - S queries see no key and give 0."""
+    q, k, v = _inputs(1, 1, 1, 3, 8, 16, "float32")
+    diag = torch.ones(3, 8, dtype=torch.bool).tril(8 - 3)
+    got = ops.fmha(q, k, v)
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=diag)
+    assert _rel(got, want) < 1e-5
+    torch_causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert _rel(got, torch_causal.double()) > 1e-2
+    q, k, v = _inputs(1, 1, 1, 9, 4, 16, "float32")
+    got = ops.fmha(q, k, v)
+    assert torch.equal(got[0, 0, :5], torch.zeros(5, 16))
+    want = F.scaled_dot_product_attention(
+        q[:, :, 5:].double(), k.double(), v.double(), is_causal=True
+    )
+    assert _rel(got[:, :, 5:], want) < 1e-5
+
+
+def test_rows_outside_every_window_give_zeros_and_no_keys_give_zeros() -> None:
+    q, k, v = _inputs(1, 2, 2, 12, 4, 16, "float32")  # rows 0..7 sit before key 0
+    for got in (
+        ops.swa_attention(q, k, v, 2),
+        ops.gemma_attention(q, k, v, window_size=2, soft_cap=3.0),
+    ):
+        assert torch.isfinite(got).all()
+        assert torch.equal(got[:, :, :8], torch.zeros(1, 2, 8, 16))
+    q, k, v = _inputs(1, 2, 2, 5, 0, 16, "float32")
+    assert torch.equal(ops.fmha(q, k, v), torch.zeros(1, 2, 5, 16))
+
+
+def test_fl_tensors_numpy_and_torch_ops() -> None:
+    q, k, v = _inputs(1, 2, 1, 20, 24, 16, "float32")
+    want = reference(q, k, v, None, True, 2)
+    np_out = ops.swa_attention(q.numpy(), k.numpy(), v.numpy(), 3)
+    assert isinstance(np_out, np.ndarray)
+    np.testing.assert_allclose(np_out, want.numpy(), rtol=1e-5, atol=1e-5)
+    fl_out = ops.swa_attention(*(fl.asarray(x.numpy()) for x in (q, k, v)), window_size=3)
+    assert isinstance(fl_out, fl.Tensor)
+    np.testing.assert_allclose(fl_out.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    got = torch.ops.fearless.swa_attention(q, k, v, 3)
+    assert _rel(got, want) < 1e-5
+    got = torch.ops.fearless.gemma_attention(q, k, v, None, 2, 4.0, False)
+    assert _rel(got, reference(q, k, v, None, False, 2, 2, 4.0)) < 1e-5
+    got = torch.ops.fearless.fmha(q, k, v, 0.5, True)
+    assert _rel(got, reference(q, k, v, 0.5, True)) < 1e-5
+
+
+def test_fake_implementations_and_torch_compile() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        q, k = torch.empty(2, 4, 10, 16), torch.empty(2, 2, 12, 16)
+        for out in (
+            torch.ops.fearless.fmha(q, k, k),
+            torch.ops.fearless.swa_attention(q, k, k, 4),
+            torch.ops.fearless.gemma_attention(q, k, k, None, 0, 30.0, True),
+        ):
+            assert out.shape == q.shape and out.dtype == q.dtype
+
+    def block(q, k, v):  # type: ignore[no-untyped-def]
+        return ops.gemma_attention(q, k, v, window_size=3, soft_cap=2.0)
+
+    q, k, v = _inputs(1, 2, 1, 10, 12, 16, "float32")
+    got = torch.compile(block, fullgraph=True, backend="aot_eager")(q, k, v)
+    assert _rel(got, reference(q, k, v, None, True, 3, None, 2.0)) < 1e-5
+
+
+def test_refusals_are_fearless_errors() -> None:
+    q, k, v = _inputs(1, 4, 2, 6, 6, 16, "float32")
+    with pytest.raises(fl.KernelTypeError, match="window_size an int of 0 or more"):
+        ops.swa_attention(q, k, v, -1)
+    with pytest.raises(fl.KernelTypeError, match="window_size an int of 0 or more"):
+        ops.gemma_attention(q, k, v, window_size=-2)
+    for cap in (0.0, -1.0, math.inf):
+        with pytest.raises(fl.KernelTypeError, match="soft_cap above 0"):
+            ops.gemma_attention(q, k, v, soft_cap=cap)
+    _, k3, v3 = _inputs(1, 3, 3, 6, 6, 16, "float32")  # 4 query heads over 3
+    with pytest.raises(fl.KernelTypeError, match="H a multiple of H_kv"):
+        ops.fmha(q, k3, v3)
+    with pytest.raises(fl.KernelTypeError, match="dtypes"):
+        ops.fmha(q, k.half(), v.half())
+    with pytest.raises(fl.KernelTypeError, match="shapes"):
+        ops.fmha(q, k[..., :8], v)
+    with pytest.raises(fl.KernelTypeError, match="shapes"):
+        ops.fmha(q[0], k[0], v[0])
+    with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
+        ops.fmha(q.requires_grad_(), k, v)
+    with torch.no_grad():
+        assert ops.fmha(q, k, v).shape == q.shape
+
+
+NEW_KERNELS = [  # (causal, variant): what the operators launch
+    (True, (True, False, False, False)),  # fmha, L != S
+    (True, (True, True, False, False)),  # swa
+    (False, (True, True, False, False)),  # swa, not causal
+    (True, (False, True, False, True)),  # gemma, L == S
+    (False, (True, True, True, True)),  # gemma, not causal
+]
+
+
+@pytest.mark.parametrize("even_k", [False, True])
+@pytest.mark.parametrize("spec", NEW_KERNELS, ids=str)
+def test_the_variant_kernels_compile_through_tileiras(
+    cubin: Callable[..., bytes], spec: tuple, even_k: bool
+) -> None:
+    causal, variant = spec
+    q = fl.zeros((2, 4, 256, 64), dtype=fl.bf16)
+    kv = fl.zeros((2, 2, 256 if even_k else 200, 64), dtype=fl.bf16)
+    out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 128, 64))
+    kernel = make_attention(fl.bf16, causal, even_k, None, variant, occupancy=2)
+    assert cubin(kernel, out, q, kv, kv, 0.125, 64, 64, 50.0, 128, 2)
+
+
+@pytest.mark.gpu
+def test_gpu_matches_torch() -> None:
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    try:
+        for name, (b, h, hk, lq, s, d), dtype, kw in CASES:
+            q, k, v = (t.cuda() for t in _inputs(b, h, hk, lq, s, d, dtype))
+            got, ref_kw = _call(name, q, k, v, kw)
+            want = reference(q.cpu(), k.cpu(), v.cpu(), kw.get("scaling"), **ref_kw)
+            assert got.is_cuda and _rel(got.cpu(), want) < TOL[dtype], (name, lq, s, kw)
+        q, k, v = (t.cuda() for t in _inputs(2, 8, 2, 1000, 1500, 128, "bfloat16"))
+        for w in (1, 100, 4096):
+            got = ops.swa_attention(q, k, v, w)
+            i = torch.arange(1000, device="cuda")[:, None] + 500
+            j = torch.arange(1500, device="cuda")[None, :]
+            mask = (j <= i) & (j > i - w)
+            want = F.scaled_dot_product_attention(
+                q.double(), k.double(), v.double(), attn_mask=mask, enable_gqa=True
+            )
+            assert _rel(got, want) < TOL["bfloat16"], w
+    finally:
+        fl.set_target(None)
