@@ -370,6 +370,7 @@ def test_commands_are_exactly_the_implemented_ones() -> None:
         "bench",
         "compile",
         "new",
+        "tune",
     }
 
 

@@ -10,6 +10,20 @@ or is a function of the call's arguments returning a hashable value (lists becom
 dicts tuples of their sorted items). The dtypes of every array argument are always part of
 the key. Without `key`, every argument is.
 
+Before timing, a new key is looked up: first in the disk store below (this machine's own
+measurements), then in the tuning tables (`autotune_tables.py`: FEARLESS_TUNING_TABLE's, then
+those the package ships), by the function's module and qualified name, the key and the arch. A
+table entry measured with today's versions is used as a stored winner is: only it compiles and
+runs. A stale one (another fearless, tileiras or driver) is a starting point: the key is tuned,
+the stale winner timed first. `fl.autotune.export(path)` writes the winners of this process as
+a table.
+
+Under capture (torch.compile tracing, a CUDA graph capture by torch or `fl.graph`) a new key is
+never timed: nothing may synchronise or run twice there. It takes the stored winner or the
+table's entry for the key, else the nearest table entry (`autotune_tables.nearest`), else the
+first configuration, and keeps none of them as the key's winner: the first call outside capture
+tunes as usual.
+
 A call borrows its arguments: a partition the function makes of an argument and leaves open
 (one it neither gave back with `unpartition()` nor returned) is given back when the call
 returns, as it is when the call raises. So `out` holds the result after `scale(x, out)`, and the
@@ -45,6 +59,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import sys
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
@@ -52,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from . import autotune_store, config
+from . import autotune_store, autotune_tables, config
 from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
@@ -98,8 +113,8 @@ class Autotuned:
         self._reset = self._check_names("reset_to_zero", reset_to_zero)
         self._restore = self._check_names("restore_value", restore_value)
         self._best: dict[Hashable, int] = {}  # key -> index into configs
-        # keys whose winner came from the disk and has not run in this process yet
-        self._unproven: dict[Hashable, Path] = {}
+        # keys whose winner came from the disk (its file) or a table (None) and has not run yet
+        self._unproven: dict[Hashable, Path | None] = {}
         self.timings: dict[Hashable, list[float | None]] = {}  # key -> seconds per config
         # a kernel's own attributes stay the kernel's (`__getattr__`), not copies of them
         functools.update_wrapper(self, fn, updated=() if self._kernel else ("__dict__",))  # type: ignore[arg-type]
@@ -153,6 +168,8 @@ class Autotuned:
         """The configuration a call with these arguments uses (tuning first if needed)."""
         key = self._key_fn(args, kwargs)
         if key not in self._best:
+            if capturing():
+                return dict(self.configs[self._untimed(key)])
             self._best[key] = self._choose(key, None, args, kwargs)
         return dict(self.configs[self._best[key]])
 
@@ -162,6 +179,8 @@ class Autotuned:
             key = (key, "grid", grid[0])
         best = self._best.get(key)
         if best is None:
+            if capturing():
+                return self._run(self.configs[self._untimed(key)], grid, args, kwargs)
             best = self._best[key] = self._choose(key, grid, args, kwargs)
         if self._unproven and key in self._unproven:
             return self._prove(key, grid, args, kwargs)
@@ -176,15 +195,18 @@ class Autotuned:
         try:
             return self._run(self.configs[self._best[key]], grid, args, kwargs)
         except FearlessError as exc:
-            autotune_store.drop(path)
+            if path is not None:
+                autotune_store.drop(path)
+            _winners.pop((self.identity, table_arch(), repr(key)), None)
+            where = "stored autotuning" if path is not None else "tuning table's"
             warnings.warn(
-                f"fearless: the stored autotuning winner of `{self.name}`, "
+                f"fearless: the {where} winner of `{self.name}`, "
                 f"{self.configs[self._best[key]]}, failed ({type(exc).__name__}: "
                 f"{exc.message}); tuning again",
                 FearlessWarning,
                 stacklevel=user_stacklevel(),
             )
-        best = self._best[key] = self._tune(key, grid, args, kwargs, path)
+        best = self._best[key] = self._tune(key, grid, args, kwargs, path or self._entry(key))
         return self._run(self.configs[best], grid, args, kwargs)
 
     def _run(
@@ -241,8 +263,54 @@ class Autotuned:
         stored = autotune_store.load(path, self.configs, self.name)
         if stored is not None:
             self._unproven[key] = path
+            self._remember(key, stored, None)
             return stored
-        return self._tune(key, grid, args, kwargs, path)
+        arch = table_arch()
+        entry = autotune_tables.lookup(self.identity, arch, key)
+        first = None if entry is None else autotune_tables.index_of(entry, self.configs, self.name)
+        if entry is not None and first is not None and entry.fresh():
+            self._unproven[key] = None
+            _winners[(self.identity, arch, repr(key))] = entry
+            return first
+        return self._tune(key, grid, args, kwargs, path, first)
+
+    def _untimed(self, key: Hashable) -> int:
+        """The configuration for `key` under capture, where nothing is timed: the stored
+        winner, the table's entry for the key (stale or not), the nearest table entry, else
+        the first; kept as no winner."""
+        if not config.autotune_enabled() or len(self.configs) == 1:
+            return 0
+        stored = autotune_store.load(self._entry(key), self.configs, self.name)
+        if stored is not None:
+            return stored
+        arch = table_arch()
+        entry = autotune_tables.lookup(self.identity, arch, key)
+        if entry is not None:
+            n = autotune_tables.index_of(entry, self.configs, self.name)
+            if n is not None:
+                return n
+        n = autotune_tables.nearest(self.identity, arch, key, self.configs, self.name)
+        return 0 if n is None else n
+
+    @property
+    def identity(self) -> str:
+        """The function as tuning tables name it: its module and qualified name."""
+        fn = getattr(self.fn, "func", self.fn)
+        module = getattr(fn, "__module__", None) or ""
+        name = getattr(fn, "__qualname__", None) or self.name
+        return f"{module}.{name}" if module else name
+
+    def _remember(self, key: Hashable, n: int, seconds: float | None) -> None:
+        """Keep `configs[n]`, measured now (or stored on this machine), as `key`'s winner."""
+        arch = table_arch()
+        _winners[(self.identity, arch, repr(key))] = autotune_tables.Entry(
+            self.identity,
+            arch,
+            autotune_tables.plain(key),
+            autotune_tables.plain(self.configs[n]),
+            dict(autotune_tables.current_versions(arch)),
+            seconds,
+        )
 
     def _entry(self, key: Hashable) -> Path:
         from .runtime.target import current_target
@@ -257,8 +325,10 @@ class Autotuned:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         path: Path,
+        first: int | None = None,
     ) -> int:
-        """Time every configuration, store the fastest and return it."""
+        """Time every configuration (`first` before the others), store the fastest and return
+        it."""
         from .runtime.target import current_target
 
         target = current_target()
@@ -276,15 +346,19 @@ class Autotuned:
             self._compile_ahead(grid, args, kwargs, restore)
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
-        times: list[float | None] = []
+        times: list[float | None] = [None] * len(self.configs)
         failures: list[FearlessError] = []
-        for n, cfg in enumerate(self.configs):
-            progress.show(n, len(self.configs), cfg)
+        order = list(range(len(self.configs)))
+        if first is not None:
+            order.remove(first)
+            order.insert(0, first)
+        for step, n in enumerate(order):
+            cfg = self.configs[n]
+            progress.show(step, len(self.configs), cfg)
             try:
                 call = functools.partial(self._run, cfg, grid, args, kwargs, False)
-                times.append(measure(call, restore, clock))
+                times[n] = measure(call, restore, clock)
             except FearlessError as exc:
-                times.append(None)
                 failures.append(exc)
         restore()
         timed = [(t, n) for n, t in enumerate(times) if t is not None]
@@ -295,6 +369,7 @@ class Autotuned:
         progress.done(self.configs[best], best_time)
         self.timings[key] = times
         autotune_store.store(path, self.configs[best], times)
+        self._remember(key, best, best_time)
         return best
 
     def _compile_ahead(
@@ -405,20 +480,62 @@ class Autotuned:
         return f"<fl.autotune {self.name}: {len(self.configs)} configs>"
 
 
-def autotune(
-    configs: Sequence[Mapping[str, Any]],
-    key: KeySpec = None,
-    *,
-    reset_to_zero: Sequence[str] = (),
-    restore_value: Sequence[str] = (),
-) -> Callable[[Callable[..., Any]], Autotuned]:
-    """Decorate a host function (or a Tile kernel) whose keyword arguments are tunables: each
-    call uses the fastest of `configs` for its `key` (the module docstring has the protocol)."""
+# (function, arch, key) -> the table entry its winner in this process makes (`export`)
+_winners: dict[tuple[str, str, str], autotune_tables.Entry] = {}
 
-    def decorate(fn: Callable[..., Any]) -> Autotuned:
-        return Autotuned(fn, configs, key, reset_to_zero, restore_value)
 
-    return decorate
+class _Autotune:
+    """`fl.autotune`: the decorator, and `fl.autotune.export(path)`."""
+
+    def __call__(
+        self,
+        configs: Sequence[Mapping[str, Any]],
+        key: KeySpec = None,
+        *,
+        reset_to_zero: Sequence[str] = (),
+        restore_value: Sequence[str] = (),
+    ) -> Callable[[Callable[..., Any]], Autotuned]:
+        """Decorate a host function (or a Tile kernel) whose keyword arguments are tunables:
+        each call uses the fastest of `configs` for its `key` (the module docstring has the
+        protocol)."""
+
+        def decorate(fn: Callable[..., Any]) -> Autotuned:
+            return Autotuned(fn, configs, key, reset_to_zero, restore_value)
+
+        return decorate
+
+    @staticmethod
+    def export(path: str | Path) -> int:
+        """Write the winners of this process (tuned here, read from this machine's disk store
+        or from a table) as a tuning table at `path`, merged with the table already there;
+        returns how many entries the file holds. Keys chosen untimed (under capture, or with
+        FEARLESS_AUTOTUNE=0) are not winners and are left out."""
+        return autotune_tables.write(Path(path), list(_winners.values()))
+
+    def __repr__(self) -> str:
+        return "<fl.autotune>"
+
+
+autotune = _Autotune()
+
+
+def capturing() -> bool:
+    """Whether launches are being captured or traced now, where tuning may not time: inside
+    `fl.graph`, a torch CUDA graph capture on the current stream, or torch.compile's tracing.
+    Reads torch only where it is already imported, and its CUDA state only once initialised."""
+    from .runtime.graphs import sim_recording
+    from .runtime.streams import capture_stream
+
+    if capture_stream() is not None or sim_recording() is not None:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and compiler.is_compiling():
+        return True
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_initialized() and cuda.is_current_stream_capturing())
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -514,6 +631,17 @@ def _dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
     return tuple(
         str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
     )
+
+
+def table_arch() -> str:
+    """The arch tables are keyed by: the device's ("sm_90"), or "sim" on the simulator."""
+    from .runtime.target import current_target
+
+    if not current_target().on_device:
+        return "sim"
+    from .runtime import driver
+
+    return driver.device_info().arch
 
 
 def _device_name(on_device: bool) -> str:

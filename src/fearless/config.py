@@ -249,3 +249,11 @@ def autotune_enabled() -> bool:
     """FEARLESS_AUTOTUNE=0 (or false/no/off): `fl.autotune` takes each function's first
     configuration, untimed."""
     return flag("FEARLESS_AUTOTUNE", True)
+
+
+def tuning_tables() -> list[Path]:
+    """FEARLESS_TUNING_TABLE=path[:path...]: tuning tables (`autotune_tables.py`) `fl.autotune`
+    reads before the shipped ones, earlier paths first; a folder stands for its `*.json` files.
+    Empty parts are skipped."""
+    value = os.environ.get("FEARLESS_TUNING_TABLE", "")
+    return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]

@@ -10,9 +10,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import bench, check, compile, demo, doctor, explain, fearless_version, inspect, new, run
+from . import (
+    bench,
+    check,
+    compile,
+    demo,
+    doctor,
+    explain,
+    fearless_version,
+    inspect,
+    new,
+    run,
+    tune,
+)
 
-COMMANDS = (demo, doctor, run, inspect, compile, new, check, explain, bench)
+COMMANDS = (demo, doctor, run, inspect, compile, new, check, explain, bench, tune)
 
 
 def build_parser() -> argparse.ArgumentParser:
