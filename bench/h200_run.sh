@@ -49,7 +49,9 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
              tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
              tests/test_simt_block_leader.py tests/test_guards.py tests/test_guards_tile.py \
-             tests/test_autotune_first_hour.py tests/test_ops_attention.py tests/gpu/test_simt_grid_sync_gpu.py 2>&1 | tail -40 \
+             tests/test_autotune_first_hour.py tests/test_ops_attention.py tests/gpu/test_simt_grid_sync_gpu.py \
+             tests/gpu/test_first_hour_gpu.py tests/gpu/test_print_gpu.py \
+             tests/test_ops_attention_variants.py 2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
