@@ -20,7 +20,6 @@ import numbers
 import operator
 import secrets
 import sys
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +32,7 @@ from ..errors import HostCopyWarning
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import DEVICE_ID, nbytes_text, torch_dtype, torch_dtype_of
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error, warn_at_user
 from ..runtime.partition import Partition
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
@@ -150,11 +149,7 @@ def _copied(op: str, name: str, what: str, nbytes: int) -> None:
         f"each call copies it ({nbytes_text(nbytes)}) to {where}, and the result back, and "
         f"waits for the kernels; keep the data there with {fix}"
     )
-    loc = user_location()
-    if loc is None:
-        warnings.warn(message, HostCopyWarning, stacklevel=3)
-    else:
-        warnings.warn_explicit(message, HostCopyWarning, loc.file, max(loc.line, 1))
+    warn_at_user(message, HostCopyWarning)
 
 
 def from_torch(x: Any) -> Tensor:

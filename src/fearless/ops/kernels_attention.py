@@ -44,11 +44,7 @@ def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
     """One key tile of the online softmax: scores `s` (base 2, masked), the running max, sum and
     f32 accumulator updated with V's tile j."""
     m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-    p = tile.exp2(s - m_ij, flush_to_zero=True)
-    alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
-    vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
-    acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
-    return m_ij, l_i * alpha + tile.sum(p, axis=-1, keepdims=True), acc
+    return online_update(s, m_i, m_ij, m_ij, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
 
 
 @tile.function
@@ -57,8 +53,15 @@ def online_step_masked(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
     tile): its max stays -inf and it takes nothing, instead of exp2(-inf - -inf) = NaN."""
     m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
     m_safe = tile.where(m_ij == -math.inf, 0.0, m_ij)
-    p = tile.exp2(s - m_safe, flush_to_zero=True)
-    alpha = tile.exp2(m_i - m_safe, flush_to_zero=True)
+    return online_update(s, m_i, m_ij, m_safe, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
+
+
+@tile.function
+def online_update(s, m_i, m_ij, m_ref, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
+    """The update both steps share: the probabilities and the rescale of the running sum and
+    accumulator taken against `m_ref` (the new max `m_ij`, or a finite stand-in for it)."""
+    p = tile.exp2(s - m_ref, flush_to_zero=True)
+    alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
     vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
     acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
     return m_ij, l_i * alpha + tile.sum(p, axis=-1, keepdims=True), acc

@@ -17,7 +17,6 @@ usual message, before anything is copied.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from . import device_errors, driver
 from .arrays import ArrayInfo, describe, nbytes_text
 from .binder import dtype_error, readonly_error
 from .borrow import check_borrows
-from .location import user_location
+from .location import warn_at_user
 from .target import Target
 from .tensor import Tensor
 
@@ -133,8 +132,4 @@ def _warn(kernel: str, staging: Staging) -> None:
         f"{nbytes_text(staging.bytes_in)} to the GPU{back}, and waits for the kernel; "
         "keep the data on the GPU with `x = fl.asarray(array)` (read it with `x.numpy()`)"
     )
-    loc = user_location()
-    if loc is None:
-        warnings.warn(message, HostCopyWarning, stacklevel=2)
-    else:
-        warnings.warn_explicit(message, HostCopyWarning, loc.file, max(loc.line, 1))
+    warn_at_user(message, HostCopyWarning)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import TypeVar
@@ -47,6 +48,16 @@ def read_setting(read: Callable[[], T], error: type[FearlessError], help: str) -
         return read()
     except ValueError as exc:
         raise error(str(exc), user_location(), help=help) from None
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """Warn at the user's line (the innermost frame outside fearless), so that the filter
+    `warnings` keeps per location shows it once per calling line, as Python's own would."""
+    loc = user_location()
+    if loc is None:
+        warnings.warn(message, category, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, category, loc.file, max(loc.line, 1))
 
 
 def argument_error(message: str, help: str | None = None) -> KernelTypeError:
