@@ -248,14 +248,13 @@ def tile_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Calls, TileCu]]:
     Python path; the default stream is the legacy one."""
     if claunch.module() is None:
         pytest.skip(f"no compiled launcher here: {claunch.unavailable_reason()}")
-    from fearless.runtime import driver
-    from fearless.tile import launch_gpu
+    from fearless.runtime import driver, tile_gpu
 
     # out, its 2 extents and 1 stride, x likewise, eps, n, flag
     sizes = [8, 4, 4, 4, 8, 4, 4, 4, 4, 8, 1]
     cu = TileCu(sizes)
     monkeypatch.setattr(driver, "_cu", cu)
-    monkeypatch.setattr(launch_gpu, "default_cu_stream", lambda legacy: legacy)
+    monkeypatch.setattr(tile_gpu, "default_cu_stream", lambda legacy: legacy)
     calls = Calls()
 
     def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
@@ -273,10 +272,10 @@ def tile_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Calls, TileCu]]:
 
 
 def _tile_launch() -> Any:
-    from fearless.tile import launch_gpu
+    from fearless.runtime import tile_gpu
 
-    params = launch_gpu.ParamBlock(_tile_signature(), [(100, 300), (100, 600)])
-    return launch_gpu.GpuLaunch("k", FUNCTION, (7, 5, 1), params)
+    params = tile_gpu.ParamBlock(_tile_signature(), [(100, 300), (100, 600)])
+    return tile_gpu.GpuLaunch("k", FUNCTION, (7, 5, 1), params)
 
 
 def test_a_tile_launch_packs_in_c_what_python_packs(tile_c: tuple[Calls, TileCu]) -> None:
@@ -325,22 +324,26 @@ def test_a_driver_error_in_c_is_retried_by_the_python_path(
 
 def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None:
     from fearless.abi import TileParam
-    from fearless.tile import launch_gpu
+    from fearless.runtime import tile_gpu
 
     sig = (TileParam("x", "tensor", F32, 1), TileParam("s", "scalar", dtypes.bf16))
-    gpu = launch_gpu.GpuLaunch("k", FUNCTION, (1, 1, 1), launch_gpu.ParamBlock(sig, [(8,)]))
+    gpu = tile_gpu.GpuLaunch("k", FUNCTION, (1, 1, 1), tile_gpu.ParamBlock(sig, [(8,)]))
     assert gpu._cplan is None
 
 
 # --------------------------------------------------------------------- the Tile warm path in C
 
 
+def _never(args: Any, target: Any) -> Any:
+    raise AssertionError("the slow path is not taken here")
+
+
 def _dropout_warm() -> tuple[Any, Any, Any]:
-    """A WarmPath for ops' dropout kernel (Part, Tensor, u32, f32, i64) and a prepared
+    """A Dispatcher for ops' dropout kernel (Part, Tensor, u32, f32, i64) and a prepared
     launch."""
     from fearless.abi import TileParam
     from fearless.ops.kernels_activation import make_dropout
-    from fearless.tile import fastpath, launch_gpu
+    from fearless.runtime import dispatch, tile_gpu
 
     sig = (
         TileParam("out", "part", F32, 1, tile=(1024,)),
@@ -349,11 +352,9 @@ def _dropout_warm() -> tuple[Any, Any, Any]:
         TileParam("scale", "scalar", F32),
         TileParam("seed", "scalar", dtypes.i64),
     )
-    gpu = launch_gpu.GpuLaunch(
-        "k", FUNCTION, (16, 1, 1), launch_gpu.ParamBlock(sig, [(16384,)] * 2)
-    )
-    warm = fastpath.WarmPath(make_dropout(fl.f32).annotations())
-    prepared = fastpath.Prepared(sig, None, (16, 1, 1), (65536, 65536), gpu)  # type: ignore[arg-type]
+    gpu = tile_gpu.GpuLaunch("k", FUNCTION, (16, 1, 1), tile_gpu.ParamBlock(sig, [(16384,)] * 2))
+    warm = dispatch.Dispatcher("k", make_dropout(fl.f32).declared(), _never, None)
+    prepared = dispatch.Prepared(sig, None, (16, 1, 1), (65536, 65536), gpu)  # type: ignore[arg-type]
     return warm, gpu, prepared
 
 
@@ -430,8 +431,8 @@ def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cl
 ) -> None:
     """A call whose key is the last one found launches without the dict lookup; a key with
     no entry is looked up (and launches nothing), and clearing the entries forgets it."""
+    from fearless.runtime import dispatch
     from fearless.runtime.target import Target
-    from fearless.tile import fastpath
 
     calls, cu = tile_c
     cu.sizes[:] = [8, 4, 8, 4, 4, 4, 8]  # the dropout kernel's parameters, as above
@@ -450,7 +451,7 @@ def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cl
     assert warm.c_launch(warm.c, args, 0) == 0
     assert len(calls) == 3
     other = _dev(0x7F0000400000, (8192,)).partition((1024,))
-    monkeypatch.setattr(fastpath, "MAX_ENTRIES", 1)
+    monkeypatch.setattr(dispatch, "MAX_ENTRIES", 1)
     warm.store(warm.lookup((other, shorter, 7, 0.25, 1), Target.CUDA)[1], prepared)
     assert warm.c_launch(warm.c, args, 0) == -1  # its entry was cleared: nothing launches
     assert len(calls) == 3

@@ -185,7 +185,7 @@ def test_on_cuda_a_gpu_other_than_0_is_refused_with_the_way_to_select_it(
 
 def test_a_warm_launch_with_arrays_on_two_devices_is_refused_too() -> None:
     """A Tile launch with the same shapes and dtypes as an earlier one takes the warm path
-    (tile/fastpath.py), whose key holds each fl.Tensor's device: a mix meets the slow path."""
+    (tile/dispatch.py), whose key holds each fl.Tensor's device: a mix meets the slow path."""
     for _ in range(2):  # the second launch is warm
         out = fl.zeros(256, device=1)
         part = out.partition((128,))

@@ -55,7 +55,7 @@ def test_a_tensor_moved_after_a_warm_launch_is_refused_on_the_gpu(
     fake_gpu: FakeCU,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Guard: tile/fastpath.py `_tensor_reader`'s `arg._moved` test, the warm path's
+    """Guard: tile/dispatch.py `_tensor_reader`'s `arg._moved` test, the warm path's
     MovedError on "cuda". On the simulator `Tensor._array_info` catches a moved tensor too, so
     only a GPU launch (a fake driver here, the Python warm path) sees this check."""
     monkeypatch.setenv("FEARLESS_CLAUNCH", "0")  # the Python warm path, not claunch_tile.c's
@@ -63,7 +63,7 @@ def test_a_tensor_moved_after_a_warm_launch_is_refused_on_the_gpu(
     x = _dev(0x200000, (256,))
     add(zp, x, x)
     add(zp, x, x)  # warm
-    assert add._warm is not None and len(add._warm.entries) == 1
+    assert add._dispatch is not None and len(add._dispatch.entries) == 1
     launches = len(fake_gpu.calls)
     xp = x.partition((128,))  # moves x
     with pytest.raises(fl.MovedError, match="moved"):
@@ -125,7 +125,7 @@ def test_a_read_only_numpy_array_as_a_part_is_refused() -> None:
 
 def test_a_read_only_numpy_array_as_an_atomic_is_refused() -> None:
     """Guard: tile/kernel.py `signature_of`'s read-only check for a `tile.Atomic`, and the warm
-    path's (fastpath.py `_read_described`) for a NumPy array, then for an fl.Tensor."""
+    path's (dispatch.py `_read_described`) for a NumPy array, then for an fl.Tensor."""
     idx = np.array([0, 1, 1, 3], np.int32)
     for wrap in (np.asarray, fl.asarray):
         hist = np.zeros(4, np.int32)
@@ -167,7 +167,7 @@ def test_a_bool_or_float_grid_is_refused(grid: Any) -> None:
 
 
 def test_the_bf16_range_on_the_tile_warm_path() -> None:
-    """Guard: fastpath.py `_scalar_reader`'s float range (`_FLOAT_MAX`) and binder.scalar_fits'
+    """Guard: dispatch.py `_scalar_reader`'s float range (`_FLOAT_MAX`) and binder.scalar_fits'
     bf16 rounding: the largest finite bf16 is accepted, a value that rounds to inf is not."""
     biggest = 3.3895313892515355e38  # 0x7F7F: (2 - 2**-7) * 2**127
     host = np.zeros(128, np.float32)

@@ -37,7 +37,7 @@ class Axpb:
 
 
 def _launch(run: Any, values: list[Any]) -> None:
-    """What tile/launch_gpu.py does: report to a recording trace, then launch."""
+    """What runtime/dispatch.py does: report to a recording trace, then launch."""
     rec = trace.current()
     if rec is not None:
         rec.launch(run, values)

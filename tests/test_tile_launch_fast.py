@@ -1,4 +1,4 @@
-"""The warm path of Tile launches (tile/fastpath.py): same specialisation, grid and parameter
+"""The warm path of Tile launches (tile/dispatch.py): same specialisation, grid and parameter
 bytes as the slow path, and every check still refusing on a call after a successful one.
 
 The "cuda" tests run on a fake driver: compiling stops at the tile IR (no tileiras), loading
@@ -16,11 +16,10 @@ import pytest
 import fearless as fl
 from fearless import tile
 from fearless.abi import array_align
-from fearless.runtime import driver
+from fearless.runtime import dispatch, driver
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
 from fearless.runtime.target import Target
 from fearless.runtime.tensor import Tensor
-from fearless.tile import fastpath
 from fearless.tile.kernel import Kernel
 from support import fake_tile_driver
 from support.fake_tile_driver import FakeCU, _dev
@@ -53,7 +52,7 @@ def two(a: tile.Part[fl.f32], b: tile.Part[fl.f32]):
 def _fresh_caches() -> None:
     """Each test starts with no prepared launch (the kernels above are shared)."""
     for k in (add, axpb, scale16, two):
-        k._warm = None
+        k._dispatch = None
         k._gpu.clear()
 
 
@@ -93,10 +92,10 @@ def test_a_warm_launch_skips_the_slow_path_and_matches_it(monkeypatch: pytest.Mo
     add(zp, x, y)
     assert len(slow) == 1
     signature, values = add.signature_of((zp, x, y), Target.SIM)
-    (entry,) = add._warm.entries.values()  # type: ignore[union-attr]
+    (entry,) = add._dispatch.entries.values()  # type: ignore[union-attr]
     assert entry.signature == signature and entry.grid == add._grid(signature, values)
     assert entry.ir is add.ir_for(signature)
-    got, _, payload = add._warm.lookup((zp, x, y), Target.SIM)  # type: ignore[union-attr]
+    got, _, payload = add._dispatch.lookup((zp, x, y), Target.SIM)  # type: ignore[union-attr]
     assert got is entry
     assert payload[0][0] is zp
     for fast, slow_value in zip(
@@ -129,7 +128,7 @@ def test_scalars_and_consts_are_keyed_by_type_and_value(monkeypatch: pytest.Monk
     axpb(zp, x, 2, 3, 4)  # an int for an f32: another key, checked by the slow path once
     axpb(zp, x, 2.0, 3, 5)  # another Const value: another specialisation
     assert len(slow) == 3
-    assert len(axpb._warm.entries) == 3  # type: ignore[union-attr]
+    assert len(axpb._dispatch.entries) == 3  # type: ignore[union-attr]
     np.testing.assert_array_equal(zp.unpartition().numpy(), np.full(128, 10, np.float32))
 
 
@@ -139,7 +138,7 @@ def test_each_check_still_fires_after_a_successful_launch() -> None:
     zp = z.partition((128,))
     x = fl.zeros(256)
     add(zp, x, x)  # prepared: every later call below has a key of the same shape
-    warm = add._warm
+    warm = add._dispatch
     assert warm is not None
 
     with pytest.raises(fl.KernelTypeError, match="takes 3 argument") as arity:
@@ -215,7 +214,7 @@ def test_a_new_shape_or_pointer_alignment_is_a_new_specialisation() -> None:
     add(zp, aligned, aligned)
     shifted = fl.asarray(np.ones(1001, np.float32)[1:])  # 4 bytes past a 16-byte boundary
     add(zp, shifted, aligned)
-    warm = add._warm
+    warm = add._dispatch
     assert warm is not None
     sigs = [e.signature for e in warm.entries.values()]
     assert [s[1].align[0] for s in sigs[-2:]] == [16, 4]
@@ -233,7 +232,7 @@ def test_a_new_shape_or_pointer_alignment_is_a_new_specialisation() -> None:
 
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fastpath, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(dispatch, "MAX_ENTRIES", 2)
 
     @tile.kernel
     def copy(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
@@ -241,7 +240,7 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for n in (128, 256, 384, 512):
         copy(fl.zeros(n).partition((128,)), fl.zeros(n))
-    assert len(copy._warm.entries) <= 2  # type: ignore[union-attr]
+    assert len(copy._dispatch.entries) <= 2  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------- fake GPU driver
@@ -294,7 +293,7 @@ def test_gpu_warm_launch_packs_what_the_slow_path_packs(
     assert fake_gpu.calls[-1]["params"] == _reference_params(add, (zp, x2, y))
     assert first["grid"] == fake_gpu.calls[-1]["grid"] == (3, 1, 1)
     assert first["stream"] == 0 and first["function"] == "CUfunction:add"
-    (entry,) = add._warm.entries.values()  # type: ignore[union-attr]
+    (entry,) = add._dispatch.entries.values()  # type: ignore[union-attr]
     assert entry.run.params.param_bytes() == fake_gpu.calls[-1]["params"]  # type: ignore[attr-defined]
 
 
@@ -303,7 +302,7 @@ def test_gpu_scalars_consts_and_bf16(fake_gpu: FakeCU) -> None:
     x = _dev(0x20000, (300,))
     _launch(fake_gpu, axpb, zp, x, 2.5, -3, 7)
     _launch(fake_gpu, axpb, zp, x, -1.25, 127, 7)  # warm: only the scalars change
-    assert len(axpb._warm.entries) == 1  # type: ignore[union-attr]
+    assert len(axpb._dispatch.entries) == 1  # type: ignore[union-attr]
     with pytest.raises(fl.KernelTypeError, match=r"`n` = 128 does not fit the parameter.s type i8"):
         axpb(zp, x, 1.0, 128, 7)
     with pytest.raises(
@@ -440,7 +439,7 @@ def test_gpu_plain_torch_tensors_are_read_inline(
     zp = _dev(0x100000, (64, 64)).partition((32, 32))
     x, y = torch.zeros(64, 64), torch.ones(64, 64)
     _launch(fake_gpu, add, zp, x, y)
-    key = add._warm.lookup((zp, x, y), Target.CUDA)[1]  # type: ignore[union-attr]
+    key = add._dispatch.lookup((zp, x, y), Target.CUDA)[1]  # type: ignore[union-attr]
     assert key is not None and key[2] == (x.data_ptr() % 16, (64, 64))  # no strides in it
     n = len(slow)
     fake_gpu.sizes = [len(b) for b in _reference_params(add, (zp, y, x))]
@@ -478,7 +477,7 @@ def test_gpu_borrow_check_with_many_torch_arrays(
     ins = [torch.zeros(1024) for _ in range(7)]
     _launch(fake_gpu, add7, zp, *ins)
     _launch(fake_gpu, add7, zp, *ins[::-1])  # warm
-    assert len(add7._warm.entries) == 1  # type: ignore[union-attr]
+    assert len(add7._dispatch.entries) == 1  # type: ignore[union-attr]
     launches = len(fake_gpu.calls)
     for i in range(7):
         args = list(ins)
@@ -486,3 +485,25 @@ def test_gpu_borrow_check_with_many_torch_arrays(
         with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
             add7(zp, *args)
     assert len(fake_gpu.calls) == launches
+
+
+def test_a_recording_trace_sees_each_gpu_launch_the_dispatcher_runs(fake_gpu: FakeCU) -> None:
+    """ops/_replay.py's record: the dispatcher reports every GPU launch it runs, the slow
+    path's first one and the warm path's (never the compiled one, which a recording skips),
+    with the payload a replay moves its pointers in; a launch on a chosen stream refuses."""
+    from fearless.runtime import trace
+
+    zp = _dev(0x10000, (300,)).partition((128,))
+    x = _dev(0x20000, (300,))
+    fake_gpu.sizes = [len(b) for b in _reference_params(axpb, (zp, x, 2.5, -3, 7))]
+    for _ in range(2):  # the slow path, then the warm one
+        with trace.record() as rec:
+            axpb(zp, x, 2.5, -3, 7)
+        ((run, values),) = rec.launches
+        assert rec.refused is None
+        assert values == (0x10000, 0x20000, 2.5, -3)  # a Const has no parameter
+        (entry,) = axpb._dispatch.entries.values()  # type: ignore[union-attr]
+        assert run is entry.run
+    with trace.record() as rec:
+        axpb(zp, x, 2.5, -3, 7, stream=0x7000)
+    assert rec.launches == [] and rec.refused is not None and "stream" in rec.refused

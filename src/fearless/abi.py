@@ -1,7 +1,8 @@
 """The contract between the compilers and the runtime, for both tracks: what a kernel's
 parameters are (`ParamSpec`; Tile's `TileParam`, whose `spec()` maps it onto the same
-vocabulary), what a compiled kernel looks like (`CompiledKernel`, `CompiledTile`), and the
-alignment facts a Tile specialisation holds (`array_align`).
+vocabulary; `Declared`, a parameter before any launch, which the dispatcher reads by), what a
+compiled kernel looks like (`CompiledKernel`, `CompiledTile`), and the alignment facts a Tile
+specialisation holds (`array_align`).
 
 Kernel ABI (SIMT, PTX entry point `CompiledKernel.entry`), parameters in this order:
   - for each `ParamSpec` of kind "slice", "disjoint" or "atomic": a global pointer (u64) to element 0,
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .dtypes import DType
 from .errors import Location
@@ -136,6 +137,15 @@ TileParamKind = Literal["part", "tensor", "atomic", "const", "scalar"]
 # How the launch's borrow check and host-array staging see a Tile array parameter: a Part is
 # this block's exclusive tile of an output (a DisjointSlice's rule), a Tensor is read only.
 _ACCESS: dict[str, ParamKind] = {"part": "disjoint", "tensor": "slice", "atomic": "atomic"}
+
+
+class Declared(NamedTuple):
+    """A parameter as its kernel declares it, before any launch: what the runtime's dispatcher
+    (runtime/dispatch.py) reads a call's arguments by. `dtype` is None for a Const."""
+
+    name: str
+    kind: TileParamKind
+    dtype: DType | None
 
 
 @dataclass(frozen=True)

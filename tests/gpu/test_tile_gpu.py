@@ -104,7 +104,7 @@ def test_norms_gpu_match_sim() -> None:
 def test_cluster_hint_runs_and_a_grid_it_does_not_divide_is_refused() -> None:
     """num_ctas=2: an even grid runs and matches the simulator; an odd one is refused before
     the launch when tileiras compiled the cluster shape into the cubin."""
-    from fearless.tile.launch_gpu import _cluster_dims
+    from fearless.runtime.tile_gpu import _cluster_dims
 
     k = _ex().vecadd.options(num_ctas=2)
     x, y = (

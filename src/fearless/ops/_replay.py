@@ -21,7 +21,7 @@ that requires grad while grad is enabled, a call while torch.compile traces) tak
 path every time. The first call with a key takes it too (it compiles and tunes); the second
 takes it while runtime/trace.py records what it launched and allocated; every later one
 replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
-output), the same prepared launches (tile/launch_gpu.py) with each pointer moved from the
+output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
 recorded call's tensors to this call's, new random seeds where the recorded call drew them,
 and the same result structure, in this call's tensors.
 

@@ -9,7 +9,7 @@ so that a mistake reads the same on the simulator and the GPU, in the SIMT and t
     readonly_error E0701  a read-only host array passed as an output
 
 `bind_args` is the slow path of a SIMT launch on the simulator: it raises every error and
-returns what each parameter receives. The warm GPU launchers (runtime/launch.py, tile/fastpath.py)
+returns what each parameter receives. The warm GPU launchers (runtime/launch.py, runtime/dispatch.py)
 check the same facts inline and call these constructors only to explain a failure.
 """
 

@@ -265,7 +265,7 @@ def tile_plan(
     value_offsets: tuple[int, ...],
     launch_address: int | None = None,
 ) -> Any | None:
-    """A C plan of one prepared Tile launch (tile/launch_gpu.py), or None where the module is
+    """A C plan of one prepared Tile launch (runtime/tile_gpu.py), or None where the module is
     unavailable or a value's code has no C packer (f16; bf16 bits are converted in Python).
     The plan copies the buffer (`buffer_address`, `buffer_size`: the extents and strides are
     already in it) and packs `codes` at `value_offsets` into its copy; `param_offsets` are the
@@ -313,7 +313,7 @@ def tile_warm_plan(
     device: int,
     torch_dtype_of: Any,
 ) -> Any | None:
-    """The compiled Tile warm path of one kernel (tile/fastpath.py), or None where the module
+    """The compiled Tile warm path of one kernel (runtime/dispatch.py), or None where the module
     is unavailable. `kinds` are WARM_* per parameter, `wants` the dtype of each array
     parameter (None otherwise), `pairs` the borrow check's (output, other) array pairs;
     `entries` (key -> (byte extent of each array, tile plan)) is the caller's dict, which it

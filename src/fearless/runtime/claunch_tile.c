@@ -1,11 +1,11 @@
 /* The Tile track's compiled launches (runtime/claunch.py builds them into the module): a
- * prepared launch packed and launched (`tile_launch`), and tile/fastpath.py's warm path
+ * prepared launch packed and launched (`tile_launch`), and runtime/dispatch.py's warm path
  * (`tile_warm`). */
 #include "claunch_tile.h"
 #include "claunch_streams.h"
 
 /* ----------------------------------------------------------------------------- Tile
- * A prepared Tile launch (tile/launch_gpu.py's GpuLaunch): the values that change per launch
+ * A prepared Tile launch (runtime/tile_gpu.py's GpuLaunch): the values that change per launch
  * (pointers and scalars, already checked by the warm path) are packed at their offsets into
  * the plan's own copy of the ParamBlock buffer (extents and strides already in it), and the
  * function is launched on a (gx, gy, gz) grid of one-thread blocks (tileiras fixes the threads
@@ -127,7 +127,7 @@ FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t
 }
 
 /* ------------------------------------------------------------------------ Tile warm path
- * tile/fastpath.py's WarmPath.lookup for the common arguments, then the prepared launch:
+ * runtime/dispatch.py's Dispatcher.lookup for the common arguments, then the prepared launch:
  * each argument is read as its Python reader reads it, into the same key (the target, then
  * per parameter its part), which is looked up in `entries` (key -> (byte extent of each
  * array, the launch's tile plan), kept by WarmPath.store); the (output, other) pairs are
@@ -307,7 +307,7 @@ static int array_matches(const Arg *r, int is_part, PyObject *part) {
                         same(r->group, PyTuple_GET_ITEM(part, 4)));
 }
 
-/* An array's key part (new), as tile/fastpath.py's readers make it. */
+/* An array's key part (new), as runtime/arg_keys.py's readers make it. */
 static PyObject *array_part(const Arg *r, int is_part) {
     PyObject *low = PyLong_FromLongLong(r->ptr & 15);
     PyObject *shape = r->shape != NULL ? (Py_XINCREF(r->shape), r->shape) : NULL;

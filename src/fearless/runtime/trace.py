@@ -2,7 +2,7 @@
 Python that decided it.
 
 While a `Trace` records on a thread, the layers below the operators report to it: every
-prepared Tile launch its changing values (tile/launch_gpu.py), every tensor the operator
+prepared GPU launch its changing values (runtime/dispatch.py), every tensor the operator
 allocates through ops/_io.py how to allocate it again, and every random seed it draws.
 Anything else that does work a replay would skip (a dtype conversion, a contiguous copy, an
 autotuner timing its configurations, an allocation outside torch) calls `refuse` with the

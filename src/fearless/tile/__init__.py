@@ -6,11 +6,11 @@
 
 Modules: types.py (annotations), api.py (in-kernel functions), frontend.py, control.py and
 lower_api.py (Python -> tile IR; random.py: `tile.rand` and its family), passes.py,
-compiler.py (the stages), kernel.py (specialisation and launch), fastpath.py (warm
-launches), launch_gpu.py, aot.py (`Spec`: launches described without data, compiled ahead of
-time). The tile IR itself is in ir/tile_*.py, its bytecode lowering in
-backends/tileir/lower.py, the simulator in sim/tile/interpreter.py and the host `Partition` in
-runtime/partition.py.
+compiler.py (the stages), kernel.py (the signature, grid and compile of a launch: the
+runtime's dispatcher, runtime/dispatch.py, makes calls into launches), aot.py (`Spec`:
+launches described without data, compiled ahead of time). The tile IR itself is in ir/tile/,
+its bytecode lowering in backends/tileir/, the simulator in sim/tile/, the GPU launch in
+runtime/tile_gpu.py and the host `Partition` in runtime/partition.py.
 """
 
 from __future__ import annotations

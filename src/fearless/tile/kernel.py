@@ -3,9 +3,10 @@
 A launch `k(zp, x, y)` reads each argument's kind and dtype (and a Part's tile shape, a
 Const's value) into a `Signature`, compiles that specialisation once per target, takes the grid
 from the Partition arguments (all must agree), runs the borrow check (no read-only argument
-may share a byte with a partitioned output) and launches: `sim/tile/interpreter.py` on "sim",
-`launch_gpu.py` on "cuda". That is the slow path, taken once per argument key: later launches
-whose arguments read the same cheap facts reuse what it prepared (fastpath.py).
+may share a byte with a partitioned output) and prepares the launch: `sim/tile/interpreter.py`
+on "sim", `runtime/tile_gpu.py` on "cuda". That is `specialise`, the slow path of the runtime's
+dispatcher (runtime/dispatch.py), taken once per argument key: later launches whose arguments
+read the same cheap facts reuse what it prepared.
 
 Globals and closure variables: a specialisation's IR holds the values of the module globals
 and closure variables the kernel names (constants are folded in). Every launch checks, by one
@@ -32,7 +33,7 @@ from typing import Any, overload
 import numpy as np
 
 from .. import dtypes
-from ..abi import CompiledTile, ParamSpec, Signature, TileParam, TileParamKind, array_align
+from ..abi import CompiledTile, Declared, Signature, TileParam, TileParamKind, array_align
 from ..crash import reraise, user_facing
 from ..dtypes import DType
 from ..errors import CompileError, LaunchContractError
@@ -46,25 +47,23 @@ from ..frontend.source import (
     same_values,
 )
 from ..ir.tile.kernel import TileHints, TileIR
-from ..runtime import claunch
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
-from ..runtime.host_arrays import finish, stage
+from ..runtime.dispatch import Dispatcher, Prepared
 from ..runtime.launch import keyword_error
 from ..runtime.location import argument_error, user_location
 from ..runtime.partition import Partition
-from ..runtime.streams import keep_if_captured
 from ..runtime.target import Target, current_target
+from ..runtime.tile_gpu import dynamic_values
+from ..runtime.tile_gpu import prepare as prepare_gpu
+from ..sim.tile.interpreter import runner as sim_runner
 from .aot import signature_from_specs
 from .compile_ahead import STATE as AHEAD
 from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
 from .compile_ahead import take as ahead_take
 from .compiler import build_ir, compile_cubin, render_stage
-from .fastpath import Prepared, WarmPath
-from .launch_gpu import dynamic_values
-from .launch_gpu import prepare as prepare_gpu
 from .padding_check import warn_at_launch
 from .persistent import check_host_grid_launch
 from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
@@ -73,8 +72,9 @@ from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnno
 class Kernel:
     """A `@tile.kernel` function: call it with its arguments; the grid comes from the Partitions."""
 
-    # The launches prepared so far, by argument key (fastpath.py); made at the first launch.
-    _warm: WarmPath | None = None
+    # The launches prepared so far, by argument key (runtime/dispatch.py); made at the first
+    # launch.
+    _dispatch: Dispatcher | None = None
     # Marks a kernel object for the frontends (no import of this module needed), so that a
     # kernel launched or called inside a kernel can be refused as such.
     __fearless_kernel__ = "tile"
@@ -94,7 +94,7 @@ class Kernel:
         self._ahead: dict[tuple[Signature, str], Any] = {}
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
-        self._launch_warm: dict[tuple[int, int, int], WarmPath] = {}  # launch(grid): per grid
+        self._grid_dispatch: dict[tuple[int, int, int], Dispatcher] = {}  # launch(grid): per grid
         self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
         # The globals and closure variables the compiled forms read (None: none yet) and the
         # guard that says they still hold the same objects (see the module docstring).
@@ -119,8 +119,8 @@ class Kernel:
             self._ir = {}
             self._cubins, self._ahead = {}, {}
             self._gpu = {}
-            self._warm = None
-            self._launch_warm = {}
+            self._dispatch = None
+            self._grid_dispatch = {}
         self._refs = refs
         self._fresh = make_guard(refs)
 
@@ -217,6 +217,10 @@ class Kernel:
                 params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
                 values.append(arg)
         return tuple(params), values
+
+    def declared(self) -> list[Declared]:
+        """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads)."""
+        return [Declared(name, _kind(ann), _dtype(ann)) for name, ann in self.annotations()]
 
     def _check_dtype(self, name: str, got: DType, want: DType) -> None:
         if got != want:
@@ -318,69 +322,34 @@ class Kernel:
                 raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
             if not self._fresh():
                 self._check_globals()
-            warm = self._warm or self._make_warm()
+            dispatch = self._dispatch or self._make_dispatcher(None)
             target = current_target()
             if AHEAD.thread is not None and ahead_applies(target):
                 return ahead_submit(self, args, target)  # the autotuner's compile pass
-            if not warm.launched_in_c(args, target, stream):
-                self._warm_launch(warm, args, target, stream, None)
+            if not dispatch.launched_in_c(args, target, stream):
+                dispatch.launch(args, target, stream)
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
 
-    def _warm_launch(
-        self,
-        warm: WarmPath,
-        args: tuple[Any, ...],
-        target: Target,
-        stream: Any,
-        host_grid: tuple[int, int, int] | None,
-    ) -> None:
-        """A launch the compiled warm path did not make (the callers try it first, inline):
-        through `warm`'s Python path, else the slow path (fastpath.py)."""
-        entry, key, payload = warm.lookup(args, target)
-        if entry is None:
-            return self._slow_launch(args, target, warm, key, stream, host_grid)
-        keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
-        entry.run(payload, stream)
+    def _make_dispatcher(self, host_grid: tuple[int, int, int] | None) -> Dispatcher:
+        """The dispatcher of launches on the partitions' grid (None) or on a host grid."""
 
-    def _slow_launch(
-        self,
-        args: tuple[Any, ...],
-        target: Target,
-        warm: WarmPath,
-        key: Any,
-        stream: Any,
-        host_grid: tuple[int, int, int] | None = None,
-    ) -> None:
-        """A launch the warm path did not recognise: prepared (and kept under `key`), with
-        NumPy arrays on "cuda" copied to the GPU for it (runtime/host_arrays.py)."""
-        staging = None
-        if target.on_device:
-            claunch.prefetch()  # the compiled launcher builds while the kernel compiles
-            specs = [
-                ParamSpec(name, "slice", ann.dtype, 0)
-                if isinstance(ann, TensorAnnotation)
-                else None
-                for name, ann in self.annotations()
-            ]
-            staging = stage(self.name, specs, args, self)
-        entry, payload = self._prepare(staging.args if staging else args, target, host_grid)
-        if key is not None and staging is None:
-            warm.store(key, entry)
-        keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
-        entry.run(payload, stream)
-        if staging is not None:
-            finish(staging)  # the copies live until the kernel is done
+        def specialise(args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
+            return self._prepare(args, target, host_grid)
 
-    def _make_warm(self) -> WarmPath:
-        self._warm = WarmPath(self.annotations())
-        return self._warm
+        dispatch = Dispatcher(self.name, self.declared(), specialise, self)
+        if host_grid is None:
+            self._dispatch = dispatch
+        else:
+            self._grid_dispatch[host_grid] = dispatch
+        return dispatch
 
     def _prepare(
         self, args: tuple[Any, ...], target: Target, host_grid: tuple[int, int, int] | None = None
     ) -> tuple[Prepared, list[Any]]:
         """The slow path: every check, from the arguments themselves, then the launch prepared
-        for them and its payload (fastpath.py: what a warm launch with the same key reuses)."""
+        for them and its payload (runtime/dispatch.py: what a warm launch with the same key
+        reuses)."""
         signature, values = self.signature_of(args, target)
         # a host grid: each Part walks its own tiles (`part.tiles()`), so theirs may differ
         grid = host_grid or self._grid(signature, values)
@@ -396,19 +365,7 @@ class Kernel:
         warn_at_launch(ir, signature, values)  # reductions over padding these extents leave
         nbytes = tuple(info.nbytes for info in infos)
         if target.simulated:
-            from ..runtime.graphs import sim_recording
-            from ..runtime.streams import check_stream
-            from ..sim.tile.interpreter import run_kernel
-
-            def run_sim(payload: list[Any], stream: Any) -> None:
-                check_stream(stream, device)  # the simulator refuses what the GPU would
-                recording = sim_recording()
-                if recording is not None:  # inside `fl.graph`: run at each replay
-                    recording.append(lambda: run_kernel(ir, grid, payload))
-                    return
-                run_kernel(ir, grid, payload)
-
-            return Prepared(signature, ir, grid, nbytes, run_sim), values
+            return Prepared(signature, ir, grid, nbytes, sim_runner(ir, grid, device)), values
         ct = self.compile(signature)
         shapes = [info.shape for info in infos]
         gpu = prepare_gpu(ct, self._gpu, self.hints.num_ctas, grid, shapes)
@@ -424,14 +381,12 @@ class Kernel:
             dims = _host_grid(self.name, grid)
             if not self._fresh():
                 self._check_globals()
-            warm = self._launch_warm.get(dims)
-            if warm is None:
-                warm = self._launch_warm[dims] = WarmPath(self.annotations())
+            dispatch = self._grid_dispatch.get(dims) or self._make_dispatcher(dims)
             target = current_target()
             if AHEAD.thread is not None and ahead_applies(target):
                 return ahead_submit(self, args, target)
-            if not warm.launched_in_c(args, target, stream):
-                self._warm_launch(warm, args, target, stream, dims)
+            if not dispatch.launched_in_c(args, target, stream):
+                dispatch.launch(args, target, stream)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
 
@@ -527,6 +482,26 @@ def _fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
                 "with `for t in out.tiles()`) takes any number of tiles",
             )
     return (int(dims[0]), int(dims[1]), int(dims[2]))
+
+
+def _kind(ann: Any) -> TileParamKind:
+    """The parameter kind an annotation declares."""
+    if isinstance(ann, PartAnnotation):
+        return "part"
+    if isinstance(ann, TensorAnnotation):
+        return "tensor"
+    if isinstance(ann, AtomicAnnotation):
+        return "atomic"
+    return "const" if isinstance(ann, ConstAnnotation) else "scalar"
+
+
+def _dtype(ann: Any) -> DType | None:
+    """The element or scalar dtype an annotation declares (None: a Const)."""
+    if isinstance(ann, ConstAnnotation):
+        return None
+    if isinstance(ann, DType):
+        return ann
+    return getattr(ann, "dtype", None) or dtypes.from_python_type(ann)
 
 
 def _read_only(info: ArrayInfo) -> bool:

@@ -34,6 +34,8 @@ from ...ir.tile import ops
 from ...ir.tile.kernel import TileIR
 from ...ir.tile.types import ArrayParamType, TileType, tile_type
 from ...runtime.arrays import ArrayInfo, nbytes_text
+from ...runtime.graphs import sim_recording
+from ...runtime.streams import check_stream
 from .. import numerics as nx
 from . import indexed
 
@@ -51,6 +53,22 @@ class _Array:
     def __init__(self, host: np.ndarray, dtype: DType) -> None:
         self.host = host
         self.dtype = dtype
+
+
+def runner(ir: TileIR, grid: tuple[int, int, int], device: int) -> Callable[[list[Any], Any], None]:
+    """The simulator's run of one prepared launch (runtime/dispatch.py's `Prepared.run`): it
+    refuses a stream of another device as the GPU would, and inside `fl.graph` it records the
+    run for each replay instead of running now."""
+
+    def run(payload: list[Any], stream: Any) -> None:
+        check_stream(stream, device)
+        recording = sim_recording()
+        if recording is not None:  # inside `fl.graph`: run at each replay
+            recording.append(lambda: run_kernel(ir, grid, payload))
+            return
+        run_kernel(ir, grid, payload)
+
+    return run
 
 
 def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> None:

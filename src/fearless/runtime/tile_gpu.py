@@ -2,10 +2,10 @@
 
 Tile kernels are launched with a block of (1, 1, 1): tileiras fixes the threads of a tile
 block inside the cubin, and the grid is the partition's tile grid. Parameters follow
-`TileParam`'s ABI (compiler.py); there is no error record, since loads are padded and stores
+`TileParam`'s ABI (abi.py); there is no error record, since loads are padded and stores
 masked by the partition views (nothing to check on the device).
 
-`prepare` does, once per argument key (fastpath.py), everything a launch needs besides its
+`prepare` does, once per argument key (runtime/dispatch.py), everything a launch needs besides its
 pointers and scalar values: the compiled and loaded function, the cluster check, and a
 `ParamBlock` holding the extents and strides. A `GpuLaunch` then costs one `struct.pack_into`
 of the pointers and scalars and the cuLaunchKernel call.
@@ -21,10 +21,10 @@ from typing import Any
 
 from ..abi import CompiledKernel, CompiledTile, LaunchContract, Signature, element_strides
 from ..errors import LaunchContractError
-from ..runtime import claunch, driver, trace
-from ..runtime.location import user_location
-from ..runtime.params import STRUCT_CODES, bf16_bits, natural_layout
-from ..runtime.streams import Stream, default_cu_stream, stream_handle
+from . import claunch, driver
+from .location import user_location
+from .params import STRUCT_CODES, bf16_bits, natural_layout
+from .streams import Stream, default_cu_stream, stream_handle
 
 _I32_MAX = 2**31 - 1
 
@@ -77,7 +77,7 @@ def prepare(
 
 
 def dynamic_values(signature: Signature, values: Sequence[Any]) -> list[Any]:
-    """What changes from launch to launch, from `Kernel.signature_of`'s values: per array its
+    """What changes from launch to launch, from a Tile kernel's `signature_of` values: per array its
     pointer, per scalar its value, in ABI order (a Const has no parameter)."""
     out: list[Any] = []
     for p, v in zip(signature, values, strict=True):
@@ -210,8 +210,6 @@ class GpuLaunch:
             return None
 
     def __call__(self, values: Sequence[Any], stream: Any) -> None:
-        if trace.recording:  # ops/_replay.py records what an operator launches
-            self._record(values, stream)
         # The compiled launcher packs its own copy of the buffer and launches, the GIL held
         # throughout, on the default stream (None: decided in C as streams.py decides it);
         # anything else (fl.graph's capture, a value it does not pack, a driver error) goes
@@ -238,14 +236,6 @@ class GpuLaunch:
             (err,) = self._cu_launch(self.function, gx, gy, gz, 1, 1, 1, 0, cs, params.address, 0)
             if err:
                 self._failed(err, cs)
-
-    def _record(self, values: Sequence[Any], stream: Any) -> None:
-        t = trace.current()
-        if t is not None:
-            if stream is None:
-                t.launch(self, values)
-            else:
-                t.refuse(f"`{self.name}` launched on a stream the call chose")
 
     def _failed(self, err: Any, cs: Any) -> None:
         """As `driver.call`: a thread that never used the GPU gets the context and tries again."""
