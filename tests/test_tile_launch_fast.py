@@ -20,6 +20,7 @@ from fearless.runtime import dispatch, driver
 from fearless.runtime.params import STRUCT_CODES, bf16_bits
 from fearless.runtime.target import Target
 from fearless.runtime.tensor import Tensor
+from fearless.tile.grid import partition_grid
 from fearless.tile.kernel import Kernel
 from support import fake_tile_driver
 from support.fake_tile_driver import FakeCU, _dev
@@ -93,7 +94,7 @@ def test_a_warm_launch_skips_the_slow_path_and_matches_it(monkeypatch: pytest.Mo
     assert len(slow) == 1
     signature, values = add.signature_of((zp, x, y), Target.SIM)
     (entry,) = add._dispatch.entries.values()  # type: ignore[union-attr]
-    assert entry.signature == signature and entry.grid == add._grid(signature, values)
+    assert entry.signature == signature and entry.grid == partition_grid("add", signature, values)
     assert entry.ir is add.ir_for(signature)
     got, _, payload = add._dispatch.lookup((zp, x, y), Target.SIM)  # type: ignore[union-attr]
     assert got is entry

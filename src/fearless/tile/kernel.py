@@ -25,35 +25,24 @@ so there is nothing to copy back.
 from __future__ import annotations
 
 import inspect as pyinspect
-import math
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
-import numpy as np
-
-from .. import dtypes
-from ..abi import CompiledTile, Declared, Signature, TileParam, TileParamKind, array_align
+from ..abi import CompiledTile, Declared, Signature
 from ..crash import reraise, user_facing
-from ..dtypes import DType
-from ..errors import CompileError, LaunchContractError
+from ..errors import CompileError
 from ..frontend.source import (
     FunctionSource,
     GlobalRef,
     load_source,
     make_guard,
     remember_scope,
-    resolve_annotations,
     same_values,
 )
 from ..ir.tile.kernel import TileHints, TileIR
-from ..runtime.arrays import ArrayInfo, describe
-from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
 from ..runtime.borrow import check_borrows
 from ..runtime.dispatch import Dispatcher, Prepared
 from ..runtime.launch import keyword_error
-from ..runtime.location import argument_error, user_location
-from ..runtime.partition import Partition
 from ..runtime.target import Target, current_target
 from ..runtime.tile_gpu import dynamic_values
 from ..runtime.tile_gpu import prepare as prepare_gpu
@@ -64,9 +53,10 @@ from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
 from .compile_ahead import take as ahead_take
 from .compiler import build_ir, compile_cubin, render_stage
+from .grid import check_host_grid, partition_grid
 from .padding_check import warn_at_launch
 from .persistent import check_host_grid_launch
-from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
+from .signature import check_annotations, declared, signature_of, static_signature
 
 
 class Kernel:
@@ -125,106 +115,23 @@ class Kernel:
         self._fresh = make_guard(refs)
 
     def annotations(self) -> list[tuple[str, Any]]:
+        """Each parameter's name and Tile annotation (checked at the first call)."""
         if self._annotations is None:
-            hints = resolve_annotations(self.func)
-            src = self.source()
-            out = []
-            for arg in src.tree.args.args:
-                ann = hints.get(arg.arg)
-                ok = isinstance(
-                    ann,
-                    PartAnnotation | TensorAnnotation | AtomicAnnotation | ConstAnnotation | DType,
-                ) or (ann in (int, float, bool))
-                if not ok:
-                    raise CompileError(
-                        f"parameter `{arg.arg}` needs a Tile annotation",
-                        src.loc(arg),
-                        code="E0599",
-                        help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
-                        f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
-                        "atomics), `tile.Const[int]` or `fl.f32`",
-                    )
-                dt = getattr(ann, "dtype", ann)
-                if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
-                    what = "scalar" if dt is ann else "tensor"
-                    raise CompileError(
-                        f"parameter `{arg.arg}`: a {dt.name} {what} is not a kernel parameter",
-                        src.loc(arg),
-                        code="E0599",
-                        help=f"pass f32 and convert in the kernel (`x.astype(fl.{dt.name})`)"
-                        + ("; tensors of it are fine" if dt.is_f8 else ""),
-                    )
-                out.append((arg.arg, ann))
-            self._annotations = out
+            self._annotations = check_annotations(self.func, self.source())
         return self._annotations
 
     def signature_of(self, args: tuple[Any, ...], target: Target) -> tuple[Signature, list[Any]]:
         """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo."""
-        anns = self.annotations()
-        if len(args) != len(anns):
-            raise arity_error(self.name, [name for name, _ in anns], len(args))
-        params: list[TileParam] = []
-        values: list[Any] = []
-        for (name, ann), arg in zip(anns, args, strict=True):
-            if isinstance(ann, PartAnnotation):
-                if not isinstance(arg, Partition):
-                    raise argument_error(
-                        f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",
-                        help=f"pass `{name}.partition(tile_shape)` of an fl.Tensor (it moves the "
-                        "tensor until `unpartition()`)",
-                    )
-                arg.check_live()
-                self._check_dtype(name, arg.dtype, ann.dtype)
-                t = arg.tensor
-                info = ArrayInfo(
-                    t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host, t._device
-                )
-                if target.on_device != info.on_device:
-                    raise argument_error(
-                        f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
-                        f"target is {target}",
-                    )
-                if _read_only(info):
-                    raise readonly_error(name)
-                align = array_align(info.ptr, info.shape, info.dtype.itemsize)
-                params.append(
-                    TileParam(
-                        name, "part", ann.dtype, t.ndim, arg.tile, align=align, group=arg.group
-                    )
-                )
-                values.append((arg, info))
-            elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
-                info = describe(arg, target, name=name, ndim=None)
-                self._check_dtype(name, info.dtype, ann.dtype)
-                if isinstance(ann, AtomicAnnotation) and _read_only(info):
-                    raise readonly_error(name)
-                align = array_align(info.ptr, info.shape, info.dtype.itemsize)
-                kind: TileParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
-                params.append(TileParam(name, kind, ann.dtype, len(info.shape), align=align))
-                values.append(info)
-            elif isinstance(ann, ConstAnnotation):
-                if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
-                    raise argument_error(
-                        f"argument `{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
-                    )
-                params.append(TileParam(name, "const", None, value=arg))
-                values.append(None)
-            else:
-                dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
-                assert dt is not None
-                if not scalar_fits(arg, dt):
-                    raise scalar_error(name, arg, dt)
-                params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
-                values.append(arg)
-        return tuple(params), values
+        return signature_of(self.name, self.annotations(), args, target)
 
     def declared(self) -> list[Declared]:
         """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads)."""
-        return [Declared(name, _kind(ann), _dtype(ann)) for name, ann in self.annotations()]
+        return declared(self.annotations())
 
-    def _check_dtype(self, name: str, got: DType, want: DType) -> None:
-        if got != want:
-            raise dtype_error(self.name, name, got.name, want)
+    def static_signature(self) -> Signature:
+        """A signature from the annotations alone, for `inspect` without arguments: Parts of
+        rank 1 in tiles of 128, Tensors of rank 1; a Const needs a value."""
+        return static_signature(self.name, self.annotations())
 
     # ------------------------------------------------------------------------ compile
 
@@ -246,30 +153,6 @@ class Kernel:
             ct = ahead_take(self, (signature, arch)) or compile_cubin(self.ir_for(signature), arch)
             self._cubins[(signature, arch)] = ct
         return ct
-
-    def static_signature(self) -> Signature:
-        """A signature from the annotations alone, for `inspect` without arguments.
-
-        Parts get 1-d... tiles of 128 per dimension of rank 1; Tensors rank 1; Consts need values.
-        """
-        params = []
-        for name, ann in self.annotations():
-            if isinstance(ann, PartAnnotation):
-                params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
-            elif isinstance(ann, TensorAnnotation):
-                params.append(TileParam(name, "tensor", ann.dtype, 1))
-            elif isinstance(ann, AtomicAnnotation):
-                params.append(TileParam(name, "atomic", ann.dtype, 1))
-            elif isinstance(ann, ConstAnnotation):
-                raise CompileError(
-                    f"`{self.name}` has a Const parameter `{name}`: inspect it with arguments",
-                    help=f"`{self.name}.inspect(*args, stage=...)`, or declare a launch with "
-                    f"`{self.name}.specialise(...)` (tile.Spec) and inspect that",
-                )
-            else:
-                dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
-                params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
-        return tuple(params)
 
     def options(
         self,
@@ -352,7 +235,7 @@ class Kernel:
         reuses)."""
         signature, values = self.signature_of(args, target)
         # a host grid: each Part walks its own tiles (`part.tiles()`), so theirs may differ
-        grid = host_grid or self._grid(signature, values)
+        grid = host_grid or partition_grid(self.name, signature, values)
         device = self._borrow_check(signature, values)
         ir = self.ir_for(signature)
         if host_grid is not None:
@@ -378,7 +261,7 @@ class Kernel:
         Part's own tile (`out.store(...)`) is refused: only the partition's grid makes that
         disjoint."""
         try:
-            dims = _host_grid(self.name, grid)
+            dims = check_host_grid(self.name, grid)
             if not self._fresh():
                 self._check_globals()
             dispatch = self._grid_dispatch.get(dims) or self._make_dispatcher(dims)
@@ -389,46 +272,6 @@ class Kernel:
                 dispatch.launch(args, target, stream)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
-
-    def _grid(self, signature: Signature, values: list[Any]) -> tuple[int, int, int]:
-        grid: tuple[int, ...] | None = None
-        first = ""
-        for p, v in zip(signature, values, strict=True):
-            if p.kind != "part":
-                continue
-            g = v[0].grid
-            if grid is None:
-                grid, first = g, p.name
-            elif _without_trailing_ones(g) == _without_trailing_ones(grid):
-                # (1024, 1) and (1024,) tiles are one grid: a block's index on a trailing
-                # axis of one tile is 0 (issue 11)
-                if _fold_grid(self.name, g) != _fold_grid(self.name, grid):
-                    raise LaunchContractError(
-                        f"`{first}` ({len(grid)} axes) and `{p.name}` ({len(g)} axes) have the "
-                        "same tiles but number them differently: past 3 axes a partition folds "
-                        "its leading axes into grid x",
-                        user_location(),
-                        help="give both outputs the same number of axes (`reshape` the "
-                        "smaller one before partitioning it)",
-                    )
-                grid = g if len(g) > len(grid) else grid
-            else:
-                raise LaunchContractError(
-                    f"the partitions disagree on the grid: `{first}` has {grid} tiles, "
-                    f"`{p.name}` has {g}",
-                    user_location(),
-                    help="partition every output so that both have the same number of tiles "
-                    "per axis",
-                )
-        if grid is None:
-            raise LaunchContractError(
-                f"`{self.name}` has no `tile.Part` parameter, so there is no grid to run",
-                user_location(),
-                help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`, "
-                f"or choose the grid: `{self.name}.launch(grid, ...)` (kernels whose outputs are "
-                "`tile.Atomic`)",
-            )
-        return _fold_grid(self.name, grid)
 
     def _borrow_check(self, signature: Signature, values: list[Any]) -> int:
         specs, infos = [], []
@@ -455,91 +298,6 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
-
-
-_GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
-
-def _fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
-    """The CUDA grid of a partition's tile counts: up to 3 axes as they are; past 3, the leading
-    axes fold row-major into grid x (which takes the most blocks) and the last two are y and z
-    (order.own_index unfolds them)."""
-    lead = len(grid) - 2
-    dims = (math.prod(grid[:lead]), *grid[lead:]) if lead > 1 else (*grid, 1, 1)[:3]
-    for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=True)):
-        if d > limit:
-            folded = (
-                f" (the tile counts of axes 2..{len(grid) - 1})"
-                if axis == 2 and len(grid) > 3
-                else ""
-            )
-            raise LaunchContractError(
-                f"`{name}` would need {d} blocks on grid axis {axis}{folded}, but CUDA allows "
-                f"at most {limit}",
-                user_location(),
-                help="use larger tiles on that axis, or put the long axis first (grid x takes "
-                f"up to {_GRID_LIMITS[0]} blocks); a persistent kernel (`{name}.launch(grid, ...)` "
-                "with `for t in out.tiles()`) takes any number of tiles",
-            )
-    return (int(dims[0]), int(dims[1]), int(dims[2]))
-
-
-def _kind(ann: Any) -> TileParamKind:
-    """The parameter kind an annotation declares."""
-    if isinstance(ann, PartAnnotation):
-        return "part"
-    if isinstance(ann, TensorAnnotation):
-        return "tensor"
-    if isinstance(ann, AtomicAnnotation):
-        return "atomic"
-    return "const" if isinstance(ann, ConstAnnotation) else "scalar"
-
-
-def _dtype(ann: Any) -> DType | None:
-    """The element or scalar dtype an annotation declares (None: a Const)."""
-    if isinstance(ann, ConstAnnotation):
-        return None
-    if isinstance(ann, DType):
-        return ann
-    return getattr(ann, "dtype", None) or dtypes.from_python_type(ann)
-
-
-def _read_only(info: ArrayInfo) -> bool:
-    """Whether an output's memory is a read-only host array (NumPy's `writeable=False`)."""
-    return info.host is not None and not info.host.flags.writeable
-
-
-def _host_grid(name: str, grid: Any) -> tuple[int, int, int]:
-    """The grid of `kernel.launch(grid, ...)`: an integer (Python's, NumPy's, anything
-    `operator.index` takes, never a bool) or a tuple of 1 to 3 of them, as (x, y, z)."""
-    given = grid if isinstance(grid, tuple | list) else (grid,)
-    try:
-        if not 1 <= len(given) <= 3 or any(isinstance(d, bool | np.bool_) for d in given):
-            raise TypeError
-        dims = tuple(operator.index(d) for d in given)
-    except TypeError:
-        raise LaunchContractError(
-            f"`{name}.launch(grid, ...)` takes a grid of 1 to 3 ints, not {grid!r}",
-            user_location(),
-            help=f"e.g. `{name}.launch(132, ...)`: one block per SM of an H200 (a count "
-            "computed with `/` is a float: use `//`)",
-        ) from None
-    for axis, (d, limit) in enumerate(zip(dims, _GRID_LIMITS, strict=False)):
-        if not 1 <= d <= limit:
-            raise LaunchContractError(
-                f"grid axis {axis} of `{name}.launch` is {d}, outside 1..{limit}",
-                user_location(),
-                help="a persistent grid is usually the SM count (132 on an H200) or a multiple",
-            )
-    full = (*dims, 1, 1)[:3]
-    return (full[0], full[1], full[2])
-
-
-def _without_trailing_ones(grid: tuple[int, ...]) -> tuple[int, ...]:
-    end = len(grid)
-    while end > 1 and grid[end - 1] == 1:
-        end -= 1
-    return grid[:end]
 
 
 def _not_recorded() -> bool:

@@ -1,0 +1,179 @@
+"""The specialisation of a Tile launch: the parameters' annotations, checked once, and a call's
+arguments read into a `Signature` (per parameter its kind, dtype, rank, tile, Const value and
+alignment facts), with every refusal a launch's arguments can meet before the grid.
+
+`declared` gives the same parameters in the runtime's vocabulary (`abi.Declared`), which the
+dispatcher (runtime/dispatch.py) reads a call's arguments by on its warm path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import dtypes
+from ..abi import Declared, Signature, TileParam, TileParamKind, array_align
+from ..dtypes import DType
+from ..errors import CompileError
+from ..frontend.source import FunctionSource, resolve_annotations
+from ..runtime.arrays import ArrayInfo, describe
+from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
+from ..runtime.location import argument_error
+from ..runtime.partition import Partition
+from ..runtime.target import Target
+from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
+
+
+def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tuple[str, Any]]:
+    """Each parameter's name and Tile annotation, in order; an annotation that is none, or a
+    dtype that is no kernel parameter, is a CompileError at the parameter."""
+    hints = resolve_annotations(func)
+    out = []
+    for arg in src.tree.args.args:
+        ann = hints.get(arg.arg)
+        ok = isinstance(
+            ann,
+            PartAnnotation | TensorAnnotation | AtomicAnnotation | ConstAnnotation | DType,
+        ) or (ann in (int, float, bool))
+        if not ok:
+            raise CompileError(
+                f"parameter `{arg.arg}` needs a Tile annotation",
+                src.loc(arg),
+                code="E0599",
+                help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
+                f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
+                "atomics), `tile.Const[int]` or `fl.f32`",
+            )
+        dt = getattr(ann, "dtype", ann)
+        if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
+            what = "scalar" if dt is ann else "tensor"
+            raise CompileError(
+                f"parameter `{arg.arg}`: a {dt.name} {what} is not a kernel parameter",
+                src.loc(arg),
+                code="E0599",
+                help=f"pass f32 and convert in the kernel (`x.astype(fl.{dt.name})`)"
+                + ("; tensors of it are fine" if dt.is_f8 else ""),
+            )
+        out.append((arg.arg, ann))
+    return out
+
+
+def signature_of(
+    kernel: str, anns: Sequence[tuple[str, Any]], args: tuple[Any, ...], target: Target
+) -> tuple[Signature, list[Any]]:
+    """The specialisation of a launch of `kernel` (parameters `anns`) and, per parameter, its
+    runtime value or ArrayInfo (a Part's: the Partition and its tensor's ArrayInfo)."""
+    if len(args) != len(anns):
+        raise arity_error(kernel, [name for name, _ in anns], len(args))
+    params: list[TileParam] = []
+    values: list[Any] = []
+    for (name, ann), arg in zip(anns, args, strict=True):
+        if isinstance(ann, PartAnnotation):
+            if not isinstance(arg, Partition):
+                raise argument_error(
+                    f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",
+                    help=f"pass `{name}.partition(tile_shape)` of an fl.Tensor (it moves the "
+                    "tensor until `unpartition()`)",
+                )
+            arg.check_live()
+            _check_dtype(kernel, name, arg.dtype, ann.dtype)
+            t = arg.tensor
+            info = ArrayInfo(
+                t._ptr, t._nbytes, t._shape, (), t._dtype, t._on_device, t, t._host, t._device
+            )
+            if target.on_device != info.on_device:
+                raise argument_error(
+                    f"`{name}` lives on the {'GPU' if info.on_device else 'host'} but the "
+                    f"target is {target}",
+                )
+            if _read_only(info):
+                raise readonly_error(name)
+            align = array_align(info.ptr, info.shape, info.dtype.itemsize)
+            params.append(
+                TileParam(name, "part", ann.dtype, t.ndim, arg.tile, align=align, group=arg.group)
+            )
+            values.append((arg, info))
+        elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
+            info = describe(arg, target, name=name, ndim=None)
+            _check_dtype(kernel, name, info.dtype, ann.dtype)
+            if isinstance(ann, AtomicAnnotation) and _read_only(info):
+                raise readonly_error(name)
+            align = array_align(info.ptr, info.shape, info.dtype.itemsize)
+            kind: TileParamKind = "tensor" if isinstance(ann, TensorAnnotation) else "atomic"
+            params.append(TileParam(name, kind, ann.dtype, len(info.shape), align=align))
+            values.append(info)
+        elif isinstance(ann, ConstAnnotation):
+            if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
+                raise argument_error(
+                    f"argument `{name}` is a `tile.Const[{ann.pytype.__name__}]`, got {arg!r}",
+                )
+            params.append(TileParam(name, "const", None, value=arg))
+            values.append(None)
+        else:
+            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+            assert dt is not None
+            if not scalar_fits(arg, dt):
+                raise scalar_error(name, arg, dt)
+            params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
+            values.append(arg)
+    return tuple(params), values
+
+
+def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
+    """A signature from the annotations alone, for `inspect` without arguments.
+
+    Parts get 1-d... tiles of 128 per dimension of rank 1; Tensors rank 1; Consts need values.
+    """
+    params = []
+    for name, ann in anns:
+        if isinstance(ann, PartAnnotation):
+            params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
+        elif isinstance(ann, TensorAnnotation):
+            params.append(TileParam(name, "tensor", ann.dtype, 1))
+        elif isinstance(ann, AtomicAnnotation):
+            params.append(TileParam(name, "atomic", ann.dtype, 1))
+        elif isinstance(ann, ConstAnnotation):
+            raise CompileError(
+                f"`{kernel}` has a Const parameter `{name}`: inspect it with arguments",
+                help=f"`{kernel}.inspect(*args, stage=...)`, or declare a launch with "
+                f"`{kernel}.specialise(...)` (tile.Spec) and inspect that",
+            )
+        else:
+            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+            params.append(TileParam(name, "scalar", dt, weak=ann in (int, float)))
+    return tuple(params)
+
+
+def declared(anns: Sequence[tuple[str, Any]]) -> list[Declared]:
+    """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads)."""
+    return [Declared(name, _kind(ann), _dtype(ann)) for name, ann in anns]
+
+
+def _check_dtype(kernel: str, name: str, got: DType, want: DType) -> None:
+    if got != want:
+        raise dtype_error(kernel, name, got.name, want)
+
+
+def _kind(ann: Any) -> TileParamKind:
+    """The parameter kind an annotation declares."""
+    if isinstance(ann, PartAnnotation):
+        return "part"
+    if isinstance(ann, TensorAnnotation):
+        return "tensor"
+    if isinstance(ann, AtomicAnnotation):
+        return "atomic"
+    return "const" if isinstance(ann, ConstAnnotation) else "scalar"
+
+
+def _dtype(ann: Any) -> DType | None:
+    """The element or scalar dtype an annotation declares (None: a Const)."""
+    if isinstance(ann, ConstAnnotation):
+        return None
+    if isinstance(ann, DType):
+        return ann
+    return getattr(ann, "dtype", None) or dtypes.from_python_type(ann)
+
+
+def _read_only(info: ArrayInfo) -> bool:
+    """Whether an output's memory is a read-only host array (NumPy's `writeable=False`)."""
+    return info.host is not None and not info.host.flags.writeable
