@@ -282,6 +282,31 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 True,
             ),
         ),
+        (  # forward only: inputs that need no grad
+            "attention_sink",
+            lambda: (
+                torch.randn(1, 12, 2, 2, 16),
+                torch.randn(1, 20, 2, 16),
+                torch.randn(1, 20, 2, 16),
+                torch.randn(4),
+                0.2,
+                5,
+                torch.tensor([3], dtype=torch.int32),
+            ),
+        ),
+        (
+            "attention_sink_decode",
+            lambda: (
+                torch.randn(2, 1, 2, 4, 16),
+                torch.randn(2, 20, 2, 16),
+                torch.randn(2, 20, 2, 16),
+                None,
+                0.2,
+                None,
+                torch.tensor([19], dtype=torch.int32),
+                None,
+            ),
+        ),
         (
             "rope",
             lambda: (

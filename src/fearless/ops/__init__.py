@@ -1,7 +1,8 @@
 """fearless.ops: TileGym's operator set with torch.nn.functional's signatures, on fearless
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
-only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only).
+only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only; TileGym's
+attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -17,6 +18,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
+from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_variants import fmha, gemma_attention, swa_attention
 from .functional import (
     bmm,
@@ -36,6 +38,8 @@ from .functional import (
 )
 
 __all__ = [
+    "attention_sink",
+    "attention_sink_decode",
     "bmm",
     "dropout",
     "fmha",

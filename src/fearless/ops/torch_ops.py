@@ -9,7 +9,7 @@ and device without running anything; `register_autograd` saves what the backward
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
-swa_attention, gemma_attention): not yet; an input that requires grad where no gradient can
+swa_attention, gemma_attention, attention_sink, attention_sink_decode): not yet; an input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 import fearless.ops.attention as A
+import fearless.ops.attention_sinks as AS
 import fearless.ops.attention_variants as AV
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
@@ -499,9 +500,56 @@ def gemma_attention(
     )
 
 
+def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
+    """The fake kernel of attention_sink(_decode): query (B, L, H_kv, G, D) gives
+    (B, L, H_kv * G * D)."""
+    b, lq, hk, g, d = query.shape
+    return _new(query, (b, lq, hk * g * d))
+
+
+@_define("attention_sink", _sink_out)
+def attention_sink(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    sinks: Tensor,
+    sm_scale: float = 0.125,
+    sliding_window: Optional[int] = None,  # noqa: UP045
+    start_q: Optional[Tensor] = None,  # noqa: UP045
+) -> Tensor:
+    return AS.attention_sink(  # type: ignore[no-any-return]
+        query, key, value, sinks, sm_scale, sliding_window, 0 if start_q is None else start_q
+    )
+
+
+@_define("attention_sink_decode", _sink_out)
+def attention_sink_decode(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    sinks: Optional[Tensor],  # noqa: UP045
+    sm_scale: float = 0.125,
+    sliding_window: Optional[int] = None,  # noqa: UP045
+    start_q: Optional[Tensor] = None,  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return AS.attention_sink_decode(  # type: ignore[no-any-return]
+        query,
+        key,
+        value,
+        sinks,
+        sm_scale,
+        sliding_window,
+        0 if start_q is None else start_q,
+        kv_len_per_split,
+    )
+
+
 for _op, _name in (
     (fmha, "fmha"),
     (swa_attention, "swa_attention"),
     (gemma_attention, "gemma_attention"),
+    (attention_sink, "attention_sink"),
+    (attention_sink_decode, "attention_sink_decode"),
 ):
     _op.register_autograd(_no_backward, setup_context=_forward_only(_name))

@@ -1,0 +1,230 @@
+"""TileGym's attention with sinks (DESIGN 2c): `fearless.ops.attention_sink` (GPT-OSS's
+prefill) and `attention_sink_decode` (one query per head), on the kernel of
+ops/kernels_attention_sink.py.
+
+What they take (TileGym's layouts, tilegym/ops/cutile/attention_sink.py): query of
+(B, L, H_kv, G, D) (G query heads per KV head: query head h = kv * G + g reads KV head kv),
+key and value of (B, S, H_kv, D), one dtype of f32, f16 or bf16; sinks of (H,) with
+H = H_kv * G, any of those dtypes: a learned logit per query head that joins the softmax's
+denominator and adds nothing to the output; `sm_scale` (default 0.125, TileGym's, not
+1 / sqrt(D)); `start_q` (an int, or a one-element integer tensor, which the kernel reads where
+it lives): query i sits at position start_q + i and sees keys j <= start_q + i (always causal,
+top-left aligned at start_q); `sliding_window` W (None or 0: none) keeps keys
+j > start_q + i - W. They return (B, L, H * D) in the query's dtype. A query that sees no key
+gives 0 (all its weight is on the sink). Forward only: an input that requires grad is refused
+at the call (ops/torch_ops.py), never detached.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any
+
+from .. import dtypes
+from ..errors import KernelTypeError
+from ..runtime.location import argument_error, user_location
+from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
+from ._replay import replayable
+from ._route import torch_ops
+from .kernels_attention_sink import attention_sink_tuned
+
+_I32 = (-(2**31), 2**31 - 1)
+
+
+@replayable()
+def attention_sink(
+    query: Any,
+    key: Any,
+    value: Any,
+    sinks: Any,
+    sm_scale: float = 0.125,
+    sliding_window: int | None = None,
+    start_q: Any = 0,
+) -> Any:
+    """TileGym's `attention_sink`: softmax over [sinks[h], q k^T * sm_scale] applied to
+    [0, v], query of (B, L, H_kv, G, D) over key, value of (B, S, H_kv, D), query i at
+    position start_q + i (causal; `sliding_window` W keeps the last W keys up to itself).
+    Returns (B, L, H_kv * G * D). Forward only (no backward yet)."""
+    if (t := torch_ops(query, key, value, sinks, start_q)) is not None:
+        return t.attention_sink(
+            query, key, value, sinks, sm_scale, sliding_window, _start_tensor(start_q, query)
+        )
+    return _attend("attention_sink", query, key, value, sinks, sm_scale, sliding_window, start_q)
+
+
+@replayable()
+def attention_sink_decode(
+    query: Any,
+    key: Any,
+    value: Any,
+    sinks: Any,
+    sm_scale: float = 0.125,
+    sliding_window: int | None = None,
+    start_q: Any = 0,
+    kv_len_per_split: int | None = None,
+) -> Any:
+    """TileGym's `attention_sink_decode`: `attention_sink` of one query token, query of
+    (B, 1, H_kv, G, D) at position start_q; `sinks` may be None (no sink). kv_len_per_split
+    (None, or a power of two) is TileGym's split of the keys across blocks: accepted and
+    checked, it does not change the result, and this kernel does not split the keys (it walks
+    them per query head, as the prefill). Returns (B, 1, H_kv * G * D). Forward only."""
+    if (t := torch_ops(query, key, value, sinks, start_q)) is not None:
+        return t.attention_sink_decode(
+            query,
+            key,
+            value,
+            sinks,
+            sm_scale,
+            sliding_window,
+            _start_tensor(start_q, query),
+            kv_len_per_split,
+        )
+    op = "attention_sink_decode"
+    if kv_len_per_split is not None and (
+        isinstance(kv_len_per_split, bool)
+        or not isinstance(kv_len_per_split, int)
+        or kv_len_per_split < 1
+        or kv_len_per_split & (kv_len_per_split - 1)
+    ):
+        raise argument_error(
+            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two, got "
+            f"{kv_len_per_split!r}",
+            help="pass None (the default), or e.g. 1024",
+        )
+    shape = getattr(query, "shape", None)
+    if shape is not None and len(shape) == 5 and shape[1] != 1:
+        raise argument_error(
+            f"`fearless.ops.{op}` takes one query token, query (B, 1, H_kv, G, D), got shape "
+            f"{tuple(shape)}",
+            help="for several query tokens call `fearless.ops.attention_sink`",
+        )
+    return _attend(op, query, key, value, sinks, sm_scale, sliding_window, start_q)
+
+
+def _start_tensor(start_q: Any, query: Any) -> Any:
+    """start_q as the torch operator's one-element tensor (an int becomes an i32 tensor beside
+    the query)."""
+    torch = sys.modules["torch"]
+    if isinstance(start_q, torch.Tensor):
+        return start_q
+    return torch.tensor([_start_int(start_q, "attention_sink")], dtype=torch.int32).to(query.device)
+
+
+def _start_int(start_q: Any, op: str) -> int:
+    try:
+        if isinstance(start_q, bool):
+            raise TypeError
+        s = operator.index(start_q)
+    except TypeError:
+        raise argument_error(
+            f"`start_q` of `fearless.ops.{op}` must be an int or a one-element integer tensor, "
+            f"not {type(start_q).__name__} ({start_q!r:.40})",
+            help="pass the first query's position in the keys, e.g. `start_q=0`",
+        ) from None
+    if not _I32[0] <= s <= _I32[1]:
+        raise argument_error(
+            f"`start_q` of `fearless.ops.{op}` must fit in 32 bits, got {s}",
+        )
+    return s
+
+
+def _window(sliding_window: Any, op: str) -> int:
+    if sliding_window is None:
+        return 0
+    if (
+        isinstance(sliding_window, bool)
+        or not isinstance(sliding_window, int)
+        or sliding_window < 0
+    ):
+        raise argument_error(
+            f"`fearless.ops.{op}` needs sliding_window None or an int of 0 or more, got "
+            f"{sliding_window!r}",
+            help="pass None (or 0) for no window; GPT-OSS's sliding layers use 128",
+        )
+    return sliding_window
+
+
+def _start(start_q: Any, like: Operand, op: str) -> Any:
+    """(the (1,) i32 tensor the kernel reads start_q from, its value where known on the host)."""
+    if isinstance(start_q, int) or not hasattr(start_q, "shape"):
+        s = _start_int(start_q, op)
+        return full(like, (1,), s, dtypes.i32), s
+    st = operand(start_q, op, "start_q", device=like.tensor.device)
+    if st.dtype not in (dtypes.i32, dtypes.i64):
+        raise argument_error(
+            f"`start_q` of `fearless.ops.{op}` must be an int32 or int64 tensor, got "
+            f"{st.dtype.name}",
+            help="pass the first query's position as an integer, e.g. "
+            "`torch.tensor([pos], dtype=torch.int32)`",
+        )
+    if st.tensor.size != 1:
+        raise argument_error(
+            f"`start_q` of `fearless.ops.{op}` must have one element, got shape {st.shape}",
+            help="pass a tensor of shape (1,), e.g. `torch.tensor([pos], dtype=torch.int32)`",
+        )
+    return view(cast(st, dtypes.i32), (1,)), None
+
+
+def _attend(
+    op: str,
+    query: Any,
+    key: Any,
+    value: Any,
+    sinks: Any,
+    sm_scale: Any,
+    sliding_window: Any,
+    start_q: Any,
+) -> Any:
+    """The checks, then the kernel."""
+    qa = operand(query, op, "query", FLOATS)
+    dev = qa.tensor.device
+    ka, va = (operand(x, op, n, FLOATS, device=dev) for x, n in ((key, "key"), (value, "value")))
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
+    if bk != b or hk2 != hk or dk != d or not hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    h = hk * g
+    if sinks is None and op == "attention_sink_decode":
+        sk = full(qa, (max(h, 1),), float("-inf"), dtypes.f32)
+    else:
+        sa = operand(sinks, op, "sinks", FLOATS, device=dev)
+        if sa.shape != (h,):
+            raise argument_error(
+                f"`sinks` of `fearless.ops.{op}` must have shape (H,) = ({h},), one logit per "
+                f"query head (H_kv {hk} x G {g}), got {sa.shape}",
+                help="GPT-OSS keeps them as `self.sinks`, a parameter of (num_attention_heads,)",
+            )
+        sk = sa.tensor
+    scale = number(sm_scale, op, "sm_scale")
+    w = _window(sliding_window, op)
+    start, known = _start(start_q, qa, op)
+    out, ret = output(qa, (b, lq, h * d)) if s else zeros_output(qa, (b, lq, h * d))
+    if s and out.size:
+        # no window where it would keep every key a row may see (also keeps WL in 32 bits)
+        last = None if known is None else known + lq - 1
+        wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
+        attention_sink_tuned(
+            view(qa.tensor, (b, lq, h, d)),
+            ka.tensor,
+            va.tensor,
+            sk,
+            start,
+            view(out, (b, lq, h, d)),
+            scale,
+            g,
+            wl,
+        )
+    return result(qa, out, ret)
+
+
+def _mismatch(op: str, what: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` needs query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D) of "
+        f"one dtype, got {what}",
+        user_location(),
+        code="E0701",
+    )
