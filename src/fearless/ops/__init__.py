@@ -2,7 +2,8 @@
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
 only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only; TileGym's
-attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only).
+attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only; issue
+36: fused_linear_cross_entropy, Liger's chunked loss with its gradients).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -36,6 +37,7 @@ from .functional import (
     swiglu,
     transpose,
 )
+from .linear_cross_entropy import fused_linear_cross_entropy
 
 __all__ = [
     "attention_sink",
@@ -43,6 +45,7 @@ __all__ = [
     "bmm",
     "dropout",
     "fmha",
+    "fused_linear_cross_entropy",
     "geglu",
     "gelu",
     "gemma_attention",

@@ -32,6 +32,7 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
+import fearless.ops.linear_cross_entropy as LCE
 
 from ..runtime.location import argument_error
 from ._route import kernels_only
@@ -553,3 +554,92 @@ for _op, _name in (
     (attention_sink_decode, "attention_sink_decode"),
 ):
     _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
+
+
+# ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
+# `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
+# the forward computes the gradients for an incoming gradient of 1 (Liger's way), and
+# autograd's backward scales them by the loss's gradient. reduction="none" has a gradient per
+# token, which the forward cannot know: it returns empty gradients and its backward runs the
+# chunk loop again with them (`fused_linear_cross_entropy_backward`). An empty (0,) tensor
+# stands for a gradient not computed (no bias, or "none").
+
+
+def _lce_fake(
+    h: Tensor,
+    w: Tensor,
+    target: Tensor,
+    bias: Tensor | None = None,
+    ignore_index: int = -100,
+    chunk_size: int = 4096,
+    reduction: str = "mean",
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    none = reduction == "none"
+    return (
+        _new(h, tuple(target.shape) if none else ()),
+        _new(h, (0,) if none else h.shape),
+        _new(w, (0,) if none else w.shape),
+        _new(h, (0,) if none or bias is None else bias.shape),
+    )
+
+
+@_define("fused_linear_cross_entropy", _lce_fake)
+def fused_linear_cross_entropy(
+    hidden_states: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    bias: Optional[Tensor] = None,  # noqa: UP045
+    ignore_index: int = -100,
+    chunk_size: int = 4096,
+    reduction: str = "mean",
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    grads = reduction in ("mean", "sum")
+    loss, dh, dw, db = LCE.forward(
+        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads
+    )
+    none = [hidden_states.new_empty((0,)) for _ in range(3)]  # distinct: no aliased outputs
+    return loss, *(g if g is not None else e for g, e in zip((dh, dw, db), none, strict=True))
+
+
+def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
+    h, w, target, bias, ignore_index, chunk_size, reduction = inputs
+    ctx.reduction = reduction  # type: ignore[attr-defined]
+    ctx.has_bias = bias is not None  # type: ignore[attr-defined]
+    ctx.args = (ignore_index, chunk_size)  # type: ignore[attr-defined]
+    if reduction == "none":
+        ctx.save_for_backward(h, w, target, bias)
+    else:
+        ctx.save_for_backward(*output[1:])
+
+
+@_autograd(fused_linear_cross_entropy, _lce_ctx)
+def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
+    if ctx.reduction == "none":
+        h, w, target, bias = ctx.saved_tensors
+        dh, dw, db = OPS.fused_linear_cross_entropy_backward(dloss, h, w, target, bias, *ctx.args)
+    else:
+        dh, dw, db = (g * dloss for g in ctx.saved_tensors)
+    return dh, dw, None, (db if ctx.has_bias else None), None, None, None
+
+
+@_define(
+    "fused_linear_cross_entropy_backward",
+    lambda dy, h, w, target, bias, *_: (
+        _new(h, h.shape),
+        _new(w, w.shape),
+        _new(h, bias.shape if bias is not None else (0,)),
+    ),
+)
+def fused_linear_cross_entropy_backward(
+    grad_output: Tensor,
+    hidden_states: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    bias: Optional[Tensor],  # noqa: UP045
+    ignore_index: int,
+    chunk_size: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    dh, dw, db = LCE.backward(
+        grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size
+    )
+    return dh, dw, (db if db is not None else hidden_states.new_empty((0,)))

@@ -1,0 +1,318 @@
+"""The Tile kernels behind `fearless.ops.fused_linear_cross_entropy` (ops/linear_cross_entropy.py),
+and their autotuned launches.
+
+Per chunk of token rows: `make_logits` writes the chunk's logits h @ W^T (+ bias), W read
+transposed by the load (`order=(1, 0)`), never copied; `make_cross_entropy` walks each row's
+logits in column chunks (an online max and sum), writes the row's loss and, with `grads`,
+overwrites the logits with their gradient (softmax - onehot) * scale[row] in place; `make_dw`
+and `make_db` add the chunk's G^T @ h and column sums of G into f32 accumulators, and the
+last chunk writes them in the parameters' dtype; `make_loss_sum` adds the per-row losses.
+
+Memory safety of the target: no kernel indexes memory with a target. The target's logit and
+the onehot are `where(column == target)` over the columns a block loads, so a target outside
+[0, vocab) matches no column (the host refuses it before any launch, ops/linear_cross_entropy.py)
+and can never read or write outside its row.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+from .kernels_rows import kernel_of, next_pow2, size_class
+
+# --------------------------------------------------------------------------- logits
+
+
+@tile.function
+def logits_tile(a, w, i, j, BM, BN, BK):
+    """Tile (i, j) of a @ w^T, (BM, BN) in f32 over K in steps of BK: w (N, K) is loaded
+    transposed, a (BK, BN) tile of w^T."""
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 1, (BM, BK))):
+        wt = tile.load(w, (k, j), (BK, BN), order=(1, 0))
+        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), wt, acc)
+    return acc
+
+
+def make_logits(dt, bias):
+    """logits (M, N) = a (M, K) @ w (N, K)^T (+ b (N,) when `bias`), in `dt`, f32 sums (as
+    torch's F.linear): one block per (BM, BN) tile of the logits."""
+
+    @tile.kernel
+    def logits(
+        c: tile.Part[dt], a: tile.Tensor[dt], w: tile.Tensor[dt], b: tile.Tensor[dt],
+        BK: tile.Const[int],
+    ):  # fmt: skip
+        BM, BN = c.shape
+        i, j = c.index
+        acc = logits_tile(a, w, i, j, BM, BN, BK)
+        if bias:  # compile-time
+            acc = acc + tile.load(b, (j,), (BN,)).astype(fl.f32)
+        c.store(acc.astype(dt))
+
+    return logits
+
+
+# ---------------------------------------------------------------------- cross entropy
+
+
+@tile.function
+def row_lse_and_target(x, at, t, CH):
+    """(log-sum-exp, target logit) of the rows at `at` of x, in f32, over column chunks of
+    CH: the max and sum online (the sum rescaled when the max grows). `t` (BM, 1) i64: each
+    row's target; the target logit is picked by comparing columns, never by indexing."""
+    BM, _ = at.shape
+    m = tile.full((BM, 1), -math.inf, fl.f32)
+    s = tile.zeros((BM, 1), fl.f32)
+    tl = tile.zeros((BM, 1), fl.f32)
+    for c in at.chunks((BM, CH)):
+        v = tile.load_like(x, c, padding=-math.inf, allow_tma=False).astype(fl.f32)
+        cols = (c.index[1] * CH + tile.arange(CH)).astype(fl.i64)
+        m_new = tile.maximum(m, tile.max(v, axis=1, keepdims=True))
+        s = s * tile.exp(m - m_new) + tile.sum(tile.exp(v - m_new), axis=1, keepdims=True)
+        m = m_new
+        tl = tl + tile.sum(tile.where(cols == t, v, 0.0), axis=1, keepdims=True)
+    return m + tile.log(s), tl
+
+
+def make_cross_entropy(dt, lt, CH, grads):
+    """Per row of the logits x (rows, V) in `dt`: loss = lse - x[target] (0 where target ==
+    ignore_index), stored in `lt`; with `grads`, x's row becomes (softmax - onehot) *
+    scale[row] in place (0 for an ignored row). One block per BM rows (the partition's
+    (BM, next_pow2(V)) tiles), the row in chunks of CH columns."""
+
+    @tile.kernel
+    def cross_entropy(
+        x: tile.Part[dt], loss: tile.Part[lt], target: tile.Tensor[fl.i64],
+        scale: tile.Tensor[fl.f32], ignore_index: int,
+    ):  # fmt: skip
+        BM, _ = x.shape
+        i = x.index[0]
+        t = tile.load(target, (i,), (BM,), allow_tma=False).reshape((BM, 1))
+        valid = t != ignore_index
+        lse, tl = row_lse_and_target(x, x, t, CH)
+        loss.store(tile.where(valid, lse - tl, 0.0).reshape((BM,)).astype(lt))
+        if grads:  # compile-time
+            sc = tile.load(scale, (i,), (BM,), allow_tma=False).reshape((BM, 1))
+            sc = tile.where(valid, sc, 0.0)
+            for c in x.chunks((BM, CH)):
+                v = tile.load_like(x, c, padding=-math.inf, allow_tma=False).astype(fl.f32)
+                cols = (c.index[1] * CH + tile.arange(CH)).astype(fl.i64)
+                onehot = tile.where(cols == t, 1.0, 0.0)
+                c.store(((tile.exp(v - lse) - onehot) * sc).astype(dt))
+
+    return cross_entropy
+
+
+# ----------------------------------------------------------------- weight, bias grads
+
+
+@tile.function
+def dw_tile(g, a, i, j, acc, BK):
+    """acc + tile (i, j) of g^T @ a: g (M, V) is loaded transposed, (BM, BK) tiles of g^T."""
+    BM, BN = acc.shape
+    for k in range(tile.num_tiles(g, 0, (BK, BM))):
+        gt = tile.load(g, (i, k), (BM, BK), order=(1, 0))
+        acc = tile.mma(gt, tile.load(a, (k, j), (BK, BN)), acc)
+    return acc
+
+
+def make_dw(dt, odt, first, last):
+    """dW (V, H) += G (M, V)^T @ h (M, H): one block per (BM, BN) tile. Not `last`: the Part is
+    the f32 accumulator itself (zeros first when `first`); `last`: the Part is the gradient in
+    `odt`, and `acc` (read unless `first`) the f32 accumulator of the earlier chunks."""
+    if not last:
+
+        @tile.kernel
+        def dw_add(
+            acc: tile.Part[fl.f32], g: tile.Tensor[dt], a: tile.Tensor[dt], BK: tile.Const[int]
+        ):
+            i, j = acc.index
+            BM, BN = acc.shape
+            start = tile.zeros((BM, BN), fl.f32) if first else tile.load_like(acc, acc)
+            acc.store(dw_tile(g, a, i, j, start, BK))
+
+        return dw_add
+
+    @tile.kernel
+    def dw_out(
+        out: tile.Part[odt], acc: tile.Tensor[fl.f32], g: tile.Tensor[dt], a: tile.Tensor[dt],
+        BK: tile.Const[int],
+    ):  # fmt: skip
+        i, j = out.index
+        BM, BN = out.shape
+        start = tile.zeros((BM, BN), fl.f32) if first else tile.load_like(acc, out)
+        out.store(dw_tile(g, a, i, j, start, BK).astype(odt))
+
+    return dw_out
+
+
+@tile.function
+def column_sums(g, j, acc, TM):
+    """acc + the sums of g's columns of tile j, (BN,), over its rows in steps of TM."""
+    (BN,) = acc.shape
+    rows = tile.zeros((TM, BN), fl.f32)
+    for k in range(tile.num_tiles(g, 0, (TM, BN))):
+        rows = rows + tile.load(g, (k, j), (TM, BN), allow_tma=False).astype(fl.f32)
+    return acc + tile.sum(rows, axis=0)
+
+
+def make_db(dt, odt, first, last):
+    """db (V,) += the column sums of G (M, V); the forms of `make_dw`."""
+    if not last:
+
+        @tile.kernel
+        def db_add(acc: tile.Part[fl.f32], g: tile.Tensor[dt], TM: tile.Const[int]):
+            (BN,) = acc.shape
+            start = tile.zeros((BN,), fl.f32) if first else tile.load_like(acc, acc)
+            acc.store(column_sums(g, acc.index[0], start, TM))
+
+        return db_add
+
+    @tile.kernel
+    def db_out(
+        out: tile.Part[odt], acc: tile.Tensor[fl.f32], g: tile.Tensor[dt], TM: tile.Const[int]
+    ):
+        (BN,) = out.shape
+        start = tile.zeros((BN,), fl.f32) if first else tile.load_like(acc, out)
+        out.store(column_sums(g, out.index[0], start, TM).astype(odt))
+
+    return db_out
+
+
+# ------------------------------------------------------------------------------ loss
+
+
+def make_loss_sum(odt, TN):
+    """out (1,) = factor * the sum of the per-row losses (n,) f32, in one block (the same
+    order every run: deterministic)."""
+
+    @tile.kernel
+    def loss_sum(out: tile.Part[odt], loss: tile.Tensor[fl.f32], factor: fl.f32):
+        acc = tile.zeros((TN,), fl.f32)
+        for k in range(tile.num_tiles(loss, 0, (TN,))):
+            acc = acc + tile.load(loss, (k,), (TN,), allow_tma=False)
+        out.store((tile.sum(acc, axis=0, keepdims=True) * factor).astype(odt))
+
+    return loss_sum
+
+
+# -------------------------------------------------------------------------- launches
+
+
+def _gemm(shape, BK, occupancy):
+    return dict(shape=shape, BK=BK, occupancy=occupancy)
+
+
+# The first configuration (FEARLESS_AUTOTUNE=0) fits every shape.
+LCE_GEMM_CONFIGS = [
+    _gemm((128, 128), 64, 2),
+    _gemm((128, 128), 64, 1),
+    _gemm((128, 256), 64, 1),
+    _gemm((256, 128), 64, 1),
+    _gemm((64, 128), 64, 2),
+]
+
+
+def _logits_key(a, w, *_, **__):
+    """(M's size class, H, V): M, the chunk's tokens, varies between calls."""
+    return size_class(a.shape[0]), a.shape[1], w.shape[0]
+
+
+def _dw_key(g, a, *_, **__):
+    """(M's size class, V, H)."""
+    return size_class(g.shape[0]), g.shape[1], a.shape[1]
+
+
+@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_logits_key)
+def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy):
+    """out (M, V) = a (M, H) @ w (V, H)^T (+ b)."""
+    kernel = kernel_of(make_logits, a.dtype, has_bias).options(occupancy=occupancy)
+    part = out.partition(shape, order=tile.grouped(8))
+    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
+        kernel(part, a, w, b, BK)
+    finally:
+        part.unpartition()
+
+
+def dw_launch(g, a, acc, out, first, last, config):
+    """One chunk's dW: into the f32 `acc`, or (`last`) into `out` in its dtype."""
+    shape, BK, occupancy = config["shape"], config["BK"], config["occupancy"]
+    target = out if last else acc
+    kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last).options(occupancy=occupancy)
+    part = target.partition(shape, order=tile.grouped(8))
+    try:
+        if last:
+            kernel(part, acc, g, a, BK)
+        else:
+            kernel(part, g, a, BK)
+    finally:
+        part.unpartition()
+
+
+@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_dw_key, restore_value=["acc"])
+def dw_tuned(g, a, acc, out, first, last, **config):
+    """dW += g (M, V)^T @ a (M, H); see `dw_launch` (`acc` is restored between the tuner's
+    calls: not `last`, the kernel adds into it)."""
+    dw_launch(g, a, acc, out, first, last, config)
+
+
+DB_TILE = (64, 256)  # (rows summed per step, columns per block)
+
+
+def db_launch(g, acc, out, first, last):
+    """One chunk's db: into the f32 `acc`, or (`last`) into `out` in its dtype."""
+    tm, tn = DB_TILE
+    target = out if last else acc
+    kernel = kernel_of(make_db, g.dtype, target.dtype, first, last)
+    part = target.partition((min(tn, next_pow2(target.shape[0])),))
+    try:
+        if last:
+            kernel(part, acc, g, tm)
+        else:
+            kernel(part, g, tm)
+    finally:
+        part.unpartition()
+
+
+def _ce(rows, chunk):
+    return dict(rows=rows, chunk=chunk)
+
+
+CE_CONFIGS = [_ce(1, 4096), _ce(1, 2048), _ce(2, 2048), _ce(4, 1024)]
+
+
+def _ce_key(x, *_, **__):
+    return size_class(x.shape[0]), x.shape[1]
+
+
+@fl.autotune(configs=CE_CONFIGS, key=_ce_key, restore_value=["x"])
+def cross_entropy_tuned(x, loss, target, scale, ignore_index, grads, *, rows, chunk):
+    """loss[r] and (with `grads`) the logits' gradient in place, for each row r of x (x is
+    restored between the tuner's calls)."""
+    n = next_pow2(x.shape[1])
+    ch = min(chunk, n)
+    kernel = kernel_of(make_cross_entropy, x.dtype, loss.dtype, ch, grads)
+    xp, lp = x.partition((rows, n)), loss.partition((rows,))
+    try:
+        kernel(xp, lp, target, scale, ignore_index)
+    finally:
+        xp.unpartition()
+        lp.unpartition()
+
+
+LOSS_TILE = 1024
+
+
+def loss_sum(loss, out, factor):
+    """out (1,) = factor * sum(loss)."""
+    tn = min(LOSS_TILE, next_pow2(loss.shape[0]))
+    part = out.partition((1,))
+    try:
+        kernel_of(make_loss_sum, out.dtype, tn)(part, loss, factor)
+    finally:
+        part.unpartition()
