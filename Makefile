@@ -15,7 +15,7 @@ TEST_CACHE := $(CURDIR)/.cache/test
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@echo "installing fearless and its test/lint tools into $(VENV) (again only when pyproject.toml changes):"
 	@echo "  llvmlite, NVIDIA's ptxas/tileiras/libnvvm wheels and cuda-tile (a few hundred MB), pytest,"
 	@echo "  ruff and mypy: a minute or two on the first run; pip lists each package as it goes"

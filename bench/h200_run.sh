@@ -25,6 +25,9 @@ fi
 if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
 elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
+# the compiled launcher, built as `pip install` builds it (setup.py), so that a first call
+# measures what an installed fearless does (runtime/claunch.py builds it at first use otherwise)
+python3 setup.py -q build_ext --inplace > "$out/build_ext.log" 2>&1 || echo "build_ext failed: see build_ext.log"
 export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-cutile
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv

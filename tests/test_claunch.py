@@ -460,10 +460,12 @@ def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cl
 def test_prefetch_builds_the_module_on_a_worker_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    """A kernel's first launch starts the C build (`prefetch`) before it compiles the kernel:
-    a fresh cache is filled by a worker thread, its three objects compiled side by side and
-    linked, and `module()` gives that build's module."""
+    """Without the module built at install (or with one of other sources), a kernel's first
+    launch starts the C build (`prefetch`) before it compiles the kernel: a fresh cache is
+    filled by a worker thread, its objects compiled side by side and linked, and `module()`
+    gives that build's module."""
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(claunch, "_installed", lambda: None)
     for name, value in (("_module", None), ("_why", None), ("_prefetching", None)):
         monkeypatch.setattr(claunch, name, value)
     claunch.prefetch()
@@ -477,3 +479,28 @@ def test_prefetch_builds_the_module_on_a_worker_thread(
     built = sorted(p.name for p in (tmp_path / "claunch").iterdir())
     assert len(built) == 1 and built[0].startswith("_fearless_claunch_"), built  # no .o left
     assert claunch.module() is not None and hasattr(claunch.module(), "launch")
+
+
+def test_the_module_built_at_install_serves_when_built_from_these_sources(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """`pip install` (setup.py, which `make test` runs) compiles the module into the package,
+    tagged with its sources' digest: the first launch loads it (no C compiler runs, nothing
+    is built into the cache), unless its tag is not these sources' (an editable install whose C
+    changed since), which the first-use build then replaces."""
+    import shutil
+
+    from fearless.runtime import claunch_units
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler: the install built no module")
+    installed = claunch._installed()
+    assert installed is not None, "the editable install built no fearless.runtime._fearless_claunch"
+    assert installed.__name__ == "fearless.runtime._fearless_claunch"
+    assert claunch_units.tag() == installed.TAG and hasattr(installed, "tile_warm")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    for name, value in (("_module", None), ("_why", None), ("_prefetching", None)):
+        monkeypatch.setattr(claunch, name, value)
+    assert claunch.module() is installed and not (tmp_path / "claunch").exists()
+    monkeypatch.setattr(claunch_units, "tag", lambda: "0123456789abcdef")
+    assert claunch._installed() is None  # other sources: built at first use instead

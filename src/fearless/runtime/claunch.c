@@ -1,5 +1,5 @@
-/* The compiled warm launcher's module, `_fearless_claunch` (runtime/claunch.py builds it at first
- * use, as Triton builds its launcher): its method table and its init, over the units that
+/* The compiled warm launcher's module, `_fearless_claunch` (built when fearless is installed,
+ * setup.py, else by runtime/claunch.py at first use, as Triton builds its launcher): its method table and its init, over the units that
  * define the methods (claunch_common.h lists them). SIMT plans: claunch_simt.c; prepared SIMT
  * launches: claunch_prepared.c; Tile launches: claunch_tile.c; the default stream:
  * claunch_streams.c; DLPack reads for ops/_replay.py and the tests: claunch_common.c.
@@ -30,9 +30,20 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fearless_claunch", NULL, -1, methods};
 
+/* The tag of the sources it was built from (claunch_units.py's `tag`), set by the build that
+ * installs it with fearless (setup.py); a build at first use is named by its tag instead. */
+#ifndef FEARLESS_CLAUNCH_TAG
+#define FEARLESS_CLAUNCH_TAG ""
+#endif
+
 PyMODINIT_FUNC PyInit__fearless_claunch(void) {
     if (common_intern() < 0 || streams_intern() < 0 || prepared_intern() < 0 ||
         tile_intern() < 0)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "TAG", FEARLESS_CLAUNCH_TAG) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

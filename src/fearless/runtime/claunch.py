@@ -1,5 +1,5 @@
 """The compiled warm launcher: the C units claunch_*.c and the module claunch.c over them, built
-with the system's C compiler at first use.
+when fearless is installed (setup.py), else with the system's C compiler at first use.
 
 A SIMT launch plan whose parameters are all arrays and int or float scalars (no bool, f16 or
 bf16 scalar to convert) and whose `requires=` relations and fast-variant assumptions compare
@@ -14,8 +14,11 @@ and the Python launcher runs as before: it explains every error. A prepared laun
 (claunch_prepared.c); launches on the default stream decide it in C as streams.py does
 (claunch_streams.c).
 
-The module is compiled once per source, Python version and platform into the cache directory
-(`FEARLESS_CACHE_DIR/claunch/`), like Triton's launcher. Where no C compiler or no Python
+`pip install` compiles the module into the package (`fearless/runtime/_fearless_claunch*.so`),
+tagged with the digest of its sources (claunch_units.py); it is used when its tag is these
+sources'. Otherwise (no compiler at install, an editable install whose C changed since) the
+module is compiled at first use, once per source, Python version and platform, into the cache
+directory (`FEARLESS_CACHE_DIR/claunch/`), like Triton's launcher. Where no C compiler or no Python
 headers are found, or `FEARLESS_CLAUNCH=0`, plans stay on the pure-Python launcher; why is
 kept in `unavailable_reason()`.
 """
@@ -23,13 +26,11 @@ kept in `unavailable_reason()`.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import threading
 from pathlib import Path
@@ -39,16 +40,11 @@ from typing import Any
 from .. import config
 from ..abi import ParamSpec, Requirement
 from ..dtypes import DType
-from . import streams
+from . import claunch_units, streams
 from .arrays import DEVICE_ID
 from .borrow import output_pairs
 
-_HERE = Path(__file__).parent
-# one module: each unit's header declares what its .c defines, and no unit includes or calls one
-# above it (claunch_common.h draws them; tools/check_imports.py holds it)
-_UNITS = ("claunch_common", "claunch_streams", "claunch_simt", "claunch_prepared", "claunch_tile")
-_SOURCES = (*(_HERE / f"{u}.c" for u in _UNITS), _HERE / "claunch.c")
-_HEADERS = tuple(_HERE / f"{u}.h" for u in _UNITS)
+_SOURCES = claunch_units.SOURCES
 _lock = threading.Lock()
 _module: ModuleType | None = None
 _why: str | None = None  # set once building or loading failed
@@ -70,7 +66,7 @@ def module() -> ModuleType | None:
     with _lock:
         if _module is None and _why is None:
             try:
-                _module = _load(_build())
+                _module = _installed() or _load(_build())
             except (OSError, ImportError, subprocess.SubprocessError) as exc:
                 _why = f"{type(exc).__name__}: {exc}"
     return _module
@@ -97,11 +93,20 @@ def unavailable_reason() -> str | None:
     return _why
 
 
+def _installed() -> ModuleType | None:
+    """The module `pip install` built into the package (setup.py), if there is one and it was
+    built from these very sources (an editable install's C may have changed since)."""
+    name = f"{__package__}.{claunch_units.MODULE}"
+    if importlib.util.find_spec(name) is None:
+        return None
+    mod = importlib.import_module(name)
+    if getattr(mod, "TAG", "") != claunch_units.tag():
+        return None
+    return _ready(mod)
+
+
 def _build() -> Path:
-    source = b"".join(f.read_bytes() for f in (*_SOURCES, *_HEADERS))
-    tag = hashlib.sha256(
-        source + sys.version.encode() + sysconfig.get_platform().encode()
-    ).hexdigest()[:16]
+    tag = claunch_units.tag()
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     folder = config.cache_dir() / "claunch"
     target = folder / f"_fearless_claunch_{tag}{suffix}"
@@ -148,6 +153,10 @@ def _load(path: Path) -> ModuleType:
         raise ImportError(f"cannot load {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return _ready(mod)
+
+
+def _ready(mod: ModuleType) -> ModuleType:
     # the default stream (`stream=None`) is decided in C from streams.py's own globals
     mod.use_streams(vars(streams), DEVICE_ID)
     return mod
