@@ -308,6 +308,28 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
             ),
         ),
         (
+            "fmha_varlen",
+            lambda: (
+                torch.randn(2, 4, 12, 16),
+                torch.randn(2, 2, 20, 16),
+                torch.randn(2, 2, 20, 16),
+                0.2,
+                True,
+                torch.tensor([12, 5], dtype=torch.int32),
+                torch.tensor([7, 20], dtype=torch.int32),
+            ),
+        ),
+        (
+            "fmha_decode",
+            lambda: (
+                torch.randn(2, 8, 1, 16),
+                torch.randn(2, 2, 40, 16),
+                torch.randn(2, 2, 40, 16),
+                0.25,
+                16,
+            ),
+        ),
+        (
             "rope",
             lambda: (
                 torch.randn(2, 3, 5, 16, requires_grad=True),

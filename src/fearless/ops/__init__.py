@@ -2,7 +2,8 @@
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
 only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only; TileGym's
-attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only; issue
+attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only;
+TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients).
 
     from fearless import ops
@@ -21,6 +22,7 @@ from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_variants import fmha, gemma_attention, swa_attention
+from .attention_varlen import fmha_decode, fmha_varlen
 from .functional import (
     bmm,
     dropout,
@@ -45,6 +47,8 @@ __all__ = [
     "bmm",
     "dropout",
     "fmha",
+    "fmha_decode",
+    "fmha_varlen",
     "fused_linear_cross_entropy",
     "geglu",
     "gelu",

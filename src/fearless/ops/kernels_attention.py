@@ -661,8 +661,23 @@ def _decode_key(q, k, *_, **__):
 def attention_decode(q, k, v, out, scale, sm_count, *, tile_n, occupancy, waves):
     """out = attention of q (B, H_kv, GROUP, D: one query per head, grouped by KV head) over
     k, v (B, H_kv, S, D), split across blocks; `out` shaped as q."""
-    b, hk, group, d = q.shape
+    b, hk, _, _ = q.shape
     splits, split_tiles = decode_splits(b, hk, k.shape[2], tile_n, waves * sm_count)
+    _decode_launch(q, k, v, out, scale, tile_n, occupancy, splits, split_tiles)
+
+
+def attention_decode_split(q, k, v, out, scale, split_len):
+    """`attention_decode` with `split_len` keys per split (TileGym's kv_len_per_split, a power
+    of two of 16 or more), the split pinned instead of tuned."""
+    tile_n = min(128, split_len)
+    splits = -(-k.shape[2] // split_len)
+    _decode_launch(q, k, v, out, scale, tile_n, 2, splits, split_len // tile_n)
+
+
+def _decode_launch(q, k, v, out, scale, tile_n, occupancy, splits, split_tiles):
+    """The decode's launches: one kernel where one split covers the keys, else the split
+    kernel and the combine."""
+    b, hk, group, d = q.shape
     qg, td = max(8, next_pow2(group)), next_pow2(d)
     if splits == 1:
         one = kernel_of(make_decode_one, q.dtype).options(occupancy=occupancy)

@@ -9,7 +9,8 @@ and device without running anything; `register_autograd` saves what the backward
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
-swa_attention, gemma_attention, attention_sink, attention_sink_decode): not yet; an input that requires grad where no gradient can
+swa_attention, gemma_attention, fmha_varlen, fmha_decode, attention_sink,
+attention_sink_decode): not yet; an input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
@@ -29,6 +30,7 @@ from torch import Tensor
 import fearless.ops.attention as A
 import fearless.ops.attention_sinks as AS
 import fearless.ops.attention_variants as AV
+import fearless.ops.attention_varlen as AVL
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
@@ -501,6 +503,32 @@ def gemma_attention(
     )
 
 
+@_define("fmha_varlen", _like_first)
+def fmha_varlen(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+    q_lens: Optional[Tensor] = None,  # noqa: UP045
+    kv_lens: Optional[Tensor] = None,  # noqa: UP045
+) -> Tensor:
+    return AVL.fmha_varlen(  # type: ignore[no-any-return]
+        q, k, v, scaling, is_causal, q_lens, kv_lens
+    )
+
+
+@_define("fmha_decode", _like_first)
+def fmha_decode(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    sm_scale: Optional[float],  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return AVL.fmha_decode(q, k, v, sm_scale, kv_len_per_split)  # type: ignore[no-any-return]
+
+
 def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
     """The fake kernel of attention_sink(_decode): query (B, L, H_kv, G, D) gives
     (B, L, H_kv * G * D)."""
@@ -550,6 +578,8 @@ for _op, _name in (
     (fmha, "fmha"),
     (swa_attention, "swa_attention"),
     (gemma_attention, "gemma_attention"),
+    (fmha_varlen, "fmha_varlen"),
+    (fmha_decode, "fmha_decode"),
     (attention_sink, "attention_sink"),
     (attention_sink_decode, "attention_sink_decode"),
 ):

@@ -1,0 +1,224 @@
+"""TileGym's attention over a batch of sequences of their own lengths (DESIGN 2c):
+`fearless.ops.fmha_varlen`, on the kernel of ops/kernels_attention_varlen.py, and TileGym's
+single-token decode `fearless.ops.fmha_decode`, on the split-KV decode kernels of
+ops/kernels_attention.py.
+
+fmha_varlen's layout is TileGym's (tilegym/ops/cutile/attention_varlen.py, `tile_fmha_varlen`):
+padded, not packed: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H_kv (query
+head h reads KV head h // (H / H_kv)), f32, f16 or bf16 of one dtype; sequence b holds its first
+q_lens[b] queries and kv_lens[b] keys (q_lens / kv_lens: None for all L / S, or B lengths as a
+list, a tuple, or an integer tensor of (B,), which the kernel reads where it lives). Sequence b's
+queries see only its own first kv_lens[b] keys; causal: query i sits at i + kv_lens[b] -
+q_lens[b] (bottom-right aligned per sequence, as `fmha`). Where TileGym leaves them undefined,
+fearless gives 0: the padded query rows (i >= q_lens[b]) and a query that sees no key. Lengths
+known on the host (lists, NumPy, CPU tensors) are checked (0..L, 0..S, B of them); lengths on
+the GPU are clamped to 0..L and 0..S inside the kernel, never read past. Forward only: an input
+that requires grad is refused at the call (ops/torch_ops.py), never detached.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import KernelTypeError
+from ..runtime import tensor as fl_tensor
+from ..runtime.location import argument_error, user_location
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    from_torch,
+    full,
+    number,
+    operand,
+    output,
+    result,
+    view,
+    zeros_output,
+)
+from ._replay import replayable
+from ._route import torch_ops
+from .kernels_attention import attention_decode, attention_decode_split
+from .kernels_attention_varlen import attention_varlen_tuned
+from .kernels_rows import sm_count
+
+
+@replayable()
+def fmha_varlen(
+    q: Any,
+    k: Any,
+    v: Any,
+    scaling: float | None = None,
+    is_causal: bool = True,
+    q_lens: Any = None,
+    kv_lens: Any = None,
+) -> Any:
+    """TileGym's `fmha_varlen`: per sequence b of the batch, softmax(q k^T * scaling) v of its
+    first q_lens[b] queries of q (B, H, L, D) over its first kv_lens[b] keys of k, v
+    (B, H_kv, S, D); `is_causal` bottom-right aligned per sequence. Returns (B, H, L, D), 0 in
+    the padded rows. Forward only (no backward yet)."""
+    if (t := torch_ops(q, k, v, q_lens, kv_lens)) is not None:
+        b, lq, s = q.shape[0], q.shape[2], k.shape[2]
+        ql = _lens_torch(q_lens, q, b, lq, "q_lens")
+        kl = _lens_torch(kv_lens, q, b, s, "kv_lens")
+        return t.fmha_varlen(q, k, v, scaling, is_causal, ql, kl)
+    op = "fmha_varlen"
+    qa, ka, va = _qkv(op, q, k, v)
+    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
+    kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
+    if s == 0:  # no keys: every row is 0
+        return result(qa, *zeros_output(qa, qa.shape))
+    out, ret = output(qa, qa.shape)
+    if out.size:
+        q4, k4, v4, o4 = (view(x, x.shape) for x in (qa.tensor, ka.tensor, va.tensor, out))
+        attention_varlen_tuned(q4, k4, v4, ql, kl, o4, sc, bool(is_causal), h // hk)
+    return result(qa, out, ret)
+
+
+@replayable()
+def fmha_decode(
+    q: Any, k: Any, v: Any, sm_scale: float | None, kv_len_per_split: int | None = None
+) -> Any:
+    """TileGym's `fmha_decode` (grouped-query decode of one token): softmax(q k^T * sm_scale) v
+    of q (B, H, 1, D) over every key of k, v (B, H_kv, S, D), not causal; sm_scale None:
+    1 / sqrt(D). The keys split across blocks, each split's partial output and log-sum-exp
+    combined by a second kernel: kv_len_per_split (a power of two, 16 or more) keys per split,
+    or None to choose the split from the batch and the GPU. Returns (B, H, 1, D). Forward
+    only (no backward yet)."""
+    op = "fmha_decode"
+    if kv_len_per_split is not None and (
+        isinstance(kv_len_per_split, bool)
+        or not isinstance(kv_len_per_split, int)
+        or kv_len_per_split < 16
+        or kv_len_per_split & (kv_len_per_split - 1)
+    ):
+        raise argument_error(
+            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two of 16 or more, "
+            f"got {kv_len_per_split!r}",
+            help="pass None (the default: the split follows the batch and the GPU), or e.g. 1024",
+        )
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
+    qa, ka, va = _qkv(op, q, k, v)
+    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    if lq != 1:
+        raise argument_error(
+            f"`fearless.ops.{op}` takes one query token, q (B, H, 1, D), got shape {qa.shape}",
+            help="for several query tokens call `fearless.ops.fmha`",
+        )
+    sc = 1.0 / math.sqrt(d) if sm_scale is None else number(sm_scale, op, "sm_scale")
+    if s == 0:
+        return result(qa, *zeros_output(qa, qa.shape))
+    out, ret = output(qa, qa.shape)
+    if out.size:
+        grouped = (b, hk, h // hk, d)
+        qd, od = view(qa.tensor, grouped), view(out, grouped)
+        if kv_len_per_split is None:
+            attention_decode(qd, ka.tensor, va.tensor, od, sc, sm_count())
+        else:
+            attention_decode_split(qd, ka.tensor, va.tensor, od, sc, kv_len_per_split)
+    return result(qa, out, ret)
+
+
+def _qkv(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
+    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
+    qa = operand(q, op, "q", FLOATS)
+    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
+    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    return qa, ka, va
+
+
+def _host_values(x: Any) -> np.ndarray | None:
+    """The lengths as a host array where they live on the host (a list, a tuple, NumPy, a CPU
+    torch tensor), else None (on a GPU: reading them would wait for it)."""
+    if isinstance(x, (list, tuple)):
+        return np.asarray(x, dtype=object)
+    if isinstance(x, np.ndarray):
+        return x
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.device.type == "cpu":
+        return x.detach().numpy()
+    return None
+
+
+def _check(vals: np.ndarray, b: int, limit: int, name: str, axis: str) -> None:
+    op = "fmha_varlen"
+    if vals.ndim != 1 or len(vals) != b:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` needs one length per sequence, {b} (q's batch), "
+            f"got {len(vals) if vals.ndim == 1 else 'shape ' + str(vals.shape)}",
+            help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
+        )
+    for i, x in enumerate(vals.tolist()):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise argument_error(
+                f"`{name}` of `fearless.ops.{op}` must hold integers, got {x!r} at {i}",
+                help="pass lengths as ints or an int32 / int64 tensor",
+            )
+        if not 0 <= x <= limit:
+            raise argument_error(
+                f"`{name}[{i}]` of `fearless.ops.{op}` is {x}, outside 0..{limit} (the padded "
+                f"{axis})",
+                help="the layout is padded (B, H, L, D): each sequence's length is at most the "
+                "padded axis, and none is negative",
+            )
+
+
+def _lens(x: Any, like: Operand, b: int, limit: int, name: str, axis: str) -> Any:
+    """The (B,) i32 tensor the kernel reads `name` from, beside `like` (all `limit` for None)."""
+    op = "fmha_varlen"
+    if x is None:
+        return full(like, (max(b, 1),), limit, dtypes.i32)
+    host = _host_values(x)
+    if isinstance(x, (list, tuple)):
+        assert host is not None
+        _check(host, b, limit, name, axis)
+        arr = np.asarray(host.tolist(), dtype=np.int32).reshape(b)
+        if like.kind == "torch":
+            torch = sys.modules["torch"]
+            return from_torch(torch.from_numpy(arr).to(like.original.device))
+        return fl_tensor.asarray(arr, device=like.tensor.device)
+    la = operand(x, op, name, device=like.tensor.device)
+    if la.dtype not in (dtypes.i32, dtypes.i64):
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be an int32 or int64 tensor, got "
+            f"{la.dtype.name}",
+            help="pass per-sequence lengths, e.g. `torch.tensor([5, 7], dtype=torch.int32)`",
+        )
+    if host is not None:
+        _check(np.asarray(host), b, limit, name, axis)
+    elif la.shape != (b,):
+        _check(np.zeros(la.shape), b, limit, name, axis)
+    return cast(la, dtypes.i32)
+
+
+def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
+    """Lengths as the torch operator takes them: None, or an integer tensor (a list checked,
+    then made an int32 tensor beside `like`)."""
+    if isinstance(x, (list, tuple)):
+        torch = sys.modules["torch"]
+        _check(np.asarray(x, dtype=object), b, limit, name, "axis")
+        return torch.tensor(list(x), dtype=torch.int32, device=like.device)
+    return x
+
+
+def _mismatch(op: str, what: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
+        f"multiple of H_kv, got {what}",
+        user_location(),
+        code="E0701",
+    )
