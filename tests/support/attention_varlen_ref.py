@@ -1,5 +1,5 @@
 """The NumPy (float64) reference of TileGym's `fmha_varlen` and `fmha_decode` (restating the
-cuTile kernel's masks, tilegym/ops/cutile/attention_varlen.py, and its decode test's torch
+cuTile `_fmha_varlen_kernel`'s masks, and its decode test's torch
 SDPA reference): what tests/test_ops_attention_varlen.py and its GPU test compare with."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 single-token decode `fearless.ops.fmha_decode`, on the split-KV decode kernels of
 ops/kernels_attention.py.
 
-fmha_varlen's layout is TileGym's (tilegym/ops/cutile/attention_varlen.py, `tile_fmha_varlen`):
+fmha_varlen's layout is TileGym's (its cuTile backend's `tile_fmha_varlen` and `_fmha_varlen_kernel`):
 padded, not packed: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H_kv (query
 head h reads KV head h // (H / H_kv)), f32, f16 or bf16 of one dtype; sequence b holds its first
 q_lens[b] queries and kv_lens[b] keys (q_lens / kv_lens: None for all L / S, or B lengths as a
