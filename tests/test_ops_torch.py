@@ -307,6 +307,34 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 None,
             ),
         ),
+        (  # contiguous cache, ragged lengths, causal with a window and a soft cap
+            "flash_attn_with_kvcache",
+            lambda: (
+                torch.randn(2, 3, 4, 16),
+                torch.randn(2, 20, 2, 16),
+                torch.randn(2, 20, 2, 16),
+                torch.tensor([20, 7], dtype=torch.int32),
+                None,
+                None,
+                True,
+                [5, 0],
+                3.0,
+            ),
+        ),
+        (  # paged: pages of 4 in shuffled blocks
+            "flash_attn_with_kvcache",
+            lambda: (
+                torch.randn(2, 1, 4, 16),
+                torch.randn(12, 4, 2, 16),
+                torch.randn(12, 4, 2, 16),
+                torch.tensor([13, 20], dtype=torch.int32),
+                torch.randperm(12)[:10].reshape(2, 5).to(torch.int32),
+                0.3,
+                False,
+                None,
+                0.0,
+            ),
+        ),
         (
             "fmha_varlen",
             lambda: (

@@ -3,7 +3,8 @@ Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, grou
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
 only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only; TileGym's
 attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only;
-TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only; issue
+TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
+flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients).
 
     from fearless import ops
@@ -39,6 +40,7 @@ from .functional import (
     swiglu,
     transpose,
 )
+from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "attention_sink_decode",
     "bmm",
     "dropout",
+    "flash_attn_with_kvcache",
     "fmha",
     "fmha_decode",
     "fmha_varlen",

@@ -10,7 +10,7 @@ calls the backward operators (`fearless::softmax_backward`, ...), themselves cus
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
 swa_attention, gemma_attention, fmha_varlen, fmha_decode, attention_sink,
-attention_sink_decode): not yet; an input that requires grad where no gradient can
+attention_sink_decode, flash_attn_with_kvcache): not yet; an input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
@@ -34,6 +34,7 @@ import fearless.ops.attention_varlen as AVL
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
+import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
 
 from ..runtime.location import argument_error
@@ -574,7 +575,28 @@ def attention_sink_decode(
     )
 
 
+@_define("flash_attn_with_kvcache", _like_first)
+def flash_attn_with_kvcache(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    cache_seqlens: Optional[Tensor] = None,  # noqa: UP045
+    block_table: Optional[Tensor] = None,  # noqa: UP045
+    softmax_scale: Optional[float] = None,  # noqa: UP045
+    causal: bool = False,
+    window_size: Optional[list[int]] = None,  # noqa: UP045
+    softcap: float = 0.0,
+) -> Tensor:
+    """flash-attn's (no append): q (B, L, H, D) gives (B, L, H, D); an int cache_seqlens
+    arrives as a (B,) int32 tensor (ops/kvcache_attention.py)."""
+    window = (-1, -1) if window_size is None else (window_size[0], window_size[1])
+    return KV.flash_attn_with_kvcache(  # type: ignore[no-any-return]
+        q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window, softcap
+    )
+
+
 for _op, _name in (
+    (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
     (fmha, "fmha"),
     (swa_attention, "swa_attention"),
     (gemma_attention, "gemma_attention"),

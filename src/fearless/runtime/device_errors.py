@@ -15,7 +15,7 @@ targets say the same thing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -214,6 +214,31 @@ def _private_stream() -> Any:
     return _stream
 
 
+_deferred: list[Callable[[], None]] = []
+
+
+def defer(check: Callable[[], None]) -> None:
+    """Run `check` (a host-side read of an operator's own error words, e.g. a bad block table
+    recorded by `fearless.ops.flash_attn_with_kvcache`'s kernel) at the next `synchronize`."""
+    with _global_lock:
+        _deferred.append(check)
+
+
+def _run_deferred() -> None:
+    """Every deferred check, once; the first error raised goes up after all have run."""
+    with _global_lock:
+        checks = _deferred[:]
+        _deferred.clear()
+    first: BaseException | None = None
+    for check in checks:
+        try:
+            check()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
 def synchronize() -> None:
     """`fl.synchronize()`: wait for all launched GPU work, then raise any pending device error.
 
@@ -227,3 +252,4 @@ def synchronize() -> None:
     driver.synchronize_context()
     if pool is not None:
         pool.check(upto)
+    _run_deferred()

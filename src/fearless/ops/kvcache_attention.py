@@ -1,0 +1,247 @@
+"""flash-attn's `flash_attn_with_kvcache` (DESIGN 2c): `fearless.ops.flash_attn_with_kvcache`,
+attention of new queries over a KV cache, contiguous or paged through a block table, on the
+kernel of ops/kernels_kvcache.py; and the fearless error a bad block table or length becomes.
+
+What it takes (flash-attn 2's names and layouts, flash_attn/flash_attn_interface.py's
+docstring): q (B, L, H, D); k_cache, v_cache (B_cache >= B, S_cache, H_kv, D), or with
+`block_table` (B, MB) int32 (num_blocks, PAGE, H_kv, D): sequence b's cache position p lives in
+block block_table[b, p // PAGE] at row p % PAGE; `cache_seqlens` None (the whole cache), an int,
+or a (B,) int32 tensor (read inside the kernel: no host sync); H a multiple of H_kv (query head
+h reads KV head h // (H / H_kv)); f32, f16 or bf16, one dtype. Query i of sequence b sits at
+position cache_seqlens[b] - L + i: `causal` keeps keys up to it (bottom-right aligned),
+`window_size` (left, right) keeps keys in [pos - left, pos + right] (-1: unbounded; causal sets
+right to 0, as flash-attn); `softcap` > 0 caps the scaled scores, softcap * tanh(s / softcap),
+before the softmax; `softmax_scale` defaults to 1 / sqrt(D). Returns (B, L, H, D) in q's dtype;
+a row that sees no key is 0. Forward only, without flash-attn's optional k / v append, rotary,
+cache_batch_idx, alibi and lse outputs.
+
+A bad table or length (an id outside [0, num_blocks) in a slot sequence b uses, or a length
+outside [0, capacity]) never reads another block (the kernel clamps and masks): the kernel
+records it, and it is raised as a KernelIndexError naming the sequence and the slot at the next
+synchronisation: on the simulator at the call itself (each launch runs to completion there), on
+the GPU at `fl.synchronize()` (a host-side check registered with runtime/device_errors.py). An
+int cache_seqlens out of range is refused at the call. Not @replayable: the replay would skip
+the registration of that check.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import KernelIndexError, KernelTypeError
+from ..runtime import device_errors
+from ..runtime.location import Location, argument_error, user_location
+from ..runtime.target import current_target
+from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
+from ._route import torch_ops
+from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
+
+OP = "flash_attn_with_kvcache"
+
+
+def flash_attn_with_kvcache(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    cache_seqlens: Any = None,
+    block_table: Any = None,
+    softmax_scale: float | None = None,
+    causal: bool = False,
+    window_size: tuple[int, int] = (-1, -1),
+    softcap: float = 0.0,
+) -> Any:
+    """flash-attn's `flash_attn_with_kvcache` (no append): softmax(cap(q k^T * scale)) v of q
+    (B, L, H, D) over sequence b's first cache_seqlens[b] cache entries, contiguous
+    (B_cache, S_cache, H_kv, D) or paged through `block_table`; query i at position
+    cache_seqlens[b] - L + i. Returns (B, L, H, D). Forward only."""
+    if (t := torch_ops(q, k_cache, v_cache, cache_seqlens, block_table)) is not None:
+        left, right = _window(window_size, bool(causal))
+        return t.flash_attn_with_kvcache(
+            q, k_cache, v_cache, _seqlens_tensor(cache_seqlens, q), block_table, softmax_scale,
+            bool(causal), [left, right], float(softcap),
+        )  # fmt: skip
+    return _attend(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
+                   window_size, softcap)  # fmt: skip
+
+
+def _seqlens_tensor(cache_seqlens: Any, q: Any) -> Any:
+    """An int cache_seqlens as the torch operator's (B,) int32 tensor beside q (checked as the
+    tensor is: in the kernel)."""
+    if cache_seqlens is None or hasattr(cache_seqlens, "shape"):
+        return cache_seqlens
+    torch = sys.modules["torch"]
+    if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, int):
+        raise argument_error(
+            f"`cache_seqlens` of `fearless.ops.{OP}` must be None, an int or a (batch,) int32 "
+            f"tensor, not {type(cache_seqlens).__name__}",
+        )
+    n = max(min(cache_seqlens, 2**31 - 1), -(2**31))
+    return torch.full((q.shape[0],), n, dtype=torch.int32, device=q.device)
+
+
+def _window(window_size: Any, causal: bool) -> tuple[int, int]:
+    """(left, right), -1 unbounded, with right 0 where causal (flash-attn's rule)."""
+    try:
+        left, right = (operator.index(w) for w in window_size)
+        if isinstance(window_size[0], bool) or isinstance(window_size[1], bool):
+            raise TypeError
+    except (TypeError, ValueError):
+        raise argument_error(
+            f"`window_size` of `fearless.ops.{OP}` must be two ints (left, right), got "
+            f"{window_size!r:.60}",
+            help="pass (-1, -1) for no window, e.g. (256, 0) for 256 keys before each query",
+        ) from None
+    if left < -1 or right < -1 or max(left, right) > 2**31 - 1:
+        raise argument_error(
+            f"`window_size` of `fearless.ops.{OP}` must hold ints of -1 (unbounded) or more, "
+            f"got {window_size!r}",
+        )
+    return left, 0 if causal else right
+
+
+def _attend(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    cache_seqlens: Any,
+    block_table: Any,
+    softmax_scale: Any,
+    causal: Any,
+    window_size: Any,
+    softcap: Any,
+) -> Any:
+    """The checks, the kernel, then the device check of the table and lengths."""
+    qa = operand(q, OP, "q", FLOATS)
+    dev = qa.tensor.device
+    ka, va = (operand(x, OP, n, FLOATS, device=dev) for x, n in ((k_cache, "k_cache"),
+                                                                (v_cache, "v_cache")))  # fmt: skip
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    if len(qa.shape) != 4 or len(ka.shape) != 4 or va.shape != ka.shape:
+        raise _mismatch(f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, lq, h, d), (nb, rows, hk, dk) = qa.shape, ka.shape
+    if dk != d or not hk or h % hk:
+        raise _mismatch(f"shapes {qa.shape}, {ka.shape}: D differs or H not a multiple of H_kv")
+    table = None
+    if block_table is None:
+        if nb < b:
+            raise _mismatch(f"a cache of {nb} sequences for {b} queries' sequences")
+        capacity = rows
+    else:
+        ta = operand(block_table, OP, "block_table", (dtypes.i32,), device=dev)
+        if len(ta.shape) != 2 or ta.shape[0] != b or not ta.shape[1]:
+            raise argument_error(
+                f"`block_table` of `fearless.ops.{OP}` must be (batch, max_num_blocks_per_seq) "
+                f"= ({b}, MB >= 1), got {ta.shape}",
+            )
+        table, capacity = ta, ta.shape[1] * rows
+    left, right = _window(window_size, bool(causal))
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else number(softmax_scale, OP,
+                                                                    "softmax_scale")  # fmt: skip
+    cap = number(softcap, OP, "softcap")
+    if not cap >= 0.0 or math.isinf(cap):
+        raise argument_error(
+            f"`softcap` of `fearless.ops.{OP}` must be 0 (none) or above, finite, got {softcap!r}"
+        )
+    seqlens = _seqlens(cache_seqlens, qa, b, capacity)
+    out, ret = output(qa, (b, lq, h, d)) if capacity else zeros_output(qa, (b, lq, h, d))
+    if capacity and out.size:
+        err = full(qa, (2,), NO_ERROR, dtypes.i32)
+        flags = (bool(causal), left >= 0, right >= 0, cap > 0.0)
+        kvcache_attention_tuned(
+            qa.tensor, ka.tensor, va.tensor, seqlens, None if table is None else table.tensor,
+            err, out, scale, h // hk, flags, max(left, 0), max(right, 0), cap or 1.0,
+        )  # fmt: skip
+        check = _Check(err, table, seqlens, b, nb, capacity, rows, user_location())
+        if current_target().on_device:
+            device_errors.defer(check)
+        else:
+            check()  # the simulator's launch ran to completion
+    return result(qa, out, ret)
+
+
+def _seqlens(cache_seqlens: Any, qa: Operand, b: int, capacity: int) -> Any:
+    """The (B,) i32 tensor of lengths the kernel reads (an int or None filled beside q)."""
+    if (
+        cache_seqlens is None
+        or isinstance(cache_seqlens, int)
+        or not hasattr(cache_seqlens, "shape")
+    ):
+        n = capacity if cache_seqlens is None else cache_seqlens
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise argument_error(
+                f"`cache_seqlens` of `fearless.ops.{OP}` must be None, an int or a (batch,) "
+                f"int32 tensor, not {type(n).__name__}",
+            )
+        if not 0 <= n <= capacity:
+            raise KernelIndexError(
+                f"cache_seqlens = {n} is outside the cache's {capacity} positions",
+                user_location(),
+                help="each sequence uses between 0 and (the cache's rows, or "
+                "max_num_blocks_per_seq * page_block_size) positions",
+            )
+        return full(qa, (b,), n, dtypes.i32)
+    sa = operand(cache_seqlens, OP, "cache_seqlens", (dtypes.i32,), device=qa.tensor.device)
+    if sa.shape != (b,):
+        raise argument_error(
+            f"`cache_seqlens` of `fearless.ops.{OP}` must have shape (batch,) = ({b},), got "
+            f"{sa.shape}",
+        )
+    return sa.tensor
+
+
+class _Check:
+    """Reads the kernel's error words (after the launch finished) and raises the first bad
+    slot or length as a KernelIndexError at the call's line."""
+
+    def __init__(
+        self, err: Any, table: Operand | None, seqlens: Any, b: int, nb: int, capacity: int,
+        page: int, loc: Location | None,
+    ) -> None:  # fmt: skip
+        self.err, self.table, self.seqlens, self.loc = err, table, seqlens, loc
+        self.b, self.nb, self.capacity, self.page = b, nb, capacity, page
+
+    def __call__(self) -> None:
+        bad_slot, bad_len = (int(w) for w in np.asarray(self.err.numpy()).reshape(2))
+        if bad_len != NO_ERROR:
+            n = int(np.asarray(self.seqlens.numpy()).reshape(-1)[bad_len])
+            raise KernelIndexError(
+                f"cache_seqlens[{bad_len}] = {n} is outside the cache's {self.capacity} positions",
+                self.loc,
+                label="cache length out of range",
+                notes=["the kernel clamped it and read nothing outside the cache"],
+                help="each sequence uses between 0 and (the cache's rows, or "
+                "max_num_blocks_per_seq * page_block_size) positions",
+            )
+        if bad_slot != NO_ERROR and self.table is not None:
+            mb = self.table.shape[1]
+            seq, slot = divmod(bad_slot, mb)
+            ids = np.asarray(self.table.tensor.numpy())
+            n = int(np.asarray(self.seqlens.numpy()).reshape(-1)[seq])
+            used = -(-n // self.page)
+            raise KernelIndexError(
+                f"block_table[{seq}, {slot}] = {int(ids[seq, slot])} is outside the cache's "
+                f"{self.nb} blocks",
+                self.loc,
+                label="block id out of range",
+                notes=[
+                    f"cache_seqlens[{seq}] = {n}: sequence {seq} uses slots 0..{used - 1} of its "
+                    "row of block_table; the kernel read no key of that block",
+                ],
+                help="every block id a sequence uses must be in [0, num_blocks)",
+            )
+
+
+def _mismatch(what: str) -> KernelTypeError:
+    return KernelTypeError(
+        f"`fearless.ops.{OP}` needs q (B, L, H, D) and k_cache, v_cache (B_cache >= B, S, H_kv, "
+        f"D) or (num_blocks, page_block_size, H_kv, D) of one dtype, got {what}",
+        user_location(),
+        code="E0701",
+    )

@@ -1,0 +1,87 @@
+"""`fearless.ops.flash_attn_with_kvcache` on the GPU at flash-attn's test shapes for the KV cache
+(bf16 and f16, D 128, GQA 32 / 8 heads, contiguous and paged with pages of 256 and 16, ragged
+cache_seqlens, causal, a window, a soft cap) against a torch float32 reference built here
+from the same cache; a bad block id raised at `fl.synchronize()`, naming the sequence and
+slot, with finite output (no other block read)."""
+
+from __future__ import annotations
+
+import pytest
+
+import fearless as fl
+from fearless import ops
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
+
+
+def _reference(q, k, v, lens, scale, causal, window, cap):  # type: ignore[no-untyped-def]
+    """torch f32, one sequence at a time: query i at lens[b] - L + i (bottom-right)."""
+    b, lq, h, d = q.shape
+    rep = h // k.shape[2]
+    out = torch.zeros(b, lq, h, d, device=q.device)
+    left, right = window[0], 0 if causal else window[1]
+    for s in range(b):
+        n = int(lens[s])
+        kk = k[s, :n].float().repeat_interleave(rep, 1)
+        vv = v[s, :n].float().repeat_interleave(rep, 1)
+        sc = torch.einsum("lhd,nhd->hln", q[s].float(), kk) * scale
+        if cap > 0:
+            sc = cap * torch.tanh(sc / cap)
+        pos = n - lq + torch.arange(lq, device=q.device)[:, None]
+        keys = torch.arange(n, device=q.device)[None, :]
+        keep = torch.ones(lq, n, dtype=torch.bool, device=q.device)
+        if left >= 0:
+            keep &= keys >= pos - left
+        if right >= 0:
+            keep &= keys <= pos + right
+        p = torch.softmax(sc.masked_fill(~keep, float("-inf")), -1).nan_to_num(0.0)
+        out[s] = torch.einsum("hln,nhd->lhd", p, vv)
+    return out
+
+
+def _paged(k, v, page):  # type: ignore[no-untyped-def]
+    b, s, hk, d = k.shape
+    mb = -(-s // page)
+    perm = torch.randperm(b * mb, device=k.device).to(torch.int32)
+    table = perm.reshape(b, mb)
+    blocks = []
+    for x in (k, v):
+        pad = torch.zeros(b, mb * page, hk, d, dtype=x.dtype, device=x.device)
+        pad[:, :s] = x
+        xb = torch.empty(b * mb, page, hk, d, dtype=x.dtype, device=x.device)
+        xb[table.reshape(-1).long()] = pad.reshape(b * mb, page, hk, d)
+        blocks.append(xb)
+    return blocks[0], blocks[1], table
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("page", [None, 256, 16])
+@pytest.mark.parametrize(
+    "lq,causal,window,cap", [(1, False, (-1, -1), 0.0), (128, True, (-1, -1), 0.0),
+                             (4, True, (256, 0), 0.0), (1, False, (-1, -1), 50.0)]
+)  # fmt: skip
+def test_matches_torch(dtype, page, lq, causal, window, cap) -> None:  # type: ignore[no-untyped-def]
+    b, s, h, hk, d = 3, 1000, 32, 8, 128
+    q = torch.randn(b, lq, h, d, device="cuda").to(dtype)
+    k, v = (torch.randn(b, s, hk, d, device="cuda").to(dtype) for _ in range(2))
+    lens = torch.tensor([1000, 513, 129], dtype=torch.int32, device="cuda")
+    want = _reference(q, k, v, lens.cpu(), d**-0.5, causal, window, cap)
+    if page is None:
+        got = ops.flash_attn_with_kvcache(q, k, v, lens, None, None, causal, window, cap)
+    else:
+        kb, vb, table = _paged(k, v, page)
+        got = ops.flash_attn_with_kvcache(q, kb, vb, lens, table, None, causal, window, cap)
+    torch.testing.assert_close(got.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_a_bad_block_id_is_raised_at_synchronize() -> None:
+    q = torch.randn(2, 1, 8, 64, device="cuda").half()
+    k, v = (torch.randn(2, 64, 2, 64, device="cuda").half() for _ in range(2))
+    kb, vb, table = _paged(k, v, 16)
+    table[1, 2] = 912
+    lens = torch.tensor([64, 64], dtype=torch.int32, device="cuda")
+    out = ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 2\] = 912 is outside"):
+        fl.synchronize()
+    assert torch.isfinite(out).all()

@@ -1,0 +1,270 @@
+"""`fearless.ops.flash_attn_with_kvcache` (DESIGN 2c): flash-attn's semantics (bottom-right
+causal, windows, soft cap, GQA, ragged cache_seqlens incl. 0) against a float64 NumPy reference
+on the simulator, contiguous and paged (pages of 16 and 4 in shuffled blocks); paged equals
+contiguous on the same data; a bad block id or length is a KernelIndexError naming the sequence
+and the slot, and reads nothing outside the cache nor another block; the torch operator and its
+fake kernel; the refusals; the kernels through tileiras."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import ops
+from fearless.ops._io import partitioned
+from fearless.ops.kernels_kvcache import NO_ERROR, make_kvcache_attention, table_tile
+from support.kvcache_ref import kvcache_reference as reference
+from support.kvcache_ref import paged
+
+torch = pytest.importorskip("torch")
+
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def _inputs(b, lq, s, h, hk, d, dtype, seed=0):  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(seed + 1000 * lq + s)
+    make = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    q, k, v = make(b, lq, h, d), make(b, s, hk, d), make(b, s, hk, d)
+    t = lambda x: torch.from_numpy(x).to(getattr(torch, dtype))  # noqa: E731
+    return t(q), t(k), t(v), rng
+
+
+def _np(*xs):  # type: ignore[no-untyped-def]
+    return [x.float().numpy() for x in xs]
+
+
+def _rel(got, want: np.ndarray) -> float:  # type: ignore[no-untyped-def]
+    got = np.asarray(got.float().numpy() if hasattr(got, "float") else got, np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
+
+
+CASES = [  # ((B, L, S, H, H_kv, D), dtype, seqlens, causal, window, softcap, scale)
+    ((3, 1, 70, 4, 2, 16), "float32", [70, 0, 33], False, (-1, -1), 0.0, None),  # decode, 0
+    ((2, 5, 64, 4, 1, 32), "float32", [64, 20], True, (-1, -1), 0.0, None),  # MQA, causal
+    ((2, 7, 50, 2, 2, 16), "float32", [9, 50], True, (6, -1), 0.0, 0.3),  # window left
+    ((2, 6, 40, 4, 2, 16), "float32", [40, 17], False, (3, 2), 0.0, None),  # both sides
+    ((2, 4, 48, 4, 2, 16), "float32", [48, 3], True, (-1, -1), 5.0, None),  # softcap, L > len
+    ((2, 3, 80, 8, 2, 64), "float16", [80, 41], True, (16, 0), 0.0, None),
+    ((2, 1, 90, 8, 4, 40), "bfloat16", [77, 90], False, (-1, -1), 30.0, None),  # D 40
+]
+
+
+def _case_id(c: tuple) -> str:
+    return "-".join(map(str, (*c[0], c[1], c[3], *c[4], c[5])))
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("page", [None, 16, 4])
+def test_matches_the_reference(case: tuple, page: int | None) -> None:
+    (b, lq, s, h, hk, d), dtype, lens, causal, window, cap, scale = case
+    q, k, v, rng = _inputs(b, lq, s, h, hk, d, dtype)
+    seqlens = torch.tensor(lens, dtype=torch.int32)
+    want = reference(*_np(q, k, v), np.array(lens), scale, causal, window, cap)
+    if page is None:
+        got = ops.flash_attn_with_kvcache(q, k, v, seqlens, None, scale, causal, window, cap)
+    else:
+        kb, vb, table = paged(*_np(k, v), page, rng)
+        kb, vb = (torch.from_numpy(x).to(q.dtype) for x in (kb, vb))
+        got = ops.flash_attn_with_kvcache(
+            q, kb, vb, seqlens, torch.from_numpy(table), scale, causal, window, cap
+        )
+    assert got.dtype == q.dtype and got.shape == (b, lq, h, d)
+    assert torch.isfinite(got).all()
+    assert _rel(got, want) < TOL[dtype]
+
+
+def test_paged_equals_contiguous_and_int_or_no_seqlens() -> None:
+    q, k, v, rng = _inputs(2, 3, 37, 4, 2, 16, "float32")
+    kb, vb, table = paged(*_np(k, v), 16, rng)
+    pag = ops.flash_attn_with_kvcache(q.numpy(), kb, vb, 30, table, causal=True)
+    con = ops.flash_attn_with_kvcache(q.numpy(), k.numpy(), v.numpy(), 30, causal=True)
+    assert isinstance(pag, np.ndarray)
+    np.testing.assert_allclose(pag, con, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(con, reference(*_np(q, k, v), np.array([30, 30]), causal=True),
+                               rtol=1e-5, atol=1e-5)  # fmt: skip
+    whole = ops.flash_attn_with_kvcache(q, k, v)  # None: the whole cache
+    assert _rel(whole, reference(*_np(q, k, v), np.array([37, 37]))) < 1e-5
+    fl_out = ops.flash_attn_with_kvcache(*(fl.asarray(x.numpy()) for x in (q, k, v)), 37)
+    assert isinstance(fl_out, fl.Tensor) and _rel(fl_out.numpy(), whole.numpy()) < 1e-6
+
+
+@pytest.mark.parametrize("flags", [(True, False, False), (True, True, False), (False, True, True)])
+def test_small_tiles_skip_only_tiles_no_row_sees(flags: tuple) -> None:
+    """The contiguous kernel with (16, 16) tiles (the simulator's autotuner takes 128-row
+    ones): many key tiles skipped or masked on both sides of the window."""
+    causal, left, right = flags
+    b, lq, s, h, hk, d = 2, 40, 100, 2, 1, 16
+    q, k, v, _ = _inputs(b, lq, s, h, hk, d, "float32")
+    lens = np.array([100, 57], np.int32)
+    wl, wr = 20, 5
+    out = fl.empty((b, lq, h, d), dtype=fl.f32)
+    err = fl.asarray(np.full(2, NO_ERROR, np.int32))
+    kernel = make_kvcache_attention(fl.f32, False, causal, left, right, False)
+    args = [fl.asarray(x.numpy()) for x in (q, k, v)] + [fl.asarray(lens), err]
+    with partitioned(out, (1, 16, 1, 16)) as part:
+        kernel(part, *args, 0.25, wl, wr, 1.0, 16, 2)
+    window = (wl if left else -1, wr if right else -1)
+    want = reference(*_np(q, k, v), lens, 0.25, causal, window)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
+    assert (err.numpy() == NO_ERROR).all()
+
+
+def _bad_table_case():  # type: ignore[no-untyped-def]
+    q, k, v, rng = _inputs(4, 2, 32, 2, 1, 16, "float32")
+    kb, vb, table = paged(*_np(k, v), 4, rng, spare=0)  # 32 blocks, 8 slots a sequence
+    return q, k, v, kb, vb, table
+
+
+def test_a_bad_block_id_is_an_error_naming_the_sequence_and_slot() -> None:
+    q, _, _, kb, vb, table = _bad_table_case()
+    seqlens = np.array([32, 32, 32, 25], np.int32)  # sequence 3 uses slots 0..6
+    for bad in (912, -1, 32):
+        t = table.copy()
+        t[3, 6] = bad
+        with pytest.raises(
+            fl.KernelIndexError,
+            match=rf"block_table\[3, 6\] = {bad} is outside the cache's 32 blocks",
+        ) as info:
+            ops.flash_attn_with_kvcache(q.numpy(), kb, vb, seqlens, t)
+        assert "test_ops_kvcache.py" in str(info.value)  # the user's line
+    t = table.copy()
+    t[3, 7] = 912  # a slot sequence 3 does not use: fine
+    ops.flash_attn_with_kvcache(q.numpy(), kb, vb, seqlens, t)
+    t[1, 2] = t[3, 6] = 10**6  # the first (sequence, slot) is named
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 2\]"):
+        ops.flash_attn_with_kvcache(q.numpy(), kb, vb, seqlens, t)
+
+
+def test_a_bad_block_id_reads_nothing_outside_nor_another_block() -> None:
+    """The kernel itself (no operator check): a bad id reads no element outside the cache (the
+    simulator would raise its bounds error) and no other block's data reaches the output: the
+    clamped block 0 is NaN, and the output is that of the sequence without the bad page."""
+    q, k, v, kb, vb, table = _bad_table_case()
+    kb[0] = np.nan
+    vb[0] = np.nan
+    t = table.copy()
+    t[1] = np.where(t[1] == 0, 31, t[1])  # no sequence uses block 0 ...
+    t[0] = np.where(t[0] == 0, 31, t[0])
+    t[2] = np.where(t[2] == 0, 31, t[2])
+    t[3] = np.where(t[3] == 0, 31, t[3])
+    t[1, 3] = 5000  # ... and sequence 1's slot 3 (keys 12..15) is outside the cache
+    lens = np.array([32, 32, 32, 32], np.int32)
+    out = fl.empty((4, 2, 2, 16), dtype=fl.f32)
+    err = fl.asarray(np.full(2, NO_ERROR, np.int32))
+    kernel = make_kvcache_attention(fl.f32, True, False, False, False, False)
+    args = [fl.asarray(x) for x in (q.numpy(), kb, vb, lens, t)] + [err]
+    with partitioned(out, (1, 16, 1, 16)) as part:
+        kernel(part, *args, 0.25, 0, 0, 1.0, 4, 2, 4, table_tile(8))
+    assert err.numpy()[0] == 1 * 8 + 3 and err.numpy()[1] == NO_ERROR
+    got = out.numpy()
+    assert np.isfinite(got).all()
+    keep = np.r_[0:12, 16:32]  # sequence 1 without its bad page
+    want = reference(q.numpy()[1:2], k.numpy()[1:2, keep], v.numpy()[1:2, keep], [28], 0.25)
+    np.testing.assert_allclose(got[1:2], want, rtol=1e-5, atol=1e-5)
+
+
+def test_bad_seqlens_are_errors_naming_the_sequence() -> None:
+    q, k, v, kb, vb, table = _bad_table_case()
+    for lens, seq, n in (([32, 33, 0, 1], 1, 33), ([0, 0, -2, 40], 2, -2)):
+        sl = np.array(lens, np.int32)
+        with pytest.raises(
+            fl.KernelIndexError, match=rf"cache_seqlens\[{seq}\] = {n} is outside the cache's 32"
+        ):
+            ops.flash_attn_with_kvcache(q.numpy(), kb, vb, sl, table)
+        with pytest.raises(fl.KernelIndexError, match=rf"cache_seqlens\[{seq}\] = {n}"):
+            ops.flash_attn_with_kvcache(q.numpy(), k.numpy(), v.numpy(), sl)
+    with pytest.raises(fl.KernelIndexError, match="cache_seqlens = 33 is outside"):
+        ops.flash_attn_with_kvcache(q.numpy(), k.numpy(), v.numpy(), 33)
+
+
+def test_refusals_are_fearless_errors() -> None:
+    q, k, v, kb, vb, table = _bad_table_case()
+    with pytest.raises(fl.KernelTypeError, match="dtypes"):
+        ops.flash_attn_with_kvcache(q, k.half(), v.half())
+    with pytest.raises(fl.KernelTypeError, match="H not a multiple of H_kv"):
+        ops.flash_attn_with_kvcache(q[:, :, :1], k.expand(4, 32, 2, 16), v.expand(4, 32, 2, 16))
+    with pytest.raises(fl.KernelTypeError, match="a cache of 2 sequences for 4"):
+        ops.flash_attn_with_kvcache(q, k[:2], v[:2])
+    with pytest.raises(fl.KernelTypeError, match=r"takes i32 tensors, but `block_table` is i64"):
+        ops.flash_attn_with_kvcache(q.numpy(), kb, vb, None, table.astype(np.int64))
+    with pytest.raises(fl.KernelTypeError, match=r"must be \(batch, max_num_blocks_per_seq\)"):
+        ops.flash_attn_with_kvcache(q.numpy(), kb, vb, None, table[:2])
+    with pytest.raises(fl.KernelTypeError, match=r"`cache_seqlens` .* shape \(batch,\) = \(4,\)"):
+        ops.flash_attn_with_kvcache(q, k, v, torch.zeros(3, dtype=torch.int32))
+    with pytest.raises(fl.KernelTypeError, match="window_size"):
+        ops.flash_attn_with_kvcache(q, k, v, window_size=(-2, 0))
+    with pytest.raises(fl.KernelTypeError, match="softcap"):
+        ops.flash_attn_with_kvcache(q, k, v, softcap=-1.0)
+    with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
+        ops.flash_attn_with_kvcache(q.requires_grad_(), k, v)
+
+
+def test_torch_operator_fake_kernel_and_compile() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    q, k, v, rng = _inputs(2, 3, 20, 4, 2, 16, "float32")
+    kb, vb, table = paged(*_np(k, v), 4, rng)
+    kb, vb, table = (torch.from_numpy(x) for x in (kb, vb, table))
+    sl = torch.tensor([20, 11], dtype=torch.int32)
+    want = reference(*_np(q, k, v), np.array([20, 11]), None, True, (4, -1), 2.0)
+    got = torch.ops.fearless.flash_attn_with_kvcache(q, kb, vb, sl, table, None, True, [4, 0], 2.0)
+    assert _rel(got, want) < 1e-5
+    with FakeTensorMode():
+        out = torch.ops.fearless.flash_attn_with_kvcache(
+            torch.empty(2, 3, 4, 16), torch.empty(5, 4, 2, 16), torch.empty(5, 4, 2, 16)
+        )
+        assert out.shape == (2, 3, 4, 16)
+
+    def block(q, kb, vb, sl, table):  # type: ignore[no-untyped-def]
+        return ops.flash_attn_with_kvcache(q, kb, vb, sl, table, causal=True, window_size=(4, 9),
+                                           softcap=2.0)  # fmt: skip
+
+    got = torch.compile(block, fullgraph=True, backend="aot_eager")(q, kb, vb, sl, table)
+    assert _rel(got, want) < 1e-5
+
+
+@pytest.mark.parametrize("page", [None, 4, 16, 256])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_kernels_compile_through_tileiras(cubin: Callable[..., bytes], page: int | None,
+                                          dtype: str) -> None:  # fmt: skip
+    dt = getattr(fl, dtype)
+    q = fl.zeros((4, 1, 32, 128), dtype=dt)
+    out = fl.empty(q.shape, dtype=dt).partition((1, 64, 1, 128))
+    lens, err = fl.zeros((4,), dtype=fl.i32), fl.zeros((2,), dtype=fl.i32)
+    if page is None:
+        kv = fl.zeros((4, 1000, 8, 128), dtype=dt)
+        kernel = make_kvcache_attention(dt, False, True, True, False, True, occupancy=2)
+        assert cubin(kernel, out, q, kv, kv, lens, err, 0.1, 255, 0, 50.0, 64, 4)
+    else:
+        kv = fl.zeros((64, page, 8, 128), dtype=dt)
+        table = fl.zeros((4, 4096 // page), dtype=fl.i32)
+        kernel = make_kvcache_attention(dt, True, True, False, False, False, occupancy=2)
+        tn = min(page, 64)
+        mbp = table_tile(4096 // page)
+        assert cubin(kernel, out, q, kv, kv, lens, table, err, 0.1, 0, 0, 1.0, tn, 4, page, mbp)
+
+
+def test_deferred_checks_run_once_and_raise_the_first() -> None:
+    """The GPU path's hand-off (runtime/device_errors.py): checks deferred by the operator run
+    at the next synchronisation, all of them, once; the first error goes up."""
+    from fearless.runtime import device_errors
+
+    ran: list[int] = []
+
+    def failing(n: int):  # type: ignore[no-untyped-def]
+        def check() -> None:
+            ran.append(n)
+            raise fl.KernelIndexError(f"check {n}")
+
+        return check
+
+    device_errors.defer(failing(1))
+    device_errors.defer(failing(2))
+    with pytest.raises(fl.KernelIndexError, match="check 1"):
+        device_errors._run_deferred()
+    assert ran == [1, 2]
+    device_errors._run_deferred()  # nothing left
+    assert ran == [1, 2]
