@@ -268,3 +268,48 @@ def test_deferred_checks_run_once_and_raise_the_first() -> None:
     assert ran == [1, 2]
     device_errors._run_deferred()  # nothing left
     assert ran == [1, 2]
+
+
+def test_the_gpu_path_keeps_one_pending_record_however_many_launches() -> None:
+    """On the GPU the launches with one table width share one error buffer and one deferred
+    check (ops/kvcache_attention.py `_Pending`), so a loop that never synchronises through
+    fearless holds two words, not a check per call. One launch's error names its block id;
+    after several, the sequence and slot and the first launch's line; the check leaves the
+    words clean for the next launches. (Driven here with simulator tensors.)"""
+    from fearless.ops import _io
+    from fearless.ops import kvcache_attention as kv
+    from fearless.runtime import device_errors
+
+    table = _io.operand(np.array([[0, 1], [2, 77]], np.int32), kv.OP, "block_table")
+    lens = fl.asarray(np.array([32, 32], np.int32))
+    err = fl.asarray(np.full(2, NO_ERROR, np.int32))
+    pending = kv._Pending(err)
+
+    def check() -> kv._Check:
+        return kv._Check(err, table, lens, 2, 8, 32, 16, None)
+
+    before = len(device_errors._deferred)
+    for _ in range(3):
+        pending.launched(check())
+    assert len(device_errors._deferred) == before + 1  # registered once
+    device_errors._deferred.remove(pending.run)
+    err._host[0] = 1 * 2 + 1  # sequence 1, slot 1
+    with pytest.raises(
+        fl.KernelIndexError,
+        match=r"block_table\[1, 1\] is outside the cache "
+        r"in one of the 3 launches since the last synchronisation",
+    ):
+        pending.run()
+    assert (err._host == NO_ERROR).all() and pending.calls == 0
+    pending.launched(check())
+    device_errors._deferred.remove(pending.run)
+    err._host[0] = 3
+    with pytest.raises(
+        fl.KernelIndexError,
+        match=r"block_table\[1, 1\] = 77 is outside the "
+        r"cache's 8 blocks",
+    ):
+        pending.run()
+    pending.launched(check())
+    device_errors._deferred.remove(pending.run)
+    pending.run()  # nothing recorded: nothing raised

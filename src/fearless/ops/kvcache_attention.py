@@ -29,13 +29,14 @@ from __future__ import annotations
 import math
 import operator
 import sys
+import threading
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import KernelIndexError, KernelTypeError
-from ..runtime import device_errors
+from ..runtime import device_errors, driver
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
@@ -152,18 +153,79 @@ def _attend(
     seqlens = _seqlens(cache_seqlens, qa, b, capacity)
     out, ret = output(qa, (b, lq, h, d)) if capacity else zeros_output(qa, (b, lq, h, d))
     if capacity and out.size:
-        err = full(qa, (2,), NO_ERROR, dtypes.i32)
+        on_device = current_target().on_device
+        mb = 0 if table is None else table.shape[1]
+        pending = _pending_record(qa, mb) if on_device else None
+        err = pending.err if pending is not None else full(qa, (2,), NO_ERROR, dtypes.i32)
         flags = (bool(causal), left >= 0, right >= 0, cap > 0.0)
         kvcache_attention_tuned(
             qa.tensor, ka.tensor, va.tensor, seqlens, None if table is None else table.tensor,
             err, out, scale, h // hk, flags, max(left, 0), max(right, 0), cap or 1.0,
         )  # fmt: skip
         check = _Check(err, table, seqlens, b, nb, capacity, rows, user_location())
-        if current_target().on_device:
-            device_errors.defer(check)
-        else:
+        if pending is None:
             check()  # the simulator's launch ran to completion
+        else:
+            pending.launched(check)
     return result(qa, out, ret)
+
+
+class _Pending:
+    """The GPU's error words of every launch with one table width on one device since the last
+    `fl.synchronize()`: one buffer the kernels keep the smallest bad record in (an atomic min),
+    checked once there (runtime/device_errors.py `defer`), so that a serving loop that never
+    synchronises through fearless holds two words, not one check per call. The message gives
+    the block id when one launch wrote the words; after several, the sequence and slot and the
+    line of the first."""
+
+    def __init__(self, err: Any) -> None:
+        self.err = err
+        self.first: _Check | None = None  # the first launch's check since the last one ran
+        self.last: _Check | None = None
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def launched(self, check: _Check) -> None:
+        with self.lock:
+            self.calls += 1
+            self.last = check
+            if self.first is not None:
+                return
+            self.first = check
+        device_errors.defer(self.run)
+
+    def run(self) -> None:
+        with self.lock:
+            first, last, calls = self.first, self.last, self.calls
+            self.first = self.last = None
+            self.calls = 0
+        if first is None or last is None:
+            return
+        words = np.array(self.err.numpy()).reshape(2)  # a copy: the buffer is reset below
+        if (words == NO_ERROR).all():
+            return
+        clean = np.full(2, NO_ERROR, np.int32)  # the next launches start clean
+        if self.err._host is not None:
+            self.err._host[...] = clean
+        else:
+            driver.copy_host_to_device(self.err.data_ptr, clean)
+        if calls == 1:
+            last.raise_for(words)
+        first.raise_for(words, calls=calls)
+
+
+_pending: dict[tuple[int, int], _Pending] = {}
+_pending_lock = threading.Lock()
+
+
+def _pending_record(qa: Operand, mb: int) -> _Pending:
+    """The pending record of launches beside `qa` with a table `mb` slots wide (0: none)."""
+    key = (qa.tensor.device, mb)
+    with _pending_lock:
+        found = _pending.get(key)
+        if found is None:
+            found = _pending[key] = _Pending(full(qa, (2,), NO_ERROR, dtypes.i32))
+    return found
 
 
 def _seqlens(cache_seqlens: Any, qa: Operand, b: int, capacity: int) -> Any:
@@ -208,7 +270,27 @@ class _Check:
         self.b, self.nb, self.capacity, self.page = b, nb, capacity, page
 
     def __call__(self) -> None:
-        bad_slot, bad_len = (int(w) for w in np.asarray(self.err.numpy()).reshape(2))
+        self.raise_for(np.asarray(self.err.numpy()).reshape(2))
+
+    def raise_for(self, words: Any, calls: int = 1) -> None:
+        """Raise what the error words record (nothing when they record nothing). After
+        `calls` > 1 launches the words may be another launch's: the sequence and slot are
+        named, the values this launch passed are not."""
+        bad_slot, bad_len = (int(w) for w in words)
+        if calls > 1 and (bad_slot, bad_len) != (NO_ERROR, NO_ERROR):
+            if bad_len != NO_ERROR:
+                what = f"cache_seqlens[{bad_len}] is outside the cache"
+            else:
+                mb = self.table.shape[1] if self.table is not None else 1
+                what = f"block_table[{bad_slot // mb}, {bad_slot % mb}] is outside the cache"
+            raise KernelIndexError(
+                f"{what} in one of the {calls} launches since the last synchronisation (the "
+                "first at this line)",
+                self.loc,
+                label="out of range",
+                notes=["the kernel clamped it and read nothing outside the cache"],
+                help="synchronise (`fl.synchronize()`) after a call to name its launch and value",
+            )
         if bad_len != NO_ERROR:
             n = int(np.asarray(self.seqlens.numpy()).reshape(-1)[bad_len])
             raise KernelIndexError(
