@@ -66,6 +66,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     ),  # fl.autotune (§3.7)
     (("fearless",), False),  # the package root: re-exports the public API
     (("ops",), False),
+    (("transformers",), False),  # Hugging Face models patched onto ops
     (("check", "fearless_bench"), False),  # the host-code check and the suite, side by side
     (("cli",), False),  # `fearless check` and `fearless bench` call into them: cli sits over both
     (("__main__",), False),

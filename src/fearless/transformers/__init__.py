@@ -1,0 +1,28 @@
+"""fearless.transformers: Hugging Face transformers models on fearless kernels (DESIGN 2c,
+"Models"), TileGym's and Liger-Kernel's convention.
+
+    from fearless import transformers as flt
+    flt.apply(model)                                    # by model.config.model_type
+    flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
+
+Supported model types: llama, mistral, qwen2, qwen3. The patches are in patch.py, the forwards
+they install in layers.py (RMSNorm, SwiGLU MLP, RoPE, attention) and loss.py (the causal-LM
+loss as fused linear cross-entropy). `import fearless` does not import this package, and this
+package imports Hugging Face transformers only when one of its functions is called.
+"""
+
+from .patch import (
+    apply,
+    apply_fearless_kernel_to_llama,
+    apply_fearless_kernel_to_mistral,
+    apply_fearless_kernel_to_qwen2,
+    apply_fearless_kernel_to_qwen3,
+)
+
+__all__ = [
+    "apply",
+    "apply_fearless_kernel_to_llama",
+    "apply_fearless_kernel_to_mistral",
+    "apply_fearless_kernel_to_qwen2",
+    "apply_fearless_kernel_to_qwen3",
+]

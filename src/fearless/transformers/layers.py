@@ -1,0 +1,199 @@
+"""What fearless.transformers puts into a Hugging Face model: the forwards of its RMSNorm, gated
+MLP and attention modules, the rotary embedding function, and the causal-LM loss, each on
+fearless.ops, each falling back to the model's own torch code for an input the fearless op does
+not take (said at each check).
+
+A module is patched by giving it a subclass of its Hugging Face class (`fearless_class`): the
+class's `__init__`, parameters and `isinstance` stay Hugging Face's; only `forward` (and, for
+attention, a marker that the `sdpa` dispatcher reads) is ours. The original class is the
+subclass's `_fearless_base`, whose forward is the fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import ops
+
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # what every fearless.ops kernel takes
+_CLASSES: dict[type, type] = {}  # Hugging Face class -> its fearless subclass
+
+
+def fearless_class(base: type, forward: Callable[..., Any] | None, **attrs: Any) -> type:
+    """The fearless subclass of `base` (one per class, made once) whose forward is `forward`
+    (None: base's) and with the class attributes `attrs`; `base` itself when it is one."""
+    if "_fearless_base" in vars(base):
+        return base
+    if base not in _CLASSES:
+        body = {"_fearless_base": base, "__module__": base.__module__, **attrs}
+        if forward is not None:
+            body["forward"] = forward
+        _CLASSES[base] = type(f"Fearless{base.__name__}", (base,), body)
+    return _CLASSES[base]
+
+
+def _base_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return type(self)._fearless_base.forward(self, *args, **kwargs)
+
+
+# ------------------------------------------------------------------------------------ RMSNorm
+
+
+def rms_norm_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's `XxxRMSNorm.forward` (weight * normalize(x) over the last axis) through
+    `fearless.ops.rms_norm`."""
+    w = self.weight
+    if hidden_states.dtype not in _FLOATS or w.dtype != hidden_states.dtype:
+        # A weight in another dtype than the activations (f32 weights under bf16 autocast, say):
+        # Hugging Face multiplies after casting the normalized rows back and promotes the product,
+        # which the fused kernel (weight cast to x's dtype) would not reproduce.
+        return _base_forward(self, hidden_states)  # type: ignore[no-any-return]
+    return ops.rms_norm(hidden_states, (w.shape[0],), w, self.variance_epsilon)  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------------------------------- MLP
+
+
+def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's gated MLP, down(act(gate(x)) * up(x)), with act(gate) * up as
+    `fearless.ops.swiglu` (silu(a) * b) when the activation is SiLU."""
+    act = getattr(getattr(self, "config", None), "hidden_act", None)
+    gate, up = self.gate_proj(x), self.up_proj(x)
+    if act not in ("silu", "swish") or gate.dtype not in _FLOATS or gate.dtype != up.dtype:
+        # Another activation (gelu for some configs) has no fused kernel here; mixed dtypes
+        # (autocast) are refused by swiglu.
+        return self.down_proj(self.act_fn(gate) * up)  # type: ignore[no-any-return]
+    return self.down_proj(ops.swiglu(gate, up))  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------- RoPE
+
+
+def rope_function(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for a modeling module's `apply_rotary_pos_emb(q, k, cos, sin,
+    unsqueeze_dim=1)` that rotates through `fearless.ops.rope`, and calls `original` for what
+    that op does not take."""
+    original = getattr(original, "_fearless_original", original)
+
+    def apply_rotary_pos_emb(
+        q: torch.Tensor,
+        k: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        unsqueeze_dim: int = 1,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        d = q.shape[-1]
+        takes = (
+            unsqueeze_dim == 1  # q and k as (batch, heads, seq, head_dim)
+            and q.dim() == 4
+            and k.dim() == 4
+            and q.dtype in _FLOATS
+            and q.dtype == k.dtype == cos.dtype == sin.dtype
+            # the kernel's head_dim is a power of two, and the tables cover it whole (partial
+            # rotary embeddings have narrower tables)
+            and d >= 2
+            and d & (d - 1) == 0
+            and cos.dim() == 3
+            and cos.shape == sin.shape
+            and cos.shape[1:] == (q.shape[2], d)
+            and cos.shape[0] in (1, q.shape[0])
+            and k.shape[0] == q.shape[0]
+            and k.shape[2:] == q.shape[2:]
+            # fearless's rope has no gradient for its tables (Hugging Face's are constants)
+            and not cos.requires_grad
+            and not sin.requires_grad
+        )
+        if not takes:
+            return original(q, k, cos, sin, unsqueeze_dim)  # type: ignore[no-any-return]
+        qr, kr = ops.rope(q, k, cos, sin)
+        return qr, kr
+
+    apply_rotary_pos_emb._fearless_original = original  # type: ignore[attr-defined]
+    return apply_rotary_pos_emb
+
+
+# ----------------------------------------------------------------------------------- attention
+
+
+def sdpa_dispatch(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for Hugging Face's `sdpa` attention function: fearless's flash attention for
+    the modules whose class carries `_fearless_attention`, `original` for every other module
+    (other model types keep torch's SDPA) and for what the fearless op does not take."""
+    original = getattr(original, "_fearless_original", original)
+
+    def sdpa_attention_forward(
+        module: torch.nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        dropout: float = 0.0,
+        scaling: float | None = None,
+        is_causal: bool | None = None,
+        **kwargs: Any,
+    ) -> tuple[torch.Tensor, None]:
+        if getattr(module, "_fearless_attention", False):
+            out = _attention(
+                module, query, key, value, attention_mask, dropout, scaling, is_causal, kwargs
+            )
+            if out is not None:
+                return out, None
+        return original(  # type: ignore[no-any-return]
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            dropout=dropout,
+            scaling=scaling,
+            is_causal=is_causal,
+            **kwargs,
+        )
+
+    sdpa_attention_forward._fearless_original = original  # type: ignore[attr-defined]
+    return sdpa_attention_forward
+
+
+def _attention(
+    module: torch.nn.Module,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: float,
+    scaling: float | None,
+    is_causal: bool | None,
+    kwargs: dict[str, Any],
+) -> torch.Tensor | None:
+    """Hugging Face's sdpa_attention_forward on `fearless.ops.scaled_dot_product_attention`:
+    the output as (batch, seq, heads, head_dim), or None where the fearless op does not take
+    the call (the caller then runs torch's)."""
+    if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
+        return None  # no attention dropout, bias or soft-capping in the fearless kernel
+    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+        return None
+    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
+        return None  # one dtype, and a value head size equal to the query's
+    (b, h, lq, _), hk, s = q.shape, k.shape[1], k.shape[2]
+    if k.shape[0] != b or not hk or h % hk:
+        return None
+    causal = lq > 1 and mask is None and (is_causal if is_causal is not None else module.is_causal)
+    if causal and s > lq:
+        # Hugging Face's own step (sdpa_attention_forward): a prefill into an empty static cache,
+        # whose keys past the queries are masked anyway; the causal diagonal is upper-left.
+        k, v, s = k[:, :, :lq], v[:, :, :lq], lq
+    if mask is not None:
+        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+        dtypes_ok = mask.dtype in (torch.bool, q.dtype)
+        shape_ok = mask.dim() == 4 and mask.shape[2:] == (lq, s) and mask.shape[0] in (1, b)
+        if grads or not dtypes_ok or not shape_ok or mask.shape[1] not in (1, h):
+            # fearless's attention has no backward with a mask (a padded batch in training), and
+            # takes masks of (1 or B, 1 or H, L, S) only
+            return None
+    out = ops.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=bool(causal), scale=scaling, enable_gqa=hk != h
+    )
+    return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]

@@ -1,0 +1,106 @@
+"""The causal-LM forward of fearless.transformers's `fused_linear_cross_entropy=True`: with
+labels (in training, or when asked with `skip_logits=True`) the loss is
+`fearless.ops.fused_linear_cross_entropy` of the last hidden states and the LM head, and the
+(tokens, vocab) logits are never made (Liger-Kernel's lce_forward idea); otherwise Hugging
+Face's own forward runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .. import ops
+
+_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A `XxxForCausalLM.forward` that computes the loss without logits where it can, and calls
+    `original` (Hugging Face's forward) for the rest."""
+    original = getattr(original, "_fearless_original", original)
+
+    def forward(
+        self: Any,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        cache: Any = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
+        skip_logits: bool | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        shift_labels = kwargs.get("shift_labels")
+        has_labels = labels is not None or shift_labels is not None
+        skip = (self.training and has_labels) if skip_logits is None else skip_logits and has_labels
+        head = self.lm_head
+        takes = (
+            skip
+            # logits_to_keep slices positions for generation: not a loss over all of them
+            and isinstance(logits_to_keep, int)
+            and logits_to_keep == 0
+            and isinstance(head, torch.nn.Linear)
+            and head.weight.dtype in _FLOATS
+        )
+        if not takes:
+            return original(
+                self,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                cache=cache,
+                inputs_embeds=inputs_embeds,
+                labels=labels,
+                use_cache=use_cache,
+                logits_to_keep=logits_to_keep,
+                **kwargs,
+            )
+        from transformers.modeling_outputs import CausalLMOutputWithPast
+
+        return_dict = kwargs.pop("return_dict", None)
+        shift_labels = kwargs.pop("shift_labels", None)
+        num_items = kwargs.pop("num_items_in_batch", None)
+        ignore_index = kwargs.pop("ignore_index", -100)
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            cache=cache,
+            inputs_embeds=inputs_embeds,
+            use_cache=use_cache,
+            **kwargs,
+        )
+        hidden = outputs.last_hidden_state
+        if shift_labels is None and labels is not None:  # Hugging Face's: i predicts i + 1
+            shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
+        h = hidden.reshape(-1, hidden.shape[-1])
+        weight = head.weight
+        if h.dtype != weight.dtype:  # autocast's activations: the kernel takes one dtype
+            h = h.to(weight.dtype)
+        loss = ops.fused_linear_cross_entropy(
+            h,
+            weight,
+            shift_labels.reshape(-1).to(h.device),
+            head.bias,
+            ignore_index=ignore_index,
+            reduction="mean" if num_items is None else "sum",
+        )
+        if num_items is not None:  # Hugging Face's gradient-accumulation normalisation
+            loss = loss / (num_items.to(loss.device) if torch.is_tensor(num_items) else num_items)
+        out = CausalLMOutputWithPast(
+            loss=loss,
+            logits=None,
+            cache=getattr(outputs, "cache", None),
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+        return out if return_dict is not False else out.to_tuple()
+
+    forward._fearless_original = original  # type: ignore[attr-defined]
+    return forward

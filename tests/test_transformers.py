@@ -1,0 +1,262 @@
+"""fearless.transformers on the simulator with CPU torch: tiny random Llama, Mistral, Qwen2 and
+Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
+give Hugging Face's logits, loss and gradients; the patched model really calls fearless.ops
+(counted); the fallbacks (a padded batch in training, a mixed-dtype RMSNorm) run torch's code;
+patching one model type leaves others alone; `import fearless` does not import the package."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from fearless import config, ops
+from fearless.errors import KernelTypeError
+
+torch = pytest.importorskip("torch")
+hf = pytest.importorskip("transformers")
+flt = importlib.import_module("fearless.transformers")
+from support.hf_patches import PREFIX, keep_hugging_face, modeling  # noqa: E402
+
+TYPES = sorted(PREFIX)
+LAYERS, VOCAB, SEQ = 2, 96, 12
+
+
+@pytest.fixture(autouse=True)
+def restore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator, and Hugging Face's classes, functions and attention table as they were
+    once the test ends: class-level patches made in a test do not leak into the next."""
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    keep_hugging_face(monkeypatch)
+
+
+def _model(model_type: str, seed: int = 0) -> Any:
+    """A tiny random causal LM of `model_type` in f32 (4 heads over 2 KV heads, head_dim 16)."""
+    prefix = PREFIX[model_type]
+    cfg = getattr(hf, prefix + "Config")(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = getattr(hf, prefix + "ForCausalLM")(cfg)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def _batch(batch: int = 2) -> tuple[Any, Any]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+    labels = ids.clone()
+    labels[:, :3] = -100  # a few ignored positions, as a prompt would have
+    return ids, labels
+
+
+def _run(model: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """The output of one forward with labels and the parameter gradients of its loss."""
+    model.zero_grad(set_to_none=True)
+    out = model(**kwargs)
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return out, grads
+
+
+def _assert_grads_match(got: dict[str, Any], want: dict[str, Any]) -> None:
+    # f32 end to end; the fearless kernels sum in other orders than torch's (flash attention's
+    # blocked softmax, the recomputed probabilities of its backward, rms_norm's row reduction),
+    # which moves each gradient by a few f32 ulps of its largest entry per layer: 1e-5 of the
+    # tensor's largest magnitude is ~100 ulps of headroom and far below any real error.
+    assert got.keys() == want.keys()
+    for name, ref in want.items():
+        scale = float(ref.abs().max()) or 1.0
+        torch.testing.assert_close(got[name], ref, rtol=1e-4, atol=1e-5 * scale, msg=name)
+
+
+def _count(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:
+    """Count the calls of these fearless.ops operators (the patched layers call them by
+    attribute, so the wrappers see every call)."""
+    calls: Counter[str] = Counter()
+
+    def counting(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kw: Any) -> Any:
+            calls[name] += 1
+            return op(*args, **kw)
+
+        return wrapped
+
+    for name in names:
+        monkeypatch.setattr(ops, name, counting(name, getattr(ops, name)))
+    return calls
+
+
+OPS = ("rms_norm", "swiglu", "rope", "scaled_dot_product_attention", "fused_linear_cross_entropy")
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("model_type", TYPES)
+def test_patched_model_matches_hugging_face(
+    model_type: str, via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(model_type)
+    ids, labels = _batch()
+    ref, ref_grads = _run(model, input_ids=ids, labels=labels)
+    calls = _count(monkeypatch, *OPS)
+    if via == "apply":
+        assert flt.apply(model) is model
+    else:
+        getattr(flt, f"apply_fearless_kernel_to_{model_type}")(model=model)
+    out, grads = _run(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    _assert_grads_match(grads, ref_grads)
+    # every layer went through fearless: 2 norms per layer and the final one (Qwen3: and its
+    # q and k norms), one SwiGLU, one RoPE and one attention per layer; the loss is torch's
+    norms = 2 * LAYERS + 1 + (2 * LAYERS if model_type == "qwen3" else 0)
+    want = {"rms_norm": norms, "swiglu": LAYERS, "rope": LAYERS}
+    assert calls == Counter({**want, "scaled_dot_product_attention": LAYERS}), calls
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen3"])
+def test_fused_linear_cross_entropy_loss_never_makes_logits(
+    model_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(model_type)
+    ids, labels = _batch()
+    ref, ref_grads = _run(model, input_ids=ids, labels=labels)
+    getattr(flt, f"apply_fearless_kernel_to_{model_type}")(
+        fused_linear_cross_entropy=True, model=model
+    )
+    calls = _count(monkeypatch, "fused_linear_cross_entropy")
+    heads: list[int] = []
+    model.lm_head.register_forward_hook(lambda *_: heads.append(1))
+    out, grads = _run(model, input_ids=ids, labels=labels)
+    assert out.logits is None and not heads and calls["fused_linear_cross_entropy"] == 1
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    _assert_grads_match(grads, ref_grads)
+    # in eval mode (or with skip_logits=False) the logits are wanted: Hugging Face's forward
+    model.eval()
+    with torch.no_grad():
+        full = model(input_ids=ids, labels=labels)
+    torch.testing.assert_close(full.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    assert heads and calls["fused_linear_cross_entropy"] == 1
+
+
+def test_class_patch_reaches_models_built_later_and_no_other_type(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flt.apply_fearless_kernel_to_llama()  # no model: the classes only
+    calls = _count(monkeypatch, *OPS)
+    llama = _model("llama")
+    assert type(llama.model.norm).__name__ == "FearlessLlamaRMSNorm"
+    ids, labels = _batch()
+    with torch.no_grad():
+        llama(input_ids=ids)
+    assert calls["scaled_dot_product_attention"] == LAYERS and calls["rope"] == LAYERS
+    # a Mistral model shares the `sdpa` entry that now dispatches, but its modules are not
+    # marked: torch's SDPA, torch's RMSNorm and rope, as before
+    calls.clear()
+    mistral = _model("mistral")
+    want = copy.deepcopy(mistral)
+    with torch.no_grad():
+        got = mistral(input_ids=ids, labels=labels)
+        ref = want(input_ids=ids, labels=labels)
+    assert not calls, calls
+    torch.testing.assert_close(got.logits, ref.logits, rtol=0, atol=0)
+
+
+def test_padded_batch_attention_falls_back_in_training_and_runs_fearless_in_inference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _model("llama")
+    ids, labels = _batch()
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # the second row left-padded: Hugging Face builds a 4-d boolean mask
+    ref, ref_grads = _run(model, input_ids=ids, attention_mask=mask, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids, attention_mask=mask).logits
+    flt.apply(model)
+    calls = _count(monkeypatch, "scaled_dot_product_attention", "rms_norm")
+    out, grads = _run(model, input_ids=ids, attention_mask=mask, labels=labels)
+    # fearless's attention has no backward with a mask: torch's SDPA ran, the norms are ours
+    assert calls["scaled_dot_product_attention"] == 0 and calls["rms_norm"] == 2 * LAYERS + 1
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    _assert_grads_match(grads, ref_grads)
+    with torch.no_grad():
+        got = model(input_ids=ids, attention_mask=mask).logits
+    assert calls["scaled_dot_product_attention"] == LAYERS
+    # the padded queries see no key at all in Hugging Face's mask (torch's SDPA gives their
+    # rows NaN or zeros): compare the positions that are not padding
+    keep = mask.bool()
+    torch.testing.assert_close(got[keep], ref_eval[keep], rtol=1e-4, atol=1e-4)
+
+
+def test_rms_norm_with_a_weight_of_another_dtype_runs_hugging_faces_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    llama = modeling("llama")
+    norm = llama.LlamaRMSNorm(16, eps=1e-6)
+    flt.apply_fearless_kernel_to_llama(rope=False, swiglu=False, attention=False)
+    fearless_norm = llama.LlamaRMSNorm(16, eps=1e-6)
+    calls = _count(monkeypatch, "rms_norm")
+    x = torch.randn(3, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(fearless_norm(x), norm(x), rtol=1e-5, atol=1e-6)
+        assert calls["rms_norm"] == 1
+        fearless_norm.weight.data = fearless_norm.weight.data.double()  # f64 weight, f32 x
+        norm.weight.data = norm.weight.data.double()
+        y = fearless_norm(x)
+    assert calls["rms_norm"] == 1 and y.dtype == torch.float64
+    torch.testing.assert_close(y, norm(x).detach())
+
+
+def test_rope_with_an_odd_head_dim_runs_hugging_faces_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    llama = modeling("llama")
+    original = llama.apply_rotary_pos_emb
+    flt.apply_fearless_kernel_to_llama(rms_norm=False, swiglu=False, attention=False)
+    calls = _count(monkeypatch, "rope")
+    q, k = torch.randn(1, 4, 5, 12), torch.randn(1, 2, 5, 12)  # head_dim 12: not a power of 2
+    cos, sin = torch.randn(1, 5, 12), torch.randn(1, 5, 12)
+    got = llama.apply_rotary_pos_emb(q, k, cos, sin)
+    want = original(q, k, cos, sin)
+    assert calls["rope"] == 0
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    q, k, cos, sin = (
+        torch.randn(s) for s in ((1, 4, 5, 16), (1, 2, 5, 16), (1, 5, 16), (1, 5, 16))
+    )
+    cos, sin = torch.cat([cos[..., :8]] * 2, -1), torch.cat([sin[..., :8]] * 2, -1)
+    torch.testing.assert_close(
+        llama.apply_rotary_pos_emb(q, k, cos, sin),
+        original(q, k, cos, sin),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    assert calls["rope"] == 1
+
+
+def test_apply_names_the_supported_model_types() -> None:
+    with pytest.raises(KernelTypeError, match=r"'gpt2'.*llama, mistral, qwen2, qwen3"):
+        flt.apply(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
+
+
+def test_import_fearless_does_not_import_transformers() -> None:
+    code = (
+        "import sys, fearless, fearless.ops; "
+        "print(sorted(m for m in ('transformers', 'fearless.transformers') if m in sys.modules))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
