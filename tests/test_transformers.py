@@ -2,16 +2,19 @@
 Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
 give Hugging Face's logits, loss and gradients; the patched model really calls fearless.ops
 (counted); the fallbacks (a padded batch in training, a mixed-dtype RMSNorm) run torch's code;
-patching one model type leaves others alone; `import fearless` does not import the package."""
+patching one model type leaves others alone; `import fearless` does not import the package;
+and examples/train_tiny_llama.py runs three steps."""
 
 from __future__ import annotations
 
 import copy
 import importlib
+import os
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +28,7 @@ hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import PREFIX, keep_hugging_face, modeling  # noqa: E402
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_tiny_llama.py"
 TYPES = sorted(PREFIX)
 LAYERS, VOCAB, SEQ = 2, 96, 12
 
@@ -260,3 +264,17 @@ def test_import_fearless_does_not_import_transformers() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_train_tiny_llama_example_matches_eager_for_three_steps() -> None:
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--steps", "3"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "FEARLESS_TARGET": "sim"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [ln for ln in run.stdout.splitlines() if ln.startswith("step ")]
+    assert len(lines) == 3, run.stdout
+    assert run.stdout.rstrip().endswith("ok"), run.stdout
