@@ -1,6 +1,7 @@
 """fearless.transformers on the simulator with CPU torch: tiny random Llama, Mistral, Qwen2 and
 Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
-give Hugging Face's logits, loss and gradients; the patched model really calls fearless.ops
+give Hugging Face's logits, loss and gradients, and its greedy generation with a KV cache; the
+patched model really calls fearless.ops
 (counted); the fallbacks (a padded batch in training, a mixed-dtype RMSNorm) run torch's code;
 patching one model type leaves others alone; `import fearless` does not import the package;
 and examples/train_tiny_llama.py runs three steps."""
@@ -278,3 +279,27 @@ def test_train_tiny_llama_example_matches_eager_for_three_steps() -> None:
     lines = [ln for ln in run.stdout.splitlines() if ln.startswith("step ")]
     assert len(lines) == 3, run.stdout
     assert run.stdout.rstrip().endswith("ok"), run.stdout
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen3"])
+def test_greedy_generation_with_a_kv_cache_matches_hugging_face(
+    model_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _model(model_type).eval()
+    ids, _ = _batch(batch=1)
+    with torch.no_grad():
+        want = model.generate(
+            ids, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True
+        )
+    flt.apply(model)
+    calls = _count(monkeypatch, "scaled_dot_product_attention", "rope")
+    with torch.no_grad():
+        got = model.generate(
+            ids, max_new_tokens=4, do_sample=False, output_logits=True, return_dict_in_generate=True
+        )
+    # the prefill and three decode steps (one query against the cache: fearless's split-KV
+    # kernel, rope at positions past the prompt) all went through fearless
+    assert calls["scaled_dot_product_attention"] == 4 * LAYERS and calls["rope"] == 4 * LAYERS
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
