@@ -1,10 +1,10 @@
 """fearless.transformers on the simulator with CPU torch: tiny random Llama, Mistral, Qwen2 and
 Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
 give Hugging Face's logits, loss and gradients, and its greedy generation with a KV cache; the
-patched model really calls fearless.ops
-(counted); the fallbacks (a padded batch in training, a mixed-dtype RMSNorm) run torch's code;
-patching one model type leaves others alone; `import fearless` does not import the package;
-and examples/train_tiny_llama.py runs three steps."""
+patched model really calls fearless.ops (counted); the fallbacks (a padded batch in training, a
+mixed-dtype RMSNorm, an odd head_dim for rope) run torch's code; patching one model type leaves
+others alone; `import fearless` does not import the package; and
+examples/train_tiny_llama.py runs three steps."""
 
 from __future__ import annotations
 
