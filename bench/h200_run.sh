@@ -48,13 +48,20 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
-    new)   # this session's GPU tests alone (2026-12-05: where a tensor lives, the first hour)
+    new)   # the last sessions' GPU tests alone (2026-12-05, sessions 12 and 13: where a tensor
+           # lives, the first hour, the dispatcher's launches and replays, the new attention
+           # operators, the fused loss, fearless.transformers; that one needs the transformers
+           # wheel and its dependencies in .whl)
            python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
              tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
              tests/test_simt_block_leader.py tests/test_guards.py tests/test_guards_tile.py \
              tests/test_autotune_first_hour.py tests/test_ops_attention.py tests/gpu/test_simt_grid_sync_gpu.py \
              tests/gpu/test_first_hour_gpu.py tests/gpu/test_print_gpu.py \
-             tests/test_ops_attention_variants.py 2>&1 | tail -40 \
+             tests/test_ops_attention_variants.py tests/gpu/test_tile_gpu.py \
+             tests/gpu/test_ops_replay_gpu.py tests/gpu/test_ops_attention_sink_gpu.py \
+             tests/gpu/test_ops_attention_varlen_gpu.py tests/gpu/test_ops_kvcache_gpu.py \
+             tests/gpu/test_ops_linear_cross_entropy_gpu.py tests/gpu/test_transformers_gpu.py \
+             2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;

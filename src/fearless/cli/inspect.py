@@ -51,7 +51,11 @@ def load_module(path: Path) -> types.ModuleType:
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
     path = path.resolve()
-    name = path.stem if path.stem.isidentifier() and path.stem not in sys.modules else "__kernels__"
+    # a private name: the user's `kernels.py` must not stand in for an installed package of
+    # that name (Hugging Face's `kernels`, say) for the rest of the process
+    name = f"_fearless_file_{path.stem}" if path.stem.isidentifier() else "__kernels__"
+    if name in sys.modules:
+        name = "__kernels__"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path} as a Python module")
