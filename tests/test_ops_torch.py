@@ -357,6 +357,17 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 16,
             ),
         ),
+        (  # forward only; experts 0..3 of 4, expert 3 idle, a repeat in row 2
+            "fused_moe",
+            lambda: (
+                torch.randn(5, 32),
+                torch.randn(4, 64, 32) * 0.1,
+                torch.randn(4, 32, 32) * 0.1,
+                torch.rand(5, 2),
+                torch.tensor([[0, 1], [2, 0], [1, 1], [0, 2], [2, 1]]),
+            ),
+        ),
+        ("moe_align_block_size", lambda: (torch.tensor([[0, 3], [2, 0], [3, 3]]), 4, 5)),
         (
             "rope",
             lambda: (

@@ -5,7 +5,8 @@ only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only;
 attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only;
 TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
-36: fused_linear_cross_entropy, Liger's chunked loss with its gradients).
+36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
+moe_align_block_size and fused_moe, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -42,6 +43,7 @@ from .functional import (
 )
 from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
+from .moe import fused_moe, moe_align_block_size
 
 __all__ = [
     "attention_sink",
@@ -53,12 +55,14 @@ __all__ = [
     "fmha_decode",
     "fmha_varlen",
     "fused_linear_cross_entropy",
+    "fused_moe",
     "geglu",
     "gelu",
     "gemma_attention",
     "group_gemm",
     "layer_norm",
     "matmul",
+    "moe_align_block_size",
     "relu",
     "rms_norm",
     "rope",

@@ -10,7 +10,7 @@ calls the backward operators (`fearless::softmax_backward`, ...), themselves cus
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
 swa_attention, gemma_attention, fmha_varlen, fmha_decode, attention_sink,
-attention_sink_decode, flash_attn_with_kvcache): not yet; an input that requires grad where no gradient can
+attention_sink_decode, flash_attn_with_kvcache, fused_moe): not yet; an input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
@@ -36,6 +36,7 @@ import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
 import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
+import fearless.ops.moe as MOE
 
 from ..runtime.location import argument_error
 from ._route import kernels_only
@@ -695,3 +696,32 @@ def fused_linear_cross_entropy_backward(
         grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size
     )
     return dh, dw, (db if db is not None else hidden_states.new_empty((0,)))
+
+
+# ------------------------------------------------------------------ mixture of experts (DESIGN 2c)
+
+
+def _align_fake(topk_ids: Tensor, block_size: int, num_experts: int) -> tuple:
+    """TileGym's five int32 tensors (ops/moe.py): their lengths follow from the shapes."""
+    n = topk_ids.numel()
+    length = n + num_experts * (block_size - 1)
+    sizes = (length, -(-length // block_size), 1, num_experts + 1, 1)
+    return tuple(topk_ids.new_empty((size,), dtype=torch.int32) for size in sizes)
+
+
+@_define("moe_align_block_size", _align_fake)
+def moe_align_block_size(
+    topk_ids: Tensor, block_size: int, num_experts: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    return MOE.moe_align_block_size(topk_ids, block_size, num_experts)  # type: ignore[return-value]
+
+
+@_define("fused_moe", _like_first)
+def fused_moe(
+    hidden_states: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor, topk_ids: Tensor
+) -> Tensor:
+    """hidden_states (T, H) gives (T, H) (ops/moe.py)."""
+    return MOE.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)  # type: ignore[no-any-return]
+
+
+fused_moe.register_autograd(_no_backward, setup_context=_forward_only("fused_moe"))

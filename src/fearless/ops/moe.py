@@ -1,0 +1,220 @@
+"""TileGym's mixture of experts (DESIGN 2c): `fearless.ops.moe_align_block_size` and
+`fearless.ops.fused_moe`, on the kernels of ops/kernels_moe.py.
+
+The layouts and meanings are TileGym 1.5.1's (`tilegym/ops/moe_interface.py`, its cuTile
+backend's `moe_align_block.py` and `moe.py`, and the torch reference of `tests/ops/test_moe.py`):
+  - topk_ids (T, top_k), int32 or int64: the (token, k) slot s = token * top_k + k goes to
+    expert topk_ids[token, k];
+  - `moe_align_block_size(topk_ids, block_size, num_experts)` returns TileGym's five tensors,
+    all int32: sorted_token_ids (T * top_k + E * (block_size - 1),), each expert's slots in
+    slot order, its group padded to a multiple of block_size with the sentinel T * top_k (also
+    every entry past the padded total); expert_ids (ceil of that length / block_size,), the
+    expert of each block, -1 past the padded total (TileGym leaves those unset; -1 is vLLM's
+    "no expert"); num_tokens_post_padded (1,); cumsum (E + 1,), the padded groups' ends
+    (cumsum[0] = 0); max_expert_cnt (1,), the largest group before padding;
+  - `fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)`: hidden_states (T, H), w1
+    (E, 2I, H) with the gate rows first and the up rows second, w2 (E, H, I), topk_weights
+    (T, top_k): out[t] = sum over k of topk_weights[t, k] * w2[e] (silu(w1[e, :I] x) *
+    w1[e, I:] x), e = topk_ids[t, k]. Returns (T, H) in hidden_states' dtype (TileGym returns
+    f16 for an f32 input; fearless keeps f32). The sums are f32; the intermediates are in the
+    input dtype, as TileGym's caches.
+A slot whose expert repeats in its token's row is its own slot, in its own row of the sorted
+intermediates, so a repeat adds that expert twice (as TileGym's reference) and races with
+nothing. An expert id outside [0, E) is refused (E0701) on the host before any launch: the
+ids are read back there (a wait for the GPU where they live on it), so these operators are not
+`@replayable` (a replay would skip the check); the kernels themselves would only drop such a
+slot, never reach outside a tensor. Forward only: an input that requires grad is refused at
+the call (ops/torch_ops.py), never detached.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import KernelTypeError
+from ..runtime.location import argument_error, user_location
+from ..runtime.tensor import Tensor
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    empty_beside,
+    flat,
+    full,
+    operand,
+    output,
+    result,
+    view,
+    zeros_output,
+)
+from ._route import torch_ops
+from .kernels_moe import align_launch, down_tuned, gate_up_tuned, sum_launch
+from .kernels_rows import next_pow2
+
+INTS = (dtypes.i32, dtypes.i64)
+
+
+def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tuple[Any, ...]:
+    """TileGym's `moe_align_block_size`: the (token, k) slots of topk_ids (T, top_k) sorted by
+    expert, each expert's group padded to a multiple of block_size with the sentinel
+    T * top_k. Returns (sorted_token_ids, expert_ids, num_tokens_post_padded, cumsum,
+    max_expert_cnt), int32, laid out as the module docstring says."""
+    op = "moe_align_block_size"
+    block = _positive(block_size, op, "block_size")
+    experts = _positive(num_experts, op, "num_experts")
+    if (t := torch_ops(topk_ids)) is not None:
+        return tuple(t.moe_align_block_size(topk_ids, block, experts))
+    ids = _ids(op, topk_ids, experts)
+    pairs = _align(ids, block, experts)
+    return tuple(result(ids, tensor, ret) for tensor, ret in pairs[:5])
+
+
+def fused_moe(hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any) -> Any:
+    """TileGym's `fused_moe`: each token's top_k experts' SiLU-and-mul MLPs (w1 (E, 2I, H)
+    gate then up, w2 (E, H, I)) weighted by topk_weights and summed, as one grouped GEMM per
+    projection over the slots sorted by expert. hidden_states (T, H) gives (T, H). Forward
+    only."""
+    return _fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, None)
+
+
+def _fused_moe(
+    hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any, block: int | None
+) -> Any:
+    """`fused_moe` with the sorted blocks' row count `block` (None: chosen from the shapes)."""
+    if (t := torch_ops(hidden_states, w1, w2, topk_weights, topk_ids)) is not None:
+        return t.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)
+    op = "fused_moe"
+    xa = operand(hidden_states, op, "hidden_states", FLOATS)
+    dev = xa.tensor.device
+    w1a = operand(w1, op, "w1", FLOATS, device=dev)
+    w2a = operand(w2, op, "w2", FLOATS, device=dev)
+    wa = operand(topk_weights, op, "topk_weights", FLOATS, device=dev)
+    if not xa.dtype == w1a.dtype == w2a.dtype:
+        raise _mismatch(f"dtypes {xa.dtype.name}, {w1a.dtype.name} and {w2a.dtype.name}")
+    if len(xa.shape) != 2 or len(w1a.shape) != 3 or len(w2a.shape) != 3:
+        raise _mismatch(f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
+    (tokens, hidden), (experts, two_i, h1), (e2, h2, inter) = xa.shape, w1a.shape, w2a.shape
+    if h1 != hidden or h2 != hidden or e2 != experts or two_i != 2 * inter or not experts:
+        raise _mismatch(f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
+    ids = _ids(op, topk_ids, experts, device=dev)
+    if wa.shape != ids.shape or ids.shape[0] != tokens:
+        raise argument_error(
+            f"`fearless.ops.{op}` needs topk_weights and topk_ids of shape (T, top_k) with T = "
+            f"{tokens} (hidden_states' rows), got {wa.shape} and {ids.shape}",
+            help="route each token to top_k experts: both come from `torch.topk(router_logits, "
+            "top_k)` (the weights softmaxed)",
+        )
+    topk = ids.shape[1]
+    if tokens * topk == 0 or hidden == 0:
+        return result(xa, *zeros_output(xa, (tokens, hidden)))
+    if block is None:  # about as many rows per block as the average expert has slots
+        block = min(128, max(16, next_pow2(-(-tokens * topk // experts))))
+    sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in _align(ids, block, experts))
+    rows = sorted_ids.shape[0]
+    x = xa.tensor
+    inter_rows = empty_beside(x, (rows, inter), xa.dtype)
+    if inter:
+        w1v = view(w1a.tensor, (experts, 2, inter, hidden))
+        gate_up_tuned(inter_rows, x, w1v, sorted_ids, expert_ids, post, topk, block)
+    down = empty_beside(x, (rows, hidden), xa.dtype)
+    weights = flat(cast(wa, dtypes.f32))
+    down_tuned(down, inter_rows, w2a.tensor, sorted_ids, expert_ids, post, weights, block)
+    out, ret = output(xa, (tokens, hidden))
+    sum_launch(out, down, inv, topk)
+    return result(xa, out, ret)
+
+
+def _align(ids: Operand, block: int, experts: int) -> list[tuple[Tensor, Any]]:
+    """(tensor, returned) pairs of sorted_ids, expert_ids, num_tokens_post_padded, cumsum,
+    max_expert_cnt and the inverse permutation (each slot's place in sorted_ids)."""
+    n = ids.shape[0] * ids.shape[1]
+    length = n + experts * (block - 1)
+    pairs = [
+        _filled(ids, (length,), n),
+        _filled(ids, (-(-length // block),), -1),
+        _filled(ids, (1,), 0),
+        _filled(ids, (experts + 1,), 0),
+        _filled(ids, (1,), 0),
+        _filled(ids, (max(n, 1),), length),  # every slot's place is written over this
+    ]
+    if n:
+        counts = full(ids, (experts,), 0, dtypes.i32)
+        flat_ids = flat(cast(ids, dtypes.i32))
+        sorted_ids, expert_ids, post, cumsum, max_cnt, inv = (t for t, _ in pairs)
+        align_launch(flat_ids, counts, sorted_ids, expert_ids, inv, cumsum, post, max_cnt, block)
+    return pairs
+
+
+def _filled(like: Operand, shape: tuple[int, ...], value: int) -> tuple[Tensor, Any]:
+    """An int32 output of `shape` holding `value`, in like's kind (see `_io.output`)."""
+    if like.kind == "torch":
+        out, ret = output(like, shape, dtypes.i32)
+        ret.fill_(value)
+        return out, ret
+    t = full(like, shape, value, dtypes.i32)
+    return t, t
+
+
+def _positive(value: Any, op: str, name: str) -> int:
+    try:
+        n = operator.index(value)
+    except TypeError:
+        n = 0
+    if isinstance(value, bool) or n < 1:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be a positive int, got {value!r:.40}",
+            help=f"pass e.g. `{name}=16`",
+        )
+    return n
+
+
+def _ids(op: str, topk_ids: Any, experts: int, device: int | None = None) -> Operand:
+    """topk_ids as an operand: (T, top_k) int32 or int64, every id in [0, experts) (checked
+    here, on the host)."""
+    ids = operand(topk_ids, op, "topk_ids", device=device)
+    if ids.dtype not in INTS:
+        raise argument_error(
+            f"`topk_ids` of `fearless.ops.{op}` must be an int32 or int64 tensor, got "
+            f"{ids.dtype.name}",
+            help="pass the expert indices of `torch.topk(router_logits, top_k).indices`",
+        )
+    if len(ids.shape) != 2:
+        raise argument_error(
+            f"`topk_ids` of `fearless.ops.{op}` must be (T, top_k), got shape {ids.shape}",
+            help="one row per token, one column per chosen expert",
+        )
+    values = _host(ids)
+    bad = np.argwhere((values < 0) | (values >= experts))
+    if len(bad):
+        t, k = (int(v) for v in bad[0])
+        raise argument_error(
+            f"`topk_ids[{t}, {k}]` of `fearless.ops.{op}` is {int(values[t, k])}, outside "
+            f"0..{experts - 1} (num_experts = {experts}); {len(bad)} id(s) out of range",
+            help="each id names one of the E experts (w1.shape[0]): check the router's top_k "
+            "and the experts' count",
+        )
+    return ids
+
+
+def _host(ids: Operand) -> np.ndarray:
+    """The ids' values on the host (a copy back from the GPU where they live there)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(ids.original, torch.Tensor):
+        return np.asarray(ids.original.detach().cpu().numpy())
+    if isinstance(ids.original, np.ndarray):
+        return ids.original
+    return np.asarray(ids.tensor.numpy())
+
+
+def _mismatch(what: str) -> KernelTypeError:
+    return KernelTypeError(
+        "`fearless.ops.fused_moe` needs hidden_states (T, H), w1 (E, 2I, H) and w2 (E, H, I) of "
+        f"one dtype, got {what}",
+        user_location(),
+        code="E0701",
+    )

@@ -1,0 +1,58 @@
+"""`fearless.ops.fused_moe` and `moe_align_block_size` on the GPU at TileGym's shapes
+(tests/ops/test_moe.py: tokens 16 / 32 / 64, hidden 512 / 1024, intermediate 256 / 512,
+experts 8 / 16 / 20, top_k 2 / 4 / 8, bf16, ids from randint so rows may repeat an expert)
+against its torch reference restated (float32 here), with TileGym's tolerances; and the
+alignment against the NumPy reference, exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fearless import ops
+from support.moe_ref import moe_align_reference
+
+torch = pytest.importorskip("torch")
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
+
+
+def _reference(x, w1, w2, weights, ids):  # type: ignore[no-untyped-def]
+    """TileGym's per-token reference, batched over the (token, k) slots, in f32."""
+    inter = w1.shape[1] // 2
+    e = ids.reshape(-1)
+    xs = x.float().repeat_interleave(ids.shape[1], 0)
+    h = torch.einsum("sh,sih->si", xs, w1[e].float())
+    act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+    y = torch.einsum("si,shi->sh", act, w2[e].float()) * weights.reshape(-1, 1).float()
+    return y.reshape(*ids.shape, -1).sum(1)
+
+
+@pytest.mark.parametrize(
+    "tokens,hidden,inter,experts,topk",
+    [(16, 512, 256, 8, 2), (32, 1024, 512, 16, 4), (64, 1024, 512, 20, 8), (300, 256, 128, 8, 2)],
+)
+def test_fused_moe_matches_tilegyms_reference(tokens, hidden, inter, experts, topk) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    dt = torch.bfloat16
+    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
+    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
+    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
+    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
+    got = ops.fused_moe(x, w1, w2, weights, ids)
+    assert got.is_cuda and got.shape == x.shape and got.dtype == dt
+    want = _reference(x, w1, w2, weights, ids)
+    torch.testing.assert_close(got.float(), want, rtol=1e-1, atol=1e-1)
+
+
+@pytest.mark.parametrize("tokens,topk,experts,block", [(16, 2, 8, 128), (4096, 8, 64, 64)])
+def test_align_matches_the_reference(tokens, topk, experts, block) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(1)
+    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.int32, device="cuda")
+    got = ops.moe_align_block_size(ids, block, experts)
+    want = moe_align_reference(ids.cpu().numpy(), block, experts)
+    assert all(g.is_cuda and g.dtype == torch.int32 for g in got)
+    np.testing.assert_array_equal(got[0].cpu().numpy(), want[0])
+    np.testing.assert_array_equal(got[1].cpu().numpy(), want[1])
+    assert got[2].item() == want[2] and got[4].item() == want[4]
+    np.testing.assert_array_equal(got[3].cpu().numpy(), want[3])

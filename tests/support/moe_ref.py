@@ -1,0 +1,56 @@
+"""NumPy references of TileGym's mixture of experts (its torch references restated:
+`moe_align_block_size_torch` of tilegym/ops/moe_interface.py, laid out as its cuTile
+`moe_align_block_size` returns, and `Test_MOE.reference` of tests/ops/test_moe.py in float64):
+what tests/test_ops_moe.py and its GPU test compare `fearless.ops` with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def moe_align_reference(
+    topk_ids: np.ndarray, block_size: int, num_experts: int
+) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, int]:
+    """(sorted_token_ids, expert_ids, num_tokens_post_padded, cumsum, max_expert_cnt): the
+    slots (flat indices of topk_ids) stably sorted by expert, each group padded to a multiple
+    of block_size with the sentinel topk_ids.size, in arrays of TileGym's cuTile lengths
+    (size + E * (block_size - 1) slots; the sentinel, and expert -1, past the padded total)."""
+    flat = topk_ids.reshape(-1).astype(np.int64)
+    n = flat.size
+    order = np.argsort(flat, kind="stable")
+    counts = np.bincount(flat, minlength=num_experts)
+    blocks = (counts + block_size - 1) // block_size
+    length = n + num_experts * (block_size - 1)
+    sorted_ids = np.full(length, n, dtype=np.int32)
+    expert_ids = np.full(-(-length // block_size), -1, dtype=np.int32)
+    cumsum = np.zeros(num_experts + 1, dtype=np.int32)
+    block, taken = 0, 0
+    for e in range(num_experts):
+        expert_ids[block : block + blocks[e]] = e
+        start = block * block_size
+        sorted_ids[start : start + counts[e]] = order[taken : taken + counts[e]]
+        taken += counts[e]
+        block += blocks[e]
+        cumsum[e + 1] = block * block_size
+    return sorted_ids, expert_ids, block * block_size, cumsum, int(counts.max(initial=0))
+
+
+def fused_moe_reference(
+    hidden_states: np.ndarray,
+    w1: np.ndarray,
+    w2: np.ndarray,
+    topk_weights: np.ndarray,
+    topk_ids: np.ndarray,
+) -> np.ndarray:
+    """(T, H) float64: out[t] = sum over k of topk_weights[t, k] * w2[e] (silu(gate) * up),
+    gate and up = w1[e, :I] x and w1[e, I:] x, e = topk_ids[t, k]."""
+    x = hidden_states.astype(np.float64)
+    a, b = w1.astype(np.float64), w2.astype(np.float64)
+    inter = a.shape[1] // 2
+    out = np.zeros((x.shape[0], b.shape[1]))
+    for t in range(x.shape[0]):
+        for k in range(topk_ids.shape[1]):
+            e = int(topk_ids[t, k])
+            gate, up = a[e, :inter] @ x[t], a[e, inter:] @ x[t]
+            out[t] += float(topk_weights[t, k]) * (b[e] @ (gate / (1.0 + np.exp(-gate)) * up))
+    return out
