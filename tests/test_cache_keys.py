@@ -115,3 +115,46 @@ def test_a_changed_compiler_changes_the_key(
     before = key(mod)
     monkeypatch.setattr(compiler, "compiler_digest", lambda: "another compiler")
     assert key(mod) != before
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "compiler"),
+    [(SIMT, _simt_key, simt_compiler), (TILE, _tile_key, tile_compiler)],
+    ids=["simt", "tile"],
+)
+def test_an_upgrade_that_left_the_compiler_alone_keeps_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: object, compiler: ModuleType
+) -> None:
+    """Issue 37: compiled kernels survive a fearless upgrade whose compiler source did not
+    change: the key holds the compiler's digest, not the version number."""
+    import fearless.version
+
+    mod = _module(
+        tmp_path,
+        f"upgrade_{compiler.__name__.rsplit('.', 2)[1]}",
+        text.format(factor=2.0, offset=1.0),
+    )
+    assert callable(key)
+    before = key(mod)
+    monkeypatch.setattr(fearless.version, "__version__", "99.0.0")
+    monkeypatch.setattr(fl, "__version__", "99.0.0")
+    assert key(mod) == before
+    assert "__version__" not in vars(compiler)  # nothing left that could read the old one
+
+
+def test_a_tuned_winner_survives_an_upgrade_that_left_the_compilers_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The winner's file is named by the compilers' source, not the version: another version
+    with the same compilers finds it; a changed compiler tunes again."""
+    from fearless import autotune_store, cache
+
+    def fn() -> None:
+        """A tuned function."""
+
+    configs = [{"tile": 64}, {"tile": 128}]
+    before = autotune_store.entry_path(fn, "fn", (1024,), "sim", configs)
+    monkeypatch.setattr(fl, "__version__", "99.0.0")
+    assert autotune_store.entry_path(fn, "fn", (1024,), "sim", configs) == before
+    monkeypatch.setattr(cache, "source_digest", lambda *parts: "another compiler")
+    assert autotune_store.entry_path(fn, "fn", (1024,), "sim", configs) != before

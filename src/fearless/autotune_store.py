@@ -20,10 +20,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import config
+from . import cache, config
 from .errors import FearlessWarning
 from .frames import user_stacklevel
-from .version import __version__
 
 MAX_ENTRY_BYTES = 1 << 20  # an entry is a few hundred bytes; a larger file is not ours
 _warned: set[Path] = set()
@@ -37,7 +36,8 @@ def entry_path(
     configs: Sequence[Mapping[str, Any]],
 ) -> Path:
     """The file of `fn`'s winner for `key` on `device`: named by the function's module, name
-    and source, the key, the device, the fearless version and the configuration list."""
+    and source, the key, the device, the compilers' own source (for the fearless version: an
+    upgrade that left both compilers alone keeps every winner) and the configuration list."""
     try:
         source = inspect.getsource(getattr(fn, "func", fn))
     except (OSError, TypeError):
@@ -49,7 +49,7 @@ def entry_path(
             hashlib.sha256(source.encode()).hexdigest(),
             repr(key),
             device,
-            __version__,
+            cache.source_digest(*sorted({*cache.SIMT_COMPILER, *cache.TILE_COMPILER})),
             [sorted((k, repr(v)) for k, v in c.items()) for c in configs],
         ]
     )

@@ -54,6 +54,12 @@ class CacheWriteError(ToolchainError):
     `stores_required()` only; elsewhere the kernel runs uncached)."""
 
 
+# What each track's compiler is made of (files and folders of the package): the digest of
+# their source stands for the fearless version in the cache keys and the tuned winners' names.
+SIMT_COMPILER = ("abi.py", "dtypes.py", "math.py", "frontend", "ir", "simt", "backends")
+TILE_COMPILER = ("abi.py", "dtypes.py", "math.py", "frontend", "ir", "tile", "backends")
+
+
 @functools.cache
 def source_digest(*parts: str) -> str:
     """sha256 of fearless's own source under `parts` (files or folders of the package, paths

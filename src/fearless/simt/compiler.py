@@ -25,7 +25,6 @@ from ..ir.clone import clone_function
 from ..ir.core import Function
 from ..ir.simt import ops
 from ..ir.simt.printer import print_function
-from ..version import __version__
 from .constants import fingerprint
 from .frontend import build_kernel_ir
 from .passes.options import PassOptions
@@ -184,7 +183,7 @@ def render_ir(ir: CompiledIR) -> str:
 
 def compiler_digest() -> str:
     """sha256 of the SIMT compiler's own source: a changed compiler never reuses old binaries."""
-    return cache.source_digest("abi.py", "dtypes.py", "frontend", "ir", "simt", "backends")
+    return cache.source_digest(*cache.SIMT_COMPILER)
 
 
 def dependencies(
@@ -219,8 +218,10 @@ def global_refs(kernel: KernelSpec, src: FunctionSource | None = None) -> tuple[
 def cache_key(kernel: KernelSpec, arch: str, frozen: Sequence[tuple[Any, str]] = ()) -> str:
     """sha256 of the kernel's source, the globals it resolves (the source of each device
     function it calls, the value of each constant, the dtype, shape and bytes of each NumPy
-    array), its options and the versions. `frozen`: (array, fingerprint) of the arrays an IR
-    already compiled holds, whose bytes may have changed in place since (constants.py)."""
+    array), its options, LLVM's version and the SIMT compiler's own source (which stands for
+    the fearless version: an upgrade that left the compiler alone keeps every binary).
+    `frozen`: (array, fingerprint) of the arrays an IR already compiled holds, whose bytes may
+    have changed in place since (constants.py)."""
     import llvmlite
 
     h = hashlib.sha256()
@@ -246,7 +247,6 @@ def cache_key(kernel: KernelSpec, arch: str, frozen: Sequence[tuple[Any, str]] =
                 kernel.requires,
                 kernel.unsafe,
                 arch,
-                __version__,
                 llvmlite.__version__,
                 "simt-abi-2",
                 compiler_digest(),

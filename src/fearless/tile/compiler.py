@@ -24,7 +24,6 @@ from ..ir.tile import ops
 from ..ir.tile.kernel import TileHints, TileIR
 from ..ir.tile.printer import print_function
 from ..ir.tile.types import ArrayParamType, TileType
-from ..version import __version__
 from .frontend import TileLowerer
 from .padding_check import padded_reductions
 from .passes import run_pipeline
@@ -67,12 +66,14 @@ def render_ir(ir: TileIR) -> str:
 
 def cache_key(ir: TileIR, arch: str) -> str:
     """sha256 of the source, the specialisation, the hints, the tile IR (which covers the
-    globals the body resolved), the Tile compiler's own source (a lowering changed within one
-    version never reuses an old cubin, as SIMT's key), the fearless version and the arch.
+    globals the body resolved), the Tile compiler's own source and the arch.
 
-    It needs neither cuda-tile nor tileiras, so cubins compiled here load on a GPU machine that
-    has neither (DESIGN section 7): the bytecode is a function of the tile IR for one version
-    of fearless, whose pyproject pins the cuda-tile range.
+    The compiler's source stands for the fearless version: a lowering changed within one
+    version never reuses an old cubin, and an upgrade that left the Tile compiler alone keeps
+    every cubin compiled before it. It needs neither cuda-tile nor tileiras, so cubins
+    compiled here load on a GPU machine that has neither (DESIGN section 7): the bytecode is a
+    function of the tile IR for one compiler, whose pyproject pins the cuda-tile range (a
+    tileiras of another version compiles the same bytecode to a cubin as valid).
     """
     h = hashlib.sha256()
     h.update(ir.source_text.encode())
@@ -80,13 +81,13 @@ def cache_key(ir: TileIR, arch: str) -> str:
     h.update(repr(ir.hints).encode())
     h.update(render_ir(ir).encode())
     h.update(compiler_digest().encode())
-    h.update(f"{__version__}|{arch}".encode())
+    h.update(f"|{arch}".encode())
     return "tile-" + h.hexdigest()
 
 
 def compiler_digest() -> str:
     """sha256 of the Tile compiler's own source: the front end, tile IR, passes and lowering."""
-    return cache.source_digest("abi.py", "dtypes.py", "frontend", "ir", "tile", "backends")
+    return cache.source_digest(*cache.TILE_COMPILER)
 
 
 def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
