@@ -106,6 +106,17 @@ def test_a_dynamic_argument_goes_into_the_launch_and_others_make_new_keys() -> N
     assert bodies["n"] == 5
 
 
+def test_a_dtype_argument_is_part_of_the_key() -> None:
+    """An output dtype (torch's or fearless's) keys the call as a scalar does, one key each."""
+    import fearless as fl
+
+    x = torch.randn(8)
+    keys = [_replay._key(torch, (x, dt), {}, ()) for dt in (torch.bfloat16, torch.float16)]
+    keys.append(_replay._key(torch, (x,), {"output_dtype": fl.bf16}, ()))
+    assert all(k is not None for k in keys)
+    assert len({k[0] for k in keys if k is not None}) == 3
+
+
 def test_a_drawn_seed_is_drawn_again_by_each_replay() -> None:
     x = torch.zeros(16)
     seen = {axpb(x)[0].item() for _ in range(40)}

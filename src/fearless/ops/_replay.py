@@ -10,7 +10,7 @@ reads on every call into a key:
                     checks and what a kernel's alignment is compiled for); its pointer itself
                     is where the replayed launches read
     an fl.Tensor    on the GPU and not moved: its shape, dtype and pointer mod 16
-    None, a bool, int, float or str, a tuple or list of those
+    None, a bool, int, float or str, a tuple or list of those, a torch.dtype or fearless DType
                     its type and value
     a `dynamic` int argument (dropout's seed)
                     only whether it is given: its value goes into the launches as it is
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .. import config
+from ..dtypes import DType
 from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
@@ -218,8 +219,8 @@ def _part(
         tensors.append(a)
         ptrs.append(ptr)
         return True
-    if tp in _SCALARS:
-        parts.append((tp, a))
+    if tp in _SCALARS or tp is DType or tp is getattr(torch, "dtype", None):
+        parts.append((tp, a))  # a dtype (an output's) is a constant, as a scalar is
         return True
     if (tp is tuple or tp is list) and all(type(v) in _SCALARS for v in a):
         parts.append((tp, tuple(a)))
