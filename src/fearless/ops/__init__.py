@@ -6,7 +6,8 @@ attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forwar
 TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
-moe_align_block_size and fused_moe, forward only).
+moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
+w8a8_block_fp8_matmul, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -25,6 +26,7 @@ from .attention import scaled_dot_product_attention
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_variants import fmha, gemma_attention, swa_attention
 from .attention_varlen import fmha_decode, fmha_varlen
+from .fp8_block_matmul import w8a8_block_fp8_matmul
 from .functional import (
     bmm,
     dropout,
@@ -72,4 +74,5 @@ __all__ = [
     "swa_attention",
     "swiglu",
     "transpose",
+    "w8a8_block_fp8_matmul",
 ]

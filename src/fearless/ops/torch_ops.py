@@ -10,7 +10,7 @@ calls the backward operators (`fearless::softmax_backward`, ...), themselves cus
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
 swa_attention, gemma_attention, fmha_varlen, fmha_decode, attention_sink,
-attention_sink_decode, flash_attn_with_kvcache, fused_moe): not yet; an input that requires grad where no gradient can
+attention_sink_decode, flash_attn_with_kvcache, fused_moe, w8a8_block_fp8_matmul): not yet; an input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
@@ -33,6 +33,7 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.backward_activation as bwa
 import fearless.ops.backward_rows as bwr
+import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.functional as F
 import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
@@ -725,3 +726,31 @@ def fused_moe(
 
 
 fused_moe.register_autograd(_no_backward, setup_context=_forward_only("fused_moe"))
+
+
+# ------------------------------------------------------------- block-scaled fp8 GEMM (DESIGN 2c)
+
+
+def _fp8_fake(
+    A: Tensor, B: Tensor, As: Tensor, Bs: Tensor, bs: Any = None, dt: Any = None
+) -> Tensor:
+    """A (..., K) and B (N, K) give (..., N) in output_dtype (f32 for None)."""
+    return A.new_empty((*A.shape[:-1], B.shape[0]), dtype=dt or torch.float32)
+
+
+@_define("w8a8_block_fp8_matmul", _fp8_fake)
+def w8a8_block_fp8_matmul(
+    A: Tensor,
+    B: Tensor,
+    As: Tensor,
+    Bs: Tensor,
+    block_size: Optional[list[int]] = None,  # noqa: UP045
+    output_dtype: Optional[torch.dtype] = None,  # noqa: UP045
+) -> Tensor:
+    """DeepSeek-V3's block-scaled fp8 GEMM (ops/fp8_block_matmul.py)."""
+    return FP8.w8a8_block_fp8_matmul(A, B, As, Bs, block_size, output_dtype)  # type: ignore[no-any-return]
+
+
+w8a8_block_fp8_matmul.register_autograd(
+    _no_backward, setup_context=_forward_only("w8a8_block_fp8_matmul")
+)
