@@ -357,6 +357,40 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 16,
             ),
         ),
+        (  # MLA prefill: GQA, one RoPE head, L > S
+            "mla",
+            lambda: (
+                torch.randn(1, 4, 12, 16),
+                torch.randn(1, 2, 10, 16),
+                torch.randn(1, 2, 10, 16),
+                torch.randn(1, 4, 12, 8),
+                torch.randn(1, 1, 10, 8),
+                True,
+                None,
+            ),
+        ),
+        (  # (o, lse)
+            "mla_decoding",
+            lambda: (
+                torch.randn(2, 5, 16),
+                torch.randn(2, 5, 8),
+                torch.randn(2, 30, 16),
+                torch.randn(2, 30, 8),
+                0.2,
+                True,
+            ),
+        ),
+        (
+            "mla_decoding_split_kv",
+            lambda: (
+                torch.randn(2, 5, 16),
+                torch.randn(2, 5, 8),
+                torch.randn(2, 30, 16),
+                torch.randn(2, 30, 8),
+                None,
+                16,
+            ),
+        ),
         (  # forward only; experts 0..3 of 4, expert 3 idle, a repeat in row 2
             "fused_moe",
             lambda: (

@@ -7,7 +7,8 @@ TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, 
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
 moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
-w8a8_block_fp8_matmul, forward only).
+w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
+mla_decoding and mla_decoding_split_kv, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -23,6 +24,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
+from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_variants import fmha, gemma_attention, swa_attention
 from .attention_varlen import fmha_decode, fmha_varlen
@@ -64,6 +66,9 @@ __all__ = [
     "group_gemm",
     "layer_norm",
     "matmul",
+    "mla",
+    "mla_decoding",
+    "mla_decoding_split_kv",
     "moe_align_block_size",
     "relu",
     "rms_norm",
