@@ -402,6 +402,33 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
             ),
         ),
         ("moe_align_block_size", lambda: (torch.tensor([[0, 3], [2, 0], [3, 3]]), 4, 5)),
+        (  # forward only; two value heads per key head, an initial and a final state
+            "recurrent_gated_delta_rule",
+            lambda: (
+                torch.randn(1, 9, 1, 8) * 0.3,
+                torch.randn(1, 9, 1, 8) * 0.3,
+                torch.randn(1, 9, 2, 12),
+                -torch.rand(1, 9, 2),
+                torch.rand(1, 9, 2),
+                torch.randn(1, 2, 8, 12) * 0.1,
+                True,
+                True,
+            ),
+        ),
+        (  # two chunks of 16, the last partial; no final state (an empty tensor)
+            "chunk_gated_delta_rule",
+            lambda: (
+                torch.randn(1, 20, 2, 8) * 0.3,
+                torch.randn(1, 20, 2, 8) * 0.3,
+                torch.randn(1, 20, 2, 12),
+                -torch.rand(1, 20, 2),
+                torch.rand(1, 20, 2),
+                16,
+                None,
+                False,
+                False,
+            ),
+        ),
         (
             "rope",
             lambda: (

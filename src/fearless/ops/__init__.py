@@ -8,7 +8,8 @@ flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forwar
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
 moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
-mla_decoding and mla_decoding_split_kv, forward only).
+mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta rule,
+recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -28,6 +29,7 @@ from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_variants import fmha, gemma_attention, swa_attention
 from .attention_varlen import fmha_decode, fmha_varlen
+from .delta_rule import chunk_gated_delta_rule, recurrent_gated_delta_rule
 from .fp8_block_matmul import w8a8_block_fp8_matmul
 from .functional import (
     bmm,
@@ -53,6 +55,7 @@ __all__ = [
     "attention_sink",
     "attention_sink_decode",
     "bmm",
+    "chunk_gated_delta_rule",
     "dropout",
     "flash_attn_with_kvcache",
     "fmha",
@@ -70,6 +73,7 @@ __all__ = [
     "mla_decoding",
     "mla_decoding_split_kv",
     "moe_align_block_size",
+    "recurrent_gated_delta_rule",
     "relu",
     "rms_norm",
     "rope",

@@ -10,7 +10,9 @@ calls the backward operators (`fearless::softmax_backward`, ...), themselves cus
 that torch.compile traces the backward graph too. Every operator has a backward except
 scaled_dot_product_attention with an `attn_mask` and TileGym's attention forwards (fmha,
 swa_attention, gemma_attention, fmha_varlen, fmha_decode, attention_sink,
-attention_sink_decode, flash_attn_with_kvcache, fused_moe, w8a8_block_fp8_matmul): not yet; an input that requires grad where no gradient can
+attention_sink_decode, flash_attn_with_kvcache, fused_moe, w8a8_block_fp8_matmul, and the
+gated delta rule and MLA of ops/torch_ops_delta_rule.py and torch_ops_mla.py): not yet; an
+input that requires grad where no gradient can
 flow (rope's cos and sin, a masked or forward-only attention's inputs) is refused at the
 call, never detached.
 
