@@ -451,16 +451,25 @@ def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
 # ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
 
 
+# What trains where a forward-only operator does not (its backward is flash attention's): only
+# where it computes the same thing.
+_TRAIN_WITH = {
+    "fmha": ", or `fearless.ops.scaled_dot_product_attention` for training (its causal mask is "
+    "top-left: fmha's when L == S)"
+}
+
+
 def _forward_only(name: str) -> Callable[..., None]:
     """The setup_context of a forward-only operator: an input that requires grad is refused at
     the call, not cut from the autograd graph."""
+
+    also = _TRAIN_WITH.get(name, "")
 
     def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
         raise argument_error(
             f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
             "from the autograd graph",
-            help="call it under `torch.no_grad()` (inference), or use "
-            "`fearless.ops.scaled_dot_product_attention` for training",
+            help=f"call it under `torch.no_grad()` (inference){also}",
         )
 
     return refuse
