@@ -17,7 +17,7 @@ mla.py, mla_decoding.py, mla_decoding_split_kv.py):
     f32), lse = log2 of sum_j exp(score_j * scale) (TileGym's `m / ln 2 + log2(l)`); with no
     key, o is 0 and lse -inf. mla_decoding_split_kv returns o.
 One float dtype (f32, f16, bf16) for every tensor; the output in it. D_PE may be 0 (no RoPE
-part). Forward only: an input that requires grad is refused at the call (ops/torch_ops_mla.py),
+part). Forward only: an input that requires grad is refused at the call (ops/torch_ops_tilegym.py),
 never detached.
 """
 

@@ -2,8 +2,7 @@
 
 `register()` imports ops/torch_ops.py, which defines every operator as
 `torch.ops.fearless.<name>` (torch.library custom ops, with fake kernels and autograd), and
-ops/torch_ops_mla.py and ops/torch_ops_delta_rule.py, which add MLA's and the gated delta
-rule's on torch_ops.py's helpers. It runs
+ops/torch_ops_tilegym.py, which adds the operators of DESIGN 2c on its helpers. It runs
 when fearless.ops is imported after torch, or, when torch comes second, right after torch's
 own import finishes (a one-shot finder on `sys.meta_path` wraps torch's loader), so
 `torch.ops.fearless` is there whatever the order of the imports. fearless never imports torch
@@ -39,9 +38,7 @@ def register() -> Any:
             import torch
 
             if hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_autograd"):
-                from . import torch_ops_delta_rule  # noqa: F401  (registers on import)
-                from .torch_ops import NS  # noqa: F401  (registers on import)
-                from .torch_ops_mla import mla  # noqa: F401  (registers on import)
+                from . import torch_ops, torch_ops_tilegym  # noqa: F401  (register on import)
 
                 _ops = torch.ops.fearless
             _done = True

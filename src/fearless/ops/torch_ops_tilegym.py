@@ -1,0 +1,497 @@
+"""The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) as torch operators:
+`torch.ops.fearless.<name>` with fake kernels for torch.compile and torch.export, on the
+helpers of ops/torch_ops.py (`_define`, `_new`, ...), registered with those when
+torch_library.py registers fearless.ops.
+
+All are forward only except `fused_linear_cross_entropy` (its forward computes the gradients,
+Liger's way, and its backward scales them): an input that requires grad is refused at the
+call, never cut from the autograd graph (`_forward_only`). A torch operator returns tensors
+only: where a Python operator gives None (the delta rule's final state when not asked for), the
+torch one gives an empty (0,) tensor.
+"""
+
+from collections.abc import Callable
+from typing import Any, Optional
+
+import torch
+from torch import Tensor
+
+import fearless.ops.attention_mla as MLA
+import fearless.ops.attention_sinks as AS
+import fearless.ops.attention_variants as AV
+import fearless.ops.attention_varlen as AVL
+import fearless.ops.delta_rule as DR
+import fearless.ops.fp8_block_matmul as FP8
+import fearless.ops.kvcache_attention as KV
+import fearless.ops.linear_cross_entropy as LCE
+import fearless.ops.moe as MOE
+
+from ..runtime.location import argument_error
+from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
+
+# ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
+
+
+# What trains where a forward-only operator does not (its backward is flash attention's): only
+# where it computes the same thing.
+_TRAIN_WITH = {
+    "fmha": ", or `fearless.ops.scaled_dot_product_attention` for training (its causal mask is "
+    "top-left: fmha's when L == S)"
+}
+
+
+def _forward_only(name: str) -> Callable[..., None]:
+    """The setup_context of a forward-only operator: an input that requires grad is refused at
+    the call, not cut from the autograd graph."""
+
+    also = _TRAIN_WITH.get(name, "")
+
+    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+        raise argument_error(
+            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
+            "from the autograd graph",
+            help=f"call it under `torch.no_grad()` (inference){also}",
+        )
+
+    return refuse
+
+
+def _no_backward(ctx: Any, *_: Any) -> tuple:
+    raise AssertionError("unreachable: the setup_context refuses first")
+
+
+@_define("fmha", _like_first)
+def fmha(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.fmha(q, k, v, scaling, is_causal)  # type: ignore[no-any-return]
+
+
+@_define("swa_attention", _like_first)
+def swa_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    window_size: int,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.swa_attention(q, k, v, window_size, scaling, is_causal)  # type: ignore[no-any-return]
+
+
+@_define("gemma_attention", _like_first)
+def gemma_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    window_size: int = 0,
+    soft_cap: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> Tensor:
+    return AV.gemma_attention(  # type: ignore[no-any-return]
+        q, k, v, scaling, window_size, soft_cap, is_causal
+    )
+
+
+@_define("fmha_varlen", _like_first)
+def fmha_varlen(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+    q_lens: Optional[Tensor] = None,  # noqa: UP045
+    kv_lens: Optional[Tensor] = None,  # noqa: UP045
+) -> Tensor:
+    return AVL.fmha_varlen(  # type: ignore[no-any-return]
+        q, k, v, scaling, is_causal, q_lens, kv_lens
+    )
+
+
+@_define("fmha_decode", _like_first)
+def fmha_decode(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    sm_scale: Optional[float],  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return AVL.fmha_decode(q, k, v, sm_scale, kv_len_per_split)  # type: ignore[no-any-return]
+
+
+def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
+    """The fake kernel of attention_sink(_decode): query (B, L, H_kv, G, D) gives
+    (B, L, H_kv * G * D)."""
+    b, lq, hk, g, d = query.shape
+    return _new(query, (b, lq, hk * g * d))
+
+
+@_define("attention_sink", _sink_out)
+def attention_sink(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    sinks: Tensor,
+    sm_scale: float = 0.125,
+    sliding_window: Optional[int] = None,  # noqa: UP045
+    start_q: Optional[Tensor] = None,  # noqa: UP045
+) -> Tensor:
+    return AS.attention_sink(  # type: ignore[no-any-return]
+        query, key, value, sinks, sm_scale, sliding_window, 0 if start_q is None else start_q
+    )
+
+
+@_define("attention_sink_decode", _sink_out)
+def attention_sink_decode(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    sinks: Optional[Tensor],  # noqa: UP045
+    sm_scale: float = 0.125,
+    sliding_window: Optional[int] = None,  # noqa: UP045
+    start_q: Optional[Tensor] = None,  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return AS.attention_sink_decode(  # type: ignore[no-any-return]
+        query,
+        key,
+        value,
+        sinks,
+        sm_scale,
+        sliding_window,
+        0 if start_q is None else start_q,
+        kv_len_per_split,
+    )
+
+
+@_define("flash_attn_with_kvcache", _like_first)
+def flash_attn_with_kvcache(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    cache_seqlens: Optional[Tensor] = None,  # noqa: UP045
+    block_table: Optional[Tensor] = None,  # noqa: UP045
+    softmax_scale: Optional[float] = None,  # noqa: UP045
+    causal: bool = False,
+    window_size: Optional[list[int]] = None,  # noqa: UP045
+    softcap: float = 0.0,
+) -> Tensor:
+    """flash-attn's (no append): q (B, L, H, D) gives (B, L, H, D); an int cache_seqlens
+    arrives as a (B,) int32 tensor (ops/kvcache_attention.py)."""
+    window = (-1, -1) if window_size is None else (window_size[0], window_size[1])
+    return KV.flash_attn_with_kvcache(  # type: ignore[no-any-return]
+        q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window, softcap
+    )
+
+
+for _op, _name in (
+    (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
+    (fmha, "fmha"),
+    (swa_attention, "swa_attention"),
+    (gemma_attention, "gemma_attention"),
+    (fmha_varlen, "fmha_varlen"),
+    (fmha_decode, "fmha_decode"),
+    (attention_sink, "attention_sink"),
+    (attention_sink_decode, "attention_sink_decode"),
+):
+    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
+
+
+# ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
+# `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
+# the forward computes the gradients for an incoming gradient of 1 (Liger's way), and
+# autograd's backward scales them by the loss's gradient. reduction="none" has a gradient per
+# token, which the forward cannot know: it returns empty gradients and its backward runs the
+# chunk loop again with them (`fused_linear_cross_entropy_backward`). An empty (0,) tensor
+# stands for a gradient not computed (no bias, or "none").
+
+
+def _lce_fake(
+    h: Tensor,
+    w: Tensor,
+    target: Tensor,
+    bias: Tensor | None = None,
+    ignore_index: int = -100,
+    chunk_size: int = 4096,
+    reduction: str = "mean",
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    none = reduction == "none"
+    return (
+        _new(h, tuple(target.shape) if none else ()),
+        _new(h, (0,) if none else h.shape),
+        _new(w, (0,) if none else w.shape),
+        _new(h, (0,) if none or bias is None else bias.shape),
+    )
+
+
+@_define("fused_linear_cross_entropy", _lce_fake)
+def fused_linear_cross_entropy(
+    hidden_states: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    bias: Optional[Tensor] = None,  # noqa: UP045
+    ignore_index: int = -100,
+    chunk_size: int = 4096,
+    reduction: str = "mean",
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    grads = reduction in ("mean", "sum")
+    loss, dh, dw, db = LCE.forward(
+        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads
+    )
+    none = [hidden_states.new_empty((0,)) for _ in range(3)]  # distinct: no aliased outputs
+    return loss, *(g if g is not None else e for g, e in zip((dh, dw, db), none, strict=True))
+
+
+def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
+    h, w, target, bias, ignore_index, chunk_size, reduction = inputs
+    ctx.reduction = reduction  # type: ignore[attr-defined]
+    ctx.has_bias = bias is not None  # type: ignore[attr-defined]
+    ctx.args = (ignore_index, chunk_size)  # type: ignore[attr-defined]
+    if reduction == "none":
+        ctx.save_for_backward(h, w, target, bias)
+    else:
+        ctx.save_for_backward(*output[1:])
+
+
+@_autograd(fused_linear_cross_entropy, _lce_ctx)
+def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
+    if ctx.reduction == "none":
+        h, w, target, bias = ctx.saved_tensors
+        dh, dw, db = OPS.fused_linear_cross_entropy_backward(dloss, h, w, target, bias, *ctx.args)
+    else:
+        dh, dw, db = (g * dloss for g in ctx.saved_tensors)
+    return dh, dw, None, (db if ctx.has_bias else None), None, None, None
+
+
+@_define(
+    "fused_linear_cross_entropy_backward",
+    lambda dy, h, w, target, bias, *_: (
+        _new(h, h.shape),
+        _new(w, w.shape),
+        _new(h, bias.shape if bias is not None else (0,)),
+    ),
+)
+def fused_linear_cross_entropy_backward(
+    grad_output: Tensor,
+    hidden_states: Tensor,
+    weight: Tensor,
+    target: Tensor,
+    bias: Optional[Tensor],  # noqa: UP045
+    ignore_index: int,
+    chunk_size: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    dh, dw, db = LCE.backward(
+        grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size
+    )
+    return dh, dw, (db if db is not None else hidden_states.new_empty((0,)))
+
+
+# ------------------------------------------------------------------ mixture of experts (DESIGN 2c)
+
+
+def _align_fake(topk_ids: Tensor, block_size: int, num_experts: int) -> tuple:
+    """TileGym's five int32 tensors (ops/moe.py): their lengths follow from the shapes."""
+    n = topk_ids.numel()
+    length = n + num_experts * (block_size - 1)
+    sizes = (length, -(-length // block_size), 1, num_experts + 1, 1)
+    return tuple(topk_ids.new_empty((size,), dtype=torch.int32) for size in sizes)
+
+
+@_define("moe_align_block_size", _align_fake)
+def moe_align_block_size(
+    topk_ids: Tensor, block_size: int, num_experts: int
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    return MOE.moe_align_block_size(topk_ids, block_size, num_experts)  # type: ignore[return-value]
+
+
+@_define("fused_moe", _like_first)
+def fused_moe(
+    hidden_states: Tensor, w1: Tensor, w2: Tensor, topk_weights: Tensor, topk_ids: Tensor
+) -> Tensor:
+    """hidden_states (T, H) gives (T, H) (ops/moe.py)."""
+    return MOE.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)  # type: ignore[no-any-return]
+
+
+fused_moe.register_autograd(_no_backward, setup_context=_forward_only("fused_moe"))
+
+
+# ------------------------------------------------------------- block-scaled fp8 GEMM (DESIGN 2c)
+
+
+def _fp8_fake(
+    A: Tensor, B: Tensor, As: Tensor, Bs: Tensor, bs: Any = None, dt: Any = None
+) -> Tensor:
+    """A (..., K) and B (N, K) give (..., N) in output_dtype (f32 for None)."""
+    return A.new_empty((*A.shape[:-1], B.shape[0]), dtype=dt or torch.float32)
+
+
+@_define("w8a8_block_fp8_matmul", _fp8_fake)
+def w8a8_block_fp8_matmul(
+    A: Tensor,
+    B: Tensor,
+    As: Tensor,
+    Bs: Tensor,
+    block_size: Optional[list[int]] = None,  # noqa: UP045
+    output_dtype: Optional[torch.dtype] = None,  # noqa: UP045
+) -> Tensor:
+    """DeepSeek-V3's block-scaled fp8 GEMM (ops/fp8_block_matmul.py)."""
+    return FP8.w8a8_block_fp8_matmul(A, B, As, Bs, block_size, output_dtype)  # type: ignore[no-any-return]
+
+
+w8a8_block_fp8_matmul.register_autograd(
+    _no_backward, setup_context=_forward_only("w8a8_block_fp8_matmul")
+)
+
+
+# ------------------------------------------------------------ multi-head latent attention
+
+
+@_define("mla", _like_first)
+def mla(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    qpe: Tensor,
+    kpe: Tensor,
+    is_causal: bool,
+    scaling: Optional[float] = None,  # noqa: UP045
+) -> Tensor:
+    """q (B, H, L, D) gives (B, H, L, D)."""
+    return MLA.mla(q, k, v, qpe, kpe, is_causal, scaling)  # type: ignore[no-any-return]
+
+
+def _decoding_fake(q: Tensor, *_: object, **__: object) -> tuple[Tensor, Tensor]:
+    """q (B, H, D) gives o (B, H, D) and an f32 lse (B, H)."""
+    return _new(q, q.shape), q.new_empty(tuple(q.shape[:2]), dtype=torch.float32)
+
+
+@_define("mla_decoding", _decoding_fake)
+def mla_decoding(
+    q: Tensor,
+    qpe: Tensor,
+    kv: Tensor,
+    kpe: Tensor,
+    sm_scale: Optional[float] = None,  # noqa: UP045
+    transpose: bool = True,
+) -> tuple[Tensor, Tensor]:
+    return MLA.mla_decoding(q, qpe, kv, kpe, sm_scale, transpose)  # type: ignore[no-any-return]
+
+
+@_define("mla_decoding_split_kv", _like_first)
+def mla_decoding_split_kv(
+    q: Tensor,
+    qpe: Tensor,
+    kv: Tensor,
+    kpe: Tensor,
+    sm_scale: Optional[float] = None,  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return MLA.mla_decoding_split_kv(  # type: ignore[no-any-return]
+        q, qpe, kv, kpe, sm_scale, kv_len_per_split
+    )
+
+
+for _op, _name in (
+    (mla, "mla"),
+    (mla_decoding, "mla_decoding"),
+    (mla_decoding_split_kv, "mla_decoding_split_kv"),
+):
+    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
+
+
+# ---------------------------------------------------------------------- gated delta rule
+
+
+def _outputs(query: Tensor, value: Tensor, final: bool) -> tuple[Tensor, Tensor]:
+    """output (B, T, HV, V) in the query's dtype; the final state (B, HV, K, V) f32 when
+    `final`, else (0,)."""
+    b, t, _, k = query.shape
+    hv, v = value.shape[2:]
+    state = (b, hv, k, v) if final else (0,)
+    return _new(query, (b, t, hv, v)), query.new_empty(state, dtype=torch.float32)
+
+
+def _recurrent_fake(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    g: Tensor,
+    beta: Tensor,
+    initial_state: Optional[Tensor] = None,  # noqa: UP045
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+) -> tuple[Tensor, Tensor]:
+    return _outputs(query, value, output_final_state)
+
+
+def _chunk_fake(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    g: Tensor,
+    beta: Tensor,
+    chunk_size: int = 64,
+    initial_state: Optional[Tensor] = None,  # noqa: UP045
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+) -> tuple[Tensor, Tensor]:
+    return _outputs(query, value, output_final_state)
+
+
+def _state(query: Tensor, state: Optional[Tensor]) -> Tensor:  # noqa: UP045
+    return query.new_empty((0,), dtype=torch.float32) if state is None else state
+
+
+@_define("recurrent_gated_delta_rule", _recurrent_fake)
+def recurrent_gated_delta_rule(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    g: Tensor,
+    beta: Tensor,
+    initial_state: Optional[Tensor] = None,  # noqa: UP045
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+) -> tuple[Tensor, Tensor]:
+    out, state = DR.recurrent_gated_delta_rule(
+        query, key, value, g, beta, initial_state, output_final_state, use_qk_l2norm_in_kernel
+    )
+    return out, _state(query, state)
+
+
+@_define("chunk_gated_delta_rule", _chunk_fake)
+def chunk_gated_delta_rule(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    g: Tensor,
+    beta: Tensor,
+    chunk_size: int = 64,
+    initial_state: Optional[Tensor] = None,  # noqa: UP045
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+) -> tuple[Tensor, Tensor]:
+    out, state = DR.chunk_gated_delta_rule(
+        query,
+        key,
+        value,
+        g,
+        beta,
+        chunk_size,
+        initial_state,
+        output_final_state,
+        use_qk_l2norm_in_kernel,
+    )
+    return out, _state(query, state)
+
+
+for _op, _name in (
+    (recurrent_gated_delta_rule, "recurrent_gated_delta_rule"),
+    (chunk_gated_delta_rule, "chunk_gated_delta_rule"),
+):
+    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
