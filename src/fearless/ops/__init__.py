@@ -9,7 +9,8 @@ flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forwar
 moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
 mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta rule,
-recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only).
+recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only; TileGym's
+splitk_reduce, the merge of split-KV decode partials, in place, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -27,6 +28,7 @@ from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
 from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_sinks import attention_sink, attention_sink_decode
+from .attention_splitk import splitk_reduce
 from .attention_variants import fmha, gemma_attention, swa_attention
 from .attention_varlen import fmha_decode, fmha_varlen
 from .delta_rule import chunk_gated_delta_rule, recurrent_gated_delta_rule
@@ -80,6 +82,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "silu_and_mul",
     "softmax",
+    "splitk_reduce",
     "swa_attention",
     "swiglu",
     "transpose",

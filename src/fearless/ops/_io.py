@@ -122,6 +122,23 @@ def operand(
     return op_
 
 
+def refuse_grad(op: str, **tensors: Any) -> None:
+    """An operator that writes an argument in place has no autograd formula (torch takes none
+    for a mutating op): an input that requires grad is refused at the call, before the
+    dispatcher, rather than cut from the graph."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return
+    for name, x in tensors.items():
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            raise argument_error(
+                f"`{name}` of `fearless.ops.{op}` requires grad, but `{op}` has no backward "
+                "(forward only; it writes an argument in place): the result would be cut from "
+                "the autograd graph",
+                help=f"call it under `torch.no_grad()` (inference) or with `{name}.detach()`",
+            )
+
+
 def _resident(x: Any) -> bool:
     """Whether the kernels can use torch tensor `x`'s memory where it is: a CUDA tensor on the
     cuda target, a CPU one on the simulator."""
@@ -330,6 +347,24 @@ def result(like: Operand, tensor: Tensor, returned: Any) -> Any:
     if like.kind == "torch_copy":
         return to_torch(tensor, like.original.device)
     return returned
+
+
+def write_back(x: Operand) -> None:
+    """After kernels wrote `x.tensor` in place (an operator that updates an argument, as
+    TileGym's `splitk_reduce` and `mhc_sinkhorn` do): the values back into what the caller
+    passed where the kernels wrote a copy of it (a NumPy array or torch tensor copied for the
+    target, a non-contiguous one made contiguous); nothing where they wrote its memory."""
+    original = x.original
+    if x.kind == "fl":
+        return
+    if x.kind == "numpy":
+        values = x.tensor.numpy()
+        if not np.shares_memory(values, original):
+            np.copyto(original, values)
+        return
+    if x.kind == "torch" and original.is_contiguous():
+        return  # the kernels wrote its memory (from_torch wraps a contiguous tensor)
+    original.copy_(to_torch(x.tensor, original.device))  # through the host: a rare case
 
 
 def to_torch(t: Tensor, device: Any) -> Any:

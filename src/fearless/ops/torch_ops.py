@@ -59,9 +59,12 @@ def _halved(x: Tensor, *_: Any, **__: Any) -> Tensor:
     return _new(x, (*x.shape[:-1], x.shape[-1] // 2))
 
 
-def _define(name: str, fake: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
+def _define(
+    name: str, fake: Callable[..., Any], mutates: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Any]:
     """Register the decorated typed function as `fearless::<name>`, its body run under
-    `kernels_only`, with `fake` as its fake kernel."""
+    `kernels_only`, with `fake` as its fake kernel; `mutates` names the arguments it writes in
+    place (an operator that updates an argument returns nothing)."""
 
     def define(body: Callable[..., Any]) -> Any:
         @functools.wraps(body)
@@ -69,7 +72,7 @@ def _define(name: str, fake: Callable[..., Any]) -> Callable[[Callable[..., Any]
             with kernels_only():
                 return body(*args, **kwargs)
 
-        op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=())
+        op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=mutates)
         op.register_fake(fake)
         return op
 

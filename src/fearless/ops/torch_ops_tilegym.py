@@ -18,6 +18,7 @@ from torch import Tensor
 
 import fearless.ops.attention_mla as MLA
 import fearless.ops.attention_sinks as AS
+import fearless.ops.attention_splitk as SPLITK
 import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.delta_rule as DR
@@ -495,3 +496,16 @@ for _op, _name in (
     (chunk_gated_delta_rule, "chunk_gated_delta_rule"),
 ):
     _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
+
+
+# --------------------------------------------------- split-KV reduction (DESIGN 2c, in place)
+# It writes attn_out, as TileGym's: torch knows the op mutates it (functionalised under
+# torch.compile) and returns nothing. torch takes no autograd formula for a mutating op; an
+# input that requires grad is refused by the body (ops/_io.py's operand).
+
+
+@_define("splitk_reduce", lambda *_: None, mutates=("attn_out",))
+def splitk_reduce(
+    attn_splitk_out: Tensor, lse_splitk_out: Tensor, attn_out: Tensor, S_kv: int
+) -> None:
+    SPLITK.splitk_reduce(attn_splitk_out, lse_splitk_out, attn_out, S_kv)
