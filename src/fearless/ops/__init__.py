@@ -10,7 +10,8 @@ moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
 mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta rule,
 recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only; TileGym's
-splitk_reduce, the merge of split-KV decode partials, in place, forward only).
+splitk_reduce, the merge of split-KV decode partials, in place, forward only; TileGym's
+persistent_layer_norm, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -52,6 +53,7 @@ from .functional import (
 from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
 from .moe import fused_moe, moe_align_block_size
+from .persistent_norm import persistent_layer_norm
 
 __all__ = [
     "attention_sink",
@@ -75,6 +77,7 @@ __all__ = [
     "mla_decoding",
     "mla_decoding_split_kv",
     "moe_align_block_size",
+    "persistent_layer_norm",
     "recurrent_gated_delta_rule",
     "relu",
     "rms_norm",

@@ -148,16 +148,24 @@ def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **
 
 
 @tile.function
-def layer_norm_rows(x, at, wt, bt, eps, tma, lat):
-    """(x - mean) * rsqrt(var + eps) * wt + bt for `x`'s rows at `at`, in f32 (`wt`, `bt` as
-    rms_norm_rows' weight)."""
-    _, BN = at.shape
-    n = x.shape[1]
-    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
+def layer_norm_stats(v, n, eps):
+    """(x - mean, mean, rstd) of the f32 rows `v` (BM, BN) of a tensor with `n` columns (the
+    padded columns past n read 0 and come out 0), rstd = rsqrt(var + eps), the variance the
+    mean of the centred squares (two passes over registers, no E[x^2] - mean^2 cancellation)."""
+    _, BN = v.shape
     mean = tile.sum(v, axis=1, keepdims=True) / n.astype(fl.f32)
     d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
     var = tile.sum(d * d, axis=1, keepdims=True) / n.astype(fl.f32)
-    return d * tile.rsqrt(var + eps) * wt + bt
+    return d, mean, tile.rsqrt(var + eps)
+
+
+@tile.function
+def layer_norm_rows(x, at, wt, bt, eps, tma, lat):
+    """(x - mean) * rsqrt(var + eps) * wt + bt for `x`'s rows at `at`, in f32 (`wt`, `bt` as
+    rms_norm_rows' weight)."""
+    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
+    d, _, rstd = layer_norm_stats(v, x.shape[1], eps)
+    return d * rstd * wt + bt
 
 
 def make_layer_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **hints):

@@ -26,6 +26,7 @@ import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
 import fearless.ops.moe as MOE
+import fearless.ops.persistent_norm as PN
 
 from ..runtime.location import argument_error
 from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
@@ -509,3 +510,36 @@ def splitk_reduce(
     attn_splitk_out: Tensor, lse_splitk_out: Tensor, attn_out: Tensor, S_kv: int
 ) -> None:
     SPLITK.splitk_reduce(attn_splitk_out, lse_splitk_out, attn_out, S_kv)
+
+
+# ------------------------------------------------------------ persistent layer norm (DESIGN 2c)
+
+
+def _pln_fake(
+    input: Tensor, weight: Any, bias: Any, eps: float, mean: Any = None, rstd: Any = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """y like the input; mean and rstd f32 (rows,), or (0,) when given (the Python operator
+    returns the given ones: a torch operator may not return its inputs)."""
+    rows = input.numel() // max(input.shape[-1], 1) if mean is None else 0
+    stat = input.new_empty((rows,), dtype=torch.float32)
+    return _new(input, input.shape), stat, input.new_empty((rows,), dtype=torch.float32)
+
+
+@_define("persistent_layer_norm", _pln_fake)
+def persistent_layer_norm(
+    input: Tensor,
+    weight: Optional[Tensor],  # noqa: UP045
+    bias: Optional[Tensor],  # noqa: UP045
+    eps: float,
+    mean: Optional[Tensor] = None,  # noqa: UP045
+    rstd: Optional[Tensor] = None,  # noqa: UP045
+) -> tuple[Tensor, Tensor, Tensor]:
+    y, m, r, _, _ = PN.persistent_layer_norm(input, None, weight, bias, eps, mean, rstd)
+    if mean is not None:
+        m, r = (input.new_empty((0,), dtype=torch.float32) for _ in range(2))
+    return y, m, r
+
+
+persistent_layer_norm.register_autograd(
+    _no_backward, setup_context=_forward_only("persistent_layer_norm")
+)
