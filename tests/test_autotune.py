@@ -324,3 +324,59 @@ def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:
             assert ahead.applies(Target.CUDA)
         assert ahead.applies(Target.CUDA)
     assert seen == [False] and not ahead.applies(Target.CUDA)
+
+
+def test_prune_times_only_the_configurations_it_keeps() -> None:
+    """`prune` (Triton's early_config_prune, issue 37): a new key times only what it keeps;
+    the winner comes from those; one that keeps none, or returns a configuration of its own,
+    is the decorator's mistake, named."""
+    calls: list[Any] = []
+    seen: list[int] = []
+
+    def keep_slow_ones(configs: list[dict[str, float]], x: np.ndarray) -> list[dict[str, float]]:
+        seen.append(x.size)
+        return [c for c in configs if c["delay"] > 0]
+
+    @fl.autotune(
+        configs=[{"delay": 0.03}, {"delay": 0.0}, {"delay": 0.02}], key=["x"], prune=keep_slow_ones
+    )
+    def f(x: np.ndarray, *, delay: float) -> float:
+        calls.append(delay)
+        time.sleep(delay)
+        return delay
+
+    assert f(np.ones(4)) == 0.02  # the fastest of those kept, not 0.0
+    assert set(calls) == {0.03, 0.02} and seen == [4]
+    times = f.timings[next(iter(f.timings))]
+    assert times[1] is None and times[0] is not None and times[2] is not None
+
+    @fl.autotune(configs=[{"delay": 0.0}, {"delay": 0.01}], prune=lambda configs, x: [])
+    def none_kept(x: np.ndarray, *, delay: float) -> None:
+        pass
+
+    with pytest.raises(fl.CompileError, match="`prune` of `none_kept` returned none"):
+        none_kept(np.ones(2))
+
+    @fl.autotune(configs=[{"delay": 0.0}, {"delay": 0.01}], prune=lambda c, x: [{"delay": 5}])
+    def stranger(x: np.ndarray, *, delay: float) -> None:
+        pass
+
+    with pytest.raises(
+        fl.CompileError, match=r"configurations not among its own: \[\{'delay': 5\}\]"
+    ):
+        stranger(np.ones(2))
+
+
+def test_gemm_tiles_past_the_problem_are_pruned() -> None:
+    """ops' matmul and bmm time only tiles that fit the output (M by its size class, N), the
+    smallest tiles when none do: a 64 x 64 GEMM times 1 of the 17 configurations."""
+    from fearless.ops.kernels_gemm import BMM_CONFIGS, GEMM_CONFIGS, fitting_tiles
+
+    small = fitting_tiles(GEMM_CONFIGS, 64, 64)
+    assert small and all(c["shape"] == (64, 64) for c in small)
+    assert len(small) < len(GEMM_CONFIGS)
+    mid = fitting_tiles(GEMM_CONFIGS, 100, 128)  # M's class is 128
+    assert {c["shape"] for c in mid} == {(128, 128), (64, 128), (64, 64)}
+    assert fitting_tiles(GEMM_CONFIGS, 4096, 4096) == GEMM_CONFIGS  # large: every one
+    assert all(c["shape"][0] <= 64 for c in fitting_tiles(BMM_CONFIGS, 33, 512))
+    assert fitting_tiles(GEMM_CONFIGS, 1, 1) == small  # past none: the smallest tiles

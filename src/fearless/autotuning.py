@@ -30,13 +30,18 @@ returns, as it is when the call raises. So `out` holds the result after `scale(x
 tuner can call `scale` again on the same `out`, as Triton's autotuner re-runs a kernel on the
 same output buffers.
 
+`prune(configs, *args, **kwargs)` (Triton's `early_config_prune`) returns the configurations
+worth timing for a call (a non-empty subset of `configs`, a function of the key alone): ops'
+GEMMs drop tiles larger than the problem. A stale table winner is timed whether kept or not.
+
 The first call with a new key times every configuration (`autotune_timing.measure`: a warm-up
 call, which compiles, then repeated calls each between two synchronisations, the median kept),
 keeps the fastest and calls the function with it. A configuration that raises a fearless error
 (a tile too large, a launch the device refuses) is skipped and reported only if every one
 fails. When tuning has run for over a second, progress goes to stderr. The winner is stored on
 disk (`autotune_store.py`), keyed by the function's module, name and source, the key, the
-device (its name and arch, or "sim") and the fearless version, so a later process does not
+device (its name and arch, or "sim") and the compilers' source digest (for the fearless
+version), so a later process does not
 tune again. A stored winner that fails in a later process (a kernel the function calls was
 edited, and the winner no longer compiles) is dropped with a warning and the key tuned again;
 an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration and times
@@ -76,6 +81,8 @@ from .runtime.location import user_location
 from .runtime.partition import Partition, start_recording, stop_recording
 
 KeySpec = Sequence[str] | Callable[..., Any] | None
+# prune(configs, *args, **kwargs) -> the configurations worth timing (a subset of `configs`)
+Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
 _MISSING = object()
 
@@ -90,8 +97,10 @@ class Autotuned:
         key: KeySpec,
         reset_to_zero: Sequence[str],
         restore_value: Sequence[str],
+        prune: Prune | None = None,
     ) -> None:
         self.fn = fn
+        self._prune = prune
         self.name: str = str(getattr(fn, "name", None) or getattr(fn, "__name__", repr(fn)))
         self._kernel = getattr(fn, "__fearless_kernel__", None)
         if self._kernel == "simt":
@@ -342,19 +351,20 @@ class Autotuned:
             for put_back in snapshots:
                 put_back()
 
+        order = self._kept(args, kwargs)
+        if first is not None:
+            if first in order:
+                order.remove(first)
+            order.insert(0, first)  # a stale table winner is always a candidate
         if target.on_device:
-            self._compile_ahead(grid, args, kwargs, restore)
+            self._compile_ahead(grid, args, kwargs, restore, order)
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
         failures: list[FearlessError] = []
-        order = list(range(len(self.configs)))
-        if first is not None:
-            order.remove(first)
-            order.insert(0, first)
         for step, n in enumerate(order):
             cfg = self.configs[n]
-            progress.show(step, len(self.configs), cfg)
+            progress.show(step, len(order), cfg)
             try:
                 call = functools.partial(self._run, cfg, grid, args, kwargs, False)
                 times[n] = measure(call, restore, clock)
@@ -372,20 +382,41 @@ class Autotuned:
         self._remember(key, best, best_time)
         return best
 
+    def _kept(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
+        """The indices of the configurations to time for this call: all of them, or those
+        `prune` keeps (in the configurations' order). A pruner that keeps none, or returns
+        configurations of its own, is the decorator's mistake: a CompileError."""
+        if self._prune is None:
+            return list(range(len(self.configs)))
+        kept = self._prune(list(self.configs), *args, **kwargs)
+        picked = [n for n, cfg in enumerate(self.configs) if any(cfg == k for k in kept)]
+        strangers = [dict(k) for k in kept if not any(k == cfg for cfg in self.configs)]
+        if not picked or strangers:
+            raise CompileError(
+                f"the `prune` of `{self.name}` returned "
+                + (f"configurations not among its own: {strangers}" if strangers else "none"),
+                user_location(),
+                help="return a non-empty subset of the `configs` it is given",
+            )
+        return picked
+
     def _compile_ahead(
         self,
         grid: Any,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         restore: Callable[[], None],
+        order: Sequence[int] | None = None,
     ) -> None:
-        """Every configuration's call once, its Tile launches compiling on worker threads
-        instead of running (tile/compile_ahead.py), so the timing pass that follows finds them
-        compiled. A configuration that fails here is met again, and skipped, there."""
+        """The call of each configuration to time (`order`, default all) once, its Tile launches compiling
+        on worker threads instead of running (tile/compile_ahead.py), so the timing pass that
+        follows finds them compiled. A configuration that fails here is met again, and
+        skipped, there."""
         from .tile.compile_ahead import compile_ahead
 
         with compile_ahead():
-            for cfg in self.configs:
+            for n in range(len(self.configs)) if order is None else order:
+                cfg = self.configs[n]
                 restore()
                 with contextlib.suppress(FearlessError):
                     self._run(cfg, grid, args, kwargs, False)
@@ -494,13 +525,15 @@ class _Autotune:
         *,
         reset_to_zero: Sequence[str] = (),
         restore_value: Sequence[str] = (),
+        prune: Prune | None = None,
     ) -> Callable[[Callable[..., Any]], Autotuned]:
         """Decorate a host function (or a Tile kernel) whose keyword arguments are tunables:
         each call uses the fastest of `configs` for its `key` (the module docstring has the
-        protocol)."""
+        protocol). `prune(configs, *args, **kwargs)` (Triton's `early_config_prune`) returns
+        the configurations worth timing for a new key: it must depend on the key alone."""
 
         def decorate(fn: Callable[..., Any]) -> Autotuned:
-            return Autotuned(fn, configs, key, reset_to_zero, restore_value)
+            return Autotuned(fn, configs, key, reset_to_zero, restore_value, prune)
 
         return decorate
 

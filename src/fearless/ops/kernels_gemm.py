@@ -100,12 +100,29 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     return (lambda: kernel.launch(grid, part, a, b, BK)), part
 
 
+def fitting_tiles(configs, m, n):
+    """The configurations whose (BM, BN) tiles fit an M x N output (each extent rounded up to
+    a power of two, 64 at least): a tile past the problem in an axis only pads, so it cannot
+    beat one that fits (issue 37's pruning). The smallest tiles when none fit."""
+    m, n = max(64, 1 << size_class(m)), max(64, 1 << size_class(n))
+    fit = [c for c in configs if c["shape"][0] <= m and c["shape"][1] <= n]
+    if fit:
+        return fit
+    least = min(c["shape"][0] * c["shape"][1] for c in configs)
+    return [c for c in configs if c["shape"][0] * c["shape"][1] == least]
+
+
+def _gemm_prune(configs, a, b, *_, **__):
+    """matmul's pruning: by M's size class (the key's) and N."""
+    return fitting_tiles(configs, a.shape[0], b.shape[1])
+
+
 def _gemm_key(a, b, *_, **__):
     """(M's size class, K, N): M is the extent that varies between calls (tokens, batch)."""
     return size_class(a.shape[0]), a.shape[1], b.shape[1]
 
 
-@fl.autotune(configs=GEMM_CONFIGS, key=_gemm_key)
+@fl.autotune(configs=GEMM_CONFIGS, key=_gemm_key, prune=_gemm_prune)
 def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
     launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
@@ -202,7 +219,12 @@ def _bmm_key(a, b, *_, **__):
     return size_class(a.shape[0]), size_class(a.shape[1]), a.shape[2], b.shape[2]
 
 
-@fl.autotune(configs=BMM_CONFIGS, key=_bmm_key)
+def _bmm_prune(configs, a, b, *_, **__):
+    """bmm's pruning: by M's size class (the key's) and N."""
+    return fitting_tiles(configs, a.shape[1], b.shape[2])
+
+
+@fl.autotune(configs=BMM_CONFIGS, key=_bmm_key, prune=_bmm_prune)
 def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
     """c = a @ b batched over the first axis (B, M, K) @ (B, K, N), f32 accumulation; a flat
     configuration runs the batched kernel where its BM does not divide M."""
