@@ -429,6 +429,34 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 False,
             ),
         ),
+        (  # two heads over one group, two chunks of 16 (the last partial), with autograd
+            "mamba2_chunk_forward",
+            lambda: (
+                torch.randn(1, 20, 2, 8, requires_grad=True),
+                -torch.rand(2) - 0.5,
+                torch.randn(1, 20, 1, 12, requires_grad=True),
+                torch.randn(1, 20, 1, 12),
+                torch.randn(2),
+                torch.rand(1, 20, 2, requires_grad=True),
+                torch.randn(1, 2, 8, 12) * 0.1,
+                16,
+            ),
+        ),
+        (
+            "mamba2_chunk_backward",
+            lambda: (
+                torch.randn(1, 20, 2, 8),
+                -torch.rand(2) - 0.5,
+                torch.randn(1, 20, 1, 12),
+                torch.randn(1, 20, 1, 12),
+                torch.randn(2),
+                torch.rand(1, 20, 2),
+                None,
+                torch.randn(1, 20, 2, 8),
+                torch.randn(1, 2, 8, 12),
+                16,
+            ),
+        ),
         (
             "rope",
             lambda: (

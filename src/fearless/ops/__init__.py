@@ -11,7 +11,8 @@ w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, Til
 mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta rule,
 recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only; TileGym's
 splitk_reduce, the merge of split-KV decode partials, in place, forward only; TileGym's
-persistent_layer_norm, forward only).
+persistent_layer_norm, forward only; Mamba-2's chunked SSD scan, mamba2_chunk_forward and
+mamba2_chunk_backward, with autograd).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -52,6 +53,7 @@ from .functional import (
 )
 from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
+from .mamba2 import mamba2_chunk_backward, mamba2_chunk_forward
 from .moe import fused_moe, moe_align_block_size
 from .persistent_norm import persistent_layer_norm
 
@@ -72,6 +74,8 @@ __all__ = [
     "gemma_attention",
     "group_gemm",
     "layer_norm",
+    "mamba2_chunk_backward",
+    "mamba2_chunk_forward",
     "matmul",
     "mla",
     "mla_decoding",

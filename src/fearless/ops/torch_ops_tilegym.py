@@ -4,7 +4,8 @@ helpers of ops/torch_ops.py (`_define`, `_new`, ...), registered with those when
 torch_library.py registers fearless.ops.
 
 All are forward only except `fused_linear_cross_entropy` (its forward computes the gradients,
-Liger's way, and its backward scales them): an input that requires grad is refused at the
+Liger's way, and its backward scales them) and `mamba2_chunk_forward` (its backward is
+`fearless::mamba2_chunk_backward`, TileGym's): an input that requires grad is refused at the
 call, never cut from the autograd graph (`_forward_only`). A torch operator returns tensors
 only: where a Python operator gives None (the delta rule's final state when not asked for), the
 torch one gives an empty (0,) tensor.
@@ -25,6 +26,7 @@ import fearless.ops.delta_rule as DR
 import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
+import fearless.ops.mamba2 as M2
 import fearless.ops.moe as MOE
 import fearless.ops.persistent_norm as PN
 
@@ -543,3 +545,100 @@ def persistent_layer_norm(
 persistent_layer_norm.register_autograd(
     _no_backward, setup_context=_forward_only("persistent_layer_norm")
 )
+
+
+# ------------------------------------------------------------------ Mamba-2's SSD scan
+
+
+def _state_dtype(state: Optional[Tensor]) -> torch.dtype:  # noqa: UP045
+    return torch.float32 if state is None else state.dtype
+
+
+def _m2_fake(
+    x: Tensor,
+    a: Tensor,
+    b: Tensor,
+    c: Tensor,
+    d: Tensor,
+    dt: Tensor,
+    init_state: Optional[Tensor],  # noqa: UP045
+    chunk_size: int = 64,
+) -> tuple[Tensor, Tensor]:
+    bsz, _, h, p = x.shape
+    state = x.new_empty((bsz, h, p, b.shape[3]), dtype=_state_dtype(init_state))
+    return _new(x, x.shape), state
+
+
+@_define("mamba2_chunk_forward", _m2_fake)
+def mamba2_chunk_forward(
+    x: Tensor,
+    a: Tensor,
+    b: Tensor,
+    c: Tensor,
+    d: Tensor,
+    dt: Tensor,
+    init_state: Optional[Tensor],  # noqa: UP045
+    chunk_size: int = 64,
+) -> tuple[Tensor, Tensor]:
+    out, state = M2.mamba2_chunk_forward(x, a, b, c, d, dt, init_state, chunk_size)
+    return out, state
+
+
+def _m2_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
+    *tensors, chunk_size = inputs
+    ctx.save_for_backward(*tensors)
+    ctx.chunk_size = chunk_size  # type: ignore[attr-defined]
+
+
+@_autograd(mamba2_chunk_forward, _m2_ctx)
+def _m2_bwd(ctx: Any, dy: Optional[Tensor], dfinal: Optional[Tensor]) -> tuple:  # noqa: UP045
+    x, a, b, c, d, dt, init = ctx.saved_tensors
+    dy = torch.zeros_like(x) if dy is None else dy.contiguous()
+    dfinal = None if dfinal is None else dfinal.contiguous()
+    dx, da, db, dc, dd, ddt, dinit = OPS.mamba2_chunk_backward(
+        x, a, b, c, d, dt, init, dy, dfinal, ctx.chunk_size
+    )
+    dinit = None if init is None else dinit.to(init.dtype)
+    return dx, da.to(a.dtype), db, dc, dd.to(d.dtype), ddt, dinit, None
+
+
+def _m2_bwd_fake(
+    x: Tensor,
+    a: Tensor,
+    b: Tensor,
+    c: Tensor,
+    d: Tensor,
+    dt: Tensor,
+    init_state: Optional[Tensor],  # noqa: UP045
+    dout: Tensor,
+    dfinal_state: Optional[Tensor],  # noqa: UP045
+    chunk_size: int = 64,
+) -> tuple[Tensor, ...]:
+    bsz, _, h, p = x.shape
+    f32 = torch.float32
+    return (
+        _new(x, x.shape),
+        a.new_empty((h,), dtype=f32),
+        _new(b, b.shape),
+        _new(b, b.shape),
+        a.new_empty((h,), dtype=f32),
+        _new(dt, dt.shape),
+        x.new_empty((bsz, h, p, b.shape[3]), dtype=_state_dtype(dfinal_state)),
+    )
+
+
+@_define("mamba2_chunk_backward", _m2_bwd_fake)
+def mamba2_chunk_backward(
+    x: Tensor,
+    a: Tensor,
+    b: Tensor,
+    c: Tensor,
+    d: Tensor,
+    dt: Tensor,
+    init_state: Optional[Tensor],  # noqa: UP045
+    dout: Tensor,
+    dfinal_state: Optional[Tensor],  # noqa: UP045
+    chunk_size: int = 64,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    grads = M2.mamba2_chunk_backward(x, a, b, c, d, dt, init_state, dout, dfinal_state, chunk_size)
+    return tuple(grads)  # type: ignore[return-value]
