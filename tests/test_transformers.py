@@ -14,20 +14,26 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from fearless import config, ops
+from fearless import config
 from fearless.errors import KernelTypeError
 
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
-from support.hf_patches import PREFIX, keep_hugging_face, modeling  # noqa: E402
+from support.hf_patches import (  # noqa: E402
+    PREFIX,
+    assert_grads_match,
+    count_calls,
+    keep_hugging_face,
+    modeling,
+    run_with_grads,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_tiny_llama.py"
 TYPES = sorted(PREFIX)
@@ -71,41 +77,7 @@ def _batch(batch: int = 2) -> tuple[Any, Any]:
     return ids, labels
 
 
-def _run(model: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-    """The output of one forward with labels and the parameter gradients of its loss."""
-    model.zero_grad(set_to_none=True)
-    out = model(**kwargs)
-    out.loss.backward()
-    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    return out, grads
-
-
-def _assert_grads_match(got: dict[str, Any], want: dict[str, Any]) -> None:
-    # f32 end to end; the fearless kernels sum in other orders than torch's (flash attention's
-    # blocked softmax, the recomputed probabilities of its backward, rms_norm's row reduction),
-    # which moves each gradient by a few f32 ulps of its largest entry per layer: 1e-5 of the
-    # tensor's largest magnitude is ~100 ulps of headroom and far below any real error.
-    assert got.keys() == want.keys()
-    for name, ref in want.items():
-        scale = float(ref.abs().max()) or 1.0
-        torch.testing.assert_close(got[name], ref, rtol=1e-4, atol=1e-5 * scale, msg=name)
-
-
-def _count(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:
-    """Count the calls of these fearless.ops operators (the patched layers call them by
-    attribute, so the wrappers see every call)."""
-    calls: Counter[str] = Counter()
-
-    def counting(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(*args: Any, **kw: Any) -> Any:
-            calls[name] += 1
-            return op(*args, **kw)
-
-        return wrapped
-
-    for name in names:
-        monkeypatch.setattr(ops, name, counting(name, getattr(ops, name)))
-    return calls
+_run, _assert_grads_match, _count = run_with_grads, assert_grads_match, count_calls
 
 
 OPS = ("rms_norm", "swiglu", "rope", "scaled_dot_product_attention", "fused_linear_cross_entropy")
@@ -253,7 +225,7 @@ def test_rope_with_an_odd_head_dim_runs_hugging_faces_code(monkeypatch: pytest.M
 
 
 def test_apply_names_the_supported_model_types() -> None:
-    with pytest.raises(KernelTypeError, match=r"'gpt2'.*llama, mistral, qwen2, qwen3"):
+    with pytest.raises(KernelTypeError, match=r"'gpt2'.*llama, mistral, qwen2, qwen3, qwen3_moe"):
         flt.apply(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
 
 

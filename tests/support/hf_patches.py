@@ -1,15 +1,35 @@
 """What the fearless.transformers tests share: `keep_hugging_face`, which makes a test's
 class-level patches of Hugging Face's modeling modules (and its `sdpa` attention entry) undo
-themselves when the test ends."""
+themselves when the test ends; `count_calls` (fearless.ops calls by operator);
+`run_with_grads` (one forward with labels and its parameter gradients); and
+`assert_grads_match`."""
 
 from __future__ import annotations
 
 import importlib
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 PREFIX = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3"}
+
+# model_type -> (class name prefix, classes fearless.transformers may swap, module functions
+# it may replace), for every model type it patches
+PATCHED = {
+    **{
+        t: (p, ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",))
+        for t, p in PREFIX.items()
+    },
+    "qwen3_moe": (
+        "Qwen3Moe",
+        ("RMSNorm", "MLP", "Attention", "Experts"),
+        ("apply_rotary_pos_emb",),
+    ),
+    "gemma3": ("Gemma3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
+    "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),
+}
 
 
 def modeling(model_type: str) -> Any:
@@ -22,12 +42,54 @@ def keep_hugging_face(monkeypatch: pytest.MonkeyPatch) -> None:
     teardown puts Hugging Face's own back."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-    for model_type, prefix in PREFIX.items():
+    for model_type, (prefix, classes, functions) in PATCHED.items():
         module = modeling(model_type)
-        for name in ("RMSNorm", "MLP", "Attention"):
+        for name in classes:
             monkeypatch.setattr(module, prefix + name, getattr(module, prefix + name))
-        monkeypatch.setattr(module, "apply_rotary_pos_emb", module.apply_rotary_pos_emb)
+        for name in functions:
+            monkeypatch.setattr(module, name, getattr(module, name))
         causal_lm = getattr(module, prefix + "ForCausalLM")
         monkeypatch.setattr(causal_lm, "forward", causal_lm.forward)
     table = ALL_ATTENTION_FUNCTIONS
     monkeypatch.setattr(table, "_local_mapping", dict(table._local_mapping))
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:
+    """Count the calls of these fearless.ops operators (the patched layers call them by
+    attribute, so the wrappers see every call)."""
+    from fearless import ops
+
+    calls: Counter[str] = Counter()
+
+    def counting(name: str, op: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: Any, **kw: Any) -> Any:
+            calls[name] += 1
+            return op(*args, **kw)
+
+        return wrapped
+
+    for name in names:
+        monkeypatch.setattr(ops, name, counting(name, getattr(ops, name)))
+    return calls
+
+
+def run_with_grads(model: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+    """The output of one forward with labels and the parameter gradients of its loss."""
+    model.zero_grad(set_to_none=True)
+    out = model(**kwargs)
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return out, grads
+
+
+def assert_grads_match(got: dict[str, Any], want: dict[str, Any]) -> None:
+    """f32 end to end; the fearless kernels sum in other orders than torch's (flash attention's
+    blocked softmax, the recomputed probabilities of its backward, rms_norm's row reduction),
+    which moves each gradient by a few f32 ulps of its largest entry per layer: 1e-5 of the
+    tensor's largest magnitude is ~100 ulps of headroom and far below any real error."""
+    import torch
+
+    assert got.keys() == want.keys()
+    for name, ref in want.items():
+        scale = float(ref.abs().max()) or 1.0
+        torch.testing.assert_close(got[name], ref, rtol=1e-4, atol=1e-5 * scale, msg=name)

@@ -5,9 +5,9 @@
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
-Supported model types: llama, mistral, qwen2, qwen3. The patches are in patch.py, the forwards
-they install in layers.py (RMSNorm, SwiGLU MLP, RoPE, attention) and loss.py (the causal-LM
-loss as fused linear cross-entropy). `import fearless` does not import this package, and this
+Supported model types: llama, mistral, qwen2, qwen3, qwen3_moe. The patches are in patch.py,
+the forwards they install in layers.py (RMSNorm, SwiGLU MLP, RoPE, attention), experts.py (the
+MoE experts as fused_moe) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not import this package, and this
 package imports Hugging Face transformers only when one of its functions is called.
 """
 
@@ -17,6 +17,7 @@ from .patch import (
     apply_fearless_kernel_to_mistral,
     apply_fearless_kernel_to_qwen2,
     apply_fearless_kernel_to_qwen3,
+    apply_fearless_kernel_to_qwen3_moe,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "apply_fearless_kernel_to_mistral",
     "apply_fearless_kernel_to_qwen2",
     "apply_fearless_kernel_to_qwen3",
+    "apply_fearless_kernel_to_qwen3_moe",
 ]

@@ -39,6 +39,36 @@ def _base_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     return type(self)._fearless_base.forward(self, *args, **kwargs)
 
 
+def wants_grad(*tensors: torch.Tensor) -> bool:
+    """Whether autograd would record a call on these tensors (a forward-only fearless op then
+    refuses them)."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def is_causal_mask(mask: torch.Tensor | None, lq: int, s: int, window: int | None) -> bool:
+    """Whether the attention mask Hugging Face built, boolean (True: attend) or additive (0 or
+    the dtype's minimum / -inf), lets query i (of lq, at key index i + s - lq) see exactly the
+    keys j <= i + s - lq and, with `window` W, j > i + s - lq - W: the masks of a causal or
+    sliding-window prefill or decode over a cache without padding. None (no mask) is that only
+    for one query with no window. Compares the mask with the pattern (a host sync over
+    (batch, lq, s) booleans, far less than the attention's work)."""
+    if mask is None:
+        return lq == 1 and window is None
+    if mask.dim() != 4 or mask.shape[1] != 1 or mask.shape[2:] != (lq, s):
+        return False
+    pos = torch.arange(lq, device=mask.device)[:, None] + (s - lq)
+    key = torch.arange(s, device=mask.device)[None, :]
+    allowed = key <= pos
+    if window is not None:
+        allowed &= key > pos - window
+    if mask.dtype == torch.bool:
+        return bool(torch.equal(mask, allowed.expand_as(mask)))
+    if not mask.is_floating_point():
+        return False
+    masked = mask <= torch.finfo(mask.dtype).min  # the minimum or -inf: weight 0
+    return bool(torch.where(allowed, mask == 0, masked).all())
+
+
 # ------------------------------------------------------------------------------------ RMSNorm
 
 

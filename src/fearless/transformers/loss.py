@@ -40,8 +40,14 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         has_labels = labels is not None or shift_labels is not None
         skip = (self.training and has_labels) if skip_logits is None else skip_logits and has_labels
         head = self.lm_head
+        config = getattr(self, "config", None)
+        router = kwargs.get("output_router_logits", getattr(config, "output_router_logits", None))
         takes = (
             skip
+            # a mixture of experts' auxiliary loss needs the router logits: Hugging Face's code
+            and not router
+            # soft-capped logits (Gemma's final_logit_softcapping) are not the kernel's
+            and getattr(config, "final_logit_softcapping", None) is None
             # logits_to_keep slices positions for generation: not a loss over all of them
             and isinstance(logits_to_keep, int)
             and logits_to_keep == 0
@@ -61,7 +67,7 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
                 logits_to_keep=logits_to_keep,
                 **kwargs,
             )
-        from transformers.modeling_outputs import CausalLMOutputWithPast
+        from transformers.modeling_outputs import CausalLMOutputWithPast, MoeCausalLMOutputWithPast
 
         return_dict = kwargs.pop("return_dict", None)
         shift_labels = kwargs.pop("shift_labels", None)
@@ -93,7 +99,9 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         )
         if num_items is not None:  # Hugging Face's gradient-accumulation normalisation
             loss = loss / (num_items.to(loss.device) if torch.is_tensor(num_items) else num_items)
-        out = CausalLMOutputWithPast(
+        # a mixture of experts' causal LM returns its own output class (aux_loss None here)
+        moe = hasattr(self, "router_aux_loss_coef")
+        out = (MoeCausalLMOutputWithPast if moe else CausalLMOutputWithPast)(
             loss=loss,
             logits=None,
             cache=getattr(outputs, "cache", None),

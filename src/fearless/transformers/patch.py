@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ..runtime.location import argument_error
@@ -31,41 +32,59 @@ MODELS: dict[str, tuple[str, str]] = {
     "mistral": ("transformers.models.mistral.modeling_mistral", "Mistral"),
     "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2"),
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
+    "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
 }
 
+# (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
+Swap = tuple[str, Any, dict[str, Any]]
 
-def _patch(
-    model_type: str,
-    rope: bool,
-    rms_norm: bool,
-    swiglu: bool,
-    attention: bool,
-    fused_linear_cross_entropy: bool,
-    model: Any,
-) -> None:
-    modeling: Any  # a modeling module: mypy does not know its functions
+
+def _modeling(model_type: str) -> Any:
     try:
-        modeling = importlib.import_module(MODELS[model_type][0])
+        return importlib.import_module(MODELS[model_type][0])
     except ImportError as e:
         raise argument_error(
             f"fearless.transformers needs Hugging Face transformers ({e})",
             help="pip install 'fearless[transformers]'",
         ) from None
+
+
+def _dense_swaps(rms_norm: bool, swiglu: bool, attention: bool) -> list[Swap]:
+    """The class swaps of a Llama-like decoder: RMSNorm, the gated MLP, the attention marker."""
+    from . import layers
+
+    swaps: list[Swap] = []
+    if rms_norm:
+        swaps.append(("RMSNorm", layers.rms_norm_forward, {}))
+    if swiglu:
+        swaps.append(("MLP", layers.mlp_forward, {}))
+    if attention:
+        swaps.append(("Attention", None, {"_fearless_attention": True}))
+    return swaps
+
+
+def _patch(
+    model_type: str,
+    swaps: list[Swap],
+    functions: dict[str, Any],
+    sdpa: bool,
+    fused_linear_cross_entropy: bool,
+    model: Any,
+) -> None:
+    """Swap the classes `swaps`, wrap the module functions `functions` (name -> a function of
+    Hugging Face's function), make the `sdpa` entry the dispatcher when `sdpa`, and patch the
+    causal LM's loss; with `model`, switch its existing modules to the swapped classes."""
+    modeling = _modeling(model_type)
     from . import layers
 
     prefix = MODELS[model_type][1]
-    classes: list[type] = []
-    if rms_norm:
-        classes.append(_swap(modeling, f"{prefix}RMSNorm", layers.rms_norm_forward))
-    if swiglu:
-        classes.append(_swap(modeling, f"{prefix}MLP", layers.mlp_forward))
-    if attention:
-        classes.append(_swap(modeling, f"{prefix}Attention", None, _fearless_attention=True))
+    classes = [_swap(modeling, prefix + name, fwd, **attrs) for name, fwd, attrs in swaps]
+    if sdpa:
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
         ALL_ATTENTION_FUNCTIONS["sdpa"] = layers.sdpa_dispatch(ALL_ATTENTION_FUNCTIONS["sdpa"])
-    if rope:
-        modeling.apply_rotary_pos_emb = layers.rope_function(modeling.apply_rotary_pos_emb)
+    for name, wrap in functions.items():
+        setattr(modeling, name, wrap(getattr(modeling, name)))
     if fused_linear_cross_entropy:
         from . import loss
 
@@ -81,6 +100,22 @@ def _patch(
                 base = fearless._fearless_base  # type: ignore[attr-defined]
                 if type(module) is base:
                     module.__class__ = fearless
+
+
+def _patch_dense(
+    model_type: str,
+    rope: bool,
+    rms_norm: bool,
+    swiglu: bool,
+    attention: bool,
+    fused_linear_cross_entropy: bool,
+    model: Any,
+) -> None:
+    from . import layers
+
+    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
+    swaps = _dense_swaps(rms_norm, swiglu, attention)
+    _patch(model_type, swaps, functions, attention, fused_linear_cross_entropy, model)
 
 
 def _swap(modeling: Any, name: str, forward: Any, **attrs: Any) -> type:
@@ -104,7 +139,7 @@ def apply_fearless_kernel_to_llama(
     the SwiGLU MLP, attention (with the `sdpa` implementation) and, when asked, the causal-LM
     loss as fused linear cross-entropy. `model`: a model already built, whose modules are
     patched too (modules built later get the patched classes)."""
-    _patch("llama", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _patch_dense("llama", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
 
 
 def apply_fearless_kernel_to_mistral(
@@ -118,7 +153,7 @@ def apply_fearless_kernel_to_mistral(
     """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); a sliding
     window is kept by the attention mask Hugging Face builds (a masked call runs fearless's
     attention in inference and torch's SDPA in training)."""
-    _patch("mistral", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _patch_dense("mistral", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
 
 
 def apply_fearless_kernel_to_qwen2(
@@ -130,7 +165,7 @@ def apply_fearless_kernel_to_qwen2(
     model: Any = None,
 ) -> None:
     """`apply_fearless_kernel_to_llama` for Qwen2 (transformers.models.qwen2)."""
-    _patch("qwen2", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _patch_dense("qwen2", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
 
 
 def apply_fearless_kernel_to_qwen3(
@@ -143,14 +178,39 @@ def apply_fearless_kernel_to_qwen3(
 ) -> None:
     """`apply_fearless_kernel_to_llama` for Qwen3 (transformers.models.qwen3); its q and k
     norms are Qwen3RMSNorm modules, so `rms_norm` covers them."""
-    _patch("qwen3", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _patch_dense("qwen3", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
 
 
-APPLY = {
+def apply_fearless_kernel_to_qwen3_moe(
+    rope: bool = True,
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    attention: bool = True,
+    moe: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """`apply_fearless_kernel_to_qwen3` for Qwen3-MoE (transformers.models.qwen3_moe): the
+    dense parts as Qwen3's (`swiglu`: the MLP of its dense layers, `mlp_only_layers`), and with
+    `moe` the sparse block's experts through `fearless.ops.fused_moe` (the router stays
+    Hugging Face's). fused_moe is forward only: in training the experts run Hugging Face's
+    code. The fused loss is taken when the router logits are not asked for (no auxiliary
+    loss); otherwise Hugging Face's forward runs."""
+    from . import experts, layers
+
+    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
+    swaps = _dense_swaps(rms_norm, swiglu, attention)
+    if moe:
+        swaps.append(("Experts", experts.experts_forward, {}))
+    _patch("qwen3_moe", swaps, functions, attention, fused_linear_cross_entropy, model)
+
+
+APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
     "qwen2": apply_fearless_kernel_to_qwen2,
     "qwen3": apply_fearless_kernel_to_qwen3,
+    "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
 }
 
 

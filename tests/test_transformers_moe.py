@@ -1,0 +1,148 @@
+"""fearless.transformers on the mixtures of experts, on the simulator with CPU torch: a tiny
+random Qwen3-MoE (one sparse layer, one dense) patched by `apply` gives Hugging Face's logits,
+loss and gradients in training, where the experts fall back to Hugging Face's loop (fused_moe is
+forward only), and its logits in inference, where they go through `fearless.ops.fused_moe`
+(counted); the fused loss without logits; a tiny GPT-OSS: attention with sinks through
+`fearless.ops.attention_sink` in inference (prefill and KV-cache decode, sliding-window and
+full layers), Hugging Face's eager attention in training and under a padding mask; its experts
+stay torch."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fearless import config
+
+torch = pytest.importorskip("torch")
+hf = pytest.importorskip("transformers")
+flt = importlib.import_module("fearless.transformers")
+from support.hf_patches import (  # noqa: E402
+    assert_grads_match,
+    count_calls,
+    keep_hugging_face,
+    run_with_grads,
+)
+
+LAYERS, VOCAB, SEQ = 2, 96, 12
+OPS = (
+    "rms_norm",
+    "swiglu",
+    "rope",
+    "scaled_dot_product_attention",
+    "fused_moe",
+    "attention_sink",
+    "fused_linear_cross_entropy",
+)
+
+
+@pytest.fixture(autouse=True)
+def restore(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    keep_hugging_face(monkeypatch)
+
+
+def _batch(batch: int = 2) -> tuple[Any, Any]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+    labels = ids.clone()
+    labels[:, :3] = -100
+    return ids, labels
+
+
+def _qwen3_moe(seed: int = 0) -> Any:
+    """Layer 0 sparse (4 experts of 32, top 2), layer 1 dense (mlp_only_layers)."""
+    cfg = hf.Qwen3MoeConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        mlp_only_layers=[1],
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    return hf.Qwen3MoeForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_qwen3_moe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _qwen3_moe()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids).logits
+    calls = count_calls(monkeypatch, *OPS)
+    if via == "apply":
+        assert flt.apply(model) is model
+    else:
+        flt.apply_fearless_kernel_to_qwen3_moe(model=model)
+    assert type(model.model.layers[0].mlp.experts).__name__ == "FearlessQwen3MoeExperts"
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    assert_grads_match(grads, ref_grads)
+    # 2 norms per layer, q and k norms, the final norm; the dense layer's SwiGLU; rope and
+    # attention per layer; no fused_moe: its weights require grad, Hugging Face's loop ran
+    dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 1, "rope": LAYERS}
+    assert calls == Counter({**dense, "scaled_dot_product_attention": LAYERS}), calls
+    calls.clear()
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert calls == Counter({**dense, "scaled_dot_product_attention": LAYERS, "fused_moe": 1})
+    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+
+
+def test_qwen3_moe_experts_alone_match_and_only_route_without_grad(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    experts = _qwen3_moe().model.layers[0].mlp.experts
+    x = torch.randn(7, 64)
+    ids = torch.tensor([[0, 3], [1, 2], [3, 0], [2, 2], [1, 0], [0, 1], [3, 2]])
+    w = torch.softmax(torch.randn(7, 2), -1)
+    with torch.no_grad():
+        want = experts(x, ids, w)
+    flt.apply_fearless_kernel_to_qwen3_moe(rope=False, rms_norm=False, attention=False)
+    from transformers.models.qwen3_moe import modeling_qwen3_moe
+
+    experts.__class__ = modeling_qwen3_moe.Qwen3MoeExperts  # the swapped class
+    calls = count_calls(monkeypatch, "fused_moe")
+    with torch.no_grad():
+        got = experts(x, ids, w)
+    assert calls["fused_moe"] == 1
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    y = experts(x, ids, w)  # grad enabled, weights require grad: the loop, with a graph
+    assert calls["fused_moe"] == 1 and y.requires_grad
+    torch.testing.assert_close(y.detach(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_qwen3_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _qwen3_moe()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with_aux = model(input_ids=ids, labels=labels, output_router_logits=True)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    assert type(out).__name__ == "MoeCausalLMOutputWithPast"
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
+    # the auxiliary load-balancing loss needs the router logits: Hugging Face's forward
+    aux = model(input_ids=ids, labels=labels, output_router_logits=True)
+    assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None
+    torch.testing.assert_close(aux.loss, with_aux.loss, rtol=1e-4, atol=1e-5)
