@@ -201,6 +201,10 @@ def _attention(
     """Hugging Face's sdpa_attention_forward on `fearless.ops.scaled_dot_product_attention`:
     the output as (batch, seq, heads, head_dim), or None where the fearless op does not take
     the call (the caller then runs torch's)."""
+    if getattr(module, "_fearless_windowed", False):
+        out = _windowed(module, q, k, v, mask, dropout, scaling, kwargs)
+        if out is not None:
+            return out
     if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
         return None  # no attention dropout, bias or soft-capping in the fearless kernel
     if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
@@ -226,4 +230,39 @@ def _attention(
     out = ops.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, is_causal=bool(causal), scale=scaling, enable_gqa=hk != h
     )
+    return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]
+
+
+def _windowed(
+    module: torch.nn.Module,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: float,
+    scaling: float | None,
+    kwargs: dict[str, Any],
+) -> torch.Tensor | None:
+    """A sliding-window layer (Gemma's) on `fearless.ops.gemma_attention`, where that computes
+    what Hugging Face's masked SDPA does: no grad (the op is forward only), no dropout, and a
+    mask that is exactly the causal window (no padding); None otherwise (the caller then
+    tries the general path). Hugging Face's window W keeps keys j with i' - W < j <= i'
+    (i' = i + S - L); gemma_attention's window_size w keeps |j - i'| <= w: w = W - 1, and
+    its causal mask is bottom-right aligned, the same i'."""
+    window = kwargs.get("sliding_window")
+    if not isinstance(window, int) or isinstance(window, bool) or window < 2:
+        return None  # a full layer, or W = 1 (gemma_attention's 0 means no window)
+    if dropout or kwargs.get("position_bias") is not None or not module.is_causal:
+        return None
+    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+        return None
+    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
+        return None
+    (b, h, lq, _), hk, s = q.shape, k.shape[1], k.shape[2]
+    if k.shape[0] != b or not hk or h % hk or wants_grad(q, k, v):
+        return None
+    if mask is None or not is_causal_mask(mask, lq, s, window):
+        return None  # no mask (HF skipped it: the generic causal path), or padding
+    cap = kwargs.get("softcap")
+    out = ops.gemma_attention(q, k, v, scaling, window_size=window - 1, soft_cap=cap)
     return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]

@@ -33,6 +33,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2"),
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
+    "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -205,12 +206,44 @@ def apply_fearless_kernel_to_qwen3_moe(
     _patch("qwen3_moe", swaps, functions, attention, fused_linear_cross_entropy, model)
 
 
+def apply_fearless_kernel_to_gemma3(
+    rope: bool = True,
+    rms_norm: bool = True,
+    mlp: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's Gemma 3 (transformers.models.gemma3: Gemma3ForCausalLM, and the text
+    model of Gemma3ForConditionalGeneration) on fearless kernels: its RMSNorm ((1 + weight),
+    as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`mlp`, as
+    `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
+    as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
+    Hugging Face's (no grad: it is forward only; a mask that is exactly the causal window,
+    i.e. no padding), else as Llama's (a mask in training: torch's SDPA). The fused loss is
+    declined when the config soft-caps the final logits."""
+    from . import gemma, layers
+
+    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
+    swaps: list[Swap] = []
+    if rms_norm:
+        swaps.append(("RMSNorm", gemma.gemma_rms_norm_forward, {}))
+    if mlp:
+        swaps.append(("MLP", gemma.gemma_mlp_forward, {}))
+    if attention:
+        marks = {"_fearless_attention": True, "_fearless_windowed": True}
+        swaps.append(("Attention", None, marks))
+    _patch("gemma3", swaps, functions, attention, fused_linear_cross_entropy, model)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
     "qwen2": apply_fearless_kernel_to_qwen2,
     "qwen3": apply_fearless_kernel_to_qwen3,
     "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
+    "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
+    "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
 }
 
 

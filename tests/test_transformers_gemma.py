@@ -1,0 +1,165 @@
+"""fearless.transformers on Gemma 3, on the simulator with CPU torch: a tiny random
+Gemma3ForCausalLM (a sliding-window layer of window 4 and a full layer, random norm weights so
+that the (1 + weight) scale matters) patched by `apply` gives Hugging Face's logits, loss and
+gradients in training (its windowed layer on torch's SDPA: a mask with grad) and its logits in
+inference, where the windowed layer runs `fearless.ops.gemma_attention` (counted); a padded
+batch keeps gemma_attention out (its mask is not the plain window); greedy generation with a
+KV cache (decode steps: bottom-right windows) matches; the RMSNorm and the MLP alone."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fearless import config
+
+torch = pytest.importorskip("torch")
+hf = pytest.importorskip("transformers")
+flt = importlib.import_module("fearless.transformers")
+from support.hf_patches import (  # noqa: E402
+    assert_grads_match,
+    count_calls,
+    keep_hugging_face,
+    modeling,
+    run_with_grads,
+)
+
+LAYERS, VOCAB, SEQ, WINDOW = 2, 96, 12, 4
+OPS = (
+    "rms_norm",
+    "geglu",
+    "rope",
+    "scaled_dot_product_attention",
+    "gemma_attention",
+    "fused_linear_cross_entropy",
+)
+
+
+@pytest.fixture(autouse=True)
+def restore(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    keep_hugging_face(monkeypatch)
+
+
+def _gemma3(seed: int = 0) -> Any:
+    cfg = hf.Gemma3TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=WINDOW,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = hf.Gemma3ForCausalLM(cfg)
+    with torch.no_grad():  # Hugging Face initialises the norm weights to 0 (a scale of 1)
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, 0.3)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def _batch(batch: int = 2) -> tuple[Any, Any]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+    labels = ids.clone()
+    labels[:, :3] = -100
+    return ids, labels
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_inference(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _gemma3()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids).logits
+    calls = count_calls(monkeypatch, *OPS)
+    if via == "apply":
+        assert flt.apply(model) is model
+    else:
+        flt.apply_fearless_kernel_to_gemma3(model=model)
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    assert_grads_match(grads, ref_grads)
+    # 4 norms per layer, q and k norms, the final one; one GeGLU and one rope per layer; the
+    # full layer's attention is fearless's (no mask), the windowed one's torch's (mask + grad)
+    dense = {"rms_norm": 6 * LAYERS + 1, "geglu": LAYERS, "rope": LAYERS}
+    assert calls == Counter({**dense, "scaled_dot_product_attention": 1}), calls
+    calls.clear()
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    want = {**dense, "scaled_dot_product_attention": 1, "gemma_attention": 1}
+    assert calls == Counter(want), calls
+    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+
+
+def test_gemma3_padded_batch_keeps_gemma_attention_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _gemma3().eval()
+    ids, _ = _batch()
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask).logits
+    flt.apply(model)
+    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
+    with torch.no_grad():
+        got = model(input_ids=ids, attention_mask=mask).logits
+    # the windowed layer's mask has padding: the masked fearless SDPA, not gemma_attention
+    assert calls == Counter({"scaled_dot_product_attention": LAYERS}), calls
+    keep = mask.bool()
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
+
+
+def test_gemma3_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _gemma3().eval()
+    ids, _ = _batch(batch=1)
+    # an explicit mask: Gemma's pad token is 0, and without one generate would take the
+    # prompt's zeros for padding
+    kw = {"attention_mask": torch.ones_like(ids), "max_new_tokens": 3, "do_sample": False}
+    kw["output_logits"] = True
+    with torch.no_grad():
+        want = model.generate(ids, return_dict_in_generate=True, **kw)
+    flt.apply(model)
+    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
+    with torch.no_grad():
+        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    # prefill and two decode steps: the windowed layer on gemma_attention each time (the
+    # decode window over the sliding cache), the full layer on the fearless SDPA
+    assert calls == Counter({"gemma_attention": 3, "scaled_dot_product_attention": 3}), calls
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_gemma3_rms_norm_and_mlp_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    gemma3 = modeling("gemma3")
+    model = _gemma3()
+    norm, mlp = model.model.norm, model.model.layers[0].mlp
+    x = torch.randn(3, 5, 64)
+    with torch.no_grad():
+        want_norm, want_mlp = norm(x), mlp(x)
+    flt.apply_fearless_kernel_to_gemma3(rope=False, attention=False)
+    norm.__class__, mlp.__class__ = gemma3.Gemma3RMSNorm, gemma3.Gemma3MLP
+    calls = count_calls(monkeypatch, "rms_norm", "geglu")
+    with torch.no_grad():
+        torch.testing.assert_close(norm(x), want_norm, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(mlp(x), want_mlp, rtol=1e-5, atol=1e-5)
+        assert calls == Counter({"rms_norm": 1, "geglu": 1})
+        norm.weight.data = norm.weight.data.double()  # f64: no fearless kernel takes it
+        torch.testing.assert_close(norm(x), want_norm, rtol=1e-5, atol=1e-5)
+    assert calls == Counter({"rms_norm": 1, "geglu": 1})
