@@ -146,3 +146,100 @@ def test_qwen3_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(
     aux = model(input_ids=ids, labels=labels, output_router_logits=True)
     assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None
     torch.testing.assert_close(aux.loss, with_aux.loss, rtol=1e-4, atol=1e-5)
+
+
+def _gpt_oss(seed: int = 0) -> Any:
+    """A sliding-window layer (window 4) and a full one, 4 experts of 32, top 2."""
+    cfg = hf.GptOssConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=64,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = hf.GptOssForCausalLM(cfg)
+    assert model.config._attn_implementation == "eager"
+    return model
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_gpt_oss_matches_hugging_face_and_runs_attention_sink_in_inference(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _gpt_oss()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids).logits
+    calls = count_calls(monkeypatch, *OPS)
+    if via == "apply":
+        assert flt.apply(model) is model
+    else:
+        flt.apply_fearless_kernel_to_gpt_oss(model=model)
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    assert_grads_match(grads, ref_grads)
+    # 2 norms per layer and the final one, rope per layer; attention_sink is forward only:
+    # Hugging Face's eager attention in training; the experts are torch's
+    dense = {"rms_norm": 2 * LAYERS + 1, "rope": LAYERS}
+    assert calls == Counter(dense), calls
+    calls.clear()
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert calls == Counter({**dense, "attention_sink": LAYERS}), calls
+    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+
+
+def test_gpt_oss_padding_runs_eager_and_generation_decodes_on_attention_sink(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _gpt_oss().eval()
+    ids, _ = _batch()
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    kw = {"max_new_tokens": 3, "do_sample": False, "output_logits": True}
+    with torch.no_grad():
+        want_padded = model(input_ids=ids, attention_mask=mask).logits
+        want = model.generate(ids[:1], attention_mask=mask[:1], return_dict_in_generate=True, **kw)
+    flt.apply(model)
+    calls = count_calls(monkeypatch, "attention_sink")
+    with torch.no_grad():
+        got_padded = model(input_ids=ids, attention_mask=mask).logits
+        assert calls["attention_sink"] == 0  # the padded mask is not the plain causal one
+        got = model.generate(ids[:1], attention_mask=mask[:1], return_dict_in_generate=True, **kw)
+    # the prefill and two decode steps (start_q = S - 1 over the full and the sliding cache)
+    assert calls["attention_sink"] == 3 * LAYERS, calls
+    keep = mask.bool()
+    torch.testing.assert_close(got_padded[keep], want_padded[keep], rtol=1e-4, atol=1e-4)
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_gpt_oss_rope_takes_half_width_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.gpt_oss import modeling_gpt_oss
+
+    original = modeling_gpt_oss.apply_rotary_pos_emb
+    flt.apply_fearless_kernel_to_gpt_oss(rms_norm=False, attention=False)
+    calls = count_calls(monkeypatch, "rope")
+    q, k = torch.randn(2, 4, 5, 16), torch.randn(2, 2, 5, 16)
+    cos, sin = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    got = modeling_gpt_oss.apply_rotary_pos_emb(q, k, cos, sin)
+    torch.testing.assert_close(got, original(q, k, cos, sin), rtol=1e-5, atol=1e-5)
+    assert calls["rope"] == 1
+    q12, k12 = q[..., :12], k[..., :12]  # head_dim 12: no power of two, Hugging Face's code
+    got = modeling_gpt_oss.apply_rotary_pos_emb(q12, k12, cos[..., :6], sin[..., :6])
+    want = original(q12, k12, cos[..., :6], sin[..., :6])
+    assert calls["rope"] == 1
+    torch.testing.assert_close(got, want, rtol=0, atol=0)

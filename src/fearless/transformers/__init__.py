@@ -5,10 +5,10 @@
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
-Supported model types: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3 (and gemma3_text). The
-patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU MLP, RoPE,
-attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and GELU MLP)
-and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
+Supported model types: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3 (and gemma3_text),
+gpt_oss. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
+MLP, RoPE, attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and
+GELU MLP), sinks.py (GPT-OSS's attention with sinks) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
 import this package, and this package imports Hugging Face transformers only when one of its
 functions is called.
 """
@@ -16,6 +16,7 @@ functions is called.
 from .patch import (
     apply,
     apply_fearless_kernel_to_gemma3,
+    apply_fearless_kernel_to_gpt_oss,
     apply_fearless_kernel_to_llama,
     apply_fearless_kernel_to_mistral,
     apply_fearless_kernel_to_qwen2,
@@ -26,6 +27,7 @@ from .patch import (
 __all__ = [
     "apply",
     "apply_fearless_kernel_to_gemma3",
+    "apply_fearless_kernel_to_gpt_oss",
     "apply_fearless_kernel_to_llama",
     "apply_fearless_kernel_to_mistral",
     "apply_fearless_kernel_to_qwen2",

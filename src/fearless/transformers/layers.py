@@ -102,10 +102,12 @@ def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------- RoPE
 
 
-def rope_function(original: Callable[..., Any]) -> Callable[..., Any]:
+def rope_function(original: Callable[..., Any], half: bool = False) -> Callable[..., Any]:
     """A stand-in for a modeling module's `apply_rotary_pos_emb(q, k, cos, sin,
     unsqueeze_dim=1)` that rotates through `fearless.ops.rope`, and calls `original` for what
-    that op does not take."""
+    that op does not take. `half`: the tables are (.., S, D / 2), one angle per pair (GPT-OSS's,
+    which rotates the halves (x1, x2) to (x1 cos - x2 sin, x2 cos + x1 sin), Llama's rotation);
+    they are repeated to rope's (.., S, D) shape, of which it reads the first D / 2 columns."""
     original = getattr(original, "_fearless_original", original)
 
     def apply_rotary_pos_emb(
@@ -128,7 +130,7 @@ def rope_function(original: Callable[..., Any]) -> Callable[..., Any]:
             and d & (d - 1) == 0
             and cos.dim() == 3
             and cos.shape == sin.shape
-            and cos.shape[1:] == (q.shape[2], d)
+            and cos.shape[1:] == (q.shape[2], d // 2 if half else d)
             and cos.shape[0] in (1, q.shape[0])
             and k.shape[0] == q.shape[0]
             and k.shape[2:] == q.shape[2:]
@@ -138,6 +140,8 @@ def rope_function(original: Callable[..., Any]) -> Callable[..., Any]:
         )
         if not takes:
             return original(q, k, cos, sin, unsqueeze_dim)  # type: ignore[no-any-return]
+        if half:
+            cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
         qr, kr = ops.rope(q, k, cos, sin)
         return qr, kr
 

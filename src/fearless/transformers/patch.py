@@ -34,6 +34,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
+    "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -236,6 +237,32 @@ def apply_fearless_kernel_to_gemma3(
     _patch("gemma3", swaps, functions, attention, fused_linear_cross_entropy, model)
 
 
+def apply_fearless_kernel_to_gpt_oss(
+    rope: bool = True,
+    rms_norm: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's GPT-OSS (transformers.models.gpt_oss) on fearless kernels: RMSNorm,
+    RoPE (its half-width tables), and its attention with sinks (the `eager` implementation,
+    GPT-OSS's: it has no `sdpa`) on `fearless.ops.attention_sink` where that gives Hugging
+    Face's result (no grad: it is forward only; a mask that is exactly the causal or
+    sliding-window pattern, i.e. no padding; prefill or decode), else Hugging Face's eager
+    code. The experts stay torch: their layout is not fused_moe's (biases on both
+    projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
+    place of silu(gate) * up). The fused loss is taken when the router logits are not asked."""
+    from . import layers, sinks
+
+    functions: dict[str, Any] = {}
+    if rope:
+        functions["apply_rotary_pos_emb"] = lambda f: layers.rope_function(f, half=True)
+    if attention:
+        functions["eager_attention_forward"] = sinks.sink_attention_function
+    swaps = _dense_swaps(rms_norm, False, False)
+    _patch("gpt_oss", swaps, functions, False, fused_linear_cross_entropy, model)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -244,6 +271,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
     "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
     "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
+    "gpt_oss": apply_fearless_kernel_to_gpt_oss,
 }
 
 

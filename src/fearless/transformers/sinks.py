@@ -1,0 +1,91 @@
+"""GPT-OSS's attention with sinks on fearless.ops: a stand-in for its modeling module's
+`eager_attention_forward` (the attention GPT-OSS runs: it has no `sdpa`) that calls
+`fearless.ops.attention_sink` where that computes what Hugging Face's eager code does, and
+Hugging Face's code everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import ops
+from .layers import _FLOATS, is_causal_mask, wants_grad
+
+
+def sink_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
+    """GPT-OSS's `eager_attention_forward(module, query, key, value, attention_mask, scaling,
+    dropout=0.0, **kwargs)`: softmax over [q k^T * scaling + mask, module.sinks[h]] with the
+    sink's share dropped, times v; through `fearless.ops.attention_sink` when `_sink_attention`
+    takes the call."""
+    original = getattr(original, "_fearless_original", original)
+
+    def eager_attention_forward(
+        module: torch.nn.Module,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        out = _sink_attention(module, query, key, value, attention_mask, scaling, dropout, kwargs)
+        if out is not None:
+            return out, None
+        return original(  # type: ignore[no-any-return]
+            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
+        )
+
+    eager_attention_forward._fearless_original = original  # type: ignore[attr-defined]
+    return eager_attention_forward
+
+
+def _sink_attention(
+    module: torch.nn.Module,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float,
+    kwargs: dict[str, Any],
+) -> torch.Tensor | None:
+    """The attention as (batch, seq, heads, head_dim), or None where attention_sink would not
+    give Hugging Face's result: grad wanted (the op is forward only), dropout, attention
+    weights asked for, other layouts or dtypes, or a mask that is not exactly the causal (or
+    sliding-window, W keys up to itself) pattern of a prefill or decode without padding.
+    Query i sits at key index start_q + i, start_q = S - L (0 for a prefill)."""
+    sinks = getattr(module, "sinks", None)
+    if dropout or kwargs.get("output_attentions") or not isinstance(sinks, torch.Tensor):
+        return None
+    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+        return None
+    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
+        return None
+    (b, h, lq, d), hk, s = q.shape, k.shape[1], k.shape[2]
+    if k.shape[0] != b or not hk or h % hk or not lq or not s:
+        return None
+    if sinks.shape != (h,) or sinks.dtype not in _FLOATS or wants_grad(q, k, v, sinks):
+        return None
+    window = kwargs.get("sliding_window")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+        return None
+    if window is not None and window < 1:
+        return None
+    if not is_causal_mask(mask, lq, s, window):
+        return None
+    # Hugging Face's query head h reads KV head h // G: attention_sink's (kv, g) = divmod(h, G)
+    query = q.transpose(1, 2).reshape(b, lq, hk, h // hk, d)
+    out = ops.attention_sink(
+        query,
+        k.transpose(1, 2),
+        v.transpose(1, 2),
+        sinks,
+        sm_scale=scaling,
+        sliding_window=window,
+        start_q=s - lq,
+    )
+    return out.view(b, lq, h, d)  # type: ignore[no-any-return]
