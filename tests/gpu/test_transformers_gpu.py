@@ -2,7 +2,10 @@
 intermediate 14336, 32 heads over 8 KV heads of 128, vocab 128256, rope theta 500000), two
 layers, bf16, batch 1 and 512 tokens, random weights. The patched model's logits and loss are
 compared with Hugging Face's own in bf16, both measured against the same model run in f32: the
-fearless kernels may not be much further from the f32 result than torch's bf16 kernels are."""
+fearless kernels may not be much further from the f32 result than torch's bf16 kernels are. The
+same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_moe), of
+Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens) and of gpt-oss-20b (attention
+with sinks, a 128-token window)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from support.hf_patches import keep_hugging_face
+from support.hf_patches import count_calls, keep_hugging_face
 
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
@@ -92,3 +95,84 @@ def test_llama3_8b_layer_training_step_with_fused_loss_matches_hugging_face() ->
         got = dict(model.named_parameters())[name].grad
         want = dict(ref_model.named_parameters())[name].grad
         assert _error(got, want) < 0.05, name  # bf16 gradients through one layer
+
+
+def _inference_matches(model: Any, seq: int, vocab: int, op: str, monkeypatch: Any) -> None:
+    """`model` (f32, on the GPU) patched in bf16 vs Hugging Face in bf16, both against f32."""
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, vocab, (1, seq), generator=g).cuda()
+    mask = torch.ones_like(ids)
+    with torch.no_grad():
+        truth = model(input_ids=ids, attention_mask=mask).logits
+        eager = copy.deepcopy(model).to(torch.bfloat16)
+        ref = eager(input_ids=ids, attention_mask=mask).logits
+        del eager
+        patched = flt.apply(model.to(torch.bfloat16))
+        calls = count_calls(monkeypatch, op)
+        out = patched(input_ids=ids, attention_mask=mask).logits
+    assert calls[op] >= 1, calls
+    ref_err, err = _error(ref, truth), _error(out, truth)
+    assert err <= 1.5 * ref_err + 1e-3, (err, ref_err)
+    assert _error(out, ref) < 0.05
+
+
+def test_qwen3_moe_30b_a3b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    config = hf.Qwen3MoeConfig(
+        vocab_size=151936,
+        hidden_size=2048,
+        intermediate_size=6144,
+        moe_intermediate_size=768,
+        num_experts=128,
+        num_experts_per_tok=8,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    model = hf.Qwen3MoeForCausalLM(config).to("cuda").eval()
+    _inference_matches(model, SEQ, config.vocab_size, "fused_moe", monkeypatch)
+
+
+def test_gemma3_1b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    config = hf.Gemma3TextConfig(
+        vocab_size=262144,
+        hidden_size=1152,
+        intermediate_size=6912,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        sliding_window=512,
+        layer_types=["sliding_attention", "full_attention"],
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    model = hf.Gemma3ForCausalLM(config)
+    with torch.no_grad():  # norm weights of a trained model's size, not HF's zeros
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, 0.3)
+    _inference_matches(model.to("cuda").eval(), 1024, 262144, "gemma_attention", monkeypatch)
+
+
+def test_gpt_oss_20b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    config = hf.GptOssConfig(
+        vocab_size=201088,
+        hidden_size=2880,
+        intermediate_size=2880,
+        num_local_experts=32,
+        num_experts_per_tok=4,
+        num_hidden_layers=2,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        head_dim=64,
+        sliding_window=128,
+        layer_types=["sliding_attention", "full_attention"],
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    model = hf.GptOssForCausalLM(config).to("cuda").eval()
+    _inference_matches(model, SEQ, config.vocab_size, "attention_sink", monkeypatch)
