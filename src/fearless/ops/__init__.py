@@ -12,7 +12,8 @@ mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta r
 recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only; TileGym's
 splitk_reduce, the merge of split-KV decode partials, in place, forward only; TileGym's
 persistent_layer_norm, forward only; Mamba-2's chunked SSD scan, mamba2_chunk_forward and
-mamba2_chunk_backward, with autograd).
+mamba2_chunk_backward, with autograd; TileGym's experimental mHC operators
+mhc_gemm_rms_scale, mhc_apply_residual and mhc_sinkhorn (in place), forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -54,6 +55,7 @@ from .functional import (
 from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
 from .mamba2 import mamba2_chunk_backward, mamba2_chunk_forward
+from .mhc import mhc_apply_residual, mhc_gemm_rms_scale, mhc_sinkhorn
 from .moe import fused_moe, moe_align_block_size
 from .persistent_norm import persistent_layer_norm
 
@@ -77,6 +79,9 @@ __all__ = [
     "mamba2_chunk_backward",
     "mamba2_chunk_forward",
     "matmul",
+    "mhc_apply_residual",
+    "mhc_gemm_rms_scale",
+    "mhc_sinkhorn",
     "mla",
     "mla_decoding",
     "mla_decoding_split_kv",

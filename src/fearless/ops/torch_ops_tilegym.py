@@ -27,6 +27,7 @@ import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
 import fearless.ops.mamba2 as M2
+import fearless.ops.mhc as MHC
 import fearless.ops.moe as MOE
 import fearless.ops.persistent_norm as PN
 
@@ -642,3 +643,48 @@ def mamba2_chunk_backward(
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     grads = M2.mamba2_chunk_backward(x, a, b, c, d, dt, init_state, dout, dfinal_state, chunk_size)
     return tuple(grads)  # type: ignore[return-value]
+
+
+# ------------------------------------------------ TileGym's experimental mHC (DESIGN 2c)
+
+
+def _mhc_gemm_fake(
+    x: Tensor, w: Tensor, n: int, a_pre: float, a_post: float, a_res: float, bias: Tensor
+) -> tuple[Tensor, Tensor]:
+    """y (M, N) in bias's dtype, r (M, 1) f32."""
+    y = x.new_empty((x.shape[0], w.shape[1]), dtype=bias.dtype)
+    return y, x.new_empty((x.shape[0], 1), dtype=torch.float32)
+
+
+@_define("mhc_gemm_rms_scale", _mhc_gemm_fake)
+def mhc_gemm_rms_scale(
+    x: Tensor,
+    w: Tensor,
+    n: int,
+    alpha_pre: float,
+    alpha_post: float,
+    alpha_res: float,
+    bias: Tensor,
+) -> tuple[Tensor, Tensor]:
+    return MHC.mhc_gemm_rms_scale(x, w, n, alpha_pre, alpha_post, alpha_res, bias)  # type: ignore[no-any-return]
+
+
+@_define("mhc_apply_residual", _like_first)
+def mhc_apply_residual(x: Tensor, f_out: Tensor, y: Tensor, n: int) -> Tensor:
+    return MHC.mhc_apply_residual(x, f_out, y, n)  # type: ignore[no-any-return]
+
+
+for _op, _name in (
+    (mhc_gemm_rms_scale, "mhc_gemm_rms_scale"),
+    (mhc_apply_residual, "mhc_apply_residual"),
+):
+    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
+
+
+# mhc_sinkhorn writes y in place (a mutating op, as splitk_reduce): an input that requires grad
+# is refused by the body (ops/_io.py's refuse_grad).
+
+
+@_define("mhc_sinkhorn", lambda *_: None, mutates=("y",))
+def mhc_sinkhorn(y: Tensor, n: int) -> None:
+    MHC.mhc_sinkhorn(y, n)
