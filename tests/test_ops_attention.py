@@ -243,7 +243,7 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
 def test_the_backward_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], causal: bool
 ) -> None:
-    from fearless.ops.kernels_attention import (
+    from fearless.ops.kernels_attention_backward import (
         make_attention_dkdv,
         make_attention_dq,
         make_attention_stats,

@@ -10,7 +10,7 @@ error at the caller's line: a mask broadcast along L or S, `dropout_p` other tha
 head size other than D, and an `attn_mask` on inputs that require grad. A decode step (one
 query per head, no mask, not causal) takes the split-KV kernels (TileGym's fmha_decode form).
 The backward (`scaled_dot_product_attention_backward`, torch autograd's through
-ops/torch_ops.py) is flash attention's: kernels_attention.py's three backward kernels. Both
+ops/torch_ops.py) is flash attention's: kernels_attention_backward.py's three kernels. Both
 replay on the GPU from their third call with a key (ops/_replay.py): the Python between a
 decode step's two launches costs more than its kernels.
 """
@@ -27,7 +27,8 @@ from ..runtime.location import argument_error, user_location
 from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
-from .kernels_attention import attention_backward, attention_decode, attention_tuned
+from .kernels_attention import attention_decode, attention_tuned
+from .kernels_attention_backward import attention_backward
 from .kernels_rows import sm_count
 
 

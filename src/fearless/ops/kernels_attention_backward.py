@@ -1,0 +1,218 @@
+"""Flash attention's backward as Tile kernels: the gradients of
+`fearless.ops.scaled_dot_product_attention` (ops/kernels_attention.py's forward), three
+kernels and their launch, `attention_backward`.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+from ._io import empty_beside
+from .kernels_attention import INV_LOG_2, head_rows
+from .kernels_rows import kernel_of, next_pow2
+
+
+@tile.function
+def row_stat(t, b, h, i, TILE_M):
+    """Rows i * TILE_M.. of head (b, h) of a (B, H, L) f32 statistic, as a (TILE_M, 1) tile."""
+    return tile.load(t, (b, h, i), (1, 1, TILE_M)).reshape((TILE_M, 1))
+
+
+@tile.function
+def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
+    """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (V_j loaded transposed)."""
+    vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
+    dp = tile.mma(do, vt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+    return p * (dp - di)
+
+
+# ------------------------------------------------------------------------------- backward
+#
+# Flash attention's backward (FlashAttention-2's order), in three kernels over the saved q, k,
+# v, out and the incoming d_out, with no attention mask other than causal:
+#   stats      per query row: lse (the log2-sum-exp of its scaled scores, recomputed as the
+#              forward does) and delta = sum(d_out * out);
+#   dk_dv      per (batch, KV head, key tile): walks every query tile of every query head of
+#              its group, recomputing P = exp2(S - lse): dV += P^T dO, dK += dS^T Q * scale,
+#              dS = P * (dO V^T - delta);
+#   dq         per query tile: walks the key tiles, dQ += dS K * scale.
+# Products feed the tensor cores in the inputs' dtype and sum in f32, as the forward.
+
+
+@tile.function
+def scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal, even_k):
+    """The (TILE_M, TILE_N) scores of query tile i against key tile j, scaled to base 2, with
+    the causal and ragged-key masks (-inf)."""
+    kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
+    s = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+    s = s * qk_scale
+    if causal or not even_k:  # compile-time
+        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+        keys = j * TILE_N + tile.arange(TILE_N)[None, :]
+        keep = keys < s_len
+        if causal:
+            keep = keep & (rows >= keys)
+        s = s + tile.where(keep, 0.0, -math.inf)
+    return s
+
+
+@tile.function
+def key_tiles(i, s_len, TILE_M, TILE_N, causal):
+    """How many key tiles query tile i sees (compile-time `causal`)."""
+    last = min((i + 1) * TILE_M, s_len) if causal else s_len
+    return tile.cdiv(last, TILE_N)
+
+
+def make_attention_stats(dt, causal, even_k, **hints):
+    """lse and delta of (B, H, L), f32: see the section's comment."""
+
+    @tile.kernel(**hints)
+    def attention_stats(
+        lse: tile.Part[fl.f32],
+        delta: tile.Part[fl.f32],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        out: tile.Tensor[dt],
+        dout: tile.Tensor[dt],
+        scale: fl.f32,
+        TILE_N: tile.Const[int],
+        TILE_D: tile.Const[int],
+        GROUP: tile.Const[int],
+    ):
+        _, _, TILE_M = lse.shape
+        b, h, i = lse.index
+        s_len = k.shape[2]
+        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
+        l_i = tile.zeros((TILE_M, 1), fl.f32)
+        for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
+            s = scores(
+                qt, k, b, h // GROUP, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
+                causal, even_k,
+            )  # fmt: skip
+            m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+            l_i = l_i * tile.exp2(m_i - m_ij) + tile.sum(
+                tile.exp2(s - m_ij), axis=-1, keepdims=True
+            )
+            m_i = m_ij
+        lse.store((m_i + tile.log2(l_i)).reshape((1, 1, TILE_M)))
+        o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
+
+    return attention_stats
+
+
+def make_attention_dkdv(dt, causal, even_k, **hints):
+    """dK and dV of (B, H_kv, S, D): see the section's comment."""
+
+    @tile.kernel(**hints)
+    def attention_dkdv(
+        dk: tile.Part[dt],
+        dv: tile.Part[dt],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        dout: tile.Tensor[dt],
+        lse: tile.Tensor[fl.f32],
+        delta: tile.Tensor[fl.f32],
+        scale: fl.f32,
+        TILE_M: tile.Const[int],
+        GROUP: tile.Const[int],
+    ):
+        _, _, TILE_N, TILE_D = dk.shape
+        b, kv_h, j, _ = dk.index
+        s_len = k.shape[2]
+        qk_scale = scale * INV_LOG_2
+        acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
+        acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
+        first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
+        for g in range(GROUP):
+            h = kv_h * GROUP + g
+            for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
+                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+                s = scores(
+                    qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal,
+                    even_k,
+                )  # fmt: skip
+                p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
+                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
+                acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
+                di = row_stat(delta, b, h, i, TILE_M)
+                ds = score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+                acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
+        dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+        dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+
+    return attention_dkdv
+
+
+def make_attention_dq(dt, causal, even_k, **hints):
+    """dQ of (B, H, L, D): see the section's comment."""
+
+    @tile.kernel(**hints)
+    def attention_dq(
+        dq: tile.Part[dt],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        dout: tile.Tensor[dt],
+        lse: tile.Tensor[fl.f32],
+        delta: tile.Tensor[fl.f32],
+        scale: fl.f32,
+        TILE_N: tile.Const[int],
+        GROUP: tile.Const[int],
+    ):
+        _, _, TILE_M, TILE_D = dq.shape
+        b, h, i, _ = dq.index
+        kv_h = h // GROUP
+        s_len = k.shape[2]
+        qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
+        li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
+        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
+            s = scores(
+                qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2, causal,
+                even_k,
+            )  # fmt: skip
+            ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+            kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+            acc = tile.mma(ds.astype(dt), kt, acc)
+        dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
+
+    return attention_dq
+
+
+BACKWARD_TILES = (64, 64)  # (query rows, keys) per tile: registers hold five such tiles
+
+
+def attention_backward(q, k, v, out, dout, dq, dk, dv, scale, causal, group):
+    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels."""
+    tm, tn = BACKWARD_TILES
+    b, h, lq, d = q.shape
+    td = next_pow2(d)
+    even_k = k.shape[2] % tn == 0
+    dt = q.dtype
+    lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
+    lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
+    stats = kernel_of(make_attention_stats, dt, causal, even_k)
+    stats(lse_p, delta_p, q, k, out, dout, scale, tn, td, group)
+    lse, delta = lse_p.unpartition(), delta_p.unpartition()
+    dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
+    dkdv = kernel_of(make_attention_dkdv, dt, causal, even_k)
+    try:
+        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, scale, tm, group)
+    finally:
+        dk_p.unpartition()
+        dv_p.unpartition()
+    dq_p = dq.partition((1, 1, tm, td))
+    try:
+        kernel_of(make_attention_dq, dt, causal, even_k)(
+            dq_p, q, k, v, dout, lse, delta, scale, tn, group
+        )
+    finally:
+        dq_p.unpartition()
