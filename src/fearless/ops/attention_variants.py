@@ -6,8 +6,10 @@ What they take: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H
 h reads KV head h // (H / H_kv)); f32, f16 or bf16, one dtype; `scaling` (default 1 / sqrt(D)).
 Where they differ from `scaled_dot_product_attention`: TileGym's (and flash-attn's) causal mask
 is bottom-right aligned, so query i sits at position i' = i + S - L and sees keys j <= i' (with
-L > S the first L - S queries see no key). A query that sees no key gives 0. Forward only: an
-input that requires grad is refused at the call (ops/torch_ops.py), never detached.
+L > S the first L - S queries see no key). A query that sees no key gives 0, and no gradient.
+Their backward (`fmha_backward`, `swa_attention_backward`, `gemma_attention_backward`: torch
+autograd's through ops/torch_ops_tilegym.py) is flash attention's, kernels_attention_backward.py's
+three kernels with the same `variant` as the forward.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_tuned, attention_variant_tuned
+from .kernels_attention_backward import attention_backward
 
 _I32_MAX = 2**31 - 1
 
@@ -29,7 +32,7 @@ _I32_MAX = 2**31 - 1
 def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool = True) -> Any:
     """TileGym's `fmha` (prefill): softmax(q k^T * scaling) v of q (B, H, L, D) over k, v
     (B, H_kv, S, D). `is_causal`: query i sees keys j <= i + S - L (bottom-right aligned, as
-    flash-attn; torch's `is_causal` is top-left). Forward only (no backward yet)."""
+    flash-attn; torch's `is_causal` is top-left)."""
     if (t := torch_ops(q, k, v)) is not None:
         return t.fmha(q, k, v, scaling, is_causal)
     return _attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)
@@ -47,14 +50,10 @@ def swa_attention(
     """TileGym's `swa_attention` (sliding window, Mistral's): as `fmha`, query i (at i' =
     i + S - L) sees keys j with i' - window_size < j (the last `window_size` keys up to itself
     when causal: j <= i' too; no upper bound when not causal, as TileGym). window_size 0: no
-    window (TileGym's "non-positive W means full"); below 0: an error. Forward only (no
-    backward yet)."""
+    window (TileGym's "non-positive W means full"); below 0: an error."""
     if (t := torch_ops(q, k, v)) is not None:
         return t.swa_attention(q, k, v, window_size, scaling, is_causal)
-    op = "swa_attention"
-    w = _window(window_size, op)
-    left = None if w == 0 else w - 1
-    return _attend(op, q, k, v, scaling, bool(is_causal), left, None, None)
+    return _attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))
 
 
 @replayable()
@@ -71,10 +70,76 @@ def gemma_attention(
     soft_cap * tanh(scores / soft_cap) (scores = q k^T * scaling), before the masks, and a
     window (0: none) that is TileGym's: query i (at i' = i + S - L) sees keys j with
     |j - i'| <= window_size (window_size + 1 keys up to itself when causal). soft_cap None: no
-    cap; it must be above 0. Forward only (no backward yet)."""
+    cap; it must be above 0."""
     if (t := torch_ops(q, k, v)) is not None:
         return t.gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)
-    op = "gemma_attention"
+    bounds = _gemma(window_size, soft_cap, bool(is_causal))
+    return _attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)
+
+
+@replayable()
+def fmha_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    scaling: float | None = None,
+    is_causal: bool = True,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `fmha(q, k, v, scaling, is_causal)`, whose result was `out`, for the
+    gradient `dout` of that result (flash attention's backward: the probabilities recomputed)."""
+    causal = bool(is_causal)
+    return _backward("fmha_backward", dout, q, k, v, out, scaling, causal, None, None, None)
+
+
+@replayable()
+def swa_attention_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    window_size: int,
+    scaling: float | None = None,
+    is_causal: bool = True,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `swa_attention(q, k, v, window_size, scaling, is_causal)`, whose result
+    was `out`, for the gradient `dout` of that result."""
+    op = "swa_attention_backward"
+    return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *_swa(window_size, op))
+
+
+@replayable()
+def gemma_attention_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    scaling: float | None = None,
+    window_size: int = 0,
+    soft_cap: float | None = None,
+    is_causal: bool = True,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)`,
+    whose result was `out`, for the gradient `dout` of that result (through the cap:
+    d(cap tanh(x / cap)) = 1 - tanh(x / cap)^2)."""
+    op = "gemma_attention_backward"
+    bounds = _gemma(window_size, soft_cap, bool(is_causal), op)
+    return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *bounds)
+
+
+def _swa(window_size: Any, op: str = "swa_attention") -> tuple[int | None, None, None]:
+    """(left, right, cap) of swa_attention's window: the last `window_size` keys."""
+    w = _window(window_size, op)
+    return (None if w == 0 else w - 1), None, None
+
+
+def _gemma(
+    window_size: Any, soft_cap: Any, causal: bool, op: str = "gemma_attention"
+) -> tuple[int | None, int | None, float | None]:
+    """(left, right, cap) of gemma_attention's window (|j - i'| <= window_size) and cap."""
     w = _window(window_size, op)
     cap = None
     if soft_cap is not None:
@@ -87,8 +152,8 @@ def gemma_attention(
     left = right = None
     if w:
         left = w
-        right = None if is_causal else w
-    return _attend(op, q, k, v, scaling, bool(is_causal), left, right, cap)
+        right = None if causal else w
+    return left, right, cap
 
 
 def _window(window_size: Any, op: str) -> int:
@@ -129,17 +194,66 @@ def _attend(
     if out.size:
         q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
         o4 = view(out, qa.shape)
-        bounded = left is not None or right is not None
-        bottom_right = lq != s and (causal or bounded)
-        if not (bottom_right or bounded or cap is not None):  # the plain kernels
+        plan = _variant(lq, s, causal, left, right, cap)
+        if plan is None:  # the plain kernels
             attention_tuned(q4, k4, v4, None, o4, sc, causal, h // hk)
         else:
-            variant = (bottom_right, left is not None, right is not None, cap is not None)
-            wl, wr = (min(x or 0, s + lq, _I32_MAX) for x in (left, right))
-            attention_variant_tuned(
-                q4, k4, v4, o4, sc, causal, h // hk, variant, wl, wr, cap or 1.0
-            )
+            attention_variant_tuned(q4, k4, v4, o4, sc, causal, h // hk, *plan)
     return result(qa, out, ret)
+
+
+def _variant(
+    lq: int, s: int, causal: bool, left: int | None, right: int | None, cap: float | None
+) -> tuple[tuple[bool, bool, bool, bool], int, int, float] | None:
+    """The kernels' (variant, WL, WR, CAP), or None where the plain kernels compute it (no
+    window, no cap, and a diagonal that is torch's: L == S or not causal)."""
+    bounded = left is not None or right is not None
+    bottom_right = lq != s and (causal or bounded)
+    if not (bottom_right or bounded or cap is not None):
+        return None
+    variant = (bottom_right, left is not None, right is not None, cap is not None)
+    wl, wr = (min(x or 0, s + lq, _I32_MAX) for x in (left, right))
+    return variant, wl, wr, cap or 1.0
+
+
+def _backward(
+    op: str,
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    scaling: Any,
+    causal: bool,
+    left: int | None,
+    right: int | None,
+    cap: float | None,
+) -> tuple[Any, Any, Any]:
+    """The checks, then the backward kernels with `_attend`'s bounds: (dq, dk, dv), each in the
+    form (torch, NumPy, fl.Tensor) of q, k, v."""
+    names = ("dout", "q", "k", "v", "out")
+    qa = operand(q, op, "q", FLOATS)
+    ga, ka, va, oa = (
+        operand(x, op, n, FLOATS, device=qa.tensor.device)
+        for x, n in zip((dout, k, v, out), names[:1] + names[2:], strict=True)
+    )
+    if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
+        raise _mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
+    if not (len(qa.shape) == len(ka.shape) == 4 and ga.shape == qa.shape == oa.shape):
+        raise _mismatch(op, f"dout {ga.shape}, q {qa.shape}, k {ka.shape} and out {oa.shape}")
+    (b, h, lq, d), (bk, hk, s, dk) = qa.shape, ka.shape
+    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
+    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    if runs:
+        q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
+        dq4, dk4, dv4 = (view(g, x.shape) for (g, _), x in zip(grads, (qa, ka, va), strict=True))
+        plan = _variant(lq, s, causal, left, right, cap)
+        extra = () if plan is None else plan
+        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra)
+    return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:

@@ -12,7 +12,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_attention import INV_LOG_2, head_rows
+from .kernels_attention import INV_LOG_2, head_rows, variant_bounds
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -41,6 +41,15 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 #              dS = P * (dO V^T - delta);
 #   dq         per query tile: walks the key tiles, dQ += dS K * scale.
 # Products feed the tensor cores in the inputs' dtype and sum in f32, as the forward.
+#
+# The forward's `variant` (kernels_attention.make_attention's: bottom-right diagonal, window,
+# soft cap; TileGym's fmha, swa_attention and gemma_attention) has its compile-time twin here:
+# the same masks (applied to every key tile walked), the same key tiles skipped
+# (`variant_bounds`; dk_dv skips the query tiles whose rows see none of its keys,
+# `variant_rows`), and the cap's derivative: S = CAP tanh(R / CAP) of the raw scores R gives
+# dR = dS (1 - tanh(R / CAP)^2). A row that sees no key (0 in the forward) gets lse = +inf, so
+# its P, and every gradient through it, is 0. Without a variant the kernels are those of before
+# (issue 35 compared their Tile IR).
 
 
 @tile.function
@@ -67,8 +76,130 @@ def key_tiles(i, s_len, TILE_M, TILE_N, causal):
     return tile.cdiv(last, TILE_N)
 
 
-def make_attention_stats(dt, causal, even_k, **hints):
+@tile.function
+def variant_scores(
+    qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, TILE_D, causal, left,
+    right, capped,
+):  # fmt: skip
+    """(S, T) of query tile i against key tile j in a variant: S the base-2 scores as the
+    forward computes them (soft-capped when `capped`, then -inf outside each row's window, on
+    and past its diagonal when `causal`, and past the last key), T = tanh(R / CAP) of the raw
+    scores R = Q K^T * scale for the cap's derivative (S itself without a cap). Row r sits at
+    r + off (`variant_bounds`)."""
+    kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
+    s = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+    if capped:  # compile-time
+        t = tile.tanh(s * (scale / cap))
+        s = t * (cap * INV_LOG_2)
+    else:
+        s = s * (scale * INV_LOG_2)
+        t = s
+    pos = (i * TILE_M + tile.arange(TILE_M))[:, None] + off
+    keys = j * TILE_N + tile.arange(TILE_N)[None, :]
+    keep = keys < s_len
+    if causal:
+        keep = keep & (pos >= keys)
+    if left:
+        keep = keep & (keys >= pos - wl)
+    if right:
+        keep = keep & (keys <= pos + wr)
+    return s + tile.where(keep, 0.0, -math.inf), t
+
+
+@tile.function
+def variant_rows(j, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
+    """(first, end): the query tiles first..end - 1 hold every row that sees a key of key tile
+    j in a variant (row r at r + off sees keys from r + off - wl (`left`) up to r + off
+    (`causal`) or r + off + wr (`right`)); the others are skipped."""
+    k0 = j * TILE_N  # the tile's first key
+    lo = 0
+    if right:
+        lo = max(0, k0 - off - wr)
+    if causal:
+        lo = max(0, k0 - off)
+    end = tile.cdiv(l_len, TILE_M)
+    if left:  # rows up to k0 + TILE_N - 1 + wl - off
+        end = min(end, tile.cdiv(max(0, k0 + TILE_N + wl - off), TILE_M))
+    return lo // TILE_M, end
+
+
+def _flags(variant):
+    """(varied, bottom_right, left, right, capped) of a `variant` (None: none)."""
+    if variant is None:
+        return False, False, False, False, False
+    return (True, *variant)
+
+
+def make_attention_stats(dt, causal, even_k, variant=None, **hints):
     """lse and delta of (B, H, L), f32: see the section's comment."""
+    varied, bottom_right, left, right, capped = _flags(variant)
+
+    @tile.function
+    def stats(lse, delta, q, k, out, dout, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
+        _, _, TILE_M = lse.shape
+        b, h, i = lse.index
+        s_len = k.shape[2]
+        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
+        l_i = tile.zeros((TILE_M, 1), fl.f32)
+        first = 0
+        off = 0
+        if varied:  # compile-time: key tiles outside every row's window are skipped
+            if bottom_right:
+                off = s_len - q.shape[2]
+            first, tiles, _, _ = variant_bounds(
+                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
+        else:
+            tiles = key_tiles(i, s_len, TILE_M, TILE_N, causal)
+        for j in range(first, tiles):
+            if varied:  # compile-time; a row with no key yet keeps max -inf and sum 0
+                s, _t = variant_scores(
+                    qt, k, b, h // GROUP, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
+                    TILE_D, causal, left, right, capped,
+                )  # fmt: skip
+                m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+                m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)
+            else:
+                s = scores(
+                    qt, k, b, h // GROUP, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
+                    causal, even_k,
+                )  # fmt: skip
+                m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+                m_ref = m_ij
+            l_i = l_i * tile.exp2(m_i - m_ref) + tile.sum(
+                tile.exp2(s - m_ref), axis=-1, keepdims=True
+            )
+            m_i = m_ij
+        row_lse = m_i + tile.log2(l_i)
+        if varied:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
+            row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
+        lse.store(row_lse.reshape((1, 1, TILE_M)))
+        o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+        delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
+
+    if varied:
+
+        @tile.kernel(**hints)
+        def variant_attention_stats(
+            lse: tile.Part[fl.f32],
+            delta: tile.Part[fl.f32],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            out: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_N: tile.Const[int],
+            TILE_D: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            stats(lse, delta, q, k, out, dout, scale, wl, wr, cap, TILE_N, TILE_D, GROUP)
+
+        return variant_attention_stats
 
     @tile.kernel(**hints)
     def attention_stats(
@@ -83,32 +214,80 @@ def make_attention_stats(dt, causal, even_k, **hints):
         TILE_D: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        _, _, TILE_M = lse.shape
-        b, h, i = lse.index
-        s_len = k.shape[2]
-        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
-        l_i = tile.zeros((TILE_M, 1), fl.f32)
-        for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
-            s = scores(
-                qt, k, b, h // GROUP, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
-                causal, even_k,
-            )  # fmt: skip
-            m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-            l_i = l_i * tile.exp2(m_i - m_ij) + tile.sum(
-                tile.exp2(s - m_ij), axis=-1, keepdims=True
-            )
-            m_i = m_ij
-        lse.store((m_i + tile.log2(l_i)).reshape((1, 1, TILE_M)))
-        o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
-        do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
-        delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
+        stats(lse, delta, q, k, out, dout, scale, None, None, None, TILE_N, TILE_D, GROUP)
 
     return attention_stats
 
 
-def make_attention_dkdv(dt, causal, even_k, **hints):
+def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
     """dK and dV of (B, H_kv, S, D): see the section's comment."""
+    varied, bottom_right, left, right, capped = _flags(variant)
+
+    @tile.function
+    def dkdv(dk, dv, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_M, GROUP):
+        _, _, TILE_N, TILE_D = dk.shape
+        b, kv_h, j, _ = dk.index
+        s_len = k.shape[2]
+        off = 0
+        if varied:  # compile-time: query tiles whose rows see no key here are skipped
+            if bottom_right:
+                off = s_len - q.shape[2]
+            first, end = variant_rows(
+                j, q.shape[2], off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
+        else:
+            qk_scale = scale * INV_LOG_2
+        acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
+        acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
+        if not varied:
+            first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
+        for g in range(GROUP):
+            h = kv_h * GROUP + g
+            for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
+                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+                if varied:
+                    s, t = variant_scores(
+                        qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
+                        TILE_D, causal, left, right, capped,
+                    )  # fmt: skip
+                else:
+                    s = scores(
+                        qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal,
+                        even_k,
+                    )  # fmt: skip
+                p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
+                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
+                acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
+                di = row_stat(delta, b, h, i, TILE_M)
+                ds = score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+                if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
+                    ds = ds * (1.0 - t * t)
+                acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
+        dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+        dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+
+    if varied:
+
+        @tile.kernel(**hints)
+        def variant_attention_dkdv(
+            dk: tile.Part[dt],
+            dv: tile.Part[dt],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            v: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            lse: tile.Tensor[fl.f32],
+            delta: tile.Tensor[fl.f32],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_M: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            dkdv(dk, dv, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_M, GROUP)
+
+        return variant_attention_dkdv
 
     @tile.kernel(**hints)
     def attention_dkdv(
@@ -124,35 +303,73 @@ def make_attention_dkdv(dt, causal, even_k, **hints):
         TILE_M: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        _, _, TILE_N, TILE_D = dk.shape
-        b, kv_h, j, _ = dk.index
-        s_len = k.shape[2]
-        qk_scale = scale * INV_LOG_2
-        acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
-        acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
-        first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
-        for g in range(GROUP):
-            h = kv_h * GROUP + g
-            for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
-                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-                s = scores(
-                    qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal,
-                    even_k,
-                )  # fmt: skip
-                p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
-                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
-                acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
-                di = row_stat(delta, b, h, i, TILE_M)
-                ds = score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
-                acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
-        dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
-        dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+        dkdv(dk, dv, q, k, v, dout, lse, delta, scale, None, None, None, TILE_M, GROUP)
 
     return attention_dkdv
 
 
-def make_attention_dq(dt, causal, even_k, **hints):
+def make_attention_dq(dt, causal, even_k, variant=None, **hints):
     """dQ of (B, H, L, D): see the section's comment."""
+    varied, bottom_right, left, right, capped = _flags(variant)
+
+    @tile.function
+    def dq_rows(dq, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_N, GROUP):
+        _, _, TILE_M, TILE_D = dq.shape
+        b, h, i, _ = dq.index
+        kv_h = h // GROUP
+        s_len = k.shape[2]
+        qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
+        li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
+        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        first = 0
+        off = 0
+        if varied:  # compile-time: key tiles outside every row's window are skipped
+            if bottom_right:
+                off = s_len - q.shape[2]
+            first, tiles, _, _ = variant_bounds(
+                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
+        else:
+            tiles = key_tiles(i, s_len, TILE_M, TILE_N, causal)
+        for j in range(first, tiles):
+            if varied:
+                s, t = variant_scores(
+                    qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
+                    TILE_D, causal, left, right, capped,
+                )  # fmt: skip
+            else:
+                s = scores(
+                    qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
+                    causal, even_k,
+                )  # fmt: skip
+            ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+            if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
+                ds = ds * (1.0 - t * t)
+            kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+            acc = tile.mma(ds.astype(dt), kt, acc)
+        dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
+
+    if varied:
+
+        @tile.kernel(**hints)
+        def variant_attention_dq(
+            dq: tile.Part[dt],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            v: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            lse: tile.Tensor[fl.f32],
+            delta: tile.Tensor[fl.f32],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_N: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            dq_rows(dq, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_N, GROUP)
+
+        return variant_attention_dq
 
     @tile.kernel(**hints)
     def attention_dq(
@@ -167,22 +384,7 @@ def make_attention_dq(dt, causal, even_k, **hints):
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        _, _, TILE_M, TILE_D = dq.shape
-        b, h, i, _ = dq.index
-        kv_h = h // GROUP
-        s_len = k.shape[2]
-        qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
-        li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
-        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        for j in range(key_tiles(i, s_len, TILE_M, TILE_N, causal)):
-            s = scores(
-                qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2, causal,
-                even_k,
-            )  # fmt: skip
-            ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
-            kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
-            acc = tile.mma(ds.astype(dt), kt, acc)
-        dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
+        dq_rows(dq, q, k, v, dout, lse, delta, scale, None, None, None, TILE_N, GROUP)
 
     return attention_dq
 
@@ -190,29 +392,34 @@ def make_attention_dq(dt, causal, even_k, **hints):
 BACKWARD_TILES = (64, 64)  # (query rows, keys) per tile: registers hold five such tiles
 
 
-def attention_backward(q, k, v, out, dout, dq, dk, dv, scale, causal, group):
-    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels."""
+def attention_backward(
+    q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0
+):
+    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels.
+    `variant` (make_attention's, with its run-time WL, WR and CAP): None for
+    scaled_dot_product_attention's."""
     tm, tn = BACKWARD_TILES
     b, h, lq, d = q.shape
     td = next_pow2(d)
     even_k = k.shape[2] % tn == 0
     dt = q.dtype
+    extra = () if variant is None else (wl, wr, cap)
     lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
     lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
-    stats = kernel_of(make_attention_stats, dt, causal, even_k)
-    stats(lse_p, delta_p, q, k, out, dout, scale, tn, td, group)
+    stats = kernel_of(make_attention_stats, dt, causal, even_k, variant)
+    stats(lse_p, delta_p, q, k, out, dout, scale, *extra, tn, td, group)
     lse, delta = lse_p.unpartition(), delta_p.unpartition()
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
-    dkdv = kernel_of(make_attention_dkdv, dt, causal, even_k)
+    dkdv = kernel_of(make_attention_dkdv, dt, causal, even_k, variant)
     try:
-        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, scale, tm, group)
+        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, scale, *extra, tm, group)
     finally:
         dk_p.unpartition()
         dv_p.unpartition()
     dq_p = dq.partition((1, 1, tm, td))
     try:
-        kernel_of(make_attention_dq, dt, causal, even_k)(
-            dq_p, q, k, v, dout, lse, delta, scale, tn, group
+        kernel_of(make_attention_dq, dt, causal, even_k, variant)(
+            dq_p, q, k, v, dout, lse, delta, scale, *extra, tn, group
         )
     finally:
         dq_p.unpartition()

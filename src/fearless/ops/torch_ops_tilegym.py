@@ -3,10 +3,11 @@
 helpers of ops/torch_ops.py (`_define`, `_new`, ...), registered with those when
 torch_library.py registers fearless.ops.
 
-All are forward only except `fused_linear_cross_entropy` (its forward computes the gradients,
-Liger's way, and its backward scales them) and `mamba2_chunk_forward` (its backward is
-`fearless::mamba2_chunk_backward`, TileGym's): an input that requires grad is refused at the
-call, never cut from the autograd graph (`_forward_only`). A torch operator returns tensors
+All are forward only except fmha, swa_attention and gemma_attention (their backward is flash
+attention's, `fearless::<name>_backward`), `fused_linear_cross_entropy` (its forward computes
+the gradients, Liger's way, and its backward scales them) and `mamba2_chunk_forward` (its
+backward is `fearless::mamba2_chunk_backward`, TileGym's): an input that requires grad is
+refused at the call, never cut from the autograd graph (`_forward_only`). A torch operator returns tensors
 only: where a Python operator gives None (the delta rule's final state when not asked for), the
 torch one gives an empty (0,) tensor.
 """
@@ -37,25 +38,15 @@ from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
 # ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
 
 
-# What trains where a forward-only operator does not (its backward is flash attention's): only
-# where it computes the same thing.
-_TRAIN_WITH = {
-    "fmha": ", or `fearless.ops.scaled_dot_product_attention` for training (its causal mask is "
-    "top-left: fmha's when L == S)"
-}
-
-
 def _forward_only(name: str) -> Callable[..., None]:
     """The setup_context of a forward-only operator: an input that requires grad is refused at
     the call, not cut from the autograd graph."""
-
-    also = _TRAIN_WITH.get(name, "")
 
     def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
         raise argument_error(
             f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
             "from the autograd graph",
-            help=f"call it under `torch.no_grad()` (inference){also}",
+            help="call it under `torch.no_grad()` (inference)",
         )
 
     return refuse
@@ -101,6 +92,81 @@ def gemma_attention(
     return AV.gemma_attention(  # type: ignore[no-any-return]
         q, k, v, scaling, window_size, soft_cap, is_causal
     )
+
+
+def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any) -> tuple:
+    """The fake kernel of an attention backward: (dq, dk, dv) shaped as q, k, v."""
+    return _new(q, q.shape), _new(k, k.shape), _new(v, v.shape)
+
+
+@_define("fmha_backward", _qkv_grads)
+def fmha_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return AV.fmha_backward(dout, q, k, v, out, scaling, is_causal)  # type: ignore[no-any-return]
+
+
+@_define("swa_attention_backward", _qkv_grads)
+def swa_attention_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    window_size: int,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return AV.swa_attention_backward(  # type: ignore[no-any-return]
+        dout, q, k, v, out, window_size, scaling, is_causal
+    )
+
+
+@_define("gemma_attention_backward", _qkv_grads)
+def gemma_attention_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    window_size: int = 0,
+    soft_cap: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return AV.gemma_attention_backward(  # type: ignore[no-any-return]
+        dout, q, k, v, out, scaling, window_size, soft_cap, is_causal
+    )
+
+
+def _variant_autograd(forward: Any, name: str) -> None:
+    """`forward`'s autograd formula: q, k, v and the output saved, the settings kept, and
+    `fearless::<name>_backward` for (dq, dk, dv)."""
+
+    def setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+        ctx.save_for_backward(*inputs[:3], output)
+        ctx.args = inputs[3:]  # type: ignore[attr-defined]
+
+    def backward(ctx: Any, dy: Tensor) -> tuple:
+        q, k, v, out = ctx.saved_tensors
+        grads = getattr(OPS, f"{name}_backward")(dy, q, k, v, out, *ctx.args)
+        return (*grads, *(None for _ in ctx.args))
+
+    forward.register_autograd(backward, setup_context=setup)
+
+
+for _op, _name in (
+    (fmha, "fmha"),
+    (swa_attention, "swa_attention"),
+    (gemma_attention, "gemma_attention"),
+):
+    _variant_autograd(_op, _name)
 
 
 @_define("fmha_varlen", _like_first)
@@ -196,9 +262,6 @@ def flash_attn_with_kvcache(
 
 for _op, _name in (
     (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
-    (fmha, "fmha"),
-    (swa_attention, "swa_attention"),
-    (gemma_attention, "gemma_attention"),
     (fmha_varlen, "fmha_varlen"),
     (fmha_decode, "fmha_decode"),
     (attention_sink, "attention_sink"),
