@@ -357,6 +357,18 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 16,
             ),
         ),
+        (  # Gemma decode: GQA, a window mid-tile, a soft cap, 3 splits of 16
+            "gemma_attention_decode",
+            lambda: (
+                torch.randn(2, 8, 1, 16),
+                torch.randn(2, 2, 40, 16),
+                torch.randn(2, 2, 40, 16),
+                0.25,
+                25,
+                4.0,
+                16,
+            ),
+        ),
         (  # MLA prefill: GQA, one RoPE head, L > S
             "mla",
             lambda: (

@@ -1,9 +1,9 @@
 """fearless.ops: TileGym's operator set with torch.nn.functional's signatures, on fearless
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
-only; issue 35: TileGym's fmha, swa_attention and gemma_attention, forward only; TileGym's
-attention_sink and attention_sink_decode, GPT-OSS's attention with sinks, forward only;
-TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
+only; issue 35: TileGym's fmha, swa_attention, gemma_attention and gemma_attention_decode,
+forward only; TileGym's attention_sink and attention_sink_decode, GPT-OSS's attention with
+sinks, forward only; TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
 moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
@@ -32,7 +32,7 @@ from .attention import scaled_dot_product_attention
 from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_splitk import splitk_reduce
-from .attention_variants import fmha, gemma_attention, swa_attention
+from .attention_variants import fmha, gemma_attention, gemma_attention_decode, swa_attention
 from .attention_varlen import fmha_decode, fmha_varlen
 from .delta_rule import chunk_gated_delta_rule, recurrent_gated_delta_rule
 from .fp8_block_matmul import w8a8_block_fp8_matmul
@@ -74,6 +74,7 @@ __all__ = [
     "geglu",
     "gelu",
     "gemma_attention",
+    "gemma_attention_decode",
     "group_gemm",
     "layer_norm",
     "mamba2_chunk_backward",

@@ -1,6 +1,7 @@
 """TileGym's attention forwards (DESIGN 2c): `fearless.ops.fmha`, `swa_attention` and
 `gemma_attention`, on the flash-attention kernel of ops/kernels_attention.py with its
-`variant` flags.
+`variant` flags, and `gemma_attention_decode` (one query token), on the split-KV decode
+kernels with Gemma's flags (ops/kernels_attention_gemma.py).
 
 What they take: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H_kv (query head
 h reads KV head h // (H / H_kv)); f32, f16 or bf16, one dtype; `scaling` (default 1 / sqrt(D)).
@@ -19,11 +20,13 @@ from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error, user_location
-from ._io import FLOATS, number, operand, output, result, view, zeros_output
+from ._io import FLOATS, Operand, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_tuned, attention_variant_tuned
 from .kernels_attention_backward import attention_backward
+from .kernels_attention_gemma import gemma_decode, gemma_decode_split
+from .kernels_rows import sm_count
 
 _I32_MAX = 2**31 - 1
 
@@ -141,19 +144,80 @@ def _gemma(
 ) -> tuple[int | None, int | None, float | None]:
     """(left, right, cap) of gemma_attention's window (|j - i'| <= window_size) and cap."""
     w = _window(window_size, op)
-    cap = None
-    if soft_cap is not None:
-        cap = number(soft_cap, op, "soft_cap")
-        if not cap > 0.0 or math.isinf(cap):
-            raise argument_error(
-                f"`fearless.ops.{op}` needs soft_cap above 0 and finite, got {soft_cap!r}",
-                help="pass soft_cap=None for no cap (Gemma 2 uses 50.0)",
-            )
+    cap = _soft_cap(soft_cap, op)
     left = right = None
     if w:
         left = w
         right = None if causal else w
     return left, right, cap
+
+
+@replayable()
+def gemma_attention_decode(
+    q: Any,
+    k: Any,
+    v: Any,
+    scaling: float | None = None,
+    window_size: int = 0,
+    soft_cap: float | None = None,
+    kv_len_per_split: int | None = None,
+) -> Any:
+    """TileGym's `gemma_attention_decode` (Gemma 2's decode of one token): q (B, H, 1, D) over
+    every key of k, v (B, H_kv, S, D), as `gemma_attention` of one query at position S - 1:
+    scores = q k^T * scaling (default 1 / sqrt(D)), soft-capped (soft_cap None: no cap; else
+    above 0), and a window (0: none) of the keys j >= S - 1 - window_size. On the split-KV
+    decode kernels: kv_len_per_split (TileGym's keyword; a power of two, 16 or more) keys per
+    split, or None to choose the split from the batch and the GPU; only the window's keys are
+    split. Returns (B, H, 1, D). Forward only (no backward yet)."""
+    op = "gemma_attention_decode"
+    w = _window(window_size, op)
+    cap = _soft_cap(soft_cap, op)
+    split = _split_len(kv_len_per_split, op)
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
+    qa, ka, va = _operands(op, q, k, v)
+    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    if lq != 1:
+        raise argument_error(
+            f"`fearless.ops.{op}` takes one query token, q (B, H, 1, D), got shape {qa.shape}",
+            help="for several query tokens call `fearless.ops.gemma_attention`",
+        )
+    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    if s == 0:  # no keys: every row is 0
+        return result(qa, *zeros_output(qa, qa.shape))
+    out, ret = output(qa, qa.shape)
+    if out.size:
+        grouped = (b, hk, h // hk, d)
+        qd, od = view(qa.tensor, grouped), view(out, grouped)
+        lo = max(0, s - 1 - w) if w else 0
+        if split is None:
+            gemma_decode(qd, ka.tensor, va.tensor, od, sc, cap, lo, sm_count())
+        else:
+            gemma_decode_split(qd, ka.tensor, va.tensor, od, sc, cap, lo, split)
+    return result(qa, out, ret)
+
+
+def _soft_cap(soft_cap: Any, op: str) -> float | None:
+    if soft_cap is None:
+        return None
+    cap = number(soft_cap, op, "soft_cap")
+    if not cap > 0.0 or math.isinf(cap):
+        raise argument_error(
+            f"`fearless.ops.{op}` needs soft_cap above 0 and finite, got {soft_cap!r}",
+            help="pass soft_cap=None for no cap (Gemma 2 uses 50.0)",
+        )
+    return cap
+
+
+def _split_len(kv_len_per_split: Any, op: str) -> int | None:
+    n = kv_len_per_split
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 16 or n & (n - 1)):
+        raise argument_error(
+            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two of 16 or more, "
+            f"got {n!r}",
+            help="pass None (the default: the split follows the batch and the GPU), or e.g. 1024",
+        )
+    return n  # type: ignore[no-any-return]
 
 
 def _window(window_size: Any, op: str) -> int:
@@ -178,15 +242,8 @@ def _attend(
 ) -> Any:
     """The checks, then the kernel: `left` / `right` (None: no bound) how far before / after its
     position a query sees, `cap` the soft cap (None: none)."""
-    qa = operand(q, op, "q", FLOATS)
-    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
-    if not qa.dtype == ka.dtype == va.dtype:
-        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
-    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, h, lq, d), (bk, hk, s, dk) = qa.shape, ka.shape
-    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    qa, ka, va = _operands(op, q, k, v)
+    (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
@@ -254,6 +311,20 @@ def _backward(
         extra = () if plan is None else plan
         attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra)
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
+
+
+def _operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
+    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
+    qa = operand(q, op, "q", FLOATS)
+    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
+    if not qa.dtype == ka.dtype == va.dtype:
+        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
+    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    return qa, ka, va
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:

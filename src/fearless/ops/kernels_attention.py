@@ -315,11 +315,16 @@ def attention_variant_tuned(
 
 
 @tile.function
-def decode_keys(q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt):
+def decode_keys(
+    q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap, windowed, capped
+):
     """(acc (D, QG), m (1, QG), l (1, QG)) of key tiles first.. first + tiles - 1, keys-major:
     the scores of a key tile are K_j (TILE_N, D) @ Q^T (D, QG) and the accumulator
     V_j^T (D, TILE_N) @ P (TILE_N, QG), so the tensor cores' M axis holds the keys and the few
-    query rows go on N (queries on M gave an 8-row MMA and a twentieth of torch's speed)."""
+    query rows go on N (queries on M gave an 8-row MMA and a twentieth of torch's speed).
+    Gemma's decode (kernels_attention_gemma.py; compile-time flags, both False elsewhere):
+    `windowed` drops the keys before LO; `capped` takes scores CAP * tanh(S * qk_scale), where
+    the caller passes qk_scale = scale / its cap and CAP = its cap / ln 2 (base 2)."""
     s_len = k.shape[2]
     q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
     m_i = tile.full((1, QG), -math.inf, fl.f32)
@@ -330,7 +335,17 @@ def decode_keys(q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt
         j = first + jj
         kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
         s = tile.mma(kt, q_t, tile.zeros((TILE_N, QG), fl.f32))
-        s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
+        if windowed or capped:  # compile-time: Gemma's decode
+            keep = j * TILE_N + keys < s_len
+            if windowed:
+                keep = keep & (j * TILE_N + keys >= lo)
+            if capped:  # noqa: SIM108
+                s = tile.tanh(s * qk_scale) * cap
+            else:
+                s = s * qk_scale
+            s = s + tile.where(keep, 0.0, -math.inf)
+        else:
+            s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
         m_ij = max(m_i, tile.max(s, axis=0, keepdims=True))
         p = tile.exp2(s - m_ij, flush_to_zero=True)
         alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
@@ -357,8 +372,9 @@ def make_decode_one(dt, **hints):
         b, kv_h, _, _ = out.index
         tiles = tile.cdiv(k.shape[2], TILE_N)
         acc, _, l_i = decode_keys(
-            q, k, v, b, kv_h, 0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt
-        )
+            q, k, v, b, kv_h, 0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt, None, None,
+            False, False,
+        )  # fmt: skip
         o = tile.transpose(acc / l_i)  # (QG, D)
         out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
 
@@ -395,6 +411,10 @@ def make_decode_split(dt, **hints):
             TILE_D,
             scale * INV_LOG_2,
             dt,
+            None,
+            None,
+            False,
+            False,
         )
         o = tile.transpose(acc / l_i)  # (QG, D)
         part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))

@@ -169,6 +169,21 @@ for _op, _name in (
     _variant_autograd(_op, _name)
 
 
+@_define("gemma_attention_decode", _like_first)
+def gemma_attention_decode(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    window_size: int = 0,
+    soft_cap: Optional[float] = None,  # noqa: UP045
+    kv_len_per_split: Optional[int] = None,  # noqa: UP045
+) -> Tensor:
+    return AV.gemma_attention_decode(  # type: ignore[no-any-return]
+        q, k, v, scaling, window_size, soft_cap, kv_len_per_split
+    )
+
+
 @_define("fmha_varlen", _like_first)
 def fmha_varlen(
     q: Tensor,
@@ -262,6 +277,10 @@ def flash_attn_with_kvcache(
 
 for _op, _name in (
     (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
+    (fmha, "fmha"),
+    (swa_attention, "swa_attention"),
+    (gemma_attention, "gemma_attention"),
+    (gemma_attention_decode, "gemma_attention_decode"),
     (fmha_varlen, "fmha_varlen"),
     (fmha_decode, "fmha_decode"),
     (attention_sink, "attention_sink"),
