@@ -369,6 +369,19 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 16,
             ),
         ),
+        (  # sparse MLA: GQA 2, topk 6 of 17 keys (distinct per row), not causal
+            "sparse_mla",
+            lambda: (
+                torch.randn(1, 4, 5, 16),
+                torch.randn(1, 2, 17, 16),
+                torch.randn(1, 2, 17, 16),
+                torch.stack([torch.randperm(17)[:6] for _ in range(10)]).reshape(1, 5, 2, 6).int(),
+                torch.randn(1, 4, 5, 8),
+                torch.randn(1, 1, 17, 8),
+                False,
+                0.3,
+            ),
+        ),
         (  # MLA prefill: GQA, one RoPE head, L > S
             "mla",
             lambda: (

@@ -8,8 +8,9 @@ flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forwar
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
 moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
-mla_decoding and mla_decoding_split_kv, forward only; Qwen3-Next's gated delta rule,
-recurrent_gated_delta_rule and chunk_gated_delta_rule, forward only; TileGym's
+mla_decoding and mla_decoding_split_kv, and sparse_mla (top-k key indices), forward only;
+Qwen3-Next's gated delta rule, recurrent_gated_delta_rule and chunk_gated_delta_rule, forward
+only; TileGym's
 splitk_reduce, the merge of split-KV decode partials, in place, forward only; TileGym's
 persistent_layer_norm, forward only; Mamba-2's chunked SSD scan, mamba2_chunk_forward and
 mamba2_chunk_backward, with autograd; TileGym's experimental mHC operators
@@ -30,6 +31,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
 from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
+from .attention_mla_sparse import sparse_mla
 from .attention_sinks import attention_sink, attention_sink_decode
 from .attention_splitk import splitk_reduce
 from .attention_variants import fmha, gemma_attention, gemma_attention_decode, swa_attention
@@ -95,6 +97,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "silu_and_mul",
     "softmax",
+    "sparse_mla",
     "splitk_reduce",
     "swa_attention",
     "swiglu",

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 import fearless.ops.attention_mla as MLA
+import fearless.ops.attention_mla_sparse as MLAS
 import fearless.ops.attention_sinks as AS
 import fearless.ops.attention_splitk as SPLITK
 import fearless.ops.attention_variants as AV
@@ -483,7 +484,23 @@ def mla_decoding_split_kv(
     )
 
 
+@_define("sparse_mla", _like_first)
+def sparse_mla(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    indices: Tensor,
+    qpe: Tensor,
+    kpe: Tensor,
+    is_causal: bool = True,
+    scaling: Optional[float] = None,  # noqa: UP045
+) -> Tensor:
+    """q (B, H, S, D) gives (B, H, S, D)."""
+    return MLAS.sparse_mla(q, k, v, indices, qpe, kpe, is_causal, scaling)  # type: ignore[no-any-return]
+
+
 for _op, _name in (
+    (sparse_mla, "sparse_mla"),
     (mla, "mla"),
     (mla_decoding, "mla_decoding"),
     (mla_decoding_split_kv, "mla_decoding_split_kv"),
