@@ -65,6 +65,8 @@ for step in "$@"; do
              tests/gpu/test_ops_delta_rule_gpu.py tests/gpu/test_ops_fp8_block_matmul_gpu.py \
              tests/gpu/test_ops_splitk_reduce_gpu.py tests/gpu/test_ops_persistent_layer_norm_gpu.py \
              tests/gpu/test_ops_mamba2_gpu.py tests/gpu/test_ops_mhc_gpu.py \
+             tests/gpu/test_ops_attention_variants_backward_gpu.py \
+             tests/gpu/test_ops_gemma_attention_decode_gpu.py tests/gpu/test_ops_sparse_mla_gpu.py \
              2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;

@@ -2,7 +2,8 @@
 
 `register()` imports ops/torch_ops.py, which defines every operator as
 `torch.ops.fearless.<name>` (torch.library custom ops, with fake kernels and autograd), and
-ops/torch_ops_tilegym.py, which adds the operators of DESIGN 2c on its helpers. It runs
+ops/torch_ops_attention.py and ops/torch_ops_tilegym.py, which add the operators of DESIGN 2c
+(the attention family; the others) on its helpers. It runs
 when fearless.ops is imported after torch, or, when torch comes second, right after torch's
 own import finishes (a one-shot finder on `sys.meta_path` wraps torch's loader), so
 `torch.ops.fearless` is there whatever the order of the imports. fearless never imports torch
@@ -38,7 +39,11 @@ def register() -> Any:
             import torch
 
             if hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_autograd"):
-                from . import torch_ops, torch_ops_tilegym  # noqa: F401  (register on import)
+                from . import (  # noqa: F401  (they register on import)
+                    torch_ops,
+                    torch_ops_attention,
+                    torch_ops_tilegym,
+                )
 
                 _ops = torch.ops.fearless
             _done = True

@@ -11,7 +11,8 @@ that torch.compile traces the backward graph too. Every operator here has a back
 scaled_dot_product_attention with an `attn_mask`: an input that requires grad where no
 gradient can flow (rope's cos and sin, a masked attention's inputs) is refused at the call,
 never detached. The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) are
-in ops/torch_ops_tilegym.py, on the helpers defined here.
+in ops/torch_ops_attention.py (the attention family) and ops/torch_ops_tilegym.py (the
+others), on the helpers defined here (`_define`, `_forward_only`, ...).
 
 dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
 inside the operator, at run time, so a compiled graph draws a new mask per call, and the
@@ -439,3 +440,24 @@ def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
     q, k, v, out = ctx.saved_tensors
     dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args)
     return dq, dk, dv, None, None, None, None
+
+
+# --------------------------------------------------------------- forward-only operators
+
+
+def _forward_only(name: str) -> Callable[..., None]:
+    """The setup_context of a forward-only operator: an input that requires grad is refused at
+    the call, not cut from the autograd graph."""
+
+    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+        raise argument_error(
+            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
+            "from the autograd graph",
+            help="call it under `torch.no_grad()` (inference)",
+        )
+
+    return refuse
+
+
+def _no_backward(ctx: Any, *_: Any) -> tuple:
+    raise AssertionError("unreachable: the setup_context refuses first")

@@ -1,294 +1,27 @@
-"""The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) as torch operators:
-`torch.ops.fearless.<name>` with fake kernels for torch.compile and torch.export, on the
-helpers of ops/torch_ops.py (`_define`, `_new`, ...), registered with those when
-torch_library.py registers fearless.ops.
-
-All are forward only except fmha, swa_attention and gemma_attention (their backward is flash
-attention's, `fearless::<name>_backward`), `fused_linear_cross_entropy` (its forward computes
-the gradients, Liger's way, and its backward scales them) and `mamba2_chunk_forward` (its
-backward is `fearless::mamba2_chunk_backward`, TileGym's): an input that requires grad is
-refused at the call, never cut from the autograd graph (`_forward_only`). A torch operator returns tensors
-only: where a Python operator gives None (the delta rule's final state when not asked for), the
-torch one gives an empty (0,) tensor.
+"""The other operators of DESIGN 2c as torch operators (TileGym's and Liger's names): the fused
+linear cross-entropy (its forward computes the gradients, Liger's way, its backward scales
+them), MoE, the block-scaled fp8 GEMM, the gated delta rule, persistent_layer_norm, Mamba-2's
+scan (with autograd) and the mHC operators; each `torch.ops.fearless.<name>` with its fake
+kernel, on the helpers of ops/torch_ops.py, registered with those when torch_library.py
+registers fearless.ops. The attention family is in ops/torch_ops_attention.py. A torch operator
+returns tensors only: where a Python operator gives None (the delta rule's final state when
+not asked for), the torch one gives an empty (0,) tensor.
 """
 
-from collections.abc import Callable
 from typing import Any, Optional
 
 import torch
 from torch import Tensor
 
-import fearless.ops.attention_mla as MLA
-import fearless.ops.attention_mla_sparse as MLAS
-import fearless.ops.attention_sinks as AS
-import fearless.ops.attention_splitk as SPLITK
-import fearless.ops.attention_variants as AV
-import fearless.ops.attention_varlen as AVL
 import fearless.ops.delta_rule as DR
 import fearless.ops.fp8_block_matmul as FP8
-import fearless.ops.kvcache_attention as KV
 import fearless.ops.linear_cross_entropy as LCE
 import fearless.ops.mamba2 as M2
 import fearless.ops.mhc as MHC
 import fearless.ops.moe as MOE
 import fearless.ops.persistent_norm as PN
 
-from ..runtime.location import argument_error
-from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
-
-# ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
-
-
-def _forward_only(name: str) -> Callable[..., None]:
-    """The setup_context of a forward-only operator: an input that requires grad is refused at
-    the call, not cut from the autograd graph."""
-
-    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-        raise argument_error(
-            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
-            "from the autograd graph",
-            help="call it under `torch.no_grad()` (inference)",
-        )
-
-    return refuse
-
-
-def _no_backward(ctx: Any, *_: Any) -> tuple:
-    raise AssertionError("unreachable: the setup_context refuses first")
-
-
-@_define("fmha", _like_first)
-def fmha(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> Tensor:
-    return AV.fmha(q, k, v, scaling, is_causal)  # type: ignore[no-any-return]
-
-
-@_define("swa_attention", _like_first)
-def swa_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    window_size: int,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> Tensor:
-    return AV.swa_attention(q, k, v, window_size, scaling, is_causal)  # type: ignore[no-any-return]
-
-
-@_define("gemma_attention", _like_first)
-def gemma_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    window_size: int = 0,
-    soft_cap: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> Tensor:
-    return AV.gemma_attention(  # type: ignore[no-any-return]
-        q, k, v, scaling, window_size, soft_cap, is_causal
-    )
-
-
-def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any) -> tuple:
-    """The fake kernel of an attention backward: (dq, dk, dv) shaped as q, k, v."""
-    return _new(q, q.shape), _new(k, k.shape), _new(v, v.shape)
-
-
-@_define("fmha_backward", _qkv_grads)
-def fmha_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.fmha_backward(dout, q, k, v, out, scaling, is_causal)  # type: ignore[no-any-return]
-
-
-@_define("swa_attention_backward", _qkv_grads)
-def swa_attention_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    window_size: int,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.swa_attention_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, window_size, scaling, is_causal
-    )
-
-
-@_define("gemma_attention_backward", _qkv_grads)
-def gemma_attention_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    window_size: int = 0,
-    soft_cap: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.gemma_attention_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, scaling, window_size, soft_cap, is_causal
-    )
-
-
-def _variant_autograd(forward: Any, name: str) -> None:
-    """`forward`'s autograd formula: q, k, v and the output saved, the settings kept, and
-    `fearless::<name>_backward` for (dq, dk, dv)."""
-
-    def setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-        ctx.save_for_backward(*inputs[:3], output)
-        ctx.args = inputs[3:]  # type: ignore[attr-defined]
-
-    def backward(ctx: Any, dy: Tensor) -> tuple:
-        q, k, v, out = ctx.saved_tensors
-        grads = getattr(OPS, f"{name}_backward")(dy, q, k, v, out, *ctx.args)
-        return (*grads, *(None for _ in ctx.args))
-
-    forward.register_autograd(backward, setup_context=setup)
-
-
-for _op, _name in (
-    (fmha, "fmha"),
-    (swa_attention, "swa_attention"),
-    (gemma_attention, "gemma_attention"),
-):
-    _variant_autograd(_op, _name)
-
-
-@_define("gemma_attention_decode", _like_first)
-def gemma_attention_decode(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    window_size: int = 0,
-    soft_cap: Optional[float] = None,  # noqa: UP045
-    kv_len_per_split: Optional[int] = None,  # noqa: UP045
-) -> Tensor:
-    return AV.gemma_attention_decode(  # type: ignore[no-any-return]
-        q, k, v, scaling, window_size, soft_cap, kv_len_per_split
-    )
-
-
-@_define("fmha_varlen", _like_first)
-def fmha_varlen(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-    q_lens: Optional[Tensor] = None,  # noqa: UP045
-    kv_lens: Optional[Tensor] = None,  # noqa: UP045
-) -> Tensor:
-    return AVL.fmha_varlen(  # type: ignore[no-any-return]
-        q, k, v, scaling, is_causal, q_lens, kv_lens
-    )
-
-
-@_define("fmha_decode", _like_first)
-def fmha_decode(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    sm_scale: Optional[float],  # noqa: UP045
-    kv_len_per_split: Optional[int] = None,  # noqa: UP045
-) -> Tensor:
-    return AVL.fmha_decode(q, k, v, sm_scale, kv_len_per_split)  # type: ignore[no-any-return]
-
-
-def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
-    """The fake kernel of attention_sink(_decode): query (B, L, H_kv, G, D) gives
-    (B, L, H_kv * G * D)."""
-    b, lq, hk, g, d = query.shape
-    return _new(query, (b, lq, hk * g * d))
-
-
-@_define("attention_sink", _sink_out)
-def attention_sink(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    sinks: Tensor,
-    sm_scale: float = 0.125,
-    sliding_window: Optional[int] = None,  # noqa: UP045
-    start_q: Optional[Tensor] = None,  # noqa: UP045
-) -> Tensor:
-    return AS.attention_sink(  # type: ignore[no-any-return]
-        query, key, value, sinks, sm_scale, sliding_window, 0 if start_q is None else start_q
-    )
-
-
-@_define("attention_sink_decode", _sink_out)
-def attention_sink_decode(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    sinks: Optional[Tensor],  # noqa: UP045
-    sm_scale: float = 0.125,
-    sliding_window: Optional[int] = None,  # noqa: UP045
-    start_q: Optional[Tensor] = None,  # noqa: UP045
-    kv_len_per_split: Optional[int] = None,  # noqa: UP045
-) -> Tensor:
-    return AS.attention_sink_decode(  # type: ignore[no-any-return]
-        query,
-        key,
-        value,
-        sinks,
-        sm_scale,
-        sliding_window,
-        0 if start_q is None else start_q,
-        kv_len_per_split,
-    )
-
-
-@_define("flash_attn_with_kvcache", _like_first)
-def flash_attn_with_kvcache(
-    q: Tensor,
-    k_cache: Tensor,
-    v_cache: Tensor,
-    cache_seqlens: Optional[Tensor] = None,  # noqa: UP045
-    block_table: Optional[Tensor] = None,  # noqa: UP045
-    softmax_scale: Optional[float] = None,  # noqa: UP045
-    causal: bool = False,
-    window_size: Optional[list[int]] = None,  # noqa: UP045
-    softcap: float = 0.0,
-) -> Tensor:
-    """flash-attn's (no append): q (B, L, H, D) gives (B, L, H, D); an int cache_seqlens
-    arrives as a (B,) int32 tensor (ops/kvcache_attention.py)."""
-    window = (-1, -1) if window_size is None else (window_size[0], window_size[1])
-    return KV.flash_attn_with_kvcache(  # type: ignore[no-any-return]
-        q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal, window, softcap
-    )
-
-
-for _op, _name in (
-    (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
-    (fmha, "fmha"),
-    (swa_attention, "swa_attention"),
-    (gemma_attention, "gemma_attention"),
-    (gemma_attention_decode, "gemma_attention_decode"),
-    (fmha_varlen, "fmha_varlen"),
-    (fmha_decode, "fmha_decode"),
-    (attention_sink, "attention_sink"),
-    (attention_sink_decode, "attention_sink_decode"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
-
+from .torch_ops import OPS, Ctx, _autograd, _define, _forward_only, _like_first, _new, _no_backward
 
 # ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
 # `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
@@ -436,78 +169,6 @@ w8a8_block_fp8_matmul.register_autograd(
 )
 
 
-# ------------------------------------------------------------ multi-head latent attention
-
-
-@_define("mla", _like_first)
-def mla(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    qpe: Tensor,
-    kpe: Tensor,
-    is_causal: bool,
-    scaling: Optional[float] = None,  # noqa: UP045
-) -> Tensor:
-    """q (B, H, L, D) gives (B, H, L, D)."""
-    return MLA.mla(q, k, v, qpe, kpe, is_causal, scaling)  # type: ignore[no-any-return]
-
-
-def _decoding_fake(q: Tensor, *_: object, **__: object) -> tuple[Tensor, Tensor]:
-    """q (B, H, D) gives o (B, H, D) and an f32 lse (B, H)."""
-    return _new(q, q.shape), q.new_empty(tuple(q.shape[:2]), dtype=torch.float32)
-
-
-@_define("mla_decoding", _decoding_fake)
-def mla_decoding(
-    q: Tensor,
-    qpe: Tensor,
-    kv: Tensor,
-    kpe: Tensor,
-    sm_scale: Optional[float] = None,  # noqa: UP045
-    transpose: bool = True,
-) -> tuple[Tensor, Tensor]:
-    return MLA.mla_decoding(q, qpe, kv, kpe, sm_scale, transpose)  # type: ignore[no-any-return]
-
-
-@_define("mla_decoding_split_kv", _like_first)
-def mla_decoding_split_kv(
-    q: Tensor,
-    qpe: Tensor,
-    kv: Tensor,
-    kpe: Tensor,
-    sm_scale: Optional[float] = None,  # noqa: UP045
-    kv_len_per_split: Optional[int] = None,  # noqa: UP045
-) -> Tensor:
-    return MLA.mla_decoding_split_kv(  # type: ignore[no-any-return]
-        q, qpe, kv, kpe, sm_scale, kv_len_per_split
-    )
-
-
-@_define("sparse_mla", _like_first)
-def sparse_mla(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    indices: Tensor,
-    qpe: Tensor,
-    kpe: Tensor,
-    is_causal: bool = True,
-    scaling: Optional[float] = None,  # noqa: UP045
-) -> Tensor:
-    """q (B, H, S, D) gives (B, H, S, D)."""
-    return MLAS.sparse_mla(q, k, v, indices, qpe, kpe, is_causal, scaling)  # type: ignore[no-any-return]
-
-
-for _op, _name in (
-    (sparse_mla, "sparse_mla"),
-    (mla, "mla"),
-    (mla_decoding, "mla_decoding"),
-    (mla_decoding_split_kv, "mla_decoding_split_kv"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
-
-
 # ---------------------------------------------------------------------- gated delta rule
 
 
@@ -599,19 +260,6 @@ for _op, _name in (
     (chunk_gated_delta_rule, "chunk_gated_delta_rule"),
 ):
     _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
-
-
-# --------------------------------------------------- split-KV reduction (DESIGN 2c, in place)
-# It writes attn_out, as TileGym's: torch knows the op mutates it (functionalised under
-# torch.compile) and returns nothing. torch takes no autograd formula for a mutating op; an
-# input that requires grad is refused by the body (ops/_io.py's operand).
-
-
-@_define("splitk_reduce", lambda *_: None, mutates=("attn_out",))
-def splitk_reduce(
-    attn_splitk_out: Tensor, lse_splitk_out: Tensor, attn_out: Tensor, S_kv: int
-) -> None:
-    SPLITK.splitk_reduce(attn_splitk_out, lse_splitk_out, attn_out, S_kv)
 
 
 # ------------------------------------------------------------ persistent layer norm (DESIGN 2c)
