@@ -82,3 +82,17 @@ def test_sdpa_refuses_a_string_scale() -> None:
         fl.KernelTypeError, match=r"`scale` of `fearless\.ops\.scaled_dot_product_attention`"
     ):
         ops.scaled_dot_product_attention(q, q, q, scale="0.1")
+
+
+def test_a_wrong_dtype_help_names_a_dtype_the_operator_takes() -> None:
+    """An integer input where int32 is wanted (block tables, top-k indices) is told to become
+    int32, not float32; a float one the operator's first float dtype."""
+    from fearless import dtypes
+    from fearless.ops import _io
+
+    with pytest.raises(fl.KernelTypeError, match=r"astype\(np\.int32\)"):
+        _io.operand(np.zeros(3, np.int64), "op", "indices", (dtypes.i32,))
+    with pytest.raises(fl.KernelTypeError, match=r"astype\(np\.float32\)"):
+        _io.operand(np.zeros(3, np.float64), "op", "x", (dtypes.f32, dtypes.f16))
+    with pytest.raises(fl.KernelTypeError, match=r"astype\(fl\.i32\)"):
+        _io.operand(fl.asarray(np.zeros(3, np.int64)), "op", "indices", (dtypes.i32,))

@@ -108,11 +108,17 @@ def operand(
             help="convert it first: `fl.asarray(x)`",
         )
     if dtypes_ok is not None and op_.dtype not in dtypes_ok:
+        # the first accepted dtype of the same family: an int32 for integer indices, f32 else
+        want = next((d for d in dtypes_ok if d.is_int == op_.dtype.is_int), dtypes_ok[0])
+        torch_name = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}.get(
+            want.name, f"int{want.itemsize * 8}" if want.is_int else want.name
+        )
+        numpy_type = "ml_dtypes.bfloat16" if want.name == "bf16" else f"np.{torch_name}"
         convert = {
-            "torch": f"`{name}.to(torch.float32)`",
-            "torch_copy": f"`{name}.to(torch.float32)`",
-            "numpy": f"`{name}.astype(np.float32)`",
-            "fl": f"`{name}.astype(fl.f32)`",
+            "torch": f"`{name}.to(torch.{torch_name})`",
+            "torch_copy": f"`{name}.to(torch.{torch_name})`",
+            "numpy": f"`{name}.astype({numpy_type})`",
+            "fl": f"`{name}.astype(fl.{want.name})`",
         }[op_.kind]
         raise argument_error(
             f"`fearless.ops.{op}` takes {', '.join(d.name for d in dtypes_ok)} tensors, but "
