@@ -416,9 +416,20 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple[Any, ...]]]]:
                 16,
             ),
         ),
-        (  # forward only; experts 0..3 of 4, expert 3 idle, a repeat in row 2
+        (  # with autograd; experts 0..3 of 4, expert 3 idle, a repeat in row 2
             "fused_moe",
             lambda: (
+                torch.randn(5, 32, requires_grad=True),
+                (torch.randn(4, 64, 32) * 0.1).requires_grad_(),
+                (torch.randn(4, 32, 32) * 0.1).requires_grad_(),
+                torch.rand(5, 2, requires_grad=True),
+                torch.tensor([[0, 1], [2, 0], [1, 1], [0, 2], [2, 1]]),
+            ),
+        ),
+        (
+            "fused_moe_backward",
+            lambda: (
+                torch.randn(5, 32),
                 torch.randn(5, 32),
                 torch.randn(4, 64, 32) * 0.1,
                 torch.randn(4, 32, 32) * 0.1,

@@ -1,8 +1,9 @@
 """`fearless.ops.fused_moe` and `moe_align_block_size` on the GPU at TileGym's shapes
 (tests/ops/test_moe.py: tokens 16 / 32 / 64, hidden 512 / 1024, intermediate 256 / 512,
 experts 8 / 16 / 20, top_k 2 / 4 / 8, bf16, ids from randint so rows may repeat an expert)
-against its torch reference restated (float32 here), with TileGym's tolerances; and the
-alignment against the NumPy reference, exactly."""
+against its torch reference restated (float32 here), with TileGym's tolerances; its backward
+(through torch autograd) at those shapes against autograd of the float64 reference
+(tests/support/moe_ref.py); and the alignment against the NumPy reference, exactly."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from fearless import ops
-from support.moe_ref import moe_align_reference
+from support.moe_ref import fused_moe_torch_reference, moe_align_reference
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
@@ -43,6 +44,29 @@ def test_fused_moe_matches_tilegyms_reference(tokens, hidden, inter, experts, to
     assert got.is_cuda and got.shape == x.shape and got.dtype == dt
     want = _reference(x, w1, w2, weights, ids)
     torch.testing.assert_close(got.float(), want, rtol=1e-1, atol=1e-1)
+
+
+@pytest.mark.parametrize(
+    "tokens,hidden,inter,experts,topk",
+    [(16, 512, 256, 8, 2), (32, 1024, 512, 16, 4), (64, 1024, 512, 20, 8), (300, 256, 128, 8, 2)],
+)
+def test_fused_moe_backward_matches_autograd(tokens, hidden, inter, experts, topk) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(2)
+    dt = torch.bfloat16
+    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
+    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
+    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
+    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
+    dy = torch.randn(tokens, hidden, dtype=dt, device="cuda")
+    want, leaves = fused_moe_torch_reference(x, w1, w2, weights, ids)
+    want.backward(dy.double())
+    inputs = [t.clone().requires_grad_() for t in (x, w1, w2, weights)]
+    ops.fused_moe(*inputs, ids).backward(dy)
+    for t, leaf in zip(inputs, leaves, strict=True):
+        assert t.grad is not None and t.grad.is_cuda and t.grad.dtype == dt
+        rel = float((t.grad.double() - leaf.grad).norm() / leaf.grad.norm())
+        assert rel < 2e-2, rel
 
 
 @pytest.mark.parametrize("tokens,topk,experts,block", [(16, 2, 8, 128), (4096, 8, 64, 64)])

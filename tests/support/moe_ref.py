@@ -1,7 +1,9 @@
 """NumPy references of TileGym's mixture of experts (its torch references restated:
 `moe_align_block_size_torch` of tilegym/ops/moe_interface.py, laid out as its cuTile
 `moe_align_block_size` returns, and `Test_MOE.reference` of tests/ops/test_moe.py in float64):
-what tests/test_ops_moe.py and its GPU test compare `fearless.ops` with."""
+what tests/test_ops_moe.py and its GPU test compare `fearless.ops` with; and the same in torch
+float64 (`fused_moe_torch_reference`), whose autograd gives the gradients that
+tests/test_ops_moe_backward.py compares the backward with."""
 
 from __future__ import annotations
 
@@ -54,3 +56,22 @@ def fused_moe_reference(
             gate, up = a[e, :inter] @ x[t], a[e, inter:] @ x[t]
             out[t] += float(topk_weights[t, k]) * (b[e] @ (gate / (1.0 + np.exp(-gate)) * up))
     return out
+
+
+def fused_moe_torch_reference(hidden_states, w1, w2, topk_weights, topk_ids):  # type: ignore[no-untyped-def]
+    """The same sum in torch, differentiable: float64 copies of the four float inputs (leaves
+    that require grad) and out (T, H), batched over the (token, k) slots, so that
+    `out.backward(dy)` leaves the float64 gradients the backward is compared with."""
+    import torch
+
+    leaves = [
+        t.detach().to(torch.float64).requires_grad_() for t in (hidden_states, w1, w2, topk_weights)
+    ]
+    x, a, b, weights = leaves
+    inter = a.shape[1] // 2
+    e = topk_ids.reshape(-1).long()
+    xs = x.repeat_interleave(topk_ids.shape[1], 0)
+    h = torch.einsum("sh,sih->si", xs, a[e])
+    act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
+    y = torch.einsum("si,shi->sh", act, b[e]) * weights.reshape(-1, 1)
+    return y.reshape(*topk_ids.shape, -1).sum(1), leaves

@@ -6,7 +6,7 @@ forward only; TileGym's attention_sink and attention_sink_decode, GPT-OSS's atte
 sinks, forward only; TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
-moe_align_block_size and fused_moe, forward only; DeepSeek-V3's block-scaled fp8 GEMM
+moe_align_block_size and fused_moe (with its backward through torch autograd); DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
 mla_decoding and mla_decoding_split_kv, and sparse_mla (top-k key indices), forward only;
 Qwen3-Next's gated delta rule, recurrent_gated_delta_rule and chunk_gated_delta_rule, forward

@@ -23,8 +23,18 @@ intermediates, so a repeat adds that expert twice (as TileGym's reference) and r
 nothing. An expert id outside [0, E) is refused (E0701) on the host before any launch: the
 ids are read back there (a wait for the GPU where they live on it), so these operators are not
 `@replayable` (a replay would skip the check); the kernels themselves would only drop such a
-slot, never reach outside a tensor. Forward only: an input that requires grad is refused at
-the call (ops/torch_ops.py), never detached.
+slot, never reach outside a tensor.
+
+`fused_moe_backward(grad_output, hidden_states, w1, w2, topk_weights, topk_ids)` gives the
+gradients of hidden_states, w1, w2 and topk_weights (topk_ids is integer: none), in their
+dtypes; torch autograd reaches it through `torch.ops.fearless.fused_moe` (ops/
+torch_ops_tilegym.py), which saves only the inputs: the backward aligns the slots again and
+recomputes the gate and up pre-activations in the K loop that also forms the activation's
+gradient (ops/kernels_moe_backward.py), rather than keeping the forward's (EM, 2I) of them.
+The weight gradients are sums over each expert's contiguous range of sorted rows, one writer
+per tile, in a fixed order (deterministic, no atomics); the routing weights' gradient is
+<dy[t], w2[e] act> per slot, from per-column-tile parts summed through the inverse
+permutation.
 """
 
 from __future__ import annotations
@@ -54,6 +64,14 @@ from ._io import (
 )
 from ._route import torch_ops
 from .kernels_moe import align_launch, down_tuned, gate_up_tuned, sum_launch
+from .kernels_moe_backward import (
+    BM_ACT,
+    act_bwd_launch,
+    dw1_launch,
+    dw2_launch,
+    dweights_launch,
+    dx_launch,
+)
 from .kernels_rows import next_pow2
 
 INTS = (dtypes.i32, dtypes.i64)
@@ -77,8 +95,8 @@ def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tu
 def fused_moe(hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any) -> Any:
     """TileGym's `fused_moe`: each token's top_k experts' SiLU-and-mul MLPs (w1 (E, 2I, H)
     gate then up, w2 (E, H, I)) weighted by topk_weights and summed, as one grouped GEMM per
-    projection over the slots sorted by expert. hidden_states (T, H) gives (T, H). Forward
-    only."""
+    projection over the slots sorted by expert. hidden_states (T, H) gives (T, H). Its
+    backward is `fused_moe_backward` (through torch autograd for torch tensors)."""
     return _fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, None)
 
 
@@ -88,32 +106,13 @@ def _fused_moe(
     """`fused_moe` with the sorted blocks' row count `block` (None: chosen from the shapes)."""
     if (t := torch_ops(hidden_states, w1, w2, topk_weights, topk_ids)) is not None:
         return t.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)
-    op = "fused_moe"
-    xa = operand(hidden_states, op, "hidden_states", FLOATS)
-    dev = xa.tensor.device
-    w1a = operand(w1, op, "w1", FLOATS, device=dev)
-    w2a = operand(w2, op, "w2", FLOATS, device=dev)
-    wa = operand(topk_weights, op, "topk_weights", FLOATS, device=dev)
-    if not xa.dtype == w1a.dtype == w2a.dtype:
-        raise _mismatch(f"dtypes {xa.dtype.name}, {w1a.dtype.name} and {w2a.dtype.name}")
-    if len(xa.shape) != 2 or len(w1a.shape) != 3 or len(w2a.shape) != 3:
-        raise _mismatch(f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
-    (tokens, hidden), (experts, two_i, h1), (e2, h2, inter) = xa.shape, w1a.shape, w2a.shape
-    if h1 != hidden or h2 != hidden or e2 != experts or two_i != 2 * inter or not experts:
-        raise _mismatch(f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
-    ids = _ids(op, topk_ids, experts, device=dev)
-    if wa.shape != ids.shape or ids.shape[0] != tokens:
-        raise argument_error(
-            f"`fearless.ops.{op}` needs topk_weights and topk_ids of shape (T, top_k) with T = "
-            f"{tokens} (hidden_states' rows), got {wa.shape} and {ids.shape}",
-            help="route each token to top_k experts: both come from `torch.topk(router_logits, "
-            "top_k)` (the weights softmaxed)",
-        )
+    xa, w1a, w2a, wa, ids = _operands("fused_moe", hidden_states, w1, w2, topk_weights, topk_ids)
+    (tokens, hidden), (experts, _, _), (_, _, inter) = xa.shape, w1a.shape, w2a.shape
     topk = ids.shape[1]
     if tokens * topk == 0 or hidden == 0:
         return result(xa, *zeros_output(xa, (tokens, hidden)))
-    if block is None:  # about as many rows per block as the average expert has slots
-        block = min(128, max(16, next_pow2(-(-tokens * topk // experts))))
+    if block is None:
+        block = _block(tokens * topk, experts)
     sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in _align(ids, block, experts))
     rows = sorted_ids.shape[0]
     x = xa.tensor
@@ -127,6 +126,101 @@ def _fused_moe(
     out, ret = output(xa, (tokens, hidden))
     sum_launch(out, down, inv, topk)
     return result(xa, out, ret)
+
+
+def fused_moe_backward(
+    grad_output: Any, hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any
+) -> tuple[Any, Any, Any, Any]:
+    """(d hidden_states, d w1, d w2, d topk_weights) of `fused_moe(hidden_states, w1, w2,
+    topk_weights, topk_ids)` for the gradient `grad_output` (T, H) of its result. The slots are
+    aligned again and the gate and up pre-activations recomputed (nothing but the inputs is
+    saved); see ops/kernels_moe_backward.py for the kernels."""
+    return _fused_moe_backward(grad_output, hidden_states, w1, w2, topk_weights, topk_ids, None)
+
+
+def _fused_moe_backward(
+    grad_output: Any,
+    hidden_states: Any,
+    w1: Any,
+    w2: Any,
+    topk_weights: Any,
+    topk_ids: Any,
+    block: int | None,
+) -> tuple[Any, Any, Any, Any]:
+    """`fused_moe_backward` with the sorted blocks' row count `block` (None: from the shapes;
+    else a power of two of at least 16)."""
+    if (t := torch_ops(grad_output, hidden_states, w1, w2, topk_weights, topk_ids)) is not None:
+        return tuple(  # type: ignore[return-value]
+            t.fused_moe_backward(grad_output, hidden_states, w1, w2, topk_weights, topk_ids)
+        )
+    op = "fused_moe_backward"
+    xa, w1a, w2a, wa, ids = _operands(op, hidden_states, w1, w2, topk_weights, topk_ids)
+    dya = operand(grad_output, op, "grad_output", FLOATS, device=xa.tensor.device)
+    if dya.shape != xa.shape or dya.dtype != xa.dtype:
+        raise argument_error(
+            f"`grad_output` of `fearless.ops.{op}` must be hidden_states' shape {xa.shape} and "
+            f"dtype {xa.dtype.name} (fused_moe's result), got {dya.shape} {dya.dtype.name}",
+            help="pass the gradient of fused_moe's output",
+        )
+    (tokens, hidden), (experts, two_i, _), topk = xa.shape, w1a.shape, ids.shape[1]
+    inter = two_i // 2
+    if tokens * topk == 0 or hidden == 0 or inter == 0:
+        outs = [zeros_output(a, a.shape) for a in (xa, w1a, w2a, wa)]
+        return tuple(result(a, *o) for a, o in zip((xa, w1a, w2a, wa), outs, strict=True))  # type: ignore[return-value]
+    block = _block(tokens * topk, experts) if block is None else block
+    sorted_ids, expert_ids, post, cumsum, _, inv = (t for t, _ in _align(ids, block, experts))
+    rows, x, dt = sorted_ids.shape[0], xa.tensor, xa.dtype
+    act = empty_beside(x, (rows, inter), dt)
+    dh = empty_beside(x, (rows, inter, 2), dt)
+    dwp = empty_beside(x, (rows, -(-inter // min(BM_ACT, next_pow2(inter)))), dtypes.f32)
+    w1v = view(w1a.tensor, (experts, 2, inter, hidden))
+    weights = flat(cast(wa, dtypes.f32))
+    act_bwd_launch(
+        act, dh, dwp, x, dya.tensor, w1v, w2a.tensor, sorted_ids, expert_ids, post, weights,
+        topk, block,
+    )  # fmt: skip
+    dxs = empty_beside(x, (rows, hidden), dt)
+    dx_launch(dxs, dh, w1a.tensor, expert_ids, post, block)
+    outs = [output(a, a.shape) for a in (xa, w1a, w2a, wa)]
+    (dx, _), (dw1, _), (dw2, _), (dw, _) = outs
+    sum_launch(dx, dxs, inv, topk)
+    dw1_launch(dw1, dh, x, sorted_ids, cumsum, topk, block)
+    dw2_launch(dw2, act, dya.tensor, sorted_ids, cumsum, topk, block)
+    dweights_launch(flat(dw), dwp, inv)
+    return tuple(result(a, *o) for a, o in zip((xa, w1a, w2a, wa), outs, strict=True))  # type: ignore[return-value]
+
+
+def _operands(
+    op: str, hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any
+) -> tuple[Operand, Operand, Operand, Operand, Operand]:
+    """The MoE's inputs as operands, their dtypes and shapes checked (E0701)."""
+    xa = operand(hidden_states, op, "hidden_states", FLOATS)
+    dev = xa.tensor.device
+    w1a = operand(w1, op, "w1", FLOATS, device=dev)
+    w2a = operand(w2, op, "w2", FLOATS, device=dev)
+    wa = operand(topk_weights, op, "topk_weights", FLOATS, device=dev)
+    if not xa.dtype == w1a.dtype == w2a.dtype:
+        raise _mismatch(op, f"dtypes {xa.dtype.name}, {w1a.dtype.name} and {w2a.dtype.name}")
+    if len(xa.shape) != 2 or len(w1a.shape) != 3 or len(w2a.shape) != 3:
+        raise _mismatch(op, f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
+    (tokens, hidden), (experts, two_i, h1), (e2, h2, inter) = xa.shape, w1a.shape, w2a.shape
+    if h1 != hidden or h2 != hidden or e2 != experts or two_i != 2 * inter or not experts:
+        raise _mismatch(op, f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
+    ids = _ids(op, topk_ids, experts, device=dev)
+    if wa.shape != ids.shape or ids.shape[0] != tokens:
+        raise argument_error(
+            f"`fearless.ops.{op}` needs topk_weights and topk_ids of shape (T, top_k) with T = "
+            f"{tokens} (hidden_states' rows), got {wa.shape} and {ids.shape}",
+            help="route each token to top_k experts: both come from `torch.topk(router_logits, "
+            "top_k)` (the weights softmaxed)",
+        )
+    return xa, w1a, w2a, wa, ids
+
+
+def _block(slots: int, experts: int) -> int:
+    """The sorted blocks' row count: about as many as the average expert has slots, a power of
+    two in 16..128."""
+    return min(128, max(16, next_pow2(-(-slots // experts))))
 
 
 def _align(ids: Operand, block: int, experts: int) -> list[tuple[Tensor, Any]]:
@@ -211,9 +305,9 @@ def _host(ids: Operand) -> np.ndarray:
     return np.asarray(ids.tensor.numpy())
 
 
-def _mismatch(what: str) -> KernelTypeError:
+def _mismatch(op: str, what: str) -> KernelTypeError:
     return KernelTypeError(
-        "`fearless.ops.fused_moe` needs hidden_states (T, H), w1 (E, 2I, H) and w2 (E, H, I) of "
+        f"`fearless.ops.{op}` needs hidden_states (T, H), w1 (E, 2I, H) and w2 (E, H, I) of "
         f"one dtype, got {what}",
         user_location(),
         code="E0701",

@@ -1,6 +1,6 @@
 """The other operators of DESIGN 2c as torch operators (TileGym's and Liger's names): the fused
 linear cross-entropy (its forward computes the gradients, Liger's way, its backward scales
-them), MoE, the block-scaled fp8 GEMM, the gated delta rule, persistent_layer_norm, Mamba-2's
+them), MoE (fused_moe with autograd), the block-scaled fp8 GEMM, the gated delta rule, persistent_layer_norm, Mamba-2's
 scan (with autograd) and the mHC operators; each `torch.ops.fearless.<name>` with its fake
 kernel, on the helpers of ops/torch_ops.py, registered with those when torch_library.py
 registers fearless.ops. The attention family is in ops/torch_ops_attention.py. A torch operator
@@ -138,7 +138,35 @@ def fused_moe(
     return MOE.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)  # type: ignore[no-any-return]
 
 
-fused_moe.register_autograd(_no_backward, setup_context=_forward_only("fused_moe"))
+def _moe_grads(dy: Tensor, x: Tensor, w1: Tensor, w2: Tensor, weights: Tensor, *_: Any) -> tuple:
+    """The fake kernel of fused_moe_backward: the gradients shaped as the four float inputs."""
+    return tuple(_new(t, t.shape) for t in (x, w1, w2, weights))
+
+
+@_define("fused_moe_backward", _moe_grads)
+def fused_moe_backward(
+    grad_output: Tensor,
+    hidden_states: Tensor,
+    w1: Tensor,
+    w2: Tensor,
+    topk_weights: Tensor,
+    topk_ids: Tensor,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(d hidden_states, d w1, d w2, d topk_weights) (ops/moe.py)."""
+    return MOE.fused_moe_backward(  # type: ignore[return-value]
+        grad_output, hidden_states, w1, w2, topk_weights, topk_ids
+    )
+
+
+def _save_moe(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    """Only the inputs: the backward aligns the slots again and recomputes the gate and up
+    pre-activations."""
+    ctx.save_for_backward(*inputs)
+
+
+@_autograd(fused_moe, _save_moe)
+def _fused_moe_bwd(ctx: Any, dy: Tensor) -> tuple:
+    return (*OPS.fused_moe_backward(dy.contiguous(), *ctx.saved_tensors), None)
 
 
 # ------------------------------------------------------------- block-scaled fp8 GEMM (DESIGN 2c)
