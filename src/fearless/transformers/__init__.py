@@ -6,7 +6,7 @@
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
 Supported model types: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3 (and gemma3_text),
-gpt_oss. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
+gpt_oss, olmoe. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
 MLP, RoPE, attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and
 GELU MLP), sinks.py (GPT-OSS's attention with sinks) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
 import this package, and this package imports Hugging Face transformers only when one of its
@@ -19,6 +19,7 @@ from .patch import (
     apply_fearless_kernel_to_gpt_oss,
     apply_fearless_kernel_to_llama,
     apply_fearless_kernel_to_mistral,
+    apply_fearless_kernel_to_olmoe,
     apply_fearless_kernel_to_qwen2,
     apply_fearless_kernel_to_qwen3,
     apply_fearless_kernel_to_qwen3_moe,
@@ -30,6 +31,7 @@ __all__ = [
     "apply_fearless_kernel_to_gpt_oss",
     "apply_fearless_kernel_to_llama",
     "apply_fearless_kernel_to_mistral",
+    "apply_fearless_kernel_to_olmoe",
     "apply_fearless_kernel_to_qwen2",
     "apply_fearless_kernel_to_qwen3",
     "apply_fearless_kernel_to_qwen3_moe",

@@ -35,6 +35,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
+    "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -263,6 +264,31 @@ def apply_fearless_kernel_to_gpt_oss(
     _patch("gpt_oss", swaps, functions, False, fused_linear_cross_entropy, model)
 
 
+def apply_fearless_kernel_to_olmoe(
+    rope: bool = True,
+    rms_norm: bool = True,
+    attention: bool = True,
+    moe: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's OLMoE (transformers.models.olmoe) on fearless kernels: its RMSNorm
+    (Llama's form; the q and k norms are OlmoeRMSNorm modules over the whole projection,
+    (heads * head_dim) wide, before the split into heads, so `rms_norm` covers them as they
+    are), RoPE, attention with the `sdpa` implementation as Llama's (`clip_qkv` clamps the
+    normed projections in Hugging Face's code), and with `moe` the experts (every layer is
+    sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
+    inference, Hugging Face's loop in training; the router stays Hugging Face's. The fused
+    loss is taken when the router logits are not asked for."""
+    from . import experts, layers
+
+    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
+    swaps = _dense_swaps(rms_norm, False, attention)
+    if moe:
+        swaps.append(("Experts", experts.experts_forward, {}))
+    _patch("olmoe", swaps, functions, attention, fused_linear_cross_entropy, model)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -272,6 +298,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
     "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
+    "olmoe": apply_fearless_kernel_to_olmoe,
 }
 
 

@@ -1,0 +1,135 @@
+"""fearless.transformers on OLMoE, Qwen3-Next and DeepSeek-V2/V3, on the simulator with CPU torch:
+tiny random models patched by `apply` (or the per-model function) give Hugging Face's logits,
+loss and gradients in training, where the forward-only ops (fused_moe, the gated delta rule)
+fall back to Hugging Face's code, and its logits in inference, where they run; the op calls are
+counted to prove the routing."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from fearless import config
+
+torch = pytest.importorskip("torch")
+hf = pytest.importorskip("transformers")
+flt = importlib.import_module("fearless.transformers")
+from support.hf_patches import (  # noqa: E402
+    assert_grads_match,
+    count_calls,
+    keep_hugging_face,
+    run_with_grads,
+)
+
+LAYERS, VOCAB, SEQ = 2, 96, 12
+OPS = (
+    "rms_norm",
+    "swiglu",
+    "rope",
+    "scaled_dot_product_attention",
+    "fused_moe",
+    "chunk_gated_delta_rule",
+    "recurrent_gated_delta_rule",
+    "fused_linear_cross_entropy",
+)
+
+
+@pytest.fixture(autouse=True)
+def restore(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    keep_hugging_face(monkeypatch)
+
+
+def _batch(batch: int = 2) -> tuple[Any, Any]:
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
+    labels = ids.clone()
+    labels[:, :3] = -100
+    return ids, labels
+
+
+def _check_train_then_infer(
+    model: Any,
+    patch: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    train: Counter[str],
+    infer: Counter[str],
+) -> None:
+    """Patch `model` with `patch`; its loss, logits and gradients must be Hugging Face's in
+    training with the op calls `train`, its logits in inference with the calls `infer`."""
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids).logits
+    calls = count_calls(monkeypatch, *OPS)
+    patch(model)
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    assert_grads_match(grads, ref_grads)
+    assert calls == train, calls
+    calls.clear()
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert calls == infer, calls
+    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------- OLMoE
+
+
+def _olmoe(seed: int = 0, clip_qkv: float | None = None) -> Any:
+    """Two sparse layers of 4 experts of 32, top 2."""
+    cfg = hf.OlmoeConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        clip_qkv=clip_qkv,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
+    torch.manual_seed(seed)
+    return hf.OlmoeForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_olmoe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        if via == "apply":
+            assert flt.apply(model) is model
+        else:
+            flt.apply_fearless_kernel_to_olmoe(model=model)
+        assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessOlmoeExperts"
+
+    # 2 norms per layer, the whole-width q and k norms, the final norm; rope and attention
+    # per layer; fused_moe only without grad, once per (sparse) layer
+    dense = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS, "scaled_dot_product_attention": LAYERS}
+    train, infer = Counter(dense), Counter({**dense, "fused_moe": LAYERS})
+    _check_train_then_infer(_olmoe(), patch, monkeypatch, train, infer)
+
+
+def test_olmoe_clip_qkv_and_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """clip_qkv clamps the normed q and k in place (on fearless's rms_norm output); the fused
+    loss makes no logits."""
+    model = _olmoe(clip_qkv=0.5)
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy", "rms_norm")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    assert calls["rms_norm"] == 4 * LAYERS + 1
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
