@@ -133,3 +133,109 @@ def test_olmoe_clip_qkv_and_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls["rms_norm"] == 4 * LAYERS + 1
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
     assert_grads_match(grads, ref_grads)
+
+
+# ---------------------------------------------------------------------------------- Qwen3-Next
+
+
+def _qwen3_next(seed: int = 0) -> Any:
+    """Layer 0 linear attention (gated delta rule, 2 key heads, 4 value heads) with a sparse
+    MoE (4 experts of 32, top 2, a shared expert), layer 1 full attention (rotary on the first
+    quarter of head_dim 16) with a dense MLP."""
+    cfg = hf.Qwen3NextConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        mlp_only_layers=[1],
+        layer_types=["linear_attention", "full_attention"],
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    model = hf.Qwen3NextForCausalLM(cfg)
+    with torch.no_grad():  # Hugging Face initialises the (1 + weight) norms' weights to 0
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, 0.2)
+    return model
+
+
+# the three Gemma-form norms of each layer's ends and the final one, the full layer's q and k
+# norms, the linear layer's gated norm; SwiGLU in its gated norm, the shared expert and the
+# dense MLP; rope and attention on the full layer
+NEXT = {"rms_norm": 2 * LAYERS + 2 + 1 + 1, "swiglu": 3, "rope": 1}
+NEXT_ATTENTION = {**NEXT, "scaled_dot_product_attention": 1}
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_qwen3_next_trains_on_hugging_faces_delta_rule_and_infers_on_fearless(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        if via == "apply":
+            assert flt.apply(model) is model
+        else:
+            flt.apply_fearless_kernel_to_qwen3_next(model=model)
+        assert type(model.model.layers[0].linear_attn.norm).__name__ == (
+            "FearlessQwen3NextRMSNormGated"
+        )
+
+    train = Counter(NEXT_ATTENTION)
+    infer = Counter({**NEXT_ATTENTION, "fused_moe": 1, "chunk_gated_delta_rule": 1})
+    _check_train_then_infer(_qwen3_next(), patch, monkeypatch, train, infer)
+
+
+def test_qwen3_next_generation_decodes_on_the_recurrent_delta_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _qwen3_next().eval()
+    ids, _ = _batch(1)
+    kw = {"max_new_tokens": 3, "do_sample": False, "output_logits": True}
+    with torch.no_grad():
+        want = model.generate(ids, return_dict_in_generate=True, **kw)
+    flt.apply(model)
+    calls = count_calls(monkeypatch, *OPS)
+    with torch.no_grad():
+        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    # the prefill chunked, two decode steps recurrent over the cached state
+    assert calls["chunk_gated_delta_rule"] == 1 and calls["recurrent_gated_delta_rule"] == 2
+    assert calls["fused_moe"] == 3 and calls["scaled_dot_product_attention"] == 3, calls
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_qwen3_next_partial_rope_and_gated_norm_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.qwen3_next import modeling_qwen3_next as m
+
+    rope, norm_cls = m.apply_rotary_pos_emb, m.Qwen3NextRMSNormGated
+    norm = norm_cls(16, eps=1e-6)
+    with torch.no_grad():
+        norm.weight.normal_()
+    x, gate = torch.randn(10, 16), torch.randn(10, 16)
+    want_norm = norm(x, gate)
+    flt.apply_fearless_kernel_to_qwen3_next(model=norm)
+    calls = count_calls(monkeypatch, "rope", "rms_norm", "swiglu")
+    torch.testing.assert_close(norm(x, gate), want_norm, rtol=1e-5, atol=1e-5)
+    assert calls == Counter({"rms_norm": 1, "swiglu": 1})
+    q, k = torch.randn(2, 4, 5, 16), torch.randn(2, 2, 5, 16)
+    angles = torch.randn(1, 5, 2)  # Hugging Face's tables repeat one angle per pair
+    cos, sin = torch.cat((angles.cos(),) * 2, -1), torch.cat((angles.sin(),) * 2, -1)
+    got = m.apply_rotary_pos_emb(q, k, cos, sin)
+    torch.testing.assert_close(got, rope(q, k, cos, sin), rtol=1e-5, atol=1e-5)
+    assert calls["rope"] == 1
+    got = m.apply_rotary_pos_emb(q, k, cos[..., :3], sin[..., :3])  # 3 columns: torch's
+    assert calls["rope"] == 1
+    torch.testing.assert_close(got, rope(q, k, cos[..., :3], sin[..., :3]), rtol=0, atol=0)

@@ -30,6 +30,15 @@ PATCHED = {
     "gemma3": ("Gemma3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "olmoe": ("Olmoe", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
+    "qwen3_next": (
+        "Qwen3Next",
+        ("RMSNorm", "RMSNormGated", "MLP", "Attention", "Experts"),
+        (
+            "apply_rotary_pos_emb",
+            "torch_chunk_gated_delta_rule",
+            "torch_recurrent_gated_delta_rule",
+        ),
+    ),
 }
 
 

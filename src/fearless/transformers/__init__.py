@@ -6,9 +6,10 @@
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
 Supported model types: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3 (and gemma3_text),
-gpt_oss, olmoe. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
+gpt_oss, olmoe, qwen3_next. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
 MLP, RoPE, attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and
-GELU MLP), sinks.py (GPT-OSS's attention with sinks) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
+GELU MLP), sinks.py (GPT-OSS's attention with sinks), linear_attention.py
+(Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
 import this package, and this package imports Hugging Face transformers only when one of its
 functions is called.
 """
@@ -23,6 +24,7 @@ from .patch import (
     apply_fearless_kernel_to_qwen2,
     apply_fearless_kernel_to_qwen3,
     apply_fearless_kernel_to_qwen3_moe,
+    apply_fearless_kernel_to_qwen3_next,
 )
 
 __all__ = [
@@ -35,4 +37,5 @@ __all__ = [
     "apply_fearless_kernel_to_qwen2",
     "apply_fearless_kernel_to_qwen3",
     "apply_fearless_kernel_to_qwen3_moe",
+    "apply_fearless_kernel_to_qwen3_next",
 ]

@@ -102,12 +102,17 @@ def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------- RoPE
 
 
-def rope_function(original: Callable[..., Any], half: bool = False) -> Callable[..., Any]:
+def rope_function(
+    original: Callable[..., Any], half: bool = False, partial: bool = False
+) -> Callable[..., Any]:
     """A stand-in for a modeling module's `apply_rotary_pos_emb(q, k, cos, sin,
     unsqueeze_dim=1)` that rotates through `fearless.ops.rope`, and calls `original` for what
     that op does not take. `half`: the tables are (.., S, D / 2), one angle per pair (GPT-OSS's,
     which rotates the halves (x1, x2) to (x1 cos - x2 sin, x2 cos + x1 sin), Llama's rotation);
-    they are repeated to rope's (.., S, D) shape, of which it reads the first D / 2 columns."""
+    they are repeated to rope's (.., S, D) shape, of which it reads the first D / 2 columns.
+    `partial`: the tables may be narrower, (.., S, R) with R < D (Qwen3-Next's
+    partial_rotary_factor, whose apply_rotary_pos_emb rotates the first R columns, Llama's way,
+    and passes the rest): rope rotates those R columns (R a power of two)."""
     original = getattr(original, "_fearless_original", original)
 
     def apply_rotary_pos_emb(
@@ -118,19 +123,22 @@ def rope_function(original: Callable[..., Any], half: bool = False) -> Callable[
         unsqueeze_dim: int = 1,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         d = q.shape[-1]
+        r = d // 2 if half else d  # the tables' width
+        if partial and cos.dim() == 3 and 2 <= cos.shape[-1] < d:
+            d = r = cos.shape[-1]  # rotate the first columns only
         takes = (
             unsqueeze_dim == 1  # q and k as (batch, heads, seq, head_dim)
             and q.dim() == 4
             and k.dim() == 4
             and q.dtype in _FLOATS
             and q.dtype == k.dtype == cos.dtype == sin.dtype
-            # the kernel's head_dim is a power of two, and the tables cover it whole (partial
-            # rotary embeddings have narrower tables)
+            # the kernel's head_dim is a power of two, and the tables cover it whole (narrower
+            # tables of partial rotary embeddings: Hugging Face's code unless `partial`)
             and d >= 2
             and d & (d - 1) == 0
             and cos.dim() == 3
             and cos.shape == sin.shape
-            and cos.shape[1:] == (q.shape[2], d // 2 if half else d)
+            and cos.shape[1:] == (q.shape[2], r)
             and cos.shape[0] in (1, q.shape[0])
             and k.shape[0] == q.shape[0]
             and k.shape[2:] == q.shape[2:]
@@ -142,6 +150,9 @@ def rope_function(original: Callable[..., Any], half: bool = False) -> Callable[
             return original(q, k, cos, sin, unsqueeze_dim)  # type: ignore[no-any-return]
         if half:
             cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
+        if d < q.shape[-1]:  # partial: rotate the first d columns, pass the rest
+            qr, kr = ops.rope(q[..., :d].contiguous(), k[..., :d].contiguous(), cos, sin)
+            return torch.cat((qr, q[..., d:]), -1), torch.cat((kr, k[..., d:]), -1)
         qr, kr = ops.rope(q, k, cos, sin)
         return qr, kr
 

@@ -36,6 +36,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
     "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
+    "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -289,6 +290,47 @@ def apply_fearless_kernel_to_olmoe(
     _patch("olmoe", swaps, functions, attention, fused_linear_cross_entropy, model)
 
 
+def apply_fearless_kernel_to_qwen3_next(
+    rope: bool = True,
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    attention: bool = True,
+    linear_attention: bool = True,
+    moe: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's Qwen3-Next (transformers.models.qwen3_next) on fearless kernels: its
+    RMSNorm ((1 + weight), Gemma's form, as `rms_norm` of 1 + weight; the q and k norms too) and
+    the gated RMSNorm of its linear-attention layers (`rms_norm` then `swiglu`); the SwiGLU MLP
+    (`swiglu`: the dense layers' and the MoE's shared expert); RoPE over the first
+    partial_rotary_factor * head_dim columns; the full-attention layers with the `sdpa`
+    implementation as Qwen3's (their output gate stays Hugging Face's torch); with
+    `linear_attention`, the gated delta rule of the linear-attention layers on
+    `fearless.ops.chunk_gated_delta_rule` (prefill) and `recurrent_gated_delta_rule` (cached
+    decode) where no grad is recorded (they are forward only), else Hugging Face's torch code
+    (its causal conv1d stays torch); with `moe` the routed experts through
+    `fearless.ops.fused_moe` in inference (the router and the shared expert's gate stay
+    Hugging Face's). The fused loss is taken when the router logits are not asked for."""
+    from . import experts, gemma, layers
+    from . import linear_attention as la
+
+    functions: dict[str, Any] = {}
+    if rope:
+        functions["apply_rotary_pos_emb"] = lambda f: layers.rope_function(f, partial=True)
+    if linear_attention:
+        functions["torch_chunk_gated_delta_rule"] = la.chunk_function
+        functions["torch_recurrent_gated_delta_rule"] = la.recurrent_function
+    swaps: list[Swap] = []
+    if rms_norm:
+        swaps.append(("RMSNorm", gemma.gemma_rms_norm_forward, {}))
+        swaps.append(("RMSNormGated", la.gated_rms_norm_forward, {}))
+    swaps += _dense_swaps(False, swiglu, attention)
+    if moe:
+        swaps.append(("Experts", experts.experts_forward, {}))
+    _patch("qwen3_next", swaps, functions, attention, fused_linear_cross_entropy, model)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -299,6 +341,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
     "olmoe": apply_fearless_kernel_to_olmoe,
+    "qwen3_next": apply_fearless_kernel_to_qwen3_next,
 }
 
 
