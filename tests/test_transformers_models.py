@@ -239,3 +239,46 @@ def test_qwen3_next_partial_rope_and_gated_norm_alone(monkeypatch: pytest.Monkey
     got = m.apply_rotary_pos_emb(q, k, cos[..., :3], sin[..., :3])  # 3 columns: torch's
     assert calls["rope"] == 1
     torch.testing.assert_close(got, rope(q, k, cos[..., :3], sin[..., :3]), rtol=0, atol=0)
+
+
+# --------------------------------------------------------------------------------- DeepSeek-V3
+
+
+def _deepseek_v3(seed: int = 0) -> Any:
+    """Layer 0 dense, layer 1 sparse (4 routed experts of 32 in 2 groups, top 2, a shared
+    expert); MLA with q and kv LoRA ranks."""
+    cfg = hf.DeepseekV3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        n_shared_experts=1,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        n_group=2,
+        topk_group=1,
+        first_k_dense_replace=1,
+        q_lora_rank=32,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=16,
+        v_head_dim=16,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    return hf.DeepseekV3ForCausalLM(cfg)
+
+
+def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def patch(model: Any) -> None:
+        assert flt.apply(model) is model
+
+    # 2 norms per layer, the q_a and kv_a latent norms, the final one; the dense MLP and the
+    # shared expert; MLA and its RoPE stay Hugging Face's
+    dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 2}
+    _check_train_then_infer(
+        _deepseek_v3(), patch, monkeypatch, Counter(dense), Counter({**dense, "fused_moe": 1})
+    )

@@ -37,6 +37,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
     "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
     "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
+    "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -331,6 +332,28 @@ def apply_fearless_kernel_to_qwen3_next(
     _patch("qwen3_next", swaps, functions, attention, fused_linear_cross_entropy, model)
 
 
+def apply_fearless_kernel_to_deepseek_v3(
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    moe: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's DeepSeek-V3 (transformers.models.deepseek_v3) on fearless kernels:
+    its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (`swiglu`:
+    the dense layers' and the shared experts), and with `moe` the routed experts (Qwen3-MoE's
+    stacked layout) through `fearless.ops.fused_moe` in inference (the grouped sigmoid router
+    stays Hugging Face's). Its multi-head latent attention and (interleaved) RoPE stay Hugging
+    Face's: not yet mapped onto `fearless.ops.mla` (which needs v_head_dim ==
+    qk_nope_head_dim and has top-left causality, so a cached prefill or decode would not map)."""
+    from . import experts
+
+    swaps = _dense_swaps(rms_norm, swiglu, False)
+    if moe:
+        swaps.append(("Experts", experts.experts_forward, {}))
+    _patch("deepseek_v3", swaps, {}, False, fused_linear_cross_entropy, model)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -342,6 +365,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
     "olmoe": apply_fearless_kernel_to_olmoe,
     "qwen3_next": apply_fearless_kernel_to_qwen3_next,
+    "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
 }
 
 
