@@ -34,31 +34,99 @@ def head_rows(t, b, h, i, TILE_M, TILE_D):
 
 
 @tile.function
-def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
-    """One key tile of the online softmax: scores `s` (base 2, masked), the running max, sum and
-    f32 accumulator updated with V's tile j."""
-    m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-    return online_update(s, m_i, m_ij, m_ij, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
+def online_start(ROWS, TILE_D, keys_major):
+    """The online softmax's running max (-inf), sum (0) and f32 accumulator (0) of ROWS query
+    rows: (ROWS, 1), (ROWS, 1), (ROWS, TILE_D); `keys_major` (the decodes', compile-time)
+    transposed: (1, ROWS), (1, ROWS), (TILE_D, ROWS)."""
+    if keys_major:
+        m_i = tile.full((1, ROWS), -math.inf, fl.f32)
+        l_i = tile.zeros((1, ROWS), fl.f32)
+        acc = tile.zeros((TILE_D, ROWS), fl.f32)
+    else:
+        m_i = tile.full((ROWS, 1), -math.inf, fl.f32)
+        l_i = tile.zeros((ROWS, 1), fl.f32)
+        acc = tile.zeros((ROWS, TILE_D), fl.f32)
+    return m_i, l_i, acc
 
 
 @tile.function
-def online_step_masked(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
-    """`online_step` where a row may have no key yet (a user's mask that drops every key of a
-    tile): its max stays -inf and it takes nothing, instead of exp2(-inf - -inf) = NaN."""
-    m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-    m_safe = tile.where(m_ij == -math.inf, 0.0, m_ij)
-    return online_update(s, m_i, m_ij, m_safe, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
-
-
-@tile.function
-def online_update(s, m_i, m_ij, m_ref, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt):
-    """The update both steps share: the probabilities and the rescale of the running sum and
-    accumulator taken against `m_ref` (the new max `m_ij`, or a finite stand-in for it)."""
+def online_weights(s, m_i, axis, guarded):
+    """(m_ij, p, alpha) of one key tile of the online softmax: the new running max of scores
+    `s` (base 2, masked) along the key axis `axis`, their probabilities against it and the
+    running sum's rescale. `guarded` (compile-time): a row may have no key yet (its max stays
+    -inf and it takes nothing, instead of exp2(-inf - -inf) = NaN)."""
+    m_ij = max(m_i, tile.max(s, axis=axis, keepdims=True))
+    if guarded:  # noqa: SIM108
+        m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)
+    else:
+        m_ref = m_ij
     p = tile.exp2(s - m_ref, flush_to_zero=True)
     alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
-    vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
+    return m_ij, p, alpha
+
+
+@tile.function
+def online_fold(p, alpha, l_i, acc, vt, dt, keys_major):
+    """(acc, l): the running sum and accumulator with one key tile's probabilities `p` and
+    values `vt` (TILE_N, D) folded in; `keys_major` (compile-time): p is (TILE_N, rows) and
+    acc (D, rows), acc += V^T P, else acc += P V."""
+    if keys_major:
+        acc = tile.mma(tile.transpose(vt), p.astype(dt), acc * alpha)
+        l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
+    else:
+        acc = tile.mma(p.astype(dt), vt, acc * alpha)
+        l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
+    return acc, l_i
+
+
+@tile.function
+def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, seq_major):
+    """One key tile of the online softmax: scores `s` (base 2, masked), the running max, sum and
+    f32 accumulator updated with V's tile j; `guarded` as `online_weights`; `seq_major`
+    (compile-time): v is (B, S, H, D), else (B, H, S, D)."""
+    m_ij, p, alpha = online_weights(s, m_i, -1, guarded)
+    if seq_major:
+        vt = tile.load(v, (b, j, kv_h, 0), (1, TILE_N, 1, TILE_D), latency=4)
+    else:
+        vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
     acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
     return m_ij, l_i * alpha + tile.sum(p, axis=-1, keepdims=True), acc
+
+
+@tile.function
+def normalised(acc, l_i, guarded):
+    """The accumulator divided by the running sum; `guarded` (compile-time): a row whose sum is
+    0 (it saw no key) gives 0."""
+    acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
+    if guarded:
+        acc = tile.where(l_i == 0.0, 0.0, acc)
+    return acc
+
+
+@tile.function
+def key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, seq_major):
+    """The f32 (TILE_M, TILE_N) product of query rows `qt` and key tile j of KV head kv_h, K
+    loaded transposed; `seq_major` (compile-time): k is (B, S, H, D), else (B, H, S, D)."""
+    if seq_major:
+        kt = tile.load(k, (b, 0, kv_h, j), (1, TILE_D, 1, TILE_N), order=(0, 3, 2, 1), latency=2)
+    else:
+        kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2), latency=2)
+    return tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+
+
+@tile.function
+def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
+    """Scores `s` with -inf where key `keys` (a row of key positions) is past `s_len` or, per
+    compile-time flag, after the row's position `pos` (`causal`), before pos - wl (`left`) or
+    after pos + wr (`right`)."""
+    keep = keys < s_len
+    if causal:
+        keep = keep & (pos >= keys)
+    if left:
+        keep = keep & (keys >= pos - wl)
+    if right:
+        keep = keep & (keys <= pos + wr)
+    return s + tile.where(keep, 0.0, -math.inf)
 
 
 @tile.function
@@ -112,9 +180,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
         qk_scale = scale * INV_LOG_2
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
         cols = tile.arange(TILE_N)[None, :]
-        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
-        l_i = tile.zeros((TILE_M, 1), fl.f32)
-        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         s_len = k.shape[2]
         first = 0
@@ -133,10 +199,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
             tiles = tile.cdiv(s_len, TILE_N)
             mask_from = s_len // TILE_N
         for j in range(first, tiles):
-            kt = tile.load(
-                k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2), latency=2
-            )
-            qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
             if capped:  # noqa: SIM108  (compile-time: CAP * tanh(scores / CAP), in base 2)
                 qk = tile.tanh(qk * (scale / cap)) * (cap * INV_LOG_2)
             else:
@@ -153,14 +216,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
                 if (j >= mask_from) or (j < clean_from):
                     pos = rows + off
                     keys = j * TILE_N + cols
-                    keep = keys < s_len
-                    if causal:
-                        keep = keep & (pos >= keys)
-                    if left:
-                        keep = keep & (keys >= pos - wl)
-                    if right:
-                        keep = keep & (keys <= pos + wr)
-                    qk = qk + tile.where(keep, 0.0, -math.inf)
+                    qk = masked_scores(qk, pos, keys, s_len, wl, wr, causal, left, right)
             elif causal_or_ragged:  # noqa: SIM102  (compile-time, then a run-time `if`)
                 if j >= mask_from:
                     keys = j * TILE_N + cols
@@ -170,15 +226,11 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
                     if causal:
                         keep = keep & (rows >= keys)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
-            if guarded:  # compile-time
-                m_i, l_i, acc = online_step_masked(
-                    qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt
-                )
-            else:
-                m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
-        acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        if guarded:  # a row that sees no key is 0, as torch's SDPA (2.5 and later)
-            acc = tile.where(l_i == 0.0, 0.0, acc)
+            m_i, l_i, acc = online_step(
+                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, False
+            )
+        # guarded: a row that sees no key is 0, as torch's SDPA (2.5 and later)
+        acc = normalised(acc, l_i, guarded)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
     if varied:
@@ -327,9 +379,7 @@ def decode_keys(
     the caller passes qk_scale = scale / its cap and CAP = its cap / ln 2 (base 2)."""
     s_len = k.shape[2]
     q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
-    m_i = tile.full((1, QG), -math.inf, fl.f32)
-    l_i = tile.zeros((1, QG), fl.f32)
-    acc = tile.zeros((TILE_D, QG), fl.f32)
+    m_i, l_i, acc = online_start(QG, TILE_D, True)
     keys = tile.arange(TILE_N)[:, None]
     for jj in range(tiles):
         j = first + jj
@@ -346,12 +396,9 @@ def decode_keys(
             s = s + tile.where(keep, 0.0, -math.inf)
         else:
             s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
-        m_ij = max(m_i, tile.max(s, axis=0, keepdims=True))
-        p = tile.exp2(s - m_ij, flush_to_zero=True)
-        alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
+        m_ij, p, alpha = online_weights(s, m_i, 0, False)
         vt = head_rows(v, b, kv_h, j, TILE_N, TILE_D)
-        acc = tile.mma(tile.transpose(vt), p.astype(dt), acc * alpha)
-        l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
+        acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, True)
         m_i = m_ij
     return acc, m_i, l_i
 

@@ -12,7 +12,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_attention import INV_LOG_2, head_rows, variant_bounds
+from .kernels_attention import INV_LOG_2, head_rows, masked_scores, variant_bounds
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -62,10 +62,7 @@ def scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal
     if causal or not even_k:  # compile-time
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
         keys = j * TILE_N + tile.arange(TILE_N)[None, :]
-        keep = keys < s_len
-        if causal:
-            keep = keep & (rows >= keys)
-        s = s + tile.where(keep, 0.0, -math.inf)
+        s = masked_scores(s, rows, keys, s_len, 0, 0, causal, False, False)
     return s
 
 
@@ -96,14 +93,7 @@ def variant_scores(
         t = s
     pos = (i * TILE_M + tile.arange(TILE_M))[:, None] + off
     keys = j * TILE_N + tile.arange(TILE_N)[None, :]
-    keep = keys < s_len
-    if causal:
-        keep = keep & (pos >= keys)
-    if left:
-        keep = keep & (keys >= pos - wl)
-    if right:
-        keep = keep & (keys <= pos + wr)
-    return s + tile.where(keep, 0.0, -math.inf), t
+    return masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right), t
 
 
 @tile.function

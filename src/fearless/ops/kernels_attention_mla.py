@@ -40,7 +40,13 @@ from .kernels_attention import (
     INV_LOG_2,
     decode_splits,
     head_rows,
+    key_scores,
+    masked_scores,
+    normalised,
+    online_fold,
+    online_start,
     online_step,
+    online_weights,
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
@@ -75,9 +81,7 @@ def make_mla(dt, causal, even_k, roped, **hints):
         s_len = k.shape[2]
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
         cols = tile.arange(TILE_N)[None, :]
-        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
-        l_i = tile.zeros((TILE_M, 1), fl.f32)
-        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         if roped:  # compile-time
             pt = head_rows(qpe, b, h, i, TILE_M, TILE_P)
@@ -85,10 +89,7 @@ def make_mla(dt, causal, even_k, roped, **hints):
             i, s_len, 0, 0, 0, TILE_M, TILE_N, causal, False, False
         )
         for j in range(tiles):
-            kt = tile.load(
-                k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2), latency=2
-            )
-            qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
             if roped:  # compile-time: the decoupled RoPE term joins the same scores
                 kp = tile.load(
                     kpe, (b, pe_h, 0, j), (1, 1, TILE_P, TILE_N), order=(0, 1, 3, 2), latency=2
@@ -98,14 +99,12 @@ def make_mla(dt, causal, even_k, roped, **hints):
             if causal or not even_k:  # noqa: SIM102  (compile-time, then a run-time `if`)
                 if j >= mask_from:
                     keys = j * TILE_N + cols
-                    keep = keys < s_len
-                    if causal:
-                        keep = keep & (rows >= keys)
-                    qk = qk + tile.where(keep, 0.0, -math.inf)
+                    qk = masked_scores(qk, rows, keys, s_len, 0, 0, causal, False, False)
             # every row sees key 0 in the first tile: its max is finite from there on
-            m_i, l_i, acc = online_step(qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt)
-        acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
+            m_i, l_i, acc = online_step(
+                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, False, False
+            )
+        out.store(normalised(acc, l_i, False).reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
     return mla_attention
 
@@ -147,9 +146,7 @@ def mla_decode_keys(q, qpe, kv, kpe, b, hb, first, tiles, TILE_H, TILE_N, TILE_D
         p_t = tile.transpose(
             tile.load(qpe, (b, hb, 0), (1, TILE_H, TILE_P)).reshape((TILE_H, TILE_P))
         )
-    m_i = tile.full((1, TILE_H), -math.inf, fl.f32)
-    l_i = tile.zeros((1, TILE_H), fl.f32)
-    acc = tile.zeros((TILE_D, TILE_H), fl.f32)
+    m_i, l_i, acc = online_start(TILE_H, TILE_D, True)
     keys = tile.arange(TILE_N)[:, None]
     for jj in range(tiles):
         j = first + jj
@@ -159,11 +156,8 @@ def mla_decode_keys(q, qpe, kv, kpe, b, hb, first, tiles, TILE_H, TILE_N, TILE_D
             pt = tile.load(kpe, (b, j, 0), (1, TILE_N, TILE_P), latency=2)
             s = tile.mma(pt.reshape((TILE_N, TILE_P)), p_t, s)
         s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
-        m_ij = max(m_i, tile.max(s, axis=0, keepdims=True))
-        p = tile.exp2(s - m_ij, flush_to_zero=True)
-        alpha = tile.exp2(m_i - m_ij, flush_to_zero=True)
-        acc = tile.mma(tile.transpose(kt), p.astype(dt), acc * alpha)  # the cache is V too
-        l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
+        m_ij, p, alpha = online_weights(s, m_i, 0, False)
+        acc, l_i = online_fold(p, alpha, l_i, acc, kt, dt, True)  # the cache is V too
         m_i = m_ij
     return acc, m_i, l_i
 

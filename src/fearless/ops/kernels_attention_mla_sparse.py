@@ -24,7 +24,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned
-from .kernels_attention import INV_LOG_2
+from .kernels_attention import INV_LOG_2, online_fold, online_start, online_weights
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 NO_ERROR = 2**31 - 1  # err[0] starts here; an atomic min keeps the smallest bad row
@@ -60,9 +60,7 @@ def make_sparse_mla(dt, causal, **hints):
         d_cols = tile.arange(TILE_D)[None, :]
         p_cols = tile.arange(TILE_P)[None, :]
         qk_scale = scale * INV_LOG_2
-        m_i = tile.full((1, TILE_H), -math.inf, fl.f32)
-        l_i = tile.zeros((1, TILE_H), fl.f32)
-        acc = tile.zeros((TILE_D, TILE_H), fl.f32)
+        m_i, l_i, acc = online_start(TILE_H, TILE_D, True)
         row = (b * n_q + s) * indices.shape[2] + g
         for jj in range(tile.cdiv(topk, TILE_N)):
             slots = jj * TILE_N + tile.arange(TILE_N)
@@ -79,13 +77,9 @@ def make_sparse_mla(dt, causal, **hints):
             sc = tile.mma(kt, q_t, tile.zeros((TILE_N, TILE_H), fl.f32))
             sc = tile.mma(kp, p_t, sc)
             sc = tile.where(kk, sc * qk_scale, -math.inf)
-            m_ij = max(m_i, tile.max(sc, axis=0, keepdims=True))
-            m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)  # no key yet
-            p = tile.exp2(sc - m_ref, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
+            m_ij, p, alpha = online_weights(sc, m_i, 0, True)  # guarded: no key yet
             vt = tile.gather(v, (b, g, addr, d_cols), mask=kk, padding=0)
-            acc = tile.mma(tile.transpose(vt), p.astype(dt), acc * alpha)
-            l_i = l_i * alpha + tile.sum(p, axis=0, keepdims=True)
+            acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, True)
             m_i = m_ij
         o = tile.where(l_i == 0.0, 0.0, acc / l_i)  # a row that keeps no key is 0
         out.store(tile.transpose(o).astype(dt).reshape((1, 1, TILE_H, 1, TILE_D)))

@@ -26,7 +26,15 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned
-from .kernels_attention import ATTENTION_CONFIGS, INV_LOG_2, variant_bounds
+from .kernels_attention import (
+    ATTENTION_CONFIGS,
+    INV_LOG_2,
+    key_scores,
+    masked_scores,
+    normalised,
+    online_step,
+    variant_bounds,
+)
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 
@@ -71,30 +79,19 @@ def make_sink_attention(dt, sdt, windowed, **hints):
             i, s_len, off, wl, 0, TILE_M, TILE_N, True, windowed, False
         )
         for j in range(first, tiles):
-            kt = tile.load(
-                k, (b, 0, kv_h, j), (1, TILE_D, 1, TILE_N), order=(0, 3, 2, 1), latency=2
-            )
-            qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, True)
             qk = qk * qk_scale  # scores in base 2
             if (j >= mask_from) or (j < clean_from):
                 pos = rows + off
                 keys = j * TILE_N + cols
-                keep = (keys < s_len) & (pos >= keys)
-                if windowed:  # compile-time
-                    keep = keep & (keys >= pos - wl)
-                qk = qk + tile.where(keep, 0.0, -math.inf)
-            m_ij = max(m_i, tile.max(qk, axis=-1, keepdims=True))
-            m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)  # a -inf sink and no key yet
-            p = tile.exp2(qk - m_ref, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
-            vt = tile.load(v, (b, j, kv_h, 0), (1, TILE_N, 1, TILE_D), latency=4)
-            acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
-            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
-            m_i = m_ij
+                qk = masked_scores(qk, pos, keys, s_len, wl, 0, True, windowed, False)
+            m_ij, l_ij, acc = online_step(  # guarded: a -inf sink and no key yet
+                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, True, True
+            )
+            l_i, m_i = l_ij, m_ij  # the loop carries acc, l, m in this order
         m_ref = tile.where(m_i == -math.inf, 0.0, m_i)
         z = l_i + tile.exp2(sink - m_ref, flush_to_zero=True)  # the sink's share
-        acc = tile.truediv(acc, z, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        acc = tile.where(z == 0.0, 0.0, acc)  # no key and a -inf sink
+        acc = normalised(acc, z, True)  # 0 where no key and a -inf sink
         out.store(acc.reshape((1, TILE_M, 1, TILE_D)).astype(dt))
 
     return sink_attention

@@ -24,7 +24,15 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned
-from .kernels_attention import ATTENTION_CONFIGS, INV_LOG_2, head_rows, variant_bounds
+from .kernels_attention import (
+    ATTENTION_CONFIGS,
+    INV_LOG_2,
+    head_rows,
+    key_scores,
+    online_start,
+    online_step,
+    variant_bounds,
+)
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 
@@ -51,9 +59,7 @@ def make_varlen_attention(dt, causal, **hints):
         lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), k.shape[2])
         off = lk - lq
         qk_scale = scale * INV_LOG_2
-        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
-        l_i = tile.zeros((TILE_M, 1), fl.f32)
-        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
         cols = tile.arange(TILE_N)[None, :]
@@ -62,10 +68,7 @@ def make_varlen_attention(dt, causal, **hints):
         )
         tiles = tiles * min(1, max(0, lq - i * TILE_M))  # a block past LQ walks no key
         for j in range(tiles):
-            kt = tile.load(
-                k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2), latency=2
-            )
-            qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
             qk = qk * qk_scale  # scores in base 2
             if j >= mask_from:
                 keys = j * TILE_N + cols
@@ -73,14 +76,10 @@ def make_varlen_attention(dt, causal, **hints):
                 if causal:  # compile-time
                     keep = keep & (rows + off >= keys)
                 qk = qk + tile.where(keep, 0.0, -math.inf)
-            m_ij = max(m_i, tile.max(qk, axis=-1, keepdims=True))
-            m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)  # a row with no key yet
-            p = tile.exp2(qk - m_ref, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
-            vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
-            acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_D)), acc * alpha)
-            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
-            m_i = m_ij
+            m_ij, l_ij, acc = online_step(  # guarded: a row with no key yet
+                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, True, False
+            )
+            l_i, m_i = l_ij, m_ij  # the loop carries acc, l, m in this order
         keep_row = (rows < lq) & (l_i > 0.0)
         den = tile.where(keep_row, l_i, 1.0)
         acc = tile.truediv(acc, den, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)

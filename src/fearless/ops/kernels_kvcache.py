@@ -30,7 +30,16 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned
-from .kernels_attention import ATTENTION_CONFIGS, INV_LOG_2, variant_bounds
+from .kernels_attention import (
+    ATTENTION_CONFIGS,
+    INV_LOG_2,
+    key_scores,
+    normalised,
+    online_fold,
+    online_start,
+    online_weights,
+    variant_bounds,
+)
 from .kernels_attention_sink import seq_rows
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -69,9 +78,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
                 tile.atomic_min(err, slots * 0, b * mb + slots, mask=bad)
         off = s_len - q.shape[1]  # bottom-right: row r sits at s_len - L + r
         qk_scale = scale * INV_LOG_2
-        m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
-        l_i = tile.zeros((TILE_M, 1), fl.f32)
-        acc = tile.zeros((TILE_M, TILE_D), fl.f32)
+        m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = seq_rows(q, b, i, h, TILE_M, TILE_D)
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
         cols = tile.arange(TILE_N)[None, :]
@@ -88,10 +95,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
             else:
                 blk = b
                 jt = j
-            kt = tile.load(
-                k, (blk, 0, kv_h, jt), (1, TILE_D, 1, TILE_N), order=(0, 3, 2, 1), latency=2
-            )
-            qk = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+            qk = key_scores(qt, k, blk, kv_h, jt, TILE_M, TILE_N, TILE_D, True)
             if capped:  # noqa: SIM108  (compile-time: CAP * tanh(scores / CAP), in base 2)
                 qk = tile.tanh(qk * (scale / cap)) * (cap * INV_LOG_2)
             else:
@@ -117,15 +121,10 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
                 qk = tile.where(keep, qk, -math.inf)
             if paged:  # compile-time: a bad block's values never reach the accumulator
                 vt = tile.where(ok, vt, tile.zeros((TILE_N, TILE_D), dt))
-            m_ij = max(m_i, tile.max(qk, axis=-1, keepdims=True))
-            m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)  # no key yet
-            p = tile.exp2(qk - m_ref, flush_to_zero=True)
-            alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
-            acc = tile.mma(p.astype(dt), vt, acc * alpha)
-            l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
+            m_ij, p, alpha = online_weights(qk, m_i, -1, True)  # guarded: no key yet
+            acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, False)
             m_i = m_ij
-        acc = tile.truediv(acc, l_i, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        acc = tile.where(l_i == 0.0, 0.0, acc)  # a row that sees no key is 0 (flash-attn's)
+        acc = normalised(acc, l_i, True)  # a row that sees no key is 0 (flash-attn's)
         out.store(acc.reshape((1, TILE_M, 1, TILE_D)).astype(dt))
 
     if paged:
