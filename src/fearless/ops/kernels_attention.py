@@ -542,18 +542,28 @@ def attention_decode_split(q, k, v, out, scale, split_len):
 def _decode_launch(q, k, v, out, scale, tile_n, occupancy, splits, split_tiles):
     """The decode's launches: one kernel where one split covers the keys, else the split
     kernel and the combine."""
+    flags = (q.dtype,)
+    args = (q, k, v, scale, tile_n)
+    split_kv_launch(q, out, make_decode_one, make_decode_split, flags, args, occupancy, splits,
+                    split_tiles)  # fmt: skip
+
+
+def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits, split_tiles):
+    """A split-KV decode's launches (q and out of (B, H_kv, GROUP, D)): `make_one(*flags)`'s
+    kernel (out, *args) where one split covers the keys, else `make_split(*flags)`'s (partial
+    output, partial lse, *args, split_tiles) and `make_decode_combine`."""
     b, hk, group, d = q.shape
     qg, td = max(8, next_pow2(group)), next_pow2(d)
     if splits == 1:
-        one = kernel_of(make_decode_one, q.dtype).options(occupancy=occupancy)
+        one = kernel_of(make_one, *flags).options(occupancy=occupancy)
         with partitioned(out, (1, 1, qg, td)) as out_p:
-            one(out_p, q, k, v, scale, tile_n)
+            one(out_p, *args)
         return
     o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
     lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
-    split = kernel_of(make_decode_split, q.dtype).options(occupancy=occupancy)
+    split = kernel_of(make_split, *flags).options(occupancy=occupancy)
     with partitioned(o, (1, 1, 1, qg, td)) as part_o, partitioned(lse, (1, 1, 1, qg, 1)) as part_l:
-        split(part_o, part_l, q, k, v, scale, tile_n, split_tiles)
+        split(part_o, part_l, *args, split_tiles)
     with partitioned(out, (1, 1, qg, td)) as out_p:
         kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))

@@ -15,15 +15,14 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside, partitioned
 from .kernels_attention import (
     DECODE_CONFIGS,
     INV_LOG_2,
     decode_keys,
     decode_splits,
-    make_decode_combine,
+    split_kv_launch,
 )
-from .kernels_rows import kernel_of, next_pow2, size_class
+from .kernels_rows import size_class
 
 
 def make_gemma_decode_one(dt, windowed, capped, **hints):
@@ -113,22 +112,11 @@ def gemma_decode_split(q, k, v, out, scale, cap, lo, split_len):
 def gemma_decode_launch(q, k, v, out, scale, cap, lo, tile_n, occupancy, splits, split_tiles):
     """One kernel where one split covers the keys from LO's tile on, else the split kernel and
     the combine of ops/kernels_attention.py."""
-    b, hk, group, d = q.shape
-    qg, td = max(8, next_pow2(group)), next_pow2(d)
     flags = (q.dtype, lo > 0, cap is not None)
     if cap is None:
         qk_scale, cap2 = scale * INV_LOG_2, 1.0
     else:
         qk_scale, cap2 = scale / cap, cap * INV_LOG_2
-    if splits == 1:
-        one = kernel_of(make_gemma_decode_one, *flags).options(occupancy=occupancy)
-        with partitioned(out, (1, 1, qg, td)) as out_p:
-            one(out_p, q, k, v, qk_scale, cap2, lo, tile_n)
-        return
-    o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
-    lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
-    split = kernel_of(make_gemma_decode_split, *flags).options(occupancy=occupancy)
-    with partitioned(o, (1, 1, 1, qg, td)) as part_o, partitioned(lse, (1, 1, 1, qg, 1)) as part_l:
-        split(part_o, part_l, q, k, v, qk_scale, cap2, lo, tile_n, split_tiles)
-    with partitioned(out, (1, 1, qg, td)) as out_p:
-        kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
+    args = (q, k, v, qk_scale, cap2, lo, tile_n)
+    split_kv_launch(q, out, make_gemma_decode_one, make_gemma_decode_split, flags, args,
+                    occupancy, splits, split_tiles)  # fmt: skip
