@@ -1,5 +1,5 @@
-# fearless: `make demo`, `make test`, `make lint`, `make format`, `make bench`, `make apidocs`,
-# `make clean`.
+# fearless: `make demo`, `make test` (`make test-slow`: the long CPU checks), `make lint`,
+# `make format`, `make bench`, `make apidocs`, `make clean`.
 # Every target that runs Python first makes .venv (from nothing on a fresh machine) and installs
 # fearless into it, editable, with its test and lint extras. The stamp file records that install;
 # it is redone only when pyproject.toml changes, so an up-to-date venv is left alone.
@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.fearless-installed
 # Tests compile into a throwaway cache inside the checkout (ignored by git), never ~/.cache.
 TEST_CACHE := $(CURDIR)/.cache/test
 
-.PHONY: demo test lint format bench clean venv apidocs torch-cpu
+.PHONY: demo test test-slow lint format bench clean venv apidocs torch-cpu
 
 venv: $(STAMP)
 
@@ -41,6 +41,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	rm -rf $(TEST_CACHE)
 	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q -n auto
+
+# The long CPU checks that repeat a faster one in another form (pytest's `slow` marker: the
+# other dtypes of the largest tileiras compiles), kept out of `make test` for CI's time limit.
+test-slow: $(STAMP)
+	FEARLESS_VERIFY=1 FEARLESS_CACHE_DIR=$(TEST_CACHE) $(BIN)/python -m pytest -q -n auto -m slow
 
 # The import rules (no cycle among files or packages, C included; no import up the layers of
 # docs/design.md §2.1) are tools/check_imports.py, which tests/test_house_rules.py runs too.

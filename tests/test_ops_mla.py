@@ -235,7 +235,9 @@ def test_refusals_are_fearless_errors() -> None:
         assert ops.mla(q, k, v, qpe, kpe, True).shape == (1, 4, 6, 16)
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param("f16", marks=pytest.mark.slow), "bf16"]
+)  # f16: make test-slow
 def test_the_mla_kernels_compile_through_tileiras(cubin: Callable[..., bytes], dtype: str) -> None:
     """DeepSeek-V3's sizes: prefill D 128 + D_PE 64 over 16 heads; decode D 512 + D_PE 64."""
     dt = getattr(fl, dtype)

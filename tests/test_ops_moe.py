@@ -206,7 +206,9 @@ def test_refusals_are_fearless_errors() -> None:
         ops.fused_moe(x, w1, w2, weights[:, :1], ids)
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param("f16", marks=pytest.mark.slow), "bf16"]
+)  # f16: make test-slow
 def test_the_moe_kernels_compile_through_tileiras(cubin: Callable[..., bytes], dtype: str) -> None:
     dt = getattr(fl, dtype)
     rows, tokens, hidden, inter, experts = 1024 + 8 * 127, 512, 1024, 512, 8

@@ -129,7 +129,9 @@ def test_refusals_are_fearless_errors() -> None:
         fused_moe_backward(dy, x, w1, w2[:3], weights, ids)
 
 
-@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param("f16", marks=pytest.mark.slow), "bf16"]
+)  # f16: make test-slow
 def test_the_backward_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], dtype: str
 ) -> None:
