@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from fearless import config
 from fearless.errors import KernelTypeError
 
 torch = pytest.importorskip("torch")
@@ -30,9 +29,11 @@ from support.hf_patches import (  # noqa: E402
     PREFIX,
     assert_grads_match,
     count_calls,
-    keep_hugging_face,
     modeling,
+    on_the_simulator,
+    patch_via,
     run_with_grads,
+    token_batch,
 )
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_tiny_llama.py"
@@ -44,9 +45,7 @@ LAYERS, VOCAB, SEQ = 2, 96, 12
 def restore(monkeypatch: pytest.MonkeyPatch) -> None:
     """The simulator, and Hugging Face's classes, functions and attention table as they were
     once the test ends: class-level patches made in a test do not leak into the next."""
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    keep_hugging_face(monkeypatch)
+    on_the_simulator(monkeypatch)
 
 
 def _model(model_type: str, seed: int = 0) -> Any:
@@ -70,11 +69,7 @@ def _model(model_type: str, seed: int = 0) -> Any:
 
 
 def _batch(batch: int = 2) -> tuple[Any, Any]:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
-    labels = ids.clone()
-    labels[:, :3] = -100  # a few ignored positions, as a prompt would have
-    return ids, labels
+    return token_batch(VOCAB, SEQ, batch)
 
 
 _run, _assert_grads_match, _count = run_with_grads, assert_grads_match, count_calls
@@ -92,10 +87,7 @@ def test_patched_model_matches_hugging_face(
     ids, labels = _batch()
     ref, ref_grads = _run(model, input_ids=ids, labels=labels)
     calls = _count(monkeypatch, *OPS)
-    if via == "apply":
-        assert flt.apply(model) is model
-    else:
-        getattr(flt, f"apply_fearless_kernel_to_{model_type}")(model=model)
+    patch_via(via, model, getattr(flt, f"apply_fearless_kernel_to_{model_type}"))
     out, grads = _run(model, input_ids=ids, labels=labels)
     torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)

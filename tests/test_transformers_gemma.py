@@ -14,17 +14,16 @@ from typing import Any
 
 import pytest
 
-from fearless import config
-
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
-    assert_grads_match,
+    check_train_then_infer,
     count_calls,
-    keep_hugging_face,
     modeling,
-    run_with_grads,
+    on_the_simulator,
+    patch_via,
+    token_batch,
 )
 
 LAYERS, VOCAB, SEQ, WINDOW = 2, 96, 12, 4
@@ -40,9 +39,7 @@ OPS = (
 
 @pytest.fixture(autouse=True)
 def restore(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    keep_hugging_face(monkeypatch)
+    on_the_simulator(monkeypatch)
 
 
 def _gemma3(seed: int = 0) -> Any:
@@ -71,41 +68,22 @@ def _gemma3(seed: int = 0) -> Any:
 
 
 def _batch(batch: int = 2) -> tuple[Any, Any]:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
-    labels = ids.clone()
-    labels[:, :3] = -100
-    return ids, labels
+    return token_batch(VOCAB, SEQ, batch)
 
 
 @pytest.mark.parametrize("via", ["apply", "function"])
 def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_inference(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _gemma3()
-    ids, labels = _batch()
-    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    with torch.no_grad():
-        ref_eval = model(input_ids=ids).logits
-    calls = count_calls(monkeypatch, *OPS)
-    if via == "apply":
-        assert flt.apply(model) is model
-    else:
-        flt.apply_fearless_kernel_to_gemma3(model=model)
-    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
-    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
-    assert_grads_match(grads, ref_grads)
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_gemma3)
+
     # 4 norms per layer, q and k norms, the final one; one GeGLU and one rope per layer; the
     # full layer's attention is fearless's (no mask), the windowed one's torch's (mask + grad)
     dense = {"rms_norm": 6 * LAYERS + 1, "geglu": LAYERS, "rope": LAYERS}
-    assert calls == Counter({**dense, "scaled_dot_product_attention": 1}), calls
-    calls.clear()
-    with torch.no_grad():
-        got = model(input_ids=ids).logits
-    want = {**dense, "scaled_dot_product_attention": 1, "gemma_attention": 1}
-    assert calls == Counter(want), calls
-    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+    train = Counter({**dense, "scaled_dot_product_attention": 1})
+    infer = Counter({**dense, "scaled_dot_product_attention": 1, "gemma_attention": 1})
+    check_train_then_infer(_gemma3(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_gemma3_padded_batch_keeps_gemma_attention_out(monkeypatch: pytest.MonkeyPatch) -> None:

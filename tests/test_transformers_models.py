@@ -12,16 +12,17 @@ from typing import Any
 
 import pytest
 
-from fearless import config
-
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
     assert_grads_match,
+    check_train_then_infer,
     count_calls,
-    keep_hugging_face,
+    on_the_simulator,
+    patch_via,
     run_with_grads,
+    token_batch,
 )
 
 LAYERS, VOCAB, SEQ = 2, 96, 12
@@ -39,44 +40,11 @@ OPS = (
 
 @pytest.fixture(autouse=True)
 def restore(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    keep_hugging_face(monkeypatch)
+    on_the_simulator(monkeypatch)
 
 
 def _batch(batch: int = 2) -> tuple[Any, Any]:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
-    labels = ids.clone()
-    labels[:, :3] = -100
-    return ids, labels
-
-
-def _check_train_then_infer(
-    model: Any,
-    patch: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    train: Counter[str],
-    infer: Counter[str],
-) -> None:
-    """Patch `model` with `patch`; its loss, logits and gradients must be Hugging Face's in
-    training with the op calls `train`, its logits in inference with the calls `infer`."""
-    ids, labels = _batch()
-    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    with torch.no_grad():
-        ref_eval = model(input_ids=ids).logits
-    calls = count_calls(monkeypatch, *OPS)
-    patch(model)
-    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
-    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
-    assert_grads_match(grads, ref_grads)
-    assert calls == train, calls
-    calls.clear()
-    with torch.no_grad():
-        got = model(input_ids=ids).logits
-    assert calls == infer, calls
-    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+    return token_batch(VOCAB, SEQ, batch)
 
 
 # ------------------------------------------------------------------------------------- OLMoE
@@ -107,17 +75,14 @@ def test_olmoe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def patch(model: Any) -> None:
-        if via == "apply":
-            assert flt.apply(model) is model
-        else:
-            flt.apply_fearless_kernel_to_olmoe(model=model)
+        patch_via(via, model, flt.apply_fearless_kernel_to_olmoe)
         assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessOlmoeExperts"
 
     # 2 norms per layer, the whole-width q and k norms, the final norm; rope and attention
     # per layer; fused_moe only without grad, once per (sparse) layer
     dense = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS, "scaled_dot_product_attention": LAYERS}
     train, infer = Counter(dense), Counter({**dense, "fused_moe": LAYERS})
-    _check_train_then_infer(_olmoe(), patch, monkeypatch, train, infer)
+    check_train_then_infer(_olmoe(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_olmoe_clip_qkv_and_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,17 +149,14 @@ def test_qwen3_next_trains_on_hugging_faces_delta_rule_and_infers_on_fearless(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def patch(model: Any) -> None:
-        if via == "apply":
-            assert flt.apply(model) is model
-        else:
-            flt.apply_fearless_kernel_to_qwen3_next(model=model)
+        patch_via(via, model, flt.apply_fearless_kernel_to_qwen3_next)
         assert type(model.model.layers[0].linear_attn.norm).__name__ == (
             "FearlessQwen3NextRMSNormGated"
         )
 
     train = Counter(NEXT_ATTENTION)
     infer = Counter({**NEXT_ATTENTION, "fused_moe": 1, "chunk_gated_delta_rule": 1})
-    _check_train_then_infer(_qwen3_next(), patch, monkeypatch, train, infer)
+    check_train_then_infer(_qwen3_next(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_qwen3_next_generation_decodes_on_the_recurrent_delta_rule(
@@ -279,6 +241,12 @@ def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
     # 2 norms per layer, the q_a and kv_a latent norms, the final one; the dense MLP and the
     # shared expert; MLA and its RoPE stay Hugging Face's
     dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 2}
-    _check_train_then_infer(
-        _deepseek_v3(), patch, monkeypatch, Counter(dense), Counter({**dense, "fused_moe": 1})
+    check_train_then_infer(
+        _deepseek_v3(),
+        patch,
+        monkeypatch,
+        _batch(),
+        OPS,
+        Counter(dense),
+        Counter({**dense, "fused_moe": 1}),
     )

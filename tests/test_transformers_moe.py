@@ -15,16 +15,17 @@ from typing import Any
 
 import pytest
 
-from fearless import config
-
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
     assert_grads_match,
+    check_train_then_infer,
     count_calls,
-    keep_hugging_face,
+    on_the_simulator,
+    patch_via,
     run_with_grads,
+    token_batch,
 )
 
 LAYERS, VOCAB, SEQ = 2, 96, 12
@@ -41,17 +42,11 @@ OPS = (
 
 @pytest.fixture(autouse=True)
 def restore(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    keep_hugging_face(monkeypatch)
+    on_the_simulator(monkeypatch)
 
 
 def _batch(batch: int = 2) -> tuple[Any, Any]:
-    g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, VOCAB, (batch, SEQ), generator=g)
-    labels = ids.clone()
-    labels[:, :3] = -100
-    return ids, labels
+    return token_batch(VOCAB, SEQ, batch)
 
 
 def _qwen3_moe(seed: int = 0) -> Any:
@@ -79,30 +74,16 @@ def _qwen3_moe(seed: int = 0) -> Any:
 def test_qwen3_moe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _qwen3_moe()
-    ids, labels = _batch()
-    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    with torch.no_grad():
-        ref_eval = model(input_ids=ids).logits
-    calls = count_calls(monkeypatch, *OPS)
-    if via == "apply":
-        assert flt.apply(model) is model
-    else:
-        flt.apply_fearless_kernel_to_qwen3_moe(model=model)
-    assert type(model.model.layers[0].mlp.experts).__name__ == "FearlessQwen3MoeExperts"
-    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
-    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
-    assert_grads_match(grads, ref_grads)
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_qwen3_moe)
+        assert type(model.model.layers[0].mlp.experts).__name__ == "FearlessQwen3MoeExperts"
+
     # 2 norms per layer, q and k norms, the final norm; the dense layer's SwiGLU; rope and
     # attention per layer; no fused_moe: its weights require grad, Hugging Face's loop ran
     dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 1, "rope": LAYERS}
-    assert calls == Counter({**dense, "scaled_dot_product_attention": LAYERS}), calls
-    calls.clear()
-    with torch.no_grad():
-        got = model(input_ids=ids).logits
-    assert calls == Counter({**dense, "scaled_dot_product_attention": LAYERS, "fused_moe": 1})
-    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+    train = Counter({**dense, "scaled_dot_product_attention": LAYERS})
+    infer = Counter({**dense, "scaled_dot_product_attention": LAYERS, "fused_moe": 1})
+    check_train_then_infer(_qwen3_moe(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_qwen3_moe_experts_alone_match_and_only_route_without_grad(
@@ -176,29 +157,14 @@ def _gpt_oss(seed: int = 0) -> Any:
 def test_gpt_oss_matches_hugging_face_and_runs_attention_sink_in_inference(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _gpt_oss()
-    ids, labels = _batch()
-    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    with torch.no_grad():
-        ref_eval = model(input_ids=ids).logits
-    calls = count_calls(monkeypatch, *OPS)
-    if via == "apply":
-        assert flt.apply(model) is model
-    else:
-        flt.apply_fearless_kernel_to_gpt_oss(model=model)
-    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
-    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
-    assert_grads_match(grads, ref_grads)
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_gpt_oss)
+
     # 2 norms per layer and the final one, rope per layer; attention_sink is forward only:
     # Hugging Face's eager attention in training; the experts are torch's
     dense = {"rms_norm": 2 * LAYERS + 1, "rope": LAYERS}
-    assert calls == Counter(dense), calls
-    calls.clear()
-    with torch.no_grad():
-        got = model(input_ids=ids).logits
-    assert calls == Counter({**dense, "attention_sink": LAYERS}), calls
-    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+    train, infer = Counter(dense), Counter({**dense, "attention_sink": LAYERS})
+    check_train_then_infer(_gpt_oss(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_gpt_oss_padding_runs_eager_and_generation_decodes_on_attention_sink(

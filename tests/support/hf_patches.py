@@ -104,3 +104,67 @@ def assert_grads_match(got: dict[str, Any], want: dict[str, Any]) -> None:
     for name, ref in want.items():
         scale = float(ref.abs().max()) or 1.0
         torch.testing.assert_close(got[name], ref, rtol=1e-4, atol=1e-5 * scale, msg=name)
+
+
+def on_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transformers tests' setting: the simulator target, no tuning, and Hugging Face's
+    classes, functions and attention table put back when the test ends (`keep_hugging_face`)."""
+    from fearless import config
+
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    keep_hugging_face(monkeypatch)
+
+
+def token_batch(vocab: int, seq: int, batch: int = 2) -> tuple[Any, Any]:
+    """(input_ids, labels) of `batch` sequences of `seq` random tokens; the first 3 labels
+    ignored (-100), as a prompt's would be."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, vocab, (batch, seq), generator=g)
+    labels = ids.clone()
+    labels[:, :3] = -100
+    return ids, labels
+
+
+def patch_via(via: str, model: Any, function: Callable[..., None]) -> None:
+    """Patch `model` through `fearless.transformers.apply` ("apply"), or through its model
+    type's `apply_fearless_kernel_to_<type>` (`function`) with `model=`."""
+    if via == "apply":
+        flt = importlib.import_module("fearless.transformers")
+        assert flt.apply(model) is model
+    else:
+        function(model=model)
+
+
+def check_train_then_infer(
+    model: Any,
+    patch: Callable[[Any], None],
+    monkeypatch: pytest.MonkeyPatch,
+    batch: tuple[Any, Any],
+    ops: tuple[str, ...],
+    train: Counter[str],
+    infer: Counter[str],
+) -> None:
+    """Patch `model` with `patch`: on `batch` its loss, logits and gradients must be Hugging
+    Face's in training, with the calls `train` of the operators `ops`, and its logits in
+    inference, with the calls `infer`."""
+    import torch
+
+    ids, labels = batch
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    with torch.no_grad():
+        ref_eval = model(input_ids=ids).logits
+    calls = count_calls(monkeypatch, *ops)
+    patch(model)
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    assert_grads_match(grads, ref_grads)
+    assert calls == train, calls
+    calls.clear()
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert calls == infer, calls
+    torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
