@@ -179,7 +179,7 @@ def test_an_equal_value_keeps_the_compiled_form(tmp_path: Path) -> None:
     _run(k)
     ir, prep = k._ir, k.prepare(1, 8)
     m["SCALE"] = float("2.0")  # another float object, the same value: nothing to recompile
-    assert not k._fresh() and not prep.guard()
+    assert not k._guard.fresh() and not prep.guard()
     _run(k)
     assert k._ir is ir and k._prepared_launcher(prep) is prep.launcher
     m["SCALE"] = 2  # an int is not a float: it compiles differently
@@ -215,7 +215,7 @@ def test_a_local_named_like_a_global_is_not_watched(tmp_path: Path) -> None:
     _run(k)
     ir = k._ir
     m["x"], m["i"], m["out"] = 7.0, 8, 9  # module-level script variables, not the kernel's
-    assert k._fresh()
+    assert k._guard.fresh()
     _run(k)
     assert k._ir is ir
 

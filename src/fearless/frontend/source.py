@@ -227,6 +227,31 @@ def make_guard(refs: Sequence[GlobalRef]) -> Callable[[], bool]:
     return env["fresh"]  # type: ignore[no-any-return]
 
 
+def _not_recorded() -> bool:
+    """The guard before the first compile: nothing recorded, so the kernel records."""
+    return False
+
+
+class GlobalsGuard:
+    """What a kernel's compiled forms read from its globals and closure (`refs`), and `fresh()`,
+    the check a launch makes that each still holds the recorded object (`make_guard`). Both
+    tracks' kernels keep one."""
+
+    __slots__ = ("fresh", "refs")
+
+    def __init__(self) -> None:
+        self.refs: tuple[GlobalRef, ...] | None = None
+        self.fresh: Callable[[], bool] = _not_recorded
+
+    def record(self, refs: tuple[GlobalRef, ...]) -> bool:
+        """Record `refs`, read just now; True when the compiled forms read other values (or
+        none were recorded), so that the kernel drops them."""
+        stale = self.refs is None or not same_values(self.refs, refs)
+        self.refs = refs
+        self.fresh = make_guard(refs)
+        return stale
+
+
 def changed_names(refs: Sequence[GlobalRef]) -> list[str]:
     """The watched names whose object is not the recorded one any more."""
     return [r.name for r in watched(refs) if not r.unchanged()]

@@ -32,14 +32,7 @@ from .. import config
 from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
-from ..frontend.source import (
-    FunctionSource,
-    GlobalRef,
-    load_source,
-    make_guard,
-    remember_scope,
-    same_values,
-)
+from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..runtime import device_errors
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
@@ -171,29 +164,25 @@ class Kernel:
         # (set_target's override, raw FEARLESS_TARGET, GPU probe, the launcher they chose)
         self._last_launcher: tuple[Any, Any, Any, Launcher] | None = None
         self._src: FunctionSource | None = None  # parsed once, for `global_refs`
-        # The globals and closure variables the compiled form read (None: nothing compiled
-        # yet) and the guard that says they still hold the same objects (module docstring).
-        self._refs: tuple[GlobalRef, ...] | None = None
-        self._fresh: Callable[[], bool] = _not_recorded
+        # The globals and closure variables the compiled form read (module docstring).
+        self._guard = GlobalsGuard()
 
     # ----------------------------------------------------------------------------- compile
 
     def _check_globals(self) -> None:
         """Record the globals the compiled form reads, or, when one was bound again since,
         drop the compiled form (unless the new values compile alike) and record anew."""
-        if self._fresh():
+        if self._guard.fresh():
             return
         if self._src is None:
             self._src = load_source(self.func)
         # recorded before compiling: a change during the compile shows at the next launch
         refs = global_refs(self.spec, self._src)
-        if self._refs is None or not same_values(self._refs, refs):
+        if self._guard.record(refs):
             self._ir = None
             self._compiled = {}
             self._launchers = {}
             self._last_launcher = None
-        self._refs = refs
-        self._fresh = make_guard(refs)
 
     def param_names(self) -> list[str]:
         """The kernel's parameters, in order (for messages)."""
@@ -232,7 +221,7 @@ class Kernel:
             and last[0] is facts[0]
             and last[1] is facts[1]
             and last[2] is facts[2]
-            and self._fresh()
+            and self._guard.fresh()
         ):
             return last[3]
         self._check_globals()
@@ -307,7 +296,7 @@ class Kernel:
         g, b = normalize_dims(grid, "grid"), normalize_dims(block, "block")
         launcher = self._launcher()
         launcher.validate(g, b)
-        return PreparedLaunch(self, g, b, launcher, self._fresh, launcher.prepared(g, b))
+        return PreparedLaunch(self, g, b, launcher, self._guard.fresh, launcher.prepared(g, b))
 
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> None:
         # The warm path: no wrapper call, no checks beyond these identity tests and the
@@ -388,11 +377,6 @@ def _integer(value: Any) -> bool:
     return type(value) is int or (
         isinstance(value, numbers.Integral) and not isinstance(value, bool)
     )
-
-
-def _not_recorded() -> bool:
-    """The guard before the first compile: nothing recorded, so `_check_globals` records."""
-    return False
 
 
 def _target_facts() -> tuple[Any, Any, Any]:

@@ -31,14 +31,7 @@ from typing import Any, overload
 from ..abi import CompiledTile, Declared, Signature
 from ..crash import reraise, user_facing
 from ..errors import CompileError
-from ..frontend.source import (
-    FunctionSource,
-    GlobalRef,
-    load_source,
-    make_guard,
-    remember_scope,
-    same_values,
-)
+from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..ir.tile.kernel import TileHints, TileIR
 from ..runtime.borrow import check_borrows
 from ..runtime.dispatch import Dispatcher, Prepared
@@ -86,10 +79,8 @@ class Kernel:
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
         self._grid_dispatch: dict[tuple[int, int, int], Dispatcher] = {}  # launch(grid): per grid
         self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
-        # The globals and closure variables the compiled forms read (None: none yet) and the
-        # guard that says they still hold the same objects (see the module docstring).
-        self._refs: tuple[GlobalRef, ...] | None = None
-        self._fresh: Callable[[], bool] = _not_recorded
+        # The globals and closure variables the compiled forms read (see the module docstring).
+        self._guard = GlobalsGuard()
 
     # ---------------------------------------------------------------------- signature
 
@@ -101,18 +92,16 @@ class Kernel:
     def _check_globals(self) -> None:
         """Record the globals the compiled forms read, or, when one was bound again since,
         drop every specialisation (unless the new values compile alike) and record anew."""
-        if self._fresh():
+        if self._guard.fresh():
             return
         refs = tuple(ref for _, _, ref in self.source().free_values() if ref is not None)
-        if self._refs is None or not same_values(self._refs, refs):
+        if self._guard.record(refs):
             self._annotations = None  # string annotations are evaluated in the globals
             self._ir = {}
             self._cubins, self._ahead = {}, {}
             self._gpu = {}
             self._dispatch = None
             self._grid_dispatch = {}
-        self._refs = refs
-        self._fresh = make_guard(refs)
 
     def annotations(self) -> list[tuple[str, Any]]:
         """Each parameter's name and Tile annotation (checked at the first call)."""
@@ -203,7 +192,7 @@ class Kernel:
         try:
             if kwargs:
                 raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
-            if not self._fresh():
+            if not self._guard.fresh():
                 self._check_globals()
             dispatch = self._dispatch or self._make_dispatcher(None)
             target = current_target()
@@ -262,7 +251,7 @@ class Kernel:
         disjoint."""
         try:
             dims = check_host_grid(self.name, grid)
-            if not self._fresh():
+            if not self._guard.fresh():
                 self._check_globals()
             dispatch = self._grid_dispatch.get(dims) or self._make_dispatcher(dims)
             target = current_target()
@@ -298,11 +287,6 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"
-
-
-def _not_recorded() -> bool:
-    """The guard before the first compile: nothing recorded, so `_check_globals` records."""
-    return False
 
 
 @overload
