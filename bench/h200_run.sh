@@ -89,5 +89,7 @@ for step in "$@"; do
              | tee "$out/gsizes.log" | grep -v "^ " ;;
     sanitizer) bash bench/sanitizer/run.sh "$out" 2>&1 | tee "$out/sanitizer.txt" ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
+    tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
+           python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
   esac
 done

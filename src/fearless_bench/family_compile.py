@@ -10,17 +10,10 @@ skipped with that reason. Goals (DESIGN section 6): SIMT <= 0.3 s, Tile <= 0.8 s
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
-from pathlib import Path
 
-import fearless
-from fearless import config
-
+from . import fresh_process
 from .harness import Ctx, format_line
 from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TRITON, Record, failed, skipped
 from .peers import Peers
@@ -32,38 +25,9 @@ IMPLS = (FEARLESS_SIMT, FEARLESS_TILE, CUDA_CPP, TRITON, CUTILE)
 TIMEOUT_S = 180
 
 
-def _env(cache: str) -> dict[str, str]:
-    # The folders holding this package and fearless (one folder, src/, in a checkout).
-    folders = dict.fromkeys(
-        str(Path(m.__file__ or "").resolve().parents[1]) for m in (fearless, sys.modules[__name__])
-    )
-    src = os.pathsep.join(folders)
-    path = config.raw("PYTHONPATH")
-    return {
-        **config.child_environment(),
-        "PYTHONPATH": f"{src}{os.pathsep}{path}" if path else src,
-        "FEARLESS_CACHE_DIR": str(Path(cache) / "fearless"),
-        "TRITON_CACHE_DIR": str(Path(cache) / "triton"),
-        "CUDA_TILE_CACHE_DIR": str(Path(cache) / "cutile"),
-    }
-
-
 def probe(impl: str, env: dict[str, str]) -> dict[str, object]:
     """One fresh process's first call: {"seconds": s} or {"skip": why} or {"error": what}."""
-    res = subprocess.run(
-        [sys.executable, "-m", "fearless_bench.compile_probe", impl],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    lines = [ln for ln in res.stdout.strip().splitlines() if ln.startswith("{")]
-    if res.returncode != 0 or not lines:
-        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"probe exit {res.returncode}: {tail}"[:500]}
-    parsed: dict[str, object] = json.loads(lines[-1])
-    return parsed
+    return fresh_process.probe("compile_probe", [impl], env, TIMEOUT_S)
 
 
 def run(ctx: Ctx, selected: set[str]) -> list[Record]:
@@ -73,7 +37,7 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     records: list[Record] = []
     for impl in IMPLS:
         with tempfile.TemporaryDirectory(prefix="fearless-bench-") as cache:
-            env = _env(cache)
+            env = fresh_process.environment(cache)
             results = [probe(impl, env)]
             if "seconds" in results[0] and HIT in selected and impl != CUDA_CPP:
                 results += [probe(impl, env) for _ in range(runs - 1)]

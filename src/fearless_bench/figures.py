@@ -25,7 +25,17 @@ from typing import Any
 
 from .model import FEARLESS_IMPLS, IMPL_ORDER, Record
 
-FAMILY_ORDER = ("elementwise", "reduce", "rows", "transpose", "gemm", "shapes", "launch", "compile")
+FAMILY_ORDER = (
+    "elementwise",
+    "reduce",
+    "rows",
+    "transpose",
+    "gemm",
+    "shapes",
+    "launch",
+    "compile",
+    "tuning",
+)
 DPI = 100
 MAX_WIDTH_PX = 1800
 CLIP = 4.0  # colours saturate at 2**-CLIP and 2**CLIP

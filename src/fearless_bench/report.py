@@ -42,12 +42,14 @@ def geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-# Geometric means are taken per group: kernel time, launch overhead and compile time are
-# different quantities, and one mean over all three would let one stand in for another.
+# Geometric means are taken per group: kernel time, launch overhead, compile time and time to
+# a first tuned result are different quantities, and one mean over all would let one stand in
+# for another.
 GROUPS = (
-    ("kernels", lambda family: family not in ("launch", "compile")),
+    ("kernels", lambda family: family not in ("launch", "compile", "tuning")),
     ("launch", lambda family: family == "launch"),
     ("compile", lambda family: family == "compile"),
+    ("tuning", lambda family: family == "tuning"),
 )
 
 

@@ -31,6 +31,7 @@ from . import (
     family_rows,
     family_shapes,
     family_transpose,
+    family_tuning,
     report,
 )
 from .harness import Ctx, error_text, format_line
@@ -48,6 +49,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     family_ops,
     family_launch,
     family_compile,
+    family_tuning,
 )
 
 

@@ -1,0 +1,142 @@
+"""Time to first result at a new size class, per operator of fearless.ops, in fresh processes:
+fearless tuning from nothing, fearless with a tuning-table entry, and TileGym's own first call.
+
+For each spec (an op of the ops family at a model-like shape on none of TileGym's grids, so in
+no shipped table), `tuning_probe.py` runs in three fresh processes, each with empty compile
+caches (fresh_process.py):
+
+1. fearless.ops with the tuning tables off: the first call tunes (the configurations compile
+   side by side, tile/compile_ahead.py, then each is timed) and the winners are exported as a
+   table;
+2. fearless.ops with that table (FEARLESS_TUNING_TABLE): the first call finds the entry and
+   compiles only the winner;
+3. TileGym (cutile backend), whose autotuner runs again in every process.
+
+Case `tuning_<spec>` holds 1 and 3, case `tuning_table_<spec>` holds 2 and 3 (the same TileGym
+process: it has no table to read). Times are seconds; the ratio is TileGym's over fearless's.
+Goals (issue 37): at most 3 s without a table and 0.3 s with one, on the H200's 16 cores. The
+compile caches start empty, so every first call also pays its kernels' first compiles: what a
+fresh machine, or a process after an upgrade, waits for. `--quick` takes QUICK_OPS only.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from . import fresh_process
+from .family_ops_cases import Spec
+from .harness import Ctx, format_line
+from .model import FEARLESS_TILE, TILEGYM, Record, failed, skipped
+from .peers import Peers
+
+FAMILY = "tuning"
+IMPLS = (FEARLESS_TILE, TILEGYM)
+TIMEOUT_S = 300
+QUICK_OPS = ("rms_norm", "softmax", "matmul", "attention")
+
+# One spec per op (and attention kind): model-like shapes, none on TileGym's benchmark grids.
+SPECS = (
+    Spec("relu", "f16", (3_000_000,)),
+    Spec("gelu", "f16", (3_000_000,), "tanh"),
+    Spec("silu_and_mul", "bf16", (3000, 2 * 5120)),
+    Spec("swiglu", "bf16", (2, 1000, 5120)),
+    Spec("geglu", "bf16", (2, 1000, 2 * 3000), "tanh"),
+    Spec("dropout", "f16", (3_000_000,)),
+    Spec("rope", "f16", (1, 16, 3000, 64)),
+    Spec("transpose", "bf16", (3000, 5120)),
+    Spec("softmax", "bf16", (3000, 5120)),
+    Spec("rms_norm", "bf16", (3000, 5120)),
+    Spec("layer_norm", "bf16", (3000, 5120)),
+    Spec("matmul", "bf16", (3000, 5120, 5120)),
+    Spec("bmm", "f16", (4, 1500, 1500, 1500)),
+    Spec("group_gemm", "f16", (4, 1500, 1500, 1500)),
+    Spec("attention", "bf16", (2, 16, 3000, 128), "causal"),
+    Spec("attention", "bf16", (4, 32, 6000, 128), "decode"),
+)
+
+
+def cold_case(spec: Spec) -> str:
+    return f"tuning_{spec.name.removeprefix('ops_')}"
+
+
+def table_case(spec: Spec) -> str:
+    return f"tuning_table_{spec.name.removeprefix('ops_')}"
+
+
+CASES = tuple(case(s) for s in SPECS for case in (cold_case, table_case))
+
+
+def probe_argv(impl: str, spec: Spec) -> list[str]:
+    """tuning_probe.py's command line for `spec`, before the options."""
+    argv = [impl, spec.op, spec.dtype, "x".join(map(str, spec.shape))]
+    return [*argv, spec.variant] if spec.variant else argv
+
+
+def probe(impl: str, spec: Spec, cache: Path, *options: str, **env: str) -> dict[str, object]:
+    """One fresh process's first call of `spec` (fresh_process.probe's result)."""
+    environment = fresh_process.environment(cache, **env)
+    return fresh_process.probe(
+        "tuning_probe", [*probe_argv(impl, spec), *options], environment, TIMEOUT_S
+    )
+
+
+def measure(spec: Spec) -> dict[str, dict[str, object]]:
+    """The three first calls of `spec`: "cold", "table" (fearless) and "tilegym"."""
+    with tempfile.TemporaryDirectory(prefix="fearless-bench-tuning-") as tmp:
+        root = Path(tmp)
+        table = root / "table.json"
+        cold = probe(FEARLESS_TILE, spec, root / "cold", "--no-tables", "--export", str(table))
+        if "seconds" in cold and cold.get("entries"):
+            warm = probe(FEARLESS_TILE, spec, root / "table", FEARLESS_TUNING_TABLE=str(table))
+        else:
+            warm = {"skip": "the run without a table tuned nothing to export"}
+        peer = probe(TILEGYM, spec, root / "tilegym")
+    return {"cold": cold, "table": warm, "tilegym": peer}
+
+
+def records(spec: Spec, results: dict[str, dict[str, object]]) -> list[Record]:
+    """The two cases' records of one spec from `measure`'s results."""
+    params = {**spec.params(), "new_size_class": True}
+    out: list[Record] = []
+    for case, mine, note in (
+        (cold_case(spec), "cold", "tuning tables off: every configuration compiled and timed"),
+        (table_case(spec), "table", "a tuning-table entry: only the winner compiled"),
+    ):
+        for impl, key in ((FEARLESS_TILE, mine), (TILEGYM, "tilegym")):
+            out.append(_record(case, impl, results[key], params, note if impl != TILEGYM else None))
+    return out
+
+
+def _record(
+    case: str, impl: str, result: dict[str, object], params: dict[str, object], note: str | None
+) -> Record:
+    if "skip" in result:
+        return skipped(case, FAMILY, impl, str(result["skip"]), **params)
+    if "error" in result:
+        return failed(case, FAMILY, impl, str(result["error"]), **params)
+    rec = Record(case, FAMILY, impl, "ok", params=dict(params), note=note)
+    rec.time = float(result["seconds"])  # type: ignore[arg-type]
+    rec.time_unit, rec.metric, rec.value, rec.reps = "s", "s", rec.time, 1
+    return rec
+
+
+def run(ctx: Ctx, selected: set[str]) -> list[Record]:
+    out: list[Record] = []
+    for spec in SPECS:
+        if not {cold_case(spec), table_case(spec)} & selected:
+            continue
+        if ctx.quick and spec.op not in QUICK_OPS:
+            continue
+        got = [r for r in records(spec, measure(spec)) if r.case in selected]
+        for r in got:
+            ctx.log(format_line(r))
+        out += got
+        ctx.checkpoint(out)
+    return out
+
+
+def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
+    """First calls need the GPU (tuning times kernels there); the ops family's dry run checks
+    these operators' kernels on the simulator."""
+    return []

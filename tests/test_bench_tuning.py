@@ -1,0 +1,110 @@
+"""`fearless bench --cases tuning` (family_tuning.py, tuning_probe.py): time to first result at
+a new size class. The GPU run needs an H200; checked here: the cases (every op, off TileGym's
+grids), the probe's command line, the records and ratios from the three first calls, the run's
+selection, and the probe's fearless call on the simulator, tuning with the tables off and
+exporting its winner as a table."""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import fearless as fl
+from fearless import autotune_tables
+from fearless_bench import family_ops, family_tuning, model, tuning_probe
+from fearless_bench.family_ops import Spec
+
+
+@pytest.fixture(autouse=True)
+def _restore_target() -> Iterator[None]:
+    yield
+    fl.set_target(None)
+
+
+def test_every_op_has_a_cold_and_a_table_case_off_tilegyms_grids() -> None:
+    grid = {(s.op, s.shape) for s in family_ops.specs()}
+    assert {s.op for s in family_tuning.SPECS} == {s.op for s in family_ops.specs()}
+    for spec in family_tuning.SPECS:
+        assert (spec.op, spec.shape) not in grid, spec
+        assert family_tuning.cold_case(spec) in family_tuning.CASES
+        assert family_tuning.table_case(spec) in family_tuning.CASES
+    assert len(set(family_tuning.CASES)) == 2 * len(family_tuning.SPECS)
+    assert "tuning_table_attention_causal_bf16_2x16x3000x128" in family_tuning.CASES
+
+
+def test_the_probe_command_line_round_trips() -> None:
+    for spec in family_tuning.SPECS:
+        argv = [*family_tuning.probe_argv(model.FEARLESS_TILE, spec), "--no-tables"]
+        impl, back, no_tables, export = tuning_probe.parse([*argv, "--export", "t.json"])
+        assert (impl, back, no_tables, export) == (model.FEARLESS_TILE, spec, True, "t.json")
+
+
+def test_records_put_each_fearless_first_call_beside_tilegyms() -> None:
+    spec = Spec("rms_norm", "bf16", (3000, 5120))
+    results: dict[str, dict[str, object]] = {
+        "cold": {"seconds": 2.0, "entries": 1},
+        "table": {"seconds": 0.25},
+        "tilegym": {"seconds": 5.0},
+    }
+    recs = family_tuning.records(spec, results)
+    model.assign_ratios(recs)
+    by = {(r.case, r.impl): r for r in recs}
+    cold = by[("tuning_rms_norm_bf16_3000x5120", model.FEARLESS_TILE)]
+    table = by[("tuning_table_rms_norm_bf16_3000x5120", model.FEARLESS_TILE)]
+    assert (cold.time, cold.time_unit, cold.ratio) == (2.0, "s", 2.5)
+    assert table.time == 0.25 and table.ratio == 20.0
+    assert table.note is not None and "only the winner" in table.note
+    assert by[("tuning_table_rms_norm_bf16_3000x5120", model.TILEGYM)].time == 5.0
+    assert cold.params["new_size_class"] is True and cold.params["op"] == "rms_norm"
+
+    results = {"cold": {"error": "probe exit 1: boom"}, "table": {"skip": "no"}, "tilegym": {}}
+    results["tilegym"] = {"skip": "TileGym is not installed"}
+    status = {(r.case, r.impl): r.status for r in family_tuning.records(spec, results)}
+    assert status[("tuning_rms_norm_bf16_3000x5120", model.FEARLESS_TILE)] == "failed"
+    assert status[("tuning_table_rms_norm_bf16_3000x5120", model.TILEGYM)] == "skipped"
+
+
+def test_run_measures_the_selected_specs_and_quick_keeps_the_quick_ops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[Spec] = []
+
+    def measure(spec: Spec) -> dict[str, dict[str, object]]:
+        seen.append(spec)
+        return {k: {"seconds": 1.0} for k in ("cold", "table", "tilegym")}
+
+    monkeypatch.setattr(family_tuning, "measure", measure)
+    saved: list[int] = []
+    ctx = types.SimpleNamespace(
+        quick=False, log=lambda line: None, checkpoint=lambda r: saved.append(len(r))
+    )
+    pick = {"tuning_matmul_bf16_3000", "tuning_relu_f16_3000000"}
+    out = family_tuning.run(ctx, pick)  # type: ignore[arg-type]
+    assert [s.op for s in seen] == ["relu", "matmul"]
+    assert {r.case for r in out} == pick and len(out) == 4 and saved == [2, 4]
+    seen.clear()
+    ctx.quick = True
+    family_tuning.run(ctx, set(family_tuning.CASES))  # type: ignore[arg-type]
+    assert sorted({s.op for s in seen}) == sorted(family_tuning.QUICK_OPS)
+
+
+def test_the_fearless_first_call_tunes_without_tables_and_exports_its_winner(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
+    fl.set_target("sim")
+    spec = Spec("matmul", "f32", (16, 24, 8))  # tiles larger than the problem are pruned: fast
+    call = tuning_probe.first_call(model.FEARLESS_TILE, spec, torch, no_tables=True)
+    assert tuple(call().shape) == (16, 24)
+    table = tmp_path / "table.json"
+    assert fl.autotune.export(table) >= 1
+    entries = json.loads(table.read_text())["entries"]
+    function = "fearless.ops.kernels_gemm.matmul_tuned"
+    assert [e["arch"] for e in entries if e["function"] == function] == ["sim"]
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(table))  # the second probe's setting
+    assert [e.config for e in autotune_tables.entries(function, "sim")] == [entries[0]["config"]]
