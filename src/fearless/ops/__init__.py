@@ -14,7 +14,8 @@ only; TileGym's
 splitk_reduce, the merge of split-KV decode partials, in place, forward only; TileGym's
 persistent_layer_norm, forward only; Mamba-2's chunked SSD scan, mamba2_chunk_forward and
 mamba2_chunk_backward, with autograd; TileGym's experimental mHC operators
-mhc_gemm_rms_scale, mhc_apply_residual and mhc_sinkhorn (in place), forward only).
+mhc_gemm_rms_scale, mhc_apply_residual and mhc_sinkhorn (in place), forward only; TileGym's
+fused GLU MLP linear_gluact_linear, forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -56,6 +57,7 @@ from .functional import (
 )
 from .kvcache_attention import flash_attn_with_kvcache
 from .linear_cross_entropy import fused_linear_cross_entropy
+from .linear_gluact import linear_gluact_linear
 from .mamba2 import mamba2_chunk_backward, mamba2_chunk_forward
 from .mhc import mhc_apply_residual, mhc_gemm_rms_scale, mhc_sinkhorn
 from .moe import fused_moe, moe_align_block_size
@@ -79,6 +81,7 @@ __all__ = [
     "gemma_attention_decode",
     "group_gemm",
     "layer_norm",
+    "linear_gluact_linear",
     "mamba2_chunk_backward",
     "mamba2_chunk_forward",
     "matmul",

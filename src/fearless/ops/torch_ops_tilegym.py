@@ -16,6 +16,7 @@ from torch import Tensor
 import fearless.ops.delta_rule as DR
 import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.linear_cross_entropy as LCE
+import fearless.ops.linear_gluact as GLU
 import fearless.ops.mamba2 as M2
 import fearless.ops.mhc as MHC
 import fearless.ops.moe as MOE
@@ -463,3 +464,31 @@ for _op, _name in (
 @_define("mhc_sinkhorn", lambda *_: None, mutates=("y",))
 def mhc_sinkhorn(y: Tensor, n: int) -> None:
     MHC.mhc_sinkhorn(y, n)
+
+
+# ------------------------------------------------------ TileGym's fused GLU MLP (DESIGN 2c)
+
+
+def _gluact_fake(
+    input: Tensor, weight_act: Tensor, weight_noact: Tensor, weight2: Tensor, act: str = "silu"
+) -> Tensor:
+    """input (*, in_features) gives (*, final_features) in its dtype."""
+    return _new(input, (*input.shape[:-1], weight2.shape[0]))
+
+
+@_define("linear_gluact_linear", _gluact_fake)
+def linear_gluact_linear(
+    input: Tensor,
+    weight_act: Tensor,
+    weight_noact: Tensor,
+    weight2: Tensor,
+    act_type: str = "silu",
+) -> Tensor:
+    """act(input @ weight_act^T) * (input @ weight_noact^T) @ weight2^T
+    (ops/linear_gluact.py)."""
+    return GLU.linear_gluact_linear(input, weight_act, weight_noact, weight2, act_type)  # type: ignore[no-any-return]
+
+
+linear_gluact_linear.register_autograd(
+    _no_backward, setup_context=_forward_only("linear_gluact_linear")
+)
