@@ -6,7 +6,8 @@ forward only; TileGym's attention_sink and attention_sink_decode, GPT-OSS's atte
 sinks, forward only; TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
-moe_align_block_size and fused_moe (with its backward through torch autograd); DeepSeek-V3's block-scaled fp8 GEMM
+moe_align_block_size and fused_moe (with its backward through torch autograd) and
+moe_actgrad_bwd (the down-projection's activation-gradient backward, in place); DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
 mla_decoding and mla_decoding_split_kv, and sparse_mla (top-k key indices), forward only;
 Qwen3-Next's gated delta rule, recurrent_gated_delta_rule and chunk_gated_delta_rule, forward
@@ -61,6 +62,7 @@ from .linear_gluact import linear_gluact_linear
 from .mamba2 import mamba2_chunk_backward, mamba2_chunk_forward
 from .mhc import mhc_apply_residual, mhc_gemm_rms_scale, mhc_sinkhorn
 from .moe import fused_moe, moe_align_block_size
+from .moe_actgrad import moe_actgrad_bwd
 from .persistent_norm import persistent_layer_norm
 
 __all__ = [
@@ -91,6 +93,7 @@ __all__ = [
     "mla",
     "mla_decoding",
     "mla_decoding_split_kv",
+    "moe_actgrad_bwd",
     "moe_align_block_size",
     "persistent_layer_norm",
     "recurrent_gated_delta_rule",

@@ -492,3 +492,34 @@ def linear_gluact_linear(
 linear_gluact_linear.register_autograd(
     _no_backward, setup_context=_forward_only("linear_gluact_linear")
 )
+
+
+# ------------------------------------- MoE down-projection activation-gradient backward (2c)
+# moe_actgrad_bwd writes dh, ds (adding to it) and a_prime in place, as TileGym's: a mutating
+# op that returns nothing, refusing inputs that require grad in its body (ops/_io.py's
+# refuse_grad). b2 and db2 are accepted and unused, as TileGym's.
+
+
+@_define("moe_actgrad_bwd", lambda *_: None, mutates=("dh", "ds", "a_prime"))
+def moe_actgrad_bwd(
+    dout: Tensor,
+    h: Tensor,
+    w2: Tensor,
+    dh: Tensor,
+    ds: Tensor,
+    b2: Optional[Tensor],  # noqa: UP045
+    db2: Optional[Tensor],  # noqa: UP045
+    a_prime: Tensor,
+    topk_scores: Tensor,
+    expert_frequency_offset: Tensor,
+    x_gather_idx: Tensor,
+    s_scatter_idx: Tensor,
+    activation_type: str,
+    max_tokens_per_expert: Optional[int] = None,  # noqa: UP045
+) -> None:
+    from . import moe_actgrad as MAG
+
+    MAG.moe_actgrad_bwd(
+        dout, h, w2, dh, ds, b2, db2, a_prime, topk_scores, expert_frequency_offset,
+        x_gather_idx, s_scatter_idx, activation_type, max_tokens_per_expert,
+    )  # fmt: skip
