@@ -106,6 +106,27 @@ def align_launch(ids, counts, sorted_ids, expert_ids, inv, cumsum, post_pad, max
     )  # fmt: skip
 
 
+@tile.function
+def sorted_block(post_pad, expert_ids, i, BM):
+    """(live, e) of block i of BM sorted slots: live is 1 below the padded total, else 0 (the
+    block runs no K step), and e its expert (0 for a block past the total, whose id is -1)."""
+    live = min(1, max(0, tile.load(post_pad, (0,), (1,)).item() - i * BM))
+    e = max(tile.load(expert_ids, (i,), (1,)).item(), 0)
+    return live, e
+
+
+@tile.function
+def gate_up_step(x, w1, rows, cols, e, k, j, gate, up, BK, BN):
+    """(gate, up) with K step k of the first grouped GEMM added: x's token rows `rows` and
+    columns `cols` (gathered) times expert e's gate and up halves of w1 (E, 2, I, H), tile j."""
+    a = tile.gather(x, (rows, cols))  # a sentinel's row is past the tokens: 0
+    g = tile.load(w1, (e, 0, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
+    u = tile.load(w1, (e, 1, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
+    gate = tile.mma(a, g.reshape((BK, BN)), gate)
+    up = tile.mma(a, u.reshape((BK, BN)), up)
+    return gate, up
+
+
 def make_moe_gate_up(dt):
     """out (EM, I) = silu(x[rows] @ gate^T) * (x[rows] @ up^T), the rows and expert of each
     block of BM sorted slots from sorted_ids and expert_ids; w1 viewed (E, 2, I, H)."""
@@ -123,18 +144,13 @@ def make_moe_gate_up(dt):
     ):
         BM, BN = out.shape
         i, j = out.index
-        live = min(1, max(0, tile.load(post_pad, (0,), (1,)).item() - i * BM))
-        e = max(tile.load(expert_ids, (i,), (1,)).item(), 0)
+        live, e = sorted_block(post_pad, expert_ids, i, BM)
         rows = (tile.load(sorted_ids, (i,), (BM,), padding=-1) // TOPK)[:, None]
         gate = tile.zeros((BM, BN), fl.f32)
         up = tile.zeros((BM, BN), fl.f32)
         for k in range(tile.num_tiles(x, 1, (BM, BK)) * live):
             cols = (k * BK + tile.arange(BK))[None, :]
-            a = tile.gather(x, (rows, cols))  # a sentinel's row is past the tokens: 0
-            g = tile.load(w1, (e, 0, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
-            u = tile.load(w1, (e, 1, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
-            gate = tile.mma(a, g.reshape((BK, BN)), gate)
-            up = tile.mma(a, u.reshape((BK, BN)), up)
+            gate, up = gate_up_step(x, w1, rows, cols, e, k, j, gate, up, BK, BN)
         out.store((silu_f32(gate) * up).astype(dt))
 
     return moe_gate_up
@@ -156,8 +172,7 @@ def make_moe_down(dt):
     ):
         BM, BN = out.shape
         i, j = out.index
-        live = min(1, max(0, tile.load(post_pad, (0,), (1,)).item() - i * BM))
-        e = max(tile.load(expert_ids, (i,), (1,)).item(), 0)
+        live, e = sorted_block(post_pad, expert_ids, i, BM)
         acc = tile.zeros((BM, BN), fl.f32)
         for k in range(tile.num_tiles(a, 1, (BM, BK)) * live):
             w = tile.load(w2, (e, k, j), (1, BK, BN), order=(0, 2, 1)).reshape((BK, BN))

@@ -29,6 +29,7 @@ from fearless import tile
 
 from ._io import partitioned, view
 from .kernels_activation import sigmoid_f32
+from .kernels_moe import gate_up_step, sorted_block
 from .kernels_rows import kernel_of, next_pow2
 
 BM_ACT = 64  # intermediate columns per block of `moe_act_bwd` (its BN)
@@ -57,8 +58,7 @@ def make_moe_act_bwd(dt):
     ):
         BM, BN = act.shape
         i, j = act.index
-        live = min(1, max(0, tile.load(post_pad, (0,), (1,)).item() - i * BM))
-        e = max(tile.load(expert_ids, (i,), (1,)).item(), 0)
+        live, e = sorted_block(post_pad, expert_ids, i, BM)
         slots = tile.load(sorted_ids, (i,), (BM,), padding=-1)
         rows = (slots // TOPK)[:, None]
         gate = tile.zeros((BM, BN), fl.f32)
@@ -66,11 +66,7 @@ def make_moe_act_bwd(dt):
         da = tile.zeros((BM, BN), fl.f32)
         for k in range(tile.num_tiles(x, 1, (BM, BK)) * live):
             cols = (k * BK + tile.arange(BK))[None, :]
-            a = tile.gather(x, (rows, cols))  # a sentinel's row is past the tokens: 0
-            g = tile.load(w1, (e, 0, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
-            u = tile.load(w1, (e, 1, k, j), (1, 1, BK, BN), order=(0, 1, 3, 2))
-            gate = tile.mma(a, g.reshape((BK, BN)), gate)
-            up = tile.mma(a, u.reshape((BK, BN)), up)
+            gate, up = gate_up_step(x, w1, rows, cols, e, k, j, gate, up, BK, BN)
             w = tile.load(w2, (e, k, j), (1, BK, BN)).reshape((BK, BN))
             da = tile.mma(tile.gather(dy, (rows, cols)), w, da)
         wt = tile.gather(weights, slots)[:, None]  # the sentinel (past the slots) reads 0
@@ -101,8 +97,7 @@ def make_moe_dx(dt):
     ):
         BM, BN = out.shape
         i, j = out.index
-        live = min(1, max(0, tile.load(post_pad, (0,), (1,)).item() - i * BM))
-        e = max(tile.load(expert_ids, (i,), (1,)).item(), 0)
+        live, e = sorted_block(post_pad, expert_ids, i, BM)
         acc = tile.zeros((BM, BN), fl.f32)
         for k in range(tile.num_tiles(w1, 2, (1, 2, BK, BN)) * live):
             w = tile.load(w1, (e, k, 0, j), (1, BK, 2, BN), order=(0, 2, 1, 3))
