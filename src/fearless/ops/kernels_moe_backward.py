@@ -37,6 +37,15 @@ BN_OUT = 64  # output columns per block of `moe_dx`, `moe_dw1` and `moe_dw2`
 BK = 64  # the K step of the grouped GEMMs
 
 
+@tile.function
+def expert_steps(cumsum, e, BR):
+    """(start, steps): expert e's first sorted row and the BR-row steps over its rows
+    cumsum[e] .. cumsum[e + 1]."""
+    start = tile.load(cumsum, (e,), (1,)).item()
+    steps = (tile.load(cumsum, (e + 1,), (1,)).item() - start) // BR
+    return start, steps
+
+
 def make_moe_act_bwd(dt):
     """(w_s * act, dh, the weight gradient's column parts) of each block of BM sorted slots."""
 
@@ -123,8 +132,7 @@ def make_moe_dw1(dt):
     ):
         _, _, BM, BN = out.shape
         e, h, i, j = out.index
-        start = tile.load(cumsum, (e,), (1,)).item()
-        steps = (tile.load(cumsum, (e + 1,), (1,)).item() - start) // BR
+        start, steps = expert_steps(cumsum, e, BR)
         cols = (j * BN + tile.arange(BN))[None, :]
         acc = tile.zeros((BM, BN), fl.f32)
         for r in range(steps):
@@ -152,8 +160,7 @@ def make_moe_dw2(dt):
     ):
         _, BM, BN = out.shape
         e, i, j = out.index
-        start = tile.load(cumsum, (e,), (1,)).item()
-        steps = (tile.load(cumsum, (e + 1,), (1,)).item() - start) // BR
+        start, steps = expert_steps(cumsum, e, BR)
         cols = (i * BM + tile.arange(BM))[:, None]
         acc = tile.zeros((BM, BN), fl.f32)
         for r in range(steps):
