@@ -49,6 +49,7 @@ from .kernels_attention import (
     online_weights,
     variant_bounds,
 )
+from .kernels_attention_splitk import lse_fold, lse_start
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 # --------------------------------------------------------------------------------- prefill
@@ -236,19 +237,12 @@ def make_mla_combine(dt, **hints):
     ):
         _, _, TILE_D = out.shape
         b, h, _ = out.index
-        m = tile.full((1, 1), -math.inf, fl.f32)
-        total = tile.zeros((1, 1), fl.f32)
-        acc = tile.zeros((1, TILE_D), fl.f32)
+        m, total, acc = lse_start(TILE_D)
         for c in range(tile.cdiv(part_o.shape[2], SC)):
             o = tile.load(part_o, (b, h, c, 0), (1, 1, SC, TILE_D)).reshape((SC, TILE_D))
             ls = tile.load(part_lse, (b, h, c, 0), (1, 1, SC, 1), padding=-math.inf)
             ls = ls.reshape((SC, 1))
-            m_new = max(m, tile.max(ls, axis=0, keepdims=True))
-            w = tile.exp2(ls - m_new)
-            alpha = tile.exp2(m - m_new)
-            acc = acc * alpha + tile.sum(o * w, axis=0, keepdims=True)
-            total = total * alpha + tile.sum(w, axis=0, keepdims=True)
-            m = m_new
+            acc, total, m = lse_fold(o, ls, m, acc, total, False)
         out.store((acc / total).astype(dt).reshape((1, 1, TILE_D)))
         lse.store((m + tile.log2(total)).reshape((1, 1, 1)))
 

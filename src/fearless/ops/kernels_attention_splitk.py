@@ -7,6 +7,8 @@ log2-sum-exps TileGym's split kernels store, and the block keeps the running max
 and total of the online softmax (rescaled when the max grows), so any number of splits takes
 registers for SC of them. Splits past the last load with lse -inf and weigh nothing. A head
 whose every lse is -inf (no key anywhere) gives 0, where TileGym's 0 / 0 gives NaN.
+The running state and the fold (`lse_start`, `lse_fold`) also serve MLA's split combine
+(ops/kernels_attention_mla.py).
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -21,6 +23,34 @@ from ._io import partitioned
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 
+@tile.function
+def lse_start(TILE_D):
+    """The running max (-inf), total weight (0) and f32 weighted sum (0, (1, TILE_D)) of a
+    combine of split partials."""
+    m = tile.full((1, 1), -math.inf, fl.f32)
+    total = tile.zeros((1, 1), fl.f32)
+    acc = tile.zeros((1, TILE_D), fl.f32)
+    return m, total, acc
+
+
+@tile.function
+def lse_fold(o, ls, m, acc, total, guarded):
+    """(acc, total, m) with SC splits' partial outputs o (SC, D) and log2-sum-exps ls (SC, 1)
+    added, each weighing exp2(lse - max) and the sums rescaled when the max grows; `guarded`
+    (compile-time): the max may still be -inf (no finite lse yet), the weights then taken
+    against 0."""
+    m_new = max(m, tile.max(ls, axis=0, keepdims=True))
+    if guarded:  # noqa: SIM108
+        m_ref = tile.where(m_new == -math.inf, 0.0, m_new)  # no finite lse yet
+    else:
+        m_ref = m_new
+    w = tile.exp2(ls - m_ref)
+    alpha = tile.exp2(m - m_ref)
+    acc = acc * alpha + tile.sum(o * w, axis=0, keepdims=True)
+    total = total * alpha + tile.sum(w, axis=0, keepdims=True)
+    return acc, total, m_new
+
+
 def make_splitk_reduce(dt, ldt, odt, **hints):
     """out (B, H, D) in `odt` from part_o (B, H, S, D) in `dt` and lse (B, H, S) in `ldt`."""
 
@@ -33,21 +63,13 @@ def make_splitk_reduce(dt, ldt, odt, **hints):
     ):
         _, _, TILE_D = out.shape
         b, h, d = out.index
-        m = tile.full((1, 1), -math.inf, fl.f32)
-        total = tile.zeros((1, 1), fl.f32)
-        acc = tile.zeros((1, TILE_D), fl.f32)
+        m, total, acc = lse_start(TILE_D)
         for c in range(tile.cdiv(part_o.shape[2], SC)):
             o = tile.load(part_o, (b, h, c, d), (1, 1, SC, TILE_D), latency=2)
             o = o.reshape((SC, TILE_D)).astype(fl.f32)
             ls = tile.load(lse, (b, h, c), (1, 1, SC), padding=-math.inf)
             ls = ls.reshape((SC, 1)).astype(fl.f32)
-            m_new = max(m, tile.max(ls, axis=0, keepdims=True))
-            m_ref = tile.where(m_new == -math.inf, 0.0, m_new)  # no finite lse yet
-            w = tile.exp2(ls - m_ref)
-            alpha = tile.exp2(m - m_ref)
-            acc = acc * alpha + tile.sum(o * w, axis=0, keepdims=True)
-            total = total * alpha + tile.sum(w, axis=0, keepdims=True)
-            m = m_new
+            acc, total, m = lse_fold(o, ls, m, acc, total, True)
         y = tile.where(total == 0.0, 0.0, acc / total)
         out.store(y.astype(odt).reshape((1, 1, TILE_D)))
 
