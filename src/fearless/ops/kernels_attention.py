@@ -119,14 +119,32 @@ def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
     """Scores `s` with -inf where key `keys` (a row of key positions) is past `s_len` or, per
     compile-time flag, after the row's position `pos` (`causal`), before pos - wl (`left`) or
     after pos + wr (`right`)."""
-    keep = keys < s_len
+    keep = seen_keys(keys < s_len, pos, keys, wl, wr, causal, left, right)
+    return s + tile.where(keep, 0.0, -math.inf)
+
+
+@tile.function
+def seen_keys(keep, pos, keys, wl, wr, causal, left, right):
+    """`keep` narrowed to the keys `keys` a row at `pos` sees, per compile-time flag: up to pos
+    (`causal`), from pos - wl (`left`), up to pos + wr (`right`)."""
     if causal:
         keep = keep & (pos >= keys)
     if left:
         keep = keep & (keys >= pos - wl)
     if right:
         keep = keep & (keys <= pos + wr)
-    return s + tile.where(keep, 0.0, -math.inf)
+    return keep
+
+
+@tile.function
+def base2_scores(s, scale, qk_scale, cap, capped):
+    """Raw scores `s` (Q K^T) in base 2: scaled by qk_scale (scale / ln 2), or, `capped`
+    (compile-time), soft-capped as CAP * tanh(s * scale / CAP) / ln 2."""
+    if capped:  # noqa: SIM108
+        s = tile.tanh(s * (scale / cap)) * (cap * INV_LOG_2)
+    else:
+        s = s * qk_scale
+    return s
 
 
 @tile.function
@@ -200,10 +218,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
             mask_from = s_len // TILE_N
         for j in range(first, tiles):
             qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
-            if capped:  # noqa: SIM108  (compile-time: CAP * tanh(scores / CAP), in base 2)
-                qk = tile.tanh(qk * (scale / cap)) * (cap * INV_LOG_2)
-            else:
-                qk = qk * qk_scale  # scores in base 2
+            qk = base2_scores(qk, scale, qk_scale, cap, capped)
             if masked:  # compile-time: the user's mask, (1 or B, 1 or H, L, S)
                 mb = b if mask_b else 0
                 mh = h if mask_h else 0
@@ -223,8 +238,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
                     keep = tile.full((TILE_M, TILE_N), True, fl.bool_)
                     if not even_k:
                         keep = keep & (keys < s_len)
-                    if causal:
-                        keep = keep & (rows >= keys)
+                    keep = seen_keys(keep, rows, keys, None, None, causal, False, False)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
             m_i, l_i, acc = online_step(
                 qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, False

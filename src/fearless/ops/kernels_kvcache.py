@@ -33,11 +33,13 @@ from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
+    base2_scores,
     key_scores,
     normalised,
     online_fold,
     online_start,
     online_weights,
+    seen_keys,
     variant_bounds,
 )
 from .kernels_attention_sink import seq_rows
@@ -96,10 +98,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
                 blk = b
                 jt = j
             qk = key_scores(qt, k, blk, kv_h, jt, TILE_M, TILE_N, TILE_D, True)
-            if capped:  # noqa: SIM108  (compile-time: CAP * tanh(scores / CAP), in base 2)
-                qk = tile.tanh(qk * (scale / cap)) * (cap * INV_LOG_2)
-            else:
-                qk = qk * qk_scale  # scores in base 2
+            qk = base2_scores(qk, scale, qk_scale, cap, capped)
             vt = tile.load(v, (blk, jt, kv_h, 0), (1, TILE_N, 1, TILE_D), latency=4)
             vt = vt.reshape((TILE_N, TILE_D))
             if paged:  # compile-time
@@ -112,12 +111,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
                 keep = keys < s_len
                 if paged:  # compile-time: a bad block's keys are all dropped
                     keep = keep & ok
-                if causal:
-                    keep = keep & (pos >= keys)
-                if left:
-                    keep = keep & (keys >= pos - wl)
-                if right:
-                    keep = keep & (keys <= pos + wr)
+                keep = seen_keys(keep, pos, keys, wl, wr, causal, left, right)
                 qk = tile.where(keep, qk, -math.inf)
             if paged:  # compile-time: a bad block's values never reach the accumulator
                 vt = tile.where(ok, vt, tile.zeros((TILE_N, TILE_D), dt))
