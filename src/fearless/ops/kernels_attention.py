@@ -172,6 +172,34 @@ def variant_bounds(i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
     return first, tile.cdiv(hi, TILE_N), clean_from, mask_from
 
 
+@tile.function
+def key_tiles(i, s_len, TILE_M, TILE_N, causal):
+    """How many key tiles query tile i sees (compile-time `causal`)."""
+    last = min((i + 1) * TILE_M, s_len) if causal else s_len
+    return tile.cdiv(last, TILE_N)
+
+
+@tile.function
+def key_range(i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right):
+    """(first, end, clean_from, mask_from, off) of query tile i of L = l_len rows over s_len
+    keys: `variant_bounds`' when `varied` (compile-time; row r at r + off, off = S - L when
+    `bottom_right`), else the tiles 0..end - 1 up to its last row's diagonal (`causal`) or the
+    last key, those from mask_from on holding a key some row does not see."""
+    first = 0
+    clean_from = 0
+    off = 0
+    if varied:  # compile-time: key tiles outside every row's window are skipped
+        if bottom_right:
+            off = s_len - l_len
+        first, tiles, clean_from, mask_from = variant_bounds(
+            i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+        )
+    else:  # causal: key tiles past the block's last query are skipped
+        tiles = key_tiles(i, s_len, TILE_M, TILE_N, causal)
+        mask_from = min(i * TILE_M // TILE_N, s_len // TILE_N) if causal else s_len // TILE_N
+    return first, tiles, clean_from, mask_from, off
+
+
 def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
     """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `mask`: None, or
     (is_bool, batch, heads) for a mask tensor of (1 or B, 1 or H, L, S): bool (False drops the
@@ -201,21 +229,9 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         s_len = k.shape[2]
-        first = 0
-        clean_from = 0
-        off = 0
-        if varied:  # compile-time: key tiles outside every row's window are skipped
-            if bottom_right:
-                off = s_len - q.shape[2]
-            first, tiles, clean_from, mask_from = variant_bounds(
-                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
-            )
-        elif causal:  # compile-time: key tiles past the block's last query are skipped
-            tiles = tile.cdiv(min((i + 1) * TILE_M, s_len), TILE_N)
-            mask_from = min(i * TILE_M // TILE_N, s_len // TILE_N)
-        else:
-            tiles = tile.cdiv(s_len, TILE_N)
-            mask_from = s_len // TILE_N
+        first, tiles, clean_from, mask_from, off = key_range(
+            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
+        )
         for j in range(first, tiles):
             qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
             qk = base2_scores(qk, scale, qk_scale, cap, capped)

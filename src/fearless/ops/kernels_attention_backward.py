@@ -12,7 +12,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_attention import INV_LOG_2, head_rows, masked_scores, variant_bounds
+from .kernels_attention import INV_LOG_2, head_rows, key_range, masked_scores
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -64,13 +64,6 @@ def scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal
         keys = j * TILE_N + tile.arange(TILE_N)[None, :]
         s = masked_scores(s, rows, keys, s_len, 0, 0, causal, False, False)
     return s
-
-
-@tile.function
-def key_tiles(i, s_len, TILE_M, TILE_N, causal):
-    """How many key tiles query tile i sees (compile-time `causal`)."""
-    last = min((i + 1) * TILE_M, s_len) if causal else s_len
-    return tile.cdiv(last, TILE_N)
 
 
 @tile.function
@@ -132,16 +125,9 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
         l_i = tile.zeros((TILE_M, 1), fl.f32)
-        first = 0
-        off = 0
-        if varied:  # compile-time: key tiles outside every row's window are skipped
-            if bottom_right:
-                off = s_len - q.shape[2]
-            first, tiles, _, _ = variant_bounds(
-                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
-            )
-        else:
-            tiles = key_tiles(i, s_len, TILE_M, TILE_N, causal)
+        first, tiles, _, _, off = key_range(
+            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
+        )
         for j in range(first, tiles):
             if varied:  # compile-time; a row with no key yet keeps max -inf and sum 0
                 s, _t = variant_scores(
@@ -311,16 +297,9 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
         qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
         li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        first = 0
-        off = 0
-        if varied:  # compile-time: key tiles outside every row's window are skipped
-            if bottom_right:
-                off = s_len - q.shape[2]
-            first, tiles, _, _ = variant_bounds(
-                i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
-            )
-        else:
-            tiles = key_tiles(i, s_len, TILE_M, TILE_N, causal)
+        first, tiles, _, _, off = key_range(
+            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
+        )
         for j in range(first, tiles):
             if varied:
                 s, t = variant_scores(
