@@ -90,6 +90,24 @@ def variant_scores(
 
 
 @tile.function
+def recomputed_scores(
+    qt, k, b, kv_h, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N, TILE_D,
+    causal, even_k, varied, left, right, capped,
+):  # fmt: skip
+    """(S, T) of query tile i against key tile j as the forward computed them: `variant_scores`'
+    when `varied` (compile-time), else `scores`' with qk_scale = scale / ln 2 (T = S)."""
+    if varied:
+        s, t = variant_scores(
+            qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, TILE_D, causal,
+            left, right, capped,
+        )  # fmt: skip
+    else:
+        s = scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal, even_k)
+        t = s
+    return s, t
+
+
+@tile.function
 def variant_rows(j, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
     """(first, end): the query tiles first..end - 1 hold every row that sees a key of key tile
     j in a variant (row r at r + off sees keys from r + off - wl (`left`) up to r + off
@@ -129,19 +147,14 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
             i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
         )
         for j in range(first, tiles):
-            if varied:  # compile-time; a row with no key yet keeps max -inf and sum 0
-                s, _t = variant_scores(
-                    qt, k, b, h // GROUP, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
-                    TILE_D, causal, left, right, capped,
-                )  # fmt: skip
-                m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+            s, _t = recomputed_scores(
+                qt, k, b, h // GROUP, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap,
+                TILE_M, TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+            )  # fmt: skip
+            m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
+            if varied:  # noqa: SIM108  (compile-time; a row with no key yet keeps max -inf, sum 0)
                 m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)
             else:
-                s = scores(
-                    qt, k, b, h // GROUP, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
-                    causal, even_k,
-                )  # fmt: skip
-                m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
                 m_ref = m_ij
             l_i = l_i * tile.exp2(m_i - m_ref) + tile.sum(
                 tile.exp2(s - m_ref), axis=-1, keepdims=True
@@ -205,14 +218,13 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
         off = 0
+        qk_scale = scale * INV_LOG_2  # a variant leaves it unused (the dead-op pass drops it)
         if varied:  # compile-time: query tiles whose rows see no key here are skipped
             if bottom_right:
                 off = s_len - q.shape[2]
             first, end = variant_rows(
                 j, q.shape[2], off, wl, wr, TILE_M, TILE_N, causal, left, right
             )
-        else:
-            qk_scale = scale * INV_LOG_2
         acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
         acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
         if not varied:
@@ -221,16 +233,10 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
             h = kv_h * GROUP + g
             for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
                 qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-                if varied:
-                    s, t = variant_scores(
-                        qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
-                        TILE_D, causal, left, right, capped,
-                    )  # fmt: skip
-                else:
-                    s = scores(
-                        qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal,
-                        even_k,
-                    )  # fmt: skip
+                s, t = recomputed_scores(
+                    qt, k, b, kv_h, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M,
+                    TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+                )  # fmt: skip
                 p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
@@ -301,16 +307,10 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
             i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
         )
         for j in range(first, tiles):
-            if varied:
-                s, t = variant_scores(
-                    qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N,
-                    TILE_D, causal, left, right, capped,
-                )  # fmt: skip
-            else:
-                s = scores(
-                    qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, scale * INV_LOG_2,
-                    causal, even_k,
-                )  # fmt: skip
+            s, t = recomputed_scores(
+                qt, k, b, kv_h, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, TILE_M,
+                TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+            )  # fmt: skip
             ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
