@@ -14,6 +14,9 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - fused_linear_cross_entropy: `XxxForCausalLM.forward` (the class's, or with `model=` that
   model's) computes the loss with `fearless.ops.fused_linear_cross_entropy` (loss.py).
 
+Every function's flags are table-driven: FLAGS names the piece (`_pieces`: class swaps, module
+functions, the `sdpa` dispatcher) each flag of each model type installs.
+
 Transformers is imported only when a function here is called.
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 import importlib
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..runtime.location import argument_error
@@ -54,18 +59,87 @@ def _modeling(model_type: str) -> Any:
         ) from None
 
 
-def _dense_swaps(rms_norm: bool, swiglu: bool, attention: bool) -> list[Swap]:
-    """The class swaps of a Llama-like decoder: RMSNorm, the gated MLP, the attention marker."""
-    from . import layers
+# model_type -> its `apply_fearless_kernel_to_<model_type>` flags -> the piece (of `_pieces`)
+# each installs when on
+_DENSE = {"rope": "rope", "rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "attention"}
+FLAGS: dict[str, dict[str, str]] = {
+    "llama": _DENSE,
+    "mistral": _DENSE,
+    "qwen2": _DENSE,
+    "qwen3": _DENSE,
+    "qwen3_moe": {**_DENSE, "moe": "experts"},
+    "gemma3": {
+        "rope": "rope",
+        "rms_norm": "gemma_rms_norm",
+        "mlp": "gemma_mlp",
+        "attention": "windowed_attention",
+    },
+    "gpt_oss": {"rope": "half_rope", "rms_norm": "rms_norm", "attention": "sink_attention"},
+    "olmoe": {"rope": "rope", "rms_norm": "rms_norm", "attention": "attention", "moe": "experts"},
+    "qwen3_next": {
+        "rope": "partial_rope",
+        "rms_norm": "gated_rms_norm",
+        "swiglu": "swiglu",
+        "attention": "attention",
+        "linear_attention": "gated_delta_rule",
+        "moe": "experts",
+    },
+    "deepseek_v3": {"rms_norm": "rms_norm", "swiglu": "swiglu", "moe": "experts"},
+}
 
-    swaps: list[Swap] = []
-    if rms_norm:
-        swaps.append(("RMSNorm", layers.rms_norm_forward, {}))
-    if swiglu:
-        swaps.append(("MLP", layers.mlp_forward, {}))
-    if attention:
-        swaps.append(("Attention", None, {"_fearless_attention": True}))
-    return swaps
+
+@dataclass(frozen=True)
+class _Piece:
+    """What one flag installs: class swaps, module functions (name -> a function of Hugging
+    Face's function), and whether Hugging Face's `sdpa` entry becomes the dispatcher."""
+
+    swaps: tuple[Swap, ...] = ()
+    functions: tuple[tuple[str, Callable[[Any], Any]], ...] = ()
+    sdpa: bool = False
+
+
+def _pieces() -> dict[str, _Piece]:
+    """Every piece a flag of FLAGS names, by name (imports the forwards they install)."""
+    from . import experts, gemma, layers, sinks
+    from . import linear_attention as la
+
+    rotary = "apply_rotary_pos_emb"
+    norm: Swap = ("RMSNorm", gemma.gemma_rms_norm_forward, {})
+    marks = {"_fearless_attention": True, "_fearless_windowed": True}
+    return {
+        "rope": _Piece(functions=((rotary, layers.rope_function),)),
+        "half_rope": _Piece(functions=((rotary, partial(layers.rope_function, half=True)),)),
+        "partial_rope": _Piece(functions=((rotary, partial(layers.rope_function, partial=True)),)),
+        "rms_norm": _Piece(swaps=(("RMSNorm", layers.rms_norm_forward, {}),)),
+        "gemma_rms_norm": _Piece(swaps=(norm,)),
+        "gated_rms_norm": _Piece(swaps=(norm, ("RMSNormGated", la.gated_rms_norm_forward, {}))),
+        "swiglu": _Piece(swaps=(("MLP", layers.mlp_forward, {}),)),
+        "gemma_mlp": _Piece(swaps=(("MLP", gemma.gemma_mlp_forward, {}),)),
+        "attention": _Piece(swaps=(("Attention", None, {"_fearless_attention": True}),), sdpa=True),
+        "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
+        "sink_attention": _Piece(
+            functions=(("eager_attention_forward", sinks.sink_attention_function),)
+        ),
+        "gated_delta_rule": _Piece(
+            functions=(
+                ("torch_chunk_gated_delta_rule", la.chunk_function),
+                ("torch_recurrent_gated_delta_rule", la.recurrent_function),
+            )
+        ),
+        "experts": _Piece(swaps=(("Experts", experts.experts_forward, {}),)),
+    }
+
+
+def _apply(model_type: str, /, fused_linear_cross_entropy: bool, model: Any, **flags: bool) -> None:
+    """The body of every `apply_fearless_kernel_to_<model_type>`, which passes its arguments as
+    `**locals()`: install the piece FLAGS names for each of `flags` that is on, then patch the
+    loss and `model` as `_patch` does."""
+    pieces = _pieces()
+    chosen = [pieces[FLAGS[model_type][flag]] for flag, on in flags.items() if on]
+    swaps = [swap for piece in chosen for swap in piece.swaps]
+    functions = {name: wrap for piece in chosen for name, wrap in piece.functions}
+    sdpa = any(piece.sdpa for piece in chosen)
+    _patch(model_type, swaps, functions, sdpa, fused_linear_cross_entropy, model)
 
 
 def _patch(
@@ -107,22 +181,6 @@ def _patch(
                     module.__class__ = fearless
 
 
-def _patch_dense(
-    model_type: str,
-    rope: bool,
-    rms_norm: bool,
-    swiglu: bool,
-    attention: bool,
-    fused_linear_cross_entropy: bool,
-    model: Any,
-) -> None:
-    from . import layers
-
-    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
-    swaps = _dense_swaps(rms_norm, swiglu, attention)
-    _patch(model_type, swaps, functions, attention, fused_linear_cross_entropy, model)
-
-
 def _swap(modeling: Any, name: str, forward: Any, **attrs: Any) -> type:
     """Replace class `name` of module `modeling` by its fearless subclass; return it."""
     from .layers import fearless_class
@@ -144,7 +202,7 @@ def apply_fearless_kernel_to_llama(
     the SwiGLU MLP, attention (with the `sdpa` implementation) and, when asked, the causal-LM
     loss as fused linear cross-entropy. `model`: a model already built, whose modules are
     patched too (modules built later get the patched classes)."""
-    _patch_dense("llama", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _apply("llama", **locals())
 
 
 def apply_fearless_kernel_to_mistral(
@@ -158,7 +216,7 @@ def apply_fearless_kernel_to_mistral(
     """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); a sliding
     window is kept by the attention mask Hugging Face builds (a masked call runs fearless's
     attention in inference and torch's SDPA in training)."""
-    _patch_dense("mistral", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _apply("mistral", **locals())
 
 
 def apply_fearless_kernel_to_qwen2(
@@ -170,7 +228,7 @@ def apply_fearless_kernel_to_qwen2(
     model: Any = None,
 ) -> None:
     """`apply_fearless_kernel_to_llama` for Qwen2 (transformers.models.qwen2)."""
-    _patch_dense("qwen2", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _apply("qwen2", **locals())
 
 
 def apply_fearless_kernel_to_qwen3(
@@ -183,7 +241,7 @@ def apply_fearless_kernel_to_qwen3(
 ) -> None:
     """`apply_fearless_kernel_to_llama` for Qwen3 (transformers.models.qwen3); its q and k
     norms are Qwen3RMSNorm modules, so `rms_norm` covers them."""
-    _patch_dense("qwen3", rope, rms_norm, swiglu, attention, fused_linear_cross_entropy, model)
+    _apply("qwen3", **locals())
 
 
 def apply_fearless_kernel_to_qwen3_moe(
@@ -201,13 +259,7 @@ def apply_fearless_kernel_to_qwen3_moe(
     Hugging Face's). fused_moe is forward only: in training the experts run Hugging Face's
     code. The fused loss is taken when the router logits are not asked for (no auxiliary
     loss); otherwise Hugging Face's forward runs."""
-    from . import experts, layers
-
-    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
-    swaps = _dense_swaps(rms_norm, swiglu, attention)
-    if moe:
-        swaps.append(("Experts", experts.experts_forward, {}))
-    _patch("qwen3_moe", swaps, functions, attention, fused_linear_cross_entropy, model)
+    _apply("qwen3_moe", **locals())
 
 
 def apply_fearless_kernel_to_gemma3(
@@ -226,18 +278,7 @@ def apply_fearless_kernel_to_gemma3(
     Hugging Face's (no grad: it is forward only; a mask that is exactly the causal window,
     i.e. no padding), else as Llama's (a mask in training: torch's SDPA). The fused loss is
     declined when the config soft-caps the final logits."""
-    from . import gemma, layers
-
-    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
-    swaps: list[Swap] = []
-    if rms_norm:
-        swaps.append(("RMSNorm", gemma.gemma_rms_norm_forward, {}))
-    if mlp:
-        swaps.append(("MLP", gemma.gemma_mlp_forward, {}))
-    if attention:
-        marks = {"_fearless_attention": True, "_fearless_windowed": True}
-        swaps.append(("Attention", None, marks))
-    _patch("gemma3", swaps, functions, attention, fused_linear_cross_entropy, model)
+    _apply("gemma3", **locals())
 
 
 def apply_fearless_kernel_to_gpt_oss(
@@ -255,15 +296,7 @@ def apply_fearless_kernel_to_gpt_oss(
     code. The experts stay torch: their layout is not fused_moe's (biases on both
     projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
     place of silu(gate) * up). The fused loss is taken when the router logits are not asked."""
-    from . import layers, sinks
-
-    functions: dict[str, Any] = {}
-    if rope:
-        functions["apply_rotary_pos_emb"] = lambda f: layers.rope_function(f, half=True)
-    if attention:
-        functions["eager_attention_forward"] = sinks.sink_attention_function
-    swaps = _dense_swaps(rms_norm, False, False)
-    _patch("gpt_oss", swaps, functions, False, fused_linear_cross_entropy, model)
+    _apply("gpt_oss", **locals())
 
 
 def apply_fearless_kernel_to_olmoe(
@@ -282,13 +315,7 @@ def apply_fearless_kernel_to_olmoe(
     sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
     inference, Hugging Face's loop in training; the router stays Hugging Face's. The fused
     loss is taken when the router logits are not asked for."""
-    from . import experts, layers
-
-    functions = {"apply_rotary_pos_emb": layers.rope_function} if rope else {}
-    swaps = _dense_swaps(rms_norm, False, attention)
-    if moe:
-        swaps.append(("Experts", experts.experts_forward, {}))
-    _patch("olmoe", swaps, functions, attention, fused_linear_cross_entropy, model)
+    _apply("olmoe", **locals())
 
 
 def apply_fearless_kernel_to_qwen3_next(
@@ -313,23 +340,7 @@ def apply_fearless_kernel_to_qwen3_next(
     (its causal conv1d stays torch); with `moe` the routed experts through
     `fearless.ops.fused_moe` in inference (the router and the shared expert's gate stay
     Hugging Face's). The fused loss is taken when the router logits are not asked for."""
-    from . import experts, gemma, layers
-    from . import linear_attention as la
-
-    functions: dict[str, Any] = {}
-    if rope:
-        functions["apply_rotary_pos_emb"] = lambda f: layers.rope_function(f, partial=True)
-    if linear_attention:
-        functions["torch_chunk_gated_delta_rule"] = la.chunk_function
-        functions["torch_recurrent_gated_delta_rule"] = la.recurrent_function
-    swaps: list[Swap] = []
-    if rms_norm:
-        swaps.append(("RMSNorm", gemma.gemma_rms_norm_forward, {}))
-        swaps.append(("RMSNormGated", la.gated_rms_norm_forward, {}))
-    swaps += _dense_swaps(False, swiglu, attention)
-    if moe:
-        swaps.append(("Experts", experts.experts_forward, {}))
-    _patch("qwen3_next", swaps, functions, attention, fused_linear_cross_entropy, model)
+    _apply("qwen3_next", **locals())
 
 
 def apply_fearless_kernel_to_deepseek_v3(
@@ -346,12 +357,7 @@ def apply_fearless_kernel_to_deepseek_v3(
     stays Hugging Face's). Its multi-head latent attention and (interleaved) RoPE stay Hugging
     Face's: not yet mapped onto `fearless.ops.mla` (which needs v_head_dim ==
     qk_nope_head_dim and has top-left causality, so a cached prefill or decode would not map)."""
-    from . import experts
-
-    swaps = _dense_swaps(rms_norm, swiglu, False)
-    if moe:
-        swaps.append(("Experts", experts.experts_forward, {}))
-    _patch("deepseek_v3", swaps, {}, False, fused_linear_cross_entropy, model)
+    _apply("deepseek_v3", **locals())
 
 
 APPLY: dict[str, Callable[..., None]] = {
