@@ -69,6 +69,18 @@ def is_causal_mask(mask: torch.Tensor | None, lq: int, s: int, window: int | Non
     return bool(torch.where(allowed, mask == 0, masked).all())
 
 
+def is_attention_layout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether q, k, v (batch, heads, seq, head_dim) are as the fearless attention ops take them:
+    4-D, one float dtype, one head size (the value's too), one batch, and the query heads a
+    multiple of the (nonzero) KV heads."""
+    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+        return False
+    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
+        return False
+    h, hk = q.shape[1], k.shape[1]
+    return k.shape[0] == q.shape[0] and hk > 0 and h % hk == 0
+
+
 # ------------------------------------------------------------------------------------ RMSNorm
 
 
@@ -222,13 +234,9 @@ def _attention(
             return out
     if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
         return None  # no attention dropout, bias or soft-capping in the fearless kernel
-    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+    if not is_attention_layout(q, k, v):
         return None
-    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
-        return None  # one dtype, and a value head size equal to the query's
     (b, h, lq, _), hk, s = q.shape, k.shape[1], k.shape[2]
-    if k.shape[0] != b or not hk or h % hk:
-        return None
     causal = lq > 1 and mask is None and (is_causal if is_causal is not None else module.is_causal)
     if causal and s > lq:
         # Hugging Face's own step (sdpa_attention_forward): a prefill into an empty static cache,
@@ -269,13 +277,9 @@ def _windowed(
         return None  # a full layer, or W = 1 (gemma_attention's 0 means no window)
     if dropout or kwargs.get("position_bias") is not None or not module.is_causal:
         return None
-    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+    if not is_attention_layout(q, k, v) or wants_grad(q, k, v):
         return None
-    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
-        return None
-    (b, h, lq, _), hk, s = q.shape, k.shape[1], k.shape[2]
-    if k.shape[0] != b or not hk or h % hk or wants_grad(q, k, v):
-        return None
+    lq, s = q.shape[2], k.shape[2]
     if mask is None or not is_causal_mask(mask, lq, s, window):
         return None  # no mask (HF skipped it: the generic causal path), or padding
     cap = kwargs.get("softcap")

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import ops
-from .layers import _FLOATS, is_causal_mask, wants_grad
+from .layers import _FLOATS, is_attention_layout, is_causal_mask, wants_grad
 
 
 def sink_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,12 +61,10 @@ def _sink_attention(
     sinks = getattr(module, "sinks", None)
     if dropout or kwargs.get("output_attentions") or not isinstance(sinks, torch.Tensor):
         return None
-    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
-        return None
-    if not (q.dtype == k.dtype == v.dtype and q.shape[-1] == k.shape[-1] == v.shape[-1]):
+    if not is_attention_layout(q, k, v):
         return None
     (b, h, lq, d), hk, s = q.shape, k.shape[1], k.shape[2]
-    if k.shape[0] != b or not hk or h % hk or not lq or not s:
+    if not lq or not s:
         return None
     if sinks.shape != (h,) or sinks.dtype not in _FLOATS or wants_grad(q, k, v, sinks):
         return None
