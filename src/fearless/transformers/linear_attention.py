@@ -41,6 +41,25 @@ def _takes(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, kwargs: dict[s
     )
 
 
+def _gated_delta_rule(
+    op: Callable[..., Any],
+    original: Callable[..., Any],
+    fits: bool,
+    tensors: tuple[torch.Tensor, ...],
+    options: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`op` (a fearless gated-delta-rule op) on `tensors` (query, key, value, g, beta) and its
+    keyword `options` where it computes Hugging Face's result (`_takes`, and `fits`: the op's
+    own conditions), else Hugging Face's `original` on the same arguments and `kwargs`."""
+    query, key, value, g, beta = tensors
+    if not (_takes(query, key, value, g, beta, options["initial_state"], kwargs) and fits):
+        return original(query, key, value, g=g, beta=beta, **options, **kwargs)  # type: ignore[no-any-return]
+    flags = ("output_final_state", "use_qk_l2norm_in_kernel")
+    out, state = op(*tensors, **{**options, **{name: bool(options[name]) for name in flags}})
+    return out, state
+
+
 def chunk_function(original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for `torch_chunk_gated_delta_rule` on `fearless.ops.chunk_gated_delta_rule`
     (chunk_size 16 to 128, Hugging Face's 64), `original` for the rest."""
@@ -58,34 +77,16 @@ def chunk_function(original: Callable[..., Any]) -> Callable[..., Any]:
         use_qk_l2norm_in_kernel: bool = False,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        takes = _takes(query, key, value, g, beta, initial_state, kwargs) and (
-            chunk_size in CHUNK_SIZES and not isinstance(chunk_size, bool)
-        )
-        if not takes:
-            return original(  # type: ignore[no-any-return]
-                query,
-                key,
-                value,
-                g=g,
-                beta=beta,
-                chunk_size=chunk_size,
-                initial_state=initial_state,
-                output_final_state=output_final_state,
-                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
-                **kwargs,
-            )
-        out, state = ops.chunk_gated_delta_rule(
-            query,
-            key,
-            value,
-            g,
-            beta,
-            chunk_size=chunk_size,
-            initial_state=initial_state,
-            output_final_state=bool(output_final_state),
-            use_qk_l2norm_in_kernel=bool(use_qk_l2norm_in_kernel),
-        )
-        return out, state
+        fits = chunk_size in CHUNK_SIZES and not isinstance(chunk_size, bool)
+        options = {
+            "chunk_size": chunk_size,
+            "initial_state": initial_state,
+            "output_final_state": output_final_state,
+            "use_qk_l2norm_in_kernel": use_qk_l2norm_in_kernel,
+        }
+        tensors = (query, key, value, g, beta)
+        op = ops.chunk_gated_delta_rule
+        return _gated_delta_rule(op, original, fits, tensors, options, kwargs)
 
     torch_chunk_gated_delta_rule._fearless_original = original  # type: ignore[attr-defined]
     return torch_chunk_gated_delta_rule
@@ -108,29 +109,14 @@ def recurrent_function(original: Callable[..., Any]) -> Callable[..., Any]:
         use_qk_l2norm_in_kernel: bool = False,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        if not _takes(query, key, value, g, beta, initial_state, kwargs):
-            return original(  # type: ignore[no-any-return]
-                query,
-                key,
-                value,
-                g=g,
-                beta=beta,
-                initial_state=initial_state,
-                output_final_state=output_final_state,
-                use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
-                **kwargs,
-            )
-        out, state = ops.recurrent_gated_delta_rule(
-            query,
-            key,
-            value,
-            g,
-            beta,
-            initial_state=initial_state,
-            output_final_state=bool(output_final_state),
-            use_qk_l2norm_in_kernel=bool(use_qk_l2norm_in_kernel),
-        )
-        return out, state
+        options = {
+            "initial_state": initial_state,
+            "output_final_state": output_final_state,
+            "use_qk_l2norm_in_kernel": use_qk_l2norm_in_kernel,
+        }
+        tensors = (query, key, value, g, beta)
+        op = ops.recurrent_gated_delta_rule
+        return _gated_delta_rule(op, original, True, tensors, options, kwargs)
 
     torch_recurrent_gated_delta_rule._fearless_original = original  # type: ignore[attr-defined]
     return torch_recurrent_gated_delta_rule
