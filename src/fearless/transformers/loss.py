@@ -54,34 +54,24 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             and isinstance(head, torch.nn.Linear)
             and head.weight.dtype in _FLOATS
         )
+        # the decoder's inputs, which Hugging Face's forward and its model both take as they are
+        inputs = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "position_ids": position_ids,
+            "cache": cache,
+            "inputs_embeds": inputs_embeds,
+            "use_cache": use_cache,
+        }
         if not takes:
-            return original(
-                self,
-                input_ids=input_ids,
-                attention_mask=attention_mask,
-                position_ids=position_ids,
-                cache=cache,
-                inputs_embeds=inputs_embeds,
-                labels=labels,
-                use_cache=use_cache,
-                logits_to_keep=logits_to_keep,
-                **kwargs,
-            )
+            return original(self, **inputs, labels=labels, logits_to_keep=logits_to_keep, **kwargs)
         from transformers.modeling_outputs import CausalLMOutputWithPast, MoeCausalLMOutputWithPast
 
         return_dict = kwargs.pop("return_dict", None)
         shift_labels = kwargs.pop("shift_labels", None)
         num_items = kwargs.pop("num_items_in_batch", None)
         ignore_index = kwargs.pop("ignore_index", -100)
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            cache=cache,
-            inputs_embeds=inputs_embeds,
-            use_cache=use_cache,
-            **kwargs,
-        )
+        outputs = self.model(**inputs, **kwargs)
         hidden = outputs.last_hidden_state
         if shift_labels is None and labels is not None:  # Hugging Face's: i predicts i + 1
             shift_labels = F.pad(labels, (0, 1), value=ignore_index)[..., 1:]
