@@ -250,3 +250,57 @@ def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
         Counter(dense),
         Counter({**dense, "fused_moe": 1}),
     )
+
+
+# --------------------------------------------------------------------------------- DeepSeek-V2
+
+
+def _deepseek_v2(seed: int = 0) -> Any:
+    """DeepSeek-V2-Lite's shape, tiny: layer 0 dense, layer 1 sparse (4 routed experts of 32,
+    greedy top 2 of a softmax router, a shared expert); MLA with no q LoRA (q_proj), a kv LoRA
+    rank."""
+    cfg = hf.DeepseekV2Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        moe_intermediate_size=32,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        n_shared_experts=1,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        first_k_dense_replace=1,
+        q_lora_rank=None,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=16,
+        v_head_dim=16,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    return hf.DeepseekV2ForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", ["apply", "function"])
+def test_deepseek_v2_norms_mlps_and_experts(via: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_deepseek_v2)
+        assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessDeepseekV2Experts"
+
+    # 2 norms per layer, the kv_a latent norm (no q LoRA: no q_a norm), the final one; the
+    # dense MLP and the shared expert; fused_moe only without grad
+    dense = {"rms_norm": 3 * LAYERS + 1, "swiglu": 2}
+    train, infer = Counter(dense), Counter({**dense, "fused_moe": 1})
+    check_train_then_infer(_deepseek_v2(), patch, monkeypatch, _batch(), OPS, train, infer)
+
+
+def test_deepseek_v2_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _deepseek_v2()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)

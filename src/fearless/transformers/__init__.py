@@ -5,17 +5,18 @@
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
-Supported model types: deepseek_v3, llama, mistral, qwen2, qwen3, qwen3_moe, gemma3 (and gemma3_text),
-gpt_oss, olmoe, qwen3_next. The patches are in patch.py, the forwards they install in layers.py (RMSNorm, SwiGLU
-MLP, RoPE, attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and
-GELU MLP), sinks.py (GPT-OSS's attention with sinks), linear_attention.py
-(Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the causal-LM loss as fused linear cross-entropy). `import fearless` does not
-import this package, and this package imports Hugging Face transformers only when one of its
-functions is called.
+Supported model types: deepseek_v2, deepseek_v3, llama, mistral, qwen2, qwen3, qwen3_moe, gemma3
+(and gemma3_text), gpt_oss, olmoe, qwen3_next. The patches are in patch.py, the forwards they
+install in layers.py (RMSNorm, SwiGLU MLP, RoPE, attention), experts.py (the MoE experts as
+fused_moe), gemma.py (Gemma's RMSNorm and GELU MLP), sinks.py (GPT-OSS's attention with sinks),
+linear_attention.py (Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the causal-LM
+loss as fused linear cross-entropy). `import fearless` does not import this package, and this
+package imports Hugging Face transformers only when one of its functions is called.
 """
 
 from .patch import (
     apply,
+    apply_fearless_kernel_to_deepseek_v2,
     apply_fearless_kernel_to_deepseek_v3,
     apply_fearless_kernel_to_gemma3,
     apply_fearless_kernel_to_gpt_oss,
@@ -30,6 +31,7 @@ from .patch import (
 
 __all__ = [
     "apply",
+    "apply_fearless_kernel_to_deepseek_v2",
     "apply_fearless_kernel_to_deepseek_v3",
     "apply_fearless_kernel_to_gemma3",
     "apply_fearless_kernel_to_gpt_oss",

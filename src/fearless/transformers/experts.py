@@ -1,6 +1,7 @@
 """The mixture-of-experts forward fearless.transformers puts into Hugging Face's stacked-expert
-modules (`Qwen3MoeExperts`, and the same layout in `OlmoeExperts` and `Qwen3NextExperts`): the
-routed tokens' SiLU-and-mul expert MLPs as one `fearless.ops.fused_moe` call, the router staying Hugging Face's torch code. fused_moe is
+modules (`Qwen3MoeExperts`, and the same layout in `OlmoeExperts`, `Qwen3NextExperts`,
+`DeepseekV2Experts` and `DeepseekV3Experts`): the routed tokens' SiLU-and-mul expert MLPs as one
+`fearless.ops.fused_moe` call, the router staying Hugging Face's torch code. fused_moe is
 forward only: in training (autograd recording the weights or the activations) the module's own
 forward (its experts loop, or the `experts_implementation` the config names) runs instead.
 """

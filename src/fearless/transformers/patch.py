@@ -42,6 +42,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
     "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
     "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
+    "deepseek_v2": ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2"),
     "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
 }
 
@@ -84,6 +85,7 @@ FLAGS: dict[str, dict[str, str]] = {
         "linear_attention": "gated_delta_rule",
         "moe": "experts",
     },
+    "deepseek_v2": {"rms_norm": "rms_norm", "swiglu": "swiglu", "moe": "experts"},
     "deepseek_v3": {"rms_norm": "rms_norm", "swiglu": "swiglu", "moe": "experts"},
 }
 
@@ -360,6 +362,23 @@ def apply_fearless_kernel_to_deepseek_v3(
     _apply("deepseek_v3", **locals())
 
 
+def apply_fearless_kernel_to_deepseek_v2(
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    moe: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """`apply_fearless_kernel_to_deepseek_v3` for DeepSeek-V2 (transformers.models.deepseek_v2):
+    its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (the dense
+    layers' and the shared experts), and with `moe` the routed experts (`DeepseekV2Experts`,
+    Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in inference, Hugging Face's
+    loop in training (the softmax router, greedy or group-limited, stays Hugging Face's). Its
+    RoPE (complex multiplication of interleaved pairs) stays Hugging Face's. The fused loss is
+    taken when the router logits are not asked for."""
+    _apply("deepseek_v2", **locals())
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -371,6 +390,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
     "olmoe": apply_fearless_kernel_to_olmoe,
     "qwen3_next": apply_fearless_kernel_to_qwen3_next,
+    "deepseek_v2": apply_fearless_kernel_to_deepseek_v2,
     "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
 }
 
