@@ -35,6 +35,7 @@ OPS = (
     "chunk_gated_delta_rule",
     "recurrent_gated_delta_rule",
     "fused_linear_cross_entropy",
+    "mla",
 )
 
 
@@ -206,7 +207,7 @@ def test_qwen3_next_partial_rope_and_gated_norm_alone(monkeypatch: pytest.Monkey
 # --------------------------------------------------------------------------------- DeepSeek-V3
 
 
-def _deepseek_v3(seed: int = 0) -> Any:
+def _deepseek_v3(seed: int = 0, v_head_dim: int = 16) -> Any:
     """Layer 0 dense, layer 1 sparse (4 routed experts of 32 in 2 groups, top 2, a shared
     expert); MLA with q and kv LoRA ranks."""
     cfg = hf.DeepseekV3Config(
@@ -227,7 +228,7 @@ def _deepseek_v3(seed: int = 0) -> Any:
         kv_lora_rank=16,
         qk_rope_head_dim=8,
         qk_nope_head_dim=16,
-        v_head_dim=16,
+        v_head_dim=v_head_dim,
         max_position_embeddings=64,
     )
     torch.manual_seed(seed)
@@ -239,7 +240,8 @@ def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
         assert flt.apply(model) is model
 
     # 2 norms per layer, the q_a and kv_a latent norms, the final one; the dense MLP and the
-    # shared expert; MLA and its RoPE stay Hugging Face's
+    # shared expert; RoPE stays Hugging Face's, and its latent attention (qk_head_dim 24 !=
+    # v_head_dim 16) is torch's SDPA in training, fearless.ops.mla without grad
     dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 2}
     check_train_then_infer(
         _deepseek_v3(),
@@ -248,8 +250,68 @@ def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
         _batch(),
         OPS,
         Counter(dense),
-        Counter({**dense, "fused_moe": 1}),
+        Counter({**dense, "fused_moe": 1, "mla": LAYERS}),
     )
+
+
+def test_deepseek_v3_generation_prefills_and_decodes_on_mla(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _deepseek_v3().eval()
+    ids, _ = _batch(1)
+    kw = {"max_new_tokens": 3, "do_sample": False, "output_logits": True}
+    with torch.no_grad():
+        want = model.generate(ids, return_dict_in_generate=True, **kw)
+    flt.apply(model, rms_norm=False, swiglu=False, moe=False)
+    calls = count_calls(monkeypatch, *OPS)
+    with torch.no_grad():
+        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    assert calls == Counter({"mla": 3 * LAYERS}), calls  # the prefill and two decode steps
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_deepseek_v3_value_head_narrower_than_the_nope_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """v_head_dim 8 < qk_nope_head_dim 16: mla's latent part is q, k's first 8 columns, its
+    RoPE part the other 16 (part of it per head: every key head is passed)."""
+    model = _deepseek_v3(v_head_dim=8).eval()
+    ids, _ = _batch()
+    with torch.no_grad():
+        want = model(input_ids=ids).logits
+    flt.apply(model, rms_norm=False, swiglu=False, moe=False)
+    calls = count_calls(monkeypatch, *OPS)
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert calls == Counter({"mla": LAYERS}), calls
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_deepseek_v3_padding_runs_hugging_faces_attention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mla has no mask: a padded batch's attention is torch's SDPA, a chunk of queries over a
+    cache too (mla's causal diagonal is top-left); the result stays Hugging Face's."""
+    model = _deepseek_v3().eval()
+    ids, _ = _batch()
+    mask = torch.ones_like(ids)
+    mask[0, :4] = 0
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask).logits
+        cache = model(input_ids=ids[:, :5], use_cache=True).cache
+        want_chunk = model(input_ids=ids[:, 5:], cache=cache).logits
+    flt.apply(model, rms_norm=False, swiglu=False, moe=False)
+    calls = count_calls(monkeypatch, *OPS)
+    with torch.no_grad():
+        got = model(input_ids=ids, attention_mask=mask).logits
+        cache = model(input_ids=ids[:, :5], use_cache=True).cache
+        got_chunk = model(input_ids=ids[:, 5:], cache=cache).logits
+    assert calls == Counter({"mla": LAYERS}), calls  # the unpadded prefill only
+    torch.testing.assert_close(got[1], want[1], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got[0, 4:], want[0, 4:], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(got_chunk, want_chunk, rtol=1e-4, atol=1e-4)
 
 
 # --------------------------------------------------------------------------------- DeepSeek-V2
@@ -288,9 +350,9 @@ def test_deepseek_v2_norms_mlps_and_experts(via: str, monkeypatch: pytest.Monkey
         assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessDeepseekV2Experts"
 
     # 2 norms per layer, the kv_a latent norm (no q LoRA: no q_a norm), the final one; the
-    # dense MLP and the shared expert; fused_moe only without grad
+    # dense MLP and the shared expert; fused_moe and mla only without grad
     dense = {"rms_norm": 3 * LAYERS + 1, "swiglu": 2}
-    train, infer = Counter(dense), Counter({**dense, "fused_moe": 1})
+    train, infer = Counter(dense), Counter({**dense, "fused_moe": 1, "mla": LAYERS})
     check_train_then_infer(_deepseek_v2(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 

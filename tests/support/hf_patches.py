@@ -30,8 +30,8 @@ PATCHED = {
     "gemma3": ("Gemma3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "olmoe": ("Olmoe", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
-    "deepseek_v2": ("DeepseekV2", ("RMSNorm", "MLP", "Experts"), ()),
-    "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Experts"), ()),
+    "deepseek_v2": ("DeepseekV2", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
+    "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
     "qwen3_next": (
         "Qwen3Next",
         ("RMSNorm", "RMSNormGated", "MLP", "Attention", "Experts"),

@@ -6,7 +6,10 @@ not take (said at each check).
 A module is patched by giving it a subclass of its Hugging Face class (`fearless_class`): the
 class's `__init__`, parameters and `isinstance` stay Hugging Face's; only `forward` (and, for
 attention, a marker that the `sdpa` dispatcher reads) is ours. The original class is the
-subclass's `_fearless_base`, whose forward is the fallback.
+subclass's `_fearless_base`, whose forward is the fallback. The dispatcher's markers:
+`_fearless_attention` (flash attention), `_fearless_windowed` (Gemma's sliding window on
+`fearless.ops.gemma_attention`) and `_fearless_mla` (DeepSeek's latent attention on
+`fearless.ops.mla`).
 """
 
 from __future__ import annotations
@@ -232,6 +235,10 @@ def _attention(
         out = _windowed(module, q, k, v, mask, dropout, scaling, kwargs)
         if out is not None:
             return out
+    if getattr(module, "_fearless_mla", False):
+        out = _latent(module, q, k, v, mask, dropout, scaling, is_causal, kwargs)
+        if out is not None:
+            return out
     if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
         return None  # no attention dropout, bias or soft-capping in the fearless kernel
     if not is_attention_layout(q, k, v):
@@ -284,4 +291,60 @@ def _windowed(
         return None  # no mask (HF skipped it: the generic causal path), or padding
     cap = kwargs.get("softcap")
     out = ops.gemma_attention(q, k, v, scaling, window_size=window - 1, soft_cap=cap)
+    return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]
+
+
+def _latent(
+    module: torch.nn.Module,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None,
+    dropout: float,
+    scaling: float | None,
+    is_causal: bool | None,
+    kwargs: dict[str, Any],
+) -> torch.Tensor | None:
+    """DeepSeek's multi-head latent attention (V2's, V3's) on `fearless.ops.mla`. Hugging Face
+    expands the latent cache into per-head keys and values before its attention call, so this
+    is softmax(q k^T * scaling + mask) v of q, k (B, H, L or S, D_qk = nope + rope) and v
+    (B, H, S, D_v), D_v < D_qk (192 and 128 in V3), which fearless's flash attention does not
+    take (one head dim for q, k and v). The scores split over any column, q k^T = q[:D_v]
+    k[:D_v]^T + q[D_v:] k[D_v:]^T: mla's latent part (D = D_v, v's dim) and its RoPE part
+    (D_PE = D_qk - D_v); where D_v is the module's qk_nope_head_dim that part is the rotated
+    key every head shares (expand_kv's), passed once (H_pe = 1, TileGym's layout). mla is
+    forward only and has no mask, and its causal diagonal is top-left: it takes no grad, no
+    dropout, and a prefill (L = S, causal) or one decoded query over its cache (L = 1), with
+    no mask or the exact causal mask (no padding); None otherwise (the caller then tries the
+    general path, which takes D_v == D_qk in training, then Hugging Face's)."""
+    if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
+        return None
+    if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):
+        return None
+    (b, h, lq, dqk), (bk, hk, s, _), dv = q.shape, k.shape, v.shape[-1]
+    if not (q.dtype == k.dtype == v.dtype and k.shape[-1] == dqk and v.shape[:3] == k.shape[:3]):
+        return None
+    if bk != b or not hk or h % hk or not 1 <= dv <= dqk or wants_grad(q, k, v):
+        return None
+    if mask is None:
+        causal = lq > 1 and bool(is_causal if is_causal is not None else module.is_causal)
+        if causal and s > lq:  # a prefill into an empty static cache (as `_attention`)
+            k, v, s = k[:, :, :lq], v[:, :, :lq], lq
+    elif not is_causal_mask(mask, lq, s, None):
+        return None  # padding, or another pattern
+    else:
+        causal = lq > 1
+    if causal and s != lq:
+        return None  # a chunk of queries over a cache: bottom-right causal, not mla's
+    shared = getattr(module, "qk_nope_head_dim", None) == dv
+    kpe = k[:, :1, :, dv:] if shared else k[:, :, :, dv:]
+    out = ops.mla(
+        q[..., :dv].contiguous(),
+        k[..., :dv].contiguous(),
+        v.contiguous(),
+        q[..., dv:].contiguous(),
+        kpe.contiguous(),
+        causal,
+        scaling,
+    )
     return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]

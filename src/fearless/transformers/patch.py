@@ -9,7 +9,8 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
   attention function becomes a dispatcher that sends marked modules to
-  `fearless.ops.scaled_dot_product_attention` and every other module to torch's SDPA as before.
+  `fearless.ops.scaled_dot_product_attention` (DeepSeek's latent attention, whose key and
+  value head dims differ, to `fearless.ops.mla`) and every other module to torch's SDPA as before.
   Models running another attention implementation (eager, flash_attention_2) are left as they are.
 - fused_linear_cross_entropy: `XxxForCausalLM.forward` (the class's, or with `model=` that
   model's) computes the loss with `fearless.ops.fused_linear_cross_entropy` (loss.py).
@@ -63,6 +64,7 @@ def _modeling(model_type: str) -> Any:
 # model_type -> its `apply_fearless_kernel_to_<model_type>` flags -> the piece (of `_pieces`)
 # each installs when on
 _DENSE = {"rope": "rope", "rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "attention"}
+_DEEPSEEK = {"rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "mla", "moe": "experts"}
 FLAGS: dict[str, dict[str, str]] = {
     "llama": _DENSE,
     "mistral": _DENSE,
@@ -85,8 +87,8 @@ FLAGS: dict[str, dict[str, str]] = {
         "linear_attention": "gated_delta_rule",
         "moe": "experts",
     },
-    "deepseek_v2": {"rms_norm": "rms_norm", "swiglu": "swiglu", "moe": "experts"},
-    "deepseek_v3": {"rms_norm": "rms_norm", "swiglu": "swiglu", "moe": "experts"},
+    "deepseek_v2": _DEEPSEEK,
+    "deepseek_v3": _DEEPSEEK,
 }
 
 
@@ -108,6 +110,7 @@ def _pieces() -> dict[str, _Piece]:
     rotary = "apply_rotary_pos_emb"
     norm: Swap = ("RMSNorm", gemma.gemma_rms_norm_forward, {})
     marks = {"_fearless_attention": True, "_fearless_windowed": True}
+    latent = {"_fearless_attention": True, "_fearless_mla": True}
     return {
         "rope": _Piece(functions=((rotary, layers.rope_function),)),
         "half_rope": _Piece(functions=((rotary, partial(layers.rope_function, half=True)),)),
@@ -119,6 +122,7 @@ def _pieces() -> dict[str, _Piece]:
         "gemma_mlp": _Piece(swaps=(("MLP", gemma.gemma_mlp_forward, {}),)),
         "attention": _Piece(swaps=(("Attention", None, {"_fearless_attention": True}),), sdpa=True),
         "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
+        "mla": _Piece(swaps=(("Attention", None, latent),), sdpa=True),
         "sink_attention": _Piece(
             functions=(("eager_attention_forward", sinks.sink_attention_function),)
         ),
@@ -348,30 +352,36 @@ def apply_fearless_kernel_to_qwen3_next(
 def apply_fearless_kernel_to_deepseek_v3(
     rms_norm: bool = True,
     swiglu: bool = True,
+    attention: bool = True,
     moe: bool = True,
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
 ) -> None:
     """Run Hugging Face's DeepSeek-V3 (transformers.models.deepseek_v3) on fearless kernels:
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (`swiglu`:
-    the dense layers' and the shared experts), and with `moe` the routed experts (Qwen3-MoE's
-    stacked layout) through `fearless.ops.fused_moe` in inference (the grouped sigmoid router
-    stays Hugging Face's). Its multi-head latent attention and (interleaved) RoPE stay Hugging
-    Face's: not yet mapped onto `fearless.ops.mla` (which needs v_head_dim ==
-    qk_nope_head_dim and has top-left causality, so a cached prefill or decode would not map)."""
+    the dense layers' and the shared experts), its multi-head latent attention with the `sdpa`
+    implementation (`attention`; Hugging Face's projections, latent cache and RoPE stay torch)
+    on `fearless.ops.mla` where that gives Hugging Face's result (no grad: mla is forward only;
+    a prefill, or one decoded token over the cache, without padding), else Hugging Face's
+    (torch's SDPA: qk_head_dim != v_head_dim, which fearless's flash attention does not take),
+    and with `moe` the routed experts (Qwen3-MoE's stacked layout) through
+    `fearless.ops.fused_moe` in inference (the grouped sigmoid router stays Hugging Face's).
+    The fused loss is taken when the router logits are not asked for."""
     _apply("deepseek_v3", **locals())
 
 
 def apply_fearless_kernel_to_deepseek_v2(
     rms_norm: bool = True,
     swiglu: bool = True,
+    attention: bool = True,
     moe: bool = True,
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
 ) -> None:
     """`apply_fearless_kernel_to_deepseek_v3` for DeepSeek-V2 (transformers.models.deepseek_v2):
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (the dense
-    layers' and the shared experts), and with `moe` the routed experts (`DeepseekV2Experts`,
+    layers' and the shared experts), its multi-head latent attention on `fearless.ops.mla` in
+    inference as V3's (`attention`), and with `moe` the routed experts (`DeepseekV2Experts`,
     Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in inference, Hugging Face's
     loop in training (the softmax router, greedy or group-limited, stays Hugging Face's). Its
     RoPE (complex multiplication of interleaved pairs) stays Hugging Face's. The fused loss is
