@@ -1,4 +1,4 @@
-"""fearless.transformers on OLMoE, Qwen3-Next and DeepSeek-V2/V3, on the simulator with CPU torch:
+"""fearless.transformers on OLMoE, OLMo 3, Qwen3-Next and DeepSeek-V2/V3, on the simulator with CPU torch:
 tiny random models patched by `apply` (or the per-model function) give Hugging Face's logits,
 loss and gradients in training, where the forward-only ops (fused_moe, the gated delta rule)
 fall back to Hugging Face's code, and its logits in inference, where they run; the op calls are
@@ -36,6 +36,7 @@ OPS = (
     "recurrent_gated_delta_rule",
     "fused_linear_cross_entropy",
     "mla",
+    "linear_gluact_linear",
 )
 
 
@@ -343,10 +344,9 @@ def _deepseek_v2(seed: int = 0) -> Any:
     return hf.DeepseekV2ForCausalLM(cfg)
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
-def test_deepseek_v2_norms_mlps_and_experts(via: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def patch(model: Any) -> None:
-        patch_via(via, model, flt.apply_fearless_kernel_to_deepseek_v2)
+def test_deepseek_v2_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def patch(model: Any) -> None:  # the per-model function (the fused-loss test: `apply`)
+        patch_via("function", model, flt.apply_fearless_kernel_to_deepseek_v2)
         assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessDeepseekV2Experts"
 
     # 2 norms per layer, the kv_a latent norm (no q LoRA: no q_a norm), the final one; the
@@ -358,6 +358,59 @@ def test_deepseek_v2_norms_mlps_and_experts(via: str, monkeypatch: pytest.Monkey
 
 def test_deepseek_v2_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     model = _deepseek_v2()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
+
+
+# ------------------------------------------------------------------------------------- OLMo 3
+
+
+def _olmo3(seed: int = 0) -> Any:
+    """Layer 0 sliding-window attention (window 4, shorter than the batch's 12 tokens: Hugging
+    Face builds its mask), layer 1 full attention; head_dim 16, 4 query heads over 2 KV."""
+    cfg = hf.Olmo3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(seed)
+    return hf.Olmo3ForCausalLM(cfg)
+
+
+def test_olmo3_trains_on_swiglu_and_infers_on_the_fused_mlp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def patch(model: Any) -> None:
+        patch_via("apply", model, flt.apply_fearless_kernel_to_olmo3)
+        assert type(model.model.layers[0].mlp).__name__ == "FearlessOlmo3MLP"
+
+    # the post-attention and post-feedforward norms, the whole-width q and k norms, the final
+    # norm; rope per layer; in training the full layer's attention (the windowed layer's mask
+    # is torch's SDPA's with grad) and swiglu per layer, in inference both layers' attention
+    # and linear_gluact_linear per layer
+    norms = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS}
+    train = Counter({**norms, "scaled_dot_product_attention": 1, "swiglu": LAYERS})
+    infer = Counter(
+        {**norms, "scaled_dot_product_attention": LAYERS, "linear_gluact_linear": LAYERS}
+    )
+    check_train_then_infer(_olmo3(), patch, monkeypatch, _batch(), OPS, train, infer)
+
+
+def test_olmo3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _olmo3()
     ids, labels = _batch()
     ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
     flt.apply(model, fused_linear_cross_entropy=True)

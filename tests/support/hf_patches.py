@@ -31,6 +31,7 @@ PATCHED = {
     "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "olmoe": ("Olmoe", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
     "deepseek_v2": ("DeepseekV2", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
+    "olmo3": ("Olmo3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
     "qwen3_next": (
         "Qwen3Next",

@@ -114,6 +114,29 @@ def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     return self.down_proj(ops.swiglu(gate, up))  # type: ignore[no-any-return]
 
 
+def gluact_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    """The gated SiLU MLP, down(silu(gate(x)) * up(x)), as one
+    `fearless.ops.linear_gluact_linear(x, gate.weight, up.weight, down.weight)` (TileGym's
+    fused MLP, its FusedOlmo3MLP's swap) where that op takes the call: SiLU, no biases, one
+    float dtype, and no grad (it is forward only). Otherwise (training) `mlp_forward`: the
+    projections as Hugging Face's and silu(gate) * up as `fearless.ops.swiglu`, which has a
+    backward. In f16/bf16 the fused op rounds the gated product once (Hugging Face rounds the
+    gate and up projections and the activation too): within a few units in the last place."""
+    act = getattr(getattr(self, "config", None), "hidden_act", None)
+    linears = (self.gate_proj, self.up_proj, self.down_proj)
+    gate, up, down = weights = [p.weight for p in linears]
+    takes = (
+        act in ("silu", "swish")
+        and all(getattr(p, "bias", None) is None for p in linears)
+        and x.dtype in _FLOATS
+        and all(w.dtype == x.dtype for w in weights)
+        and not wants_grad(x, *weights)
+    )
+    if not takes:
+        return mlp_forward(self, x)
+    return ops.linear_gluact_linear(x, gate, up, down, act_type="silu")  # type: ignore[no-any-return]
+
+
 # ---------------------------------------------------------------------------------------- RoPE
 
 

@@ -5,7 +5,8 @@ fearless.ops, and `apply(model)` picks the function by `model.config.model_type`
 Each patch, after TileGym's and Liger-Kernel's convention:
 - rms_norm: the module's `XxxRMSNorm` class is replaced by its fearless subclass (layers.py), so
   that models built afterwards get it; a given model's existing RMSNorm modules are switched to it.
-- swiglu: the same for `XxxMLP` (the gated MLP's SiLU-and-multiply as `fearless.ops.swiglu`).
+- swiglu: the same for `XxxMLP` (the gated MLP's SiLU-and-multiply as `fearless.ops.swiglu`;
+  OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference).
 - rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
   attention function becomes a dispatcher that sends marked modules to
@@ -45,6 +46,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
     "deepseek_v2": ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2"),
     "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
+    "olmo3": ("transformers.models.olmo3.modeling_olmo3", "Olmo3"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -89,6 +91,7 @@ FLAGS: dict[str, dict[str, str]] = {
     },
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
+    "olmo3": {**_DENSE, "swiglu": "gluact_mlp"},
 }
 
 
@@ -119,6 +122,7 @@ def _pieces() -> dict[str, _Piece]:
         "gemma_rms_norm": _Piece(swaps=(norm,)),
         "gated_rms_norm": _Piece(swaps=(norm, ("RMSNormGated", la.gated_rms_norm_forward, {}))),
         "swiglu": _Piece(swaps=(("MLP", layers.mlp_forward, {}),)),
+        "gluact_mlp": _Piece(swaps=(("MLP", layers.gluact_mlp_forward, {}),)),
         "gemma_mlp": _Piece(swaps=(("MLP", gemma.gemma_mlp_forward, {}),)),
         "attention": _Piece(swaps=(("Attention", None, {"_fearless_attention": True}),), sdpa=True),
         "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
@@ -389,6 +393,26 @@ def apply_fearless_kernel_to_deepseek_v2(
     _apply("deepseek_v2", **locals())
 
 
+def apply_fearless_kernel_to_olmo3(
+    rope: bool = True,
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's OLMo 3 (transformers.models.olmo3) on fearless kernels: its RMSNorm
+    (weight times the f32 normalized rows, then cast; the post-attention and post-feedforward
+    norms, and the q and k norms over the whole projection width, as OLMoE's), RoPE (its
+    tables are f32: with f16/bf16 activations Hugging Face's rotation runs), attention with
+    the `sdpa` implementation as Mistral's (the sliding-window layers' window is in the mask
+    Hugging Face builds: fearless's attention in inference, torch's SDPA for a masked call in
+    training), and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in
+    inference (TileGym's fused MLP, forward only) and `fearless.ops.swiglu` between Hugging
+    Face's projections in training."""
+    _apply("olmo3", **locals())
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -402,6 +426,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "qwen3_next": apply_fearless_kernel_to_qwen3_next,
     "deepseek_v2": apply_fearless_kernel_to_deepseek_v2,
     "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
+    "olmo3": apply_fearless_kernel_to_olmo3,
 }
 
 
