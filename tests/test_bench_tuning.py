@@ -105,6 +105,9 @@ def test_the_fearless_first_call_tunes_without_tables_and_exports_its_winner(
     assert fl.autotune.export(table) >= 1
     entries = json.loads(table.read_text())["entries"]
     function = "fearless.ops.kernels_gemm.matmul_tuned"
-    assert [e["arch"] for e in entries if e["function"] == function] == ["sim"]
+    mine = [e for e in entries if e["function"] == function]  # with the process's other keys
+    assert mine and {e["arch"] for e in mine} == {"sim"}
     monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(table))  # the second probe's setting
-    assert [e.config for e in autotune_tables.entries(function, "sim")] == [entries[0]["config"]]
+    assert [e.config for e in autotune_tables.entries(function, "sim")] == [
+        e["config"] for e in mine
+    ]
