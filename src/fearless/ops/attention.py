@@ -23,7 +23,7 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -101,22 +101,18 @@ def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], d
     shape = (1,) * (4 - len(m.shape)) + tuple(m.shape)
     b, h, lq, s = full
     if len(m.shape) > 4 or shape[0] not in (1, b) or shape[1] not in (1, h) or shape[2:] != (lq, s):
-        raise KernelTypeError(
+        raise argument_error(
             f"`attn_mask` of `fearless.ops.{op}` has shape {m.shape}: fearless takes masks of "
             f"(L, S) = {(lq, s)}, broadcast over batch and heads or not ((B, H, L, S) = {full})",
-            user_location(),
-            code="E0701",
             help="expand the mask along L or S first (`mask.expand(...)`)",
         )
     return view(m.tensor, shape)
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, got "
         f"{what}",
-        user_location(),
-        code="E0701",
     )
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -197,28 +197,22 @@ def _scale(value: Any, op: str, name: str, dims: int) -> float:
 
 def _same_dtype(op: str, *xs: Operand) -> None:
     if len({x.dtype for x in xs}) > 1:
-        raise KernelTypeError(
+        raise argument_error(
             f"`fearless.ops.{op}` needs one dtype for every tensor, got "
             f"{', '.join(x.dtype.name for x in xs)}",
-            user_location(),
-            code="E0701",
             help="convert them to one dtype, e.g. `t.to(torch.bfloat16)` for each",
         )
 
 
 def _prefill_mismatch(what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         "`fearless.ops.mla` needs q (B, H, L, D), k and v (B, H_kv, S, D), qpe (B, H, L, D_PE) "
         f"and kpe (B, H_pe, S, D_PE), H a multiple of H_kv and of H_pe, got {what}",
-        user_location(),
-        code="E0701",
     )
 
 
 def _decode_mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs q (B, H, D), qpe (B, H, D_PE), kv (B, S, D) and kpe "
         f"(B, S, D_PE), got {what}",
-        user_location(),
-        code="E0701",
     )

@@ -28,7 +28,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors
-from ..runtime.location import Location, user_location
+from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._route import torch_ops
@@ -128,10 +128,8 @@ class _Check:
 
 
 def _mismatch(what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{OP}` needs q (B, H, S, D), k, v (B, H_kv, S_kv, D), indices "
         "(B, S, H_kv, topk) int32, qpe (B, H, S, D_PE >= 1) and kpe (B, 1, S_kv, D_PE), one "
         f"float dtype, H a multiple of H_kv, got {what}",
-        user_location(),
-        code="E0701",
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -222,9 +222,7 @@ def _attend(
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D) of "
         f"one dtype, got {what}",
-        user_location(),
-        code="E0701",
     )

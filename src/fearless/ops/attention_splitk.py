@@ -21,7 +21,7 @@ import operator
 from typing import Any
 
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, operand, refuse_grad, write_back
 from ._route import torch_ops
 from .kernels_attention_splitk import splitk_reduce_tuned
@@ -77,9 +77,7 @@ def _kv_len(S_kv: Any) -> int:
 
 
 def _mismatch(what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{OP}` needs attn_splitk_out (B, H, S, D), lse_splitk_out (B, H, S) and "
         f"attn_out (B, H, D), got {what}",
-        user_location(),
-        code="E0701",
     )

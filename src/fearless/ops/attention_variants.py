@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, Operand, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -328,9 +328,7 @@ def _operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operan
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
         f"multiple of H_kv, got {what}",
-        user_location(),
-        code="E0701",
     )

@@ -27,7 +27,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import (
     FLOATS,
     Operand,
@@ -216,9 +216,7 @@ def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
         f"multiple of H_kv, got {what}",
-        user_location(),
-        code="E0701",
     )

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, empty_beside, operand, output, result, view
 from ._replay import replayable
@@ -193,9 +193,7 @@ def _initial(initial_state: Any, op: str, shape: tuple[int, ...], dev: int) -> T
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs query and key (B, T, H, K) and value (B, T, HV, V) of one "
         f"dtype, HV a multiple of H, got {what}",
-        user_location(),
-        code="E0701",
     )

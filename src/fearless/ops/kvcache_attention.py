@@ -321,9 +321,7 @@ class _Check:
 
 
 def _mismatch(what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{OP}` needs q (B, L, H, D) and k_cache, v_cache (B_cache >= B, S, H_kv, "
         f"D) or (num_blocks, page_block_size, H_kv, D) of one dtype, got {what}",
-        user_location(),
-        code="E0701",
     )

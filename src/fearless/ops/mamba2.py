@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, empty_beside, operand, output, result, view
 from ._replay import replayable
@@ -192,9 +192,7 @@ def _state(op: str, name: str, s: Any, shape: tuple[int, ...], dev: int) -> Oper
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs x (B, T, H, P) and b, c (B, T, G, N) of one dtype, H a "
         f"multiple of G, got {what}",
-        user_location(),
-        code="E0701",
     )

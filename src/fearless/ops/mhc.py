@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, number, operand, output, refuse_grad, result, view, write_back
 from ._replay import replayable
 from ._route import torch_ops
@@ -156,6 +156,4 @@ def _expansion(n: Any, op: str) -> int:
 
 def _mismatch(op: str, wants: str, *got: Any) -> KernelTypeError:
     shapes = ", ".join(str(g.shape) for g in got)
-    return KernelTypeError(
-        f"`fearless.ops.{op}` needs {wants}, got shapes {shapes}", user_location(), code="E0701"
-    )
+    return argument_error(f"`fearless.ops.{op}` needs {wants}, got shapes {shapes}")

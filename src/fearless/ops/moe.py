@@ -47,7 +47,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import KernelTypeError
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import (
     FLOATS,
@@ -306,9 +306,7 @@ def _host(ids: Operand) -> np.ndarray:
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
-    return KernelTypeError(
+    return argument_error(
         f"`fearless.ops.{op}` needs hidden_states (T, H), w1 (E, 2I, H) and w2 (E, H, I) of "
         f"one dtype, got {what}",
-        user_location(),
-        code="E0701",
     )
