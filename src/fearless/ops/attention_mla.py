@@ -29,6 +29,7 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._attention_checks import split_len
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -124,17 +125,7 @@ def mla_decoding_split_kv(
     more) keys per split, or None to choose the split from the batch and the GPU. Forward only
     (no backward yet)."""
     op = "mla_decoding_split_kv"
-    if kv_len_per_split is not None and (
-        isinstance(kv_len_per_split, bool)
-        or not isinstance(kv_len_per_split, int)
-        or kv_len_per_split < 16
-        or kv_len_per_split & (kv_len_per_split - 1)
-    ):
-        raise argument_error(
-            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two of 16 or more, "
-            f"got {kv_len_per_split!r:.40}",
-            help="pass None (the default: the split follows the batch and the GPU), or e.g. 512",
-        )
+    split_len(kv_len_per_split, op, example=512)
     if (t := torch_ops(q, qpe, kv, kpe)) is not None:
         return t.mla_decoding_split_kv(q, qpe, kv, kpe, sm_scale, kv_len_per_split)
     qa, out, ret, _, _ = _decode(op, q, qpe, kv, kpe, sm_scale, kv_len_per_split)

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._io import FLOATS, Operand, number, operand, output, result, view, zeros_output
+from ._attention_checks import qkv_mismatch, qkv_operands, split_len
+from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_tuned, attention_variant_tuned
@@ -172,10 +172,10 @@ def gemma_attention_decode(
     op = "gemma_attention_decode"
     w = _window(window_size, op)
     cap = _soft_cap(soft_cap, op)
-    split = _split_len(kv_len_per_split, op)
+    split = split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
-    qa, ka, va = _operands(op, q, k, v)
+    qa, ka, va = qkv_operands(op, q, k, v)
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     if lq != 1:
         raise argument_error(
@@ -209,17 +209,6 @@ def _soft_cap(soft_cap: Any, op: str) -> float | None:
     return cap
 
 
-def _split_len(kv_len_per_split: Any, op: str) -> int | None:
-    n = kv_len_per_split
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 16 or n & (n - 1)):
-        raise argument_error(
-            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two of 16 or more, "
-            f"got {n!r}",
-            help="pass None (the default: the split follows the batch and the GPU), or e.g. 1024",
-        )
-    return n  # type: ignore[no-any-return]
-
-
 def _window(window_size: Any, op: str) -> int:
     if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 0:
         raise argument_error(
@@ -242,7 +231,7 @@ def _attend(
 ) -> Any:
     """The checks, then the kernel: `left` / `right` (None: no bound) how far before / after its
     position a query sees, `cap` the soft cap (None: none)."""
-    qa, ka, va = _operands(op, q, k, v)
+    qa, ka, va = qkv_operands(op, q, k, v)
     (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
     if s == 0:  # no keys: every row is 0
@@ -295,12 +284,12 @@ def _backward(
         for x, n in zip((dout, k, v, out), names[:1] + names[2:], strict=True)
     )
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
-        raise _mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
+        raise qkv_mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
     if not (len(qa.shape) == len(ka.shape) == 4 and ga.shape == qa.shape == oa.shape):
-        raise _mismatch(op, f"dout {ga.shape}, q {qa.shape}, k {ka.shape} and out {oa.shape}")
+        raise qkv_mismatch(op, f"dout {ga.shape}, q {qa.shape}, k {ka.shape} and out {oa.shape}")
     (b, h, lq, d), (bk, hk, s, dk) = qa.shape, ka.shape
     if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+        raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
@@ -311,24 +300,3 @@ def _backward(
         extra = () if plan is None else plan
         attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra)
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
-
-
-def _operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
-    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
-    qa = operand(q, op, "q", FLOATS)
-    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
-    if not qa.dtype == ka.dtype == va.dtype:
-        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
-    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
-    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    return qa, ka, va
-
-
-def _mismatch(op: str, what: str) -> KernelTypeError:
-    return argument_error(
-        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
-        f"multiple of H_kv, got {what}",
-    )

@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
+from ._attention_checks import qkv_operands, split_len
 from ._io import (
-    FLOATS,
     Operand,
     cast,
     from_torch,
@@ -68,7 +67,7 @@ def fmha_varlen(
         kl = _lens_torch(kv_lens, q, b, s, "kv_lens")
         return t.fmha_varlen(q, k, v, scaling, is_causal, ql, kl)
     op = "fmha_varlen"
-    qa, ka, va = _qkv(op, q, k, v)
+    qa, ka, va = qkv_operands(op, q, k, v)
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
     ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
@@ -93,20 +92,10 @@ def fmha_decode(
     or None to choose the split from the batch and the GPU. Returns (B, H, 1, D). Forward
     only (no backward yet)."""
     op = "fmha_decode"
-    if kv_len_per_split is not None and (
-        isinstance(kv_len_per_split, bool)
-        or not isinstance(kv_len_per_split, int)
-        or kv_len_per_split < 16
-        or kv_len_per_split & (kv_len_per_split - 1)
-    ):
-        raise argument_error(
-            f"`fearless.ops.{op}` needs kv_len_per_split None or a power of two of 16 or more, "
-            f"got {kv_len_per_split!r}",
-            help="pass None (the default: the split follows the batch and the GPU), or e.g. 1024",
-        )
+    split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
-    qa, ka, va = _qkv(op, q, k, v)
+    qa, ka, va = qkv_operands(op, q, k, v)
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     if lq != 1:
         raise argument_error(
@@ -125,20 +114,6 @@ def fmha_decode(
         else:
             attention_decode_split(qd, ka.tensor, va.tensor, od, sc, kv_len_per_split)
     return result(qa, out, ret)
-
-
-def _qkv(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
-    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
-    qa = operand(q, op, "q", FLOATS)
-    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
-    if not qa.dtype == ka.dtype == va.dtype:
-        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
-    if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
-    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    return qa, ka, va
 
 
 def _host_values(x: Any) -> np.ndarray | None:
@@ -213,10 +188,3 @@ def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
         _check(np.asarray(x, dtype=object), b, limit, name, "axis")
         return torch.tensor(list(x), dtype=torch.int32, device=like.device)
     return x
-
-
-def _mismatch(op: str, what: str) -> KernelTypeError:
-    return argument_error(
-        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, H a "
-        f"multiple of H_kv, got {what}",
-    )

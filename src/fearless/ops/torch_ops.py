@@ -20,6 +20,7 @@ backward replays the same mask from it.
 """
 
 import functools
+import inspect
 import secrets
 from collections.abc import Callable
 from typing import Any, Optional
@@ -60,12 +61,37 @@ def _halved(x: Tensor, *_: Any, **__: Any) -> Tensor:
     return _new(x, (*x.shape[:-1], x.shape[-1] // 2))
 
 
+def _forward_only(name: str) -> Callable[..., None]:
+    """The setup_context of a forward-only operator: an input that requires grad is refused at
+    the call, not cut from the autograd graph."""
+
+    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+        raise argument_error(
+            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
+            "from the autograd graph",
+            help="call it under `torch.no_grad()` (inference)",
+        )
+
+    return refuse
+
+
+def _no_backward(ctx: Any, *_: Any) -> tuple:
+    raise AssertionError("unreachable: the setup_context refuses first")
+
+
 def _define(
-    name: str, fake: Callable[..., Any], mutates: tuple[str, ...] = ()
+    name: str,
+    fake: Callable[..., Any],
+    mutates: tuple[str, ...] = (),
+    *,
+    by_name: bool = False,
+    forward_only: bool = False,
 ) -> Callable[[Callable[..., Any]], Any]:
     """Register the decorated typed function as `fearless::<name>`, its body run under
     `kernels_only`, with `fake` as its fake kernel; `mutates` names the arguments it writes in
-    place (an operator that updates an argument returns nothing)."""
+    place (an operator that updates an argument returns nothing). `by_name`: `fake` takes the
+    operator's arguments by name, defaults filled in (`_by_name`); `forward_only`: autograd
+    refuses an input that requires grad (`_forward_only`)."""
 
     def define(body: Callable[..., Any]) -> Any:
         @functools.wraps(body)
@@ -74,10 +100,26 @@ def _define(
                 return body(*args, **kwargs)
 
         op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=mutates)
-        op.register_fake(fake)
+        op.register_fake(_by_name(body, fake) if by_name else fake)
+        if forward_only:
+            op.register_autograd(_no_backward, setup_context=_forward_only(name))
         return op
 
     return define
+
+
+def _by_name(body: Callable[..., Any], fake: Callable[..., Any]) -> Callable[..., Any]:
+    """`fake` called with `body`'s arguments by name, its defaults filled in: a fake kernel
+    that reads a few of an operator's arguments names those and takes the rest as `**_`,
+    instead of restating the operator's signature."""
+    signature = inspect.signature(body)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fake(**bound.arguments)
+
+    return call
 
 
 def _autograd(op: Any, setup: Callable[..., Any] | None) -> Callable[[Callable[..., Any]], Any]:
@@ -440,24 +482,3 @@ def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
     q, k, v, out = ctx.saved_tensors
     dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args)
     return dq, dk, dv, None, None, None, None
-
-
-# --------------------------------------------------------------- forward-only operators
-
-
-def _forward_only(name: str) -> Callable[..., None]:
-    """The setup_context of a forward-only operator: an input that requires grad is refused at
-    the call, not cut from the autograd graph."""
-
-    def refuse(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-        raise argument_error(
-            f"`fearless.ops.{name}` has no backward yet (forward only): its result would be cut "
-            "from the autograd graph",
-            help="call it under `torch.no_grad()` (inference)",
-        )
-
-    return refuse
-
-
-def _no_backward(ctx: Any, *_: Any) -> tuple:
-    raise AssertionError("unreachable: the setup_context refuses first")

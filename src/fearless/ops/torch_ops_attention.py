@@ -4,7 +4,7 @@ gemma_attention_decode, attention_sink and attention_sink_decode), flash-attn's
 flash_attn_with_kvcache, DeepSeek's MLA forms and sparse_mla, and splitk_reduce; each
 `torch.ops.fearless.<name>` with its fake kernel, on the helpers of ops/torch_ops.py, registered
 with those when torch_library.py registers fearless.ops. A forward-only operator refuses an
-input that requires grad at the call (`_forward_only`), never cuts it from the graph.
+input that requires grad at the call (`_define`'s `forward_only`), never cuts it from the graph.
 """
 
 from typing import Any, Optional
@@ -20,7 +20,7 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.kvcache_attention as KV
 
-from .torch_ops import OPS, Ctx, _define, _forward_only, _like_first, _new, _no_backward
+from .torch_ops import OPS, Ctx, _define, _like_first, _new
 
 # ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
 
@@ -138,7 +138,7 @@ for _op, _name in (
     _variant_autograd(_op, _name)
 
 
-@_define("gemma_attention_decode", _like_first)
+@_define("gemma_attention_decode", _like_first, forward_only=True)
 def gemma_attention_decode(
     q: Tensor,
     k: Tensor,
@@ -153,7 +153,7 @@ def gemma_attention_decode(
     )
 
 
-@_define("fmha_varlen", _like_first)
+@_define("fmha_varlen", _like_first, forward_only=True)
 def fmha_varlen(
     q: Tensor,
     k: Tensor,
@@ -168,7 +168,7 @@ def fmha_varlen(
     )
 
 
-@_define("fmha_decode", _like_first)
+@_define("fmha_decode", _like_first, forward_only=True)
 def fmha_decode(
     q: Tensor,
     k: Tensor,
@@ -186,7 +186,7 @@ def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
     return _new(query, (b, lq, hk * g * d))
 
 
-@_define("attention_sink", _sink_out)
+@_define("attention_sink", _sink_out, forward_only=True)
 def attention_sink(
     query: Tensor,
     key: Tensor,
@@ -201,7 +201,7 @@ def attention_sink(
     )
 
 
-@_define("attention_sink_decode", _sink_out)
+@_define("attention_sink_decode", _sink_out, forward_only=True)
 def attention_sink_decode(
     query: Tensor,
     key: Tensor,
@@ -224,7 +224,7 @@ def attention_sink_decode(
     )
 
 
-@_define("flash_attn_with_kvcache", _like_first)
+@_define("flash_attn_with_kvcache", _like_first, forward_only=True)
 def flash_attn_with_kvcache(
     q: Tensor,
     k_cache: Tensor,
@@ -244,21 +244,10 @@ def flash_attn_with_kvcache(
     )
 
 
-for _op, _name in (
-    (flash_attn_with_kvcache, "flash_attn_with_kvcache"),
-    (gemma_attention_decode, "gemma_attention_decode"),
-    (fmha_varlen, "fmha_varlen"),
-    (fmha_decode, "fmha_decode"),
-    (attention_sink, "attention_sink"),
-    (attention_sink_decode, "attention_sink_decode"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
-
-
 # ------------------------------------------------------------ multi-head latent attention
 
 
-@_define("mla", _like_first)
+@_define("mla", _like_first, forward_only=True)
 def mla(
     q: Tensor,
     k: Tensor,
@@ -277,7 +266,7 @@ def _decoding_fake(q: Tensor, *_: object, **__: object) -> tuple[Tensor, Tensor]
     return _new(q, q.shape), q.new_empty(tuple(q.shape[:2]), dtype=torch.float32)
 
 
-@_define("mla_decoding", _decoding_fake)
+@_define("mla_decoding", _decoding_fake, forward_only=True)
 def mla_decoding(
     q: Tensor,
     qpe: Tensor,
@@ -289,7 +278,7 @@ def mla_decoding(
     return MLA.mla_decoding(q, qpe, kv, kpe, sm_scale, transpose)  # type: ignore[no-any-return]
 
 
-@_define("mla_decoding_split_kv", _like_first)
+@_define("mla_decoding_split_kv", _like_first, forward_only=True)
 def mla_decoding_split_kv(
     q: Tensor,
     qpe: Tensor,
@@ -303,7 +292,7 @@ def mla_decoding_split_kv(
     )
 
 
-@_define("sparse_mla", _like_first)
+@_define("sparse_mla", _like_first, forward_only=True)
 def sparse_mla(
     q: Tensor,
     k: Tensor,
@@ -316,15 +305,6 @@ def sparse_mla(
 ) -> Tensor:
     """q (B, H, S, D) gives (B, H, S, D)."""
     return MLAS.sparse_mla(q, k, v, indices, qpe, kpe, is_causal, scaling)  # type: ignore[no-any-return]
-
-
-for _op, _name in (
-    (sparse_mla, "sparse_mla"),
-    (mla, "mla"),
-    (mla_decoding, "mla_decoding"),
-    (mla_decoding_split_kv, "mla_decoding_split_kv"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
 
 
 # --------------------------------------------------- split-KV reduction (DESIGN 2c, in place)

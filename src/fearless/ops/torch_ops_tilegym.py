@@ -22,7 +22,7 @@ import fearless.ops.mhc as MHC
 import fearless.ops.moe as MOE
 import fearless.ops.persistent_norm as PN
 
-from .torch_ops import OPS, Ctx, _autograd, _define, _forward_only, _like_first, _new, _no_backward
+from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
 
 # ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
 # `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
@@ -34,24 +34,23 @@ from .torch_ops import OPS, Ctx, _autograd, _define, _forward_only, _like_first,
 
 
 def _lce_fake(
-    h: Tensor,
-    w: Tensor,
+    hidden_states: Tensor,
+    weight: Tensor,
     target: Tensor,
-    bias: Tensor | None = None,
-    ignore_index: int = -100,
-    chunk_size: int = 4096,
-    reduction: str = "mean",
+    bias: Tensor | None,
+    reduction: str,
+    **__: Any,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    none = reduction == "none"
+    h, none = hidden_states, reduction == "none"
     return (
         _new(h, tuple(target.shape) if none else ()),
         _new(h, (0,) if none else h.shape),
-        _new(w, (0,) if none else w.shape),
+        _new(weight, (0,) if none else weight.shape),
         _new(h, (0,) if none or bias is None else bias.shape),
     )
 
 
-@_define("fused_linear_cross_entropy", _lce_fake)
+@_define("fused_linear_cross_entropy", _lce_fake, by_name=True)
 def fused_linear_cross_entropy(
     hidden_states: Tensor,
     weight: Tensor,
@@ -180,7 +179,7 @@ def _fp8_fake(
     return A.new_empty((*A.shape[:-1], B.shape[0]), dtype=dt or torch.float32)
 
 
-@_define("w8a8_block_fp8_matmul", _fp8_fake)
+@_define("w8a8_block_fp8_matmul", _fp8_fake, forward_only=True)
 def w8a8_block_fp8_matmul(
     A: Tensor,
     B: Tensor,
@@ -193,55 +192,25 @@ def w8a8_block_fp8_matmul(
     return FP8.w8a8_block_fp8_matmul(A, B, As, Bs, block_size, output_dtype)  # type: ignore[no-any-return]
 
 
-w8a8_block_fp8_matmul.register_autograd(
-    _no_backward, setup_context=_forward_only("w8a8_block_fp8_matmul")
-)
-
-
 # ---------------------------------------------------------------------- gated delta rule
 
 
-def _outputs(query: Tensor, value: Tensor, final: bool) -> tuple[Tensor, Tensor]:
+def _delta_fake(
+    query: Tensor, value: Tensor, output_final_state: bool, **__: Any
+) -> tuple[Tensor, Tensor]:
     """output (B, T, HV, V) in the query's dtype; the final state (B, HV, K, V) f32 when
-    `final`, else (0,)."""
+    `output_final_state`, else (0,)."""
     b, t, _, k = query.shape
     hv, v = value.shape[2:]
-    state = (b, hv, k, v) if final else (0,)
+    state = (b, hv, k, v) if output_final_state else (0,)
     return _new(query, (b, t, hv, v)), query.new_empty(state, dtype=torch.float32)
-
-
-def _recurrent_fake(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    g: Tensor,
-    beta: Tensor,
-    initial_state: Optional[Tensor] = None,  # noqa: UP045
-    output_final_state: bool = False,
-    use_qk_l2norm_in_kernel: bool = False,
-) -> tuple[Tensor, Tensor]:
-    return _outputs(query, value, output_final_state)
-
-
-def _chunk_fake(
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    g: Tensor,
-    beta: Tensor,
-    chunk_size: int = 64,
-    initial_state: Optional[Tensor] = None,  # noqa: UP045
-    output_final_state: bool = False,
-    use_qk_l2norm_in_kernel: bool = False,
-) -> tuple[Tensor, Tensor]:
-    return _outputs(query, value, output_final_state)
 
 
 def _state(query: Tensor, state: Optional[Tensor]) -> Tensor:  # noqa: UP045
     return query.new_empty((0,), dtype=torch.float32) if state is None else state
 
 
-@_define("recurrent_gated_delta_rule", _recurrent_fake)
+@_define("recurrent_gated_delta_rule", _delta_fake, by_name=True, forward_only=True)
 def recurrent_gated_delta_rule(
     query: Tensor,
     key: Tensor,
@@ -258,7 +227,7 @@ def recurrent_gated_delta_rule(
     return out, _state(query, state)
 
 
-@_define("chunk_gated_delta_rule", _chunk_fake)
+@_define("chunk_gated_delta_rule", _delta_fake, by_name=True, forward_only=True)
 def chunk_gated_delta_rule(
     query: Tensor,
     key: Tensor,
@@ -284,13 +253,6 @@ def chunk_gated_delta_rule(
     return out, _state(query, state)
 
 
-for _op, _name in (
-    (recurrent_gated_delta_rule, "recurrent_gated_delta_rule"),
-    (chunk_gated_delta_rule, "chunk_gated_delta_rule"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
-
-
 # ------------------------------------------------------------ persistent layer norm (DESIGN 2c)
 
 
@@ -304,7 +266,7 @@ def _pln_fake(
     return _new(input, input.shape), stat, input.new_empty((rows,), dtype=torch.float32)
 
 
-@_define("persistent_layer_norm", _pln_fake)
+@_define("persistent_layer_norm", _pln_fake, forward_only=True)
 def persistent_layer_norm(
     input: Tensor,
     weight: Optional[Tensor],  # noqa: UP045
@@ -319,11 +281,6 @@ def persistent_layer_norm(
     return y, m, r
 
 
-persistent_layer_norm.register_autograd(
-    _no_backward, setup_context=_forward_only("persistent_layer_norm")
-)
-
-
 # ------------------------------------------------------------------ Mamba-2's SSD scan
 
 
@@ -333,20 +290,16 @@ def _state_dtype(state: Optional[Tensor]) -> torch.dtype:  # noqa: UP045
 
 def _m2_fake(
     x: Tensor,
-    a: Tensor,
     b: Tensor,
-    c: Tensor,
-    d: Tensor,
-    dt: Tensor,
-    init_state: Optional[Tensor],  # noqa: UP045
-    chunk_size: int = 64,
+    init_state: Tensor | None,
+    **__: Any,
 ) -> tuple[Tensor, Tensor]:
     bsz, _, h, p = x.shape
     state = x.new_empty((bsz, h, p, b.shape[3]), dtype=_state_dtype(init_state))
     return _new(x, x.shape), state
 
 
-@_define("mamba2_chunk_forward", _m2_fake)
+@_define("mamba2_chunk_forward", _m2_fake, by_name=True)
 def mamba2_chunk_forward(
     x: Tensor,
     a: Tensor,
@@ -383,13 +336,9 @@ def _m2_bwd_fake(
     x: Tensor,
     a: Tensor,
     b: Tensor,
-    c: Tensor,
-    d: Tensor,
     dt: Tensor,
-    init_state: Optional[Tensor],  # noqa: UP045
-    dout: Tensor,
-    dfinal_state: Optional[Tensor],  # noqa: UP045
-    chunk_size: int = 64,
+    dfinal_state: Tensor | None,
+    **__: Any,
 ) -> tuple[Tensor, ...]:
     bsz, _, h, p = x.shape
     f32 = torch.float32
@@ -404,7 +353,7 @@ def _m2_bwd_fake(
     )
 
 
-@_define("mamba2_chunk_backward", _m2_bwd_fake)
+@_define("mamba2_chunk_backward", _m2_bwd_fake, by_name=True)
 def mamba2_chunk_backward(
     x: Tensor,
     a: Tensor,
@@ -432,7 +381,7 @@ def _mhc_gemm_fake(
     return y, x.new_empty((x.shape[0], 1), dtype=torch.float32)
 
 
-@_define("mhc_gemm_rms_scale", _mhc_gemm_fake)
+@_define("mhc_gemm_rms_scale", _mhc_gemm_fake, forward_only=True)
 def mhc_gemm_rms_scale(
     x: Tensor,
     w: Tensor,
@@ -445,16 +394,9 @@ def mhc_gemm_rms_scale(
     return MHC.mhc_gemm_rms_scale(x, w, n, alpha_pre, alpha_post, alpha_res, bias)  # type: ignore[no-any-return]
 
 
-@_define("mhc_apply_residual", _like_first)
+@_define("mhc_apply_residual", _like_first, forward_only=True)
 def mhc_apply_residual(x: Tensor, f_out: Tensor, y: Tensor, n: int) -> Tensor:
     return MHC.mhc_apply_residual(x, f_out, y, n)  # type: ignore[no-any-return]
-
-
-for _op, _name in (
-    (mhc_gemm_rms_scale, "mhc_gemm_rms_scale"),
-    (mhc_apply_residual, "mhc_apply_residual"),
-):
-    _op.register_autograd(_no_backward, setup_context=_forward_only(_name))
 
 
 # mhc_sinkhorn writes y in place (a mutating op, as splitk_reduce): an input that requires grad
