@@ -1,7 +1,7 @@
 """The argument checks that several attention operators share (ops/attention_variants.py,
 attention_varlen.py, attention_mla.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
-layout, and a split-KV decode's `kv_len_per_split`. Each raises E0701 at the caller's line
-with the operator's name in its text.
+layout (one query token for a decode), and a split-KV decode's `kv_len_per_split`. Each
+raises E0701 at the caller's line with the operator's name in its text.
 """
 
 from __future__ import annotations
@@ -24,6 +24,20 @@ def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Ope
     (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
     if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
         raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    return qa, ka, va
+
+
+def decode_operands(
+    op: str, q: Any, k: Any, v: Any, prefill: str
+) -> tuple[Operand, Operand, Operand]:
+    """`qkv_operands` of a decode step: q holds one query token, (B, H, 1, D); `prefill` names
+    the operator the error's help points to for several."""
+    qa, ka, va = qkv_operands(op, q, k, v)
+    if qa.shape[2] != 1:
+        raise argument_error(
+            f"`fearless.ops.{op}` takes one query token, q (B, H, 1, D), got shape {qa.shape}",
+            help=f"for several query tokens call `fearless.ops.{prefill}`",
+        )
     return qa, ka, va
 
 

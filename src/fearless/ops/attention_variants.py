@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from ..runtime.location import argument_error
-from ._attention_checks import qkv_mismatch, qkv_operands, split_len
+from ._attention_checks import decode_operands, qkv_mismatch, qkv_operands, split_len
 from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -175,13 +175,8 @@ def gemma_attention_decode(
     split = split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
-    qa, ka, va = qkv_operands(op, q, k, v)
-    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
-    if lq != 1:
-        raise argument_error(
-            f"`fearless.ops.{op}` takes one query token, q (B, H, 1, D), got shape {qa.shape}",
-            help="for several query tokens call `fearless.ops.gemma_attention`",
-        )
+    qa, ka, va = decode_operands(op, q, k, v, "gemma_attention")
+    (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))

@@ -27,7 +27,7 @@ import numpy as np
 from .. import dtypes
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
-from ._attention_checks import qkv_operands, split_len
+from ._attention_checks import decode_operands, qkv_operands, split_len
 from ._io import (
     Operand,
     cast,
@@ -95,13 +95,8 @@ def fmha_decode(
     split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
-    qa, ka, va = qkv_operands(op, q, k, v)
-    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
-    if lq != 1:
-        raise argument_error(
-            f"`fearless.ops.{op}` takes one query token, q (B, H, 1, D), got shape {qa.shape}",
-            help="for several query tokens call `fearless.ops.fmha`",
-        )
+    qa, ka, va = decode_operands(op, q, k, v, "fmha")
+    (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = 1.0 / math.sqrt(d) if sm_scale is None else number(sm_scale, op, "sm_scale")
     if s == 0:
         return result(qa, *zeros_output(qa, qa.shape))
