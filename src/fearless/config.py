@@ -109,6 +109,20 @@ def bench_ops_budget(default: float) -> float:
         return default
 
 
+def bench_models_budget(default: float) -> float:
+    """FEARLESS_BENCH_MODELS_BUDGET_S: seconds after which `fearless bench`'s models family
+    starts no more probes."""
+    value = os.environ.get("FEARLESS_BENCH_MODELS_BUDGET_S", "").strip()
+    try:
+        return float(value) if value else default
+    except ValueError:
+        warnings.warn(
+            f"FEARLESS_BENCH_MODELS_BUDGET_S={value!r} is not a number of seconds; using {default}",
+            stacklevel=2,
+        )
+        return default
+
+
 def child_environment(**changes: str) -> dict[str, str]:
     """This process's environment with `changes`, for a tool fearless starts (tileiras, a
     bench worker)."""

@@ -12,11 +12,13 @@ A top-level package beside fearless, out of the core: fearless imports it only i
     env.py               GPU, driver, clocks and package versions
     report.py            results.json, results.md
     figures.py           results.png (summary heatmap) and results_<family>.png
+    models_figures.py    results_models_<model>.png: the models family's bars per model
     dry.py               the dry run's compile-simulate-check step
     family_*.py          one module per case family: elementwise, reduce, rows, transpose,
                          gemm, shapes, ops (with family_ops_dry.py), launch, compile (with
-                         compile_probe.py), tuning (with tuning_probe.py): the last two's
-                         probes run in fresh processes (fresh_process.py)
+                         compile_probe.py), tuning (with tuning_probe.py), models (with
+                         models_configs.py and models_probe.py): the last three's probes run
+                         in fresh processes (fresh_process.py)
     kernels_simt.py      SIMT kernels the cases need beyond examples/simt_kernels.py
     kernels_cuda.py      CUDA C++ twins of the SIMT kernels (NVRTC, cuda.core launch)
     kernels_triton.py    Triton peers

@@ -5,6 +5,7 @@
   how many it skipped or failed.
 - results_<family>.png: one per family, one row per case; each cell is the case's ratio, and
   the right margin names the best peer with its absolute number.
+- results_models_<model>.png: the models family's bars per model (models_figures.py).
 
 Colours are centred on 1.0 on a log scale (blue: faster than every peer, red: slower), clipped
 at 1/16 and 16; every cell is annotated with its number. Skipped cells are grey and hatched,
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import models_figures
 from .model import FEARLESS_IMPLS, IMPL_ORDER, Record
 
 FAMILY_ORDER = (
@@ -35,6 +37,7 @@ FAMILY_ORDER = (
     "launch",
     "compile",
     "tuning",
+    "models",
 )
 DPI = 100
 MAX_WIDTH_PX = 1800
@@ -273,4 +276,4 @@ def write_all(out: Path, records: Sequence[Record]) -> tuple[list[Path], str | N
     for spec in specs:
         render(spec, out / spec.file)
         paths.append(out / spec.file)
-    return paths, None
+    return paths + models_figures.write(out, records), None

@@ -1,5 +1,6 @@
 """Running a probe module of this package in a fresh process with its own cache folders, and
-reading the one JSON line it prints: the compile family's and the tuning family's first calls."""
+reading the one JSON line it prints: the compile family's and the tuning family's first calls,
+the models family's measurements."""
 
 from __future__ import annotations
 
@@ -13,20 +14,26 @@ import fearless
 from fearless import config
 
 
-def environment(cache: str | Path, **extra: str) -> dict[str, str]:
+def environment(cache: str | Path | None, **extra: str) -> dict[str, str]:
     """This process's environment with this package and fearless importable, and every compile
-    cache (fearless, Triton, cuTile Python) in a folder of its own under `cache`."""
+    cache (fearless, Triton, cuTile Python) in a folder of its own under `cache` (None: the
+    caches this process uses, as the models family's probes share them)."""
     folders = dict.fromkeys(
         str(Path(m.__file__ or "").resolve().parents[1]) for m in (fearless, sys.modules[__name__])
     )
     src = os.pathsep.join(folders)
     path = config.raw("PYTHONPATH")
+    caches = {}
+    if cache is not None:
+        caches = {
+            "FEARLESS_CACHE_DIR": str(Path(cache) / "fearless"),
+            "TRITON_CACHE_DIR": str(Path(cache) / "triton"),
+            "CUDA_TILE_CACHE_DIR": str(Path(cache) / "cutile"),
+        }
     return {
         **config.child_environment(),
         "PYTHONPATH": f"{src}{os.pathsep}{path}" if path else src,
-        "FEARLESS_CACHE_DIR": str(Path(cache) / "fearless"),
-        "TRITON_CACHE_DIR": str(Path(cache) / "triton"),
-        "CUDA_TILE_CACHE_DIR": str(Path(cache) / "cutile"),
+        **caches,
         **extra,
     }
 

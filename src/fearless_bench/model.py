@@ -16,13 +16,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Status = Literal["ok", "skipped", "failed"]
-Metric = Literal["GB/s", "TFLOP/s", "us/launch", "s"]
+Metric = Literal["GB/s", "TFLOP/s", "us/launch", "s", "tokens/s"]
 
 # Implementation names, as they appear in results.json and the tables.
 FEARLESS_SIMT = "fearless-simt"
 FEARLESS_TILE = "fearless-tile"
 CUTILE = "cutile"
 TILEGYM = "tilegym"
+LIGER = "liger-kernel"
+TORCH_COMPILE = "torch.compile"
 TRITON = "triton"
 TORCH = "torch"
 CUDA_CPP = "cuda-cpp"
@@ -38,6 +40,8 @@ IMPL_ORDER = (
     TRITON,
     CUTILE,
     TILEGYM,
+    LIGER,
+    TORCH_COMPILE,
     TORCH,
     RAW_LAUNCH,
     CUDA_CORE,
@@ -59,15 +63,17 @@ class Record:
     params: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None  # why skipped or failed
     time: float | None = None  # median: ms for device cases, µs per launch, s for compiles
+    # and model steps (per token in decode)
     time_unit: str = "ms"
     spread: tuple[float, float] | None = None  # 20th and 80th percentile, same unit
     reps: int | None = None
     metric: Metric | None = None
-    value: float | None = None  # GB/s or TFLOP/s (device cases); the time itself otherwise
+    value: float | None = None  # GB/s, TFLOP/s or tokens/s; the time itself otherwise
     rel_err: float | None = None
     ratio: float | None = None  # best-peer time / this time
     best_peer: str | None = None
     note: str | None = None  # what this implementation does differently (e.g. two kernels)
+    peak_bytes: int | None = None  # peak device memory allocated (the models family)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -3,8 +3,8 @@
 - results.json: the machine record, which peers were found (or why not), and one record per
   case and implementation (model.Record), skipped and failed ones included.
 - results.md: the ratio to the best peer per case and implementation, the geometric mean of
-  each implementation's ratios, the absolute numbers, and every skip and failure with its
-  reason.
+  each implementation's ratios, the absolute numbers, the peak memory where records have one
+  (the models family), and every skip and failure with its reason.
 - results.png and results_<family>.png: heatmaps of the ratios, a summary per family and one
   image per family with every case (figures.py; matplotlib: when it is missing the Markdown
   says so and the rest is written). results.md shows them under "Figures".
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
-from .model import IMPL_ORDER, Record
+from .model import FEARLESS_IMPLS, IMPL_ORDER, Record
 
 
 def impl_columns(records: Sequence[Record]) -> list[str]:
@@ -46,10 +46,11 @@ def geomean(values: Sequence[float]) -> float | None:
 # a first tuned result are different quantities, and one mean over all would let one stand in
 # for another.
 GROUPS = (
-    ("kernels", lambda family: family not in ("launch", "compile", "tuning")),
+    ("kernels", lambda family: family not in ("launch", "compile", "tuning", "models")),
     ("launch", lambda family: family == "launch"),
     ("compile", lambda family: family == "compile"),
     ("tuning", lambda family: family == "tuning"),
+    ("models", lambda family: family == "models"),
 )
 
 
@@ -102,7 +103,54 @@ def _value(r: Record | None) -> str:
         return f"{r.value:.2f} µs"
     if r.metric == "s":
         return f"{r.value * 1e3:.1f} ms" if r.value < 1 else f"{r.value:.2f} s"
+    if r.peak_bytes is not None:
+        return f"{r.value:.1f} {r.metric}, {gib(r.peak_bytes)}"
     return f"{r.value:.1f} {r.metric}"
+
+
+def gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def memory_ratios(records: Sequence[Record]) -> dict[tuple[str, str], float]:
+    """(case, impl) -> the least peak memory among the case's peers over this record's peak
+    (above 1: less memory than every peer), for the ok records that have a peak."""
+    out: dict[tuple[str, str], float] = {}
+    for case in case_rows(records):
+        have = [r for r in records if r.case == case and r.status == "ok" and r.peak_bytes]
+        peers = [r.peak_bytes for r in have if r.impl not in FEARLESS_IMPLS and r.peak_bytes]
+        if peers:
+            for r in have:
+                out[(case, r.impl)] = min(peers) / (r.peak_bytes or 1)
+    return out
+
+
+def memory_lines(records: Sequence[Record]) -> list[str]:
+    """The "Peak memory" section: per case and implementation the peak device memory and, in
+    brackets, the least peer peak over it; [] when no record has a peak."""
+    withpeak = [r for r in records if r.peak_bytes is not None]
+    if not withpeak:
+        return []
+    cols = impl_columns(withpeak)
+    ratios = memory_ratios(withpeak)
+    index = {(r.case, r.impl): r for r in records}
+    lines = ["", "## Peak memory", ""]
+    lines += ["Peak device memory over the timed steps (torch.cuda.max_memory_allocated); in",
+              "brackets the least peer peak / this peak (above 1: less memory than every peer).",
+              ""]  # fmt: skip
+    lines.append("| case | " + " | ".join(cols) + " |")
+    lines.append("|---" * (len(cols) + 1) + "|")
+    for case in case_rows(withpeak):
+        cells: list[str] = []
+        for c in cols:
+            r = index.get((case, c))
+            if r is None or r.peak_bytes is None:
+                cells.append("—" if r is None else r.status)
+            else:
+                ratio = ratios.get((case, c))
+                cells.append(gib(r.peak_bytes) + (f" ({ratio:.2f})" if ratio else ""))
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def markdown(
@@ -168,6 +216,8 @@ def markdown(
             lines.append(
                 f"| {case} | " + " | ".join(_value(index.get((case, c))) for c in cols) + " |"
             )
+    if not dry:
+        lines += memory_lines(records)
     lines += ["", "## Skipped and failed", ""]
     grouped: dict[tuple[str, str, str], list[str]] = {}
     for r in records:

@@ -2,8 +2,8 @@
 assign ratios, write the report.
 
 Families run in this order, each one module: elementwise, reduce, rows, transpose, gemm,
-shapes, ops, launch, compile. `--cases` takes case or family names and shell patterns
-(`gemm_f16_*`).
+shapes, ops, launch, compile, tuning, models. `--cases` takes case or family names and shell
+patterns (`gemm_f16_*`).
 The exit status is 0 when no record failed (skips are fine: they say why), 1 otherwise.
 """
 
@@ -26,6 +26,7 @@ from . import (
     family_elementwise,
     family_gemm,
     family_launch,
+    family_models,
     family_ops,
     family_reduce,
     family_rows,
@@ -50,6 +51,7 @@ FAMILIES: tuple[ModuleType, ...] = (
     family_launch,
     family_compile,
     family_tuning,
+    family_models,
 )
 
 
