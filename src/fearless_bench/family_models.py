@@ -105,7 +105,7 @@ def record(spec: ModelSpec, workload: Workload, impl: str, result: dict[str, Any
     losses = result.get("losses") or []
     if losses:
         notes.append(f"loss {losses[0]:.4f} first, {losses[-1]:.4f} last")
-    rec.note = "; ".join(n for n in (result.get("note"), *notes) if n)
+    rec.note = "; ".join(n for n in (*spec.notes, result.get("note"), *notes) if n)
     return rec
 
 
