@@ -268,3 +268,20 @@ def test_greedy_generation_with_a_kv_cache_matches_hugging_face(
     assert torch.equal(got.sequences, want.sequences)
     for g, w in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_the_fused_loss_forward_keeps_a_cache_given_as_past_key_values() -> None:
+    """transformers 5's deprecated `past_key_values=` keyword reaches the decoder through the
+    patched causal-LM forward (which once passed `cache=None` beside it, so that Hugging Face
+    dropped the cache and the next token saw no context)."""
+    model = _model("llama").eval()
+    ids, _ = _batch(batch=1)
+
+    def next_logits() -> Any:
+        with torch.no_grad():
+            past = model(ids[:, :-1], use_cache=True).cache
+            return model(ids[:, -1:], past_key_values=past).logits
+
+    want = next_logits()
+    flt.apply(model, fused_linear_cross_entropy=True)
+    torch.testing.assert_close(next_logits(), want, rtol=1e-4, atol=1e-4)

@@ -20,6 +20,7 @@ import fearless.ops.linear_gluact as GLU
 import fearless.ops.mamba2 as M2
 import fearless.ops.mhc as MHC
 import fearless.ops.moe as MOE
+import fearless.ops.moe_actgrad as MAG
 import fearless.ops.persistent_norm as PN
 
 from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
@@ -418,7 +419,7 @@ def _gluact_fake(
     return _new(input, (*input.shape[:-1], weight2.shape[0]))
 
 
-@_define("linear_gluact_linear", _gluact_fake)
+@_define("linear_gluact_linear", _gluact_fake, forward_only=True)
 def linear_gluact_linear(
     input: Tensor,
     weight_act: Tensor,
@@ -429,11 +430,6 @@ def linear_gluact_linear(
     """act(input @ weight_act^T) * (input @ weight_noact^T) @ weight2^T
     (ops/linear_gluact.py)."""
     return GLU.linear_gluact_linear(input, weight_act, weight_noact, weight2, act_type)  # type: ignore[no-any-return]
-
-
-linear_gluact_linear.register_autograd(
-    _no_backward, setup_context=_forward_only("linear_gluact_linear")
-)
 
 
 # ------------------------------------- MoE down-projection activation-gradient backward (2c)
@@ -459,8 +455,6 @@ def moe_actgrad_bwd(
     activation_type: str,
     max_tokens_per_expert: Optional[int] = None,  # noqa: UP045
 ) -> None:
-    from . import moe_actgrad as MAG
-
     MAG.moe_actgrad_bwd(
         dout, h, w2, dh, ds, b2, db2, a_prime, topk_scores, expert_frequency_offset,
         x_gather_idx, s_scatter_idx, activation_type, max_tokens_per_expert,

@@ -54,15 +54,18 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             and isinstance(head, torch.nn.Linear)
             and head.weight.dtype in _FLOATS
         )
-        # the decoder's inputs, which Hugging Face's forward and its model both take as they are
+        # the decoder's inputs, which Hugging Face's forward and its model both take as they
+        # are; `cache` only when given, so that the deprecated `past_key_values=` in kwargs
+        # still reaches the decoder (beside an explicit cache=None, Hugging Face drops it)
         inputs = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
             "position_ids": position_ids,
-            "cache": cache,
             "inputs_embeds": inputs_embeds,
             "use_cache": use_cache,
         }
+        if cache is not None:
+            inputs["cache"] = cache
         if not takes:
             return original(self, **inputs, labels=labels, logits_to_keep=logits_to_keep, **kwargs)
         from transformers.modeling_outputs import CausalLMOutputWithPast, MoeCausalLMOutputWithPast
