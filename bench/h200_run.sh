@@ -10,6 +10,9 @@
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
+#        tuning (time to first result at a new size class, --quick),
+#        models (fearless bench --cases models: Hugging Face models end to end; one model per
+#        command: MODELS='models_llama3_8b_*'),
 #        gsizes (bench/tile_bench.py's GEMM configurations at every suite size),
 #        sanitizer (compute-sanitizer memcheck: controls, demo, examples, every operator, a
 #        sample of the GPU tests; bench/sanitizer/run.sh).
@@ -90,6 +93,9 @@ for step in "$@"; do
              | tee "$out/gsizes.log" | grep -v "^ " ;;
     sanitizer) bash bench/sanitizer/run.sh "$out" 2>&1 | tee "$out/sanitizer.txt" ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
+    models) # end to end (family_models.py): one fresh process per model, workload and
+           # implementation; FEARLESS_BENCH_MODELS_BUDGET_S (default 300) bounds one run
+           python3 -m fearless bench --cases "${MODELS:-models}" --out "$out/models" 2>&1 | tail -60 ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
   esac
