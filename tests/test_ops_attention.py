@@ -239,7 +239,7 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
         assert cubin(kernel, out, q, q, q, 0.088, 128, 1)
 
 
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_the_backward_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], causal: bool
 ) -> None:

@@ -166,7 +166,7 @@ def test_refusals_are_fearless_errors() -> None:
         chunk(q[:, :0], k[:, :0], v[:, :0], g[:, :0], beta[:, :0])
 
 
-@pytest.mark.parametrize("final", [False, True])
+@pytest.mark.parametrize("final", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes], final: bool) -> None:
     dt, f32 = fl.bf16, fl.f32
     b, t, h, hv, k, v, cs = 1, 100, 2, 4, 64, 64, 64

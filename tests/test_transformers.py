@@ -270,6 +270,7 @@ def test_greedy_generation_with_a_kv_cache_matches_hugging_face(
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore:`past_key_values` is deprecated:FutureWarning")
 def test_the_fused_loss_forward_keeps_a_cache_given_as_past_key_values() -> None:
     """transformers 5's deprecated `past_key_values=` keyword reaches the decoder through the
     patched causal-LM forward (which once passed `cache=None` beside it, so that Hugging Face
