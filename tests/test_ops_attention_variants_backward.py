@@ -31,7 +31,9 @@ def _inputs(b: int, h: int, hk: int, lq: int, s: int, d: int, dtype: str) -> lis
 
 
 def _rel(got: Any, want: Any) -> float:
-    return float((got.detach().double() - want.detach()).norm() / max(float(want.detach().norm()), 1e-30))
+    return float(
+        (got.detach().double() - want.detach()).norm() / max(float(want.detach().norm()), 1e-30)
+    )
 
 
 def _gradients(name: str, shape: tuple, dtype: str, kw: dict) -> tuple[list, list, Any]:
