@@ -1,6 +1,7 @@
 """TileGym's attention with sinks (DESIGN 2c): `fearless.ops.attention_sink` (GPT-OSS's
 prefill) and `attention_sink_decode` (one query per head), on the kernel of
-ops/kernels_attention_sink.py.
+ops/kernels_attention_sink.py and the split-KV decode kernels of
+ops/kernels_attention_sink_decode.py.
 
 What they take (TileGym's layouts, tilegym/ops/cutile/attention_sink.py): query of
 (B, L, H_kv, G, D) (G query heads per KV head: query head h = kv * G + g reads KV head kv),
@@ -28,6 +29,8 @@ from ._io import FLOATS, Operand, cast, full, number, operand, output, result, v
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_sink import attention_sink_tuned
+from .kernels_attention_sink_decode import sink_decode_pinned, sink_decode_tuned
+from .kernels_rows import sm_count
 
 _I32 = (-(2**31), 2**31 - 1)
 
@@ -65,10 +68,12 @@ def attention_sink_decode(
     kv_len_per_split: int | None = None,
 ) -> Any:
     """TileGym's `attention_sink_decode`: `attention_sink` of one query token, query of
-    (B, 1, H_kv, G, D) at position start_q; `sinks` may be None (no sink). kv_len_per_split
-    (None, or a power of two) is TileGym's split of the keys across blocks: accepted and
-    checked, it does not change the result, and this kernel does not split the keys (it walks
-    them per query head, as the prefill). Returns (B, 1, H_kv * G * D). Forward only."""
+    (B, 1, H_kv, G, D) at position start_q; `sinks` may be None (no sink). Split-KV: a block
+    per (batch, KV head, key split) takes the KV head's G query heads together, and a combine
+    merges the splits and adds the sink once. kv_len_per_split (None, or a power of two) is
+    TileGym's keys per split: None tunes the split (no split among the choices) to the batch
+    and the GPU; a value pins it (below 16 it takes 16), counted from the first key the query
+    sees. Returns (B, 1, H_kv * G * D). Forward only."""
     if (t := torch_ops(query, key, value, sinks, start_q)) is not None:
         return t.attention_sink_decode(
             query,
@@ -99,7 +104,9 @@ def attention_sink_decode(
             f"{tuple(shape)}",
             help="for several query tokens call `fearless.ops.attention_sink`",
         )
-    return _attend(op, query, key, value, sinks, sm_scale, sliding_window, start_q)
+    return _attend(
+        op, query, key, value, sinks, sm_scale, sliding_window, start_q, kv_len_per_split
+    )
 
 
 def _start_tensor(start_q: Any, query: Any) -> Any:
@@ -175,8 +182,9 @@ def _attend(
     sm_scale: Any,
     sliding_window: Any,
     start_q: Any,
+    split: int | None = None,
 ) -> Any:
-    """The checks, then the kernel."""
+    """The checks, then the kernel (the decode's: `_decode`, `split` its kv_len_per_split)."""
     qa = operand(query, op, "query", FLOATS)
     dev = qa.tensor.device
     ka, va = (operand(x, op, n, FLOATS, device=dev) for x, n in ((key, "key"), (value, "value")))
@@ -207,6 +215,9 @@ def _attend(
         # no window where it would keep every key a row may see (also keeps WL in 32 bits)
         last = None if known is None else known + lq - 1
         wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
+        if op == "attention_sink_decode":
+            _decode(qa, ka, va, sk, start, out, scale, wl, split)
+            return result(qa, out, ret)
         attention_sink_tuned(
             view(qa.tensor, (b, lq, h, d)),
             ka.tensor,
@@ -219,6 +230,28 @@ def _attend(
             wl,
         )
     return result(qa, out, ret)
+
+
+def _decode(
+    qa: Operand,
+    ka: Operand,
+    va: Operand,
+    sinks: Any,
+    start: Any,
+    out: Any,
+    scale: float,
+    wl: int | None,
+    split: int | None,
+) -> None:
+    """The split-KV decode's launches: q and out viewed as (B, H_kv, G, D) (one query token),
+    the sinks as (H_kv, G); the split tuned, or pinned to `split` keys."""
+    b, _, hk, g, d = qa.shape
+    q, o = view(qa.tensor, (b, hk, g, d)), view(out, (b, hk, g, d))
+    args = (q, ka.tensor, va.tensor, view(sinks, (hk, g)), start, o, scale, wl)
+    if split is None:
+        sink_decode_tuned(*args, sm_count())
+    else:
+        sink_decode_pinned(*args, split)
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:

@@ -1,5 +1,6 @@
-"""The Tile kernel behind `fearless.ops.attention_sink` and `attention_sink_decode` (GPT-OSS's
-attention with a learned sink logit per head), and its autotuned launch.
+"""The Tile kernel behind `fearless.ops.attention_sink` (GPT-OSS's attention with a learned
+sink logit per head), and its autotuned launch; `attention_sink_decode` runs the split-KV
+kernels of ops/kernels_attention_sink_decode.py (which read k, v through `seq_rows`).
 
 `make_sink_attention` is the flash-attention loop of ops/kernels_attention.py (online softmax
 in base 2, f32 running max, sum and accumulator; the key tiles outside every row's window
@@ -13,8 +14,8 @@ it was:
     j <= START + i (causal, always) and, when `windowed`, j >= START + i - WL;
   - the sink: the running max starts at the head's sink logit (so the sink joins the max), and
     at the end exp(sink - max) joins the denominator; it adds nothing to the accumulator.
-A row that sees no key gives 0 (its weights all fall on the sink), also where the sink is -inf
-(`attention_sink_decode` without sinks).
+A row that sees no key gives 0 (its weights all fall on the sink), also where the sink is
+-inf.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
