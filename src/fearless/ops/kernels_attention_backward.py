@@ -1,6 +1,7 @@
 """Flash attention's backward as Tile kernels: the gradients of
-`fearless.ops.scaled_dot_product_attention` (ops/kernels_attention.py's forward), three
-kernels and their launch, `attention_backward`.
+`fearless.ops.scaled_dot_product_attention` (ops/kernels_attention.py's forward) and of its
+variants (TileGym's fmha, swa_attention, gemma_attention; the ragged forms of attention_sink
+and fmha_varlen), three kernels and their launch, `attention_backward`.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -12,7 +13,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_attention import INV_LOG_2, head_rows, key_range, masked_scores
+from .kernels_attention import INV_LOG_2, head_rows, key_range, masked_scores, variant_bounds
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -50,6 +51,12 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 # dR = dS (1 - tanh(R / CAP)^2). A row that sees no key (0 in the forward) gets lse = +inf, so
 # its P, and every gradient through it, is 0. Without a variant the kernels are those of before
 # (issue 35 compared their Tile IR).
+#
+# A variant's fifth element makes it ragged (`ragged_geometry`, kernels of their own taking two
+# auxiliary tensors; kernels_attention_ragged_backward.py launches them): attention_sink's
+# (row r at r + START, START read from a tensor; the head's sink joins each row's lse, so P is
+# the forward's) and fmha_varlen's (sequence b's lengths read from q_lens, kv_lens; the rows
+# past LQ get lse = +inf, the keys past LK are masked and their dK, dV are 0).
 
 
 @tile.function
@@ -125,27 +132,80 @@ def variant_rows(j, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
 
 
 def _flags(variant):
-    """(varied, bottom_right, left, right, capped) of a `variant` (None: none)."""
+    """(varied, bottom_right, left, right, capped, ragged, sink, aux_dt) of a `variant` (None:
+    none): a fifth element (form, aux_dt) makes it `ragged` (`ragged_geometry`), `sink` where
+    form is "sink" (else "varlen"), aux_dt the dtype of its first auxiliary tensor (the
+    sinks', or i32 for q_lens)."""
     if variant is None:
-        return False, False, False, False, False
-    return (True, *variant)
+        return False, False, False, False, False, False, False, None
+    form, aux_dt = variant[4] if len(variant) > 4 else (None, None)
+    return (True, *variant[:4], form is not None, form == "sink", aux_dt)
+
+
+@tile.function
+def ragged_geometry(q, k, a0, a1, b, sink):
+    """(s_len, l_len, off) of batch b in a ragged form (compile-time `sink`): with sinks, every
+    key and query, row r at r + START (a1 the (1,) i32 start); else varlen's: sequence b's
+    LQ = a0[b] queries and LK = a1[b] keys (clamped to the padded L and S), row r at
+    r + LK - LQ."""
+    s_len = k.shape[2]
+    l_len = q.shape[2]
+    if sink:
+        off = tile.load(a1, (0,), (1,)).item()
+    else:
+        l_len = min(max(tile.load(a0, (b,), (1,)).item(), 0), q.shape[2])
+        s_len = min(max(tile.load(a1, (b,), (1,)).item(), 0), k.shape[2])
+        off = s_len - l_len
+    return s_len, l_len, off
+
+
+@tile.function
+def ragged_key_range(i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
+    """(first, end): the key tiles query tile i walks in a ragged form, `variant_bounds`' but
+    none for a tile wholly past the l_len rows (varlen's padding)."""
+    first, tiles, _, _ = variant_bounds(i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right)
+    return first, tiles * min(1, max(0, l_len - i * TILE_M))
+
+
+@tile.function
+def ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink):
+    """The rows' log2-sum-exp in a ragged form (compile-time `sink`): with sinks, the sink's
+    exp2(sink / ln 2) joins each row's sum (a row then has lse = sink / ln 2 where it sees no key, +inf only where the
+    sink is -inf too); varlen: +inf for the rows past l_len (zero gradients)."""
+    if sink:
+        sk = tile.load(a0, (h,), (1,)).astype(fl.f32).reshape((1, 1)) * INV_LOG_2
+        top = max(m_i, sk)
+        top = tile.where(top == -math.inf, 0.0, top)
+        z = l_i * tile.exp2(m_i - top) + tile.exp2(sk - top)
+        row_lse = tile.where(z == 0.0, math.inf, top + tile.log2(z))
+    else:
+        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+        row_lse = tile.where(rows >= l_len, math.inf, row_lse)
+    return row_lse
 
 
 def make_attention_stats(dt, causal, even_k, variant=None, **hints):
     """lse and delta of (B, H, L), f32: see the section's comment."""
-    varied, bottom_right, left, right, capped = _flags(variant)
+    varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
 
     @tile.function
-    def stats(lse, delta, q, k, out, dout, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
+    def stats(lse, delta, q, k, out, dout, a0, a1, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
         _, _, TILE_M = lse.shape
         b, h, i = lse.index
         s_len = k.shape[2]
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
         l_i = tile.zeros((TILE_M, 1), fl.f32)
-        first, tiles, _, _, off = key_range(
-            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
-        )
+        if not ragged:
+            first, tiles, _, _, off = key_range(
+                i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
+                right,
+            )  # fmt: skip
+        else:  # compile-time: a ragged form's lengths and offset, read in the kernel
+            s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
+            first, tiles = ragged_key_range(
+                i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
         for j in range(first, tiles):
             s, _t = recomputed_scores(
                 qt, k, b, h // GROUP, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap,
@@ -163,11 +223,36 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
         row_lse = m_i + tile.log2(l_i)
         if varied:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
             row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
+        if ragged:  # compile-time
+            row_lse = ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink)
         lse.store(row_lse.reshape((1, 1, TILE_M)))
         o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
         do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
         delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
 
+    if ragged:
+
+        @tile.kernel(**hints)
+        def ragged_attention_stats(
+            lse: tile.Part[fl.f32],
+            delta: tile.Part[fl.f32],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            out: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            a0: tile.Tensor[aux_dt],
+            a1: tile.Tensor[fl.i32],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_N: tile.Const[int],
+            TILE_D: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            stats(lse, delta, q, k, out, dout, a0, a1, scale, wl, wr, cap, TILE_N, TILE_D, GROUP)
+
+        return ragged_attention_stats
     if varied:
 
         @tile.kernel(**hints)
@@ -186,7 +271,9 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
             TILE_D: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            stats(lse, delta, q, k, out, dout, scale, wl, wr, cap, TILE_N, TILE_D, GROUP)
+            stats(
+                lse, delta, q, k, out, dout, None, None, scale, wl, wr, cap, TILE_N, TILE_D, GROUP
+            )
 
         return variant_attention_stats
 
@@ -203,23 +290,30 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
         TILE_D: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        stats(lse, delta, q, k, out, dout, scale, None, None, None, TILE_N, TILE_D, GROUP)
+        stats(
+            lse, delta, q, k, out, dout, None, None, scale, None, None, None, TILE_N, TILE_D,
+            GROUP,
+        )  # fmt: skip
 
     return attention_stats
 
 
 def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
     """dK and dV of (B, H_kv, S, D): see the section's comment."""
-    varied, bottom_right, left, right, capped = _flags(variant)
+    varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
 
     @tile.function
-    def dkdv(dk, dv, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_M, GROUP):
+    def dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_M, GROUP):
         _, _, TILE_N, TILE_D = dk.shape
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
         off = 0
         qk_scale = scale * INV_LOG_2  # a variant leaves it unused (the dead-op pass drops it)
-        if varied:  # compile-time: query tiles whose rows see no key here are skipped
+        if ragged:  # compile-time: a ragged form's lengths and offset
+            s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
+            first, end = variant_rows(j, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right)
+            end = end * min(1, max(0, s_len - j * TILE_N))  # a tile wholly past LK: no row
+        elif varied:  # compile-time: query tiles whose rows see no key here are skipped
             if bottom_right:
                 off = s_len - q.shape[2]
             first, end = variant_rows(
@@ -248,6 +342,30 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
 
+    if ragged:
+
+        @tile.kernel(**hints)
+        def ragged_attention_dkdv(
+            dk: tile.Part[dt],
+            dv: tile.Part[dt],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            v: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            lse: tile.Tensor[fl.f32],
+            delta: tile.Tensor[fl.f32],
+            a0: tile.Tensor[aux_dt],
+            a1: tile.Tensor[fl.i32],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_M: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_M, GROUP)
+
+        return ragged_attention_dkdv
     if varied:
 
         @tile.kernel(**hints)
@@ -267,7 +385,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
             TILE_M: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dkdv(dk, dv, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_M, GROUP)
+            dkdv(dk, dv, q, k, v, dout, lse, delta, None, None, scale, wl, wr, cap, TILE_M, GROUP)
 
         return variant_attention_dkdv
 
@@ -285,17 +403,17 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
         TILE_M: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dkdv(dk, dv, q, k, v, dout, lse, delta, scale, None, None, None, TILE_M, GROUP)
+        dkdv(dk, dv, q, k, v, dout, lse, delta, None, None, scale, None, None, None, TILE_M, GROUP)
 
     return attention_dkdv
 
 
 def make_attention_dq(dt, causal, even_k, variant=None, **hints):
     """dQ of (B, H, L, D): see the section's comment."""
-    varied, bottom_right, left, right, capped = _flags(variant)
+    varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
 
     @tile.function
-    def dq_rows(dq, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_N, GROUP):
+    def dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_N, GROUP):
         _, _, TILE_M, TILE_D = dq.shape
         b, h, i, _ = dq.index
         kv_h = h // GROUP
@@ -303,9 +421,16 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
         qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
         li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        first, tiles, _, _, off = key_range(
-            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
-        )
+        if not ragged:
+            first, tiles, _, _, off = key_range(
+                i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
+                right,
+            )  # fmt: skip
+        else:  # compile-time: a ragged form's lengths and offset
+            s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
+            first, tiles = ragged_key_range(
+                i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+            )
         for j in range(first, tiles):
             s, t = recomputed_scores(
                 qt, k, b, kv_h, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, TILE_M,
@@ -318,6 +443,29 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
             acc = tile.mma(ds.astype(dt), kt, acc)
         dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
 
+    if ragged:
+
+        @tile.kernel(**hints)
+        def ragged_attention_dq(
+            dq: tile.Part[dt],
+            q: tile.Tensor[dt],
+            k: tile.Tensor[dt],
+            v: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            lse: tile.Tensor[fl.f32],
+            delta: tile.Tensor[fl.f32],
+            a0: tile.Tensor[aux_dt],
+            a1: tile.Tensor[fl.i32],
+            scale: fl.f32,
+            wl: fl.i32,
+            wr: fl.i32,
+            cap: fl.f32,
+            TILE_N: tile.Const[int],
+            GROUP: tile.Const[int],
+        ):
+            dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_N, GROUP)
+
+        return ragged_attention_dq
     if varied:
 
         @tile.kernel(**hints)
@@ -336,7 +484,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
             TILE_N: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dq_rows(dq, q, k, v, dout, lse, delta, scale, wl, wr, cap, TILE_N, GROUP)
+            dq_rows(dq, q, k, v, dout, lse, delta, None, None, scale, wl, wr, cap, TILE_N, GROUP)
 
         return variant_attention_dq
 
@@ -353,7 +501,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dq_rows(dq, q, k, v, dout, lse, delta, scale, None, None, None, TILE_N, GROUP)
+        dq_rows(dq, q, k, v, dout, lse, delta, None, None, scale, None, None, None, TILE_N, GROUP)
 
     return attention_dq
 
@@ -362,11 +510,13 @@ BACKWARD_TILES = (64, 64)  # (query rows, keys) per tile: registers hold five su
 
 
 def attention_backward(
-    q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0
-):
-    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels.
-    `variant` (make_attention's, with its run-time WL, WR and CAP): None for
-    scaled_dot_product_attention's."""
+    q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0,
+    aux=(),
+):  # fmt: skip
+    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels;
+    returns the rows' (lse, delta), (B, H, L) f32. `variant` (make_attention's, with its
+    run-time WL, WR and CAP): None for scaled_dot_product_attention's; a ragged form's (its
+    fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1)."""
     tm, tn = BACKWARD_TILES
     b, h, lq, d = q.shape
     td = next_pow2(d)
@@ -375,20 +525,22 @@ def attention_backward(
     extra = () if variant is None else (wl, wr, cap)
     lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
     lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
+    even_k = even_k or (variant is not None and len(variant) > 4)  # unused: one kernel
     stats = kernel_of(make_attention_stats, dt, causal, even_k, variant)
-    stats(lse_p, delta_p, q, k, out, dout, scale, *extra, tn, td, group)
+    stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
     lse, delta = lse_p.unpartition(), delta_p.unpartition()
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
     dkdv = kernel_of(make_attention_dkdv, dt, causal, even_k, variant)
     try:
-        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, scale, *extra, tm, group)
+        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
     finally:
         dk_p.unpartition()
         dv_p.unpartition()
     dq_p = dq.partition((1, 1, tm, td))
     try:
         kernel_of(make_attention_dq, dt, causal, even_k, variant)(
-            dq_p, q, k, v, dout, lse, delta, scale, *extra, tn, group
+            dq_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tn, group
         )
     finally:
         dq_p.unpartition()
+    return lse, delta
