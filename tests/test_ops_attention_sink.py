@@ -191,7 +191,7 @@ def test_refusals_are_fearless_errors() -> None:
     with pytest.raises(fl.KernelTypeError, match="kv_len_per_split None or a power of two"):
         ops.attention_sink_decode(q[:, :1], k, v, sinks, kv_len_per_split=100)
     with pytest.raises(fl.KernelTypeError, match="has no backward yet"):
-        ops.attention_sink(q, k, v, sinks.requires_grad_())
+        ops.attention_sink_decode(q[:, :1], k, v, sinks.requires_grad_())
     with torch.no_grad():
         assert ops.attention_sink(q, k, v, sinks).shape == (1, 6, 64)
 

@@ -4,6 +4,8 @@ test compare `fearless.ops.attention_sink` and `attention_sink_decode` with."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -40,3 +42,31 @@ def attention_sink_reference(
     p = np.divide(e, z, out=np.zeros_like(e), where=z > 0)
     out = np.einsum("bhmqk,bkhd->bqhmd", p, v)
     return out.reshape(b, lq, hk * g * d)
+
+
+def attention_sink_torch(
+    query: Any,
+    key: Any,
+    value: Any,
+    sinks: Any,
+    sm_scale: float = 0.125,
+    sliding_window: int | None = None,
+    start_q: int = 0,
+) -> Any:
+    """`attention_sink_reference` in torch, differentiable (for the backward's tests: torch
+    autograd of it in float64): softmax over [the scores, the head's sink] with the sink's
+    column dropped. Sinks must be finite."""
+    import torch
+
+    b, lq, hk, g, d = query.shape
+    s = key.shape[1]
+    pos_k = torch.arange(s, device=query.device)[None, :]
+    pos_q = torch.arange(lq, device=query.device)[:, None] + start_q
+    drop = pos_k > pos_q
+    if sliding_window:
+        drop |= pos_k < pos_q - sliding_window + 1
+    logits = torch.einsum("bqhmd,bkhd->bhmqk", query, key) * sm_scale
+    logits = logits.masked_fill(drop, -torch.inf)
+    sk = sinks.to(logits.dtype).reshape(1, hk, g, 1, 1).expand(b, hk, g, lq, 1)
+    p = torch.softmax(torch.cat([logits, sk], -1), -1)[..., :-1]
+    return torch.einsum("bhmqk,bkhd->bqhmd", p, value).reshape(b, lq, hk * g * d)

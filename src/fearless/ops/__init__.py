@@ -2,8 +2,9 @@
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
 silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
 only; issue 35: TileGym's fmha, swa_attention, gemma_attention and gemma_attention_decode,
-forward only; TileGym's attention_sink and attention_sink_decode, GPT-OSS's attention with
-sinks, forward only; TileGym's fmha_varlen (per-sequence lengths in a padded batch) and fmha_decode, forward only;
+forward only; TileGym's attention_sink (with its backward through torch autograd) and
+attention_sink_decode, GPT-OSS's attention with sinks; TileGym's fmha_varlen (per-sequence
+lengths in a padded batch, with its backward through torch autograd) and fmha_decode;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
 36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
 moe_align_block_size and fused_moe (with its backward through torch autograd) and

@@ -12,8 +12,11 @@ denominator and adds nothing to the output; `sm_scale` (default 0.125, TileGym's
 it lives): query i sits at position start_q + i and sees keys j <= start_q + i (always causal,
 top-left aligned at start_q); `sliding_window` W (None or 0: none) keeps keys
 j > start_q + i - W. They return (B, L, H * D) in the query's dtype. A query that sees no key
-gives 0 (all its weight is on the sink). Forward only: an input that requires grad is refused
-at the call (ops/torch_ops.py), never detached.
+gives 0 (all its weight is on the sink). attention_sink's backward (`attention_sink_backward`,
+torch autograd's through ops/torch_ops_attention.py) gives query, key, value and sinks their
+gradients on flash attention's backward kernels (ops/kernels_attention_ragged_backward.py);
+attention_sink_decode is forward only: an input that requires grad is refused at the call
+(ops/torch_ops.py), never detached.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..runtime.location import argument_error
 from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
+from .kernels_attention_ragged_backward import sink_attention_backward
 from .kernels_attention_sink import attention_sink_tuned
 from .kernels_attention_sink_decode import sink_decode_pinned, sink_decode_tuned
 from .kernels_rows import sm_count
@@ -48,7 +52,8 @@ def attention_sink(
     """TileGym's `attention_sink`: softmax over [sinks[h], q k^T * sm_scale] applied to
     [0, v], query of (B, L, H_kv, G, D) over key, value of (B, S, H_kv, D), query i at
     position start_q + i (causal; `sliding_window` W keeps the last W keys up to itself).
-    Returns (B, L, H_kv * G * D). Forward only (no backward yet)."""
+    Returns (B, L, H_kv * G * D). Its backward (torch autograd, `attention_sink_backward`)
+    gives query, key, value and sinks their gradients."""
     if (t := torch_ops(query, key, value, sinks, start_q)) is not None:
         return t.attention_sink(
             query, key, value, sinks, sm_scale, sliding_window, _start_tensor(start_q, query)
@@ -259,3 +264,72 @@ def _mismatch(op: str, what: str) -> KernelTypeError:
         f"`fearless.ops.{op}` needs query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D) of "
         f"one dtype, got {what}",
     )
+
+
+@replayable()
+def attention_sink_backward(
+    dout: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    sinks: Any,
+    out: Any,
+    sm_scale: float = 0.125,
+    sliding_window: int | None = None,
+    start_q: Any = 0,
+) -> tuple[Any, Any, Any, Any]:
+    """(d query, d key, d value, d sinks) of `attention_sink(query, key, value, sinks,
+    sm_scale, sliding_window, start_q)`, whose result was `out` (B, L, H * D), for the gradient
+    `dout` of that result: flash attention's backward with each row's log-sum-exp holding its
+    sink, and d sinks[h] = -sum over the rows of head h of P_sink * rowsum(dout * out)
+    (ops/kernels_attention_ragged_backward.py derives it)."""
+    op = "attention_sink_backward"
+    qa = operand(query, op, "query", FLOATS)
+    dev = qa.tensor.device
+    ga, ka, va, oa = (
+        operand(x, op, n, FLOATS, device=dev)
+        for x, n in ((dout, "dout"), (key, "key"), (value, "value"), (out, "out"))
+    )
+    if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
+        raise _mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
+    if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
+    h = hk * g
+    if bk != b or hk2 != hk or dk != d or not hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    if ga.shape != (b, lq, h * d) or oa.shape != ga.shape:
+        raise _mismatch(op, f"dout {ga.shape} and out {oa.shape} for (B, L, H * D)")
+    sa = operand(sinks, op, "sinks", FLOATS, device=dev)
+    if sa.shape != (h,):
+        raise argument_error(
+            f"`sinks` of `fearless.ops.{op}` must have shape (H,) = ({h},), got {sa.shape}",
+        )
+    scale = number(sm_scale, op, "sm_scale")
+    w = _window(sliding_window, op)
+    start, known = _start(start_q, qa, op)
+    runs = bool(qa.tensor.size and s)  # else no query meets a key: only d sinks may be nonzero
+    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    ds, ds_ret = output(sa, (h,)) if runs else zeros_output(sa, (h,))
+    if runs:
+        last = None if known is None else known + lq - 1
+        wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
+        seq = (b, lq, h, d)
+        sink_attention_backward(
+            view(qa.tensor, seq),
+            ka.tensor,
+            va.tensor,
+            sa.tensor,
+            start,
+            view(oa.tensor, seq),
+            view(ga.tensor, seq),
+            view(grads[0][0], seq),
+            grads[1][0],
+            grads[2][0],
+            ds,
+            scale,
+            g,
+            wl,
+        )
+    dq, dk_, dv = (result(x, t, r) for x, (t, r) in zip((qa, ka, va), grads, strict=True))
+    return dq, dk_, dv, result(sa, ds, ds_ret)

@@ -12,8 +12,12 @@ queries see only its own first kv_lens[b] keys; causal: query i sits at i + kv_l
 q_lens[b] (bottom-right aligned per sequence, as `fmha`). Where TileGym leaves them undefined,
 fearless gives 0: the padded query rows (i >= q_lens[b]) and a query that sees no key. Lengths
 known on the host (lists, NumPy, CPU tensors) are checked (0..L, 0..S, B of them); lengths on
-the GPU are clamped to 0..L and 0..S inside the kernel, never read past. Forward only: an input
-that requires grad is refused at the call (ops/torch_ops.py), never detached.
+the GPU are clamped to 0..L and 0..S inside the kernel, never read past. fmha_varlen's backward
+(`fmha_varlen_backward`, torch autograd's through ops/torch_ops_attention.py) is flash
+attention's backward kernels with the lengths read inside them
+(ops/kernels_attention_ragged_backward.py): 0 for the padded rows and keys. fmha_decode is
+forward only: an input that requires grad is refused at the call (ops/torch_ops.py), never
+detached.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import numpy as np
 from .. import dtypes
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
-from ._attention_checks import decode_operands, qkv_operands, split_len
+from ._attention_checks import decode_operands, qkv_mismatch, qkv_operands, split_len
 from ._io import (
+    FLOATS,
     Operand,
     cast,
     from_torch,
@@ -43,6 +48,7 @@ from ._io import (
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_decode, attention_decode_split
+from .kernels_attention_ragged_backward import varlen_attention_backward
 from .kernels_attention_varlen import attention_varlen_tuned
 from .kernels_rows import sm_count
 
@@ -60,7 +66,8 @@ def fmha_varlen(
     """TileGym's `fmha_varlen`: per sequence b of the batch, softmax(q k^T * scaling) v of its
     first q_lens[b] queries of q (B, H, L, D) over its first kv_lens[b] keys of k, v
     (B, H_kv, S, D); `is_causal` bottom-right aligned per sequence. Returns (B, H, L, D), 0 in
-    the padded rows. Forward only (no backward yet)."""
+    the padded rows. Its backward (torch autograd, `fmha_varlen_backward`) gives q, k, v their
+    gradients (0 in the padded rows and keys)."""
     if (t := torch_ops(q, k, v, q_lens, kv_lens)) is not None:
         b, lq, s = q.shape[0], q.shape[2], k.shape[2]
         ql = _lens_torch(q_lens, q, b, lq, "q_lens")
@@ -79,6 +86,44 @@ def fmha_varlen(
         q4, k4, v4, o4 = (view(x, x.shape) for x in (qa.tensor, ka.tensor, va.tensor, out))
         attention_varlen_tuned(q4, k4, v4, ql, kl, o4, sc, bool(is_causal), h // hk)
     return result(qa, out, ret)
+
+
+@replayable()
+def fmha_varlen_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    scaling: float | None = None,
+    is_causal: bool = True,
+    q_lens: Any = None,
+    kv_lens: Any = None,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `fmha_varlen(q, k, v, scaling, is_causal, q_lens, kv_lens)`, whose
+    result was `out`, for the gradient `dout` of that result (flash attention's backward with
+    the lengths read in the kernels): 0 in the padded query rows and keys."""
+    op = "fmha_varlen_backward"
+    qa, ka, va = qkv_operands(op, q, k, v)
+    dev = qa.tensor.device
+    ga, oa = (operand(x, op, n, FLOATS, device=dev) for x, n in ((dout, "dout"), (out, "out")))
+    if ga.dtype != qa.dtype or oa.dtype != qa.dtype:
+        raise qkv_mismatch(op, f"dtypes {ga.dtype.name}, {qa.dtype.name} and {oa.dtype.name}")
+    if ga.shape != qa.shape or oa.shape != qa.shape:
+        raise qkv_mismatch(op, f"dout {ga.shape}, q {qa.shape} and out {oa.shape}")
+    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
+    kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
+    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
+    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    if runs:
+        q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
+        dq4, dk4, dv4 = (view(t, x.shape) for (t, _), x in zip(grads, (qa, ka, va), strict=True))
+        varlen_attention_backward(
+            q4, k4, v4, ql, kl, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk
+        )
+    return tuple(result(x, t, r) for x, (t, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
 
 
 @replayable()

@@ -1,6 +1,6 @@
 """The attention family of DESIGN 2c as torch operators: TileGym's attention forwards (fmha,
-swa_attention and gemma_attention with their backward; fmha_varlen, fmha_decode,
-gemma_attention_decode, attention_sink and attention_sink_decode), flash-attn's
+swa_attention, gemma_attention, fmha_varlen and attention_sink with their backward; fmha_decode,
+gemma_attention_decode and attention_sink_decode), flash-attn's
 flash_attn_with_kvcache, DeepSeek's MLA forms and sparse_mla, and splitk_reduce; each
 `torch.ops.fearless.<name>` with its fake kernel, on the helpers of ops/torch_ops.py, registered
 with those when torch_library.py registers fearless.ops. A forward-only operator refuses an
@@ -153,7 +153,7 @@ def gemma_attention_decode(
     )
 
 
-@_define("fmha_varlen", _like_first, forward_only=True)
+@_define("fmha_varlen", _like_first)
 def fmha_varlen(
     q: Tensor,
     k: Tensor,
@@ -166,6 +166,39 @@ def fmha_varlen(
     return AVL.fmha_varlen(  # type: ignore[no-any-return]
         q, k, v, scaling, is_causal, q_lens, kv_lens
     )
+
+
+@_define("fmha_varlen_backward", _qkv_grads)
+def fmha_varlen_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    scaling: Optional[float] = None,  # noqa: UP045
+    is_causal: bool = True,
+    q_lens: Optional[Tensor] = None,  # noqa: UP045
+    kv_lens: Optional[Tensor] = None,  # noqa: UP045
+) -> tuple[Tensor, Tensor, Tensor]:
+    return AVL.fmha_varlen_backward(  # type: ignore[no-any-return]
+        dout, q, k, v, out, scaling, is_causal, q_lens, kv_lens
+    )
+
+
+def _varlen_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    """fmha_varlen's autograd: q, k, v, the output and the lengths (tensors or None) saved."""
+    q, k, v, scaling, is_causal, q_lens, kv_lens = inputs
+    ctx.save_for_backward(q, k, v, output, q_lens, kv_lens)
+    ctx.args = (scaling, is_causal)  # type: ignore[attr-defined]
+
+
+def _varlen_backward(ctx: Any, dy: Tensor) -> tuple:
+    q, k, v, out, q_lens, kv_lens = ctx.saved_tensors
+    grads = OPS.fmha_varlen_backward(dy, q, k, v, out, *ctx.args, q_lens, kv_lens)
+    return (*grads, None, None, None, None)
+
+
+fmha_varlen.register_autograd(_varlen_backward, setup_context=_varlen_setup)
 
 
 @_define("fmha_decode", _like_first, forward_only=True)
@@ -186,7 +219,7 @@ def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
     return _new(query, (b, lq, hk * g * d))
 
 
-@_define("attention_sink", _sink_out, forward_only=True)
+@_define("attention_sink", _sink_out)
 def attention_sink(
     query: Tensor,
     key: Tensor,
@@ -199,6 +232,53 @@ def attention_sink(
     return AS.attention_sink(  # type: ignore[no-any-return]
         query, key, value, sinks, sm_scale, sliding_window, 0 if start_q is None else start_q
     )
+
+
+def _sink_grads(
+    dout: Tensor, query: Tensor, key: Tensor, value: Tensor, sinks: Tensor, *_: Any, **__: Any
+) -> tuple:
+    """The fake kernel of attention_sink_backward: gradients shaped as query, key, value, sinks."""
+    return (
+        _new(query, query.shape),
+        _new(key, key.shape),
+        _new(value, value.shape),
+        _new(sinks, sinks.shape),
+    )
+
+
+@_define("attention_sink_backward", _sink_grads)
+def attention_sink_backward(
+    dout: Tensor,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    sinks: Tensor,
+    out: Tensor,
+    sm_scale: float = 0.125,
+    sliding_window: Optional[int] = None,  # noqa: UP045
+    start_q: Optional[Tensor] = None,  # noqa: UP045
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    return AS.attention_sink_backward(  # type: ignore[no-any-return]
+        dout, query, key, value, sinks, out, sm_scale, sliding_window,
+        0 if start_q is None else start_q,
+    )  # fmt: skip
+
+
+def _sink_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    """attention_sink's autograd: query, key, value, sinks and the output saved, start_q (a
+    tensor or None) and the settings kept."""
+    query, key, value, sinks, sm_scale, window, start_q = inputs
+    ctx.save_for_backward(query, key, value, sinks, output)
+    ctx.args = (sm_scale, window, start_q)  # type: ignore[attr-defined]
+
+
+def _sink_backward(ctx: Any, dy: Tensor) -> tuple:
+    query, key, value, sinks, out = ctx.saved_tensors
+    grads = OPS.attention_sink_backward(dy, query, key, value, sinks, out, *ctx.args)
+    return (*grads, None, None, None)
+
+
+attention_sink.register_autograd(_sink_backward, setup_context=_sink_setup)
 
 
 @_define("attention_sink_decode", _sink_out, forward_only=True)
