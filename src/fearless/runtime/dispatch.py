@@ -43,6 +43,7 @@ from .arg_keys import NoTorch, reader_for
 from .arrays import DEVICE_ID, torch_dtype_of
 from .borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from .host_arrays import finish, stage
+from .launch import keyword_error
 from .partition import Partition
 from .streams import keep_if_captured
 from .target import Target
@@ -116,6 +117,10 @@ class Dispatcher:
         self._c_forget: Any = None  # claunch_tile.c's tile_warm_forget(c)
 
     # --------------------------------------------------------------------------- launch
+
+    def keyword_error(self, kwargs: dict[str, Any]) -> Exception:
+        """E0061 for a call given keyword arguments: a kernel's are bound by position."""
+        return keyword_error(self.name, [p.name for p in self.params], kwargs)
 
     def launched_in_c(self, args: tuple[Any, ...], target: Target, stream: Any) -> bool:
         """Whether the compiled warm path launched this call: on the GPU, on the default

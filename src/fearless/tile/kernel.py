@@ -4,9 +4,11 @@ A launch `k(zp, x, y)` reads each argument's kind and dtype (and a Part's tile s
 Const's value) into a `Signature`, compiles that specialisation once per target, takes the grid
 from the Partition arguments (all must agree), runs the borrow check (no read-only argument
 may share a byte with a partitioned output) and prepares the launch: `sim/tile/interpreter.py`
-on "sim", `runtime/tile_gpu.py` on "cuda". That is `specialise`, the slow path of the runtime's
-dispatcher (runtime/dispatch.py), taken once per argument key: later launches whose arguments
-read the same cheap facts reuse what it prepared.
+on "sim", `runtime/tile_gpu.py` on "cuda". That is tile/prepare.py's `prepare_launch`, the
+slow path of the runtime's dispatcher (runtime/dispatch.py), taken once per argument key:
+later launches whose arguments read the same cheap facts reuse what it prepared. This module
+keeps the kernel object: its source and globals guard, its signature, its compiles (per
+signature and arch, with the autotuner's compiles ahead) and its two ways to launch.
 
 Globals and closure variables: a specialisation's IR holds the values of the module globals
 and closure variables the kernel names (constants are folded in). Every launch checks, by one
@@ -16,7 +18,8 @@ is dropped and the next launch compiles with the new value (the tile IR, hence t
 differs). Modules, builtins, attributes (`cfg.SCALE`) and objects changed in place are not
 followed: pass such values as arguments (a `tile.Const` for a compile-time one).
 
-Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line. NumPy
+Keyword arguments to a launch (`k(z=zp)`) are refused as E0061 at the user's line (by the
+dispatcher, which knows the parameters). NumPy
 arrays given for `tile.Tensor` parameters on "cuda" are copied to the GPU for the launch
 (runtime/host_arrays.py, a one-time HostCopyWarning); outputs are Partitions of fl.Tensors,
 so there is nothing to copy back.
@@ -33,22 +36,16 @@ from ..crash import reraise, user_facing
 from ..errors import CompileError
 from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..ir.tile.kernel import TileHints, TileIR
-from ..runtime.borrow import check_borrows
 from ..runtime.dispatch import Dispatcher, Prepared
-from ..runtime.launch import keyword_error
 from ..runtime.target import Target, current_target
-from ..runtime.tile_gpu import dynamic_values
-from ..runtime.tile_gpu import prepare as prepare_gpu
-from ..sim.tile.interpreter import runner as sim_runner
 from .aot import signature_from_specs
 from .compile_ahead import STATE as AHEAD
 from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
 from .compile_ahead import take as ahead_take
 from .compiler import build_ir, compile_cubin, render_stage
-from .grid import check_host_grid, partition_grid
-from .padding_check import warn_at_launch
-from .persistent import check_host_grid_launch
+from .grid import check_host_grid
+from .prepare import prepare_launch
 from .signature import check_annotations, declared, signature_of, static_signature
 
 
@@ -190,11 +187,11 @@ class Kernel:
         # crash.user_facing written inline: a try costs nothing on the warm path, a wrapper
         # call would.
         try:
-            if kwargs:
-                raise keyword_error(self.name, [name for name, _ in self.annotations()], kwargs)
             if not self._guard.fresh():
                 self._check_globals()
             dispatch = self._dispatch or self._make_dispatcher(None)
+            if kwargs:
+                raise dispatch.keyword_error(kwargs)
             target = current_target()
             if AHEAD.thread is not None and ahead_applies(target):
                 return ahead_submit(self, args, target)  # the autotuner's compile pass
@@ -207,7 +204,7 @@ class Kernel:
         """The dispatcher of launches on the partitions' grid (None) or on a host grid."""
 
         def specialise(args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
-            return self._prepare(args, target, host_grid)
+            return prepare_launch(self, args, target, host_grid)
 
         dispatch = Dispatcher(self.name, self.declared(), specialise, self)
         if host_grid is None:
@@ -215,33 +212,6 @@ class Kernel:
         else:
             self._grid_dispatch[host_grid] = dispatch
         return dispatch
-
-    def _prepare(
-        self, args: tuple[Any, ...], target: Target, host_grid: tuple[int, int, int] | None = None
-    ) -> tuple[Prepared, list[Any]]:
-        """The slow path: every check, from the arguments themselves, then the launch prepared
-        for them and its payload (runtime/dispatch.py: what a warm launch with the same key
-        reuses)."""
-        signature, values = self.signature_of(args, target)
-        # a host grid: each Part walks its own tiles (`part.tiles()`), so theirs may differ
-        grid = host_grid or partition_grid(self.name, signature, values)
-        device = self._borrow_check(signature, values)
-        ir = self.ir_for(signature)
-        if host_grid is not None:
-            check_host_grid_launch(self.name, ir)
-        infos = [
-            v[1] if p.kind == "part" else v
-            for p, v in zip(signature, values, strict=True)
-            if p.is_array
-        ]
-        warn_at_launch(ir, signature, values)  # reductions over padding these extents leave
-        nbytes = tuple(info.nbytes for info in infos)
-        if target.simulated:
-            return Prepared(signature, ir, grid, nbytes, sim_runner(ir, grid, device)), values
-        ct = self.compile(signature)
-        shapes = [info.shape for info in infos]
-        gpu = prepare_gpu(ct, self._gpu, self.hints.num_ctas, grid, shapes)
-        return Prepared(signature, ir, grid, nbytes, gpu), dynamic_values(signature, values)
 
     def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
         """Run on a grid the host chooses (an int or up to three ints), for persistent kernels:
@@ -261,15 +231,6 @@ class Kernel:
                 dispatch.launch(args, target, stream)
         except Exception as exc:
             reraise(exc, Kernel.launch, (self, grid, *args))
-
-    def _borrow_check(self, signature: Signature, values: list[Any]) -> int:
-        specs, infos = [], []
-        for p, v in zip(signature, values, strict=True):
-            spec = p.spec()  # the launch's one vocabulary: a Part is written, a Tensor read
-            if spec is not None:
-                specs.append(spec)
-                infos.append(v[1] if p.kind == "part" else v)
-        return check_borrows(specs, infos)
 
     # ------------------------------------------------------------------------ inspect
 
