@@ -4,13 +4,17 @@ docstring, and one near 800 lines is warned about (DESIGN section 5: a sign it h
 split it by responsibility, never by trimming lines to meet a number; past 1000 the test
 fails); only config.py reads the environment; no import cycle among files or packages, C
 includes and calls counted, and no import up the layers (tools/check_imports.py, which `make
-lint` runs too); and no test module imports another or touches sys.path: what tests share lives
-in tests/support/ (issue 34)."""
+lint` runs too); no test module imports another or touches sys.path: what tests share lives
+in tests/support/ (issue 34); and docs/code-map.md names every module and C unit in the entry
+of its folder, and names nothing that is not in the tree (issue 34: the design documents match
+the tree)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -215,4 +219,175 @@ def test_fearless_imports_the_suite_only_inside_fearless_bench(
     assert sorted(f.split(": ")[0] for f in report.layer_findings) == [
         "cli -> fearless_bench",
         "ops -> fearless_bench",
+    ]
+
+
+# ------------------------------------------------------------------------------ the code map
+
+CODE_MAP = REPO / "docs" / "code-map.md"
+_DESCRIPTION_COLUMN = 23  # where an entry's prose starts; its name sits left of it
+_MENTION = re.compile(r"(?<![\w/.*-])(no )?([\w/*]*[\w*]\.(?:py|c|h))(?![\w.])")
+_SOURCE_SUFFIXES = (".py", ".c")
+
+
+@dataclass
+class _Entry:
+    """One entry of the map's tree: `path` (a folder, or a file entry such as `config.py`)
+    and, for a folder, the text of its lines and of its file entries' lines."""
+
+    path: Path
+    text: list[str] = field(default_factory=list)
+
+
+def _code_map_entries(text: str) -> list[_Entry]:
+    """The folder entries of the map's code block, each with its lines, and every file entry
+    as an entry without text: the name sits at column 0, 2 or 4 (nesting), its prose from
+    column 23 on (continuation lines start there); a file entry's lines count as its folder's."""
+    block = text.split("```\n", 2)[1]
+    entries: list[_Entry] = []
+    stack: list[tuple[int, _Entry]] = []  # (indent, folder entry) of the enclosing folders
+    current: _Entry | None = None
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if line.strip() and indent < _DESCRIPTION_COLUMN:
+            name = line.split()[0]
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            path = (stack[-1][1].path if stack else REPO) / name.rstrip("/")
+            if name.endswith("/"):
+                current = _Entry(path)
+                stack.append((indent, current))
+            else:
+                entries.append(_Entry(path))  # a file entry: checked to exist
+                current = stack[-1][1] if stack else _Entry(path.parent)
+            entries.append(current)
+        if current is not None:
+            current.text.append(line)
+    return list({id(e): e for e in entries}.values())
+
+
+def _owned(folder: Path, folders: set[Path]) -> list[Path]:
+    """The sources under `folder` that its entry names: those in no sub-folder with an entry
+    of its own (simt/passes/ is named inside simt/'s entry)."""
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.suffix in (*_SOURCE_SUFFIXES, ".h")
+        and "__pycache__" not in p.parts
+        and not any(
+            f != folder and f.is_relative_to(folder) and p.is_relative_to(f) for f in folders
+        )
+    ]
+
+
+def _resolve(mention: str, folder: Path, owned: list[Path]) -> list[Path]:
+    """The files a mention in `folder`'s entry stands for: a bare name (`kernels_moe.py`) or a
+    pattern (`family_*.py`) among the files the entry owns; a path (`runtime/trace.py`) from
+    the folder, a folder above it (src, the repository) or src/fearless."""
+    if "/" not in mention:  # or a file at the top of the repository (setup.py)
+        return [p for p in owned if p.match(mention)] or sorted(REPO.glob(mention))
+    above = [folder, *(f for f in folder.parents if f.is_relative_to(REPO))]
+    return next((found for base in (*above, SRC) if (found := sorted(base.glob(mention)))), [])
+
+
+def code_map_findings(text: str) -> tuple[list[str], list[str]]:
+    """(missing, stale): the modules and C units of src/fearless and src/fearless_bench that
+    the entry of their folder does not name, and the entries and `*.py`/`.c`/`.h` names of
+    the map that are not in the tree where the map puts them."""
+    entries = _code_map_entries(text)
+    folders = {e.path for e in entries if e.text}
+    stale = [
+        f"{e.path.relative_to(REPO)}{'/' if e.text else ''} (entry)"
+        for e in entries
+        if not e.path.exists()
+    ]
+    named: set[Path] = set()
+    for entry in (e for e in entries if e.text and e.path.is_dir()):
+        owned = _owned(entry.path, folders) if entry.path.is_relative_to(REPO / "src") else []
+        if entry.path == REPO:  # Makefile's entry
+            owned = list(REPO.iterdir())
+        elif not owned:  # tests/, bench/, examples/: a name may sit anywhere below
+            owned = [p for p in entry.path.rglob("*") if "__pycache__" not in p.parts]
+        prose = "\n".join(entry.text)
+        where = entry.path.relative_to(REPO)
+        for absent, mention in dict.fromkeys(_MENTION.findall(prose)):
+            found = _resolve(mention, entry.path, owned)
+            if absent and found:  # "no __init__.py": the map says it is not there
+                stale.append(f"no {mention} (in the entry of {where}/: there is one)")
+            elif not absent and not found:
+                stale.append(f"{mention} (in the entry of {where}/)")
+            elif "*" not in mention:  # named here only if this is its folder's entry
+                named.update(p for p in found if p in owned)
+        for unit in (p for p in owned if p.suffix == ".c"):  # `claunch_common (...)` names one
+            if re.search(rf"(?<![\w/.]){re.escape(unit.stem)}(?![\w.])", prose):
+                named.add(unit)
+    missing = [
+        f"{p.relative_to(REPO / 'src')} (in the entry of {_owner(p, folders).relative_to(REPO)}/)"
+        for p in sorted(_sources_to_map())
+        if p not in named
+    ]
+    return missing, stale
+
+
+def _owner(path: Path, folders: set[Path]) -> Path:
+    """The folder whose entry is to name `path`: the innermost one with an entry."""
+    return max((f for f in folders if path.is_relative_to(f)), key=lambda f: len(f.parts))
+
+
+def _sources_to_map() -> list[Path]:
+    """Every module and C unit of src/fearless and src/fearless_bench; an `__init__.py` is its
+    package's entry, not a module to name."""
+    return [
+        p
+        for root in (SRC, REPO / "src" / "fearless_bench")
+        for p in root.rglob("*")
+        if p.suffix in _SOURCE_SUFFIXES and p.name != "__init__.py" and "__pycache__" not in p.parts
+    ]
+
+
+def test_the_code_map_names_every_module() -> None:
+    """Issue 34 (the design documents match the tree): docs/code-map.md names each module and
+    C unit in the entry of its folder, and every entry and `*.py`, `.c` or `.h` name it holds
+    is in the tree there."""
+    missing, stale = code_map_findings(CODE_MAP.read_text())
+    lines = []
+    if missing:
+        lines += ["docs/code-map.md does not name (one line each, in its folder's entry):"]
+        lines += [f"  {m}" for m in missing]
+    if stale:
+        lines += ["docs/code-map.md names what is not in the tree (rename or remove):"]
+        lines += [f"  {s}" for s in stale]
+    assert not lines, "\n".join(lines)
+
+
+def test_the_code_map_check_sees_missing_and_stale_names() -> None:
+    """A module dropped from a sub-folder's names, a renamed one, a C unit left out, a module
+    named in another folder's entry only (ops/ names runtime/trace.py), a path that is not
+    there, "no X.py" where there is one, and an entry for a folder that is gone are each
+    reported."""
+    text = CODE_MAP.read_text()
+    edits = [
+        ("spin.py (", "spinning.py ("),
+        ("claunch_simt (", "claunch_x ("),
+        ("bounds_elim.py,", ""),
+        ("trace.py (what one", "tracing (what one"),
+        ("ops/_replay.py", "ops/_replay_old.py"),
+        ("(no __init__.py;", "(no __init__.py; no sass.py;"),
+        ("  tuning/  ", "  tunings/ "),
+    ]
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    missing, stale = code_map_findings(text)
+    assert missing == [
+        "fearless/runtime/claunch_simt.c (in the entry of src/fearless/runtime/)",
+        "fearless/runtime/spin.py (in the entry of src/fearless/runtime/)",
+        "fearless/runtime/trace.py (in the entry of src/fearless/runtime/)",
+        "fearless/simt/passes/bounds_elim.py (in the entry of src/fearless/simt/)",
+    ]
+    assert sorted(stale) == [
+        "no sass.py (in the entry of src/fearless/backends/: there is one)",
+        "ops/_replay_old.py (in the entry of src/fearless/runtime/)",
+        "spinning.py (in the entry of src/fearless/runtime/)",
+        "src/fearless/tunings/ (entry)",
     ]
