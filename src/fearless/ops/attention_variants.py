@@ -9,7 +9,7 @@ Where they differ from `scaled_dot_product_attention`: TileGym's (and flash-attn
 is bottom-right aligned, so query i sits at position i' = i + S - L and sees keys j <= i' (with
 L > S the first L - S queries see no key). A query that sees no key gives 0, and no gradient.
 Their backward (`fmha_backward`, `swa_attention_backward`, `gemma_attention_backward`: torch
-autograd's through ops/torch_ops_tilegym.py) is flash attention's, kernels_attention_backward.py's
+autograd's through ops/torch_ops_attention.py) is flash attention's, kernels_attention_backward.py's
 three kernels with the same `variant` as the forward.
 """
 
