@@ -1,8 +1,8 @@
 """fearless.transformers on OLMoE, OLMo 3, Qwen3-Next and DeepSeek-V2/V3, on the simulator with CPU torch:
 tiny random models patched by `apply` (or the per-model function) give Hugging Face's logits,
-loss and gradients in training, where the forward-only ops (fused_moe, the gated delta rule)
-fall back to Hugging Face's code, and its logits in inference, where they run; the op calls are
-counted to prove the routing."""
+loss and gradients in training, where the forward-only ops (the gated delta rule, mla) fall back
+to Hugging Face's code and fused_moe runs with its backward, and its logits in inference, where
+they all run; the op calls are counted to prove the routing."""
 
 from __future__ import annotations
 
@@ -73,18 +73,16 @@ def _olmoe(seed: int = 0, clip_qkv: float | None = None) -> Any:
 
 
 @pytest.mark.parametrize("via", ["apply", "function"])
-def test_olmoe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
-    via: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_olmoe_trains_and_infers_on_fused_moe(via: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def patch(model: Any) -> None:
         patch_via(via, model, flt.apply_fearless_kernel_to_olmoe)
         assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessOlmoeExperts"
 
     # 2 norms per layer, the whole-width q and k norms, the final norm; rope and attention
-    # per layer; fused_moe only without grad, once per (sparse) layer
+    # per layer; fused_moe once per (sparse) layer, in training too
     dense = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS, "scaled_dot_product_attention": LAYERS}
-    train, infer = Counter(dense), Counter({**dense, "fused_moe": LAYERS})
-    check_train_then_infer(_olmoe(), patch, monkeypatch, _batch(), OPS, train, infer)
+    both = Counter({**dense, "fused_moe": LAYERS})
+    check_train_then_infer(_olmoe(), patch, monkeypatch, _batch(), OPS, both, both)
 
 
 def test_olmoe_clip_qkv_and_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,8 +154,9 @@ def test_qwen3_next_trains_on_hugging_faces_delta_rule_and_infers_on_fearless(
             "FearlessQwen3NextRMSNormGated"
         )
 
-    train = Counter(NEXT_ATTENTION)
-    infer = Counter({**NEXT_ATTENTION, "fused_moe": 1, "chunk_gated_delta_rule": 1})
+    # the experts on fused_moe in training too; the delta rule only without grad
+    train = Counter({**NEXT_ATTENTION, "fused_moe": 1})
+    infer = Counter({**train, "chunk_gated_delta_rule": 1})
     check_train_then_infer(_qwen3_next(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
@@ -242,17 +241,11 @@ def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
 
     # 2 norms per layer, the q_a and kv_a latent norms, the final one; the dense MLP and the
     # shared expert; RoPE stays Hugging Face's, and its latent attention (qk_head_dim 24 !=
-    # v_head_dim 16) is torch's SDPA in training, fearless.ops.mla without grad
-    dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 2}
-    check_train_then_infer(
-        _deepseek_v3(),
-        patch,
-        monkeypatch,
-        _batch(),
-        OPS,
-        Counter(dense),
-        Counter({**dense, "fused_moe": 1, "mla": LAYERS}),
-    )
+    # v_head_dim 16) is torch's SDPA in training, fearless.ops.mla without grad; the routed
+    # experts on fused_moe in both
+    dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 2, "fused_moe": 1}
+    train, infer = Counter(dense), Counter({**dense, "mla": LAYERS})
+    check_train_then_infer(_deepseek_v3(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 def test_deepseek_v3_generation_prefills_and_decodes_on_mla(
@@ -350,9 +343,9 @@ def test_deepseek_v2_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> 
         assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessDeepseekV2Experts"
 
     # 2 norms per layer, the kv_a latent norm (no q LoRA: no q_a norm), the final one; the
-    # dense MLP and the shared expert; fused_moe and mla only without grad
-    dense = {"rms_norm": 3 * LAYERS + 1, "swiglu": 2}
-    train, infer = Counter(dense), Counter({**dense, "fused_moe": 1, "mla": LAYERS})
+    # dense MLP and the shared expert; fused_moe in both, mla only without grad
+    dense = {"rms_norm": 3 * LAYERS + 1, "swiglu": 2, "fused_moe": 1}
+    train, infer = Counter(dense), Counter({**dense, "mla": LAYERS})
     check_train_then_infer(_deepseek_v2(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 

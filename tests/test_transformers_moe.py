@@ -1,11 +1,11 @@
 """fearless.transformers on the mixtures of experts, on the simulator with CPU torch: a tiny
 random Qwen3-MoE (one sparse layer, one dense) patched by `apply` gives Hugging Face's logits,
-loss and gradients in training, where the experts fall back to Hugging Face's loop (fused_moe is
-forward only), and its logits in inference, where they go through `fearless.ops.fused_moe`
-(counted); the fused loss without logits; a tiny GPT-OSS: attention with sinks through
-`fearless.ops.attention_sink` in inference (prefill and KV-cache decode, sliding-window and
-full layers), Hugging Face's eager attention in training and under a padding mask; its experts
-stay torch."""
+loss and gradients in training and its logits in inference, the experts going through
+`fearless.ops.fused_moe` (counted) in both; the experts alone give Hugging Face's gradients of
+the activations, both expert weights and the routing weights; the fused loss without logits; a
+tiny GPT-OSS: attention with sinks through `fearless.ops.attention_sink` in inference (prefill
+and KV-cache decode, sliding-window and full layers), Hugging Face's eager attention in
+training and under a padding mask; its experts stay torch."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _qwen3_moe(seed: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("via", ["apply", "function"])
-def test_qwen3_moe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
+def test_qwen3_moe_trains_and_infers_on_fused_moe(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def patch(model: Any) -> None:
@@ -79,22 +79,23 @@ def test_qwen3_moe_trains_on_hugging_faces_experts_and_infers_on_fused_moe(
         assert type(model.model.layers[0].mlp.experts).__name__ == "FearlessQwen3MoeExperts"
 
     # 2 norms per layer, q and k norms, the final norm; the dense layer's SwiGLU; rope and
-    # attention per layer; no fused_moe: its weights require grad, Hugging Face's loop ran
+    # attention per layer; fused_moe in the sparse layer, with grad too (its backward)
     dense = {"rms_norm": 4 * LAYERS + 1, "swiglu": 1, "rope": LAYERS}
-    train = Counter({**dense, "scaled_dot_product_attention": LAYERS})
-    infer = Counter({**dense, "scaled_dot_product_attention": LAYERS, "fused_moe": 1})
-    check_train_then_infer(_qwen3_moe(), patch, monkeypatch, _batch(), OPS, train, infer)
+    both = Counter({**dense, "scaled_dot_product_attention": LAYERS, "fused_moe": 1})
+    check_train_then_infer(_qwen3_moe(), patch, monkeypatch, _batch(), OPS, both, both)
 
 
-def test_qwen3_moe_experts_alone_match_and_only_route_without_grad(
+def test_qwen3_moe_experts_alone_match_with_and_without_grad(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     experts = _qwen3_moe().model.layers[0].mlp.experts
-    x = torch.randn(7, 64)
+    x = torch.randn(7, 64, requires_grad=True)
     ids = torch.tensor([[0, 3], [1, 2], [3, 0], [2, 2], [1, 0], [0, 1], [3, 2]])
-    w = torch.softmax(torch.randn(7, 2), -1)
-    with torch.no_grad():
-        want = experts(x, ids, w)
+    w = torch.softmax(torch.randn(7, 2), -1).requires_grad_()
+    dy = torch.randn(7, 64)
+    params = (experts.gate_up_proj, experts.down_proj)
+    want = experts(x, ids, w)  # Hugging Face's loop, with a graph
+    want_grads = torch.autograd.grad(want, (x, w, *params), dy)
     flt.apply_fearless_kernel_to_qwen3_moe(rope=False, rms_norm=False, attention=False)
     from transformers.models.qwen3_moe import modeling_qwen3_moe
 
@@ -103,10 +104,15 @@ def test_qwen3_moe_experts_alone_match_and_only_route_without_grad(
     with torch.no_grad():
         got = experts(x, ids, w)
     assert calls["fused_moe"] == 1
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
-    y = experts(x, ids, w)  # grad enabled, weights require grad: the loop, with a graph
-    assert calls["fused_moe"] == 1 and y.requires_grad
-    torch.testing.assert_close(y.detach(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-5)
+    # grad enabled: fused_moe again, its backward reaching the activations, the routing
+    # weights and the experts' Parameters
+    y = experts(x, ids, w)
+    assert calls["fused_moe"] == 2 and y.requires_grad
+    torch.testing.assert_close(y.detach(), want.detach(), rtol=1e-5, atol=1e-5)
+    grads = torch.autograd.grad(y, (x, w, *params), dy)
+    for name, g, ref in zip(("x", "w", "gate_up", "down"), grads, want_grads, strict=True):
+        torch.testing.assert_close(g, ref, rtol=1e-4, atol=1e-5, msg=name)
 
 
 def test_qwen3_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(

@@ -265,9 +265,9 @@ def apply_fearless_kernel_to_qwen3_moe(
 ) -> None:
     """`apply_fearless_kernel_to_qwen3` for Qwen3-MoE (transformers.models.qwen3_moe): the
     dense parts as Qwen3's (`swiglu`: the MLP of its dense layers, `mlp_only_layers`), and with
-    `moe` the sparse block's experts through `fearless.ops.fused_moe` (the router stays
-    Hugging Face's). fused_moe is forward only: in training the experts run Hugging Face's
-    code. The fused loss is taken when the router logits are not asked for (no auxiliary
+    `moe` the sparse block's experts through `fearless.ops.fused_moe`, in training too (its
+    backward gives the experts' and the routing weights' gradients; the router stays Hugging
+    Face's). The fused loss is taken when the router logits are not asked for (no auxiliary
     loss); otherwise Hugging Face's forward runs."""
     _apply("qwen3_moe", **locals())
 
@@ -323,8 +323,8 @@ def apply_fearless_kernel_to_olmoe(
     are), RoPE, attention with the `sdpa` implementation as Llama's (`clip_qkv` clamps the
     normed projections in Hugging Face's code), and with `moe` the experts (every layer is
     sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
-    inference, Hugging Face's loop in training; the router stays Hugging Face's. The fused
-    loss is taken when the router logits are not asked for."""
+    inference and training; the router stays Hugging Face's. The fused loss is taken when the
+    router logits are not asked for."""
     _apply("olmoe", **locals())
 
 
@@ -348,8 +348,8 @@ def apply_fearless_kernel_to_qwen3_next(
     `fearless.ops.chunk_gated_delta_rule` (prefill) and `recurrent_gated_delta_rule` (cached
     decode) where no grad is recorded (they are forward only), else Hugging Face's torch code
     (its causal conv1d stays torch); with `moe` the routed experts through
-    `fearless.ops.fused_moe` in inference (the router and the shared expert's gate stay
-    Hugging Face's). The fused loss is taken when the router logits are not asked for."""
+    `fearless.ops.fused_moe` in inference and training (the router and the shared expert's
+    gate stay Hugging Face's). The fused loss is taken when the router logits are not asked for."""
     _apply("qwen3_next", **locals())
 
 
@@ -369,7 +369,8 @@ def apply_fearless_kernel_to_deepseek_v3(
     a prefill, or one decoded token over the cache, without padding), else Hugging Face's
     (torch's SDPA: qk_head_dim != v_head_dim, which fearless's flash attention does not take),
     and with `moe` the routed experts (Qwen3-MoE's stacked layout) through
-    `fearless.ops.fused_moe` in inference (the grouped sigmoid router stays Hugging Face's).
+    `fearless.ops.fused_moe` in inference and training (the grouped sigmoid router stays
+    Hugging Face's).
     The fused loss is taken when the router logits are not asked for."""
     _apply("deepseek_v3", **locals())
 
@@ -386,8 +387,8 @@ def apply_fearless_kernel_to_deepseek_v2(
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (the dense
     layers' and the shared experts), its multi-head latent attention on `fearless.ops.mla` in
     inference as V3's (`attention`), and with `moe` the routed experts (`DeepseekV2Experts`,
-    Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in inference, Hugging Face's
-    loop in training (the softmax router, greedy or group-limited, stays Hugging Face's). Its
+    Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in inference and training
+    (the softmax router, greedy or group-limited, stays Hugging Face's). Its
     RoPE (complex multiplication of interleaved pairs) stays Hugging Face's. The fused loss is
     taken when the router logits are not asked for."""
     _apply("deepseek_v2", **locals())
