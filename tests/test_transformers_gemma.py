@@ -1,9 +1,9 @@
 """fearless.transformers on Gemma 3, on the simulator with CPU torch: a tiny random
 Gemma3ForCausalLM (a sliding-window layer of window 4 and a full layer, random norm weights so
 that the (1 + weight) scale matters) patched by `apply` gives Hugging Face's logits, loss and
-gradients in training (its windowed layer on torch's SDPA: a mask with grad) and its logits in
-inference, where the windowed layer runs `fearless.ops.gemma_attention` (counted); a padded
-batch keeps gemma_attention out (its mask is not the plain window); greedy generation with a
+gradients in training and its logits in inference, the windowed layer running
+`fearless.ops.gemma_attention` (counted) in both (its backward in training); a padded batch
+keeps gemma_attention out (its mask is not the plain window); greedy generation with a
 KV cache (decode steps: bottom-right windows) matches; the RMSNorm and the MLP alone."""
 
 from __future__ import annotations
@@ -72,18 +72,18 @@ def _batch(batch: int = 2) -> tuple[Any, Any]:
 
 
 @pytest.mark.parametrize("via", ["apply", "function"])
-def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_inference(
+def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_training_and_inference(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def patch(model: Any) -> None:
         patch_via(via, model, flt.apply_fearless_kernel_to_gemma3)
 
     # 4 norms per layer, q and k norms, the final one; one GeGLU and one rope per layer; the
-    # full layer's attention is fearless's (no mask), the windowed one's torch's (mask + grad)
+    # full layer's attention is fearless's SDPA (no mask), the windowed one's gemma_attention
+    # (the exact causal window), with grad too
     dense = {"rms_norm": 6 * LAYERS + 1, "geglu": LAYERS, "rope": LAYERS}
-    train = Counter({**dense, "scaled_dot_product_attention": 1})
-    infer = Counter({**dense, "scaled_dot_product_attention": 1, "gemma_attention": 1})
-    check_train_then_infer(_gemma3(), patch, monkeypatch, _batch(), OPS, train, infer)
+    both = Counter({**dense, "scaled_dot_product_attention": 1, "gemma_attention": 1})
+    check_train_then_infer(_gemma3(), patch, monkeypatch, _batch(), OPS, both, both)
 
 
 def test_gemma3_padded_batch_keeps_gemma_attention_out(monkeypatch: pytest.MonkeyPatch) -> None:

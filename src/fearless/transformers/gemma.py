@@ -1,7 +1,8 @@
 """What fearless.transformers puts into Hugging Face's Gemma 3 besides the Llama-like parts of
 layers.py: the forwards of its RMSNorm, whose scale is (1 + weight), and of its GELU-gated MLP,
 on fearless.ops, each falling back to Hugging Face's code for an input the op does not take.
-(Its sliding-window attention is layers.py's `_windowed`, on `fearless.ops.gemma_attention`.)
+(Its sliding-window attention is layers.py's `_windowed`, on `fearless.ops.gemma_attention` in
+inference and training.)
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ class's `__init__`, parameters and `isinstance` stay Hugging Face's; only `forwa
 attention, a marker that the `sdpa` dispatcher reads) is ours. The original class is the
 subclass's `_fearless_base`, whose forward is the fallback. The dispatcher's markers:
 `_fearless_attention` (flash attention), `_fearless_windowed` (Gemma's sliding window on
-`fearless.ops.gemma_attention`) and `_fearless_mla` (DeepSeek's latent attention on
-`fearless.ops.mla`).
+`fearless.ops.gemma_attention`, in inference and training) and `_fearless_mla` (DeepSeek's
+latent attention on `fearless.ops.mla`, in inference).
 """
 
 from __future__ import annotations
@@ -297,17 +297,19 @@ def _windowed(
     kwargs: dict[str, Any],
 ) -> torch.Tensor | None:
     """A sliding-window layer (Gemma's) on `fearless.ops.gemma_attention`, where that computes
-    what Hugging Face's masked SDPA does: no grad (the op is forward only), no dropout, and a
-    mask that is exactly the causal window (no padding); None otherwise (the caller then
-    tries the general path). Hugging Face's window W keeps keys j with i' - W < j <= i'
-    (i' = i + S - L); gemma_attention's window_size w keeps |j - i'| <= w: w = W - 1, and
-    its causal mask is bottom-right aligned, the same i'."""
+    what Hugging Face's masked SDPA does: no dropout and a mask that is exactly the causal
+    window (no padding), with or without grad (gemma_attention's backward, through torch
+    autograd, gives dq, dk, dv: training runs it too); None otherwise (the caller then tries
+    the general path, which in training takes a masked call to torch's SDPA). Hugging Face's
+    window W keeps keys j with i' - W < j <= i' (i' = i + S - L); gemma_attention's
+    window_size w keeps |j - i'| <= w: w = W - 1, and its causal mask is bottom-right aligned,
+    the same i'."""
     window = kwargs.get("sliding_window")
     if not isinstance(window, int) or isinstance(window, bool) or window < 2:
         return None  # a full layer, or W = 1 (gemma_attention's 0 means no window)
     if dropout or kwargs.get("position_bias") is not None or not module.is_causal:
         return None
-    if not is_attention_layout(q, k, v) or wants_grad(q, k, v):
+    if not is_attention_layout(q, k, v):
         return None
     lq, s = q.shape[2], k.shape[2]
     if mask is None or not is_causal_mask(mask, lq, s, window):

@@ -285,9 +285,9 @@ def apply_fearless_kernel_to_gemma3(
     as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`mlp`, as
     `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
     as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
-    Hugging Face's (no grad: it is forward only; a mask that is exactly the causal window,
-    i.e. no padding), else as Llama's (a mask in training: torch's SDPA). The fused loss is
-    declined when the config soft-caps the final logits."""
+    Hugging Face's (no dropout and a mask that is exactly the causal window, i.e. no padding;
+    in training too, through its backward), else as Llama's (a padded mask in training:
+    torch's SDPA). The fused loss is declined when the config soft-caps the final logits."""
     _apply("gemma3", **locals())
 
 
