@@ -1,9 +1,10 @@
 """fearless.transformers on the simulator with CPU torch: tiny random Llama, Mistral, Qwen2 and
 Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
 give Hugging Face's logits, loss and gradients, and its greedy generation with a KV cache; the
-patched model really calls fearless.ops (counted); the fallbacks (a padded batch in training, a
-mixed-dtype RMSNorm, an odd head_dim for rope) run torch's code; patching one model type leaves
-others alone; `import fearless` does not import the package; and
+patched model really calls fearless.ops (counted); Mistral's sliding window (a window shorter
+than the batch) trains and generates on swa_attention; the fallbacks (a padded batch in
+training, a mixed-dtype RMSNorm, an odd head_dim for rope) run torch's code; patching one
+model type leaves others alone; `import fearless` does not import the package; and
 examples/train_tiny_llama.py runs three steps."""
 
 from __future__ import annotations
@@ -48,10 +49,12 @@ def restore(monkeypatch: pytest.MonkeyPatch) -> None:
     on_the_simulator(monkeypatch)
 
 
-def _model(model_type: str, seed: int = 0) -> Any:
-    """A tiny random causal LM of `model_type` in f32 (4 heads over 2 KV heads, head_dim 16)."""
+def _model(model_type: str, seed: int = 0, **config: Any) -> Any:
+    """A tiny random causal LM of `model_type` in f32 (4 heads over 2 KV heads, head_dim 16),
+    with the further `config` settings."""
     prefix = PREFIX[model_type]
     cfg = getattr(hf, prefix + "Config")(
+        **config,
         vocab_size=VOCAB,
         hidden_size=64,
         intermediate_size=128,
@@ -265,6 +268,35 @@ def test_greedy_generation_with_a_kv_cache_matches_hugging_face(
     # the prefill and three decode steps (one query against the cache: fearless's split-KV
     # kernel, rope at positions past the prompt) all went through fearless
     assert calls["scaled_dot_product_attention"] == 4 * LAYERS and calls["rope"] == 4 * LAYERS
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_mistral_sliding_window_trains_and_generates_on_swa_attention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # window 4 of the batch's 12 tokens: Hugging Face builds the sliding-window mask, which
+    # is the exact causal window (no padding): swa_attention, with its backward in training
+    model = _model("mistral", sliding_window=4)
+    ids, labels = _batch()
+    ref, ref_grads = _run(model, input_ids=ids, labels=labels)
+    kw = {"max_new_tokens": 3, "do_sample": False, "output_logits": True}
+    with torch.no_grad():
+        want = model.generate(ids[:1], return_dict_in_generate=True, **kw)
+    flt.apply(model)
+    calls = _count(monkeypatch, "swa_attention", "scaled_dot_product_attention")
+    out, grads = _run(model, input_ids=ids, labels=labels)
+    assert calls == Counter({"swa_attention": LAYERS}), calls
+    calls.clear()
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
+    _assert_grads_match(grads, ref_grads)
+    with torch.no_grad():
+        got = model.generate(ids[:1], return_dict_in_generate=True, **kw)
+    # the prefill and two decode steps (one query over the sliding cache, its mask the
+    # bottom-right window) of each layer
+    assert calls == Counter({"swa_attention": 3 * LAYERS}), calls
     assert torch.equal(got.sequences, want.sequences)
     for g, w in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)

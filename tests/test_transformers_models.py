@@ -37,6 +37,7 @@ OPS = (
     "fused_linear_cross_entropy",
     "mla",
     "linear_gluact_linear",
+    "swa_attention",
 )
 
 
@@ -383,7 +384,7 @@ def _olmo3(seed: int = 0) -> Any:
     return hf.Olmo3ForCausalLM(cfg)
 
 
-def test_olmo3_trains_on_swiglu_and_infers_on_the_fused_mlp(
+def test_olmo3_trains_on_swiglu_and_swa_attention_and_infers_on_the_fused_mlp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def patch(model: Any) -> None:
@@ -391,14 +392,13 @@ def test_olmo3_trains_on_swiglu_and_infers_on_the_fused_mlp(
         assert type(model.model.layers[0].mlp).__name__ == "FearlessOlmo3MLP"
 
     # the post-attention and post-feedforward norms, the whole-width q and k norms, the final
-    # norm; rope per layer; in training the full layer's attention (the windowed layer's mask
-    # is torch's SDPA's with grad) and swiglu per layer, in inference both layers' attention
-    # and linear_gluact_linear per layer
-    norms = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS}
-    train = Counter({**norms, "scaled_dot_product_attention": 1, "swiglu": LAYERS})
-    infer = Counter(
-        {**norms, "scaled_dot_product_attention": LAYERS, "linear_gluact_linear": LAYERS}
-    )
+    # norm; rope per layer; the full layer's attention on the fearless SDPA, the windowed
+    # layer's on swa_attention (its mask is the exact causal window), in training too; swiglu
+    # per layer in training, linear_gluact_linear per layer in inference
+    attention = {"scaled_dot_product_attention": 1, "swa_attention": 1}
+    norms = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS, **attention}
+    train = Counter({**norms, "swiglu": LAYERS})
+    infer = Counter({**norms, "linear_gluact_linear": LAYERS})
     check_train_then_infer(_olmo3(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 

@@ -7,16 +7,17 @@
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, qwen2, qwen3, qwen3_moe, gemma3
 (and gemma3_text), gpt_oss, olmoe, olmo3, qwen3_next. The patches are in patch.py, the forwards
-they install in layers.py (RMSNorm, the SwiGLU MLP and its fused form, RoPE, attention,
-Gemma's sliding window, DeepSeek's latent attention), experts.py (the MoE experts as
-fused_moe), gemma.py (Gemma's RMSNorm and GELU MLP), sinks.py (GPT-OSS's attention with sinks),
+they install in layers.py (RMSNorm, the SwiGLU MLP and its fused form, RoPE, attention, the
+sliding windows, DeepSeek's latent attention), experts.py (the MoE experts as fused_moe),
+gemma.py (Gemma's RMSNorm and GELU MLP), sinks.py (GPT-OSS's attention with sinks),
 linear_attention.py (Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the
 causal-LM loss as fused linear cross-entropy). In training (autograd recording) the ops with a
 backward run as in inference: rms_norm, swiglu, geglu, rope, attention without a mask (or
-with the exact causal window: gemma_attention), fused_moe and the fused loss; the
-forward-only ones (fused MLP, masked attention, mla, attention_sink, the gated delta rule)
-leave the call to Hugging Face's torch code. `import fearless` does not import this package,
-and this package imports Hugging Face transformers only when one of its functions is called.
+with exactly the causal window: gemma_attention, swa_attention), fused_moe and the fused loss;
+the forward-only ones (the fused MLP, masked attention, mla, attention_sink, the gated delta
+rule) leave the call to Hugging Face's torch code. `import fearless` does not import this
+package, and this package imports Hugging Face transformers only when one of its functions is
+called.
 """
 
 from .patch import (

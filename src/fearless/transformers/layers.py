@@ -7,8 +7,9 @@ A module is patched by giving it a subclass of its Hugging Face class (`fearless
 class's `__init__`, parameters and `isinstance` stay Hugging Face's; only `forward` (and, for
 attention, a marker that the `sdpa` dispatcher reads) is ours. The original class is the
 subclass's `_fearless_base`, whose forward is the fallback. The dispatcher's markers:
-`_fearless_attention` (flash attention), `_fearless_windowed` (Gemma's sliding window on
-`fearless.ops.gemma_attention`, in inference and training) and `_fearless_mla` (DeepSeek's
+`_fearless_attention` (flash attention), `_fearless_windowed` (the sliding-window layers, in
+inference and training: the marker names the op, "gemma_attention" for Gemma's,
+"swa_attention" for Mistral's, Qwen2's, Qwen3's and OLMo 3's) and `_fearless_mla` (DeepSeek's
 latent attention on `fearless.ops.mla`, in inference).
 """
 
@@ -254,8 +255,8 @@ def _attention(
     """Hugging Face's sdpa_attention_forward on `fearless.ops.scaled_dot_product_attention`:
     the output as (batch, seq, heads, head_dim), or None where the fearless op does not take
     the call (the caller then runs torch's)."""
-    if getattr(module, "_fearless_windowed", False):
-        out = _windowed(module, q, k, v, mask, dropout, scaling, kwargs)
+    if op := getattr(module, "_fearless_windowed", None):
+        out = _windowed(op, module, q, k, v, mask, dropout, scaling, kwargs)
         if out is not None:
             return out
     if getattr(module, "_fearless_mla", False):
@@ -287,6 +288,7 @@ def _attention(
 
 
 def _windowed(
+    op: str,
     module: torch.nn.Module,
     q: torch.Tensor,
     k: torch.Tensor,
@@ -296,26 +298,34 @@ def _windowed(
     scaling: float | None,
     kwargs: dict[str, Any],
 ) -> torch.Tensor | None:
-    """A sliding-window layer (Gemma's) on `fearless.ops.gemma_attention`, where that computes
-    what Hugging Face's masked SDPA does: no dropout and a mask that is exactly the causal
-    window (no padding), with or without grad (gemma_attention's backward, through torch
-    autograd, gives dq, dk, dv: training runs it too); None otherwise (the caller then tries
+    """A sliding-window layer on `fearless.ops.<op>`, `op` "gemma_attention" (Gemma's, which
+    passes its soft cap) or "swa_attention" (Mistral's and the others': no cap), where that
+    computes what Hugging Face's masked SDPA does: no dropout and a mask that is exactly the
+    causal window (no padding), with or without grad (both ops' backward, through torch
+    autograd, gives dq, dk, dv: training runs them too); None otherwise (the caller then tries
     the general path, which in training takes a masked call to torch's SDPA). Hugging Face's
-    window W keeps keys j with i' - W < j <= i' (i' = i + S - L); gemma_attention's
-    window_size w keeps |j - i'| <= w: w = W - 1, and its causal mask is bottom-right aligned,
-    the same i'."""
+    window W keeps keys j with i' - W < j <= i' (i' = i + S - L): swa_attention's window_size
+    W exactly; gemma_attention's window_size w keeps |j - i'| <= w: w = W - 1. Both causal
+    masks are bottom-right aligned, the same i'."""
     window = kwargs.get("sliding_window")
-    if not isinstance(window, int) or isinstance(window, bool) or window < 2:
-        return None  # a full layer, or W = 1 (gemma_attention's 0 means no window)
+    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+        return None  # a full layer (no window, or Mistral's None)
     if dropout or kwargs.get("position_bias") is not None or not module.is_causal:
         return None
+    cap = kwargs.get("softcap")
+    if op == "gemma_attention" and window < 2:
+        return None  # W = 1: gemma_attention's window_size 0 means no window
+    if op == "swa_attention" and cap is not None:
+        return None  # swa_attention has no soft cap
     if not is_attention_layout(q, k, v):
         return None
     lq, s = q.shape[2], k.shape[2]
     if mask is None or not is_causal_mask(mask, lq, s, window):
         return None  # no mask (HF skipped it: the generic causal path), or padding
-    cap = kwargs.get("softcap")
-    out = ops.gemma_attention(q, k, v, scaling, window_size=window - 1, soft_cap=cap)
+    if op == "swa_attention":
+        out = ops.swa_attention(q, k, v, window, scaling)
+    else:
+        out = ops.gemma_attention(q, k, v, scaling, window_size=window - 1, soft_cap=cap)
     return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]
 
 

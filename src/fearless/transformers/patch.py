@@ -10,7 +10,9 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
   attention function becomes a dispatcher that sends marked modules to
-  `fearless.ops.scaled_dot_product_attention` (DeepSeek's latent attention, whose key and
+  `fearless.ops.scaled_dot_product_attention` (a sliding-window layer whose mask is exactly the
+  causal window to `fearless.ops.gemma_attention` (Gemma) or `swa_attention` (Mistral, Qwen2,
+  Qwen3, Qwen3-MoE, OLMo 3), in training too; DeepSeek's latent attention, whose key and
   value head dims differ, to `fearless.ops.mla`) and every other module to torch's SDPA as before.
   Models running another attention implementation (eager, flash_attention_2) are left as they are.
 - fused_linear_cross_entropy: `XxxForCausalLM.forward` (the class's, or with `model=` that
@@ -66,13 +68,16 @@ def _modeling(model_type: str) -> Any:
 # model_type -> its `apply_fearless_kernel_to_<model_type>` flags -> the piece (of `_pieces`)
 # each installs when on
 _DENSE = {"rope": "rope", "rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "attention"}
+# the dense models whose attention passes Hugging Face's `sliding_window` (a window layer's, or
+# the config's): their windowed layers on swa_attention
+_SLIDING = {**_DENSE, "attention": "swa_attention"}
 _DEEPSEEK = {"rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "mla", "moe": "experts"}
 FLAGS: dict[str, dict[str, str]] = {
     "llama": _DENSE,
-    "mistral": _DENSE,
-    "qwen2": _DENSE,
-    "qwen3": _DENSE,
-    "qwen3_moe": {**_DENSE, "moe": "experts"},
+    "mistral": _SLIDING,
+    "qwen2": _SLIDING,
+    "qwen3": _SLIDING,
+    "qwen3_moe": {**_SLIDING, "moe": "experts"},
     "gemma3": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
@@ -91,7 +96,7 @@ FLAGS: dict[str, dict[str, str]] = {
     },
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
-    "olmo3": {**_DENSE, "swiglu": "gluact_mlp"},
+    "olmo3": {**_SLIDING, "swiglu": "gluact_mlp"},
 }
 
 
@@ -112,7 +117,8 @@ def _pieces() -> dict[str, _Piece]:
 
     rotary = "apply_rotary_pos_emb"
     norm: Swap = ("RMSNorm", gemma.gemma_rms_norm_forward, {})
-    marks = {"_fearless_attention": True, "_fearless_windowed": True}
+    marks = {"_fearless_attention": True, "_fearless_windowed": "gemma_attention"}
+    swa = {"_fearless_attention": True, "_fearless_windowed": "swa_attention"}
     latent = {"_fearless_attention": True, "_fearless_mla": True}
     return {
         "rope": _Piece(functions=((rotary, layers.rope_function),)),
@@ -126,6 +132,7 @@ def _pieces() -> dict[str, _Piece]:
         "gemma_mlp": _Piece(swaps=(("MLP", gemma.gemma_mlp_forward, {}),)),
         "attention": _Piece(swaps=(("Attention", None, {"_fearless_attention": True}),), sdpa=True),
         "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
+        "swa_attention": _Piece(swaps=(("Attention", None, swa),), sdpa=True),
         "mla": _Piece(swaps=(("Attention", None, latent),), sdpa=True),
         "sink_attention": _Piece(
             functions=(("eager_attention_forward", sinks.sink_attention_function),)
@@ -223,9 +230,10 @@ def apply_fearless_kernel_to_mistral(
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
 ) -> None:
-    """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); a sliding
-    window is kept by the attention mask Hugging Face builds (a masked call runs fearless's
-    attention in inference and torch's SDPA in training)."""
+    """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); where the
+    sliding window bites (Hugging Face builds its mask), a mask that is exactly the causal
+    window (no padding) runs `fearless.ops.swa_attention`, in training too (its backward); a
+    padded one runs fearless's masked attention in inference and torch's SDPA in training."""
     _apply("mistral", **locals())
 
 
@@ -237,7 +245,8 @@ def apply_fearless_kernel_to_qwen2(
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
 ) -> None:
-    """`apply_fearless_kernel_to_llama` for Qwen2 (transformers.models.qwen2)."""
+    """`apply_fearless_kernel_to_llama` for Qwen2 (transformers.models.qwen2); its sliding-window
+    layers (`use_sliding_window`) as Mistral's."""
     _apply("qwen2", **locals())
 
 
@@ -250,7 +259,8 @@ def apply_fearless_kernel_to_qwen3(
     model: Any = None,
 ) -> None:
     """`apply_fearless_kernel_to_llama` for Qwen3 (transformers.models.qwen3); its q and k
-    norms are Qwen3RMSNorm modules, so `rms_norm` covers them."""
+    norms are Qwen3RMSNorm modules, so `rms_norm` covers them; its sliding-window layers
+    (`use_sliding_window`) as Mistral's."""
     _apply("qwen3", **locals())
 
 
@@ -406,9 +416,9 @@ def apply_fearless_kernel_to_olmo3(
     (weight times the f32 normalized rows, then cast; the post-attention and post-feedforward
     norms, and the q and k norms over the whole projection width, as OLMoE's), RoPE (its
     tables are f32: with f16/bf16 activations Hugging Face's rotation runs), attention with
-    the `sdpa` implementation as Mistral's (the sliding-window layers' window is in the mask
-    Hugging Face builds: fearless's attention in inference, torch's SDPA for a masked call in
-    training), and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in
+    the `sdpa` implementation as Mistral's (the sliding-window layers on
+    `fearless.ops.swa_attention` where the mask is exactly the causal window, in training
+    too), and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in
     inference (TileGym's fused MLP, forward only) and `fearless.ops.swiglu` between Hugging
     Face's projections in training."""
     _apply("olmo3", **locals())
