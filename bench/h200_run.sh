@@ -51,9 +51,10 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
-    new)   # the last sessions' GPU tests alone (2026-12-05, sessions 12 and 13: where a tensor
+    new)   # the last sessions' GPU tests alone (2026-12-05, sessions 12 to 14: where a tensor
            # lives, the first hour, the dispatcher's launches and replays, the new attention
-           # operators, the fused loss, fearless.transformers; that one needs the transformers
+           # operators and their backward, the fused loss, linear_gluact_linear,
+           # moe_actgrad_bwd, fearless.transformers; that one needs the transformers
            # wheel and its dependencies in .whl)
            python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
              tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
