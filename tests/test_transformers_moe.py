@@ -3,9 +3,10 @@ random Qwen3-MoE (one sparse layer, one dense) patched by `apply` gives Hugging 
 loss and gradients in training and its logits in inference, the experts going through
 `fearless.ops.fused_moe` (counted) in both; the experts alone give Hugging Face's gradients of
 the activations, both expert weights and the routing weights; the fused loss without logits; a
-tiny GPT-OSS: attention with sinks through `fearless.ops.attention_sink` in inference (prefill
-and KV-cache decode, sliding-window and full layers), Hugging Face's eager attention in
-training and under a padding mask; its experts stay torch."""
+tiny GPT-OSS: attention with sinks through `fearless.ops.attention_sink` in training (its
+backward: Hugging Face's loss and gradients, the sinks' included) and inference (prefill and
+KV-cache decode, sliding-window and full layers), Hugging Face's eager attention under a
+padding mask; its experts stay torch."""
 
 from __future__ import annotations
 
@@ -160,17 +161,17 @@ def _gpt_oss(seed: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("via", ["apply", "function"])
-def test_gpt_oss_matches_hugging_face_and_runs_attention_sink_in_inference(
+def test_gpt_oss_trains_and_infers_on_attention_sink(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def patch(model: Any) -> None:
         patch_via(via, model, flt.apply_fearless_kernel_to_gpt_oss)
 
-    # 2 norms per layer and the final one, rope per layer; attention_sink is forward only:
-    # Hugging Face's eager attention in training; the experts are torch's
-    dense = {"rms_norm": 2 * LAYERS + 1, "rope": LAYERS}
-    train, infer = Counter(dense), Counter({**dense, "attention_sink": LAYERS})
-    check_train_then_infer(_gpt_oss(), patch, monkeypatch, _batch(), OPS, train, infer)
+    # 2 norms per layer and the final one, rope and attention_sink per layer, with grad too
+    # (its backward: the loss and every gradient, the sinks' included, are Hugging Face's);
+    # the experts are torch's
+    both = Counter({"rms_norm": 2 * LAYERS + 1, "rope": LAYERS, "attention_sink": LAYERS})
+    check_train_then_infer(_gpt_oss(), patch, monkeypatch, _batch(), OPS, both, both)
 
 
 def test_gpt_oss_padding_runs_eager_and_generation_decodes_on_attention_sink(
@@ -197,6 +198,57 @@ def test_gpt_oss_padding_runs_eager_and_generation_decodes_on_attention_sink(
     assert torch.equal(got.sequences, want.sequences)
     for g, w in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_gpt_oss_sink_attention_with_grad_reaches_q_k_v_and_the_sinks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The patched eager_attention_forward with grad, on q, k, v as Hugging Face passes them
+    ((batch, heads, seq, head_dim) views of (batch, seq, heads, head_dim) leaves, which
+    sinks.py views back): attention_sink and its backward (counted) give Hugging Face's output
+    and the gradients of the leaves and of the sinks Parameter; a padded mask stays eager."""
+    from transformers.models.gpt_oss import modeling_gpt_oss
+
+    import fearless.ops.attention_sinks as attention_sinks
+
+    original = modeling_gpt_oss.eager_attention_forward
+    flt.apply_fearless_kernel_to_gpt_oss(rope=False, rms_norm=False)
+    patched = modeling_gpt_oss.eager_attention_forward
+    calls = count_calls(monkeypatch, "attention_sink")
+    backward = attention_sinks.attention_sink_backward
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        calls["attention_sink_backward"] += 1
+        return backward(*args, **kw)
+
+    monkeypatch.setattr(attention_sinks, "attention_sink_backward", counted)
+    module = torch.nn.Module()
+    module.sinks = torch.nn.Parameter(torch.randn(4))
+    module.num_key_value_groups = 2
+    g = torch.Generator().manual_seed(2)
+    b, lq, s = 2, 3, 7  # start_q = 4 over a window of 4: keys cut on both sides
+    leaves = [torch.randn(b, n, hh, 16, generator=g) for n, hh in ((lq, 4), (s, 2), (s, 2))]
+    dy = torch.randn(b, lq, 4, 16, generator=g)
+    pos = torch.arange(lq)[:, None] + s - lq
+    key = torch.arange(s)[None, :]
+    allowed = ((key <= pos) & (key > pos - 4)).expand(b, 1, lq, s).clone()
+    causal = torch.zeros(b, 1, lq, s).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    padded = causal.clone()
+    padded[1, ..., :5] = torch.finfo(torch.float32).min  # eager's additive mask, padded
+    for mask, sink_calls in ((causal, 1), (padded, 0)):
+        grads = []
+        for fn in (original, patched):
+            q, k, v = (t.clone().requires_grad_() for t in leaves)
+            module.sinks.grad = None
+            qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+            out, _ = fn(module, qt, kt, vt, mask, 0.25, sliding_window=4)
+            out.backward(dy)
+            grads.append((out.detach(), q.grad, k.grad, v.grad, module.sinks.grad))
+        assert calls["attention_sink"] == calls["attention_sink_backward"] == sink_calls
+        assert grads[0][4].abs().max() > 0  # Hugging Face's sinks gradient, matched below
+        for name, got, want in zip(("out", "q", "k", "v", "sinks"), *grads[::-1], strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, msg=name)
+        calls.clear()
 
 
 def test_gpt_oss_rope_takes_half_width_tables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,9 +13,10 @@ gemma.py (Gemma's RMSNorm and GELU MLP), sinks.py (GPT-OSS's attention with sink
 linear_attention.py (Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the
 causal-LM loss as fused linear cross-entropy). In training (autograd recording) the ops with a
 backward run as in inference: rms_norm, swiglu, geglu, rope, attention without a mask (or
-with exactly the causal window: gemma_attention, swa_attention), fused_moe and the fused loss;
-the forward-only ones (the fused MLP, masked attention, mla, attention_sink, the gated delta
-rule) leave the call to Hugging Face's torch code. `import fearless` does not import this
+with exactly the causal window: gemma_attention, swa_attention, GPT-OSS's attention_sink,
+whose backward gives the sinks their gradient too), fused_moe and the fused loss; the
+forward-only ones (the fused MLP, masked attention, mla, the gated delta rule) leave the call
+to Hugging Face's torch code. `import fearless` does not import this
 package, and this package imports Hugging Face transformers only when one of its functions is
 called.
 """

@@ -311,8 +311,9 @@ def apply_fearless_kernel_to_gpt_oss(
     """Run Hugging Face's GPT-OSS (transformers.models.gpt_oss) on fearless kernels: RMSNorm,
     RoPE (its half-width tables), and its attention with sinks (the `eager` implementation,
     GPT-OSS's: it has no `sdpa`) on `fearless.ops.attention_sink` where that gives Hugging
-    Face's result (no grad: it is forward only; a mask that is exactly the causal or
-    sliding-window pattern, i.e. no padding; prefill or decode), else Hugging Face's eager
+    Face's result (no dropout and a mask that is exactly the causal or sliding-window
+    pattern, i.e. no padding; prefill or decode; in training too, through its backward, which
+    gives q, k, v and the `sinks` Parameter their gradients), else Hugging Face's eager
     code. The experts stay torch: their layout is not fused_moe's (biases on both
     projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
     place of silu(gate) * up). The fused loss is taken when the router logits are not asked."""

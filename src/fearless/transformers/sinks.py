@@ -1,7 +1,9 @@
 """GPT-OSS's attention with sinks on fearless.ops: a stand-in for its modeling module's
 `eager_attention_forward` (the attention GPT-OSS runs: it has no `sdpa`) that calls
-`fearless.ops.attention_sink` where that computes what Hugging Face's eager code does, and
-Hugging Face's code everywhere else.
+`fearless.ops.attention_sink` where that computes what Hugging Face's eager code does, in
+inference and in training alike (its autograd backward, `attention_sink_backward`, gives
+Hugging Face's query, key and value and the `sinks` Parameter their gradients), and Hugging
+Face's code everywhere else.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import torch
 
 from .. import ops
-from .layers import _FLOATS, is_attention_layout, is_causal_mask, wants_grad
+from .layers import _FLOATS, is_attention_layout, is_causal_mask
 
 
 def sink_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,10 +56,11 @@ def _sink_attention(
     kwargs: dict[str, Any],
 ) -> torch.Tensor | None:
     """The attention as (batch, seq, heads, head_dim), or None where attention_sink would not
-    give Hugging Face's result: grad wanted (the op is forward only), dropout, attention
-    weights asked for, other layouts or dtypes, or a mask that is not exactly the causal (or
-    sliding-window, W keys up to itself) pattern of a prefill or decode without padding.
-    Query i sits at key index start_q + i, start_q = S - L (0 for a prefill)."""
+    give Hugging Face's result: dropout, attention weights asked for, other layouts or dtypes,
+    or a mask that is not exactly the causal (or sliding-window, W keys up to itself) pattern
+    of a prefill or decode without padding. With grad too: the op's backward reaches q, k, v
+    and `module.sinks` (the views below are differentiable; nothing is detached). Query i sits
+    at key index start_q + i, start_q = S - L (0 for a prefill)."""
     sinks = getattr(module, "sinks", None)
     if dropout or kwargs.get("output_attentions") or not isinstance(sinks, torch.Tensor):
         return None
@@ -66,7 +69,7 @@ def _sink_attention(
     (b, h, lq, d), hk, s = q.shape, k.shape[1], k.shape[2]
     if not lq or not s:
         return None
-    if sinks.shape != (h,) or sinks.dtype not in _FLOATS or wants_grad(q, k, v, sinks):
+    if sinks.shape != (h,) or sinks.dtype not in _FLOATS:
         return None
     window = kwargs.get("sliding_window")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
@@ -75,7 +78,9 @@ def _sink_attention(
         return None
     if not is_causal_mask(mask, lq, s, window):
         return None
-    # Hugging Face's query head h reads KV head h // G: attention_sink's (kv, g) = divmod(h, G)
+    # Hugging Face's query head h reads KV head h // G: attention_sink's (kv, g) = divmod(h, G).
+    # transpose, reshape (a copy where q is not contiguous so) and view stay in the autograd
+    # graph, so the op's gradients flow back to Hugging Face's q, k, v
     query = q.transpose(1, 2).reshape(b, lq, hk, h // hk, d)
     out = ops.attention_sink(
         query,
