@@ -5,17 +5,24 @@ compared with Hugging Face's own in bf16, both measured against the same model r
 fearless kernels may not be much further from the f32 result than torch's bf16 kernels are. The
 same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_moe), of
 Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens) and of gpt-oss-20b (attention
-with sinks, a 128-token window)."""
+with sinks, a 128-token window). And one training step (forward with labels, backward) of two
+layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
+Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
+(gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
+gradient) and Llama (the SDPA, rms_norm, swiglu, rope and the fused linear cross-entropy)."""
 
 from __future__ import annotations
 
 import copy
 import importlib
+from collections import Counter
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
-from support.hf_patches import count_calls, keep_hugging_face
+from support.hf_patches import count_calls, keep_hugging_face, run_with_grads, token_batch
 
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
@@ -176,3 +183,350 @@ def test_gpt_oss_20b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None
     torch.manual_seed(0)
     model = hf.GptOssForCausalLM(config).to("cuda").eval()
     _inference_matches(model, SEQ, config.vocab_size, "attention_sink", monkeypatch)
+
+
+# ---------------------------------------------------------------------------- training steps
+#
+# One training step (a forward with labels and its backward) of two layers at moderate real
+# dims, batch 2, random weights, in bf16 and in f32: the patched model against Hugging Face's
+# (a deep copy made before patching: same weights, same batch), its loss, every Parameter's
+# gradient (relative norm error), and the fearless ops it called (forward calls, counted; their
+# backward runs through torch autograd). The vocabulary is 32768 for every model (their real
+# ones, up to 262144, would make the reference's f32 logits alone gigabytes).
+
+TRAIN_VOCAB = 32768
+DTYPES = {"bf16": torch.bfloat16, "f32": torch.float32}
+# loss: relative; gradients: |got - want| / |want| over each Parameter's whole gradient. f32:
+# other summation orders only. bf16: 8 bits of mantissa; torch's own bf16 step is ~1e-2 from
+# the f32 one, and where it is further (GPT-OSS's eager softmax rounds its probabilities to
+# bf16) a gradient may be up to twice that distance from Hugging Face's bf16 one
+LOSS_TOL = {"bf16": 2e-2, "f32": 1e-4}
+GRAD_TOL = {"bf16": 3e-2, "f32": 1e-3}
+TRAIN_OPS = (
+    "rms_norm",
+    "swiglu",
+    "geglu",
+    "rope",
+    "scaled_dot_product_attention",
+    "swa_attention",
+    "gemma_attention",
+    "attention_sink",
+    "fused_moe",
+    "fused_linear_cross_entropy",
+)
+
+
+def _rel(got: Any, want: Any) -> float:
+    """|got - want| / |want| (Frobenius norms, in f32); |got| where want is all zeros."""
+    den = float(want.float().norm())
+    num = float((got.float() - want.float()).norm())
+    return num / den if den else num
+
+
+class _Routing:
+    """Qwen3-MoE's top-k expert choice, recorded in the first training step and imposed on the
+    later ones. Two correct runs differ in the last bits of the router's input, and a token
+    whose k-th and (k+1)-th router probabilities are that close (in bf16 a few percent of the
+    tokens) would pick another expert in each: a real difference of the output and of the
+    experts' gradients that says nothing of the kernels. The imposed routing weights are Hugging
+    Face's softmax of the run's own router logits at the recorded experts (bit for bit its
+    top-k values where the choice agrees, with the same gradient to the router); `flips`
+    counts the tokens whose own choice differed."""
+
+    def __init__(self) -> None:
+        self.chosen: list[Any] | None = None
+        self.flips = 0
+        self.tokens = 0
+
+    def attach(self, model: Any) -> list[Any]:
+        routers = [m for m in model.modules() if type(m).__name__ == "Qwen3MoeTopKRouter"]
+        assert routers
+        recording = self.chosen is None
+        chosen: list[Any] = [] if recording else self.chosen  # type: ignore[assignment]
+        self.chosen = chosen
+
+        def hook(i: int, gate: Any, args: Any, out: Any) -> Any:
+            logits, _, idx = out
+            if recording:
+                chosen.append(idx.detach().clone())
+                return None
+            want = chosen[i]
+            differ = (idx.sort(-1).values != want.sort(-1).values).any(-1)
+            self.flips += int(differ.sum())
+            self.tokens += idx.shape[0]
+            top = torch.softmax(logits, dim=-1, dtype=torch.float).gather(-1, want)
+            if gate.norm_topk_prob:
+                top = top / top.sum(dim=-1, keepdim=True)
+            return logits, top.to(logits.dtype), want
+
+        return [r.register_forward_hook(partial(hook, i)) for i, r in enumerate(routers)]
+
+
+def _train_step(
+    model: Any, ids: Any, labels: Any, routing: _Routing | None
+) -> tuple[float, dict[str, Any], bool]:
+    """(loss, every Parameter's gradient in f32, whether logits came back) of one step."""
+    handles = routing.attach(model) if routing is not None else []
+    try:
+        out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    finally:
+        for h in handles:
+            h.remove()
+    loss, has_logits = float(out.loss), out.logits is not None
+    del out
+    model.zero_grad(set_to_none=True)
+    return loss, {n: g.float() for n, g in grads.items()}, has_logits
+
+
+def _check_training_step(
+    model: Any,
+    dtype: str,
+    seq: int,
+    want_calls: Counter[str],
+    monkeypatch: pytest.MonkeyPatch,
+    routed: bool = False,
+    **flags: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`model` (Hugging Face's, f32, on the CPU) on the GPU in `dtype`: one step of a deep copy
+    of it, then of it patched by `apply(model, **flags)`, on the same batch; the losses, the
+    gradients and the op calls of the patched step compared (in bf16 also against the f32
+    step of the same weights, Hugging Face's). Returns (got, want) gradients by name."""
+    model = model.to("cuda").train()
+    ids, labels = (t.cuda() for t in token_batch(TRAIN_VOCAB, seq))
+    routing = _Routing() if routed else None
+    truth: dict[str, Any] = {}
+    loss_tol = LOSS_TOL[dtype]
+    if dtype == "bf16":
+        truth_loss, truth, _ = _train_step(model, ids, labels, routing)
+        model.to(torch.bfloat16)
+    reference = copy.deepcopy(model)
+    want_loss, want, _ = _train_step(reference, ids, labels, routing)
+    del reference
+    if dtype == "bf16":
+        loss_tol = max(loss_tol, 2 * abs(want_loss - truth_loss) / abs(truth_loss))
+    ref_flips = routing.flips if routing is not None else 0
+    calls = count_calls(monkeypatch, *TRAIN_OPS)
+    assert flt.apply(model, **flags) is model
+    got_loss, got, has_logits = _train_step(model, ids, labels, routing)
+    assert calls == want_calls, calls
+    if flags.get("fused_linear_cross_entropy"):
+        assert not has_logits  # the loss came without the (tokens, vocab) logits
+    if routing is not None:  # a near tie decided otherwise now and then, not a wrong routing
+        assert routing.tokens  # the routers were pinned
+        flips = routing.flips - ref_flips
+        assert flips <= max(2 * ref_flips, 0.01 * ids.numel()), (flips, ref_flips)
+    assert abs(got_loss - want_loss) <= loss_tol * abs(want_loss), (got_loss, want_loss)
+    assert got.keys() == want.keys()
+    bad = {}
+    for name, ref in want.items():
+        tol = GRAD_TOL[dtype]
+        if truth:  # bf16: no tighter than torch's own bf16 step is to the f32 one, doubled
+            tol = max(tol, 2 * _rel(ref, truth[name]))
+        err = _rel(got[name], ref)
+        if not err <= tol:
+            bad[name] = (round(err, 5), round(tol, 5))
+    assert not bad, bad
+    return got, want
+
+
+@pytest.fixture(params=sorted(DTYPES))
+def dtype(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The training steps' dtype; torch's f32 matmuls in f32 meanwhile (no TF32)."""
+    matmul = torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    matmul.allow_tf32 = False
+    try:
+        yield request.param
+    finally:
+        matmul.allow_tf32 = before
+
+
+def _qwen3_moe_train(device: str = "cuda") -> Any:
+    """Qwen3-30B-A3B's layer (hidden 2048, 32 heads over 4 KV heads of 128, experts of 768)
+    with 8 experts, top 2, both layers sparse."""
+    config = hf.Qwen3MoeConfig(
+        vocab_size=TRAIN_VOCAB,
+        hidden_size=2048,
+        intermediate_size=6144,
+        moe_intermediate_size=768,
+        num_experts=8,
+        num_experts_per_tok=2,
+        norm_topk_prob=True,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=4,
+        head_dim=128,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):  # built on the GPU: no seconds of CPU init
+        model = hf.Qwen3MoeForCausalLM(config)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def test_qwen3_moe_training_step_on_fused_moe_matches_hugging_face(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 norms per layer, the q and k norms, the final norm; rope and attention per layer;
+    # fused_moe (with its backward) in both sparse layers
+    want = Counter({"rms_norm": 9, "rope": 2, "scaled_dot_product_attention": 2, "fused_moe": 2})
+    got, _ = _check_training_step(_qwen3_moe_train(), dtype, 512, want, monkeypatch, routed=True)
+    for layer in range(2):  # the experts' and the router's gradients came through fused_moe
+        for p in ("experts.gate_up_proj", "experts.down_proj", "gate.weight"):
+            assert float(got[f"model.layers.{layer}.mlp.{p}"].norm()) > 0
+
+
+def _gemma3_train(device: str = "cuda") -> Any:
+    """Gemma-3-27B's attention shape (head_dim 128, heads over half as many KV heads) at hidden
+    2048: a 512-token sliding-window layer and a full one, 1024 tokens."""
+    config = hf.Gemma3TextConfig(
+        vocab_size=TRAIN_VOCAB,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        query_pre_attn_scalar=128,
+        sliding_window=512,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):  # built on the GPU: no seconds of CPU init
+        model = hf.Gemma3ForCausalLM(config)
+    with torch.no_grad():  # norm weights of a trained model's size, not HF's zeros
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, 0.3)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def test_gemma3_training_step_on_gemma_attention_matches_hugging_face(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 norms per layer, the q and k norms, the final one; GeGLU and rope per layer; the
+    # windowed layer on gemma_attention (its mask the exact window), the full one on the SDPA
+    want = Counter(
+        {
+            "rms_norm": 13,
+            "geglu": 2,
+            "rope": 2,
+            "gemma_attention": 1,
+            "scaled_dot_product_attention": 1,
+        }
+    )
+    _check_training_step(_gemma3_train(), dtype, 1024, want, monkeypatch)
+
+
+def _mistral_train(device: str = "cuda") -> Any:
+    """Mistral-7B's attention shape (heads of 128, 4 query heads per KV head) at hidden 2048
+    (16 heads over 4), a 256-token window over 1024 tokens in both layers."""
+    config = hf.MistralConfig(
+        vocab_size=TRAIN_VOCAB,
+        hidden_size=2048,
+        intermediate_size=5632,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        head_dim=128,
+        sliding_window=256,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):  # built on the GPU: no seconds of CPU init
+        model = hf.MistralForCausalLM(config)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def test_mistral_training_step_on_swa_attention_matches_hugging_face(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 norms per layer and the final one; SwiGLU and rope per layer; both layers' attention
+    # on swa_attention (the window bites: Hugging Face's mask is the exact causal window)
+    want = Counter({"rms_norm": 5, "swiglu": 2, "rope": 2, "swa_attention": 2})
+    _check_training_step(_mistral_train(), dtype, 1024, want, monkeypatch)
+
+
+def _gpt_oss_train(device: str = "cuda") -> Any:
+    """gpt-oss-20b's attention (heads of 64, 8 KV heads, a 128-token window on the first layer,
+    full on the second) at hidden 2048 with 32 heads; 4 experts, all of them taken (their
+    layout is not fused_moe's: they stay torch, and no near tie changes a token's experts)."""
+    config = hf.GptOssConfig(
+        vocab_size=TRAIN_VOCAB,
+        hidden_size=2048,
+        intermediate_size=2048,
+        num_local_experts=4,
+        num_experts_per_tok=4,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        sliding_window=128,
+        layer_types=["sliding_attention", "full_attention"],
+        max_position_embeddings=131072,  # its YaRN's 32 x 4096
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):  # built on the GPU: no seconds of CPU init
+        model = hf.GptOssForCausalLM(config)
+    assert model.config._attn_implementation == "eager"
+    return model
+
+
+def test_gpt_oss_training_step_on_attention_sink_matches_hugging_face(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 norms per layer and the final one; rope and attention_sink (and its backward) per layer
+    want = Counter({"rms_norm": 5, "rope": 2, "attention_sink": 2})
+    got, ref = _check_training_step(_gpt_oss_train(), dtype, 512, want, monkeypatch)
+    for layer in range(2):  # the sinks Parameter's gradient, from attention_sink's backward
+        name = f"model.layers.{layer}.self_attn.sinks"
+        assert float(ref[name].norm()) > 0 and float(got[name].norm()) > 0
+
+
+def _llama_train(device: str = "cuda") -> Any:
+    """Llama-3.2-1B's layer (hidden 2048, 32 heads over 8 KV heads of 64, intermediate 8192,
+    rope theta 500000), two of them."""
+    config = hf.LlamaConfig(
+        vocab_size=TRAIN_VOCAB,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=64,
+        max_position_embeddings=8192,
+        rope_theta=500000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):  # built on the GPU: no seconds of CPU init
+        model = hf.LlamaForCausalLM(config)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+def test_llama_training_step_with_the_fused_loss_matches_hugging_face(
+    dtype: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2 norms per layer and the final one; SwiGLU, rope and the SDPA per layer; the loss fused
+    want = Counter(
+        {
+            "rms_norm": 5,
+            "swiglu": 2,
+            "rope": 2,
+            "scaled_dot_product_attention": 2,
+            "fused_linear_cross_entropy": 1,
+        }
+    )
+    _check_training_step(
+        _llama_train(), dtype, 1024, want, monkeypatch, fused_linear_cross_entropy=True
+    )
