@@ -312,6 +312,7 @@ def test_cuda_cpp_twins_compile_with_nvrtc() -> None:
     assert bytes(code.code)[:4] == b"\x7fELF"
 
 
+@pytest.mark.slow  # the NVRTC test above compiles the same twins (CI's time limit)
 def test_cuda_cpp_twins_compile_with_nvcc(tmp_path: Path) -> None:
     """Where NVRTC cannot run (no driver), nvcc still checks the twins' source, every kernel."""
     import shutil

@@ -28,6 +28,7 @@ hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
     PREFIX,
+    VIAS,
     assert_grads_match,
     count_calls,
     modeling,
@@ -81,7 +82,7 @@ _run, _assert_grads_match, _count = run_with_grads, assert_grads_match, count_ca
 OPS = ("rms_norm", "swiglu", "rope", "scaled_dot_product_attention", "fused_linear_cross_entropy")
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 @pytest.mark.parametrize("model_type", TYPES)
 def test_patched_model_matches_hugging_face(
     model_type: str, via: str, monkeypatch: pytest.MonkeyPatch

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
+    VIAS,
     check_train_then_infer,
     count_calls,
     modeling,
@@ -71,7 +72,7 @@ def _batch(batch: int = 2) -> tuple[Any, Any]:
     return token_batch(VOCAB, SEQ, batch)
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_training_and_inference(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

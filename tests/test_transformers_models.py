@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
+    VIAS,
     assert_grads_match,
     check_train_then_infer,
     count_calls,
@@ -73,7 +74,7 @@ def _olmoe(seed: int = 0, clip_qkv: float | None = None) -> Any:
     return hf.OlmoeForCausalLM(cfg)
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 def test_olmoe_trains_and_infers_on_fused_moe(via: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def patch(model: Any) -> None:
         patch_via(via, model, flt.apply_fearless_kernel_to_olmoe)
@@ -145,7 +146,7 @@ NEXT = {"rms_norm": 2 * LAYERS + 2 + 1 + 1, "swiglu": 3, "rope": 1}
 NEXT_ATTENTION = {**NEXT, "scaled_dot_product_attention": 1}
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 def test_qwen3_next_trains_on_hugging_faces_delta_rule_and_infers_on_fearless(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

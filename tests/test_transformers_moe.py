@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
+    VIAS,
     assert_grads_match,
     check_train_then_infer,
     count_calls,
@@ -71,7 +72,7 @@ def _qwen3_moe(seed: int = 0) -> Any:
     return hf.Qwen3MoeForCausalLM(cfg)
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 def test_qwen3_moe_trains_and_infers_on_fused_moe(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,7 +161,7 @@ def _gpt_oss(seed: int = 0) -> Any:
     return model
 
 
-@pytest.mark.parametrize("via", ["apply", "function"])
+@pytest.mark.parametrize("via", VIAS)
 def test_gpt_oss_trains_and_infers_on_attention_sink(
     via: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

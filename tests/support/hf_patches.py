@@ -13,6 +13,11 @@ from typing import Any
 
 import pytest
 
+# How a test patches: `apply(model)`, and (make test-slow: the same comparison again, through
+# the per-model entry point, which the table-driven patch shares with `apply`) the
+# `apply_fearless_kernel_to_<type>` function.
+VIAS = ["apply", pytest.param("function", marks=pytest.mark.slow)]
+
 PREFIX = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3"}
 
 # model_type -> (class name prefix, classes fearless.transformers may swap, module functions
