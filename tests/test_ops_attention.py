@@ -1,6 +1,7 @@
 """`fearless.ops.scaled_dot_product_attention` (DESIGN 2b): torch's signature and semantics
 (is_causal top-left aligned, scale, enable_gqa), against torch's own on the simulator; the
-refusals at the caller's line; the kernel through tileiras; the GPU against torch."""
+refusals at the caller's line; the kernel through tileiras; the GPU against torch. Its backward
+with a mask: tests/test_ops_attention_mask_backward.py."""
 
 from __future__ import annotations
 
@@ -195,7 +196,8 @@ def test_gradients_match_torch(case: tuple) -> None:
         assert got.grad.dtype == got.dtype and _rel(got.grad, want.grad) < 2 * TOL[dtype]
 
 
-def test_the_torch_operator_and_its_refusal_of_grad() -> None:
+def test_the_torch_operator_and_its_refusal_of_a_mask_with_grad() -> None:
+    """The mask's own gradient is refused; q, k, v's flow (tests/test_ops_attention_mask_backward.py)."""
     q, k, v = _inputs(1, 2, 2, 32, 32, 16, "float32")
     got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, None, True)
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
@@ -204,10 +206,11 @@ def test_the_torch_operator_and_its_refusal_of_grad() -> None:
     got = torch.ops.fearless.scaled_dot_product_attention(q, k, v, mask)
     want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
     assert _rel(got, want) < 1e-5
-    with pytest.raises(fl.KernelTypeError, match="has no backward with an `attn_mask` yet"):
-        ops.scaled_dot_product_attention(q.requires_grad_(), k, v, mask)
+    additive = torch.zeros(32, 32, requires_grad=True)
+    with pytest.raises(fl.KernelTypeError, match="no gradient for its `attn_mask`"):
+        ops.scaled_dot_product_attention(q.requires_grad_(), k, v, additive)
     with torch.no_grad():
-        assert ops.scaled_dot_product_attention(q, k, v, mask).shape == q.shape
+        assert ops.scaled_dot_product_attention(q, k, v, additive).shape == q.shape
 
 
 @pytest.mark.parametrize(

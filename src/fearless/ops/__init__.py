@@ -1,7 +1,7 @@
 """fearless.ops: TileGym's operator set with torch.nn.functional's signatures, on fearless
 Tile kernels (issue 13, part 1: softmax, rms_norm, layer_norm, matmul, bmm, group_gemm, relu, gelu,
-silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, forward
-only; issue 35: TileGym's fmha, swa_attention, gemma_attention and gemma_attention_decode,
+silu_and_mul, swiglu, geglu, dropout, rope, transpose; and scaled_dot_product_attention, its
+backward through torch autograd with or without a mask; issue 35: TileGym's fmha, swa_attention, gemma_attention and gemma_attention_decode,
 forward only; TileGym's attention_sink (with its backward through torch autograd) and
 attention_sink_decode, GPT-OSS's attention with sinks; TileGym's fmha_varlen (per-sequence
 lengths in a padded batch, with its backward through torch autograd) and fmha_decode;

@@ -7,10 +7,12 @@ the key takes part, as torch) or the queries' dtype (added to the scores); `is_c
 query i sees keys 0..i); `scale` (default 1 / sqrt(D)); `enable_gqa` (H a multiple of H_kv,
 query head h reading KV head h // (H / H_kv), as torch). What it refuses, each with a fearless
 error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
-head size other than D, and an `attn_mask` on inputs that require grad. A decode step (one
-query per head, no mask, not causal) takes the split-KV kernels (TileGym's fmha_decode form).
-The backward (`scaled_dot_product_attention_backward`, torch autograd's through
-ops/torch_ops.py) is flash attention's: kernels_attention_backward.py's three kernels. Both
+head size other than D, and (autograd, ops/torch_ops.py) an additive `attn_mask` that itself
+requires grad. A decode step (one query per head, no mask, not causal) takes the split-KV
+kernels (TileGym's fmha_decode form). The backward (`scaled_dot_product_attention_backward`,
+torch autograd's through ops/torch_ops.py) is flash attention's: kernels_attention_backward.py's
+three kernels, with the forward's mask applied to the recomputed scores (a row whose every key
+is masked: zero gradients, as its output is 0; the mask gets no gradient). Both
 replay on the GPU from their third call with a key (ops/_replay.py): the Python between a
 decode step's two launches costs more than its kernels.
 """
@@ -126,10 +128,12 @@ def scaled_dot_product_attention_backward(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
+    attn_mask: Any = None,
 ) -> tuple[Any, Any, Any]:
-    """(dq, dk, dv) of `scaled_dot_product_attention(q, k, v, None, is_causal, scale,
+    """(dq, dk, dv) of `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale,
     enable_gqa)`, whose result was `out`, for the gradient `dout` of that result (flash
-    attention's backward: the probabilities are recomputed, never stored)."""
+    attention's backward: the probabilities are recomputed, never stored; `attn_mask` as the
+    forward takes it, and it gets no gradient)."""
     op = "scaled_dot_product_attention_backward"
     names = ("dout", "q", "k", "v", "out")
     ga, qa, ka, va, oa = (
@@ -140,9 +144,11 @@ def scaled_dot_product_attention_backward(
         raise _mismatch(op, f"dout {ga.shape}, q {qa.shape}, out {oa.shape} of one dtype")
     nd = len(qa.shape)
     shapes = [s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape)]
-    (_, h, _, d), (_, hk, s, _) = shapes[0], shapes[1]
+    (b, h, lq, d), (_, hk, s, _) = shapes[0], shapes[1]
     if hk != h and not (enable_gqa and h % hk == 0):
         raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
+    dims, dev = (b, h, lq, s), qa.tensor.device
+    mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
     sc = 1.0 / math.sqrt(d) if scale is None else number(scale, op, "scale")
@@ -155,5 +161,7 @@ def scaled_dot_product_attention_backward(
         )
     )
     if runs:
-        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk)
+        attention_backward(
+            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk, mask=mask
+        )
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]

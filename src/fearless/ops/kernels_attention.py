@@ -124,6 +124,22 @@ def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
 
 
 @tile.function
+def user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h):
+    """Base-2 scores `s` of query tile i (head (b, h)) against key tile j with the user's mask
+    `m` of (1 or B, 1 or H, L, S) applied, per compile-time flag: `mask_bool` -inf where it is
+    False, else its values added (scaled to base 2, 1 / ln 2); `mask_b` / `mask_h`: it has
+    the batch / heads axis (else it broadcasts over it)."""
+    mb = b if mask_b else 0
+    mh = h if mask_h else 0
+    mt = tile.load(m, (mb, mh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
+    if mask_bool:  # noqa: SIM108
+        s = s + tile.where(mt, 0.0, -math.inf)
+    else:
+        s = s + mt.astype(fl.f32) * INV_LOG_2
+    return s
+
+
+@tile.function
 def seen_keys(keep, pos, keys, wl, wr, causal, left, right):
     """`keep` narrowed to the keys `keys` a row at `pos` sees, per compile-time flag: up to pos
     (`causal`), from pos - wl (`left`), up to pos + wr (`right`)."""
@@ -236,13 +252,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
             qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
             qk = base2_scores(qk, scale, qk_scale, cap, capped)
             if masked:  # compile-time: the user's mask, (1 or B, 1 or H, L, S)
-                mb = b if mask_b else 0
-                mh = h if mask_h else 0
-                mt = tile.load(m, (mb, mh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
-                if mask_bool:
-                    qk = qk + tile.where(mt, 0.0, -math.inf)
-                else:
-                    qk = qk + mt.astype(fl.f32) * INV_LOG_2
+                qk = user_masked(qk, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             if varied:  # compile-time, then a run-time `if`
                 if (j >= mask_from) or (j < clean_from):
                     pos = rows + off
@@ -337,6 +347,12 @@ ATTENTION_CONFIGS = [
 ]
 
 
+def mask_form(mask):
+    """`make_attention`'s `mask` of a mask fl.Tensor of (1 or B, 1 or H, L, S): (is_bool,
+    batch, heads), batch / heads whether it has that axis (more than one)."""
+    return mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1
+
+
 def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
     """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
     causal and the mask's form."""
@@ -354,9 +370,7 @@ def attention_tuned(
     `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype."""
     d = q.shape[3]
     even_k = k.shape[2] % tile_n == 0
-    form = None
-    if mask is not None:
-        form = (mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1)
+    form = None if mask is None else mask_form(mask)
     make = kernel_of(make_attention, q.dtype, causal, even_k, form)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     masks = () if mask is None else (mask,)

@@ -1,7 +1,8 @@
 """Flash attention's backward as Tile kernels: the gradients of
 `fearless.ops.scaled_dot_product_attention` (ops/kernels_attention.py's forward) and of its
 variants (TileGym's fmha, swa_attention, gemma_attention; the ragged forms of attention_sink
-and fmha_varlen), three kernels and their launch, `attention_backward`.
+and fmha_varlen) and of its masked form (a bool or additive `attn_mask`), three kernels and
+their launch, `attention_backward`.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -13,7 +14,16 @@ import fearless as fl
 from fearless import tile
 
 from ._io import empty_beside
-from .kernels_attention import INV_LOG_2, head_rows, key_range, masked_scores, variant_bounds
+from .kernels_attention import (
+    INV_LOG_2,
+    head_rows,
+    key_range,
+    mask_form,
+    masked_scores,
+    user_masked,
+    variant_bounds,
+)
+from .kernels_attention_mask_backward import mask_flags, masked_dkdv, masked_dq, masked_stats
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -34,7 +44,7 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 # ------------------------------------------------------------------------------- backward
 #
 # Flash attention's backward (FlashAttention-2's order), in three kernels over the saved q, k,
-# v, out and the incoming d_out, with no attention mask other than causal:
+# v, out and the incoming d_out, with the causal mask (the user's: `mask`, below):
 #   stats      per query row: lse (the log2-sum-exp of its scaled scores, recomputed as the
 #              forward does) and delta = sum(d_out * out);
 #   dk_dv      per (batch, KV head, key tile): walks every query tile of every query head of
@@ -57,6 +67,14 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 # (row r at r + START, START read from a tensor; the head's sink joins each row's lse, so P is
 # the forward's) and fmha_varlen's (sequence b's lengths read from q_lens, kv_lens; the rows
 # past LQ get lse = +inf, the keys past LK are masked and their dK, dV are 0).
+#
+# A `mask` form (make_attention's (is_bool, batch, heads), no variant with it) takes the user's
+# mask m of (1 or B, 1 or H, L, S) as one more tensor: each recomputed score tile gets what the
+# forward added (`user_masked`, the forward's own code: -inf where a bool mask is False, an
+# additive one's values / ln 2), so a masked-out key has P = 0 and dS = 0, and a row whose
+# every key is masked gets lse = +inf (0 in the forward): zero gradients. The mask itself gets
+# no gradient (torch's SDPA gives none to a mask that does not require grad). The kernels'
+# signatures are kernels_attention_mask_backward.py's.
 
 
 @tile.function
@@ -184,12 +202,14 @@ def ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink):
     return row_lse
 
 
-def make_attention_stats(dt, causal, even_k, variant=None, **hints):
+def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
     """lse and delta of (B, H, L), f32: see the section's comment."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
+    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
+    guarded = varied or masked  # a row may see no key
 
     @tile.function
-    def stats(lse, delta, q, k, out, dout, a0, a1, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
+    def stats(lse, delta, q, k, out, dout, a0, a1, m, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
         _, _, TILE_M = lse.shape
         b, h, i = lse.index
         s_len = k.shape[2]
@@ -211,8 +231,10 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
                 qt, k, b, h // GROUP, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap,
                 TILE_M, TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
             )  # fmt: skip
+            if masked:  # compile-time: the user's mask, as the forward applied it
+                s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
-            if varied:  # noqa: SIM108  (compile-time; a row with no key yet keeps max -inf, sum 0)
+            if guarded:  # noqa: SIM108  (compile-time; a row with no key yet keeps max -inf, sum 0)
                 m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)
             else:
                 m_ref = m_ij
@@ -221,7 +243,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
             )
             m_i = m_ij
         row_lse = m_i + tile.log2(l_i)
-        if varied:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
+        if guarded:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
             row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
         if ragged:  # compile-time
             row_lse = ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink)
@@ -250,7 +272,10 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
             TILE_D: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            stats(lse, delta, q, k, out, dout, a0, a1, scale, wl, wr, cap, TILE_N, TILE_D, GROUP)
+            stats(
+                lse, delta, q, k, out, dout, a0, a1, None, scale, wl, wr, cap, TILE_N, TILE_D,
+                GROUP,
+            )  # fmt: skip
 
         return ragged_attention_stats
     if varied:
@@ -272,10 +297,13 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
             GROUP: tile.Const[int],
         ):
             stats(
-                lse, delta, q, k, out, dout, None, None, scale, wl, wr, cap, TILE_N, TILE_D, GROUP
-            )
+                lse, delta, q, k, out, dout, None, None, None, scale, wl, wr, cap, TILE_N, TILE_D,
+                GROUP,
+            )  # fmt: skip
 
         return variant_attention_stats
+    if masked:
+        return masked_stats(stats, dt, mask_bool, **hints)
 
     @tile.kernel(**hints)
     def attention_stats(
@@ -291,19 +319,20 @@ def make_attention_stats(dt, causal, even_k, variant=None, **hints):
         GROUP: tile.Const[int],
     ):
         stats(
-            lse, delta, q, k, out, dout, None, None, scale, None, None, None, TILE_N, TILE_D,
-            GROUP,
+            lse, delta, q, k, out, dout, None, None, None, scale, None, None, None, TILE_N,
+            TILE_D, GROUP,
         )  # fmt: skip
 
     return attention_stats
 
 
-def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
+def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
     """dK and dV of (B, H_kv, S, D): see the section's comment."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
+    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
 
     @tile.function
-    def dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_M, GROUP):
+    def dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M, GROUP):
         _, _, TILE_N, TILE_D = dk.shape
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
@@ -331,6 +360,8 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
                     qt, k, b, kv_h, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M,
                     TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
                 )  # fmt: skip
+                if masked:  # compile-time: the user's mask, as the forward applied it
+                    s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
                 p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
@@ -363,7 +394,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
             TILE_M: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_M, GROUP)
+            dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, None, scale, wl, wr, cap, TILE_M, GROUP)
 
         return ragged_attention_dkdv
     if varied:
@@ -385,9 +416,14 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
             TILE_M: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dkdv(dk, dv, q, k, v, dout, lse, delta, None, None, scale, wl, wr, cap, TILE_M, GROUP)
+            dkdv(
+                dk, dv, q, k, v, dout, lse, delta, None, None, None, scale, wl, wr, cap, TILE_M,
+                GROUP,
+            )  # fmt: skip
 
         return variant_attention_dkdv
+    if masked:
+        return masked_dkdv(dkdv, dt, mask_bool, **hints)
 
     @tile.kernel(**hints)
     def attention_dkdv(
@@ -403,17 +439,21 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, **hints):
         TILE_M: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dkdv(dk, dv, q, k, v, dout, lse, delta, None, None, scale, None, None, None, TILE_M, GROUP)
+        dkdv(
+            dk, dv, q, k, v, dout, lse, delta, None, None, None, scale, None, None, None, TILE_M,
+            GROUP,
+        )  # fmt: skip
 
     return attention_dkdv
 
 
-def make_attention_dq(dt, causal, even_k, variant=None, **hints):
+def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     """dQ of (B, H, L, D): see the section's comment."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
+    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
 
     @tile.function
-    def dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_N, GROUP):
+    def dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_N, GROUP):
         _, _, TILE_M, TILE_D = dq.shape
         b, h, i, _ = dq.index
         kv_h = h // GROUP
@@ -436,6 +476,8 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
                 qt, k, b, kv_h, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, TILE_M,
                 TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
             )  # fmt: skip
+            if masked:  # compile-time: the user's mask, as the forward applied it
+                s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
@@ -463,7 +505,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
             TILE_N: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, scale, wl, wr, cap, TILE_N, GROUP)
+            dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, None, scale, wl, wr, cap, TILE_N, GROUP)
 
         return ragged_attention_dq
     if varied:
@@ -484,9 +526,13 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
             TILE_N: tile.Const[int],
             GROUP: tile.Const[int],
         ):
-            dq_rows(dq, q, k, v, dout, lse, delta, None, None, scale, wl, wr, cap, TILE_N, GROUP)
+            dq_rows(
+                dq, q, k, v, dout, lse, delta, None, None, None, scale, wl, wr, cap, TILE_N, GROUP
+            )
 
         return variant_attention_dq
+    if masked:
+        return masked_dq(dq_rows, dt, mask_bool, **hints)
 
     @tile.kernel(**hints)
     def attention_dq(
@@ -501,7 +547,9 @@ def make_attention_dq(dt, causal, even_k, variant=None, **hints):
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dq_rows(dq, q, k, v, dout, lse, delta, None, None, scale, None, None, None, TILE_N, GROUP)
+        dq_rows(
+            dq, q, k, v, dout, lse, delta, None, None, None, scale, None, None, None, TILE_N, GROUP
+        )
 
     return attention_dq
 
@@ -511,12 +559,14 @@ BACKWARD_TILES = (64, 64)  # (query rows, keys) per tile: registers hold five su
 
 def attention_backward(
     q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0,
-    aux=(),
+    aux=(), mask=None,
 ):  # fmt: skip
     """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels;
     returns the rows' (lse, delta), (B, H, L) f32. `variant` (make_attention's, with its
     run-time WL, WR and CAP): None for scaled_dot_product_attention's; a ragged form's (its
-    fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1)."""
+    fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1).
+    `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L, S),
+    bool or q's dtype; no variant with it)."""
     tm, tn = BACKWARD_TILES
     b, h, lq, d = q.shape
     td = next_pow2(d)
@@ -526,11 +576,13 @@ def attention_backward(
     lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
     lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
     even_k = even_k or (variant is not None and len(variant) > 4)  # unused: one kernel
-    stats = kernel_of(make_attention_stats, dt, causal, even_k, variant)
+    flags = (dt, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
+    aux = aux if mask is None else (mask,)  # the kernels take the mask where aux goes
+    stats = kernel_of(make_attention_stats, *flags)
     stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
     lse, delta = lse_p.unpartition(), delta_p.unpartition()
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
-    dkdv = kernel_of(make_attention_dkdv, dt, causal, even_k, variant)
+    dkdv = kernel_of(make_attention_dkdv, *flags)
     try:
         dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
     finally:
@@ -538,7 +590,7 @@ def attention_backward(
         dv_p.unpartition()
     dq_p = dq.partition((1, 1, tm, td))
     try:
-        kernel_of(make_attention_dq, dt, causal, even_k, variant)(
+        kernel_of(make_attention_dq, *flags)(
             dq_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tn, group
         )
     finally:

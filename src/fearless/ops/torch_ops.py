@@ -7,10 +7,9 @@ in functional.py (`_define`: the typed signature below is the op's schema; its b
 `kernels_only`, so it never dispatches again); its fake kernel gives the output's shape, dtype
 and device without running anything; `register_autograd` saves what the backward needs and
 calls the backward operators (`fearless::softmax_backward`, ...), themselves custom ops, so
-that torch.compile traces the backward graph too. Every operator here has a backward except
-scaled_dot_product_attention with an `attn_mask`: an input that requires grad where no
-gradient can flow (rope's cos and sin, a masked attention's inputs) is refused at the call,
-never detached. The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) are
+that torch.compile traces the backward graph too. Every operator here has a backward; an input
+that requires grad where no gradient can flow (rope's cos and sin, scaled_dot_product_attention's
+`attn_mask`) is refused at the call, never detached. The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) are
 in ops/torch_ops_attention.py (the attention family) and ops/torch_ops_tilegym.py (the
 others), on the helpers defined here (`_define`, `_forward_only`, ...).
 
@@ -458,27 +457,30 @@ def scaled_dot_product_attention_backward(
     is_causal: bool = False,
     scale: Optional[float] = None,  # noqa: UP045
     enable_gqa: bool = False,
+    attn_mask: Optional[Tensor] = None,  # noqa: UP045
 ) -> tuple[Tensor, Tensor, Tensor]:
     return A.scaled_dot_product_attention_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, is_causal, scale, enable_gqa
+        dout, q, k, v, out, is_causal, scale, enable_gqa, attn_mask
     )
 
 
 def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    """q, k, v, the output and the mask (a tensor or None) saved. A mask that requires grad is
+    refused: the backward gives it none (torch's SDPA gives none to a mask that needs none)."""
     q, k, v, attn_mask, is_causal, scale, enable_gqa = inputs
-    if attn_mask is not None:
+    if attn_mask is not None and attn_mask.requires_grad:
         raise argument_error(
-            "`fearless.ops.scaled_dot_product_attention` has no backward with an `attn_mask` "
-            "yet: its result would be cut from the autograd graph",
-            help="for a causal mask pass `is_causal=True`; else call it under "
-            "`torch.no_grad()` (inference), or use torch's own for training",
+            "`fearless.ops.scaled_dot_product_attention` gives no gradient for its `attn_mask`, "
+            "which requires grad: the mask would be cut from the autograd graph",
+            help="pass `attn_mask.detach()` (a padding or causal mask is a constant), or use "
+            "torch's own SDPA to learn an additive mask",
         )
-    ctx.save_for_backward(q, k, v, output)
+    ctx.save_for_backward(q, k, v, output, attn_mask)
     ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
 
 
 @_autograd(scaled_dot_product_attention, _attention_ctx)
 def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
-    q, k, v, out = ctx.saved_tensors
-    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args)
+    q, k, v, out, mask = ctx.saved_tensors
+    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args, mask)
     return dq, dk, dv, None, None, None, None
