@@ -2,8 +2,9 @@
 Qwen3 causal LMs in f32, patched by `apply(model)` and by `apply_fearless_kernel_to_<type>`,
 give Hugging Face's logits, loss and gradients, and its greedy generation with a KV cache; the
 patched model really calls fearless.ops (counted); Mistral's sliding window (a window shorter
-than the batch) trains and generates on swa_attention; the fallbacks (a padded batch in
-training, a mixed-dtype RMSNorm, an odd head_dim for rope) run torch's code; patching one
+than the batch) trains and generates on swa_attention; a padded batch runs fearless's
+masked attention, in training too; the fallbacks (a mixed-dtype RMSNorm, an odd head_dim for
+rope) run torch's code; patching one
 model type leaves others alone; `import fearless` does not import the package; and
 examples/train_tiny_llama.py runs three steps."""
 
@@ -151,7 +152,7 @@ def test_class_patch_reaches_models_built_later_and_no_other_type(
     torch.testing.assert_close(got.logits, ref.logits, rtol=0, atol=0)
 
 
-def test_padded_batch_attention_falls_back_in_training_and_runs_fearless_in_inference(
+def test_padded_batch_attention_runs_fearless_in_training_and_in_inference(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model = _model("llama")
@@ -164,13 +165,13 @@ def test_padded_batch_attention_falls_back_in_training_and_runs_fearless_in_infe
     flt.apply(model)
     calls = _count(monkeypatch, "scaled_dot_product_attention", "rms_norm")
     out, grads = _run(model, input_ids=ids, attention_mask=mask, labels=labels)
-    # fearless's attention has no backward with a mask: torch's SDPA ran, the norms are ours
-    assert calls["scaled_dot_product_attention"] == 0 and calls["rms_norm"] == 2 * LAYERS + 1
+    # the masked fearless attention, with its backward, and the norms are ours
+    assert calls["scaled_dot_product_attention"] == LAYERS and calls["rms_norm"] == 2 * LAYERS + 1
     torch.testing.assert_close(out.logits, ref.logits, rtol=1e-4, atol=1e-4)
     _assert_grads_match(grads, ref_grads)
     with torch.no_grad():
         got = model(input_ids=ids, attention_mask=mask).logits
-    assert calls["scaled_dot_product_attention"] == LAYERS
+    assert calls["scaled_dot_product_attention"] == 2 * LAYERS
     # the padded queries see no key at all in Hugging Face's mask (torch's SDPA gives their
     # rows NaN or zeros): compare the positions that are not padding
     keep = mask.bool()

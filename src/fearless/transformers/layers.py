@@ -274,12 +274,11 @@ def _attention(
         # whose keys past the queries are masked anyway; the causal diagonal is upper-left.
         k, v, s = k[:, :, :lq], v[:, :, :lq], lq
     if mask is not None:
-        grads = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         dtypes_ok = mask.dtype in (torch.bool, q.dtype)
         shape_ok = mask.dim() == 4 and mask.shape[2:] == (lq, s) and mask.shape[0] in (1, b)
-        if grads or not dtypes_ok or not shape_ok or mask.shape[1] not in (1, h):
-            # fearless's attention has no backward with a mask (a padded batch in training), and
-            # takes masks of (1 or B, 1 or H, L, S) only
+        if wants_grad(mask) or not dtypes_ok or not shape_ok or mask.shape[1] not in (1, h):
+            # fearless's attention takes masks of (1 or B, 1 or H, L, S) only, with a backward
+            # for q, k and v (a padded batch in training) but none for the mask itself
             return None
     out = ops.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, is_causal=bool(causal), scale=scaling, enable_gqa=hk != h

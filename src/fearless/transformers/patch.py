@@ -233,7 +233,7 @@ def apply_fearless_kernel_to_mistral(
     """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); where the
     sliding window bites (Hugging Face builds its mask), a mask that is exactly the causal
     window (no padding) runs `fearless.ops.swa_attention`, in training too (its backward); a
-    padded one runs fearless's masked attention in inference and torch's SDPA in training."""
+    padded one runs fearless's masked attention, in inference and in training."""
     _apply("mistral", **locals())
 
 
@@ -296,8 +296,8 @@ def apply_fearless_kernel_to_gemma3(
     `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
     as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
     Hugging Face's (no dropout and a mask that is exactly the causal window, i.e. no padding;
-    in training too, through its backward), else as Llama's (a padded mask in training:
-    torch's SDPA). The fused loss is declined when the config soft-caps the final logits."""
+    in training too, through its backward), else as Llama's (a padded mask: fearless's
+    masked attention, in training too). The fused loss is declined when the config soft-caps the final logits."""
     _apply("gemma3", **locals())
 
 
