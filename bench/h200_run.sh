@@ -73,6 +73,7 @@ for step in "$@"; do
              tests/gpu/test_ops_gemma_attention_decode_gpu.py tests/gpu/test_ops_sparse_mla_gpu.py \
              tests/gpu/test_ops_linear_gluact_linear_gpu.py tests/gpu/test_ops_moe_actgrad_gpu.py \
              tests/gpu/test_ops_attention_sink_varlen_backward_gpu.py \
+             tests/gpu/test_ops_attention_mask_backward_gpu.py \
              2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
