@@ -99,6 +99,9 @@ for step in "$@"; do
     models) # end to end (family_models.py): one fresh process per model, workload and
            # implementation; FEARLESS_BENCH_MODELS_BUDGET_S (default 300) bounds one run
            python3 -m fearless bench --cases "${MODELS:-models}" --out "$out/models" 2>&1 | tail -60 ;;
+    train8b) # issue 38: Llama-3-8B's layers (two of them) trained 200 steps beside torch eager
+           python3 examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200 2>&1 \
+             | tee "$out/train8b.log" | tail -5 ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
   esac

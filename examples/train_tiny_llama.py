@@ -10,6 +10,8 @@ step prints both losses; the script ends with "ok" only if every step's losses a
 
     python examples/train_tiny_llama.py                  # the simulator (CPU), toy size, f32
     python examples/train_tiny_llama.py --device cuda    # a GPU, a larger model, f32
+    python examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200
+                                                         # Llama-3-8B's layers (2 of them), f32
 """
 
 from __future__ import annotations
@@ -25,16 +27,19 @@ from transformers import LlamaConfig, LlamaForCausalLM
 import fearless as fl
 from fearless import transformers as flt
 
-# (hidden, intermediate, layers, heads, kv heads, vocab, batch, seq) per device
+# (hidden, intermediate, layers, heads, kv heads, vocab, batch, seq) per size; a device's
+# default size has its name. llama3-8b: Llama-3-8B's layer dimensions and vocabulary, two layers
+# (two f32 copies with AdamW: about 50 GB of GPU memory).
 SIZES = {
     "cpu": (64, 128, 2, 4, 2, 96, 2, 16),
     "cuda": (1024, 2816, 4, 16, 4, 8192, 4, 512),
+    "llama3-8b": (4096, 14336, 2, 32, 8, 128256, 2, 1024),
 }
 
 
-def build(device: str) -> LlamaForCausalLM:
-    """A random Llama of the device's size, in f32, on the device."""
-    hidden, inter, layers, heads, kv, vocab, _, seq = SIZES[device]
+def build(size: str, device: str) -> LlamaForCausalLM:
+    """A random Llama of `size` (SIZES), in f32, on the device."""
+    hidden, inter, layers, heads, kv, vocab, _, seq = SIZES[size]
     config = LlamaConfig(
         vocab_size=vocab,
         hidden_size=hidden,
@@ -50,9 +55,9 @@ def build(device: str) -> LlamaForCausalLM:
     return LlamaForCausalLM(config).to(device)
 
 
-def batches(device: str, steps: int) -> list[torch.Tensor]:
+def batches(size: str, device: str, steps: int) -> list[torch.Tensor]:
     """`steps` batches of token ids: a random first token, then t -> (5 t + 3) mod vocab."""
-    *_, vocab, batch, seq = SIZES[device]
+    *_, vocab, batch, seq = SIZES[size]
     g = torch.Generator().manual_seed(1)
     out = []
     for _ in range(steps):
@@ -76,7 +81,8 @@ def step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, ids: torch.Tensor)
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--device", choices=sorted(SIZES), default="cpu")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--size", choices=sorted(SIZES), default=None, help="default: the device's")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--tol", type=float, default=None, help="relative; 1e-4 (cpu), 2e-3 (cuda)")
     p.add_argument("--no-fused-loss", action="store_true", help="keep Hugging Face's loss")
@@ -84,13 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     fl.set_target("sim" if args.device == "cpu" else "cuda")
     tol = args.tol if args.tol is not None else (1e-4 if args.device == "cpu" else 2e-3)
 
-    eager = build(args.device)
+    size = args.size or args.device
+    if size != "cpu" and args.device == "cpu":
+        p.error(f"--size {size} runs on --device cuda (the simulator takes the toy size)")
+    eager = build(size, args.device)
     patched = flt.apply(copy.deepcopy(eager), fused_linear_cross_entropy=not args.no_fused_loss)
     eager.train()
     patched.train()
     opts = [torch.optim.AdamW(m.parameters(), lr=args.lr) for m in (eager, patched)]
     worst = 0.0
-    for i, ids in enumerate(batches(args.device, args.steps)):
+    for i, ids in enumerate(batches(size, args.device, args.steps)):
         t0 = time.perf_counter()
         want = step(eager, opts[0], ids)
         t1 = time.perf_counter()
