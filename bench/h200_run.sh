@@ -19,11 +19,16 @@
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-  [ -f .whl/tilegym.tar.xz ] && tar xJf .whl/tilegym.tar.xz -C /tmp/site
-fi
+# .whl: cuda-tile, pytest-xdist (and TileGym); .whl-hf (bench/pack_whl_hf.sh): the Hugging Face
+# side of the transformers tests and the models family (a transformers trimmed to the model types
+# fearless patches, its dependencies, TileGym and Liger-Kernel). Each .tar.xz is unpacked as is.
+for d in .whl .whl-hf; do
+  if ls $d/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site $d/*.whl && export PYTHONPATH=/tmp/site
+  fi
+  for t in $d/*.tar.xz; do [ -f "$t" ] && tar xJf "$t" -C /tmp/site && export PYTHONPATH=/tmp/site; done
+done
 # shellcheck disable=SC1091
 if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
 elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
