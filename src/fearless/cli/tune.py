@@ -6,63 +6,44 @@ entries are keyed by arch "sim"). Every key is measured: tables are not read whi
 winners this machine already keeps on disk for today's versions count as measured).
 
 The shape list (`--shapes FILE`) is JSON, a list of {"op": "matmul", "dtype": "float16",
-"shapes": [[128, 4096], [4096, 4096]]}, or text, one case a line: `matmul float16 128x4096
-4096x4096` (`#` starts a comment). Without it, DEFAULT_CASES: common model dimensions.
-Exit status: 0 written, 1 refused (no GPU, tuning off) or nothing tuned, 2 a bad shape list.
+"shapes": [[128, 4096], [4096, 4096]]}, or {"op": "fmha", "dtype": "bfloat16", "shapes":
+{"batch": 1, "q_heads": 32, "kv_heads": 8, "seq": 1024, "head_dim": 128}} for the operators
+whose extents are named (cli/tune_ops.py lists each operator's names), with an optional "model"
+tag; or text, one case a line: `matmul float16 128x4096 4096x4096`, `fmha bfloat16 batch=1
+q_heads=32 kv_heads=8 seq=1024 head_dim=128` (`#` starts a comment). Without it, DEFAULT_CASES:
+real models' dimensions (cli/tune_cases.py says which, how many, and how long they take).
+`--ops a,b` keeps those operators' cases; `--models a,b` those of the named model groups (of
+the built-in cases, or the cases of the shape list tagged with them).
+Exit status: 0 written, 1 refused (no GPU, tuning off) or nothing tuned, 2 a bad shape list or
+an unknown operator or model.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .tune_cases import DEFAULT_CASES, DTYPES, MODEL_CASES, describe, model_cases, read_cases
+from .tune_ops import OPS, run_case
+
 HELP = "tune fearless.ops over a shape list on the GPU and write a tuning table"
-
-# op -> how to call it on its inputs
-OPS: dict[str, Callable[..., Any]] = {
-    "matmul": lambda ops, a, b: ops.matmul(a, b),
-    "bmm": lambda ops, a, b: ops.bmm(a, b),
-    "softmax": lambda ops, x: ops.softmax(x),
-    "rms_norm": lambda ops, x: ops.rms_norm(x, x.shape[-1]),
-    "layer_norm": lambda ops, x: ops.layer_norm(x, x.shape[-1]),
-    "relu": lambda ops, x: ops.relu(x),
-    "gelu": lambda ops, x: ops.gelu(x),
-    "silu_and_mul": lambda ops, x: ops.silu_and_mul(x),
-    "swiglu": lambda ops, a, b: ops.swiglu(a, b),
-    "transpose": lambda ops, x: ops.transpose(x),
-    "scaled_dot_product_attention": lambda ops, q, k, v: ops.scaled_dot_product_attention(q, k, v),
-}
-DTYPES = ("float32", "float16", "bfloat16")
-
-
-def _default_cases() -> list[dict[str, Any]]:
-    """Common model dimensions (Llama-like hidden sizes 4096 and 8192, their MLP widths) at
-    token counts from decode to prefill, in f16 and bf16."""
-    cases: list[dict[str, Any]] = []
-    for dtype in ("float16", "bfloat16"):
-        for m in (16, 128, 1024, 4096):
-            for k, n in ((4096, 4096), (4096, 14336), (14336, 4096), (8192, 8192), (8192, 28672)):
-                cases.append({"op": "matmul", "dtype": dtype, "shapes": [[m, k], [k, n]]})
-            for h in (4096, 8192):
-                for op in ("softmax", "rms_norm", "layer_norm", "relu", "gelu"):
-                    cases.append({"op": op, "dtype": dtype, "shapes": [[m, h]]})
-                cases.append({"op": "silu_and_mul", "dtype": dtype, "shapes": [[m, 2 * h]]})
-        for s in (512, 2048, 8192):
-            qkv = [[1, 32, s, 128]] * 3
-            cases.append({"op": "scaled_dot_product_attention", "dtype": dtype, "shapes": qkv})
-    return cases
-
-
-DEFAULT_CASES = _default_cases()
+__all__ = ["DEFAULT_CASES", "DTYPES", "HELP", "OPS", "add_arguments", "read_cases", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--ops", nargs="+", metavar="OP", help=f"only these operators (of {', '.join(OPS)})"
+        "--ops",
+        nargs="+",
+        metavar="OP",
+        help=f"only these operators, by comma or space (of {', '.join(OPS)})",
+    )
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL",
+        help=f"only these model groups, by comma or space (of {', '.join(MODEL_CASES)})",
     )
     parser.add_argument("--shapes", metavar="FILE", help="the shape list (JSON or text lines)")
     parser.add_argument(
@@ -75,63 +56,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read_cases(path: Path) -> list[dict[str, Any]]:
-    """The cases of a shape list file (ValueError naming the line or item that is wrong)."""
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        items = json.loads(text)
-        return [_check(item, f"item {n}") for n, item in enumerate(items)]
-    cases = []
-    for n, line in enumerate(text.splitlines(), 1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        if len(words) < 3:
-            raise ValueError(
-                f"line {n}: write `op dtype shape...`, e.g. `softmax float16 128x4096`"
-            )
-        try:
-            shapes = [[int(d) for d in w.lower().split("x")] for w in words[2:]]
-        except ValueError:
-            raise ValueError(f"line {n}: a shape is extents joined by x, e.g. 128x4096") from None
-        cases.append(_check({"op": words[0], "dtype": words[1], "shapes": shapes}, f"line {n}"))
-    return cases
+def _names(values: list[str] | None) -> list[str] | None:
+    """`--ops a,b c` as [a, b, c]; None when not given."""
+    if values is None:
+        return None
+    return [n for v in values for n in v.split(",") if n]
 
 
-def _check(item: Any, where: str) -> dict[str, Any]:
-    if not isinstance(item, dict) or item.get("op") not in OPS:
-        raise ValueError(f"{where}: `op` must be one of {', '.join(OPS)}")
-    if item.get("dtype") not in DTYPES:
-        raise ValueError(f"{where}: `dtype` must be one of {', '.join(DTYPES)}")
-    shapes = item.get("shapes")
-    if not isinstance(shapes, list) or not all(
-        isinstance(s, list) and all(isinstance(d, int) and d > 0 for d in s) for s in shapes
-    ):
-        raise ValueError(f"{where}: `shapes` must be a list of shapes (lists of positive ints)")
-    return item
-
-
-def _inputs(case: dict[str, Any], on_device: bool) -> list[Any]:
-    """Random inputs of the case's shapes and dtype: fl.Tensors, or torch CUDA tensors for bf16
-    on the GPU (NumPy has no bf16; on the simulator, fl.Tensors of fl.bf16)."""
-    import numpy as np
-
-    import fearless as fl
-
-    rng = np.random.default_rng(0)
-    out: list[Any] = []
-    for shape in case["shapes"]:
-        x = rng.standard_normal(shape, dtype=np.float32)
-        if case["dtype"] == "bfloat16":
-            if on_device:
-                import torch
-
-                out.append(torch.from_numpy(x).to("cuda", torch.bfloat16))
-                continue
-            out.append(fl.asarray(x).astype(fl.bf16))
-            continue
-        out.append(fl.asarray(x.astype(case["dtype"])))
-    return out
+def select(
+    cases: list[dict[str, Any]] | None, ops: list[str] | None, models: list[str] | None
+) -> list[dict[str, Any]]:
+    """The cases to run: the shape list's (None: the built-in ones, of `models` if given),
+    those of `ops` and `models` only (ValueError naming an unknown operator or model)."""
+    unknown = sorted(set(ops or ()) - set(OPS))
+    if unknown:
+        raise ValueError(f"unknown operators {unknown}; known: {', '.join(OPS)}")
+    if cases is None:
+        bad = sorted(set(models or ()) - set(MODEL_CASES))
+        if bad:
+            raise ValueError(f"unknown models {bad}; known: {', '.join(MODEL_CASES)}")
+        cases = model_cases(models) if models else DEFAULT_CASES
+    elif models:
+        cases = [c for c in cases if c.get("model") in models]
+    return [c for c in cases if ops is None or c["op"] in ops]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,16 +103,15 @@ def run(args: argparse.Namespace) -> int:
         print("fearless tune: FEARLESS_AUTOTUNE is off, so nothing would be timed", file=sys.stderr)
         return 1
     try:
-        cases = read_cases(Path(args.shapes)) if args.shapes else DEFAULT_CASES
+        listed = read_cases(Path(args.shapes)) if args.shapes else None
     except (OSError, ValueError) as exc:
         print(f"fearless tune: {args.shapes}: {exc}", file=sys.stderr)
         return 2
-    wanted = set(args.ops or OPS)
-    unknown = wanted - set(OPS)
-    if unknown:
-        print(f"fearless tune: unknown operators {sorted(unknown)}; known: {', '.join(OPS)}")
+    try:
+        cases = select(listed, _names(args.ops), _names(args.models))
+    except ValueError as exc:
+        print(f"fearless tune: {exc}", file=sys.stderr)
         return 2
-    cases = [c for c in cases if c["op"] in wanted]
     target = current_target()
     from .. import ops
     from ..autotuning import table_arch
@@ -175,10 +121,9 @@ def run(args: argparse.Namespace) -> int:
     tuned = 0
     with autotune_tables.disabled():
         for n, case in enumerate(cases, 1):
-            shapes = " ".join("x".join(map(str, s)) for s in case["shapes"])
-            print(f"[{n}/{len(cases)}] {case['op']} {case['dtype']} {shapes}", flush=True)
+            print(f"[{n}/{len(cases)}] {describe(case)}", flush=True)
             try:
-                OPS[case["op"]](ops, *_inputs(case, target.on_device))
+                run_case(ops, case, target.on_device)
                 tuned += 1
             except Exception as exc:  # one case failing does not lose the others
                 print(f"  failed: {type(exc).__name__}: {exc}".splitlines()[0], flush=True)

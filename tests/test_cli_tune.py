@@ -1,0 +1,141 @@
+"""`fearless tune`'s operator table and shape lists (cli/tune_ops.py, cli/tune_cases.py): every
+operator builds its inputs and reaches its tuners at a tiny case on the simulator, the named
+case formats parse (and bad ones are refused), `--ops` / `--models` select, and a simulator
+run over two such cases writes both tuned functions' entries. (The command's refusals and the
+plain shape lists: test_autotune_tables.py.)"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import fearless as fl
+from fearless import autotune_timing, autotuning, config
+from fearless.cli import tune_cases
+from fearless.cli.main import main
+from fearless.cli.tune import select
+from fearless.cli.tune_cases import DEFAULT_CASES, MODEL_CASES, check_case, read_cases
+from fearless.cli.tune_ops import OPS, run_case, tiny_case
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("tune-cache")  # one per module: kernels compile once
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(cache))
+    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
+    monkeypatch.delenv("FEARLESS_TUNING_TABLE", raising=False)
+    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)
+    monkeypatch.setattr(autotuning, "_winners", {})  # as in the command's own process
+
+
+def _tuned(name: str) -> autotuning.Autotuned:
+    module, func = name.rsplit(".", 1)
+    return getattr(importlib.import_module(f"fearless.ops.{module}"), func)
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_every_operator_runs_its_tiny_case_and_reaches_its_tuners(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for f in OPS[name].tuned:
+        monkeypatch.setattr(_tuned(f), "_best", {})  # so the key is looked up again
+    dtype = "bfloat16" if name == "w8a8_block_fp8_matmul" else "float32"
+    case = check_case(tiny_case(name, dtype), "tiny")
+    from fearless import ops
+
+    run_case(ops, case, on_device=False)
+    reached = {ident.split("fearless.ops.", 1)[1] for ident, _, _ in autotuning._winners}
+    assert set(OPS[name].tuned) <= reached, reached
+
+
+def test_named_cases_in_text_and_json(tmp_path: Path) -> None:
+    text = tmp_path / "s.txt"
+    text.write_text(
+        "fmha bfloat16 batch=1 q_heads=32 kv_heads=8 seq=1024 head_dim=128  # prefill\n"
+        "matmul float16 16x4096 4096x4096\n"
+    )
+    fmha, mm = read_cases(text)
+    assert fmha["shapes"] == {"batch": 1, "q_heads": 32, "kv_heads": 8, "seq": 1024,
+                              "head_dim": 128}  # fmt: skip
+    assert mm["shapes"] == [[16, 4096], [4096, 4096]]
+    js = tmp_path / "s.json"
+    js.write_text(json.dumps([{"op": "fused_moe", "dtype": "bfloat16", "model": "m",
+                               "shapes": {"tokens": 16, "hidden": 2048, "inter": 768,
+                                          "experts": 128, "top_k": 8}}]))  # fmt: skip
+    assert read_cases(js)[0]["shapes"]["experts"] == 128
+    bad = {
+        "fmha bfloat16 batch=1 q_heads=32\n": "missing kv_heads, seq, head_dim",
+        "fmha bfloat16 batch=1 q_heads=32 kv_heads=8 seq=8 head_dim=8 depth=2\n": "unknown depth",
+        "fmha bfloat16 1x32x8x128\n": "must name its extents",
+        "matmul float16 seq=4\n": "list of shapes",
+        "fmha bfloat16 batch=1 q_heads=x\n": "name=integer",
+        "fmha bfloat16 batch=0 q_heads=1 kv_heads=1 seq=8 head_dim=8\n": "positive int",
+    }
+    for line, says in bad.items():
+        text.write_text(line)
+        with pytest.raises(ValueError, match=re.escape(says)):
+            read_cases(text)
+    assert main(["tune", "--shapes", str(text), "--simulator"]) == 2
+
+
+def test_the_built_in_cases_are_well_formed_and_counted() -> None:
+    for c in DEFAULT_CASES:
+        check_case(c, "default")
+    assert all(MODEL_CASES.values())
+    doc = tune_cases.__doc__ or ""
+    assert f"`len(DEFAULT_CASES)` is {len(DEFAULT_CASES)}." in doc
+    models = {"llama3-8b", "qwen3-8b", "mistral-7b", "gemma3-12b", "gpt-oss-20b",
+              "qwen3-30b-a3b", "deepseek-v3"}  # fmt: skip
+    assert models <= set(MODEL_CASES)
+    ops_used = {c["op"] for c in DEFAULT_CASES}
+    assert {"fmha", "fmha_decode", "gemma_attention", "attention_sink_decode", "mla_decoding",
+            "fused_moe", "w8a8_block_fp8_matmul", "chunk_gated_delta_rule"} <= ops_used  # fmt: skip
+
+
+def test_ops_and_models_select() -> None:
+    llama = select(None, None, ["llama3-8b"])
+    assert llama and {c["model"] for c in llama} == {"llama3-8b"}
+    two = select(None, ["fmha", "fused_moe"], ["llama3-8b", "qwen3-30b-a3b"])
+    assert {c["op"] for c in two} == {"fmha", "fused_moe"}
+    assert all(c["op"] != "fused_moe" or c["model"] == "qwen3-30b-a3b" for c in two)
+    listed = [{"op": "softmax", "dtype": "float32", "shapes": [[4, 16]], "model": "a"},
+              {"op": "relu", "dtype": "float32", "shapes": [[64]]}]  # fmt: skip
+    assert select(listed, None, ["a"]) == listed[:1]
+    assert select(listed, ["relu"], None) == listed[1:]
+    with pytest.raises(ValueError, match="unknown models"):
+        select(None, None, ["llama-9"])
+    with pytest.raises(ValueError, match="unknown operators"):
+        select(None, ["fmhaa"], None)
+    assert main(["tune", "--models", "llama-9", "--simulator"]) == 2
+
+
+def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("fmha", "fused_moe"):
+        for f in OPS[name].tuned:
+            monkeypatch.setattr(_tuned(f), "_best", {})
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text(
+        "fmha float32 batch=1 q_heads=4 kv_heads=2 seq=16 head_dim=16\n"
+        "fused_moe float32 tokens=5 hidden=32 inter=16 experts=4 top_k=2\n"
+        "softmax float32 4x16\n"
+    )
+    out = tmp_path / "sim.json"
+    argv = ["tune", "--shapes", str(shapes), "--ops", "fmha,fused_moe", "--out", str(out)]
+    assert main([*argv, "--simulator"]) == 0
+    entries = json.loads(out.read_text())["entries"]
+    names = {e["function"].rsplit(".", 1)[-1] for e in entries}
+    assert names == {"attention_tuned", "gate_up_tuned", "down_tuned"}
+    assert all(e["arch"] == "sim" and e["versions"]["fearless"] == fl.__version__ for e in entries)
+    said = capsys.readouterr().out
+    assert "[1/2] fmha float32 batch=1" in said and "2 of 2 cases ran" in said
