@@ -82,6 +82,9 @@ for step in "$@"; do
              2>&1 | tail -40 \
              > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
+    tgtests) # NVIDIA TileGym's tests/ops with fearless.ops as its cuTile backend (per-file
+           # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
+           bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
            python3 bench/experiments/ops_gaps.py 2>&1 | grep -v autotun | tee "$out/gaps.log" | head -150

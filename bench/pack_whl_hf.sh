@@ -23,5 +23,7 @@ for d in "$tmp"/site/transformers/models/*/; do
 done
 rm -f "$tmp"/site/transformers-*.dist-info/RECORD
 tar -C "$tmp/site" -cJf .whl-hf/transformers-trimmed.tar.xz transformers "$(cd "$tmp/site" && ls -d transformers-*.dist-info)"
+# TileGym's own tests (tests/ops, run by bench/tilegym_tests/run.sh with fearless as its cuTile)
+git -C "${TILEGYM_MIRROR:-/work/.mirror/NVIDIA+TileGym/repo}" archive HEAD tests | xz -9 > .whl-hf/tilegym-tests.tar.xz
 find "$tmp" -maxdepth 1 -name '*.whl' ! -name 'transformers-*' -exec cp {} .whl-hf/ \;
 du -sh .whl-hf

@@ -1,0 +1,221 @@
+"""The TileGym-tests harness (bench/tilegym_tests) on the CPU: its adapters take the call forms
+TileGym's tests/ops use and match those tests' torch references on the simulator; every adapter
+names an existing fearless.ops function; the pytest plugin registers them in TileGym's real
+dispatcher (skipped when tilegym does not import) and skips the tests of ops fearless lacks."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fearless as fl
+from fearless import ops
+
+torch = pytest.importorskip("torch")
+HARNESS = Path(__file__).resolve().parents[1] / "bench" / "tilegym_tests"
+sys.path.insert(0, str(HARNESS))
+import adapters as A  # noqa: E402
+
+F = torch.nn.functional
+
+
+@pytest.fixture(autouse=True)
+def _sim() -> Any:
+    fl.set_target("sim")
+    yield
+    fl.set_target(None)
+
+
+def _call(name: str, *args: Any, **kwargs: Any) -> Any:
+    return A.ADAPTERS[name][1](*args, **kwargs)
+
+
+def test_every_adapter_names_a_fearless_op() -> None:
+    for name, (uses, fn) in A.ADAPTERS.items():
+        assert uses in ops.__all__, name
+        assert callable(fn) and A.fearless_op(name) is getattr(ops, uses)
+    for name in A.PATCHES.values():
+        assert name in A.ADAPTERS
+    assert not set(A.UNCOVERED) & set(A.ADAPTERS)
+
+
+def test_rms_norm_call_forms() -> None:  # test_rms_norm.py: keywords, then positional with mode=
+    x = torch.rand(4, 64).mul_(0.5).add_(-2.3)
+    w = torch.randn(64)
+
+    def ref(x: Any, w: Any, eps: float, offset: float = 0.0) -> Any:
+        var = x.float().pow(2).mean(-1, keepdim=True)
+        return ((offset + w) * (x.float() * torch.rsqrt(var + eps))).to(x.dtype)
+
+    y = _call(
+        "rms_norm", input=x, normalized_shape=(64,), weight=w, eps=1e-5, mode="static_persistent"
+    )
+    torch.testing.assert_close(y, ref(x, w, 1e-5), rtol=1e-4, atol=1e-4)
+    y = _call("rms_norm", x, (64,), w, 1e-6, mode=None, offset=1.0)
+    torch.testing.assert_close(y, ref(x, w, 1e-6, 1.0), rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError):
+        _call("rms_norm", x, (64,), w, 1e-6, bias=w)
+
+
+def test_softmax_and_activations() -> None:
+    x = torch.randn(8, 96)
+    kw = {"use_tma": True, "use_chunked": False, "use_multi_wave": True}  # test_softmax.py
+    torch.testing.assert_close(
+        _call("softmax", x=x, **kw), torch.softmax(x, -1), rtol=1e-5, atol=1e-6
+    )
+    torch.testing.assert_close(_call("relu", x), F.relu(x))
+    torch.testing.assert_close(
+        _call("gelu", x, "tanh"), F.gelu(x, approximate="tanh"), rtol=1e-4, atol=1e-5
+    )
+    a, b = x.chunk(2, -1)
+    torch.testing.assert_close(_call("geglu", x, -1, "none"), a * F.gelu(b), rtol=1e-4, atol=1e-5)
+
+
+def test_silu_and_mul_and_swiglu() -> None:
+    x = torch.randn(6, 128)
+    a, b = x.chunk(2, -1)
+    ref = F.silu(a) * b
+    torch.testing.assert_close(_call("silu_and_mul", x), ref, rtol=1e-5, atol=1e-5)
+    out = torch.empty(6, 64)
+    assert _call("silu_and_mul", x, out=out) is out
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        _call("get_swiglu")(a, b), ref, rtol=1e-5, atol=1e-5
+    )  # get_swiglu()(a, b)
+
+
+def test_dropout_identity_and_ratio() -> (
+    None
+):  # test_dropout.py: dropout(x, seed, p, training, inplace)
+    x = torch.rand(4096) + 1e-5
+    assert _call("dropout", x, 7, 0.4, False, False) is x
+    y = _call("dropout", x.clone(), 7, 0.4, True, False)
+    assert abs((1 - torch.count_nonzero(y) / y.numel()).item() - 0.4) < 0.04
+    z = x.clone()
+    assert _call("dropout", z, 7, 0.4, True, True) is z
+
+
+def test_matmul_bmm_group_gemm_transposes() -> None:  # test_matmul.py stores op(a) transposed
+    a, b = torch.randn(32, 16), torch.randn(16, 24)
+    kw = {"static_persistent": True, "use_tma": False}
+    torch.testing.assert_close(
+        _call("matmul", a, b, trans_a=False, trans_b=False, **kw), a @ b, rtol=1e-4, atol=1e-4
+    )
+    at, bt = a.t().contiguous(), b.t().contiguous()
+    torch.testing.assert_close(
+        _call("matmul", at, bt, trans_a=True, trans_b=True, **kw), a @ b, rtol=1e-4, atol=1e-4
+    )
+    qa, qb = torch.randn(2, 16, 8), torch.randn(2, 24, 8)
+    y = _call("bmm", qa, qb, transpose_a=False, transpose_b=True, static_persistent=False)
+    torch.testing.assert_close(y, qa @ qb.transpose(1, 2), rtol=1e-4, atol=1e-4)
+    ys = _call("group_gemm", group_A=[a, a[:8]], group_B=[bt, bt], transpose_b=True)
+    assert isinstance(ys, list)
+    torch.testing.assert_close(ys[1], a[:8] @ b, rtol=1e-4, atol=1e-4)
+
+
+def _rotate_half(x: Any) -> Any:
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def test_rope_full_and_partial() -> None:  # test_rope.py: HF cos/sin (B, S, rope_dim)
+    q, k = torch.randn(1, 4, 8, 32), torch.randn(1, 2, 8, 32)
+    for rd in (32, 16):
+        inv = 1.0 / (10000 ** (torch.arange(0, rd, 2).float() / rd))
+        f = torch.outer(torch.arange(8).float(), inv)
+        emb = torch.cat((f, f), -1)[None]
+        cos, sin = emb.cos(), emb.sin()
+        qo, ko = _call("apply_rope_base", q, k, cos, sin, partial_rotary_factor=rd / 32)
+        for t, o in ((q, qo), (k, ko)):
+            r = t[..., :rd]
+            want = torch.cat([r * cos[:, None] + _rotate_half(r) * sin[:, None], t[..., rd:]], -1)
+            torch.testing.assert_close(o, want, rtol=1e-4, atol=1e-4)
+
+
+def test_fmha_interface_kwargs() -> None:  # test_attention.py via fmha_interface
+    q, k, v = (torch.randn(1, 2, 16, 16) for _ in range(3))
+    s = 1 / math.sqrt(16)
+    y = _call("fmha", q, k, v, scaling=s, is_causal=True, has_backward=False, kernel_configs=None)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=s)
+    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_splitk_reduce_in_place() -> None:  # test_splitk_reduce.py's reference: a base-2 lse merge
+    B, H, S, D = 1, 2, 4, 16
+    part, lse = torch.randn(B, H, S, D), torch.randn(B, H, S)
+    out = torch.empty(B, H, D)
+    _call("splitk_reduce", part, lse, out, 256)
+    w = torch.exp2(lse - lse.max(-1, keepdim=True).values)
+    torch.testing.assert_close(
+        out, (part * w[..., None]).sum(2) / w.sum(-1, keepdim=True), rtol=1e-4, atol=1e-5
+    )
+
+
+def test_moe_align_block_size() -> None:  # the align's contract: expert-sorted slots, padded blocks
+    ids = torch.tensor([[0, 2], [1, 2], [2, 0]], dtype=torch.int32)
+    sorted_ids, expert_ids, n_post = _call("moe_align_block_size", ids, 4, 3)[:3]
+    n = int(n_post.reshape(-1)[0])
+    assert n % 4 == 0 and n >= ids.numel()
+    flat = ids.reshape(-1)
+    for blk in range(n // 4):
+        for slot in sorted_ids[blk * 4 : (blk + 1) * 4].tolist():
+            if slot < ids.numel():
+                assert int(flat[slot]) == int(expert_ids[blk])
+
+
+def test_plugin_skip_rules() -> None:
+    import fearless_as_cutile as P
+
+    assert P.is_cutile("test_op[cutile-4]") and not P.is_cutile("test_op[cutile_rs-4]")
+    assert P.ops_file("/x/tests/ops/experimental/test_mhc.py") == "experimental/test_mhc.py"
+    assert P.skip_reason("test_rms_norm.py", "test_op") is None
+    assert (
+        P.skip_reason("experimental/test_nvfp4_quantize.py", "x")
+        == "fearless has no nvfp4_quantize"
+    )
+    assert "get_rms_norm_module" in P.skip_reason(
+        "experimental/test_rmsnorm_backward.py", "Test_RMSNormBackward"
+    )
+    assert P.skip_reason("test_new_op.py", "test_op").startswith("fearless has no operator mapped")
+    for rel, names in P.COVERAGE.items():
+        assert all(n in A.ADAPTERS for n in names), rel
+
+
+def test_plugin_registers_in_tilegyms_dispatcher() -> None:
+    try:
+        import tilegym
+        from tilegym.backend import dispatcher
+    except Exception as e:
+        pytest.skip(f"tilegym does not import here: {type(e).__name__}: {e}")
+    import importlib
+
+    import fearless_as_cutile as P
+
+    saved = {n: dict(d) for n, d in dispatcher._REGISTRY.items()}
+    mods = []
+    for target in A.PATCHES:
+        mod_name, attr = target.split(":")
+        try:
+            mod = importlib.import_module(mod_name)
+        except Exception:
+            continue
+        mods.append((mod, attr, getattr(mod, attr, None)))
+    try:
+        done = P.install()
+        for name in done["registered"]:
+            assert dispatcher._REGISTRY[name]["cutile"] is A.ADAPTERS[name][1]
+        assert {"rms_norm", "softmax", "fmha", "apply_rope_base", "get_swiglu"} <= set(
+            done["registered"]
+        )
+        x = torch.randn(4, 32)
+        y = tilegym.ops.softmax(x, backend="cutile")  # through TileGym's own dispatch
+        torch.testing.assert_close(y, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    finally:
+        dispatcher._REGISTRY.clear()
+        dispatcher._REGISTRY.update(saved)
+        for mod, attr, original in mods:
+            setattr(mod, attr, original)
