@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 pip=".venv/bin/pip"
 $pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-  -d "$tmp" "transformers==$version" huggingface_hub safetensors tokenizers regex liger-kernel tilegym
+  -d "$tmp" "transformers==$version" huggingface_hub safetensors tokenizers regex liger-kernel tilegym==1.5.1
 rm -rf .whl-hf && mkdir -p .whl-hf "$tmp/site"
 (cd "$tmp/site" && unzip -q "$tmp"/transformers-*.whl)
 for d in "$tmp"/site/transformers/models/*/; do

@@ -6,8 +6,6 @@ dispatcher (skipped when tilegym does not import) and skips the tests of ops fea
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,9 +14,7 @@ import fearless as fl
 from fearless import ops
 
 torch = pytest.importorskip("torch")
-HARNESS = Path(__file__).resolve().parents[1] / "bench" / "tilegym_tests"
-sys.path.insert(0, str(HARNESS))
-import adapters as A  # noqa: E402
+import adapters as A  # noqa: E402  (bench/tilegym_tests: pyproject's pytest pythonpath)
 
 F = torch.nn.functional
 
