@@ -4,7 +4,11 @@ that the (1 + weight) scale matters) patched by `apply` gives Hugging Face's log
 gradients in training and its logits in inference, the windowed layer running
 `fearless.ops.gemma_attention` (counted) in both (its backward in training); a padded batch
 keeps gemma_attention out (its mask is not the plain window); greedy generation with a
-KV cache (decode steps: bottom-right windows) matches; the RMSNorm and the MLP alone."""
+KV cache (decode steps: bottom-right windows) matches; the RMSNorm and the MLP alone. A tiny
+random Gemma2ForCausalLM (eager attention, soft-capped logits; a windowed and a global layer)
+runs both layers' attention on `fearless.ops.gemma_attention` with the cap, in training and
+inference and in generation, and a padded batch on Hugging Face's eager code (with a cap) or
+the masked fearless SDPA (without)."""
 
 from __future__ import annotations
 
@@ -142,3 +146,93 @@ def test_gemma3_rms_norm_and_mlp_alone(monkeypatch: pytest.MonkeyPatch) -> None:
         norm.weight.data = norm.weight.data.double()  # f64: no fearless kernel takes it
         torch.testing.assert_close(norm(x), want_norm, rtol=1e-5, atol=1e-5)
     assert calls == Counter({"rms_norm": 1, "geglu": 1})
+
+
+# ------------------------------------------------------------------------------------ Gemma 2
+
+
+def _gemma2(seed: int = 0, softcap: float | None = 50.0) -> Any:
+    """Gemma 2's eager attention (it has no sdpa): a sliding-window layer of window 4 and a
+    global layer, both soft-capping their logits (at 5.0 in the tests: at Gemma 2's 50.0 tiny
+    random scores barely bend the tanh)."""
+    cfg = hf.Gemma2Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=WINDOW,
+        layer_types=["sliding_attention", "full_attention"],
+        attn_logit_softcapping=softcap,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = hf.Gemma2ForCausalLM(cfg)
+    with torch.no_grad():  # (1 + weight) norms start at 0; larger q, k make the cap bite
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, 0.3)
+            elif "q_proj" in name or "k_proj" in name:
+                p.mul_(8.0)
+    assert model.config._attn_implementation == "eager"
+    return model
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_gemma2_runs_capped_gemma_attention_in_training_and_inference(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_gemma2)
+
+    # 4 norms per layer and the final one (no q and k norms); one GeGLU and one rope per
+    # layer; both layers' attention on gemma_attention with the cap (the windowed layer's
+    # window, the global layer's none), with grad too
+    model = _gemma2(softcap=5.0)
+    dense = {"rms_norm": 4 * LAYERS + 1, "geglu": LAYERS, "rope": LAYERS}
+    both = Counter({**dense, "gemma_attention": LAYERS})
+    check_train_then_infer(model, patch, monkeypatch, _batch(), OPS, both, both)
+
+
+@pytest.mark.parametrize("softcap", [5.0, None])
+def test_gemma2_padded_batch_with_a_cap_runs_hugging_faces_attention(
+    softcap: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fearless's masked SDPA has no soft cap: a padded batch with one runs Hugging Face's eager
+    attention; without one, the masked fearless SDPA."""
+    model = _gemma2(softcap=softcap).eval()
+    ids, _ = _batch()
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask).logits
+    flt.apply(model)
+    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
+    with torch.no_grad():
+        got = model(input_ids=ids, attention_mask=mask).logits
+    sdpa = Counter() if softcap else Counter({"scaled_dot_product_attention": LAYERS})
+    assert calls == sdpa, calls
+    keep = mask.bool()
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
+
+
+def test_gemma2_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _gemma2(softcap=5.0).eval()
+    ids, _ = _batch(batch=1)
+    kw = {"attention_mask": torch.ones_like(ids), "max_new_tokens": 3, "do_sample": False}
+    kw["output_logits"] = True
+    with torch.no_grad():
+        want = model.generate(ids, return_dict_in_generate=True, **kw)
+    flt.apply(model)
+    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
+    with torch.no_grad():
+        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    # prefill and two decode steps, both layers on gemma_attention each time
+    assert calls == Counter({"gemma_attention": 3 * LAYERS}), calls
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)

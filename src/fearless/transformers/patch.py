@@ -14,7 +14,9 @@ Each patch, after TileGym's and Liger-Kernel's convention:
   causal window to `fearless.ops.gemma_attention` (Gemma) or `swa_attention` (Mistral, Qwen2,
   Qwen3, Qwen3-MoE, OLMo 3), in training too; DeepSeek's latent attention, whose key and
   value head dims differ, to `fearless.ops.mla`) and every other module to torch's SDPA as before.
-  Models running another attention implementation (eager, flash_attention_2) are left as they are.
+  Models running another attention implementation (eager, flash_attention_2) are left as they
+  are, but for GPT-OSS and Gemma 2, which run `eager` (they have no `sdpa`): their modeling
+  module's `eager_attention_forward` is replaced (sinks.py, gemma.py).
 - fused_linear_cross_entropy: `XxxForCausalLM.forward` (the class's, or with `model=` that
   model's) computes the loss with `fearless.ops.fused_linear_cross_entropy` (loss.py).
 
@@ -42,6 +44,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2"),
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
+    "gemma2": ("transformers.models.gemma2.modeling_gemma2", "Gemma2"),
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
     "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
@@ -78,6 +81,12 @@ FLAGS: dict[str, dict[str, str]] = {
     "qwen2": _SLIDING,
     "qwen3": _SLIDING,
     "qwen3_moe": {**_SLIDING, "moe": "experts"},
+    "gemma2": {
+        "rope": "rope",
+        "rms_norm": "gemma_rms_norm",
+        "mlp": "gemma_mlp",
+        "attention": "capped_attention",
+    },
     "gemma3": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
@@ -134,6 +143,9 @@ def _pieces() -> dict[str, _Piece]:
         "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
         "swa_attention": _Piece(swaps=(("Attention", None, swa),), sdpa=True),
         "mla": _Piece(swaps=(("Attention", None, latent),), sdpa=True),
+        "capped_attention": _Piece(
+            functions=(("eager_attention_forward", gemma.capped_attention_function),)
+        ),
         "sink_attention": _Piece(
             functions=(("eager_attention_forward", sinks.sink_attention_function),)
         ),
@@ -280,6 +292,28 @@ def apply_fearless_kernel_to_qwen3_moe(
     Face's). The fused loss is taken when the router logits are not asked for (no auxiliary
     loss); otherwise Hugging Face's forward runs."""
     _apply("qwen3_moe", **locals())
+
+
+def apply_fearless_kernel_to_gemma2(
+    rope: bool = True,
+    rms_norm: bool = True,
+    mlp: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's Gemma 2 (transformers.models.gemma2) on fearless kernels: its RMSNorm
+    ((1 + weight), as Gemma 3's), the GELU-gated MLP (`mlp`, as `fearless.ops.geglu`), RoPE,
+    and its attention (the `eager` implementation, Gemma 2's: Hugging Face gives it no `sdpa`,
+    which has no soft cap), patched through its `eager_attention_forward`: the global and the
+    sliding-window layers on `fearless.ops.gemma_attention` with the config's
+    attn_logit_softcapping as its soft cap where that is Hugging Face's result (no dropout, no
+    attention weights asked for, and a mask that is exactly the causal (windowed) pattern of a
+    prefill or decode, i.e. no padding; in training too, through its backward); a padded mask
+    runs Hugging Face's eager code (fearless's masked attention has no soft cap; without a cap,
+    fearless's masked attention). The fused loss is declined when the config soft-caps the
+    final logits (final_logit_softcapping, 30.0 by default)."""
+    _apply("gemma2", **locals())
 
 
 def apply_fearless_kernel_to_gemma3(
@@ -431,6 +465,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "qwen2": apply_fearless_kernel_to_qwen2,
     "qwen3": apply_fearless_kernel_to_qwen3,
     "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
+    "gemma2": apply_fearless_kernel_to_gemma2,
     "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
     "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
