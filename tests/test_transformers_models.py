@@ -1,8 +1,9 @@
-"""fearless.transformers on OLMoE, OLMo 3, Qwen3-Next and DeepSeek-V2/V3, on the simulator with CPU torch:
-tiny random models patched by `apply` (or the per-model function) give Hugging Face's logits,
-loss and gradients in training, where the forward-only ops (the gated delta rule, mla) fall back
-to Hugging Face's code and fused_moe runs with its backward, and its logits in inference, where
-they all run; the op calls are counted to prove the routing."""
+"""fearless.transformers on OLMoE, OLMo 3, Qwen3-Next, DeepSeek-V2/V3 and Phi-3, on the
+simulator with CPU torch: tiny random models patched by `apply` (or the per-model function)
+give Hugging Face's logits, loss and gradients in training, where the forward-only ops (the
+gated delta rule, mla) fall back to Hugging Face's code and fused_moe runs with its backward,
+and its logits in inference, where they all run; the op calls are counted to prove the
+routing."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ OPS = (
     "mla",
     "linear_gluact_linear",
     "swa_attention",
+    "silu_and_mul",
 )
 
 
@@ -411,5 +413,61 @@ def test_olmo3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
     out, grads = run_with_grads(model, input_ids=ids, labels=labels)
     assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
+
+
+# -------------------------------------------------------------------------------------- Phi-3
+
+
+def _phi3(seed: int = 0, sliding_window: int | None = None) -> Any:
+    """Phi-3's fused qkv_proj and gate_up_proj; head_dim 16 with partial_rotary_factor 0.5 (RoPE
+    on the first 8 columns), 4 query heads over 2 KV."""
+    cfg = hf.Phi3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        partial_rotary_factor=0.5,
+        sliding_window=sliding_window,
+        max_position_embeddings=64,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=1,
+    )
+    torch.manual_seed(seed)
+    return hf.Phi3ForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_phi3_trains_and_infers_on_silu_and_mul_and_partial_rope(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_phi3)
+        assert type(model.model.layers[0].mlp).__name__ == "FearlessPhi3MLP"
+
+    # 2 norms per layer and the final one; the fused gate-up projection's output on
+    # silu_and_mul, rope (its first 8 columns) and attention per layer, in training too
+    per_layer = ("silu_and_mul", "rope", "scaled_dot_product_attention")
+    both = Counter({"rms_norm": 2 * LAYERS + 1, **dict.fromkeys(per_layer, LAYERS)})
+    check_train_then_infer(_phi3(), patch, monkeypatch, _batch(), OPS, both, both)
+
+
+def test_phi3_sliding_window_on_swa_attention_and_fused_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `sliding_window` (Phi-3-mini's 2047; 4 here) every layer's mask is the causal window:
+    swa_attention, with grad; the fused loss makes no logits."""
+    model = _phi3(sliding_window=4)
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy", "swa_attention")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None
+    assert calls == Counter({"fused_linear_cross_entropy": 1, "swa_attention": LAYERS}), calls
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
     assert_grads_match(grads, ref_grads)

@@ -38,6 +38,7 @@ PATCHED = {
     "olmoe": ("Olmoe", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
     "deepseek_v2": ("DeepseekV2", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
     "olmo3": ("Olmo3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
+    "phi3": ("Phi3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
     "qwen3_next": (
         "Qwen3Next",

@@ -1,7 +1,7 @@
 """What fearless.transformers puts into a Hugging Face model: the forwards of its RMSNorm, gated
-MLP and attention modules, the rotary embedding function, and the causal-LM loss, each on
-fearless.ops, each falling back to the model's own torch code for an input the fearless op does
-not take (said at each check).
+MLP (separate gate and up projections, or Phi-3's fused one) and attention modules, the rotary
+embedding function, and the causal-LM loss, each on fearless.ops, each falling back to the
+model's own torch code for an input the fearless op does not take (said at each check).
 
 A module is patched by giving it a subclass of its Hugging Face class (`fearless_class`): the
 class's `__init__`, parameters and `isinstance` stay Hugging Face's; only `forward` (and, for
@@ -9,7 +9,7 @@ attention, a marker that the `sdpa` dispatcher reads) is ours. The original clas
 subclass's `_fearless_base`, whose forward is the fallback. The dispatcher's markers:
 `_fearless_attention` (flash attention), `_fearless_windowed` (the sliding-window layers, in
 inference and training: the marker names the op, "gemma_attention" for Gemma's,
-"swa_attention" for Mistral's, Qwen2's, Qwen3's and OLMo 3's) and `_fearless_mla` (DeepSeek's
+"swa_attention" for Mistral's, Qwen2's, Qwen3's, OLMo 3's and Phi-3's) and `_fearless_mla` (DeepSeek's
 latent attention on `fearless.ops.mla`, in inference).
 """
 
@@ -113,6 +113,18 @@ def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
         # (autocast) are refused by swiglu.
         return self.down_proj(self.act_fn(gate) * up)  # type: ignore[no-any-return]
     return self.down_proj(ops.swiglu(gate, up))  # type: ignore[no-any-return]
+
+
+def gate_up_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    """Phi-3's MLP, one fused projection then down(up * act(gate)) of its halves (gate first,
+    then up: `gate_up_proj(x).chunk(2, -1)`), with the gated product as
+    `fearless.ops.silu_and_mul` (silu(x[..., :d]) * x[..., d:], the same layout; it has a
+    backward) when the activation is SiLU; another activation runs Hugging Face's code."""
+    act = getattr(getattr(self, "config", None), "hidden_act", None)
+    gate_up = self.gate_up_proj(x)
+    if act not in ("silu", "swish") or gate_up.dtype not in _FLOATS or gate_up.shape[-1] % 2:
+        return _base_forward(self, x)  # type: ignore[no-any-return]
+    return self.down_proj(ops.silu_and_mul(gate_up))  # type: ignore[no-any-return]
 
 
 def gluact_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:

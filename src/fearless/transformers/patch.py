@@ -6,13 +6,14 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - rms_norm: the module's `XxxRMSNorm` class is replaced by its fearless subclass (layers.py), so
   that models built afterwards get it; a given model's existing RMSNorm modules are switched to it.
 - swiglu: the same for `XxxMLP` (the gated MLP's SiLU-and-multiply as `fearless.ops.swiglu`;
-  OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference).
+  OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference; Phi-3's fused
+  gate_up_proj's output as `fearless.ops.silu_and_mul`).
 - rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
   attention function becomes a dispatcher that sends marked modules to
   `fearless.ops.scaled_dot_product_attention` (a sliding-window layer whose mask is exactly the
   causal window to `fearless.ops.gemma_attention` (Gemma) or `swa_attention` (Mistral, Qwen2,
-  Qwen3, Qwen3-MoE, OLMo 3), in training too; DeepSeek's latent attention, whose key and
+  Qwen3, Qwen3-MoE, OLMo 3, Phi-3), in training too; DeepSeek's latent attention, whose key and
   value head dims differ, to `fearless.ops.mla`) and every other module to torch's SDPA as before.
   Models running another attention implementation (eager, flash_attention_2) are left as they
   are, but for GPT-OSS and Gemma 2, which run `eager` (they have no `sdpa`): their modeling
@@ -52,6 +53,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "deepseek_v2": ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2"),
     "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
     "olmo3": ("transformers.models.olmo3.modeling_olmo3", "Olmo3"),
+    "phi3": ("transformers.models.phi3.modeling_phi3", "Phi3"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -106,6 +108,7 @@ FLAGS: dict[str, dict[str, str]] = {
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
     "olmo3": {**_SLIDING, "swiglu": "gluact_mlp"},
+    "phi3": {**_SLIDING, "rope": "partial_rope", "swiglu": "gate_up_mlp"},
 }
 
 
@@ -138,6 +141,7 @@ def _pieces() -> dict[str, _Piece]:
         "gated_rms_norm": _Piece(swaps=(norm, ("RMSNormGated", la.gated_rms_norm_forward, {}))),
         "swiglu": _Piece(swaps=(("MLP", layers.mlp_forward, {}),)),
         "gluact_mlp": _Piece(swaps=(("MLP", layers.gluact_mlp_forward, {}),)),
+        "gate_up_mlp": _Piece(swaps=(("MLP", layers.gate_up_mlp_forward, {}),)),
         "gemma_mlp": _Piece(swaps=(("MLP", gemma.gemma_mlp_forward, {}),)),
         "attention": _Piece(swaps=(("Attention", None, {"_fearless_attention": True}),), sdpa=True),
         "windowed_attention": _Piece(swaps=(("Attention", None, marks),), sdpa=True),
@@ -459,6 +463,25 @@ def apply_fearless_kernel_to_olmo3(
     _apply("olmo3", **locals())
 
 
+def apply_fearless_kernel_to_phi3(
+    rope: bool = True,
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """Run Hugging Face's Phi-3 (transformers.models.phi3) on fearless kernels: its RMSNorm
+    (Llama's form), RoPE (over the first partial_rotary_factor * head_dim columns, as
+    Qwen3-Next's, where that width is a power of two; else Hugging Face's rotation), the MLP
+    (`swiglu`: its fused gate_up_proj's output, gate then up, through
+    `fearless.ops.silu_and_mul`, in training too), and attention with the `sdpa`
+    implementation as Mistral's (its fused qkv_proj is split by Hugging Face's code; with
+    `sliding_window` set, a mask that is exactly the causal window runs
+    `fearless.ops.swa_attention`, in training too), and when asked the fused loss."""
+    _apply("phi3", **locals())
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -474,6 +497,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "deepseek_v2": apply_fearless_kernel_to_deepseek_v2,
     "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
     "olmo3": apply_fearless_kernel_to_olmo3,
+    "phi3": apply_fearless_kernel_to_phi3,
 }
 
 
