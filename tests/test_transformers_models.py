@@ -1,4 +1,4 @@
-"""fearless.transformers on OLMoE, OLMo 3, Qwen3-Next, DeepSeek-V2/V3 and Phi-3, on the
+"""fearless.transformers on OLMoE, OLMo 2 and 3, Qwen3-Next, DeepSeek-V2/V3 and Phi-3, on the
 simulator with CPU torch: tiny random models patched by `apply` (or the per-model function)
 give Hugging Face's logits, loss and gradients in training, where the forward-only ops (the
 gated delta rule, mla) fall back to Hugging Face's code and fused_moe runs with its backward,
@@ -415,6 +415,42 @@ def test_olmo3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
     assert_grads_match(grads, ref_grads)
+
+
+# ------------------------------------------------------------------------------------- OLMo 2
+
+
+def _olmo2(seed: int = 0) -> Any:
+    """OLMo 3's shape without the sliding window: two full-attention layers."""
+    cfg = hf.Olmo2Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=64,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(seed)
+    return hf.Olmo2ForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_olmo2_trains_on_swiglu_and_infers_on_the_fused_mlp(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_olmo2)
+        assert type(model.model.layers[0].mlp).__name__ == "FearlessOlmo2MLP"
+
+    # OLMo 3's norms (post-attention, post-feedforward, whole-width q and k, the final one);
+    # rope and the fearless SDPA per layer; swiglu per layer in training,
+    # linear_gluact_linear in inference
+    norms = {"rms_norm": 4 * LAYERS + 1, "rope": LAYERS, "scaled_dot_product_attention": LAYERS}
+    train = Counter({**norms, "swiglu": LAYERS})
+    infer = Counter({**norms, "linear_gluact_linear": LAYERS})
+    check_train_then_infer(_olmo2(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
 # -------------------------------------------------------------------------------------- Phi-3

@@ -37,6 +37,7 @@ PATCHED = {
     "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "olmoe": ("Olmoe", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
     "deepseek_v2": ("DeepseekV2", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
+    "olmo2": ("Olmo2", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "olmo3": ("Olmo3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "phi3": ("Phi3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Attention", "Experts"), ()),

@@ -6,11 +6,11 @@
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, qwen2, qwen3, qwen3_moe,
-gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo3, phi3, qwen3_next. The patches are in
-patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 3's fused MLP,
-Phi-3's fused gate-up projection, RoPE, attention, the sliding windows, DeepSeek's latent
-attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and GELU MLP,
-Gemma 2's soft-capped attention), sinks.py (GPT-OSS's attention with sinks),
+gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3, qwen3_next. The patches
+are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
+3's fused MLP, Phi-3's fused gate-up projection, RoPE, attention, the sliding windows,
+DeepSeek's latent attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's
+RMSNorm and GELU MLP, Gemma 2's soft-capped attention), sinks.py (GPT-OSS's attention with sinks),
 linear_attention.py (Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the
 causal-LM loss as fused linear cross-entropy). In training (autograd recording) the ops with a
 backward run as in inference: rms_norm, swiglu, silu_and_mul, geglu, rope, attention without a
@@ -31,6 +31,7 @@ from .patch import (
     apply_fearless_kernel_to_gpt_oss,
     apply_fearless_kernel_to_llama,
     apply_fearless_kernel_to_mistral,
+    apply_fearless_kernel_to_olmo2,
     apply_fearless_kernel_to_olmo3,
     apply_fearless_kernel_to_olmoe,
     apply_fearless_kernel_to_phi3,
@@ -49,6 +50,7 @@ __all__ = [
     "apply_fearless_kernel_to_gpt_oss",
     "apply_fearless_kernel_to_llama",
     "apply_fearless_kernel_to_mistral",
+    "apply_fearless_kernel_to_olmo2",
     "apply_fearless_kernel_to_olmo3",
     "apply_fearless_kernel_to_olmoe",
     "apply_fearless_kernel_to_phi3",

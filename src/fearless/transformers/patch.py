@@ -6,7 +6,7 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - rms_norm: the module's `XxxRMSNorm` class is replaced by its fearless subclass (layers.py), so
   that models built afterwards get it; a given model's existing RMSNorm modules are switched to it.
 - swiglu: the same for `XxxMLP` (the gated MLP's SiLU-and-multiply as `fearless.ops.swiglu`;
-  OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference; Phi-3's fused
+  OLMo 2's and OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference; Phi-3's fused
   gate_up_proj's output as `fearless.ops.silu_and_mul`).
 - rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
@@ -52,6 +52,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
     "deepseek_v2": ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2"),
     "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
+    "olmo2": ("transformers.models.olmo2.modeling_olmo2", "Olmo2"),
     "olmo3": ("transformers.models.olmo3.modeling_olmo3", "Olmo3"),
     "phi3": ("transformers.models.phi3.modeling_phi3", "Phi3"),
 }
@@ -107,6 +108,7 @@ FLAGS: dict[str, dict[str, str]] = {
     },
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
+    "olmo2": {**_DENSE, "swiglu": "gluact_mlp"},
     "olmo3": {**_SLIDING, "swiglu": "gluact_mlp"},
     "phi3": {**_SLIDING, "rope": "partial_rope", "swiglu": "gate_up_mlp"},
 }
@@ -463,6 +465,23 @@ def apply_fearless_kernel_to_olmo3(
     _apply("olmo3", **locals())
 
 
+def apply_fearless_kernel_to_olmo2(
+    rope: bool = True,
+    rms_norm: bool = True,
+    swiglu: bool = True,
+    attention: bool = True,
+    fused_linear_cross_entropy: bool = False,
+    model: Any = None,
+) -> None:
+    """`apply_fearless_kernel_to_olmo3` for OLMo 2 (transformers.models.olmo2), which has no
+    sliding window: its RMSNorm (the post-attention and post-feedforward norms, and the q and k
+    norms over the whole projection width), RoPE (f32 tables: with f16/bf16 activations Hugging
+    Face's rotation runs), every layer's attention with the `sdpa` implementation as Llama's,
+    and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in inference and
+    `fearless.ops.swiglu` between Hugging Face's projections in training."""
+    _apply("olmo2", **locals())
+
+
 def apply_fearless_kernel_to_phi3(
     rope: bool = True,
     rms_norm: bool = True,
@@ -496,6 +515,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "qwen3_next": apply_fearless_kernel_to_qwen3_next,
     "deepseek_v2": apply_fearless_kernel_to_deepseek_v2,
     "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
+    "olmo2": apply_fearless_kernel_to_olmo2,
     "olmo3": apply_fearless_kernel_to_olmo3,
     "phi3": apply_fearless_kernel_to_phi3,
 }
