@@ -3,7 +3,8 @@ simulator with CPU torch: tiny random models patched by `apply` (or the per-mode
 give Hugging Face's logits, loss and gradients in training, where the forward-only ops (the
 gated delta rule, mla) fall back to Hugging Face's code and fused_moe runs with its backward,
 and its logits in inference, where they all run; the op calls are counted to prove the
-routing."""
+routing. OLMo 2 and 3 in bf16 rotate by their f32 RoPE tables on rope: Hugging Face's logits
+bit for bit."""
 
 from __future__ import annotations
 
@@ -415,6 +416,28 @@ def test_olmo3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
     assert_grads_match(grads, ref_grads)
+
+
+@pytest.mark.parametrize("model_type", ["olmo3", "olmo2"])
+def test_olmo_bf16_rotates_by_its_f32_tables_on_rope(
+    model_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OLMo 2 and 3 in bf16 keep their RoPE tables f32: rope takes them (one rounding after
+    the f32 rotation, as Hugging Face's), so the logits are Hugging Face's bit for bit; rope
+    alone is patched, every layer's call counted, in training too."""
+    model = {"olmo3": _olmo3, "olmo2": _olmo2}[model_type]().to(torch.bfloat16)
+    ids, labels = _batch()
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits
+    patch = getattr(flt, f"apply_fearless_kernel_to_{model_type}")
+    patch(rms_norm=False, swiglu=False, attention=False, model=model)
+    calls = count_calls(monkeypatch, "rope")
+    with torch.no_grad():
+        out = model(input_ids=ids).logits
+    assert calls["rope"] == LAYERS
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    model(input_ids=ids, labels=labels).loss.backward()
+    assert calls["rope"] == 2 * LAYERS
 
 
 # ------------------------------------------------------------------------------------- OLMo 2

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType
+from ..dtypes import DType, f32
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import as_dtype, torch_dtype_of
-from ..runtime.location import user_location
+from ..runtime.location import argument_error, user_location
 from ._io import (
     FLOATS,
     GEMM_FLOATS,
@@ -418,7 +418,9 @@ def transpose(x: Any) -> Any:
 def rope(q: Any, k: Any, cos: Any, sin: Any) -> Any:
     """Rotary position embedding (TileGym's rope, out of place): q (B, Hq, S, D) and
     k (B, Hk, S, D) rotated by cos and sin of shape (S, D) or (1 or B, S, D), whose first D / 2
-    columns are used (Hugging Face's cos and sin repeat them); returns (q_rotated, k_rotated)."""
+    columns are used (Hugging Face's cos and sin repeat them); returns (q_rotated, k_rotated).
+    The tables are in q's dtype, or f32 with f16 or bf16 q and k: then the rotation is computed
+    in f32 and rounded once to q's dtype (Hugging Face's OLMo 2 and 3 rotation)."""
     if (t := torch_ops(q, k, cos, sin)) is not None:
         return tuple(t.rope(q, k, cos, sin))
     return _rope(q, k, cos, sin, inverse=False)
@@ -446,9 +448,18 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
         raise _shapes(
             "rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka, "takes"
         )
+    tdt = ca.dtype
+    if sa.dtype != tdt or (tdt != qa.dtype and (tdt != f32 or qa.dtype == f32)):
+        tables_are = tdt.name if sa.dtype == tdt else f"{tdt.name} and {sa.dtype.name}"
+        raise argument_error(
+            f"`cos` and `sin` of `fearless.ops.rope` are {tables_are} with {qa.dtype.name} q "
+            "and k: rope takes both tables in q's dtype, or both in f32 with f16 or bf16 q and "
+            "k (rotated in f32, stored in q's dtype)",
+            help=f"convert cos and sin to {qa.dtype.name} first",
+        )
     tables = []
     for t, name in ((ca, "cos"), (sa, "sin")):
-        v = cast(t, qa.dtype)
+        v = t.tensor
         if v.ndim == 2:
             v = view(v, (1, *v.shape))
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
@@ -464,7 +475,8 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     if qo.size and ko.size:
         qp = qo.partition((1, _pow2(qa.shape[1]), 1, d))
         kp = ko.partition((1, _pow2(ka.shape[1]), 1, d))
-        kernel = kernel_of(make_rope, qa.dtype, inverse)
+        wide = () if tdt == qa.dtype else (tdt,)  # f32 tables with 16-bit q and k
+        kernel = kernel_of(make_rope, qa.dtype, inverse, *wide)
         kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
         qp.unpartition()
         kp.unpartition()

@@ -8,7 +8,10 @@ the heads rounded up to a power of two). With x1, x2 the halves of D and c, s th
 cos and sin at that position, the halves become x1 c - x2 s and x2 c + x1 s, computed in the
 tensors' dtype as TileGym computes them (in f32 the kernel ran at 0.66 of TileGym's speed,
 bench/results/h200-2026-12-03l-launch-rope); each half is read once, every read comes before
-the first store, and each tile is stored whole.
+the first store, and each tile is stored whole. With `tables` f32 and 16-bit q and k (OLMo 2
+and 3 keep their tables in f32), the halves are widened to f32, rotated there and stored in q's
+dtype, one rounding: Hugging Face's `(q * cos + rotate_half(q) * sin).to(q.dtype)` for those
+models.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -81,8 +84,21 @@ def rope_store(out, x1, x2, c, sn):
     out.store(y.reshape((1, XH, 1, D)))
 
 
-def make_rope(dt, inverse=False):
-    """rope's kernel; `inverse` rotates the other way (sin negated): its backward."""
+@tile.function
+def rope_store_wide(out, x1, x2, c, sn, dt):
+    """rope_store of 16-bit halves by f32 tables: rotated in f32, stored in `dt`."""
+    _, XH, _, D = out.shape
+    a1, a2 = x1.astype(fl.f32), x2.astype(fl.f32)
+    half = tile.arange(2).reshape((1, 2, 1))
+    y = tile.where(half == 0, a1 * c - a2 * sn, a2 * c + a1 * sn)
+    out.store(y.astype(dt).reshape((1, XH, 1, D)))
+
+
+def make_rope(dt, inverse=False, tables=None):
+    """rope's kernel; `inverse` rotates the other way (sin negated): its backward. `tables`:
+    cos and sin's dtype when it is not `dt` (f32 with 16-bit `dt`)."""
+    wide = tables is not None and tables != dt
+    tdt = tables if wide else dt
 
     @tile.kernel
     def rope(
@@ -90,8 +106,8 @@ def make_rope(dt, inverse=False):
         ko: tile.Part[dt],
         q: tile.Tensor[dt],
         k: tile.Tensor[dt],
-        cos: tile.Tensor[dt],
-        sin: tile.Tensor[dt],
+        cos: tile.Tensor[tdt],
+        sin: tile.Tensor[tdt],
         COS_BS: tile.Const[int],
     ):
         _, _, _, D = qo.shape
@@ -106,7 +122,11 @@ def make_rope(dt, inverse=False):
         # compiler knows, so loads after it would wait for it
         q1, q2 = rope_halves(qo, q, b, s)
         k1, k2 = rope_halves(ko, k, b, s)
-        rope_store(qo, q1, q2, c, sn)
-        rope_store(ko, k1, k2, c, sn)
+        if wide:  # compile-time
+            rope_store_wide(qo, q1, q2, c, sn, dt)
+            rope_store_wide(ko, k1, k2, c, sn, dt)
+        else:
+            rope_store(qo, q1, q2, c, sn)
+            rope_store(ko, k1, k2, c, sn)
 
     return rope

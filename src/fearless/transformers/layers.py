@@ -154,7 +154,7 @@ def gluact_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
 
 
 def rope_function(
-    original: Callable[..., Any], half: bool = False, partial: bool = False
+    original: Callable[..., Any], half: bool = False, partial: bool = False, wide: bool = False
 ) -> Callable[..., Any]:
     """A stand-in for a modeling module's `apply_rotary_pos_emb(q, k, cos, sin,
     unsqueeze_dim=1)` that rotates through `fearless.ops.rope`, and calls `original` for what
@@ -163,7 +163,10 @@ def rope_function(
     they are repeated to rope's (.., S, D) shape, of which it reads the first D / 2 columns.
     `partial`: the tables may be narrower, (.., S, R) with R < D (Qwen3-Next's
     partial_rotary_factor, whose apply_rotary_pos_emb rotates the first R columns, Llama's way,
-    and passes the rest): rope rotates those R columns (R a power of two)."""
+    and passes the rest): rope rotates those R columns (R a power of two). `wide`: the module
+    computes `(q * cos + rotate_half(q) * sin).to(q.dtype)` (OLMo 2 and 3, whose tables stay
+    f32): f32 tables with f16 or bf16 q and k take rope too, which rotates in f32 and rounds
+    once to q's dtype, as that does; elsewhere the tables must be in q's dtype."""
     original = getattr(original, "_fearless_original", original)
 
     def apply_rotary_pos_emb(
@@ -182,7 +185,9 @@ def rope_function(
             and q.dim() == 4
             and k.dim() == 4
             and q.dtype in _FLOATS
-            and q.dtype == k.dtype == cos.dtype == sin.dtype
+            and q.dtype == k.dtype
+            and cos.dtype == sin.dtype
+            and (cos.dtype == q.dtype or (wide and cos.dtype == torch.float32))
             # the kernel's head_dim is a power of two, and the tables cover it whole (narrower
             # tables of partial rotary embeddings: Hugging Face's code unless `partial`)
             and d >= 2

@@ -8,7 +8,8 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 - swiglu: the same for `XxxMLP` (the gated MLP's SiLU-and-multiply as `fearless.ops.swiglu`;
   OLMo 2's and OLMo 3's whole MLP as `fearless.ops.linear_gluact_linear` in inference; Phi-3's fused
   gate_up_proj's output as `fearless.ops.silu_and_mul`).
-- rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name).
+- rope: the module's `apply_rotary_pos_emb` function (its attention calls it by that name);
+  OLMo 2's and OLMo 3's f32 tables with f16/bf16 q and k too (`wide_rope`).
 - attention: `XxxAttention` gets a fearless subclass that marks it, and Hugging Face's `sdpa`
   attention function becomes a dispatcher that sends marked modules to
   `fearless.ops.scaled_dot_product_attention` (a sliding-window layer whose mask is exactly the
@@ -108,8 +109,8 @@ FLAGS: dict[str, dict[str, str]] = {
     },
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
-    "olmo2": {**_DENSE, "swiglu": "gluact_mlp"},
-    "olmo3": {**_SLIDING, "swiglu": "gluact_mlp"},
+    "olmo2": {**_DENSE, "rope": "wide_rope", "swiglu": "gluact_mlp"},
+    "olmo3": {**_SLIDING, "rope": "wide_rope", "swiglu": "gluact_mlp"},
     "phi3": {**_SLIDING, "rope": "partial_rope", "swiglu": "gate_up_mlp"},
 }
 
@@ -138,6 +139,7 @@ def _pieces() -> dict[str, _Piece]:
         "rope": _Piece(functions=((rotary, layers.rope_function),)),
         "half_rope": _Piece(functions=((rotary, partial(layers.rope_function, half=True)),)),
         "partial_rope": _Piece(functions=((rotary, partial(layers.rope_function, partial=True)),)),
+        "wide_rope": _Piece(functions=((rotary, partial(layers.rope_function, wide=True)),)),
         "rms_norm": _Piece(swaps=(("RMSNorm", layers.rms_norm_forward, {}),)),
         "gemma_rms_norm": _Piece(swaps=(norm,)),
         "gated_rms_norm": _Piece(swaps=(norm, ("RMSNormGated", la.gated_rms_norm_forward, {}))),
@@ -456,7 +458,8 @@ def apply_fearless_kernel_to_olmo3(
     """Run Hugging Face's OLMo 3 (transformers.models.olmo3) on fearless kernels: its RMSNorm
     (weight times the f32 normalized rows, then cast; the post-attention and post-feedforward
     norms, and the q and k norms over the whole projection width, as OLMoE's), RoPE (its
-    tables are f32: with f16/bf16 activations Hugging Face's rotation runs), attention with
+    tables are f32: with f16/bf16 activations `fearless.ops.rope` rotates in f32 and rounds
+    once to the activations' dtype, as Hugging Face's code does), attention with
     the `sdpa` implementation as Mistral's (the sliding-window layers on
     `fearless.ops.swa_attention` where the mask is exactly the causal window, in training
     too), and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in
@@ -475,8 +478,8 @@ def apply_fearless_kernel_to_olmo2(
 ) -> None:
     """`apply_fearless_kernel_to_olmo3` for OLMo 2 (transformers.models.olmo2), which has no
     sliding window: its RMSNorm (the post-attention and post-feedforward norms, and the q and k
-    norms over the whole projection width), RoPE (f32 tables: with f16/bf16 activations Hugging
-    Face's rotation runs), every layer's attention with the `sdpa` implementation as Llama's,
+    norms over the whole projection width), RoPE (f32 tables, taken with f16/bf16
+    activations as OLMo 3's), every layer's attention with the `sdpa` implementation as Llama's,
     and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in inference and
     `fearless.ops.swiglu` between Hugging Face's projections in training."""
     _apply("olmo2", **locals())
