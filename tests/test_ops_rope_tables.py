@@ -1,8 +1,8 @@
 """fearless.ops.rope with f32 cos and sin and f16 or bf16 q and k (OLMo 2's and OLMo 3's
 tables), on the simulator: rotated in f32 and rounded once to q's dtype, bit for bit Hugging
 Face's `(q * cos + rotate_half(q) * sin).to(q.dtype)`; its backward rotates the other way the
-same; tables narrower than q (or of another 16-bit dtype, or cos and sin of two dtypes) are
-refused with E0701."""
+same; 16-bit tables with f32 q and k widen exactly; tables of the other 16-bit dtype, or cos
+and sin of two dtypes, are refused with E0701."""
 
 from __future__ import annotations
 
@@ -93,15 +93,23 @@ def test_gradients_of_bf16_q_and_k_by_f32_tables() -> None:
         torch.testing.assert_close(x.grad, xr.grad, rtol=1e-2, atol=2e-2)
 
 
+def test_16_bit_tables_with_f32_q_widen_exactly() -> None:
+    q, k, cos, sin = _inputs(f32)
+    cos, sin = cos.to(bf16), sin.to(bf16)
+    got = ops.rope(q, k, cos, sin)
+    want = ops.rope(q, k, cos.to(f32), sin.to(f32))
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize(
     ("q_dtype", "cos_dtype", "sin_dtype", "tables"),
     [
-        (f32, bf16, bf16, "bf16"),  # narrower than q
         (f16, bf16, bf16, "bf16"),  # another 16-bit dtype
         (bf16, f32, bf16, "f32 and bf16"),  # cos and sin of two dtypes
     ],
 )
-def test_tables_narrower_than_q_are_refused(
+def test_tables_that_would_round_silently_are_refused(
     q_dtype: Any, cos_dtype: Any, sin_dtype: Any, tables: str
 ) -> None:
     q, k, cos, sin = _inputs(q_dtype)

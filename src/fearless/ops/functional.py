@@ -449,17 +449,23 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
             "rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka, "takes"
         )
     tdt = ca.dtype
-    if sa.dtype != tdt or (tdt != qa.dtype and (tdt != f32 or qa.dtype == f32)):
+    # 16-bit tables with f32 q and k widen exactly (as before); f32 tables with 16-bit q and k
+    # rotate in f32 (the kernel's wide form); two dtypes of table, or f16 against bf16, would
+    # round silently: refused
+    widen = qa.dtype == f32 and tdt != f32
+    if sa.dtype != tdt or (tdt != qa.dtype and not widen and (tdt != f32 or qa.dtype == f32)):
         tables_are = tdt.name if sa.dtype == tdt else f"{tdt.name} and {sa.dtype.name}"
         raise argument_error(
             f"`cos` and `sin` of `fearless.ops.rope` are {tables_are} with {qa.dtype.name} q "
-            "and k: rope takes both tables in q's dtype, or both in f32 with f16 or bf16 q and "
-            "k (rotated in f32, stored in q's dtype)",
+            "and k: rope takes both tables in q's dtype, both in f32 with f16 or bf16 q and k "
+            "(rotated in f32, stored in q's dtype), or both f16 or bf16 with f32 q and k",
             help=f"convert cos and sin to {qa.dtype.name} first",
         )
+    if widen:
+        tdt = f32
     tables = []
     for t, name in ((ca, "cos"), (sa, "sin")):
-        v = t.tensor
+        v = cast(t, f32) if widen else t.tensor
         if v.ndim == 2:
             v = view(v, (1, *v.shape))
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
