@@ -19,6 +19,7 @@ from fearless.ops.kernels_attention import make_attention
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
+from support.attention_variants_ref import variant_attention as reference  # noqa: E402
 
 TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
 
@@ -27,30 +28,6 @@ def _inputs(b, h, hk, lq, s, d, dtype):  # type: ignore[no-untyped-def]
     g = torch.Generator().manual_seed(lq * 1000 + s)
     make = lambda *shape: torch.randn(*shape, generator=g).to(getattr(torch, dtype))  # noqa: E731
     return make(b, h, lq, d), make(b, hk, s, d), make(b, hk, s, d)
-
-
-def reference(q, k, v, scaling=None, causal=True, left=None, right=None, cap=None, aligned=True):  # type: ignore[no-untyped-def]
-    """float64: query i at i' = i + S - L (i when not `aligned`) sees keys j with (causal) j <= i', (left)
-    j >= i' - left, (right) j <= i' + right; scores soft-capped before the mask; a row with
-    no key is 0."""
-    _, h, lq, d = q.shape
-    s = k.shape[2]
-    group = h // k.shape[1]
-    k, v = (x.double().repeat_interleave(group, 1) for x in (k, v))
-    sc = q.double() @ k.transpose(-1, -2) * (d**-0.5 if scaling is None else scaling)
-    if cap is not None:
-        sc = cap * torch.tanh(sc / cap)
-    i = torch.arange(lq)[:, None] + (s - lq if aligned else 0)
-    j = torch.arange(s)[None, :]
-    keep = torch.ones(lq, s, dtype=torch.bool)
-    if causal:
-        keep &= j <= i
-    if left is not None:
-        keep &= j >= i - left
-    if right is not None:
-        keep &= j <= i + right
-    p = torch.softmax(sc.masked_fill(~keep, -math.inf), -1).nan_to_num(0.0)
-    return p @ v
 
 
 def _rel(got, want) -> float:  # type: ignore[no-untyped-def]

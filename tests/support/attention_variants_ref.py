@@ -1,6 +1,8 @@
 """A differentiable float64 torch reference of TileGym's attention variants (fmha, swa_attention,
-gemma_attention): the bottom-right causal diagonal, a left/right window and the logit soft cap,
-for gradients by torch autograd; a row that sees no key gives 0 (and no gradient)."""
+gemma_attention): the bottom-right causal diagonal, a left/right window and the logit soft cap;
+a row that sees no key gives 0 (and no gradient). What tests/test_ops_attention_variants.py
+compares the forward with, and (by torch autograd) tests/test_ops_attention_variants_backward.py
+the gradients."""
 
 from __future__ import annotations
 
