@@ -24,6 +24,7 @@ from fearless.runtime import arrays, device_errors, target
 from fearless.runtime.params import ParamPacker
 from fearless.runtime.tensor import Tensor
 from support.fake_driver import FakeDriver, HostErrorPool, _kernel, _plan, fake_gpu  # noqa: F401
+from support.torch_on_gpu0 import report_cuda0
 
 torch = pytest.importorskip("torch")
 
@@ -32,21 +33,7 @@ torch = pytest.importorskip("torch")
 def cuda_torch(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Plain CPU torch tensors report cuda:0 (`_not_cuda = True` on one makes it MPS-like:
     get_device() still 0, is_cuda False)."""
-    monkeypatch.setattr(
-        torch.Tensor, "is_cuda", property(lambda t: not getattr(t, "_not_cuda", False))
-    )
-    monkeypatch.setattr(torch.Tensor, "get_device", lambda t: 0)
-    monkeypatch.setattr(
-        torch.Tensor,
-        "device",
-        property(
-            lambda t: (
-                torch.device("mps", 0)
-                if getattr(t, "_not_cuda", False)
-                else torch.device("cuda", 0)
-            )
-        ),
-    )
+    report_cuda0(monkeypatch)
     yield
 
 

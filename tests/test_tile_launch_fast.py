@@ -24,6 +24,7 @@ from fearless.tile.grid import partition_grid
 from fearless.tile.kernel import Kernel
 from support import fake_tile_driver
 from support.fake_tile_driver import FakeCU, _dev
+from support.torch_on_gpu0 import report_cuda0
 
 fake_gpu = fake_tile_driver.fake_gpu  # the fixture (tests/support/fake_tile_driver.py)
 
@@ -411,24 +412,10 @@ def test_gpu_torch_tensors_through_their_accessors(
 
 @pytest.fixture
 def plain_torch_on_gpu0(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Plain CPU torch tensors (not a subclass) report cuda:0, as in
-    test_launch_overhead_paths.py; `_not_cuda = True` on one makes it MPS-like."""
+    """Plain CPU torch tensors (not a subclass) report cuda:0 (support/torch_on_gpu0.py, as in
+    test_launch_overhead_paths.py); `_not_cuda = True` on one makes it MPS-like."""
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(
-        torch.Tensor, "is_cuda", property(lambda t: not getattr(t, "_not_cuda", False))
-    )
-    monkeypatch.setattr(torch.Tensor, "get_device", lambda t: 0)
-    monkeypatch.setattr(
-        torch.Tensor,
-        "device",
-        property(
-            lambda t: (
-                torch.device("mps", 0)
-                if getattr(t, "_not_cuda", False)
-                else torch.device("cuda", 0)
-            )
-        ),
-    )
+    report_cuda0(monkeypatch)
     return torch
 
 
