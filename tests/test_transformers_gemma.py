@@ -23,6 +23,8 @@ hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
     VIAS,
+    check_greedy_generation,
+    check_padded_logits,
     check_train_then_infer,
     count_calls,
     modeling,
@@ -40,6 +42,7 @@ OPS = (
     "gemma_attention",
     "fused_linear_cross_entropy",
 )
+ATTENTION = ("gemma_attention", "scaled_dot_product_attention")
 
 
 @pytest.fixture(autouse=True)
@@ -92,20 +95,10 @@ def test_gemma3_matches_hugging_face_and_runs_gemma_attention_in_training_and_in
 
 
 def test_gemma3_padded_batch_keeps_gemma_attention_out(monkeypatch: pytest.MonkeyPatch) -> None:
-    model = _gemma3().eval()
     ids, _ = _batch()
-    mask = torch.ones_like(ids)
-    mask[1, :4] = 0
-    with torch.no_grad():
-        want = model(input_ids=ids, attention_mask=mask).logits
-    flt.apply(model)
-    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
-    with torch.no_grad():
-        got = model(input_ids=ids, attention_mask=mask).logits
+    calls = check_padded_logits(_gemma3().eval(), ids, monkeypatch, ATTENTION)
     # the windowed layer's mask has padding: the masked fearless SDPA, not gemma_attention
     assert calls == Counter({"scaled_dot_product_attention": LAYERS}), calls
-    keep = mask.bool()
-    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
 
 
 def test_gemma3_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,18 +108,10 @@ def test_gemma3_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.Mo
     # prompt's zeros for padding
     kw = {"attention_mask": torch.ones_like(ids), "max_new_tokens": 3, "do_sample": False}
     kw["output_logits"] = True
-    with torch.no_grad():
-        want = model.generate(ids, return_dict_in_generate=True, **kw)
-    flt.apply(model)
-    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
-    with torch.no_grad():
-        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    calls = check_greedy_generation(model, ids, monkeypatch, flt.apply, ATTENTION, **kw)
     # prefill and two decode steps: the windowed layer on gemma_attention each time (the
     # decode window over the sliding cache), the full layer on the fearless SDPA
     assert calls == Counter({"gemma_attention": 3, "scaled_dot_product_attention": 3}), calls
-    assert torch.equal(got.sequences, want.sequences)
-    for g, w in zip(got.logits, want.logits, strict=True):
-        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 
 
 def test_gemma3_rms_norm_and_mlp_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,20 +189,10 @@ def test_gemma2_padded_batch_with_a_cap_runs_hugging_faces_attention(
 ) -> None:
     """fearless's masked SDPA has no soft cap: a padded batch with one runs Hugging Face's eager
     attention; without one, the masked fearless SDPA."""
-    model = _gemma2(softcap=softcap).eval()
     ids, _ = _batch()
-    mask = torch.ones_like(ids)
-    mask[1, :4] = 0
-    with torch.no_grad():
-        want = model(input_ids=ids, attention_mask=mask).logits
-    flt.apply(model)
-    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
-    with torch.no_grad():
-        got = model(input_ids=ids, attention_mask=mask).logits
+    calls = check_padded_logits(_gemma2(softcap=softcap).eval(), ids, monkeypatch, ATTENTION)
     sdpa = Counter() if softcap else Counter({"scaled_dot_product_attention": LAYERS})
     assert calls == sdpa, calls
-    keep = mask.bool()
-    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
 
 
 def test_gemma2_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,14 +200,6 @@ def test_gemma2_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.Mo
     ids, _ = _batch(batch=1)
     kw = {"attention_mask": torch.ones_like(ids), "max_new_tokens": 3, "do_sample": False}
     kw["output_logits"] = True
-    with torch.no_grad():
-        want = model.generate(ids, return_dict_in_generate=True, **kw)
-    flt.apply(model)
-    calls = count_calls(monkeypatch, "gemma_attention", "scaled_dot_product_attention")
-    with torch.no_grad():
-        got = model.generate(ids, return_dict_in_generate=True, **kw)
+    calls = check_greedy_generation(model, ids, monkeypatch, flt.apply, ATTENTION, **kw)
     # prefill and two decode steps, both layers on gemma_attention each time
     assert calls == Counter({"gemma_attention": 3 * LAYERS}), calls
-    assert torch.equal(got.sequences, want.sequences)
-    for g, w in zip(got.logits, want.logits, strict=True):
-        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)

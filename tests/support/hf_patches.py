@@ -1,8 +1,9 @@
 """What the fearless.transformers tests share: `keep_hugging_face`, which makes a test's
 class-level patches of Hugging Face's modeling modules (and its `sdpa` attention entry) undo
 themselves when the test ends; `count_calls` (fearless.ops calls by operator);
-`run_with_grads` (one forward with labels and its parameter gradients); and
-`assert_grads_match`."""
+`run_with_grads` (one forward with labels and its parameter gradients); `assert_grads_match`;
+and the comparisons with Hugging Face that several model tests make: `check_train_then_infer`,
+`check_fused_loss`, `check_padded_logits` and `check_greedy_generation`."""
 
 from __future__ import annotations
 
@@ -178,3 +179,70 @@ def check_train_then_infer(
         got = model(input_ids=ids).logits
     assert calls == infer, calls
     torch.testing.assert_close(got, ref_eval, rtol=1e-4, atol=1e-4)
+
+
+def check_fused_loss(
+    model: Any, batch: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch, *ops: str
+) -> Counter[str]:
+    """Patch `model` by `apply` with the fused linear cross-entropy: on `batch` it must make no
+    logits and give Hugging Face's loss and gradients. Returns the patched forward's calls of
+    fused_linear_cross_entropy and of the further operators `ops`."""
+    import torch
+
+    flt = importlib.import_module("fearless.transformers")
+    ids, labels = batch
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy", *ops)
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
+    return calls
+
+
+def check_padded_logits(
+    model: Any, ids: Any, monkeypatch: pytest.MonkeyPatch, ops: tuple[str, ...]
+) -> Counter[str]:
+    """`model` (in eval) on `ids` with the second row left-padded by 4 tokens, then patched by
+    `apply`: the logits of the unpadded positions must be Hugging Face's. Returns the patched
+    forward's calls of the operators `ops`."""
+    import torch
+
+    flt = importlib.import_module("fearless.transformers")
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    with torch.no_grad():
+        want = model(input_ids=ids, attention_mask=mask).logits
+    flt.apply(model)
+    calls = count_calls(monkeypatch, *ops)
+    with torch.no_grad():
+        got = model(input_ids=ids, attention_mask=mask).logits
+    keep = mask.bool()
+    torch.testing.assert_close(got[keep], want[keep], rtol=1e-4, atol=1e-4)
+    return calls
+
+
+def check_greedy_generation(
+    model: Any,
+    ids: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    patch: Callable[[Any], Any],
+    ops: tuple[str, ...],
+    **generate: Any,
+) -> Counter[str]:
+    """`model.generate(ids, **generate)` (greedy, with `output_logits`), then again once `patch`
+    has patched `model`: the same tokens and the same logits at each step. Returns the patched
+    generation's calls of the operators `ops`."""
+    import torch
+
+    with torch.no_grad():
+        want = model.generate(ids, return_dict_in_generate=True, **generate)
+    patch(model)
+    calls = count_calls(monkeypatch, *ops)
+    with torch.no_grad():
+        got = model.generate(ids, return_dict_in_generate=True, **generate)
+    assert torch.equal(got.sequences, want.sequences)
+    for g, w in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
+    return calls
