@@ -55,7 +55,8 @@ for step in "$@"; do
            FEARLESS_AUTOTUNE=0 python3 -m pytest -q -m gpu $par -p no:cacheprovider -rfE \
              tests/gpu tests/test_tile_heldout.py tests/test_tile_fp8.py \
              tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
-             --deselect tests/gpu/test_autotune_gpu.py 2>&1 | tail -40 > "$out/gpu_tests.log"
+             --deselect tests/gpu/test_autotune_gpu.py 2>&1 | tee "$out/gpu_tests_full.log" \
+             | tail -40 > "$out/gpu_tests.log"
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
@@ -82,8 +83,7 @@ for step in "$@"; do
              tests/gpu/test_ops_linear_gluact_linear_gpu.py tests/gpu/test_ops_moe_actgrad_gpu.py \
              tests/gpu/test_ops_attention_sink_varlen_backward_gpu.py \
              tests/gpu/test_ops_attention_mask_backward_gpu.py \
-             2>&1 | tail -40 \
-             > "$out/gpu_new.log"
+             2>&1 | tee "$out/gpu_new_full.log" | tail -40 > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     tgtests) # NVIDIA TileGym's tests/ops with fearless.ops as its cuTile backend (per-file
            # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
