@@ -15,7 +15,17 @@ import tempfile
 
 from . import fresh_process
 from .harness import Ctx, format_line
-from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TRITON, Record, failed, skipped
+from .model import (
+    CUDA_CPP,
+    CUTILE,
+    FEARLESS_SIMT,
+    FEARLESS_TILE,
+    TRITON,
+    Record,
+    failed,
+    skipped,
+    unmeasured,
+)
 from .peers import Peers
 
 FAMILY = "compile"
@@ -54,10 +64,8 @@ def _records(impl: str, results: list[dict[str, object]], selected: set[str]) ->
     for case in (FIRST, HIT):
         if case not in selected:
             continue
-        if "skip" in first:
-            out.append(skipped(case, FAMILY, impl, str(first["skip"]), **params))
-        elif "error" in first:
-            out.append(failed(case, FAMILY, impl, str(first["error"]), **params))
+        if (refused := unmeasured(case, FAMILY, impl, first, **params)) is not None:
+            out.append(refused)
         elif case == HIT and impl == CUDA_CPP:
             out.append(skipped(case, FAMILY, impl, "NVRTC keeps no disk cache", **params))
         else:

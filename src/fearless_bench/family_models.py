@@ -31,7 +31,7 @@ from fearless import config
 
 from . import fresh_process
 from .harness import Ctx
-from .model import FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Record, failed, skipped
+from .model import FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Record, skipped, unmeasured
 from .models_configs import (
     MODELS,
     QUICK_MODELS,
@@ -87,10 +87,8 @@ def params(spec: ModelSpec, workload: Workload) -> dict[str, Any]:
 def record(spec: ModelSpec, workload: Workload, impl: str, result: dict[str, Any]) -> Record:
     """One implementation's record from its probe's result."""
     case, p = case_name(spec, workload), params(spec, workload)
-    if "skip" in result:
-        return skipped(case, FAMILY, impl, str(result["skip"]), **p)
-    if "error" in result or "seconds" not in result:
-        return failed(case, FAMILY, impl, str(result.get("error", "no result")), **p)
+    if (refused := unmeasured(case, FAMILY, impl, result, **p)) is not None:
+        return refused
     rec = Record(case, FAMILY, impl, "ok", params=p)
     rec.time = float(result["seconds"])
     rec.time_unit, rec.metric = "s", "tokens/s"

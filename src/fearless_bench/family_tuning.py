@@ -27,7 +27,7 @@ from pathlib import Path
 from . import fresh_process
 from .family_ops_cases import Spec
 from .harness import Ctx, format_line
-from .model import FEARLESS_TILE, TILEGYM, Record, failed, skipped
+from .model import FEARLESS_TILE, TILEGYM, Record, unmeasured
 from .peers import Peers
 
 FAMILY = "tuning"
@@ -111,10 +111,8 @@ def records(spec: Spec, results: dict[str, dict[str, object]]) -> list[Record]:
 def _record(
     case: str, impl: str, result: dict[str, object], params: dict[str, object], note: str | None
 ) -> Record:
-    if "skip" in result:
-        return skipped(case, FAMILY, impl, str(result["skip"]), **params)
-    if "error" in result:
-        return failed(case, FAMILY, impl, str(result["error"]), **params)
+    if (refused := unmeasured(case, FAMILY, impl, result, **params)) is not None:
+        return refused
     rec = Record(case, FAMILY, impl, "ok", params=dict(params), note=note)
     rec.time = float(result["seconds"])  # type: ignore[arg-type]
     rec.time_unit, rec.metric, rec.value, rec.reps = "s", "s", rec.time, 1

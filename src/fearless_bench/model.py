@@ -107,3 +107,15 @@ def skipped(case: str, family: str, impl: str, reason: str, **params: Any) -> Re
 
 def failed(case: str, family: str, impl: str, reason: str, **params: Any) -> Record:
     return Record(case, family, impl, "failed", params=params, reason=reason)
+
+
+def unmeasured(
+    case: str, family: str, impl: str, result: dict[str, Any], **params: Any
+) -> Record | None:
+    """The record of a fresh-process probe's result that measured nothing (fresh_process.py's
+    {"skip": why} is skipped; {"error": what}, or no "seconds", failed), else None."""
+    if "skip" in result:
+        return skipped(case, family, impl, str(result["skip"]), **params)
+    if "error" in result or "seconds" not in result:
+        return failed(case, family, impl, str(result.get("error", "no result")), **params)
+    return None
