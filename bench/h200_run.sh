@@ -19,10 +19,10 @@
 set -uo pipefail
 out=$1; shift
 mkdir -p "$out"
-# .whl: cuda-tile, pytest-xdist (and TileGym); .whl-hf (bench/pack_whl_hf.sh): the Hugging Face
+# .whl: cuda-tile, pytest-xdist; .whl-tg: TileGym's wheel alone (the ops family's peer); .whl-hf (bench/pack_whl_hf.sh): the Hugging Face
 # side of the transformers tests and the models family (a transformers trimmed to the model types
 # fearless patches, its dependencies, TileGym and Liger-Kernel). Each .tar.xz is unpacked as is.
-for d in .whl .whl-hf; do
+for d in .whl .whl-tg .whl-hf; do
   if ls $d/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site $d/*.whl && export PYTHONPATH=/tmp/site
@@ -32,9 +32,18 @@ for d in .whl .whl-hf; do
     [ -f "$t" ] && tar xJf "$t" -C /tmp/site && export PYTHONPATH=/tmp/site
   done
 done
+# The toolchain and .whl-hf do not fit in one call's 64 MiB together: a call that carries the
+# toolchain leaves a copy in /tmp (kept while the machine stays warm), and a later call that
+# carries .whl-hf instead takes it from there.
+staged=/tmp/fearless-tiletools/nvidia/cu13
 # shellcheck disable=SC1091
 if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
 elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
+if [ -n "${CUDA_HOME:-}" ] && [ ! -x "$staged/bin/tileiras" ]; then
+  mkdir -p /tmp/fearless-tiletools/nvidia && cp -a "$CUDA_HOME" /tmp/fearless-tiletools/nvidia/
+elif [ -z "${CUDA_HOME:-}" ] && [ -x "$staged/bin/tileiras" ]; then
+  export CUDA_HOME="$staged" CUDA_PATH="$staged" PATH="$staged/bin:$PATH"
+fi
 export PYTHONPATH=src${PYTHONPATH:+:$PYTHONPATH}
 # the compiled launcher, built as `pip install` builds it (setup.py), so that a first call
 # measures what an installed fearless does (runtime/claunch.py builds it at first use otherwise)
@@ -65,6 +74,14 @@ for step in "$@"; do
            # operators and their backward, the fused loss, linear_gluact_linear,
            # moe_actgrad_bwd, fearless.transformers; that one needs the transformers
            # wheel and its dependencies in .whl)
+           # NEW_TESTS='file ...' runs those files instead, on 15 workers
+           if [ -n "${NEW_TESTS:-}" ]; then
+             # shellcheck disable=SC2086
+             FEARLESS_AUTOTUNE=0 timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -q -m gpu \
+               -p no:cacheprovider -n 15 -rfE $NEW_TESTS 2>&1 | tee "$out/gpu_new_full.log" \
+               | tail -40 > "$out/gpu_new.log"
+             grep -E "^(FAILED|ERROR)|passed|failed" "$out/gpu_new.log"; continue
+           fi
            python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
              tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
              tests/test_simt_block_leader.py tests/test_guards.py tests/test_guards_tile.py \
