@@ -21,7 +21,7 @@ import pytest
 
 import fearless as fl
 from fearless.cli.main import main
-from fearless_bench import check, family_ops, family_ops_dry, model, suite
+from fearless_bench import check, family_ops, family_ops_attention, family_ops_dry, model, suite
 from fearless_bench.family_ops import Spec
 
 OPS = [
@@ -41,6 +41,7 @@ OPS = [
     "transpose",
     "attention",
 ]
+ATTENTION_OPS = list(family_ops_attention.FEARLESS_CALLS)
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +53,8 @@ def _restore_target() -> Iterator[None]:
 def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[str]) -> None:
     specs = family_ops.specs()
     assert tuple(s.name for s in specs) == family_ops.CASES
-    assert len(set(family_ops.CASES)) == len(specs) == 220
-    per_op = {op: [s for s in specs if s.op == op] for op in OPS}
+    assert len(set(family_ops.CASES)) == len(specs) == 220 + 116
+    per_op = {op: [s for s in specs if s.op == op] for op in OPS + ATTENTION_OPS}
     assert {op: len(v) for op, v in per_op.items()} == {
         "softmax": 10,
         "rms_norm": 10,
@@ -70,6 +71,19 @@ def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[
         "rope": 4,
         "transpose": 10,
         "attention": 12,
+        "attention_backward": 24,
+        "fmha": 8,
+        "swa_attention": 6,
+        "gemma_attention": 5,
+        "gemma_attention_decode": 3,
+        "attention_sink": 8,
+        "attention_sink_decode": 8,
+        "fmha_varlen": 4,
+        "mla": 4,
+        "mla_decoding": 16,
+        "mla_decoding_split_kv": 16,
+        "sparse_mla": 6,
+        "flash_attn_with_kvcache": 8,
     }
     assert {s.dtype for s in per_op["softmax"]} == {"f32", "bf16"}
     assert {(s.dtype, s.shape) for s in per_op["matmul"]} == {
@@ -147,12 +161,48 @@ def _tilegym_stand_in(torch: Any) -> Any:
             q, k, v, is_causal=is_causal, scale=scaling
         ),
         fmha_decode=lambda q, k, v, sm_scale: fn.scaled_dot_product_attention(q, k, v),
+        **_tilegym_attention_stand_in(torch),
     )
+
+
+def _tilegym_attention_stand_in(torch: Any) -> dict[str, Any]:
+    """family_ops_attention's TileGym calls, with TileGym 1.5.1's signatures (tilegym/ops/ops.py
+    and cutile/attention.py), computed by fearless.ops (on the simulator) or by torch."""
+    from fearless import ops
+
+    def fmha_bwd(q: Any, k: Any, v: Any, scaling: Any = None, is_causal: bool = True) -> Any:
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=is_causal, scale=scaling
+        )
+
+    def mla_decoding(q: Any, qpe: Any, kv: Any, kpe: Any, sm_scale: Any, transpose: bool = True) -> Any:  # fmt: skip
+        return ops.mla_decoding(q, qpe, kv, kpe, sm_scale, transpose)
+
+    def split_kv(q: Any, qpe: Any, kv: Any, kpe: Any, sm_scale: Any = None, kv_len_per_split: Any = None) -> Any:  # fmt: skip
+        return ops.mla_decoding_split_kv(q, qpe, kv, kpe, sm_scale, kv_len_per_split)
+
+    return {
+        "cutile": types.SimpleNamespace(
+            attention=types.SimpleNamespace(tile_fmha_with_backward=fmha_bwd)
+        ),
+        "swa_attention": ops.swa_attention,
+        "gemma_attention": ops.gemma_attention,
+        "gemma_attention_decode": ops.gemma_attention_decode,
+        "attention_sink": ops.attention_sink,
+        "attention_sink_decode": ops.attention_sink_decode,
+        "fmha_varlen": ops.fmha_varlen,
+        "mla": ops.mla,
+        "mla_decoding": mla_decoding,
+        "mla_decoding_split_kv": split_kv,
+        "sparse_mla": ops.sparse_mla,
+    }
 
 
 def _small(spec: Spec) -> Spec:
     """`spec` at its dry-run shape; the layer norm's legacy grid (M = LEGACY_LN_ROWS, which the
     test sets to 6) at 6 rows, its persistent grid at 5."""
+    if spec.op in family_ops_attention.ATTENTION_DRY_SHAPES:
+        return family_ops_attention.small(spec)
     shape = family_ops_dry.DRY_SHAPES[spec.op]
     if spec.op == "layer_norm":
         shape = (6 if spec.shape[0] == family_ops.LEGACY_LN_ROWS else 5, shape[1])
@@ -176,7 +226,11 @@ def test_gpu_builders_check_every_impl_on_cpu_tensors(monkeypatch: pytest.Monkey
         bench = family_ops.BUILDERS[spec.op](torch, spec)
         ref = bench.reference()
         assert ref.dtype == torch.float64, spec
-        runs = {"fearless": bench.fearless(ops), "tilegym": bench.tilegym(tilegym)}
+        runs = {"fearless": bench.fearless(ops)}
+        try:
+            runs["tilegym"] = bench.tilegym(tilegym)
+        except model.Skip:  # TileGym has no such op (flash_attn_with_kvcache)
+            assert spec.op == "flash_attn_with_kvcache", spec
         if bench.torch is not None:  # None: torch has no such op (fp8 matmul), a skip
             runs["torch"] = bench.torch
         for impl, run in runs.items():
@@ -184,7 +238,8 @@ def test_gpu_builders_check_every_impl_on_cpu_tensors(monkeypatch: pytest.Monkey
             err = check.rel_err_torch(first, ref)
             assert check.count_nan_torch(first) == 0, (spec, impl)
             assert check.verdict(err, spec.dtype) is None, (spec.name, impl, err)
-            run()
+            if spec.op not in family_ops_attention.FEARLESS_CALLS:  # (simulator time)
+                run()
         assert (bench.bytes is None) != (bench.flops is None), spec
 
 
@@ -329,3 +384,51 @@ def test_the_attention_reference_in_head_chunks_is_torchs_sdpa() -> None:
     for causal in (False, True):
         want = sdpa(q.double(), k.double(), v.double(), is_causal=causal)
         assert torch.allclose(_sdpa_f64(torch, q, k, v, causal, heads=3), want, atol=1e-12)
+
+
+def test_every_attention_operator_of_fearless_ops_is_benchmarked() -> None:
+    """Each attention operator that fearless.ops exports is called by a case of the family
+    (splitk_reduce is split-KV decode's combine step, run inside the decode operators)."""
+    from fearless import ops
+
+    attention = {
+        n for n in ops.__all__ if any(w in n for w in ("attention", "attn", "fmha", "mla"))
+    }
+    calls = {"attention": {"scaled_dot_product_attention"}}  # family_ops._attention
+    calls["attention"].add("fmha_decode")  # its decode cases: TileGym's fmha_decode's grid
+    for op, names in family_ops_attention.FEARLESS_CALLS.items():
+        calls.setdefault(op, set()).update(names)
+    ops_in_family = {s.op for s in family_ops.specs()}
+    assert set(calls) <= ops_in_family
+    assert attention <= set().union(*calls.values()), attention - set().union(*calls.values())
+    table = family_ops.op_table.__doc__ or ""
+    assert "per op" in table
+    quick = [s for s in family_ops.quick_specs() if s.op in family_ops_attention.FEARLESS_CALLS]
+    assert len(quick) == 44
+
+
+def test_the_op_table_lists_the_attention_ops(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"records": []}))
+    rows = family_ops.op_table(str(path)).splitlines()
+    for op in family_ops_attention.FEARLESS_CALLS:
+        assert f"| {op} | - (0) | - (0) | - (0) |" in rows
+
+
+def test_the_attention_ops_dry_run_on_the_simulator() -> None:
+    """`fearless bench --dry-run --cases 'ops_<op>_*'` for two of this module's ops: one record
+    per group, ok against the float64 reference. The dry run is each op's GPU builder at its
+    small shape, which test_gpu_builders_check_every_impl_on_cpu_tensors runs for every group
+    (fearless on the simulator): here only the wiring, to keep the simulator time down."""
+    pytest.importorskip("torch")
+    fl.set_target("sim")
+    specs = [
+        s
+        for s in family_ops_attention.attention_specs()
+        if s.op in ("mla_decoding_split_kv", "flash_attn_with_kvcache")
+    ]
+    chosen = {s.name for s in specs}
+    records = family_ops_dry.dry_run(None, chosen)  # type: ignore[arg-type]
+    groups = {s.group for s in specs}
+    assert {r.case for r in records} == groups
+    assert all(r.status == "ok" for r in records), [(r.case, r.reason) for r in records]

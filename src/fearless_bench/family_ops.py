@@ -58,6 +58,7 @@ from typing import Any
 
 from fearless import config
 
+from .family_ops_attention import ATTENTION_BUILDERS
 from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
     BUDGET_ENV,
     BUDGET_S,
@@ -442,6 +443,7 @@ BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "dropout": _elementwise,
     "rope": _layout,
     "transpose": _layout,
+    **ATTENTION_BUILDERS,  # family_ops_attention.py: TileGym's other attention grids
 }
 
 

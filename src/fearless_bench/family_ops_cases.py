@@ -40,6 +40,7 @@ class Spec:
     dtype: str
     shape: tuple[int, ...]
     variant: str = ""
+    extra: tuple[tuple[str, Any], ...] = ()  # an op's own parameters, merged into params()
 
     @property
     def group(self) -> str:
@@ -63,7 +64,9 @@ class Spec:
 
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op, "shape": list(self.shape), "dtype": self.dtype}
-        if self.variant and self.op == "attention":
+        if self.extra:  # the variant is then a tag of the case name, its meaning in `extra`
+            out.update(self.extra)
+        elif self.variant and self.op == "attention":
             out["is_causal"] = self.variant == "causal"
             out["decode"] = self.variant == "decode"
         elif self.variant:
@@ -110,7 +113,14 @@ def specs() -> list[Spec]:
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]
+    out += _attention_specs()
     return out
+
+
+def _attention_specs() -> list[Spec]:
+    from .family_ops_attention import attention_specs  # it imports Spec from here
+
+    return attention_specs()
 
 
 def quick_specs() -> list[Spec]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import dry
+from .family_ops_attention import ATTENTION_DRY_SHAPES, dry_body, small
 from .family_ops_cases import EPS_LN, EPS_RMS, FAMILY, P_DROP, SEED, Spec, rotary_tables, specs
 from .model import FEARLESS_TILE, Record
 from .peers import Peers
@@ -38,6 +39,7 @@ DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "rope": (1, 16, 7, 64),
     "transpose": (37, 70),
     "attention": (2, 2, 37, 40),
+    **ATTENTION_DRY_SHAPES,  # family_ops_attention.py's ops (their dry runs are there too)
 }
 
 
@@ -53,11 +55,12 @@ def dry_run(peers: Peers, selected: set[str]) -> list[Record]:
     out: list[Record] = []
     for group, members in groups.items():
         first = members[0]
-        small = Spec(first.op, first.dtype, DRY_SHAPES[first.op], first.variant)
-        params = {k: v for k, v in small.params().items() if k != "tilegym_op"}
+        attn = first.op in ATTENTION_DRY_SHAPES
+        little = small(first) if attn else Spec(first.op, first.dtype, DRY_SHAPES[first.op], first.variant)  # fmt: skip
+        params = {k: v for k, v in little.params().items() if k != "tilegym_op"}
         params["covers"] = [m.name for m in members]
-        body = _dry_body(small, rng)
-        out.append(dry.dry_record(group, FAMILY, FEARLESS_TILE, small.dtype, body, **params))
+        body = dry_body(little, rng) if attn else _dry_body(little, rng)
+        out.append(dry.dry_record(group, FAMILY, FEARLESS_TILE, little.dtype, body, **params))
     return out
 
 
