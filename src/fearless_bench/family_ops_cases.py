@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .family_ops_more import more_specs
 from .model import FEARLESS_TILE, TILEGYM, TORCH
 
 FAMILY = "ops"
@@ -110,6 +111,7 @@ def specs() -> list[Spec]:
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]
+    out += more_specs(Spec)
     return out
 
 
