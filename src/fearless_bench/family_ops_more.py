@@ -55,7 +55,7 @@ torch eager peer of the chunked SSD and its backward is more code than this pass
 for) and moe_actgrad_bwd (its seven routed index inputs); see `EXCLUDED` in
 tests/test_bench_ops.py.
 
-Cost (estimate, H200): `--quick` takes each group's first and last shape: 44 cases, each
+Cost (estimate, H200): `--quick` takes each group's first and last shape: 37 cases, each
 a few tunings on fearless's first call (about 1 to 5 s for the GEMM-shaped ones) plus a few
 seconds of timing and the float64 reference; the largest are Mixtral fused_moe at 4096
 tokens (float64 reference about 3 TFLOP, well under a second on an H200) and the linear
