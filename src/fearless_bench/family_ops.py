@@ -80,6 +80,7 @@ from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
     specs,
 )
 from .family_ops_dry import dry_run  # noqa: F401  (the suite's entry for --dry-run)
+from .family_ops_more import MORE_BUILDERS
 from .harness import Ctx, DeviceCase, Impls, Prepared, error_text, run_device_case
 from .model import FEARLESS_TILE, TILEGYM, TORCH, Record, Skip, failed, skipped
 
@@ -444,6 +445,7 @@ BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "rope": _layout,
     "transpose": _layout,
     **ATTENTION_BUILDERS,  # family_ops_attention.py: TileGym's other attention grids
+    **MORE_BUILDERS,
 }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .family_ops_more import more_specs
 from .model import FEARLESS_TILE, TILEGYM, TORCH
 
 FAMILY = "ops"
@@ -114,6 +115,7 @@ def specs() -> list[Spec]:
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]
     out += _attention_specs()
+    out += more_specs(Spec)
     return out
 
 

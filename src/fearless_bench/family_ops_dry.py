@@ -18,6 +18,7 @@ import numpy as np
 from . import dry
 from .family_ops_attention import ATTENTION_DRY_SHAPES, dry_body, small
 from .family_ops_cases import EPS_LN, EPS_RMS, FAMILY, P_DROP, SEED, Spec, rotary_tables, specs
+from .family_ops_more import MORE_DRY_SHAPES, more_dry_body
 from .model import FEARLESS_TILE, Record
 from .peers import Peers
 
@@ -40,6 +41,7 @@ DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "transpose": (37, 70),
     "attention": (2, 2, 37, 40),
     **ATTENTION_DRY_SHAPES,  # family_ops_attention.py's ops (their dry runs are there too)
+    **MORE_DRY_SHAPES,
 }
 
 
@@ -84,6 +86,8 @@ def _silu_np(x: np.ndarray) -> np.ndarray:
 
 def _dry_body(s: Spec, rng: np.random.Generator) -> Callable[[], float]:
     """Compile and simulate `s` through fearless.ops: the relative error against NumPy."""
+    if s.op in MORE_DRY_SHAPES:  # family_ops_more's ops: their GPU builders on CPU tensors
+        return more_dry_body(s)
 
     def body() -> float:
         import fearless as fl
