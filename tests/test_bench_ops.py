@@ -25,12 +25,13 @@ from fearless_bench import (
     check,
     family_ops,
     family_ops_attention,
+    family_ops_base,
     family_ops_dry,
     family_ops_more,
     model,
     suite,
 )
-from fearless_bench.family_ops import Spec
+from fearless_bench.family_ops_base import Spec
 
 OPS = [
     "softmax",
@@ -61,7 +62,7 @@ def _restore_target() -> Iterator[None]:
 def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[str]) -> None:
     specs = family_ops.specs()
     assert tuple(s.name for s in specs) == family_ops.CASES
-    n_more = len(family_ops_more.more_specs(Spec))
+    n_more = len(family_ops_more.more_specs())
     assert len(set(family_ops.CASES)) == len(specs) == 220 + 116 + n_more
     per_op = {op: [s for s in specs if s.op == op] for op in OPS + ATTENTION_OPS}
     assert {op: len(v) for op, v in per_op.items()} == {
@@ -267,7 +268,7 @@ def _small(spec: Spec) -> Spec:
         return family_ops_attention.small(spec)
     shape = family_ops_dry.DRY_SHAPES[spec.op]
     if spec.op == "layer_norm":
-        shape = (6 if spec.shape[0] == family_ops.LEGACY_LN_ROWS else 5, shape[1])
+        shape = (6 if spec.shape[0] == family_ops_base.LEGACY_LN_ROWS else 5, shape[1])
     return Spec(spec.op, spec.dtype, shape, spec.variant)
 
 
@@ -280,9 +281,8 @@ def test_gpu_builders_check_every_impl_on_cpu_tensors(monkeypatch: pytest.Monkey
         # family_ops_more's ops: each op once (one dtype), for the time (compiles on the sim)
         firsts.setdefault(s.op if s.op in family_ops_more.MORE_BUILDERS else s.grid, s)
     smalls = [_small(s) for s in firsts.values()]
-    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
-    monkeypatch.setattr(family_ops_more, "DEVICE", "cpu")
-    monkeypatch.setattr(family_ops, "LEGACY_LN_ROWS", 6)
+    monkeypatch.setattr(family_ops_base, "DEVICE", "cpu")
+    monkeypatch.setattr(family_ops_base, "LEGACY_LN_ROWS", 6)
     fl.set_target("sim")
     torch.manual_seed(0)
     tilegym = _tilegym_stand_in(torch)
@@ -312,11 +312,11 @@ def test_dropout_check_fails_a_wrong_dropout() -> None:
     x = torch.randn(1 << 16)
     ones = torch.ones(2, dtype=torch.float64)
     keep = torch.rand(x.shape) >= 0.5
-    good = family_ops.DropoutStats(torch.where(keep, x * 2, 0), x, 0.5)
+    good = family_ops_base.DropoutStats(torch.where(keep, x * 2, 0), x, 0.5)
     assert check.verdict(check.rel_err_torch(good, ones), "f32") is None
-    unscaled = family_ops.DropoutStats(torch.where(keep, x, 0), x, 0.5)
+    unscaled = family_ops_base.DropoutStats(torch.where(keep, x, 0), x, 0.5)
     assert check.verdict(check.rel_err_torch(unscaled, ones), "f32") is not None
-    nothing_dropped = family_ops.DropoutStats(x * 2, x, 0.5)
+    nothing_dropped = family_ops_base.DropoutStats(x * 2, x, 0.5)
     assert check.verdict(check.rel_err_torch(nothing_dropped, ones), "f32") is not None
 
 
@@ -420,7 +420,7 @@ def test_cases_run_through_the_harness_on_cpu(monkeypatch: pytest.MonkeyPatch) -
         fearless_gpu=lambda: None,
         tilegym=lambda: types.SimpleNamespace(ops=_tilegym_stand_in(torch)),
     )
-    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
+    monkeypatch.setattr(family_ops_base, "DEVICE", "cpu")
     fl.set_target("sim")
     ctx = CpuCtx(torch, Timer(), QUICK, peers, True, "sm_90", lambda line: None)  # type: ignore[arg-type]
     for spec in (
@@ -543,7 +543,7 @@ def test_more_ops_dry_run_on_the_simulator() -> None:
     pytest.importorskip("torch")
     peers: Any = None  # the dry run needs none
     firsts: dict[str, str] = {}
-    for s in family_ops_more.more_specs(Spec):  # the wiring: the builders test runs each op
+    for s in family_ops_more.more_specs():  # the wiring: the builders test runs each op
         if s.op in ("splitk_reduce", "w8a8_block_fp8_matmul"):
             firsts.setdefault(s.op, s.name)
     fl.set_target("sim")

@@ -15,8 +15,8 @@ import pytest
 
 import fearless as fl
 from fearless import autotune_tables
-from fearless_bench import family_ops, family_tuning, model, tuning_probe
-from fearless_bench.family_ops import Spec
+from fearless_bench import family_ops, family_ops_base, family_tuning, model, tuning_probe
+from fearless_bench.family_ops_base import Spec
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +96,7 @@ def test_the_fearless_first_call_tunes_without_tables_and_exports_its_winner(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(family_ops, "DEVICE", "cpu")
+    monkeypatch.setattr(family_ops_base, "DEVICE", "cpu")
     fl.set_target("sim")
     spec = Spec("matmul", "f32", (16, 24, 8))  # tiles larger than the problem are pruned: fast
     call = tuning_probe.first_call(model.FEARLESS_TILE, spec, torch, no_tables=True)

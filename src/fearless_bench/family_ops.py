@@ -49,32 +49,33 @@ ragged shape, against NumPy (the record's `covers`: its cases). `op_table` summa
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fearless import config
 
+from . import family_ops_base as base
 from .family_ops_attention import ATTENTION_BUILDERS
-from .family_ops_cases import (  # noqa: F401  (re-exported: the family's cases)
-    BUDGET_ENV,
-    BUDGET_S,
-    CASES,
-    DEVICE,
-    ELEMENTWISE_NS,
+from .family_ops_base import (
     EPS_LN,
     EPS_RMS,
     FAMILY,
-    GEMM_BATCHED,
-    IMPLS,
-    LEGACY_LN_ROWS,
     P_DROP,
-    POW2_N,
     SEED,
+    Bench,
+    DropoutStats,
+    Joined,
     Spec,
+    first,
+    randn,
+)
+from .family_ops_cases import (  # noqa: F401  (CASES re-exported: the suite's case list)
+    BUDGET_ENV,
+    BUDGET_S,
+    CASES,
+    IMPLS,
     quick_specs,
     rotary_tables,
     specs,
@@ -84,69 +85,7 @@ from .family_ops_more import MORE_BUILDERS
 from .harness import Ctx, DeviceCase, Impls, Prepared, error_text, run_device_case
 from .model import FEARLESS_TILE, TILEGYM, TORCH, Record, Skip, failed, skipped
 
-# ------------------------------------------------------------------------ checked outputs
-
-
-class Joined:
-    """Several outputs (rope's q and k, group_gemm's list) checked as one: flattened and
-    concatenated in order, as the reference is."""
-
-    def __init__(self, parts: Any) -> None:
-        self.parts = tuple(parts)
-
-    def isnan(self) -> Any:
-        import torch
-
-        return torch.cat([p.isnan().reshape(-1) for p in self.parts])
-
-    def double(self) -> Any:
-        import torch
-
-        return torch.cat([p.double().reshape(-1) for p in self.parts])
-
-
-class DropoutStats:
-    """Dropout's output y of x, checked as [1 + excess, 1 + dev] against [1, 1]: `excess` is how
-    far the kept fraction lies beyond 6 sigma of 1 - p, `dev` the relative distance of y from
-    keep * x / (1 - p). Both are 0 for any correct dropout, whatever its mask."""
-
-    def __init__(self, y: Any, x: Any, p: float) -> None:
-        self.y, self.x, self.p = y, x, p
-
-    def isnan(self) -> Any:
-        return self.y.isnan()
-
-    def double(self) -> Any:
-        import torch
-
-        y, p = self.y.double().reshape(-1), self.p
-        keep = y != 0
-        sigma = math.sqrt(p * (1 - p) / y.numel())
-        excess = ((keep.double().mean() - (1 - p)).abs() - 6 * sigma).clamp(min=0)
-        scaled = self.x.double().reshape(-1) / (1 - p)
-        dev = (y - keep * scaled).norm() / scaled.norm()
-        return torch.stack([1 + excess, 1 + dev])
-
-
-def _first(r: Any) -> Any:
-    return r[0] if isinstance(r, tuple) else r
-
-
 # ------------------------------------------------------------------------------- GPU run
-
-
-@dataclass
-class Bench:
-    """A case's three runs and its reference. `fearless` and `tilegym` take the operator
-    module (fearless.ops, tilegym.ops) and return the run, so setup stays out of timing."""
-
-    fearless: Callable[[Any], Callable[[], Any]]
-    tilegym: Callable[[Any], Callable[[], Any]]
-    torch: Callable[[], Any] | None  # None: torch has no such operator (fp8 matmul)
-    reference: Callable[[], Any]
-    bytes: int | None = None
-    flops: int | None = None
-    tilegym_note: str = "tilegym.ops, cutile backend"
 
 
 def run(ctx: Ctx, selected: set[str]) -> list[Record]:
@@ -211,14 +150,9 @@ def _case(ctx: Ctx, spec: Spec) -> list[Record]:
     return run_device_case(ctx, case, impls)
 
 
-def _randn(torch: Any, dt: str, *shape: int) -> Any:
-    names = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn"}
-    return torch.randn(*shape, device=DEVICE).to(getattr(torch, names[dt]))
-
-
 def _rows(torch: Any, s: Spec) -> Bench:
     m, n = s.shape
-    x, w, b = _randn(torch, s.dtype, m, n), _randn(torch, s.dtype, n), _randn(torch, s.dtype, n)
+    x, w, b = randn(torch, s.dtype, m, n), randn(torch, s.dtype, n), randn(torch, s.dtype, n)
     fn, item = torch.nn.functional, x.element_size()
     if s.op == "softmax":
         return Bench(
@@ -238,8 +172,8 @@ def _rows(torch: Any, s: Spec) -> Bench:
         )
 
     def tilegym(tg: Any) -> Callable[[], Any]:
-        if m == LEGACY_LN_ROWS:
-            return lambda: _first(tg.layer_norm_legacy(x, (n,), w, b, EPS_LN))
+        if m == base.LEGACY_LN_ROWS:
+            return lambda: first(tg.layer_norm_legacy(x, (n,), w, b, EPS_LN))
         return lambda: tg.persistent_layer_norm(x, (n,), w, b, EPS_LN)[0]
 
     return Bench(
@@ -255,7 +189,7 @@ def _rows(torch: Any, s: Spec) -> Bench:
 def _gemm(torch: Any, s: Spec) -> Bench:
     if s.op == "matmul":
         m, n, k = s.shape
-        a, b = _randn(torch, s.dtype, m, k), _randn(torch, s.dtype, k, n)
+        a, b = randn(torch, s.dtype, m, k), randn(torch, s.dtype, k, n)
         return Bench(
             lambda fo: lambda: fo.matmul(a, b),
             lambda tg: lambda: tg.matmul(a, b, use_tma=True, static_persistent=False),
@@ -266,7 +200,7 @@ def _gemm(torch: Any, s: Spec) -> Bench:
         )
     count, m, n, k = s.shape
     if s.op == "bmm":
-        a, b = _randn(torch, s.dtype, count, m, k), _randn(torch, s.dtype, count, k, n)
+        a, b = randn(torch, s.dtype, count, m, k), randn(torch, s.dtype, count, k, n)
         return Bench(
             lambda fo: lambda: fo.bmm(a, b),
             lambda tg: lambda: tg.bmm(a, b),
@@ -274,8 +208,8 @@ def _gemm(torch: Any, s: Spec) -> Bench:
             lambda: torch.bmm(a.double(), b.double()),
             flops=2 * count * m * n * k,
         )
-    As = [_randn(torch, s.dtype, m, k) for _ in range(count)]
-    Bs = [_randn(torch, s.dtype, k, n) for _ in range(count)]
+    As = [randn(torch, s.dtype, m, k) for _ in range(count)]
+    Bs = [randn(torch, s.dtype, k, n) for _ in range(count)]
     return Bench(
         lambda fo: lambda: Joined(fo.group_gemm(As, Bs)),
         lambda tg: lambda: Joined(tg.group_gemm(As, Bs)),
@@ -288,7 +222,7 @@ def _gemm(torch: Any, s: Spec) -> Bench:
 def _elementwise(torch: Any, s: Spec) -> Bench:
     fn = torch.nn.functional
     if s.op in ("relu", "gelu"):
-        x = _randn(torch, s.dtype, *s.shape)
+        x = randn(torch, s.dtype, *s.shape)
         nbytes = 2 * x.numel() * x.element_size()
         if s.op == "relu":
             return Bench(
@@ -307,7 +241,7 @@ def _elementwise(torch: Any, s: Spec) -> Bench:
             bytes=nbytes,
         )
     if s.op == "swiglu":
-        a, b = _randn(torch, s.dtype, *s.shape), _randn(torch, s.dtype, *s.shape)
+        a, b = randn(torch, s.dtype, *s.shape), randn(torch, s.dtype, *s.shape)
 
         def tilegym(tg: Any) -> Callable[[], Any]:
             swiglu = tg.get_swiglu()
@@ -322,16 +256,16 @@ def _elementwise(torch: Any, s: Spec) -> Bench:
             tilegym_note="tilegym.ops.get_swiglu(), cutile backend",
         )
     if s.op == "dropout":
-        x = _randn(torch, s.dtype, *s.shape)
+        x = randn(torch, s.dtype, *s.shape)
         return Bench(
             lambda fo: lambda: DropoutStats(fo.dropout(x, P_DROP, True, seed=SEED), x, P_DROP),
             lambda tg: lambda: DropoutStats(tg.dropout(x, SEED, P_DROP, True, False), x, P_DROP),
             lambda: DropoutStats(fn.dropout(x, P_DROP, True), x, P_DROP),
-            lambda: torch.ones(2, dtype=torch.float64, device=DEVICE),
+            lambda: torch.ones(2, dtype=torch.float64, device=x.device),
             bytes=2 * x.numel() * x.element_size(),
         )
     # the gated forms: x (..., 2d)
-    x = _randn(torch, s.dtype, *s.shape)
+    x = randn(torch, s.dtype, *s.shape)
     d = s.shape[-1] // 2
     nbytes = (x.numel() + x.numel() // 2) * x.element_size()
     if s.op == "silu_and_mul":
@@ -356,7 +290,7 @@ def _elementwise(torch: Any, s: Spec) -> Bench:
 
 def _layout(torch: Any, s: Spec) -> Bench:
     if s.op == "transpose":
-        x = _randn(torch, s.dtype, *s.shape)
+        x = randn(torch, s.dtype, *s.shape)
         return Bench(
             lambda fo: lambda: fo.transpose(x),
             lambda tg: lambda: tg.transpose(x),
@@ -365,11 +299,11 @@ def _layout(torch: Any, s: Spec) -> Bench:
             bytes=2 * x.numel() * x.element_size(),
         )
     batch, _, seq, dim = s.shape
-    q, k = _randn(torch, s.dtype, *s.shape), _randn(torch, s.dtype, *s.shape)
+    q, k = randn(torch, s.dtype, *s.shape), randn(torch, s.dtype, *s.shape)
     tdt = q.dtype
     cos_np, sin_np = rotary_tables(seq, dim)
-    cos = torch.from_numpy(cos_np[None]).to(DEVICE).to(tdt)
-    sin = torch.from_numpy(sin_np[None]).to(DEVICE).to(tdt)
+    cos = torch.from_numpy(cos_np[None]).to(base.DEVICE).to(tdt)
+    sin = torch.from_numpy(sin_np[None]).to(base.DEVICE).to(tdt)
 
     def eager(q: Any, k: Any, cos: Any, sin: Any) -> Joined:
         c, sn, h = cos.unsqueeze(1), sin.unsqueeze(1), dim // 2
@@ -406,8 +340,8 @@ def _attention(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     sdpa = torch.nn.functional.scaled_dot_product_attention
     if s.variant == "decode":
-        q = _randn(torch, s.dtype, b, h, 1, d)
-        k, v = (_randn(torch, s.dtype, b, h, n, d) for _ in range(2))
+        q = randn(torch, s.dtype, b, h, 1, d)
+        k, v = (randn(torch, s.dtype, b, h, n, d) for _ in range(2))
         return Bench(
             lambda fo: lambda: fo.scaled_dot_product_attention(q, k, v),
             lambda tg: lambda: tg.fmha_decode(q, k, v, None),
@@ -416,7 +350,7 @@ def _attention(torch: Any, s: Spec) -> Bench:
             bytes=(2 * k.numel() + 2 * q.numel()) * q.element_size(),
             tilegym_note="tilegym.ops.fmha_decode (split-KV), cutile backend",
         )
-    q, k, v = (_randn(torch, s.dtype, b, h, n, d) for _ in range(3))
+    q, k, v = (randn(torch, s.dtype, b, h, n, d) for _ in range(3))
     causal = s.variant == "causal"
     return Bench(
         lambda fo: lambda: fo.scaled_dot_product_attention(q, k, v, is_causal=causal),

@@ -57,17 +57,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from . import family_ops_base as base
+from .family_ops_base import ATTENTION_SEQ as SEQ
+from .family_ops_base import Bench, Joined, Spec, drawn_on, first, randn
 from .model import Skip
-
-if TYPE_CHECKING:  # imported where used: family_ops_cases.specs() imports this module
-    from .family_ops import Bench
-    from .family_ops_cases import Spec
 
 HEADS_BWD = (4, 32)
 SEQ_BWD = tuple(2**i for i in range(8, 14))  # 256 ... 8192
-SEQ = (1024, 2048, 4096, 8192)
 SINK_SCALE = 0.125
 PAGE = 256
 
@@ -91,8 +89,6 @@ FEARLESS_CALLS: dict[str, tuple[str, ...]] = {
 
 def attention_specs() -> list[Spec]:
     """This module's cases, in run order (see the module doc for each grid)."""
-    from .family_ops_cases import Spec
-
     out: list[Spec] = []
     x: tuple[tuple[str, Any], ...]
     for d in (64, 128):
@@ -162,8 +158,6 @@ ATTENTION_DRY_SHAPES: dict[str, tuple[int, ...]] = {
 
 def small(spec: Spec) -> Spec:
     """`spec` at its dry-run shape, its parameters scaled to it (window, lengths, top-k)."""
-    from .family_ops_cases import Spec
-
     shape = ATTENTION_DRY_SHAPES[spec.op]
     x = dict(spec.extra)
     if x.get("window_size"):
@@ -239,23 +233,11 @@ def _f64(*ts: Any) -> list[Any]:
 # ----------------------------------------------------------------------------- builders
 
 
-def _randn(torch: Any, dev: str, dt: str, *shape: int, std: float = 1.0) -> Any:
-    names = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
-    return (torch.randn(*shape, device=dev) * std).to(getattr(torch, names[dt]))
-
-
-def build(torch: Any, s: Spec, dev: str) -> Bench:
-    """The Bench of an op of this module, its inputs drawn on `dev`."""
-    return _BUILD[s.op](torch, s, dev)
-
-
-def _backward(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench, Joined
-
+def _backward(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     causal = bool(s.params()["is_causal"])
-    q, k, v = (_randn(torch, dev, s.dtype, b, h, n, d).requires_grad_() for _ in range(3))
-    dout = _randn(torch, dev, s.dtype, b, h, n, d)
+    q, k, v = (randn(torch, s.dtype, b, h, n, d).requires_grad_() for _ in range(3))
+    dout = randn(torch, s.dtype, b, h, n, d)
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
     def train(f: Callable[..., Any]) -> Callable[[], Any]:
@@ -294,17 +276,15 @@ def _backward(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _prefill(torch: Any, s: Spec, dev: str) -> Bench:
+def _prefill(torch: Any, s: Spec) -> Bench:
     """fmha, swa_attention, gemma_attention: q (B, H, L, D) over k, v (B, H_kv, L, D)."""
-    from .family_ops import Bench
-
     b, h, n, d = s.shape
     p = s.params()
     hkv = p.get("kv_heads", h)
     causal, w, cap = bool(p["is_causal"]), int(p.get("window_size", 0)), p.get("soft_cap")
     std = 0.3 if s.op == "swa_attention" else 1.0  # bench_swa_attention's inputs
-    q = _randn(torch, dev, s.dtype, b, h, n, d, std=std)
-    k, v = (_randn(torch, dev, s.dtype, b, hkv, n, d, std=std) for _ in range(2))
+    q = randn(torch, s.dtype, b, h, n, d, std=std)
+    k, v = (randn(torch, s.dtype, b, hkv, n, d, std=std) for _ in range(2))
     scale = 1 / math.sqrt(d)
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -317,7 +297,7 @@ def _prefill(torch: Any, s: Spec, dev: str) -> Bench:
         eager = lambda: sdpa(q, k, v, is_causal=causal, scale=scale)  # noqa: E731
         flops = 4 * b * h * n * n * d // (2 if causal else 1)
     elif s.op == "swa_attention":
-        pos = torch.arange(n, device=dev)
+        pos = torch.arange(n, device=base.DEVICE)
         mask = (pos[None] <= pos[:, None]) & (pos[None] > pos[:, None] - w)
         fl_call = lambda fo: lambda: fo.swa_attention(q, k, v, window_size=w, is_causal=causal)  # noqa: E731
         tg_call = lambda tg: lambda: tg.swa_attention(q, k, v, window_size=w, is_causal=causal)  # noqa: E731
@@ -332,14 +312,12 @@ def _prefill(torch: Any, s: Spec, dev: str) -> Bench:
     return Bench(fl_call, tg_call, eager, lambda: ref(*_f64(q, k, v)), flops=flops)
 
 
-def _gemma_decode(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench
-
+def _gemma_decode(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     p = s.params()
     w, cap, hkv = int(p["window_size"]), p["soft_cap"], p["kv_heads"]
-    q = _randn(torch, dev, s.dtype, b, h, 1, d)
-    k, v = (_randn(torch, dev, s.dtype, b, hkv, n, d) for _ in range(2))
+    q = randn(torch, s.dtype, b, h, 1, d)
+    k, v = (randn(torch, s.dtype, b, hkv, n, d) for _ in range(2))
     scale = 1 / math.sqrt(d)
     kw = {"scaling": scale, "window_size": w, "soft_cap": cap}
 
@@ -356,19 +334,17 @@ def _gemma_decode(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _sink(torch: Any, s: Spec, dev: str) -> Bench:
+def _sink(torch: Any, s: Spec) -> Bench:
     """attention_sink (query (B, L, H_kv, G, D), L = S) and attention_sink_decode (one query
     over S keys: Spec.shape (B, S, H_kv, G, D))."""
-    from .family_ops import Bench
-
     b, n, hkv, g, d = s.shape
     h, decode = hkv * g, s.op == "attention_sink_decode"
     w = s.params()["sliding_window"]
-    q = _randn(torch, dev, s.dtype, b, 1 if decode else n, hkv, g, d)
-    k, v = (_randn(torch, dev, s.dtype, b, n, hkv, d) for _ in range(2))
-    sinks = _randn(torch, dev, s.dtype, h)
+    q = randn(torch, s.dtype, b, 1 if decode else n, hkv, g, d)
+    k, v = (randn(torch, s.dtype, b, n, hkv, d) for _ in range(2))
+    sinks = randn(torch, s.dtype, h)
     start = n - 1 if decode else 0
-    start_q = torch.tensor([start], dtype=torch.int32, device=dev)
+    start_q = torch.tensor([start], dtype=torch.int32, device=base.DEVICE)
 
     def ref(q: Any, k: Any, v: Any, sinks: Any) -> Any:
         qb = q.permute(0, 2, 3, 1, 4).reshape(b, h, q.shape[1], d)
@@ -397,13 +373,11 @@ def _sink(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _varlen(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench, Joined
-
+def _varlen(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     lens = s.params()["lens"]
-    q, k, v = (_randn(torch, dev, s.dtype, b, h, n, d) for _ in range(3))
-    ql = torch.tensor(lens, dtype=torch.int32, device=dev)
+    q, k, v = (randn(torch, s.dtype, b, h, n, d) for _ in range(3))
+    ql = torch.tensor(lens, dtype=torch.int32, device=base.DEVICE)
     kl = ql.clone()
     scale = 1 / math.sqrt(d)
     sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -444,14 +418,12 @@ def _varlen(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _mla(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench
-
+def _mla(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     dpe = s.params()["d_pe"]
-    q, k, v = (_randn(torch, dev, s.dtype, b, h, n, d, std=0.3) for _ in range(3))
-    qpe = _randn(torch, dev, s.dtype, b, h, n, dpe, std=0.3)
-    kpe = _randn(torch, dev, s.dtype, b, 1, n, dpe, std=0.3)
+    q, k, v = (randn(torch, s.dtype, b, h, n, d, std=0.3) for _ in range(3))
+    qpe = randn(torch, s.dtype, b, h, n, dpe, std=0.3)
+    kpe = randn(torch, s.dtype, b, 1, n, dpe, std=0.3)
     scale = 1 / math.sqrt(d + dpe)
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -470,15 +442,13 @@ def _mla(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _mla_decode(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench, _first
-
+def _mla_decode(torch: Any, s: Spec) -> Bench:
     b, h, n, d = s.shape
     dpe = s.params()["d_pe"]
-    q = _randn(torch, dev, s.dtype, b, h, d, std=0.2) + 0.3  # bench_mla_decoding's inputs
-    qpe = _randn(torch, dev, s.dtype, b, h, dpe, std=0.1) + 0.3
-    kv = _randn(torch, dev, s.dtype, b, n, d, std=0.2) + 0.3
-    kpe = _randn(torch, dev, s.dtype, b, n, dpe, std=0.1) + 0.3
+    q = randn(torch, s.dtype, b, h, d, std=0.2) + 0.3  # bench_mla_decoding's inputs
+    qpe = randn(torch, s.dtype, b, h, dpe, std=0.1) + 0.3
+    kv = randn(torch, s.dtype, b, n, d, std=0.2) + 0.3
+    kpe = randn(torch, s.dtype, b, n, dpe, std=0.1) + 0.3
     scale = 1 / math.sqrt(d + dpe)
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -490,11 +460,11 @@ def _mla_decode(torch: Any, s: Spec, dev: str) -> Bench:
         return _eager(torch, *heads_as_queries(*t), scale, q_start=0)[:, 0]
 
     if s.op == "mla_decoding":
-        fl_call = lambda fo: lambda: _first(fo.mla_decoding(q, qpe, kv, kpe, scale))  # noqa: E731
-        tg_call = lambda tg: lambda: _first(tg.mla_decoding(q, qpe, kv, kpe, scale))  # noqa: E731
+        fl_call = lambda fo: lambda: first(fo.mla_decoding(q, qpe, kv, kpe, scale))  # noqa: E731
+        tg_call = lambda tg: lambda: first(tg.mla_decoding(q, qpe, kv, kpe, scale))  # noqa: E731
     else:
-        fl_call = lambda fo: lambda: _first(fo.mla_decoding_split_kv(q, qpe, kv, kpe, scale))  # noqa: E731
-        tg_call = lambda tg: lambda: _first(tg.mla_decoding_split_kv(q, qpe, kv, kpe, scale))  # noqa: E731
+        fl_call = lambda fo: lambda: first(fo.mla_decoding_split_kv(q, qpe, kv, kpe, scale))  # noqa: E731
+        tg_call = lambda tg: lambda: first(tg.mla_decoding_split_kv(q, qpe, kv, kpe, scale))  # noqa: E731
     nbytes = (2 * q.numel() + qpe.numel() + kv.numel() + kpe.numel()) * q.element_size()
     return Bench(
         fl_call,
@@ -514,19 +484,17 @@ def sparse_indices(torch: Any, b: int, n: int, hkv: int, topk: int, s_kv: int, d
     return keys.argsort(dim=-1)[..., :topk].to(torch.int32)
 
 
-def _sparse_mla(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench
-
+def _sparse_mla(torch: Any, s: Spec) -> Bench:
     b, n, hkv, topk = s.shape  # the indices' shape
     p = s.params()
     h, d, s_kv, dpe = p["heads"], p["head_dim"], p["s_kv"], p["d_pe"]
     if hkv != 1:
         raise ValueError("the sparse_mla cases take one KV head (bench_sparse_mla's)")
-    q = _randn(torch, dev, s.dtype, b, h, n, d, std=0.3)
-    k, v = (_randn(torch, dev, s.dtype, b, 1, s_kv, d, std=0.3) for _ in range(2))
-    qpe = _randn(torch, dev, s.dtype, b, h, n, dpe, std=0.3)
-    kpe = _randn(torch, dev, s.dtype, b, 1, s_kv, dpe, std=0.3)
-    idx = sparse_indices(torch, b, n, 1, topk, s_kv, dev)
+    q = randn(torch, s.dtype, b, h, n, d, std=0.3)
+    k, v = (randn(torch, s.dtype, b, 1, s_kv, d, std=0.3) for _ in range(2))
+    qpe = randn(torch, s.dtype, b, h, n, dpe, std=0.3)
+    kpe = randn(torch, s.dtype, b, 1, s_kv, dpe, std=0.3)
+    idx = sparse_indices(torch, b, n, 1, topk, s_kv, base.DEVICE)
     scale = 1 / math.sqrt(d + dpe)
 
     def eager(q: Any, k: Any, v: Any, qpe: Any, kpe: Any) -> Any:
@@ -549,22 +517,20 @@ def _sparse_mla(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-def _kvcache(torch: Any, s: Spec, dev: str) -> Bench:
-    from .family_ops import Bench
-
+def _kvcache(torch: Any, s: Spec) -> Bench:
     b, n, h, d = s.shape
     p = s.params()
     hkv, page = p["kv_heads"], p["page_block_size"]
-    q = _randn(torch, dev, s.dtype, b, 1, h, d)
-    k, v = (_randn(torch, dev, s.dtype, b, n, hkv, d) for _ in range(2))
-    seqlens = torch.full((b,), n, dtype=torch.int32, device=dev)
+    q = randn(torch, s.dtype, b, 1, h, d)
+    k, v = (randn(torch, s.dtype, b, n, hkv, d) for _ in range(2))
+    seqlens = torch.full((b,), n, dtype=torch.int32, device=base.DEVICE)
     scale = 1 / math.sqrt(d)
     sdpa = torch.nn.functional.scaled_dot_product_attention
     table = None
     kc, vc = k, v
     if page:
         blocks = b * n // page
-        perm = torch.randperm(blocks, device=dev)
+        perm = torch.randperm(blocks, device=base.DEVICE)
         table = perm.view(b, n // page).to(torch.int32)
         kc, vc = torch.empty_like(k).view(blocks, page, hkv, d), torch.empty_like(v).view(blocks, page, hkv, d)  # fmt: skip
         kc[perm], vc[perm] = k.reshape(blocks, page, hkv, d), v.reshape(blocks, page, hkv, d)
@@ -591,7 +557,7 @@ def _kvcache(torch: Any, s: Spec, dev: str) -> Bench:
     )
 
 
-_BUILD: dict[str, Callable[[Any, Spec, str], Bench]] = {
+ATTENTION_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "attention_backward": _backward,
     "fmha": _prefill,
     "swa_attention": _prefill,
@@ -606,15 +572,6 @@ _BUILD: dict[str, Callable[[Any, Spec, str], Bench]] = {
     "sparse_mla": _sparse_mla,
     "flash_attn_with_kvcache": _kvcache,
 }
-
-
-def _family_build(torch: Any, s: Spec) -> Bench:
-    from . import family_ops  # its DEVICE: "cuda", or "cpu" in the CPU tests
-
-    return build(torch, s, family_ops.DEVICE)
-
-
-ATTENTION_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = dict.fromkeys(_BUILD, _family_build)
 
 
 # ------------------------------------------------------------------------------- dry run
@@ -632,7 +589,8 @@ def dry_body(s: Spec, rng: Any) -> Callable[[], float]:
         from .check import rel_err_torch
 
         torch.manual_seed(int(rng.integers(1 << 31)))
-        bench = build(torch, s, "cpu")
-        return float(rel_err_torch(bench.fearless(ops)(), bench.reference()))
+        with drawn_on("cpu"):
+            bench = ATTENTION_BUILDERS[s.op](torch, s)
+            return float(rel_err_torch(bench.fearless(ops)(), bench.reference()))
 
     return body

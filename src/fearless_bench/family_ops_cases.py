@@ -1,81 +1,23 @@
 """The ops family's cases (family_ops.py runs them, family_ops_dry.py dry-runs them): TileGym's
-benchmark grids as `Spec`s, the constants the runs share, and bench_rope's rotary tables."""
+benchmark grids as `Spec`s (family_ops_base.py), family_ops_attention.py's and
+family_ops_more.py's cases after the core ones, the run's budget and implementations, and
+bench_rope's rotary tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
+from .family_ops_attention import attention_specs
+from .family_ops_base import ATTENTION_SEQ, LEGACY_LN_ROWS, POW2_N, Spec
 from .family_ops_more import more_specs
 from .model import FEARLESS_TILE, TILEGYM, TORCH
 
-FAMILY = "ops"
-EPS_RMS = 1e-5  # bench_rmsnorm's
-EPS_LN = 1e-6  # bench_layernorm's
-P_DROP = 0.5
-SEED = 1234
 BUDGET_ENV = "FEARLESS_BENCH_OPS_BUDGET_S"
 BUDGET_S = 420.0
-LEGACY_LN_ROWS = 4096
-DEVICE = "cuda"  # where the inputs are drawn (the CPU tests check the builders with "cpu")
 IMPLS = (FEARLESS_TILE, TILEGYM, TORCH)
 
-POW2_N = tuple(2**i for i in range(10, 15))  # 1024 ... 16384
 ELEMENTWISE_NS = tuple(2**i for i in range(20, 28, 2))  # bench_dropout's
 GEMM_BATCHED = tuple(2**i for i in range(10, 13))  # 1024 ... 4096
-ATTENTION_SEQ = (1024, 2048, 4096, 8192)
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One case: an op of fearless.ops at one input shape and dtype.
-
-    `shape` is the main input's shape, except for the GEMMs: (M, N, K) for matmul, (batch or
-    groups, M, N, K) for bmm and group_gemm. `variant` is gelu's and geglu's approximation, and
-    attention's "causal", "full" or "decode" (then `shape` is (B, H, S, D): one query per
-    head)."""
-
-    op: str
-    dtype: str
-    shape: tuple[int, ...]
-    variant: str = ""
-    extra: tuple[tuple[str, Any], ...] = ()  # an op's own parameters, merged into params()
-
-    @property
-    def group(self) -> str:
-        """The op, variant and dtype: one dry-run record, and `--quick`'s unit."""
-        return "_".join(p for p in ("ops", self.op, self.variant, self.dtype) if p)
-
-    @property
-    def grid(self) -> str:
-        """One line of TileGym's grids: the group, and layer_norm's row count (two grids)."""
-        return f"{self.group}_{self.shape[0]}" if self.op == "layer_norm" else self.group
-
-    @property
-    def name(self) -> str:
-        if self.op == "matmul":
-            tag = str(self.shape[0])
-        elif self.op in ("bmm", "group_gemm"):
-            tag = f"{self.shape[0]}x{self.shape[1]}"
-        else:
-            tag = "x".join(map(str, self.shape))
-        return f"{self.group}_{tag}"
-
-    def params(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": self.op, "shape": list(self.shape), "dtype": self.dtype}
-        if self.extra:  # the variant is then a tag of the case name, its meaning in `extra`
-            out.update(self.extra)
-        elif self.variant and self.op == "attention":
-            out["is_causal"] = self.variant == "causal"
-            out["decode"] = self.variant == "decode"
-        elif self.variant:
-            out["approximate"] = self.variant
-        if self.op == "layer_norm":
-            legacy = self.shape[0] == LEGACY_LN_ROWS
-            out["tilegym_op"] = "layer_norm_legacy" if legacy else "persistent_layer_norm"
-        return out
 
 
 def specs() -> list[Spec]:
@@ -114,15 +56,9 @@ def specs() -> list[Spec]:
     for op, counts in (("bmm", (2, 8)), ("group_gemm", (4, 16))):
         for count in counts:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]
-    out += _attention_specs()
-    out += more_specs(Spec)
+    out += attention_specs()
+    out += more_specs()
     return out
-
-
-def _attention_specs() -> list[Spec]:
-    from .family_ops_attention import attention_specs  # it imports Spec from here
-
-    return attention_specs()
 
 
 def quick_specs() -> list[Spec]:

@@ -1,6 +1,6 @@
 """The ops family's dry run: each op of fearless.ops, variant and dtype once, on the simulator.
 
-At a small ragged shape per op (DRY_SHAPES, in `family_ops.Spec.shape`'s terms: partial tiles
+At a small ragged shape per op (DRY_SHAPES, in `Spec.shape`'s terms: partial tiles
 in every kernel, the GPU grid's head count and head_dim for rope), through the same
 `fearless.ops` call as the GPU run, against NumPy in float64 on the dtype-rounded inputs.
 Dropout is checked as on the GPU: kept elements x / (1 - p), dropped ones 0, the kept fraction
@@ -17,7 +17,8 @@ import numpy as np
 
 from . import dry
 from .family_ops_attention import ATTENTION_DRY_SHAPES, dry_body, small
-from .family_ops_cases import EPS_LN, EPS_RMS, FAMILY, P_DROP, SEED, Spec, rotary_tables, specs
+from .family_ops_base import EPS_LN, EPS_RMS, FAMILY, P_DROP, SEED, Spec
+from .family_ops_cases import rotary_tables, specs
 from .family_ops_more import MORE_DRY_SHAPES, more_dry_body
 from .model import FEARLESS_TILE, Record
 from .peers import Peers

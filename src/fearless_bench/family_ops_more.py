@@ -68,64 +68,28 @@ fearless on the simulator, against the same float64 reference.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-# A leaf module (the import check allows no cycle): family_ops_cases passes its Spec in, and
-# the builders return `Bench`es and `Joined`s of their own, the same shape as family_ops's.
-Spec = Any
-S = TypeVar("S")
-EPS_RMS = 1e-5  # = family_ops_cases.EPS_RMS (bench_rmsnorm's)
-EPS_LN = 1e-6  # = family_ops_cases.EPS_LN (bench_layernorm's)
-DEVICE = "cuda"  # the CPU tests and the dry run build on "cpu"
+from . import family_ops_base as base
+from .family_ops_base import EPS_LN, EPS_RMS, POW2_N, Bench, Joined, Spec, drawn_on, randn
+
 MHC_ALPHAS = (0.8, 1.1, 0.9)
 MIXTRAL = (4096, 14336, 8, 2)  # hidden, intermediate, experts, top_k
 QWEN3_MOE = (2048, 768, 128, 8)
 DELTA_HEADS, DELTA_DIM = 32, 128
 
 
-@dataclass
-class Bench:
-    """family_ops.Bench's fields, as family_ops._case reads them."""
-
-    fearless: Callable[[Any], Callable[[], Any]]
-    tilegym: Callable[[Any], Callable[[], Any]]
-    torch: Callable[[], Any] | None
-    reference: Callable[[], Any]
-    bytes: int | None = None
-    flops: int | None = None
-    tilegym_note: str = "tilegym.ops, cutile backend"
-
-
-class Joined:
-    """family_ops.Joined: several outputs checked as one, flattened and concatenated."""
-
-    def __init__(self, parts: Any) -> None:
-        self.parts = tuple(parts)
-
-    def isnan(self) -> Any:
-        import torch
-
-        return torch.cat([p.isnan().reshape(-1) for p in self.parts])
-
-    def double(self) -> Any:
-        import torch
-
-        return torch.cat([p.double().reshape(-1) for p in self.parts])
-
-
-def more_specs(Spec: Callable[..., S]) -> list[S]:
+def more_specs() -> list[Spec]:
     """This module's cases, in run order (see the module doc for the grids)."""
-    out: list[S] = []
-    pow2 = tuple(2**i for i in range(10, 15))
+    out: list[Spec] = []
     for dt in ("bf16", "f16", "f32"):
-        out += [Spec("rms_norm_backward", dt, (4096, n)) for n in pow2]
+        out += [Spec("rms_norm_backward", dt, (4096, n)) for n in POW2_N]
     for dt in ("f32", "bf16"):
         for hidden in (2048, 4096, 11008):
-            out += [Spec("silu_and_mul_backward", dt, (m, 2 * hidden)) for m in pow2]
+            out += [Spec("silu_and_mul_backward", dt, (m, 2 * hidden)) for m in POW2_N]
     for dt in ("f32", "bf16"):
         for hidden in (2048, 4096):
-            out += [Spec("swiglu_backward", dt, (m, hidden)) for m in pow2]
+            out += [Spec("swiglu_backward", dt, (m, hidden)) for m in POW2_N]
     out += [Spec("persistent_layer_norm", "bf16", (30000, n)) for n in (256, 1024, 4096, 16384)]
     for dt in ("f16", "bf16"):
         out += [Spec("splitk_reduce", dt, (2, 32, s, 512)) for s in (16, 64)]
@@ -182,23 +146,17 @@ MORE_DRY_SHAPES: dict[str, tuple[int, ...]] = {
 # ------------------------------------------------------------------------------ builders
 
 
-def _randn(torch: Any, dt: str, *shape: int, device: str | None = None) -> Any:
-    names = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f8e4m3fn": "float8_e4m3fn"}
-    return torch.randn(*shape, device=device or DEVICE).to(getattr(torch, names[dt]))
-
-
 def _grads(torch: Any, y: Any, xs: list[Any], dy: Any) -> Any:
     return Joined(torch.autograd.grad(y, xs, dy, retain_graph=True))
 
 
-def _backward(torch: Any, s: Spec) -> Any:
-
+def _backward(torch: Any, s: Spec) -> Bench:
     fn = torch.nn.functional
     if s.op == "rms_norm_backward":
         m, n = s.shape
         # bench_rmsnorm_backward's inputs: x uniform in [-2.3, -1.8), w and dy normal
-        x = (torch.rand(m, n, device=DEVICE) * 0.5 - 2.3).to(_randn(torch, s.dtype, 1).dtype)
-        w, dy = _randn(torch, s.dtype, n), _randn(torch, s.dtype, m, n)
+        x = (torch.rand(m, n, device=base.DEVICE) * 0.5 - 2.3).to(randn(torch, s.dtype, 1).dtype)
+        w, dy = randn(torch, s.dtype, n), randn(torch, s.dtype, m, n)
         rstd = torch.rsqrt(x.float().pow(2).mean(-1) + EPS_RMS)  # what TileGym's forward keeps
         xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
         y_eager = fn.rms_norm(xg, (n,), wg, EPS_RMS)
@@ -225,18 +183,18 @@ def _backward(torch: Any, s: Spec) -> Any:
     gated = s.op == "silu_and_mul_backward"
     m, width = s.shape
     if gated:
-        x = _randn(torch, s.dtype, m, width)
+        x = randn(torch, s.dtype, m, width)
         d = width // 2
         ins = [x]
-        dy = _randn(torch, s.dtype, m, d)
+        dy = randn(torch, s.dtype, m, d)
 
         def eager(*xs: Any) -> Any:
             return fn.silu(xs[0][..., :d]) * xs[0][..., d:]
 
         nbytes = (2 * x.numel() + dy.numel()) * x.element_size()
     else:
-        ins = [_randn(torch, s.dtype, m, width) for _ in range(2)]
-        dy = _randn(torch, s.dtype, m, width)
+        ins = [randn(torch, s.dtype, m, width) for _ in range(2)]
+        dy = randn(torch, s.dtype, m, width)
 
         def eager(*xs: Any) -> Any:
             return fn.silu(xs[0]) * xs[1]
@@ -269,12 +227,11 @@ def _backward(torch: Any, s: Spec) -> Any:
     )
 
 
-def _rows_more(torch: Any, s: Spec) -> Any:
-
+def _rows_more(torch: Any, s: Spec) -> Bench:
     fn = torch.nn.functional
     if s.op == "persistent_layer_norm":
         m, n = s.shape
-        x, w, b = (_randn(torch, s.dtype, *sh) for sh in ((m, n), (n,), (n,)))
+        x, w, b = (randn(torch, s.dtype, *sh) for sh in ((m, n), (n,), (n,)))
         return Bench(
             lambda fo: lambda: fo.persistent_layer_norm(x, (n,), w, b, EPS_LN)[0],
             lambda tg: lambda: tg.persistent_layer_norm(x, (n,), w, b, EPS_LN)[0],
@@ -284,8 +241,8 @@ def _rows_more(torch: Any, s: Spec) -> Any:
         )
     # splitk_reduce: o (B, H, S, D), lse (B, H, S) base-2, out (B, H, D) written in place
     bsz, h, splits, d = s.shape
-    o = _randn(torch, s.dtype, bsz, h, splits, d)
-    lse = torch.randn(bsz, h, splits, device=DEVICE) * 2.0 + 5.0
+    o = randn(torch, s.dtype, bsz, h, splits, d)
+    lse = torch.randn(bsz, h, splits, device=base.DEVICE) * 2.0 + 5.0
 
     def eager(o: Any, lse: Any) -> Any:
         w = torch.exp2(lse - lse.amax(-1, keepdim=True))
@@ -304,13 +261,12 @@ def _rows_more(torch: Any, s: Spec) -> Any:
     )
 
 
-def _mhc(torch: Any, s: Spec) -> Any:
-
+def _mhc(torch: Any, s: Spec) -> Bench:
     if s.op == "mhc_gemm_rms_scale":
         m, k, n = s.shape
         nn = n * n + 2 * n
-        x = _randn(torch, "bf16", m, k)
-        w, bias = torch.randn(k, nn, device=DEVICE), torch.randn(nn, device=DEVICE)
+        x = randn(torch, "bf16", m, k)
+        w, bias = torch.randn(k, nn, device=base.DEVICE), torch.randn(nn, device=base.DEVICE)
 
         def gemm_eager(x: Any, w: Any, bias: Any) -> Joined:
             rms = torch.sqrt(x.pow(2).mean(dim=1, keepdim=True))
@@ -333,7 +289,7 @@ def _mhc(torch: Any, s: Spec) -> Any:
         )
     if s.op == "mhc_sinkhorn":
         m, n = s.shape
-        y = _randn(torch, s.dtype, m, n * n + 2 * n)
+        y = randn(torch, s.dtype, m, n * n + 2 * n)
 
         def sinkhorn(y: Any) -> Any:
             mat = torch.exp(y[:, 2 * n :].float().reshape(-1, n, n))
@@ -355,8 +311,8 @@ def _mhc(torch: Any, s: Spec) -> Any:
             bytes=2 * 2 * y.numel() * y.element_size(),  # the refill, then sinkhorn's pass
         )
     m, c, n = s.shape
-    x, f = _randn(torch, s.dtype, m, n * c), _randn(torch, s.dtype, m, c)
-    y = _randn(torch, s.dtype, m, n * n + 2 * n)
+    x, f = randn(torch, s.dtype, m, n * c), randn(torch, s.dtype, m, c)
+    y = randn(torch, s.dtype, m, n * n + 2 * n)
 
     def residual(x: Any, f: Any, y: Any) -> Any:
         h_res = y[:, 2 * n :].reshape(m, n, n)
@@ -371,16 +327,15 @@ def _mhc(torch: Any, s: Spec) -> Any:
     )
 
 
-def _gemm_more(torch: Any, s: Spec) -> Any:
-
+def _gemm_more(torch: Any, s: Spec) -> Bench:
     fn = torch.nn.functional
     if s.op == "w8a8_block_fp8_matmul":
         m, n, k = s.shape
         blk = 128
-        a = (torch.randn(m, k, device=DEVICE) * 0.1).to(torch.float8_e4m3fn)
-        b = (torch.randn(n, k, device=DEVICE) * 0.1).to(torch.float8_e4m3fn)
-        sa = torch.rand(m, -(-k // blk), device=DEVICE) + 0.1
-        sb = torch.rand(-(-n // blk), -(-k // blk), device=DEVICE) + 0.1
+        a = (torch.randn(m, k, device=base.DEVICE) * 0.1).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, device=base.DEVICE) * 0.1).to(torch.float8_e4m3fn)
+        sa = torch.rand(m, -(-k // blk), device=base.DEVICE) + 0.1
+        sb = torch.rand(-(-n // blk), -(-k // blk), device=base.DEVICE) + 0.1
 
         def dequant_mm(dt: Any) -> Any:
             aa = a.to(dt) * sa.to(dt).repeat_interleave(blk, 1)[:, :k]
@@ -397,8 +352,8 @@ def _gemm_more(torch: Any, s: Spec) -> Any:
         )
     if s.op == "fused_linear_cross_entropy":
         bt, hid, vocab = s.shape
-        x, w = _randn(torch, s.dtype, bt, hid), _randn(torch, s.dtype, vocab, hid)
-        t = torch.randint(0, vocab, (bt,), device=DEVICE)
+        x, w = randn(torch, s.dtype, bt, hid), randn(torch, s.dtype, vocab, hid)
+        t = torch.randint(0, vocab, (bt,), device=base.DEVICE)
         return Bench(
             lambda fo: lambda: fo.fused_linear_cross_entropy(x, w, t),
             lambda tg: (
@@ -413,9 +368,9 @@ def _gemm_more(torch: Any, s: Spec) -> Any:
         )
     # linear_gluact_linear: x (B, S, H), w_act and w_noact (I, H), w2 (H, I)
     bsz, seq, hid, inter = s.shape
-    x = _randn(torch, s.dtype, bsz, seq, hid)
-    wa, wn = (_randn(torch, s.dtype, inter, hid) * hid**-0.5 for _ in range(2))
-    w2 = _randn(torch, s.dtype, hid, inter) * inter**-0.5
+    x = randn(torch, s.dtype, bsz, seq, hid)
+    wa, wn = (randn(torch, s.dtype, inter, hid) * hid**-0.5 for _ in range(2))
+    w2 = randn(torch, s.dtype, hid, inter) * inter**-0.5
 
     def mlp(x: Any, wa: Any, wn: Any, w2: Any) -> Any:
         return fn.linear(fn.silu(fn.linear(x, wa)) * fn.linear(x, wn), w2)
@@ -429,13 +384,12 @@ def _gemm_more(torch: Any, s: Spec) -> Any:
     )
 
 
-def _moe(torch: Any, s: Spec) -> Any:
-
+def _moe(torch: Any, s: Spec) -> Bench:
     tokens, hid, inter, experts, topk = s.shape
-    x = _randn(torch, s.dtype, tokens, hid) * 0.5
-    w1 = _randn(torch, s.dtype, experts, 2 * inter, hid) * hid**-0.5
-    w2 = _randn(torch, s.dtype, experts, hid, inter) * inter**-0.5
-    probs = torch.softmax(torch.randn(tokens, experts, device=DEVICE), dim=-1)
+    x = randn(torch, s.dtype, tokens, hid) * 0.5
+    w1 = randn(torch, s.dtype, experts, 2 * inter, hid) * hid**-0.5
+    w2 = randn(torch, s.dtype, experts, hid, inter) * inter**-0.5
+    probs = torch.softmax(torch.randn(tokens, experts, device=base.DEVICE), dim=-1)
     weights, ids = torch.topk(probs, topk, dim=-1)
     weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
 
@@ -464,9 +418,9 @@ def _moe(torch: Any, s: Spec) -> Any:
 def _delta_inputs(torch: Any, s: Spec) -> tuple[Any, ...]:
     """TileGym's test inputs (tests/ops/test_*_gated_delta_rule.py's scaling)."""
     b, t, h, d = s.shape
-    q, k, v = (_randn(torch, s.dtype, b, t, h, d) * 0.1 for _ in range(3))
-    g = -(_randn(torch, s.dtype, b, t, h).abs() * 0.5)
-    beta = torch.sigmoid(_randn(torch, s.dtype, b, t, h))
+    q, k, v = (randn(torch, s.dtype, b, t, h, d) * 0.1 for _ in range(3))
+    g = -(randn(torch, s.dtype, b, t, h).abs() * 0.5)
+    beta = torch.sigmoid(randn(torch, s.dtype, b, t, h))
     return q, k, v, g, beta
 
 
@@ -531,12 +485,11 @@ def delta_chunk_torch(q: Any, k: Any, v: Any, g: Any, beta: Any, cs: int = 64) -
     return out.transpose(1, 2).to(dt)
 
 
-def _delta(torch: Any, s: Spec) -> Any:
-
+def _delta(torch: Any, s: Spec) -> Bench:
     q, k, v, g, beta = _delta_inputs(torch, s)
     b, t, h, d = s.shape
     if s.op == "recurrent_gated_delta_rule":
-        s0 = torch.randn(b, h, d, d, device=DEVICE) * 0.01
+        s0 = torch.randn(b, h, d, d, device=base.DEVICE) * 0.01
         return Bench(
             lambda fo: lambda: Joined(fo.recurrent_gated_delta_rule(q, k, v, g, beta, s0, True)),
             lambda tg: lambda: Joined(tg.recurrent_gated_delta_rule(q, k, v, g, beta, s0, True)),
@@ -562,7 +515,7 @@ def _delta(torch: Any, s: Spec) -> Any:
     )
 
 
-MORE_BUILDERS: dict[str, Callable[[Any, Spec], Any]] = {
+MORE_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "rms_norm_backward": _backward,
     "silu_and_mul_backward": _backward,
     "swiglu_backward": _backward,
@@ -591,13 +544,9 @@ def more_dry_body(s: Spec) -> Callable[[], float]:
 
         from .check import rel_err_torch
 
-        global DEVICE
-        saved, DEVICE = DEVICE, "cpu"
-        try:
+        with drawn_on("cpu"):
             torch.manual_seed(0)
             bench = MORE_BUILDERS[s.op](torch, s)
             return rel_err_torch(bench.fearless(ops)(), bench.reference())
-        finally:
-            DEVICE = saved
 
     return body

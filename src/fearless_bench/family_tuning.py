@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from . import fresh_process
-from .family_ops_cases import Spec
+from .family_ops_base import Spec
 from .harness import Ctx, format_line
 from .model import FEARLESS_TILE, TILEGYM, Record, unmeasured
 from .peers import Peers

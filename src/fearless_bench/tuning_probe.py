@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .family_ops import BUILDERS
-from .family_ops_cases import Spec
+from .family_ops_base import Spec
 from .model import FEARLESS_TILE, TILEGYM, Skip
 
 
