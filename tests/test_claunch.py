@@ -390,6 +390,7 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
         (part, x, -1, 0.25, 1),  # below u32
         (overlapping, x, 7, 0.25, 1),
         (part, np.zeros(16384, np.float32), 7, 0.25, 1),
+        (part, None, 7, 0.25, 1),  # None in a tensor slot: left to the Python warm path
     ]
     for bad in refused:
         assert warm.c_launch(warm.c, bad, 0) == -1, bad

@@ -256,14 +256,15 @@ def test_the_backward_kernels_compile_through_tileiras(
     kv = fl.zeros((1, 2, 200, 64), dtype=fl.bf16)
     stats = fl.zeros((1, 4, 256))
     lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, 64)) for _ in range(2))
+    no, extra = (None, None, None), (0, 0, 1.0)  # a0, a1, m absent; wl, wr, cap unread
     kernel = make_attention_stats(fl.bf16, causal, False)
-    assert cubin(kernel, lse, delta, q, kv, q, q, 0.125, 64, 64, 2)
+    assert cubin(kernel, lse, delta, q, kv, q, q, *no, 0.125, *extra, 64, 64, 2)
     dk, dv = (fl.empty((1, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
     kernel = make_attention_dkdv(fl.bf16, causal, False)
-    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, 0.125, 64, 2)
+    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)
     dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
     kernel = make_attention_dq(fl.bf16, causal, False)
-    assert cubin(kernel, dq, q, kv, kv, q, stats, stats, 0.125, 64, 2)
+    assert cubin(kernel, dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)
 
 
 @pytest.mark.gpu

@@ -151,10 +151,14 @@ def _masked_launches(form: tuple) -> list[tuple[Any, tuple]]:
     lse, delta = (fl.empty((2, 4, 256)).partition((1, 1, 64)) for _ in range(2))
     dk, dv = (fl.empty((2, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in "kv")
     dq = fl.empty((2, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
+    no, extra = (None, None), (0, 0, 1.0)  # no ragged inputs; the variant's scalars, unread
     return [
-        (KB.make_attention_stats, (lse, delta, q, kv, q, q, m, 0.125, 64, 64, 2)),
-        (KB.make_attention_dkdv, (dk, dv, q, kv, kv, q, stats, stats, m, 0.125, 64, 2)),
-        (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, m, 0.125, 64, 2)),
+        (KB.make_attention_stats, (lse, delta, q, kv, q, q, *no, m, 0.125, *extra, 64, 64, 2)),
+        (
+            KB.make_attention_dkdv,
+            (dk, dv, q, kv, kv, q, stats, stats, *no, m, 0.125, *extra, 64, 2),
+        ),
+        (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, *no, m, 0.125, *extra, 64, 2)),
     ]
 
 

@@ -240,9 +240,9 @@ def _ragged_launches(sink: bool) -> list[tuple[Callable[..., Any], tuple, tuple]
         variant, extra = (False, False, False, False, ("varlen", fl.i32)), (0, 0, 1.0)
     flags = (True, True, variant)
     return [
-        (KB.make_attention_stats, flags, (lse, delta, q, kv, q, q, *aux, 0.125, *extra, 64, 64, 2)),
-        (KB.make_attention_dkdv, flags, (dk, dv, q, kv, kv, q, stats, stats, *aux, 0.125, *extra, 64, 2)),
-        (KB.make_attention_dq, flags, (dq, q, kv, kv, q, stats, stats, *aux, 0.125, *extra, 64, 2)),
+        (KB.make_attention_stats, flags, (lse, delta, q, kv, q, q, *aux, None, 0.125, *extra, 64, 64, 2)),
+        (KB.make_attention_dkdv, flags, (dk, dv, q, kv, kv, q, stats, stats, *aux, None, 0.125, *extra, 64, 2)),
+        (KB.make_attention_dq, flags, (dq, q, kv, kv, q, stats, stats, *aux, None, 0.125, *extra, 64, 2)),
     ]  # fmt: skip
 
 

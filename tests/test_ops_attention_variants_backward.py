@@ -157,11 +157,12 @@ def _backward_launches(variant: tuple | None, even_k: bool) -> list[tuple[Any, t
     lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, 64)) for _ in range(2))
     dk, dv = (fl.empty((1, 2, s, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
     dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
-    extra = () if variant is None else (40, 7, 30.0)
+    extra = (0, 0, 1.0) if variant is None else (40, 7, 30.0)
+    no = (None, None, None)  # a0, a1, m: absent
     return [
-        (KB.make_attention_stats, (lse, delta, q, kv, q, q, 0.125, *extra, 64, 64, 2)),
-        (KB.make_attention_dkdv, (dk, dv, q, kv, kv, q, stats, stats, 0.125, *extra, 64, 2)),
-        (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, 0.125, *extra, 64, 2)),
+        (KB.make_attention_stats, (lse, delta, q, kv, q, q, *no, 0.125, *extra, 64, 64, 2)),
+        (KB.make_attention_dkdv, (dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)),
+        (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)),
     ]
 
 
@@ -171,6 +172,11 @@ def test_the_sdpa_backward_ir_is_unchanged(causal: bool, even_k: bool) -> None:
         _backward_launches(None, even_k), SDPA_IR[causal, even_k], strict=True
     ):
         text = make(fl.bf16, causal, even_k).inspect(*args, stage="ir")
+        # one kernel serves every form: the plain one takes the variant's scalars too (unread;
+        # the absent a0, a1, m compile away), and its body is the IR of before, to the byte
+        unread = ", %wl: tile<i32>, %wr: tile<i32>, %cap: tile<f32>"
+        assert text.count(unread) == 1, make.__name__
+        text = text.replace(unread, "")
         assert hashlib.sha256(text.strip().encode()).hexdigest()[:16] == want, make.__name__
 
 

@@ -141,11 +141,14 @@ _ACCESS: dict[str, ParamKind] = {"part": "disjoint", "tensor": "slice", "atomic"
 
 class Declared(NamedTuple):
     """A parameter as its kernel declares it, before any launch: what the runtime's dispatcher
-    (runtime/dispatch.py) reads a call's arguments by. `dtype` is None for a Const."""
+    (runtime/dispatch.py) reads a call's arguments by. `dtype` is None for a Const.
+    `optional`: an array parameter a call may pass as None (`tile.Tensor[T] | None`), which
+    specialises the kernel without it (`TileParam.absent`)."""
 
     name: str
     kind: TileParamKind
     dtype: DType | None
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,12 @@ class TileParam:
     @property
     def is_array(self) -> bool:
         return self.kind in ("part", "tensor", "atomic")
+
+    @property
+    def absent(self) -> bool:
+        """An optional array the launch passed as None: a Const of value None (a
+        `tile.Const` is never None), so it has no kernel parameter, as every Const."""
+        return self.kind == "const" and self.value is None
 
     def spec(self) -> ParamSpec | None:
         """This parameter in the launch's one vocabulary (None: not an array): what the

@@ -179,6 +179,23 @@ def as_load(target: ast.expr) -> ast.expr:
     return copy
 
 
+def identity(node: ast.Compare, left: Any, right: Any, is_: bool, loc: Location) -> Weak:
+    """`a is b` / `a is not b` (`is_` False), decided at compile time: kernels ask it of None
+    (an absent optional parameter is the object None, tile/signature.py; anything the kernel
+    computes, a tile or an array parameter, is not None)."""
+    if not (isinstance(left, PyObj) and left.obj is None) and not (
+        isinstance(right, PyObj) and right.obj is None
+    ):
+        raise unsupported(
+            f"the comparison `{ast.unparse(node)}`",
+            loc,
+            help="`is` and `is not` compare with None (`if m is not None:`); compare numbers "
+            "with == and !=",
+        )
+    same = isinstance(left, PyObj) and isinstance(right, PyObj) and left.obj is right.obj
+    return Weak(same == is_)
+
+
 class Lowerer(ABC, Generic[OperandT]):
     """Lowers one function body; the track's subclass emits its IR."""
 
@@ -450,6 +467,11 @@ class Lowerer(ABC, Generic[OperandT]):
         public = [n for n in dir(base.obj) if not n.startswith("_")]
         close = sorted(difflib.get_close_matches(node.attr, public, n=2, cutoff=0.6))
         hint = f"its attributes are {listed}" if listed and len(names) <= 8 else None
+        if base.obj is None and base.name != "None":
+            hint = (
+                f"`{base.name}` is None in this specialisation (an optional parameter the launch "
+                f"passed None for): use it only under `if {base.name} is not None:`"
+            )
         if close:
             similar = " or ".join(f"`{base.name}.{n}`" for n in close)
             hint = f"a similar name exists: {similar}"
@@ -507,16 +529,20 @@ class Lowerer(ABC, Generic[OperandT]):
         result: OperandT | None = None
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             pred = CMPOPS.get(type(op))
-            if pred is None:
+            if pred is None and not isinstance(op, ast.Is | ast.IsNot):
                 raise unsupported(
                     f"the comparison `{ast.unparse(node)}`",
                     loc,
-                    help="kernels compare numbers with < <= > >= == !=",
+                    help="kernels compare numbers with < <= > >= == != (and with None by "
+                    "`is`, at compile time)",
                 )
             right = self.expr(right_node)
-            if isinstance(left, PyObj) and isinstance(right, PyObj) and pred in ("eq", "ne"):
+            r: Any
+            if pred is None:  # `is` / `is not`
+                r = identity(node, left, right, isinstance(op, ast.Is), loc)
+            elif isinstance(left, PyObj) and isinstance(right, PyObj) and pred in ("eq", "ne"):
                 # compile-time objects (`x.dtype == fl.f32`): decided now, like a literal
-                r: Any = Weak((left.obj == right.obj) == (pred == "eq"))
+                r = Weak((left.obj == right.obj) == (pred == "eq"))
             else:
                 r = self.compare(pred, left, right, loc)
             result = r if result is None else self.binary("and", result, r, loc)

@@ -23,7 +23,6 @@ from .kernels_attention import (
     user_masked,
     variant_bounds,
 )
-from .kernels_attention_mask_backward import mask_flags, masked_dkdv, masked_dq, masked_stats
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -59,22 +58,23 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 # (`variant_bounds`; dk_dv skips the query tiles whose rows see none of its keys,
 # `variant_rows`), and the cap's derivative: S = CAP tanh(R / CAP) of the raw scores R gives
 # dR = dS (1 - tanh(R / CAP)^2). A row that sees no key (0 in the forward) gets lse = +inf, so
-# its P, and every gradient through it, is 0. Without a variant the kernels are those of before
-# (issue 35 compared their Tile IR).
+# its P, and every gradient through it, is 0. Every form is one kernel per step, whose
+# signature takes every form's inputs: the ragged forms' a0, a1 and the mask m are optional
+# (`tile.Tensor[T] | None`: a form without them passes None, which compiles them away), and
+# WL, WR, CAP are run-time scalars that the forms without a variant pass and never read.
 #
-# A variant's fifth element makes it ragged (`ragged_geometry`, kernels of their own taking two
-# auxiliary tensors; kernels_attention_ragged_backward.py launches them): attention_sink's
+# A variant's fifth element makes it ragged (`ragged_geometry`, the kernels' two auxiliary
+# tensors a0, a1; kernels_attention_ragged_backward.py launches them): attention_sink's
 # (row r at r + START, START read from a tensor; the head's sink joins each row's lse, so P is
 # the forward's) and fmha_varlen's (sequence b's lengths read from q_lens, kv_lens; the rows
 # past LQ get lse = +inf, the keys past LK are masked and their dK, dV are 0).
 #
 # A `mask` form (make_attention's (is_bool, batch, heads), no variant with it) takes the user's
-# mask m of (1 or B, 1 or H, L, S) as one more tensor: each recomputed score tile gets what the
+# mask m of (1 or B, 1 or H, L, S) as the kernels' m: each recomputed score tile gets what the
 # forward added (`user_masked`, the forward's own code: -inf where a bool mask is False, an
 # additive one's values / ln 2), so a masked-out key has P = 0 and dS = 0, and a row whose
 # every key is masked gets lse = +inf (0 in the forward): zero gradients. The mask itself gets
-# no gradient (torch's SDPA gives none to a mask that does not require grad). The kernels'
-# signatures are kernels_attention_mask_backward.py's.
+# no gradient (torch's SDPA gives none to a mask that does not require grad).
 
 
 @tile.function
@@ -158,6 +158,21 @@ def _flags(variant):
         return False, False, False, False, False, False, False, None
     form, aux_dt = variant[4] if len(variant) > 4 else (None, None)
     return (True, *variant[:4], form is not None, form == "sink", aux_dt)
+
+
+def mask_flags(mask, variant):
+    """(masked, mask_bool, mask_b, mask_h) of a `mask` form (make_attention's (is_bool, batch,
+    heads); None: none); a mask form takes no variant."""
+    if mask is None:
+        return False, False, False, False
+    assert variant is None, "a mask form takes no variant"
+    return (True, *mask)
+
+
+def _optional_dtypes(dt, aux_dt, mask_bool):
+    """(a0's dtype, m's dtype) in the kernels' signatures: a form without them passes None
+    (the parameters are `| None`), and the dtypes then only need to be dtypes."""
+    return aux_dt or fl.i32, fl.bool_ if mask_bool else dt
 
 
 @tile.function
@@ -252,58 +267,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
         do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
         delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
 
-    if ragged:
-
-        @tile.kernel(**hints)
-        def ragged_attention_stats(
-            lse: tile.Part[fl.f32],
-            delta: tile.Part[fl.f32],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            out: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            a0: tile.Tensor[aux_dt],
-            a1: tile.Tensor[fl.i32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            TILE_D: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            stats(
-                lse, delta, q, k, out, dout, a0, a1, None, scale, wl, wr, cap, TILE_N, TILE_D,
-                GROUP,
-            )  # fmt: skip
-
-        return ragged_attention_stats
-    if varied:
-
-        @tile.kernel(**hints)
-        def variant_attention_stats(
-            lse: tile.Part[fl.f32],
-            delta: tile.Part[fl.f32],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            out: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            TILE_D: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            stats(
-                lse, delta, q, k, out, dout, None, None, None, scale, wl, wr, cap, TILE_N, TILE_D,
-                GROUP,
-            )  # fmt: skip
-
-        return variant_attention_stats
-    if masked:
-        return masked_stats(stats, dt, mask_bool, **hints)
+    aux_t, mdt = _optional_dtypes(dt, aux_dt, mask_bool)
 
     @tile.kernel(**hints)
     def attention_stats(
@@ -313,15 +277,18 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
         k: tile.Tensor[dt],
         out: tile.Tensor[dt],
         dout: tile.Tensor[dt],
+        a0: tile.Tensor[aux_t] | None,
+        a1: tile.Tensor[fl.i32] | None,
+        m: tile.Tensor[mdt] | None,
         scale: fl.f32,
+        wl: fl.i32,
+        wr: fl.i32,
+        cap: fl.f32,
         TILE_N: tile.Const[int],
         TILE_D: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        stats(
-            lse, delta, q, k, out, dout, None, None, None, scale, None, None, None, TILE_N,
-            TILE_D, GROUP,
-        )  # fmt: skip
+        stats(lse, delta, q, k, out, dout, a0, a1, m, scale, wl, wr, cap, TILE_N, TILE_D, GROUP)
 
     return attention_stats
 
@@ -373,57 +340,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
 
-    if ragged:
-
-        @tile.kernel(**hints)
-        def ragged_attention_dkdv(
-            dk: tile.Part[dt],
-            dv: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            lse: tile.Tensor[fl.f32],
-            delta: tile.Tensor[fl.f32],
-            a0: tile.Tensor[aux_dt],
-            a1: tile.Tensor[fl.i32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_M: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, None, scale, wl, wr, cap, TILE_M, GROUP)
-
-        return ragged_attention_dkdv
-    if varied:
-
-        @tile.kernel(**hints)
-        def variant_attention_dkdv(
-            dk: tile.Part[dt],
-            dv: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            lse: tile.Tensor[fl.f32],
-            delta: tile.Tensor[fl.f32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_M: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            dkdv(
-                dk, dv, q, k, v, dout, lse, delta, None, None, None, scale, wl, wr, cap, TILE_M,
-                GROUP,
-            )  # fmt: skip
-
-        return variant_attention_dkdv
-    if masked:
-        return masked_dkdv(dkdv, dt, mask_bool, **hints)
+    aux_t, mdt = _optional_dtypes(dt, aux_dt, mask_bool)
 
     @tile.kernel(**hints)
     def attention_dkdv(
@@ -435,14 +352,17 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
         dout: tile.Tensor[dt],
         lse: tile.Tensor[fl.f32],
         delta: tile.Tensor[fl.f32],
+        a0: tile.Tensor[aux_t] | None,
+        a1: tile.Tensor[fl.i32] | None,
+        m: tile.Tensor[mdt] | None,
         scale: fl.f32,
+        wl: fl.i32,
+        wr: fl.i32,
+        cap: fl.f32,
         TILE_M: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dkdv(
-            dk, dv, q, k, v, dout, lse, delta, None, None, None, scale, None, None, None, TILE_M,
-            GROUP,
-        )  # fmt: skip
+        dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M, GROUP)
 
     return attention_dkdv
 
@@ -485,54 +405,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
             acc = tile.mma(ds.astype(dt), kt, acc)
         dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
 
-    if ragged:
-
-        @tile.kernel(**hints)
-        def ragged_attention_dq(
-            dq: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            lse: tile.Tensor[fl.f32],
-            delta: tile.Tensor[fl.f32],
-            a0: tile.Tensor[aux_dt],
-            a1: tile.Tensor[fl.i32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, None, scale, wl, wr, cap, TILE_N, GROUP)
-
-        return ragged_attention_dq
-    if varied:
-
-        @tile.kernel(**hints)
-        def variant_attention_dq(
-            dq: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            dout: tile.Tensor[dt],
-            lse: tile.Tensor[fl.f32],
-            delta: tile.Tensor[fl.f32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            dq_rows(
-                dq, q, k, v, dout, lse, delta, None, None, None, scale, wl, wr, cap, TILE_N, GROUP
-            )
-
-        return variant_attention_dq
-    if masked:
-        return masked_dq(dq_rows, dt, mask_bool, **hints)
+    aux_t, mdt = _optional_dtypes(dt, aux_dt, mask_bool)
 
     @tile.kernel(**hints)
     def attention_dq(
@@ -543,13 +416,17 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
         dout: tile.Tensor[dt],
         lse: tile.Tensor[fl.f32],
         delta: tile.Tensor[fl.f32],
+        a0: tile.Tensor[aux_t] | None,
+        a1: tile.Tensor[fl.i32] | None,
+        m: tile.Tensor[mdt] | None,
         scale: fl.f32,
+        wl: fl.i32,
+        wr: fl.i32,
+        cap: fl.f32,
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dq_rows(
-            dq, q, k, v, dout, lse, delta, None, None, None, scale, None, None, None, TILE_N, GROUP
-        )
+        dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_N, GROUP)
 
     return attention_dq
 
@@ -572,12 +449,12 @@ def attention_backward(
     td = next_pow2(d)
     even_k = k.shape[2] % tn == 0
     dt = q.dtype
-    extra = () if variant is None else (wl, wr, cap)
+    extra = (wl, wr, cap)  # read by a variant's kernels only
     lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
     lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
     even_k = even_k or (variant is not None and len(variant) > 4)  # unused: one kernel
     flags = (dt, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
-    aux = aux if mask is None else (mask,)  # the kernels take the mask where aux goes
+    aux = (*(aux or (None, None)), mask)  # a0, a1, m: None where the form has none
     stats = kernel_of(make_attention_stats, *flags)
     stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
     lse, delta = lse_p.unpartition(), delta_p.unpartition()

@@ -19,6 +19,11 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
             `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
             `describe` reads it and its strides, whose contiguity the slow path checked, go
             in the key; an fl.Tensor's device goes in it too
+    optional  a Tensor or Atomic declared `| None` (`Declared.optional`): None has key part
+            None, pointer 0 (a zero-size range, which overlaps nothing: the borrow check's
+            indices stay those of the declared arrays, and the slow path's byte extent for it
+            is 0) and no payload on "cuda" (None on "sim", what `signature_of` gives an absent
+            array); anything else is read as the Tensor or Atomic it declares
     const   key: its type and value
     scalar  a bool, int or float; key: its type. The slow path's range check depends on the
             type alone except for an int passed to an integer parameter: that one is checked
@@ -57,8 +62,27 @@ def reader_for(param: Declared) -> Reader:
     if kind == "part":
         return _part_reader(want)
     if kind in ("tensor", "atomic"):
-        return _tensor_reader(param.name, want, kind == "atomic")
+        read = _tensor_reader(param.name, want, kind == "atomic")
+        return _optional(read) if param.optional else read
     return _scalar_reader(want)
+
+
+def _optional(read: Reader) -> Reader:
+    """The reader of an optional array: None is absent (see the module's docstring), anything
+    else goes to `read`."""
+
+    def read_optional(
+        arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
+    ) -> bool:
+        if arg is None:
+            key.append(None)
+            starts.append(0)
+            if not on_device:
+                payload.append(None)  # a Const's value in `signature_of`'s values
+            return True
+        return read(arg, on_device, key, starts, payload)
+
+    return read_optional
 
 
 def _part_reader(want: DType) -> Reader:

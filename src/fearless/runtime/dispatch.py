@@ -238,6 +238,10 @@ class Dispatcher:
         self._c_forget = module.tile_warm_forget if module is not None else None
 
 
+# An optional array (`Declared.optional`) is its array kind here: claunch_tile.c reads None in
+# an array slot as no array it knows and declines the call (-1), so the Python warm path serves
+# every launch that leaves one out (its readers keep the declared arrays' indices, which the
+# C path's `pairs` index too, by giving the absent array a zero-size range).
 _WARM_KINDS = {
     "part": claunch.WARM_PART,
     "tensor": claunch.WARM_TENSOR,

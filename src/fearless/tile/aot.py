@@ -27,7 +27,7 @@ from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..ir.tile.types import is_pow2
 from ..runtime.location import user_location
-from .types import ConstAnnotation, PartAnnotation, TensorAnnotation
+from .types import ConstAnnotation, OptionalAnnotation, PartAnnotation, TensorAnnotation
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,11 @@ def signature_from_specs(
         )
     params: list[TileParam] = []
     for (pname, ann), arg in zip(anns, args, strict=True):
+        if isinstance(ann, OptionalAnnotation):
+            if arg is None:  # absent, as a launch's None (tile/signature.py)
+                params.append(TileParam(pname, "const", None, value=None))
+                continue
+            ann = ann.inner
         if isinstance(ann, PartAnnotation):
             if not isinstance(arg, PartSpec):
                 raise _kind_error(kernel, pname, "tile.Spec(shape, dtype).partition(tile)", arg)

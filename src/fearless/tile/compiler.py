@@ -18,7 +18,7 @@ from ..abi import CompiledTile, Signature
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
-from ..frontend.values import Weak
+from ..frontend.values import PyObj, Weak
 from ..ir.core import Function
 from ..ir.tile import ops
 from ..ir.tile.kernel import TileHints, TileIR
@@ -37,7 +37,9 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     weak: list[Any] = []  # the `float` / `int` scalars (TileParam.weak)
     for arg, p in zip(tree.args.args, signature, strict=True):
         loc = src.loc(arg)
-        if p.kind == "const":
+        if p.absent:  # an optional array passed as None: the constant None, named
+            env[arg.arg] = PyObj(None, arg.arg)
+        elif p.kind == "const":
             env[arg.arg] = Weak(p.value)
         elif p.kind == "scalar":
             assert p.dtype is not None

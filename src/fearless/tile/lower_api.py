@@ -38,10 +38,26 @@ def array_param(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType
     """`x` as an array parameter of the kernel, or the error that it is not one."""
     if isinstance(x, Value) and isinstance(x.type, ArrayParamType):
         return x, x.type
+    if isinstance(x, PyObj) and x.obj is None:
+        raise absent_error(x, loc, f"{what} is None, not an array")
     raise KernelTypeError(
         f"{what} must be an array parameter of the kernel",
         loc,
         help="pass the kernel parameter itself (`x`), not a tile loaded from it",
+    )
+
+
+def absent_error(x: PyObj, loc: Location, message: str) -> KernelTypeError:
+    """E0308 for None used as an array: an optional parameter this launch left out (its
+    PyObj keeps the parameter's name, tile/compiler.py), or a literal None."""
+    name = f"`{x.name}`" if x.name != "None" else "the parameter"
+    return KernelTypeError(
+        message,
+        loc,
+        code="E0308",
+        help=f"{name} is None in this specialisation (a `tile.Tensor[T] | None` parameter the "
+        f"launch passed None for): use it only under `if {x.name} is not None:`, which is "
+        "decided at compile time",
     )
 
 

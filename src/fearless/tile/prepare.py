@@ -65,7 +65,12 @@ def prepare_launch(
         if p.is_array
     ]
     warn_at_launch(ir, signature, values)  # reductions over padding these extents leave
-    nbytes = tuple(info.nbytes for info in infos)
+    # per declared array, absent ones included (0 bytes: the dispatcher's borrow check
+    # indexes the declared arrays, runtime/arg_keys.py)
+    infos_left = iter(infos)
+    nbytes = tuple(
+        0 if p.absent else next(infos_left).nbytes for p in signature if p.is_array or p.absent
+    )
     if target.simulated:
         return Prepared(signature, ir, grid, nbytes, sim_runner(ir, grid, device)), values
     ct = kernel.compile(signature)

@@ -2,6 +2,10 @@
 arguments read into a `Signature` (per parameter its kind, dtype, rank, tile, Const value and
 alignment facts), with every refusal a launch's arguments can meet before the grid.
 
+An optional array (`tile.Tensor[T] | None`, tile/types.py's OptionalAnnotation) given None
+becomes a Const parameter of value None (`TileParam.absent`): like any Const it has no kernel
+parameter, and a different value (an array) is a different specialisation.
+
 `declared` gives the same parameters in the runtime's vocabulary (`abi.Declared`), which the
 dispatcher (runtime/dispatch.py) reads a call's arguments by on its warm path.
 """
@@ -21,7 +25,13 @@ from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_er
 from ..runtime.location import argument_error
 from ..runtime.partition import Partition
 from ..runtime.target import Target
-from .types import AtomicAnnotation, ConstAnnotation, PartAnnotation, TensorAnnotation
+from .types import (
+    AtomicAnnotation,
+    ConstAnnotation,
+    OptionalAnnotation,
+    PartAnnotation,
+    TensorAnnotation,
+)
 
 
 def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tuple[str, Any]]:
@@ -33,7 +43,12 @@ def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tup
         ann = hints.get(arg.arg)
         ok = isinstance(
             ann,
-            PartAnnotation | TensorAnnotation | AtomicAnnotation | ConstAnnotation | DType,
+            PartAnnotation
+            | TensorAnnotation
+            | AtomicAnnotation
+            | OptionalAnnotation
+            | ConstAnnotation
+            | DType,
         ) or (ann in (int, float, bool))
         if not ok:
             raise CompileError(
@@ -41,8 +56,8 @@ def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tup
                 src.loc(arg),
                 code="E0599",
                 help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
-                f"`tile.Tensor[fl.f32]` (an input), `tile.Atomic[fl.f32]` (updated by "
-                "atomics), `tile.Const[int]` or `fl.f32`",
+                f"`tile.Tensor[fl.f32]` (an input; `| None` if a launch may leave it out), "
+                "`tile.Atomic[fl.f32]` (updated by atomics), `tile.Const[int]` or `fl.f32`",
             )
         dt = getattr(ann, "dtype", ann)
         if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
@@ -68,6 +83,12 @@ def signature_of(
     params: list[TileParam] = []
     values: list[Any] = []
     for (name, ann), arg in zip(anns, args, strict=True):
+        if isinstance(ann, OptionalAnnotation):
+            if arg is None:  # absent: a compile-time None, no kernel parameter
+                params.append(TileParam(name, "const", None, value=None))
+                values.append(None)
+                continue
+            ann = ann.inner
         if isinstance(ann, PartAnnotation):
             if not isinstance(arg, Partition):
                 raise argument_error(
@@ -94,6 +115,8 @@ def signature_of(
             )
             values.append((arg, info))
         elif isinstance(ann, TensorAnnotation | AtomicAnnotation):
+            if arg is None:
+                raise none_error(kernel, name, ann)
             info = describe(arg, target, name=name, ndim=None)
             _check_dtype(kernel, name, info.dtype, ann.dtype)
             if isinstance(ann, AtomicAnnotation) and _read_only(info):
@@ -122,11 +145,15 @@ def signature_of(
 def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
     """A signature from the annotations alone, for `inspect` without arguments.
 
-    Parts get 1-d... tiles of 128 per dimension of rank 1; Tensors rank 1; Consts need values.
+    Parts get 1-d... tiles of 128 per dimension of rank 1; Tensors rank 1; optional arrays
+    are left out (the form every launch may take: a body that uses one unguarded fails here);
+    Consts need values.
     """
     params = []
     for name, ann in anns:
-        if isinstance(ann, PartAnnotation):
+        if isinstance(ann, OptionalAnnotation):
+            params.append(TileParam(name, "const", None, value=None))
+        elif isinstance(ann, PartAnnotation):
             params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
         elif isinstance(ann, TensorAnnotation):
             params.append(TileParam(name, "tensor", ann.dtype, 1))
@@ -145,8 +172,23 @@ def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
 
 
 def declared(anns: Sequence[tuple[str, Any]]) -> list[Declared]:
-    """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads)."""
-    return [Declared(name, _kind(ann), _dtype(ann)) for name, ann in anns]
+    """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads): an
+    optional array is its array kind with `optional` set."""
+    return [
+        Declared(name, _kind(ann), _dtype(ann), isinstance(ann, OptionalAnnotation))
+        for name, ann in anns
+    ]
+
+
+def none_error(kernel: str, name: str, ann: Any) -> Exception:
+    """E0701 for None given to a required array parameter, with how to make it optional."""
+    return argument_error(
+        f"argument `{name}` of `{kernel}` is None, but `{name}` is a `{ann!r}`, which a launch "
+        "must pass",
+        help=f"pass an array, or declare the parameter optional: `{name}: {ann!r} | None` "
+        f"(a launch that passes None then compiles the kernel without it; test it in the body "
+        f"with `if {name} is not None:`)",
+    )
 
 
 def _check_dtype(kernel: str, name: str, got: DType, want: DType) -> None:
@@ -155,7 +197,9 @@ def _check_dtype(kernel: str, name: str, got: DType, want: DType) -> None:
 
 
 def _kind(ann: Any) -> TileParamKind:
-    """The parameter kind an annotation declares."""
+    """The parameter kind an annotation declares (an optional array's: its array's)."""
+    if isinstance(ann, OptionalAnnotation):
+        ann = ann.inner
     if isinstance(ann, PartAnnotation):
         return "part"
     if isinstance(ann, TensorAnnotation):

@@ -2,7 +2,9 @@
 
 `tile.Part[fl.f32]` (this block's tile of a partitioned output), `tile.Tensor[fl.f32]` (a
 read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and scatters),
-`tile.Const[int]` (specialised per value). The IR types of tile values are in
+`tile.Const[int]` (specialised per value). `tile.Tensor[fl.f32] | None` (and so for Atomic) is
+an optional array (`OptionalAnnotation`): a launch that passes None compiles the kernel without
+it, the parameter the constant None in the body. The IR types of tile values are in
 `ir/tile/types.py`.
 """
 
@@ -25,6 +27,24 @@ class ArrayAnnotation:
     def __repr__(self) -> str:
         return f"tile.{self.kind}[{self.dtype.name}]"
 
+    def __or__(self, other: Any) -> OptionalAnnotation:
+        return self._optional(other, f"{self!r} | {other!r}")
+
+    def __ror__(self, other: Any) -> OptionalAnnotation:
+        return self._optional(other, f"{other!r} | {self!r}")
+
+    def _optional(self, other: Any, written: str) -> OptionalAnnotation:
+        """`X | None`: this annotation, optional (only a Tensor's or an Atomic's: a Part is
+        the kernel's output, and its grid, so it is always there)."""
+        if other is not None and other is not type(None):
+            raise TypeError(f"`{written}`: a Tile annotation unites only with None")
+        if self.kind not in ("Tensor", "Atomic"):
+            raise TypeError(
+                f"`{written}`: only tile.Tensor and tile.Atomic parameters may be optional "
+                "(a Part is the launch's output and its grid)"
+            )
+        return OptionalAnnotation(self)
+
 
 class PartAnnotation(ArrayAnnotation):
     """`tile.Part[T]`: this block's tile of a partitioned output."""
@@ -43,6 +63,23 @@ class AtomicAnnotation(ArrayAnnotation):
     (`tile.atomic_add`, ...) and `tile.scatter`, so any block may touch any element."""
 
     kind = "Atomic"
+
+
+@dataclass(frozen=True)
+class OptionalAnnotation:
+    """`tile.Tensor[T] | None`, `tile.Atomic[T] | None`: an array parameter a launch may pass
+    as None. A None is a compile-time constant (tile/signature.py makes it a Const parameter
+    of value None): that specialisation has no such parameter, and the body sees None, so
+    `if m is not None:` folds; an array makes the parameter `inner`."""
+
+    inner: ArrayAnnotation
+
+    @property
+    def dtype(self) -> DType:
+        return self.inner.dtype
+
+    def __repr__(self) -> str:
+        return f"{self.inner!r} | None"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,142 @@
+"""Optional Tile parameters (`tile.Tensor[T] | None`): a launch that passes None compiles the
+kernel without the parameter, the body sees the constant None (`if m is not None:` folds),
+the two forms are two specialisations and two prepared launches, and None for a required
+array is an error that says how to make it optional."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+from fearless.runtime.target import Target
+from fearless.tile.kernel import Kernel
+
+
+@tile.function
+def scaled(x, m, z):
+    """x's tile, times m's where m is given (compile-time)."""
+    y = tile.load_like(x, z)
+    if m is not None:
+        y = y * tile.load_like(m, z)
+    return y
+
+
+@tile.kernel
+def scale_or_shift(
+    z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], m: tile.Tensor[fl.f32] | None, b: fl.f32
+):
+    y = scaled(x, m, z)
+    if m is None:
+        y = y + b
+    z.store(y)
+
+
+@tile.kernel
+def first_optional(z: tile.Part[fl.f32], m: tile.Tensor[fl.f32] | None, x: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches() -> None:
+    for k in (scale_or_shift, first_optional):
+        k._dispatch = None
+
+
+def _slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the launches that went the slow way (through `signature_of`)."""
+    calls: list[int] = []
+    real = Kernel.signature_of
+
+    def counted(self: Kernel, args: tuple[Any, ...], target: Target) -> Any:
+        calls.append(1)
+        return real(self, args, target)
+
+    monkeypatch.setattr(Kernel, "signature_of", counted)
+    return calls
+
+
+def _run(m: Any) -> np.ndarray:
+    zp = fl.zeros(300).partition((128,))
+    scale_or_shift(zp, np.arange(300, dtype=np.float32), m, 1.5)
+    return zp.unpartition().numpy()
+
+
+def test_the_annotation_reads_as_written() -> None:
+    assert repr(tile.Tensor[fl.f32] | None) == "tile.Tensor[f32] | None"
+    assert repr(None | tile.Atomic[fl.i32]) == "tile.Atomic[i32] | None"
+    with pytest.raises(TypeError, match=r"only tile\.Tensor and tile\.Atomic"):
+        tile.Part[fl.f32] | None
+    with pytest.raises(TypeError, match="unites only with None"):
+        tile.Tensor[fl.f32] | int
+
+
+def test_the_simulator_runs_both_forms() -> None:
+    x = np.arange(300, dtype=np.float32)
+    m = np.linspace(-2.0, 2.0, 300, dtype=np.float32)
+    np.testing.assert_array_equal(_run(None), x + np.float32(1.5))
+    np.testing.assert_array_equal(_run(m), x * m)
+    np.testing.assert_array_equal(_run(fl.asarray(m)), x * m)
+
+
+def test_the_absent_form_has_no_parameter_for_it() -> None:
+    zp = fl.zeros(300).partition((128,))
+    x = np.zeros(300, np.float32)
+    absent, _ = scale_or_shift.signature_of((zp, x, None, 1.0), Target.SIM)
+    present, _ = scale_or_shift.signature_of((zp, x, x, 1.0), Target.SIM)
+    assert absent[2].absent and not present[2].absent and absent != present
+    assert [v.name for v in scale_or_shift.ir_for(absent).fn.params] == ["z", "x", "b"]
+    assert [v.name for v in scale_or_shift.ir_for(present).fn.params] == ["z", "x", "m", "b"]
+
+
+def test_the_two_forms_compile_to_different_cubins(cubin: Callable[..., bytes]) -> None:
+    zp = fl.zeros(300).partition((128,))
+    x = fl.zeros(300)
+    absent, present = cubin(scale_or_shift, zp, x, None, 1.0), cubin(scale_or_shift, zp, x, x, 1.0)
+    assert absent and present and absent != present
+
+
+def test_none_for_a_required_tensor_says_how_to_make_it_optional() -> None:
+    zp = fl.zeros(300).partition((128,))
+    with pytest.raises(fl.KernelTypeError) as info:
+        scale_or_shift(zp, None, None, 1.0)
+    text = str(info.value)
+    assert "argument `x` of `scale_or_shift` is None" in text
+    assert "`x: tile.Tensor[f32] | None`" in text
+    assert info.value.loc is not None and info.value.loc.file == __file__
+
+
+def test_a_second_launch_with_none_is_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.arange(300, dtype=np.float32)
+    _run(None)
+    _run(None)
+    assert len(slow) == 1
+    _run(x)  # present: another specialisation, prepared once
+    _run(x)
+    assert len(slow) == 2
+    warm = scale_or_shift._dispatch
+    assert warm is not None and len(warm.entries) == 2
+    zp = fl.zeros(300).partition((128,))
+    entry, _, payload = warm.lookup((zp, x, None, 2.0), Target.SIM)
+    assert entry is not None and payload[2] is None and not entry.signature[2].is_array
+
+
+def test_the_borrow_check_still_sees_the_arrays_after_an_absent_one() -> None:
+    """An absent array keeps the indices of the arrays after it (its range is empty): the
+    output aliasing the last input is refused on the warm path as on the slow one."""
+    host = np.zeros(256, np.float32)
+    zp = fl.asarray(host).partition((128,))
+    x = fl.zeros(256)
+    first_optional(zp, None, x)
+    first_optional(zp, None, x)  # warm
+    warm = first_optional._dispatch
+    assert warm is not None
+    alias = fl.asarray(host)  # a second handle on z's storage, of the same key as x
+    assert warm.lookup((zp, None, alias), Target.SIM)[1] in warm.entries
+    with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
+        first_optional(zp, None, alias)
