@@ -21,6 +21,7 @@ fresh machine, or a process after an upgrade, waits for. `--quick` takes QUICK_O
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -53,7 +54,36 @@ SPECS = (
     Spec("group_gemm", "f16", (4, 1500, 1500, 1500)),
     Spec("attention", "bf16", (2, 16, 3000, 128), "causal"),
     Spec("attention", "bf16", (4, 32, 6000, 128), "decode"),
-)
+    # family_ops_attention.py's operators (shapes in its Specs' terms, `extra` as there)
+    Spec("attention_backward", "bf16", (2, 16, 3000, 128), "causal_hd128", (("is_causal", True),)),
+    Spec("fmha", "bf16", (2, 16, 3000, 64), "causal", (("is_causal", True),)),
+    Spec("swa_attention", "f16", (1, 32, 3000, 128), "", (("window_size", 1024), ("is_causal", True))),
+    Spec("gemma_attention", "bf16", (2, 8, 3000, 256), "", (("kv_heads", 1), ("soft_cap", 50.0), ("is_causal", True))),
+    Spec("gemma_attention_decode", "bf16", (1, 16, 6000, 128), "", (("kv_heads", 8), ("window_size", 0), ("soft_cap", 50.0))),
+    Spec("attention_sink", "bf16", (2, 3000, 8, 4, 64), "full", (("sliding_window", None),)),
+    Spec("attention_sink_decode", "bf16", (4, 6000, 8, 4, 64), "full", (("sliding_window", None),)),
+    Spec("fmha_varlen", "bf16", (4, 32, 3000, 128), "", (("is_causal", True), ("lens", (3000, 2250, 1500, 750)))),
+    Spec("mla", "bf16", (2, 16, 3000, 128), "", (("d_pe", 64),)),
+    Spec("mla_decoding", "f16", (1, 16, 6000, 128), "hd128", (("d_pe", 64),)),
+    Spec("mla_decoding_split_kv", "f16", (1, 16, 6000, 128), "hd128", (("d_pe", 64),)),
+    Spec("sparse_mla", "bf16", (1, 256, 1, 768), "", (("heads", 16), ("head_dim", 128), ("s_kv", 6000), ("d_pe", 64))),
+    Spec("flash_attn_with_kvcache", "bf16", (8, 6000, 32, 128), "contiguous", (("kv_heads", 8), ("page_block_size", 0))),
+    # family_ops_more.py's operators
+    Spec("rms_norm_backward", "bf16", (3000, 5120)),
+    Spec("silu_and_mul_backward", "bf16", (3000, 2 * 5120)),
+    Spec("swiglu_backward", "bf16", (3000, 5120)),
+    Spec("persistent_layer_norm", "bf16", (3000, 5120)),
+    Spec("splitk_reduce", "f16", (3, 32, 16, 512)),
+    Spec("mhc_gemm_rms_scale", "bf16", (3000, 28672, 4)),
+    Spec("mhc_sinkhorn", "bf16", (3000, 4)),
+    Spec("mhc_apply_residual", "bf16", (3000, 7168, 4)),
+    Spec("w8a8_block_fp8_matmul", "f8e4m3fn", (3000, 2048, 1536)),
+    Spec("fused_linear_cross_entropy", "bf16", (3000, 2048, 32000)),
+    Spec("linear_gluact_linear", "bf16", (1, 1000, 4096, 11008)),
+    Spec("fused_moe", "bf16", (300, 4096, 14336, 8, 2)),
+    Spec("recurrent_gated_delta_rule", "bf16", (3, 1, 32, 128)),
+    Spec("chunk_gated_delta_rule", "bf16", (1, 3072, 32, 128)),
+)  # fmt: skip
 
 
 def cold_case(spec: Spec) -> str:
@@ -70,7 +100,8 @@ CASES = tuple(case(s) for s in SPECS for case in (cold_case, table_case))
 def probe_argv(impl: str, spec: Spec) -> list[str]:
     """tuning_probe.py's command line for `spec`, before the options."""
     argv = [impl, spec.op, spec.dtype, "x".join(map(str, spec.shape))]
-    return [*argv, spec.variant] if spec.variant else argv
+    argv += [spec.variant] if spec.variant else []
+    return [*argv, "--extra", json.dumps(spec.extra)] if spec.extra else argv
 
 
 def probe(impl: str, spec: Spec, cache: Path, *options: str, **env: str) -> dict[str, object]:

@@ -1,6 +1,6 @@
 """One operator's first call at a new size class, in a fresh process:
 `python -m fearless_bench.tuning_probe IMPL OP DTYPE SHAPE [VARIANT] [--no-tables]
-[--export PATH]` (SHAPE as `3000x5120`).
+[--export PATH] [--extra JSON]` (SHAPE as `3000x5120`).
 
 Prints one JSON line: {"seconds": ...} (the first call of the ops family's run for that spec,
 synchronised: tuning, compiles and module loads included), or {"skip": reason}. The inputs, the
@@ -35,9 +35,16 @@ def parse(argv: list[str]) -> tuple[str, Spec, bool, str | None]:
     p.add_argument("variant", nargs="?", default="")
     p.add_argument("--no-tables", action="store_true")
     p.add_argument("--export", default=None)
+    p.add_argument("--extra", default="[]", help="the Spec's `extra` pairs, as JSON")
     a = p.parse_args(argv)
     shape = tuple(int(n) for n in a.shape.split("x"))
-    return a.impl, Spec(a.op, a.dtype, shape, a.variant), a.no_tables, a.export
+    extra = tuple((k, _tupled(v)) for k, v in json.loads(a.extra))
+    return a.impl, Spec(a.op, a.dtype, shape, a.variant, extra), a.no_tables, a.export
+
+
+def _tupled(value: Any) -> Any:
+    """A JSON value with its lists back as tuples (a Spec's `extra` holds tuples)."""
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
 
 
 def first_call(impl: str, spec: Spec, torch: Any, no_tables: bool) -> Callable[[], Any]:
