@@ -13,6 +13,7 @@
 #        tuning (time to first result at a new size class, --quick),
 #        models (fearless bench --cases models: Hugging Face models end to end; one model per
 #        command: MODELS='models_llama3_8b_*'),
+#        cases (CASES='patterns' [QUICK=1]: those cases of any family),
 #        gsizes (bench/tile_bench.py's GEMM configurations at every suite size),
 #        sanitizer (compute-sanitizer memcheck: controls, demo, examples, every operator, a
 #        sample of the GPU tests; bench/sanitizer/run.sh).
@@ -111,6 +112,12 @@ for step in "$@"; do
            python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \
              'ops_rms_norm_f16_4096x16384' 'ops_transpose_bf16_*' 'ops_silu_and_mul_f16_*' \
              'ops_gelu_*_f16_67108864' --out "$out/gaps" 2>&1 | tail -30 ;;
+    cases) # CASES='pattern ...' of any families, QUICK=1 for --quick (results in $out/cases)
+           set -f  # the patterns reach fearless bench unexpanded
+           # shellcheck disable=SC2086
+           python3 -m fearless bench ${QUICK:+--quick} --cases $CASES --out "$out/cases" 2>&1 \
+             | grep -v autotun | tee "$out/cases.log" | tail -60
+           set +f ;;
     bmm)   python3 -m fearless bench --cases 'ops_bmm_*' --out "$out/bmm" 2>&1 | tail -12 ;;
     attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \
              --out "$out/attn" 2>&1 | tail -40 ;;
