@@ -56,13 +56,18 @@ export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-
   python3 -c 'import cuda.tile, tilegym; print("cuda-tile", cuda.tile.__version__)' 2>&1 | tail -1
   command -v tileiras && tileiras --version | tail -1
 } > "$out/env.txt" 2>&1
+# pytest-timeout (in the machine's image) ends a hung GPU test after TEST_TIMEOUT_S with every
+# thread's stack in the log, so that a hang is named (2026-12-05: one hid the run's summary)
+tmo=$(python3 -c 'import pytest_timeout' 2>/dev/null \
+  && echo "--timeout ${TEST_TIMEOUT_S:-240} -o timeout_method=thread")
 for step in "$@"; do
   echo "== $step $(date +%T)"
   case $step in
     tests) # every GPU test, on 12 workers when pytest-xdist travelled in .whl (about 70 s on
            # the H200; tileiras compiles on the CPUs), tuning off but for the autotune tests
            par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 12")
-           FEARLESS_AUTOTUNE=0 python3 -m pytest -q -m gpu $par -p no:cacheprovider -rfE \
+           # shellcheck disable=SC2086
+           FEARLESS_AUTOTUNE=0 python3 -m pytest -q -m gpu $par $tmo -p no:cacheprovider -rfE \
              tests/gpu tests/test_tile_heldout.py tests/test_tile_fp8.py \
              tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
              --deselect tests/gpu/test_autotune_gpu.py 2>&1 | tee "$out/gpu_tests_full.log" \
@@ -78,10 +83,11 @@ for step in "$@"; do
            # NEW_TESTS='file ...' runs those files instead, on 15 workers
            if [ -n "${NEW_TESTS:-}" ]; then
              # shellcheck disable=SC2086
-             FEARLESS_AUTOTUNE=0 timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -q -m gpu \
+             FEARLESS_AUTOTUNE=0 timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -v -m gpu $tmo \
                -p no:cacheprovider -n 15 -rfE $NEW_TESTS 2>&1 | tee "$out/gpu_new_full.log" \
                | tail -40 > "$out/gpu_new.log"
-             grep -E "^(FAILED|ERROR)|passed|failed" "$out/gpu_new.log"; continue
+             # -v: each test's verdict as it ends, so a cut run still names its failures
+             grep -E "(FAILED|ERROR) tests|Timeout|passed|failed" "$out/gpu_new_full.log"; continue
            fi
            python3 -m pytest -q -m gpu -p no:cacheprovider -rfE tests/gpu/test_ops_where_gpu.py \
              tests/test_tile_first_hour.py tests/test_simt_shared_atomics.py \
