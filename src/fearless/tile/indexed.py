@@ -110,6 +110,15 @@ def api_gather(
     arr, at = readable(t, loc_of("t"), "gather", unsafe=lw.unsafe_depth > 0)
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
+    if at.dtype.is_bool:  # the default 0 reads False
+        if not isinstance(padding, Weak) or padding.value not in (0, 1):
+            raise CompileError(
+                f"the padding of `tile.gather` of the bool array `{arr.name}` must be True or "
+                "False",
+                loc_of("padding"),
+                help="e.g. `padding=False` (the default)",
+            )
+        return lw.emit(ops.Gather(arr, coords, m, bool(padding.value), loc_of("t")))
     if not isinstance(padding, Weak) or isinstance(padding.value, bool):
         raise CompileError(
             "the padding of `tile.gather` must be a number written in the kernel",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import dtypes
 from ...ir.tile import ops
 from ...ir.tile.types import TileType, array_type, tile_type
 from .registry import lowers
@@ -51,8 +52,8 @@ def pointers(
             if offset is None
             else bc.encode_AddIOp(b, u64, offset, step, bc.IntegerOverflow.NONE)
         )
-    ptr_t = tt.tile(tt.pointer(lw.elem(at.dtype), bc.PtrAttr.Missing), shape)
-    base = _splat(lw, ptr, shape, tt.pointer(lw.elem(at.dtype), bc.PtrAttr.Missing))
+    ptr_t = tt.tile(tt.pointer(lw.stored(at.dtype), bc.PtrAttr.Missing), shape)
+    base = _splat(lw, ptr, shape, tt.pointer(lw.stored(at.dtype), bc.PtrAttr.Missing))
     return bc.encode_OffsetOp(b, ptr_t, base, offset), mask
 
 
@@ -83,20 +84,24 @@ def gather(lw: Any, op: ops.Gather, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)
     ptrs, mask = _live(lw, op, args, 1)
-    pad = bc.encode_ConstantOp(lw.b, lw.tid(t), lw._bytes(op.attrs["padding"], t.dtype))
+    st = TileType(dtypes.i8, t.shape) if t.dtype.is_bool else t  # a bool array is bytes
+    pad = bc.encode_ConstantOp(lw.b, lw.tid(st), lw._bytes(op.attrs["padding"], st.dtype))
     value, _ = bc.encode_LoadPtrTkoOp(
-        lw.b, lw.tid(t), lw.tt.Token, ptrs, mask, pad, lw.read_token(op.operands[0]),
+        lw.b, lw.tid(st), lw.tt.Token, ptrs, mask, pad, lw.read_token(op.operands[0]),
         bc.MemoryOrderingSemantics.WEAK, None, None,
     )  # fmt: skip
-    return value
+    return lw.to_bool(value, t.shape) if t.dtype.is_bool else value
 
 
 @lowers(ops.Scatter)
 def scatter(lw: Any, op: ops.Scatter, args: list[Any]) -> Any:
     bc = lw.bc
     ptrs, mask = _live(lw, op, args, 2)
+    value = args[1]
+    if array_type(op.operands[0]).dtype.is_bool:  # a bool array is bytes
+        value = lw.to_byte(value, tile_type(op.operands[1]).shape)
     lw.token = bc.encode_StorePtrTkoOp(
-        lw.b, lw.tt.Token, ptrs, args[1], mask, lw.token,
+        lw.b, lw.tt.Token, ptrs, value, mask, lw.token,
         bc.MemoryOrderingSemantics.RELAXED, bc.MemoryScope.DEVICE, None,
     )  # fmt: skip
 

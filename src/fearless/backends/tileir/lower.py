@@ -39,6 +39,16 @@ from .arith import float_divmod, reduce_tile, scan_tile
 from .registry import lowers
 
 
+def stored_dtype(dt: DType) -> DType:
+    """The element type an array of `dt` has in memory: a bool array is bytes (0 or 1, as torch
+    and NumPy keep it), loaded as i8 and compared with 0, stored as 0 or 1. Tile IR's i1 views
+    are not bytes: tileiras 13.5 copies an i1 tile through shared memory as packed bits (a
+    128 x 128 tile as 2 KB, each row S / 8 bytes apart), so a bool mask that took that path
+    read the wrong bytes on the GPU (2026-12-05, docs/design.md section 7.2) while its plain
+    loads and the simulator read bytes."""
+    return dtypes.i8 if dt.is_bool else dt
+
+
 def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
     """The bytecode of one specialisation; `arch` keys the kernel's and the loads' hints."""
     bc = tileir.encoders()
@@ -49,7 +59,7 @@ def lower_to_bytecode(ir: TileIR, version: Any, arch: str = "sm_90") -> bytes:
             t = p.type
             i32 = tt.tile(tt.I32, [])
             if isinstance(t, ArrayParamType):
-                elem = tt.simple(getattr(bc.SimpleType, _SIMPLE[t.dtype.name]))
+                elem = tt.simple(getattr(bc.SimpleType, _SIMPLE[stored_dtype(t.dtype).name]))
                 out.append(tt.tile(tt.pointer(elem, bc.PtrAttr.Missing), []))
                 out += [i32] * t.ndim + [i32] * (t.ndim - 1)
             else:
@@ -83,6 +93,25 @@ class _Lowerer:
     def elem(self, dt: DType) -> Any:
         return self.tt.simple(getattr(self.bc.SimpleType, _SIMPLE[dt.name]))
 
+    def stored(self, dt: DType) -> Any:
+        """The element type of an array of `dt` in memory (`stored_dtype`)."""
+        return self.elem(stored_dtype(dt))
+
+    def to_bool(self, x: Any, shape: tuple[int, ...]) -> Any:
+        """A loaded i8 tile of a bool array as i1: x != 0."""
+        bc, b = self.bc, self.b
+        zero = bc.encode_ConstantOp(b, self.tid(TileType(dtypes.i8, shape)), b"\x00")
+        return bc.encode_CmpIOp(
+            b, self.tid(TileType(dtypes.bool_, shape)), x, zero,
+            bc.ComparisonPredicate.NOT_EQUAL, bc.Signedness.Unsigned,
+        )  # fmt: skip
+
+    def to_byte(self, x: Any, shape: tuple[int, ...]) -> Any:
+        """An i1 tile as the 0 / 1 bytes a bool array holds."""
+        return self.bc.encode_ExtIOp(
+            self.b, self.tid(TileType(dtypes.i8, shape)), x, self.bc.Signedness.Unsigned
+        )
+
     def tid(self, t: TileType) -> Any:
         return self.tt.tile(self.elem(t.dtype), list(t.shape))
 
@@ -102,14 +131,14 @@ class _Lowerer:
             t = p.type
             if isinstance(t, ArrayParamType):
                 align = iter(self._align_of(ir, p, t.ndim))
-                ptr_t = tt.tile(tt.pointer(self.elem(t.dtype), bc.PtrAttr.Missing), [])
+                ptr_t = tt.tile(tt.pointer(self.stored(t.dtype), bc.PtrAttr.Missing), [])
                 i32 = tt.tile(tt.I32, [])
                 ptr = self._assume(next(it), ptr_t, next(align), nonnegative=False)
                 dims = [self._assume(next(it), i32, next(align)) for _ in range(t.ndim)]
                 strides = [self._assume(next(it), i32, next(align)) for _ in range(t.ndim - 1)]
                 dyn = bc.DYNAMIC_SHAPE
                 tv_t = tt.tensor_view(
-                    self.elem(t.dtype),
+                    self.stored(t.dtype),
                     [dyn] * t.ndim,
                     [dyn] * (t.ndim - 1) + [1],
                     bc.PtrAttr.Missing,
@@ -238,12 +267,13 @@ class _Lowerer:
         attrs = op.attrs
         view = self._view(op.operands[0], attrs["shape"], attrs["padding"], attrs.get("order"))
         index = args[1:]
+        t = tile_type(op.result)
         tile, _ = bc.encode_LoadViewTkoOp(
-            self.b, self.tid(tile_type(op.result)), self.tt.Token, view, index,
-            self.read_token(op.operands[0]),
+            self.b, self.tid(TileType(stored_dtype(t.dtype), t.shape)), self.tt.Token, view,
+            index, self.read_token(op.operands[0]),
             bc.MemoryOrderingSemantics.WEAK, None, self._hints(op), [False] * len(index),
         )  # fmt: skip
-        return tile
+        return self.to_bool(tile, t.shape) if t.dtype.is_bool else tile
 
     @lowers(ops.Store)
     def op_Store(self, op: ops.Store, args: list[Any]) -> Any:
@@ -289,6 +319,8 @@ class _Lowerer:
         chunk: tuple[int, ...] | None = None,
     ) -> None:
         bc, part = self.bc, op.operands[0]
+        if array_type(part).dtype.is_bool:
+            value = self.to_byte(value, tile_type(op.operands[1]).shape)
         view = self._view(part, chunk or self.part_tile(part), 0.0)
         self.token = bc.encode_StoreViewTkoOp(
             self.b, self.tt.Token, value, view, index, self.token,
