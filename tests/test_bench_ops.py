@@ -11,7 +11,6 @@ persistent layer norm's tuple), each checked against the reference as the harnes
 from __future__ import annotations
 
 import json
-import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from fearless_bench import (
     family_ops_base,
     family_ops_dry,
     family_ops_more,
+    family_ops_ssm,
     model,
     suite,
 )
@@ -62,7 +62,7 @@ def _restore_target() -> Iterator[None]:
 def test_cases_cover_every_op_over_tilegyms_grids(capsys: pytest.CaptureFixture[str]) -> None:
     specs = family_ops.specs()
     assert tuple(s.name for s in specs) == family_ops.CASES
-    n_more = len(family_ops_more.more_specs())
+    n_more = len(family_ops_more.more_specs()) + len(family_ops_ssm.ssm_specs())
     assert len(set(family_ops.CASES)) == len(specs) == 220 + 116 + n_more
     per_op = {op: [s for s in specs if s.op == op] for op in OPS + ATTENTION_OPS}
     assert {op: len(v) for op, v in per_op.items()} == {
@@ -209,14 +209,28 @@ def _tilegym_attention_stand_in(torch: Any) -> dict[str, Any]:
 
 
 def _more_stand_ins(torch: Any) -> dict[str, Any]:
-    """family_ops_more's TileGym operators with TileGym's signatures (ops.py, cutile
-    rms_norm.py, moe_interface.py): fearless.ops where it has the same call, torch otherwise."""
+    """family_ops_more's and family_ops_ssm's TileGym operators with TileGym's signatures
+    (ops.py, cutile rms_norm.py, moe_interface.py): fearless.ops where it has the same call,
+    torch otherwise."""
     from fearless import ops
 
     fn = torch.nn.functional
 
     def lce(x: Any, w: Any, t: Any, ignore_index: int, chunk_size: int, reduction: str) -> Any:
         return fn.cross_entropy(fn.linear(x.float(), w.float()), t, reduction=reduction)
+
+    def actgrad(dout: Any, h: Any, w2: Any, dh: Any, ds: Any, b2: Any, db2: Any, a_prime: Any,
+                scores: Any, offsets: Any, gather: Any, scatter: Any, activation_type: str,
+                max_tokens_per_expert: Any = None) -> None:  # fmt: skip
+        assert activation_type == "swiglu" and b2 is None and db2 is None
+        family_ops_more.actgrad_torch(dout, h, w2, scores, offsets.tolist(), gather.long(),
+                                      scatter.long(), (dh, a_prime, ds))  # fmt: skip
+
+    def mamba2_backward(x: Any, a: Any, b: Any, c: Any, d: Any, dt: Any, s0: Any, dout: Any,
+                        dfinal: Any, chunk_size: int = 64, state_dtype: Any = None) -> Any:  # fmt: skip
+        leaves = [v.detach().clone().requires_grad_() for v in (x, a, b, c, d, dt, s0)]
+        y, final = family_ops_ssm.ssd_chunked_torch(*leaves, cs=chunk_size)
+        return torch.autograd.grad((y, final), leaves, (dout, dfinal))
 
     return {
         "splitk_reduce": lambda o, lse, out, s_kv: ops.splitk_reduce(o, lse, out, s_kv),
@@ -238,6 +252,11 @@ def _more_stand_ins(torch: Any) -> dict[str, Any]:
             family_ops_more.delta_chunk_torch(q, k, v, g, b, cs),
             None,
         ),
+        "moe_actgrad_bwd": actgrad,
+        "mamba2_chunk_forward": lambda x, a, b, c, d, dt, s0, chunk_size=64: (
+            family_ops_ssm.ssd_chunked_torch(x, a, b, c, d, dt, s0, cs=chunk_size)
+        ),
+        "mamba2_chunk_backward": mamba2_backward,
     }
 
 
@@ -278,8 +297,9 @@ def test_gpu_builders_check_every_impl_on_cpu_tensors(monkeypatch: pytest.Monkey
 
     firsts: dict[str, Spec] = {}
     for s in family_ops.specs():  # each group once, and both layer-norm grids
-        # family_ops_more's ops: each op once (one dtype), for the time (compiles on the sim)
-        firsts.setdefault(s.op if s.op in family_ops_more.MORE_BUILDERS else s.grid, s)
+        # family_ops_more's and _ssm's ops: each op once (one dtype), for the time (sim compiles)
+        once = s.op in family_ops_more.MORE_BUILDERS or s.op in family_ops_ssm.SSM_BUILDERS
+        firsts.setdefault(s.op if once else s.grid, s)
     smalls = [_small(s) for s in firsts.values()]
     monkeypatch.setattr(family_ops_base, "DEVICE", "cpu")
     monkeypatch.setattr(family_ops_base, "LEGACY_LN_ROWS", 6)
@@ -324,14 +344,17 @@ def test_cases_past_the_time_budget_are_skipped_with_the_reason(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ran: list[str] = []
+    clock = [0.0]  # family_ops's clock: each case takes 1 s of it (a real 10 ms budget was
+    # spent before the first case on a loaded machine)
 
     def fake_case(ctx: Any, spec: Spec) -> list[model.Record]:
         ran.append(spec.name)
-        time.sleep(0.02)
+        clock[0] += 1.0
         return []
 
     monkeypatch.setattr(family_ops, "_case", fake_case)
-    monkeypatch.setenv(family_ops.BUDGET_ENV, "0.01")
+    monkeypatch.setattr(family_ops, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setenv(family_ops.BUDGET_ENV, "0.5")
     chosen = {"ops_relu_f16_1048576", "ops_relu_f16_4194304", "ops_matmul_f16_1024"}
     kept: list[int] = []  # the records partial.json holds after each case
     ctx: Any = types.SimpleNamespace(quick=False, checkpoint=lambda r: kept.append(len(r)))
@@ -502,9 +525,6 @@ def test_the_attention_ops_dry_run_on_the_simulator() -> None:
 # attention benchmark's (another pass); the rest:
 EXCLUDED = {
     "moe_align_block_size",  # runs inside every fused_moe call (fearless's and TileGym's)
-    "mamba2_chunk_forward",  # TileGym 1.5.1 has it; a torch eager chunked SSD peer is to come
-    "mamba2_chunk_backward",  # likewise (its peer: autograd through that chunked scan)
-    "moe_actgrad_bwd",  # its routed index inputs (offsets, gather and scatter) are to come
 }
 ATTENTION = {
     "attention_sink",
@@ -551,3 +571,27 @@ def test_more_ops_dry_run_on_the_simulator() -> None:
     assert {r.params["op"] for r in records} == set(firsts)
     bad = [(r.case, r.status, r.reason) for r in records if r.status != "ok"]
     assert not bad, bad
+
+
+def test_the_chunked_ssd_is_the_sequential_recurrence_and_its_autograd() -> None:
+    """family_ops_ssm's torch eager peer and float64 reference (the chunked SSD) against
+    tests/support/mamba2_ref.py's step-by-step scan and its autograd, in float64."""
+    torch = pytest.importorskip("torch")
+    from support.mamba2_ref import grad_reference, scan_reference
+
+    gen = torch.Generator().manual_seed(3)
+    bsz, t, h, p, g, n = 2, 48, 4, 6, 2, 5
+    rn = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)  # noqa: E731
+    ins = [rn(bsz, t, h, p), -(torch.rand(h, generator=gen, dtype=torch.float64) + 0.5),
+           rn(bsz, t, g, n), rn(bsz, t, g, n), rn(h),
+           torch.nn.functional.softplus(rn(bsz, t, h)), rn(bsz, h, p, n)]  # fmt: skip
+    leaves = [v.clone().requires_grad_() for v in ins]
+    y, final = family_ops_ssm.ssd_chunked_torch(*leaves, cs=16)
+    want_y, want_final = scan_reference(*(v.numpy() for v in ins))
+    torch.testing.assert_close(y.detach(), torch.from_numpy(want_y), rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(final.detach(), torch.from_numpy(want_final), rtol=1e-10, atol=1e-10)  # fmt: skip
+    dy, dfinal = rn(*y.shape), rn(*final.shape)
+    grads = torch.autograd.grad((y, final), leaves, (dy, dfinal))
+    want = grad_reference(*(v.numpy() for v in (*ins, dy, dfinal)))
+    for got, w in zip(grads, want, strict=True):
+        torch.testing.assert_close(got, torch.from_numpy(w), rtol=1e-9, atol=1e-9)

@@ -82,6 +82,7 @@ from .family_ops_cases import (  # noqa: F401  (CASES re-exported: the suite's c
 )
 from .family_ops_dry import dry_run  # noqa: F401  (the suite's entry for --dry-run)
 from .family_ops_more import MORE_BUILDERS
+from .family_ops_ssm import SSM_BUILDERS
 from .harness import Ctx, DeviceCase, Impls, Prepared, error_text, run_device_case
 from .model import FEARLESS_TILE, TILEGYM, TORCH, Record, Skip, failed, skipped
 
@@ -380,6 +381,7 @@ BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "transpose": _layout,
     **ATTENTION_BUILDERS,  # family_ops_attention.py: TileGym's other attention grids
     **MORE_BUILDERS,
+    **SSM_BUILDERS,  # family_ops_ssm.py: Mamba-2's chunked scan
 }
 
 

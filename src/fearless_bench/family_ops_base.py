@@ -1,8 +1,9 @@
 """The ops family's vocabulary, shared by its case lists and its builders (family_ops.py,
-family_ops_cases.py, family_ops_attention.py, family_ops_more.py, family_ops_dry.py): a case
-(`Spec`), a case's runs and reference (`Bench`), the checked forms of several outputs
-(`Joined`) and of dropout's (`DropoutStats`), the input drawer (`randn`) and the constants
-more than one of those modules reads.
+family_ops_cases.py, family_ops_attention.py, family_ops_more.py, family_ops_ssm.py,
+family_ops_dry.py): a case (`Spec`), a case's runs and reference (`Bench`), the checked forms
+of several outputs (`Joined`) and of dropout's (`DropoutStats`), the input drawer (`randn`), the
+dry run of a case through its GPU builder (`builder_dry_body`) and the constants more than one
+of those modules reads.
 
 `DEVICE` is the one place the inputs are drawn: every builder reads `family_ops_base.DEVICE`
 when it runs (the CPU tests and the dry runs set it to "cpu"; `drawn_on` does so for a block).
@@ -151,6 +152,26 @@ def randn(torch: Any, dt: str, *shape: int, std: float = 1.0) -> Any:
     if std != 1.0:
         x = x * std
     return x.to(getattr(torch, _TORCH_DTYPES[dt]))
+
+
+def builder_dry_body(build: Callable[[Any, Spec], Bench], s: Spec) -> Callable[[], float]:
+    """The dry run of `s` (at its small shape) through its GPU run's builder `build`: CPU torch
+    tensors, fearless.ops on the simulator, against the float64 reference (the relative
+    error)."""
+
+    def body() -> float:
+        import torch
+
+        from fearless import ops
+
+        from .check import rel_err_torch
+
+        with drawn_on("cpu"):
+            torch.manual_seed(0)
+            bench = build(torch, s)
+            return rel_err_torch(bench.fearless(ops)(), bench.reference())
+
+    return body
 
 
 @contextmanager

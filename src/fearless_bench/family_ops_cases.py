@@ -1,6 +1,6 @@
 """The ops family's cases (family_ops.py runs them, family_ops_dry.py dry-runs them): TileGym's
-benchmark grids as `Spec`s (family_ops_base.py), family_ops_attention.py's and
-family_ops_more.py's cases after the core ones, the run's budget and implementations, and
+benchmark grids as `Spec`s (family_ops_base.py), family_ops_attention.py's, family_ops_more.py's
+and family_ops_ssm.py's cases after the core ones, the run's budget and implementations, and
 bench_rope's rotary tables."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 from .family_ops_attention import attention_specs
 from .family_ops_base import ATTENTION_SEQ, LEGACY_LN_ROWS, POW2_N, Spec
 from .family_ops_more import more_specs
+from .family_ops_ssm import ssm_specs
 from .model import FEARLESS_TILE, TILEGYM, TORCH
 
 BUDGET_ENV = "FEARLESS_BENCH_OPS_BUDGET_S"
@@ -58,6 +59,7 @@ def specs() -> list[Spec]:
             out += [Spec(op, "f16", (count, n, n, n)) for n in GEMM_BATCHED]
     out += attention_specs()
     out += more_specs()
+    out += ssm_specs()
     return out
 
 

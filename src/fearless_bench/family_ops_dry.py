@@ -20,6 +20,7 @@ from .family_ops_attention import ATTENTION_DRY_SHAPES, dry_body, small
 from .family_ops_base import EPS_LN, EPS_RMS, FAMILY, P_DROP, SEED, Spec
 from .family_ops_cases import rotary_tables, specs
 from .family_ops_more import MORE_DRY_SHAPES, more_dry_body
+from .family_ops_ssm import SSM_DRY_SHAPES, ssm_dry_body
 from .model import FEARLESS_TILE, Record
 from .peers import Peers
 
@@ -43,6 +44,7 @@ DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "attention": (2, 2, 37, 40),
     **ATTENTION_DRY_SHAPES,  # family_ops_attention.py's ops (their dry runs are there too)
     **MORE_DRY_SHAPES,
+    **SSM_DRY_SHAPES,
 }
 
 
@@ -89,6 +91,8 @@ def _dry_body(s: Spec, rng: np.random.Generator) -> Callable[[], float]:
     """Compile and simulate `s` through fearless.ops: the relative error against NumPy."""
     if s.op in MORE_DRY_SHAPES:  # family_ops_more's ops: their GPU builders on CPU tensors
         return more_dry_body(s)
+    if s.op in SSM_DRY_SHAPES:  # family_ops_ssm's: likewise
+        return ssm_dry_body(s)
 
     def body() -> float:
         import fearless as fl

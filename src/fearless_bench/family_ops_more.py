@@ -39,6 +39,15 @@ tests/ops/test_<op>.py or a real model's sizes, as said):
   Qwen3-30B-A3B's (H 2048, I 768, 128 experts, top 8) at 64, 512 and 4096 tokens, bf16,
   routing from softmax over random logits. Torch eager: the per-expert loop (Hugging Face's
   MixtralSparseMoeBlock). moe_align_block_size runs inside every fused_moe call;
+- moe_actgrad_bwd: no TileGym benchmark; the same two models' experts (Qwen3-30B-A3B, then
+  Mixtral) at 512 and 4096 tokens, swiglu, bf16 (scores f32). Routing from softmax over random
+  logits, then as tests/gpu/test_ops_moe_actgrad_gpu.py's `_args`: slots sorted by expert
+  (x_gather_idx = slot // K, s_scatter_idx = slot, int32), the offsets the counts' prefix sum,
+  max_tokens_per_expert given (as a caller that routed knows it). Every impl writes its own dh,
+  a_prime (NaN until written) and ds; ds is zeroed inside the timed call (a memset of TK floats
+  in every impl's time: the operator adds into it). Checked on (dh, a_prime, ds) joined against
+  `actgrad_torch` in float64 (tests/support/moe_actgrad_ref.py's rows, in torch). Torch eager:
+  the same per-expert loop (matmul in bf16, the activation in f32);
 - splitk_reduce: no benchmark; TileGym's tests/ops/test_splitk_reduce.py perf shapes: B 2,
   H 32, D 512, 16 and 64 splits, f16 and bf16, lse normals * 2 + 5;
 - persistent_layer_norm: bench_layernorm.py's persistent grid, M = 30000, N = 256, 1024,
@@ -50,12 +59,11 @@ tests/ops/test_<op>.py or a real model's sizes, as said):
 - recurrent_gated_delta_rule: a decode step (T 1) of the same heads at batch 1, 16 and 64,
   with an initial state and the final state returned (checked on (out, state) joined).
 
-Not in the family: mamba2_chunk_forward / mamba2_chunk_backward (TileGym 1.5.1 has them, but a
-torch eager peer of the chunked SSD and its backward is more code than this pass had time
-for) and moe_actgrad_bwd (its seven routed index inputs); see `EXCLUDED` in
-tests/test_bench_ops.py.
+Mamba-2's chunked scan (mamba2_chunk_forward / _backward) is in family_ops_ssm.py. Not in the
+family: moe_align_block_size, which runs inside every fused_moe call (`EXCLUDED` in
+tests/test_bench_ops.py).
 
-Cost (estimate, H200): `--quick` takes each group's first and last shape: 37 cases, each
+Cost (estimate, H200): `--quick` takes each group's first and last shape: 39 cases, each
 a few tunings on fearless's first call (about 1 to 5 s for the GEMM-shaped ones) plus a few
 seconds of timing and the float64 reference; the largest are Mixtral fused_moe at 4096
 tokens (float64 reference about 3 TFLOP, well under a second on an H200) and the linear
@@ -71,7 +79,16 @@ from collections.abc import Callable
 from typing import Any
 
 from . import family_ops_base as base
-from .family_ops_base import EPS_LN, EPS_RMS, POW2_N, Bench, Joined, Spec, drawn_on, randn
+from .family_ops_base import (
+    EPS_LN,
+    EPS_RMS,
+    POW2_N,
+    Bench,
+    Joined,
+    Spec,
+    builder_dry_body,
+    randn,
+)
 
 MHC_ALPHAS = (0.8, 1.1, 0.9)
 MIXTRAL = (4096, 14336, 8, 2)  # hidden, intermediate, experts, top_k
@@ -113,6 +130,8 @@ def more_specs() -> list[Spec]:
         ]
     for model in (MIXTRAL, QWEN3_MOE):
         out += [Spec("fused_moe", "bf16", (t, *model)) for t in (64, 512, 4096)]
+    for model in (QWEN3_MOE, MIXTRAL):
+        out += [Spec("moe_actgrad_bwd", "bf16", (t, *model)) for t in (512, 4096)]
     out += [
         Spec("recurrent_gated_delta_rule", "bf16", (b, 1, DELTA_HEADS, DELTA_DIM))
         for b in (1, 16, 64)
@@ -138,6 +157,7 @@ MORE_DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "fused_linear_cross_entropy": (7, 32, 50),
     "linear_gluact_linear": (1, 5, 32, 48),
     "fused_moe": (6, 32, 16, 4, 2),
+    "moe_actgrad_bwd": (9, 40, 24, 5, 2),
     "recurrent_gated_delta_rule": (2, 1, 2, 16),
     "chunk_gated_delta_rule": (1, 20, 2, 16),
 }
@@ -415,6 +435,98 @@ def _moe(torch: Any, s: Spec) -> Bench:
     )
 
 
+def actgrad_torch(
+    dout: Any,
+    h: Any,
+    w2: Any,
+    scores: Any,
+    offsets: list[int],
+    gather: Any,
+    scatter: Any,
+    out: tuple[Any, Any, Any],
+) -> None:
+    """moe_actgrad_bwd (swiglu) expert by expert, in float64 where the inputs are, else f32
+    after a matmul in the inputs' dtype: writes dh and a_prime of `out` = (dh, a_prime, ds) and
+    adds into ds (tests/support/moe_actgrad_ref.py's rows, in torch)."""
+    import torch
+
+    dh, a_prime, ds = out
+    f64 = h.dtype == torch.float64
+    inter = w2.shape[1]
+    for e in range(len(offsets) - 1):
+        lo, hi = offsets[e], offsets[e + 1]
+        if lo == hi:
+            continue
+        dy = dout[gather[lo:hi]] @ w2[e].T
+        gate, up = (v if f64 else v.float() for v in (h[lo:hi, :inter], h[lo:hi, inter:]))
+        dy = dy if f64 else dy.float()
+        s = scores[scatter[lo:hi], None]
+        sig = torch.sigmoid(gate)
+        act = gate * sig
+        dh[lo:hi, :inter] = dy * up * sig * (1 + gate * (1 - sig)) * s
+        dh[lo:hi, inter:] = dy * act * s
+        a_prime[lo:hi] = act * up * s
+        ds[lo:hi] += (dy * act * up).sum(1)
+
+
+def _actgrad(torch: Any, s: Spec) -> Bench:
+    """Routed as tests/gpu/test_ops_moe_actgrad_gpu.py's `_args` (slots sorted by expert, the
+    offsets the counts' prefix sum), from fused_moe's softmax-top-k routing."""
+    tokens, hid, inter, experts, topk = s.shape
+    tk = tokens * topk
+    probs = torch.softmax(torch.randn(tokens, experts, device=base.DEVICE), dim=-1)
+    weights, ids = torch.topk(probs, topk, dim=-1)
+    scores = (weights / weights.sum(-1, keepdim=True)).reshape(-1)  # f32, flat (T * K)
+    slots = torch.argsort(ids.reshape(-1), stable=True)
+    counts = torch.bincount(ids.reshape(-1), minlength=experts)
+    offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)]).int()
+    gather, scatter = (slots // topk).int(), slots.int()
+    most = int(counts.max())  # max_tokens_per_expert, known to the caller (no sync in the call)
+    dout = randn(torch, s.dtype, tokens, hid)
+    h = randn(torch, s.dtype, tk, 2 * inter)
+    w2 = randn(torch, s.dtype, experts, inter, hid) * hid**-0.5
+    host_offsets = offsets.tolist()
+
+    def own(call: Callable[..., Any]) -> Callable[[], Joined]:
+        """The impl's own outputs (dh and a_prime NaN until written); ds zeroed in the call."""
+        dh = torch.full_like(h, float("nan"))
+        a_prime = torch.full((tk, inter), float("nan"), dtype=h.dtype, device=h.device)
+        ds = torch.zeros(tk, device=h.device)
+
+        def run() -> Joined:
+            ds.zero_()
+            call(dh, ds, a_prime)
+            return Joined((dh, a_prime, ds))
+
+        return run
+
+    def routed(op: Callable[..., Any]) -> Callable[[], Joined]:
+        return own(lambda dh, ds, ap: op(dout, h, w2, dh, ds, None, None, ap, scores, offsets,
+                                         gather, scatter, "swiglu", max_tokens_per_expert=most))  # fmt: skip
+
+    gather_l, scatter_l = gather.long(), scatter.long()
+
+    def loop(dh: Any, ds: Any, ap: Any) -> None:
+        actgrad_torch(dout, h, w2, scores, host_offsets, gather_l, scatter_l, (dh, ap, ds))
+
+    def reference() -> Any:
+        out = (torch.zeros_like(h, dtype=torch.float64),
+               torch.zeros(tk, inter, dtype=torch.float64, device=h.device),
+               torch.zeros(tk, dtype=torch.float64, device=h.device))  # fmt: skip
+        actgrad_torch(dout.double(), h.double(), w2.double(), scores.double(), host_offsets,
+                      gather_l, scatter_l, out)  # fmt: skip
+        return Joined(out).double()
+
+    return Bench(
+        lambda fo: routed(fo.moe_actgrad_bwd),
+        lambda tg: routed(tg.moe_actgrad_bwd),
+        own(loop),
+        reference,
+        flops=2 * tk * hid * inter,
+        tilegym_note="tilegym.ops.moe_actgrad_bwd (swiglu, max_tokens_per_expert given), cutile",
+    )
+
+
 def _delta_inputs(torch: Any, s: Spec) -> tuple[Any, ...]:
     """TileGym's test inputs (tests/ops/test_*_gated_delta_rule.py's scaling)."""
     b, t, h, d = s.shape
@@ -528,6 +640,7 @@ MORE_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "fused_linear_cross_entropy": _gemm_more,
     "linear_gluact_linear": _gemm_more,
     "fused_moe": _moe,
+    "moe_actgrad_bwd": _actgrad,
     "recurrent_gated_delta_rule": _delta,
     "chunk_gated_delta_rule": _delta,
 }
@@ -536,17 +649,4 @@ MORE_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
 def more_dry_body(s: Spec) -> Callable[[], float]:
     """The dry run of `s` (at its small shape): the GPU run's builder on CPU torch tensors,
     fearless.ops on the simulator, against the float64 reference (the relative error)."""
-
-    def body() -> float:
-        import torch
-
-        from fearless import ops
-
-        from .check import rel_err_torch
-
-        with drawn_on("cpu"):
-            torch.manual_seed(0)
-            bench = MORE_BUILDERS[s.op](torch, s)
-            return rel_err_torch(bench.fearless(ops)(), bench.reference())
-
-    return body
+    return builder_dry_body(MORE_BUILDERS[s.op], s)

@@ -83,6 +83,10 @@ SPECS = (
     Spec("fused_moe", "bf16", (300, 4096, 14336, 8, 2)),
     Spec("recurrent_gated_delta_rule", "bf16", (3, 1, 32, 128)),
     Spec("chunk_gated_delta_rule", "bf16", (1, 3072, 32, 128)),
+    Spec("moe_actgrad_bwd", "bf16", (300, 2048, 768, 128, 8)),
+    # family_ops_ssm.py's operators: Mamba-2 2.7B's heads at T 3072
+    Spec("mamba2_chunk_forward", "bf16", (1, 3072, 80, 64, 1, 128)),
+    Spec("mamba2_chunk_backward", "bf16", (1, 3072, 80, 64, 1, 128)),
 )  # fmt: skip
 
 
