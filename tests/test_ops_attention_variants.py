@@ -6,6 +6,7 @@ against torch. Their backward: tests/test_ops_attention_variants_backward.py."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 
@@ -191,6 +192,37 @@ def test_refusals_are_fearless_errors() -> None:
         ops.fmha(q[0], k[0], v[0])
     with torch.no_grad():
         assert ops.fmha(q, k, v).shape == q.shape
+
+
+# sha256 (first 16 hex digits) of the Tile IR text of the sdpa forward's kernel (bf16, q of
+# (1, 4, 256, 64), k/v of (1, 2, S, 64), 128 x 64 tiles) as it was when the plain, masked and
+# variant kernels were three: a change here changes scaled_dot_product_attention's speed. Per
+# (causal, even_k): without a mask, with a bool mask of (1, H, L, S), with a float one of
+# (B, 1, L, S).
+SDPA_FORWARD_IR = {
+    (False, False): ("b1369fd9e46ba9b3", "7a6cb3ea2b323f06", "2d45a91b3a9f0722"),
+    (False, True): ("a6ada1f7446c36ab", "3017f6bb38624966", "710f05f319d0e7c6"),
+    (True, False): ("fccb51e3a70c757b", "ed9f5408290cba5d", "3a4b4645e2551ce8"),
+    (True, True): ("85018a917d522557", "f8585c4584918e03", "196707b31f1f2918"),
+}
+MASK_FORMS = (None, (True, False, True), (False, True, False))
+
+
+@pytest.mark.parametrize(("causal", "even_k"), list(SDPA_FORWARD_IR))
+def test_the_sdpa_forward_ir_is_unchanged(causal: bool, even_k: bool) -> None:
+    s = 256 if even_k else 200
+    q = fl.zeros((1, 4, 256, 64), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, s, 64), dtype=fl.bf16)
+    out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 128, 64))
+    for form, want in zip(MASK_FORMS, SDPA_FORWARD_IR[causal, even_k], strict=True):
+        masks: tuple = ()
+        if form is not None:
+            shape = (2 if form[1] else 1, 4 if form[2] else 1, 256, s)
+            masks = (fl.zeros(shape, dtype=fl.bool_ if form[0] else fl.bf16),)
+        text = make_attention(fl.bf16, causal, even_k, form).inspect(
+            out, q, kv, kv, *masks, 0.125, 64, 2, stage="ir"
+        )
+        assert hashlib.sha256(text.strip().encode()).hexdigest()[:16] == want, form
 
 
 NEW_KERNELS = [  # (causal, variant): what the operators launch
