@@ -224,11 +224,11 @@ def test_the_kernel_compiles_through_tileiras(
     kv = fl.zeros((2, 1, 200, 64), dtype=fl.f16)
     out = fl.empty((2, 2, 256, 64), dtype=fl.f16).partition((1, 1, 128, 64))
     kernel = make_attention(fl.f16, causal, False, form, occupancy=2)
-    masks = ()
+    mask = None
     if form is not None:
         mask_dt = fl.bool_ if form[0] else fl.f16
-        masks = (fl.zeros((2 if form[1] else 1, 2 if form[2] else 1, 256, 200), dtype=mask_dt),)
-    assert cubin(kernel, out, q, kv, kv, *masks, 0.125, 64, 2)
+        mask = fl.zeros((2 if form[1] else 1, 2 if form[2] else 1, 256, 200), dtype=mask_dt)
+    assert cubin(kernel, out, q, kv, kv, mask, 0.125, 0, 0, 1.0, 64, 2)
 
 
 def test_the_two_warp_group_configuration_compiles_through_tileiras(
@@ -239,7 +239,7 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
     for tile_m in (128, 256):
         out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, tile_m, 128))
         kernel = make_attention(fl.bf16, True, True).options(occupancy=1, num_worker_warps=8)
-        assert cubin(kernel, out, q, q, q, 0.088, 128, 1)
+        assert cubin(kernel, out, q, q, q, None, 0.088, 0, 0, 1.0, 128, 1)
 
 
 @pytest.mark.parametrize("causal", [pytest.param(False, marks=pytest.mark.slow), True])

@@ -103,9 +103,9 @@ def test_small_tiles_skip_only_tiles_no_row_sees(flags: tuple) -> None:
     out = fl.empty((b, lq, h, d), dtype=fl.f32)
     err = fl.asarray(np.full(2, NO_ERROR, np.int32))
     kernel = make_kvcache_attention(fl.f32, False, causal, left, right, False)
-    args = [fl.asarray(x.numpy()) for x in (q, k, v)] + [fl.asarray(lens), err]
+    args = [fl.asarray(x.numpy()) for x in (q, k, v)] + [fl.asarray(lens), None, err]
     with partitioned(out, (1, 16, 1, 16)) as part:
-        kernel(part, *args, 0.25, wl, wr, 1.0, 16, 2)
+        kernel(part, *args, 0.25, wl, wr, 1.0, 16, 2, 1, 1)
     window = (wl if left else -1, wr if right else -1)
     want = reference(*_np(q, k, v), lens, 0.25, causal, window)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
@@ -237,7 +237,7 @@ def test_kernels_compile_through_tileiras(cubin: Callable[..., bytes], page: int
     if page is None:
         kv = fl.zeros((4, 1000, 8, 128), dtype=dt)
         kernel = make_kvcache_attention(dt, False, True, True, False, True, occupancy=2)
-        assert cubin(kernel, out, q, kv, kv, lens, err, 0.1, 255, 0, 50.0, 64, 4)
+        assert cubin(kernel, out, q, kv, kv, lens, None, err, 0.1, 255, 0, 50.0, 64, 4, 1, 1)
     else:
         kv = fl.zeros((64, page, 8, 128), dtype=dt)
         table = fl.zeros((4, 4096 // page), dtype=fl.i32)

@@ -273,55 +273,29 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
         acc = normalised(acc, l_i, guarded)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
-    if varied:
-
-        @tile.kernel(**hints)
-        def variant_attention(
-            out: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            attend(out, q, k, v, None, scale, wl, wr, cap, TILE_N, GROUP)
-
-        return variant_attention
-    if not masked:
-
-        @tile.kernel(**hints)
-        def attention(
-            out: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            scale: fl.f32,
-            TILE_N: tile.Const[int],
-            GROUP: tile.Const[int],
-        ):
-            attend(out, q, k, v, None, scale, None, None, None, TILE_N, GROUP)
-
-        return attention
     mdt = fl.bool_ if mask_bool else dt
 
+    # one kernel for every form: a form without a mask passes None for m (compiled away), and
+    # the forms without a variant pass WL, WR, CAP and never read them (the plain kernel's Tile
+    # IR is that of before apart from those three parameters; tests/test_ops_attention_variants
+    # guards it)
     @tile.kernel(**hints)
-    def masked_attention(
+    def attention(
         out: tile.Part[dt],
         q: tile.Tensor[dt],
         k: tile.Tensor[dt],
         v: tile.Tensor[dt],
-        m: tile.Tensor[mdt],
+        m: tile.Tensor[mdt] | None,
         scale: fl.f32,
+        wl: fl.i32,
+        wr: fl.i32,
+        cap: fl.f32,
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        attend(out, q, k, v, m, scale, None, None, None, TILE_N, GROUP)
+        attend(out, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
 
-    return masked_attention
+    return attention
 
 
 def _cfg(tile_m, tile_n, occupancy, num_worker_warps=None):
@@ -373,9 +347,8 @@ def attention_tuned(
     form = None if mask is None else mask_form(mask)
     make = kernel_of(make_attention, q.dtype, causal, even_k, form)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    masks = () if mask is None else (mask,)
     with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
-        kernel(part, q, k, v, *masks, scale, tile_n, group)
+        kernel(part, q, k, v, mask, scale, 0, 0, 1.0, tile_n, group)
 
 
 def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
@@ -397,7 +370,7 @@ def attention_variant_tuned(
     make = kernel_of(make_attention, q.dtype, causal, even_k, None, variant)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
-        kernel(part, q, k, v, scale, wl, wr, cap, tile_n, group)
+        kernel(part, q, k, v, None, scale, wl, wr, cap, tile_n, group)
 
 
 # --------------------------------------------------------------------------------- decode

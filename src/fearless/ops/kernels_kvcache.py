@@ -121,30 +121,8 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         acc = normalised(acc, l_i, True)  # a row that sees no key is 0 (flash-attn's)
         out.store(acc.reshape((1, TILE_M, 1, TILE_D)).astype(dt))
 
-    if paged:
-
-        @tile.kernel(**hints)
-        def paged_kvcache_attention(
-            out: tile.Part[dt],
-            q: tile.Tensor[dt],
-            k: tile.Tensor[dt],
-            v: tile.Tensor[dt],
-            seqlens: tile.Tensor[fl.i32],
-            table: tile.Tensor[fl.i32],
-            err: tile.Atomic[fl.i32],
-            scale: fl.f32,
-            wl: fl.i32,
-            wr: fl.i32,
-            cap: fl.f32,
-            TILE_N: tile.Const[int],
-            GROUP: tile.Const[int],
-            PAGE: tile.Const[int],
-            MBP: tile.Const[int],
-        ):
-            attend(out, q, k, v, seqlens, table, err, scale, wl, wr, cap, TILE_N, GROUP, PAGE, MBP)
-
-        return paged_kvcache_attention
-
+    # one kernel for both forms: the contiguous one passes None for the table (compiled away)
+    # and 1 for PAGE and MBP
     @tile.kernel(**hints)
     def kvcache_attention(
         out: tile.Part[dt],
@@ -152,6 +130,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         k: tile.Tensor[dt],
         v: tile.Tensor[dt],
         seqlens: tile.Tensor[fl.i32],
+        table: tile.Tensor[fl.i32] | None,
         err: tile.Atomic[fl.i32],
         scale: fl.f32,
         wl: fl.i32,
@@ -159,8 +138,10 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         cap: fl.f32,
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
+        PAGE: tile.Const[int],
+        MBP: tile.Const[int],
     ):
-        attend(out, q, k, v, seqlens, None, err, scale, wl, wr, cap, TILE_N, GROUP, 1, 1)
+        attend(out, q, k, v, seqlens, table, err, scale, wl, wr, cap, TILE_N, GROUP, PAGE, MBP)
 
     return kvcache_attention
 
@@ -198,10 +179,9 @@ def kvcache_attention_tuned(
     make = kernel_of(make_kvcache_attention, q.dtype, paged, *flags)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     with partitioned(out, (1, tile_m, 1, next_pow2(q.shape[3]))) as part:
+        page = mbp = 1
         if paged:
             page = k.shape[1]
-            tn = page_tile(page, tile_n)
+            tile_n = page_tile(page, tile_n)
             mbp = table_tile(table.shape[1])
-            kernel(part, q, k, v, seqlens, table, err, scale, wl, wr, cap, tn, group, page, mbp)
-        else:
-            kernel(part, q, k, v, seqlens, err, scale, wl, wr, cap, tile_n, group)
+        kernel(part, q, k, v, seqlens, table, err, scale, wl, wr, cap, tile_n, group, page, mbp)
