@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import dtypes
+from fearless import dtypes, tile
 from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import claunch, launch
 from fearless.runtime.tensor import Tensor
@@ -399,6 +399,54 @@ def test_the_tile_warm_path_in_c_launches_what_python_would(
     moved = out.partition((1024,))
     assert warm.c_launch(warm.c, (moved, out, 7, 0.25, 1), 0) == -1  # `out` is moved
     assert len(calls) == 1
+
+
+@tile.kernel
+def _scaled(z: tile.Part[fl.f32], m: tile.Tensor[fl.f32] | None, x: tile.Tensor[fl.f32], s: fl.f32):
+    y = tile.load_like(x, z) * s
+    if m is not None:
+        y = y * tile.load_like(m, z)
+    z.store(y)  # fmt: skip
+
+
+def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
+    tile_c: tuple[Calls, TileCu],
+) -> None:
+    """None for an optional array (`tile.Tensor[T] | None`): key part None, no payload, and
+    the overlap pairs skip it, so C launches what Python would; a tensor there is another
+    key, and an output overlapping the other input is still refused."""
+    from fearless.abi import TileParam
+    from fearless.runtime import dispatch, tile_gpu
+    from fearless.runtime.target import Target
+
+    calls, cu = tile_c
+    cu.sizes[:] = [8, 4, 8, 4, 4]  # z and its extent, x likewise, s
+    sig = (
+        TileParam("z", "part", F32, 1, tile=(1024,)),
+        TileParam("m", "const", None, value=None),
+        TileParam("x", "tensor", F32, 1),
+        TileParam("s", "scalar", F32),
+    )
+    gpu = tile_gpu.GpuLaunch("k", FUNCTION, (16, 1, 1), tile_gpu.ParamBlock(sig, [(16384,)] * 2))
+    warm = dispatch.Dispatcher("k", _scaled.declared(), _never, None)
+    prepared = dispatch.Prepared(sig, None, (16, 1, 1), (65536, 0, 65536), gpu)  # type: ignore[arg-type]
+    out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
+    part = out.partition((1024,))
+    args = (part, None, x, 0.5)
+    entry, key, payload = warm.lookup(args, Target.CUDA)
+    assert entry is None and key is not None and key[2] is None
+    warm.store(key, prepared)
+    assert warm.c_launch(warm.c, args, 0) == 0
+    assert warm.c_launch(warm.c, args, 0) == 0  # the remembered last key
+    assert len(calls) == 2 and calls[0]["grid"] == (16, 1, 1)
+    gpu._c_launch = None
+    gpu(payload, None)  # the Python path on the same arguments
+    assert cu.calls == [calls[0]["bytes"]]
+    overlapping = _dev(0x7F0000000000 + 4096, (16384,))
+    assert warm.c_launch(warm.c, (part, None, overlapping, 0.5), 0) == -1
+    assert warm.c_launch(warm.c, (part, x, x, 0.5), 0) == -1  # m given: no entry for that key
+    assert len(calls) == 2
+    part.unpartition()
 
 
 def test_the_tile_warm_path_decides_the_default_stream_in_c(

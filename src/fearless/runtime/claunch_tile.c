@@ -246,6 +246,7 @@ typedef struct {
     PyObject *shape; /* NULL for a DLPack view: ndim and dims instead */
     const int64_t *dims;
     int ndim, owned;
+    int absent; /* None for an optional array: key part None, no payload, start 0 */
     PyObject *tile, *grid, *group; /* a Part's */
 } Arg;
 
@@ -334,7 +335,8 @@ static PyObject *find_entry(Warm *w, PyObject *args, const Arg *reads) {
             PyObject *o = PyTuple_GET_ITEM(args, i), *part = PyTuple_GET_ITEM(last, i + 1);
             switch (w->kinds[i]) {
             case W_PART: case W_TENSOR:
-                match = array_matches(&reads[i], w->kinds[i] == W_PART, part);
+                match = reads[i].absent ? part == Py_None
+                                        : array_matches(&reads[i], w->kinds[i] == W_PART, part);
                 break;
             case W_CONST:
                 match = PyTuple_CheckExact(part) && PyTuple_GET_SIZE(part) == 2 &&
@@ -355,7 +357,8 @@ static PyObject *find_entry(Warm *w, PyObject *args, const Arg *reads) {
         PyObject *o = PyTuple_GET_ITEM(args, i), *part;
         switch (w->kinds[i]) {
         case W_PART: case W_TENSOR:
-            part = array_part(&reads[i], w->kinds[i] == W_PART);
+            part = reads[i].absent ? (Py_INCREF(Py_None), Py_None)
+                                   : array_part(&reads[i], w->kinds[i] == W_PART);
             break;
         case W_CONST:
             part = PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
@@ -387,6 +390,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     DLTensorABI views[64];
     PyObject *items[64];
     long long ptrs[64], starts[64];
+    int absent[64];
     int nvalues = 0, narrays = 0, ok = 1;
     long result = -1;
     memset(reads, 0, sizeof(Arg) * w->n);
@@ -409,7 +413,11 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
             break;
         }
         case W_TENSOR:
-            if ((PyObject *)tp == w->tensor_type)
+            /* None: an optional array left out (arg_keys.py's reader). A required one meets
+             * no entry under this key, so the Python path refuses it. */
+            if (o == Py_None)
+                r->absent = 1;
+            else if ((PyObject *)tp == w->tensor_type)
                 ok = SLOT(w, o, T_MOVED) == Py_None && read_fl(w, o, want, r);
             else
                 ok = (PyObject *)tp == w->torch_type && read_torch_tensor(w, i, o, &views[i], r);
@@ -421,8 +429,11 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
             items[nvalues++] = o; /* borrowed: args holds it */
         }
         if (ok && (w->kinds[i] == W_PART || w->kinds[i] == W_TENSOR)) {
-            items[nvalues] = NULL;
-            ptrs[nvalues++] = r->ptr;
+            absent[narrays] = r->absent;
+            if (!r->absent) {
+                items[nvalues] = NULL;
+                ptrs[nvalues++] = r->ptr;
+            }
             starts[narrays++] = r->ptr;
         }
     }
@@ -433,6 +444,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     for (int k = 0; k < w->npairs; k++) {
         int o = w->pairs[2 * k], t = w->pairs[2 * k + 1];
         if (o >= narrays || t >= narrays) goto done;
+        if (absent[o] || absent[t]) continue; /* a left-out array overlaps nothing */
         long long no = PyLong_AsLongLong(PyTuple_GET_ITEM(nbytes, o));
         long long nt = PyLong_AsLongLong(PyTuple_GET_ITEM(nbytes, t));
         if (PyErr_Occurred()) goto done;

@@ -239,9 +239,9 @@ class Dispatcher:
 
 
 # An optional array (`Declared.optional`) is its array kind here: claunch_tile.c reads None in
-# an array slot as no array it knows and declines the call (-1), so the Python warm path serves
-# every launch that leaves one out (its readers keep the declared arrays' indices, which the
-# C path's `pairs` index too, by giving the absent array a zero-size range).
+# a Tensor slot as the array left out, as the readers do: key part None, no payload, start 0
+# (the declared arrays keep their indices, which `pairs` index), and a pair with it overlaps
+# nothing. None in a required slot makes a key no entry has, so the Python path refuses it.
 _WARM_KINDS = {
     "part": claunch.WARM_PART,
     "tensor": claunch.WARM_TENSOR,
