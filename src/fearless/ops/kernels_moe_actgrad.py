@@ -10,8 +10,8 @@ fixed order: deterministic, no atomics. A row tile may straddle experts' groups:
   - loop 1 walks the tile's column chunks of dh (viewed (TK, G, I), G = 2 for the GLU forms:
     gate half then up half of the same columns; 1 else); per chunk, for each expert whose group
     meets the tile, dy1 += dout[x_gather_idx[rows]] @ w2[e]^T with the rows of other experts
-    gathered as padding (0), so each row gets its own expert's product; empty experts run no K
-    step. It then stores dh = act'(h) dy1 * s and adds sum(dy1 * act(h)) over the chunk's
+    gathered as padding (0), so each row gets its own expert's product (one loop over the
+    (expert, K step) pairs; an empty expert's steps gather only padding). It then stores dh = act'(h) dy1 * s and adds sum(dy1 * act(h)) over the chunk's
     columns to the rows' ds;
   - loop 2 walks the column chunks of a_prime: act(h) * s, elementwise (h read again);
   - ds (f32) gets its old value plus the sum: TileGym's kernel adds atomically into a ds the
@@ -97,17 +97,19 @@ def make_moe_actgrad(dt, kind):
             j = c.index[2]
             live = min(1, max(0, h.shape[2] - j * BN))  # a chunk wholly past I: no K step
             dy = tile.zeros((BM, BN), fl.f32)
-            for r in range(last - first):
-                e = first + r
+            # one loop over (expert, K step) pairs, not a K loop inside an expert loop: the
+            # nested form, whose inner loop runs no step for an empty expert, never finished
+            # on the H100 in 16-bit (f32 ran; 2026-12-05); an empty expert's rows gather
+            # nothing (all -1: zeros), so its steps add 0
+            for t in range((last - first) * steps * live):
+                e = first + t // steps
+                kk = t % steps
                 start = tile.load(offsets, (e,), (1,)).item()
                 end = tile.load(offsets, (e + 1,), (1,)).item()
-                mine = (rows >= start) & (rows < end)
-                n = tile.sum(tile.where(mine, 1, 0))
-                sel = tile.where(mine, src, -1)[:, None]
-                for kk in range(steps * min(1, n) * live):
-                    kc = (kk * BK + tile.arange(BK))[None, :]
-                    w = tile.load(w2, (e, kk, j), (1, BK, BN), order=(0, 2, 1))
-                    dy = tile.mma(tile.gather(dout, (sel, kc)), w.reshape((BK, BN)), dy)
+                sel = tile.where((rows >= start) & (rows < end), src, -1)[:, None]
+                kc = (kk * BK + tile.arange(BK))[None, :]
+                w = tile.load(w2, (e, kk, j), (1, BK, BN), order=(0, 2, 1))
+                dy = tile.mma(tile.gather(dout, (sel, kc)), w.reshape((BK, BN)), dy)
             if glu:
                 gate = h_chunk(h, i, j, BM, BN, 0)
                 up = h_chunk(h, i, j, BM, BN, 1)
