@@ -6,6 +6,7 @@ plain shape lists: test_autotune_tables.py.)"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -57,6 +58,34 @@ def test_every_operator_runs_its_tiny_case_and_reaches_its_tuners(
     assert set(OPS[name].tuned) <= reached, reached
 
 
+# Autotuned functions of fearless.ops that no Op reaches, with why (none today).
+NOT_TUNED_BY_OPS: dict[str, str] = {}
+
+
+def _autotuned_in_ops() -> set[str]:
+    """The "module.name" of every function in src/fearless/ops/*.py decorated `@fl.autotune`."""
+    found = set()
+    for path in sorted((Path(fl.__file__).parent / "ops").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for d in node.decorator_list:
+                f = d.func if isinstance(d, ast.Call) else d
+                if ast.unparse(f) in ("fl.autotune", "autotune"):
+                    found.add(f"{path.stem}.{node.name}")
+    return found
+
+
+def test_every_autotuned_function_of_ops_is_reached_by_some_op() -> None:
+    autotuned = _autotuned_in_ops()
+    assert len(autotuned) >= 39  # the parse finds them (39 when this was written)
+    listed = {f for op in OPS.values() for f in op.tuned}
+    assert listed <= autotuned, listed - autotuned  # no Op names a function that is not tuned
+    assert autotuned - listed == set(NOT_TUNED_BY_OPS), autotuned - listed
+    for f in listed:
+        assert isinstance(_tuned(f), autotuning.Autotuned), f
+
+
 def test_named_cases_in_text_and_json(tmp_path: Path) -> None:
     text = tmp_path / "s.txt"
     text.write_text(
@@ -99,6 +128,14 @@ def test_the_built_in_cases_are_well_formed_and_counted() -> None:
     ops_used = {c["op"] for c in DEFAULT_CASES}
     assert {"fmha", "fmha_decode", "gemma_attention", "attention_sink_decode", "mla_decoding",
             "fused_moe", "w8a8_block_fp8_matmul", "chunk_gated_delta_rule"} <= ops_used  # fmt: skip
+    # the backward operators at their forward's shapes
+    assert {"softmax_backward", "layer_norm_backward", "swiglu_backward"} <= ops_used
+    fwd = {"rms_norm": "rms_norm_backward", "silu_and_mul": "silu_and_mul_backward",
+           "geglu": "geglu_backward", "fused_linear_cross_entropy":
+           "fused_linear_cross_entropy_backward"}  # fmt: skip
+    for f, b in fwd.items():
+        at = {json.dumps(c["shapes"]) for c in DEFAULT_CASES if c["op"] == f}
+        assert at == {json.dumps(c["shapes"]) for c in DEFAULT_CASES if c["op"] == b}, b
 
 
 def test_ops_and_models_select() -> None:

@@ -12,14 +12,16 @@ seq=1024 head_dim=128` (`#` starts a comment).
 The built-in cases (bf16, as the models ship) are each model's GEMMs (fused QKV, output,
 gate-and-up, down, router, and the LM head at decode), norms, gated activation, attention
 (prefill at 1024 and 8192 tokens, decode of batch 1 and 16 over 1024- and 8192-key caches), MoE
-and loss, at TOKENS tokens (1 and 16: decode; 1024 and 8192: prefill). Tuner keys hold the
-token count by size class (a power of two), so 1 / 16 / 1024 / 8192 are four keys and the
-counts between them reuse the nearest class's winner; duplicates across models are run once.
+and loss, and the backward of the norms, the gated activation and the loss at their forward's
+shapes (what training's autograd runs), at TOKENS tokens (1 and 16: decode; 1024 and 8192:
+prefill). Tuner keys hold the token count by size class (a power of two), so 1 / 16 / 1024 /
+8192 are four keys and the counts between them reuse the nearest class's winner; duplicates
+across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 273. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 347. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 273 cases are about 9 to 18 minutes
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 347 cases are about 12 to 23 minutes
 on one H200. The largest inputs (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one
 GPU; `--models` and `--ops` run a part.
 """
@@ -38,6 +40,7 @@ TOKENS = (1, 16, 1024, 8192)
 DECODE = (1, 16)
 PREFILL = (1024, 8192)
 BF16 = "bfloat16"
+LCE = "fused_linear_cross_entropy"
 
 
 # ---------------------------------------------------------------------------- reading
@@ -137,7 +140,13 @@ def _gemms(model: str, hidden: int, kn: Iterable[tuple[int, int]], vocab: int) -
     out = [_case("matmul", [[m, k], [k, n]], model) for k, n in kn for m in TOKENS]
     out += [_case("matmul", [[m, hidden], [hidden, vocab]], model) for m in DECODE]
     lce = {"tokens": 8192, "hidden": hidden, "vocab": vocab}
-    return [*out, _case("fused_linear_cross_entropy", lce, model)]
+    loss = [_case(op, lce, model) for op in ("fused_linear_cross_entropy", f"{LCE}_backward")]
+    return [*out, *loss]
+
+
+def _rms_norms(model: str, shapes: Iterable[list[int]]) -> list[Any]:
+    """rms_norm and its backward at each (rows, width)."""
+    return [_case(op, [s], model) for s in shapes for op in ("rms_norm", "rms_norm_backward")]
 
 
 def _dense(
@@ -153,10 +162,10 @@ def _dense(
     q, kv, d = heads
     kn = ((hidden, (q + 2 * kv) * d), (q * d, hidden), (hidden, 2 * inter), (inter, hidden))
     out = _gemms(model, hidden, kn, vocab)
-    out += [_case("rms_norm", [[m, hidden]], model) for m in TOKENS]
-    out += [_case(act, [[m, 2 * inter]], model) for m in TOKENS]
+    out += _rms_norms(model, ([m, hidden] for m in TOKENS))
+    out += [_case(a, [[m, 2 * inter]], model) for m in TOKENS for a in (act, f"{act}_backward")]
     if qk_norm:
-        out += [_case("rms_norm", [[m * h, d]], model) for m in TOKENS for h in (q, kv)]
+        out += _rms_norms(model, ([m * h, d] for m in TOKENS for h in (q, kv)))
     if act == "silu_and_mul":
         mlp = [{"tokens": m, "hidden": hidden, "inter": inter} for m in DECODE]
         out += [_case("linear_gluact_linear", s, model) for s in mlp]
@@ -232,7 +241,7 @@ def _gpt_oss_20b() -> list[Any]:
     128-token window; 32 experts of 2880, top 4."""
     m = "gpt-oss-20b"
     out = _gemms(m, 2880, ((2880, 5120), (4096, 2880)), 201088)
-    out += [_case("rms_norm", [[t, 2880]], m) for t in TOKENS]
+    out += _rms_norms(m, ([t, 2880] for t in TOKENS))
     out += _moe(m, 2880, 2880, 32, 4)
     heads = {"q_heads": 64, "kv_heads": 8, "head_dim": 64}
     for w in (128, 0):
@@ -251,8 +260,8 @@ def _qwen3_30b_a3b() -> list[Any]:
     """Qwen3-30B-A3B: hidden 2048, 32 query heads over 4, 128 experts of 768, top 8."""
     m = "qwen3-30b-a3b"
     out = _gemms(m, 2048, ((2048, 5120), (4096, 2048)), 151936)
-    out += [_case("rms_norm", [[t, 2048]], m) for t in TOKENS]
-    out += [_case("rms_norm", [[t * h, 128]], m) for t in TOKENS for h in (32, 4)]
+    out += _rms_norms(m, ([t, 2048] for t in TOKENS))
+    out += _rms_norms(m, ([t * h, 128] for t in TOKENS for h in (32, 4)))
     return out + _moe(m, 2048, 768, 128, 8) + _gqa(m, 32, 4, 128, False)
 
 
@@ -275,7 +284,7 @@ def _deepseek_v3() -> list[Any]:
     out += [
         _case("w8a8_block_fp8_matmul", {"m": t, "n": n, "k": k}, m) for n, k in nk for t in TOKENS
     ]
-    out += [_case("rms_norm", [[t, h]], m) for h in (7168, 1536, 512) for t in TOKENS]
+    out += _rms_norms(m, ([t, h] for h in (7168, 1536, 512) for t in TOKENS))
     out += _moe(m, 7168, 2048, 256, 8)
     return out + [_case("matmul", [[t, 7168], [7168, 129280]], m) for t in DECODE]
 
@@ -295,7 +304,10 @@ def _common() -> list[Any]:
     m = "common"
     ops = ("softmax", "layer_norm", "persistent_layer_norm", "gelu", "relu", "dropout")
     out = [_case(op, [[t, 4096]], m) for op in ops for t in (16, 1024, 8192)]
-    out += [_case("swiglu", [[t, 14336], [t, 14336]], m) for t in (16, 1024, 8192)]
+    out += [_case("softmax_backward", [[t, 4096]] * 2, m) for t in (16, 1024, 8192)]
+    out += [_case("layer_norm_backward", [[t, 4096]], m) for t in (16, 1024, 8192)]
+    out += [_case("swiglu", [[t, 14336]] * 2, m) for t in (16, 1024, 8192)]
+    out += [_case("swiglu_backward", [[t, 14336]] * 3, m) for t in (16, 1024, 8192)]
     out += [_case("transpose", [[t, 4096]], m) for t in (1024, 8192)]
     for s in (512, 2048, 8192):
         out.append(_case("scaled_dot_product_attention", [[1, 32, s, 128]] * 3, m))

@@ -7,9 +7,18 @@ extents (`Op.fields`, with `Op.optional` defaults), e.g. fmha's {"batch": 1, "q_
 "kv_heads": 8, "seq": 1024, "head_dim": 128}. Each Op also carries a tiny stand-in case (`tiny`)
 that the tests run on the simulator, and the tuned functions it reaches (`tuned`).
 
+The backward operators are here too, called directly (what torch autograd calls in training):
+softmax_backward, rms_norm_backward, layer_norm_backward (ops/backward_rows.py),
+silu_and_mul_backward, geglu_backward, swiglu_backward (ops/backward_activation.py), and
+fused_linear_cross_entropy_backward (the loss with its gradients, ops/linear_cross_entropy.py's
+`forward(..., grads=True)`, which reaches kernels_linear_ce.dw_tuned). Every function of
+fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tune.py checks).
+
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
-kernels (nothing is tuned); moe_align_block_size tunes nothing; the backward operators tune
-through torch autograd (rms_norm's, softmax's, the activations').
+kernels (nothing is tuned); moe_align_block_size tunes nothing; relu_backward and gelu_backward
+reach elementwise_tuned, as relu and gelu do (under their own names, a key each); the attention
+backward (scaled_dot_product_attention_backward, ops/kernels_attention_backward.py) launches
+fixed kernels.
 """
 
 from __future__ import annotations
@@ -308,6 +317,55 @@ def _persistent_ln(ops: Any, mk: Inputs, shapes: Any) -> Any:
     return ops.persistent_layer_norm(mk.randn(m, h), (h,), mk.randn(h), mk.randn(h), 1e-5)
 
 
+def _backward(ops: Any, module: str) -> Any:
+    """fearless.ops' backward module `module` (backward_rows, backward_activation, ...)."""
+    import importlib
+
+    return importlib.import_module(f"{ops.__name__}.{module}")
+
+
+def _softmax_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
+    y, dy = (mk.randn(*s) for s in shapes)
+    return _backward(ops, "backward_rows").softmax_backward(y, dy)
+
+
+def _rms_norm_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
+    (m, h) = shapes[0]
+    dy, x = mk.randn(m, h), mk.randn(m, h)
+    return _backward(ops, "backward_rows").rms_norm_backward(dy, x, mk.randn(h), 1e-6)
+
+
+def _layer_norm_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
+    (m, h) = shapes[0]
+    dy, x, w, b = mk.randn(m, h), mk.randn(m, h), mk.randn(h), mk.randn(h)
+    return _backward(ops, "backward_rows").layer_norm_backward(dy, x, w, b, 1e-5)
+
+
+def _gated_bwd(name: str, *args: Any) -> Callable[[Any, Inputs, Any], Any]:
+    """The backward of a gated activation whose case is its forward's x [[M, 2d]]."""
+
+    def run(ops: Any, mk: Inputs, shapes: Any) -> Any:
+        (*lead, n2) = shapes[0]
+        x, dy = mk.randn(*lead, n2), mk.randn(*lead, n2 // 2)
+        return getattr(_backward(ops, "backward_activation"), name)(dy, x, *args)
+
+    return run
+
+
+def _swiglu_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
+    dy, a, b = (mk.randn(*s) for s in shapes)
+    return _backward(ops, "backward_activation").swiglu_backward(dy, a, b)
+
+
+def _lce_bwd(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
+    """The loss with its gradients (reduction "mean"), as autograd's forward computes them."""
+    t, h, v = s["tokens"], s["hidden"], s["vocab"]
+    target = mk.of(mk.rng.integers(0, v, t, dtype=np.int64))
+    lce = _backward(ops, "linear_cross_entropy")
+    x, w = mk.randn(t, h), mk.randn(v, h, scale=0.05)
+    return lce.forward(x, w, target, None, -100, 4096, "mean", True)
+
+
 def _mhc_gemm(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
     m, n, c = s["tokens"], s["n"], s["channels"]
     w = mk.randn(n * c, n * n + 2 * n, scale=0.05)
@@ -338,6 +396,9 @@ def _ops() -> dict[str, Op]:
     mla_opt = {"kv_seq": 0, "kv_heads": 0, "pe_heads": 1, "causal": 1}
     gem = f"{t}gemm.matmul_tuned"
     act = f"{t}activation."
+    rows_bwd = f"{t}rows_backward."
+    act_bwd = f"{t}activation_backward."
+    lce = ("tokens", "hidden", "vocab")
     return {
         "matmul": Op(_listed(lambda ops, a, b: ops.matmul(a, b)), [[8, 16], [16, 8]], (gem,)),
         "bmm": Op(
@@ -482,7 +543,30 @@ def _ops() -> dict[str, Op]:
             _lce,
             {"tokens": 8, "hidden": 16, "vocab": 32},
             (f"{t}linear_ce.logits_tuned", f"{t}linear_ce.cross_entropy_tuned"),
-            ("tokens", "hidden", "vocab"),
+            lce,
+        ),
+        "fused_linear_cross_entropy_backward": Op(
+            _lce_bwd,
+            {"tokens": 8, "hidden": 16, "vocab": 32},
+            (
+                f"{t}linear_ce.logits_tuned",
+                f"{t}linear_ce.cross_entropy_tuned",
+                f"{t}linear_ce.dw_tuned",
+                gem,
+            ),
+            lce,
+        ),
+        "softmax_backward": Op(_softmax_bwd, [[4, 16], [4, 16]], (f"{rows_bwd}softmax_bwd_tuned",)),
+        "rms_norm_backward": Op(_rms_norm_bwd, [[4, 16]], (f"{rows_bwd}rms_norm_bwd_tuned",)),
+        "layer_norm_backward": Op(_layer_norm_bwd, [[4, 16]], (f"{rows_bwd}layer_norm_bwd_tuned",)),
+        "silu_and_mul_backward": Op(
+            _gated_bwd("silu_and_mul_backward"), [[4, 32]], (f"{act_bwd}gated_backward_tuned",)
+        ),
+        "geglu_backward": Op(
+            _gated_bwd("geglu_backward", "tanh"), [[4, 32]], (f"{act_bwd}gated_backward_tuned",)
+        ),
+        "swiglu_backward": Op(
+            _swiglu_bwd, [[64], [64], [64]], (f"{act_bwd}swiglu_backward_tuned",)
         ),
         "chunk_gated_delta_rule": Op(
             _chunk_delta,
