@@ -18,10 +18,10 @@ prefill). Tuner keys hold the token count by size class (a power of two), so 1 /
 8192 are four keys and the counts between them reuse the nearest class's winner; duplicates
 across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 347. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 351. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 347 cases are about 12 to 23 minutes
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 351 cases are about 12 to 23 minutes
 on one H200. The largest inputs (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one
 GPU; `--models` and `--ops` run a part.
 """
@@ -304,6 +304,9 @@ def _common() -> list[Any]:
     m = "common"
     ops = ("softmax", "layer_norm", "persistent_layer_norm", "gelu", "relu", "dropout")
     out = [_case(op, [[t, 4096]], m) for op in ops for t in (16, 1024, 8192)]
+    out += [
+        _case(f"{op}_backward", [[t, 4096]], m) for op in ("gelu", "relu") for t in (1024, 8192)
+    ]
     out += [_case("softmax_backward", [[t, 4096]] * 2, m) for t in (16, 1024, 8192)]
     out += [_case("layer_norm_backward", [[t, 4096]], m) for t in (16, 1024, 8192)]
     out += [_case("swiglu", [[t, 14336]] * 2, m) for t in (16, 1024, 8192)]

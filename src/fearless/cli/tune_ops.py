@@ -9,14 +9,14 @@ that the tests run on the simulator, and the tuned functions it reaches (`tuned`
 
 The backward operators are here too, called directly (what torch autograd calls in training):
 softmax_backward, rms_norm_backward, layer_norm_backward (ops/backward_rows.py),
-silu_and_mul_backward, geglu_backward, swiglu_backward (ops/backward_activation.py), and
+silu_and_mul_backward, geglu_backward, swiglu_backward, relu_backward, gelu_backward
+(ops/backward_activation.py), and
 fused_linear_cross_entropy_backward (the loss with its gradients, ops/linear_cross_entropy.py's
 `forward(..., grads=True)`, which reaches kernels_linear_ce.dw_tuned). Every function of
 fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tune.py checks).
 
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
-kernels (nothing is tuned); moe_align_block_size tunes nothing; relu_backward and gelu_backward
-reach elementwise_tuned, as relu and gelu do (under their own names, a key each); the attention
+kernels (nothing is tuned); moe_align_block_size tunes nothing; the attention
 backward (scaled_dot_product_attention_backward, ops/kernels_attention_backward.py) launches
 fixed kernels.
 """
@@ -352,6 +352,16 @@ def _gated_bwd(name: str, *args: Any) -> Callable[[Any, Inputs, Any], Any]:
     return run
 
 
+def _unary_bwd(name: str) -> Callable[[Any, Inputs, Any], Any]:
+    """relu's or gelu's backward, whose case is its forward's x [[...]] (dy the same shape)."""
+
+    def run(ops: Any, mk: Inputs, shapes: Any) -> Any:
+        x, dy = mk.randn(*shapes[0]), mk.randn(*shapes[0])
+        return getattr(_backward(ops, "backward_activation"), name)(dy, x)
+
+    return run
+
+
 def _swiglu_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
     dy, a, b = (mk.randn(*s) for s in shapes)
     return _backward(ops, "backward_activation").swiglu_backward(dy, a, b)
@@ -568,6 +578,9 @@ def _ops() -> dict[str, Op]:
         "swiglu_backward": Op(
             _swiglu_bwd, [[64], [64], [64]], (f"{act_bwd}swiglu_backward_tuned",)
         ),
+        # relu's and gelu's backward tune elementwise_tuned under keys of their own
+        "relu_backward": Op(_unary_bwd("relu_backward"), [[64]], (f"{act}elementwise_tuned",)),
+        "gelu_backward": Op(_unary_bwd("gelu_backward"), [[64]], (f"{act}elementwise_tuned",)),
         "chunk_gated_delta_rule": Op(
             _chunk_delta,
             {**delta_tiny, "chunk": 16},
