@@ -188,6 +188,19 @@ def _gqa(model: str, q: int, kv: int, d: int, kvcache: bool = True) -> list[Any]
     return out
 
 
+def _windowed(model: str, op: str, heads: dict[str, int], window: int) -> list[Any]:
+    """`op`'s prefill cases and `op`_decode's (over 8192 keys) of a model whose layers
+    alternate a `window`-key window (local layers) and none (global ones)."""
+    out = []
+    for w in (window, 0):
+        out += [_case(op, {"batch": 1, **heads, "seq": s, "window": w}, model) for s in PREFILL]
+        out += [
+            _case(f"{op}_decode", {"batch": b, **heads, "kv_seq": 8192, "window": w}, model)
+            for b in DECODE
+        ]
+    return out
+
+
 def _moe(model: str, hidden: int, inter: int, experts: int, top_k: int) -> list[Any]:
     shapes = [
         {"tokens": m, "hidden": hidden, "inter": inter, "experts": experts, "top_k": top_k}
@@ -224,16 +237,7 @@ def _gemma3_12b() -> list[Any]:
     m = "gemma3-12b"
     out = _dense(m, 3840, (16, 8, 256), 15360, 262208, qk_norm=True, act="geglu")
     heads = {"q_heads": 16, "kv_heads": 8, "head_dim": 256}
-    for w in (1023, 0):
-        out += [
-            _case("gemma_attention", {"batch": 1, **heads, "seq": s, "window": w}, m)
-            for s in PREFILL
-        ]
-        out += [
-            _case("gemma_attention_decode", {"batch": b, **heads, "kv_seq": 8192, "window": w}, m)
-            for b in DECODE
-        ]
-    return out
+    return out + _windowed(m, "gemma_attention", heads, 1023)
 
 
 def _gpt_oss_20b() -> list[Any]:
@@ -244,16 +248,7 @@ def _gpt_oss_20b() -> list[Any]:
     out += _rms_norms(m, ([t, 2880] for t in TOKENS))
     out += _moe(m, 2880, 2880, 32, 4)
     heads = {"q_heads": 64, "kv_heads": 8, "head_dim": 64}
-    for w in (128, 0):
-        out += [
-            _case("attention_sink", {"batch": 1, **heads, "seq": s, "window": w}, m)
-            for s in PREFILL
-        ]
-        out += [
-            _case("attention_sink_decode", {"batch": b, **heads, "kv_seq": 8192, "window": w}, m)
-            for b in DECODE
-        ]
-    return out
+    return out + _windowed(m, "attention_sink", heads, 128)
 
 
 def _qwen3_30b_a3b() -> list[Any]:
