@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import dtypes
 from ...ir.tile import ops
 from ...ir.tile.types import TileType, array_type, tile_type
 from .registry import lowers
@@ -84,7 +83,7 @@ def gather(lw: Any, op: ops.Gather, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)
     ptrs, mask = _live(lw, op, args, 1)
-    st = TileType(dtypes.i8, t.shape) if t.dtype.is_bool else t  # a bool array is bytes
+    st = lw.stored_tile(t)  # a bool array is bytes
     pad = bc.encode_ConstantOp(lw.b, lw.tid(st), lw._bytes(op.attrs["padding"], st.dtype))
     value, _ = bc.encode_LoadPtrTkoOp(
         lw.b, lw.tid(st), lw.tt.Token, ptrs, mask, pad, lw.read_token(op.operands[0]),

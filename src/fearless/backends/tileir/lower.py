@@ -97,14 +97,27 @@ class _Lowerer:
         """The element type of an array of `dt` in memory (`stored_dtype`)."""
         return self.elem(stored_dtype(dt))
 
+    @staticmethod
+    def stored_tile(t: TileType) -> TileType:
+        """The tile type a load of `t` reads from memory (`stored_dtype`)."""
+        return TileType(stored_dtype(t.dtype), t.shape)
+
+    def nonzero(self, x: Any, t: TileType) -> Any:
+        """x != 0 as an i1 tile, for `x` of tile type `t` (a cast to bool; a float compares
+        unordered, so nan is true)."""
+        bc, b = self.bc, self.b
+        rt = self.tid(TileType(dtypes.bool_, t.shape))
+        zero = bc.encode_ConstantOp(b, self.tid(t), self._bytes(0, t.dtype))
+        if t.dtype.is_float:
+            return bc.encode_CmpFOp(
+                b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, bc.ComparisonOrdering.UNORDERED
+            )
+        sign = bc.Signedness.Signed if t.dtype.is_signed else bc.Signedness.Unsigned
+        return bc.encode_CmpIOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, sign)
+
     def to_bool(self, x: Any, shape: tuple[int, ...]) -> Any:
         """A loaded i8 tile of a bool array as i1: x != 0."""
-        bc, b = self.bc, self.b
-        zero = bc.encode_ConstantOp(b, self.tid(TileType(dtypes.i8, shape)), b"\x00")
-        return bc.encode_CmpIOp(
-            b, self.tid(TileType(dtypes.bool_, shape)), x, zero,
-            bc.ComparisonPredicate.NOT_EQUAL, bc.Signedness.Unsigned,
-        )  # fmt: skip
+        return self.nonzero(x, TileType(dtypes.i8, shape))
 
     def to_byte(self, x: Any, shape: tuple[int, ...]) -> Any:
         """An i1 tile as the 0 / 1 bytes a bool array holds."""
@@ -269,7 +282,7 @@ class _Lowerer:
         index = args[1:]
         t = tile_type(op.result)
         tile, _ = bc.encode_LoadViewTkoOp(
-            self.b, self.tid(TileType(stored_dtype(t.dtype), t.shape)), self.tt.Token, view,
+            self.b, self.tid(self.stored_tile(t)), self.tt.Token, view,
             index, self.read_token(op.operands[0]),
             bc.MemoryOrderingSemantics.WEAK, None, self._hints(op), [False] * len(index),
         )  # fmt: skip
@@ -499,17 +512,7 @@ class _Lowerer:
         x = args[0]
         sign = bc.Signedness.Signed if src.is_signed else bc.Signedness.Unsigned
         if dst.is_bool:  # x != 0, not a truncation
-            zero = bc.encode_ConstantOp(b, self.tid(tile_type(op.operands[0])), self._bytes(0, src))
-            if src.is_float:
-                return bc.encode_CmpFOp(
-                    b,
-                    rt,
-                    x,
-                    zero,
-                    bc.ComparisonPredicate.NOT_EQUAL,
-                    bc.ComparisonOrdering.UNORDERED,
-                )
-            return bc.encode_CmpIOp(b, rt, x, zero, bc.ComparisonPredicate.NOT_EQUAL, sign)
+            return self.nonzero(x, tile_type(op.operands[0]))
         if src.is_float and dst.is_float:
             return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
         if src.is_float:
