@@ -14,7 +14,15 @@ from typing import Any
 import torch
 
 from .. import ops
-from .layers import _FLOATS, _attention, _base_forward, is_attention_layout, is_causal_mask
+from .layers import (
+    _FLOATS,
+    AttentionCall,
+    _attention,
+    _base_forward,
+    is_attention_layout,
+    is_causal_mask,
+    stand_in,
+)
 
 # Hugging Face's activation names -> fearless's gelu `approximate`
 _GELU = {"gelu_pytorch_tanh": "tanh", "gelu": "none"}
@@ -45,6 +53,7 @@ def gemma_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     return self.down_proj(ops.geglu(torch.cat((up, gate), -1), approximate=approximate))  # type: ignore[no-any-return]
 
 
+@stand_in
 def capped_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for Gemma 2's `eager_attention_forward(module, query, key, value,
     attention_mask, dropout=0.0, scaling=None, softcap=None, **kwargs)` (the attention Gemma 2
@@ -53,7 +62,6 @@ def capped_attention_function(original: Callable[..., Any]) -> Callable[..., Any
     `_capped_attention` takes the call; with no cap (`attn_logit_softcapping` None) and another
     mask (padding), fearless's masked `scaled_dot_product_attention` (layers.py's path); else
     `original`, Hugging Face's eager code (a padded batch with a cap among them)."""
-    original = getattr(original, "_fearless_original", original)
 
     def eager_attention_forward(
         module: torch.nn.Module,
@@ -68,43 +76,20 @@ def capped_attention_function(original: Callable[..., Any]) -> Callable[..., Any
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         config = getattr(module, "config", None)
         weights = kwargs.get("output_attentions") or getattr(config, "output_attentions", False)
+        call = AttentionCall(module, query, key, value, attention_mask, dropout, scaling, kwargs)
         if not weights:  # the fearless kernels make no attention weights
-            args = (module, query, key, value, attention_mask, dropout, scaling, softcap)
-            out = _capped_attention(*args, kwargs)
+            out = _capped_attention(call, softcap)
             if out is None and softcap is None and attention_mask is not None:
                 rest = {k: v for k, v in kwargs.items() if k != "sliding_window"}
-                out = _attention(
-                    module, query, key, value, attention_mask, dropout, scaling, None, rest
-                )
+                out = _attention(call._replace(kwargs=rest), None)
             if out is not None:
                 return out, None
-        return original(  # type: ignore[no-any-return]
-            module,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout=dropout,
-            scaling=scaling,
-            softcap=softcap,
-            **kwargs,
-        )
+        return call.fall_back(original, softcap=softcap)  # type: ignore[no-any-return]
 
-    eager_attention_forward._fearless_original = original  # type: ignore[attr-defined]
     return eager_attention_forward
 
 
-def _capped_attention(
-    module: torch.nn.Module,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None,
-    dropout: float,
-    scaling: float | None,
-    softcap: float | None,
-    kwargs: dict[str, Any],
-) -> torch.Tensor | None:
+def _capped_attention(call: AttentionCall, softcap: float | None) -> torch.Tensor | None:
     """Gemma 2's attention, a global layer's or a sliding-window layer's (`sliding_window` W),
     as (batch, seq, heads, head_dim) from `fearless.ops.gemma_attention(q, k, v, scaling,
     window_size, soft_cap, is_causal=True)`, or None where that is not Hugging Face's result:
@@ -112,6 +97,7 @@ def _capped_attention(
     mask that is not exactly the causal (windowed) pattern of a prefill or decode without
     padding (`is_causal_mask`). With grad too (its autograd backward gives dq, dk, dv through
     the cap). The window as in layers.py's `_windowed`: window_size = W - 1."""
+    module, q, k, v, mask, dropout, scaling, kwargs = call
     if (
         dropout
         or kwargs.get("position_bias") is not None

@@ -11,12 +11,18 @@ subclass's `_fearless_base`, whose forward is the fallback. The dispatcher's mar
 inference and training: the marker names the op, "gemma_attention" for Gemma's,
 "swa_attention" for Mistral's, Qwen2's, Qwen3's, OLMo 3's and Phi-3's) and `_fearless_mla` (DeepSeek's
 latent attention on `fearless.ops.mla`, in inference).
+
+A modeling module's function (RoPE's, an attention function, a forward) is replaced by a
+stand-in that a factory decorated with `stand_in` makes around Hugging Face's own function;
+the attention stand-ins hand their fearless paths one `AttentionCall` and, where none takes
+it, `AttentionCall.fall_back` runs Hugging Face's function on the same arguments.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, NamedTuple, ParamSpec
 
 import torch
 
@@ -24,6 +30,7 @@ from .. import ops
 
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # what every fearless.ops kernel takes
 _CLASSES: dict[type, type] = {}  # Hugging Face class -> its fearless subclass
+_P = ParamSpec("_P")
 
 
 def fearless_class(base: type, forward: Callable[..., Any] | None, **attrs: Any) -> type:
@@ -41,6 +48,26 @@ def fearless_class(base: type, forward: Callable[..., Any] | None, **attrs: Any)
 
 def _base_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     return type(self)._fearless_base.forward(self, *args, **kwargs)
+
+
+def stand_in(
+    factory: Callable[Concatenate[Callable[..., Any], _P], Callable[..., Any]],
+) -> Callable[Concatenate[Callable[..., Any], _P], Callable[..., Any]]:
+    """Decorates `factory(original, ...)`, which makes a stand-in for the Hugging Face function
+    `original` (a modeling module's, or a forward): the factory is given Hugging Face's own
+    function even when `original` is an earlier stand-in (patching twice wraps it once), and
+    the stand-in it returns keeps that function as `_fearless_original` for the next patch."""
+
+    @functools.wraps(factory)
+    def make(
+        original: Callable[..., Any], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Callable[..., Any]:
+        original = getattr(original, "_fearless_original", original)
+        function = factory(original, *args, **kwargs)
+        function._fearless_original = original  # type: ignore[attr-defined]
+        return function
+
+    return make
 
 
 def wants_grad(*tensors: torch.Tensor) -> bool:
@@ -153,6 +180,7 @@ def gluact_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------- RoPE
 
 
+@stand_in
 def rope_function(
     original: Callable[..., Any], half: bool = False, partial: bool = False, wide: bool = False
 ) -> Callable[..., Any]:
@@ -167,7 +195,6 @@ def rope_function(
     computes `(q * cos + rotate_half(q) * sin).to(q.dtype)` (OLMo 2 and 3, whose tables stay
     f32): f32 tables with f16 or bf16 q and k take rope too, which rotates in f32 and rounds
     once to q's dtype, as that does; elsewhere the tables must be in q's dtype."""
-    original = getattr(original, "_fearless_original", original)
 
     def apply_rotary_pos_emb(
         q: torch.Tensor,
@@ -212,18 +239,41 @@ def rope_function(
         qr, kr = ops.rope(q, k, cos, sin)
         return qr, kr
 
-    apply_rotary_pos_emb._fearless_original = original  # type: ignore[attr-defined]
     return apply_rotary_pos_emb
 
 
 # ----------------------------------------------------------------------------------- attention
 
 
+class AttentionCall(NamedTuple):
+    """One call of a Hugging Face attention function (`sdpa_attention_forward`, a modeling
+    module's `eager_attention_forward`) as the fearless paths below (and gemma.py's and
+    sinks.py's) read it: the attention module; query, key and value as (batch, heads, seq,
+    head_dim); the mask (None: none); the dropout; the scale (None: head_dim ** -0.5); and the
+    other keyword arguments (`sliding_window`, `softcap`, `position_bias`, ...)."""
+
+    module: torch.nn.Module
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    mask: torch.Tensor | None
+    dropout: float
+    scaling: float | None
+    kwargs: dict[str, Any]
+
+    def fall_back(self, original: Callable[..., Any], **named: Any) -> Any:
+        """Hugging Face's own attention function `original` on this call (what a stand-in runs
+        where no fearless path takes it), with `named`, the function's own keyword arguments
+        besides dropout and scaling (`is_causal`, `softcap`)."""
+        module, q, k, v, mask, dropout, scaling, kwargs = self
+        return original(module, q, k, v, mask, dropout=dropout, scaling=scaling, **named, **kwargs)
+
+
+@stand_in
 def sdpa_dispatch(original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for Hugging Face's `sdpa` attention function: fearless's flash attention for
     the modules whose class carries `_fearless_attention`, `original` for every other module
     (other model types keep torch's SDPA) and for what the fearless op does not take."""
-    original = getattr(original, "_fearless_original", original)
 
     def sdpa_attention_forward(
         module: torch.nn.Module,
@@ -236,48 +286,27 @@ def sdpa_dispatch(original: Callable[..., Any]) -> Callable[..., Any]:
         is_causal: bool | None = None,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, None]:
+        call = AttentionCall(module, query, key, value, attention_mask, dropout, scaling, kwargs)
         if getattr(module, "_fearless_attention", False):
-            out = _attention(
-                module, query, key, value, attention_mask, dropout, scaling, is_causal, kwargs
-            )
+            out = _attention(call, is_causal)
             if out is not None:
                 return out, None
-        return original(  # type: ignore[no-any-return]
-            module,
-            query,
-            key,
-            value,
-            attention_mask,
-            dropout=dropout,
-            scaling=scaling,
-            is_causal=is_causal,
-            **kwargs,
-        )
+        return call.fall_back(original, is_causal=is_causal)  # type: ignore[no-any-return]
 
-    sdpa_attention_forward._fearless_original = original  # type: ignore[attr-defined]
     return sdpa_attention_forward
 
 
-def _attention(
-    module: torch.nn.Module,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None,
-    dropout: float,
-    scaling: float | None,
-    is_causal: bool | None,
-    kwargs: dict[str, Any],
-) -> torch.Tensor | None:
+def _attention(call: AttentionCall, is_causal: bool | None) -> torch.Tensor | None:
     """Hugging Face's sdpa_attention_forward on `fearless.ops.scaled_dot_product_attention`:
     the output as (batch, seq, heads, head_dim), or None where the fearless op does not take
     the call (the caller then runs torch's)."""
+    module, q, k, v, mask, dropout, scaling, kwargs = call
     if op := getattr(module, "_fearless_windowed", None):
-        out = _windowed(op, module, q, k, v, mask, dropout, scaling, kwargs)
+        out = _windowed(op, call)
         if out is not None:
             return out
     if getattr(module, "_fearless_mla", False):
-        out = _latent(module, q, k, v, mask, dropout, scaling, is_causal, kwargs)
+        out = _latent(call, is_causal)
         if out is not None:
             return out
     if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
@@ -303,17 +332,7 @@ def _attention(
     return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]
 
 
-def _windowed(
-    op: str,
-    module: torch.nn.Module,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None,
-    dropout: float,
-    scaling: float | None,
-    kwargs: dict[str, Any],
-) -> torch.Tensor | None:
+def _windowed(op: str, call: AttentionCall) -> torch.Tensor | None:
     """A sliding-window layer on `fearless.ops.<op>`, `op` "gemma_attention" (Gemma's, which
     passes its soft cap) or "swa_attention" (Mistral's and the others': no cap), where that
     computes what Hugging Face's masked SDPA does: no dropout and a mask that is exactly the
@@ -323,6 +342,7 @@ def _windowed(
     window W keeps keys j with i' - W < j <= i' (i' = i + S - L): swa_attention's window_size
     W exactly; gemma_attention's window_size w keeps |j - i'| <= w: w = W - 1. Both causal
     masks are bottom-right aligned, the same i'."""
+    module, q, k, v, mask, dropout, scaling, kwargs = call
     window = kwargs.get("sliding_window")
     if not isinstance(window, int) or isinstance(window, bool) or window < 1:
         return None  # a full layer (no window, or Mistral's None)
@@ -345,17 +365,7 @@ def _windowed(
     return out.transpose(1, 2).contiguous()  # type: ignore[no-any-return]
 
 
-def _latent(
-    module: torch.nn.Module,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None,
-    dropout: float,
-    scaling: float | None,
-    is_causal: bool | None,
-    kwargs: dict[str, Any],
-) -> torch.Tensor | None:
+def _latent(call: AttentionCall, is_causal: bool | None) -> torch.Tensor | None:
     """DeepSeek's multi-head latent attention (V2's, V3's) on `fearless.ops.mla`. Hugging Face
     expands the latent cache into per-head keys and values before its attention call, so this
     is softmax(q k^T * scaling + mask) v of q, k (B, H, L or S, D_qk = nope + rope) and v
@@ -368,6 +378,7 @@ def _latent(
     dropout, and a prefill (L = S, causal) or one decoded query over its cache (L = 1), with
     no mask or the exact causal mask (no padding); None otherwise (the caller then tries the
     general path, which takes D_v == D_qk in training, then Hugging Face's)."""
+    module, q, k, v, mask, dropout, scaling, kwargs = call
     if dropout or kwargs.get("position_bias") is not None or kwargs.get("softcap") is not None:
         return None
     if not (q.dim() == k.dim() == v.dim() == 4 and q.dtype in _FLOATS):

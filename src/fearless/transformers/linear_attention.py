@@ -20,7 +20,7 @@ import torch
 
 from .. import ops
 from ..ops.delta_rule import CHUNK_SIZES
-from .layers import _FLOATS, _base_forward, wants_grad
+from .layers import _FLOATS, _base_forward, stand_in, wants_grad
 
 
 def _takes(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, kwargs: dict[str, Any]) -> bool:
@@ -60,10 +60,10 @@ def _gated_delta_rule(
     return out, state
 
 
+@stand_in
 def chunk_function(original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for `torch_chunk_gated_delta_rule` on `fearless.ops.chunk_gated_delta_rule`
     (chunk_size 16 to 128, Hugging Face's 64), `original` for the rest."""
-    original = getattr(original, "_fearless_original", original)
 
     def torch_chunk_gated_delta_rule(
         query: torch.Tensor,
@@ -88,15 +88,14 @@ def chunk_function(original: Callable[..., Any]) -> Callable[..., Any]:
         op = ops.chunk_gated_delta_rule
         return _gated_delta_rule(op, original, fits, tensors, options, kwargs)
 
-    torch_chunk_gated_delta_rule._fearless_original = original  # type: ignore[attr-defined]
     return torch_chunk_gated_delta_rule
 
 
+@stand_in
 def recurrent_function(original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for `torch_recurrent_gated_delta_rule` (a cached decode step, or the steps
     whose states are kept) on `fearless.ops.recurrent_gated_delta_rule`, `original` for the
     rest."""
-    original = getattr(original, "_fearless_original", original)
 
     def torch_recurrent_gated_delta_rule(
         query: torch.Tensor,
@@ -118,7 +117,6 @@ def recurrent_function(original: Callable[..., Any]) -> Callable[..., Any]:
         op = ops.recurrent_gated_delta_rule
         return _gated_delta_rule(op, original, True, tensors, options, kwargs)
 
-    torch_recurrent_gated_delta_rule._fearless_original = original  # type: ignore[attr-defined]
     return torch_recurrent_gated_delta_rule
 
 

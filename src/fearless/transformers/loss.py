@@ -14,14 +14,13 @@ import torch
 import torch.nn.functional as F
 
 from .. import ops
+from .layers import _FLOATS, stand_in
 
-_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
-
+@stand_in
 def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
     """A `XxxForCausalLM.forward` that computes the loss without logits where it can, and calls
     `original` (Hugging Face's forward) for the rest."""
-    original = getattr(original, "_fearless_original", original)
 
     def forward(
         self: Any,
@@ -103,5 +102,4 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         )
         return out if return_dict is not False else out.to_tuple()
 
-    forward._fearless_original = original  # type: ignore[attr-defined]
     return forward

@@ -9,20 +9,20 @@ Face's code everywhere else.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from .. import ops
-from .layers import _FLOATS, is_attention_layout, is_causal_mask
+from .layers import _FLOATS, AttentionCall, is_attention_layout, is_causal_mask, stand_in
 
 
+@stand_in
 def sink_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
     """GPT-OSS's `eager_attention_forward(module, query, key, value, attention_mask, scaling,
     dropout=0.0, **kwargs)`: softmax over [q k^T * scaling + mask, module.sinks[h]] with the
     sink's share dropped, times v; through `fearless.ops.attention_sink` when `_sink_attention`
     takes the call."""
-    original = getattr(original, "_fearless_original", original)
 
     def eager_attention_forward(
         module: torch.nn.Module,
@@ -34,33 +34,23 @@ def sink_attention_function(original: Callable[..., Any]) -> Callable[..., Any]:
         dropout: float = 0.0,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        out = _sink_attention(module, query, key, value, attention_mask, scaling, dropout, kwargs)
+        call = AttentionCall(module, query, key, value, attention_mask, dropout, scaling, kwargs)
+        out = _sink_attention(call)
         if out is not None:
             return out, None
-        return original(  # type: ignore[no-any-return]
-            module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs
-        )
+        return call.fall_back(original)  # type: ignore[no-any-return]
 
-    eager_attention_forward._fearless_original = original  # type: ignore[attr-defined]
     return eager_attention_forward
 
 
-def _sink_attention(
-    module: torch.nn.Module,
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    mask: torch.Tensor | None,
-    scaling: float,
-    dropout: float,
-    kwargs: dict[str, Any],
-) -> torch.Tensor | None:
+def _sink_attention(call: AttentionCall) -> torch.Tensor | None:
     """The attention as (batch, seq, heads, head_dim), or None where attention_sink would not
     give Hugging Face's result: dropout, attention weights asked for, other layouts or dtypes,
     or a mask that is not exactly the causal (or sliding-window, W keys up to itself) pattern
     of a prefill or decode without padding. With grad too: the op's backward reaches q, k, v
     and `module.sinks` (the views below are differentiable; nothing is detached). Query i sits
     at key index start_q + i, start_q = S - L (0 for a prefill)."""
+    module, q, k, v, mask, dropout, scaling, kwargs = call
     sinks = getattr(module, "sinks", None)
     if dropout or kwargs.get("output_attentions") or not isinstance(sinks, torch.Tensor):
         return None
@@ -87,7 +77,7 @@ def _sink_attention(
         k.transpose(1, 2),
         v.transpose(1, 2),
         sinks,
-        sm_scale=scaling,
+        sm_scale=cast(float, scaling),  # GPT-OSS's eager_attention_forward requires a scale
         sliding_window=window,
         start_q=s - lq,
     )
