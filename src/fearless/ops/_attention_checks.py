@@ -1,16 +1,18 @@
 """The argument checks that several attention operators share (ops/attention_variants.py,
 attention_varlen.py, attention_mla.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
-layout (one query token for a decode), and a split-KV decode's `kv_len_per_split`. Each
-raises E0701 at the caller's line with the operator's name in its text.
+layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
+scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
+name in its text.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._io import FLOATS, Operand, operand
+from ._io import FLOATS, Operand, number, operand
 
 
 def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
@@ -61,3 +63,9 @@ def split_len(kv_len_per_split: Any, op: str, example: int = 1024) -> int | None
             f"{example}",
         )
     return n  # type: ignore[no-any-return]
+
+
+def attention_scale(value: Any, d: int, op: str, name: str) -> float:
+    """The scores' scale: `value` (the argument called `name`, a number) or, for None,
+    1 / sqrt(d), d the head dimension."""
+    return 1.0 / math.sqrt(d) if value is None else number(value, op, name)

@@ -19,7 +19,13 @@ import math
 from typing import Any
 
 from ..runtime.location import argument_error
-from ._attention_checks import decode_operands, qkv_mismatch, qkv_operands, split_len
+from ._attention_checks import (
+    attention_scale,
+    decode_operands,
+    qkv_mismatch,
+    qkv_operands,
+    split_len,
+)
 from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -177,7 +183,7 @@ def gemma_attention_decode(
         return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
     qa, ka, va = decode_operands(op, q, k, v, "gemma_attention")
     (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    sc = attention_scale(scaling, d, op, "scaling")
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
@@ -228,7 +234,7 @@ def _attend(
     position a query sees, `cap` the soft cap (None: none)."""
     qa, ka, va = qkv_operands(op, q, k, v)
     (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    sc = attention_scale(scaling, d, op, "scaling")
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
@@ -285,7 +291,7 @@ def _backward(
     (b, h, lq, d), (bk, hk, s, dk) = qa.shape, ka.shape
     if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
         raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    sc = attention_scale(scaling, d, op, "scaling")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
     if runs:

@@ -22,7 +22,6 @@ detached.
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
@@ -31,14 +30,19 @@ import numpy as np
 from .. import dtypes
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
-from ._attention_checks import decode_operands, qkv_mismatch, qkv_operands, split_len
+from ._attention_checks import (
+    attention_scale,
+    decode_operands,
+    qkv_mismatch,
+    qkv_operands,
+    split_len,
+)
 from ._io import (
     FLOATS,
     Operand,
     cast,
     from_torch,
     full,
-    number,
     operand,
     output,
     result,
@@ -76,7 +80,7 @@ def fmha_varlen(
     op = "fmha_varlen"
     qa, ka, va = qkv_operands(op, q, k, v)
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    sc = attention_scale(scaling, d, op, "scaling")
     ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
     kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
     if s == 0:  # no keys: every row is 0
@@ -112,7 +116,7 @@ def fmha_varlen_backward(
     if ga.shape != qa.shape or oa.shape != qa.shape:
         raise qkv_mismatch(op, f"dout {ga.shape}, q {qa.shape} and out {oa.shape}")
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = 1.0 / math.sqrt(d) if scaling is None else number(scaling, op, "scaling")
+    sc = attention_scale(scaling, d, op, "scaling")
     ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
     kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
@@ -142,7 +146,7 @@ def fmha_decode(
         return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
     qa, ka, va = decode_operands(op, q, k, v, "fmha")
     (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = 1.0 / math.sqrt(d) if sm_scale is None else number(sm_scale, op, "sm_scale")
+    sc = attention_scale(sm_scale, d, op, "sm_scale")
     if s == 0:
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)

@@ -114,17 +114,17 @@ def gemma_attention_backward(
     )
 
 
-def _variant_autograd(forward: Any, name: str) -> None:
-    """`forward`'s autograd formula: q, k, v and the output saved, the settings kept, and
-    `fearless::<name>_backward` for (dq, dk, dv)."""
+def _attention_autograd(forward: Any, name: str, n_grads: int = 3) -> None:
+    """`forward`'s autograd formula: its first `n_grads` inputs (q, k, v; attention_sink's
+    query, key, value, sinks) and the output saved, the other inputs (the settings) kept, and
+    `fearless::<name>_backward(dy, *those inputs, output, *settings)` for their gradients."""
 
     def setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-        ctx.save_for_backward(*inputs[:3], output)
-        ctx.args = inputs[3:]  # type: ignore[attr-defined]
+        ctx.save_for_backward(*inputs[:n_grads], output)
+        ctx.args = inputs[n_grads:]  # type: ignore[attr-defined]
 
     def backward(ctx: Any, dy: Tensor) -> tuple:
-        q, k, v, out = ctx.saved_tensors
-        grads = getattr(OPS, f"{name}_backward")(dy, q, k, v, out, *ctx.args)
+        grads = getattr(OPS, f"{name}_backward")(dy, *ctx.saved_tensors, *ctx.args)
         return (*grads, *(None for _ in ctx.args))
 
     forward.register_autograd(backward, setup_context=setup)
@@ -135,7 +135,7 @@ for _op, _name in (
     (swa_attention, "swa_attention"),
     (gemma_attention, "gemma_attention"),
 ):
-    _variant_autograd(_op, _name)
+    _attention_autograd(_op, _name)
 
 
 @_define("gemma_attention_decode", _like_first, forward_only=True)
@@ -212,6 +212,12 @@ def fmha_decode(
     return AVL.fmha_decode(q, k, v, sm_scale, kv_len_per_split)  # type: ignore[no-any-return]
 
 
+def _start(start_q: Tensor | None) -> Tensor | int:
+    """The sink operators' start_q as ops/attention_sinks.py takes it: None (the schema's
+    default) is position 0."""
+    return 0 if start_q is None else start_q
+
+
 def _sink_out(query: Tensor, *_: Any, **__: Any) -> Tensor:
     """The fake kernel of attention_sink(_decode): query (B, L, H_kv, G, D) gives
     (B, L, H_kv * G * D)."""
@@ -230,7 +236,7 @@ def attention_sink(
     start_q: Optional[Tensor] = None,  # noqa: UP045
 ) -> Tensor:
     return AS.attention_sink(  # type: ignore[no-any-return]
-        query, key, value, sinks, sm_scale, sliding_window, 0 if start_q is None else start_q
+        query, key, value, sinks, sm_scale, sliding_window, _start(start_q)
     )
 
 
@@ -259,26 +265,12 @@ def attention_sink_backward(
     start_q: Optional[Tensor] = None,  # noqa: UP045
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     return AS.attention_sink_backward(  # type: ignore[no-any-return]
-        dout, query, key, value, sinks, out, sm_scale, sliding_window,
-        0 if start_q is None else start_q,
-    )  # fmt: skip
+        dout, query, key, value, sinks, out, sm_scale, sliding_window, _start(start_q)
+    )
 
 
-def _sink_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-    """attention_sink's autograd: query, key, value, sinks and the output saved, start_q (a
-    tensor or None) and the settings kept."""
-    query, key, value, sinks, sm_scale, window, start_q = inputs
-    ctx.save_for_backward(query, key, value, sinks, output)
-    ctx.args = (sm_scale, window, start_q)  # type: ignore[attr-defined]
-
-
-def _sink_backward(ctx: Any, dy: Tensor) -> tuple:
-    query, key, value, sinks, out = ctx.saved_tensors
-    grads = OPS.attention_sink_backward(dy, query, key, value, sinks, out, *ctx.args)
-    return (*grads, None, None, None)
-
-
-attention_sink.register_autograd(_sink_backward, setup_context=_sink_setup)
+# start_q (a tensor or None) is kept with the settings, not saved
+_attention_autograd(attention_sink, "attention_sink", n_grads=4)
 
 
 @_define("attention_sink_decode", _sink_out, forward_only=True)
@@ -293,14 +285,7 @@ def attention_sink_decode(
     kv_len_per_split: Optional[int] = None,  # noqa: UP045
 ) -> Tensor:
     return AS.attention_sink_decode(  # type: ignore[no-any-return]
-        query,
-        key,
-        value,
-        sinks,
-        sm_scale,
-        sliding_window,
-        0 if start_q is None else start_q,
-        kv_len_per_split,
+        query, key, value, sinks, sm_scale, sliding_window, _start(start_q), kv_len_per_split
     )
 
 
