@@ -98,18 +98,19 @@ def make_moe_actgrad(dt, kind):
             live = min(1, max(0, h.shape[2] - j * BN))  # a chunk wholly past I: no K step
             dy = tile.zeros((BM, BN), fl.f32)
             # one loop over (expert, K step) pairs; an empty expert's rows gather nothing (all
-            # -1: zeros), so its steps add 0. The group bounds come from the offsets tile in
-            # registers: with scalar loads of them inside the loop (and with a K loop nested
-            # in an expert loop), the 16-bit kernel never finished on the H100 and the H200
-            # (f32 ran; 2026-12-05, bench/experiments/moe_actgrad_variants.py)
+            # -1: zeros), so its steps add 0
             for t in range((last - first) * steps * live):
                 e = first + t // steps
                 kk = t % steps
-                start = tile.sum(tile.where(k == e, o, 0))
-                end = tile.sum(tile.where(k == e + 1, o, 0))
+                start = tile.load(offsets, (e,), (1,)).item()
+                end = tile.load(offsets, (e + 1,), (1,)).item()
                 sel = tile.where((rows >= start) & (rows < end), src, -1)[:, None]
                 kc = (kk * BK + tile.arange(BK))[None, :]
-                w = tile.load(w2, (e, kk, j), (1, BK, BN), order=(0, 2, 1))
+                # no TMA for w2's tile: with it (the expert coordinate changing inside the
+                # loop) the 16-bit kernel never finished on the H100 and the H200; f32 ran
+                # (2026-12-05, bench/experiments/moe_actgrad_variants.py: only the variants
+                # without TMA here finish)
+                w = tile.load(w2, (e, kk, j), (1, BK, BN), order=(0, 2, 1), allow_tma=False)
                 dy = tile.mma(tile.gather(dout, (sel, kc)), w.reshape((BK, BN)), dy)
             if glu:
                 gate = h_chunk(h, i, j, BM, BN, 0)
