@@ -1,0 +1,208 @@
+"""Where the attention backward's time goes, and what a FlashAttention-2 dQ would save (issue
+35: the backward of `fearless.ops.scaled_dot_product_attention` ran at 0.36 of torch's SDPA at
+(4, 32, 8192, 64) causal f16 on the H100, forward and backward timed together, 2026-12-05).
+
+Two measurements, each kernel timed alone (median of REPS launches after a warm-up, the GPU
+synchronised around each launch batch), q, k, v, out, dout (B, H, L, D) f16:
+
+  tiles   the three shipped kernels (ops/kernels_attention_backward.py: stats, dk_dv, dq) at
+          several (query rows, keys) tiles and occupancy hints: the shipped BACKWARD_TILES are
+          fixed at (64, 64) and untuned;
+  atomic  FlashAttention-2's order: one kernel per key tile computes dK and dV as dk_dv does
+          and adds each (query tile, key tile) pair's dS K into an f32 dQ with `tile.atomic_add`
+          (no separate dq pass, which recomputes S, P and dP: 5 matmuls a pair instead of 8);
+          dq = dq_acc * scale afterwards. Not deterministic (the adds' order varies), as
+          FlashAttention-2's dQ.
+
+`--check` runs a tiny case on the current target (the simulator without a GPU): the atomic
+form's dq, dk, dv against the shipped kernels'.
+
+Run on the GPU machine: python3 bench/experiments/attention_backward_variants.py [--check]
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import fearless as fl
+from fearless import tile
+from fearless.ops import kernels_attention_backward as B
+from fearless.ops.kernels_attention import INV_LOG_2, head_rows
+from fearless.ops.kernels_rows import next_pow2
+
+REPS = 10
+
+
+def make_dkdv_dq_atomic(dt, causal, **hints):
+    """dK, dV per (batch, KV head, key tile) and dQ added into an f32 (B, H, L, D) by atomics."""
+
+    @tile.kernel(**hints)
+    def attention_dkdv_dq(
+        dk: tile.Part[dt],
+        dv: tile.Part[dt],
+        dq_acc: tile.Atomic[fl.f32],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        dout: tile.Tensor[dt],
+        lse: tile.Tensor[fl.f32],
+        delta: tile.Tensor[fl.f32],
+        scale: fl.f32,
+        TILE_M: tile.Const[int],
+        GROUP: tile.Const[int],
+    ):
+        _, _, TILE_N, TILE_D = dk.shape
+        b, kv_h, j, _ = dk.index
+        s_len = k.shape[2]
+        qk_scale = scale * INV_LOG_2
+        acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
+        acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
+        kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+        first = (j * TILE_N) // TILE_M if causal else 0
+        cols = tile.arange(TILE_D)[None, :]
+        for g in range(GROUP):
+            h = kv_h * GROUP + g
+            for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
+                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+                s, t = B.recomputed_scores(
+                    qt, k, b, kv_h, i, j, s_len, 0, scale, qk_scale, 0, 0, 1.0, TILE_M,
+                    TILE_N, TILE_D, causal, True, False, False, False, False,
+                )  # fmt: skip
+                p = tile.exp2(s - B.row_stat(lse, b, h, i, TILE_M))
+                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
+                acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
+                di = B.row_stat(delta, b, h, i, TILE_M)
+                ds = B.score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di).astype(dt)
+                acc_k = tile.mma(tile.transpose(ds), qt, acc_k)
+                part = tile.mma(ds, kt, tile.zeros((TILE_M, TILE_D), fl.f32))
+                rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+                tile.atomic_add(dq_acc, (b, h, rows, cols), part)
+        dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+        dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
+
+    return attention_dkdv_dq
+
+
+def _inputs(b, h, n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    return [fl.asarray(rng.standard_normal((b, h, n, d)).astype(np.float16)) for _ in range(5)]
+
+
+def _stats(q, k, out, dout, scale, causal, tm, tn, **hints):
+    b, h, n, d = q.shape
+    lse, delta = fl.empty((b, h, n), dtype=fl.f32), fl.empty((b, h, n), dtype=fl.f32)
+    lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
+    stats = B.make_attention_stats(fl.f16, causal, n % tn == 0, **hints)
+    stats(lse_p, delta_p, q, k, out, dout, None, None, None, scale, 0, 0, 1.0, tn,
+          next_pow2(d), 1)  # fmt: skip
+    return lse_p.unpartition(), delta_p.unpartition()
+
+
+def _timed(launch):
+    launch()
+    fl.synchronize()
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        launch()
+        fl.synchronize()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * sorted(times)[len(times) // 2]
+
+
+def shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints):
+    """(lse, delta), dq, dk, dv and each kernel's time (ms) of the shipped three kernels."""
+    b, h, n, d = q.shape
+    td = next_pow2(d)
+    even = n % tn == 0
+    lse, delta = _stats(q, k, out, dout, scale, causal, tm, tn, **hints)
+    dq, dk, dv = (fl.empty(q.shape, dtype=fl.f16) for _ in range(3))
+    dkdv = B.make_attention_dkdv(fl.f16, causal, even, **hints)
+    dqk = B.make_attention_dq(fl.f16, causal, even, **hints)
+
+    def run_dkdv():
+        dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
+        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tm, 1)
+        dk_p.unpartition()
+        dv_p.unpartition()
+
+    def run_dq():
+        dq_p = dq.partition((1, 1, tm, td))
+        dqk(dq_p, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tn, 1)
+        dq_p.unpartition()
+
+    times = {
+        "stats": _timed(lambda: _stats(q, k, out, dout, scale, causal, tm, tn, **hints)),
+        "dkdv": _timed(run_dkdv),
+        "dq": _timed(run_dq),
+    }
+    return dq, dk, dv, times
+
+
+def atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints):
+    """dq, dk, dv and the time (ms) of the atomic form's kernel (dq_acc zeroed each call)."""
+    b, h, n, d = q.shape
+    lse, delta = _stats(q, k, out, dout, scale, causal, tm, tn, **hints)
+    dk, dv = fl.empty(q.shape, dtype=fl.f16), fl.empty(q.shape, dtype=fl.f16)
+    kernel = make_dkdv_dq_atomic(fl.f16, causal, **hints)
+    acc = [fl.zeros(q.shape, dtype=fl.f32)]
+
+    def run():
+        acc[0] = fl.zeros(q.shape, dtype=fl.f32)
+        dk_p, dv_p = dk.partition((1, 1, tn, d)), dv.partition((1, 1, tn, d))
+        kernel(dk_p, dv_p, acc[0], q, k, v, dout, lse, delta, scale, tm, 1)
+        dk_p.unpartition()
+        dv_p.unpartition()
+
+    ms = _timed(run)
+    dq = np.asarray(acc[0].numpy()) * scale
+    return dq, dk, dv, ms
+
+
+def check():
+    q, k, v, out, dout = _inputs(1, 2, 96, 32)
+    for causal in (False, True):
+        dq0, dk0, dv0, _ = shipped(q, k, v, out, dout, 0.2, causal, 32, 32)
+        dq1, dk1, dv1, _ = atomic(q, k, v, out, dout, 0.2, causal, 32, 32)
+        errs = [
+            float(
+                np.abs(
+                    np.asarray(a.numpy() if hasattr(a, "numpy") else a, np.float64)
+                    - np.asarray(b.numpy(), np.float64)
+                ).max()
+            )  # fmt: skip
+            for a, b in ((dq1, dq0), (dk1, dk0), (dv1, dv0))
+        ]
+        print(f"check causal={causal}: max |atomic - shipped| dq, dk, dv = {errs}")
+        assert max(errs) < 2e-2, errs
+
+
+def main():
+    if "--check" in sys.argv:
+        check()
+        return
+    for b, h, n, d, causal in ((4, 32, 2048, 64, True), (4, 32, 8192, 64, True),
+                               (4, 32, 8192, 128, True), (4, 32, 8192, 128, False)):  # fmt: skip
+        q, k, v, out, dout = _inputs(b, h, n, d)
+        scale = d**-0.5
+        for tm, tn, occ in ((64, 64, None), (64, 128, None), (128, 64, None), (128, 128, None),
+                            (64, 64, 2), (128, 64, 2)):  # fmt: skip
+            hints = {} if occ is None else {"occupancy": occ}
+            label = f"{b}x{h}x{n}x{d} causal={causal} tiles=({tm},{tn}) occ={occ}"
+            try:
+                _, _, _, t = shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints)
+                total = sum(t.values())
+                print(f"shipped {label}: stats {t['stats']:.3f} dkdv {t['dkdv']:.3f} "
+                      f"dq {t['dq']:.3f} total {total:.3f} ms", flush=True)  # fmt: skip
+            except Exception as exc:  # a tile size that does not fit: say so, go on
+                print(f"shipped {label}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+            try:
+                _, _, _, ms = atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints)
+                print(f"atomic  {label}: dkdv+dq {ms:.3f} ms", flush=True)
+            except Exception as exc:
+                print(f"atomic  {label}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
