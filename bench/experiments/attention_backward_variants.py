@@ -170,15 +170,7 @@ def check():
     for causal in (False, True):
         dq0, dk0, dv0, _ = shipped(q, k, v, out, dout, 0.2, causal, 32, 32)
         dq1, dk1, dv1, _ = atomic(q, k, v, out, dout, 0.2, causal, 32, 32)
-        errs = [
-            float(
-                np.abs(
-                    np.asarray(a.numpy() if hasattr(a, "numpy") else a, np.float64)
-                    - np.asarray(b.numpy(), np.float64)
-                ).max()
-            )  # fmt: skip
-            for a, b in ((dq1, dq0), (dk1, dk0), (dv1, dv0))
-        ]
+        errs = [_max_diff(a, b) for a, b in ((dq1, dq0), (dk1, dk0), (dv1, dv0))]
         print(f"check causal={causal}: max |atomic - shipped| dq, dk, dv = {errs}")
         assert max(errs) < 2e-2, errs
 
