@@ -4,7 +4,7 @@
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
-#        configuration), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
+#        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
 #        fp8 matmul cases), gaps (the ops cases under 0.95 of TileGym, by configuration),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
@@ -113,6 +113,10 @@ for step in "$@"; do
            # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
+    attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, and
+           # FlashAttention-2's dQ by atomics (bench/experiments/attention_backward_variants.py)
+           python3 bench/experiments/attention_backward_variants.py 2>&1 | grep -v autotun \
+             | tee "$out/attention_backward_variants.txt" | tail -50 ;;
     gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
            python3 bench/experiments/ops_gaps.py 2>&1 | grep -v autotun | tee "$out/gaps.log" | head -150
            python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \
