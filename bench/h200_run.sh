@@ -4,8 +4,9 @@
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
-#        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ), bmm (fearless bench's bmm cases), attn (fearless bench's attention and
-#        fp8 matmul cases), gaps (the ops cases under 0.95 of TileGym, by configuration),
+#        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
+#        bmm (fearless bench's bmm cases), attn (fearless bench's attention and fp8 matmul
+#        cases), gaps (the ops cases under 0.95 of TileGym, by configuration),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
