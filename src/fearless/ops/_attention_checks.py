@@ -1,5 +1,6 @@
 """The argument checks that several attention operators share (ops/attention_variants.py,
-attention_varlen.py, attention_mla.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
+attention_varlen.py, attention_mla.py; the scale also attention.py, attention_mla_sparse.py and
+kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
 scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
 name in its text.

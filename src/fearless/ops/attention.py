@@ -19,14 +19,14 @@ decode step's two launches costs more than its kernels.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._io import FLOATS, number, operand, output, result, view, zeros_output
+from ._attention_checks import attention_scale
+from ._io import FLOATS, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_decode, attention_tuned
@@ -82,7 +82,7 @@ def scaled_dot_product_attention(
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
     if out.size:
-        sc = 1.0 / math.sqrt(d) if scale is None else number(scale, op, "scale")
+        sc = attention_scale(scale, d, op, "scale")
         q4, k4, v4, o4 = (
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
@@ -151,7 +151,7 @@ def scaled_dot_product_attention_backward(
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
-    sc = 1.0 / math.sqrt(d) if scale is None else number(scale, op, "scale")
+    sc = attention_scale(scale, d, op, "scale")
     q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
         view(t, shape)
         for t, shape in zip(

@@ -20,7 +20,6 @@ simulator at the call itself, on the GPU at `fl.synchronize()` (runtime/device_e
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,8 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
-from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
+from ._attention_checks import attention_scale
+from ._io import FLOATS, Operand, full, operand, output, result, view, zeros_output
 from ._route import torch_ops
 from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
 
@@ -79,7 +79,7 @@ def sparse_mla(
     ):
         raise _mismatch(f"shapes {[x.shape for x in (qa, ka, va, pa, kpa, ia)]}")
     topk = ia.shape[3]
-    sc = 1.0 / math.sqrt(d + dp) if scaling is None else number(scaling, OP, "scaling")
+    sc = attention_scale(scaling, d + dp, OP, "scaling")
     if not topk or not s_kv:  # no key for any query: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)

@@ -39,6 +39,7 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors, driver
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
+from ._attention_checks import attention_scale
 from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
 from ._route import torch_ops
 from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
@@ -143,8 +144,7 @@ def _attend(
             )
         table, capacity = ta, ta.shape[1] * rows
     left, right = _window(window_size, bool(causal))
-    scale = 1.0 / math.sqrt(d) if softmax_scale is None else number(softmax_scale, OP,
-                                                                    "softmax_scale")  # fmt: skip
+    scale = attention_scale(softmax_scale, d, OP, "softmax_scale")
     cap = number(softcap, OP, "softcap")
     if not cap >= 0.0 or math.isinf(cap):
         raise argument_error(
