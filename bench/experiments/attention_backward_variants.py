@@ -6,7 +6,7 @@ Two measurements, each kernel timed alone (median of REPS launches after a warm-
 synchronised around each launch batch), q, k, v, out, dout (B, H, L, D) f16:
 
   tiles   the three shipped kernels (ops/kernels_attention_backward.py: stats, dk_dv, dq) at
-          several (query rows, keys) tiles and occupancy hints: the shipped BACKWARD_TILES are
+          four (query rows, keys) tiles and occupancy hints: the shipped BACKWARD_TILES are
           fixed at (64, 64) and untuned;
   atomic  FlashAttention-2's order: one kernel per key tile computes dK and dV as dk_dv does
           and adds each (query tile, key tile) pair's dS K into an f32 dQ with `tile.atomic_add`
@@ -146,10 +146,11 @@ def atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints):
     lse, delta = _stats(q, k, out, dout, scale, causal, tm, tn, **hints)
     dk, dv = fl.empty(q.shape, dtype=fl.f16), fl.empty(q.shape, dtype=fl.f16)
     kernel = make_dkdv_dq_atomic(fl.f16, causal, **hints)
-    acc = [fl.zeros(q.shape, dtype=fl.f32)]
+    pool = [fl.zeros(q.shape, dtype=fl.f32) for _ in range(REPS + 1)]  # zeroed outside the timing
+    acc = [pool[0]]
 
     def run():
-        acc[0] = fl.zeros(q.shape, dtype=fl.f32)
+        acc[0] = pool.pop() if pool else acc[0]
         dk_p, dv_p = dk.partition((1, 1, tn, d)), dv.partition((1, 1, tn, d))
         kernel(dk_p, dv_p, acc[0], q, k, v, dout, lse, delta, scale, tm, 1)
         dk_p.unpartition()
@@ -163,6 +164,30 @@ def atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints):
 def _max_diff(a, b):
     a = np.asarray(a.numpy() if hasattr(a, "numpy") else a, np.float64)
     return float(np.abs(a - np.asarray(b.numpy(), np.float64)).max())
+
+
+def torch_backward_ms(b, h, n, d, causal):
+    """torch SDPA's backward alone (autograd.grad over a kept forward), f16 on the GPU."""
+    import torch
+
+    q, k, v = (
+        torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, requires_grad=True)
+        for _ in range(3)
+    )
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    do = torch.randn_like(o)
+
+    def run():
+        torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        torch.cuda.synchronize()
+
+    run()
+    times = []
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return 1e3 * sorted(times)[len(times) // 2]
 
 
 def check():
@@ -179,12 +204,17 @@ def main():
     if "--check" in sys.argv:
         check()
         return
-    for b, h, n, d, causal in ((4, 32, 2048, 64, True), (4, 32, 8192, 64, True),
-                               (4, 32, 8192, 128, True), (4, 32, 8192, 128, False)):  # fmt: skip
+    # 3 (causal, D) forms x 4 settings x 4 kernels: about 48 compiles, a few minutes
+    for b, h, n, d, causal in ((4, 32, 8192, 64, True), (4, 32, 8192, 128, True),
+                               (4, 32, 8192, 128, False)):  # fmt: skip
         q, k, v, out, dout = _inputs(b, h, n, d)
         scale = d**-0.5
-        for tm, tn, occ in ((64, 64, None), (64, 128, None), (128, 64, None), (128, 128, None),
-                            (64, 64, 2), (128, 64, 2)):  # fmt: skip
+        try:
+            ms = torch_backward_ms(b, h, n, d, causal)
+            print(f"torch   {b}x{h}x{n}x{d} causal={causal}: backward {ms:.3f} ms", flush=True)
+        except Exception as exc:  # no torch or no CUDA torch here
+            print(f"torch   {type(exc).__name__}: {str(exc)[:120]}", flush=True)
+        for tm, tn, occ in ((64, 64, None), (64, 128, None), (128, 64, None), (64, 64, 2)):
             hints = {} if occ is None else {"occupancy": occ}
             label = f"{b}x{h}x{n}x{d} causal={causal} tiles=({tm},{tn}) occ={occ}"
             try:
