@@ -96,31 +96,26 @@ def raw(name: str) -> str:
     return os.environ.get(name, "")
 
 
-def bench_ops_budget(default: float) -> float:
-    """FEARLESS_BENCH_OPS_BUDGET_S: seconds `fearless bench` gives the ops family."""
-    value = os.environ.get("FEARLESS_BENCH_OPS_BUDGET_S", "").strip()
+def _seconds(name: str, default: float) -> float:
+    """The variable `name` as a number of seconds; `default` when unset or not a number (with
+    a warning that quotes it)."""
+    value = os.environ.get(name, "").strip()
     try:
         return float(value) if value else default
     except ValueError:
-        warnings.warn(
-            f"FEARLESS_BENCH_OPS_BUDGET_S={value!r} is not a number of seconds; using {default}",
-            stacklevel=2,
-        )
+        warnings.warn(f"{name}={value!r} is not a number of seconds; using {default}", stacklevel=3)
         return default
+
+
+def bench_ops_budget(default: float) -> float:
+    """FEARLESS_BENCH_OPS_BUDGET_S: seconds `fearless bench` gives the ops family."""
+    return _seconds("FEARLESS_BENCH_OPS_BUDGET_S", default)
 
 
 def bench_models_budget(default: float) -> float:
     """FEARLESS_BENCH_MODELS_BUDGET_S: seconds after which `fearless bench`'s models family
     starts no more probes."""
-    value = os.environ.get("FEARLESS_BENCH_MODELS_BUDGET_S", "").strip()
-    try:
-        return float(value) if value else default
-    except ValueError:
-        warnings.warn(
-            f"FEARLESS_BENCH_MODELS_BUDGET_S={value!r} is not a number of seconds; using {default}",
-            stacklevel=2,
-        )
-        return default
+    return _seconds("FEARLESS_BENCH_MODELS_BUDGET_S", default)
 
 
 def child_environment(**changes: str) -> dict[str, str]:
