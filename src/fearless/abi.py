@@ -182,9 +182,14 @@ class TileParam:
     def is_array(self) -> bool:
         return self.kind in ("part", "tensor", "atomic")
 
+    @classmethod
+    def left_out(cls, name: str) -> TileParam:
+        """The optional array `name` that a launch passed as None (`absent`)."""
+        return cls(name, "const", None, value=None)
+
     @property
     def absent(self) -> bool:
-        """An optional array the launch passed as None: a Const of value None (a
+        """An optional array the launch passed as None (`left_out`): a Const of value None (a
         `tile.Const` is never None), so it has no kernel parameter, as every Const."""
         return self.kind == "const" and self.value is None
 

@@ -87,7 +87,7 @@ def signature_from_specs(
     for (pname, ann), arg in zip(anns, args, strict=True):
         if isinstance(ann, OptionalAnnotation):
             if arg is None:  # absent, as a launch's None (tile/signature.py)
-                params.append(TileParam(pname, "const", None, value=None))
+                params.append(TileParam.left_out(pname))
                 continue
             ann = ann.inner
         if isinstance(ann, PartAnnotation):

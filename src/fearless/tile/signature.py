@@ -85,7 +85,7 @@ def signature_of(
     for (name, ann), arg in zip(anns, args, strict=True):
         if isinstance(ann, OptionalAnnotation):
             if arg is None:  # absent: a compile-time None, no kernel parameter
-                params.append(TileParam(name, "const", None, value=None))
+                params.append(TileParam.left_out(name))
                 values.append(None)
                 continue
             ann = ann.inner
@@ -152,7 +152,7 @@ def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
     params = []
     for name, ann in anns:
         if isinstance(ann, OptionalAnnotation):
-            params.append(TileParam(name, "const", None, value=None))
+            params.append(TileParam.left_out(name))
         elif isinstance(ann, PartAnnotation):
             params.append(TileParam(name, "part", ann.dtype, 1, (128,)))
         elif isinstance(ann, TensorAnnotation):
