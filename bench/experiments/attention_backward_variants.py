@@ -58,7 +58,9 @@ def make_dkdv_dq_atomic(dt, causal, **hints):
         qk_scale = scale * INV_LOG_2
         acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
         acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
-        kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+        kn = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+        kt = B.key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
+        vt = B.key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
         first = (j * TILE_N) // TILE_M if causal else 0
         cols = tile.arange(TILE_D)[None, :]
         for g in range(GROUP):
@@ -66,16 +68,16 @@ def make_dkdv_dq_atomic(dt, causal, **hints):
             for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
                 qt = head_rows(q, b, h, i, TILE_M, TILE_D)
                 s, _capped = B.recomputed_scores(
-                    qt, k, b, kv_h, i, j, s_len, 0, scale, qk_scale, 0, 0, 1.0, TILE_M,
-                    TILE_N, TILE_D, causal, True, False, False, False, False,
+                    qt, kt, i, j, s_len, 0, scale, qk_scale, 0, 0, 1.0, TILE_M, TILE_N, causal,
+                    True, False, False, False, False,
                 )  # fmt: skip
                 p = tile.exp2(s - B.row_stat(lse, b, h, i, TILE_M))
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
                 di = B.row_stat(delta, b, h, i, TILE_M)
-                ds = B.score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di).astype(dt)
+                ds = B.score_grads(p, do, vt, di, TILE_M, TILE_N).astype(dt)
                 acc_k = tile.mma(tile.transpose(ds), qt, acc_k)
-                part = tile.mma(ds, kt, tile.zeros((TILE_M, TILE_D), fl.f32))
+                part = tile.mma(ds, kn, tile.zeros((TILE_M, TILE_D), fl.f32))
                 rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
                 tile.atomic_add(dq_acc, (b, h, rows, cols), part)
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))

@@ -33,10 +33,17 @@ def row_stat(t, b, h, i, TILE_M):
 
 
 @tile.function
-def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
-    """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (V_j loaded transposed)."""
-    vt = tile.load(v, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
-    dp = tile.mma(do, vt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+def key_tile_t(k, b, kv_h, j, TILE_N, TILE_D):
+    """Key (or value) tile j of KV head (b, kv_h), loaded transposed: (TILE_D, TILE_N)."""
+    kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
+    return kt.reshape((TILE_D, TILE_N))
+
+
+@tile.function
+def score_grads(p, do, vt, di, TILE_M, TILE_N):
+    """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (vt: V_j transposed,
+    `key_tile_t`)."""
+    dp = tile.mma(do, vt, tile.zeros((TILE_M, TILE_N), fl.f32))
     return p * (dp - di)
 
 
@@ -78,11 +85,10 @@ def score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di):
 
 
 @tile.function
-def scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal, even_k):
-    """The (TILE_M, TILE_N) scores of query tile i against key tile j, scaled to base 2, with
-    the causal and ragged-key masks (-inf)."""
-    kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
-    s = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+def scores(qt, kt, i, j, s_len, TILE_M, TILE_N, qk_scale, causal, even_k):
+    """The (TILE_M, TILE_N) scores of query tile i against key tile j (kt: transposed,
+    `key_tile_t`), scaled to base 2, with the causal and ragged-key masks (-inf)."""
+    s = tile.mma(qt, kt, tile.zeros((TILE_M, TILE_N), fl.f32))
     s = s * qk_scale
     if causal or not even_k:  # compile-time
         rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
@@ -93,16 +99,14 @@ def scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal
 
 @tile.function
 def variant_scores(
-    qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, TILE_D, causal, left,
-    right, capped,
+    qt, kt, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, causal, left, right, capped,
 ):  # fmt: skip
     """(S, T) of query tile i against key tile j in a variant: S the base-2 scores as the
     forward computes them (soft-capped when `capped`, then -inf outside each row's window, on
     and past its diagonal when `causal`, and past the last key), T = tanh(R / CAP) of the raw
     scores R = Q K^T * scale for the cap's derivative (S itself without a cap). Row r sits at
     r + off (`variant_bounds`)."""
-    kt = tile.load(k, (b, kv_h, 0, j), (1, 1, TILE_D, TILE_N), order=(0, 1, 3, 2))
-    s = tile.mma(qt, kt.reshape((TILE_D, TILE_N)), tile.zeros((TILE_M, TILE_N), fl.f32))
+    s = tile.mma(qt, kt, tile.zeros((TILE_M, TILE_N), fl.f32))
     if capped:  # compile-time
         t = tile.tanh(s * (scale / cap))
         s = t * (cap * INV_LOG_2)
@@ -116,18 +120,19 @@ def variant_scores(
 
 @tile.function
 def recomputed_scores(
-    qt, k, b, kv_h, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N, TILE_D,
-    causal, even_k, varied, left, right, capped,
+    qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N, causal, even_k,
+    varied, left, right, capped,
 ):  # fmt: skip
-    """(S, T) of query tile i against key tile j as the forward computed them: `variant_scores`'
-    when `varied` (compile-time), else `scores`' with qk_scale = scale / ln 2 (T = S)."""
+    """(S, T) of query tile i against key tile j (kt: transposed, `key_tile_t`) as the forward
+    computed them: `variant_scores`' when `varied` (compile-time), else `scores`' with
+    qk_scale = scale / ln 2 (T = S)."""
     if varied:
         s, t = variant_scores(
-            qt, k, b, kv_h, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, TILE_D, causal,
-            left, right, capped,
+            qt, kt, i, j, s_len, off, scale, wl, wr, cap, TILE_M, TILE_N, causal, left, right,
+            capped,
         )  # fmt: skip
     else:
-        s = scores(qt, k, b, kv_h, i, j, s_len, TILE_M, TILE_N, TILE_D, qk_scale, causal, even_k)
+        s = scores(qt, kt, i, j, s_len, TILE_M, TILE_N, qk_scale, causal, even_k)
         t = s
     return s, t
 
@@ -243,8 +248,9 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
             )
         for j in range(first, tiles):
             s, _t = recomputed_scores(
-                qt, k, b, h // GROUP, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap,
-                TILE_M, TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+                qt, key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D), i, j, s_len, off, scale,
+                scale * INV_LOG_2, wl, wr, cap, TILE_M, TILE_N, causal, even_k, varied, left,
+                right, capped,
             )  # fmt: skip
             if masked:  # compile-time: the user's mask, as the forward applied it
                 s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
@@ -317,6 +323,9 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
             )
         acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
         acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
+        # this program's key and value tiles, loaded once for every query tile it walks
+        kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
+        vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
         for g in range(GROUP):
@@ -324,8 +333,8 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
             for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
                 qt = head_rows(q, b, h, i, TILE_M, TILE_D)
                 s, t = recomputed_scores(
-                    qt, k, b, kv_h, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M,
-                    TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+                    qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N,
+                    causal, even_k, varied, left, right, capped,
                 )  # fmt: skip
                 if masked:  # compile-time: the user's mask, as the forward applied it
                     s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
@@ -333,7 +342,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
                 di = row_stat(delta, b, h, i, TILE_M)
-                ds = score_grads(p, do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+                ds = score_grads(p, do, vt, di, TILE_M, TILE_N)
                 if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                     ds = ds * (1.0 - t * t)
                 acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
@@ -393,12 +402,14 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
             )
         for j in range(first, tiles):
             s, t = recomputed_scores(
-                qt, k, b, kv_h, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, TILE_M,
-                TILE_N, TILE_D, causal, even_k, varied, left, right, capped,
+                qt, key_tile_t(k, b, kv_h, j, TILE_N, TILE_D), i, j, s_len, off, scale,
+                scale * INV_LOG_2, wl, wr, cap, TILE_M, TILE_N, causal, even_k, varied, left,
+                right, capped,
             )  # fmt: skip
             if masked:  # compile-time: the user's mask, as the forward applied it
                 s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
-            ds = score_grads(tile.exp2(s - li), do, v, b, kv_h, j, TILE_M, TILE_N, TILE_D, di)
+            vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
+            ds = score_grads(tile.exp2(s - li), do, vt, di, TILE_M, TILE_N)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
             kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
