@@ -116,10 +116,10 @@ for step in "$@"; do
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, and
            # FlashAttention-2's dQ by atomics (bench/experiments/attention_backward_variants.py)
-           python3 bench/experiments/attention_backward_variants.py 2>&1 | grep -v autotun \
+           python3 bench/experiments/attention_backward_variants.py 2>&1 | grep --line-buffered -v autotun \
              | tee "$out/attention_backward_variants.txt" | tail -50 ;;
     gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
-           python3 bench/experiments/ops_gaps.py 2>&1 | grep -v autotun | tee "$out/gaps.log" | head -150
+           python3 bench/experiments/ops_gaps.py 2>&1 | grep --line-buffered -v autotun | tee "$out/gaps.log" | head -150
            python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \
              'ops_rms_norm_f16_4096x16384' 'ops_transpose_bf16_*' 'ops_silu_and_mul_f16_*' \
              'ops_gelu_*_f16_67108864' --out "$out/gaps" 2>&1 | tail -30 ;;
@@ -127,7 +127,7 @@ for step in "$@"; do
            set -f  # the patterns reach fearless bench unexpanded
            # shellcheck disable=SC2086
            python3 -m fearless bench ${QUICK:+--quick} --cases $CASES --out "$out/cases" 2>&1 \
-             | grep -v autotun | tee "$out/cases.log" | tail -60
+             | grep --line-buffered -v autotun | tee "$out/cases.log" | tail -60
            set +f ;;
     bmm)   python3 -m fearless bench --cases 'ops_bmm_*' --out "$out/bmm" 2>&1 | tail -12 ;;
     attn)  python3 -m fearless bench --cases 'ops_attention_*' 'ops_matmul_f8e4m3fn_*' \

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ CASES = [  # (B, H, H_kv, L, S, D, causal, dtype)
     (1, 2, 1, 37, 70, 40, True, "bfloat16"),  # D not a power of two, ragged tiles
     (1, 1, 1, 130, 33, 16, False, "float32"),  # L > S
     (1, 3, 3, 90, 50, 64, True, "float16"),  # causal with L > S: late queries see every key
+    (1, 2, 1, 150, 140, 128, True, "float32"),  # D 128's backward configurations, GQA
 ]
 TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
 
@@ -242,29 +244,41 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
         assert cubin(kernel, out, q, q, q, None, 0.088, 0, 0, 1.0, 128, 1)
 
 
-@pytest.mark.parametrize("causal", [pytest.param(False, marks=pytest.mark.slow), True])
+@pytest.mark.parametrize(
+    ("causal", "d"), [(True, 64), pytest.param(True, 128, marks=pytest.mark.slow),
+                      pytest.param(False, 64, marks=pytest.mark.slow)],
+)  # fmt: skip
 def test_the_backward_kernels_compile_through_tileiras(
-    cubin: Callable[..., bytes], causal: bool
+    cubin: Callable[..., bytes], causal: bool, d: int
 ) -> None:
+    """Each kernel at its shipped configuration (tiles and occupancy, `backward_configs`), with
+    keys that fill no whole tile (S = 200)."""
     from fearless.ops.kernels_attention_backward import (
+        backward_configs,
         make_attention_dkdv,
         make_attention_dq,
         make_attention_stats,
     )
 
-    q = fl.zeros((1, 4, 256, 64), dtype=fl.bf16)
-    kv = fl.zeros((1, 2, 200, 64), dtype=fl.bf16)
+    cfg = backward_configs(d)
+    q = fl.zeros((1, 4, 256, d), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, 200, d), dtype=fl.bf16)
     stats = fl.zeros((1, 4, 256))
-    lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, 64)) for _ in range(2))
     no, extra = (None, None, None), (0, 0, 1.0)  # a0, a1, m absent; wl, wr, cap unread
-    kernel = make_attention_stats(fl.bf16, causal, False)
-    assert cubin(kernel, lse, delta, q, kv, q, q, *no, 0.125, *extra, 64, 64, 2)
-    dk, dv = (fl.empty((1, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
-    kernel = make_attention_dkdv(fl.bf16, causal, False)
-    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)
-    dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
-    kernel = make_attention_dq(fl.bf16, causal, False)
-    assert cubin(kernel, dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)
+
+    def made(make: Callable[..., Any], step: str) -> tuple[Any, int, int]:
+        tm, tn, occupancy = cfg[step]
+        return make(fl.bf16, causal, False).options(occupancy=occupancy), tm, tn
+
+    kernel, tm, tn = made(make_attention_stats, "stats")
+    lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, tm)) for _ in range(2))
+    assert cubin(kernel, lse, delta, q, kv, q, q, *no, 0.125, *extra, tn, d, 2)
+    kernel, tm, tn = made(make_attention_dkdv, "dkdv")
+    dk, dv = (fl.empty((1, 2, 200, d), dtype=fl.bf16).partition((1, 1, tn, d)) for _ in range(2))
+    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, tm, 2)
+    kernel, tm, tn = made(make_attention_dq, "dq")
+    dq = fl.empty((1, 4, 256, d), dtype=fl.bf16).partition((1, 1, tm, d))
+    assert cubin(kernel, dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, tn, 2)
 
 
 @pytest.mark.gpu

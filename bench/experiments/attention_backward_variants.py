@@ -14,10 +14,15 @@ synchronised around each launch batch), q, k, v, out, dout (B, H, L, D) f16:
           dq = dq_acc * scale afterwards. Not deterministic (the adds' order varies), as
           FlashAttention-2's dQ.
 
+Measured on the H100 (bench/results/h100-2026-12-05-session17): each kernel's best tiles
+differ (they are now BACKWARD_CONFIGS); the atomic form is 5 to 40x slower than the three
+kernels (an f32 atomic add a (query tile, key tile) pair, per element): not taken.
+
 `--check` runs a tiny case on the current target (the simulator without a GPU): the atomic
 form's dq, dk, dv against the shipped kernels'.
 
 Run on the GPU machine: python3 bench/experiments/attention_backward_variants.py [--check]
+[--forms=0,1,2] [TM,TN[,OCC] ...]: the forms by index (below), the settings (default: four).
 """
 
 import sys
@@ -210,13 +215,25 @@ def check():
         assert max(errs) < 2e-2, errs
 
 
+FORMS = ((4, 32, 8192, 64, True), (4, 32, 8192, 128, True), (4, 32, 8192, 128, False))
+SETTINGS = ((64, 64, None), (64, 128, None), (128, 64, None), (64, 64, 2))
+
+
+def _setting(arg):
+    tm, tn, *occ = (int(x) for x in arg.split(","))
+    return tm, tn, occ[0] if occ else None
+
+
 def main():
     if "--check" in sys.argv:
         check()
         return
+    args = sys.argv[1:]
+    picked = [a.split("=", 1)[1] for a in args if a.startswith("--forms=")]
+    forms = [FORMS[int(x)] for x in picked[0].split(",")] if picked else FORMS
+    settings = [_setting(a) for a in args if not a.startswith("--")] or SETTINGS
     # 3 (causal, D) forms x 4 settings x 4 kernels: about 48 compiles, a few minutes
-    for b, h, n, d, causal in ((4, 32, 8192, 64, True), (4, 32, 8192, 128, True),
-                               (4, 32, 8192, 128, False)):  # fmt: skip
+    for b, h, n, d, causal in forms:
         q, k, v, out, dout = _inputs(b, h, n, d)
         scale = d**-0.5
         try:
@@ -224,7 +241,7 @@ def main():
             print(f"torch   {b}x{h}x{n}x{d} causal={causal}: backward {ms:.3f} ms", flush=True)
         except Exception as exc:  # no torch or no CUDA torch here
             print(f"torch   {type(exc).__name__}: {str(exc)[:120]}", flush=True)
-        for tm, tn, occ in ((64, 64, None), (64, 128, None), (128, 64, None), (64, 64, 2)):
+        for tm, tn, occ in settings:
             hints = {} if occ is None else {"occupancy": occ}
             label = f"{b}x{h}x{n}x{d} causal={causal} tiles=({tm},{tn}) occ={occ}"
             try:

@@ -442,7 +442,24 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     return attention_dq
 
 
-BACKWARD_TILES = (64, 64)  # (query rows, keys) per tile: registers hold five such tiles
+# Each kernel's (query rows, keys, occupancy) by head dim: the best of each kernel alone at
+# (4, 32, 8192, D) f16 on the H100, causal and not (bench/experiments/
+# attention_backward_variants.py; bench/results/h100-2026-12-05-session17): against the one
+# (64, 64) of before, 1.7x at D 64 (22.9 -> 13.3 ms, causal) and 1.2x at D 128 (30.0 -> 24.3).
+# Heads over 128 keep (64, 64): registers hold five such tiles.
+BACKWARD_CONFIGS = (  # (largest head dim, {kernel: (rows, keys, occupancy)})
+    (64, {"stats": (128, 128, 2), "dkdv": (64, 128, None), "dq": (128, 64, 2)}),
+    (128, {"stats": (128, 64, 2), "dkdv": (64, 64, 2), "dq": (128, 64, None)}),
+    (None, {"stats": (64, 64, None), "dkdv": (64, 64, None), "dq": (64, 64, None)}),
+)
+BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
+
+
+def backward_configs(d):
+    """{kernel: (rows, keys, occupancy)} of the backward's three kernels at head dim d."""
+    if BACKWARD_TILES is not None:
+        return dict.fromkeys(("stats", "dkdv", "dq"), (*BACKWARD_TILES, None))
+    return next(cfg for top, cfg in BACKWARD_CONFIGS if top is None or d <= top)
 
 
 def attention_backward(
@@ -455,32 +472,36 @@ def attention_backward(
     fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1).
     `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L, S),
     bool or q's dtype; no variant with it)."""
-    tm, tn = BACKWARD_TILES
     b, h, lq, d = q.shape
     td = next_pow2(d)
-    even_k = k.shape[2] % tn == 0
-    dt = q.dtype
+    cfg = backward_configs(d)
     extra = (wl, wr, cap)  # read by a variant's kernels only
-    lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
-    lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
-    even_k = even_k or (variant is not None and len(variant) > 4)  # unused: one kernel
-    flags = (dt, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
+    ragged = variant is not None and len(variant) > 4  # one kernel for even and not
+
+    def kernel(make, step):
+        """`make`'s kernel at `step`'s configuration, and that configuration's tiles."""
+        tm, tn, occupancy = cfg[step]
+        even_k = ragged or k.shape[2] % tn == 0
+        flags = (q.dtype, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
+        return kernel_of(make, *flags).options(occupancy=occupancy), tm, tn
+
     aux = (*(aux or (None, None)), mask)  # a0, a1, m: None where the form has none
-    stats = kernel_of(make_attention_stats, *flags)
+    lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
+    stats, tm, tn = kernel(make_attention_stats, "stats")
+    lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
     stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
     lse, delta = lse_p.unpartition(), delta_p.unpartition()
+    dkdv, tm, tn = kernel(make_attention_dkdv, "dkdv")
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
-    dkdv = kernel_of(make_attention_dkdv, *flags)
     try:
         dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
     finally:
         dk_p.unpartition()
         dv_p.unpartition()
+    dq_kernel, tm, tn = kernel(make_attention_dq, "dq")
     dq_p = dq.partition((1, 1, tm, td))
     try:
-        kernel_of(make_attention_dq, *flags)(
-            dq_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tn, group
-        )
+        dq_kernel(dq_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tn, group)
     finally:
         dq_p.unpartition()
     return lse, delta
