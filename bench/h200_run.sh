@@ -68,7 +68,7 @@ for step in "$@"; do
            # the H200; tileiras compiles on the CPUs), tuning off but for the autotune tests
            par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 12")
            # shellcheck disable=SC2086
-           FEARLESS_AUTOTUNE=0 python3 -m pytest -q -m gpu $par $tmo -p no:cacheprovider -rfE \
+           FEARLESS_AUTOTUNE=0 python3 -m pytest -v -m gpu $par $tmo -p no:cacheprovider -rfE \
              tests/gpu tests/test_tile_heldout.py tests/test_tile_fp8.py \
              tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
              --deselect tests/gpu/test_autotune_gpu.py 2>&1 | tee "$out/gpu_tests_full.log" \
