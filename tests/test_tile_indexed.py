@@ -17,6 +17,7 @@ from support.tile_indexed_kernels import (
     histogram,
     old_values,
     permute_into,
+    relaxed_tile_sums,
     reverse,
     take_rows,
     take_tickets,
@@ -109,6 +110,22 @@ def test_float_atomic_adds_in_f32_and_bf16() -> None:
     np.testing.assert_allclose(got, [x[0::2].sum(), x[1::2].sum()], rtol=0.05, atol=0.3)
 
 
+def test_memory_order_is_the_atomics_attribute_and_relaxed_sums_add_up() -> None:
+    """`memory_order=` (a `tile.MemoryOrder` or its name) lands on the IR op as `order`, and
+    the default (acq_rel) leaves the op as it was; the simulator sums as any order does."""
+    x = np.random.default_rng(4).standard_normal((64, 16)).astype(np.float32)
+    acc = fl.zeros((16, 16))
+    args = (acc, fl.asarray(x))
+    text = relaxed_tile_sums.inspect(*args, stage="ir")
+    assert "order='relaxed'" in text and "order='acquire'" in text
+    assert "order='release'" in text and "acq_rel" not in text
+    assert "order=" not in float_sums.inspect(
+        fl.zeros(1), fl.zeros(2, dtype=fl.bf16), fl.zeros(256), stage="ir"
+    )
+    relaxed_tile_sums.launch(4, *args)
+    np.testing.assert_allclose(acc.numpy(), x.reshape(4, 16, 16).sum(0), rtol=1e-5, atol=1e-5)
+
+
 def test_an_atomic_output_may_not_overlap_an_input() -> None:
     buf = fl.zeros(64, dtype=fl.i32)
     with pytest.raises(fl.BorrowError):
@@ -132,6 +149,7 @@ def test_the_indexed_kernels_compile_through_tileiras(cubin: Callable[..., bytes
         (permute_into, (fl.zeros(64), fl.zeros(64), fl.zeros(64, dtype=i32))),
         (take_tickets, (fl.empty(6, dtype=i32).partition((1,)), fl.zeros(1, dtype=i32))),
         (float_sums, (fl.zeros(1), fl.zeros(2, dtype=fl.bf16), fl.zeros(256))),
+        (relaxed_tile_sums, (fl.zeros((16, 16)), fl.zeros((64, 16)))),
     ]
     cases += [
         (

@@ -87,3 +87,15 @@ def reverse(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     v = tile.gather(x, i)
     with tile.unsafe():
         tile.scatter(out, x.shape[0] - 1 - i, v)
+
+
+@tile.kernel
+def relaxed_tile_sums(acc: tile.Atomic[fl.f32], x: tile.Tensor[fl.f32]):
+    """Each block adds its (16, 16) tile of x into acc's one (16, 16) tile, as a
+    FlashAttention-2 dQ accumulates: relaxed adds (only the final sum is read), then one
+    acquire-ordered read of acc[0, 0] and a release-ordered CAS that takes nothing."""
+    v = tile.load(x, (tile.block_id(0), 0), (16, 16))
+    rows, cols = tile.arange(16)[:, None], tile.arange(16)[None, :]
+    tile.atomic_add(acc, (rows, cols), v, memory_order="relaxed")
+    seen = tile.atomic_add(acc, (0, 0), 0.0, memory_order=tile.MemoryOrder.ACQUIRE)
+    tile.atomic_cas(acc, (0, 0), seen - seen - 1.0, 5.0, memory_order="release")

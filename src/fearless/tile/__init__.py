@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..runtime.partition import Grouped, Partition, grouped
 from .aot import PartSpec, Spec
 from .api import (
+    MemoryOrder,
     RoundingMode,
     abs_,
     add,
@@ -122,6 +123,7 @@ __all__ = [
     "Const",
     "Grouped",
     "Kernel",
+    "MemoryOrder",
     "Part",
     "PartSpec",
     "Partition",

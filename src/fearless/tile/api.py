@@ -117,12 +117,32 @@ def scatter(t: Any, indices: Any, value: Any, mask: Any = None) -> Any:
     blocks) write one place, one of the values lands whole."""
 
 
+class MemoryOrder(enum.Enum):
+    """The memory ordering of an atomic (cuTile Python's names; Tile IR's memory model), the
+    `memory_order=` of `tile.atomic_*`: ACQ_REL (the default) orders this block's other reads
+    and writes around it, so that it can publish or take data (a lock, a flag); RELAXED keeps
+    only the update itself atomic, which is all an accumulation needs (a sum where only the
+    final value is read, after the kernel), and lets the GPU batch the updates (vector `red`
+    instructions instead of one ordered `atom` a value). ACQUIRE and RELEASE are the halves."""
+
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
+
+
 def _atomic(mode: str, doc: str) -> Callable[..., Any]:
-    """The stub of `tile.atomic_<mode>(t, indices, value, mask=None)` (tile/indexed.py)."""
+    """The stub of `tile.atomic_<mode>(t, indices, value, mask=None, memory_order=None)`
+    (tile/indexed.py)."""
 
-    def stub(t: Any, indices: Any, value: Any, mask: Any = None) -> Any: ...
+    def stub(
+        t: Any, indices: Any, value: Any, mask: Any = None, memory_order: Any = None
+    ) -> Any: ...
 
-    doc = f"{doc} at `indices` of `t` (a `tile.Atomic`); returns the old values."
+    doc = (
+        f"{doc} at `indices` of `t` (a `tile.Atomic`); returns the old values. `memory_order`:"
+        " a `tile.MemoryOrder` or its name, compile-time (None: ACQ_REL)."
+    )
     return _named(stub, f"atomic_{mode}", doc)
 
 
@@ -136,9 +156,12 @@ atomic_xor = _atomic("xor", "Atomic bitwise xor (integer `t`)")
 
 
 @_kernel_only
-def atomic_cas(t: Any, indices: Any, expected: Any, desired: Any, mask: Any = None) -> Any:
+def atomic_cas(
+    t: Any, indices: Any, expected: Any, desired: Any, mask: Any = None, memory_order: Any = None
+) -> Any:
     """Per element, atomically: where `t[indices]` equals `expected`, write `desired`; returns
-    the old values (a lock: `tile.atomic_cas(locks, i, 0, 1) == 0` took it)."""
+    the old values (a lock: `tile.atomic_cas(locks, i, 0, 1) == 0` took it). `memory_order` as
+    the other atomics'."""
 
 
 class RoundingMode(enum.Enum):

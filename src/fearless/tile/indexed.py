@@ -11,7 +11,8 @@ blocks own its other tiles, and the gather names any element), and so is a `tile
 blocks update it while this one reads). Writing at computed coordinates could hit any block's
 elements, so `tile.scatter` and the atomics take only a `tile.Atomic[T]` parameter: an output
 the borrow check keeps apart from every other argument, updated by atomic read-modify-writes
-(the old values come back) and relaxed stores, which never tear. Which dtypes each atomic takes
+(the old values come back; ordered acq_rel unless `memory_order=` says otherwise, as cuTile
+Python's) and relaxed stores, which never tear. Which dtypes each atomic takes
 follows Tile IR: add on 32- and 64-bit ints and floats (and f16/bf16), max/min/and/or/xor on
 32- and 64-bit ints, xchg and cas on 32- and 64-bit ints and floats.
 """
@@ -27,7 +28,8 @@ from ..frontend.values import PyObj, Weak
 from ..ir.core import Value
 from ..ir.tile import ops
 from ..ir.tile.types import ArrayParamType, tile_type
-from .lower_api import array_param, readable
+from .api import MemoryOrder
+from .lower_api import array_param, enum_option, readable
 from .rules import Operand, TileRules
 
 LocOf = Callable[[str], Location]
@@ -156,13 +158,22 @@ def api_scatter(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, 
 
 
 def _rmw(mode: str) -> Callable[..., Value]:
-    def handler(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, mask: Any) -> Value:
+    def handler(
+        lw: TileRules,
+        loc_of: LocOf,
+        t: Any,
+        indices: Any,
+        value: Any,
+        mask: Any,
+        memory_order: Any,
+    ) -> Value:
         arr, at = _atomic_array(lw, t, loc_of("t"), f"atomic_{mode}")
         _check_dtype(mode, at, loc_of("t"))
         coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
         m = _mask(lw, mask, shape, loc_of("mask"))
         v = _values(lw, value, at.dtype, shape, loc_of("value"))
-        return lw.emit(ops.AtomicRMW(arr, v, coords, m, mode, loc_of("t")))
+        order = _order(memory_order, loc_of("memory_order"))
+        return lw.emit(ops.AtomicRMW(arr, v, coords, m, mode, loc_of("t"), order))
 
     handler.__name__ = f"api_atomic_{mode}"
     return handler
@@ -186,6 +197,7 @@ def api_atomic_cas(
     expected: Any,
     desired: Any,
     mask: Any,
+    memory_order: Any,
 ) -> Value:
     arr, at = _atomic_array(lw, t, loc_of("t"), "atomic_cas")
     _check_dtype("cas", at, loc_of("t"))
@@ -193,7 +205,15 @@ def api_atomic_cas(
     m = _mask(lw, mask, shape, loc_of("mask"))
     e = _values(lw, expected, at.dtype, shape, loc_of("expected"))
     d = _values(lw, desired, at.dtype, shape, loc_of("desired"))
-    return lw.emit(ops.AtomicCAS(arr, e, d, coords, m, loc_of("t")))
+    order = _order(memory_order, loc_of("memory_order"))
+    return lw.emit(ops.AtomicCAS(arr, e, d, coords, m, loc_of("t"), order))
+
+
+def _order(memory_order: Any, loc: Location) -> str:
+    """An atomic's `memory_order=` as the IR's attribute: "acq_rel" (the default), "relaxed",
+    "acquire" or "release"."""
+    order = enum_option(memory_order, MemoryOrder, "memory_order", loc, "memory order")
+    return "acq_rel" if order is None else order.value
 
 
 HANDLERS: dict[str, Callable[..., Operand]] = {

@@ -10,9 +10,10 @@ special.py's (erf, composed of tile ops) by its own.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import dtypes
 from ..errors import CompileError, KernelTypeError, Location, SafetyError
@@ -318,25 +319,36 @@ def api_truediv(
 
 
 def _rounding_mode(x: Any, loc: Location) -> RoundingMode | None:
-    """`rounding_mode=` of `tile.truediv`: None, a `tile.RoundingMode`, or the name of one as
-    a string, in any case (`"approx"`, as cuTile Python's `rounding_mode="approx"`)."""
-    mode = x.obj if isinstance(x, PyObj) else x
-    if mode is None or isinstance(mode, RoundingMode):
-        return mode
-    names = ", ".join(f'"{m.name.lower()}"' for m in RoundingMode)
-    if isinstance(mode, str):
-        found = next((m for m in RoundingMode if mode.lower() == m.name.lower()), None)
+    """`rounding_mode=` of `tile.truediv` (`enum_option`'s, as cuTile Python's
+    `rounding_mode="approx"`)."""
+    return enum_option(x, RoundingMode, "rounding_mode", loc, "rounding mode")
+
+
+E = TypeVar("E", bound=enum.Enum)
+
+
+def enum_option(x: Any, kind: type[E], arg: str, loc: Location, what: str) -> E | None:
+    """A compile-time option `arg=` of a tile function: None, a member of the enum `kind`
+    (`tile.RoundingMode`, `tile.MemoryOrder`), or a member's name as a string in any case;
+    `what` names one in errors ("rounding mode")."""
+    value = x.obj if isinstance(x, PyObj) else x
+    if value is None or isinstance(value, kind):
+        return value
+    names = ", ".join(f'"{m.name.lower()}"' for m in kind)
+    example = f"{arg}=tile.{kind.__name__}.{next(iter(kind)).name}"
+    if isinstance(value, str):
+        found = next((m for m in kind if value.lower() == m.name.lower()), None)
         if found is not None:
             return found
         raise CompileError(
-            f"`rounding_mode={mode!r}` is not a rounding mode: the modes are {names}",
+            f"`{arg}={value!r}` is not a {what}: the {what.split()[-1]}s are {names}",
             loc,
-            help="or the enum, e.g. `rounding_mode=tile.RoundingMode.APPROX`",
+            help=f"or the enum, e.g. `{example}`",
         )
     raise CompileError(
-        "`rounding_mode` must be a `tile.RoundingMode` or its name, known at compile time",
+        f"`{arg}` must be a `tile.{kind.__name__}` or its name, known at compile time",
         loc,
-        help=f"e.g. `rounding_mode=tile.RoundingMode.APPROX` or one of {names}",
+        help=f"e.g. `{example}` or one of {names}",
     )
 
 

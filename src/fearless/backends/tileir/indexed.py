@@ -7,7 +7,8 @@ every axis (and the user's mask), the offset is the sum of coordinate * stride, 
 moves the array's base pointer, broadcast to the tile's shape, by it. Loads are `load_ptr_tko`
 with the mask and a padding tile; scatters `store_ptr_tko`, relaxed at device scope (blocks may
 write one element: each store lands whole); the atomics `atomic_rmw_tko` / `atomic_cas_tko`,
-acq_rel at device scope as cuTile Python does. Every op takes the current token and makes the
+at device scope with the op's memory order (acq_rel by default, as cuTile Python's; relaxed
+lets tileiras emit vector `red` instructions for an accumulation). Every op takes the current token and makes the
 next one, so they stay ordered with the loads and stores around them.
 """
 
@@ -105,6 +106,11 @@ def scatter(lw: Any, op: ops.Scatter, args: list[Any]) -> Any:
     )  # fmt: skip
 
 
+def _ordering(bc: Any, op: ops.AtomicRMW | ops.AtomicCAS) -> Any:
+    """The atomic's memory ordering semantics: its `order` attribute, acq_rel without one."""
+    return getattr(bc.MemoryOrderingSemantics, op.attrs.get("order", "acq_rel").upper())
+
+
 @lowers(ops.AtomicRMW)
 def atomic_rmw(lw: Any, op: ops.AtomicRMW, args: list[Any]) -> Any:
     bc = lw.bc
@@ -117,7 +123,7 @@ def atomic_rmw(lw: Any, op: ops.AtomicRMW, args: list[Any]) -> Any:
         name = "U" + name
     old, lw.token = bc.encode_AtomicRMWTkoOp(
         lw.b, lw.tid(t), lw.tt.Token, ptrs, args[1], mask, lw.token,
-        bc.MemoryOrderingSemantics.ACQ_REL, bc.MemoryScope.DEVICE, getattr(bc.AtomicRMWMode, name),
+        _ordering(bc, op), bc.MemoryScope.DEVICE, getattr(bc.AtomicRMWMode, name),
     )  # fmt: skip
     return old
 
@@ -129,6 +135,6 @@ def atomic_cas(lw: Any, op: ops.AtomicCAS, args: list[Any]) -> Any:
     ptrs, mask = _live(lw, op, args, 3)
     old, lw.token = bc.encode_AtomicCASTkoOp(
         lw.b, lw.tid(t), lw.tt.Token, ptrs, args[1], args[2], mask, lw.token,
-        bc.MemoryOrderingSemantics.ACQ_REL, bc.MemoryScope.DEVICE,
+        _ordering(bc, op), bc.MemoryScope.DEVICE,
     )  # fmt: skip
     return old

@@ -199,10 +199,17 @@ class Scatter(Op):
         super().__init__(operands, [], loc, masked=mask is not None)
 
 
+def _ordered(order: str) -> dict[str, str]:
+    """An atomic's memory order as its attributes: none for the default acq_rel (so that the
+    text of every kernel written before the option is unchanged), else `order=`."""
+    return {} if order == "acq_rel" else {"order": order}
+
+
 class AtomicRMW(Op):
     """Per element, atomically: old = array[coords]; array[coords] = old `mode` value; the
     result is the old values (`mode`: add, max, min, xchg, and, or, xor). Elements outside the
-    array or masked off are not touched, and their result is `value`'s element."""
+    array or masked off are not touched, and their result is `value`'s element. `order` (the
+    attribute absent: acq_rel): relaxed, acquire, release (Tile IR's memory model)."""
 
     opname = "tile.atomic_rmw"
     effect = Effect.WRITE
@@ -215,14 +222,19 @@ class AtomicRMW(Op):
         mask: Value | None,
         mode: str,
         loc: Location,
+        order: str = "acq_rel",
     ) -> None:
         operands = [array, value, *index] + ([mask] if mask is not None else [])
-        super().__init__(operands, [tile_type(value)], loc, mode=mode, masked=mask is not None)
+        super().__init__(
+            operands, [tile_type(value)], loc, mode=mode, masked=mask is not None,
+            **_ordered(order),
+        )  # fmt: skip
 
 
 class AtomicCAS(Op):
     """Per element, atomically: old = array[coords]; if old == expected: array[coords] = desired;
-    the result is the old values (`expected`'s element where the coordinates are outside)."""
+    the result is the old values (`expected`'s element where the coordinates are outside);
+    `order` as AtomicRMW's."""
 
     opname = "tile.atomic_cas"
     effect = Effect.WRITE
@@ -235,9 +247,12 @@ class AtomicCAS(Op):
         index: Sequence[Value],
         mask: Value | None,
         loc: Location,
+        order: str = "acq_rel",
     ) -> None:
         operands = [array, expected, desired, *index] + ([mask] if mask is not None else [])
-        super().__init__(operands, [tile_type(expected)], loc, masked=mask is not None)
+        super().__init__(
+            operands, [tile_type(expected)], loc, masked=mask is not None, **_ordered(order)
+        )
 
 
 class Print(Op):
