@@ -14,6 +14,7 @@ import pytest
 
 import fearless as fl
 from fearless import ops
+from fearless.ops import kernels_attention_backward as KB
 from fearless.ops.kernels_attention import DECODE_CONFIGS, make_attention
 
 torch = pytest.importorskip("torch")
@@ -196,6 +197,64 @@ def test_gradients_match_torch(case: tuple) -> None:
     for got, want in zip((q, k, v), ref, strict=True):
         assert got.grad is not None and want.grad is not None
         assert got.grad.dtype == got.dtype and _rel(got.grad, want.grad) < 2 * TOL[dtype]
+
+
+def test_training_keeps_the_forwards_lse_for_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With grad, the forward is `scaled_dot_product_attention_lse` (out and the rows' base-2
+    log-sum-exp, +inf where a row sees no key) and the backward takes its lse instead of
+    recomputing it: the same gradients as the operator that recomputes; lse itself takes no
+    gradient."""
+    from fearless.ops.attention import scaled_dot_product_attention_lse
+
+    q, k, v = _inputs(1, 4, 2, 40, 56, 32, "float32")
+    mask = torch.ones(40, 56, dtype=torch.bool)
+    mask[3] = False  # row 3 sees no key
+    out, lse = scaled_dot_product_attention_lse(q, k, v, mask, True, 0.3, True)
+    scores = (q @ k.repeat_interleave(2, 1).transpose(-1, -2)) * 0.3
+    keep = mask & torch.ones(40, 56, dtype=torch.bool).tril()
+    want = torch.logsumexp(scores.masked_fill(~keep, -torch.inf), -1) / np.log(2)
+    assert lse.dtype == torch.float32 and lse.shape == (1, 4, 40)
+    assert torch.isinf(lse[:, :, 3]).all() and torch.isfinite(lse[:, :, 4:]).all()
+    assert _rel(lse[:, :, 4:], want[:, :, 4:]) < 1e-5
+    assert torch.equal(out, ops.scaled_dot_product_attention(q, k, v, mask, True, 0.3, True))
+    dout = torch.randn(out.shape, generator=torch.Generator().manual_seed(5))
+    grads = []
+    for forward in (
+        ops.scaled_dot_product_attention,
+        torch.ops.fearless.scaled_dot_product_attention,
+    ):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        with monkeypatch.context() as m:
+            if forward is ops.scaled_dot_product_attention:  # its backward recomputes no lse
+                m.setattr(KB, "make_attention_stats", None)
+            forward(*leaves, mask, True, 0.3, True).backward(dout)
+        grads.append([t.grad for t in leaves])
+    for kept, recomputed in zip(*grads, strict=True):
+        assert torch.allclose(kept, recomputed, rtol=1e-5, atol=1e-6)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out, lse = torch.ops.fearless.scaled_dot_product_attention_lse(*leaves, None, True, 0.3, True)
+    assert out.requires_grad and not lse.requires_grad
+
+
+def test_the_lse_forms_without_torch() -> None:
+    """NumPy in, NumPy out: `scaled_dot_product_attention_lse` and the backward's `lse=`."""
+    from fearless.ops.attention import (
+        scaled_dot_product_attention_backward,
+        scaled_dot_product_attention_lse,
+    )
+
+    q, k, v = (t.numpy() for t in _inputs(1, 2, 2, 24, 24, 16, "float32"))
+    out, lse = scaled_dot_product_attention_lse(q, k, v, is_causal=True)
+    assert isinstance(lse, np.ndarray) and lse.shape == (1, 2, 24) and lse.dtype == np.float32
+    dout = np.ones_like(out)
+    kept = scaled_dot_product_attention_backward(dout, q, k, v, out, True, lse=lse)
+    again = scaled_dot_product_attention_backward(dout, q, k, v, out, True)
+    for a, b in zip(kept, again, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(fl.KernelTypeError, match="lse"):
+        scaled_dot_product_attention_backward(dout, q, k, v, out, True, lse=lse[:, :, :3])
+    _, none = scaled_dot_product_attention_lse(q, k[:, :, :0], v[:, :, :0])
+    assert np.isinf(none).all()
 
 
 def test_the_torch_operator_and_its_refusal_of_a_mask_with_grad() -> None:

@@ -136,6 +136,12 @@ def test_torch_library_opcheck_with_a_mask() -> None:
     dout, out = torch.randn(q.shape), torch.randn(q.shape)
     args = (dout, *(t.detach() for t in (q, k, v)), out, False, None, True, mask > 0)
     torch.library.opcheck(back, args)
+    # training's forward (out and the kept lse) and the backward that takes that lse
+    train = torch.ops.fearless.scaled_dot_product_attention_lse.default
+    torch.library.opcheck(train, (q, k, v, mask, True, None, True))
+    out, lse = train(*(t.detach() for t in (q, k, v)), mask, True, None, True)
+    args = (dout, *(t.detach() for t in (q, k, v)), out, True, None, True, mask, lse)
+    torch.library.opcheck(back, args)
 
 
 def _masked_launches(form: tuple) -> list[tuple[Any, tuple]]:

@@ -218,7 +218,18 @@ def _opcheck_cases() -> list[tuple[str, Callable[[], tuple]]]:
         ("fmha_backward", back(None, True)),
         ("swa_attention_backward", back(3, None, False)),
         ("gemma_attention_backward", back(0.2, 2, 4.0, True)),
+        # training's forward (the bounds as `_attend` takes them) and its backward from lse
+        ("attention_window_lse", lambda: (*qkv(True), "gemma_attention", 0.3, True, 2, None, 4.0)),
+        ("attention_window_backward", _window_backward_args),
     ]
+
+
+def _window_backward_args() -> tuple:
+    q, k, v, _ = _inputs(1, 4, 2, 10, 13, 16, "float32")
+    settings = ("swa_attention", None, True, 3, None, None)
+    out, lse = torch.ops.fearless.attention_window_lse(q, k, v, *settings)
+    backward_settings = ("swa_attention_backward", *settings[1:])
+    return (torch.randn(q.shape), q, k, v, out, lse, *backward_settings)
 
 
 @pytest.mark.parametrize(

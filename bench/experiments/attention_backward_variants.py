@@ -15,8 +15,10 @@ synchronised around each launch batch), q, k, v, out, dout (B, H, L, D) f16:
           FlashAttention-2's dQ.
 
 Measured on the H100 (bench/results/h100-2026-12-05-session17): each kernel's best tiles
-differ (they are now BACKWARD_CONFIGS); the atomic form is 5 to 40x slower than the three
-kernels (an f32 atomic add a (query tile, key tile) pair, per element): not taken.
+differ (they are now BACKWARD_CONFIGS); the atomic form was 5 to 40x slower than the three
+kernels: its adds were acq_rel, one ordered `atom.global.acq_rel.add.f32` an element in the
+PTX; with `memory_order="relaxed"` tileiras emits `red.global.gpu.v4.f32.add` (four a
+instruction, unordered), as FlashAttention-2's dQ: to be measured.
 
 `--check` runs a tiny case on the current target (the simulator without a GPU): the atomic
 form's dq, dk, dv against the shipped kernels'.
@@ -84,7 +86,9 @@ def make_dkdv_dq_atomic(dt, causal, **hints):
                 acc_k = tile.mma(tile.transpose(ds), qt, acc_k)
                 part = tile.mma(ds, kn, tile.zeros((TILE_M, TILE_D), fl.f32))
                 rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-                tile.atomic_add(dq_acc, (b, h, rows, cols), part)
+                # relaxed: only the final sum is read (after the kernel); acq_rel (the default)
+                # made each element an ordered `atom`, 5 to 40x slower (session 17, H100)
+                tile.atomic_add(dq_acc, (b, h, rows, cols), part, memory_order="relaxed")
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
 
@@ -147,8 +151,16 @@ def shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints):
         dqk(dq_p, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tn, 1)
         dq_p.unpartition()
 
+    delta_k = B.make_attention_delta(fl.f16)
+
+    def run_delta():  # training's first step: the forward kept lse (make_attention's keep_lse)
+        delta_p = delta.partition((1, 1, 64))
+        delta_k(delta_p, out, dout, td)
+        delta_p.unpartition()
+
     times = {
         "stats": _timed(run_stats),
+        "delta": _timed(run_delta),
         "dkdv": _timed(run_dkdv),
         "dq": _timed(run_dq),
     }
@@ -247,8 +259,11 @@ def main():
             try:
                 _, _, _, t = shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints)
                 total = sum(t.values())
-                print(f"shipped {label}: stats {t['stats']:.3f} dkdv {t['dkdv']:.3f} "
-                      f"dq {t['dq']:.3f} total {total:.3f} ms", flush=True)  # fmt: skip
+                kept = total - t["stats"]  # delta alone in stats' place (training)
+                total -= t["delta"]
+                print(f"shipped {label}: stats {t['stats']:.3f} delta {t['delta']:.3f} dkdv "
+                      f"{t['dkdv']:.3f} dq {t['dq']:.3f} total {total:.3f} ms, with the "
+                      f"forward's lse {kept:.3f} ms", flush=True)  # fmt: skip
             except Exception as exc:  # a tile size that does not fit: say so, go on
                 print(f"shipped {label}: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
             try:

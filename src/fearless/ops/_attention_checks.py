@@ -3,7 +3,8 @@ attention_varlen.py, attention_mla.py; the scale also attention.py, attention_ml
 kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
 scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
-name in its text.
+name in its text. Also the training forwards' kept lse (attention.py, attention_variants.py):
+its output and its check where a backward takes it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._io import FLOATS, Operand, number, operand
+from ._io import FLOATS, Operand, filled_output, number, operand, output, result, view
 
 
 def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
@@ -70,3 +72,36 @@ def attention_scale(value: Any, d: int, op: str, name: str) -> float:
     """The scores' scale: `value` (the argument called `name`, a number) or, for None,
     1 / sqrt(d), d the head dimension."""
     return 1.0 / math.sqrt(d) if value is None else number(value, op, name)
+
+
+def kept_lse(qa: Operand, s_len: int, keep: bool) -> tuple[Any, Any]:
+    """(lse, returned) of a training forward that keeps its rows' lse (`keep`), q's shape
+    without D, f32, in q's kind (else (None, None)): +inf for every row where there are no keys
+    (S = 0), NaN where D = 0 (no kernel runs, no score to sum), else for the kernel to write."""
+    if not keep:
+        return None, None
+    rows = qa.shape[:-1]
+    if s_len == 0 or qa.shape[-1] == 0:
+        return filled_output(qa, rows, math.inf if s_len == 0 else math.nan, dtypes.f32)
+    return output(qa, rows, dtypes.f32)
+
+
+def kept(like: Operand, lse: Any, returned: Any) -> Any:
+    """The kept lse as the operator returns it (None where the forward kept none)."""
+    return None if lse is None else result(like, lse, returned)
+
+
+def lse_operand(lse: Any, op: str, qa: Operand) -> Any:
+    """A backward's `lse` (None, or the forward's kept one: f32 of q's shape without D) as the
+    (B, H, L) fl.Tensor the kernels read."""
+    if lse is None:
+        return None
+    la = operand(lse, op, "lse", (dtypes.f32,), device=qa.tensor.device)
+    if la.shape != qa.shape[:-1]:
+        raise argument_error(
+            f"`fearless.ops.{op}` takes the forward's lse, f32 of q's shape without D "
+            f"({qa.shape[:-1]}), got shape {la.shape}",
+            help="pass the lse that the forward returned with `out`, or None to recompute it",
+        )
+    b, h, lq = (1, *qa.shape[:2]) if len(qa.shape) == 3 else qa.shape[:3]
+    return view(la.tensor, (b, h, lq))

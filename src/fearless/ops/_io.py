@@ -211,11 +211,18 @@ def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) ->
 def zeros_output(like: Operand, shape: tuple[int, ...]) -> tuple[Tensor, Any]:
     """`output(like, shape)` filled with zeros: what an operator returns where no kernel runs
     (attention over no keys, the gradients of an empty batch)."""
+    return filled_output(like, shape, 0.0)
+
+
+def filled_output(
+    like: Operand, shape: tuple[int, ...], value: float, dtype: DType | None = None
+) -> tuple[Tensor, Any]:
+    """`output(like, shape, dtype)` filled with `value`."""
     if like.kind == "torch":
-        out, ret = output(like, shape)
-        ret.zero_()
+        out, ret = output(like, shape, dtype)
+        ret.fill_(value)
         return out, ret
-    t = full(like, shape, 0.0)
+    t = full(like, shape, value, dtype)
     return t, t
 
 

@@ -52,6 +52,15 @@ def torch_ops(*tensors: Any) -> Any:
     return _registrar()
 
 
+def training(*tensors: Any) -> bool:
+    """Whether autograd will record this call: grad mode is on and a torch tensor among
+    `tensors` requires grad (a forward then keeps what its backward would recompute)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.is_grad_enabled():
+        return False
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
+
+
 def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
     plain = torch.Tensor
     grad = torch.is_grad_enabled()

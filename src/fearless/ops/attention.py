@@ -11,7 +11,8 @@ head size other than D, and (autograd, ops/torch_ops.py) an additive `attn_mask`
 requires grad. A decode step (one query per head, no mask, not causal) takes the split-KV
 kernels (TileGym's fmha_decode form). The backward (`scaled_dot_product_attention_backward`,
 torch autograd's through ops/torch_ops.py) is flash attention's: kernels_attention_backward.py's
-three kernels, with the forward's mask applied to the recomputed scores (a row whose every key
+three kernels (in training the forward is `scaled_dot_product_attention_lse`, which keeps the
+rows' lse, so that the backward recomputes only delta in its first kernel), with the forward's mask applied to the recomputed scores (a row whose every key
 is masked: zero gradients, as its output is 0; the mask gets no gradient). Both
 replay on the GPU from their third call with a key (ops/_replay.py): the Python between a
 decode step's two launches costs more than its kernels.
@@ -25,10 +26,10 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._attention_checks import attention_scale
+from ._attention_checks import attention_scale, kept, kept_lse, lse_operand
 from ._io import FLOATS, operand, output, result, view, zeros_output
 from ._replay import replayable
-from ._route import torch_ops
+from ._route import torch_ops, training
 from .kernels_attention import attention_decode, attention_tuned
 from .kernels_attention_backward import attention_backward
 from .kernels_rows import sm_count
@@ -56,7 +57,46 @@ def scaled_dot_product_attention(
             help="pass dropout_p=0.0 (inference), or apply `fearless.ops.dropout` elsewhere",
         )
     if (t := torch_ops(q, k, v)) is not None:
-        return t.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+        args = (q, k, v, attn_mask, is_causal, scale, enable_gqa)
+        if training(q, k, v):  # the forward that keeps lse for the backward (fewer recomputes)
+            return t.scaled_dot_product_attention_lse(*args)[0]
+        return t.scaled_dot_product_attention(*args)
+    return _forward(op, q, k, v, attn_mask, is_causal, scale, enable_gqa, False)[0]
+
+
+@replayable()
+def scaled_dot_product_attention_lse(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> tuple[Any, Any]:
+    """(out, lse): `scaled_dot_product_attention`'s output and its rows' log2-sum-exp of the
+    scaled scores, (B, H, L) f32 (+inf for a row that sees no key): what its backward takes
+    (`lse=`) instead of recomputing it, as flash attention's forward keeps its softmax_lse
+    (base 2 here, the kernels' own)."""
+    op = "scaled_dot_product_attention_lse"
+    args = (q, k, v, attn_mask, is_causal, scale, enable_gqa)
+    if (t := torch_ops(q, k, v)) is not None:
+        return t.scaled_dot_product_attention_lse(*args)  # type: ignore[no-any-return]
+    return _forward(op, *args, True)  # type: ignore[return-value]
+
+
+def _forward(
+    op: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+    keep_lse: bool,
+) -> tuple[Any, Any]:
+    """The checks, then the kernels: (out, lse), lse None unless `keep_lse`."""
     qa = operand(q, op, "q", FLOATS)
     ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
     if not qa.dtype == ka.dtype == va.dtype:
@@ -78,8 +118,9 @@ def scaled_dot_product_attention(
         )
     dims = (b, h, qs[2], s)
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, qa.tensor.device)
+    lse, lse_ret = kept_lse(qa, s, keep_lse)  # (B, H, L), or (B, L) as q is (B, L, D)
     if s == 0:  # no keys: torch's SDPA gives zeros
-        return result(qa, *zeros_output(qa, qa.shape))
+        return result(qa, *zeros_output(qa, qa.shape)), kept(qa, lse, lse_ret)
     out, ret = output(qa, qa.shape)
     if out.size:
         sc = attention_scale(scale, d, op, "scale")
@@ -87,13 +128,14 @@ def scaled_dot_product_attention(
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
         )
-        if qs[2] == 1 and mask is None and not is_causal:  # decode: one query per head
+        if qs[2] == 1 and mask is None and not is_causal and lse is None:  # decode: one query
             grouped = (b, hk, h // hk, d)
             qd, od = view(qa.tensor, grouped), view(out, grouped)
             attention_decode(qd, k4, v4, od, sc, sm_count())
         else:
-            attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk)
-    return result(qa, out, ret)
+            l4 = None if lse is None else view(lse, qs[:3])
+            attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk, l4)
+    return result(qa, out, ret), kept(qa, lse, lse_ret)
 
 
 def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], device: int) -> Any:
@@ -129,11 +171,14 @@ def scaled_dot_product_attention_backward(
     scale: float | None = None,
     enable_gqa: bool = False,
     attn_mask: Any = None,
+    lse: Any = None,
 ) -> tuple[Any, Any, Any]:
     """(dq, dk, dv) of `scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale,
     enable_gqa)`, whose result was `out`, for the gradient `dout` of that result (flash
     attention's backward: the probabilities are recomputed, never stored; `attn_mask` as the
-    forward takes it, and it gets no gradient)."""
+    forward takes it, and it gets no gradient). `lse`: None, or the rows' lse that
+    `scaled_dot_product_attention_lse` returned with `out` (f32, q's shape without D): the
+    backward then does not recompute it."""
     op = "scaled_dot_product_attention_backward"
     names = ("dout", "q", "k", "v", "out")
     ga, qa, ka, va, oa = (
@@ -149,6 +194,7 @@ def scaled_dot_product_attention_backward(
         raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
     dims, dev = (b, h, lq, s), qa.tensor.device
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
+    rows = lse_operand(lse, op, qa)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
     sc = attention_scale(scale, d, op, "scale")
@@ -162,6 +208,6 @@ def scaled_dot_product_attention_backward(
     )
     if runs:
         attention_backward(
-            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk, mask=mask
+            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk, mask=mask, lse=rows
         )
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]

@@ -22,13 +22,16 @@ from ..runtime.location import argument_error
 from ._attention_checks import (
     attention_scale,
     decode_operands,
+    kept,
+    kept_lse,
+    lse_operand,
     qkv_mismatch,
     qkv_operands,
     split_len,
 )
 from ._io import FLOATS, number, operand, output, result, view, zeros_output
 from ._replay import replayable
-from ._route import torch_ops
+from ._route import torch_ops, training
 from .kernels_attention import attention_tuned, attention_variant_tuned
 from .kernels_attention_backward import attention_backward
 from .kernels_attention_gemma import gemma_decode, gemma_decode_split
@@ -43,8 +46,10 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
     (B, H_kv, S, D). `is_causal`: query i sees keys j <= i + S - L (bottom-right aligned, as
     flash-attn; torch's `is_causal` is top-left)."""
     if (t := torch_ops(q, k, v)) is not None:
+        if training(q, k, v):
+            return _train(t, "fmha", q, k, v, scaling, bool(is_causal), (None, None, None))
         return t.fmha(q, k, v, scaling, is_causal)
-    return _attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)
+    return _attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)[0]
 
 
 @replayable()
@@ -61,8 +66,11 @@ def swa_attention(
     when causal: j <= i' too; no upper bound when not causal, as TileGym). window_size 0: no
     window (TileGym's "non-positive W means full"); below 0: an error."""
     if (t := torch_ops(q, k, v)) is not None:
+        if training(q, k, v):
+            bounds = _swa(window_size)
+            return _train(t, "swa_attention", q, k, v, scaling, bool(is_causal), bounds)
         return t.swa_attention(q, k, v, window_size, scaling, is_causal)
-    return _attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))
+    return _attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))[0]
 
 
 @replayable()
@@ -81,9 +89,12 @@ def gemma_attention(
     |j - i'| <= window_size (window_size + 1 keys up to itself when causal). soft_cap None: no
     cap; it must be above 0."""
     if (t := torch_ops(q, k, v)) is not None:
+        if training(q, k, v):
+            bounds = _gemma(window_size, soft_cap, bool(is_causal))
+            return _train(t, "gemma_attention", q, k, v, scaling, bool(is_causal), bounds)
         return t.gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)
     bounds = _gemma(window_size, soft_cap, bool(is_causal))
-    return _attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)
+    return _attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)[0]
 
 
 @replayable()
@@ -137,6 +148,50 @@ def gemma_attention_backward(
     op = "gemma_attention_backward"
     bounds = _gemma(window_size, soft_cap, bool(is_causal), op)
     return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *bounds)
+
+
+def _train(
+    t: Any, op: str, q: Any, k: Any, v: Any, scaling: Any, causal: bool, bounds: tuple
+) -> Any:
+    """A training forward through torch (autograd records it): `attention_window_lse`, whose
+    kept lse its backward takes instead of recomputing it; the output alone returned."""
+    return t.attention_window_lse(q, k, v, op, scaling, causal, *bounds)[0]
+
+
+def attention_window_lse(
+    q: Any,
+    k: Any,
+    v: Any,
+    op: str,
+    scaling: Any,
+    causal: bool,
+    left: int | None,
+    right: int | None,
+    cap: float | None,
+) -> tuple[Any, Any]:
+    """(out, lse) of the forward `op` (fmha, swa_attention or gemma_attention) at its bounds
+    (`_attend`'s): the output, and the rows' base-2 log-sum-exp of the scores (B, H, L) f32
+    (+inf for a row that sees no key), which `attention_window_backward` takes."""
+    return _attend(op, q, k, v, scaling, causal, left, right, cap, keep_lse=True)
+
+
+def attention_window_backward(
+    dout: Any,
+    q: Any,
+    k: Any,
+    v: Any,
+    out: Any,
+    lse: Any,
+    op: str,
+    scaling: Any,
+    causal: bool,
+    left: int | None,
+    right: int | None,
+    cap: float | None,
+) -> tuple[Any, Any, Any]:
+    """(dq, dk, dv) of `attention_window_lse`'s forward (`op` its backward's name in errors),
+    from the lse that forward kept."""
+    return _backward(op, dout, q, k, v, out, scaling, causal, left, right, cap, lse)
 
 
 def _swa(window_size: Any, op: str = "swa_attention") -> tuple[int | None, None, None]:
@@ -229,24 +284,27 @@ def _attend(
     left: int | None,
     right: int | None,
     cap: float | None,
-) -> Any:
-    """The checks, then the kernel: `left` / `right` (None: no bound) how far before / after its
-    position a query sees, `cap` the soft cap (None: none)."""
+    keep_lse: bool = False,
+) -> tuple[Any, Any]:
+    """The checks, then the kernel: (out, lse), lse None unless `keep_lse`. `left` / `right`
+    (None: no bound) how far before / after its position a query sees, `cap` the soft cap
+    (None: none)."""
     qa, ka, va = qkv_operands(op, q, k, v)
     (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
+    lse, lse_ret = kept_lse(qa, s, keep_lse)
     if s == 0:  # no keys: every row is 0
-        return result(qa, *zeros_output(qa, qa.shape))
+        return result(qa, *zeros_output(qa, qa.shape)), kept(qa, lse, lse_ret)
     out, ret = output(qa, qa.shape)
     if out.size:
         q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
         o4 = view(out, qa.shape)
         plan = _variant(lq, s, causal, left, right, cap)
         if plan is None:  # the plain kernels
-            attention_tuned(q4, k4, v4, None, o4, sc, causal, h // hk)
+            attention_tuned(q4, k4, v4, None, o4, sc, causal, h // hk, lse)
         else:
-            attention_variant_tuned(q4, k4, v4, o4, sc, causal, h // hk, *plan)
-    return result(qa, out, ret)
+            attention_variant_tuned(q4, k4, v4, o4, sc, causal, h // hk, *plan, lse)
+    return result(qa, out, ret), kept(qa, lse, lse_ret)
 
 
 def _variant(
@@ -275,9 +333,10 @@ def _backward(
     left: int | None,
     right: int | None,
     cap: float | None,
+    lse: Any = None,
 ) -> tuple[Any, Any, Any]:
     """The checks, then the backward kernels with `_attend`'s bounds: (dq, dk, dv), each in the
-    form (torch, NumPy, fl.Tensor) of q, k, v."""
+    form (torch, NumPy, fl.Tensor) of q, k, v; `lse` the forward's kept lse, or None."""
     names = ("dout", "q", "k", "v", "out")
     qa = operand(q, op, "q", FLOATS)
     ga, ka, va, oa = (
@@ -299,5 +358,6 @@ def _backward(
         dq4, dk4, dv4 = (view(g, x.shape) for (g, _), x in zip(grads, (qa, ka, va), strict=True))
         plan = _variant(lq, s, causal, left, right, cap)
         extra = () if plan is None else plan
-        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra)
+        rows = lse_operand(lse, op, qa)
+        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra, lse=rows)
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]

@@ -21,7 +21,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside, partitioned
+from ._io import empty_beside, partitioned, view
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_LOG_2 = 1.0 / math.log(2.0)
@@ -216,7 +216,7 @@ def key_range(i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_ri
     return first, tiles, clean_from, mask_from, off
 
 
-def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
+def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, **hints):
     """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `mask`: None, or
     (is_bool, batch, heads) for a mask tensor of (1 or B, 1 or H, L, S): bool (False drops the
     key, as torch) or float (added to the scores); batch / heads: whether it has those axes
@@ -226,7 +226,9 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
     (the causal diagonal and the window bottom-right aligned, as flash-attn); left / right: it
     sees keys from its position - WL / up to its position + WR (run-time WL, WR); softcap:
     scores = CAP * tanh(scores / CAP) before the masks (run-time CAP). A row that sees no key
-    gives 0."""
+    gives 0. `keep_lse`: the kernel also stores each row's log2-sum-exp of its base-2 scores
+    (B, H, L) f32 (+inf for a row that sees no key), the backward's `lse` (training: the
+    backward then skips recomputing it, kernels_attention_backward.py)."""
     causal_or_ragged = causal or not even_k
     masked = mask is not None
     mask_bool, mask_b, mask_h = mask if masked else (False, False, False)
@@ -235,7 +237,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
     guarded = masked or varied  # a row may see no key
 
     @tile.function
-    def attend(out, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP):
+    def attend(out, lse, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP):
         _, _, TILE_M, TILE_D = out.shape
         b, h, i, _ = out.index
         kv_h = h // GROUP
@@ -272,6 +274,11 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
         # guarded: a row that sees no key is 0, as torch's SDPA (2.5 and later)
         acc = normalised(acc, l_i, guarded)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
+        if keep_lse:  # compile-time
+            row_lse = m_i + tile.log2(l_i)
+            if guarded:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
+                row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
+            lse.store(row_lse.reshape((1, 1, TILE_M, 1)))
 
     mdt = fl.bool_ if mask_bool else dt
 
@@ -293,9 +300,26 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, **hints):
         TILE_N: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        attend(out, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
+        attend(out, None, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
 
-    return attention
+    @tile.kernel(**hints)
+    def attention_lse(
+        out: tile.Part[dt],
+        lse: tile.Part[fl.f32],
+        q: tile.Tensor[dt],
+        k: tile.Tensor[dt],
+        v: tile.Tensor[dt],
+        m: tile.Tensor[mdt] | None,
+        scale: fl.f32,
+        wl: fl.i32,
+        wr: fl.i32,
+        cap: fl.f32,
+        TILE_N: tile.Const[int],
+        GROUP: tile.Const[int],
+    ):
+        attend(out, lse, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
+
+    return attention_lse if keep_lse else attention
 
 
 def _cfg(tile_m, tile_n, occupancy, num_worker_warps=None):
@@ -329,26 +353,40 @@ def mask_form(mask):
 
 def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
     """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
-    causal and the mask's form."""
+    causal and the mask's form (training's kept lse shares the entry: its store is L floats a
+    head against the output's L x D)."""
     b, h, l_len, d = q.shape
     form = None if mask is None else (mask.dtype.name, mask.shape[0] > 1, mask.shape[1] > 1)
     s_len = k.shape[2]
     return size_class(b * h), size_class(l_len), size_class(s_len), d, group, causal, form
 
 
+def _launch(make, out, lse, tile_m, d, args):
+    """`make`'s kernel over out's (1, 1, tile_m, D) tiles, with lse's rows when lse (a
+    (B, H, L) f32 fl.Tensor) is kept, as (B, H, L, 1) in (1, 1, tile_m, 1) tiles (numbered as
+    out's); `args` the kernel's inputs after those."""
+    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
+        if lse is None:
+            make(part, *args)
+        else:
+            with partitioned(view(lse, (*lse.shape, 1)), (1, 1, tile_m, 1)) as rows:
+                make(part, rows, *args)
+
+
 @fl.autotune(configs=ATTENTION_CONFIGS, key=_attention_key)
 def attention_tuned(
-    q, k, v, mask, out, scale, causal, group, *, tile_m, tile_n, occupancy, num_worker_warps
-):
+    q, k, v, mask, out, scale, causal, group, lse=None, *, tile_m, tile_n, occupancy,
+    num_worker_warps,
+):  # fmt: skip
     """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D)) with these tiles;
-    `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype."""
+    `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype; `lse` None or a
+    (B, H, L) f32 fl.Tensor that gets the rows' log2-sum-exp (`make_attention`'s keep_lse)."""
     d = q.shape[3]
     even_k = k.shape[2] % tile_n == 0
     form = None if mask is None else mask_form(mask)
-    make = kernel_of(make_attention, q.dtype, causal, even_k, form)
+    make = kernel_of(make_attention, q.dtype, causal, even_k, form, None, lse is not None)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
-        kernel(part, q, k, v, mask, scale, 0, 0, 1.0, tile_n, group)
+    _launch(kernel, out, lse, tile_m, d, (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group))
 
 
 def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
@@ -360,17 +398,17 @@ def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
 
 @fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key)
 def attention_variant_tuned(
-    q, k, v, out, scale, causal, group, variant, wl, wr, cap, *, tile_m, tile_n, occupancy,
-    num_worker_warps,
+    q, k, v, out, scale, causal, group, variant, wl, wr, cap, lse=None, *, tile_m, tile_n,
+    occupancy, num_worker_warps,
 ):  # fmt: skip
     """out = a variant's attention (`make_attention`'s `variant`: bottom-right alignment,
-    window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D))."""
+    window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D)); `lse` as
+    `attention_tuned`'s."""
     d = q.shape[3]
     even_k = k.shape[2] % tile_n == 0
-    make = kernel_of(make_attention, q.dtype, causal, even_k, None, variant)
+    make = kernel_of(make_attention, q.dtype, causal, even_k, None, variant, lse is not None)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
-        kernel(part, q, k, v, None, scale, wl, wr, cap, tile_n, group)
+    _launch(kernel, out, lse, tile_m, d, (q, k, v, None, scale, wl, wr, cap, tile_n, group))
 
 
 # --------------------------------------------------------------------------------- decode

@@ -13,7 +13,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside
+from ._io import empty_beside, partitioned
 from .kernels_attention import (
     INV_LOG_2,
     head_rows,
@@ -222,6 +222,32 @@ def ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink):
     return row_lse
 
 
+@tile.function
+def row_delta(out, dout, b, h, i, TILE_M, TILE_D):
+    """delta = rowsum(dO * O) of rows i * TILE_M.. of head (b, h), as a (1, 1, TILE_M) tile."""
+    o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+    do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
+    return tile.sum(o * do, axis=1).reshape((1, 1, TILE_M))
+
+
+def make_attention_delta(dt, **hints):
+    """delta of (B, H, L), f32, alone: the stats step where the forward kept lse (training:
+    make_attention's keep_lse), so that no score is recomputed for it."""
+
+    @tile.kernel(**hints)
+    def attention_delta(
+        delta: tile.Part[fl.f32],
+        out: tile.Tensor[dt],
+        dout: tile.Tensor[dt],
+        TILE_D: tile.Const[int],
+    ):
+        _, _, TILE_M = delta.shape
+        b, h, i = delta.index
+        delta.store(row_delta(out, dout, b, h, i, TILE_M, TILE_D))
+
+    return attention_delta
+
+
 def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
     """lse and delta of (B, H, L), f32: see the section's comment."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
@@ -269,9 +295,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
         if ragged:  # compile-time
             row_lse = ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink)
         lse.store(row_lse.reshape((1, 1, TILE_M)))
-        o = head_rows(out, b, h, i, TILE_M, TILE_D).astype(fl.f32)
-        do = head_rows(dout, b, h, i, TILE_M, TILE_D).astype(fl.f32)
-        delta.store(tile.sum(o * do, axis=1).reshape((1, 1, TILE_M)))
+        delta.store(row_delta(out, dout, b, h, i, TILE_M, TILE_D))
 
     aux_t, mdt = _optional_dtypes(dt, aux_dt, mask_bool)
 
@@ -464,14 +488,15 @@ def backward_configs(d):
 
 def attention_backward(
     q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0,
-    aux=(), mask=None,
+    aux=(), mask=None, lse=None,
 ):  # fmt: skip
     """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels;
     returns the rows' (lse, delta), (B, H, L) f32. `variant` (make_attention's, with its
     run-time WL, WR and CAP): None for scaled_dot_product_attention's; a ragged form's (its
     fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1).
     `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L, S),
-    bool or q's dtype; no variant with it)."""
+    bool or q's dtype; no variant with it). `lse`: None, or the rows' lse as the forward kept
+    it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then."""
     b, h, lq, d = q.shape
     td = next_pow2(d)
     cfg = backward_configs(d)
@@ -486,11 +511,16 @@ def attention_backward(
         return kernel_of(make, *flags).options(occupancy=occupancy), tm, tn
 
     aux = (*(aux or (None, None)), mask)  # a0, a1, m: None where the form has none
-    lse, delta = (empty_beside(q, (b, h, lq), fl.f32) for _ in range(2))
-    stats, tm, tn = kernel(make_attention_stats, "stats")
-    lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
-    stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
-    lse, delta = lse_p.unpartition(), delta_p.unpartition()
+    delta = empty_beside(q, (b, h, lq), fl.f32)
+    if lse is None:
+        lse = empty_beside(q, (b, h, lq), fl.f32)
+        stats, tm, tn = kernel(make_attention_stats, "stats")
+        lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
+        stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
+        lse, delta = lse_p.unpartition(), delta_p.unpartition()
+    else:  # the forward's: delta alone (64 rows a block: it streams out and dout once)
+        with partitioned(delta, (1, 1, 64)) as delta_p:
+            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
     dkdv, tm, tn = kernel(make_attention_dkdv, "dkdv")
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
     try:

@@ -114,6 +114,64 @@ def gemma_attention_backward(
     )
 
 
+@_define(
+    "attention_window_lse",
+    lambda q, *_, **__: (_new(q, q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)),
+)
+def attention_window_lse(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    op: str,
+    scaling: Optional[float],  # noqa: UP045
+    is_causal: bool,
+    left: Optional[int],  # noqa: UP045
+    right: Optional[int],  # noqa: UP045
+    cap: Optional[float],  # noqa: UP045
+) -> tuple[Tensor, Tensor]:
+    """fmha, swa_attention and gemma_attention in training (their autograd'd calls): the
+    output and the kept lse (ops/attention_variants.py)."""
+    return AV.attention_window_lse(q, k, v, op, scaling, is_causal, left, right, cap)  # type: ignore[no-any-return]
+
+
+@_define("attention_window_backward", _qkv_grads)
+def attention_window_backward(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    op: str,
+    scaling: Optional[float],  # noqa: UP045
+    is_causal: bool,
+    left: Optional[int],  # noqa: UP045
+    right: Optional[int],  # noqa: UP045
+    cap: Optional[float],  # noqa: UP045
+) -> tuple[Tensor, Tensor, Tensor]:
+    return AV.attention_window_backward(  # type: ignore[no-any-return]
+        dout, q, k, v, out, lse, op, scaling, is_causal, left, right, cap
+    )
+
+
+def _window_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> None:
+    """q, k, v, out and the kept lse saved (lse non-differentiable: a loss through it is
+    refused by autograd), the settings kept, the backward's name for its errors."""
+    q, k, v, op, *settings = inputs
+    out, lse = output
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, out, lse)
+    ctx.args = (f"{op}_backward", *settings)  # type: ignore[attr-defined]
+
+
+def _window_lse_backward(ctx: Any, dy: Tensor, _dlse: Tensor | None) -> tuple:
+    grads = OPS.attention_window_backward(dy, *ctx.saved_tensors, *ctx.args)
+    return (*grads, *(None for _ in range(6)))
+
+
+attention_window_lse.register_autograd(_window_lse_backward, setup_context=_window_lse_ctx)
+
+
 def _attention_autograd(forward: Any, name: str, n_grads: int = 3) -> None:
     """`forward`'s autograd formula: its first `n_grads` inputs (q, k, v; attention_sink's
     query, key, value, sinks) and the output saved, the other inputs (the settings) kept, and
