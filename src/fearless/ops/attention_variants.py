@@ -356,8 +356,9 @@ def _backward(
     if runs:
         q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
         dq4, dk4, dv4 = (view(g, x.shape) for (g, _), x in zip(grads, (qa, ka, va), strict=True))
-        plan = _variant(lq, s, causal, left, right, cap)
-        extra = () if plan is None else plan
+        variant, wl, wr, c = _variant(lq, s, causal, left, right, cap) or (None, 0, 0, 1.0)
         rows = lse_operand(lse, op, qa)
-        attention_backward(q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, *extra, lse=rows)
+        attention_backward(
+            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, variant, wl, wr, c, lse=rows
+        )
     return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
