@@ -334,7 +334,7 @@ def test_the_backward_kernels_compile_through_tileiras(
     assert cubin(kernel, lse, delta, q, kv, q, q, *no, 0.125, *extra, tn, d, 2)
     kernel, tm, tn = made(make_attention_dkdv, "dkdv")
     dk, dv = (fl.empty((1, 2, 200, d), dtype=fl.bf16).partition((1, 1, tn, d)) for _ in range(2))
-    assert cubin(kernel, dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, tm, 2)
+    assert cubin(kernel, dk, dv, None, q, kv, kv, q, stats, stats, *no, 0.125, *extra, tm, 2)
     kernel, tm, tn = made(make_attention_dq, "dq")
     dq = fl.empty((1, 4, 256, d), dtype=fl.bf16).partition((1, 1, tm, d))
     assert cubin(kernel, dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, tn, 2)

@@ -162,7 +162,7 @@ def _masked_launches(form: tuple) -> list[tuple[Any, tuple]]:
         (KB.make_attention_stats, (lse, delta, q, kv, q, q, *no, m, 0.125, *extra, 64, 64, 2)),
         (
             KB.make_attention_dkdv,
-            (dk, dv, q, kv, kv, q, stats, stats, *no, m, 0.125, *extra, 64, 2),
+            (dk, dv, None, q, kv, kv, q, stats, stats, *no, m, 0.125, *extra, 64, 2),
         ),
         (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, *no, m, 0.125, *extra, 64, 2)),
     ]

@@ -241,7 +241,7 @@ def _ragged_launches(sink: bool) -> list[tuple[Callable[..., Any], tuple, tuple]
     flags = (True, True, variant)
     return [
         (KB.make_attention_stats, flags, (lse, delta, q, kv, q, q, *aux, None, 0.125, *extra, 64, 64, 2)),
-        (KB.make_attention_dkdv, flags, (dk, dv, q, kv, kv, q, stats, stats, *aux, None, 0.125, *extra, 64, 2)),
+        (KB.make_attention_dkdv, flags, (dk, dv, None, q, kv, kv, q, stats, stats, *aux, None, 0.125, *extra, 64, 2)),
         (KB.make_attention_dq, flags, (dq, q, kv, kv, q, stats, stats, *aux, None, 0.125, *extra, 64, 2)),
     ]  # fmt: skip
 

@@ -79,6 +79,36 @@ def test_gradients_match_autograd_of_the_reference(
         assert _rel(g, w) < TOL[dtype] * (1 if what == "out" else 2), (what, _rel(g, w))
 
 
+@pytest.mark.parametrize("case", CASES[:2] + CASES[4:5] + CASES[7:9], ids=lambda c: c[0])
+def test_the_atomic_dq_form_gives_the_reference_gradients(
+    case: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`DQ_BY_ATOMICS`: dk_dv adds dS K into an f32 dQ (relaxed atomics) and no dq kernel
+    runs; the gradients are the reference's as the three kernels' are (rows that see no key,
+    windows, the cap, GQA)."""
+    name, shape, tiles, dtype, kw = case
+    monkeypatch.setattr(KB, "BACKWARD_TILES", tiles)
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS", True)
+    monkeypatch.setattr(KB, "make_attention_dq", None)  # never made in this form
+    got, want, _ = _gradients(name, shape, dtype, kw)
+    for what, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
+        assert _rel(g, w) < TOL[dtype] * 2, (what, _rel(g, w))
+
+
+def test_the_atomic_dq_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    """dk_dv with its f32 dQ (a `tile.Atomic`, relaxed adds) and the finishing scale, bf16,
+    causal, keys that fill no whole tile."""
+    q = fl.zeros((1, 4, 256, 64), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, 200, 64), dtype=fl.bf16)
+    stats, acc = fl.zeros((1, 4, 256)), fl.zeros((1, 4, 256, 64))
+    dk, dv = (fl.empty((1, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
+    kernel = KB.make_attention_dkdv(fl.bf16, True, False, atomic_dq=True)
+    args = (dk, dv, acc, q, kv, kv, q, stats, stats, None, None, None, 0.125, 0, 0, 1.0, 64, 2)
+    assert cubin(kernel, *args)
+    dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
+    assert cubin(KB.make_finish_dq(fl.bf16), dq, acc, 0.125)
+
+
 def test_rows_that_see_no_key_have_zero_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
     """L = 36 > S = 16: query i sits at i - 20, so the first 20 see no key (causal), 19 when a
     window reaches one key ahead (gemma, not causal); their output and their dq are exactly 0,
@@ -162,7 +192,10 @@ def _backward_launches(variant: tuple | None, even_k: bool) -> list[tuple[Any, t
     no = (None, None, None)  # a0, a1, m: absent
     return [
         (KB.make_attention_stats, (lse, delta, q, kv, q, q, *no, 0.125, *extra, 64, 64, 2)),
-        (KB.make_attention_dkdv, (dk, dv, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)),
+        (
+            KB.make_attention_dkdv,
+            (dk, dv, None, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2),
+        ),
         (KB.make_attention_dq, (dq, q, kv, kv, q, stats, stats, *no, 0.125, *extra, 64, 2)),
     ]
 

@@ -8,11 +8,11 @@ synchronised around each launch batch), q, k, v, out, dout (B, H, L, D) f16:
   tiles   the three shipped kernels (ops/kernels_attention_backward.py: stats, dk_dv, dq) at
           four (query rows, keys) tiles and occupancy hints: the shipped BACKWARD_TILES are
           fixed at (64, 64) and untuned;
-  atomic  FlashAttention-2's order: one kernel per key tile computes dK and dV as dk_dv does
-          and adds each (query tile, key tile) pair's dS K into an f32 dQ with `tile.atomic_add`
-          (no separate dq pass, which recomputes S, P and dP: 5 matmuls a pair instead of 8);
-          dq = dq_acc * scale afterwards. Not deterministic (the adds' order varies), as
-          FlashAttention-2's dQ.
+  atomic  FlashAttention-2's order, the shipped dk_dv with `atomic_dq` (DQ_BY_ATOMICS): it
+          also adds each (query tile, key tile) pair's dS K into an f32 dQ with relaxed
+          `tile.atomic_add`s (no separate dq pass, which recomputes S, P and dP: 5 matmuls a
+          pair instead of 8); dq = dq_acc * scale afterwards (make_finish_dq, not timed). Not
+          deterministic (the adds' order varies), as FlashAttention-2's dQ.
 
 Measured on the H100 (bench/results/h100-2026-12-05-session17): each kernel's best tiles
 differ (they are now BACKWARD_CONFIGS); the atomic form was 5 to 40x slower than the three
@@ -33,66 +33,10 @@ import time
 import numpy as np
 
 import fearless as fl
-from fearless import tile
 from fearless.ops import kernels_attention_backward as B
-from fearless.ops.kernels_attention import INV_LOG_2, head_rows
 from fearless.ops.kernels_rows import next_pow2
 
 REPS = 10
-
-
-def make_dkdv_dq_atomic(dt, causal, **hints):
-    """dK, dV per (batch, KV head, key tile) and dQ added into an f32 (B, H, L, D) by atomics."""
-
-    @tile.kernel(**hints)
-    def attention_dkdv_dq(
-        dk: tile.Part[dt],
-        dv: tile.Part[dt],
-        dq_acc: tile.Atomic[fl.f32],
-        q: tile.Tensor[dt],
-        k: tile.Tensor[dt],
-        v: tile.Tensor[dt],
-        dout: tile.Tensor[dt],
-        lse: tile.Tensor[fl.f32],
-        delta: tile.Tensor[fl.f32],
-        scale: fl.f32,
-        TILE_M: tile.Const[int],
-        GROUP: tile.Const[int],
-    ):
-        _, _, TILE_N, TILE_D = dk.shape
-        b, kv_h, j, _ = dk.index
-        s_len = k.shape[2]
-        qk_scale = scale * INV_LOG_2
-        acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
-        acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
-        kn = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
-        kt = B.key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
-        vt = B.key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
-        first = (j * TILE_N) // TILE_M if causal else 0
-        cols = tile.arange(TILE_D)[None, :]
-        for g in range(GROUP):
-            h = kv_h * GROUP + g
-            for i in range(first, tile.cdiv(q.shape[2], TILE_M)):
-                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-                s, _capped = B.recomputed_scores(
-                    qt, kt, i, j, s_len, 0, scale, qk_scale, 0, 0, 1.0, TILE_M, TILE_N, causal,
-                    True, False, False, False, False,
-                )  # fmt: skip
-                p = tile.exp2(s - B.row_stat(lse, b, h, i, TILE_M))
-                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
-                acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
-                di = B.row_stat(delta, b, h, i, TILE_M)
-                ds = B.score_grads(p, do, vt, di, TILE_M, TILE_N).astype(dt)
-                acc_k = tile.mma(tile.transpose(ds), qt, acc_k)
-                part = tile.mma(ds, kn, tile.zeros((TILE_M, TILE_D), fl.f32))
-                rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-                # relaxed: only the final sum is read (after the kernel); acq_rel (the default)
-                # made each element an ordered `atom`, 5 to 40x slower (session 17, H100)
-                tile.atomic_add(dq_acc, (b, h, rows, cols), part, memory_order="relaxed")
-        dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
-        dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
-
-    return attention_dkdv_dq
 
 
 def _inputs(b, h, n, d, seed=0):
@@ -142,7 +86,7 @@ def shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints):
 
     def run_dkdv():
         dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
-        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tm, 1)
+        dkdv(dk_p, dv_p, None, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tm, 1)
         dk_p.unpartition()
         dv_p.unpartition()
 
@@ -172,14 +116,15 @@ def atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints):
     d = q.shape[3]
     _, lse, delta = _stats(q, k, out, dout, scale, causal, tm, tn, **hints)
     dk, dv = fl.empty(q.shape, dtype=fl.f16), fl.empty(q.shape, dtype=fl.f16)
-    kernel = make_dkdv_dq_atomic(fl.f16, causal, **hints)
+    kernel = B.make_attention_dkdv(fl.f16, causal, q.shape[2] % tn == 0, atomic_dq=True, **hints)
     pool = [fl.zeros(q.shape, dtype=fl.f32) for _ in range(REPS + 1)]  # zeroed outside the timing
     acc = [pool[0]]
 
     def run():
         acc[0] = pool.pop() if pool else acc[0]
         dk_p, dv_p = dk.partition((1, 1, tn, d)), dv.partition((1, 1, tn, d))
-        kernel(dk_p, dv_p, acc[0], q, k, v, dout, lse, delta, scale, tm, 1)
+        kernel(dk_p, dv_p, acc[0], q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0,
+               tm, 1)  # fmt: skip
         dk_p.unpartition()
         dv_p.unpartition()
 

@@ -13,7 +13,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside, partitioned
+from ._io import empty_beside, partitioned, zeros_beside
 from .kernels_attention import (
     INV_LOG_2,
     head_rows,
@@ -58,6 +58,9 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 #              dS = P * (dO V^T - delta);
 #   dq         per query tile: walks the key tiles, dQ += dS K * scale.
 # Products feed the tensor cores in the inputs' dtype and sum in f32, as the forward.
+# In training the forward keeps lse (make_attention's keep_lse) and `attention_delta` replaces
+# stats. With DQ_BY_ATOMICS (FlashAttention-2's dQ), dk_dv also adds every pair's dS K into an
+# f32 dQ with relaxed atomics, and `finish_dq` scales it: no dq kernel.
 #
 # The forward's `variant` (kernels_attention.make_attention's: bottom-right diagonal, window,
 # soft cap; TileGym's fmha, swa_attention and gemma_attention) has its compile-time twin here:
@@ -323,13 +326,17 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
     return attention_stats
 
 
-def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
-    """dK and dV of (B, H_kv, S, D): see the section's comment."""
+def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=False, **hints):
+    """dK and dV of (B, H_kv, S, D): see the section's comment. `atomic_dq`: the kernel also
+    adds each (query tile, key tile) pair's dS K into an f32 (B, H, L, D) dq_acc with relaxed
+    atomics (FlashAttention-2's dQ; no dq kernel then: `finish_dq` scales it into dq)."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
     masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
 
     @tile.function
-    def dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M, GROUP):
+    def dkdv(
+        dk, dv, dq_acc, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M, GROUP
+    ):
         _, _, TILE_N, TILE_D = dk.shape
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
@@ -350,6 +357,9 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
         # this program's key and value tiles, loaded once for every query tile it walks
         kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
         vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
+        if atomic_dq:  # compile-time: K as dQ += dS K takes it, and dQ's columns
+            kn = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+            cols = tile.arange(TILE_D)[None, :]
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
         for g in range(GROUP):
@@ -370,6 +380,10 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
                 if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                     ds = ds * (1.0 - t * t)
                 acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
+                if atomic_dq:  # compile-time: rows past L and columns past D are dropped
+                    part = tile.mma(ds.astype(dt), kn, tile.zeros((TILE_M, TILE_D), fl.f32))
+                    rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+                    tile.atomic_add(dq_acc, (b, h, rows, cols), part, memory_order="relaxed")
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
 
@@ -379,6 +393,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
     def attention_dkdv(
         dk: tile.Part[dt],
         dv: tile.Part[dt],
+        dq_acc: tile.Atomic[fl.f32] | None,
         q: tile.Tensor[dt],
         k: tile.Tensor[dt],
         v: tile.Tensor[dt],
@@ -395,9 +410,22 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, **hints):
         TILE_M: tile.Const[int],
         GROUP: tile.Const[int],
     ):
-        dkdv(dk, dv, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M, GROUP)
+        dkdv(
+            dk, dv, dq_acc, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_M,
+            GROUP,
+        )  # fmt: skip
 
     return attention_dkdv
+
+
+def make_finish_dq(dt, **hints):
+    """dq = dq_acc * scale in q's dtype: the atomic form's last step (`atomic_dq`)."""
+
+    @tile.kernel(**hints)
+    def finish_dq(dq: tile.Part[dt], dq_acc: tile.Tensor[fl.f32], scale: fl.f32):
+        dq.store((tile.load_like(dq_acc, dq) * scale).astype(dt))
+
+    return finish_dq
 
 
 def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
@@ -477,6 +505,10 @@ BACKWARD_CONFIGS = (  # (largest head dim, {kernel: (rows, keys, occupancy)})
     (None, {"stats": (64, 64, None), "dkdv": (64, 64, None), "dq": (64, 64, None)}),
 )
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
+# FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
+# products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies).
+# Off until it is measured faster: with acq_rel adds it was 5 to 40x slower (session 17, H100).
+DQ_BY_ATOMICS = False
 
 
 def backward_configs(d):
@@ -503,12 +535,12 @@ def attention_backward(
     extra = (wl, wr, cap)  # read by a variant's kernels only
     ragged = variant is not None and len(variant) > 4  # one kernel for even and not
 
-    def kernel(make, step):
+    def kernel(make, step, **kw):
         """`make`'s kernel at `step`'s configuration, and that configuration's tiles."""
         tm, tn, occupancy = cfg[step]
         even_k = ragged or k.shape[2] % tn == 0
         flags = (q.dtype, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
-        return kernel_of(make, *flags).options(occupancy=occupancy), tm, tn
+        return kernel_of(make, *flags, **kw).options(occupancy=occupancy), tm, tn
 
     aux = (*(aux or (None, None)), mask)  # a0, a1, m: None where the form has none
     delta = empty_beside(q, (b, h, lq), fl.f32)
@@ -521,13 +553,19 @@ def attention_backward(
     else:  # the forward's: delta alone (64 rows a block: it streams out and dout once)
         with partitioned(delta, (1, 1, 64)) as delta_p:
             kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
-    dkdv, tm, tn = kernel(make_attention_dkdv, "dkdv")
+    atomic = DQ_BY_ATOMICS
+    dq_acc = zeros_beside(q, q.shape, fl.f32) if atomic else None
+    dkdv, tm, tn = kernel(make_attention_dkdv, "dkdv", **({"atomic_dq": True} if atomic else {}))
     dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
     try:
-        dkdv(dk_p, dv_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
+        dkdv(dk_p, dv_p, dq_acc, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
     finally:
         dk_p.unpartition()
         dv_p.unpartition()
+    if atomic:  # dq = dq_acc * scale, in q's dtype
+        with partitioned(dq, (1, 1, 64, td)) as dq_p:
+            kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
+        return lse, delta
     dq_kernel, tm, tn = kernel(make_attention_dq, "dq")
     dq_p = dq.partition((1, 1, tm, td))
     try:
