@@ -34,8 +34,15 @@ def _rel(got: Any, want: Any) -> float:
     return float((got.float() - want).norm() / want.norm())
 
 
+@pytest.mark.parametrize("atomic", [False, True], ids=["three-kernels", "atomic-dq"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{'-'.join(map(str, c[1]))}")
-def test_gradients_match_torch_autograd(case: tuple) -> None:
+def test_gradients_match_torch_autograd(
+    case: tuple, atomic: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also with FlashAttention-2's dQ (`DQ_BY_ATOMICS`: relaxed f32 atomics on the GPU)."""
+    from fearless.ops import kernels_attention_backward as KB
+
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS", atomic)
     name, (b, h, hk, lq, s, d), kw = case
     g = torch.Generator(device="cuda").manual_seed(lq + s)
 
