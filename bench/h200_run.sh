@@ -149,7 +149,7 @@ for step in "$@"; do
            python3 examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200 2>&1 \
              | tee "$out/train8b.log" | tail -5 ;;
     tune)  # issue 37: the shipped table; every autotuned operator over real models' shapes
-           # (cli/tune_cases.py: 273 bf16 cases, an estimated 9-18 min; TUNE_MODELS picks groups)
+           # (cli/tune_cases.py: 357 bf16 cases, an estimated 12-24 min; TUNE_MODELS picks groups)
            python3 -m fearless tune ${TUNE_MODELS:+--models "$TUNE_MODELS"} \
              --out "$out/sm_90.json" 2>&1 | tail -20 ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each

@@ -12,16 +12,16 @@ seq=1024 head_dim=128` (`#` starts a comment).
 The built-in cases (bf16, as the models ship) are each model's GEMMs (fused QKV, output,
 gate-and-up, down, router, and the LM head at decode), norms, gated activation, attention
 (prefill at 1024 and 8192 tokens, decode of batch 1 and 16 over 1024- and 8192-key caches), MoE
-and loss, and the backward of the norms, the gated activation and the loss at their forward's
-shapes (what training's autograd runs), at TOKENS tokens (1 and 16: decode; 1024 and 8192:
+and loss, and the backward of the norms, the gated activation, the loss and attention at their
+forward's shapes (what training's autograd runs), at TOKENS tokens (1 and 16: decode; 1024 and 8192:
 prefill). Tuner keys hold the token count by size class (a power of two), so 1 / 16 / 1024 /
 8192 are four keys and the counts between them reuse the nearest class's winner; duplicates
 across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 351. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 357. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 351 cases are about 12 to 23 minutes
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 357 cases are about 12 to 24 minutes
 on one H200. The largest inputs (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one
 GPU; `--models` and `--ops` run a part.
 """
@@ -176,6 +176,10 @@ def _gqa(model: str, q: int, kv: int, d: int, kvcache: bool = True) -> list[Any]
     """Causal prefill (fmha) and one-token decode (fmha_decode, flash_attn_with_kvcache)."""
     heads = {"q_heads": q, "kv_heads": kv, "head_dim": d}
     out = [_case("fmha", {"batch": 1, **heads, "seq": s}, model) for s in PREFILL]
+    out += [  # training: the backward at the prefill's shapes (causal, torch's diagonal)
+        _case("scaled_dot_product_attention_backward", {"batch": 1, **heads, "seq": s}, model)
+        for s in PREFILL
+    ]
     out += [
         _case("fmha_decode", {"batch": b, **heads, "kv_seq": s}, model)
         for b in DECODE

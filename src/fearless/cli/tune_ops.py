@@ -10,15 +10,15 @@ that the tests run on the simulator, and the tuned functions it reaches (`tuned`
 The backward operators are here too, called directly (what torch autograd calls in training):
 softmax_backward, rms_norm_backward, layer_norm_backward (ops/backward_rows.py),
 silu_and_mul_backward, geglu_backward, swiglu_backward, relu_backward, gelu_backward
-(ops/backward_activation.py), and
+(ops/backward_activation.py),
 fused_linear_cross_entropy_backward (the loss with its gradients, ops/linear_cross_entropy.py's
-`forward(..., grads=True)`, which reaches kernels_linear_ce.dw_tuned). Every function of
+`forward(..., grads=True)`, which reaches kernels_linear_ce.dw_tuned), and
+scaled_dot_product_attention_backward (ops/attention.py; its three kernels' tuners, the row
+statistics' too: called without the forward's lse). Every function of
 fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tune.py checks).
 
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
-kernels (nothing is tuned); moe_align_block_size tunes nothing; the attention
-backward (scaled_dot_product_attention_backward, ops/kernels_attention_backward.py) launches
-fixed kernels.
+kernels (nothing is tuned); moe_align_block_size tunes nothing.
 """
 
 from __future__ import annotations
@@ -324,6 +324,15 @@ def _backward(ops: Any, module: str) -> Any:
     return importlib.import_module(f"{ops.__name__}.{module}")
 
 
+def _attention_bwd(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
+    """scaled_dot_product_attention's backward at an ATT case (dout and out random)."""
+    q, k, v = _qkv(mk, s)
+    dout, out = mk.randn(*q.shape), mk.randn(*q.shape)
+    gqa = s["q_heads"] != s["kv_heads"]
+    back = _backward(ops, "attention").scaled_dot_product_attention_backward
+    return back(dout, q, k, v, out, bool(s["causal"]), None, gqa)
+
+
 def _softmax_bwd(ops: Any, mk: Inputs, shapes: Any) -> Any:
     y, dy = (mk.randn(*s) for s in shapes)
     return _backward(ops, "backward_rows").softmax_backward(y, dy)
@@ -456,6 +465,13 @@ def _ops() -> dict[str, Op]:
             (f"{t}attention.attention_tuned",),
         ),
         "fmha": Op(_fmha, att_tiny, (f"{t}attention.attention_tuned",), ATT, ATT_OPT),
+        "scaled_dot_product_attention_backward": Op(
+            _attention_bwd,
+            att_tiny,
+            tuple(f"{t}attention_backward.{f}_tuned" for f in ("stats", "dkdv", "dq")),
+            ATT,
+            ATT_OPT,
+        ),
         "swa_attention": Op(
             _swa,
             {**att_tiny, "window": 8},

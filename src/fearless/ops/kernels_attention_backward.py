@@ -23,7 +23,7 @@ from .kernels_attention import (
     user_masked,
     variant_bounds,
 )
-from .kernels_rows import kernel_of, next_pow2
+from .kernels_rows import kernel_of, next_pow2, size_class
 
 
 @tile.function
@@ -494,16 +494,34 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     return attention_dq
 
 
-# Each kernel's (query rows, keys, occupancy) by head dim: the best of each kernel alone at
-# (4, 32, 8192, D) f16 on the H100, causal and not (bench/experiments/
-# attention_backward_variants.py; bench/results/h100-2026-12-05-session17): against the one
-# (64, 64) of before, 1.7x at D 64 (22.9 -> 13.3 ms, causal) and 1.2x at D 128 (30.0 -> 24.3).
-# Heads over 128 keep (64, 64): registers hold five such tiles.
-BACKWARD_CONFIGS = (  # (largest head dim, {kernel: (rows, keys, occupancy)})
-    (64, {"stats": (128, 128, 2), "dkdv": (64, 128, None), "dq": (128, 64, 2)}),
-    (128, {"stats": (128, 64, 2), "dkdv": (64, 64, 2), "dq": (128, 64, None)}),
-    (None, {"stats": (64, 64, None), "dkdv": (64, 64, None), "dq": (64, 64, None)}),
+# Each kernel's candidate (query rows, keys, occupancy) by head dim: the tuner's choices 0..3
+# (`fl.autotune` over the choice, per kernel: its key holds D). Choice 0 is the kernel's best
+# alone at (4, 32, 8192, D) f16 on the H100, causal and not (bench/experiments/
+# attention_backward_variants.py; bench/results/h100-2026-12-05-session17), what runs with
+# tuning off; against the one (64, 64) of before: 1.7x at D 64 (22.9 -> 13.3 ms, causal) and
+# 1.2x at D 128 (30.0 -> 24.3). The others came next there. Heads over 128 start from (64, 64):
+# registers hold five such tiles.
+STEPS = ("stats", "dkdv", "dq")
+BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four (rows, keys, occupancy)})
+    (
+        64,
+        {
+            "stats": ((128, 128, 2), (128, 64, 2), (128, 128, None), (64, 64, None)),
+            "dkdv": ((64, 128, None), (128, 64, 2), (128, 64, None), (64, 64, None)),
+            "dq": ((128, 64, 2), (128, 64, None), (64, 128, 2), (64, 64, None)),
+        },
+    ),
+    (
+        128,
+        {
+            "stats": ((128, 64, 2), (128, 128, None), (64, 64, None), (64, 64, 2)),
+            "dkdv": ((64, 64, 2), (128, 64, 2), (64, 64, None), (128, 64, None)),
+            "dq": ((128, 64, None), (64, 64, 2), (128, 64, 2), (64, 64, None)),
+        },
+    ),
+    (None, dict.fromkeys(STEPS, ((64, 64, None), (64, 64, 2), (32, 64, None), (64, 32, None)))),
 )
+CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
 # FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
 # products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies).
@@ -511,65 +529,113 @@ BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the 
 DQ_BY_ATOMICS = False
 
 
-def backward_configs(d):
-    """{kernel: (rows, keys, occupancy)} of the backward's three kernels at head dim d."""
+def backward_configs(d, choice=0):
+    """{kernel: (rows, keys, occupancy)} of the backward's three kernels at head dim d, the
+    tuner's `choice` of each."""
     if BACKWARD_TILES is not None:
-        return dict.fromkeys(("stats", "dkdv", "dq"), (*BACKWARD_TILES, None))
-    return next(cfg for top, cfg in BACKWARD_CONFIGS if top is None or d <= top)
+        return dict.fromkeys(STEPS, (*BACKWARD_TILES, None))
+    table = next(cfg for top, cfg in BACKWARD_CANDIDATES if top is None or d <= top)
+    return {step: table[step][choice] for step in STEPS}
+
+
+def _step(make, step, choice, q, k, causal, variant, mask, **kw):
+    """(kernel, rows, keys): `make`'s kernel at `step`'s candidate `choice`."""
+    tm, tn, occupancy = backward_configs(q.shape[3], choice)[step]
+    ragged = variant is not None and len(variant) > 4  # one kernel for even and not
+    even_k = ragged or k.shape[2] % tn == 0
+    flags = (q.dtype, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
+    return kernel_of(make, *flags, **kw).options(occupancy=occupancy), tm, tn
+
+
+def _backward_key(q, k, causal, group, variant, mask, extra, *_, **__):
+    """Batch x heads, L and S by size class, D, the grouping, causal, the variant with its
+    window's sizes by size class, and the mask's form."""
+    b, h, lq, d = q.shape
+    wl, wr, _ = extra
+    form = None if mask is None else mask_form(mask)
+    sizes = size_class(b * h), size_class(lq), size_class(k.shape[2])
+    return (*sizes, d, group, causal, variant, size_class(wl + 1), size_class(wr + 1), form)
+
+
+def _distinct(step):
+    """The prune of `step`'s tuner: the choices whose candidates differ at this D (one where
+    BACKWARD_TILES fixes them all)."""
+
+    def prune(configs, q, *_, **__):
+        seen, kept = set(), []
+        for cfg in configs:
+            candidate = backward_configs(q.shape[3], cfg["choice"])[step]
+            if candidate not in seen:
+                seen.add(candidate)
+                kept.append(cfg)
+        return kept
+
+    return prune
+
+
+@fl.autotune(configs=CHOICES, key=_backward_key, prune=_distinct("stats"))
+def stats_tuned(q, k, causal, group, variant, mask, extra, a0, a1, lse, delta, out, dout, scale,
+                *, choice):  # fmt: skip
+    """lse and delta ((B, H, L) f32 fl.Tensors) by `make_attention_stats`' kernel."""
+    stats, tm, tn = _step(make_attention_stats, "stats", choice, q, k, causal, variant, mask)
+    with partitioned(lse, (1, 1, tm)) as lse_p, partitioned(delta, (1, 1, tm)) as delta_p:
+        td = next_pow2(q.shape[3])
+        stats(lse_p, delta_p, q, k, out, dout, a0, a1, mask, scale, *extra, tn, td, group)
+
+
+@fl.autotune(configs=CHOICES, key=_backward_key, prune=_distinct("dkdv"))
+def dkdv_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dk, dv, v, dout, lse, delta,
+               scale, *, choice):  # fmt: skip
+    """dk and dv (fl.Tensors like k and v) by `make_attention_dkdv`'s kernel."""
+    dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", choice, q, k, causal, variant, mask)
+    td = next_pow2(q.shape[3])
+    with partitioned(dk, (1, 1, tn, td)) as dk_p, partitioned(dv, (1, 1, tn, td)) as dv_p:
+        args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tm, group)
+        dkdv(dk_p, dv_p, None, *args)
+
+
+@fl.autotune(configs=CHOICES, key=_backward_key, prune=_distinct("dq"))
+def dq_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dq, v, dout, lse, delta, scale,
+             *, choice):  # fmt: skip
+    """dq (an fl.Tensor like q) by `make_attention_dq`'s kernel."""
+    dq_kernel, tm, tn = _step(make_attention_dq, "dq", choice, q, k, causal, variant, mask)
+    with partitioned(dq, (1, 1, tm, next_pow2(q.shape[3]))) as dq_p:
+        args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tn, group)
+        dq_kernel(dq_p, *args)
 
 
 def attention_backward(
     q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0,
     aux=(), mask=None, lse=None,
 ):  # fmt: skip
-    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels;
-    returns the rows' (lse, delta), (B, H, L) f32. `variant` (make_attention's, with its
-    run-time WL, WR and CAP): None for scaled_dot_product_attention's; a ragged form's (its
-    fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0, a1).
-    `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L, S),
-    bool or q's dtype; no variant with it). `lse`: None, or the rows' lse as the forward kept
-    it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then."""
+    """dq, dk, dv (fl.Tensors like q, k, v) of attention's out for d_out: the three kernels,
+    each autotuned; returns the rows' (lse, delta), (B, H, L) f32. `variant` (make_attention's,
+    with its run-time WL, WR and CAP): None for scaled_dot_product_attention's; a ragged form's
+    (its fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0,
+    a1). `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L,
+    S), bool or q's dtype; no variant with it). `lse`: None, or the rows' lse as the forward
+    kept it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then."""
     b, h, lq, d = q.shape
-    td = next_pow2(d)
-    cfg = backward_configs(d)
-    extra = (wl, wr, cap)  # read by a variant's kernels only
-    ragged = variant is not None and len(variant) > 4  # one kernel for even and not
-
-    def kernel(make, step, **kw):
-        """`make`'s kernel at `step`'s configuration, and that configuration's tiles."""
-        tm, tn, occupancy = cfg[step]
-        even_k = ragged or k.shape[2] % tn == 0
-        flags = (q.dtype, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
-        return kernel_of(make, *flags, **kw).options(occupancy=occupancy), tm, tn
-
-    aux = (*(aux or (None, None)), mask)  # a0, a1, m: None where the form has none
+    form = (q, k, bool(causal), group, variant, mask, (wl, wr, cap), *(aux or (None, None)))
     delta = empty_beside(q, (b, h, lq), fl.f32)
     if lse is None:
         lse = empty_beside(q, (b, h, lq), fl.f32)
-        stats, tm, tn = kernel(make_attention_stats, "stats")
-        lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
-        stats(lse_p, delta_p, q, k, out, dout, *aux, scale, *extra, tn, td, group)
-        lse, delta = lse_p.unpartition(), delta_p.unpartition()
+        stats_tuned(*form, lse, delta, out, dout, scale)
     else:  # the forward's: delta alone (64 rows a block: it streams out and dout once)
         with partitioned(delta, (1, 1, 64)) as delta_p:
-            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
-    atomic = DQ_BY_ATOMICS
-    dq_acc = zeros_beside(q, q.shape, fl.f32) if atomic else None
-    dkdv, tm, tn = kernel(make_attention_dkdv, "dkdv", **({"atomic_dq": True} if atomic else {}))
-    dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
-    try:
-        dkdv(dk_p, dv_p, dq_acc, q, k, v, dout, lse, delta, *aux, scale, *extra, tm, group)
-    finally:
-        dk_p.unpartition()
-        dv_p.unpartition()
-    if atomic:  # dq = dq_acc * scale, in q's dtype
-        with partitioned(dq, (1, 1, 64, td)) as dq_p:
-            kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
+            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, next_pow2(d))
+    if not DQ_BY_ATOMICS:
+        dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
+        dq_tuned(*form, dq, v, dout, lse, delta, scale)
         return lse, delta
-    dq_kernel, tm, tn = kernel(make_attention_dq, "dq")
-    dq_p = dq.partition((1, 1, tm, td))
-    try:
-        dq_kernel(dq_p, q, k, v, dout, lse, delta, *aux, scale, *extra, tn, group)
-    finally:
-        dq_p.unpartition()
+    # FlashAttention-2's dQ, untuned (choice 0): dk_dv adds into dq_acc, then dq = dq_acc * scale
+    dq_acc = zeros_beside(q, q.shape, fl.f32)
+    dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", 0, *form[:2], causal, variant, mask,
+                         atomic_dq=True)  # fmt: skip
+    td = next_pow2(d)
+    with partitioned(dk, (1, 1, tn, td)) as dk_p, partitioned(dv, (1, 1, tn, td)) as dv_p:
+        args = (q, k, v, dout, lse, delta, *form[7:], mask, scale, wl, wr, cap, tm, group)
+        dkdv(dk_p, dv_p, dq_acc, *args)
+    with partitioned(dq, (1, 1, 64, td)) as dq_p:
+        kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
     return lse, delta
