@@ -171,6 +171,28 @@ def stamp(out: tile.Part[fl.f32]):
     out.store(tile.full((4, 4), 1.0, fl.f32) * (1000 * i + j).astype(fl.f32))
 
 
+@tile.kernel
+def launch_number(out: tile.Part[fl.f32]):
+    """Each block fills its own tile with its number in launch order (x fastest)."""
+    nx, ny = tile.num_blocks(0), tile.num_blocks(1)
+    n = tile.block_id(0) + nx * (tile.block_id(1) + ny * tile.block_id(2))
+    out.store(tile.full(out.shape, 0.0, fl.f32) + n.astype(fl.f32))
+
+
+@pytest.mark.parametrize("tiles", [(3, 5), (2, 3, 5), (2, 3, 4, 2), (2, 2, 3, 4, 1)])
+def test_row_major_order_gives_launch_order_the_last_axis_fastest(tiles: tuple[int, ...]) -> None:
+    """`tile.row_major()`: the k-th block to launch owns tile number k, row-major (the last
+    axis fastest: an attention head's query tiles run together), every tile exactly once."""
+    shape = tuple(2 * t for t in tiles)
+    part = fl.full(shape, np.nan).partition((2,) * len(tiles), order=tile.row_major())
+    launch_number(part)
+    got = part.unpartition().numpy()
+    want = np.arange(int(np.prod(tiles)), dtype=np.float32).reshape(tiles)
+    for axis in range(len(tiles)):
+        want = np.repeat(want, 2, axis=axis)
+    assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize(("m", "n", "g"), [(7, 5, 2), (8, 3, 4), (3, 9, 8), (5, 5, 1)])
 def test_grouped_order_is_a_permutation_and_keeps_tiles_whole(m: int, n: int, g: int) -> None:
     assert sorted(grouped_numbering(m, n, g)) == [(i, j) for i in range(m) for j in range(n)]

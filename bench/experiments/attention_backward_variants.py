@@ -24,7 +24,9 @@ instruction, unordered), as FlashAttention-2's dQ: to be measured.
 form's dq, dk, dv against the shipped kernels'.
 
 Run on the GPU machine: python3 bench/experiments/attention_backward_variants.py [--check]
-[--forms=0,1,2] [TM,TN[,OCC] ...]: the forms by index (below), the settings (default: four).
+[--forms=0,1,2] [--grid-order] [TM,TN[,OCC] ...]: the forms by index (below), the settings
+(default: four); the kernels' tiles in `kernels_attention.ORDER` (row-major: a head's tiles
+run together), or with --grid-order in the grid's order (every head's tile i together).
 """
 
 import sys
@@ -33,6 +35,7 @@ import time
 import numpy as np
 
 import fearless as fl
+from fearless.ops import kernels_attention as KA
 from fearless.ops import kernels_attention_backward as B
 from fearless.ops.kernels_rows import next_pow2
 
@@ -52,7 +55,10 @@ def _stats(q, k, out, dout, scale, causal, tm, tn, **hints):
     stats = B.make_attention_stats(fl.f16, causal, n % tn == 0, **hints)
 
     def run():
-        lse_p, delta_p = lse.partition((1, 1, tm)), delta.partition((1, 1, tm))
+        lse_p, delta_p = (
+            lse.partition((1, 1, tm), KA.tile_order()),
+            delta.partition((1, 1, tm), KA.tile_order()),
+        )
         stats(lse_p, delta_p, q, k, out, dout, None, None, None, scale, 0, 0, 1.0, tn,
               next_pow2(d), 1)  # fmt: skip
         lse_p.unpartition()
@@ -85,20 +91,23 @@ def shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints):
     dqk = B.make_attention_dq(fl.f16, causal, even, **hints)
 
     def run_dkdv():
-        dk_p, dv_p = dk.partition((1, 1, tn, td)), dv.partition((1, 1, tn, td))
+        dk_p, dv_p = (
+            dk.partition((1, 1, tn, td), KA.tile_order()),
+            dv.partition((1, 1, tn, td), KA.tile_order()),
+        )
         dkdv(dk_p, dv_p, None, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tm, 1)
         dk_p.unpartition()
         dv_p.unpartition()
 
     def run_dq():
-        dq_p = dq.partition((1, 1, tm, td))
+        dq_p = dq.partition((1, 1, tm, td), KA.tile_order())
         dqk(dq_p, q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0, tn, 1)
         dq_p.unpartition()
 
     delta_k = B.make_attention_delta(fl.f16)
 
     def run_delta():  # training's first step: the forward kept lse (make_attention's keep_lse)
-        delta_p = delta.partition((1, 1, 64))
+        delta_p = delta.partition((1, 1, 64), KA.tile_order())
         delta_k(delta_p, out, dout, td)
         delta_p.unpartition()
 
@@ -122,7 +131,10 @@ def atomic(q, k, v, out, dout, scale, causal, tm, tn, **hints):
 
     def run():
         acc[0] = pool.pop() if pool else acc[0]
-        dk_p, dv_p = dk.partition((1, 1, tn, d)), dv.partition((1, 1, tn, d))
+        dk_p, dv_p = (
+            dk.partition((1, 1, tn, d), KA.tile_order()),
+            dv.partition((1, 1, tn, d), KA.tile_order()),
+        )
         kernel(dk_p, dv_p, acc[0], q, k, v, dout, lse, delta, None, None, None, scale, 0, 0, 1.0,
                tm, 1)  # fmt: skip
         dk_p.unpartition()
@@ -186,6 +198,8 @@ def main():
         check()
         return
     args = sys.argv[1:]
+    if "--grid-order" in args:
+        KA.ORDER = None
     picked = [a.split("=", 1)[1] for a in args if a.startswith("--forms=")]
     forms = [FORMS[int(x)] for x in picked[0].split(",")] if picked else FORMS
     settings = [_setting(a) for a in args if not a.startswith("--")] or SETTINGS

@@ -402,10 +402,10 @@ def flat(t: Tensor) -> Tensor:
 
 
 @contextlib.contextmanager
-def partitioned(t: Tensor, tile: tuple[int, ...]) -> Iterator[Partition[Tensor]]:
-    """`t.partition(tile)` for one launch: `t` is the caller's again afterwards, also when the
-    launch raised (a configuration the tuner tries may fail to compile)."""
-    part = t.partition(tile)
+def partitioned(t: Tensor, tile: tuple[int, ...], order: Any = None) -> Iterator[Partition[Tensor]]:
+    """`t.partition(tile, order)` for one launch: `t` is the caller's again afterwards, also
+    when the launch raised (a configuration the tuner tries may fail to compile)."""
+    part = t.partition(tile, order)
     try:
         yield part
     finally:

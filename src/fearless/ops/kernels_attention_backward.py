@@ -20,6 +20,7 @@ from .kernels_attention import (
     key_range,
     mask_form,
     masked_scores,
+    tile_order,
     user_masked,
     variant_bounds,
 )
@@ -578,7 +579,10 @@ def stats_tuned(q, k, causal, group, variant, mask, extra, a0, a1, lse, delta, o
                 *, choice):  # fmt: skip
     """lse and delta ((B, H, L) f32 fl.Tensors) by `make_attention_stats`' kernel."""
     stats, tm, tn = _step(make_attention_stats, "stats", choice, q, k, causal, variant, mask)
-    with partitioned(lse, (1, 1, tm)) as lse_p, partitioned(delta, (1, 1, tm)) as delta_p:
+    with (
+        partitioned(lse, (1, 1, tm), tile_order()) as lse_p,
+        partitioned(delta, (1, 1, tm), tile_order()) as delta_p,
+    ):
         td = next_pow2(q.shape[3])
         stats(lse_p, delta_p, q, k, out, dout, a0, a1, mask, scale, *extra, tn, td, group)
 
@@ -589,7 +593,10 @@ def dkdv_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dk, dv, v, dou
     """dk and dv (fl.Tensors like k and v) by `make_attention_dkdv`'s kernel."""
     dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", choice, q, k, causal, variant, mask)
     td = next_pow2(q.shape[3])
-    with partitioned(dk, (1, 1, tn, td)) as dk_p, partitioned(dv, (1, 1, tn, td)) as dv_p:
+    with (
+        partitioned(dk, (1, 1, tn, td), tile_order()) as dk_p,
+        partitioned(dv, (1, 1, tn, td), tile_order()) as dv_p,
+    ):
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tm, group)
         dkdv(dk_p, dv_p, None, *args)
 
@@ -599,7 +606,7 @@ def dq_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dq, v, dout, lse
              *, choice):  # fmt: skip
     """dq (an fl.Tensor like q) by `make_attention_dq`'s kernel."""
     dq_kernel, tm, tn = _step(make_attention_dq, "dq", choice, q, k, causal, variant, mask)
-    with partitioned(dq, (1, 1, tm, next_pow2(q.shape[3]))) as dq_p:
+    with partitioned(dq, (1, 1, tm, next_pow2(q.shape[3])), tile_order()) as dq_p:
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tn, group)
         dq_kernel(dq_p, *args)
 
@@ -622,7 +629,7 @@ def attention_backward(
         lse = empty_beside(q, (b, h, lq), fl.f32)
         stats_tuned(*form, lse, delta, out, dout, scale)
     else:  # the forward's: delta alone (64 rows a block: it streams out and dout once)
-        with partitioned(delta, (1, 1, 64)) as delta_p:
+        with partitioned(delta, (1, 1, 64), tile_order()) as delta_p:
             kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, next_pow2(d))
     if not DQ_BY_ATOMICS:
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
@@ -633,9 +640,12 @@ def attention_backward(
     dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", 0, *form[:2], causal, variant, mask,
                          atomic_dq=True)  # fmt: skip
     td = next_pow2(d)
-    with partitioned(dk, (1, 1, tn, td)) as dk_p, partitioned(dv, (1, 1, tn, td)) as dv_p:
+    with (
+        partitioned(dk, (1, 1, tn, td), tile_order()) as dk_p,
+        partitioned(dv, (1, 1, tn, td), tile_order()) as dv_p,
+    ):
         args = (q, k, v, dout, lse, delta, *form[7:], mask, scale, wl, wr, cap, tm, group)
         dkdv(dk_p, dv_p, dq_acc, *args)
-    with partitioned(dq, (1, 1, 64, td)) as dq_p:
+    with partitioned(dq, (1, 1, 64, td), tile_order()) as dq_p:
         kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
     return lse, delta

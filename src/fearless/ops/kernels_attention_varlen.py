@@ -31,6 +31,7 @@ from .kernels_attention import (
     key_scores,
     online_start,
     online_step,
+    tile_order,
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
@@ -104,5 +105,5 @@ def attention_varlen_tuned(
     (fl.Tensors), sequence b's lengths q_lens[b] and kv_lens[b] ((B,) i32 fl.Tensors)."""
     make = kernel_of(make_varlen_attention, q.dtype, causal)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(q.shape[3]))) as part:
+    with partitioned(out, (1, 1, tile_m, next_pow2(q.shape[3])), tile_order()) as part:
         kernel(part, q, k, v, q_lens, kv_lens, scale, tile_n, group)

@@ -47,7 +47,7 @@ class Partition(Generic[_T]):
     ) -> None:
         self.tensor = tensor
         self.tile = tile
-        self.group = group  # tile.grouped(group) order, 0: row-major (tile/order.py)
+        self.group = group  # tile.grouped(group) order; ROW_MAJOR; 0: the grid's (tile/order.py)
         self.grid = tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True))
         self._moved_at = moved_at
         self._given_back: Location | None = None
@@ -94,6 +94,22 @@ class Grouped:
     size: int
 
 
+ROW_MAJOR = -1  # Partition.group of `tile.row_major()`
+
+
+@dataclass(frozen=True)
+class RowMajor:
+    """`tile.row_major()`: the blocks, in launch order (grid x fastest, then y, then z), take a
+    partition's tiles row-major, its last axis fastest (tile/order.py). Blocks that run together
+    then take neighbouring tiles of the last axes: in attention, one head's query tiles, which
+    share its keys and values in L2 (FlashAttention's and TileGym's grid order)."""
+
+
+def row_major() -> RowMajor:
+    """The order `out.partition(tile, order=tile.row_major())` gives a partition's tiles."""
+    return RowMajor()
+
+
 def grouped(size: int) -> Grouped:
     """The order `out.partition(tile, order=tile.grouped(8))` gives a 2-D partition's tiles."""
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
@@ -106,19 +122,19 @@ def grouped(size: int) -> Grouped:
 
 
 def partition(
-    tensor: _T, shape: int | Sequence[int], order: Grouped | None = None
+    tensor: _T, shape: int | Sequence[int], order: Grouped | RowMajor | None = None
 ) -> Partition[_T]:
     """Move `tensor` into a Partition of tiles of `shape` (powers of two, one per dimension),
-    its tiles in `order` (row-major by default)."""
+    its tiles in `order` (by default block (x, y, z) owns tile (x, y, z): tile/order.py)."""
     tensor._check_live()
     loc = user_location()
-    if order is not None and not isinstance(order, Grouped):
+    if order is not None and not isinstance(order, (Grouped, RowMajor)):
         raise KernelTypeError(
-            f"`order=` takes `tile.grouped(n)`, not `{order!r}`",
+            f"`order=` takes `tile.grouped(n)` or `tile.row_major()`, not `{order!r}`",
             loc,
-            help="leave it out for row-major order, or pass `order=tile.grouped(8)`",
+            help="leave it out for the grid's order, or pass `order=tile.grouped(8)`",
         )
-    if order is not None and tensor.ndim != 2:
+    if isinstance(order, Grouped) and tensor.ndim != 2:
         raise KernelTypeError(
             f"a grouped order needs a 2-D partition, but this tensor has {tensor.ndim} dimensions",
             loc,
@@ -141,7 +157,8 @@ def partition(
             "masked on store",
         )
     tensor._mark_moved(loc)
-    made = Partition(tensor, tile, loc, order.size if order is not None else 0)
+    group = order.size if isinstance(order, Grouped) else ROW_MAJOR if order is not None else 0
+    made = Partition(tensor, tile, loc, group)
     recorders = getattr(_RECORDING, "stack", None)
     if recorders:
         for made_here in recorders:

@@ -23,7 +23,7 @@ from . import devices, driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
 from .location import argument_error, check_not_moved, user_location
 from .params import bf16_bits
-from .partition import Grouped, Partition, partition
+from .partition import Grouped, Partition, RowMajor, partition
 from .target import Target, current_target
 
 Shape = int | Sequence[int]
@@ -172,10 +172,10 @@ class Tensor:
     # ---------------------------------------------------------------------------- moves
 
     def partition(
-        self, shape: int | Sequence[int], order: Grouped | None = None
+        self, shape: int | Sequence[int], order: Grouped | RowMajor | None = None
     ) -> Partition[Tensor]:
         """Move this tensor into disjoint tiles of `shape` for Tile kernels (`tile.Part`), in
-        `order` (row-major, or `tile.grouped(n)` for a 2-D GEMM output).
+        `order` (the grid's, `tile.grouped(n)` for a 2-D GEMM output, or `tile.row_major()`).
 
         The handle is consumed: using it raises MovedError until `unpartition()` gives the
         tensor back. See `fearless.tile.Partition`.

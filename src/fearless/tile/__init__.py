@@ -15,7 +15,7 @@ runtime/tile_gpu.py and the host `Partition` in runtime/partition.py.
 
 from __future__ import annotations
 
-from ..runtime.partition import Grouped, Partition, grouped
+from ..runtime.partition import Grouped, Partition, RowMajor, grouped, row_major
 from .aot import PartSpec, Spec
 from .api import (
     MemoryOrder,
@@ -128,6 +128,7 @@ __all__ = [
     "PartSpec",
     "Partition",
     "RoundingMode",
+    "RowMajor",
     "Spec",
     "Tensor",
     "abs",
@@ -207,6 +208,7 @@ __all__ = [
     "randint4x",
     "randn",
     "reshape",
+    "row_major",
     "rsqrt",
     "scatter",
     "sigmoid",

@@ -5,7 +5,9 @@ than 3 axes numbers its leading axes row-major along x, its last two along y and
 Part (row-major, last axis fastest) is its k-th tile. A partition made with
 `out.partition(tile, order=tile.grouped(G))` (2-D only) numbers its tiles in groups of G rows
 of tiles, column by column within a group, as Triton's grouped GEMM ordering does: blocks that
-run together then share rows of A and columns of B in L2. The numbering is a permutation of the
+run together then share rows of A and columns of B in L2. `order=tile.row_major()` (any
+number of axes) gives the blocks, in launch order (x fastest), the tiles row-major, last axis
+fastest: an attention head's query tiles then run together and share its K and V in L2. The numbering is a permutation of the
 tiles, so it keeps every block's tiles disjoint (issue 11); a block's own tile (`part.index`,
 `part.store`, `tile.load_like(x, part)`) is then the tile its linear block id numbers.
 """
@@ -51,7 +53,7 @@ def tile_index(
 ) -> tuple[Value, ...]:
     """The coordinates of tile `number` of `part` in its order (see the module docstring)."""
     group = part_type(part).group
-    if group:
+    if group > 0:
         return _grouped(lw, number, counts[0], counts[1], group, loc)
     index: list[Value] = []
     rest = number
@@ -66,6 +68,8 @@ def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]
     """The index of the tile this block owns in a plain launch (one block per tile)."""
     t = part_type(part)
     ids = tuple(lw.emit(ops.BlockId(a, loc)) for a in range(min(t.ndim, 3)))
+    if t.group < 0:  # tile.row_major(): the linear block id numbers the tiles row-major
+        return tile_index(lw, part, _linear_id(lw, part, ids, loc), tile_counts(lw, part, loc), loc)
     if t.ndim > 3:  # grid x numbers the leading axes row-major (kernel._fold_grid)
         counts = tile_counts(lw, part, loc)
         lead: list[Value] = []
@@ -79,6 +83,24 @@ def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]
     counts = tile_counts(lw, part, loc)
     number = _value(lw.binary("add", lw.binary("mul", ids[1], counts[0], loc), ids[0], loc))
     return tile_index(lw, part, number, counts, loc)
+
+
+def _linear_id(lw: IndexEmitter, part: Value, ids: tuple[Value, ...], loc: Location) -> Value:
+    """The block's number in launch order, x fastest, on the grid of `part`'s tile counts
+    (grid.fold_grid's: past 3 axes the leading ones fold into x)."""
+    counts = tile_counts(lw, part, loc)
+    nd = len(counts)
+    x_count = counts[0]
+    for c in counts[1 : nd - 2] if nd > 3 else ():
+        x_count = _value(lw.binary("mul", x_count, c, loc))
+    number, stride = ids[0], x_count
+    for a in range(1, len(ids)):
+        number = _value(lw.binary("add", number, lw.binary("mul", ids[a], stride, loc), loc))
+        if a + 1 < len(ids):
+            stride = _value(
+                lw.binary("mul", stride, counts[nd - 3 + a] if nd > 3 else counts[a], loc)
+            )
+    return number
 
 
 def _grouped(

@@ -35,7 +35,8 @@ class ArrayParamType(Type):
     """A global-memory array parameter: a `Part` (this block's tile of an output) or a `Tensor`.
 
     `tile` is the static tile shape of a Part (the partition's), None for a Tensor; `group`
-    the partition's grouped order (`tile.grouped(group)`, tile/order.py), 0 for row-major.
+    the partition's grouped order (`tile.grouped(group)`, tile/order.py), -1 for
+    `tile.row_major()`, 0 for the grid's order.
     """
 
     dtype: DType
@@ -50,7 +51,9 @@ class ArrayParamType(Type):
 
     def __str__(self) -> str:
         if self.tile is not None:
-            grouped = f", grouped={self.group}" if self.group else ""
+            grouped = (
+                ", row_major" if self.group < 0 else f", grouped={self.group}" if self.group else ""
+            )
             return f"Part[{self.dtype.name}, tile={self.tile}{grouped}]"
         kind = "Atomic" if self.atomic else "Tensor"
         return f"{kind}[{self.dtype.name}, {self.ndim}d]"
