@@ -26,7 +26,7 @@ CASES = [  # (B, H, H_kv, L, S, D, causal, dtype)
     (1, 2, 1, 37, 70, 40, True, "bfloat16"),  # D not a power of two, ragged tiles
     (1, 1, 1, 130, 33, 16, False, "float32"),  # L > S
     (1, 3, 3, 90, 50, 64, True, "float16"),  # causal with L > S: late queries see every key
-    (1, 2, 1, 150, 140, 128, True, "float32"),  # D 128's backward configurations, GQA
+    (1, 2, 1, 70, 66, 128, True, "float32"),  # D 128's backward configurations, GQA
 ]
 TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
 
