@@ -361,8 +361,9 @@ def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
     return size_class(b * h), size_class(l_len), size_class(s_len), d, group, causal, form
 
 
-# The blocks take their tiles row-major (`tile.row_major()`): one head's query tiles run
-# together and share its K and V in L2, as FlashAttention's and TileGym's grids order them; the
+# The blocks of the prefill kernels (these, varlen's, MLA's, the backward's) take their tiles
+# row-major (`tile.row_major()`): one head's query tiles run together and share its K and V in
+# L2, as FlashAttention's and TileGym's grids order them; the
 # grid's own order ran tile i of every head together, so B x H heads' K and V competed for L2
 # (0.76 of cuDNN at (4, 32, 8192, 128) causal bf16 on the H200, against 0.95 to 0.99 where
 # they fit). Not yet measured on a GPU (2026-12-05); None restores the grid's order.

@@ -47,6 +47,7 @@ from .kernels_attention import (
     online_start,
     online_step,
     online_weights,
+    tile_order,
     variant_bounds,
 )
 from .kernels_attention_splitk import lse_fold, lse_start
@@ -129,7 +130,7 @@ def mla_tuned(
     even_k = k.shape[2] % tile_n == 0
     make = kernel_of(make_mla, q.dtype, causal, even_k, dp > 0)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(d))) as part:
+    with partitioned(out, (1, 1, tile_m, next_pow2(d)), tile_order()) as part:
         kernel(part, q, k, v, qpe, kpe, scale, tile_n, next_pow2(max(dp, 1)), group, pe_group)
 
 
