@@ -628,9 +628,11 @@ def attention_backward(
     if lse is None:
         lse = empty_beside(q, (b, h, lq), fl.f32)
         stats_tuned(*form, lse, delta, out, dout, scale)
-    else:  # the forward's: delta alone (64 rows a block: it streams out and dout once)
-        with partitioned(delta, (1, 1, 64), tile_order()) as delta_p:
-            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, next_pow2(d))
+    else:  # the forward's: delta alone, streaming out and dout once (8192 f32 values of each
+        # a block: 64 rows up to D 128, 32 at D 256)
+        rows, td = min(64, 8192 // next_pow2(d)), next_pow2(d)
+        with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
+            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
     if not DQ_BY_ATOMICS:
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
         dq_tuned(*form, dq, v, dout, lse, delta, scale)
