@@ -119,10 +119,14 @@ for step in "$@"; do
            # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
-    attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, and
-           # FlashAttention-2's dQ by atomics (bench/experiments/attention_backward_variants.py)
-           python3 bench/experiments/attention_backward_variants.py 2>&1 | grep --line-buffered -v autotun \
-             | tee "$out/attention_backward_variants.txt" | tail -50 ;;
+    attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, the delta
+           # step, FlashAttention-2's dQ by relaxed atomics, in the kernels' row-major tile order
+           # and in the grid's (bench/experiments/attention_backward_variants.py)
+           for order in "" --grid-order; do
+             python3 bench/experiments/attention_backward_variants.py --forms=0,1 $order 2>&1 \
+               | grep --line-buffered -v autotun \
+               | tee -a "$out/attention_backward_variants.txt" | tail -30
+           done ;;
     gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
            python3 bench/experiments/ops_gaps.py 2>&1 | grep --line-buffered -v autotun | tee "$out/gaps.log" | head -150
            python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \
