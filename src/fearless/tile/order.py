@@ -69,7 +69,8 @@ def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]
     t = part_type(part)
     ids = tuple(lw.emit(ops.BlockId(a, loc)) for a in range(min(t.ndim, 3)))
     if t.group < 0:  # tile.row_major(): the linear block id numbers the tiles row-major
-        return tile_index(lw, part, _linear_id(lw, part, ids, loc), tile_counts(lw, part, loc), loc)
+        counts = tile_counts(lw, part, loc)
+        return tile_index(lw, part, _linear_id(lw, ids, counts, loc), counts, loc)
     if t.ndim > 3:  # grid x numbers the leading axes row-major (kernel._fold_grid)
         counts = tile_counts(lw, part, loc)
         lead: list[Value] = []
@@ -85,21 +86,20 @@ def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]
     return tile_index(lw, part, number, counts, loc)
 
 
-def _linear_id(lw: IndexEmitter, part: Value, ids: tuple[Value, ...], loc: Location) -> Value:
-    """The block's number in launch order, x fastest, on the grid of `part`'s tile counts
+def _linear_id(
+    lw: IndexEmitter, ids: tuple[Value, ...], counts: list[Value], loc: Location
+) -> Value:
+    """The block's number in launch order, x fastest, on the grid of the tile `counts`
     (grid.fold_grid's: past 3 axes the leading ones fold into x)."""
-    counts = tile_counts(lw, part, loc)
-    nd = len(counts)
-    x_count = counts[0]
-    for c in counts[1 : nd - 2] if nd > 3 else ():
-        x_count = _value(lw.binary("mul", x_count, c, loc))
-    number, stride = ids[0], x_count
-    for a in range(1, len(ids)):
-        number = _value(lw.binary("add", number, lw.binary("mul", ids[a], stride, loc), loc))
-        if a + 1 < len(ids):
-            stride = _value(
-                lw.binary("mul", stride, counts[nd - 3 + a] if nd > 3 else counts[a], loc)
-            )
+    grid = list(counts)
+    if len(grid) > 3:
+        x = grid[0]
+        for c in grid[1:-2]:
+            x = _value(lw.binary("mul", x, c, loc))
+        grid = [x, *grid[-2:]]
+    number = ids[-1]
+    for a in range(len(ids) - 2, -1, -1):  # ids[0] + grid[0] * (ids[1] + grid[1] * ids[2])
+        number = _value(lw.binary("add", ids[a], lw.binary("mul", grid[a], number, loc), loc))
     return number
 
 
