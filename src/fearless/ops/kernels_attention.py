@@ -104,6 +104,17 @@ def normalised(acc, l_i, guarded):
 
 
 @tile.function
+def online_lse(m_i, l_i, guarded):
+    """The rows' log2-sum-exp from the online softmax's running max and sum (what the backward
+    takes as lse); `guarded` (compile-time): a row that saw no key gets +inf, so that its
+    P = exp2(S - lse) is 0."""
+    row_lse = m_i + tile.log2(l_i)
+    if guarded:
+        row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
+    return row_lse
+
+
+@tile.function
 def key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, seq_major):
     """The f32 (TILE_M, TILE_N) product of query rows `qt` and key tile j of KV head kv_h, K
     loaded transposed; `seq_major` (compile-time): k is (B, S, H, D), else (B, H, S, D)."""
@@ -275,10 +286,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, 
         acc = normalised(acc, l_i, guarded)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
         if keep_lse:  # compile-time
-            row_lse = m_i + tile.log2(l_i)
-            if guarded:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
-                row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
-            lse.store(row_lse.reshape((1, 1, TILE_M, 1)))
+            lse.store(online_lse(m_i, l_i, guarded).reshape((1, 1, TILE_M, 1)))
 
     mdt = fl.bool_ if mask_bool else dt
 
@@ -363,10 +371,10 @@ def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
 
 # The blocks of the prefill kernels (these, varlen's, MLA's, the backward's) take their tiles
 # row-major (`tile.row_major()`): one head's query tiles run together and share its K and V in
-# L2, as FlashAttention's and TileGym's grids order them; the
-# grid's own order ran tile i of every head together, so B x H heads' K and V competed for L2
-# (0.76 of cuDNN at (4, 32, 8192, 128) causal bf16 on the H200, against 0.95 to 0.99 where
-# they fit). Not yet measured on a GPU (2026-12-05); None restores the grid's order.
+# L2, as FlashAttention's and TileGym's grids order them; the grid's own order ran tile i of
+# every head together, so B x H heads' K and V competed for L2 (0.76 of cuDNN at (4, 32, 8192,
+# 128) causal bf16 on the H200, against 0.95 to 0.99 where they fit). Not yet measured on a
+# GPU (2026-12-05); None restores the grid's order.
 ORDER = tile.row_major()
 
 

@@ -21,6 +21,7 @@ from .kernels_attention import (
     key_range,
     mask_form,
     masked_scores,
+    online_lse,
     tile_order,
     user_masked,
     variant_bounds,
@@ -294,9 +295,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
                 tile.exp2(s - m_ref), axis=-1, keepdims=True
             )
             m_i = m_ij
-        row_lse = m_i + tile.log2(l_i)
-        if guarded:  # a row that sees no key: +inf, so that its P = exp2(S - lse) is 0
-            row_lse = tile.where(l_i == 0.0, math.inf, row_lse)
+        row_lse = online_lse(m_i, l_i, guarded)  # the forward's, recomputed
         if ragged:  # compile-time
             row_lse = ragged_lse(row_lse, m_i, l_i, a0, h, i, l_len, TILE_M, sink)
         lse.store(row_lse.reshape((1, 1, TILE_M)))
@@ -595,14 +594,21 @@ def stats_tuned(q, k, causal, group, variant, mask, extra, a0, a1, lse, delta, o
 def dkdv_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dk, dv, v, dout, lse, delta,
                scale, *, choice):  # fmt: skip
     """dk and dv (fl.Tensors like k and v) by `make_attention_dkdv`'s kernel."""
-    dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", choice, q, k, causal, variant, mask)
+    step = _step(make_attention_dkdv, "dkdv", choice, q, k, causal, variant, mask)
+    _run_dkdv(*step, None, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra, group, dk, dv)
+
+
+def _run_dkdv(dkdv, tm, tn, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra,
+              group, dk, dv):  # fmt: skip
+    """One launch of the dk_dv kernel `dkdv` at (tm, tn) over dk's and dv's key tiles; dq_acc
+    None, or the atomic form's f32 dQ."""
     td = next_pow2(q.shape[3])
     with (
         partitioned(dk, (1, 1, tn, td), tile_order()) as dk_p,
         partitioned(dv, (1, 1, tn, td), tile_order()) as dv_p,
     ):
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tm, group)
-        dkdv(dk_p, dv_p, None, *args)
+        dkdv(dk_p, dv_p, dq_acc, *args)
 
 
 @fl.autotune(configs=CHOICES, key=_backward_key, prune=_distinct("dq"))
@@ -627,7 +633,9 @@ def attention_backward(
     S), bool or q's dtype; no variant with it). `lse`: None, or the rows' lse as the forward
     kept it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then."""
     b, h, lq, d = q.shape
-    form = (q, k, bool(causal), group, variant, mask, (wl, wr, cap), *(aux or (None, None)))
+    causal, extra = bool(causal), (wl, wr, cap)
+    a0, a1 = aux or (None, None)
+    form = (q, k, causal, group, variant, mask, extra, a0, a1)
     delta = empty_beside(q, (b, h, lq), fl.f32)
     if lse is None:
         lse = empty_beside(q, (b, h, lq), fl.f32)
@@ -643,15 +651,8 @@ def attention_backward(
         return lse, delta
     # FlashAttention-2's dQ, untuned (choice 0): dk_dv adds into dq_acc, then dq = dq_acc * scale
     dq_acc = zeros_beside(q, q.shape, fl.f32)
-    dkdv, tm, tn = _step(make_attention_dkdv, "dkdv", 0, *form[:2], causal, variant, mask,
-                         atomic_dq=True)  # fmt: skip
-    td = next_pow2(d)
-    with (
-        partitioned(dk, (1, 1, tn, td), tile_order()) as dk_p,
-        partitioned(dv, (1, 1, tn, td), tile_order()) as dv_p,
-    ):
-        args = (q, k, v, dout, lse, delta, *form[7:], mask, scale, wl, wr, cap, tm, group)
-        dkdv(dk_p, dv_p, dq_acc, *args)
-    with partitioned(dq, (1, 1, 64, td), tile_order()) as dq_p:
+    step = _step(make_attention_dkdv, "dkdv", 0, q, k, causal, variant, mask, atomic_dq=True)
+    _run_dkdv(*step, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra, group, dk, dv)
+    with partitioned(dq, (1, 1, 64, next_pow2(d)), tile_order()) as dq_p:
         kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
     return lse, delta
