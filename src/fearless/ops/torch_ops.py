@@ -481,29 +481,13 @@ def scaled_dot_product_attention_lse(
     return A.scaled_dot_product_attention_lse(q, k, v, attn_mask, is_causal, scale, enable_gqa)  # type: ignore[no-any-return]
 
 
-def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-    """q, k, v, the output and the mask (a tensor or None) saved. A mask that requires grad is
-    refused: the backward gives it none (torch's SDPA gives none to a mask that needs none)."""
-    _checked_mask(inputs[3])
+def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor | tuple[Tensor, Tensor]) -> None:
+    """q, k, v, the output and the mask (a tensor or None) saved, and the kept lse of the
+    training form (`scaled_dot_product_attention_lse`), which itself takes no gradient: it is
+    marked non-differentiable, so that a loss through it is refused by autograd, not given a
+    wrong gradient. A mask that requires grad is refused: the backward gives it none (torch's
+    SDPA gives none to a mask that needs none)."""
     q, k, v, attn_mask, is_causal, scale, enable_gqa = inputs
-    ctx.save_for_backward(q, k, v, output, attn_mask)
-    ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
-
-
-def _attention_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> None:
-    """`_attention_ctx`'s, the kept lse saved too; lse itself takes no gradient (it is marked
-    non-differentiable, so that a loss through it is refused by autograd, not given a wrong
-    gradient)."""
-    _checked_mask(inputs[3])
-    q, k, v, attn_mask, is_causal, scale, enable_gqa = inputs
-    out, lse = output
-    ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q, k, v, out, attn_mask, lse)
-    ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
-
-
-def _checked_mask(attn_mask: Optional[Tensor]) -> None:  # noqa: UP045
-    """A mask that requires grad, refused (`_attention_ctx`)."""
     if attn_mask is not None and attn_mask.requires_grad:
         raise argument_error(
             "`fearless.ops.scaled_dot_product_attention` gives no gradient for its `attn_mask`, "
@@ -511,17 +495,22 @@ def _checked_mask(attn_mask: Optional[Tensor]) -> None:  # noqa: UP045
             help="pass `attn_mask.detach()` (a padding or causal mask is a constant), or use "
             "torch's own SDPA to learn an additive mask",
         )
+    kept: tuple[Tensor, ...] = ()
+    if isinstance(output, tuple):
+        output, lse = output
+        ctx.mark_non_differentiable(lse)
+        kept = (lse,)
+    ctx.save_for_backward(q, k, v, output, attn_mask, *kept)
+    ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
 
 
-@_autograd(scaled_dot_product_attention, _attention_ctx)
-def _attention_bwd(ctx: Any, dy: Tensor) -> tuple:
-    q, k, v, out, mask = ctx.saved_tensors
-    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args, mask)
+def _attention_bwd(ctx: Any, dy: Tensor, *_dlse: Tensor | None) -> tuple:
+    """Both forms' backward: the lse form's kept lse goes to the backward (its own gradient,
+    `_dlse`, is none: lse is non-differentiable)."""
+    q, k, v, out, mask, *kept = ctx.saved_tensors
+    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args, mask, *kept)
     return dq, dk, dv, None, None, None, None
 
 
-@_autograd(scaled_dot_product_attention_lse, _attention_lse_ctx)
-def _attention_lse_bwd(ctx: Any, dy: Tensor, _dlse: Tensor | None) -> tuple:
-    q, k, v, out, mask, lse = ctx.saved_tensors
-    dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args, mask, lse)
-    return dq, dk, dv, None, None, None, None
+for _forward in (scaled_dot_product_attention, scaled_dot_product_attention_lse):
+    _forward.register_autograd(_attention_bwd, setup_context=_attention_ctx)

@@ -166,7 +166,7 @@ def _window_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> N
 
 def _window_lse_backward(ctx: Any, dy: Tensor, _dlse: Tensor | None) -> tuple:
     grads = OPS.attention_window_backward(dy, *ctx.saved_tensors, *ctx.args)
-    return (*grads, *(None for _ in range(6)))
+    return (*grads, *(None for _ in ctx.args))  # op and the settings: no gradient
 
 
 attention_window_lse.register_autograd(_window_lse_backward, setup_context=_window_lse_ctx)
