@@ -101,8 +101,7 @@ def padded_reductions(ir: TileIR) -> tuple[Suspect, ...]:
     """Each reduction that may take in padding other than its identity, with its conditions;
     those certain to warn when the kernel compiles."""
     aligns: dict[Value, tuple[int, tuple[int, ...], int]] = {}
-    params = [p for p in ir.signature if p.kind != "const"]
-    for i, (v, p) in enumerate(zip(ir.fn.entry.args, params, strict=False)):
+    for i, (v, p) in enumerate(zip(ir.fn.entry.args, ir.runtime_params, strict=True)):
         if p.is_array and p.dtype is not None:
             aligns[v] = (i, p.align[1 : 1 + p.ndim], max(1, ALIGN_BYTES // p.dtype.itemsize))
     found: list[Suspect] = []

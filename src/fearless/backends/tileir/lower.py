@@ -168,8 +168,7 @@ class _Lowerer:
     @staticmethod
     def _align_of(ir: TileIR, param: Value, ndim: int) -> tuple[int, ...]:
         """The launch's divisibility facts for an array parameter (1s when none are known)."""
-        index = ir.fn.params.index(param)
-        align = ir.signature[index].align
+        align = ir.param_of(param).align
         return align if len(align) == 2 * ndim else (1,) * (2 * ndim)
 
     def _assume(self, value: Any, type_id: Any, divisor: int, nonnegative: bool = True) -> Any:

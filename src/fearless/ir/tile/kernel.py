@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...abi import Signature
+from ...abi import Signature, TileParam
 from ...errors import CompileError, Location
-from ..core import Function
+from ..core import Function, Value
 
 
 @dataclass(frozen=True)
@@ -88,3 +88,13 @@ class TileIR:
     @property
     def name(self) -> str:
         return self.fn.name
+
+    @property
+    def runtime_params(self) -> tuple[TileParam, ...]:
+        """The signature's parameters that reach the kernel as entry arguments, in their order:
+        a const, and an optional array passed as None, are folded in and have none."""
+        return tuple(p for p in self.signature if p.kind != "const")
+
+    def param_of(self, arg: Value) -> TileParam:
+        """The launch parameter behind entry argument `arg` (its dtype, rank and alignment)."""
+        return self.runtime_params[self.fn.params.index(arg)]
