@@ -121,9 +121,12 @@ for step in "$@"; do
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, the delta
            # step, FlashAttention-2's dQ by relaxed atomics, in the kernels' row-major tile order
-           # and in the grid's (bench/experiments/attention_backward_variants.py)
-           for order in "" --grid-order; do
-             python3 bench/experiments/attention_backward_variants.py --forms=0,1 $order 2>&1 \
+           # (bench/experiments/attention_backward_variants.py)
+           # ATTNBWD='--forms=0 64,128 ...' passes other forms and settings; GRID=1 adds the
+           # grid-order pass
+           for order in "" ${GRID:+--grid-order}; do
+             # shellcheck disable=SC2086
+             python3 bench/experiments/attention_backward_variants.py ${ATTNBWD:---forms=0,1} $order 2>&1 \
                | grep --line-buffered -v autotun \
                | tee -a "$out/attention_backward_variants.txt" | tail -30
            done ;;
