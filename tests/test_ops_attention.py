@@ -324,6 +324,23 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
         assert cubin(kernel, out, q, q, q, None, 0.088, 0, 0, 1.0, 128, 1)
 
 
+@pytest.mark.parametrize("variant", [None, (False, True, True, False)])
+def test_the_forward_keeping_lse_compiles_through_tileiras(
+    cubin: Callable[..., bytes], variant: tuple | None
+) -> None:
+    """Training's forward (keep_lse) at ATTENTION_CONFIGS' first configuration, D 128, rows
+    that fill no whole tile: with a one-column lse tile tileiras 13.5 failed on it (the GPU
+    tests' first call, 2026-12-05); the lse Part is (B, H, L, 1) in LSE_COLUMNS-wide tiles."""
+    from fearless.ops.kernels_attention import LSE_COLUMNS
+
+    q = fl.zeros((1, 8, 700, 128), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, 1300, 128), dtype=fl.bf16)
+    out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 128, 128))
+    lse = fl.empty((1, 8, 700, 1)).partition((1, 1, 128, LSE_COLUMNS))
+    kernel = make_attention(fl.bf16, True, False, None, variant, True).options(occupancy=2)
+    assert cubin(kernel, out, lse, q, kv, kv, None, 0.088, 100, 0, 1.0, 128, 4)
+
+
 @pytest.mark.parametrize(
     ("causal", "d"), [(True, 64), pytest.param(True, 128, marks=pytest.mark.slow),
                       pytest.param(False, 64, marks=pytest.mark.slow)],

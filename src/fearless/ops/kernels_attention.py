@@ -285,8 +285,10 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, 
         # guarded: a row that sees no key is 0, as torch's SDPA (2.5 and later)
         acc = normalised(acc, l_i, guarded)
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
-        if keep_lse:  # compile-time
-            lse.store(online_lse(m_i, l_i, guarded).reshape((1, 1, TILE_M, 1)))
+        if keep_lse:  # compile-time: the rows' lse, in every column of the tile (LSE_COLUMNS)
+            _, _, _, cols = lse.shape
+            row_lse = tile.broadcast_to(online_lse(m_i, l_i, guarded), (TILE_M, cols))
+            lse.store(row_lse.reshape((1, 1, TILE_M, cols)))
 
     mdt = fl.bool_ if mask_bool else dt
 
@@ -384,15 +386,23 @@ def tile_order():
     return ORDER
 
 
+# The forward's kept lse is written as (B, H, L, 1) in (1, 1, tile_m, LSE_COLUMNS) tiles, so
+# that its Part numbers its tiles as out's; the store clips the columns past 1. A one-column
+# f32 tile (4 bytes a row) made tileiras 13.5 fail on the kernel at 128 rows with occupancy 2
+# (2026-12-05, CPU); four columns, 16 bytes, compile.
+LSE_COLUMNS = 4
+
+
 def _launch(make, out, lse, tile_m, d, args):
     """`make`'s kernel over out's (1, 1, tile_m, D) tiles, with lse's rows when lse (a
-    (B, H, L) f32 fl.Tensor) is kept, as (B, H, L, 1) in (1, 1, tile_m, 1) tiles (numbered as
-    out's); `args` the kernel's inputs after those."""
+    (B, H, L) f32 fl.Tensor) is kept (see LSE_COLUMNS); `args` the kernel's inputs after
+    those."""
     with partitioned(out, (1, 1, tile_m, next_pow2(d)), tile_order()) as part:
         if lse is None:
             make(part, *args)
         else:
-            with partitioned(view(lse, (*lse.shape, 1)), (1, 1, tile_m, 1), tile_order()) as rows:
+            rows_view = view(lse, (*lse.shape, 1))
+            with partitioned(rows_view, (1, 1, tile_m, LSE_COLUMNS), tile_order()) as rows:
                 make(part, rows, *args)
 
 
