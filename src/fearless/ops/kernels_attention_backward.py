@@ -497,27 +497,27 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
 
 # Each kernel's candidate (query rows, keys, occupancy) by head dim: the tuner's choices 0..3
 # (`fl.autotune` over the choice, per kernel: its key holds D). Choice 0 is the kernel's best
-# alone at (4, 32, 8192, D) f16 on the H100, causal and not (bench/experiments/
-# attention_backward_variants.py; bench/results/h100-2026-12-05-session17), what runs with
-# tuning off; against the one (64, 64) of before: 1.7x at D 64 (22.9 -> 13.3 ms, causal) and
-# 1.2x at D 128 (30.0 -> 24.3). The others came next there. Heads over 128 start from (64, 64):
-# registers hold five such tiles.
+# alone at (4, 32, 8192, D) f16 on the H100 (bench/experiments/
+# attention_backward_variants.py; bench/results/h100-2026-12-05-session18), what runs with
+# tuning off: causal D 64 delta 0.22 + dk_dv 6.25 + dq 3.83 ms (torch SDPA's backward 6.65),
+# causal D 128 0.26 + 9.24 + 6.81 (11.4), full D 128 0.27 + 17.2 + 13.0 (21.0). The others
+# came next there. Heads over 128 start from (64, 64): registers hold five such tiles.
 STEPS = ("stats", "dkdv", "dq")
 BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four (rows, keys, occupancy)})
     (
         64,
         {
-            "stats": ((128, 128, 2), (128, 64, 2), (128, 128, None), (64, 64, None)),
-            "dkdv": ((64, 128, None), (128, 64, 2), (128, 64, None), (64, 64, None)),
-            "dq": ((128, 64, 2), (128, 64, None), (64, 128, 2), (64, 64, None)),
+            "stats": ((128, 128, 2), (128, 64, 2), (64, 64, 2), (64, 64, None)),
+            "dkdv": ((128, 64, 2), (64, 64, 2), (64, 128, None), (128, 64, None)),
+            "dq": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None)),
         },
     ),
     (
         128,
         {
-            "stats": ((128, 64, 2), (128, 128, None), (64, 64, None), (64, 64, 2)),
-            "dkdv": ((64, 64, 2), (128, 64, 2), (64, 64, None), (128, 64, None)),
-            "dq": ((128, 64, None), (64, 64, 2), (128, 64, 2), (64, 64, None)),
+            "stats": ((128, 64, 2), (64, 64, 2), (128, 128, None), (64, 64, None)),
+            "dkdv": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 64, None)),
+            "dq": ((64, 128, None), (64, 64, 2), (64, 64, None), (128, 64, None)),
         },
     ),
     (None, dict.fromkeys(STEPS, ((64, 64, None), (64, 64, 2), (32, 64, None), (64, 32, None)))),
@@ -526,7 +526,8 @@ CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
 # FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
 # products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies).
-# Off until it is measured faster: with acq_rel adds it was 5 to 40x slower (session 17, H100).
+# Off: slower with relaxed adds too (H100, session 18: dk_dv and its adds 9.6 ms against dk_dv
+# + dq 10.1 at causal D 64, 25.8 against 16.1 at D 128; acq_rel adds were 5 to 40x slower).
 DQ_BY_ATOMICS = False
 
 
