@@ -58,3 +58,26 @@ def test_missing_tileiras_is_a_toolchain_error(monkeypatch: pytest.MonkeyPatch) 
 def test_bad_bytecode_is_a_toolchain_error_with_the_tool_message() -> None:
     with pytest.raises(ToolchainError, match=r"tileiras failed \(exit \d+\)"):
         tileir.compile_cubin(b"\x7fTileIR\x00garbage", "sm_90")
+
+
+def test_a_failed_compile_says_what_tileiras_remarks_failed() -> None:
+    """tileiras says only "failed to compile Tile IR program"; the command is run again with
+    its remarks on and the failed ones become notes (a stand-in tool prints such remarks)."""
+    import sys
+
+    remarks = (
+        "in function: attention_lse:\n"
+        "    remark[passed]: Load instruction selected\n"
+        "       = note: Shape = [64, 128, 1, 1]\n"
+        "    remark[failed]: Failed to select TMA store instruction\n"
+        "       = name: RemarkMemoryStoreInstructionSelected\n"
+        "       = note: Shape = [128, 1, 1, 1]\n"
+        "\n"
+        "error: failed to compile Tile IR program\n"
+    )
+    tool = [sys.executable, "-c", f"import sys; sys.stderr.write({remarks!r}); sys.exit(5)"]
+    with pytest.raises(ToolchainError) as info:
+        tileir._run(tool, {}, "assembling", explain=tileir._failed_remarks)
+    text = str(info.value)
+    assert "remarks: Failed to select TMA store instruction (Shape = [128, 1, 1, 1])" in text
+    assert text.count("tileiras's remarks") == 1  # the failed one alone

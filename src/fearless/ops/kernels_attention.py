@@ -389,7 +389,8 @@ def tile_order():
 # The forward's kept lse is written as (B, H, L, 1) in (1, 1, tile_m, LSE_COLUMNS) tiles, so
 # that its Part numbers its tiles as out's; the store clips the columns past 1. A one-column
 # f32 tile (4 bytes a row) made tileiras 13.5 fail on the kernel at 128 rows with occupancy 2
-# (2026-12-05, CPU); four columns, 16 bytes, compile.
+# ("Failed to select TMA store instruction", even with allow_tma=False; 2026-12-05); four
+# columns, 16 bytes, compile.
 LSE_COLUMNS = 4
 
 

@@ -192,8 +192,35 @@ def compile_cubin(bytecode: bytes, arch: str, opt_level: int = 3) -> bytes:
         out = Path(tmp) / "kernel.cubin"
         src.write_bytes(bytecode)
         cmd = [str(t.tileiras), str(src), "-o", str(out), "--gpu-name", arch, f"-O{opt_level}"]
-        _run(cmd, t.env, f"assembling Tile IR for {arch}")
+        _run(cmd, t.env, f"assembling Tile IR for {arch}", explain=_failed_remarks)
         return out.read_bytes()
+
+
+def _failed_remarks(cmd: list[str], env: dict[str, str]) -> list[str]:
+    """What tileiras's remarks say failed, from the same command run again with them on (a
+    failing compile says only "failed to compile Tile IR program"): e.g. "Failed to select TMA
+    store instruction (Shape = [64, 128, 1, 1])". Empty when that run gives none."""
+    try:
+        proc = subprocess.run(
+            [*cmd, "--remarks=all"], env=env, capture_output=True, text=True,
+            timeout=TILEIRAS_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found: list[str] = []
+    lines = (proc.stderr + proc.stdout).splitlines()
+    for n, line in enumerate(lines):
+        _, sep, what = line.partition("remark[failed]:")
+        if sep:
+            details = []
+            for more in lines[n + 1 :]:
+                if "remark[" in more or not more.strip():
+                    break
+                _, eq, note = more.partition("= note:")
+                if eq:
+                    details.append(note.strip())
+            found.append(what.strip() + (f" ({'; '.join(details)})" if details else ""))
+    return [f"tileiras's remarks: {r}" for r in dict.fromkeys(found)]
 
 
 def disassemble(bytecode: bytes) -> str:
@@ -210,7 +237,13 @@ def disassemble(bytecode: bytes) -> str:
         return _run([str(t.tileirdisasm), str(src)], t.env, "disassembling Tile IR").stdout
 
 
-def _run(cmd: list[str], env: dict[str, str], what: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    cmd: list[str],
+    env: dict[str, str],
+    what: str,
+    explain: Callable[[list[str], dict[str, str]], list[str]] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`cmd`'s completed run; a ToolchainError when it fails, with `explain`'s notes on why."""
     try:
         proc = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=TILEIRAS_TIMEOUT_S, check=False
@@ -227,6 +260,8 @@ def _run(cmd: list[str], env: dict[str, str], what: str) -> subprocess.Completed
     if proc.returncode != 0:
         text = (proc.stderr + proc.stdout).strip()
         notes = [f"{Path(cmd[0]).name} said: {text}"] if text else []
+        if explain is not None:
+            notes += explain(cmd, env)
         if proc.returncode == 5 and not text:
             notes.append("exit 5 without a message usually means a libnvvm older than 13.1")
         raise ToolchainError(
