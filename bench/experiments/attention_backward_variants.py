@@ -24,7 +24,7 @@ instruction, unordered), as FlashAttention-2's dQ: to be measured.
 form's dq, dk, dv against the shipped kernels'.
 
 Run on the GPU machine: python3 bench/experiments/attention_backward_variants.py [--check]
-[--forms=0,1,2] [--grid-order] [TM,TN[,OCC] ...]: the forms by index (below), the settings
+[--forms=0,1,2] [--grid-order] [TM,TN[,OCC[,WARPS]] ...]: the forms by index (below), the settings
 (default: four); the kernels' tiles in `kernels_attention.ORDER` (row-major: a head's tiles
 run together), or with --grid-order in the grid's order (every head's tile i together).
 """
@@ -185,12 +185,14 @@ def check():
 
 
 FORMS = ((4, 32, 8192, 64, True), (4, 32, 8192, 128, True), (4, 32, 8192, 128, False))
-SETTINGS = ((64, 64, None), (64, 128, None), (128, 64, None), (64, 64, 2))
+SETTINGS = ((64, 64, None, None), (64, 128, None, None), (128, 64, None, None), (64, 64, 2, None))
 
 
 def _setting(arg):
-    tm, tn, *occ = (int(x) for x in arg.split(","))
-    return tm, tn, occ[0] if occ else None
+    """TM,TN[,OCC[,WARPS]] (0 or absent: no hint): tiles, occupancy, worker warps (8: two
+    warp groups share the tiles, as FlashAttention-3's consumers)."""
+    tm, tn, occ, warps = ([int(x) for x in arg.split(",")] + [0, 0])[:4]
+    return tm, tn, occ or None, warps or None
 
 
 def main():
@@ -212,9 +214,11 @@ def main():
             print(f"torch   {b}x{h}x{n}x{d} causal={causal}: backward {ms:.3f} ms", flush=True)
         except Exception as exc:  # no torch or no CUDA torch here
             print(f"torch   {type(exc).__name__}: {str(exc)[:120]}", flush=True)
-        for tm, tn, occ in settings:
-            hints = {} if occ is None else {"occupancy": occ}
+        for tm, tn, occ, warps in settings:
+            hints = {"occupancy": occ, "num_worker_warps": warps}
+            hints = {key: value for key, value in hints.items() if value is not None}
             label = f"{b}x{h}x{n}x{d} causal={causal} tiles=({tm},{tn}) occ={occ}"
+            label += f" warps={warps}" if warps else ""
             try:
                 _, _, _, t = shipped(q, k, v, out, dout, scale, causal, tm, tn, **hints)
                 total = sum(t.values())
