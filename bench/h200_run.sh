@@ -161,9 +161,14 @@ for step in "$@"; do
            python3 examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200 2>&1 \
              | tee "$out/train8b.log" | tail -5 ;;
     tune)  # issue 37: the shipped table; every autotuned operator over real models' shapes
-           # (cli/tune_cases.py: 357 bf16 cases, an estimated 12-24 min; TUNE_MODELS picks groups)
-           python3 -m fearless tune ${TUNE_MODELS:+--models "$TUNE_MODELS"} \
-             --out "$out/sm_90.json" 2>&1 | tail -20 ;;
+           # (cli/tune_cases.py: 357 bf16 cases, an estimated 12-24 min; TUNE_MODELS picks
+           # groups, TUNE_OPS operators). It merges into the carried src/fearless/tuning/sm_90.json
+           # after every case and the table comes back as $out/sm_90.json, so calls cut by
+           # TUNE_TIMEOUT_S (default 500 s) add up: copy it over the repo's before the next call.
+           timeout "${TUNE_TIMEOUT_S:-500}" python3 -m fearless tune \
+             ${TUNE_MODELS:+--models "$TUNE_MODELS"} ${TUNE_OPS:+--ops "$TUNE_OPS"} \
+             --out src/fearless/tuning/sm_90.json 2>&1 | tee "$out/tune.log" | tail -20
+           cp src/fearless/tuning/sm_90.json "$out/sm_90.json" ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
   esac

@@ -176,3 +176,33 @@ def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
     assert all(e["arch"] == "sim" and e["versions"]["fearless"] == fl.__version__ for e in entries)
     said = capsys.readouterr().out
     assert "[1/2] fmha float32 batch=1" in said and "2 of 2 cases ran" in said
+
+
+def test_a_run_cut_short_keeps_the_cases_it_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table is written after every case, so a run killed by a time limit (the GPU
+    machine's) keeps what it measured: here the second case is interrupted."""
+    from fearless.cli import tune as tune_cli
+
+    for f in OPS["fmha"].tuned:
+        monkeypatch.setattr(_tuned(f), "_best", {})
+    ran: list[str] = []
+
+    def cut(ops, case, on_device):  # type: ignore[no-untyped-def]
+        if ran:
+            raise KeyboardInterrupt
+        ran.append(case["op"])
+        return run_case(ops, case, on_device)
+
+    monkeypatch.setattr(tune_cli, "run_case", cut)
+    shapes = tmp_path / "shapes.txt"
+    shapes.write_text(
+        "fmha float32 batch=1 q_heads=4 kv_heads=2 seq=16 head_dim=16\n"
+        "fmha float32 batch=1 q_heads=4 kv_heads=2 seq=40 head_dim=16\n"
+    )
+    out = tmp_path / "cut.json"
+    with pytest.raises(KeyboardInterrupt):
+        main(["tune", "--shapes", str(shapes), "--out", str(out), "--simulator"])
+    entries = json.loads(out.read_text())["entries"]
+    assert {e["function"].rsplit(".", 1)[-1] for e in entries} == {"attention_tuned"}

@@ -14,6 +14,7 @@ q_heads=32 kv_heads=8 seq=1024 head_dim=128` (`#` starts a comment). Without it,
 real models' dimensions (cli/tune_cases.py says which, how many, and how long they take).
 `--ops a,b` keeps those operators' cases; `--models a,b` those of the named model groups (of
 the built-in cases, or the cases of the shape list tagged with them).
+The table is written after every case (merged into the file): a run cut short keeps its work.
 Exit status: 0 written, 1 refused (no GPU, tuning off) or nothing tuned, 2 a bad shape list or
 an unknown operator or model.
 """
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
     arch_name = table_arch()
     out = Path(args.out or f"fearless-tuning-{arch_name}.json")
-    tuned = 0
+    tuned = total = 0
     with autotune_tables.disabled():
         for n, case in enumerate(cases, 1):
             print(f"[{n}/{len(cases)}] {describe(case)}", flush=True)
@@ -127,13 +128,14 @@ def run(args: argparse.Namespace) -> int:
                 tuned += 1
             except Exception as exc:  # one case failing does not lose the others
                 print(f"  failed: {type(exc).__name__}: {exc}".splitlines()[0], flush=True)
+                continue
+            try:  # after every case (merged into the file): a run cut short keeps its work
+                total = autotune.export(out)
+            except (OSError, ValueError) as exc:
+                print(f"fearless tune: {exc}", file=sys.stderr)
+                return 1
     if not tuned:
         print("fearless tune: no case ran; no table written", file=sys.stderr)
-        return 1
-    try:
-        total = autotune.export(out)
-    except (OSError, ValueError) as exc:
-        print(f"fearless tune: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {out}: {total} entries for {arch_name} ({tuned} of {len(cases)} cases ran)")
     return 0
