@@ -20,14 +20,17 @@ from typing import Any
 from .. import config
 from ..errors import FearlessError
 
-STAGES = ("ir", "llvm", "ptx", "sass", "tileir")
+STAGES = ("ir", "llvm", "ptx", "sass", "tileir", "resources")
 
 
 class UsageError(Exception):
     """A mistake on the command line; printed as one line, exit status 2."""
 
 
-HELP = "print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir (Tile)"
+HELP = (
+    "print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir (Tile), or its "
+    "resources (registers, stack, shared memory)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -355,7 +355,7 @@ class Kernel:
 
     @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
-        """The text of a compilation stage: "ir", "llvm", "ptx" or "sass"."""
+        """The text of a compilation stage: "ir", "llvm", "ptx", "sass" or "resources"."""
         self._check_globals()
         return render_stage(self.spec, self.compiled_ir, stage, arch, self._ir)
 

@@ -341,10 +341,10 @@ def render_stage(
     stage = stage.lower()
     if stage == "ir":
         return render_ir(compiled_ir())
-    if stage not in ("llvm", "ptx", "sass"):
+    if stage not in ("llvm", "ptx", "sass", "resources"):
         raise CompileError(
             f"unknown stage {stage!r} for a SIMT kernel",
-            help='SIMT kernels have the stages "ir", "llvm", "ptx" and "sass"',
+            help='SIMT kernels have the stages "ir", "llvm", "ptx", "sass" and "resources"',
         )
     from ..runtime.target import default_arch
 
@@ -363,8 +363,12 @@ def render_stage(
 
     if ck.cubin is None:
         raise ToolchainError(
-            "no cubin to disassemble: the PTX was left to the driver's JIT",
+            f"no cubin to read for {stage}: the PTX was left to the driver's JIT",
             help="install ptxas (`pip install nvidia-cuda-nvcc`): it assembles the PTX into a "
             "cubin, no GPU needed",
         )
+    if stage == "resources":  # registers, stack (spills) and shared memory, from the cubin
+        from ..backends.cubin_info import describe
+
+        return describe(ck.cubin, arch)
     return disassemble(ck.cubin)

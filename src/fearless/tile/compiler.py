@@ -134,7 +134,11 @@ def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
         return header + render_ir(ir)
     if stage == "tileir":
         return render_tileir(ir, arch)
+    if stage == "resources":  # registers, stack (spills) and shared memory, from the cubin
+        from ..backends.cubin_info import describe
+
+        return describe(compile_cubin(ir, arch).cubin, arch)
     raise CompileError(
         f"unknown stage {stage!r} for a Tile kernel",
-        help='Tile kernels have the stages "ir" and "tileir"',
+        help='Tile kernels have the stages "ir", "tileir" and "resources"',
     )
