@@ -343,7 +343,8 @@ def test_the_forward_keeping_lse_compiles_through_tileiras(
 
 @pytest.mark.parametrize(
     ("causal", "d"), [(True, 64), pytest.param(True, 128, marks=pytest.mark.slow),
-                      pytest.param(False, 64, marks=pytest.mark.slow)],
+                      pytest.param(False, 64, marks=pytest.mark.slow),
+                      pytest.param(True, 256, marks=pytest.mark.slow)],  # two warp groups
 )  # fmt: skip
 def test_the_backward_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], causal: bool, d: int
@@ -364,8 +365,9 @@ def test_the_backward_kernels_compile_through_tileiras(
     no, extra = (None, None, None), (0, 0, 1.0)  # a0, a1, m absent; wl, wr, cap unread
 
     def made(make: Callable[..., Any], step: str) -> tuple[Any, int, int]:
-        tm, tn, occupancy = cfg[step]
-        return make(fl.bf16, causal, False).options(occupancy=occupancy), tm, tn
+        tm, tn, occupancy, warps = cfg[step]
+        kernel = make(fl.bf16, causal, False).options(occupancy=occupancy, num_worker_warps=warps)
+        return kernel, tm, tn
 
     kernel, tm, tn = made(make_attention_stats, "stats")
     lse, delta = (fl.empty((1, 4, 256)).partition((1, 1, tm)) for _ in range(2))

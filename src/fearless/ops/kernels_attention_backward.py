@@ -495,15 +495,18 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     return attention_dq
 
 
-# Each kernel's candidate (query rows, keys, occupancy) by head dim: the tuner's choices 0..3
-# (`fl.autotune` over the choice, per kernel: its key holds D). Choice 0 is the kernel's best
-# alone at (4, 32, 8192, D) f16 on the H100 (bench/experiments/
+# Each kernel's candidate (query rows, keys, occupancy[, worker warps]) by head dim: the tuner's
+# choices 0..3 (`fl.autotune` over the choice, per kernel: its key holds D). Choice 0 is the
+# kernel's best alone at (4, 32, 8192, D) f16 on the H100 (bench/experiments/
 # attention_backward_variants.py; bench/results/h100-2026-12-05-session18), what runs with
 # tuning off: causal D 64 delta 0.22 + dk_dv 6.25 + dq 3.83 ms (torch SDPA's backward 6.65),
 # causal D 128 0.26 + 9.24 + 6.81 (11.4), full D 128 0.27 + 17.2 + 13.0 (21.0). The others
-# came next there. Heads over 128 start from (64, 64): registers hold five such tiles.
+# came next there, but for those with 8 worker warps (two warp groups share the tiles), chosen
+# on the CPU where every other setting spills (`inspect(stage="resources")`: dk_dv at D 256
+# spills 1 KB a thread on one warp group, none on two; at D 128 (64, 128) spills 1.2 KB on one,
+# none on two), not yet timed.
 STEPS = ("stats", "dkdv", "dq")
-BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four (rows, keys, occupancy)})
+BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
     (
         64,
         {
@@ -516,11 +519,18 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four (rows, keys, occupan
         128,
         {
             "stats": ((128, 64, 2), (64, 64, 2), (128, 128, None), (64, 64, None)),
-            "dkdv": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 64, None)),
-            "dq": ((64, 128, None), (64, 64, 2), (64, 64, None), (128, 64, None)),
+            "dkdv": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None, 8)),
+            "dq": ((64, 128, None), (64, 64, 2), (64, 64, None), (128, 128, None, 8)),
         },
     ),
-    (None, dict.fromkeys(STEPS, ((64, 64, None), (64, 64, 2), (32, 64, None), (64, 32, None)))),
+    (
+        None,
+        {
+            "stats": ((64, 64, 2), (64, 64, None), (64, 32, None), (32, 64, None)),
+            "dkdv": ((64, 64, None, 8), (64, 32, None, 8), (64, 32, None), (64, 64, None)),
+            "dq": ((64, 64, None, 8), (128, 64, None, 8), (64, 32, None), (64, 64, None)),
+        },
+    ),
 )
 CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
@@ -532,21 +542,22 @@ DQ_BY_ATOMICS = False
 
 
 def backward_configs(d, choice=0):
-    """{kernel: (rows, keys, occupancy)} of the backward's three kernels at head dim d, the
-    tuner's `choice` of each."""
+    """{kernel: (rows, keys, occupancy, worker warps)} of the backward's three kernels at head
+    dim d, the tuner's `choice` of each (None: no hint)."""
     if BACKWARD_TILES is not None:
-        return dict.fromkeys(STEPS, (*BACKWARD_TILES, None))
+        return dict.fromkeys(STEPS, (*BACKWARD_TILES, None, None))
     table = next(cfg for top, cfg in BACKWARD_CANDIDATES if top is None or d <= top)
-    return {step: table[step][choice] for step in STEPS}
+    return {step: (*table[step][choice], None)[:4] for step in STEPS}
 
 
 def _step(make, step, choice, q, k, causal, variant, mask, **kw):
     """(kernel, rows, keys): `make`'s kernel at `step`'s candidate `choice`."""
-    tm, tn, occupancy = backward_configs(q.shape[3], choice)[step]
+    tm, tn, occupancy, warps = backward_configs(q.shape[3], choice)[step]
     ragged = variant is not None and len(variant) > 4  # one kernel for even and not
     even_k = ragged or k.shape[2] % tn == 0
     flags = (q.dtype, causal, even_k, variant) + (() if mask is None else (mask_form(mask),))
-    return kernel_of(make, *flags, **kw).options(occupancy=occupancy), tm, tn
+    kernel = kernel_of(make, *flags, **kw)
+    return kernel.options(occupancy=occupancy, num_worker_warps=warps), tm, tn
 
 
 def _backward_key(q, k, causal, group, variant, mask, extra, *_, **__):
