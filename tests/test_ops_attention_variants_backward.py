@@ -99,17 +99,23 @@ def test_the_atomic_dq_form_gives_the_reference_gradients(
         assert _rel(g, w) < TOL[dtype] * 2, (what, _rel(g, w))
 
 
-def test_the_atomic_dq_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
-    """dk_dv with its f32 dQ (a `tile.Atomic`, relaxed adds) and the finishing scale, bf16,
-    causal, keys that fill no whole tile."""
-    q = fl.zeros((1, 4, 256, 64), dtype=fl.bf16)
-    kv = fl.zeros((1, 2, 200, 64), dtype=fl.bf16)
-    stats, acc = fl.zeros((1, 4, 256)), fl.zeros((1, 4, 256, 64))
-    dk, dv = (fl.empty((1, 2, 200, 64), dtype=fl.bf16).partition((1, 1, 64, 64)) for _ in range(2))
-    kernel = KB.make_attention_dkdv(fl.bf16, True, False, atomic_dq=True)
-    args = (dk, dv, acc, q, kv, kv, q, stats, stats, None, None, None, 0.125, 0, 0, 1.0, 64, 2)
+@pytest.mark.parametrize("d", [64, pytest.param(128, marks=pytest.mark.slow)])
+def test_the_atomic_dq_kernels_compile_through_tileiras(
+    cubin: Callable[..., bytes], d: int
+) -> None:
+    """dk_dv with its f32 dQ (a `tile.Atomic`, relaxed adds) at the atomic tuner's choice 0
+    (two warp groups), and the finishing scale, bf16, causal, keys that fill no whole tile."""
+    tm, tn, occupancy, warps = KB.backward_configs(d)["atomic"]
+    q = fl.zeros((1, 4, 256, d), dtype=fl.bf16)
+    kv = fl.zeros((1, 2, 200, d), dtype=fl.bf16)
+    stats, acc = fl.zeros((1, 4, 256)), fl.zeros((1, 4, 256, d))
+    dk, dv = (fl.empty((1, 2, 200, d), dtype=fl.bf16).partition((1, 1, tn, d)) for _ in range(2))
+    kernel = KB.make_attention_dkdv(fl.bf16, True, False, atomic_dq=True).options(
+        occupancy=occupancy, num_worker_warps=warps
+    )
+    args = (dk, dv, acc, q, kv, kv, q, stats, stats, None, None, None, 0.125, 0, 0, 1.0, tm, 2)
     assert cubin(kernel, *args)
-    dq = fl.empty((1, 4, 256, 64), dtype=fl.bf16).partition((1, 1, 64, 64))
+    dq = fl.empty((1, 4, 256, d), dtype=fl.bf16).partition((1, 1, 64, d))
     assert cubin(KB.make_finish_dq(fl.bf16), dq, acc, 0.125)
 
 

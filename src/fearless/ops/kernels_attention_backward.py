@@ -505,7 +505,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
 # on the CPU where every other setting spills (`inspect(stage="resources")`: dk_dv at D 256
 # spills 1 KB a thread on one warp group, none on two; at D 128 (64, 128) spills 1.2 KB on one,
 # none on two), not yet timed.
-STEPS = ("stats", "dkdv", "dq")
+STEPS = ("stats", "dkdv", "dq", "atomic")  # atomic: dk_dv with FlashAttention-2's dQ adds
 BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
     (
         64,
@@ -513,6 +513,7 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
             "stats": ((128, 128, 2), (128, 64, 2), (64, 64, 2), (64, 64, None)),
             "dkdv": ((128, 64, 2), (64, 64, 2), (64, 128, None), (128, 64, None)),
             "dq": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None)),
+            "atomic": ((64, 128, None, 8), (64, 128, None), (128, 64, 2), (64, 64, 2)),
         },
     ),
     (
@@ -521,6 +522,7 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
             "stats": ((128, 64, 2), (64, 64, 2), (128, 128, None), (64, 64, None)),
             "dkdv": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None, 8)),
             "dq": ((64, 128, None), (64, 64, 2), (64, 64, None), (128, 128, None, 8)),
+            "atomic": ((64, 128, None, 8), (128, 64, 2), (64, 64, 2), (64, 64, None, 8)),
         },
     ),
     (
@@ -529,15 +531,19 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
             "stats": ((64, 64, 2), (64, 64, None), (64, 32, None), (32, 64, None)),
             "dkdv": ((64, 64, None, 8), (64, 32, None, 8), (64, 32, None), (64, 64, None)),
             "dq": ((64, 64, None, 8), (128, 64, None, 8), (64, 32, None), (64, 64, None)),
+            "atomic": ((64, 64, None, 8), (64, 32, None, 8), (64, 32, None), (64, 64, None)),
         },
     ),
 )
 CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
 # FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
-# products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies).
-# Off: slower with relaxed adds too (H100, session 18: dk_dv and its adds 9.6 ms against dk_dv
-# + dq 10.1 at causal D 64, 25.8 against 16.1 at D 128; acq_rel adds were 5 to 40x slower).
+# products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies),
+# tuned over the "atomic" candidates (`atomic_tuned`). Off: slower at (64, 64) and (128, 64)
+# (H100, session 18: dk_dv and its adds 9.6 ms against dk_dv + dq 10.1 at causal D 64, 25.8
+# against 16.1 at D 128; acq_rel adds were 5 to 40x slower). Its adds' bytes fall as the keys
+# a program grow, and 128 keys on two warp groups spill nothing: the candidates' choice 0, not
+# yet timed.
 DQ_BY_ATOMICS = False
 
 
@@ -610,6 +616,17 @@ def dkdv_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dk, dv, v, dou
     _run_dkdv(*step, None, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra, group, dk, dv)
 
 
+@fl.autotune(
+    configs=CHOICES, key=_backward_key, prune=_distinct("atomic"), reset_to_zero=["dq_acc"]
+)
+def atomic_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dk, dv, dq_acc, v, dout, lse,
+                 delta, scale, *, choice):  # fmt: skip
+    """dk and dv, and dq_acc (f32, like q, zeroed) += dS K, by `make_attention_dkdv`'s atomic
+    form (FlashAttention-2's dQ)."""
+    step = _step(make_attention_dkdv, "atomic", choice, q, k, causal, variant, mask, atomic_dq=True)
+    _run_dkdv(*step, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra, group, dk, dv)
+
+
 def _run_dkdv(dkdv, tm, tn, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra,
               group, dk, dv):  # fmt: skip
     """One launch of the dk_dv kernel `dkdv` at (tm, tn) over dk's and dv's key tiles; dq_acc
@@ -661,10 +678,9 @@ def attention_backward(
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
         dq_tuned(*form, dq, v, dout, lse, delta, scale)
         return lse, delta
-    # FlashAttention-2's dQ, untuned (choice 0): dk_dv adds into dq_acc, then dq = dq_acc * scale
+    # FlashAttention-2's dQ: dk_dv adds into dq_acc, then dq = dq_acc * scale
     dq_acc = zeros_beside(q, q.shape, fl.f32)
-    step = _step(make_attention_dkdv, "dkdv", 0, q, k, causal, variant, mask, atomic_dq=True)
-    _run_dkdv(*step, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, scale, extra, group, dk, dv)
+    atomic_tuned(*form, dk, dv, dq_acc, v, dout, lse, delta, scale)
     with partitioned(dq, (1, 1, 64, next_pow2(d)), tile_order()) as dq_p:
         kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
     return lse, delta
