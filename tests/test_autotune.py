@@ -296,8 +296,9 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     host = np.zeros(64, np.float32)
     part = fl.asarray(host).partition((64,))  # on the simulator `host` is the memory
     restored: list[int] = []
-    doubled._compile_ahead(None, (part, x), {}, lambda: restored.append(1))
+    stacks = doubled._compile_ahead(None, (part, x), {}, lambda: restored.append(1))
     assert restored == [1, 1] and ahead.STATE.thread is None and ahead.STATE.pool is None
+    assert stacks == {0: 0, 1: 0}  # what each configuration's cubins spill (nothing)
     for occupancy in (1, 2):
         kernel = doubled.fn.options(occupancy=occupancy)
         (key,) = kernel._ahead
@@ -306,6 +307,48 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     assert host.tolist() == [0.0] * 64  # the pass ran nothing
     kernel(part, x, 16)  # outside the pass a launch runs, the patched check notwithstanding
     assert part.unpartition().numpy().tolist() == [2.0 * i for i in range(64)]
+
+
+def test_configurations_that_spill_much_are_not_timed_when_another_spills_nothing() -> None:
+    """`spilling`: 1 KB or more a thread (SPILL_PRUNE_BYTES) is left untimed beside a
+    configuration without spills; never the stale winner it is asked to keep, never when all
+    spill, never one whose kernels did not compile (None: its timing says why)."""
+    from fearless.autotuning import SPILL_PRUNE_BYTES, spilling
+
+    big = SPILL_PRUNE_BYTES
+    assert spilling({0: 0, 1: big, 2: 584, 3: 5504, 4: None}) == {1, 3}
+    assert spilling({0: 0, 1: big, 3: 5504}, keep=3) == {1}
+    assert spilling({0: 96, 1: big, 2: 5504}) == set()  # nothing without spills to prefer
+    assert spilling({}) == set()
+
+
+def test_the_compile_ahead_pass_reads_a_configurations_spills(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dk_dv at (64, 128) D 128 on one warp group spills (584 bytes with tileiras 13.5), on two
+    it does not: the pass's `stack_bytes` reads it from the cubins, as the tuner does."""
+    import importlib
+
+    from fearless.backends import toolchain
+    from fearless.ops import kernels_attention_backward as KB
+    from fearless.tile import compile_ahead as ahead
+
+    if toolchain.find_tileiras() is None:
+        pytest.skip("no tileiras on this machine")
+    kernel_module = importlib.import_module("fearless.tile.kernel")
+    monkeypatch.setattr(kernel_module, "ahead_applies", lambda target: True)
+    q = fl.zeros((1, 2, 256, 128), dtype=fl.f16)
+    stats = fl.zeros((1, 2, 256))
+    found = []
+    for warps in (None, 8):
+        kernel = KB.make_attention_dkdv(fl.f16, True, True).options(num_worker_warps=warps)
+        dk, dv = (fl.empty(q.shape, dtype=fl.f16).partition((1, 1, 128, 128)) for _ in range(2))
+        with ahead.compile_ahead(1):
+            kernel(dk, dv, None, q, q, q, q, stats, stats, None, None, None, 0.1, 0, 0, 1.0, 64, 1)
+            found.append(ahead.stack_bytes(list(ahead.STATE.launches)))
+        dk.unpartition()
+        dv.unpartition()
+    assert found[0] is not None and found[0] > 0 and found[1] == 0
 
 
 def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:

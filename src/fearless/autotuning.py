@@ -357,7 +357,8 @@ class Autotuned:
                 order.remove(first)
             order.insert(0, first)  # a stale table winner is always a candidate
         if target.on_device:
-            self._compile_ahead(grid, args, kwargs, restore, order)
+            stacks = self._compile_ahead(grid, args, kwargs, restore, order)
+            order = [n for n in order if n not in spilling(stacks, keep=first)]
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
@@ -407,19 +408,25 @@ class Autotuned:
         kwargs: dict[str, Any],
         restore: Callable[[], None],
         order: Sequence[int] | None = None,
-    ) -> None:
+    ) -> dict[int, int | None]:
         """The call of each configuration to time (`order`, default all) once, its Tile launches compiling
         on worker threads instead of running (tile/compile_ahead.py), so the timing pass that
         follows finds them compiled. A configuration that fails here is met again, and
-        skipped, there."""
-        from .tile.compile_ahead import compile_ahead
+        skipped, there. Returns each configuration's most stack a thread (spills; None: one
+        of its kernels did not compile), once they have compiled."""
+        from .tile import compile_ahead as ahead
 
-        with compile_ahead():
+        met: dict[int, tuple[int, int]] = {}
+        with ahead.compile_ahead():
             for n in range(len(self.configs)) if order is None else order:
                 cfg = self.configs[n]
                 restore()
+                start = len(ahead.STATE.launches)
                 with contextlib.suppress(FearlessError):
                     self._run(cfg, grid, args, kwargs, False)
+                met[n] = (start, len(ahead.STATE.launches))
+            launches = list(ahead.STATE.launches)
+        return {n: ahead.stack_bytes(launches[a:b]) for n, (a, b) in met.items()}
 
     # ----------------------------------------------------------------------- the signature
 
@@ -550,6 +557,26 @@ class _Autotune:
 
 
 autotune = _Autotune()
+
+
+# A configuration whose kernels spill this much a thread (local memory, read from the cubins the
+# compile-ahead pass made) is not timed when another spills nothing: at 584 bytes dk_dv already
+# ran 2.1x slower than the same kernel without spills (H100, 2026-12-05), and the attention
+# forward's 256-row tiles on one warp group spill 1.9 to 5.5 KB.
+SPILL_PRUNE_BYTES = 1024
+
+
+def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]:
+    """The configurations (indices) not to time: those that spill SPILL_PRUNE_BYTES or more a
+    thread, when some other configuration spills nothing; `keep` (a table's or the disk's
+    stale winner) is always timed."""
+    if not any(stack == 0 for stack in stacks.values()):
+        return set()
+    return {
+        n
+        for n, stack in stacks.items()
+        if stack is not None and stack >= SPILL_PRUNE_BYTES and n != keep
+    }
 
 
 def capturing() -> bool:

@@ -11,6 +11,10 @@ The autotuner calls every configuration this way once before it times any
 compiles, not of N: on the H200 a row op's configurations took 1 to 3 s each to compile, one
 after another.
 
+The pass also lists the launches it met, so that the autotuner can read what each
+configuration's kernels use once compiled (`stack_bytes`: their spills) and leave the ones that
+spill much untimed (autotuning.spilling).
+
 Another thread's launches are not affected, since the pass belongs to the thread that opened it.
 The check a launch pays when no pass is open is one attribute read (`STATE.thread`).
 """
@@ -29,8 +33,12 @@ from .compiler import compile_cubin
 
 
 class _State:
-    thread: int | None = None  # the thread (ident) whose launches compile ahead, if any
-    pool: ThreadPoolExecutor | None = None
+    def __init__(self) -> None:
+        self.thread: int | None = None  # the thread (ident) whose launches compile ahead
+        self.pool: ThreadPoolExecutor | None = None
+        # the (kernel, key) of each launch the pass met, in order (the autotuner reads a
+        # configuration's launches from it, `stack_bytes`)
+        self.launches: list[tuple[Any, Any]] = []
 
 
 STATE = _State()
@@ -49,11 +57,12 @@ def compile_ahead(n_workers: int | None = None) -> Iterator[None]:
         yield
         return
     pool = ThreadPoolExecutor(n_workers or workers(), thread_name_prefix="fearless-compile")
-    STATE.pool, STATE.thread = pool, threading.get_ident()
+    STATE.pool, STATE.thread, STATE.launches = pool, threading.get_ident(), []
     try:
         yield
     finally:
         STATE.pool = STATE.thread = None
+        STATE.launches = []
         pool.shutdown(wait=False)
 
 
@@ -68,9 +77,31 @@ def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
     arch = default_arch()
     key = (signature, arch)
     pool = STATE.pool
+    STATE.launches.append((kernel, key))
     if key in kernel._cubins or key in kernel._ahead or pool is None:
         return
     kernel._ahead[key] = pool.submit(compile_cubin, kernel.ir_for(signature), arch)
+
+
+def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
+    """The most stack (local memory: spilled registers) a thread of these launches' kernels
+    uses, waiting for their compiles (backends/cubin_info.py); None when one did not compile
+    (its launch fails again when timed, and says why)."""
+    from ..backends.cubin_info import kernel_resources
+
+    most = 0
+    for kernel, key in launches:
+        try:
+            ct = kernel._cubins.get(key)
+            if ct is None:
+                pending = kernel._ahead.get(key)
+                ct = None if pending is None else pending.result()
+            if ct is None:
+                return None
+            most = max([most, *(r.stack for r in kernel_resources(ct.cubin))])
+        except Exception:  # a compile error is met again, and reported, at the timed launch
+            return None
+    return most
 
 
 def take(kernel: Any, key: Any) -> Any:
