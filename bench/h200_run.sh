@@ -5,6 +5,7 @@
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
+#        spills (each configuration's time beside the stack its kernels spill),
 #        bmm (fearless bench's bmm cases), attn (fearless bench's attention and fp8 matmul
 #        cases), gaps (the ops cases under 0.95 of TileGym, by configuration),
 #        tile (bench/tile_bench.py; rows: its softmax and norm sections),
@@ -130,6 +131,10 @@ for step in "$@"; do
                | grep --line-buffered -v autotun \
                | tee -a "$out/attention_backward_variants.txt" | tail -30
            done ;;
+    spills) # issue 37: each configuration's time beside the stack its kernels spill (does a
+           # spilling configuration ever win? autotune_timing.SKIP_SPILLING)
+           python3 bench/experiments/spills_vs_times.py 2>&1 | grep --line-buffered -v autotun \
+             | tee "$out/spills_vs_times.txt" | tail -60 ;;
     gaps)  # the ops cases under 0.95 of TileGym: every configuration, then the bench's peers
            python3 bench/experiments/ops_gaps.py 2>&1 | grep --line-buffered -v autotun | tee "$out/gaps.log" | head -150
            python3 -m fearless bench --quick --cases 'ops_layer_norm_bf16_*x16384' \

@@ -309,11 +309,11 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     assert part.unpartition().numpy().tolist() == [2.0 * i for i in range(64)]
 
 
-def test_configurations_that_spill_much_are_not_timed_when_another_spills_nothing() -> None:
-    """`spilling`: 1 KB or more a thread (SPILL_PRUNE_BYTES) is left untimed beside a
-    configuration without spills; never the stale winner it is asked to keep, never when all
-    spill, never one whose kernels did not compile (None: its timing says why)."""
-    from fearless.autotuning import SPILL_PRUNE_BYTES, spilling
+def test_configurations_that_spill_much_can_be_left_untimed_beside_one_that_does_not() -> None:
+    """`spilling` (with SKIP_SPILLING): 1 KB or more a thread (SPILL_PRUNE_BYTES) is left
+    untimed beside a configuration without spills; never the stale winner it is asked to keep,
+    never when all spill, never one whose kernels did not compile (None: its timing says why)."""
+    from fearless.autotune_timing import SPILL_PRUNE_BYTES, spilling
 
     big = SPILL_PRUNE_BYTES
     assert spilling({0: 0, 1: big, 2: 584, 3: 5504, 4: None}) == {1, 3}

@@ -1,5 +1,6 @@
 """How `fl.autotune` times a configuration (`measure`, with a `HostClock` on the simulator and a
-`DeviceClock` on the GPU) and the progress it reports on stderr (`Progress`).
+`DeviceClock` on the GPU), which configurations it may leave untimed for their spills
+(`spilling`), and the progress it reports on stderr (`Progress`).
 
 The progress line appears once tuning has run for PROGRESS_AFTER_S. On a terminal it is one
 line redrawn in place (`\\r`); anywhere else (a log file, CI output) each step is a plain line
@@ -168,3 +169,27 @@ class Progress:
     def _write(text: str) -> None:
         sys.stderr.write(text)
         sys.stderr.flush()
+
+
+# With SKIP_SPILLING, a configuration whose kernels spill SPILL_PRUNE_BYTES a thread or more
+# (local memory, read from the cubins the compile-ahead pass made) is not timed when another
+# spills nothing. Off until timings say it loses nothing: at 584 bytes in its loop dk_dv ran
+# 2.1x slower than without (H100, 2026-12-05), but TileGym's (256, 256) GEMM tiles over 2-CTA
+# clusters spill 1.8 KB, perhaps only in the epilogue, and may still win at large shapes.
+# `Autotuned.spills` keeps each key's figures beside `timings`
+# (bench/experiments/spills_vs_times.py sets them side by side on the GPU).
+SKIP_SPILLING = False
+SPILL_PRUNE_BYTES = 1024
+
+
+def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]:
+    """The configurations (indices) not to time: those that spill SPILL_PRUNE_BYTES or more a
+    thread, when some other configuration spills nothing; `keep` (a table's or the disk's
+    stale winner) is always timed."""
+    if not any(stack == 0 for stack in stacks.values()):
+        return set()
+    return {
+        n
+        for n, stack in stacks.items()
+        if stack is not None and stack >= SPILL_PRUNE_BYTES and n != keep
+    }

@@ -72,8 +72,8 @@ from typing import Any
 
 import numpy as np
 
-from . import autotune_store, autotune_tables, config
-from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure
+from . import autotune_store, autotune_tables, autotune_timing, config
+from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
 from .runtime import trace
@@ -125,6 +125,9 @@ class Autotuned:
         # keys whose winner came from the disk (its file) or a table (None) and has not run yet
         self._unproven: dict[Hashable, Path | None] = {}
         self.timings: dict[Hashable, list[float | None]] = {}  # key -> seconds per config
+        # key -> the stack a thread (bytes: spills) of each config's kernels, as compiled for
+        # the GPU (None: not compiled, or not a Tile kernel)
+        self.spills: dict[Hashable, list[int | None]] = {}
         # a kernel's own attributes stay the kernel's (`__getattr__`), not copies of them
         functools.update_wrapper(self, fn, updated=() if self._kernel else ("__dict__",))  # type: ignore[arg-type]
 
@@ -358,7 +361,9 @@ class Autotuned:
             order.insert(0, first)  # a stale table winner is always a candidate
         if target.on_device:
             stacks = self._compile_ahead(grid, args, kwargs, restore, order)
-            order = [n for n in order if n not in spilling(stacks, keep=first)]
+            self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
+            if autotune_timing.SKIP_SPILLING:
+                order = [n for n in order if n not in spilling(stacks, keep=first)]
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
@@ -557,26 +562,6 @@ class _Autotune:
 
 
 autotune = _Autotune()
-
-
-# A configuration whose kernels spill this much a thread (local memory, read from the cubins the
-# compile-ahead pass made) is not timed when another spills nothing: at 584 bytes dk_dv already
-# ran 2.1x slower than the same kernel without spills (H100, 2026-12-05), and the attention
-# forward's 256-row tiles on one warp group spill 1.9 to 5.5 KB.
-SPILL_PRUNE_BYTES = 1024
-
-
-def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]:
-    """The configurations (indices) not to time: those that spill SPILL_PRUNE_BYTES or more a
-    thread, when some other configuration spills nothing; `keep` (a table's or the disk's
-    stale winner) is always timed."""
-    if not any(stack == 0 for stack in stacks.values()):
-        return set()
-    return {
-        n
-        for n, stack in stacks.items()
-        if stack is not None and stack >= SPILL_PRUNE_BYTES and n != keep
-    }
 
 
 def capturing() -> bool:
