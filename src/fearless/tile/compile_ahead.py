@@ -86,9 +86,11 @@ def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
 def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
     """The most stack (local memory: spilled registers) a thread of these launches' kernels
     uses, waiting for their compiles (backends/cubin_info.py); None when one did not compile
-    (its launch fails again when timed, and says why)."""
+    (its launch fails again when timed, and says why) or there is no Tile launch to read."""
     from ..backends.cubin_info import kernel_resources
 
+    if not launches:
+        return None
     most = 0
     for kernel, key in launches:
         try:
