@@ -13,7 +13,7 @@ after another.
 
 The pass also lists the launches it met, so that the autotuner can read what each
 configuration's kernels use once compiled (`stack_bytes`: their spills) and leave the ones that
-spill much untimed (autotuning.spilling).
+spill much untimed (autotune_timing.spilling, when SKIP_SPILLING is on).
 
 Another thread's launches are not affected, since the pass belongs to the thread that opened it.
 The check a launch pays when no pass is open is one attribute read (`STATE.thread`).
