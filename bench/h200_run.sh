@@ -58,6 +58,7 @@ export FEARLESS_CACHE_DIR=$PWD/.cache/h200 CUDA_TILE_CACHE_DIR=$PWD/.cache/h200-
   python3 -c 'import cuda.tile, tilegym; print("cuda-tile", cuda.tile.__version__)' 2>&1 | tail -1
   command -v tileiras && tileiras --version | tail -1
 } > "$out/env.txt" 2>&1
+# --failure-log (tests/conftest.py): each failure's reason as it happens, for a run cut short.
 # pytest-timeout (in the machine's image) ends a hung GPU test after TEST_TIMEOUT_S with every
 # thread's stack in the log, so that a hang is named (2026-12-05: one hid the run's summary)
 tmo=$(python3 -c 'import pytest_timeout' 2>/dev/null \
@@ -78,6 +79,7 @@ for step in "$@"; do
            fi
            # shellcheck disable=SC2086
            FEARLESS_AUTOTUNE=0 python3 -m pytest -v -m gpu $par $tmo -p no:cacheprovider -rfE \
+             --failure-log "$out/gpu_test_failures.log" \
              $files 2>&1 | tee "$out/gpu_tests_full.log" | tail -40 > "$out/gpu_tests.log"
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
@@ -91,7 +93,8 @@ for step in "$@"; do
            if [ -n "${NEW_TESTS:-}" ]; then
              # shellcheck disable=SC2086
              FEARLESS_AUTOTUNE=0 timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -v -m gpu $tmo \
-               -p no:cacheprovider -n "${NEW_WORKERS:-15}" -rfE $NEW_TESTS 2>&1 | tee "$out/gpu_new_full.log" \
+               -p no:cacheprovider -n "${NEW_WORKERS:-15}" -rfE $NEW_TESTS \
+               --failure-log "$out/gpu_new_failures.log" 2>&1 | tee "$out/gpu_new_full.log" \
                | tail -40 > "$out/gpu_new.log"
              # -v: each test's verdict as it ends, so a cut run still names its failures
              grep -E "(FAILED|ERROR) tests|Timeout|passed|failed" "$out/gpu_new_full.log"; continue

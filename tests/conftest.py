@@ -7,6 +7,31 @@ from typing import Any
 
 import pytest
 
+_failure_log: list[str] = []  # --failure-log's path, once configured
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--failure-log",
+        metavar="PATH",
+        help="append each failure's test id and the end of its report to PATH as it happens, "
+        "so that a run cut short (the GPU machine's time limit) still says why",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--failure-log")
+    if path:
+        _failure_log[:] = [str(path)]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not _failure_log or not report.failed:
+        return
+    text = report.longreprtext.strip().splitlines()[-30:]
+    with open(_failure_log[0], "a", encoding="utf-8") as log:  # workers append alike
+        log.write(f"=== {report.nodeid} ({report.when})\n" + "\n".join(text) + "\n")
+
 
 @pytest.fixture(autouse=True)
 def _fearless_env(
