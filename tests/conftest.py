@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-_failure_log: list[str] = []  # --failure-log's path, once configured
+_failure_log: list[Path] = []  # --failure-log's path, once configured
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,14 +23,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--failure-log")
     if path:
-        _failure_log[:] = [str(path)]
+        _failure_log[:] = [Path(path)]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not _failure_log or not report.failed:
         return
     text = report.longreprtext.strip().splitlines()[-30:]
-    with open(_failure_log[0], "a", encoding="utf-8") as log:  # workers append alike
+    with _failure_log[0].open("a", encoding="utf-8") as log:  # workers append alike
         log.write(f"=== {report.nodeid} ({report.when})\n" + "\n".join(text) + "\n")
 
 
