@@ -503,8 +503,9 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
 # causal D 128 0.26 + 9.24 + 6.81 (11.4), full D 128 0.27 + 17.2 + 13.0 (21.0). The others
 # came next there, but for those with 8 worker warps (two warp groups share the tiles), chosen
 # on the CPU where every other setting spills (`inspect(stage="resources")`: dk_dv at D 256
-# spills 1 KB a thread on one warp group, none on two; at D 128 (64, 128) spills 1.2 KB on one,
-# none on two), not yet timed.
+# spills 1 KB a thread on one warp group, and on two 192 bytes at 64 keys with GQA, none at
+# 32; at D 128 (64, 128) spills 1.2 KB on one, none on two), not yet timed. Choice 0 spills
+# nothing at D 64, 128 and 256 (tests/test_ops_attention.py).
 STEPS = ("stats", "dkdv", "dq", "atomic")  # atomic: dk_dv with FlashAttention-2's dQ adds
 BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
     (
@@ -529,7 +530,7 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
         None,
         {
             "stats": ((64, 64, 2), (64, 64, None), (64, 32, None), (32, 64, None)),
-            "dkdv": ((64, 64, None, 8), (64, 32, None, 8), (64, 32, None), (64, 64, None)),
+            "dkdv": ((64, 32, None, 8), (64, 64, None, 8), (64, 32, None), (64, 64, None)),
             "dq": ((64, 64, None, 8), (128, 64, None, 8), (64, 32, None), (64, 64, None)),
             "atomic": ((64, 64, None, 8), (64, 32, None, 8), (64, 32, None), (64, 64, None)),
         },
