@@ -6,6 +6,7 @@ array is an error that says how to make it optional."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,10 +70,22 @@ def _run(m: Any) -> np.ndarray:
 def test_the_annotation_reads_as_written() -> None:
     assert repr(tile.Tensor[fl.f32] | None) == "tile.Tensor[f32] | None"
     assert repr(None | tile.Atomic[fl.i32]) == "tile.Atomic[i32] | None"
-    with pytest.raises(TypeError, match=r"only tile\.Tensor and tile\.Atomic"):
+    with pytest.raises(fl.KernelTypeError, match=r"only tile\.Tensor and tile\.Atomic") as e:
         tile.Part[fl.f32] | None
-    with pytest.raises(TypeError, match="unites only with None"):
+    assert e.value.loc is not None and e.value.loc.line == _line_of("tile.Part[fl.f32] | None")
+    assert "pass the Part on every launch" in str(e.value)
+    with pytest.raises(fl.KernelTypeError, match="unites only with None"):
         tile.Tensor[fl.f32] | int
+    with pytest.raises(fl.KernelTypeError, match=r"takes a dtype such as fl\.f32"):
+        tile.Part[int]
+    with pytest.raises(fl.KernelTypeError, match="takes int, float or bool"):
+        tile.Const[str]
+
+
+def _line_of(text: str) -> int:
+    """The line of this file that holds `text` (the first)."""
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if text in line)
 
 
 def test_the_simulator_runs_both_forms() -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from ..dtypes import DType
+from ..errors import KernelTypeError
+from ..runtime.location import user_location
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,17 @@ class ArrayAnnotation:
         """`X | None`: this annotation, optional (only a Tensor's or an Atomic's: a Part is
         the kernel's output, and its grid, so it is always there)."""
         if other is not None and other is not type(None):
-            raise TypeError(f"`{written}`: a Tile annotation unites only with None")
+            _refuse(
+                f"`{written}`: a Tile annotation unites only with None",
+                "an optional array is `tile.Tensor[fl.f32] | None` (or tile.Atomic); a launch "
+                "that passes None compiles the kernel without it",
+            )
         if self.kind not in ("Tensor", "Atomic"):
-            raise TypeError(
+            _refuse(
                 f"`{written}`: only tile.Tensor and tile.Atomic parameters may be optional "
-                "(a Part is the launch's output and its grid)"
+                "(a Part is the launch's output and its grid)",
+                "pass the Part on every launch; an optional input is `tile.Tensor[...] | None`, "
+                "an optional output updated by atomics `tile.Atomic[...] | None`",
             )
         return OptionalAnnotation(self)
 
@@ -104,15 +112,27 @@ class _Subscriptable:
         return f"tile.{self.name}"
 
 
+def _refuse(message: str, help: str) -> NoReturn:
+    """A mistake in an annotation, raised where the kernel's `def` evaluates it (E0308)."""
+    raise KernelTypeError(message, user_location(), help=help)
+
+
 def _dtype_of(item: Any, what: str) -> DType:
     if not isinstance(item, DType):
-        raise TypeError(f"tile.{what}[T] takes a dtype such as fl.f32, not {item!r}")
+        _refuse(
+            f"tile.{what}[T] takes a dtype such as fl.f32, not {item!r}",
+            f"write e.g. `tile.{what}[fl.f32]` or `tile.{what}[fl.bf16]`",
+        )
     return item
 
 
 def _const_of(item: Any) -> ConstAnnotation:
     if item not in (int, float, bool):
-        raise TypeError(f"tile.Const[T] takes int, float or bool, not {item!r}")
+        _refuse(
+            f"tile.Const[T] takes int, float or bool, not {item!r}",
+            "write `tile.Const[int]` (tile sizes, counts), `tile.Const[float]` or "
+            "`tile.Const[bool]`: a launch specialises the kernel per value",
+        )
     return ConstAnnotation(item)
 
 
