@@ -118,6 +118,25 @@ def test_a_tile_function_on_the_host_is_a_documented_code_at_the_line() -> None:
     assert err.message == "`tile.abs` can only be called inside a @tile.kernel"
 
 
+def test_a_simt_function_on_the_host_is_the_same_code_at_the_line() -> None:
+    """simt.thread, simt.warp, simt.shared, simt.atomic, simt.cg and the coordinates outside
+    a kernel: E0605 at the user's line, as tile's (they were bare RuntimeErrors)."""
+    x, _ = _arrays()
+    for call, what in (
+        (lambda: simt.thread.index_1d(), "`simt.thread.index_1d()` can only be called"),
+        (lambda: simt.grid(1), "`simt.grid()` can only be called"),
+        (lambda: simt.syncthreads(), "`simt.syncthreads()` can only be called"),
+        (lambda: simt.shared.array((4,), fl.f32), "`simt.shared.array()` can only be called"),
+        (lambda: simt.warp.shfl(1, 0), "`simt.warp.shfl()` can only be called"),
+        (lambda: simt.atomic.add(x, 0, 1.0), "`simt.atomic.add()` can only be called"),
+        (lambda: simt.cg.this_grid(), "`simt.cg.this_grid()` can only be called"),
+        (lambda: range(simt.threadIdx.x), "can only be read inside a @simt.kernel"),
+    ):
+        err = _error(call, fl.FearlessError, "E0605")
+        assert what in err.message, err.message
+        assert "on the host, use NumPy" in str(err)
+
+
 def test_a_kernel_launched_or_called_inside_a_kernel_names_the_line() -> None:
     """The frontend refuses both at compile time, at the kernel's line (simt/access.py and
     simt/intrinsics.py word these; `Kernel.__getitem__` and `__call__` are never reached)."""

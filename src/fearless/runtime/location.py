@@ -60,6 +60,14 @@ def warn_at_user(message: str, category: type[Warning]) -> None:
         warnings.warn_explicit(message, category, loc.file, max(loc.line, 1))
 
 
+def kernel_only(what: str, kernel: str, help: str, verb: str = "called") -> FearlessError:
+    """E0605, what only kernels may use (`what`, e.g. "`tile.load`") used on the host, at the
+    user's line; `kernel` the decorator that makes one ("@tile.kernel"), `verb` the use."""
+    return FearlessError(
+        f"{what} can only be {verb} inside a {kernel}", user_location(), code="E0605", help=help
+    )
+
+
 def argument_error(message: str, help: str | None = None) -> KernelTypeError:
     """E0701, an argument of the wrong type or kind, at the user's line."""
     return KernelTypeError(message, user_location(), code="E0701", help=help)

@@ -26,10 +26,11 @@ from ..frontend.values import Operand, PyObj, Weak
 from ..ir.core import ScalarType, Value
 from ..ir.simt import ops
 from .ssa import SsaLowerer
+from .types import host_call
 
 
 def _only_in_kernels(name: str) -> NoReturn:
-    raise RuntimeError(f"simt.{name}() can only be called inside a @simt.kernel")
+    host_call(f"simt.{name}()")
 
 
 class _Warp:

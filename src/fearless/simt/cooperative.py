@@ -18,11 +18,12 @@ from ..frontend.intrinsics import Call
 from ..frontend.values import Operand, PyObj
 from ..ir.simt import ops
 from .ssa import SsaLowerer
+from .types import host_call
 
 
 def _grid_sync() -> NoReturn:
     """`simt.cg.this_grid().sync()`: wait until every thread of the grid arrives."""
-    raise RuntimeError("simt.cg.this_grid().sync() can only be called inside a @simt.kernel")
+    host_call("simt.cg.this_grid().sync()")
 
 
 class GridGroup:
@@ -42,7 +43,7 @@ class _CooperativeGroups:
 
     def this_grid(self) -> GridGroup:
         """`simt.cg.this_grid()`: the launch's grid, whose `sync()` is a grid-wide barrier."""
-        raise RuntimeError("simt.cg.this_grid() can only be called inside a @simt.kernel")
+        host_call("simt.cg.this_grid()")
 
     def __repr__(self) -> str:
         return "simt.cg"

@@ -21,6 +21,7 @@ from ..frontend.intrinsics import Call
 from ..frontend.values import Weak
 from ..ir.core import Value
 from ..ir.simt import ops
+from .types import host_call
 
 
 class Register:
@@ -35,7 +36,7 @@ class Register:
         return self._reg
 
     def __index__(self) -> NoReturn:
-        raise RuntimeError(f"{self._name} can only be read inside a @simt.kernel")
+        host_call(self._name, "read")
 
     def __repr__(self) -> str:
         return self._name
@@ -65,12 +66,12 @@ WARP_SIZE = 32
 def grid(ndim: int) -> Any:
     """The thread's absolute position in the grid, as `numba.cuda.grid`: an int for 1, a
     tuple (x, y) for 2. A plain integer: it never opens a `DisjointSlice`."""
-    raise RuntimeError("simt.grid() can only be called inside a @simt.kernel")
+    host_call("simt.grid()")
 
 
 def gridsize(ndim: int) -> Any:
     """The grid's extent in threads, as `numba.cuda.gridsize`: an int for 1, (x, y) for 2."""
-    raise RuntimeError("simt.gridsize() can only be called inside a @simt.kernel")
+    host_call("simt.gridsize()")
 
 
 def read(em: Any, reg: str, loc: Location) -> Value:

@@ -16,11 +16,12 @@ from typing import NoReturn
 
 from ..frontend.regions import lower_unsafe
 from .ssa import SsaLowerer
+from .types import host_call
 
 
 def unsafe() -> NoReturn:
     """`with simt.unsafe():` inside a kernel: writes at any index (still bounds-checked)."""
-    raise RuntimeError("`with simt.unsafe():` can only be used inside a @simt.kernel")
+    host_call("with simt.unsafe():", "used")
 
 
 def lower_with(lw: SsaLowerer, node: ast.With) -> None:

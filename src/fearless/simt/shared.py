@@ -25,6 +25,7 @@ from ..frontend.values import Operand, PyObj, Weak
 from ..ir.core import ArrayType, ThreadIndex2DType, ThreadIndexType, Value
 from ..ir.simt import ops
 from .ssa import SsaLowerer
+from .types import host_call
 
 # The static shared memory a kernel may declare: 48 KiB, what every GPU gives a block without
 # an opt-in (dynamic shared memory above it is not offered).
@@ -41,7 +42,7 @@ class _Shared:
 
     def array(self, shape: Any, dtype: Any) -> Any:
         """`simt.shared.array((n,), fl.f32)`: one array per thread block (numba's name)."""
-        raise RuntimeError("simt.shared.array() can only be called inside a @simt.kernel")
+        host_call("simt.shared.array()")
 
     def __repr__(self) -> str:
         return "simt.shared"
@@ -52,7 +53,7 @@ shared = _Shared()
 
 def syncthreads() -> NoReturn:
     """`simt.syncthreads()`: wait until every thread of the block arrives (numba's name)."""
-    raise RuntimeError("simt.syncthreads() can only be called inside a @simt.kernel")
+    host_call("simt.syncthreads()")
 
 
 def static_array(call: Call, kind: str) -> tuple[tuple[int, ...], DType, int]:
@@ -116,7 +117,7 @@ class _Local:
     def array(self, shape: Any, dtype: Any) -> Any:
         """`simt.local.array((n,), fl.f32)`: one array per thread (numba's name). Indexed by
         constants (or a `range` loop of constant bounds) it lives in registers."""
-        raise RuntimeError("simt.local.array() can only be called inside a @simt.kernel")
+        host_call("simt.local.array()")
 
     def __repr__(self) -> str:
         return "simt.local"

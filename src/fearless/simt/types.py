@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from ..dtypes import DType
 from ..errors import FearlessError
 from ..frontend.source import FunctionSource, load_source, resolve_annotations
+from ..runtime.location import kernel_only
 
 # The element types an AtomicSlice may hold: what the GPU updates atomically in one instruction
 # (f16 and bf16 only add; the others also max, min, exch, and the integers cas).
@@ -68,8 +69,20 @@ DisjointSlice = _ArrayKind(disjoint=True)
 AtomicSlice = _ArrayKind(disjoint=False, atomic=True)
 
 
+SIMT_HOST_HELP = (
+    "simt.thread, simt.warp, simt.shared and simt.cg speak for one thread of a launch: call "
+    "them in a @simt.kernel body, and launch it (`kernel[grid, block](...)`); on the host, use "
+    "NumPy"
+)
+
+
+def host_call(what: str, verb: str = "called") -> NoReturn:
+    """E0605: `what` (e.g. "simt.grid()") used on the host, at the user's line."""
+    raise kernel_only(f"`{what}`", "@simt.kernel", SIMT_HOST_HELP, verb)
+
+
 def _only_in_kernels(name: str) -> NoReturn:
-    raise RuntimeError(f"simt.thread.{name}() can only be called inside a @simt.kernel")
+    host_call(f"simt.thread.{name}()")
 
 
 class _Thread:
@@ -138,7 +151,7 @@ thread = _Thread()
 
 
 def _atomic_only_in_kernels(name: str) -> NoReturn:
-    raise RuntimeError(f"simt.atomic.{name}() can only be called inside a @simt.kernel")
+    host_call(f"simt.atomic.{name}()")
 
 
 def _rmw(name: str, doc: str) -> Any:

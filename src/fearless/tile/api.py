@@ -12,8 +12,7 @@ import enum
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import FearlessError
-from ..runtime.location import user_location
+from ..runtime.location import kernel_only
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,11 +23,10 @@ def _kernel_only(fn: F) -> F:
     def host_call(*args: Any, **kwargs: Any) -> Any:
         # E0605, the code of a call across the host/kernel boundary (docs/errors.md), at the
         # user's line
-        raise FearlessError(
-            f"`tile.{name}` can only be called inside a @tile.kernel",
-            user_location(),
-            code="E0605",
-            help="tile operations run on the device; use NumPy on the host",
+        raise kernel_only(
+            f"`tile.{name}`",
+            "@tile.kernel",
+            "tile operations run on the device; use NumPy on the host",
         )
 
     host_call.__name__ = fn.__name__
