@@ -166,3 +166,9 @@ def test_an_unknown_stage_is_a_compile_error_on_both_tracks() -> None:
     with pytest.raises(fl.CompileError, match="unknown stage 'bytecode' for a SIMT kernel") as e:
         copy.inspect(stage="bytecode")
     assert e.value.code in CODES and e.value.code != "E0000"
+
+
+def test_a_tensor_made_directly_names_the_constructors() -> None:
+    err = _error(lambda: fl.Tensor((4,)), fl.KernelTypeError, "E0701")
+    assert err.message == "fl.Tensor is not constructed directly"
+    assert "fl.empty, fl.zeros, fl.full, fl.arange or fl.asarray" in str(err)

@@ -63,7 +63,11 @@ class Tensor:
     _device: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("create tensors with fl.empty, fl.zeros, fl.full, fl.arange or fl.asarray")
+        raise argument_error(
+            "fl.Tensor is not constructed directly",
+            help="create one with fl.empty, fl.zeros, fl.full, fl.arange or fl.asarray "
+            "(from NumPy, torch or anything with __array__ or __dlpack__)",
+        )
 
     @classmethod
     def _make(
