@@ -359,11 +359,11 @@ class Autotuned:
             if first in order:
                 order.remove(first)
             order.insert(0, first)  # a stale table winner is always a candidate
+        launches: dict[int, list[tuple[Any, Any]]] = {}
         if target.on_device:
-            stacks = self._compile_ahead(grid, args, kwargs, restore, order)
-            self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
-            if autotune_timing.SKIP_SPILLING:
-                order = [n for n in order if n not in spilling(stacks, keep=first)]
+            launches = self._compile_ahead(grid, args, kwargs, restore, order)
+            if autotune_timing.SKIP_SPILLING:  # reads the cubins now: waits for every compile
+                order = [n for n in order if n not in spilling(_stacks(launches), keep=first)]
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
@@ -377,6 +377,9 @@ class Autotuned:
             except FearlessError as exc:
                 failures.append(exc)
         restore()
+        if launches:  # read after the timing pass, which has taken every compile it launched
+            stacks = _stacks(launches)
+            self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
         timed = [(t, n) for n, t in enumerate(times) if t is not None]
         if not timed:
             progress.done(None, None)
@@ -413,12 +416,12 @@ class Autotuned:
         kwargs: dict[str, Any],
         restore: Callable[[], None],
         order: Sequence[int] | None = None,
-    ) -> dict[int, int | None]:
+    ) -> dict[int, list[tuple[Any, Any]]]:
         """The call of each configuration to time (`order`, default all) once, its Tile launches compiling
         on worker threads instead of running (tile/compile_ahead.py), so the timing pass that
         follows finds them compiled. A configuration that fails here is met again, and
-        skipped, there. Returns each configuration's most stack a thread (spills; None: one
-        of its kernels did not compile), once they have compiled."""
+        skipped, there. Returns each configuration's launches, (kernel, key) pairs (`_stacks`
+        reads what they spill once compiled)."""
         from .tile import compile_ahead as ahead
 
         met: dict[int, tuple[int, int]] = {}
@@ -431,7 +434,7 @@ class Autotuned:
                     self._run(cfg, grid, args, kwargs, False)
                 met[n] = (start, len(ahead.STATE.launches))
             launches = list(ahead.STATE.launches)
-        return {n: ahead.stack_bytes(launches[a:b]) for n, (a, b) in met.items()}
+        return {n: launches[a:b] for n, (a, b) in met.items()}
 
     # ----------------------------------------------------------------------- the signature
 
@@ -562,6 +565,14 @@ class _Autotune:
 
 
 autotune = _Autotune()
+
+
+def _stacks(launches: dict[int, list[tuple[Any, Any]]]) -> dict[int, int | None]:
+    """Each configuration's most stack a thread (spills; None: one of its kernels did not
+    compile, or it launched no Tile kernel), waiting for compiles still running."""
+    from .tile.compile_ahead import stack_bytes
+
+    return {n: stack_bytes(met) for n, met in launches.items()}
 
 
 def capturing() -> bool:
