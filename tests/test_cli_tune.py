@@ -54,15 +54,24 @@ def test_every_operator_runs_its_tiny_case_and_reaches_its_tuners(
     from fearless import ops
 
     run_case(ops, case, on_device=False)
+    for module, setting, value in ALSO_UNDER.get(name, ()):  # tuners of other head dims
+        monkeypatch.setattr(importlib.import_module(f"fearless.ops.{module}"), setting, value)
+        run_case(ops, case, on_device=False)
     reached = {ident.split("fearless.ops.", 1)[1] for ident, _, _ in autotuning._winners}
     assert set(OPS[name].tuned) <= reached, reached
 
 
-# Autotuned functions of fearless.ops that no Op reaches, with why.
-NOT_TUNED_BY_OPS: dict[str, str] = {
-    "kernels_attention_backward.atomic_tuned": "FlashAttention-2's dQ form runs only with "
-    "DQ_BY_ATOMICS, off until measured faster: the backward Op reaches the form that runs",
+# Settings an Op's tiny case also runs under, to reach the tuners its real shapes reach: the
+# backward takes FlashAttention-2's dQ (atomic_tuned) up to head dim 64, the tiny case's, and
+# dk_dv then dq (dkdv_tuned, dq_tuned) above it.
+ALSO_UNDER: dict[str, tuple[tuple[str, str, object], ...]] = {
+    "scaled_dot_product_attention_backward": (
+        ("kernels_attention_backward", "DQ_BY_ATOMICS_UP_TO", 0),
+    ),
 }
+
+# Autotuned functions of fearless.ops that no Op reaches, with why.
+NOT_TUNED_BY_OPS: dict[str, str] = {}
 
 
 def _autotuned_in_ops() -> set[str]:

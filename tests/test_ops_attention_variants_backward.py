@@ -87,12 +87,12 @@ def test_gradients_match_autograd_of_the_reference(
 def test_the_atomic_dq_form_gives_the_reference_gradients(
     case: tuple, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`DQ_BY_ATOMICS`: dk_dv adds dS K into an f32 dQ (relaxed atomics) and no dq kernel
+    """`DQ_BY_ATOMICS_UP_TO`: dk_dv adds dS K into an f32 dQ (relaxed atomics) and no dq kernel
     runs; the gradients are the reference's as the three kernels' are (rows that see no key,
     windows, the cap, GQA)."""
     name, shape, tiles, dtype, kw = case
     monkeypatch.setattr(KB, "BACKWARD_TILES", tiles)
-    monkeypatch.setattr(KB, "DQ_BY_ATOMICS", True)
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS_UP_TO", 1 << 16)
     monkeypatch.setattr(KB, "make_attention_dq", None)  # never made in this form
     got, want, _ = _gradients(name, shape, dtype, kw)
     for what, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):

@@ -173,13 +173,14 @@ class Progress:
 
 # With SKIP_SPILLING, a configuration whose kernels spill SPILL_PRUNE_BYTES a thread or more
 # (local memory, read from the cubins the compile-ahead pass made) is not timed when another
-# spills nothing. Off until timings say it loses nothing: at 584 bytes in its loop dk_dv ran
-# 2.1x slower than without (H100, 2026-12-05), but TileGym's (256, 256) GEMM tiles over 2-CTA
-# clusters spill 1.8 KB, perhaps only in the epilogue, and may still win at large shapes.
-# `Autotuned.spills` keeps each key's figures beside `timings`
-# (bench/experiments/spills_vs_times.py sets them side by side on the GPU).
-SKIP_SPILLING = False
-SPILL_PRUNE_BYTES = 1024
+# spills nothing. No spilling configuration won anywhere bench/experiments/spills_vs_times.py
+# looked (H100, session 19: GEMM at 4096^3 and 16384^3, attention forward and backward at D 64
+# and 128, layer_norm at 16,384 columns): 1 KB and more ran 3 to 30x slower than the winner
+# (TileGym's (256, 256) GEMM tiles over 2-CTA clusters, 1.8 KB: 200 ms against 15), 152 to
+# 336 bytes 1.5 to 4x, while 40 and 64 bytes ran within 5% of it. `Autotuned.spills` keeps
+# each key's figures beside `timings`.
+SKIP_SPILLING = True
+SPILL_PRUNE_BYTES = 128
 
 
 def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]:

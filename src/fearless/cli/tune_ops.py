@@ -468,7 +468,7 @@ def _ops() -> dict[str, Op]:
         "scaled_dot_product_attention_backward": Op(
             _attention_bwd,
             att_tiny,
-            tuple(f"{t}attention_backward.{f}_tuned" for f in ("stats", "dkdv", "dq")),
+            tuple(f"{t}attention_backward.{f}_tuned" for f in ("stats", "dkdv", "dq", "atomic")),
             ATT,
             ATT_OPT,
         ),

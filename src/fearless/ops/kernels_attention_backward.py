@@ -62,8 +62,8 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 #   dq         per query tile: walks the key tiles, dQ += dS K * scale.
 # Products feed the tensor cores in the inputs' dtype and sum in f32, as the forward.
 # In training the forward keeps lse (make_attention's keep_lse) and `attention_delta` replaces
-# stats. With DQ_BY_ATOMICS (FlashAttention-2's dQ), dk_dv also adds every pair's dS K into an
-# f32 dQ with relaxed atomics, and `finish_dq` scales it: no dq kernel.
+# stats. Up to head dim DQ_BY_ATOMICS_UP_TO (FlashAttention-2's dQ), dk_dv also adds every
+# pair's dS K into an f32 dQ with relaxed atomics, and `finish_dq` scales it: no dq kernel.
 #
 # The forward's `variant` (kernels_attention.make_attention's: bottom-right diagonal, window,
 # soft cap; TileGym's fmha, swa_attention and gemma_attention) has its compile-time twin here:
@@ -504,8 +504,10 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
 # came next there, but for those with 8 worker warps (two warp groups share the tiles), chosen
 # on the CPU where every other setting spills (`inspect(stage="resources")`: dk_dv at D 256
 # spills 1 KB a thread on one warp group, and on two 192 bytes at 64 keys with GQA, none at
-# 32; at D 128 (64, 128) spills 1.2 KB on one, none on two), not yet timed. Choice 0 spills
-# nothing at D 64, 128 and 256 (tests/test_ops_attention.py).
+# 32; at D 128 (64, 128) spills 1.2 KB on one, none on two). Session 19 timed them (H100): dq
+# at D 128 on (128, 128) over two warp groups, 5.46 ms causal and 10.2 full against (64, 128)'s
+# 8.97 and 15.3, is choice 0 now; dk_dv there at (128, 128) on two ran 109 ms (not a
+# candidate). Choice 0 spills nothing at D 64, 128 and 256 (tests/test_ops_attention.py).
 STEPS = ("stats", "dkdv", "dq", "atomic")  # atomic: dk_dv with FlashAttention-2's dQ adds
 BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
     (
@@ -514,7 +516,7 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
             "stats": ((128, 128, 2), (128, 64, 2), (64, 64, 2), (64, 64, None)),
             "dkdv": ((128, 64, 2), (64, 64, 2), (64, 128, None), (128, 64, None)),
             "dq": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None)),
-            "atomic": ((64, 128, None, 8), (64, 128, None), (128, 64, 2), (64, 64, 2)),
+            "atomic": ((128, 128, None, 8), (64, 128, None, 8), (128, 64, 2), (64, 64, 2)),
         },
     ),
     (
@@ -522,7 +524,7 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
         {
             "stats": ((128, 64, 2), (64, 64, 2), (128, 128, None), (64, 64, None)),
             "dkdv": ((128, 64, 2), (64, 64, 2), (128, 64, None), (64, 128, None, 8)),
-            "dq": ((64, 128, None), (64, 64, 2), (64, 64, None), (128, 128, None, 8)),
+            "dq": ((128, 128, None, 8), (64, 128, None), (64, 64, 2), (64, 64, None)),
             "atomic": ((64, 128, None, 8), (128, 64, 2), (64, 64, 2), (64, 64, None, 8)),
         },
     ),
@@ -540,12 +542,14 @@ CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
 # FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
 # products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies),
-# tuned over the "atomic" candidates (`atomic_tuned`). Off: slower at (64, 64) and (128, 64)
-# (H100, session 18: dk_dv and its adds 9.6 ms against dk_dv + dq 10.1 at causal D 64, 25.8
-# against 16.1 at D 128; acq_rel adds were 5 to 40x slower). Its adds' bytes fall as the keys
-# a program grow, and 128 keys on two warp groups spill nothing: the candidates' choice 0, not
-# yet timed.
-DQ_BY_ATOMICS = False
+# tuned over the "atomic" candidates (`atomic_tuned`). Taken up to head dim
+# DQ_BY_ATOMICS_UP_TO (0: never). At (4, 32, 8192, D) f16 on the H100 (session 19,
+# bench/experiments/attention_backward_variants.py, delta, the zeroing and the finish aside):
+# causal D 64, dk_dv with the adds at (128, 128) on two warp groups 9.17 ms against the best
+# dk_dv + dq 6.21 + 3.86 = 10.07; causal D 128, 14.77 at (64, 128) on two against 9.83 + 5.46
+# = 15.29, full D 128 27.2 against 27.9: at D 128 the zeroing and finish of a 512 MB f32 dQ
+# (about 0.4 ms) take the rest of the gain, so the three kernels stay there.
+DQ_BY_ATOMICS_UP_TO = 64
 
 
 def backward_configs(d, choice=0):
@@ -675,7 +679,7 @@ def attention_backward(
         rows, td = min(64, 8192 // next_pow2(d)), next_pow2(d)
         with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
             kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
-    if not DQ_BY_ATOMICS:
+    if d > DQ_BY_ATOMICS_UP_TO:
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
         dq_tuned(*form, dq, v, dout, lse, delta, scale)
         return lse, delta
