@@ -3,7 +3,7 @@
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
-# Steps: tests (every GPU test), new (this session's GPU tests), decode (decode attention by
+# Steps: tests (every GPU test but hf's), hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
 #        spills (each configuration's time beside the stack its kernels spill),
 #        bmm (fearless bench's bmm cases), attn (fearless bench's attention and fp8 matmul
@@ -73,7 +73,7 @@ for step in "$@"; do
            par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 12")
            files=$(ls tests/gpu/test_*.py tests/test_tile_heldout.py tests/test_tile_fp8.py \
              tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
-             | grep -v test_autotune_gpu.py)
+             | grep -v -e test_autotune_gpu.py -e test_transformers_gpu.py)
            if [ -n "${PART:-}" ]; then
              files=$(echo "$files" | awk -v k="${PART%/*}" -v n="${PART#*/}" 'NR % n == k % n')
            fi
@@ -84,6 +84,13 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
+    hf)    # the transformers GPU tests (full layer sizes of 8B to 30B models) on 2 workers: in
+           # the tests step's 12, with the rest, they ran the H100's 80 GB out (2026-12-05)
+           par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 2")
+           # shellcheck disable=SC2086
+           FEARLESS_AUTOTUNE=0 python3 -m pytest -v -m gpu $par $tmo -p no:cacheprovider -rfE \
+             --failure-log "$out/gpu_hf_failures.log" tests/gpu/test_transformers_gpu.py 2>&1 \
+             | tee "$out/gpu_hf_full.log" | grep -E "(FAILED|ERROR) tests|passed|failed" ;;
     new)   # the last sessions' GPU tests alone (2026-12-05, sessions 12 to 14: where a tensor
            # lives, the first hour, the dispatcher's launches and replays, the new attention
            # operators and their backward, the fused loss, linear_gluact_linear,

@@ -140,17 +140,34 @@ def test_huge_tensor_on_the_simulator_is_a_clear_error() -> None:
         lambda: fl.full(HUGE, 1.0),
         lambda: fl.empty((1 << 62, 1 << 62), dtype=fl.f64),  # more bytes than NumPy counts
     ):
-        with pytest.raises(fl.KernelTypeError, match="more than this machine could allocate") as e:
+        with pytest.raises(fl.OutOfMemoryError, match="more than this machine could allocate") as e:
             make()
         assert e.value.loc is not None and e.value.loc.file == __file__
         assert "smaller tensors" in (e.value.help or "")
-    with pytest.raises(fl.KernelTypeError, match=r"1,152,921,504,606,846,976 bytes \(1.0 EiB\)"):
+    with pytest.raises(fl.OutOfMemoryError, match=r"1,152,921,504,606,846,976 bytes \(1.0 EiB\)"):
         fl.empty(1 << 60, dtype=fl.u8)
     with pytest.raises(
-        fl.KernelTypeError,
+        fl.OutOfMemoryError,
         match=r"\(4503599627370496,\) and i64 needs 36,028,797,018,963,968 bytes",
     ):
         fl.arange(0, 1 << 52)
+
+
+def test_the_gpu_out_of_memory_is_e0704_at_the_users_line_not_a_driver_problem() -> None:
+    """CUDA_ERROR_OUT_OF_MEMORY from an allocation or a launch is the user's OutOfMemoryError
+    (also a MemoryError), with help, not E0900's "a driver or fearless problem" (as 12 GPU tests
+    at once once read on the H100); any other driver error stays E0900. Without a driver the
+    free-memory note is left out rather than failing."""
+    from fearless.runtime import driver
+
+    result = driver.cu().CUresult
+    err = driver.driver_error(result.CUDA_ERROR_OUT_OF_MEMORY, "launching `attention`")
+    assert isinstance(err, fl.OutOfMemoryError) and isinstance(err, MemoryError)
+    assert err.code == "E0704" and "the GPU is out of memory" in err.message
+    assert err.loc is not None and err.loc.file == __file__
+    assert "nvidia-smi" in (err.help or "") and "del" in (err.help or "")
+    other = driver.driver_error(result.CUDA_ERROR_LAUNCH_FAILED, "launching `attention`")
+    assert isinstance(other, fl.ToolchainError) and other.code == "E0900"
 
 
 def test_nbytes_text() -> None:

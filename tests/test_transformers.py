@@ -320,3 +320,31 @@ def test_the_fused_loss_forward_keeps_a_cache_given_as_past_key_values() -> None
     want = next_logits()
     flt.apply(model, fused_linear_cross_entropy=True)
     torch.testing.assert_close(next_logits(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_fused_loss_forward_fills_transformers_4s_output_classes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """transformers 4's CausalLMOutputWithPast names its cache `past_key_values` (5's:
+    `cache`): the patched forward fills whichever field the installed class has (it once
+    passed `cache=` to 4's class, a TypeError in every training step on the GPU machine's
+    transformers)."""
+    from dataclasses import dataclass
+
+    from transformers import modeling_outputs
+
+    @dataclass
+    class Old(modeling_outputs.ModelOutput):  # transformers 4's fields
+        loss: Any = None
+        logits: Any = None
+        past_key_values: Any = None
+        hidden_states: Any = None
+        attentions: Any = None
+
+    monkeypatch.setattr(modeling_outputs, "CausalLMOutputWithPast", Old)
+    model = _model("llama").train()
+    ids, labels = _batch(batch=2)
+    flt.apply(model, fused_linear_cross_entropy=True)
+    out = model(ids, labels=labels)
+    assert isinstance(out, Old) and out.logits is None
+    assert torch.isfinite(out.loss)

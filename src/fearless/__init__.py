@@ -33,6 +33,7 @@ from .errors import (
     KernelTypeError,
     LaunchContractError,
     MovedError,
+    OutOfMemoryError,
     SafetyError,
     ToolchainError,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "KernelTypeError",
     "LaunchContractError",
     "MovedError",
+    "OutOfMemoryError",
     "SafetyError",
     "Stream",
     "Tensor",

@@ -73,6 +73,7 @@ CODES: dict[str, str] = {
     "E0701": "wrong argument type at launch",
     "E0702": "arguments on different devices, or no such device",
     "E0703": "cooperative grid larger than the GPU holds at once",
+    "E0704": "out of memory",
     "E0900": "toolchain problem",
     "E0999": "internal compiler error (a bug in fearless)",
 }
@@ -189,6 +190,11 @@ class KernelIndexError(FearlessError, IndexError, code="E0600"):
 class DeviceError(FearlessError, code="E0702"):
     """A device index that does not exist (or that this build cannot run on), or one launch's
     arrays on different devices."""
+
+
+class OutOfMemoryError(FearlessError, MemoryError, code="E0704"):
+    """A tensor or a launch needed more memory than the GPU (or, on the simulator, this
+    machine) had free; nothing was written."""
 
 
 class ToolchainError(FearlessError, code="E0900"):

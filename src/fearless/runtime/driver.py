@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..abi import CompiledKernel
-from ..errors import ToolchainError
+from ..errors import FearlessError, OutOfMemoryError, ToolchainError
 from .target import cuda_status, result_text
 
 _JIT_LOG_BYTES = 16 * 1024
@@ -80,12 +80,35 @@ def check(result: tuple[Any, ...], what: str, help: str | None = None) -> Any:
     return result[1] if len(result) == 2 else result[1:]
 
 
-def driver_error(err: Any, what: str, help: str | None = None) -> ToolchainError:
+def driver_error(err: Any, what: str, help: str | None = None) -> FearlessError:
+    """The error of a failed driver call `what`: out of memory (E0704, at the user's line), or
+    a driver or fearless problem (E0900)."""
+    if err == cu().CUresult.CUDA_ERROR_OUT_OF_MEMORY:
+        return _out_of_memory(what)
     return ToolchainError(
         f"{what} failed: {result_text(cu(), err)}",
         help=help
         or "this is a driver or fearless problem, not your code: `fearless doctor` "
         "checks the setup; please report it with the message above",
+    )
+
+
+def _out_of_memory(what: str) -> OutOfMemoryError:
+    from .arrays import nbytes_text
+    from .location import user_location
+
+    try:  # what is left now; the query itself may fail (no context on this thread)
+        err, free, total = cu().cuMemGetInfo()
+    except Exception:  # a failed query must not hide the error being raised
+        err = True
+    notes = [] if err else [f"the GPU has {nbytes_text(free)} free of {nbytes_text(total)}"]
+    return OutOfMemoryError(
+        f"{what} failed: the GPU is out of memory",
+        user_location(),
+        notes=notes,
+        help="free the tensors no longer needed (`del`; torch's caching allocator keeps freed "
+        "blocks until `torch.cuda.empty_cache()`), use smaller batches, or see `nvidia-smi` "
+        "for other processes holding GPU memory",
     )
 
 

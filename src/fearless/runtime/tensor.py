@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError, Location
+from ..errors import KernelTypeError, Location, OutOfMemoryError
 from . import devices, driver
 from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
 from .location import argument_error, check_not_moved, user_location
@@ -445,10 +445,10 @@ def _shape(shape: Shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _too_large(dims: tuple[int, ...], dt: DType) -> KernelTypeError:
+def _too_large(dims: tuple[int, ...], dt: DType) -> OutOfMemoryError:
     """The simulator could not allocate a tensor of `dims` (its memory is this machine's)."""
     nbytes = math.prod(dims) * dt.itemsize
-    return KernelTypeError(
+    return OutOfMemoryError(
         f"a tensor of shape {dims} and {dt} needs {nbytes_text(nbytes)}, more than this "
         "machine could allocate for the simulator",
         user_location(),

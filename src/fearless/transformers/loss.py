@@ -93,12 +93,15 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             loss = loss / (num_items.to(loss.device) if torch.is_tensor(num_items) else num_items)
         # a mixture of experts' causal LM returns its own output class (aux_loss None here)
         moe = hasattr(self, "router_aux_loss_coef")
-        out = (MoeCausalLMOutputWithPast if moe else CausalLMOutputWithPast)(
+        output = MoeCausalLMOutputWithPast if moe else CausalLMOutputWithPast
+        # transformers 5 names the cache `cache`, 4 `past_key_values`: the class's own field
+        kept = "cache" if "cache" in output.__dataclass_fields__ else "past_key_values"
+        out = output(
             loss=loss,
             logits=None,
-            cache=getattr(outputs, "cache", None),
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
+            **{kept: getattr(outputs, kept, None)},
         )
         return out if return_dict is not False else out.to_tuple()
 
