@@ -46,3 +46,28 @@ def test_a_moved_tensor_still_names_the_line_it_moved_at() -> None:
         x.numpy()
     assert f"test_location.py:{moved_at}:" in str(e.value)  # the partition line, in the note
     part.unpartition()
+
+
+def test_identical_kernels_of_two_files_each_name_their_own_file(tmp_path: Path) -> None:
+    """A kernel's parse is kept by its code object, and two code objects of the same text at
+    the same line compare equal whatever their file: each file's mistake must still point at
+    that file (a cache keyed by equality once sent the second to the first's parse)."""
+    import importlib.util
+
+    text = (
+        "import fearless as fl\nfrom fearless import simt\n\n\n@simt.kernel\n"
+        "def kernel(a, c: simt.DisjointSlice[fl.f32]):\n    c[simt.thread.index_1d()] = 1.0\n"
+    )
+    found = []
+    for name in ("first_copy", "second_copy"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with pytest.raises(fl.FearlessError) as e:
+            module.kernel.inspect(stage="ir")
+        assert e.value.loc is not None
+        found.append(e.value.loc.file)
+    assert found == [str(tmp_path / "first_copy.py"), str(tmp_path / "second_copy.py")]

@@ -36,7 +36,7 @@ import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import CellType, ModuleType
+from types import CellType, CodeType, ModuleType
 from typing import Any
 
 from ..errors import CompileError, Location
@@ -276,6 +276,42 @@ def same_values(old: Sequence[GlobalRef], new: Sequence[GlobalRef]) -> bool:
 
 def load_source(func: Callable[..., Any]) -> FunctionSource:
     """Parse `func` (a plain Python function) into a FunctionSource."""
+    code = getattr(func, "__code__", None)
+    file, text, tree, line_offset, col_offset = (
+        _parse(func) if code is None else _parsed_code(code, func)
+    )
+    cells = getattr(func, "__closure__", None)
+    by_name: dict[str, CellType] = {}
+    if code is not None and cells:
+        by_name = dict(zip(code.co_freevars, cells, strict=False))
+    return FunctionSource(
+        func=func,
+        file=file,
+        text=text,
+        tree=tree,
+        line_offset=line_offset,
+        col_offset=col_offset,
+        cells=by_name,
+    )
+
+
+# A function's parse, by its code object: a kernel helper is inlined at every call, and reading
+# its source (inspect's tokenizer) and parsing it again each time took a third of a Tile
+# compile's front end. The trees are only read (lowering makes new nodes for what it rewrites).
+# Keyed by the object's identity: code objects compare equal across files (their file is not
+# compared), so two identical `def kernel` of two files would share one parse.
+_PARSED: dict[int, tuple[CodeType, tuple[str, str, ast.FunctionDef, int, int]]] = {}
+
+
+def _parsed_code(code: CodeType, func: Any) -> tuple[str, str, ast.FunctionDef, int, int]:
+    entry = _PARSED.get(id(code))
+    if entry is None or entry[0] is not code:
+        entry = _PARSED[id(code)] = (code, _parse(func))  # holds `code`: its id stays its own
+    return entry[1]
+
+
+def _parse(func: Any) -> tuple[str, str, ast.FunctionDef, int, int]:
+    """(file, dedented text, its def's tree, line offset, column offset) of `func`."""
     try:
         file = inspect.getsourcefile(func) or "<unknown>"
         lines, first_line = inspect.getsourcelines(func)
@@ -301,20 +337,7 @@ def load_source(func: Callable[..., Any]) -> FunctionSource:
             Location(file, first_line, indent),
             help="kernels and device functions must be written with `def`",
         )
-    code = getattr(func, "__code__", None)
-    cells = getattr(func, "__closure__", None)
-    by_name: dict[str, CellType] = {}
-    if code is not None and cells:
-        by_name = dict(zip(code.co_freevars, cells, strict=False))
-    return FunctionSource(
-        func=func,
-        file=file,
-        text=text,
-        tree=defs[0],
-        line_offset=first_line - 1,
-        col_offset=indent,
-        cells=by_name,
-    )
+    return file, text, defs[0], first_line - 1, indent
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)

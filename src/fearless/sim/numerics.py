@@ -48,6 +48,7 @@ bit patterns are not specified (compare NaNs as NaNs, not by bits).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -130,6 +131,7 @@ def constant(value: Any, dt: DType) -> Any:
 # ---------------------------------------------------------------------------------- binary
 
 
+@functools.cache  # pure in its arguments; each op of each block asks again
 def binary_fn(kind: str, dt: DType) -> Fn:
     """The function of `binary {kind}` on two operands of type `dt`."""
     if dt.is_bool:
@@ -297,6 +299,7 @@ _FLOAT_BINARY: dict[str, Fn] = {
 # ----------------------------------------------------------------------------------- unary
 
 
+@functools.cache  # pure in its arguments; each op of each block asks again
 def unary_fn(kind: str, dt: DType) -> Fn:
     if kind == "neg" and not dt.is_bool:
         return np.negative  # wraps on ints (unsigned too); flips the sign bit of floats
@@ -328,6 +331,7 @@ _COMPARE: dict[str, Fn] = {
 }
 
 
+@functools.cache  # pure in its arguments; each op of each block asks again
 def compare_fn(pred: str, dt: DType) -> Fn:
     """NumPy's comparisons are IEEE's on floats: false with a NaN, except `ne`."""
     return _COMPARE[pred]
@@ -342,6 +346,7 @@ def select(cond: Any, a: Any, b: Any) -> Any:
 # ------------------------------------------------------------------------------------ cast
 
 
+@functools.cache  # pure in its arguments; each op of each block asks again
 def cast_fn(src: DType, dst: DType) -> Fn:
     """The function of `cast` from `src` to `dst` (see the module docstring)."""
     out = storage_dtype(dst)
@@ -435,6 +440,7 @@ _MATH: dict[str, Fn] = {
 }
 
 
+@functools.cache  # pure in its arguments; each op of each block asks again
 def math_fn(name: str, dt: DType) -> Fn:
     """The function of `math {name}` on operands of the float type `dt`."""
     if not dt.is_float:

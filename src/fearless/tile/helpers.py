@@ -105,17 +105,29 @@ def inline_helper(
             loc,
             code="E0061",
         )
-    for stmt in body:
-        for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Return):
-                raise CompileError(
-                    f"`{fn.__name__}` returns before its end; a helper called from a kernel has "
-                    "one `return`, its last statement",
-                    src.loc(sub),
-                    help="compute the result in a variable and return it at the end",
-                )
+    early = _early_return(tree)
+    if early is not None:
+        raise CompileError(
+            f"`{fn.__name__}` returns before its end; a helper called from a kernel has one "
+            "`return`, its last statement",
+            src.loc(early),
+            help="compute the result in a variable and return it at the end",
+        )
     child.lower_body(body)
     lw.block = child.block
     if result_node is None:
         return PyObj(None, "None")
     return child.expr(result_node)
+
+
+_EARLY: dict[ast.FunctionDef, ast.Return | None] = {}  # by tree: load_source keeps each parse
+
+
+def _early_return(tree: ast.FunctionDef) -> ast.Return | None:
+    """The first `return` of `tree`'s body before its last statement, if any (walked once a
+    helper, not at each of its inlinings)."""
+    if tree not in _EARLY:
+        body = tree.body[:-1] if tree.body and isinstance(tree.body[-1], ast.Return) else tree.body
+        found = (sub for stmt in body for sub in ast.walk(stmt) if isinstance(sub, ast.Return))
+        _EARLY[tree] = next(found, None)
+    return _EARLY[tree]

@@ -89,10 +89,12 @@ def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> Non
         else:
             assert p.dtype is not None
             env[param] = np.asarray(nx.constant(v, p.dtype), nx.storage_dtype(p.dtype))
-    for bz in range(grid[2]):
-        for by in range(grid[1]):
-            for bx in range(grid[0]):
-                _Block(env, (bx, by, bz), grid).run(ir.fn.entry)
+    memo: dict[Any, Any] = {}  # what each op works out once a launch (`_Block.memo`)
+    with np.errstate(all="ignore"):  # the GPU's IEEE results, never NumPy's warnings
+        for bz in range(grid[2]):
+            for by in range(grid[1]):
+                for bx in range(grid[0]):
+                    _Block(env, (bx, by, bz), grid, memo).run(ir.fn.entry)
 
 
 # One handler per op class (ir/registry.py): a method of `_Block` taking (op, attrs, operand
@@ -103,11 +105,18 @@ runs: Registry[Callable[..., Any]] = Registry("the Tile simulator")
 
 class _Block:
     def __init__(
-        self, env: dict[Value, Any], bid: tuple[int, int, int], grid: tuple[int, int, int]
+        self,
+        env: dict[Value, Any],
+        bid: tuple[int, int, int],
+        grid: tuple[int, int, int],
+        memo: dict[Any, Any],
     ) -> None:
         self.env = dict(env)
         self.bid = bid
         self.grid = grid
+        # by op, shared by every block and loop trip of a launch: a constant's tile (read-only,
+        # so that no handler can change it in place for the next), an op's function and dtypes
+        self.memo = memo
 
     def run(self, block: Block) -> list[Any]:
         env = self.env
@@ -137,8 +146,13 @@ class _Block:
 
     @runs(ops.Constant)
     def _op_Constant(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        t = tile_type(op.result)
-        return np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
+        value = self.memo.get(op)
+        if value is None:
+            t = tile_type(op.result)
+            value = np.full(t.shape, nx.constant(a["value"], t.dtype), nx.storage_dtype(t.dtype))
+            value.flags.writeable = False
+            self.memo[op] = value
+        return value
 
     @runs(ops.BlockId)
     def _op_BlockId(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
@@ -206,15 +220,17 @@ class _Block:
 
     @runs(ops.Binary)
     def _op_Binary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        dt = _dtype(op.operands[0])
+        plan = self.memo.get(op)
+        if plan is None:
+            dt, kind = _dtype(op.operands[0]), a["kind"]
+            fn = nx.math_fn(kind, dt) if kind == "atan2" else nx.binary_fn(kind, dt)
+            plan = self.memo[op] = (fn, nx.storage_dtype(dt), bool(a.get("flush_to_zero")))
+        fn, storage, ftz = plan
         x, y = args
-        if a.get("flush_to_zero"):  # tile.truediv(..., flush_to_zero=True): f32 only
+        if ftz:  # tile.truediv(..., flush_to_zero=True): f32 only
             x, y = _flush(np.asarray(x)), _flush(np.asarray(y))
-        kind = a["kind"]
-        fn = nx.math_fn(kind, dt) if kind == "atan2" else nx.binary_fn(kind, dt)
-        with np.errstate(all="ignore"):
-            r = np.asarray(fn(x, y), nx.storage_dtype(dt))
-        return _flush(r) if a.get("flush_to_zero") else r
+        r = np.asarray(fn(x, y), storage)
+        return _flush(r) if ftz else r
 
     @runs(ops.Compare)
     def _op_Compare(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
@@ -223,19 +239,24 @@ class _Block:
 
     @runs(ops.Unary)
     def _op_Unary(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        dt = _dtype(op.operands[0])
-        kind = a["kind"]
-        with np.errstate(all="ignore"):
+        plan = self.memo.get(op)
+        if plan is None:
+            dt, kind = _dtype(op.operands[0]), a["kind"]
             fn = nx.math_fn(kind, dt) if kind in _MATH else nx.unary_fn(kind, dt)
-            if a.get("flush_to_zero"):  # f32 only (the frontend checks): ex2.ftz
-                return _flush(np.asarray(fn(_flush(args[0])), nx.storage_dtype(dt)))
-            return np.asarray(fn(args[0]), nx.storage_dtype(dt))
+            plan = self.memo[op] = (fn, nx.storage_dtype(dt), bool(a.get("flush_to_zero")))
+        fn, storage, ftz = plan
+        if ftz:  # f32 only (the frontend checks): ex2.ftz
+            return _flush(np.asarray(fn(_flush(args[0])), storage))
+        return np.asarray(fn(args[0]), storage)
 
     @runs(ops.Cast)
     def _op_Cast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        dt = _dtype(op.operands[0])
-        with np.errstate(all="ignore"):
-            return np.asarray(nx.cast_fn(dt, a["dtype"])(args[0]), nx.storage_dtype(a["dtype"]))
+        plan = self.memo.get(op)
+        if plan is None:
+            dt = _dtype(op.operands[0])
+            plan = self.memo[op] = (nx.cast_fn(dt, a["dtype"]), nx.storage_dtype(a["dtype"]))
+        fn, storage = plan
+        return np.asarray(fn(args[0]), storage)
 
     @runs(ops.Select)
     def _op_Select(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
