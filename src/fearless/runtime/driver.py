@@ -333,6 +333,16 @@ def ptx_to_cubin(ptx: str | bytes, arch: str) -> bytes | None:
     return cubin if cubin is not None else _culink(code, arch)
 
 
+def warm_linker() -> None:
+    """Load nvJitLink now (its first use dlopens the library: 40 ms), where it is installed."""
+    try:
+        from cuda.bindings import nvjitlink
+
+        nvjitlink.version()
+    except Exception:  # missing: ptx_to_cubin falls back, and says nothing either
+        return
+
+
 def _nvjitlink(code: bytes, arch: str) -> bytes | None:
     """The cubin nvJitLink makes of PTX `code`; None where nvJitLink is missing or refuses."""
     try:

@@ -33,7 +33,7 @@ from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
 from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
-from ..runtime import device_errors
+from ..runtime import device_errors, warmup
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
 from ..runtime.launch import keyword_error
@@ -46,6 +46,7 @@ from .compiler import (
     compile_ir,
     global_refs,
     render_stage,
+    warm,
 )
 from .launcher import Launcher, make_launcher
 from .types import DeviceFunction
@@ -166,6 +167,7 @@ class Kernel:
         self._src: FunctionSource | None = None  # parsed once, for `global_refs`
         # The globals and closure variables the compiled form read (module docstring).
         self._guard = GlobalsGuard()
+        warmup.start("simt", warm)  # the toolchain's first use, while the program goes on
 
     # ----------------------------------------------------------------------------- compile
 

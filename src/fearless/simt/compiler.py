@@ -372,3 +372,14 @@ def render_stage(
 
         return describe(ck.cubin, arch)
     return disassemble(ck.cubin)
+
+
+def warm() -> None:
+    """What a first SIMT compile waits for, done now (runtime/warmup.py runs it on a thread when
+    the first kernel is defined): llvmlite imported and LLVM's NVPTX target set up (70 ms), and
+    nvJitLink loaded (40 ms)."""
+    from ..backends.llvm import ptx as backend
+    from ..runtime.driver import warm_linker
+
+    backend.warm()
+    warm_linker()

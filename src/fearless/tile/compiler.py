@@ -142,3 +142,12 @@ def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
         f"unknown stage {stage!r} for a Tile kernel",
         help='Tile kernels have the stages "ir", "tileir" and "resources"',
     )
+
+
+def warm() -> None:
+    """What a first Tile compile waits for, done now (runtime/warmup.py runs it on a thread when
+    the first kernel is defined): cuda-tile's encoders imported (80 ms) and tileiras asked which
+    bytecode versions it reads (a process)."""
+    from ..backends.tileir import cuda_tile as tileir
+
+    tileir.bytecode_version()

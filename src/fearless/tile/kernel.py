@@ -36,6 +36,7 @@ from ..crash import reraise, user_facing
 from ..errors import CompileError
 from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..ir.tile.kernel import TileHints, TileIR
+from ..runtime import warmup
 from ..runtime.dispatch import Dispatcher, Prepared
 from ..runtime.target import Target, current_target
 from .aot import signature_from_specs
@@ -43,7 +44,7 @@ from .compile_ahead import STATE as AHEAD
 from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
 from .compile_ahead import take as ahead_take
-from .compiler import build_ir, compile_cubin, render_stage
+from .compiler import build_ir, compile_cubin, render_stage, warm
 from .grid import check_host_grid
 from .prepare import prepare_launch
 from .signature import check_annotations, declared, signature_of, static_signature
@@ -72,6 +73,7 @@ class Kernel:
         self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
         # compiles started ahead (compile_ahead.py)
         self._ahead: dict[tuple[Signature, str], Any] = {}
+        warmup.start("tile", warm)  # the toolchain's first use, while the program goes on
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
         self._grid_dispatch: dict[tuple[int, int, int], Dispatcher] = {}  # launch(grid): per grid

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import llvmlite.binding as llvm
@@ -125,12 +126,22 @@ def ptxas_check(ptx: str, arch: str) -> str:
 # --------------------------------------------------------------------------------- internals
 
 
+def warm() -> None:
+    """LLVM's one-time set-up now (runtime/warmup.py: before the first compile needs it)."""
+    _initialise_llvm()
+
+
+_INIT_LOCK = threading.Lock()  # the warm-up's thread and a first compile may both ask
+
+
 @functools.cache
 def _initialise_llvm() -> None:
-    """LLVM's process-wide setup, once: the NVPTX target and libdevice's precise sqrt."""
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    llvm.set_option("fearless", "-nvvm-reflect-add=__CUDA_PREC_SQRT=1")
+    """LLVM's process-wide setup, once: the NVPTX target and libdevice's precise sqrt (LLVM's
+    target registry is not made to be filled from two threads at once: under a lock)."""
+    with _INIT_LOCK:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        llvm.set_option("fearless", "-nvvm-reflect-add=__CUDA_PREC_SQRT=1")
 
 
 def _target_machine(arch: str, opt_level: int) -> llvm.TargetMachine:
