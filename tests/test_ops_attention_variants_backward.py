@@ -69,9 +69,12 @@ def test_gradients_match_autograd_of_the_reference(
     case: tuple, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """torch autograd through the operators against torch autograd of the float64 reference;
-    small backward tiles (both orders) so that many key and query tiles are skipped or masked."""
+    small backward tiles (both orders) so that many key and query tiles are skipped or masked.
+    The three kernels (dk_dv, then dq): these head dims take FlashAttention-2's dQ by default,
+    which the next test checks."""
     name, shape, tiles, dtype, kw = case
     monkeypatch.setattr(KB, "BACKWARD_TILES", tiles)
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS_UP_TO", 0)
     got, want, q = _gradients(name, shape, dtype, kw)
     for what, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         assert g.dtype == q.dtype and g.shape == w.shape, what
@@ -97,6 +100,35 @@ def test_the_atomic_dq_form_gives_the_reference_gradients(
     got, want, _ = _gradients(name, shape, dtype, kw)
     for what, g, w in zip(("out", "dq", "dk", "dv"), got, want, strict=True):
         assert _rel(g, w) < TOL[dtype] * 2, (what, _rel(g, w))
+
+
+def test_torchs_deterministic_mode_keeps_the_three_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under `torch.use_deterministic_algorithms(True)` the backward never takes the atomic
+    dQ (its adds' order varies from run to run): dk_dv then dq, whose gradients repeat bit for
+    bit; without it, head dim 16 takes the atomic form."""
+    name, shape, tiles, dtype, kw = CASES[0]
+    monkeypatch.setattr(KB, "BACKWARD_TILES", tiles)
+    taken: list[str] = []
+    for tuner in ("atomic_tuned", "dq_tuned"):
+        real = getattr(KB, tuner)
+        monkeypatch.setattr(
+            KB, tuner, lambda *a, _t=tuner, _r=real, **k: (taken.append(_t), _r(*a, **k))[1]
+        )
+    _gradients(name, shape, dtype, kw)
+    assert taken == ["atomic_tuned"]
+    taken.clear()
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        first = _gradients(name, shape, dtype, kw)[0]
+        again = _gradients(name, shape, dtype, kw)[0]
+    finally:
+        torch.use_deterministic_algorithms(before)
+    assert taken == ["dq_tuned", "dq_tuned"]
+    for a, b in zip(first, again, strict=True):
+        assert torch.equal(a, b)
 
 
 @pytest.mark.parametrize("d", [64, pytest.param(128, marks=pytest.mark.slow)])

@@ -9,6 +9,7 @@ override).
 """
 
 import math
+import sys
 
 import fearless as fl
 from fearless import tile
@@ -552,6 +553,16 @@ BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the 
 DQ_BY_ATOMICS_UP_TO = 64
 
 
+def atomic_dq(d):
+    """Whether the backward at head dim d takes FlashAttention-2's dQ: up to
+    DQ_BY_ATOMICS_UP_TO, and never under torch's deterministic mode
+    (`torch.use_deterministic_algorithms(True)`: its adds' order varies between runs)."""
+    torch = sys.modules.get("torch")  # asked only where torch is loaded: fearless needs none
+    return d <= DQ_BY_ATOMICS_UP_TO and not (
+        torch is not None and torch.are_deterministic_algorithms_enabled()
+    )
+
+
 def backward_configs(d, choice=0):
     """{kernel: (rows, keys, occupancy, worker warps)} of the backward's three kernels at head
     dim d, the tuner's `choice` of each (None: no hint)."""
@@ -679,7 +690,7 @@ def attention_backward(
         rows, td = min(64, 8192 // next_pow2(d)), next_pow2(d)
         with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
             kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
-    if d > DQ_BY_ATOMICS_UP_TO:
+    if not atomic_dq(d):
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
         dq_tuned(*form, dq, v, dout, lse, delta, scale)
         return lse, delta
