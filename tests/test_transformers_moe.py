@@ -19,6 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
+flt_errors = importlib.import_module("fearless.errors")
 from support.hf_patches import (  # noqa: E402
     VIAS,
     assert_grads_match,
@@ -268,3 +269,22 @@ def test_gpt_oss_rope_takes_half_width_tables(monkeypatch: pytest.MonkeyPatch) -
     want = original(q12, k12, cos[..., :6], sin[..., :6])
     assert calls["rope"] == 1
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_a_transformers_without_the_experts_modules_is_refused_before_anything_is_patched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """transformers 4 has no stacked `Qwen3MoeExperts` (5 introduced it): `moe=True` is a
+    fearless error at the call that names the class and the flag, and patches nothing (not
+    even the RMSNorm that needs no Experts); `moe=False` patches the rest."""
+    modeling = importlib.import_module("transformers.models.qwen3_moe.modeling_qwen3_moe")
+    norm = modeling.Qwen3MoeRMSNorm
+    monkeypatch.delattr(modeling, "Qwen3MoeExperts", raising=False)  # 4 has none
+    with pytest.raises(flt_errors.ToolchainError) as e:
+        flt.apply_fearless_kernel_to_qwen3_moe()  # the line the error names
+    assert "`Qwen3MoeExperts` (for `moe=`)" in e.value.message
+    assert "moe=False" in (e.value.help or "")
+    assert e.value.loc is not None and e.value.loc.file == __file__
+    assert modeling.Qwen3MoeRMSNorm is norm
+    flt.apply_fearless_kernel_to_qwen3_moe(moe=False)
+    assert modeling.Qwen3MoeRMSNorm is not norm

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ..runtime.location import argument_error
+from ..errors import ToolchainError
+from ..runtime.location import argument_error, user_location
 
 # model_type -> (modeling module, class name prefix)
 MODELS: dict[str, tuple[str, str]] = {
@@ -172,11 +173,41 @@ def _apply(model_type: str, /, fused_linear_cross_entropy: bool, model: Any, **f
     `**locals()`: install the piece FLAGS names for each of `flags` that is on, then patch the
     loss and `model` as `_patch` does."""
     pieces = _pieces()
-    chosen = [pieces[FLAGS[model_type][flag]] for flag, on in flags.items() if on]
+    named = {flag: pieces[FLAGS[model_type][flag]] for flag, on in flags.items() if on}
+    _check_installed(model_type, named)
+    chosen = list(named.values())
     swaps = [swap for piece in chosen for swap in piece.swaps]
     functions = {name: wrap for piece in chosen for name, wrap in piece.functions}
     sdpa = any(piece.sdpa for piece in chosen)
     _patch(model_type, swaps, functions, sdpa, fused_linear_cross_entropy, model)
+
+
+def _check_installed(model_type: str, named: dict[str, _Piece]) -> None:
+    """Refuse, before anything is patched, flags whose classes or functions the installed
+    transformers does not have (transformers 4 has no stacked `...Experts` modules, which
+    transformers 5 introduced: `moe=` needs 5), naming each."""
+    modeling = _modeling(model_type)
+    prefix = MODELS[model_type][1]
+    missing = [
+        (flag, name)
+        for flag, piece in named.items()
+        for name in [prefix + swap[0] for swap in piece.swaps] + [f[0] for f in piece.functions]
+        if not hasattr(modeling, name)
+    ]
+    if not missing:
+        return
+    import transformers
+
+    flags = sorted({flag for flag, _ in missing})
+    raise ToolchainError(
+        f"the installed transformers {transformers.__version__} has no "
+        + ", ".join(f"`{name}` (for `{flag}=`)" for flag, name in missing)
+        + f" in {modeling.__name__}",
+        user_location(),
+        help=f"pass {', '.join(f'{flag}=False' for flag in flags)} to patch the rest, or "
+        "install the transformers these layers were written for: pip install -U "
+        "'transformers>=5'",
+    )
 
 
 def _patch(
