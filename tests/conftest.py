@@ -94,3 +94,20 @@ def sim_and_gpu() -> SimAndGpu:
         return got[0], got[1]
 
     return both
+
+
+@pytest.fixture
+def cuda_target() -> Iterator[None]:
+    """The cuda target for one test (skipped without a usable GPU), then the default again:
+    for the modules whose every test runs on the GPU (`pytest.mark.usefixtures("cuda_target")`).
+    Here, not in tests/gpu/conftest.py, so that every module and every xdist worker finds it
+    (2026-12-05: on the H100, 7 of 15 workers reported "fixture 'cuda_target' not found" for
+    tests/gpu modules that 4 workers ran)."""
+    import fearless as fl
+
+    ok, why = fl.cuda_status()
+    if not ok:
+        pytest.skip(f"no usable GPU: {why}")
+    fl.set_target("cuda")
+    yield
+    fl.set_target(None)

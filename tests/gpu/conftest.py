@@ -1,24 +1,11 @@
-"""What the GPU tests share: `cuda_target`, for the modules whose every test runs on the GPU
-(`pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]`)."""
+"""What the GPU tests share: every test here is skipped, with the reason, without a usable GPU
+(`cuda_target`, which the modules name in `pytestmark`, is tests/conftest.py's)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 import fearless as fl
-
-
-@pytest.fixture
-def cuda_target() -> Iterator[None]:
-    """The cuda target for one test (skipped without a usable GPU), then the default again."""
-    ok, why = fl.cuda_status()
-    if not ok:
-        pytest.skip(f"no usable GPU: {why}")
-    fl.set_target("cuda")
-    yield
-    fl.set_target(None)
 
 
 @pytest.fixture(autouse=True)
