@@ -74,6 +74,15 @@ def test_no_driver_is_a_warning_that_names_the_simulator() -> None:
     assert "no GPU: kernels run on the simulator" in check.detail
 
 
+def test_the_transformers_check_says_what_transformers_4_lacks() -> None:
+    """Optional: absent is fine; 4.x warns that `moe=` needs 5 (fearless.transformers refuses
+    the flag there), with the fix; 5 is ok."""
+    old = doctor.check_transformers("4.57.1")
+    assert old.status == "warn" and "`moe=`" in old.detail and "transformers>=5" in (old.fix or "")
+    assert doctor.check_transformers("5.25.0").status == "ok"
+    assert doctor.check_transformers().status in ("ok", "warn")  # this machine's, whatever it is
+
+
 def test_this_machines_driver_check_does_not_fail() -> None:
     probe = doctor.probe_gpu()  # never raises, GPU or not
     assert doctor.check_driver(probe).status in ("ok", "warn")

@@ -353,6 +353,24 @@ def check_torch() -> Check:
     return Check("torch", "ok", f"{version} (optional)")
 
 
+def check_transformers(version: str | None = None) -> Check:
+    """Hugging Face transformers, for fearless.transformers (optional; metadata only): before 5
+    the dense models patch, but `moe=` swaps 5's stacked `...Experts` modules."""
+    version = version if version is not None else _version("transformers")
+    if version is None:
+        return Check("transformers", "ok", "not installed (optional: fearless.transformers)")
+    major = int(version.split(".")[0]) if version.split(".")[0].isdigit() else 0
+    if major < 5:
+        return Check(
+            "transformers",
+            "warn",
+            f"{version}: the dense models patch; `moe=` (Qwen3-MoE, OLMoE, DeepSeek, "
+            "Qwen3-Next experts) needs transformers 5",
+            "pip install -U 'transformers>=5'",
+        )
+    return Check("transformers", "ok", f"{version} (optional)")
+
+
 def run_checks() -> list[Check]:
     """Every check, in report order; the GPU is probed once and shared."""
     probe = probe_gpu()
@@ -370,7 +388,7 @@ def run_checks() -> list[Check]:
     ]
     checks = [check() for check in plain]
     checks += [check_driver(probe), check_gpu(probe), check_target(probe)]
-    checks += [check_cache_dir(), check_torch()]
+    checks += [check_cache_dir(), check_torch(), check_transformers()]
     return checks
 
 
