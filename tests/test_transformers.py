@@ -325,10 +325,10 @@ def test_the_fused_loss_forward_keeps_a_cache_given_as_past_key_values() -> None
 def test_the_fused_loss_forward_fills_transformers_4s_output_classes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """transformers 4's CausalLMOutputWithPast names its cache `past_key_values` (5's:
-    `cache`): the patched forward fills whichever field the installed class has (it once
-    passed `cache=` to 4's class, a TypeError in every training step on the GPU machine's
-    transformers)."""
+    """transformers 4's CausalLMOutputWithPast (and an earlier 5's) names its cache
+    `past_key_values` (5.25's: `cache`): the patched forward fills whichever field the
+    installed class has (it once passed `cache=` to such a class, a TypeError in every
+    fused-loss training step on the GPU machine's transformers)."""
     from dataclasses import dataclass
 
     from transformers import modeling_outputs

@@ -32,9 +32,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
 SEQ = 512
 
-# moe= swaps transformers 5's stacked Qwen3MoeExperts; transformers 4 (the GPU machine's own,
-# unless bench/h200_run.sh's .whl-hf travels) has none, and fearless refuses the flag there
-# (tests/test_transformers_moe.py checks that refusal on the CPU)
+# moe= swaps transformers 5's stacked Qwen3MoeExperts; transformers 4 has none, and fearless
+# refuses the flag there (tests/test_transformers_moe.py checks that refusal on the CPU)
 needs_stacked_experts = pytest.mark.skipif(
     not hasattr(
         importlib.import_module("transformers.models.qwen3_moe.modeling_qwen3_moe"),

@@ -94,7 +94,8 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         # a mixture of experts' causal LM returns its own output class (aux_loss None here)
         moe = hasattr(self, "router_aux_loss_coef")
         output = MoeCausalLMOutputWithPast if moe else CausalLMOutputWithPast
-        # transformers 5 names the cache `cache`, 4 `past_key_values`: the class's own field
+        # recent transformers name the cache `cache`, 4 and earlier 5s `past_key_values`: the
+        # class's own field
         kept = "cache" if "cache" in output.__dataclass_fields__ else "past_key_values"
         out = output(
             loss=loss,
