@@ -360,10 +360,12 @@ class Autotuned:
                 order.remove(first)
             order.insert(0, first)  # a stale table winner is always a candidate
         launches: dict[int, list[tuple[Any, Any]]] = {}
+        stacks: dict[int, int | None] | None = None  # read once: before timing, or after
         if target.on_device:
             launches = self._compile_ahead(grid, args, kwargs, restore, order)
             if autotune_timing.SKIP_SPILLING:  # reads the cubins now: waits for every compile
-                order = [n for n in order if n not in spilling(_stacks(launches), keep=first)]
+                stacks = _stacks(launches)
+                order = [n for n in order if n not in spilling(stacks, keep=first)]
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
@@ -377,8 +379,8 @@ class Autotuned:
             except FearlessError as exc:
                 failures.append(exc)
         restore()
-        if launches:  # read after the timing pass, which has taken every compile it launched
-            stacks = _stacks(launches)
+        if launches:  # else read after the timing pass, which has taken every compile
+            stacks = _stacks(launches) if stacks is None else stacks
             self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
         timed = [(t, n) for n, t in enumerate(times) if t is not None]
         if not timed:
