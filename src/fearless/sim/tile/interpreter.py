@@ -302,8 +302,7 @@ class _Block:
             x = np.flip(x, axis)
         wide = np.float32 if dt.name in ("f16", "bf16") else None
         run = np.cumsum if a["kind"] == "sum" else np.cumprod
-        with np.errstate(all="ignore"):
-            out = _round(run(x, axis=axis, dtype=wide), dt)
+        out = _round(run(x, axis=axis, dtype=wide), dt)
         return np.ascontiguousarray(np.flip(out, axis) if a["reverse"] else out)
 
     @runs(ops.Mma)
@@ -392,8 +391,7 @@ def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> _Tile:
     if kind in ("sum", "prod"):
         wide = np.float32 if dt.name in ("f16", "bf16") else None
         total = np.sum if kind == "sum" else np.prod
-        with np.errstate(all="ignore"):
-            return _round(total(x, axis=axis, dtype=wide), dt)
+        return _round(total(x, axis=axis, dtype=wide), dt)
     extreme = np.max if kind == "max" else np.min
     return np.asarray(extreme(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
 
