@@ -83,4 +83,4 @@ def test_the_tracks_warm_ups_load_what_a_first_compile_needs() -> None:
     assert "cuda.tile._bytecode" in sys.modules
     assert cuda_tile._listed_versions.cache_info().currsize >= 1
     warm_simt()
-    assert ptx._initialise_llvm.cache_info().currsize == 1
+    assert ptx._initialise_once.cache_info().currsize == 1

@@ -134,14 +134,20 @@ def warm() -> None:
 _INIT_LOCK = threading.Lock()  # the warm-up's thread and a first compile may both ask
 
 
-@functools.cache
 def _initialise_llvm() -> None:
-    """LLVM's process-wide setup, once: the NVPTX target and libdevice's precise sqrt (LLVM's
-    target registry is not made to be filled from two threads at once: under a lock)."""
+    """LLVM's process-wide setup, once, under a lock: functools.cache alone would let two
+    threads that miss together both run it (LLVM's target registry is not made to be filled
+    from two threads at once, and the option would be added twice)."""
     with _INIT_LOCK:
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        llvm.set_option("fearless", "-nvvm-reflect-add=__CUDA_PREC_SQRT=1")
+        _initialise_once()
+
+
+@functools.cache
+def _initialise_once() -> None:
+    """The NVPTX target and libdevice's precise sqrt."""
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.set_option("fearless", "-nvvm-reflect-add=__CUDA_PREC_SQRT=1")
 
 
 def _target_machine(arch: str, opt_level: int) -> llvm.TargetMachine:
