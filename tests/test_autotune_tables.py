@@ -64,12 +64,13 @@ def key_of(f: Any, x: np.ndarray) -> Any:
 def test_export_writes_a_table_that_a_new_process_uses_without_timing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sleepy([])(np.ones(4))
+    f = sleepy([])
+    f(np.ones(4))
     out = tmp_path / "table.json"
     assert fl.autotune.export(out) >= 1
     data = json.loads(out.read_text())
     assert data["format"] == "fearless-tuning-table" and data["version"] == 1
-    mine = [e for e in data["entries"] if e["function"].endswith("sleepy.<locals>.f")]
+    mine = [e for e in data["entries"] if e["function"] == f.identity]  # not another module's
     assert mine[0]["config"] == {"delay": 0.0} and mine[0]["arch"] == "sim"
     assert mine[0]["versions"]["fearless"] == fl.__version__
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path / "other-cache"))  # a new machine
