@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import fearless as fl
@@ -84,3 +86,35 @@ def test_the_tracks_warm_ups_load_what_a_first_compile_needs() -> None:
     assert cuda_tile._listed_versions.cache_info().currsize >= 1
     warm_simt()
     assert ptx._initialise_once.cache_info().currsize == 1
+
+
+def test_no_warm_up_once_this_version_compiled_into_the_cache(
+    fresh: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A cache that holds a kernel this version compiled on a track: first calls are mostly
+    hits, which need no toolchain, so that track skips its warm-up (the other does not)."""
+    from fearless import cache
+
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    assert not cache.built_here("tile")
+    cache.mark_built("tile")
+    assert cache.built_here("tile") and not cache.built_here("simt")
+    assert warmup.start("tile", lambda: fresh.append("tile")) is None
+    thread = warmup.start("simt", lambda: fresh.append("simt"))
+    assert thread is not None
+    thread.join()
+    assert fresh == ["simt"]
+
+
+def test_a_compile_marks_its_track_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from fearless import cache
+
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+
+    @tile.kernel
+    def fill(x: tile.Part[fl.f32]) -> None:
+        x.store(tile.zeros((4,), fl.f32))
+
+    x = fl.asarray(np.zeros(8, np.float32)).partition((4,))
+    fill.inspect(x, stage="resources")  # a cubin compiled: a miss
+    assert cache.built_here("tile") and not cache.built_here("simt")

@@ -37,6 +37,7 @@ from typing import Any
 
 from . import config
 from .errors import ToolchainError
+from .version import __version__
 
 FORMAT = "v2"
 MAGIC = b"fearless-cache " + FORMAT.encode()
@@ -154,6 +155,34 @@ def store(key: str, value: Any) -> bool:
                 tmp.unlink()
         return _store_failed(path, _why(exc))
     return True
+
+
+def built_here(track: str) -> bool:
+    """Whether this cache holds a kernel this fearless version compiled on `track` ("tile",
+    "simt"): then a process's first calls are mostly disk-cache hits, which the toolchain
+    warm-up (runtime/warmup.py) would only slow down."""
+    if config.cache_disabled():
+        return False
+    try:
+        return _built_marker(track).exists()
+    except OSError:
+        return False
+
+
+def mark_built(track: str) -> None:
+    """Record that a kernel of `track` was compiled into this cache (see `built_here`); a
+    failure to write is left to `store`, which reports it."""
+    if config.cache_disabled():
+        return
+    with contextlib.suppress(OSError):
+        marker = _built_marker(track)
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+
+
+def _built_marker(track: str) -> Path:
+    return config.cache_dir() / FORMAT / f"built-{track}-{__version__}"
 
 
 def _store_failed(path: Path, why: str) -> bool:

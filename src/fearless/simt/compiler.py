@@ -308,6 +308,7 @@ def _build_cuda(ir: CompiledIR, arch: str) -> CompiledKernel:
         fast_coarse = f"{fast}_x{backend.COARSEN}" if coarse else None
         variants.append((ir.fast.fn, fast, fast_coarse))
     out = run_stages(cuda_stages(ir, variants, arch), ir, ir.fn.name)
+    cache.mark_built("simt")  # later processes skip the warm-up (runtime/warmup.py)
     return CompiledKernel(
         name=ir.fn.name,
         entry=entry,

@@ -97,6 +97,7 @@ def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
 
     def build() -> CompiledTile:
         out = run_stages(tileir_stages(arch), ir, ir.name)
+        cache.mark_built("tile")  # later processes skip the warm-up (runtime/warmup.py)
         return CompiledTile(ir.name, arch, ir.signature, out["tileir"], out["cubin"])
 
     return compile_cached(cache_key(ir, arch), CompiledTile, build)
