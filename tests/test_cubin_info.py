@@ -1,18 +1,24 @@
 """A cubin's resource usage read from the ELF file (backends/cubin_info.py), checked against
-what ptxas -v says of the same PTX, and the "resources" stage of `inspect` on both tracks."""
+what ptxas -v says of the same PTX, and the "resources" stage of `inspect` on both tracks; the
+block size and setmaxnreg counts read from the code, and the check that a warp group's
+setmaxnreg.inc can be met (tileiras's sparse MLA at occupancy 2 could not, and hung)."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import fearless as fl
 from fearless.backends import cubin_info
 from fearless.backends.toolchain import find_ptxas
 from fearless.cli.main import main
 from fearless.errors import ToolchainError
+from fearless.runtime import tile_gpu
+from fearless.runtime.target import current_target
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -40,6 +46,35 @@ LOCAL_ARRAY_PTX = """
   st.global.u32 [%rd5], %r3;
   ret;
 }
+"""
+
+
+# a warp-specialised kernel in miniature: the first `raised` warp groups of 384 threads raise
+# themselves to `inc` registers, the others lower themselves to 32 (ptxas gives it `maxnreg`)
+SETMAXNREG_PTX = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry ws(.param .u64 out) .reqntid 384, 1, 1 .maxnreg {maxnreg}
+{{
+  .reg .b32 %r<2>;
+  .reg .pred %p<2>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, {raised_threads};
+  @%p1 bra RAISE;
+  setmaxnreg.dec.sync.aligned.u32 32;
+  bra.uni STORE;
+RAISE:
+  setmaxnreg.inc.sync.aligned.u32 {inc};
+STORE:
+  ld.param.u64 %rd1, [out];
+  cvta.to.global.u64 %rd2, %rd1;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.u64 %rd2, %rd2, %rd3;
+  st.global.u32 [%rd2], %r1;
+  ret;
+}}
 """
 
 
@@ -109,3 +144,79 @@ def test_the_cli_emits_resources(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", f"{EXAMPLES}/simt_kernels.py::shared_matmul", "--emit",
                  "resources"]) == 0  # fmt: skip
     assert "registers a thread" in capsys.readouterr().out
+
+
+def test_a_kernel_without_setmaxnreg_reports_none(tmp_path: Path) -> None:
+    cubin, _ = _ptxas(LOCAL_ARRAY_PTX, tmp_path)
+    (got,) = cubin_info.kernel_resources(cubin)
+    assert (got.threads, got.setmaxnreg_inc, got.setmaxnreg_dec) == (0, (), ())  # no .reqntid
+    assert cubin_info.unsatisfiable_setmaxnreg(got) is None
+
+
+@pytest.mark.parametrize(
+    ("maxnreg", "inc", "raised", "hangs"),
+    [(80, 224, 1, True),  # 128 x 224 + 256 x 32 = 36,864 > 384 x 80 = 30,720
+     (80, 176, 1, False),  # 128 x 176 + 256 x 32 = 30,720: just fits
+     (168, 232, 2, False)],  # 2 x 128 x 232 + 128 x 32 = 63,488 <= 64,512
+)  # fmt: skip
+def test_setmaxnreg_is_read_from_the_code_and_checked_against_the_block(
+    tmp_path: Path, maxnreg: int, inc: int, raised: int, hangs: bool
+) -> None:
+    ptx = SETMAXNREG_PTX.format(maxnreg=maxnreg, inc=inc, raised_threads=128 * raised)
+    cubin, said = _ptxas(ptx, tmp_path, "sm_90a")
+    (got,) = cubin_info.kernel_resources(cubin)
+    assert (got.registers, got.threads) == (said["registers"], 384) == (maxnreg, 384)
+    assert (got.setmaxnreg_inc, got.setmaxnreg_dec) == ((inc,), (32,))
+    said_hangs = cubin_info.unsatisfiable_setmaxnreg(got)
+    assert (said_hangs is not None) == hangs
+    if maxnreg == 80 and hangs:
+        assert said_hangs == (
+            "384 threads at 80 registers make a 30,720-register block, and the warp group that "
+            "raises itself to 224 registers (setmaxnreg) with the other 256 threads at 32 would "
+            "need 36,864: the launch would never finish"
+        )
+
+
+def test_tileiras_sparse_mla_cannot_raise_its_registers_at_occupancy_2(
+    cubin: Callable[..., bytes],
+) -> None:
+    """At occupancy 2 tileiras gives sparse MLA's 384 threads 80 registers, and its consumer
+    warp group asks for 224: it hung on the H100 (session 20). At occupancy 1 (168 registers,
+    two consumer groups at 232) it runs."""
+    from fearless.ops.kernels_attention_mla_sparse import make_sparse_mla
+
+    b, g, s, s_kv, d, dp, topk = 1, 16, 64, 128, 128, 64, 64
+    q, qpe = fl.zeros((b, 1, g, s, d), dtype=fl.bf16), fl.zeros((b, 1, g, s, dp), dtype=fl.bf16)
+    kv, kpe = fl.zeros((b, 1, s_kv, d), dtype=fl.bf16), fl.zeros((b, 1, s_kv, dp), dtype=fl.bf16)
+    indices, err = fl.zeros((b, s, 1, topk), dtype=fl.i32), fl.zeros((1,), dtype=fl.i32)
+    out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, g, 1, d))
+    args = (out, q, qpe, kv, kv, kpe, indices, err, 0.07, 64, 64)
+    kernel = make_sparse_mla(fl.bf16, True)
+    hung = cubin(kernel.options(occupancy=2), *args)
+    (got,) = cubin_info.kernel_resources(hung)
+    assert got.threads == 384 and got.setmaxnreg_inc and got.setmaxnreg_dec
+    said = cubin_info.unsatisfiable_setmaxnreg(got)
+    assert said is not None and said.endswith("the launch would never finish"), said
+    assert f"// sparse_mla hangs: {said}" in cubin_info.describe(hung, "sm_90")
+    # the compile keeps the verdict, and the launch refuses it before the GPU sees the cubin
+    slow = kernel.options(occupancy=2)
+    compiled = slow.compile(slow.signature_of(args, current_target())[0], "sm_90")
+    assert compiled.never_finishes == said
+    with pytest.raises(fl.LaunchContractError, match="would hang the GPU") as refused:
+        tile_gpu.prepare(compiled, {}, None, (1, 1, 1), [])
+    assert "occupancy=1" in (refused.value.help or "")
+    (runs,) = cubin_info.kernel_resources(cubin(kernel.options(occupancy=1), *args))
+    assert runs.threads == 384 and runs.setmaxnreg_inc
+    assert cubin_info.unsatisfiable_setmaxnreg(runs) is None
+
+
+def test_a_tile_matmul_only_lowers_its_registers() -> None:
+    """tileiras's matmul (256 threads) only gives registers back: nothing to wait for."""
+    from fearless.tile.compiler import compile_cubin
+    from support.tile_examples import ex
+    from support.tile_signatures import SIGNATURES
+
+    compiled = compile_cubin(ex.matmul_f16.ir_for(SIGNATURES["matmul_f16"]), "sm_90")
+    (got,) = cubin_info.kernel_resources(compiled.cubin)
+    assert got.threads > 0 and got.setmaxnreg_dec and not got.setmaxnreg_inc
+    assert cubin_info.unsatisfiable_setmaxnreg(got) is None

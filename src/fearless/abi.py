@@ -241,3 +241,6 @@ class CompiledTile:
     bytecode: bytes
     cubin: bytes
     stages: dict[str, str] = field(default_factory=dict)
+    # why a launch of this cubin could never end (backends/cubin_info.py's never_finishes, read
+    # when it was compiled): runtime/tile_gpu.py refuses to launch it; None when it may end
+    never_finishes: str | None = None

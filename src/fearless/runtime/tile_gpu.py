@@ -60,6 +60,7 @@ def prepare(
     key = (signature, ct.arch)
     entry = loaded_kernels.get(key)
     if entry is None:
+        _refuse_hang(ct)
         ck = CompiledKernel(ct.name, ct.name, (), (), LaunchContract(), ct.arch, cubin=ct.cubin)
         loaded = driver.load_kernel(ck)
         entry = loaded_kernels[key] = (loaded, _cluster_dims(loaded.function))
@@ -74,6 +75,23 @@ def prepare(
             "`num_ctas` (`kernel.options(num_ctas=1)`)",
         )
     return GpuLaunch(ct.name, loaded.function, grid, ParamBlock(signature, shapes))
+
+
+def _refuse_hang(ct: CompiledTile) -> None:
+    """Refuse a cubin whose launch could never end, before it takes the GPU: tileiras 13.5 can
+    compile a warp-specialised kernel whose consumer warp group raises its registers
+    (setmaxnreg) past what the block holds at the occupancy asked, and then retries for ever
+    (sparse MLA at occupancy 2 hung the H100, 2026-12-05: backends/cubin_info.py reads it from
+    the cubin when it is compiled)."""
+    why = ct.never_finishes
+    if why is not None:
+        raise LaunchContractError(
+            f"`{ct.name}` as tileiras compiled it would hang the GPU: {why}",
+            user_location(),
+            help="ask for fewer blocks an SM (`kernel.options(occupancy=1)`) or fewer worker "
+            "warps (`num_worker_warps`), which leaves each thread more registers; an "
+            "autotuned kernel skips such a configuration",
+        )
 
 
 def dynamic_values(signature: Signature, values: Sequence[Any]) -> list[Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import cache
 from ..abi import CompiledTile, Signature
+from ..backends.cubin_info import never_finishes
 from ..backends.stages import Stage, compile_cached, dump, run_stages
 from ..errors import CompileError
 from ..frontend.source import FunctionSource
@@ -98,7 +99,10 @@ def compile_cubin(ir: TileIR, arch: str) -> CompiledTile:
     def build() -> CompiledTile:
         out = run_stages(tileir_stages(arch), ir, ir.name)
         cache.mark_built("tile")  # later processes skip the warm-up (runtime/warmup.py)
-        return CompiledTile(ir.name, arch, ir.signature, out["tileir"], out["cubin"])
+        cubin = out["cubin"]
+        return CompiledTile(
+            ir.name, arch, ir.signature, out["tileir"], cubin, never_finishes=never_finishes(cubin)
+        )
 
     return compile_cached(cache_key(ir, arch), CompiledTile, build)
 
