@@ -19,8 +19,10 @@ from fearless.runtime import target, warmup
 
 
 @pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """No track warmed yet, the GPU target chosen, and each track's work recorded."""
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """No track warmed yet, an empty disk cache (a cache that holds this version's kernels
+    skips the warm-up), the GPU target chosen, and each track's work recorded."""
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(warmup, "_started", set())
     monkeypatch.setattr(config, "target_override", lambda: None)  # the tests' FEARLESS_TARGET
     monkeypatch.setattr(target, "current_target", lambda: target.Target.CUDA)
