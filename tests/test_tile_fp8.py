@@ -72,6 +72,27 @@ def test_conversions_round_as_ml_dtypes(dt: fl.DType, ml: type) -> None:
     np.testing.assert_array_equal(back.unpartition().numpy(), want.astype(np.float32))
 
 
+def make_bits(dt):  # type: ignore[no-untyped-def]
+    @tile.kernel
+    def bits(w: tile.Part[fl.u8], again: tile.Part[dt], x: tile.Tensor[fl.f32]):
+        word = tile.bitcast(tile.load_like(x, w).astype(dt), fl.u8)
+        w.store(word)
+        again.store(tile.bitcast(word, dt))
+
+    return bits
+
+
+@pytest.mark.parametrize(("dt", "ml"), F8, ids=lambda v: getattr(v, "name", ""))
+def test_bitcast_gives_an_8_bit_floats_byte_and_back(dt: fl.DType, ml: type) -> None:
+    """One byte an element (the simulator once viewed the f32 it computes with: four)."""
+    w = fl.empty(64, dtype=fl.u8).partition((64,))
+    again = fl.empty(64, dtype=dt).partition((64,))
+    make_bits(dt)(w, again, fl.asarray(X))
+    want = X.astype(ml).view(np.uint8).tolist()
+    assert w.unpartition().numpy().tolist() == want
+    assert again.unpartition().numpy().view(np.uint8).tolist() == want
+
+
 @pytest.mark.parametrize(("dt", "ml"), F8, ids=lambda v: getattr(v, "name", ""))
 def test_fp8_mma_sums_in_f32(dt: fl.DType, ml: type) -> None:
     a, b = A.astype(ml), B.astype(ml)

@@ -279,7 +279,13 @@ class _Block:
 
     @runs(ops.Bitcast)
     def _op_Bitcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
-        return args[0].view(nx.storage_dtype(a["dtype"]))
+        # bf16 and the 8-bit floats run as f32 values: their bits first, and back to values
+        src, dst = _dtype(op.operands[0]), a["dtype"]
+        bits = nx.raw_store(args[0], src) if src.is_raw else args[0]
+        if not dst.is_raw:
+            return bits.view(dst.np)
+        word = np.dtype(f"u{dst.bits // 8}") if dst.bits < 32 else nx.F32
+        return nx.raw_load(bits.view(word), dst)
 
     @runs(ops.Broadcast)
     def _op_Broadcast(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
