@@ -352,6 +352,38 @@ def test_the_compile_ahead_pass_reads_a_configurations_spills(
     assert found[0] is not None and found[0] > 0 and found[1] == 0
 
 
+def test_the_timing_pass_takes_configurations_as_their_compiles_finish() -> None:
+    """`ready_order`: a slow compile (config 0 here) holds up only its own timing; a stale
+    winner (`first`) is still timed first; with `busy` compiles or fewer still running, the
+    ready ones go in their order; a configuration that launched nothing is ready at once."""
+    import threading
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from fearless.tile.compile_ahead import ready_order
+
+    def launches() -> tuple[dict[int, list[tuple[Any, Any]]], Future[None]]:
+        slow: Future[None] = Future()
+        done: Future[None] = Future()
+        done.set_result(None)
+        kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+        met = {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")], 3: []}
+        return met, slow
+
+    def finish_later(f: Future[None]) -> None:
+        threading.Timer(0.05, lambda: f.set_result(None)).start()
+
+    met, slow = launches()
+    finish_later(slow)
+    assert list(ready_order([0, 1, 2, 3], met, busy=1)) == [1, 2, 3, 0]
+    met, slow = launches()
+    finish_later(slow)
+    assert list(ready_order([0, 1, 2, 3], met, first=0, busy=1)) == [0, 1, 2, 3]
+    met, slow = launches()
+    finish_later(slow)  # no compile may still run: all wait for the slow one, then in order
+    assert list(ready_order([2, 0, 1, 3], met, busy=0)) == [2, 0, 1, 3]
+
+
 def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:
     import threading
 

@@ -189,8 +189,10 @@ def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]
     stale winner) is always timed."""
     if not any(stack == 0 for stack in stacks.values()):
         return set()
-    return {
-        n
-        for n, stack in stacks.items()
-        if stack is not None and stack >= SPILL_PRUNE_BYTES and n != keep
-    }
+    return {n for n, stack in stacks.items() if spills_much(stack) and n != keep}
+
+
+def spills_much(stack: int | None) -> bool:
+    """Whether a configuration's stack a thread (None: not known) is SPILL_PRUNE_BYTES or more:
+    not worth timing beside one that spills nothing."""
+    return stack is not None and stack >= SPILL_PRUNE_BYTES

@@ -36,7 +36,9 @@ GEMMs drop tiles larger than the problem. A stale table winner is timed whether 
 
 The first call with a new key times every configuration (`autotune_timing.measure`: a warm-up
 call, which compiles, then repeated calls each between two synchronisations, the median kept),
-keeps the fastest and calls the function with it. A configuration that raises a fearless error
+keeps the fastest and calls the function with it. On the GPU the configurations' Tile kernels
+compile first, side by side (tile/compile_ahead.py), and each is timed as soon as its compiles
+are done (`ready_order`), so one slow compile holds up only its own timing. A configuration that raises a fearless error
 (a tile too large, a launch the device refuses) is skipped and reported only if every one
 fails. When tuning has run for over a second, progress goes to stderr. The winner is stored on
 disk (`autotune_store.py`), keyed by the function's module, name and source, the key, the
@@ -66,14 +68,14 @@ import functools
 import inspect
 import sys
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import autotune_store, autotune_tables, autotune_timing, config
-from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling
+from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling, spills_much
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
 from .runtime import trace
@@ -360,17 +362,20 @@ class Autotuned:
                 order.remove(first)
             order.insert(0, first)  # a stale table winner is always a candidate
         launches: dict[int, list[tuple[Any, Any]]] = {}
-        stacks: dict[int, int | None] | None = None  # read once: before timing, or after
+        steps: Iterable[int] = order
         if target.on_device:
+            from .tile.compile_ahead import ready_order
+
             launches = self._compile_ahead(grid, args, kwargs, restore, order)
-            if autotune_timing.SKIP_SPILLING:  # reads the cubins now: waits for every compile
-                stacks = _stacks(launches)
-                order = [n for n in order if n not in spilling(stacks, keep=first)]
+            steps = ready_order(order, launches, first)  # as compiles finish
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
         failures: list[FearlessError] = []
-        for step, n in enumerate(order):
+        stacks: dict[int, int | None] = {}
+        spilled: list[int] = []  # timed at the end only if every configuration spills
+
+        def time(step: int, n: int) -> None:
             cfg = self.configs[n]
             progress.show(step, len(order), cfg)
             try:
@@ -378,9 +383,20 @@ class Autotuned:
                 times[n] = measure(call, restore, clock)
             except FearlessError as exc:
                 failures.append(exc)
+
+        for step, n in enumerate(steps):
+            if launches:
+                stacks[n] = _stack(launches[n])  # compiled: read at once
+                if autotune_timing.SKIP_SPILLING and n != first and spills_much(stacks[n]):
+                    spilled.append(n)
+                    continue
+            time(step, n)
+        untimed = spilling(stacks, keep=first)  # all of `spilled`, or none if all spill
+        for step, n in enumerate(spilled, len(order) - len(spilled)):
+            if n not in untimed:
+                time(step, n)  # nothing without spills to prefer: timed after all
         restore()
-        if launches:  # else read after the timing pass, which has taken every compile
-            stacks = _stacks(launches) if stacks is None else stacks
+        if launches:
             self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
         timed = [(t, n) for n, t in enumerate(times) if t is not None]
         if not timed:
@@ -569,12 +585,17 @@ class _Autotune:
 autotune = _Autotune()
 
 
-def _stacks(launches: dict[int, list[tuple[Any, Any]]]) -> dict[int, int | None]:
-    """Each configuration's most stack a thread (spills; None: one of its kernels did not
-    compile, or it launched no Tile kernel), waiting for compiles still running."""
+def _stack(launched: list[tuple[Any, Any]]) -> int | None:
+    """A configuration's most stack a thread (spills; None: one of its kernels did not compile,
+    or it launched no Tile kernel), waiting for its compiles if still running."""
     from .tile.compile_ahead import stack_bytes
 
-    return {n: stack_bytes(met) for n, met in launches.items()}
+    return stack_bytes(launched)
+
+
+def _stacks(launches: dict[int, list[tuple[Any, Any]]]) -> dict[int, int | None]:
+    """`_stack` of each configuration."""
+    return {n: _stack(met) for n, met in launches.items()}
 
 
 def capturing() -> bool:

@@ -11,6 +11,10 @@ The autotuner calls every configuration this way once before it times any
 compiles, not of N: on the H200 a row op's configurations took 1 to 3 s each to compile, one
 after another.
 
+The timing pass then takes the configurations as their compiles finish (`ready_order`), not in
+their order: one slow compile (a persistent TMA row kernel: 2.5 s beside 0.2 s for the rest)
+no longer holds up the timing of the others.
+
 The pass also lists the launches it met, so that the autotuner can read what each
 configuration's kernels use once compiled (`stack_bytes`: their spills) and leave the ones that
 spill much untimed (autotune_timing.spilling, when SKIP_SPILLING is on).
@@ -23,8 +27,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
 
@@ -104,6 +108,38 @@ def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
         except Exception:  # a compile error is met again, and reported, at the timed launch
             return None
     return most
+
+
+def ready_order(
+    order: Sequence[int],
+    launches: dict[int, list[tuple[Any, Any]]],
+    first: int | None = None,
+    busy: int | None = None,
+) -> Iterator[int]:
+    """`order`'s configurations (indices into `launches`, what each launched in the pass) as
+    their compiles finish: `first` (a stale winner, timed first) once compiled, then any whose
+    compiles are all done, in `order` among those ready, once at most `busy` compiles are still
+    to finish (default a quarter of the workers), so that timing does not share the CPUs with
+    many tileiras processes. A configuration with nothing compiling (it failed before its
+    launch, or launched no Tile kernel) is ready at once: its timing says what it does."""
+    futures = {
+        n: [f for kernel, key in launches.get(n, ()) if (f := kernel._ahead.get(key)) is not None]
+        for n in order
+    }
+    slack = max(1, workers() // 4) if busy is None else busy
+    pending = list(order)
+    if first is not None and first in futures:
+        wait(futures[first])
+        pending.remove(first)
+        yield first
+    while pending:
+        running = [f for n in pending for f in futures[n] if not f.done()]
+        ready = [n for n in pending if all(f.done() for f in futures[n])]
+        if ready and len(running) <= slack:
+            pending.remove(ready[0])
+            yield ready[0]
+        else:
+            wait(running, return_when=FIRST_COMPLETED)
 
 
 def take(kernel: Any, key: Any) -> Any:
