@@ -52,10 +52,8 @@ PATCHES: dict[str, str] = {
 
 # TileGym registry names (1.5.1) with no fearless operator behind them: left to TileGym
 UNCOVERED = (
-    "fmha_variant",
     "fmha_backward",
     "invoke_fused_moe_kernel",
-    "nvfp4_quantize",
     "get_rms_norm_module",
     "get_swiglu_module",
     "get_apply_rope_func",
@@ -98,6 +96,7 @@ for _n in (
     "fmha",
     "fmha_decode",
     "fmha_varlen",
+    "fmha_variant",
     "swa_attention",
     "gemma_attention",
     "attention_sink",
@@ -118,6 +117,7 @@ for _n in (
     "mhc_apply_residual",
     "mhc_sinkhorn",
     "linear_gluact_linear",
+    "nvfp4_quantize",
 ):
     _passthrough(_n)
 # cuTile's gemma_attention_decode names its scale sm_scale, ops.py's dispatch names it scaling

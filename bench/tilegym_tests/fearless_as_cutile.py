@@ -35,12 +35,14 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "activation/test_relu.py": ("relu",),
     "experimental/test_fused_linear_cross_entropy.py": ("fused_linear_cross_entropy",),
     "experimental/test_fused_swiglu_backward.py": ("silu_and_mul", "matmul"),
+    "experimental/test_nvfp4_quantize.py": ("nvfp4_quantize",),
     "experimental/test_mhc.py": ("mhc_gemm_rms_scale", "mhc_sinkhorn", "mhc_apply_residual"),
     "experimental/test_rmsnorm_backward.py": ("rms_norm",),
     "experimental/test_sparse_mla.py": ("sparse_mla",),
     "experimental/test_swa_attention.py": ("swa_attention",),
     "test_attention.py": ("fmha",),
     "test_attention_sink.py": ("attention_sink",),
+    "test_attention_variant.py": ("fmha_variant",),
     "test_bmm.py": ("bmm",),
     "test_chunk_gated_delta_rule.py": ("chunk_gated_delta_rule",),
     "test_dropout.py": ("dropout",),
@@ -65,7 +67,6 @@ COVERAGE: dict[str, tuple[str, ...]] = {
 
 # Files, or (file, test class or function) pairs, whose cutile tests exercise what fearless lacks
 SKIP_FILES: dict[str, str] = {
-    "experimental/test_nvfp4_quantize.py": "fearless has no nvfp4_quantize",
     "experimental/test_attention_backward.py": (
         "fearless has no fmha_forward_with_lse (the test imports TileGym's cuTile attention module)"
     ),

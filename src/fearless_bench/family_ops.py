@@ -144,7 +144,10 @@ def _case(ctx: Ctx, spec: Spec) -> list[Record]:
 
     def eager() -> Prepared:
         if bench.torch is None:
-            raise Skip(f"torch has no {spec.op} of {spec.dtype} (torch._scaled_mm is another op)")
+            raise Skip(
+                bench.no_torch
+                or f"torch has no {spec.op} of {spec.dtype} (torch._scaled_mm is another op)"
+            )
         return Prepared(bench.torch)
 
     impls: Impls = list(zip(IMPLS, (fearless, tilegym, eager), strict=True))

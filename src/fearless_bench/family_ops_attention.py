@@ -43,9 +43,13 @@ scores do not fit). Grids (NVIDIA/TileGym at 75a1430, file by file):
 - flash_attn_with_kvcache: no TileGym op (its column is a skip that says so): one query of
   (8, 1, 32, 128) over 8 KV heads, S = 2048 ... 16384 cached keys, contiguous (8, S, 8, 128)
   and paged (pages of 256 keys, a shuffled block_table) at the same S: the issue's goal is
-  paged >= 0.95 x contiguous. torch eager: SDPA (GQA), paged after gathering the pages.
+  paged >= 0.95 x contiguous. torch eager: SDPA (GQA), paged after gathering the pages;
+- fmha_variant: no TileGym bench: tests/ops/test_attention_variant.py's batch 4, 32 heads,
+  head_dim 128, bf16, causal, at S_q = 128 and 2048 over S_kv = 4096, one group per variant
+  (plain, window 512, ALiBi, vector bias, varlen, dropout 0.1): family_ops_attention_variant.py
+  (its cases, builder and peers' skips).
 
-`--quick` (first and last shape of each group): 44 cases. Estimate on the H200: about 3
+`--quick` (first and last shape of each group): 56 cases. Estimate on the H200: about 3
 minutes, most of it fearless's first (tuning) call per shape and the float64 references of
 the 8192-long cases (the timed calls are milliseconds); not yet measured.
 
@@ -60,6 +64,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import family_ops_base as base
+from .family_ops_attention_variant import DRY_SHAPE as VARIANT_DRY_SHAPE
+from .family_ops_attention_variant import OP as VARIANT
+from .family_ops_attention_variant import fmha_variant_bench as variant_builder
+from .family_ops_attention_variant import variant_small, variant_specs
 from .family_ops_base import ATTENTION_SEQ as SEQ
 from .family_ops_base import Bench, Joined, Spec, drawn_on, first, randn
 from .model import Skip
@@ -84,6 +92,7 @@ FEARLESS_CALLS: dict[str, tuple[str, ...]] = {
     "mla_decoding_split_kv": ("mla_decoding_split_kv",),
     "sparse_mla": ("sparse_mla",),
     "flash_attn_with_kvcache": ("flash_attn_with_kvcache",),
+    VARIANT: (VARIANT,),
 }
 
 
@@ -127,7 +136,7 @@ def attention_specs() -> list[Spec]:
         v = "paged" if paged else "contiguous"
         x = (("kv_heads", 8), ("page_block_size", PAGE if paged else 0))
         out += [Spec("flash_attn_with_kvcache", "bf16", (8, 2 * n, 32, 128), v, x) for n in SEQ]
-    return out
+    return out + variant_specs()
 
 
 def _swa(s: int) -> tuple[tuple[str, Any], ...]:
@@ -153,11 +162,14 @@ ATTENTION_DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "mla_decoding_split_kv": (1, 4, 37, 32),
     "sparse_mla": (1, 20, 1, 16),
     "flash_attn_with_kvcache": (2, 64, 4, 32),
+    VARIANT: VARIANT_DRY_SHAPE,
 }
 
 
 def small(spec: Spec) -> Spec:
     """`spec` at its dry-run shape, its parameters scaled to it (window, lengths, top-k)."""
+    if spec.op == VARIANT:
+        return variant_small(spec)
     shape = ATTENTION_DRY_SHAPES[spec.op]
     x = dict(spec.extra)
     if x.get("window_size"):
@@ -571,6 +583,7 @@ ATTENTION_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "mla_decoding_split_kv": _mla_decode,
     "sparse_mla": _sparse_mla,
     "flash_attn_with_kvcache": _kvcache,
+    VARIANT: variant_builder,
 }
 
 

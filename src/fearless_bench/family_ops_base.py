@@ -98,6 +98,7 @@ class Bench:
     bytes: int | None = None
     flops: int | None = None
     tilegym_note: str = "tilegym.ops, cutile backend"
+    no_torch: str = ""  # why torch has no peer, where `torch` is None (default: no such op)
 
 
 class Joined:

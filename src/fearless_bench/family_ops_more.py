@@ -31,6 +31,9 @@ tests/ops/test_<op>.py or a real model's sizes, as said):
   A and B normals * 0.1 in e4m3, scales U[0.1, 1.1) (suites/unsloth/bench_fp8.py; the family
   calls `tilegym.ops.w8a8_block_fp8_matmul`, the benchmark the unsloth suite's twin). Torch
   eager: dequantise, then an f32 matmul;
+- nvfp4_quantize: no TileGym benchmark; bf16 x of 4096 x 4096, 8192 x 8192, 16384 x 7168
+  (family_ops_nvfp4.py: its cases, builder and torch eager twin; TileGym's kernel needs
+  sm_100 and Tile IR bytecode 13.3, a skip on the H100 / H200);
 - linear_gluact_linear: Llama-7B's MLP (H 4096, I 11008), batch 1 and 4, seq 128 ... 2048,
   bf16, silu (experimental/bench_fused_swiglu_mlp.py's forward mode: its
   PartiallyFusedSwiGLUMLP is TileGym's linear_gluact_linear);
@@ -63,7 +66,7 @@ Mamba-2's chunked scan (mamba2_chunk_forward / _backward) is in family_ops_ssm.p
 family: moe_align_block_size, which runs inside every fused_moe call (`EXCLUDED` in
 tests/test_bench_ops.py).
 
-Cost (estimate, H200): `--quick` takes each group's first and last shape: 39 cases, each
+Cost (estimate, H200): `--quick` takes each group's first and last shape: 41 cases, each
 a few tunings on fearless's first call (about 1 to 5 s for the GEMM-shaped ones) plus a few
 seconds of timing and the float64 reference; the largest are Mixtral fused_moe at 4096
 tokens (float64 reference about 3 TFLOP, well under a second on an H200) and the linear
@@ -89,6 +92,9 @@ from .family_ops_base import (
     builder_dry_body,
     randn,
 )
+from .family_ops_nvfp4 import DRY_SHAPE as NVFP4_DRY_SHAPE
+from .family_ops_nvfp4 import OP as NVFP4
+from .family_ops_nvfp4 import nvfp4_bench, nvfp4_specs
 
 MHC_ALPHAS = (0.8, 1.1, 0.9)
 MIXTRAL = (4096, 14336, 8, 2)  # hidden, intermediate, experts, top_k
@@ -118,6 +124,7 @@ def more_specs() -> list[Spec]:
     out += [
         Spec("w8a8_block_fp8_matmul", "f8e4m3fn", (1024, 2048, k)) for k in (256, 512, 1024, 2048)
     ]
+    out += nvfp4_specs()
     for dt in ("bf16", "f16"):
         out += [
             Spec("fused_linear_cross_entropy", dt, (bt, 1024, 32768))
@@ -154,6 +161,7 @@ MORE_DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "mhc_sinkhorn": (9, 2),
     "mhc_apply_residual": (9, 24, 2),
     "w8a8_block_fp8_matmul": (5, 128, 256),
+    NVFP4: NVFP4_DRY_SHAPE,
     "fused_linear_cross_entropy": (7, 32, 50),
     "linear_gluact_linear": (1, 5, 32, 48),
     "fused_moe": (6, 32, 16, 4, 2),
@@ -637,6 +645,7 @@ MORE_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "mhc_sinkhorn": _mhc,
     "mhc_apply_residual": _mhc,
     "w8a8_block_fp8_matmul": _gemm_more,
+    NVFP4: nvfp4_bench,
     "fused_linear_cross_entropy": _gemm_more,
     "linear_gluact_linear": _gemm_more,
     "fused_moe": _moe,

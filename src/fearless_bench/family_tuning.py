@@ -68,6 +68,7 @@ SPECS = (
     Spec("mla_decoding_split_kv", "f16", (1, 16, 6000, 128), "hd128", (("d_pe", 64),)),
     Spec("sparse_mla", "bf16", (1, 256, 1, 768), "", (("heads", 16), ("head_dim", 128), ("s_kv", 6000), ("d_pe", 64))),
     Spec("flash_attn_with_kvcache", "bf16", (8, 6000, 32, 128), "contiguous", (("kv_heads", 8), ("page_block_size", 0))),
+    Spec("fmha_variant", "bf16", (2, 16, 1000, 3000, 128), "alibi", (("is_causal", True), ("bias_type", "alibi"))),
     # family_ops_more.py's operators
     Spec("rms_norm_backward", "bf16", (3000, 5120)),
     Spec("silu_and_mul_backward", "bf16", (3000, 2 * 5120)),
@@ -84,6 +85,7 @@ SPECS = (
     Spec("recurrent_gated_delta_rule", "bf16", (3, 1, 32, 128)),
     Spec("chunk_gated_delta_rule", "bf16", (1, 3072, 32, 128)),
     Spec("moe_actgrad_bwd", "bf16", (300, 2048, 768, 128, 8)),
+    Spec("nvfp4_quantize", "bf16", (3000, 5120)),
     # family_ops_ssm.py's operators: Mamba-2 2.7B's heads at T 3072
     Spec("mamba2_chunk_forward", "bf16", (1, 3072, 80, 64, 1, 128)),
     Spec("mamba2_chunk_backward", "bf16", (1, 3072, 80, 64, 1, 128)),

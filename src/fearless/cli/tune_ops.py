@@ -18,7 +18,9 @@ statistics' too: called without the forward's lse). Every function of
 fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tune.py checks).
 
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
-kernels (nothing is tuned); moe_align_block_size tunes nothing.
+kernels (nothing is tuned), and so does nvfp4_quantize; moe_align_block_size tunes nothing.
+fmha_variant's optional extents pick its variant (VARIANT_OPT): window, bias (0 none, 1 vector,
+2 matrix, 3 alibi), dropout_pct, random_mask (0 / 1), nsbd (0 / 1: the layout).
 """
 
 from __future__ import annotations
@@ -131,6 +133,34 @@ def _varlen(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
     b = s["batch"]
     ql, kl = [s["seq"]] * b, [s["kv_seq"] or s["seq"]] * b
     return ops.fmha_varlen(*_qkv(mk, s), None, bool(s["causal"]), ql, kl)
+
+
+# fmha_variant's optional extents beyond ATT_OPT: a window, a bias (BIASES' index), dropout in
+# percent, a random mask (0 / 1) and the layout (0 bnsd, 1 nsbd); each choice its own kernel.
+VARIANT_OPT = {**ATT_OPT, "window": 0, "bias": 0, "dropout_pct": 0, "random_mask": 0, "nsbd": 0}
+BIASES = (None, "vector", "matrix", "alibi")
+
+
+def _fmha_variant(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
+    b, n, d, sq = s["batch"], s["q_heads"], s["head_dim"], s["seq"]
+    skv = s["kv_seq"] or sq
+    if s["nsbd"]:  # (N, S, B, D)
+        hk = s["kv_heads"]
+        q, k, v = mk.randn(n, sq, b, d), mk.randn(hk, skv, b, d), mk.randn(hk, skv, b, d)
+    else:
+        q, k, v = _qkv(mk, s)
+    bias_type, bias = BIASES[s["bias"]], None
+    if bias_type == "alibi":
+        bias = mk.of(mk.rng.random(n, dtype=np.float32), "float32")
+    elif bias_type is not None:
+        bias = mk.randn(b, n, 1 if bias_type == "vector" else sq, skv)
+    mask = None
+    if s["random_mask"]:
+        mask = mk.of((mk.rng.random((b, n, sq, skv)) < 0.2).astype(np.int8))
+    return ops.fmha_variant(
+        q, k, v, None, bool(s["causal"]), None, None, bias_type, bias, s["dropout_pct"] / 100,
+        0, s["window"], mask, "nsbd" if s["nsbd"] else "bnsd",
+    )  # fmt: skip
 
 
 def _decode(ops: Any, mk: Inputs, s: Mapping[str, int]) -> Any:
@@ -488,6 +518,13 @@ def _ops() -> dict[str, Op]:
         ),
         "fmha_varlen": Op(
             _varlen, att_tiny, (f"{t}attention_varlen.attention_varlen_tuned",), ATT, ATT_OPT
+        ),
+        "fmha_variant": Op(
+            _fmha_variant,
+            {**att_tiny, "seq": 8, "kv_seq": 16, "window": 4, "bias": 3, "dropout_pct": 10},
+            (f"{t}attention_fmha_variant.fmha_variant_tuned",),
+            ATT,
+            VARIANT_OPT,
         ),
         "fmha_decode": Op(
             _decode, dec_tiny, (f"{t}attention.attention_decode",), DEC, {"split": 0}

@@ -17,7 +17,9 @@ splitk_reduce, the merge of split-KV decode partials, in place, forward only; Ti
 persistent_layer_norm, forward only; Mamba-2's chunked SSD scan, mamba2_chunk_forward and
 mamba2_chunk_backward, with autograd; TileGym's experimental mHC operators
 mhc_gemm_rms_scale, mhc_apply_residual and mhc_sinkhorn (in place), forward only; TileGym's
-fused GLU MLP linear_gluact_linear, forward only).
+fused GLU MLP linear_gluact_linear, forward only; TileGym's experimental NVFP4 quantization
+nvfp4_quantize, forward only; TileGym's fmha_variant (layouts, per-sequence lengths, window,
+vector / matrix / ALiBi bias, random mask, dropout), forward only).
 
     from fearless import ops
     y = ops.softmax(x)              # x: a torch tensor, an fl.Tensor or a NumPy array
@@ -33,6 +35,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
+from .attention_fmha_variant import fmha_variant
 from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_mla_sparse import sparse_mla
 from .attention_sinks import attention_sink, attention_sink_decode
@@ -64,6 +67,7 @@ from .mamba2 import mamba2_chunk_backward, mamba2_chunk_forward
 from .mhc import mhc_apply_residual, mhc_gemm_rms_scale, mhc_sinkhorn
 from .moe import fused_moe, moe_align_block_size
 from .moe_actgrad import moe_actgrad_bwd
+from .nvfp4 import nvfp4_quantize
 from .persistent_norm import persistent_layer_norm
 
 __all__ = [
@@ -75,6 +79,7 @@ __all__ = [
     "flash_attn_with_kvcache",
     "fmha",
     "fmha_decode",
+    "fmha_variant",
     "fmha_varlen",
     "fused_linear_cross_entropy",
     "fused_moe",
@@ -96,6 +101,7 @@ __all__ = [
     "mla_decoding_split_kv",
     "moe_actgrad_bwd",
     "moe_align_block_size",
+    "nvfp4_quantize",
     "persistent_layer_norm",
     "recurrent_gated_delta_rule",
     "relu",

@@ -4,18 +4,35 @@ kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
 scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
 name in its text. Also the training forwards' kept lse (attention.py, attention_variants.py):
-its output and its check where a backward takes it.
+its output and its check where a backward takes it; and the per-sequence lengths of a padded
+batch (attention_varlen.py, attention_fmha_variant.py).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
+
+import numpy as np
 
 from .. import dtypes
 from ..errors import KernelTypeError
+from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
-from ._io import FLOATS, Operand, filled_output, number, operand, output, result, view
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    filled_output,
+    from_torch,
+    full,
+    number,
+    operand,
+    output,
+    result,
+    view,
+)
 
 
 def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
@@ -105,3 +122,71 @@ def lse_operand(lse: Any, op: str, qa: Operand) -> Any:
         )
     b, h, lq = (1, *qa.shape[:2]) if len(qa.shape) == 3 else qa.shape[:3]
     return view(la.tensor, (b, h, lq))
+
+
+# ------------------------------------------------------------------ per-sequence lengths
+
+
+def sequence_lengths(
+    x: Any, like: Operand, b: int, limit: int, name: str, axis: str, op: str
+) -> Any:
+    """The (B,) i32 tensor a kernel reads lengths `name` from, beside `like` (all `limit` for
+    None). Lengths on the host (a list, a tuple, NumPy, a CPU torch tensor) are checked: B of
+    them, integers in 0..limit (`axis` names the padded axis); lengths on a GPU are not read
+    (that would wait for it), so the kernels clamp them."""
+    if x is None:
+        return full(like, (max(b, 1),), limit, dtypes.i32)
+    if isinstance(x, (list, tuple)):
+        listed = np.asarray(x, dtype=object)
+        check_lengths(listed, b, limit, name, axis, op)
+        arr = np.asarray(listed.tolist(), dtype=np.int32).reshape(b)
+        if like.kind == "torch":
+            torch = sys.modules["torch"]
+            return from_torch(torch.from_numpy(arr).to(like.original.device))
+        return fl_tensor.asarray(arr, device=like.tensor.device)
+    la = operand(x, op, name, device=like.tensor.device)
+    if la.dtype not in (dtypes.i32, dtypes.i64):
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be an int32 or int64 tensor, got "
+            f"{la.dtype.name}",
+            help="pass per-sequence lengths, e.g. `torch.tensor([5, 7], dtype=torch.int32)`",
+        )
+    host = _host_lengths(x)
+    # on a GPU only the shape is known here: zeros of it stand for the values
+    known = np.zeros(la.shape, dtype=np.int64) if host is None else host
+    check_lengths(known, b, limit, name, axis, op)
+    return cast(la, dtypes.i32)
+
+
+def check_lengths(vals: np.ndarray, b: int, limit: int, name: str, axis: str, op: str) -> None:
+    """B integer lengths in 0..limit, else E0701 naming `name`, `op` and the padded `axis`."""
+    if vals.ndim != 1 or len(vals) != b:
+        got = len(vals) if vals.ndim == 1 else "shape " + str(vals.shape)
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` needs one length per sequence, {b} (q's batch), "
+            f"got {got}",
+            help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
+        )
+    for i, x in enumerate(vals.tolist()):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise argument_error(
+                f"`{name}` of `fearless.ops.{op}` must hold integers, got {x!r:.40} at {i}",
+                help="pass lengths as ints or an int32 / int64 tensor",
+            )
+        if not 0 <= x <= limit:
+            raise argument_error(
+                f"`{name}[{i}]` of `fearless.ops.{op}` is {x}, outside 0..{limit} (the padded "
+                f"{axis})",
+                help="the layout is padded: each sequence's length is at most the padded "
+                "axis, and none is negative",
+            )
+
+
+def _host_lengths(x: Any) -> np.ndarray | None:
+    """Lengths living on the host (NumPy, a CPU torch tensor) as NumPy, else None."""
+    if isinstance(x, np.ndarray):
+        return x
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.device.type == "cpu":
+        return x.detach().numpy()  # type: ignore[no-any-return]
+    return None

@@ -27,22 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..runtime import tensor as fl_tensor
-from ..runtime.location import argument_error
 from ._attention_checks import (
     attention_scale,
+    check_lengths,
     decode_operands,
     qkv_mismatch,
     qkv_operands,
+    sequence_lengths,
     split_len,
 )
 from ._io import (
     FLOATS,
-    Operand,
-    cast,
-    from_torch,
-    full,
     operand,
     output,
     result,
@@ -81,8 +76,8 @@ def fmha_varlen(
     qa, ka, va = qkv_operands(op, q, k, v)
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
-    ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
-    kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
+    ql = sequence_lengths(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)", "fmha_varlen")
+    kl = sequence_lengths(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)", "fmha_varlen")
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
@@ -117,8 +112,8 @@ def fmha_varlen_backward(
         raise qkv_mismatch(op, f"dout {ga.shape}, q {qa.shape} and out {oa.shape}")
     (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
-    ql = _lens(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)")
-    kl = _lens(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)")
+    ql = sequence_lengths(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)", "fmha_varlen")
+    kl = sequence_lengths(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)", "fmha_varlen")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
     grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
     if runs:
@@ -160,75 +155,11 @@ def fmha_decode(
     return result(qa, out, ret)
 
 
-def _host_values(x: Any) -> np.ndarray | None:
-    """The lengths as a host array where they live on the host (a list, a tuple, NumPy, a CPU
-    torch tensor), else None (on a GPU: reading them would wait for it)."""
-    if isinstance(x, (list, tuple)):
-        return np.asarray(x, dtype=object)
-    if isinstance(x, np.ndarray):
-        return x
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor) and x.device.type == "cpu":
-        return x.detach().numpy()
-    return None
-
-
-def _check(vals: np.ndarray, b: int, limit: int, name: str, axis: str) -> None:
-    op = "fmha_varlen"
-    if vals.ndim != 1 or len(vals) != b:
-        raise argument_error(
-            f"`{name}` of `fearless.ops.{op}` needs one length per sequence, {b} (q's batch), "
-            f"got {len(vals) if vals.ndim == 1 else 'shape ' + str(vals.shape)}",
-            help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
-        )
-    for i, x in enumerate(vals.tolist()):
-        if isinstance(x, bool) or not isinstance(x, int):
-            raise argument_error(
-                f"`{name}` of `fearless.ops.{op}` must hold integers, got {x!r} at {i}",
-                help="pass lengths as ints or an int32 / int64 tensor",
-            )
-        if not 0 <= x <= limit:
-            raise argument_error(
-                f"`{name}[{i}]` of `fearless.ops.{op}` is {x}, outside 0..{limit} (the padded "
-                f"{axis})",
-                help="the layout is padded (B, H, L, D): each sequence's length is at most the "
-                "padded axis, and none is negative",
-            )
-
-
-def _lens(x: Any, like: Operand, b: int, limit: int, name: str, axis: str) -> Any:
-    """The (B,) i32 tensor the kernel reads `name` from, beside `like` (all `limit` for None)."""
-    op = "fmha_varlen"
-    if x is None:
-        return full(like, (max(b, 1),), limit, dtypes.i32)
-    host = _host_values(x)
-    if isinstance(x, (list, tuple)):
-        assert host is not None
-        _check(host, b, limit, name, axis)
-        arr = np.asarray(host.tolist(), dtype=np.int32).reshape(b)
-        if like.kind == "torch":
-            torch = sys.modules["torch"]
-            return from_torch(torch.from_numpy(arr).to(like.original.device))
-        return fl_tensor.asarray(arr, device=like.tensor.device)
-    la = operand(x, op, name, device=like.tensor.device)
-    if la.dtype not in (dtypes.i32, dtypes.i64):
-        raise argument_error(
-            f"`{name}` of `fearless.ops.{op}` must be an int32 or int64 tensor, got "
-            f"{la.dtype.name}",
-            help="pass per-sequence lengths, e.g. `torch.tensor([5, 7], dtype=torch.int32)`",
-        )
-    if host is not None:
-        _check(np.asarray(host), b, limit, name, axis)
-    elif la.shape != (b,):
-        _check(np.zeros(la.shape), b, limit, name, axis)
-    return cast(la, dtypes.i32)
-
-
 def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
     """Lengths as the torch operator takes them: None, or an integer tensor (a list checked,
     then made an int32 tensor beside `like`)."""
     if isinstance(x, (list, tuple)):
         torch = sys.modules["torch"]
-        _check(np.asarray(x, dtype=object), b, limit, name, "axis")
+        check_lengths(np.asarray(x, dtype=object), b, limit, name, "axis", "fmha_varlen")
         return torch.tensor(list(x), dtype=torch.int32, device=like.device)
     return x
