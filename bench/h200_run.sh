@@ -124,6 +124,7 @@ for step in "$@"; do
              tests/gpu/test_ops_linear_gluact_linear_gpu.py tests/gpu/test_ops_moe_actgrad_gpu.py \
              tests/gpu/test_ops_attention_sink_varlen_backward_gpu.py \
              tests/gpu/test_ops_attention_mask_backward_gpu.py \
+             tests/gpu/test_ops_fmha_variant_gpu.py tests/gpu/test_ops_nvfp4_gpu.py \
              2>&1 | tee "$out/gpu_new_full.log" | tail -40 > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     tgtests) # NVIDIA TileGym's tests/ops with fearless.ops as its cuTile backend (per-file
