@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from fearless.backends.tileir import cuda_tile as tileir
@@ -35,6 +38,20 @@ def test_version_is_negotiated_with_tileiras() -> None:
     chosen = tileir.bytecode_version()
     assert chosen.as_string() in listed
     assert chosen.as_string() != "13.5"  # development-only in cuda-tile: never chosen
+
+
+def test_the_listed_versions_are_kept_on_disk(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fresh process asks tileiras once per binary: later ones read the disk cache."""
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    tileir._listed_versions.cache_clear()
+    listed = tileir.tileiras_versions()
+    tileir._listed_versions.cache_clear()  # as a new process
+    ran: list[Any] = []
+    monkeypatch.setattr(tileir, "_run", lambda *a: ran.append(a))
+    assert tileir.tileiras_versions() == listed and ran == []
+    tileir._listed_versions.cache_clear()
 
 
 def test_bytecode_to_text_and_cubin() -> None:

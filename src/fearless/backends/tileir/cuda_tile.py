@@ -17,6 +17,7 @@ Missing tools and failed runs are `ToolchainError`s that say what to install or 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import subprocess
 import tempfile
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import config
+from ... import cache, config
 from ...errors import ToolchainError
 from .. import toolchain
 
@@ -88,15 +89,26 @@ def tools() -> Tools:
 
 
 @functools.cache
-def _listed_versions(tileiras: Path, mtime: float) -> tuple[str, ...]:
+def _listed_versions(tileiras: Path, mtime: float, size: int) -> tuple[str, ...]:
+    """What `tileiras --list-versions` says, kept in the disk cache under the binary's path,
+    time and size: asking costs a process (45 ms), which a fresh process's first compile
+    would otherwise wait for every time."""
+    key = "tileiras-versions-" + hashlib.sha256(f"{tileiras}|{mtime}|{size}".encode()).hexdigest()
+    stored = cache.load(key)
+    if isinstance(stored, tuple) and all(isinstance(v, str) for v in stored):
+        return stored
     proc = _run([str(tileiras), "--list-versions"], tools().env, "listing bytecode versions")
-    return tuple(line.strip() for line in proc.stdout.splitlines() if line.strip())
+    listed = tuple(line.strip() for line in proc.stdout.splitlines() if line.strip())
+    cache.store(key, listed)
+    return listed
 
 
 def tileiras_versions() -> tuple[str, ...]:
-    """The bytecode versions the installed tileiras reads ("13.1", ...), asked once per binary."""
+    """The bytecode versions the installed tileiras reads ("13.1", ...), asked once per binary
+    (and remembered on disk)."""
     t = tools().tileiras
-    return _listed_versions(t, t.stat().st_mtime)
+    st = t.stat()
+    return _listed_versions(t, st.st_mtime, st.st_size)
 
 
 def bytecode_version() -> Any:
