@@ -64,3 +64,22 @@ def test_an_index_outside_the_cache_is_raised_at_synchronize() -> None:
     ops.sparse_mla(*args)
     with pytest.raises(fl.KernelIndexError, match=r"indices\[0, 3, 0, 7\] = 128"):
         fl.synchronize()
+
+
+def test_a_configuration_that_would_hang_is_refused_before_it_launches() -> None:
+    """At occupancy 2 tileiras 13.5 compiles this kernel to a cubin whose consumer warp group
+    can never get the registers it asks for (it hung the H100, 2026-12-05): the first launch
+    raises E0700 instead, and the GPU is still usable after it."""
+    from fearless.ops.kernels_attention_mla_sparse import make_sparse_mla
+
+    b, g, s, s_kv, d, dp, topk = 1, 16, 64, 128, 128, 64, 64
+    q, qpe = fl.zeros((b, 1, g, s, d), dtype=fl.bf16), fl.zeros((b, 1, g, s, dp), dtype=fl.bf16)
+    kv, kpe = fl.zeros((b, 1, s_kv, d), dtype=fl.bf16), fl.zeros((b, 1, s_kv, dp), dtype=fl.bf16)
+    indices, err = fl.zeros((b, s, 1, topk), dtype=fl.i32), fl.zeros((1,), dtype=fl.i32)
+    out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, g, 1, d))
+    kernel = make_sparse_mla(fl.bf16, True).options(occupancy=2)
+    with pytest.raises(fl.LaunchContractError, match="would hang the GPU"):
+        kernel(out, q, qpe, kv, kv, kpe, indices, err, 0.07, 64, 64)
+    out.unpartition()
+    x = fl.asarray(np.arange(8, dtype=np.float32))
+    assert (ops.relu(x).numpy() == np.arange(8)).all()  # the context is fine
