@@ -75,6 +75,7 @@ from typing import Any
 import numpy as np
 
 from . import autotune_store, autotune_tables, autotune_timing, config
+from .autotune_keys import KeySpec, check_configs, freeze_grid, make_key
 from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling, spills_much
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
@@ -82,7 +83,6 @@ from .runtime import trace
 from .runtime.location import user_location
 from .runtime.partition import Partition, start_recording, stop_recording
 
-KeySpec = Sequence[str] | Callable[..., Any] | None
 # prune(configs, *args, **kwargs) -> the configurations worth timing (a subset of `configs`)
 Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
@@ -113,14 +113,14 @@ class Autotuned:
                 help="decorate the host function that launches it, with the block size as a "
                 "keyword argument: `@fl.autotune(configs=[{'block': 128}, {'block': 256}])`",
             )
-        self.configs = _check_configs(self.name, configs)
+        self.configs = check_configs(self.name, configs)
         self._all_params = self._parameters()
         self._check_tunables()
         # what a call passes: for a Tile kernel, the parameters no configuration sets
         self._params = [p for p in self._all_params if p not in self.configs[0]]
         if self._kernel != "tile":
             self._params = self._all_params
-        self._key_fn = self._make_key(key)
+        self._key_fn = make_key(key, self._params, self.name)
         self._reset = self._check_names("reset_to_zero", reset_to_zero)
         self._restore = self._check_names("restore_value", restore_value)
         self._best: dict[Hashable, int] = {}  # key -> index into configs
@@ -148,7 +148,7 @@ class Autotuned:
                 user_location(),
                 help=f"call it: `{self.name}(...)`; the grid is its own business",
             )
-        return self._call((_freeze_grid(grid), stream), args, {})  # type: ignore[no-any-return]
+        return self._call((freeze_grid(grid), stream), args, {})  # type: ignore[no-any-return]
 
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
         """A decorated Tile kernel's `kernel.inspect`: the text of `stage` for the configuration
@@ -509,37 +509,6 @@ class Autotuned:
             help=f"pass `{name}` in the call",
         )
 
-    def _make_key(self, key: KeySpec) -> Callable[[tuple[Any, ...], dict[str, Any]], Hashable]:
-        if callable(key):
-            user_key = key
-            key_name = getattr(key, "__qualname__", None) or repr(key)
-
-            def by_function(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
-                value = user_key(*args, **kwargs)
-                return (_freeze(value, key_name, self.name), _dtypes(args, kwargs))
-
-            return by_function
-        if isinstance(key, str):
-            key = [key]
-        names = tuple(key) if key is not None else tuple(self._params)
-        for name in names:
-            if name not in self._params:
-                raise CompileError(
-                    f"the autotuning key names `{name}`, which is not a parameter of `{self.name}`",
-                    user_location(),
-                    help=f"the parameters are {', '.join(f'`{p}`' for p in self._params)}",
-                )
-        positions = tuple(self._params.index(n) for n in names)
-
-        def by_names(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
-            parts = []
-            for name, pos in zip(names, positions, strict=True):
-                value = args[pos] if pos < len(args) else kwargs.get(name)
-                parts.append(_key_part(value))
-            return (tuple(parts), _dtypes(args, kwargs))
-
-        return by_names
-
     def __repr__(self) -> str:
         return f"<fl.autotune {self.name}: {len(self.configs)} configs>"
 
@@ -620,81 +589,6 @@ def capturing() -> bool:
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _check_configs(name: str, configs: Any) -> list[dict[str, Any]]:
-    if isinstance(configs, Mapping) or not isinstance(configs, Sequence) or not configs:
-        raise CompileError(
-            f"`fl.autotune` for `{name}` needs a non-empty list of configurations",
-            user_location(),
-            help="`@fl.autotune(configs=[{'tile': 128}, {'tile': 256}], key=['x'])`",
-        )
-    out = []
-    for cfg in configs:
-        if not isinstance(cfg, Mapping) or not all(isinstance(k, str) for k in cfg):
-            raise CompileError(
-                f"a configuration of `{name}` is `{cfg!r}`, not a mapping of keyword names to values",
-                user_location(),
-                help="write each configuration as a dict: `{'tile': 128, 'occupancy': 2}`",
-            )
-        out.append(dict(cfg))
-    first = set(out[0])
-    for cfg in out[1:]:
-        if set(cfg) != first:
-            raise CompileError(
-                f"the configurations of `{name}` set different names: {sorted(first)} and "
-                f"{sorted(cfg)}",
-                user_location(),
-                help="give every configuration a value for the same tunables",
-            )
-    return out
-
-
-def _key_part(value: Any) -> Hashable:
-    """What of an argument decides the configuration: an array's shape, a scalar's value."""
-    shape = getattr(value, "shape", None)
-    if shape is not None and not isinstance(value, np.generic):
-        return ("shape", tuple(int(d) for d in shape), getattr(value, "tile", None))
-    if isinstance(value, Hashable):
-        return value
-    return repr(value)
-
-
-def _freeze(value: Any, key_name: str, name: str) -> Hashable:
-    """A key function's value as a hashable one: lists and tuples as tuples, dicts as tuples of
-    their items sorted, sets sorted; anything else unhashable is refused, naming the function."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v, key_name, name) for v in value)
-    if isinstance(value, Mapping):
-        items = ((_freeze(k, key_name, name), _freeze(v, key_name, name)) for k, v in value.items())
-        return tuple(sorted(items, key=repr))
-    if isinstance(value, (set, frozenset)):
-        return tuple(sorted((_freeze(v, key_name, name) for v in value), key=repr))
-    if isinstance(value, np.ndarray) or not isinstance(value, Hashable):
-        raise KernelTypeError(
-            f"the autotuning key function `{key_name}` of `{name}` returned a "
-            f"`{type(value).__name__}`, which cannot be a key",
-            user_location(),
-            help="return numbers, strings, or tuples, lists and dicts of them: e.g. "
-            "`key=lambda x, out: (x.shape[0], str(x.dtype))`",
-        )
-    try:
-        hash(value)
-    except TypeError:  # a tuple subclass or an object whose __hash__ refuses
-        raise KernelTypeError(
-            f"the autotuning key function `{key_name}` of `{name}` returned `{value!r}`, "
-            "which is not hashable",
-            user_location(),
-            help="return numbers, strings, or tuples, lists and dicts of them",
-        ) from None
-    return value
-
-
-def _freeze_grid(grid: Any) -> Hashable:
-    """A launch grid as part of a key (the kernel checks it when it launches)."""
-    if isinstance(grid, (list, tuple)):
-        return tuple(grid)
-    return grid if isinstance(grid, Hashable) else repr(grid)
-
-
 def _give_back(
     made: list[Partition[Any]], args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
 ) -> None:
@@ -704,12 +598,6 @@ def _give_back(
     for part in made:
         if part.open and id(part.tensor) in arguments and id(part) not in returned:
             part.unpartition()
-
-
-def _dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(
-        str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
-    )
 
 
 def table_arch() -> str:

@@ -1,0 +1,137 @@
+"""What an `fl.autotune` call is keyed by, and the checks of the decorator's arguments: the key
+function built from `key=` (parameter names, whose arrays count by shape and tile and scalars by
+value, or a function of the call's arguments, whose value is frozen into a hashable one), the
+dtypes every key includes, a launch grid as part of a key, and the configuration list's shape
+(autotuning.py's `Autotuned` uses them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import CompileError, KernelTypeError
+from .runtime.location import user_location
+
+KeySpec = Sequence[str] | Callable[..., Any] | None
+KeyFn = Callable[[tuple[Any, ...], dict[str, Any]], Hashable]
+
+
+def make_key(key: KeySpec, params: list[str], owner: str) -> KeyFn:
+    """The function that computes a call's key from `key` (None: every parameter; a name or
+    names; a function of the call's arguments), for the autotuned function `owner` with
+    parameters `params`."""
+    if callable(key):
+        user_key = key
+        key_name = getattr(key, "__qualname__", None) or repr(key)
+
+        def by_function(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+            value = user_key(*args, **kwargs)
+            return (freeze(value, key_name, owner), dtypes(args, kwargs))
+
+        return by_function
+    if isinstance(key, str):
+        key = [key]
+    names = tuple(key) if key is not None else tuple(params)
+    for name in names:
+        if name not in params:
+            raise CompileError(
+                f"the autotuning key names `{name}`, which is not a parameter of `{owner}`",
+                user_location(),
+                help=f"the parameters are {', '.join(f'`{p}`' for p in params)}",
+            )
+    positions = tuple(params.index(n) for n in names)
+
+    def by_names(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+        parts = []
+        for name, pos in zip(names, positions, strict=True):
+            value = args[pos] if pos < len(args) else kwargs.get(name)
+            parts.append(key_part(value))
+        return (tuple(parts), dtypes(args, kwargs))
+
+    return by_names
+
+
+def check_configs(name: str, configs: Any) -> list[dict[str, Any]]:
+    """`configs` as a list of dicts, each naming the same tunables, or a CompileError."""
+    if isinstance(configs, Mapping) or not isinstance(configs, Sequence) or not configs:
+        raise CompileError(
+            f"`fl.autotune` for `{name}` needs a non-empty list of configurations",
+            user_location(),
+            help="`@fl.autotune(configs=[{'tile': 128}, {'tile': 256}], key=['x'])`",
+        )
+    out = []
+    for cfg in configs:
+        if not isinstance(cfg, Mapping) or not all(isinstance(k, str) for k in cfg):
+            raise CompileError(
+                f"a configuration of `{name}` is `{cfg!r}`, not a mapping of keyword names to values",
+                user_location(),
+                help="write each configuration as a dict: `{'tile': 128, 'occupancy': 2}`",
+            )
+        out.append(dict(cfg))
+    first = set(out[0])
+    for cfg in out[1:]:
+        if set(cfg) != first:
+            raise CompileError(
+                f"the configurations of `{name}` set different names: {sorted(first)} and "
+                f"{sorted(cfg)}",
+                user_location(),
+                help="give every configuration a value for the same tunables",
+            )
+    return out
+
+
+def key_part(value: Any) -> Hashable:
+    """What of an argument decides the configuration: an array's shape, a scalar's value."""
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, np.generic):
+        return ("shape", tuple(int(d) for d in shape), getattr(value, "tile", None))
+    if isinstance(value, Hashable):
+        return value
+    return repr(value)
+
+
+def freeze(value: Any, key_name: str, name: str) -> Hashable:
+    """A key function's value as a hashable one: lists and tuples as tuples, dicts as tuples of
+    their items sorted, sets sorted; anything else unhashable is refused, naming the function."""
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v, key_name, name) for v in value)
+    if isinstance(value, Mapping):
+        items = ((freeze(k, key_name, name), freeze(v, key_name, name)) for k, v in value.items())
+        return tuple(sorted(items, key=repr))
+    if isinstance(value, (set, frozenset)):
+        return tuple(sorted((freeze(v, key_name, name) for v in value), key=repr))
+    if isinstance(value, np.ndarray) or not isinstance(value, Hashable):
+        raise KernelTypeError(
+            f"the autotuning key function `{key_name}` of `{name}` returned a "
+            f"`{type(value).__name__}`, which cannot be a key",
+            user_location(),
+            help="return numbers, strings, or tuples, lists and dicts of them: e.g. "
+            "`key=lambda x, out: (x.shape[0], str(x.dtype))`",
+        )
+    try:
+        hash(value)
+    except TypeError:  # a tuple subclass or an object whose __hash__ refuses
+        raise KernelTypeError(
+            f"the autotuning key function `{key_name}` of `{name}` returned `{value!r}`, "
+            "which is not hashable",
+            user_location(),
+            help="return numbers, strings, or tuples, lists and dicts of them",
+        ) from None
+    return value
+
+
+def freeze_grid(grid: Any) -> Hashable:
+    """A launch grid as part of a key (the kernel checks it when it launches)."""
+    if isinstance(grid, (list, tuple)):
+        return tuple(grid)
+    return grid if isinstance(grid, Hashable) else repr(grid)
+
+
+def dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """The dtypes of a call's arrays, in order: part of every key."""
+    return tuple(
+        str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
+    )
