@@ -34,14 +34,9 @@ def make_key(key: KeySpec, params: list[str], owner: str) -> KeyFn:
         return by_function
     if isinstance(key, str):
         key = [key]
-    names = tuple(key) if key is not None else tuple(params)
-    for name in names:
-        if name not in params:
-            raise CompileError(
-                f"the autotuning key names `{name}`, which is not a parameter of `{owner}`",
-                user_location(),
-                help=f"the parameters are {', '.join(f'`{p}`' for p in params)}",
-            )
+    names = check_names(
+        "the autotuning key", tuple(key) if key is not None else params, params, owner
+    )
     positions = tuple(params.index(n) for n in names)
 
     def by_names(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
@@ -52,6 +47,21 @@ def make_key(key: KeySpec, params: list[str], owner: str) -> KeyFn:
         return (tuple(parts), dtypes(args, kwargs))
 
     return by_names
+
+
+def check_names(
+    what: str, names: Sequence[str], params: Sequence[str], owner: str
+) -> tuple[str, ...]:
+    """`names` (of `what`: the key, `restore_value`, ...) when each is a parameter of `owner`,
+    else a CompileError listing them."""
+    for name in names:
+        if name not in params:
+            raise CompileError(
+                f"{what} names `{name}`, which is not a parameter of `{owner}`",
+                user_location(),
+                help=f"the parameters are {', '.join(f'`{p}`' for p in params)}",
+            )
+    return tuple(names)
 
 
 def check_configs(name: str, configs: Any) -> list[dict[str, Any]]:

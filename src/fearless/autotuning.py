@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 
 from . import autotune_store, autotune_tables, autotune_timing, config
-from .autotune_keys import KeySpec, check_configs, freeze_grid, make_key
+from .autotune_keys import KeySpec, check_configs, check_names, freeze_grid, make_key
 from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling, spills_much
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
@@ -121,8 +121,8 @@ class Autotuned:
         if self._kernel != "tile":
             self._params = self._all_params
         self._key_fn = make_key(key, self._params, self.name)
-        self._reset = self._check_names("reset_to_zero", reset_to_zero)
-        self._restore = self._check_names("restore_value", restore_value)
+        self._reset = check_names("`reset_to_zero`", reset_to_zero, self._params, self.name)
+        self._restore = check_names("`restore_value`", restore_value, self._params, self.name)
         self._best: dict[Hashable, int] = {}  # key -> index into configs
         # keys whose winner came from the disk (its file) or a table (None) and has not run yet
         self._unproven: dict[Hashable, Path | None] = {}
@@ -484,17 +484,6 @@ class Autotuned:
                 help=f"add `{name}` to `{self.name}`'s parameters (e.g. `*, {name}`), or "
                 "remove it from the configurations",
             )
-
-    def _check_names(self, what: str, names: Sequence[str]) -> tuple[str, ...]:
-        known = set(self._params)
-        for name in names:
-            if name not in known:
-                raise CompileError(
-                    f"`{what}` names `{name}`, which is not a parameter of `{self.name}`",
-                    user_location(),
-                    help=f"the parameters are {', '.join(f'`{p}`' for p in self._params)}",
-                )
-        return tuple(names)
 
     def _argument(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if name in kwargs:
