@@ -52,7 +52,6 @@ PATCHES: dict[str, str] = {
 
 # TileGym registry names (1.5.1) with no fearless operator behind them: left to TileGym
 UNCOVERED = (
-    "fmha_backward",
     "invoke_fused_moe_kernel",
     "get_rms_norm_module",
     "get_swiglu_module",
@@ -122,6 +121,9 @@ for _n in (
     _passthrough(_n)
 # cuTile's gemma_attention_decode names its scale sm_scale, ops.py's dispatch names it scaling
 _passthrough("gemma_attention_decode", rename={"sm_scale": "scaling"})
+# TileGym's "fmha_backward" is fmha with autograd (tile_fmha_with_backward): fearless's fmha
+# routes inputs that require grad through torch autograd onto its own backward kernels
+_passthrough("fmha_backward", uses="fmha")
 
 
 @adapter("mla_decoding", uses="mla_decoding")
