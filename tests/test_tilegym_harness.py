@@ -132,6 +132,37 @@ def test_rope_full_and_partial() -> None:  # test_rope.py: HF cos/sin (B, S, rop
             torch.testing.assert_close(o, want, rtol=1e-4, atol=1e-4)
 
 
+def test_the_module_factories() -> (
+    None
+):  # get_rms_norm_module, get_swiglu_module, get_apply_rope_func
+    from types import SimpleNamespace
+
+    x = torch.randn(3, 64)
+    norm = _call("get_rms_norm_module")(64, eps=1e-6)
+    want = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+    torch.testing.assert_close(norm(x), want, rtol=1e-4, atol=1e-4)
+    gemma = _call("get_rms_norm_module", model="gemma3")(64)  # weight zeros, offset 1
+    torch.testing.assert_close(gemma(x), want, rtol=1e-4, atol=1e-4)
+    config = SimpleNamespace(hidden_size=64, intermediate_size=96, hidden_act="silu")
+    mlp = _call("get_swiglu_module")(config)
+    with torch.no_grad():
+        ref = mlp.down_proj(F.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
+        torch.testing.assert_close(mlp(x), ref, rtol=1e-4, atol=1e-4)
+    q, k = torch.randn(1, 4, 8, 32), torch.randn(1, 2, 8, 32)
+    inv = 1.0 / (10000 ** (torch.arange(0, 32, 2).float() / 32))
+    f = torch.outer(torch.arange(8).float(), inv)
+    emb = torch.cat((f, f), -1)[None]
+    rope = _call("get_apply_rope_func", model="llama")
+    for got, want_ in zip(
+        rope(q, k, emb.cos(), emb.sin()),
+        _call("apply_rope_base", q, k, emb.cos(), emb.sin()),
+        strict=True,
+    ):
+        torch.testing.assert_close(got, want_)
+    with pytest.raises(ValueError, match="Unsupported model"):
+        _call("get_apply_rope_func", model="nope")
+
+
 def test_fmha_interface_kwargs() -> None:  # test_attention.py via fmha_interface
     q, k, v = (torch.randn(1, 2, 16, 16) for _ in range(3))
     s = 1 / math.sqrt(16)
@@ -171,9 +202,7 @@ def test_plugin_skip_rules() -> None:
     assert P.skip_reason("test_rms_norm.py", "test_op") is None
     assert P.skip_reason("experimental/test_nvfp4_quantize.py", "x") is None
     assert P.skip_reason("test_attention_variant.py", "test_op") is None
-    assert "get_rms_norm_module" in P.skip_reason(
-        "experimental/test_rmsnorm_backward.py", "Test_RMSNormBackward"
-    )
+    assert P.skip_reason("experimental/test_rmsnorm_backward.py", "Test_RMSNormBackward") is None
     assert P.skip_reason("test_new_op.py", "test_op").startswith("fearless has no operator mapped")
     for rel, names in P.COVERAGE.items():
         assert all(n in A.ADAPTERS for n in names), rel

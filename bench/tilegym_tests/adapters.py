@@ -53,9 +53,6 @@ PATCHES: dict[str, str] = {
 # TileGym registry names (1.5.1) with no fearless operator behind them: left to TileGym
 UNCOVERED = (
     "invoke_fused_moe_kernel",
-    "get_rms_norm_module",
-    "get_swiglu_module",
-    "get_apply_rope_func",
     "layer_norm",  # TileGym's normalises dims [start_dim, end_dim); fearless's the last axis
 )
 
@@ -316,6 +313,90 @@ def fused_moe(
 ) -> Any:
     """TileGym: tilegym.ops.moe_interface.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)."""
     return ops.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)
+
+
+class _RMSNorm(torch.nn.Module):
+    """TileGym's RMSNorm module (get_rms_norm_module()): weight ones, `offset` added to it."""
+
+    def __init__(self, hidden_size: int, eps: float = 1e-6, offset: float = 0.0) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+        self.hidden_size = hidden_size
+        self.offset = offset
+
+    def forward(self, hidden_states: Any, mode: Any = None) -> Any:
+        w = self.weight + self.offset if self.offset else self.weight
+        return ops.rms_norm(hidden_states, (self.hidden_size,), w, self.variance_epsilon)
+
+
+class _RMSNormGemma3(_RMSNorm):
+    """get_rms_norm_module("gemma3"): `dim`, weight zeros, offset 1 (x * (1 + weight))."""
+
+    def __init__(self, dim: int, eps: float = 1e-6, offset: float = 1.0, **kw: Any) -> None:
+        super().__init__(dim, eps, offset)
+        self.weight = torch.nn.Parameter(torch.zeros(dim))
+
+
+@adapter("get_rms_norm_module", uses="rms_norm")
+def get_rms_norm_module(model: str = "llama", **kw: Any) -> type:
+    """TileGym: get_rms_norm_module(model) returns its RMSNorm nn.Module class."""
+    return _RMSNormGemma3 if model == "gemma3" else _RMSNorm
+
+
+class _SwiGLUMLP(torch.nn.Module):
+    """TileGym's SwiGLU MLP module (get_swiglu_module()): down(swiglu(gate(x), up(x)))."""
+
+    def __init__(
+        self, config: Any, hidden_size: int | None = None, intermediate_size: int | None = None
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.hidden_size = config.hidden_size if hidden_size is None else hidden_size
+        self.intermediate_size = (
+            config.intermediate_size if intermediate_size is None else intermediate_size
+        )
+        h, i = self.hidden_size, self.intermediate_size
+        self.gate_proj = torch.nn.Linear(h, i, bias=False)
+        self.up_proj = torch.nn.Linear(h, i, bias=False)
+        self.down_proj = torch.nn.Linear(i, h, bias=False)
+        if config.hidden_act not in ("silu", "swish"):
+            raise ValueError(f"Activation function {config.hidden_act} not supported.")
+
+    def forward(self, x: Any) -> Any:
+        return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+@adapter("get_swiglu_module", uses="swiglu")
+def get_swiglu_module(**kw: Any) -> type:
+    """TileGym: get_swiglu_module() returns its SwiGLU MLP nn.Module class."""
+    return _SwiGLUMLP
+
+
+@adapter("get_apply_rope_func", uses="rope")
+def get_apply_rope_func(model: str = "llama", **kw: Any) -> Callable[..., Any]:
+    """TileGym: get_apply_rope_func(model) returns apply_rope_base for llama, qwen2, gemma3 and
+    gpt-oss; a quarter-width partial RoPE for qwen3_5; DeepSeek's form over complex freqs_cis
+    (q and k de-interleaved first)."""
+    if model in ("llama", "qwen2", "gemma3", "gpt-oss"):
+        return apply_rope_base
+    if model == "qwen3_5":
+
+        def partial(q: Any, k: Any, cos: Any, sin: Any, *a: Any, **k2: Any) -> tuple[Any, Any]:
+            return apply_rope_base(q, k, cos, sin, partial_rotary_factor=0.25)
+
+        return partial
+    if model == "deepseek":
+
+        def interleaved(q: Any, k: Any, freqs_cis: Any) -> tuple[Any, Any]:
+            def split(t: Any) -> Any:
+                b, h, s, d = t.shape
+                return t.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+
+            return apply_rope_base(split(q), split(k), freqs_cis.real, freqs_cis.imag)
+
+        return interleaved
+    raise ValueError(f"Unsupported model: {model}")
 
 
 def fearless_op(name: str) -> Callable[..., Any]:

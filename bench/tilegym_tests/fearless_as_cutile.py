@@ -37,7 +37,7 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "experimental/test_fused_swiglu_backward.py": ("silu_and_mul", "matmul"),
     "experimental/test_nvfp4_quantize.py": ("nvfp4_quantize",),
     "experimental/test_mhc.py": ("mhc_gemm_rms_scale", "mhc_sinkhorn", "mhc_apply_residual"),
-    "experimental/test_rmsnorm_backward.py": ("rms_norm",),
+    "experimental/test_rmsnorm_backward.py": ("rms_norm", "get_rms_norm_module"),
     "experimental/test_sparse_mla.py": ("sparse_mla",),
     "experimental/test_swa_attention.py": ("swa_attention",),
     "test_attention.py": ("fmha",),
@@ -71,11 +71,7 @@ SKIP_FILES: dict[str, str] = {
         "fearless has no fmha_forward_with_lse (the test imports TileGym's cuTile attention module)"
     ),
 }
-SKIP_TESTS: dict[tuple[str, str], str] = {
-    ("experimental/test_rmsnorm_backward.py", "Test_RMSNormBackward"): (
-        "fearless has no get_rms_norm_module (the test runs TileGym's own module's backward)"
-    ),
-}
+SKIP_TESTS: dict[tuple[str, str], str] = {}
 
 
 def _only_when_cutile(
