@@ -361,11 +361,11 @@ class Autotuned:
             if first in order:
                 order.remove(first)
             order.insert(0, first)  # a stale table winner is always a candidate
+        from .tile.compile_ahead import ready_order, stack_bytes
+
         launches: dict[int, list[tuple[Any, Any]]] = {}
         steps: Iterable[int] = order
         if target.on_device:
-            from .tile.compile_ahead import ready_order
-
             launches = self._compile_ahead(grid, args, kwargs, restore, order)
             steps = ready_order(order, launches, first)  # as compiles finish
         clock: Clock = DeviceClock() if target.on_device else HostClock()
@@ -386,7 +386,7 @@ class Autotuned:
 
         for step, n in enumerate(steps):
             if launches:
-                stacks[n] = _stack(launches[n])  # compiled: read at once
+                stacks[n] = stack_bytes(launches[n])  # compiled: read at once
                 if autotune_timing.SKIP_SPILLING and n != first and spills_much(stacks[n]):
                     spilled.append(n)
                     continue
@@ -438,7 +438,7 @@ class Autotuned:
         """The call of each configuration to time (`order`, default all) once, its Tile launches compiling
         on worker threads instead of running (tile/compile_ahead.py), so the timing pass that
         follows finds them compiled. A configuration that fails here is met again, and
-        skipped, there. Returns each configuration's launches, (kernel, key) pairs (`_stacks`
+        skipped, there. Returns each configuration's launches, (kernel, key) pairs (`stack_bytes`
         reads what they spill once compiled)."""
         from .tile import compile_ahead as ahead
 
@@ -541,19 +541,6 @@ class _Autotune:
 
 
 autotune = _Autotune()
-
-
-def _stack(launched: list[tuple[Any, Any]]) -> int | None:
-    """A configuration's most stack a thread (spills; None: one of its kernels did not compile,
-    or it launched no Tile kernel), waiting for its compiles if still running."""
-    from .tile.compile_ahead import stack_bytes
-
-    return stack_bytes(launched)
-
-
-def _stacks(launches: dict[int, list[tuple[Any, Any]]]) -> dict[int, int | None]:
-    """`_stack` of each configuration."""
-    return {n: _stack(met) for n, met in launches.items()}
 
 
 def capturing() -> bool:
