@@ -30,6 +30,10 @@ import math
 import fearless as fl
 from fearless import tile
 
+# `tile.rand` takes 32-bit offsets and dropout's are 64-bit (Triton's tl.rand splits them into
+# two counter words): `dropped` runs Philox on (lo, hi, 0, 0) and converts as tile.rand does
+from fearless.tile.random import UNIFORM_SCALE
+
 from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
@@ -41,8 +45,6 @@ from .kernels_attention import (
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
-
-UNIFORM_SCALE = 4.6566127342e-10  # Triton's uint_to_uniform_float scale (tile/random.py's)
 
 
 @tile.function

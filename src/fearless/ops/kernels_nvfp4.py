@@ -14,9 +14,7 @@ here with comparisons: its magnitude code (0..7 for 0, 0.5, 1, 1.5, 2, 3, 4, 6) 
 rounding boundaries that |v| passes, each boundary strict or not as round-half-to-even wants
 (a tie goes to the even code): anything past 5 is code 7 (6.0), so values past 6 and
 infinity saturate; the sign bit is v's (of -0.0 too). A NaN (0 * inf: a zero over a zero scale) gives
-code 0. The scale's byte is computed from its f32 value (exponent and top 3 mantissa bits; a
-subnormal's byte is its value * 2^9; NaN, past 448, is 0x7F), integer arithmetic that every
-Tile target runs alike.
+code 0. The scale's byte is the f8e4m3fn scale's bits (`tile.bitcast`; past 448 it is NaN, 0x7F).
 """
 
 import fearless as fl
@@ -56,14 +54,9 @@ def make_nvfp4_quantize(in_dt: DType) -> tile.Kernel:
         rows = i * TILE_M + tile.reshape(tile.arange(TILE_M), (TILE_M, 1, 1))
         cols = j * TILE_N + tile.reshape(tile.arange(groups), (1, groups, 1)) * GROUP
         inside = (rows < x.shape[0]) & (cols < x.shape[1])
-        scale = tile.where(inside, pre, 0.0).astype(fl.f8e4m3fn).astype(fl.f32)
-
-        # the scale's f8e4m3fn byte (scale >= 0 or NaN): normal 2^e * 1.mmm -> (e + 7) << 3 | mmm
-        bits = tile.bitcast(scale, fl.i32)
-        normal = ((bits >> 23) - 120) * 8 + ((bits >> 20) & 7)
-        subnormal = (scale * 512.0).astype(fl.i32)  # k * 2^-9 -> k
-        byte = tile.where(scale < 0.015625, subnormal, normal)
-        byte = tile.where(tile.isnan(scale), 127, byte).astype(fl.u8)
+        scale8 = tile.where(inside, pre, 0.0).astype(fl.f8e4m3fn)
+        scale = scale8.astype(fl.f32)
+        byte = tile.bitcast(scale8, fl.u8)  # the scale's f8e4m3fn byte
         swizzled = tile.permute(tile.reshape(byte, (4, TILE_M // 4, groups)), (1, 0, 2))
         scales.store(tile.reshape(swizzled, (1, 1, SCALE_BYTES)))
 
