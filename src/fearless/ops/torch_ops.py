@@ -11,7 +11,8 @@ that torch.compile traces the backward graph too. Every operator here has a back
 that requires grad where no gradient can flow (rope's cos and sin, scaled_dot_product_attention's
 `attn_mask`) is refused at the call, never detached. The operators with TileGym's, flash-attn's and Liger's names (DESIGN 2c) are
 in ops/torch_ops_attention.py (the attention family) and ops/torch_ops_tilegym.py (the
-others), on the helpers defined here (`_define`, `_forward_only`, ...).
+others), on the helpers defined here (`_define`, `_forward_only`, ...; `_derive` defines a
+backward or a decode operator on its forward's inputs, its schema derived from that one's).
 
 dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
 inside the operator, at run time, so a compiled graph draws a new mask per call, and the
@@ -38,6 +39,7 @@ from ._route import kernels_only
 NS = "fearless"
 Ctx = torch.autograd.function.FunctionCtx
 OPS: Any = torch.ops.fearless  # filled by the definitions below
+_SIGNATURES: dict[str, inspect.Signature] = {}  # operator name -> its body's (its schema)
 
 
 def _new(x: Tensor, shape: tuple[int, ...] | list[int]) -> Tensor:
@@ -98,6 +100,7 @@ def _define(
             with kernels_only():
                 return body(*args, **kwargs)
 
+        _SIGNATURES[name] = inspect.signature(body)
         op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=mutates)
         op.register_fake(_by_name(body, fake) if by_name else fake)
         if forward_only:
@@ -119,6 +122,47 @@ def _by_name(body: Callable[..., Any], fake: Callable[..., Any]) -> Callable[...
         return fake(**bound.arguments)
 
     return call
+
+
+def _input(name: str, annotation: Any = Tensor, default: Any = inspect.Parameter.empty) -> Any:
+    """One input of a `_derive`d operator: `name: annotation = default`."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Parameter(name, kind, default=default, annotation=annotation)
+
+
+def _derive(
+    name: str,
+    fake: Callable[..., Any],
+    impl: Callable[..., Any],
+    like: str,
+    returns: Any,
+    insert: dict[int, tuple[inspect.Parameter, ...]] | None = None,
+    drop: tuple[str, ...] = (),
+    **options: Any,
+) -> Any:
+    """`_define` `fearless::<name>` on the inputs of the operator `like` (a backward on its
+    forward's, a decode on its prefill's) instead of restating them: `insert[i]` (`_input`s)
+    before `like`'s i-th input (len: after the last), `drop` left out, `returns` its output
+    type; its body is `impl` called with every input in order, defaults filled in. `options`:
+    `_define`'s (by_name, forward_only)."""
+    inputs = list(_SIGNATURES[like].parameters.values())
+    insert = insert or {}
+    params = [
+        param
+        for i in range(len(inputs) + 1)
+        for param in (*insert.get(i, ()), *inputs[i : i + 1])
+        if param.name not in drop
+    ]
+    signature = inspect.Signature(params, return_annotation=returns)
+
+    def body(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return impl(*bound.args)
+
+    body.__name__ = body.__qualname__ = name
+    body.__signature__ = signature  # type: ignore[attr-defined]
+    return _define(name, fake, **options)(body)
 
 
 def _autograd(op: Any, setup: Callable[..., Any] | None) -> Callable[[Callable[..., Any]], Any]:

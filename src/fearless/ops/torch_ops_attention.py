@@ -7,6 +7,7 @@ with those when torch_library.py registers fearless.ops. A forward-only operator
 input that requires grad at the call (`_define`'s `forward_only`), never cuts it from the graph.
 """
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 import torch
@@ -20,7 +21,11 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.kvcache_attention as KV
 
-from .torch_ops import OPS, Ctx, _define, _like_first, _new
+from .torch_ops import OPS, Ctx, _define, _derive, _input, _like_first, _new
+
+_QKV_GRADS = tuple[Tensor, Tensor, Tensor]
+_DOUT = (_input("dout"),)  # an attention backward's first input, then its forward's tensors
+_OUT = (_input("out"),)  # the forward's output, after its tensors, before its settings
 
 # ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
 
@@ -68,50 +73,27 @@ def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any
     return _new(q, q.shape), _new(k, k.shape), _new(v, v.shape)
 
 
-@_define("fmha_backward", _qkv_grads)
-def fmha_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.fmha_backward(dout, q, k, v, out, scaling, is_causal)  # type: ignore[no-any-return]
-
-
-@_define("swa_attention_backward", _qkv_grads)
-def swa_attention_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    window_size: int,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.swa_attention_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, window_size, scaling, is_causal
-    )
-
-
-@_define("gemma_attention_backward", _qkv_grads)
-def gemma_attention_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    window_size: int = 0,
-    soft_cap: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.gemma_attention_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, scaling, window_size, soft_cap, is_causal
-    )
+# (dout, q, k, v, out, *the forward's settings) -> (dq, dk, dv): each forward's inputs, as
+# `_attention_autograd` passes them
+fmha_backward = _derive(
+    "fmha_backward", _qkv_grads, AV.fmha_backward, "fmha", _QKV_GRADS, {0: _DOUT, 3: _OUT}
+)
+swa_attention_backward = _derive(
+    "swa_attention_backward",
+    _qkv_grads,
+    AV.swa_attention_backward,
+    "swa_attention",
+    _QKV_GRADS,
+    {0: _DOUT, 3: _OUT},
+)
+gemma_attention_backward = _derive(
+    "gemma_attention_backward",
+    _qkv_grads,
+    AV.gemma_attention_backward,
+    "gemma_attention",
+    _QKV_GRADS,
+    {0: _DOUT, 3: _OUT},
+)
 
 
 @_define(
@@ -134,24 +116,15 @@ def attention_window_lse(
     return AV.attention_window_lse(q, k, v, op, scaling, is_causal, left, right, cap)  # type: ignore[no-any-return]
 
 
-@_define("attention_window_backward", _qkv_grads)
-def attention_window_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    lse: Tensor,
-    op: str,
-    scaling: Optional[float],  # noqa: UP045
-    is_causal: bool,
-    left: Optional[int],  # noqa: UP045
-    right: Optional[int],  # noqa: UP045
-    cap: Optional[float],  # noqa: UP045
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AV.attention_window_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, lse, op, scaling, is_causal, left, right, cap
-    )
+# (dout, q, k, v, out, lse, op, *settings): attention_window_lse's inputs and outputs
+attention_window_backward = _derive(
+    "attention_window_backward",
+    _qkv_grads,
+    AV.attention_window_backward,
+    "attention_window_lse",
+    _QKV_GRADS,
+    {0: _DOUT, 3: (*_OUT, _input("lse"))},
+)
 
 
 def _window_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> None:
@@ -196,19 +169,17 @@ for _op, _name in (
     _attention_autograd(_op, _name)
 
 
-@_define("gemma_attention_decode", _like_first, forward_only=True)
-def gemma_attention_decode(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    window_size: int = 0,
-    soft_cap: Optional[float] = None,  # noqa: UP045
-    kv_len_per_split: Optional[int] = None,  # noqa: UP045
-) -> Tensor:
-    return AV.gemma_attention_decode(  # type: ignore[no-any-return]
-        q, k, v, scaling, window_size, soft_cap, kv_len_per_split
-    )
+# gemma_attention's inputs but is_causal (a decode's query is the last position), then the split
+gemma_attention_decode = _derive(
+    "gemma_attention_decode",
+    _like_first,
+    AV.gemma_attention_decode,
+    "gemma_attention",
+    Tensor,
+    {7: (_input("kv_len_per_split", Optional[int], None),)},  # noqa: UP045
+    drop=("is_causal",),
+    forward_only=True,
+)
 
 
 @_define("fmha_varlen", _like_first)
@@ -226,21 +197,14 @@ def fmha_varlen(
     )
 
 
-@_define("fmha_varlen_backward", _qkv_grads)
-def fmha_varlen_backward(
-    dout: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    out: Tensor,
-    scaling: Optional[float] = None,  # noqa: UP045
-    is_causal: bool = True,
-    q_lens: Optional[Tensor] = None,  # noqa: UP045
-    kv_lens: Optional[Tensor] = None,  # noqa: UP045
-) -> tuple[Tensor, Tensor, Tensor]:
-    return AVL.fmha_varlen_backward(  # type: ignore[no-any-return]
-        dout, q, k, v, out, scaling, is_causal, q_lens, kv_lens
-    )
+fmha_varlen_backward = _derive(
+    "fmha_varlen_backward",
+    _qkv_grads,
+    AVL.fmha_varlen_backward,
+    "fmha_varlen",
+    _QKV_GRADS,
+    {0: _DOUT, 3: _OUT},
+)
 
 
 def _varlen_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
@@ -310,21 +274,21 @@ def _sink_grads(
     )
 
 
-@_define("attention_sink_backward", _sink_grads)
-def attention_sink_backward(
-    dout: Tensor,
-    query: Tensor,
-    key: Tensor,
-    value: Tensor,
-    sinks: Tensor,
-    out: Tensor,
-    sm_scale: float = 0.125,
-    sliding_window: Optional[int] = None,  # noqa: UP045
-    start_q: Optional[Tensor] = None,  # noqa: UP045
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    return AS.attention_sink_backward(  # type: ignore[no-any-return]
-        dout, query, key, value, sinks, out, sm_scale, sliding_window, _start(start_q)
-    )
+def _sink_backward(*inputs: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """attention_sink_backward's body: its inputs in order, start_q (the last) as `_start`'s."""
+    backward: Callable[..., tuple[Tensor, Tensor, Tensor, Tensor]] = AS.attention_sink_backward
+    return backward(*inputs[:-1], _start(inputs[-1]))
+
+
+# (dout, query, key, value, sinks, out, *attention_sink's settings)
+attention_sink_backward = _derive(
+    "attention_sink_backward",
+    _sink_grads,
+    _sink_backward,
+    "attention_sink",
+    tuple[Tensor, Tensor, Tensor, Tensor],
+    {0: _DOUT, 4: _OUT},
+)
 
 
 # start_q (a tensor or None) is kept with the settings, not saved

@@ -23,7 +23,7 @@ import fearless.ops.moe as MOE
 import fearless.ops.moe_actgrad as MAG
 import fearless.ops.persistent_norm as PN
 
-from .torch_ops import OPS, Ctx, _autograd, _define, _like_first, _new
+from .torch_ops import OPS, Ctx, _autograd, _define, _derive, _input, _like_first, _new
 
 # ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
 # `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
@@ -354,21 +354,21 @@ def _m2_bwd_fake(
     )
 
 
-@_define("mamba2_chunk_backward", _m2_bwd_fake, by_name=True)
-def mamba2_chunk_backward(
-    x: Tensor,
-    a: Tensor,
-    b: Tensor,
-    c: Tensor,
-    d: Tensor,
-    dt: Tensor,
-    init_state: Optional[Tensor],  # noqa: UP045
-    dout: Tensor,
-    dfinal_state: Optional[Tensor],  # noqa: UP045
-    chunk_size: int = 64,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    grads = M2.mamba2_chunk_backward(x, a, b, c, d, dt, init_state, dout, dfinal_state, chunk_size)
-    return tuple(grads)  # type: ignore[return-value]
+def _m2_backward(*inputs: Any) -> tuple[Tensor, ...]:
+    return tuple(M2.mamba2_chunk_backward(*inputs))
+
+
+# mamba2_chunk_forward's inputs with the gradients of its two outputs before chunk_size: (x, a,
+# b, c, d, dt, init_state, dout, dfinal_state, chunk_size) -> (dx, da, db, dc, dd, ddt, dinit)
+mamba2_chunk_backward = _derive(
+    "mamba2_chunk_backward",
+    _m2_bwd_fake,
+    _m2_backward,
+    "mamba2_chunk_forward",
+    tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor],
+    {7: (_input("dout"), _input("dfinal_state", Optional[Tensor]))},  # noqa: UP045
+    by_name=True,
+)
 
 
 # ------------------------------------------------ TileGym's experimental mHC (DESIGN 2c)
