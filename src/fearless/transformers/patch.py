@@ -23,7 +23,8 @@ Each patch, after TileGym's and Liger-Kernel's convention:
   model's) computes the loss with `fearless.ops.fused_linear_cross_entropy` (loss.py).
 
 Every function's flags are table-driven: FLAGS names the piece (`_pieces`: class swaps, module
-functions, the `sdpa` dispatcher) each flag of each model type installs.
+functions, the `sdpa` dispatcher) each flag of each model type installs. Models with the same
+flags share one signature (`_like`).
 
 Transformers is imported only when a function here is called.
 """
@@ -31,14 +32,17 @@ Transformers is imported only when a function here is called.
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ParamSpec
 
 from ..errors import ToolchainError
 from ..runtime.location import argument_error, user_location
+
+P = ParamSpec("P")
 
 # model_type -> (modeling module, class name prefix)
 MODELS: dict[str, tuple[str, str]] = {
@@ -258,6 +262,27 @@ def _swap(modeling: Any, name: str, forward: Any, **attrs: Any) -> type:
     return cls
 
 
+def _like(base: Callable[P, None], model_type: str, doc: str) -> Callable[P, None]:
+    """The patch function of `model_type`, whose flags are those of `base` (same names, order,
+    defaults and types, for the type checker too), documented by `doc`."""
+    signature = inspect.signature(base)
+    name = f"apply_fearless_kernel_to_{model_type}"
+
+    def entry(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:  # as Python words it: "f() got an unexpected keyword argument"
+            raise TypeError(f"{name}() {e}") from None
+        bound.apply_defaults()
+        _apply(model_type, **bound.arguments)
+
+    entry.__name__ = entry.__qualname__ = name
+    entry.__doc__ = doc
+    entry.__signature__ = signature  # type: ignore[attr-defined]
+    entry.__annotations__ = dict(base.__annotations__)
+    return entry
+
+
 def apply_fearless_kernel_to_llama(
     rope: bool = True,
     rms_norm: bool = True,
@@ -273,46 +298,31 @@ def apply_fearless_kernel_to_llama(
     _apply("llama", **locals())
 
 
-def apply_fearless_kernel_to_mistral(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_mistral = _like(
+    apply_fearless_kernel_to_llama,
+    "mistral",
     """`apply_fearless_kernel_to_llama` for Mistral (transformers.models.mistral); where the
     sliding window bites (Hugging Face builds its mask), a mask that is exactly the causal
     window (no padding) runs `fearless.ops.swa_attention`, in training too (its backward); a
-    padded one runs fearless's masked attention, in inference and in training."""
-    _apply("mistral", **locals())
+    padded one runs fearless's masked attention, in inference and in training.""",
+)
 
 
-def apply_fearless_kernel_to_qwen2(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_qwen2 = _like(
+    apply_fearless_kernel_to_llama,
+    "qwen2",
     """`apply_fearless_kernel_to_llama` for Qwen2 (transformers.models.qwen2); its sliding-window
-    layers (`use_sliding_window`) as Mistral's."""
-    _apply("qwen2", **locals())
+    layers (`use_sliding_window`) as Mistral's.""",
+)
 
 
-def apply_fearless_kernel_to_qwen3(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_qwen3 = _like(
+    apply_fearless_kernel_to_llama,
+    "qwen3",
     """`apply_fearless_kernel_to_llama` for Qwen3 (transformers.models.qwen3); its q and k
     norms are Qwen3RMSNorm modules, so `rms_norm` covers them; its sliding-window layers
-    (`use_sliding_window`) as Mistral's."""
-    _apply("qwen3", **locals())
+    (`use_sliding_window`) as Mistral's.""",
+)
 
 
 def apply_fearless_kernel_to_qwen3_moe(
@@ -355,14 +365,9 @@ def apply_fearless_kernel_to_gemma2(
     _apply("gemma2", **locals())
 
 
-def apply_fearless_kernel_to_gemma3(
-    rope: bool = True,
-    rms_norm: bool = True,
-    mlp: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_gemma3 = _like(
+    apply_fearless_kernel_to_gemma2,
+    "gemma3",
     """Run Hugging Face's Gemma 3 (transformers.models.gemma3: Gemma3ForCausalLM, and the text
     model of Gemma3ForConditionalGeneration) on fearless kernels: its RMSNorm ((1 + weight),
     as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`mlp`, as
@@ -370,8 +375,8 @@ def apply_fearless_kernel_to_gemma3(
     as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
     Hugging Face's (no dropout and a mask that is exactly the causal window, i.e. no padding;
     in training too, through its backward), else as Llama's (a padded mask: fearless's
-    masked attention, in training too). The fused loss is declined when the config soft-caps the final logits."""
-    _apply("gemma3", **locals())
+    masked attention, in training too). The fused loss is declined when the config soft-caps the final logits.""",
+)
 
 
 def apply_fearless_kernel_to_gpt_oss(
@@ -459,14 +464,9 @@ def apply_fearless_kernel_to_deepseek_v3(
     _apply("deepseek_v3", **locals())
 
 
-def apply_fearless_kernel_to_deepseek_v2(
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    moe: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_deepseek_v2 = _like(
+    apply_fearless_kernel_to_deepseek_v3,
+    "deepseek_v2",
     """`apply_fearless_kernel_to_deepseek_v3` for DeepSeek-V2 (transformers.models.deepseek_v2):
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (the dense
     layers' and the shared experts), its multi-head latent attention on `fearless.ops.mla` in
@@ -474,18 +474,13 @@ def apply_fearless_kernel_to_deepseek_v2(
     Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in inference and training
     (the softmax router, greedy or group-limited, stays Hugging Face's). Its
     RoPE (complex multiplication of interleaved pairs) stays Hugging Face's. The fused loss is
-    taken when the router logits are not asked for."""
-    _apply("deepseek_v2", **locals())
+    taken when the router logits are not asked for.""",
+)
 
 
-def apply_fearless_kernel_to_olmo3(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_olmo3 = _like(
+    apply_fearless_kernel_to_llama,
+    "olmo3",
     """Run Hugging Face's OLMo 3 (transformers.models.olmo3) on fearless kernels: its RMSNorm
     (weight times the f32 normalized rows, then cast; the post-attention and post-feedforward
     norms, and the q and k norms over the whole projection width, as OLMoE's), RoPE (its
@@ -495,35 +490,25 @@ def apply_fearless_kernel_to_olmo3(
     `fearless.ops.swa_attention` where the mask is exactly the causal window, in training
     too), and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in
     inference (TileGym's fused MLP, forward only) and `fearless.ops.swiglu` between Hugging
-    Face's projections in training."""
-    _apply("olmo3", **locals())
+    Face's projections in training.""",
+)
 
 
-def apply_fearless_kernel_to_olmo2(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_olmo2 = _like(
+    apply_fearless_kernel_to_llama,
+    "olmo2",
     """`apply_fearless_kernel_to_olmo3` for OLMo 2 (transformers.models.olmo2), which has no
     sliding window: its RMSNorm (the post-attention and post-feedforward norms, and the q and k
     norms over the whole projection width), RoPE (f32 tables, taken with f16/bf16
     activations as OLMo 3's), every layer's attention with the `sdpa` implementation as Llama's,
     and with `swiglu` the MLP as one `fearless.ops.linear_gluact_linear` in inference and
-    `fearless.ops.swiglu` between Hugging Face's projections in training."""
-    _apply("olmo2", **locals())
+    `fearless.ops.swiglu` between Hugging Face's projections in training.""",
+)
 
 
-def apply_fearless_kernel_to_phi3(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_phi3 = _like(
+    apply_fearless_kernel_to_llama,
+    "phi3",
     """Run Hugging Face's Phi-3 (transformers.models.phi3) on fearless kernels: its RMSNorm
     (Llama's form), RoPE (over the first partial_rotary_factor * head_dim columns, as
     Qwen3-Next's, where that width is a power of two; else Hugging Face's rotation), the MLP
@@ -531,8 +516,8 @@ def apply_fearless_kernel_to_phi3(
     `fearless.ops.silu_and_mul`, in training too), and attention with the `sdpa`
     implementation as Mistral's (its fused qkv_proj is split by Hugging Face's code; with
     `sliding_window` set, a mask that is exactly the causal window runs
-    `fearless.ops.swa_attention`, in training too), and when asked the fused loss."""
-    _apply("phi3", **locals())
+    `fearless.ops.swa_attention`, in training too), and when asked the fused loss.""",
+)
 
 
 APPLY: dict[str, Callable[..., None]] = {
