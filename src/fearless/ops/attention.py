@@ -27,7 +27,8 @@ from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._attention_checks import attention_scale, kept, kept_lse, lse_operand
-from ._io import FLOATS, operand, output, result, view, zeros_output
+from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._io import FLOATS, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_decode, attention_tuned
@@ -119,18 +120,15 @@ def _forward(
     dims = (b, h, qs[2], s)
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, qa.tensor.device)
     lse, lse_ret = kept_lse(qa, s, keep_lse)  # (B, H, L), or (B, L) as q is (B, L, D)
-    if s == 0:  # no keys: torch's SDPA gives zeros
-        return result(qa, *zeros_output(qa, qa.shape)), kept(qa, lse, lse_ret)
-    out, ret = output(qa, qa.shape)
-    if out.size:
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: torch's SDPA gives zeros
+    if s and out.size:
         sc = attention_scale(scale, d, op, "scale")
         q4, k4, v4, o4 = (
             view(x, shape)
             for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
         )
         if qs[2] == 1 and mask is None and not is_causal and lse is None:  # decode: one query
-            grouped = (b, hk, h // hk, d)
-            qd, od = view(qa.tensor, grouped), view(out, grouped)
+            qd, od = decode_views(qa.tensor, out, qs, hk)
             attention_decode(qd, k4, v4, od, sc, sm_count())
         else:
             l4 = None if lse is None else view(lse, qs[:3])
@@ -196,7 +194,7 @@ def scaled_dot_product_attention_backward(
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
     rows = lse_operand(lse, op, qa)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    grads = gradient_outputs(runs, qa, ka, va)
     sc = attention_scale(scale, d, op, "scale")
     q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
         view(t, shape)
@@ -210,4 +208,4 @@ def scaled_dot_product_attention_backward(
         attention_backward(
             q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk, mask=mask, lse=rows
         )
-    return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
+    return gradient_results((qa, ka, va), grads)

@@ -28,6 +28,7 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._attention_outputs import attention_output, gradient_outputs, gradient_results
 from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -178,6 +179,31 @@ def _start(start_q: Any, like: Operand, op: str) -> Any:
     return view(cast(st, dtypes.i32), (1,)), None
 
 
+def _layout(op: str, qa: Operand, ka: Operand, va: Operand) -> tuple[int, int, int, int, int, int]:
+    """(B, L, H_kv, G, D, S) of query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D), else
+    the E0701 of `_mismatch`."""
+    if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
+    if bk != b or hk2 != hk or dk != d or not hk:
+        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    return b, lq, hk, g, d, s
+
+
+def _scalars(
+    op: str, qa: Operand, sm_scale: Any, sliding_window: Any, start_q: Any
+) -> tuple[float, Any, int | None]:
+    """(scale, the start_q tensor the kernels read, WL): WL the keys a query sees before its
+    own position, or None for no window, also where the window would keep every key a row may
+    see (which keeps WL in 32 bits)."""
+    scale = number(sm_scale, op, "sm_scale")
+    w = _window(sliding_window, op)
+    start, known = _start(start_q, qa, op)
+    last = None if known is None else known + qa.shape[1] - 1
+    wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
+    return scale, start, wl
+
+
 def _attend(
     op: str,
     query: Any,
@@ -195,11 +221,7 @@ def _attend(
     ka, va = (operand(x, op, n, FLOATS, device=dev) for x, n in ((key, "key"), (value, "value")))
     if not qa.dtype == ka.dtype == va.dtype:
         raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
-    if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
-    if bk != b or hk2 != hk or dk != d or not hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    b, lq, hk, g, d, s = _layout(op, qa, ka, va)
     h = hk * g
     if sinks is None and op == "attention_sink_decode":
         sk = full(qa, (max(h, 1),), float("-inf"), dtypes.f32)
@@ -212,14 +234,9 @@ def _attend(
                 help="GPT-OSS keeps them as `self.sinks`, a parameter of (num_attention_heads,)",
             )
         sk = sa.tensor
-    scale = number(sm_scale, op, "sm_scale")
-    w = _window(sliding_window, op)
-    start, known = _start(start_q, qa, op)
-    out, ret = output(qa, (b, lq, h * d)) if s else zeros_output(qa, (b, lq, h * d))
+    scale, start, wl = _scalars(op, qa, sm_scale, sliding_window, start_q)
+    out, ret = attention_output(qa, (b, lq, h * d), s)
     if s and out.size:
-        # no window where it would keep every key a row may see (also keeps WL in 32 bits)
-        last = None if known is None else known + lq - 1
-        wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
         if op == "attention_sink_decode":
             _decode(qa, ka, va, sk, start, out, scale, wl, split)
             return result(qa, out, ret)
@@ -292,12 +309,8 @@ def attention_sink_backward(
     )
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
         raise _mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
-    if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
+    b, lq, hk, g, d, s = _layout(op, qa, ka, va)
     h = hk * g
-    if bk != b or hk2 != hk or dk != d or not hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     if ga.shape != (b, lq, h * d) or oa.shape != ga.shape:
         raise _mismatch(op, f"dout {ga.shape} and out {oa.shape} for (B, L, H * D)")
     sa = operand(sinks, op, "sinks", FLOATS, device=dev)
@@ -305,15 +318,11 @@ def attention_sink_backward(
         raise argument_error(
             f"`sinks` of `fearless.ops.{op}` must have shape (H,) = ({h},), got {sa.shape}",
         )
-    scale = number(sm_scale, op, "sm_scale")
-    w = _window(sliding_window, op)
-    start, known = _start(start_q, qa, op)
+    scale, start, wl = _scalars(op, qa, sm_scale, sliding_window, start_q)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: only d sinks may be nonzero
-    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    grads = gradient_outputs(runs, qa, ka, va)
     ds, ds_ret = output(sa, (h,)) if runs else zeros_output(sa, (h,))
     if runs:
-        last = None if known is None else known + lq - 1
-        wl = None if not w or (last is not None and w - 1 >= last) else min(w - 1, _I32[1])
         seq = (b, lq, h, d)
         sink_attention_backward(
             view(qa.tensor, seq),
@@ -331,5 +340,4 @@ def attention_sink_backward(
             g,
             wl,
         )
-    dq, dk_, dv = (result(x, t, r) for x, (t, r) in zip((qa, ka, va), grads, strict=True))
-    return dq, dk_, dv, result(sa, ds, ds_ret)
+    return (*gradient_results((qa, ka, va), grads), result(sa, ds, ds_ret))

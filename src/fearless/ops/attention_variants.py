@@ -29,7 +29,8 @@ from ._attention_checks import (
     qkv_operands,
     split_len,
 )
-from ._io import FLOATS, number, operand, output, result, view, zeros_output
+from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._io import FLOATS, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned, attention_variant_tuned
@@ -237,14 +238,11 @@ def gemma_attention_decode(
     if (t := torch_ops(q, k, v)) is not None:
         return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
     qa, ka, va = decode_operands(op, q, k, v, "gemma_attention")
-    (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
+    (_, _, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
-    if s == 0:  # no keys: every row is 0
-        return result(qa, *zeros_output(qa, qa.shape))
-    out, ret = output(qa, qa.shape)
-    if out.size:
-        grouped = (b, hk, h // hk, d)
-        qd, od = view(qa.tensor, grouped), view(out, grouped)
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
+    if s and out.size:
+        qd, od = decode_views(qa.tensor, out, qa.shape, hk)
         lo = max(0, s - 1 - w) if w else 0
         if split is None:
             gemma_decode(qd, ka.tensor, va.tensor, od, sc, cap, lo, sm_count())
@@ -293,10 +291,8 @@ def _attend(
     (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
     lse, lse_ret = kept_lse(qa, s, keep_lse)
-    if s == 0:  # no keys: every row is 0
-        return result(qa, *zeros_output(qa, qa.shape)), kept(qa, lse, lse_ret)
-    out, ret = output(qa, qa.shape)
-    if out.size:
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
+    if s and out.size:
         q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
         o4 = view(out, qa.shape)
         plan = _variant(lq, s, causal, left, right, cap)
@@ -352,7 +348,7 @@ def _backward(
         raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     sc = attention_scale(scaling, d, op, "scaling")
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    grads = gradient_outputs(runs, qa, ka, va)
     if runs:
         q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
         dq4, dk4, dv4 = (view(g, x.shape) for (g, _), x in zip(grads, (qa, ka, va), strict=True))
@@ -361,4 +357,4 @@ def _backward(
         attention_backward(
             q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, variant, wl, wr, c, lse=rows
         )
-    return tuple(result(x, g, r) for x, (g, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
+    return gradient_results((qa, ka, va), grads)

@@ -36,14 +36,8 @@ from ._attention_checks import (
     sequence_lengths,
     split_len,
 )
-from ._io import (
-    FLOATS,
-    operand,
-    output,
-    result,
-    view,
-    zeros_output,
-)
+from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._io import FLOATS, Operand, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention import attention_decode, attention_decode_split
@@ -74,14 +68,11 @@ def fmha_varlen(
         return t.fmha_varlen(q, k, v, scaling, is_causal, ql, kl)
     op = "fmha_varlen"
     qa, ka, va = qkv_operands(op, q, k, v)
-    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    (_, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
-    ql = sequence_lengths(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)", "fmha_varlen")
-    kl = sequence_lengths(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)", "fmha_varlen")
-    if s == 0:  # no keys: every row is 0
-        return result(qa, *zeros_output(qa, qa.shape))
-    out, ret = output(qa, qa.shape)
-    if out.size:
+    ql, kl = _lengths(q_lens, kv_lens, qa, s)
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
+    if s and out.size:
         q4, k4, v4, o4 = (view(x, x.shape) for x in (qa.tensor, ka.tensor, va.tensor, out))
         attention_varlen_tuned(q4, k4, v4, ql, kl, o4, sc, bool(is_causal), h // hk)
     return result(qa, out, ret)
@@ -110,19 +101,18 @@ def fmha_varlen_backward(
         raise qkv_mismatch(op, f"dtypes {ga.dtype.name}, {qa.dtype.name} and {oa.dtype.name}")
     if ga.shape != qa.shape or oa.shape != qa.shape:
         raise qkv_mismatch(op, f"dout {ga.shape}, q {qa.shape} and out {oa.shape}")
-    (b, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    (_, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
-    ql = sequence_lengths(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)", "fmha_varlen")
-    kl = sequence_lengths(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)", "fmha_varlen")
+    ql, kl = _lengths(q_lens, kv_lens, qa, s)
     runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = [output(x, x.shape) if runs else zeros_output(x, x.shape) for x in (qa, ka, va)]
+    grads = gradient_outputs(runs, qa, ka, va)
     if runs:
         q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
         dq4, dk4, dv4 = (view(t, x.shape) for (t, _), x in zip(grads, (qa, ka, va), strict=True))
         varlen_attention_backward(
             q4, k4, v4, ql, kl, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk
         )
-    return tuple(result(x, t, r) for x, (t, r) in zip((qa, ka, va), grads, strict=True))  # type: ignore[return-value]
+    return gradient_results((qa, ka, va), grads)
 
 
 @replayable()
@@ -140,19 +130,25 @@ def fmha_decode(
     if (t := torch_ops(q, k, v)) is not None:
         return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
     qa, ka, va = decode_operands(op, q, k, v, "fmha")
-    (b, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
+    (_, _, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(sm_scale, d, op, "sm_scale")
-    if s == 0:
-        return result(qa, *zeros_output(qa, qa.shape))
-    out, ret = output(qa, qa.shape)
-    if out.size:
-        grouped = (b, hk, h // hk, d)
-        qd, od = view(qa.tensor, grouped), view(out, grouped)
+    out, ret = attention_output(qa, qa.shape, s)
+    if s and out.size:
+        qd, od = decode_views(qa.tensor, out, qa.shape, hk)
         if kv_len_per_split is None:
             attention_decode(qd, ka.tensor, va.tensor, od, sc, sm_count())
         else:
             attention_decode_split(qd, ka.tensor, va.tensor, od, sc, kv_len_per_split)
     return result(qa, out, ret)
+
+
+def _lengths(q_lens: Any, kv_lens: Any, qa: Operand, s: int) -> tuple[Any, Any]:
+    """fmha_varlen's (q_lens, kv_lens) as the (B,) i32 tensors the kernels read, checked against
+    q's L and k's S."""
+    b, _, lq, _ = qa.shape
+    ql = sequence_lengths(q_lens, qa, b, lq, "q_lens", "L (q's axis 2)", "fmha_varlen")
+    kl = sequence_lengths(kv_lens, qa, b, s, "kv_lens", "S (k's axis 2)", "fmha_varlen")
+    return ql, kl
 
 
 def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
