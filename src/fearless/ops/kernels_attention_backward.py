@@ -205,11 +205,27 @@ def ragged_geometry(q, k, a0, a1, b, sink):
 
 
 @tile.function
-def ragged_key_range(i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
-    """(first, end): the key tiles query tile i walks in a ragged form, `variant_bounds`' but
-    none for a tile wholly past the l_len rows (varlen's padding)."""
-    first, tiles, _, _ = variant_bounds(i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right)
-    return first, tiles * min(1, max(0, l_len - i * TILE_M))
+def walked_key_tiles(
+    q, k, a0, a1, b, i, s_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right,
+    ragged, sink,
+):  # fmt: skip
+    """(s_len, l_len, first, end, off) of query tile i in the stats and dq kernels: the key
+    tiles first..end - 1 it walks (`key_range`'s) and its rows' offset, over s_len keys and
+    l_len rows (k's and q's); in a ragged form (compile-time `ragged`), batch b's lengths and
+    offset read in the kernel (`ragged_geometry`) and `variant_bounds`' tiles, but none for a
+    tile wholly past the l_len rows (varlen's padding)."""
+    l_len = q.shape[2]
+    if not ragged:
+        first, tiles, _, _, off = key_range(
+            i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
+        )
+    else:  # compile-time: a ragged form's lengths and offset, read in the kernel
+        s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
+        first, tiles, _, _ = variant_bounds(
+            i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
+        )
+        tiles = tiles * min(1, max(0, l_len - i * TILE_M))
+    return s_len, l_len, first, tiles, off
 
 
 @tile.function
@@ -269,16 +285,10 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         m_i = tile.full((TILE_M, 1), -math.inf, fl.f32)
         l_i = tile.zeros((TILE_M, 1), fl.f32)
-        if not ragged:
-            first, tiles, _, _, off = key_range(
-                i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
-                right,
-            )  # fmt: skip
-        else:  # compile-time: a ragged form's lengths and offset, read in the kernel
-            s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
-            first, tiles = ragged_key_range(
-                i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
-            )
+        s_len, l_len, first, tiles, off = walked_key_tiles(
+            q, k, a0, a1, b, i, s_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
+            right, ragged, sink,
+        )  # fmt: skip
         for j in range(first, tiles):
             s, _t = recomputed_scores(
                 qt, key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D), i, j, s_len, off, scale,
@@ -444,16 +454,10 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
         qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
         li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        if not ragged:
-            first, tiles, _, _, off = key_range(
-                i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
-                right,
-            )  # fmt: skip
-        else:  # compile-time: a ragged form's lengths and offset
-            s_len, l_len, off = ragged_geometry(q, k, a0, a1, b, sink)
-            first, tiles = ragged_key_range(
-                i, s_len, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
-            )
+        s_len, _, first, tiles, off = walked_key_tiles(
+            q, k, a0, a1, b, i, s_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
+            right, ragged, sink,
+        )  # fmt: skip
         for j in range(first, tiles):
             s, t = recomputed_scores(
                 qt, key_tile_t(k, b, kv_h, j, TILE_N, TILE_D), i, j, s_len, off, scale,
