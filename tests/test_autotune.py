@@ -385,6 +385,86 @@ def test_the_timing_pass_takes_configurations_as_their_compiles_finish() -> None
     assert list(ready_order([2, 0, 1, 3], met, busy=0)) == [2, 0, 1, 3]
 
 
+def test_ready_order_leaves_out_what_still_compiles_past_the_deadline() -> None:
+    """Past `deadline` the ready configurations go at once and, once one has gone, the ones
+    still compiling are left out; before anything has gone it waits for them."""
+    import time
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from fearless.tile.compile_ahead import ready_order
+
+    slow: Future[None] = Future()
+    done: Future[None] = Future()
+    done.set_result(None)
+    kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+    met = {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")]}
+    start = time.perf_counter()
+    assert list(ready_order([0, 1, 2], met, busy=0, deadline=start + 0.05)) == [1, 2]
+    assert 0.05 <= time.perf_counter() - start < 5  # waited for the budget, not for ever
+    only_slow = {0: [(kernel, "slow")]}
+    import threading
+
+    threading.Timer(0.1, lambda: slow.set_result(None)).start()
+    assert list(ready_order([0], only_slow, deadline=start)) == [0]  # nothing else to time
+
+
+def test_a_compile_past_the_budget_is_left_out_and_its_winner_not_stored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """On the GPU, a configuration still compiling when the others are timed and the tuning
+    has run COMPILE_BUDGET_S is left out: the winner comes from the rest, serves this process,
+    and is not stored on disk (the next process tunes in full). With no budget (`fearless
+    tune`) every configuration is timed."""
+    import threading
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from fearless import autotune_timing, autotuning
+    from fearless.runtime import driver
+    from fearless.runtime import target as target_module
+    from fearless.tile import compile_ahead as ahead
+
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    gpu = SimpleNamespace(on_device=True, simulated=False, name="cuda")
+    monkeypatch.setattr(target_module, "current_target", lambda: gpu)
+    monkeypatch.setattr(driver, "device_info", lambda: SimpleNamespace(arch="sm_90", name="Fake"))
+    monkeypatch.setattr(autotuning, "DeviceClock", autotune_timing.HostClock)
+    monkeypatch.setattr(ahead, "stack_bytes", lambda launches: 0)
+    slow: Future[None] = Future()
+    done: Future[None] = Future()
+    done.set_result(None)
+    kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+
+    def compile_ahead(self: Any, grid: Any, args: Any, kwargs: Any, restore: Any, order: Any):
+        return {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")]}
+
+    monkeypatch.setattr(autotuning.Autotuned, "_compile_ahead", compile_ahead)
+    ran: list[int] = []
+
+    def make() -> Any:
+        @fl.autotune(configs=[{"c": 0}, {"c": 1}, {"c": 2}], key=["n"])
+        def f(n: int, c: int) -> int:
+            ran.append(c)
+            time.sleep(0.002 * c)  # configuration 0, the slow compile, runs fastest
+            return c
+
+        return f
+
+    monkeypatch.setattr(autotune_timing, "COMPILE_BUDGET_S", 0.05)
+    f = make()
+    assert f(1) == 1 and 0 not in ran  # the best of those that compiled in time
+    (timings,) = f.timings.values()
+    assert timings[0] is None and not list(tmp_path.glob("autotune/v1/*.json"))
+    assert f(1) == 1  # kept for the process: not tuned again
+    monkeypatch.setattr(autotune_timing, "COMPILE_BUDGET_S", None)
+    threading.Timer(0.1, lambda: slow.set_result(None)).start()
+    ran.clear()
+    g = make()
+    assert g(1) == 0 and 0 in ran and None not in next(iter(g.timings.values()))
+    assert len(list(tmp_path.glob("autotune/v1/*.json"))) == 1  # this one is stored
+
+
 def test_compile_ahead_belongs_to_its_thread_and_does_not_nest() -> None:
     import threading
 

@@ -181,6 +181,15 @@ def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
     )
     out = tmp_path / "sim.json"
     argv = ["tune", "--shapes", str(shapes), "--ops", "fmha,fused_moe", "--out", str(out)]
+    budgets: list[float | None] = []  # a table weighs every configuration: no compile budget
+    tune_module = importlib.import_module("fearless.cli.tune")
+    budget = autotune_timing.COMPILE_BUDGET_S
+    with monkeypatch.context() as m:
+        m.setattr(
+            tune_module, "run_case", lambda *a: budgets.append(autotune_timing.COMPILE_BUDGET_S)
+        )
+        main([*argv[:-1], str(tmp_path / "unused.json"), "--simulator"])
+    assert budgets == [None, None] and budget == autotune_timing.COMPILE_BUDGET_S  # put back
     assert main([*argv, "--simulator"]) == 0
     entries = json.loads(out.read_text())["entries"]
     names = {e["function"].rsplit(".", 1)[-1] for e in entries}

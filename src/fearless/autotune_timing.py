@@ -1,6 +1,7 @@
 """How `fl.autotune` times a configuration (`measure`, with a `HostClock` on the simulator and a
 `DeviceClock` on the GPU), which configurations it may leave untimed for their spills
-(`spilling`), and the progress it reports on stderr (`Progress`).
+(`spilling`) or their compile time (COMPILE_BUDGET_S), and the progress it reports on stderr
+(`Progress`).
 
 The progress line appears once tuning has run for PROGRESS_AFTER_S. On a terminal it is one
 line redrawn in place (`\\r`); anywhere else (a log file, CI output) each step is a plain line
@@ -154,7 +155,8 @@ class Progress:
         else:
             self._write(f"fearless: autotuning {self.name}: config {n + 1}/{total} {dict(cfg)}\n")
 
-    def done(self, best: Mapping[str, Any] | None, seconds: float | None) -> None:
+    def done(self, best: Mapping[str, Any] | None, seconds: float | None, late: int = 0) -> None:
+        """The closing line; `late`: configurations left out still compiling (COMPILE_BUDGET_S)."""
         elapsed = time.perf_counter() - self.start
         if not self.shown and elapsed < PROGRESS_AFTER_S:
             return
@@ -162,6 +164,8 @@ class Progress:
             what = "no configuration ran"
         else:
             what = f"chose {dict(best)} ({seconds * 1e3:.3f} ms)"
+        if late:
+            what += f"; {late} still compiling past the {COMPILE_BUDGET_S:g} s budget left out"
         line = f"fearless: autotuned {self.name} in {elapsed:.1f} s: {what}"
         self._write(f"\r{line}\x1b[K\n" if self.terminal else f"{line}\n")
 
@@ -181,6 +185,19 @@ class Progress:
 # each key's figures beside `timings`.
 SKIP_SPILLING = True
 SPILL_PRUNE_BYTES = 128
+
+# A first call at a new key waits for its slowest compile: a persistent TMA row kernel takes
+# tileiras 2.2 to 2.5 s (layer_norm, softmax at 5120 columns) where the other configurations take
+# 0.2 to 0.9, and 16 of them compiling side by side stretch it further (H100, session 20: softmax
+# and layer_norm tuned in 6.1 and 6.8 s, rms_norm, whose persistent TMA form compiles in 0.4 s,
+# in 2.0). With COMPILE_BUDGET_S set, once the tuning of a key has run that long and every
+# configuration that finished compiling is timed, those still compiling are left out (None in
+# `timings`, like a configuration that failed) and the winner is taken among the rest; their
+# compiles finish on the worker threads (into the disk cache). Such a winner serves this process
+# only: it is not stored on disk, so the next process tunes the key again, in full, from cached
+# cubins. None waits for every compile: `fearless tune`, which writes the shipped tables, does
+# (cli/tune.py), so a table's entry weighs every configuration.
+COMPILE_BUDGET_S: float | None = 2.0
 
 
 def spilling(stacks: dict[int, int | None], keep: int | None = None) -> set[int]:

@@ -67,6 +67,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import time
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -345,6 +346,7 @@ class Autotuned:
         it."""
         from .runtime.target import current_target
 
+        started = time.perf_counter()
         target = current_target()
         trace.refuse("the autotuner timed its configurations")
         snapshots = [
@@ -367,7 +369,9 @@ class Autotuned:
         steps: Iterable[int] = order
         if target.on_device:
             launches = self._compile_ahead(grid, args, kwargs, restore, order)
-            steps = ready_order(order, launches, first)  # as compiles finish
+            budget = autotune_timing.COMPILE_BUDGET_S
+            deadline = None if budget is None else started + budget
+            steps = ready_order(order, launches, first, deadline=deadline)  # as compiles finish
         clock: Clock = DeviceClock() if target.on_device else HostClock()
         progress = Progress(self.name, key)
         times: list[float | None] = [None] * len(self.configs)
@@ -375,7 +379,7 @@ class Autotuned:
         stacks: dict[int, int | None] = {}
         spilled: list[int] = []  # timed at the end only if every configuration spills
 
-        def time(step: int, n: int) -> None:
+        def time_config(step: int, n: int) -> None:
             cfg = self.configs[n]
             progress.show(step, len(order), cfg)
             try:
@@ -384,17 +388,25 @@ class Autotuned:
             except FearlessError as exc:
                 failures.append(exc)
 
-        for step, n in enumerate(steps):
+        def take(step: int, n: int) -> None:
             if launches:
                 stacks[n] = stack_bytes(launches[n])  # compiled: read at once
                 if autotune_timing.SKIP_SPILLING and n != first and spills_much(stacks[n]):
                     spilled.append(n)
-                    continue
-            time(step, n)
+                    return
+            time_config(step, n)
+
+        for step, n in enumerate(steps):
+            take(step, n)
+        late = [n for n in order if launches and n not in stacks]  # compiling past the budget
+        if late and all(times[n] is None for n in stacks):
+            for step, n in enumerate(late, len(stacks)):  # nothing ran yet: wait for them
+                take(step, n)
+            late = []
         untimed = spilling(stacks, keep=first)  # all of `spilled`, or none if all spill
         for step, n in enumerate(spilled, len(order) - len(spilled)):
             if n not in untimed:
-                time(step, n)  # nothing without spills to prefer: timed after all
+                time_config(step, n)  # nothing without spills to prefer: timed after all
         restore()
         if launches:
             self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
@@ -403,9 +415,12 @@ class Autotuned:
             progress.done(None, None)
             raise failures[-1]
         best_time, best = min(timed)
-        progress.done(self.configs[best], best_time)
+        progress.done(self.configs[best], best_time, len(late))
         self.timings[key] = times
-        autotune_store.store(path, self.configs[best], times)
+        if (
+            not late
+        ):  # else kept for this process: the next, its cubins on disk by then, tunes in full
+            autotune_store.store(path, self.configs[best], times)
         self._remember(key, best, best_time)
         return best
 

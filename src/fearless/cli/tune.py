@@ -22,7 +22,9 @@ an unknown operator or model.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,19 @@ def select(
     return [c for c in cases if ops is None or c["op"] in ops]
 
 
+@contextlib.contextmanager
+def _every_compile_awaited() -> Iterator[None]:
+    """Within, the autotuner waits for every configuration's compile (no COMPILE_BUDGET_S): a
+    table's entry weighs them all."""
+    from .. import autotune_timing
+
+    budget, autotune_timing.COMPILE_BUDGET_S = autotune_timing.COMPILE_BUDGET_S, None
+    try:
+        yield
+    finally:
+        autotune_timing.COMPILE_BUDGET_S = budget
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import autotune_tables, config
     from ..autotuning import autotune
@@ -120,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     arch_name = table_arch()
     out = Path(args.out or f"fearless-tuning-{arch_name}.json")
     tuned = total = 0
-    with autotune_tables.disabled():
+    with autotune_tables.disabled(), _every_compile_awaited():
         for n, case in enumerate(cases, 1):
             print(f"[{n}/{len(cases)}] {describe(case)}", flush=True)
             try:

@@ -13,7 +13,8 @@ after another.
 
 The timing pass then takes the configurations as their compiles finish (`ready_order`), not in
 their order: one slow compile (a persistent TMA row kernel: 2.5 s beside 0.2 s for the rest)
-no longer holds up the timing of the others.
+no longer holds up the timing of the others, and past the autotuner's compile budget it is left
+out (`deadline`).
 
 The pass also lists the launches it met, so that the autotuner can read what each
 configuration's kernels use once compiled (`stack_bytes`: their spills) and leave the ones that
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -115,31 +117,43 @@ def ready_order(
     launches: dict[int, list[tuple[Any, Any]]],
     first: int | None = None,
     busy: int | None = None,
+    deadline: float | None = None,
 ) -> Iterator[int]:
     """`order`'s configurations (indices into `launches`, what each launched in the pass) as
     their compiles finish: `first` (a stale winner, timed first) once compiled, then any whose
     compiles are all done, in `order` among those ready, once at most `busy` compiles are still
     to finish (default a quarter of the workers), so that timing does not share the CPUs with
     many tileiras processes. A configuration with nothing compiling (it failed before its
-    launch, or launched no Tile kernel) is ready at once: its timing says what it does."""
+    launch, or launched no Tile kernel) is ready at once: its timing says what it does.
+
+    Past `deadline` (a `time.perf_counter()` reading), the ready ones go at once, and once one
+    configuration has gone, those still compiling are left out: the iteration ends without
+    them (the autotuner's compile budget, autotune_timing.COMPILE_BUDGET_S)."""
     futures = {
         n: [f for kernel, key in launches.get(n, ()) if (f := kernel._ahead.get(key)) is not None]
         for n in order
     }
     slack = max(1, workers() // 4) if busy is None else busy
     pending = list(order)
+    gone = False
     if first is not None and first in futures:
         wait(futures[first])
         pending.remove(first)
+        gone = True
         yield first
     while pending:
         running = [f for n in pending for f in futures[n] if not f.done()]
         ready = [n for n in pending if all(f.done() for f in futures[n])]
-        if ready and len(running) <= slack:
+        late = deadline is not None and time.perf_counter() >= deadline
+        if ready and (len(running) <= slack or late):
             pending.remove(ready[0])
+            gone = True
             yield ready[0]
+        elif late and gone:
+            return  # what still compiles is past the budget
         else:
-            wait(running, return_when=FIRST_COMPLETED)
+            left = None if deadline is None or late else deadline - time.perf_counter()
+            wait(running, timeout=left, return_when=FIRST_COMPLETED)
 
 
 def take(kernel: Any, key: Any) -> Any:
