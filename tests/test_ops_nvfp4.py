@@ -2,7 +2,7 @@
 byte for byte against the NumPy reference of tests/support/nvfp4_ref.py: f32, f16 and bf16
 inputs; partial last row and column blocks (their scales 0); s_enc other than 1 (TileGym's
 6 * 448 / amax too); zeros; ties of the e2m1 rounding (to the even code) and values past
-6 * scale (saturated); scales from f8e4m3fn's subnormals to past 448 (NaN), and scales that
+6 * scale (saturated); scales from f8e4m3fn's subnormals to past 448 (saturated to 448), and scales that
 round to 0; the swizzled scale layout and the nibble order spelled out on their own; the call
 kinds (NumPy, fl.Tensor, torch); empty inputs; the refusals; the kernel through tileiras."""
 
@@ -120,8 +120,8 @@ def test_e2m1_rounding_ties_saturation_and_signs() -> None:
 def test_zeros_tiny_and_huge_groups() -> None:
     """All zeros: scale bytes 0 (2^-16 rounds to 0 in f8e4m3fn) and codes 0. Group maxima
     from 2^-19 to 2^12: scales that round to 0 (their nonzero values saturate), f8e4m3fn
-    subnormals and normals, and scales past 448, which round to NaN (byte 0x7F; every value
-    over it gives code 0)."""
+    subnormals and normals, and scales past 448, which saturate to 448 (byte 0x7E, as the GPU
+    converts to f8e4m3fn; its values then saturate to code 7)."""
     packed, scales = _check(np.zeros((130, 96), BF16))
     assert (packed == 0).all() and (scales == 0).all()
     x = np.zeros((128, 64 * 8), np.float32)
@@ -130,8 +130,8 @@ def test_zeros_tiny_and_huge_groups() -> None:
     x[:, ::16] = mags[None, :]  # each group's max: its magnitude
     packed, scales = _check(x)
     bytes_ = set(scales.tolist())
-    assert {0, 1, 0x7F} <= bytes_ and any(0x08 <= b < 0x7F for b in bytes_)
-    _check(x * 1e3, 1e3)  # s_enc scales the scales: more NaN
+    assert {0, 1, 0x7E} <= bytes_ and 0x7F not in bytes_ and any(0x08 <= b < 0x7E for b in bytes_)
+    _check(x * 1e3, 1e3)  # s_enc scales the scales: more saturate
 
 
 def test_encoder_of_the_reference_agrees_with_ml_dtypes() -> None:

@@ -72,6 +72,25 @@ def test_conversions_round_as_ml_dtypes(dt: fl.DType, ml: type) -> None:
     np.testing.assert_array_equal(back.unpartition().numpy(), want.astype(np.float32))
 
 
+@pytest.mark.parametrize(
+    ("dt", "ml", "top"), [(*F8[0], 448.0), (*F8[1], 57344.0)], ids=["e4m3fn", "e5m2"]
+)
+def test_conversions_past_the_largest_value_saturate_as_the_gpu_does(
+    dt: fl.DType, ml: type, top: float
+) -> None:
+    """Past the largest finite value (infinity too) `.astype` gives that value with its sign,
+    as PTX's cvt.rn.satfinite (the GPU's only rounding to an 8-bit float; its tests run this
+    same kernel), not ml_dtypes' NaN or inf; NaN stays NaN."""
+    x = np.zeros(64, np.float32)
+    x[:6] = [1e6, -1e6, np.inf, -np.inf, np.nan, top * 1.02]
+    q = fl.empty(64, dtype=dt).partition((64,))
+    back = fl.empty(64).partition((64,))
+    QUANTIZE[dt](q, back, fl.asarray(x))
+    got = back.unpartition().numpy()
+    assert got[:4].tolist() == [top, -top, top, -top] and np.isnan(got[4]) and got[5] == top
+    assert q.unpartition().numpy()[:6].astype(np.float32)[[0, 1, 5]].tolist() == [top, -top, top]
+
+
 def make_bits(dt):  # type: ignore[no-untyped-def]
     @tile.kernel
     def bits(w: tile.Part[fl.u8], again: tile.Part[dt], x: tile.Tensor[fl.f32]):
@@ -133,11 +152,14 @@ def test_simt_kernels_have_no_fp8() -> None:
 
 @pytest.mark.gpu
 def test_gpu_fp8_conversions_and_mma_match_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
+    x = X.copy()
+    x[:6] = [1e6, -1e6, np.inf, -np.inf, 2.5, 460.0]  # past both types' largest values
+
     def run() -> list[np.ndarray]:
         outs = []
         for dt, ml in F8:
             q, back = fl.empty(64, dtype=dt).partition((64,)), fl.empty(64).partition((64,))
-            QUANTIZE[dt](q, back, fl.asarray(X))
+            QUANTIZE[dt](q, back, fl.asarray(x))
             c = fl.empty((32, 32)).partition((16, 16))
             GEMM[dt](c, fl.asarray(A.astype(ml)), fl.asarray(B.astype(ml)))
             outs += [q.unpartition().numpy().view(np.uint8), back.unpartition().numpy()]
@@ -148,7 +170,7 @@ def test_gpu_fp8_conversions_and_mma_match_the_simulator(sim_and_gpu: Callable[.
     for i, (gpu, sim) in enumerate(zip(gpus, sims, strict=True)):
         if i % 3 == 2:  # the GEMM: f32 sums in another order
             np.testing.assert_allclose(gpu, sim, rtol=1e-5, atol=1e-5)
-        else:  # conversions: the same bits (NaN past e4m3fn's 448 included)
+        else:  # conversions: the same bits (saturated past the largest value)
             assert np.array_equal(gpu.view(np.uint8), sim.view(np.uint8)), i
 
 

@@ -68,7 +68,8 @@ def test_matches_the_reference_at_tilegyms_shapes(rows: int, cols: int, dtype: A
 
 def test_zeros_tiny_and_huge_scales() -> None:
     """0 / 0 (the codes of an all-zero group), scales rounded to 0 (saturated codes) and past
-    448 (NaN scale bytes): the same bytes as the reference, which the simulator gives."""
+    448 (saturated to 448: the GPU converts to f8 with cvt.satfinite): the same bytes as the
+    reference, which the simulator gives."""
     _check(torch.zeros(130, 96, dtype=torch.bfloat16, device="cuda"), 1.0)
     mags = 2.0 ** torch.arange(-19, 13, dtype=torch.float64)
     x = torch.rand(128, 512, dtype=torch.float64) * 2 - 1

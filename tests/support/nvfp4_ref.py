@@ -1,6 +1,7 @@
 """A NumPy reference of NVFP4 quantization (TileGym's `nvfp4_quantize`), written from its
 semantics for the tests of `fearless.ops.nvfp4_quantize`: the scales rounded to f8e4m3fn by
-ml_dtypes, the fp4 e2m1 values by a nearest-value search over the eight magnitudes."""
+ml_dtypes after saturating at 448 (as the GPU converts), the fp4 e2m1 values by a nearest-value
+search over the eight magnitudes."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ def nvfp4_reference(x: np.ndarray, s_enc: float = 1.0) -> tuple[np.ndarray, np.n
     with np.errstate(invalid="ignore", over="ignore"):
         pre = np.maximum(np.abs(groups).max(-1) / np.float32(6.0) * s, E4M3_EPS)
     inside = (np.arange(bm * 128)[:, None] < rows) & (np.arange(bn * 4)[None, :] * 16 < cols)
-    scale = np.where(inside, pre, np.float32(0)).astype(ml_dtypes.float8_e4m3fn)
+    # rounded as the GPU converts to f8 (satfinite): past 448 it is 448, not ml_dtypes' NaN
+    scale = np.minimum(np.where(inside, pre, np.float32(0)), np.float32(448.0))  # NaN stays
+    scale = scale.astype(ml_dtypes.float8_e4m3fn)
 
     grid = scale.view(np.uint8).reshape(bm, 128, bn, 4).transpose(0, 2, 1, 3)
     r, c = np.arange(128)[:, None], np.arange(4)[None, :]

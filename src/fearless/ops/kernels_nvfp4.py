@@ -14,7 +14,8 @@ here with comparisons: its magnitude code (0..7 for 0, 0.5, 1, 1.5, 2, 3, 4, 6) 
 rounding boundaries that |v| passes, each boundary strict or not as round-half-to-even wants
 (a tie goes to the even code): anything past 5 is code 7 (6.0), so values past 6 and
 infinity saturate; the sign bit is v's (of -0.0 too). A NaN (0 * inf: a zero over a zero scale) gives
-code 0. The scale's byte is the f8e4m3fn scale's bits (`tile.bitcast`; past 448 it is NaN, 0x7F).
+code 0. The scale's byte is the f8e4m3fn scale's bits (`tile.bitcast`; past 448 it saturates to
+448, 0x7E, as the GPU converts to f8).
 """
 
 import fearless as fl

@@ -40,9 +40,17 @@ def bf16_store(x: Any) -> Any:
 
 
 def round_f8(x: Any, dt: DType) -> Any:
-    """Values rounded to the 8-bit float `dt` (nearest even, as ml_dtypes converts: past the
-    largest finite value e4m3fn gives NaN, e5m2 inf), still held as float32."""
-    return np.asarray(np.asarray(x, F32).astype(dtypes.ml_type(dt)).astype(F32))
+    """Values rounded to the 8-bit float `dt` (nearest even), saturated as the GPU converts
+    (PTX's cvt.rn.satfinite, the only rounding it has to an 8-bit float): what rounds past the
+    largest finite value, infinity included, is that value with its sign (448 for e4m3fn,
+    57344 for e5m2), where ml_dtypes (and torch) give NaN or inf; NaN stays NaN. Still held as
+    float32."""
+    v = np.asarray(x, F32)
+    r = np.asarray(v.astype(dtypes.ml_type(dt)).astype(F32))
+    over = ~np.isfinite(r) & ~np.isnan(v)
+    if np.any(over):
+        r = np.where(over, np.copysign(F32.type(dtypes.float_max(dt)), v), r)
+    return r
 
 
 def round_tf32(x: Any) -> Any:
