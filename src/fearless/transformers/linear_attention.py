@@ -41,6 +41,22 @@ def _takes(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, kwargs: dict[s
     )
 
 
+def _options(
+    initial_state: torch.Tensor | None,
+    output_final_state: bool,
+    use_qk_l2norm_in_kernel: bool,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The keyword arguments Hugging Face's two functions share (and `extra`), by the names the
+    ops take too."""
+    return {
+        "initial_state": initial_state,
+        "output_final_state": output_final_state,
+        "use_qk_l2norm_in_kernel": use_qk_l2norm_in_kernel,
+        **extra,
+    }
+
+
 def _gated_delta_rule(
     op: Callable[..., Any],
     original: Callable[..., Any],
@@ -78,12 +94,9 @@ def chunk_function(original: Callable[..., Any]) -> Callable[..., Any]:
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         fits = chunk_size in CHUNK_SIZES and not isinstance(chunk_size, bool)
-        options = {
-            "chunk_size": chunk_size,
-            "initial_state": initial_state,
-            "output_final_state": output_final_state,
-            "use_qk_l2norm_in_kernel": use_qk_l2norm_in_kernel,
-        }
+        options = _options(
+            initial_state, output_final_state, use_qk_l2norm_in_kernel, chunk_size=chunk_size
+        )
         tensors = (query, key, value, g, beta)
         op = ops.chunk_gated_delta_rule
         return _gated_delta_rule(op, original, fits, tensors, options, kwargs)
@@ -108,11 +121,7 @@ def recurrent_function(original: Callable[..., Any]) -> Callable[..., Any]:
         use_qk_l2norm_in_kernel: bool = False,
         **kwargs: Any,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        options = {
-            "initial_state": initial_state,
-            "output_final_state": output_final_state,
-            "use_qk_l2norm_in_kernel": use_qk_l2norm_in_kernel,
-        }
+        options = _options(initial_state, output_final_state, use_qk_l2norm_in_kernel)
         tensors = (query, key, value, g, beta)
         op = ops.recurrent_gated_delta_rule
         return _gated_delta_rule(op, original, True, tensors, options, kwargs)
