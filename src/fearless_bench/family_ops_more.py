@@ -78,6 +78,7 @@ fearless on the simulator, against the same float64 reference.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -202,7 +203,7 @@ def _backward(torch: Any, s: Spec) -> Bench:
         item = x.element_size()
         return Bench(
             fearless,
-            lambda tg: lambda: Joined(tg.cutile.rms_norm.rms_norm_backward(x, dy, w, rstd)),
+            lambda tg: lambda: Joined(_tilegym_rms_norm_backward(tg)(x, dy, w, rstd)),
             lambda: _grads(torch, y_eager, [xg, wg], dy),
             rms_reference,
             bytes=3 * m * n * item + 2 * n * item + 4 * m,
@@ -659,3 +660,13 @@ def more_dry_body(s: Spec) -> Callable[[], float]:
     """The dry run of `s` (at its small shape): the GPU run's builder on CPU torch tensors,
     fearless.ops on the simulator, against the float64 reference (the relative error)."""
     return builder_dry_body(MORE_BUILDERS[s.op], s)
+
+
+def _tilegym_rms_norm_backward(tg: Any) -> Any:
+    """`tilegym.ops.cutile.rms_norm.rms_norm_backward` from TileGym's ops (`tg`): in TileGym 1.5.1
+    the attribute `cutile.rms_norm` is the function its package re-exports under the module's
+    name, so the module is imported by name."""
+    module = tg.cutile.rms_norm
+    if not hasattr(module, "rms_norm_backward"):
+        module = importlib.import_module(f"{tg.__name__}.cutile.rms_norm")
+    return module.rms_norm_backward
