@@ -63,6 +63,12 @@ class ArrayDim(Op):
         super().__init__([array], [TileType(i32)], loc, axis=axis)
 
 
+def _memory_hints(latency: int | None, allow_tma: bool) -> dict[str, Any]:
+    """A load's or store's tileiras hints, as attributes only when set."""
+    hints: dict[str, Any] = {} if latency is None else {"latency": latency}
+    return hints if allow_tma else {**hints, "allow_tma": False}
+
+
 class Load(Op):
     """Tile `index` (tile coordinates, i32 scalars) of shape `shape` from an array parameter.
 
@@ -89,11 +95,7 @@ class Load(Op):
         order: tuple[int, ...] | None = None,
     ) -> None:
         assert isinstance(array.type, ArrayParamType)
-        hints: dict[str, Any] = {}
-        if latency is not None:
-            hints["latency"] = latency
-        if not allow_tma:
-            hints["allow_tma"] = False
+        hints = _memory_hints(latency, allow_tma)
         if order is not None and order != tuple(range(len(order))):
             assert sorted(order) == list(range(len(shape)))
             hints["order"] = tuple(order)
@@ -105,12 +107,6 @@ class Load(Op):
             padding=padding,
             **hints,
         )
-
-
-def _store_hints(latency: int | None, allow_tma: bool) -> dict[str, Any]:
-    """A store's tileiras hints, as attributes only when set (as Load's)."""
-    hints: dict[str, Any] = {} if latency is None else {"latency": latency}
-    return hints if allow_tma else {**hints, "allow_tma": False}
 
 
 class Store(Op):
@@ -128,7 +124,7 @@ class Store(Op):
         latency: int | None = None,
         allow_tma: bool = True,
     ) -> None:
-        super().__init__([part, value], [], loc, **_store_hints(latency, allow_tma))
+        super().__init__([part, value], [], loc, **_memory_hints(latency, allow_tma))
 
 
 class StoreAt(Op):
@@ -155,7 +151,7 @@ class StoreAt(Op):
         attrs: dict[str, Any] = {"chunk": chunk} if chunk is not None else {}
         if own:  # the index derives from the block id: only the partition's grid is disjoint
             attrs["own"] = True
-        attrs.update(_store_hints(latency, allow_tma))
+        attrs.update(_memory_hints(latency, allow_tma))
         super().__init__([part, value, *index], [], loc, **attrs)
 
 
