@@ -39,6 +39,7 @@ from typing import Any
 from .harness import error_text, missing_tool
 from .model import FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Skip
 from .models_configs import MODEL, WORKLOAD, ModelSpec, Workload, hf_config
+from .timing import weigh_every_configuration
 
 DEVICE = "cuda"  # where the model is built and run (the CPU tests set "cpu")
 DTYPE = "bfloat16"
@@ -220,6 +221,8 @@ def measure(
     """The measurement (the module doc); `overrides` change the configuration (the CPU test's
     toy sizes), `plan` the (warm-up, timed) unit counts."""
     import torch
+
+    weigh_every_configuration()  # timed after warm-up: as a later process runs
 
     if _on_gpu() and not torch.cuda.is_available():
         raise Skip("torch sees no GPU")

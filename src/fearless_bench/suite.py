@@ -38,7 +38,7 @@ from . import (
 from .harness import Ctx, error_text, format_line
 from .model import Record, assign_ratios, failed
 from .peers import REPO_ROOT, Peers
-from .timing import FULL, QUICK, DeviceTimer
+from .timing import FULL, QUICK, DeviceTimer, weigh_every_configuration
 
 FAMILIES: tuple[ModuleType, ...] = (
     family_elementwise,
@@ -128,6 +128,7 @@ def run_gpu(opts: Options, selected: set[str]) -> tuple[list[Record], dict[str, 
     import fearless as fl
 
     fl.set_target("cuda")
+    weigh_every_configuration()
     meta = _meta(opts, "quick" if opts.quick else "full", torch)
     major, minor = torch.cuda.get_device_capability()
     peers = Peers(f"sm_{major}{minor}")

@@ -12,6 +12,9 @@ timed region.
 Host time per launch (`host_per_launch`): launches back to back from Python, timed with
 `perf_counter` over many launches, median of several samples; the device is synchronised
 before each sample and after it, outside the clock.
+
+Tuning (`weigh_every_configuration`): the suite times kernels as a user's later processes run
+them, so fearless's autotuner waits for every configuration's compile in it.
 """
 
 from __future__ import annotations
@@ -132,3 +135,14 @@ def host_per_launch(
         synchronize()
         samples.append((t1 - t0) / budget.launches * 1e6)
     return summarise(samples)
+
+
+def weigh_every_configuration() -> None:
+    """Turn off fl.autotune's first-call compile budget (`autotune_timing.COMPILE_BUDGET_S`) in
+    this process. With it, a key's first tuning may leave a slow-compiling configuration out
+    and keep that winner for the process only, while the next process tunes in full. A
+    benchmark that times after the first call measures that later state. The tuning family's
+    probes, which measure the first call itself, run in processes of their own and keep it."""
+    from fearless import autotune_timing
+
+    autotune_timing.COMPILE_BUDGET_S = None
