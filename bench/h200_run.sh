@@ -3,6 +3,9 @@
 # .tiletools (../shared/device/pack-tile-tools.sh) and .whl (the cuda-tile and tilegym wheels for
 # its Python 3.12) carried:   bash bench/h200_run.sh OUT STEP...
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
+# A call carries at most 64 MiB, the tracked tree included: the tree (8.3 MB, 3.1 of it
+# bench/results), .tiletools-slim (58.5 MB) and .whl (0.5 MB) are just over, so move
+# bench/results out of the tree for the call and back after (2026-12-06).
 # Steps: tests (every GPU test but hf's), hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
 #        spills (each configuration's time beside the stack its kernels spill),
