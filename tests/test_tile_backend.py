@@ -61,8 +61,13 @@ def test_the_encoders_load_without_the_rest_of_cutile() -> None:
     110 ms of all of cuTile Python); a later `import cuda.tile` shares the same module."""
     script = (
         "import sys\n"
+        "from concurrent.futures import ThreadPoolExecutor\n"
         "from fearless.backends.tileir import cuda_tile\n"
+        "with ThreadPoolExecutor(8) as pool:  # the warm-up and compile workers ask at once\n"
+        "    got = list(pool.map(lambda _: cuda_tile._encoders_alone(), range(8)))\n"
+        "assert all(hasattr(m, 'BytecodeVersion') for m in got), 'half made'\n"
         "bc = cuda_tile.encoders()\n"
+        "assert all(m is bc for m in got)\n"
         "assert 'cuda.tile' not in sys.modules, 'cuda.tile was imported'\n"
         "assert hasattr(bc, 'write_bytecode') and hasattr(bc, 'BytecodeVersion')\n"
         "import cuda.tile\n"

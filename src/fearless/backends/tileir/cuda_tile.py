@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,7 +60,17 @@ def _encoders_alone() -> Any:
     Python (its frontend, tuner and cache, multiprocessing): 110 ms of a fresh process's first
     Tile compile against 30 ms for the encoders alone, which import only each other. The module is
     registered under its own name, so a later `import cuda.tile` (a user's cuTile kernels) finds
-    and shares it. Once `cuda.tile` is imported, the plain import."""
+    and shares it. Once `cuda.tile` is imported, the plain import. Under a lock: the warm-up
+    thread and the compile-ahead workers may ask at once, and the import system's own module
+    lock does not cover a module executed by hand (a second thread would get it half made)."""
+    with _LOADING:
+        return _load_encoders_alone()
+
+
+_LOADING = threading.Lock()
+
+
+def _load_encoders_alone() -> Any:
     name = "cuda.tile._bytecode"
     if name in sys.modules or "cuda.tile" in sys.modules:
         return importlib.import_module(name)
