@@ -4,8 +4,9 @@ kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
 scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
 name in its text. Also the training forwards' kept lse (attention.py, attention_variants.py):
-its output and its check where a backward takes it; and the per-sequence lengths of a padded
-batch (attention_varlen.py, attention_fmha_variant.py).
+its output and its check where a backward takes it; the per-sequence lengths of a padded
+batch (attention_varlen.py, attention_fmha_variant.py); and the shape of a per-score mask or
+bias broadcast over batch and heads (attention.py, attention_fmha_variant.py).
 """
 
 from __future__ import annotations
@@ -125,6 +126,14 @@ def lse_operand(lse: Any, op: str, qa: Operand) -> Any:
 
 
 # ------------------------------------------------------------------ per-sequence lengths
+
+
+def broadcasts_over_heads(shape: tuple[int, ...], b: int, h: int, rows: int, cols: int) -> bool:
+    """Whether `shape` is (1 or b, 1 or h, rows, cols): a mask's or bias's, one per score of
+    each query row and key column, broadcast over the batch and the heads or not."""
+    return (
+        len(shape) == 4 and shape[0] in (1, b) and shape[1] in (1, h) and shape[2:] == (rows, cols)
+    )
 
 
 def sequence_lengths(

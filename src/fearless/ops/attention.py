@@ -26,7 +26,13 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._attention_checks import attention_scale, kept, kept_lse, lse_operand
+from ._attention_checks import (
+    attention_scale,
+    broadcasts_over_heads,
+    kept,
+    kept_lse,
+    lse_operand,
+)
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
 from ._io import FLOATS, operand, result, view
 from ._replay import replayable
@@ -142,7 +148,7 @@ def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], d
     m = operand(attn_mask, op, "attn_mask", (dtypes.bool_, dt), device=device)
     shape = (1,) * (4 - len(m.shape)) + tuple(m.shape)
     b, h, lq, s = full
-    if len(m.shape) > 4 or shape[0] not in (1, b) or shape[1] not in (1, h) or shape[2:] != (lq, s):
+    if not broadcasts_over_heads(shape, b, h, lq, s):  # more than 4 axes too
         raise argument_error(
             f"`attn_mask` of `fearless.ops.{op}` has shape {m.shape}: fearless takes masks of "
             f"(L, S) = {(lq, s)}, broadcast over batch and heads or not ((B, H, L, S) = {full})",

@@ -24,7 +24,7 @@ from .. import dtypes
 from ..runtime import trace
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._attention_checks import attention_scale, sequence_lengths
+from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_lengths
 from ._io import (
     FLOATS,
     Operand,
@@ -223,9 +223,7 @@ def _bias(
         return ba.tensor, (bias_type, ba.dtype, False, False)
     rows = 1 if bias_type == "vector" else s_q
     shape = ba.shape
-    if not (
-        len(shape) == 4 and shape[0] in (1, b) and shape[1] in (1, n) and shape[2:] == (rows, s_kv)
-    ):
+    if not broadcasts_over_heads(shape, b, n, rows, s_kv):
         raise argument_error(
             f"`bias` of `fearless.ops.{_OP}` with bias_type={bias_type!r} must be "
             f"(1 or {b}, 1 or {n}, {rows}, {s_kv}), got shape {shape}",
@@ -249,9 +247,7 @@ def _mask(
         return None, None
     ma = operand(random_mask, _OP, "random_mask", _MASKS, device=qa.tensor.device)
     shape = ma.shape
-    if not (
-        len(shape) == 4 and shape[0] in (1, b) and shape[1] in (1, n) and shape[2:] == (s_q, s_kv)
-    ):
+    if not broadcasts_over_heads(shape, b, n, s_q, s_kv):
         raise argument_error(
             f"`random_mask` of `fearless.ops.{_OP}` must be (1 or {b}, 1 or {n}, {s_q}, "
             f"{s_kv}) in any layout, got shape {shape}",
