@@ -38,7 +38,8 @@ The first call with a new key times every configuration (`autotune_timing.measur
 call, which compiles, then repeated calls each between two synchronisations, the median kept),
 keeps the fastest and calls the function with it. On the GPU the configurations' Tile kernels
 compile first, side by side (tile/compile_ahead.py), and each is timed as soon as its compiles
-are done (`ready_order`), so one slow compile holds up only its own timing. A configuration that raises a fearless error
+are done (`ready_order`), so one slow compile holds up only its own timing; past
+`autotune_timing.COMPILE_BUDGET_S` it is left out. A configuration that raises a fearless error
 (a tile too large, a launch the device refuses) is skipped and reported only if every one
 fails. When tuning has run for over a second, progress goes to stderr. The winner is stored on
 disk (`autotune_store.py`), keyed by the function's module, name and source, the key, the
@@ -417,9 +418,9 @@ class Autotuned:
         best_time, best = min(timed)
         progress.done(self.configs[best], best_time, len(late))
         self.timings[key] = times
-        if (
-            not late
-        ):  # else kept for this process: the next, its cubins on disk by then, tunes in full
+        # a winner without the late configurations serves this process only: the next one,
+        # their cubins on disk by then, tunes in full
+        if not late:
             autotune_store.store(path, self.configs[best], times)
         self._remember(key, best, best_time)
         return best

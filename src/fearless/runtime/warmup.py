@@ -6,8 +6,8 @@ and calling them. Only where launches run on a GPU (the simulator compiles nothi
 while the disk cache holds nothing this version compiled on that track (`cache.built_here`):
 once it does, first calls are mostly cache hits, which need no toolchain, and a warm-up running
 beside one slows it (the H100's cache hits went from about 15 ms to 83 ms SIMT and 148 ms Tile
-with the warm-up in, 2026-12-05). A
-failure here is left for the compile itself to report, where it points at the user's call.
+with the warm-up in, 2026-12-05). A failure here is left for the compile itself to report,
+where it points at the user's call.
 """
 
 from __future__ import annotations
