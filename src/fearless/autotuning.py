@@ -68,6 +68,7 @@ import contextlib
 import functools
 import inspect
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -89,6 +90,7 @@ from .runtime.partition import Partition, start_recording, stop_recording
 Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
 _MISSING = object()
+_AHEAD = "fearless.tile.compile_ahead"  # read from sys.modules: no pass is open unless loaded
 
 
 class Autotuned:
@@ -193,6 +195,9 @@ class Autotuned:
         key = self._key_fn(args, kwargs)
         if grid is not None:
             key = (key, "grid", grid[0])
+        ahead = sys.modules.get(_AHEAD)
+        if ahead is not None and ahead.STATE.thread == threading.get_ident():
+            return self._queue(key, grid, args, kwargs)
         best = self._best.get(key)
         if best is None:
             if capturing():
@@ -205,11 +210,16 @@ class Autotuned:
     def _prove(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """The first call with a winner read from the disk: if it fails (the function or a
-        kernel it calls changed since it was stored), drop it, warn, and tune again."""
+        """The first call with a winner read from the disk or a table: if it fails (the
+        function or a kernel it calls changed since it was stored), drop it, warn, and tune
+        again. A host function's kernels (a split-K decode's split and combine) first compile
+        side by side in one pass (`compile_ahead_of`), not one launch after another."""
         path = self._unproven.pop(key)
+        cfg = self.configs[self._best[key]]
+        if self._kernel != "tile":
+            compile_ahead_of(functools.partial(self._run, cfg, grid, args, kwargs, False))
         try:
-            return self._run(self.configs[self._best[key]], grid, args, kwargs)
+            return self._run(cfg, grid, args, kwargs)
         except FearlessError as exc:
             if path is not None:
                 autotune_store.drop(path)
@@ -275,20 +285,64 @@ class Autotuned:
         """The configuration for `key`: the first (tuning off), the stored one, or the fastest."""
         if not config.autotune_enabled() or len(self.configs) == 1:
             return 0
-        path = self._entry(key)
-        stored = autotune_store.load(path, self.configs, self.name)
+        path, stored, entry, first = self._read(key)
         if stored is not None:
             self._unproven[key] = path
             self._remember(key, stored, None)
             return stored
-        arch = table_arch()
-        entry = autotune_tables.lookup(self.identity, arch, key)
-        first = None if entry is None else autotune_tables.index_of(entry, self.configs, self.name)
         if entry is not None and first is not None and entry.fresh():
             self._unproven[key] = None
-            _winners[(self.identity, arch, repr(key))] = entry
+            _winners[(self.identity, entry.arch, repr(key))] = entry
             return first
         return self._tune(key, grid, args, kwargs, path, first)
+
+    def _read(
+        self, key: Hashable
+    ) -> tuple[Path, int | None, autotune_tables.Entry | None, int | None]:
+        """What this machine knows of `key` before tuning: the disk store's path for it, the
+        winner stored there, the tuning tables' entry and that entry's configuration (None
+        where there is none, or the entry names a configuration no longer among `configs`)."""
+        path = self._entry(key)
+        stored = autotune_store.load(path, self.configs, self.name)
+        if stored is not None:
+            return path, stored, None, None
+        entry = autotune_tables.lookup(self.identity, table_arch(), key)
+        first = None if entry is None else autotune_tables.index_of(entry, self.configs, self.name)
+        return path, None, entry, first
+
+    def _queue(
+        self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """A call inside a compile-ahead pass (`compile_ahead_of`, or the tuning pass of an
+        autotuned function calling this one): start compiling what the real call will need and
+        choose nothing. That is the winner once known (in this process, on the disk or in a
+        fresh table entry), else every configuration the tuner will time. Returns the first
+        one's result, of no use beyond the pass."""
+        picks = [self._best[key]] if key in self._best else self._candidates(key, args, kwargs)
+        result = None
+        for step, n in enumerate(picks):
+            with contextlib.suppress(FearlessError):
+                outcome = self._run(self.configs[n], grid, args, kwargs, not step)
+                result = outcome if not step else result
+        return result
+
+    def _candidates(
+        self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> list[int]:
+        """The configurations the first call with `key` will run: one when tuning is off or a
+        winner is stored or in a fresh table entry, else those it will time (a stale table
+        winner first). Reads, and keeps nothing."""
+        if not config.autotune_enabled() or len(self.configs) == 1:
+            return [0]
+        if capturing():
+            return [self._untimed(key)]
+        _, stored, entry, first = self._read(key)
+        if stored is not None:
+            return [stored]
+        if entry is not None and first is not None and entry.fresh():
+            return [first]
+        kept = self._kept(args, kwargs)
+        return kept if first is None else [first, *(n for n in kept if n != first)]
 
     def _untimed(self, key: Hashable) -> int:
         """The configuration for `key` under capture, where nothing is timed: the stored
@@ -557,6 +611,25 @@ class _Autotune:
 
 
 autotune = _Autotune()
+
+
+def compile_ahead_of(call: Callable[[], object]) -> None:
+    """Run `call` once in a compile-ahead pass (tile/compile_ahead.py) on the GPU: every Tile
+    launch in it, and every configuration that each autotuned function it calls will compile,
+    starts compiling on worker threads, and nothing runs. An op whose kernels would otherwise
+    compile one after another on its first call (the attention backward's three tuned kernels)
+    runs this first, so that they compile side by side; the real call then finds them
+    compiled or compiling. Off the GPU, under capture and while a pass is open, nothing
+    happens (on this thread the call runs in that pass next anyway; passes are one at a time
+    in a process, and one opened beside another thread's would run the call for real). A
+    fearless error in the pass is left for the real call to raise."""
+    from .runtime.target import current_target
+    from .tile.compile_ahead import STATE, compile_ahead
+
+    if STATE.thread is not None or not current_target().on_device or capturing():
+        return
+    with compile_ahead(), contextlib.suppress(FearlessError):
+        call()
 
 
 def capturing() -> bool:

@@ -20,6 +20,7 @@ decode step's two launches costs more than its kernels.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from .. import dtypes
@@ -38,7 +39,7 @@ from ._io import FLOATS, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_decode, attention_tuned
-from .kernels_attention_backward import attention_backward
+from .kernels_attention_backward import attention_backward, forward_with_backward_ahead
 from .kernels_rows import sm_count
 
 
@@ -138,7 +139,14 @@ def _forward(
             attention_decode(qd, k4, v4, od, sc, sm_count())
         else:
             l4 = None if lse is None else view(lse, qs[:3])
-            attention_tuned(q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk, l4)
+            forward = partial(
+                attention_tuned, q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk, l4
+            )
+            if l4 is None:
+                forward()
+            else:  # training: the backward's kernels compile beside the forward's
+                group = h // hk
+                forward_with_backward_ahead(forward, q4, k4, v4, o4, l4, mask, sc, is_causal, group)
     return result(qa, out, ret), kept(qa, lse, lse_ret)
 
 

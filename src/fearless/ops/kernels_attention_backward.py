@@ -14,6 +14,7 @@ import sys
 import fearless as fl
 from fearless import tile
 
+from ..autotuning import compile_ahead_of
 from ..runtime.target import current_target
 from ._io import empty_beside, partitioned, zeros_beside
 from .kernels_attention import (
@@ -680,7 +681,49 @@ def attention_backward(
     (its fifth element, `_flags`) takes its two auxiliary tensors `aux` (ragged_geometry's a0,
     a1). `mask`: None, or scaled_dot_product_attention's (an fl.Tensor of (1 or B, 1 or H, L,
     S), bool or q's dtype; no variant with it). `lse`: None, or the rows' lse as the forward
-    kept it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then."""
+    kept it (make_attention's keep_lse, (B, H, L) f32): only delta is computed then.
+
+    On the first call in a process with a key of the tuners (and dtype, and lse given or
+    not), the kernels of every step first compile side by side (`compile_ahead_of`: the
+    winners where they are known, else every configuration to time), not one step after
+    another."""
+    args = (q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant, wl, wr, cap, aux,
+            mask, lse)  # fmt: skip
+    form = _backward_key(q, k, bool(causal), group, variant, mask, (wl, wr, cap))
+    first = (form, q.dtype, lse is None, atomic_dq(q.shape[3]))
+    if first not in _COMPILED_AHEAD:
+        _COMPILED_AHEAD.add(first)
+        compile_ahead_of(lambda: _backward(*args))
+    return _backward(*args)
+
+
+_COMPILED_AHEAD = set()  # attention_backward's first calls, by its tuners' key and form
+
+
+def forward_with_backward_ahead(forward, q, k, v, out, lse, mask, scale, causal, group):
+    """Run `forward` (a training forward of `scaled_dot_product_attention`'s, which keeps
+    `lse` for the backward), its backward's kernels compiling beside its own on the first such
+    call in a process with a key of the tuners: one compile-ahead pass over both, the
+    gradients it would write scratch tensors like q, k and v, and `out` standing in for
+    d_out. The backward that follows then finds its kernels compiled or compiling."""
+    form = _backward_key(q, k, bool(causal), group, None, mask, (0, 0, 1.0))
+    first = ("with its forward", form, q.dtype)
+    if first not in _COMPILED_AHEAD:
+        _COMPILED_AHEAD.add(first)
+
+        def both():
+            forward()
+            grads = [empty_beside(x, x.shape, x.dtype) for x in (q, k, v)]
+            attention_backward(q, k, v, out, out, *grads, scale, causal, group, mask=mask, lse=lse)
+
+        compile_ahead_of(both)
+    forward()
+
+
+def _backward(
+    q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant, wl, wr, cap, aux, mask, lse
+):  # fmt: skip
+    """attention_backward's steps."""
     b, h, lq, d = q.shape
     causal, extra = bool(causal), (wl, wr, cap)
     a0, a1 = aux or (None, None)

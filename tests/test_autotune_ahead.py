@@ -1,0 +1,202 @@
+"""Issue 37: an op's several tuned kernels compile side by side on its first call. Inside a
+compile-ahead pass an autotuned function queues the compiles its real call will need (its
+winner once known, else every configuration it will time) and chooses nothing; and
+`attention_backward` runs such a pass over its steps on a shape whose tuners have not chosen.
+
+The pass's launches are made to take the ahead path on the simulator (`ahead_applies`), and
+the compiles are recorded, not run, so no tileiras is needed."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import autotune_timing, config, tile
+from fearless import autotuning as autotune_module
+from fearless.tile import compile_ahead as ahead
+
+
+@pytest.fixture(autouse=True)
+def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
+    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, Any]]]:
+    """The (kernel, key) of every compile a pass starts; each compile is a recorded no-op,
+    dropped from its kernel afterwards so that no later launch takes it."""
+    kernel_module = importlib.import_module("fearless.tile.kernel")
+    monkeypatch.setattr(kernel_module, "ahead_applies", lambda target: True)
+    names: list[str] = []
+
+    def fake_compile(ir: Any, arch: str) -> None:
+        names.append(ir.name)
+
+    monkeypatch.setattr(ahead, "compile_cubin", fake_compile)
+    met: list[tuple[Any, Any]] = []
+    real_submit = ahead.submit
+
+    def submit(kernel: Any, args: tuple[Any, ...], target: Any) -> None:
+        real_submit(kernel, args, target)
+        met.append(ahead.STATE.launches[-1])
+
+    monkeypatch.setattr(kernel_module, "ahead_submit", submit)
+    yield met
+    for kernel, key in met:
+        pending: Future[Any] | None = kernel._ahead.pop(key, None)
+        if pending is not None:
+            pending.result()
+
+
+def doubled_tuned() -> Any:
+    @fl.autotune(configs=[{"TILE": 16, "occupancy": 1}, {"TILE": 32, "occupancy": 2}], key=["x"])
+    @tile.kernel
+    def doubled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], TILE: tile.Const[int]):
+        out.store(tile.load_like(x, out) * 2.0)
+
+    return doubled
+
+
+def test_in_a_pass_a_new_key_queues_every_configuration_and_chooses_none(
+    queued: list[tuple[Any, Any]],
+) -> None:
+    doubled = doubled_tuned()
+    host = np.zeros(64, np.float32)
+    x, part = fl.asarray(np.arange(64, dtype=np.float32)), fl.asarray(host).partition((64,))
+    with ahead.compile_ahead(1):
+        doubled(part, x)
+    hints = sorted(kernel.hints.occupancy for kernel, _ in queued)
+    assert hints == [1, 2] and not doubled._best
+    assert host.tolist() == [0.0] * 64  # nothing ran
+
+
+def test_in_a_pass_a_chosen_key_queues_its_winner_alone(queued: list[tuple[Any, Any]]) -> None:
+    doubled = doubled_tuned()
+    x = fl.asarray(np.arange(64, dtype=np.float32))
+    out = fl.zeros(64)
+    part = out.partition((64,))
+    best = doubled.best_config(part, x)  # tuned on the simulator
+    with ahead.compile_ahead(1):
+        doubled(part, x)
+    assert [kernel.hints.occupancy for kernel, _ in queued] == [best["occupancy"]]
+
+
+def test_off_the_gpu_compile_ahead_of_runs_nothing() -> None:
+    ran: list[int] = []
+    autotune_module.compile_ahead_of(lambda: ran.append(1))
+    assert ran == []
+
+
+@pytest.mark.parametrize("d", [64, 128])  # FlashAttention-2's atomic dQ at 64, three kernels at 128
+def test_the_attention_backward_compiles_every_step_in_one_pass_on_a_new_shape(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], d: int
+) -> None:
+    from fearless.ops import kernels_attention_backward as KB
+
+    passes: list[Any] = []
+    monkeypatch.setattr(KB, "compile_ahead_of", passes.append)
+    rng = np.random.default_rng(0)
+    q, out, dout = (
+        fl.asarray(rng.standard_normal((1, 2, 64, d)).astype(np.float16)) for _ in range(3)
+    )
+    grads = [fl.zeros(q.shape, dtype=fl.f16) for _ in range(3)]
+    args = (q, q, q, out, dout, *grads, 0.125, True, 1)
+    KB.attention_backward(*args)
+    assert len(passes) == 1  # the first call with this key
+    KB.attention_backward(*args)
+    assert len(passes) == 1  # not the second
+    ran = [g.numpy() for g in grads]
+    assert all(g.any() for g in ran)  # the real calls ran
+    with ahead.compile_ahead(4):  # the pass itself: every step's kernel is queued at once
+        passes[0]()
+    names = {kernel.name for kernel, _ in queued}
+    steps = {"attention_stats", "attention_dkdv"} | ({"attention_dq"} if d == 128 else set())
+    assert steps <= names, names
+    assert all((g.numpy() == r).all() for g, r in zip(grads, ran, strict=True))  # none ran
+
+
+def test_a_training_forward_compiles_its_backward_beside_itself_once(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    """scaled_dot_product_attention_lse (the forward autograd runs in training) opens one pass
+    over itself and the backward to come on its first call with a key; the result is the
+    forward's all the same."""
+    from fearless import ops
+    from fearless.ops import attention as A
+    from fearless.ops import kernels_attention_backward as KB
+
+    passes: list[bool] = []  # whether a pass was open already
+
+    def on_the_gpu(call: Any) -> None:  # compile_ahead_of without its off-the-GPU gate
+        passes.append(ahead.STATE.thread is not None)
+        with ahead.compile_ahead(4):
+            call()
+
+    monkeypatch.setattr(KB, "compile_ahead_of", on_the_gpu)
+    rng = np.random.default_rng(1)
+    q, k, v = (
+        fl.asarray(rng.standard_normal((1, 2, 48, 128)).astype(np.float16)) for _ in range(3)
+    )
+    out, lse = A.scaled_dot_product_attention_lse(q, k, v, is_causal=True)
+    names = {kernel.name for kernel, _ in queued}
+    assert {"attention_lse", "attention_delta", "attention_dkdv", "attention_dq"} <= names, names
+    assert passes == [False, True]  # the backward's own first call came inside this pass
+    expected = ops.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert np.array_equal(out.numpy(), expected.numpy()) and lse.shape == (1, 2, 48)
+    A.scaled_dot_product_attention_lse(q, k, v, is_causal=True)
+    assert passes == [False, True]  # once per key
+
+
+@tile.kernel
+def _doubled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.load_like(x, out) * 2.0)
+
+
+@tile.kernel
+def _tripled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    out.store(tile.load_like(x, out) * 3.0)
+
+
+def _two_kernels() -> Any:
+    @fl.autotune(configs=[{"tile": 16}, {"tile": 32}], key=["x"])
+    def two(x: fl.Tensor, a: fl.Tensor, b: fl.Tensor, *, tile: int) -> None:
+        _doubled(a.partition((tile,)), x)
+        _tripled(b.partition((tile,)), x)
+
+    return two
+
+
+def test_a_stored_winners_kernels_compile_side_by_side_on_its_first_call(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    """A host function's winner read from the disk (or a table) runs once in a pass before
+    its first real call, so its two kernels compile together instead of one after another."""
+    x = fl.asarray(np.arange(64, dtype=np.float32))
+    a, b = fl.zeros(64), fl.zeros(64)
+    _two_kernels()(x, a, b)  # tuned here, stored on disk
+    passes: list[int] = []
+
+    def on_the_gpu(call: Any) -> None:
+        passes.append(1)
+        with ahead.compile_ahead(2):
+            call()
+
+    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
+    again = _two_kernels()  # a later process: the stored winner, not yet proven
+    a2, b2 = fl.zeros(64), fl.zeros(64)
+    again(x, a2, b2)
+    assert passes == [1] and {k.name for k, _ in queued} == {"_doubled", "_tripled"}
+    assert a2.numpy().tolist() == [2.0 * i for i in range(64)]  # then the real call ran
+    assert b2.numpy().tolist() == [3.0 * i for i in range(64)]
+    again(x, a2, b2)
+    assert passes == [1]  # proven: no pass again
