@@ -111,3 +111,15 @@ def cuda_target() -> Iterator[None]:
     fl.set_target("cuda")
     yield
     fl.set_target(None)
+
+
+@pytest.fixture
+def autotune_on_sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """fl.autotune's tests: the simulator, a disk store of the test's own, tuning on, and two
+    timed calls a configuration (`pytestmark = pytest.mark.usefixtures("autotune_on_sim")`)."""
+    from fearless import autotune_timing, config
+
+    monkeypatch.setattr(config, "_target_override", "sim")
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
+    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)  # keep the tests' sleeps short

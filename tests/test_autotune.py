@@ -12,17 +12,11 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import autotune_timing, config, simt, tile
+from fearless import autotune_timing, simt, tile
 from fearless import autotuning as autotune_module
 from support.fake_autotune_driver import _FakeDriver
 
-
-@pytest.fixture(autouse=True)
-def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
-    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)  # keep the sleeps short
+pytestmark = pytest.mark.usefixtures("autotune_on_sim")
 
 
 def sleepy(calls: list[Any]) -> Any:

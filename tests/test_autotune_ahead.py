@@ -11,24 +11,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import autotune_timing, config, tile
 from fearless import autotuning as autotune_module
+from fearless import tile
 from fearless.tile import compile_ahead as ahead
 
-
-@pytest.fixture(autouse=True)
-def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
-    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)
+pytestmark = pytest.mark.usefixtures("autotune_on_sim")
 
 
 @pytest.fixture

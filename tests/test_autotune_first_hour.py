@@ -17,13 +17,7 @@ import pytest
 import fearless as fl
 from fearless import autotune_timing, config, tile
 
-
-@pytest.fixture(autouse=True)
-def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(config, "_target_override", "sim")
-    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FEARLESS_AUTOTUNE", raising=False)
-    monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)
+pytestmark = pytest.mark.usefixtures("autotune_on_sim")
 
 
 @tile.kernel
