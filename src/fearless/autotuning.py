@@ -628,8 +628,22 @@ def compile_ahead_of(call: Callable[[], object]) -> None:
 
     if STATE.thread is not None or not current_target().on_device or capturing():
         return
+    trace.refuse("a compile-ahead pass ran")  # its scratch allocations are no call's
     with compile_ahead(), contextlib.suppress(FearlessError):
         call()
+
+
+def compile_ahead_once(key: Hashable, call: Callable[[], object]) -> None:
+    """`compile_ahead_of(call)` on the first call in this process with `key` (an op's name
+    and what its tuners' keys read): the ops' way of compiling their steps side by side."""
+    if key not in _compiled_ahead:
+        if len(_compiled_ahead) >= 4096:  # a program that makes new shapes without end
+            _compiled_ahead.clear()
+        _compiled_ahead.add(key)
+        compile_ahead_of(call)
+
+
+_compiled_ahead: set[Hashable] = set()  # compile_ahead_once's keys
 
 
 def capturing() -> bool:

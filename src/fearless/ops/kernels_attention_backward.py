@@ -14,7 +14,7 @@ import sys
 import fearless as fl
 from fearless import tile
 
-from ..autotuning import compile_ahead_of
+from ..autotuning import compile_ahead_once
 from ..runtime.target import current_target
 from ._io import empty_beside, partitioned, zeros_beside
 from .kernels_attention import (
@@ -690,14 +690,9 @@ def attention_backward(
     args = (q, k, v, out, dout, dq, dk, dv, scale, causal, group, variant, wl, wr, cap, aux,
             mask, lse)  # fmt: skip
     form = _backward_key(q, k, bool(causal), group, variant, mask, (wl, wr, cap))
-    first = (form, q.dtype, lse is None, atomic_dq(q.shape[3]))
-    if first not in _COMPILED_AHEAD:
-        _COMPILED_AHEAD.add(first)
-        compile_ahead_of(lambda: _backward(*args))
+    first = ("attention_backward", form, q.dtype, lse is None, atomic_dq(q.shape[3]))
+    compile_ahead_once(first, lambda: _backward(*args))
     return _backward(*args)
-
-
-_COMPILED_AHEAD = set()  # attention_backward's first calls, by its tuners' key and form
 
 
 def forward_with_backward_ahead(forward, q, k, v, out, lse, mask, scale, causal, group):
@@ -706,17 +701,14 @@ def forward_with_backward_ahead(forward, q, k, v, out, lse, mask, scale, causal,
     call in a process with a key of the tuners: one compile-ahead pass over both, the
     gradients it would write scratch tensors like q, k and v, and `out` standing in for
     d_out. The backward that follows then finds its kernels compiled or compiling."""
+
+    def both():
+        forward()
+        grads = [empty_beside(x, x.shape, x.dtype) for x in (q, k, v)]
+        attention_backward(q, k, v, out, out, *grads, scale, causal, group, mask=mask, lse=lse)
+
     form = _backward_key(q, k, bool(causal), group, None, mask, (0, 0, 1.0))
-    first = ("with its forward", form, q.dtype)
-    if first not in _COMPILED_AHEAD:
-        _COMPILED_AHEAD.add(first)
-
-        def both():
-            forward()
-            grads = [empty_beside(x, x.shape, x.dtype) for x in (q, k, v)]
-            attention_backward(q, k, v, out, out, *grads, scale, causal, group, mask=mask, lse=lse)
-
-        compile_ahead_of(both)
+    compile_ahead_once(("attention with its backward", form, q.dtype), both)
     forward()
 
 
