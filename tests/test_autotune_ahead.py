@@ -44,6 +44,7 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, Any]]]:
         met.append(ahead.STATE.launches[-1])
 
     monkeypatch.setattr(kernel_module, "ahead_submit", submit)
+    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())  # no other test's first calls
     yield met
     for kernel, key in met:
         pending: Future[Any] | None = kernel._ahead.pop(key, None)
@@ -97,7 +98,7 @@ def test_the_attention_backward_compiles_every_step_in_one_pass_on_a_new_shape(
     from fearless.ops import kernels_attention_backward as KB
 
     passes: list[Any] = []
-    monkeypatch.setattr(KB, "compile_ahead_of", passes.append)
+    monkeypatch.setattr(autotune_module, "compile_ahead_of", passes.append)
     rng = np.random.default_rng(0)
     q, out, dout = (
         fl.asarray(rng.standard_normal((1, 2, 64, d)).astype(np.float16)) for _ in range(3)
@@ -126,7 +127,6 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
     forward's all the same."""
     from fearless import ops
     from fearless.ops import attention as A
-    from fearless.ops import kernels_attention_backward as KB
 
     passes: list[bool] = []  # whether a pass was open already
 
@@ -135,7 +135,7 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
         with ahead.compile_ahead(4):
             call()
 
-    monkeypatch.setattr(KB, "compile_ahead_of", on_the_gpu)
+    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
     rng = np.random.default_rng(1)
     q, k, v = (
         fl.asarray(rng.standard_normal((1, 2, 48, 128)).astype(np.float16)) for _ in range(3)
@@ -193,3 +193,120 @@ def test_a_stored_winners_kernels_compile_side_by_side_on_its_first_call(
     assert b2.numpy().tolist() == [3.0 * i for i in range(64)]
     again(x, a2, b2)
     assert passes == [1]  # proven: no pass again
+
+
+def _passes_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """compile_ahead_of without its off-the-GPU gate: each pass counted, then opened."""
+    passes: list[int] = []
+
+    def on_the_gpu(call: Any) -> None:
+        passes.append(1)
+        with ahead.compile_ahead(4):
+            call()
+
+    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
+    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())  # the reference's calls
+    return passes
+
+
+def test_fused_linear_cross_entropy_compiles_its_four_steps_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    from fearless.ops import linear_cross_entropy as LCE
+
+    rng = np.random.default_rng(2)
+    h, w = rng.standard_normal((37, 40)), rng.standard_normal((300, 40))
+    h, w = h.astype(np.float32), w.astype(np.float32)
+    t = rng.integers(0, 300, 37)
+    want = LCE.forward(h, w, t, None, -100, 16, "mean", True)  # no pass: off the GPU
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = LCE.forward(h, w, t, None, -100, 16, "mean", True)
+    names = {kernel.name for kernel, _ in queued}
+    assert passes == [1]
+    assert names == {"logits", "cross_entropy", "matmul", "dw_out", "dw_add"}  # dh by matmul
+    for g, r in zip(got[:3], want[:3], strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(r))
+    LCE.forward(h, w, t, None, -100, 16, "mean", True)
+    assert passes == [1]  # once for these sizes
+
+
+def test_fused_moe_compiles_both_projections_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    from fearless import ops
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((9, 32)).astype(np.float32)
+    w1 = rng.standard_normal((4, 64, 32)).astype(np.float32) / 8
+    w2 = rng.standard_normal((4, 32, 32)).astype(np.float32) / 8
+    weights = rng.random((9, 2)).astype(np.float32)
+    ids = np.stack([rng.permutation(4)[:2] for _ in range(9)]).astype(np.int64)
+    want = ops.fused_moe(x, w1, w2, weights, ids)
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = ops.fused_moe(x, w1, w2, weights, ids)
+    names = {kernel.name for kernel, _ in queued}
+    assert passes == [1] and names == {"moe_gate_up", "moe_down", "moe_sum"}
+    np.testing.assert_array_equal(got, want)
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _mamba2(backward: bool) -> Any:
+    from fearless import ops
+
+    rng = np.random.default_rng(4)
+    x, b, c = _f32(rng, 1, 21, 2, 12), _f32(rng, 1, 21, 1, 10), _f32(rng, 1, 21, 1, 10)
+    a, d = -rng.random(2).astype(np.float32) - 0.5, _f32(rng, 2)
+    dt, s0 = rng.random((1, 21, 2)).astype(np.float32), _f32(rng, 1, 2, 12, 10)
+    if not backward:
+        return ops.mamba2_chunk_forward(x, a, b, c, d, dt, s0, 16)
+    dy, dfin = _f32(rng, 1, 21, 2, 12), _f32(rng, 1, 2, 12, 10)
+    return ops.mamba2_chunk_backward(x, a, b, c, d, dt, s0, dy, dfin, 16)
+
+
+def _delta_rule() -> Any:
+    from fearless import ops
+
+    rng = np.random.default_rng(5)
+    q, k, v = _f32(rng, 1, 37, 1, 12), _f32(rng, 1, 37, 1, 12), _f32(rng, 1, 37, 1, 20)
+    g = -rng.random((1, 37, 1)).astype(np.float32)
+    beta = rng.random((1, 37, 1)).astype(np.float32)
+    return ops.chunk_gated_delta_rule(q, k, v, g, beta, 16, _f32(rng, 1, 1, 12, 20), True)
+
+
+def _norm_backward(op: str) -> Any:
+    from fearless.ops import backward_rows as ops
+
+    rng = np.random.default_rng(6)
+    dy, x, w = _f32(rng, 7, 96), _f32(rng, 7, 96), _f32(rng, 96)
+    if op == "rms":
+        return ops.rms_norm_backward(dy, x, w, 1e-6)
+    return ops.layer_norm_backward(dy, x, w, _f32(rng, 96), 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("call", "steps"),
+    [
+        (lambda: _mamba2(False), {"chunk_states", "chunk_out"}),
+        (lambda: _mamba2(True), {"chunk_states", "chunk_grads", "group_sum", "head_sum"}),
+        (_delta_rule, {"chunk_prepare", "chunk_inter_final"}),
+        (lambda: _norm_backward("rms"), {"norm_bwd", "column_sum"}),
+        (lambda: _norm_backward("layer"), {"norm_bwd", "column_sum"}),
+    ],
+    ids=["mamba2_forward", "mamba2_backward", "chunk_gated_delta_rule", "rms_norm_bwd", "ln_bwd"],
+)
+def test_ops_of_several_kernels_compile_them_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], call: Any, steps: set[str]
+) -> None:
+    """Each op's kernels are all queued by one pass on its first call, and its results are
+    the same as without the pass."""
+    want = call()
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = call()
+    names = {kernel.name for kernel, _ in queued}
+    assert passes == [1] and names == steps
+    for g, w in zip(got, want, strict=True):
+        if w is not None:
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))

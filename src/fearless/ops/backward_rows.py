@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..autotuning import compile_ahead_once
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of
@@ -49,9 +50,14 @@ def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, An
     dw, dw_ret = output(g, (n,), xa.dtype) if weight is not None else (None, None)
     if n:
         dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
-        sums = rms_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
-        if dw is not None:
-            column_sum(sums, 0, dw)
+
+        def run() -> None:  # dx and the rows' partial sums, then dw's column sum
+            sums = rms_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+            if dw is not None:
+                column_sum(sums, 0, dw)
+
+        compile_ahead_once((op, x2.shape, xa.dtype, dw is None), run)
+        run()
     return result(g, dx, dx_ret), (result(g, dw, dw_ret) if dw is not None else None)
 
 
@@ -71,10 +77,16 @@ def layer_norm_backward(
     grads = [output(g, (n,), xa.dtype) if p is not None else (None, None) for p in (weight, bias)]
     if n:
         dy2, dx2 = rows_of(dyt, -1, op), rows_of(dx, -1, op)
-        sums = layer_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
-        for p, (out, _) in enumerate(grads):
-            if out is not None:
-                column_sum(sums, p, out)
+
+        def run() -> None:  # dx and the rows' partial sums, then dw's and db's column sums
+            sums = layer_norm_bwd_tuned(dy2, x2, w, float(eps), dx2)
+            for p, (out, _) in enumerate(grads):
+                if out is not None:
+                    column_sum(sums, p, out)
+
+        wanted = tuple(out is None for out, _ in grads)
+        compile_ahead_once((op, x2.shape, xa.dtype, wanted), run)
+        run()
     dw, db = (result(g, out, ret) if out is not None else None for out, ret in grads)
     return result(g, dx, dx_ret), dw, db
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
+from ..autotuning import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
@@ -173,8 +174,14 @@ def _chunked(
     u = empty_beside(out, (b, hv, nc, cs, vd), dtypes.f32)
     w = empty_beside(out, (b, hv, nc, cs, k.shape[3]), dtypes.f32)
     gc = empty_beside(out, (b, hv, nc, cs, 1), dtypes.f32)
-    chunk_prepare_launch(u, w, gc, k, v, g, beta, group, l2)
-    chunk_inter_tuned(out, q, k, u, w, gc, s0, state, scale, group, l2)
+
+    def run() -> None:
+        chunk_prepare_launch(u, w, gc, k, v, g, beta, group, l2)
+        chunk_inter_tuned(out, q, k, u, w, gc, s0, state, scale, group, l2)
+
+    forms = (s0 is None, None if s0 is None else s0.dtype, state is None, group, l2, cs)
+    compile_ahead_once(("chunk_gated_delta_rule", q.shape, v.shape, q.dtype, *forms), run)
+    run()
 
 
 def _initial(initial_state: Any, op: str, shape: tuple[int, ...], dev: int) -> Tensor | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
+from ..autotuning import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
@@ -55,9 +56,14 @@ def mamba2_chunk_forward(
     nc = -(-t_ // cs)
     states = empty_beside(xa.tensor, (bsz, nc, h, p, n), dtypes.f32)
     args = (xa.tensor, ba.tensor, aa.tensor, ta.tensor)
-    chunk_states_launch(states, view(final, (bsz, 1, h, p, n)), *args, _t(s0), hpg, cs, False)
-    chunk_out_launch(out, xa.tensor, ba.tensor, ca.tensor, aa.tensor, da.tensor, ta.tensor,
-                     states, hpg, cs)  # fmt: skip
+
+    def run() -> None:
+        chunk_states_launch(states, view(final, (bsz, 1, h, p, n)), *args, _t(s0), hpg, cs, False)
+        chunk_out_launch(out, xa.tensor, ba.tensor, ca.tensor, aa.tensor, da.tensor, ta.tensor,
+                         states, hpg, cs)  # fmt: skip
+
+    compile_ahead_once((op, shape, *(o.dtype for o in ops), fdt, s0 is None, cs), run)
+    run()
     return result(xa, out, out_ret), result(xa, final, final_ret)
 
 
@@ -99,10 +105,7 @@ def mamba2_chunk_backward(
     dends = empty_beside(like, (bsz, nc, h, p, n), dtypes.f32)
     last = empty_beside(like, (bsz, 1, h, p, n), dtypes.f32)
     xt, bt, at, tt = xa.tensor, ba.tensor, aa.tensor, ta.tensor
-    chunk_states_launch(states, last, xt, bt, at, tt, _t(s0), hpg, cs, False)
     dinit, dinit_ret = output(xa, (bsz, h, p, n), dfin.dtype if dfin is not None else dtypes.f32)
-    chunk_states_launch(dends, view(dinit, (bsz, 1, h, p, n)), dya.tensor, ca.tensor, at, tt,
-                        _t(dfin), hpg, cs, True)  # fmt: skip
     dx, dx_ret = output(xa, xa.shape)
     ddt, ddt_ret = output(xa, ta.shape, ta.dtype)
     db, db_ret = output(xa, ba.shape, ba.dtype)
@@ -115,8 +118,17 @@ def mamba2_chunk_backward(
         empty_beside(like, (bsz, nc, h), dtypes.f32),
         empty_beside(like, (bsz, nc, h), dtypes.f32),
     )
-    chunk_grads_launch((dx, ddt, db, dc, dA, dD), scratch, xt, dya.tensor, bt,
-                       ca.tensor, at, da.tensor, tt, states, dends, hpg, cs)  # fmt: skip
+
+    def run() -> None:  # the two scans, then the gradients
+        chunk_states_launch(states, last, xt, bt, at, tt, _t(s0), hpg, cs, False)
+        chunk_states_launch(dends, view(dinit, (bsz, 1, h, p, n)), dya.tensor, ca.tensor, at, tt,
+                            _t(dfin), hpg, cs, True)  # fmt: skip
+        chunk_grads_launch((dx, ddt, db, dc, dA, dD), scratch, xt, dya.tensor, bt,
+                           ca.tensor, at, da.tensor, tt, states, dends, hpg, cs)  # fmt: skip
+
+    dtypes_in = tuple(o.dtype for o in ops)
+    compile_ahead_once((op, shape, *dtypes_in, s0 is None, dinit.dtype, cs), run)
+    run()
     return (
         result(xa, dx, dx_ret),
         result(xa, dA, dA_ret),
