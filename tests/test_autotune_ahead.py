@@ -150,49 +150,30 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
     assert passes == [False, True]  # once per key
 
 
-@tile.kernel
-def _doubled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    out.store(tile.load_like(x, out) * 2.0)
-
-
-@tile.kernel
-def _tripled(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-    out.store(tile.load_like(x, out) * 3.0)
-
-
-def _two_kernels() -> Any:
-    @fl.autotune(configs=[{"tile": 16}, {"tile": 32}], key=["x"])
-    def two(x: fl.Tensor, a: fl.Tensor, b: fl.Tensor, *, tile: int) -> None:
-        _doubled(a.partition((tile,)), x)
-        _tripled(b.partition((tile,)), x)
-
-    return two
-
-
-def test_a_stored_winners_kernels_compile_side_by_side_on_its_first_call(
+def test_a_split_kv_decode_compiles_its_split_and_combine_in_one_pass(
     monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
 ) -> None:
-    """A host function's winner read from the disk (or a table) runs once in a pass before
-    its first real call, so its two kernels compile together instead of one after another."""
-    x = fl.asarray(np.arange(64, dtype=np.float32))
-    a, b = fl.zeros(64), fl.zeros(64)
-    _two_kernels()(x, a, b)  # tuned here, stored on disk
-    passes: list[int] = []
+    """split_kv_launch (every split-KV decode's launches) runs the split kernel and the
+    combine in one pass the first time a form is met (splits by size class): another S of
+    as many splits opens no other."""
+    from fearless.ops import kernels_attention as KA
 
-    def on_the_gpu(call: Any) -> None:
-        passes.append(1)
-        with ahead.compile_ahead(2):
-            call()
-
-    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
-    again = _two_kernels()  # a later process: the stored winner, not yet proven
-    a2, b2 = fl.zeros(64), fl.zeros(64)
-    again(x, a2, b2)
-    assert passes == [1] and {k.name for k, _ in queued} == {"_doubled", "_tripled"}
-    assert a2.numpy().tolist() == [2.0 * i for i in range(64)]  # then the real call ran
-    assert b2.numpy().tolist() == [3.0 * i for i in range(64)]
-    again(x, a2, b2)
-    assert passes == [1]  # proven: no pass again
+    rng = np.random.default_rng(7)
+    q = fl.asarray(rng.standard_normal((1, 2, 4, 64)).astype(np.float32))
+    want = []
+    for s in (64, 50):
+        k, v = (fl.asarray(rng.standard_normal((1, 2, s, 64)).astype(np.float32)) for _ in "kv")
+        out = fl.zeros(q.shape)
+        KA.attention_decode_split(q, k, v, out, 0.125, 16)
+        want.append((k, v, out.numpy()))
+    passes = _passes_on_the_gpu(monkeypatch)
+    for k, v, expected in want:
+        out = fl.zeros(q.shape)
+        KA.attention_decode_split(q, k, v, out, 0.125, 16)
+        np.testing.assert_array_equal(out.numpy(), expected)
+    names = {kernel.name for kernel, _ in queued}
+    assert names == {"decode_split", "decode_combine"}
+    assert passes == [1]  # S 64 and 50: 4 splits each, one form
 
 
 def _passes_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -310,3 +291,38 @@ def test_ops_of_several_kernels_compile_them_in_one_pass(
     for g, w in zip(got, want, strict=True):
         if w is not None:
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def _mla_decode() -> Any:
+    from fearless import ops
+
+    rng = np.random.default_rng(8)
+    q, qpe = _f32(rng, 1, 4, 64), _f32(rng, 1, 4, 16)
+    kv, kpe = _f32(rng, 1, 64, 64), _f32(rng, 1, 64, 16)
+    return ops.mla_decoding_split_kv(q, qpe, kv, kpe, 0.1, 16)
+
+
+def _sink_decode() -> Any:
+    from fearless import ops
+
+    rng = np.random.default_rng(9)
+    q, k, v = _f32(rng, 1, 1, 2, 4, 64), _f32(rng, 1, 64, 2, 64), _f32(rng, 1, 64, 2, 64)
+    return ops.attention_sink_decode(q, k, v, _f32(rng, 8), 0.125, None, 63, 16)
+
+
+@pytest.mark.parametrize(
+    ("call", "steps"),
+    [
+        (_mla_decode, {"mla_decode_split", "mla_combine"}),
+        (_sink_decode, {"sink_decode_split", "sink_decode_combine"}),
+    ],
+    ids=["mla_decoding_split_kv", "attention_sink_decode"],
+)
+def test_the_other_split_kv_decodes_compile_split_and_combine_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], call: Any, steps: set[str]
+) -> None:
+    want = call()
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = call()
+    assert passes == [1] and {kernel.name for kernel, _ in queued} == steps
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

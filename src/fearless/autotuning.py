@@ -212,14 +212,10 @@ class Autotuned:
     ) -> Any:
         """The first call with a winner read from the disk or a table: if it fails (the
         function or a kernel it calls changed since it was stored), drop it, warn, and tune
-        again. A host function's kernels (a split-K decode's split and combine) first compile
-        side by side in one pass (`compile_ahead_of`), not one launch after another."""
+        again."""
         path = self._unproven.pop(key)
-        cfg = self.configs[self._best[key]]
-        if self._kernel != "tile":
-            compile_ahead_of(functools.partial(self._run, cfg, grid, args, kwargs, False))
         try:
-            return self._run(cfg, grid, args, kwargs)
+            return self._run(self.configs[self._best[key]], grid, args, kwargs)
         except FearlessError as exc:
             if path is not None:
                 autotune_store.drop(path)

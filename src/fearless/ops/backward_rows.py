@@ -16,6 +16,7 @@ from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of
 from ._replay import replayable
+from .kernels_rows import rows_key
 from .kernels_rows_backward import (
     column_sum,
     layer_norm_bwd_tuned,
@@ -56,7 +57,7 @@ def rms_norm_backward(dy: Any, x: Any, weight: Any, eps: float) -> tuple[Any, An
             if dw is not None:
                 column_sum(sums, 0, dw)
 
-        compile_ahead_once((op, x2.shape, xa.dtype, dw is None), run)
+        compile_ahead_once((op, rows_key(x2), xa.dtype, dw is None), run)
         run()
     return result(g, dx, dx_ret), (result(g, dw, dw_ret) if dw is not None else None)
 
@@ -85,7 +86,7 @@ def layer_norm_backward(
                     column_sum(sums, p, out)
 
         wanted = tuple(out is None for out, _ in grads)
-        compile_ahead_once((op, x2.shape, xa.dtype, wanted), run)
+        compile_ahead_once((op, rows_key(x2), xa.dtype, wanted), run)
         run()
     dw, db = (result(g, out, ret) if out is not None else None for out, ret in grads)
     return result(g, dx, dx_ret), dw, db

@@ -33,6 +33,7 @@ from ._io import FLOATS, Operand, cast, empty_beside, operand, output, result, v
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_delta_rule import chunk_inter_tuned, chunk_prepare_launch, recurrent_tuned
+from .kernels_rows import size_class
 
 CHUNK_SIZES = (16, 32, 64, 128)
 
@@ -180,7 +181,8 @@ def _chunked(
         chunk_inter_tuned(out, q, k, u, w, gc, s0, state, scale, group, l2)
 
     forms = (s0 is None, None if s0 is None else s0.dtype, state is None, group, l2, cs)
-    compile_ahead_once(("chunk_gated_delta_rule", q.shape, v.shape, q.dtype, *forms), run)
+    sizes = (size_class(b), size_class(t), q.shape[2], q.shape[3], hv, vd)  # B, T by class
+    compile_ahead_once(("chunk_gated_delta_rule", *sizes, q.dtype, *forms), run)
     run()
 
 

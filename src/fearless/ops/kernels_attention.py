@@ -21,6 +21,7 @@ import math
 import fearless as fl
 from fearless import tile
 
+from ..autotuning import compile_ahead_once
 from ._io import empty_beside, partitioned, view
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -652,7 +653,18 @@ def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
     lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
     split = kernel_of(make_split, *flags).options(occupancy=occupancy)
-    with partitioned(o, (1, 1, 1, qg, td)) as part_o, partitioned(lse, (1, 1, 1, qg, 1)) as part_l:
-        split(part_o, part_l, *args, split_tiles)
-    with partitioned(out, (1, 1, qg, td)) as out_p:
-        kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
+
+    def launches():
+        with (
+            partitioned(o, (1, 1, 1, qg, td)) as part_o,
+            partitioned(lse, (1, 1, 1, qg, 1)) as part_l,
+        ):
+            split(part_o, part_l, *args, split_tiles)
+        with partitioned(out, (1, 1, qg, td)) as out_p:
+            kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
+
+    # the first split of this form (by size class: a decode loop's growing S makes no new
+    # one each step): the split kernel and the combine compile side by side
+    form = (make_split, flags, occupancy, size_class(b), hk, group, d, size_class(splits))
+    compile_ahead_once(("split_kv", *form, split_tiles), launches)
+    launches()

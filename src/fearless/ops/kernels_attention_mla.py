@@ -34,6 +34,7 @@ import math
 import fearless as fl
 from fearless import tile
 
+from ..autotuning import compile_ahead_once
 from ._io import empty_beside, partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
@@ -308,8 +309,15 @@ def mla_decode_launch(q, qpe, kv, kpe, out, lse, scale, tile_h, tile_n, occupanc
     # the partial lse keeps a unit last axis: both outputs have 4 axes, so their grids fold alike
     pl = empty_beside(out, (b, h, splits, 1), fl.f32)
     split = kernel_of(make_mla_decode_split, q.dtype, roped).options(occupancy=occupancy)
-    with partitioned(o, (1, tile_h, 1, td)) as o_p, partitioned(pl, (1, tile_h, 1, 1)) as pl_p:
-        split(o_p, pl_p, q, qpe, kv, kpe, scale, tile_n, tp, split_tiles)
     sc = min(16, next_pow2(splits))
-    with partitioned(out, (1, 1, td)) as out_p, partitioned(lse, (1, 1, 1)) as l_p:
-        kernel_of(make_mla_combine, q.dtype)(out_p, l_p, o, pl, sc)
+
+    def launches():
+        with partitioned(o, (1, tile_h, 1, td)) as o_p, partitioned(pl, (1, tile_h, 1, 1)) as pl_p:
+            split(o_p, pl_p, q, qpe, kv, kpe, scale, tile_n, tp, split_tiles)
+        with partitioned(out, (1, 1, td)) as out_p, partitioned(lse, (1, 1, 1)) as l_p:
+            kernel_of(make_mla_combine, q.dtype)(out_p, l_p, o, pl, sc)
+
+    # the split and the combine compile side by side the first time (as split_kv_launch's)
+    form = (q.dtype, roped, occupancy, size_class(b), h, d, dp, tile_h, tile_n, size_class(splits))
+    compile_ahead_once(("mla_decode", *form, split_tiles), launches)
+    launches()

@@ -29,6 +29,7 @@ import math
 import fearless as fl
 from fearless import tile
 
+from ..autotuning import compile_ahead_once
 from ._io import empty_beside, partitioned
 from .kernels_attention import (
     INV_LOG_2,
@@ -261,8 +262,18 @@ def sink_decode_launch(q, k, v, sinks, start, out, scale, wl, tile_n, occupancy,
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
     lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
     split = kernel_of(make_sink_decode_split, q.dtype, windowed).options(occupancy=occupancy)
-    with partitioned(o, (1, 1, 1, qg, td)) as part_o, partitioned(lse, (1, 1, 1, qg, 1)) as part_l:
-        split(part_o, part_l, q, k, v, start, scale, wl, tile_n, split_tiles)
     combine = kernel_of(make_sink_decode_combine, q.dtype, sinks.dtype)
-    with partitioned(out, (1, 1, qg, td)) as out_p:
-        combine(out_p, o, lse, sinks, min(8, next_pow2(splits)))
+
+    def launches():
+        with (
+            partitioned(o, (1, 1, 1, qg, td)) as part_o,
+            partitioned(lse, (1, 1, 1, qg, 1)) as part_l,
+        ):
+            split(part_o, part_l, q, k, v, start, scale, wl, tile_n, split_tiles)
+        with partitioned(out, (1, 1, qg, td)) as out_p:
+            combine(out_p, o, lse, sinks, min(8, next_pow2(splits)))
+
+    # the split and the combine compile side by side the first time (as split_kv_launch's)
+    form = (q.dtype, sinks.dtype, windowed, occupancy, size_class(b), hk, group, d, tile_n)
+    compile_ahead_once(("sink_decode", *form, size_class(splits), split_tiles), launches)
+    launches()

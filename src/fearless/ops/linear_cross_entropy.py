@@ -56,6 +56,7 @@ from .kernels_linear_ce import (
     logits_tuned,
     loss_sum,
 )
+from .kernels_rows import size_class
 
 OP = "fused_linear_cross_entropy"
 REDUCTIONS = ("mean", "sum", "none")
@@ -299,8 +300,9 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
             if p.b is not None:
                 db_launch(logits, db_acc, outs[2][0], first, last)
 
-    # the first call with these sizes: the four tuned steps' kernels compile side by side
-    sizes = (p.n, p.chunk, p.vocab, width, dt, grads, p.b is not None)
+    # the first call with these sizes (tokens by size class, as the tuners' keys read them):
+    # the four tuned steps' kernels compile side by side
+    sizes = (size_class(p.n), p.chunk, p.vocab, width, dt, grads, p.b is not None)
     compile_ahead_once((OP, *sizes), loop)
     loop()
     return outs

@@ -32,6 +32,7 @@ from ._io import FLOATS, Operand, empty_beside, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_mamba2 import chunk_grads_launch, chunk_out_launch, chunk_states_launch
+from .kernels_rows import size_class
 
 CHUNK_SIZES = (16, 32, 64, 128)
 
@@ -62,7 +63,7 @@ def mamba2_chunk_forward(
         chunk_out_launch(out, xa.tensor, ba.tensor, ca.tensor, aa.tensor, da.tensor, ta.tensor,
                          states, hpg, cs)  # fmt: skip
 
-    compile_ahead_once((op, shape, *(o.dtype for o in ops), fdt, s0 is None, cs), run)
+    compile_ahead_once((op, _form(shape), *(o.dtype for o in ops), fdt, s0 is None, cs), run)
     run()
     return result(xa, out, out_ret), result(xa, final, final_ret)
 
@@ -127,7 +128,7 @@ def mamba2_chunk_backward(
                            ca.tensor, at, da.tensor, tt, states, dends, hpg, cs)  # fmt: skip
 
     dtypes_in = tuple(o.dtype for o in ops)
-    compile_ahead_once((op, shape, *dtypes_in, s0 is None, dinit.dtype, cs), run)
+    compile_ahead_once((op, _form(shape), *dtypes_in, s0 is None, dinit.dtype, cs), run)
     run()
     return (
         result(xa, dx, dx_ret),
@@ -142,6 +143,13 @@ def mamba2_chunk_backward(
 
 def _t(s: Operand | None) -> Tensor | None:
     return None if s is None else s.tensor
+
+
+def _form(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """(B, T, H, P, N, heads per group) with B and T by size class: what makes a first call's
+    compile-ahead pass (a new batch or length of the same class makes none)."""
+    bsz, t, *rest = shape
+    return size_class(bsz), size_class(t), *rest
 
 
 def _chunk_size(op: str, chunk_size: Any) -> int:

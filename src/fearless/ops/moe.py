@@ -73,7 +73,7 @@ from .kernels_moe_backward import (
     dweights_launch,
     dx_launch,
 )
-from .kernels_rows import next_pow2
+from .kernels_rows import next_pow2, size_class
 
 INTS = (dtypes.i32, dtypes.i64)
 
@@ -129,8 +129,9 @@ def _fused_moe(
         down_tuned(down, inter_rows, w2a.tensor, sorted_ids, expert_ids, post, weights, block)
         sum_launch(out, down, inv, topk)
 
-    # the first call with these sizes: both projections' kernels compile side by side
-    sizes = (rows, tokens, hidden, inter, experts, topk, block, xa.dtype, w1a.dtype)
+    # the first call with these sizes (rows by size class): both projections' kernels compile
+    # side by side
+    sizes = (size_class(rows), hidden, inter, experts, topk, block, xa.dtype, w1a.dtype)
     compile_ahead_once(("fused_moe", *sizes), project)
     project()
     return result(xa, out, ret)
