@@ -111,3 +111,25 @@ def test_the_fearless_first_call_tunes_without_tables_and_exports_its_winner(
     assert [e.config for e in autotune_tables.entries(function, "sim")] == [
         e["config"] for e in mine
     ]
+
+
+def test_a_peer_that_fails_is_reported_by_its_message_not_its_tracebacks_last_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TileGym's bmm failed in session 22 with only "probe exit 1: Unknown location" on
+    record (the last line of a multi-line message): the probe now prints the error's type and
+    first line as its JSON result, as the models family's probe does."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+    def fails(*_: object) -> None:
+        raise RuntimeError(
+            "tile shape does not divide the problem\n  in kernel bmm\nUnknown location"
+        )
+
+    monkeypatch.setattr(tuning_probe, "first_call", fails)
+    argv = family_tuning.probe_argv(model.TILEGYM, family_tuning.SPECS[0])
+    assert tuning_probe.main(argv) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    error = json.loads(line)["error"]
+    assert error.startswith("RuntimeError: tile shape does not divide the problem (at ")

@@ -86,13 +86,11 @@ def main(argv: list[str]) -> int:
     except Skip as exc:
         print(json.dumps({"skip": str(exc)}))
         return 0
-    except Exception as exc:
-        from .harness import missing_tool
+    except Exception as exc:  # one line for the record, as the models family's probe
+        from .harness import error_text, missing_tool
 
         why = missing_tool(exc)  # a compiler not on this machine (tileiras, say): not a bug
-        if why is None:
-            raise
-        print(json.dumps({"skip": why}))
+        print(json.dumps({"skip": why} if why is not None else {"error": error_text(exc)}))
         return 0
     print(json.dumps({"seconds": seconds}))
     return 0

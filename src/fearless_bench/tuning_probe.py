@@ -94,13 +94,11 @@ def main(argv: list[str]) -> int:
             out["entries"] = fl.autotune.export(export)
     except Skip as exc:
         out = {"skip": str(exc)}
-    except Exception as exc:
-        from .harness import missing_tool
+    except Exception as exc:  # one line for the record, as the models family's probe
+        from .harness import error_text, missing_tool
 
         missing = missing_tool(exc)  # a compiler or a peer not on this machine: not a bug
-        if missing is None:
-            raise
-        out = {"skip": missing}
+        out = {"skip": missing} if missing is not None else {"error": error_text(exc)}
     with contextlib.suppress(BrokenPipeError):
         print(json.dumps(out))
     return 0
