@@ -326,3 +326,38 @@ def test_the_other_split_kv_decodes_compile_split_and_combine_in_one_pass(
     got = call()
     assert passes == [1] and {kernel.name for kernel, _ in queued} == steps
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_in_a_pass_a_configuration_that_raises_leaves_the_next_ones_result(
+    queued: list[tuple[Any, Any]],
+) -> None:
+    """The op's next step in the pass takes the first result of a configuration that did not
+    raise (a norm backward's partial sums), not None."""
+
+    @fl.autotune(configs=[{"rows": 0}, {"rows": 2}], key=["x"])
+    def halves(x: Any, *, rows: int) -> Any:
+        if not rows:
+            raise fl.LaunchContractError("0 rows do not fit")
+        return fl.zeros((rows,))
+
+    with ahead.compile_ahead(1):
+        got = halves(np.zeros(4, np.float32))
+    assert got.shape == (2,)
+
+
+def test_an_error_inside_a_pass_never_reaches_the_real_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ran nothing may fail where the real call does not: the pass only saves time."""
+    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())
+    from fearless.runtime import target
+
+    monkeypatch.setattr(
+        target, "current_target", lambda: type("T", (), {"on_device": True})()
+    )  # the pass's gate only: nothing in the call reads the target
+
+    def breaks() -> None:
+        raise AttributeError("'NoneType' object has no attribute 'shape'")
+
+    autotune_module.compile_ahead_of(breaks)  # no exception
+    assert ahead.STATE.thread is None

@@ -313,13 +313,15 @@ class Autotuned:
         autotuned function calling this one): start compiling what the real call will need and
         choose nothing. That is the winner once known (in this process, on the disk or in a
         fresh table entry), else every configuration the tuner will time. Returns the first
-        one's result, of no use beyond the pass."""
+        result of a configuration that did not raise (what the op's next step takes in the
+        pass: its shape, not its values)."""
         picks = [self._best[key]] if key in self._best else self._candidates(key, args, kwargs)
-        result = None
-        for step, n in enumerate(picks):
+        result, found = None, False
+        for n in picks:
             with contextlib.suppress(FearlessError):
-                outcome = self._run(self.configs[n], grid, args, kwargs, not step)
-                result = outcome if not step else result
+                outcome = self._run(self.configs[n], grid, args, kwargs, not found)
+                if not found:
+                    result, found = outcome, True
         return result
 
     def _candidates(
@@ -617,15 +619,16 @@ def compile_ahead_of(call: Callable[[], object]) -> None:
     runs this first, so that they compile side by side; the real call then finds them
     compiled or compiling. Off the GPU, under capture and while a pass is open, nothing
     happens (on this thread the call runs in that pass next anyway; passes are one at a time
-    in a process, and one opened beside another thread's would run the call for real). A
-    fearless error in the pass is left for the real call to raise."""
+    in a process, and one opened beside another thread's would run the call for real). An
+    error in the pass is left for the real call to raise, or not: the pass only saves time,
+    and what ran nothing may fail where the real call does not."""
     from .runtime.target import current_target
     from .tile.compile_ahead import STATE, compile_ahead
 
     if STATE.thread is not None or not current_target().on_device or capturing():
         return
     trace.refuse("a compile-ahead pass ran")  # its scratch allocations are no call's
-    with compile_ahead(), contextlib.suppress(FearlessError):
+    with compile_ahead(), contextlib.suppress(Exception):
         call()
 
 
