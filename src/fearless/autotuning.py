@@ -50,6 +50,10 @@ edited, and the winner no longer compiles) is dropped with a warning and the key
 an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration and times
 nothing.
 
+Inside a compile-ahead pass (the tuner's own, or `compile_ahead_of`'s, which an op opens on its
+first call so that its several steps compile side by side) a call tunes nothing: it queues the
+compiles its real call will need and chooses nothing (`Autotuned._queue`).
+
 Tuning calls the function several times. Arguments it accumulates into are restored before
 each timed call and after tuning: `restore_value=[names]` keeps their contents, `reset_to_zero=
 [names]` zeroes them (Triton's names). The simulator runs the same protocol, so the CPU tests
