@@ -4,10 +4,11 @@
         fearless-tile layer_norm bf16 3000x5120 --no-tables
 
 Runs fearless_bench.tuning_probe (the tuning family's fresh-process first call; give it empty
-FEARLESS_CACHE_DIR and CUDA_TILE_CACHE_DIR) and writes to OUT.json each tileiras compile of the
-autotuner's compile-ahead pass ("compile", worker thread, start, end, kernel), each timed
-configuration ("measure") and each key's whole tuning ("tune"), in seconds from the start of the
-first call. `--budget` sets autotune_timing.COMPILE_BUDGET_S for the run (`none`: wait for every
+FEARLESS_CACHE_DIR and CUDA_TILE_CACHE_DIR) and writes to OUT.json each tileiras compile of a
+compile-ahead pass ("compile", worker thread, start, end, kernel), each compile a launch made
+itself, in its own thread ("compile-now": what no pass had started), each op's first-call pass
+("pass", the host time of running the op without launching), each timed configuration
+("measure") and each key's whole tuning ("tune"), in seconds from the start of the first call. `--budget` sets autotune_timing.COMPILE_BUDGET_S for the run (`none`: wait for every
 compile). bench/results/h100-2026-12-06-session21/NOTES.md reads its output.
 """
 
@@ -48,9 +49,16 @@ def main(argv: list[str]) -> int:
     if rest[:1] == ["--budget"]:
         timing.COMPILE_BUDGET_S = None if rest[1] == "none" else float(rest[1])
         rest = rest[2:]
-    ahead.compile_cubin = _logged(
-        "compile", ahead.compile_cubin, lambda ir, *a: str(getattr(ir, "name", ""))[:60]
-    )
+    import importlib
+
+    kernel = importlib.import_module("fearless.tile.kernel")  # `tile.kernel` is the decorator
+
+    def name(ir: Any, *_: Any) -> str:
+        return str(getattr(ir, "name", ""))[:60]
+
+    ahead.compile_cubin = _logged("compile", ahead.compile_cubin, name)
+    kernel.compile_cubin = _logged("compile-now", kernel.compile_cubin, name)
+    autotuning.compile_ahead_of = _logged("pass", autotuning.compile_ahead_of, lambda *a: "")
     autotuning.measure = _logged("measure", autotuning.measure, lambda *a: "")
     autotuning.Autotuned._tune = _logged(  # type: ignore[method-assign]
         "tune", autotuning.Autotuned._tune, lambda self, *a: self.name
