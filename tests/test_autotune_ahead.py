@@ -361,3 +361,44 @@ def test_an_error_inside_a_pass_never_reaches_the_real_call(
 
     autotune_module.compile_ahead_of(breaks)  # no exception
     assert ahead.STATE.thread is None
+
+
+def test_group_gemm_compiles_every_groups_gemm_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    from fearless import ops
+
+    rng = np.random.default_rng(10)
+    As = [_f32(rng, 40, 24), _f32(rng, 100, 24)]
+    Bs = [_f32(rng, 24, 32), _f32(rng, 24, 72)]
+    want = ops.group_gemm(As, Bs)
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = ops.group_gemm(As, Bs)
+    assert passes == [1] and len(queued) >= 2  # both groups' GEMMs launched in the pass
+    assert {kernel.name for kernel, _ in queued} == {"matmul"}
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_call_in_a_pass_neither_replays_nor_marks_its_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ops/_replay.py: inside a pass an operator takes its slow path (whose launches queue)
+    and leaves its key unseen, so the real first call is not taken for the second (which
+    records for replay)."""
+    pytest.importorskip("torch")
+    from fearless.ops import _replay
+
+    ran: list[int] = []
+
+    @_replay.replayable()
+    def op(x: Any) -> Any:
+        ran.append(x)
+        return x
+
+    monkeypatch.setattr(_replay, "_key", lambda *_: (("key",), [], [], []))
+    with ahead.compile_ahead(1):
+        op(1)
+    assert ran == [1] and op.plans == {}  # type: ignore[attr-defined]
+    op(2)
+    assert op.plans == {("key",): _replay._SEEN}  # type: ignore[attr-defined]

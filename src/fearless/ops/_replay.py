@@ -17,8 +17,9 @@ reads on every call into a key:
     and the target `fl.set_target` or FEARLESS_TARGET names.
 
 Anything else (a NumPy array, a tensor on the simulator, a tensor subclass, a list of tensors, an input
-that requires grad while grad is enabled, a call while torch.compile traces) takes the slow
-path every time. The first call with a key takes it too (it compiles and tunes); the second
+that requires grad while grad is enabled, a call while torch.compile traces or while a
+compile-ahead pass is open: autotuning.compile_ahead_of, whose launches must not run) takes the
+slow path every time, and a call in a pass leaves no mark of its key. The first call with a key takes it too (it compiles and tunes); the second
 takes it while runtime/trace.py records what it launched and allocated; every later one
 replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
 output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
@@ -50,6 +51,7 @@ from ..dtypes import DType
 from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
+from ..tile.compile_ahead import STATE as AHEAD
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,8 +98,8 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             torch = sys.modules.get("torch")
-            if torch is None or torch.compiler.is_compiling():
-                return fn(*args, **kwargs)
+            if torch is None or torch.compiler.is_compiling() or AHEAD.thread is not None:
+                return fn(*args, **kwargs)  # in a compile-ahead pass: launch nothing, see nothing
             found = _key(torch, args, kwargs, dyn)
             if found is None:
                 return fn(*args, **kwargs)

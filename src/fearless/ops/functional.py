@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autotuning import compile_ahead_once
 from ..dtypes import DType, f32
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
@@ -495,7 +496,8 @@ def _pow2(n: int) -> int:
 
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     """[A_i @ B_i for each pair]: TileGym's group_gemm. Each product is its own autotuned
-    launch here (one kernel over every group's tiles is not in fearless yet)."""
+    launch here (one kernel over every group's tiles is not in fearless yet); on the first
+    call for the groups' size classes, every group's GEMM compiles side by side."""
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):
@@ -504,7 +506,14 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
             user_location(),
             code="E0701",
         )
-    return [matmul(a, b) for a, b in zip(As, Bs, strict=True)]
+    pairs = list(zip(As, Bs, strict=True))
+    forms = tuple(
+        (str(getattr(a, "dtype", "")), *(size_class(n) for n in (*a.shape, *b.shape)))
+        for a, b in pairs
+        if hasattr(a, "shape") and hasattr(b, "shape")
+    )
+    compile_ahead_once(("group_gemm", forms), lambda: [matmul(a, b) for a, b in pairs])
+    return [matmul(a, b) for a, b in pairs]
 
 
 __all__: Sequence[str] = (
