@@ -267,16 +267,35 @@ def _norm_backward(op: str) -> Any:
     return ops.layer_norm_backward(dy, x, w, _f32(rng, 96), 1e-5)
 
 
+def _moe_backward() -> Any:
+    from fearless.ops import moe as ops
+
+    rng = np.random.default_rng(11)
+    x, dy = _f32(rng, 9, 32), _f32(rng, 9, 32)
+    w1, w2 = _f32(rng, 4, 64, 32) / 8, _f32(rng, 4, 32, 32) / 8
+    weights = rng.random((9, 2)).astype(np.float32)
+    ids = np.stack([rng.permutation(4)[:2] for _ in range(9)]).astype(np.int64)
+    return ops.fused_moe_backward(dy, x, w1, w2, weights, ids)
+
+
 @pytest.mark.parametrize(
     ("call", "steps"),
     [
+        (_moe_backward, {"moe_act_bwd", "moe_dx", "moe_sum", "moe_dw1", "moe_dw2", "moe_dweights"}),
         (lambda: _mamba2(False), {"chunk_states", "chunk_out"}),
         (lambda: _mamba2(True), {"chunk_states", "chunk_grads", "group_sum", "head_sum"}),
         (_delta_rule, {"chunk_prepare", "chunk_inter_final"}),
         (lambda: _norm_backward("rms"), {"norm_bwd", "column_sum"}),
         (lambda: _norm_backward("layer"), {"norm_bwd", "column_sum"}),
     ],
-    ids=["mamba2_forward", "mamba2_backward", "chunk_gated_delta_rule", "rms_norm_bwd", "ln_bwd"],
+    ids=[
+        "fused_moe_backward",
+        "mamba2_forward",
+        "mamba2_backward",
+        "chunk_gated_delta_rule",
+        "rms_norm_bwd",
+        "ln_bwd",
+    ],
 )
 def test_ops_of_several_kernels_compile_them_in_one_pass(
     monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], call: Any, steps: set[str]

@@ -15,6 +15,7 @@ import pytest
 from fearless import autotuning as autotune_module
 from fearless import ops
 from fearless.tile import compile_ahead as ahead
+from support.moe_ref import fused_moe_torch_reference
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -95,3 +96,35 @@ def test_a_split_kv_decode_compiles_split_and_combine_together(
     out = ops.scaled_dot_product_attention(q, k, v)
     assert any({"decode_split", "decode_combine"} <= p for p in passes), passes
     _close(out, F.scaled_dot_product_attention(q.float(), k.float(), v.float()), 2e-2)
+
+
+def test_group_gemm_compiles_every_groups_gemm_together(passes: list[set[str]]) -> None:
+    g = torch.Generator(device="cuda").manual_seed(3)
+    shapes = [(300, 256, 512), (1000, 256, 128), (64, 512, 256)]
+    As = [torch.randn(m, k, device="cuda", generator=g, dtype=torch.float16) for m, k, _ in shapes]
+    Bs = [torch.randn(k, n, device="cuda", generator=g, dtype=torch.float16) for _, k, n in shapes]
+    got = ops.group_gemm(As, Bs)
+    assert passes and "matmul" in passes[0]
+    for c, a, b in zip(got, As, Bs, strict=True):
+        _close(c, a.float() @ b.float(), 5e-2)
+
+
+def test_fused_moe_backward_compiles_its_six_kernels_together(passes: list[set[str]]) -> None:
+    """tests/gpu/test_ops_moe_gpu.py's check against autograd in float64, with the pass."""
+    torch.manual_seed(5)
+    dt, (tokens, hidden, inter, experts, topk) = torch.bfloat16, (64, 256, 128, 8, 2)
+    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
+    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
+    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
+    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
+    dy = torch.randn(tokens, hidden, dtype=dt, device="cuda")
+    want, leaves = fused_moe_torch_reference(x, w1, w2, weights, ids)
+    want.backward(dy.double())
+    inputs = [t.clone().requires_grad_() for t in (x, w1, w2, weights)]
+    ops.fused_moe(*inputs, ids).backward(dy)
+    kernels = {"moe_act_bwd", "moe_dx", "moe_dw1", "moe_dw2", "moe_dweights"}
+    assert any(kernels <= p for p in passes), passes
+    for t, leaf in zip(inputs, leaves, strict=True):
+        assert t.grad is not None
+        assert float((t.grad.double() - leaf.grad).norm() / leaf.grad.norm()) < 2e-2
