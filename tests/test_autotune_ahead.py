@@ -421,3 +421,28 @@ def test_a_call_in_a_pass_neither_replays_nor_marks_its_key(
     assert ran == [1] and op.plans == {}  # type: ignore[attr-defined]
     op(2)
     assert op.plans == {("key",): _replay._SEEN}  # type: ignore[attr-defined]
+
+
+def test_gluacts_split_form_compiles_both_gemms_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    """linear_gluact_linear's split form (its tuned function's non-fused configurations)."""
+    from fearless.ops import kernels_gluact as KG
+
+    rng = np.random.default_rng(12)
+    x, wa, wn = (fl.asarray(_f32(rng, *s)) for s in ((40, 64), (96, 64), (96, 64)))
+    w2 = fl.asarray(_f32(rng, 80, 96))
+    split = {k: v for k, v in KG.GLUACT_CONFIGS[4].items()}
+    assert not split["fused"]
+
+    def call() -> np.ndarray:
+        out = fl.zeros((40, 80))
+        KG.gluact_tuned.fn("silu", x, wa, wn, w2, out, lambda: fl.zeros((40, 96)), **split)
+        return out.numpy()
+
+    want = call()
+    passes = _passes_on_the_gpu(monkeypatch)
+    got = call()
+    names = {kernel.name for kernel, _ in queued}
+    assert passes == [1] and names == {"gluact_gate_up", "gluact_down"}, names
+    np.testing.assert_array_equal(got, want)
