@@ -15,7 +15,8 @@
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
-#        tuning (time to first result at a new size class, --quick), tuningpart (the whole
+#        ahead (the ops that compile their steps in one pass on a first call: their GPU tests
+#        and first calls), tuning (time to first result at a new size class, --quick), tuningpart (the whole
 #        tuning family in TUNING_PART=k/n slices),
 #        models (fearless bench --cases models: Hugging Face models end to end; one model per
 #        command: MODELS='models_llama3_8b_*'),
@@ -189,6 +190,22 @@ for step in "$@"; do
              ${TUNE_MODELS:+--models "$TUNE_MODELS"} ${TUNE_OPS:+--ops "$TUNE_OPS"} \
              --out src/fearless/tuning/sm_90.json 2>&1 | tee "$out/tune.log" | tail -20
            cp src/fearless/tuning/sm_90.json "$out/sm_90.json" ;;
+    ahead) # issue 37, session 22: the ops whose first call compiles its steps in one pass. Their
+           # GPU tests with tuning on, then their tuning-family first calls (no table, table,
+           # TileGym where .whl-tg travelled), about 8 minutes on the H100
+           timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 -rfE \
+             tests/gpu/test_autotune_ahead_gpu.py tests/gpu/test_ops_linear_cross_entropy_gpu.py \
+             tests/gpu/test_ops_moe_gpu.py tests/gpu/test_ops_mamba2_gpu.py \
+             tests/gpu/test_ops_delta_rule_gpu.py tests/gpu/test_ops_backward_rows_gpu.py \
+             tests/gpu/test_ops_mla_gpu.py tests/gpu/test_ops_attention_sink_gpu.py \
+             tests/gpu/test_ops_gemma_attention_decode_gpu.py \
+             tests/gpu/test_ops_linear_gluact_linear_gpu.py 2>&1 | tail -15
+           set -f  # the patterns reach fearless bench unexpanded
+           python3 -m fearless bench --out "$out/ahead" --cases 'tuning*attention_backward_*' \
+             'tuning*fused_linear_cross_entropy*' 'tuning*fused_moe*' 'tuning*group_gemm*' \
+             'tuning*mamba2_chunk_backward*' 'tuning*mla_decoding_split_kv*' 2>&1 \
+             | grep --line-buffered -v autotun | tail -20
+           set +f ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
     tuningpart) # TUNING_PART=k/n (default 1/4): every n-th spec of the whole tuning family from
