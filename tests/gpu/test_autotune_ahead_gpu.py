@@ -44,7 +44,9 @@ def passes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[set[str]]:
 
 
 def _close(got: Any, want: Any, tol: float) -> None:
-    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
+    """Relative to the whole tensor's norm (half-precision rounding of small entries aside)."""
+    got, want = got.double(), want.double()
+    assert float((got - want).norm() / want.norm().clamp_min(1e-30)) < tol
 
 
 def test_attention_training_compiles_forward_and_backward_together(
