@@ -446,3 +446,32 @@ def test_gluacts_split_form_compiles_both_gemms_in_one_pass(
     names = {kernel.name for kernel, _ in queued}
     assert passes == [1] and names == {"gluact_gate_up", "gluact_down"}, names
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_variants_training_forward_compiles_its_backward_beside_itself(
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
+) -> None:
+    """swa_attention's training forward (a window: the variant kernels) opens one pass over
+    itself and its backward, with the window's bounds; its result is unchanged."""
+    from fearless.ops import attention_variants as AV
+
+    rng = np.random.default_rng(13)
+    q, k, v = (fl.asarray(rng.standard_normal((1, 2, 48, 64)).astype(np.float16)) for _ in range(3))
+    from fearless.ops import kernels_attention_backward as KB
+
+    want, _ = AV._attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
+    passes = _passes_on_the_gpu(monkeypatch)
+    variants: list[Any] = []
+    steps = KB._backward
+
+    def recorded(*args: Any) -> Any:
+        variants.append(args[11:15])  # variant, WL, WR, CAP
+        return steps(*args)
+
+    monkeypatch.setattr(KB, "_backward", recorded)
+    out, _ = AV._attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
+    names = {kernel.name for kernel, _ in queued}
+    assert {"attention_lse", "attention_delta", "attention_dkdv"} <= names, names
+    # the window's backward (twice: this test's stand-in runs the nested pass's call too)
+    assert variants and set(variants) == {((False, True, False, False), 8, 0, 1.0)}
+    assert passes[0] == 1 and np.array_equal(out.numpy(), want.numpy())

@@ -16,6 +16,7 @@ three kernels with the same `variant` as the forward.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 from ..runtime.location import argument_error
@@ -34,7 +35,7 @@ from ._io import FLOATS, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned, attention_variant_tuned
-from .kernels_attention_backward import attention_backward
+from .kernels_attention_backward import attention_backward, forward_with_backward_ahead
 from .kernels_attention_gemma import gemma_decode, gemma_decode_split
 from .kernels_rows import sm_count
 
@@ -297,9 +298,18 @@ def _attend(
         o4 = view(out, qa.shape)
         plan = _variant(lq, s, causal, left, right, cap)
         if plan is None:  # the plain kernels
-            attention_tuned(q4, k4, v4, None, o4, sc, causal, h // hk, lse)
+            forward = partial(attention_tuned, q4, k4, v4, None, o4, sc, causal, h // hk, lse)
         else:
-            attention_variant_tuned(q4, k4, v4, o4, sc, causal, h // hk, *plan, lse)
+            forward = partial(
+                attention_variant_tuned, q4, k4, v4, o4, sc, causal, h // hk, *plan, lse
+            )
+        if lse is None:
+            forward()
+        else:  # training: the backward's kernels compile beside the forward's
+            bounds = plan or (None, 0, 0, 1.0)
+            forward_with_backward_ahead(
+                forward, q4, k4, v4, o4, lse, None, sc, causal, h // hk, *bounds
+            )
     return result(qa, out, ret), kept(qa, lse, lse_ret)
 
 

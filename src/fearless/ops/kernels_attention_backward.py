@@ -695,19 +695,23 @@ def attention_backward(
     return _backward(*args)
 
 
-def forward_with_backward_ahead(forward, q, k, v, out, lse, mask, scale, causal, group):
-    """Run `forward` (a training forward of `scaled_dot_product_attention`'s, which keeps
-    `lse` for the backward), its backward's kernels compiling beside its own on the first such
-    call in a process with a key of the tuners: one compile-ahead pass over both, the
-    gradients it would write scratch tensors like q, k and v, and `out` standing in for
-    d_out. The backward that follows then finds its kernels compiled or compiling."""
+def forward_with_backward_ahead(
+    forward, q, k, v, out, lse, mask, scale, causal, group, variant=None, wl=0, wr=0, cap=1.0
+):  # fmt: skip
+    """Run `forward` (a training forward of `scaled_dot_product_attention`'s or of a variant's,
+    `variant` with its WL, WR and CAP as make_attention's, which keeps `lse` for the
+    backward), its backward's kernels compiling beside its own on the first such call in a
+    process with a key of the tuners: one compile-ahead pass over both, the gradients it
+    would write scratch tensors like q, k and v, and `out` standing in for d_out. The backward
+    that follows then finds its kernels compiled or compiling."""
 
     def both():
         forward()
         grads = [empty_beside(x, x.shape, x.dtype) for x in (q, k, v)]
-        attention_backward(q, k, v, out, out, *grads, scale, causal, group, mask=mask, lse=lse)
+        attention_backward(q, k, v, out, out, *grads, scale, causal, group, variant, wl, wr,
+                           cap, mask=mask, lse=lse)  # fmt: skip
 
-    form = _backward_key(q, k, bool(causal), group, None, mask, (0, 0, 1.0))
+    form = _backward_key(q, k, bool(causal), group, variant, mask, (wl, wr, cap))
     compile_ahead_once(("attention with its backward", form, q.dtype), both)
     forward()
 
