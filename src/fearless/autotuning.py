@@ -89,12 +89,12 @@ from .frames import user_stacklevel
 from .runtime import trace
 from .runtime.location import user_location
 from .runtime.partition import Partition, start_recording, stop_recording
+from .tile.compile_ahead import STATE as AHEAD  # the pass open, if any (tile/compile_ahead.py)
 
 # prune(configs, *args, **kwargs) -> the configurations worth timing (a subset of `configs`)
 Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
 _MISSING = object()
-_AHEAD = "fearless.tile.compile_ahead"  # read from sys.modules: no pass is open unless loaded
 
 
 class Autotuned:
@@ -199,8 +199,7 @@ class Autotuned:
         key = self._key_fn(args, kwargs)
         if grid is not None:
             key = (key, "grid", grid[0])
-        ahead = sys.modules.get(_AHEAD)
-        if ahead is not None and ahead.STATE.thread == threading.get_ident():
+        if AHEAD.thread is not None and AHEAD.thread == threading.get_ident():
             return self._queue(key, grid, args, kwargs)
         best = self._best.get(key)
         if best is None:
@@ -627,9 +626,9 @@ def compile_ahead_of(call: Callable[[], object]) -> None:
     error in the pass is left for the real call to raise, or not: the pass only saves time,
     and what ran nothing may fail where the real call does not."""
     from .runtime.target import current_target
-    from .tile.compile_ahead import STATE, compile_ahead
+    from .tile.compile_ahead import compile_ahead
 
-    if STATE.thread is not None or not current_target().on_device or capturing():
+    if AHEAD.thread is not None or not current_target().on_device or capturing():
         return
     trace.refuse("a compile-ahead pass ran")  # its scratch allocations are no call's
     with compile_ahead(), contextlib.suppress(Exception):

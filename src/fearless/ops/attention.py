@@ -139,13 +139,11 @@ def _forward(
             attention_decode(qd, k4, v4, od, sc, sm_count())
         else:
             l4 = None if lse is None else view(lse, qs[:3])
-            forward = partial(
-                attention_tuned, q4, k4, v4, mask, o4, sc, bool(is_causal), h // hk, l4
-            )
+            group = h // hk
+            forward = partial(attention_tuned, q4, k4, v4, mask, o4, sc, bool(is_causal), group, l4)
             if l4 is None:
                 forward()
             else:  # training: the backward's kernels compile beside the forward's
-                group = h // hk
                 forward_with_backward_ahead(forward, q4, k4, v4, o4, l4, mask, sc, is_causal, group)
     return result(qa, out, ret), kept(qa, lse, lse_ret)
 

@@ -296,19 +296,19 @@ def _attend(
     if s and out.size:
         q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
         o4 = view(out, qa.shape)
-        plan = _variant(lq, s, causal, left, right, cap)
+        plan, group = _variant(lq, s, causal, left, right, cap), h // hk
         if plan is None:  # the plain kernels
-            forward = partial(attention_tuned, q4, k4, v4, None, o4, sc, causal, h // hk, lse)
+            forward = partial(attention_tuned, q4, k4, v4, None, o4, sc, causal, group, lse)
         else:
             forward = partial(
-                attention_variant_tuned, q4, k4, v4, o4, sc, causal, h // hk, *plan, lse
+                attention_variant_tuned, q4, k4, v4, o4, sc, causal, group, *plan, lse
             )
         if lse is None:
             forward()
         else:  # training: the backward's kernels compile beside the forward's
             bounds = plan or (None, 0, 0, 1.0)
             forward_with_backward_ahead(
-                forward, q4, k4, v4, o4, lse, None, sc, causal, h // hk, *bounds
+                forward, q4, k4, v4, o4, lse, None, sc, causal, group, *bounds
             )
     return result(qa, out, ret), kept(qa, lse, lse_ret)
 
