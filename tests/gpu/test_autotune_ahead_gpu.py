@@ -15,7 +15,7 @@ import pytest
 from fearless import autotuning as autotune_module
 from fearless import ops
 from fearless.tile import compile_ahead as ahead
-from support.moe_ref import fused_moe_torch_reference
+from support.moe_ref import moe_backward_case
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -113,17 +113,7 @@ def test_group_gemm_compiles_every_groups_gemm_together(passes: list[set[str]]) 
 
 def test_fused_moe_backward_compiles_its_six_kernels_together(passes: list[set[str]]) -> None:
     """tests/gpu/test_ops_moe_gpu.py's check against autograd in float64, with the pass."""
-    torch.manual_seed(5)
-    dt, (tokens, hidden, inter, experts, topk) = torch.bfloat16, (64, 256, 128, 8, 2)
-    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
-    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
-    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
-    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
-    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
-    dy = torch.randn(tokens, hidden, dtype=dt, device="cuda")
-    want, leaves = fused_moe_torch_reference(x, w1, w2, weights, ids)
-    want.backward(dy.double())
-    inputs = [t.clone().requires_grad_() for t in (x, w1, w2, weights)]
+    inputs, ids, dy, leaves = moe_backward_case(64, 256, 128, 8, 2, seed=5)
     ops.fused_moe(*inputs, ids).backward(dy)
     kernels = {"moe_act_bwd", "moe_dx", "moe_dw1", "moe_dw2", "moe_dweights"}
     assert any(kernels <= p for p in passes), passes

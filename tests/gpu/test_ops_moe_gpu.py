@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fearless import ops
-from support.moe_ref import fused_moe_torch_reference, moe_align_reference
+from support.moe_ref import moe_align_reference, moe_backward_case, moe_inputs
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
@@ -33,15 +33,9 @@ def _reference(x, w1, w2, weights, ids):  # type: ignore[no-untyped-def]
     [(16, 512, 256, 8, 2), (32, 1024, 512, 16, 4), (64, 1024, 512, 20, 8), (300, 256, 128, 8, 2)],
 )
 def test_fused_moe_matches_tilegyms_reference(tokens, hidden, inter, experts, topk) -> None:  # type: ignore[no-untyped-def]
-    torch.manual_seed(0)
-    dt = torch.bfloat16
-    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
-    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
-    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
-    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
-    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
+    x, w1, w2, weights, ids = moe_inputs(tokens, hidden, inter, experts, topk, seed=0)
     got = ops.fused_moe(x, w1, w2, weights, ids)
-    assert got.is_cuda and got.shape == x.shape and got.dtype == dt
+    assert got.is_cuda and got.shape == x.shape and got.dtype == torch.bfloat16
     want = _reference(x, w1, w2, weights, ids)
     torch.testing.assert_close(got.float(), want, rtol=1e-1, atol=1e-1)
 
@@ -51,20 +45,10 @@ def test_fused_moe_matches_tilegyms_reference(tokens, hidden, inter, experts, to
     [(16, 512, 256, 8, 2), (32, 1024, 512, 16, 4), (64, 1024, 512, 20, 8), (300, 256, 128, 8, 2)],
 )
 def test_fused_moe_backward_matches_autograd(tokens, hidden, inter, experts, topk) -> None:  # type: ignore[no-untyped-def]
-    torch.manual_seed(2)
-    dt = torch.bfloat16
-    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
-    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
-    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
-    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
-    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
-    dy = torch.randn(tokens, hidden, dtype=dt, device="cuda")
-    want, leaves = fused_moe_torch_reference(x, w1, w2, weights, ids)
-    want.backward(dy.double())
-    inputs = [t.clone().requires_grad_() for t in (x, w1, w2, weights)]
+    inputs, ids, dy, leaves = moe_backward_case(tokens, hidden, inter, experts, topk, seed=2)
     ops.fused_moe(*inputs, ids).backward(dy)
     for t, leaf in zip(inputs, leaves, strict=True):
-        assert t.grad is not None and t.grad.is_cuda and t.grad.dtype == dt
+        assert t.grad is not None and t.grad.is_cuda and t.grad.dtype == torch.bfloat16
         rel = float((t.grad.double() - leaf.grad).norm() / leaf.grad.norm())
         assert rel < 2e-2, rel
 

@@ -3,7 +3,8 @@
 `moe_align_block_size` returns, and `Test_MOE.reference` of tests/ops/test_moe.py in float64):
 what tests/test_ops_moe.py and its GPU test compare `fearless.ops` with; and the same in torch
 float64 (`fused_moe_torch_reference`), whose autograd gives the gradients that
-tests/test_ops_moe_backward.py compares the backward with."""
+tests/test_ops_moe_backward.py compares the backward with; and the GPU tests' bf16 cases drawn
+from a seed (`moe_inputs`, `moe_backward_case`)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,32 @@ def fused_moe_torch_reference(hidden_states, w1, w2, topk_weights, topk_ids):  #
     act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
     y = torch.einsum("si,shi->sh", act, b[e]) * weights.reshape(-1, 1)
     return y.reshape(*topk_ids.shape, -1).sum(1), leaves
+
+
+def moe_inputs(tokens, hidden, inter, experts, topk, seed):  # type: ignore[no-untyped-def]
+    """A bf16 MoE case on the GPU, drawn after `torch.manual_seed(seed)`: (hidden_states, w1,
+    w2, topk_weights (softmax), topk_ids)."""
+    import torch
+
+    torch.manual_seed(seed)
+    dt = torch.bfloat16
+    x = torch.randn(tokens, hidden, dtype=dt, device="cuda").normal_(0, 0.5)
+    w1 = torch.randn(experts, 2 * inter, hidden, dtype=dt, device="cuda").normal_(0, 0.1)
+    w2 = torch.randn(experts, hidden, inter, dtype=dt, device="cuda").normal_(0, 0.1)
+    ids = torch.randint(0, experts, (tokens, topk), dtype=torch.long, device="cuda")
+    weights = torch.softmax(torch.randn(tokens, topk, device="cuda"), dim=-1).to(dt)
+    return x, w1, w2, weights, ids
+
+
+def moe_backward_case(tokens, hidden, inter, experts, topk, seed):  # type: ignore[no-untyped-def]
+    """`moe_inputs`, then dy, and the float64 reference's gradients: (x, w1, w2 and
+    topk_weights as leaves that require grad, topk_ids, dy, the reference's float64 leaves
+    after `backward(dy)`)."""
+    import torch
+
+    x, w1, w2, weights, ids = moe_inputs(tokens, hidden, inter, experts, topk, seed)
+    dy = torch.randn(tokens, hidden, dtype=x.dtype, device="cuda")
+    want, leaves = fused_moe_torch_reference(x, w1, w2, weights, ids)
+    want.backward(dy.double())
+    inputs = [t.clone().requires_grad_() for t in (x, w1, w2, weights)]
+    return inputs, ids, dy, leaves
