@@ -15,8 +15,8 @@
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
-#        ahead (the ops that compile their steps in one pass on a first call: their GPU tests
-#        and first calls), tuning (time to first result at a new size class, --quick), tuningpart (the whole
+#        ahead (the GPU tests of the ops that compile their steps in one pass on a first call),
+#        aheadbench (their first calls), tuning (time to first result at a new size class, --quick), tuningpart (the whole
 #        tuning family in TUNING_PART=k/n slices),
 #        models (fearless bench --cases models: Hugging Face models end to end; one model per
 #        command: MODELS='models_llama3_8b_*'),
@@ -190,16 +190,19 @@ for step in "$@"; do
              ${TUNE_MODELS:+--models "$TUNE_MODELS"} ${TUNE_OPS:+--ops "$TUNE_OPS"} \
              --out src/fearless/tuning/sm_90.json 2>&1 | tee "$out/tune.log" | tail -20
            cp src/fearless/tuning/sm_90.json "$out/sm_90.json" ;;
-    ahead) # issue 37, session 22: the ops whose first call compiles its steps in one pass. Their
-           # GPU tests with tuning on, then their tuning-family first calls (no table, table,
-           # TileGym where .whl-tg travelled), about 8 minutes on the H100
-           timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 -rfE \
+    ahead) # issue 37, session 22: the ops whose first call compiles its steps in one pass, their
+           # GPU tests with tuning on: 319 tests, 317 of them done in 9 minutes on 14 workers of the H100
+           # (2026-12-06), where 8 large cases ran out of the card's memory and passed alone on 4.
+           # So 6 workers, and aheadbench in a call of its own
+           timeout 580 python3 -m pytest -q -m gpu -p no:cacheprovider -n 6 -rfE $tmo \
              tests/gpu/test_autotune_ahead_gpu.py tests/gpu/test_ops_linear_cross_entropy_gpu.py \
              tests/gpu/test_ops_moe_gpu.py tests/gpu/test_ops_mamba2_gpu.py \
              tests/gpu/test_ops_delta_rule_gpu.py tests/gpu/test_ops_backward_rows_gpu.py \
              tests/gpu/test_ops_mla_gpu.py tests/gpu/test_ops_attention_sink_gpu.py \
              tests/gpu/test_ops_gemma_attention_decode_gpu.py \
-             tests/gpu/test_ops_linear_gluact_linear_gpu.py 2>&1 | tail -15
+             tests/gpu/test_ops_linear_gluact_linear_gpu.py 2>&1 | tail -15 ;;
+    aheadbench) # their tuning-family first calls (no table, table, TileGym where .whl-tg
+           # travelled): about 5 minutes for the first four on the H100, so two calls
            set -f  # the patterns reach fearless bench unexpanded
            python3 -m fearless bench --out "$out/ahead" --cases 'tuning*attention_backward_*' \
              'tuning*fused_linear_cross_entropy*' 'tuning*fused_moe*' 'tuning*group_gemm*' \
