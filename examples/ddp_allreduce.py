@@ -14,21 +14,18 @@ beyond f32 rounding.
     torchrun --nproc_per_node=2 examples/ddp_allreduce.py              # one GPU per rank
     FEARLESS_TARGET=sim torchrun --nproc_per_node=2 examples/ddp_allreduce.py   # CPU only
 
-On GPUs each rank runs on its own GPU through CUDA_VISIBLE_DEVICES=LOCAL_RANK, set here
-before torch or fearless touch CUDA: that GPU is GPU 0 of the rank's process, which is where
-fearless runs kernels (docs/design.md, "Devices"). NCCL works unchanged with one visible GPU
-per process. Multi-node jobs are torch.distributed's business: torchrun's --nnodes and
---rdzv-endpoint start the same script on every node, and each rank still sees one GPU.
+On GPUs each rank runs on its own GPU, cuda:LOCAL_RANK, chosen the way any torch job chooses
+it: `torch.cuda.set_device(local_rank)` before the first CUDA work. fearless follows torch's
+current device: a process runs its kernels on the first GPU it is given, and with none given,
+on torch's current one (docs/design.md, "Devices"). Multi-node jobs are torch.distributed's
+business: torchrun's --nnodes and --rdzv-endpoint start the same script on every node, and each
+rank still takes its node-local GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-
-# Before torch initialises CUDA: this rank's GPU becomes GPU 0 of its process.
-if "LOCAL_RANK" in os.environ and "CUDA_VISIBLE_DEVICES" not in os.environ:
-    os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["LOCAL_RANK"]
 
 import torch
 import torch.distributed as dist
@@ -79,9 +76,11 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3)
     args = p.parse_args()
     on_gpu = fl.get_target() == "cuda"
+    if on_gpu:  # this rank's GPU: torch's current device, which fearless takes too
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group("nccl" if on_gpu else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", 0) if on_gpu else torch.device("cpu")
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
     g = torch.Generator().manual_seed(7)
     w0 = (0.05 * torch.randn(args.dim, args.out, generator=g)).to(device)
     nw = torch.ones(args.dim).to(device)

@@ -104,8 +104,8 @@ def test_gpu_check_says_which_of_several_gpus_fearless_runs_on() -> None:
     check = doctor.check_gpu(probe)
     assert check.status == "ok"
     assert check.detail == (
-        "NVIDIA H200, compute capability sm_90 (GPU 0 of 2: fearless runs there; "
-        "CUDA_VISIBLE_DEVICES selects another)"
+        "NVIDIA H200, compute capability sm_90 (GPU 0 of 2; a process runs on the GPU it is "
+        "given first, or on torch's current device: fl.set_device(i) or torch.cuda.set_device(i))"
     )
 
 

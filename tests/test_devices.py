@@ -2,8 +2,10 @@
 them: every tensor records its device, the constructors take `device=`, a launch runs on the
 one device of its arrays and refuses arrays on two (E0702, naming both, at the user's line),
 and the operators of fearless.ops give their results on their operands' device. The cuda
-branch of the checks runs here with the GPU count stood in; tests/gpu/test_devices_gpu.py
-selects devices on the H200."""
+branch of the checks runs here with the GPU count stood in: the first GPU asked for (by
+`fl.set_device`, a `device=`, a launch's arrays, else torch's current device) becomes the
+process's one GPU (runtime/process_gpu.py), and another is refused once it is in use.
+tests/gpu/test_devices_gpu.py selects devices on the GPU machine."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import pytest
 
 import fearless as fl
 from fearless import ops, simt, tile
-from fearless.runtime import devices
+from fearless.runtime import arrays, devices, process_gpu
 from fearless.runtime.target import Target
+from support.torch_on_gpu0 import report_cuda
 
 
 @pytest.fixture(autouse=True)
@@ -168,19 +171,74 @@ def test_operators_give_results_on_their_operands_device() -> None:
     np.testing.assert_allclose(s.numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_on_cuda_a_gpu_other_than_0_is_refused_with_the_way_to_select_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The cuda branch of `devices.resolve`, with the target and the GPU count stood in."""
+@pytest.fixture
+def two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cuda branch of `devices.resolve` and `describe`, with the target and the GPU count
+    stood in, and the process's GPU (runtime/process_gpu.py) not yet chosen."""
     monkeypatch.setattr(devices, "current_target", lambda: Target.CUDA)
     monkeypatch.setattr(devices, "_gpu_count", lambda: 2)
-    assert devices.resolve(0, "fl.empty") == 0
-    err = _refused(lambda: devices.resolve(1, "fl.empty"))
-    assert "fl.empty was given GPU 1: fearless runs kernels on GPU 0 of the process" in str(err)
-    assert "CUDA_VISIBLE_DEVICES=1" in (err.help or "")
+    monkeypatch.setattr(process_gpu, "GPU", 0)
+    monkeypatch.setattr(process_gpu, "_chosen", False)
+    monkeypatch.setattr(process_gpu, "_fixed", False)
+    monkeypatch.setattr(process_gpu, "_on_choice", [])
+    monkeypatch.setattr(process_gpu, "_torch_current_device", lambda: 0)
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_on_cuda_the_first_gpu_asked_for_becomes_the_process_gpu() -> None:
+    told: list[int] = []
+    process_gpu.on_choice(told.append)  # as claunch.py's default-stream lookup is
+    assert devices.current_device() == 0 and told == [0]
+    assert devices.resolve(1, "fl.empty") == 1
+    assert process_gpu.GPU == devices.current_device() == 1 and told == [0, 1]
+    assert process_gpu.fix() == 1  # the first GPU call: from now on the only one
+    assert devices.resolve(1, "fl.zeros") == 1 and devices.resolve(None, "fl.zeros") == 1
+    err = _refused(lambda: devices.resolve(0, "fl.empty"))
+    assert "fl.empty was given GPU 0, but fearless runs on GPU 1 in this process" in str(err)
+    assert "fl.set_device(0)" in (err.help or "") and "torch.cuda.set_device(0)" in (err.help or "")
     err = _refused(lambda: devices.resolve(2, "fl.empty"))
     assert "but this process sees 2 devices" in str(err)
-    assert devices.device_count() == 2
+    assert devices.device_count() == 2 and told == [0, 1]
+
+
+@pytest.mark.usefixtures("two_gpus")
+def test_set_device_chooses_the_gpu_until_the_first_gpu_call() -> None:
+    fl.set_device(1)
+    fl.set_device(0)  # nothing has used the GPU yet: the last choice holds
+    assert process_gpu.fix() == 0
+    fl.set_device(0)
+    err = _refused(lambda: fl.set_device(1))
+    assert "fl.set_device was given GPU 1, but fearless runs on GPU 0" in str(err)
+
+
+def test_with_no_choice_the_first_gpu_call_takes_torchs_current_device(
+    two_gpus: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A torchrun rank calls torch.cuda.set_device(local_rank) and nothing of fearless's."""
+    monkeypatch.setattr(process_gpu, "_torch_current_device", lambda: 1)
+    assert devices.current_device() == 1  # what the first GPU call will take
+    assert process_gpu.GPU == 0  # not chosen yet
+    assert process_gpu.fix() == 1 and process_gpu.GPU == devices.current_device() == 1
+
+
+def test_a_launchs_arrays_choose_the_gpu_and_then_must_be_on_it(
+    two_gpus: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first launch's torch tensors on cuda:1 make GPU 1 the process's GPU (so a script
+    that puts its data on cuda:1 runs there); once it is fixed, cuda:0 is refused by name."""
+    torch = pytest.importorskip("torch")
+    report_cuda(monkeypatch, 1)
+    x = torch.ones(8)
+    info = arrays.describe(x, Target.CUDA, name="x")
+    assert info.on_device and process_gpu.GPU == 1
+    process_gpu.fix()
+    arrays.describe(x, Target.CUDA, name="x")
+    report_cuda(monkeypatch, 0)
+    with pytest.raises(fl.DeviceError, match="argument `y` is on GPU 0, but fearless runs on "
+                       "GPU 1 in this process") as caught:  # fmt: skip
+        arrays.describe(torch.ones(8), Target.CUDA, name="y")
+    assert caught.value.code == "E0702"
+    assert "move the data to cuda:1" in (caught.value.help or "")
 
 
 def test_a_warm_launch_with_arrays_on_two_devices_is_refused_too() -> None:

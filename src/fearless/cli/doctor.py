@@ -280,9 +280,10 @@ def check_gpu(probe: GpuProbe | None = None) -> Check:
             "GPU", "warn", f"{probe.error}: kernels run on the simulator", "check `nvidia-smi`"
         )
     detail = f"{probe.name}, compute capability {probe.arch}"
-    if probe.count > 1:  # runtime/devices.py: kernels run on GPU 0 of the process
+    if probe.count > 1:  # runtime/process_gpu.py: one GPU per process, chosen by the first call
         detail += (
-            f" (GPU 0 of {probe.count}: fearless runs there; CUDA_VISIBLE_DEVICES selects another)"
+            f" (GPU 0 of {probe.count}; a process runs on the GPU it is given first, or on "
+            "torch's current device: fl.set_device(i) or torch.cuda.set_device(i))"
         )
     return Check("GPU", "ok", detail)
 

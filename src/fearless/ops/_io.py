@@ -29,9 +29,9 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import HostCopyWarning
+from ..runtime import process_gpu, trace
 from ..runtime import tensor as fl_tensor
-from ..runtime import trace
-from ..runtime.arrays import DEVICE_ID, nbytes_text, torch_dtype, torch_dtype_of
+from ..runtime.arrays import nbytes_text, torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error, warn_at_user
 from ..runtime.partition import Partition
 from ..runtime.target import current_target
@@ -181,7 +181,7 @@ def from_torch(x: Any) -> Tensor:
     nanoseconds: an operator reads two or three); anything else goes through `fl.asarray`.
     Detached: inside torch.ops.fearless a tensor may still say requires_grad (autograd runs
     above the op), and torch refuses `__cuda_array_interface__` on such a tensor."""
-    if x.is_cuda and x.get_device() == DEVICE_ID and current_target().on_device:
+    if x.is_cuda and x.get_device() == process_gpu.GPU and current_target().on_device:
         dtype = torch_dtype(x.dtype)
         if dtype is not None:
             if not x.is_contiguous():

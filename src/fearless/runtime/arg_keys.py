@@ -13,7 +13,7 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
             "sim" its host array must be writable (a read-only one meets the slow path's
             E0701; so does a read-only host array for an atomic)
     tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
-    atomic  torch tensor on GPU 0 of the declared dtype, or anything `describe` accepts with the
+    atomic  torch tensor on the process's GPU of the declared dtype, or anything `describe` accepts with the
             declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
             and its contiguity checked on every call (`is_contiguous()`, torch's flag for
             `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
@@ -39,7 +39,8 @@ from typing import Any
 from .. import dtypes
 from ..abi import ALIGN_BYTES, Declared
 from ..dtypes import DType
-from .arrays import DEVICE_ID, ArrayInfo, describe, torch_dtype, torch_dtype_of
+from . import process_gpu
+from .arrays import ArrayInfo, describe, torch_dtype, torch_dtype_of
 from .binder import scalar_fits
 from .partition import Partition
 from .target import Target
@@ -96,7 +97,7 @@ def _part_reader(want: DType) -> Reader:
             return False
         ptr = t._ptr
         starts.append(ptr)
-        if on_device:  # every array on GPU 0: the key claunch_tile.c builds too
+        if on_device:  # every array on the process's GPU: the key claunch_tile.c builds too
             key.append((ptr & _ALIGN_MASK, t._shape, arg.tile, arg.grid, arg.group))
             payload.append(ptr)
         else:  # exactly what `signature_of` makes
@@ -124,7 +125,7 @@ def _tensor_reader(name: str, want: DType, output: bool) -> Reader:
             if arg._moved is not None or arg._dtype is not want or arg._on_device != on_device:
                 return False
             ptr = arg._ptr
-            # the device on sim only: on "cuda" every array is on GPU 0 (claunch_tile.c's key)
+            # the device on sim only: on "cuda" every array is on the process's GPU (claunch_tile.c's key)
             key.append(
                 (ptr & _ALIGN_MASK, arg._shape)
                 if on_device
@@ -147,7 +148,7 @@ def _tensor_reader(name: str, want: DType, output: bool) -> Reader:
                 # empty tensors included), so the key needs no strides.
                 if (
                     not arg.is_cuda
-                    or arg.get_device() != DEVICE_ID
+                    or arg.get_device() != process_gpu.GPU
                     or arg.dtype is not plain[1]
                     or not arg.is_contiguous()
                 ):
@@ -193,7 +194,7 @@ def _is_torch(tp: type) -> bool:
 def _read_torch(t: Any, want: DType, key: list[Any], starts: list[int], payload: list[Any]) -> bool:
     """A torch tensor subclass on the GPU, through its accessors (what `describe` reads, minus
     the contiguity check: the strides are in the key instead)."""
-    if not t.is_cuda or t.get_device() != DEVICE_ID or torch_dtype(t.dtype) is not want:
+    if not t.is_cuda or t.get_device() != process_gpu.GPU or torch_dtype(t.dtype) is not want:
         return False
     ptr = t.data_ptr()
     key.append((ptr & _ALIGN_MASK, t.shape, t.stride()))

@@ -23,12 +23,11 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import DeviceError, KernelTypeError
-from .location import argument_error, user_location
+from ..errors import KernelTypeError
+from . import process_gpu
+from .devices import gpu_taken_error
+from .location import argument_error
 from .target import Target
-
-# The one GPU fearless uses: the primary context of device 0 (see driver.py).
-DEVICE_ID = 0
 
 Extracted = tuple[int, int, DType]
 Extractor = Callable[[Any], "Extracted | None"]
@@ -49,7 +48,7 @@ class ArrayInfo:
     owner: Any = field(repr=False)  # keeps the memory alive while this description is used
     host: np.ndarray | None = field(default=None, repr=False)
     # an fl.Tensor's device (runtime/devices.py); None: memory that follows the launch (NumPy
-    # on sim; on cuda every array is on GPU 0, checked where it is described)
+    # on sim; on cuda every array is on the process's GPU (process_gpu.GPU), checked where it is described)
     device: int | None = None
 
     @property
@@ -264,8 +263,8 @@ def _view_info(obj: Any, name: str, stream: int | None) -> ArrayInfo:
     else:
         strides = tuple(int(s) * itemsize for s in view.strides)
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if view.is_device_accessible and int(view.device_id) not in (DEVICE_ID, -1):
-        raise _wrong_device(name, int(view.device_id))
+    if view.is_device_accessible and int(view.device_id) >= 0:
+        _check_gpu(name, int(view.device_id))
     return ArrayInfo(
         ptr=int(view.ptr),
         nbytes=size * itemsize,
@@ -338,8 +337,8 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
             "move it to the GPU (`.cuda()`) or, for the simulator, to the CPU (`.cpu()`)",
         )
     on_device = device.type == "cuda"
-    if on_device and (device.index or 0) != DEVICE_ID:
-        raise _wrong_device(name, int(device.index))
+    if on_device:
+        _check_gpu(name, device.index or 0)
     itemsize = dtype.itemsize
     host = None
     if not on_device:
@@ -360,16 +359,11 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
     )
 
 
-def _wrong_device(name: str, index: int) -> DeviceError:
-    """E0702 for an array on another GPU than the one fearless runs on (runtime/devices.py)."""
-    return DeviceError(
-        f"argument `{name}` is on GPU {index}, but fearless runs kernels on GPU {DEVICE_ID} of "
-        "the process so far",
-        user_location(),
-        help=f"move it with `.to('cuda:{DEVICE_ID}')`, or run the process with "
-        f"CUDA_VISIBLE_DEVICES={index}: that GPU becomes GPU {DEVICE_ID} of the process (in a "
-        "torchrun job, each rank with its LOCAL_RANK's GPU)",
-    )
+def _check_gpu(name: str, index: int) -> None:
+    """An argument on GPU `index` must be on the process's GPU (process_gpu.py), which it chooses
+    when fearless has not used the GPU yet; else E0702 (runtime/devices.py)."""
+    if (index != process_gpu.GPU or not process_gpu.is_fixed()) and not process_gpu.choose(index):
+        raise gpu_taken_error(f"argument `{name}` is on GPU {index}", index)
 
 
 # ------------------------------------------------------------------------- warm-launch extractors
@@ -415,7 +409,12 @@ def _extract_torch(t: Any) -> Extracted | None:
     # torch's `is_contiguous()` is the C-contiguity of is_c_contiguous (extent-1 axes and
     # empty tensors pass), read from a flag torch keeps, cheaper than a stride() call.
     shape = t.shape
-    if len(shape) != 1 or not t.is_cuda or t.get_device() != DEVICE_ID or not t.is_contiguous():
+    if (
+        len(shape) != 1
+        or not t.is_cuda
+        or t.get_device() != process_gpu.GPU
+        or not t.is_contiguous()
+    ):
         return None
     n = shape[0]
     dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)
@@ -450,7 +449,12 @@ def _extract_tensor_2d(t: Any) -> Extracted2D | None:
 
 def _extract_torch_2d(t: Any) -> Extracted2D | None:
     shape = t.shape
-    if len(shape) != 2 or not t.is_cuda or t.get_device() != DEVICE_ID or not t.is_contiguous():
+    if (
+        len(shape) != 2
+        or not t.is_cuda
+        or t.get_device() != process_gpu.GPU
+        or not t.is_contiguous()
+    ):
         return None
     rows, cols = shape
     dtype = _torch_dtypes.get(t.dtype) or torch_dtype(t.dtype)

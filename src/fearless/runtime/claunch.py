@@ -40,8 +40,7 @@ from typing import Any
 from .. import config
 from ..abi import ParamSpec, Requirement
 from ..dtypes import DType
-from . import claunch_units, streams
-from .arrays import DEVICE_ID
+from . import claunch_units, process_gpu, streams
 from .borrow import output_pairs
 
 _SOURCES = claunch_units.SOURCES
@@ -157,8 +156,10 @@ def _load(path: Path) -> ModuleType:
 
 
 def _ready(mod: ModuleType) -> ModuleType:
-    # the default stream (`stream=None`) is decided in C from streams.py's own globals
-    mod.use_streams(vars(streams), DEVICE_ID)
+    # the default stream (`stream=None`) is decided in C from streams.py's own globals, on the
+    # process's GPU (told again if it is chosen after this module loads)
+    globals_ = vars(streams)
+    process_gpu.on_choice(lambda index: mod.use_streams(globals_, index))
     return mod
 
 

@@ -8,9 +8,12 @@ constructors keep their model's device. A launch runs on the device of its array
 agree: arrays on two devices in one launch are refused (E0702), naming both arguments. Host
 arrays (NumPy) have no device: they follow the launch.
 
-On "cuda" this build runs on GPU 0 of the process. Another index is refused (E0702) with the
-way torchrun jobs select a rank's GPU today: `CUDA_VISIBLE_DEVICES` makes it GPU 0 of that
-process. The compile cache is already per arch, not per device.
+On "cuda" a process runs on one GPU (process_gpu.py): the first that `fl.set_device(i)`, a
+`device=i` or a launch's arrays name before the first GPU call, else torch's current device
+(`torch.cuda.set_device(local_rank)` in a torchrun job), else 0. Once fearless has used it,
+another index is refused (E0702) with what to do. So every rank of a torchrun job runs on its
+own GPU, with nothing set for fearless; the compile cache is per arch, shared by the devices,
+and the borrow check and error records are per process, hence per device.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from .. import config
 from ..errors import DeviceError
+from . import process_gpu
 from .location import read_setting, user_location
 from .target import current_target
 
@@ -35,13 +39,17 @@ def device_count() -> int:
 
 
 def current_device() -> int:
-    """The device new tensors go to when no `device=` is given (`fl.set_device`; 0 at start)."""
-    return _current
+    """The device new tensors go to when no `device=` is given: on "cuda" the process's GPU
+    (or the one its first GPU call will take), on the simulator `fl.set_device`'s (0 at start)."""
+    if current_target().simulated:
+        return _current
+    return process_gpu.current()
 
 
 def set_device(device: int) -> None:
     """Make `device` the default of `fl.empty` and the other constructors, as
-    `torch.cuda.set_device` does for torch's."""
+    `torch.cuda.set_device` does for torch's. On "cuda", before fearless's first GPU call, it
+    chooses the process's GPU; after, only that GPU is accepted."""
     global _current
     _current = resolve(device, "fl.set_device")
 
@@ -50,9 +58,13 @@ def resolve(device: Any, what: str) -> int:
     """`device` (an index, or None for the current device) checked against this target's
     devices, for `what` (the function that was given it)."""
     if device is None:
-        return _current  # checked when it was set
-    if device == 0 and type(device) is int:
-        return 0  # a usable target has a device 0
+        return current_device()  # checked when it was set
+    if type(device) is int and device == process_gpu.GPU and process_gpu.is_fixed():
+        return device  # the GPU in use: no driver call
+    if device == 0 and type(device) is int:  # a usable target has a device 0
+        if not current_target().simulated and not process_gpu.choose(0):
+            raise gpu_taken_error(f"{what} was given GPU 0", 0)
+        return 0
     if isinstance(device, bool) or not isinstance(device, int):
         raise DeviceError(
             f"`device=` of {what} is a device index (an int), not {device!r}",
@@ -73,13 +85,8 @@ def resolve(device: Any, what: str) -> int:
                 else "`fl.device_count()` says how many GPUs are visible (CUDA_VISIBLE_DEVICES)"
             ),
         )
-    if device != 0 and not sim:
-        raise DeviceError(
-            f"{what} was given GPU {device}: fearless runs kernels on GPU 0 of the process so far",
-            user_location(),
-            help=f"run the process with CUDA_VISIBLE_DEVICES={device}: that GPU becomes GPU 0 "
-            "of the process (in a torchrun job, each rank with its LOCAL_RANK's GPU)",
-        )
+    if not sim and not process_gpu.choose(device):
+        raise gpu_taken_error(f"{what} was given GPU {device}", device)
     return device
 
 
@@ -101,7 +108,19 @@ def launch_device(names: Sequence[str], devices: Sequence[int | None]) -> int:
                 f"(`fl.empty(..., device={first[1]})`) or copy one "
                 f"(`fl.asarray({name}, device={first[1]})`)",
             )
-    return _current if first is None else first[1]
+    return current_device() if first is None else first[1]
+
+
+def gpu_taken_error(what: str, device: int) -> DeviceError:
+    """E0702 for GPU `device` asked for (`what`) after fearless started on another."""
+    return DeviceError(
+        f"{what}, but fearless runs on GPU {process_gpu.GPU} in this process: one GPU per process "
+        "so far, and it was chosen by the first GPU call",
+        user_location(),
+        help=f"choose the GPU before fearless's first GPU call (`fl.set_device({device})`, or "
+        f"`torch.cuda.set_device({device})` as a torchrun rank does with its LOCAL_RANK), or "
+        f"move the data to cuda:{process_gpu.GPU}",
+    )
 
 
 def _sim_devices() -> int:

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..abi import Declared, ParamSpec
-from . import claunch, trace
+from . import claunch, process_gpu, trace
 from .arg_keys import NoTorch, reader_for
-from .arrays import DEVICE_ID, torch_dtype_of
+from .arrays import torch_dtype_of
 from .borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from .host_arrays import finish, stage
 from .launch import keyword_error
@@ -230,7 +230,7 @@ class Dispatcher:
             Tensor,
             torch_type,
             Target.CUDA,
-            DEVICE_ID,
+            process_gpu.GPU,
             torch_dtype_of,
         )
         module = claunch.module()

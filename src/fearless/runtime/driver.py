@@ -1,8 +1,9 @@
 """The CUDA driver: device and context, kernel loading, cubin linking, memory and copies.
 
-Everything starts lazily: the first call that needs the GPU makes device 0's primary context
-current through cuda.core (`Device(0).set_current()`), the context torch and CuPy use too, so
-pointers and streams pass freely between them. Modules, functions, copies and launches go
+Everything starts lazily: the first call that needs the GPU makes the process's GPU's primary
+context current through cuda.core (`Device(GPU).set_current()`), the context torch and CuPy use
+too, so pointers and streams pass freely between them. Which GPU that is
+(one per process) is process_gpu.py's to say. Modules, functions, copies and launches go
 through cuda.bindings' thin driver calls; every CUresult is checked and a failure becomes a
 ToolchainError that names the call and carries the driver's own error text.
 """
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..abi import CompiledKernel
 from ..errors import FearlessError, OutOfMemoryError, ToolchainError
+from . import process_gpu
 from .target import cuda_status, result_text
 
 _JIT_LOG_BYTES = 16 * 1024
@@ -130,7 +132,8 @@ def is_initialized() -> bool:
 
 
 def ensure_initialized() -> DeviceInfo:
-    """Make device 0's primary context current (once) and return what the launcher needs."""
+    """Make the process's GPU's primary context current (once) and return what the launcher
+    needs."""
     if _info is not None:
         return _info
     with _init_lock:
@@ -148,7 +151,7 @@ def make_current() -> None:
     """Bind the primary context to the calling thread (each host thread needs this once)."""
     from cuda.core import Device
 
-    Device(0).set_current()
+    Device(process_gpu.GPU).set_current()
 
 
 def _initialise() -> None:
@@ -159,10 +162,11 @@ def _initialise() -> None:
             f"no usable CUDA GPU: {reason}",
             help='run `fearless doctor`, or use the CPU simulator: fl.set_target("sim")',
         )
+    index = process_gpu.fix()
     try:
         from cuda.core import Device
 
-        dev = Device(0)
+        dev = Device(index)
         dev.set_current()
         props = dev.properties
         cc = dev.compute_capability
@@ -189,7 +193,7 @@ def _initialise() -> None:
         raise
     except Exception as exc:
         raise ToolchainError(
-            f"could not start CUDA on device 0: {exc}",
+            f"could not start CUDA on GPU {index}: {exc}",
             help="`fearless doctor` checks the driver and GPU",
         ) from exc
 

@@ -47,9 +47,8 @@ import numpy as np
 from .. import config, dtypes
 from ..abi import CompiledKernel, ParamSpec
 from ..errors import KernelTypeError
-from . import claunch, driver
+from . import claunch, driver, process_gpu
 from .arrays import (
-    DEVICE_ID,
     _extractors,
     _extractors_2d,
     describe,
@@ -151,7 +150,7 @@ class GpuLaunchPlan:
                 self.packer.buffer_address,
                 self.packer.size,
                 self.borrow_pairs,
-                DEVICE_ID,
+                process_gpu.GPU,
                 Tensor,
                 _torch_tensor_type(),  # _NoTorch, no argument's type, before torch loads
                 torch_dtype_of,
@@ -388,7 +387,7 @@ def build_launcher(
                 f"            raise dtype_error({i}, {x}._dtype)",
                 "    elif tp is TorchTensor:",
                 f"        s{i} = {x}.shape",
-                f"        if len(s{i}) != 2 or not {x}.is_cuda or {x}.get_device() != {DEVICE_ID}"
+                f"        if len(s{i}) != 2 or not {x}.is_cuda or {x}.get_device() != {process_gpu.GPU}"
                 f" or not {x}.is_contiguous():",
                 f"            raise argument_error({i}, {x})",
                 f"        if {x}.dtype is not TD{i}:",
@@ -417,7 +416,7 @@ def build_launcher(
                 f"            raise dtype_error({i}, {x}._dtype)",
                 "    elif tp is TorchTensor:",
                 f"        s{i} = {x}.shape",
-                f"        if len(s{i}) != 1 or not {x}.is_cuda or {x}.get_device() != {DEVICE_ID}"
+                f"        if len(s{i}) != 1 or not {x}.is_cuda or {x}.get_device() != {process_gpu.GPU}"
                 f" or not {x}.is_contiguous():",
                 f"            raise argument_error({i}, {x})",
                 f"        if {x}.dtype is not TD{i}:",

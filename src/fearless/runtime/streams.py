@@ -24,8 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import DeviceError
-from . import devices, driver
-from .arrays import DEVICE_ID
+from . import devices, driver, process_gpu
 from .device_errors import default_pool
 from .location import argument_error, user_location
 from .target import current_target
@@ -93,7 +92,7 @@ def _torch_handle() -> int:
     current = _torch_current or _torch_current_stream()
     if current is None:
         return 0
-    handle = int(current(DEVICE_ID))
+    handle = int(current(process_gpu.GPU))
     if handle and (_torch_capturing or sys.modules["torch"].cuda.is_current_stream_capturing)():
         default_pool().graphs = True
     return handle
@@ -138,7 +137,9 @@ class Stream:
             from cuda.core import Device, StreamOptions
 
             driver.ensure_initialized()
-            self._core = Device(0).create_stream(options=StreamOptions(nonblocking=False))
+            self._core = Device(self._device).create_stream(
+                options=StreamOptions(nonblocking=False)
+            )
             self._handle = int(self._core.handle)
         self._cu = driver.cu().CUstream(self._handle) if driver.is_initialized() else None
 
