@@ -212,16 +212,17 @@ for step in "$@"; do
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
     tuningpart) # TUNING_PART=k/n (default 1/4): every n-th spec of the whole tuning family from
-           # the k-th, with its table row, so that the family (48 specs, about 30 s each on the
-           # H100) runs over n calls of under 10 minutes
+           # the k-th, with its table and near rows, so that the family (48 specs, about 30 s
+           # each on the H100 before the near row) runs over n calls of under 10 minutes
            part=${TUNING_PART:-1/4}
            # shellcheck disable=SC2046
            python3 -m fearless bench --out "$out/tuning-${part/\//of}" --cases $(python3 -c '
 import sys
 from fearless_bench import family_tuning as f
 k, n = map(int, sys.argv[1].split("/"))
-specs = [c for c in f.CASES if not c.startswith("tuning_table_")][k - 1 :: n]
-print(" ".join(c for s in specs for c in (s, s.replace("tuning_", "tuning_table_", 1))))
+specs = [c for c in f.CASES if not c.startswith(("tuning_table_", "tuning_near_"))][k - 1 :: n]
+print(" ".join(c for s in specs for kind in ("", "table_", "near_")
+               for c in [s.replace("tuning_", "tuning_" + kind, 1)]))
 ' "$part") 2>&1 | tail -40 ;;
   esac
 done

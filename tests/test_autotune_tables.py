@@ -1,5 +1,6 @@
 """Tuning tables (issue 37): the lookup before timing, fresh and stale entries, entries naming
-configurations the function lacks, `fl.autotune.export`, FEARLESS_TUNING_TABLE, the rules under
+configurations the function lacks, a new key timing only its nearest entries' winners
+(FEARLESS_AUTOTUNE_FULL times all), `fl.autotune.export`, FEARLESS_TUNING_TABLE, the rules under
 capture (torch.compile tracing, CUDA graph capture, fl.graph), and `fearless tune` on the
 simulator."""
 
@@ -303,3 +304,71 @@ def test_fearless_tune_reads_json_shape_lists_and_refuses_bad_ones(tmp_path: Pat
     bad = tmp_path / "b.txt"
     bad.write_text("softmax float16 4xq\n")
     assert main(["tune", "--shapes", str(bad), "--simulator"]) == 2
+
+
+def test_a_new_key_times_only_the_winners_of_its_nearest_table_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key the tables lack, where they hold the function at other sizes: only the kept
+    winners of the nearest entries are timed (autotuning.NEAR of them, nearest first), so a
+    new size class costs a few compiles, not every configuration's."""
+    f = sleepy(calls := [])
+    path = table(tmp_path, [
+        entry(f, key_of(f, np.ones(4)), {"delay": 0.02}),
+        entry(f, key_of(f, np.ones(1000)), {"delay": 0.01}),
+        entry(f, key_of(f, np.ones(1000, np.float32)), {"delay": 0.0}),  # another dtype
+    ])  # fmt: skip
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    monkeypatch.setattr(autotuning, "NEAR", 1)
+    assert f(np.ones(2000)) == 2000.01 and set(calls) == {0.01}  # timed, then the real call
+    assert f.best_config(np.ones(2000)) == {"delay": 0.01}
+    monkeypatch.setattr(autotuning, "NEAR", 2)
+    calls.clear()
+    assert f(np.ones(16)) == 16.01 and set(calls) == {0.02, 0.01}  # 16 is nearer to 4
+    assert calls[0] == 0.02  # the nearest entry's winner first
+
+
+def test_with_no_entry_of_its_form_or_with_full_tuning_every_configuration_is_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = sleepy(calls := [])
+    path = table(tmp_path, [entry(f, key_of(f, np.ones(1000, np.float32)), {"delay": 0.01})])
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    assert f(np.ones(8)) == 8.0 and set(calls) == {0.02, 0.0, 0.01}  # f64: no entry of its form
+    calls.clear()
+    assert f(np.ones(8, np.float32)) == 8.01 and set(calls) == {0.01}
+    monkeypatch.setenv("FEARLESS_AUTOTUNE_FULL", "1")
+    calls.clear()
+    assert f(np.ones(4000, np.float32)) == 4000.0 and set(calls) == {0.02, 0.0, 0.01}
+
+
+def test_a_neighbours_winner_that_prune_leaves_out_is_not_timed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[float] = []
+
+    def no_slow(configs: list[dict[str, Any]], x: np.ndarray) -> list[dict[str, Any]]:
+        return [c for c in configs if c["delay"] < 0.015]
+
+    @fl.autotune(configs=CONFIGS, key=["x"], prune=no_slow)
+    def f(x: np.ndarray, *, delay: float) -> float:
+        calls.append(delay)
+        time.sleep(delay)
+        return float(x.sum()) + delay
+
+    path = table(tmp_path, [entry(f, key_of(f, np.ones(4)), {"delay": 0.02})])
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    assert f(np.ones(8)) == 8.0 and set(calls) == {0.0, 0.01}  # its one neighbour is pruned
+
+
+def test_a_stale_entry_of_the_key_comes_first_beside_its_neighbours_winners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = sleepy(calls := [])
+    x = np.ones(16)
+    path = table(tmp_path, [
+        entry(f, key_of(f, x), {"delay": 0.02}, fearless="0.0.0-old"),
+        entry(f, key_of(f, np.ones(4)), {"delay": 0.01}),
+    ])  # fmt: skip
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    assert f(x) == 16.01 and calls[0] == 0.02 and set(calls) == {0.02, 0.01}

@@ -25,14 +25,15 @@ def _restore_target() -> Iterator[None]:
     fl.set_target(None)
 
 
-def test_every_op_has_a_cold_and_a_table_case_off_tilegyms_grids() -> None:
+def test_every_op_has_a_cold_a_table_and_a_near_case_off_tilegyms_grids() -> None:
     grid = {(s.op, s.shape) for s in family_ops.specs()}
     assert {s.op for s in family_tuning.SPECS} == {s.op for s in family_ops.specs()}
     for spec in family_tuning.SPECS:
         assert (spec.op, spec.shape) not in grid, spec
         assert family_tuning.cold_case(spec) in family_tuning.CASES
         assert family_tuning.table_case(spec) in family_tuning.CASES
-    assert len(set(family_tuning.CASES)) == 2 * len(family_tuning.SPECS)
+        assert family_tuning.near_case(spec) in family_tuning.CASES
+    assert len(set(family_tuning.CASES)) == 3 * len(family_tuning.SPECS)
     assert "tuning_table_attention_causal_bf16_2x16x3000x128" in family_tuning.CASES
 
 
@@ -48,6 +49,7 @@ def test_records_put_each_fearless_first_call_beside_tilegyms() -> None:
     results: dict[str, dict[str, object]] = {
         "cold": {"seconds": 2.0, "entries": 1},
         "table": {"seconds": 0.25},
+        "near": {"seconds": 1.0},
         "tilegym": {"seconds": 5.0},
     }
     recs = family_tuning.records(spec, results)
@@ -59,11 +61,14 @@ def test_records_put_each_fearless_first_call_beside_tilegyms() -> None:
     assert table.time == 0.25 and table.ratio == 20.0
     assert table.note is not None and "only the winner" in table.note
     assert by[("tuning_table_rms_norm_bf16_3000x5120", model.TILEGYM)].time == 5.0
+    near = by[("tuning_near_rms_norm_bf16_3000x5120", model.FEARLESS_TILE)]
+    assert near.ratio == 5.0 and near.note is not None and "nearest" in near.note
     assert cold.params["new_size_class"] is True and cold.params["op"] == "rms_norm"
 
     results = {"cold": {"error": "probe exit 1: boom"}, "table": {"skip": "no"}, "tilegym": {}}
     results["tilegym"] = {"skip": "TileGym is not installed"}
     status = {(r.case, r.impl): r.status for r in family_tuning.records(spec, results)}
+    assert not any(case.startswith("tuning_near_") for case, _ in status)  # not measured
     assert status[("tuning_rms_norm_bf16_3000x5120", model.FEARLESS_TILE)] == "failed"
     assert status[("tuning_table_rms_norm_bf16_3000x5120", model.TILEGYM)] == "skipped"
 
@@ -73,9 +78,10 @@ def test_run_measures_the_selected_specs_and_quick_keeps_the_quick_ops(
 ) -> None:
     seen: list[Spec] = []
 
-    def measure(spec: Spec) -> dict[str, dict[str, object]]:
+    def measure(spec: Spec, near: bool) -> dict[str, dict[str, object]]:
         seen.append(spec)
-        return {k: {"seconds": 1.0} for k in ("cold", "table", "tilegym")}
+        kinds = ("cold", "table", "near", "tilegym") if near else ("cold", "table", "tilegym")
+        return {k: {"seconds": 1.0} for k in kinds}
 
     monkeypatch.setattr(family_tuning, "measure", measure)
     saved: list[int] = []

@@ -183,23 +183,44 @@ def index_of(entry: Entry, configs: Sequence[Mapping[str, Any]], name: str) -> i
 def nearest(
     function: str, arch: str, key: Hashable, configs: Sequence[Mapping[str, Any]], name: str
 ) -> int | None:
-    """The configuration of the nearest entry: same function and arch, a key of the same form
-    (the same strings, dtypes and nesting; numbers may differ), the smallest sum over the key's
-    numbers of |log2 a - log2 b| (size classes apart); ties go to the first. None: no such
-    entry names one of `configs`."""
+    """The configuration of the nearest entry (`neighbours`); None: no entry of `key`'s form
+    names one of `configs`."""
+    near = neighbours(function, arch, key, configs, name, 1)
+    return near[0] if near else None
+
+
+def neighbours(
+    function: str,
+    arch: str,
+    key: Hashable,
+    configs: Sequence[Mapping[str, Any]],
+    name: str,
+    count: int,
+    exclude_own: bool = False,
+) -> list[int]:
+    """The configurations of the entries nearest `key`, nearest first, up to `count` distinct
+    ones: entries of the same function and arch and a key of the same form (the same strings,
+    dtypes and nesting; numbers may differ), by the sum over the key's numbers of
+    |log2 a - log2 b| (size classes apart); ties go to the earlier entry. Entries naming none
+    of `configs` are skipped, and so are `key`'s own (`exclude_own`: the caller weighs them)."""
     mine = plain(key)
-    form, numbers = _form(mine), _numbers(mine)
-    best: tuple[float, int] | None = None
-    for entry in entries(function, arch):
-        if _form(entry.key) != form:
+    form, numbers, own = _form(mine), _numbers(mine), canonical(mine)
+    ranked: list[tuple[float, int, int]] = []
+    for order, entry in enumerate(entries(function, arch)):
+        if _form(entry.key) != form or (exclude_own and canonical(entry.key) == own):
             continue
         n = index_of(entry, configs, name)
         if n is None:
             continue
         distance = sum(_log_gap(a, b) for a, b in zip(numbers, _numbers(entry.key), strict=True))
-        if best is None or distance < best[0]:
-            best = (distance, n)
-    return None if best is None else best[1]
+        ranked.append((distance, order, n))
+    out: list[int] = []
+    for _, _, n in sorted(ranked):
+        if n not in out:
+            out.append(n)
+            if len(out) == count:
+                break
+    return out
 
 
 def _form(value: Any) -> str:

@@ -94,6 +94,9 @@ from .tile.compile_ahead import STATE as AHEAD  # the pass open, if any (tile/co
 # prune(configs, *args, **kwargs) -> the configurations worth timing (a subset of `configs`)
 Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
+# A key the tuning tables lack, where they hold its function at other sizes, times only the
+# winners of its NEAR nearest entries (distinct ones; `Autotuned._order`).
+NEAR = 3
 _MISSING = object()
 
 
@@ -342,8 +345,7 @@ class Autotuned:
             return [stored]
         if entry is not None and first is not None and entry.fresh():
             return [first]
-        kept = self._kept(args, kwargs)
-        return kept if first is None else [first, *(n for n in kept if n != first)]
+        return self._order(key, args, kwargs, first)
 
     def _untimed(self, key: Hashable) -> int:
         """The configuration for `key` under capture, where nothing is timed: the stored
@@ -414,11 +416,7 @@ class Autotuned:
             for put_back in snapshots:
                 put_back()
 
-        order = self._kept(args, kwargs)
-        if first is not None:
-            if first in order:
-                order.remove(first)
-            order.insert(0, first)  # a stale table winner is always a candidate
+        order = self._order(key, args, kwargs, first)
         from .tile.compile_ahead import ready_order, stack_bytes
 
         launches: dict[int, list[tuple[Any, Any]]] = {}
@@ -479,6 +477,26 @@ class Autotuned:
             autotune_store.store(path, self.configs[best], times)
         self._remember(key, best, best_time)
         return best
+
+    def _order(
+        self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any], first: int | None
+    ) -> list[int]:
+        """The configurations a first call with `key` times, in order: those `prune` keeps, or,
+        where the tuning tables hold this function at other sizes of the same form, only the
+        kept winners of the nearest other entries (NEAR of them, nearest first;
+        FEARLESS_AUTOTUNE_FULL times all), so a new size class compiles a few configurations,
+        not every one. A stale table winner of `key` itself (`first`) comes first and is
+        always timed; an entry of `key` is never its own neighbour (a failed winner is tuned
+        again over the others)."""
+        kept = self._kept(args, kwargs)
+        if not config.autotune_full():
+            near = autotune_tables.neighbours(
+                self.identity, table_arch(), key, self.configs, self.name, NEAR, exclude_own=True
+            )
+            near = [n for n in near if n in kept]
+            if near:
+                kept = near
+        return kept if first is None else [first, *(n for n in kept if n != first)]
 
     def _kept(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
         """The indices of the configurations to time for this call: all of them, or those

@@ -260,6 +260,13 @@ def autotune_enabled() -> bool:
     return flag("FEARLESS_AUTOTUNE", True)
 
 
+def autotune_full() -> bool:
+    """FEARLESS_AUTOTUNE_FULL=1: a key the tuning tables lack times every configuration, even
+    where the tables hold the function at other sizes (whose winners alone are timed by
+    default, `autotuning.NEAR` of them)."""
+    return flag("FEARLESS_AUTOTUNE_FULL", False)
+
+
 def tuning_tables() -> list[Path]:
     """FEARLESS_TUNING_TABLE=path[:path...]: tuning tables (`autotune_tables.py`) `fl.autotune`
     reads before the shipped ones, earlier paths first; a folder stands for its `*.json` files.

@@ -10,11 +10,15 @@ caches (fresh_process.py):
    table;
 2. fearless.ops with that table (FEARLESS_TUNING_TABLE): the first call finds the entry and
    compiles only the winner;
-3. TileGym (cutile backend), whose autotuner runs again in every process.
+3. fearless.ops as installed: the shipped table holds the operator at other sizes but not this
+   one, so the first call times only the winners of the nearest entries
+   (`Autotuned._order`), what a user's new size class meets;
+4. TileGym (cutile backend), whose autotuner runs again in every process.
 
-Case `tuning_<spec>` holds 1 and 3, case `tuning_table_<spec>` holds 2 and 3 (the same TileGym
-process: it has no table to read). Times are seconds; the ratio is TileGym's over fearless's.
-Goals (issue 37): at most 3 s without a table and 0.3 s with one, on the H200's 16 cores. The
+Case `tuning_<spec>` holds 1 and 4, case `tuning_table_<spec>` 2 and 4, case
+`tuning_near_<spec>` 3 and 4 (the same TileGym process: it has no table to read). Times are
+seconds; the ratio is TileGym's over fearless's. Goals (issue 37): at most 3 s without a table
+entry and 0.3 s with one, on the H200's 16 cores. The
 compile caches start empty, so every first call also pays its kernels' first compiles: what a
 fresh machine, or a process after an upgrade, waits for. `--quick` takes QUICK_OPS only.
 """
@@ -100,7 +104,12 @@ def table_case(spec: Spec) -> str:
     return f"tuning_table_{spec.name.removeprefix('ops_')}"
 
 
-CASES = tuple(case(s) for s in SPECS for case in (cold_case, table_case))
+def near_case(spec: Spec) -> str:
+    return f"tuning_near_{spec.name.removeprefix('ops_')}"
+
+
+CASE_KINDS = (cold_case, table_case, near_case)
+CASES = tuple(case(s) for s in SPECS for case in CASE_KINDS)
 
 
 def probe_argv(impl: str, spec: Spec) -> list[str]:
@@ -118,8 +127,9 @@ def probe(impl: str, spec: Spec, cache: Path, *options: str, **env: str) -> dict
     )
 
 
-def measure(spec: Spec) -> dict[str, dict[str, object]]:
-    """The three first calls of `spec`: "cold", "table" (fearless) and "tilegym"."""
+def measure(spec: Spec, near: bool = True) -> dict[str, dict[str, object]]:
+    """The first calls of `spec`: "cold", "table", "near" (fearless; `near` False leaves that
+    one out) and "tilegym"."""
     with tempfile.TemporaryDirectory(prefix="fearless-bench-tuning-") as tmp:
         root = Path(tmp)
         table = root / "table.json"
@@ -128,18 +138,25 @@ def measure(spec: Spec) -> dict[str, dict[str, object]]:
             warm = probe(FEARLESS_TILE, spec, root / "table", FEARLESS_TUNING_TABLE=str(table))
         else:
             warm = {"skip": "the run without a table tuned nothing to export"}
-        peer = probe(TILEGYM, spec, root / "tilegym")
-    return {"cold": cold, "table": warm, "tilegym": peer}
+        out = {"cold": cold, "table": warm}
+        if near:
+            out["near"] = probe(FEARLESS_TILE, spec, root / "near")
+        out["tilegym"] = probe(TILEGYM, spec, root / "tilegym")
+    return out
 
 
 def records(spec: Spec, results: dict[str, dict[str, object]]) -> list[Record]:
-    """The two cases' records of one spec from `measure`'s results."""
+    """The three cases' records of one spec from `measure`'s results (a case whose result
+    `measure` left out has none)."""
     params = {**spec.params(), "new_size_class": True}
     out: list[Record] = []
     for case, mine, note in (
         (cold_case(spec), "cold", "tuning tables off: every configuration compiled and timed"),
         (table_case(spec), "table", "a tuning-table entry: only the winner compiled"),
+        (near_case(spec), "near", "the shipped table: the nearest entries' winners timed"),
     ):
+        if mine not in results:
+            continue
         for impl, key in ((FEARLESS_TILE, mine), (TILEGYM, "tilegym")):
             out.append(_record(case, impl, results[key], params, note if impl != TILEGYM else None))
     return out
@@ -159,11 +176,15 @@ def _record(
 def run(ctx: Ctx, selected: set[str]) -> list[Record]:
     out: list[Record] = []
     for spec in SPECS:
-        if not {cold_case(spec), table_case(spec)} & selected:
+        if not {case(spec) for case in CASE_KINDS} & selected:
             continue
         if ctx.quick and spec.op not in QUICK_OPS:
             continue
-        got = [r for r in records(spec, measure(spec)) if r.case in selected]
+        got = [
+            r
+            for r in records(spec, measure(spec, near_case(spec) in selected))
+            if r.case in selected
+        ]
         for r in got:
             ctx.log(format_line(r))
         out += got
