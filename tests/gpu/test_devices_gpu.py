@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,14 +79,17 @@ print(process_gpu.GPU, x.device, out.device, fl.current_device())
 
 
 @pytest.mark.parametrize("how", ["fearless", "torch"])
-def test_a_fresh_process_runs_on_the_gpu_it_chose(how: str) -> None:
+def test_a_fresh_process_runs_on_the_gpu_it_chose(how: str, tmp_path: Path) -> None:
     """On every visible GPU: `fl.set_device(i)`, or torch's current device, before the first
-    GPU call makes GPU i the process's, and a launch there gives the right result."""
+    GPU call makes GPU i the process's, and a launch there gives the right result. (The
+    script is a file: a kernel compiles from its source, which `python -c` does not keep.)"""
     if how == "torch":
         pytest.importorskip("torch")
+    script = tmp_path / "choose.py"
+    script.write_text(_CHOOSE)
     for index in range(min(fl.device_count(), 2)):
         done = subprocess.run(
-            [sys.executable, "-c", _CHOOSE, how, str(index)],
+            [sys.executable, str(script), how, str(index)],
             capture_output=True,
             text=True,
             timeout=300,
