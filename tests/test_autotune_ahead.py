@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import autotuning as autotune_module
-from fearless import tile
+from fearless import autotune_ahead, tile
 from fearless.tile import compile_ahead as ahead
 
 pytestmark = pytest.mark.usefixtures("autotune_on_sim")
@@ -44,7 +43,7 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, Any]]]:
         met.append(ahead.STATE.launches[-1])
 
     monkeypatch.setattr(kernel_module, "ahead_submit", submit)
-    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())  # no other test's first calls
+    monkeypatch.setattr(autotune_ahead, "_compiled_ahead", set())  # no other test's first calls
     yield met
     for kernel, key in met:
         pending: Future[Any] | None = kernel._ahead.pop(key, None)
@@ -87,7 +86,7 @@ def test_in_a_pass_a_chosen_key_queues_its_winner_alone(queued: list[tuple[Any, 
 
 def test_off_the_gpu_compile_ahead_of_runs_nothing() -> None:
     ran: list[int] = []
-    autotune_module.compile_ahead_of(lambda: ran.append(1))
+    autotune_ahead.compile_ahead_of(lambda: ran.append(1))
     assert ran == []
 
 
@@ -98,7 +97,7 @@ def test_the_attention_backward_compiles_every_step_in_one_pass_on_a_new_shape(
     from fearless.ops import kernels_attention_backward as KB
 
     passes: list[Any] = []
-    monkeypatch.setattr(autotune_module, "compile_ahead_of", passes.append)
+    monkeypatch.setattr(autotune_ahead, "compile_ahead_of", passes.append)
     rng = np.random.default_rng(0)
     q, out, dout = (
         fl.asarray(rng.standard_normal((1, 2, 64, d)).astype(np.float16)) for _ in range(3)
@@ -135,7 +134,7 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
         with ahead.compile_ahead(4):
             call()
 
-    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
+    monkeypatch.setattr(autotune_ahead, "compile_ahead_of", on_the_gpu)
     rng = np.random.default_rng(1)
     q, k, v = (
         fl.asarray(rng.standard_normal((1, 2, 48, 128)).astype(np.float16)) for _ in range(3)
@@ -185,8 +184,8 @@ def _passes_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         with ahead.compile_ahead(4):
             call()
 
-    monkeypatch.setattr(autotune_module, "compile_ahead_of", on_the_gpu)
-    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())  # the reference's calls
+    monkeypatch.setattr(autotune_ahead, "compile_ahead_of", on_the_gpu)
+    monkeypatch.setattr(autotune_ahead, "_compiled_ahead", set())  # the reference's calls
     return passes
 
 
@@ -368,7 +367,7 @@ def test_an_error_inside_a_pass_never_reaches_the_real_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What ran nothing may fail where the real call does not: the pass only saves time."""
-    monkeypatch.setattr(autotune_module, "_compiled_ahead", set())
+    monkeypatch.setattr(autotune_ahead, "_compiled_ahead", set())
     from fearless.runtime import target
 
     monkeypatch.setattr(
@@ -378,7 +377,7 @@ def test_an_error_inside_a_pass_never_reaches_the_real_call(
     def breaks() -> None:
         raise AttributeError("'NoneType' object has no attribute 'shape'")
 
-    autotune_module.compile_ahead_of(breaks)  # no exception
+    autotune_ahead.compile_ahead_of(breaks)  # no exception
     assert ahead.STATE.thread is None
 
 

@@ -41,6 +41,7 @@ def _logged(kind: str, fn: Callable[..., Any], what: Callable[..., str]) -> Call
 
 def main(argv: list[str]) -> int:
     import fearless.autotune_timing as timing
+    import fearless.autotune_ahead as autotune_ahead
     import fearless.autotuning as autotuning
     import fearless.tile.compile_ahead as ahead
     from fearless_bench import tuning_probe
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
 
     ahead.compile_cubin = _logged("compile", ahead.compile_cubin, name)
     kernel.compile_cubin = _logged("compile-now", kernel.compile_cubin, name)
-    autotuning.compile_ahead_of = _logged("pass", autotuning.compile_ahead_of, lambda *a: "")
+    autotune_ahead.compile_ahead_of = _logged("pass", autotune_ahead.compile_ahead_of, lambda *a: "")
     autotuning.measure = _logged("measure", autotuning.measure, lambda *a: "")
     autotuning.Autotuned._tune = _logged(  # type: ignore[method-assign]
         "tune", autotuning.Autotuned._tune, lambda self, *a: self.name

@@ -1,6 +1,6 @@
 """Issue 37 on the GPU: an op's first call for a size class runs one compile-ahead pass, in
 which every step's kernels start compiling at once and nothing runs, and then gives the same
-result as without it (autotuning.compile_ahead_once; tests/test_autotune_ahead.py has the
+result as without it (autotune_ahead.compile_ahead_once; tests/test_autotune_ahead.py has the
 simulator's side). Each test spies on the real pass: what it launched, and that the pool
 had the compiles of several steps in flight together."""
 

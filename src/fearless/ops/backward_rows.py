@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._io import FLOATS, Operand, cast, operand, output, param, result, rows_of

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor

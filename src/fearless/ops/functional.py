@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ..dtypes import DType, f32
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor

@@ -21,7 +21,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ._io import empty_beside, partitioned, view
 from .kernels_rows import kernel_of, next_pow2, size_class
 

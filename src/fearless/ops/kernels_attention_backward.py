@@ -14,7 +14,7 @@ import sys
 import fearless as fl
 from fearless import tile
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ..runtime.target import current_target
 from ._io import empty_beside, partitioned, zeros_beside
 from .kernels_attention import (

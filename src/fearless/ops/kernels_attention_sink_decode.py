@@ -29,7 +29,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ._io import empty_beside, partitioned
 from .kernels_attention import (
     INV_LOG_2,

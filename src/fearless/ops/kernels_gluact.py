@@ -24,7 +24,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ._io import partitioned
 from .kernels_activation import gelu_f32, silu_f32
 from .kernels_gemm import fitting_tiles

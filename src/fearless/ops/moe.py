@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..autotuning import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
