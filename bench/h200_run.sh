@@ -16,7 +16,8 @@
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
 #        ahead (the GPU tests of the ops that compile their steps in one pass on a first call),
-#        aheadbench (their first calls), tuning (time to first result at a new size class, --quick), tuningpart (the whole
+#        aheadbench (their first calls), near (every op's first call at a new size class with the
+#        shipped table), tuning (time to first result at a new size class, --quick), tuningpart (the whole
 #        tuning family in TUNING_PART=k/n slices),
 #        models (fearless bench --cases models: Hugging Face models end to end; one model per
 #        command: MODELS='models_llama3_8b_*'),
@@ -211,6 +212,9 @@ for step in "$@"; do
            set +f ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
+    near)  # issue 37, session 23: every spec's first call with the shipped table as installed
+           # (tuning_near_*: no cold or table probe), beside TileGym's where .whl-tg travelled
+           python3 -m fearless bench --out "$out/near" --cases 'tuning_near_*' 2>&1 | tail -52 ;;
     tuningpart) # TUNING_PART=k/n (default 1/4): every n-th spec of the whole tuning family from
            # the k-th, with its table and near rows, so that the family (48 specs, about 30 s
            # each on the H100 before the near row) runs over n calls of under 10 minutes

@@ -77,11 +77,12 @@ def test_run_measures_the_selected_specs_and_quick_keeps_the_quick_ops(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen: list[Spec] = []
+    asked: list[frozenset[str]] = []
 
-    def measure(spec: Spec, near: bool) -> dict[str, dict[str, object]]:
+    def measure(spec: Spec, kinds: frozenset[str]) -> dict[str, dict[str, object]]:
         seen.append(spec)
-        kinds = ("cold", "table", "near", "tilegym") if near else ("cold", "table", "tilegym")
-        return {k: {"seconds": 1.0} for k in kinds}
+        asked.append(kinds)
+        return {k: {"seconds": 1.0} for k in (*kinds, "tilegym")}
 
     monkeypatch.setattr(family_tuning, "measure", measure)
     saved: list[int] = []
@@ -90,7 +91,7 @@ def test_run_measures_the_selected_specs_and_quick_keeps_the_quick_ops(
     )
     pick = {"tuning_matmul_bf16_3000", "tuning_relu_f16_3000000"}
     out = family_tuning.run(ctx, pick)  # type: ignore[arg-type]
-    assert [s.op for s in seen] == ["relu", "matmul"]
+    assert [s.op for s in seen] == ["relu", "matmul"] and asked == [{"cold"}, {"cold"}]
     assert {r.case for r in out} == pick and len(out) == 4 and saved == [2, 4]
     seen.clear()
     ctx.quick = True
@@ -139,3 +140,21 @@ def test_a_peer_that_fails_is_reported_by_its_message_not_its_tracebacks_last_li
     (line,) = capsys.readouterr().out.strip().splitlines()
     error = json.loads(line)["error"]
     assert error.startswith("RuntimeError: tile shape does not divide the problem (at ")
+
+
+def test_measure_runs_only_the_probes_the_cases_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A near-only sweep (`--cases 'tuning_near_*'`) runs no cold probe; the table row needs
+    the cold probe's export, so asking for it runs both."""
+    ran: list[str] = []
+
+    def probe(impl: str, spec: Spec, cache: Path, *options: str, **env: str) -> dict[str, object]:
+        ran.append(f"{impl}:{cache.name}")
+        return {"seconds": 1.0, "entries": 1}
+
+    monkeypatch.setattr(family_tuning, "probe", probe)
+    spec = family_tuning.SPECS[0]
+    assert set(family_tuning.measure(spec, frozenset({"near"}))) == {"near", "tilegym"}
+    assert ran == [f"{model.FEARLESS_TILE}:near", f"{model.TILEGYM}:tilegym"]
+    ran.clear()
+    assert set(family_tuning.measure(spec, frozenset({"table"}))) == {"cold", "table", "tilegym"}
+    assert [r.split(":")[1] for r in ran] == ["cold", "table", "tilegym"]

@@ -109,6 +109,7 @@ def near_case(spec: Spec) -> str:
 
 
 CASE_KINDS = (cold_case, table_case, near_case)
+KINDS = frozenset({"cold", "table", "near"})  # measure's names of them
 CASES = tuple(case(s) for s in SPECS for case in CASE_KINDS)
 
 
@@ -127,19 +128,25 @@ def probe(impl: str, spec: Spec, cache: Path, *options: str, **env: str) -> dict
     )
 
 
-def measure(spec: Spec, near: bool = True) -> dict[str, dict[str, object]]:
-    """The first calls of `spec`: "cold", "table", "near" (fearless; `near` False leaves that
-    one out) and "tilegym"."""
+def measure(spec: Spec, kinds: frozenset[str] = KINDS) -> dict[str, dict[str, object]]:
+    """The first calls of `spec` that `kinds` (of KINDS) asks for, and TileGym's: "cold" (also
+    run for "table", which reads its export), "table", "near" and "tilegym"."""
+    out: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory(prefix="fearless-bench-tuning-") as tmp:
         root = Path(tmp)
         table = root / "table.json"
-        cold = probe(FEARLESS_TILE, spec, root / "cold", "--no-tables", "--export", str(table))
-        if "seconds" in cold and cold.get("entries"):
-            warm = probe(FEARLESS_TILE, spec, root / "table", FEARLESS_TUNING_TABLE=str(table))
-        else:
-            warm = {"skip": "the run without a table tuned nothing to export"}
-        out = {"cold": cold, "table": warm}
-        if near:
+        if kinds & {"cold", "table"}:
+            out["cold"] = probe(
+                FEARLESS_TILE, spec, root / "cold", "--no-tables", "--export", str(table)
+            )
+        if "table" in kinds:
+            cold = out["cold"]
+            if "seconds" in cold and cold.get("entries"):
+                warm = probe(FEARLESS_TILE, spec, root / "table", FEARLESS_TUNING_TABLE=str(table))
+            else:
+                warm = {"skip": "the run without a table tuned nothing to export"}
+            out["table"] = warm
+        if "near" in kinds:
             out["near"] = probe(FEARLESS_TILE, spec, root / "near")
         out["tilegym"] = probe(TILEGYM, spec, root / "tilegym")
     return out
@@ -156,7 +163,7 @@ def records(spec: Spec, results: dict[str, dict[str, object]]) -> list[Record]:
         (near_case(spec), "near", "the shipped table: the nearest entries' winners timed"),
     ):
         if mine not in results:
-            continue
+            continue  # not measured: not asked for
         for impl, key in ((FEARLESS_TILE, mine), (TILEGYM, "tilegym")):
             out.append(_record(case, impl, results[key], params, note if impl != TILEGYM else None))
     return out
@@ -180,11 +187,12 @@ def run(ctx: Ctx, selected: set[str]) -> list[Record]:
             continue
         if ctx.quick and spec.op not in QUICK_OPS:
             continue
-        got = [
-            r
-            for r in records(spec, measure(spec, near_case(spec) in selected))
-            if r.case in selected
-        ]
+        kinds = frozenset(
+            kind
+            for kind, case in zip(("cold", "table", "near"), CASE_KINDS, strict=True)
+            if case(spec) in selected
+        )
+        got = [r for r in records(spec, measure(spec, kinds)) if r.case in selected]
         for r in got:
             ctx.log(format_line(r))
         out += got
