@@ -224,14 +224,15 @@ def test_with_no_choice_the_first_gpu_call_takes_torchs_current_device(
 def test_a_launchs_arrays_choose_the_gpu_and_then_must_be_on_it(
     two_gpus: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first launch's torch tensors on cuda:1 make GPU 1 the process's GPU (so a script
-    that puts its data on cuda:1 runs there); once it is fixed, cuda:0 is refused by name."""
+    """The first launch's torch tensors on cuda:1 make GPU 1 the process's GPU at once (so a
+    script that puts its data on cuda:1 runs there, and a second array of that launch on
+    cuda:0 is refused, never launched beside it): cuda:0 is then refused by name."""
     torch = pytest.importorskip("torch")
     report_cuda(monkeypatch, 1)
     x = torch.ones(8)
     info = arrays.describe(x, Target.CUDA, name="x")
-    assert info.on_device and process_gpu.GPU == 1
-    process_gpu.fix()
+    assert info.on_device and process_gpu.GPU == 1 and process_gpu.is_fixed()
+    assert process_gpu.fix() == 1  # the first GPU call keeps what the array fixed
     arrays.describe(x, Target.CUDA, name="x")
     report_cuda(monkeypatch, 0)
     with pytest.raises(fl.DeviceError, match="argument `y` is on GPU 0, but fearless runs on "

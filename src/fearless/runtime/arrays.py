@@ -360,9 +360,9 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
 
 
 def _check_gpu(name: str, index: int) -> None:
-    """An argument on GPU `index` must be on the process's GPU (process_gpu.py), which it chooses
+    """An argument on GPU `index` must be on the process's GPU (process_gpu.py), which it fixes
     when fearless has not used the GPU yet; else E0702 (runtime/devices.py)."""
-    if (index != process_gpu.GPU or not process_gpu.is_fixed()) and not process_gpu.choose(index):
+    if not process_gpu.claim(index):
         raise gpu_taken_error(f"argument `{name}` is on GPU {index}", index)
 
 

@@ -8,10 +8,10 @@ constructors keep their model's device. A launch runs on the device of its array
 agree: arrays on two devices in one launch are refused (E0702), naming both arguments. Host
 arrays (NumPy) have no device: they follow the launch.
 
-On "cuda" a process runs on one GPU (process_gpu.py): the first that `fl.set_device(i)`, a
-`device=i` or a launch's arrays name before the first GPU call, else torch's current device
-(`torch.cuda.set_device(local_rank)` in a torchrun job), else 0. Once fearless has used it,
-another index is refused (E0702) with what to do. So every rank of a torchrun job runs on its
+On "cuda" a process runs on one GPU (process_gpu.py): the one `fl.set_device(i)` or a
+`device=i` chose before the first GPU call, or the GPU of the first launch's arrays, else
+torch's current device (`torch.cuda.set_device(local_rank)` in a torchrun job), else 0. Once
+fearless has used it, another index is refused (E0702) with what to do. So every rank of a torchrun job runs on its
 own GPU, with nothing set for fearless; the compile cache is per arch, shared by the devices,
 and the borrow check and error records are per process, hence per device.
 """

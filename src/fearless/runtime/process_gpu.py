@@ -1,11 +1,12 @@
 """The process's GPU: the one device index every "cuda" launch, allocation and stream is on.
 
-One GPU per process so far. It is chosen before fearless's first GPU call, by the first of
-`fl.set_device(i)`, a constructor's `device=i` or a launch's arrays on GPU i (`choose`);
-where none chose, by torch's current device once torch has initialised CUDA
-(`torch.cuda.set_device(local_rank)`, as every rank of a torchrun job does), else 0. The first
-GPU call fixes it (`fix`, from driver.py, which makes that GPU's primary context current); a
-later choice of another index is refused by the caller (runtime/devices.py says how).
+One GPU per process so far. `fl.set_device(i)` or a constructor's `device=i` chooses it
+(`choose`; the last choice holds) until the first GPU call fixes it (`fix`, from driver.py,
+which makes that GPU's primary context current). A launch's array on GPU i fixes GPU i at
+once (`claim`), so that a second array on another GPU is refused, never launched beside it.
+Where nothing chose, the first GPU call takes torch's current device once torch has
+initialised CUDA (`torch.cuda.set_device(local_rank)`, as every rank of a torchrun job does),
+else 0. A later choice of another index is refused by the caller (runtime/devices.py says how).
 
 `GPU` is a plain int: the warm paths compare a torch tensor's `get_device()` with it.
 """
@@ -32,6 +33,19 @@ def choose(index: int) -> bool:
             return index == GPU
         _chosen = True
         _set(index)
+    return True
+
+
+def claim(index: int) -> bool:
+    """Fix GPU `index` as the process's now, an array on it being about to be used there;
+    False when another is fixed."""
+    global _chosen, _fixed
+    with _lock:
+        if _fixed:
+            return index == GPU
+        _chosen = True
+        _set(index)
+        _fixed = True
     return True
 
 
