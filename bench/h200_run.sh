@@ -16,7 +16,8 @@
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
 #        ahead (the GPU tests of the ops that compile their steps in one pass on a first call),
-#        aheadbench (their first calls), near (every op's first call at a new size class with the
+#        aheadbench (their first calls), devices (device choice and the torchrun example),
+#        near (every op's first call at a new size class with the
 #        shipped table), tuning (time to first result at a new size class, --quick), tuningpart (the whole
 #        tuning family in TUNING_PART=k/n slices),
 #        models (fearless bench --cases models: Hugging Face models end to end; one model per
@@ -212,6 +213,13 @@ for step in "$@"; do
            set +f ;;
     tuning) # time to first result at a new size class (issue 37), --quick: 4 ops, 3 processes each
            python3 -m fearless bench --quick --cases tuning --out "$out/tuning" 2>&1 | tail -20 ;;
+    devices) # issue 15, session 23: device choice on this machine's GPUs, and the torchrun
+           # example on every visible GPU (one rank each)
+           python3 -m pytest -q -m gpu -p no:cacheprovider -n 4 -rfE $tmo \
+             --failure-log "$out/devices_failures.log" tests/gpu/test_devices_gpu.py 2>&1 | tail -6
+           ranks=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+           timeout 240 torchrun --nproc_per_node="$ranks" examples/ddp_allreduce.py 2>&1 \
+             | grep -E "ranks|^ok|MISMATCH|Error" ;;
     near)  # issue 37, session 23: every spec's first call with the shipped table as installed
            # (tuning_near_*: no cold or table probe), beside TileGym's where .whl-tg travelled
            python3 -m fearless bench --out "$out/near" --cases 'tuning_near_*' 2>&1 | tail -52 ;;
