@@ -40,8 +40,8 @@ def _logged(kind: str, fn: Callable[..., Any], what: Callable[..., str]) -> Call
 
 
 def main(argv: list[str]) -> int:
-    import fearless.autotune_timing as timing
     import fearless.autotune_ahead as autotune_ahead
+    import fearless.autotune_timing as timing
     import fearless.autotuning as autotuning
     import fearless.tile.compile_ahead as ahead
     from fearless_bench import tuning_probe
