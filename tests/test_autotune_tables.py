@@ -372,3 +372,23 @@ def test_a_stale_entry_of_the_key_comes_first_beside_its_neighbours_winners(
     ])  # fmt: skip
     monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
     assert f(x) == 16.01 and calls[0] == 0.02 and set(calls) == {0.02, 0.01}
+
+
+def test_a_shortlisted_winner_is_stored_as_such_and_fearless_tune_measures_the_key_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later process takes the stored winner of a shortlisted tuning as any other; `fearless
+    tune` (tables off) does not: its table must hold winners measured over every
+    configuration."""
+    f = sleepy(calls := [])
+    path = table(tmp_path, [entry(f, key_of(f, np.ones(4)), {"delay": 0.02})])
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    assert f(np.ones(16)) == 16.02 and set(calls) == {0.02}  # the one neighbour's winner
+    stored = json.loads(f._entry(key_of(f, np.ones(16))).read_text())
+    assert stored["near"] is True
+    g = sleepy(calls := [])  # a later process
+    assert g(np.ones(16)) == 16.02 and calls == [0.02]  # the stored winner, untimed
+    h = sleepy(calls := [])
+    with autotune_tables.disabled():  # as `fearless tune` runs
+        assert h(np.ones(16)) == 16.0 and set(calls) == {0.02, 0.0, 0.01}
+    assert "near" not in json.loads(h._entry(key_of(h, np.ones(16))).read_text())

@@ -57,9 +57,12 @@ def entry_path(
     return config.cache_dir() / "autotune" / "v1" / f"{digest}.json"
 
 
-def load(path: Path, configs: Sequence[Mapping[str, Any]], name: str) -> int | None:
+def load(
+    path: Path, configs: Sequence[Mapping[str, Any]], name: str, *, measured_all: bool = False
+) -> int | None:
     """The index of the stored winner among `configs`, or None: no entry, or one that cannot be
-    used (warned about once per file)."""
+    used (warned about once per file); with `measured_all`, also an entry whose tuning timed
+    only its tuning-table neighbours' winners (`store(..., near=True)`)."""
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_ENTRY_BYTES + 1)
@@ -75,6 +78,8 @@ def load(path: Path, configs: Sequence[Mapping[str, Any]], name: str) -> int | N
         return _unusable(path, name, "it nests too deeply to be an entry")
     except (ValueError, MemoryError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return _unusable(path, name, "it is not JSON")
+    if measured_all and isinstance(data, dict) and data.get("near"):
+        return None  # `fearless tune` measures the key over every configuration
     best = data.get("best") if isinstance(data, dict) else None
     if not isinstance(best, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in best.items()
@@ -86,10 +91,15 @@ def load(path: Path, configs: Sequence[Mapping[str, Any]], name: str) -> int | N
     return None  # a winner among other configurations (a file written by another version)
 
 
-def store(path: Path, best: Mapping[str, Any], times: Sequence[float | None]) -> None:
+def store(
+    path: Path, best: Mapping[str, Any], times: Sequence[float | None], near: bool = False
+) -> None:
     """Write the winner (and every configuration's time) atomically; a disk that refuses it
-    leaves the winner in memory only, and a later process tunes again."""
-    data = {"best": {k: repr(v) for k, v in best.items()}, "seconds": list(times)}
+    leaves the winner in memory only, and a later process tunes again. `near`: only the
+    tuning-table neighbours' winners were timed (`fearless tune` does not take such an entry)."""
+    data: dict[str, Any] = {"best": {k: repr(v) for k, v in best.items()}, "seconds": list(times)}
+    if near:
+        data["near"] = True
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

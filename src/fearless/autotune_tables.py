@@ -131,6 +131,11 @@ def disabled() -> Iterator[None]:
         _enabled.pop()
 
 
+def enabled() -> bool:
+    """Whether tables are read now (not inside `disabled()`)."""
+    return _enabled[-1]
+
+
 def table_paths() -> list[Path]:
     """The table files, in the order they are asked: FEARLESS_TUNING_TABLE's, then shipped."""
     out: list[Path] = []

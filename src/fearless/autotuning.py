@@ -306,7 +306,8 @@ class Autotuned:
         winner stored there, the tuning tables' entry and that entry's configuration (None
         where there is none, or the entry names a configuration no longer among `configs`)."""
         path = self._entry(key)
-        stored = autotune_store.load(path, self.configs, self.name)
+        measured_all = not autotune_tables.enabled()  # `fearless tune` takes no near winner
+        stored = autotune_store.load(path, self.configs, self.name, measured_all=measured_all)
         if stored is not None:
             return path, stored, None, None
         entry = autotune_tables.lookup(self.identity, table_arch(), key)
@@ -346,7 +347,7 @@ class Autotuned:
             return [stored]
         if entry is not None and first is not None and entry.fresh():
             return [first]
-        return self._order(key, args, kwargs, first)
+        return self._order(key, args, kwargs, first)[0]
 
     def _untimed(self, key: Hashable) -> int:
         """The configuration for `key` under capture, where nothing is timed: the stored
@@ -417,7 +418,7 @@ class Autotuned:
             for put_back in snapshots:
                 put_back()
 
-        order = self._order(key, args, kwargs, first)
+        order, near = self._order(key, args, kwargs, first)
         from .tile.compile_ahead import ready_order, stack_bytes
 
         launches: dict[int, list[tuple[Any, Any]]] = {}
@@ -475,29 +476,31 @@ class Autotuned:
         # a winner without the late configurations serves this process only: the next one,
         # their cubins on disk by then, tunes in full
         if not late:
-            autotune_store.store(path, self.configs[best], times)
+            autotune_store.store(path, self.configs[best], times, near)
         self._remember(key, best, best_time)
         return best
 
     def _order(
         self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any], first: int | None
-    ) -> list[int]:
-        """The configurations a first call with `key` times, in order: those `prune` keeps, or,
-        where the tuning tables hold this function at other sizes of the same form, only the
-        kept winners of the nearest other entries (NEAR of them, nearest first;
-        FEARLESS_AUTOTUNE_FULL times all), so a new size class compiles a few configurations,
-        not every one. A stale table winner of `key` itself (`first`) comes first and is
-        always timed; an entry of `key` is never its own neighbour (a failed winner is tuned
-        again over the others)."""
+    ) -> tuple[list[int], bool]:
+        """The configurations a first call with `key` times, in order, and whether they were
+        shortlisted. They are those `prune` keeps; where the tuning tables hold this function
+        at other sizes of the same form, only the kept winners of the nearest other entries
+        (NEAR of them, nearest first; FEARLESS_AUTOTUNE_FULL times all), so that a new size
+        class compiles a few configurations, not every one. A shortlisted winner is stored as
+        such: `fearless tune`, which reads no table, measures the key again. A stale table
+        winner of `key` itself (`first`) comes first and is always timed; an entry of `key` is
+        never its own neighbour (a failed winner is tuned again over the others)."""
         kept = self._kept(args, kwargs)
+        near: list[int] = []
         if not config.autotune_full():
             near = autotune_tables.neighbours(
                 self.identity, table_arch(), key, self.configs, self.name, NEAR, exclude_own=True
             )
             near = [n for n in near if n in kept]
-            if near:
-                kept = near
-        return kept if first is None else [first, *(n for n in kept if n != first)]
+        shortlisted = bool(near) and len(near) < len(kept)
+        order = near if shortlisted else kept
+        return (order if first is None else [first, *(n for n in order if n != first)]), shortlisted
 
     def _kept(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
         """The indices of the configurations to time for this call: all of them, or those
