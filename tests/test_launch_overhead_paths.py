@@ -24,7 +24,7 @@ from fearless.runtime import arrays, device_errors, target
 from fearless.runtime.params import ParamPacker
 from fearless.runtime.tensor import Tensor
 from support.fake_driver import FakeDriver, HostErrorPool, _kernel, _plan, fake_gpu  # noqa: F401
-from support.torch_on_gpu0 import report_cuda0
+from support.torch_on_gpu0 import report_cuda, report_cuda0
 
 torch = pytest.importorskip("torch")
 
@@ -234,3 +234,29 @@ def test_configured_pairs_are_reused_and_the_target_is_followed(
         _copy._launcher()
     with pytest.raises(fl.ToolchainError, match="cuda target is not usable"):
         _copy._launcher()  # a refusal is never remembered
+
+
+def test_the_generated_launcher_reads_torch_tensors_on_the_process_gpu_only(
+    fake_gpu: FakeDriver,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process on GPU 1 (runtime/process_gpu.py, fixed before the plan is made, as the first
+    GPU call fixes it): its launcher takes cuda:1 tensors inline and refuses a cuda:0 one by
+    name, before anything launches."""
+    from fearless.runtime import process_gpu
+
+    monkeypatch.setattr(process_gpu, "GPU", 1)
+    monkeypatch.setattr(process_gpu, "_fixed", True)
+    report_cuda(monkeypatch, 1)
+    plan, pool = _plan(fake_gpu)
+    assert "get_device() != 1" in plan.launcher_source
+    a, b, c = torch.zeros(64), torch.ones(64), torch.zeros(64)
+    plan.launch(1, 64, (a, b, c))
+    plan.launch(1, 64, (a, b, c))
+    assert len(fake_gpu.calls) == 2
+    report_cuda(monkeypatch, 0)
+    with pytest.raises(
+        fl.DeviceError, match="argument `a` is on GPU 0, but fearless runs on GPU 1"
+    ):
+        plan.launch(1, 64, (torch.zeros(64), b, c))
+    assert len(fake_gpu.calls) == 2 and pool.launches == 2
