@@ -288,3 +288,51 @@ def test_a_stored_winner_that_no_longer_compiles_is_dropped_and_tuned_again(
     third: list[Any] = []
     _sleepy(third, refuse)(np.ones(4))  # the store now holds the new winner
     assert third == [3 - winner]
+
+
+def test_progress_says_how_many_configurations_still_compile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the timing waits for compiles (tile/compile_ahead.py's `ready_order`), the line
+    says how many configurations are still compiling; off a terminal, once per count."""
+    import threading
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    from fearless.tile.compile_ahead import ready_order
+
+    stream = _Stream(False)
+    monkeypatch.setattr("sys.stderr", stream)
+    monkeypatch.setattr(autotune_timing, "PROGRESS_AFTER_S", 0.0)
+    progress = autotune_timing.Progress("f", ())
+    slow: Future[None] = Future()
+    slower: Future[None] = Future()
+    kernel = SimpleNamespace(_ahead={"a": slow, "b": slower})
+    met = {0: [(kernel, "a")], 1: [(kernel, "b")]}
+    threading.Timer(0.05, lambda: slow.set_result(None)).start()
+    threading.Timer(0.15, lambda: slower.set_result(None)).start()
+    waits: list[int] = []
+
+    def waiting(left: int) -> None:
+        waits.append(left)
+        progress.compiling(left, 2)
+
+    assert list(ready_order([0, 1], met, busy=0, waiting=waiting)) == [0, 1]
+    assert waits[0] == 2 and waits[-1] == 1
+    assert stream.getvalue().splitlines() == [
+        "fearless: autotuning f: 2 of 2 configurations compiling",
+        "fearless: autotuning f: 1 of 2 configurations compiling",
+    ]
+
+
+def test_the_closing_line_says_when_only_the_tables_nearest_winners_were_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stream = _Stream(False)
+    monkeypatch.setattr("sys.stderr", stream)
+    monkeypatch.setattr(autotune_timing, "PROGRESS_AFTER_S", 0.0)
+    autotune_timing.Progress("f", ()).done({"a": 1}, 1e-3, shortlist=(2, 17))
+    assert stream.getvalue().endswith(
+        "2 of 17 configurations timed, the tuning tables' nearest winners "
+        "(FEARLESS_AUTOTUNE_FULL=1 times all)\n"
+    )

@@ -145,6 +145,7 @@ class Progress:
         self.start = time.perf_counter()
         self.shown = False
         self.terminal = _is_terminal(sys.stderr)
+        self._compiling = -1  # the count last reported by `compiling`
 
     def show(self, n: int, total: int, cfg: Mapping[str, Any]) -> None:
         if time.perf_counter() - self.start < PROGRESS_AFTER_S:
@@ -155,8 +156,26 @@ class Progress:
         else:
             self._write(f"fearless: autotuning {self.name}: config {n + 1}/{total} {dict(cfg)}\n")
 
-    def done(self, best: Mapping[str, Any] | None, seconds: float | None, late: int = 0) -> None:
-        """The closing line; `late`: configurations left out still compiling (COMPILE_BUDGET_S)."""
+    def compiling(self, left: int, total: int) -> None:
+        """While the timing waits for compiles: how many of the `total` configurations to time
+        are still compiling (a plain line only when the count changes)."""
+        if time.perf_counter() - self.start < PROGRESS_AFTER_S:
+            return
+        if not self.terminal and left == self._compiling:
+            return
+        self.shown, self._compiling = True, left
+        line = f"fearless: autotuning {self.name}: {left} of {total} configurations compiling"
+        self._write(f"\r{line}\x1b[K" if self.terminal else f"{line}\n")
+
+    def done(
+        self,
+        best: Mapping[str, Any] | None,
+        seconds: float | None,
+        late: int = 0,
+        shortlist: tuple[int, int] | None = None,
+    ) -> None:
+        """The closing line; `late`: configurations left out still compiling (COMPILE_BUDGET_S);
+        `shortlist`: (timed, of all) where only the tuning tables' nearest winners were timed."""
         elapsed = time.perf_counter() - self.start
         if not self.shown and elapsed < PROGRESS_AFTER_S:
             return
@@ -166,6 +185,11 @@ class Progress:
             what = f"chose {dict(best)} ({seconds * 1e3:.3f} ms)"
         if late:
             what += f"; {late} still compiling past the {COMPILE_BUDGET_S:g} s budget left out"
+        if shortlist is not None:
+            what += (
+                f"; {shortlist[0]} of {shortlist[1]} configurations timed, the tuning tables' "
+                "nearest winners (FEARLESS_AUTOTUNE_FULL=1 times all)"
+            )
         line = f"fearless: autotuned {self.name} in {elapsed:.1f} s: {what}"
         self._write(f"\r{line}\x1b[K\n" if self.terminal else f"{line}\n")
 

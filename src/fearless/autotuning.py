@@ -423,13 +423,19 @@ class Autotuned:
 
         launches: dict[int, list[tuple[Any, Any]]] = {}
         steps: Iterable[int] = order
+        clock: Clock = DeviceClock() if target.on_device else HostClock()
+        progress = Progress(self.name, key)
         if target.on_device:
             launches = self._compile_ahead(grid, args, kwargs, restore, order)
             budget = autotune_timing.COMPILE_BUDGET_S
             deadline = None if budget is None else started + budget
-            steps = ready_order(order, launches, first, deadline=deadline)  # as compiles finish
-        clock: Clock = DeviceClock() if target.on_device else HostClock()
-        progress = Progress(self.name, key)
+            steps = ready_order(  # as compiles finish
+                order,
+                launches,
+                first,
+                deadline=deadline,
+                waiting=lambda left: progress.compiling(left, len(order)),
+            )
         times: list[float | None] = [None] * len(self.configs)
         failures: list[FearlessError] = []
         stacks: dict[int, int | None] = {}
@@ -471,7 +477,8 @@ class Autotuned:
             progress.done(None, None)
             raise failures[-1]
         best_time, best = min(timed)
-        progress.done(self.configs[best], best_time, len(late))
+        shortlist = (len(order), len(self.configs)) if near else None
+        progress.done(self.configs[best], best_time, len(late), shortlist)
         self.timings[key] = times
         # a winner without the late configurations serves this process only: the next one,
         # their cubins on disk by then, tunes in full

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
@@ -118,6 +118,7 @@ def ready_order(
     first: int | None = None,
     busy: int | None = None,
     deadline: float | None = None,
+    waiting: Callable[[int], None] | None = None,
 ) -> Iterator[int]:
     """`order`'s configurations (indices into `launches`, what each launched in the pass) as
     their compiles finish: `first` (a stale winner, timed first) once compiled, then any whose
@@ -128,7 +129,9 @@ def ready_order(
 
     Past `deadline` (a `time.perf_counter()` reading), the ready ones go at once, and once one
     configuration has gone, those still compiling are left out: the iteration ends without
-    them (the autotuner's compile budget, autotune_timing.COMPILE_BUDGET_S)."""
+    them (the autotuner's compile budget, autotune_timing.COMPILE_BUDGET_S). Before each wait,
+    `waiting` is told how many of the configurations still to go are compiling (the tuner's
+    progress line)."""
     futures = {
         n: [f for kernel, key in launches.get(n, ()) if (f := kernel._ahead.get(key)) is not None]
         for n in order
@@ -153,6 +156,8 @@ def ready_order(
             return  # what still compiles is past the budget
         else:
             left = None if deadline is None or late else deadline - time.perf_counter()
+            if waiting is not None:
+                waiting(sum(1 for n in pending if not all(f.done() for f in futures[n])))
             wait(running, timeout=left, return_when=FIRST_COMPLETED)
 
 
