@@ -18,10 +18,10 @@ reads on every call into a key:
 
 Anything else (a NumPy array, a tensor on the simulator, a tensor subclass, a list of tensors, an input
 that requires grad while grad is enabled, a call while torch.compile traces or while a
-compile-ahead pass is open: autotune_ahead.compile_ahead_of, whose launches must not run) takes the
-slow path every time, and a call in a pass leaves no mark of its key. The first call with a key takes it too (it compiles and tunes); the second
-takes it while runtime/trace.py records what it launched and allocated; every later one
-replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
+compile-ahead pass is open: autotune_ahead.compile_ahead_of, whose launches must not run)
+takes the slow path every time, and a call in a pass leaves no mark of its key. The first call
+with a key takes it too (it compiles and tunes); the second takes it while runtime/trace.py
+records what it launched and allocated; every later one replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
 output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
 recorded call's tensors to this call's, new random seeds where the recorded call drew them,
 and the same result structure, in this call's tensors.

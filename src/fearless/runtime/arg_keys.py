@@ -13,8 +13,8 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
             "sim" its host array must be writable (a read-only one meets the slow path's
             E0701; so does a read-only host array for an atomic)
     tensor  an fl.Tensor (live, of the declared dtype, on the target's side), or on "cuda" a
-    atomic  torch tensor on the process's GPU of the declared dtype, or anything `describe` accepts with the
-            declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
+    atomic  torch tensor on the process's GPU of the declared dtype, or anything `describe`
+            accepts with the declared dtype; key: pointer mod 16, shape. A plain torch.Tensor is read inline
             and its contiguity checked on every call (`is_contiguous()`, torch's flag for
             `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
             `describe` reads it and its strides, whose contiguity the slow path checked, go
@@ -125,7 +125,8 @@ def _tensor_reader(name: str, want: DType, output: bool) -> Reader:
             if arg._moved is not None or arg._dtype is not want or arg._on_device != on_device:
                 return False
             ptr = arg._ptr
-            # the device on sim only: on "cuda" every array is on the process's GPU (claunch_tile.c's key)
+            # the device on sim only: on "cuda" every array is on the process's GPU
+            # (claunch_tile.c's key)
             key.append(
                 (ptr & _ALIGN_MASK, arg._shape)
                 if on_device

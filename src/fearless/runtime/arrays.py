@@ -48,7 +48,8 @@ class ArrayInfo:
     owner: Any = field(repr=False)  # keeps the memory alive while this description is used
     host: np.ndarray | None = field(default=None, repr=False)
     # an fl.Tensor's device (runtime/devices.py); None: memory that follows the launch (NumPy
-    # on sim; on cuda every array is on the process's GPU (process_gpu.GPU), checked where it is described)
+    # on sim; on cuda every array is on the process's GPU, process_gpu.GPU, checked where it
+    # is described)
     device: int | None = None
 
     @property
@@ -362,7 +363,7 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
 def _check_gpu(name: str, index: int) -> None:
     """An argument on GPU `index` must be on the process's GPU (process_gpu.py), which it fixes
     when fearless has not used the GPU yet; else E0702 (runtime/devices.py)."""
-    if not process_gpu.claim(index):
+    if not process_gpu.choose(index, fixed=True):
         raise gpu_taken_error(f"argument `{name}` is on GPU {index}", index)
 
 

@@ -11,9 +11,10 @@ arrays (NumPy) have no device: they follow the launch.
 On "cuda" a process runs on one GPU (process_gpu.py): the one `fl.set_device(i)` or a
 `device=i` chose before the first GPU call, or the GPU of the first launch's arrays, else
 torch's current device (`torch.cuda.set_device(local_rank)` in a torchrun job), else 0. Once
-fearless has used it, another index is refused (E0702) with what to do. So every rank of a torchrun job runs on its
-own GPU, with nothing set for fearless; the compile cache is per arch, shared by the devices,
-and the borrow check and error records are per process, hence per device.
+fearless has used it, another index is refused (E0702) with what to do. So every rank of a
+torchrun job runs on its own GPU, with nothing set for fearless; the compile cache is per arch,
+shared by the devices, and the borrow check and error records are per process, hence per
+device.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 One GPU per process so far. `fl.set_device(i)` or a constructor's `device=i` chooses it
 (`choose`; the last choice holds) until the first GPU call fixes it (`fix`, from driver.py,
 which makes that GPU's primary context current). A launch's array on GPU i fixes GPU i at
-once (`claim`), so that a second array on another GPU is refused, never launched beside it.
+once (`choose(i, fixed=True)`), so that a second array on another GPU is refused, never launched beside it.
 Where nothing chose, the first GPU call takes torch's current device once torch has
 initialised CUDA (`torch.cuda.set_device(local_rank)`, as every rank of a torchrun job does),
 else 0. A later choice of another index is refused by the caller (runtime/devices.py says how).
@@ -24,28 +24,17 @@ _lock = threading.Lock()
 _on_choice: list[Callable[[int], None]] = []
 
 
-def choose(index: int) -> bool:
-    """Make GPU `index` the process's GPU; False when the first GPU call fixed another. The
-    caller has checked `index` against the device count."""
-    global _chosen
-    with _lock:
-        if _fixed:
-            return index == GPU
-        _chosen = True
-        _set(index)
-    return True
-
-
-def claim(index: int) -> bool:
-    """Fix GPU `index` as the process's now, an array on it being about to be used there;
-    False when another is fixed."""
+def choose(index: int, *, fixed: bool = False) -> bool:
+    """Make GPU `index` the process's GPU (`fixed`: from now on the only one, as for an array
+    on it about to be used there); False when another is fixed. The caller has checked
+    `index` against the device count."""
     global _chosen, _fixed
     with _lock:
         if _fixed:
             return index == GPU
         _chosen = True
         _set(index)
-        _fixed = True
+        _fixed = fixed
     return True
 
 

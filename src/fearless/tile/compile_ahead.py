@@ -157,7 +157,7 @@ def ready_order(
         else:
             left = None if deadline is None or late else deadline - time.perf_counter()
             if waiting is not None:
-                waiting(sum(1 for n in pending if not all(f.done() for f in futures[n])))
+                waiting(len(pending) - len(ready))
             wait(running, timeout=left, return_when=FIRST_COMPLETED)
 
 
