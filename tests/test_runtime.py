@@ -58,6 +58,33 @@ def test_probe_on_this_machine_gives_a_reason() -> None:
         assert target._probe is not None and target._probe[2] is None
 
 
+def test_two_threads_probe_the_gpu_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm-up thread and the main thread asking at once share one probe (two concurrent
+    imports of cuda.core once left one thread a half-imported module on the GPU)."""
+    import threading
+    import time
+
+    calls: list[str] = []
+
+    def slow_probe() -> tuple[bool, str, str | None]:
+        calls.append(threading.current_thread().name)
+        time.sleep(0.05)
+        return (False, "no NVIDIA driver", None)
+
+    with target._probe_lock:  # a warm-up thread's real probe (kernels defined at import) ends
+        monkeypatch.setattr(target, "_probe", None)
+        monkeypatch.setattr(target, "_probe_cuda", slow_probe)
+    answers: list[tuple[bool, str]] = []
+    threads = [
+        threading.Thread(target=lambda: answers.append(target.cuda_status())) for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and answers == [(False, "no NVIDIA driver")] * 4
+
+
 def test_env_and_set_target(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(config, "_target_override", None)
     monkeypatch.setattr(target, "_probe", (False, "no NVIDIA driver", None))

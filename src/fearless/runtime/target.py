@@ -9,6 +9,7 @@ capability, so `fearless doctor` can say exactly why a GPU is or is not used.
 from __future__ import annotations
 
 import enum
+import threading
 from typing import Any
 
 from .. import config
@@ -50,6 +51,11 @@ class TargetError(FearlessError, ValueError, code="E0900"):
 
 
 _probe: tuple[bool, str, str | None] | None = None  # (usable, reason, arch of device 0)
+# One probe at a time: a kernel's definition starts a warm-up thread that probes (runtime/
+# warmup.py) while the main thread's first GPU call may probe too, and two threads importing
+# cuda.core at once could leave one of them a half-imported module ("cannot import name
+# 'Device' from 'cuda.core.cu13'", seen once in two GPU runs of tests/gpu/test_devices_gpu.py).
+_probe_lock = threading.Lock()
 
 
 def cuda_status() -> tuple[bool, str]:
@@ -132,7 +138,9 @@ def _require_cuda() -> None:
 def _probe_once() -> tuple[bool, str, str | None]:
     global _probe
     if _probe is None:
-        _probe = _probe_cuda()
+        with _probe_lock:
+            if _probe is None:
+                _probe = _probe_cuda()
     return _probe
 
 
