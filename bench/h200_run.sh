@@ -178,8 +178,10 @@ for step in "$@"; do
     sanitizer) bash bench/sanitizer/run.sh "$out" 2>&1 | tee "$out/sanitizer.txt" ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
     models) # end to end (family_models.py): one fresh process per model, workload and
-           # implementation; FEARLESS_BENCH_MODELS_BUDGET_S (default 300) bounds one run
-           python3 -m fearless bench --cases "${MODELS:-models}" --out "$out/models" 2>&1 | tail -60 ;;
+           # implementation; FEARLESS_BENCH_MODELS_BUDGET_S (default 300) bounds one run;
+           # QUICK=1: Llama-3-8B's layers at the quick workloads only
+           python3 -m fearless bench ${QUICK:+--quick} --cases "${MODELS:-models}" --out "$out/models" \
+             2>&1 | tail -60 ;;
     train8b) # issue 38: Llama-3-8B's layers (two of them) trained 200 steps beside torch eager
            python3 examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200 2>&1 \
              | tee "$out/train8b.log" | tail -5 ;;
