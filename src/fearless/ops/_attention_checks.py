@@ -2,11 +2,13 @@
 attention_varlen.py, attention_mla.py; the scale also attention.py, attention_mla_sparse.py and
 kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
-scale with its 1 / sqrt(D) default. Each raises E0701 at the caller's line with the operator's
-name in its text. Also the training forwards' kept lse (attention.py, attention_variants.py):
-its output and its check where a backward takes it; the per-sequence lengths of a padded
-batch (attention_varlen.py, attention_fmha_variant.py); and the shape of a per-score mask or
-bias broadcast over batch and heads (attention.py, attention_fmha_variant.py).
+scale with its 1 / sqrt(D) default; and the float operands every attention operator takes,
+the first deciding where the others live (`float_operands`). Each raises E0701 at the caller's
+line with the operator's name in its text. Also the training forwards' kept lse
+(attention.py, attention_variants.py): its output and its check where a backward takes it; the
+per-sequence lengths of a padded batch (attention_varlen.py, attention_fmha_variant.py); and
+the shape of a per-score mask or bias broadcast over batch and heads (attention.py,
+attention_fmha_variant.py).
 """
 
 from __future__ import annotations
@@ -36,10 +38,18 @@ from ._io import (
 )
 
 
+def float_operands(op: str, **tensors: Any) -> list[Operand]:
+    """`tensors` (keyed by the operator's argument names) as operands of a float dtype, in the
+    order given: the first one where it lives (see ops/_io.py's `operand`), the others beside
+    it. Their dtypes and shapes are the caller's to check."""
+    (name, first), *rest = tensors.items()
+    fa = operand(first, op, name, FLOATS)
+    return [fa, *(operand(x, op, n, FLOATS, device=fa.tensor.device) for n, x in rest)]
+
+
 def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
     """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
-    qa = operand(q, op, "q", FLOATS)
-    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
+    qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise qkv_mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
     if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:

@@ -25,11 +25,12 @@ from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._arguments import layout_error
 from ._attention_checks import (
     attention_scale,
     broadcasts_over_heads,
+    float_operands,
     kept,
     kept_lse,
     lse_operand,
@@ -41,6 +42,9 @@ from ._route import torch_ops, training
 from .kernels_attention import attention_decode, attention_tuned
 from .kernels_attention_backward import attention_backward, forward_with_backward_ahead
 from .kernels_rows import sm_count
+
+# what a layout_error says the operator needs
+_LAYOUT = "q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype"
 
 
 @replayable()
@@ -105,22 +109,26 @@ def _forward(
     keep_lse: bool,
 ) -> tuple[Any, Any]:
     """The checks, then the kernels: (out, lse), lse None unless `keep_lse`."""
-    qa = operand(q, op, "q", FLOATS)
-    ka, va = (operand(x, op, n, FLOATS, device=qa.tensor.device) for x, n in ((k, "k"), (v, "v")))
+    qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
-        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+        raise layout_error(
+            op, _LAYOUT, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}"
+        )
     nd = len(qa.shape)
     if nd not in (3, 4) or len(ka.shape) != nd or len(va.shape) != nd:
-        raise _mismatch(
-            op, f"shapes {qa.shape}, {ka.shape} and {va.shape} (each (B, H, L, D) or (B, L, D))"
+        raise layout_error(
+            op,
+            _LAYOUT,
+            f"shapes {qa.shape}, {ka.shape} and {va.shape} (each (B, H, L, D) or (B, L, D))",
         )
     qs, ks, vs = (s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape))
     (b, h, _, d), (bk, hk, s, dk) = qs, ks
     if bk != b or vs[:3] != ks[:3] or dk != d or vs[3] != d:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+        raise layout_error(op, _LAYOUT, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     if hk != h and not (enable_gqa and hk and h % hk == 0):
-        raise _mismatch(
+        raise layout_error(
             op,
+            _LAYOUT,
             f"{h} query heads and {hk} key/value heads"
             + ("" if enable_gqa else " (pass enable_gqa=True for grouped-query attention)"),
         )
@@ -163,13 +171,6 @@ def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], d
     return view(m.tensor, shape)
 
 
-def _mismatch(op: str, what: str) -> KernelTypeError:
-    return argument_error(
-        f"`fearless.ops.{op}` needs q (B, H, L, D) and k, v (B, H_kv, S, D) of one dtype, got "
-        f"{what}",
-    )
-
-
 @replayable()
 def scaled_dot_product_attention_backward(
     dout: Any,
@@ -196,12 +197,14 @@ def scaled_dot_product_attention_backward(
     )
     same = ga.shape == qa.shape == oa.shape
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1 or not same:
-        raise _mismatch(op, f"dout {ga.shape}, q {qa.shape}, out {oa.shape} of one dtype")
+        raise layout_error(
+            op, _LAYOUT, f"dout {ga.shape}, q {qa.shape}, out {oa.shape} of one dtype"
+        )
     nd = len(qa.shape)
     shapes = [s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape)]
     (b, h, lq, d), (_, hk, s, _) = shapes[0], shapes[1]
     if hk != h and not (enable_gqa and h % hk == 0):
-        raise _mismatch(op, f"{h} query heads and {hk} key/value heads")
+        raise layout_error(op, _LAYOUT, f"{h} query heads and {hk} key/value heads")
     dims, dev = (b, h, lq, s), qa.tensor.device
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
     rows = lse_operand(lse, op, qa)

@@ -29,8 +29,8 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
-from ._attention_checks import split_len
-from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
+from ._attention_checks import float_operands, split_len
+from ._io import Operand, full, number, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_mla import mla_decode_pinned, mla_decode_tuned, mla_tuned
@@ -54,12 +54,7 @@ def mla(
     if (t := torch_ops(q, k, v, qpe, kpe)) is not None:
         return t.mla(q, k, v, qpe, kpe, bool(is_causal), scaling)
     op = "mla"
-    qa = operand(q, op, "q", FLOATS)
-    dev = qa.tensor.device
-    ka, va, pa, kpa = (
-        operand(x, op, n, FLOATS, device=dev)
-        for x, n in ((k, "k"), (v, "v"), (qpe, "qpe"), (kpe, "kpe"))
-    )
+    qa, ka, va, pa, kpa = float_operands(op, q=q, k=k, v=v, qpe=qpe, kpe=kpe)
     _same_dtype(op, qa, ka, va, pa, kpa)
     shapes = f"shapes {qa.shape}, {ka.shape}, {va.shape}, {pa.shape} and {kpa.shape}"
     if not all(len(x.shape) == 4 for x in (qa, ka, va, pa, kpa)):
@@ -137,11 +132,7 @@ def _decode(
 ) -> tuple[Operand, Any, Any, Any, Any]:
     """The decode's checks, then its kernels: (q's operand, out, what returns it, lse, what
     returns it)."""
-    qa = operand(q, op, "q", FLOATS)
-    dev = qa.tensor.device
-    pa, ca, kpa = (
-        operand(x, op, n, FLOATS, device=dev) for x, n in ((qpe, "qpe"), (kv, "kv"), (kpe, "kpe"))
-    )
+    qa, pa, ca, kpa = float_operands(op, q=q, qpe=qpe, kv=kv, kpe=kpe)
     _same_dtype(op, qa, pa, ca, kpa)
     shapes = f"shapes {qa.shape}, {pa.shape}, {ca.shape} and {kpa.shape}"
     if not all(len(x.shape) == 3 for x in (qa, pa, ca, kpa)):

@@ -29,8 +29,8 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
-from ._attention_checks import attention_scale
-from ._io import FLOATS, Operand, full, operand, output, result, view, zeros_output
+from ._attention_checks import attention_scale, float_operands
+from ._io import Operand, full, operand, output, result, view, zeros_output
 from ._route import torch_ops
 from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
 
@@ -54,13 +54,8 @@ def sparse_mla(
     is read."""
     if (t := torch_ops(q, k, v, indices, qpe, kpe)) is not None:
         return t.sparse_mla(q, k, v, indices, qpe, kpe, is_causal, scaling)
-    qa = operand(q, OP, "q", FLOATS)
-    dev = qa.tensor.device
-    ka, va, pa, kpa = (
-        operand(x, OP, n, FLOATS, device=dev)
-        for x, n in ((k, "k"), (v, "v"), (qpe, "qpe"), (kpe, "kpe"))
-    )
-    ia = operand(indices, OP, "indices", (dtypes.i32,), device=dev)
+    qa, ka, va, pa, kpa = float_operands(OP, q=q, k=k, v=v, qpe=qpe, kpe=kpe)
+    ia = operand(indices, OP, "indices", (dtypes.i32,), device=qa.tensor.device)
     if len({x.dtype for x in (qa, ka, va, pa, kpa)}) != 1:
         raise _mismatch(f"dtypes {[x.dtype.name for x in (qa, ka, va, pa, kpa)]}")
     if any(len(x.shape) != 4 for x in (qa, ka, va, pa, kpa, ia)):

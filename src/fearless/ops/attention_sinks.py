@@ -21,13 +21,13 @@ attention_sink_decode is forward only: an input that requires grad is refused at
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Any
 
 from .. import dtypes
-from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._arguments import integer, layout_error
+from ._attention_checks import float_operands
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
 from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
@@ -38,6 +38,8 @@ from .kernels_attention_sink_decode import sink_decode_pinned, sink_decode_tuned
 from .kernels_rows import sm_count
 
 _I32 = (-(2**31), 2**31 - 1)
+# what a layout_error says the operator needs
+_LAYOUT = "query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D) of one dtype"
 
 
 @replayable()
@@ -125,16 +127,13 @@ def _start_tensor(start_q: Any, query: Any) -> Any:
 
 
 def _start_int(start_q: Any, op: str) -> int:
-    try:
-        if isinstance(start_q, bool):
-            raise TypeError
-        s = operator.index(start_q)
-    except TypeError:
-        raise argument_error(
-            f"`start_q` of `fearless.ops.{op}` must be an int or a one-element integer tensor, "
-            f"not {type(start_q).__name__} ({start_q!r:.40})",
-            help="pass the first query's position in the keys, e.g. `start_q=0`",
-        ) from None
+    s = integer(
+        start_q,
+        op,
+        "start_q",
+        "an int or a one-element integer tensor",
+        help="pass the first query's position in the keys, e.g. `start_q=0`",
+    )
     if not _I32[0] <= s <= _I32[1]:
         raise argument_error(
             f"`start_q` of `fearless.ops.{op}` must fit in 32 bits, got {s}",
@@ -181,12 +180,12 @@ def _start(start_q: Any, like: Operand, op: str) -> Any:
 
 def _layout(op: str, qa: Operand, ka: Operand, va: Operand) -> tuple[int, int, int, int, int, int]:
     """(B, L, H_kv, G, D, S) of query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D), else
-    the E0701 of `_mismatch`."""
+    `layout_error`'s E0701."""
     if len(qa.shape) != 5 or len(ka.shape) != 4 or va.shape != ka.shape:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+        raise layout_error(op, _LAYOUT, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     (b, lq, hk, g, d), (bk, s, hk2, dk) = qa.shape, ka.shape
     if bk != b or hk2 != hk or dk != d or not hk:
-        raise _mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+        raise layout_error(op, _LAYOUT, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     return b, lq, hk, g, d, s
 
 
@@ -216,17 +215,17 @@ def _attend(
     split: int | None = None,
 ) -> Any:
     """The checks, then the kernel (the decode's: `_decode`, `split` its kv_len_per_split)."""
-    qa = operand(query, op, "query", FLOATS)
-    dev = qa.tensor.device
-    ka, va = (operand(x, op, n, FLOATS, device=dev) for x, n in ((key, "key"), (value, "value")))
+    qa, ka, va = float_operands(op, query=query, key=key, value=value)
     if not qa.dtype == ka.dtype == va.dtype:
-        raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
+        raise layout_error(
+            op, _LAYOUT, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}"
+        )
     b, lq, hk, g, d, s = _layout(op, qa, ka, va)
     h = hk * g
     if sinks is None and op == "attention_sink_decode":
         sk = full(qa, (max(h, 1),), float("-inf"), dtypes.f32)
     else:
-        sa = operand(sinks, op, "sinks", FLOATS, device=dev)
+        sa = operand(sinks, op, "sinks", FLOATS, device=qa.tensor.device)
         if sa.shape != (h,):
             raise argument_error(
                 f"`sinks` of `fearless.ops.{op}` must have shape (H,) = ({h},), one logit per "
@@ -276,13 +275,6 @@ def _decode(
         sink_decode_pinned(*args, split)
 
 
-def _mismatch(op: str, what: str) -> KernelTypeError:
-    return argument_error(
-        f"`fearless.ops.{op}` needs query (B, L, H_kv, G, D) and key, value (B, S, H_kv, D) of "
-        f"one dtype, got {what}",
-    )
-
-
 @replayable()
 def attention_sink_backward(
     dout: Any,
@@ -301,19 +293,16 @@ def attention_sink_backward(
     sink, and d sinks[h] = -sum over the rows of head h of P_sink * rowsum(dout * out)
     (ops/kernels_attention_ragged_backward.py derives it)."""
     op = "attention_sink_backward"
-    qa = operand(query, op, "query", FLOATS)
-    dev = qa.tensor.device
-    ga, ka, va, oa = (
-        operand(x, op, n, FLOATS, device=dev)
-        for x, n in ((dout, "dout"), (key, "key"), (value, "value"), (out, "out"))
-    )
+    qa, ga, ka, va, oa = float_operands(op, query=query, dout=dout, key=key, value=value, out=out)
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
-        raise _mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
+        raise layout_error(
+            op, _LAYOUT, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa))
+        )
     b, lq, hk, g, d, s = _layout(op, qa, ka, va)
     h = hk * g
     if ga.shape != (b, lq, h * d) or oa.shape != ga.shape:
-        raise _mismatch(op, f"dout {ga.shape} and out {oa.shape} for (B, L, H * D)")
-    sa = operand(sinks, op, "sinks", FLOATS, device=dev)
+        raise layout_error(op, _LAYOUT, f"dout {ga.shape} and out {oa.shape} for (B, L, H * D)")
+    sa = operand(sinks, op, "sinks", FLOATS, device=qa.tensor.device)
     if sa.shape != (h,):
         raise argument_error(
             f"`sinks` of `fearless.ops.{op}` must have shape (H,) = ({h},), got {sa.shape}",

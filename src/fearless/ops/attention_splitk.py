@@ -17,11 +17,11 @@ Forward only.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._arguments import integer
 from ._io import FLOATS, operand, refuse_grad, write_back
 from ._route import torch_ops
 from .kernels_attention_splitk import splitk_reduce_tuned
@@ -61,16 +61,9 @@ def splitk_reduce(attn_splitk_out: Any, lse_splitk_out: Any, attn_out: Any, S_kv
 
 
 def _kv_len(S_kv: Any) -> int:
-    try:
-        if isinstance(S_kv, bool):
-            raise TypeError
-        n = operator.index(S_kv)
-    except TypeError:
-        raise argument_error(
-            f"`S_kv` of `fearless.ops.{OP}` must be an int (the keys' length), not "
-            f"{type(S_kv).__name__} ({S_kv!r:.40})",
-            help="pass the KV length, e.g. `k.shape[1]`",
-        ) from None
+    n = integer(
+        S_kv, OP, "S_kv", "an int (the keys' length)", help="pass the KV length, e.g. `k.shape[1]`"
+    )
     if n < 0:
         raise argument_error(f"`S_kv` of `fearless.ops.{OP}` must be 0 or more, got {n}")
     return n

@@ -23,6 +23,7 @@ from ..runtime.location import argument_error
 from ._attention_checks import (
     attention_scale,
     decode_operands,
+    float_operands,
     kept,
     kept_lse,
     lse_operand,
@@ -31,7 +32,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, number, operand, result, view
+from ._io import number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned, attention_variant_tuned
@@ -343,12 +344,7 @@ def _backward(
 ) -> tuple[Any, Any, Any]:
     """The checks, then the backward kernels with `_attend`'s bounds: (dq, dk, dv), each in the
     form (torch, NumPy, fl.Tensor) of q, k, v; `lse` the forward's kept lse, or None."""
-    names = ("dout", "q", "k", "v", "out")
-    qa = operand(q, op, "q", FLOATS)
-    ga, ka, va, oa = (
-        operand(x, op, n, FLOATS, device=qa.tensor.device)
-        for x, n in zip((dout, k, v, out), names[:1] + names[2:], strict=True)
-    )
+    qa, ga, ka, va, oa = float_operands(op, q=q, dout=dout, k=k, v=v, out=out)
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:
         raise qkv_mismatch(op, "dtypes " + ", ".join(x.dtype.name for x in (ga, qa, ka, va, oa)))
     if not (len(qa.shape) == len(ka.shape) == 4 and ga.shape == qa.shape == oa.shape):

@@ -24,7 +24,6 @@ The kernels are in ops/kernels_linear_ce.py; dh = G @ W is fearless's matmul
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..autotune_ahead import compile_ahead_once
 from ..runtime import trace
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
+from ._arguments import integer
 from ._io import (
     FLOATS,
     Operand,
@@ -335,16 +335,7 @@ def _rows(t: Tensor, start: int, stop: int) -> Tensor:
 
 def _int(value: Any, name: str, example: str) -> int:
     """An integer argument (`ignore_index`, `chunk_size`), or E0701."""
-    try:
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise argument_error(
-            f"`{name}` of `fearless.ops.{OP}` must be an int, not {type(value).__name__} "
-            f"({value!r:.40})",
-            help=f"pass an int, e.g. `{name}={example}`",
-        ) from None
+    return integer(value, OP, name, help=f"pass an int, e.g. `{name}={example}`")
 
 
 def _same_dtype(x: Operand, h: Operand, name: str) -> None:

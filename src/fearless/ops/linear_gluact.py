@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from ..runtime.location import argument_error
+from ._arguments import one_of
 from ._io import FLOATS, Operand, empty_beside, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -73,13 +74,9 @@ def linear_gluact_linear(
 
 def _act(act_type: Any) -> str:
     """The kernels' name of `act_type`; E0701 for any other."""
-    if not isinstance(act_type, str) or act_type not in ACT_TYPES:
-        raise argument_error(
-            f"`act_type` of `fearless.ops.{OP}` must be 'silu', 'relu', 'gelu' or 'gelu-tanh', "
-            f"got {act_type!r:.40}",
-            help="pass e.g. `act_type='silu'` (SwiGLU, the default)",
-        )
-    return ACT_TYPES[act_type]
+    wants = "'silu', 'relu', 'gelu' or 'gelu-tanh'"
+    hint = "pass e.g. `act_type='silu'` (SwiGLU, the default)"
+    return ACT_TYPES[one_of(act_type, ACT_TYPES, OP, "act_type", wants, hint)]
 
 
 def _kwargs(kwargs: dict[str, Any]) -> None:

@@ -22,12 +22,12 @@ n^2 + 2n) holding H_pre in [0, n), H_post in [n, 2n) and H_res (n x n, row-major
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._arguments import integer
 from ._io import FLOATS, number, operand, output, refuse_grad, result, view, write_back
 from ._replay import replayable
 from ._route import torch_ops
@@ -139,16 +139,13 @@ def mhc_sinkhorn(y: Any, n: int) -> Any:
 
 def _expansion(n: Any, op: str) -> int:
     """The expansion factor n as an int >= 1, or E0701."""
-    try:
-        if isinstance(n, bool):
-            raise TypeError
-        value = operator.index(n)
-    except TypeError:
-        raise argument_error(
-            f"`n` of `fearless.ops.{op}` must be an int (the expansion factor), not "
-            f"{type(n).__name__} ({n!r:.40})",
-            help="pass the number of residual streams, e.g. `n=4`",
-        ) from None
+    value = integer(
+        n,
+        op,
+        "n",
+        "an int (the expansion factor)",
+        help="pass the number of residual streams, e.g. `n=4`",
+    )
     if value < 1:
         raise argument_error(f"`n` of `fearless.ops.{op}` must be 1 or more, got {value}")
     return value

@@ -39,7 +39,6 @@ permutation.
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Any
 
@@ -50,6 +49,7 @@ from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
+from ._arguments import index
 from ._io import (
     FLOATS,
     Operand,
@@ -271,11 +271,8 @@ def _filled(like: Operand, shape: tuple[int, ...], value: int) -> tuple[Tensor, 
 
 
 def _positive(value: Any, op: str, name: str) -> int:
-    try:
-        n = operator.index(value)
-    except TypeError:
-        n = 0
-    if isinstance(value, bool) or n < 1:
+    n = index(value)
+    if n is None or n < 1:
         raise argument_error(
             f"`{name}` of `fearless.ops.{op}` must be a positive int, got {value!r:.40}",
             help=f"pass e.g. `{name}=16`",

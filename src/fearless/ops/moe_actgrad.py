@@ -31,7 +31,6 @@ not `@replayable`. The kernel itself is bounds-checked whatever it is given.
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Any
 
@@ -40,6 +39,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import BorrowError, KernelIndexError, KernelTypeError
 from ..runtime.location import argument_error, user_location
+from ._arguments import index, one_of
 from ._io import FLOATS, Operand, cast, flat, operand, refuse_grad, view, write_back
 from ._route import torch_ops
 from .kernels_moe_actgrad import ACTIVATIONS, GLU, actgrad_tuned
@@ -104,28 +104,21 @@ def moe_actgrad_bwd(
 
 
 def _activation(activation_type: Any) -> str:
-    if not isinstance(activation_type, str) or activation_type not in ACTIVATIONS:
-        raise argument_error(
-            f"`activation_type` of `fearless.ops.{OP}` must be one of "
-            f"{', '.join(repr(a) for a in ACTIVATIONS)}, got {activation_type!r:.40}",
-            help="TileGym's names: the GLU forms read h as [gate | up]",
-        )
-    return activation_type
+    wants = "one of " + ", ".join(repr(a) for a in ACTIVATIONS)
+    hint = "TileGym's names: the GLU forms read h as [gate | up]"
+    return one_of(activation_type, ACTIVATIONS, OP, "activation_type", wants, hint)
 
 
 def _limit(value: Any) -> int | None:
     """max_tokens_per_expert: None or an int of 0 or more."""
     if value is None:
         return None
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        n = operator.index(value)
-    except TypeError:
+    n = index(value)
+    if n is None:
         raise argument_error(
             f"`max_tokens_per_expert` of `fearless.ops.{OP}` must be None or an int, not "
             f"{type(value).__name__}",
-        ) from None
+        )
     if n < 0:
         raise argument_error(
             f"`max_tokens_per_expert` of `fearless.ops.{OP}` must be 0 or more, got {n}"

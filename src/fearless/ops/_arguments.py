@@ -1,0 +1,60 @@
+"""The argument refusals that several operators of fearless.ops share, each an E0701 at the
+caller's line in one wording: an integer argument (`index`, `integer`: "`n` of
+`fearless.ops.<op>` must be an int ..., not <its type> (<value>)"), a string that names one of
+a few choices (`one_of`: "... must be <the choices>, got <value>") and tensors outside an
+operator's layout (`layout_error`: "`fearless.ops.<op>` needs <layout>, got <what>"). Tensor
+operands themselves are ops/_io.py's; the attention family's shared checks are
+ops/_attention_checks.py's.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from ..errors import KernelTypeError
+from ..runtime.location import argument_error
+
+
+def index(value: Any) -> int | None:
+    """`value` as a Python int where it is an integer (an int, a NumPy integer, anything with
+    `__index__`, a one-element integer torch tensor among them), else None: a bool is not one
+    here, though Python counts it as an int."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def integer(value: Any, op: str, name: str, wants: str = "an int", help: str | None = None) -> int:
+    """The integer argument `name` of `op` as an int (see `index`), else the E0701 "`name` of
+    `fearless.ops.op` must be `wants`, not <its type> (<value>)" with `help`."""
+    n = index(value)
+    if n is None:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be {wants}, not {type(value).__name__} "
+            f"({value!r:.40})",
+            help=help,
+        )
+    return n
+
+
+def one_of(value: Any, choices: Collection[str], op: str, name: str, wants: str, help: str) -> str:
+    """The string argument `name` of `op` where it is one of `choices`, else the E0701
+    "`name` of `fearless.ops.op` must be `wants`, got <value>" with `help`."""
+    if not isinstance(value, str) or value not in choices:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` must be {wants}, got {value!r:.40}", help=help
+        )
+    return value
+
+
+def layout_error(op: str, layout: str, what: str) -> KernelTypeError:
+    """The E0701 of tensors outside `op`'s layout: "`fearless.ops.op` needs `layout`, got
+    `what`" (`layout` names each tensor's shape, `what` the shapes or dtypes it got)."""
+    return argument_error(f"`fearless.ops.{op}` needs {layout}, got {what}")
