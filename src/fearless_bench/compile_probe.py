@@ -10,12 +10,12 @@ CUDA_TILE_CACHE_DIR pointing at one fresh folder per implementation).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from .harness import print_probe_result
 from .model import CUDA_CPP, CUTILE, FEARLESS_SIMT, FEARLESS_TILE, TRITON, Skip
 
 N = 1 << 20
@@ -70,30 +70,22 @@ def _setup(impl: str, torch: Any) -> Callable[[], None]:
     raise Skip(f"unknown implementation {impl!r}")
 
 
+def measure(impl: str) -> dict[str, Any]:
+    """The first call's seconds, synchronised."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise Skip("torch sees no GPU")
+    first = _setup(impl, torch)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    first()
+    torch.cuda.synchronize()
+    return {"seconds": time.perf_counter() - t0}
+
+
 def main(argv: list[str]) -> int:
-    impl = argv[0]
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise Skip("torch sees no GPU")
-        first = _setup(impl, torch)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        first()
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - t0
-    except Skip as exc:
-        print(json.dumps({"skip": str(exc)}))
-        return 0
-    except Exception as exc:  # one line for the record, as the models family's probe
-        from .harness import error_text, missing_tool
-
-        why = missing_tool(exc)  # a compiler not on this machine (tileiras, say): not a bug
-        print(json.dumps({"skip": why} if why is not None else {"error": error_text(exc)}))
-        return 0
-    print(json.dumps({"seconds": seconds}))
-    return 0
+    return print_probe_result(lambda: measure(argv[0]))
 
 
 if __name__ == "__main__":

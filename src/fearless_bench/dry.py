@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import check
-from .harness import error_text, missing_tool
-from .model import FEARLESS_SIMT, FEARLESS_TILE, Record, Skip, failed, skipped
+from .harness import not_ok
+from .model import FEARLESS_SIMT, FEARLESS_TILE, Record
 
 
 def dry_record(
@@ -25,13 +25,8 @@ def dry_record(
     t0 = time.perf_counter()
     try:
         err = body()
-    except Skip as exc:
-        return skipped(case, family, impl, str(exc), **params)
     except Exception as exc:
-        why = missing_tool(exc)
-        if why is not None:
-            return skipped(case, family, impl, why, **params)
-        return failed(case, family, impl, error_text(exc), **params)
+        return not_ok(case, family, impl, exc, **params)
     rec = Record(case, family, impl, "ok", params=params, rel_err=err)
     rec.time, rec.time_unit, rec.metric = time.perf_counter() - t0, "s", "s"
     rec.value = rec.time

@@ -6,10 +6,15 @@ each implementation, in one process and on the same inputs: the builder compiles
 (`Skip` = not on this machine); its output is poisoned with NaN, it runs once and is checked
 against the reference (`check.py`); only then is it timed (`timing.DeviceTimer`). Any exception
 becomes a failed record with its message, so one broken peer never stops the suite.
+
+A probe run in a fresh process (fresh_process.py) reports the same way, as one JSON line
+(`print_probe_result`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -115,13 +120,36 @@ def missing_tool(exc: BaseException) -> str | None:
     return None
 
 
-def _not_ok(case: DeviceCase, impl: str, exc: Exception) -> Record:
+def skip_reason(exc: BaseException) -> str | None:
+    """Why `exc` means "not on this machine" rather than a failure: a `Skip`'s message, or a
+    compiler that is not found (`missing_tool`); None for any other exception."""
     if isinstance(exc, Skip):
-        return skipped(case.name, case.family, impl, str(exc), **case.params)
-    why = missing_tool(exc)
+        return str(exc)
+    return missing_tool(exc)
+
+
+def print_probe_result(measure: Callable[[], dict[str, Any]]) -> int:
+    """A probe's whole output, the one JSON line `fresh_process.probe` reads: what `measure()`
+    returns, else {"skip": reason} (`skip_reason`) or {"error": one line} (`error_text`).
+    Returns the probe's exit status, 0: an error is a result, reported on that line."""
+    out: dict[str, Any]
+    try:
+        out = measure()
+    except Exception as exc:
+        why = skip_reason(exc)
+        out = {"skip": why} if why is not None else {"error": error_text(exc)}
+    with contextlib.suppress(BrokenPipeError):
+        print(json.dumps(out))
+    return 0
+
+
+def not_ok(case: str, family: str, impl: str, exc: Exception, **params: Any) -> Record:
+    """The record of an implementation that raised `exc`: skipped where `skip_reason` gives a
+    reason, else failed with the exception as one line (`error_text`)."""
+    why = skip_reason(exc)
     if why is not None:
-        return skipped(case.name, case.family, impl, why, **case.params)
-    return failed(case.name, case.family, impl, error_text(exc), **case.params)
+        return skipped(case, family, impl, why, **params)
+    return failed(case, family, impl, error_text(exc), **params)
 
 
 def run_device_case(ctx: Ctx, case: DeviceCase, impls: Impls) -> list[Record]:
@@ -135,7 +163,7 @@ def run_device_case(ctx: Ctx, case: DeviceCase, impls: Impls) -> list[Record]:
                 reference = case.reference()
             records.append(measure(ctx, case, name, prep, reference))
         except Exception as exc:
-            records.append(_not_ok(case, name, exc))
+            records.append(not_ok(case.name, case.family, name, exc, **case.params))
         ctx.log(format_line(records[-1]))
         del prep
     del reference

@@ -25,18 +25,16 @@ this process's DEVICE (the CPU tests set "cpu" and run it on fearless's simulato
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import importlib.util
 import inspect
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .harness import error_text, missing_tool
+from .harness import print_probe_result
 from .model import FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Skip
 from .models_configs import MODEL, WORKLOAD, ModelSpec, Workload, hf_config
 from .timing import weigh_every_configuration
@@ -260,17 +258,7 @@ def measure(
 
 def main(argv: list[str]) -> int:
     impl, spec, workload, quick = parse(argv)
-    out: dict[str, Any]
-    try:
-        out = measure(impl, spec, workload, quick)
-    except Skip as exc:
-        out = {"skip": str(exc)}
-    except Exception as exc:
-        missing = missing_tool(exc)  # a compiler not on this machine: not a bug
-        out = {"skip": missing} if missing is not None else {"error": error_text(exc)}
-    with contextlib.suppress(BrokenPipeError):
-        print(json.dumps(out))
-    return 0
+    return print_probe_result(lambda: measure(impl, spec, workload, quick))
 
 
 if __name__ == "__main__":

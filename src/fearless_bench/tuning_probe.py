@@ -13,7 +13,6 @@ as "entries". family_tuning.py runs this with empty cache folders (fresh_process
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 from .family_ops import BUILDERS
 from .family_ops_base import Spec
+from .harness import print_probe_result
 from .model import FEARLESS_TILE, TILEGYM, Skip
 
 
@@ -68,40 +68,34 @@ def first_call(impl: str, spec: Spec, torch: Any, no_tables: bool) -> Callable[[
     return untabled
 
 
+def measure(impl: str, spec: Spec, no_tables: bool, export: str | None) -> dict[str, Any]:
+    """The first call's seconds (and, with `export`, the count of winners written)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise Skip("torch sees no GPU")
+    if impl == FEARLESS_TILE:
+        import fearless as fl
+
+        ok, why = fl.cuda_status()
+        if not ok:
+            raise Skip(f"fearless cannot use the GPU: {why}")
+    call = first_call(impl, spec, torch, no_tables)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    out: dict[str, Any] = {"seconds": time.perf_counter() - t0}
+    if export is not None:
+        import fearless as fl
+
+        out["entries"] = fl.autotune.export(export)
+    return out
+
+
 def main(argv: list[str]) -> int:
     impl, spec, no_tables, export = parse(argv)
-    out: dict[str, object] = {}
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise Skip("torch sees no GPU")
-        if impl == FEARLESS_TILE:
-            import fearless as fl
-
-            ok, why = fl.cuda_status()
-            if not ok:
-                raise Skip(f"fearless cannot use the GPU: {why}")
-        call = first_call(impl, spec, torch, no_tables)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        out["seconds"] = time.perf_counter() - t0
-        if export is not None:
-            import fearless as fl
-
-            out["entries"] = fl.autotune.export(export)
-    except Skip as exc:
-        out = {"skip": str(exc)}
-    except Exception as exc:  # one line for the record, as the models family's probe
-        from .harness import error_text, missing_tool
-
-        missing = missing_tool(exc)  # a compiler or a peer not on this machine: not a bug
-        out = {"skip": missing} if missing is not None else {"error": error_text(exc)}
-    with contextlib.suppress(BrokenPipeError):
-        print(json.dumps(out))
-    return 0
+    return print_probe_result(lambda: measure(impl, spec, no_tables, export))
 
 
 if __name__ == "__main__":

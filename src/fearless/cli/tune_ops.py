@@ -448,6 +448,9 @@ def _ops() -> dict[str, Op]:
     rows_bwd = f"{t}rows_backward."
     act_bwd = f"{t}activation_backward."
     lce = ("tokens", "hidden", "vocab")
+    lce_tiny = {"tokens": 8, "hidden": 16, "vocab": 32}
+    mhc = ("tokens", "n", "channels")
+    mhc_tiny = {"tokens": 4, "n": 2, "channels": 16}
     return {
         "matmul": Op(_listed(lambda ops, a, b: ops.matmul(a, b)), [[8, 16], [16, 8]], (gem,)),
         "bmm": Op(
@@ -604,13 +607,13 @@ def _ops() -> dict[str, Op]:
         ),
         "fused_linear_cross_entropy": Op(
             _lce,
-            {"tokens": 8, "hidden": 16, "vocab": 32},
+            lce_tiny,
             (f"{t}linear_ce.logits_tuned", f"{t}linear_ce.cross_entropy_tuned"),
             lce,
         ),
         "fused_linear_cross_entropy_backward": Op(
             _lce_bwd,
-            {"tokens": 8, "hidden": 16, "vocab": 32},
+            lce_tiny,
             (
                 f"{t}linear_ce.logits_tuned",
                 f"{t}linear_ce.cross_entropy_tuned",
@@ -644,17 +647,9 @@ def _ops() -> dict[str, Op]:
         "recurrent_gated_delta_rule": Op(
             _recurrent_delta, delta_tiny, (f"{t}delta_rule.recurrent_tuned",), DELTA
         ),
-        "mhc_gemm_rms_scale": Op(
-            _mhc_gemm,
-            {"tokens": 4, "n": 2, "channels": 16},
-            (f"{t}mhc.mhc_gemm_rms_scale_tuned",),
-            ("tokens", "n", "channels"),
-        ),
+        "mhc_gemm_rms_scale": Op(_mhc_gemm, mhc_tiny, (f"{t}mhc.mhc_gemm_rms_scale_tuned",), mhc),
         "mhc_apply_residual": Op(
-            _mhc_residual,
-            {"tokens": 4, "n": 2, "channels": 16},
-            (f"{t}mhc.mhc_apply_residual_tuned",),
-            ("tokens", "n", "channels"),
+            _mhc_residual, mhc_tiny, (f"{t}mhc.mhc_apply_residual_tuned",), mhc
         ),
         "mhc_sinkhorn": Op(
             _mhc_sinkhorn,

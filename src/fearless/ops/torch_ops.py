@@ -57,6 +57,12 @@ def _like_second(_: Tensor, second: Tensor, *__: Any, **___: Any) -> Tensor:
     return _new(second, second.shape)
 
 
+def _with_lse(q: Tensor, *_: Any, **__: Any) -> tuple[Tensor, Tensor]:
+    """The fake kernel of an attention that also returns its log-sum-exp: the output shaped as
+    q, and an f32 lse shaped as q without its last axis (one per query row)."""
+    return _new(q, q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
+
+
 def _halved(x: Tensor, *_: Any, **__: Any) -> Tensor:
     """The fake kernel of a gated operator: the last axis halved."""
     return _new(x, (*x.shape[:-1], x.shape[-1] // 2))
@@ -509,10 +515,7 @@ def scaled_dot_product_attention_backward(
     )
 
 
-@_define(
-    "scaled_dot_product_attention_lse",
-    lambda q, *_, **__: (_new(q, q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)),
-)
+@_define("scaled_dot_product_attention_lse", _with_lse)
 def scaled_dot_product_attention_lse(
     q: Tensor,
     k: Tensor,

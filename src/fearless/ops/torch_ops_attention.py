@@ -21,7 +21,7 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.kvcache_attention as KV
 
-from .torch_ops import OPS, Ctx, _define, _derive, _input, _like_first, _new
+from .torch_ops import OPS, Ctx, _define, _derive, _input, _like_first, _new, _with_lse
 
 _QKV_GRADS = tuple[Tensor, Tensor, Tensor]
 _DOUT = (_input("dout"),)  # an attention backward's first input, then its forward's tensors
@@ -73,33 +73,21 @@ def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any
     return _new(q, q.shape), _new(k, k.shape), _new(v, v.shape)
 
 
-# (dout, q, k, v, out, *the forward's settings) -> (dq, dk, dv): each forward's inputs, as
-# `_attention_autograd` passes them
-fmha_backward = _derive(
-    "fmha_backward", _qkv_grads, AV.fmha_backward, "fmha", _QKV_GRADS, {0: _DOUT, 3: _OUT}
-)
-swa_attention_backward = _derive(
-    "swa_attention_backward",
-    _qkv_grads,
-    AV.swa_attention_backward,
-    "swa_attention",
-    _QKV_GRADS,
-    {0: _DOUT, 3: _OUT},
-)
-gemma_attention_backward = _derive(
-    "gemma_attention_backward",
-    _qkv_grads,
-    AV.gemma_attention_backward,
-    "gemma_attention",
-    _QKV_GRADS,
-    {0: _DOUT, 3: _OUT},
-)
+def _qkv_backward(forward: str, impl: Callable[..., Any]) -> Any:
+    """`fearless::<forward>_backward(dout, q, k, v, out, *the forward's settings) -> (dq, dk,
+    dv)` over `impl`: the forward's inputs, as `_attention_autograd` (or fmha_varlen's
+    autograd) passes them, `_derive`d from the forward's schema."""
+    return _derive(
+        f"{forward}_backward", _qkv_grads, impl, forward, _QKV_GRADS, {0: _DOUT, 3: _OUT}
+    )
 
 
-@_define(
-    "attention_window_lse",
-    lambda q, *_, **__: (_new(q, q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)),
-)
+fmha_backward = _qkv_backward("fmha", AV.fmha_backward)
+swa_attention_backward = _qkv_backward("swa_attention", AV.swa_attention_backward)
+gemma_attention_backward = _qkv_backward("gemma_attention", AV.gemma_attention_backward)
+
+
+@_define("attention_window_lse", _with_lse)
 def attention_window_lse(
     q: Tensor,
     k: Tensor,
@@ -197,14 +185,7 @@ def fmha_varlen(
     )
 
 
-fmha_varlen_backward = _derive(
-    "fmha_varlen_backward",
-    _qkv_grads,
-    AVL.fmha_varlen_backward,
-    "fmha_varlen",
-    _QKV_GRADS,
-    {0: _DOUT, 3: _OUT},
-)
+fmha_varlen_backward = _qkv_backward("fmha_varlen", AVL.fmha_varlen_backward)
 
 
 def _varlen_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
