@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from .. import ops
-from .layers import _FLOATS, _base_forward
+from .layers import _FLOATS, _base_forward, has_silu
 
 
 def experts_forward(
@@ -29,9 +29,8 @@ def experts_forward(
     The module's own forward (its experts loop, or the `experts_implementation` the config
     names) runs for another activation, expert parallelism, or other dtypes or ranks."""
     w1, w2 = self.gate_up_proj, self.down_proj
-    act = getattr(getattr(self, "config", None), "hidden_act", None)
     takes = (
-        act in ("silu", "swish")
+        has_silu(self)
         # expert parallelism routes tokens of other ranks to the sentinel id E: the loop skips it
         and not getattr(self, "_is_expert_parallel", False)
         and hidden_states.dim() == 2

@@ -21,6 +21,7 @@ from .layers import (
     _base_forward,
     is_attention_layout,
     is_causal_mask,
+    is_window,
     stand_in,
 )
 
@@ -105,9 +106,7 @@ def _capped_attention(call: AttentionCall, softcap: float | None) -> torch.Tenso
     ):
         return None
     window = kwargs.get("sliding_window")
-    if window is not None and (
-        not isinstance(window, int) or isinstance(window, bool) or window < 2
-    ):
+    if window is not None and not is_window(window, least=2):
         return None  # W = 1: gemma_attention's window_size 0 means no window
     if softcap is not None and (
         isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not softcap > 0

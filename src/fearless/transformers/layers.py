@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Concatenate, NamedTuple, ParamSpec
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeGuard
 
 import torch
 
 from .. import ops
 
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)  # what every fearless.ops kernel takes
+_SILU = ("silu", "swish")  # Hugging Face's names of SiLU, the fused gated kernels' activation
 _CLASSES: dict[type, type] = {}  # Hugging Face class -> its fearless subclass
 _P = ParamSpec("_P")
 
@@ -74,6 +75,18 @@ def wants_grad(*tensors: torch.Tensor) -> bool:
     """Whether autograd would record a call on these tensors (a forward-only fearless op then
     refuses them)."""
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def has_silu(module: Any) -> bool:
+    """Whether `module`'s config names SiLU as its `hidden_act` (the gated MLP's or the
+    experts' activation), the one fearless's gated kernels compute."""
+    return getattr(getattr(module, "config", None), "hidden_act", None) in _SILU
+
+
+def is_window(window: object, least: int) -> TypeGuard[int]:
+    """Whether Hugging Face's `sliding_window` argument is a window of at least `least` keys
+    (an int, not a bool), as the fearless sliding-window ops take it."""
+    return isinstance(window, int) and not isinstance(window, bool) and window >= least
 
 
 def is_causal_mask(mask: torch.Tensor | None, lq: int, s: int, window: int | None) -> bool:
@@ -133,9 +146,8 @@ def rms_norm_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
 def mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     """Hugging Face's gated MLP, down(act(gate(x)) * up(x)), with act(gate) * up as
     `fearless.ops.swiglu` (silu(a) * b) when the activation is SiLU."""
-    act = getattr(getattr(self, "config", None), "hidden_act", None)
     gate, up = self.gate_proj(x), self.up_proj(x)
-    if act not in ("silu", "swish") or gate.dtype not in _FLOATS or gate.dtype != up.dtype:
+    if not has_silu(self) or gate.dtype not in _FLOATS or gate.dtype != up.dtype:
         # Another activation (gelu for some configs) has no fused kernel here; mixed dtypes
         # (autocast) are refused by swiglu.
         return self.down_proj(self.act_fn(gate) * up)  # type: ignore[no-any-return]
@@ -147,9 +159,8 @@ def gate_up_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     then up: `gate_up_proj(x).chunk(2, -1)`), with the gated product as
     `fearless.ops.silu_and_mul` (silu(x[..., :d]) * x[..., d:], the same layout; it has a
     backward) when the activation is SiLU; another activation runs Hugging Face's code."""
-    act = getattr(getattr(self, "config", None), "hidden_act", None)
     gate_up = self.gate_up_proj(x)
-    if act not in ("silu", "swish") or gate_up.dtype not in _FLOATS or gate_up.shape[-1] % 2:
+    if not has_silu(self) or gate_up.dtype not in _FLOATS or gate_up.shape[-1] % 2:
         return _base_forward(self, x)  # type: ignore[no-any-return]
     return self.down_proj(ops.silu_and_mul(gate_up))  # type: ignore[no-any-return]
 
@@ -162,11 +173,10 @@ def gluact_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     projections as Hugging Face's and silu(gate) * up as `fearless.ops.swiglu`, which has a
     backward. In f16/bf16 the fused op rounds the gated product once (Hugging Face rounds the
     gate and up projections and the activation too): within a few units in the last place."""
-    act = getattr(getattr(self, "config", None), "hidden_act", None)
     linears = (self.gate_proj, self.up_proj, self.down_proj)
     gate, up, down = weights = [p.weight for p in linears]
     takes = (
-        act in ("silu", "swish")
+        has_silu(self)
         and all(getattr(p, "bias", None) is None for p in linears)
         and x.dtype in _FLOATS
         and all(w.dtype == x.dtype for w in weights)
@@ -344,7 +354,7 @@ def _windowed(op: str, call: AttentionCall) -> torch.Tensor | None:
     masks are bottom-right aligned, the same i'."""
     module, q, k, v, mask, dropout, scaling, kwargs = call
     window = kwargs.get("sliding_window")
-    if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+    if not is_window(window, least=1):
         return None  # a full layer (no window, or Mistral's None)
     if dropout or kwargs.get("position_bias") is not None or not module.is_causal:
         return None

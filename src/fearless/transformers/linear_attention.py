@@ -20,7 +20,7 @@ import torch
 
 from .. import ops
 from ..ops.delta_rule import CHUNK_SIZES
-from .layers import _FLOATS, _base_forward, stand_in, wants_grad
+from .layers import _FLOATS, _SILU, _base_forward, stand_in, wants_grad
 
 
 def _takes(q: Any, k: Any, v: Any, g: Any, beta: Any, state: Any, kwargs: dict[str, Any]) -> bool:
@@ -137,7 +137,7 @@ def gated_rms_norm_forward(self: Any, hidden_states: torch.Tensor, gate: torch.T
     w = self.weight
     x = hidden_states
     takes = (
-        getattr(self, "activation", None) in ("silu", "swish")
+        getattr(self, "activation", None) in _SILU
         and x.dtype in _FLOATS
         and w.dtype == x.dtype == gate.dtype
         and gate.shape == x.shape

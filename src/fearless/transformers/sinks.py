@@ -14,7 +14,7 @@ from typing import Any, cast
 import torch
 
 from .. import ops
-from .layers import _FLOATS, AttentionCall, is_attention_layout, is_causal_mask, stand_in
+from .layers import _FLOATS, AttentionCall, is_attention_layout, is_causal_mask, is_window, stand_in
 
 
 @stand_in
@@ -62,9 +62,7 @@ def _sink_attention(call: AttentionCall) -> torch.Tensor | None:
     if sinks.shape != (h,) or sinks.dtype not in _FLOATS:
         return None
     window = kwargs.get("sliding_window")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-        return None
-    if window is not None and window < 1:
+    if window is not None and not is_window(window, least=1):
         return None
     if not is_causal_mask(mask, lq, s, window):
         return None
