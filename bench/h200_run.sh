@@ -43,14 +43,15 @@ for d in .whl .whl-tg .whl-hf; do
   done
 done
 # The toolchain and .whl-hf do not fit in one call's 64 MiB together: a call that carries the
-# toolchain leaves a copy in /tmp (kept while the machine stays warm), and a later call that
-# carries .whl-hf instead takes it from there.
-staged=/tmp/fearless-tiletools/nvidia/cu13
+# toolchain leaves a copy in the checkout's ignored .cache (kept between calls while the
+# machine stays warm; /tmp is not: session 24's models call found no tileiras there), and a
+# later call that carries .whl-hf instead takes it from there.
+staged=$PWD/.cache/staged-tiletools/nvidia/cu13
 # shellcheck disable=SC1091
 if [ -f .tiletools/unpack.sh ]; then source .tiletools/unpack.sh
 elif [ -f .tiletools-slim/unpack.sh ]; then source .tiletools-slim/unpack.sh; fi
 if [ -n "${CUDA_HOME:-}" ] && [ ! -x "$staged/bin/tileiras" ]; then
-  mkdir -p /tmp/fearless-tiletools/nvidia && cp -a "$CUDA_HOME" /tmp/fearless-tiletools/nvidia/
+  mkdir -p "${staged%/cu13}" && cp -a "$CUDA_HOME" "${staged%/cu13}/"
 elif [ -z "${CUDA_HOME:-}" ] && [ -x "$staged/bin/tileiras" ]; then
   export CUDA_HOME="$staged" CUDA_PATH="$staged" PATH="$staged/bin:$PATH"
 fi
