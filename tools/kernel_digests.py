@@ -1,0 +1,78 @@
+"""The Tile IR bytecode of every Tile kernel specialisation a set of CPU tests builds, as one
+digest each: a refactor of kernel source (a shared `@tile.function`, a helper moved between
+modules, a parameter list declared once) that leaves every digest as it was hands tileiras the
+same bytes, so it changes no GPU code and needs no GPU run to show that. A digest that moves
+names the kernel and specialisation whose GPU code changed.
+
+    .venv/bin/python tools/kernel_digests.py OUT.json [pytest arguments ...]
+    .venv/bin/python tools/kernel_digests.py --compare BEFORE.json AFTER.json
+
+The first form runs pytest in this process (no xdist) with `Kernel.ir_for`'s IR builder wrapped:
+each tile IR the tests build, on the simulator as on a GPU, is lowered to bytecode for sm_90
+(backends/tileir/lower.py, which writes no source locations) and recorded under its kernel's
+name and signature. The second prints what differs and exits 1 when anything does. Needs the
+cuda-tile encoders (the bytecode), not tileiras.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def record(out: Path, pytest_args: list[str]) -> int:
+    import importlib
+
+    import pytest
+
+    from fearless.backends.tileir import cuda_tile as tileir
+    from fearless.backends.tileir.lower import lower_to_bytecode
+
+    # fearless.tile's attribute `kernel` is the decorator, so the module is imported by name
+    kernel_module = importlib.import_module("fearless.tile.kernel")
+    version = tileir.bytecode_version()
+    digests: dict[str, str] = {}
+    build = kernel_module.build_ir
+
+    def recording(src: Any, signature: Any, hints: Any = None) -> Any:
+        ir = build(src, signature, hints)
+        code = lower_to_bytecode(ir, version, "sm_90")
+        digests[f"{ir.name} {signature} {hints}"] = hashlib.sha256(code).hexdigest()[:16]
+        return ir
+
+    kernel_module.build_ir = recording
+    status = pytest.main(["-q", "-p", "no:xdist", "-p", "no:cacheprovider", *pytest_args])
+    out.write_text(json.dumps(dict(sorted(digests.items())), indent=1) + "\n")
+    print(f"{len(digests)} kernel specialisations -> {out}")
+    return int(status)
+
+
+def compare(before: Path, after: Path) -> int:
+    a, b = json.loads(before.read_text()), json.loads(after.read_text())
+    changed = [k for k in a.keys() & b.keys() if a[k] != b[k]]
+    only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+    for k in sorted(changed):
+        print(f"changed  {k}")
+    for k in only_a:
+        print(f"before only  {k}")
+    for k in only_b:
+        print(f"after only   {k}")
+    same = len(a.keys() & b.keys()) - len(changed)
+    print(f"{same} the same, {len(changed)} changed, {len(only_a)} + {len(only_b)} unmatched")
+    return 1 if changed or only_a or only_b else 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[0] == "--compare":
+        return compare(Path(argv[1]), Path(argv[2]))
+    if not argv or argv[0].startswith("-"):
+        print(__doc__)
+        return 2
+    return record(Path(argv[0]), argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
