@@ -10,8 +10,12 @@ names the kernel and specialisation whose GPU code changed.
 The first form runs pytest in this process (no xdist) with `Kernel.ir_for`'s IR builder wrapped:
 each tile IR the tests build, on the simulator as on a GPU, is lowered to bytecode for sm_90
 (backends/tileir/lower.py, which writes no source locations) and recorded under its kernel's
-name and signature. The second prints what differs and exits 1 when anything does. Needs the
-cuda-tile encoders (the bytecode), not tileiras.
+name, signature and hints: the set of digests built under that key (a kernel factory's closure
+constants, such as a flag chosen by the host code, are not in the key). Tuning is off
+(FEARLESS_AUTOTUNE=0, each tuned function's first configuration) unless the environment says
+otherwise, since the simulator's timings would choose which configurations a run builds. The
+second form prints what differs and exits 1 when anything does. Needs the cuda-tile encoders
+(the bytecode), not tileiras.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 def record(out: Path, pytest_args: list[str]) -> int:
     import importlib
+    import os
 
     import pytest
 
@@ -34,24 +39,27 @@ def record(out: Path, pytest_args: list[str]) -> int:
     # fearless.tile's attribute `kernel` is the decorator, so the module is imported by name
     kernel_module = importlib.import_module("fearless.tile.kernel")
     version = tileir.bytecode_version()
-    digests: dict[str, str] = {}
+    os.environ.setdefault("FEARLESS_AUTOTUNE", "0")
+    digests: dict[str, set[str]] = {}
     build = kernel_module.build_ir
 
     def recording(src: Any, signature: Any, hints: Any = None) -> Any:
         ir = build(src, signature, hints)
         code = lower_to_bytecode(ir, version, "sm_90")
-        digests[f"{ir.name} {signature} {hints}"] = hashlib.sha256(code).hexdigest()[:16]
+        key = f"{ir.name} {signature} {hints}"
+        digests.setdefault(key, set()).add(hashlib.sha256(code).hexdigest()[:16])
         return ir
 
     setattr(kernel_module, "build_ir", recording)  # noqa: B010 - a module attribute, replaced
     status = pytest.main(["-q", "-p", "no:xdist", "-p", "no:cacheprovider", *pytest_args])
-    out.write_text(json.dumps(dict(sorted(digests.items())), indent=1) + "\n")
+    record = {k: sorted(v) for k, v in sorted(digests.items())}
+    out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{len(digests)} kernel specialisations -> {out}")
     return int(status)
 
 
 def compare(before: Path, after: Path) -> int:
-    a, b = json.loads(before.read_text()), json.loads(after.read_text())
+    a, b = _read(before), _read(after)
     changed = [k for k in a.keys() & b.keys() if a[k] != b[k]]
     only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
     for k in sorted(changed):
@@ -63,6 +71,12 @@ def compare(before: Path, after: Path) -> int:
     same = len(a.keys() & b.keys()) - len(changed)
     print(f"{same} the same, {len(changed)} changed, {len(only_a)} + {len(only_b)} unmatched")
     return 1 if changed or only_a or only_b else 0
+
+
+def _read(path: Path) -> dict[str, list[str]]:
+    """A record, each key's digests as a sorted list (a single digest read as a list of one)."""
+    raw = json.loads(path.read_text())
+    return {k: sorted([v] if isinstance(v, str) else v) for k, v in raw.items()}
 
 
 def main(argv: list[str]) -> int:
