@@ -1,6 +1,7 @@
 """The Tile kernels behind `fearless.ops.matmul` and `bmm`, and their autotuned launches.
 
-`matmul_tile` is one (BM, BN) tile of A @ B accumulated in f32 (a plain function, inlined);
+`matmul_tile` is one (BM, BN) tile of A @ B accumulated in f32 (a plain function, inlined),
+`matmul_bt_tile` the same of A @ B^T (the linear layers' kernels share it);
 `make_matmul` runs one block per tile of C in the grouped order (TileGym's swizzle), and
 `make_matmul_persistent` one wave of blocks walking C's tiles. `GEMM_CONFIGS` is the
 autotuner's space (tile shape, K step, occupancy, clusters, persistent), with TileGym's SM90
@@ -26,6 +27,18 @@ def matmul_tile(a, b, i, j, BM, BN, BK):
     acc = tile.zeros((BM, BN), fl.f32)
     for k in range(tile.num_tiles(a, 1, (BM, BK))):
         acc = tile.mma(tile.load(a, (i, k), (BM, BK)), tile.load(b, (k, j), (BK, BN)), acc)
+    return acc
+
+
+@tile.function
+def matmul_bt_tile(a, b, i, j, BM, BN, BK):
+    """Tile (i, j) of A @ B^T, (BM, BN) accumulated in f32 over K in steps of BK: B (N, K), a
+    weight in torch's (out, in) layout, is read transposed by its load (`order=(1, 0)`, a
+    (BK, BN) tile of B^T), never copied."""
+    acc = tile.zeros((BM, BN), fl.f32)
+    for k in range(tile.num_tiles(a, 1, (BM, BK))):
+        bt = tile.load(b, (k, j), (BK, BN), order=(1, 0))
+        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), bt, acc)
     return acc
 
 

@@ -27,7 +27,7 @@ from fearless import tile
 from ..autotune_ahead import compile_ahead_once
 from ._io import partitioned
 from .kernels_activation import gelu_f32, silu_f32
-from .kernels_gemm import fitting_tiles
+from .kernels_gemm import fitting_tiles, matmul_bt_tile
 from .kernels_rows import kernel_of, size_class
 
 ACTS = ("silu", "relu", "gelu_tanh")
@@ -103,11 +103,7 @@ def make_gluact_down(dt):
     ):
         BM, BN = out.shape
         i, j = out.index
-        acc = tile.zeros((BM, BN), fl.f32)
-        for k in range(tile.num_tiles(h, 1, (BM, BK))):
-            tw = tile.load(w2, (k, j), (BK, BN), order=(1, 0))  # W2^T's (k, j) tile
-            acc = tile.mma(tile.load(h, (i, k), (BM, BK)), tw, acc)
-        out.store(acc.astype(dt))
+        out.store(matmul_bt_tile(h, w2, i, j, BM, BN, BK).astype(dt))
 
     return gluact_down
 

@@ -22,20 +22,10 @@ import math
 import fearless as fl
 from fearless import tile
 
+from .kernels_gemm import matmul_bt_tile
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 # --------------------------------------------------------------------------- logits
-
-
-@tile.function
-def logits_tile(a, w, i, j, BM, BN, BK):
-    """Tile (i, j) of a @ w^T, (BM, BN) in f32 over K in steps of BK: w (N, K) is loaded
-    transposed, a (BK, BN) tile of w^T."""
-    acc = tile.zeros((BM, BN), fl.f32)
-    for k in range(tile.num_tiles(a, 1, (BM, BK))):
-        wt = tile.load(w, (k, j), (BK, BN), order=(1, 0))
-        acc = tile.mma(tile.load(a, (i, k), (BM, BK)), wt, acc)
-    return acc
 
 
 def make_logits(dt, bias):
@@ -49,7 +39,7 @@ def make_logits(dt, bias):
     ):  # fmt: skip
         BM, BN = c.shape
         i, j = c.index
-        acc = logits_tile(a, w, i, j, BM, BN, BK)
+        acc = matmul_bt_tile(a, w, i, j, BM, BN, BK)
         if bias:  # compile-time
             acc = acc + tile.load(b, (j,), (BN,)).astype(fl.f32)
         c.store(acc.astype(dt))
@@ -58,6 +48,15 @@ def make_logits(dt, bias):
 
 
 # ---------------------------------------------------------------------- cross entropy
+
+
+@tile.function
+def logit_chunk(x, c, CH):
+    """(the logits, in f32, and their columns, i64) of chunk `c` of CH columns of x; past V
+    the logits read -inf (they add nothing to the row's sum) and the columns match no target."""
+    v = tile.load_like(x, c, padding=-math.inf, allow_tma=False).astype(fl.f32)
+    cols = (c.index[1] * CH + tile.arange(CH)).astype(fl.i64)
+    return v, cols
 
 
 @tile.function
@@ -70,8 +69,7 @@ def row_lse_and_target(x, at, t, CH):
     s = tile.zeros((BM, 1), fl.f32)
     tl = tile.zeros((BM, 1), fl.f32)
     for c in at.chunks((BM, CH)):
-        v = tile.load_like(x, c, padding=-math.inf, allow_tma=False).astype(fl.f32)
-        cols = (c.index[1] * CH + tile.arange(CH)).astype(fl.i64)
+        v, cols = logit_chunk(x, c, CH)
         m_new = tile.maximum(m, tile.max(v, axis=1, keepdims=True))
         s = s * tile.exp(m - m_new) + tile.sum(tile.exp(v - m_new), axis=1, keepdims=True)
         m = m_new
@@ -100,8 +98,7 @@ def make_cross_entropy(dt, lt, CH, grads):
             sc = tile.load(scale, (i,), (BM,), allow_tma=False).reshape((BM, 1))
             sc = tile.where(valid, sc, 0.0)
             for c in x.chunks((BM, CH)):
-                v = tile.load_like(x, c, padding=-math.inf, allow_tma=False).astype(fl.f32)
-                cols = (c.index[1] * CH + tile.arange(CH)).astype(fl.i64)
+                v, cols = logit_chunk(x, c, CH)
                 onehot = tile.where(cols == t, 1.0, 0.0)
                 c.store(((tile.exp(v - lse) - onehot) * sc).astype(dt))
 
@@ -109,6 +106,13 @@ def make_cross_entropy(dt, lt, CH, grads):
 
 
 # ----------------------------------------------------------------- weight, bias grads
+
+
+@tile.function
+def earlier_sum(acc, at, first):
+    """The f32 sum of the earlier chunks at the tile `at`: zeros for the `first` chunk
+    (compile-time), else that tile of the f32 accumulator `acc`."""
+    return tile.zeros(at.shape, fl.f32) if first else tile.load_like(acc, at)
 
 
 @tile.function
@@ -132,9 +136,7 @@ def make_dw(dt, odt, first, last):
             acc: tile.Part[fl.f32], g: tile.Tensor[dt], a: tile.Tensor[dt], BK: tile.Const[int]
         ):
             i, j = acc.index
-            BM, BN = acc.shape
-            start = tile.zeros((BM, BN), fl.f32) if first else tile.load_like(acc, acc)
-            acc.store(dw_tile(g, a, i, j, start, BK))
+            acc.store(dw_tile(g, a, i, j, earlier_sum(acc, acc, first), BK))
 
         return dw_add
 
@@ -144,9 +146,7 @@ def make_dw(dt, odt, first, last):
         BK: tile.Const[int],
     ):  # fmt: skip
         i, j = out.index
-        BM, BN = out.shape
-        start = tile.zeros((BM, BN), fl.f32) if first else tile.load_like(acc, out)
-        out.store(dw_tile(g, a, i, j, start, BK).astype(odt))
+        out.store(dw_tile(g, a, i, j, earlier_sum(acc, out, first), BK).astype(odt))
 
     return dw_out
 
@@ -167,8 +167,7 @@ def make_db(dt, odt, first, last):
 
         @tile.kernel
         def db_add(acc: tile.Part[fl.f32], g: tile.Tensor[dt], TM: tile.Const[int]):
-            (BN,) = acc.shape
-            start = tile.zeros((BN,), fl.f32) if first else tile.load_like(acc, acc)
+            start = earlier_sum(acc, acc, first)
             acc.store(column_sums(g, acc.index[0], start, TM))
 
         return db_add
@@ -177,8 +176,7 @@ def make_db(dt, odt, first, last):
     def db_out(
         out: tile.Part[odt], acc: tile.Tensor[fl.f32], g: tile.Tensor[dt], TM: tile.Const[int]
     ):
-        (BN,) = out.shape
-        start = tile.zeros((BN,), fl.f32) if first else tile.load_like(acc, out)
+        start = earlier_sum(acc, out, first)
         out.store(column_sums(g, out.index[0], start, TM).astype(odt))
 
     return db_out

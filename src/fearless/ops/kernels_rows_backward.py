@@ -29,14 +29,26 @@ from .kernels_rows import kernel_of, next_pow2, rows_key, sm_count
 MAX_ROW = 4096  # the longest row (a power of two) kept whole in registers; longer: chunks
 
 
+@tile.function
+def load_f32(x, at):
+    """x's tile at `at` (a row tile or a chunk of one) in f32; no TMA, as every load here."""
+    return tile.load_like(x, at, allow_tma=False).astype(fl.f32)
+
+
+@tile.function
+def weight_chunk(w, c, CH):
+    """The weight's CH columns under chunk `c` of a row, in f32."""
+    return tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
+
+
 # --------------------------------------------------------------------------- softmax
 
 
 @tile.function
 def softmax_bwd_rows(y, dy, at):
     """y * (dy - sum(dy * y)) for the rows at `at`, in f32."""
-    yv = tile.load_like(y, at, allow_tma=False).astype(fl.f32)
-    g = tile.load_like(dy, at, allow_tma=False).astype(fl.f32)
+    yv = load_f32(y, at)
+    g = load_f32(dy, at)
     return yv * (g - tile.sum(g * yv, axis=1, keepdims=True))
 
 
@@ -46,12 +58,12 @@ def softmax_bwd_chunked(y, dy, at, CH):
     BM, _ = at.shape
     s = tile.zeros((BM, 1), fl.f32)
     for c in at.chunks((BM, CH)):
-        yv = tile.load_like(y, c, allow_tma=False).astype(fl.f32)
-        g = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
+        yv = load_f32(y, c)
+        g = load_f32(dy, c)
         s = s + tile.sum(g * yv, axis=1, keepdims=True)
     for c in at.chunks((BM, CH)):
-        yv = tile.load_like(y, c, allow_tma=False).astype(fl.f32)
-        g = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
+        yv = load_f32(y, c)
+        g = load_f32(dy, c)
         c.store((yv * (g - s)).astype(y.dtype))
 
 
@@ -84,8 +96,8 @@ def rms_norm_bwd_rows(dy, x, w, at, eps):
     dx = rstd * (w dy - xhat * mean(w dy * xhat))."""
     _, BN = at.shape
     n = x.shape[1].astype(fl.f32)
-    v = tile.load_like(x, at, allow_tma=False).astype(fl.f32)
-    g = tile.load_like(dy, at, allow_tma=False).astype(fl.f32)
+    v = load_f32(x, at)
+    g = load_f32(dy, at)
     wg = g * tile.load(w, (0,), (BN,), allow_tma=False).astype(fl.f32)
     r = tile.rsqrt(tile.sum(v * v, axis=1, keepdims=True) / n + eps)
     xhat = v * r
@@ -102,17 +114,17 @@ def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     ss = tile.zeros((BM, 1), fl.f32)
     sgx = tile.zeros((BM, 1), fl.f32)
     for c in at.chunks((BM, CH)):
-        v = tile.load_like(x, c, allow_tma=False).astype(fl.f32)
-        wt = tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
-        wg = tile.load_like(dy, c, allow_tma=False).astype(fl.f32) * wt
+        v = load_f32(x, c)
+        wt = weight_chunk(w, c, CH)
+        wg = load_f32(dy, c) * wt
         ss = ss + tile.sum(v * v, axis=1, keepdims=True)
         sgx = sgx + tile.sum(wg * v, axis=1, keepdims=True)
     r = tile.rsqrt(ss / n + eps)
     k = r * r * r * sgx / n  # rstd * mean(w dy * xhat) / x, as xhat = x * rstd
     for c in at.chunks((BM, CH)):
-        v = tile.load_like(x, c, allow_tma=False).astype(fl.f32)
-        wt = tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
-        gy = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
+        v = load_f32(x, c)
+        wt = weight_chunk(w, c, CH)
+        gy = load_f32(dy, c)
         c.store((r * gy * wt - v * k).astype(x.dtype))
         cols = c.index[1] * CH + tile.arange(CH)
         tile.atomic_add(sums, (0, g, cols), tile.sum(gy * v * r, axis=0))
@@ -128,8 +140,8 @@ def layer_norm_bwd_rows(dy, x, w, at, eps):
     _, BN = at.shape
     n = x.shape[1]
     nf = n.astype(fl.f32)
-    v = tile.load_like(x, at, allow_tma=False).astype(fl.f32)
-    g = tile.load_like(dy, at, allow_tma=False).astype(fl.f32)
+    v = load_f32(x, at)
+    g = load_f32(dy, at)
     wg = g * tile.load(w, (0,), (BN,), allow_tma=False).astype(fl.f32)
     mean = tile.sum(v, axis=1, keepdims=True) / nf
     d = tile.where(tile.arange(BN) < n, v - mean, 0.0)
@@ -150,18 +162,16 @@ def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     nf = n.astype(fl.f32)
     sx = tile.zeros((BM, 1), fl.f32)
     for c in at.chunks((BM, CH)):
-        sx = sx + tile.sum(
-            tile.load_like(x, c, allow_tma=False).astype(fl.f32), axis=1, keepdims=True
-        )
+        sx = sx + tile.sum(load_f32(x, c), axis=1, keepdims=True)
     mean = sx / nf
     svar = tile.zeros((BM, 1), fl.f32)
     sg = tile.zeros((BM, 1), fl.f32)
     sgd = tile.zeros((BM, 1), fl.f32)
     for c in at.chunks((BM, CH)):
         inside = c.index[1] * CH + tile.arange(CH) < n
-        d = tile.where(inside, tile.load_like(x, c, allow_tma=False).astype(fl.f32) - mean, 0.0)
-        wt = tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
-        wg = tile.load_like(dy, c, allow_tma=False).astype(fl.f32) * wt
+        d = tile.where(inside, load_f32(x, c) - mean, 0.0)
+        wt = weight_chunk(w, c, CH)
+        wg = load_f32(dy, c) * wt
         svar = svar + tile.sum(d * d, axis=1, keepdims=True)
         sg = sg + tile.sum(wg, axis=1, keepdims=True)
         sgd = sgd + tile.sum(wg * d, axis=1, keepdims=True)
@@ -170,10 +180,10 @@ def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     c2 = sg / nf  # mean(w dy)
     for c in at.chunks((BM, CH)):
         cols = c.index[1] * CH + tile.arange(CH)
-        d = tile.where(cols < n, tile.load_like(x, c, allow_tma=False).astype(fl.f32) - mean, 0.0)
+        d = tile.where(cols < n, load_f32(x, c) - mean, 0.0)
         xhat = d * r
-        wt = tile.load(w, (c.index[1],), (CH,), allow_tma=False).astype(fl.f32)
-        gy = tile.load_like(dy, c, allow_tma=False).astype(fl.f32)
+        wt = weight_chunk(w, c, CH)
+        gy = load_f32(dy, c)
         c.store((r * (gy * wt - c2 - xhat * c1)).astype(x.dtype))
         tile.atomic_add(sums, (0, g, cols), tile.sum(gy * xhat, axis=0))
         tile.atomic_add(sums, (1, g, cols), tile.sum(gy, axis=0))
