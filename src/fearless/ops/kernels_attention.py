@@ -105,6 +105,28 @@ def normalised(acc, l_i, guarded):
 
 
 @tile.function
+def rows_normalised(acc, l_i, rows, lq):
+    """The accumulator divided by the running sum in the rows `rows` (a column of row numbers)
+    below lq that saw a key, 0 in the others: a padded batch's rows past its sequence's LQ
+    queries, and rows that saw no key."""
+    keep_row = (rows < lq) & (l_i > 0.0)
+    den = tile.where(keep_row, l_i, 1.0)
+    acc = tile.truediv(acc, den, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
+    return tile.where(keep_row, acc, 0.0)
+
+
+@tile.function
+def sequence_lengths(q_lens, kv_lens, b, q, k):
+    """(LQ, LK, off) of sequence b of a padded batch: its query and key lengths q_lens[b] and
+    kv_lens[b] ((B,) i32 tensors) clamped to q's L and k's S (axis 2; a length past the
+    padding never reads past the tensor), and its rows' offset LK - LQ (row r sits at
+    r + LK - LQ, bottom-right aligned)."""
+    lq = min(max(tile.load(q_lens, (b,), (1,)).item(), 0), q.shape[2])
+    lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), k.shape[2])
+    return lq, lk, lk - lq
+
+
+@tile.function
 def online_lse(m_i, l_i, guarded):
     """The rows' log2-sum-exp from the online softmax's running max and sum (what the backward
     takes as lse); `guarded` (compile-time): a row that saw no key gets +inf, so that its
@@ -493,6 +515,32 @@ def decode_keys(
     return acc, m_i, l_i
 
 
+@tile.function
+def decode_store(out, acc, l_i, QG, TILE_D, dt):
+    """A one-split decode's output: the keys-major accumulator `acc` (D, QG) over its sum `l_i`
+    (1, QG), stored in `dt` as out's (1, 1, QG, TILE_D) tile."""
+    o = tile.transpose(acc / l_i)  # (QG, D)
+    out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+
+
+@tile.function
+def split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, guarded):
+    """A split's partial output, the keys-major accumulator `acc` (D, QG) normalised by its own
+    sum `l_i`, and its log2-sum-exp m_i + log2(l_i), stored as part_o's (1, 1, 1, QG, TILE_D)
+    and part_lse's (1, 1, 1, QG, 1) tiles (f32); `guarded` (compile-time): a split may see no
+    key (sum 0), its output then 0 and its lse -inf."""
+    if guarded:  # noqa: SIM108
+        o = tile.transpose(normalised(acc, l_i, True))  # (QG, D)
+    else:
+        o = tile.transpose(acc / l_i)
+    part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
+    if guarded:
+        lse = tile.where(l_i == 0.0, -math.inf, m_i + tile.log2(l_i))
+    else:
+        lse = m_i + tile.log2(l_i)
+    part_lse.store(lse.reshape((1, 1, 1, QG, 1)))
+
+
 def make_decode_one(dt, **hints):
     """Decode with one split: block (b, kv_h) walks every key and stores its heads' output."""
 
@@ -512,8 +560,7 @@ def make_decode_one(dt, **hints):
             q, k, v, b, kv_h, 0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt, None, None,
             False, False,
         )  # fmt: skip
-        o = tile.transpose(acc / l_i)  # (QG, D)
-        out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+        decode_store(out, acc, l_i, QG, TILE_D, dt)
 
     return decode_one
 
@@ -553,9 +600,7 @@ def make_decode_split(dt, **hints):
             False,
             False,
         )
-        o = tile.transpose(acc / l_i)  # (QG, D)
-        part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
-        part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG, 1)))
+        split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, False)
 
     return decode_split
 
@@ -649,22 +694,35 @@ def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits
         with partitioned(out, (1, 1, qg, td)) as out_p:
             one(out_p, *args)
         return
+    split = kernel_of(make_split, *flags).options(occupancy=occupancy)
+    combine = kernel_of(make_decode_combine, q.dtype)
+    # the first split of this form (by size class: a decode loop's growing S makes no new
+    # one each step): the split kernel and the combine compile side by side
+    form = (make_split, flags, occupancy, size_class(b), hk, group, d, size_class(splits))
+    split_combine_launch(out, qg, splits, split, (*args, split_tiles), combine,
+                         (next_pow2(splits),), ("split_kv", *form, split_tiles))  # fmt: skip
+
+
+def split_combine_launch(out, qg, splits, split, split_args, combine, combine_args, key):
+    """The two launches of a split-KV decode over `splits` splits, out of (B, H_kv, GROUP, D) in
+    tiles of (1, 1, qg, D): `split` (partial output, partial lse, *split_args) into f32
+    partials of (B, H_kv, splits, GROUP, D) and (.., 1), then `combine` (out, partial output,
+    partial lse, *combine_args); on the first call with `key` the two compile side by side
+    (`compile_ahead_once`)."""
+    b, hk, group, d = out.shape
+    td = next_pow2(d)
     o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
     # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
     lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
-    split = kernel_of(make_split, *flags).options(occupancy=occupancy)
 
     def launches():
         with (
             partitioned(o, (1, 1, 1, qg, td)) as part_o,
             partitioned(lse, (1, 1, 1, qg, 1)) as part_l,
         ):
-            split(part_o, part_l, *args, split_tiles)
+            split(part_o, part_l, *split_args)
         with partitioned(out, (1, 1, qg, td)) as out_p:
-            kernel_of(make_decode_combine, q.dtype)(out_p, o, lse, next_pow2(splits))
+            combine(out_p, o, lse, *combine_args)
 
-    # the first split of this form (by size class: a decode loop's growing S makes no new
-    # one each step): the split kernel and the combine compile side by side
-    form = (make_split, flags, occupancy, size_class(b), hk, group, d, size_class(splits))
-    compile_ahead_once(("split_kv", *form, split_tiles), launches)
+    compile_ahead_once(key, launches)
     launches()

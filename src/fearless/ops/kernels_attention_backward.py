@@ -24,6 +24,7 @@ from .kernels_attention import (
     mask_form,
     masked_scores,
     online_lse,
+    sequence_lengths,
     tile_order,
     user_masked,
     variant_bounds,
@@ -145,6 +146,30 @@ def recomputed_scores(
     return s, t
 
 
+def form_scores(causal, even_k, variant, mask):
+    """`tile_scores`, the @tile.function that the three kernels of a form (make_attention's
+    `causal`, `even_k`, `variant` and `mask`, bound here) recompute their scores with: (S, T)
+    of query tile i of head (b, h) against key tile j (kt: transposed, `key_tile_t`) as the
+    forward computed them, `recomputed_scores`' and then, in a mask form, the user's mask m
+    added to S as the forward added it (`user_masked`)."""
+    varied, _, left, right, capped, _, _, _ = _flags(variant)
+    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
+
+    @tile.function
+    def tile_scores(
+        qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, m, b, h, TILE_M, TILE_N
+    ):
+        s, t = recomputed_scores(
+            qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N, causal,
+            even_k, varied, left, right, capped,
+        )  # fmt: skip
+        if masked:  # compile-time: the user's mask, as the forward applied it
+            s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
+        return s, t
+
+    return tile_scores
+
+
 @tile.function
 def variant_rows(j, l_len, off, wl, wr, TILE_M, TILE_N, causal, left, right):
     """(first, end): the query tiles first..end - 1 hold every row that sees a key of key tile
@@ -199,9 +224,7 @@ def ragged_geometry(q, k, a0, a1, b, sink):
     if sink:
         off = tile.load(a1, (0,), (1,)).item()
     else:
-        l_len = min(max(tile.load(a0, (b,), (1,)).item(), 0), q.shape[2])
-        s_len = min(max(tile.load(a1, (b,), (1,)).item(), 0), k.shape[2])
-        off = s_len - l_len
+        l_len, s_len, off = sequence_lengths(a0, a1, b, q, k)
     return s_len, l_len, off
 
 
@@ -274,8 +297,9 @@ def make_attention_delta(dt, **hints):
 
 def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
     """lse and delta of (B, H, L), f32: see the section's comment."""
-    varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
-    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
+    varied, bottom_right, left, right, _, ragged, sink, aux_dt = _flags(variant)
+    masked, mask_bool, _, _ = mask_flags(mask, variant)
+    tile_scores = form_scores(causal, even_k, variant, mask)
     guarded = varied or masked  # a row may see no key
 
     @tile.function
@@ -291,13 +315,10 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
-            s, _t = recomputed_scores(
+            s, _t = tile_scores(
                 qt, key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D), i, j, s_len, off, scale,
-                scale * INV_LOG_2, wl, wr, cap, TILE_M, TILE_N, causal, even_k, varied, left,
-                right, capped,
+                scale * INV_LOG_2, wl, wr, cap, m, b, h, TILE_M, TILE_N,
             )  # fmt: skip
-            if masked:  # compile-time: the user's mask, as the forward applied it
-                s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
             if guarded:  # noqa: SIM108  (compile-time; a row with no key yet keeps max -inf, sum 0)
                 m_ref = tile.where(m_ij == -math.inf, 0.0, m_ij)
@@ -344,7 +365,8 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
     adds each (query tile, key tile) pair's dS K into an f32 (B, H, L, D) dq_acc with relaxed
     atomics (FlashAttention-2's dQ; no dq kernel then: `finish_dq` scales it into dq)."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
-    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
+    _, mask_bool, _, _ = mask_flags(mask, variant)
+    tile_scores = form_scores(causal, even_k, variant, mask)
 
     @tile.function
     def dkdv(
@@ -371,7 +393,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
         vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
         if atomic_dq:  # compile-time: K as dQ += dS K takes it, and dQ's columns
-            kn = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+            kn = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
             cols = tile.arange(TILE_D)[None, :]
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
@@ -379,12 +401,10 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
             h = kv_h * GROUP + g
             for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
                 qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-                s, t = recomputed_scores(
-                    qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, TILE_M, TILE_N,
-                    causal, even_k, varied, left, right, capped,
+                s, t = tile_scores(
+                    qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, m, b, h, TILE_M,
+                    TILE_N,
                 )  # fmt: skip
-                if masked:  # compile-time: the user's mask, as the forward applied it
-                    s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
                 p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
@@ -444,7 +464,8 @@ def make_finish_dq(dt, **hints):
 def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     """dQ of (B, H, L, D): see the section's comment."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
-    masked, mask_bool, mask_b, mask_h = mask_flags(mask, variant)
+    _, mask_bool, _, _ = mask_flags(mask, variant)
+    tile_scores = form_scores(causal, even_k, variant, mask)
 
     @tile.function
     def dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_N, GROUP):
@@ -460,18 +481,15 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
-            s, t = recomputed_scores(
+            s, t = tile_scores(
                 qt, key_tile_t(k, b, kv_h, j, TILE_N, TILE_D), i, j, s_len, off, scale,
-                scale * INV_LOG_2, wl, wr, cap, TILE_M, TILE_N, causal, even_k, varied, left,
-                right, capped,
+                scale * INV_LOG_2, wl, wr, cap, m, b, h, TILE_M, TILE_N,
             )  # fmt: skip
-            if masked:  # compile-time: the user's mask, as the forward applied it
-                s = user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
             ds = score_grads(tile.exp2(s - li), do, vt, di, TILE_M, TILE_N)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
-            kt = tile.load(k, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D)).reshape((TILE_N, TILE_D))
+            kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)  # K as dQ += dS K takes it
             acc = tile.mma(ds.astype(dt), kt, acc)
         dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
 

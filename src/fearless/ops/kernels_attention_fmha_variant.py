@@ -40,6 +40,7 @@ from .kernels_attention import (
     INV_LOG_2,
     online_start,
     online_weights,
+    rows_normalised,
     seen_keys,
     tile_order,
     variant_bounds,
@@ -186,10 +187,7 @@ def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout,
                 vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_DV), latency=4)
             acc = tile.mma(p.astype(dt), vt.reshape((TILE_N, TILE_DV)), acc * alpha)
             m_i = m_ij
-        keep_row = (rows < lq) & (l_i > 0.0)  # padded rows and rows that saw no key: 0
-        den = tile.where(keep_row, l_i, 1.0)
-        acc = tile.truediv(acc, den, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        acc = tile.where(keep_row, acc, 0.0).astype(dt)
+        acc = rows_normalised(acc, l_i, rows, lq).astype(dt)  # padded rows, no key: 0
         if nsbd:
             out.store(acc.reshape((1, TILE_M, 1, TILE_DV)))
         else:

@@ -20,7 +20,9 @@ from .kernels_attention import (
     INV_LOG_2,
     decode_keys,
     decode_splits,
+    decode_store,
     split_kv_launch,
+    split_store,
 )
 from .kernels_rows import size_class
 
@@ -48,8 +50,7 @@ def make_gemma_decode_one(dt, windowed, capped, **hints):
             q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap, windowed,
             capped,
         )  # fmt: skip
-        o = tile.transpose(acc / l_i)  # (QG, D)
-        out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+        decode_store(out, acc, l_i, QG, TILE_D, dt)
 
     return gemma_decode_one
 
@@ -78,9 +79,7 @@ def make_gemma_decode_split(dt, windowed, capped, **hints):
             q, k, v, b, kv_h, first, SPLIT_TILES, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap,
             windowed, capped,
         )  # fmt: skip
-        o = tile.transpose(acc / l_i)  # (QG, D)
-        part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
-        part_lse.store((m_i + tile.log2(l_i)).reshape((1, 1, 1, QG, 1)))
+        split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, False)
 
     return gemma_decode_split
 

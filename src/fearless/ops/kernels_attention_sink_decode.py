@@ -29,8 +29,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ..autotune_ahead import compile_ahead_once
-from ._io import empty_beside, partitioned
+from ._io import partitioned
 from .kernels_attention import (
     INV_LOG_2,
     decode_splits,
@@ -39,6 +38,8 @@ from .kernels_attention import (
     online_fold,
     online_start,
     online_weights,
+    split_combine_launch,
+    split_store,
 )
 from .kernels_attention_sink import seq_rows
 from .kernels_attention_splitk import lse_fold
@@ -154,10 +155,7 @@ def make_sink_decode_split(dt, windowed, **hints):
         acc, m_i, l_i = sink_decode_keys(
             q, k, v, b, kv_h, t0, tiles, lo, hi, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt
         )
-        o = tile.transpose(normalised(acc, l_i, True))  # (QG, D)
-        part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
-        lse = tile.where(l_i == 0.0, -math.inf, m_i + tile.log2(l_i))
-        part_lse.store(lse.reshape((1, 1, 1, QG, 1)))
+        split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, True)  # 0 and -inf: no key
 
     return sink_decode_split
 
@@ -258,22 +256,10 @@ def sink_decode_launch(q, k, v, sinks, start, out, scale, wl, tile_n, occupancy,
         with partitioned(out, (1, 1, qg, td)) as out_p:
             make.options(occupancy=occupancy)(out_p, q, k, v, sinks, start, scale, wl, tile_n)
         return
-    o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
-    # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
-    lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
     split = kernel_of(make_sink_decode_split, q.dtype, windowed).options(occupancy=occupancy)
     combine = kernel_of(make_sink_decode_combine, q.dtype, sinks.dtype)
-
-    def launches():
-        with (
-            partitioned(o, (1, 1, 1, qg, td)) as part_o,
-            partitioned(lse, (1, 1, 1, qg, 1)) as part_l,
-        ):
-            split(part_o, part_l, q, k, v, start, scale, wl, tile_n, split_tiles)
-        with partitioned(out, (1, 1, qg, td)) as out_p:
-            combine(out_p, o, lse, sinks, min(8, next_pow2(splits)))
-
     # the split and the combine compile side by side the first time (as split_kv_launch's)
     form = (q.dtype, sinks.dtype, windowed, occupancy, size_class(b), hk, group, d, tile_n)
-    compile_ahead_once(("sink_decode", *form, size_class(splits), split_tiles), launches)
-    launches()
+    split_combine_launch(out, qg, splits, split, (q, k, v, start, scale, wl, tile_n, split_tiles),
+                         combine, (sinks, min(8, next_pow2(splits))),
+                         ("sink_decode", *form, size_class(splits), split_tiles))  # fmt: skip

@@ -31,6 +31,8 @@ from .kernels_attention import (
     key_scores,
     online_start,
     online_step,
+    rows_normalised,
+    sequence_lengths,
     tile_order,
     variant_bounds,
 )
@@ -56,9 +58,7 @@ def make_varlen_attention(dt, causal, **hints):
         _, _, TILE_M, TILE_D = out.shape
         b, h, i, _ = out.index
         kv_h = h // GROUP
-        lq = min(max(tile.load(q_lens, (b,), (1,)).item(), 0), q.shape[2])
-        lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), k.shape[2])
-        off = lk - lq
+        lq, lk, off = sequence_lengths(q_lens, kv_lens, b, q, k)
         qk_scale = scale * INV_LOG_2
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
@@ -81,10 +81,7 @@ def make_varlen_attention(dt, causal, **hints):
                 qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, True, False
             )
             l_i, m_i = l_ij, m_ij  # the loop carries acc, l, m in this order
-        keep_row = (rows < lq) & (l_i > 0.0)
-        den = tile.where(keep_row, l_i, 1.0)
-        acc = tile.truediv(acc, den, rounding_mode=tile.RoundingMode.APPROX, flush_to_zero=True)
-        acc = tile.where(keep_row, acc, 0.0)
+        acc = rows_normalised(acc, l_i, rows, lq)  # padded rows and rows with no key: 0
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
 
     return varlen_attention
