@@ -13,10 +13,11 @@ run, on a busier machine: f32 6.93 and 12.66 s, tf32 chunk_inter 2.53 s, the sam
     f32 (shipped)  chunk_prepare 4.66 / 494,160   chunk_inter 9.56 / 662,160
     tf32           chunk_prepare tileiras fails ("Failed to select TMA store instruction")
                    chunk_inter 1.69 / 79,888
-    bf16           chunk_inter 1.25 / 66,832
+    bf16           chunk_prepare fails the same way; chunk_inter 1.44 / 68,624
 What is left before the shipped kernels change: the GPU's times and the precision against
 TileGym's tolerances (the simulator keeps tf32 as f32, so it cannot tell), and the
-chunk_prepare failure with tf32 operands (a tileiras report, or another way to write it).
+chunk_prepare failure with 16-bit or tf32 operands (a tileiras report, or another way to write
+it).
 """
 
 import importlib
