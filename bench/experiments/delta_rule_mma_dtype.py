@@ -6,7 +6,9 @@ for sm_90 on any machine (no GPU: the compile-ahead pass forced on the simulator
 real) as shipped and with every mma's operands cast to tf32 or bf16, the kernel source patched
 in memory, and prints each compile's time and cubin size.
 
-    .venv/bin/python bench/experiments/delta_rule_mma_dtype.py {f32,tf32,bf16}
+    .venv/bin/python bench/experiments/delta_rule_mma_dtype.py {f32,tf32,bf16} [MMA ...]
+
+MMA: the indices into `MMAS` to cast (all by default; 0 to 2 are chunk_prepare's).
 
 Measured on the 2-core CPU machine (2026-12-06, session 24), seconds / cubin bytes (a second
 run, on a busier machine: f32 6.93 and 12.66 s, tf32 chunk_inter 2.53 s, the same bytes):
@@ -14,6 +16,10 @@ run, on a busier machine: f32 6.93 and 12.66 s, tf32 chunk_inter 2.53 s, the sam
     tf32           chunk_prepare tileiras fails ("Failed to select TMA store instruction")
                    chunk_inter 1.69 / 79,888
     bf16           chunk_prepare fails the same way; chunk_inter 1.44 / 68,624
+One at a time (`tf32 0`, `tf32 1`, ...): the failing one is chunk_prepare's first mma,
+kb @ kt^T (bf16 fails there too); with only its second and third cast, chunk_prepare takes
+8.1 s and 328 KB, so that first f32 mma is most of its cubin. (chunk_inter's q @ k^T, the same
+form, compiles with tf32 operands.)
 What is left before the shipped kernels change: the GPU's times and the precision against
 TileGym's tolerances (the simulator keeps tf32 as f32, so it cannot tell), and the
 chunk_prepare failure with 16-bit or tf32 operands (a tileiras report, or another way to write
@@ -55,7 +61,8 @@ MMAS = (
 def patched(dtype: str) -> None:
     """ops.delta_rule's kernels from a copy of their source whose mma operands are `dtype`."""
     src = inspect.getsource(KD)
-    for a, b, acc in MMAS:
+    chosen = [int(i) for i in sys.argv[2:]] or range(len(MMAS))
+    for a, b, acc in (MMAS[i] for i in chosen):
         written = f"tile.mma({a}, {b}, {acc})"
         assert written in src, written
         src = src.replace(
