@@ -99,3 +99,34 @@ def test_traceback_env_keeps_frames(monkeypatch: pytest.MonkeyPatch) -> None:
         writes_slice.inspect(stage="ir")
     frames = traceback.extract_tb(info.value.__traceback__)
     assert any("/fearless/simt/access.py" in f.filename for f in frames)
+
+
+@pytest.mark.parametrize("replayable", [True, False], ids=["replayable", "plain"])
+def test_an_operators_argument_error_carries_no_frames_of_the_operator(replayable: bool) -> None:
+    """fearless.ops refusals name the user's line; the operator's own frames (its checks, the
+    shared argument helpers) are cut, as the tracks' entry points cut the compiler's."""
+    from fearless import ops
+
+    q = np.zeros((1, 4, 2, 2, 16), np.float32)
+    k = np.zeros((1, 8, 2, 16), np.float32)
+    with pytest.raises(fl.KernelTypeError, match="must be") as info:
+        if replayable:  # start_q of the wrong type (ops/_arguments.py's `integer`)
+            ops.attention_sink(q, k, k, np.zeros(4, np.float32), 0.25, None, "x")
+        else:  # splitk_reduce's S_kv of the wrong type
+            parts, lse = np.zeros((1, 2, 4, 16), np.float32), np.zeros((1, 2, 4), np.float32)
+            ops.splitk_reduce(parts, lse, np.zeros((1, 2, 16), np.float32), "x")
+    files = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert not [f for f in files if "/fearless/ops/" in f and not f.endswith("_replay.py")], files
+    assert info.value.__suppress_context__
+
+
+def test_traceback_env_keeps_an_operators_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fearless import ops
+
+    monkeypatch.setenv("FEARLESS_TRACEBACK", "1")
+    q = np.zeros((1, 4, 2, 2, 16), np.float32)
+    k = np.zeros((1, 8, 2, 16), np.float32)
+    with pytest.raises(fl.KernelTypeError) as info:
+        ops.attention_sink(q, k, k, np.zeros(4, np.float32), 0.25, None, "x")
+    files = [f.filename for f in traceback.extract_tb(info.value.__traceback__)]
+    assert any(f.endswith("ops/_arguments.py") for f in files), files

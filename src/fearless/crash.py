@@ -4,7 +4,9 @@ The reproducer records the kernel's source, the exception with its traceback, an
 versions, under the cache directory, so that a bug report carries everything needed.
 
 `user_facing` wraps the public entry points of both tracks: fearless errors lose the compiler's
-frames, anything else becomes an InternalCompilerError with a reproducer.
+frames, anything else becomes an InternalCompilerError with a reproducer. The operators of
+fearless.ops take the first half only (`clean_errors`, `raise_clean`): their host code runs
+torch, whose own exceptions are not fearless's bugs.
 """
 
 from __future__ import annotations
@@ -82,6 +84,28 @@ def user_facing(method: F) -> F:
             reraise(exc, method, args)
 
     return wrapper  # type: ignore[return-value]
+
+
+def clean_errors(fn: F) -> F:
+    """`fn` raising its fearless errors without the frames inside fearless, as `user_facing`
+    does (FEARLESS_TRACEBACK=1 keeps them); any other exception passes as it is."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FearlessError as exc:
+            raise_clean(exc)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def raise_clean(exc: FearlessError) -> NoReturn:
+    """Raise `exc`, whose message names the user's line already, without the frames it came
+    through (all of them with FEARLESS_TRACEBACK=1)."""
+    if config.show_internal_frames():
+        raise exc
+    raise exc.with_traceback(None) from None
 
 
 def reraise(exc: Exception, method: Any, args: tuple[Any, ...]) -> NoReturn:

@@ -47,7 +47,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .. import config
+from ..crash import raise_clean
 from ..dtypes import DType
+from ..errors import FearlessError
 from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
@@ -97,30 +99,33 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
-            torch = sys.modules.get("torch")
-            if torch is None or torch.compiler.is_compiling() or AHEAD.thread is not None:
-                return fn(*args, **kwargs)  # in a compile-ahead pass: launch nothing, see nothing
-            found = _key(torch, args, kwargs, dyn)
-            if found is None:
-                return fn(*args, **kwargs)
-            key, tensors, ptrs, values = found
-            plan = plans.get(key)
-            if type(plan) is Plan and not trace.recording:
-                out = plan.run(tensors, ptrs, values)
-                if out is not _MISS:
-                    return out
-                return fn(*args, **kwargs)
-            if plan is None:
-                if len(plans) >= MAX_PLANS:
-                    plans.clear()
-                plans[key] = _SEEN
-                return fn(*args, **kwargs)
-            if plan is not _SEEN or (trace.recording and trace.current() is not None):
-                return fn(*args, **kwargs)  # never replayed, or inside another's recording
-            with trace.record() as rec:
-                out = fn(*args, **kwargs)
-            plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
-            return out
+            try:  # free until something raises; then a fearless error loses fearless's frames
+                torch = sys.modules.get("torch")
+                if torch is None or torch.compiler.is_compiling() or AHEAD.thread is not None:
+                    return fn(*args, **kwargs)  # in a compile-ahead pass: launch, see nothing
+                found = _key(torch, args, kwargs, dyn)
+                if found is None:
+                    return fn(*args, **kwargs)
+                key, tensors, ptrs, values = found
+                plan = plans.get(key)
+                if type(plan) is Plan and not trace.recording:
+                    out = plan.run(tensors, ptrs, values)
+                    if out is not _MISS:
+                        return out
+                    return fn(*args, **kwargs)
+                if plan is None:
+                    if len(plans) >= MAX_PLANS:
+                        plans.clear()
+                    plans[key] = _SEEN
+                    return fn(*args, **kwargs)
+                if plan is not _SEEN or (trace.recording and trace.current() is not None):
+                    return fn(*args, **kwargs)  # never replayed, or inside another's recording
+                with trace.record() as rec:
+                    out = fn(*args, **kwargs)
+                plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
+                return out
+            except FearlessError as exc:
+                raise_clean(exc)
 
         call.plans = plans  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..crash import clean_errors
 from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors
 from ..runtime.location import Location, argument_error, user_location
@@ -37,6 +38,7 @@ from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
 OP = "sparse_mla"
 
 
+@clean_errors
 def sparse_mla(
     q: Any,
     k: Any,

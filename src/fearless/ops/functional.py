@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..autotune_ahead import compile_ahead_once
+from ..crash import clean_errors
 from ..dtypes import DType, f32
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
@@ -494,6 +495,7 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+@clean_errors
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     """[A_i @ B_i for each pair]: TileGym's group_gemm. Each product is its own autotuned
     launch here (one kernel over every group's tiles is not in fearless yet); on the first

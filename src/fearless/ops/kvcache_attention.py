@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..crash import clean_errors
 from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors, driver
 from ..runtime.location import Location, argument_error, user_location
@@ -47,6 +48,7 @@ from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
 OP = "flash_attn_with_kvcache"
 
 
+@clean_errors
 def flash_attn_with_kvcache(
     q: Any,
     k_cache: Any,

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
+from ..crash import clean_errors
 from ..runtime import trace
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
@@ -64,6 +65,7 @@ INTS = (dtypes.i64, dtypes.i32)
 F32 = dtypes.f32
 
 
+@clean_errors
 def fused_linear_cross_entropy(
     hidden_states: Any,
     weight: Any,

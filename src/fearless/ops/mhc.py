@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
+from ..crash import clean_errors
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import integer
@@ -114,6 +115,7 @@ def mhc_apply_residual(x: Any, f_out: Any, y: Any, n: int) -> Any:
     return result(a, out, ret)
 
 
+@clean_errors
 def mhc_sinkhorn(y: Any, n: int) -> Any:
     """TileGym's `mhc_sinkhorn`: each row's n x n block of y from column 2n becomes exp of
     itself normalised by rows then columns, 20 times, written in place; returns y. Forward

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..crash import clean_errors
 from ..errors import BorrowError, KernelIndexError, KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._arguments import index, one_of
@@ -48,6 +49,7 @@ OP = "moe_actgrad_bwd"
 INTS = (dtypes.i32, dtypes.i64)
 
 
+@clean_errors
 def moe_actgrad_bwd(
     dout: Any,
     h: Any,
