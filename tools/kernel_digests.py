@@ -10,12 +10,12 @@ names the kernel and specialisation whose GPU code changed.
 The first form runs pytest in this process (no xdist) with `Kernel.ir_for`'s IR builder wrapped:
 each tile IR the tests build, on the simulator as on a GPU, is lowered to bytecode for sm_90
 (backends/tileir/lower.py, which writes no source locations) and recorded under its kernel's
-name, signature and hints: the set of digests built under that key (a kernel factory's closure
-constants, such as a flag chosen by the host code, are not in the key). Tuning is off
-(FEARLESS_AUTOTUNE=0, each tuned function's first configuration) unless the environment says
-otherwise, since the simulator's timings would choose which configurations a run builds. The
-second form prints what differs and exits 1 when anything does. Needs the cuda-tile encoders
-(the bytecode), not tileiras.
+name, signature, hints and the plain values its factory closed over (the attention backward's
+`causal`, say): the set of digests built under that key (a closed-over dtype or tile function
+is not in it, so a key may still hold several). Tuning is off (FEARLESS_AUTOTUNE=0, each tuned
+function's first configuration) unless the environment says otherwise, since the simulator's
+timings would choose which configurations a run builds. The second form prints what differs
+and exits 1 when anything does. Needs the cuda-tile encoders (the bytecode), not tileiras.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def record(out: Path, pytest_args: list[str]) -> int:
     def recording(src: Any, signature: Any, hints: Any = None) -> Any:
         ir = build(src, signature, hints)
         code = lower_to_bytecode(ir, version, "sm_90")
-        key = f"{ir.name} {signature} {hints}"
+        key = f"{ir.name} {signature} {hints}{_flags(src)}"
         digests.setdefault(key, set()).add(hashlib.sha256(code).hexdigest()[:16])
         return ir
 
@@ -56,6 +56,14 @@ def record(out: Path, pytest_args: list[str]) -> int:
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"{len(digests)} kernel specialisations -> {out}")
     return int(status)
+
+
+def _flags(src: Any) -> str:
+    """The plain values (bools, ints, floats, strings, None) a kernel factory closed over,
+    such as the attention backward's `causal`: one key per form of the kernel."""
+    plain = (bool, int, float, str, type(None))
+    values = {k: v for k, v in sorted(src.closure.items()) if isinstance(v, plain)}
+    return f" {values}" if values else ""
 
 
 def compare(before: Path, after: Path) -> int:
