@@ -20,6 +20,10 @@ One at a time (`tf32 0`, `tf32 1`, ...): the failing one is chunk_prepare's firs
 kb @ kt^T (bf16 fails there too); with only its second and third cast, chunk_prepare takes
 8.1 s and 328 KB, so that first f32 mma is most of its cubin. (chunk_inter's q @ k^T, the same
 form, compiles with tf32 operands.)
+The trigger is chunk_prepare's `tile.cumsum` of g beside 16-bit or tf32 mmas (a kernel cut
+down from it compiles in tf32 until the running sum is used): with NOSCAN=1 the running sum is
+a masked row sum instead, and every mma in tf32 compiles, `NOSCAN=1 ... tf32`:
+    chunk_prepare 1.8 / 94,800 (f32: 4.7 / 494,160)   chunk_inter 1.9 / 79,888
 What is left before the shipped kernels change: the GPU's times and the precision against
 TileGym's tolerances (the simulator keeps tf32 as f32, so it cannot tell), and the
 chunk_prepare failure with 16-bit or tf32 operands (a tileiras report, or another way to write
@@ -67,6 +71,14 @@ def patched(dtype: str) -> None:
         assert written in src, written
         src = src.replace(
             written, f"tile.mma(({a}).astype(fl.{dtype}), ({b}).astype(fl.{dtype}), {acc})"
+        )
+    if os.environ.get("NOSCAN"):  # chunk_prepare's running sum of g without tile.cumsum
+        scan = "gcum = tile.cumsum(column(g, b, ci, hv, CS), axis=0)"
+        assert scan in src, scan
+        src = src.replace(
+            scan,
+            "gcum = tile.sum(tile.where(tile.arange(CS)[:, None] >= tile.arange(CS)[None, :], "
+            "column(g, b, ci, hv, CS).reshape((1, CS)), 0.0), axis=1)",
         )
     path = Path(tempfile.mkdtemp()) / "kernels_delta_rule.py"
     path.write_text(src)
