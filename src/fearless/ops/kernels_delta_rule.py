@@ -163,6 +163,19 @@ def state_dummy(like):
 # ------------------------------------------------------------------------------- chunked
 
 
+def mma_operands(dt):
+    """The chunk kernels' mma operand type for inputs of `dt`: tf32 for 16-bit inputs (tensor
+    cores, as TileGym's kernel; an f32 x f32 mma is assembled as scalar FMAs, 5 to 10 s of
+    tileiras a kernel), f32 for f32 inputs (their tolerance is f32's)."""
+    return fl.tf32 if dt in (fl.bf16, fl.f16) else fl.f32
+
+
+@tile.function
+def mm(a, b, acc, MX):
+    """a @ b + acc with a and b as `MX` (mma_operands)."""
+    return tile.mma(a.astype(MX), b.astype(MX), acc)
+
+
 @tile.function
 def solve_unit_lower(a, CS):
     """(I + A') for the strictly lower (CS, CS) `a`, its rows solved in the reference's order:
@@ -180,6 +193,8 @@ def make_chunk_prepare(dt, gdt, bdt, l2norm, **hints):
     """u (B, HV, NC, CS, V), w (B, HV, NC, CS, K) and gc (B, HV, NC, CS, 1), all f32 Parts of one
     (b, hv, chunk) per block, from k (B, T, H, K), v (B, T, HV, V) in `dt`, g and beta
     (B, T, HV); u is written in chunks of VC columns."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX  # tileiras refuses tf32 mmas beside a tile.cumsum
 
     @tile.kernel(**hints)
     def chunk_prepare(
@@ -191,29 +206,35 @@ def make_chunk_prepare(dt, gdt, bdt, l2norm, **hints):
         _, _, _, CS, KP = w.shape
         kt = head_rows(k, b, ci, hv // GROUP, CS, KP, l2norm)
         bt = column(beta, b, ci, hv, CS).reshape((CS, 1))
-        gcum = tile.cumsum(column(g, b, ci, hv, CS), axis=0)
+        if NO_SCAN:  # compile-time: the running sum as a masked row sum
+            lower = tile.arange(CS)[:, None] >= tile.arange(CS)[None, :]
+            gcum = tile.sum(
+                tile.where(lower, column(g, b, ci, hv, CS).reshape((1, CS)), 0.0), axis=1
+            )
+        else:
+            gcum = tile.cumsum(column(g, b, ci, hv, CS), axis=0)
         rows = tile.arange(CS)[:, None]
         cols = tile.arange(CS)[None, :]
         strict = rows > cols
         diff = gcum.reshape((CS, 1)) - gcum.reshape((1, CS))
         kb = kt * bt
-        a = tile.mma(kb, kt.transpose(), tile.zeros((CS, CS), fl.f32))
+        a = mm(kb, kt.transpose(), tile.zeros((CS, CS), fl.f32), MX)
         a = tile.where(strict, -(a * tile.exp(tile.where(strict, diff, 0.0))), 0.0)
         tm = solve_unit_lower(a, CS)
         kbe = kb * tile.exp(gcum).reshape((CS, 1))
-        w.store(tile.mma(tm, kbe, tile.zeros((CS, KP), fl.f32)).reshape((1, 1, 1, CS, KP)))
+        w.store(mm(tm, kbe, tile.zeros((CS, KP), fl.f32), MX).reshape((1, 1, 1, CS, KP)))
         gc.store(gcum.reshape((1, 1, 1, CS, 1)))
         for c in u.chunks((1, 1, 1, CS, VC)):
             jv = c.index[4]
             vt = tile.load(v, (b, ci, hv, jv), (1, CS, 1, VC)).reshape((CS, VC)).astype(fl.f32)
-            uc = tile.mma(tm, vt * bt, tile.zeros((CS, VC), fl.f32))
+            uc = mm(tm, vt * bt, tile.zeros((CS, VC), fl.f32), MX)
             c.store(uc.reshape((1, 1, 1, CS, VC)))
 
     return chunk_prepare
 
 
 @tile.function
-def chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init):
+def chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX):
     """Every chunk of out's (b, hv, columns) in order; returns the final state tile."""
     b, _, hv, _, j = out.index
     BV = out.shape[4]
@@ -227,19 +248,19 @@ def chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, h
         if ci < chunks:
             wt = tile.load(w, (b, hv, ci, 0, 0), (1, 1, 1, CS, KP)).reshape((CS, KP))
             ut = tile.load(u, (b, hv, ci, 0, j), (1, 1, 1, CS, BV)).reshape((CS, BV))
-            v_new = ut - tile.mma(wt, s, tile.zeros((CS, BV), fl.f32))
+            v_new = ut - mm(wt, s, tile.zeros((CS, BV), fl.f32), MX)
             qt = head_rows(q, b, ci, h, CS, KP, l2norm) * scale
             kt = head_rows(k, b, ci, h, CS, KP, l2norm)
             gcum = tile.load(gc, (b, hv, ci, 0, 0), (1, 1, 1, CS, 1)).reshape((CS, 1))
-            o = tile.mma(qt * tile.exp(gcum), s, tile.zeros((CS, BV), fl.f32))
-            qk = tile.mma(qt, kt.transpose(), tile.zeros((CS, CS), fl.f32))
+            o = mm(qt * tile.exp(gcum), s, tile.zeros((CS, BV), fl.f32), MX)
+            qk = mm(qt, kt.transpose(), tile.zeros((CS, CS), fl.f32), MX)
             diff = gcum - gcum.reshape((1, CS))
             qk = tile.where(causal, qk * tile.exp(tile.where(causal, diff, 0.0)), 0.0)
-            o = tile.mma(qk, v_new, o)
+            o = mm(qk, v_new, o, MX)
             c.store(o.reshape((1, CS, 1, 1, BV)).astype(dt))
             g_last = gcum[CS - 1, 0]
             kw = kt * tile.exp(g_last - gcum)
-            s = tile.mma(kw.transpose(), v_new, s * tile.exp(g_last))
+            s = mm(kw.transpose(), v_new, s * tile.exp(g_last), MX)
     return s
 
 
@@ -247,6 +268,7 @@ def make_chunk_inter(dt, l2norm, has_init, final, **hints):
     """The inter-chunk kernel: out (B, T, HV, 1, V) in `dt` (a Part of (1, TT, 1, 1, BV),
     walked in chunks of CS steps), q, k (B, T, H, K) in `dt`, u, w, gc from `chunk_prepare`,
     state0 (B, HV, K, V) f32; with `final`, the final state as `make_recurrent`'s."""
+    MX = mma_operands(dt)
     if final:
 
         @tile.kernel(**hints)
@@ -256,7 +278,9 @@ def make_chunk_inter(dt, l2norm, has_init, final, **hints):
             gc: tile.Tensor[fl.f32], state0: tile.Tensor[fl.f32], scale: fl.f32,
             GROUP: tile.Const[int], KP: tile.Const[int], CS: tile.Const[int],
         ):  # fmt: skip
-            s = chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init)
+            s = chunk_steps(
+                out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX
+            )
             state.store(s.reshape((1, 1, 1, KP, out.shape[4])))
 
         return chunk_inter_final
@@ -267,7 +291,7 @@ def make_chunk_inter(dt, l2norm, has_init, final, **hints):
         w: tile.Tensor[fl.f32], gc: tile.Tensor[fl.f32], state0: tile.Tensor[fl.f32],
         scale: fl.f32, GROUP: tile.Const[int], KP: tile.Const[int], CS: tile.Const[int],
     ):  # fmt: skip
-        chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init)
+        chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX)
 
     return chunk_inter
 
