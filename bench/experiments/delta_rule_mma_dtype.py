@@ -24,7 +24,9 @@ The trigger is chunk_prepare's `tile.cumsum` of g beside 16-bit or tf32 mmas (a 
 down from it compiles in tf32 until the running sum is used): with NOSCAN=1 the running sum is
 a masked row sum instead, and every mma in tf32 compiles, `NOSCAN=1 ... tf32`:
     chunk_prepare 1.8 / 94,800 (f32: 4.7 / 494,160)   chunk_inter 1.9 / 79,888
-What is left before the shipped kernels change: the GPU's times and the precision against
+3d87773 shipped that form for 16-bit inputs (f32 inputs keep f32 operands and the scan), so
+the patching below matches the kernels of its parent only: run this from `git worktree add
+OLD 3d87773~1` with PYTHONPATH=OLD/src to repeat it. Before that commit, what was left: the GPU's times and the precision against
 TileGym's tolerances (the simulator keeps tf32 as f32, so it cannot tell), and the
 chunk_prepare failure with 16-bit or tf32 operands (a tileiras report, or another way to write
 it).
