@@ -27,7 +27,8 @@ a masked row sum instead, and every mma in tf32 compiles, `NOSCAN=1 ... tf32`:
 3d87773 shipped that form for 16-bit inputs (f32 inputs keep f32 operands and the scan), so
 the patching below matches the kernels of its parent only: run this from `git worktree add
 OLD 3d87773~1` with PYTHONPATH=OLD/src to repeat it. Before that commit, what was left: the GPU's times and the precision against
-TileGym's tolerances (the simulator keeps tf32 as f32, so it cannot tell), and the
+TileGym's tolerances (the simulator rounds tf32 operands: f32 inputs in tf32 miss the f32 tests'
+1e-5), and the
 chunk_prepare failure with 16-bit or tf32 operands (a tileiras report, or another way to write
 it).
 """
