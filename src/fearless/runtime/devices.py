@@ -62,10 +62,6 @@ def resolve(device: Any, what: str) -> int:
         return current_device()  # checked when it was set
     if type(device) is int and device == process_gpu.GPU and process_gpu.is_fixed():
         return device  # the GPU in use: no driver call
-    if device == 0 and type(device) is int:  # a usable target has a device 0
-        if not current_target().simulated and not process_gpu.choose(0):
-            raise gpu_taken_error(f"{what} was given GPU 0", 0)
-        return 0
     if isinstance(device, bool) or not isinstance(device, int):
         raise DeviceError(
             f"`device=` of {what} is a device index (an int), not {device!r}",
@@ -73,7 +69,8 @@ def resolve(device: Any, what: str) -> int:
             help="pass e.g. `device=0`; `fl.device_count()` says how many there are",
         )
     sim = current_target().simulated
-    count = _sim_devices() if sim else _gpu_count()
+    # a usable target has a device 0: only another index needs the count
+    count = 1 if device == 0 else _sim_devices() if sim else _gpu_count()
     if not 0 <= device < count:
         where = "the simulator pretends to have" if sim else "this process sees"
         raise DeviceError(
