@@ -100,9 +100,10 @@ def clean_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def raise_clean(exc: FearlessError) -> NoReturn:
-    """Raise `exc`, whose message names the user's line already, without the frames it came
-    through (all of them with FEARLESS_TRACEBACK=1)."""
+def raise_clean(exc: Exception) -> NoReturn:
+    """Raise `exc` (a fearless error, or a warning raised under `-W error`), whose message names
+    the user's line already, without the frames it came through (all of them with
+    FEARLESS_TRACEBACK=1)."""
     if config.show_internal_frames():
         raise exc
     raise exc.with_traceback(None) from None
@@ -111,8 +112,6 @@ def raise_clean(exc: FearlessError) -> NoReturn:
 def reraise(exc: Exception, method: Any, args: tuple[Any, ...]) -> NoReturn:
     """What `user_facing` does with an exception out of `method(*args)`, for warm paths that
     catch inline rather than pay for a wrapper call."""
-    if config.show_internal_frames():
-        raise exc
-    if isinstance(exc, FearlessError | Warning):  # a warning: raised under `-W error`
-        raise exc.with_traceback(None) from None
+    if isinstance(exc, FearlessError | Warning) or config.show_internal_frames():
+        raise_clean(exc)
     raise internal_error(method, args, exc) from exc
