@@ -194,7 +194,7 @@ def make_chunk_prepare(dt, gdt, bdt, l2norm, **hints):
     (b, hv, chunk) per block, from k (B, T, H, K), v (B, T, HV, V) in `dt`, g and beta
     (B, T, HV); u is written in chunks of VC columns."""
     MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX  # tileiras refuses tf32 mmas beside a tile.cumsum
+    NO_SCAN = MX is fl.tf32  # tileiras refuses tf32 mmas beside a tile.cumsum
 
     @tile.kernel(**hints)
     def chunk_prepare(
