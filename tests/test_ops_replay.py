@@ -209,3 +209,30 @@ def test_real_operators_on_the_simulator_stay_on_their_slow_path() -> None:
         got = ops.softmax(x)
     torch.testing.assert_close(got, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
     assert all(type(p) is _replay.Never for p in ops.softmax.plans.values())  # type: ignore[attr-defined]
+
+
+def test_a_modules_weight_is_read_as_a_plain_tensor() -> None:
+    """An nn.Parameter (an inference model's weights: requires_grad, under no_grad) replays as
+    a plain tensor does; with grad enabled it takes the slow path (autograd's)."""
+    w = torch.nn.Parameter(torch.randn(32))
+    with torch.no_grad():
+        outs = [axpb(w, 2.0, 1) for _ in range(3)]
+    assert bodies["n"] == 2 and _kinds(axpb) == ["Plan"]
+    torch.testing.assert_close(outs[2], w.detach() * 2.0 + 1)
+    axpb(w, 2.0, 1)
+    assert bodies["n"] == 3
+
+
+def test_an_inference_weight_does_not_send_an_operator_through_the_dispatcher() -> None:
+    """ops.rms_norm with an nn.Parameter weight under no_grad runs fearless's own path (the
+    warm path replays it on the GPU), not torch.ops.fearless's; with grad, autograd's."""
+    from fearless import ops
+    from fearless.ops import _route
+
+    x, w = torch.randn(4, 32), torch.nn.Parameter(torch.rand(32) + 0.5)
+    with torch.no_grad():
+        assert _route.torch_ops(x, w) is None
+        got = ops.rms_norm(x, (32,), w, 1e-6)
+    torch.testing.assert_close(got, torch.nn.functional.rms_norm(x, (32,), w, 1e-6))
+    assert _route.torch_ops(x, w) is not None  # grad enabled, w requires grad: autograd
+    assert _route.torch_ops(x, w.detach()) is None

@@ -7,8 +7,8 @@ tensor. What it decides depends on its arguments only through a few facts, which
 reads on every call into a key:
 
     a torch.Tensor  its shape, dtype, device, contiguity and pointer mod 16 (what the slow path
-                    checks and what a kernel's alignment is compiled for); its pointer itself
-                    is where the replayed launches read
+    or a module's   checks and what a kernel's alignment is compiled for); its pointer itself
+    nn.Parameter    is where the replayed launches read
     an fl.Tensor    on the GPU and not moved: its shape, dtype and pointer mod 16
     None, a bool, int, float or str, a tuple or list of those, a torch.dtype or fearless DType
                     its type and value
@@ -16,9 +16,10 @@ reads on every call into a key:
                     only whether it is given: its value goes into the launches as it is
     and the target `fl.set_target` or FEARLESS_TARGET names.
 
-Anything else (a NumPy array, a tensor on the simulator, a tensor subclass, a list of tensors, an input
-that requires grad while grad is enabled, a call while torch.compile traces or while a
-compile-ahead pass is open: autotune_ahead.compile_ahead_of, whose launches must not run)
+Anything else (a NumPy array, a tensor on the simulator, a tensor subclass other than
+nn.Parameter, a list of tensors, an input that requires grad while grad is enabled, a call
+while torch.compile traces or while a compile-ahead pass is open:
+autotune_ahead.compile_ahead_of, whose launches must not run)
 takes the slow path every time, and a call in a pass leaves no mark of its key. The first call
 with a key takes it too (it compiles and tunes); the second takes it while runtime/trace.py
 records what it launched and allocated; every later one replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
@@ -210,7 +211,7 @@ def _part(
     torch: Any, plain: type, a: Any, parts: list[Any], tensors: list[Any], ptrs: list[int]
 ) -> bool:
     tp = type(a)
-    if tp is plain:
+    if tp is plain or tp is torch.nn.Parameter:  # a module's weight, read as a plain tensor
         if a.requires_grad and torch.is_grad_enabled():
             return False  # autograd records it: the dispatcher's path
         ptr, part = _torch_reader()(a)

@@ -63,6 +63,9 @@ def training(*tensors: Any) -> bool:
 
 def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
     plain = torch.Tensor
+    # a module's weight is an nn.Parameter: a subclass with torch's own behaviour, as plain as
+    # a tensor for the dispatcher (grad mode and requires_grad decide it, below)
+    param = torch.nn.Parameter
     grad = torch.is_grad_enabled()
     seen = False
     for t in tensors:
@@ -73,6 +76,6 @@ def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
         if not isinstance(t, plain):
             continue
         seen = True
-        if type(t) is not plain or (grad and t.requires_grad):
+        if (type(t) is not plain and type(t) is not param) or (grad and t.requires_grad):
             return True
     return seen and bool(torch.compiler.is_compiling())

@@ -1,0 +1,169 @@
+"""Where a decode step of a fearless-patched Llama goes: host or GPU, and which operator.
+
+The models family measured Llama-3-8B's layers (2 of them) decoding at batch 1 at 7.27 ms per
+token patched against 4.15 ms for torch eager (H100, session 25). A decode step is a few
+hundred microseconds of GPU work, so the host path of every operator counts. This prints, for
+torch eager and the fearless patch: the time per token; torch.profiler's GPU time per token
+(what the kernels take); the replay state of every fearless operator after the run (keys
+replayed, keys seen once: a key that changes every step, as the KV cache's length does, takes
+the slow path every step); cProfile's top functions of a few steps; and the attention alone at
+a decode shape, its host time per call with the same cache length every call (replayed) and
+with a new one every call (the slow path). Run on the GPU machine (transformers installed):
+`PYTHONPATH=src python3 bench/experiments/decode_host_profile.py`.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import transformers
+
+import fearless.ops as ops
+from fearless import transformers as ft
+
+PROMPT, NEW = 1024, 48
+
+
+def llama(layers: int = 2) -> Any:
+    cfg = transformers.LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=128256,
+        num_hidden_layers=layers,
+        max_position_embeddings=8192,
+        rope_theta=500000.0,
+    )
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).eval()
+
+
+def decode(model: Any, steps: int) -> Callable[[], float]:
+    ids = torch.randint(0, 128256, (1, PROMPT), device="cuda")
+
+    def run() -> float:
+        with torch.no_grad():
+            out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            cache, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(steps):
+                out = model(input_ids=tok, use_cache=True, past_key_values=cache)
+                cache, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+            torch.cuda.synchronize()
+            return (time.perf_counter() - t) / steps * 1e3
+
+    return run
+
+
+def gpu_ms_per_token(model: Any) -> float:
+    run = decode(model, 16)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run()
+    events = prof.key_averages()
+    total = sum(e.device_time_total for e in events) / 1e3  # us -> ms over prefill + 16 steps
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=14))
+    return total
+
+
+def replay_state() -> None:
+    for name in sorted(dir(ops)):
+        plans = getattr(getattr(ops, name), "plans", None)
+        if not plans:
+            continue
+        kinds: dict[str, int] = {}
+        for plan in plans.values():
+            kind = type(plan).__name__
+            kinds[kind] = kinds.get(kind, 0) + 1
+        print(f"  {name:36s} {kinds}")
+
+
+def attention_alone() -> None:
+    q = torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    big = torch.randn(1, 8, PROMPT + 600, 128, device="cuda", dtype=torch.bfloat16)
+    vbig = torch.randn_like(big)  # k and v apart: one tensor as both is never replayed
+
+    def host_us(fn: Callable[[int], object], n: int = 200, grow: bool = False) -> float:
+        for _ in range(3):
+            fn(0)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for i in range(n):
+            fn(i if grow else 0)
+        host = (time.perf_counter() - t) / n
+        torch.cuda.synchronize()
+        return host * 1e6
+
+    def fl_attn(i: int) -> object:
+        k = big[:, :, : PROMPT + i].contiguous() if i else big[:, :, :PROMPT]
+        v = vbig[:, :, : PROMPT + i].contiguous() if i else vbig[:, :, :PROMPT]
+        return ops.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    def th_attn(i: int) -> object:
+        k = big[:, :, : PROMPT + i] if i else big[:, :, :PROMPT]
+        return torch.nn.functional.scaled_dot_product_attention(q, k, k, enable_gqa=True)
+
+    k0, v0 = big[:, :, :PROMPT].contiguous(), vbig[:, :, :PROMPT].contiguous()
+    same = lambda i: ops.scaled_dot_product_attention(q, k0, v0, enable_gqa=True)  # noqa: E731
+    print(f"  fearless, same S (replayed): {host_us(same):8.1f} us per call (host)")
+    print(f"  fearless, S grows each call: {host_us(fl_attn, grow=True):8.1f} us per call (host)")
+    print(f"  torch SDPA, S grows:         {host_us(th_attn, grow=True):8.1f} us per call (host)")
+    print(f"  fearless, S grows again:     {host_us(fl_attn, grow=True):8.1f} us per call (host)")
+    print(f"  torch SDPA, same S:          {host_us(lambda i: th_attn(0)):8.1f} us per call (host)")
+    x = torch.randn(1, 1, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.nn.Parameter(torch.ones(4096, device="cuda", dtype=torch.bfloat16))
+    with torch.no_grad():
+        norm = lambda i: ops.rms_norm(x, (4096,), w, 1e-5)  # noqa: E731
+        print(f"  fearless rms_norm, Parameter weight, no_grad: {host_us(norm):8.1f} us per call")
+        eager = lambda i: torch.nn.functional.rms_norm(x, (4096,), w, 1e-5)  # noqa: E731
+        print(f"  torch rms_norm, same:                         {host_us(eager):8.1f} us per call")
+    for name, fn in (("same S", same), ("S grows again", fl_attn)):
+        pr = cProfile.Profile()
+        pr.enable()
+        for i in range(1, 101):
+            fn(i)
+        pr.disable()
+        torch.cuda.synchronize()
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(22)
+        print(f"cProfile, attention, {name}:")
+        print(s.getvalue()[-5000:])
+
+
+def main() -> None:
+    model = llama()
+    eager = decode(model, NEW)
+    eager()
+    print(f"torch eager: {eager():.3f} ms per token")
+    print(f"  GPU time of prefill + 16 steps: {gpu_ms_per_token(model):.2f} ms")
+    ft.apply(model)
+    patched = decode(model, NEW)
+    patched()
+    patched()
+    print(f"fearless: {patched():.3f} ms per token")
+    print(f"  GPU time of prefill + 16 steps: {gpu_ms_per_token(model):.2f} ms")
+    print("replay state per operator:")
+    replay_state()
+    run = decode(model, 8)
+    pr = cProfile.Profile()
+    pr.enable()
+    run()
+    pr.disable()
+    for order in ("tottime", "cumulative"):
+        s = io.StringIO()
+        pstats.Stats(pr, stream=s).sort_stats(order).print_stats(30)
+        print(s.getvalue()[-7000:])
+    print("attention alone, q (1, 32, 1, 128), k = v (1, 8, S, 128) bf16:")
+    attention_alone()
+
+
+if __name__ == "__main__":
+    main()
