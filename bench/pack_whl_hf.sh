@@ -8,10 +8,12 @@
 # .whl-tg's. With .tiletools-slim, .whl and the tree less bench/results that is 63.9 of the
 # 64 MiB a call carries (.whl-tg's 0.7 MB more does not fit: TileGym's models rows need a call
 # of their own). The newest huggingface_hub (2.x) needs httpx2, which the image lacks: the
-# image's 1.x is used. bench/h200_run.sh installs and unpacks it.
+# image's 1.x (1.33) is used, so transformers is 5.24, the last that takes huggingface_hub 1.31
+# or later (5.25 asks for 2.4; session 25's models call failed on it). bench/h200_run.sh
+# installs and unpacks it.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-version=${TRANSFORMERS_VERSION:-5.25.0}
+version=${TRANSFORMERS_VERSION:-5.24.0}
 keep="auto llama llava mistral mixtral qwen2 qwen3 qwen3_moe gemma gemma2 gemma3 siglip gpt_oss olmoe olmo2 olmo3 qwen3_next deepseek_v2 deepseek_v3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
