@@ -37,7 +37,8 @@ def compile_ahead_of(call: Callable[[], object]) -> None:
 
     if AHEAD.thread is not None or not current_target().on_device or capturing():
         return
-    trace.refuse("a compile-ahead pass ran")  # its scratch allocations are no call's
+    # its scratch allocations are no call's; a later call compiles nothing ahead
+    trace.refuse("a compile-ahead pass ran", first_call_only=True)
     with compile_ahead(), contextlib.suppress(Exception):
         call()
 

@@ -408,7 +408,7 @@ class Autotuned:
 
         started = time.perf_counter()
         target = current_target()
-        trace.refuse("the autotuner timed its configurations")
+        trace.refuse("the autotuner timed its configurations", first_call_only=True)
         snapshots = [
             _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
             for name in (*self._reset, *self._restore)

@@ -1,6 +1,6 @@
-"""fearless.ops' warm path (ops/_replay.py) on the H200: from the third call with a key, every
-operator replays what the second recorded, and gives exactly what its slow path gives on the
-same (new) data."""
+"""fearless.ops' warm path (ops/_replay.py) on the H200: from the third call with a key at the
+latest, every operator replays what an earlier call recorded (the first, or the second where
+the first tuned), and gives exactly what its slow path gives on the same (new) data."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_replay_gives_what_the_slow_path_gives(name: str) -> None:
     op, make = CASES[name]
     fn = _wrapper(op)
     fn.plans.clear()
-    for _ in range(2):  # the first call compiles and tunes, the second records
+    for _ in range(2):  # the first call records, or tunes and leaves it to the second
         op(*make())
     plans = [p for p in fn.plans.values() if type(p) is _replay.Plan]
     assert plans, {k: v for k, v in fn.plans.items()}

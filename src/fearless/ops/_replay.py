@@ -21,18 +21,21 @@ nn.Parameter, a list of tensors, an input that requires grad while grad is enabl
 while torch.compile traces or while a compile-ahead pass is open:
 autotune_ahead.compile_ahead_of, whose launches must not run)
 takes the slow path every time, and a call in a pass leaves no mark of its key. The first call
-with a key takes it too (it compiles and tunes); the second takes it while runtime/trace.py
-records what it launched and allocated; every later one replays that record: the same allocations made again (torch's allocator: one `torch.empty` per
-output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
+with a key takes it while runtime/trace.py records what it launched and allocated (where it
+tuned or compiled ahead, which only a first call does, the next call records instead); every
+later one replays that record: the same allocations made again (torch's allocator: one
+`torch.empty` per output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
 recorded call's tensors to this call's, new random seeds where the recorded call drew them,
 and the same result structure, in this call's tensors.
 
 Why a replay is the slow path's launch: every check the slow path made passed for the
 recorded arguments and depends on the key alone; its outputs are new allocations, which alias
 nothing; the kernels it chose depend on the key alone. A recorded call that did anything a
-replay would skip (a dtype conversion, a contiguous copy, an autotuner timing, an allocation
-outside torch, no launch at all, or inputs that overlap so a pointer's owner is ambiguous) is
-never replayed: its key takes the slow path from then on. A replay skips `Kernel.__call__`,
+replay would skip (a dtype conversion, a contiguous copy, an allocation outside torch, no
+launch at all, or inputs that overlap so a pointer's owner is ambiguous) is never replayed:
+its key takes the slow path from then on. Recording at the first call matters where a key
+changes often: a decode step's attention sees a KV cache one token longer than the last
+step's, so its first layer records and every later layer of that step replays. A replay skips `Kernel.__call__`,
 and with it the check that recompiles a kernel whose module globals changed: the operators'
 kernels read only their own modules' constants.
 """
@@ -86,7 +89,7 @@ class Never:
     why: str
 
 
-_SEEN = Never("seen once: the next call records")
+_AGAIN = Never("its first call tuned or compiled ahead: the next call records")
 
 
 def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
@@ -114,16 +117,18 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                     if out is not _MISS:
                         return out
                     return fn(*args, **kwargs)
-                if plan is None:
-                    if len(plans) >= MAX_PLANS:
-                        plans.clear()
-                    plans[key] = _SEEN
-                    return fn(*args, **kwargs)
-                if plan is not _SEEN or (trace.recording and trace.current() is not None):
+                if (plan is not None and plan is not _AGAIN) or (
+                    trace.recording and trace.current() is not None
+                ):
                     return fn(*args, **kwargs)  # never replayed, or inside another's recording
+                if plan is None and len(plans) >= MAX_PLANS:
+                    plans.clear()
                 with trace.record() as rec:
                     out = fn(*args, **kwargs)
-                plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
+                new = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
+                # what only a first call does (tuning, a compile-ahead pass): the next records
+                again = rec.refused is not None and not rec.lasting
+                plans[key] = _AGAIN if again else new
                 return out
             except FearlessError as exc:
                 raise_clean(exc)

@@ -14,8 +14,8 @@ torch autograd's through ops/torch_ops.py) is flash attention's: kernels_attenti
 three kernels (in training the forward is `scaled_dot_product_attention_lse`, which keeps the
 rows' lse, so that the backward recomputes only delta in its first kernel), with the forward's mask applied to the recomputed scores (a row whose every key
 is masked: zero gradients, as its output is 0; the mask gets no gradient). Both
-replay on the GPU from their third call with a key (ops/_replay.py): the Python between a
-decode step's two launches costs more than its kernels.
+replay on the GPU from their second call with a key (ops/_replay.py; the third where the first
+tuned): the Python between a decode step's two launches costs more than its kernels.
 """
 
 from __future__ import annotations

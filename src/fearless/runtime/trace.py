@@ -5,9 +5,11 @@ While a `Trace` records on a thread, the layers below the operators report to it
 prepared GPU launch its changing values (runtime/dispatch.py), every tensor the operator
 allocates through ops/_io.py how to allocate it again, and every random seed it draws.
 Anything else that does work a replay would skip (a dtype conversion, a contiguous copy, an
-autotuner timing its configurations, an allocation outside torch) calls `refuse` with the
-reason, and the call is never replayed. A thread that records nothing pays one module global
-read per launch.
+allocation outside torch) calls `refuse` with the reason, and the call is never replayed.
+What only a first call does (an autotuner timing its configurations, a compile-ahead pass)
+refuses with `first_call_only`: that call is not replayed, but the next one with its
+arguments may be recorded. A thread that records nothing pays one module global read per
+launch.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ _count_lock = threading.Lock()
 class Trace:
     """What one call did: `launches` (the launch callable and its changing values, in order),
     `allocations` (each tensor allocated and a function that allocates a new one like it),
-    `seeds` (random seeds drawn, and the function that draws one) and `refused` (why the call
-    cannot be replayed, None while it can)."""
+    `seeds` (random seeds drawn, and the function that draws one), `refused` (why the call
+    cannot be replayed, None while it can) and `lasting` (whether that holds for every call
+    like it, not only a first one)."""
 
     launches: list[tuple[Callable[[list[Any], Any], None], tuple[Any, ...]]] = field(
         default_factory=list
@@ -37,6 +40,7 @@ class Trace:
     allocations: list[tuple[Any, Callable[[], Any]]] = field(default_factory=list)
     seeds: list[tuple[int, Callable[[], int]]] = field(default_factory=list)
     refused: str | None = None
+    lasting: bool = False
 
     def launch(self, run: Callable[[list[Any], Any], None], values: Any) -> None:
         """A launch of `run(values, stream=None)` (the stream is taken at launch time)."""
@@ -50,8 +54,13 @@ class Trace:
         """A random seed `value` was drawn by `draw()`: a replay draws a new one."""
         self.seeds.append((value, draw))
 
-    def refuse(self, why: str) -> None:
-        if self.refused is None:
+    def refuse(self, why: str, first_call_only: bool = False) -> None:
+        """This call cannot be replayed, because of `why`; `first_call_only`: only a first call
+        does what `why` says, so a later call like it may be recorded (a lasting reason, given
+        before or after, is the one kept)."""
+        if not first_call_only and not self.lasting:
+            self.refused, self.lasting = why, True
+        elif self.refused is None:
             self.refused = why
 
 
@@ -78,12 +87,13 @@ def drew(value: int, draw: Callable[[], int]) -> None:
             trace.seed(value, draw)
 
 
-def refuse(why: str) -> None:
-    """Tell the trace recording on this thread, if any, that this call cannot be replayed."""
+def refuse(why: str, first_call_only: bool = False) -> None:
+    """Tell the trace recording on this thread, if any, that this call cannot be replayed
+    (`Trace.refuse`)."""
     if recording:
         trace = getattr(_local, "trace", None)
         if trace is not None:
-            trace.refuse(why)
+            trace.refuse(why, first_call_only)
 
 
 @contextlib.contextmanager
