@@ -11,6 +11,7 @@ import importlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,7 +140,8 @@ def test_the_built_in_cases_are_well_formed_and_counted() -> None:
     assert models <= set(MODEL_CASES)
     ops_used = {c["op"] for c in DEFAULT_CASES}
     assert {"fmha", "fmha_decode", "gemma_attention", "attention_sink_decode", "mla_decoding",
-            "fused_moe", "w8a8_block_fp8_matmul", "chunk_gated_delta_rule"} <= ops_used  # fmt: skip
+            "fused_moe", "w8a8_block_fp8_matmul", "chunk_gated_delta_rule",
+            "moe_actgrad_bwd"} <= ops_used  # fmt: skip
     # the backward operators at their forward's shapes
     assert {"softmax_backward", "layer_norm_backward", "swiglu_backward"} <= ops_used
     fwd = {"rms_norm": "rms_norm_backward", "silu_and_mul": "silu_and_mul_backward",
@@ -148,6 +150,29 @@ def test_the_built_in_cases_are_well_formed_and_counted() -> None:
     for f, b in fwd.items():
         at = {json.dumps(c["shapes"]) for c in DEFAULT_CASES if c["op"] == f}
         assert at == {json.dumps(c["shapes"]) for c in DEFAULT_CASES if c["op"] == b}, b
+
+
+def test_moe_actgrad_bwd_is_tuned_at_every_moe_model_and_the_near_specs_class() -> None:
+    """moe_actgrad_bwd at each MoE model's fused_moe shapes (and more token counts), and at the
+    key of the tuning family's spec (family_tuning.py): its rows' size class and I."""
+    from fearless.ops.kernels_rows import size_class
+    from fearless_bench.family_tuning import SPECS
+
+    def of(op: str) -> list[dict[str, Any]]:
+        return [c for c in DEFAULT_CASES if c["op"] == op]
+
+    bwd = {(c["model"], json.dumps(c["shapes"])) for c in of("moe_actgrad_bwd")}
+    assert {(c["model"], json.dumps(c["shapes"])) for c in of("fused_moe")} < bwd
+    assert {c["model"] for c in of("moe_actgrad_bwd")} == {
+        "gpt-oss-20b", "qwen3-30b-a3b", "deepseek-v3", "qwen3-next-80b"}  # fmt: skip
+    (spec,) = (s for s in SPECS if s.op == "moe_actgrad_bwd")
+    tokens, _, inter, _, top_k = spec.shape
+
+    def key(s: dict[str, int]) -> tuple[int, int]:  # actgrad_tuned's: the rows' class, I
+        return size_class(s["tokens"] * s["top_k"]), s["inter"]
+
+    near = key({"tokens": tokens, "inter": inter, "top_k": top_k})
+    assert near in {key(c["shapes"]) for c in of("moe_actgrad_bwd")}
 
 
 def test_ops_and_models_select() -> None:
@@ -165,12 +190,15 @@ def test_ops_and_models_select() -> None:
     with pytest.raises(ValueError, match="unknown operators"):
         select(None, ["fmhaa"], None)
     assert main(["tune", "--models", "llama-9", "--simulator"]) == 2
+    moe = select(None, ["moe_actgrad_bwd"], ["qwen3-30b-a3b"])
+    assert len(moe) == 5 and {(c["op"], c["model"]) for c in moe} == {
+        ("moe_actgrad_bwd", "qwen3-30b-a3b")}  # fmt: skip
 
 
 def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("fmha", "fused_moe"):
+    for name in ("fmha", "fused_moe", "moe_actgrad_bwd"):
         for f in OPS[name].tuned:
             monkeypatch.setattr(_tuned(f), "_best", {})
     shapes = tmp_path / "shapes.txt"
@@ -178,9 +206,11 @@ def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
         "fmha float32 batch=1 q_heads=4 kv_heads=2 seq=16 head_dim=16\n"
         "fused_moe float32 tokens=5 hidden=32 inter=16 experts=4 top_k=2\n"
         "softmax float32 4x16\n"
+        "moe_actgrad_bwd float32 tokens=5 hidden=32 inter=16 experts=4 top_k=2\n"
     )
     out = tmp_path / "sim.json"
-    argv = ["tune", "--shapes", str(shapes), "--ops", "fmha,fused_moe", "--out", str(out)]
+    ops = "fmha,fused_moe,moe_actgrad_bwd"
+    argv = ["tune", "--shapes", str(shapes), "--ops", ops, "--out", str(out)]
     budgets: list[float | None] = []  # a table weighs every configuration: no compile budget
     tune_module = importlib.import_module("fearless.cli.tune")
     budget = autotune_timing.COMPILE_BUDGET_S
@@ -189,14 +219,14 @@ def test_a_simulator_run_over_two_named_cases_writes_both_tuners(
             tune_module, "run_case", lambda *a: budgets.append(autotune_timing.COMPILE_BUDGET_S)
         )
         main([*argv[:-1], str(tmp_path / "unused.json"), "--simulator"])
-    assert budgets == [None, None] and budget == autotune_timing.COMPILE_BUDGET_S  # put back
+    assert budgets == [None, None, None] and budget == autotune_timing.COMPILE_BUDGET_S  # put back
     assert main([*argv, "--simulator"]) == 0
     entries = json.loads(out.read_text())["entries"]
     names = {e["function"].rsplit(".", 1)[-1] for e in entries}
-    assert names == {"attention_tuned", "gate_up_tuned", "down_tuned"}
+    assert names == {"attention_tuned", "gate_up_tuned", "down_tuned", "actgrad_tuned"}
     assert all(e["arch"] == "sim" and e["versions"]["fearless"] == fl.__version__ for e in entries)
     said = capsys.readouterr().out
-    assert "[1/2] fmha float32 batch=1" in said and "2 of 2 cases ran" in said
+    assert "[1/3] fmha float32 batch=1" in said and "3 of 3 cases ran" in said
 
 
 def test_a_run_cut_short_keeps_the_cases_it_finished(

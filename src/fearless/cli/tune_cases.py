@@ -13,17 +13,20 @@ The built-in cases (bf16, as the models ship) are each model's GEMMs (fused QKV,
 gate-and-up, down, router, and the LM head at decode), norms, gated activation, attention
 (prefill at 1024 and 8192 tokens, decode of batch 1 and 16 over 1024- and 8192-key caches), MoE
 and loss, and the backward of the norms, the gated activation, the loss and attention at their
-forward's shapes (what training's autograd runs), at TOKENS tokens (1 and 16: decode; 1024 and 8192:
-prefill). Tuner keys hold the token count by size class (a power of two), so 1 / 16 / 1024 /
-8192 are four keys and the counts between them reuse the nearest class's winner; duplicates
-across models are run once.
+forward's shapes (what training's autograd runs; the MoE down projection's activation gradient,
+moe_actgrad_bwd, at fused_moe's and at 512 tokens), at TOKENS tokens (1 and 16: decode; 1024
+and 8192: prefill). Tuner keys hold the token count by size class (a power of two), so 1 / 16 /
+1024 / 8192 are four keys and the counts between them reuse the nearest class's winner;
+duplicates across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 357. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 377. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 357 cases are about 12 to 24 minutes
-on one H200. The largest inputs (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one
-GPU; `--models` and `--ops` run a part.
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 377 cases are about 13 to 25
+minutes on one H200, plus, per MoE model, moe_actgrad_bwd's (128, 128, 64) configuration (37 s
+of tileiras on a CPU at Qwen3-30B-A3B's I; its other three, 2 to 4 s). The largest inputs
+(DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one GPU; `--models` and `--ops` run a
+part.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ DECODE = (1, 16)
 PREFILL = (1024, 8192)
 BF16 = "bfloat16"
 LCE = "fused_linear_cross_entropy"
+# moe_actgrad_bwd's key holds its tokens * top_k rows by size class: at top 8, 16 and 1024
+# tokens are 128 and 8192 rows, five classes apart; 512 tokens fill the class of 2049 to 4096
+# rows between (the tuning family's near spec, family_tuning.py: 300 tokens, top 8).
+MOE_BWD_EXTRA = (512,)
 
 
 # ---------------------------------------------------------------------------- reading
@@ -206,12 +213,13 @@ def _windowed(model: str, op: str, heads: dict[str, int], window: int) -> list[A
 
 
 def _moe(model: str, hidden: int, inter: int, experts: int, top_k: int) -> list[Any]:
-    shapes = [
-        {"tokens": m, "hidden": hidden, "inter": inter, "experts": experts, "top_k": top_k}
-        for m in TOKENS
-    ]
+    """The router, fused_moe at every token count, and the down projection's activation
+    gradient (moe_actgrad_bwd, SwiGLU) at those and at MOE_BWD_EXTRA tokens."""
+    dims = {"hidden": hidden, "inter": inter, "experts": experts, "top_k": top_k}
     router = [_case("matmul", [[m, hidden], [hidden, experts]], model) for m in TOKENS]
-    return [*router, *(_case("fused_moe", s, model) for s in shapes)]
+    out = [*router, *(_case("fused_moe", {"tokens": m, **dims}, model) for m in TOKENS)]
+    bwd = sorted((*TOKENS, *MOE_BWD_EXTRA))
+    return out + [_case("moe_actgrad_bwd", {"tokens": m, **dims}, model) for m in bwd]
 
 
 def _llama3_8b() -> list[Any]:

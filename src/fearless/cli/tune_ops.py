@@ -18,7 +18,9 @@ statistics' too: called without the forward's lse). Every function of
 fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tune.py checks).
 
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
-kernels (nothing is tuned), and so does nvfp4_quantize; moe_align_block_size tunes nothing.
+kernels (nothing is tuned), and so does nvfp4_quantize; moe_align_block_size tunes nothing. A
+table cannot shorten their first call, which is their kernels' compile: at Mamba-2 2.7B's heads
+in bf16, mamba2_chunk_backward's chunk_grads alone is about 60 s of tileiras for sm_90 on a CPU.
 fmha_variant's optional extents pick its variant (VARIANT_OPT): window, bias (0 none, 1 vector,
 2 matrix, 3 alibi), dropout_pct, random_mask (0 / 1), nsbd (0 / 1: the layout).
 """
