@@ -280,3 +280,18 @@ def test_the_kernel_compiles_through_tileiras(
         partitioned(fl.empty((tk,), dtype=fl.f32), (64,)) as ps,
     ):
         assert cubin(make_moe_actgrad(dt, kind), pd, pa, ps, *args, 32, 32, 16)
+
+
+def test_the_tuners_key_holds_the_intermediate_and_the_hidden_width() -> None:
+    """actgrad_tuned's key: the activation, the grouped rows' size class, I and H (dout's
+    width): two models alike but for H tune apart."""
+    from types import SimpleNamespace as NS
+
+    from fearless.ops import kernels_moe_actgrad as K
+
+    def key(hidden: int) -> tuple[object, ...]:
+        dh, a_prime, ds = NS(shape=(2400, 2, 768)), NS(shape=(2400, 768)), NS(shape=(2400,))
+        return K._key("swiglu", dh, a_prime, ds, NS(shape=(300, hidden)))  # type: ignore[no-any-return]
+
+    assert key(2048)[2:] == (768, 2048)
+    assert key(2048) != key(4096)

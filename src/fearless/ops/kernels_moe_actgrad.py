@@ -150,10 +150,9 @@ ACTGRAD_CONFIGS = [
 ]
 
 
-def _key(kind, dh, *rest, **__):
-    """The grouped rows' size class, the activation, I and H (and the dtype, the tuner's)."""
-    _, _, inter = dh.shape
-    return kind, size_class(dh.shape[0]), inter, rest[0].shape[1]
+def _key(kind, dh, a_prime, ds, dout, *_, **__):
+    """The activation, the grouped rows' size class, I and H (and the dtype, the tuner's)."""
+    return kind, size_class(dh.shape[0]), dh.shape[2], dout.shape[1]
 
 
 @fl.autotune(configs=ACTGRAD_CONFIGS, key=_key, restore_value=["ds"])
