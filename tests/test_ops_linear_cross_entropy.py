@@ -163,6 +163,48 @@ def test_bf16_gradients_match_torch_loosely() -> None:
     torch.testing.assert_close(dw.float(), rw, rtol=3e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_accumulating_in_the_weights_dtype_needs_no_f32_buffer(bias: bool) -> None:
+    """accum_dtype=weight's dtype (Liger's default): every chunk adds into dW and db in bf16,
+    no f32 buffer of the weight's size is allocated, and the gradients stay within bf16's
+    rounding of the f32-summed ones (one rounding per chunk)."""
+    from fearless.ops import _io
+
+    h, w, t, b = _bf16(*_case(29, 32, 90, bias, seed=3))
+    made: list[tuple[int, ...]] = []
+    real = _io.empty_beside
+
+    def spy(like: Any, shape: Any, dtype: Any) -> Any:
+        made.append((tuple(shape), dtype))
+        return real(like, shape, dtype)
+
+    def run(accum: Any) -> list[Any]:
+        made.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("fearless.ops.linear_cross_entropy.empty_beside", spy)
+            return _grads(
+                lambda a, c, d: ops.fused_linear_cross_entropy(
+                    a, c, t, d, chunk_size=4, accum_dtype=accum
+                ),
+                None, h, w, b,
+            )  # fmt: skip
+
+    low = run(torch.bfloat16)
+    assert ((90, 32), fl.f32) not in made and ((90,), fl.f32) not in made
+    f32 = run(None)
+    assert ((90, 32), fl.f32) in made
+    for x, y in zip(low, f32, strict=True):
+        if y is None:
+            assert x is None
+            continue
+        assert x.dtype == torch.bfloat16
+        torch.testing.assert_close(x.float(), y.float(), rtol=4e-2, atol=2e-3)
+    assert not torch.equal(low[1], f32[1])  # the per-chunk rounding shows in bf16
+    assert torch.equal(run(fl.bf16)[1], low[1])  # a fearless dtype names the same
+    f32_in = _case(29, 32, 90, bias, seed=3)  # f32 weights: float32 is their own dtype
+    ops.fused_linear_cross_entropy(*f32_in, chunk_size=4, accum_dtype=torch.float32)
+
+
 # --------------------------------------------------------------------------- refusals
 
 
@@ -213,12 +255,19 @@ def test_the_kernels_never_index_with_the_target() -> None:
         (lambda a: {**a, "chunk_size": 0}, "at least 1"),
         (lambda a: {**a, "chunk_size": 2.5}, "must be an int"),
         (lambda a: {**a, "ignore_index": None}, "must be an int"),
+        (lambda a: {**a, "accum_dtype": torch.float16}, "must be float32 or the weight's dtype"),
+        (lambda a: {**a, "accum_dtype": "nope"}, "must be float32 or the weight's dtype"),
     ],
 )
 def test_mistakes_are_clear_errors(change: Callable[..., Any], match: str) -> None:
     h, w, t, _ = _case(6, 8, 10, False)
     args = change({"hidden_states": h, "weight": w, "target": t})
     _refused(match, **args)
+
+
+def test_a_wrong_accum_dtype_is_the_operators_error_under_autograd_too() -> None:
+    h, w, t, _ = _case(6, 8, 10, False)
+    _refused("must be float32 or the weight's dtype", h, w.requires_grad_(), t, accum_dtype="x")
 
 
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
@@ -238,6 +287,8 @@ def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         (kl.make_dw(bf16, fl.f32, False, False), (fl.zeros((v, hd), dtype=fl.f32).partition((128, 128)), g, a, 64)),
         (kl.make_dw(bf16, bf16, False, True), (fl.zeros((v, hd), dtype=bf16).partition((128, 128)), acc, g, a, 64)),
         (kl.make_db(bf16, bf16, False, True), (fl.zeros((v,), dtype=bf16).partition((256,)), fl.zeros((v,), dtype=fl.f32), g, 64)),
+        (kl.make_dw(bf16, bf16, False, False), (fl.zeros((v, hd), dtype=bf16).partition((128, 128)), g, a, 64)),
+        (kl.make_db(bf16, bf16, False, False), (fl.zeros((v,), dtype=bf16).partition((256,)), g, 64)),
         (kl.make_loss_sum(bf16, 64), (fl.zeros((1,), dtype=bf16).partition((1,)), scale, 1.0)),
     ]  # fmt: skip
     for kernel, arguments in cases:

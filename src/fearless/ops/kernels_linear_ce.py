@@ -6,7 +6,9 @@ transposed by the load (`order=(1, 0)`), never copied; `make_cross_entropy` walk
 logits in column chunks (an online max and sum), writes the row's loss and, with `grads`,
 overwrites the logits with their gradient (softmax - onehot) * scale[row] in place; `make_dw`
 and `make_db` add the chunk's G^T @ h and column sums of G into f32 accumulators, and the
-last chunk writes them in the parameters' dtype; `make_loss_sum` adds the per-row losses.
+last chunk writes them in the parameters' dtype (or, with a low-precision `accum_dtype`, add
+into the gradient itself in its dtype, as Liger-Kernel's default does: f32 sums within a
+chunk, one rounding per chunk); `make_loss_sum` adds the per-row losses.
 
 Memory safety of the target: no kernel indexes memory with a target. The target's logit and
 the onehot are `where(column == target)` over the columns a block loads, so a target outside
@@ -116,6 +118,13 @@ def earlier_sum(acc, at, first):
 
 
 @tile.function
+def earlier_low(acc, first):
+    """`earlier_sum` of a low-precision accumulator, the Part `acc` itself: its own tile,
+    widened to f32."""
+    return tile.zeros(acc.shape, fl.f32) if first else tile.load_like(acc, acc).astype(fl.f32)
+
+
+@tile.function
 def dw_tile(g, a, i, j, acc, BK):
     """acc + tile (i, j) of g^T @ a: g (M, V) is loaded transposed, (BM, BK) tiles of g^T."""
     BM, BN = acc.shape
@@ -127,8 +136,19 @@ def dw_tile(g, a, i, j, acc, BK):
 
 def make_dw(dt, odt, first, last):
     """dW (V, H) += G (M, V)^T @ h (M, H): one block per (BM, BN) tile. Not `last`: the Part is
-    the f32 accumulator itself (zeros first when `first`); `last`: the Part is the gradient in
-    `odt`, and `acc` (read unless `first`) the f32 accumulator of the earlier chunks."""
+    the accumulator itself (zeros first when `first`), f32, or the gradient in a low-precision
+    `odt` that every chunk adds into; `last`: the Part is the gradient in `odt`, and `acc`
+    (read unless `first`) the f32 accumulator of the earlier chunks."""
+    if not last and odt != fl.f32:
+
+        @tile.kernel
+        def dw_into(
+            acc: tile.Part[odt], g: tile.Tensor[dt], a: tile.Tensor[dt], BK: tile.Const[int]
+        ):
+            i, j = acc.index
+            acc.store(dw_tile(g, a, i, j, earlier_low(acc, first), BK).astype(odt))
+
+        return dw_into
     if not last:
 
         @tile.kernel
@@ -163,6 +183,14 @@ def column_sums(g, j, acc, TM):
 
 def make_db(dt, odt, first, last):
     """db (V,) += the column sums of G (M, V); the forms of `make_dw`."""
+    if not last and odt != fl.f32:
+
+        @tile.kernel
+        def db_into(acc: tile.Part[odt], g: tile.Tensor[dt], TM: tile.Const[int]):
+            start = earlier_low(acc, first)
+            acc.store(column_sums(g, acc.index[0], start, TM).astype(odt))
+
+        return db_into
     if not last:
 
         @tile.kernel
@@ -238,7 +266,8 @@ def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy):
 
 
 def dw_launch(g, a, acc, out, first, last, config):
-    """One chunk's dW: into the f32 `acc`, or (`last`) into `out` in its dtype."""
+    """One chunk's dW: into `acc` (f32; or the gradient itself in its dtype, which every
+    chunk adds into), or (`last`) into `out` in its dtype from the f32 `acc`."""
     shape, BK, occupancy = config["shape"], config["BK"], config["occupancy"]
     target = out if last else acc
     kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last).options(occupancy=occupancy)
@@ -263,7 +292,8 @@ DB_TILE = (64, 256)  # (rows summed per step, columns per block)
 
 
 def db_launch(g, acc, out, first, last):
-    """One chunk's db: into the f32 `acc`, or (`last`) into `out` in its dtype."""
+    """One chunk's db: into `acc` (f32, or the gradient itself), or (`last`) into `out` in its
+    dtype; the forms of `dw_launch`."""
     tm, tn = DB_TILE
     target = out if last else acc
     kernel = kernel_of(make_db, g.dtype, target.dtype, first, last)

@@ -24,6 +24,7 @@ The kernels are in ops/kernels_linear_ce.py; dh = G @ W is fearless's matmul
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,9 @@ import numpy as np
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
 from ..crash import clean_errors
+from ..errors import FearlessError
 from ..runtime import trace
+from ..runtime.arrays import as_dtype, torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import integer
@@ -74,6 +77,8 @@ def fused_linear_cross_entropy(
     ignore_index: int = -100,
     chunk_size: int = 4096,
     reduction: str = "mean",
+    *,
+    accum_dtype: Any = None,
 ) -> Any:
     """`F.cross_entropy(F.linear(hidden_states, weight, bias), target, ignore_index=...,
     reduction=...)` without the full logits: hidden_states (..., H), weight (V, H), bias (V,)
@@ -82,14 +87,22 @@ def fused_linear_cross_entropy(
     none, as torch; "sum") or the per-token losses in target's shape ("none"), in
     hidden_states' dtype and kind. With inputs that require grad it goes through
     `torch.ops.fearless.fused_linear_cross_entropy`, whose autograd takes the gradients the
-    forward computed."""
+    forward computed. `accum_dtype` (Liger-Kernel's name): the dtype grad_weight and grad_bias
+    sum in across chunks, float32 (None, the default: a float32 buffer of the weight's size
+    while there are several chunks) or the weight's own dtype (no such buffer: each chunk adds
+    into the gradient, one rounding per chunk, as Liger's `accum_dtype=None` does)."""
     if (t := torch_ops(hidden_states, weight, target, bias)) is not None:
+        # the schema's torch.dtype; checked here, so that a wrong one is this operator's error
+        tdt = accum_dtype
+        if accum_dtype is not None:
+            tdt = torch_dtype_of(_accum(accum_dtype, torch_dtype(weight.dtype) or F32))
         return t.fused_linear_cross_entropy(
-            hidden_states, weight, target, bias, ignore_index, chunk_size, reduction
+            hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, tdt
         )[0]
     loss, _, _, _ = forward(
-        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads=False
-    )
+        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads=False,
+        accum_dtype=accum_dtype,
+    )  # fmt: skip
     return loss
 
 
@@ -102,11 +115,14 @@ def forward(
     chunk_size: int,
     reduction: str,
     grads: bool,
+    accum_dtype: Any = None,
 ) -> tuple[Any, Any, Any, Any]:
     """(loss, grad_hidden, grad_weight, grad_bias) for an incoming gradient of 1; the three
     gradients are None unless `grads` (and grad_bias when `bias` is None). With reduction
     "none" no gradient can be computed here: `grads` must be False."""
-    p = _Problem.of(hidden_states, weight, target, bias, ignore_index, chunk_size, reduction)
+    p = _Problem.of(
+        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, accum_dtype
+    )
     assert not (grads and p.reduction == "none"), "none's gradients need the backward's scales"
     factor = 1.0 / max(p.n_valid, 1) if p.reduction == "mean" else 1.0
     none = p.reduction == "none"
@@ -133,11 +149,14 @@ def backward(
     bias: Any,
     ignore_index: int,
     chunk_size: int,
+    accum_dtype: Any = None,
 ) -> tuple[Any, Any, Any]:
     """(grad_hidden, grad_weight, grad_bias) of reduction="none"'s per-token losses for their
     incoming gradient `grad_output` (target's shape): the chunk loop again, each row's
     gradient scaled by its own grad_output. grad_bias is None when `bias` is."""
-    p = _Problem.of(hidden_states, weight, target, bias, ignore_index, chunk_size, "none")
+    p = _Problem.of(
+        hidden_states, weight, target, bias, ignore_index, chunk_size, "none", accum_dtype
+    )
     g = operand(grad_output, f"{OP}_backward", "grad_output", FLOATS)
     if g.shape != p.target_shape:
         raise argument_error(
@@ -169,6 +188,7 @@ class _Problem:
     ignore_index: int
     chunk: int
     reduction: str
+    low_accum: bool  # grad_weight and grad_bias sum in their own dtype (`accum_dtype`)
 
     @property
     def dtype(self) -> dtypes.DType:
@@ -184,6 +204,7 @@ class _Problem:
         ignore_index: Any,
         chunk_size: Any,
         reduction: Any,
+        accum_dtype: Any = None,
     ) -> _Problem:
         if reduction not in REDUCTIONS:
             raise argument_error(
@@ -257,6 +278,7 @@ class _Problem:
             h=h, h2=h2, w=w, b=b, target=view(target64, (n,)), target_shape=t.shape,
             hidden_shape=h.shape, n=n, vocab=vocab, n_valid=int(valid.sum()),
             ignore_index=ignore, chunk=min(chunk, max(n, 1)), reduction=reduction,
+            low_accum=_accum(accum_dtype, w.dtype) != F32,
         )  # fmt: skip
 
 
@@ -280,10 +302,16 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
     width = h.shape[1]
     buf = empty_beside(h, (p.chunk, p.vocab), dt)
     bias = p.b.tensor if p.b is not None else full(p.h, (1,), 0.0)
-    # more than one chunk: f32 sums across chunks; one: an unread placeholder
+    # more than one chunk: f32 sums across chunks (or, with a low-precision accum_dtype, the
+    # gradients themselves, which every chunk adds into); one: an unread placeholder
     several = p.n > p.chunk
-    dw_acc = empty_beside(h, (p.vocab, width) if several else (1, 1), F32)
-    db_acc = empty_beside(h, (p.vocab,) if several else (1,), F32)
+    into = several and p.low_accum
+    if into:
+        dw_acc = outs[1][0]
+        db_acc = outs[2][0] if p.b is not None else empty_beside(h, (1,), F32)
+    else:
+        dw_acc = empty_beside(h, (p.vocab, width) if several else (1, 1), F32)
+        db_acc = empty_beside(h, (p.vocab,) if several else (1,), F32)
 
     def loop() -> None:
         for k, start in enumerate(range(0, p.n, p.chunk)):
@@ -296,7 +324,7 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
             )  # fmt: skip
             if not grads:
                 continue
-            first, last = k == 0, stop == p.n
+            first, last = k == 0, stop == p.n and not into
             matmul_tuned(logits, w, _rows(view(outs[0][0], (p.n, width)), start, stop))
             dw_tuned(logits, hc, dw_acc, outs[1][0], first, last)
             if p.b is not None:
@@ -304,7 +332,7 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
 
     # the first call with these sizes (tokens by size class, as the tuners' keys read them):
     # the four tuned steps' kernels compile side by side
-    sizes = (size_class(p.n), p.chunk, p.vocab, width, dt, grads, p.b is not None)
+    sizes = (size_class(p.n), p.chunk, p.vocab, width, dt, grads, p.b is not None, into)
     compile_ahead_once((OP, *sizes), loop)
     loop()
     return outs
@@ -333,6 +361,29 @@ def _rows(t: Tensor, start: int, stop: int) -> Tensor:
         t._ptr + start * row * t.dtype.itemsize, shape, t._dtype, on_device=t._on_device,
         owner=t, host=host, device=t._device,
     )  # fmt: skip
+
+
+def _accum(value: Any, weight: dtypes.DType) -> dtypes.DType:
+    """`accum_dtype` as a DType: f32 for None; f32 or the weight's dtype, else E0701."""
+    if value is None:
+        return F32
+    torch = sys.modules.get("torch")
+    dt: dtypes.DType | None
+    if torch is not None and isinstance(value, torch.dtype):
+        dt = torch_dtype(value)
+    else:
+        try:
+            dt = as_dtype(value)
+        except FearlessError:
+            dt = None
+    if dt not in (F32, weight):
+        raise argument_error(
+            f"`accum_dtype` of `fearless.ops.{OP}` must be float32 or the weight's dtype "
+            f"({weight.name}), not {value!r:.40}",
+            help="pass accum_dtype=None (float32 sums) or the weight's dtype (no float32 "
+            "buffer of the weight's size, as Liger-Kernel's default)",
+        )
+    return dt
 
 
 def _int(value: Any, name: str, example: str) -> int:

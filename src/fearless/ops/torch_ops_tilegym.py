@@ -60,20 +60,22 @@ def fused_linear_cross_entropy(
     ignore_index: int = -100,
     chunk_size: int = 4096,
     reduction: str = "mean",
+    accum_dtype: Optional[torch.dtype] = None,  # noqa: UP045
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     grads = reduction in ("mean", "sum")
     loss, dh, dw, db = LCE.forward(
-        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads
-    )
+        hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads,
+        accum_dtype,
+    )  # fmt: skip
     none = [hidden_states.new_empty((0,)) for _ in range(3)]  # distinct: no aliased outputs
     return loss, *(g if g is not None else e for g, e in zip((dh, dw, db), none, strict=True))
 
 
 def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
-    h, w, target, bias, ignore_index, chunk_size, reduction = inputs
+    h, w, target, bias, ignore_index, chunk_size, reduction, accum_dtype = inputs
     ctx.reduction = reduction  # type: ignore[attr-defined]
     ctx.has_bias = bias is not None  # type: ignore[attr-defined]
-    ctx.args = (ignore_index, chunk_size)  # type: ignore[attr-defined]
+    ctx.args = (ignore_index, chunk_size, accum_dtype)  # type: ignore[attr-defined]
     if reduction == "none":
         ctx.save_for_backward(h, w, target, bias)
     else:
@@ -87,7 +89,7 @@ def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
         dh, dw, db = OPS.fused_linear_cross_entropy_backward(dloss, h, w, target, bias, *ctx.args)
     else:
         dh, dw, db = (g * dloss for g in ctx.saved_tensors)
-    return dh, dw, None, (db if ctx.has_bias else None), None, None, None
+    return dh, dw, None, (db if ctx.has_bias else None), None, None, None, None
 
 
 @_define(
@@ -106,9 +108,10 @@ def fused_linear_cross_entropy_backward(
     bias: Optional[Tensor],  # noqa: UP045
     ignore_index: int,
     chunk_size: int,
+    accum_dtype: Optional[torch.dtype] = None,  # noqa: UP045
 ) -> tuple[Tensor, Tensor, Tensor]:
     dh, dw, db = LCE.backward(
-        grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size
+        grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size, accum_dtype
     )
     return dh, dw, (db if db is not None else hidden_states.new_empty((0,)))
 
