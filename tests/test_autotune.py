@@ -56,6 +56,21 @@ def test_a_new_key_tunes_again_and_dtypes_are_part_of_it() -> None:
     assert len(calls) > n + 1
 
 
+def test_key_dtypes_names_the_arrays_whose_dtypes_join_the_key() -> None:
+    """`key_dtypes=[names]`: an argument left out (a kept output whose dtype follows from the
+    others', as the attention forward's f32 lse) shares the key of a call without it."""
+
+    @fl.autotune(configs=[{"c": 1}, {"c": 2}], key=["x"], key_dtypes=["x"])
+    def f(x: np.ndarray, extra: Any = None, *, c: int) -> int:
+        return c
+
+    key = f._key_fn
+    assert key((np.ones(4),), {}) == key((np.ones(4), np.ones(2, np.float32)), {})
+    assert key((np.ones(4),), {}) != key((np.ones(4, np.float32),), {})
+    with pytest.raises(fl.CompileError, match="`key_dtypes` names `y`"):
+        fl.autotune(configs=[{"c": 1}], key_dtypes=["y"])(lambda x, *, c: c)
+
+
 def test_the_winner_is_stored_on_disk_for_the_next_process(tmp_path: Path) -> None:
     calls: list[Any] = []
     sleepy(calls)(np.ones(4))

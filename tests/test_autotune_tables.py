@@ -171,6 +171,29 @@ def test_the_shipped_table_is_a_table() -> None:
         assert data["format"] == "fearless-tuning-table" and data["version"] == 1
 
 
+def test_the_training_attention_forward_finds_the_shipped_entries() -> None:
+    """attention_tuned with a kept lse (training's forward) has the key of the inference
+    forward, whose entries the shipped table holds: its first call compiles the nearest
+    entries' winners, not all nine configurations (the lse's f32 made a key of another form,
+    with no neighbour: session 25)."""
+    from fearless.ops import kernels_attention as ka
+
+    fn = ka.attention_tuned
+    q = fl.zeros((2, 16, 3000, 128), dtype=fl.bf16)
+    out, lse = fl.zeros((2, 16, 3000, 128), dtype=fl.bf16), fl.zeros((2, 16, 3000), dtype=fl.f32)
+    args = (q, q, q, None, out, 0.088, True, 1)
+    trained = fn._key_fn(args, {"lse": lse})
+    assert trained == fn._key_fn(args, {})
+    assert trained[1] == ("bf16",) * 4
+    found = autotune_tables.neighbours(
+        f"{fn.fn.__module__}.{fn.fn.__qualname__}", "sm_90", trained, fn.configs, fn.name, 3
+    )
+    assert found, "no shipped entry of the training forward's key form"
+    variant = ka.attention_variant_tuned._key_fn
+    vargs = (q, q, q, out, 0.088, True, 1, 1, 127, 0, 0.0)
+    assert variant(vargs, {"lse": lse}) == variant(vargs, {})
+
+
 # ------------------------------------------------------------------------------- capture
 
 

@@ -19,10 +19,14 @@ KeySpec = Sequence[str] | Callable[..., Any] | None
 KeyFn = Callable[[tuple[Any, ...], dict[str, Any]], Hashable]
 
 
-def make_key(key: KeySpec, params: list[str], owner: str) -> KeyFn:
+def make_key(
+    key: KeySpec, params: list[str], owner: str, key_dtypes: Sequence[str] | None = None
+) -> KeyFn:
     """The function that computes a call's key from `key` (None: every parameter; a name or
     names; a function of the call's arguments), for the autotuned function `owner` with
-    parameters `params`."""
+    parameters `params`; the dtypes of the arrays among `key_dtypes` (None: every argument)
+    join it."""
+    dtypes = _dtypes_of(key_dtypes, params, owner)
     if callable(key):
         user_key = key
         key_name = getattr(key, "__qualname__", None) or repr(key)
@@ -145,3 +149,21 @@ def dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
     return tuple(
         str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
     )
+
+
+def _dtypes_of(
+    names: Sequence[str] | None, params: list[str], owner: str
+) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[str, ...]]:
+    """`dtypes`, or (`names` given) the dtypes of those arguments' arrays only, in parameter
+    order: an argument whose dtype follows from the others' (an attention forward's kept f32
+    lse) then shares their key."""
+    if names is None:
+        return dtypes
+    chosen = check_names("`key_dtypes`", names, params, owner)
+    at = sorted((params.index(n), n) for n in chosen)
+
+    def some(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
+        found = (getattr(args[i] if i < len(args) else kwargs.get(n), "dtype", None) for i, n in at)
+        return tuple(str(dt) for dt in found if dt is not None)
+
+    return some

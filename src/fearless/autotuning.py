@@ -7,8 +7,8 @@
 `configs` are the keyword arguments to try (each a mapping of the tunables to values); `key`
 names the arguments whose shapes (arrays) or values (scalars) decide which configuration wins,
 or is a function of the call's arguments returning a hashable value (lists become tuples,
-dicts tuples of their sorted items). The dtypes of every array argument are always part of
-the key. Without `key`, every argument is.
+dicts tuples of their sorted items). The dtypes of every array argument are part of the key
+(`key_dtypes=[names]`: of those arguments' only). Without `key`, every argument is.
 
 Before timing, a new key is looked up: first in the disk store below (this machine's own
 measurements), then in the tuning tables (`autotune_tables.py`: FEARLESS_TUNING_TABLE's, then
@@ -112,6 +112,7 @@ class Autotuned:
         reset_to_zero: Sequence[str],
         restore_value: Sequence[str],
         prune: Prune | None = None,
+        key_dtypes: Sequence[str] | None = None,
     ) -> None:
         self.fn = fn
         self._prune = prune
@@ -132,7 +133,7 @@ class Autotuned:
         self._params = [p for p in self._all_params if p not in self.configs[0]]
         if self._kernel != "tile":
             self._params = self._all_params
-        self._key_fn = make_key(key, self._params, self.name)
+        self._key_fn = make_key(key, self._params, self.name, key_dtypes)
         self._reset = check_names("`reset_to_zero`", reset_to_zero, self._params, self.name)
         self._restore = check_names("`restore_value`", restore_value, self._params, self.name)
         self._best: dict[Hashable, int] = {}  # key -> index into configs
@@ -617,14 +618,16 @@ class _Autotune:
         reset_to_zero: Sequence[str] = (),
         restore_value: Sequence[str] = (),
         prune: Prune | None = None,
+        key_dtypes: Sequence[str] | None = None,
     ) -> Callable[[Callable[..., Any]], Autotuned]:
         """Decorate a host function (or a Tile kernel) whose keyword arguments are tunables:
         each call uses the fastest of `configs` for its `key` (the module docstring has the
         protocol). `prune(configs, *args, **kwargs)` (Triton's `early_config_prune`) returns
-        the configurations worth timing for a new key: it must depend on the key alone."""
+        the configurations worth timing for a new key: it must depend on the key alone.
+        `key_dtypes` names the arguments whose dtypes join the key (None: every array's)."""
 
         def decorate(fn: Callable[..., Any]) -> Autotuned:
-            return Autotuned(fn, configs, key, reset_to_zero, restore_value, prune)
+            return Autotuned(fn, configs, key, reset_to_zero, restore_value, prune, key_dtypes)
 
         return decorate
 

@@ -430,7 +430,10 @@ def _launch(make, out, lse, tile_m, d, args):
                 make(part, rows, *args)
 
 
-@fl.autotune(configs=ATTENTION_CONFIGS, key=_attention_key)
+# lse's f32 follows from its presence: training's forward shares the entries without it
+@fl.autotune(
+    configs=ATTENTION_CONFIGS, key=_attention_key, key_dtypes=("q", "k", "v", "mask", "out")
+)
 def attention_tuned(
     q, k, v, mask, out, scale, causal, group, lse=None, *, tile_m, tile_n, occupancy,
     num_worker_warps,
@@ -453,7 +456,7 @@ def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
     return (*sizes, d, group, causal, variant, size_class(wl + 1), size_class(wr + 1))
 
 
-@fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key)
+@fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key, key_dtypes=("q", "k", "v", "out"))
 def attention_variant_tuned(
     q, k, v, out, scale, causal, group, variant, wl, wr, cap, lse=None, *, tile_m, tile_n,
     occupancy, num_worker_warps,
