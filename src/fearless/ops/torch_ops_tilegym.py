@@ -88,7 +88,11 @@ def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
         h, w, target, bias = ctx.saved_tensors
         dh, dw, db = OPS.fused_linear_cross_entropy_backward(dloss, h, w, target, bias, *ctx.args)
     else:
-        dh, dw, db = (g * dloss for g in ctx.saved_tensors)
+        # in place, as Liger's backward: no second grad_weight of the weight's size at the
+        # start of the backward (a training step's memory peak); the saved gradients are this
+        # node's alone, and a second backward through them (retain_graph) is refused by torch,
+        # which sees them modified
+        dh, dw, db = (g.mul_(dloss) for g in ctx.saved_tensors)
     return dh, dw, None, (db if ctx.has_bias else None), None, None, None, None
 
 
