@@ -384,6 +384,31 @@ def test_a_neighbours_winner_that_prune_leaves_out_is_not_timed(
     assert f(np.ones(8)) == 8.0 and set(calls) == {0.0, 0.01}  # its one neighbour is pruned
 
 
+def test_a_pruned_neighbours_place_goes_to_the_next_nearest_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortlist is the NEAR nearest winners that prune keeps: the nearest entry's winner
+    pruned, the next entry's is timed alone (not every kept configuration)."""
+    calls: list[float] = []
+
+    def no_slow(configs: list[dict[str, Any]], x: np.ndarray) -> list[dict[str, Any]]:
+        return [c for c in configs if c["delay"] < 0.015]
+
+    @fl.autotune(configs=CONFIGS, key=["x"], prune=no_slow)
+    def f(x: np.ndarray, *, delay: float) -> float:
+        calls.append(delay)
+        time.sleep(delay)
+        return float(x.sum()) + delay
+
+    path = table(tmp_path, [
+        entry(f, key_of(f, np.ones(4)), {"delay": 0.02}),  # nearest to 8, pruned
+        entry(f, key_of(f, np.ones(1000)), {"delay": 0.01}),
+    ])  # fmt: skip
+    monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
+    monkeypatch.setattr(autotuning, "NEAR", 1)
+    assert f(np.ones(8)) == 8.01 and set(calls) == {0.01}
+
+
 def test_a_stale_entry_of_the_key_comes_first_beside_its_neighbours_winners(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

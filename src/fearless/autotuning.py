@@ -493,8 +493,8 @@ class Autotuned:
     ) -> tuple[list[int], bool]:
         """The configurations a first call with `key` times, in order, and whether they were
         shortlisted. They are those `prune` keeps; where the tuning tables hold this function
-        at other sizes of the same form, only the kept winners of the nearest other entries
-        (NEAR of them, nearest first; FEARLESS_AUTOTUNE_FULL times all), so that a new size
+        at other sizes of the same form, only the winners of the nearest other entries that
+        prune keeps (NEAR of them, nearest first; FEARLESS_AUTOTUNE_FULL times all), so that a new size
         class compiles a few configurations, not every one. A shortlisted winner is stored as
         such: `fearless tune`, which reads no table, measures the key again. A stale table
         winner of `key` itself (`first`) comes first and is always timed; an entry of `key` is
@@ -502,10 +502,13 @@ class Autotuned:
         kept = self._kept(args, kwargs)
         near: list[int] = []
         if not config.autotune_full():
-            near = autotune_tables.neighbours(
-                self.identity, table_arch(), key, self.configs, self.name, NEAR, exclude_own=True
-            )
-            near = [n for n in near if n in kept]
+            # every entry's winner by distance, then the NEAR nearest that `prune` keeps: a
+            # pruned winner leaves its place to the next entry's, not an empty shortlist
+            ranked = autotune_tables.neighbours(
+                self.identity, table_arch(), key, self.configs, self.name, len(self.configs),
+                exclude_own=True,
+            )  # fmt: skip
+            near = [n for n in ranked if n in kept][:NEAR]
         shortlisted = bool(near) and len(near) < len(kept)
         order = near if shortlisted else kept
         return (order if first is None else [first, *(n for n in order if n != first)]), shortlisted
