@@ -422,6 +422,28 @@ def test_a_call_in_a_pass_neither_replays_nor_marks_its_key(
     assert op.plans == {("key",): _replay.Never("it launched nothing")}  # type: ignore[attr-defined]
 
 
+def test_another_threads_pass_leaves_this_threads_calls_their_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pass belongs to the thread that opened it: while it is open, a call on another
+    thread records and replays as ever."""
+    import threading
+
+    pytest.importorskip("torch")
+    from fearless.ops import _replay
+
+    @_replay.replayable()
+    def op(x: Any) -> Any:
+        return x
+
+    monkeypatch.setattr(_replay, "_key", lambda *_: (("key",), [], [], []))
+    with ahead.compile_ahead(1):
+        worker = threading.Thread(target=op, args=(1,))
+        worker.start()
+        worker.join()
+    assert op.plans == {("key",): _replay.Never("it launched nothing")}  # type: ignore[attr-defined]
+
+
 def test_gluacts_split_form_compiles_both_gemms_in_one_pass(
     monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]]
 ) -> None:

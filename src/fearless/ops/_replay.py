@@ -18,7 +18,7 @@ reads on every call into a key:
 
 Anything else (a NumPy array, a tensor on the simulator, a tensor subclass other than
 nn.Parameter, a list of tensors, an input that requires grad while grad is enabled, a call
-while torch.compile traces or while a compile-ahead pass is open:
+while torch.compile traces or while its thread has a compile-ahead pass open:
 autotune_ahead.compile_ahead_of, whose launches must not run)
 takes the slow path every time, and a call in a pass leaves no mark of its key. The first call
 with a key takes it while runtime/trace.py records what it launched and allocated (where it
@@ -46,6 +46,7 @@ import functools
 import inspect
 import itertools
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -105,7 +106,7 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
         def call(*args: Any, **kwargs: Any) -> Any:
             try:  # free until something raises; then a fearless error loses fearless's frames
                 torch = sys.modules.get("torch")
-                if torch is None or torch.compiler.is_compiling() or AHEAD.thread is not None:
+                if torch is None or torch.compiler.is_compiling() or _in_pass():
                     return fn(*args, **kwargs)  # in a compile-ahead pass: launch, see nothing
                 found = _key(torch, args, kwargs, dyn)
                 if found is None:
@@ -140,6 +141,13 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
 
 
 _MISS = object()
+
+
+def _in_pass() -> bool:
+    """Whether this thread has a compile-ahead pass open (its launches queue compiles and run
+    nothing); another thread's pass leaves this one's calls as they are."""
+    owner = AHEAD.thread
+    return owner is not None and owner == threading.get_ident()
 
 
 def _key(
