@@ -165,9 +165,9 @@ def test_bf16_gradients_match_torch_loosely() -> None:
 
 @pytest.mark.parametrize("bias", [True, False])
 def test_accumulating_in_the_weights_dtype_needs_no_f32_buffer(bias: bool) -> None:
-    """accum_dtype=weight's dtype (Liger's default): every chunk adds into dW and db in bf16,
-    no f32 buffer of the weight's size is allocated, and the gradients stay within bf16's
-    rounding of the f32-summed ones (one rounding per chunk)."""
+    """accum_dtype None, the weight's dtype (Liger's default): every chunk adds into dW and db
+    in bf16, no f32 buffer of the weight's size is allocated, and the gradients stay within
+    bf16's rounding of the f32-summed ones (accum_dtype=torch.float32)."""
     from fearless.ops import _io
 
     h, w, t, b = _bf16(*_case(29, 32, 90, bias, seed=3))
@@ -189,9 +189,9 @@ def test_accumulating_in_the_weights_dtype_needs_no_f32_buffer(bias: bool) -> No
                 None, h, w, b,
             )  # fmt: skip
 
-    low = run(torch.bfloat16)
+    low = run(None)
     assert ((90, 32), fl.f32) not in made and ((90,), fl.f32) not in made
-    f32 = run(None)
+    f32 = run(torch.float32)
     assert ((90, 32), fl.f32) in made
     for x, y in zip(low, f32, strict=True):
         if y is None:
@@ -200,9 +200,15 @@ def test_accumulating_in_the_weights_dtype_needs_no_f32_buffer(bias: bool) -> No
         assert x.dtype == torch.bfloat16
         torch.testing.assert_close(x.float(), y.float(), rtol=4e-2, atol=2e-3)
     assert not torch.equal(low[1], f32[1])  # the per-chunk rounding shows in bf16
-    assert torch.equal(run(fl.bf16)[1], low[1])  # a fearless dtype names the same
+    assert torch.equal(run(fl.bf16)[1], low[1])  # the weight's dtype, named
+    assert torch.equal(run("float32")[1], f32[1])  # a fearless name of float32
     f32_in = _case(29, 32, 90, bias, seed=3)  # f32 weights: float32 is their own dtype
     ops.fused_linear_cross_entropy(*f32_in, chunk_size=4, accum_dtype=torch.float32)
+    made.clear()
+    with pytest.MonkeyPatch.context() as mp:  # no gradient asked: no sums at all
+        mp.setattr("fearless.ops.linear_cross_entropy.empty_beside", spy)
+        ops.fused_linear_cross_entropy(h, w, t, b, chunk_size=4, accum_dtype=torch.float32)
+    assert ((90, 32), fl.f32) not in made
 
 
 # --------------------------------------------------------------------------- refusals

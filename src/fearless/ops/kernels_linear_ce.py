@@ -5,10 +5,10 @@ Per chunk of token rows: `make_logits` writes the chunk's logits h @ W^T (+ bias
 transposed by the load (`order=(1, 0)`), never copied; `make_cross_entropy` walks each row's
 logits in column chunks (an online max and sum), writes the row's loss and, with `grads`,
 overwrites the logits with their gradient (softmax - onehot) * scale[row] in place; `make_dw`
-and `make_db` add the chunk's G^T @ h and column sums of G into f32 accumulators, and the
-last chunk writes them in the parameters' dtype (or, with a low-precision `accum_dtype`, add
-into the gradient itself in its dtype, as Liger-Kernel's default does: f32 sums within a
-chunk, one rounding per chunk); `make_loss_sum` adds the per-row losses.
+and `make_db` add the chunk's G^T @ h and column sums of G into the gradient itself in its
+dtype (the default `accum_dtype`, as Liger-Kernel's: f32 sums within a chunk, one rounding per
+chunk), or into f32 accumulators that the last chunk writes in the parameters' dtype;
+`make_loss_sum` adds the per-row losses.
 
 Memory safety of the target: no kernel indexes memory with a target. The target's logit and
 the onehot are `where(column == target)` over the columns a block loads, so a target outside

@@ -87,10 +87,11 @@ def fused_linear_cross_entropy(
     none, as torch; "sum") or the per-token losses in target's shape ("none"), in
     hidden_states' dtype and kind. With inputs that require grad it goes through
     `torch.ops.fearless.fused_linear_cross_entropy`, whose autograd takes the gradients the
-    forward computed. `accum_dtype` (Liger-Kernel's name): the dtype grad_weight and grad_bias
-    sum in across chunks, float32 (None, the default: a float32 buffer of the weight's size
-    while there are several chunks) or the weight's own dtype (no such buffer: each chunk adds
-    into the gradient, one rounding per chunk, as Liger's `accum_dtype=None` does)."""
+    forward computed. `accum_dtype` (Liger-Kernel's, with its meaning): the dtype grad_weight
+    and grad_bias sum in across chunks; None (the default) is the weight's own dtype, whose
+    chunks each add into the gradient (f32 sums within a chunk, one rounding per chunk, no
+    buffer beside it), and float32 keeps f32 sums in a buffer of the weight's size while there
+    are several chunks (the weight's dtype rounds them once, at the end)."""
     if (t := torch_ops(hidden_states, weight, target, bias)) is not None:
         # the schema's torch.dtype; checked here, so that a wrong one is this operator's error
         tdt = accum_dtype
@@ -302,16 +303,17 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
     width = h.shape[1]
     buf = empty_beside(h, (p.chunk, p.vocab), dt)
     bias = p.b.tensor if p.b is not None else full(p.h, (1,), 0.0)
-    # more than one chunk: f32 sums across chunks (or, with a low-precision accum_dtype, the
-    # gradients themselves, which every chunk adds into); one: an unread placeholder
-    several = p.n > p.chunk
+    # gradients over more than one chunk: the gradients themselves, which every chunk adds
+    # into (accum_dtype the weight's), or f32 sums across chunks; else an unread placeholder
+    several = grads and p.n > p.chunk
     into = several and p.low_accum
+    sums = several and not p.low_accum
     if into:
         dw_acc = outs[1][0]
         db_acc = outs[2][0] if p.b is not None else empty_beside(h, (1,), F32)
     else:
-        dw_acc = empty_beside(h, (p.vocab, width) if several else (1, 1), F32)
-        db_acc = empty_beside(h, (p.vocab,) if several else (1,), F32)
+        dw_acc = empty_beside(h, (p.vocab, width) if sums else (1, 1), F32)
+        db_acc = empty_beside(h, (p.vocab,) if sums else (1,), F32)
 
     def loop() -> None:
         for k, start in enumerate(range(0, p.n, p.chunk)):
@@ -364,9 +366,10 @@ def _rows(t: Tensor, start: int, stop: int) -> Tensor:
 
 
 def _accum(value: Any, weight: dtypes.DType) -> dtypes.DType:
-    """`accum_dtype` as a DType: f32 for None; f32 or the weight's dtype, else E0701."""
+    """`accum_dtype` as a DType: the weight's for None; f32 or the weight's dtype, else
+    E0701."""
     if value is None:
-        return F32
+        return weight
     torch = sys.modules.get("torch")
     dt: dtypes.DType | None
     if torch is not None and isinstance(value, torch.dtype):
@@ -380,8 +383,8 @@ def _accum(value: Any, weight: dtypes.DType) -> dtypes.DType:
         raise argument_error(
             f"`accum_dtype` of `fearless.ops.{OP}` must be float32 or the weight's dtype "
             f"({weight.name}), not {value!r:.40}",
-            help="pass accum_dtype=None (float32 sums) or the weight's dtype (no float32 "
-            "buffer of the weight's size, as Liger-Kernel's default)",
+            help="pass accum_dtype=None (the weight's dtype, Liger-Kernel's default) or "
+            "torch.float32 (float32 sums across chunks, in a buffer of the weight's size)",
         )
     return dt
 
