@@ -197,6 +197,54 @@ def test_refusals_are_fearless_errors() -> None:
         bwd(x, a, b, c, d, dt, s0, x, s0[..., :4])
 
 
+def _mma_operand_types(text: str) -> set[str]:
+    """The element types of every `tile.mma`'s two operands in a kernel's tile IR text."""
+    types = {}
+    for line in text.splitlines():
+        name, eq, rest = line.strip().partition(" = ")
+        if eq:
+            types[name] = rest.rsplit("x", 1)[-1].rstrip(">")
+    return {
+        types[op.strip(",")]
+        for line in text.splitlines()
+        if " = tile.mma " in line
+        for op in line.split(" = tile.mma ")[1].split()[:2]
+    }
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+def test_16_bit_inputs_feed_the_mmas_tf32(dtype: str) -> None:
+    """16-bit inputs: every mma of the chunk kernels takes tf32 operands and the running sum of
+    a dt is no forward tile.scan (tileiras builds an f32 x f32 mma from scalar FMAs, minutes of
+    it for chunk_grads, and failed chunk_out's tf32 mmas beside that scan;
+    bench/experiments/compile_slow_kernels.py); f32 inputs keep f32 operands and the scan."""
+    dt, f32 = getattr(fl, dtype), fl.f32
+    bsz, t, h, g, p, n, cs, nc = 1, 100, 4, 2, 32, 64, 32, 4
+    x, bm = fl.zeros((bsz, t, h, p), dtype=dt), fl.zeros((bsz, t, g, n), dtype=dt)
+    a, dtt = fl.zeros((h,), dtype=f32), fl.zeros((bsz, t, h), dtype=dt)
+    s0, full = fl.zeros((bsz, h, p, n), dtype=f32), fl.zeros((bsz, nc, h, p, n), dtype=f32)
+    states = fl.empty((bsz, nc, h, p, n), dtype=f32).partition((1, nc, 1, p, n))
+    final = fl.empty((bsz, 1, h, p, n), dtype=f32).partition((1, 1, 1, p, n))
+    out = fl.empty((bsz, t, h, p), dtype=dt).partition((1, cs, 1, p))
+    ddt = fl.empty((bsz, t, h, 1), dtype=dt).partition((1, cs, 1, 1))
+    dbh, dch = (fl.empty((bsz, t, h, n), dtype=f32).partition((1, cs, 1, n)) for _ in "bc")
+    da_p, dd_p = (fl.empty((bsz, nc, h, 1), dtype=f32).partition((1, 1, 1, 1)) for _ in "ad")
+    texts = [
+        make_chunk_states(dt, dt, f32, f32, f32, False, True).inspect(
+            states, final, x, bm, a, dtt, s0, 2, cs, stage="ir"
+        ),
+        make_chunk_out(dt, dt, f32, f32).inspect(out, x, bm, bm, a, a, dtt, full, 2, n, stage="ir"),
+        make_chunk_grads(dt, dt, f32, f32).inspect(
+            out, ddt, dbh, dch, da_p, dd_p, x, x, bm, bm, a, a, dtt, full, full, 2, stage="ir"
+        ),
+    ]
+    want = "f32" if dtype == "f32" else "tf32"
+    for text in texts:
+        assert _mma_operand_types(text) == {want}
+        scans = [line for line in text.splitlines() if "tile.scan" in line]
+        assert any("reverse=False" in line for line in scans) == (dtype == "f32")
+
+
 @pytest.mark.parametrize("reverse", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes], reverse: bool) -> None:
     bf, f32 = fl.bf16, fl.f32

@@ -282,6 +282,48 @@ def test_the_kernel_compiles_through_tileiras(
         assert cubin(make_moe_actgrad(dt, kind), pd, pa, ps, *args, 32, 32, 16)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_128_row_configurations_take_8_worker_warps_for_16_bit_inputs(
+    monkeypatch: pytest.MonkeyPatch, dtype: str
+) -> None:
+    """ACTGRAD_CONFIGS' 128-row tiles launch with num_worker_warps=8 for 16-bit inputs (with
+    tileiras's default their (BM, BN) f32 tiles spilled, and (128, 128, 64) took 40 s of
+    tileiras); f32 inputs keep the kernels they had."""
+    from fearless.ops import kernels_moe_actgrad as K
+    from fearless.tile.kernel import Kernel
+
+    seen: list[object] = []
+    monkeypatch.setattr(Kernel, "__call__", lambda self, *a, **k: seen.append(self.hints))
+    dt = getattr(fl, dtype)
+    tk, inter = 256, 256
+    dout, h, w2, scores, off, gi, si = _kernel_args(dt, 2, tk, 64, 128, inter, 8)
+    dh, ap = fl.empty((tk, 2, inter), dtype=dt), fl.empty((tk, inter), dtype=dt)
+    ds = fl.zeros((tk,), dtype=fl.f32)
+    for cfg in K.ACTGRAD_CONFIGS:
+        K.launch("swiglu", dh, ap, ds, dout, h, w2, scores, off, gi, si, cfg["bm"], cfg["bn"],
+                 cfg["bk"], cfg["occupancy"], cfg["warps"])  # fmt: skip
+    warps = [h.num_worker_warps for h in seen]  # type: ignore[attr-defined]
+    want = [8 if c["bm"] == 128 and dtype == "bf16" else None for c in K.ACTGRAD_CONFIGS]
+    assert warps == want
+
+
+def test_the_128_by_128_tile_with_8_warps_spills_little(cubin: Callable[..., bytes]) -> None:
+    """(128, 128, 64) in bf16 with 8 worker warps: under 256 bytes of stack a thread (3,240
+    with tileiras's default, 2026-12-06; bench/experiments/compile_slow_kernels.py)."""
+    from fearless.backends.cubin_info import kernel_resources
+
+    dt, tk, inter = fl.bf16, 2400, 768
+    args = _kernel_args(dt, 2, tk, 300, 2048, inter, 128)
+    with (
+        partitioned(fl.empty((tk, 2, inter), dtype=dt), (128, 2, 1024)) as pd,
+        partitioned(fl.empty((tk, inter), dtype=dt), (128, 1024)) as pa,
+        partitioned(fl.empty((tk,), dtype=fl.f32), (128,)) as ps,
+    ):
+        kernel = make_moe_actgrad(dt, "swiglu").options(num_worker_warps=8)
+        (res,) = kernel_resources(cubin(kernel, pd, pa, ps, *args, 128, 64, 256))
+    assert res.stack < 256, res
+
+
 def test_the_tuners_key_holds_the_intermediate_and_the_hidden_width() -> None:
     """actgrad_tuned's key: the activation, the grouped rows' size class, I and H (dout's
     width): two models alike but for H tune apart."""

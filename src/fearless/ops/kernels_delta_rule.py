@@ -31,6 +31,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned, zeros_beside
+from .kernels_gemm import mm, mma_operands
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 EPS = 1e-6  # the l2norm's, as FLA's and Hugging Face's
@@ -161,19 +162,6 @@ def state_dummy(like):
 
 
 # ------------------------------------------------------------------------------- chunked
-
-
-def mma_operands(dt):
-    """The chunk kernels' mma operand type for inputs of `dt`: tf32 for 16-bit inputs (tensor
-    cores, as TileGym's kernel; an f32 x f32 mma is assembled as scalar FMAs, 5 to 10 s of
-    tileiras a kernel), f32 for f32 inputs (their tolerance is f32's)."""
-    return fl.tf32 if dt in (fl.bf16, fl.f16) else fl.f32
-
-
-@tile.function
-def mm(a, b, acc, MX):
-    """a @ b + acc with a and b as `MX` (mma_operands)."""
-    return tile.mma(a.astype(MX), b.astype(MX), acc)
 
 
 @tile.function

@@ -3,7 +3,8 @@
 `matmul_tile` is one (BM, BN) tile of A @ B accumulated in f32 (a plain function, inlined),
 `matmul_bt_tile` the same of A @ B^T (the linear layers' kernels share it);
 `make_matmul` runs one block per tile of C in the grouped order (TileGym's swizzle), and
-`make_matmul_persistent` one wave of blocks walking C's tiles. `GEMM_CONFIGS` is the
+`make_matmul_persistent` one wave of blocks walking C's tiles; `mm` is an mma on operands of
+`mma_operands` (the delta rule's and Mamba-2's f32 tiles). `GEMM_CONFIGS` is the
 autotuner's space (tile shape, K step, occupancy, clusters, persistent), with TileGym's SM90
 configurations in it.
 
@@ -18,6 +19,21 @@ from fearless import tile
 
 from ._io import view
 from .kernels_rows import kernel_of, size_class, sm_count
+
+
+def mma_operands(dt):
+    """The mma operand type of kernels that compute on f32 tiles made from inputs of `dt`:
+    tf32 for 16-bit inputs (the tensor cores; tileiras assembles an f32 x f32 mma from scalar
+    FMAs, which spill: the delta rule's chunk kernels took 5 to 10 s of tileiras each, Mamba-2's
+    chunk_grads 4 to 5 minutes and 3 MB of cubin, bench/experiments/compile_slow_kernels.py),
+    f32 for f32 inputs (their tolerance is f32's)."""
+    return fl.tf32 if dt in (fl.bf16, fl.f16) else fl.f32
+
+
+@tile.function
+def mm(a, b, acc, MX):
+    """a @ b + acc with a and b as `MX` (`mma_operands`)."""
+    return tile.mma(a.astype(MX), b.astype(MX), acc)
 
 
 @tile.function

@@ -18,6 +18,8 @@ nothing.
   - `chunk_grads`: one block per (b, chunk, h), all of P and N: dx, ddt and this head's db, dc
     (f32, summed over the group's heads by `group_sum`) and the (b, chunk, h) parts of da, dd
     (summed by `head_sum`), from the chunk's entry state and end gradient.
+For 16-bit inputs the mmas take tf32 operands (`mma_operands`) and g is a masked row sum, not
+a scan (`decay`); f32 inputs keep f32 operands and the scan.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -27,6 +29,7 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned, view, zeros_beside
+from .kernels_gemm import mm, mma_operands
 from .kernels_rows import kernel_of, next_pow2
 
 
@@ -43,11 +46,17 @@ def row_block(t, b, i, h, j, CS, BP):
 
 
 @tile.function
-def decay(a, dt, b, i, h, CS):
-    """The chunk's dt (CS, 1) f32 and cumulative log decay g (CS, 1)."""
+def decay(a, dt, b, i, h, CS, NO_SCAN):
+    """The chunk's dt (CS, 1) f32 and cumulative log decay g (CS, 1); with NO_SCAN, g as a
+    masked row sum (tileiras refuses tf32 mmas beside a tile.cumsum: "Failed to select TMA
+    load instruction", as ops/kernels_delta_rule.py's chunk_prepare)."""
     dtc = tile.load(dt, (b, i, h), (1, CS, 1)).reshape((CS,)).astype(fl.f32)
     ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
-    g = tile.cumsum(dtc * ah, axis=0)
+    if NO_SCAN:  # compile-time
+        lower = tile.arange(CS)[:, None] >= tile.arange(CS)[None, :]
+        g = tile.sum(tile.where(lower, (dtc * ah).reshape((1, CS)), 0.0), axis=1)
+    else:
+        g = tile.cumsum(dtc * ah, axis=0)
     return dtc.reshape((CS, 1)), g.reshape((CS, 1))
 
 
@@ -62,7 +71,7 @@ def causal_decay(g, CS):
 
 
 @tile.function
-def state_walk(states, final, u, v, a, dt, state0, HPG, CS, reverse, has_init, sdt):
+def state_walk(states, final, u, v, a, dt, state0, HPG, CS, reverse, has_init, sdt, MX, NO_SCAN):
     """The chunk recurrence of `states`' block (b, h, rows of P): forward (u = x, v = b), or
     reverse (u = dy, v = c); see the module docstring. Stores each chunk's state, then the last
     one into `final` in `sdt`."""
@@ -80,12 +89,12 @@ def state_walk(states, final, u, v, a, dt, state0, HPG, CS, reverse, has_init, s
             ci = r
             if reverse:  # compile-time
                 ci = nc - 1 - r
-            dtc, g = decay(a, dt, b, ci, h, CS)
+            dtc, g = decay(a, dt, b, ci, h, CS, NO_SCAN)
             g_last = g[CS - 1, 0]
             ut = row_block(u, b, ci, h, j, CS, BP)
             vt = rows(v, b, ci, grp, CS, NP)
             w = tile.exp(g) if reverse else dtc * tile.exp(g_last - g)  # reverse: compile-time
-            s = tile.mma((ut * w).transpose(), vt, s * tile.exp(g_last))
+            s = mm((ut * w).transpose(), vt, s * tile.exp(g_last), MX)
     final.store(s.reshape((1, 1, 1, BP, NP)).astype(sdt))
 
 
@@ -93,6 +102,8 @@ def make_chunk_states(dt, tdt, adt, sdt, idt, reverse, has_init, **hints):
     """states (B, NC, H, P, N) f32 in tiles of (1, NCP, 1, BP, NP) and final (B, 1, H, P, N) in
     `sdt` in tiles of (1, 1, 1, BP, NP); u (B, T, H, P) and v (B, T, G, N) in `dt`, a (H,) in
     `adt`, dt (B, T, H) in `tdt`, state0 (B, H, P, N) in `idt` (read when `has_init`)."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX
 
     @tile.kernel(**hints)
     def chunk_states(
@@ -100,7 +111,9 @@ def make_chunk_states(dt, tdt, adt, sdt, idt, reverse, has_init, **hints):
         v: tile.Tensor[dt], a: tile.Tensor[adt], dtt: tile.Tensor[tdt],
         state0: tile.Tensor[idt], HPG: tile.Const[int], CS: tile.Const[int],
     ):  # fmt: skip
-        state_walk(states, final, u, v, a, dtt, state0, HPG, CS, reverse, has_init, sdt)
+        state_walk(
+            states, final, u, v, a, dtt, state0, HPG, CS, reverse, has_init, sdt, MX, NO_SCAN
+        )
 
     return chunk_states
 
@@ -129,6 +142,8 @@ def make_chunk_out(dt, tdt, adt, ddt_, **hints):
     """out (B, T, H, P) in `dt`, in tiles of (1, CS, 1, BP), from x (B, T, H, P), b, c
     (B, T, G, N) in `dt`, a and d (H,), dt (B, T, H) and the chunks' entry states
     (B, NC, H, P, N) f32."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX
 
     @tile.kernel(**hints)
     def chunk_out(
@@ -141,11 +156,11 @@ def make_chunk_out(dt, tdt, adt, ddt_, **hints):
         grp = h // HPG
         xt = row_block(x, b, ci, h, j, CS, BP)
         bt, ct = rows(bm, b, ci, grp, CS, NP), rows(cm, b, ci, grp, CS, NP)
-        dtc, g = decay(a, dtt, b, ci, h, CS)
+        dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
         s0 = tile.load(states, (b, ci, h, j, 0), (1, 1, 1, BP, NP)).reshape((BP, NP))
-        y = tile.mma(ct, s0.transpose(), tile.zeros((CS, BP), fl.f32)) * tile.exp(g)
-        cb = tile.mma(ct, bt.transpose(), tile.zeros((CS, CS), fl.f32)) * causal_decay(g, CS)
-        y = tile.mma(cb, xt * dtc, y)
+        y = mm(ct, s0.transpose(), tile.zeros((CS, BP), fl.f32), MX) * tile.exp(g)
+        cb = mm(ct, bt.transpose(), tile.zeros((CS, CS), fl.f32), MX) * causal_decay(g, CS)
+        y = mm(cb, xt * dtc, y, MX)
         y = y + xt * tile.load(d, (h,), (1,)).astype(fl.f32).item()
         out.store(y.reshape((1, CS, 1, BP)).astype(dt))
 
@@ -168,6 +183,8 @@ def make_chunk_grads(dt, tdt, adt, ddt_, **hints):
     (1, CS, 1, 1) (viewed (B, T, H, 1)), dbh and dch (B, T, H, N) f32 in tiles of
     (1, CS, 1, NP), da_p and dd_p (B, NC, H, 1) f32 in tiles of (1, 1, 1, 1); from x and dy (B, T, H, P), b, c (B, T, G, N), a, d,
     dt, the entry states and the reversed end gradients (B, NC, H, P, N) f32."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX
 
     @tile.kernel(**hints)
     def chunk_grads(
@@ -183,7 +200,7 @@ def make_chunk_grads(dt, tdt, adt, ddt_, **hints):
         grp = h // HPG
         xt, dyt = rows(x, b, ci, h, CS, PP), rows(dy, b, ci, h, CS, PP)
         bt, ct = rows(bm, b, ci, grp, CS, NP), rows(cm, b, ci, grp, CS, NP)
-        dtc, g = decay(a, dtt, b, ci, h, CS)
+        dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
         ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
         dh = tile.load(d, (h,), (1,)).astype(fl.f32).item()
         g_last = g[CS - 1, 0]
@@ -193,20 +210,20 @@ def make_chunk_grads(dt, tdt, adt, ddt_, **hints):
         ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
         zc = tile.zeros((CS, CS), fl.f32)
         w = causal_decay(g, CS)
-        wcb = w * tile.mma(ct, bt.transpose(), zc)  # (i, j): exp(g_i - g_j) c_i . b_j
-        gxy = tile.mma(dyt, xt.transpose(), zc)  # (i, j): dy_i . x_j
+        wcb = w * mm(ct, bt.transpose(), zc, MX)  # (i, j): exp(g_i - g_j) c_i . b_j
+        gxy = mm(dyt, xt.transpose(), zc, MX)  # (i, j): dy_i . x_j
         # dx_j = d dy_j + dt_j (sum_i wcb_ij dy_i + exp(L - g_j) dS b_j)
-        dxs = tile.mma(bt, ds.transpose(), tile.zeros((CS, PP), fl.f32)) * el
-        dxt = tile.mma(wcb.transpose(), dyt, dxs)
+        dxs = mm(bt, ds.transpose(), tile.zeros((CS, PP), fl.f32), MX) * el
+        dxt = mm(wcb.transpose(), dyt, dxs, MX)
         dx.store((dyt * dh + dxt * dtc).reshape((1, CS, 1, PP)).astype(dt))
         q = w * gxy * dtc.reshape((1, CS))  # (i, j): exp(g_i - g_j) (dy_i . x_j) dt_j
-        dc = tile.mma(dyt, s0, tile.zeros((CS, NP), fl.f32)) * eg
-        dch.store(tile.mma(q, bt, dc).reshape((1, CS, 1, NP)))
-        db = tile.mma(xt, ds, tile.zeros((CS, NP), fl.f32)) * (dtc * el)
-        dbh.store(tile.mma(q.transpose(), ct, db).reshape((1, CS, 1, NP)))
+        dc = mm(dyt, s0, tile.zeros((CS, NP), fl.f32), MX) * eg
+        dch.store(mm(q, bt, dc, MX).reshape((1, CS, 1, NP)))
+        db = mm(xt, ds, tile.zeros((CS, NP), fl.f32), MX) * (dtc * el)
+        dbh.store(mm(q.transpose(), ct, db, MX).reshape((1, CS, 1, NP)))
         # the gradient of each step's cumulative log decay g_i, then of a dt (a reverse sum)
-        m = q * tile.mma(ct, bt.transpose(), zc)
-        cs0 = tile.mma(ct, s0.transpose(), tile.zeros((CS, PP), fl.f32))
+        m = q * mm(ct, bt.transpose(), zc, MX)
+        cs0 = mm(ct, s0.transpose(), tile.zeros((CS, PP), fl.f32), MX)
         k_in = dtc * tile.sum(xt * dxs, axis=1, keepdims=True)  # through S_end's inputs
         dg = tile.sum(m, axis=1, keepdims=True) - tile.sum(m, axis=0).reshape((CS, 1))
         dg = dg + eg * tile.sum(dyt * cs0, axis=1, keepdims=True) - k_in

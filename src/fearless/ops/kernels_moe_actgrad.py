@@ -135,17 +135,21 @@ def make_moe_actgrad(dt, kind):
     return moe_actgrad
 
 
-def _config(bm, bn, bk, occupancy=None):
-    return dict(bm=bm, bn=bn, bk=bk, occupancy=occupancy)
+def _config(bm, bn, bk, occupancy=None, warps=None):
+    return dict(bm=bm, bn=bn, bk=bk, occupancy=occupancy, warps=warps)
 
 
 # Rows per block (BM), the column chunk (BN) and the K step (BK) over H. TileGym's cuTile kernel
 # tunes (128, 128, 64) and (128, 128, 128) on Hopper; a block here owns whole rows, so fewer
-# blocks run when TK is small: 64-row tiles are tried too.
+# blocks run when TK is small: 64-row tiles are tried too. The 128-row tiles take 8 worker
+# warps for 16-bit inputs (`warps`; f32's kernels as they were): with tileiras's default the
+# (BM, BN) f32 tiles of dy and the epilogue spilled (sm_90, bf16, swiglu: (128, 128, 64) 3,240
+# bytes of stack a thread and 41 to 47 s of tileiras, (128, 64, 64) 1,256 bytes; with 8 warps
+# 72 and 40 bytes, about 2 s each; bench/experiments/compile_slow_kernels.py).
 ACTGRAD_CONFIGS = [
     _config(64, 64, 64, 2),
-    _config(128, 64, 64),
-    _config(128, 128, 64),
+    _config(128, 64, 64, warps=8),
+    _config(128, 128, 64, warps=8),
     _config(64, 128, 64, 2),
 ]
 
@@ -157,23 +161,27 @@ def _key(kind, dh, a_prime, ds, dout, *_, **__):
 
 @fl.autotune(configs=ACTGRAD_CONFIGS, key=_key, restore_value=["ds"])
 def actgrad_tuned(kind, dh, a_prime, ds, dout, h, w2, scores, offsets, gather_idx, scatter_idx,
-                  *, bm, bn, bk, occupancy):  # fmt: skip
+                  *, bm, bn, bk, occupancy, warps=None):  # fmt: skip
     """Launch over dh (TK, G, I) and h the same view, a_prime (TK, I), ds (TK,) f32, dout
     (T, H), w2 (E, I, H), the flat f32 scores and the i32 offsets (E + 1,) and indices (TK,).
     The kernel adds into ds: the tuner puts its contents back before each timed call."""
     launch(kind, dh, a_prime, ds, dout, h, w2, scores, offsets, gather_idx, scatter_idx,
-           bm, bn, bk, occupancy)  # fmt: skip
+           bm, bn, bk, occupancy, warps)  # fmt: skip
 
 
 def launch(kind, dh, a_prime, ds, dout, h, w2, scores, offsets, gather_idx, scatter_idx, bm,
-           bn, bk, occupancy=None):  # fmt: skip
-    """One launch at these tile sizes (each capped by its extent's power of two)."""
+           bn, bk, occupancy=None, warps=None):  # fmt: skip
+    """One launch at these tile sizes (each capped by its extent's power of two); `warps`, the
+    num_worker_warps hint, for 16-bit inputs only."""
     tk, g, inter = dh.shape
     wide = next_pow2(inter)
     bm = min(bm, next_pow2(tk))
     bn = min(bn, wide)
     bk = min(bk, next_pow2(max(dout.shape[1], 1)))
-    kernel = kernel_of(make_moe_actgrad, dh.dtype, kind).options(occupancy=occupancy)
+    warps = warps if dh.dtype in (fl.bf16, fl.f16) else None
+    kernel = kernel_of(make_moe_actgrad, dh.dtype, kind).options(
+        occupancy=occupancy, num_worker_warps=warps
+    )
     ep = next_pow2(offsets.shape[0])
     with (
         partitioned(dh, (bm, g, wide)) as pd,
