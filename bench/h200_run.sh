@@ -104,10 +104,11 @@ for step in "$@"; do
            # operators and their backward, the fused loss, linear_gluact_linear,
            # moe_actgrad_bwd, fearless.transformers; that one needs the transformers
            # wheel and its dependencies in .whl)
-           # NEW_TESTS='file ...' runs those files instead, on NEW_WORKERS (15) workers
+           # NEW_TESTS='file ...' runs those files instead, on NEW_WORKERS (15) workers, tuning
+           # off unless NEW_AUTOTUNE=1 (a tuned op's other configurations then launch too)
            if [ -n "${NEW_TESTS:-}" ]; then
              # shellcheck disable=SC2086
-             FEARLESS_AUTOTUNE=0 timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -v -m gpu $tmo \
+             FEARLESS_AUTOTUNE=${NEW_AUTOTUNE:-0} timeout "${NEW_TIMEOUT_S:-540}" python3 -m pytest -v -m gpu $tmo \
                -p no:cacheprovider -n "${NEW_WORKERS:-15}" -rfE $NEW_TESTS \
                --failure-log "$out/gpu_new_failures.log" 2>&1 | tee "$out/gpu_new_full.log" \
                | tail -40 > "$out/gpu_new.log"
