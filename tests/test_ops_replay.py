@@ -204,6 +204,22 @@ def test_a_replay_waits_while_the_thread_records_another_call() -> None:
     assert bodies["n"] == 2 and len(rec.launches) == 1 and rec.refused is None
 
 
+def test_another_threads_recording_leaves_this_threads_replays() -> None:
+    """While a call records on one thread (a first call may compile for seconds), a keyed
+    call on another thread replays."""
+    import threading
+
+    x = torch.randn(16)
+    for _ in range(2):
+        axpb(x, 2.0, 1)
+    assert bodies["n"] == 1
+    with trace.record():
+        worker = threading.Thread(target=axpb, args=(x, 2.0, 1))
+        worker.start()
+        worker.join()
+    assert bodies["n"] == 1
+
+
 def test_real_operators_on_the_simulator_stay_on_their_slow_path() -> None:
     from fearless import ops
 

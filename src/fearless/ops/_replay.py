@@ -113,7 +113,9 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                     return fn(*args, **kwargs)
                 key, tensors, ptrs, values = found
                 plan = plans.get(key)
-                if type(plan) is Plan and not trace.recording:
+                # a replay inside this thread's recording would hide its launches from it;
+                # another thread's recording (a first call compiling for seconds) is no bar
+                if type(plan) is Plan and (not trace.recording or trace.current() is None):
                     out = plan.run(tensors, ptrs, values)
                     if out is not _MISS:
                         return out
