@@ -22,7 +22,6 @@ from typing import Any
 from ..runtime.location import argument_error
 from ._attention_checks import (
     attention_scale,
-    decode_operands,
     float_operands,
     kept,
     kept_lse,
@@ -31,10 +30,11 @@ from ._attention_checks import (
     qkv_operands,
     split_len,
 )
-from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._attention_outputs import attention_output, gradient_outputs, gradient_results
 from ._io import number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
+from .attention_varlen import grouped_decode
 from .kernels_attention import attention_tuned, attention_variant_tuned
 from .kernels_attention_backward import attention_backward, forward_with_backward_ahead
 from .kernels_attention_gemma import gemma_decode, gemma_decode_split
@@ -239,18 +239,15 @@ def gemma_attention_decode(
     split = split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.gemma_attention_decode(q, k, v, scaling, w, cap, split)
-    qa, ka, va = decode_operands(op, q, k, v, "gemma_attention")
-    (_, _, _, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = attention_scale(scaling, d, op, "scaling")
-    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
-    if s and out.size:
-        qd, od = decode_views(qa.tensor, out, qa.shape, hk)
+
+    def launch(qd: Any, k4: Any, v4: Any, od: Any, sc: float, s: int) -> None:
         lo = max(0, s - 1 - w) if w else 0
         if split is None:
-            gemma_decode(qd, ka.tensor, va.tensor, od, sc, cap, lo, sm_count())
+            gemma_decode(qd, k4, v4, od, sc, cap, lo, sm_count())
         else:
-            gemma_decode_split(qd, ka.tensor, va.tensor, od, sc, cap, lo, split)
-    return result(qa, out, ret)
+            gemma_decode_split(qd, k4, v4, od, sc, cap, lo, split)
+
+    return grouped_decode(op, q, k, v, "gemma_attention", scaling, "scaling", launch)
 
 
 def _soft_cap(soft_cap: Any, op: str) -> float | None:

@@ -17,12 +17,14 @@ the GPU are clamped to 0..L and 0..S inside the kernel, never read past. fmha_va
 attention's backward kernels with the lengths read inside them
 (ops/kernels_attention_ragged_backward.py): 0 for the padded rows and keys. fmha_decode is
 forward only: an input that requires grad is refused at the call (ops/torch_ops.py), never
-detached.
+detached. `grouped_decode` holds the checks and the output of a grouped-query decode, which
+fmha_decode shares with `gemma_attention_decode` (ops/attention_variants.py).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -129,16 +131,38 @@ def fmha_decode(
     split_len(kv_len_per_split, op)
     if (t := torch_ops(q, k, v)) is not None:
         return t.fmha_decode(q, k, v, sm_scale, kv_len_per_split)
-    qa, ka, va = decode_operands(op, q, k, v, "fmha")
+
+    def launch(qd: Any, k4: Any, v4: Any, od: Any, sc: float, s: int) -> None:
+        if kv_len_per_split is None:
+            attention_decode(qd, k4, v4, od, sc, sm_count())
+        else:
+            attention_decode_split(qd, k4, v4, od, sc, kv_len_per_split)
+
+    return grouped_decode(op, q, k, v, "fmha", sm_scale, "sm_scale", launch)
+
+
+def grouped_decode(
+    op: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    form: str,
+    scaling: Any,
+    scale_name: str,
+    launch: Callable[[Any, Any, Any, Any, float, int], None],
+) -> Any:
+    """A grouped-query decode of one token (fmha_decode's, gemma_attention_decode's): q
+    (B, H, 1, D) and k, v (B, H_kv, S, D) checked (`form` the prefill operator an error points
+    to), the scale `scaling` (`scale_name` its keyword; None: 1 / sqrt(D)), the output made
+    (zeros where there are no keys), and `launch(q, k, v, out, scale, S)` run with q and out
+    grouped per KV head (B, H_kv, H / H_kv, D) where there are keys. Returns the output."""
+    qa, ka, va = decode_operands(op, q, k, v, form)
     (_, _, _, d), (_, hk, s, _) = qa.shape, ka.shape
-    sc = attention_scale(sm_scale, d, op, "sm_scale")
-    out, ret = attention_output(qa, qa.shape, s)
+    sc = attention_scale(scaling, d, op, scale_name)
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
     if s and out.size:
         qd, od = decode_views(qa.tensor, out, qa.shape, hk)
-        if kv_len_per_split is None:
-            attention_decode(qd, ka.tensor, va.tensor, od, sc, sm_count())
-        else:
-            attention_decode_split(qd, ka.tensor, va.tensor, od, sc, kv_len_per_split)
+        launch(qd, ka.tensor, va.tensor, od, sc, s)
     return result(qa, out, ret)
 
 

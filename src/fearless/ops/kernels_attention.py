@@ -35,6 +35,33 @@ def head_rows(t, b, h, i, TILE_M, TILE_D):
 
 
 @tile.function
+def seq_rows(t, b, i, h, TILE_M, TILE_D):
+    """Rows i * TILE_M.. of head h of a (B, L, H, D) tensor, as a (TILE_M, TILE_D) tile."""
+    return tile.load(t, (b, i, h, 0), (1, TILE_M, 1, TILE_D)).reshape((TILE_M, TILE_D))
+
+
+@tile.function
+def kv_rows(t, b, kv_h, j, TILE_N, TILE_D, seq_major):
+    """Key tile j of KV head kv_h of k or v as a (TILE_N, TILE_D) tile: `seq_rows` of a
+    (B, S, H_kv, D) tensor when `seq_major` (compile-time), else `head_rows` of a
+    (B, H_kv, S, D) one."""
+    if seq_major:
+        rows = seq_rows(t, b, j, kv_h, TILE_N, TILE_D)
+    else:
+        rows = head_rows(t, b, kv_h, j, TILE_N, TILE_D)
+    return rows
+
+
+@tile.function
+def tile_positions(i, TILE_M, TILE_N):
+    """(rows, cols) of query tile i against a key tile: the tile's query rows i * TILE_M.. as a
+    (TILE_M, 1) column and the key offsets 0..TILE_N - 1 within a key tile as a (1, TILE_N) row."""
+    rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+    cols = tile.arange(TILE_N)[None, :]
+    return rows, cols
+
+
+@tile.function
 def online_start(ROWS, TILE_D, keys_major):
     """The online softmax's running max (-inf), sum (0) and f32 accumulator (0) of ROWS query
     rows: (ROWS, 1), (ROWS, 1), (ROWS, TILE_D); `keys_major` (the decodes', compile-time)
@@ -276,8 +303,7 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, 
         b, h, i, _ = out.index
         kv_h = h // GROUP
         qk_scale = scale * INV_LOG_2
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         s_len = k.shape[2]
@@ -417,6 +443,15 @@ def tile_order():
 LSE_COLUMNS = 4
 
 
+def _kernel(q, k, causal, form, variant, lse, tile_n, occupancy, num_worker_warps):
+    """`make_attention`'s kernel for q, k (fl.Tensors) in key tiles of `tile_n` (`mask_form`'s
+    `form` of the mask or None, `variant` or None, keeping the rows' lse where `lse` is given),
+    with its launch options."""
+    even_k = k.shape[2] % tile_n == 0
+    make = kernel_of(make_attention, q.dtype, causal, even_k, form, variant, lse is not None)
+    return make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
+
+
 def _launch(make, out, lse, tile_m, d, args):
     """`make`'s kernel over out's (1, 1, tile_m, D) tiles, with lse's rows when lse (a
     (B, H, L) f32 fl.Tensor) is kept (see LSE_COLUMNS); `args` the kernel's inputs after
@@ -441,12 +476,9 @@ def attention_tuned(
     """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D)) with these tiles;
     `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype; `lse` None or a
     (B, H, L) f32 fl.Tensor that gets the rows' log2-sum-exp (`make_attention`'s keep_lse)."""
-    d = q.shape[3]
-    even_k = k.shape[2] % tile_n == 0
     form = None if mask is None else mask_form(mask)
-    make = kernel_of(make_attention, q.dtype, causal, even_k, form, None, lse is not None)
-    kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    _launch(kernel, out, lse, tile_m, d, (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group))
+    kernel = _kernel(q, k, causal, form, None, lse, tile_n, occupancy, num_worker_warps)
+    _launch(kernel, out, lse, tile_m, q.shape[3], (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group))
 
 
 def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
@@ -464,11 +496,10 @@ def attention_variant_tuned(
     """out = a variant's attention (`make_attention`'s `variant`: bottom-right alignment,
     window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D)); `lse` as
     `attention_tuned`'s."""
-    d = q.shape[3]
-    even_k = k.shape[2] % tile_n == 0
-    make = kernel_of(make_attention, q.dtype, causal, even_k, None, variant, lse is not None)
-    kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    _launch(kernel, out, lse, tile_m, d, (q, k, v, None, scale, wl, wr, cap, tile_n, group))
+    kernel = _kernel(q, k, causal, None, variant, lse, tile_n, occupancy, num_worker_warps)
+    _launch(
+        kernel, out, lse, tile_m, q.shape[3], (q, k, v, None, scale, wl, wr, cap, tile_n, group)
+    )
 
 
 # --------------------------------------------------------------------------------- decode
@@ -483,24 +514,32 @@ def attention_variant_tuned(
 
 @tile.function
 def decode_keys(
-    q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap, windowed, capped
-):
+    q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap, windowed, capped,
+    hi=None, seq_major=False,
+):  # fmt: skip
     """(acc (D, QG), m (1, QG), l (1, QG)) of key tiles first.. first + tiles - 1, keys-major:
     the scores of a key tile are K_j (TILE_N, D) @ Q^T (D, QG) and the accumulator
     V_j^T (D, TILE_N) @ P (TILE_N, QG), so the tensor cores' M axis holds the keys and the few
     query rows go on N (queries on M gave an 8-row MMA and a twentieth of torch's speed).
     Gemma's decode (kernels_attention_gemma.py; compile-time flags, both False elsewhere):
     `windowed` drops the keys before LO; `capped` takes scores CAP * tanh(S * qk_scale), where
-    the caller passes qk_scale = scale / its cap and CAP = its cap / ln 2 (base 2)."""
+    the caller passes qk_scale = scale / its cap and CAP = its cap / ln 2 (base 2). The sink
+    decode's (kernels_attention_sink_decode.py), `seq_major` (compile-time; `windowed` and
+    `capped` False): k, v are (B, S, H_kv, D) and the keys outside LO..HI - 1 are masked, every
+    tile walked holding a key the query sees (the running max is finite after the first, no
+    guard; with no tile, m is -inf and l 0)."""
     s_len = k.shape[2]
     q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
     m_i, l_i, acc = online_start(QG, TILE_D, True)
     keys = tile.arange(TILE_N)[:, None]
     for jj in range(tiles):
         j = first + jj
-        kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
+        kt = kv_rows(k, b, kv_h, j, TILE_N, TILE_D, seq_major)
         s = tile.mma(kt, q_t, tile.zeros((TILE_N, QG), fl.f32))
-        if windowed or capped:  # compile-time: Gemma's decode
+        if seq_major:  # compile-time: the sink decode's keys LO..HI - 1
+            pos = j * TILE_N + keys
+            s = s * qk_scale + tile.where((pos < hi) & (pos >= lo), 0.0, -math.inf)
+        elif windowed or capped:  # compile-time: Gemma's decode
             keep = j * TILE_N + keys < s_len
             if windowed:
                 keep = keep & (j * TILE_N + keys >= lo)
@@ -512,7 +551,7 @@ def decode_keys(
         else:
             s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
         m_ij, p, alpha = online_weights(s, m_i, 0, False)
-        vt = head_rows(v, b, kv_h, j, TILE_N, TILE_D)
+        vt = kv_rows(v, b, kv_h, j, TILE_N, TILE_D, seq_major)
         acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, True)
         m_i = m_ij
     return acc, m_i, l_i
@@ -640,18 +679,18 @@ def decode_splits(b, hk, s_len, tile_n, blocks):
     return -(-s_len // split_len), split_len // tile_n
 
 
-def _decode_cfg(tile_n, occupancy, waves):
+def decode_cfg(tile_n, occupancy, waves):
     return dict(tile_n=tile_n, occupancy=occupancy, waves=waves)
 
 
 # waves: the key splits aim at waves x SMs blocks (one split when B * H_kv heads already fill
 # that many).
 DECODE_CONFIGS = [
-    _decode_cfg(128, 2, 1),
-    _decode_cfg(128, 1, 1),
-    _decode_cfg(64, 2, 2),
-    _decode_cfg(128, 2, 2),
-    _decode_cfg(64, 4, 4),
+    decode_cfg(128, 2, 1),
+    decode_cfg(128, 1, 1),
+    decode_cfg(64, 2, 2),
+    decode_cfg(128, 2, 2),
+    decode_cfg(64, 4, 4),
 ]
 
 

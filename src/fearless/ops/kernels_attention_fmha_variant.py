@@ -43,6 +43,7 @@ from .kernels_attention import (
     rows_normalised,
     seen_keys,
     tile_order,
+    tile_positions,
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
@@ -149,8 +150,7 @@ def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout,
         else:
             qt = tile.load(q, (b, h, i, 0), (1, 1, TILE_M, TILE_D))
         qt = qt.reshape((TILE_M, TILE_D))
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         first, tiles, clean_from, mask_from = variant_bounds(
             i, lk, off, window, window, TILE_M, TILE_N, causal, windowed, right
         )

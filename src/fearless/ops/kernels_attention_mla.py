@@ -49,6 +49,7 @@ from .kernels_attention import (
     online_step,
     online_weights,
     tile_order,
+    tile_positions,
     variant_bounds,
 )
 from .kernels_attention_splitk import lse_fold, lse_start
@@ -82,8 +83,7 @@ def make_mla(dt, causal, even_k, roped, **hints):
         pe_h = h // PE_GROUP
         qk_scale = scale * INV_LOG_2
         s_len = k.shape[2]
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
         if roped:  # compile-time

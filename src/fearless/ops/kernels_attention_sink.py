@@ -1,6 +1,6 @@
 """The Tile kernel behind `fearless.ops.attention_sink` (GPT-OSS's attention with a learned
 sink logit per head), and its autotuned launch; `attention_sink_decode` runs the split-KV
-kernels of ops/kernels_attention_sink_decode.py (which read k, v through `seq_rows`).
+kernels of ops/kernels_attention_sink_decode.py.
 
 `make_sink_attention` is the flash-attention loop of ops/kernels_attention.py (online softmax
 in base 2, f32 running max, sum and accumulator; the key tiles outside every row's window
@@ -34,15 +34,11 @@ from .kernels_attention import (
     masked_scores,
     normalised,
     online_step,
+    seq_rows,
+    tile_positions,
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
-
-
-@tile.function
-def seq_rows(t, b, i, h, TILE_M, TILE_D):
-    """Rows i * TILE_M.. of head h of a (B, L, H, D) tensor, as a (TILE_M, TILE_D) tile."""
-    return tile.load(t, (b, i, h, 0), (1, TILE_M, 1, TILE_D)).reshape((TILE_M, TILE_D))
 
 
 def make_sink_attention(dt, sdt, windowed, **hints):
@@ -74,8 +70,7 @@ def make_sink_attention(dt, sdt, windowed, **hints):
         l_i = tile.zeros((TILE_M, 1), fl.f32)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
         qt = seq_rows(q, b, i, h, TILE_M, TILE_D)
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         first, tiles, clean_from, mask_from = variant_bounds(
             i, s_len, off, wl, 0, TILE_M, TILE_N, True, windowed, False
         )

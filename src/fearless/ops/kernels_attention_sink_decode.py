@@ -3,11 +3,11 @@ decode with a learned sink logit per query head), and their launches: autotuned 
 splits and tiles (`sink_decode_tuned`, the no-split form among them), or with TileGym's
 kv_len_per_split pinned (`sink_decode_pinned`).
 
-They are the split-KV decode of ops/kernels_attention.py (`decode_keys`' keys-major loop, its
-split sizing `decode_splits`) in TileGym's sequence-major layout: block (b, kv_h[, split]) takes
-the GROUP query heads of KV head kv_h as one (QG, D) tile (q viewed as (B, H_kv, GROUP, D),
-QG = GROUP rounded up to a power of two, at least 8) and walks key tiles of k, v (B, S, H_kv,
-D). The query sits at START (read inside the kernels from a one-element i32 tensor: it may live
+They are the split-KV decode of ops/kernels_attention.py (`decode_keys`' keys-major loop in
+its `seq_major` form, its split sizing `decode_splits`) in TileGym's sequence-major layout:
+block (b, kv_h[, split]) takes the GROUP query heads of KV head kv_h as one (QG, D) tile (q
+viewed as (B, H_kv, GROUP, D), QG = GROUP rounded up to a power of two, at least 8) and walks
+key tiles of k, v (B, S, H_kv, D). The query sits at START (read inside the kernels from a one-element i32 tensor: it may live
 on the GPU) and sees the keys LO..HI - 1, HI = min(S, START + 1) and, with a window, LO =
 max(0, START - WL) (else 0). The key tiles are counted from LO's tile (so a windowed decode
 walks at most cdiv(WL + TILE_N, TILE_N) tiles, which the launch sizes its splits on); a split
@@ -31,17 +31,15 @@ from fearless import tile
 
 from ._io import partitioned
 from .kernels_attention import (
+    DECODE_CONFIGS,
     INV_LOG_2,
+    decode_cfg,
+    decode_keys,
     decode_splits,
-    head_rows,
     normalised,
-    online_fold,
-    online_start,
-    online_weights,
     split_combine_launch,
     split_store,
 )
-from .kernels_attention_sink import seq_rows
 from .kernels_attention_splitk import lse_fold
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -73,28 +71,6 @@ def sink_row(sinks, kv_h, QG):
     return s.astype(fl.f32) * INV_LOG_2
 
 
-@tile.function
-def sink_decode_keys(q, k, v, b, kv_h, first, tiles, lo, hi, QG, TILE_N, TILE_D, qk_scale, dt):
-    """(acc (D, QG), m (1, QG), l (1, QG)) of key tiles first.. first + tiles - 1 of k, v
-    (B, S, H_kv, D), keys-major as `decode_keys` (K_j @ Q^T, V_j^T @ P), the keys outside
-    LO..HI - 1 masked. Every tile walked holds a key the query sees, so the running max is
-    finite after the first (no guard); with no tile, m is -inf and l 0."""
-    q_t = tile.transpose(head_rows(q, b, kv_h, 0, QG, TILE_D))  # (D, QG)
-    m_i, l_i, acc = online_start(QG, TILE_D, True)
-    keys = tile.arange(TILE_N)[:, None]
-    for jj in range(tiles):
-        j = first + jj
-        kt = seq_rows(k, b, j, kv_h, TILE_N, TILE_D)
-        s = tile.mma(kt, q_t, tile.zeros((TILE_N, QG), fl.f32))
-        pos = j * TILE_N + keys
-        s = s * qk_scale + tile.where((pos < hi) & (pos >= lo), 0.0, -math.inf)
-        m_ij, p, alpha = online_weights(s, m_i, 0, False)
-        vt = seq_rows(v, b, j, kv_h, TILE_N, TILE_D)
-        acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, True)
-        m_i = m_ij
-    return acc, m_i, l_i
-
-
 def make_sink_decode_one(dt, sdt, windowed, **hints):
     """One split: block (b, kv_h) walks every key tile the query sees and stores its heads'
     output, the sink folded into the denominator after the loop. `windowed`: compile-time."""
@@ -114,9 +90,9 @@ def make_sink_decode_one(dt, sdt, windowed, **hints):
         _, _, QG, TILE_D = out.shape
         b, kv_h, _, _ = out.index
         first, end, lo, hi = sink_key_range(start, k.shape[1], wl, TILE_N, windowed)
-        acc, m_i, l_i = sink_decode_keys(
-            q, k, v, b, kv_h, first, max(0, end - first), lo, hi, QG, TILE_N, TILE_D,
-            scale * INV_LOG_2, dt,
+        acc, m_i, l_i = decode_keys(
+            q, k, v, b, kv_h, first, max(0, end - first), QG, TILE_N, TILE_D, scale * INV_LOG_2,
+            dt, lo, None, False, False, hi, True,
         )  # fmt: skip
         sink = sink_row(sinks, kv_h, QG)
         m = max(m_i, sink)
@@ -152,9 +128,10 @@ def make_sink_decode_split(dt, windowed, **hints):
         first, end, lo, hi = sink_key_range(start, k.shape[1], wl, TILE_N, windowed)
         t0 = first + sp * SPLIT_TILES
         tiles = max(0, min(SPLIT_TILES, end - t0))
-        acc, m_i, l_i = sink_decode_keys(
-            q, k, v, b, kv_h, t0, tiles, lo, hi, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt
-        )
+        acc, m_i, l_i = decode_keys(
+            q, k, v, b, kv_h, t0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt, lo, None,
+            False, False, hi, True,
+        )  # fmt: skip
         split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, True)  # 0 and -inf: no key
 
     return sink_decode_split
@@ -196,21 +173,10 @@ def sink_reach(s_len, wl, tile_n):
     return s_len if wl is None else min(s_len, wl + tile_n)
 
 
-def _cfg(tile_n, occupancy, waves):
-    return dict(tile_n=tile_n, occupancy=occupancy, waves=waves)
-
-
-# waves: the key splits aim at waves x SMs blocks (one split where B * H_kv heads already fill
-# them); waves 0: the no-split form, one kernel (a short context or a window of GPT-OSS's 128).
-SINK_DECODE_CONFIGS = [
-    _cfg(128, 2, 1),
-    _cfg(128, 1, 1),
-    _cfg(64, 2, 2),
-    _cfg(128, 2, 2),
-    _cfg(64, 4, 4),
-    _cfg(128, 2, 0),
-    _cfg(64, 4, 0),
-]
+# the plain decode's configurations (waves: the key splits aim at waves x SMs blocks, one split
+# where B * H_kv heads already fill them), then waves 0: the no-split form, one kernel (a short
+# context or a window of GPT-OSS's 128)
+SINK_DECODE_CONFIGS = [*DECODE_CONFIGS, decode_cfg(128, 2, 0), decode_cfg(64, 4, 0)]
 
 
 def _sink_decode_key(q, k, v, sinks, start, out, scale, wl, *_, **__):

@@ -34,6 +34,7 @@ from .kernels_attention import (
     rows_normalised,
     sequence_lengths,
     tile_order,
+    tile_positions,
     variant_bounds,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
@@ -62,8 +63,7 @@ def make_varlen_attention(dt, causal, **hints):
         qk_scale = scale * INV_LOG_2
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         _, tiles, _, mask_from = variant_bounds(
             i, lk, off, 0, 0, TILE_M, TILE_N, causal, False, False
         )

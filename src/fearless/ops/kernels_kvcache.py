@@ -40,9 +40,10 @@ from .kernels_attention import (
     online_start,
     online_weights,
     seen_keys,
+    seq_rows,
+    tile_positions,
     variant_bounds,
 )
-from .kernels_attention_sink import seq_rows
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 NO_ERROR = 2**31 - 1  # err's words start here; an atomic min keeps the smallest bad record
@@ -82,8 +83,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         qk_scale = scale * INV_LOG_2
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = seq_rows(q, b, i, h, TILE_M, TILE_D)
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        cols = tile.arange(TILE_N)[None, :]
+        rows, cols = tile_positions(i, TILE_M, TILE_N)
         first, tiles, clean_from, mask_from = variant_bounds(
             i, s_len, off, wl, wr, TILE_M, TILE_N, causal, left, right
         )
