@@ -282,7 +282,18 @@ def _moe_backward() -> Any:
     [
         (_moe_backward, {"moe_act_bwd", "moe_dx", "moe_sum", "moe_dw1", "moe_dw2", "moe_dweights"}),
         (lambda: _mamba2(False), {"chunk_states", "chunk_out"}),
-        (lambda: _mamba2(True), {"chunk_states", "chunk_grads", "group_sum", "head_sum"}),
+        (
+            lambda: _mamba2(True),
+            {
+                "chunk_states",
+                "chunk_dx",
+                "chunk_db",
+                "chunk_dc",
+                "chunk_ddt",
+                "group_sum",
+                "head_sum",
+            },
+        ),
         (_delta_rule, {"chunk_prepare", "chunk_inter_final"}),
         (lambda: _norm_backward("rms"), {"norm_bwd", "column_sum"}),
         (lambda: _norm_backward("layer"), {"norm_bwd", "column_sum"}),

@@ -10,8 +10,9 @@ and what the cubin says a thread uses (registers; stack: spilled registers, cubi
         [--dtype bf16|f16|f32] [--warps N] [--only KERNEL ...]
 
 `actgrad=silu` another activation (swiglu by default); `--warps N` forces the num_worker_warps
-hint on every kernel; `--only chunk_grads` compiles only the kernels so named. For the old
-kernels run it with PYTHONPATH pointing at a copy of src/ holding them.
+hint on every kernel; `--only chunk_dx chunk_db chunk_dc chunk_ddt` compiles only the kernels
+so named (the old `chunk_grads` with PYTHONPATH pointing at a copy of src/ holding it: the
+kernels compiled are those the ops launch).
 
 Measured 2026-12-06 on the 2-core CPU machine, bf16, sharing it with other sessions (load 2.5
 to 6: a time is a range over two or three runs, the same kernel varying up to 3x; the bytes
@@ -28,16 +29,41 @@ and stacks are exact). Seconds / cubin bytes / registers / stack bytes a thread:
     chunk_states rev   2.8-3.0 s     91,472 B  168      0
     chunk_grads       13.3-36.4 s   711,884 B  255  4,800
   (f16 after: chunk_out 3.0 s 161,744 B, chunk_grads 16.5 s 711,500 B 4,800.)
+  chunk_grads split (issue 37): dx, db, dc in blocks of 64 steps of the chunk that each hold
+  one (CS, 64) tile of wcb or q' (columns for dx and db, rows for dc) and 8 worker warps for
+  16-bit inputs, then ddt, da, dd per chunk with no mma; 2026-12-06, load 1.6 to 2.1, the
+  old kernels (HEAD's kernels_mamba2.py) in the same window, two runs each:
+    chunk_grads       13.4-13.6 s   711,884 B  255  4,800   (before: one kernel)
+    chunk_dx          1.40-1.41 s    94,672 B  168      0
+    chunk_db          1.75-1.94 s   104,528 B  168      0
+    chunk_dc          1.40-1.46 s    95,120 B  168      0
+    chunk_ddt         0.44-0.46 s    41,360 B  255      0
+  the gradients 13.4-13.6 s -> 5.0-5.2 s of tileiras and 712 -> 335 KB of cubin; the whole
+  backward (chunk_states rev 1.2-1.4 s, group_sum 1.0-1.8 s, head_sum 0.2 s unchanged)
+  16.1-16.7 s -> 7.7-7.8 s on this CPU, its largest kernel 13.6 s -> 1.9 s (what a pass that
+  compiles the kernels side by side waits for). f16: 1.42 / 1.99 / 1.47 / 0.62 s, 0 stack.
+  Tried on the way: two kernels (dx; the rest, per chunk, one (CS, CS) tile each): chunk_dx
+  2.9 s 640 B of stack, the rest 15.1 s 8,064 B (its (CS, N) f32 tiles and q' still spilled);
+  dx and db in one kernel of column blocks, 9.0 s 1,448 B (32-step blocks: 1,856 B); 8 worker
+  warps without the blocks left it at 1,832 B. Blocks of 64 steps with tileiras's default
+  warps: chunk_dx 2.6 s 192 B, chunk_db 4.0 s 272 B, chunk_dc 3.8 s 0 B.
+  The gradient of g is now c_i . dc_i - b_i . db_i (rows less columns of the old
+  q * cb): a difference that nearly cancels, so q' enters those mmas as two tf32 operands
+  (`mm_exact`); with one, bf16 da was 4 to 5% off (f16 19%). f32 inputs (f32 x f32 mmas
+  from FMAs, as every f32 kernel here): chunk_dx 7.7 s 7,352 B, chunk_db 6.5 s 8,936 B,
+  chunk_dc 5.7 s 8,336 B, chunk_ddt 0.5 s, 1.67 MB in all, against the old chunk_grads's
+  171.6 s, 2,809,680 B, 35,816 B of stack (a busier window, tests beside it); 8 worker warps
+  gave 2.8-4.3 s and 5,720-7,208 B, left at tileiras's default as f32's kernels elsewhere.
 The cause, as the delta rule's (commit 3d87773): `rows`/`row_block` cast the 16-bit inputs
 to f32 and every mma (chunk_states 1, chunk_out 3, chunk_grads 10) was f32 x f32, which
 tileiras builds from scalar FMAs, spilling tens of KB a thread. tf32 operands with the scan
 kept gave chunk_states 59 KB, chunk_out 117 KB, chunk_grads 647 KB / 5,384, but chunk_out at
 tests/test_ops_mamba2.py's compile shape (chunk 64) failed in tileiras ("Failed to select TMA
 load instruction"), as chunk_prepare's did beside its tile.cumsum: hence the masked row sum.
-chunk_grads still spills (five (CS, CS) f32 tiles at chunk 128); tried without gain, in the
+chunk_grads still spilled (five (CS, CS) f32 tiles at chunk 128); tried without gain, in the
 same window: its statements reordered (672 KB / 7,248), the 16-bit tiles cast to tf32 at the
 mma with no f32 copy (647 KB / 5,384), num_worker_warps=8 (400 KB / 4,768, 32 vs 36 s). Less
-needs another shape of the kernel (the chunk's gradients split over two kernels, say).
+needed another shape of the kernel: the split above.
 
 moe_actgrad (swiglu), before / after (the 128-row configurations with num_worker_warps=8 for
 16-bit inputs; its mma already took bf16 operands, dout's gathered rows and w2's tile):

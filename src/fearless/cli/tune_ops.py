@@ -19,8 +19,9 @@ fearless.ops decorated `@fl.autotune` is in some Op's `tuned` (tests/test_cli_tu
 
 Operators of fearless.ops left out, and why: rope and mamba2_chunk_forward/backward launch fixed
 kernels (nothing is tuned), and so does nvfp4_quantize; moe_align_block_size tunes nothing. A
-table cannot shorten their first call, which is their kernels' compile: at Mamba-2 2.7B's heads
-in bf16, mamba2_chunk_backward's chunk_grads alone is about 60 s of tileiras for sm_90 on a CPU.
+table cannot shorten their first call, which is their kernels' compile (at Mamba-2 2.7B's heads
+in bf16, mamba2_chunk_backward's kernels take about 8 s of tileiras for sm_90 on a 2-core CPU,
+compiled side by side on a first call: bench/experiments/compile_slow_kernels.py).
 fmha_variant's optional extents pick its variant (VARIANT_OPT): window, bias (0 none, 1 vector,
 2 matrix, 3 alibi), dropout_pct, random_mask (0 / 1), nsbd (0 / 1: the layout).
 """

@@ -15,11 +15,17 @@ nothing.
     gradient of a chunk's end state: dS_prev = exp(L) dS + sum_i exp(g_i) dy_i c_i^T; chunk
     slot r holds chunk NC - 1 - r's end gradient (a block writes its chunks in order).
   - `chunk_out`: one block per (b, chunk, h, BP rows of P): the output from the entry state.
-  - `chunk_grads`: one block per (b, chunk, h), all of P and N: dx, ddt and this head's db, dc
-    (f32, summed over the group's heads by `group_sum`) and the (b, chunk, h) parts of da, dd
-    (summed by `head_sum`), from the chunk's entry state and end gradient.
-For 16-bit inputs the mmas take tf32 operands (`mma_operands`) and g is a masked row sum, not
-a scan (`decay`); f32 inputs keep f32 operands and the scan.
+  - the gradients, from the chunk's entry state and end gradient, in blocks of BR steps of a
+    chunk (`GRAD_ROWS`) that each hold one (CS, BR) tile of the chunk's (CS, CS) products:
+    `chunk_dx` (dx, columns j of wcb_ij = exp(g_i - g_j) c_i . b_j), `chunk_db` (this head's
+    db, columns j of q'_ij = exp(g_i - g_j) dy_i . x_j, and two terms of ddt per step),
+    `chunk_dc` (this head's dc, rows i of q'); `chunk_ddt` per (b, chunk, h) (no mma) sums the
+    gradient of g (c_i . dc_i - b_i . db_i) in reverse into ddt and the (b, chunk, h) parts of
+    da, dd (summed by `head_sum`); db, dc are f32 per head, summed over the group's heads by
+    `group_sum`. (One block per chunk holding all of them spilled: 4,800 bytes a thread in bf16
+    at chunk 128, 13 to 36 s of tileiras, bench/experiments/compile_slow_kernels.py.)
+For 16-bit inputs the mmas take tf32 operands (`mma_operands`; q' split in two, `mm_exact`)
+and g is a masked row sum, not a scan (`decay`); f32 inputs keep f32 operands and the scan.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -31,6 +37,9 @@ from fearless import tile
 from ._io import partitioned, view, zeros_beside
 from .kernels_gemm import mm, mma_operands
 from .kernels_rows import kernel_of, next_pow2
+
+GRAD_ROWS = 64  # the steps of a chunk (at most) a block of chunk_dx, chunk_db, chunk_dc takes
+GRAD_WARPS = 8  # their num_worker_warps for 16-bit inputs (compile_slow_kernels.py)
 
 
 @tile.function
@@ -178,64 +187,186 @@ def chunk_out_launch(out, x, b, c, a, d, dt, states, hpg, cs):
 # ------------------------------------------------------------------------------ gradients
 
 
-def make_chunk_grads(dt, tdt, adt, ddt_, **hints):
-    """dx (B, T, H, P) in `dt` in tiles of (1, CS, 1, PP), ddt (B, T, H) in `tdt` in tiles of
-    (1, CS, 1, 1) (viewed (B, T, H, 1)), dbh and dch (B, T, H, N) f32 in tiles of
-    (1, CS, 1, NP), da_p and dd_p (B, NC, H, 1) f32 in tiles of (1, 1, 1, 1); from x and dy (B, T, H, P), b, c (B, T, G, N), a, d,
-    dt, the entry states and the reversed end gradients (B, NC, H, P, N) f32."""
+@tile.function
+def steps(t, b, i, h, CS):
+    """Rows i * CS.. of head h of a (B, T, H) tensor as an f32 (CS, 1) tile."""
+    return tile.load(t, (b, i, h), (1, CS, 1)).reshape((CS, 1)).astype(fl.f32)
+
+
+@tile.function
+def pick(v, R0, BR, CS):
+    """Rows R0.. of the (CS, 1) tile v, (BR, 1), bit for bit (R0 a runtime multiple of BR)."""
+    at = (tile.arange(BR) + R0)[:, None] == tile.arange(CS)[None, :]
+    return tile.sum(tile.where(at, v.reshape((1, CS)), 0.0), axis=1, keepdims=True)
+
+
+@tile.function
+def decay_block(gi, gj, I0, J0, RI, RJ):
+    """Rows I0.. and columns J0.. of the chunk's (CS, CS) `causal_decay`, (RI, RJ), from
+    those rows' g (RI, 1) and those columns' (RJ, 1)."""
+    causal = (tile.arange(RI) + I0)[:, None] >= (tile.arange(RJ) + J0)[None, :]
+    return tile.where(causal, tile.exp(tile.where(causal, gi - gj.reshape((1, RJ)), 0.0)), 0.0)
+
+
+@tile.function
+def mm_exact(a, b, acc, MX):
+    """a @ b + acc as `mm`, with `a` f32 to about f32's precision where MX is tf32: its high
+    bits (the low 13 of the mantissa cleared: exact in tf32) and the rest, two mmas; b must be
+    exact in MX (16-bit inputs are). The gradient of g is a difference of such products that
+    nearly cancel: with `a` rounded to tf32, bf16 da was 4 to 5% off (20% in f16)."""
+    if fl.tf32 == MX:  # compile-time
+        hi = tile.bitcast(tile.bitcast(a, fl.i32) & -8192, fl.f32)
+        acc = mm(a - hi, b, acc, MX)
+        a = hi
+    return mm(a, b, acc, MX)
+
+
+def make_chunk_dx(dt, tdt, adt, ddt_, **hints):
+    """Rows j (BR steps of a chunk of CS) of dx (B, T, H, P) in `dt`, in tiles of
+    (1, BR, 1, PP), from dy (B, T, H, P), b, c (B, T, G, N) in `dt`, a, d (H,), dt (B, T, H)
+    and the reversed end gradients (B, NC, H, P, N) f32:
+        dx_j = d dy_j + dt_j (sum_i wcb_ij dy_i + exp(L - g_j) dS b_j)
+    with wcb_ij = exp(g_i - g_j) c_i . b_j (i >= j), columns j of it: a (CS, BR) tile."""
     MX = mma_operands(dt)
     NO_SCAN = fl.tf32 == MX
 
     @tile.kernel(**hints)
-    def chunk_grads(
-        dx: tile.Part[dt], ddt: tile.Part[tdt], dbh: tile.Part[fl.f32],
-        dch: tile.Part[fl.f32], da_p: tile.Part[fl.f32], dd_p: tile.Part[fl.f32],
-        x: tile.Tensor[dt], dy: tile.Tensor[dt], bm: tile.Tensor[dt], cm: tile.Tensor[dt],
+    def chunk_dx(
+        dx: tile.Part[dt], dy: tile.Tensor[dt], bm: tile.Tensor[dt], cm: tile.Tensor[dt],
         a: tile.Tensor[adt], d: tile.Tensor[ddt_], dtt: tile.Tensor[tdt],
-        states: tile.Tensor[fl.f32], dends: tile.Tensor[fl.f32], HPG: tile.Const[int],
+        dends: tile.Tensor[fl.f32], HPG: tile.Const[int], CS: tile.Const[int],
+        NP: tile.Const[int],
     ):  # fmt: skip
-        b, ci, h, _ = dx.index
-        CS, PP, NP = dx.shape[1], dx.shape[3], dbh.shape[3]
-        nc = states.shape[1]
+        b, r, h, _ = dx.index
+        BR, PP = dx.shape[1], dx.shape[3]
+        ci, j0 = r // (CS // BR), (r % (CS // BR)) * BR
+        nc = dends.shape[1]
         grp = h // HPG
-        xt, dyt = rows(x, b, ci, h, CS, PP), rows(dy, b, ci, h, CS, PP)
-        bt, ct = rows(bm, b, ci, grp, CS, NP), rows(cm, b, ci, grp, CS, NP)
-        dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
-        ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
+        dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
+        dyj, bj = rows(dy, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
+        dtj = tile.load(dtt, (b, r, h), (1, BR, 1)).reshape((BR, 1)).astype(fl.f32)
+        _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
+        gj = pick(g, j0, BR, CS)
+        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        wcb = decay_block(g, gj, 0, j0, CS, BR)
+        wcb = wcb * mm(ct, bj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
+        dxs = mm(bj, ds.transpose(), tile.zeros((BR, PP), fl.f32), MX)
+        dxt = mm(wcb.transpose(), dyt, dxs * tile.exp(g[CS - 1, 0] - gj), MX)
         dh = tile.load(d, (h,), (1,)).astype(fl.f32).item()
-        g_last = g[CS - 1, 0]
-        el = tile.exp(g_last - g)
-        eg = tile.exp(g)
+        dx.store((dyj * dh + dxt * dtj).reshape((1, BR, 1, PP)).astype(dt))
+
+    return chunk_dx
+
+
+def make_chunk_db(dt, tdt, adt, **hints):
+    """Columns j (BR steps of a chunk of CS) of the gradients: dbh (B, T, H, N) f32 in tiles
+    of (1, BR, 1, NP), and per step (B, T, H) f32 viewed (B, T, H, 1) in tiles of
+    (1, BR, 1, 1): ddt's direct term x_j . dx_j less d's, over dt_j (`direct`), and k_in, L's
+    part through S_end's inputs; from x and dy (B, T, H, P), b, c (B, T, G, N) in `dt`, a,
+    dt (B, T, H) and the reversed end gradients (B, NC, H, P, N) f32:
+        db_j = dt_j e_j,  e_j = sum_i q'_ij c_i + exp(L - g_j) x_j dS,  direct_j = b_j . e_j
+    with q'_ij = exp(g_i - g_j) dy_i . x_j (i >= j), columns j of it: a (CS, BR) tile."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX
+
+    @tile.kernel(**hints)
+    def chunk_db(
+        dbh: tile.Part[fl.f32], direct: tile.Part[fl.f32], k_in: tile.Part[fl.f32],
+        x: tile.Tensor[dt], dy: tile.Tensor[dt], bm: tile.Tensor[dt], cm: tile.Tensor[dt],
+        a: tile.Tensor[adt], dtt: tile.Tensor[tdt], dends: tile.Tensor[fl.f32],
+        HPG: tile.Const[int], CS: tile.Const[int], PP: tile.Const[int],
+    ):  # fmt: skip
+        b, r, h, _ = dbh.index
+        BR, NP = dbh.shape[1], dbh.shape[3]
+        ci, j0 = r // (CS // BR), (r % (CS // BR)) * BR
+        nc = dends.shape[1]
+        grp = h // HPG
+        dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
+        xj, bj = rows(x, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
+        dtj = tile.load(dtt, (b, r, h), (1, BR, 1)).reshape((BR, 1)).astype(fl.f32)
+        _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
+        gj = pick(g, j0, BR, CS)
+        el = tile.exp(g[CS - 1, 0] - gj)
+        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        qw = decay_block(g, gj, 0, j0, CS, BR)
+        qw = qw * mm(dyt, xj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
+        xds = mm(xj, ds, tile.zeros((BR, NP), fl.f32), MX) * el
+        k_in.store((dtj * tile.sum(bj * xds, axis=1, keepdims=True)).reshape((1, BR, 1, 1)))
+        e = mm_exact(qw.transpose(), ct, xds, MX)
+        dbh.store((e * dtj).reshape((1, BR, 1, NP)))
+        direct.store(tile.sum(bj * e, axis=1, keepdims=True).reshape((1, BR, 1, 1)))
+
+    return chunk_db
+
+
+def make_chunk_dc(dt, tdt, adt, **hints):
+    """Rows i (BR steps of a chunk of CS) of the gradients: dch (B, T, H, N) f32 in tiles of
+    (1, BR, 1, NP) and c_i . dc_i (B, T, H) f32 viewed (B, T, H, 1) in tiles of (1, BR, 1, 1)
+    (`rowp`); from x and dy (B, T, H, P), b, c (B, T, G, N) in `dt`, a, dt and the entry states
+    (B, NC, H, P, N) f32: dc_i = exp(g_i) dy_i S0 + sum_j q'_ij dt_j b_j."""
+    MX = mma_operands(dt)
+    NO_SCAN = fl.tf32 == MX
+
+    @tile.kernel(**hints)
+    def chunk_dc(
+        dch: tile.Part[fl.f32], rowp: tile.Part[fl.f32], x: tile.Tensor[dt],
+        dy: tile.Tensor[dt], bm: tile.Tensor[dt], cm: tile.Tensor[dt], a: tile.Tensor[adt],
+        dtt: tile.Tensor[tdt], states: tile.Tensor[fl.f32], HPG: tile.Const[int],
+        CS: tile.Const[int], PP: tile.Const[int],
+    ):  # fmt: skip
+        b, r, h, _ = dch.index
+        BR, NP = dch.shape[1], dch.shape[3]
+        ci, i0 = r // (CS // BR), (r % (CS // BR)) * BR
+        grp = h // HPG
+        xt, bt = rows(x, b, ci, h, CS, PP), rows(bm, b, ci, grp, CS, NP)
+        dyi, cr = rows(dy, b, r, h, BR, PP), rows(cm, b, r, grp, BR, NP)
+        dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
+        gi = pick(g, i0, BR, CS)
+        s0 = tile.load(states, (b, ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        q = decay_block(gi, g, i0, 0, BR, CS) * dtc.reshape((1, CS))
+        q = q * mm(dyi, xt.transpose(), tile.zeros((BR, CS), fl.f32), MX)
+        dc = mm(dyi, s0, tile.zeros((BR, NP), fl.f32), MX) * tile.exp(gi)
+        dc = mm_exact(q, bt, dc, MX)
+        dch.store(dc.reshape((1, BR, 1, NP)))
+        rowp.store(tile.sum(cr * dc, axis=1, keepdims=True).reshape((1, BR, 1, 1)))
+
+    return chunk_dc
+
+
+def make_chunk_ddt(dt, tdt, adt, **hints):
+    """ddt (B, T, H) in `tdt` in tiles of (1, CS, 1, 1) (viewed (B, T, H, 1)), da_p and dd_p
+    (B, NC, H, 1) f32 in tiles of (1, 1, 1, 1), from `chunk_dc`'s rowp and `chunk_db`'s
+    direct and k_in (B, T, H) f32, x and dy (B, T, H, P) in `dt`, a, dt, the entry states and
+    the reversed end gradients (B, NC, H, P, N) f32. The gradient of step i's cumulative log
+    decay g_i is c_i . dc_i - b_i . db_i (the sums over wcb's and q's rows and columns), plus
+    L's at the last step; ddt_j = direct_j + a sum_{i >= j} of it."""
+
+    @tile.kernel(**hints)
+    def chunk_ddt(
+        ddt: tile.Part[tdt], da_p: tile.Part[fl.f32], dd_p: tile.Part[fl.f32],
+        rowp: tile.Tensor[fl.f32], direct: tile.Tensor[fl.f32], k_in: tile.Tensor[fl.f32],
+        x: tile.Tensor[dt], dy: tile.Tensor[dt], a: tile.Tensor[adt], dtt: tile.Tensor[tdt],
+        states: tile.Tensor[fl.f32], dends: tile.Tensor[fl.f32], PP: tile.Const[int],
+        NP: tile.Const[int],
+    ):  # fmt: skip
+        b, ci, h, _ = ddt.index
+        CS = ddt.shape[1]
+        nc = states.shape[1]
+        dtc, dr = steps(dtt, b, ci, h, CS), steps(direct, b, ci, h, CS)
+        ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
         s0 = tile.load(states, (b, ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
         ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
-        zc = tile.zeros((CS, CS), fl.f32)
-        w = causal_decay(g, CS)
-        wcb = w * mm(ct, bt.transpose(), zc, MX)  # (i, j): exp(g_i - g_j) c_i . b_j
-        gxy = mm(dyt, xt.transpose(), zc, MX)  # (i, j): dy_i . x_j
-        # dx_j = d dy_j + dt_j (sum_i wcb_ij dy_i + exp(L - g_j) dS b_j)
-        dxs = mm(bt, ds.transpose(), tile.zeros((CS, PP), fl.f32), MX) * el
-        dxt = mm(wcb.transpose(), dyt, dxs, MX)
-        dx.store((dyt * dh + dxt * dtc).reshape((1, CS, 1, PP)).astype(dt))
-        q = w * gxy * dtc.reshape((1, CS))  # (i, j): exp(g_i - g_j) (dy_i . x_j) dt_j
-        dc = mm(dyt, s0, tile.zeros((CS, NP), fl.f32), MX) * eg
-        dch.store(mm(q, bt, dc, MX).reshape((1, CS, 1, NP)))
-        db = mm(xt, ds, tile.zeros((CS, NP), fl.f32), MX) * (dtc * el)
-        dbh.store(mm(q.transpose(), ct, db, MX).reshape((1, CS, 1, NP)))
-        # the gradient of each step's cumulative log decay g_i, then of a dt (a reverse sum)
-        m = q * mm(ct, bt.transpose(), zc, MX)
-        cs0 = mm(ct, s0.transpose(), tile.zeros((CS, PP), fl.f32), MX)
-        k_in = dtc * tile.sum(xt * dxs, axis=1, keepdims=True)  # through S_end's inputs
-        dg = tile.sum(m, axis=1, keepdims=True) - tile.sum(m, axis=0).reshape((CS, 1))
-        dg = dg + eg * tile.sum(dyt * cs0, axis=1, keepdims=True) - k_in
-        d_last = tile.exp(g_last) * tile.sum(ds * s0) + tile.sum(k_in)
+        k_sum = tile.sum(steps(k_in, b, ci, h, CS))
+        d_last = tile.exp(tile.sum(dtc) * ah) * tile.sum(ds * s0) + k_sum
+        dg = steps(rowp, b, ci, h, CS) - dtc * dr
         dg = dg + tile.where(tile.arange(CS)[:, None] == CS - 1, d_last, 0.0)
         dsum = tile.cumsum(dg, axis=0, reverse=True)
-        direct = tile.sum(dxt * xt, axis=1, keepdims=True)
-        ddt.store((direct + dsum * ah).reshape((1, CS, 1, 1)).astype(tdt))
+        ddt.store((dr + dsum * ah).reshape((1, CS, 1, 1)).astype(tdt))
         da_p.store(tile.sum(dsum * dtc).reshape((1, 1, 1, 1)))
+        xt, dyt = rows(x, b, ci, h, CS, PP), rows(dy, b, ci, h, CS, PP)
         dd_p.store(tile.sum(dyt * xt).reshape((1, 1, 1, 1)))
 
-    return chunk_grads
+    return chunk_ddt
 
 
 def make_group_sum(dt, **hints):
@@ -283,20 +414,39 @@ def make_head_sum(**hints):
 
 def chunk_grads_launch(grads, scratch, x, dy, b, c, a, d, dt, states, dends, hpg, cs):
     """grads = (dx, ddt, db, dc, da, dd) of TileGym's backward (db, dc (B, T, G, N)), through
-    scratch = (dbh, dch (B, T, H, N) f32, da_p, dd_p (B, NC, H) f32)."""
+    scratch = (dbh, dch (B, T, H, N) f32, da_p, dd_p (B, NC, H) f32, rowp, direct, k_in
+    (B, T, H) f32): `chunk_dx` and `chunk_db` a block per BR columns of a chunk, `chunk_dc`
+    per BR rows (each holds one (CS, BR) tile of the chunk's products, never a (CS, CS) one),
+    `chunk_ddt` per chunk (no mma), then the sums."""
     dx, ddt, db, dc, da, dd = grads
-    dbh, dch, da_p, dd_p = scratch
+    dbh, dch, da_p, dd_p, rowp, direct, k_in = scratch
     pp, np_ = next_pow2(x.shape[3]), next_pow2(b.shape[3])
-    kernel = kernel_of(make_chunk_grads, x.dtype, dt.dtype, a.dtype, d.dtype)
+    br = min(cs, GRAD_ROWS)
+    warps = GRAD_WARPS if x.dtype in (fl.bf16, fl.f16) else None
+
+    def steps(t):  # (B, T, H) f32 as (B, T, H, 1) in BR steps
+        return partitioned(view(t, (*t.shape, 1)), (1, br, 1, 1))
+
+    with partitioned(dx, (1, br, 1, pp)) as dxp:
+        kernel_of(make_chunk_dx, x.dtype, dt.dtype, a.dtype, d.dtype).options(
+            num_worker_warps=warps
+        )(dxp, dy, b, c, a, d, dt, dends, hpg, cs, np_)
+    with partitioned(dbh, (1, br, 1, np_)) as dbp, steps(direct) as drp, steps(k_in) as kp:
+        kernel_of(make_chunk_db, x.dtype, dt.dtype, a.dtype).options(num_worker_warps=warps)(
+            dbp, drp, kp, x, dy, b, c, a, dt, dends, hpg, cs, pp
+        )
+    with partitioned(dch, (1, br, 1, np_)) as dcp, steps(rowp) as rp:
+        kernel_of(make_chunk_dc, x.dtype, dt.dtype, a.dtype).options(num_worker_warps=warps)(
+            dcp, rp, x, dy, b, c, a, dt, states, hpg, cs, pp
+        )
     with (
-        partitioned(dx, (1, cs, 1, pp)) as dxp,
         partitioned(view(ddt, (*ddt.shape, 1)), (1, cs, 1, 1)) as dtp,
-        partitioned(dbh, (1, cs, 1, np_)) as dbp,
-        partitioned(dch, (1, cs, 1, np_)) as dcp,
         partitioned(view(da_p, (*da_p.shape, 1)), (1, 1, 1, 1)) as dap,
         partitioned(view(dd_p, (*dd_p.shape, 1)), (1, 1, 1, 1)) as ddp,
     ):
-        kernel(dxp, dtp, dbp, dcp, dap, ddp, x, dy, b, c, a, d, dt, states, dends, hpg)
+        kernel_of(make_chunk_ddt, x.dtype, dt.dtype, a.dtype)(
+            dtp, dap, ddp, rowp, direct, k_in, x, dy, a, dt, states, dends, pp, np_
+        )
     with partitioned(db, (1, cs, 1, np_)) as dbp, partitioned(dc, (1, cs, 1, np_)) as dcp:
         kernel_of(make_group_sum, db.dtype)(dbp, dcp, dbh, dch, hpg)
     hp = next_pow2(da.shape[0])

@@ -118,6 +118,8 @@ def mamba2_chunk_backward(
         empty_beside(like, (bsz, t_, h, n), dtypes.f32),
         empty_beside(like, (bsz, nc, h), dtypes.f32),
         empty_beside(like, (bsz, nc, h), dtypes.f32),
+        # per step: chunk_dc's c . dc, chunk_db's ddt term and k_in (kernels_mamba2.py)
+        *(empty_beside(like, (bsz, t_, h), dtypes.f32) for _ in range(3)),
     )
 
     def run() -> None:  # the two scans, then the gradients
