@@ -126,7 +126,7 @@ class Demo:
         return self.rng.standard_normal(self.n, dtype=np.float32)
 
     def first_call(self, launch: Callable[[], object]) -> float:
-        """Seconds for the first launch, compile included, synchronised."""
+        """Seconds for one launch, synchronised: for the first, compile included."""
         start = time.perf_counter()
         launch()
         self.fl.synchronize()
@@ -134,13 +134,8 @@ class Demo:
 
     def warm_call(self, launch: Callable[[], object]) -> float:
         """Median seconds of a warm launch, each synchronised (launch cost + kernel time)."""
-        times = []
-        for _ in range(WARM_RUNS.get(self.target, 3)):
-            start = time.perf_counter()
-            launch()
-            self.fl.synchronize()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+        runs = WARM_RUNS.get(self.target, 3)
+        return statistics.median(self.first_call(launch) for _ in range(runs))
 
     def timing(self, first: float, warm: float, bytes_moved: int) -> str:
         text = f"first call {_fmt_time(first)} (compile + run), warm {_fmt_time(warm)}"
@@ -275,6 +270,12 @@ def _step(name: str, step: Callable[[], str]) -> bool:
     return True
 
 
+def _said(diagnostic: str | None) -> None:
+    """Print the diagnostic a rejected launch raised, indented under its ✓ line."""
+    if diagnostic:
+        print(f"\n    what fearless said about it:\n\n{_indent(diagnostic)}")
+
+
 def run(args: argparse.Namespace) -> int:
     print("fearless demo: memory-safe GPU kernels in Python", flush=True)
     try:
@@ -297,8 +298,7 @@ def run(args: argparse.Namespace) -> int:
         _step("saxpy", demo.saxpy),
         _step("unsafe", demo.rejected_launch),
     ]
-    if demo.borrow_diagnostic:
-        print(f"\n    what fearless said about it:\n\n{_indent(demo.borrow_diagnostic)}")
+    _said(demo.borrow_diagnostic)
 
     print(
         f"\nTile track: the same arrays in tiles of {TILE} elements; softmax of a "
@@ -309,8 +309,7 @@ def run(args: argparse.Namespace) -> int:
         _step("softmax", demo.softmax),
         _step("moved", demo.moved_use),
     ]
-    if demo.moved_diagnostic:
-        print(f"\n    what fearless said about it:\n\n{_indent(demo.moved_diagnostic)}")
+    _said(demo.moved_diagnostic)
 
     print()
     if all(results):

@@ -57,6 +57,21 @@ def _like_second(_: Tensor, second: Tensor, *__: Any, **___: Any) -> Tensor:
     return _new(second, second.shape)
 
 
+def _shaped_as(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """A fake kernel's outputs shaped as `tensors`, one each (a backward's gradients)."""
+    return tuple(_new(t, t.shape) for t in tensors)
+
+
+def _nothing(*_: Any, **__: Any) -> None:
+    """The fake kernel of an operator that writes an argument in place and returns nothing."""
+
+
+def _or_empty(t: Tensor | None, like: Tensor, dtype: torch.dtype | None = None) -> Tensor:
+    """`t`, or for None an empty (0,) tensor beside `like` (`dtype`, else like's): a torch
+    operator returns tensors only. Each call makes its own (outputs may not alias)."""
+    return like.new_empty((0,), dtype=dtype) if t is None else t
+
+
 def _with_lse(q: Tensor, *_: Any, **__: Any) -> tuple[Tensor, Tensor]:
     """The fake kernel of an attention that also returns its log-sum-exp: the output shaped as
     q, and an f32 lse shaped as q without its last axis (one per query row)."""
@@ -242,7 +257,7 @@ def rms_norm_backward(
     dy: Tensor, x: Tensor, weight: Tensor | None, eps: float
 ) -> tuple[Tensor, Tensor]:
     dx, dw = bwr.rms_norm_backward(dy, x, weight, eps)
-    return dx, (dw if dw is not None else x.new_empty((0,)))
+    return dx, _or_empty(dw, x)
 
 
 @_define("layer_norm", _like_first)
@@ -274,8 +289,7 @@ def layer_norm_backward(
     dy: Tensor, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float
 ) -> tuple[Tensor, Tensor, Tensor]:
     dx, dw, db = bwr.layer_norm_backward(dy, x, weight, bias, eps)
-    none = x.new_empty((0,))
-    return dx, (dw if dw is not None else none), (db if db is not None else none)
+    return dx, _or_empty(dw, x), _or_empty(db, x)
 
 
 # ------------------------------------------------------------------------------------ GEMM
@@ -399,7 +413,7 @@ def swiglu(a: Tensor, b: Tensor) -> Tensor:
     return F.swiglu(a, b)  # type: ignore[no-any-return]
 
 
-@_define("swiglu_backward", lambda dy, a, b: (_new(a, a.shape), _new(b, b.shape)))
+@_define("swiglu_backward", lambda dy, a, b: _shaped_as(a, b))
 def swiglu_backward(dy: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return bwa.swiglu_backward(dy, a, b)  # type: ignore[no-any-return]
 
@@ -446,8 +460,8 @@ def _transpose_bwd(ctx: Any, dy: Tensor) -> tuple:
     return (OPS.transpose(dy),)
 
 
-def _rotated_fake(q: Tensor, k: Tensor, *_: Any) -> tuple[Tensor, Tensor]:
-    return _new(q, q.shape), _new(k, k.shape)
+def _rotated_fake(q: Tensor, k: Tensor, *_: Any) -> tuple[Tensor, ...]:
+    return _shaped_as(q, k)
 
 
 @_define("rope", _rotated_fake)
@@ -481,7 +495,7 @@ def _rope_bwd(ctx: Any, dq: Tensor, dk: Tensor) -> tuple:
 # ------------------------------------------------------------------------------- attention
 
 
-@_define("scaled_dot_product_attention", lambda q, *_, **__: _new(q, q.shape))
+@_define("scaled_dot_product_attention", _like_first)
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -494,10 +508,12 @@ def scaled_dot_product_attention(
     return A.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)  # type: ignore[no-any-return]
 
 
-@_define(
-    "scaled_dot_product_attention_backward",
-    lambda dout, q, k, v, *_, **__: (_new(q, q.shape), _new(k, k.shape), _new(v, v.shape)),
-)
+def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any) -> tuple:
+    """The fake kernel of an attention backward: (dq, dk, dv) shaped as q, k, v."""
+    return _shaped_as(q, k, v)
+
+
+@_define("scaled_dot_product_attention_backward", _qkv_grads)
 def scaled_dot_product_attention_backward(
     dout: Tensor,
     q: Tensor,
@@ -542,13 +558,20 @@ def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor | tuple[Tensor, Tenso
             help="pass `attn_mask.detach()` (a padding or causal mask is a constant), or use "
             "torch's own SDPA to learn an additive mask",
         )
-    kept: tuple[Tensor, ...] = ()
-    if isinstance(output, tuple):
-        output, lse = output
-        ctx.mark_non_differentiable(lse)
-        kept = (lse,)
-    ctx.save_for_backward(q, k, v, output, attn_mask, *kept)
+    out, kept = _kept_lse(ctx, output)
+    ctx.save_for_backward(q, k, v, out, attn_mask, *kept)
     ctx.args = (is_causal, scale, enable_gqa)  # type: ignore[attr-defined]
+
+
+def _kept_lse(ctx: Ctx, output: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor, tuple]:
+    """(the output, (lse,)) of a training forward that returns its lse beside its output,
+    the lse marked non-differentiable (a loss through it is refused by autograd); (the output,
+    ()) of a form that returns the output alone."""
+    if not isinstance(output, tuple):
+        return output, ()
+    out, lse = output
+    ctx.mark_non_differentiable(lse)
+    return out, (lse,)
 
 
 def _attention_bwd(ctx: Any, dy: Tensor, *_dlse: Tensor | None) -> tuple:

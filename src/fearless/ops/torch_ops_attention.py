@@ -21,7 +21,20 @@ import fearless.ops.attention_variants as AV
 import fearless.ops.attention_varlen as AVL
 import fearless.ops.kvcache_attention as KV
 
-from .torch_ops import OPS, Ctx, _define, _derive, _input, _like_first, _new, _with_lse
+from .torch_ops import (
+    OPS,
+    Ctx,
+    _define,
+    _derive,
+    _input,
+    _kept_lse,
+    _like_first,
+    _new,
+    _nothing,
+    _qkv_grads,
+    _shaped_as,
+    _with_lse,
+)
 
 _QKV_GRADS = tuple[Tensor, Tensor, Tensor]
 _DOUT = (_input("dout"),)  # an attention backward's first input, then its forward's tensors
@@ -66,11 +79,6 @@ def gemma_attention(
     return AV.gemma_attention(  # type: ignore[no-any-return]
         q, k, v, scaling, window_size, soft_cap, is_causal
     )
-
-
-def _qkv_grads(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, *_: Any, **__: Any) -> tuple:
-    """The fake kernel of an attention backward: (dq, dk, dv) shaped as q, k, v."""
-    return _new(q, q.shape), _new(k, k.shape), _new(v, v.shape)
 
 
 def _qkv_backward(forward: str, impl: Callable[..., Any]) -> Any:
@@ -119,9 +127,8 @@ def _window_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> N
     """q, k, v, out and the kept lse saved (lse non-differentiable: a loss through it is
     refused by autograd), the settings kept, the backward's name for its errors."""
     q, k, v, op, *settings = inputs
-    out, lse = output
-    ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q, k, v, out, lse)
+    out, kept = _kept_lse(ctx, output)
+    ctx.save_for_backward(q, k, v, out, *kept)
     ctx.args = (f"{op}_backward", *settings)  # type: ignore[attr-defined]
 
 
@@ -247,12 +254,7 @@ def _sink_grads(
     dout: Tensor, query: Tensor, key: Tensor, value: Tensor, sinks: Tensor, *_: Any, **__: Any
 ) -> tuple:
     """The fake kernel of attention_sink_backward: gradients shaped as query, key, value, sinks."""
-    return (
-        _new(query, query.shape),
-        _new(key, key.shape),
-        _new(value, value.shape),
-        _new(sinks, sinks.shape),
-    )
+    return _shaped_as(query, key, value, sinks)
 
 
 def _sink_backward(*inputs: Any) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -381,7 +383,7 @@ def sparse_mla(
 # input that requires grad is refused by the body (ops/_io.py's operand).
 
 
-@_define("splitk_reduce", lambda *_: None, mutates=("attn_out",))
+@_define("splitk_reduce", _nothing, mutates=("attn_out",))
 def splitk_reduce(
     attn_splitk_out: Tensor, lse_splitk_out: Tensor, attn_out: Tensor, S_kv: int
 ) -> None:

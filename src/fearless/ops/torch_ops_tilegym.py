@@ -23,7 +23,19 @@ import fearless.ops.moe as MOE
 import fearless.ops.moe_actgrad as MAG
 import fearless.ops.persistent_norm as PN
 
-from .torch_ops import OPS, Ctx, _autograd, _define, _derive, _input, _like_first, _new
+from .torch_ops import (
+    OPS,
+    Ctx,
+    _autograd,
+    _define,
+    _derive,
+    _input,
+    _like_first,
+    _new,
+    _nothing,
+    _or_empty,
+    _shaped_as,
+)
 
 # ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
 # `fearless::fused_linear_cross_entropy` returns (loss, grad_hidden, grad_weight, grad_bias):
@@ -67,8 +79,7 @@ def fused_linear_cross_entropy(
         hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads,
         accum_dtype,
     )  # fmt: skip
-    none = [hidden_states.new_empty((0,)) for _ in range(3)]  # distinct: no aliased outputs
-    return loss, *(g if g is not None else e for g, e in zip((dh, dw, db), none, strict=True))
+    return loss, *(_or_empty(g, hidden_states) for g in (dh, dw, db))  # distinct: no aliases
 
 
 def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
@@ -117,7 +128,7 @@ def fused_linear_cross_entropy_backward(
     dh, dw, db = LCE.backward(
         grad_output, hidden_states, weight, target, bias, ignore_index, chunk_size, accum_dtype
     )
-    return dh, dw, (db if db is not None else hidden_states.new_empty((0,)))
+    return dh, dw, _or_empty(db, hidden_states)
 
 
 # ------------------------------------------------------------------ mixture of experts (DESIGN 2c)
@@ -148,7 +159,7 @@ def fused_moe(
 
 def _moe_grads(dy: Tensor, x: Tensor, w1: Tensor, w2: Tensor, weights: Tensor, *_: Any) -> tuple:
     """The fake kernel of fused_moe_backward: the gradients shaped as the four float inputs."""
-    return tuple(_new(t, t.shape) for t in (x, w1, w2, weights))
+    return _shaped_as(x, w1, w2, weights)
 
 
 @_define("fused_moe_backward", _moe_grads)
@@ -214,10 +225,6 @@ def _delta_fake(
     return _new(query, (b, t, hv, v)), query.new_empty(state, dtype=torch.float32)
 
 
-def _state(query: Tensor, state: Optional[Tensor]) -> Tensor:  # noqa: UP045
-    return query.new_empty((0,), dtype=torch.float32) if state is None else state
-
-
 @_define("recurrent_gated_delta_rule", _delta_fake, by_name=True, forward_only=True)
 def recurrent_gated_delta_rule(
     query: Tensor,
@@ -232,7 +239,7 @@ def recurrent_gated_delta_rule(
     out, state = DR.recurrent_gated_delta_rule(
         query, key, value, g, beta, initial_state, output_final_state, use_qk_l2norm_in_kernel
     )
-    return out, _state(query, state)
+    return out, _or_empty(state, query, torch.float32)
 
 
 @_define("chunk_gated_delta_rule", _delta_fake, by_name=True, forward_only=True)
@@ -258,7 +265,7 @@ def chunk_gated_delta_rule(
         output_final_state,
         use_qk_l2norm_in_kernel,
     )
-    return out, _state(query, state)
+    return out, _or_empty(state, query, torch.float32)
 
 
 # ------------------------------------------------------------ persistent layer norm (DESIGN 2c)
@@ -411,7 +418,7 @@ def mhc_apply_residual(x: Tensor, f_out: Tensor, y: Tensor, n: int) -> Tensor:
 # is refused by the body (ops/_io.py's refuse_grad).
 
 
-@_define("mhc_sinkhorn", lambda *_: None, mutates=("y",))
+@_define("mhc_sinkhorn", _nothing, mutates=("y",))
 def mhc_sinkhorn(y: Tensor, n: int) -> None:
     MHC.mhc_sinkhorn(y, n)
 
@@ -445,7 +452,7 @@ def linear_gluact_linear(
 # refuse_grad). b2 and db2 are accepted and unused, as TileGym's.
 
 
-@_define("moe_actgrad_bwd", lambda *_: None, mutates=("dh", "ds", "a_prime"))
+@_define("moe_actgrad_bwd", _nothing, mutates=("dh", "ds", "a_prime"))
 def moe_actgrad_bwd(
     dout: Tensor,
     h: Tensor,
