@@ -60,6 +60,9 @@ def test_forward_matches_torch(
         (6, 64, 150, torch.float32),
         (63, 41, 41, torch.float32),
         (1024, 1024, 4096, torch.float32),
+        # four chunks in bf16: grad_weight and grad_bias add into themselves chunk by chunk
+        # (accum_dtype None, the weight's dtype: dw_into / db_into)
+        (1024, 256, 1024, torch.bfloat16),
     ],
 )
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
