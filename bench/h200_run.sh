@@ -141,7 +141,10 @@ for step in "$@"; do
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     dprof) # issue 38, session 25: a patched Llama decode step's host and GPU time, by operator
-           python3 bench/experiments/decode_host_profile.py > "$out/dprof.txt" 2>&1; tail -40 "$out/dprof.txt" ;;
+           # (DPROF_ARGS=--prefill: a 4 x 2048 prefill's kernels, eager against fearless)
+           # shellcheck disable=SC2086
+           python3 bench/experiments/decode_host_profile.py ${DPROF_ARGS:-} > "$out/dprof.txt" 2>&1
+           tail -40 "$out/dprof.txt" ;;
     attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, the delta
            # step, FlashAttention-2's dQ by relaxed atomics, in the kernels' row-major tile order
            # (bench/experiments/attention_backward_variants.py)

@@ -8,8 +8,11 @@ torch eager and the fearless patch: the time per token; torch.profiler's GPU tim
 replayed, keys seen once: a key that changes every step, as the KV cache's length does, takes
 the slow path every step); cProfile's top functions of a few steps; and the attention alone at
 a decode shape, its host time per call with the same cache length every call (replayed) and
-with a new one every call (the slow path). Run on the GPU machine (transformers installed):
-`PYTHONPATH=src python3 bench/experiments/decode_host_profile.py`.
+with a new one every call (the slow path). With `--prefill`, instead: a 4 x 2048 prefill's
+time and its GPU kernels by device time, torch eager against the fearless patch (the models
+family measured fearless's prefill at 0.93 of Liger's, session 25). Run on the GPU machine
+(transformers installed): `PYTHONPATH=src python3 bench/experiments/decode_host_profile.py
+[--prefill]`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -138,7 +142,37 @@ def attention_alone() -> None:
         print(s.getvalue()[-5000:])
 
 
+def prefill(model: Any, label: str) -> None:
+    """A 4 x 2048 prefill's time (median of 5) and its kernels by device time."""
+    ids = torch.randint(0, 128256, (4, 2048), device="cuda")
+
+    def run() -> None:
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=True, logits_to_keep=1)
+
+    for _ in range(2):
+        run()
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    print(f"{label}: prefill 4 x 2048 {sorted(times)[2]:.2f} ms")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=16))
+
+
 def main() -> None:
+    if "--prefill" in sys.argv:
+        model = llama()
+        prefill(model, "torch eager")
+        ft.apply(model)
+        prefill(model, "fearless")
+        return
     model = llama()
     eager = decode(model, NEW)
     eager()
