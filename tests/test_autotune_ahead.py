@@ -155,7 +155,7 @@ def test_a_split_kv_decode_compiles_its_split_and_combine_in_one_pass(
     """split_kv_launch (every split-KV decode's launches) runs the split kernel and the
     combine in one pass the first time a form is met (splits by size class): another S of
     as many splits opens no other."""
-    from fearless.ops import kernels_attention as KA
+    from fearless.ops import kernels_attention_decode as KA
 
     rng = np.random.default_rng(7)
     q = fl.asarray(rng.standard_normal((1, 2, 4, 64)).astype(np.float32))

@@ -15,7 +15,8 @@ import pytest
 import fearless as fl
 from fearless import ops
 from fearless.ops import kernels_attention_backward as KB
-from fearless.ops.kernels_attention import DECODE_CONFIGS, make_attention
+from fearless.ops.kernels_attention import make_attention
+from fearless.ops.kernels_attention_decode import DECODE_CONFIGS
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -111,7 +112,7 @@ def test_decode_steps_split_the_keys_and_match_torch(case: tuple) -> None:
 def test_decode_splits_as_the_h200_does_match_torch(sms: int) -> None:
     """The simulator's 4 SMs give one split per head at DECODE_CASES' shapes; the H200's 132
     give many (b * hk = 4: 33 splits, capped by the keys), so that launch is held here too."""
-    from fearless.ops.kernels_attention import attention_decode
+    from fearless.ops.kernels_attention_decode import attention_decode
 
     b, h, hk, s, d = 2, 8, 2, 1000, 64
     q, k, v = _inputs(b, h, hk, 1, s, d, "float32")
@@ -125,7 +126,7 @@ def test_decode_splits_as_the_h200_does_match_torch(sms: int) -> None:
 
 
 def test_the_decode_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
-    from fearless.ops import kernels_attention as ka
+    from fearless.ops import kernels_attention_decode as ka
 
     q = fl.zeros((2, 2, 4, 128), dtype=fl.f16)  # (B, H_kv, GROUP, D)
     kv = fl.zeros((2, 2, 1000, 128), dtype=fl.f16)
@@ -143,7 +144,7 @@ def test_the_decode_kernels_compile_through_tileiras(cubin: Callable[..., bytes]
 def test_every_decode_configuration_matches_torch(config: dict) -> None:
     """Each configuration the tuner may choose, with the H200's 132 SMs (splits) and with one
     SM (one split: the output stored by the walking block)."""
-    from fearless.ops.kernels_attention import attention_decode
+    from fearless.ops.kernels_attention_decode import attention_decode
 
     b, h, hk, s, d = 1, 4, 2, 700, 64
     q, k, v = _inputs(b, h, hk, 1, s, d, "float32")

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 import fearless as fl
 from fearless import ops
-from fearless.ops.kernels_attention import DECODE_CONFIGS, attention_decode
+from fearless.ops.kernels_attention_decode import DECODE_CONFIGS, attention_decode
 from fearless.ops.kernels_rows import sm_count
 from fearless_bench.timing import QUICK, DeviceTimer
 

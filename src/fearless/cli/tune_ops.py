@@ -533,7 +533,7 @@ def _ops() -> dict[str, Op]:
             VARIANT_OPT,
         ),
         "fmha_decode": Op(
-            _decode, dec_tiny, (f"{t}attention.attention_decode",), DEC, {"split": 0}
+            _decode, dec_tiny, (f"{t}attention_decode.attention_decode",), DEC, {"split": 0}
         ),
         "gemma_attention_decode": Op(
             _gemma_decode,

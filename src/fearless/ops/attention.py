@@ -9,7 +9,7 @@ query head h reading KV head h // (H / H_kv), as torch). What it refuses, each w
 error at the caller's line: a mask broadcast along L or S, `dropout_p` other than 0, a value
 head size other than D, and (autograd, ops/torch_ops.py) an additive `attn_mask` that itself
 requires grad. A decode step (one query per head, no mask, not causal) takes the split-KV
-kernels (TileGym's fmha_decode form). The backward (`scaled_dot_product_attention_backward`,
+kernels of ops/kernels_attention_decode.py (TileGym's fmha_decode form). The backward (`scaled_dot_product_attention_backward`,
 torch autograd's through ops/torch_ops.py) is flash attention's: kernels_attention_backward.py's
 three kernels (in training the forward is `scaled_dot_product_attention_lse`, which keeps the
 rows' lse, so that the backward recomputes only delta in its first kernel), with the forward's mask applied to the recomputed scores (a row whose every key
@@ -39,8 +39,9 @@ from ._attention_outputs import attention_output, decode_views, gradient_outputs
 from ._io import FLOATS, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
-from .kernels_attention import attention_decode, attention_tuned
+from .kernels_attention import attention_tuned
 from .kernels_attention_backward import attention_backward, forward_with_backward_ahead
+from .kernels_attention_decode import attention_decode
 from .kernels_rows import sm_count
 
 # what a layout_error says the operator needs

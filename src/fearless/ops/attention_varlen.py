@@ -1,7 +1,7 @@
 """TileGym's attention over a batch of sequences of their own lengths (DESIGN 2c):
 `fearless.ops.fmha_varlen`, on the kernel of ops/kernels_attention_varlen.py, and TileGym's
 single-token decode `fearless.ops.fmha_decode`, on the split-KV decode kernels of
-ops/kernels_attention.py.
+ops/kernels_attention_decode.py.
 
 fmha_varlen's layout is TileGym's (its cuTile backend's `tile_fmha_varlen` and `_fmha_varlen_kernel`):
 padded, not packed: q of (B, H, L, D) and k, v of (B, H_kv, S, D), H a multiple of H_kv (query
@@ -42,7 +42,7 @@ from ._attention_outputs import attention_output, decode_views, gradient_outputs
 from ._io import FLOATS, Operand, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops
-from .kernels_attention import attention_decode, attention_decode_split
+from .kernels_attention_decode import attention_decode, attention_decode_split
 from .kernels_attention_ragged_backward import varlen_attention_backward
 from .kernels_attention_varlen import attention_varlen_tuned
 from .kernels_rows import sm_count

@@ -1,7 +1,7 @@
 """The Tile kernels behind `fearless.ops.gemma_attention_decode` (Gemma's one-token decode with
 a logit soft cap and a sliding window), and their launches.
 
-They are the split-KV decode of ops/kernels_attention.py (`decode_keys`, its combine kernel,
+They are the split-KV decode of ops/kernels_attention_decode.py (`decode_keys`, its combine kernel,
 its split sizing) with that loop's compile-time Gemma flags on: block (b, kv_h[, split]) takes
 the query heads of KV head kv_h as one tile, keys-major. The window's first key LO = S - 1 -
 window_size (the query sits at S - 1) is a run-time value: the blocks walk only the key tiles
@@ -15,9 +15,9 @@ override).
 import fearless as fl
 from fearless import tile
 
-from .kernels_attention import (
+from .kernels_attention import INV_LOG_2
+from .kernels_attention_decode import (
     DECODE_CONFIGS,
-    INV_LOG_2,
     decode_keys,
     decode_splits,
     decode_store,
@@ -110,7 +110,7 @@ def gemma_decode_split(q, k, v, out, scale, cap, lo, split_len):
 
 def gemma_decode_launch(q, k, v, out, scale, cap, lo, tile_n, occupancy, splits, split_tiles):
     """One kernel where one split covers the keys from LO's tile on, else the split kernel and
-    the combine of ops/kernels_attention.py."""
+    the combine of ops/kernels_attention_decode.py."""
     flags = (q.dtype, lo > 0, cap is not None)
     if cap is None:
         qk_scale, cap2 = scale * INV_LOG_2, 1.0

@@ -16,7 +16,7 @@ flash-attention kernels' IR stays as it was.
   - decode (TileGym's mla_decoding.py and mla_decoding_split_kv.py): one query per head, q, qpe
     (B, H, D / D_PE) over the absorbed latent cache kv (B, S, D), which serves as both K and V,
     and kpe (B, S, D_PE). Block (b, head tile) works keys-major, as the GQA decode of
-    kernels_attention.py: scores K_j (TILE_N, D) @ Q^T (D, TILE_H), accumulator
+    kernels_attention_decode.py: scores K_j (TILE_N, D) @ Q^T (D, TILE_H), accumulator
     KV_j^T (D, TILE_N) @ P (TILE_N, TILE_H), so the keys fill the MMA's M axis and the head tile
     its N. With one split the block stores the output and the log2-sum-exp (TileGym's `l`:
     max + log2(sum) of the base-2 scaled scores); with several it stores its split's normalised
@@ -39,7 +39,6 @@ from ._io import empty_beside, partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
-    decode_splits,
     head_rows,
     key_scores,
     masked_scores,
@@ -52,6 +51,7 @@ from .kernels_attention import (
     tile_positions,
     variant_bounds,
 )
+from .kernels_attention_decode import decode_splits
 from .kernels_attention_splitk import lse_fold, lse_start
 from .kernels_rows import kernel_of, next_pow2, size_class
 

@@ -3,7 +3,7 @@ decode with a learned sink logit per query head), and their launches: autotuned 
 splits and tiles (`sink_decode_tuned`, the no-split form among them), or with TileGym's
 kv_len_per_split pinned (`sink_decode_pinned`).
 
-They are the split-KV decode of ops/kernels_attention.py (`decode_keys`' keys-major loop in
+They are the split-KV decode of ops/kernels_attention_decode.py (`decode_keys`' keys-major loop in
 its `seq_major` form, its split sizing `decode_splits`) in TileGym's sequence-major layout:
 block (b, kv_h[, split]) takes the GROUP query heads of KV head kv_h as one (QG, D) tile (q
 viewed as (B, H_kv, GROUP, D), QG = GROUP rounded up to a power of two, at least 8) and walks
@@ -30,13 +30,12 @@ import fearless as fl
 from fearless import tile
 
 from ._io import partitioned
-from .kernels_attention import (
+from .kernels_attention import INV_LOG_2, normalised
+from .kernels_attention_decode import (
     DECODE_CONFIGS,
-    INV_LOG_2,
     decode_cfg,
     decode_keys,
     decode_splits,
-    normalised,
     split_combine_launch,
     split_store,
 )
