@@ -354,8 +354,8 @@ def test_the_backward_kernels_compile_through_tileiras(
     keys that fill no whole tile (S = 200), spilling nothing (the cubin's stack: a spill made
     dk_dv 2.1x slower on the H100, session 18)."""
     from fearless.backends.cubin_info import kernel_resources
-    from fearless.ops.kernels_attention_backward import (
-        backward_configs,
+    from fearless.ops.kernels_attention_backward import backward_configs
+    from fearless.ops.kernels_attention_backward_tiles import (
         make_attention_dkdv,
         make_attention_dq,
         make_attention_stats,
