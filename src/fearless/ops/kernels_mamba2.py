@@ -194,6 +194,20 @@ def steps(t, b, i, h, CS):
 
 
 @tile.function
+def block_of(r, CS, BR):
+    """(chunk, first step in it) of block r of BR steps, chunks of CS steps."""
+    return r // (CS // BR), (r % (CS // BR)) * BR
+
+
+@tile.function
+def end_gradient(dends, b, ci, h, PP, NP):
+    """Chunk ci's end gradient dS (PP, NP) f32, from the reversed end gradients (slot
+    NC - 1 - ci)."""
+    nc = dends.shape[1]
+    return tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+
+
+@tile.function
 def pick(v, R0, BR, CS):
     """Rows R0.. of the (CS, 1) tile v, (BR, 1), bit for bit (R0 a runtime multiple of BR)."""
     at = (tile.arange(BR) + R0)[:, None] == tile.arange(CS)[None, :]
@@ -239,15 +253,14 @@ def make_chunk_dx(dt, tdt, adt, ddt_, **hints):
     ):  # fmt: skip
         b, r, h, _ = dx.index
         BR, PP = dx.shape[1], dx.shape[3]
-        ci, j0 = r // (CS // BR), (r % (CS // BR)) * BR
-        nc = dends.shape[1]
+        ci, j0 = block_of(r, CS, BR)
         grp = h // HPG
         dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
         dyj, bj = rows(dy, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
-        dtj = tile.load(dtt, (b, r, h), (1, BR, 1)).reshape((BR, 1)).astype(fl.f32)
+        dtj = steps(dtt, b, r, h, BR)
         _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
         gj = pick(g, j0, BR, CS)
-        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        ds = end_gradient(dends, b, ci, h, PP, NP)
         wcb = decay_block(g, gj, 0, j0, CS, BR)
         wcb = wcb * mm(ct, bj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
         dxs = mm(bj, ds.transpose(), tile.zeros((BR, PP), fl.f32), MX)
@@ -278,16 +291,15 @@ def make_chunk_db(dt, tdt, adt, **hints):
     ):  # fmt: skip
         b, r, h, _ = dbh.index
         BR, NP = dbh.shape[1], dbh.shape[3]
-        ci, j0 = r // (CS // BR), (r % (CS // BR)) * BR
-        nc = dends.shape[1]
+        ci, j0 = block_of(r, CS, BR)
         grp = h // HPG
         dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
         xj, bj = rows(x, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
-        dtj = tile.load(dtt, (b, r, h), (1, BR, 1)).reshape((BR, 1)).astype(fl.f32)
+        dtj = steps(dtt, b, r, h, BR)
         _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
         gj = pick(g, j0, BR, CS)
         el = tile.exp(g[CS - 1, 0] - gj)
-        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        ds = end_gradient(dends, b, ci, h, PP, NP)
         qw = decay_block(g, gj, 0, j0, CS, BR)
         qw = qw * mm(dyt, xj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
         xds = mm(xj, ds, tile.zeros((BR, NP), fl.f32), MX) * el
@@ -316,7 +328,7 @@ def make_chunk_dc(dt, tdt, adt, **hints):
     ):  # fmt: skip
         b, r, h, _ = dch.index
         BR, NP = dch.shape[1], dch.shape[3]
-        ci, i0 = r // (CS // BR), (r % (CS // BR)) * BR
+        ci, i0 = block_of(r, CS, BR)
         grp = h // HPG
         xt, bt = rows(x, b, ci, h, CS, PP), rows(bm, b, ci, grp, CS, NP)
         dyi, cr = rows(dy, b, r, h, BR, PP), rows(cm, b, r, grp, BR, NP)
