@@ -32,14 +32,19 @@ def sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(autotune_timing, "MAX_REPS", 2)
 
 
-def sleepy(calls: list[Any]) -> Any:
-    @fl.autotune(configs=CONFIGS, key=["x"])
+def sleepy(calls: list[Any], prune: Any = None) -> Any:
+    @fl.autotune(configs=CONFIGS, key=["x"], prune=prune)
     def f(x: np.ndarray, *, delay: float) -> float:
         calls.append(delay)
         time.sleep(delay)
         return float(x.sum()) + delay
 
     return f
+
+
+def no_slow(configs: list[dict[str, Any]], x: np.ndarray) -> list[dict[str, Any]]:
+    """A prune that leaves out the slowest configuration (delay 0.02)."""
+    return [c for c in configs if c["delay"] < 0.015]
 
 
 def table(tmp_path: Path, entries: list[dict[str, Any]], name: str = "t.json") -> Path:
@@ -368,17 +373,7 @@ def test_with_no_entry_of_its_form_or_with_full_tuning_every_configuration_is_ti
 def test_a_neighbours_winner_that_prune_leaves_out_is_not_timed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[float] = []
-
-    def no_slow(configs: list[dict[str, Any]], x: np.ndarray) -> list[dict[str, Any]]:
-        return [c for c in configs if c["delay"] < 0.015]
-
-    @fl.autotune(configs=CONFIGS, key=["x"], prune=no_slow)
-    def f(x: np.ndarray, *, delay: float) -> float:
-        calls.append(delay)
-        time.sleep(delay)
-        return float(x.sum()) + delay
-
+    f = sleepy(calls := [], prune=no_slow)
     path = table(tmp_path, [entry(f, key_of(f, np.ones(4)), {"delay": 0.02})])
     monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
     assert f(np.ones(8)) == 8.0 and set(calls) == {0.0, 0.01}  # its one neighbour is pruned
@@ -389,17 +384,7 @@ def test_a_pruned_neighbours_place_goes_to_the_next_nearest_entry(
 ) -> None:
     """The shortlist is the NEAR nearest winners that prune keeps: the nearest entry's winner
     pruned, the next entry's is timed alone (not every kept configuration)."""
-    calls: list[float] = []
-
-    def no_slow(configs: list[dict[str, Any]], x: np.ndarray) -> list[dict[str, Any]]:
-        return [c for c in configs if c["delay"] < 0.015]
-
-    @fl.autotune(configs=CONFIGS, key=["x"], prune=no_slow)
-    def f(x: np.ndarray, *, delay: float) -> float:
-        calls.append(delay)
-        time.sleep(delay)
-        return float(x.sum()) + delay
-
+    f = sleepy(calls := [], prune=no_slow)
     path = table(tmp_path, [
         entry(f, key_of(f, np.ones(4)), {"delay": 0.02}),  # nearest to 8, pruned
         entry(f, key_of(f, np.ones(1000)), {"delay": 0.01}),
