@@ -1,7 +1,8 @@
 """The argument refusals that several operators of fearless.ops share, each an E0701 at the
 caller's line in one wording: an integer argument (`index`, `integer`: "`n` of
 `fearless.ops.<op>` must be an int ..., not <its type> (<value>)"), a string that names one of
-a few choices (`one_of`: "... must be <the choices>, got <value>") and tensors outside an
+a few choices (`one_of`: "... must be <the choices>, got <value>"), a dtype argument read
+whatever names it (`dtype_or_none`: the caller words the refusal) and tensors outside an
 operator's layout (`layout_error`: "`fearless.ops.<op>` needs <layout>, got <what>"). Tensor
 operands themselves are ops/_io.py's; the attention family's shared checks are
 ops/_attention_checks.py's.
@@ -10,13 +11,28 @@ ops/_attention_checks.py's.
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 
+from ..dtypes import DType
 from ..errors import KernelTypeError
+from ..runtime.arrays import as_dtype, torch_dtype
 from ..runtime.location import argument_error
+
+
+def dtype_or_none(value: Any) -> DType | None:
+    """`value` (a torch.dtype, a fearless DType, a NumPy dtype or a name) as a DType, or None
+    where it names none: the caller refuses it in its own words."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        return torch_dtype(value)
+    try:
+        return as_dtype(value)
+    except KernelTypeError:
+        return None
 
 
 def index(value: Any) -> int | None:

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 from typing import Any
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import KernelTypeError
-from ..runtime.arrays import as_dtype, torch_dtype, torch_dtype_of
+from ..runtime.arrays import torch_dtype_of
 from ..runtime.location import argument_error
+from ._arguments import dtype_or_none
 from ._io import Operand, full, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
@@ -135,15 +134,7 @@ def _output_dtype(value: Any) -> DType:
     """output_dtype as a DType: f32 for None (TileGym's default), f16 or bf16."""
     if value is None:
         return dtypes.f32
-    torch = sys.modules.get("torch")
-    dt: DType | None
-    if torch is not None and isinstance(value, torch.dtype):
-        dt = torch_dtype(value)
-    else:
-        try:
-            dt = as_dtype(value)
-        except KernelTypeError:
-            dt = None
+    dt = dtype_or_none(value)
     if dt not in OUTPUTS:
         raise argument_error(
             f"`output_dtype` of `fearless.ops.{OP}` must be float32, float16 or bfloat16, got "

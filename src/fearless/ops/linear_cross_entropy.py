@@ -24,7 +24,6 @@ The kernels are in ops/kernels_linear_ce.py; dh = G @ W is fearless's matmul
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +32,11 @@ import numpy as np
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
 from ..crash import clean_errors
-from ..errors import FearlessError
 from ..runtime import trace
-from ..runtime.arrays import as_dtype, torch_dtype, torch_dtype_of
+from ..runtime.arrays import torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._arguments import integer
+from ._arguments import dtype_or_none, integer
 from ._io import (
     FLOATS,
     Operand,
@@ -370,15 +368,7 @@ def _accum(value: Any, weight: dtypes.DType) -> dtypes.DType:
     E0701."""
     if value is None:
         return weight
-    torch = sys.modules.get("torch")
-    dt: dtypes.DType | None
-    if torch is not None and isinstance(value, torch.dtype):
-        dt = torch_dtype(value)
-    else:
-        try:
-            dt = as_dtype(value)
-        except FearlessError:
-            dt = None
+    dt = dtype_or_none(value)
     if dt not in (F32, weight):
         raise argument_error(
             f"`accum_dtype` of `fearless.ops.{OP}` must be float32 or the weight's dtype "
