@@ -113,25 +113,27 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                     return fn(*args, **kwargs)
                 key, tensors, ptrs, values = found
                 plan = plans.get(key)
-                # a replay inside this thread's recording would hide its launches from it;
-                # another thread's recording (a first call compiling for seconds) is no bar
-                if type(plan) is Plan and (not trace.recording or trace.current() is None):
+                # a replay or a record inside this thread's recording would hide its launches
+                # from it; another thread's recording (a first call compiling for seconds) is
+                # no bar
+                inside = trace.recording and trace.current() is not None
+                if type(plan) is Plan and not inside:
                     out = plan.run(tensors, ptrs, values)
                     if out is not _MISS:
                         return out
                     return fn(*args, **kwargs)
-                if (plan is not None and plan is not _AGAIN) or (
-                    trace.recording and trace.current() is not None
-                ):
+                if inside or (plan is not None and plan is not _AGAIN):
                     return fn(*args, **kwargs)  # never replayed, or inside another's recording
                 if plan is None and len(plans) >= MAX_PLANS:
                     plans.clear()
                 with trace.record() as rec:
                     out = fn(*args, **kwargs)
-                new = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
-                # what only a first call does (tuning, a compile-ahead pass): the next records
-                again = rec.refused is not None and not rec.lasting
-                plans[key] = _AGAIN if again else new
+                if rec.refused is not None and not rec.lasting:
+                    plans[key] = (
+                        _AGAIN  # only a first call tuned or compiled ahead: the next records
+                    )
+                else:
+                    plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
                 return out
             except FearlessError as exc:
                 raise_clean(exc)
