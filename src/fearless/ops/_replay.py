@@ -129,9 +129,8 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                 with trace.record() as rec:
                     out = fn(*args, **kwargs)
                 if rec.refused is not None and not rec.lasting:
-                    plans[key] = (
-                        _AGAIN  # only a first call tuned or compiled ahead: the next records
-                    )
+                    # only a first call tuned or compiled ahead: the next call records
+                    plans[key] = _AGAIN
                 else:
                     plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
                 return out
