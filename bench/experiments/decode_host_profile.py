@@ -30,28 +30,22 @@ import transformers
 
 import fearless.ops as ops
 from fearless import transformers as ft
+from fearless_bench.models_configs import MODELS, hf_config
 
 PROMPT, NEW = 1024, 48
 
 
 def llama(layers: int = 2) -> Any:
-    cfg = transformers.LlamaConfig(
-        hidden_size=4096,
-        intermediate_size=14336,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
-        vocab_size=128256,
-        num_hidden_layers=layers,
-        max_position_embeddings=8192,
-        rope_theta=500000.0,
-    )
+    """The models family's Llama-3-8B (fearless_bench/models_configs.py) with `layers` layers,
+    random bf16 weights, on the GPU."""
+    spec = next(m for m in MODELS if m.tag == "llama3_8b")
     torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(cfg).to("cuda", torch.bfloat16).eval()
+    model = transformers.LlamaForCausalLM(hf_config(spec, num_hidden_layers=layers))
+    return model.to("cuda", torch.bfloat16).eval()
 
 
 def decode(model: Any, steps: int) -> Callable[[], float]:
-    ids = torch.randint(0, 128256, (1, PROMPT), device="cuda")
+    ids = torch.randint(0, model.config.vocab_size, (1, PROMPT), device="cuda")
 
     def run() -> float:
         with torch.no_grad():
@@ -144,7 +138,7 @@ def attention_alone() -> None:
 
 def prefill(model: Any, label: str) -> None:
     """A 4 x 2048 prefill's time (median of 5) and its kernels by device time."""
-    ids = torch.randint(0, 128256, (4, 2048), device="cuda")
+    ids = torch.randint(0, model.config.vocab_size, (4, 2048), device="cuda")
 
     def run() -> None:
         with torch.no_grad():
