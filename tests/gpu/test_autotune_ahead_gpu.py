@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fearless import autotuning as autotune_module
+from fearless import autotune_ahead as autotune_module
 from fearless import ops
 from fearless.tile import compile_ahead as ahead
 from support.moe_ref import moe_backward_case
