@@ -192,6 +192,30 @@ def from_torch(x: Any) -> Tensor:
     return fl_tensor.asarray(x.detach().contiguous())
 
 
+def seq_major_base(x: Any) -> Any:
+    """The (B, S, H, D) torch tensor of which `x`, a torch tensor of (B, H, S, D), is the
+    transposed view (`t.view(b, s, h, d).transpose(1, 2)`: Hugging Face's q, k and v between
+    their projections and attention, flash-attn's layout), sharing its memory; None for anything
+    else, a contiguous tensor among them. fl.Tensor is dense, so `from_torch` would copy `x`;
+    the attention and rope kernels read and write the base in place instead."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.is_contiguous():
+        return None
+    base = x.transpose(1, 2)
+    if not base.is_contiguous():
+        return None
+    # the replay key tells contiguous from strided, not one stride order from another
+    trace.refuse("a sequence-major view")
+    return base
+
+
+def heads_major(shape: Sequence[int], seq: bool) -> tuple[int, ...]:
+    """(B, H, L, D) of a 4-d `shape` that is (B, L, H, D) where `seq` (sequence-major, as
+    `seq_major_base` gives), else `shape` itself: the swap is its own inverse."""
+    b, x, y, d = shape
+    return (b, y, x, d) if seq else (b, x, y, d)
+
+
 def output(like: Operand, shape: tuple[int, ...], dtype: DType | None = None) -> tuple[Tensor, Any]:
     """A new output of `shape` and `dtype` (like's by default) in `like`'s kind: the fl.Tensor
     the kernels write, and what the operator returns (pass both to `result`). Only a torch

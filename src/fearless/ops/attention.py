@@ -36,7 +36,7 @@ from ._attention_checks import (
     lse_operand,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, operand, result, view
+from ._io import FLOATS, heads_major, operand, result, seq_major_base, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned
@@ -110,6 +110,7 @@ def _forward(
     keep_lse: bool,
 ) -> tuple[Any, Any]:
     """The checks, then the kernels: (out, lse), lse None unless `keep_lse`."""
+    layout, (q, k, v) = sequence_layout(q, k, v, attn_mask, is_causal, keep_lse)
     qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise layout_error(
@@ -123,9 +124,11 @@ def _forward(
             f"shapes {qa.shape}, {ka.shape} and {va.shape} (each (B, H, L, D) or (B, L, D))",
         )
     qs, ks, vs = (s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape))
+    q_seq, kv_seq = layout
+    qs, ks, vs = heads_major(qs, q_seq), heads_major(ks, kv_seq), heads_major(vs, kv_seq)
     (b, h, _, d), (bk, hk, s, dk) = qs, ks
     if bk != b or vs[:3] != ks[:3] or dk != d or vs[3] != d:
-        raise layout_error(op, _LAYOUT, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+        raise layout_error(op, _LAYOUT, f"shapes {qs}, {ks} and {vs}")
     if hk != h and not (enable_gqa and hk and h % hk == 0):
         raise layout_error(
             op,
@@ -140,8 +143,11 @@ def _forward(
     if s and out.size:
         sc = attention_scale(scale, d, op, "scale")
         q4, k4, v4, o4 = (
-            view(x, shape)
-            for x, shape in ((qa.tensor, qs), (ka.tensor, ks), (va.tensor, vs), (out, qs))
+            view(x, heads_major(shape, seq))
+            for x, shape, seq in (
+                (qa.tensor, qs, q_seq), (ka.tensor, ks, kv_seq), (va.tensor, vs, kv_seq),
+                (out, qs, q_seq),
+            )
         )
         if qs[2] == 1 and mask is None and not is_causal and lse is None:  # decode: one query
             qd, od = decode_views(qa.tensor, out, qs, hk)
@@ -149,12 +155,33 @@ def _forward(
         else:
             l4 = None if lse is None else view(lse, qs[:3])
             group = h // hk
-            forward = partial(attention_tuned, q4, k4, v4, mask, o4, sc, bool(is_causal), group, l4)
+            forward = partial(
+                attention_tuned, q4, k4, v4, mask, o4, sc, bool(is_causal), group, l4, layout
+            )
             if l4 is None:
                 forward()
             else:  # training: the backward's kernels compile beside the forward's
                 forward_with_backward_ahead(forward, q4, k4, v4, o4, l4, mask, sc, is_causal, group)
-    return result(qa, out, ret), kept(qa, lse, lse_ret)
+    returned = result(qa, out, ret)
+    return (returned.transpose(1, 2) if q_seq else returned), kept(qa, lse, lse_ret)
+
+
+def sequence_layout(
+    q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, keep_lse: bool
+) -> tuple[tuple[bool, bool], tuple[Any, Any, Any]]:
+    """((q_seq, kv_seq), (q, k, v)): which of q and (k, v) are torch tensors in the sequence-major
+    layout (`seq_major_base`: Hugging Face's and flash-attn's, (B, H, L, D) transposed views of
+    (B, L, H, D) tensors), each then replaced by its base, which the prefill kernel reads (and
+    for q, whose layout the output takes, writes) in place; the others as given (a strided one
+    is copied, as everywhere). The decode kernels and the training forward, whose kept lse and
+    backward are heads-major, take heads-major tensors only."""
+    qb, kb, vb = (seq_major_base(x) for x in (q, k, v))
+    shape: tuple[int, ...] = tuple(getattr(q, "shape", ()))
+    decode = len(shape) > 1 and shape[-2] == 1 and attn_mask is None and not is_causal
+    if keep_lse or decode:
+        return (False, False), (q, k, v)
+    q_seq, kv_seq = qb is not None, kb is not None and vb is not None
+    return (q_seq, kv_seq), (qb if q_seq else q, kb if kv_seq else k, vb if kv_seq else v)
 
 
 def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], device: int) -> Any:

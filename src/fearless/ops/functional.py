@@ -31,12 +31,14 @@ from ._io import (
     dims,
     fresh_seed,
     gelu_kind,
+    heads_major,
     number,
     operand,
     output,
     param,
     result,
     rows_of,
+    seq_major_base,
     view,
 )
 from ._replay import replayable
@@ -438,17 +440,25 @@ def rope_backward(dq: Any, dk: Any, cos: Any, sin: Any) -> Any:
 
 
 def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
-    qa = operand(q, "rope", "q", FLOATS)
+    # q and k both sequence-major (Hugging Face's, between the projections and attention): the
+    # kernel reads their (B, S, H, D) bases in place and writes outputs of that layout
+    qb, kb = seq_major_base(q), seq_major_base(k)
+    by_seq = qb is not None and kb is not None
+    qa = operand(qb if by_seq else q, "rope", "q", FLOATS)
     dev = qa.tensor.device
-    ka = _same_dtype(operand(k, "rope", "k", FLOATS, device=dev), qa, "rope")
+    ka = _same_dtype(operand(kb if by_seq else k, "rope", "k", FLOATS, device=dev), qa, "rope")
     ca = operand(cos, "rope", "cos", FLOATS, device=dev)
     sa = operand(sin, "rope", "sin", FLOATS, device=dev)
     if len(qa.shape) != 4 or len(ka.shape) != 4:
         raise _shapes("rope", "q and k of shape (batch, heads, seq, head_dim)", qa, ka, "takes")
-    batch, _, seq, d = qa.shape
-    if ka.shape[0] != batch or ka.shape[2:] != (seq, d) or d % 2 or d & (d - 1):
-        raise _shapes(
-            "rope", "q and k of one batch, sequence and power-of-two head_dim", qa, ka, "takes"
+    qs, ks = heads_major(qa.shape, by_seq), heads_major(ka.shape, by_seq)
+    batch, _, seq, d = qs
+    if ks[0] != batch or ks[2:] != (seq, d) or d % 2 or d & (d - 1):
+        raise KernelTypeError(
+            "`fearless.ops.rope` takes q and k of one batch, sequence and power-of-two "
+            f"head_dim, got {qs} and {ks}",
+            user_location(),
+            code="E0701",
         )
     tdt = ca.dtype
     # 16-bit tables with f32 q and k widen exactly (as before); f32 tables with 16-bit q and k
@@ -481,14 +491,17 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     qo, qret = output(qa, qa.shape)
     ko, kret = output(ka, ka.shape)
     if qo.size and ko.size:
-        qp = qo.partition((1, _pow2(qa.shape[1]), 1, d))
-        kp = ko.partition((1, _pow2(ka.shape[1]), 1, d))
-        wide = () if tdt == qa.dtype else (tdt,)  # f32 tables with 16-bit q and k
-        kernel = kernel_of(make_rope, qa.dtype, inverse, *wide)
+        # each block rotates every head of one position: (1, H, 1, D) of (B, H, S, D), or
+        # (1, 1, H, D) of a sequence-major (B, S, H, D)
+        qp = qo.partition(heads_major((1, _pow2(qs[1]), 1, d), by_seq))
+        kp = ko.partition(heads_major((1, _pow2(ks[1]), 1, d), by_seq))
+        wide = tdt if tdt != qa.dtype else None  # f32 tables with 16-bit q and k
+        kernel = kernel_of(make_rope, qa.dtype, inverse, wide, by_seq)
         kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
         qp.unpartition()
         kp.unpartition()
-    return result(qa, qo, qret), result(ka, ko, kret)
+    qr, kr = result(qa, qo, qret), result(ka, ko, kret)
+    return (qr.transpose(1, 2), kr.transpose(1, 2)) if by_seq else (qr, kr)
 
 
 def _pow2(n: int) -> int:

@@ -25,7 +25,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned, view
+from ._io import heads_major, partitioned, view
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_LOG_2 = 1.0 / math.log(2.0)
@@ -280,8 +280,13 @@ def key_range(i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_ri
     return first, tiles, clean_from, mask_from, off
 
 
-def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, **hints):
-    """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `mask`: None, or
+def make_attention(
+    dt, causal, even_k, mask=None, variant=None, keep_lse=False, layout=(False, False), **hints
+):
+    """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `layout` (q_seq,
+    kv_seq), compile-time: q and out are (B, L, H, D) where q_seq, k and v (B, S, H_kv, D)
+    where kv_seq (Hugging Face's and flash-attn's layout, whose (B, H, L, D) tensors are
+    transposed views of those: the kernel reads and writes them in place). `mask`: None, or
     (is_bool, batch, heads) for a mask tensor of (1 or B, 1 or H, L, S): bool (False drops the
     key, as torch) or float (added to the scores); batch / heads: whether it has those axes
     (else it broadcasts over them). `variant` (TileGym's fmha, swa_attention and
@@ -299,22 +304,33 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, 
     varied = variant is not None
     bottom_right, left, right, capped = variant if varied else (False, False, False, False)
     guarded = masked or varied  # a row may see no key
+    q_seq, kv_seq = layout
+    # the kept lse's Part numbers its (B, H, L) tiles as a heads-major out's
+    assert not (keep_lse and q_seq), "keep_lse takes q and out of (B, H, L, D)"
 
     @tile.function
     def attend(out, lse, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP):
-        _, _, TILE_M, TILE_D = out.shape
-        b, h, i, _ = out.index
+        if q_seq:  # compile-time
+            _, TILE_M, _, TILE_D = out.shape
+            b, i, h, _ = out.index
+        else:
+            _, _, TILE_M, TILE_D = out.shape
+            b, h, i, _ = out.index
         kv_h = h // GROUP
         qk_scale = scale * INV_LOG_2
         rows, cols = tile_positions(i, TILE_M, TILE_N)
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
-        qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-        s_len = k.shape[2]
+        if q_seq:  # compile-time
+            qt = seq_rows(q, b, i, h, TILE_M, TILE_D)
+        else:
+            qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+        s_len = k.shape[1] if kv_seq else k.shape[2]  # compile-time choices
+        l_len = q.shape[1] if q_seq else q.shape[2]
         first, tiles, clean_from, mask_from, off = key_range(
-            i, s_len, q.shape[2], wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
+            i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left, right
         )
         for j in range(first, tiles):
-            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, False)
+            qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, kv_seq)
             qk = base2_scores(qk, scale, qk_scale, cap, capped)
             if masked:  # compile-time: the user's mask, (1 or B, 1 or H, L, S)
                 qk = user_masked(qk, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
@@ -332,11 +348,14 @@ def make_attention(dt, causal, even_k, mask=None, variant=None, keep_lse=False, 
                     keep = seen_keys(keep, rows, keys, None, None, causal, False, False)
                     qk = qk + tile.where(keep, 0.0, -math.inf)
             m_i, l_i, acc = online_step(
-                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, False
+                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, kv_seq
             )
         # guarded: a row that sees no key is 0, as torch's SDPA (2.5 and later)
         acc = normalised(acc, l_i, guarded)
-        out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
+        if q_seq:  # compile-time
+            out.store(acc.reshape((1, TILE_M, 1, TILE_D)).astype(dt))
+        else:
+            out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
         if keep_lse:  # compile-time: the rows' lse, in every column of the tile (LSE_COLUMNS)
             _, _, _, cols = lse.shape
             row_lse = tile.broadcast_to(online_lse(m_i, l_i, guarded), (TILE_M, cols))
@@ -413,13 +432,13 @@ def mask_form(mask):
     return mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1
 
 
-def _attention_key(q, k, v, mask, out, scale, causal, group, *_, **__):
+def _attention_key(q, k, v, mask, out, scale, causal, group, lse=None, layout=(False, False)):
     """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
     causal and the mask's form (training's kept lse shares the entry: its store is L floats a
-    head against the output's L x D)."""
-    b, h, l_len, d = q.shape
+    head against the output's L x D; either layout shares it too)."""
+    b, h, l_len, d = heads_major(q.shape, layout[0])
     form = None if mask is None else (mask.dtype.name, mask.shape[0] > 1, mask.shape[1] > 1)
-    s_len = k.shape[2]
+    s_len = heads_major(k.shape, layout[1])[2]
     return size_class(b * h), size_class(l_len), size_class(s_len), d, group, causal, form
 
 
@@ -446,20 +465,24 @@ def tile_order():
 LSE_COLUMNS = 4
 
 
-def _kernel(q, k, causal, form, variant, lse, tile_n, occupancy, num_worker_warps):
-    """`make_attention`'s kernel for q, k (fl.Tensors) in key tiles of `tile_n` (`mask_form`'s
-    `form` of the mask or None, `variant` or None, keeping the rows' lse where `lse` is given),
-    with its launch options."""
-    even_k = k.shape[2] % tile_n == 0
-    make = kernel_of(make_attention, q.dtype, causal, even_k, form, variant, lse is not None)
+def _kernel(
+    q, k, causal, form, variant, lse, tile_n, occupancy, num_worker_warps, layout=(False, False)
+):
+    """`make_attention`'s kernel for q, k (fl.Tensors, in `layout`) in key tiles of `tile_n`
+    (`mask_form`'s `form` of the mask or None, `variant` or None, keeping the rows' lse where
+    `lse` is given), with its launch options."""
+    even_k = heads_major(k.shape, layout[1])[2] % tile_n == 0
+    keep = lse is not None
+    make = kernel_of(make_attention, q.dtype, causal, even_k, form, variant, keep, layout)
     return make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
 
 
-def _launch(make, out, lse, tile_m, d, args):
-    """`make`'s kernel over out's (1, 1, tile_m, D) tiles, with lse's rows when lse (a
-    (B, H, L) f32 fl.Tensor) is kept (see LSE_COLUMNS); `args` the kernel's inputs after
-    those."""
-    with partitioned(out, (1, 1, tile_m, next_pow2(d)), tile_order()) as part:
+def _launch(make, out, lse, tile_m, d, args, q_seq=False):
+    """`make`'s kernel over out's (1, 1, tile_m, D) tiles ((1, tile_m, 1, D) of a (B, L, H, D)
+    out where `q_seq`), with lse's rows when lse (a (B, H, L) f32 fl.Tensor) is kept (see
+    LSE_COLUMNS); `args` the kernel's inputs after those."""
+    rows = (1, tile_m, 1, next_pow2(d)) if q_seq else (1, 1, tile_m, next_pow2(d))
+    with partitioned(out, rows, tile_order()) as part:
         if lse is None:
             make(part, *args)
         else:
@@ -473,15 +496,17 @@ def _launch(make, out, lse, tile_m, d, args):
     configs=ATTENTION_CONFIGS, key=_attention_key, key_dtypes=("q", "k", "v", "mask", "out")
 )
 def attention_tuned(
-    q, k, v, mask, out, scale, causal, group, lse=None, *, tile_m, tile_n, occupancy,
-    num_worker_warps,
+    q, k, v, mask, out, scale, causal, group, lse=None, layout=(False, False), *, tile_m, tile_n,
+    occupancy, num_worker_warps,
 ):  # fmt: skip
-    """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D)) with these tiles;
-    `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S), bool or q's dtype; `lse` None or a
-    (B, H, L) f32 fl.Tensor that gets the rows' log2-sum-exp (`make_attention`'s keep_lse)."""
+    """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D), or in `layout`:
+    `make_attention`'s) with these tiles; `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S),
+    bool or q's dtype; `lse` None or a (B, H, L) f32 fl.Tensor that gets the rows'
+    log2-sum-exp (`make_attention`'s keep_lse)."""
     form = None if mask is None else mask_form(mask)
-    kernel = _kernel(q, k, causal, form, None, lse, tile_n, occupancy, num_worker_warps)
-    _launch(kernel, out, lse, tile_m, q.shape[3], (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group))
+    kernel = _kernel(q, k, causal, form, None, lse, tile_n, occupancy, num_worker_warps, layout)
+    args = (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group)
+    _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0])
 
 
 def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):

@@ -65,38 +65,47 @@ def transpose_tuned(x, out, *, tile, occupancy):
 
 
 @tile.function
-def rope_halves(out, x, b, s):
-    """The two halves of D of `x`'s heads at (batch b, position s), as (XH, 1, H) tiles."""
-    _, XH, _, D = out.shape
+def rope_halves(x, b, s, XH, D, seq):
+    """The two halves of D of `x`'s XH heads at (batch b, position s), as (XH, 1, H) tiles;
+    `seq` (compile-time): x is (B, S, H, D), else (B, H, S, D)."""
     H = D // 2
-    x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H))
-    x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H))
+    if seq:
+        x1 = tile.load(x, (b, s, 0, 0), (1, 1, XH, H)).reshape((XH, 1, H))
+        x2 = tile.load(x, (b, s, 0, 1), (1, 1, XH, H)).reshape((XH, 1, H))
+    else:
+        x1 = tile.load(x, (b, 0, s, 0), (1, XH, 1, H)).reshape((XH, 1, H))
+        x2 = tile.load(x, (b, 0, s, 1), (1, XH, 1, H)).reshape((XH, 1, H))
     return x1, x2
 
 
 @tile.function
-def rope_store(out, x1, x2, c, sn):
-    """Store the rotated halves into `out`'s own tile: both joined into the (XH, 2, H) tile,
-    which is (XH, D) row-major, stored whole."""
-    _, XH, _, D = out.shape
-    half = tile.arange(2).reshape((1, 2, 1))
-    y = tile.where(half == 0, x1 * c - x2 * sn, x2 * c + x1 * sn)
-    out.store(y.reshape((1, XH, 1, D)))
+def rope_store(out, y, XH, D, seq):
+    """Store the rotated heads `y` ((XH, 2, H): the two halves joined, which is (XH, D)
+    row-major) into `out`'s own tile whole, (1, 1, XH, D) where `seq`, else (1, XH, 1, D)."""
+    if seq:
+        out.store(y.reshape((1, 1, XH, D)))
+    else:
+        out.store(y.reshape((1, XH, 1, D)))
 
 
 @tile.function
-def rope_store_wide(out, x1, x2, c, sn, dt):
-    """rope_store of 16-bit halves by f32 tables: rotated in f32, stored in `dt`."""
-    _, XH, _, D = out.shape
-    a1, a2 = x1.astype(fl.f32), x2.astype(fl.f32)
+def rotated(x1, x2, c, sn, dt, wide):
+    """The halves (x1, x2) rotated by (c, sn) and joined into an (XH, 2, H) tile; `wide`
+    (compile-time): 16-bit halves by f32 tables, rotated in f32 and rounded to `dt`."""
+    if wide:
+        x1, x2 = x1.astype(fl.f32), x2.astype(fl.f32)
     half = tile.arange(2).reshape((1, 2, 1))
-    y = tile.where(half == 0, a1 * c - a2 * sn, a2 * c + a1 * sn)
-    out.store(y.astype(dt).reshape((1, XH, 1, D)))
+    y = tile.where(half == 0, x1 * c - x2 * sn, x2 * c + x1 * sn)
+    if wide:
+        y = y.astype(dt)
+    return y
 
 
-def make_rope(dt, inverse=False, tables=None):
+def make_rope(dt, inverse=False, tables=None, seq=False):
     """rope's kernel; `inverse` rotates the other way (sin negated): its backward. `tables`:
-    cos and sin's dtype when it is not `dt` (f32 with 16-bit `dt`)."""
+    cos and sin's dtype when it is not `dt` (f32 with 16-bit `dt`: the halves are rotated in
+    f32 and stored in `dt`). `seq`: q, k and the outputs are (B, S, H, D) (sequence-major),
+    else (B, H, S, D)."""
     wide = tables is not None and tables != dt
     tdt = tables if wide else dt
 
@@ -110,9 +119,15 @@ def make_rope(dt, inverse=False, tables=None):
         sin: tile.Tensor[tdt],
         COS_BS: tile.Const[int],
     ):
-        _, _, _, D = qo.shape
+        if seq:  # compile-time
+            _, _, XQ, D = qo.shape
+            _, _, XK, _ = ko.shape
+            b, s, _, _ = qo.index
+        else:
+            _, XQ, _, D = qo.shape
+            _, XK, _, _ = ko.shape
+            b, _, s, _ = qo.index
         H = D // 2
-        b, _, s, _ = qo.index
         cb = b if COS_BS > 1 else 0
         c = tile.load(cos, (cb, s, 0), (1, 1, H))
         sn = tile.load(sin, (cb, s, 0), (1, 1, H))
@@ -120,13 +135,9 @@ def make_rope(dt, inverse=False, tables=None):
             sn = -sn
         # every load before the first store: a store may alias a later load for all the
         # compiler knows, so loads after it would wait for it
-        q1, q2 = rope_halves(qo, q, b, s)
-        k1, k2 = rope_halves(ko, k, b, s)
-        if wide:  # compile-time
-            rope_store_wide(qo, q1, q2, c, sn, dt)
-            rope_store_wide(ko, k1, k2, c, sn, dt)
-        else:
-            rope_store(qo, q1, q2, c, sn)
-            rope_store(ko, k1, k2, c, sn)
+        q1, q2 = rope_halves(q, b, s, XQ, D, seq)
+        k1, k2 = rope_halves(k, b, s, XK, D, seq)
+        rope_store(qo, rotated(q1, q2, c, sn, dt, wide), XQ, D, seq)
+        rope_store(ko, rotated(k1, k2, c, sn, dt, wide), XK, D, seq)
 
     return rope

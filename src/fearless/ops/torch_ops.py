@@ -34,6 +34,7 @@ import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
 
 from ..runtime.location import argument_error
+from ._io import heads_major, seq_major_base
 from ._route import kernels_only
 
 NS = "fearless"
@@ -460,7 +461,16 @@ def _transpose_bwd(ctx: Any, dy: Tensor) -> tuple:
     return (OPS.transpose(dy),)
 
 
+def _seq_major_like(x: Tensor) -> Tensor:
+    """A new tensor of x's (B, H, S, D) shape over (B, S, H, D) memory: what an operator that
+    reads a sequence-major x in place (`_io.seq_major_base`) returns in its layout."""
+    return x.new_empty(heads_major(x.shape, True)).transpose(1, 2)
+
+
 def _rotated_fake(q: Tensor, k: Tensor, *_: Any) -> tuple[Tensor, ...]:
+    """rope's outputs: sequence-major where q and k both are (functional._rope), else dense."""
+    if seq_major_base(q) is not None and seq_major_base(k) is not None:
+        return _seq_major_like(q), _seq_major_like(k)
     return _shaped_as(q, k)
 
 
@@ -495,7 +505,16 @@ def _rope_bwd(ctx: Any, dq: Tensor, dk: Tensor) -> tuple:
 # ------------------------------------------------------------------------------- attention
 
 
-@_define("scaled_dot_product_attention", _like_first)
+def _attention_fake(
+    q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool, **_: Any
+) -> Tensor:
+    """The inference forward's output: in q's layout where the kernel reads a sequence-major q
+    in place (`attention.sequence_layout`), else dense."""
+    (q_seq, _kv_seq), _inputs = A.sequence_layout(q, k, v, attn_mask, is_causal, False)
+    return _seq_major_like(q) if q_seq else _new(q, q.shape)
+
+
+@_define("scaled_dot_product_attention", _attention_fake, by_name=True)
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,

@@ -246,6 +246,11 @@ def rope_function(
         if d < q.shape[-1]:  # partial: rotate the first d columns, pass the rest
             qr, kr = ops.rope(q[..., :d].contiguous(), k[..., :d].contiguous(), cos, sin)
             return torch.cat((qr, q[..., d:]), -1), torch.cat((kr, k[..., d:]), -1)
+        if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad):
+            # training: rope would read the projections' sequence-major views in place and
+            # give sequence-major outputs, which the training attention (heads-major: its kept
+            # lse, its backward) copies, q, k and v, twice; dense q and k copy once, here
+            q, k = q.contiguous(), k.contiguous()
         qr, kr = ops.rope(q, k, cos, sin)
         return qr, kr
 
