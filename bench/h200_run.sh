@@ -141,7 +141,8 @@ for step in "$@"; do
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     dprof) # issue 38, session 25: a patched Llama decode step's host and GPU time, by operator
-           # (DPROF_ARGS=--prefill: a 4 x 2048 prefill's kernels, eager against fearless)
+           # (DPROF_ARGS=--prefill: a 4 x 2048 prefill's kernels, eager against fearless; --train: a
+           # training step's)
            # shellcheck disable=SC2086
            python3 bench/experiments/decode_host_profile.py ${DPROF_ARGS:-} > "$out/dprof.txt" 2>&1
            tail -40 "$out/dprof.txt" ;;

@@ -10,9 +10,10 @@ the slow path every step); cProfile's top functions of a few steps; and the atte
 a decode shape, its host time per call with the same cache length every call (replayed) and
 with a new one every call (the slow path). With `--prefill`, instead: a 4 x 2048 prefill's
 time and its GPU kernels by device time, torch eager against the fearless patch (the models
-family measured fearless's prefill at 0.93 of Liger's, session 25). Run on the GPU machine
-(transformers installed): `PYTHONPATH=src python3 bench/experiments/decode_host_profile.py
-[--prefill]`.
+family measured fearless's prefill at 0.93 of Liger's, session 25); with `--train`, a 4 x 2048
+training step's (the loss and its backward: 0.95 of torch.compile's tokens/s, session 26). Run
+on the GPU machine (transformers installed): `PYTHONPATH=src python3
+bench/experiments/decode_host_profile.py [--prefill | --train]`.
 """
 
 from __future__ import annotations
@@ -160,13 +161,40 @@ def prefill(model: Any, label: str) -> None:
     print(prof.key_averages().table(sort_by="device_time_total", row_limit=16))
 
 
+def train(model: Any, label: str) -> None:
+    """A 4 x 2048 training step's time (forward with the loss, backward; median of 5) and its
+    kernels by device time."""
+    model.train()
+    ids = torch.randint(0, model.config.vocab_size, (4, 2048), device="cuda")
+
+    def run() -> None:
+        model(input_ids=ids, labels=ids).loss.backward()
+        model.zero_grad(set_to_none=True)
+
+    for _ in range(2):
+        run()
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    print(f"{label}: train step 4 x 2048 {sorted(times)[2]:.2f} ms")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=30))
+
+
 def main() -> None:
-    if "--prefill" in sys.argv:
-        model = llama()
-        prefill(model, "torch eager")
-        ft.apply(model)
-        prefill(model, "fearless")
-        return
+    for flag, step in (("--prefill", prefill), ("--train", train)):
+        if flag in sys.argv:
+            model = llama()
+            step(model, "torch eager")
+            ft.apply(model)
+            step(model, "fearless")
+            return
     model = llama()
     eager = decode(model, NEW)
     eager()
