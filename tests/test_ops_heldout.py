@@ -53,12 +53,14 @@ def _randn(*shape: int, dtype: Any = f32, seed: int = 0) -> Any:
     return torch.randn(shape, generator=_gen(seed)).to(dtype)
 
 
-def _close(got: Any, want: Any, rtol: float, atol: float, equal_nan: bool = False) -> None:
-    """TileGym's compare_tensors: same shape, dtype, device and (contiguous) strides, then
-    allclose."""
+def _close(
+    got: Any, want: Any, rtol: float, atol: float, equal_nan: bool = False, like: Any = None
+) -> None:
+    """TileGym's compare_tensors: same shape, dtype, device and strides (contiguous, or those
+    of `like`), then allclose."""
     assert isinstance(got, torch.Tensor), type(got)
     assert got.shape == want.shape and got.dtype == want.dtype and got.device == want.device
-    assert got.stride() == want.contiguous().stride()
+    assert got.stride() == (want.contiguous() if like is None else like).stride()
     torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
@@ -546,11 +548,16 @@ def test_rope(bsz: int, seq: int, hq: int, hk: int, d: int, dtype: Any, tol: flo
     cos, sin = _llama_tables(bsz, seq, d, dtype)
     got = ops.rope(q, k, cos, sin)
     assert isinstance(got, tuple) and len(got) == 2
-    for g, w in zip(got, _rope_ref(q, k, cos, sin), strict=True):
-        _close(g, w, tol, tol)
+    # q and k are transposed views of (B, S, H, D) tensors (Hugging Face's layout): TileGym's
+    # rope rotates them in place and returns them, fearless's returns new tensors of that layout
+    for g, w, x in zip(got, _rope_ref(q, k, cos, sin), (q, k), strict=True):
+        _close(g, w, tol, tol, like=x)
     # (S, D) tables, contiguous
     got = ops.rope(q, k, cos[0].contiguous(), sin[0].contiguous())
-    for g, w in zip(got, _rope_ref(q, k, cos[:1], sin[:1]), strict=True):
+    for g, w, x in zip(got, _rope_ref(q, k, cos[:1], sin[:1]), (q, k), strict=True):
+        _close(g, w, tol, tol, like=x)
+    # dense q and k give dense results
+    for g, w in zip(ops.rope(q.contiguous(), k.contiguous(), cos, sin), _rope_ref(q, k, cos, sin), strict=True):  # fmt: skip
         _close(g, w, tol, tol)
 
 
