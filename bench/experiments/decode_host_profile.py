@@ -137,14 +137,9 @@ def attention_alone() -> None:
         print(s.getvalue()[-5000:])
 
 
-def prefill(model: Any, label: str) -> None:
-    """A 4 x 2048 prefill's time (median of 5) and its kernels by device time."""
-    ids = torch.randint(0, model.config.vocab_size, (4, 2048), device="cuda")
-
-    def run() -> None:
-        with torch.no_grad():
-            model(input_ids=ids, use_cache=True, logits_to_keep=1)
-
+def timed(run: Callable[[], None], what: str, rows: int) -> None:
+    """`run`'s time (median of 5, after 2 warm-up runs), printed as `what`, then its kernels
+    by device time (`rows` of them)."""
     for _ in range(2):
         run()
     times = []
@@ -154,16 +149,27 @@ def prefill(model: Any, label: str) -> None:
         run()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
-    print(f"{label}: prefill 4 x 2048 {sorted(times)[2]:.2f} ms")
+    print(f"{what} {sorted(times)[2]:.2f} ms")
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="device_time_total", row_limit=16))
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=rows))
+
+
+def prefill(model: Any, label: str) -> None:
+    """A 4 x 2048 prefill's time and its kernels by device time."""
+    ids = torch.randint(0, model.config.vocab_size, (4, 2048), device="cuda")
+
+    def run() -> None:
+        with torch.no_grad():
+            model(input_ids=ids, use_cache=True, logits_to_keep=1)
+
+    timed(run, f"{label}: prefill 4 x 2048", 16)
 
 
 def train(model: Any, label: str) -> None:
-    """A 4 x 2048 training step's time (forward with the loss, backward; median of 5) and its
-    kernels by device time."""
+    """A 4 x 2048 training step's time (forward with the loss, backward) and its kernels by
+    device time."""
     model.train()
     ids = torch.randint(0, model.config.vocab_size, (4, 2048), device="cuda")
 
@@ -171,20 +177,7 @@ def train(model: Any, label: str) -> None:
         model(input_ids=ids, labels=ids).loss.backward()
         model.zero_grad(set_to_none=True)
 
-    for _ in range(2):
-        run()
-    times = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        run()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e3)
-    print(f"{label}: train step 4 x 2048 {sorted(times)[2]:.2f} ms")
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        run()
-        torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="device_time_total", row_limit=30))
+    timed(run, f"{label}: train step 4 x 2048", 30)
 
 
 def main() -> None:
