@@ -146,6 +146,9 @@ for step in "$@"; do
            # shellcheck disable=SC2086
            python3 bench/experiments/decode_host_profile.py ${DPROF_ARGS:-} > "$out/dprof.txt" 2>&1
            tail -40 "$out/dprof.txt" ;;
+    layouts) # session 26: the inference attention over sequence-major q, k, v read in place,
+           # against dense copies and cuDNN (bench/experiments/attention_layouts.py)
+           python3 bench/experiments/attention_layouts.py 2>&1 | tee "$out/layouts.txt" ;;
     attnbwd) # issue 35: each attention backward kernel alone by tiles and occupancy, the delta
            # step, FlashAttention-2's dQ by relaxed atomics, in the kernels' row-major tile order
            # (bench/experiments/attention_backward_variants.py)
