@@ -2,7 +2,7 @@
 # Packs .whl-hf/: what the transformers GPU tests and `fearless bench --cases models` need on the
 # GPU machine beside its image (which has torch, huggingface_hub 1.x, safetensors, tokenizers and
 # regex: KINDS.md's package list), for its Python 3.12: Hugging Face transformers trimmed to the
-# model types fearless.transformers patches (transformers-trimmed.tar.xz: 1.4 MB instead of a
+# model types fearless.transformers patches (its patch.py table, phi3 among them; transformers-trimmed.tar.xz: 1.4 MB instead of a
 # 13.8 MB wheel; `auto` kept, and llava and mixtral, which Liger's patch modules import; every
 # other model folder dropped) and the peer Liger-Kernel (2.3 MB in all). TileGym's wheel is
 # .whl-tg's. With .tiletools-slim, .whl and the tree less bench/results that is 63.9 of the
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 version=${TRANSFORMERS_VERSION:-5.24.0}
-keep="auto llama llava mistral mixtral qwen2 qwen3 qwen3_moe gemma gemma2 gemma3 siglip gpt_oss olmoe olmo2 olmo3 qwen3_next deepseek_v2 deepseek_v3"
+keep="auto llama llava mistral mixtral qwen2 qwen3 qwen3_moe gemma gemma2 gemma3 siglip gpt_oss olmoe olmo2 olmo3 phi3 qwen3_next deepseek_v2 deepseek_v3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pip=".venv/bin/pip"

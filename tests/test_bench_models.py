@@ -244,3 +244,14 @@ def test_the_measurement_runs_a_patched_toy_llama_on_the_simulator(
     if importlib.util.find_spec("liger_kernel") is None:
         with pytest.raises(model.Skip, match="liger_kernel is not installed"):
             models_probe.measure(model.LIGER, spec, decode, overrides=TOY, plan=(1, 1))
+
+
+def test_the_trimmed_transformers_keeps_every_patched_model() -> None:
+    """bench/pack_whl_hf.sh keeps the model folders fearless.transformers patches (the GPU
+    tests import each at setup: phi3's absence failed every one of them, session 26)."""
+    from fearless.transformers.patch import MODELS
+
+    script = (Path(__file__).parents[1] / "bench" / "pack_whl_hf.sh").read_text()
+    keep = next(line for line in script.splitlines() if line.startswith("keep="))
+    kept = set(keep.split("=", 1)[1].strip('"').split())
+    assert set(MODELS) <= kept, sorted(set(MODELS) - kept)
