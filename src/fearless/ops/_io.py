@@ -202,11 +202,19 @@ def seq_major_base(x: Any) -> Any:
     if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.is_contiguous():
         return None
     base = x.transpose(1, 2)
-    if not base.is_contiguous():
+    return base if base.is_contiguous() else None
+
+
+def read_in_place(*xs: Any) -> tuple[Any, ...] | None:
+    """The (B, S, H, D) bases (`seq_major_base`) of `xs` where every one of them is
+    sequence-major, for a kernel that reads them in place; else None (the caller passes `xs`
+    as they are, and a strided one is copied). A call that reads a base is not replayed: the
+    replay key tells a dense tensor from a strided one, not one stride order from another."""
+    bases = tuple(seq_major_base(x) for x in xs)
+    if any(b is None for b in bases):
         return None
-    # the replay key tells contiguous from strided, not one stride order from another
     trace.refuse("a sequence-major view")
-    return base
+    return bases
 
 
 def heads_major(shape: Sequence[int], seq: bool) -> tuple[int, ...]:

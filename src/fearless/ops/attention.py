@@ -36,7 +36,7 @@ from ._attention_checks import (
     lse_operand,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, heads_major, operand, result, seq_major_base, view
+from ._io import FLOATS, heads_major, operand, read_in_place, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned
@@ -170,18 +170,19 @@ def sequence_layout(
     q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, keep_lse: bool
 ) -> tuple[tuple[bool, bool], tuple[Any, Any, Any]]:
     """((q_seq, kv_seq), (q, k, v)): which of q and (k, v) are torch tensors in the sequence-major
-    layout (`seq_major_base`: Hugging Face's and flash-attn's, (B, H, L, D) transposed views of
+    layout (`_io.seq_major_base`: Hugging Face's and flash-attn's, (B, H, L, D) transposed views of
     (B, L, H, D) tensors), each then replaced by its base, which the prefill kernel reads (and
     for q, whose layout the output takes, writes) in place; the others as given (a strided one
     is copied, as everywhere). The decode kernels and the training forward, whose kept lse and
     backward are heads-major, take heads-major tensors only."""
-    qb, kb, vb = (seq_major_base(x) for x in (q, k, v))
     shape: tuple[int, ...] = tuple(getattr(q, "shape", ()))
     decode = len(shape) > 1 and shape[-2] == 1 and attn_mask is None and not is_causal
     if keep_lse or decode:
         return (False, False), (q, k, v)
-    q_seq, kv_seq = qb is not None, kb is not None and vb is not None
-    return (q_seq, kv_seq), (qb if q_seq else q, kb if kv_seq else k, vb if kv_seq else v)
+    qb, kvb = read_in_place(q), read_in_place(k, v)
+    (q,) = qb or (q,)
+    k, v = kvb or (k, v)
+    return (qb is not None, kvb is not None), (q, k, v)
 
 
 def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], device: int) -> Any:

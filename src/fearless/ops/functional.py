@@ -36,9 +36,9 @@ from ._io import (
     operand,
     output,
     param,
+    read_in_place,
     result,
     rows_of,
-    seq_major_base,
     view,
 )
 from ._replay import replayable
@@ -442,11 +442,13 @@ def rope_backward(dq: Any, dk: Any, cos: Any, sin: Any) -> Any:
 def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     # q and k both sequence-major (Hugging Face's, between the projections and attention): the
     # kernel reads their (B, S, H, D) bases in place and writes outputs of that layout
-    qb, kb = seq_major_base(q), seq_major_base(k)
-    by_seq = qb is not None and kb is not None
-    qa = operand(qb if by_seq else q, "rope", "q", FLOATS)
+    bases = read_in_place(q, k)
+    by_seq = bases is not None
+    if bases is not None:
+        q, k = bases
+    qa = operand(q, "rope", "q", FLOATS)
     dev = qa.tensor.device
-    ka = _same_dtype(operand(kb if by_seq else k, "rope", "k", FLOATS, device=dev), qa, "rope")
+    ka = _same_dtype(operand(k, "rope", "k", FLOATS, device=dev), qa, "rope")
     ca = operand(cos, "rope", "cos", FLOATS, device=dev)
     sa = operand(sin, "rope", "sin", FLOATS, device=dev)
     if len(qa.shape) != 4 or len(ka.shape) != 4:
