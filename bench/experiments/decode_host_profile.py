@@ -11,7 +11,8 @@ a decode shape, its host time per call with the same cache length every call (re
 with a new one every call (the slow path). With `--prefill`, instead: a 4 x 2048 prefill's
 time and its GPU kernels by device time, torch eager against the fearless patch (the models
 family measured fearless's prefill at 0.93 of Liger's, session 25); with `--train`, a 4 x 2048
-training step's (the loss and its backward: 0.95 of torch.compile's tokens/s, session 26). Run
+training step's (the loss and its backward, fearless with its fused loss as the models family
+runs it: 0.95 of torch.compile's tokens/s, session 26). Run
 on the GPU machine (transformers installed): `PYTHONPATH=src python3
 bench/experiments/decode_host_profile.py [--prefill | --train]`.
 """
@@ -185,7 +186,8 @@ def main() -> None:
         if flag in sys.argv:
             model = llama()
             step(model, "torch eager")
-            ft.apply(model)
+            # training as the models family runs it: the fused loss (models_probe.py)
+            ft.apply(model, fused_linear_cross_entropy=flag == "--train")
             step(model, "fearless")
             return
     model = llama()
