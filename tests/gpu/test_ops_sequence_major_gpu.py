@@ -49,6 +49,24 @@ def test_attention_in_sequence_major(
     assert _rel(out, want) < 1e-2
 
 
+@pytest.mark.parametrize("which", ["q", "kv"])
+def test_mixed_layouts_and_one_kv_head(which: str) -> None:
+    """Only q sequence-major, or only k and v (the mixed kernels), and one KV head (a (B, 1, S,
+    D) view is dense to torch: q alone is read in place, as in a multi-query model)."""
+    b, h, length = 2, 16, 600
+    for hk in (1, 4):
+        q, k, v = _seq(b, h, length, 128), _seq(b, hk, length, 128), _seq(b, hk, length, 128)
+        if which == "q":
+            k, v = k.contiguous(), v.contiguous()
+        else:
+            q = q.contiguous()
+        with torch.no_grad():
+            out = ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            want = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        assert _is_seq_major(out) == (which == "q")
+        assert _rel(out, want) < 1e-2, (which, hk)
+
+
 def test_a_llama_layer_reads_its_projections_in_place() -> None:
     """rope then attention on the projections' views, eagerly and through torch.compile: the
     output's transpose(1, 2) is dense (Hugging Face's .contiguous() copies nothing)."""
