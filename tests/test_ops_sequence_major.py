@@ -19,6 +19,7 @@ from fearless.ops import _io
 from fearless.ops.attention import scaled_dot_product_attention_lse
 from fearless.ops.kernels_attention import make_attention
 from fearless.ops.kernels_layout import make_rope
+from support.attention_variants_ref import variant_attention
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -83,6 +84,27 @@ def test_mixed_layouts(which: str) -> None:
     out = ops.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert _is_seq_major(out) == (which == "q")
     assert (out - F.scaled_dot_product_attention(q, k, v, is_causal=True)).abs().max() < 2e-5
+
+
+@pytest.mark.parametrize(
+    "name,kw,ref",
+    [
+        ("fmha", {}, {}),
+        ("swa_attention", {"window_size": 9}, {"left": 8}),
+        ("gemma_attention", {"window_size": 7, "soft_cap": 5.0}, {"left": 7, "cap": 5.0}),
+    ],
+)
+@pytest.mark.parametrize("lq", [L, 24])
+def test_tilegym_variants_read_sequence_major_in_place(
+    name: str, kw: dict[str, Any], ref: dict[str, Any], lq: int
+) -> None:
+    """fmha, swa_attention and gemma_attention (bottom-right diagonal where L != S, window,
+    soft cap) over sequence-major q, k and v: in place, the output in q's layout."""
+    q, k, v = _seq(B, H, lq, D, seed=21), _seq(B, HK, L, D, seed=22), _seq(B, HK, L, D, seed=23)
+    out = getattr(ops, name)(q, k, v, **kw)
+    assert _is_seq_major(out)
+    want = variant_attention(q, k, v, causal=True, **ref)
+    assert (out.double() - want).abs().max() < 2e-5
 
 
 def test_decode_and_training_forward_take_dense_copies() -> None:
@@ -156,6 +178,10 @@ def test_fake_kernels_give_the_real_strides() -> None:
     torch.library.opcheck(sdpa, (q, k.contiguous(), v, None, False, None, False))
     cos, sin = _tables(L, D)
     torch.library.opcheck(torch.ops.fearless.rope.default, (q, k, cos, sin))
+    torch.library.opcheck(torch.ops.fearless.fmha.default, (q, k, v, None, True))
+    torch.library.opcheck(torch.ops.fearless.swa_attention.default, (q, k, v, 9, None, True))
+    decode_q = torch.randn(B, H, 1, D)  # a decode step: dense whatever k and v are
+    torch.library.opcheck(sdpa, (decode_q, k, v, None, False, None, False))
 
     def layer(qp: Any, kp: Any, vp: Any) -> Any:
         qr, kr = torch.ops.fearless.rope(qp.transpose(1, 2), kp.transpose(1, 2), cos, sin)
@@ -174,16 +200,19 @@ def test_fake_kernels_give_the_real_strides() -> None:
 
 
 @pytest.mark.parametrize("layout", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("variant", [None, (True, True, False, True)])
 def test_the_sequence_major_kernels_compile_through_tileiras(
-    cubin: Callable[..., bytes], layout: tuple[bool, bool]
+    cubin: Callable[..., bytes], layout: tuple[bool, bool], variant: Any
 ) -> None:
+    """The plain kernel and a variant's (bottom-right, left window, soft cap: gemma_attention's
+    causal form) in each layout."""
     q_seq, kv_seq = layout
     q = fl.zeros(_io.heads_major((2, 8, 256, 128), q_seq), dtype=fl.bf16)
     kv = fl.zeros(_io.heads_major((2, 2, 256, 128), kv_seq), dtype=fl.bf16)
     tile_m = _io.heads_major((1, 1, 128, 128), q_seq)
     out = fl.empty(q.shape, dtype=fl.bf16).partition(tile_m, tile.row_major())
-    kernel = make_attention(fl.bf16, True, True, None, None, False, layout, occupancy=2)
-    assert cubin(kernel, out, q, kv, kv, None, 0.125, 0, 0, 1.0, 128, 4)
+    kernel = make_attention(fl.bf16, True, True, None, variant, False, layout, occupancy=2)
+    assert cubin(kernel, out, q, kv, kv, None, 0.125, 64, 0, 30.0, 128, 4)
 
 
 def test_the_sequence_major_rope_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:

@@ -30,9 +30,11 @@ from ._io import (
     filled_output,
     from_torch,
     full,
+    heads_major,
     number,
     operand,
     output,
+    read_in_place,
     result,
     view,
 )
@@ -47,17 +49,40 @@ def float_operands(op: str, **tensors: Any) -> list[Operand]:
     return [fa, *(operand(x, op, n, FLOATS, device=fa.tensor.device) for n, x in rest)]
 
 
-def qkv_operands(op: str, q: Any, k: Any, v: Any) -> tuple[Operand, Operand, Operand]:
-    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv."""
+def qkv_operands(
+    op: str, q: Any, k: Any, v: Any, layout: tuple[bool, bool] = (False, False)
+) -> tuple[Operand, Operand, Operand]:
+    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv; in
+    `layout` (`sequence_layout`'s), q or k and v are the (B, L, H, D) bases of such views."""
     qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise qkv_mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
     if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:
         raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
-    (b, h, _, d), (bk, hk, _, dk) = qa.shape, ka.shape
-    if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
-        raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
+    q_seq, kv_seq = layout
+    qs, ks, vs = (heads_major(x.shape, s) for x, s in ((qa, q_seq), (ka, kv_seq), (va, kv_seq)))
+    (b, h, _, d), (bk, hk, _, dk) = qs, ks
+    if bk != b or vs != ks or dk != d or not hk or h % hk:
+        raise qkv_mismatch(op, f"shapes {qs}, {ks} and {vs}")
     return qa, ka, va
+
+
+def sequence_layout(
+    q: Any, k: Any, v: Any, heads_major_only: bool
+) -> tuple[tuple[bool, bool], tuple[Any, Any, Any]]:
+    """((q_seq, kv_seq), (q, k, v)): which of q and (k, v) are torch tensors in the
+    sequence-major layout (`_io.seq_major_base`: Hugging Face's and flash-attn's, (B, H, L, D)
+    transposed views of (B, L, H, D) tensors), each then replaced by its base, which the
+    prefill kernels read (and for q, whose layout the output takes, write) in place; the others
+    as given (a strided one is copied, as everywhere). `heads_major_only`: the call's kernels
+    take heads-major tensors only (the decode kernels; the training forward, whose kept lse and
+    backward are heads-major): (False, False) and q, k, v as given."""
+    if heads_major_only:
+        return (False, False), (q, k, v)
+    qb, kvb = read_in_place(q), read_in_place(k, v)
+    (q,) = qb or (q,)
+    k, v = kvb or (k, v)
+    return (qb is not None, kvb is not None), (q, k, v)
 
 
 def decode_operands(

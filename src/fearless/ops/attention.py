@@ -34,9 +34,10 @@ from ._attention_checks import (
     kept,
     kept_lse,
     lse_operand,
+    sequence_layout,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, heads_major, operand, read_in_place, result, view
+from ._io import FLOATS, heads_major, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned
@@ -110,7 +111,7 @@ def _forward(
     keep_lse: bool,
 ) -> tuple[Any, Any]:
     """The checks, then the kernels: (out, lse), lse None unless `keep_lse`."""
-    layout, (q, k, v) = sequence_layout(q, k, v, attn_mask, is_causal, keep_lse)
+    layout, (q, k, v) = sequence_layout(q, k, v, keep_lse or is_decode(q, attn_mask, is_causal))
     qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise layout_error(
@@ -145,7 +146,9 @@ def _forward(
         q4, k4, v4, o4 = (
             view(x, heads_major(shape, seq))
             for x, shape, seq in (
-                (qa.tensor, qs, q_seq), (ka.tensor, ks, kv_seq), (va.tensor, vs, kv_seq),
+                (qa.tensor, qs, q_seq),
+                (ka.tensor, ks, kv_seq),
+                (va.tensor, vs, kv_seq),
                 (out, qs, q_seq),
             )
         )
@@ -166,23 +169,11 @@ def _forward(
     return (returned.transpose(1, 2) if q_seq else returned), kept(qa, lse, lse_ret)
 
 
-def sequence_layout(
-    q: Any, k: Any, v: Any, attn_mask: Any, is_causal: bool, keep_lse: bool
-) -> tuple[tuple[bool, bool], tuple[Any, Any, Any]]:
-    """((q_seq, kv_seq), (q, k, v)): which of q and (k, v) are torch tensors in the sequence-major
-    layout (`_io.seq_major_base`: Hugging Face's and flash-attn's, (B, H, L, D) transposed views of
-    (B, L, H, D) tensors), each then replaced by its base, which the prefill kernel reads (and
-    for q, whose layout the output takes, writes) in place; the others as given (a strided one
-    is copied, as everywhere). The decode kernels and the training forward, whose kept lse and
-    backward are heads-major, take heads-major tensors only."""
+def is_decode(q: Any, attn_mask: Any, is_causal: bool) -> bool:
+    """Whether the call takes the split-KV decode kernels: one query per head, no mask, not
+    causal (the inference form; the training forward never does)."""
     shape: tuple[int, ...] = tuple(getattr(q, "shape", ()))
-    decode = len(shape) > 1 and shape[-2] == 1 and attn_mask is None and not is_causal
-    if keep_lse or decode:
-        return (False, False), (q, k, v)
-    qb, kvb = read_in_place(q), read_in_place(k, v)
-    (q,) = qb or (q,)
-    k, v = kvb or (k, v)
-    return (qb is not None, kvb is not None), (q, k, v)
+    return len(shape) > 1 and shape[-2] == 1 and attn_mask is None and not is_causal
 
 
 def _mask(attn_mask: Any, op: str, dt: DType, full: tuple[int, int, int, int], device: int) -> Any:

@@ -28,10 +28,11 @@ from ._attention_checks import (
     lse_operand,
     qkv_mismatch,
     qkv_operands,
+    sequence_layout,
     split_len,
 )
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
-from ._io import number, result, view
+from ._io import heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode
@@ -286,20 +287,22 @@ def _attend(
     """The checks, then the kernel: (out, lse), lse None unless `keep_lse`. `left` / `right`
     (None: no bound) how far before / after its position a query sees, `cap` the soft cap
     (None: none)."""
-    qa, ka, va = qkv_operands(op, q, k, v)
-    (_, h, lq, d), (_, hk, s, _) = qa.shape, ka.shape
+    layout, (q, k, v) = sequence_layout(q, k, v, keep_lse)
+    qa, ka, va = qkv_operands(op, q, k, v, layout)
+    q_seq, kv_seq = layout
+    (_, h, lq, d), (_, hk, s, _) = heads_major(qa.shape, q_seq), heads_major(ka.shape, kv_seq)
     sc = attention_scale(scaling, d, op, "scaling")
     lse, lse_ret = kept_lse(qa, s, keep_lse)
-    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
+    out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0; q's layout
     if s and out.size:
         q4, k4, v4 = (view(x.tensor, x.shape) for x in (qa, ka, va))
         o4 = view(out, qa.shape)
         plan, group = _variant(lq, s, causal, left, right, cap), h // hk
         if plan is None:  # the plain kernels
-            forward = partial(attention_tuned, q4, k4, v4, None, o4, sc, causal, group, lse)
+            forward = partial(attention_tuned, q4, k4, v4, None, o4, sc, causal, group, lse, layout)
         else:
             forward = partial(
-                attention_variant_tuned, q4, k4, v4, o4, sc, causal, group, *plan, lse
+                attention_variant_tuned, q4, k4, v4, o4, sc, causal, group, *plan, lse, layout
             )
         if lse is None:
             forward()
@@ -308,7 +311,8 @@ def _attend(
             forward_with_backward_ahead(
                 forward, q4, k4, v4, o4, lse, None, sc, causal, group, *bounds
             )
-    return result(qa, out, ret), kept(qa, lse, lse_ret)
+    returned = result(qa, out, ret)
+    return (returned.transpose(1, 2) if q_seq else returned), kept(qa, lse, lse_ret)
 
 
 def _variant(

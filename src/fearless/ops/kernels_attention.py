@@ -432,7 +432,9 @@ def mask_form(mask):
     return mask.dtype == fl.bool_, mask.shape[0] > 1, mask.shape[1] > 1
 
 
-def _attention_key(q, k, v, mask, out, scale, causal, group, lse=None, layout=(False, False)):
+def _attention_key(
+    q, k, v, mask, out, scale, causal, group, lse=None, layout=(False, False), **__
+):  # fmt: skip
     """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
     causal and the mask's form (training's kept lse shares the entry: its store is L floats a
     head against the output's L x D; either layout shares it too)."""
@@ -509,22 +511,25 @@ def attention_tuned(
     _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0])
 
 
-def _variant_key(q, k, v, out, scale, causal, group, variant, wl, wr, *_, **__):
+def _variant_key(
+    q, k, v, out, scale, causal, group, variant, wl, wr, cap, lse=None, layout=(False, False),
+    **__,
+):  # fmt: skip
     """`_attention_key`'s facts, the variant's flags and its window's sizes by size class."""
-    b, h, l_len, d = q.shape
-    sizes = size_class(b * h), size_class(l_len), size_class(k.shape[2])
+    b, h, l_len, d = heads_major(q.shape, layout[0])
+    s_len = heads_major(k.shape, layout[1])[2]
+    sizes = size_class(b * h), size_class(l_len), size_class(s_len)
     return (*sizes, d, group, causal, variant, size_class(wl + 1), size_class(wr + 1))
 
 
 @fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key, key_dtypes=("q", "k", "v", "out"))
 def attention_variant_tuned(
-    q, k, v, out, scale, causal, group, variant, wl, wr, cap, lse=None, *, tile_m, tile_n,
-    occupancy, num_worker_warps,
+    q, k, v, out, scale, causal, group, variant, wl, wr, cap, lse=None, layout=(False, False), *,
+    tile_m, tile_n, occupancy, num_worker_warps,
 ):  # fmt: skip
     """out = a variant's attention (`make_attention`'s `variant`: bottom-right alignment,
-    window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D)); `lse` as
-    `attention_tuned`'s."""
-    kernel = _kernel(q, k, causal, None, variant, lse, tile_n, occupancy, num_worker_warps)
-    _launch(
-        kernel, out, lse, tile_m, q.shape[3], (q, k, v, None, scale, wl, wr, cap, tile_n, group)
-    )
+    window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D), or in
+    `layout`); `lse` as `attention_tuned`'s."""
+    kernel = _kernel(q, k, causal, None, variant, lse, tile_n, occupancy, num_worker_warps, layout)
+    args = (q, k, v, None, scale, wl, wr, cap, tile_n, group)
+    _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0])

@@ -505,13 +505,25 @@ def _rope_bwd(ctx: Any, dq: Tensor, dk: Tensor) -> tuple:
 # ------------------------------------------------------------------------------- attention
 
 
-def _attention_fake(
-    q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, is_causal: bool, **_: Any
-) -> Tensor:
-    """The inference forward's output: in q's layout where the kernel reads a sequence-major q
-    in place (`attention.sequence_layout`), else dense."""
-    (q_seq, _kv_seq), _inputs = A.sequence_layout(q, k, v, attn_mask, is_causal, False)
-    return _seq_major_like(q) if q_seq else _new(q, q.shape)
+def _in_q_layout(q: Tensor, heads_major_only: bool = False) -> Tensor:
+    """The fake output of an inference attention whose kernels read a sequence-major q in place
+    and write its layout (`_attention_checks.sequence_layout`) unless `heads_major_only`:
+    sequence-major there, dense otherwise."""
+    if not heads_major_only and seq_major_base(q) is not None:
+        return _seq_major_like(q)
+    return _new(q, q.shape)
+
+
+def _like_q(q: Tensor, *_: Any, **__: Any) -> Tensor:
+    """The fake kernel of an inference attention that writes q's layout (TileGym's fmha,
+    swa_attention, gemma_attention): `_in_q_layout`."""
+    return _in_q_layout(q)
+
+
+def _attention_fake(q: Tensor, attn_mask: Tensor | None, is_causal: bool, **_: Any) -> Tensor:
+    """The inference forward's output: dense for a decode step (`attention.is_decode`), else in
+    q's layout (`_in_q_layout`)."""
+    return _in_q_layout(q, A.is_decode(q, attn_mask, is_causal))
 
 
 @_define("scaled_dot_product_attention", _attention_fake, by_name=True)

@@ -29,6 +29,7 @@ from .torch_ops import (
     _input,
     _kept_lse,
     _like_first,
+    _like_q,
     _new,
     _nothing,
     _qkv_grads,
@@ -43,7 +44,7 @@ _OUT = (_input("out"),)  # the forward's output, after its tensors, before its s
 # ------------------------------------------------------ TileGym's attention forwards (DESIGN 2c)
 
 
-@_define("fmha", _like_first)
+@_define("fmha", _like_q)
 def fmha(
     q: Tensor,
     k: Tensor,
@@ -54,7 +55,7 @@ def fmha(
     return AV.fmha(q, k, v, scaling, is_causal)  # type: ignore[no-any-return]
 
 
-@_define("swa_attention", _like_first)
+@_define("swa_attention", _like_q)
 def swa_attention(
     q: Tensor,
     k: Tensor,
@@ -66,7 +67,7 @@ def swa_attention(
     return AV.swa_attention(q, k, v, window_size, scaling, is_causal)  # type: ignore[no-any-return]
 
 
-@_define("gemma_attention", _like_first)
+@_define("gemma_attention", _like_q)
 def gemma_attention(
     q: Tensor,
     k: Tensor,
