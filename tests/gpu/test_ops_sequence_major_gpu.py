@@ -1,8 +1,9 @@
 """Sequence-major q, k and v on the GPU (tests/test_ops_sequence_major.py has the simulator's
 side): a Llama prefill's shapes (32 query heads on 8 KV heads, D 128, bf16), q, k and v as
 Hugging Face hands them to rope and attention (transposed views of the projections), against
-torch's SDPA and rotation; the outputs in q's layout; ragged lengths, GQA and MHA, f16; the
-same layer through torch.compile."""
+torch's SDPA and rotation; the outputs in q's layout; ragged lengths, GQA and MHA, f16; mixed
+layouts; TileGym's fmha, swa_attention and gemma_attention; the same layer through
+torch.compile."""
 
 from __future__ import annotations
 
@@ -65,6 +66,27 @@ def test_mixed_layouts_and_one_kv_head(which: str) -> None:
             want = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         assert _is_seq_major(out) == (which == "q")
         assert _rel(out, want) < 1e-2, (which, hk)
+
+
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("fmha", {}),
+        ("swa_attention", {"window_size": 256}),
+        ("gemma_attention", {"window_size": 255, "soft_cap": 50.0}),
+    ],
+)
+@pytest.mark.parametrize("lq", [1024, 333])
+def test_tilegym_variants_in_sequence_major(name: str, kw: dict[str, Any], lq: int) -> None:
+    """fmha, swa_attention and gemma_attention over sequence-major views (bottom-right where
+    L != S): the same result as the heads-major call, in q's layout."""
+    q, k, v = _seq(2, 16, lq, 128), _seq(2, 8, 1024, 128), _seq(2, 8, 1024, 128)
+    op = getattr(ops, name)
+    with torch.no_grad():
+        out = op(q, k, v, **kw)
+        want = op(q.contiguous(), k.contiguous(), v.contiguous(), **kw)
+    assert _is_seq_major(out) and want.is_contiguous()
+    assert _rel(out, want) < 1e-3
 
 
 def test_a_llama_layer_reads_its_projections_in_place() -> None:
