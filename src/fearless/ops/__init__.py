@@ -35,6 +35,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
 from .attention import scaled_dot_product_attention
+from .attention_flash import flash_attn_func
 from .attention_fmha_variant import fmha_variant
 from .attention_mla import mla, mla_decoding, mla_decoding_split_kv
 from .attention_mla_sparse import sparse_mla
@@ -76,6 +77,7 @@ __all__ = [
     "bmm",
     "chunk_gated_delta_rule",
     "dropout",
+    "flash_attn_func",
     "flash_attn_with_kvcache",
     "fmha",
     "fmha_decode",

@@ -53,7 +53,7 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
         if training(q, k, v):
             return _train(t, "fmha", q, k, v, scaling, bool(is_causal), (None, None, None))
         return t.fmha(q, k, v, scaling, is_causal)
-    return _attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)[0]
+    return attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)[0]
 
 
 @replayable()
@@ -74,7 +74,7 @@ def swa_attention(
             bounds = _swa(window_size)
             return _train(t, "swa_attention", q, k, v, scaling, bool(is_causal), bounds)
         return t.swa_attention(q, k, v, window_size, scaling, is_causal)
-    return _attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))[0]
+    return attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))[0]
 
 
 @replayable()
@@ -98,7 +98,7 @@ def gemma_attention(
             return _train(t, "gemma_attention", q, k, v, scaling, bool(is_causal), bounds)
         return t.gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)
     bounds = _gemma(window_size, soft_cap, bool(is_causal))
-    return _attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)[0]
+    return attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)[0]
 
 
 @replayable()
@@ -174,9 +174,9 @@ def attention_window_lse(
     cap: float | None,
 ) -> tuple[Any, Any]:
     """(out, lse) of the forward `op` (fmha, swa_attention or gemma_attention) at its bounds
-    (`_attend`'s): the output, and the rows' base-2 log-sum-exp of the scores (B, H, L) f32
+    (`attend`'s): the output, and the rows' base-2 log-sum-exp of the scores (B, H, L) f32
     (+inf for a row that sees no key), which `attention_window_backward` takes."""
-    return _attend(op, q, k, v, scaling, causal, left, right, cap, keep_lse=True)
+    return attend(op, q, k, v, scaling, causal, left, right, cap, keep_lse=True)
 
 
 def attention_window_backward(
@@ -272,7 +272,7 @@ def _window(window_size: Any, op: str) -> int:
     return window_size
 
 
-def _attend(
+def attend(
     op: str,
     q: Any,
     k: Any,
@@ -283,11 +283,17 @@ def _attend(
     right: int | None,
     cap: float | None,
     keep_lse: bool = False,
+    layout: tuple[bool, bool] | None = None,
 ) -> tuple[Any, Any]:
     """The checks, then the kernel: (out, lse), lse None unless `keep_lse`. `left` / `right`
     (None: no bound) how far before / after its position a query sees, `cap` the soft cap
-    (None: none)."""
-    layout, (q, k, v) = sequence_layout(q, k, v, keep_lse)
+    (None: none). `layout` (q_seq, kv_seq): q, k and v as the kernel takes them (flash-attn's
+    (B, L, H, D) where True), the output as q is and returned so; None: heads-major tensors,
+    the sequence-major views among them read in place (`sequence_layout`), the output
+    returned heads-major."""
+    given = layout is not None
+    if layout is None:
+        layout, (q, k, v) = sequence_layout(q, k, v, keep_lse)
     qa, ka, va = qkv_operands(op, q, k, v, layout)
     q_seq, kv_seq = layout
     (_, h, lq, d), (_, hk, s, _) = heads_major(qa.shape, q_seq), heads_major(ka.shape, kv_seq)
@@ -312,7 +318,8 @@ def _attend(
                 forward, q4, k4, v4, o4, lse, None, sc, causal, group, *bounds
             )
     returned = result(qa, out, ret)
-    return (returned.transpose(1, 2) if q_seq else returned), kept(qa, lse, lse_ret)
+    heads = q_seq and not given  # a base read in place: its (B, H, L, D) view goes back
+    return (returned.transpose(1, 2) if heads else returned), kept(qa, lse, lse_ret)
 
 
 def _variant(
@@ -343,7 +350,7 @@ def _backward(
     cap: float | None,
     lse: Any = None,
 ) -> tuple[Any, Any, Any]:
-    """The checks, then the backward kernels with `_attend`'s bounds: (dq, dk, dv), each in the
+    """The checks, then the backward kernels with `attend`'s bounds: (dq, dk, dv), each in the
     form (torch, NumPy, fl.Tensor) of q, k, v; `lse` the forward's kept lse, or None."""
     qa, ga, ka, va, oa = float_operands(op, q=q, dout=dout, k=k, v=v, out=out)
     if len({x.dtype for x in (ga, qa, ka, va, oa)}) != 1:

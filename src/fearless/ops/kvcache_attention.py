@@ -65,7 +65,7 @@ def flash_attn_with_kvcache(
     (B_cache, S_cache, H_kv, D) or paged through `block_table`; query i at position
     cache_seqlens[b] - L + i. Returns (B, L, H, D). Forward only."""
     if (t := torch_ops(q, k_cache, v_cache, cache_seqlens, block_table)) is not None:
-        left, right = _window(window_size, bool(causal))
+        left, right = window_bounds(window_size, bool(causal))
         return t.flash_attn_with_kvcache(
             q, k_cache, v_cache, _seqlens_tensor(cache_seqlens, q), block_table, softmax_scale,
             bool(causal), [left, right], float(softcap),
@@ -89,24 +89,35 @@ def _seqlens_tensor(cache_seqlens: Any, q: Any) -> Any:
     return torch.full((q.shape[0],), n, dtype=torch.int32, device=q.device)
 
 
-def _window(window_size: Any, causal: bool) -> tuple[int, int]:
-    """(left, right), -1 unbounded, with right 0 where causal (flash-attn's rule)."""
+def window_bounds(window_size: Any, causal: bool, op: str = OP) -> tuple[int, int]:
+    """flash-attn's `window_size` as (left, right), -1 unbounded, with right 0 where causal
+    (flash-attn's rule), or a fearless error naming `op`."""
     try:
         left, right = (operator.index(w) for w in window_size)
         if isinstance(window_size[0], bool) or isinstance(window_size[1], bool):
             raise TypeError
     except (TypeError, ValueError):
         raise argument_error(
-            f"`window_size` of `fearless.ops.{OP}` must be two ints (left, right), got "
+            f"`window_size` of `fearless.ops.{op}` must be two ints (left, right), got "
             f"{window_size!r:.60}",
             help="pass (-1, -1) for no window, e.g. (256, 0) for 256 keys before each query",
         ) from None
     if left < -1 or right < -1 or max(left, right) > 2**31 - 1:
         raise argument_error(
-            f"`window_size` of `fearless.ops.{OP}` must hold ints of -1 (unbounded) or more, "
+            f"`window_size` of `fearless.ops.{op}` must hold ints of -1 (unbounded) or more, "
             f"got {window_size!r}",
         )
     return left, 0 if causal else right
+
+
+def soft_cap(softcap: Any, op: str = OP) -> float:
+    """flash-attn's `softcap` (0: none), or a fearless error naming `op`."""
+    cap = number(softcap, op, "softcap")
+    if not cap >= 0.0 or math.isinf(cap):
+        raise argument_error(
+            f"`softcap` of `fearless.ops.{op}` must be 0 (none) or above, finite, got {softcap!r}"
+        )
+    return cap
 
 
 def _attend(
@@ -145,13 +156,9 @@ def _attend(
                 f"= ({b}, MB >= 1), got {ta.shape}",
             )
         table, capacity = ta, ta.shape[1] * rows
-    left, right = _window(window_size, bool(causal))
+    left, right = window_bounds(window_size, bool(causal))
     scale = attention_scale(softmax_scale, d, OP, "softmax_scale")
-    cap = number(softcap, OP, "softcap")
-    if not cap >= 0.0 or math.isinf(cap):
-        raise argument_error(
-            f"`softcap` of `fearless.ops.{OP}` must be 0 (none) or above, finite, got {softcap!r}"
-        )
+    cap = soft_cap(softcap)
     seqlens = _seqlens(cache_seqlens, qa, b, capacity)
     out, ret = output(qa, (b, lq, h, d)) if capacity else zeros_output(qa, (b, lq, h, d))
     if capacity and out.size:
