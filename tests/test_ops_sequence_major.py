@@ -199,8 +199,10 @@ def test_fake_kernels_give_the_real_strides() -> None:
     assert (got - want).abs().max() < 2e-5
 
 
-@pytest.mark.parametrize("layout", [(True, True), (True, False), (False, True)])
-@pytest.mark.parametrize("variant", [None, (True, True, False, True)])
+@pytest.mark.parametrize(
+    "layout,variant",
+    [((True, True), None), ((True, False), (True, True, False, True)), ((False, True), None)],
+)
 def test_the_sequence_major_kernels_compile_through_tileiras(
     cubin: Callable[..., bytes], layout: tuple[bool, bool], variant: Any
 ) -> None:
