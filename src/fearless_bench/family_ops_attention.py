@@ -44,12 +44,15 @@ scores do not fit). Grids (NVIDIA/TileGym at 75a1430, file by file):
   (8, 1, 32, 128) over 8 KV heads, S = 2048 ... 16384 cached keys, contiguous (8, S, 8, 128)
   and paged (pages of 256 keys, a shuffled block_table) at the same S: the issue's goal is
   paged >= 0.95 x contiguous. torch eager: SDPA (GQA), paged after gathering the pages;
+- flash_attn_func: no TileGym op (a skip that says so): flash-attn's layout, q (4, L, 32, 128)
+  over k, v (4, L, 8, 128), causal, L = 1024 ... 8192, bf16 (the fused-attention grid with
+  Llama's 8 KV heads); torch eager: SDPA over (B, H, L, D) views of the same tensors;
 - fmha_variant: no TileGym bench: tests/ops/test_attention_variant.py's batch 4, 32 heads,
   head_dim 128, bf16, causal, at S_q = 128 and 2048 over S_kv = 4096, one group per variant
   (plain, window 512, ALiBi, vector bias, varlen, dropout 0.1): family_ops_attention_variant.py
   (its cases, builder and peers' skips).
 
-`--quick` (first and last shape of each group): 56 cases. Estimate on the H200: about 3
+`--quick` (first and last shape of each group): 58 cases. Estimate on the H200: about 3
 minutes, most of it fearless's first (tuning) call per shape and the float64 references of
 the 8192-long cases (the timed calls are milliseconds); not yet measured.
 
@@ -92,6 +95,7 @@ FEARLESS_CALLS: dict[str, tuple[str, ...]] = {
     "mla_decoding_split_kv": ("mla_decoding_split_kv",),
     "sparse_mla": ("sparse_mla",),
     "flash_attn_with_kvcache": ("flash_attn_with_kvcache",),
+    "flash_attn_func": ("flash_attn_func",),
     VARIANT: (VARIANT,),
 }
 
@@ -136,6 +140,8 @@ def attention_specs() -> list[Spec]:
         v = "paged" if paged else "contiguous"
         x = (("kv_heads", 8), ("page_block_size", PAGE if paged else 0))
         out += [Spec("flash_attn_with_kvcache", "bf16", (8, 2 * n, 32, 128), v, x) for n in SEQ]
+    x = (("kv_heads", 8), ("is_causal", True))
+    out += [Spec("flash_attn_func", "bf16", (4, n, 32, 128), "causal", x) for n in SEQ]
     return out + variant_specs()
 
 
@@ -162,6 +168,7 @@ ATTENTION_DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "mla_decoding_split_kv": (1, 4, 37, 32),
     "sparse_mla": (1, 20, 1, 16),
     "flash_attn_with_kvcache": (2, 64, 4, 32),
+    "flash_attn_func": (1, 37, 2, 32),
     VARIANT: VARIANT_DRY_SHAPE,
 }
 
@@ -569,6 +576,37 @@ def _kvcache(torch: Any, s: Spec) -> Bench:
     )
 
 
+def _flash(torch: Any, s: Spec) -> Bench:
+    """flash_attn_func: q (B, L, H, D) over k, v (B, L, H_kv, D), flash-attn's layout."""
+    b, n, h, d = s.shape
+    p = s.params()
+    causal, hkv = bool(p["is_causal"]), p["kv_heads"]
+    q = randn(torch, s.dtype, b, n, h, d)
+    k, v = (randn(torch, s.dtype, b, n, hkv, d) for _ in range(2))
+    scale = 1 / math.sqrt(d)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def eager() -> Any:
+        views = (t.transpose(1, 2) for t in (q, k, v))
+        return sdpa(*views, is_causal=causal, scale=scale, enable_gqa=True).transpose(1, 2)
+
+    def reference() -> Any:
+        qq, kk, vv = (t.double().transpose(1, 2) for t in (q, k, v))
+        return _eager(torch, qq, kk, vv, scale, causal=causal).transpose(1, 2)
+
+    def tilegym(tg: Any) -> Callable[[], Any]:
+        raise Skip("TileGym has no flash_attn_func (its attention takes (B, H, L, D))")
+
+    return Bench(
+        lambda fo: lambda: fo.flash_attn_func(q, k, v, softmax_scale=scale, causal=causal),
+        tilegym,
+        eager,
+        reference,
+        flops=4 * b * h * n * n * d // (2 if causal else 1),
+        tilegym_note="no TileGym operator",
+    )
+
+
 ATTENTION_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "attention_backward": _backward,
     "fmha": _prefill,
@@ -583,6 +621,7 @@ ATTENTION_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "mla_decoding_split_kv": _mla_decode,
     "sparse_mla": _sparse_mla,
     "flash_attn_with_kvcache": _kvcache,
+    "flash_attn_func": _flash,
     VARIANT: variant_builder,
 }
 
