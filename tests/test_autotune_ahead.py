@@ -491,7 +491,7 @@ def test_a_variants_training_forward_compiles_its_backward_beside_itself(
     q, k, v = (fl.asarray(rng.standard_normal((1, 2, 48, 64)).astype(np.float16)) for _ in range(3))
     from fearless.ops import kernels_attention_backward as KB
 
-    want, _ = AV._attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
+    want, _ = AV.attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
     passes = _passes_on_the_gpu(monkeypatch)
     variants: list[Any] = []
     steps = KB._backward
@@ -501,7 +501,7 @@ def test_a_variants_training_forward_compiles_its_backward_beside_itself(
         return steps(*args)
 
     monkeypatch.setattr(KB, "_backward", recorded)
-    out, _ = AV._attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
+    out, _ = AV.attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
     names = {kernel.name for kernel, _ in queued}
     assert {"attention_lse", "attention_delta", "attention_dkdv"} <= names, names
     # the window's backward (twice: this test's stand-in runs the nested pass's call too)

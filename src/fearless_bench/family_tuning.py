@@ -72,6 +72,7 @@ SPECS = (
     Spec("mla_decoding_split_kv", "f16", (1, 16, 6000, 128), "hd128", (("d_pe", 64),)),
     Spec("sparse_mla", "bf16", (1, 256, 1, 768), "", (("heads", 16), ("head_dim", 128), ("s_kv", 6000), ("d_pe", 64))),
     Spec("flash_attn_with_kvcache", "bf16", (8, 6000, 32, 128), "contiguous", (("kv_heads", 8), ("page_block_size", 0))),
+    Spec("flash_attn_func", "bf16", (2, 3000, 32, 128), "causal", (("kv_heads", 8), ("is_causal", True))),
     Spec("fmha_variant", "bf16", (2, 16, 1000, 3000, 128), "alibi", (("is_causal", True), ("bias_type", "alibi"))),
     # family_ops_more.py's operators
     Spec("rms_norm_backward", "bf16", (3000, 5120)),
