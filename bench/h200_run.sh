@@ -146,6 +146,9 @@ for step in "$@"; do
            # shellcheck disable=SC2086
            python3 bench/experiments/decode_host_profile.py ${DPROF_ARGS:-} > "$out/dprof.txt" 2>&1
            tail -40 "$out/dprof.txt" ;;
+    dcomp) # session 26: a Llama decode step of torch eager, torch.compile, fearless and fearless
+           # under torch.compile (bench/experiments/decode_compiled.py)
+           python3 bench/experiments/decode_compiled.py 2>&1 | tee "$out/dcomp.txt" | tail -8 ;;
     layouts) # session 26: the inference attention over sequence-major q, k, v read in place,
            # against dense copies and cuDNN (bench/experiments/attention_layouts.py)
            python3 bench/experiments/attention_layouts.py 2>&1 | tee "$out/layouts.txt" ;;
