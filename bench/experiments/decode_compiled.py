@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from fearless import transformers as ft
-
 # run as a script: its folder is first on sys.path
 from decode_host_profile import NEW, decode, llama
+
+from fearless import transformers as ft
 
 
 def per_token(model: Any) -> float:
