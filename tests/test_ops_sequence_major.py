@@ -159,6 +159,22 @@ def test_rope_sequence_major(k_seq: bool) -> None:
     assert (kr - _rotate(k, cos, sin)).abs().max() < 1e-5
 
 
+def test_rope_with_one_kv_head_beside_a_sequence_major_q() -> None:
+    """A multi-query model's k, (B, 1, S, D), is dense in both layouts: beside a
+    sequence-major q it is read as (B, S, 1, D), so q is read in place too; alone, or beside a
+    dense q, everything stays dense (no view, no lost replay)."""
+    q, k = _seq(B, H, L, D, seed=6), _seq(B, 1, L, D, seed=7)
+    assert k.is_contiguous() and _io.seq_major_base(k) is None
+    assert _io.seq_major_bases(q, k) is not None and _io.seq_major_bases(k) is None
+    assert _io.seq_major_bases(q.contiguous(), k) is None
+    cos, sin = _tables(L, D)
+    qr, kr = ops.rope(q, k, cos, sin)
+    assert _is_seq_major(qr)
+    assert (qr - _rotate(q, cos, sin)).abs().max() < 1e-5
+    assert (kr - _rotate(k, cos, sin)).abs().max() < 1e-5
+    torch.library.opcheck(torch.ops.fearless.rope.default, (q, k, cos, sin))
+
+
 def test_rope_in_bf16_with_f32_tables_sequence_major() -> None:
     """The wide form (f32 tables, 16-bit q and k: OLMo's) in the sequence-major layout."""
     q, k = _seq(B, H, L, D, seed=4, dtype=torch.bfloat16), _seq(B, HK, L, D, seed=5, dtype=torch.bfloat16)  # fmt: skip
@@ -217,9 +233,12 @@ def test_the_sequence_major_kernels_compile_through_tileiras(
     assert cubin(kernel, out, q, kv, kv, None, 0.125, 64, 0, 30.0, 128, 4)
 
 
-def test_the_sequence_major_rope_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:
-    q, k = fl.zeros((2, 64, 32, 128), dtype=fl.bf16), fl.zeros((2, 64, 8, 128), dtype=fl.bf16)
+@pytest.mark.parametrize("hk", [8, 1])
+def test_the_sequence_major_rope_compiles_through_tileiras(
+    cubin: Callable[..., bytes], hk: int
+) -> None:
+    q, k = fl.zeros((2, 64, 32, 128), dtype=fl.bf16), fl.zeros((2, 64, hk, 128), dtype=fl.bf16)
     cos = fl.zeros((1, 64, 128), dtype=fl.bf16)
     qo = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 32, 128))
-    ko = fl.empty(k.shape, dtype=fl.bf16).partition((1, 1, 8, 128))
+    ko = fl.empty(k.shape, dtype=fl.bf16).partition((1, 1, hk, 128))
     assert cubin(make_rope(fl.bf16, False, None, True), qo, ko, q, k, cos, cos, 1)

@@ -205,16 +205,36 @@ def seq_major_base(x: Any) -> Any:
     return base if base.is_contiguous() else None
 
 
-def read_in_place(*xs: Any) -> tuple[Any, ...] | None:
+def seq_major_bases(*xs: Any) -> tuple[Any, ...] | None:
     """The (B, S, H, D) bases (`seq_major_base`) of `xs` where every one of them is
-    sequence-major, for a kernel that reads them in place; else None (the caller passes `xs`
-    as they are, and a strided one is copied). A call that reads a base is not replayed: the
-    replay key tells a dense tensor from a strided one, not one stride order from another."""
+    sequence-major, else None. A tensor of one head, (B, 1, S, D), is dense in both layouts:
+    it counts as sequence-major beside one that is (a multi-query model's k beside its q)."""
     bases = tuple(seq_major_base(x) for x in xs)
-    if any(b is None for b in bases):
+    if all(b is None for b in bases):
         return None
-    trace.refuse("a sequence-major view")
+    bases = tuple(_one_head_base(x) if b is None else b for x, b in zip(xs, bases, strict=True))
+    return None if any(b is None for b in bases) else bases
+
+
+def read_in_place(*xs: Any) -> tuple[Any, ...] | None:
+    """`seq_major_bases(*xs)`, for a kernel that reads them in place (None: the caller passes
+    `xs` as they are, and a strided one is copied). A call that reads a base is not replayed:
+    the replay key tells a dense tensor from a strided one, not one stride order from
+    another."""
+    bases = seq_major_bases(*xs)
+    if bases is not None:
+        trace.refuse("a sequence-major view")
     return bases
+
+
+def _one_head_base(x: Any) -> Any:
+    """x.transpose(1, 2) where x is a dense torch tensor of (B, 1, S, D) (the same memory
+    read as (B, S, 1, D)), else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != 1:
+        return None
+    base = x.transpose(1, 2)
+    return base if x.is_contiguous() and base.is_contiguous() else None
 
 
 def heads_major(shape: Sequence[int], seq: bool) -> tuple[int, ...]:

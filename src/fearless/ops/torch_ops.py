@@ -34,7 +34,7 @@ import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
 
 from ..runtime.location import argument_error
-from ._io import heads_major, seq_major_base
+from ._io import heads_major, seq_major_base, seq_major_bases
 from ._route import kernels_only
 
 NS = "fearless"
@@ -469,7 +469,7 @@ def _seq_major_like(x: Tensor) -> Tensor:
 
 def _rotated_fake(q: Tensor, k: Tensor, *_: Any) -> tuple[Tensor, ...]:
     """rope's outputs: sequence-major where q and k both are (functional._rope), else dense."""
-    if seq_major_base(q) is not None and seq_major_base(k) is not None:
+    if seq_major_bases(q, k) is not None:
         return _seq_major_like(q), _seq_major_like(k)
     return _shaped_as(q, k)
 
