@@ -198,22 +198,18 @@ def seq_major_base(x: Any) -> Any:
     their projections and attention, flash-attn's layout), sharing its memory; None for anything
     else, a contiguous tensor among them. fl.Tensor is dense, so `from_torch` would copy `x`;
     the attention and rope kernels read and write the base in place instead."""
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.is_contiguous():
-        return None
-    base = x.transpose(1, 2)
-    return base if base.is_contiguous() else None
+    base = _dense_transpose(x)
+    return None if base is None or x.is_contiguous() else base
 
 
 def seq_major_bases(*xs: Any) -> tuple[Any, ...] | None:
-    """The (B, S, H, D) bases (`seq_major_base`) of `xs` where every one of them is
-    sequence-major, else None. A tensor of one head, (B, 1, S, D), is dense in both layouts:
-    it counts as sequence-major beside one that is (a multi-query model's k beside its q)."""
-    bases = tuple(seq_major_base(x) for x in xs)
-    if all(b is None for b in bases):
+    """The (B, S, H, D) bases of `xs` where each is dense as (B, S, H, D) and one at least is a
+    sequence-major view (`seq_major_base`), else None. A tensor dense in both layouts (one head,
+    (B, 1, S, D)) counts beside one that is a view: a multi-query model's k beside its q."""
+    bases = tuple(_dense_transpose(x) for x in xs)
+    if any(b is None for b in bases) or all(x.is_contiguous() for x in xs):
         return None
-    bases = tuple(_one_head_base(x) if b is None else b for x, b in zip(xs, bases, strict=True))
-    return None if any(b is None for b in bases) else bases
+    return bases
 
 
 def read_in_place(*xs: Any) -> tuple[Any, ...] | None:
@@ -227,14 +223,13 @@ def read_in_place(*xs: Any) -> tuple[Any, ...] | None:
     return bases
 
 
-def _one_head_base(x: Any) -> Any:
-    """x.transpose(1, 2) where x is a dense torch tensor of (B, 1, S, D) (the same memory
-    read as (B, S, 1, D)), else None."""
+def _dense_transpose(x: Any) -> Any:
+    """x.transpose(1, 2) where x is a 4-d torch tensor and that view is dense, else None."""
     torch = sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != 1:
+    if torch is None or not isinstance(x, torch.Tensor) or x.dim() != 4:
         return None
     base = x.transpose(1, 2)
-    return base if x.is_contiguous() and base.is_contiguous() else None
+    return base if base.is_contiguous() else None
 
 
 def heads_major(shape: Sequence[int], seq: bool) -> tuple[int, ...]:

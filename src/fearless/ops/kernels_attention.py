@@ -438,10 +438,15 @@ def _attention_key(
     """Batch x heads, L and S by size class (they vary from call to call), D, the grouping,
     causal and the mask's form (training's kept lse shares the entry: its store is L floats a
     head against the output's L x D; either layout shares it too)."""
-    b, h, l_len, d = heads_major(q.shape, layout[0])
     form = None if mask is None else (mask.dtype.name, mask.shape[0] > 1, mask.shape[1] > 1)
+    return (*_sizes(q, k, layout), group, causal, form)
+
+
+def _sizes(q, k, layout):
+    """The keys' sizes of q and k in `layout`: batch x heads, L and S by size class, and D."""
+    b, h, l_len, d = heads_major(q.shape, layout[0])
     s_len = heads_major(k.shape, layout[1])[2]
-    return size_class(b * h), size_class(l_len), size_class(s_len), d, group, causal, form
+    return size_class(b * h), size_class(l_len), size_class(s_len), d
 
 
 # The blocks of the prefill kernels (these, varlen's, MLA's, the backward's) take their tiles
@@ -516,10 +521,8 @@ def _variant_key(
     **__,
 ):  # fmt: skip
     """`_attention_key`'s facts, the variant's flags and its window's sizes by size class."""
-    b, h, l_len, d = heads_major(q.shape, layout[0])
-    s_len = heads_major(k.shape, layout[1])[2]
-    sizes = size_class(b * h), size_class(l_len), size_class(s_len)
-    return (*sizes, d, group, causal, variant, size_class(wl + 1), size_class(wr + 1))
+    windows = size_class(wl + 1), size_class(wr + 1)
+    return (*_sizes(q, k, layout), group, causal, variant, *windows)
 
 
 @fl.autotune(configs=ATTENTION_CONFIGS, key=_variant_key, key_dtypes=("q", "k", "v", "out"))
