@@ -111,7 +111,8 @@ def _forward(
     keep_lse: bool,
 ) -> tuple[Any, Any]:
     """The checks, then the kernels: (out, lse), lse None unless `keep_lse`."""
-    layout, (q, k, v) = sequence_layout(q, k, v, keep_lse or is_decode(q, attn_mask, is_causal))
+    decode = not keep_lse and is_decode(q, attn_mask, is_causal)  # one query: split-KV kernels
+    layout, (q, k, v) = sequence_layout(q, k, v, keep_lse or decode)
     qa, ka, va = float_operands(op, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise layout_error(
@@ -152,7 +153,7 @@ def _forward(
                 (out, qs, q_seq),
             )
         )
-        if qs[2] == 1 and mask is None and not is_causal and lse is None:  # decode: one query
+        if decode:
             qd, od = decode_views(qa.tensor, out, qs, hk)
             attention_decode(qd, k4, v4, od, sc, sm_count())
         else:
