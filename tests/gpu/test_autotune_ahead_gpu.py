@@ -100,7 +100,13 @@ def test_a_split_kv_decode_compiles_split_and_combine_together(
     _close(out, F.scaled_dot_product_attention(q.float(), k.float(), v.float()), 2e-2)
 
 
-def test_group_gemm_compiles_every_groups_gemm_together(passes: list[set[str]]) -> None:
+def test_group_gemm_compiles_every_groups_gemm_together(
+    passes: list[set[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `MAX_GROUPS` (here 1), one matmul per group, compiled together."""
+    from fearless.ops import functional
+
+    monkeypatch.setattr(functional, "MAX_GROUPS", 1)
     g = torch.Generator(device="cuda").manual_seed(3)
     shapes = [(300, 256, 512), (1000, 256, 128), (64, 512, 256)]
     As = [torch.randn(m, k, device="cuda", generator=g, dtype=torch.float16) for m, k, _ in shapes]

@@ -14,10 +14,10 @@ import hashlib
 from typing import Any
 
 from .. import cache
-from ..abi import CompiledTile, Signature
+from ..abi import CompiledTile, Signature, TileParam
 from ..backends.cubin_info import never_finishes
 from ..backends.stages import Stage, compile_cached, dump, run_stages
-from ..errors import CompileError
+from ..errors import CompileError, Location
 from ..frontend.source import FunctionSource
 from ..frontend.values import PyObj, Weak
 from ..ir.core import Function
@@ -28,6 +28,24 @@ from ..ir.tile.types import ArrayParamType, TileType
 from .frontend import TileLowerer
 from .padding_check import padded_reductions
 from .passes import run_pipeline
+from .tuples import bind
+
+
+def _param(entry: Any, p: TileParam, loc: Location, weak: list[Any]) -> Any:
+    """The body's value of parameter `p`: an entry block argument, or a compile-time value."""
+    if p.absent:  # an optional array passed as None: the constant None, named
+        return PyObj(None, p.name)
+    if p.kind == "const":
+        return Weak(p.value)
+    assert p.dtype is not None
+    if p.kind == "scalar":
+        value = entry.add_arg(TileType(p.dtype), loc, p.name)
+        if p.weak:
+            weak.append(value)
+        return value
+    return entry.add_arg(
+        ArrayParamType(p.dtype, p.ndim, p.tile, p.group, p.kind == "atomic"), loc, p.name
+    )
 
 
 def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None = None) -> TileIR:
@@ -36,22 +54,13 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     entry = fn.new_block("entry")
     env: dict[str, Any] = {}
     weak: list[Any] = []  # the `float` / `int` scalars (TileParam.weak)
-    for arg, p in zip(tree.args.args, signature, strict=True):
-        loc = src.loc(arg)
-        if p.absent:  # an optional array passed as None: the constant None, named
-            env[arg.arg] = PyObj(None, arg.arg)
-        elif p.kind == "const":
-            env[arg.arg] = Weak(p.value)
-        elif p.kind == "scalar":
-            assert p.dtype is not None
-            env[arg.arg] = entry.add_arg(TileType(p.dtype), loc, arg.arg)
-            if p.weak:
-                weak.append(env[arg.arg])
+    args = {a.arg: a for a in tree.args.args}
+    for name, bound in bind(list(args), signature):
+        loc = src.loc(args[name])
+        if isinstance(bound, tuple):  # a tuple parameter (tile/tuples.py): its elements
+            env[name] = tuple(_param(entry, p, loc, weak) for p in bound)
         else:
-            assert p.dtype is not None
-            env[arg.arg] = entry.add_arg(
-                ArrayParamType(p.dtype, p.ndim, p.tile, p.group, p.kind == "atomic"), loc, arg.arg
-            )
+            env[name] = _param(entry, bound, loc, weak)
     lowerer = TileLowerer(src, fn, env)
     lowerer.weak.update(weak)
     lowerer.lower_body(tree.body)

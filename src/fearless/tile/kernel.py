@@ -48,6 +48,7 @@ from .compiler import build_ir, compile_cubin, render_stage, warm
 from .grid import check_host_grid
 from .prepare import prepare_launch
 from .signature import check_annotations, declared, signature_of, static_signature
+from .tuples import Flattening, TupleDispatch
 
 
 class Kernel:
@@ -55,7 +56,9 @@ class Kernel:
 
     # The launches prepared so far, by argument key (runtime/dispatch.py); made at the first
     # launch.
-    _dispatch: Dispatcher | None = None
+    _dispatch: Dispatcher | TupleDispatch | None = None
+    # Its tuple parameters and their views by length (tile/tuples.py); made at the first use.
+    _flattening: Flattening | None = None
     # Marks a kernel object for the frontends (no import of this module needed), so that a
     # kernel launched or called inside a kernel can be refused as such.
     __fearless_kernel__ = "tile"
@@ -76,7 +79,9 @@ class Kernel:
         warmup.start("tile", warm)  # the toolchain's first use, while the program goes on
         self._gpu: dict[tuple[Signature, str], Any] = {}
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
-        self._grid_dispatch: dict[tuple[int, int, int], Dispatcher] = {}  # launch(grid): per grid
+        self._grid_dispatch: dict[
+            tuple[int, int, int], Dispatcher | TupleDispatch
+        ] = {}  # launch(grid): per grid
         self._declared: list[tuple[Any, ...]] = []  # specialise(...) calls, for AOT compiles
         # The globals and closure variables the compiled forms read (see the module docstring).
         self._guard = GlobalsGuard()
@@ -101,6 +106,7 @@ class Kernel:
             self._gpu = {}
             self._dispatch = None
             self._grid_dispatch = {}
+            self._flattening = None
 
     def annotations(self) -> list[tuple[str, Any]]:
         """Each parameter's name and Tile annotation (checked at the first call)."""
@@ -109,8 +115,33 @@ class Kernel:
         return self._annotations
 
     def signature_of(self, args: tuple[Any, ...], target: Target) -> tuple[Signature, list[Any]]:
-        """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo."""
+        """The specialisation of a launch and, per parameter, its runtime value or ArrayInfo
+        (per element of a tuple parameter: tile/tuples.py)."""
+        flattening = self.flattening()
+        if flattening is not None:
+            view, args = flattening.flatten(self.name, args)
+            return signature_of(self.name, view.annotations(), args, target)
         return signature_of(self.name, self.annotations(), args, target)
+
+    def flattening(self) -> Flattening | None:
+        """The tuple parameters and their views (None: the kernel has none)."""
+        f = self._flattening
+        if f is None:
+            f = self._flattening = Flattening(self.annotations(), self._view)
+        return f if f.at else None
+
+    def _view(self, annotations: list[tuple[str, Any]]) -> Kernel:
+        """This kernel over `annotations`, a tuple parameter's elements spread out: it shares
+        the source, the globals guard and every compiled form (their signatures differ)."""
+        view = Kernel(self.func, self.hints)
+        view._src, view._annotations, view._guard = self._src, annotations, self._guard
+        view._ir, view._cubins, view._ahead, view._gpu = (
+            self._ir,
+            self._cubins,
+            self._ahead,
+            self._gpu,
+        )
+        return view
 
     def declared(self) -> list[Declared]:
         """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads)."""
@@ -176,7 +207,12 @@ class Kernel:
         return self
 
     def signature_of_specs(self, specs: Sequence[Any]) -> Signature:
-        """The specialisation a launch with arguments like `specs` (tile/aot.py) compiles."""
+        """The specialisation a launch with arguments like `specs` (tile/aot.py) compiles: a
+        tuple parameter's spec is a tuple of specs."""
+        flattening = self.flattening()
+        if flattening is not None:
+            view, flat = flattening.flatten(self.name, specs)
+            return signature_from_specs(self.name, view.annotations(), flat)
         return signature_from_specs(self.name, self.annotations(), specs)
 
     def declared_specialisations(self) -> list[tuple[Any, ...]]:
@@ -202,18 +238,35 @@ class Kernel:
         except Exception as exc:
             reraise(exc, Kernel.__call__, (self, *args))
 
-    def _make_dispatcher(self, host_grid: tuple[int, int, int] | None) -> Dispatcher:
-        """The dispatcher of launches on the partitions' grid (None) or on a host grid."""
-
-        def specialise(args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
-            return prepare_launch(self, args, target, host_grid)
-
-        dispatch = Dispatcher(self.name, self.declared(), specialise, self)
+    def _make_dispatcher(
+        self, host_grid: tuple[int, int, int] | None
+    ) -> Dispatcher | TupleDispatch:
+        """The dispatcher of launches on the partitions' grid (None) or on a host grid; with
+        tuple parameters, the one that hands each call to its view's (tile/tuples.py)."""
+        flattening = self.flattening()
+        if flattening is not None:
+            dispatch: Dispatcher | TupleDispatch = TupleDispatch(
+                self.name,
+                flattening,
+                lambda view: (
+                    (view._dispatch or view._make_dispatcher(None))
+                    if host_grid is None
+                    else (view._grid_dispatch.get(host_grid) or view._make_dispatcher(host_grid))
+                ),
+            )
+        else:
+            dispatch = self._plain_dispatcher(host_grid)
         if host_grid is None:
             self._dispatch = dispatch
         else:
             self._grid_dispatch[host_grid] = dispatch
         return dispatch
+
+    def _plain_dispatcher(self, host_grid: tuple[int, int, int] | None) -> Dispatcher:
+        def specialise(args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
+            return prepare_launch(self, args, target, host_grid)
+
+        return Dispatcher(self.name, self.declared(), specialise, self)
 
     def launch(self, grid: Any, *args: Any, stream: Any = None) -> None:
         """Run on a grid the host chooses (an int or up to three ints), for persistent kernels:

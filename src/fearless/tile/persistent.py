@@ -2,7 +2,10 @@
 
 Block b of a grid of G blocks (b and G linear over the grid's three axes, x fastest) walks the
 Part's tiles b, b + G, b + 2G, ... below the tile count, the tiles numbered in the partition's
-order (row-major, or grouped: order.py).
+order (row-major, or grouped: order.py). `part.tiles(offset=n)` goes on from a walk over n
+tiles before: block b starts at (b - n) mod G, so several Parts walked one after another (a
+group GEMM's outputs, a tuple parameter: tuples.py) share the blocks as one walk over all
+their tiles would.
 The blocks' sets are disjoint whatever G is, so `kernel.launch(grid, ...)` may choose any grid
 (a persistent kernel takes about one block per SM and loops), and a plain `kernel(...)` call,
 whose grid has one block per tile, gives each block exactly one tile. In the body, `t.index`
@@ -62,8 +65,18 @@ def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part:
             loc,
             help="declare the parameter `tile.Part[...]` and pass `out.partition(tile_shape)`",
         )
-    if call.args or call.keywords:
-        raise CompileError("`tiles()` takes no arguments", loc, code="E0061")
+    if call.args or any(k.arg != "offset" for k in call.keywords):
+        raise CompileError(
+            "`tiles()` takes no arguments but `offset=`",
+            loc,
+            code="E0061",
+            help="`for t in part.tiles():`, or `part.tiles(offset=n)` to go on from a walk "
+            "over n tiles before (a group GEMM's earlier groups)",
+        )
+    offset = None
+    if call.keywords:
+        k = call.keywords[0]
+        offset = lw.index(lw.expr(k.value), lw.loc(k.value))
     assert isinstance(part, Value)
     counts: list[Value] = []
 
@@ -78,6 +91,17 @@ def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part:
         for a in (1, 0):
             linear = _i32(lw.binary("add", lw.binary("mul", linear, sizes[a], loc), ids[a], loc))
         blocks = _i32(lw.binary("mul", lw.binary("mul", sizes[0], sizes[1], loc), sizes[2], loc))
+        if offset is not None:  # block b starts at (b - offset) mod G: a permutation of the
+            # blocks, so their sets stay disjoint; offset mod G first, so nothing overflows
+            skew = lw.binary("mod", offset, blocks, loc)
+            linear = _i32(
+                lw.binary(
+                    "mod",
+                    lw.binary("sub", lw.binary("add", linear, blocks, loc), skew, loc),
+                    blocks,
+                    loc,
+                )
+            )
         return linear, total, blocks
 
     def bind(iv: Value) -> TileCursor:

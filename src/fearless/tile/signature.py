@@ -25,6 +25,7 @@ from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_er
 from ..runtime.location import argument_error
 from ..runtime.partition import Partition
 from ..runtime.target import Target
+from .tuples import TupleAnnotation, tuple_annotation
 from .types import (
     AtomicAnnotation,
     ConstAnnotation,
@@ -41,6 +42,7 @@ def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tup
     out = []
     for arg in src.tree.args.args:
         ann = hints.get(arg.arg)
+        ann = tuple_annotation(ann, src.loc(arg)) or ann
         ok = isinstance(
             ann,
             PartAnnotation
@@ -48,6 +50,7 @@ def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tup
             | AtomicAnnotation
             | OptionalAnnotation
             | ConstAnnotation
+            | TupleAnnotation
             | DType,
         ) or (ann in (int, float, bool))
         if not ok:
@@ -56,7 +59,8 @@ def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tup
                 src.loc(arg),
                 code="E0599",
                 help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
-                f"`tile.Tensor[fl.f32]` (an input; `| None` if a launch may leave it out), "
+                f"`tile.Tensor[fl.f32]` (an input; `| None` if a launch may leave it out; "
+                "`tuple[tile.Tensor[fl.f32], ...]` for a list of them), "
                 "`tile.Atomic[fl.f32]` (updated by atomics), `tile.Const[int]` or `fl.f32`",
             )
         dt = getattr(ann, "dtype", ann)
@@ -159,9 +163,10 @@ def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
             params.append(TileParam(name, "tensor", ann.dtype, 1))
         elif isinstance(ann, AtomicAnnotation):
             params.append(TileParam(name, "atomic", ann.dtype, 1))
-        elif isinstance(ann, ConstAnnotation):
+        elif isinstance(ann, ConstAnnotation | TupleAnnotation):
+            what = "a Const" if isinstance(ann, ConstAnnotation) else "a tuple"
             raise CompileError(
-                f"`{kernel}` has a Const parameter `{name}`: inspect it with arguments",
+                f"`{kernel}` has {what} parameter `{name}`: inspect it with arguments",
                 help=f"`{kernel}.inspect(*args, stage=...)`, or declare a launch with "
                 f"`{kernel}.specialise(...)` (tile.Spec) and inspect that",
             )

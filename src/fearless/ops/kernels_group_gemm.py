@@ -1,0 +1,94 @@
+"""The Tile kernel behind `fearless.ops.group_gemm`: every group's product in one persistent
+launch (TileGym's group_gemm), and its autotuned launch.
+
+The kernel takes the groups as tuple parameters (tile/tuples.py): `cs`, `a_s` and `bs` hold
+one array per group, and the kernel is compiled per group count, its body unrolled over the
+groups (`tile.static_iter`). One wave of blocks walks the groups' tiles as one list: group g's
+walk goes on where group g - 1's ended (`c.tiles(offset=done)`), so a block that finished its
+share of a small group takes the next group's tiles at once, and every SM has work while any
+group has tiles left. Each group's output is its own Part, so the writes are disjoint by the
+same rule as a single GEMM's.
+
+This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
+override).
+"""
+
+import math
+
+import fearless as fl
+from fearless import tile
+
+from .kernels_gemm import _gemm, fitting_tiles, matmul_tile
+from .kernels_rows import kernel_of, size_class, sm_count
+
+# Past this many groups the unrolled kernel's compile outgrows what one launch saves: each
+# group's product is then its own matmul launch (fearless/ops/functional.py).
+MAX_GROUPS = 16
+
+
+def make_group_gemm(dt):
+    """cs[g] = a_s[g] @ bs[g] for every group g, in `dt` with f32 accumulation."""
+
+    @tile.kernel
+    def group_gemm(
+        cs: tuple[tile.Part[dt], ...],
+        a_s: tuple[tile.Tensor[dt], ...],
+        bs: tuple[tile.Tensor[dt], ...],
+        BK: tile.Const[int],
+    ):
+        done = 0  # the tiles of the groups before this one
+        for g in tile.static_iter(range(len(cs))):
+            c = cs[g]
+            BM, BN = c.shape
+            for t in c.tiles(offset=done):
+                i, j = t.index
+                t.store(matmul_tile(a_s[g], bs[g], i, j, BM, BN, BK).astype(dt))
+            done = done + tile.num_tiles(c, 0, (BM, BN)) * tile.num_tiles(c, 1, (BM, BN))
+
+    return group_gemm
+
+
+# The persistent GEMM configurations (kernels_gemm.py's), and smaller tiles for many small
+# groups.
+GROUP_GEMM_CONFIGS = [
+    _gemm((128, 128), 64, 2, None, persistent=True),
+    _gemm((128, 128), 64, 1, None, persistent=True),
+    _gemm((64, 128), 64, 2, None, persistent=True),
+    _gemm((256, 128), 64, None, 2, persistent=True),
+    _gemm((128, 256), 64, 1, 2, persistent=True),
+    _gemm((256, 256), 64, 1, 2, persistent=True),
+    _gemm((64, 64), 64, 4, None, persistent=True),
+]
+
+
+def _group_key(a_s, bs, *_, **__):
+    """The dtype, then per group (M's size class, K, N), as matmul's key."""
+    groups = tuple(
+        (size_class(a.shape[0]), a.shape[1], b.shape[1]) for a, b in zip(a_s, bs, strict=True)
+    )
+    return a_s[0].dtype.name, groups
+
+
+def _group_prune(configs, a_s, bs, *_, **__):
+    """The tiles that fit the largest group (matmul's pruning)."""
+    return fitting_tiles(configs, max(a.shape[0] for a in a_s), max(b.shape[1] for b in bs))
+
+
+@fl.autotune(configs=GROUP_GEMM_CONFIGS, key=_group_key, prune=_group_prune)
+def group_gemm_tuned(a_s, bs, cs, *, shape, BK, occupancy, num_ctas, persistent):
+    """cs[g] = a_s[g] @ bs[g] for every group, in one launch (fl.Tensors of one dtype)."""
+    del persistent  # every configuration here is
+    kernel = kernel_of(make_group_gemm, a_s[0].dtype).options(
+        occupancy=occupancy, num_ctas=num_ctas
+    )
+    parts = []
+    try:  # a configuration the tuner tries may fail to compile: `cs` are the caller's again
+        for c in cs:
+            parts.append(c.partition(shape, order=tile.grouped(8)))
+        tiles = sum(math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1]) for c in cs)
+        clusters = num_ctas or 1
+        blocks = sm_count() * (occupancy or 1) // clusters * clusters
+        kernel.launch(max(1, min(tiles, blocks)), tuple(parts), tuple(a_s), tuple(bs), BK)
+    finally:
+        for p in parts:
+            p.unpartition()
