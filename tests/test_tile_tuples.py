@@ -166,14 +166,24 @@ def test_group_gemm_runs_every_group_in_one_launch(monkeypatch: pytest.MonkeyPat
         np.testing.assert_allclose(c.astype(np.float32), want, rtol=1e-2, atol=2e-2)
 
 
-def test_group_gemm_past_the_group_limit_or_of_mixed_dtypes_is_one_matmul_per_group(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(F, "group_gemm_tuned", lambda *a, **k: pytest.fail("one launch"))
+def test_group_gemm_launches_groups_of_four(monkeypatch: pytest.MonkeyPatch) -> None:
+    launches: list[int] = []
+    real = F.group_gemm_tuned
+    monkeypatch.setattr(
+        F, "group_gemm_tuned", lambda a_s, *r, **k: (launches.append(len(a_s)), real(a_s, *r, **k))
+    )
     rng = np.random.default_rng(1)
-    As, Bs = _groups(rng, [(8, 16, 8)] * (F.MAX_GROUPS + 1), np.float32)
+    As, Bs = _groups(rng, [(8, 16, 8)] * (2 * F.GROUPS_PER_LAUNCH + 1), np.float32)
     for c, a, b in zip(ops.group_gemm(As, Bs), As, Bs, strict=True):
         np.testing.assert_allclose(c, a @ b, rtol=1e-2, atol=1e-2)
+    assert launches == [4, 4, 1]
+
+
+def test_group_gemm_of_mixed_dtypes_is_one_matmul_per_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(F, "group_gemm_tuned", lambda *a, **k: pytest.fail("a group launch"))
+    rng = np.random.default_rng(1)
     As, Bs = _groups(rng, [(8, 16, 8), (8, 16, 8)], np.float32)
     As[1] = As[1].astype(np.float16)
     with pytest.raises(fl.FearlessError, match="needs both operands of one dtype"):

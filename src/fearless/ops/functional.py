@@ -51,7 +51,7 @@ from .kernels_activation import (
     make_unary,
 )
 from .kernels_gemm import bmm_tuned, matmul_tuned
-from .kernels_group_gemm import MAX_GROUPS, group_gemm_tuned
+from .kernels_group_gemm import GROUPS_PER_LAUNCH, group_gemm_tuned
 from .kernels_layout import make_rope, transpose_tuned
 from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, size_class, softmax_tuned
 
@@ -513,9 +513,10 @@ def _pow2(n: int) -> int:
 
 @clean_errors
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
-    """[A_i @ B_i for each pair]: TileGym's group_gemm, every group's product in one persistent
-    launch (ops/kernels_group_gemm.py) when the pairs are matrices of one dtype, at most
-    `MAX_GROUPS` of them; otherwise each product is its own `matmul`, and on the first call for
+    """[A_i @ B_i for each pair]: TileGym's group_gemm, the groups' products in persistent
+    launches of `GROUPS_PER_LAUNCH` groups each (ops/kernels_group_gemm.py) when the pairs are
+    16-bit or f32 matrices of one dtype; otherwise (fp8, mixed dtypes, shapes that do not
+    multiply) each product is its own `matmul`, with its own checks, and on the first call for
     their size classes those compile side by side."""
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
@@ -526,10 +527,9 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
             code="E0701",
         )
     pairs = list(zip(As, Bs, strict=True))
-    if 0 < len(pairs) <= MAX_GROUPS:
-        done = _one_launch(pairs)
-        if done is not None:
-            return done
+    done = _in_group_launches(pairs) if pairs else None
+    if done is not None:
+        return done
     forms = tuple(
         (str(getattr(a, "dtype", "")), *(size_class(n) for n in (*a.shape, *b.shape)))
         for a, b in pairs
@@ -539,10 +539,10 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     return [matmul(a, b) for a, b in pairs]
 
 
-def _one_launch(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
-    """The products of `pairs` from one launch of the group kernel; None where the pairs are
-    not all 16-bit float matrices of one dtype that multiply (each is then `matmul`'s, with its
-    own checks and errors)."""
+def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
+    """The products of `pairs` from launches of the group kernel, `GROUPS_PER_LAUNCH` groups
+    each; None where the pairs are not all 16-bit or f32 matrices of one dtype that multiply
+    (each is then `matmul`'s, with its own checks and errors)."""
     xs = [operand(a, "group_gemm", f"As[{i}]", GEMM_FLOATS) for i, (a, _) in enumerate(pairs)]
     device = xs[0].tensor.device
     ys = [
@@ -557,9 +557,10 @@ def _one_launch(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
         return None
     outs = [output(x, (x.shape[0], y.shape[1])) for x, y in zip(xs, ys, strict=True)]
     live = [i for i, (out, _) in enumerate(outs) if out.size]
-    if live:
+    for at in range(0, len(live), GROUPS_PER_LAUNCH):
+        some = live[at : at + GROUPS_PER_LAUNCH]
         group_gemm_tuned(
-            [xs[i].tensor for i in live], [ys[i].tensor for i in live], [outs[i][0] for i in live]
+            [xs[i].tensor for i in some], [ys[i].tensor for i in some], [outs[i][0] for i in some]
         )
     return [result(x, out, ret) for x, (out, ret) in zip(xs, outs, strict=True)]
 
