@@ -461,7 +461,11 @@ def _ops() -> dict[str, Op]:
             [[2, 8, 16], [2, 16, 8]],
             (f"{t}gemm.bmm_tuned",),
         ),
-        "group_gemm": Op(_group_gemm, [[8, 16], [16, 8], [4, 16], [16, 16]], (gem,)),
+        "group_gemm": Op(
+            _group_gemm,
+            [[8, 16], [16, 8], [4, 16], [16, 16]],
+            (f"{t}group_gemm.group_gemm_tuned",),
+        ),
         "softmax": Op(_listed(lambda ops, x: ops.softmax(x)), [[4, 16]], (f"{rows}softmax_tuned",)),
         "rms_norm": Op(
             _listed(lambda ops, x: ops.rms_norm(x, x.shape[-1])),
