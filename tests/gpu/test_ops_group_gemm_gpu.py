@@ -5,6 +5,10 @@ transposed by `.t()`) and ragged ones, tuned, against torch; and the simulator's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 import pytest
 
 from fearless import ops
@@ -50,15 +54,13 @@ def test_group_launches_match_torch(
         torch.testing.assert_close(c, want, rtol=1e-2, atol=1e-2 * a.shape[1] ** 0.5)
 
 
-def test_the_gpu_agrees_with_the_simulator(sim_and_gpu) -> None:  # type: ignore[no-untyped-def]
-    import numpy as np
-
+def test_the_gpu_agrees_with_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
     rng = np.random.default_rng(3)
     shapes = [(100, 64, 48), (33, 32, 130), (256, 128, 64)]
     As = [rng.standard_normal((m, k)).astype(np.float16) for m, k, _ in shapes]
     Bs = [rng.standard_normal((k, n)).astype(np.float16) for _, k, n in shapes]
 
-    def body() -> list:  # type: ignore[type-arg]
+    def body() -> list[np.ndarray]:
         return [np.asarray(c, np.float32) for c in ops.group_gemm(As, Bs)]
 
     sim, gpu = sim_and_gpu(body)
