@@ -140,6 +140,9 @@ for step in "$@"; do
            # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
+    exp)   # EXP=name.py [EXP_ARGS=...]: one script of bench/experiments/, with the toolchain set up
+           # shellcheck disable=SC2086
+           python3 "bench/experiments/$EXP" ${EXP_ARGS:-} 2>&1 | tee "$out/exp-${EXP%.py}.txt" | tail -120 ;;
     dprof) # issue 38, session 25: a patched Llama decode step's host and GPU time, by operator
            # (DPROF_ARGS=--prefill: a 4 x 2048 prefill's kernels, eager against fearless; --train: a
            # training step's)

@@ -97,6 +97,32 @@ def test_autotune_0_takes_the_first_configuration(monkeypatch: pytest.MonkeyPatc
     assert calls == [0.03]
 
 
+def test_untimed_a_configuration_the_gpu_refuses_gives_way_to_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tuning off (and under capture): the first configuration that runs, as the tuner skips
+    one that fails (the H100 refused training attention's first configuration as a kernel
+    that would hang, session 27); accumulated arguments are put back before the retry, and
+    every one failing raises the first's error."""
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    ran: list[int] = []
+
+    @fl.autotune(configs=[{"tile": 3}, {"tile": 4}, {"tile": 5}], key=["n"], restore_value=["acc"])
+    def f(n: int, acc: np.ndarray, *, tile: int) -> int:
+        ran.append(tile)
+        acc += 1  # written before the refusal: put back for the next configuration
+        if n % tile:
+            raise fl.LaunchContractError(f"{n} is not a multiple of {tile}")
+        return tile
+
+    acc = np.zeros(2)
+    assert f(8, acc) == 4 and ran == [3, 4]
+    np.testing.assert_array_equal(acc, [1.0, 1.0])
+    assert f(8, acc) == 4 and ran == [3, 4, 4]  # the key keeps the one that ran
+    with pytest.raises(fl.LaunchContractError, match="7 is not a multiple of 3"):
+        f(7, acc)
+
+
 def test_failing_configurations_are_skipped() -> None:
     @fl.autotune(configs=[{"tile": 3}, {"tile": 4}], key=["n"])
     def f(n: int, *, tile: int) -> int:

@@ -22,7 +22,8 @@ Under capture (torch.compile tracing, a CUDA graph capture by torch or `fl.graph
 never timed: nothing may synchronise or run twice there. It takes the stored winner or the
 table's entry for the key, else the nearest table entry (`autotune_tables.nearest`), else the
 first configuration, and keeps none of them as the key's winner: the first call outside capture
-tunes as usual.
+tunes as usual. Untimed, a configuration the GPU refuses (a kernel too large for it, or one that
+would hang) gives way to the next (`_first_that_runs`), as the tuner skips it.
 
 A call borrows its arguments: a partition the function makes of an argument and leaves open
 (one it neither gave back with `unpartition()` nor returned) is given back when the call
@@ -47,8 +48,8 @@ device (its name and arch, or "sim") and the compilers' source digest (for the f
 version), so a later process does not
 tune again. A stored winner that fails in a later process (a kernel the function calls was
 edited, and the winner no longer compiles) is dropped with a warning and the key tuned again;
-an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration and times
-nothing.
+an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration that runs
+and times nothing.
 
 Inside a compile-ahead pass (the tuner's own, or `autotune_ahead.compile_ahead_of`'s, which an
 op opens on its first call so that its several steps compile side by side) a call tunes
@@ -209,11 +210,43 @@ class Autotuned:
         best = self._best.get(key)
         if best is None:
             if capturing():
-                return self._run(self.configs[self._untimed(key)], grid, args, kwargs)
+                return self._first_that_runs(self._untimed(key), grid, args, kwargs)[1]
+            if not config.autotune_enabled() or len(self.configs) == 1:
+                best, result = self._first_that_runs(0, grid, args, kwargs)
+                self._best[key] = best
+                return result
             best = self._best[key] = self._choose(key, grid, args, kwargs)
         if self._unproven and key in self._unproven:
             return self._prove(key, grid, args, kwargs)
         return self._run(self.configs[best], grid, args, kwargs)
+
+    def _first_that_runs(
+        self, start: int, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[int, Any]:
+        """(index, result) of the first configuration from `start` on (then those before it)
+        that runs, where nothing is timed (tuning off, under capture): one this GPU refuses (a
+        kernel too large for it, or one tileiras made that would hang) gives way to the next,
+        as the tuner skips it. Arguments the function accumulates into (`restore_value`,
+        `reset_to_zero`) are put back before each retry, which a capture cannot do (it may not
+        synchronise): there only `start` runs. When every configuration fails, the first's
+        error is raised."""
+        accumulates = bool(self._reset or self._restore)
+        if len(self.configs) == 1 or (accumulates and capturing()):
+            return start, self._run(self.configs[start], grid, args, kwargs)
+        snapshots = [
+            _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
+            for name in (*self._reset, *self._restore)
+        ]
+        first_error: FearlessError | None = None
+        for n in (start, *(n for n in range(len(self.configs)) if n != start)):
+            try:
+                return n, self._run(self.configs[n], grid, args, kwargs)
+            except FearlessError as exc:
+                first_error = first_error or exc
+                for put_back in snapshots:
+                    put_back()
+        assert first_error is not None
+        raise first_error
 
     def _prove(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
