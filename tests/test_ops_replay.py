@@ -139,6 +139,31 @@ def test_results_keep_their_structure_and_offsets_move_with_the_input() -> None:
 
 
 @_replay.replayable()
+def scaled_each(xs: list[Any], ys: list[Any]) -> list[Any]:
+    """group_gemm's form: lists of tensors in, a list out (one launch per pair here)."""
+    outs = []
+    for x, y in zip(xs, ys, strict=True):
+        out = _empty_like(x)
+        _launch(Axpb(x.numel()), [out.data_ptr(), y.data_ptr(), 2.0, 0])
+        outs.append(out)
+    return outs
+
+
+def test_lists_of_tensors_are_read_tensor_by_tensor_and_replayed() -> None:
+    scaled_each.plans.clear()  # type: ignore[attr-defined]
+    for _ in range(2):
+        xs, ys = [torch.zeros(8), torch.zeros(4)], [torch.randn(8), torch.randn(4)]
+        got = scaled_each(xs, ys)
+    assert _kinds(scaled_each) == ["Plan"]
+    assert isinstance(got, list) and len(got) == 2
+    for g, y in zip(got, ys, strict=True):
+        torch.testing.assert_close(g, y * 2.0)
+    scaled_each([torch.zeros(8)], [torch.randn(8)])  # another length: another key
+    assert len(scaled_each.plans) == 2  # type: ignore[attr-defined]
+    assert _replay._key(torch, ([torch.zeros(2), 1],), {}, ()) is None  # a mixed list
+
+
+@_replay.replayable()
 def nothing(x: Any) -> Any:
     return torch.zeros(1)
 

@@ -130,7 +130,7 @@ def _inference_matches(model: Any, seq: int, vocab: int, op: str, monkeypatch: A
     assert calls[op] >= 1, calls
     ref_err, err = _error(ref, truth), _error(out, truth)
     assert err <= 1.5 * ref_err + 1e-3, (err, ref_err)
-    assert _error(out, ref) < 0.05
+    assert _error(out, ref) < 0.05, (err, ref_err)
 
 
 @needs_stacked_experts

@@ -12,12 +12,14 @@ reads on every call into a key:
     an fl.Tensor    on the GPU and not moved: its shape, dtype and pointer mod 16
     None, a bool, int, float or str, a tuple or list of those, a torch.dtype or fearless DType
                     its type and value
+    a tuple or list of tensors (group_gemm's As and Bs)
+                    its type, length and each tensor's facts as above
     a `dynamic` int argument (dropout's seed)
                     only whether it is given: its value goes into the launches as it is
     and the target `fl.set_target` or FEARLESS_TARGET names.
 
 Anything else (a NumPy array, a tensor on the simulator, a tensor subclass other than
-nn.Parameter, a list of tensors, an input that requires grad while grad is enabled, a call
+nn.Parameter, a list mixing tensors and scalars, an input that requires grad while grad is enabled, a call
 while torch.compile traces or while its thread has a compile-ahead pass open:
 autotune_ahead.compile_ahead_of, whose launches must not run)
 takes the slow path every time, and a call in a pass leaves no mark of its key. The first call
@@ -246,8 +248,15 @@ def _part(
     if tp in _SCALARS or tp is DType or tp is getattr(torch, "dtype", None):
         parts.append((tp, a))  # a dtype (an output's) is a constant, as a scalar is
         return True
-    if (tp is tuple or tp is list) and all(type(v) in _SCALARS for v in a):
-        parts.append((tp, tuple(a)))
+    if tp is tuple or tp is list:
+        if all(type(v) in _SCALARS for v in a):
+            parts.append((tp, tuple(a)))
+            return True
+        items: list[Any] = []  # a list of tensors (group_gemm's): each read as an argument
+        for v in a:
+            if type(v) in _SCALARS or not _part(torch, plain, v, items, tensors, ptrs):
+                return False
+        parts.append((tp, len(a), tuple(items)))
         return True
     return False
 

@@ -51,9 +51,16 @@ from .kernels_activation import (
     make_unary,
 )
 from .kernels_gemm import bmm_tuned, matmul_tuned
-from .kernels_group_gemm import GROUPS_PER_LAUNCH, group_gemm_tuned
+from .kernels_group_gemm import GROUPS_PER_LAUNCH, SMALL_TILE, group_gemm_tuned
 from .kernels_layout import make_rope, transpose_tuned
-from .kernels_rows import kernel_of, layer_norm_tuned, rms_norm_tuned, size_class, softmax_tuned
+from .kernels_rows import (
+    kernel_of,
+    layer_norm_tuned,
+    rms_norm_tuned,
+    size_class,
+    sm_count,
+    softmax_tuned,
+)
 
 # --------------------------------------------------------------------------- rows
 
@@ -512,12 +519,16 @@ def _pow2(n: int) -> int:
 
 
 @clean_errors
+@replayable()
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
-    """[A_i @ B_i for each pair]: TileGym's group_gemm, the groups' products in persistent
-    launches of `GROUPS_PER_LAUNCH` groups each (ops/kernels_group_gemm.py) when the pairs are
-    16-bit or f32 matrices of one dtype; otherwise (fp8, mixed dtypes, shapes that do not
-    multiply) each product is its own `matmul`, with its own checks, and on the first call for
-    their size classes those compile side by side."""
+    """[A_i @ B_i for each pair]: TileGym's group_gemm. Small groups (each product at most one
+    wave of (128, 128) tiles, which alone would leave SMs idle) go in persistent launches of
+    `GROUPS_PER_LAUNCH` groups each (ops/kernels_group_gemm.py) when they are 16-bit or f32
+    matrices of one dtype; larger ones (where matmul's own configurations run at cuBLAS's
+    speed and the group kernel's persistent tiles do not: 0.60 of torch at 16 x 4096^3 on the
+    H100, session 27), fp8, mixed dtypes and shapes that do not multiply are each their own
+    `matmul`, with its own checks, and on the first call for their size classes those compile
+    side by side."""
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):
@@ -541,8 +552,8 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
 
 def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
     """The products of `pairs` from launches of the group kernel, `GROUPS_PER_LAUNCH` groups
-    each; None where the pairs are not all 16-bit or f32 matrices of one dtype that multiply
-    (each is then `matmul`'s, with its own checks and errors)."""
+    each; None where the pairs are not all small 16-bit or f32 matrices of one dtype that
+    multiply (each is then `matmul`'s, with its own checks and errors)."""
     xs = [operand(a, "group_gemm", f"As[{i}]", GEMM_FLOATS) for i, (a, _) in enumerate(pairs)]
     device = xs[0].tensor.device
     ys = [
@@ -550,7 +561,10 @@ def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
         for i, (_, b) in enumerate(pairs)
     ]
     dt = xs[0].dtype
-    if dt.is_f8 or any(
+    wave = sm_count() * SMALL_TILE
+    if dt.is_f8 or any(x.shape[0] * y.shape[-1] > wave for x, y in zip(xs, ys, strict=True)):
+        return None
+    if any(
         x.dtype != dt or y.dtype != dt or _matmul_shape(x.shape, y.shape) is None
         for x, y in zip(xs, ys, strict=True)
     ):

@@ -27,6 +27,9 @@ from .kernels_rows import kernel_of, size_class, sm_count
 # GPU's SMs that one alone leaves idle. More groups go in launches of 4 (functional.py), which
 # share one compiled kernel where their shapes' alignments agree.
 GROUPS_PER_LAUNCH = 4
+# A group is small when its M x N output is at most one (128, 128) tile per SM: launched alone
+# it would leave SMs idle, which a launch of several groups fills.
+SMALL_TILE = 128 * 128
 
 
 def make_group_gemm(dt):
