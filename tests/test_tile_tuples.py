@@ -179,6 +179,18 @@ def test_group_gemm_launches_groups_of_four(monkeypatch: pytest.MonkeyPatch) -> 
     assert launches == [4, 4, 1]
 
 
+def test_group_gemm_of_a_group_past_one_wave_of_tiles_is_one_matmul_per_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group with more (128, 128) tiles than the GPU has SMs (4 on the simulator) fills the
+    GPU alone: matmul's configurations run it faster than the group kernel's."""
+    monkeypatch.setattr(F, "group_gemm_tuned", lambda *a, **k: pytest.fail("a group launch"))
+    rng = np.random.default_rng(2)
+    As, Bs = _groups(rng, [(8, 16, 8), (600, 16, 128)], np.float32)
+    for c, a, b in zip(ops.group_gemm(As, Bs), As, Bs, strict=True):
+        np.testing.assert_allclose(c, a @ b, rtol=1e-2, atol=1e-2)
+
+
 def test_group_gemm_of_mixed_dtypes_is_one_matmul_per_group(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
