@@ -10,7 +10,7 @@ import torch
 from fearless import ops
 
 torch.manual_seed(0)
-for count, n in ((4, 1024), (16, 1024), (4, 4096)):
+for count, n in ((4, 1024), (16, 1024)):
     As = [torch.randn(n, n, device="cuda", dtype=torch.float16) for _ in range(count)]
     Bs = [torch.randn(n, n, device="cuda", dtype=torch.float16) for _ in range(count)]
     ops.group_gemm(As, Bs)  # tune
@@ -42,4 +42,4 @@ for count, n in ((4, 1024), (16, 1024), (4, 4096)):
         for _ in range(20):
             ops.group_gemm(As, Bs)
         pr.disable()
-        pstats.Stats(pr).sort_stats("cumulative").print_stats(25)
+        pstats.Stats(pr).sort_stats("cumulative").print_stats(18)
