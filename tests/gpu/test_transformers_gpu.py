@@ -130,7 +130,11 @@ def _inference_matches(model: Any, seq: int, vocab: int, op: str, monkeypatch: A
     assert calls[op] >= 1, calls
     ref_err, err = _error(ref, truth), _error(out, truth)
     assert err <= 1.5 * ref_err + 1e-3, (err, ref_err)
-    assert _error(out, ref) < 0.05, (err, ref_err)
+    # Where bf16 alone is far from f32 (a mixture of experts: rounding flips some tokens' top-k
+    # experts, in either run; GPT-OSS-20B's two random layers in Hugging Face's bf16 are 0.256
+    # from f32 on the CPU, session 27), two bf16 runs differ by about as much as each differs
+    # from f32: then they are held within twice that, else within 5%.
+    assert _error(out, ref) < max(0.05, 2 * ref_err), (err, ref_err)
 
 
 @needs_stacked_experts
