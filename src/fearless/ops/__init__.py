@@ -26,7 +26,7 @@ vector / matrix / ALiBi bias, random mask, dropout), forward only).
     h = ops.silu_and_mul(ops.matmul(a, w))
 
 Each operator returns the kind of tensor it was given and runs an autotuned kernel (the first
-call for a new shape tunes, `FEARLESS_AUTOTUNE=0` takes the first configuration). With torch
+call for a new shape tunes, `FEARLESS_AUTOTUNE=0` takes the first configuration that runs). With torch
 loaded, each is also `torch.ops.fearless.<name>` (ops/torch_ops.py: fake kernels for
 torch.compile and torch.export, autograd whose backward runs fearless kernels); a call whose
 inputs require grad, or made while torch.compile traces, goes through it (ops/_route.py). The
