@@ -200,3 +200,33 @@ def test_group_gemm_of_mixed_dtypes_is_one_matmul_per_group(
     As[1] = As[1].astype(np.float16)
     with pytest.raises(fl.FearlessError, match="needs both operands of one dtype"):
         ops.group_gemm(As, Bs)  # the second group's matmul says what is wrong
+
+
+TUPLE_FILE = """
+import fearless as fl
+from fearless import tile
+
+
+@tile.kernel
+def scale_each(cs: tuple[tile.Part[fl.f32], ...], xs: tuple[tile.Tensor[fl.f32], ...]):
+    for g in tile.static_iter(range(len(cs))):
+        c = cs[g]
+        for t in c.tiles():
+            t.store(tile.load_like(xs[g], t))
+
+
+spec = tile.Spec((256,), fl.f32)
+scale_each.specialise((spec.partition((64,)), spec.partition((128,))), (spec, spec))
+"""
+
+
+def test_the_cli_inspects_a_tuple_kernel_at_its_declared_specialisation(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fearless.cli.main import main
+
+    path = tmp_path / "tuples.py"
+    path.write_text(TUPLE_FILE)
+    assert main(["inspect", f"{path}::scale_each"]) == 0
+    out = capsys.readouterr().out
+    assert "%cs[0]: Part[f32, tile=(64,)], %cs[1]: Part[f32, tile=(128,)]" in out
