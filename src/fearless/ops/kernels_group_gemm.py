@@ -54,14 +54,22 @@ def make_group_gemm(dt):
     return group_gemm
 
 
+def _group(shape, BK, occupancy, num_ctas, num_worker_warps=None):
+    return dict(_gemm(shape, BK, occupancy, num_ctas, persistent=True),
+                num_worker_warps=num_worker_warps)  # fmt: skip
+
+
 # Persistent GEMM configurations (kernels_gemm.py's), and smaller tiles for small groups: five,
-# as each compiles the whole unrolled body (a new size class tunes them side by side).
+# as each compiles the whole unrolled body (a new size class tunes them side by side). With two
+# or more groups tileiras lays the large tiles out on 168 registers a thread and spills 144 to
+# 184 bytes (one group: 255 registers, nothing spilled); on 8 worker warps nothing spills
+# (4 groups of (128, 128) or (256, 128) tiles, sm_90 cubins read on the CPU, session 27).
 GROUP_GEMM_CONFIGS = [
-    _gemm((128, 128), 64, 2, None, persistent=True),
-    _gemm((128, 128), 64, 1, None, persistent=True),
-    _gemm((256, 128), 64, None, 2, persistent=True),
-    _gemm((64, 128), 64, 2, None, persistent=True),
-    _gemm((64, 64), 64, 4, None, persistent=True),
+    _group((128, 128), 64, 1, None, 8),
+    _group((256, 128), 64, None, 2, 8),
+    _group((128, 128), 64, 2, None),
+    _group((64, 128), 64, 2, None),
+    _group((64, 64), 64, 4, None),
 ]
 
 
@@ -79,11 +87,11 @@ def _group_prune(configs, a_s, bs, *_, **__):
 
 
 @fl.autotune(configs=GROUP_GEMM_CONFIGS, key=_group_key, prune=_group_prune)
-def group_gemm_tuned(a_s, bs, cs, *, shape, BK, occupancy, num_ctas, persistent):
+def group_gemm_tuned(a_s, bs, cs, *, shape, BK, occupancy, num_ctas, persistent, num_worker_warps):
     """cs[g] = a_s[g] @ bs[g] for every group, in one launch (fl.Tensors of one dtype)."""
     del persistent  # every configuration here is
     kernel = kernel_of(make_group_gemm, a_s[0].dtype).options(
-        occupancy=occupancy, num_ctas=num_ctas
+        occupancy=occupancy, num_ctas=num_ctas, num_worker_warps=num_worker_warps
     )
     parts = []
     try:  # a configuration the tuner tries may fail to compile: `cs` are the caller's again
