@@ -155,6 +155,8 @@ class TupleDispatch:
         return self.flattening.keyword_error(self.name, kwargs)
 
     def launched_in_c(self, args: tuple[Any, ...], target: Target, stream: Any) -> bool:
+        """Launch the call through its view's dispatcher (the compiled warm path first, as a
+        plain kernel's call does); True: nothing is left for `launch`."""
         view, flat = self.flattening.flatten(self.name, args)
         dispatch = self.dispatcher_of(view)
         if not dispatch.launched_in_c(flat, target, stream):
