@@ -63,7 +63,8 @@ def _group(shape, BK, occupancy, num_ctas, num_worker_warps=None):
 # as each compiles the whole unrolled body (a new size class tunes them side by side). With two
 # or more groups tileiras lays the large tiles out on 168 registers a thread and spills 144 to
 # 184 bytes (one group: 255 registers, nothing spilled); on 8 worker warps nothing spills
-# (4 groups of (128, 128) or (256, 128) tiles, sm_90 cubins read on the CPU, session 27).
+# (4 groups of (128, 128) or (256, 128) tiles, sm_90 cubins read on the CPU, session 27), and
+# tileiras takes half the time (4 groups of 1024^3 in (128, 128) tiles: 1.68 s against 3.19).
 GROUP_GEMM_CONFIGS = [
     _group((128, 128), 64, 1, None, 8),
     _group((256, 128), 64, None, 2, 8),
