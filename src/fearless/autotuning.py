@@ -233,10 +233,7 @@ class Autotuned:
         accumulates = bool(self._reset or self._restore)
         if len(self.configs) == 1 or (accumulates and capturing()):
             return start, self._run(self.configs[start], grid, args, kwargs)
-        snapshots = [
-            _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
-            for name in (*self._reset, *self._restore)
-        ]
+        snapshots = self._snapshots(args, kwargs)
         first_error: FearlessError | None = None
         for n in (start, *(n for n in range(len(self.configs)) if n != start)):
             try:
@@ -247,6 +244,14 @@ class Autotuned:
                     put_back()
         assert first_error is not None
         raise first_error
+
+    def _snapshots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Callable[[], None]]:
+        """What puts back the arguments the function accumulates into (`reset_to_zero` zeroed,
+        `restore_value` as they are now), before each call that may run again."""
+        return [
+            _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
+            for name in (*self._reset, *self._restore)
+        ]
 
     def _prove(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -443,10 +448,7 @@ class Autotuned:
         started = time.perf_counter()
         target = current_target()
         trace.refuse("the autotuner timed its configurations", first_call_only=True)
-        snapshots = [
-            _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
-            for name in (*self._reset, *self._restore)
-        ]
+        snapshots = self._snapshots(args, kwargs)
 
         def restore() -> None:
             for put_back in snapshots:
