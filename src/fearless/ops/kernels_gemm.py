@@ -124,9 +124,15 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     if not persistent:
         return (lambda: kernel(part, a, b, BK)), part
     tiles = math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1])
-    blocks = sm_count() * (occupancy or 1) // (num_ctas or 1) * (num_ctas or 1)
-    grid = max(1, min(tiles, blocks))
+    grid = persistent_grid(tiles, occupancy, num_ctas)
     return (lambda: kernel.launch(grid, part, a, b, BK)), part
+
+
+def persistent_grid(tiles, occupancy, num_ctas):
+    """The grid of a persistent GEMM over `tiles` output tiles: one wave of blocks (the SMs
+    times `occupancy`, whole clusters of `num_ctas`), fewer where there are fewer tiles."""
+    clusters = num_ctas or 1
+    return max(1, min(tiles, sm_count() * (occupancy or 1) // clusters * clusters))
 
 
 def fitting_tiles(configs, m, n):

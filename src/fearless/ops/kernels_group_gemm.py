@@ -18,8 +18,8 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_gemm import _gemm, fitting_tiles, matmul_tile
-from .kernels_rows import kernel_of, size_class, sm_count
+from .kernels_gemm import _gemm, fitting_tiles, matmul_tile, persistent_grid
+from .kernels_rows import kernel_of, size_class
 
 # The groups one launch takes: the body is unrolled per group, and its tileiras compile grows
 # faster than the groups (one 1024^3 f16 group 0.6 s, 4 groups 3.0 s, 16 groups 19.1 s on
@@ -99,9 +99,8 @@ def group_gemm_tuned(a_s, bs, cs, *, shape, BK, occupancy, num_ctas, persistent,
         for c in cs:
             parts.append(c.partition(shape, order=tile.grouped(8)))
         tiles = sum(math.ceil(c.shape[0] / shape[0]) * math.ceil(c.shape[1] / shape[1]) for c in cs)
-        clusters = num_ctas or 1
-        blocks = sm_count() * (occupancy or 1) // clusters * clusters
-        kernel.launch(max(1, min(tiles, blocks)), tuple(parts), tuple(a_s), tuple(bs), BK)
+        grid = persistent_grid(tiles, occupancy, num_ctas)
+        kernel.launch(grid, tuple(parts), tuple(a_s), tuple(bs), BK)
     finally:
         for p in parts:
             p.unpartition()
