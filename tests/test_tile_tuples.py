@@ -230,3 +230,8 @@ def test_the_cli_inspects_a_tuple_kernel_at_its_declared_specialisation(
     assert main(["inspect", f"{path}::scale_each"]) == 0
     out = capsys.readouterr().out
     assert "%cs[0]: Part[f32, tile=(64,)], %cs[1]: Part[f32, tile=(128,)]" in out
+
+
+def test_group_gemm_of_a_0d_array_is_a_fearless_error_not_an_index_error() -> None:
+    with pytest.raises(fl.FearlessError, match=r"multiplies \(M, K\) @ \(K, N\), got \(\)"):
+        ops.group_gemm([np.array(1.0, np.float32)], [np.ones((2, 2), np.float32)])

@@ -554,6 +554,9 @@ def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
     """The products of `pairs` from launches of the group kernel, `GROUPS_PER_LAUNCH` groups
     each; None where the pairs are not all small 16-bit or f32 matrices of one dtype that
     multiply (each is then `matmul`'s, with its own checks and errors)."""
+    wave = sm_count() * SMALL_TILE  # from the arguments' shapes, before any is converted
+    if any(_extent(a, 0) * _extent(b, -1) > wave for a, b in pairs):
+        return None
     xs = [operand(a, "group_gemm", f"As[{i}]", GEMM_FLOATS) for i, (a, _) in enumerate(pairs)]
     device = xs[0].tensor.device
     ys = [
@@ -561,10 +564,7 @@ def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
         for i, (_, b) in enumerate(pairs)
     ]
     dt = xs[0].dtype
-    wave = sm_count() * SMALL_TILE
-    if dt.is_f8 or any(x.shape[0] * y.shape[-1] > wave for x, y in zip(xs, ys, strict=True)):
-        return None
-    if any(
+    if dt.is_f8 or any(
         x.dtype != dt or y.dtype != dt or _matmul_shape(x.shape, y.shape) is None
         for x, y in zip(xs, ys, strict=True)
     ):
@@ -577,6 +577,12 @@ def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
             [xs[i].tensor for i in some], [ys[i].tensor for i in some], [outs[i][0] for i in some]
         )
     return [result(x, out, ret) for x, (out, ret) in zip(xs, outs, strict=True)]
+
+
+def _extent(x: Any, axis: int) -> int:
+    """x's extent along `axis`, 0 where it has no such axis (matmul then says what is wrong)."""
+    shape = getattr(x, "shape", ())
+    return int(shape[axis]) if len(shape) else 0
 
 
 __all__: Sequence[str] = (
