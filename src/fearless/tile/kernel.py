@@ -246,13 +246,7 @@ class Kernel:
         flattening = self.flattening()
         if flattening is not None:
             dispatch: Dispatcher | TupleDispatch = TupleDispatch(
-                self.name,
-                flattening,
-                lambda view: (
-                    (view._dispatch or view._make_dispatcher(None))
-                    if host_grid is None
-                    else (view._grid_dispatch.get(host_grid) or view._make_dispatcher(host_grid))
-                ),
+                self.name, flattening, lambda view: view._dispatcher(host_grid)
             )
         else:
             dispatch = self._plain_dispatcher(host_grid)
@@ -261,6 +255,12 @@ class Kernel:
         else:
             self._grid_dispatch[host_grid] = dispatch
         return dispatch
+
+    def _dispatcher(self, host_grid: tuple[int, int, int] | None) -> Dispatcher | TupleDispatch:
+        """The dispatcher of launches on the partitions' grid (None) or on `host_grid`, made
+        at its first use (`__call__` and `launch` inline this on their warm paths)."""
+        found = self._dispatch if host_grid is None else self._grid_dispatch.get(host_grid)
+        return found or self._make_dispatcher(host_grid)
 
     def _plain_dispatcher(self, host_grid: tuple[int, int, int] | None) -> Dispatcher:
         def specialise(args: tuple[Any, ...], target: Target) -> tuple[Prepared, list[Any]]:
