@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
 from ..abi import Signature, TileParam
+from ..dtypes import DType
 from ..errors import CompileError, Location
 from ..runtime.binder import arity_error
 from ..runtime.launch import keyword_error
@@ -37,7 +38,7 @@ class TupleAnnotation:
     inner: ArrayAnnotation
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> DType:
         return self.inner.dtype
 
     def __repr__(self) -> str:
