@@ -338,9 +338,9 @@ def test_the_compile_ahead_pass_compiles_every_configuration_without_running(
     assert stacks == {0: 0, 1: 0}  # what their cubins spill: nothing
     for occupancy in (1, 2):
         kernel = doubled.fn.options(occupancy=occupancy)
-        (key,) = kernel._ahead
+        (key,) = kernel.compiles.ahead
         assert kernel.compile(*key).cubin[:4] == b"\x7fELF"  # taken from the pool
-        assert not kernel._ahead
+        assert not kernel.compiles.ahead
     assert host.tolist() == [0.0] * 64  # the pass ran nothing
     kernel(part, x, 16)  # outside the pass a launch runs, the patched check notwithstanding
     assert part.unpartition().numpy().tolist() == [2.0 * i for i in range(64)]
@@ -402,7 +402,7 @@ def test_the_timing_pass_takes_configurations_as_their_compiles_finish() -> None
         slow: Future[None] = Future()
         done: Future[None] = Future()
         done.set_result(None)
-        kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+        kernel = SimpleNamespace(compiles=SimpleNamespace(ahead={"slow": slow, "done": done}))
         met = {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")], 3: []}
         return met, slow
 
@@ -432,7 +432,7 @@ def test_ready_order_leaves_out_what_still_compiles_past_the_deadline() -> None:
     slow: Future[None] = Future()
     done: Future[None] = Future()
     done.set_result(None)
-    kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+    kernel = SimpleNamespace(compiles=SimpleNamespace(ahead={"slow": slow, "done": done}))
     met = {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")]}
     start = time.perf_counter()
     assert list(ready_order([0, 1, 2], met, busy=0, deadline=start + 0.05)) == [1, 2]
@@ -469,7 +469,7 @@ def test_a_compile_past_the_budget_is_left_out_and_its_winner_not_stored(
     slow: Future[None] = Future()
     done: Future[None] = Future()
     done.set_result(None)
-    kernel = SimpleNamespace(_ahead={"slow": slow, "done": done})
+    kernel = SimpleNamespace(compiles=SimpleNamespace(ahead={"slow": slow, "done": done}))
 
     def compile_ahead(self: Any, grid: Any, args: Any, kwargs: Any, restore: Any, order: Any):
         return {0: [(kernel, "slow")], 1: [(kernel, "done")], 2: [(kernel, "done")]}

@@ -46,7 +46,7 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, Any]]]:
     monkeypatch.setattr(autotune_ahead, "_compiled_ahead", set())  # no other test's first calls
     yield met
     for kernel, key in met:
-        pending: Future[Any] | None = kernel._ahead.pop(key, None)
+        pending: Future[Any] | None = kernel.compiles.ahead.pop(key, None)
         if pending is not None:
             pending.result()
 

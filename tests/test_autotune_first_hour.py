@@ -307,7 +307,7 @@ def test_progress_says_how_many_configurations_still_compile(
     progress = autotune_timing.Progress("f", ())
     slow: Future[None] = Future()
     slower: Future[None] = Future()
-    kernel = SimpleNamespace(_ahead={"a": slow, "b": slower})
+    kernel = SimpleNamespace(compiles=SimpleNamespace(ahead={"a": slow, "b": slower}))
     met = {0: [(kernel, "a")], 1: [(kernel, "b")]}
     threading.Timer(0.05, lambda: slow.set_result(None)).start()
     threading.Timer(0.15, lambda: slower.set_result(None)).start()

@@ -71,12 +71,12 @@ def test_bug_in_the_tile_compiler_is_an_internal_compiler_error(
 ) -> None:
     import sys
 
-    tile_kernel = sys.modules["fearless.tile.kernel"]  # the package's `kernel` is the decorator
+    tile_compiles = sys.modules["fearless.tile.compiles"]
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("simulated tile frontend bug")
 
-    monkeypatch.setattr(tile_kernel, "build_ir", broken)
+    monkeypatch.setattr(tile_compiles, "build_ir", broken)
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(config, "_target_override", "sim")
 

@@ -284,7 +284,7 @@ def test_tile_gpu_launch_recompiles_with_the_new_value(
         keys.append(tile_compiler.cache_key(ir, arch))
         return CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF")
 
-    monkeypatch.setattr(sys.modules["fearless.tile.kernel"], "compile_cubin", compile_cubin)
+    monkeypatch.setattr(sys.modules["fearless.tile.compiles"], "compile_cubin", compile_cubin)
     m = _module(tmp_path, "g_tile_gpu", TILE)
     k = m["tscale"]
     z = Tensor._make(0x10000, (256,), fl.f32, on_device=True, owner=None)

@@ -241,7 +241,7 @@ def test_numpy_inputs_of_a_tile_kernel_are_copied(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(config, "_target_override", "cuda")
     monkeypatch.setattr(host_arrays, "_warned", type(host_arrays._warned)())
     monkeypatch.setattr(
-        sys.modules["fearless.tile.kernel"],
+        sys.modules["fearless.tile.compiles"],
         "compile_cubin",
         lambda ir, arch: CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF"),
     )

@@ -51,10 +51,10 @@ def c_launches(fake_gpu: FakeCU, monkeypatch: pytest.MonkeyPatch) -> Iterator[li
     monkeypatch.setattr(driver, "load_kernel", lambda ck: driver.LoadedKernel(
         ck.name, ck.entry, FUNCTION, 1, None, 1, 32, "cubin"))  # fmt: skip
     add3._dispatch = None
-    add3._gpu.clear()
+    add3.compiles.gpu.clear()
     yield grids
     add3._dispatch = None
-    add3._gpu.clear()
+    add3.compiles.gpu.clear()
     del callback
 
 
@@ -102,7 +102,7 @@ def test_the_python_warm_path_leaves_the_tile_track_once(fake_gpu: FakeCU) -> No
     """Without the compiled launcher (FEARLESS_CLAUNCH=0, or no C compiler) the dispatcher's
     Python path launches: after kernel.py, every file it enters is the runtime's."""
     add3._dispatch = None
-    add3._gpu.clear()
+    add3.compiles.gpu.clear()
     z, x, y = _arrays()
     fake_gpu.sizes = [8, 4, 4, 4] * 3
     add3(z, x, y)
@@ -112,4 +112,4 @@ def test_the_python_warm_path_leaves_the_tile_track_once(fake_gpu: FakeCU) -> No
     assert files.count("tile/kernel.py") == 1 and files[0] == "tile/kernel.py", files
     assert all(not f.startswith(("tile/", "simt/", "ops/")) for f in files[1:]), files
     add3._dispatch = None
-    add3._gpu.clear()
+    add3.compiles.gpu.clear()

@@ -55,7 +55,7 @@ def _fresh_caches() -> None:
     """Each test starts with no prepared launch (the kernels above are shared)."""
     for k in (add, axpb, scale16, two):
         k._dispatch = None
-        k._gpu.clear()
+        k.compiles.gpu.clear()
 
 
 def _slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -134,7 +134,7 @@ def pass_of(call: Callable[[], None], workers: int) -> tuple[float, int]:
     with ahead.compile_ahead(workers):
         call()
         pending = {
-            id(f): f for kernel, key in ahead.STATE.launches if (f := kernel._ahead.get(key))
+            id(f): f for kernel, key in ahead.STATE.launches if (f := kernel.compiles.ahead.get(key))
         }
     for f in pending.values():
         f.result()

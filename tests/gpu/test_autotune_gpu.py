@@ -79,6 +79,8 @@ def test_a_tile_kernel_tunes_on_the_device_after_compiling_ahead(
         assert all(t is not None and 0 < t < 0.01 for t in timings)
         for occupancy in (1, 2, 4):
             kernel = doubled.fn.options(occupancy=occupancy)
-            assert kernel._cubins and not kernel._ahead  # compiled ahead, then taken
+            assert (
+                kernel.compiles.cubins and not kernel.compiles.ahead
+            )  # compiled ahead, then taken
     finally:
         fl.set_target(None)

@@ -113,7 +113,7 @@ def test_cluster_hint_runs_and_a_grid_it_does_not_divide_is_refused() -> None:
     )
     gpu, sim = _both(k, 1024, fl.f32, (128,), [(x, fl.f32), (y, fl.f32)])
     np.testing.assert_array_equal(gpu, sim)
-    ((loaded, cluster),) = k._gpu.values()
+    ((loaded, cluster),) = k.compiles.gpu.values()
     assert cluster == _cluster_dims(loaded.function)
     if cluster[0] > 1:
         with pytest.raises(fl.LaunchContractError, match="do not divide its grid"):

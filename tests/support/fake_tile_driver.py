@@ -66,7 +66,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeCU]:
     monkeypatch.setenv("FEARLESS_TARGET", "cuda")
     monkeypatch.delenv("FEARLESS_ARCH", raising=False)
     monkeypatch.setattr(
-        sys.modules["fearless.tile.kernel"],
+        sys.modules["fearless.tile.compiles"],
         "compile_cubin",
         lambda ir, arch: CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF"),
     )

@@ -4,7 +4,7 @@ Within `compile_ahead(workers)`, a launch of a Tile kernel on the GPU target fro
 (`k(...)`, `k.launch(grid, ...)`) does not run. It checks its arguments and builds the
 specialisation's IR here, then hands the tileiras compile to a pool of worker threads, whose
 tileiras processes run side by side. The kernel's `compile` later takes the result from the pool
-(`take`). Nothing runs on the device and no output is written.
+(tile/compiles.py `Compiles.cubin`). Nothing runs on the device and no output is written.
 
 The autotuner calls every configuration this way once before it times any
 (`autotuning.Autotuned._tune`). N configurations then compile in about the time of N / workers
@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
 
@@ -84,9 +84,10 @@ def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
     key = (signature, arch)
     pool = STATE.pool
     STATE.launches.append((kernel, key))
-    if key in kernel._cubins or key in kernel._ahead or pool is None:
+    compiles = kernel.compiles
+    if key in compiles.cubins or key in compiles.ahead or pool is None:
         return
-    kernel._ahead[key] = pool.submit(compile_cubin, kernel.ir_for(signature), arch)
+    compiles.ahead[key] = pool.submit(compile_cubin, kernel.ir_for(signature), arch)
 
 
 def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
@@ -100,9 +101,9 @@ def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
     most = 0
     for kernel, key in launches:
         try:
-            ct = kernel._cubins.get(key)
+            ct = kernel.compiles.cubins.get(key)
             if ct is None:
-                pending = kernel._ahead.get(key)
+                pending = kernel.compiles.ahead.get(key)
                 ct = None if pending is None else pending.result()
             if ct is None:
                 return None
@@ -133,7 +134,11 @@ def ready_order(
     `waiting` is told how many of the configurations still to go are compiling (the tuner's
     progress line)."""
     futures = {
-        n: [f for kernel, key in launches.get(n, ()) if (f := kernel._ahead.get(key)) is not None]
+        n: [
+            f
+            for kernel, key in launches.get(n, ())
+            if (f := kernel.compiles.ahead.get(key)) is not None
+        ]
         for n in order
     }
     slack = max(1, workers() // 4) if busy is None else busy
@@ -159,9 +164,3 @@ def ready_order(
             if waiting is not None:
                 waiting(len(pending) - len(ready))
             wait(running, timeout=left, return_when=FIRST_COMPLETED)
-
-
-def take(kernel: Any, key: Any) -> Any:
-    """The compile of `key` started ahead, waited for (None if none was started)."""
-    pending: Future[Any] | None = kernel._ahead.pop(key, None)
-    return None if pending is None else pending.result()

@@ -36,15 +36,13 @@ from ..crash import reraise, user_facing
 from ..errors import CompileError
 from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..ir.tile.kernel import TileHints, TileIR
-from ..runtime import warmup
 from ..runtime.dispatch import Dispatcher, Prepared
-from ..runtime.target import Target, current_target
+from ..runtime.target import Target, current_target, default_arch
 from .aot import signature_from_specs
 from .compile_ahead import STATE as AHEAD
 from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
-from .compile_ahead import take as ahead_take
-from .compiler import build_ir, compile_cubin, render_stage, warm
+from .compiles import Compiles
 from .grid import check_host_grid
 from .prepare import prepare_launch
 from .signature import check_annotations, declared, signature_of, static_signature
@@ -72,12 +70,8 @@ class Kernel:
         self.__wrapped__ = func
         self._src: FunctionSource | None = None
         self._annotations: list[tuple[str, Any]] | None = None
-        self._ir: dict[Signature, TileIR] = {}
-        self._cubins: dict[tuple[Signature, str], CompiledTile] = {}
-        # compiles started ahead (compile_ahead.py)
-        self._ahead: dict[tuple[Signature, str], Any] = {}
-        warmup.start("tile", warm)  # the toolchain's first use, while the program goes on
-        self._gpu: dict[tuple[Signature, str], Any] = {}
+        # its IR, cubins and loaded modules, per signature (tile/compiles.py)
+        self.compiles = Compiles(self.hints)
         self._variants: dict[TileHints, Kernel] = {}  # options(...) results, made once each
         self._grid_dispatch: dict[
             tuple[int, int, int], Dispatcher | TupleDispatch
@@ -101,9 +95,7 @@ class Kernel:
         refs = tuple(ref for _, _, ref in self.source().free_values() if ref is not None)
         if self._guard.record(refs):
             self._annotations = None  # string annotations are evaluated in the globals
-            self._ir = {}
-            self._cubins, self._ahead = {}, {}
-            self._gpu = {}
+            self.compiles.clear()
             self._dispatch = None
             self._grid_dispatch = {}
             self._flattening = None
@@ -135,12 +127,7 @@ class Kernel:
         the source, the globals guard and every compiled form (their signatures differ)."""
         view = Kernel(self.func, self.hints)
         view._src, view._annotations, view._guard = self._src, annotations, self._guard
-        view._ir, view._cubins, view._ahead, view._gpu = (
-            self._ir,
-            self._cubins,
-            self._ahead,
-            self._gpu,
-        )
+        view.compiles = self.compiles
         return view
 
     def declared(self) -> list[Declared]:
@@ -156,22 +143,12 @@ class Kernel:
 
     def ir_for(self, signature: Signature) -> TileIR:
         self._check_globals()
-        ir = self._ir.get(signature)
-        if ir is None:
-            ir = build_ir(self.source(), signature, self.hints)
-            self._ir[signature] = ir
-        return ir
+        return self.compiles.ir_for(self.source(), signature)
 
     @user_facing
     def compile(self, signature: Signature, arch: str | None = None) -> CompiledTile:
-        from ..runtime.target import default_arch
-
-        arch = arch or default_arch()
-        ct = self._cubins.get((signature, arch))
-        if ct is None:
-            ct = ahead_take(self, (signature, arch)) or compile_cubin(self.ir_for(signature), arch)
-            self._cubins[(signature, arch)] = ct
-        return ct
+        self._check_globals()
+        return self.compiles.cubin(self.source(), signature, arch or default_arch())
 
     def options(
         self,
@@ -300,7 +277,8 @@ class Kernel:
             signature = self.signature_of_specs(self._declared[0])
         else:
             signature = self.static_signature()
-        return render_stage(self.ir_for(signature), stage, arch or "sm_90")
+        self._check_globals()
+        return self.compiles.stage(self.source(), signature, stage, arch or "sm_90")
 
     def __repr__(self) -> str:
         return f"<tile.kernel {self.name}>"

@@ -29,7 +29,7 @@ class Launching(Protocol):
 
     name: str
     hints: Any  # its TileHints: num_ctas for the launch
-    _gpu: dict[Any, Any]  # the loaded modules, by (signature, arch)
+    compiles: Any  # its Compiles (tile/compiles.py): the loaded modules in `.gpu`
 
     def signature_of(self, args: tuple[Any, ...], target: Target) -> tuple[Signature, list[Any]]:
         """The call's Signature and the values read for it."""
@@ -75,7 +75,7 @@ def prepare_launch(
         return Prepared(signature, ir, grid, nbytes, sim_runner(ir, grid, device)), values
     ct = kernel.compile(signature)
     shapes = [info.shape for info in infos]
-    gpu = prepare_gpu(ct, kernel._gpu, kernel.hints.num_ctas, grid, shapes)
+    gpu = prepare_gpu(ct, kernel.compiles.gpu, kernel.hints.num_ctas, grid, shapes)
     return Prepared(signature, ir, grid, nbytes, gpu), dynamic_values(signature, values)
 
 
