@@ -149,6 +149,18 @@ def test_the_tuned_path_picks_a_configuration(monkeypatch: pytest.MonkeyPatch) -
             lambda: ops.matmul(np.zeros((2, 3), np.float32), np.zeros((4, 5), np.float32)),
             "multiplies",
         ),
+        (
+            lambda: ops.group_gemm(
+                [np.zeros((2, 3), np.float32)] * 2,
+                [np.zeros((3, 5), np.float32), np.zeros((4, 5), np.float32)],
+            ),
+            r"`fearless\.ops\.group_gemm` multiplies As\[1\] @ Bs\[1\] as \(M, K\) @ \(K, N\), "
+            r"got \(2, 3\) and \(4, 5\)",
+        ),
+        (
+            lambda: ops.group_gemm([np.zeros((2, 3), np.float32)], [np.zeros((3, 5), np.float16)]),
+            r"`fearless\.ops\.group_gemm` needs both operands of one dtype",
+        ),
         (lambda: ops.silu_and_mul(np.zeros((2, 7), np.float32)), "two halves"),
         (lambda: ops.dropout(np.zeros(4, np.float32), 1.5), "between 0 and 1"),
         (lambda: ops.relu(np.zeros(4, np.float32), inplace=True), "no in-place form"),

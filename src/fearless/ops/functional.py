@@ -190,18 +190,21 @@ def _binary(
     run: Callable[[Any, Any, Any], None],
     verb: str = "multiplies",
     floats: tuple[DType, ...] = FLOATS,
+    names: tuple[str, str, str] | None = None,
 ) -> Any:
     """The body of a two-operand op (matmul, bmm, swiglu): torch's own `op` when torch routes
     (`_route.torch_ops`); otherwise `a` and `b` as float operands of one dtype, a result of
     shape `out_shape(a.shape, b.shape)` (None refuses the shapes: "`op` {verb} {form}, got
-    ..."), filled by `run(a, b, out)` unless it is empty."""
+    ..."), filled by `run(a, b, out)` unless it is empty. `names`: the op and the two
+    arguments as errors name them, when the call is part of another op's (group_gemm's)."""
     if (t := torch_ops(a, b)) is not None:
         return getattr(t, op)(a, b)
-    x = operand(a, op, "a", floats)
-    y = _same_dtype(operand(b, op, "b", floats, device=x.tensor.device), x, op)
+    label, a_name, b_name = names or (op, "a", "b")
+    x = operand(a, label, a_name, floats)
+    y = _same_dtype(operand(b, label, b_name, floats, device=x.tensor.device), x, label)
     shape = out_shape(x.shape, y.shape)
     if shape is None:
-        raise _shapes(op, form, x, y, verb)
+        raise _shapes(label, form, x, y, verb)
     out, ret = output(x, shape)
     if out.size:
         run(x.tensor, y.tensor, out)
@@ -546,8 +549,25 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
         for a, b in pairs
         if hasattr(a, "shape") and hasattr(b, "shape")
     )
-    compile_ahead_once(("group_gemm", forms), lambda: [matmul(a, b) for a, b in pairs])
-    return [matmul(a, b) for a, b in pairs]
+    compile_ahead_once(("group_gemm", forms), lambda: _pairwise(pairs))
+    return _pairwise(pairs)
+
+
+def _pairwise(pairs: list[tuple[Any, Any]]) -> list[Any]:
+    """Each pair's product by `matmul`'s kernels, its errors naming group_gemm's `As[i]`, `Bs[i]`."""
+    return [
+        _binary(
+            a,
+            b,
+            "matmul",
+            f"As[{i}] @ Bs[{i}] as (M, K) @ (K, N)",
+            _matmul_shape,
+            matmul_tuned,
+            floats=GEMM_FLOATS,
+            names=("group_gemm", f"As[{i}]", f"Bs[{i}]"),
+        )
+        for i, (a, b) in enumerate(pairs)
+    ]
 
 
 def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
