@@ -28,7 +28,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     monkeypatch.setattr(target, "current_target", lambda: target.Target.CUDA)
     monkeypatch.setattr(warmup, "current_target", lambda: target.Target.CUDA)
     ran: list[str] = []
-    monkeypatch.setattr(sys.modules["fearless.tile.kernel"], "warm", lambda: ran.append("tile"))
+    monkeypatch.setattr(sys.modules["fearless.tile.compiles"], "warm", lambda: ran.append("tile"))
     monkeypatch.setattr(sys.modules["fearless.simt.api"], "warm", lambda: ran.append("simt"))
     return ran
 
