@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+import fearless as fl
+from fearless import tile
 from fearless.backends.tileir import cuda_tile as tileir
 from fearless.errors import ToolchainError
 
@@ -125,3 +127,45 @@ def test_a_failed_compile_says_what_tileiras_remarks_failed() -> None:
     text = str(info.value)
     assert "remarks: Failed to select TMA store instruction (Shape = [128, 1, 1, 1])" in text
     assert text.count("tileiras's remarks") == 1  # the failed one alone
+
+
+def test_a_kernel_whose_bytecode_did_not_change_takes_its_cubin_without_tileiras(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Tile cache key covers the kernel's text and the compiler's source, so an edited
+    comment (or a fearless upgrade) misses it; the bytecode is then the same, and tileiras's
+    cubin of it is taken from the cache (`cached_cubin`)."""
+    monkeypatch.setenv("FEARLESS_CACHE_DIR", str(tmp_path))
+    ran: list[str] = []
+    real = tileir.compile_cubin
+
+    def counted(bytecode: bytes, arch: str, opt_level: int = 3) -> bytes:
+        ran.append(arch)
+        return real(bytecode, arch, opt_level)
+
+    monkeypatch.setattr(tileir, "compile_cubin", counted)
+
+    def before() -> Any:
+        @tile.kernel
+        def twice(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+            out.store(tile.load_like(x, out) * 2.0)
+
+        return twice
+
+    def edited() -> Any:
+        @tile.kernel
+        def twice(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+            out.store(tile.load_like(x, out) * 2.0)  # the same body, commented
+
+        return twice
+
+    specs = (tile.Spec((4096,), fl.f32).partition((256,)), tile.Spec((4096,), fl.f32))
+    k1, k2 = before(), edited()
+    first = k1.compile(k1.signature_of_specs(specs), "sm_90")
+    again = k2.compile(k2.signature_of_specs(specs), "sm_90")
+    assert ran == ["sm_90"]  # the second kernel's Tile key differs; its bytecode does not
+    assert again.cubin == first.cubin and again.bytecode == first.bytecode
+
+    code = first.bytecode
+    assert tileir.cubin_key(code, "sm_90") != tileir.cubin_key(code, "sm_100")
+    assert tileir.cubin_key(code, "sm_90") != tileir.cubin_key(code + b"\x00", "sm_90")

@@ -127,7 +127,7 @@ def tileir_stages(arch: str) -> list[Stage]:
             lambda ir: lower_to_bytecode(ir, tileir.bytecode_version(), arch),
             lambda name, bc: {f"{name}.tileirbc": bc, f"{name}.tileir": tileir.disassemble(bc)},
         ),
-        Stage("cubin", lambda bc: tileir.compile_cubin(bc, arch)),
+        Stage("cubin", lambda bc: tileir.cached_cubin(bc, arch)),
     ]
 
 

@@ -9,6 +9,7 @@ its (private) `cuda.tile._bytecode` API or of the bytecode format touches this f
     write_module(...)     one entry function's bytecode, given a callback that emits its body
     entry_hints(...)      kernel hints (num_ctas, occupancy); load_store_hints(...) per load
     compile_cubin(...)    bytecode -> cubin with tileiras (CUDA_HOME set to the wheels' root)
+    cached_cubin(...)     the same through the disk cache, keyed by the bytecode (`cubin_key`)
     disassemble(...)      bytecode -> text with tileirdisasm (`inspect(stage="tileir")`, goldens)
 
 Missing tools and failed runs are `ToolchainError`s that say what to install or report.
@@ -235,6 +236,34 @@ def load_store_hints(arch: str, latency: int | None, allow_tma: bool) -> Any:
 
     hint = encoders().LoadStoreHints(latency=latency, allow_tma=allow_tma)
     return make_load_store_hints({arch: hint})
+
+
+def cached_cubin(bytecode: bytes, arch: str) -> bytes:
+    """`compile_cubin` through the disk cache, keyed by what tileiras reads (`cubin_key`).
+
+    The Tile cache key (tile/compiler.py `cache_key`) changes with any change of the Tile
+    compiler's source, or of the kernel's own text: both are needed to reuse a compiled kernel
+    without building its IR. Below it, a kernel whose bytecode such a change left as it was
+    (a fearless upgrade that did not touch its lowering, a comment edited in its body) takes its
+    cubin from here, after its IR and bytecode (tens of milliseconds), not from tileiras
+    (seconds for an attention kernel)."""
+    key = cubin_key(bytecode, arch)
+    hit = cache.load(key)
+    if isinstance(hit, bytes):
+        return hit
+    cubin = compile_cubin(bytecode, arch)
+    cache.store(key, cubin)
+    return cubin
+
+
+def cubin_key(bytecode: bytes, arch: str, opt_level: int = 3) -> str:
+    """The cache key of tileiras's cubin of `bytecode`: the bytecode, the arch, the optimisation
+    level and the tileiras binary (its size and the bytecode versions it reads: another tileiras
+    compiles anew)."""
+    t = tools().tileiras
+    h = hashlib.sha256(bytecode)
+    h.update(f"|{arch}|O{opt_level}|{t.stat().st_size}|{','.join(tileiras_versions())}".encode())
+    return "tileiras-" + h.hexdigest()
 
 
 def compile_cubin(bytecode: bytes, arch: str, opt_level: int = 3) -> bytes:
