@@ -19,10 +19,10 @@ and 8192: prefill). Tuner keys hold the token count by size class (a power of tw
 1024 / 8192 are four keys and the counts between them reuse the nearest class's winner;
 duplicates across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 377. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 381. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 377 cases are about 13 to 25
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 381 cases are about 13 to 25
 minutes on one H200, plus, per MoE model, moe_actgrad_bwd's (128, 128, 64) configuration (37 s
 of tileiras on a CPU at Qwen3-30B-A3B's I; its other three, 2 to 4 s). The largest inputs
 (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one GPU; `--models` and `--ops` run a
@@ -307,7 +307,7 @@ def _qwen3_next_80b() -> list[Any]:
 
 
 def _common() -> list[Any]:
-    """The row and elementwise operators no model above calls, at hidden 4096."""
+    """The row and elementwise operators no model above calls, at hidden 4096, and group_gemm."""
     m = "common"
     ops = ("softmax", "layer_norm", "persistent_layer_norm", "gelu", "relu", "dropout")
     out = [_case(op, [[t, 4096]], m) for op in ops for t in (16, 1024, 8192)]
@@ -321,6 +321,9 @@ def _common() -> list[Any]:
     out += [_case("transpose", [[t, 4096]], m) for t in (1024, 8192)]
     for s in (512, 2048, 8192):
         out.append(_case("scaled_dot_product_attention", [[1, 32, s, 128]] * 3, m))
+    # group_gemm's group kernel takes groups of at most a wave of (128, 128) tiles each
+    # (ops/functional.py): 4 and 16 square groups at 512 and 1024, as TileGym's benchmark grid
+    out += [_case("group_gemm", [[n, n]] * (2 * g), m) for g in (4, 16) for n in (512, 1024)]
     return out
 
 
