@@ -233,5 +233,7 @@ def test_the_cli_inspects_a_tuple_kernel_at_its_declared_specialisation(
 
 
 def test_group_gemm_of_a_0d_array_is_a_fearless_error_not_an_index_error() -> None:
-    with pytest.raises(fl.FearlessError, match=r"multiplies \(M, K\) @ \(K, N\), got \(\)"):
+    want = r"`fearless\.ops\.group_gemm` multiplies As\[0\] @ Bs\[0\] as "
+    want += r"\(M, K\) @ \(K, N\), got \(\)"
+    with pytest.raises(fl.FearlessError, match=want):
         ops.group_gemm([np.array(1.0, np.float32)], [np.ones((2, 2), np.float32)])
