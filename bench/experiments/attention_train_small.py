@@ -54,48 +54,52 @@ def kernels_of(call: Callable[[], Any]) -> str:
     return str(prof.key_averages().table(sort_by="cuda_time_total", row_limit=14))
 
 
+def case(b: int, h: int, n: int, d: int, causal: bool) -> None:
+    """One shape and mask: both implementations' times, then fearless's kernels and profile."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    q, k, v = (
+        torch.randn(b, h, n, d, device="cuda", dtype=torch.float16).requires_grad_()
+        for _ in range(3)
+    )
+    dout = torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
+
+    def train(f: Callable[..., Any]) -> Callable[[], None]:
+        def call() -> None:
+            q.grad = k.grad = v.grad = None
+            f(q, k, v, is_causal=causal).backward(dout)
+
+        return call
+
+    def forward() -> None:
+        with torch.no_grad():
+            ops.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    fearless = train(ops.scaled_dot_product_attention)
+    label = f"{b}x{h}x{n}x{d} {'causal' if causal else 'full'}"
+    for name, call in (("fearless", fearless), ("torch", train(sdpa)), ("fearless fwd", forward)):
+        host, wall, events = timed(call)
+        print(
+            f"{label} {name}: host {host:.1f} us/call, wall {wall:.1f}, events {events:.1f}",
+            flush=True,
+        )
+    print(kernels_of(fearless))
+    if n == 256:
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(20):
+            fearless()
+        torch.cuda.synchronize()
+        pr.disable()
+        out = io.StringIO()
+        pstats.Stats(pr, stream=out).sort_stats("cumulative").print_stats(22)
+        print(out.getvalue())
+
+
 def main() -> None:
     torch.manual_seed(0)
-    sdpa = torch.nn.functional.scaled_dot_product_attention
-    for b, h, n, d in SHAPES:
+    for shape in SHAPES:
         for causal in (False, True):
-            q, k, v = (
-                torch.randn(b, h, n, d, device="cuda", dtype=torch.float16).requires_grad_()
-                for _ in range(3)
-            )
-            dout = torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
-
-            def train(f: Callable[..., Any]) -> Callable[[], None]:
-                def call() -> None:
-                    q.grad = k.grad = v.grad = None
-                    f(q, k, v, is_causal=causal).backward(dout)
-
-                return call
-
-            fearless = train(ops.scaled_dot_product_attention)
-            label = f"{b}x{h}x{n}x{d} {'causal' if causal else 'full'}"
-            for name, call in (("fearless", fearless), ("torch", train(sdpa))):
-                host, wall, events = timed(call)
-                print(
-                    f"{label} {name}: host {host:.1f} us/call, wall {wall:.1f}, "
-                    f"events {events:.1f}",
-                    flush=True,
-                )
-            with torch.no_grad():
-                fwd = lambda: ops.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
-                host, wall, events = timed(fwd)
-            print(f"{label} fearless forward alone: host {host:.1f}, events {events:.1f}")
-            print(kernels_of(fearless))
-            if n == 256:
-                pr = cProfile.Profile()
-                pr.enable()
-                for _ in range(20):
-                    fearless()
-                torch.cuda.synchronize()
-                pr.disable()
-                out = io.StringIO()
-                pstats.Stats(pr, stream=out).sort_stats("cumulative").print_stats(22)
-                print(out.getvalue())
+            case(*shape, causal)
 
 
 if __name__ == "__main__":
