@@ -360,6 +360,38 @@ def number(value: Any, op: str, name: str) -> float:
     )
 
 
+def flag(value: Any, op: str, name: str) -> bool:
+    """A yes-or-no argument (`is_causal`, `inplace`, `training`) as a bool: a Python or NumPy
+    bool, an int, or None (no); anything else (an array: often an argument one place off, a
+    string, a float) is E0701, where `bool()` of an array would be NumPy's error from inside
+    fearless."""
+    if value is None or isinstance(value, (bool, np.bool_, int, np.integer)):
+        return bool(value)
+    raise argument_error(
+        f"`{name}` of `fearless.ops.{op}` must be a bool, not {_kind_of(value)}",
+        help=f"pass `{name}=True` or `{name}=False`",
+    )
+
+
+def is_one_of(value: Any, allowed: tuple[Any, ...]) -> bool:
+    """Whether `value` is one of `allowed` (a choice argument: `reduction`, `layout`,
+    `chunk_size`); an array or a tensor is none of them (`in` would compare it elementwise)."""
+    if hasattr(value, "shape"):
+        return False
+    try:
+        return value in allowed
+    except (TypeError, ValueError):  # an object whose == refuses
+        return False
+
+
+def _kind_of(value: Any) -> str:
+    """How an error names a wrong argument: its type, and an array's shape and dtype."""
+    shape = getattr(value, "shape", None)
+    if shape is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)} ({getattr(value, 'dtype', '?')})"
+    return f"{type(value).__name__} ({value!r:.40})"
+
+
 def dims(shape: Any, op: str, name: str) -> tuple[int, ...]:
     """A shape argument (`normalized_shape`) as a tuple of ints: one int (Python or NumPy) or a
     sequence of them, as torch takes it; anything else is E0701."""
@@ -391,7 +423,7 @@ def _draw_seed() -> int:
 
 def gelu_kind(approximate: str) -> str:
     """The kernels' name of gelu's `approximate` form ("gelu", "gelu_tanh"), or E0701."""
-    if approximate not in ("none", "tanh"):
+    if not is_one_of(approximate, ("none", "tanh")):
         raise argument_error(
             f"`approximate` must be 'none' or 'tanh', not {approximate!r}",
         )
@@ -462,7 +494,7 @@ def partitioned(t: Tensor, tile: tuple[int, ...], order: Any = None) -> Iterator
 def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
     """`x` as a 2-D (rows, cols) view for an operator over its last axis (`dim` must name it)."""
     nd = x.ndim
-    if nd == 0 or dim not in (-1, nd - 1):
+    if nd == 0 or not is_one_of(dim, (-1, nd - 1)):
         raise argument_error(
             f"`fearless.ops.{op}` works over the last axis, not axis {dim} of a {nd}-d tensor",
             help="move the axis last first (`x.transpose(dim, -1)`), or pass `dim=-1`",

@@ -37,7 +37,7 @@ from ._attention_checks import (
     sequence_layout,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, heads_major, operand, result, view
+from ._io import FLOATS, flag, heads_major, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned
@@ -64,8 +64,9 @@ def scaled_dot_product_attention(
     """`torch.nn.functional.scaled_dot_product_attention` of q (B, H, L, D) over k and v
     (B, H_kv, S, D): softmax(q k^T * scale) v, the probabilities never stored (flash
     attention)."""
+    is_causal, enable_gqa = _flags("scaled_dot_product_attention", is_causal, enable_gqa)
     op = "scaled_dot_product_attention"
-    if dropout_p != 0.0:
+    if number(dropout_p, op, "dropout_p") != 0.0:
         raise argument_error(
             f"`fearless.ops.{op}` has no attention dropout (dropout_p={dropout_p!r})",
             help="pass dropout_p=0.0 (inference), or apply `fearless.ops.dropout` elsewhere",
@@ -92,6 +93,7 @@ def scaled_dot_product_attention_lse(
     scaled scores, (B, H, L) f32 (+inf for a row that sees no key): what its backward takes
     (`lse=`) instead of recomputing it, as flash attention's forward keeps its softmax_lse
     (base 2 here, the kernels' own)."""
+    is_causal, enable_gqa = _flags("scaled_dot_product_attention_lse", is_causal, enable_gqa)
     op = "scaled_dot_product_attention_lse"
     args = (q, k, v, attn_mask, is_causal, scale, enable_gqa)
     if (t := torch_ops(q, k, v)) is not None:
@@ -170,6 +172,11 @@ def _forward(
     return (returned.transpose(1, 2) if q_seq else returned), kept(qa, lse, lse_ret)
 
 
+def _flags(op: str, is_causal: Any, enable_gqa: Any) -> tuple[bool, bool]:
+    """`is_causal` and `enable_gqa` as bools (an array in their place is E0701)."""
+    return flag(is_causal, op, "is_causal"), flag(enable_gqa, op, "enable_gqa")
+
+
 def is_decode(q: Any, attn_mask: Any, is_causal: bool) -> bool:
     """Whether the call takes the split-KV decode kernels: one query per head, no mask, not
     causal (the inference form; the training forward never does)."""
@@ -211,6 +218,7 @@ def scaled_dot_product_attention_backward(
     forward takes it, and it gets no gradient). `lse`: None, or the rows' lse that
     `scaled_dot_product_attention_lse` returned with `out` (f32, q's shape without D): the
     backward then does not recompute it."""
+    is_causal, enable_gqa = _flags("scaled_dot_product_attention_backward", is_causal, enable_gqa)
     op = "scaled_dot_product_attention_backward"
     names = ("dout", "q", "k", "v", "out")
     ga, qa, ka, va, oa = (

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.location import argument_error
+from ._io import flag, number
 from ._replay import replayable
 from ._route import torch_ops
 from .attention_variants import attend
@@ -45,6 +46,7 @@ def flash_attn_func(
     over k, v (B, S, H_kv, D), query i at i + S - L for `causal` and `window_size`; returns
     (B, L, H, D). `deterministic` is accepted: the forward is, and the backward follows
     `torch.use_deterministic_algorithms` as `scaled_dot_product_attention`'s does."""
+    causal = flag(causal, OP, "causal")
     _refuse(dropout_p, alibi_slopes, return_attn_probs)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if len(getattr(x, "shape", ())) != 4:
@@ -65,7 +67,7 @@ def flash_attn_func(
 
 def _refuse(dropout_p: Any, alibi_slopes: Any, return_attn_probs: Any) -> None:
     """flash-attn's arguments fearless does not take, each a fearless error."""
-    if dropout_p != 0.0:
+    if number(dropout_p, OP, "dropout_p") != 0.0:
         raise argument_error(
             f"`fearless.ops.{OP}` has no attention dropout (dropout_p={dropout_p!r})",
             help="pass dropout_p=0.0 (inference, and most training of large models)",

@@ -28,6 +28,7 @@ from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_
 from ._io import (
     FLOATS,
     Operand,
+    is_one_of,
     number,
     operand,
     output,
@@ -80,7 +81,7 @@ def fmha_variant(
     - window_size: 0 for none, else keys with |j - (i + kv_len - q_len)| > window_size masked.
     - random_mask: None or (1 or B, 1 or N, S_q, S_kv) bool, int8 or uint8: nonzero masks.
     A query that sees no key gives 0."""
-    if layout not in _LAYOUTS:
+    if not is_one_of(layout, _LAYOUTS):
         raise argument_error(
             f"`layout` of `fearless.ops.{_OP}` must be 'bnsd' or 'nsbd', got {layout!r:.40}",
             help="'bnsd': (batch, heads, sequence, head dim); 'nsbd': (heads, sequence, batch, "

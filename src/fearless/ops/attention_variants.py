@@ -32,7 +32,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
-from ._io import heads_major, number, result, view
+from ._io import flag, heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode
@@ -49,6 +49,7 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
     """TileGym's `fmha` (prefill): softmax(q k^T * scaling) v of q (B, H, L, D) over k, v
     (B, H_kv, S, D). `is_causal`: query i sees keys j <= i + S - L (bottom-right aligned, as
     flash-attn; torch's `is_causal` is top-left)."""
+    is_causal = flag(is_causal, "fmha", "is_causal")
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
             return _train(t, "fmha", q, k, v, scaling, bool(is_causal), (None, None, None))
@@ -69,6 +70,7 @@ def swa_attention(
     i + S - L) sees keys j with i' - window_size < j (the last `window_size` keys up to itself
     when causal: j <= i' too; no upper bound when not causal, as TileGym). window_size 0: no
     window (TileGym's "non-positive W means full"); below 0: an error."""
+    is_causal = flag(is_causal, "swa_attention", "is_causal")
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
             bounds = _swa(window_size)
@@ -92,6 +94,7 @@ def gemma_attention(
     window (0: none) that is TileGym's: query i (at i' = i + S - L) sees keys j with
     |j - i'| <= window_size (window_size + 1 keys up to itself when causal). soft_cap None: no
     cap; it must be above 0."""
+    is_causal = flag(is_causal, "gemma_attention", "is_causal")
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
             bounds = _gemma(window_size, soft_cap, bool(is_causal))
@@ -113,6 +116,7 @@ def fmha_backward(
 ) -> tuple[Any, Any, Any]:
     """(dq, dk, dv) of `fmha(q, k, v, scaling, is_causal)`, whose result was `out`, for the
     gradient `dout` of that result (flash attention's backward: the probabilities recomputed)."""
+    is_causal = flag(is_causal, "fmha_backward", "is_causal")
     causal = bool(is_causal)
     return _backward("fmha_backward", dout, q, k, v, out, scaling, causal, None, None, None)
 
@@ -130,6 +134,7 @@ def swa_attention_backward(
 ) -> tuple[Any, Any, Any]:
     """(dq, dk, dv) of `swa_attention(q, k, v, window_size, scaling, is_causal)`, whose result
     was `out`, for the gradient `dout` of that result."""
+    is_causal = flag(is_causal, "swa_attention_backward", "is_causal")
     op = "swa_attention_backward"
     return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *_swa(window_size, op))
 
@@ -149,6 +154,7 @@ def gemma_attention_backward(
     """(dq, dk, dv) of `gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)`,
     whose result was `out`, for the gradient `dout` of that result (through the cap:
     d(cap tanh(x / cap)) = 1 - tanh(x / cap)^2)."""
+    is_causal = flag(is_causal, "gemma_attention_backward", "is_causal")
     op = "gemma_attention_backward"
     bounds = _gemma(window_size, soft_cap, bool(is_causal), op)
     return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *bounds)

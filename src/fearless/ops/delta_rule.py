@@ -29,7 +29,7 @@ from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._io import FLOATS, Operand, cast, empty_beside, operand, output, result, view
+from ._io import FLOATS, Operand, cast, empty_beside, is_one_of, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_delta_rule import chunk_inter_tuned, chunk_prepare_launch, recurrent_tuned
@@ -79,7 +79,7 @@ def chunk_gated_delta_rule(
     (a power of two, 16 to 128; see the module docstring). Returns (output (B, T, HV, V), the
     final state (B, HV, K, V) f32 or None). Forward only."""
     op = "chunk_gated_delta_rule"
-    if isinstance(chunk_size, bool) or chunk_size not in CHUNK_SIZES:
+    if isinstance(chunk_size, bool) or not is_one_of(chunk_size, CHUNK_SIZES):
         raise argument_error(
             f"`chunk_size` of `fearless.ops.{op}` must be one of {', '.join(map(str, CHUNK_SIZES))}"
             f" (a power of two: it is a tile's extent), got {chunk_size!r}",

@@ -29,6 +29,7 @@ from ._io import (
     Operand,
     cast,
     dims,
+    flag,
     fresh_seed,
     gelu_kind,
     heads_major,
@@ -94,6 +95,13 @@ def _converted(x: Any, dtype: Any, op: str) -> Any:
 
 def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
     shape = dims(normalized_shape, op, "normalized_shape")
+    if not a.shape:
+        raise KernelTypeError(
+            f"`fearless.ops.{op}` normalizes over the last axis, and `x` has none (0-d)",
+            user_location(),
+            code="E0701",
+            help="pass a tensor of at least one axis",
+        )
     if shape != a.shape[-1:]:
         raise KernelTypeError(
             f"`fearless.ops.{op}` normalizes over the last axis: normalized_shape must be "
@@ -253,7 +261,7 @@ def _unary(x: Any, kind: str, op: str) -> Any:
 @replayable()
 def relu(x: Any, inplace: bool = False) -> Any:
     """`torch.nn.functional.relu` (out of place: `inplace=True` is refused)."""
-    if inplace:
+    if flag(inplace, "relu", "inplace"):
         raise _no_inplace("relu")
     if (t := torch_ops(x)) is not None:
         return t.relu(x)
@@ -349,6 +357,7 @@ def dropout(
             help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
         )
     p = number(p, "dropout", "p")
+    inplace, training = flag(inplace, "dropout", "inplace"), flag(training, "dropout", "training")
     if inplace and isinstance(x, np.ndarray) and not x.flags.writeable:
         raise KernelTypeError(
             "`fearless.ops.dropout(..., inplace=True)` was given a read-only NumPy array",
@@ -532,6 +541,16 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     H100, session 27), fp8, mixed dtypes and shapes that do not multiply are each their own
     `matmul`, with its own checks, and on the first call for their size classes those compile
     side by side."""
+    for name, xs in (("As", As), ("Bs", Bs)):
+        listed = isinstance(xs, Sequence) and not isinstance(xs, (str, bytes))
+        if not listed and len(getattr(xs, "shape", ())) < 1:  # a stacked array iterates too
+            raise KernelTypeError(
+                f"`{name}` of `fearless.ops.group_gemm` is a list of matrices, not "
+                f"{type(xs).__name__}",
+                user_location(),
+                code="E0701",
+                help="pass lists (or tuples) of 2-D tensors: `group_gemm([a0, a1], [b0, b1])`",
+            )
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):

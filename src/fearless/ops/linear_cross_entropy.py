@@ -43,6 +43,7 @@ from ._io import (
     cast,
     empty_beside,
     full,
+    is_one_of,
     operand,
     output,
     result,
@@ -205,7 +206,7 @@ class _Problem:
         reduction: Any,
         accum_dtype: Any = None,
     ) -> _Problem:
-        if reduction not in REDUCTIONS:
+        if not is_one_of(reduction, REDUCTIONS):
             raise argument_error(
                 f"`reduction` of `fearless.ops.{OP}` must be 'mean', 'sum' or 'none', not "
                 f"{reduction!r:.40}",

@@ -28,7 +28,7 @@ from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._io import FLOATS, Operand, empty_beside, operand, output, result, view
+from ._io import FLOATS, Operand, empty_beside, is_one_of, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_mamba2 import chunk_grads_launch, chunk_out_launch, chunk_states_launch
@@ -155,7 +155,7 @@ def _form(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _chunk_size(op: str, chunk_size: Any) -> int:
-    if isinstance(chunk_size, bool) or chunk_size not in CHUNK_SIZES:
+    if isinstance(chunk_size, bool) or not is_one_of(chunk_size, CHUNK_SIZES):
         raise argument_error(
             f"`chunk_size` of `fearless.ops.{op}` must be one of "
             f"{', '.join(map(str, CHUNK_SIZES))} (a power of two: it is a tile's extent), got "

@@ -1,0 +1,73 @@
+"""Every public fearless.ops operator, called with wrong arguments drawn at random (arrays of
+the wrong rank or dtype, 0-d and empty arrays, None, numbers, strings, lists, bools, in any
+parameter, keyword-only ones included), raises a fearless error that points at the caller's
+line: never NumPy's "truth value of an array is ambiguous", an IndexError or a TypeError from
+inside fearless (an array where a flag such as `is_causal` goes was one, found this way)."""
+
+from __future__ import annotations
+
+import inspect
+import random
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import ops
+
+POOL: list[tuple[str, Callable[[], Any]]] = [
+    ("0-d", lambda: np.array(1.0, np.float32)),
+    ("1-d", lambda: np.zeros((4,), np.float32)),
+    ("2-d", lambda: np.zeros((2, 8), np.float32)),
+    ("3-d", lambda: np.zeros((2, 4, 8), np.float32)),
+    ("4-d", lambda: np.zeros((1, 2, 4, 8), np.float32)),
+    ("5-d", lambda: np.zeros((1, 2, 2, 2, 8), np.float32)),
+    ("empty", lambda: np.zeros((0, 8), np.float32)),
+    ("i32", lambda: np.zeros((2, 8), np.int32)),
+    ("f16", lambda: np.zeros((2, 8), np.float16)),
+    ("None", lambda: None),
+    ("3", lambda: 3),
+    ("-1", lambda: -1),
+    ("0.5", lambda: 0.5),
+    ("'x'", lambda: "x"),
+    ("[1.0, 2.0]", lambda: [1.0, 2.0]),
+    ("True", lambda: True),
+]
+TRIALS = 40  # per operator and seed: 46 operators x 3 seeds run in about half a second
+
+
+def _draws(op: Callable[..., Any], rng: random.Random) -> tuple[list[Any], dict[str, Any], str]:
+    """Random arguments for `op`: every required positional one, some optional ones, and some
+    keyword-only ones; with their description."""
+    params = list(inspect.signature(op).parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = sum(p.default is p.empty for p in positional)
+    n = rng.randint(required, len(positional))
+    picked = [rng.choice(POOL) for _ in range(n)]
+    named = {p.name: rng.choice(POOL) for p in params if p.kind == p.KEYWORD_ONLY}
+    named = {k: v for k, v in named.items() if rng.random() < 0.5}
+    said = ", ".join([d for d, _ in picked] + [f"{k}={d}" for k, (d, _) in named.items()])
+    return [make() for _, make in picked], {k: make() for k, (_, make) in named.items()}, said
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wrong_arguments_are_fearless_errors_at_the_callers_line(seed: int) -> None:
+    rng = random.Random(seed)
+    escaped: dict[tuple[str, str], str] = {}
+    for name in ops.__all__:
+        op = getattr(ops, name)
+        for _ in range(TRIALS):
+            args, kwargs, said = _draws(op, rng)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # HostCopyWarning and the like
+                    op(*args, **kwargs)
+            except fl.FearlessError as e:
+                if __file__ not in str(e):
+                    escaped.setdefault((name, "no location"), f"({said}): {str(e)[:120]}")
+            except Exception as e:  # what this test is for
+                escaped.setdefault((name, type(e).__name__), f"({said}): {str(e)[:120]}")
+    assert not escaped, "\n".join(f"{n}{what}: {kind}" for (n, kind), what in escaped.items())
