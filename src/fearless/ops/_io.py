@@ -386,10 +386,19 @@ def is_one_of(value: Any, allowed: tuple[Any, ...]) -> bool:
 
 def _kind_of(value: Any) -> str:
     """How an error names a wrong argument: its type, and an array's shape and dtype."""
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"{type(value).__name__} of shape {tuple(shape)} ({getattr(value, 'dtype', '?')})"
+    if hasattr(value, "shape") and not isinstance(value, type):
+        return f"{type(value).__name__} of shape {shape_of(value)} ({getattr(value, 'dtype', '?')})"
     return f"{type(value).__name__} ({value!r:.40})"
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of an array-like argument, () for anything else (a class such as `np.float16`
+    has a `shape` attribute too: a descriptor, not a shape)."""
+    shape = None if isinstance(x, type) else getattr(x, "shape", None)
+    try:
+        return () if shape is None else tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        return ()
 
 
 def dims(shape: Any, op: str, name: str) -> tuple[int, ...]:

@@ -37,7 +37,7 @@ from ._attention_checks import (
     sequence_layout,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, flag, heads_major, number, operand, result, view
+from ._io import FLOATS, flag, heads_major, number, operand, result, shape_of, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned
@@ -180,7 +180,7 @@ def _flags(op: str, is_causal: Any, enable_gqa: Any) -> tuple[bool, bool]:
 def is_decode(q: Any, attn_mask: Any, is_causal: bool) -> bool:
     """Whether the call takes the split-KV decode kernels: one query per head, no mask, not
     causal (the inference form; the training forward never does)."""
-    shape: tuple[int, ...] = tuple(getattr(q, "shape", ()))
+    shape = shape_of(q)
     return len(shape) > 1 and shape[-2] == 1 and attn_mask is None and not is_causal
 
 

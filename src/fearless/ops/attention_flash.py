@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.location import argument_error
-from ._io import flag, number
+from ._io import flag, number, shape_of
 from ._replay import replayable
 from ._route import torch_ops
 from .attention_variants import attend
@@ -49,10 +49,10 @@ def flash_attn_func(
     causal = flag(causal, OP, "causal")
     _refuse(dropout_p, alibi_slopes, return_attn_probs)
     for name, x in (("q", q), ("k", k), ("v", v)):
-        if len(getattr(x, "shape", ())) != 4:
+        if len(shape_of(x)) != 4:
             raise argument_error(
                 f"`fearless.ops.{OP}` takes q (B, L, H, D) and k, v (B, S, H_kv, D), flash-attn's "
-                f"layout: `{name}` has shape {tuple(getattr(x, 'shape', ()))}",
+                f"layout: `{name}` has shape {shape_of(x)}",
                 help="for (B, H, L, D) tensors, use `fearless.ops.fmha` (the same kernels)",
             )
     left, right = window_bounds(window_size, bool(causal), OP)

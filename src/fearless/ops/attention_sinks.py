@@ -29,7 +29,19 @@ from ..runtime.location import argument_error
 from ._arguments import integer, layout_error
 from ._attention_checks import float_operands
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
-from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    full,
+    number,
+    operand,
+    output,
+    result,
+    shape_of,
+    view,
+    zeros_output,
+)
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_ragged_backward import sink_attention_backward
@@ -105,8 +117,8 @@ def attention_sink_decode(
             f"{kv_len_per_split!r}",
             help="pass None (the default), or e.g. 1024",
         )
-    shape = getattr(query, "shape", None)
-    if shape is not None and len(shape) == 5 and shape[1] != 1:
+    shape = shape_of(query)
+    if len(shape) == 5 and shape[1] != 1:
         raise argument_error(
             f"`fearless.ops.{op}` takes one query token, query (B, 1, H_kv, G, D), got shape "
             f"{tuple(shape)}",

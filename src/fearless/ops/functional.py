@@ -40,6 +40,7 @@ from ._io import (
     read_in_place,
     result,
     rows_of,
+    shape_of,
     view,
 )
 from ._replay import replayable
@@ -356,6 +357,16 @@ def dropout(
             code="E0701",
             help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
         )
+    if seed is not None and (
+        isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+    ):
+        raise KernelTypeError(
+            f"`seed` of `fearless.ops.dropout` is an int or None, not {type(seed).__name__} "
+            f"({seed!r:.40})",
+            user_location(),
+            code="E0701",
+            help="pass an integer seed for a fixed mask, e.g. `seed=0`, or None for a fresh one",
+        )
     p = number(p, "dropout", "p")
     inplace, training = flag(inplace, "dropout", "inplace"), flag(training, "dropout", "training")
     if inplace and isinstance(x, np.ndarray) and not x.flags.writeable:
@@ -543,7 +554,8 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     side by side."""
     for name, xs in (("As", As), ("Bs", Bs)):
         listed = isinstance(xs, Sequence) and not isinstance(xs, (str, bytes))
-        if not listed and len(getattr(xs, "shape", ())) < 1:  # a stacked array iterates too
+        stacked = len(shape_of(xs)) >= 1 and hasattr(type(xs), "__iter__")  # iterates too
+        if not listed and not stacked:
             raise KernelTypeError(
                 f"`{name}` of `fearless.ops.group_gemm` is a list of matrices, not "
                 f"{type(xs).__name__}",
@@ -620,8 +632,8 @@ def _in_group_launches(pairs: list[tuple[Any, Any]]) -> list[Any] | None:
 
 def _extent(x: Any, axis: int) -> int:
     """x's extent along `axis`, 0 where it has no such axis (matmul then says what is wrong)."""
-    shape = getattr(x, "shape", ())
-    return int(shape[axis]) if len(shape) else 0
+    shape = shape_of(x)
+    return shape[axis] if shape else 0
 
 
 __all__: Sequence[str] = (

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import dtypes
 from ..runtime.location import argument_error
-from ._io import FLOATS, cast, number, operand, output, param, result, view
+from ._io import FLOATS, cast, number, operand, output, param, result, shape_of, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_persistent_norm import block_d, persistent_layer_norm_tuned
@@ -89,5 +89,5 @@ def persistent_layer_norm(
 
 
 def _last(x: Any) -> int:
-    shape = getattr(x, "shape", None)
-    return int(shape[-1]) if shape else 1
+    shape = shape_of(x)
+    return shape[-1] if shape else 1

@@ -170,7 +170,7 @@ def _from_numpy_dtype(value: Any, message: str, help: str) -> DType:
     """The DType of what `np.dtype` makes of `value`; a KernelTypeError saying `message`."""
     try:
         return numpy_dtype(np.dtype(value))
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ValueError):  # ValueError: an array-like NumPy cannot read
         raise argument_error(message, help) from None
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import config
 from ..errors import FearlessError, ToolchainError
+from .location import user_location
 
 
 class Target(str, enum.Enum):
@@ -117,11 +118,12 @@ def default_arch() -> str:
 
 def _validate(name: str, source: str) -> Target:
     value = name.strip().lower() if isinstance(name, str) else name
-    if value in TARGETS:
+    if isinstance(value, str) and value in TARGETS:
         return Target(value)
     where = f"FEARLESS_TARGET={name!r}" if source == "FEARLESS_TARGET" else f"{name!r}"
     raise TargetError(
         f"unknown target {where}",
+        None if source == "FEARLESS_TARGET" else user_location(),
         help='the targets are "cuda" (the GPU) and "sim" (the CPU simulator)',
     )
 

@@ -347,6 +347,18 @@ def arange(
     device: int | None = None,
 ) -> Tensor:
     """Evenly spaced values in [start, stop), like `np.arange`; ints give i64, floats f32."""
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if v is None and name == "stop":
+            continue
+        number = not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
+        if v is None or not number or not math.isfinite(v) or (name == "step" and v == 0):
+            what = f"`{type(v).__name__}` ({v!r:.40})" if not number else f"{v!r}"
+            raise KernelTypeError(
+                f"`{name}` of fl.arange is a finite{' non-zero' if name == 'step' else ''} "
+                f"number, not {what}",
+                user_location(),
+                help="e.g. fl.arange(10) or fl.arange(0.0, 1.0, 0.25)",
+            )
     if stop is None:
         start, stop = 0, start
     if dtype is None:
@@ -356,7 +368,7 @@ def arange(
         dt = as_dtype(dtype)
     try:
         values = np.arange(start, stop, step, dtype=np.float32 if dt.is_raw else dt.np)
-    except MemoryError:
+    except (MemoryError, ValueError):  # ValueError: more elements than NumPy can count
         n = max(0, math.ceil((stop - start) / step))
         raise _too_large((n,), dt) from None
     return _place(_to_storage(values, dt), dt, devices.resolve(device, "fl.arange"))
@@ -427,7 +439,8 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
             user_location(),
             help="pass a NumPy array, a torch tensor, a nested list of numbers, or an fl.Tensor",
         ) from None
-    want = want or _host_dtype(values)
+    have = _host_dtype(values)  # numbers, or a clear error (strings, objects)
+    want = want or have
     return _place(_convert(values, None, want), want, dev)
 
 
@@ -435,8 +448,13 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
 
 
 def _shape(shape: Shape) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    if not all(isinstance(d, int | np.integer) and d >= 0 for d in dims):
+    try:
+        dims: tuple[Any, ...] = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    except TypeError:  # not a sequence: an fl.Tensor, a dtype, None
+        dims = (None,)
+    if isinstance(shape, bool) or not all(
+        isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+    ):
         raise KernelTypeError(
             f"a tensor shape is a tuple of non-negative ints, not {shape!r}",
             user_location(),
@@ -459,7 +477,18 @@ def _too_large(dims: tuple[int, ...], dt: DType) -> OutOfMemoryError:
 
 def _element(value: Any, dt: DType) -> Any:
     """`value` as stored for `dt` (the raw bits for bf16), refusing fills that would change it."""
-    if isinstance(value, bool | int | float) and not dtypes.literal_fits(value, dt):
+    if isinstance(value, np.generic) and not isinstance(value, np.bool_ | np.number):
+        value = None  # a NumPy string or object scalar
+    if isinstance(value, np.bool_ | np.number):
+        value = value.item()
+    if not isinstance(value, bool | int | float):
+        raise KernelTypeError(
+            f"a tensor is filled with a number or a bool, not `{type(value).__name__}` "
+            f"({value!r:.40})",
+            user_location(),
+            help="e.g. fl.full((4, 4), 0.5)",
+        )
+    if not dtypes.literal_fits(value, dt):
         raise KernelTypeError(
             f"cannot fill a tensor of {dt} with {value!r}",
             user_location(),

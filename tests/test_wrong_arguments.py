@@ -1,8 +1,10 @@
-"""Every public fearless.ops operator, called with wrong arguments drawn at random (arrays of
-the wrong rank or dtype, 0-d and empty arrays, None, numbers, strings, lists, bools, in any
-parameter, keyword-only ones included), raises a fearless error that points at the caller's
-line: never NumPy's "truth value of an array is ambiguous", an IndexError or a TypeError from
-inside fearless (an array where a flag such as `is_causal` goes was one, found this way)."""
+"""Every public fearless.ops operator and every tensor-making function of `fearless` (fl.zeros,
+fl.full, fl.arange, fl.asarray, ...), called with wrong arguments drawn at random (arrays of
+the wrong rank or dtype, 0-d and empty arrays, fl.Tensors, dtypes, None, numbers, NaN,
+strings, lists, bools, in any parameter, keyword-only ones included), raises a fearless error
+that points at the caller's line: never NumPy's "truth value of an array is ambiguous", an
+IndexError or a TypeError from inside fearless (an array where a flag such as `is_causal`
+goes, an fl.Tensor given as a shape or a dtype, NaN to fl.arange: each was one, found so)."""
 
 from __future__ import annotations
 
@@ -35,8 +37,30 @@ POOL: list[tuple[str, Callable[[], Any]]] = [
     ("'x'", lambda: "x"),
     ("[1.0, 2.0]", lambda: [1.0, 2.0]),
     ("True", lambda: True),
+    ("0", lambda: 0),
+    ("nan", lambda: float("nan")),
+    ("2**70", lambda: 2**70),
+    ("(2, -3)", lambda: (2, -3)),
+    ("fl.Tensor", lambda: fl.zeros((2, 8))),
+    ("fl.f16", lambda: fl.f16),
+    ("np.float16", lambda: np.float16),
+    ("object()", lambda: object()),
 ]
-TRIALS = 40  # per operator and seed: 46 operators x 3 seeds run in about half a second
+TENSOR_MAKERS = [
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "from_numpy",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "zeros",
+    "zeros_like",
+    "set_target",
+]
+TRIALS = 40  # per function and seed
 
 
 def _draws(op: Callable[..., Any], rng: random.Random) -> tuple[list[Any], dict[str, Any], str]:
@@ -53,21 +77,38 @@ def _draws(op: Callable[..., Any], rng: random.Random) -> tuple[list[Any], dict[
     return [make() for _, make in picked], {k: make() for k, (_, make) in named.items()}, said
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_wrong_arguments_are_fearless_errors_at_the_callers_line(seed: int) -> None:
+def _escapes(functions: list[tuple[str, Callable[..., Any]]], seed: int) -> str:
+    """What got out of `functions` called with wrong arguments, other than a fearless error
+    at this file's line: one line per function and kind of escape."""
     rng = random.Random(seed)
     escaped: dict[tuple[str, str], str] = {}
-    for name in ops.__all__:
-        op = getattr(ops, name)
+    for name, function in functions:
         for _ in range(TRIALS):
-            args, kwargs, said = _draws(op, rng)
+            args, kwargs, said = _draws(function, rng)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # HostCopyWarning and the like
-                    op(*args, **kwargs)
+                    function(*args, **kwargs)
             except fl.FearlessError as e:
                 if __file__ not in str(e):
                     escaped.setdefault((name, "no location"), f"({said}): {str(e)[:120]}")
-            except Exception as e:  # what this test is for
+            except Exception as e:  # what these tests are for
                 escaped.setdefault((name, type(e).__name__), f"({said}): {str(e)[:120]}")
-    assert not escaped, "\n".join(f"{n}{what}: {kind}" for (n, kind), what in escaped.items())
+            finally:
+                fl.set_target(None)  # a drawn fl.set_target("sim") stays in this process
+    return "\n".join(f"{n}{what}: {kind}" for (n, kind), what in escaped.items())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wrong_arguments_to_an_operator_are_fearless_errors_at_the_callers_line(
+    seed: int,
+) -> None:
+    assert not (problems := _escapes([(n, getattr(ops, n)) for n in ops.__all__], seed)), problems
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wrong_arguments_to_a_tensor_maker_are_fearless_errors_at_the_callers_line(
+    seed: int,
+) -> None:
+    makers = [(name, getattr(fl, name)) for name in TENSOR_MAKERS]
+    assert not (problems := _escapes(makers, seed)), problems
