@@ -1,5 +1,6 @@
-"""Every public fearless.ops operator and every tensor-making function of `fearless` (fl.zeros,
-fl.full, fl.arange, fl.asarray, ...), called with wrong arguments drawn at random (arrays of
+"""Every public fearless.ops operator, every tensor-making function of `fearless` (fl.zeros,
+fl.full, fl.arange, fl.asarray, ...) and the Tile kernel's host API (a launch, `launch(grid)`,
+`options`, `specialise`, `tile.Spec`, `Tensor.partition`, `Tensor.astype`), called with wrong arguments drawn at random (arrays of
 the wrong rank or dtype, 0-d and empty arrays, fl.Tensors, dtypes, None, numbers, NaN,
 strings, lists, bools, in any parameter, keyword-only ones included), raises a fearless error
 that points at the caller's line: never NumPy's "truth value of an array is ambiguous", an
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import ops
+from fearless import ops, tile
 
 POOL: list[tuple[str, Callable[[], Any]]] = [
     ("0-d", lambda: np.array(1.0, np.float32)),
@@ -112,3 +113,27 @@ def test_wrong_arguments_to_a_tensor_maker_are_fearless_errors_at_the_callers_li
 ) -> None:
     makers = [(name, getattr(fl, name)) for name in TENSOR_MAKERS]
     assert not (problems := _escapes(makers, seed)), problems
+
+
+@tile.kernel
+def scaled(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], s: fl.f32):
+    z.store(tile.load_like(x, z) * s)
+
+
+def _kernel_api() -> list[tuple[str, Callable[..., Any]]]:
+    """The host API of a Tile kernel and of partitions, on fresh tensors (a partition moves)."""
+    return [
+        ("launch", scaled),
+        ("launch(grid)", scaled.launch),
+        ("options", scaled.options),
+        ("specialise", scaled.specialise),
+        ("tile.Spec", tile.Spec),
+        ("Tensor.partition", fl.zeros((4, 8)).partition),
+        ("Tensor.astype", fl.zeros((4, 8)).astype),
+    ]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_wrong_arguments_to_a_kernel_or_a_partition_are_fearless_errors(seed: int) -> None:
+    problems = [_escapes([api], seed + 10 * n) for n, api in enumerate(_kernel_api())]
+    assert not any(problems), "\n".join(p for p in problems if p)

@@ -140,8 +140,13 @@ def partition(
             loc,
             help="group the tiles of a 2-D output (a GEMM's C), or leave `order=` out",
         )
-    tile = (shape,) if isinstance(shape, int) else tuple(shape)
-    if len(tile) != tensor.ndim or not all(isinstance(d, int) for d in tile):
+    try:
+        tile = (shape,) if isinstance(shape, int) else tuple(shape)
+    except TypeError:  # not a sequence: None, a float, a dtype
+        tile = ()
+    if len(tile) != tensor.ndim or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in tile
+    ):
         raise KernelTypeError(
             f"a tensor of shape {tensor.shape} needs a tile shape of {tensor.ndim} ints, got {shape!r}",
             loc,

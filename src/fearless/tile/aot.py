@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..abi import ALIGN_BYTES, Signature, TileParam, array_align
 from ..dtypes import DType
@@ -30,7 +32,7 @@ from ..runtime.location import user_location
 from .types import ConstAnnotation, OptionalAnnotation, PartAnnotation, TensorAnnotation
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Spec:
     """An array argument without data: its shape, dtype and the byte alignment of its start."""
 
@@ -38,24 +40,37 @@ class Spec:
     dtype: DType
     align: int = ALIGN_BYTES
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+    # written out, not generated: a generated __init__'s frame is "<string>", which the errors
+    # below would take for the user's line
+    def __init__(self, shape: Any, dtype: DType, align: int = ALIGN_BYTES) -> None:
+        object.__setattr__(self, "shape", _extents(shape, "a shape", "(1024, 512)"))
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "align", align)
         if not isinstance(self.dtype, DType):
             raise KernelTypeError(
-                f"`tile.Spec` needs a fearless dtype such as fl.f32, got {self.dtype!r}"
+                f"`tile.Spec` needs a fearless dtype such as fl.f32, got {self.dtype!r:.40}",
+                user_location(),
             )
         if any(d < 0 for d in self.shape) or not self.shape:
             raise KernelTypeError(
-                f"`tile.Spec` needs a non-empty shape of extents >= 0, got {self.shape}"
+                f"`tile.Spec` needs a non-empty shape of extents >= 0, got {self.shape}",
+                user_location(),
+            )
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0:
+            raise KernelTypeError(
+                f"`align` of `tile.Spec` is a positive number of bytes, got {align!r:.40}",
+                user_location(),
+                help=f"leave it out for a device allocation's ({ALIGN_BYTES} bytes)",
             )
 
     def partition(self, tile: Sequence[int]) -> PartSpec:
         """The spec of this array partitioned into `tile`-shaped tiles (a `tile.Part` argument)."""
-        t = tuple(int(d) for d in tile)
+        t = _extents(tile, "a tile shape", "(128, 64)")
         if len(t) != len(self.shape) or not all(is_pow2(d) for d in t):
             raise KernelTypeError(
                 f"a {len(self.shape)}-d Spec partitions into {len(self.shape)} power-of-two tile "
-                f"extents, got {t}"
+                f"extents, got {t}",
+                user_location(),
             )
         return PartSpec(self, t)
 
@@ -69,6 +84,24 @@ class PartSpec:
 
     array: Spec
     tile: tuple[int, ...]
+
+
+def _extents(value: Any, what: str, example: str) -> tuple[int, ...]:
+    """A shape given to `tile.Spec` as a tuple of ints (a Python or NumPy int alone is one
+    extent); anything else is E0701 at the caller's line."""
+    items = (value,) if isinstance(value, int | np.integer) else value
+    try:
+        extents = tuple(items)
+    except TypeError:
+        extents = (None,)
+    if not all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in extents):
+        raise KernelTypeError(
+            f"`tile.Spec` takes {what} of ints, got {value!r:.40}",
+            user_location(),
+            code="E0701",
+            help=f"e.g. {example}",
+        )
+    return tuple(int(d) for d in extents)
 
 
 def signature_from_specs(

@@ -37,6 +37,7 @@ from ..errors import CompileError
 from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
 from ..ir.tile.kernel import TileHints, TileIR
 from ..runtime.dispatch import Dispatcher, Prepared
+from ..runtime.location import user_location
 from ..runtime.target import Target, current_target, default_arch
 from .aot import signature_from_specs
 from .compile_ahead import STATE as AHEAD
@@ -160,7 +161,7 @@ class Kernel:
         """This kernel with other tileiras hints (a separate compile and cache entry):
         `softmax.options(occupancy=2)(out, x)`. None keeps the decorator's value."""
         h = self.hints
-        hints = TileHints(
+        hints = _hints(
             num_ctas if num_ctas is not None else h.num_ctas,
             occupancy if occupancy is not None else h.occupancy,
             num_worker_warps if num_worker_warps is not None else h.num_worker_warps,
@@ -307,7 +308,7 @@ def kernel(
 ) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Decorate a Tile kernel: `@tile.kernel`, or with tileiras hints
     `@tile.kernel(num_ctas=2, occupancy=1, num_worker_warps=8)` (see `TileHints`)."""
-    hints = TileHints(num_ctas, occupancy, num_worker_warps)
+    hints = _hints(num_ctas, occupancy, num_worker_warps)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
         if not pyinspect.isfunction(f):
@@ -315,3 +316,12 @@ def kernel(
         return Kernel(f, hints)
 
     return wrap if func is None else wrap(func)
+
+
+def _hints(num_ctas: Any, occupancy: Any, num_worker_warps: Any) -> TileHints:
+    """The hints of `@tile.kernel(...)` or `options(...)`; a wrong one is a CompileError at
+    the caller's line (TileHints itself, in the IR, knows no user frame)."""
+    try:
+        return TileHints(num_ctas, occupancy, num_worker_warps)
+    except CompileError as exc:
+        raise CompileError(exc.message, user_location(), help=exc.help) from None

@@ -37,9 +37,7 @@ class TileHints:
     num_worker_warps: int | None = None
 
     def __post_init__(self) -> None:
-        if self.num_ctas is not None and (
-            isinstance(self.num_ctas, bool) or self.num_ctas not in (1, 2, 4, 8, 16)
-        ):
+        if self.num_ctas is not None and not _one_of(self.num_ctas, (1, 2, 4, 8, 16)):
             raise CompileError(
                 f"`num_ctas` must be 1, 2, 4, 8 or 16, got {self.num_ctas!r}",
                 help="it is the number of CTAs in a cluster, a power of two up to 16",
@@ -54,9 +52,8 @@ class TileHints:
                 help="it is the number of CTAs tileiras plans to keep on one multiprocessor",
             )
 
-        if self.num_worker_warps is not None and (
-            isinstance(self.num_worker_warps, bool)
-            or self.num_worker_warps not in (1, 2, 4, 8, 16, 32)
+        if self.num_worker_warps is not None and not _one_of(
+            self.num_worker_warps, (1, 2, 4, 8, 16, 32)
         ):
             raise CompileError(
                 f"`num_worker_warps` must be 1, 2, 4, 8, 16 or 32, got {self.num_worker_warps!r}",
@@ -66,6 +63,11 @@ class TileHints:
 
     def __bool__(self) -> bool:
         return any(v is not None for v in (self.num_ctas, self.occupancy, self.num_worker_warps))
+
+
+def _one_of(value: object, allowed: tuple[int, ...]) -> bool:
+    """Whether a hint is one of `allowed` ints (a bool or an array is none of them)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value in allowed
 
 
 @dataclass
