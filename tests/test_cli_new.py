@@ -74,3 +74,14 @@ def test_new_refuses_a_non_empty_folder(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "x" / "keep.txt").write_text("mine")
     assert main(["new", str(tmp_path / "x")]) == 2
     assert "not empty" in capsys.readouterr().out
+
+
+def test_new_refuses_a_file_and_a_folder_it_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a_file").write_text("mine")
+    assert main(["new", str(tmp_path / "a_file")]) == 2
+    assert "not an empty folder" in capsys.readouterr().out
+    blocked = tmp_path / "a_file" / "proj"  # under a file: no folder can be made there
+    assert main(["new", str(blocked)]) == 2
+    assert f"cannot write the project at {blocked}" in capsys.readouterr().out

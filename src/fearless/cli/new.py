@@ -8,7 +8,8 @@
 The closing hint names the Python that runs `fearless new` (it can import fearless): a plain
 `python main.py` fails unless that environment is active.
 
-Exit status: 0 created, 2 the folder exists and is not empty, or NAME is not a valid name.
+Exit status: 0 created, 2 the folder exists and is not empty, NAME is not a valid name, or
+the folder cannot be written.
 """
 
 from __future__ import annotations
@@ -146,10 +147,9 @@ def run(args: argparse.Namespace) -> int:
     if not name.replace("-", "_").isidentifier():
         print(f"error: {name!r} is not a valid project name (letters, digits, - and _)")
         return 2
-    if root.exists() and any(root.iterdir()):
-        print(f"error: {root} already exists and is not empty")
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        print(f"error: {root} already exists and is not an empty folder")
         return 2
-    root.mkdir(parents=True, exist_ok=True)
     files = {
         "kernels.py": KERNELS,
         "main.py": MAIN,
@@ -157,9 +157,14 @@ def run(args: argparse.Namespace) -> int:
         "README.md": README,
     }
     python, activate = _environment()
-    for file, template in files.items():
-        (root / file).write_text(template.format(name=name, python=python, activate=activate))
-        print(f"  created {root / file}")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for file, template in files.items():
+            (root / file).write_text(template.format(name=name, python=python, activate=activate))
+            print(f"  created {root / file}")
+    except OSError as exc:  # a folder that cannot be made or written: read-only, /proc, ...
+        print(f"error: cannot write the project at {root}: {exc.strerror or exc}")
+        return 2
     print(
         f"\nnext, with the Python fearless is installed in:\n"
         f"  cd {root}\n  {python} main.py\n  {python} -m pytest -q\n"
