@@ -81,7 +81,7 @@ def test_new_refuses_a_file_and_a_folder_it_cannot_write(
 ) -> None:
     (tmp_path / "a_file").write_text("mine")
     assert main(["new", str(tmp_path / "a_file")]) == 2
-    assert "not an empty folder" in capsys.readouterr().out
+    assert "is a file, not a folder" in capsys.readouterr().out
     blocked = tmp_path / "a_file" / "proj"  # under a file: no folder can be made there
     assert main(["new", str(blocked)]) == 2
     assert f"cannot write the project at {blocked}" in capsys.readouterr().out

@@ -147,8 +147,11 @@ def run(args: argparse.Namespace) -> int:
     if not name.replace("-", "_").isidentifier():
         print(f"error: {name!r} is not a valid project name (letters, digits, - and _)")
         return 2
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        print(f"error: {root} already exists and is not an empty folder")
+    if root.exists() and not root.is_dir():
+        print(f"error: {root} already exists and is a file, not a folder")
+        return 2
+    if root.exists() and any(root.iterdir()):
+        print(f"error: {root} already exists and is not empty")
         return 2
     files = {
         "kernels.py": KERNELS,
