@@ -358,6 +358,29 @@ def test_inspect_errors_are_one_line_and_exit_2(
     assert message.format(path=path) in err
 
 
+def test_inspect_shows_the_files_own_errors_as_python_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = write(tmp_path, "typo.py", "x = 1\ndef f(:\n    pass\n")
+    assert main(["inspect", f"{typo}::f"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "importlib" not in err
+    assert err.startswith(f'  File "{typo}", line 2\n    def f(:\n')
+    raises = write(tmp_path, "raises.py", "raise RuntimeError('no config file')\n")
+    assert main(["inspect", f"{raises}::f"]) == 1
+    err = capsys.readouterr().err
+    assert err.count('  File "') == 1 and err.rstrip().endswith("RuntimeError: no config file")
+
+
+def test_bench_says_so_when_its_results_folder_cannot_be_made(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "results"  # under a file: no folder can be made there
+    assert main(["bench", "--dry-run", "--cases", "vecadd", "--out", str(out)]) == 2
+    assert f"fearless bench: cannot write results to {out}" in capsys.readouterr().err
+
+
 def test_inspect_rejects_an_unknown_stage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "k.py::k", "--emit", "asm"]) == 2
     assert "invalid choice: 'asm'" in capsys.readouterr().err

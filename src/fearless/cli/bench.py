@@ -78,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"{family:<12} {case}")
         return 0
     out = args.out or (DEFAULT_OUT / "dry-run" if args.dry_run else DEFAULT_OUT)
+    try:  # made now: a folder that cannot be made stops the run before any case, not after
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(
+            f"fearless bench: cannot write results to {out}: {exc.strerror or exc}", file=sys.stderr
+        )
+        return 2
     opts = suite.Options(
         out=out,
         cases=args.cases,

@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import config
 from ..errors import FearlessError
+from .run import print_user_exception
 
 STAGES = ("ir", "llvm", "ptx", "sass", "tileir", "resources")
 
@@ -98,14 +99,32 @@ def find_kernel(module: types.ModuleType, name: str, path: Path) -> Any:
 
 
 def inspect_kernel(target: str, stage: str) -> str:
+    """The text of `stage` of the kernel `target` names (FILE::KERNEL). The file's own errors
+    (a SyntaxError, an exception at import) pass as they are: `UserFileError` wraps them."""
     path, name = split_target(target)
-    kernel = find_kernel(load_module(path), name, path)
-    return str(kernel.inspect(stage=stage))
+    try:
+        module = load_module(path)
+    except UsageError:
+        raise
+    except Exception as exc:
+        raise UserFileError(exc, path.resolve()) from exc
+    return str(find_kernel(module, name, path).inspect(stage=stage))
+
+
+class UserFileError(Exception):
+    """The user's file raised when imported (shown as `python FILE` would show it)."""
+
+    def __init__(self, error: Exception, path: Path) -> None:
+        super().__init__(str(error))
+        self.error, self.path = error, path
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         text = inspect_kernel(args.target, args.emit)
+    except UserFileError as exc:
+        print_user_exception(exc.error, exc.path)
+        return 1
     except UsageError as exc:
         print(f"fearless inspect: error: {exc}", file=sys.stderr)
         return 2
