@@ -1,11 +1,13 @@
 """Every public fearless.ops operator, every tensor-making function of `fearless` (fl.zeros,
-fl.full, fl.arange, fl.asarray, ...) and the Tile kernel's host API (a launch, `launch(grid)`,
-`options`, `specialise`, `tile.Spec`, `Tensor.partition`, `Tensor.astype`), called with wrong arguments drawn at random (arrays of
-the wrong rank or dtype, 0-d and empty arrays, fl.Tensors, dtypes, None, numbers, NaN,
-strings, lists, bools, in any parameter, keyword-only ones included), raises a fearless error
-that points at the caller's line: never NumPy's "truth value of an array is ambiguous", an
-IndexError or a TypeError from inside fearless (an array where a flag such as `is_causal`
-goes, an fl.Tensor given as a shape or a dtype, NaN to fl.arange: each was one, found so)."""
+fl.full, fl.arange, fl.asarray, ...) and the kernels' host API (the decorators, a launch of
+either track, Tile's `launch(grid)`, `options`, `specialise` and `tile.Spec`, SIMT's
+`prepare`, `Tensor.partition`, `Tensor.astype`), called with wrong arguments drawn at random
+(arrays of the wrong rank or dtype, 0-d and empty arrays, fl.Tensors, dtypes, None, numbers,
+NaN, strings, lists, bools, in any parameter, keyword-only ones included), raises a fearless
+error that points at the caller's line: never NumPy's "truth value of an array is
+ambiguous", an IndexError or a TypeError from inside fearless (an array where a flag such as
+`is_causal` goes, an fl.Tensor given as a shape or a dtype, NaN to fl.arange, a string to
+`@simt.kernel`: each was one, found so)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import ops, tile
+from fearless import ops, simt, tile
 
 POOL: list[tuple[str, Callable[[], Any]]] = [
     ("0-d", lambda: np.array(1.0, np.float32)),
@@ -120,9 +122,21 @@ def scaled(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], s: fl.f32):
     z.store(tile.load_like(x, z) * s)
 
 
+@simt.kernel
+def added(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread_id()
+    c[i] = a[i] + b[i]
+
+
 def _kernel_api() -> list[tuple[str, Callable[..., Any]]]:
-    """The host API of a Tile kernel and of partitions, on fresh tensors (a partition moves)."""
+    """The host API of the kernels of both tracks, of the decorators and of partitions, on
+    fresh tensors (a partition moves its tensor)."""
     return [
+        ("simt.kernel", simt.kernel),
+        ("tile.kernel", tile.kernel),
+        ("fl.autotune", fl.autotune),
+        ("SIMT launch", added),
+        ("SIMT prepare", added.prepare),
         ("launch", scaled),
         ("launch(grid)", scaled.launch),
         ("options", scaled.options),

@@ -119,10 +119,17 @@ class Kernel:
     __fearless_kernel__ = "simt"
 
     def __init__(self, func: Callable[..., Any], **options: Unpack[KernelOptions]) -> None:
+        if not pyinspect.isfunction(func):
+            raise LaunchContractError(
+                f"`@simt.kernel` decorates a `def` function, not {type(func).__name__}",
+                user_location(),
+                help="put `@simt.kernel` (or `@simt.kernel(block=256)`) on the line above a `def`",
+            )
         unknown = sorted(set(options) - set(KernelOptions.__annotations__))
         if unknown:
             raise LaunchContractError(
                 f"@simt.kernel has no option {', '.join(f'`{u}`' for u in unknown)}",
+                user_location(),
                 help="its options are "
                 + ", ".join(f"`{o}`" for o in KernelOptions.__annotations__),
             )
@@ -145,7 +152,9 @@ class Kernel:
         )
         if launch_bounds is not None and launch_bounds <= 0:
             raise LaunchContractError(
-                "launch_bounds must be a positive thread count", help="e.g. `launch_bounds=256`"
+                "launch_bounds must be a positive thread count",
+                user_location(),
+                help="e.g. `launch_bounds=256`",
             )
         if max_registers is not None and not (
             type(max_registers) is int and MIN_REGISTERS <= max_registers <= MAX_REGISTERS
@@ -153,6 +162,7 @@ class Kernel:
             raise LaunchContractError(
                 f"max_registers must be an int from {MIN_REGISTERS} to {MAX_REGISTERS}, "
                 f"not {max_registers!r}",
+                user_location(),
                 help="e.g. `max_registers=32`: 2048 threads of an SM fit its 65536 registers",
             )
         self.spec = KernelSpec(func, self.contract, self.requires, unsafe)
@@ -292,6 +302,7 @@ class Kernel:
             if self.contract.block is None:
                 raise LaunchContractError(
                     f"`{self.name}.prepare` needs a block size: the kernel has no `block=` contract",
+                    user_location(),
                     help="pass `block=256` (or declare `@simt.kernel(block=256)`)",
                 )
             block = self.contract.block

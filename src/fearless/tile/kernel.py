@@ -312,7 +312,11 @@ def kernel(
 
     def wrap(f: Callable[..., Any]) -> Kernel:
         if not pyinspect.isfunction(f):
-            raise CompileError("`@tile.kernel` decorates a `def` function")
+            raise CompileError(
+                f"`@tile.kernel` decorates a `def` function, not {type(f).__name__}",
+                user_location(),
+                help="put `@tile.kernel` (or `@tile.kernel(occupancy=2)`) on the line above a `def`",
+            )
         return Kernel(f, hints)
 
     return wrap if func is None else wrap(func)
