@@ -14,10 +14,23 @@ module, which functional.py imports, depends on nothing above it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+from ..crash import raise_clean
+from ..errors import FearlessError
+from ..runtime.location import argument_error
+
+F = TypeVar("F", bound=Callable[..., Any])
+# torch's dispatcher refusing an argument of an operator's schema (its wording since 2.4)
+_REFUSED = re.compile(
+    r"fearless::(\w+)\(\) Expected a value of type '([^']+)' for argument '(\w+)' but instead "
+    r"found type '([^']+)'"
+)
 
 _registrar: Callable[[], Any] | None = None
 _inside = threading.local()  # .depth: how many torch.ops.fearless bodies run on this thread
@@ -79,3 +92,40 @@ def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
         if (type(t) is not plain and type(t) is not param) or (grad and t.requires_grad):
             return True
     return seen and bool(torch.compiler.is_compiling())
+
+
+def refused_argument(exc: BaseException) -> FearlessError | None:
+    """The fearless error for torch's dispatcher refusing an argument of
+    `torch.ops.fearless.<op>`: a call routed through torch (a torch tensor among its arguments
+    asked for it) with another argument of a type the operator's schema does not take. None for
+    any other exception."""
+    found = _REFUSED.match(str(exc)) if isinstance(exc, RuntimeError) else None
+    if found is None:
+        return None
+    op, want, name, got = found.groups()
+    return argument_error(
+        f"argument `{name}` must be {want}, not {got}: torch's dispatcher runs this call (a "
+        f"torch tensor among its arguments asks for it), and fearless::{op} takes {want} there",
+        help="pass torch tensors for every tensor argument, and Python numbers or bools for "
+        "the others",
+    )
+
+
+def clean_op_errors(fn: F) -> F:
+    """`fn` raising its fearless errors without fearless's frames (crash.raise_clean), and
+    torch's refusal of an argument (`refused_argument`) as a fearless error at the caller's
+    line; any other exception passes as it is."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except FearlessError as exc:
+            raise_clean(exc)
+        except RuntimeError as exc:
+            refused = refused_argument(exc)
+            if refused is None:
+                raise
+            raise_clean(refused)
+
+    return wrapper  # type: ignore[return-value]

@@ -28,6 +28,7 @@ from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_
 from ._io import (
     FLOATS,
     Operand,
+    flag,
     is_one_of,
     number,
     operand,
@@ -81,6 +82,7 @@ def fmha_variant(
     - window_size: 0 for none, else keys with |j - (i + kv_len - q_len)| > window_size masked.
     - random_mask: None or (1 or B, 1 or N, S_q, S_kv) bool, int8 or uint8: nonzero masks.
     A query that sees no key gives 0."""
+    is_causal = flag(is_causal, _OP, "is_causal")
     if not is_one_of(layout, _LAYOUTS):
         raise argument_error(
             f"`layout` of `fearless.ops.{_OP}` must be 'bnsd' or 'nsbd', got {layout!r:.40}",

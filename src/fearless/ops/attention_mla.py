@@ -30,7 +30,7 @@ from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._attention_checks import float_operands, split_len
-from ._io import Operand, full, number, output, result, view, zeros_output
+from ._io import Operand, flag, full, number, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_mla import mla_decode_pinned, mla_decode_tuned, mla_tuned
@@ -51,6 +51,7 @@ def mla(
     qpe (B, H, L, D_PE) over k, v (B, H_kv, S, D), kpe (B, H_pe, S, D_PE); `is_causal`: query i
     sees keys j <= i (top-left); scaling None: 1 / sqrt(D + D_PE). Returns (B, H, L, D).
     Forward only (no backward yet)."""
+    is_causal = flag(is_causal, "mla", "is_causal")
     if (t := torch_ops(q, k, v, qpe, kpe)) is not None:
         return t.mla(q, k, v, qpe, kpe, bool(is_causal), scaling)
     op = "mla"

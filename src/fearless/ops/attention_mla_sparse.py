@@ -25,20 +25,19 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..crash import clean_errors
 from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._attention_checks import attention_scale, float_operands
-from ._io import Operand, full, operand, output, result, view, zeros_output
-from ._route import torch_ops
+from ._io import Operand, flag, full, operand, output, result, view, zeros_output
+from ._route import clean_op_errors, torch_ops
 from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
 
 OP = "sparse_mla"
 
 
-@clean_errors
+@clean_op_errors
 def sparse_mla(
     q: Any,
     k: Any,
@@ -54,6 +53,7 @@ def sparse_mla(
     names per query; `is_causal` drops an index above the query's position. Forward only (no
     backward yet). An index outside [0, S_kv) is a KernelIndexError; nothing outside the cache
     is read."""
+    is_causal = flag(is_causal, "sparse_mla", "is_causal")
     if (t := torch_ops(q, k, v, indices, qpe, kpe)) is not None:
         return t.sparse_mla(q, k, v, indices, qpe, kpe, is_causal, scaling)
     qa, ka, va, pa, kpa = float_operands(OP, q=q, k=k, v=v, qpe=qpe, kpe=kpe)

@@ -135,7 +135,9 @@ def _start_tensor(start_q: Any, query: Any) -> Any:
     torch = sys.modules["torch"]
     if isinstance(start_q, torch.Tensor):
         return start_q
-    return torch.tensor([_start_int(start_q, "attention_sink")], dtype=torch.int32).to(query.device)
+    # a query that is no torch tensor: the dispatcher refuses it next
+    device = query.device if isinstance(query, torch.Tensor) else "cpu"
+    return torch.tensor([_start_int(start_q, "attention_sink")], dtype=torch.int32).to(device)
 
 
 def _start_int(start_q: Any, op: str) -> int:

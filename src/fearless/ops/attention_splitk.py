@@ -19,18 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..crash import clean_errors
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import integer
 from ._io import FLOATS, operand, refuse_grad, write_back
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_attention_splitk import splitk_reduce_tuned
 
 OP = "splitk_reduce"
 
 
-@clean_errors
+@clean_op_errors
 def splitk_reduce(attn_splitk_out: Any, lse_splitk_out: Any, attn_out: Any, S_kv: int) -> Any:
     """TileGym's `splitk_reduce`: attn_out (B, H, D) = the splits of attn_splitk_out
     (B, H, S, D) weighed by 2 ** lse_splitk_out (B, H, S), base-2 log-sum-exps, written in

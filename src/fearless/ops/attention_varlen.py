@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.location import argument_error
 from ._attention_checks import (
     attention_scale,
     check_lengths,
@@ -39,7 +40,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, Operand, operand, result, view
+from ._io import FLOATS, Operand, flag, operand, result, shape_of, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_decode import attention_decode, attention_decode_split
@@ -63,7 +64,14 @@ def fmha_varlen(
     (B, H_kv, S, D); `is_causal` bottom-right aligned per sequence. Returns (B, H, L, D), 0 in
     the padded rows. Its backward (torch autograd, `fmha_varlen_backward`) gives q, k, v their
     gradients (0 in the padded rows and keys)."""
+    is_causal = flag(is_causal, "fmha_varlen", "is_causal")
     if (t := torch_ops(q, k, v, q_lens, kv_lens)) is not None:
+        if len(shape_of(q)) != 4 or len(shape_of(k)) != 4:
+            raise argument_error(
+                "`fearless.ops.fmha_varlen` takes q (B, H, L, D) and k, v (B, H_kv, S, D), got "
+                f"q of shape {shape_of(q)} and k of shape {shape_of(k)}",
+                help="pass 4-d tensors, heads before the sequence",
+            )
         b, lq, s = q.shape[0], q.shape[2], k.shape[2]
         ql = _lens_torch(q_lens, q, b, lq, "q_lens")
         kl = _lens_torch(kv_lens, q, b, s, "kv_lens")

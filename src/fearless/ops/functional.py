@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ..autotune_ahead import compile_ahead_once
-from ..crash import clean_errors
 from ..dtypes import DType, f32
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
@@ -44,7 +43,7 @@ from ._io import (
     view,
 )
 from ._replay import replayable
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_activation import (
     elementwise_tuned,
     gated_tuned,
@@ -541,7 +540,7 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-@clean_errors
+@clean_op_errors
 @replayable()
 def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
     """[A_i @ B_i for each pair]: TileGym's group_gemm. Small groups (each product at most one

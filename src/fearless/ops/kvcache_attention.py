@@ -35,20 +35,19 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..crash import clean_errors
 from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors, driver
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._attention_checks import attention_scale
-from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
-from ._route import torch_ops
+from ._io import FLOATS, Operand, flag, full, number, operand, output, result, zeros_output
+from ._route import clean_op_errors, torch_ops
 from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
 
 OP = "flash_attn_with_kvcache"
 
 
-@clean_errors
+@clean_op_errors
 def flash_attn_with_kvcache(
     q: Any,
     k_cache: Any,
@@ -64,6 +63,7 @@ def flash_attn_with_kvcache(
     (B, L, H, D) over sequence b's first cache_seqlens[b] cache entries, contiguous
     (B_cache, S_cache, H_kv, D) or paged through `block_table`; query i at position
     cache_seqlens[b] - L + i. Returns (B, L, H, D). Forward only."""
+    causal = flag(causal, "flash_attn_with_kvcache", "causal")
     if (t := torch_ops(q, k_cache, v_cache, cache_seqlens, block_table)) is not None:
         left, right = window_bounds(window_size, bool(causal))
         return t.flash_attn_with_kvcache(
@@ -86,6 +86,8 @@ def _seqlens_tensor(cache_seqlens: Any, q: Any) -> Any:
             f"tensor, not {type(cache_seqlens).__name__}",
         )
     n = max(min(cache_seqlens, 2**31 - 1), -(2**31))
+    if not isinstance(q, torch.Tensor):  # the dispatcher refuses q next
+        return torch.full((1,), n, dtype=torch.int32)
     return torch.full((q.shape[0],), n, dtype=torch.int32, device=q.device)
 
 

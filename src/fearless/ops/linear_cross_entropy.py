@@ -31,7 +31,6 @@ import numpy as np
 
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
-from ..crash import clean_errors
 from ..runtime import trace
 from ..runtime.arrays import torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
@@ -50,7 +49,7 @@ from ._io import (
     view,
     zeros_output,
 )
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_gemm import matmul_tuned
 from .kernels_linear_ce import (
     cross_entropy_tuned,
@@ -67,7 +66,7 @@ INTS = (dtypes.i64, dtypes.i32)
 F32 = dtypes.f32
 
 
-@clean_errors
+@clean_op_errors
 def fused_linear_cross_entropy(
     hidden_states: Any,
     weight: Any,
@@ -95,7 +94,9 @@ def fused_linear_cross_entropy(
         # the schema's torch.dtype; checked here, so that a wrong one is this operator's error
         tdt = accum_dtype
         if accum_dtype is not None:
-            tdt = torch_dtype_of(_accum(accum_dtype, torch_dtype(weight.dtype) or F32))
+            # a weight that is no tensor: the dispatcher refuses it next
+            wdt = torch_dtype(weight.dtype) if hasattr(weight, "dtype") else None
+            tdt = torch_dtype_of(_accum(accum_dtype, wdt or F32))
         return t.fused_linear_cross_entropy(
             hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, tdt
         )[0]

@@ -25,13 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ..crash import clean_errors
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import integer
 from ._io import FLOATS, number, operand, output, refuse_grad, result, view, write_back
 from ._replay import replayable
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_mhc import mhc_apply_residual_tuned, mhc_gemm_rms_scale_tuned, mhc_sinkhorn_tuned
 
 
@@ -115,7 +114,7 @@ def mhc_apply_residual(x: Any, f_out: Any, y: Any, n: int) -> Any:
     return result(a, out, ret)
 
 
-@clean_errors
+@clean_op_errors
 def mhc_sinkhorn(y: Any, n: int) -> Any:
     """TileGym's `mhc_sinkhorn`: each row's n x n block of y from column 2n becomes exp of
     itself normalised by rows then columns, 20 times, written in place; returns y. Forward

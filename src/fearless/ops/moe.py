@@ -46,7 +46,6 @@ import numpy as np
 
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
-from ..crash import clean_errors
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
@@ -64,7 +63,7 @@ from ._io import (
     view,
     zeros_output,
 )
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_moe import align_launch, down_tuned, gate_up_tuned, sum_launch
 from .kernels_moe_backward import (
     BM_ACT,
@@ -79,7 +78,7 @@ from .kernels_rows import next_pow2, size_class
 INTS = (dtypes.i32, dtypes.i64)
 
 
-@clean_errors
+@clean_op_errors
 def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tuple[Any, ...]:
     """TileGym's `moe_align_block_size`: the (token, k) slots of topk_ids (T, top_k) sorted by
     expert, each expert's group padded to a multiple of block_size with the sentinel
@@ -95,7 +94,7 @@ def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tu
     return tuple(result(ids, tensor, ret) for tensor, ret in pairs[:5])
 
 
-@clean_errors
+@clean_op_errors
 def fused_moe(hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any) -> Any:
     """TileGym's `fused_moe`: each token's top_k experts' SiLU-and-mul MLPs (w1 (E, 2I, H)
     gate then up, w2 (E, H, I)) weighted by topk_weights and summed, as one grouped GEMM per

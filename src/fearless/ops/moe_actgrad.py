@@ -37,19 +37,18 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..crash import clean_errors
 from ..errors import BorrowError, KernelIndexError, KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._arguments import index, one_of
 from ._io import FLOATS, Operand, cast, flat, operand, refuse_grad, view, write_back
-from ._route import torch_ops
+from ._route import clean_op_errors, torch_ops
 from .kernels_moe_actgrad import ACTIVATIONS, GLU, actgrad_tuned
 
 OP = "moe_actgrad_bwd"
 INTS = (dtypes.i32, dtypes.i64)
 
 
-@clean_errors
+@clean_op_errors
 def moe_actgrad_bwd(
     dout: Any,
     h: Any,
