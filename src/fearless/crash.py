@@ -5,8 +5,8 @@ versions, under the cache directory, so that a bug report carries everything nee
 
 `user_facing` wraps the public entry points of both tracks: fearless errors lose the compiler's
 frames, anything else becomes an InternalCompilerError with a reproducer. The operators of
-fearless.ops take the first half only (`clean_errors`, `raise_clean`): their host code runs
-torch, whose own exceptions are not fearless's bugs.
+fearless.ops take the first half only (`raise_clean`, in ops/_route.py's `clean_op_errors` and
+ops/_replay.py): their host code runs torch, whose own exceptions are not fearless's bugs.
 """
 
 from __future__ import annotations
@@ -82,20 +82,6 @@ def user_facing(method: F) -> F:
             return method(*args, **kwargs)
         except Exception as exc:
             reraise(exc, method, args)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def clean_errors(fn: F) -> F:
-    """`fn` raising its fearless errors without the frames inside fearless, as `user_facing`
-    does (FEARLESS_TRACEBACK=1 keeps them); any other exception passes as it is."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except FearlessError as exc:
-            raise_clean(exc)
 
     return wrapper  # type: ignore[return-value]
 
