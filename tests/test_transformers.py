@@ -348,3 +348,20 @@ def test_the_fused_loss_forward_fills_transformers_4s_output_classes(
     out = model(ids, labels=labels)
     assert isinstance(out, Old) and out.logits is None
     assert torch.isfinite(out.loss)
+
+
+def test_a_flag_that_is_no_bool_or_a_model_that_is_no_module_is_refused_before_patching() -> None:
+    import numpy as np
+
+    before = modeling("llama").LlamaRMSNorm
+    with pytest.raises(
+        KernelTypeError,
+        match=r"`rope` of `apply_fearless_kernel_to_llama` is True or False, not ndarray",
+    ) as info:
+        flt.apply_fearless_kernel_to_llama(rms_norm=True, rope=np.zeros((2, 2)))
+    assert "test_transformers.py" in str(info.value)
+    with pytest.raises(
+        KernelTypeError, match=r"`model` of `apply_fearless_kernel_to_llama` is a loaded"
+    ):
+        flt.apply_fearless_kernel_to_llama(model="meta-llama/Llama-3.1-8B")
+    assert modeling("llama").LlamaRMSNorm is before  # nothing was patched

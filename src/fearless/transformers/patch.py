@@ -176,6 +176,9 @@ def _apply(model_type: str, /, fused_linear_cross_entropy: bool, model: Any, **f
     """The body of every `apply_fearless_kernel_to_<model_type>`, which passes its arguments as
     `**locals()`: install the piece FLAGS names for each of `flags` that is on, then patch the
     loss and `model` as `_patch` does."""
+    _check_arguments(
+        model_type, {**flags, "fused_linear_cross_entropy": fused_linear_cross_entropy}, model
+    )
     pieces = _pieces()
     named = {flag: pieces[FLAGS[model_type][flag]] for flag, on in flags.items() if on}
     _check_installed(model_type, named)
@@ -184,6 +187,27 @@ def _apply(model_type: str, /, fused_linear_cross_entropy: bool, model: Any, **f
     functions = {name: wrap for piece in chosen for name, wrap in piece.functions}
     sdpa = any(piece.sdpa for piece in chosen)
     _patch(model_type, swaps, functions, sdpa, fused_linear_cross_entropy, model)
+
+
+def _check_arguments(model_type: str, flags: dict[str, Any], model: Any) -> None:
+    """Refuse, before anything is patched, a flag that is not a bool (an array or a string
+    there would be taken for on or off, or be NumPy's error) and a `model` that is not a
+    module (it has no `.modules()` to switch)."""
+    call = f"apply_fearless_kernel_to_{model_type}"
+    for name, value in flags.items():
+        if not isinstance(value, bool | int) or hasattr(value, "shape"):
+            raise argument_error(
+                f"`{name}` of `{call}` is True or False, not {type(value).__name__} "
+                f"({value!r:.40})",
+                help=f"pass `{name}=True` to patch that piece, `{name}=False` to leave it",
+            )
+    if model is not None and not callable(getattr(model, "modules", None)):
+        raise argument_error(
+            f"`model` of `{call}` is a loaded model (a torch.nn.Module), or None for the "
+            f"classes alone, not {type(model).__name__}",
+            help="call it before loading the model, or pass the model you loaded: "
+            "`model = AutoModelForCausalLM.from_pretrained(...)`, then `model=model`",
+        )
 
 
 def _check_installed(model_type: str, named: dict[str, _Piece]) -> None:
