@@ -1,7 +1,9 @@
 """The argument refusals that several operators of fearless.ops share, each an E0701 at the
 caller's line in one wording: an integer argument (`index`, `integer`: "`n` of
 `fearless.ops.<op>` must be an int ..., not <its type> (<value>)"), a string that names one of
-a few choices (`one_of`: "... must be <the choices>, got <value>"), a dtype argument read
+a few choices (`one_of`: "... must be <the choices>, got <value>"; `is_one_of` for any choice
+without the refusal), a yes-or-no argument (`flag`), an array-like's shape whatever was passed
+(`shape_of`: a class such as `np.float16` has a `shape` descriptor), a dtype argument read
 whatever names it (`dtype_or_none`: the caller words the refusal) and tensors outside an
 operator's layout (`layout_error`: "`fearless.ops.<op>` needs <layout>, got <what>"). Tensor
 operands themselves are ops/_io.py's; the attention family's shared checks are
@@ -74,3 +76,44 @@ def layout_error(op: str, layout: str, what: str) -> KernelTypeError:
     """The E0701 of tensors outside `op`'s layout: "`fearless.ops.op` needs `layout`, got
     `what`" (`layout` names each tensor's shape, `what` the shapes or dtypes it got)."""
     return argument_error(f"`fearless.ops.{op}` needs {layout}, got {what}")
+
+
+def flag(value: Any, op: str, name: str) -> bool:
+    """A yes-or-no argument (`is_causal`, `inplace`, `training`) as a bool: a Python or NumPy
+    bool, an int, or None (no); anything else (an array: often an argument one place off, a
+    string, a float) is E0701, where `bool()` of an array would be NumPy's error from inside
+    fearless."""
+    if value is None or isinstance(value, (bool, np.bool_, int, np.integer)):
+        return bool(value)
+    raise argument_error(
+        f"`{name}` of `fearless.ops.{op}` must be a bool, not {_kind_of(value)}",
+        help=f"pass `{name}=True` or `{name}=False`",
+    )
+
+
+def is_one_of(value: Any, allowed: tuple[Any, ...]) -> bool:
+    """Whether `value` is one of `allowed` (a choice argument: `reduction`, `layout`,
+    `chunk_size`); an array or a tensor is none of them (`in` would compare it elementwise)."""
+    if hasattr(value, "shape"):
+        return False
+    try:
+        return value in allowed
+    except (TypeError, ValueError):  # an object whose == refuses
+        return False
+
+
+def _kind_of(value: Any) -> str:
+    """How an error names a wrong argument: its type, and an array's shape and dtype."""
+    if hasattr(value, "shape") and not isinstance(value, type):
+        return f"{type(value).__name__} of shape {shape_of(value)} ({getattr(value, 'dtype', '?')})"
+    return f"{type(value).__name__} ({value!r:.40})"
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of an array-like argument, () for anything else (a class such as `np.float16`
+    has a `shape` attribute too: a descriptor, not a shape)."""
+    shape = None if isinstance(x, type) else getattr(x, "shape", None)
+    try:
+        return () if shape is None else tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        return ()

@@ -36,6 +36,7 @@ from ..runtime.location import argument_error, warn_at_user
 from ..runtime.partition import Partition
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
+from ._arguments import is_one_of
 
 
 @dataclass(frozen=True)
@@ -358,47 +359,6 @@ def number(value: Any, op: str, name: str) -> float:
         f"({value!r:.40})",
         help=f"pass a float, e.g. `{name}=0.5`",
     )
-
-
-def flag(value: Any, op: str, name: str) -> bool:
-    """A yes-or-no argument (`is_causal`, `inplace`, `training`) as a bool: a Python or NumPy
-    bool, an int, or None (no); anything else (an array: often an argument one place off, a
-    string, a float) is E0701, where `bool()` of an array would be NumPy's error from inside
-    fearless."""
-    if value is None or isinstance(value, (bool, np.bool_, int, np.integer)):
-        return bool(value)
-    raise argument_error(
-        f"`{name}` of `fearless.ops.{op}` must be a bool, not {_kind_of(value)}",
-        help=f"pass `{name}=True` or `{name}=False`",
-    )
-
-
-def is_one_of(value: Any, allowed: tuple[Any, ...]) -> bool:
-    """Whether `value` is one of `allowed` (a choice argument: `reduction`, `layout`,
-    `chunk_size`); an array or a tensor is none of them (`in` would compare it elementwise)."""
-    if hasattr(value, "shape"):
-        return False
-    try:
-        return value in allowed
-    except (TypeError, ValueError):  # an object whose == refuses
-        return False
-
-
-def _kind_of(value: Any) -> str:
-    """How an error names a wrong argument: its type, and an array's shape and dtype."""
-    if hasattr(value, "shape") and not isinstance(value, type):
-        return f"{type(value).__name__} of shape {shape_of(value)} ({getattr(value, 'dtype', '?')})"
-    return f"{type(value).__name__} ({value!r:.40})"
-
-
-def shape_of(x: Any) -> tuple[int, ...]:
-    """The shape of an array-like argument, () for anything else (a class such as `np.float16`
-    has a `shape` attribute too: a descriptor, not a shape)."""
-    shape = None if isinstance(x, type) else getattr(x, "shape", None)
-    try:
-        return () if shape is None else tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        return ()
 
 
 def dims(shape: Any, op: str, name: str) -> tuple[int, ...]:

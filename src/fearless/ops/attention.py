@@ -26,7 +26,7 @@ from typing import Any
 from .. import dtypes
 from ..dtypes import DType
 from ..runtime.location import argument_error
-from ._arguments import layout_error
+from ._arguments import flag, layout_error, shape_of
 from ._attention_checks import (
     attention_scale,
     broadcasts_over_heads,
@@ -37,7 +37,7 @@ from ._attention_checks import (
     sequence_layout,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, flag, heads_major, number, operand, result, shape_of, view
+from ._io import FLOATS, heads_major, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned

@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.location import argument_error
-from ._io import flag, number, shape_of
+from ._arguments import flag, shape_of
+from ._io import number
 from ._replay import replayable
 from ._route import torch_ops
 from .attention_variants import attend

@@ -24,18 +24,9 @@ from .. import dtypes
 from ..runtime import trace
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
+from ._arguments import flag, is_one_of
 from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_lengths
-from ._io import (
-    FLOATS,
-    Operand,
-    flag,
-    is_one_of,
-    number,
-    operand,
-    output,
-    result,
-    zeros_output,
-)
+from ._io import FLOATS, Operand, number, operand, output, result, zeros_output
 from ._replay import replayable
 from .kernels_attention_fmha_variant import fmha_variant_tuned
 

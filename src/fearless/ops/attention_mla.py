@@ -29,8 +29,9 @@ from typing import Any
 from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
+from ._arguments import flag
 from ._attention_checks import float_operands, split_len
-from ._io import Operand, flag, full, number, output, result, view, zeros_output
+from ._io import Operand, full, number, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_mla import mla_decode_pinned, mla_decode_tuned, mla_tuned

@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from ..runtime.location import argument_error
+from ._arguments import flag
 from ._attention_checks import (
     attention_scale,
     float_operands,
@@ -32,7 +33,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
-from ._io import flag, heads_major, number, result, view
+from ._io import heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime.location import argument_error
+from ._arguments import flag, shape_of
 from ._attention_checks import (
     attention_scale,
     check_lengths,
@@ -40,7 +41,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, Operand, flag, operand, result, shape_of, view
+from ._io import FLOATS, Operand, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_decode import attention_decode, attention_decode_split

@@ -22,13 +22,13 @@ from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import as_dtype, torch_dtype_of
 from ..runtime.location import argument_error, user_location
+from ._arguments import flag, shape_of
 from ._io import (
     FLOATS,
     GEMM_FLOATS,
     Operand,
     cast,
     dims,
-    flag,
     fresh_seed,
     gelu_kind,
     heads_major,
@@ -39,7 +39,6 @@ from ._io import (
     read_in_place,
     result,
     rows_of,
-    shape_of,
     view,
 )
 from ._replay import replayable

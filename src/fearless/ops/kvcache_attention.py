@@ -39,8 +39,9 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime import device_errors, driver
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
+from ._arguments import flag
 from ._attention_checks import attention_scale
-from ._io import FLOATS, Operand, flag, full, number, operand, output, result, zeros_output
+from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
 from ._route import clean_op_errors, torch_ops
 from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
 

@@ -35,14 +35,13 @@ from ..runtime import trace
 from ..runtime.arrays import torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._arguments import dtype_or_none, integer
+from ._arguments import dtype_or_none, integer, is_one_of
 from ._io import (
     FLOATS,
     Operand,
     cast,
     empty_beside,
     full,
-    is_one_of,
     operand,
     output,
     result,

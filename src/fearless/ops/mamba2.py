@@ -28,7 +28,8 @@ from ..autotune_ahead import compile_ahead_once
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
-from ._io import FLOATS, Operand, empty_beside, is_one_of, operand, output, result, view
+from ._arguments import is_one_of
+from ._io import FLOATS, Operand, empty_beside, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_mamba2 import chunk_grads_launch, chunk_out_launch, chunk_states_launch

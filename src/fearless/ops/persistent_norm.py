@@ -20,7 +20,8 @@ from typing import Any
 
 from .. import dtypes
 from ..runtime.location import argument_error
-from ._io import FLOATS, cast, number, operand, output, param, result, shape_of, view
+from ._arguments import shape_of
+from ._io import FLOATS, cast, number, operand, output, param, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_persistent_norm import block_d, persistent_layer_norm_tuned
