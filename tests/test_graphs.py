@@ -63,6 +63,12 @@ def test_misuse_is_refused() -> None:
         g.replay()
     with pytest.raises(fl.LaunchContractError, match="do not nest"), fl.graph(g), fl.graph(g):
         pass
+    not_a_graph = r"captures into an fl\.CUDAGraph, not int"
+    with pytest.raises(fl.LaunchContractError, match=not_a_graph), fl.graph(3):  # type: ignore[arg-type]
+        pass
+    not_a_stream = r"`stream=` of `fl\.graph` is an fl\.Stream"
+    with pytest.raises(fl.LaunchContractError, match=not_a_stream), fl.graph(g, stream=0):  # type: ignore[arg-type]
+        pass
 
 
 def test_the_default_stream_is_torchs_current_one(monkeypatch: pytest.MonkeyPatch) -> None:

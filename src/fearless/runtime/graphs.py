@@ -87,6 +87,18 @@ class CUDAGraph:
 @contextlib.contextmanager
 def graph(g: CUDAGraph, stream: Stream | None = None) -> Iterator[CUDAGraph]:
     """Capture the launches of the block into `g` (replacing what it held)."""
+    if not isinstance(g, CUDAGraph):
+        raise LaunchContractError(
+            f"`fl.graph` captures into an fl.CUDAGraph, not {type(g).__name__} ({g!r:.40})",
+            user_location(),
+            help="g = fl.CUDAGraph(); with fl.graph(g): ...; then g.replay()",
+        )
+    if stream is not None and not isinstance(stream, Stream):
+        raise LaunchContractError(
+            f"`stream=` of `fl.graph` is an fl.Stream or None, not {type(stream).__name__}",
+            user_location(),
+            help="leave it out: the capture then runs on a stream of its own",
+        )
     if getattr(_recording, "launches", None) is not None or capture_stream() is not None:
         raise LaunchContractError(
             "`fl.graph` blocks do not nest",
