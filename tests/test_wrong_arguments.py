@@ -124,7 +124,7 @@ def scaled(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], s: fl.f32):
 
 @simt.kernel
 def added(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
-    i = simt.thread_id()
+    i = simt.thread.index_1d()
     c[i] = a[i] + b[i]
 
 

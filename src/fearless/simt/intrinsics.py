@@ -61,6 +61,14 @@ def _math_form(name: str) -> str | None:
 
 
 def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
+    """A call in a kernel: an inlined device function or an intrinsic. An intrinsic that gives
+    no value (`print`, `simt.sync_threads()`) gives Python's None, so that a use of it (`t +
+    print(t)`) is the "not a value" error at its line."""
+    result = _lower_call(lw, node)
+    return PyObj(None, "None") if result is None else result
+
+
+def _lower_call(lw: SsaLowerer, node: ast.Call) -> Operand | None:
     loc = lw.loc(node)
     callee = lw.expr(node.func)
     fname = ast.unparse(node.func)
