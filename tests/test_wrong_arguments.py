@@ -128,11 +128,30 @@ def added(a: simt.Slice[fl.f32], b: simt.Slice[fl.f32], c: simt.DisjointSlice[fl
     c[i] = a[i] + b[i]
 
 
+def _simt_options(
+    block: Any = None,
+    launch_bounds: Any = None,
+    requires: Any = (),
+    max_registers: Any = None,
+    unsafe: Any = False,
+) -> Any:
+    """`@simt.kernel(...)` with these options, on a kernel (its options are keywords only)."""
+    decorate = simt.kernel(
+        block=block,
+        launch_bounds=launch_bounds,
+        requires=requires,
+        max_registers=max_registers,
+        unsafe=unsafe,
+    )
+    return decorate(added.func)
+
+
 def _kernel_api() -> list[tuple[str, Callable[..., Any]]]:
     """The host API of the kernels of both tracks, of the decorators and of partitions, on
     fresh tensors (a partition moves its tensor)."""
     return [
         ("simt.kernel", simt.kernel),
+        ("@simt.kernel(...)", _simt_options),
         ("tile.kernel", tile.kernel),
         ("fl.autotune", fl.autotune),
         ("SIMT launch", added),

@@ -140,9 +140,7 @@ class Kernel:
         max_registers = options.get("max_registers")
         remember_scope(func)  # a factory's dtype in annotations, under future annotations
         self.func = func
-        self.requires: tuple[str, ...] = (
-            (requires,) if isinstance(requires, str) else tuple(requires)
-        )
+        self.requires: tuple[str, ...] = _requirements(requires)
         self.name: str = func.__name__
         self.unsafe = unsafe
         self.contract = LaunchContract(
@@ -150,7 +148,7 @@ class Kernel:
             launch_bounds=launch_bounds,
             max_registers=max_registers,
         )
-        if launch_bounds is not None and launch_bounds <= 0:
+        if launch_bounds is not None and (not _integer(launch_bounds) or launch_bounds <= 0):
             raise LaunchContractError(
                 "launch_bounds must be a positive thread count",
                 user_location(),
@@ -389,6 +387,20 @@ def _integral(value: Any) -> bool:
 def _integer(value: Any) -> bool:
     return type(value) is int or (
         isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    )
+
+
+def _requirements(requires: Any) -> tuple[str, ...]:
+    """`requires=` of `@simt.kernel` as a tuple of relations ("len(a) == len(b)"): one string
+    or a sequence of them; anything else is E0700 at the decorator's line."""
+    items = (requires,) if isinstance(requires, str) else requires
+    if isinstance(items, (list, tuple)) and all(isinstance(r, str) for r in items):
+        return tuple(items)
+    raise LaunchContractError(
+        f"`requires=` of @simt.kernel is a relation or a list of them, as strings, not "
+        f"{requires!r:.40}",
+        user_location(),
+        help='e.g. `requires="len(out) == len(x)"` or `requires=["n <= len(x)", ...]`',
     )
 
 
