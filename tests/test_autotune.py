@@ -572,3 +572,24 @@ def test_gemm_tiles_past_the_problem_are_pruned() -> None:
     assert fitting_tiles(GEMM_CONFIGS, 4096, 4096) == GEMM_CONFIGS  # large: every one
     assert all(c["shape"][0] <= 64 for c in fitting_tiles(BMM_CONFIGS, 33, 512))
     assert fitting_tiles(GEMM_CONFIGS, 1, 1) == small  # past none: the smallest tiles
+
+
+def test_a_call_that_does_not_match_the_function_is_an_error_at_the_callers_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+
+    @fl.autotune(configs=[{"tile": 8}, {"tile": 16}], key=["x"])
+    def scale(x: Any, out: Any, *, tile: int) -> None:
+        if x is None:
+            len(3)  # type: ignore[arg-type]  # a TypeError of the body's own
+
+    x, out = np.ones(8, np.float32), np.zeros(8, np.float32)
+    with pytest.raises(fl.KernelTypeError, match="missing a required argument: 'out'") as info:
+        scale(x)
+    assert info.value.code == "E0061" and "test_autotune.py" in str(info.value)
+    with pytest.raises(fl.KernelTypeError, match="multiple values for argument 'tile'") as info:
+        scale(x, out, tile=8)
+    assert "leave `tile` out of the call: the autotuner passes it" in str(info.value)
+    with pytest.raises(TypeError, match="has no len"):  # the body's own error, as it is
+        scale(None, out)
