@@ -1,12 +1,13 @@
 """What an `fl.autotune` call is keyed by, and the checks of the decorator's arguments: the key
 function built from `key=` (parameter names, whose arrays count by shape and tile and scalars by
 value, or a function of the call's arguments, whose value is frozen into a hashable one), the
-dtypes every key includes, a launch grid as part of a key, and the configuration list's shape
-(autotuning.py's `Autotuned` uses them).
+dtypes every key includes, a launch grid as part of a key, the configuration list's shape, and
+a call that does not bind to the function (`call_error`); autotuning.py's `Autotuned` uses them.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -167,3 +168,37 @@ def _dtypes_of(
         return tuple(str(dt) for dt in found if dt is not None)
 
     return some
+
+
+def call_error(
+    exc: TypeError,
+    fn: Callable[..., Any],
+    name: str,
+    params: list[str],
+    cfg: Mapping[str, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Exception:
+    """A call of the autotuned `fn` (its non-tunable parameters `params`) that does not bind
+    (an argument missing, one too many, a tunable passed by hand) as E0061 at the caller's
+    line; `exc` as it is when the arguments bind (the TypeError came from `fn`'s body)."""
+    passed = sorted(set(cfg) & set(kwargs))
+    try:
+        if passed:  # `f(**kwargs, **cfg)` says so with a KeyError, bind would too
+            raise TypeError(f"multiple values for argument {passed[0]!r}")
+        inspect.signature(fn).bind(*args, **kwargs, **cfg)
+    except TypeError as why:
+        passed = passed or [n for n in cfg if n in params[: len(args)]]
+        help = (
+            f"leave {', '.join(f'`{n}`' for n in passed)} out of the call: the autotuner "
+            "passes it from the configurations"
+            if passed
+            else f"call it as `{name}({', '.join(params)})`, the tunables left out"
+        )
+        return KernelTypeError(
+            f"the call of `{name}` does not match its parameters: {why}",
+            user_location(),
+            code="E0061",
+            help=help,
+        )
+    return exc

@@ -84,7 +84,14 @@ import numpy as np
 
 from . import autotune_store, autotune_tables, autotune_timing, config
 from .autotune_ahead import capturing
-from .autotune_keys import KeySpec, check_configs, check_names, freeze_grid, make_key
+from .autotune_keys import (
+    KeySpec,
+    call_error,
+    check_configs,
+    check_names,
+    freeze_grid,
+    make_key,
+)
 from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling, spills_much
 from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
 from .frames import user_stacklevel
@@ -294,7 +301,9 @@ class Autotuned:
                 try:
                     result = self.fn(*args, **kwargs, **cfg)
                 except TypeError as exc:
-                    raise self._call_error(exc, cfg, args, kwargs) from None
+                    raise call_error(
+                        exc, self.fn, self.name, self._params, cfg, args, kwargs
+                    ) from None
             else:
                 kernel, full = self._bind(cfg, args)
                 if grid is None:
@@ -306,33 +315,6 @@ class Autotuned:
             stop_recording(made)
             if made:
                 _give_back(made, args, kwargs, result if returns else None)
-
-    def _call_error(
-        self, exc: TypeError, cfg: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Exception:
-        """A call that does not bind to the function (an argument missing, one too many, a
-        tunable passed by hand) as E0061 at the caller's line; `exc` as it is when the
-        arguments bind (the TypeError came from inside the function)."""
-        passed = sorted(set(cfg) & set(kwargs))
-        try:
-            if passed:
-                raise TypeError(f"multiple values for argument {passed[0]!r}")
-            inspect.signature(self.fn).bind(*args, **kwargs, **cfg)
-        except TypeError as why:
-            passed = passed or [name for name in cfg if name in self._params[: len(args)]]
-            help = (
-                f"leave {', '.join(f'`{n}`' for n in passed)} out of the call: the autotuner "
-                "passes it from the configurations"
-                if passed
-                else f"call it as `{self.name}({', '.join(self._params)})`, the tunables left out"
-            )
-            return KernelTypeError(
-                f"the call of `{self.name}` does not match its parameters: {why}",
-                user_location(),
-                code="E0061",
-                help=help,
-            )
-        return exc
 
     def _bind(self, cfg: Mapping[str, Any], args: tuple[Any, ...]) -> tuple[Any, list[Any]]:
         """The kernel with `cfg`'s hints, and the call's arguments with `cfg`'s Consts in place."""
