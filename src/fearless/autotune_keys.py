@@ -183,22 +183,24 @@ def call_error(
     (an argument missing, one too many, a tunable passed by hand) as E0061 at the caller's
     line; `exc` as it is when the arguments bind (the TypeError came from `fn`'s body)."""
     passed = sorted(set(cfg) & set(kwargs))
-    try:
-        if passed:  # `f(**kwargs, **cfg)` says so with a KeyError, bind would too
-            raise TypeError(f"multiple values for argument {passed[0]!r}")
-        inspect.signature(fn).bind(*args, **kwargs, **cfg)
-    except TypeError as why:
-        passed = passed or [n for n in cfg if n in params[: len(args)]]
-        help = (
-            f"leave {', '.join(f'`{n}`' for n in passed)} out of the call: the autotuner "
-            "passes it from the configurations"
-            if passed
-            else f"call it as `{name}({', '.join(params)})`, the tunables left out"
-        )
-        return KernelTypeError(
-            f"the call of `{name}` does not match its parameters: {why}",
-            user_location(),
-            code="E0061",
-            help=help,
-        )
-    return exc
+    if passed:  # `f(**kwargs, **cfg)` says so with a KeyError, bind would too
+        why = f"multiple values for argument {passed[0]!r}"
+    else:
+        try:
+            inspect.signature(fn).bind(*args, **kwargs, **cfg)
+            return exc
+        except TypeError as unbound:
+            why = str(unbound)
+        passed = [n for n in cfg if n in params[: len(args)]]
+    help = (
+        f"leave {', '.join(f'`{n}`' for n in passed)} out of the call: the autotuner passes it "
+        "from the configurations"
+        if passed
+        else f"call it as `{name}({', '.join(params)})`, the tunables left out"
+    )
+    return KernelTypeError(
+        f"the call of `{name}` does not match its parameters: {why}",
+        user_location(),
+        code="E0061",
+        help=help,
+    )

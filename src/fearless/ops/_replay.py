@@ -61,7 +61,7 @@ from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
 from ..tile.compile_ahead import STATE as AHEAD
-from ._route import refused_argument
+from ._route import raise_refused
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -140,10 +140,7 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
             except FearlessError as exc:
                 raise_clean(exc)
             except RuntimeError as exc:  # torch's dispatcher refusing an argument, say so
-                refused = refused_argument(exc)
-                if refused is None:
-                    raise
-                raise_clean(refused)
+                raise_refused(exc)
 
         call.plans = plans  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]

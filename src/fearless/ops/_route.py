@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from ..crash import raise_clean
 from ..errors import FearlessError
@@ -111,10 +111,19 @@ def refused_argument(exc: BaseException) -> FearlessError | None:
     )
 
 
+def raise_refused(exc: RuntimeError) -> NoReturn:
+    """Raise torch's refusal of an argument (`refused_argument`) as its fearless error, without
+    fearless's frames; any other RuntimeError as it is."""
+    refused = refused_argument(exc)
+    if refused is None:
+        raise exc
+    raise_clean(refused)
+
+
 def clean_op_errors(fn: F) -> F:
     """`fn` raising its fearless errors without fearless's frames (crash.raise_clean), and
-    torch's refusal of an argument (`refused_argument`) as a fearless error at the caller's
-    line; any other exception passes as it is."""
+    torch's refusal of an argument as a fearless error at the caller's line (`raise_refused`);
+    any other exception passes as it is."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -123,9 +132,6 @@ def clean_op_errors(fn: F) -> F:
         except FearlessError as exc:
             raise_clean(exc)
         except RuntimeError as exc:
-            refused = refused_argument(exc)
-            if refused is None:
-                raise
-            raise_clean(refused)
+            raise_refused(exc)
 
     return wrapper  # type: ignore[return-value]

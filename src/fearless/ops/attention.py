@@ -250,6 +250,6 @@ def scaled_dot_product_attention_backward(
     )
     if runs:
         attention_backward(
-            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk, mask=mask, lse=rows
+            q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, is_causal, h // hk, mask=mask, lse=rows
         )
     return gradient_results((qa, ka, va), grads)

@@ -56,14 +56,14 @@ def flash_attn_func(
                 f"layout: `{name}` has shape {shape_of(x)}",
                 help="for (B, H, L, D) tensors, use `fearless.ops.fmha` (the same kernels)",
             )
-    left, right = window_bounds(window_size, bool(causal), OP)
+    left, right = window_bounds(window_size, causal, OP)
     cap = soft_cap(softcap, OP) or None
     bounds = (None if left < 0 else left, None if right < 0 else right, cap)
     if (t := torch_ops(q, k, v)) is not None:  # autograd or a compiled graph records it
         views = (x.transpose(1, 2) for x in (q, k, v))
-        out = t.attention_window_lse(*views, OP, softmax_scale, bool(causal), *bounds)[0]
+        out = t.attention_window_lse(*views, OP, softmax_scale, causal, *bounds)[0]
         return out.transpose(1, 2).contiguous()
-    return attend(OP, q, k, v, softmax_scale, bool(causal), *bounds, layout=_SEQ_MAJOR)[0]
+    return attend(OP, q, k, v, softmax_scale, causal, *bounds, layout=_SEQ_MAJOR)[0]
 
 
 def _refuse(dropout_p: Any, alibi_slopes: Any, return_attn_probs: Any) -> None:

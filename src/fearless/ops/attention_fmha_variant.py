@@ -97,7 +97,7 @@ def fmha_variant(
         return result(qa, *zeros_output(qa, out_shape))
     out, ret = output(qa, out_shape)
     if out.size:
-        flags = (nsbd, bool(is_causal), window > 0, bias_form, mask_form, p > 0.0)
+        flags = (nsbd, is_causal, window > 0, bias_form, mask_form, p > 0.0)
         scalars = (sc, min(window, s_q + s_kv), p, 1.0 - p, lo, hi, n // n_kv)
         fmha_variant_tuned(
             qa.tensor, ka.tensor, va.tensor, bias_t, mask_t, ql, kl, out, scalars, flags

@@ -54,7 +54,7 @@ def mla(
     Forward only (no backward yet)."""
     is_causal = flag(is_causal, "mla", "is_causal")
     if (t := torch_ops(q, k, v, qpe, kpe)) is not None:
-        return t.mla(q, k, v, qpe, kpe, bool(is_causal), scaling)
+        return t.mla(q, k, v, qpe, kpe, is_causal, scaling)
     op = "mla"
     qa, ka, va, pa, kpa = float_operands(op, q=q, k=k, v=v, qpe=qpe, kpe=kpe)
     _same_dtype(op, qa, ka, va, pa, kpa)
@@ -78,7 +78,7 @@ def mla(
     out, ret = output(qa, qa.shape)
     if out.size:
         q4, k4, v4, p4, kp4 = (view(x.tensor, x.shape) for x in (qa, ka, va, pa, kpa))
-        mla_tuned(q4, k4, v4, p4, kp4, view(out, qa.shape), sc, bool(is_causal), h // hk, h // hp)
+        mla_tuned(q4, k4, v4, p4, kp4, view(out, qa.shape), sc, is_causal, h // hk, h // hp)
     return result(qa, out, ret)
 
 

@@ -86,7 +86,7 @@ def sparse_mla(
         q5, p5, o5 = (view(x, (b, hk, g, s, x.shape[3])) for x in (qa.tensor, pa.tensor, out))
         err = full(qa, (1,), NO_ERROR, dtypes.i32)
         sparse_mla_tuned(q5, p5, ka.tensor, va.tensor, kpa.tensor, ia.tensor, err, o5, sc,
-                         bool(is_causal))  # fmt: skip
+                         is_causal)  # fmt: skip
         check = _Check(err, ia, s_kv, user_location())
         if current_target().on_device:
             device_errors.defer(check)

@@ -53,9 +53,9 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
     is_causal = flag(is_causal, "fmha", "is_causal")
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
-            return _train(t, "fmha", q, k, v, scaling, bool(is_causal), (None, None, None))
+            return _train(t, "fmha", q, k, v, scaling, is_causal, (None, None, None))
         return t.fmha(q, k, v, scaling, is_causal)
-    return attend("fmha", q, k, v, scaling, bool(is_causal), None, None, None)[0]
+    return attend("fmha", q, k, v, scaling, is_causal, None, None, None)[0]
 
 
 @replayable()
@@ -75,9 +75,9 @@ def swa_attention(
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
             bounds = _swa(window_size)
-            return _train(t, "swa_attention", q, k, v, scaling, bool(is_causal), bounds)
+            return _train(t, "swa_attention", q, k, v, scaling, is_causal, bounds)
         return t.swa_attention(q, k, v, window_size, scaling, is_causal)
-    return attend("swa_attention", q, k, v, scaling, bool(is_causal), *_swa(window_size))[0]
+    return attend("swa_attention", q, k, v, scaling, is_causal, *_swa(window_size))[0]
 
 
 @replayable()
@@ -98,11 +98,11 @@ def gemma_attention(
     is_causal = flag(is_causal, "gemma_attention", "is_causal")
     if (t := torch_ops(q, k, v)) is not None:
         if training(q, k, v):
-            bounds = _gemma(window_size, soft_cap, bool(is_causal))
-            return _train(t, "gemma_attention", q, k, v, scaling, bool(is_causal), bounds)
+            bounds = _gemma(window_size, soft_cap, is_causal)
+            return _train(t, "gemma_attention", q, k, v, scaling, is_causal, bounds)
         return t.gemma_attention(q, k, v, scaling, window_size, soft_cap, is_causal)
-    bounds = _gemma(window_size, soft_cap, bool(is_causal))
-    return attend("gemma_attention", q, k, v, scaling, bool(is_causal), *bounds)[0]
+    bounds = _gemma(window_size, soft_cap, is_causal)
+    return attend("gemma_attention", q, k, v, scaling, is_causal, *bounds)[0]
 
 
 @replayable()
@@ -117,8 +117,7 @@ def fmha_backward(
 ) -> tuple[Any, Any, Any]:
     """(dq, dk, dv) of `fmha(q, k, v, scaling, is_causal)`, whose result was `out`, for the
     gradient `dout` of that result (flash attention's backward: the probabilities recomputed)."""
-    is_causal = flag(is_causal, "fmha_backward", "is_causal")
-    causal = bool(is_causal)
+    causal = flag(is_causal, "fmha_backward", "is_causal")
     return _backward("fmha_backward", dout, q, k, v, out, scaling, causal, None, None, None)
 
 
@@ -137,7 +136,7 @@ def swa_attention_backward(
     was `out`, for the gradient `dout` of that result."""
     is_causal = flag(is_causal, "swa_attention_backward", "is_causal")
     op = "swa_attention_backward"
-    return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *_swa(window_size, op))
+    return _backward(op, dout, q, k, v, out, scaling, is_causal, *_swa(window_size, op))
 
 
 @replayable()
@@ -157,8 +156,8 @@ def gemma_attention_backward(
     d(cap tanh(x / cap)) = 1 - tanh(x / cap)^2)."""
     is_causal = flag(is_causal, "gemma_attention_backward", "is_causal")
     op = "gemma_attention_backward"
-    bounds = _gemma(window_size, soft_cap, bool(is_causal), op)
-    return _backward(op, dout, q, k, v, out, scaling, bool(is_causal), *bounds)
+    bounds = _gemma(window_size, soft_cap, is_causal, op)
+    return _backward(op, dout, q, k, v, out, scaling, is_causal, *bounds)
 
 
 def _train(

@@ -85,7 +85,7 @@ def fmha_varlen(
     out, ret = attention_output(qa, qa.shape, s)  # no keys: every row is 0
     if s and out.size:
         q4, k4, v4, o4 = (view(x, x.shape) for x in (qa.tensor, ka.tensor, va.tensor, out))
-        attention_varlen_tuned(q4, k4, v4, ql, kl, o4, sc, bool(is_causal), h // hk)
+        attention_varlen_tuned(q4, k4, v4, ql, kl, o4, sc, is_causal, h // hk)
     return result(qa, out, ret)
 
 

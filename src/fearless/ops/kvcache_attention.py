@@ -66,10 +66,10 @@ def flash_attn_with_kvcache(
     cache_seqlens[b] - L + i. Returns (B, L, H, D). Forward only."""
     causal = flag(causal, "flash_attn_with_kvcache", "causal")
     if (t := torch_ops(q, k_cache, v_cache, cache_seqlens, block_table)) is not None:
-        left, right = window_bounds(window_size, bool(causal))
+        left, right = window_bounds(window_size, causal)
         return t.flash_attn_with_kvcache(
             q, k_cache, v_cache, _seqlens_tensor(cache_seqlens, q), block_table, softmax_scale,
-            bool(causal), [left, right], float(softcap),
+            causal, [left, right], float(softcap),
         )  # fmt: skip
     return _attend(q, k_cache, v_cache, cache_seqlens, block_table, softmax_scale, causal,
                    window_size, softcap)  # fmt: skip

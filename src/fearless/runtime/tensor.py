@@ -477,8 +477,6 @@ def _too_large(dims: tuple[int, ...], dt: DType) -> OutOfMemoryError:
 
 def _element(value: Any, dt: DType) -> Any:
     """`value` as stored for `dt` (the raw bits for bf16), refusing fills that would change it."""
-    if isinstance(value, np.generic) and not isinstance(value, np.bool_ | np.number):
-        value = None  # a NumPy string or object scalar
     if isinstance(value, np.bool_ | np.number):
         value = value.item()
     if not isinstance(value, bool | int | float):
