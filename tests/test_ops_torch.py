@@ -18,6 +18,7 @@ from fearless.ops import _route
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
+torch_eager = pytest.importorskip("fearless.ops.torch_eager")
 
 
 @pytest.fixture(autouse=True)
@@ -145,11 +146,40 @@ def test_operators_are_torch_ops() -> None:
 def test_only_what_torch_must_see_goes_through_the_dispatcher() -> None:
     plain = torch.randn(3, 4)
     assert _route.torch_ops(plain) is None  # eager, no grad: straight to the kernels
-    assert _route.torch_ops(plain.requires_grad_()) is torch.ops.fearless
+    # autograd records it: the operators' eager forms (ops/torch_eager.py), the custom ops
+    # where torch must see the call
+    assert _route.torch_ops(plain.requires_grad_()) is torch_eager.EAGER
     with torch.no_grad():
         assert _route.torch_ops(plain) is None
     assert _route.torch_ops([torch.randn(2)], [torch.nn.Parameter(torch.randn(2))]) is not None
     assert _route.torch_ops(fl.zeros(3)) is None
+
+
+def test_eager_autograd_skips_the_dispatcher_and_matches_the_custom_op() -> None:
+    # a training call outside torch.compile: the operator's autograd.Function (its grad_fn
+    # names it), same result and gradients as its custom op through torch's dispatcher
+    x, w = _leaves((6, 32), (32,))
+    y = ops.rms_norm(x, (32,), w)
+    assert y.grad_fn is not None and y.grad_fn.name() == "fearless_rms_normBackward"
+    y.square().sum().backward()
+    eager = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    z = torch.ops.fearless.rms_norm(x, [32], w)
+    assert "GeneratedBackwardFor_fearless_rms_norm" in z.grad_fn.name()
+    z.square().sum().backward()
+    torch.testing.assert_close(y, z)
+    torch.testing.assert_close(eager, [x.grad, w.grad])
+
+
+def test_eager_forms_leave_to_the_dispatcher_what_it_converts() -> None:
+    # an argument the schema's type does not take as it is: the dispatcher's refusal, as ever
+    with pytest.raises(fl.FearlessError, match="argument `dim` must be int"):
+        ops.softmax(torch.randn(2, 3, requires_grad=True), 1.5)
+    # an int list given as a tuple reaches the body as the dispatcher gives it, a list
+    x, w = _leaves((2, 8), (8,))
+    torch.testing.assert_close(
+        torch_eager.EAGER.rms_norm(x, (8,), w), torch.ops.fearless.rms_norm(x, [8], w)
+    )
 
 
 def test_torch_compile_fullgraph_forward_and_backward() -> None:

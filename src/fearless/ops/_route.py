@@ -2,10 +2,12 @@
 kernels.
 
 A call with plain torch tensors that need no gradient, outside torch.compile, runs the kernels
-directly: the dispatcher would only add its cost. Anything torch must see goes through
-`torch.ops.fearless.<name>` (registered by ops/torch_library.py): an input that requires grad
-(so that autograd records the backward), a call while torch.compile or torch.export traces, and
-tensor subclasses (FakeTensor, FunctionalTensor and the like, which have no memory to read).
+directly: the dispatcher would only add its cost. Anything torch must see goes to the
+operator's torch form (registered by ops/torch_library.py; ops/torch_eager.py): an input that
+requires grad (so that autograd records the backward: in eager mode an autograd.Function, no
+dispatcher), a call while torch.compile or torch.export traces, and tensor subclasses
+(FakeTensor, FunctionalTensor and the like, which have no memory to read), which
+`torch.ops.fearless.<name>` takes.
 
 torch_library.py installs itself here (`set_registrar`) when fearless.ops is imported, so this
 module, which functional.py imports, depends on nothing above it.
@@ -49,8 +51,8 @@ def kernels_only() -> Iterator[None]:
 
 
 def set_registrar(register: Callable[[], Any]) -> None:
-    """`register()` registers the operators with torch and returns `torch.ops.fearless`, or None
-    where this torch cannot (older than 2.4)."""
+    """`register()` registers the operators with torch and returns their torch forms
+    (ops/torch_eager.py's `EAGER`), or None where this torch cannot (older than 2.4)."""
     global _registrar
     _registrar = register
 

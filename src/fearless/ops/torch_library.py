@@ -29,8 +29,9 @@ _ops: Any = None
 
 
 def register() -> Any:
-    """Register the operators with torch (idempotent); `torch.ops.fearless`, or None where this
-    torch has no `torch.library.custom_op`."""
+    """Register the operators with torch (idempotent); their eager forms (ops/torch_eager.py:
+    `torch.ops.fearless` where torch must see the call), or None where this torch has no
+    `torch.library.custom_op`."""
     global _done, _ops
     if _done:
         return _ops
@@ -44,8 +45,9 @@ def register() -> Any:
                     torch_ops_attention,
                     torch_ops_tilegym,
                 )
+                from .torch_eager import EAGER
 
-                _ops = torch.ops.fearless
+                _ops = EAGER
             _done = True
     return _ops
 

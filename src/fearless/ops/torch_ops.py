@@ -34,13 +34,17 @@ import fearless.ops.backward_rows as bwr
 import fearless.ops.functional as F
 
 from ..runtime.location import argument_error
+from . import torch_eager
 from ._io import heads_major, seq_major_base, seq_major_bases
 from ._route import kernels_only
 
 NS = "fearless"
 Ctx = torch.autograd.function.FunctionCtx
-OPS: Any = torch.ops.fearless  # filled by the definitions below
+# what the backward formulas call: each operator by its eager form (ops/torch_eager.py), which
+# is the custom op itself while torch.compile traces
+OPS: Any = torch_eager.EAGER
 _SIGNATURES: dict[str, inspect.Signature] = {}  # operator name -> its body's (its schema)
+_NAMES: dict[int, str] = {}  # id of a `_define`d operator -> its name
 
 
 def _new(x: Tensor, shape: tuple[int, ...] | list[int]) -> Tensor:
@@ -125,8 +129,11 @@ def _define(
         _SIGNATURES[name] = inspect.signature(body)
         op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=mutates)
         op.register_fake(_by_name(body, fake) if by_name else fake)
+        _NAMES[id(op)] = name
+        if not mutates:
+            torch_eager.record(name, run, _SIGNATURES[name])
         if forward_only:
-            op.register_autograd(_no_backward, setup_context=_forward_only(name))
+            register_autograd(op, _no_backward, _forward_only(name))
         return op
 
     return define
@@ -187,11 +194,20 @@ def _derive(
     return _define(name, fake, **options)(body)
 
 
+def register_autograd(
+    op: Any, backward: Callable[..., Any], setup: Callable[..., Any] | None
+) -> None:
+    """Give `op` (a `_define`d operator) its autograd formula: `backward` after `setup` (its
+    setup_context), for the custom op and its eager form (ops/torch_eager.py) alike."""
+    op.register_autograd(backward, setup_context=setup)
+    torch_eager.record_autograd(_NAMES[id(op)], backward, setup)
+
+
 def _autograd(op: Any, setup: Callable[..., Any] | None) -> Callable[[Callable[..., Any]], Any]:
     """Register the decorated function as `op`'s backward, after `setup` (its setup_context)."""
 
     def register(backward: Callable[..., Any]) -> Any:
-        op.register_autograd(backward, setup_context=setup)
+        register_autograd(op, backward, setup)
         return backward
 
     return register
@@ -614,4 +630,4 @@ def _attention_bwd(ctx: Any, dy: Tensor, *_dlse: Tensor | None) -> tuple:
 
 
 for _forward in (scaled_dot_product_attention, scaled_dot_product_attention_lse):
-    _forward.register_autograd(_attention_bwd, setup_context=_attention_ctx)
+    register_autograd(_forward, _attention_bwd, _attention_ctx)

@@ -35,6 +35,7 @@ from .torch_ops import (
     _qkv_grads,
     _shaped_as,
     _with_lse,
+    register_autograd,
 )
 
 _QKV_GRADS = tuple[Tensor, Tensor, Tensor]
@@ -138,7 +139,7 @@ def _window_lse_backward(ctx: Any, dy: Tensor, _dlse: Tensor | None) -> tuple:
     return (*grads, *(None for _ in ctx.args))  # op and the settings: no gradient
 
 
-attention_window_lse.register_autograd(_window_lse_backward, setup_context=_window_lse_ctx)
+register_autograd(attention_window_lse, _window_lse_backward, _window_lse_ctx)
 
 
 def _attention_autograd(forward: Any, name: str, n_grads: int = 3) -> None:
@@ -154,7 +155,7 @@ def _attention_autograd(forward: Any, name: str, n_grads: int = 3) -> None:
         grads = getattr(OPS, f"{name}_backward")(dy, *ctx.saved_tensors, *ctx.args)
         return (*grads, *(None for _ in ctx.args))
 
-    forward.register_autograd(backward, setup_context=setup)
+    register_autograd(forward, backward, setup)
 
 
 for _op, _name in (
@@ -209,7 +210,7 @@ def _varlen_backward(ctx: Any, dy: Tensor) -> tuple:
     return (*grads, None, None, None, None)
 
 
-fmha_varlen.register_autograd(_varlen_backward, setup_context=_varlen_setup)
+register_autograd(fmha_varlen, _varlen_backward, _varlen_setup)
 
 
 @_define("fmha_decode", _like_first, forward_only=True)
