@@ -6,6 +6,9 @@ is slower than full at 1024. Per shape and mask, for fearless and torch: host ti
 fearless the kernels one call launches with their GPU times (torch.profiler) and the host
 functions that take the time (cProfile of 20 calls).
 
+Session 29 adds the call through `torch.ops.fearless` (the custom op and torch's dispatcher,
+the path before ops/torch_eager.py's eager autograd forms) beside `fearless.ops`'s.
+
 Run on the GPU machine: `EXP=attention_train_small.py bash bench/h200_run.sh OUT exp`."""
 
 from __future__ import annotations
@@ -74,9 +77,19 @@ def case(b: int, h: int, n: int, d: int, causal: bool) -> None:
         with torch.no_grad():
             ops.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
+    def through_custom_op(q: Any, k: Any, v: Any, is_causal: bool) -> Any:
+        # the path before ops/torch_eager.py (session 29): torch's dispatcher and custom ops
+        return torch.ops.fearless.scaled_dot_product_attention_lse(q, k, v, None, is_causal)[0]
+
     fearless = train(ops.scaled_dot_product_attention)
     label = f"{b}x{h}x{n}x{d} {'causal' if causal else 'full'}"
-    for name, call in (("fearless", fearless), ("torch", train(sdpa)), ("fearless fwd", forward)):
+    calls = (
+        ("fearless", fearless),
+        ("fearless custom op", train(through_custom_op)),
+        ("torch", train(sdpa)),
+        ("fearless fwd", forward),
+    )
+    for name, call in calls:
         host, wall, events = timed(call)
         print(
             f"{label} {name}: host {host:.1f} us/call, wall {wall:.1f}, events {events:.1f}",
