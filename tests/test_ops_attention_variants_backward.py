@@ -220,12 +220,14 @@ def test_refusals_are_fearless_errors() -> None:
 
 # sha256 (first 16 hex digits) of the Tile IR text of the sdpa backward's kernels (bf16, q of
 # (1, 4, 256, 64), k/v of (1, 2, S, 64), 64 x 64 tiles): a change here changes
-# scaled_dot_product_attention's backward. Last changed 2026-12-05, on purpose: dk_dv loads its
-# key and value tiles once, before its loops (stats and dq only order a load before a scalar).
+# scaled_dot_product_attention's backward. Last changed 2026-12-06, on purpose: the masked
+# forms (causal, or S not a multiple of the key tile) apply the mask only to the tiles that
+# cross the diagonal or hold the last key (a run-time `if`, as the forward); the unmasked form
+# (False, True) is as it was. Before: 2026-12-05, dk_dv loads its key and value tiles once.
 SDPA_IR = {
-    (False, False): ("fea4bc0b2ed5679a", "54ba10947df1db34", "b7333939417a6902"),
+    (False, False): ("da704dc04226196f", "028a81fb9bf1989f", "86908d1f5f96fa03"),
     (False, True): ("eedb8a728324ef7c", "9281738bd531e8cc", "adb25a3bd96355bd"),
-    (True, False): ("8dc100b701cc8bf1", "e86f86be85911d06", "1221e3fb0fc84c35"),
+    (True, False): ("c7140bba1485d5b4", "31caf98e73040721", "bfd296d718bd92dc"),
 }
 
 

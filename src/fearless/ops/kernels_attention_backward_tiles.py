@@ -89,13 +89,24 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 @tile.function
 def scores(qt, kt, i, j, s_len, TILE_M, TILE_N, qk_scale, causal, even_k):
     """The (TILE_M, TILE_N) scores of query tile i against key tile j (kt: transposed,
-    `key_tile_t`), scaled to base 2, with the causal and ragged-key masks (-inf)."""
+    `key_tile_t`), scaled to base 2, with the causal and ragged-key masks (-inf) on the tiles
+    that need them: a run-time `if`, as the forward's, so that the tiles wholly below the
+    diagonal and before the last key (most of a long sequence's) skip the mask's compares and
+    selects."""
     s = tile.mma(qt, kt, tile.zeros((TILE_M, TILE_N), fl.f32))
     s = s * qk_scale
-    if causal or not even_k:  # compile-time
-        rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-        keys = j * TILE_N + tile.arange(TILE_N)[None, :]
-        s = masked_scores(s, rows, keys, s_len, 0, 0, causal, False, False)
+    if causal or not even_k:  # compile-time, then a run-time `if`
+        last_key = (j + 1) * TILE_N - 1
+        if causal and even_k:  # compile-time: its last key after its first row
+            crosses = last_key > i * TILE_M
+        elif causal:  # compile-time: or the tile holds keys past the last
+            crosses = (last_key > i * TILE_M) or (last_key >= s_len)
+        else:
+            crosses = last_key >= s_len
+        if crosses:
+            rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
+            keys = j * TILE_N + tile.arange(TILE_N)[None, :]
+            s = masked_scores(s, rows, keys, s_len, 0, 0, causal, False, False)
     return s
 
 
