@@ -237,6 +237,20 @@ def test_training_keeps_the_forwards_lse_for_the_backward(monkeypatch: pytest.Mo
     assert out.requires_grad and not lse.requires_grad
 
 
+def test_the_backward_makes_no_zero_gradient_for_the_lse() -> None:
+    """The kept lse never has a gradient, and autograd does not make one of zeros for it (an
+    allocation and a fill on every training call's host path): no (B, H, L) zeros in the
+    backward."""
+    from torch.profiler import ProfilerActivity, profile
+
+    leaves = [t.requires_grad_() for t in _inputs(1, 2, 2, 24, 24, 16, "float32")]
+    out = ops.scaled_dot_product_attention(*leaves, is_causal=True)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        out.backward(torch.ones_like(out))
+    made = [e.input_shapes for e in prof.events() if e.name in ("aten::zeros", "aten::zero_")]
+    assert [1, 2, 24] not in [shape for shapes in made for shape in shapes], made
+
+
 def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPatch) -> None:
     """The forward's and the backward's Parts are made in `tile.row_major()` order (one head's
     query tiles launch together), every one of them."""

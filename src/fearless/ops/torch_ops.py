@@ -613,11 +613,15 @@ def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor | tuple[Tensor, Tenso
 def _kept_lse(ctx: Ctx, output: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor, tuple]:
     """(the output, (lse,)) of a training forward that returns its lse beside its output,
     the lse marked non-differentiable (a loss through it is refused by autograd); (the output,
-    ()) of a form that returns the output alone."""
+    ()) of a form that returns the output alone. The lse's gradient, which never exists, is
+    not materialised either: autograd would allocate and fill a zero tensor of the lse's shape
+    for every backward (a fill launch and an allocation on the host path of a short training
+    call); the output's own gradient is always there when the backward runs."""
     if not isinstance(output, tuple):
         return output, ()
     out, lse = output
     ctx.mark_non_differentiable(lse)
+    ctx.set_materialize_grads(False)
     return out, (lse,)
 
 
