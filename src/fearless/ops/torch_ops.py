@@ -456,10 +456,11 @@ def dropout_backward(dy: Tensor, seed: Tensor, p: float) -> Tensor:
 def _dropout_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
     ctx.save_for_backward(output[1])
     ctx.p = inputs[1]  # type: ignore[attr-defined]
+    ctx.set_materialize_grads(False)  # the seed's gradient: none, and no zeros made for it
 
 
 @_autograd(dropout, _dropout_ctx)
-def _dropout_bwd(ctx: Any, dy: Tensor, _dseed: Tensor) -> tuple:
+def _dropout_bwd(ctx: Any, dy: Tensor, _dseed: Tensor | None) -> tuple:
     (seed,) = ctx.saved_tensors
     return OPS.dropout_backward(dy, seed, ctx.p), None, None
 
