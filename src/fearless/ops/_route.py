@@ -15,12 +15,11 @@ module, which functional.py imports, depends on nothing above it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn, TypeVar
 
 from ..crash import raise_clean
@@ -38,15 +37,19 @@ _registrar: Callable[[], Any] | None = None
 _inside = threading.local()  # .depth: how many torch.ops.fearless bodies run on this thread
 
 
-@contextlib.contextmanager
-def kernels_only() -> Iterator[None]:
+class kernels_only:
     """Within: every operator runs its kernels, never the dispatcher. The bodies of
     `torch.ops.fearless.<name>` run in it, so that a Parameter or another tensor subclass
-    arriving there (torch.export's module, no_grad) does not dispatch to the same op again."""
-    _inside.depth = getattr(_inside, "depth", 0) + 1
-    try:
-        yield
-    finally:
+    arriving there (torch.export's module, no_grad) does not dispatch to the same op again.
+    A class, not a generator context manager: it is entered on every training call's forward
+    and backward, where contextlib's machinery costs a microsecond or two of host time."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _inside.depth = getattr(_inside, "depth", 0) + 1
+
+    def __exit__(self, *_: object) -> None:
         _inside.depth -= 1
 
 

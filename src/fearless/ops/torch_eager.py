@@ -113,9 +113,10 @@ def record_autograd(
     )
 
 
-def _transforms_active() -> bool:
-    active = getattr(torch._C, "_are_functorch_transforms_active", None)
-    return bool(active()) if active is not None else False
+# whether a functorch transform (vmap, grad, ...) is active: then the custom op takes the call
+_transforms_active: Callable[[], bool] = getattr(
+    torch._C, "_are_functorch_transforms_active", lambda: False
+)
 
 
 def _caller(name: str) -> Callable[..., Any]:
