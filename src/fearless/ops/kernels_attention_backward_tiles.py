@@ -118,7 +118,8 @@ def variant_scores(
     forward computes them (soft-capped when `capped`, then -inf outside each row's window, on
     and past its diagonal when `causal`, and past the last key), T = tanh(R / CAP) of the raw
     scores R = Q K^T * scale for the cap's derivative (S itself without a cap). Row r sits at
-    r + off (`variant_bounds`)."""
+    r + off (`variant_bounds`). The masks go only on a tile where some row misses some key (a
+    run-time `if`, as `scores`): past its diagonal, outside its window, past the last key."""
     s = tile.mma(qt, kt, tile.zeros((TILE_M, TILE_N), fl.f32))
     if capped:  # compile-time
         t = tile.tanh(s * (scale / cap))
@@ -126,9 +127,20 @@ def variant_scores(
     else:
         s = s * (scale * INV_LOG_2)
         t = s
-    pos = (i * TILE_M + tile.arange(TILE_M))[:, None] + off
-    keys = j * TILE_N + tile.arange(TILE_N)[None, :]
-    return masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right), t
+    first_pos = i * TILE_M + off  # the tile's first row's position
+    last_key = (j + 1) * TILE_N - 1
+    crosses = last_key >= s_len
+    if causal:  # compile-time: a key after the first row
+        crosses = crosses or (last_key > first_pos)
+    if right:  # compile-time: a key past the first row's window
+        crosses = crosses or (last_key > first_pos + wr)
+    if left:  # compile-time: a key before the last row's window
+        crosses = crosses or (j * TILE_N < first_pos + TILE_M - 1 - wl)
+    if crosses:
+        pos = (i * TILE_M + tile.arange(TILE_M))[:, None] + off
+        keys = j * TILE_N + tile.arange(TILE_N)[None, :]
+        s = masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right)
+    return s, t
 
 
 @tile.function
