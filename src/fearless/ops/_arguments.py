@@ -83,6 +83,8 @@ def flag(value: Any, op: str, name: str) -> bool:
     bool, an int, or None (no); anything else (an array: often an argument one place off, a
     string, a float) is E0701, where `bool()` of an array would be NumPy's error from inside
     fearless."""
+    if value is True or value is False:  # the common case
+        return value
     if value is None or isinstance(value, (bool, np.bool_, int, np.integer)):
         return bool(value)
     raise argument_error(

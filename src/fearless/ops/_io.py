@@ -345,6 +345,9 @@ def param(p: Any, n: int, like: Operand, op: str, name: str, fill: float) -> Ten
 def number(value: Any, op: str, name: str) -> float:
     """A scalar argument (`eps`, `p`, `scale`) as a float: a Python or NumPy number, or a
     one-element NumPy array or torch tensor; anything else (a string, a bool, None) is E0701."""
+    tp = type(value)
+    if tp is float or tp is int:  # the common case, before the ABC checks below
+        return float(value)
     torch = sys.modules.get("torch")
     one_element = (isinstance(value, np.ndarray) and value.size == 1) or (
         torch is not None and isinstance(value, torch.Tensor) and value.numel() == 1
