@@ -171,6 +171,18 @@ def test_eager_autograd_skips_the_dispatcher_and_matches_the_custom_op() -> None
     torch.testing.assert_close(eager, [x.grad, w.grad])
 
 
+def test_every_operator_has_an_eager_form_but_those_torch_must_run() -> None:
+    # an operator whose schema holds a type the eager forms do not check (a list of tensors)
+    # or that writes an argument in place stays with the custom op; every other has its form,
+    # with its Function wherever it has an autograd formula
+    from fearless.ops import torch_ops
+
+    without = sorted(set(torch_ops._SIGNATURES) - set(torch_eager._FORMS))
+    assert without == ["group_gemm", "mhc_sinkhorn", "moe_actgrad_bwd", "splitk_reduce"]
+    with_autograd = {name for name, form in torch_eager._FORMS.items() if form.function}
+    assert {"scaled_dot_product_attention_lse", "rms_norm", "rope", "fused_moe"} <= with_autograd
+
+
 def test_eager_forms_leave_to_the_dispatcher_what_it_converts() -> None:
     # an argument the schema's type does not take as it is: the dispatcher's refusal, as ever
     with pytest.raises(fl.FearlessError, match="argument `dim` must be int"):
