@@ -71,17 +71,25 @@ def _accepted(annotation: Any) -> tuple[type, ...]:
         return _INTS
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         inner = [a for a in typing.get_args(annotation) if a is not _NONE]
-        if len(inner) == 1 and _accepted(inner[0]):
-            return (*_accepted(inner[0]), _NONE)
+        taken = _accepted(inner[0]) if len(inner) == 1 else ()
+        if taken:
+            return (*taken, _NONE)
     return ()
 
 
-def record(name: str, body: Callable[..., Any], signature: inspect.Signature) -> None:
+def record(
+    name: str, body: Callable[..., Any], signature: inspect.Signature, mutates: bool
+) -> None:
     """`fearless::<name>` runs `body` (its custom op's, under kernels_only) with `signature`
-    (its schema's); an operator that writes an argument in place is not recorded."""
+    (its schema's); an operator that writes an argument in place (`mutates`), or takes an
+    argument these forms do not check, gets no eager form: the custom op takes its calls."""
     form = _Form(body, signature)
-    if all(form.accepted) and all(
-        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in signature.parameters.values()
+    if (
+        not mutates
+        and all(form.accepted)
+        and all(
+            p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in signature.parameters.values()
+        )
     ):
         _FORMS[name] = form
 
@@ -103,13 +111,10 @@ def record_autograd(
             setup(ctx, args, output)
         return output
 
-    def backward_of(ctx: Any, *grads: Any) -> Any:
-        return backward(ctx, *grads)
-
     form.function = type(
         f"fearless_{name}",
         (torch.autograd.Function,),
-        {"forward": staticmethod(forward), "backward": staticmethod(backward_of)},
+        {"forward": staticmethod(forward), "backward": staticmethod(backward)},
     )
 
 

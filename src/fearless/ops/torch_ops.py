@@ -130,8 +130,7 @@ def _define(
         op = torch.library.custom_op(f"{NS}::{name}", run, mutates_args=mutates)
         op.register_fake(_by_name(body, fake) if by_name else fake)
         _NAMES[id(op)] = name
-        if not mutates:
-            torch_eager.record(name, run, _SIGNATURES[name])
+        torch_eager.record(name, run, _SIGNATURES[name], bool(mutates))
         if forward_only:
             register_autograd(op, _no_backward, _forward_only(name))
         return op
