@@ -251,6 +251,38 @@ def test_the_backward_makes_no_zero_gradient_for_the_lse() -> None:
     assert [1, 2, 24] not in [shape for shapes in made for shape in shapes], made
 
 
+def test_the_delta_kernel_zeroes_the_atomic_dqs_scratch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In training at head dim <= DQ_BY_ATOMICS_UP_TO, the f32 scratch the atomic dQ adds into
+    is zeroed by the delta kernel beside its rows, not by a fill of its own: nothing is made
+    zeroed, and a scratch that starts as NaN gives torch's gradients."""
+    from fearless.ops import _io
+
+    q, k, v = _inputs(1, 2, 2, 70, 70, 40, "float32")  # ragged rows and columns of the tiles
+    assert KB.atomic_dq(40)
+    dout = torch.randn(q.shape, generator=torch.Generator().manual_seed(3))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*leaves, is_causal=True).backward(dout)
+    made: list[tuple[str, tuple[int, ...]]] = []
+
+    def nan_scratch(t: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        made.append(("empty", shape))
+        if len(shape) < 4:
+            return _io.empty_beside(t, shape, dtype)
+        return _io.from_torch(torch.full(shape, torch.nan, dtype=torch.float32))
+
+    def zeros(t: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        made.append(("zeros", shape))
+        return _io.zeros_beside(t, shape, dtype)
+
+    monkeypatch.setattr(KB, "empty_beside", nan_scratch)
+    monkeypatch.setattr(KB, "zeros_beside", zeros)
+    got = [t.clone().requires_grad_() for t in (q, k, v)]
+    ops.scaled_dot_product_attention(*got, is_causal=True).backward(dout)
+    assert made == [("empty", (1, 2, 70)), ("empty", (1, 2, 70, 40))], made
+    for mine, theirs in zip(got, leaves, strict=True):
+        assert _rel(mine.grad, theirs.grad) < 1e-5
+
+
 def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPatch) -> None:
     """The forward's and the backward's Parts are made in `tile.row_major()` order (one head's
     query tiles launch together), every one of them."""
@@ -354,6 +386,20 @@ def test_the_forward_keeping_lse_compiles_through_tileiras(
     lse = fl.empty((1, 8, 700, 1)).partition((1, 1, 128, LSE_COLUMNS))
     kernel = make_attention(fl.bf16, True, False, None, variant, True).options(occupancy=2)
     assert cubin(kernel, out, lse, q, kv, kv, None, 0.088, 100, 0, 1.0, 128, 4)
+
+
+def test_the_delta_kernel_zeroing_dq_compiles_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    """The delta step's form that zeroes the atomic dQ's scratch (training at head dim 40: its
+    tiles' columns past D clipped), as attention_backward launches it."""
+    from fearless.backends.cubin_info import kernel_resources
+    from fearless.ops.kernels_attention import LSE_COLUMNS
+    from fearless.ops.kernels_attention_backward_tiles import make_attention_delta
+
+    q = fl.zeros((1, 4, 200, 40), dtype=fl.bf16)
+    delta = fl.empty((1, 4, 200, 1)).partition((1, 1, 64, LSE_COLUMNS))
+    dq_acc = fl.empty((1, 4, 200, 40)).partition((1, 1, 64, 64))
+    binary = cubin(make_attention_delta(fl.bf16, True), delta, dq_acc, q, q)
+    assert max(r.stack for r in kernel_resources(binary)) == 0
 
 
 @pytest.mark.parametrize(

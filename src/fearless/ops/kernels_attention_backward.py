@@ -12,8 +12,8 @@ import fearless as fl
 
 from ..autotune_ahead import compile_ahead_once
 from ..runtime.target import current_target
-from ._io import empty_beside, partitioned, zeros_beside
-from .kernels_attention import mask_form, tile_order
+from ._io import empty_beside, partitioned, view, zeros_beside
+from .kernels_attention import LSE_COLUMNS, mask_form, tile_order
 from .kernels_attention_backward_tiles import (
     make_attention_delta,
     make_attention_dkdv,
@@ -246,21 +246,34 @@ def _backward(
     causal, extra = bool(causal), (wl, wr, cap)
     a0, a1 = aux or (None, None)
     form = (q, k, causal, group, variant, mask, extra, a0, a1)
+    atomic = atomic_dq(d)
     delta = empty_beside(q, (b, h, lq), fl.f32)
+    dq_acc = None
     if lse is None:
         lse = empty_beside(q, (b, h, lq), fl.f32)
         stats_tuned(*form, lse, delta, out, dout, scale)
     else:  # the forward's: delta alone, streaming out and dout once (8192 f32 values of each
-        # a block: 64 rows up to D 128, 32 at D 256)
+        # a block: 64 rows up to D 128, 32 at D 256), and zeroing the atomic dQ's dq_acc
         rows, td = min(64, 8192 // next_pow2(d)), next_pow2(d)
-        with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
-            kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
-    if not atomic_dq(d):
+        if atomic:
+            dq_acc = empty_beside(q, q.shape, fl.f32)
+            with (
+                partitioned(
+                    view(delta, (b, h, lq, 1)), (1, 1, rows, LSE_COLUMNS), tile_order()
+                ) as delta_p,
+                partitioned(dq_acc, (1, 1, rows, td), tile_order()) as acc_p,
+            ):
+                kernel_of(make_attention_delta, q.dtype, True)(delta_p, acc_p, out, dout)
+        else:
+            with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
+                kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
+    if not atomic:
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
         dq_tuned(*form, dq, v, dout, lse, delta, scale)
         return lse, delta
     # FlashAttention-2's dQ: dk_dv adds into dq_acc, then dq = dq_acc * scale
-    dq_acc = zeros_beside(q, q.shape, fl.f32)
+    if dq_acc is None:
+        dq_acc = zeros_beside(q, q.shape, fl.f32)
     atomic_tuned(*form, dk, dv, dq_acc, v, dout, lse, delta, scale)
     with partitioned(dq, (1, 1, 64, next_pow2(d)), tile_order()) as dq_p:
         kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)

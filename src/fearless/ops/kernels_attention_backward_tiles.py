@@ -59,7 +59,8 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 # In training the forward keeps lse (make_attention's keep_lse) and `attention_delta` replaces
 # stats. Up to head dim DQ_BY_ATOMICS_UP_TO (kernels_attention_backward.py's; FlashAttention-2's
 # dQ), dk_dv also adds every pair's dS K into an f32 dQ with relaxed atomics, and `finish_dq`
-# scales it: no dq kernel.
+# scales it: no dq kernel. In training that f32 dQ is zeroed by `attention_delta` beside its
+# rows (torch's fill was a launch of its own on a short call's host path).
 #
 # The forward's `variant` (kernels_attention.make_attention's: bottom-right diagonal, window,
 # soft cap; TileGym's fmha, swa_attention and gemma_attention) has its compile-time twin here:
@@ -293,20 +294,41 @@ def row_delta(out, dout, b, h, i, TILE_M, TILE_D):
     return tile.sum(o * do, axis=1).reshape((1, 1, TILE_M))
 
 
-def make_attention_delta(dt, **hints):
+def make_attention_delta(dt, zero_dq=False, **hints):
     """delta of (B, H, L), f32, alone: the stats step where the forward kept lse (training:
-    make_attention's keep_lse), so that no score is recomputed for it."""
+    make_attention's keep_lse), so that no score is recomputed for it. `zero_dq`: the atomic
+    dQ's form, which also zeroes the f32 dq_acc (B, H, L, D) the adds go into, tile by tile
+    beside its rows (no fill launch of its own); delta is then written as (B, H, L, 1) in
+    (1, 1, TILE_M, LSE_COLUMNS) tiles, every column the row's delta (the store clips the
+    columns past 1), so that its tiles number as dq_acc's (kernels_attention.LSE_COLUMNS)."""
+    if not zero_dq:
+
+        @tile.kernel(**hints)
+        def attention_delta(
+            delta: tile.Part[fl.f32],
+            out: tile.Tensor[dt],
+            dout: tile.Tensor[dt],
+            TILE_D: tile.Const[int],
+        ):
+            _, _, TILE_M = delta.shape
+            b, h, i = delta.index
+            delta.store(row_delta(out, dout, b, h, i, TILE_M, TILE_D))
+
+        return attention_delta
 
     @tile.kernel(**hints)
     def attention_delta(
         delta: tile.Part[fl.f32],
+        dq_acc: tile.Part[fl.f32],
         out: tile.Tensor[dt],
         dout: tile.Tensor[dt],
-        TILE_D: tile.Const[int],
     ):
-        _, _, TILE_M = delta.shape
-        b, h, i = delta.index
-        delta.store(row_delta(out, dout, b, h, i, TILE_M, TILE_D))
+        _, _, TILE_M, cols = delta.shape
+        _, _, _, TILE_D = dq_acc.shape
+        b, h, i, _ = delta.index
+        rows = row_delta(out, dout, b, h, i, TILE_M, TILE_D).reshape((TILE_M, 1))
+        delta.store(tile.broadcast_to(rows, (TILE_M, cols)).reshape((1, 1, TILE_M, cols)))
+        dq_acc.store(tile.zeros((1, 1, TILE_M, TILE_D), fl.f32))
 
     return attention_delta
 
