@@ -178,14 +178,18 @@ def _key(
             values.append(v)
             parts.append(v is None)
     read = _torch_reader()
+    grad = torch.is_grad_enabled()
     for i, a in enumerate(args):
-        if type(a) is plain and not a.requires_grad:  # the common case, inline
+        tp = type(a)
+        if tp is plain and not (grad and a.requires_grad):  # the common cases, inline
             ptr, part = read(a)
             parts.append(part)
             tensors.append(a)
             ptrs.append(ptr)
         elif i in skip:
             continue
+        elif tp in _SCALARS:
+            parts.append((tp, a))
         elif not _part(torch, plain, a, parts, tensors, ptrs):
             return None
     for name, a in kwargs.items():
