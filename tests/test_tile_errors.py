@@ -48,6 +48,27 @@ def test_moved_tensor_names_the_line_it_moved_at() -> None:
         zp.unpartition()
 
 
+def test_a_with_block_gives_the_partitioned_tensor_back_at_its_end() -> None:
+    """`with z.partition(tile) as zp:` moves z for the block (a use of z inside is E0382 at
+    that line) and gives it back at the block's end, also when the block raises, and when
+    the block gave it back itself."""
+    x = fl.from_numpy(np.arange(256, dtype=np.float32))
+    z = fl.empty(256, dtype=fl.f32)
+    with z.partition((128,)) as zp:
+        copy(zp, x)
+        with pytest.raises(fl.MovedError, match=r"with z\.partition"):
+            z.numpy()
+    assert np.array_equal(z.numpy(), x.numpy()) and not zp.open
+    with pytest.raises(RuntimeError, match="inside"), z.partition((64,)) as zp:
+        raise RuntimeError("inside")
+    assert z.numpy().shape == (256,) and not zp.open
+    with z.partition((128,)) as zp:
+        z = zp.unpartition()
+    assert z.numpy().shape == (256,)
+    with pytest.raises(fl.MovedError, match="unpartition"), zp:
+        pass  # a partition given back is not entered again
+
+
 def _this_line() -> int:
     import sys
 

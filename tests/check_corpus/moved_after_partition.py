@@ -30,3 +30,10 @@ def moved_in_loop(t):
     for _ in range(3):
         tp = t.partition((128,))  # error[E0382] col 14: use of moved value: `t`
         add(tp, x, y)
+
+
+def moved_in_a_with_block(t):
+    with t.partition((128,)) as tp:
+        add(tp, x, y)
+        print(t.shape)  # error[E0382] col 15: use of moved value: `t`
+    return t.shape  # given back at the block's end

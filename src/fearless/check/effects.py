@@ -84,6 +84,7 @@ class Effects:
         self.launches: dict[tuple[int, KernelSig], LaunchObs] = {}
         self.uses: dict[int, UseObs] = {}
         self._into: dict[int, str] = {}  # `.partition(` call -> the name it is assigned to
+        self._scoped: set[int] = set()  # the `.partition(` calls that are `with` items
 
     # ------------------------------------------------------------------------- statements
 
@@ -261,7 +262,9 @@ class Effects:
             and isinstance(f, ast.Attribute)
             and isinstance(f.value, ast.Name)
         ):
-            site = MoveSite(e.lineno, e.col_offset, f.value.id, self._into.get(id(e)))
+            site = MoveSite(
+                e.lineno, e.col_offset, f.value.id, self._into.get(id(e)), id(e) in self._scoped
+            )
             for v in st.lookup(f.value.id):
                 st.moved[v] = st.moved.get(v, frozenset()) | {site}
         elif isinstance(f, ast.Attribute) and f.attr == "unpartition":

@@ -73,8 +73,8 @@ def analyse(tree: ast.Module, file: str, resolver: Resolver) -> Observations:
 def tensor_partitions(tree: ast.Module) -> set[int]:
     """The `name.partition(shape)` calls that may move a tensor (their ids). `str.partition`
     is common, so a call counts only when it looks like the Tile API's: one positional
-    argument that is not a string, and the result stored in one name (`zp = z.partition(s)`),
-    passed to a call (`add(z.partition(s), x)`) or dropped. `head, _, tail = s.partition(x)`
+    argument that is not a string, and the result stored in one name (`zp = z.partition(s)`,
+    `with z.partition(s) as zp:`), passed to a call (`add(z.partition(s), x)`) or dropped. `head, _, tail = s.partition(x)`
     and `s.partition(x)[0]` are string splits. A name bound to `tile.Spec(...)` describes an
     array without data: its `.partition(tile)` moves nothing."""
     specs = {
@@ -91,6 +91,12 @@ def tensor_partitions(tree: ast.Module) -> set[int]:
         candidates: list[ast.expr] = []
         if isinstance(node, ast.Call):
             candidates = list(node.args)
+        elif isinstance(node, ast.With | ast.AsyncWith):  # `with z.partition(s) as zp:`
+            candidates = [
+                item.context_expr
+                for item in node.items
+                if item.optional_vars is None or isinstance(item.optional_vars, ast.Name)
+            ]
         elif isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign) and node.value is not None:
             targets = (
                 [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
@@ -216,12 +222,16 @@ class Walker(Effects):
         if isinstance(s, ast.Try | ast.TryStar):
             return self.try_(s, paths)
         if isinstance(s, ast.With | ast.AsyncWith):
+            for item in s.items:
+                self._scoped.add(id(item.context_expr))
+                if isinstance(item.optional_vars, ast.Name):
+                    self._into[id(item.context_expr)] = item.optional_vars.id
             for st in paths:
                 for item in s.items:
                     self.expr(item.context_expr, st)
                     if item.optional_vars is not None:
                         self.bind(item.optional_vars, NO_VALS, NO_CALLEES, st, item.context_expr)
-            return self.block(s.body, paths)
+            return self.given_back(s, self.block(s.body, paths))
         if isinstance(s, ast.Match):
             return self.match(s, paths)
         if isinstance(s, ast.Return | ast.Raise):
@@ -235,6 +245,23 @@ class Walker(Effects):
             return []
         for st in paths:
             self.simple(s, st)
+        return paths
+
+    def given_back(self, s: ast.With | ast.AsyncWith, paths: list[State]) -> list[State]:
+        """The paths out of a `with` block's end: the tensors its `with t.partition(...)` items
+        moved are given back there (`Partition.__exit__`)."""
+        ends = {
+            (e.lineno, e.col_offset)
+            for item in s.items
+            if id(e := item.context_expr) in self.partitions
+        }
+        for st in paths if ends else ():
+            for v, sites in list(st.moved.items()):
+                left = frozenset(m for m in sites if (m.line, m.col) not in ends)
+                if left:
+                    st.moved[v] = left
+                else:
+                    del st.moved[v]
         return paths
 
     def loop(self, s: ast.For | ast.AsyncFor | ast.While, paths: list[State]) -> list[State]:

@@ -143,6 +143,13 @@ def use_finding(obs: UseObs, src: Source) -> Finding:
 
 
 def _give_back_help(sites: set[MoveSite]) -> str:
+    if all(s.scoped for s in sites):
+        site = min(sites, key=lambda s: (s.line, s.col))
+        inside = f": `{site.name} = {site.into}.unpartition()`" if site.into else ""
+        return (
+            f"use `{site.name}` after the `with` block, whose end gives the tensor back, or take "
+            f"it back inside the block{inside}"
+        )
     gives_back = sorted({f"{s.name} = {s.into}.unpartition()" for s in sites if s.into})
     if len(gives_back) == 1:
         return f"take the tensor back before using it: `{gives_back[0]}`"

@@ -52,13 +52,15 @@ VIEW_METHODS = frozenset(
 
 @dataclass(frozen=True)
 class MoveSite:
-    """Where a tensor moved: the `.partition(` call, the name it moved through, and the name
-    the partition was stored in (None when it was not stored)."""
+    """Where a tensor moved: the `.partition(` call, the name it moved through, the name the
+    partition was stored in (None when it was not stored), and whether the call is a `with`
+    item (`with t.partition(s) as tp:`, whose block's end gives the tensor back)."""
 
     line: int
     col: int
     name: str
     into: str | None
+    scoped: bool = False
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """`Partition`: an output tensor moved into disjoint tiles for one or more Tile launches.
 
 `t.partition((BM, BN))` consumes `t` (its handle raises MovedError, naming the line where it
-moved, until `unpartition()` gives the tensor back). The partition's grid is
+moved, until `unpartition()` gives the tensor back; `with t.partition(...) as tp:` gives it
+back at the block's end). The partition's grid is
 ceil(extent / tile) per axis; a kernel taking the partition as a `tile.Part` runs one block per
 tile, and block (i, j) may write tile (i, j) only — that is what makes Tile writes race-free.
 """
@@ -80,6 +81,17 @@ class Partition(Generic[_T]):
     def open(self) -> bool:
         """Whether the partition still owns its tensor (not yet unpartitioned)."""
         return self._given_back is None
+
+    def __enter__(self) -> Partition[_T]:
+        """`with z.partition(tile) as zp:` the partition for the block's launches; the block's
+        end gives the tensor back (`unpartition()`), also when it raises, so that `z` is
+        usable after it."""
+        self.check_live()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._given_back is None:  # the block may have given it back itself
+            self.unpartition()
 
     def __repr__(self) -> str:
         state = " (given back)" if self._given_back else ""

@@ -200,7 +200,8 @@ class Tensor:
             self._moved,
             "use of a moved tensor: it was moved into a partition",
             "the tensor moved at",
-            "use the tensor `unpartition()` gives back instead of the old handle",
+            "use the tensor `unpartition()` gives back instead of the old handle, or partition "
+            "it in a `with` block (`with z.partition(...) as zp:`) and use `z` after the block",
         )
 
     # ---------------------------------------------------------------------- interchange
