@@ -98,7 +98,8 @@ def signature_of(
                 raise argument_error(
                     f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",
                     help=f"pass `{name}.partition(tile_shape)` of an fl.Tensor (it moves the "
-                    "tensor until `unpartition()`)",
+                    f"tensor until `unpartition()`), or launch inside `with {name}.partition("
+                    f"tile_shape) as {name}p:` with `{name}p`",
                 )
             arg.check_live()
             _check_dtype(kernel, name, arg.dtype, ann.dtype)
