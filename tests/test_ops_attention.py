@@ -287,18 +287,15 @@ def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPat
     """The forward's and the backward's Parts are made in `tile.row_major()` order (one head's
     query tiles launch together), every one of them."""
     from fearless import tile
-    from fearless.ops import _io
-    from fearless.ops import kernels_attention as KA
 
     orders: list[object] = []
-    made = _io.partitioned
+    made = fl.Tensor.partition
 
-    def spy(t: object, shape: tuple[int, ...], order: object = None) -> object:
+    def spy(t: fl.Tensor, shape: tuple[int, ...], order: Any = None) -> object:
         orders.append(order)
-        return made(t, shape, order)  # type: ignore[arg-type]
+        return made(t, shape, order)
 
-    for module in (KA, KB):
-        monkeypatch.setattr(module, "partitioned", spy)
+    monkeypatch.setattr(fl.Tensor, "partition", spy)
     q, k, v = (t.requires_grad_() for t in _inputs(1, 2, 2, 20, 24, 16, "float32"))
     ops.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
     assert len(orders) >= 6 and all(o == tile.row_major() for o in orders), orders

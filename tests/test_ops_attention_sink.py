@@ -13,7 +13,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_attention_sink import make_sink_attention
 from support.attention_sink_ref import attention_sink_reference as reference
 
@@ -85,7 +84,7 @@ def test_small_tiles_skip_only_tiles_no_row_sees(
     fq = fl.asarray(q.numpy().reshape(1, lq, 4, 16))
     fk, fv, fs = (fl.asarray(x.numpy()) for x in (k, v, sinks))
     st = fl.asarray(np.array([start], np.int32))
-    with partitioned(out, (1, 16, 1, 16)) as part:
+    with out.partition((1, 16, 1, 16)) as part:
         kernel(part, fq, fk, fv, fs, st, 0.25, wl, 16, 2)
     want = reference(*_np(q, k, v, sinks), 0.25, wl + 1 if windowed else None, start)
     np.testing.assert_allclose(out.numpy().reshape(1, lq, 64), want, rtol=1e-5, atol=1e-5)

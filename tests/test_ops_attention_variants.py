@@ -15,7 +15,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_attention import make_attention
 
 torch = pytest.importorskip("torch")
@@ -95,7 +94,7 @@ def test_small_tiles_skip_only_tiles_no_row_sees(variant: tuple, lq: int, s: int
     q, k, v = _inputs(1, 2, 1, lq, s, 16, "float32")
     out = fl.empty((1, 2, lq, 16), dtype=fl.f32)
     kernel = make_attention(fl.f32, causal, s % 16 == 0, None, flags)
-    with partitioned(out, (1, 1, 16, 16)) as part:
+    with out.partition((1, 1, 16, 16)) as part:
         fq, fk, fv = (fl.asarray(x.numpy()) for x in (q, k, v))
         kernel(part, fq, fk, fv, None, 0.25, wl, wr, cap, 16, 2)
     bounds = (wl if flags[1] else None, wr if flags[2] else None, cap if flags[3] else None)

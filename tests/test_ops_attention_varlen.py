@@ -14,7 +14,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_attention_varlen import make_varlen_attention
 from support.attention_varlen_ref import fmha_decode_reference, fmha_varlen_reference
 
@@ -96,7 +95,7 @@ def test_small_tiles(causal: bool, ql: list, kl: list) -> None:
     kernel = make_varlen_attention(fl.f32, causal)
     fq, fk, fv = (fl.asarray(x.numpy()) for x in (q, k, v))
     fql, fkl = (fl.asarray(np.array(x, np.int32)) for x in (ql, kl))
-    with partitioned(out, (1, 1, 16, 16)) as part:
+    with out.partition((1, 1, 16, 16)) as part:
         kernel(part, fq, fk, fv, fql, fkl, 0.25, 16, 2)
     want = fmha_varlen_reference(*_np(q, k, v), 0.25, causal, ql, kl)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)

@@ -18,7 +18,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_fp8_block import make_fp8_block_matmul
 from support.fp8_block_ref import fp8_block_inputs, fp8_block_matmul_reference
 
@@ -190,5 +189,5 @@ def test_the_kernel_compiles_through_tileiras(
     m, n, k = 512, 1024, 1024
     a, b = fl.zeros((m, k), dtype=in_dt), fl.zeros((n, k), dtype=in_dt)
     a_s, b_s = fl.zeros((m, k // 128)), fl.zeros((n // 128, k // 128))
-    with partitioned(fl.empty((m, n), dtype=out_dt), (128, 128)) as c:
+    with fl.empty((m, n), dtype=out_dt).partition((128, 128)) as c:
         assert cubin(make_fp8_block_matmul(in_dt, out_dt), c, a, b, a_s, b_s, 128, 128, 1)

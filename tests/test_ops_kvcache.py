@@ -14,7 +14,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_kvcache import NO_ERROR, make_kvcache_attention, table_tile
 from support.kvcache_ref import kvcache_reference as reference
 from support.kvcache_ref import paged
@@ -104,7 +103,7 @@ def test_small_tiles_skip_only_tiles_no_row_sees(flags: tuple) -> None:
     err = fl.asarray(np.full(2, NO_ERROR, np.int32))
     kernel = make_kvcache_attention(fl.f32, False, causal, left, right, False)
     args = [fl.asarray(x.numpy()) for x in (q, k, v)] + [fl.asarray(lens), None, err]
-    with partitioned(out, (1, 16, 1, 16)) as part:
+    with out.partition((1, 16, 1, 16)) as part:
         kernel(part, *args, 0.25, wl, wr, 1.0, 16, 2, 1, 1)
     window = (wl if left else -1, wr if right else -1)
     want = reference(*_np(q, k, v), lens, 0.25, causal, window)
@@ -156,7 +155,7 @@ def test_a_bad_block_id_reads_nothing_outside_nor_another_block() -> None:
     err = fl.asarray(np.full(2, NO_ERROR, np.int32))
     kernel = make_kvcache_attention(fl.f32, True, False, False, False, False)
     args = [fl.asarray(x) for x in (q.numpy(), kb, vb, lens, t)] + [err]
-    with partitioned(out, (1, 16, 1, 16)) as part:
+    with out.partition((1, 16, 1, 16)) as part:
         kernel(part, *args, 0.25, 0, 0, 1.0, 4, 2, 4, table_tile(8))
     assert err.numpy()[0] == 1 * 8 + 3 and err.numpy()[1] == NO_ERROR
     got = out.numpy()

@@ -21,7 +21,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_gluact import gluact_tuned, make_gluact_fused
 from support.gluact_ref import gluact_inputs, gluact_reference
 
@@ -179,5 +178,5 @@ def test_the_fused_kernel_compiles_through_tileiras(cubin: Callable[..., bytes])
     m, k, i, n = 256, 512, 1024, 256
     x, w2 = fl.zeros((m, k), dtype=fl.bf16), fl.zeros((n, i), dtype=fl.bf16)
     wa, wn = fl.zeros((i, k), dtype=fl.bf16), fl.zeros((i, k), dtype=fl.bf16)
-    with partitioned(fl.empty((m, n), dtype=fl.bf16), (64, 128)) as out:
+    with fl.empty((m, n), dtype=fl.bf16).partition((64, 128)) as out:
         assert cubin(make_gluact_fused("silu", fl.bf16), out, x, wa, wn, w2, 64, 64)

@@ -16,7 +16,6 @@ import pytest
 import fearless as fl
 from fearless import ops
 from fearless.ops import kernels_mhc as K
-from fearless.ops._io import partitioned
 from support.mhc_ref import (
     apply_residual_reference,
     gemm_rms_scale_reference,
@@ -200,11 +199,11 @@ def test_refusals_are_fearless_errors() -> None:
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     x, w, bias = fl.zeros((128, 1024), dtype=fl.bf16), fl.zeros((1024, 24)), fl.zeros(24)
     y_acc, r_acc = fl.empty((4, 128, 24)), fl.empty((4, 128, 1))
-    with partitioned(y_acc, (1, 64, 32)) as yp, partitioned(r_acc, (1, 64, 1)) as rp:
+    with y_acc.partition((1, 64, 32)) as yp, r_acc.partition((1, 64, 1)) as rp:
         assert cubin(K.make_mhc_gemm_rms(fl.bf16, fl.f32), yp, rp, x, w, 2, 128)
     with (
-        partitioned(fl.empty((128, 24)), (64, 32)) as yp,
-        partitioned(fl.empty((128, 1)), (64, 1)) as rp,
+        fl.empty((128, 24)).partition((64, 32)) as yp,
+        fl.empty((128, 1)).partition((64, 1)) as rp,
     ):
         assert cubin(
             K.make_mhc_finalize(fl.f32), yp, rp, y_acc, r_acc, bias, 4, 1024, 0.8, 1.1, 0.9
@@ -214,10 +213,10 @@ def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
         fl.zeros((64, 1024), dtype=fl.bf16),
         fl.zeros((64, 24)),
     )
-    with partitioned(fl.empty((64, 4, 1024), dtype=fl.bf16), (1, 4, 1024)) as part:
+    with fl.empty((64, 4, 1024), dtype=fl.bf16).partition((1, 4, 1024)) as part:
         assert cubin(K.make_mhc_apply_residual(fl.bf16, fl.bf16, fl.f32), part, xr, f, yc)
     z = fl.empty((64, 4, 4))
-    with partitioned(z, (1, 4, 4)) as zp:
+    with z.partition((1, 4, 4)) as zp:
         assert cubin(K.make_mhc_sinkhorn(fl.f32), zp, yc, 4, 20)
-    with partitioned(fl.empty((64, 24)), (1, 32)) as yp:
+    with fl.empty((64, 24)).partition((1, 32)) as yp:
         assert cubin(K.make_mhc_merge(fl.f32), yp, z, 4)

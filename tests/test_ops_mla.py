@@ -16,7 +16,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_attention_mla import (
     make_mla,
     make_mla_combine,
@@ -104,7 +103,7 @@ def test_small_tiles_skip_and_mask_the_right_key_tiles(causal: bool, lq: int, s:
     out = fl.empty((1, 4, lq, 16), dtype=fl.f32)
     kernel = make_mla(fl.f32, causal, s % 16 == 0, True)
     args = [fl.asarray(x.numpy()) for x in (q, k, v, qpe, kpe)]
-    with partitioned(out, (1, 1, 16, 16)) as part:
+    with out.partition((1, 1, 16, 16)) as part:
         kernel(part, *args, 0.2, 16, 8, 2, 4)
     want = mla_reference(*_np(q, k, v, qpe, kpe), causal, 0.2)
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
@@ -147,10 +146,10 @@ def test_the_combine_weighs_splits_by_their_sums() -> None:
     qf, pf, cf, kf = (fl.asarray(x.numpy()) for x in (q, qpe, kv, kpe))
     o = fl.empty((1, 8, 40, 32), dtype=fl.f32)
     pl = fl.empty((1, 8, 40, 1), dtype=fl.f32)
-    with partitioned(o, (1, 8, 1, 32)) as o_p, partitioned(pl, (1, 8, 1, 1)) as pl_p:
+    with o.partition((1, 8, 1, 32)) as o_p, pl.partition((1, 8, 1, 1)) as pl_p:
         make_mla_decode_split(fl.f32, True)(o_p, pl_p, qf, pf, cf, kf, 0.3, 16, 8, 1)
     out, lse = fl.empty((1, 8, 32), dtype=fl.f32), fl.empty((1, 8, 1), dtype=fl.f32)
-    with partitioned(out, (1, 1, 32)) as out_p, partitioned(lse, (1, 1, 1)) as l_p:
+    with out.partition((1, 1, 32)) as out_p, lse.partition((1, 1, 1)) as l_p:
         make_mla_combine(fl.f32)(out_p, l_p, o, pl, 16)
     want_o, want_lse = mla_decoding_reference(*_np(q, qpe, kv, kpe), 0.3)
     np.testing.assert_allclose(out.numpy(), want_o, rtol=1e-5, atol=1e-5)

@@ -14,7 +14,7 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import operand, partitioned, view
+from fearless.ops._io import operand, view
 from fearless.ops.kernels_moe import (
     gate_up_tuned,
     make_moe_down,
@@ -216,13 +216,13 @@ def test_the_moe_kernels_compile_through_tileiras(cubin: Callable[..., bytes], d
     one = fl.zeros((1,), dtype=fl.i32)
     x = fl.zeros((tokens, hidden), dtype=dt)
     w1 = fl.zeros((experts, 2, inter, hidden), dtype=dt)
-    with partitioned(fl.empty((rows, inter), dtype=dt), (128, 128)) as out:
+    with fl.empty((rows, inter), dtype=dt).partition((128, 128)) as out:
         assert cubin(make_moe_gate_up(dt), out, x, w1, ids, i32, one, 2, 64)
     a, w2 = fl.zeros((rows, inter), dtype=dt), fl.zeros((experts, hidden, inter), dtype=dt)
     weights = fl.zeros((1024,), dtype=fl.f32)
-    with partitioned(fl.empty((rows, hidden), dtype=dt), (128, 128)) as out:
+    with fl.empty((rows, hidden), dtype=dt).partition((128, 128)) as out:
         assert cubin(make_moe_down(dt), out, a, w2, ids, i32, one, weights, 64)
-    with partitioned(fl.empty((tokens, hidden), dtype=dt), (16, 256)) as out:
+    with fl.empty((tokens, hidden), dtype=dt).partition((16, 256)) as out:
         assert cubin(make_moe_sum(dt), out, a, ids, 2)
     flat_ids, counts = fl.zeros((1024,), dtype=fl.i32), fl.zeros((experts,), dtype=fl.i32)
     outs = [fl.zeros((n,), dtype=fl.i32) for n in (rows, rows // 128 + 1, 1024, 9, 1, 1)]

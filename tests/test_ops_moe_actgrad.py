@@ -15,7 +15,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_moe_actgrad import launch, make_moe_actgrad
 from support.moe_actgrad_ref import GLU, moe_actgrad_reference
 
@@ -252,9 +251,9 @@ def test_w2_is_loaded_without_tma() -> None:
     # (bench/experiments/moe_actgrad_variants.py); the hint must stay
     tk, g, inter = 256, 2, 32
     with (
-        partitioned(fl.empty((tk, g, inter), dtype=fl.bf16), (64, g, inter)) as pd,
-        partitioned(fl.empty((tk, inter), dtype=fl.bf16), (64, inter)) as pa,
-        partitioned(fl.empty((tk,), dtype=fl.f32), (64,)) as ps,
+        fl.empty((tk, g, inter), dtype=fl.bf16).partition((64, g, inter)) as pd,
+        fl.empty((tk, inter), dtype=fl.bf16).partition((64, inter)) as pa,
+        fl.empty((tk,), dtype=fl.f32).partition((64,)) as ps,
     ):
         args = _kernel_args(fl.bf16, g, tk, 64, 64, inter, 8)
         text = make_moe_actgrad(fl.bf16, "swiglu").inspect(pd, pa, ps, *args, 32, 32, 16,
@@ -275,9 +274,9 @@ def test_the_kernel_compiles_through_tileiras(
     g = 2 if kind in GLU else 1
     args = _kernel_args(dt, g, tk, tokens, hidden, inter, experts)
     with (
-        partitioned(fl.empty((tk, g, inter), dtype=dt), (64, g, inter)) as pd,
-        partitioned(fl.empty((tk, inter), dtype=dt), (64, inter)) as pa,
-        partitioned(fl.empty((tk,), dtype=fl.f32), (64,)) as ps,
+        fl.empty((tk, g, inter), dtype=dt).partition((64, g, inter)) as pd,
+        fl.empty((tk, inter), dtype=dt).partition((64, inter)) as pa,
+        fl.empty((tk,), dtype=fl.f32).partition((64,)) as ps,
     ):
         assert cubin(make_moe_actgrad(dt, kind), pd, pa, ps, *args, 32, 32, 16)
 
@@ -315,9 +314,9 @@ def test_the_128_by_128_tile_with_8_warps_spills_little(cubin: Callable[..., byt
     dt, tk, inter = fl.bf16, 2400, 768
     args = _kernel_args(dt, 2, tk, 300, 2048, inter, 128)
     with (
-        partitioned(fl.empty((tk, 2, inter), dtype=dt), (128, 2, 1024)) as pd,
-        partitioned(fl.empty((tk, inter), dtype=dt), (128, 1024)) as pa,
-        partitioned(fl.empty((tk,), dtype=fl.f32), (128,)) as ps,
+        fl.empty((tk, 2, inter), dtype=dt).partition((128, 2, 1024)) as pd,
+        fl.empty((tk, inter), dtype=dt).partition((128, 1024)) as pa,
+        fl.empty((tk,), dtype=fl.f32).partition((128,)) as ps,
     ):
         kernel = make_moe_actgrad(dt, "swiglu").options(num_worker_warps=8)
         (res,) = kernel_resources(cubin(kernel, pd, pa, ps, *args, 128, 64, 256))

@@ -14,7 +14,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_moe_backward import (
     make_moe_act_bwd,
     make_moe_dw1,
@@ -146,19 +145,19 @@ def test_the_backward_kernels_compile_through_tileiras(
     act, dh = fl.empty((rows, inter), dtype=dt), fl.empty((rows, inter, 2), dtype=dt)
     dwp = fl.empty((rows, inter // 64), dtype=fl.f32)
     with (
-        partitioned(act, (128, 64)) as pa,
-        partitioned(dh, (128, 64, 2)) as ph,
-        partitioned(dwp, (128, 1)) as pw,
+        act.partition((128, 64)) as pa,
+        dh.partition((128, 64, 2)) as ph,
+        dwp.partition((128, 1)) as pw,
     ):
         args = (pa, ph, pw, x, dy, w1, w2, ids, blocks, one, weights, 2, 64)
         assert cubin(make_moe_act_bwd(dt), *args)
-    with partitioned(fl.empty((rows, hidden), dtype=dt), (128, 64)) as out:
+    with fl.empty((rows, hidden), dtype=dt).partition((128, 64)) as out:
         assert cubin(
             make_moe_dx(dt), out, fl.zeros((rows, 2 * inter), dtype=dt), w1, blocks, one, 64
         )
-    with partitioned(fl.empty((experts, 2, inter, hidden), dtype=dt), (1, 1, 64, 64)) as out:
+    with fl.empty((experts, 2, inter, hidden), dtype=dt).partition((1, 1, 64, 64)) as out:
         assert cubin(make_moe_dw1(dt), out, dh, x, ids, cumsum, 2, 64)
-    with partitioned(fl.empty((experts, hidden, inter), dtype=dt), (1, 64, 64)) as out:
+    with fl.empty((experts, hidden, inter), dtype=dt).partition((1, 64, 64)) as out:
         assert cubin(make_moe_dw2(dt), out, act, dy, ids, cumsum, 2, 64)
-    with partitioned(fl.empty((1024,), dtype=dt), (256,)) as out:
+    with fl.empty((1024,), dtype=dt).partition((256,)) as out:
         assert cubin(make_moe_dweights(dt), out, dwp, ids, 8)

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_nvfp4 import make_nvfp4_quantize
 from fearless.ops.nvfp4 import nvfp4_quantize
 from support.nvfp4_ref import e2m1_codes, nvfp4_reference
@@ -186,7 +185,7 @@ def test_the_kernel_compiles_through_tileiras(cubin: Callable[..., bytes]) -> No
     for dt in (fl.f32, fl.bf16):
         x = fl.zeros((300, 208), dtype=dt)
         with (
-            partitioned(fl.empty((300, 104), dtype=fl.u8), (128, 32)) as p,
-            partitioned(fl.empty((3, 4, 512), dtype=fl.u8), (1, 1, 512)) as s,
+            fl.empty((300, 104), dtype=fl.u8).partition((128, 32)) as p,
+            fl.empty((3, 4, 512), dtype=fl.u8).partition((1, 1, 512)) as s,
         ):
             assert cubin(make_nvfp4_quantize(dt), p, s, x, 1.0)

@@ -16,7 +16,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_persistent_norm import make_persistent_layer_norm
 from support.layer_norm_ref import layer_norm_reference
 
@@ -82,7 +81,7 @@ def test_blocks_walk_their_row_tiles_at_a_small_grid() -> None:
     b, b + 3, ...; every row written once, with its mean and rstd."""
     x, w, b = (fl.asarray(t.numpy()) for t in _data((38, 20), "float32"))
     y, mean, rstd = fl.empty((38, 20)), fl.full((38,), np.nan), fl.full((38,), np.nan)
-    with partitioned(y, (4, 32)) as part:
+    with y.partition((4, 32)) as part:
         make_persistent_layer_norm(fl.f32, True).launch(3, part, mean, rstd, x, w, b, 1e-5)
     want, m, r = layer_norm_reference(x.numpy(), w.numpy(), b.numpy(), 1e-5)
     _close(y.numpy(), want, 2e-5)
@@ -169,6 +168,6 @@ def test_the_kernel_compiles_through_tileiras(
         fl.zeros((1000,), dtype=dt),
     )
     mean, rstd = fl.zeros((4096,)), fl.zeros((4096,))
-    with partitioned(fl.empty((4096, 1000), dtype=dt), (8, 1024)) as part:
+    with fl.empty((4096, 1000), dtype=dt).partition((8, 1024)) as part:
         args = (part, mean, rstd, x, w, b, 1e-6) if compute else (part, x, w, b, mean, rstd)
         assert cubin(make_persistent_layer_norm(dt, compute), *args)

@@ -16,7 +16,6 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops._io import partitioned
 from fearless.ops.kernels_attention_splitk import make_splitk_reduce
 from support.splitk_ref import splitk_reduce_reference
 
@@ -137,5 +136,5 @@ def test_refusals_are_fearless_errors() -> None:
 def test_the_kernel_compiles_through_tileiras(cubin: Callable[..., bytes], dtype: str) -> None:
     dt = getattr(fl, dtype)
     o, lse = fl.zeros((2, 16, 16, 512), dtype=dt), fl.zeros((2, 16, 16))
-    with partitioned(fl.empty((2, 16, 512), dtype=dt), (1, 1, 128)) as part:
+    with fl.empty((2, 16, 512), dtype=dt).partition((1, 1, 128)) as part:
         assert cubin(make_splitk_reduce(dt, fl.f32, dt), part, o, lse, 16)

@@ -14,13 +14,12 @@ operator. An output is never allocated in the caller's memory when the kernels w
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 import operator
 import secrets
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,6 @@ from ..runtime import process_gpu, trace
 from ..runtime import tensor as fl_tensor
 from ..runtime.arrays import nbytes_text, torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error, warn_at_user
-from ..runtime.partition import Partition
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
 from ._arguments import is_one_of
@@ -450,17 +448,6 @@ def view(t: Tensor, shape: tuple[int, ...]) -> Tensor:
 def flat(t: Tensor) -> Tensor:
     """`t` as one axis, sharing its memory."""
     return view(t, (t.size,))
-
-
-@contextlib.contextmanager
-def partitioned(t: Tensor, tile: tuple[int, ...], order: Any = None) -> Iterator[Partition[Tensor]]:
-    """`t.partition(tile, order)` for one launch: `t` is the caller's again afterwards, also
-    when the launch raised (a configuration the tuner tries may fail to compile)."""
-    part = t.partition(tile, order)
-    try:
-        yield part
-    finally:
-        part.unpartition()
 
 
 def rows_of(x: Tensor, dim: int, op: str) -> Tensor:

@@ -16,7 +16,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import flat, partitioned
+from ._io import flat
 from .kernels_rows import kernel_of, size_class
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -162,7 +162,7 @@ def elementwise_tuned(name, kernel, out, inputs, size, *, elems, occupancy):
     over `out` and the same-shaped tensors among `inputs` (flattened; scalars as they are) in
     tiles of `elems` elements."""
     args = [flat(x) if isinstance(x, fl.Tensor) else x for x in inputs]
-    with partitioned(flat(out), (elems,)) as part:
+    with flat(out).partition((elems,)) as part:
         kernel.options(occupancy=occupancy)(part, *args)
 
 
@@ -198,5 +198,5 @@ def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps):
     kernel = kernel_of(make_gated, kind, x2.dtype).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
-    with partitioned(out2, (bm, bn)) as part:
+    with out2.partition((bm, bn)) as part:
         kernel(part, x2, half)

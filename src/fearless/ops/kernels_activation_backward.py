@@ -18,7 +18,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import flat, partitioned
+from ._io import flat
 from .kernels_activation import ELEMENTWISE_CONFIGS, SQRT_2_OVER_PI, erf, gelu_f32, sigmoid_f32
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -119,7 +119,7 @@ def swiglu_backward_tuned(dy, a, b, da, db, size, *, elems, occupancy):
     """(da, db) of swiglu for dy, a, b (one shape; `size`: its `size_class`, with the dtype the
     tuner's key), over flat tiles of `elems` elements."""
     kernel = kernel_of(make_swiglu_backward, dy.dtype).options(occupancy=occupancy)
-    with partitioned(flat(da), (elems,)) as pa, partitioned(flat(db), (elems,)) as pb:
+    with flat(da).partition((elems,)) as pa, flat(db).partition((elems,)) as pb:
         kernel(pa, pb, flat(dy), flat(a), flat(b))
 
 

@@ -25,7 +25,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import heads_major, partitioned, view
+from ._io import heads_major, view
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 INV_LOG_2 = 1.0 / math.log(2.0)
@@ -489,12 +489,12 @@ def _launch(make, out, lse, tile_m, d, args, q_seq=False):
     out where `q_seq`), with lse's rows when lse (a (B, H, L) f32 fl.Tensor) is kept (see
     LSE_COLUMNS); `args` the kernel's inputs after those."""
     rows = (1, tile_m, 1, next_pow2(d)) if q_seq else (1, 1, tile_m, next_pow2(d))
-    with partitioned(out, rows, tile_order()) as part:
+    with out.partition(rows, tile_order()) as part:
         if lse is None:
             make(part, *args)
         else:
             rows_view = view(lse, (*lse.shape, 1))
-            with partitioned(rows_view, (1, 1, tile_m, LSE_COLUMNS), tile_order()) as rows:
+            with rows_view.partition((1, 1, tile_m, LSE_COLUMNS), tile_order()) as rows:
                 make(part, rows, *args)
 
 

@@ -12,7 +12,7 @@ import fearless as fl
 
 from ..autotune_ahead import compile_ahead_once
 from ..runtime.target import current_target
-from ._io import empty_beside, partitioned, view, zeros_beside
+from ._io import empty_beside, view, zeros_beside
 from .kernels_attention import LSE_COLUMNS, mask_form, tile_order
 from .kernels_attention_backward_tiles import (
     make_attention_delta,
@@ -144,8 +144,8 @@ def stats_tuned(q, k, causal, group, variant, mask, extra, a0, a1, lse, delta, o
     """lse and delta ((B, H, L) f32 fl.Tensors) by `make_attention_stats`' kernel."""
     stats, tm, tn = _step(make_attention_stats, "stats", choice, q, k, causal, variant, mask)
     with (
-        partitioned(lse, (1, 1, tm), tile_order()) as lse_p,
-        partitioned(delta, (1, 1, tm), tile_order()) as delta_p,
+        lse.partition((1, 1, tm), tile_order()) as lse_p,
+        delta.partition((1, 1, tm), tile_order()) as delta_p,
     ):
         td = next_pow2(q.shape[3])
         stats(lse_p, delta_p, q, k, out, dout, a0, a1, mask, scale, *extra, tn, td, group)
@@ -176,8 +176,8 @@ def _run_dkdv(dkdv, tm, tn, dq_acc, q, k, v, dout, lse, delta, a0, a1, mask, sca
     None, or the atomic form's f32 dQ."""
     td = next_pow2(q.shape[3])
     with (
-        partitioned(dk, (1, 1, tn, td), tile_order()) as dk_p,
-        partitioned(dv, (1, 1, tn, td), tile_order()) as dv_p,
+        dk.partition((1, 1, tn, td), tile_order()) as dk_p,
+        dv.partition((1, 1, tn, td), tile_order()) as dv_p,
     ):
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tm, group)
         dkdv(dk_p, dv_p, dq_acc, *args)
@@ -188,7 +188,7 @@ def dq_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dq, v, dout, lse
              *, choice):  # fmt: skip
     """dq (an fl.Tensor like q) by `make_attention_dq`'s kernel."""
     dq_kernel, tm, tn = _step(make_attention_dq, "dq", choice, q, k, causal, variant, mask)
-    with partitioned(dq, (1, 1, tm, next_pow2(q.shape[3])), tile_order()) as dq_p:
+    with dq.partition((1, 1, tm, next_pow2(q.shape[3])), tile_order()) as dq_p:
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tn, group)
         dq_kernel(dq_p, *args)
 
@@ -258,14 +258,14 @@ def _backward(
         if atomic:
             dq_acc = empty_beside(q, q.shape, fl.f32)
             with (
-                partitioned(
-                    view(delta, (b, h, lq, 1)), (1, 1, rows, LSE_COLUMNS), tile_order()
+                view(delta, (b, h, lq, 1)).partition(
+                    (1, 1, rows, LSE_COLUMNS), tile_order()
                 ) as delta_p,
-                partitioned(dq_acc, (1, 1, rows, td), tile_order()) as acc_p,
+                dq_acc.partition((1, 1, rows, td), tile_order()) as acc_p,
             ):
                 kernel_of(make_attention_delta, q.dtype, True)(delta_p, acc_p, out, dout)
         else:
-            with partitioned(delta, (1, 1, rows), tile_order()) as delta_p:
+            with delta.partition((1, 1, rows), tile_order()) as delta_p:
                 kernel_of(make_attention_delta, q.dtype)(delta_p, out, dout, td)
     if not atomic:
         dkdv_tuned(*form, dk, dv, v, dout, lse, delta, scale)
@@ -275,6 +275,6 @@ def _backward(
     if dq_acc is None:
         dq_acc = zeros_beside(q, q.shape, fl.f32)
     atomic_tuned(*form, dk, dv, dq_acc, v, dout, lse, delta, scale)
-    with partitioned(dq, (1, 1, 64, next_pow2(d)), tile_order()) as dq_p:
+    with dq.partition((1, 1, 64, next_pow2(d)), tile_order()) as dq_p:
         kernel_of(make_finish_dq, q.dtype)(dq_p, dq_acc, scale)
     return lse, delta

@@ -15,7 +15,7 @@ import fearless as fl
 from fearless import tile
 
 from ..autotune_ahead import compile_ahead_once
-from ._io import empty_beside, partitioned
+from ._io import empty_beside
 from .kernels_attention import (
     INV_LOG_2,
     head_rows,
@@ -258,7 +258,7 @@ def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits
     qg, td = max(8, next_pow2(group)), next_pow2(d)
     if splits == 1:
         one = kernel_of(make_one, *flags).options(occupancy=occupancy)
-        with partitioned(out, (1, 1, qg, td)) as out_p:
+        with out.partition((1, 1, qg, td)) as out_p:
             one(out_p, *args)
         return
     split = kernel_of(make_split, *flags).options(occupancy=occupancy)
@@ -284,11 +284,11 @@ def split_combine_launch(out, qg, splits, split, split_args, combine, combine_ar
 
     def launches():
         with (
-            partitioned(o, (1, 1, 1, qg, td)) as part_o,
-            partitioned(lse, (1, 1, 1, qg, 1)) as part_l,
+            o.partition((1, 1, 1, qg, td)) as part_o,
+            lse.partition((1, 1, 1, qg, 1)) as part_l,
         ):
             split(part_o, part_l, *split_args)
-        with partitioned(out, (1, 1, qg, td)) as out_p:
+        with out.partition((1, 1, qg, td)) as out_p:
             combine(out_p, o, lse, *combine_args)
 
     compile_ahead_once(key, launches)

@@ -34,7 +34,6 @@ from fearless import tile
 # two counter words): `dropped` runs Philox on (lo, hi, 0, 0) and converts as tile.rand does
 from fearless.tile.random import UNIFORM_SCALE
 
-from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -206,7 +205,7 @@ def fmha_variant_launch(q, k, v, bias, rmask, q_lens, kv_lens, out, scalars, fla
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     shape = (1, tile_m, 1, next_pow2(dv)) if nsbd else (1, 1, tile_m, next_pow2(dv))
     *values, group = scalars
-    with partitioned(out, shape, tile_order()) as part:
+    with out.partition(shape, tile_order()) as part:
         kernel(part, q, k, v, bias, rmask, q_lens, kv_lens, *values, next_pow2(d), tile_n, group)
 
 

@@ -35,7 +35,7 @@ import fearless as fl
 from fearless import tile
 
 from ..autotune_ahead import compile_ahead_once
-from ._io import empty_beside, partitioned
+from ._io import empty_beside
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -131,7 +131,7 @@ def mla_tuned(
     even_k = k.shape[2] % tile_n == 0
     make = kernel_of(make_mla, q.dtype, causal, even_k, dp > 0)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(d)), tile_order()) as part:
+    with out.partition((1, 1, tile_m, next_pow2(d)), tile_order()) as part:
         kernel(part, q, k, v, qpe, kpe, scale, tile_n, next_pow2(max(dp, 1)), group, pe_group)
 
 
@@ -302,7 +302,7 @@ def mla_decode_launch(q, qpe, kv, kpe, out, lse, scale, tile_h, tile_n, occupanc
     td, tp, roped = next_pow2(d), next_pow2(max(dp, 1)), dp > 0
     if splits == 1:
         one = kernel_of(make_mla_decode, q.dtype, roped).options(occupancy=occupancy)
-        with partitioned(out, (1, tile_h, td)) as out_p, partitioned(lse, (1, tile_h, 1)) as l_p:
+        with out.partition((1, tile_h, td)) as out_p, lse.partition((1, tile_h, 1)) as l_p:
             one(out_p, l_p, q, qpe, kv, kpe, scale, tile_n, tp)
         return
     o = empty_beside(out, (b, h, splits, d), fl.f32)
@@ -312,9 +312,9 @@ def mla_decode_launch(q, qpe, kv, kpe, out, lse, scale, tile_h, tile_n, occupanc
     sc = min(16, next_pow2(splits))
 
     def launches():
-        with partitioned(o, (1, tile_h, 1, td)) as o_p, partitioned(pl, (1, tile_h, 1, 1)) as pl_p:
+        with o.partition((1, tile_h, 1, td)) as o_p, pl.partition((1, tile_h, 1, 1)) as pl_p:
             split(o_p, pl_p, q, qpe, kv, kpe, scale, tile_n, tp, split_tiles)
-        with partitioned(out, (1, 1, td)) as out_p, partitioned(lse, (1, 1, 1)) as l_p:
+        with out.partition((1, 1, td)) as out_p, lse.partition((1, 1, 1)) as l_p:
             kernel_of(make_mla_combine, q.dtype)(out_p, l_p, o, pl, sc)
 
     # the split and the combine compile side by side the first time (as split_kv_launch's)

@@ -23,7 +23,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_attention import INV_LOG_2, online_fold, online_start, online_weights
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -113,5 +112,5 @@ def sparse_mla_tuned(q, qpe, k, v, kpe, indices, err, out, scale, causal, *, til
     g, d, dp = q.shape[2], q.shape[4], qpe.shape[4]
     th = max(8, min(16, next_pow2(g)))
     kernel = kernel_of(make_sparse_mla, q.dtype, causal).options(occupancy=occupancy)
-    with partitioned(out, (1, 1, th, 1, next_pow2(d))) as part:
+    with out.partition((1, 1, th, 1, next_pow2(d))) as part:
         kernel(part, q, qpe, k, v, kpe, indices, err, scale, tile_n, next_pow2(dp))

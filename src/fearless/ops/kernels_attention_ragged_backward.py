@@ -24,7 +24,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside, partitioned
+from ._io import empty_beside
 from .kernels_attention import INV_LOG_2
 from .kernels_attention_backward import attention_backward
 from .kernels_rows import kernel_of, next_pow2
@@ -58,7 +58,7 @@ def _swapped(x, out):
     to_heads = out.shape[1] == x.shape[2]
     td = next_pow2(x.shape[3])
     rows = (1, 1, SWAP_ROWS, td) if to_heads else (1, SWAP_ROWS, 1, td)
-    with partitioned(out, rows) as part:
+    with out.partition(rows) as part:
         kernel_of(make_swap, x.dtype, to_heads)(part, x)
     return out
 
@@ -111,7 +111,7 @@ def sink_attention_backward(
     )  # fmt: skip
     for src, dst in ((dqh, dq), (dkh, dk), (dvh, dv)):
         _swapped(src, dst)
-    with partitioned(dsinks, (1,)) as part:
+    with dsinks.partition((1,)) as part:
         kernel_of(make_sink_grads, sinks.dtype)(part, sinks, lse, delta, 64)
 
 

@@ -26,7 +26,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -112,5 +111,5 @@ def attention_sink_tuned(
     windowed = wl is not None
     make = kernel_of(make_sink_attention, q.dtype, sinks.dtype, windowed)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, tile_m, 1, next_pow2(q.shape[3]))) as part:
+    with out.partition((1, tile_m, 1, next_pow2(q.shape[3]))) as part:
         kernel(part, q, k, v, sinks, start, scale, wl or 0, tile_n, group)

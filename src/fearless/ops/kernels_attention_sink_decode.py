@@ -29,7 +29,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_attention import INV_LOG_2, normalised
 from .kernels_attention_decode import (
     DECODE_CONFIGS,
@@ -218,7 +217,7 @@ def sink_decode_launch(q, k, v, sinks, start, out, scale, wl, tile_n, occupancy,
     wl = wl or 0
     if splits <= 1:
         make = kernel_of(make_sink_decode_one, q.dtype, sinks.dtype, windowed)
-        with partitioned(out, (1, 1, qg, td)) as out_p:
+        with out.partition((1, 1, qg, td)) as out_p:
             make.options(occupancy=occupancy)(out_p, q, k, v, sinks, start, scale, wl, tile_n)
         return
     split = kernel_of(make_sink_decode_split, q.dtype, windowed).options(occupancy=occupancy)

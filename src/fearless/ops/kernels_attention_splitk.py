@@ -19,7 +19,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 
@@ -104,5 +103,5 @@ def splitk_reduce_tuned(part_o, lse, out, *, tile_d, splits, occupancy):
     td = min(tile_d, next_pow2(part_o.shape[3]))
     sc = min(splits, next_pow2(part_o.shape[2]))
     make = kernel_of(make_splitk_reduce, part_o.dtype, lse.dtype, out.dtype)
-    with partitioned(out, (1, 1, td)) as part:
+    with out.partition((1, 1, td)) as part:
         make.options(occupancy=occupancy)(part, part_o, lse, sc)

@@ -23,7 +23,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -102,5 +101,5 @@ def attention_varlen_tuned(
     (fl.Tensors), sequence b's lengths q_lens[b] and kv_lens[b] ((B,) i32 fl.Tensors)."""
     make = kernel_of(make_varlen_attention, q.dtype, causal)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, 1, tile_m, next_pow2(q.shape[3])), tile_order()) as part:
+    with out.partition((1, 1, tile_m, next_pow2(q.shape[3])), tile_order()) as part:
         kernel(part, q, k, v, q_lens, kv_lens, scale, tile_n, group)

@@ -30,7 +30,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned, zeros_beside
+from ._io import zeros_beside
 from .kernels_gemm import mm, mma_operands
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -148,11 +148,11 @@ def recurrent_tuned(
     kernel = make.options(occupancy=occupancy)
     s0 = state0 if state0 is not None else state_dummy(out)
     tt = next_pow2(out.shape[1])
-    with partitioned(out, (1, tt, 1, 1, bv)) as part:
+    with out.partition((1, tt, 1, 1, bv)) as part:
         if state is None:
             kernel(part, q, k, v, g, beta, s0, scale, group, kp)
         else:
-            with partitioned(state, (1, 1, 1, kp, bv)) as sp:
+            with state.partition((1, 1, 1, kp, bv)) as sp:
                 kernel(part, sp, q, k, v, g, beta, s0, scale, group, kp)
 
 
@@ -290,9 +290,9 @@ def chunk_prepare_launch(u, w, gc, k, v, g, beta, group, l2norm):
     vp = next_pow2(u.shape[4])
     kernel = kernel_of(make_chunk_prepare, k.dtype, g.dtype, beta.dtype, l2norm)
     with (
-        partitioned(u, (1, 1, 1, cs, vp)) as up,
-        partitioned(w, (1, 1, 1, cs, kp)) as wp,
-        partitioned(gc, (1, 1, 1, cs, 1)) as gp,
+        u.partition((1, 1, 1, cs, vp)) as up,
+        w.partition((1, 1, 1, cs, kp)) as wp,
+        gc.partition((1, 1, 1, cs, 1)) as gp,
     ):
         kernel(up, wp, gp, k, v, g, beta, group, min(vp, 64))
 
@@ -321,9 +321,9 @@ def chunk_inter_tuned(
     kernel = make.options(occupancy=occupancy)
     s0 = state0 if state0 is not None else state_dummy(out)
     tt = next_pow2(u.shape[2] * cs)
-    with partitioned(out, (1, tt, 1, 1, bv)) as part:
+    with out.partition((1, tt, 1, 1, bv)) as part:
         if state is None:
             kernel(part, q, k, u, w, gc, s0, scale, group, kp, cs)
         else:
-            with partitioned(state, (1, 1, 1, kp, bv)) as sp:
+            with state.partition((1, 1, 1, kp, bv)) as sp:
                 kernel(part, sp, q, k, u, w, gc, s0, scale, group, kp, cs)

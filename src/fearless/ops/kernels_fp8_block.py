@@ -19,7 +19,6 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_rows import kernel_of, size_class
 
 
@@ -91,5 +90,5 @@ def fp8_block_matmul_tuned(c, a, b, a_scale, b_scale, block_n, block_k, *, shape
     (block_n, block_k) block of b (fl.Tensors; block_k a multiple of 16)."""
     step = step_of(bk, block_k)
     kernel = kernel_of(make_fp8_block_matmul, a.dtype, c.dtype).options(occupancy=occupancy)
-    with partitioned(c, shape) as part:
+    with c.partition(shape) as part:
         kernel(part, a, b, a_scale, b_scale, block_n, step, block_k // step)

@@ -25,7 +25,6 @@ import fearless as fl
 from fearless import tile
 
 from ..autotune_ahead import compile_ahead_once
-from ._io import partitioned
 from .kernels_activation import gelu_f32, silu_f32
 from .kernels_gemm import fitting_tiles, matmul_bt_tile
 from .kernels_rows import kernel_of, size_class
@@ -156,7 +155,7 @@ def gluact_tuned(act, x, wa, wn, w2, out, scratch, *, shape, bi, bk, occupancy, 
     gives the split form's (M, I) intermediate."""
     if fused:
         kernel = kernel_of(make_gluact_fused, act, x.dtype).options(occupancy=occupancy)
-        with partitioned(out, shape) as part:
+        with out.partition(shape) as part:
             kernel(part, x, wa, wn, w2, bi, bk)
         return
     h = scratch()
@@ -164,9 +163,9 @@ def gluact_tuned(act, x, wa, wn, w2, out, scratch, *, shape, bi, bk, occupancy, 
     down = kernel_of(make_gluact_down, x.dtype).options(occupancy=occupancy)
 
     def launches():
-        with partitioned(h, (shape[0], bi)) as part:
+        with h.partition((shape[0], bi)) as part:
             gate_up(part, x, wa, wn, bk)
-        with partitioned(out, shape) as part:
+        with out.partition(shape) as part:
             down(part, h, w2, bk)
 
     # the split form's two GEMMs compile side by side the first time (a table's winner is

@@ -29,7 +29,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -178,7 +177,7 @@ def kvcache_attention_tuned(
     paged = table is not None
     make = kernel_of(make_kvcache_attention, q.dtype, paged, *flags)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    with partitioned(out, (1, tile_m, 1, next_pow2(q.shape[3]))) as part:
+    with out.partition((1, tile_m, 1, next_pow2(q.shape[3]))) as part:
         page = mbp = 1
         if paged:
             page = k.shape[1]

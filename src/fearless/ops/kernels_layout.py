@@ -20,7 +20,6 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_rows import kernel_of, size_class
 
 
@@ -60,7 +59,7 @@ def transpose_tuned(x, out, *, tile, occupancy):
     """out = x.T (2-D) or each matrix of x transposed (3-D) in (BM, BN) tiles of out."""
     batched = len(x.shape) == 3
     kernel = kernel_of(make_transpose, x.dtype, batched).options(occupancy=occupancy)
-    with partitioned(out, (1, *tile) if batched else tile) as part:
+    with out.partition((1, *tile) if batched else tile) as part:
         kernel(part, x)
 
 

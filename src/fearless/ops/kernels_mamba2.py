@@ -34,7 +34,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned, view, zeros_beside
+from ._io import view, zeros_beside
 from .kernels_gemm import mm, mma_operands
 from .kernels_rows import kernel_of, next_pow2
 
@@ -138,8 +138,8 @@ def chunk_states_launch(states, final, u, v, a, dt, state0, hpg, cs, reverse):
         state0 is not None,
     )  # fmt: skip
     with (
-        partitioned(states, (1, next_pow2(nc), 1, bp, np_)) as sp,
-        partitioned(final, (1, 1, 1, bp, np_)) as fp,
+        states.partition((1, next_pow2(nc), 1, bp, np_)) as sp,
+        final.partition((1, 1, 1, bp, np_)) as fp,
     ):
         kernel(sp, fp, u, v, a, dt, s0, hpg, cs)
 
@@ -180,7 +180,7 @@ def chunk_out_launch(out, x, b, c, a, d, dt, states, hpg, cs):
     """out (B, T, H, P) = the chunked scan's output from the entry states (`chunk_states`)."""
     bp, np_ = min(64, next_pow2(x.shape[3])), next_pow2(b.shape[3])
     kernel = kernel_of(make_chunk_out, x.dtype, dt.dtype, a.dtype, d.dtype)
-    with partitioned(out, (1, cs, 1, bp)) as part:
+    with out.partition((1, cs, 1, bp)) as part:
         kernel(part, x, b, c, a, d, dt, states, hpg, np_)
 
 
@@ -437,32 +437,32 @@ def chunk_grads_launch(grads, scratch, x, dy, b, c, a, d, dt, states, dends, hpg
     warps = GRAD_WARPS if x.dtype in (fl.bf16, fl.f16) else None
 
     def steps(t):  # (B, T, H) f32 as (B, T, H, 1) in BR steps
-        return partitioned(view(t, (*t.shape, 1)), (1, br, 1, 1))
+        return view(t, (*t.shape, 1)).partition((1, br, 1, 1))
 
-    with partitioned(dx, (1, br, 1, pp)) as dxp:
+    with dx.partition((1, br, 1, pp)) as dxp:
         kernel_of(make_chunk_dx, x.dtype, dt.dtype, a.dtype, d.dtype).options(
             num_worker_warps=warps
         )(dxp, dy, b, c, a, d, dt, dends, hpg, cs, np_)
-    with partitioned(dbh, (1, br, 1, np_)) as dbp, steps(direct) as drp, steps(k_in) as kp:
+    with dbh.partition((1, br, 1, np_)) as dbp, steps(direct) as drp, steps(k_in) as kp:
         kernel_of(make_chunk_db, x.dtype, dt.dtype, a.dtype).options(num_worker_warps=warps)(
             dbp, drp, kp, x, dy, b, c, a, dt, dends, hpg, cs, pp
         )
-    with partitioned(dch, (1, br, 1, np_)) as dcp, steps(rowp) as rp:
+    with dch.partition((1, br, 1, np_)) as dcp, steps(rowp) as rp:
         kernel_of(make_chunk_dc, x.dtype, dt.dtype, a.dtype).options(num_worker_warps=warps)(
             dcp, rp, x, dy, b, c, a, dt, states, hpg, cs, pp
         )
     with (
-        partitioned(view(ddt, (*ddt.shape, 1)), (1, cs, 1, 1)) as dtp,
-        partitioned(view(da_p, (*da_p.shape, 1)), (1, 1, 1, 1)) as dap,
-        partitioned(view(dd_p, (*dd_p.shape, 1)), (1, 1, 1, 1)) as ddp,
+        view(ddt, (*ddt.shape, 1)).partition((1, cs, 1, 1)) as dtp,
+        view(da_p, (*da_p.shape, 1)).partition((1, 1, 1, 1)) as dap,
+        view(dd_p, (*dd_p.shape, 1)).partition((1, 1, 1, 1)) as ddp,
     ):
         kernel_of(make_chunk_ddt, x.dtype, dt.dtype, a.dtype)(
             dtp, dap, ddp, rowp, direct, k_in, x, dy, a, dt, states, dends, pp, np_
         )
-    with partitioned(db, (1, cs, 1, np_)) as dbp, partitioned(dc, (1, cs, 1, np_)) as dcp:
+    with db.partition((1, cs, 1, np_)) as dbp, dc.partition((1, cs, 1, np_)) as dcp:
         kernel_of(make_group_sum, db.dtype)(dbp, dcp, dbh, dch, hpg)
     hp = next_pow2(da.shape[0])
     rb = min(64, next_pow2(da_p.shape[0] * da_p.shape[1]))
-    with partitioned(da, (hp,)) as dap, partitioned(dd, (hp,)) as ddp:
+    with da.partition((hp,)) as dap, dd.partition((hp,)) as ddp:
         rows2 = (da_p.shape[0] * da_p.shape[1], da_p.shape[2])
         kernel_of(make_head_sum)(dap, ddp, view(da_p, rows2), view(dd_p, rows2), rb)

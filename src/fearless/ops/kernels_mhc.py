@@ -23,7 +23,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import empty_beside, partitioned
+from ._io import empty_beside
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 SINKHORN_ITERS = 20  # TileGym's
@@ -132,12 +132,12 @@ def mhc_gemm_rms_scale_tuned(x, w, bias, n, alphas, y, r, *, bm, bn, bk, split, 
     y_acc = empty_beside(x, (splits, m, nn), fl.f32)
     r_acc = empty_beside(x, (splits, m, col_tiles), fl.f32)
     gemm = kernel_of(make_mhc_gemm_rms, x.dtype, w.dtype)
-    with partitioned(y_acc, (1, bm, bn)) as yp, partitioned(r_acc, (1, bm, 1)) as rp:
+    with y_acc.partition((1, bm, bn)) as yp, r_acc.partition((1, bm, 1)) as rp:
         gemm.options(occupancy=occupancy)(yp, rp, x, w, per, bk)
     np_ = next_pow2(nn)
     fm = max(1, min(64, 4096 // np_, next_pow2(m)))
     fin = kernel_of(make_mhc_finalize, y.dtype)
-    with partitioned(y, (fm, np_)) as yp, partitioned(r, (fm, 1)) as rp:
+    with y.partition((fm, np_)) as yp, r.partition((fm, 1)) as rp:
         fin(yp, rp, y_acc, r_acc, bias, n, k, *alphas)
 
 
@@ -186,7 +186,7 @@ def mhc_apply_residual_tuned(x, f_out, y, out, *, tile_c, occupancy):
     n, c = x.shape[1], x.shape[2]
     tc = min(tile_c, max(1, 4096 // next_pow2(n)), next_pow2(c))
     make = kernel_of(make_mhc_apply_residual, x.dtype, f_out.dtype, y.dtype)
-    with partitioned(out, (1, next_pow2(n), tc)) as part:
+    with out.partition((1, next_pow2(n), tc)) as part:
         make.options(occupancy=occupancy)(part, x, f_out, y)
 
 
@@ -249,8 +249,8 @@ def mhc_sinkhorn_tuned(y, n, *, tile_y, occupancy):
     np_ = next_pow2(n)
     z = empty_beside(y, (m, n, n), fl.f32)
     sk = kernel_of(make_mhc_sinkhorn, y.dtype)
-    with partitioned(z, (1, np_, np_)) as zp:
+    with z.partition((1, np_, np_)) as zp:
         sk.options(occupancy=occupancy)(zp, y, n, SINKHORN_ITERS)
     merge = kernel_of(make_mhc_merge, y.dtype)
-    with partitioned(y, (1, min(tile_y, next_pow2(width)))) as yp:
+    with y.partition((1, min(tile_y, next_pow2(width)))) as yp:
         merge(yp, z, n)

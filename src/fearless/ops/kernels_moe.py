@@ -30,7 +30,6 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_activation import silu_f32
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -98,7 +97,7 @@ def align_launch(ids, counts, sorted_ids, expert_ids, inv, cumsum, post_pad, max
     sorted_ids with the sentinel, expert_ids with -1, cumsum with 0, inv past the end)."""
     experts = counts.shape[0]
     step = min(CHUNK, next_pow2(max(ids.shape[0], 1)))
-    with partitioned(counts, (1,)) as part:
+    with counts.partition((1,)) as part:
         moe_count(part, ids, step)
     moe_place.launch(
         experts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, counts, ids, block,
@@ -227,7 +226,7 @@ def gate_up_tuned(out, x, w1, sorted_ids, expert_ids, post_pad, topk, block, *, 
                   occupancy):  # fmt: skip
     """out (EM, I) = the first grouped GEMM and SiLU-and-mul (w1 viewed (E, 2, I, H))."""
     kernel = kernel_of(make_moe_gate_up, x.dtype).options(occupancy=occupancy)
-    with partitioned(out, (block, min(bn, next_pow2(out.shape[1])))) as part:
+    with out.partition((block, min(bn, next_pow2(out.shape[1])))) as part:
         kernel(part, x, w1, sorted_ids, expert_ids, post_pad, topk, bk)
 
 
@@ -236,12 +235,12 @@ def down_tuned(out, a, w2, sorted_ids, expert_ids, post_pad, weights, block, *, 
                occupancy):  # fmt: skip
     """out (EM, H) = the second grouped GEMM, times each slot's routing weight."""
     kernel = kernel_of(make_moe_down, a.dtype).options(occupancy=occupancy)
-    with partitioned(out, (block, min(bn, next_pow2(out.shape[1])))) as part:
+    with out.partition((block, min(bn, next_pow2(out.shape[1])))) as part:
         kernel(part, a, w2, sorted_ids, expert_ids, post_pad, weights, bk)
 
 
 def sum_launch(out, y, inv, topk):
     """out (T, H) = each token's top_k rows of y summed (f32 sums)."""
     kernel = kernel_of(make_moe_sum, y.dtype)
-    with partitioned(out, (16, min(256, next_pow2(out.shape[1])))) as part:
+    with out.partition((16, min(256, next_pow2(out.shape[1])))) as part:
         kernel(part, y, inv, topk)

@@ -29,7 +29,6 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_activation import gelu_f32
 from .kernels_activation_backward import gelu_grad_f32, silu_and_grad_f32
 from .kernels_rows import kernel_of, next_pow2, size_class
@@ -184,8 +183,8 @@ def launch(kind, dh, a_prime, ds, dout, h, w2, scores, offsets, gather_idx, scat
     )
     ep = next_pow2(offsets.shape[0])
     with (
-        partitioned(dh, (bm, g, wide)) as pd,
-        partitioned(a_prime, (bm, wide)) as pa,
-        partitioned(ds, (bm,)) as ps,
+        dh.partition((bm, g, wide)) as pd,
+        a_prime.partition((bm, wide)) as pa,
+        ds.partition((bm,)) as ps,
     ):
         kernel(pd, pa, ps, dout, h, w2, scores, offsets, gather_idx, scatter_idx, bn, bk, ep)

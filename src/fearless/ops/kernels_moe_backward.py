@@ -27,7 +27,7 @@ override).
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned, view
+from ._io import view
 from .kernels_activation import sigmoid_f32
 from .kernels_moe import gate_up_step, sorted_block
 from .kernels_rows import kernel_of, next_pow2
@@ -198,9 +198,9 @@ def act_bwd_launch(act, dh, dwp, x, dy, w1v, w2, sorted_ids, expert_ids, post, w
     bk = min(BK, next_pow2(x.shape[1]))
     kernel = kernel_of(make_moe_act_bwd, x.dtype)
     with (
-        partitioned(act, (block, bn)) as pa,
-        partitioned(dh, (block, bn, 2)) as ph,
-        partitioned(dwp, (block, 1)) as pw,
+        act.partition((block, bn)) as pa,
+        dh.partition((block, bn, 2)) as ph,
+        dwp.partition((block, 1)) as pw,
     ):
         kernel(pa, ph, pw, x, dy, w1v, w2, sorted_ids, expert_ids, post, weights, topk, bk)
 
@@ -213,7 +213,7 @@ def dx_launch(out, dh, w1, expert_ids, post, block):
     bk = min(BK, next_pow2(inter))
     dh2 = view(dh, (dh.shape[0], two_i))
     kernel = kernel_of(make_moe_dx, dh.dtype)
-    with partitioned(out, (block, min(BN_OUT, next_pow2(hidden)))) as part:
+    with out.partition((block, min(BN_OUT, next_pow2(hidden)))) as part:
         kernel(part, dh2, w1t, expert_ids, post, bk)
 
 
@@ -223,7 +223,7 @@ def dw1_launch(out, dh, x, sorted_ids, cumsum, topk, block):
     inter = two_i // 2
     kernel = kernel_of(make_moe_dw1, x.dtype)
     bm, bn = min(BN_OUT, next_pow2(inter)), min(BN_OUT, next_pow2(hidden))
-    with partitioned(view(out, (experts, 2, inter, hidden)), (1, 1, bm, bn)) as part:
+    with view(out, (experts, 2, inter, hidden)).partition((1, 1, bm, bn)) as part:
         kernel(part, dh, x, sorted_ids, cumsum, topk, min(BK, block))
 
 
@@ -232,12 +232,12 @@ def dw2_launch(out, act, dy, sorted_ids, cumsum, topk, block):
     _, hidden, inter = out.shape
     kernel = kernel_of(make_moe_dw2, act.dtype)
     bm, bn = min(BN_OUT, next_pow2(hidden)), min(BN_OUT, next_pow2(inter))
-    with partitioned(out, (1, bm, bn)) as part:
+    with out.partition((1, bm, bn)) as part:
         kernel(part, act, dy, sorted_ids, cumsum, topk, min(BK, block))
 
 
 def dweights_launch(out, dwp, inv):
     """out (T * top_k,) = each slot's sum of its row of dwp."""
     kernel = kernel_of(make_moe_dweights, out.dtype)
-    with partitioned(out, (min(256, next_pow2(out.shape[0])),)) as part:
+    with out.partition((min(256, next_pow2(out.shape[0])),)) as part:
         kernel(part, dwp, inv, next_pow2(dwp.shape[1]))

@@ -23,7 +23,6 @@ from fearless import tile
 from fearless.dtypes import DType
 from fearless.runtime.tensor import Tensor
 
-from ._io import partitioned
 from .kernels_rows import kernel_of
 
 TILE_M = 128  # rows per block
@@ -88,7 +87,7 @@ def nvfp4_quantize_launch(packed: Tensor, scales: Tensor, x: Tensor, s_enc: floa
     (ceil(rows / 128), ceil(cols / 64), 512) u8 (cols a multiple of 16, x not empty)."""
     kernel = kernel_of(make_nvfp4_quantize, x.dtype).options(occupancy=OCCUPANCY)
     with (
-        partitioned(packed, (TILE_M, TILE_N // 2)) as p,
-        partitioned(scales, (1, 1, SCALE_BYTES)) as s,
+        packed.partition((TILE_M, TILE_N // 2)) as p,
+        scales.partition((1, 1, SCALE_BYTES)) as s,
     ):
         kernel(p, s, x, s_enc)

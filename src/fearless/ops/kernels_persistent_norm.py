@@ -18,7 +18,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import partitioned
 from .kernels_rows import kernel_of, layer_norm_stats, next_pow2, size_class, sm_count
 
 
@@ -117,7 +116,7 @@ def persistent_layer_norm_tuned(x, w, b, eps, y, mean, rstd, given, *, rows, occ
     make = kernel_of(make_persistent_layer_norm, x.dtype, not given)
     kernel = make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
     grid = max(1, min(math.ceil(n / rows), sm_count() * occupancy))
-    with partitioned(y, (rows, bd)) as part:
+    with y.partition((rows, bd)) as part:
         if given:
             kernel.launch(grid, part, x, w, b, mean, rstd)
         else:
