@@ -3,10 +3,12 @@ package (but not the CLI, whose `fearless demo` launches kernels as a user would
 fearless generated, or inside torch, whose dispatcher stands between a user's call of
 `torch.ops.fearless.<op>` and the operator's code. The user's frame is the first that is not.
 
-A leaf module, so that every layer can point a warning at the user's line: `config.flag`'s
-warning about a bad value as well as the autotuner's. runtime/location.py builds the location
-of a launch-time error on the same question. The answer is cached per file name: a path
-resolution once per file, then a dictionary lookup.
+A leaf module, so that every layer can point a warning or an error at the user's line:
+`config.flag`'s warning about a bad value as well as the autotuner's, and `user_location`, the
+location of a launch-time error or of a wrong kernel hint. Both lookups it makes are cached:
+whether a file is inside the package (a path resolution) by file name, and an instruction's
+source position (a scan of the code object's position table) by code object and instruction,
+so a call from a line seen before costs a frame walk of a few microseconds.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 import functools
 import sys
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
+
+from .errors import Location
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # The CLI (`fearless demo`) launches kernels as a user would: its frames count as user code.
@@ -47,3 +51,33 @@ def inside_fearless(filename: str) -> bool:
         return torch_file is not None and path.is_relative_to(Path(torch_file).resolve().parent)
     except (OSError, ValueError):
         return False
+
+
+def user_location() -> Location | None:
+    """The innermost calling frame whose file is not inside the fearless package."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and inside_fearless(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line, col, end_line, end_col = frame.f_lineno, 0, None, None
+    positions = _positions(frame.f_code, frame.f_lasti)
+    if positions is not None:
+        line = positions[0] or line
+        col = positions[2] or 0
+        end_line, end_col = positions[1], positions[3]
+    return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+
+
+@functools.lru_cache(maxsize=4096)
+def _positions(
+    code: CodeType, lasti: int
+) -> tuple[int | None, int | None, int | None, int | None] | None:
+    """(line, end_line, col, end_col) of instruction `lasti` of `code` (Python 3.11+)."""
+    co_positions = getattr(code, "co_positions", None)
+    if co_positions is None or lasti < 0:
+        return None
+    for index, pos in enumerate(co_positions()):
+        if index == lasti // 2:  # one entry per 2-byte code unit
+            return pos  # type: ignore[no-any-return]
+    return None

@@ -39,7 +39,8 @@ from pathlib import Path
 from types import CellType, CodeType, ModuleType
 from typing import Any
 
-from ..errors import CompileError, Location
+from ..errors import CompileError, FearlessError, Location
+from ..frames import user_location
 
 
 @dataclass
@@ -272,6 +273,19 @@ def same_values(old: Sequence[GlobalRef], new: Sequence[GlobalRef]) -> bool:
         if type(x) is not type(y) or type(x) not in (bool, int, float, str) or repr(x) != repr(y):
             return False
     return True
+
+
+def check_decorated(
+    func: object, decorator: str, example: str, error: type[FearlessError] = CompileError
+) -> None:
+    """Refuse `@decorator` (a track's `kernel`) on anything but a `def` function: `error` at
+    the user's line, naming a use like `example`."""
+    if not inspect.isfunction(func):
+        raise error(
+            f"`@{decorator}` decorates a `def` function, not {type(func).__name__}",
+            user_location(),
+            help=f"put `@{decorator}` (or `{example}`) on the line above a `def`",
+        )
 
 
 def load_source(func: Callable[..., Any]) -> FunctionSource:

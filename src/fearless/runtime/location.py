@@ -1,41 +1,27 @@
-"""Where in the user's code a launch-time error happened: the first frame outside fearless
-(and outside torch, whose dispatcher stands between a user's call of `torch.ops.fearless.<op>`
-and the operator's code), as the leaf `frames.py` tells them apart.
-
-Called on error paths, and where a location must be recorded for a later error (`partition()`
-records where the tensor moved). Both lookups it makes are cached: whether a file is inside
-the package (a path resolution: `frames.inside_fearless`) by file name, and an instruction's
-source position (a scan of the code object's position table) by code object and instruction,
-so a call from a line seen before costs a frame walk of a few microseconds.
+"""The runtime's errors at the user's line: settings read with a located error, warnings at
+the user's line, the refusals of kernel-only calls and wrong arguments, and the check of a
+moved handle. Where the user's line is (`user_location`, the first frame outside fearless and
+outside torch) is the leaf `frames.py`'s answer, which the IR and the frontend ask too.
 """
 
 from __future__ import annotations
 
 import functools
-import sys
 import warnings
 from collections.abc import Callable
-from types import CodeType, FrameType
 from typing import TypeVar
 
 from ..errors import FearlessError, KernelTypeError, Location, MovedError
-from ..frames import inside_fearless
+from ..frames import user_location
 
-
-def user_location() -> Location | None:
-    """The innermost calling frame whose file is not inside the fearless package."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and inside_fearless(frame.f_code.co_filename):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    line, col, end_line, end_col = frame.f_lineno, 0, None, None
-    positions = _positions(frame.f_code, frame.f_lasti)
-    if positions is not None:
-        line = positions[0] or line
-        col = positions[2] or 0
-        end_line, end_col = positions[1], positions[3]
-    return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+__all__ = [
+    "argument_error",
+    "check_not_moved",
+    "kernel_only",
+    "read_setting",
+    "user_location",  # frames.py's, for the runtime's modules and the tracks
+    "warn_at_user",
+]
 
 
 T = TypeVar("T")
@@ -91,17 +77,3 @@ def check_not_moved(moved_at: Location | None, message: str, note: str, help: st
                 ", by an earlier run of this same line (a loop, or another call of its function)"
             )
         raise MovedError(message, here, notes=[where], help=help)
-
-
-@functools.lru_cache(maxsize=4096)
-def _positions(
-    code: CodeType, lasti: int
-) -> tuple[int | None, int | None, int | None, int | None] | None:
-    """(line, end_line, col, end_col) of instruction `lasti` of `code` (Python 3.11+)."""
-    co_positions = getattr(code, "co_positions", None)
-    if co_positions is None or lasti < 0:
-        return None
-    for index, pos in enumerate(co_positions()):
-        if index == lasti // 2:  # one entry per 2-byte code unit
-            return pos  # type: ignore[no-any-return]
-    return None

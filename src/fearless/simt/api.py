@@ -32,7 +32,13 @@ from .. import config
 from ..abi import CompiledKernel, LaunchContract
 from ..crash import user_facing
 from ..errors import FearlessError, LaunchContractError
-from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
+from ..frontend.source import (
+    FunctionSource,
+    GlobalsGuard,
+    check_decorated,
+    load_source,
+    remember_scope,
+)
 from ..runtime import device_errors, warmup
 from ..runtime import target as target_module
 from ..runtime.contract import Dim3, normalize_dims
@@ -119,12 +125,7 @@ class Kernel:
     __fearless_kernel__ = "simt"
 
     def __init__(self, func: Callable[..., Any], **options: Unpack[KernelOptions]) -> None:
-        if not pyinspect.isfunction(func):
-            raise LaunchContractError(
-                f"`@simt.kernel` decorates a `def` function, not {type(func).__name__}",
-                user_location(),
-                help="put `@simt.kernel` (or `@simt.kernel(block=256)`) on the line above a `def`",
-            )
+        check_decorated(func, "simt.kernel", "@simt.kernel(block=256)", LaunchContractError)
         unknown = sorted(set(options) - set(KernelOptions.__annotations__))
         if unknown:
             raise LaunchContractError(

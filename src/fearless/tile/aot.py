@@ -13,6 +13,7 @@ extents divide the same way:
 
 `fearless compile FILE --arch sm_90` compiles every declared specialisation into the cache
 (tileiras runs on the CPU), which is how Tile kernels reach a GPU machine without tileiras.
+The specialisation specs describe is tile/signature.py's `signature_from_specs`.
 """
 
 from __future__ import annotations
@@ -23,13 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..abi import ALIGN_BYTES, Signature, TileParam, array_align
+from ..abi import ALIGN_BYTES, array_align
 from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..ir.tile.types import is_pow2
 from ..runtime.location import user_location
-from .types import ConstAnnotation, OptionalAnnotation, PartAnnotation, TensorAnnotation
 
 
 @dataclass(frozen=True, init=False)
@@ -102,68 +101,3 @@ def _extents(value: Any, what: str, example: str) -> tuple[int, ...]:
             help=f"e.g. {example}",
         )
     return tuple(int(d) for d in extents)
-
-
-def signature_from_specs(
-    name: str, anns: Sequence[tuple[str, Any]], args: Sequence[Any]
-) -> Signature:
-    """The specialisation a launch of kernel `name` (parameters `anns`: name, annotation) with
-    arguments like `args` would compile."""
-    kernel = name
-    if len(args) != len(anns):
-        raise KernelTypeError(
-            f"`{kernel}` takes {len(anns)} argument(s) but {len(args)} specs were given",
-            user_location(),
-            code="E0061",
-        )
-    params: list[TileParam] = []
-    for (pname, ann), arg in zip(anns, args, strict=True):
-        if isinstance(ann, OptionalAnnotation):
-            if arg is None:  # absent, as a launch's None (tile/signature.py)
-                params.append(TileParam.left_out(pname))
-                continue
-            ann = ann.inner
-        if isinstance(ann, PartAnnotation):
-            if not isinstance(arg, PartSpec):
-                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype).partition(tile)", arg)
-            _check_dtype(pname, arg.array.dtype, ann.dtype)
-            a = arg.array
-            params.append(
-                TileParam(pname, "part", ann.dtype, len(a.shape), arg.tile, align=a.align_facts())
-            )
-        elif isinstance(ann, TensorAnnotation):
-            if not isinstance(arg, Spec):
-                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype)", arg)
-            _check_dtype(pname, arg.dtype, ann.dtype)
-            params.append(
-                TileParam(pname, "tensor", ann.dtype, len(arg.shape), align=arg.align_facts())
-            )
-        elif isinstance(ann, ConstAnnotation):
-            if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
-                raise _kind_error(kernel, pname, f"a {ann.pytype.__name__} value", arg)
-            params.append(TileParam(pname, "const", None, value=arg))
-        else:
-            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
-            assert dt is not None  # annotations() accepted only dtypes and int/float/bool
-            ok = arg is dt or (isinstance(arg, bool | int | float) and dtypes.literal_fits(arg, dt))
-            if not ok:
-                raise _kind_error(kernel, pname, f"a {dt.name} value or `fl.{dt.name}`", arg)
-            params.append(TileParam(pname, "scalar", dt, weak=ann in (int, float)))
-    return tuple(params)
-
-
-def _kind_error(kernel: str, name: str, want: str, got: Any) -> KernelTypeError:
-    return KernelTypeError(
-        f"`{kernel}`'s parameter `{name}` is specialised by {want}, got {got!r}",
-        user_location(),
-        code="E0701",
-    )
-
-
-def _check_dtype(name: str, got: DType, want: DType) -> None:
-    if got != want:
-        raise KernelTypeError(
-            f"the spec of `{name}` holds {got.name} but the kernel declares {want.name}",
-            user_location(),
-            code="E0701",
-        )

@@ -27,26 +27,34 @@ so there is nothing to copy back.
 
 from __future__ import annotations
 
-import inspect as pyinspect
 from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from ..abi import CompiledTile, Declared, Signature
 from ..crash import reraise, user_facing
-from ..errors import CompileError
-from ..frontend.source import FunctionSource, GlobalsGuard, load_source, remember_scope
+from ..frontend.source import (
+    FunctionSource,
+    GlobalsGuard,
+    check_decorated,
+    load_source,
+    remember_scope,
+)
 from ..ir.tile.kernel import TileHints, TileIR
 from ..runtime.dispatch import Dispatcher, Prepared
-from ..runtime.location import user_location
 from ..runtime.target import Target, current_target, default_arch
-from .aot import signature_from_specs
 from .compile_ahead import STATE as AHEAD
 from .compile_ahead import applies as ahead_applies
 from .compile_ahead import submit as ahead_submit
 from .compiles import Compiles
 from .grid import check_host_grid
 from .prepare import prepare_launch
-from .signature import check_annotations, declared, signature_of, static_signature
+from .signature import (
+    check_annotations,
+    declared,
+    signature_from_specs,
+    signature_of,
+    static_signature,
+)
 from .tuples import Flattening, TupleDispatch
 
 
@@ -161,7 +169,7 @@ class Kernel:
         """This kernel with other tileiras hints (a separate compile and cache entry):
         `softmax.options(occupancy=2)(out, x)`. None keeps the decorator's value."""
         h = self.hints
-        hints = _hints(
+        hints = TileHints(
             num_ctas if num_ctas is not None else h.num_ctas,
             occupancy if occupancy is not None else h.occupancy,
             num_worker_warps if num_worker_warps is not None else h.num_worker_warps,
@@ -308,24 +316,10 @@ def kernel(
 ) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Decorate a Tile kernel: `@tile.kernel`, or with tileiras hints
     `@tile.kernel(num_ctas=2, occupancy=1, num_worker_warps=8)` (see `TileHints`)."""
-    hints = _hints(num_ctas, occupancy, num_worker_warps)
+    hints = TileHints(num_ctas, occupancy, num_worker_warps)
 
     def wrap(f: Callable[..., Any]) -> Kernel:
-        if not pyinspect.isfunction(f):
-            raise CompileError(
-                f"`@tile.kernel` decorates a `def` function, not {type(f).__name__}",
-                user_location(),
-                help="put `@tile.kernel` (or `@tile.kernel(occupancy=2)`) on the line above a `def`",
-            )
+        check_decorated(f, "tile.kernel", "@tile.kernel(occupancy=2)")
         return Kernel(f, hints)
 
     return wrap if func is None else wrap(func)
-
-
-def _hints(num_ctas: Any, occupancy: Any, num_worker_warps: Any) -> TileHints:
-    """The hints of `@tile.kernel(...)` or `options(...)`; a wrong one is a CompileError at
-    the caller's line (TileHints itself, in the IR, knows no user frame)."""
-    try:
-        return TileHints(num_ctas, occupancy, num_worker_warps)
-    except CompileError as exc:
-        raise CompileError(exc.message, user_location(), help=exc.help) from None

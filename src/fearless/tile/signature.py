@@ -1,6 +1,8 @@
 """The specialisation of a Tile launch: the parameters' annotations, checked once, and a call's
 arguments read into a `Signature` (per parameter its kind, dtype, rank, tile, Const value and
-alignment facts), with every refusal a launch's arguments can meet before the grid.
+alignment facts), with every refusal a launch's arguments can meet before the grid; the same
+from the annotations alone (`static_signature`) and from the data-less specs of an
+ahead-of-time specialisation (`signature_from_specs`, tile/aot.py's `Spec`).
 
 An optional array (`tile.Tensor[T] | None`, tile/types.py's OptionalAnnotation) given None
 becomes a Const parameter of value None (`TileParam.absent`): like any Const it has no kernel
@@ -18,13 +20,15 @@ from typing import Any
 from .. import dtypes
 from ..abi import Declared, Signature, TileParam, TileParamKind, array_align
 from ..dtypes import DType
-from ..errors import CompileError
+from ..errors import CompileError, KernelTypeError
+from ..frames import user_location
 from ..frontend.source import FunctionSource, resolve_annotations
 from ..runtime.arrays import ArrayInfo, describe
 from ..runtime.binder import arity_error, dtype_error, readonly_error, scalar_error, scalar_fits
 from ..runtime.location import argument_error
 from ..runtime.partition import Partition
 from ..runtime.target import Target
+from .aot import PartSpec, Spec
 from .tuples import TupleAnnotation, tuple_annotation
 from .types import (
     AtomicAnnotation,
@@ -177,6 +181,54 @@ def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
     return tuple(params)
 
 
+def signature_from_specs(
+    name: str, anns: Sequence[tuple[str, Any]], args: Sequence[Any]
+) -> Signature:
+    """The specialisation a launch of kernel `name` (parameters `anns`: name, annotation) with
+    arguments like `args` would compile."""
+    kernel = name
+    if len(args) != len(anns):
+        raise KernelTypeError(
+            f"`{kernel}` takes {len(anns)} argument(s) but {len(args)} specs were given",
+            user_location(),
+            code="E0061",
+        )
+    params: list[TileParam] = []
+    for (pname, ann), arg in zip(anns, args, strict=True):
+        if isinstance(ann, OptionalAnnotation):
+            if arg is None:  # absent, as a launch's None (tile/signature.py)
+                params.append(TileParam.left_out(pname))
+                continue
+            ann = ann.inner
+        if isinstance(ann, PartAnnotation):
+            if not isinstance(arg, PartSpec):
+                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype).partition(tile)", arg)
+            _spec_dtype(pname, arg.array.dtype, ann.dtype)
+            a = arg.array
+            params.append(
+                TileParam(pname, "part", ann.dtype, len(a.shape), arg.tile, align=a.align_facts())
+            )
+        elif isinstance(ann, TensorAnnotation):
+            if not isinstance(arg, Spec):
+                raise _kind_error(kernel, pname, "tile.Spec(shape, dtype)", arg)
+            _spec_dtype(pname, arg.dtype, ann.dtype)
+            params.append(
+                TileParam(pname, "tensor", ann.dtype, len(arg.shape), align=arg.align_facts())
+            )
+        elif isinstance(ann, ConstAnnotation):
+            if not isinstance(arg, ann.pytype) or (ann.pytype is int and isinstance(arg, bool)):
+                raise _kind_error(kernel, pname, f"a {ann.pytype.__name__} value", arg)
+            params.append(TileParam(pname, "const", None, value=arg))
+        else:
+            dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+            assert dt is not None  # annotations() accepted only dtypes and int/float/bool
+            ok = arg is dt or (isinstance(arg, bool | int | float) and dtypes.literal_fits(arg, dt))
+            if not ok:
+                raise _kind_error(kernel, pname, f"a {dt.name} value or `fl.{dt.name}`", arg)
+            params.append(TileParam(pname, "scalar", dt, weak=ann in (int, float)))
+    return tuple(params)
+
+
 def declared(anns: Sequence[tuple[str, Any]]) -> list[Declared]:
     """The parameters as declared, in the runtime's vocabulary (what the dispatcher reads): an
     optional array is its array kind with `optional` set."""
@@ -227,3 +279,20 @@ def _dtype(ann: Any) -> DType | None:
 def _read_only(info: ArrayInfo) -> bool:
     """Whether an output's memory is a read-only host array (NumPy's `writeable=False`)."""
     return info.host is not None and not info.host.flags.writeable
+
+
+def _kind_error(kernel: str, name: str, want: str, got: Any) -> KernelTypeError:
+    return KernelTypeError(
+        f"`{kernel}`'s parameter `{name}` is specialised by {want}, got {got!r}",
+        user_location(),
+        code="E0701",
+    )
+
+
+def _spec_dtype(name: str, got: DType, want: DType) -> None:
+    if got != want:
+        raise KernelTypeError(
+            f"the spec of `{name}` holds {got.name} but the kernel declares {want.name}",
+            user_location(),
+            code="E0701",
+        )

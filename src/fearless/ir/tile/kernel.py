@@ -17,6 +17,7 @@ from typing import Any
 
 from ...abi import Signature, TileParam
 from ...errors import CompileError, Location
+from ...frames import user_location
 from ..core import Function, Value
 
 
@@ -30,6 +31,8 @@ class TileHints:
     num_worker_warps: warps doing the arithmetic in a warp-specialised CTA (tileiras may add
                warps for memory transfers): 4 or 8 (1-32, powers of two, from bytecode 13.5);
                row kernels with large tiles and many registers are where it pays.
+
+    A wrong hint is a CompileError at the user's line (the decorator's or `options(...)`).
     """
 
     num_ctas: int | None = None
@@ -40,6 +43,7 @@ class TileHints:
         if self.num_ctas is not None and not _one_of(self.num_ctas, (1, 2, 4, 8, 16)):
             raise CompileError(
                 f"`num_ctas` must be 1, 2, 4, 8 or 16, got {self.num_ctas!r}",
+                user_location(),
                 help="it is the number of CTAs in a cluster, a power of two up to 16",
             )
         if self.occupancy is not None and (
@@ -49,6 +53,7 @@ class TileHints:
         ):
             raise CompileError(
                 f"`occupancy` must be an integer from 1 to 32, got {self.occupancy!r}",
+                user_location(),
                 help="it is the number of CTAs tileiras plans to keep on one multiprocessor",
             )
 
@@ -57,6 +62,7 @@ class TileHints:
         ):
             raise CompileError(
                 f"`num_worker_warps` must be 1, 2, 4, 8, 16 or 32, got {self.num_worker_warps!r}",
+                user_location(),
                 help="it is the number of warps doing a CTA's arithmetic; 4 and 8 work with "
                 "every tileiras",
             )
