@@ -299,54 +299,49 @@ def test_a_scope_over_budget_is_walked_on_one_joined_path(
 # --- E0382 --------------------------------------------------------------------------------
 
 
-def test_use_after_partition_and_after_give_back(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "moves.py",
-        """\
-        z = fl.zeros(1024)
-        zp = z.partition((128,))
-        z.numpy()
-        z = zp.unpartition()
-        z.numpy()
-        """,
-        kernels=False,
-    )
+@pytest.mark.parametrize(
+    ("source", "note", "help"),
+    [
+        (
+            """\
+            z = fl.zeros(1024)
+            zp = z.partition((128,))
+            z.numpy()
+            z = zp.unpartition()
+            z.numpy()
+            """,
+            "`zp = z.partition((128,))`",
+            "take the tensor back before using it: `z = zp.unpartition()`",
+        ),
+        (  # a `with` block moves the tensor for its body only
+            """\
+            z = fl.zeros(1024)
+            with z.partition((128,)) as zp:
+                z.numpy()
+            z.numpy()
+            with z.partition((128,)) as zp:
+                z = zp.unpartition()
+                z.numpy()
+            """,
+            "`with z.partition((128,)) as zp:`",
+            "use `z` after the `with` block, whose end gives the tensor back, or take it back "
+            "inside the block: `z = zp.unpartition()`",
+        ),
+    ],
+    ids=["assigned", "with"],
+)
+def test_use_after_partition_and_after_give_back(
+    tmp_path: Path, source: str, note: str, help: str
+) -> None:
+    path = write(tmp_path, "moves.py", source, kernels=False)
     findings = check_file(path).findings
     assert [(f.diagnostic.code, f.diagnostic.loc.line) for f in findings if f.diagnostic.loc] == [
         ("E0382", 3)
     ]
     text = findings[0].render()
     assert text.startswith("error[E0382]: use of moved value: `z`")
-    assert "= note: `z` moved into a partition at line 2: `zp = z.partition((128,))`" in text
-    assert "= help: take the tensor back before using it: `z = zp.unpartition()`" in text
-
-
-def test_a_with_block_moves_the_tensor_for_its_body_only(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        "scoped.py",
-        """\
-        z = fl.zeros(1024)
-        with z.partition((128,)) as zp:
-            z.numpy()
-        z.numpy()
-        with z.partition((128,)) as zp:
-            z = zp.unpartition()
-            z.numpy()
-        """,
-        kernels=False,
-    )
-    findings = check_file(path).findings
-    assert [(f.diagnostic.code, f.diagnostic.loc.line) for f in findings if f.diagnostic.loc] == [
-        ("E0382", 3)
-    ]
-    text = findings[0].render()
-    assert "= note: `z` moved into a partition at line 2: `with z.partition((128,)) as zp:`" in text
-    assert (
-        "= help: use `z` after the `with` block, whose end gives the tensor back, or take it "
-        "back inside the block: `z = zp.unpartition()`" in text
-    )
+    assert f"= note: `z` moved into a partition at line 2: {note}" in text
+    assert f"= help: {help}" in text
 
 
 def test_partition_in_a_loop_needs_a_give_back_each_iteration(tmp_path: Path) -> None:

@@ -28,25 +28,11 @@ from typing import Any
 
 import torch
 
+# the loops of train_host_parts.py, so that the two scripts' host times are one measure
+from train_host_parts import N, host_us
+
 from fearless import ops
 from fearless.ops import attention as A
-
-N = 200
-
-
-def host_us(call: Callable[[], Any]) -> float:
-    """Host microseconds per call: the best of three loops of N calls, each synchronised after."""
-    for _ in range(10):
-        call()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        for _ in range(N):
-            call()
-        best = min(best, (time.perf_counter() - t) / N * 1e6)
-        torch.cuda.synchronize()
-    return best
 
 
 def wall_us(call: Callable[[], Any]) -> float:
