@@ -160,6 +160,24 @@ def test_sass_without_a_disassembler_says_what_to_install(monkeypatch: pytest.Mo
     assert err.value.help is not None and "pip install nvidia-cuda-nvdisasm" in err.value.help
 
 
+def test_a_tile_kernels_sass_is_its_cubin_disassembled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--emit sass` of a Tile kernel: tileiras's cubin through the disassembler (stubbed here:
+    nvdisasm is not a test dependency)."""
+    from fearless import tile
+    from fearless.backends import sass
+
+    @tile.kernel
+    def double(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+        z.store(tile.load_like(x, z) * 2.0)
+
+    seen: list[bytes] = []
+    monkeypatch.setattr(sass, "disassemble", lambda cubin: seen.append(cubin) or "SASS")
+    x = fl.zeros(256)
+    with fl.empty(256).partition((128,)) as zp:
+        assert double.inspect(zp, x, stage="sass") == "SASS"
+    assert len(seen) == 1 and seen[0][:4] == b"\x7fELF"
+
+
 def test_inspect_help_names_a_file_that_exists() -> None:
     import argparse
     import re

@@ -29,7 +29,7 @@ class UsageError(Exception):
 
 
 HELP = (
-    "print a compiler stage of a kernel: ir, llvm, ptx, sass (SIMT) or tileir (Tile), or its "
+    "print a compiler stage of a kernel: ir, llvm, ptx (SIMT), tileir (Tile), sass, or its "
     "resources (registers, stack, shared memory)"
 )
 

@@ -152,9 +152,13 @@ def render_stage(ir: TileIR, stage: str, arch: str = "sm_90") -> str:
         from ..backends.cubin_info import describe
 
         return describe(compile_cubin(ir, arch).cubin, arch)
+    if stage == "sass":  # tileiras's machine code, through NVIDIA's disassembler
+        from ..backends.sass import disassemble
+
+        return disassemble(compile_cubin(ir, arch).cubin)
     raise CompileError(
         f"unknown stage {stage!r} for a Tile kernel",
-        help='Tile kernels have the stages "ir", "tileir" and "resources"',
+        help='Tile kernels have the stages "ir", "tileir", "sass" and "resources"',
     )
 
 

@@ -277,8 +277,9 @@ class Kernel:
 
     @user_facing
     def inspect(self, *args: Any, stage: str = "ir", arch: str | None = None) -> str:
-        """The text of a stage, "ir", "tileir" or "resources" (registers, stack and shared
-        memory, from the cubin), for these arguments; without arguments, for the first launch
+        """The text of a stage, "ir", "tileir", "sass" (the cubin disassembled: nvdisasm or
+        cuobjdump) or "resources" (registers, stack and shared memory, from the cubin), for
+        these arguments; without arguments, for the first launch
         `specialise(...)` declared, else from the annotations alone."""
         if args:
             signature, _ = self.signature_of(args, current_target())
