@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .effects import Effects, LaunchObs, UseObs
 from .kernels import ImportRef, Resolver, attr_chain, import_bindings
-from .values import NO_CALLEES, NO_VALS, State, join_all
+from .values import NO_CALLEES, NO_VALS, State, join_all, value_of
 
 MAX_PATHS = 8  # more paths than this through one scope are joined into one state
 MAX_LOOP_ROUNDS = 8  # rounds over separate paths before a loop head is joined into one state
@@ -229,8 +229,10 @@ class Walker(Effects):
             for st in paths:
                 for item in s.items:
                     self.expr(item.context_expr, st)
-                    if item.optional_vars is not None:
-                        self.bind(item.optional_vars, NO_VALS, NO_CALLEES, st, item.context_expr)
+                    if item.optional_vars is not None:  # a partition's __enter__ is itself
+                        moved = id(item.context_expr) in self.partitions
+                        vals = value_of(item.context_expr, st) if moved else NO_VALS
+                        self.bind(item.optional_vars, vals, NO_CALLEES, st, item.context_expr)
             return self.given_back(s, self.block(s.body, paths))
         if isinstance(s, ast.Match):
             return self.match(s, paths)
