@@ -17,13 +17,24 @@ from fearless_bench import family_ops, model
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
 
 
-@pytest.mark.timeout(900)  # 76 cases, each compiled: over bench/h200_run.sh's 240 s a test
-def test_every_op_passes_at_its_smallest_shape(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+def _smallest_shapes() -> list[str]:
+    """Each grid's first shape (in --quick's set), sorted."""
     firsts: dict[str, str] = {}
-    for s in family_ops.specs():  # each grid's first shape (in --quick's set)
+    for s in family_ops.specs():
         firsts.setdefault(s.grid, s.name)
-    cases = sorted(firsts.values())
+    return sorted(firsts.values())
+
+
+# In PARTS slices, so that pytest-xdist's workers compile and run them side by side (one test
+# of every case ran past 300 s on a fresh H100, its kernels compiled one after another)
+PARTS = 8
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("part", range(PARTS), ids=lambda k: f"{k + 1}of{PARTS}")
+def test_every_op_passes_at_its_smallest_shape(tmp_path: Path, part: int) -> None:
+    pytest.importorskip("torch")
+    cases = _smallest_shapes()[part::PARTS]
     rc = main(["bench", "--quick", "--cases", *cases, "--out", str(tmp_path)])
     records = json.loads((tmp_path / "results.json").read_text())["records"]
     by_impl: dict[str, dict[str, dict]] = {}
