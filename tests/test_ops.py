@@ -95,6 +95,25 @@ def test_activations() -> None:
     np.testing.assert_allclose(ops.swiglu(h, 2 * h), _silu(h) * 2 * h, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["silu", "gelu_tanh"])
+def test_every_gated_configuration_computes_the_same_rows(kind: str) -> None:
+    """Each configuration of the gated activations' tuner, the `wide` ones (x as (M, 2, d),
+    tiles past d's power-of-two factor, padded) too, at a d of factor 4 and ragged rows; the
+    tuner times the wide ones only where they are wider."""
+    from fearless.ops.kernels_activation import GATED_CONFIGS, _wider, gated_tuned
+
+    h = rng.standard_normal((37, 88)).astype(np.float32)
+    a, b = h[:, :44], h[:, 44:]
+    want = _silu(a) * b if kind == "silu" else a * _gelu(b, True)
+    assert any(c["wide"] for c in GATED_CONFIGS)
+    for config in GATED_CONFIGS:
+        out = fl.empty((37, 44))
+        gated_tuned.fn(kind, fl.asarray(h), out, **config)
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=2e-6, err_msg=str(config))
+    assert _wider(GATED_CONFIGS, kind, fl.empty((1, 88))) == GATED_CONFIGS
+    assert not any(c["wide"] for c in _wider(GATED_CONFIGS, kind, fl.empty((1, 8192))))
+
+
 def test_dropout_is_deterministic_per_seed() -> None:
     x = rng.standard_normal(10_000).astype(np.float32)
     a, b = ops.dropout(x, 0.3, seed=7), ops.dropout(x, 0.3, seed=7)
@@ -202,6 +221,13 @@ def test_the_operator_kernels_compile_through_tileiras(cubin: Callable[..., byte
                 fl.zeros((8, 512), dtype=bf16).partition((8, 512)),
                 fl.zeros((8, 1024), dtype=bf16),
                 512,
+            ),
+        ),
+        (  # the wide form: a whole row of d = 5504 in one 8192-column tile
+            act.make_gated("silu", bf16, True),
+            (
+                fl.zeros((2, 5504), dtype=bf16).partition((1, 8192)),
+                fl.zeros((2, 2, 5504), dtype=bf16),
             ),
         ),
         (

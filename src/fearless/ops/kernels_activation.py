@@ -3,9 +3,11 @@ swiglu, geglu and dropout, elementwise over tiles of rows.
 
 Every kernel computes in f32 whatever the dtype of its tensors. `erf` (for the exact gelu) is
 Abramowitz and Stegun's 7.1.26 rational approximation, absolute error below 1.5e-7, under the
-f32 rounding of the rest; its reciprocal and silu's are the hardware's (`recip`). Gated forms (`silu_and_mul`, `geglu`) read the two
-halves of each row of x: the gate at column tile j, the up half at column tile j + d / BN (BN
-divides d: the host picks it).
+f32 rounding of the rest; its reciprocal and silu's are the hardware's (`recip`). Gated forms
+(`silu_and_mul`, `geglu`) read the two halves of each row of x: the gate at column tile j, the
+up half at column tile j + d / BN (BN divides d: the host picks it); or, the `wide` form, x seen
+as (M, 2, d), each half at [i, 0 or 1, column tile j], so that a tile may be wider than the
+largest power of two dividing d (128 at d = 5504), its columns past d padded and not stored.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -16,8 +18,8 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ._io import flat
-from .kernels_rows import kernel_of, size_class
+from ._io import flat, view
+from .kernels_rows import kernel_of, next_pow2, size_class
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -75,11 +77,31 @@ def make_unary(kind, dt):
     return unary
 
 
-def make_gated(kind, dt):
+def make_gated(kind, dt, wide=False):
     """Gated activations over (rows, d) tiles of out, x (rows, 2d): "silu" (silu_and_mul,
     vLLM's and TileGym's) is silu(x[r, c]) * x[r, c + d], the gate first; "gelu", "gelu_tanh"
-    (geglu, TileGym's) is x[r, c] * gelu(x[r, c + d]), the gate second."""
+    (geglu, TileGym's) is x[r, c] * gelu(x[r, c + d]), the gate second. `wide`: x as (rows, 2,
+    d) (see the module docstring)."""
     silu, tanh_approx = kind == "silu", kind == "gelu_tanh"  # compile-time flags
+
+    @tile.function
+    def gate(out, first, second):
+        if silu:  # compile-time
+            out.store((silu_f32(first) * second).astype(dt))
+        else:
+            out.store((first * gelu_f32(second, tanh_approx)).astype(dt))
+
+    if wide:
+
+        @tile.kernel
+        def gated(out: tile.Part[dt], x: tile.Tensor[dt]):
+            BM, BN = out.shape
+            i, j = out.index
+            first = tile.load(x, (i, 0, j), (BM, 1, BN)).reshape((BM, BN)).astype(fl.f32)
+            second = tile.load(x, (i, 1, j), (BM, 1, BN)).reshape((BM, BN)).astype(fl.f32)
+            gate(out, first, second)
+
+        return gated
 
     @tile.kernel
     def gated(out: tile.Part[dt], x: tile.Tensor[dt], HALF: tile.Const[int]):
@@ -87,10 +109,7 @@ def make_gated(kind, dt):
         i, j = out.index
         first = tile.load(x, (i, j), (BM, BN)).astype(fl.f32)
         second = tile.load(x, (i, j + HALF // BN), (BM, BN)).astype(fl.f32)
-        if silu:  # compile-time
-            out.store((silu_f32(first) * second).astype(dt))
-        else:
-            out.store((first * gelu_f32(second, tanh_approx)).astype(dt))
+        gate(out, first, second)
 
     return gated
 
@@ -170,16 +189,24 @@ def _g(elems, occupancy=None, num_worker_warps=None):
     return dict(elems=elems, occupancy=occupancy, num_worker_warps=num_worker_warps)
 
 
+def _gw(elems, occupancy=None, num_worker_warps=None, wide=False):
+    return dict(_g(elems, occupancy, num_worker_warps), wide=wide)
+
+
 # The gated forms add whole rows per block (TileGym's silu_and_mul: a row of up to 4096
-# elements per block, 8 worker warps past 2 KB of tile, occupancy tuned).
+# elements per block, 8 worker warps past 2 KB of tile, occupancy tuned). The `wide` ones take
+# tiles up to a whole row where d has a small power-of-two factor (d = 5504, 11008: 128, 256
+# columns otherwise; TileGym's kernel takes the row, its length padded to a power of two).
 GATED_CONFIGS = [
-    _g(1024),
-    _g(4096, 16),
-    _g(2048, 16),
-    _g(4096, None, 8),
-    _g(4096, 4, 8),
-    _g(4096, 8, 8),
-    _g(8192, 2, 8),
+    _gw(1024),
+    _gw(4096, 16),
+    _gw(2048, 16),
+    _gw(4096, None, 8),
+    _gw(4096, 4, 8),
+    _gw(4096, 8, 8),
+    _gw(8192, 2, 8),
+    _gw(8192, None, 8, wide=True),
+    _gw(2048, wide=True),
 ]
 
 
@@ -187,16 +214,36 @@ def _gated_key(kind, x2, *_, **__):
     return kind, size_class(x2.shape[0]), x2.shape[1]
 
 
-@fl.autotune(configs=GATED_CONFIGS, key=_gated_key)
-def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps):
+def _gated_width(half, elems, wide):
+    """The tile's columns: the largest power of two dividing d up to `elems`, or `wide`'s,
+    d's next power of two up to `elems`."""
+    return min(next_pow2(half) if wide else half & -half, elems)
+
+
+def _wider(configs, kind, x2, *_, **__):
+    """The `wide` configurations only where they are wider than the others at this d."""
+    half = x2.shape[1] // 2
+    return [
+        c
+        for c in configs
+        if not c["wide"]
+        or _gated_width(half, c["elems"], True) > _gated_width(half, c["elems"], False)
+    ]
+
+
+@fl.autotune(configs=GATED_CONFIGS, key=_gated_key, prune=_wider)
+def gated_tuned(kind, x2, out2, *, elems, occupancy, num_worker_warps, wide):
     """out2 (M, d) = the gated activation `kind` of x2 (M, 2d) in (BM, BN) tiles of about
     `elems` elements, BN the largest power of two dividing d up to `elems` (a whole row of a
-    d of 4096 at 4096 elements)."""
-    half = x2.shape[1] // 2
-    bn = min(half & -half, elems)
+    d of 4096 at 4096 elements); `wide`: d's next power of two up to `elems`, x2 as (M, 2, d)."""
+    m, half = x2.shape[0], x2.shape[1] // 2
+    bn = _gated_width(half, elems, wide)
     bm = max(1, min(elems // bn, 64))
-    kernel = kernel_of(make_gated, kind, x2.dtype).options(
+    kernel = kernel_of(make_gated, kind, x2.dtype, wide).options(
         occupancy=occupancy, num_worker_warps=num_worker_warps
     )
     with out2.partition((bm, bn)) as part:
-        kernel(part, x2, half)
+        if wide:
+            kernel(part, view(x2, (m, 2, half)))
+        else:
+            kernel(part, x2, half)
