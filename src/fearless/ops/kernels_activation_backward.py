@@ -142,8 +142,5 @@ def gated_backward_tuned(kind, dy2, x2, dx2, *, bn, elems, occupancy):
     m, _, d = x2.shape
     bn = min(next_pow2(d), bn)  # loads past d read 0, stores there are dropped
     bm = min(16, max(1, elems // bn), next_pow2(m))
-    part = dx2.partition((bm, 2, bn))
-    try:
+    with dx2.partition((bm, 2, bn)) as part:
         kernel_of(make_gated_backward, kind, dy2.dtype).options(occupancy=occupancy)(part, dy2, x2)
-    finally:
-        part.unpartition()

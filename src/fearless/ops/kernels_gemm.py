@@ -162,10 +162,8 @@ def matmul_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """c = a @ b (f16 or bf16, f32 accumulation) with the fastest tiles for these shapes."""
     launch, part = prepare_matmul(a, b, c, shape=shape, BK=BK, occupancy=occupancy,
                                   num_ctas=num_ctas, persistent=persistent)  # fmt: skip
-    try:  # a configuration the tuner tries may fail to compile: `c` is the caller's again
+    with part:  # a configuration the tuner tries may fail to compile: `c` is the caller's again
         launch()
-    finally:
-        part.unpartition()
 
 
 @tile.function
@@ -268,20 +266,14 @@ def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
         c2, a2 = view(c, (batch * m, c.shape[2])), view(a, (batch * m, k))
         make = kernel_of(make_bmm_flat, a.dtype, persistent)
         kernel = make.options(occupancy=occupancy, num_ctas=num_ctas)
-        part = c2.partition(shape, order=tile.grouped(8))
-        try:  # as in matmul_tuned
+        with c2.partition(shape, order=tile.grouped(8)) as part:  # as in matmul_tuned
             if persistent:
                 tiles = math.ceil(batch * m / shape[0]) * math.ceil(c.shape[2] / shape[1])
                 grid = max(1, min(tiles, sm_count() * (occupancy or 1)))
                 kernel.launch(grid, part, a2, b, BK)
             else:
                 kernel(part, a2, b, BK)
-        finally:
-            part.unpartition()
         return
-    part = c.partition((1, *shape))
-    try:  # as in matmul_tuned
+    with c.partition((1, *shape)) as part:  # as in matmul_tuned
         kernel = kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
         kernel(part, a, b, BK)
-    finally:
-        part.unpartition()

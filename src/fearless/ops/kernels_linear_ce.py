@@ -258,11 +258,8 @@ def _dw_key(g, a, *_, **__):
 def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy):
     """out (M, V) = a (M, H) @ w (V, H)^T (+ b)."""
     kernel = kernel_of(make_logits, a.dtype, has_bias).options(occupancy=occupancy)
-    part = out.partition(shape, order=tile.grouped(8))
-    try:  # a configuration the tuner tries may fail to compile: `out` is the caller's again
+    with out.partition(shape, order=tile.grouped(8)) as part:
         kernel(part, a, w, b, BK)
-    finally:
-        part.unpartition()
 
 
 def dw_launch(g, a, acc, out, first, last, config):
@@ -271,14 +268,11 @@ def dw_launch(g, a, acc, out, first, last, config):
     shape, BK, occupancy = config["shape"], config["BK"], config["occupancy"]
     target = out if last else acc
     kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last).options(occupancy=occupancy)
-    part = target.partition(shape, order=tile.grouped(8))
-    try:
+    with target.partition(shape, order=tile.grouped(8)) as part:
         if last:
             kernel(part, acc, g, a, BK)
         else:
             kernel(part, g, a, BK)
-    finally:
-        part.unpartition()
 
 
 @fl.autotune(configs=LCE_GEMM_CONFIGS, key=_dw_key, restore_value=["acc"])
@@ -297,14 +291,11 @@ def db_launch(g, acc, out, first, last):
     tm, tn = DB_TILE
     target = out if last else acc
     kernel = kernel_of(make_db, g.dtype, target.dtype, first, last)
-    part = target.partition((min(tn, next_pow2(target.shape[0])),))
-    try:
+    with target.partition((min(tn, next_pow2(target.shape[0])),)) as part:
         if last:
             kernel(part, acc, g, tm)
         else:
             kernel(part, g, tm)
-    finally:
-        part.unpartition()
 
 
 def _ce(rows, chunk):
@@ -325,12 +316,8 @@ def cross_entropy_tuned(x, loss, target, scale, ignore_index, grads, *, rows, ch
     n = next_pow2(x.shape[1])
     ch = min(chunk, n)
     kernel = kernel_of(make_cross_entropy, x.dtype, loss.dtype, ch, grads)
-    xp, lp = x.partition((rows, n)), loss.partition((rows,))
-    try:
+    with x.partition((rows, n)) as xp, loss.partition((rows,)) as lp:
         kernel(xp, lp, target, scale, ignore_index)
-    finally:
-        xp.unpartition()
-        lp.unpartition()
 
 
 LOSS_TILE = 1024
@@ -339,8 +326,5 @@ LOSS_TILE = 1024
 def loss_sum(loss, out, factor):
     """out (1,) = factor * sum(loss)."""
     tn = min(LOSS_TILE, next_pow2(loss.shape[0]))
-    part = out.partition((1,))
-    try:
+    with out.partition((1,)) as part:
         kernel_of(make_loss_sum, out.dtype, tn)(part, loss, factor)
-    finally:
-        part.unpartition()

@@ -273,10 +273,8 @@ def prepare_rows(
 
 def _row_launch(op, out, x, *rest, **config):
     launch, part = prepare_rows(op, out, x, *rest, **config)
-    try:  # a configuration the tuner tries may fail to compile
+    with part:  # a configuration the tuner tries may fail to compile: `out` is given back
         launch()
-    finally:
-        part.unpartition()  # `out` is the caller's again
 
 
 @fl.autotune(configs=SOFTMAX_CONFIGS, key=rows_key)

@@ -310,14 +310,12 @@ def _launch(op, dx, first, *rest, partials, rows, occupancy, num_worker_warps, c
     else:
         kernel = kernel_of(make_softmax_bwd, dx.dtype, chunk=chunk, persistent=persistent)
     kernel = kernel.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
-    part = dx.partition((rows, bn))
-    try:  # a configuration the tuner tries may fail to compile: `dx` is the caller's again
+    # a configuration the tuner tries may fail to compile: `dx` is the caller's again
+    with dx.partition((rows, bn)) as part:
         if partials or persistent:
             kernel.launch(grid, part, *sums, first, *rest)
         else:
             kernel(part, first, *rest)
-    finally:
-        part.unpartition()
     return sums[0] if sums else None
 
 
