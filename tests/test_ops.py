@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -106,12 +107,28 @@ def test_every_gated_configuration_computes_the_same_rows(kind: str) -> None:
     a, b = h[:, :44], h[:, 44:]
     want = _silu(a) * b if kind == "silu" else a * _gelu(b, True)
     assert any(c["wide"] for c in GATED_CONFIGS)
-    for config in GATED_CONFIGS:
+    for cfg in GATED_CONFIGS:
         out = fl.empty((37, 44))
-        gated_tuned.fn(kind, fl.asarray(h), out, **config)
-        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=2e-6, err_msg=str(config))
+        gated_tuned.fn(kind, fl.asarray(h), out, **cfg)
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=2e-6, err_msg=str(cfg))
     assert _wider(GATED_CONFIGS, kind, fl.empty((1, 88))) == GATED_CONFIGS
     assert not any(c["wide"] for c in _wider(GATED_CONFIGS, kind, fl.empty((1, 8192))))
+
+
+def test_the_bf16_tanh_gelu_takes_the_hardware_tanh() -> None:
+    """gelu's tanh form in a bf16 kernel takes `tile.tanh(..., approx=True)` (its error, about
+    2^-11, is under bf16's rounding); f16 and f32 keep the exact tanh."""
+    from fearless.ops.kernels_activation import make_unary
+
+    def tanhs(dt: Any) -> list[str]:
+        x = fl.zeros(1024, dtype=dt)
+        with fl.empty(1024, dtype=dt).partition((1024,)) as p:
+            text = make_unary("gelu_tanh", dt).inspect(p, x, stage="tileir")
+        return [line for line in text.splitlines() if " = tanh " in line]
+
+    assert ["rounding<approx>" in line for line in tanhs(fl.bf16)] == [True]
+    assert ["rounding<approx>" in line for line in tanhs(fl.f16)] == [False]
+    assert ["rounding<approx>" in line for line in tanhs(fl.f32)] == [False]
 
 
 def test_dropout_is_deterministic_per_seed() -> None:

@@ -45,9 +45,11 @@ def erf(x):
 
 
 @tile.function
-def gelu_f32(x, tanh_approx):
+def gelu_f32(x, tanh_approx, fast=False):
+    """gelu of an f32 tile, exact (erf) or its tanh form; `fast` (compile-time: a bf16
+    kernel's, whose 8-bit mantissa hides it) takes the hardware's tanh (`tile.tanh`'s approx)."""
     if tanh_approx:
-        y = 0.5 * x * (1.0 + tile.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+        y = 0.5 * x * (1.0 + tile.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x), approx=fast))
     else:
         y = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
     return y
@@ -67,11 +69,12 @@ def silu_f32(x):
 def make_unary(kind, dt):
     """out = kind(x) elementwise for "relu", "gelu" and "gelu_tanh"; any tile shape."""
     relu, tanh_approx = kind == "relu", kind == "gelu_tanh"  # compile-time flags
+    fast = dt == fl.bf16
 
     @tile.kernel
     def unary(out: tile.Part[dt], x: tile.Tensor[dt]):
         v = tile.load_like(x, out).astype(fl.f32)
-        y = tile.maximum(v, 0.0) if relu else gelu_f32(v, tanh_approx)
+        y = tile.maximum(v, 0.0) if relu else gelu_f32(v, tanh_approx, fast)
         out.store(y.astype(dt))
 
     return unary

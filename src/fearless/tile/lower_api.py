@@ -357,6 +357,11 @@ def api_exp(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
     return _flagged_unary(lw, loc_of, "exp", x, "approx", approx, help)
 
 
+def api_tanh(lw: TileRules, loc_of: LocOf, x: Any, approx: Any) -> Value:
+    help = "write `tile.tanh(x, approx=True)` for the hardware's tanh"
+    return _flagged_unary(lw, loc_of, "tanh", x, "approx", approx, help)
+
+
 def _flagged_unary(
     lw: TileRules, loc_of: LocOf, kind: str, x: Any, flag: str, value: Any, help: str
 ) -> Value:
@@ -387,7 +392,6 @@ api_log = _unary("log")
 api_log2 = _unary("log2")
 api_sqrt = _unary("sqrt")
 api_rsqrt = _unary("rsqrt")
-api_tanh = _unary("tanh")
 api_sin = _unary("sin")
 api_cos = _unary("cos")
 api_floor = _unary("floor")

@@ -469,7 +469,9 @@ class _Lowerer:
             "log2": lambda: bc.encode_Log2Op(b, rt, x),
             "sqrt": lambda: bc.encode_SqrtOp(b, rt, x, ne, False),
             "rsqrt": lambda: bc.encode_RsqrtOp(b, rt, x, False),
-            "tanh": lambda: bc.encode_TanHOp(b, rt, x, full),
+            "tanh": lambda: bc.encode_TanHOp(
+                b, rt, x, bc.RoundingMode.APPROX if op.attrs.get("approx") else full
+            ),
             "sin": lambda: bc.encode_SinOp(b, rt, x),
             "cos": lambda: bc.encode_CosOp(b, rt, x),
             "tan": lambda: bc.encode_TanOp(b, rt, x),

@@ -290,7 +290,7 @@ class Unary(Op):
     def __init__(
         self, kind: str, a: Value, loc: Location, approx: bool = False, flush_to_zero: bool = False
     ) -> None:
-        # `approx` (exp): the hardware's fast approximation; `flush_to_zero` (exp2): subnormal
+        # `approx` (exp, tanh): the hardware's fast approximation; `flush_to_zero` (exp2): subnormal
         # inputs and results become zero. Attributes only when set.
         extra: dict[str, Any] = {"approx": True} if approx else {}
         if flush_to_zero:
