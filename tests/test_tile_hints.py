@@ -80,11 +80,17 @@ def test_kernel_hints_from_the_decorator_and_from_options() -> None:
     ],
 )
 def test_bad_kernel_hints_are_refused_at_decoration(kwargs: dict, message: str) -> None:
-    with pytest.raises(fl.CompileError, match=message.replace("`", ".")):
+    with pytest.raises(fl.CompileError, match=message.replace("`", ".")) as info:
 
         @tile.kernel(**kwargs)
         def k(z: tile.Part[fl.f32]):
             z.store(tile.zeros((128,), fl.f32))
+
+    # at this file's line, not inside the hints' dataclass (its generated __init__)
+    assert info.value.loc is not None and info.value.loc.file == __file__
+    with pytest.raises(fl.CompileError, match=message.replace("`", ".")) as info:
+        add.options(**kwargs)
+    assert info.value.loc is not None and info.value.loc.file == __file__
 
 
 def test_load_hints_reach_the_bytecode() -> None:

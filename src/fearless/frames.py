@@ -30,10 +30,27 @@ def user_stacklevel() -> int:
     first frame outside fearless), however deep inside fearless the caller is."""
     frame: FrameType | None = sys._getframe(1)
     level = 1
-    while frame is not None and inside_fearless(frame.f_code.co_filename):
+    while frame is not None and _fearless_frame(frame):
         frame = frame.f_back
         level += 1
     return level
+
+
+def _fearless_frame(frame: FrameType) -> bool:
+    """Whether `frame` is fearless's: its file is (`inside_fearless`), or it runs code Python
+    generated for a fearless class (a dataclass's `__init__`, file "<string>", whose
+    `__post_init__` may refuse a value)."""
+    filename = frame.f_code.co_filename
+    if inside_fearless(filename):
+        return True
+    if filename != "<string>":
+        return False
+    module = frame.f_globals.get("__name__", "")
+    return (
+        isinstance(module, str)
+        and module.startswith("fearless.")
+        and not (module.startswith("fearless.cli."))
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -56,7 +73,7 @@ def inside_fearless(filename: str) -> bool:
 def user_location() -> Location | None:
     """The innermost calling frame whose file is not inside the fearless package."""
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and inside_fearless(frame.f_code.co_filename):
+    while frame is not None and _fearless_frame(frame):
         frame = frame.f_back
     if frame is None:
         return None
