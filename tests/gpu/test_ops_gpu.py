@@ -59,6 +59,22 @@ def test_activations_match_torch(dt) -> None:  # type: ignore[no-untyped-def]
     _close(ops.swiglu(x, x), (F.silu(x.float()) * x.float()).to(dt), dt)
 
 
+@pytest.mark.parametrize("dt", [torch.float16, torch.bfloat16])
+def test_every_gated_configuration_matches_torch(dt) -> None:  # type: ignore[no-untyped-def]
+    """Each configuration of the gated activations' tuner (tuning is off in the GPU tests, so
+    the wide ones run here only), at d = 5504 (128 its power-of-two factor) and 100 rows."""
+    from fearless.ops._io import from_torch
+    from fearless.ops.kernels_activation import GATED_CONFIGS, gated_tuned
+
+    x = torch.randn(100, 2 * 5504, device="cuda").to(dt)
+    a, b = x[:, :5504].float(), x[:, 5504:].float()
+    for kind, want in (("silu", F.silu(a) * b), ("gelu_tanh", a * F.gelu(b, approximate="tanh"))):
+        for cfg in GATED_CONFIGS:
+            out = torch.empty(100, 5504, device="cuda", dtype=dt)
+            gated_tuned.fn(kind, from_torch(x), from_torch(out), **cfg)
+            _close(out, want.to(dt), dt)
+
+
 def test_dropout() -> None:
     x = torch.randn(1 << 20, device="cuda")
     y = ops.dropout(x, 0.25, seed=3)

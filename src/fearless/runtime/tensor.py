@@ -182,7 +182,8 @@ class Tensor:
         `order` (the grid's, `tile.grouped(n)` for a 2-D GEMM output, or `tile.row_major()`).
 
         The handle is consumed: using it raises MovedError until `unpartition()` gives the
-        tensor back. See `fearless.tile.Partition`.
+        tensor back, or, as `with t.partition(shape) as tp:`, until the block ends. See
+        `fearless.tile.Partition`.
         """
         return partition(self, shape, order)
 
