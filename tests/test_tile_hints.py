@@ -166,50 +166,29 @@ def test_allow_tma_must_be_a_constant_bool() -> None:
     assert loc is not None and loc.line == _line(k.func, "error: allow_tma")
 
 
-def test_approx_exp_reaches_the_bytecode_and_is_f32_only() -> None:
+@pytest.mark.parametrize("name", ["exp", "tanh"])
+def test_approx_reaches_the_bytecode_and_is_f32_only(name: str) -> None:
+    """`tile.exp(x, approx=True)`, `tile.tanh(x, approx=True)`: the hardware's in the bytecode
+    (tanh: tanh.approx.f32), the exact value on the simulator; f32 tiles only."""
+    op, exact = getattr(tile, name), getattr(np, name)
+
     @tile.kernel
     def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-        z.store(tile.exp(tile.load_like(x, z), approx=True) + tile.exp(tile.load_like(x, z)))
+        z.store(op(tile.load_like(x, z), approx=True) + op(tile.load_like(x, z)))
 
     zp = fl.empty(256, dtype=fl.f32).partition((128,))
     x = fl.asarray(np.linspace(-3, 3, 256, dtype=np.float32))
     text = k.inspect(zp, x, stage="tileir")
-    exps = [line for line in text.splitlines() if " = exp " in line]
-    assert len(exps) == 2 and sum("rounding<approx>" in line for line in exps) == 1
-    k(zp, x)  # the simulator computes the exact exp for both
-    np.testing.assert_allclose(zp.unpartition().numpy(), 2 * np.exp(x.numpy()), rtol=1e-6)
+    found = [line for line in text.splitlines() if f" = {name} " in line]
+    assert len(found) == 2 and sum("rounding<approx>" in line for line in found) == 1, found
+    k(zp, x)  # the simulator computes the exact value for both
+    np.testing.assert_allclose(zp.unpartition().numpy(), 2 * exact(x.numpy()), rtol=1e-6)
 
     @tile.kernel
     def h(z: tile.Part[fl.f16], x: tile.Tensor[fl.f16]):
-        z.store(tile.exp(tile.load_like(x, z), approx=True))  # error: f16
+        z.store(op(tile.load_like(x, z), approx=True))  # error: f16
 
     hp = fl.empty(256, dtype=fl.f16).partition((128,))
     with pytest.raises(fl.KernelTypeError, match="is for f32 tiles") as info:
         h(hp, fl.zeros(256, dtype=fl.f16))
     assert info.value.loc is not None and info.value.loc.line == _line(h.func, "error: f16")
-
-
-def test_approx_tanh_reaches_the_bytecode_and_is_f32_only() -> None:
-    """`tile.tanh(x, approx=True)`: the hardware's tanh (tanh.approx.f32) in the bytecode, the
-    exact value on the simulator; f32 tiles only, as `tile.exp`'s."""
-
-    @tile.kernel
-    def k(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
-        z.store(tile.tanh(tile.load_like(x, z), approx=True) + tile.tanh(tile.load_like(x, z)))
-
-    zp = fl.empty(256, dtype=fl.f32).partition((128,))
-    x = fl.asarray(np.linspace(-3, 3, 256, dtype=np.float32))
-    text = k.inspect(zp, x, stage="tileir")
-    tanhs = [line for line in text.splitlines() if " = tanh " in line]
-    assert len(tanhs) == 2 and sum("rounding<approx>" in line for line in tanhs) == 1, tanhs
-    k(zp, x)
-    np.testing.assert_allclose(zp.unpartition().numpy(), 2 * np.tanh(x.numpy()), rtol=1e-6)
-
-    @tile.kernel
-    def h(z: tile.Part[fl.bf16], x: tile.Tensor[fl.bf16]):
-        z.store(tile.tanh(tile.load_like(x, z), approx=True))  # error: bf16
-
-    hp = fl.empty(256, dtype=fl.bf16).partition((128,))
-    with pytest.raises(fl.KernelTypeError, match="is for f32 tiles") as info:
-        h(hp, fl.zeros(256, dtype=fl.bf16))
-    assert info.value.loc is not None and info.value.loc.line == _line(h.func, "error: bf16")
