@@ -301,6 +301,37 @@ def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPat
     assert len(orders) >= 6 and all(o == tile.row_major() for o in orders), orders
 
 
+def test_longest_first_order_gives_the_same_causal_attention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With `LONGEST_FIRST` (an experiment's switch), the causal forward numbers its query
+    tiles from the last (`tile.row_major(reverse=(2,))`) and its output and lse are the same."""
+    from fearless import tile
+    from fearless.ops import kernels_attention as KA
+
+    q, k, v = _inputs(2, 4, 2, 200, 200, 32, "float32")
+    want = F.scaled_dot_product_attention(
+        q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), is_causal=True
+    )
+    orders: list[object] = []
+    made = fl.Tensor.partition
+
+    def spy(t: fl.Tensor, shape: tuple[int, ...], order: Any = None) -> object:
+        orders.append(order)
+        return made(t, shape, order)
+
+    monkeypatch.setattr(fl.Tensor, "partition", spy)
+    monkeypatch.setattr(KA, "LONGEST_FIRST", True)
+    from fearless.ops.attention import scaled_dot_product_attention_lse
+
+    out, lse = scaled_dot_product_attention_lse(q, k, v, None, True, None, True)
+    assert orders and all(o == tile.row_major(reverse=(2,)) for o in orders), orders
+    assert _rel(out, want) < 1e-5
+    monkeypatch.setattr(KA, "LONGEST_FIRST", False)
+    out2, lse2 = scaled_dot_product_attention_lse(q, k, v, None, True, None, True)
+    assert torch.equal(out, out2) and torch.equal(lse, lse2)
+
+
 def test_the_lse_forms_without_torch() -> None:
     """NumPy in, NumPy out: `scaled_dot_product_attention_lse` and the backward's `lse=`."""
     from fearless.ops.attention import (

@@ -193,6 +193,49 @@ def test_row_major_order_gives_launch_order_the_last_axis_fastest(tiles: tuple[i
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize(
+    ("tiles", "reverse"), [((3, 5), (1,)), ((2, 3, 5), (2,)), ((2, 3, 4, 2), (0, 2)), ((4,), (0,))]
+)
+def test_row_major_order_may_number_axes_from_their_last_tile(
+    tiles: tuple[int, ...], reverse: tuple[int, ...]
+) -> None:
+    """`tile.row_major(reverse=axes)`: launch order as `tile.row_major()`'s, with the tiles of
+    `axes` counted from the last (causal attention's longest query tiles first): every tile
+    exactly once, and the tile the k-th block owns is row-major tile k with those axes
+    flipped; the part's index is that tile's."""
+    shape = tuple(2 * t for t in tiles)
+    order = tile.row_major(reverse=reverse)
+    part = fl.full(shape, np.nan).partition((2,) * len(tiles), order=order)
+    launch_number(part)
+    got = part.unpartition().numpy()
+    want = np.arange(int(np.prod(tiles)), dtype=np.float32).reshape(tiles)
+    want = np.flip(want, axis=reverse)
+    for axis in range(len(tiles)):
+        want = np.repeat(want, 2, axis=axis)
+    assert np.array_equal(got, want)
+    if len(tiles) == 2:  # the index each block sees is the tile it writes
+        part = fl.full(shape, np.nan).partition((2, 2), order=order)
+        stamp2(part)
+        got = part.unpartition().numpy()
+        rows, cols = np.indices(got.shape)
+        assert np.array_equal(got, 1000 * (rows // 2) + cols // 2)
+
+
+@tile.kernel
+def stamp2(out: tile.Part[fl.f32]):
+    i, j = out.index
+    out.store(tile.full((2, 2), 1.0, fl.f32) * (1000 * i + j).astype(fl.f32))
+
+
+def test_row_major_reverse_names_axes_of_the_tensor() -> None:
+    with pytest.raises(fl.KernelTypeError, match="names an axis past"):
+        fl.empty((4, 4)).partition((2, 2), order=tile.row_major(reverse=(2,)))
+    with pytest.raises(fl.KernelTypeError, match="takes axes"):
+        tile.row_major(reverse=(1.5,))  # type: ignore[arg-type]
+    assert tile.row_major(reverse=[1, 1]) == tile.row_major(reverse=(1,))
+    assert tile.row_major() == tile.row_major(reverse=())
+
+
 @pytest.mark.parametrize(("m", "n", "g"), [(7, 5, 2), (8, 3, 4), (3, 9, 8), (5, 5, 1)])
 def test_grouped_order_is_a_permutation_and_keeps_tiles_whole(m: int, n: int, g: int) -> None:
     assert sorted(grouped_numbering(m, n, g)) == [(i, j) for i in range(m) for j in range(n)]

@@ -464,6 +464,22 @@ def tile_order():
     return ORDER
 
 
+# A causal forward's query tiles differ in work: tile i sees i + 1 key tiles. Under ORDER a
+# head's lightest run first; FlashAttention-3 runs the longest first, so that the last blocks
+# of a launch are short ones. LONGEST_FIRST numbers the query axis from its last tile
+# (`tile.row_major(reverse=...)`) in the causal forward; off until timed
+# (bench/experiments/attention_causal_order.py, 2026-12-06: written, not yet run on a GPU).
+LONGEST_FIRST = False
+
+
+def _orders(longest_first, q_seq):
+    """(out's, lse's) partition orders of a forward launch (`_launch`)."""
+    order = tile_order()
+    if not (longest_first and LONGEST_FIRST and order is not None):
+        return order, order
+    return tile.row_major(reverse=(1 if q_seq else 2,)), tile.row_major(reverse=(2,))
+
+
 # The forward's kept lse is written as (B, H, L, 1) in (1, 1, tile_m, LSE_COLUMNS) tiles, so
 # that its Part numbers its tiles as out's; the store clips the columns past 1. A one-column
 # f32 tile (4 bytes a row) made tileiras 13.5 fail on the kernel at 128 rows with occupancy 2
@@ -484,17 +500,18 @@ def _kernel(
     return make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
 
 
-def _launch(make, out, lse, tile_m, d, args, q_seq=False):
+def _launch(make, out, lse, tile_m, d, args, q_seq=False, causal=False):
     """`make`'s kernel over out's (1, 1, tile_m, D) tiles ((1, tile_m, 1, D) of a (B, L, H, D)
     out where `q_seq`), with lse's rows when lse (a (B, H, L) f32 fl.Tensor) is kept (see
-    LSE_COLUMNS); `args` the kernel's inputs after those."""
+    LSE_COLUMNS); `args` the kernel's inputs after those; `causal`: see LONGEST_FIRST."""
     rows = (1, tile_m, 1, next_pow2(d)) if q_seq else (1, 1, tile_m, next_pow2(d))
-    with out.partition(rows, tile_order()) as part:
+    out_order, lse_order = _orders(causal, q_seq)
+    with out.partition(rows, out_order) as part:
         if lse is None:
             make(part, *args)
         else:
             rows_view = view(lse, (*lse.shape, 1))
-            with rows_view.partition((1, 1, tile_m, LSE_COLUMNS), tile_order()) as rows:
+            with rows_view.partition((1, 1, tile_m, LSE_COLUMNS), lse_order) as rows:
                 make(part, rows, *args)
 
 
@@ -513,7 +530,7 @@ def attention_tuned(
     form = None if mask is None else mask_form(mask)
     kernel = _kernel(q, k, causal, form, None, lse, tile_n, occupancy, num_worker_warps, layout)
     args = (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group)
-    _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0])
+    _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0], causal)
 
 
 def _variant_key(

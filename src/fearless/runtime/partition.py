@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import CompileError, KernelTypeError, Location
-from ..ir.tile.types import is_pow2
+from ..ir.tile.types import is_pow2, row_major_group
 from .location import check_not_moved, user_location
 
 
@@ -114,12 +114,27 @@ class RowMajor:
     """`tile.row_major()`: the blocks, in launch order (grid x fastest, then y, then z), take a
     partition's tiles row-major, its last axis fastest (tile/order.py). Blocks that run together
     then take neighbouring tiles of the last axes: in attention, one head's query tiles, which
-    share its keys and values in L2 (FlashAttention's and TileGym's grid order)."""
+    share its keys and values in L2 (FlashAttention's and TileGym's grid order). `reverse`: the
+    axes whose tiles are numbered from their last (causal attention's query tiles, the longest
+    first, as FlashAttention-3 schedules them)."""
+
+    reverse: tuple[int, ...] = ()
 
 
-def row_major() -> RowMajor:
-    """The order `out.partition(tile, order=tile.row_major())` gives a partition's tiles."""
-    return RowMajor()
+def row_major(reverse: Sequence[int] = ()) -> RowMajor:
+    """The order `out.partition(tile, order=tile.row_major())` gives a partition's tiles;
+    `reverse=(2,)` numbers axis 2's tiles from the last."""
+    try:
+        axes = tuple(sorted(set(reverse)))
+    except TypeError:
+        axes = (None,)  # type: ignore[assignment]
+    if not all(isinstance(a, int) and not isinstance(a, bool) and 0 <= a < 16 for a in axes):
+        raise KernelTypeError(
+            f"tile.row_major(reverse=...) takes axes (ints from 0), not {reverse!r}",
+            user_location(),
+            help="e.g. `tile.row_major(reverse=(2,))` for the third axis",
+        )
+    return RowMajor(axes)
 
 
 def grouped(size: int) -> Grouped:
@@ -173,8 +188,21 @@ def partition(
             help="round the tile up to a power of two; edge tiles are padded on load and "
             "masked on store",
         )
+    if isinstance(order, RowMajor) and any(a >= tensor.ndim for a in order.reverse):
+        raise KernelTypeError(
+            f"`tile.row_major(reverse={order.reverse})` names an axis past this tensor's "
+            f"{tensor.ndim}",
+            loc,
+            help=f"reverse axes 0 to {tensor.ndim - 1}",
+        )
     tensor._mark_moved(loc)
-    group = order.size if isinstance(order, Grouped) else ROW_MAJOR if order is not None else 0
+    group = (
+        order.size
+        if isinstance(order, Grouped)
+        else row_major_group(order.reverse)
+        if order is not None
+        else 0
+    )
     made = Partition(tensor, tile, loc, group)
     recorders = getattr(_RECORDING, "stack", None)
     if recorders:

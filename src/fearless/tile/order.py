@@ -7,9 +7,11 @@ Part (row-major, last axis fastest) is its k-th tile. A partition made with
 of tiles, column by column within a group, as Triton's grouped GEMM ordering does: blocks that
 run together then share rows of A and columns of B in L2. `order=tile.row_major()` (any
 number of axes) gives the blocks, in launch order (x fastest), the tiles row-major, last axis
-fastest: an attention head's query tiles then run together and share its K and V in L2. The numbering is a permutation of the
-tiles, so it keeps every block's tiles disjoint (issue 11); a block's own tile (`part.index`,
-`part.store`, `tile.load_like(x, part)`) is then the tile its linear block id numbers.
+fastest: an attention head's query tiles then run together and share its K and V in L2;
+`tile.row_major(reverse=(2,))` numbers axis 2's tiles from the last (causal attention's longest
+query tiles first). The numbering is a permutation of the tiles, so it keeps every block's
+tiles disjoint (issue 11); a block's own tile (`part.index`, `part.store`,
+`tile.load_like(x, part)`) is then the tile its linear block id numbers.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ..errors import Location
 from ..frontend.values import Weak
 from ..ir.core import Value
 from ..ir.tile import ops
-from ..ir.tile.types import ArrayParamType
+from ..ir.tile.types import ArrayParamType, reversed_axes
 
 
 class IndexEmitter(Protocol):
@@ -61,7 +63,11 @@ def tile_index(
         index.append(_value(lw.binary("mod", rest, c, loc)))
         rest = _value(lw.binary("floordiv", rest, c, loc))
     index.append(rest)
-    return tuple(reversed(index))
+    index.reverse()
+    for a in reversed_axes(group) if group < 0 else ():  # tile.row_major(reverse=...)
+        last = _value(lw.binary("sub", counts[a], Weak(1), loc))
+        index[a] = _value(lw.binary("sub", last, index[a], loc))
+    return tuple(index)
 
 
 def own_index(lw: IndexEmitter, part: Value, loc: Location) -> tuple[Value, ...]:

@@ -35,8 +35,8 @@ class ArrayParamType(Type):
     """A global-memory array parameter: a `Part` (this block's tile of an output) or a `Tensor`.
 
     `tile` is the static tile shape of a Part (the partition's), None for a Tensor; `group`
-    the partition's grouped order (`tile.grouped(group)`, tile/order.py), -1 for
-    `tile.row_major()`, 0 for the grid's order.
+    the partition's grouped order (`tile.grouped(group)`, tile/order.py), negative for
+    `tile.row_major(reverse=...)` (`row_major_group`), 0 for the grid's order.
     """
 
     dtype: DType
@@ -51,8 +51,10 @@ class ArrayParamType(Type):
 
     def __str__(self) -> str:
         if self.tile is not None:
+            back = reversed_axes(self.group) if self.group < 0 else ()
+            row_major = f", row_major(reverse={back})" if back else ", row_major"
             grouped = (
-                ", row_major" if self.group < 0 else f", grouped={self.group}" if self.group else ""
+                row_major if self.group < 0 else f", grouped={self.group}" if self.group else ""
             )
             return f"Part[{self.dtype.name}, tile={self.tile}{grouped}]"
         kind = "Atomic" if self.atomic else "Tensor"
@@ -77,3 +79,15 @@ def array_type(v: Value) -> ArrayParamType:
 
 def is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+def row_major_group(reverse: tuple[int, ...]) -> int:
+    """`ArrayParamType.group` of `tile.row_major(reverse=...)`: -1 - 2 * (the mask of the
+    axes whose tiles are numbered from their last), so -1 for plain row-major order."""
+    return -1 - 2 * sum(1 << a for a in set(reverse))
+
+
+def reversed_axes(group: int) -> tuple[int, ...]:
+    """The axes a row-major `group` (negative) numbers from their last tile."""
+    mask = (-group - 1) // 2
+    return tuple(a for a in range(mask.bit_length()) if mask >> a & 1)
