@@ -330,6 +330,17 @@ def test_longest_first_order_gives_the_same_causal_attention(
     monkeypatch.setattr(KA, "LONGEST_FIRST", False)
     out2, lse2 = scaled_dot_product_attention_lse(q, k, v, None, True, None, True)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)
+    # the backward's dq kernel (head dim past DQ_BY_ATOMICS_UP_TO) takes the order too
+    q, k, v = _inputs(1, 2, 2, 70, 70, 80, "float32")
+    grads = []
+    for on in (True, False):
+        monkeypatch.setattr(KA, "LONGEST_FIRST", on)
+        orders.clear()
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        ops.scaled_dot_product_attention(*leaves, is_causal=True).sum().backward()
+        grads.append([t.grad for t in leaves])
+        assert (tile.row_major(reverse=(2,)) in orders) == on
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
 
 
 def test_the_lse_forms_without_torch() -> None:

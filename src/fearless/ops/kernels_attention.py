@@ -467,13 +467,15 @@ def tile_order():
 # A causal forward's query tiles differ in work: tile i sees i + 1 key tiles. Under ORDER a
 # head's lightest run first; FlashAttention-3 runs the longest first, so that the last blocks
 # of a launch are short ones. LONGEST_FIRST numbers the query axis from its last tile
-# (`tile.row_major(reverse=...)`) in the causal forward; off until timed
+# (`tile.row_major(reverse=...)`) in the causal forward and the backward's dq kernel (the
+# atomic dQ's dk_dv walks its key tiles longest first already); off until timed
 # (bench/experiments/attention_causal_order.py, 2026-12-06: written, not yet run on a GPU).
 LONGEST_FIRST = False
 
 
-def _orders(longest_first, q_seq):
-    """(out's, lse's) partition orders of a forward launch (`_launch`)."""
+def causal_orders(longest_first, q_seq):
+    """(out's, lse's) partition orders of a forward launch (`_launch`), or of the backward's
+    dq (its out's): LONGEST_FIRST's where `longest_first` (a causal kernel)."""
     order = tile_order()
     if not (longest_first and LONGEST_FIRST and order is not None):
         return order, order
@@ -505,7 +507,7 @@ def _launch(make, out, lse, tile_m, d, args, q_seq=False, causal=False):
     out where `q_seq`), with lse's rows when lse (a (B, H, L) f32 fl.Tensor) is kept (see
     LSE_COLUMNS); `args` the kernel's inputs after those; `causal`: see LONGEST_FIRST."""
     rows = (1, tile_m, 1, next_pow2(d)) if q_seq else (1, 1, tile_m, next_pow2(d))
-    out_order, lse_order = _orders(causal, q_seq)
+    out_order, lse_order = causal_orders(causal, q_seq)
     with out.partition(rows, out_order) as part:
         if lse is None:
             make(part, *args)

@@ -13,7 +13,7 @@ import fearless as fl
 from ..autotune_ahead import compile_ahead_once
 from ..runtime.target import current_target
 from ._io import empty_beside, view, zeros_beside
-from .kernels_attention import LSE_COLUMNS, mask_form, tile_order
+from .kernels_attention import LSE_COLUMNS, causal_orders, mask_form, tile_order
 from .kernels_attention_backward_tiles import (
     make_attention_delta,
     make_attention_dkdv,
@@ -188,7 +188,8 @@ def dq_tuned(q, k, causal, group, variant, mask, extra, a0, a1, dq, v, dout, lse
              *, choice):  # fmt: skip
     """dq (an fl.Tensor like q) by `make_attention_dq`'s kernel."""
     dq_kernel, tm, tn = _step(make_attention_dq, "dq", choice, q, k, causal, variant, mask)
-    with dq.partition((1, 1, tm, next_pow2(q.shape[3])), tile_order()) as dq_p:
+    order, _ = causal_orders(causal and variant is None, False)  # query tile i walks i + 1
+    with dq.partition((1, 1, tm, next_pow2(q.shape[3])), order) as dq_p:
         args = (q, k, v, dout, lse, delta, a0, a1, mask, scale, *extra, tn, group)
         dq_kernel(dq_p, *args)
 
