@@ -45,12 +45,8 @@ def _fearless_frame(frame: FrameType) -> bool:
         return True
     if filename != "<string>":
         return False
-    module = frame.f_globals.get("__name__", "")
-    return (
-        isinstance(module, str)
-        and module.startswith("fearless.")
-        and not (module.startswith("fearless.cli."))
-    )
+    module = str(frame.f_globals.get("__name__", ""))
+    return module.startswith("fearless.") and not module.startswith("fearless.cli.")
 
 
 @functools.lru_cache(maxsize=1024)
@@ -71,7 +67,8 @@ def inside_fearless(filename: str) -> bool:
 
 
 def user_location() -> Location | None:
-    """The innermost calling frame whose file is not inside the fearless package."""
+    """The location of the innermost calling frame that is not fearless's (`_fearless_frame`):
+    the user's line, with its columns where Python records them."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and _fearless_frame(frame):
         frame = frame.f_back
