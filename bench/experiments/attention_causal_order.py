@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 from attention_backward_mask import _events_ms
+from train_host_parts import training
 
 from fearless import ops
 from fearless.ops import attention as A
@@ -45,14 +46,6 @@ def _timed(call: Callable[[], Any], on: bool) -> float:
             fn.plans.clear()
 
 
-def _training(f: Callable[..., Any], q: Any, k: Any, v: Any, dout: Any) -> Callable[[], None]:
-    def call() -> None:
-        q.grad = k.grad = v.grad = None
-        f(q, k, v, is_causal=True).backward(dout)
-
-    return call
-
-
 def main() -> None:
     torch.manual_seed(0)
     sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -67,9 +60,9 @@ def main() -> None:
         if d > 64:  # the backward's dq kernel (the atomic dQ at D <= 64 has none)
             leaves = [t.requires_grad_() for t in (q, k, v)]
             dout = torch.randn_like(q)
-            train = _training(ops.scaled_dot_product_attention, *leaves, dout)
+            train = training(ops.scaled_dot_product_attention, *leaves, dout, True)
             times = [_timed(train, on) for on in (False, True, False)]
-            ref = _events_ms(_training(sdpa, *leaves, dout))
+            ref = _events_ms(training(sdpa, *leaves, dout, True))
             print(f"{label + ' fwd+bwd':26s} {times[0]:8.3f} {times[1]:8.3f} {times[2]:8.3f} "
                   f"{ref:8.3f}", flush=True)  # fmt: skip
 

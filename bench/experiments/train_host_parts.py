@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -60,8 +61,36 @@ class Bare(torch.autograd.Function):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
-def case(causal: bool) -> None:
-    """Every part at (4, 32, 256, 64) f16, causal or full."""
+def training(
+    f: Callable[..., Any], q: Any, k: Any, v: Any, dout: Any, causal: bool
+) -> Callable[[], None]:
+    """One training call of attention `f`: forward, then `.backward(dout)` into fresh grads."""
+
+    def call() -> None:
+        q.grad = k.grad = v.grad = None
+        f(q, k, v, is_causal=causal).backward(dout)
+
+    return call
+
+
+@dataclass
+class Case:
+    """(4, 32, 256, 64) f16 inputs, causal or full, and the calls timed on them."""
+
+    label: str
+    causal: bool
+    q: Any
+    k: Any
+    v: Any
+    dout: Any
+    fwd_replay: Callable[[], None]
+    bwd_replay: Callable[[], None]
+
+    def train(self, f: Callable[..., Any]) -> Callable[[], None]:
+        return training(f, self.q, self.k, self.v, self.dout, self.causal)
+
+
+def make_case(causal: bool) -> Case:
     shape = (4, 32, 256, 64)
     q, k, v = (
         torch.randn(shape, device="cuda", dtype=torch.float16).requires_grad_() for _ in range(3)
@@ -70,7 +99,6 @@ def case(causal: bool) -> None:
     qd, kd, vd = (t.detach() for t in (q, k, v))
     with torch.no_grad():
         out, lse = A.scaled_dot_product_attention_lse(qd, kd, vd, None, causal)
-    sdpa = torch.nn.functional.scaled_dot_product_attention
 
     def fwd_replay() -> None:
         with torch.no_grad():
@@ -82,29 +110,31 @@ def case(causal: bool) -> None:
                 dout, qd, kd, vd, out, causal, None, False, None, lse
             )
 
-    def train(f: Callable[..., Any]) -> Callable[[], None]:
-        def call() -> None:
-            q.grad = k.grad = v.grad = None
-            f(q, k, v, is_causal=causal).backward(dout)
+    label = f"{'x'.join(map(str, shape))} {'causal' if causal else 'full'}"
+    return Case(label, causal, q, k, v, dout, fwd_replay, bwd_replay)
 
-        return call
+
+def case(causal: bool) -> None:
+    """Every part, causal or full."""
+    c = make_case(causal)
+    q, k, v, dout = c.q, c.k, c.v, c.dout
+    sdpa = torch.nn.functional.scaled_dot_product_attention
 
     def bare() -> None:
         q.grad = k.grad = v.grad = None
         Bare.apply(q, k, v).backward(dout)
 
     parts = (
-        ("fwd replay", fwd_replay),
-        ("bwd replay", bwd_replay),
+        ("fwd replay", c.fwd_replay),
+        ("bwd replay", c.bwd_replay),
         ("fwd with grad", lambda: ops.scaled_dot_product_attention(q, k, v, is_causal=causal)),
-        ("training", train(ops.scaled_dot_product_attention)),
+        ("training", c.train(ops.scaled_dot_product_attention)),
         ("bare Function", bare),
         ("torch fwd", lambda: sdpa(q, k, v, is_causal=causal)),
-        ("torch training", train(sdpa)),
+        ("torch training", c.train(sdpa)),
     )
-    label = f"{'x'.join(map(str, shape))} {'causal' if causal else 'full'}"
     for name, call in parts:
-        print(f"{label} {name:14s} {host_us(call):8.1f} us host", flush=True)
+        print(f"{c.label} {name:14s} {host_us(call):8.1f} us host", flush=True)
 
 
 def main() -> None:

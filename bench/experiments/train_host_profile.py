@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 # the loops of train_host_parts.py, so that the two scripts' host times are one measure
-from train_host_parts import N, host_us
+from train_host_parts import N, host_us, make_case
 
 from fearless import ops
 from fearless.ops import attention as A
@@ -78,29 +78,9 @@ def plans(label: str) -> None:
 
 
 def case(causal: bool) -> None:
-    shape = (4, 32, 256, 64)
-    q, k, v = (
-        torch.randn(shape, device="cuda", dtype=torch.float16).requires_grad_() for _ in range(3)
-    )
-    dout = torch.randn(shape, device="cuda", dtype=torch.float16)
-    qd, kd, vd = (t.detach() for t in (q, k, v))
-    with torch.no_grad():
-        out, lse = A.scaled_dot_product_attention_lse(qd, kd, vd, None, causal)
+    c = make_case(causal)
+    label, bwd_replay, train = c.label, c.bwd_replay, c.train
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    label = f"{'x'.join(map(str, shape))} {'causal' if causal else 'full'}"
-
-    def bwd_replay() -> None:
-        with torch.no_grad():
-            A.scaled_dot_product_attention_backward(
-                dout, qd, kd, vd, out, causal, None, False, None, lse
-            )
-
-    def train(f: Callable[..., Any]) -> Callable[[], None]:
-        def call() -> None:
-            q.grad = k.grad = v.grad = None
-            f(q, k, v, is_causal=causal).backward(dout)
-
-        return call
 
     def one_thread(call: Callable[[], None]) -> Callable[[], None]:
         def wrapped() -> None:
