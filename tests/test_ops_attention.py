@@ -283,11 +283,8 @@ def test_the_delta_kernel_zeroes_the_atomic_dqs_scratch(monkeypatch: pytest.Monk
         assert _rel(mine.grad, theirs.grad) < 1e-5
 
 
-def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The forward's and the backward's Parts are made in `tile.row_major()` order (one head's
-    query tiles launch together), every one of them."""
-    from fearless import tile
-
+def _partition_orders(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The `order=` of every `fl.Tensor.partition` from now on (the kernels' Parts), in order."""
     orders: list[object] = []
     made = fl.Tensor.partition
 
@@ -296,6 +293,15 @@ def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPat
         return made(t, shape, order)
 
     monkeypatch.setattr(fl.Tensor, "partition", spy)
+    return orders
+
+
+def test_the_attention_kernels_partition_row_major(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forward's and the backward's Parts are made in `tile.row_major()` order (one head's
+    query tiles launch together), every one of them."""
+    from fearless import tile
+
+    orders = _partition_orders(monkeypatch)
     q, k, v = (t.requires_grad_() for t in _inputs(1, 2, 2, 20, 24, 16, "float32"))
     ops.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward()
     assert len(orders) >= 6 and all(o == tile.row_major() for o in orders), orders
@@ -313,14 +319,7 @@ def test_longest_first_order_gives_the_same_causal_attention(
     want = F.scaled_dot_product_attention(
         q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), is_causal=True
     )
-    orders: list[object] = []
-    made = fl.Tensor.partition
-
-    def spy(t: fl.Tensor, shape: tuple[int, ...], order: Any = None) -> object:
-        orders.append(order)
-        return made(t, shape, order)
-
-    monkeypatch.setattr(fl.Tensor, "partition", spy)
+    orders = _partition_orders(monkeypatch)
     monkeypatch.setattr(KA, "LONGEST_FIRST", True)
     from fearless.ops.attention import scaled_dot_product_attention_lse
 

@@ -74,8 +74,8 @@ def tensor_partitions(tree: ast.Module) -> set[int]:
     """The `name.partition(shape)` calls that may move a tensor (their ids). `str.partition`
     is common, so a call counts only when it looks like the Tile API's: one positional
     argument that is not a string, and the result stored in one name (`zp = z.partition(s)`,
-    `with z.partition(s) as zp:`), passed to a call (`add(z.partition(s), x)`) or dropped. `head, _, tail = s.partition(x)`
-    and `s.partition(x)[0]` are string splits. A name bound to `tile.Spec(...)` describes an
+    `with z.partition(s) as zp:`), passed to a call (`add(z.partition(s), x)`) or dropped.
+    `head, _, tail = s.partition(x)` and `s.partition(x)[0]` are string splits. A name bound to `tile.Spec(...)` describes an
     array without data: its `.partition(tile)` moves nothing."""
     specs = {
         t.id
