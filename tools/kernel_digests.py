@@ -7,8 +7,9 @@ names the kernel and specialisation whose GPU code changed.
     .venv/bin/python tools/kernel_digests.py OUT.json [pytest arguments ...]
     .venv/bin/python tools/kernel_digests.py --compare BEFORE.json AFTER.json
 
-The first form runs pytest in this process (no xdist) with `Kernel.ir_for`'s IR builder wrapped:
-each tile IR the tests build, on the simulator as on a GPU, is lowered to bytecode for sm_90
+The first form runs pytest in this process (no xdist) with the IR builder that
+`tile/compiles.py` calls wrapped: each tile IR the tests build, on the simulator as on a GPU,
+is lowered to bytecode for sm_90
 (backends/tileir/lower.py, which writes no source locations) and recorded under its kernel's
 name, signature, hints and the plain values its factory closed over (the attention backward's
 `causal`, say): the set of digests built under that key (a closed-over dtype or tile function
@@ -36,8 +37,9 @@ def record(out: Path, pytest_args: list[str]) -> int:
     from fearless.backends.tileir import cuda_tile as tileir
     from fearless.backends.tileir.lower import lower_to_bytecode
 
-    # fearless.tile's attribute `kernel` is the decorator, so the module is imported by name
-    kernel_module = importlib.import_module("fearless.tile.kernel")
+    # the module that calls the IR builder (tile/compiles.py's per-kernel compile cache),
+    # imported by name as the other modules of fearless.tile
+    kernel_module = importlib.import_module("fearless.tile.compiles")
     version = tileir.bytecode_version()
     os.environ.setdefault("FEARLESS_AUTOTUNE", "0")
     digests: dict[str, set[str]] = {}
