@@ -50,3 +50,44 @@ def test_a_moved_digest_or_a_lost_kernel_fails(
 def test_without_arguments_it_prints_its_usage(capsys: pytest.CaptureFixture) -> None:
     assert _tool().main([]) == 2
     assert "--compare BEFORE.json AFTER.json" in capsys.readouterr().out
+
+
+KERNEL_TEST = """
+import numpy as np
+
+import fearless as fl
+from fearless import tile
+
+
+@tile.kernel
+def twice(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z) * 2.0)
+
+
+def test_twice() -> None:
+    z = fl.empty(100, dtype=fl.f32)
+    with z.partition((64,)) as zp:
+        twice(zp, fl.asarray(np.ones(100, np.float32)))
+"""
+
+
+def test_recording_digests_every_kernel_a_test_builds(tmp_path: Path) -> None:
+    """The tool wraps the IR builder where fearless calls it: a test file's one kernel, run on
+    the simulator, comes back as one key with one digest (session 30 moved the builder and the
+    tool, still wrapping the old place, recorded nothing)."""
+    pytest.importorskip("cuda.tile", reason="the digests are of cuda-tile's bytecode")
+    import subprocess
+    import sys
+
+    (tmp_path / "test_one_kernel.py").write_text(KERNEL_TEST)
+    out = tmp_path / "digests.json"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "kernel_digests.py"), str(out), str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads(out.read_text())
+    assert [key.split()[0] for key in record] == ["twice"]
+    assert all(len(digests) == 1 for digests in record.values())
