@@ -263,33 +263,36 @@ def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits
         return
     split = kernel_of(make_split, *flags).options(occupancy=occupancy)
     combine = kernel_of(make_decode_combine, q.dtype)
+
+    def combine_splits(part_o, part_lse):
+        with out.partition((1, 1, qg, td)) as out_p:
+            combine(out_p, part_o, part_lse, next_pow2(splits))
+
     # the first split of this form (by size class: a decode loop's growing S makes no new
     # one each step): the split kernel and the combine compile side by side
     form = (make_split, flags, occupancy, size_class(b), hk, group, d, size_class(splits))
-    split_combine_launch(out, qg, splits, split, (*args, split_tiles), combine,
-                         (next_pow2(splits),), ("split_kv", *form, split_tiles))  # fmt: skip
+    key = ("split_kv", *form, split_tiles)
+    split_combine_launch(out, (b, hk, splits, group, d), (1, 1, 1, qg, td), split,
+                         (*args, split_tiles), combine_splits, key)  # fmt: skip
 
 
-def split_combine_launch(out, qg, splits, split, split_args, combine, combine_args, key):
-    """The two launches of a split-KV decode over `splits` splits, out of (B, H_kv, GROUP, D) in
-    tiles of (1, 1, qg, D): `split` (partial output, partial lse, *split_args) into f32
-    partials of (B, H_kv, splits, GROUP, D) and (.., 1), then `combine` (out, partial output,
-    partial lse, *combine_args); on the first call with `key` the two compile side by side
-    (`compile_ahead_once`)."""
-    b, hk, group, d = out.shape
-    td = next_pow2(d)
-    o = empty_beside(out, (b, hk, splits, group, d), fl.f32)
-    # lse keeps a unit last axis: both outputs have 5 axes, so their grids fold alike
-    lse = empty_beside(out, (b, hk, splits, group, 1), fl.f32)
+def split_combine_launch(out, part_shape, part_tile, split, split_args, combine, key):
+    """The two launches of a split-KV decode: `split` (partial output, partial lse,
+    *split_args) into f32 partials beside `out`, of `part_shape` and its lse of (.., 1), in
+    tiles of `part_tile` and (.., 1), then `combine(partial output, partial lse)`, which
+    launches the combine into the outputs; on the first call with `key` the two compile side
+    by side (`compile_ahead_once`)."""
+    o = empty_beside(out, part_shape, fl.f32)
+    # lse keeps a unit last axis: both partials have as many axes, so their grids fold alike
+    lse = empty_beside(out, (*part_shape[:-1], 1), fl.f32)
 
     def launches():
         with (
-            o.partition((1, 1, 1, qg, td)) as part_o,
-            lse.partition((1, 1, 1, qg, 1)) as part_l,
+            o.partition(part_tile) as part_o,
+            lse.partition((*part_tile[:-1], 1)) as part_l,
         ):
             split(part_o, part_l, *split_args)
-        with out.partition((1, 1, qg, td)) as out_p:
-            combine(out_p, o, lse, *combine_args)
+        combine(o, lse)
 
     compile_ahead_once(key, launches)
     launches()

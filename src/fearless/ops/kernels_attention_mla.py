@@ -34,8 +34,6 @@ import math
 import fearless as fl
 from fearless import tile
 
-from ..autotune_ahead import compile_ahead_once
-from ._io import empty_beside
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
@@ -51,7 +49,7 @@ from .kernels_attention import (
     tile_positions,
     variant_bounds,
 )
-from .kernels_attention_decode import decode_splits
+from .kernels_attention_decode import decode_splits, split_combine_launch
 from .kernels_attention_splitk import lse_fold, lse_start
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -305,19 +303,15 @@ def mla_decode_launch(q, qpe, kv, kpe, out, lse, scale, tile_h, tile_n, occupanc
         with out.partition((1, tile_h, td)) as out_p, lse.partition((1, tile_h, 1)) as l_p:
             one(out_p, l_p, q, qpe, kv, kpe, scale, tile_n, tp)
         return
-    o = empty_beside(out, (b, h, splits, d), fl.f32)
-    # the partial lse keeps a unit last axis: both outputs have 4 axes, so their grids fold alike
-    pl = empty_beside(out, (b, h, splits, 1), fl.f32)
     split = kernel_of(make_mla_decode_split, q.dtype, roped).options(occupancy=occupancy)
     sc = min(16, next_pow2(splits))
 
-    def launches():
-        with o.partition((1, tile_h, 1, td)) as o_p, pl.partition((1, tile_h, 1, 1)) as pl_p:
-            split(o_p, pl_p, q, qpe, kv, kpe, scale, tile_n, tp, split_tiles)
+    def combine_splits(part_o, part_lse):
         with out.partition((1, 1, td)) as out_p, lse.partition((1, 1, 1)) as l_p:
-            kernel_of(make_mla_combine, q.dtype)(out_p, l_p, o, pl, sc)
+            kernel_of(make_mla_combine, q.dtype)(out_p, l_p, part_o, part_lse, sc)
 
     # the split and the combine compile side by side the first time (as split_kv_launch's)
     form = (q.dtype, roped, occupancy, size_class(b), h, d, dp, tile_h, tile_n, size_class(splits))
-    compile_ahead_once(("mla_decode", *form, split_tiles), launches)
-    launches()
+    split_combine_launch(out, (b, h, splits, d), (1, tile_h, 1, td), split,
+                         (q, qpe, kv, kpe, scale, tile_n, tp, split_tiles), combine_splits,
+                         ("mla_decode", *form, split_tiles))  # fmt: skip

@@ -222,8 +222,13 @@ def sink_decode_launch(q, k, v, sinks, start, out, scale, wl, tile_n, occupancy,
         return
     split = kernel_of(make_sink_decode_split, q.dtype, windowed).options(occupancy=occupancy)
     combine = kernel_of(make_sink_decode_combine, q.dtype, sinks.dtype)
+
+    def combine_splits(part_o, part_lse):
+        with out.partition((1, 1, qg, td)) as out_p:
+            combine(out_p, part_o, part_lse, sinks, min(8, next_pow2(splits)))
+
     # the split and the combine compile side by side the first time (as split_kv_launch's)
     form = (q.dtype, sinks.dtype, windowed, occupancy, size_class(b), hk, group, d, tile_n)
-    split_combine_launch(out, qg, splits, split, (q, k, v, start, scale, wl, tile_n, split_tiles),
-                         combine, (sinks, min(8, next_pow2(splits))),
-                         ("sink_decode", *form, size_class(splits), split_tiles))  # fmt: skip
+    key = ("sink_decode", *form, size_class(splits), split_tiles)
+    split_combine_launch(out, (b, hk, splits, group, d), (1, 1, 1, qg, td), split,
+                         (q, k, v, start, scale, wl, tile_n, split_tiles), combine_splits, key)  # fmt: skip
