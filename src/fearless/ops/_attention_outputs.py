@@ -1,13 +1,14 @@
 """The outputs that the attention operators make alike (ops/attention.py, attention_variants.py,
 attention_varlen.py, attention_sinks.py): a forward's output, zeros where there are no keys; a
 decode's q and output grouped per KV head for the split-KV kernels; a backward's gradients,
-zeros where no query meets a key, and (dq, dk, dv) as it returns them. Its one responsibility:
-allocating and returning those tensors (the argument checks are ops/_attention_checks.py).
+zeros where no query meets a key, and (dq, dk, dv) as it returns them, with the backward's
+launch between (`qkv_backward`). Its one responsibility: allocating and returning those
+tensors (the argument checks are ops/_attention_checks.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._io import Operand, output, result, view, zeros_output
@@ -39,3 +40,26 @@ def gradient_results(
     """(dq, dk, dv) as the backward returns them, each in the kind of its operand in `like`."""
     dq, dk, dv = (result(x, g, r) for x, (g, r) in zip(like, grads, strict=True))
     return dq, dk, dv
+
+
+def qkv_backward(
+    qa: Operand,
+    ka: Operand,
+    va: Operand,
+    oa: Operand,
+    ga: Operand,
+    s: int,
+    launch: Callable[[Any, Any, Any, Any, Any, Any, Any, Any], None],
+) -> tuple[Any, Any, Any]:
+    """A backward over checked q, k, v, out and dout (fmha_varlen's, and fmha's,
+    swa_attention's and gemma_attention's): the gradients made, and
+    `launch(q, k, v, out, dout, dq, dk, dv)` run with each a view of its own shape, unless no
+    query meets a key (no query, or `s`, the keys, 0: zero gradients, no launch). Returns
+    (dq, dk, dv) in the kinds of q, k, v."""
+    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
+    grads = gradient_outputs(runs, qa, ka, va)
+    if runs:
+        q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
+        dq4, dk4, dv4 = (view(t, x.shape) for (t, _), x in zip(grads, (qa, ka, va), strict=True))
+        launch(q4, k4, v4, o4, g4, dq4, dk4, dv4)
+    return gradient_results((qa, ka, va), grads)

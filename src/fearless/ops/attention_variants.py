@@ -32,7 +32,7 @@ from ._attention_checks import (
     sequence_layout,
     split_len,
 )
-from ._attention_outputs import attention_output, gradient_outputs, gradient_results
+from ._attention_outputs import attention_output, qkv_backward
 from ._io import heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
@@ -367,14 +367,12 @@ def _backward(
     if bk != b or va.shape != ka.shape or dk != d or not hk or h % hk:
         raise qkv_mismatch(op, f"shapes {qa.shape}, {ka.shape} and {va.shape}")
     sc = attention_scale(scaling, d, op, "scaling")
-    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = gradient_outputs(runs, qa, ka, va)
-    if runs:
-        q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
-        dq4, dk4, dv4 = (view(g, x.shape) for (g, _), x in zip(grads, (qa, ka, va), strict=True))
+
+    def launch(q4: Any, k4: Any, v4: Any, o4: Any, g4: Any, dq4: Any, dk4: Any, dv4: Any) -> None:
         variant, wl, wr, c = _variant(lq, s, causal, left, right, cap) or (None, 0, 0, 1.0)
         rows = lse_operand(lse, op, qa)
         attention_backward(
             q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, causal, h // hk, variant, wl, wr, c, lse=rows
         )
-    return gradient_results((qa, ka, va), grads)
+
+    return qkv_backward(qa, ka, va, oa, ga, s, launch)

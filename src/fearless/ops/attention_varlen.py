@@ -40,7 +40,7 @@ from ._attention_checks import (
     sequence_lengths,
     split_len,
 )
-from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._attention_outputs import attention_output, decode_views, qkv_backward
 from ._io import FLOATS, Operand, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops
@@ -115,15 +115,13 @@ def fmha_varlen_backward(
     (_, h, _, d), (_, hk, s, _) = qa.shape, ka.shape
     sc = attention_scale(scaling, d, op, "scaling")
     ql, kl = _lengths(q_lens, kv_lens, qa, s)
-    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = gradient_outputs(runs, qa, ka, va)
-    if runs:
-        q4, k4, v4, o4, g4 = (view(x.tensor, x.shape) for x in (qa, ka, va, oa, ga))
-        dq4, dk4, dv4 = (view(t, x.shape) for (t, _), x in zip(grads, (qa, ka, va), strict=True))
+
+    def launch(q4: Any, k4: Any, v4: Any, o4: Any, g4: Any, dq4: Any, dk4: Any, dv4: Any) -> None:
         varlen_attention_backward(
             q4, k4, v4, ql, kl, o4, g4, dq4, dk4, dv4, sc, bool(is_causal), h // hk
         )
-    return gradient_results((qa, ka, va), grads)
+
+    return qkv_backward(qa, ka, va, oa, ga, s, launch)
 
 
 @replayable()

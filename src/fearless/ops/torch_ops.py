@@ -578,17 +578,15 @@ def scaled_dot_product_attention_backward(
     )
 
 
-@_define("scaled_dot_product_attention_lse", _with_lse)
-def scaled_dot_product_attention_lse(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    attn_mask: Optional[Tensor] = None,  # noqa: UP045
-    is_causal: bool = False,
-    scale: Optional[float] = None,  # noqa: UP045
-    enable_gqa: bool = False,
-) -> tuple[Tensor, Tensor]:
-    return A.scaled_dot_product_attention_lse(q, k, v, attn_mask, is_causal, scale, enable_gqa)  # type: ignore[no-any-return]
+# the training form: scaled_dot_product_attention's inputs (one autograd setup serves both),
+# (out, lse) returned
+scaled_dot_product_attention_lse = _derive(
+    "scaled_dot_product_attention_lse",
+    _with_lse,
+    A.scaled_dot_product_attention_lse,
+    "scaled_dot_product_attention",
+    tuple[Tensor, Tensor],
+)
 
 
 def _attention_ctx(ctx: Ctx, inputs: tuple, output: Tensor | tuple[Tensor, Tensor]) -> None:
