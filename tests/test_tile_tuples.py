@@ -237,3 +237,22 @@ def test_group_gemm_of_a_0d_array_is_a_fearless_error_not_an_index_error() -> No
     want += r"\(M, K\) @ \(K, N\), got \(\)"
     with pytest.raises(fl.FearlessError, match=want):
         ops.group_gemm([np.array(1.0, np.float32)], [np.ones((2, 2), np.float32)])
+
+
+@tile.kernel
+def twice_alike(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], n: int):
+    """Two walks with one offset, the second in a loop: every block deals the tiles alike."""
+    for t in z.tiles(offset=n):
+        t.store(tile.load_like(x, t))
+    for _ in range(2):
+        for t in z.tiles(offset=n):
+            t.store(tile.load_like(x, t) * 2.0)
+
+
+def test_walks_that_deal_the_tiles_alike_are_accepted() -> None:
+    """check_walks (tile/persistent.py) refuses walks whose shares could meet
+    (tests/compile_fail/tile_tiles_*.py); a Part walked again with the same offset, a
+    parameter converted anew at each walk, on every trip of a loop, is not one of them."""
+    z = fl.zeros((40,), fl.f32).partition((8,))
+    twice_alike.launch(3, z, _arange(40), 7)
+    np.testing.assert_array_equal(z.unpartition().numpy(), 2 * np.arange(40))

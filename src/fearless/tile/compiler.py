@@ -28,6 +28,7 @@ from ..ir.tile.types import ArrayParamType, TileType
 from .frontend import TileLowerer
 from .padding_check import padded_reductions
 from .passes import run_pipeline
+from .persistent import check_walks
 from .tuples import bind
 
 
@@ -65,6 +66,7 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
     lowerer.weak.update(weak)
     lowerer.lower_body(tree.body)
     lowerer.block.append(ops.Return(src.loc(tree.body[-1])))
+    check_walks(fn, lowerer.walks)  # before the passes rewrite the offsets it follows
     run_pipeline(fn)
     ir = TileIR(fn, signature, src.text, hints or TileHints(), tuple(lowerer.unsafe_regions))
     ir.padded_reductions = padded_reductions(ir)  # the certain ones warn now

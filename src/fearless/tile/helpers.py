@@ -89,6 +89,7 @@ def inline_helper(
     child.block = lw.block
     child.branch_depth = lw.branch_depth
     child.inline_stack = (*stack, fn)  # type: ignore[attr-defined]
+    child.walks = lw.walks  # a helper's walks are the kernel's
     for name in names:
         if name not in env:
             if name not in defaults:

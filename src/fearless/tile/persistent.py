@@ -12,16 +12,24 @@ whose grid has one block per tile, gives each block exactly one tile. In the bod
 is the tile's coordinates (i32 scalars, like `part.index`), `t.shape` the tile shape,
 `t.store(x)` writes the tile (`tile.store_at`, the only op that stores at a computed index),
 and `tile.load_like(x, t)` reads `x`'s tile at the same index.
+
+The shares are disjoint only while every block deals the tiles alike, so `check_walks` refuses
+(E0601) what would deal them differently: an offset that is not the same in every block and on
+every trip of the loops around the walk (one that depends on `tile.bid`, on memory, or on a
+loop's variable), a Part walked twice with different offsets, and a Part that a block also
+stores as its own tile (`part.store(x)`).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CompileError, KernelTypeError, LaunchContractError
+from ..errors import CompileError, KernelTypeError, LaunchContractError, Location, SafetyError
 from ..frontend.values import Weak
-from ..ir.core import Value
+from ..ir.core import Block, Function, Op, Value
 from ..ir.tile import ops
 from ..ir.tile.kernel import TileIR
 from ..ir.tile.types import ArrayParamType
@@ -54,6 +62,17 @@ class TileCursor:
         return t.tile
 
 
+@dataclass(frozen=True)
+class Walk:
+    """One `for t in part.tiles(offset=...)` as lowered: its `tile.for`, its Part, and its
+    offset (None without one) with the offset expression's location."""
+
+    loop: ops.For
+    part: Value
+    offset: Value | None
+    loc: Location
+
+
 def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part: object) -> None:
     """`for target in part.tiles(): body` (see the module docstring)."""
     loc = lw.loc(call)
@@ -73,10 +92,11 @@ def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part:
             help="`for t in part.tiles():`, or `part.tiles(offset=n)` to go on from a walk "
             "over n tiles before (a group GEMM's earlier groups)",
         )
-    offset = None
+    offset, offset_loc = None, loc
     if call.keywords:
         k = call.keywords[0]
-        offset = lw.index(lw.expr(k.value), lw.loc(k.value))
+        offset_loc = lw.loc(k.value)
+        offset = lw.index(lw.expr(k.value), offset_loc)
     assert isinstance(part, Value)
     counts: list[Value] = []
 
@@ -108,6 +128,9 @@ def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part:
         return TileCursor(part, tile_index(lw, part, iv, counts, loc))
 
     lower_loop(lw, node, target, bounds, bind)
+    loop = lw.block.ops[-1]  # the walk's `tile.for`, the last op lower_loop appends
+    assert isinstance(loop, ops.For)
+    lw.walks.append(Walk(loop, part, offset, offset_loc))
 
 
 def lower_chunks(lw: TileRules, node: ast.For, target: str, call: ast.Call, base: object) -> None:
@@ -168,6 +191,111 @@ def _i32(v: object) -> Value:
     """An i32 scalar the rules returned (index arithmetic on i32 values stays a Value)."""
     assert isinstance(v, Value)
     return v
+
+
+# ------------------------------------------------------------------- the walks' shares
+
+# Ops whose result is the same in every block when their operands are.
+_PURE = (
+    ops.Constant, ops.NumBlocks, ops.ArrayDim, ops.Binary, ops.Compare, ops.Unary, ops.Cast,
+    ops.Bitcast, ops.Select, ops.Reshape, ops.Broadcast, ops.Extract, ops.Cat, ops.Permute,
+    ops.Iota, ops.Reduce, ops.Scan, ops.Mma,
+)  # fmt: skip
+
+
+def check_walks(fn: Function, walks: list[Walk]) -> None:
+    """Refuse the walks of `fn` whose shares could meet (E0601; see the module docstring).
+    `walks` holds every walk lowered, some of them from loop bodies lowered again and dropped:
+    only those whose loop is in `fn` count."""
+    present = {id(op) for op in _all_ops(fn.entry)}
+    kept = [w for w in walks if id(w.loop) in present]
+    seen: dict[Value, Walk] = {}
+    for w in kept:
+        if w.offset is not None:
+            why = _varying(w.offset, set(fn.params))
+            if why is not None:
+                raise SafetyError(
+                    f"the offset of `{w.part.name}.tiles(offset=...)` {why}: blocks that start "
+                    "from different offsets deal the tiles differently, so two blocks could "
+                    "write one tile",
+                    w.loc,
+                    code="E0601",
+                    help="compute the offset from the kernel's parameters, the arrays' shapes "
+                    "and constants, once, before any loop around the walk (a running count of "
+                    "the tiles walked before: `done = done + tile.num_tiles(...)`)",
+                )
+        first = seen.setdefault(w.part, w)
+        if first is not w and not _same(first.offset, w.offset):
+            raise SafetyError(
+                f"`{w.part.name}` is walked twice with different offsets: each walk deals its "
+                "tiles to the blocks differently, so two blocks could write one tile",
+                w.loc,
+                code="E0601",
+                help=f"walk `{w.part.name}` once, or give both walks the same offset",
+            )
+    walked = {w.part: w for w in kept}
+    for op in _all_ops(fn.entry):
+        own = isinstance(op, ops.Store) or (isinstance(op, ops.StoreAt) and op.attrs.get("own"))
+        if own and op.operands[0] in walked:
+            part = op.operands[0].name
+            raise SafetyError(
+                f"`{part}` is stored as this block's own tile and walked with `{part}.tiles()`: "
+                "the walk deals this block other blocks' tiles, so two blocks could write one "
+                "tile",
+                op.loc,
+                code="E0601",
+                help=f"write `{part}` one way: `{part}.store(x)` (one block per tile) or "
+                f"`for t in {part}.tiles(): t.store(x)`",
+            )
+
+
+def _varying(v: Value, params: set[Value]) -> str | None:
+    """Why `v` may differ between blocks or between trips of a loop around its use, or None
+    when it is the same everywhere: made of parameters and `_PURE` ops only."""
+    stack, seen = [v], set()
+    while stack:
+        x = stack.pop()
+        if x in seen or x in params:
+            continue
+        seen.add(x)
+        op = x.owner
+        if not isinstance(op, Op):  # a block's argument, not the kernel's: a loop's variable
+            return "changes from one trip of a loop around the walk to the next"
+        if isinstance(op, ops.BlockId):
+            return "differs from block to block (it depends on `tile.bid`)"
+        if isinstance(op, (ops.Load, ops.Gather, ops.AtomicRMW, ops.AtomicCAS)):
+            return "is read from memory, which fearless cannot prove the same in every block"
+        if isinstance(op, ops.MULTI_RESULT):
+            return "comes out of an `if` or a loop, which fearless does not follow"
+        if not isinstance(op, _PURE):
+            return f"is made by `{op.opname}`, which fearless does not follow"
+        stack.extend(op.operands)
+    return None
+
+
+def _same(a: Value | None, b: Value | None) -> bool:
+    """Whether two offsets are one value: the same SSA value, or the same pure op (attributes
+    included) of the same operands, such as a parameter converted twice."""
+    if a is b:
+        return True
+    if a is None or b is None or a.type != b.type:
+        return False
+    oa, ob = a.owner, b.owner
+    return (
+        isinstance(oa, _PURE)
+        and type(oa) is type(ob)
+        and isinstance(ob, Op)
+        and oa.attrs == ob.attrs
+        and len(oa.operands) == len(ob.operands)
+        and all(_same(x, y) for x, y in zip(oa.operands, ob.operands, strict=True))
+    )
+
+
+def _all_ops(block: Block) -> Iterator[Op]:
+    for op in block.ops:
+        yield op
+        for region in ops.regions(op):
+            yield from _all_ops(region)
 
 
 # ------------------------------------------------------------------- host-chosen grids

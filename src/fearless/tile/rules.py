@@ -94,6 +94,8 @@ class TileRules(Lowerer[Operand]):
         # Values typed by Python (`alpha: float`, `n: int` parameters, and what only they and
         # literals compute): like a literal, each takes the other operand's dtype at a use.
         self.weak: set[Value] = set()
+        # each `part.tiles()` loop lowered (persistent.Walk), for persistent.check_walks
+        self.walks: list[Any] = []
 
     @property
     def loop_types(self) -> LoopTypes[TileType]:
