@@ -187,6 +187,32 @@ def test_refusals_are_fearless_errors() -> None:
         ops.fmha_decode(q[:, :, :1].clone().requires_grad_(), k, v, 0.1)
 
 
+def test_lengths_on_the_host_are_checked_in_every_form() -> None:
+    """Lengths the host can read are range-checked whatever holds them: an fl.Tensor on the
+    simulator (host memory, as NumPy is) as much as a list, NumPy or a CPU torch tensor; only
+    lengths on a GPU are left to the kernel's clamp. A list of NumPy integers (`list(arr)`)
+    holds integers."""
+    q, k, v = _inputs(2, 4, 2, 6, 8, 16, "float32")
+    qn, kn, vn = _np(q, k, v)
+    for form in (
+        lambda x: fl.asarray(np.array(x, np.int32)),
+        lambda x: np.array(x, np.int64),
+        lambda x: torch.tensor(x),
+        lambda x: list(np.array(x, np.int64)),
+        lambda x: tuple(np.array(x, np.int32)),
+    ):
+        with pytest.raises(fl.KernelTypeError, match=r"`q_lens\[0\]` .* is 100, outside 0..6") as e:
+            ops.fmha_varlen(qn, kn, vn, q_lens=form([100, 3]))
+        assert e.value.code == "E0701" and __file__ in str(e.value)
+        with pytest.raises(fl.KernelTypeError, match=r"`kv_lens\[0\]` .* is -5, outside 0..8"):
+            ops.fmha_varlen(q, k, v, kv_lens=form([-5, 3]))
+    want = fmha_varlen_reference(qn, kn, vn, None, True, [4, 6], [8, 2])
+    got = ops.fmha_varlen(qn, kn, vn, q_lens=list(np.array([4, 6])), kv_lens=(np.int32(8), 2))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(fl.KernelTypeError, match=r"`q_lens` .* must hold integers, got np.True_"):
+        ops.fmha_varlen(q, k, v, q_lens=[np.True_, 2])
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_varlen_kernel_compiles_through_tileiras(

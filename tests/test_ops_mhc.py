@@ -196,6 +196,25 @@ def test_refusals_are_fearless_errors() -> None:
         _refused(fn, "no backward", *args)
 
 
+def test_a_y_sinkhorn_cannot_write_is_refused_before_the_kernel(monkeypatch: Any) -> None:
+    """A read-only NumPy y (`np.broadcast_to`'s view, which the kernel would write a copy of)
+    and a torch y with a broadcast dimension are refused at the call, before any launch."""
+
+    def no_launch(*_: Any) -> None:
+        raise AssertionError("the kernel ran before the refusal")
+
+    from fearless.ops import mhc
+
+    monkeypatch.setattr(mhc, "mhc_sinkhorn_tuned", no_launch)
+    row = np.zeros((1, 8), np.float32)
+    e = _refused(ops.mhc_sinkhorn, "`y` .* is a read-only NumPy array, but `mhc_sinkhorn` writes",
+                 np.broadcast_to(row, (4, 8)), 2)  # fmt: skip
+    assert __file__ in str(e) and "y.copy()" in (e.help or "")
+    e = _refused(ops.mhc_sinkhorn, "`y` .* has a broadcast dimension",
+                 torch.zeros(1, 8).expand(4, 8), 2)  # fmt: skip
+    assert __file__ in str(e)
+
+
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     x, w, bias = fl.zeros((128, 1024), dtype=fl.bf16), fl.zeros((1024, 24)), fl.zeros(24)
     y_acc, r_acc = fl.empty((4, 128, 24)), fl.empty((4, 128, 1))

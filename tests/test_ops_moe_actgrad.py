@@ -232,6 +232,8 @@ def test_refusals_are_fearless_errors() -> None:
     both = torch.empty(14, 72)
     mutable = r"`dh` .* shares memory with `a_prime`: .* borrowed as mutable"
     _refused(fl.BorrowError, mutable, a, dh=both[:, :48], a_prime=both[:, 40:64])
+    _refused(fl.KernelTypeError, r"`ds` .* has a broadcast dimension .* writes it in place", a,
+             ds=torch.zeros(1).expand(14))  # fmt: skip
     _refused(fl.KernelTypeError, r"`h` of .* requires grad", a, h=a["h"].requires_grad_())
 
 

@@ -132,6 +132,29 @@ def test_refusals_are_fearless_errors() -> None:
     _refused("requires grad", o.float().requires_grad_(), lse, out, 4)
 
 
+def test_an_attn_out_it_cannot_write_is_refused_before_the_kernel(monkeypatch: Any) -> None:
+    """A read-only NumPy attn_out (`np.broadcast_to`'s view: non-contiguous, so the kernel
+    would write a copy and only the write-back would find out) and a torch attn_out with a
+    broadcast dimension are refused at the call, before any launch."""
+    from fearless.ops import attention_splitk
+
+    monkeypatch.setattr(attention_splitk, "splitk_reduce_tuned", _no_launch)
+    o, lse = _inputs(1, 2, 4, 16, "float32")
+    frozen = np.zeros((1, 2, 16), np.float32)
+    frozen.flags.writeable = False
+    for out in (np.broadcast_to(np.zeros((1, 1, 16), np.float32), (1, 2, 16)), frozen):
+        e = _refused("`attn_out` .* is a read-only NumPy array, but `splitk_reduce` writes it",
+                     o.numpy(), lse.numpy(), out, 4)  # fmt: skip
+        assert __file__ in str(e) and "copy()" in (e.help or "")
+    e = _refused("`attn_out` .* has a broadcast dimension", o, lse,
+                 torch.zeros(1, 1, 16).expand(1, 2, 16), 4)  # fmt: skip
+    assert __file__ in str(e)
+
+
+def _no_launch(*_: Any) -> None:
+    raise AssertionError("the kernel ran before the refusal")
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_the_kernel_compiles_through_tileiras(cubin: Callable[..., bytes], dtype: str) -> None:
     dt = getattr(fl, dtype)

@@ -193,3 +193,80 @@ def test_wrong_arguments_beside_a_torch_tensor_are_fearless_errors(seed: int) ->
     finally:
         del POOL[-len(TORCH) :]
     assert not problems, problems
+
+
+def test_a_call_that_does_not_fit_an_operators_signature_is_a_fearless_error_at_its_line() -> None:
+    """A missing argument, an unknown keyword, one argument too many or one given twice is the
+    E0701 of ops/_arguments.py's `call_error` at this file's line, with the signature as help:
+    never Python's TypeError from fearless's wrapper. The operators cover the warm path's
+    wrapper (ops/_replay.py: mla, softmax), the plain one (ops/_route.py: splitk_reduce,
+    fused_moe) and both (group_gemm)."""
+    x = np.zeros((1, 1, 16, 16), np.float32)
+    pe = np.zeros((1, 1, 16, 8), np.float32)
+    calls: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], str]] = [
+        (ops.mla, (x, x, x, pe, pe), {}, "`fearless.ops.mla` is missing its argument `is_causal`"),
+        (ops.mla, (x, x, x, pe, pe, True), {"causal": True}, "has no argument `causal`"),
+        (ops.softmax, (), {}, "`fearless.ops.softmax` is missing its argument `x`"),
+        (ops.softmax, (x,), {"dims": 1}, "`fearless.ops.softmax` has no argument `dims`"),
+        (ops.softmax, (x, -1, None, 3), {}, "takes at most"),
+        (ops.splitk_reduce, (x, x, x), {}, "is missing its argument `S_kv`"),
+        (ops.splitk_reduce, (x, x, x, 16), {"S_kv": 16}, "got `S_kv` twice"),
+        (ops.fused_moe, (x,), {"bogus": 1, "extra": 2}, "has no arguments `bogus` and `extra`"),
+        (ops.group_gemm, ([x],), {}, "`fearless.ops.group_gemm` is missing its argument `Bs`"),
+        (ops.group_gemm, ([x], [x]), {"transpose": True}, "has no argument `transpose`"),
+    ]
+    for op, args, kwargs, said in calls:
+        with pytest.raises(fl.KernelTypeError) as e:
+            op(*args, **kwargs)
+        line = e.traceback[0].lineno + 1  # pytest's lines are 0-based
+        assert e.value.code == "E0701"
+        assert e.value.loc is not None and (e.value.loc.file, e.value.loc.line) == (__file__, line)
+        assert said in str(e.value), str(e.value)
+        assert f"`fearless.ops.{op.__name__}(" in (e.value.help or "")
+
+
+def test_a_type_error_from_inside_an_operator_is_not_taken_for_a_wrong_call() -> None:
+    """`call_error` answers only where the arguments do not fit the signature: a TypeError
+    that came from inside an operator called as its signature allows passes as it is."""
+    from fearless.ops._arguments import call_error
+
+    assert call_error(ops.softmax, (np.zeros(4, np.float32),), {"dim": 0}) is None
+    err = call_error(ops.softmax, (), {"dim": 0})
+    assert err is not None and "missing its argument `x`" in str(err)
+
+
+def test_a_lazily_negated_torch_tensor_is_refused_by_kernels_and_operators() -> None:
+    """`torch.conj(z).imag` (and `torch._neg_view`) is a view with torch's negative bit: its
+    memory holds the values before the negation. A kernel or an operator reading that memory
+    would get them unnegated, and torch's `.numpy()` raised from inside fearless: each is
+    an E0701 at the caller's line that names the argument and says `resolve_neg()`."""
+    torch = pytest.importorskip("torch")
+    r = torch.arange(8, dtype=torch.float32)
+    views = (torch.conj(torch.complex(r, r)).imag, torch._neg_view(r))
+    fl.set_target("sim")
+    try:
+        for x in views:
+            assert x.is_neg()
+            z = fl.zeros(8)
+            calls: list[tuple[str, Callable[[], Any]]] = [
+                ("argument `a`", lambda: added[1, 8](x, r, torch.zeros(8))),  # noqa: B023
+                ("argument `x`", lambda: scaled(z.partition((8,)), x, 2.0)),  # noqa: B023
+                ("`x` of `fearless.ops.relu`", lambda: ops.relu(x)),  # noqa: B023
+            ]
+            for named, call in calls:
+                with pytest.raises(fl.KernelTypeError) as e:
+                    call()
+                line = e.traceback[1].lineno + 1  # the lambda's line: pytest's are 0-based
+                assert e.value.code == "E0701"
+                assert e.value.loc is not None and (e.value.loc.file, e.value.loc.line) == (
+                    __file__,
+                    line,
+                ), str(e.value)
+                assert f"{named} is a torch tensor with its negative bit set" in str(e.value)
+                assert "resolve_neg()" in (e.value.help or "")
+        c = torch.zeros(8)
+        added[1, 8](views[1].resolve_neg(), r, c)
+        assert c.tolist() == [0.0] * 8  # -r + r
+        assert ops.relu(views[1].resolve_neg()).tolist() == [0.0] * 8
+    finally:
+        fl.set_target(None)

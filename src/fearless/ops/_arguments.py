@@ -5,16 +5,18 @@ a few choices (`one_of`: "... must be <the choices>, got <value>"; `is_one_of` f
 without the refusal), a yes-or-no argument (`flag`), an array-like's shape whatever was passed
 (`shape_of`: a class such as `np.float16` has a `shape` descriptor), a dtype argument read
 whatever names it (`dtype_or_none`: the caller words the refusal) and tensors outside an
-operator's layout (`layout_error`: "`fearless.ops.<op>` needs <layout>, got <what>"). Tensor
-operands themselves are ops/_io.py's; the attention family's shared checks are
-ops/_attention_checks.py's.
+operator's layout (`layout_error`: "`fearless.ops.<op>` needs <layout>, got <what>"), and a call
+that does not fit the operator's signature at all (`call_error`: a missing argument, an unknown
+keyword, one too many). Tensor operands themselves are ops/_io.py's; the attention family's
+shared checks are ops/_attention_checks.py's.
 """
 
 from __future__ import annotations
 
+import inspect
 import operator
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -119,3 +121,64 @@ def shape_of(x: Any) -> tuple[int, ...]:
         return () if shape is None else tuple(int(d) for d in shape)
     except (TypeError, ValueError):
         return ()
+
+
+def call_error(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> KernelTypeError | None:
+    """The E0701 of operator `fn` called with `args` and `kwargs` that do not fit its signature
+    (Python's TypeError from binding them, which would show fearless's wrapper), or None where
+    they fit: the TypeError came from inside, and is not this. Only a failed call asks: the
+    wrappers of ops/_route.py and ops/_replay.py call this from their `except TypeError`."""
+    sig = inspect.signature(fn)
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        wrong = _misfit(sig, args, kwargs) or str(exc)
+    else:
+        return None
+    shown = sig.replace(
+        parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+        return_annotation=sig.empty,
+    )
+    return argument_error(
+        f"`fearless.ops.{fn.__name__}` {wrong}",
+        help=f"its signature is `fearless.ops.{fn.__name__}{shown}`",
+    )
+
+
+def _misfit(sig: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """What is wrong with a call that `sig.bind` refused, in the words of an error that follows
+    "`fearless.ops.<op>` ", or None where it is none of these (the caller words it)."""
+    params = list(sig.parameters.values())
+    kinds = {p.kind for p in params}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        unknown = [name for name in kwargs if name not in by_keyword]
+        if unknown:
+            return f"has no argument{'s' if len(unknown) > 1 else ''} {_names(unknown)}"
+    if inspect.Parameter.VAR_POSITIONAL not in kinds and len(args) > len(positional):
+        only = " (the others are keyword-only)" if inspect.Parameter.KEYWORD_ONLY in kinds else ""
+        return f"takes at most {len(positional)} positional arguments, got {len(args)}{only}"
+    twice = [p.name for p in positional[: len(args)] if p.name in kwargs]
+    if twice:
+        return f"got {_names(twice)} twice, by position and by keyword"
+    given = {p.name for p in positional[: len(args)]} | set(kwargs)
+    missing = [
+        p.name
+        for p in params
+        if p.default is p.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and p.name not in given
+    ]
+    if missing:
+        s = "s" if len(missing) > 1 else ""
+        return f"is missing its argument{s} {_names(missing)}"
+    return None
+
+
+def _names(names: list[str]) -> str:
+    """`a`, `a` and `b`, `a`, `b` and `c`."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"

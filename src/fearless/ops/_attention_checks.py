@@ -23,6 +23,7 @@ from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
+from ._arguments import index
 from ._io import (
     FLOATS,
     Operand,
@@ -175,15 +176,14 @@ def sequence_lengths(
     x: Any, like: Operand, b: int, limit: int, name: str, axis: str, op: str
 ) -> Any:
     """The (B,) i32 tensor a kernel reads lengths `name` from, beside `like` (all `limit` for
-    None). Lengths on the host (a list, a tuple, NumPy, a CPU torch tensor) are checked: B of
-    them, integers in 0..limit (`axis` names the padded axis); lengths on a GPU are not read
-    (that would wait for it), so the kernels clamp them."""
+    None). Lengths on the host (a list, a tuple, NumPy, a CPU torch tensor, an fl.Tensor on the
+    simulator) are checked: B of them, integers in 0..limit (`axis` names the padded axis);
+    lengths on a GPU are not read (that would wait for it), so the kernels clamp them."""
     if x is None:
         return full(like, (max(b, 1),), limit, dtypes.i32)
     if isinstance(x, (list, tuple)):
-        listed = np.asarray(x, dtype=object)
-        check_lengths(listed, b, limit, name, axis, op)
-        arr = np.asarray(listed.tolist(), dtype=np.int32).reshape(b)
+        listed = check_lengths(np.asarray(x, dtype=object), b, limit, name, axis, op)
+        arr = np.asarray(listed, dtype=np.int32).reshape(b)
         if like.kind == "torch":
             torch = sys.modules["torch"]
             return from_torch(torch.from_numpy(arr).to(like.original.device))
@@ -202,8 +202,10 @@ def sequence_lengths(
     return cast(la, dtypes.i32)
 
 
-def check_lengths(vals: np.ndarray, b: int, limit: int, name: str, axis: str, op: str) -> None:
-    """B integer lengths in 0..limit, else E0701 naming `name`, `op` and the padded `axis`."""
+def check_lengths(vals: np.ndarray, b: int, limit: int, name: str, axis: str, op: str) -> list[int]:
+    """B integer lengths in 0..limit as ints, else E0701 naming `name`, `op` and the padded
+    `axis`. An integer is what `_arguments.index` takes: a NumPy integer too (a list made from
+    an int64 array holds them), never a bool or a float."""
     if vals.ndim != 1 or len(vals) != b:
         got = len(vals) if vals.ndim == 1 else "shape " + str(vals.shape)
         raise argument_error(
@@ -211,25 +213,32 @@ def check_lengths(vals: np.ndarray, b: int, limit: int, name: str, axis: str, op
             f"got {got}",
             help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
         )
+    lengths = []
     for i, x in enumerate(vals.tolist()):
-        if isinstance(x, bool) or not isinstance(x, int):
+        n = index(x)
+        if n is None:
             raise argument_error(
                 f"`{name}` of `fearless.ops.{op}` must hold integers, got {x!r:.40} at {i}",
                 help="pass lengths as ints or an int32 / int64 tensor",
             )
-        if not 0 <= x <= limit:
+        if not 0 <= n <= limit:
             raise argument_error(
-                f"`{name}[{i}]` of `fearless.ops.{op}` is {x}, outside 0..{limit} (the padded "
+                f"`{name}[{i}]` of `fearless.ops.{op}` is {n}, outside 0..{limit} (the padded "
                 f"{axis})",
                 help="the layout is padded: each sequence's length is at most the padded "
                 "axis, and none is negative",
             )
+        lengths.append(n)
+    return lengths
 
 
 def _host_lengths(x: Any) -> np.ndarray | None:
-    """Lengths living on the host (NumPy, a CPU torch tensor) as NumPy, else None."""
+    """Lengths living on the host (NumPy, a CPU torch tensor, an fl.Tensor on the simulator)
+    as NumPy, else None."""
     if isinstance(x, np.ndarray):
         return x
+    if isinstance(x, fl_tensor.Tensor) and x.target == "sim":
+        return x.numpy()
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor) and x.device.type == "cpu":
         return x.detach().numpy()  # type: ignore[no-any-return]

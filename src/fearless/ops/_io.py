@@ -30,7 +30,7 @@ from ..dtypes import DType
 from ..errors import HostCopyWarning
 from ..runtime import process_gpu, trace
 from ..runtime import tensor as fl_tensor
-from ..runtime.arrays import nbytes_text, torch_dtype, torch_dtype_of
+from ..runtime.arrays import lazy_view_error, nbytes_text, torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error, warn_at_user
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
@@ -63,11 +63,16 @@ def operand(
     name: str,
     dtypes_ok: Sequence[DType] | None = None,
     device: int | None = None,
+    written: bool = False,
 ) -> Operand:
     """`x` as an operand of `op`'s argument `name`, or a KernelTypeError (E0701) at the caller.
     A moved fl.Tensor is a MovedError. `device`: where a copied operand goes (a weight beside
-    its input's device; default the current device)."""
+    its input's device; default the current device). `written`: the operator writes `x` in
+    place (`write_back`), so memory it cannot write back into is refused here, before any
+    kernel runs (`_refuse_unwritable`)."""
     torch = sys.modules.get("torch")
+    if written:
+        _refuse_unwritable(x, op, name)
     if isinstance(x, Tensor):
         x._check_live()
         op_ = Operand(x, "fl", x)
@@ -88,6 +93,8 @@ def operand(
                 help=f"use torch 2.4 or newer, or call it under `torch.no_grad()` or with "
                 f"`{name}.detach()`",
             )
+        if (lazy := lazy_view_error(x, f"`{name}` of `fearless.ops.{op}`", name)) is not None:
+            raise lazy  # on the GPU `from_torch` wraps its memory, read as it is
         if _resident(x):
             op_ = Operand(from_torch(x), "torch", x)
         else:
@@ -125,6 +132,31 @@ def operand(
             help=f"convert it: {convert}",
         )
     return op_
+
+
+def _refuse_unwritable(x: Any, op: str, name: str) -> None:
+    """Refuse an in-place operand whose memory cannot take the result: a read-only NumPy array
+    (`np.broadcast_to`'s view among them), or a torch tensor with a broadcast dimension
+    (`expand`'s stride 0: one element stands for several). A launch refuses a read-only array
+    it writes itself, but an operand the kernels write a copy of (a non-contiguous one, or any
+    on the cuda target) reaches that check as the writable copy, and only `write_back`, after
+    the kernels, would find out."""
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` is a read-only NumPy array, but `{op}` writes it "
+            "in place",
+            help=f"pass a writeable array (`{name}.copy()`); a view made by `np.broadcast_to` "
+            "is read-only",
+        )
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return
+    if any(s == 0 and n > 1 for n, s in zip(x.shape, x.stride(), strict=True)):
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` has a broadcast dimension (stride 0: one "
+            f"element stands for several, as `expand` makes), but `{op}` writes it in place",
+            help=f"pass a tensor with memory of its own (`{name}.clone()`)",
+        )
 
 
 def refuse_grad(op: str, **tensors: Any) -> None:

@@ -61,6 +61,7 @@ from ..runtime import streams, trace
 from ..runtime.streams import keep_if_captured
 from ..runtime.tensor import Tensor
 from ..tile.compile_ahead import STATE as AHEAD
+from ._arguments import call_error
 from ._route import raise_refused
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,6 +142,10 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                 raise_clean(exc)
             except RuntimeError as exc:  # torch's dispatcher refusing an argument, say so
                 raise_refused(exc)
+            except TypeError:  # a missing argument, an unknown keyword: the signature says so
+                if (wrong := call_error(fn, args, kwargs)) is None:
+                    raise  # from inside the operator, not the call's arguments
+                raise_clean(wrong)
 
         call.plans = plans  # type: ignore[attr-defined]
         return call  # type: ignore[return-value]

@@ -25,6 +25,7 @@ from typing import Any, NoReturn, TypeVar
 from ..crash import raise_clean
 from ..errors import FearlessError
 from ..runtime.location import argument_error
+from ._arguments import call_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 # torch's dispatcher refusing an argument of an operator's schema (its wording since 2.4)
@@ -127,8 +128,9 @@ def raise_refused(exc: RuntimeError) -> NoReturn:
 
 def clean_op_errors(fn: F) -> F:
     """`fn` raising its fearless errors without fearless's frames (crash.raise_clean), and
-    torch's refusal of an argument as a fearless error at the caller's line (`raise_refused`);
-    any other exception passes as it is."""
+    torch's refusal of an argument (`raise_refused`) and a call that does not fit `fn`'s
+    signature (`call_error`) as fearless errors at the caller's line; any other exception
+    passes as it is."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -138,5 +140,9 @@ def clean_op_errors(fn: F) -> F:
             raise_clean(exc)
         except RuntimeError as exc:
             raise_refused(exc)
+        except TypeError:
+            if (wrong := call_error(fn, args, kwargs)) is None:
+                raise  # from inside the operator, not the call's arguments
+            raise_clean(wrong)
 
     return wrapper  # type: ignore[return-value]

@@ -44,7 +44,7 @@ def splitk_reduce(attn_splitk_out: Any, lse_splitk_out: Any, attn_out: Any, S_kv
     po = operand(attn_splitk_out, OP, "attn_splitk_out", FLOATS)
     dev = po.tensor.device
     ls = operand(lse_splitk_out, OP, "lse_splitk_out", FLOATS, device=dev)
-    out = operand(attn_out, OP, "attn_out", FLOATS, device=dev)
+    out = operand(attn_out, OP, "attn_out", FLOATS, device=dev, written=True)
     if len(po.shape) != 4:
         raise _mismatch(f"attn_splitk_out of shape {po.shape}")
     b, h, s, d = po.shape

@@ -11,10 +11,10 @@ list, a tuple, or an integer tensor of (B,), which the kernel reads where it liv
 queries see only its own first kv_lens[b] keys; causal: query i sits at i + kv_lens[b] -
 q_lens[b] (bottom-right aligned per sequence, as `fmha`). Where TileGym leaves them undefined,
 fearless gives 0: the padded query rows (i >= q_lens[b]) and a query that sees no key. Lengths
-known on the host (lists, NumPy, CPU tensors) are checked (0..L, 0..S, B of them); lengths on
-the GPU are clamped to 0..L and 0..S inside the kernel, never read past. fmha_varlen's backward
-(`fmha_varlen_backward`, torch autograd's through ops/torch_ops_attention.py) is flash
-attention's backward kernels with the lengths read inside them
+known on the host (lists, NumPy, CPU tensors, fl.Tensors on the simulator) are checked (0..L,
+0..S, B of them); lengths on the GPU are clamped to 0..L and 0..S inside the kernel, never read
+past. fmha_varlen's backward (`fmha_varlen_backward`, torch autograd's through
+ops/torch_ops_attention.py) is flash attention's backward kernels with the lengths read inside them
 (ops/kernels_attention_ragged_backward.py): 0 for the padded rows and keys. fmha_decode is
 forward only: an input that requires grad is refused at the call (ops/torch_ops.py), never
 detached. `grouped_decode` holds the checks and the output of a grouped-query decode, which
@@ -187,6 +187,6 @@ def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
     then made an int32 tensor beside `like`)."""
     if isinstance(x, (list, tuple)):
         torch = sys.modules["torch"]
-        check_lengths(np.asarray(x, dtype=object), b, limit, name, "axis", "fmha_varlen")
-        return torch.tensor(list(x), dtype=torch.int32, device=like.device)
+        listed = check_lengths(np.asarray(x, dtype=object), b, limit, name, "axis", "fmha_varlen")
+        return torch.tensor(listed, dtype=torch.int32, device=like.device)
     return x

@@ -125,7 +125,7 @@ def mhc_sinkhorn(y: Any, n: int) -> Any:
     if (t := torch_ops(y)) is not None:
         t.mhc_sinkhorn(y, n)
         return y
-    h = operand(y, op, "y", FLOATS)
+    h = operand(y, op, "y", FLOATS, written=True)
     if len(h.shape) != 2 or h.shape[1] < n * n + 2 * n:
         raise argument_error(
             f"`y` of `fearless.ops.{op}` must be (M, n*n + 2*n) or wider, {n * n + 2 * n} "

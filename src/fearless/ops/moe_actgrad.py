@@ -133,8 +133,9 @@ def _operands(tensors: dict[str, Any], kind: str) -> dict[str, Operand]:
     dev = d.tensor.device
     ops = {"dout": d}
     for name in ("h", "w2", "dh", "a_prime", "topk_scores"):
-        ops[name] = operand(tensors[name], OP, name, FLOATS, device=dev)
-    ops["ds"] = operand(tensors["ds"], OP, "ds", (dtypes.f32,), device=dev)
+        written = name in ("dh", "a_prime")
+        ops[name] = operand(tensors[name], OP, name, FLOATS, device=dev, written=written)
+    ops["ds"] = operand(tensors["ds"], OP, "ds", (dtypes.f32,), device=dev, written=True)
     for name in ("expert_frequency_offset", "x_gather_idx", "s_scatter_idx"):
         ops[name] = operand(tensors[name], OP, name, INTS, device=dev)
     names = ("dout", "h", "w2", "dh", "a_prime")

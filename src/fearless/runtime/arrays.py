@@ -324,7 +324,29 @@ def torch_dtype_of(dtype: DType) -> Any | None:
     return None
 
 
+def lazy_view_error(t: Any, what: str, name: str) -> KernelTypeError | None:
+    """E0701 for torch tensor `t` (`what` names it: "argument `x`") where it is a lazy
+    negation or conjugation view (`torch.conj(z).imag`, `torch._neg_view`): torch keeps the
+    values before the negation in its memory and a bit that says to negate them on reading,
+    which a kernel reading the memory would not; None for any other tensor. torch's own
+    `.numpy()` refuses such a tensor too."""
+    if t.is_neg():
+        bit, view, made, resolve = "negative", "negation", "torch.conj(z).imag", "resolve_neg"
+    elif t.is_conj():
+        bit, view, made, resolve = "conjugate", "conjugation", "torch.conj(z)", "resolve_conj"
+    else:
+        return None
+    return argument_error(
+        f"{what} is a torch tensor with its {bit} bit set (a lazy {view} view, as `{made}` "
+        f"is): its memory holds the values before the {view}, which a kernel would read as "
+        "they are",
+        f"pass `{name}.{resolve}()`, whose memory holds the values themselves",
+    )
+
+
 def _torch_info(t: Any, name: str) -> ArrayInfo:
+    if (lazy := lazy_view_error(t, f"argument `{name}`", name)) is not None:
+        raise lazy
     dtype = torch_dtype(t.dtype)
     if dtype is None:
         raise argument_error(
