@@ -101,6 +101,72 @@ def test_small_tiles(causal: bool, ql: list, kl: list) -> None:
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
+def _poisoned(x, lens, value):  # type: ignore[no-untyped-def]
+    """x (B, H, N, D) with every position of sequence b at or past lens[b] set to `value`."""
+    x = x.clone()
+    for b, n in enumerate(lens):
+        x[b, :, n:] = value
+    return x
+
+
+# lengths inside a 16-row tile (20, 27, 37, 45), one on a tile's edge (32), 0 and the whole L
+PADDED = ([20, 32, 0], [27, 45, 37])
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_padding_never_reaches_the_output(causal: bool, value: float) -> None:
+    """NaN or Inf in the padded query rows and in the keys and values past each sequence's
+    length (torch.empty memory) leave the output bit for bit that of clean padding: with
+    (16, 16) tiles, so that a length falls inside a key tile, and through the operator."""
+    ql, kl = PADDED
+    q, k, v = _inputs(3, 4, 2, 40, 48, 16, "float32")
+    dirty = _poisoned(q, ql, value), _poisoned(k, kl, value), _poisoned(v, kl, value)
+    kernel = make_varlen_attention(fl.f32, causal)
+    fql, fkl = (fl.asarray(np.array(x, np.int32)) for x in (ql, kl))
+    outs = []
+    for qkv in ((q, k, v), dirty):
+        out = fl.empty(q.shape, dtype=fl.f32)
+        with out.partition((1, 1, 16, 16)) as part:
+            kernel(part, *(fl.asarray(x.numpy()) for x in qkv), fql, fkl, 0.25, 16, 2)
+        outs.append(out.numpy())
+        outs.append(ops.fmha_varlen(*qkv, 0.25, causal, ql, kl).numpy())
+    want = fmha_varlen_reference(*_np(q, k, v), 0.25, causal, ql, kl)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outs[2], outs[0])  # (16, 16) tiles
+    np.testing.assert_array_equal(outs[3], outs[1])  # the operator's
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("atomic", [True, False], ids=["atomic-dq", "dq-kernel"])
+def test_the_padding_never_reaches_the_gradients(
+    causal: bool, value: float, atomic: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backward (16-row tiles, both dQ forms): NaN or Inf in the padded rows of q and of
+    the incoming gradient and past each sequence's keys in k and v leave dq, dk and dv bit for
+    bit those of clean padding, 0 in the padded rows and keys."""
+    from fearless.ops import kernels_attention_backward as KB
+
+    monkeypatch.setattr(KB, "BACKWARD_TILES", (16, 16))
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS_UP_TO", 64 if atomic else 0)
+    ql, kl = PADDED
+    q, k, v = _inputs(3, 4, 2, 40, 48, 16, "float32")
+    dout = _inputs(3, 4, 2, 40, 48, 16, "float32", seed=1)[0]
+    dirty = [_poisoned(x, n, value) for x, n in ((q, ql), (k, kl), (v, kl), (dout, ql))]
+    grads = []
+    for *qkv, do in ((q, k, v, dout), dirty):
+        leaves = [x.clone().requires_grad_() for x in qkv]
+        ops.fmha_varlen(*leaves, 0.25, causal, ql, kl).backward(do)
+        grads.append([x.grad for x in leaves])
+    for what, clean, got in zip(("dq", "dk", "dv"), *grads, strict=True):
+        assert torch.isfinite(clean).all(), what
+        assert torch.equal(got, clean), what
+    dq, dk, dv = grads[1]
+    for b, (nq, nk) in enumerate(zip(ql, kl, strict=True)):
+        assert not dq[b, :, nq:].any() and not dk[b, :, nk:].any() and not dv[b, :, nk:].any()
+
+
 def test_lengths_as_tensors_numpy_and_fl_tensors() -> None:
     q, k, v = _inputs(3, 4, 2, 20, 30, 16, "float32")
     ql, kl = [20, 3, 11], [30, 0, 12]

@@ -111,6 +111,42 @@ def test_small_tiles_skip_only_tiles_no_row_sees(flags: tuple) -> None:
     assert (err.numpy() == NO_ERROR).all()
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_cache_past_the_lengths_never_reaches_the_output(causal: bool, value: float) -> None:
+    """NaN or Inf in the cache rows past each sequence's length (a serving cache's unwritten
+    torch.empty rows) leave the output bit for bit that of clean rows: the contiguous kernel
+    with (16, 16) tiles (lengths 9, 37 and 50 inside a key tile, 32 on a tile's edge), the
+    operator contiguous, and paged in pages of 16 and 4."""
+    b, lq, s, h, hk, d = 4, 3, 64, 4, 2, 16
+    q, k, v, _ = _inputs(b, lq, s, h, hk, d, "float32")
+    lens = np.array([9, 37, 32, 50], np.int32)
+    dirty = k.clone(), v.clone()
+    for x in dirty:
+        for i, n in enumerate(lens):
+            x[i, n:] = value
+    kernel = make_kvcache_attention(fl.f32, False, causal, False, False, False)
+    outs = []
+    for kv in ((k, v), dirty):
+        out = fl.empty((b, lq, h, d), dtype=fl.f32)
+        err = fl.asarray(np.full(2, NO_ERROR, np.int32))
+        args = [fl.asarray(x.numpy()) for x in (q, *kv)] + [fl.asarray(lens), None, err]
+        with out.partition((1, 16, 1, 16)) as part:
+            kernel(part, *args, 0.25, 0, 0, 1.0, 16, 2, 1, 1)
+        got = [out.numpy()]
+        seqlens = torch.from_numpy(lens)
+        got.append(ops.flash_attn_with_kvcache(q, *kv, seqlens, causal=causal).numpy())
+        for page in (16, 4):  # the same shuffle of blocks for the clean and the dirty cache
+            kb, vb, table = paged(*_np(*kv), page, np.random.default_rng(page))
+            paged_out = ops.flash_attn_with_kvcache(q.numpy(), kb, vb, lens, table, causal=causal)
+            got.append(paged_out)
+        outs.append(got)
+    want = reference(*_np(q, k, v), lens, None, causal)
+    np.testing.assert_allclose(outs[0][1], want, rtol=1e-5, atol=1e-5)
+    for clean, got in zip(*outs, strict=True):
+        np.testing.assert_array_equal(got, clean)
+
+
 def _bad_table_case():  # type: ignore[no-untyped-def]
     q, k, v, rng = _inputs(4, 2, 32, 2, 1, 16, "float32")
     kb, vb, table = paged(*_np(k, v), 4, rng, spare=0)  # 32 blocks, 8 slots a sequence

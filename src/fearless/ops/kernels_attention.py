@@ -125,6 +125,25 @@ def online_step(s, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, se
 
 
 @tile.function
+def zeroed_past(t, first, n, TILE, along_cols):
+    """`t`, a tile of the TILE positions first.. along its rows (along its columns where
+    `along_cols`, compile-time: a key tile loaded transposed), with those at or past n zeroed
+    on the one tile that crosses n (a run-time `if`: a tile wholly below n comes back as it
+    was loaded). What lies past a sequence's length is padding whose bits may be NaN or Inf
+    (torch.empty memory, a serving cache's unused rows): a score masked to -inf gives p = 0,
+    but 0 * NaN is NaN in the mma that follows, so a padded key, value or row is zeroed before
+    any product reads it."""
+    if first + TILE > n:
+        pos = first + tile.arange(TILE)
+        if along_cols:  # noqa: SIM108  (compile-time)
+            keep = pos[None, :] < n
+        else:
+            keep = pos[:, None] < n
+        t = tile.where(keep, t, 0.0)
+    return t
+
+
+@tile.function
 def normalised(acc, l_i, guarded):
     """The accumulator divided by the running sum; `guarded` (compile-time): a row whose sum is
     0 (it saw no key) gives 0."""

@@ -21,6 +21,7 @@ from .kernels_attention import (
     sequence_lengths,
     user_masked,
     variant_bounds,
+    zeroed_past,
 )
 
 
@@ -77,7 +78,13 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 # tensors a0, a1; kernels_attention_ragged_backward.py launches them): attention_sink's
 # (row r at r + START, START read from a tensor; the head's sink joins each row's lse, so P is
 # the forward's) and fmha_varlen's (sequence b's lengths read from q_lens, kv_lens; the rows
-# past LQ get lse = +inf, the keys past LK are masked and their dK, dV are 0).
+# past LQ get lse = +inf, the keys past LK are masked and their dK, dV are 0). What lies past
+# LQ or LK is padding that may hold any bits (NaN, Inf): p = 0 does not cancel a NaN in a
+# product, so varlen's kernels zero it (`zeroed_past`) in the tiles that cross the lengths
+# before a product reads it: the keys and values past LK in every kernel, and in dk_dv, whose
+# products sum over the query rows, the rows of q, d_out and delta past LQ; a padded row is
+# its own row of the stats' and dq's products, given lse = +inf and dQ = 0. The tiles within
+# the lengths run as before, and the other ragged and variant forms compile as before.
 #
 # A `mask` form (make_attention's (is_bool, batch, heads), no variant with it) takes the user's
 # mask m of (1 or B, 1 or H, L, S) as the kernels' m: each recomputed score tile gets what the
@@ -339,6 +346,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
     masked, mask_bool, _, _ = mask_flags(mask, variant)
     tile_scores = form_scores(causal, even_k, variant, mask)
     guarded = varied or masked  # a row may see no key
+    varlen = ragged and not sink  # padding past LQ and LK (see the section's comment)
 
     @tile.function
     def stats(lse, delta, q, k, out, dout, a0, a1, m, scale, wl, wr, cap, TILE_N, TILE_D, GROUP):
@@ -353,9 +361,12 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
+            kt = key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D)
+            if varlen:  # compile-time
+                kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
             s, _t = tile_scores(
-                qt, key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D), i, j, s_len, off, scale,
-                scale * INV_LOG_2, wl, wr, cap, m, b, h, TILE_M, TILE_N,
+                qt, kt, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, m, b, h,
+                TILE_M, TILE_N,
             )  # fmt: skip
             m_ij = max(m_i, tile.max(s, axis=-1, keepdims=True))
             if guarded:  # noqa: SIM108  (compile-time; a row with no key yet keeps max -inf, sum 0)
@@ -405,6 +416,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
     _, mask_bool, _, _ = mask_flags(mask, variant)
     tile_scores = form_scores(causal, even_k, variant, mask)
+    varlen = ragged and not sink  # padding past LQ and LK (see the section's comment)
 
     @tile.function
     def dkdv(
@@ -430,8 +442,13 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         # this program's key and value tiles, loaded once for every query tile it walks
         kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
         vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
+        if varlen:  # compile-time
+            kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
+            vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, True)
         if atomic_dq:  # compile-time: K as dQ += dS K takes it, and dQ's columns
             kn = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
+            if varlen:  # compile-time
+                kn = zeroed_past(kn, j * TILE_N, s_len, TILE_N, False)
             cols = tile.arange(TILE_D)[None, :]
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
@@ -439,14 +456,20 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
             h = kv_h * GROUP + g
             for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
                 qt = head_rows(q, b, h, i, TILE_M, TILE_D)
+                if varlen:  # compile-time
+                    qt = zeroed_past(qt, i * TILE_M, l_len, TILE_M, False)
                 s, t = tile_scores(
                     qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, m, b, h, TILE_M,
                     TILE_N,
                 )  # fmt: skip
                 p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
                 do = head_rows(dout, b, h, i, TILE_M, TILE_D)
+                if varlen:  # compile-time
+                    do = zeroed_past(do, i * TILE_M, l_len, TILE_M, False)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
                 di = row_stat(delta, b, h, i, TILE_M)
+                if varlen:  # compile-time
+                    di = zeroed_past(di, i * TILE_M, l_len, TILE_M, False)
                 ds = score_grads(p, do, vt, di, TILE_M, TILE_N)
                 if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                     ds = ds * (1.0 - t * t)
@@ -504,6 +527,7 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
     _, mask_bool, _, _ = mask_flags(mask, variant)
     tile_scores = form_scores(causal, even_k, variant, mask)
+    varlen = ragged and not sink  # padding past LQ and LK (see the section's comment)
 
     @tile.function
     def dq_rows(dq, q, k, v, dout, lse, delta, a0, a1, m, scale, wl, wr, cap, TILE_N, GROUP):
@@ -514,21 +538,30 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
         qt, do = head_rows(q, b, h, i, TILE_M, TILE_D), head_rows(dout, b, h, i, TILE_M, TILE_D)
         li, di = row_stat(lse, b, h, i, TILE_M), row_stat(delta, b, h, i, TILE_M)
         acc = tile.zeros((TILE_M, TILE_D), fl.f32)
-        s_len, _, first, tiles, off = walked_key_tiles(
+        s_len, l_len, first, tiles, off = walked_key_tiles(
             q, k, a0, a1, b, i, s_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_right, left,
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
+            k_t = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
+            if varlen:  # compile-time
+                k_t = zeroed_past(k_t, j * TILE_N, s_len, TILE_N, True)
             s, t = tile_scores(
-                qt, key_tile_t(k, b, kv_h, j, TILE_N, TILE_D), i, j, s_len, off, scale,
-                scale * INV_LOG_2, wl, wr, cap, m, b, h, TILE_M, TILE_N,
+                qt, k_t, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, m, b, h,
+                TILE_M, TILE_N,
             )  # fmt: skip
             vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
+            if varlen:  # compile-time
+                vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, True)
             ds = score_grads(tile.exp2(s - li), do, vt, di, TILE_M, TILE_N)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
             kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)  # K as dQ += dS K takes it
+            if varlen:  # compile-time
+                kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, False)
             acc = tile.mma(ds.astype(dt), kt, acc)
+        if varlen:  # compile-time: a padded row (its own row of each product) gets dQ = 0
+            acc = zeroed_past(acc, i * TILE_M, l_len, TILE_M, False)
         dq.store((acc * scale).astype(dt).reshape((1, 1, TILE_M, TILE_D)))
 
     aux_t, mdt = _optional_dtypes(dt, aux_dt, mask_bool)

@@ -15,7 +15,9 @@ key has O_i = 0 (delta_i = 0) and lse_i = c: it adds nothing. The sequence-major
 dK, dV back (`make_swap`).
 
 Varlen: the kernels read q_lens and kv_lens inside (`ragged_geometry`); rows past a sequence's
-length get lse = +inf, so every gradient through them is 0, and the keys past it get dK = dV = 0.
+length get lse = +inf, so every gradient through them is 0, and the keys past it get dK = dV = 0;
+whatever the padding holds (NaN, Inf) reaches no real gradient (the kernels zero it where a tile
+crosses a length: kernels_attention_backward_tiles.py's section comment).
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).

@@ -11,7 +11,11 @@ batch with no host loop and no host sync on lengths that live on the GPU:
   - causal: query row r sits at r + LK - LQ (bottom-right aligned per sequence, TileGym's
     `prefix_kvlen`) and sees keys j <= r + LK - LQ;
   - query rows r >= LQ (the padding), and the blocks wholly past LQ, store 0; so does a row
-    that sees no key (TileGym divides 0 by 0 there).
+    that sees no key (TileGym divides 0 by 0 there);
+  - nothing past LQ or LK reaches a real row, whatever its bits (NaN, Inf): the key mask
+    selects -inf instead of adding it, and the values past LK are zeroed (`zeroed_past`) in
+    the key tile that crosses LK (the tiles below it run as before); a padded query row is
+    its own row of every product, dropped at the store.
 The existing kernels' IR is untouched: this is a kernel of its own.
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
@@ -28,13 +32,15 @@ from .kernels_attention import (
     INV_LOG_2,
     head_rows,
     key_scores,
+    online_fold,
     online_start,
-    online_step,
+    online_weights,
     rows_normalised,
     sequence_lengths,
     tile_order,
     tile_positions,
     variant_bounds,
+    zeroed_past,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -75,10 +81,13 @@ def make_varlen_attention(dt, causal, **hints):
                 keep = keys < lk
                 if causal:  # compile-time
                     keep = keep & (rows + off >= keys)
-                qk = qk + tile.where(keep, 0.0, -math.inf)
-            m_ij, l_ij, acc = online_step(  # guarded: a row with no key yet
-                qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, True, False
-            )
+                # selected, not added: a padded key's score may be NaN, and NaN + -inf is NaN
+                qk = tile.where(keep, qk, -math.inf)
+            m_ij, p, alpha = online_weights(qk, m_i, -1, True)  # guarded: a row with no key yet
+            vt = tile.load(v, (b, kv_h, j, 0), (1, 1, TILE_N, TILE_D), latency=4)
+            # the padded values of the tile that crosses LK: p = 0 there, but 0 * NaN is NaN
+            vt = zeroed_past(vt.reshape((TILE_N, TILE_D)), j * TILE_N, lk, TILE_N, False)
+            acc, l_ij = online_fold(p, alpha, l_i, acc, vt, dt, False)
             l_i, m_i = l_ij, m_ij  # the loop carries acc, l, m in this order
         acc = rows_normalised(acc, l_i, rows, lq)  # padded rows and rows with no key: 0
         out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))

@@ -17,8 +17,10 @@ Safety (a bad table or length never reads outside the cache, nor is silent):
   - every key tile reads block min(max(id, 0), num_blocks - 1) (in bounds whatever the id) and,
     where the id is bad, drops its scores (-inf, by `where`, so a NaN there cannot leak) and
     zeroes its values: nothing of that block reaches the output.
-The operator turns err into the fearless error (ops/kvcache_attention.py). A key tile is
-TILE_N keys of one page (TILE_N divides PAGE).
+Nothing at or past a sequence's length reaches the output, whatever its bits (the rows a
+serving cache has not written yet): the key tile that crosses the length drops those scores by
+`where` and zeroes those values (`zeroed_past`). The operator turns err into the fearless error
+(ops/kvcache_attention.py). A key tile is TILE_N keys of one page (TILE_N divides PAGE).
 
 This module is kernel source: its kernels' annotations are the DSL's (pyproject's mypy
 override).
@@ -42,6 +44,7 @@ from .kernels_attention import (
     seq_rows,
     tile_positions,
     variant_bounds,
+    zeroed_past,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -112,6 +115,9 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
                     keep = keep & ok
                 keep = seen_keys(keep, pos, keys, wl, wr, causal, left, right)
                 qk = tile.where(keep, qk, -math.inf)
+            # the rows past the length in the tile that crosses it (never written, in serving:
+            # any bits): p = 0 there, but 0 * NaN is NaN in P V
+            vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, False)
             if paged:  # compile-time: a bad block's values never reach the accumulator
                 vt = tile.where(ok, vt, tile.zeros((TILE_N, TILE_D), dt))
             m_ij, p, alpha = online_weights(qk, m_i, -1, True)  # guarded: no key yet
