@@ -274,6 +274,13 @@ class Lowerer(ABC, Generic[OperandT]):
     def value_attribute(self, base: OperandT, node: ast.Attribute) -> OperandT:
         """`x.attr` where `x` is a value of the track (not a compile-time Python object)."""
 
+    def identity(
+        self, node: ast.Compare, left: Any, right: Any, is_: bool, loc: Location
+    ) -> OperandT | Weak:
+        """`left is right` (`is not` when `is_` is False); a track may know objects whose
+        None-ness is decided at run time (a SIMT slot, simt/slots.py)."""
+        return identity(node, left, right, is_, loc)
+
     def reachable(self) -> bool:
         """Whether the next statement can run (not after a `return`, `break`, `continue`)."""
         return True
@@ -539,7 +546,7 @@ class Lowerer(ABC, Generic[OperandT]):
             right = self.expr(right_node)
             r: Any
             if pred is None:  # `is` / `is not`
-                r = identity(node, left, right, isinstance(op, ast.Is), loc)
+                r = self.identity(node, left, right, isinstance(op, ast.Is), loc)
             elif isinstance(left, PyObj) and isinstance(right, PyObj) and pred in ("eq", "ne"):
                 # compile-time objects (`x.dtype == fl.f32`): decided now, like a literal
                 r = Weak((left.obj == right.obj) == (pred == "eq"))

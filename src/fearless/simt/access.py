@@ -66,17 +66,19 @@ def describe_operand(x: Operand, other: str = "not an array") -> str:
     return other
 
 
-def _indices(
+def element_indices(
     lw: SsaLowerer,
     arr: Value,
     node: ast.Subscript,
     write: bool,
     pre: Operand | None = None,
     phased: bool = False,
+    slot: bool = False,
 ) -> list[Value]:
     """The i64 indices of `arr[...]`, one per axis, after the witness rule for DisjointSlices;
     `pre` is the single index already lowered (`load` looks at it first). A `phased` read
-    (after a grid sync) may be at any index: `grid_check.py` judges it."""
+    (after a grid sync) may be at any index: `grid_check.py` judges it. `slot`: the index of
+    `arr.get_mut(i)` (slots.py), for the wording of the witness rule."""
     assert isinstance(arr.type, ArrayType)
     idx_node = node.slice
     loc = lw.loc(idx_node)
@@ -124,7 +126,7 @@ def _indices(
                     f"kernel using `index_2d()` cannot call; declare `{name}` as "
                     f"`simt.DisjointSlice[fl.{arr.type.dtype.name}, 2]` and write `{name}[t]`"
                 )
-            raise _not_own_index(name, write, loc, "simt.thread.index_1d()", help)
+            raise _not_own_index(name, write, loc, "simt.thread.index_1d()", help, slot)
         return [_int_index(lw, idx, name, loc)]
     items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
     values = [lw.expr(e) for e in items] if pre is None else [pre]
@@ -141,7 +143,7 @@ def _indices(
         em = lw.em
         return [em.emit(ops.ThreadIndexAxis(t, axis, loc)).result for axis in (0, 1)]
     if arr.type.disjoint and not (lw.ctx.witness_off or phased):
-        raise _not_own_index(name, write, loc, "simt.thread.index_2d()")
+        raise _not_own_index(name, write, loc, "simt.thread.index_2d()", slot=slot)
     if arr.type.shared is not None and write:
         check_store(lw, arr, name, values, loc)
     if len(values) == 1 and arr.type.shared is not None and is_block_index_2d(values[0]):
@@ -170,10 +172,26 @@ def _chunk_as_element(name: str, idx_node: ast.expr, loc: Location) -> CompileEr
 
 
 def _not_own_index(
-    name: str, write: bool, loc: Location, witness: str, help: str | None = None
+    name: str,
+    write: bool,
+    loc: Location,
+    witness: str,
+    help: str | None = None,
+    slot: bool = False,
 ) -> SafetyError:
     verb = "written" if write else "read"
-    if help is None and witness.endswith("index_2d()"):
+    message = f"`{name}` is a DisjointSlice: it can only be {verb} at this thread's own index"
+    if slot:
+        message = (
+            f"`{name}` is a DisjointSlice: `{name}.get_mut` takes only this thread's own index"
+        )
+    if help is None and slot:
+        t = "t" if witness.endswith("index_2d()") else "i"
+        help = (
+            f"call `{name}.get_mut({t})` with `{t} = {witness}` itself; "
+            "other elements belong to other threads (read shared inputs from a `Slice`)"
+        )
+    elif help is None and witness.endswith("index_2d()"):
         help = (
             f"index `{name}` with the 2-D ThreadIndex itself, `{name}[t]` where "
             f"`t = {witness}`; `t.row` and `t.col` are plain integers, and other elements "
@@ -185,7 +203,7 @@ def _not_own_index(
             "other elements belong to other threads (read shared inputs from a `Slice`)"
         )
     return SafetyError(
-        f"`{name}` is a DisjointSlice: it can only be {verb} at this thread's own index",
+        message,
         loc,
         code="E0601",
         label="not this thread's index",
@@ -239,13 +257,17 @@ def shape(lw: SsaLowerer, node: ast.Subscript) -> Value | None:
     return lw.em.emit(ops.ArrayLen(base, lw.loc(node), axis=k.value)).result
 
 
-def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
+def load(
+    lw: SsaLowerer, node: ast.Subscript, loc: Location, at: tuple[Value, Operand] | None = None
+) -> Operand:
     """`a[...]`: an element; `x[i]` with a chunk witness and `v[k]` of a 2-D local array are
-    the two sides of a chunk copy (simt/chunks.py), which `store` completes."""
-    extent = shape(lw, node)
-    if extent is not None:
-        return extent
-    arr = _array(lw, node)
+    the two sides of a chunk copy (simt/chunks.py), which `store` completes. `at`: the array
+    and the index already lowered (a slot's `s.get()`, slots.py; `node` gives the names)."""
+    if at is None:
+        extent = shape(lw, node)
+        if extent is not None:
+            return extent
+    arr = _array(lw, node) if at is None else at[0]
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)
     # After a grid sync, other threads' elements may be read (grid_check.py: when no write of
@@ -254,9 +276,9 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
         lw.ctx.grid_synced and not lw.ctx.witness_off and (arr.type.disjoint or arr.type.atomic)
     )
     if arr.type.atomic and not (lw.ctx.witness_off or phased):
-        raise _plain_atomic_access(name, False, loc, arr.type.dtype.name, arr.type.ndim)
-    pre = None
-    if not isinstance(node.slice, ast.Tuple | ast.Slice):
+        raise plain_atomic_access(name, False, loc, arr.type.dtype.name, arr.type.ndim)
+    pre = None if at is None else at[1]
+    if at is None and not isinstance(node.slice, ast.Tuple | ast.Slice):
         pre = lw.expr(node.slice)
         if width_of(pre) > 1 and arr.type.shared is None and arr.type.local is None:
             assert isinstance(pre, Value)
@@ -265,7 +287,7 @@ def load(lw: SsaLowerer, node: ast.Subscript, loc: Location) -> Operand:
         if local is not None and len(local) == 2 and _is_int(pre):
             row = LocalRow(arr, _int_index(lw, pre, name, loc), name)
             return PyObj(row, ast.unparse(node))
-    idx = _indices(lw, arr, node, write=False, pre=pre, phased=phased)
+    idx = element_indices(lw, arr, node, write=False, pre=pre, phased=phased)
     op = lw.em.emit(ops.Load(arr, idx, loc))
     own = pre is not None and (is_thread_index(pre) or is_thread_index_2d(pre))
     if phased and (arr.type.atomic or not own):
@@ -327,23 +349,24 @@ def _same_dtype(a: Value, b: Value, a_name: str, b_name: str, loc: Location) -> 
         )
 
 
-def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) -> None:
-    arr = _array(lw, node)
+def store(
+    lw: SsaLowerer,
+    node: ast.Subscript,
+    value: Operand,
+    loc: Location,
+    at: tuple[Value, Operand] | None = None,
+) -> None:
+    """`a[...] = value`; `at` as for `load` (a slot's `s.set(v)`)."""
+    arr = _array(lw, node) if at is None else at[0]
     assert isinstance(arr.type, ArrayType)
     name = arr.name or ast.unparse(node.value)
     if arr.type.atomic and not lw.ctx.witness_off:
-        raise _plain_atomic_access(name, True, loc, arr.type.dtype.name, arr.type.ndim)
+        raise plain_atomic_access(name, True, loc, arr.type.dtype.name, arr.type.ndim)
     if not (arr.type.disjoint or arr.type.atomic or arr.type.static_shape is not None):
-        raise SafetyError(
-            f"cannot assign to `{ast.unparse(node)}`, as `{name}` is a read-only `Slice`",
-            loc,
-            code="E0594",
-            label="cannot assign",
-            help=f"declare `{name}` as `simt.DisjointSlice[fl.{arr.type.dtype.name}]` to write it",
-        )
+        raise read_only(arr, name, f"cannot assign to `{ast.unparse(node)}`", loc)
     if isinstance(value, PyObj) and isinstance(value.obj, Chunk | LocalRow):
         return _copy(lw, node, arr, name, value.obj, loc)
-    idx = _indices(lw, arr, node, write=True)
+    idx = element_indices(lw, arr, node, write=True, pre=None if at is None else at[1])
     if is_thread_index(value) or is_thread_index_2d(value):
         raise SafetyError(
             "a ThreadIndex cannot be stored into an array",
@@ -368,7 +391,19 @@ def store(lw: SsaLowerer, node: ast.Subscript, value: Operand, loc: Location) ->
     em.emit(ops.Store(arr, idx, val, loc))
 
 
-def _plain_atomic_access(
+def read_only(arr: Value, name: str, what: str, loc: Location) -> SafetyError:
+    """E0594: `what` (an assignment, a `get_mut`) would write `name`, a read-only `Slice`."""
+    assert isinstance(arr.type, ArrayType)
+    return SafetyError(
+        f"{what}, as `{name}` is a read-only `Slice`",
+        loc,
+        code="E0594",
+        label="cannot assign" if what.startswith("cannot assign") else "cannot borrow as mutable",
+        help=f"declare `{name}` as `simt.DisjointSlice[fl.{arr.type.dtype.name}]` to write it",
+    )
+
+
+def plain_atomic_access(
     name: str, write: bool, loc: Location, dtype: str, ndim: int = 1
 ) -> SafetyError:
     """E0610: an `AtomicSlice` is touched only through `simt.atomic`."""

@@ -6,7 +6,8 @@ literals, assignment) with the SIMT track's CFG (ssa.py), loops (loops.py) and t
 to their caller), annotated assignment, short-circuit `and`/`or`, conditional expressions,
 `:=` and attribute access on values (`t.row` of a 2-D ThreadIndex). Calls (builtins, math,
 dtypes, device functions) are in intrinsics.py; subscripts and the witness rules in access.py;
-module-level NumPy arrays, read as constants, in constants.py.
+`c.get_mut(i)` and the `if s is not None:` on its slot in slots.py; module-level NumPy arrays,
+read as constants, in constants.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .coords import read as read_register
 from .intrinsics import lower_call, resolve_annotation
 from .loops import LoopLowerer
 from .regions import lower_with
+from .slots import compared, guard, method_call
 from .ssa import Env
 
 
@@ -114,7 +116,15 @@ class FunctionLowerer(LoopLowerer):
             self.returns.append((self.em.block, env))
         self.em.block = None
 
-    def lower_if(self, node: ast.If, cond: Operand) -> None:
+    def stmt_If(self, node: ast.If) -> None:
+        slot = guard(self, node)  # `if s is not None:` on a `c.get_mut(i)` slot
+        if slot is None:
+            return super().stmt_If(node)
+        self.lower_if(slot.branch, slot.cond, {slot.name: slot.checked})
+        slot.joined(self.env)
+
+    def lower_if(self, node: ast.If, cond: Operand, narrowed: Env | None = None) -> None:
+        """`narrowed`: names the true branch sees bound otherwise (a slot known not None)."""
         assert isinstance(cond, Value)
         fn = self.ctx.fn
         then_b, else_b = fn.new_block("if.then"), fn.new_block("if.else")
@@ -124,6 +134,8 @@ class FunctionLowerer(LoopLowerer):
         for block, body in ((then_b, node.body), (else_b, node.orelse)):
             self.em.block = block
             self.env = dict(before)
+            if block is then_b and narrowed:
+                self.env.update(narrowed)
             self.lower_body(body)
             if self.em.block is not None:
                 incoming.append((self.em.block, self.env))
@@ -212,7 +224,14 @@ class FunctionLowerer(LoopLowerer):
         return joined.pop("$sel")
 
     def expr_Call(self, node: ast.Call) -> Operand:
-        return lower_call(self, node)
+        slot = method_call(self, node)  # `c.get_mut(i)`, `s.set(v)`, `s.get()`
+        return lower_call(self, node) if slot is None else slot
+
+    def identity(
+        self, node: ast.Compare, left: Any, right: Any, is_: bool, loc: Location
+    ) -> Operand:
+        slot = compared(left, right, is_, self)  # a slot is None at run time, out of range
+        return super().identity(node, left, right, is_, loc) if slot is None else slot
 
     def expr_Subscript(self, node: ast.Subscript) -> Operand:
         held = self.env.get(node.value.id) if isinstance(node.value, ast.Name) else None
