@@ -365,3 +365,32 @@ def test_a_flag_that_is_no_bool_or_a_model_that_is_no_module_is_refused_before_p
     ):
         flt.apply_fearless_kernel_to_llama(model="meta-llama/Llama-3.1-8B")
     assert modeling("llama").LlamaRMSNorm is before  # nothing was patched
+
+
+# ../shared/DESIGN.md section 2c: every one of these takes the common flags by these names
+DESIGN_MODELS = (
+    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3", "deepseek_v2", "deepseek_v3",
+    "gpt_oss", "qwen3_next", "olmoe",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", DESIGN_MODELS)
+def test_every_model_takes_the_common_flags_design_names(model_type: str) -> None:
+    import inspect
+
+    apply = getattr(flt, f"apply_fearless_kernel_to_{model_type}")
+    common = dict(rope=True, rms_norm=True, swiglu=True, attention=True)
+    inspect.signature(apply).bind(**common, fused_linear_cross_entropy=False, model=None)
+
+
+def test_a_flag_naming_a_part_without_a_fearless_form_patches_nothing_and_off_wins() -> None:
+    """OLMoE has no dense MLP (`swiglu` installs nothing); Gemma's gated MLP is named by
+    `swiglu` and by its older `mlp`, and either one off keeps Hugging Face's."""
+    flt.apply_fearless_kernel_to_olmoe(swiglu=True, rope=False, rms_norm=False, attention=False,
+                                       moe=False)  # fmt: skip
+    gemma = modeling("gemma3")
+    flt.apply_fearless_kernel_to_gemma3(swiglu=False)
+    assert not gemma.Gemma3MLP.__name__.startswith("Fearless")
+    assert gemma.Gemma3RMSNorm.__name__.startswith("Fearless")
+    flt.apply_fearless_kernel_to_gemma3()
+    assert gemma.Gemma3MLP.__name__.startswith("Fearless")

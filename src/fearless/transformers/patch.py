@@ -78,13 +78,27 @@ def _modeling(model_type: str) -> Any:
 
 
 # model_type -> its `apply_fearless_kernel_to_<model_type>` flags -> the piece (of `_pieces`)
-# each installs when on
-_DENSE = {"rope": "rope", "rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "attention"}
+# each installs when on. Every function takes DESIGN's common flags (rope, rms_norm, swiglu,
+# attention); one naming a part the model has no fearless form of maps to None and installs
+# nothing, and a piece two flags name (Gemma's gated MLP: `swiglu` and its older `mlp`) is
+# installed only while both are on.
+_DENSE: dict[str, str | None] = {
+    "rope": "rope",
+    "rms_norm": "rms_norm",
+    "swiglu": "swiglu",
+    "attention": "attention",
+}
 # the dense models whose attention passes Hugging Face's `sliding_window` (a window layer's, or
 # the config's): their windowed layers on swa_attention
-_SLIDING = {**_DENSE, "attention": "swa_attention"}
-_DEEPSEEK = {"rms_norm": "rms_norm", "swiglu": "swiglu", "attention": "mla", "moe": "experts"}
-FLAGS: dict[str, dict[str, str]] = {
+_SLIDING: dict[str, str | None] = {**_DENSE, "attention": "swa_attention"}
+_DEEPSEEK: dict[str, str | None] = {
+    "rope": None,
+    "rms_norm": "rms_norm",
+    "swiglu": "swiglu",
+    "attention": "mla",
+    "moe": "experts",
+}
+FLAGS: dict[str, dict[str, str | None]] = {
     "llama": _DENSE,
     "mistral": _SLIDING,
     "qwen2": _SLIDING,
@@ -93,17 +107,30 @@ FLAGS: dict[str, dict[str, str]] = {
     "gemma2": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
-        "mlp": "gemma_mlp",
+        "swiglu": "gemma_mlp",
         "attention": "capped_attention",
+        "mlp": "gemma_mlp",
     },
     "gemma3": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
-        "mlp": "gemma_mlp",
+        "swiglu": "gemma_mlp",
         "attention": "windowed_attention",
+        "mlp": "gemma_mlp",
     },
-    "gpt_oss": {"rope": "half_rope", "rms_norm": "rms_norm", "attention": "sink_attention"},
-    "olmoe": {"rope": "rope", "rms_norm": "rms_norm", "attention": "attention", "moe": "experts"},
+    "gpt_oss": {
+        "rope": "half_rope",
+        "rms_norm": "rms_norm",
+        "swiglu": None,
+        "attention": "sink_attention",
+    },
+    "olmoe": {
+        "rope": "rope",
+        "rms_norm": "rms_norm",
+        "swiglu": None,
+        "attention": "attention",
+        "moe": "experts",
+    },
     "qwen3_next": {
         "rope": "partial_rope",
         "rms_norm": "gated_rms_norm",
@@ -180,7 +207,15 @@ def _apply(model_type: str, /, fused_linear_cross_entropy: bool, model: Any, **f
         model_type, {**flags, "fused_linear_cross_entropy": fused_linear_cross_entropy}, model
     )
     pieces = _pieces()
-    named = {flag: pieces[FLAGS[model_type][flag]] for flag, on in flags.items() if on}
+    wanted: dict[str, str] = {}  # piece -> the first flag naming it, while all of them are on
+    off: set[str] = set()
+    for flag, on in flags.items():
+        piece = FLAGS[model_type][flag]
+        if piece is not None and on:
+            wanted.setdefault(piece, flag)
+        elif piece is not None:
+            off.add(piece)
+    named = {flag: pieces[piece] for piece, flag in wanted.items() if piece not in off}
     _check_installed(model_type, named)
     chosen = list(named.values())
     swaps = [swap for piece in chosen for swap in piece.swaps]
@@ -370,14 +405,16 @@ def apply_fearless_kernel_to_qwen3_moe(
 def apply_fearless_kernel_to_gemma2(
     rope: bool = True,
     rms_norm: bool = True,
-    mlp: bool = True,
+    swiglu: bool = True,
     attention: bool = True,
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
+    mlp: bool = True,
 ) -> None:
     """Run Hugging Face's Gemma 2 (transformers.models.gemma2) on fearless kernels: its RMSNorm
-    ((1 + weight), as Gemma 3's), the GELU-gated MLP (`mlp`, as `fearless.ops.geglu`), RoPE,
-    and its attention (the `eager` implementation, Gemma 2's: Hugging Face gives it no `sdpa`,
+    ((1 + weight), as Gemma 3's), the GELU-gated MLP (`swiglu`, the gated MLP's flag
+    of every model, or `mlp`: both must be on; as `fearless.ops.geglu`), RoPE, and its
+    attention (the `eager` implementation, Gemma 2's: Hugging Face gives it no `sdpa`,
     which has no soft cap), patched through its `eager_attention_forward`: the global and the
     sliding-window layers on `fearless.ops.gemma_attention` with the config's
     attn_logit_softcapping as its soft cap where that is Hugging Face's result (no dropout, no
@@ -394,8 +431,8 @@ apply_fearless_kernel_to_gemma3 = _like(
     "gemma3",
     """Run Hugging Face's Gemma 3 (transformers.models.gemma3: Gemma3ForCausalLM, and the text
     model of Gemma3ForConditionalGeneration) on fearless kernels: its RMSNorm ((1 + weight),
-    as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`mlp`, as
-    `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
+    as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`swiglu` and
+    `mlp`, as Gemma 2's; as `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
     as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
     Hugging Face's (no dropout and a mask that is exactly the causal window, i.e. no padding;
     in training too, through its backward), else as Llama's (a padded mask: fearless's
@@ -406,6 +443,7 @@ apply_fearless_kernel_to_gemma3 = _like(
 def apply_fearless_kernel_to_gpt_oss(
     rope: bool = True,
     rms_norm: bool = True,
+    swiglu: bool = True,
     attention: bool = True,
     fused_linear_cross_entropy: bool = False,
     model: Any = None,
@@ -418,13 +456,14 @@ def apply_fearless_kernel_to_gpt_oss(
     gives q, k, v and the `sinks` Parameter their gradients), else Hugging Face's eager
     code. The experts stay torch: their layout is not fused_moe's (biases on both
     projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
-    place of silu(gate) * up). The fused loss is taken when the router logits are not asked."""
+    place of silu(gate) * up), so `swiglu` patches nothing here. The fused loss is taken when the router logits are not asked."""
     _apply("gpt_oss", **locals())
 
 
 def apply_fearless_kernel_to_olmoe(
     rope: bool = True,
     rms_norm: bool = True,
+    swiglu: bool = True,
     attention: bool = True,
     moe: bool = True,
     fused_linear_cross_entropy: bool = False,
@@ -436,8 +475,8 @@ def apply_fearless_kernel_to_olmoe(
     are), RoPE, attention with the `sdpa` implementation as Llama's (`clip_qkv` clamps the
     normed projections in Hugging Face's code), and with `moe` the experts (every layer is
     sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
-    inference and training; the router stays Hugging Face's. The fused loss is taken when the
-    router logits are not asked for."""
+    inference and training; the router stays Hugging Face's. It has no dense MLP, so `swiglu`
+    patches nothing. The fused loss is taken when the router logits are not asked for."""
     _apply("olmoe", **locals())
 
 
@@ -467,6 +506,7 @@ def apply_fearless_kernel_to_qwen3_next(
 
 
 def apply_fearless_kernel_to_deepseek_v3(
+    rope: bool = True,
     rms_norm: bool = True,
     swiglu: bool = True,
     attention: bool = True,
@@ -477,7 +517,8 @@ def apply_fearless_kernel_to_deepseek_v3(
     """Run Hugging Face's DeepSeek-V3 (transformers.models.deepseek_v3) on fearless kernels:
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (`swiglu`:
     the dense layers' and the shared experts), its multi-head latent attention with the `sdpa`
-    implementation (`attention`; Hugging Face's projections, latent cache and RoPE stay torch)
+    implementation (`attention`; Hugging Face's projections, latent cache and RoPE stay torch, so `rope`
+    patches nothing)
     on `fearless.ops.mla` where that gives Hugging Face's result (no grad: mla is forward only;
     a prefill, or one decoded token over the cache, without padding), else Hugging Face's
     (torch's SDPA: qk_head_dim != v_head_dim, which fearless's flash attention does not take),
