@@ -100,6 +100,10 @@ def softmax(out: Any, x: Any) -> None:
     out[:] = e / e.sum(axis=1, keepdims=True)
 
 
+def softmax_rows(x: Any, out: Any) -> None:
+    softmax(out, x)
+
+
 def stand_in(monkeypatch: pytest.MonkeyPatch, **kernels: FakeKernel | FakeTileKernel) -> None:
     fl = SimpleNamespace(
         get_target=lambda: "sim",
@@ -112,6 +116,7 @@ def stand_in(monkeypatch: pytest.MonkeyPatch, **kernels: FakeKernel | FakeTileKe
     ks = SimpleNamespace(
         vecadd=FakeKernel(vecadd),
         saxpy=FakeKernel(saxpy),
+        softmax_rows=FakeKernel(softmax_rows),
         add=FakeTileKernel(add),
         softmax=FakeTileKernel(softmax),
     )
@@ -140,7 +145,9 @@ def test_demo_report_on_a_stand_in_api(
     assert "      error[E0382]: use of a moved tensor" in out
     assert re.search(r"= note: the tensor moved at .*demo\.py:\d+:", out)
     summary = out.rstrip().splitlines()[-1]
-    assert "✗" not in out and summary.startswith("Summary: SIMT vecadd and saxpy, Tile add")
+    assert "✗" not in out and summary.startswith(
+        "Summary: SIMT vecadd, saxpy and softmax, Tile add"
+    )
 
 
 def test_demo_fails_when_the_unsafe_launch_runs(
@@ -150,7 +157,7 @@ def test_demo_fails_when_the_unsafe_launch_runs(
     assert main(["demo", "--size", "1000"]) == 1
     out = capsys.readouterr().out
     assert "  ✗ unsafe   vecadd[grid, block](a, b, a) was NOT rejected" in out
-    assert "Summary: 1 of 6 steps failed" in out
+    assert "Summary: 1 of 7 steps failed" in out
 
 
 def test_demo_fails_when_the_moved_tensor_is_used(
@@ -162,7 +169,7 @@ def test_demo_fails_when_the_moved_tensor_is_used(
     assert re.search(r"^  ✓ tile add ", out, re.MULTILINE)  # the same kernel, used safely
     assert "  ✗ moved    add(zp, z, y) was NOT rejected although `z` moved" in out
     assert "error[E0382]" not in out
-    assert "Summary: 1 of 6 steps failed" in out
+    assert "Summary: 1 of 7 steps failed" in out
 
 
 def test_demo_fails_on_a_wrong_result(
@@ -179,7 +186,7 @@ def test_demo_fails_on_a_wrong_result(
     out = capsys.readouterr().out
     assert "  ✗ saxpy    result differs from NumPy (max abs error" in out
     assert "  ✗ softmax  result differs from NumPy (max abs error" in out
-    assert "Summary: 2 of 6 steps failed" in out
+    assert "Summary: 2 of 7 steps failed" in out
 
 
 def test_demo_without_the_api_fails_in_one_clear_line(
@@ -220,4 +227,4 @@ def test_demo_on_the_simulator(tmp_path: Path) -> None:
     assert "error[E0382]: use of a moved tensor" in out
     assert re.search(r"--> .*demo\.py:\d+:\d+\n.*\n.*\|\s+add\(zp, z, y\)", out)
     assert re.search(r"= note: the tensor moved at .*demo\.py:\d+:\d+", out)
-    assert "Summary: SIMT vecadd and saxpy, Tile add and softmax" in out
+    assert "Summary: SIMT vecadd, saxpy and softmax, Tile add and softmax" in out

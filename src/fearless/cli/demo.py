@@ -4,7 +4,8 @@ On the current target (`fl.get_target()`: the GPU when one is usable, else the C
 it runs the kernels of `demo_kernels.py` on random data, checks each result against NumPy, and
 prints the first-call time (compile included) and the warm launch time. Two tracks:
 
-- SIMT: vecadd and saxpy; then the launch fearless exists to refuse,
+- SIMT: vecadd, saxpy and a row softmax (a block of 256 threads per 1024-wide row, its max and
+  sum the block's reductions); then the launch fearless exists to refuse,
   `vecadd[grid, block](a, b, a)`: the output aliases an input, so it raises `BorrowError`
   before anything runs, and the demo prints that diagnostic.
 - Tile: `add` (z = x + y, the output partitioned into tiles of 1024 elements) and a row
@@ -42,6 +43,8 @@ BLOCK = 256
 TILE = 1024
 # The softmax uses the hardware's approximate exp on the GPU (a few ulp); the simulator's is exact.
 SOFTMAX_RTOL, SOFTMAX_ATOL = 1e-4, 1e-7
+# The SIMT softmax's block (demo_kernels.softmax_rows' contract): 256 threads share a row.
+SOFTMAX_BLOCK = 256
 WARM_RUNS = {"cuda": 20, "sim": 3}
 # The public API the demo uses (DESIGN section 2); named here so a gap reads as one clear line.
 # (`simt` and `tile` are subpackages: importing demo_kernels checks them.)
@@ -211,11 +214,29 @@ class Demo:
         self.check(zp.unpartition().numpy(), x_np + y_np)  # the tensor, given back
         return f"z = x + y     matches NumPy; {self.timing(first, warm, 12 * self.n)}"
 
-    def softmax(self) -> str:
-        fl, softmax = self.fl, self.kernels.softmax
+    def softmax_inputs(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """A (rows x TILE) f32 matrix and its row softmax, in f64."""
         x_np = self.rng.standard_normal((self.rows, TILE), dtype=np.float32)
         e = np.exp(x_np.astype(np.float64) - x_np.max(axis=1, keepdims=True))
-        expected = e / e.sum(axis=1, keepdims=True)
+        return x_np, e / e.sum(axis=1, keepdims=True)
+
+    def simt_softmax(self) -> str:
+        fl, softmax_rows = self.fl, self.kernels.softmax_rows
+        x_np, expected = self.softmax_inputs()
+        x, out = fl.from_numpy(x_np), fl.from_numpy(np.zeros_like(x_np))
+
+        def launch() -> None:
+            softmax_rows[self.rows, SOFTMAX_BLOCK](x, out)  # a block per row
+
+        first = self.first_call(launch)
+        warm = self.warm_call(launch)
+        self.check(out.numpy(), expected, rtol=SOFTMAX_RTOL, atol=SOFTMAX_ATOL)
+        timing = self.timing(first, warm, 8 * self.rows * TILE)
+        return f"row softmax   matches NumPy (rtol {SOFTMAX_RTOL:.0e}); {timing}"
+
+    def softmax(self) -> str:
+        fl, softmax = self.fl, self.kernels.softmax
+        x_np, expected = self.softmax_inputs()
         x = fl.from_numpy(x_np)
         out = fl.from_numpy(np.zeros_like(x_np)).partition((1, TILE))  # one row per block
 
@@ -296,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
     results = [
         _step("vecadd", demo.vecadd),
         _step("saxpy", demo.saxpy),
+        _step("softmax", demo.simt_softmax),
         _step("unsafe", demo.rejected_launch),
     ]
     _said(demo.borrow_diagnostic)
@@ -315,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
     if all(results):
         where = "the GPU" if demo.target == "cuda" else "the CPU simulator"
         print(
-            f"Summary: SIMT vecadd and saxpy, Tile add and softmax compiled, ran on {where} and "
+            f"Summary: SIMT vecadd, saxpy and softmax, Tile add and softmax compiled, ran on {where} and "
             "matched NumPy; the aliasing launch and the use of a moved tensor were rejected "
             "before they ran."
         )

@@ -27,6 +27,22 @@ def saxpy(alpha: fl.f32, x: simt.Slice[fl.f32], y: simt.DisjointSlice[fl.f32]):
         y[i] = alpha * x[i] + y[i]  # a thread may read the element it owns, then write it
 
 
+@simt.kernel(block=256)
+def softmax_rows(x: simt.Slice[fl.f32, 2], out: simt.DisjointSlice[fl.f32, 2]):
+    # A block per row; each thread takes the columns t, t + 256, ...: the row's max and sum
+    # are the block's reductions of the threads' shares.
+    m = fl.f32(-math.inf)
+    for i in simt.thread.block_stride(x.shape[1]):
+        m = max(m, x[i])
+    m = simt.block.reduce(m, "max")
+    s = fl.f32(0.0)
+    for i in simt.thread.block_stride(x.shape[1]):
+        s += math.exp(x[i] - m)
+    s = simt.block.reduce(s, "sum")
+    for i in simt.thread.block_stride(out.shape[1]):
+        out[i] = math.exp(x[i] - m) / s
+
+
 # ---------------------------------------------------------------------------- Tile track
 
 
