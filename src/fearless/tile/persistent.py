@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import CompileError, KernelTypeError, LaunchContractError, Location, SafetyError
 from ..frontend.values import Weak
@@ -207,7 +206,8 @@ def check_walks(fn: Function, walks: list[Walk]) -> None:
     """Refuse the walks of `fn` whose shares could meet (E0601; see the module docstring).
     `walks` holds every walk lowered, some of them from loop bodies lowered again and dropped:
     only those whose loop is in `fn` count."""
-    present = {id(op) for op in _all_ops(fn.entry)}
+    every = list(_all_ops(fn.entry))
+    present = {id(op) for op in every}
     kept = [w for w in walks if id(w.loop) in present]
     seen: dict[Value, Walk] = {}
     for w in kept:
@@ -233,10 +233,9 @@ def check_walks(fn: Function, walks: list[Walk]) -> None:
                 code="E0601",
                 help=f"walk `{w.part.name}` once, or give both walks the same offset",
             )
-    walked = {w.part: w for w in kept}
-    for op in _all_ops(fn.entry):
-        own = isinstance(op, ops.Store) or (isinstance(op, ops.StoreAt) and op.attrs.get("own"))
-        if own and op.operands[0] in walked:
+    walked = {w.part for w in kept}
+    for op in every:
+        if _stores_own_tile(op) and op.operands[0] in walked:
             part = op.operands[0].name
             raise SafetyError(
                 f"`{part}` is stored as this block's own tile and walked with `{part}.tiles()`: "
@@ -291,6 +290,12 @@ def _same(a: Value | None, b: Value | None) -> bool:
     )
 
 
+def _stores_own_tile(op: Op) -> bool:
+    """`part.store(x)`, or a `tile.store_at` of the block's own tile (a chunk of it): disjoint
+    only on the partition's grid, with one block per tile."""
+    return isinstance(op, ops.Store) or bool(op.attrs.get("own"))
+
+
 def _all_ops(block: Block) -> Iterator[Op]:
     for op in block.ops:
         yield op
@@ -304,7 +309,7 @@ def _all_ops(block: Block) -> Iterator[Op]:
 def check_host_grid_launch(name: str, ir: TileIR) -> None:
     """A host-chosen grid keeps blocks disjoint only through `part.tiles()` (tile.store_at);
     a plain `part.store(x)` writes the block's own tile, which needs the partition's grid."""
-    store = _first_plain_store(ir.fn.entry)
+    store = next((op for op in _all_ops(ir.fn.entry) if _stores_own_tile(op)), None)
     if store is not None:
         part = store.operands[0].name
         raise LaunchContractError(
@@ -314,14 +319,3 @@ def check_host_grid_launch(name: str, ir: TileIR) -> None:
             help=f"walk the tiles with `for t in {part}.tiles(): t.store(...)` to launch with "
             f"`{name}.launch(grid, ...)`, or call `{name}(...)` for one block per tile",
         )
-
-
-def _first_plain_store(block: Any) -> Any:
-    for op in block.ops:
-        if isinstance(op, ops.Store) or op.attrs.get("own"):
-            return op
-        for region in ops.regions(op):
-            found = _first_plain_store(region)
-            if found is not None:
-                return found
-    return None
