@@ -337,9 +337,9 @@ def run(args: argparse.Namespace) -> int:
     if all(results):
         where = "the GPU" if demo.target == "cuda" else "the CPU simulator"
         print(
-            f"Summary: SIMT vecadd, saxpy and softmax, Tile add and softmax compiled, ran on {where} and "
-            "matched NumPy; the aliasing launch and the use of a moved tensor were rejected "
-            "before they ran."
+            f"Summary: SIMT vecadd, saxpy and softmax, Tile add and softmax compiled, ran on "
+            f"{where} and matched NumPy; the aliasing launch and the use of a moved tensor were "
+            "rejected before they ran."
         )
         return 0
     print(f"Summary: {results.count(False)} of {len(results)} steps failed (the ✗ lines above).")

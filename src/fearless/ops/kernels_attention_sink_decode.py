@@ -230,5 +230,6 @@ def sink_decode_launch(q, k, v, sinks, start, out, scale, wl, tile_n, occupancy,
     # the split and the combine compile side by side the first time (as split_kv_launch's)
     form = (q.dtype, sinks.dtype, windowed, occupancy, size_class(b), hk, group, d, tile_n)
     key = ("sink_decode", *form, size_class(splits), split_tiles)
-    split_combine_launch(out, (b, hk, splits, group, d), (1, 1, 1, qg, td), split,
-                         (q, k, v, start, scale, wl, tile_n, split_tiles), combine_splits, key)  # fmt: skip
+    split_args = (q, k, v, start, scale, wl, tile_n, split_tiles)
+    split_combine_launch(out, (b, hk, splits, group, d), (1, 1, 1, qg, td), split, split_args,
+                         combine_splits, key)  # fmt: skip

@@ -9,10 +9,11 @@ on a `Slice`, E0594) and gives a `Slot`, a compile-time object holding the array
 its in-bounds condition (`i < len(c)`; `t.row < c.shape[0] and t.col < c.shape[1]` in 2-D). The
 slot is None exactly when that condition is false, so `s is not None` is the condition itself,
 and an `if` on it (`guard`, lowered by lower.py) is an `if` on the condition whose not-None
-branch holds the slot `checked`. Only a checked slot is used: `s.set(v)` and `s.get()` are `c[i] = v` and `c[i]`,
-lowered by access.py with the same rules and the same IR, so the bounds pass proves their checks
-from the guard exactly as it does for the hand-written `if i < len(c):`. A use where the slot
-may be None is E0381, as a variable that may be unassigned is.
+branch holds the slot `checked`. Only a checked slot is used: `s.set(v)` and `s.get()` are
+`c[i] = v` and `c[i]`, lowered by access.py with the same rules and the same IR, so the bounds
+pass proves their checks from the guard exactly as it does for the hand-written
+`if i < len(c):`. A use where the slot may be None is E0381, as a variable that may be
+unassigned is.
 """
 
 from __future__ import annotations

@@ -432,11 +432,12 @@ apply_fearless_kernel_to_gemma3 = _like(
     """Run Hugging Face's Gemma 3 (transformers.models.gemma3: Gemma3ForCausalLM, and the text
     model of Gemma3ForConditionalGeneration) on fearless kernels: its RMSNorm ((1 + weight),
     as `rms_norm` of 1 + weight; the q and k norms too), the GELU-gated MLP (`swiglu` and
-    `mlp`, as Gemma 2's; as `fearless.ops.geglu`), RoPE, and attention with the `sdpa` implementation: the full layers
-    as Llama's, the sliding-window layers on `fearless.ops.gemma_attention` where its result is
-    Hugging Face's (no dropout and a mask that is exactly the causal window, i.e. no padding;
-    in training too, through its backward), else as Llama's (a padded mask: fearless's
-    masked attention, in training too). The fused loss is declined when the config soft-caps the final logits.""",
+    `mlp`, as Gemma 2's; as `fearless.ops.geglu`), RoPE, and attention with the `sdpa`
+    implementation: the full layers as Llama's, the sliding-window layers on
+    `fearless.ops.gemma_attention` where its result is Hugging Face's (no dropout and a mask
+    that is exactly the causal window, i.e. no padding; in training too, through its
+    backward), else as Llama's (a padded mask: fearless's masked attention, in training too).
+    The fused loss is declined when the config soft-caps the final logits.""",
 )
 
 
@@ -456,7 +457,8 @@ def apply_fearless_kernel_to_gpt_oss(
     gives q, k, v and the `sinks` Parameter their gradients), else Hugging Face's eager
     code. The experts stay torch: their layout is not fused_moe's (biases on both
     projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
-    place of silu(gate) * up), so `swiglu` patches nothing here. The fused loss is taken when the router logits are not asked."""
+    place of silu(gate) * up), so `swiglu` patches nothing here. The fused loss is taken when
+    the router logits are not asked."""
     _apply("gpt_oss", **locals())
 
 
@@ -517,11 +519,11 @@ def apply_fearless_kernel_to_deepseek_v3(
     """Run Hugging Face's DeepSeek-V3 (transformers.models.deepseek_v3) on fearless kernels:
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (`swiglu`:
     the dense layers' and the shared experts), its multi-head latent attention with the `sdpa`
-    implementation (`attention`; Hugging Face's projections, latent cache and RoPE stay torch, so `rope`
-    patches nothing)
-    on `fearless.ops.mla` where that gives Hugging Face's result (no grad: mla is forward only;
-    a prefill, or one decoded token over the cache, without padding), else Hugging Face's
-    (torch's SDPA: qk_head_dim != v_head_dim, which fearless's flash attention does not take),
+    implementation (`attention`; Hugging Face's projections, latent cache and RoPE stay torch,
+    so `rope` patches nothing) on `fearless.ops.mla` where that gives Hugging Face's result
+    (no grad: mla is forward only; a prefill, or one decoded token over the cache, without
+    padding), else Hugging Face's (torch's SDPA: qk_head_dim != v_head_dim, which fearless's
+    flash attention does not take),
     and with `moe` the routed experts (Qwen3-MoE's stacked layout) through
     `fearless.ops.fused_moe` in inference and training (the grouped sigmoid router stays
     Hugging Face's).
