@@ -57,7 +57,12 @@ def test_every_op_passes_at_its_smallest_shape(tmp_path: Path, part: int) -> Non
         assert not bad, bad
     for r in by_impl.get(model.TILEGYM, {}).values():
         # a peer's own accuracy is its business (TileGym's f32 gelu misses 1e-4 on the H200:
-        # 2e-4): the record says so, and the family goes on
-        wrong = r["status"] == "failed" and "wrong result" in (r.get("reason") or "")
-        assert r["status"] in ("ok", "skipped") or wrong, r
+        # 2e-4), and so is its compile (TileGym 1.5.1's chunk_gated_delta_rule and
+        # mamba2_chunk_backward stop in tileiras, cuda-tile's CompilerExecutionError, return
+        # code 5, on the H100, 2026-12-07): the record says so, and the family goes on
+        reason = r.get("reason") or ""
+        peers = r["status"] == "failed" and (
+            "wrong result" in reason or reason.startswith("CompilerExecutionError")
+        )
+        assert r["status"] in ("ok", "skipped") or peers, r
     assert rc in (0, 1)  # 1: a peer's record failed
