@@ -200,6 +200,25 @@ def test_gradients_match_torch(case: tuple) -> None:
         assert got.grad.dtype == got.dtype and _rel(got.grad, want.grad) < 2 * TOL[dtype]
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_three_dimensional_gradients_match_torch_in_every_batch(causal: bool) -> None:
+    """(B, L, D) inputs in training: the forward keeps a (B, L) lse, which the backward reads as
+    (B, 1, L), one head per batch entry as the forward views q (it once read (1, B, L): every
+    batch entry but the first got the padding's lse and silently wrong gradients)."""
+    gen = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(3, lk, 16, generator=gen) for lk in (6, 9, 9))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = ops.scaled_dot_product_attention(*leaves, is_causal=causal)
+    dout = torch.randn(out.shape, generator=gen)
+    out.backward(dout)
+    ref = [t.double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref, is_causal=causal).backward(dout.double())
+    for got, want in zip(leaves, ref, strict=True):
+        assert got.grad is not None and want.grad is not None
+        for i in range(3):
+            assert _rel(got.grad[i], want.grad[i]) < 1e-5, i
+
+
 def test_training_keeps_the_forwards_lse_for_the_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     """With grad, the forward is `scaled_dot_product_attention_lse` (out and the rows' base-2
     log-sum-exp, +inf where a row sees no key) and the backward takes its lse instead of

@@ -157,7 +157,8 @@ def lse_operand(lse: Any, op: str, qa: Operand) -> Any:
             f"({qa.shape[:-1]}), got shape {la.shape}",
             help="pass the lse that the forward returned with `out`, or None to recompute it",
         )
-    b, h, lq = (1, *qa.shape[:2]) if len(qa.shape) == 3 else qa.shape[:3]
+    # a 3-D q is (B, L, D), one head per batch entry, as the forward views it: (B, 1, L, D)
+    b, h, lq = (qa.shape[0], 1, qa.shape[1]) if len(qa.shape) == 3 else qa.shape[:3]
     return view(la.tensor, (b, h, lq))
 
 
