@@ -220,14 +220,16 @@ def test_refusals_are_fearless_errors() -> None:
 
 # sha256 (first 16 hex digits) of the Tile IR text of the sdpa backward's kernels (bf16, q of
 # (1, 4, 256, 64), k/v of (1, 2, S, 64), 64 x 64 tiles): a change here changes
-# scaled_dot_product_attention's backward. Last changed 2026-12-06, on purpose: the masked
-# forms (causal, or S not a multiple of the key tile) apply the mask only to the tiles that
-# cross the diagonal or hold the last key (a run-time `if`, as the forward); the unmasked form
-# (False, True) is as it was. Before: 2026-12-05, dk_dv loads its key and value tiles once.
+# scaled_dot_product_attention's backward. Last changed 2026-12-07, on purpose: the masked
+# forms (causal, or S not a multiple of the key tile) replace a masked score by -inf instead of
+# adding -inf (a NaN key no row sees reaches no row); the unmasked form (False, True) is as it
+# was. Before: 2026-12-06, the mask applied only to the tiles that cross the diagonal or hold
+# the last key (a run-time `if`, as the forward); 2026-12-05, dk_dv loads its key and value
+# tiles once.
 SDPA_IR = {
-    (False, False): ("da704dc04226196f", "028a81fb9bf1989f", "86908d1f5f96fa03"),
+    (False, False): ("889bbba624a0f8b5", "564ebe05adefd6aa", "fa5abc3da479a1c4"),
     (False, True): ("eedb8a728324ef7c", "9281738bd531e8cc", "adb25a3bd96355bd"),
-    (True, False): ("c7140bba1485d5b4", "31caf98e73040721", "bfd296d718bd92dc"),
+    (True, False): ("65e499d3bbe1f9f7", "11c779816c0ecc45", "96fd78bc48ad1c51"),
 }
 
 

@@ -203,7 +203,7 @@ def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
     compile-time flag, after the row's position `pos` (`causal`), before pos - wl (`left`) or
     after pos + wr (`right`)."""
     keep = seen_keys(keys < s_len, pos, keys, wl, wr, causal, left, right)
-    return s + tile.where(keep, 0.0, -math.inf)
+    return tile.where(keep, s, -math.inf)
 
 
 @tile.function
@@ -216,7 +216,7 @@ def user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h):
     mh = h if mask_h else 0
     mt = tile.load(m, (mb, mh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
     if mask_bool:  # noqa: SIM108
-        s = s + tile.where(mt, 0.0, -math.inf)
+        s = tile.where(mt, s, -math.inf)
     else:
         s = s + mt.astype(fl.f32) * INV_LOG_2
     return s
@@ -365,7 +365,7 @@ def make_attention(
                     if not even_k:
                         keep = keep & (keys < s_len)
                     keep = seen_keys(keep, rows, keys, None, None, causal, False, False)
-                    qk = qk + tile.where(keep, 0.0, -math.inf)
+                    qk = tile.where(keep, qk, -math.inf)
             m_i, l_i, acc = online_step(
                 qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, guarded, kv_seq
             )

@@ -63,7 +63,7 @@ def decode_keys(
         s = tile.mma(kt, q_t, tile.zeros((TILE_N, QG), fl.f32))
         if seq_major:  # compile-time: the sink decode's keys LO..HI - 1
             pos = j * TILE_N + keys
-            s = s * qk_scale + tile.where((pos < hi) & (pos >= lo), 0.0, -math.inf)
+            s = tile.where((pos < hi) & (pos >= lo), s * qk_scale, -math.inf)
         elif windowed or capped:  # compile-time: Gemma's decode
             keep = j * TILE_N + keys < s_len
             if windowed:
@@ -72,9 +72,9 @@ def decode_keys(
                 s = tile.tanh(s * qk_scale) * cap
             else:
                 s = s * qk_scale
-            s = s + tile.where(keep, 0.0, -math.inf)
+            s = tile.where(keep, s, -math.inf)
         else:
-            s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
+            s = tile.where(j * TILE_N + keys < s_len, s * qk_scale, -math.inf)
         m_ij, p, alpha = online_weights(s, m_i, 0, False)
         vt = kv_rows(v, b, kv_h, j, TILE_N, TILE_D, seq_major)
         acc, l_i = online_fold(p, alpha, l_i, acc, vt, dt, True)

@@ -95,7 +95,7 @@ def randomly_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
         hit = mt
     else:
         hit = mt != 0
-    return s + tile.where(hit, -math.inf, 0.0)
+    return tile.where(hit, -math.inf, s)
 
 
 def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout, **hints):
@@ -175,7 +175,7 @@ def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout,
                                      mask_h)  # fmt: skip
             if (j >= mask_from) or (j < clean_from):  # a key some row does not see
                 keep_k = seen_keys(keys < lk, pos, keys, window, window, causal, windowed, right)
-                qk = qk + tile.where(keep_k, 0.0, -math.inf)
+                qk = tile.where(keep_k, qk, -math.inf)
             m_ij, p, alpha = online_weights(qk, m_i, -1, True)
             l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
             if dropout:  # compile-time: after the sum, as TileGym's Triton kernel

@@ -156,7 +156,7 @@ def mla_decode_keys(q, qpe, kv, kpe, b, hb, first, tiles, TILE_H, TILE_N, TILE_D
         if roped:  # compile-time
             pt = tile.load(kpe, (b, j, 0), (1, TILE_N, TILE_P), latency=2)
             s = tile.mma(pt.reshape((TILE_N, TILE_P)), p_t, s)
-        s = s * qk_scale + tile.where(j * TILE_N + keys < s_len, 0.0, -math.inf)
+        s = tile.where(j * TILE_N + keys < s_len, s * qk_scale, -math.inf)
         m_ij, p, alpha = online_weights(s, m_i, 0, False)
         acc, l_i = online_fold(p, alpha, l_i, acc, kt, dt, True)  # the cache is V too
         m_i = m_ij
