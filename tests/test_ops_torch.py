@@ -155,6 +155,23 @@ def test_only_what_torch_must_see_goes_through_the_dispatcher() -> None:
     assert _route.torch_ops(fl.zeros(3)) is None
 
 
+@pytest.mark.filterwarnings("ignore:There is a performance drop")
+def test_functorch_vmap_runs_and_gradient_transforms_are_refused() -> None:
+    """Under `torch.func.vmap` a tensor is a BatchedTensor, of the plain type but without
+    memory: the call goes to the dispatcher (torch's per-example fallback), past the warm
+    path's key, and matches torch; `torch.func.grad` over an operator is a fearless error at
+    the caller's line (torch runs a custom operator's backward under autograd only)."""
+    from torch.func import grad, vmap
+
+    x = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(vmap(ops.softmax)(x), torch.softmax(x, -1), atol=1e-6)
+    w = torch.randn(2, 8, 5)
+    assert torch.allclose(vmap(ops.matmul)(x, w), x @ w, atol=1e-5)
+    with pytest.raises(fl.KernelTypeError, match=r"torch\.func gradient transform") as info:
+        grad(lambda t: ops.softmax(t).pow(2).sum())(x[0])
+    assert f"{__file__}:" in str(info.value)  # the caller's line
+
+
 def test_eager_autograd_skips_the_dispatcher_and_matches_the_custom_op() -> None:
     # a training call outside torch.compile: the operator's autograd.Function (its grad_fn
     # names it), same result and gradients as its custom op through torch's dispatcher

@@ -112,7 +112,10 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                 torch = sys.modules.get("torch")
                 if torch is None or torch.compiler.is_compiling() or _in_pass():
                     return fn(*args, **kwargs)  # in a compile-ahead pass: launch, see nothing
-                found = _key(torch, args, kwargs, dyn)
+                try:
+                    found = _key(torch, args, kwargs, dyn)
+                except RuntimeError:  # a tensor without storage (vmap's BatchedTensor): no
+                    found = None  # pointer to key on, the dispatcher's path takes it
                 if found is None:
                     return fn(*args, **kwargs)
                 key, tensors, ptrs, values = found

@@ -34,6 +34,10 @@ _REFUSED = re.compile(
     r"found type '([^']+)'"
 )
 
+# torch refusing an autograd.Function (a custom operator's registered backward) under a
+# torch.func transform
+_FUNCTORCH_GRAD = "autograd.Function with functorch transforms"
+
 _registrar: Callable[[], Any] | None = None
 _inside = threading.local()  # .depth: how many torch.ops.fearless bodies run on this thread
 
@@ -97,14 +101,26 @@ def _needs_dispatcher(torch: Any, tensors: Iterable[Any]) -> bool:
         seen = True
         if (type(t) is not plain and type(t) is not param) or (grad and t.requires_grad):
             return True
-    return seen and bool(torch.compiler.is_compiling())
+    # a functorch transform (vmap's BatchedTensor, grad's wrapper) wraps a plain tensor type
+    return seen and bool(
+        torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+    )
 
 
 def refused_argument(exc: BaseException) -> FearlessError | None:
     """The fearless error for torch's dispatcher refusing an argument of
     `torch.ops.fearless.<op>`: a call routed through torch (a torch tensor among its arguments
-    asked for it) with another argument of a type the operator's schema does not take. None for
-    any other exception."""
+    asked for it) with another argument of a type the operator's schema does not take, or a
+    torch.func gradient transform over an operator's backward. None for any other
+    exception."""
+    if isinstance(exc, RuntimeError) and _FUNCTORCH_GRAD in str(exc):
+        return argument_error(
+            "a torch.func gradient transform (grad, jacrev, jvp, vjp) reached a fearless "
+            "operator: torch runs the backward of a custom operator (torch.library's "
+            "register_autograd) under autograd only, not under these transforms",
+            help="take the gradient with autograd instead (`loss.backward()` or "
+            "`torch.autograd.grad(loss, inputs)`); `torch.func.vmap` alone does run",
+        )
     found = _REFUSED.match(str(exc)) if isinstance(exc, RuntimeError) else None
     if found is None:
         return None
