@@ -76,6 +76,21 @@ def test_given_mean_and_rstd_are_used_not_computed() -> None:
     _close(y, want[0], 2e-5)
 
 
+@pytest.mark.parametrize("shape", [(5, 0), (2, 3, 0)])
+def test_rows_of_no_columns_have_one_statistic_each(shape: tuple[int, ...]) -> None:
+    """D = 0: no kernel runs, and each row still gets its mean and rstd, torch's
+    native_layer_norm's 0 and NaN (they were once of shape (0,)); given ones of (rows,) are
+    taken."""
+    rows = int(np.prod(shape[:-1]))
+    for x in (torch.zeros(shape), np.zeros(shape, np.float32)):
+        y, mean, rstd, *_ = ops.persistent_layer_norm(x, 0, None, None, 1e-5)
+        assert tuple(y.shape) == shape and tuple(mean.shape) == tuple(rstd.shape) == (rows,)
+        assert (np.asarray(mean) == 0).all() and np.isnan(np.asarray(rstd)).all()
+    given = torch.zeros(rows), torch.ones(rows)
+    y, mean, rstd, *_ = ops.persistent_layer_norm(torch.zeros(shape), 0, None, None, 1e-5, *given)
+    assert mean is given[0] and rstd is given[1]
+
+
 def test_blocks_walk_their_row_tiles_at_a_small_grid() -> None:
     """Launched on 3 blocks over 10 tiles of 4 rows (the last partial): each block walks tiles
     b, b + 3, ...; every row written once, with its mean and rstd."""

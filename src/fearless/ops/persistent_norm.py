@@ -16,12 +16,13 @@ E[x^2] - mean^2). Forward only.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .. import dtypes
 from ..runtime.location import argument_error
 from ._arguments import shape_of
-from ._io import FLOATS, cast, number, operand, output, param, result, view
+from ._io import FLOATS, cast, filled_output, number, operand, output, param, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_persistent_norm import block_d, persistent_layer_norm_tuned
@@ -61,7 +62,7 @@ def persistent_layer_norm(
     if not a.shape:
         raise argument_error(f"`input` of `fearless.ops.{OP}` must have an axis, got a 0-d tensor")
     n = a.shape[-1]
-    rows = a.tensor.size // max(n, 1)
+    rows = math.prod(a.shape[:-1])  # one statistic a row, rows of no columns too
     w = param(weight, n, a, OP, "weight", 1.0)
     b = param(bias, n, a, OP, "bias", 0.0)
     y, y_ret = output(a, a.shape)
@@ -78,6 +79,9 @@ def persistent_layer_norm(
                 )
         m_t, r_t = (cast(s, dtypes.f32) for s in ms)
         m_ret, r_ret = mean, rstd
+    elif n == 0:  # no column to reduce, no kernel: torch's native_layer_norm's mean 0, rstd NaN
+        m_t, m_ret = filled_output(a, (rows,), 0.0, dtypes.f32)
+        r_t, r_ret = filled_output(a, (rows,), math.nan, dtypes.f32)
     else:
         m_t, m_ret = output(a, (rows,), dtypes.f32)
         r_t, r_ret = output(a, (rows,), dtypes.f32)
