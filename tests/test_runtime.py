@@ -221,6 +221,20 @@ def test_as_dtype_accepts_the_usual_spellings() -> None:
     assert arrays.as_dtype(bool) is fl.bool_
     with pytest.raises(fl.KernelTypeError, match="is not a fearless dtype"):
         arrays.as_dtype("complex128")
+    torch = pytest.importorskip("torch")
+    assert arrays.as_dtype(torch.float16) is fl.f16 and arrays.as_dtype(torch.bfloat16) is fl.bf16
+    with pytest.raises(fl.KernelTypeError, match=r"torch\.complex64 is not a fearless dtype"):
+        arrays.as_dtype(torch.complex64)
+
+
+def test_choice_arguments_take_numpy_scalars_and_refuse_arrays_and_bools() -> None:
+    """`is_one_of` (dim, reduction, chunk_size...): a NumPy scalar or a 0-d array is its value,
+    as torch takes `dim=np.int64(-1)`; an array of an axis or more and a bool are no choice."""
+    from fearless.ops._arguments import is_one_of
+
+    assert is_one_of(np.int64(-1), (-1, 1)) and is_one_of(np.str_("sum"), ("mean", "sum"))
+    assert is_one_of(np.array(64), (16, 64))
+    assert not is_one_of(np.array([-1]), (-1, 1)) and not is_one_of(True, (1, 0))
 
 
 # --------------------------------------------------------------------------- Tensor on sim

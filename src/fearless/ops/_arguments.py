@@ -97,8 +97,10 @@ def flag(value: Any, op: str, name: str) -> bool:
 
 def is_one_of(value: Any, allowed: tuple[Any, ...]) -> bool:
     """Whether `value` is one of `allowed` (a choice argument: `reduction`, `layout`,
-    `chunk_size`); an array or a tensor is none of them (`in` would compare it elementwise)."""
-    if hasattr(value, "shape"):
+    `chunk_size`, `dim`); an array or a tensor of one axis or more is none of them (`in` would
+    compare it elementwise), while a NumPy scalar or a 0-d one compares as its value does, as
+    torch takes `dim=np.int64(-1)`. A bool is no number here (torch refuses `dim=True`)."""
+    if len(shape_of(value)) > 0 or type(value) is bool:
         return False
     try:
         return value in allowed

@@ -144,7 +144,8 @@ def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
 
 
 def as_dtype(value: Any) -> DType:
-    """A DType from a DType, NumPy dtype or scalar type, Python type, or name ("f32", "float32")."""
+    """A DType from a DType, NumPy dtype or scalar type, torch dtype, Python type, or name
+    ("f32", "float32")."""
     if value is dtypes.tf32 or (isinstance(value, str) and value == "tf32"):
         raise argument_error(
             "tf32 is a tile type (the tensor cores' f32 input), not an element type of tensors",
@@ -154,6 +155,15 @@ def as_dtype(value: Any) -> DType:
         return value
     if isinstance(value, str) and value in dtypes.BY_NAME:
         return dtypes.BY_NAME[value]
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        if (found := torch_dtype(value)) is not None:
+            return found
+        raise argument_error(
+            f"{value} is not a fearless dtype",
+            "use torch.bool, int8 ... int64, uint8 ... uint64, float16, bfloat16, float32, "
+            "float64, float8_e4m3fn or float8_e5m2",
+        )
     if value is int or value is float or value is bool:  # not `in`: np.dtype("int64") == int
         found = dtypes.from_python_type(value)
         assert found is not None
