@@ -172,6 +172,24 @@ def test_functorch_vmap_runs_and_gradient_transforms_are_refused() -> None:
     assert f"{__file__}:" in str(info.value)  # the caller's line
 
 
+@pytest.mark.parametrize("op", ["softmax", "gelu", "layer_norm"])
+def test_a_gradient_of_a_gradient_is_refused_where_it_is_asked(op: str) -> None:
+    """`create_graph=True` makes autograd record the backward operator itself, which has no
+    formula: E0701 at the caller's line when the first gradient is taken, instead of torch's
+    "no autograd formula was registered" at the second; first-order gradients run."""
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(2)).requires_grad_()
+    run = {
+        "softmax": lambda t: ops.softmax(t),
+        "gelu": lambda t: ops.gelu(t),
+        "layer_norm": lambda t: ops.layer_norm(t, (4,)),
+    }[op]
+    with pytest.raises(fl.KernelTypeError, match="first-order gradients only") as info:
+        torch.autograd.grad(run(x).pow(2).sum(), x, create_graph=True)
+    assert f"{__file__}:" in str(info.value)
+    (g,) = torch.autograd.grad(run(x).pow(2).sum(), x)
+    assert g.shape == x.shape and not g.requires_grad
+
+
 def test_eager_autograd_skips_the_dispatcher_and_matches_the_custom_op() -> None:
     # a training call outside torch.compile: the operator's autograd.Function (its grad_fn
     # names it), same result and gradients as its custom op through torch's dispatcher

@@ -102,6 +102,24 @@ def _forward_only(name: str) -> Callable[..., None]:
     return refuse
 
 
+def _first_order_only(name: str) -> Callable[..., None]:
+    """The setup_context of a backward operator (`softmax_backward`...): autograd records one
+    only while it takes a gradient of a gradient (`create_graph=True`), which fearless.ops has
+    no formula for; refused there with a fearless error instead of torch's "no autograd formula
+    was registered" at the second backward."""
+
+    def refuse(ctx: Ctx, inputs: tuple, output: Any) -> None:
+        raise argument_error(
+            f"`fearless.ops.{name}` is a gradient and has no backward of its own: fearless.ops "
+            "takes first-order gradients only (here autograd records a gradient, as "
+            "`create_graph=True` asks, to differentiate it again)",
+            help="take the gradient without `create_graph=True`; for second-order terms "
+            "(a Hessian-vector product, a gradient penalty) use torch's own operators there",
+        )
+
+    return refuse
+
+
 def _no_backward(ctx: Any, *_: Any) -> tuple:
     raise AssertionError("unreachable: the setup_context refuses first")
 
@@ -118,7 +136,8 @@ def _define(
     `kernels_only`, with `fake` as its fake kernel; `mutates` names the arguments it writes in
     place (an operator that updates an argument returns nothing). `by_name`: `fake` takes the
     operator's arguments by name, defaults filled in (`_by_name`); `forward_only`: autograd
-    refuses an input that requires grad (`_forward_only`)."""
+    refuses an input that requires grad (`_forward_only`), as it does for a `<name>_backward`
+    under `create_graph=True` (`_first_order_only`)."""
 
     def define(body: Callable[..., Any]) -> Any:
         @functools.wraps(body)
@@ -133,6 +152,8 @@ def _define(
         torch_eager.record(name, run, _SIGNATURES[name], bool(mutates))
         if forward_only:
             register_autograd(op, _no_backward, _forward_only(name))
+        elif name.endswith("_backward"):  # a gradient: autograd records it under create_graph
+            register_autograd(op, _no_backward, _first_order_only(name))
         return op
 
     return define
