@@ -64,6 +64,19 @@ def test_inplace_dropout_refuses_a_read_only_array() -> None:
         ops.dropout(ro, 0.5, inplace=True)
 
 
+def test_inplace_dropout_refuses_before_its_kernels_what_torch_cannot_write() -> None:
+    """A broadcast tensor and a leaf that requires grad are E0701 before any kernel runs (they
+    were torch's raw RuntimeError from `x.copy_`, after the kernels)."""
+    torch = pytest.importorskip("torch")
+    leaf = torch.randn(4, requires_grad=True)
+    with pytest.raises(fl.KernelTypeError, match="leaf tensor that requires grad"):
+        ops.dropout(leaf, 0.5, seed=1, inplace=True)
+    with pytest.raises(fl.KernelTypeError, match="broadcast dimension"):
+        ops.dropout(torch.ones(1, 4).expand(3, 4), 0.5, seed=1, inplace=True)
+    with torch.no_grad():
+        assert ops.dropout(leaf, 0.5, seed=1, inplace=True) is leaf
+
+
 def test_a_backward_operator_on_a_tensor_that_requires_grad_says_why() -> None:
     torch = pytest.importorskip("torch")
     if not hasattr(torch.library, "custom_op"):

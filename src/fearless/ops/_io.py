@@ -69,10 +69,10 @@ def operand(
     A moved fl.Tensor is a MovedError. `device`: where a copied operand goes (a weight beside
     its input's device; default the current device). `written`: the operator writes `x` in
     place (`write_back`), so memory it cannot write back into is refused here, before any
-    kernel runs (`_refuse_unwritable`)."""
+    kernel runs (`refuse_unwritable`)."""
     torch = sys.modules.get("torch")
     if written:
-        _refuse_unwritable(x, op, name)
+        refuse_unwritable(x, op, name)
     if isinstance(x, Tensor):
         x._check_live()
         op_ = Operand(x, "fl", x)
@@ -134,10 +134,11 @@ def operand(
     return op_
 
 
-def _refuse_unwritable(x: Any, op: str, name: str) -> None:
+def refuse_unwritable(x: Any, op: str, name: str) -> None:
     """Refuse an in-place operand whose memory cannot take the result: a read-only NumPy array
     (`np.broadcast_to`'s view among them), or a torch tensor with a broadcast dimension
-    (`expand`'s stride 0: one element stands for several). A launch refuses a read-only array
+    (`expand`'s stride 0: one element stands for several), or a leaf tensor that requires grad
+    in grad mode (torch's own in-place ops refuse it). A launch refuses a read-only array
     it writes itself, but an operand the kernels write a copy of (a non-contiguous one, or any
     on the cuda target) reaches that check as the writable copy, and only `write_back`, after
     the kernels, would find out."""
@@ -156,6 +157,12 @@ def _refuse_unwritable(x: Any, op: str, name: str) -> None:
             f"`{name}` of `fearless.ops.{op}` has a broadcast dimension (stride 0: one "
             f"element stands for several, as `expand` makes), but `{op}` writes it in place",
             help=f"pass a tensor with memory of its own (`{name}.clone()`)",
+        )
+    if x.requires_grad and x.is_leaf and torch.is_grad_enabled():  # torch refuses it too
+        raise argument_error(
+            f"`{name}` of `fearless.ops.{op}` is a leaf tensor that requires grad, but `{op}` "
+            "writes it in place: autograd would lose the values it was created with",
+            help=f"write into a copy (`{name}.clone()`), or call it under `torch.no_grad()`",
         )
 
 

@@ -37,6 +37,7 @@ from ._io import (
     output,
     param,
     read_in_place,
+    refuse_unwritable,
     result,
     rows_of,
     view,
@@ -367,13 +368,8 @@ def dropout(
         )
     p = number(p, "dropout", "p")
     inplace, training = flag(inplace, "dropout", "inplace"), flag(training, "dropout", "training")
-    if inplace and isinstance(x, np.ndarray) and not x.flags.writeable:
-        raise KernelTypeError(
-            "`fearless.ops.dropout(..., inplace=True)` was given a read-only NumPy array",
-            user_location(),
-            code="E0701",
-            help="pass a writeable array (`x.copy()`), or write `x = fearless.ops.dropout(x, p)`",
-        )
+    if inplace:  # before the kernels: read-only, broadcast or a leaf that requires grad
+        refuse_unwritable(x, "dropout", "x")
     y = _dropout(x, p, training, seed)
     if not inplace or y is x:
         return y
