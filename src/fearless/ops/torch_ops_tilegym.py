@@ -23,6 +23,7 @@ import fearless.ops.moe as MOE
 import fearless.ops.moe_actgrad as MAG
 import fearless.ops.persistent_norm as PN
 
+from ..runtime.location import argument_error
 from .torch_ops import (
     OPS,
     Ctx,
@@ -101,8 +102,17 @@ def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
     else:
         # in place, as Liger's backward: no second grad_weight of the weight's size at the
         # start of the backward (a training step's memory peak); the saved gradients are this
-        # node's alone, and a second backward through them (retain_graph) is refused by torch,
-        # which sees them modified
+        # node's alone, so a second backward through them (retain_graph) is refused, here
+        # rather than by torch's version check on reading them
+        if getattr(ctx, "spent", False):
+            raise argument_error(
+                "a second backward through `fearless.ops.fused_linear_cross_entropy`'s loss "
+                "(retain_graph=True): its first backward scaled the gradients the forward "
+                "computed, in place, as Liger-Kernel's does, to spare a weight-sized buffer",
+                help="compute the loss again for another backward, or take "
+                "reduction='none' and reduce it yourself (its backward recomputes)",
+            )
+        ctx.spent = True  # type: ignore[attr-defined]
         dh, dw, db = (g.mul_(dloss) for g in ctx.saved_tensors)
     return dh, dw, None, (db if ctx.has_bias else None), None, None, None, None
 
