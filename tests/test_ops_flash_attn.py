@@ -110,3 +110,12 @@ def test_heads_major_tensors_are_refused_with_the_way_out() -> None:
     with pytest.raises(fl.FearlessError, match="flash-attn's layout") as err:
         ops.flash_attn_func(q[0], k[0], v[0])
     assert "fearless.ops.fmha" in str(err.value)
+
+
+def test_mismatched_heads_are_said_in_the_callers_layout() -> None:
+    """Heads that do not divide (3 over 2) are named in flash-attn's (B, L, H, D) layout, the
+    shapes as passed (not the (B, H, L, D) views the kernels take)."""
+    q = torch.randn(1, 4, 3, 16)
+    k = v = torch.randn(1, 4, 2, 16)
+    with pytest.raises(fl.KernelTypeError, match=r"got q \(1, 4, 3, 16\), k \(1, 4, 2, 16\)"):
+        ops.flash_attn_func(q, k, v)

@@ -56,6 +56,12 @@ def flash_attn_func(
                 f"layout: `{name}` has shape {shape_of(x)}",
                 help="for (B, H, L, D) tensors, use `fearless.ops.fmha` (the same kernels)",
             )
+    (b, _, h, d), (bk, s, hk, dk), vs = shape_of(q), shape_of(k), shape_of(v)
+    if bk != b or vs != (bk, s, hk, dk) or dk != d or not hk or h % hk:
+        raise argument_error(  # in the caller's layout, before the (B, H, L, D) views
+            f"`fearless.ops.{OP}` takes q (B, L, H, D) and k, v (B, S, H_kv, D), H a multiple "
+            f"of H_kv, flash-attn's layout: got q {shape_of(q)}, k {shape_of(k)} and v {vs}",
+        )
     left, right = window_bounds(window_size, causal, OP)
     cap = soft_cap(softcap, OP) or None
     bounds = (None if left < 0 else left, None if right < 0 else right, cap)
