@@ -108,8 +108,37 @@ def test_extents_the_tile_divides_do_not_warn() -> None:
     assert _warnings(softmax_zero_padded, _sig((128, 4), (100, 100))) == []
 
 
-def test_padding_the_check_cannot_follow_does_not_warn() -> None:
+def test_padding_masked_to_the_identity_does_not_warn() -> None:
+    # the compare and the where are followed: the padded 0.0 becomes inf, min's identity
     assert _warnings(min_masked, _sig((1, 128), (4, 100))) == []
+
+
+@tile.kernel
+def count_below(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out)
+    below = tile.sum(tile.where(rows < 5.0, 1.0, 0.0), axis=1, keepdims=True)
+    out.store(tile.broadcast_to(below, out.shape))
+
+
+@tile.kernel
+def first_smallest(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out)
+    at = tile.argmin(rows, axis=1, keepdims=True).astype(fl.f32)
+    out.store(tile.broadcast_to(at, out.shape))
+
+
+def test_a_count_through_a_comparison_and_a_where_warns() -> None:
+    """`rows < 5.0` is True on zero padding, so the where's 1.0 counts every padded element
+    (found by a red-team helper, 2026-12-07: no warning, a silently larger count)."""
+    (msg,) = _launch_warnings(count_below, (1, 128), (4, 100))
+    assert "`tile.sum` takes in padding 1.0" in msg
+
+
+def test_an_argmin_over_zero_padding_warns_at_its_line() -> None:
+    """argmin's first step is a min over the tile: zero padding below every value of 1..n
+    would give an index inside the padding."""
+    (msg,) = _launch_warnings(first_smallest, (1, 128), (4, 100))
+    assert "test_tile_padding_warning.py:" in msg and "`padding=math.inf`" in msg
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))

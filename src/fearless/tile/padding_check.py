@@ -8,11 +8,16 @@ wrong for rows of negative numbers whose length is not a multiple of the tile's.
 After the frontend, `warn_padded_reductions` follows each loaded tile's padding value through
 elementwise ops (the value a padded element holds: `exp(-inf - m)` is 0 for any finite `m`),
 and warns (`PaddedReductionWarning`, at the reduction's line) when a reduction's axis may hold
-padding that is not its identity. An axis may hold padding unless the specialisation's facts
-(`TileParam.align`: the power of two dividing each extent) show that the tile's extent divides
-the tensor's. A padded value the check cannot follow (a `tile.where`, a reshape, a value that
-depends on the other operand) is not warned about: the check only speaks when it is sure of
-the padded value.
+padding that is not its identity. It follows comparisons too (`v < 5.0` of a zero-padded `v`
+is True there) and `tile.where` whose condition it follows (the chosen operand's padded value
+or constant: `tile.where(v < 5.0, 1.0, 0.0)` counts the padding; `tile.where(v == 0.0,
+math.inf, v)` masks it away), and a reshape to the same shape (`tile.argmin`'s first step is a
+`tile.min`). An axis may hold padding unless the specialisation's facts (`TileParam.align`:
+the power of two dividing each extent) show that the tile's extent divides the tensor's. A
+padded value the check cannot follow (a reshape to another shape, a condition computed from
+positions, as `padding=1.0`'s emulation is, a value carried round a loop, a value that depends
+on the other operand) is not warned about: the check only speaks when it is sure of the padded
+value.
 
 The specialisation knows each extent's power-of-two divisor only up to 16 bytes (4 f32), so a
 tile of 32 on an extent of 32 is undecided when the kernel compiles. `padded_reductions` keeps,
@@ -84,6 +89,14 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "max": np.maximum,
     "min": np.minimum,
     "pow": np.power,
+}
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
 }
 _SAMPLES = (-2.5, 0.5, 3.0)  # stand-ins for the other operand's value, unless a constant
 _IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}
@@ -164,7 +177,41 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
         return None if f is None or fn is None else (_eval(fn, f[0]), f[1])
     if isinstance(op, ops.Binary):
         return _binary(op, facts)
+    if isinstance(op, ops.Compare):
+        return _binary(op, facts, _COMPARE.get(op.attrs["pred"]))
+    if isinstance(op, ops.Select):
+        return _select(op, facts)
+    if isinstance(op, ops.Reshape) and op.attrs["shape"] == _shape(op.operands[0]):
+        return facts.get(op.operands[0])  # the same tile (argmin's and argmax's first step)
     return None
+
+
+def _select(op: Any, facts: dict[Value, Fact]) -> Fact | None:
+    """`where(cond, a, b)` where `cond`'s padded elements hold a known bool: the padded
+    elements take the chosen operand's padded value, or its constant."""
+    fc = facts.get(op.operands[0])
+    if fc is None:
+        return None
+    chosen = op.operands[1 if fc[0] else 2]
+    if (fx := facts.get(chosen)) is not None:
+        if [bool(c) for c in fx[1]] != [bool(c) for c in fc[1]]:
+            return None
+        return fx[0], tuple(x | y for x, y in zip(fc[1], fx[1], strict=True))
+    value = _constant(chosen)
+    return None if value is None else (value, fc[1])
+
+
+def _constant(v: Value) -> float | None:
+    """The value of a splat constant (a literal, reshaped and broadcast on its way), else
+    None."""
+    owner = v.owner
+    while isinstance(owner, ops.Reshape | ops.Broadcast):
+        owner = owner.operands[0].owner
+    return float(owner.attrs["value"]) if isinstance(owner, ops.Constant) else None
+
+
+def _shape(v: Value) -> tuple[int, ...]:
+    return v.type.shape if isinstance(v.type, TileType) else ()
 
 
 def _eval(fn: Callable[..., Any], *args: float) -> float:
@@ -172,8 +219,11 @@ def _eval(fn: Callable[..., Any], *args: float) -> float:
         return float(fn(*(np.float64(a) for a in args)))
 
 
-def _binary(op: Any, facts: dict[Value, Fact]) -> Fact | None:
-    fn = _BINARY.get(op.attrs["kind"])
+def _binary(op: Any, facts: dict[Value, Fact], fn: Callable[..., Any] | None = None) -> Fact | None:
+    """An elementwise op of two operands (`fn`: a comparison's, else the op kind's), one or
+    both of them padded: the value its padded elements hold, where the other operand's value
+    (a constant's, else a few samples) does not change it."""
+    fn = fn or _BINARY.get(op.attrs["kind"])
     fa, fb = facts.get(op.operands[0]), facts.get(op.operands[1])
     if fn is None or (fa is None and fb is None):
         return None
@@ -182,10 +232,8 @@ def _binary(op: Any, facts: dict[Value, Fact]) -> Fact | None:
             return None
         return (_eval(fn, fa[0], fb[0]), tuple(x | y for x, y in zip(fa[1], fb[1], strict=True)))
     pad, axes = fa if fa is not None else fb  # type: ignore[misc]
-    other = op.operands[1 if fa is not None else 0].owner
-    while isinstance(other, ops.Reshape | ops.Broadcast):  # a literal is splat, then shaped
-        other = other.operands[0].owner
-    samples = (float(other.attrs["value"]),) if isinstance(other, ops.Constant) else _SAMPLES
+    constant = _constant(op.operands[1 if fa is not None else 0])
+    samples = _SAMPLES if constant is None else (constant,)
     results = {repr(_eval(fn, pad, y) if fa is not None else _eval(fn, y, pad)) for y in samples}
     return (float(results.pop()), axes) if len(results) == 1 else None
 
