@@ -40,9 +40,23 @@ class _Lowering(Protocol):
 
 
 def reduce_tile(lw: _Lowering, op: ops.Reduce, x: Any) -> Any:
-    """`tile.reduce`: sum, prod, max or min over one axis, from the kind's identity."""
-    bc, tt = lw.bc, lw.tt
+    """`tile.reduce`: sum, prod, max or min over one axis, from the kind's identity; a sum or
+    product of f16 or bf16 in f32, rounded once (the simulator's meaning, as `scan_tile`'s:
+    a 16-bit accumulator would round every partial sum)."""
+    bc = lw.bc
     kind, t = op.attrs["kind"], tile_type(op.result)
+    if kind in ("sum", "prod") and t.dtype.name in ("f16", "bf16"):
+        near = bc.RoundingMode.NEAREST_EVEN
+        wide_in = TileType(dtypes.f32, tile_type(op.operands[0]).shape)
+        x = bc.encode_FToFOp(lw.b, lw.tid(wide_in), x, near)
+        wide = _reduce(lw, kind, TileType(dtypes.f32, t.shape), op.attrs["axis"], x)
+        return bc.encode_FToFOp(lw.b, lw.tid(t), wide, near)
+    return _reduce(lw, kind, t, op.attrs["axis"], x)
+
+
+def _reduce(lw: _Lowering, kind: str, t: TileType, axis: int, x: Any) -> Any:
+    """The reduce op of `kind` over `axis` of `x` into result type `t`."""
+    bc, tt = lw.bc, lw.tt
     dt = t.dtype
     if dt.is_float:
         ident_value = {"sum": 0.0, "prod": 1.0, "max": float("-inf"), "min": float("inf")}[kind]
@@ -55,7 +69,7 @@ def reduce_tile(lw: _Lowering, op: ops.Reduce, x: Any) -> Any:
         )
         ident = bc.Integer(lw.elem(dt), dt.bits, {"sum": 0, "prod": 1, "max": lo, "min": hi}[kind])
     scalar = tt.tile(lw.elem(dt), [])
-    nested = bc.encode_ReduceOp(lw.b, [lw.tid(t)], [x], op.attrs["axis"], [ident])
+    nested = bc.encode_ReduceOp(lw.b, [lw.tid(t)], [x], axis, [ident])
     with nested.new_block([scalar, scalar]) as (acc, v):
         bc.encode_YieldOp(lw.b, [_combine(lw, kind, dt, scalar, acc, v)])
     return nested.done()[0]

@@ -393,12 +393,34 @@ class _Lowerer:
         if kind in ("shl", "shr"):
             return self._shift(kind, dt, tile_type(op.result), x, y)
         if kind in ("floordiv", "mod"):
-            rounding = bc.RoundingMode.NEGATIVE_INF if dt.is_signed else bc.RoundingMode.ZERO
-            q = bc.encode_DivIOp(b, rt, x, y, sign, rounding)
-            if kind == "floordiv":
-                return q
-            return bc.encode_SubIOp(b, rt, x, bc.encode_MulIOp(b, rt, q, y, none), none)
+            return self._int_divmod(kind, dt, tile_type(op.result), x, y, op.operands[1])
         raise self._unsupported(op, f"`{kind}` on integer tiles")
+
+    def _int_divmod(self, kind: str, dt: DType, t: TileType, x: Any, y: Any, divisor: Any) -> Any:
+        """`x // y`, `x % y` of integers with the simulator's meaning (sim/numerics.py,
+        NumPy's): the quotient rounds toward -inf, the remainder takes the divisor's sign, and
+        `x // 0 == x % 0 == 0`, where Tile IR leaves a division by zero undefined (the
+        remainder `x - (x // 0) * 0` would be x): a divisor that may be 0 is replaced by 1 and
+        the result by 0 where it was. A nonzero constant divisor needs no guard."""
+        bc, b, rt = self.bc, self.b, self.tid(t)
+        sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
+        none = bc.IntegerOverflow.NONE
+        owner = divisor.owner
+        while isinstance(owner, (ops.Broadcast, ops.Reshape)):  # a literal arrives broadcast
+            owner = owner.operands[0].owner
+        guard = not (isinstance(owner, ops.Constant) and owner.attrs["value"] != 0)
+        if guard:
+            zero = bc.encode_ConstantOp(b, rt, self._bytes(0, dt))
+            bool_t = self.tid(TileType(dtypes.bool_, t.shape))
+            by_zero = bc.encode_CmpIOp(b, bool_t, y, zero, bc.ComparisonPredicate.EQUAL, sign)
+            y = bc.encode_SelectOp(
+                b, rt, by_zero, bc.encode_ConstantOp(b, rt, self._bytes(1, dt)), y
+            )
+        rounding = bc.RoundingMode.NEGATIVE_INF if dt.is_signed else bc.RoundingMode.ZERO
+        r = bc.encode_DivIOp(b, rt, x, y, sign, rounding)
+        if kind == "mod":
+            r = bc.encode_SubIOp(b, rt, x, bc.encode_MulIOp(b, rt, r, y, none), none)
+        return bc.encode_SelectOp(b, rt, by_zero, zero, r) if guard else r
 
     def _shift(self, kind: str, dt: DType, t: TileType, x: Any, y: Any) -> Any:
         """`x << y`, `x >> y` with the simulator's meaning (sim/numerics.py): the amount read

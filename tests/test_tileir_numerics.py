@@ -1,0 +1,104 @@
+"""The Tile IR lowering keeps the simulator's numerics where Tile IR rounds otherwise or leaves
+a case open (found by a red-team helper, 2026-12-07; docs/design.md: the simulator fixes the
+answer): a sum or product of f16/bf16 tiles accumulates in f32 and rounds once (a 16-bit
+`reduce` rounded every partial sum), and integer `x // 0 == x % 0 == 0` (the remainder was
+`x - (x // 0) * 0 = x`, after a division by zero Tile IR leaves undefined). The simulator's
+values, the IR that carries them, its compile through tileiras, and on the GPU (`-m gpu`) the
+same values as the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fearless as fl
+from fearless import tile
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+
+@tile.kernel
+def total(z: tile.Part[fl.bf16], x: tile.Tensor[fl.bf16]):
+    z.store(tile.zeros(z.shape, fl.bf16) + tile.sum(tile.load_like(x, z)))
+
+
+@tile.kernel
+def divmod_by(q: tile.Part[fl.i32], r: tile.Part[fl.i32], x: tile.Tensor[fl.i32],
+              y: tile.Tensor[fl.i32]):  # fmt: skip
+    a, b = tile.load_like(x, q), tile.load_like(y, q)
+    q.store(a // b)
+    r.store(a % b)
+
+
+@tile.kernel
+def mod_four(r: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+    r.store(tile.load_like(x, r) % 4)
+
+
+# 1 and fourteen 2^-8: in f32 1.0546875, which bf16 holds; a bf16 accumulator keeps 1.0
+SMALL = np.array([1.0] + [2.0**-8] * 14 + [0.0], np.float32).astype(ml_dtypes.bfloat16)
+X = np.array([7, -7, 5, 9, -1, 2, 3, 4], np.int32)
+Y = np.array([0, 0, 2, -2, 3, 0, -3, 1], np.int32)
+
+
+def _total() -> Any:
+    z = fl.empty(16, dtype=fl.bf16)
+    with z.partition((16,)) as zp:
+        total(zp, fl.asarray(SMALL))
+    return z.numpy().astype(np.float32)
+
+
+def _divmod() -> tuple[Any, Any]:
+    q, r = fl.empty(8, dtype=fl.i32), fl.empty(8, dtype=fl.i32)
+    with q.partition((8,)) as qp, r.partition((8,)) as rp:
+        divmod_by(qp, rp, fl.asarray(X), fl.asarray(Y))
+    return q.numpy(), r.numpy()
+
+
+def _numpy_divmod() -> tuple[Any, Any]:
+    safe = np.where(Y == 0, 1, Y)
+    return np.where(Y == 0, 0, X // safe), np.where(Y == 0, 0, X % safe)
+
+
+def test_the_simulators_meaning() -> None:
+    assert (_total() == 1.0546875).all()
+    q, r = _divmod()
+    want_q, want_r = _numpy_divmod()
+    assert np.array_equal(q, want_q) and np.array_equal(r, want_r)
+
+
+def test_a_16_bit_sum_reduces_in_f32_and_rounds_once() -> None:
+    z = fl.empty(16, dtype=fl.bf16)
+    with z.partition((16,)) as zp:
+        ir = total.inspect(zp, fl.asarray(SMALL), stage="tileir")
+    reduce = next(line for line in ir.splitlines() if "reduce" in line and "identities" in line)
+    assert "tile<16xf32> -> tile<f32>" in reduce
+    assert "ftof %reduce  : tile<f32> -> tile<bf16>" in ir
+
+
+def test_an_integer_division_guards_a_zero_divisor_but_not_a_constant_one() -> None:
+    q, r = fl.empty(8, dtype=fl.i32), fl.empty(8, dtype=fl.i32)
+    with q.partition((8,)) as qp, r.partition((8,)) as rp:
+        ir = divmod_by.inspect(qp, rp, fl.asarray(X), fl.asarray(Y), stage="tileir")
+    assert ir.count("cmpi equal") == 2 and ir.count("select") == 4  # a guard each, in and out
+    with r.partition((8,)) as rp:
+        ir = mod_four.inspect(rp, fl.asarray(X), stage="tileir")
+    assert "divi" in ir and "select" not in ir and "cmpi" not in ir
+
+
+def test_both_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
+    z, q, r = fl.empty(16, dtype=fl.bf16), fl.empty(8, dtype=fl.i32), fl.empty(8, dtype=fl.i32)
+    with z.partition((16,)) as zp, q.partition((8,)) as qp, r.partition((8,)) as rp:
+        assert cubin(total, zp, fl.asarray(SMALL))
+        assert cubin(divmod_by, qp, rp, fl.asarray(X), fl.asarray(Y))
+
+
+@pytest.mark.gpu
+def test_the_gpu_agrees_with_the_simulator(sim_and_gpu: Callable[..., Any]) -> None:
+    sim, gpu = sim_and_gpu(_total)
+    assert np.array_equal(sim, gpu)
+    (sq, sr), (gq, gr) = sim_and_gpu(_divmod)
+    assert np.array_equal(sq, gq) and np.array_equal(sr, gr)
