@@ -344,6 +344,12 @@ class Lowerer(ABC, Generic[OperandT]):
                 raise not_a_value(value, at, self.VALUE_KINDS)
             self.store_subscript(target, value)
         elif isinstance(target, ast.Tuple | ast.List):
+            if any(isinstance(t, ast.Starred) for t in target.elts):
+                raise unsupported(
+                    "a starred assignment target (`a, *b = ...`)",
+                    self.loc(target),
+                    help="name each element: `a, b, c = t`, or index the tuple: `t[0]`",
+                )
             if not isinstance(value, tuple) or len(value) != len(target.elts):
                 n = len(value) if isinstance(value, tuple) else "a non-tuple"
                 raise CompileError(

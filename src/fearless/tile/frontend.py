@@ -236,7 +236,7 @@ class TileLowerer(TileRules):
     def expr_Compare(self, node: ast.Compare) -> Operand:
         if len(node.ops) != 1:  # on tiles, `a < b < c` is not one bool (NumPy refuses it)
             raise unsupported(
-                "chained comparisons", self.loc(node), help="use `&` of two comparisons"
+                "a chained comparison", self.loc(node), help="use `&` of two comparisons"
             )
         return super().expr_Compare(node)
 
