@@ -37,12 +37,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..abi import ALIGN_BYTES
 from ..errors import Location, PaddedReductionWarning
 from ..ir.core import Block, Value
 from ..ir.tile import ops
 from ..ir.tile.kernel import TileIR
 from ..ir.tile.types import TileType
+from ..sim.numerics import compare_fn
 
 # A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile
 # extent), the argument's extent along that axis is not a multiple of the tile's.
@@ -89,14 +91,6 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "max": np.maximum,
     "min": np.minimum,
     "pow": np.power,
-}
-_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
 }
 _SAMPLES = (-2.5, 0.5, 3.0)  # stand-ins for the other operand's value, unless a constant
 _IDENTITY = {"sum": 0.0, "prod": 1.0, "max": -math.inf, "min": math.inf}
@@ -178,7 +172,7 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
     if isinstance(op, ops.Binary):
         return _binary(op, facts)
     if isinstance(op, ops.Compare):
-        return _binary(op, facts, _COMPARE.get(op.attrs["pred"]))
+        return _binary(op, facts, compare_fn(op.attrs["pred"], dtypes.f64))  # the simulator's
     if isinstance(op, ops.Select):
         return _select(op, facts)
     if isinstance(op, ops.Reshape) and op.attrs["shape"] == _shape(op.operands[0]):
