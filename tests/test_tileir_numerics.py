@@ -1,8 +1,10 @@
 """The Tile IR lowering keeps the simulator's numerics where Tile IR rounds otherwise or leaves
 a case open (found by a red-team helper, 2026-12-07; docs/design.md: the simulator fixes the
 answer): a sum or product of f16/bf16 tiles accumulates in f32 and rounds once (a 16-bit
-`reduce` rounded every partial sum), and integer `x // 0 == x % 0 == 0` (the remainder was
-`x - (x // 0) * 0 = x`, after a division by zero Tile IR leaves undefined). The simulator's
+`reduce` rounded every partial sum), integer `x // 0 == x % 0 == 0` (the remainder was
+`x - (x // 0) * 0 = x`, after a division by zero Tile IR leaves undefined), an int of more than
+16 bits converts to f16/bf16 through f32 (Tile IR's `itof` rounded once), and an integer
+load's `padding=-0.0` is its 0 (Tile IR refused `neg_zero` on integers). The simulator's
 values, the IR that carries them, its compile through tileiras, and on the GPU (`-m gpu`) the
 same values as the simulator."""
 
@@ -31,6 +33,16 @@ def divmod_by(q: tile.Part[fl.i32], r: tile.Part[fl.i32], x: tile.Tensor[fl.i32]
     a, b = tile.load_like(x, q), tile.load_like(y, q)
     q.store(a // b)
     r.store(a % b)
+
+
+@tile.kernel
+def to_bf16(z: tile.Part[fl.bf16], x: tile.Tensor[fl.i32]):
+    z.store(tile.load_like(x, z).astype(fl.bf16))
+
+
+@tile.kernel
+def int_minus_zero_padded(z: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
+    z.store(tile.load(x, (0,), (8,), padding=-0.0))
 
 
 @tile.kernel
@@ -89,11 +101,38 @@ def test_an_integer_division_guards_a_zero_divisor_but_not_a_constant_one() -> N
     assert "divi" in ir and "select" not in ir and "cmpi" not in ir
 
 
+def test_an_int_converts_to_bf16_through_f32() -> None:
+    big = np.array([2**24 + 2**16 + 1, -(2**24 + 2**16 + 1), 3, 2**31 - 1], np.int32)
+    z = fl.empty(4, dtype=fl.bf16)
+    with z.partition((4,)) as zp:
+        to_bf16(zp, fl.asarray(big))
+        ir = to_bf16.inspect(zp, fl.asarray(big), stage="tileir")
+    # rounded to f32 first (2**24 + 2**16 + 1 is not an f32), then to bf16
+    want = big.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert np.array_equal(z.numpy().astype(np.float32), want)
+    assert "-> tile<4xf32>" in ir and "ftof" in ir and "-> tile<4xbf16>" in ir
+
+
+def test_an_integer_loads_minus_zero_padding_as_its_zero() -> None:
+    x = fl.asarray(np.arange(1, 6, dtype=np.int32))
+    z = fl.empty(8, dtype=fl.i32)
+    with z.partition((8,)) as zp:
+        int_minus_zero_padded(zp, x)
+        ir = int_minus_zero_padded.inspect(zp, x, stage="tileir")
+    assert list(z.numpy()) == [1, 2, 3, 4, 5, 0, 0, 0]
+    assert "padding_value = zero" in ir and "padding_value = neg_zero" not in ir
+
+
 def test_both_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:
     z, q, r = fl.empty(16, dtype=fl.bf16), fl.empty(8, dtype=fl.i32), fl.empty(8, dtype=fl.i32)
     with z.partition((16,)) as zp, q.partition((8,)) as qp, r.partition((8,)) as rp:
         assert cubin(total, zp, fl.asarray(SMALL))
         assert cubin(divmod_by, qp, rp, fl.asarray(X), fl.asarray(Y))
+    x, b = fl.asarray(X[:4].copy()), fl.empty(4, dtype=fl.bf16)
+    with b.partition((4,)) as bp:
+        assert cubin(to_bf16, bp, x)
+    with q.partition((8,)) as qp:
+        assert cubin(int_minus_zero_padded, qp, fl.asarray(X))
 
 
 @pytest.mark.gpu

@@ -38,7 +38,17 @@ def padding_of(lw: TileRules, p: Any, at: ArrayParamType, loc: Location) -> Padd
     put in the padded elements after the load."""
     if isinstance(p, Weak) and not isinstance(p.value, bool):
         v = float(p.value)
-        if v == 0.0 or math.isinf(v) or math.isnan(v):
+        if not at.dtype.is_float and (math.isinf(v) or math.isnan(v)):
+            raise KernelTypeError(  # Tile IR pads integers with zero only; no int holds inf
+                f"the padding of a load of {at.dtype.name} must be a value {at.dtype.name} "
+                f"holds, not {v}",
+                loc,
+                help="pad an integer array with an integer (`padding=-1`); for the identity "
+                f"of `tile.max` of {at.dtype.name}, its smallest value",
+            )
+        if v == 0.0:
+            return 0.0 if not at.dtype.is_float else v  # an int's -0.0 is its 0
+        if math.isinf(v) or math.isnan(v):
             return v
     if isinstance(p, PyObj | tuple) or (isinstance(p, Weak) and isinstance(p.value, bool)):
         raise KernelTypeError(

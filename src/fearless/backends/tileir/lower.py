@@ -540,6 +540,12 @@ class _Lowerer:
             return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
         if src.is_float:
             return self._float_to_int(op, x, rt, dst)
+        if dst.is_float and dst.bits == 16 and src.bits > 16:
+            # through f32, as the simulator and the SIMT backend convert (sim/numerics.py):
+            # an int of more than 24 bits rounds to f32 first, then to the 16-bit float
+            wide = self.tid(TileType(dtypes.f32, tile_type(op.result).shape))
+            x = bc.encode_IToFOp(b, wide, x, sign, bc.RoundingMode.NEAREST_EVEN)
+            return bc.encode_FToFOp(b, rt, x, bc.RoundingMode.NEAREST_EVEN)
         if dst.is_float:
             return bc.encode_IToFOp(b, rt, x, sign, bc.RoundingMode.NEAREST_EVEN)
         if src.bits < dst.bits or src.is_bool:
