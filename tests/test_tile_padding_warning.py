@@ -127,6 +127,21 @@ def first_smallest(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(tile.broadcast_to(at, out.shape))
 
 
+@tile.kernel
+def first_index_of_max(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    rows = tile.load_like(x, out, padding=-math.inf)
+    m = tile.max(rows, axis=1, keepdims=True)
+    cols = tile.arange(out.shape[1])[None, :]
+    at = tile.min(tile.where(rows == m, cols, out.shape[1]), axis=1, keepdims=True)
+    out.store(tile.broadcast_to(at.astype(fl.f32), out.shape))
+
+
+def test_a_sentinel_a_where_chooses_for_a_min_does_not_warn() -> None:
+    """`tile.min(tile.where(v == m, cols, N))`, the first index of the max: the padding holds
+    N, past every column, on purpose (tests/test_tile_heldout.py's argmax kernels)."""
+    assert _launch_warnings(first_index_of_max, (1, 128), (4, 100)) == []
+
+
 def test_a_count_through_a_comparison_and_a_where_warns() -> None:
     """`rows < 5.0` is True on zero padding, so the where's 1.0 counts every padded element
     (found by a red-team helper, 2026-12-07: no warning, a silently larger count)."""

@@ -14,6 +14,8 @@ or constant: `tile.where(v < 5.0, 1.0, 0.0)` counts the padding; `tile.where(v =
 math.inf, v)` masks it away), and a reshape to the same shape (`tile.argmin`'s first step is a
 `tile.min`). An axis may hold padding unless the specialisation's facts (`TileParam.align`:
 the power of two dividing each extent) show that the tile's extent divides the tensor's. A
+constant a `tile.where` puts in the padding warns under a sum or product only: under a max or
+min it is a sentinel the user chose (an argmin's index N past every column). A
 padded value the check cannot follow (a reshape to another shape, a condition computed from
 positions, as `padding=1.0`'s emulation is, a value carried round a loop, a value that depends
 on the other operand) is not warned about: the check only speaks when it is sure of the padded
@@ -49,8 +51,10 @@ from ..sim.numerics import compare_fn
 # A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile
 # extent), the argument's extent along that axis is not a multiple of the tile's.
 Cond = tuple[int, int, int]
-# A padded tile: (the value its padded elements hold, each axis's conditions; none: unpadded).
-Fact = tuple[float, tuple[frozenset[Cond], ...]]
+# A padded tile: (the value its padded elements hold, each axis's conditions (none: unpadded),
+# whether that value is a constant a `tile.where` chose: a sentinel, such as an argmin's
+# out-of-range index, which a max or min reduction is meant to take in).
+Fact = tuple[float, tuple[frozenset[Cond], ...], bool]
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,7 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
             else frozenset()
             for a, t in zip(order, shape, strict=True)
         )
-        return (float(op.attrs["padding"]), conds) if any(conds) else None
+        return (float(op.attrs["padding"]), conds, False) if any(conds) else None
     if isinstance(op, ops.Cast):
         f = facts.get(op.operands[0])
         to = op.results[0].type
@@ -168,7 +172,7 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
     if isinstance(op, ops.Unary):
         f = facts.get(op.operands[0])
         fn = _UNARY.get(op.attrs["kind"])
-        return None if f is None or fn is None else (_eval(fn, f[0]), f[1])
+        return None if f is None or fn is None else (_eval(fn, f[0]), f[1], f[2])
     if isinstance(op, ops.Binary):
         return _binary(op, facts)
     if isinstance(op, ops.Compare):
@@ -190,9 +194,9 @@ def _select(op: Any, facts: dict[Value, Fact]) -> Fact | None:
     if (fx := facts.get(chosen)) is not None:
         if [bool(c) for c in fx[1]] != [bool(c) for c in fc[1]]:
             return None
-        return fx[0], tuple(x | y for x, y in zip(fc[1], fx[1], strict=True))
+        return fx[0], tuple(x | y for x, y in zip(fc[1], fx[1], strict=True)), fx[2]
     value = _constant(chosen)
-    return None if value is None else (value, fc[1])
+    return None if value is None else (value, fc[1], True)
 
 
 def _constant(v: Value) -> float | None:
@@ -224,21 +228,24 @@ def _binary(op: Any, facts: dict[Value, Fact], fn: Callable[..., Any] | None = N
     if fa is not None and fb is not None:
         if [bool(c) for c in fa[1]] != [bool(c) for c in fb[1]]:
             return None
-        return (_eval(fn, fa[0], fb[0]), tuple(x | y for x, y in zip(fa[1], fb[1], strict=True)))
-    pad, axes = fa if fa is not None else fb  # type: ignore[misc]
+        axes = tuple(x | y for x, y in zip(fa[1], fb[1], strict=True))
+        return _eval(fn, fa[0], fb[0]), axes, fa[2] or fb[2]
+    pad, axes, chosen = fa if fa is not None else fb  # type: ignore[misc]
     constant = _constant(op.operands[1 if fa is not None else 0])
     samples = _SAMPLES if constant is None else (constant,)
     results = {repr(_eval(fn, pad, y) if fa is not None else _eval(fn, y, pad)) for y in samples}
-    return (float(results.pop()), axes) if len(results) == 1 else None
+    return (float(results.pop()), axes, chosen) if len(results) == 1 else None
 
 
 def _check(op: Any, fact: Fact | None, aligns: Any, found: list[Suspect]) -> None:
     if fact is None:
         return
-    pad, conds = fact
+    pad, conds, chosen = fact
     kind, axis = op.attrs["kind"], op.attrs["axis"]
     if kind not in _IDENTITY or not conds[axis] or pad == _IDENTITY[kind]:
         return
+    if chosen and kind in ("max", "min"):  # a where's sentinel, which such a reduction takes
+        return  # in by design (`tile.min(tile.where(v == m, cols, N))`); a sum adds it
     exact = {arg: (align, cap) for arg, align, cap in aligns.values()}
 
     def certain(c: Cond) -> bool:  # the extent's divisor is exact (under the cap) and < tile
