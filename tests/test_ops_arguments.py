@@ -109,3 +109,15 @@ def test_a_wrong_dtype_help_names_a_dtype_the_operator_takes() -> None:
         _io.operand(np.zeros(3, np.float64), "op", "x", (dtypes.f32, dtypes.f16))
     with pytest.raises(fl.KernelTypeError, match=r"astype\(fl\.i32\)"):
         _io.operand(fl.asarray(np.zeros(3, np.int64)), "op", "indices", (dtypes.i32,))
+
+
+def test_a_big_endian_array_is_named_with_its_byte_order() -> None:
+    """A NumPy array in the other byte order: E0701 naming the operator's argument and the
+    conversion (it named fl.asarray's internal `obj` and suggested another dtype)."""
+    with pytest.raises(
+        fl.KernelTypeError, match=r"`x` of `fearless\.ops\.softmax` is a NumPy"
+    ) as e:
+        ops.softmax(x.astype(">f4"))
+    assert "newbyteorder('=')" in str(e.value)
+    with pytest.raises(fl.KernelTypeError, match="byte order other than this machine's"):
+        fl.asarray(x.astype(">f4"))

@@ -104,6 +104,12 @@ def operand(
                 fl_tensor.asarray(x.detach().contiguous(), device=device), "torch_copy", x
             )
     elif isinstance(x, np.ndarray):
+        if not x.dtype.isnative:
+            raise argument_error(
+                f"`{name}` of `fearless.ops.{op}` is a NumPy array of {x.dtype}, in a byte "
+                "order other than this machine's, which kernels do not read",
+                help=f"convert it: `{name}.astype({name}.dtype.newbyteorder('='))`",
+            )
         if current_target().on_device:
             _copied(op, name, "a NumPy array", x.nbytes)
         op_ = Operand(fl_tensor.asarray(x, device=device), "numpy", x)

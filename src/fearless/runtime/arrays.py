@@ -236,6 +236,12 @@ def _numpy_info(a: np.ndarray, name: str, owner: Any) -> ArrayInfo:
 
 
 def _element_type(dt: Any, name: str) -> DType:
+    if not getattr(dt, "isnative", True):  # a byte order not the machine's: kernels read native
+        raise argument_error(
+            f"argument `{name}` has element type {dt}, in a byte order other than this "
+            "machine's, which kernels do not read",
+            f"convert it to the native order: `{name}.astype({name}.dtype.newbyteorder('='))`",
+        )
     return _from_numpy_dtype(
         dt,
         f"argument `{name}` has element type {dt}, which fearless has no type for",
