@@ -45,7 +45,7 @@ from ..errors import Location, PaddedReductionWarning
 from ..ir.core import Block, Value
 from ..ir.tile import ops
 from ..ir.tile.kernel import TileIR
-from ..ir.tile.types import TileType
+from ..ir.tile.types import TileType, tile_type
 from ..sim.numerics import compare_fn
 
 # A tile axis may be padded when, for one of its conditions (entry argument, array axis, tile
@@ -179,7 +179,7 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
         return _binary(op, facts, compare_fn(op.attrs["pred"], dtypes.f64))  # the simulator's
     if isinstance(op, ops.Select):
         return _select(op, facts)
-    if isinstance(op, ops.Reshape) and op.attrs["shape"] == _shape(op.operands[0]):
+    if isinstance(op, ops.Reshape) and op.attrs["shape"] == tile_type(op.operands[0]).shape:
         return facts.get(op.operands[0])  # the same tile (argmin's and argmax's first step)
     return None
 
@@ -192,24 +192,26 @@ def _select(op: Any, facts: dict[Value, Fact]) -> Fact | None:
         return None
     chosen = op.operands[1 if fc[0] else 2]
     if (fx := facts.get(chosen)) is not None:
-        if [bool(c) for c in fx[1]] != [bool(c) for c in fc[1]]:
-            return None
-        return fx[0], tuple(x | y for x, y in zip(fc[1], fx[1], strict=True)), fx[2]
+        axes = _joined(fc[1], fx[1])
+        return None if axes is None else (fx[0], axes, fx[2])
     value = _constant(chosen)
     return None if value is None else (value, fc[1], True)
 
 
 def _constant(v: Value) -> float | None:
-    """The value of a splat constant (a literal, reshaped and broadcast on its way), else
-    None."""
-    owner = v.owner
-    while isinstance(owner, ops.Reshape | ops.Broadcast):
-        owner = owner.operands[0].owner
-    return float(owner.attrs["value"]) if isinstance(owner, ops.Constant) else None
+    """The value of a splat constant (`ops.splat_value`) as a float, else None."""
+    value = ops.splat_value(v)
+    return None if value is None else float(value)
 
 
-def _shape(v: Value) -> tuple[int, ...]:
-    return v.type.shape if isinstance(v.type, TileType) else ()
+def _joined(
+    a: tuple[frozenset[Cond], ...], b: tuple[frozenset[Cond], ...]
+) -> tuple[frozenset[Cond], ...] | None:
+    """The axes' conditions of two padded operands of one elementwise op, each axis's joined;
+    None where one is padded along an axis the other is not (their padded elements differ)."""
+    if [bool(c) for c in a] != [bool(c) for c in b]:
+        return None
+    return tuple(x | y for x, y in zip(a, b, strict=True))
 
 
 def _eval(fn: Callable[..., Any], *args: float) -> float:
@@ -226,10 +228,8 @@ def _binary(op: Any, facts: dict[Value, Fact], fn: Callable[..., Any] | None = N
     if fn is None or (fa is None and fb is None):
         return None
     if fa is not None and fb is not None:
-        if [bool(c) for c in fa[1]] != [bool(c) for c in fb[1]]:
-            return None
-        axes = tuple(x | y for x, y in zip(fa[1], fb[1], strict=True))
-        return _eval(fn, fa[0], fb[0]), axes, fa[2] or fb[2]
+        axes = _joined(fa[1], fb[1])
+        return None if axes is None else (_eval(fn, fa[0], fb[0]), axes, fa[2] or fb[2])
     pad, axes, chosen = fa if fa is not None else fb  # type: ignore[misc]
     constant = _constant(op.operands[1 if fa is not None else 0])
     samples = _SAMPLES if constant is None else (constant,)

@@ -405,10 +405,7 @@ class _Lowerer:
         bc, b, rt = self.bc, self.b, self.tid(t)
         sign = bc.Signedness.Signed if dt.is_signed else bc.Signedness.Unsigned
         none = bc.IntegerOverflow.NONE
-        owner = divisor.owner
-        while isinstance(owner, (ops.Broadcast, ops.Reshape)):  # a literal arrives broadcast
-            owner = owner.operands[0].owner
-        guard = not (isinstance(owner, ops.Constant) and owner.attrs["value"] != 0)
+        guard = ops.splat_value(divisor) in (None, 0)
         if guard:
             zero = bc.encode_ConstantOp(b, rt, self._bytes(0, dt))
             bool_t = self.tid(TileType(dtypes.bool_, t.shape))

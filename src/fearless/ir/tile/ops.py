@@ -36,6 +36,15 @@ class Constant(Op):
         super().__init__([], [type], loc, value=value)
 
 
+def splat_value(v: Value) -> Any | None:
+    """The value of the splat constant `v` is (a literal reaches a tile op reshaped and
+    broadcast on its way), else None."""
+    owner = v.owner
+    while isinstance(owner, Reshape | Broadcast):
+        owner = owner.operands[0].owner
+    return owner.attrs["value"] if isinstance(owner, Constant) else None
+
+
 class BlockId(Op):
     """This block's coordinate along `axis` of the grid (i32)."""
 
