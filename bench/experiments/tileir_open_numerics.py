@@ -35,9 +35,7 @@ def mma_f16(z: tile.Part[fl.f16], a: tile.Tensor[fl.f16], b: tile.Tensor[fl.f16]
 @tile.kernel
 def signed_zero(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
     a, b = tile.load_like(x, z), tile.load_like(y, z)
-    z.store(
-        tile.where(tile.arange(8, fl.i32) < 4, tile.maximum(a, b), tile.minimum(a, b))
-    )
+    z.store(tile.where(tile.arange(8, fl.i32) < 4, tile.maximum(a, b), tile.minimum(a, b)))
 
 
 @tile.kernel
