@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import subprocess
@@ -381,12 +382,219 @@ def test_bench_says_so_when_its_results_folder_cannot_be_made(
     assert f"fearless bench: cannot write results to {out}" in capsys.readouterr().err
 
 
+SIMT_AND_TILE = """\
+import fearless as fl
+from fearless import simt, tile
+
+
+@simt.device
+def twice(x: fl.f32) -> fl.f32:
+    return x + x
+
+
+@simt.kernel
+def double(a: simt.Slice[fl.f32], c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(c):
+        c[i] = twice(a[i])
+
+
+@tile.kernel
+def add(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    z.store(tile.load_like(x, z) + tile.load_like(y, z))
+
+
+@tile.kernel
+def overindexed(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    v = tile.load_like(x, z)
+    z.store(v[0, 1, 2])
+"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "stage", "says"),
+    [
+        ("double", "tileir", "`double` is a SIMT kernel, which has no `tileir` stage"),
+        ("add", "ptx", "`add` is a Tile kernel, which has no `ptx` stage"),
+    ],
+)
+def test_inspect_a_stage_of_the_other_track_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kernel: str, stage: str, says: str
+) -> None:
+    path = write(tmp_path, "tracks.py", SIMT_AND_TILE)
+    assert main(["inspect", f"{path}::{kernel}", "--emit", stage]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fearless inspect: error: {says}")
+    stages = (
+        "ir, llvm, ptx, sass, resources" if stage == "tileir" else "ir, tileir, sass, resources"
+    )
+    assert f"stages are {stages}" in err
+
+
+def test_inspect_says_what_a_device_function_and_a_module_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "tracks2.py", SIMT_AND_TILE)
+    assert main(["inspect", f"{path}::twice"]) == 2
+    err = capsys.readouterr().err
+    assert "`twice` in" in err and "is a `@simt.device` function" in err
+    assert "runs only when a kernel calls it" in err and "inspect a kernel that calls" in err
+    assert "DeviceFunction" not in err
+    assert main(["inspect", f"{path}::fl"]) == 2
+    err = capsys.readouterr().err
+    assert "is a module, not a fearless kernel; its kernels: add, double, overindexed" in err
+
+
+def test_too_many_indices_of_a_tile_is_a_documented_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "tracks3.py", SIMT_AND_TILE)
+    assert main(["inspect", f"{path}::overindexed"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error[E0308]: too many indices for a 1-d tile: 3")
+    assert "undocumented" not in err and "E0999" not in err
+
+
+def test_every_code_fearless_raises_is_documented() -> None:
+    """Every `code="E...."` in the source is one `fearless explain` knows (an undocumented one
+    renders as E0999, an internal error, whatever the mistake)."""
+    from fearless.errors import CODES
+
+    used = set()
+    for file in (SRC / "fearless").rglob("*.py"):
+        used |= set(re.findall(r"\bcode=\"(E\d{4})\"", file.read_text(encoding="utf-8")))
+    assert used and used <= set(CODES), sorted(used - set(CODES))
+
+
+def test_inspect_a_file_that_exits_at_import_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse at import parses `[FILE]`, not fearless's own arguments, and its exit is
+    a usage error naming the file."""
+    path = write(
+        tmp_path,
+        "script.py",
+        """\
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("size")
+        parser.parse_args()
+        """,
+    )
+    argv = sys.argv[:]
+    assert main(["inspect", f"{path}::k"]) == 2
+    assert sys.argv == argv
+    err = capsys.readouterr().err
+    assert "usage: script.py" in err and "::k" not in err.splitlines()[0]
+    assert f"fearless inspect: error: {path} exits when imported (sys.exit(2))" in err
+    assert 'put the script part of the file under `if __name__ == "__main__":`' in err
+
+
+@pytest.mark.parametrize("command", [["run", "."], ["inspect", ".::k"]])
+def test_a_folder_is_not_a_python_file(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(command) == 2
+    assert "`.` is a folder, not a Python file" in capsys.readouterr().err
+
+
 def test_inspect_rejects_an_unknown_stage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", "k.py::k", "--emit", "asm"]) == 2
     assert "invalid choice: 'asm'" in capsys.readouterr().err
 
 
 # --- the command itself -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["explain", "doctor"])
+def test_a_closed_pipe_ends_the_command_silently(command: str) -> None:
+    """`fearless doctor | head -1`: no traceback, the status a shell gives SIGPIPE (141)."""
+    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fearless", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert err == ""
+
+
+def test_ctrl_c_is_one_line_and_status_130(tmp_path: Path) -> None:
+    """A KeyboardInterrupt (here raised by the file `inspect` imports) shows no fearless
+    frames: one line, status 130."""
+    path = write(tmp_path, "interrupted.py", "raise KeyboardInterrupt\n")
+    proc = python_m_fearless("inspect", f"{path}::k")
+    assert proc.returncode == 130
+    assert proc.stderr == "fearless: interrupted\n"
+
+
+def test_run_shows_a_ctrl_c_in_the_script_as_python_does(tmp_path: Path) -> None:
+    path = write(tmp_path, "interrupted.py", "def f():\n    raise KeyboardInterrupt\nf()\n")
+    proc = python_m_fearless("run", str(path))
+    assert proc.returncode == 130
+    assert proc.stderr.startswith("Traceback (most recent call last):")
+    assert 'interrupted.py", line 2, in f' in proc.stderr
+    assert proc.stderr.rstrip().endswith("KeyboardInterrupt")
+    assert "runpy" not in proc.stderr and "cli/run.py" not in proc.stderr
+
+
+def test_doctor_counts_in_the_singular() -> None:
+    checks = [doctor.Check("a", "ok", ""), doctor.Check("b", "warn", "")]
+    assert doctor.summary([*checks, doctor.Check("c", "fail", "")]).startswith(
+        "1 ok, 1 warning, 1 problem:"
+    )
+    assert doctor.summary(checks * 2).startswith("2 ok, 2 warnings, 0 problems:")
+
+
+def test_doctor_checks_fearless_arch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FEARLESS_ARCH", raising=False)
+    assert doctor.check_arch() is None
+    monkeypatch.setenv("FEARLESS_ARCH", "sm_90a")
+    check = doctor.check_arch()
+    assert check is not None and check.status == "ok" and "sm_90a" in check.detail
+    monkeypatch.setenv("FEARLESS_ARCH", "sm_12")
+    check = doctor.check_arch()
+    assert check is not None and check.status == "fail"
+    assert "FEARLESS_ARCH='sm_12'" in check.detail and "sm_80, sm_90, sm_90a" in (check.fix or "")
+    assert "check_arch" in inspect.getsource(doctor.run_checks)
+
+
+def test_bench_out_that_is_a_file_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file"
+    assert main(["bench", "--dry-run", "--cases", "vecadd", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out} is a file; --out takes a folder" in err and "File exists" not in err
+
+
+def test_bench_unknown_case_names_the_closest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results"
+    assert main(["bench", "--dry-run", "--cases", "vecad", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no case matches 'vecad'" in err and "the closest: vecadd" in err
+    assert "`fearless bench --list`" in err and len(err) < 400  # not every case on one line
+    assert not out.exists()
+
+
+def test_check_of_a_folder_without_python_files_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"no Python files (`*.py`) found in `{tmp_path}`" in out
+
+
+def test_explain_help_names_its_argument_code(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "-h"]) == 0
+    assert "usage: fearless explain [-h] [CODE]" in capsys.readouterr().out
 
 
 def test_commands_are_exactly_the_implemented_ones() -> None:

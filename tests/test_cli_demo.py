@@ -228,3 +228,12 @@ def test_demo_on_the_simulator(tmp_path: Path) -> None:
     assert re.search(r"--> .*demo\.py:\d+:\d+\n.*\n.*\|\s+add\(zp, z, y\)", out)
     assert re.search(r"= note: the tensor moved at .*demo\.py:\d+:\d+", out)
     assert "Summary: SIMT vecadd, saxpy and softmax, Tile add and softmax" in out
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "many"])
+def test_demo_size_must_be_a_positive_whole_number(
+    size: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", f"--size={size}"]) == 2
+    err = capsys.readouterr().err
+    assert f"argument --size: '{size}' is not a" in err

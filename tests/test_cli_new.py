@@ -73,7 +73,7 @@ def test_new_refuses_a_non_empty_folder(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
     assert main(["new", str(tmp_path / "x")]) == 2
-    assert "not empty" in capsys.readouterr().out
+    assert "not empty" in capsys.readouterr().err
 
 
 def test_new_refuses_a_file_and_a_folder_it_cannot_write(
@@ -81,7 +81,26 @@ def test_new_refuses_a_file_and_a_folder_it_cannot_write(
 ) -> None:
     (tmp_path / "a_file").write_text("mine")
     assert main(["new", str(tmp_path / "a_file")]) == 2
-    assert "is a file, not a folder" in capsys.readouterr().out
+    assert "is a file, not a folder" in capsys.readouterr().err
     blocked = tmp_path / "a_file" / "proj"  # under a file: no folder can be made there
     assert main(["new", str(blocked)]) == 2
-    assert f"cannot write the project at {blocked}" in capsys.readouterr().out
+    assert f"cannot write the project at {blocked}" in capsys.readouterr().err
+
+
+def test_new_dot_names_the_folder_it_resolves_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "not a name"
+    bad.mkdir()
+    monkeypatch.chdir(bad)
+    assert main(["new", "."]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert "'not a name' (the folder `.` resolves to) is not a valid project name" in said.err
+    good = tmp_path / "proj_here"
+    good.mkdir()
+    monkeypatch.chdir(good)
+    assert main(["new", "."]) == 0
+    assert (good / "README.md").read_text().startswith("# proj_here\n")
+    assert main(["new", "/"]) == 2
+    assert "`/` names no folder to call the project after" in capsys.readouterr().err

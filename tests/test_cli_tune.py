@@ -253,7 +253,67 @@ def test_a_run_cut_short_keeps_the_cases_it_finished(
         "fmha float32 batch=1 q_heads=4 kv_heads=2 seq=40 head_dim=16\n"
     )
     out = tmp_path / "cut.json"
-    with pytest.raises(KeyboardInterrupt):
-        main(["tune", "--shapes", str(shapes), "--out", str(out), "--simulator"])
+    # Ctrl-C ends the command with one line and status 130 (cli/main.py)
+    assert main(["tune", "--shapes", str(shapes), "--out", str(out), "--simulator"]) == 130
     entries = json.loads(out.read_text())["entries"]
     assert {e["function"].rsplit(".", 1)[-1] for e in entries} == {"attention_tuned"}
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ({"op": ["softmax"], "dtype": "float32", "shapes": [[4, 16]]}, "`op` must be one of"),
+        ({"op": {"a": 1}, "dtype": "float32", "shapes": [[4, 16]]}, "`op` must be one of"),
+        (
+            {"op": "matmul", "dtype": "float32", "shapes": [[8, 16]]},
+            "matmul takes 2 shapes, got 1 (e.g. `matmul float32 8x16 16x8`)",
+        ),
+        (
+            {"op": "softmax", "dtype": "float16", "shapes": [[4, 16], [4, 16]]},
+            "softmax takes 1 shape, got 2",
+        ),
+        (
+            {"op": "group_gemm", "dtype": "float16", "shapes": [[8, 16], [16, 8], [8, 16]]},
+            "group_gemm takes an even number of shapes",
+        ),
+    ],
+)
+def test_a_case_of_the_wrong_op_or_number_of_shapes_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: dict[str, Any], says: str
+) -> None:
+    shapes = tmp_path / "c.json"
+    shapes.write_text(json.dumps([case]))
+    with pytest.raises(ValueError, match=re.escape(says)):
+        read_cases(shapes)
+    assert main(["tune", "--simulator", "--shapes", str(shapes)]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_every_list_operators_tiny_case_has_the_shapes_it_takes() -> None:
+    for name, op in OPS.items():
+        if not op.fields:
+            check_case(tiny_case(name), name)
+
+
+@pytest.mark.parametrize("where", ["missing", "folder", "proc"])
+def test_an_out_that_cannot_be_written_is_refused_before_any_case(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fearless.cli import tune as tune_cli
+
+    if where == "proc" and not Path("/proc/self").is_dir():
+        pytest.skip("no /proc here")
+    out = {
+        "missing": tmp_path / "no-such-folder" / "t.json",
+        "folder": tmp_path,
+        "proc": Path("/proc/fearless-tuning.json"),
+    }[where]
+    ran: list[Any] = []
+    monkeypatch.setattr(tune_cli, "run_case", lambda *a: ran.append(a))
+    shapes = tmp_path / "s.txt"
+    shapes.write_text("softmax float32 4x16\n")
+    assert main(["tune", "--simulator", "--shapes", str(shapes), "--out", str(out)]) == 2
+    said = capsys.readouterr()
+    assert ran == [] and "[1/1]" not in said.out
+    assert f"fearless tune: error: cannot write the table to {out}: " in said.err
+    assert ".tmp" not in said.err

@@ -15,8 +15,11 @@ command says how to install it (`pip install 'fearless[bench]'`, exit status 2).
 from __future__ import annotations
 
 import argparse
+import difflib
+import fnmatch
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 DEFAULT_OUT = Path("bench/results")
@@ -64,6 +67,22 @@ INSTALL_HINT = (
 )
 
 
+def unknown_case(patterns: Sequence[str], cases: dict[str, str]) -> str | None:
+    """The message for the first of `patterns` that names no case or family of `cases` (case
+    -> family), with the closest names; None when each names some."""
+    names = sorted({*cases, *cases.values()})
+    for pattern in patterns:
+        if any(fnmatch.fnmatch(name, pattern) for name in names):
+            continue
+        close = difflib.get_close_matches(pattern, names, n=5, cutoff=0.5)
+        near = f"the closest: {', '.join(close)}; " if close else ""
+        return (
+            f"fearless bench: error: no case matches {pattern!r}, by name or family\n"
+            f"  = help: {near}`fearless bench --list` lists them all"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         from fearless_bench import suite
@@ -77,7 +96,18 @@ def run(args: argparse.Namespace) -> int:
         for case, family in suite.all_cases().items():
             print(f"{family:<12} {case}")
         return 0
+    unknown = unknown_case(args.cases or (), suite.all_cases())
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     out = args.out or (DEFAULT_OUT / "dry-run" if args.dry_run else DEFAULT_OUT)
+    if out.exists() and not out.is_dir():
+        print(
+            f"fearless bench: error: --out {out} is a file; --out takes a folder (for "
+            "results.json, results.md and results.png)",
+            file=sys.stderr,
+        )
+        return 2
     try:  # made now: a folder that cannot be made stops the run before any case, not after
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -2,7 +2,7 @@
 
 The command over the static host-code check of `fearless/check/` (driver.py says what it
 reports and what it leaves to the launch-time check): prints each finding, each file skipped,
-and a summary. Exit status: 0 no errors, 1 errors found, 2 a file could not be read or parsed.
+a note for each folder with no Python file in it, and a summary. Exit status: 0 no errors, 1 errors found, 2 a file could not be read or parsed.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ def run(args: argparse.Namespace) -> int:
             print(finding.render(), end="\n\n")
         if report.skipped is not None:
             print(f"note: skipped `{report.path}`: it is {report.skipped}, not a regular file")
+    checked = [r.path for r in reports if r.skipped is None]
+    for path in args.paths:
+        if path.is_dir() and not any(p.is_relative_to(path) for p in checked):
+            print(f"note: no Python files (`*.py`) found in `{path}`")
     print(summary(reports))
     if not all(r.readable for r in reports):
         return 2

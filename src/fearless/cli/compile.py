@@ -1,13 +1,15 @@
 """`fearless compile FILE... [--arch sm_90]`: compile kernels ahead of time into the cache.
 
-Every `@simt.kernel` in the files is compiled for the arch (PTX, and a cubin where ptxas or a
+Every `@simt.kernel` defined in the files (one a file imports is compiled from its own file) is
+compiled for the arch (FEARLESS_ARCH when set, else sm_90; PTX, and a cubin where ptxas or a
 driver can link one) and stored in the disk cache (FEARLESS_CACHE_DIR), so that a machine
 without the compiler toolchain, or a first launch, finds it there. No GPU is needed. SIMT
 kernels specialise on their annotations alone. Tile kernels specialise on a launch's tile
 shapes, Consts and divisibility, so the file declares the launches it wants ready with
 `kernel.specialise(tile.Spec(shape, dtype).partition(tile), tile.Spec(...), ...)`
 (tile/aot.py); each is compiled to a cubin with tileiras. A Tile kernel with none declared is
-listed as compiling at its first launch.
+listed as compiling at its first launch. Diagnostics and errors go to stderr, the ✓ lines and
+the summary to stdout.
 
 A file whose import raises is reported as Python would (the SyntaxError with its caret, or
 the traceback from the file's first frame on). A cache that cannot store the kernels (a folder
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +35,8 @@ from ..errors import FearlessError
 from .inspect import UsageError, load_module
 from .run import print_user_exception
 
-ARCHES = ("sm_80", "sm_90", "sm_90a")
+ARCHES = ("sm_80", "sm_90", "sm_90a")  # backends/llvm/ptx.py's PTX_FEATURES
+DEFAULT_ARCH = "sm_90"
 
 
 HELP = "compile the kernels of files ahead of time into the cache (no GPU needed)"
@@ -40,12 +44,25 @@ HELP = "compile the kernels of files ahead of time into the cache (no GPU needed
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", metavar="FILE", nargs="+", type=Path)
-    parser.add_argument("--arch", choices=ARCHES, default="sm_90", help="default: sm_90")
+    parser.add_argument(
+        "--arch", choices=ARCHES, default=None, help="default: FEARLESS_ARCH when set, else sm_90"
+    )
+
+
+def _error(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
+    arch = args.arch or config.arch_override() or DEFAULT_ARCH
+    if arch not in ARCHES:
+        _error(
+            f"fearless compile: error: FEARLESS_ARCH={arch!r} is not an arch fearless compiles "
+            f"for\n  = help: set it to one of {', '.join(ARCHES)}, unset it, or pass --arch"
+        )
+        return 2
     if config.cache_disabled():
-        print(
+        _error(
             f"error: the disk cache is off (FEARLESS_NO_DISK_CACHE="
             f"{config.raw('FEARLESS_NO_DISK_CACHE')}): compiled kernels would not be "
             f"stored; unset it to compile into {config.cache_dir()}"
@@ -53,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         with cache.stores_required():
-            return _compile_files(args.files, args.arch)
+            return _compile_files(args.files, arch)
     except cache.CacheWriteError as exc:
-        print(str(exc))
+        _error(str(exc))
         return 1
 
 
@@ -68,7 +85,7 @@ def _compile_files(files: list[Path], arch: str) -> int:
         try:
             module = load_module(path)
         except UsageError as exc:
-            print(f"error: {exc}")
+            _error(exc.render("fearless compile: error: "))
             return 2
         except Exception as exc:  # the file's own error, shown as `python FILE` would
             print_user_exception(exc, path.resolve())
@@ -81,7 +98,9 @@ def _compile_files(files: list[Path], arch: str) -> int:
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
-            if isinstance(obj, Kernel) and obj.func.__module__ == module.__name__:
+            if not isinstance(obj, (Kernel, TileKernel)) or obj.func.__module__ != module.__name__:
+                continue  # an imported kernel is compiled from its own file
+            if isinstance(obj, Kernel):
                 got = _timed(functools.partial(obj.compile, arch))
                 if got is None:
                     failed += 1
@@ -90,7 +109,7 @@ def _compile_files(files: list[Path], arch: str) -> int:
                 binary = "cubin + PTX" if ck.cubin else "PTX"
                 print(f"✓ {path}::{name}  {arch}  {binary}  {ms:.0f} ms")
                 compiled += 1
-            elif isinstance(obj, TileKernel):
+            else:
                 done, bad = _compile_tile(f"{path}::{name}", obj, arch)
                 compiled, failed = compiled + done, failed + bad
                 tile += not (done or bad)
@@ -131,7 +150,7 @@ def _timed(compile_one: Callable[[], Any]) -> tuple[Any, float] | None:
     except cache.CacheWriteError:
         raise
     except FearlessError as exc:
-        print(str(exc))
+        _error(str(exc))
         return None
     return result, (time.perf_counter() - start) * 1e3
 

@@ -61,10 +61,21 @@ HELP = (
 )
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number above 0 (argparse turns the error into a usage line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of elements")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--size",
-        type=int,
+        type=positive_int,
         default=None,
         help="elements per array (default: 2^24 on the GPU, 2^20 on the simulator); the "
         f"Tile softmax runs on SIZE // {TILE} rows of {TILE}",

@@ -320,6 +320,23 @@ def check_target(probe: GpuProbe | None = None) -> Check:
     return Check("target", "ok", f"{override} (from FEARLESS_TARGET){devices}")
 
 
+def check_arch() -> Check | None:
+    """FEARLESS_ARCH, when set: an arch fearless compiles for (None when unset: the GPU's)."""
+    from .compile import ARCHES
+
+    arch = config.arch_override()
+    if arch is None:
+        return None
+    if arch not in ARCHES:
+        return Check(
+            "arch",
+            "fail",
+            f"FEARLESS_ARCH={arch!r} is not an arch fearless compiles for",
+            f"set FEARLESS_ARCH to one of {', '.join(ARCHES)}, or unset it (the GPU's arch)",
+        )
+    return Check("arch", "ok", f"{arch} (from FEARLESS_ARCH)")
+
+
 def _sim_devices() -> str:
     """The simulator's pretend devices, when FEARLESS_SIM_DEVICES asks for more than one."""
     n = config.sim_devices()
@@ -389,13 +406,18 @@ def run_checks() -> list[Check]:
     ]
     checks = [check() for check in plain]
     checks += [check_driver(probe), check_gpu(probe), check_target(probe)]
+    checks += [arch for arch in (check_arch(),) if arch is not None]
     checks += [check_cache_dir(), check_torch(), check_transformers()]
     return checks
 
 
 def summary(checks: list[Check]) -> str:
     counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
-    text = f"{counts['ok']} ok, {counts['warn']} warnings, {counts['fail']} problems"
+    warnings, problems = counts["warn"], counts["fail"]
+    text = (
+        f"{counts['ok']} ok, {warnings} warning{'' if warnings == 1 else 's'}, "
+        f"{problems} problem{'' if problems == 1 else 's'}"
+    )
     if counts["fail"]:
         return f"{text}: fix the ✗ lines above before using fearless."
     return f"{text}: fearless is ready."

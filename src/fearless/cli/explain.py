@@ -27,7 +27,10 @@ HELP = "explain an error code (e.g. E0502): the rule, an example and its fix"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "code", nargs="?", help="the code from `error[E0502]` (E0502, e0502 and 0502 all work)"
+        "code",
+        metavar="CODE",
+        nargs="?",
+        help="the code from `error[E0502]` (E0502, e0502 and 0502 all work)",
     )
 
 

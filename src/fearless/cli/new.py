@@ -8,6 +8,9 @@
 The closing hint names the Python that runs `fearless new` (it can import fearless): a plain
 `python main.py` fails unless that environment is active.
 
+NAME may be a path; the project is named after its last folder (for `.`, the folder it
+resolves to). Errors go to stderr.
+
 Exit status: 0 created, 2 the folder exists and is not empty, NAME is not a valid name, or
 the folder cannot be written.
 """
@@ -141,17 +144,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the project folder to create")
 
 
+def _error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     root = Path(args.name)
-    name = root.name
+    # `.` and `..` name the folder they resolve to
+    name = root.name if root.name not in ("", "..") else root.resolve().name
+    if not name:
+        _error(f"`{args.name}` names no folder to call the project after")
+        print("  = help: give the project a name: `fearless new NAME`", file=sys.stderr)
+        return 2
     if not name.replace("-", "_").isidentifier():
-        print(f"error: {name!r} is not a valid project name (letters, digits, - and _)")
+        resolved = f" (the folder `{args.name}` resolves to)" if name != root.name else ""
+        _error(f"{name!r}{resolved} is not a valid project name (letters, digits, - and _)")
         return 2
     if root.exists() and not root.is_dir():
-        print(f"error: {root} already exists and is a file, not a folder")
+        _error(f"{root} already exists and is a file, not a folder")
         return 2
     if root.exists() and any(root.iterdir()):
-        print(f"error: {root} already exists and is not empty")
+        _error(f"{root} already exists and is not empty")
         return 2
     files = {
         "kernels.py": KERNELS,
@@ -166,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             (root / file).write_text(template.format(name=name, python=python, activate=activate))
             print(f"  created {root / file}")
     except OSError as exc:  # a folder that cannot be made or written: read-only, /proc, ...
-        print(f"error: cannot write the project at {root}: {exc.strerror or exc}")
+        _error(f"cannot write the project at {root}: {exc.strerror or exc}")
         return 2
     print(
         f"\nnext, with the Python fearless is installed in:\n"

@@ -4,7 +4,8 @@ A `FearlessError` that escapes the script is printed as its rendered diagnostic 
 already names the user's file:line:col), and the exit status is 1. Any other exception keeps
 its traceback, minus the frames of this command, as `python FILE` would print it: from the
 script's first frame on, and a SyntaxError in the script as its file, line and caret alone.
-`FEARLESS_TRACEBACK=1` keeps every frame for both (for fearless developers).
+A KeyboardInterrupt (Ctrl-C) is shown the same way, from the script's first frame, and the
+exit status is 130. `FEARLESS_TRACEBACK=1` keeps every frame (for fearless developers).
 `print_user_exception` is shared with `fearless compile` (an exception importing a file).
 """
 
@@ -60,6 +61,9 @@ def run_script(script: Path, args: list[str]) -> int:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
         return _exit_status(exc.code)
+    except KeyboardInterrupt as exc:
+        print_user_exception(exc, script)
+        return 130  # 128 + SIGINT, as a shell reports `python FILE` ended by Ctrl-C
     except Exception as exc:
         print_user_exception(exc, script)
         return 1
@@ -78,9 +82,19 @@ def _exit_status(code: object) -> int:
     return 1
 
 
+def not_a_file(path: Path) -> str | None:
+    """Why `path` is not a Python file to run or import (None when it is a file)."""
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return f"`{path}` is a folder, not a Python file"
+    return f"no such file: {path}"
+
+
 def run(args: argparse.Namespace) -> int:
     script: Path = args.file
-    if not script.is_file():
-        print(f"fearless run: error: no such file: {script}", file=sys.stderr)
+    why = not_a_file(script)
+    if why is not None:
+        print(f"fearless run: error: {why}", file=sys.stderr)
         return 2
     return run_script(script, list(args.args))

@@ -14,9 +14,10 @@ q_heads=32 kv_heads=8 seq=1024 head_dim=128` (`#` starts a comment). Without it,
 real models' dimensions (cli/tune_cases.py says which, how many, and how long they take).
 `--ops a,b` keeps those operators' cases; `--models a,b` those of the named model groups (of
 the built-in cases, or the cases of the shape list tagged with them).
-The table is written after every case (merged into the file): a run cut short keeps its work.
-Exit status: 0 written, 1 refused (no GPU, tuning off) or nothing tuned, 2 a bad shape list or
-an unknown operator or model.
+The table is written after every case (merged into the file): a run cut short keeps its work;
+whether `--out` can be written is checked before the first case.
+Exit status: 0 written, 1 refused (no GPU, tuning off) or nothing tuned, 2 a bad shape list,
+an unknown operator or model, or an `--out` that cannot be written.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,22 @@ def _every_compile_awaited() -> Iterator[None]:
         autotune_timing.COMPILE_BUDGET_S = budget
 
 
+def unwritable(out: Path) -> str | None:
+    """Why the table cannot be written at `out` (None when it can), found before any case is
+    tuned: a temporary file is made and removed in its folder, as the table's write does."""
+    folder = out.parent
+    if out.is_dir():
+        return "it is a folder; --out takes the table's file name"
+    if not folder.is_dir():
+        return f"{folder} is not a folder" if folder.exists() else f"{folder} does not exist"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot make a file in {folder} ({exc.strerror or exc})"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from .. import autotune_tables, config
     from ..autotuning import autotune
@@ -134,6 +152,14 @@ def run(args: argparse.Namespace) -> int:
 
     arch_name = table_arch()
     out = Path(args.out or f"fearless-tuning-{arch_name}.json")
+    refused = unwritable(out)
+    if refused is not None:
+        print(
+            f"fearless tune: error: cannot write the table to {out}: {refused}\n"
+            "  = help: pass --out a file name in a folder you can write",
+            file=sys.stderr,
+        )
+        return 2
     tuned = total = 0
     with autotune_tables.disabled(), _every_compile_awaited():
         for n, case in enumerate(cases, 1):

@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .tune_ops import OPS
+from .tune_ops import OPS, shapes_wanted, tiny_case
 
 DTYPES = ("float32", "float16", "bfloat16")
 TOKENS = (1, 16, 1024, 8192)
@@ -86,7 +86,8 @@ def read_cases(path: Path) -> list[dict[str, Any]]:
 
 def check_case(item: Any, where: str) -> dict[str, Any]:
     """`item` if it is a well-formed case of a known operator, else a ValueError."""
-    if not isinstance(item, dict) or item.get("op") not in OPS:
+    name = item.get("op") if isinstance(item, dict) else None
+    if not isinstance(name, str) or name not in OPS:
         raise ValueError(f"{where}: `op` must be one of {', '.join(OPS)}")
     op = OPS[item["op"]]
     if item.get("dtype") not in DTYPES:
@@ -99,6 +100,12 @@ def check_case(item: Any, where: str) -> dict[str, Any]:
             raise ValueError(
                 f"{where}: `shapes` of {item['op']} must be a list of shapes (lists of positive "
                 "ints)"
+            )
+        wanted = shapes_wanted(name, len(shapes))
+        if wanted is not None:
+            example = describe(tiny_case(name, item["dtype"]))
+            raise ValueError(
+                f"{where}: {name} takes {wanted}, got {len(shapes)} (e.g. `{example}`)"
             )
         return item
     names = (*op.fields, *op.optional)

@@ -679,6 +679,17 @@ def run_case(ops: Any, case: Mapping[str, Any], on_device: bool) -> Any:
     return op.run(ops, Inputs(case["dtype"], on_device), shapes)
 
 
+def shapes_wanted(name: str, count: int) -> str | None:
+    """None when operator `name`, one of a list of shapes, takes `count` shapes; else how many
+    it takes, for a message: as many as its tiny case has (group_gemm: an a and a b per group)."""
+    if name == "group_gemm":
+        if count >= 2 and count % 2 == 0:
+            return None
+        return "an even number of shapes (each group's a and b in turn)"
+    want = len(OPS[name].tiny)
+    return None if count == want else f"{want} shape{'' if want == 1 else 's'}"
+
+
 def tiny_case(name: str, dtype: str = "float32") -> dict[str, Any]:
     """A tiny stand-in case of operator `name` (what the simulator tests run)."""
     op = OPS[name]

@@ -215,7 +215,10 @@ def slice_tile(lw: TileRules, v: Value, index: Any, loc: Location) -> Value:
     items = list(index) if isinstance(index, tuple) else [index]
     if len(items) > len(shape):
         raise KernelTypeError(
-            f"too many indices for a {len(shape)}-d tile: {len(items)}", loc, code="E0608"
+            f"too many indices for a {len(shape)}-d tile: {len(items)}",
+            loc,
+            code="E0308",
+            help=f"a {len(shape)}-d tile takes one index per axis, {len(shape)} at most",
         )
     items += [slice(None)] * (len(shape) - len(items))
     starts, sizes, kept = [], [], []
