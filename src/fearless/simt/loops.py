@@ -18,6 +18,7 @@ from ..frontend.loops import Token, assigned_names
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir.core import BLOCK_INDEX, ThreadIndexType, Value
 from ..ir.simt import ops
+from ..ir.simt.ranges import MAX_LENGTH, value_bounds
 from .coords import block_thread_count, thread_count
 from .emitter import value_type
 from .intrinsics import claim_index, stride_loop_help, thread_index
@@ -133,15 +134,25 @@ class LoopLowerer(SsaLowerer):
         for block, env in frame.continues:
             em.block = block
             args: list[Value] = []
+            more: Value | None = None
             if induction is not None and isinstance(k.type, ThreadIndexType):
                 assert isinstance(induction[2], Value)
                 args.append(em.emit(ops.IndexAdvance(k, induction[2], loc)).result)
             elif induction is not None:
                 step = em.as_value(induction[2], loc, k.dtype)
-                args.append(em.emit(ops.Binary("add", k, step, loc)).result)
+                # Python's trip count: the next value is taken only where it does not pass the
+                # stop, so the counter never wraps (`nowrap`, which bounds_elim trusts)
+                nxt = ops.Binary("add", k, step, loc, nowrap=True)
+                args.append(em.emit(nxt).result)
+                more = self._range_more(k, induction[1], induction[2], loc)
             for arg, name in zip(header.args[len(args) :], carried, strict=True):
                 args.append(self.coerce(env.get(name), arg.type, name, loc, header_arg=arg))
-            em.emit(ops.Br(header, args, loc))
+            if more is None:
+                em.emit(ops.Br(header, args, loc))
+            else:  # the last step of a loop whose next value could wrap leaves it here
+                last = fn.new_block("loop.last")
+                em.emit(ops.CondBr(more, header, args, last, [], loc))
+                frame.breaks.append((last, dict(env)))
         after_env = dict(header_env)
         if target is not None:
             after_env[target] = Undefined(target, loc)
@@ -196,6 +207,9 @@ class LoopLowerer(SsaLowerer):
                 help="convert with `int(x)`",
             )
         stop_v = em.cast(em.as_value(stop, loc, dtypes.i64), dtypes.i64, loc)
+        if value_bounds(stop_v)[1] > MAX_LENGTH:  # no counter passes 2^62 + a stride: no wrap
+            limit = em.const(MAX_LENGTH, dtypes.i64, loc)
+            stop_v = em.emit(ops.Binary("min", stop_v, limit, loc)).result
         if grid:
             return thread_index(self, "index_1d", loc), stop_v, thread_count(em, loc)
         claim_index(self, "block_stride", loc)
@@ -209,8 +223,39 @@ class LoopLowerer(SsaLowerer):
         if isinstance(step, Weak):
             pred = "lt" if step.value > 0 else "gt"
             return em.emit(ops.Compare(pred, k, stop, loc)).result
+        # a run-time step of 0 runs no iteration (Python raises ValueError)
         zero = em.const(0, k.dtype, loc)
         up = em.emit(ops.Compare("gt", step, zero, loc)).result
+        down = em.emit(ops.Compare("lt", step, zero, loc)).result
         lt = em.emit(ops.Compare("lt", k, stop, loc)).result
         gt = em.emit(ops.Compare("gt", k, stop, loc)).result
-        return em.emit(ops.Select(up, lt, gt, loc)).result
+        gt_down = em.emit(ops.Binary("and", down, gt, loc)).result
+        return em.emit(ops.Select(up, lt, gt_down, loc)).result
+
+    def _range_more(self, k: Value, stop: Value, step: Weak | Value, loc: Location) -> Value | None:
+        """On a `range` loop's continue edge (where `k` is before `stop`): whether `k + step`
+        is still before `stop`, computed without wrapping (the distance to the stop, unsigned,
+        against the step's size); None where the dtype's range proves that `k + step` cannot
+        wrap, so that the header's test alone decides (a constant `range` stays one compare)."""
+        em = self.em
+        dt = k.dtype
+        lo, hi = dtypes.int_range(dt)
+        if isinstance(step, Weak):
+            s = int(step.value)
+            s_lo, s_hi = value_bounds(stop)
+            if (s > 0 and s_hi - 1 + s <= hi) or (s < 0 and s_lo + 1 + s >= lo):
+                return None
+        udt = dtypes.by_name(f"u{dt.bits}")
+        if isinstance(step, Weak):
+            size = em.const(abs(int(step.value)), udt, loc)
+            ahead = ("sub", stop, k) if int(step.value) > 0 else ("sub", k, stop)
+            gap = em.emit(ops.Binary(ahead[0], ahead[1], ahead[2], loc)).result
+            return em.emit(ops.Compare("gt", em.cast(gap, udt, loc), size, loc)).result
+        up = em.emit(ops.Compare("gt", step, em.const(0, dt, loc), loc)).result
+        ahead_up = em.emit(ops.Binary("sub", stop, k, loc)).result
+        ahead_down = em.emit(ops.Binary("sub", k, stop, loc)).result
+        gap = em.emit(ops.Select(up, ahead_up, ahead_down, loc)).result
+        neg = em.emit(ops.Binary("sub", em.const(0, dt, loc), step, loc)).result
+        size = em.emit(ops.Select(up, step, neg, loc)).result
+        u_gap, u_size = em.cast(gap, udt, loc), em.cast(size, udt, loc)
+        return em.emit(ops.Compare("gt", u_gap, u_size, loc)).result

@@ -241,12 +241,25 @@ class Constant(Op):
 
 
 class Binary(Op):
+    """`lhs <kind> rhs`. `nowrap` (an `add` only, printed only when set): the sum is known not
+    to wrap, as a `range` loop's next counter (simt/loops.py guards it), which bounds_elim
+    may take as a non-negative counter's step."""
+
     opname = "binary"
     kind = Attr[str]()
 
-    def __init__(self, kind: str, lhs: Value, rhs: Value, loc: Location) -> None:
+    def __init__(
+        self, kind: str, lhs: Value, rhs: Value, loc: Location, nowrap: bool = False
+    ) -> None:
         assert kind in BINARY_KINDS, kind
+        assert not nowrap or kind == "add", kind
         super().__init__([lhs, rhs], [lhs.type], loc, kind=kind)
+        if nowrap:
+            self.attrs["nowrap"] = True
+
+    @property
+    def nowrap(self) -> bool:
+        return bool(self.attrs.get("nowrap", False))
 
 
 class Unary(Op):

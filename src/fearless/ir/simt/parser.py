@@ -243,6 +243,14 @@ def _atomic_array(s: OpSyntax, operands: list[Value], values: int) -> list[Value
     return operands[1 : 1 + n]
 
 
+def _make_binary(s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location) -> Op:
+    kind = _choice(s, attrs, "kind", ops.BINARY_KINDS)
+    nowrap = attrs.get("nowrap", False)
+    _need(s, nowrap in (True, False), f"`binary` nowrap must be True or False, not {nowrap!r}")
+    _need(s, not nowrap or kind == "add", "`binary` nowrap is an `add`'s only")
+    return ops.Binary(kind, operands[0], operands[1], loc, nowrap=nowrap)
+
+
 def _make_atomic_rmw(
     s: OpSyntax, operands: list[Value], attrs: dict[str, Any], loc: Location
 ) -> Op:
@@ -276,7 +284,7 @@ def _kinded(name: str, arity: int, attr: str, cls: Any, choices: Any) -> None:
 
 
 _spec("constant", 0, 1, "value", _make_constant)
-_kinded("binary", 2, "kind", ops.Binary, ops.BINARY_KINDS)
+_spec("binary", 2, 1, "kind nowrap?", lambda s, o, a, loc: _make_binary(s, o, a, loc))
 _kinded("unary", 1, "kind", ops.Unary, ops.UNARY_KINDS)
 _kinded("compare", 2, "pred", ops.Compare, ops.COMPARE_PREDS)
 _spec("cast", 1, 1, "", lambda s, o, a, loc: _make_cast(s, o, loc))
