@@ -48,7 +48,7 @@ def launch(kernel, x, out_dtype):  # type: ignore[no-untyped-def]
 def test_reverse_within_each_block(n: int) -> None:
     x = RNG.standard_normal(n).astype(np.float32)
     out = launch(reverse_in_block, x, np.float32)
-    padded = np.zeros(-(-n // BLOCK) * BLOCK, np.float32)  # unwritten slots read as 0 here
+    padded = np.zeros(-(-n // BLOCK) * BLOCK, np.float32)  # the kernel zeroes the tail's slots
     padded[:n] = x
     np.testing.assert_array_equal(out, padded.reshape(-1, BLOCK)[:, ::-1].reshape(-1)[:n])
 

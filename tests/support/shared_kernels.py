@@ -14,8 +14,7 @@ def reverse_in_block(x: simt.Slice[fl.f32], out: simt.DisjointSlice[fl.f32]):
     s = simt.shared.array((BLOCK,), fl.f32)
     j = simt.thread.block_index_1d()
     i = simt.thread.index_1d()
-    if i < len(x):
-        s[j] = x[i]
+    s[j] = x[i] if i < len(x) else fl.f32(0.0)  # every slot: shared memory starts undefined
     simt.syncthreads()
     if i < len(out):
         out[i] = s[BLOCK - 1 - int(j)]

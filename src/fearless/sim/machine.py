@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..abi import Dim3
-from ..errors import InternalError, KernelIndexError
+from ..errors import InternalError, KernelIndexError, SafetyError
 from ..ir.core import Op
 from ..ir.simt import ops
 from . import barriers
@@ -75,6 +75,10 @@ class Chunk:
         # lanes of each block a failed check stopped; None when the kernel has no barrier.
         self.returned: np.ndarray[Any, Any] | None = None
         self.stopped: np.ndarray[Any, Any] | None = None
+        # Which slots of each shared array some thread of its block has written, by the id of
+        # the array (`SimKernel.run` makes both): a read of any other slot is an error, as
+        # the GPU's shared memory holds what an earlier block left there.
+        self.written: dict[int, np.ndarray[Any, Any]] = {}
 
     def per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -144,6 +148,7 @@ def _step(bp: BlockPlan, dtypes: list[Any], lanes: np.ndarray[Any, Any] | None, 
         elif kind == ATOMIC:  # (array, one index per axis, values)
             rank = 1 + args[0].ndim
             _in_range(args[0], args[1:rank], op, lanes, ck)
+            _mark_shared(args[0], args[1:rank], op, lanes, ck)
             r = fn(args[0], args[1:rank], args[rank:], ck.n if lanes is None else lanes.size)
         else:
             keep = _check(args, op, lanes, ck)
@@ -326,6 +331,7 @@ def _access(
     _in_range(arr, indices, op, lanes, ck)
     key = indices[0] if len(indices) == 1 else tuple(indices)
     if value is None:
+        _mark_shared(arr, indices, op, lanes, ck)
         return fn(arr[key])
     if np.ndim(value):  # many lanes, one element: the last lane wins
         if len(indices) == 1 and not np.ndim(key):
@@ -333,7 +339,59 @@ def _access(
         elif len(indices) > 1 and not any(np.ndim(i) for i in indices):
             key = tuple(np.broadcast_to(i, value.shape) for i in indices)
     arr[key] = fn(value)
+    _mark_shared(arr, indices, op, lanes, ck)
     return None
+
+
+def _mark_shared(
+    arr: Any, indices: Sequence[Any], op: Op, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> None:
+    """For a shared array (indices: the lane's block in the chunk, then the slot's): a store
+    or `atomic.exch` marks the slots written; a load or any other atomic, which reads the
+    slot, raises unless some thread of the block wrote it first, or the launch has already
+    failed a check (its error is the one reported)."""
+    written = ck.written.get(id(arr)) if ck.written else None
+    if written is None:
+        return
+    key = tuple(indices)
+    if isinstance(op, ops.Store) or (isinstance(op, ops.AtomicRMW) and op.attrs["kind"] == "exch"):
+        written[key] = True
+        return
+    if ck.error is not None:  # the launch failed a check: a stopped thread's slot stays unwritten
+        return
+    ok = written[key]
+    if np.ndim(ok) == 0:
+        if ok:
+            return
+        pos = 0
+    elif ok.all():
+        return
+    else:
+        pos = int(np.argmin(ok))
+    _unwritten_read(op, [_pick(i, pos) for i in indices[1:]], pos, lanes, ck)
+
+
+def _unwritten_read(
+    op: Op, slot: list[Any], pos: int, lanes: np.ndarray[Any, Any] | None, ck: Chunk
+) -> None:
+    lane = pos if lanes is None else int(lanes[pos])
+    block, thread = ck.coords(lane)
+    name = op.operands[0].name or "the shared array"
+    at = ", ".join(str(int(i)) for i in slot)
+    what = "an atomic reads" if isinstance(op, ops.AtomicRMW | ops.AtomicCAS) else "a read of"
+    raise SafetyError(
+        f"`{name}[{at}]` is read before any thread of its block wrote it",
+        op.loc,
+        code="E0632",
+        label=f"{what} an uninitialised shared slot",
+        notes=[
+            f"in block {block}, thread {thread} (CPU simulator)",
+            "shared memory is not initialised on the GPU: a slot no thread of the block has "
+            "written holds whatever an earlier block or kernel left there",
+        ],
+        help=f"write every slot of `{name}` the block reads before a `simt.syncthreads()`, "
+        f"e.g. `{name}[j] = 0` at each thread's own slot `j = simt.thread.block_index_1d()`",
+    )
 
 
 def _in_range(

@@ -316,6 +316,7 @@ class SimKernel:
             for b0 in range(0, n_blocks, blocks_per_chunk):
                 b1 = min(n_blocks, b0 + blocks_per_chunk)
                 ck = Chunk(list(env0), (b1 - b0) * per_block, b0, g, bl)
+                ck.error = first  # an earlier chunk's failed check stays the one reported
                 registers: dict[str, Any] = {}
                 for s, reg in self._thread_values:
                     if reg not in registers:
@@ -323,6 +324,7 @@ class SimKernel:
                     ck.env[s] = registers[reg]
                 for s, shape, dt in self._shared_values:  # one array per block of the chunk
                     ck.env[s] = np.zeros((b1 - b0, *shape), dt)
+                    ck.written[id(ck.env[s])] = np.zeros((b1 - b0, *shape), np.bool_)
                 for s, shape, dt in self._local_values:  # one array per lane of the chunk
                     ck.env[s] = np.zeros((ck.n, *shape), dt)
                 if self._has_barriers:

@@ -43,7 +43,7 @@ def _array(lw: SsaLowerer, node: ast.Subscript) -> Value:
     if isinstance(base, Value) and isinstance(base.type, ArrayType):
         alloc = base.owner
         named = isinstance(node.value, ast.Name)
-        if isinstance(alloc, ops.SharedAlloc) and not base.name and named:
+        if isinstance(alloc, ops.SharedAlloc | ops.LocalAlloc) and not base.name and named:
             alloc.name_array(ast.unparse(node.value))  # named after the user's variable
         return base
     if isinstance(base, PyObj):  # `other[grid, block](...)`: a launch inside a kernel

@@ -83,7 +83,17 @@ def resolve_param(
         spec = ParamSpec(arg.arg, kind, ann.dtype, ann.ndim)
         return ArrayType(ann.dtype, ann.disjoint, ann.ndim, ann.atomic), spec
     dt = ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
-    if dt is None or dt.name in ("f16", "bf16"):
+    if dt is not None and dt.name in ("f16", "bf16"):
+        raise CompileError(
+            f"`{_ann_text(arg)}`: a kernel takes no {dt.name} scalar parameter",
+            loc,
+            code="E0599",
+            label=f"{dt.name} scalar",
+            help=f"pass an f32 and convert it inside: `{arg.arg}: fl.f32` and "
+            f"`fl.{dt.name}({arg.arg})` where the kernel needs {dt.name} (arrays of {dt.name} "
+            f"are fine: `simt.Slice[fl.{dt.name}]`)",
+        )
+    if dt is None:
         help = (
             "use simt.Slice[T], simt.DisjointSlice[T], simt.AtomicSlice[T], "
             "a dtype such as fl.f32, or int/float/bool"

@@ -13,7 +13,9 @@ through them unchanged (a DisjointSlice passed on keeps its rules). Recursion is
 from __future__ import annotations
 
 import ast
+import inspect
 import math as pymath
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -23,6 +25,7 @@ from ..dtypes import DType
 from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.intrinsics import Call, IntrinsicTable, host_function_error, kernel_launch_error
 from ..frontend.printing import print_call
+from ..frontend.source import FunctionSource
 from ..frontend.values import Operand, PyObj, Weak
 from ..ir.core import ArrayType, ScalarType, ThreadIndexType, Value
 from ..ir.simt import ops
@@ -60,6 +63,86 @@ def _math_form(name: str) -> str | None:
     return f"`fl.math.{name}(...)` (or `math.{name}(...)`)"
 
 
+# What a kernel writes instead of a Python builtin or `math` function it cannot call.
+_INSTEAD: dict[Any, str] = {
+    round: "`math.floor(x + 0.5)` (halves up), `math.trunc(x)`, `math.floor(x)` or "
+    "`math.ceil(x)`, and `int(...)` of it for an integer",
+    divmod: "`a // b` and `a % b`",
+    pow: "`x ** y` or `math.pow(x, y)`",
+    sum: "a loop that adds into a variable",
+    pymath.isnan: "`x != x`, which is True only for NaN",
+    pymath.isinf: "`abs(x) == math.inf`",
+    pymath.isfinite: "`abs(x) < math.inf`, which is False for inf and NaN",
+    pymath.isclose: "`abs(a - b) <= tol`",
+    pymath.radians: "`x * (math.pi / 180.0)`",
+    pymath.degrees: "`x * (180.0 / math.pi)`",
+}
+_KERNEL_BUILTINS = "`len`, `range`, `min`, `max`, `abs`, `int`, `float`, `bool` and `print`"
+
+
+def _library_of(obj: Any) -> str | None:
+    """ "builtins" or the standard-library module `obj` comes from (`math`, `random`), if any."""
+    module = getattr(obj, "__module__", None) or getattr(
+        type(getattr(obj, "__self__", None)), "__module__", None
+    )
+    if not isinstance(module, str):
+        return None
+    root = module.partition(".")[0]
+    return module if root == "builtins" or root in sys.stdlib_module_names else None
+
+
+def python_library_error(obj: Any, fname: str, loc: Location) -> CompileError | None:
+    """E0605 for a call of a Python builtin (`round`) or standard-library function
+    (`math.gamma`) a kernel has no form of, naming what to write instead; None for anything
+    else (a user's function: `@simt.device`)."""
+    library = _library_of(obj)
+    if library is None:
+        return None
+    try:
+        instead = _INSTEAD.get(obj)
+    except TypeError:  # an unhashable object
+        instead = None
+    if library == "builtins":
+        what = "a Python builtin"
+        help = f"kernels call the builtins {_KERNEL_BUILTINS}"
+    elif library == "math":
+        what = "a function of Python's `math`"
+        names = ", ".join(
+            n
+            for n in ops.MATH_FNS
+            if any(INTRINSICS.lookup(getattr(m, n, None)) for m in (pymath, flmath))
+        )
+        help = (
+            "kernels call these math functions, as `math.<name>` or `fl.math.<name>` "
+            f"(whichever module has it): {names}"
+        )
+    else:
+        what = f"a function of Python's `{library}`"
+        help = "compute it on the host and pass the result to the kernel as a parameter"
+    if instead is not None:
+        help = f"write {instead}"
+    return CompileError(
+        f"`{fname}` is not supported in kernels: it is {what}",
+        loc,
+        code="E0605",
+        label="not supported in kernels",
+        help=help,
+    )
+
+
+def math_attribute_error(base: PyObj, attr: str, loc: Location) -> CompileError | None:
+    """E0433 for `math.fmin` and the other names Python's `math` lacks and `fl.math` has:
+    the help names `fl.math`'s function; None for any other missing attribute."""
+    if base.obj is not pymath or attr.startswith("_") or not callable(getattr(flmath, attr, None)):
+        return None
+    return CompileError(
+        f"`{base.name}` has no attribute `{attr}`",
+        loc,
+        code="E0433",
+        help=f"Python's `math` has no `{attr}`; in a kernel call `fl.math.{attr}(...)`",
+    )
+
+
 def lower_call(lw: SsaLowerer, node: ast.Call) -> Operand:
     """A call in a kernel: an inlined device function or an intrinsic. An intrinsic that gives
     no value (`print`, `simt.sync_threads()`) gives Python's None, so that a use of it (`t +
@@ -83,11 +166,15 @@ def _lower_call(lw: SsaLowerer, node: ast.Call) -> Operand | None:
     if obj is print and intrinsic is not None:  # its arguments are printed pieces
         return INTRINSICS.call(lw, intrinsic, print_call(node, lw.expr, lw.loc))  # type: ignore[no-any-return]
     if intrinsic is None:
-        raise kernel_launch_error(obj, fname, loc, DEVICE_HELP) or host_function_error(
-            fname,
-            loc,
-            "decorate it with `@simt.device` to call it from kernels",
-            kernel_form=_math_form,
+        raise (
+            kernel_launch_error(obj, fname, loc, DEVICE_HELP)
+            or python_library_error(obj, fname, loc)
+            or host_function_error(
+                fname,
+                loc,
+                "decorate it with `@simt.device` to call it from kernels",
+                kernel_form=_math_form,
+            )
         )
     if node.keywords:  # before the arguments are lowered, as every SIMT intrinsic is positional
         raise CompileError(
@@ -439,17 +526,50 @@ def _convert(lw: SsaLowerer, x: Operand, to: DType, loc: Location) -> Operand:
     em = lw.em
     v = em.scalar(x, loc, "value to convert")
     if isinstance(v, Weak):
-        if to.is_bool:
-            return em.const(bool(v.value), to, loc)
-        if to.is_int and isinstance(v.value, float):
-            return em.const(int(v.value), to, loc)
-        if not dtypes.literal_fits(v.value, to):
-            raise KernelTypeError(f"`{v.value!r}` does not fit in {to.name}", loc)
-        return em.const(v.value, to, loc)
+        return em.const(_converted_literal(v.value, to, loc), to, loc)
     if to.is_bool and not v.dtype.is_bool:
         zero = em.const(0, v.dtype, loc)
         return em.emit(ops.Compare("ne", v, zero, loc)).result
     return em.cast(v, to, loc)
+
+
+def _converted_literal(value: bool | int | float, to: DType, loc: Location) -> bool | int | float:
+    """`fl.i32(2.7)`, `int(1e3)`, `fl.f32(True)` of a literal, at compile time: what the
+    run-time conversion gives (a float truncated toward zero, a bool as 0 or 1), or E0308
+    where the literal has no value of `to` (the run-time conversion would saturate)."""
+    if to.is_bool:
+        return bool(value)
+    if isinstance(value, bool):
+        value = int(value)
+    shown = value
+    if to.is_int and isinstance(value, float):
+        if not pymath.isfinite(value):
+            lo, hi = dtypes.int_range(to)
+            raise KernelTypeError(
+                f"`{value!r}` does not fit in {to.name}",
+                loc,
+                label=f"{'NaN' if value != value else 'an infinity'} has no integer value",
+                help=f"{to.name} holds the integers {lo} to {hi}: write the integer meant",
+            )
+        value = int(value)  # toward zero, as the run-time conversion
+    if dtypes.literal_fits(value, to):
+        return value
+    if to.is_int:
+        lo, hi = dtypes.int_range(to)
+        raise KernelTypeError(
+            f"`{shown!r}` does not fit in {to.name}",
+            loc,
+            label=f"outside {to.name}",
+            help=f"{to.name} holds the integers {lo} to {hi} (a float literal is truncated "
+            "toward zero first): write a literal in that range, or convert to a wider type",
+        )
+    raise KernelTypeError(
+        f"`{shown!r}` does not fit in {to.name}",
+        loc,
+        label=f"outside {to.name}",
+        help=f"{to.name} holds magnitudes up to {dtypes.float_max(to):.6g}: write a literal in "
+        "that range, or convert to a wider type",
+    )
 
 
 def _math(lw: SsaLowerer, fn: str, fname: str, args: list[Operand], loc: Location) -> Value:
@@ -565,7 +685,80 @@ def inline(lw: SsaLowerer, dev: Any, node: ast.Call, loc: Location) -> Operand:
         if lw.em.block is not None:
             sub.returns.append((lw.em.block, {"$ret": PyObj(None, "None")}))
         rets = [(b, {"$ret": e["$ret"]}) for b, e in sub.returns]
+        _every_path_returns(dev, src, [e["$ret"] for _, e in rets])
         joined = lw.merge(rets, loc, label=f"{dev.name}.ret")
     finally:
         ctx.call_stack.pop()
     return joined.get("$ret", PyObj(None, "None"))
+
+
+def _return_dtype(dev: DeviceFunction) -> DType | None:
+    """The scalar dtype a device function's return annotation names (`-> fl.f32`, `-> int`),
+    if it has one (a string annotation is evaluated as its parameters' are)."""
+    func = dev.func
+    ann = inspect.signature(func).return_annotation
+    if isinstance(ann, str):
+        scope = getattr(func, "__fearless_scope__", None)
+        try:
+            ann = eval(ann, func.__globals__, scope)
+        except Exception as exc:
+            src = dev.source()
+            raise CompileError(
+                f"cannot resolve the return annotation `{ann}`: {exc}",
+                src.loc(src.tree.returns or src.tree),
+                code="E0599",
+            ) from None
+    if ann is inspect.Signature.empty or ann is None or ann is type(None):
+        return None
+    return ann if isinstance(ann, DType) else dtypes.from_python_type(ann)
+
+
+def return_value(lw: SsaLowerer, node: ast.Return) -> Operand:
+    """What a device function's `return` gives its caller: with a return annotation of a
+    dtype, a value of that dtype (a literal or an `int`/`float` parameter adopts it, as an
+    argument does its parameter's); another type is E0308 at the `return`, as no value
+    converts silently."""
+    if node.value is None:
+        return PyObj(None, "None")
+    value = lw.expr(node.value)
+    dev = lw.ctx.call_stack[-1]
+    dt = _return_dtype(dev)
+    if dt is None:
+        return value
+    loc = lw.loc(node.value)
+    v = lw.em.scalar(value, loc, "return value")
+    weak = lw.em.is_weak(v) and isinstance(v, Value) and lw.em.adopts(v, dt)
+    if isinstance(v, Value) and v.type != ScalarType(dt) and not weak:
+        raise KernelTypeError(
+            f"`{dev.name}` returns {dt.name} (its annotation), but this value is {v.dtype.name}",
+            loc,
+            label=f"expected {dt.name}",
+            help=f"convert it: `return {_spelled(dt)}(...)`, or annotate `-> {_spelled(v.dtype)}`",
+        )
+    return lw.em.as_value(v, loc, dt)
+
+
+def _spelled(dt: DType) -> str:
+    """How a kernel names `dt`: `fl.f32`, `fl.bool_`."""
+    return "fl.bool_" if dt.is_bool else f"fl.{dt.name}"
+
+
+def _every_path_returns(dev: DeviceFunction, src: FunctionSource, values: list[Operand]) -> None:
+    """A device function that returns a value returns one on every path: one that can end
+    without (a bare `return`, or the end of its body) is E0308 at its `def`."""
+    none = [isinstance(v, PyObj) and v.obj is None for v in values]
+    declared = _return_dtype(dev)
+    if not any(none) or (all(none) and declared is None):
+        return
+    raise KernelTypeError(
+        f"device function `{dev.name}` does not return a value on every path",
+        src.loc(src.tree),
+        label="some path ends without `return <value>`",
+        notes=[
+            "its caller gets the value of whichever path runs: a path that reaches the end "
+            "of the body, or a bare `return`, would give none"
+        ],
+        help="end every path with `return <value>`"
+        + (f" (a value of {declared.name}, as annotated)" if declared is not None else "")
+        + ": after an `if` whose branch returns, a `return` for the other case",
+    )

@@ -30,7 +30,7 @@ from .access import load, store
 from .constants import const_array, const_base, load_const, refuse_store
 from .coords import Register
 from .coords import read as read_register
-from .intrinsics import lower_call, resolve_annotation
+from .intrinsics import lower_call, math_attribute_error, resolve_annotation, return_value
 from .loops import LoopLowerer
 from .regions import lower_with
 from .slots import compared, guard, method_call
@@ -42,6 +42,11 @@ class FunctionLowerer(LoopLowerer):
 
     def child(self, src: FunctionSource, env: Env, call_path: Token) -> FunctionLowerer:
         return FunctionLowerer(self.ctx, src, env, call_path, is_kernel=False)
+
+    def missing_attribute(self, base: PyObj, node: ast.Attribute) -> CompileError:
+        """`math.fmin`: Python's `math` lacks it, `fl.math` has it (the help says so)."""
+        known = math_attribute_error(base, node.attr, self.loc(node))
+        return known or super().missing_attribute(base, node)
 
     # ------------------------------------------------------------------------ statements
 
@@ -111,7 +116,7 @@ class FunctionLowerer(LoopLowerer):
             self.em.emit(ops.Return(self.loc(node)))
         else:
             env = dict(self.env)
-            env["$ret"] = self.expr(node.value) if node.value is not None else PyObj(None, "None")
+            env["$ret"] = return_value(self, node)  # checked against the annotation
             assert self.em.block is not None
             self.returns.append((self.em.block, env))
         self.em.block = None

@@ -7,6 +7,9 @@ The handlers (registered with `registry.lowers`) run on `lower.py`'s
         ->  @__shared_s_0 = internal addrspace(3) global [256 x float] undef, align 16
             (a load or store of %s indexes it as an array parameter: a GEP on the global,
             with the static extents as `len`)
+    %v = local.alloc : Local[f32, 8]
+        ->  %local = alloca [8 x float], align 16           (in the entry block)
+            store [8 x float] zeroinitializer, ptr %local    (zeroed: as the simulator's)
     barrier                  ->  call void @llvm.nvvm.barrier0()       (PTX `bar.sync 0`)
     %t = thread.block_index_2d : BlockIndex2D  ->  (tid.y + ntid.y * tid.z, tid.x), for index.axis
     %j = thread.block_index_1d : BlockIndex
@@ -56,12 +59,17 @@ def lower_shared_alloc(lw: Any, op: ops.SharedAlloc) -> None:
 
 @lowers(ops.LocalAlloc)
 def lower_local_alloc(lw: Any, op: ops.LocalAlloc) -> None:
-    """An `alloca` in the entry block: SROA keeps it in registers when every index is a
-    constant (after LLVM unrolls the loops over it), else it lives in local memory."""
+    """An `alloca` in the entry block, zeroed there as the simulator's local arrays are (an
+    element read before any write is 0, not undef): SROA keeps it in registers when every
+    index is a constant (after LLVM unrolls the loops over it), and the zero store then folds
+    into the first writes; an array that lives in local memory (a run-time index) pays one
+    zeroing store per 16 bytes at the kernel's start."""
     b = lw.builder
+    storage = _storage(op.result)
     with b.goto_entry_block():
-        slot = b.alloca(_storage(op.result), name="local")
-    slot.align = 16
+        slot = b.alloca(storage, name="local")
+        slot.align = 16
+        b.store(ir.Constant(storage, None), slot, align=16)
     zero = ir.Constant(I64, 0)
     _bind(lw, op.result, b.gep(slot, [zero, zero]))
 

@@ -70,10 +70,11 @@ Semantics (`sim/numerics.py` is their executable definition, `sim/simt.py` runs 
                       index.block_tile_row, %rows a constant >= 1 and %by ctaid.y (verified):
                       block (bx, by) owns rows by * rows .. by * rows + rows - 1, so the pairs
                       are unique in a 2-D launch
-  local.alloc         a thread's own array of a static shape (`Local[f32, 4]`), its elements
-                      undefined until written; loads and stores index it as a parameter array
-  shared.alloc        a block's shared-memory array of a static shape (`Shared[f32, 256]`):
-                      one per thread block, its elements undefined until written; loads and
+  local.alloc {name?} a thread's own array of a static shape (`Local[f32, 4]`), its elements
+                      0 until written; loads and stores index it as a parameter array
+  shared.alloc {name?} a block's shared-memory array of a static shape (`Shared[f32, 256]`):
+                      one per thread block, its elements undefined until written (the
+                      simulator refuses a read of a slot its block has not written); loads and
                       stores index it as a parameter array (its `len` is the static extent)
   const.array {name, data}  a read-only array of a static shape (`Const[f32, 16]`, 1 to 3
                       axes) holding `data`, its bytes as hex (ops_const.py): a module-level

@@ -96,8 +96,16 @@ class LocalAlloc(Op):
 
     opname = "local.alloc"
 
-    def __init__(self, dtype: DType, shape: tuple[int, ...], loc: Location) -> None:
+    def __init__(self, dtype: DType, shape: tuple[int, ...], loc: Location, name: str = "") -> None:
         super().__init__([], [ArrayType(dtype, False, len(shape), local=tuple(shape))], loc)
+        if name:
+            self.name_array(name)
+
+    def name_array(self, name: str) -> None:
+        """The user's variable (for messages: a failed bounds check names it), kept in the
+        text form as `{name='v'}`."""
+        self.attrs["name"] = name
+        self.result.name = name
 
 
 class SharedAlloc(Op):

@@ -292,7 +292,7 @@ _spec("select", 3, 1, "", lambda s, o, a, loc: ops.Select(o[0], o[1], o[2], loc)
 _spec("math", None, 1, "fn", _make_math)
 _spec("index.axis", 1, 1, "axis", _make_axis)
 _spec("shared.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_shared(s, a, loc))
-_spec("local.alloc", 0, 1, "", lambda s, o, a, loc: _make_local(s, loc))
+_spec("local.alloc", 0, 1, "name?", lambda s, o, a, loc: _make_local(s, a, loc))
 _spec("const.array", 0, 1, "name data", lambda s, o, a, loc: _make_const_array(s, a, loc))
 _spec("barrier", 0, 0, "", lambda s, o, a, loc: ops.Barrier(loc))
 _spec("grid.sync", 0, 0, "", lambda s, o, a, loc: ops.GridSync(loc))
@@ -364,8 +364,10 @@ def _array_result(s: OpSyntax, space: str, kind: str) -> tuple[dtypes.DType, tup
     return t.dtype, shape
 
 
-def _make_local(s: OpSyntax, loc: Location) -> Op:
-    return ops.LocalAlloc(*_array_result(s, "local", "Local"), loc)
+def _make_local(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
+    name = attrs.get("name", "")
+    _need(s, isinstance(name, str), f"name is a string, not {name!r}")
+    return ops.LocalAlloc(*_array_result(s, "local", "Local"), loc, name)
 
 
 def _make_const_array(s: OpSyntax, attrs: dict[str, Any], loc: Location) -> Op:
@@ -552,7 +554,7 @@ def _build(header: Line, syntax: list[BlockSyntax], filename: str) -> Function:
             for v in placeholders:
                 v.owner = op
             op.results = placeholders
-            if isinstance(op, ops.SharedAlloc) and "name" in op.attrs:
+            if isinstance(op, ops.SharedAlloc | ops.LocalAlloc) and "name" in op.attrs:
                 op.name_array(op.attrs["name"])  # its value is named after the user's variable
             block.append(op)
     fn.number()
