@@ -209,13 +209,27 @@ def check_lengths(vals: np.ndarray, b: int, limit: int, name: str, axis: str, op
     an int64 array holds them), never a bool or a float."""
     if vals.ndim != 1 or len(vals) != b:
         got = len(vals) if vals.ndim == 1 else "shape " + str(vals.shape)
-        raise argument_error(
-            f"`{name}` of `fearless.ops.{op}` needs one length per sequence, {b} (q's batch), "
-            f"got {got}",
-            help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
-        )
+        raise _count_error(name, op, b, got)
+    return check_length_list(vals.tolist(), b, limit, name, axis, op)
+
+
+def _count_error(name: str, op: str, b: int, got: Any) -> Exception:
+    return argument_error(
+        f"`{name}` of `fearless.ops.{op}` needs one length per sequence, {b} (q's batch), "
+        f"got {got}",
+        help="pass B lengths, e.g. `[5, 0, 7]` for a batch of 3, or None for all",
+    )
+
+
+def check_length_list(
+    vals: list[Any], b: int, limit: int, name: str, axis: str, op: str
+) -> list[int]:
+    """`check_lengths` of a Python list, in plain Python: what torch.compile's tracer follows
+    (it traces no NumPy object array)."""
+    if len(vals) != b:
+        raise _count_error(name, op, b, len(vals))
     lengths = []
-    for i, x in enumerate(vals.tolist()):
+    for i, x in enumerate(vals):
         n = index(x)
         if n is None:
             raise argument_error(

@@ -27,11 +27,11 @@ import numpy as np
 
 from .. import dtypes
 from ..dtypes import DType
-from ..errors import HostCopyWarning
+from ..errors import BorrowError, HostCopyWarning
 from ..runtime import process_gpu, trace
 from ..runtime import tensor as fl_tensor
 from ..runtime.arrays import lazy_view_error, nbytes_text, torch_dtype, torch_dtype_of
-from ..runtime.location import argument_error, warn_at_user
+from ..runtime.location import argument_error, user_location, warn_at_user
 from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
 from ._arguments import is_one_of
@@ -472,6 +472,52 @@ def write_back(x: Operand) -> None:
     if x.kind == "torch" and original.is_contiguous():
         return  # the kernels wrote its memory (from_torch wraps a contiguous tensor)
     original.copy_(to_torch(x.tensor, original.device))  # through the host: a rare case
+
+
+def refuse_overlap(op: str, operands: dict[str, Operand], written: Sequence[str]) -> None:
+    """BorrowError where an argument `op` writes in place (`written`, the caller's names) may
+    share memory with another of `operands` (name: operand): the caller's memory, as passed,
+    not the dense copy the kernels may get (`operand` copies a strided tensor, which hides
+    the alias from the launch's own borrow check, and `write_back` would then overwrite an
+    input with the result). Spans are each tensor's first to last byte, so two interleaved
+    views of one buffer count as overlapping. Call it before any kernel runs."""
+    spans = {name: memory_span(x) for name, x in operands.items()}
+    for out in written:
+        start, end = spans[out]
+        for other, (lo, hi) in spans.items():
+            if other == out or start == end or lo == hi or not (lo < end and start < hi):
+                continue
+            kind = "mutable" if other in written else "immutable"
+            raise BorrowError(
+                f"`{out}` of `fearless.ops.{op}` shares memory with `{other}`: cannot write "
+                f"`{out}` in place while it is also borrowed as {kind}",
+                user_location(),
+                label=f"`{out}` and `{other}` overlap",
+                help=f"give `{out}` memory of its own (e.g. `torch.empty_like(...)`): the "
+                "kernel reads its inputs while it writes its outputs",
+            )
+
+
+def memory_span(x: Operand) -> tuple[int, int]:
+    """The byte range [start, end) of the caller's memory behind x (empty: (0, 0))."""
+    original = x.original
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(original, torch.Tensor):
+        if original.numel() == 0:
+            return 0, 0
+        size = original.element_size()
+        dims = tuple(zip(original.shape, original.stride(), strict=True))
+        lo = sum(min(0, (n - 1) * st) for n, st in dims)
+        hi = sum(max(0, (n - 1) * st) for n, st in dims)
+        base = original.data_ptr()
+        return base + lo * size, base + (hi + 1) * size
+    if isinstance(original, np.ndarray):
+        if original.size == 0:
+            return 0, 0
+        lo, hi = np.lib.array_utils.byte_bounds(original)
+        return int(lo), int(hi)
+    t = x.tensor
+    return (t.data_ptr, t.data_ptr + t.nbytes) if t.size else (0, 0)
 
 
 def to_torch(t: Tensor, device: Any) -> Any:

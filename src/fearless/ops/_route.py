@@ -75,6 +75,61 @@ def torch_ops(*tensors: Any) -> Any:
     return _registrar()
 
 
+# the operators with no torch.ops.fearless form: name -> their function, and that function
+# wrapped by torch.compiler.disable (made outside any trace: torch.compile cannot trace the
+# wrapping), which a call while torch.compile traces runs instead (`untraceable`)
+_UNTRACEABLE: dict[str, Callable[..., Any]] = {}
+_EAGER_ONLY: dict[str, Callable[..., Any]] = {}
+
+
+def untraceable(op: str) -> Callable[[F], F]:
+    """Decorate the function of `op`, an operator with no `torch.ops.fearless` form (its kernels
+    read tensor memory, which the tracer's tensors do not have): while torch.compile traces, a
+    call runs it through `torch.compiler.disable`, never traced. Without `fullgraph` the graph
+    breaks there and `op` runs eagerly; with `fullgraph=True` torch's Unsupported error gives
+    the reason, naming `op`, instead of failing deep inside the operator (or, on the
+    simulator, tracing the simulator itself). Not a fearless error: that would fail a compile
+    without `fullgraph` too."""
+
+    def wrap(fn: F) -> F:
+        _UNTRACEABLE[op] = fn
+        if (torch := sys.modules.get("torch")) is not None:
+            _EAGER_ONLY[op] = _disabled(torch, op, fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            torch = sys.modules.get("torch")
+            if torch is not None and torch.compiler.is_compiling():
+                eager = _EAGER_ONLY.get(op)
+                if eager is not None:
+                    return eager(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+def disable_untraceable(torch: Any) -> None:
+    """The `untraceable` operators' functions wrapped by `torch.compiler.disable`, where torch
+    came after them (torch_library.py calls it when it registers the operators)."""
+    for op, fn in _UNTRACEABLE.items():
+        if op not in _EAGER_ONLY:
+            _EAGER_ONLY[op] = _disabled(torch, op, fn)
+
+
+def _disabled(torch: Any, op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    reason = (
+        f"`fearless.ops.{op}` has no torch.ops.fearless operator, so torch.compile does not "
+        "trace it (docs/ops.md): without fullgraph=True it runs eagerly there, a graph "
+        "break; with it, call the operator outside the compiled function"
+    )
+    try:
+        return torch.compiler.disable(fn, reason=reason)  # type: ignore[no-any-return]
+    except TypeError:  # a torch whose disable takes no reason
+        return torch.compiler.disable(fn)  # type: ignore[no-any-return]
+
+
 def training(*tensors: Any) -> bool:
     """Whether autograd will record this call: grad mode is on and a torch tensor among
     `tensors` requires grad (a forward then keeps what its backward would recompute)."""

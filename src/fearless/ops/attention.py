@@ -71,7 +71,9 @@ def scaled_dot_product_attention(
             f"`fearless.ops.{op}` has no attention dropout (dropout_p={dropout_p!r})",
             help="pass dropout_p=0.0 (inference), or apply `fearless.ops.dropout` elsewhere",
         )
-    if (t := torch_ops(q, k, v)) is not None:
+    # the mask too: one that requires grad reaches the autograd formula's refusal, which
+    # says the operator gives it no gradient
+    if (t := torch_ops(q, k, v, attn_mask)) is not None:
         args = (q, k, v, attn_mask, is_causal, scale, enable_gqa)
         if training(q, k, v):  # the forward that keeps lse for the backward (fewer recomputes)
             return t.scaled_dot_product_attention_lse(*args)[0]
@@ -96,7 +98,7 @@ def scaled_dot_product_attention_lse(
     is_causal, enable_gqa = _flags("scaled_dot_product_attention_lse", is_causal, enable_gqa)
     op = "scaled_dot_product_attention_lse"
     args = (q, k, v, attn_mask, is_causal, scale, enable_gqa)
-    if (t := torch_ops(q, k, v)) is not None:
+    if (t := torch_ops(q, k, v, attn_mask)) is not None:
         return t.scaled_dot_product_attention_lse(*args)  # type: ignore[no-any-return]
     return _forward(op, *args, True)  # type: ignore[return-value]
 

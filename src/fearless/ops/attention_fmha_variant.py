@@ -10,7 +10,7 @@ to the scaled scores; a random mask; dropout with a seed (Triton's `tl.rand` mas
 TileGym leaves them undefined, fearless gives 0: padded query rows (i >= q_lens[b]) and a query
 that sees no key. Forward only (TileGym has no backward): an input that requires grad is
 refused at the call. Torch tensors run the kernels directly (no `torch.ops.fearless` entry yet,
-so torch.compile does not trace it).
+so torch.compile does not trace it: it runs eagerly there, `_route.untraceable`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ._arguments import flag, is_one_of
 from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_lengths
 from ._io import FLOATS, Operand, number, operand, output, result, zeros_output
 from ._replay import replayable
+from ._route import untraceable
 from .kernels_attention_fmha_variant import fmha_variant_tuned
 
 _OP = "fmha_variant"
@@ -37,6 +38,7 @@ _MASKS = (dtypes.bool_, dtypes.i8, dtypes.u8)
 _MASK32 = 0xFFFFFFFF
 
 
+@untraceable(_OP)  # no torch operator: never traced by torch.compile
 @replayable()
 def fmha_variant(
     q: Any,

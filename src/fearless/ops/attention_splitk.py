@@ -12,7 +12,8 @@ it writes in place and returns:
 
 with m the head's largest lse, summed in f32. S_kv (the keys' length) is checked to be an int
 and otherwise unused, as in TileGym. A head whose every lse is -inf gives 0 (TileGym: NaN).
-Forward only.
+An attn_out that may share memory with attn_splitk_out or lse_splitk_out (a view into them,
+contiguous or strided) is a BorrowError naming both. Forward only.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import integer
-from ._io import FLOATS, operand, refuse_grad, write_back
+from ._io import FLOATS, operand, refuse_grad, refuse_overlap, write_back
 from ._route import clean_op_errors, torch_ops
 from .kernels_attention_splitk import splitk_reduce_tuned
 
@@ -45,6 +46,11 @@ def splitk_reduce(attn_splitk_out: Any, lse_splitk_out: Any, attn_out: Any, S_kv
     dev = po.tensor.device
     ls = operand(lse_splitk_out, OP, "lse_splitk_out", FLOATS, device=dev)
     out = operand(attn_out, OP, "attn_out", FLOATS, device=dev, written=True)
+    # the caller's memory, before the kernels get a dense copy of a strided attn_out (the
+    # launch's borrow check would not see the alias, and write_back would overwrite an input)
+    refuse_overlap(
+        OP, {"attn_out": out, "attn_splitk_out": po, "lse_splitk_out": ls}, ("attn_out",)
+    )
     if len(po.shape) != 4:
         raise _mismatch(f"attn_splitk_out of shape {po.shape}")
     b, h, s, d = po.shape

@@ -33,6 +33,7 @@ from ..runtime.location import argument_error
 from ._arguments import flag, shape_of
 from ._attention_checks import (
     attention_scale,
+    check_length_list,
     check_lengths,
     decode_operands,
     qkv_mismatch,
@@ -184,9 +185,14 @@ def _lengths(q_lens: Any, kv_lens: Any, qa: Operand, s: int) -> tuple[Any, Any]:
 
 def _lens_torch(x: Any, like: Any, b: int, limit: int, name: str) -> Any:
     """Lengths as the torch operator takes them: None, or an integer tensor (a list checked,
-    then made an int32 tensor beside `like`)."""
+    then made an int32 tensor beside `like`; while torch.compile traces, checked in plain
+    Python, which its tracer follows)."""
     if isinstance(x, (list, tuple)):
         torch = sys.modules["torch"]
-        listed = check_lengths(np.asarray(x, dtype=object), b, limit, name, "axis", "fmha_varlen")
+        if torch.compiler.is_compiling():
+            listed = check_length_list(list(x), b, limit, name, "axis", "fmha_varlen")
+        else:
+            vals = np.asarray(x, dtype=object)
+            listed = check_lengths(vals, b, limit, name, "axis", "fmha_varlen")
         return torch.tensor(listed, dtype=torch.int32, device=like.device)
     return x

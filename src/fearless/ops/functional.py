@@ -400,24 +400,36 @@ def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
             operand(x, "dropout", "x", FLOATS)
         return x
     if (t := torch_ops(x)) is not None:
-        return t.dropout(x, float(p), None if seed is None else _i64(seed))[0]
+        return t.dropout(x, float(p), _torch_seed(seed))
     a = operand(x, "dropout", "x", FLOATS)
     out, ret = output(a, a.shape)
     if p == 1.0:
         out_zero = fl_tensor.zeros(a.shape, dtype=a.dtype, device=a.tensor.device)
         return result(a, out_zero, out_zero) if a.kind != "torch" else ret.zero_()
     if a.tensor.size:
-        s = fresh_seed() if seed is None else _i64(seed)
+        s = fresh_seed() if seed is None else seed_i64(seed)
         threshold = min(round(p * 2**32), 2**32 - 1)
         kernel = kernel_of(make_dropout, a.dtype)
         _elementwise("dropout", kernel, out, a.tensor, threshold, 1.0 / (1.0 - p), s)
     return result(a, out, ret)
 
 
-def _i64(seed: int) -> int:
+def seed_i64(seed: int) -> int:
     """The seed's 64 bits, as the kernel's (and torch's schema's) i64."""
     s = int(seed) & (2**64 - 1)
     return s - 2**64 if s >= 2**63 else s
+
+
+def _torch_seed(seed: int | None) -> Any:
+    """The seed `torch.ops.fearless.dropout` takes: a 0-d int64 CPU tensor, of `seed`'s 64 bits
+    or, for None, drawn from torch's generator (`torch.manual_seed` repeats it). A tensor, not
+    an int drawn inside the operator: a compiled graph sees each draw as a random operator of
+    its own, so two dropouts of one tensor keep two masks (common-subexpression elimination
+    merges two calls of one operator on the same inputs)."""
+    torch = sys.modules["torch"]
+    if seed is None:
+        return torch.randint(-(2**63), 2**63 - 1, (), dtype=torch.int64)
+    return torch.tensor(seed_i64(seed), dtype=torch.int64)
 
 
 # --------------------------------------------------------------------------- layout

@@ -96,8 +96,9 @@ def fused_linear_cross_entropy(
             # a weight that is no tensor: the dispatcher refuses it next
             wdt = torch_dtype(weight.dtype) if hasattr(weight, "dtype") else None
             tdt = torch_dtype_of(_accum(accum_dtype, wdt or F32))
+        # the gradients beside the loss are dropped here: the backward may scale them in place
         return t.fused_linear_cross_entropy(
-            hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, tdt
+            hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, tdt, True
         )[0]
     loss, _, _, _ = forward(
         hidden_states, weight, target, bias, ignore_index, chunk_size, reduction, grads=False,

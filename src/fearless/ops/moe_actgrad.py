@@ -37,10 +37,20 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import BorrowError, KernelIndexError, KernelTypeError
+from ..errors import KernelIndexError, KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._arguments import index, one_of
-from ._io import FLOATS, Operand, cast, flat, operand, refuse_grad, view, write_back
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    flat,
+    operand,
+    refuse_grad,
+    refuse_overlap,
+    view,
+    write_back,
+)
 from ._route import clean_op_errors, torch_ops
 from .kernels_moe_actgrad import ACTIVATIONS, GLU, actgrad_tuned
 
@@ -82,7 +92,7 @@ def moe_actgrad_bwd(
         )  # fmt: skip
         return
     ops = _operands(tensors, kind)
-    _no_overlap(ops)
+    refuse_overlap(OP, ops, ("dh", "ds", "a_prime"))
     tk, inter = ops["h"].shape[0], ops["w2"].shape[1]
     offsets, src, slot = (_host(ops[n]) for n in ("expert_frequency_offset", "x_gather_idx",
                                                    "s_scatter_idx"))  # fmt: skip
@@ -165,49 +175,6 @@ def _operands(tensors: dict[str, Any], kind: str) -> dict[str, Operand]:
                 f"{ops['h'].shape}{glu}"
             )
     return ops
-
-
-def _span(x: Operand) -> tuple[int, int]:
-    """The byte range [start, end) of the caller's memory behind x (empty: (0, 0))."""
-    original = x.original
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(original, torch.Tensor):
-        if original.numel() == 0:
-            return 0, 0
-        size = original.element_size()
-        lo = sum(min(0, (n - 1) * st) for n, st in zip(original.shape, original.stride(),
-                                                        strict=True))  # fmt: skip
-        hi = sum(max(0, (n - 1) * st) for n, st in zip(original.shape, original.stride(),
-                                                        strict=True))  # fmt: skip
-        base = original.data_ptr()
-        return base + lo * size, base + (hi + 1) * size
-    if isinstance(original, np.ndarray):
-        if original.size == 0:
-            return 0, 0
-        lo, hi = np.lib.array_utils.byte_bounds(original)
-        return int(lo), int(hi)
-    t = x.tensor
-    return (t.data_ptr, t.data_ptr + t.nbytes) if t.size else (0, 0)
-
-
-def _no_overlap(ops: dict[str, Operand]) -> None:
-    """BorrowError where an output (dh, ds, a_prime) shares a byte with another argument: the
-    caller's memory, before any copy the operator makes (TileGym's kernel would race there)."""
-    spans = {name: _span(x) for name, x in ops.items()}
-    for out in ("dh", "ds", "a_prime"):
-        start, end = spans[out]
-        for other, (lo, hi) in spans.items():
-            if other == out or start == end or lo == hi or not (lo < end and start < hi):
-                continue
-            kind = "mutable" if other in ("dh", "ds", "a_prime") else "immutable"
-            raise BorrowError(
-                f"`{out}` of `fearless.ops.{OP}` shares memory with `{other}`: cannot write "
-                f"`{out}` in place while it is also borrowed as {kind}",
-                user_location(),
-                label=f"`{out}` and `{other}` overlap",
-                help=f"give `{out}` memory of its own (e.g. `torch.empty_like(...)`): the "
-                "kernel reads its inputs while it writes its outputs",
-            )
 
 
 def _host(x: Operand) -> np.ndarray:

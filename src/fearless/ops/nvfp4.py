@@ -24,17 +24,19 @@ from .. import dtypes
 from ..runtime.location import argument_error
 from ._io import FLOATS, number, operand, output, result, view
 from ._replay import replayable
+from ._route import untraceable
 from .kernels_nvfp4 import GROUP, SCALE_BYTES, TILE_M, TILE_N, nvfp4_quantize_launch
 
 OP = "nvfp4_quantize"
 
 
+@untraceable(OP)  # no torch operator: never traced by torch.compile
 @replayable()
 def nvfp4_quantize(x: Any, s_enc: Any = 1.0) -> tuple[Any, Any]:
     """TileGym's `nvfp4_quantize`: (packed (rows, cols // 2) uint8, two fp4 e2m1 codes a byte,
     scales (blocks * 512,) uint8, swizzled f8e4m3fn scales of 16 values each) for x (rows, cols)
     in f32, f16 or bf16 with cols a multiple of 16, scaled by the global `s_enc`. Forward
-    only."""
+    only. No torch operator: torch.compile cannot trace it (`_route.untraceable`)."""
     scale = number(s_enc, OP, "s_enc")
     a = operand(x, OP, "x", FLOATS)
     if len(a.shape) != 2:

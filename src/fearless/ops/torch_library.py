@@ -21,7 +21,7 @@ import threading
 import warnings
 from typing import Any
 
-from ._route import set_registrar
+from ._route import disable_untraceable, set_registrar
 
 _lock = threading.Lock()
 _done = False
@@ -39,6 +39,7 @@ def register() -> Any:
         if not _done:
             import torch
 
+            disable_untraceable(torch)
             if hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_autograd"):
                 from . import (  # noqa: F401  (they register on import)
                     torch_ops,

@@ -14,14 +14,20 @@ in ops/torch_ops_attention.py (the attention family) and ops/torch_ops_tilegym.p
 others), on the helpers defined here (`_define`, `_forward_only`, ...; `_derive` defines a
 backward or a decode operator on its forward's inputs, its schema derived from that one's).
 
-dropout returns its mask's seed beside its output (a 0-d int64 CPU tensor): the seed is drawn
-inside the operator, at run time, so a compiled graph draws a new mask per call, and the
-backward replays the same mask from it.
+dropout takes its mask's seed as a tensor (`fearless.ops.dropout` draws it from torch's
+generator, `torch.randint`, when no seed is given): a compiled graph sees each draw as a random
+operator of its own, so two dropouts of one tensor are two nodes with two masks, never merged
+as one (common-subexpression elimination merges calls of one operator on the same inputs), and
+`torch.manual_seed` repeats them; the backward replays the mask from the same seed.
+
+A backward whose formula turns off autograd's zero-filling of absent gradients
+(`set_materialize_grads(False)`: dropout's, the training attentions' with their kept lse, the
+fused linear cross-entropy's) gets None where no gradient reaches the output (an operator
+downstream gave none) and then gives None for every input, as torch's own operators do.
 """
 
 import functools
 import inspect
-import secrets
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -109,15 +115,22 @@ def _first_order_only(name: str) -> Callable[..., None]:
     was registered" at the second backward."""
 
     def refuse(ctx: Ctx, inputs: tuple, output: Any) -> None:
-        raise argument_error(
-            f"`fearless.ops.{name}` is a gradient and has no backward of its own: fearless.ops "
-            "takes first-order gradients only (here autograd records a gradient, as "
-            "`create_graph=True` asks, to differentiate it again)",
-            help="take the gradient without `create_graph=True`; for second-order terms "
-            "(a Hessian-vector product, a gradient penalty) use torch's own operators there",
-        )
+        raise first_order_error(name)
 
     return refuse
+
+
+def first_order_error(name: str) -> Exception:
+    """The E0701 of a gradient taken with `create_graph=True` through `name`, a gradient that
+    fearless.ops has no formula to differentiate again (`_first_order_only`, and a backward
+    that computes its gradients without a backward operator of its own)."""
+    return argument_error(
+        f"`fearless.ops.{name}` is a gradient and has no backward of its own: fearless.ops "
+        "takes first-order gradients only (here autograd records a gradient, as "
+        "`create_graph=True` asks, to differentiate it again)",
+        help="take the gradient without `create_graph=True`; for second-order terms "
+        "(a Hessian-vector product, a gradient penalty) use torch's own operators there",
+    )
 
 
 def _no_backward(ctx: Any, *_: Any) -> tuple:
@@ -460,27 +473,45 @@ def _swiglu_bwd(ctx: Any, dy: Tensor) -> tuple:
     return tuple(OPS.swiglu_backward(dy, *ctx.saved_tensors))
 
 
-@_define("dropout", lambda x, p, seed=None: (_new(x, x.shape), torch.empty((), dtype=torch.int64)))
-def dropout(x: Tensor, p: float, seed: int | None = None) -> tuple[Tensor, Tensor]:
-    s = secrets.randbits(63) if seed is None else int(seed)
-    out = F.dropout(x, p, True, s)
-    return (out if out is not x else x.clone()), torch.tensor(s, dtype=torch.int64)
+@_define("dropout", _like_first)
+def dropout(x: Tensor, p: float, seed: Tensor) -> Tensor:
+    """x's dropout with the mask of `seed`, a one-element integer tensor (on the CPU: read on
+    the host; `fearless.ops.dropout` draws it from torch's generator when given none)."""
+    out = F.dropout(x, p, True, _seed_value(seed))
+    return out if out is not x else x.clone()
+
+
+def _seed_value(seed: Tensor) -> int:
+    """The mask's seed as the kernels' int, or E0701 for a tensor that is no integer seed."""
+    if not isinstance(seed, Tensor) or seed.numel() != 1 or seed.dtype.is_floating_point:
+        what = type(seed).__name__
+        if isinstance(seed, Tensor):
+            what = f"a {seed.dtype} tensor of shape {tuple(seed.shape)}"
+        raise argument_error(
+            f"`seed` of `fearless.ops.dropout` (the torch operator) must be a one-element "
+            f"integer tensor, not {what}",
+            help="pass `torch.tensor(seed)`, or call `fearless.ops.dropout(x, p, seed=...)`, "
+            "which draws one from torch's generator for seed=None",
+        )
+    return F.seed_i64(int(seed.item()))
 
 
 @_define("dropout_backward", _like_first)
 def dropout_backward(dy: Tensor, seed: Tensor, p: float) -> Tensor:
-    dx = F.dropout(dy, p, True, int(seed))
+    dx = F.dropout(dy, p, True, _seed_value(seed))
     return dx if dx is not dy else dy.clone()  # type: ignore[no-any-return]
 
 
-def _dropout_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
-    ctx.save_for_backward(output[1])
+def _dropout_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
+    ctx.save_for_backward(inputs[2])  # the seed: the backward replays its mask
     ctx.p = inputs[1]  # type: ignore[attr-defined]
-    ctx.set_materialize_grads(False)  # the seed's gradient: none, and no zeros made for it
+    ctx.set_materialize_grads(False)  # no gradient: None, not a zero tensor dropped out
 
 
 @_autograd(dropout, _dropout_ctx)
-def _dropout_bwd(ctx: Any, dy: Tensor, _dseed: Tensor | None) -> tuple:
+def _dropout_bwd(ctx: Any, dy: Tensor | None) -> tuple:
+    if dy is None:  # nothing reached the output (set_materialize_grads(False))
+        return None, None, None
     (seed,) = ctx.saved_tensors
     return OPS.dropout_backward(dy, seed, ctx.p), None, None
 
@@ -635,7 +666,8 @@ def _kept_lse(ctx: Ctx, output: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor,
     ()) of a form that returns the output alone. The lse's gradient, which never exists, is
     not materialised either: autograd would allocate and fill a zero tensor of the lse's shape
     for every backward (a fill launch and an allocation on the host path of a short training
-    call); the output's own gradient is always there when the backward runs."""
+    call). So the backward gets None for the output's gradient too where an operator downstream
+    gave it none, and then gives none (`_attention_bwd`, `_window_lse_backward`)."""
     if not isinstance(output, tuple):
         return output, ()
     out, lse = output
@@ -644,9 +676,12 @@ def _kept_lse(ctx: Ctx, output: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor,
     return out, (lse,)
 
 
-def _attention_bwd(ctx: Any, dy: Tensor, *_dlse: Tensor | None) -> tuple:
+def _attention_bwd(ctx: Any, dy: Tensor | None, *_dlse: Tensor | None) -> tuple:
     """Both forms' backward: the lse form's kept lse goes to the backward (its own gradient,
-    `_dlse`, is none: lse is non-differentiable)."""
+    `_dlse`, is none: lse is non-differentiable). No gradient for the output (None: `_kept_lse`)
+    gives none for any input."""
+    if dy is None:
+        return None, None, None, None, None, None, None
     q, k, v, out, mask, *kept = ctx.saved_tensors
     dq, dk, dv = OPS.scaled_dot_product_attention_backward(dy, q, k, v, out, *ctx.args, mask, *kept)
     return dq, dk, dv, None, None, None, None

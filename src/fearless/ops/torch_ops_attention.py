@@ -134,9 +134,13 @@ def _window_lse_ctx(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> N
     ctx.args = (f"{op}_backward", *settings)  # type: ignore[attr-defined]
 
 
-def _window_lse_backward(ctx: Any, dy: Tensor, _dlse: Tensor | None) -> tuple:
+def _window_lse_backward(ctx: Any, dy: Tensor | None, _dlse: Tensor | None) -> tuple:
+    """q, k and v's gradients; none where none reached the output (None: `_kept_lse` turns
+    off autograd's zero-filling), and none for op and the settings."""
+    if dy is None:
+        return (None, None, None, *(None for _ in ctx.args))
     grads = OPS.attention_window_backward(dy, *ctx.saved_tensors, *ctx.args)
-    return (*grads, *(None for _ in ctx.args))  # op and the settings: no gradient
+    return (*grads, *(None for _ in ctx.args))
 
 
 register_autograd(attention_window_lse, _window_lse_backward, _window_lse_ctx)

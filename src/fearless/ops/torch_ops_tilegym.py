@@ -36,6 +36,7 @@ from .torch_ops import (
     _nothing,
     _or_empty,
     _shaped_as,
+    first_order_error,
 )
 
 # ------------------------------------------------------ fused linear cross-entropy (DESIGN 2c)
@@ -44,7 +45,12 @@ from .torch_ops import (
 # autograd's backward scales them by the loss's gradient. reduction="none" has a gradient per
 # token, which the forward cannot know: it returns empty gradients and its backward runs the
 # chunk loop again with them (`fused_linear_cross_entropy_backward`). An empty (0,) tensor
-# stands for a gradient not computed (no bias, or "none").
+# stands for a gradient not computed (no bias, or "none"). The three gradients are values, not
+# differentiable outputs (a loss through them is refused by autograd). `scale_in_place`: the
+# backward scales them in place (Liger's way: no second weight-sized buffer at the backward),
+# for a caller that drops them, as `fearless.ops.fused_linear_cross_entropy` does (it returns
+# the loss alone); False, the default, scales copies, leaving the tensors the caller holds as
+# they were returned.
 
 
 def _lce_fake(
@@ -74,6 +80,7 @@ def fused_linear_cross_entropy(
     chunk_size: int = 4096,
     reduction: str = "mean",
     accum_dtype: Optional[torch.dtype] = None,  # noqa: UP045
+    scale_in_place: bool = False,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     grads = reduction in ("mean", "sum")
     loss, dh, dw, db = LCE.forward(
@@ -84,10 +91,15 @@ def fused_linear_cross_entropy(
 
 
 def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
-    h, w, target, bias, ignore_index, chunk_size, reduction, accum_dtype = inputs
+    h, w, target, bias, ignore_index, chunk_size, reduction, accum_dtype, in_place = inputs
     ctx.reduction = reduction  # type: ignore[attr-defined]
+    ctx.in_place = in_place  # type: ignore[attr-defined]
     ctx.has_bias = bias is not None  # type: ignore[attr-defined]
     ctx.args = (ignore_index, chunk_size, accum_dtype)  # type: ignore[attr-defined]
+    # the gradients returned beside the loss are values: a loss through them is refused by
+    # autograd, and their own gradients are never made (no zero tensors of h's and W's size)
+    ctx.mark_non_differentiable(*output[1:])
+    ctx.set_materialize_grads(False)
     if reduction == "none":
         ctx.save_for_backward(h, w, target, bias)
     else:
@@ -95,15 +107,21 @@ def _lce_ctx(ctx: Ctx, inputs: tuple, output: tuple) -> None:
 
 
 @_autograd(fused_linear_cross_entropy, _lce_ctx)
-def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
+def _lce_bwd(ctx: Any, dloss: Tensor | None, *_: Tensor | None) -> tuple:
+    if dloss is None:  # no gradient reached the loss (set_materialize_grads(False))
+        return (None,) * 9
+    if torch.is_grad_enabled():  # create_graph=True: a gradient to differentiate again
+        raise first_order_error("fused_linear_cross_entropy_backward")
     if ctx.reduction == "none":
         h, w, target, bias = ctx.saved_tensors
         dh, dw, db = OPS.fused_linear_cross_entropy_backward(dloss, h, w, target, bias, *ctx.args)
+    elif not ctx.in_place:  # the caller may hold the returned gradients: scale copies
+        dh, dw, db = (g * dloss for g in ctx.saved_tensors)
     else:
         # in place, as Liger's backward: no second grad_weight of the weight's size at the
         # start of the backward (a training step's memory peak); the saved gradients are this
-        # node's alone, so a second backward through them (retain_graph) is refused, here
-        # rather than by torch's version check on reading them
+        # node's alone (the caller dropped them), so a second backward through them
+        # (retain_graph) is refused, here rather than by torch's version check on reading them
         if getattr(ctx, "spent", False):
             raise argument_error(
                 "a second backward through `fearless.ops.fused_linear_cross_entropy`'s loss "
@@ -114,7 +132,7 @@ def _lce_bwd(ctx: Any, dloss: Tensor, *_: Tensor) -> tuple:
             )
         ctx.spent = True  # type: ignore[attr-defined]
         dh, dw, db = (g.mul_(dloss) for g in ctx.saved_tensors)
-    return dh, dw, None, (db if ctx.has_bias else None), None, None, None, None
+    return dh, dw, None, (db if ctx.has_bias else None), None, None, None, None, None
 
 
 @_define(
