@@ -29,6 +29,7 @@ thread.z, index, length]. `flag` is 0 until the first failing check wins a compa
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
@@ -171,12 +172,18 @@ class TileParam:
     dtype: DType | None = None
     ndim: int = 0
     tile: tuple[int, ...] | None = None
-    value: Any = None
+    # a Const's value; specialisations compare its `const_key`, in which a float is its bits
+    # (0.0 and -0.0 compile apart, a NaN is one value)
+    value: Any = field(default=None, compare=False)
     align: tuple[int, ...] = ()
     group: int = 0  # a Part's grouped order (tile.grouped), 0: row-major (tile/order.py)
     # a scalar annotated `float` or `int`: typed by Python (f64, i64) and weak as a literal is,
     # taking the other operand's dtype where it meets a tile (tile/rules.py)
     weak: bool = False
+    const_key: Any = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "const_key", _const_key(self.value))
 
     @property
     def is_array(self) -> bool:
@@ -200,6 +207,16 @@ class TileParam:
         if access is None or self.dtype is None:
             return None
         return ParamSpec(self.name, access, self.dtype, self.ndim)
+
+
+def _const_key(value: Any) -> Any:
+    """What tells two Const values apart: a float by its bits (`==` has 0.0 == -0.0 and
+    NaN != NaN), a tuple item by item, anything else by its type and value."""
+    if isinstance(value, float):
+        return (float, struct.pack("<d", value))
+    if isinstance(value, tuple):
+        return (tuple, *(_const_key(v) for v in value))
+    return (type(value), value)
 
 
 ALIGN_BYTES = 16  # TMA needs 16-byte aligned addresses and strides

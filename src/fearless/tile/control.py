@@ -5,7 +5,9 @@ Both lower to ops with nested blocks (ir/tile/ops.py) and carry the variables th
     for     `tile.for` carries the names the body assigns that exist before the loop. A name
             that starts as a literal (`acc = 0`) takes the type the body gives it: the loop is
             lowered again with that type from the start (frontend/loops.py), also when an `if`
-            inside the body is what gives it the type.
+            inside the body is what gives it the type. A `range` whose step is not a positive
+            literal (or `tile.num_blocks`) counts its trips (`lower_for`); the loop variable
+            has no value after the loop (`Undefined`, E0381 at a use).
     a if c else b   (`lower_ifexp`) as cuTile Python: `tile.where(c, a, b)`, elementwise, for
             a bool tile or 0-d condition that is known only at run time (both arms are
             evaluated: kernel expressions have no effects); a compile-time condition picks
@@ -25,9 +27,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from .. import dtypes
-from ..errors import KernelTypeError, Location
+from ..errors import CompileError, KernelTypeError, Location
 from ..frontend.core import unsupported
-from ..frontend.loops import Jumps, Token, assigned_names, jumps_in
+from ..frontend.loops import Jumps, LoopRetry, Token, assigned_names, jumps_in
 from ..frontend.values import PyObj, Undefined, Weak
 from ..ir.core import Block, Value
 from ..ir.tile import ops
@@ -58,17 +60,76 @@ def assign_loc(
 
 
 def lower_for(lw: TileRules, node: ast.For, target: str, bounds: list[ast.expr]) -> None:
+    """`for i in range(...)`. A step that is a positive literal (or Const), or
+    `tile.num_blocks(axis)` (a grid-stride loop), is Tile IR's `for` as it is; any other
+    step (negative, or known only at run time) counts the trips, `for t in range(0, trips)`
+    with `i = lo + t * step`, since Tile IR's `for` takes a positive step only (it stops at
+    its upper bound). A literal step of 0 is an error, as Python's ValueError; a run-time
+    step of 0 runs no iteration."""
+    counted: list[Value] = []  # (lo, step) of a loop that counts its trips
+
     def range_bounds() -> tuple[Value, Value, Value]:
         loc = lw.loc(node)
-        values = [lw.index(lw.expr(a), lw.loc(a)) for a in bounds]
+        raw: list[Any] = []
+        values: list[Value] = []
+        for a in bounds:  # each bound's ops, then its conversion, in order
+            raw.append(lw.expr(a))
+            values.append(lw.index(raw[-1], lw.loc(a)))
         if len(values) == 1:
             values.insert(0, lw.const(0, dtypes.i32, loc))
         if len(values) == 2:
             values.append(lw.const(1, dtypes.i32, loc))
         lo, hi, step = values
-        return lo, hi, step
+        known = raw[2] if len(raw) == 3 and isinstance(raw[2], Weak) else None
+        if known is not None and known.value == 0:
+            raise CompileError(
+                "range() step must not be zero",
+                lw.loc(bounds[2]),
+                label="a step of 0",
+                help="step by a nonzero number, e.g. `range(n - 1, -1, -1)` to count down",
+            )
+        counted.clear()
+        if len(raw) < 3 or (known is not None and known.value > 0) or _grid_extent(step):
+            return lo, hi, step
+        counted.extend((lo, step))
+        trips = _trips(lw, lo, hi, step, known, loc)
+        zero, one = (lw.const(c, dtypes.i64, loc) for c in (0, 1))
+        return zero, trips, one
 
-    lower_loop(lw, node, target, range_bounds)
+    def bind(t: Value) -> Value:
+        if not counted:
+            return t
+        lo, step = counted
+        loc = lw.loc(node.target)
+        t32 = lw.emit(ops.Cast(t, dtypes.i32, loc))  # wraps, as `lo + t * step` then does,
+        i = lw.binary("add", lo, lw.binary("mul", t32, step, loc), loc)  # to the i32 value
+        assert isinstance(i, Value)
+        return i
+
+    lower_loop(lw, node, target, range_bounds, bind)
+
+
+def _grid_extent(v: Value) -> bool:
+    """Whether `v` is `tile.num_blocks(axis)`, 1 or more: a grid-stride loop's step."""
+    return isinstance(v.owner, ops.NumBlocks)
+
+
+def _trips(
+    lw: TileRules, lo: Value, hi: Value, step: Value, known: Weak | None, loc: Location
+) -> Value:
+    """The iterations of `range(lo, hi, step)` (i32 bounds), `max(0, ceil((hi - lo) /
+    step))` in i64 (2**32 - 1 at most), for either sign of `step`; 0 when `step` is 0 (an
+    integer `x // 0` and `x % 0` are 0)."""
+    lo64, hi64 = (lw.emit(ops.Cast(v, dtypes.i64, loc)) for v in (lo, hi))
+    step64 = (
+        lw.const(known.value, dtypes.i64, loc)
+        if known is not None
+        else lw.emit(ops.Cast(step, dtypes.i64, loc))
+    )
+    d = lw.binary("sub", hi64, lo64, loc)
+    trips = lw.binary("max", lw.ceil_div(d, step64, loc), Weak(0), loc)
+    assert isinstance(trips, Value)
+    return trips
 
 
 def lower_loop(
@@ -96,21 +157,31 @@ def _lower_for(
     lo, hi, step = bounds()
     jumps = jumps_in(node.body)
     with loop_scope(lw, jumps, loc):
-        carried, init, weak_init = _carried(lw, node.body, token, target, loc, jumps)
+        carried, init, weak_init, dropped = _carried(lw, node.body, token, target, loc, jumps)
         body = Block("for.body")
-        iv = body.add_arg(TileType(dtypes.i32), lw.loc(node.target), target)
+        iv = body.add_arg(TileType(tile_type(lo).dtype), lw.loc(node.target), target)
         args = _carried_args(lw, body, carried, init, weak_init, token, loc)
         outer_block, outer_env = lw.block, lw.env
         lw.block = body
-        lw.env = dict(outer_env)
+        lw.env = {**outer_env, **dropped}
         lw.env[target] = bind(iv) if bind is not None else iv
         lw.env.update(zip(carried, args, strict=True))
         _lower_loop_body(lw, node.body, jumps, loc, is_for=True)
-        body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+        body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc, token), loc))
         lw.block, lw.env = outer_block, outer_env
     op = ops.For(lo, hi, step, init, body, loc)
     lw.block.append(op)
     _bind_results(lw, carried, op.results)
+    lw.env.update(dropped)
+    # Python keeps the last value of the loop variable (or, after no iteration, the one
+    # before); a tile `for` does not carry it: after the loop it has no value (E0381 at a use).
+    lw.env[target] = Undefined(
+        target,
+        loc,
+        f"`{target}` is the variable of the `for` at line {loc.line}: tile kernels do not "
+        "keep it after the loop (Python keeps its last value); compute what you need from "
+        "the bounds, e.g. `last = n - 1`",
+    )
 
 
 def _bind_results(lw: TileRules, carried: list[str], results: Sequence[Value]) -> None:
@@ -141,18 +212,24 @@ def _carried(
     target: str | None,
     loc: Location,
     jumps: Jumps,
-) -> tuple[list[str], list[Value], set[str]]:
+) -> tuple[list[str], list[Value], set[str], dict[str, Undefined]]:
     """The names a loop body assigns that exist before it (carried through the loop), their
     values before it, and those that start as literals (typed by the loop's retry); the break
-    flag first when the body breaks."""
+    flag first when the body breaks. Last, those a retry found the body leaves without a
+    value (the variable of a `for` inside): not carried, and without a value in the loop
+    (from its second iteration on, Python's would be the inner loop's last) and after it."""
     carried: list[str] = []
     init: list[Value] = []
     weak_init: set[str] = set()
+    dropped: dict[str, Undefined] = {}
     for name in [BREAK] * jumps.breaks + list(assigned_names(stmts)):
         if name == target or not lw.defined(name):
             continue
         v = lw.env[name]
         hint = lw.loop_types.hint(token, name)
+        if isinstance(hint, Undefined):
+            dropped[name] = hint
+            continue
         if isinstance(v, Weak):
             weak_init.add(name)
             t = hint or TileType(dtypes.tile_literal_default(v.value))
@@ -161,7 +238,7 @@ def _carried(
             raise unsupported(f"reassigning `{name}` (a compile-time value) inside a loop", loc)
         carried.append(name)
         init.append(v)
-    return carried, init, weak_init
+    return carried, init, weak_init, dropped
 
 
 def _carried_args(
@@ -182,12 +259,20 @@ def _carried_args(
 
 
 def _next_values(
-    lw: TileRules, stmts: list[ast.stmt], carried: list[str], args: list[Value], loc: Location
+    lw: TileRules,
+    stmts: list[ast.stmt],
+    carried: list[str],
+    args: list[Value],
+    loc: Location,
+    token: Token,
 ) -> list[Value]:
-    """The carried values at the end of an iteration, each of its argument's type."""
+    """The carried values at the end of an iteration, each of its argument's type; a name
+    the iteration leaves without a value lowers the loop again without it (`_carried`)."""
     nxt: list[Value] = []
     for name, a in zip(carried, args, strict=True):
         v = lw.env[name]
+        if isinstance(v, Undefined):
+            raise LoopRetry(token, name, v)
         if isinstance(v, Weak):
             at = tile_type(a)
             v = lw.emit(ops.Constant(lw.literal(v, at.dtype, loc), at, loc))
@@ -220,22 +305,24 @@ def _lower_while(lw: TileRules, node: ast.While, token: Token) -> None:
     loc = lw.loc(node)
     jumps = jumps_in(node.body)
     with loop_scope(lw, jumps, loc):
-        carried, init, weak_init = _carried(lw, node.body, token, None, loc, jumps)
+        carried, init, weak_init, dropped = _carried(lw, node.body, token, None, loc, jumps)
         cond, body = Block("while.cond"), Block("while.body")
         cond_args = _carried_args(lw, cond, carried, init, weak_init, token, loc)
         args = _carried_args(lw, body, carried, init, weak_init, token, loc)
         outer_block, outer_env = lw.block, lw.env
         try:
-            lw.block, lw.env = cond, {**outer_env, **dict(zip(carried, cond_args, strict=True))}
+            outer = {**outer_env, **dropped}
+            lw.block, lw.env = cond, {**outer, **dict(zip(carried, cond_args, strict=True))}
             cond.append(ops.Yield([_while_condition(lw, node, jumps)], loc))
-            lw.block, lw.env = body, {**outer_env, **dict(zip(carried, args, strict=True))}
+            lw.block, lw.env = body, {**outer, **dict(zip(carried, args, strict=True))}
             _lower_loop_body(lw, node.body, jumps, loc, is_for=False)
-            body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc), loc))
+            body.append(ops.Yield(_next_values(lw, node.body, carried, args, loc, token), loc))
         finally:
             lw.block, lw.env = outer_block, outer_env
     op = ops.While(init, cond, body, loc)
     lw.block.append(op)
     _bind_results(lw, carried, op.results)
+    lw.env.update(dropped)
 
 
 def _while_condition(lw: TileRules, node: ast.While, jumps: Jumps) -> Value:

@@ -200,6 +200,8 @@ class TileLowerer(TileRules):
         """A tile subscript as Python values: slices and ints, compile-time (tile/shaping.py)."""
         if isinstance(node, ast.Tuple):
             return tuple(self._static_index(e) for e in node.elts)
+        if isinstance(node, ast.Constant) and node.value is Ellipsis:
+            return Ellipsis  # the axes not written (shaping.slice_tile)
         if isinstance(node, ast.Slice):
             lo, hi, step = (
                 None if p is None else self.static_int(self.expr(p), self.loc(p), "a tile slice")

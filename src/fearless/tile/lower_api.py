@@ -228,10 +228,8 @@ def api_num_blocks(lw: TileRules, loc_of: LocOf, axis: Any) -> Value:
 
 
 def api_cdiv(lw: TileRules, loc_of: LocOf, a: Any, b: Any) -> Operand:
-    loc = loc_of("a")
-    return lw.binary(
-        "floordiv", lw.binary("sub", lw.binary("add", a, b, loc), Weak(1), loc), b, loc
-    )
+    """cuTile's `cdiv`: `ceil(a / b)` for either sign, without overflow (`rules.ceil_div`)."""
+    return lw.ceil_div(a, b, loc_of("a"))
 
 
 def api_num_tiles(lw: TileRules, loc_of: LocOf, t: Any, axis: Any, shape: Any) -> Operand:
@@ -239,7 +237,13 @@ def api_num_tiles(lw: TileRules, loc_of: LocOf, t: Any, axis: Any, shape: Any) -
     ax = _axis(lw, axis, at.ndim, loc_of("axis"))
     shp = lw.static_shape(shape, loc_of("shape"))
     extent = lw.emit(ops.ArrayDim(arr, ax, loc_of("t")))
-    return api_cdiv(lw, loc_of, extent, Weak(shp[ax]))
+    # an extent (>= 0) by a power-of-two tile: `(extent + t - 1) // t`, which overflows only
+    # for an extent within t of 2**31
+    loc = loc_of("a")
+    t = Weak(shp[ax])
+    return lw.binary(
+        "floordiv", lw.binary("sub", lw.binary("add", extent, t, loc), Weak(1), loc), t, loc
+    )
 
 
 def api_zeros(lw: TileRules, loc_of: LocOf, shape: Any, dtype: Any) -> Value:
@@ -264,6 +268,13 @@ def api_arange(lw: TileRules, loc_of: LocOf, n: Any, dtype: Any) -> Value:
         if isinstance(dtype, PyObj) and dtype.obj is None
         else lw.static_dtype(dtype, loc_of("dtype"))
     )
+    if dt.is_bool:
+        raise KernelTypeError(
+            f"`tile.arange` counts in a number dtype, not {dt.name}",
+            loc_of("dtype"),
+            help="count in i32 (the default) and compare, e.g. `tile.arange(n) < k` for a "
+            "bool tile",
+        )
     if dt.is_float:
         v = lw.emit(ops.Iota(size, dtypes.i32, loc_of("n")))
         return lw.emit(ops.Cast(v, dt, loc_of("n")))
@@ -458,6 +469,15 @@ def _reduce(kind: str) -> Callable[..., Value]:
         else:
             items = axis if isinstance(axis, tuple) else (axis,)
             axes = sorted({_axis(lw, a, nd, loc_of("axis")) for a in items})
+            if len(axes) != len(items):
+                written = tuple(lw.static_int(a, loc_of("axis"), "an axis") for a in items)
+                raise KernelTypeError(
+                    f"`tile.{kind}` names an axis twice in `axis={written}`",
+                    loc_of("axis"),
+                    label="a repeated axis",
+                    help="name each axis once (as NumPy, which refuses a duplicate value in "
+                    "`axis`); a negative axis counts from the end",
+                )
         keep = isinstance(keepdims, Weak) and bool(keepdims.value)
         shape = vt.shape
         for a in reversed(axes):

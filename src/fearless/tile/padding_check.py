@@ -31,6 +31,7 @@ a new key (`warn_at_launch`, with the arguments' actual extents).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -67,6 +68,7 @@ class Suspect:
     pad: float
     conds: frozenset[Cond]
     certain: bool
+    op: Any = dataclasses.field(default=None, compare=False, repr=False)  # the reduction
 
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
@@ -106,6 +108,9 @@ _FIX = {
     "max": "load the tile with `padding=-math.inf` (the identity of `max`)",
     "min": "load the tile with `padding=math.inf` (the identity of `min`)",
 }
+_FIX["argmax"], _FIX["argmin"] = _FIX["max"], _FIX["min"]
+_FIX["cumsum"] = _FIX["sum"]
+_FIX["cumprod"] = _FIX["prod"]
 
 
 def padded_reductions(ir: TileIR) -> tuple[Suspect, ...]:
@@ -117,6 +122,7 @@ def padded_reductions(ir: TileIR) -> tuple[Suspect, ...]:
             aligns[v] = (i, p.align[1 : 1 + p.ndim], max(1, ALIGN_BYTES // p.dtype.itemsize))
     found: list[Suspect] = []
     _walk(ir.fn.entry, {}, aligns, found)
+    found = [dataclasses.replace(s, op=None) for s in found]  # the ops were for _walk only
     for s in found:
         if s.certain:
             _warn(s)
@@ -144,9 +150,29 @@ def _walk(block: Block, facts: dict[Value, Fact], aligns: Any, found: list[Suspe
         if isinstance(op, ops.Reduce):
             _check(op, facts.get(op.operands[0]), aligns, found)
             continue
+        if isinstance(op, ops.Scan) and op.attrs["reverse"]:
+            _check(op, facts.get(op.operands[0]), aligns, found)
+        if isinstance(op, ops.Compare):
+            _name_arg_reduce(op, found)
         fact = _fact(op, facts, aligns)
         if fact is not None and op.results:
             facts[op.results[0]] = fact
+
+
+def _name_arg_reduce(op: Any, found: list[Suspect]) -> None:
+    """`tile.argmax`'s `v == max(v)` (lower_api.py `_arg_reduce`): its reduction's warning
+    names `tile.argmax` (`tile.argmin`), which the user wrote."""
+    if op.attrs["pred"] != "eq":
+        return
+    v, m = op.operands
+    while isinstance(m.owner, ops.Broadcast | ops.Reshape):
+        m = m.owner.operands[0]
+    red = m.owner
+    if not (isinstance(red, ops.Reduce) and red.operands[0] is v):
+        return
+    for i, s in enumerate(found):
+        if s.op is red and s.kind in ("max", "min"):
+            found[i] = dataclasses.replace(s, kind="arg" + s.kind)
 
 
 def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
@@ -179,9 +205,73 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
         return _binary(op, facts, compare_fn(op.attrs["pred"], dtypes.f64))  # the simulator's
     if isinstance(op, ops.Select):
         return _select(op, facts)
-    if isinstance(op, ops.Reshape) and op.attrs["shape"] == tile_type(op.operands[0]).shape:
-        return facts.get(op.operands[0])  # the same tile (argmin's and argmax's first step)
+    if isinstance(op, ops.Reshape | ops.Broadcast | ops.Permute | ops.Extract | ops.Scan):
+        f = facts.get(op.operands[0])
+        return None if f is None else _moved(op, f)
+    if isinstance(op, ops.Cat):
+        return _cat(op, facts)
     return None
+
+
+def _moved(op: Any, f: Fact) -> Fact | None:
+    """The padding of a shape op's (or a scan's) result, from its operand's: each axis's
+    conditions follow the elements (None where the check cannot follow them)."""
+    pad, conds, chosen = f
+    if isinstance(op, ops.Permute):
+        return (pad, tuple(conds[p] for p in op.attrs["perm"]), chosen)
+    if isinstance(op, ops.Broadcast):  # stretches extent-1 axes, which hold no padding
+        return f
+    if isinstance(op, ops.Reshape):
+        axes = _regrouped(tile_type(op.operands[0]).shape, op.attrs["shape"], conds)
+        return None if axes is None else (pad, axes, chosen)
+    if isinstance(op, ops.Extract):
+        # padding sits at the end of an axis: the last window of a padded axis holds it when
+        # the tile does; an earlier window may or may not, which the check leaves
+        full = tile_type(op.operands[0]).shape
+        kept = tuple(
+            c if (i + 1) * n == d else frozenset()
+            for c, i, n, d in zip(conds, op.attrs["index"], op.attrs["shape"], full, strict=True)
+        )
+        return (pad, kept, chosen) if any(kept) else None
+    # a scan: padded elements of the identity stay it, unless the scan runs from the
+    # in-bounds elements into the padding (forward, along a padded axis)
+    kind, axis = op.attrs["kind"], op.attrs["axis"]
+    if pad != _IDENTITY[kind] or (conds[axis] and not op.attrs["reverse"]):
+        return None
+    return f
+
+
+def _regrouped(
+    src: tuple[int, ...], dst: tuple[int, ...], conds: tuple[frozenset[Cond], ...]
+) -> tuple[frozenset[Cond], ...] | None:
+    """The axes' conditions after a reshape from `src` to `dst` that only merges adjacent
+    axes and adds or drops extent-1 ones (a merged axis holds padding where any of its parts
+    did); None for a reshape that splits a padded axis."""
+    out: list[frozenset[Cond]] = []
+    i = 0
+    for d in dst:
+        group: frozenset[Cond] = frozenset()
+        size = 1
+        while size < d and i < len(src):
+            size *= src[i]
+            group |= conds[i]
+            i += 1
+        if size != d:
+            return None
+        out.append(group)
+    if any(conds[i:]):  # only extent-1 axes, which hold no padding, may be left
+        return None
+    return tuple(out)
+
+
+def _cat(op: Any, facts: dict[Value, Fact]) -> Fact | None:
+    """`tile.cat((a, b), axis)`: the padding of either part (their elements keep their
+    padded values); both parts' conditions when they pad with one value."""
+    fa, fb = (facts.get(v) for v in op.operands)
+    if fa is not None and fb is not None and fa[0] == fb[0]:
+        axes = tuple(x | y for x, y in zip(fa[1], fb[1], strict=True))
+        return (fa[0], axes, fa[2] or fb[2])
+    return fa if fa is not None else fb
 
 
 def _select(op: Any, facts: dict[Value, Fact]) -> Fact | None:
@@ -244,6 +334,8 @@ def _check(op: Any, fact: Fact | None, aligns: Any, found: list[Suspect]) -> Non
     kind, axis = op.attrs["kind"], op.attrs["axis"]
     if kind not in _IDENTITY or not conds[axis] or pad == _IDENTITY[kind]:
         return
+    if isinstance(op, ops.Scan):  # a reverse scan runs from the padding into every element
+        kind = "cum" + kind
     if chosen and kind in ("max", "min"):  # a where's sentinel, which such a reduction takes
         return  # in by design (`tile.min(tile.where(v == m, cols, N))`); a sum adds it
     exact = {arg: (align, cap) for arg, align, cap in aligns.values()}
@@ -253,7 +345,7 @@ def _check(op: Any, fact: Fact | None, aligns: Any, found: list[Suspect]) -> Non
         align, cap = exact[arg]
         return a < len(align) and align[a] < cap and align[a] < t
 
-    found.append(Suspect(op.loc, kind, pad, conds[axis], any(map(certain, conds[axis]))))
+    found.append(Suspect(op.loc, kind, pad, conds[axis], any(map(certain, conds[axis])), op))
 
 
 def _warn(s: Suspect) -> None:

@@ -166,12 +166,47 @@ class TileRules(Lowerer[Operand]):
         return not to.is_bool and (to.is_float or not tile_type(x).dtype.is_float)
 
     def index(self, x: Operand, loc: Location) -> Value:
-        """An i32 scalar for a tile coordinate or loop bound."""
+        """An i32 scalar for a tile coordinate or loop bound: a literal that i32 holds, a weak
+        `int` value (converted as `astype` converts: wrapping), or an integer scalar i32
+        holds every value of (i8, i16, u8, u16 widen exactly); an i64, u32 or u64 one is
+        E0308, since converting it could change its value."""
         v = self.tile_value(x, loc, dtypes.i32)
         t = tile_type(v)
         if t.shape != () or not t.dtype.is_int:
             raise KernelTypeError(f"an index must be an integer scalar, found {t}", loc)
-        return v if t.dtype == dtypes.i32 else self.emit(ops.Cast(v, dtypes.i32, loc))
+        if t.dtype == dtypes.i32:
+            return v
+        if t.dtype.bits >= 32:
+            name = v.name or "x"
+            raise KernelTypeError(
+                f"tile indices and loop bounds are i32, found {t.dtype.name}",
+                loc,
+                label=f"this is {t.dtype.name}",
+                help=f"annotate the parameter `fl.i32` (a launch refuses a value past it), "
+                f"or convert explicitly: `{name}.astype(fl.i32)` (which wraps past 2**31 - 1)",
+            )
+        return self.emit(ops.Cast(v, dtypes.i32, loc))
+
+    def ceil_div(self, a: Operand, b: Operand, loc: Location) -> Operand:
+        """`ceil(a / b)` with Python's signs, as cuTile's `cdiv` (`-((-a) // b)`), written
+        `a // b + (a % b != 0)` so that no intermediate overflows. By a positive literal
+        (`tile.cdiv(n, TILE_N)`, the ops library's form) it stays `(a + b - 1) // b`, the
+        Tile IR the kernels were tuned with, exact unless `a` is within `b` of the dtype's
+        largest value."""
+        if isinstance(a, Weak) and isinstance(b, Weak):
+            q, r = values.fold("floordiv", a, b, loc), values.fold("mod", a, b, loc)
+            assert q is not None and r is not None
+            return Weak(q.value + (r.value != 0))
+        if isinstance(b, Weak) and isinstance(b.value, int) and b.value > 0:
+            return self.binary(
+                "floordiv", self.binary("sub", self.binary("add", a, b, loc), Weak(1), loc), b, loc
+            )
+        q = self.binary("floordiv", a, b, loc)
+        ne = self.compare("ne", self.binary("mod", a, b, loc), Weak(0), loc)
+        up = self.cast(ne, tile_type(self.tile_value(q, loc)).dtype, loc)
+        if self.is_weak(q):  # `tile.cdiv(n, 4)` of an `int` n stays weak, as `n // 4` is
+            self.weak.add(up)
+        return self.binary("add", q, up, loc)
 
     def unify(self, a: Operand, b: Operand, loc: Location, what: str) -> DType:
         if isinstance(a, Weak) and isinstance(b, Weak):  # the type that holds both

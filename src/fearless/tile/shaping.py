@@ -210,9 +210,17 @@ def slice_tile(lw: TileRules, v: Value, index: Any, loc: Location) -> Value:
     """`x[a:b, i, :]` of a tile with compile-time bounds: `tile.extract` of the window (each
     axis's window a power of two that divides the axis and starts at a multiple of its size),
     the axes indexed by an int dropped. `index` is the evaluated subscript: per axis a Python
-    `slice` of compile-time ints, an int, or `...`-free fewer items (the rest whole)."""
+    `slice` of compile-time ints or an int, fewer items (the rest whole), and one `...` at most
+    (the axes not written, whole)."""
     shape = tile_type(v).shape
     items = list(index) if isinstance(index, tuple) else [index]
+    dots = [i for i, item in enumerate(items) if item is Ellipsis]
+    if len(dots) > 1:
+        raise KernelTypeError(
+            "a tile index takes one `...` at most", loc, help="write `v[..., 0]` or `v[0, ...]`"
+        )
+    if dots:  # `...` stands for the axes not written, whole
+        items[dots[0] : dots[0] + 1] = [slice(None)] * max(0, len(shape) - len(items) + 1)
     if len(items) > len(shape):
         raise KernelTypeError(
             f"too many indices for a {len(shape)}-d tile: {len(items)}",
@@ -231,6 +239,22 @@ def slice_tile(lw: TileRules, v: Value, index: Any, loc: Location) -> Value:
             lo, hi, _ = item.indices(d)
             kept.append(hi - lo)
         size = hi - lo
+        if isinstance(item, int) and not 0 <= lo < d:
+            raise KernelTypeError(
+                f"index {item} is out of range for axis {axis} of a {shape} tile",
+                loc,
+                label="outside the tile",
+                help=f"index axis {axis} with {-d} to {d - 1}",
+            )
+        if size <= 0:
+            written = ":".join("" if b is None else str(b) for b in (item.start, item.stop))
+            raise KernelTypeError(
+                f"the window [{written}] of axis {axis} of a {shape} tile is empty",
+                loc,
+                label="an empty window",
+                help="a tile slice is a power-of-two window that divides the axis and starts "
+                "at a multiple of its size: a tile has no empty slice",
+            )
         if not 0 <= lo < hi <= d or d % size or lo % size:
             raise KernelTypeError(
                 f"cannot take [{lo}:{hi}] of axis {axis} of a {shape} tile",

@@ -4,7 +4,9 @@ Scatter, AtomicRMW, AtomicCAS; the frontend is tile/indexed.py).
 Coordinates are per-element integer tiles, one per axis; an element is live when every
 coordinate is inside the array (negative ones are outside) and its mask is true. The simulator
 runs blocks one after another and, within an op, the live elements in row-major order, so an
-atomic's old values are those of that order: one of the orders the GPU may take.
+atomic's old values are those of that order: one of the orders the GPU may take. A
+compare-and-swap compares the bits, as the GPU does (a float NaN matches the same NaN, -0.0
+does not match 0.0).
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ def atomic(
         before = _read(host, dt, at)[0]
         v = vals[tuple(pos)]
         old[tuple(pos)] = before
-        if mode == "cas":
-            if before == np.asarray(expected)[tuple(pos)]:
+        if mode == "cas":  # compares bits, as the GPU's atom.cas: NaN matches its own
+            # bits, -0.0 does not match 0.0
+            want = nx.raw_store(np.asarray([np.asarray(expected)[tuple(pos)]]), dt)
+            if host[at].tobytes() == np.asarray(want).astype(host.dtype, copy=False).tobytes():
                 _write(host, dt, at, np.asarray([v]))
             continue
         new = v if fn is None else fn(np.asarray([before]), np.asarray([v]))

@@ -348,11 +348,15 @@ class _Block:
             carried = self.run(op.body)
 
     def _loop(self, op: ops.For, args: list[Any]) -> list[Any]:
+        """Tile IR's `for`: from `lo` while below `hi`, by a positive `step` (the frontend
+        counts the trips of any other range, tile/control.py); a step of 0 or less runs no
+        iteration here."""
         lo, hi, step = (int(x) for x in args[:3])
         carried = list(args[3:])
         body = op.body
-        for i in range(lo, hi, step):
-            self.env[body.args[0]] = np.int32(i)
+        iv = nx.storage_dtype(tile_type(body.args[0]).dtype).type
+        for i in range(lo, hi, step) if step > 0 else ():
+            self.env[body.args[0]] = iv(i)
             for b, v in zip(body.args[1:], carried, strict=True):
                 self.env[b] = v
             carried = self.run(body)
