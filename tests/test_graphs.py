@@ -35,9 +35,13 @@ def test_capture_runs_nothing_and_replay_runs_everything_in_order() -> None:
     x.numpy()  # reading is fine; new inputs go into the same tensor
     x2 = fl.asarray(np.full(n, 5.0, np.float32))
     axpy[4, 256](1.0, x2, fl.zeros(n), x)  # x = 5 everywhere, outside the graph
-    out.partition((256,))  # the graph's partition is gone: a new one for the replay's view
-    g.replay()
+    g.replay()  # `part` was given back: `out` is live, and the replay writes it as before
     np.testing.assert_array_equal(mid.numpy(), np.full(n, 16.0, np.float32))
+    np.testing.assert_array_equal(out.numpy(), np.full(n, 32.0, np.float32))
+    newer = out.partition((256,))  # a partition the graph never took owns `out` now
+    with pytest.raises(fl.MovedError, match="moved into a partition since they were captured"):
+        g.replay()
+    newer.unpartition()
 
 
 def test_checks_happen_at_capture() -> None:

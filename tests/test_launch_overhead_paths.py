@@ -64,7 +64,7 @@ def test_extractors_require_is_cuda_not_just_device_index_0() -> None:
     assert not one.is_cuda and one.get_device() == 0
     assert arrays._extract_torch(one) is None
     assert arrays._extract_torch_2d(two) is None
-    assert arrays.launch_extractor(Mps) is arrays._extract_torch
+    assert arrays.launch_extractor(Mps) is arrays._extract_torch_subclass  # data_ptr: torch's own
 
 
 def test_extractors_read_cuda_tensors_and_refuse_strided_ones(cuda_torch: None) -> None:

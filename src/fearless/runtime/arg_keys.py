@@ -40,7 +40,7 @@ from .. import dtypes
 from ..abi import ALIGN_BYTES, Declared
 from ..dtypes import DType
 from . import process_gpu
-from .arrays import ArrayInfo, describe, torch_dtype, torch_dtype_of
+from .arrays import ArrayInfo, describe, torch_data_ptr, torch_dtype, torch_dtype_of
 from .binder import scalar_fits
 from .partition import Partition
 from .target import Target
@@ -197,7 +197,7 @@ def _read_torch(t: Any, want: DType, key: list[Any], starts: list[int], payload:
     the contiguity check: the strides are in the key instead)."""
     if not t.is_cuda or t.get_device() != process_gpu.GPU or torch_dtype(t.dtype) is not want:
         return False
-    ptr = t.data_ptr()
+    ptr = torch_data_ptr(t)  # not an override's answer
     key.append((ptr & _ALIGN_MASK, t.shape, t.stride()))
     starts.append(ptr)
     payload.append(ptr)

@@ -94,6 +94,21 @@ def describe(
             f"argument `{name}` is not contiguous (shape {info.shape}, strides {info.strides} bytes)",
             contiguous_help(obj),
         )
+    if info.ptr % info.dtype.itemsize and info.nbytes:
+        off = info.ptr % info.dtype.itemsize
+        raise argument_error(
+            f"argument `{name}` is misaligned: its address is {off} byte{'s' if off > 1 else ''} "
+            f"past a multiple of {info.dtype.itemsize}, the size of its {info.dtype} elements, "
+            "which kernels load whole",
+            "pass an aligned copy: "
+            + (
+                "`x.copy()` (a kernel writes the copy: copy the results back with `x[...] = copy`)"
+                if isinstance(obj, np.ndarray)
+                else "`x.clone()`"
+                if _is_torch_tensor(obj)
+                else "a copy made by the library the array comes from"
+            ),
+        )
     if ndim is not None and info.ndim != ndim:
         raise argument_error(
             f"argument `{name}` has {info.ndim} dimension{'s' if info.ndim != 1 else ''}, "
@@ -360,7 +375,57 @@ def lazy_view_error(t: Any, what: str, name: str) -> KernelTypeError | None:
     )
 
 
+def torch_data_ptr(t: Any) -> int:
+    """The address of torch tensor `t`'s first element as torch itself holds it: a subclass
+    may override `data_ptr` or answer it in `__torch_function__`, neither of which moves the
+    memory a kernel writes."""
+    torch = sys.modules["torch"]
+    with torch._C.DisableTorchFunctionSubclass():
+        return int(torch.Tensor.data_ptr(t))
+
+
+def torch_grad_leaf_error(t: Any, what: str) -> KernelTypeError | None:
+    """E0701 where a kernel would write torch tensor `t` (`what` names it), a leaf that
+    requires grad, while grad mode is on: torch refuses an in-place op on one, since autograd
+    would not see the write; None otherwise (no_grad, as an optimizer's step, writes it)."""
+    torch = sys.modules["torch"]
+    if not (t.requires_grad and t.is_leaf and torch.is_grad_enabled()):
+        return None
+    return argument_error(
+        f"{what} is a torch leaf tensor that requires grad, which a kernel would write: torch "
+        "refuses this (a leaf Variable that requires grad is being used in an in-place "
+        "operation), as autograd would not see the write",
+        "write it under `with torch.no_grad():` (as an optimizer's step does), or write a new "
+        "tensor (`torch.empty_like(x)`) and use that",
+    )
+
+
+def torch_written(owner: Any) -> Any:
+    """The torch tensor whose memory `owner` (an argument, an ArrayInfo's owner) is, or None:
+    a torch tensor itself, the one an fl.Tensor wraps (through fl.Tensors over fl.Tensors), or
+    the one a NumPy array is a view of (`t.numpy()`, which is what an fl.Tensor of a CPU
+    tensor holds on "sim")."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    while True:
+        if isinstance(owner, np.ndarray):  # a view (of a view) of torch's array: its base
+            owner = owner.base
+        elif _is_fl_tensor(type(owner)):  # an fl.Tensor's memory (another's, for a view)
+            owner = owner._owner
+        else:
+            return owner if isinstance(owner, torch.Tensor) else None
+
+
 def _torch_info(t: Any, name: str) -> ArrayInfo:
+    torch = sys.modules["torch"]
+    if t.layout is not torch.strided or t.is_nested:
+        kind = "nested" if t.is_nested else f"{t.layout} (sparse)".replace("torch.", "")
+        raise argument_error(
+            f"argument `{name}` is a {kind} torch tensor, but kernels take dense (strided) arrays",
+            "pass a dense copy: `x.to_dense()` (a nested tensor: `x.to_padded_tensor(0)`, or "
+            "its `values()`)",
+        )
     if (lazy := lazy_view_error(t, f"argument `{name}`", name)) is not None:
         raise lazy
     dtype = torch_dtype(t.dtype)
@@ -383,11 +448,12 @@ def _torch_info(t: Any, name: str) -> ArrayInfo:
     if not on_device:
         detached = t.detach()
         if dtype.is_raw:  # NumPy has no bfloat16 nor fp8: the raw bits, as DType.np says
-            torch = sys.modules["torch"]
             detached = detached.view(torch.int16 if dtype is dtypes.bf16 else torch.uint8)
         host = detached.numpy().view(dtype.np)
     return ArrayInfo(
-        ptr=int(t.data_ptr()),
+        # host memory: the address of what the simulator reads and writes, whatever the
+        # tensor's accessors say; device memory: torch's own accessor, not an override
+        ptr=torch_data_ptr(t) if host is None else int(host.__array_interface__["data"][0]),
         nbytes=int(t.numel()) * itemsize,
         shape=tuple(int(s) for s in t.shape),
         strides=tuple(int(s) * itemsize for s in t.stride()),
@@ -413,7 +479,7 @@ _extractors: dict[type, Extractor | None] = {}
 
 def launch_extractor(tp: type) -> Extractor | None:
     """The cached fast reader of a 1-D device array of type `tp` (cuda target), or None."""
-    readers = (_extract_tensor, _extract_torch, _extract_generic)
+    readers = (_extract_tensor, (_extract_torch, _extract_torch_subclass), _extract_generic)
     return _cached(_extractors, tp, readers)  # type: ignore[no-any-return]
 
 
@@ -425,13 +491,14 @@ def _cached(cache: dict[type, Any], tp: type, readers: tuple[Any, Any, Any]) -> 
 
 
 def _extractor_for(tp: type, readers: tuple[Any, Any, Any]) -> Any:
-    """Of (fl.Tensor's, torch's, the generic protocols') `readers`, the one for type `tp`;
-    None for NumPy arrays (host memory: `describe` says what to do instead) and non-arrays."""
-    tensor, torch, generic = readers
+    """Of (fl.Tensor's, torch's (torch.Tensor's, a subclass's), the generic protocols')
+    `readers`, the one for type `tp`; None for NumPy arrays (host memory: `describe` says what
+    to do instead) and non-arrays."""
+    tensor, (torch, torch_subclass), generic = readers
     if _is_fl_tensor(tp):
         return tensor
     if "torch" in sys.modules and issubclass(tp, sys.modules["torch"].Tensor):
-        return torch
+        return torch if tp is sys.modules["torch"].Tensor else torch_subclass
     if issubclass(tp, np.ndarray):
         return None
     if hasattr(tp, "__cuda_array_interface__") or hasattr(tp, "__dlpack__"):
@@ -462,6 +529,12 @@ def _extract_torch(t: Any) -> Extracted | None:
     return t.data_ptr(), n, dtype
 
 
+def _extract_torch_subclass(t: Any) -> Extracted | None:
+    """`_extract_torch` for a torch.Tensor subclass, whose `data_ptr` may be overridden."""
+    got = _extract_torch(t)
+    return None if got is None else (torch_data_ptr(t), got[1], got[2])
+
+
 def _extract_generic(obj: Any) -> Extracted | None:
     try:
         info = describe(obj, Target.CUDA)
@@ -475,7 +548,11 @@ _extractors_2d: dict[type, Extractor2D | None] = {}
 
 def launch_extractor_2d(tp: type) -> Extractor2D | None:
     """The cached fast reader of a C-contiguous 2-D device array of type `tp`, or None."""
-    readers = (_extract_tensor_2d, _extract_torch_2d, _extract_generic_2d)
+    readers = (
+        _extract_tensor_2d,
+        (_extract_torch_2d, _extract_torch_subclass_2d),
+        _extract_generic_2d,
+    )
     return _cached(_extractors_2d, tp, readers)  # type: ignore[no-any-return]
 
 
@@ -500,6 +577,12 @@ def _extract_torch_2d(t: Any) -> Extracted2D | None:
     if dtype is None:
         return None
     return t.data_ptr(), rows, cols, dtype
+
+
+def _extract_torch_subclass_2d(t: Any) -> Extracted2D | None:
+    """`_extract_torch_2d` for a torch.Tensor subclass, whose `data_ptr` may be overridden."""
+    got = _extract_torch_2d(t)
+    return None if got is None else (torch_data_ptr(t), got[1], got[2], got[3])
 
 
 def _extract_generic_2d(obj: Any) -> Extracted2D | None:

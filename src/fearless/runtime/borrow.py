@@ -11,6 +11,9 @@ arguments may overlap each other; zero-size arrays overlap nothing.
 Both launchers use it: the GPU plan with plain lists on its warm path (`find_overlap`), the
 simulator with ParamSpecs and ArrayInfos (`check_borrows`), which first checks that the arrays
 are on one device (runtime/devices.py): arrays on two devices are refused, never compared.
+`check_borrows` (the simulator's SIMT launches, every Tile slow path, host-array staging) also
+refuses an output that is a torch leaf tensor requiring grad while grad mode is on, as torch
+refuses an in-place op on one; the GPU's warm launchers do not look (docs/design.md 1.3).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Sequence
 
 from ..abi import ParamSpec
 from ..errors import BorrowError
-from .arrays import ArrayInfo
+from .arrays import ArrayInfo, torch_grad_leaf_error, torch_written
 from .devices import launch_device
 from .location import user_location
 
@@ -94,6 +97,10 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
             continue
         names.append(spec.name)
         outputs.append(spec.is_output)
+        if spec.is_output and (t := torch_written(info.owner)) is not None:
+            error = torch_grad_leaf_error(t, f"argument `{spec.name}`")
+            if error is not None:
+                raise error
         starts.append(info.ptr)
         ends.append(info.ptr + info.nbytes)
         on.append(info.device)

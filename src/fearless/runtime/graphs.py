@@ -15,6 +15,12 @@ block, naming the likely cause.
 On the simulator the block's launches are recorded as they would run (every check done at
 capture, as on the GPU), and `replay()` runs them in order, on the arrays' memory as it is
 then: the same result the GPU gives.
+
+A replay is a launch of everything captured, so the move check runs again first (on both
+targets, before anything runs): every fl.Tensor a captured launch took, and the tensor of
+every Partition, must be live, or moved into a partition the graph's own launches took
+(MovedError, E0382, at the replay's line). A partition given back since the capture is fine:
+its tensor is live again, and the replay writes it as the capture's launch did.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import LaunchContractError, ToolchainError
+from ..errors import LaunchContractError, MovedError, ToolchainError
 from . import driver
 from .device_errors import default_pool
 from .location import user_location
+from .partition import Partition
 from .streams import Stream, capture_stream, using_stream
 from .target import current_target, result_text
+from .tensor import Tensor
 
 _recording = threading.local()  # .launches: the simulator's list while a block records
 
@@ -47,7 +55,11 @@ class CUDAGraph:
         self._graph: Any = None
         self._exec: Any = None
         self._stream: Stream | None = None
-        self._kept: list[Any] = []  # the captured launches' arguments (GPU), kept alive
+        self._kept: list[Any] = []  # the captured launches' arguments, kept alive
+        # what the replay's move check reads (`_watch`): the fl.Tensors the captured launches
+        # took (a Partition's too), and the ids of the move marks of their Partitions
+        self._tensors: list[Tensor] = []
+        self._own: set[int] = set()
 
     @property
     def captured(self) -> bool:
@@ -56,6 +68,8 @@ class CUDAGraph:
     def replay(self) -> None:
         """Run the captured launches again, in order (on the GPU: one cuGraphLaunch on the
         capture stream, which orders with the legacy default stream like any fl.Stream)."""
+        if self._tensors:
+            self._check_moves()
         if self._sim is not None:
             for launch in self._sim:
                 launch()
@@ -78,6 +92,44 @@ class CUDAGraph:
             d.cuGraphDestroy(self._graph)
         self._sim = self._graph = self._exec = None
         self._kept = []
+        self._tensors, self._own = [], set()
+
+    def _watch(self, kept: list[Any]) -> None:
+        """Keep the captured launches' arguments `kept` (one entry per launch) and note the
+        fl.Tensors and Partitions among them, for the replay's move check."""
+        self._kept = kept
+        tensors: dict[int, Tensor] = {}
+        own: set[int] = set()
+
+        def note(x: Any, depth: int) -> None:
+            if isinstance(x, Partition):
+                own.add(id(x._moved_at))  # kept alive by `_kept`: its id stays its own
+                tensors[id(x.tensor)] = x.tensor
+            elif isinstance(x, Tensor):
+                tensors[id(x)] = x
+            elif depth and isinstance(x, tuple | list):  # a launch's arguments, a tuple of Parts
+                for y in x:
+                    note(y, depth - 1)
+
+        note(kept, 3)
+        self._tensors, self._own = list(tensors.values()), own
+
+    def _check_moves(self) -> None:
+        """MovedError, at the replay's line, if a tensor the captured launches took has moved
+        into a partition that is not one of theirs: the replay would write (or read) memory
+        that partition owns."""
+        for t in self._tensors:
+            moved = t._moved
+            if moved is not None and id(moved) not in self._own:
+                raise MovedError(
+                    f"this graph's launches use a tensor (shape {t.shape}, {t.dtype}) that "
+                    "has moved into a partition since they were captured",
+                    user_location(),
+                    notes=[f"the tensor moved at {moved}"],
+                    help="give the tensor back (`unpartition()`, or the end of its `with` "
+                    "block) before replaying; a partition that the captured launches took "
+                    "themselves may stay open",
+                )
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -108,12 +160,15 @@ def graph(g: CUDAGraph, stream: Stream | None = None) -> Iterator[CUDAGraph]:
     g.reset()
     if current_target().simulated:
         launches: list[Callable[[], None]] = []
+        arguments: list[Any] = []  # each launch's (keep_if_captured), for the move check
         _recording.launches = launches
         try:
-            yield g
+            with using_stream(None, arguments):
+                yield g
         finally:
             _recording.launches = None
         g._sim = launches
+        g._watch(arguments)
         return
     driver.ensure_initialized()
     d = driver.cu()
@@ -143,5 +198,5 @@ def graph(g: CUDAGraph, stream: Stream | None = None) -> Iterator[CUDAGraph]:
     g._graph = captured
     g._exec = driver.call("cuGraphInstantiate", d.cuGraphInstantiate, captured, 0)
     g._stream = s
-    g._kept = kept
+    g._watch(kept)
     default_pool().graphs = True  # replays launch without being counted

@@ -7,16 +7,18 @@ outside torch) is the leaf `frames.py`'s answer, which the IR and the frontend a
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import FearlessError, KernelTypeError, Location, MovedError
-from ..frames import user_location
+from ..frames import _fearless_frame, _positions, user_location
 
 __all__ = [
     "argument_error",
     "check_not_moved",
+    "copy_location",
     "kernel_only",
     "read_setting",
     "user_location",  # frames.py's, for the runtime's modules and the tracks
@@ -59,14 +61,41 @@ def argument_error(message: str, help: str | None = None) -> KernelTypeError:
     return KernelTypeError(message, user_location(), code="E0701", help=help)
 
 
+# The standard library's copying and pickling, between a user's `copy.copy(x)` and x's
+# `__copy__`: an error of the copy points at the user's line, past them.
+_COPY_MODULES = frozenset(("copy", "copyreg", "pickle", "_compat_pickle"))
+
+
+def copy_location() -> Location | None:
+    """The user's line that asked for a copy of a fearless object (`copy.copy`,
+    `copy.deepcopy`, `pickle.dumps`): the first frame outside fearless and the copy modules."""
+    frame = sys._getframe(1)
+    while frame is not None and (
+        _fearless_frame(frame) or frame.f_globals.get("__name__") in _COPY_MODULES
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None
+    line, col, end_line, end_col = frame.f_lineno, 0, None, None
+    positions = _positions(frame.f_code, frame.f_lasti)
+    if positions is not None:
+        line = positions[0] or line
+        col = positions[2] or 0
+        end_line, end_col = positions[1], positions[3]
+    return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+
+
 @functools.lru_cache(maxsize=1024)
-def check_not_moved(moved_at: Location | None, message: str, note: str, help: str) -> None:
+def check_not_moved(
+    moved_at: Location | None, message: str, note: str, help: str, copying: bool = False
+) -> None:
     """The MovedError of a handle used after it gave its memory away at `moved_at` (None: it
-    did not), pointing at the user's line; `note` precedes the moving line. Where the use is
-    the very expression that moved the handle, it moved in an earlier run of that line (a loop,
-    or a second call of the function around it), and the note says so."""
+    did not), pointing at the user's line (`copying`: the line of the `copy.copy`,
+    `copy.deepcopy` or `pickle.dumps` that asked); `note` precedes the moving line. Where the
+    use is the very expression that moved the handle, it moved in an earlier run of that line
+    (a loop, or a second call of the function around it), and the note says so."""
     if moved_at is not None:
-        here = user_location()
+        here = copy_location() if copying else user_location()
         where = f"{note} {moved_at}"
         if here is not None and (here.file, here.line, here.col) == (
             moved_at.file,

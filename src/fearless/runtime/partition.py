@@ -2,7 +2,11 @@
 
 `t.partition((BM, BN))` consumes `t` (its handle raises MovedError, naming the line where it
 moved, until `unpartition()` gives the tensor back; `with t.partition(...) as tp:` gives it
-back at the block's end). The partition's grid is
+back at the block's end). A Partition is the moved tensor's one owner: the tensor's move mark
+is the partition's own (`_moved_at`, compared by identity), checked and set under one lock, so
+two threads never both partition one tensor and only that partition gives the tensor back; a
+Partition is never copied (`copy`, `deepcopy`, `pickle`: E0382), and its fields are read-only
+(claunch_tile.c reads them by slot offset, so they stay slots). The partition's grid is
 ceil(extent / tile) per axis; a kernel taking the partition as a `tile.Part` runs one block per
 tile, and block (i, j) may write tile (i, j) only — that is what makes Tile writes race-free.
 """
@@ -15,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..errors import CompileError, KernelTypeError, Location
+from ..errors import CompileError, KernelTypeError, Location, MovedError
 from ..ir.tile.types import is_pow2, row_major_group
-from .location import check_not_moved, user_location
+from .location import check_not_moved, copy_location, user_location
 
 
 class Movable(Protocol):
@@ -30,6 +34,8 @@ class Movable(Protocol):
     def ndim(self) -> int: ...
     @property
     def dtype(self) -> Any: ...
+    @property
+    def _moved(self) -> Location | None: ...
     def _check_live(self) -> None: ...
     def _mark_moved(self, where: Location | None) -> None: ...
     def _unmove(self) -> None: ...
@@ -38,20 +44,67 @@ class Movable(Protocol):
 _T = TypeVar("_T", bound=Movable)
 
 
+# Partition's fields that no one may assign or delete after __init__ (`_given_back` changes
+# only through `unpartition`)
+_READ_ONLY = frozenset(("tensor", "tile", "grid", "group", "_moved_at"))
+
+# Held while a tensor's move state is checked and changed (`partition`, `unpartition`): two
+# threads partitioning one tensor cannot both see it live.
+_MOVES = threading.Lock()
+
+
 class Partition(Generic[_T]):
     """A tensor split into tiles of `tile` shape; the owner of its memory until unpartitioned."""
 
     __slots__ = ("_given_back", "_moved_at", "grid", "group", "tensor", "tile")
 
+    tensor: _T
+    tile: tuple[int, ...]
+    group: int
+    grid: tuple[int, ...]
+    _moved_at: Location
+    _given_back: Location | None
+
     def __init__(
-        self, tensor: _T, tile: tuple[int, ...], moved_at: Location | None, group: int = 0
+        self, tensor: _T, tile: tuple[int, ...], moved_at: Location, group: int = 0
     ) -> None:
-        self.tensor = tensor
-        self.tile = tile
-        self.group = group  # tile.grouped(group) order; ROW_MAJOR; 0: the grid's (tile/order.py)
-        self.grid = tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True))
-        self._moved_at = moved_at
-        self._given_back: Location | None = None
+        # the slots' own setters: `__setattr__` refuses the read-only fields
+        _SET["tensor"](self, tensor)
+        _SET["tile"](self, tile)
+        _SET["group"](self, group)  # tile.grouped(group) order; ROW_MAJOR; 0: the grid's
+        _SET["grid"](self, tuple(math.ceil(e / t) for e, t in zip(tensor.shape, tile, strict=True)))
+        _SET["_moved_at"](self, moved_at)  # the tensor's `_moved` while this partition owns it
+        _SET["_given_back"](self, None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _READ_ONLY:
+            raise AttributeError(
+                f"`Partition.{name}` is read-only: a partition's tensor, tiles and grid are fixed "
+                "when it is made (partition the tensor again for other tiles)"
+            )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"`Partition.{name}` cannot be deleted")
+
+    def _copy_error(self, how: str) -> MovedError:
+        return MovedError(
+            f"a Partition cannot be {how}: it is the one owner of its tensor's memory, and a "
+            "copy would be a second",
+            copy_location(),
+            notes=[f"the tensor moved into this partition at {self._moved_at}"],
+            help="pass the partition itself; to copy the data, `unpartition()` it and copy the "
+            "tensor (`copy.deepcopy(t)`), or partition the tensor again later",
+        )
+
+    def __copy__(self) -> Partition[_T]:
+        raise self._copy_error("copied")
+
+    def __deepcopy__(self, memo: Any) -> Partition[_T]:
+        raise self._copy_error("deep-copied")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise self._copy_error("pickled")
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -72,9 +125,17 @@ class Partition(Generic[_T]):
 
     def unpartition(self) -> _T:
         """End the partition and give the tensor back (the only live handle to it)."""
-        self.check_live()
-        self._given_back = user_location() or Location("<unknown>", 0, 0)
-        self.tensor._unmove()
+        with _MOVES:
+            self.check_live()
+            if self.tensor._moved is not self._moved_at:  # not this partition's move
+                raise MovedError(
+                    "this partition does not own its tensor, so it cannot give it back",
+                    user_location(),
+                    notes=[f"the tensor moved into this partition at {self._moved_at}"],
+                    help="give the tensor back through the partition that owns it",
+                )
+            _SET["_given_back"](self, user_location() or Location("<unknown>", 0, 0))
+            self.tensor._unmove()
         return self.tensor
 
     @property
@@ -96,6 +157,10 @@ class Partition(Generic[_T]):
     def __repr__(self) -> str:
         state = " (given back)" if self._given_back else ""
         return f"<Partition {self.tensor.shape} into tiles {self.tile}, grid {self.grid}{state}>"
+
+
+# Partition's slot setters (member descriptors' `__set__`), past its `__setattr__`
+_SET: dict[str, Any] = {name: Partition.__dict__[name].__set__ for name in Partition.__slots__}
 
 
 @dataclass(frozen=True)
@@ -195,7 +260,6 @@ def partition(
             loc,
             help=f"reverse axes 0 to {tensor.ndim - 1}",
         )
-    tensor._mark_moved(loc)
     group = (
         order.size
         if isinstance(order, Grouped)
@@ -203,7 +267,11 @@ def partition(
         if order is not None
         else 0
     )
-    made = Partition(tensor, tile, loc, group)
+    mark = loc or Location("<unknown>", 0, 0)  # this partition's own: `unpartition` checks it
+    made = Partition(tensor, tile, mark, group)
+    with _MOVES:  # checked and marked at once: another thread may be partitioning it too
+        tensor._check_live()
+        tensor._mark_moved(mark)
     recorders = getattr(_RECORDING, "stack", None)
     if recorders:
         for made_here in recorders:

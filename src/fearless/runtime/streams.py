@@ -43,9 +43,10 @@ def capture_stream() -> Stream | None:
 
 
 @contextlib.contextmanager
-def using_stream(stream: Stream, kept: list[Any]) -> Iterator[None]:
+def using_stream(stream: Stream | None, kept: list[Any]) -> Iterator[None]:
     """Within: launches on this thread without `stream=` go to `stream`, and their arguments
-    are appended to `kept`."""
+    are appended to `kept`. `stream` None: the simulator's `fl.graph`, which records every
+    launch of the thread, so every launch's arguments are kept."""
     global _captures
     _override.stream, _override.kept = stream, kept
     _captures += 1
@@ -58,10 +59,11 @@ def using_stream(stream: Stream, kept: list[Any]) -> Iterator[None]:
 
 def keep_if_captured(args: Any, stream: Any) -> None:
     """Inside `fl.graph`, keep the arguments of a launch without `stream=` (one the capture
-    stream takes) alive as long as the graph."""
-    if _captures and stream is None:
+    stream takes; on the simulator, any launch) alive as long as the graph, whose replays
+    check that none of its tensors has moved since (graphs.py)."""
+    if _captures:
         kept = getattr(_override, "kept", None)
-        if kept is not None:
+        if kept is not None and (stream is None or _override.stream is None):
             kept.append(args)
 
 

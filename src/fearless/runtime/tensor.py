@@ -6,11 +6,18 @@ borrowed from a torch/CuPy/DLPack array without copying), in a NumPy array on "s
 never copies when the memory already lives there, so two wrappers of one buffer share it and
 the launch-time borrow check sees the overlap. Device tensors speak `__cuda_array_interface__`
 and `__dlpack__`, so torch, CuPy and JAX take them without copies too.
+
+`copy.copy(t)` is `t` itself (a handle, not new memory), `copy.deepcopy(t)` a new tensor with
+a copy of the data, and pickling goes by value, as torch's tensors do; all three refuse a moved
+tensor (E0382).
 """
 
 from __future__ import annotations
 
+import ast
+import linecache
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +27,14 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError, Location, OutOfMemoryError
 from . import devices, driver
-from .arrays import ArrayInfo, as_dtype, describe, nbytes_text
+from .arrays import (
+    ArrayInfo,
+    as_dtype,
+    describe,
+    nbytes_text,
+    torch_grad_leaf_error,
+    torch_written,
+)
 from .location import argument_error, check_not_moved, user_location
 from .params import bf16_bits
 from .partition import Grouped, Partition, RowMajor, partition
@@ -185,6 +199,12 @@ class Tensor:
         tensor back, or, as `with t.partition(shape) as tp:`, until the block ends. See
         `fearless.tile.Partition`.
         """
+        if "torch" in sys.modules:  # a torch tensor's memory: autograd's rules too
+            owner = torch_written(self)
+            if owner is not None and owner.requires_grad:
+                error = torch_grad_leaf_error(owner, "the tensor partitioned")
+                if error is not None:
+                    raise error
         return partition(self, shape, order)
 
     def _mark_moved(self, where: Location | None) -> None:
@@ -195,14 +215,40 @@ class Tensor:
     def _unmove(self) -> None:
         self._moved = None
         self._dev1d = self._on_device and len(self._shape) == 1
+        if "torch" in sys.modules and (owner := torch_written(self)) is not None:
+            # a partition wrote torch's memory behind autograd's back: as an in-place op would,
+            # bump its version, so that a backward that saved it refuses to use it
+            sys.modules["torch"].autograd.graph.increment_version(owner)
 
-    def _check_live(self) -> None:
+    # ------------------------------------------------------------------- copy and pickle
+
+    def __copy__(self) -> Tensor:
+        """The same tensor: a handle to the same memory, moved when it is (a second handle
+        that stayed live through a move would defeat it)."""
+        self._check_live(copying=True)
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A new tensor of the same shape, dtype, target and device with a copy of the data."""
+        self._check_live(copying=True)
+        copied = self.astype(self._dtype)
+        memo[id(self)] = copied
+        return copied
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickled by value, as torch's tensors are: the data (from the GPU too) and dtype;
+        unpickled onto the current target, on the same device index."""
+        self._check_live(copying=True)
+        return (_unpickle, (storage_view(self.numpy()), self._dtype, self._device))
+
+    def _check_live(self, copying: bool = False) -> None:
         check_not_moved(
             self._moved,
             "use of a moved tensor: it was moved into a partition",
             "the tensor moved at",
             "use the tensor `unpartition()` gives back instead of the old handle, or partition "
             "it in a `with` block (`with z.partition(...) as zp:`) and use `z` after the block",
+            copying,
         )
 
     # ---------------------------------------------------------------------- interchange
@@ -420,9 +466,15 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
         return _place(_convert(values, obj._dtype, want), want or obj._dtype, dev)
     dev = devices.resolve(device, "fl.asarray")
     if isinstance(obj, np.ndarray) and not obj.flags.c_contiguous:
-        obj = np.ascontiguousarray(obj)  # kernels need contiguous memory: this is a copy
+        # kernels need contiguous memory: this is a copy, which a kernel's writes never leave
+        # (the docstring says so; fl.from_numpy refuses such a view)
+        obj = np.ascontiguousarray(obj)
     if _is_array_like(obj):
-        info = describe(obj, Target.CUDA if _on_gpu(obj) else Target.SIM, name="obj", ndim=None)
+        where = Target.CUDA if _on_gpu(obj) else Target.SIM
+        try:
+            info = describe(obj, where, name="obj", ndim=None)
+        except KernelTypeError as error:  # said again, naming what was passed, not `obj`
+            raise _named_again(error, obj, where) from None
         if info.on_device and target.on_device and want in (None, info.dtype):
             return Tensor._make(info.ptr, info.shape, info.dtype, on_device=True, owner=info.owner)
         if info.on_device:  # a GPU array wanted on the host, or converted
@@ -431,7 +483,10 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
             return _place(_convert(host, info.dtype, want), want or info.dtype, dev)
         assert info.host is not None
         if target.simulated and want in (None, info.dtype):
-            return _wrap_host(info.host, info.dtype, dev)
+            t = _wrap_host(info.host, info.dtype, dev)
+            if getattr(obj, "requires_grad", False) is True:  # torch's: its autograd state is
+                t._owner = obj  # checked when the tensor is partitioned (the array's is not)
+            return t
         return _place(_convert(info.host, info.dtype, want), want or info.dtype, dev)
     try:
         values = np.asarray(obj)
@@ -497,6 +552,38 @@ def _element(value: Any, dt: DType) -> Any:
     if dt.is_f8:
         return _to_storage(np.asarray([float(value)], np.float32), dt)[0]
     return bf16_bits(float(value)) if dt is dtypes.bf16 else value
+
+
+def _unpickle(values: np.ndarray, dt: DType, device: int) -> Tensor:
+    """A pickled Tensor (`Tensor.__reduce_ex__`): its data, on the current target."""
+    return _place(values, dt, devices.resolve(device, "unpickling an fl.Tensor"))
+
+
+def _named_again(error: KernelTypeError, obj: Any, where: Target) -> KernelTypeError:
+    """`describe`'s error about `obj` (`error`, naming fl.asarray's parameter), naming what the
+    user passed instead."""
+    try:
+        describe(obj, where, name=_first_argument_text(), ndim=None)
+    except KernelTypeError as named:
+        return named
+    return error
+
+
+def _first_argument_text() -> str:
+    """The source text of the first argument of the user's call at their line (`t[::2]` in
+    `fl.asarray(t[::2])`), for an error message; "obj" where it cannot be read."""
+    loc = user_location()
+    try:
+        assert loc is not None and loc.end_line is not None and loc.end_col is not None
+        lines = [linecache.getline(loc.file, n).encode() for n in range(loc.line, loc.end_line + 1)]
+        lines[-1] = lines[-1][: loc.end_col]
+        lines[0] = lines[0][loc.col :]
+        call = ast.parse(b"".join(lines).decode().strip(), mode="eval").body
+        if isinstance(call, ast.Call) and call.args:
+            return ast.unparse(call.args[0])
+    except (AssertionError, SyntaxError, UnicodeDecodeError, ValueError, IndexError):
+        pass
+    return "obj"
 
 
 def _wrap_host(array: np.ndarray, dt: DType, device: int) -> Tensor:

@@ -5,7 +5,9 @@ the stream, the launch contract with the limits of a compute-capability-9.0 devi
 a cooperative kernel a grid that a pretend H200 holds at once: `runtime/cooperative.py`), and a
 launch of more threads than the simulator runs is refused (`simt.check_thread_count`); a failed
 device check becomes the same `KernelIndexError` the GPU path raises. The stream then orders
-nothing: each launch runs to completion before `launch` returns.
+nothing: each launch runs to completion before `launch` returns. A CPU torch tensor the launch
+wrote has its autograd version bumped after the run, as an in-place torch op's is (a backward
+that saved it then refuses it; the GPU launchers do not do this: docs/design.md 1.3).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement
 from ..ir.core import Function
-from ..runtime.arrays import ArrayInfo
+from ..runtime.arrays import ArrayInfo, torch_written
 from ..runtime.binder import bind_args
 from ..runtime.borrow import check_borrows
 from ..runtime.contract import (
@@ -30,7 +32,7 @@ from ..runtime.contract import (
 from ..runtime.cooperative import check_co_resident, sim_co_resident
 from ..runtime.device_errors import format_index_error
 from ..runtime.graphs import sim_recording
-from ..runtime.streams import check_stream
+from ..runtime.streams import check_stream, keep_if_captured
 from ..runtime.target import Target
 from .simt import SimKernel, check_thread_count
 
@@ -83,13 +85,27 @@ class SimLauncher:
         sim = self.sim
         if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):
             sim = self.fast[0]
+        written = [
+            t
+            for p, v in zip(self.params, values, strict=True)
+            if p.is_output
+            and isinstance(v, ArrayInfo)
+            and (t := torch_written(v.owner)) is not None
+        ]
         recording = sim_recording()
         if recording is not None:  # inside `fl.graph`: run at each replay, checked now
-            recording.append(lambda: self._run(sim, grid, block, runtime_args))
+            keep_if_captured(args, None)  # the replay checks that none has moved since
+            recording.append(lambda: self._run(sim, grid, block, runtime_args, written))
             return
-        self._run(sim, grid, block, runtime_args)
+        self._run(sim, grid, block, runtime_args, written)
 
-    def _run(self, sim: SimKernel, grid: Dim3, block: Dim3, runtime_args: list[Any]) -> None:
+    def _run(
+        self, sim: SimKernel, grid: Dim3, block: Dim3, runtime_args: list[Any], written: list[Any]
+    ) -> None:
         err = sim.run(grid, block, runtime_args)
+        if written:  # torch's memory, written behind autograd's back: as an in-place op would
+            import torch
+
+            torch.autograd.graph.increment_version(written)
         if err is not None:
             raise format_index_error(self.ck, err.record_words())

@@ -23,7 +23,7 @@ def fold_grid(name: str, grid: tuple[int, ...]) -> tuple[int, int, int]:
     axes fold row-major into grid x (which takes the most blocks) and the last two are y and z
     (order.own_index unfolds them)."""
     lead = len(grid) - 2
-    dims = (math.prod(grid[:lead]), *grid[lead:]) if lead > 1 else (*grid, 1, 1)[:3]
+    dims = (math.prod(grid[:lead]), *grid[lead:]) if lead > 1 else (*grid, 1, 1, 1)[:3]
     for axis, (d, limit) in enumerate(zip(dims, GRID_LIMITS, strict=True)):
         if d > limit:
             folded = (
