@@ -210,6 +210,12 @@ def test_a_const_float_is_keyed_by_its_bits() -> None:
     assert texts[2] == texts[3]
 
 
+def test_a_launch_with_minus_zero_runs_its_own_compile() -> None:
+    # the dispatcher's key told 0.0 and -0.0 apart too late: (float, 0.0) == (float, -0.0)
+    signs = [np.signbit(_run(fill, (4,), fl.f32, (4,), v)[0]) for v in (0.0, -0.0, 0.0, -0.0)]
+    assert [bool(s) for s in signs] == [False, True, False, True]
+
+
 @tile.kernel
 def cas(out: tile.Part[fl.f32], a: tile.Atomic[fl.f32], e: tile.Tensor[fl.f32]):
     desired = tile.full((4,), 1.0, fl.f32)

@@ -32,6 +32,7 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -230,10 +231,27 @@ def _read_described(
     return True
 
 
+class SignedZero:
+    """The key type of a Const float zero, ±0.0 told apart by the sign (`(SignedZero, -1.0)`):
+    `(float, 0.0) == (float, -0.0)`, so plain keys would launch one's compile for the other.
+    claunch_tile.c's warm path keys a Const as `(type, value)`, which never equals this, so
+    a zero goes to the Python path, which finds its own entry."""
+
+
+def const_part(arg: Any) -> tuple[Any, Any]:
+    """A Const argument's part of the key: (its type, its value), a float zero by its sign and
+    a tuple holding one item by item."""
+    if type(arg) is float and arg == 0.0:
+        return (SignedZero, math.copysign(1.0, arg))
+    if type(arg) is tuple and any(type(x) is float and x == 0.0 for x in arg):
+        return (tuple, tuple(const_part(x) for x in arg))
+    return (type(arg), arg)
+
+
 def _read_const(
     arg: Any, on_device: bool, key: list[Any], starts: list[int], payload: list[Any]
 ) -> bool:
-    key.append((type(arg), arg))
+    key.append(const_part(arg))
     if not on_device:
         payload.append(None)  # a Const has no kernel parameter; `signature_of` gives None
     return True
