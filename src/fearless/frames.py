@@ -72,8 +72,11 @@ def user_location() -> Location | None:
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and _fearless_frame(frame):
         frame = frame.f_back
-    if frame is None:
-        return None
+    return None if frame is None else location_of(frame)
+
+
+def location_of(frame: FrameType) -> Location:
+    """The location `frame` is at: its line, with the columns where Python records them."""
     line, col, end_line, end_col = frame.f_lineno, 0, None, None
     positions = _positions(frame.f_code, frame.f_lasti)
     if positions is not None:

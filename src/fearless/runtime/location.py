@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import FearlessError, KernelTypeError, Location, MovedError
-from ..frames import _fearless_frame, _positions, user_location
+from ..frames import _fearless_frame, location_of, user_location
 
 __all__ = [
     "argument_error",
@@ -74,15 +74,7 @@ def copy_location() -> Location | None:
         _fearless_frame(frame) or frame.f_globals.get("__name__") in _COPY_MODULES
     ):
         frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return None
-    line, col, end_line, end_col = frame.f_lineno, 0, None, None
-    positions = _positions(frame.f_code, frame.f_lasti)
-    if positions is not None:
-        line = positions[0] or line
-        col = positions[2] or 0
-        end_line, end_col = positions[1], positions[3]
-    return Location(frame.f_code.co_filename, line, col, end_line, end_col)
+    return None if frame is None else location_of(frame)
 
 
 @functools.lru_cache(maxsize=1024)
