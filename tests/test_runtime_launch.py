@@ -483,3 +483,18 @@ def test_2d_extractors_read_shape_and_refuse_what_they_cannot_take() -> None:
     packer = ParamPacker(_kernel_2d().params)
     packer.set(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     assert struct.unpack_from("<Qqq", packer.to_bytes(), 0) == (1, 2, 3)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch: nested and CSR are prototypes
+def test_a_nested_or_sparse_torch_tensor_is_e0701_on_the_gpu_path(fake_gpu: FakeDriver) -> None:
+    # the generated launcher read `.shape` (a nested tensor's raises) and `.is_contiguous()`
+    # (a sparse CSR tensor's raises): raw RuntimeErrors from inside fearless
+    torch = pytest.importorskip("torch")
+    plan, _ = _plan(fake_gpu)
+    a, c = _dev(0x10000, 4), _dev(0x30000, 4)
+    nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    csr = torch.eye(4).to_sparse_csr()
+    for bad in (nested, csr):
+        with pytest.raises(fl.KernelTypeError) as err:
+            plan.launch(1, 32, (a, bad, c))
+        assert err.value.code == "E0701"

@@ -386,9 +386,13 @@ def build_launcher(
                 f"        if {x}._dtype is not D{i}:",
                 f"            raise dtype_error({i}, {x}._dtype)",
                 "    elif tp is TorchTensor:",
-                f"        s{i} = {x}.shape",
-                f"        if len(s{i}) != 2 or not {x}.is_cuda or {x}.get_device() != {process_gpu.GPU}"
-                f" or not {x}.is_contiguous():",
+                "        try:  # a sparse or nested tensor raises here: describe() says why",
+                f"            s{i} = {x}.shape",
+                f"            bad = (len(s{i}) != 2 or not {x}.is_cuda"
+                f" or {x}.get_device() != {process_gpu.GPU} or not {x}.is_contiguous())",
+                "        except RuntimeError:",
+                "            bad = True",
+                "        if bad:",
                 f"            raise argument_error({i}, {x})",
                 f"        if {x}.dtype is not TD{i}:",
                 f"            raise torch_dtype_error({i}, {x})",
@@ -415,9 +419,13 @@ def build_launcher(
                 f"        if {x}._dtype is not D{i}:",
                 f"            raise dtype_error({i}, {x}._dtype)",
                 "    elif tp is TorchTensor:",
-                f"        s{i} = {x}.shape",
-                f"        if len(s{i}) != 1 or not {x}.is_cuda or {x}.get_device() != {process_gpu.GPU}"
-                f" or not {x}.is_contiguous():",
+                "        try:  # a sparse or nested tensor raises here: describe() says why",
+                f"            s{i} = {x}.shape",
+                f"            bad = (len(s{i}) != 1 or not {x}.is_cuda"
+                f" or {x}.get_device() != {process_gpu.GPU} or not {x}.is_contiguous())",
+                "        except RuntimeError:",
+                "            bad = True",
+                "        if bad:",
                 f"            raise argument_error({i}, {x})",
                 f"        if {x}.dtype is not TD{i}:",
                 f"            raise torch_dtype_error({i}, {x})",
