@@ -8,6 +8,8 @@ hand under a guard that bounds it by a length. Before, `for k in range(fl.i8(0),
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,17 @@ def test_nowrap_round_trips_through_the_text_form() -> None:
     text = print_function(i32_edge.compiled_ir().fn)
     assert "nowrap=True" in text
     assert print_function(parse_function(text)) == text
+
+
+@pytest.mark.gpu
+def test_the_gpu_runs_the_same_trip_counts(sim_and_gpu: Any) -> None:
+    def body() -> list[int]:
+        counts = [_count(i32_edge), _count(u8_edge), _count(i32_low_edge)]
+        for start, stop, step in [(2**31 - 8, 2**31 - 1, 4), (10, 0, -4), (0, 10, 0)]:
+            counts.append(_count(run_time_range, start, stop, step))
+        x = np.zeros(8, np.int32)
+        big_steps[1, 1](x, 2**63 - 1)
+        return [*counts, *x.tolist()]
+
+    sim, gpu = sim_and_gpu(body)
+    assert sim == gpu
