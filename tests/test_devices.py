@@ -27,7 +27,7 @@ def two_sim_devices(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("FEARLESS_SIM_DEVICES", "2")
     fl.set_target("sim")
     yield
-    devices._current = 0
+    devices._current.device = 0
     fl.set_target(None)
 
 

@@ -104,4 +104,4 @@ def test_numpy_weights_follow_their_inputs_device(monkeypatch: pytest.MonkeyPatc
         assert z.device == 1
         np.testing.assert_allclose(z.numpy(), 32.0)
     finally:
-        devices._current = 0
+        devices._current.device = 0

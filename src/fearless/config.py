@@ -216,9 +216,7 @@ def sim_max_threads() -> int:
     value = os.environ.get("FEARLESS_SIM_MAX_THREADS", "").strip().replace("_", "")
     if not value:
         return 1 << 26
-    if not value.isdigit() or int(value) <= 0:
-        raise ValueError(f"FEARLESS_SIM_MAX_THREADS must be a positive whole number, not {value!r}")
-    return int(value)
+    return _positive_int("FEARLESS_SIM_MAX_THREADS", value, 1 << 80)  # past any launch's count
 
 
 def sim_co_resident_blocks() -> int | None:
@@ -229,11 +227,7 @@ def sim_co_resident_blocks() -> int | None:
     value = os.environ.get("FEARLESS_SIM_CO_RESIDENT_BLOCKS", "").strip().replace("_", "")
     if not value:
         return None
-    if not value.isdigit() or int(value) <= 0:
-        raise ValueError(
-            f"FEARLESS_SIM_CO_RESIDENT_BLOCKS must be a positive whole number, not {value!r}"
-        )
-    return int(value)
+    return _positive_int("FEARLESS_SIM_CO_RESIDENT_BLOCKS", value, 1 << 80)  # past any grid's
 
 
 def sim_devices() -> int:
@@ -243,9 +237,21 @@ def sim_devices() -> int:
     value = os.environ.get("FEARLESS_SIM_DEVICES", "").strip()
     if not value:
         return 1
-    if not value.isdigit() or int(value) <= 0:
-        raise ValueError(f"FEARLESS_SIM_DEVICES must be a positive whole number, not {value!r}")
-    return int(value)
+    return _positive_int("FEARLESS_SIM_DEVICES", value, SIM_DEVICES_MAX)
+
+
+SIM_DEVICES_MAX = 1024  # FEARLESS_SIM_DEVICES's largest (the test matrix needs a few)
+
+
+def _positive_int(name: str, value: str, most: int) -> int:
+    """`value` of variable `name` as a whole number from 1 to `most`, written in ASCII digits
+    (`str.isdigit` also takes '²' and '٢'); else ValueError naming the variable."""
+    digits = value.lstrip("0")
+    if not (value.isascii() and value.isdigit()) or not digits:
+        raise ValueError(f"{name} must be a positive whole number, not {value!r}")
+    if len(digits) > len(str(most)) or int(digits) > most:  # no int() of a huge string
+        raise ValueError(f"{name} must be at most {most:,}, not {value!r}")
+    return int(digits)
 
 
 def compiled_launcher_enabled() -> bool:

@@ -239,13 +239,24 @@ def _run_deferred() -> None:
         raise first
 
 
+def _capturable(what: str) -> None:
+    """Anything may happen outside `fl.graph` (streams.py replaces this at import)."""
+
+
+# `streams.refuse_in_sim_capture`, which streams.py puts here when it loads (it imports this
+# module, so this one does not import it): `synchronize` on the simulator asks it first
+refuse_in_capture: list[Callable[[str], None]] = [_capturable]
+
+
 def synchronize() -> None:
     """`fl.synchronize()`: wait for all launched GPU work, then raise any pending device error.
 
     On the simulator there is nothing to wait for: it runs each launch to completion and raises
-    device errors at the launch itself.
+    device errors at the launch itself. Inside `fl.graph` it is refused, as the GPU's driver
+    refuses it in a capture.
     """
     if not driver.is_initialized():
+        refuse_in_capture[0]("`fl.synchronize()`")
         return
     pool = _pool
     upto = pool.launches if pool is not None else 0

@@ -3,10 +3,12 @@
 Every fl.Tensor records its device index (`Tensor.device`): the GPU's on "cuda", a pretend
 device on "sim", where `FEARLESS_SIM_DEVICES=N` gives N of them so that the CPU tests cover
 multi-device dispatch. `fl.empty(..., device=i)` and the other constructors take the index
-(default: `fl.current_device()`, which `fl.set_device(i)` sets, 0 at start); the `*_like`
+(default: `fl.current_device()`, which `fl.set_device(i)` sets for the calling thread, as
+`torch.cuda.set_device` does: 0 on a thread that has not set it); the `*_like`
 constructors keep their model's device. A launch runs on the device of its arrays, which must
 agree: arrays on two devices in one launch are refused (E0702), naming both arguments. Host
-arrays (NumPy) have no device: they follow the launch.
+arrays (NumPy) have no device: they follow the launch (its `fl.Stream`'s device where it has
+only host arrays).
 
 On "cuda" a process runs on one GPU (process_gpu.py): the one `fl.set_device(i)` or a
 `device=i` chose before the first GPU call, or the GPU of the first launch's arrays, else
@@ -19,6 +21,8 @@ device.
 
 from __future__ import annotations
 
+import operator
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +32,15 @@ from . import process_gpu
 from .location import read_setting, user_location
 from .target import current_target
 
-_current = 0
+
+class _Current(threading.local):
+    """The simulator's current device, per thread (`fl.set_device`, as `torch.cuda.set_device`
+    is): a thread that has not set one has the process default, 0."""
+
+    device = 0
+
+
+_current = _Current()  # read only through `_thread_device`
 
 
 def device_count() -> int:
@@ -43,16 +55,21 @@ def current_device() -> int:
     """The device new tensors go to when no `device=` is given: on "cuda" the process's GPU
     (or the one its first GPU call will take), on the simulator `fl.set_device`'s (0 at start)."""
     if current_target().simulated:
-        return _current
+        return _thread_device()
     return process_gpu.current()
 
 
+def _thread_device() -> int:
+    """The calling thread's `fl.set_device` (the process default, 0, where it has not called it)."""
+    return _current.device
+
+
 def set_device(device: int) -> None:
-    """Make `device` the default of `fl.empty` and the other constructors, as
-    `torch.cuda.set_device` does for torch's. On "cuda", before fearless's first GPU call, it
-    chooses the process's GPU; after, only that GPU is accepted."""
-    global _current
-    _current = resolve(device, "fl.set_device")
+    """Make `device` the default of `fl.empty` and the other constructors on the calling
+    thread, as `torch.cuda.set_device` does for torch's (another thread keeps its own, 0 until it
+    sets one). On "cuda", before fearless's first GPU call, it chooses the process's GPU (one per
+    process: runtime/process_gpu.py); after, only that GPU is accepted."""
+    _current.device = resolve(device, "fl.set_device")
 
 
 def resolve(device: Any, what: str) -> int:
@@ -62,12 +79,8 @@ def resolve(device: Any, what: str) -> int:
         return current_device()  # checked when it was set
     if type(device) is int and device == process_gpu.GPU and process_gpu.is_fixed():
         return device  # the GPU in use: no driver call
-    if isinstance(device, bool) or not isinstance(device, int):
-        raise DeviceError(
-            f"`device=` of {what} is a device index (an int), not {device!r}",
-            user_location(),
-            help="pass e.g. `device=0`; `fl.device_count()` says how many there are",
-        )
+    if type(device) is not int:
+        device = _index(device, what)
     sim = current_target().simulated
     # a usable target has a device 0: only another index needs the count
     count = 1 if device == 0 else _sim_devices() if sim else _gpu_count()
@@ -86,6 +99,21 @@ def resolve(device: Any, what: str) -> int:
     if not sim and not process_gpu.choose(device):
         raise gpu_taken_error(f"{what} was given GPU {device}", device)
     return device
+
+
+def _index(device: Any, what: str) -> int:
+    """`device` as a plain int: any integer (an int subclass, `np.int64(1)`, anything with
+    `__index__`) but a bool; else E0702 naming `what`."""
+    if not isinstance(device, bool):
+        try:
+            return int(operator.index(device))
+        except TypeError:
+            pass
+    raise DeviceError(
+        f"`device=` of {what} is a device index (an int), not {device!r}",
+        user_location(),
+        help="pass e.g. `device=0`; `fl.device_count()` says how many there are",
+    )
 
 
 def launch_device(names: Sequence[str], devices: Sequence[int | None]) -> int:

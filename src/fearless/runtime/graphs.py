@@ -14,7 +14,12 @@ block, naming the likely cause.
 
 On the simulator the block's launches are recorded as they would run (every check done at
 capture, as on the GPU), and `replay()` runs them in order, on the arrays' memory as it is
-then: the same result the GPU gives.
+then: the same result the GPU gives. As on the GPU, only the launches the capture stream takes
+are captured (those without `stream=`, or on the stream `fl.graph` was given); a launch on
+another stream runs at once. What the driver refuses inside a capture the simulator refuses
+too, at the user's line (ToolchainError, E0900): allocating a tensor, `fl.synchronize()`,
+`Tensor.numpy()` (`streams.refuse_in_sim_capture`). A replay runs every captured launch, as
+the GPU's does, and raises the first device error (KernelIndexError) after the last.
 
 A replay is a launch of everything captured, so the move check runs again first (on both
 targets, before anything runs): every fl.Tensor a captured launch took, and the tensor of
@@ -27,10 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
-from ..errors import LaunchContractError, MovedError, ToolchainError
+from ..errors import KernelIndexError, LaunchContractError, MovedError, ToolchainError
 from . import driver
 from .device_errors import default_pool
 from .location import user_location
@@ -71,8 +77,14 @@ class CUDAGraph:
         if self._tensors:
             self._check_moves()
         if self._sim is not None:
-            for launch in self._sim:
-                launch()
+            first: KernelIndexError | None = None
+            for launch in self._sim:  # all of them, as cuGraphLaunch runs the whole graph
+                try:
+                    launch()
+                except KernelIndexError as exc:
+                    first = first or exc
+            if first is not None:
+                raise first
             return
         if self._exec is None:
             raise LaunchContractError(
@@ -136,9 +148,11 @@ class CUDAGraph:
             self.reset()
 
 
-@contextlib.contextmanager
-def graph(g: CUDAGraph, stream: Stream | None = None) -> Iterator[CUDAGraph]:
-    """Capture the launches of the block into `g` (replacing what it held)."""
+def graph(g: CUDAGraph, stream: Stream | None = None) -> _Capture:
+    """Capture the launches of the block into `g` (replacing what it held): `with fl.graph(g):`.
+
+    A plain function returning the block's context manager (not a generator): its errors point
+    at the user's `with` line, never at contextlib's frame."""
     if not isinstance(g, CUDAGraph):
         raise LaunchContractError(
             f"`fl.graph` captures into an fl.CUDAGraph, not {type(g).__name__} ({g!r:.40})",
@@ -151,52 +165,92 @@ def graph(g: CUDAGraph, stream: Stream | None = None) -> Iterator[CUDAGraph]:
             user_location(),
             help="leave it out: the capture then runs on a stream of its own",
         )
-    if getattr(_recording, "launches", None) is not None or capture_stream() is not None:
-        raise LaunchContractError(
-            "`fl.graph` blocks do not nest",
-            user_location(),
-            help="end the first capture before starting another",
-        )
-    g.reset()
-    if current_target().simulated:
-        launches: list[Callable[[], None]] = []
-        arguments: list[Any] = []  # each launch's (keep_if_captured), for the move check
-        _recording.launches = launches
-        try:
-            with using_stream(None, arguments):
-                yield g
-        finally:
+    return _Capture(g, stream)
+
+
+class _Capture:
+    """The `with fl.graph(g):` block: a capture begun at `__enter__`, ended at `__exit__`."""
+
+    __slots__ = ("_arguments", "_entered", "_g", "_launches", "_sim", "_stream", "_using")
+
+    def __init__(self, g: CUDAGraph, stream: Stream | None) -> None:
+        self._g = g
+        self._stream = stream
+        self._entered = False
+        self._sim = False  # the simulator records the block
+        self._using: Any = None  # streams.using_stream's context, while the block runs
+        self._launches: list[Callable[[], None]] = []
+        self._arguments: list[Any] = []  # each captured launch's (keep_if_captured)
+
+    def __enter__(self) -> CUDAGraph:
+        if self._entered:
+            raise LaunchContractError(
+                "this `fl.graph(...)` block was entered already",
+                user_location(),
+                help="write `with fl.graph(g):` for each capture",
+            )
+        if getattr(_recording, "launches", None) is not None or capture_stream() is not None:
+            raise LaunchContractError(
+                "`fl.graph` blocks do not nest",
+                user_location(),
+                help="end the first capture before starting another",
+            )
+        g = self._g
+        g.reset()
+        self._entered = True
+        if current_target().simulated:
+            self._sim = True
+            self._using = using_stream(self._stream, self._arguments, sim=True)
+            self._using.__enter__()
+            _recording.launches = self._launches
+            return g
+        driver.ensure_initialized()
+        d = driver.cu()
+        s = self._stream if self._stream is not None else Stream()
+        self._stream = s
+        mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        driver.call("cuStreamBeginCapture", d.cuStreamBeginCapture, s.cu_stream(), mode)
+        self._using = using_stream(s, self._arguments)
+        self._using.__enter__()
+        return g
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        g = self._g
+        if self._sim:
             _recording.launches = None
-        g._sim = launches
-        g._watch(arguments)
-        return
-    driver.ensure_initialized()
-    d = driver.cu()
-    s = stream if stream is not None else Stream()
-    mode = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-    driver.call("cuStreamBeginCapture", d.cuStreamBeginCapture, s.cu_stream(), mode)
-    failed = True
-    kept: list[Any] = []
-    with using_stream(s, kept):
+            self._using.__exit__(None, None, None)
+            if exc_type is None:  # a block that raised captures nothing
+                g._sim = self._launches
+                g._watch(self._arguments)
+            return
+        self._using.__exit__(None, None, None)
+        d = driver.cu()
+        s = self._stream
+        assert s is not None
+        err, captured = d.cuStreamEndCapture(s.cu_stream())
+        if exc_type is not None:  # the block raised: its error is the one to see
+            if not err and captured is not None:
+                d.cuGraphDestroy(captured)  # what was captured before it goes
+            return
+        if err:
+            raise ToolchainError(
+                f"the CUDA graph capture failed: {result_text(d, err)}",
+                user_location(),
+                help="everything inside `fl.graph` must be capturable: run the step once before "
+                "capturing (the first launch compiles, loads and autotunes), allocate outside "
+                "the block, and leave NumPy arrays and synchronisation out of it",
+            )
         try:
-            yield g
-            failed = False
-        finally:
-            err, captured = d.cuStreamEndCapture(s.cu_stream())
-    if failed:  # the block raised: its error is the one to see
-        if not err and captured is not None:
+            g._exec = driver.call("cuGraphInstantiate", d.cuGraphInstantiate, captured, 0)
+        except BaseException:
             d.cuGraphDestroy(captured)
-        return
-    if err:
-        raise ToolchainError(
-            f"the CUDA graph capture failed: {result_text(d, err)}",
-            user_location(),
-            help="everything inside `fl.graph` must be capturable: run the step once before "
-            "capturing (the first launch compiles, loads and autotunes), allocate outside "
-            "the block, and leave NumPy arrays and synchronisation out of it",
-        )
-    g._graph = captured
-    g._exec = driver.call("cuGraphInstantiate", d.cuGraphInstantiate, captured, 0)
-    g._stream = s
-    g._watch(kept)
-    default_pool().graphs = True  # replays launch without being counted
+            raise
+        g._graph = captured
+        g._stream = s
+        g._watch(self._arguments)
+        default_pool().graphs = True  # replays launch without being counted

@@ -7,7 +7,9 @@ orders with torch's and CuPy's default stream; `default_cu_stream`), an `fl.Stre
 torch.cuda.Stream (`.cuda_stream`), a
 CuPy stream (`.ptr`), any object with `__cuda_stream__` (cuda.core, and the protocol's other
 adopters), or a raw handle int. How to read a handle is decided once per type; anything else
-is refused (E0701). The simulator refuses the same objects (`check_stream`, which needs no
+is refused (E0701). A torch or CuPy stream of another GPU than the process's is refused
+(E0702) where the stream says its device; a raw handle or a `__cuda_stream__` object is taken
+as the process GPU's. The simulator refuses the same objects (`check_stream`, which needs no
 GPU) and then has nothing to order: it runs each launch to completion.
 
 `fl.Stream()` makes a *blocking* stream (it synchronises with the legacy default stream),
@@ -23,16 +25,17 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import DeviceError
-from . import devices, driver, process_gpu
-from .device_errors import default_pool
+from ..errors import DeviceError, ToolchainError
+from . import device_errors, devices, driver, process_gpu
+from .device_errors import _run_deferred, default_pool
 from .location import argument_error, user_location
 from .target import current_target
 
 _by_handle: dict[int, Any] = {}  # CUstream objects of torch's streams seen, by handle
 _BY_HANDLE_MAX = 64
-# .stream: the stream `fl.graph` captures on, on this thread; .kept: the arguments of the
-# launches it captured (the graph holds them, so that no array dies before its last replay)
+# .stream: the stream `fl.graph` captures on, on this thread (on the simulator the one it was
+# given, if any); .kept: the arguments of the launches it captured (the graph holds them, so
+# that no array dies before its last replay); .sim: the simulator records the block
 _override = threading.local()
 _captures = 0  # `fl.graph` blocks open on any thread: while 0, no thread-local to read
 
@@ -43,28 +46,59 @@ def capture_stream() -> Stream | None:
 
 
 @contextlib.contextmanager
-def using_stream(stream: Stream | None, kept: list[Any]) -> Iterator[None]:
-    """Within: launches on this thread without `stream=` go to `stream`, and their arguments
-    are appended to `kept`. `stream` None: the simulator's `fl.graph`, which records every
-    launch of the thread, so every launch's arguments are kept."""
+def using_stream(stream: Stream | None, kept: list[Any], sim: bool = False) -> Iterator[None]:
+    """Within: launches on this thread without `stream=` go to `stream`, and the arguments of
+    those the capture takes (`captured`) are appended to `kept`. `sim`: the simulator's
+    `fl.graph`, which records those launches (`stream` is the one it was given, or None)."""
     global _captures
-    _override.stream, _override.kept = stream, kept
+    _override.stream, _override.kept, _override.sim = stream, kept, sim
     _captures += 1
     try:
         yield
     finally:
         _override.stream = _override.kept = None
+        _override.sim = False
         _captures -= 1
 
 
+def captured(stream: Any) -> bool:
+    """Inside `fl.graph` on this thread: whether a launch given `stream` goes into the graph,
+    as the driver's capture takes it: one without `stream=` (it goes to the capture stream), or
+    one on the capture stream itself. A launch on any other stream runs now, on both targets."""
+    if stream is None:
+        return True
+    capture = getattr(_override, "stream", None)
+    if capture is None:
+        return False
+    if stream is capture:
+        return True
+    # the simulator's own fl.Streams all have handle 0: there only the capture stream is it
+    return capture._handle != 0 and stream_handle(stream) == capture._handle
+
+
 def keep_if_captured(args: Any, stream: Any) -> None:
-    """Inside `fl.graph`, keep the arguments of a launch without `stream=` (one the capture
-    stream takes; on the simulator, any launch) alive as long as the graph, whose replays
-    check that none of its tensors has moved since (graphs.py)."""
+    """Inside `fl.graph`, keep the arguments of a launch the capture takes (`captured`) alive
+    as long as the graph, whose replays check that none of its tensors has moved since
+    (graphs.py)."""
     if _captures:
         kept = getattr(_override, "kept", None)
-        if kept is not None and (stream is None or _override.stream is None):
+        if kept is not None and captured(stream):
             kept.append(args)
+
+
+def refuse_in_sim_capture(what: str) -> None:
+    """While the simulator records an `fl.graph` block on this thread, refuse `what` (an
+    allocation, a synchronisation, a read back to the host) as the GPU's driver refuses it
+    inside a capture: ToolchainError (E0900), at the user's line. Nothing outside a block."""
+    if _captures and getattr(_override, "sim", False):
+        raise ToolchainError(
+            f"{what} failed: operation not permitted when stream is capturing (inside "
+            "`fl.graph`, which the simulator refuses as the GPU's driver does)",
+            user_location(),
+            help="everything inside `fl.graph` must be capturable: allocate the tensors before "
+            "the block, and read results (`.numpy()`, `fl.synchronize()`) after it, or after "
+            "`g.replay()`",
+        )
 
 
 # torch's raw current-stream getter and its "is the current stream capturing" test, once torch
@@ -130,6 +164,8 @@ class Stream:
     def __init__(self, stream: Any = None, device: int | None = None) -> None:
         self._core: Any = None  # the cuda.core Stream this object created, if any
         self._owner = stream  # a wrapped foreign stream stays alive as long as this
+        if device is None and stream is not None:
+            device = _device_of(stream)  # a torch or CuPy stream's own GPU, where it says
         self._device = devices.resolve(device, "fl.Stream")
         if stream is not None:
             self._handle = stream_handle(stream)
@@ -159,11 +195,13 @@ class Stream:
         return (0, self._handle)
 
     def synchronize(self) -> None:
-        """Wait for this stream's work, then raise any device error it left (KernelIndexError)."""
+        """Wait for this stream's work, then raise any device error it left (KernelIndexError)
+        or an operator's deferred check found (`device_errors.defer`), as `fl.synchronize` does."""
         if not driver.is_initialized():
             return
         driver.synchronize_stream(self._handle)
         default_pool().check()
+        _run_deferred()
 
     def cu_stream(self) -> Any:
         """The handle as a cuda.bindings CUstream (made once)."""
@@ -193,7 +231,8 @@ def stream_handle(obj: Any) -> int:
 
 def check_stream(obj: Any, device: int | None = None) -> None:
     """Refuse `obj` as a launch's `stream=` unless a GPU launch would take it (no GPU needed),
-    or when it is an fl.Stream of another device than the launch's arrays (`device`)."""
+    or when it is an fl.Stream of another device than the launch's arrays (`device`; None: a
+    launch of host arrays alone, which runs on its stream's device)."""
     if obj is not None:
         stream_handle(obj)
         if isinstance(obj, Stream) and device is not None and obj._device != device:
@@ -239,11 +278,43 @@ def _read_protocol(obj: Any) -> int:
 
 
 def _read_torch(obj: Any) -> int:
+    index = getattr(obj, "device_index", None)
+    if index is not None and index != process_gpu.GPU and process_gpu.is_fixed():
+        raise _other_gpu(obj, index)
     return int(obj.cuda_stream)
 
 
 def _read_cupy(obj: Any) -> int:
+    index = getattr(obj, "device_id", None)
+    if index is not None and index != process_gpu.GPU and process_gpu.is_fixed():
+        raise _other_gpu(obj, index)
     return int(obj.ptr)
+
+
+def _device_of(obj: Any) -> int | None:
+    """The GPU a stream object says it belongs to (an fl.Stream's, torch's `device_index`,
+    CuPy's `device_id`), or None where it does not say (a raw handle, `__cuda_stream__`)."""
+    if isinstance(obj, Stream):
+        return obj._device
+    if isinstance(obj, int):
+        return None
+    index = getattr(obj, "device_index", None)
+    if index is None and type(obj).__module__.startswith("cupy"):
+        index = getattr(obj, "device_id", None)
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
+
+
+def _other_gpu(obj: Any, index: int) -> DeviceError:
+    """E0702 for a stream of GPU `index` given to a process that runs on another GPU."""
+    gpu = process_gpu.GPU
+    return DeviceError(
+        f"the stream (a `{type(obj).__name__}`) is GPU {index}'s, but fearless runs on GPU "
+        f"{gpu} in this process: a launch on it would run on GPU {gpu} with another GPU's stream",
+        user_location(),
+        help=f"launch on a stream of GPU {gpu} (`fl.Stream()`, "
+        f"`torch.cuda.Stream(device={gpu})`), or choose GPU {index} before fearless's first "
+        f"GPU call (`fl.set_device({index})`, or `torch.cuda.set_device({index})`)",
+    )
 
 
 def _refuse(obj: Any) -> int:
@@ -255,3 +326,5 @@ def _refuse(obj: Any) -> int:
 
 
 _readers: dict[type, Callable[[Any], int]] = {type(None): _read_none}
+
+device_errors.refuse_in_capture[0] = refuse_in_sim_capture  # `fl.synchronize()` inside fl.graph

@@ -26,7 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..dtypes import DType
 from ..errors import KernelTypeError, Location, OutOfMemoryError
-from . import devices, driver
+from . import devices, driver, streams
 from .arrays import (
     ArrayInfo,
     as_dtype,
@@ -164,6 +164,8 @@ class Tensor:
         """
         self._check_live()
         if self._host is not None:
+            if streams._captures:  # the GPU's read synchronises: refused inside `fl.graph`
+                streams.refuse_in_sim_capture("reading a tensor back (`Tensor.numpy()`)")
             return public_view(self._host, self._dtype)
         from .device_errors import synchronize
 
@@ -346,6 +348,8 @@ def empty(shape: Shape, dtype: Any = dtypes.f32, device: int | None = None) -> T
     dims, dt = _shape(shape), as_dtype(dtype)
     dev = devices.resolve(device, "fl.empty")
     if current_target().simulated:
+        if streams._captures:  # the GPU's cuMemAlloc: refused inside `fl.graph`
+            streams.refuse_in_sim_capture(_allocating(dims, dt))
         try:
             host = np.empty(dims, dtype=dt.np)
         except (MemoryError, ValueError):  # ValueError: more bytes than NumPy can address
@@ -483,6 +487,8 @@ def asarray(obj: Any, dtype: Any = None, device: int | None = None) -> Tensor:
             return _place(_convert(host, info.dtype, want), want or info.dtype, dev)
         assert info.host is not None
         if target.simulated and want in (None, info.dtype):
+            if streams._captures and isinstance(obj, np.ndarray):  # the GPU copies it
+                streams.refuse_in_sim_capture(_allocating(info.shape, info.dtype))
             t = _wrap_host(info.host, info.dtype, dev)
             if getattr(obj, "requires_grad", False) is True:  # torch's: its autograd state is
                 t._owner = obj  # checked when the tensor is partitioned (the array's is not)
@@ -593,10 +599,17 @@ def _wrap_host(array: np.ndarray, dt: DType, device: int) -> Tensor:
     )
 
 
+def _allocating(dims: tuple[int, ...], dt: DType) -> str:
+    """What an allocation is, for the error of one inside `fl.graph`."""
+    return f"allocating a tensor of shape {dims} and {dt} ({math.prod(dims) * dt.itemsize} bytes)"
+
+
 def _place(host: np.ndarray, dt: DType, device: int) -> Tensor:
     """A tensor on the current target holding a copy of (or, on sim, exactly) `host`."""
     host = np.ascontiguousarray(host)
     if current_target().simulated:
+        if streams._captures:  # the GPU's cuMemAlloc: refused inside `fl.graph`
+            streams.refuse_in_sim_capture(_allocating(host.shape, dt))
         return _wrap_host(host, dt, device)
     t = empty(host.shape, dt, device)
     driver.copy_host_to_device(t._ptr, host)

@@ -5,7 +5,8 @@ the stream, the launch contract with the limits of a compute-capability-9.0 devi
 a cooperative kernel a grid that a pretend H200 holds at once: `runtime/cooperative.py`), and a
 launch of more threads than the simulator runs is refused (`simt.check_thread_count`); a failed
 device check becomes the same `KernelIndexError` the GPU path raises. The stream then orders
-nothing: each launch runs to completion before `launch` returns. A CPU torch tensor the launch
+nothing: each launch runs to completion before `launch` returns (inside `fl.graph`, a launch
+the capture takes is recorded for the replays instead: runtime/graphs.py). A CPU torch tensor the launch
 wrote has its autograd version bumped after the run, as an in-place torch op's is (a backward
 that saved it then refuses it; the GPU launchers do not do this: docs/design.md 1.3).
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement
 from ..ir.core import Function
@@ -32,7 +35,7 @@ from ..runtime.contract import (
 from ..runtime.cooperative import check_co_resident, sim_co_resident
 from ..runtime.device_errors import format_index_error
 from ..runtime.graphs import sim_recording
-from ..runtime.streams import check_stream, keep_if_captured
+from ..runtime.streams import captured, check_stream, keep_if_captured, refuse_in_sim_capture
 from ..runtime.target import Target
 from .simt import SimKernel, check_thread_count
 
@@ -80,7 +83,10 @@ class SimLauncher:
         infos = [v for v in values if isinstance(v, ArrayInfo)]
         arrays = [p for p in self.params if p.is_array]
         device = check_borrows(arrays, infos)
-        check_stream(stream, device)  # read last, as the GPU launch reads the handle
+        if stream is not None:  # read last, as the GPU launch reads the handle
+            # host arrays alone have no device: the launch runs on its stream's
+            on_device = any(i.device is not None for i in infos)
+            check_stream(stream, device if on_device else None)
         runtime_args = [v.host if isinstance(v, ArrayInfo) else v for v in values]
         sim = self.sim
         if self.fast is not None and holds(self.fast[1], requires_values(args, lengths)):
@@ -93,8 +99,13 @@ class SimLauncher:
             and (t := torch_written(v.owner)) is not None
         ]
         recording = sim_recording()
-        if recording is not None:  # inside `fl.graph`: run at each replay, checked now
-            keep_if_captured(args, None)  # the replay checks that none has moved since
+        # inside `fl.graph`: run at each replay, checked now (a launch on another stream than
+        # the capture's runs now, as on the GPU)
+        if recording is not None and captured(stream):
+            for spec, v in zip(self.params, values, strict=True):
+                if isinstance(v, ArrayInfo) and isinstance(v.owner, np.ndarray):
+                    refuse_in_sim_capture(f"copying NumPy array `{spec.name}` to the GPU")
+            keep_if_captured(args, stream)  # the replay checks that none has moved since
             recording.append(lambda: self._run(sim, grid, block, runtime_args, written))
             return
         self._run(sim, grid, block, runtime_args, written)

@@ -35,7 +35,7 @@ from ...ir.tile.kernel import TileIR
 from ...ir.tile.types import ArrayParamType, TileType, tile_type
 from ...runtime.arrays import ArrayInfo, nbytes_text
 from ...runtime.graphs import sim_recording
-from ...runtime.streams import check_stream
+from ...runtime.streams import captured, check_stream, refuse_in_sim_capture
 from .. import numerics as nx
 from . import indexed
 
@@ -57,18 +57,39 @@ class _Array:
 
 def runner(ir: TileIR, grid: tuple[int, int, int], device: int) -> Callable[[list[Any], Any], None]:
     """The simulator's run of one prepared launch (runtime/dispatch.py's `Prepared.run`): it
-    refuses a stream of another device as the GPU would, and inside `fl.graph` it records the
-    run for each replay instead of running now."""
+    refuses a stream of another device as the GPU would (host arrays alone follow the stream),
+    and inside `fl.graph` it records a run the capture takes for each replay instead of running
+    now (one on another stream runs now, as on the GPU)."""
 
     def run(payload: list[Any], stream: Any) -> None:
-        check_stream(stream, device)
+        if stream is not None:
+            check_stream(stream, device if _on_a_device(ir, payload) else None)
         recording = sim_recording()
-        if recording is not None:  # inside `fl.graph`: run at each replay
+        if recording is not None and captured(stream):  # inside `fl.graph`: at each replay
+            _refuse_host_arrays(ir, payload)  # the GPU would copy them: refused in a capture
             recording.append(lambda: run_kernel(ir, grid, payload))
             return
         run_kernel(ir, grid, payload)
 
     return run
+
+
+def _on_a_device(ir: TileIR, payload: list[Any]) -> bool:
+    """Whether an array of the launch is on a device (an fl.Tensor's), not host memory alone."""
+    for p, v in zip(ir.signature, payload, strict=True):
+        info = v[1] if p.kind == "part" else v if p.kind in ("tensor", "atomic") else None
+        if isinstance(info, ArrayInfo) and info.device is not None:
+            return True
+    return False
+
+
+def _refuse_host_arrays(ir: TileIR, payload: list[Any]) -> None:
+    """Inside `fl.graph`: a NumPy array argument, which a GPU launch copies to the GPU (an
+    allocation the driver refuses in a capture), is refused as there."""
+    for p, v in zip(ir.signature, payload, strict=True):
+        host = p.kind in ("tensor", "atomic") and isinstance(getattr(v, "owner", None), np.ndarray)
+        if host:
+            refuse_in_sim_capture(f"copying NumPy array `{p.name}` to the GPU")
 
 
 def run_kernel(ir: TileIR, grid: tuple[int, int, int], values: list[Any]) -> None:
