@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import CompileError, KernelTypeError
 from .runtime.location import user_location
+from .runtime.partition import Partition
 
 KeySpec = Sequence[str] | Callable[..., Any] | None
 KeyFn = Callable[[tuple[Any, ...], dict[str, Any]], Hashable]
@@ -33,7 +34,10 @@ def make_key(
         key_name = getattr(key, "__qualname__", None) or repr(key)
 
         def by_function(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
-            value = user_key(*args, **kwargs)
+            try:
+                value = user_key(*args, **kwargs)
+            except TypeError as exc:
+                raise _key_call_error(exc, user_key, key_name, owner, args, kwargs) from None
             return (freeze(value, key_name, owner), dtypes(args, kwargs))
 
         return by_function
@@ -99,10 +103,14 @@ def check_configs(name: str, configs: Any) -> list[dict[str, Any]]:
 
 
 def key_part(value: Any) -> Hashable:
-    """What of an argument decides the configuration: an array's shape, a scalar's value."""
+    """What of an argument decides the configuration: an array's shape (and a partition's
+    tile), a scalar's value (a NumPy scalar's as the Python number it holds)."""
     shape = getattr(value, "shape", None)
-    if shape is not None and not isinstance(value, np.generic):
-        return ("shape", tuple(int(d) for d in shape), getattr(value, "tile", None))
+    if shape is not None:
+        if isinstance(value, np.generic):
+            return value.item()  # type: ignore[no-any-return]
+        tile = value.tile if isinstance(value, Partition) else None  # not torch's Tensor.tile
+        return ("shape", tuple(int(d) for d in shape), tile)
     if isinstance(value, Hashable):
         return value
     return repr(value)
@@ -118,6 +126,8 @@ def freeze(value: Any, key_name: str, name: str) -> Hashable:
         return tuple(sorted(items, key=repr))
     if isinstance(value, (set, frozenset)):
         return tuple(sorted((freeze(v, key_name, name) for v in value), key=repr))
+    if isinstance(value, np.generic):
+        return value.item()  # type: ignore[no-any-return]
     if isinstance(value, np.ndarray) or not isinstance(value, Hashable):
         raise KernelTypeError(
             f"the autotuning key function `{key_name}` of `{name}` returned a "
@@ -146,9 +156,12 @@ def freeze_grid(grid: Any) -> Hashable:
 
 
 def dtypes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
-    """The dtypes of a call's arrays, in order: part of every key."""
+    """The dtypes of a call's arrays, in order: part of every key (a NumPy scalar's is not:
+    `key_part` keys it by its value, as the Python number)."""
     return tuple(
-        str(v.dtype) for v in (*args, *kwargs.values()) if getattr(v, "dtype", None) is not None
+        str(dt)
+        for v in (*args, *kwargs.values())
+        if (dt := getattr(v, "dtype", None)) is not None and not isinstance(v, np.generic)
     )
 
 
@@ -164,10 +177,43 @@ def _dtypes_of(
     at = sorted((params.index(n), n) for n in chosen)
 
     def some(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, ...]:
-        found = (getattr(args[i] if i < len(args) else kwargs.get(n), "dtype", None) for i, n in at)
-        return tuple(str(dt) for dt in found if dt is not None)
+        found = (args[i] if i < len(args) else kwargs.get(n) for i, n in at)
+        return tuple(
+            str(dt)
+            for v in found
+            if (dt := getattr(v, "dtype", None)) is not None and not isinstance(v, np.generic)
+        )
 
     return some
+
+
+def _key_call_error(
+    exc: TypeError,
+    key: Callable[..., Any],
+    key_name: str,
+    owner: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Exception:
+    """A key function that does not take the call's arguments, as a KernelTypeError naming
+    it; `exc` as it is when they bind (the TypeError came from the key function's body)."""
+    try:
+        signature = inspect.signature(key)
+    except (TypeError, ValueError):  # a callable without a signature: its own error stands
+        return exc
+    try:
+        signature.bind(*args, **kwargs)
+        return exc
+    except TypeError as unbound:
+        why = str(unbound)
+    return KernelTypeError(
+        f"the autotuning key function `{key_name}` of `{owner}` does not take the call's "
+        f"arguments: {why}",
+        user_location(),
+        code="E0061",
+        help="a key function is called with every argument of the call, as the function is: "
+        "`key=lambda x, out: x.shape` (or `lambda *args, **kwargs: ...`)",
+    )
 
 
 def call_error(

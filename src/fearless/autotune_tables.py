@@ -16,9 +16,18 @@ its `config`. Tables are read from FEARLESS_TUNING_TABLE's paths (earlier first)
 the package ships (`fearless/tuning/*.json`); among the entries for one key, the first whose
 versions are today's wins, else the first (stale) one.
 
+Numbers match by value: a key or configuration `0` in a table is the function's `0.0`, as the
+two are one key in Python.
+
 Files are untrusted input, as the disk store's: a file that is not a table is skipped with one
 `FearlessWarning`, a malformed entry is skipped, an entry naming a configuration the function
 does not have is ignored with a warning. Nothing read from a table can raise out of `lookup`.
+
+`write` (`fl.autotune.export`) merges into the file under an exclusive lock on `<path>.lock`
+(`fcntl.flock`, where the platform has it), so processes exporting to one table at once keep
+each other's entries. It refuses a file it would lose data of (`TableError`): one that is not
+a table, or another version of the format, or whose "entries" is not a list; it keeps the
+entries it cannot read as they are, and writes through a symbolic link to its target.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import importlib.metadata
 import json
 import math
 import os
+import stat
 import tempfile
 import warnings
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -38,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from . import config
-from .errors import FearlessWarning
+from .errors import FearlessError, FearlessWarning
 from .frames import user_stacklevel
 from .version import __version__
 
@@ -48,6 +58,10 @@ MAX_TABLE_BYTES = 64 << 20
 _warned: set[Any] = set()
 _cache: dict[Path, tuple[tuple[int, int], list[Entry]]] = {}  # path -> ((mtime, size), entries)
 _enabled = [True]
+
+
+class TableError(FearlessError, ValueError, code="E0900"):
+    """`fl.autotune.export` cannot write the tuning table it was asked to (the file named)."""
 
 
 @dataclass
@@ -93,6 +107,22 @@ def plain(value: Any) -> Any:
 def canonical(value: Any) -> str:
     """The JSON text two equal keys or configurations share (`value` already `plain`)."""
     return json.dumps(value, sort_keys=True)
+
+
+def matching(value: Any) -> str:
+    """`canonical`, with numbers by value: a float that is a whole number as the integer
+    (`0.0` as `0`), so that what Python holds equal matches (`value` already `plain`)."""
+    return canonical(_whole(value))
+
+
+def _whole(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_whole(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in value.items()}
+    return value
 
 
 @functools.lru_cache(maxsize=8)
@@ -161,8 +191,8 @@ def entries(function: str, arch: str) -> list[Entry]:
 
 def lookup(function: str, arch: str, key: Hashable) -> Entry | None:
     """The entry for exactly `key`: the first with today's versions, else the first stale one."""
-    want = canonical(plain(key))
-    found = [e for e in entries(function, arch) if canonical(e.key) == want]
+    want = matching(plain(key))
+    found = [e for e in entries(function, arch) if matching(e.key) == want]
     return next((e for e in found if e.fresh()), found[0] if found else None)
 
 
@@ -170,8 +200,13 @@ def index_of(entry: Entry, configs: Sequence[Mapping[str, Any]], name: str) -> i
     """The position of `entry`'s configuration among `configs`; None, warned about once per
     entry, when the function has no such configuration."""
     want = canonical(entry.config)
-    for n, cfg in enumerate(configs):
-        if canonical(plain(cfg)) == want:
+    mine = [plain(cfg) for cfg in configs]
+    for n, cfg in enumerate(mine):
+        if canonical(cfg) == want:
+            return n
+    loose = matching(entry.config)  # `{"delay": 0}` names the function's `{"delay": 0.0}`
+    for n, cfg in enumerate(mine):
+        if matching(cfg) == loose:
             return n
     mark = (entry.source, entry.function, canonical(entry.key), want)
     if mark not in _warned:
@@ -209,10 +244,10 @@ def neighbours(
     |log2 a - log2 b| (size classes apart); ties go to the earlier entry. Entries naming none
     of `configs` are skipped, and so are `key`'s own (`exclude_own`: the caller weighs them)."""
     mine = plain(key)
-    form, numbers, own = _form(mine), _numbers(mine), canonical(mine)
+    form, numbers, own = _form(mine), _numbers(mine), matching(mine)
     ranked: list[tuple[float, int, int]] = []
     for order, entry in enumerate(entries(function, arch)):
-        if _form(entry.key) != form or (exclude_own and canonical(entry.key) == own):
+        if _form(entry.key) != form or (exclude_own and matching(entry.key) == own):
             continue
         n = index_of(entry, configs, name)
         if n is None:
@@ -336,41 +371,142 @@ def _unusable(path: Path, why: str) -> list[Entry]:
 
 def write(path: Path, new: Sequence[Entry]) -> int:
     """Write `new` into the table at `path`, merged with the entries already there (a new
-    entry replaces the one for the same function, arch and key); atomically. Returns the
-    number of entries the file holds. A file at `path` that is not a table is refused
-    (ValueError), not overwritten."""
+    entry replaces the one for the same function, arch and key; the others, those it cannot
+    read too, stay as they are), atomically, under an exclusive lock on `<path>.lock`, and
+    through a symbolic link to its target. Returns the number of entries the file holds. A
+    file it would lose data of (not a table, another version of the format, "entries" not a
+    list) is refused, not overwritten, and so is a path it cannot write: a `TableError`
+    naming the file."""
     path = Path(path)
-    old: list[Entry] = []
-    if path.exists():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
-            raise ValueError(
-                f"{path} exists and is not a tuning table ({exc}); not overwritten"
-            ) from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f"{path} exists and is not a tuning table; not overwritten")
-        old = [e for item in data.get("entries") or [] if (e := _entry(item, str(path)))]
-    merged: dict[tuple[str, str, str], Entry] = {}
-    for entry in (*old, *new):
-        merged[(entry.function, entry.arch, canonical(entry.key))] = entry
-    table = [e.as_json() for e in merged.values()]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    target = Path(os.path.realpath(path))  # a link is written through, not replaced
+    if target.is_dir():
+        raise TableError(f"cannot write the tuning table {path}: it is a folder", help=_HELP)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(_text(table))
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            Path(tmp).unlink()
-        raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TableError(f"cannot write the tuning table {path}: {_why(exc)}", help=_HELP) from None
+    with _locked(target, path):
+        items, extra, mode = _existing(target, path)
+        slots: list[Any] = []  # each entry's JSON, in the file's order, new entries last
+        where: dict[tuple[str, str, str], int] = {}
+        for item in items:
+            entry = _entry(item, str(target))
+            if entry is None:
+                slots.append(item)  # one this version cannot read: kept as it is
+                continue
+            ident = (entry.function, entry.arch, matching(entry.key))
+            if ident in where:
+                slots[where[ident]] = item
+            else:
+                where[ident] = len(slots)
+                slots.append(item)
+        for entry in new:
+            ident = (entry.function, entry.arch, matching(entry.key))
+            if ident in where:
+                slots[where[ident]] = entry.as_json()
+            else:
+                where[ident] = len(slots)
+                slots.append(entry.as_json())
+        _replace(target, path, _text(slots, extra), mode)
+    _cache.pop(target, None)
     _cache.pop(path, None)
-    return len(merged)
+    return len(slots)
 
 
-def _text(entries: list[dict[str, Any]]) -> str:
-    """A table's JSON, one entry a line (a diff of two tables shows the entries that moved)."""
+_HELP = "export to a file you may write, e.g. `fl.autotune.export('fearless-tuning.json')`"
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+@contextlib.contextmanager
+def _locked(target: Path, path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<target>.lock` (where the platform has `fcntl`; a file
+    system that refuses locks is written unlocked, as before)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    try:
+        fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise TableError(f"cannot write the tuning table {path}: {_why(exc)}", help=_HELP) from None
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _existing(target: Path, path: Path) -> tuple[list[Any], dict[str, Any], int]:
+    """The entries (as JSON) of the table at `target`, its other top-level fields, and its
+    mode bits; ([], {}, 0o644) where there is no file. A file that is not a version-1 table
+    with a list of entries is a `TableError`."""
+    try:
+        raw = target.read_text(encoding="utf-8")
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return [], {}, 0o644
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8
+        why = _why(exc) if isinstance(exc, OSError) else str(exc)
+        raise TableError(
+            f"{path} exists and cannot be read as a tuning table ({why}); not overwritten",
+            help=_HELP,
+        ) from None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise TableError(
+            f"{path} exists and is not a tuning table ({exc}); not overwritten", help=_HELP
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise TableError(
+            f'{path} exists and is not a tuning table (no "format": "{FORMAT}"); not overwritten',
+            help=_HELP,
+        )
+    if data.get("version") != VERSION:
+        raise TableError(
+            f"{path} is version {data.get('version')!r} of the tuning-table format, not "
+            f"{VERSION}: merging would drop what this fearless does not know; not overwritten",
+            help="export to another file, or with the fearless that wrote it",
+        )
+    if not isinstance(data.get("entries"), list):
+        raise TableError(
+            f'{path} is a tuning table whose "entries" is not a list; not overwritten',
+            help=_HELP,
+        )
+    extra = {k: v for k, v in data.items() if k not in ("format", "version", "entries")}
+    return data["entries"], extra, mode
+
+
+def _replace(target: Path, path: Path, text: str, mode: int) -> None:
+    """Write `text` to `target` atomically (a temporary file beside it, renamed over it)."""
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
+        raise TableError(f"cannot write the tuning table {path}: {_why(exc)}", help=_HELP) from None
+    except BaseException:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
+        raise
+
+
+def _text(entries: list[Any], extra: Mapping[str, Any] | None = None) -> str:
+    """A table's JSON, one entry a line (a diff of two tables shows the entries that moved);
+    `extra`: other top-level fields the file had, kept before the entries."""
     lines = ",\n".join("  " + json.dumps(e) for e in entries)
-    head = f'{{"format": "{FORMAT}", "version": {VERSION}, "entries": [\n'
+    more = "".join(f"{json.dumps(k)}: {json.dumps(v)}, " for k, v in (extra or {}).items())
+    head = f'{{"format": "{FORMAT}", "version": {VERSION}, {more}"entries": [\n'
     return head + lines + ("\n" if lines else "") + "]}\n"

@@ -20,10 +20,14 @@ a table.
 
 Under capture (torch.compile tracing, a CUDA graph capture by torch or `fl.graph`) a new key is
 never timed: nothing may synchronise or run twice there. It takes the stored winner or the
-table's entry for the key, else the nearest table entry (`autotune_tables.nearest`), else the
-first configuration, and keeps none of them as the key's winner: the first call outside capture
-tunes as usual. Untimed, a configuration the GPU refuses (a kernel too large for it, or one that
-would hang) gives way to the next (`_first_that_runs`), as the tuner skips it.
+table's entry for the key, else the nearest table entry that `prune` keeps
+(`autotune_tables.neighbours`), else the first configuration `prune` keeps, and keeps none of
+them as the key's winner: the first call outside capture tunes as usual. Only that one runs: if
+it fails, what it launched stays captured, so the call raises an error saying to tune outside
+the capture first (call it once before capturing) instead of trying another; so does a stored
+winner that fails there (`_prove`). With tuning off, a configuration the GPU refuses (a kernel
+too large for it, or one that would hang) gives way to the next (`_first_that_runs`), as the
+tuner skips it.
 
 A call borrows its arguments: a partition the function makes of an argument and leaves open
 (one it neither gave back with `unpartition()` nor returned) is given back when the call
@@ -33,7 +37,8 @@ same output buffers.
 
 `prune(configs, *args, **kwargs)` (Triton's `early_config_prune`) returns the configurations
 worth timing for a call (a non-empty subset of `configs`, a function of the key alone): ops'
-GEMMs drop tiles larger than the problem. A stale table winner is timed whether kept or not.
+GEMMs drop tiles larger than the problem; it may return any iterable of them. A stale table
+winner is timed whether kept or not.
 
 The first call with a new key times every configuration (`autotune_timing.measure`: a warm-up
 call, which compiles, then repeated calls each between two synchronisations, the median kept),
@@ -41,25 +46,35 @@ keeps the fastest and calls the function with it. On the GPU the configurations'
 compile first, side by side (tile/compile_ahead.py), and each is timed as soon as its compiles
 are done (`ready_order`), so one slow compile holds up only its own timing; past
 `autotune_timing.COMPILE_BUDGET_S` it is left out. A configuration that raises a fearless error
-(a tile too large, a launch the device refuses) is skipped and reported only if every one
-fails. When tuning has run for over a second, progress goes to stderr. The winner is stored on
+(a tile too large, a launch the device refuses) is skipped (the progress line names it and the
+first line of its error); if every one fails, the first's error is raised with a note listing
+each configuration's, tuned or not. When tuning has run for over a second, progress goes to
+stderr. The winner is stored on
 disk (`autotune_store.py`), keyed by the function's module, name and source, the key, the
 device (its name and arch, or "sim") and the compilers' source digest (for the fearless
 version), so a later process does not
 tune again. A stored winner that fails in a later process (a kernel the function calls was
-edited, and the winner no longer compiles) is dropped with a warning and the key tuned again;
-an unreadable entry is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration that runs
-and times nothing.
+edited, and the winner no longer compiles) is dropped with a warning and the key tuned again,
+from the call's contents (the arguments named below are put back first); an unreadable entry
+is a miss. `FEARLESS_AUTOTUNE=0` takes the first configuration that `prune` keeps and runs, and
+times nothing.
 
 Inside a compile-ahead pass (the tuner's own, or `autotune_ahead.compile_ahead_of`'s, which an
 op opens on its first call so that its several steps compile side by side) a call tunes
 nothing: it queues the compiles its real call will need and chooses nothing
 (`Autotuned._queue`).
 
-Tuning calls the function several times. Arguments it accumulates into are restored before
-each timed call and after tuning: `restore_value=[names]` keeps their contents, `reset_to_zero=
-[names]` zeroes them (Triton's names). The simulator runs the same protocol, so the CPU tests
-cover it; its timings say nothing about a GPU, and its winners are stored under "sim".
+Tuning calls the function several times. Arguments it accumulates into are named (Triton's
+names): `restore_value=[names]` are put back to the call's contents before each timed call,
+`reset_to_zero=[names]` zeroed before each; after tuning both hold the call's contents again
+(whatever happened: a winner, every configuration failing, an exception of the function's own),
+and the winner runs once on them, as every later call does: a call that tuned gives what a
+warm one gives. An array argument named in neither that the function changes again on a second
+call (`out += x`, `x *= 2`) is caught on the tuning path (`autotune_timing.Watch`: copied as tuning starts,
+compared across the first timed call, which follows the warm-up with nothing put back): a
+FearlessWarning names it, and it is put back as `restore_value` would be, so the result is
+right. The simulator runs the same protocol, so the CPU tests cover it; its timings say nothing
+about a GPU, and its winners are stored under "sim".
 
 A Tile kernel can be decorated directly: a configuration's keys are then its hints
 (`num_ctas`, `occupancy`, `num_worker_warps`, as `kernel.options`) and its `tile.Const`
@@ -71,6 +86,7 @@ shows a stage of the configuration those arguments use, and other attributes are
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import threading
@@ -79,8 +95,6 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from . import autotune_store, autotune_tables, autotune_timing, config
 from .autotune_ahead import capturing
@@ -92,8 +106,25 @@ from .autotune_keys import (
     freeze_grid,
     make_key,
 )
-from .autotune_timing import Clock, DeviceClock, HostClock, Progress, measure, spilling, spills_much
-from .errors import CompileError, FearlessError, FearlessWarning, KernelTypeError
+from .autotune_timing import (
+    Clock,
+    DeviceClock,
+    HostClock,
+    Progress,
+    Watch,
+    keep,
+    measure,
+    spilling,
+    spills_much,
+    zero,
+)
+from .errors import (
+    CompileError,
+    FearlessError,
+    FearlessWarning,
+    KernelTypeError,
+    LaunchContractError,
+)
 from .frames import user_stacklevel
 from .runtime import trace
 from .runtime.location import user_location
@@ -123,6 +154,8 @@ class Autotuned:
         key_dtypes: Sequence[str] | None = None,
     ) -> None:
         self.fn = fn
+        module = getattr(getattr(fn, "func", fn), "__module__", None) or ""
+        self._ours = module.startswith("fearless.")  # an operator of fearless's (`Watch`)
         self._prune = prune
         self.name: str = str(getattr(fn, "name", None) or getattr(fn, "__name__", repr(fn)))
         self._kernel = getattr(fn, "__fearless_kernel__", None)
@@ -204,7 +237,7 @@ class Autotuned:
         key = self._key_fn(args, kwargs)
         if key not in self._best:
             if capturing():
-                return dict(self.configs[self._untimed(key)])
+                return dict(self.configs[self._untimed(key, args, kwargs)])
             self._best[key] = self._choose(key, None, args, kwargs)
         return dict(self.configs[self._best[key]])
 
@@ -217,9 +250,11 @@ class Autotuned:
         best = self._best.get(key)
         if best is None:
             if capturing():
-                return self._first_that_runs(self._untimed(key), grid, args, kwargs)[1]
+                untimed = [self._untimed(key, args, kwargs)]
+                return self._first_that_runs(untimed, grid, args, kwargs)[1]
             if not config.autotune_enabled() or len(self.configs) == 1:
-                best, result = self._first_that_runs(0, grid, args, kwargs)
+                order = self._untimed_order(args, kwargs)
+                best, result = self._first_that_runs(order, grid, args, kwargs)
                 self._best[key] = best
                 return result
             best = self._best[key] = self._choose(key, grid, args, kwargs)
@@ -228,48 +263,99 @@ class Autotuned:
         return self._run(self.configs[best], grid, args, kwargs)
 
     def _first_that_runs(
-        self, start: int, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, order: Sequence[int], grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[int, Any]:
-        """(index, result) of the first configuration from `start` on (then those before it)
-        that runs, where nothing is timed (tuning off, under capture): one this GPU refuses (a
-        kernel too large for it, or one tileiras made that would hang) gives way to the next,
-        as the tuner skips it. Arguments the function accumulates into (`restore_value`,
-        `reset_to_zero`) are put back before each retry, which a capture cannot do (it may not
-        synchronise): there only `start` runs. When every configuration fails, the first's
-        error is raised."""
-        accumulates = bool(self._reset or self._restore)
-        if len(self.configs) == 1 or (accumulates and capturing()):
-            return start, self._run(self.configs[start], grid, args, kwargs)
-        snapshots = self._snapshots(args, kwargs)
-        first_error: FearlessError | None = None
-        for n in (start, *(n for n in range(len(self.configs)) if n != start)):
+        """(index, result) of the first configuration of `order` that runs, where nothing is
+        timed (tuning off): one this GPU refuses (a kernel too large for it, or one tileiras made
+        that would hang) gives way to the next, as the tuner skips it, the arguments the
+        function accumulates into (`restore_value`, `reset_to_zero`) put back to the call's
+        contents before each retry. Under capture only `order[0]` runs: what a failed
+        configuration launched stays recorded, and putting arguments back would synchronise,
+        so its failure is an error saying to tune outside the capture first. When every
+        configuration fails, the first's error is raised, with a note listing each."""
+        if capturing():
+            n = order[0]
             try:
                 return n, self._run(self.configs[n], grid, args, kwargs)
             except FearlessError as exc:
-                first_error = first_error or exc
-                for put_back in snapshots:
+                if len(self.configs) == 1:
+                    raise
+                raise self._capture_error(n, exc) from exc
+        if len(order) == 1:
+            return order[0], self._run(self.configs[order[0]], grid, args, kwargs)
+        originals = self._originals(args, kwargs)
+        failures: list[tuple[int, FearlessError]] = []
+        for n in order:
+            try:
+                return n, self._run(self.configs[n], grid, args, kwargs)
+            except FearlessError as exc:
+                failures.append((n, exc))
+                for put_back in originals:
                     put_back()
-        assert first_error is not None
-        raise first_error
+        raise self._every_failed(failures)
 
-    def _snapshots(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Callable[[], None]]:
-        """What puts back the arguments the function accumulates into (`reset_to_zero` zeroed,
-        `restore_value` as they are now), before each call that may run again."""
+    def _untimed_order(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
+        """The configurations an untimed call (tuning off) tries, in order: those `prune`
+        keeps, then the others."""
+        if len(self.configs) == 1:
+            return [0]
+        kept = self._kept(args, kwargs)
+        return [*kept, *(n for n in range(len(self.configs)) if n not in kept)]
+
+    def _originals(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Callable[[], None]]:
+        """What puts back the call's contents of the arguments the function accumulates into
+        (`reset_to_zero`'s and `restore_value`'s), as they are now."""
         return [
-            _snapshot(name, self._argument(name, args, kwargs), zero=name in self._reset)
-            for name in (*self._reset, *self._restore)
+            keep(name, self._argument(name, args, kwargs))
+            for name in dict.fromkeys((*self._reset, *self._restore))
         ]
+
+    def _capture_error(self, n: int, exc: FearlessError) -> LaunchContractError:
+        """Configuration `n` failed inside a capture, where the tuner may not try another."""
+        return LaunchContractError(
+            f"configuration {dict(self.configs[n])} of `{self.name}` failed inside a capture "
+            f"({_first_line(exc)}); the autotuner cannot try another there: what the failed "
+            "one launched stays captured, and tuning would synchronise",
+            user_location(),
+            help=f"tune `{self.name}` outside the capture first: call it once with arguments of "
+            "these shapes before capturing, and the capture takes the winner",
+        )
+
+    def _every_failed(self, failures: Sequence[tuple[int, FearlessError]]) -> FearlessError:
+        """The first failure's error, with notes saying that every configuration tried failed
+        and each one's error (a copy: the error itself may be kept and raised again)."""
+        first = failures[0][1]
+        if len(failures) == 1:
+            return first
+        notes = [
+            f"every configuration of `{self.name}` tried failed ({len(failures)}); the error "
+            "above is the first's"
+        ]
+        notes += [f"{dict(self.configs[m])}: {_first_line(exc)}" for m, exc in failures]
+        return _with_notes(first, notes)
 
     def _prove(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """The first call with a winner read from the disk or a table: if it fails (the
-        function or a kernel it calls changed since it was stored), drop it, warn, and tune
-        again."""
+        function or a kernel it calls changed since it was stored), put back the arguments it
+        accumulates into, drop it, warn, and tune again (under capture: an error, as in
+        `_first_that_runs`)."""
         path = self._unproven.pop(key)
+        n = self._best[key]
+        if capturing():  # nothing put back, nothing tuned: see `_first_that_runs`
+            try:
+                return self._run(self.configs[n], grid, args, kwargs)
+            except FearlessError as exc:
+                del self._best[key]  # the next call outside the capture reads it again
+                _winners.pop((self.identity, table_arch(), repr(key)), None)
+                raise self._capture_error(n, exc) from exc
+        originals = self._originals(args, kwargs)  # the tuning starts from the call's contents
         try:
-            return self._run(self.configs[self._best[key]], grid, args, kwargs)
+            return self._run(self.configs[n], grid, args, kwargs)
         except FearlessError as exc:
+            for put_back in originals:
+                put_back()
             if path is not None:
                 autotune_store.drop(path)
             _winners.pop((self.identity, table_arch(), repr(key)), None)
@@ -336,9 +422,10 @@ class Autotuned:
     def _choose(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> int:
-        """The configuration for `key`: the first (tuning off), the stored one, or the fastest."""
+        """The configuration for `key`: the first `prune` keeps (tuning off), the stored one,
+        or the fastest."""
         if not config.autotune_enabled() or len(self.configs) == 1:
-            return 0
+            return self._untimed_order(args, kwargs)[0]
         path, stored, entry, first = self._read(key)
         if stored is not None:
             self._unproven[key] = path
@@ -390,9 +477,9 @@ class Autotuned:
         winner is stored or in a fresh table entry, else those it will time (a stale table
         winner first). Reads, and keeps nothing."""
         if not config.autotune_enabled() or len(self.configs) == 1:
-            return [0]
+            return self._untimed_order(args, kwargs)[:1]
         if capturing():
-            return [self._untimed(key)]
+            return [self._untimed(key, args, kwargs)]
         _, stored, entry, first = self._read(key)
         if stored is not None:
             return [stored]
@@ -400,12 +487,12 @@ class Autotuned:
             return [first]
         return self._order(key, args, kwargs, first)[0]
 
-    def _untimed(self, key: Hashable) -> int:
+    def _untimed(self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
         """The configuration for `key` under capture, where nothing is timed: the stored
-        winner, the table's entry for the key (stale or not), the nearest table entry, else
-        the first; kept as no winner."""
+        winner, the table's entry for the key (stale or not), the nearest table entry that
+        `prune` keeps, else the first it keeps; kept as no winner."""
         if not config.autotune_enabled() or len(self.configs) == 1:
-            return 0
+            return self._untimed_order(args, kwargs)[0]
         stored = autotune_store.load(self._entry(key), self.configs, self.name)
         if stored is not None:
             return stored
@@ -415,8 +502,11 @@ class Autotuned:
             n = autotune_tables.index_of(entry, self.configs, self.name)
             if n is not None:
                 return n
-        n = autotune_tables.nearest(self.identity, arch, key, self.configs, self.name)
-        return 0 if n is None else n
+        kept = self._kept(args, kwargs)
+        near = autotune_tables.neighbours(
+            self.identity, arch, key, self.configs, self.name, len(self.configs)
+        )
+        return next((n for n in near if n in kept), kept[0])
 
     @property
     def identity(self) -> str:
@@ -454,18 +544,54 @@ class Autotuned:
         first: int | None = None,
     ) -> int:
         """Time every configuration (`first` before the others), store the fastest and return
-        it."""
-        from .runtime.target import current_target
-
+        it. Before each timed call `reset_to_zero`'s arguments are zeroed and `restore_value`'s
+        put back; after tuning, whatever happened (a winner, every configuration failing, an
+        exception of the function's own), both hold the call's contents again, and so do the
+        arguments `Watch` saw the function change again on a second call."""
         started = time.perf_counter()
-        target = current_target()
         trace.refuse("the autotuner timed its configurations", first_call_only=True)
-        snapshots = self._snapshots(args, kwargs)
+        originals = {
+            name: keep(name, self._argument(name, args, kwargs))
+            for name in dict.fromkeys((*self._reset, *self._restore))
+        }
+        zeroes = [zero(name, self._argument(name, args, kwargs)) for name in self._reset]
+        restored = [originals[name] for name in self._restore if name not in self._reset]
+        named = [*zip(self._params, args, strict=False), *kwargs.items()]
+        named += [(f"argument {n}", a) for n, a in enumerate(args) if n >= len(self._params)]
+        declared = [self._argument(name, args, kwargs) for name in originals]
+        # fearless's own operators name what they change (their tests hold it), and copying
+        # their operands would slow every first call: only users' functions are watched
+        watch = Watch(self.name, [] if self._ours else named, declared)
 
         def restore() -> None:
-            for put_back in snapshots:
+            for put_back in (*zeroes, *restored):
                 put_back()
+            watch.put_back()
 
+        try:
+            return self._time_all(key, grid, args, kwargs, path, first, restore, watch, started)
+        finally:
+            for put_back in originals.values():
+                put_back()
+            watch.put_back()
+            watch.release()
+
+    def _time_all(
+        self,
+        key: Hashable,
+        grid: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        path: Path,
+        first: int | None,
+        restore: Callable[[], None],
+        watch: Watch,
+        started: float,
+    ) -> int:
+        """`_tune`'s timing, `restore` putting the arguments back before each call."""
+        from .runtime.target import current_target
+
+        target = current_target()
         order, near = self._order(key, args, kwargs, first)
         from .tile.compile_ahead import ready_order, stack_bytes
 
@@ -485,7 +611,7 @@ class Autotuned:
                 waiting=lambda left: progress.compiling(left, len(order)),
             )
         times: list[float | None] = [None] * len(self.configs)
-        failures: list[FearlessError] = []
+        failures: list[tuple[int, FearlessError]] = []
         stacks: dict[int, int | None] = {}
         spilled: list[int] = []  # timed at the end only if every configuration spills
 
@@ -494,9 +620,10 @@ class Autotuned:
             progress.show(step, len(order), cfg)
             try:
                 call = functools.partial(self._run, cfg, grid, args, kwargs, False)
-                times[n] = measure(call, restore, clock)
+                times[n] = measure(call, restore, clock, watch.check if watch.pending else None)
             except FearlessError as exc:
-                failures.append(exc)
+                failures.append((n, exc))
+                progress.failed(step, len(order), cfg, _first_line(exc))
 
         def take(step: int, n: int) -> None:
             if launches:
@@ -517,13 +644,13 @@ class Autotuned:
         for step, n in enumerate(spilled, len(order) - len(spilled)):
             if n not in untimed:
                 time_config(step, n)  # nothing without spills to prefer: timed after all
-        restore()
         if launches:
             self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
         timed = [(t, n) for n, t in enumerate(times) if t is not None]
         if not timed:
             progress.done(None, None)
-            raise failures[-1]
+            assert failures, "every configuration was left untimed"
+            raise self._every_failed(failures)
         best_time, best = min(timed)
         shortlist = (len(order), len(self.configs)) if near else None
         progress.done(self.configs[best], best_time, len(late), shortlist)
@@ -562,11 +689,21 @@ class Autotuned:
 
     def _kept(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
         """The indices of the configurations to time for this call: all of them, or those
-        `prune` keeps (in the configurations' order). A pruner that keeps none, or returns
-        configurations of its own, is the decorator's mistake: a CompileError."""
+        `prune` keeps (in the configurations' order; it may return any iterable of them). A
+        pruner that keeps none, or returns configurations of its own, is the decorator's
+        mistake: a CompileError."""
         if self._prune is None:
             return list(range(len(self.configs)))
-        kept = self._prune(list(self.configs), *args, **kwargs)
+        returned = self._prune(list(self.configs), *args, **kwargs)
+        try:
+            kept = list(returned)  # any iterable: a list, a tuple, a generator
+        except TypeError:
+            raise CompileError(
+                f"the `prune` of `{self.name}` returned a `{type(returned).__name__}`, not "
+                "configurations",
+                user_location(),
+                help="return a non-empty subset of the `configs` it is given (a list)",
+            ) from None
         picked = [n for n, cfg in enumerate(self.configs) if any(cfg == k for k in kept)]
         strangers = [dict(k) for k in kept if not any(k == cfg for cfg in self.configs)]
         if not picked or strangers:
@@ -730,35 +867,16 @@ def _device_name(on_device: bool) -> str:
     return f"{info.name}|{info.arch}"
 
 
-def _snapshot(name: str, value: Any, *, zero: bool) -> Callable[[], None]:
-    """A function that puts `value`'s contents back (or zeroes them)."""
-    from .runtime.tensor import Tensor
+def _first_line(exc: BaseException) -> str:
+    """An error's kind and the first line of its message, for a progress line or a note."""
+    message = exc.message if isinstance(exc, FearlessError) else str(exc)
+    return f"{type(exc).__name__}: {(message.splitlines() or [''])[0]}"
 
-    if isinstance(value, Partition):
-        value = value.tensor
-    if isinstance(value, np.ndarray):
-        saved = np.zeros_like(value) if zero else value.copy()
-        return functools.partial(np.copyto, value, saved)
-    if isinstance(value, Tensor):
-        host = value._host  # a moved tensor's memory: its partition still owns it
-        if host is not None:
-            saved = np.zeros_like(host) if zero else host.copy()
-            return functools.partial(np.copyto, host, saved)
-        from .runtime import driver
-        from .runtime.device_errors import synchronize
 
-        synchronize()
-        saved = np.zeros(value.shape, value.dtype.np)
-        if not zero:
-            driver.copy_device_to_host(saved, value.data_ptr)
-        return functools.partial(driver.copy_host_to_device, value.data_ptr, saved)
-    if hasattr(value, "clone") and hasattr(value, "copy_"):  # torch
-        saved = value.clone()
-        if zero:
-            saved.zero_()
-        return functools.partial(value.copy_, saved)
-    raise KernelTypeError(
-        f"autotuning cannot restore `{name}`: a `{type(value).__name__}` is not an array it knows",
-        user_location(),
-        help="pass an fl.Tensor, a NumPy array or a torch tensor",
-    )
+def _with_notes(exc: FearlessError, notes: list[str]) -> FearlessError:
+    """A copy of `exc` (same class, code and location) whose diagnostic ends with `notes`."""
+    new = type(exc).__new__(type(exc))
+    new.__dict__.update(exc.__dict__)
+    new.diagnostic = dataclasses.replace(exc.diagnostic, notes=[*exc.diagnostic.notes, *notes])
+    new.args = (new.diagnostic.render(),)
+    return new.with_traceback(exc.__traceback__)
