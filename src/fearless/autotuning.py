@@ -154,10 +154,9 @@ class Autotuned:
         key_dtypes: Sequence[str] | None = None,
     ) -> None:
         self.fn = fn
-        module = getattr(getattr(fn, "func", fn), "__module__", None) or ""
-        self._ours = module.startswith("fearless.")  # an operator of fearless's (`Watch`)
         self._prune = prune
         self.name: str = str(getattr(fn, "name", None) or getattr(fn, "__name__", repr(fn)))
+        self._ours = self.identity.startswith("fearless.")  # an operator of fearless's (`Watch`)
         self._kernel = getattr(fn, "__fearless_kernel__", None)
         if self._kernel == "simt":
             raise CompileError(
