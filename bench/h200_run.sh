@@ -5,7 +5,10 @@
 # (.tiletools-slim from bench/pack_tiletools_slim.sh is taken when .tiletools is not there.)
 # A call carries at most 64 MiB, the tracked tree included: the tree (8.3 MB, 3.1 of it
 # bench/results), .tiletools-slim (58.5 MB) and .whl (0.5 MB) are just over, so move
-# bench/results out of the tree for the call and back after (2026-12-06).
+# bench/results out of the tree for the call and back after (2026-12-06). With .whl-tg too,
+# under 1 MB is left (2026-12-07): to run HEAD while helpers edit the working tree, carry
+# only HEAD's copies of the changed files (`git archive HEAD $(git diff --name-only HEAD --
+# src tests) | xz > .head/head.tar.xz`, unpacked over the tree first on the GPU machine).
 # Steps: tests (every GPU test but hf's), hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
 #        spills (each configuration's time beside the stack its kernels spill),
