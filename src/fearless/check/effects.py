@@ -85,6 +85,7 @@ class Effects:
         self.uses: dict[int, UseObs] = {}
         self._into: dict[int, str] = {}  # `.partition(` call -> the name it is assigned to
         self._scoped: set[int] = set()  # the `.partition(` calls that are `with` items
+        self._lambda_bodies: dict[int, list[ast.stmt]] = {}  # lambda -> its body as a statement
 
     # ------------------------------------------------------------------------- statements
 
@@ -129,6 +130,7 @@ class Effects:
             self._into[id(value)] = targets[0].id
         self.expr(value, st)
         renew(st, sites_in(value) | {site_of(value)})  # what `value` makes is new this time
+        made: Vals | None = None  # once: `x = y = fl.empty(n)` binds one object to both
         for target in targets:
             if (
                 isinstance(target, ast.Tuple | ast.List)
@@ -142,7 +144,7 @@ class Effects:
                 continue
             vals = value_of(value, st)
             if not vals and isinstance(target, ast.Name | ast.Attribute):
-                vals = self.fresh(st, value)  # once: `x = y = fl.empty(n)` binds one object
+                made = vals = made or self.fresh(st, value)
             self.bind(target, vals, self.callee(value, st), st, value)
 
     def bind(
@@ -202,11 +204,29 @@ class Effects:
             params += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
             self.pending.append((s.body, params))
 
+    def lambda_def(self, e: ast.Lambda, st: State) -> None:
+        a = e.args
+        for default in (*a.defaults, *a.kw_defaults):
+            self.expr(default, st)
+        if not self.report:
+            return
+        body = self._lambda_bodies.get(id(e))
+        if body is None:
+            body = self._lambda_bodies[id(e)] = [ast.copy_location(ast.Expr(e.body), e.body)]
+        if any(pending is body for pending, _ in self.pending):
+            return  # pending already (a lambda in a loop or on several paths)
+        params = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        params += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
+        self.pending.append((body, params))
+
     # ------------------------------------------------------------------------ expressions
 
     def expr(self, e: ast.AST | None, st: State) -> None:
         """Evaluate `e` for its effects, in Python's order: uses, moves, launches."""
-        if e is None or isinstance(e, ast.Lambda):  # a lambda's body runs later
+        if e is None:
+            return
+        if isinstance(e, ast.Lambda):  # defaults run now; the body later, like a `def`'s
+            self.lambda_def(e, st)
             return
         if isinstance(e, ast.Name):
             if isinstance(e.ctx, ast.Load):
@@ -296,11 +316,18 @@ class Effects:
         obs = self.launches.get((id(e), kernel))
         if obs is None:
             aligned: list[tuple[ast.expr, Param]] = []
+            starred = False
             for arg, param in zip(args, kernel.params, strict=False):
                 if isinstance(arg, ast.Starred):
+                    starred = True
                     break  # positions after `*xs` are unknown
                 if param.is_array:
                     aligned.append((arg, param))
+            by_name = {p.name: p for p in kernel.params[len(args) :]} if not starred else {}
+            for kw in e.keywords:  # `k[g, b](x, c=out)`: keywords go to the parameter named
+                named = by_name.get(kw.arg or "")
+                if named is not None and named.is_array:
+                    aligned.append((kw.value, named))
             obs = self.launches[(id(e), kernel)] = LaunchObs(e, kernel, aligned)
         obs.paths += 1
         # A moved tensor passed along is E0382 already, not also an overlap with its partition.

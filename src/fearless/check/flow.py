@@ -89,8 +89,8 @@ def tensor_partitions(tree: ast.Module) -> set[int]:
     out: set[int] = set()
     for node in ast.walk(tree):
         candidates: list[ast.expr] = []
-        if isinstance(node, ast.Call):
-            candidates = list(node.args)
+        if isinstance(node, ast.Call):  # passed on: `add(z.partition(s), x)`, `f(t=z.partition(s))`
+            candidates = [*node.args, *(k.value for k in node.keywords)]
         elif isinstance(node, ast.With | ast.AsyncWith):  # `with z.partition(s) as zp:`
             candidates = [
                 item.context_expr
