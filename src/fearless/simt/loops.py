@@ -239,17 +239,16 @@ class LoopLowerer(SsaLowerer):
         wrap, so that the header's test alone decides (a constant `range` stays one compare)."""
         em = self.em
         dt = k.dtype
-        lo, hi = dtypes.int_range(dt)
+        udt = dtypes.by_name(f"u{dt.bits}")
         if isinstance(step, Weak):
             s = int(step.value)
+            lo, hi = dtypes.int_range(dt)
             s_lo, s_hi = value_bounds(stop)
             if (s > 0 and s_hi - 1 + s <= hi) or (s < 0 and s_lo + 1 + s >= lo):
                 return None
-        udt = dtypes.by_name(f"u{dt.bits}")
-        if isinstance(step, Weak):
-            size = em.const(abs(int(step.value)), udt, loc)
-            ahead = ("sub", stop, k) if int(step.value) > 0 else ("sub", k, stop)
-            gap = em.emit(ops.Binary(ahead[0], ahead[1], ahead[2], loc)).result
+            far, near = (stop, k) if s > 0 else (k, stop)
+            gap = em.emit(ops.Binary("sub", far, near, loc)).result
+            size = em.const(abs(s), udt, loc)
             return em.emit(ops.Compare("gt", em.cast(gap, udt, loc), size, loc)).result
         up = em.emit(ops.Compare("gt", step, em.const(0, dt, loc), loc)).result
         ahead_up = em.emit(ops.Binary("sub", stop, k, loc)).result

@@ -19,8 +19,9 @@ MAX_LENGTH = 1 << 62
 # step of at most MAX_THREAD_INDEX.
 MAX_THREAD_INDEX = 1 << 41
 MAX_STRIDE_COUNTER = MAX_LENGTH + MAX_THREAD_INDEX
-# Upper bounds of the PTX special registers (CUDA's limits: a block of at most 1024 threads,
-# 64 along z; a grid of 2^31 - 1 blocks along x, 65535 along y and z); the others are < 2^31.
+# Upper bounds, inclusive, of the PTX special registers (CUDA's limits: a block of at most 1024
+# threads, 64 along z; a grid of 2^31 - 1 blocks along x, 65535 along y and z): `ntid.x` may be
+# 1024 itself; the others are below 2^31.
 REG_LIMITS = {
     **{f"{r}.{a}": 1024 for r in ("tid", "ntid") for a in "xy"},
     "tid.z": 64,
@@ -42,7 +43,7 @@ def value_bounds(v: Value) -> tuple[int, int]:
     if isinstance(op, ops.ArrayLen):
         return 0, MAX_LENGTH - 1
     if isinstance(op, ops.SpecialReg):
-        return 0, REG_LIMITS.get(op.reg, 1 << 31) - 1
+        return 0, REG_LIMITS.get(op.reg, 1 << 31)
     if isinstance(op, ops.IndexToInt):
         return 0, MAX_STRIDE_COUNTER - 1
     if isinstance(op, ops.Cast):
