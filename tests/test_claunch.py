@@ -6,9 +6,7 @@ whatever is not the common case, so that the Python launcher raises its own erro
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import struct
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,9 +19,10 @@ from fearless.runtime import claunch, launch
 from fearless.runtime.tensor import Tensor
 from support.fake_claunch import (
     FUNCTION,
-    LAUNCH,
     Calls,
+    TileCu,
     c_driver,  # noqa: F401 (a fixture)
+    tile_c,  # noqa: F401 (a fixture)
 )
 from support.fake_driver import FakeDriver, HostErrorPool, _kernel, fake_gpu  # noqa: F401
 
@@ -208,27 +207,6 @@ def test_requires_relations_and_the_fast_variant_in_c(
 # ------------------------------------------------------------------------------- Tile launches
 
 
-class TileCu:
-    """The part of cuda.bindings.driver a Tile GpuLaunch uses; cuLaunchKernel records the
-    bytes each kernel parameter points at (the Python path)."""
-
-    def __init__(self, sizes: list[int]) -> None:
-        from cuda.bindings import driver as real
-
-        self.CUstream, self.CUresult = real.CUstream, real.CUresult
-        self.sizes = sizes
-        self.calls: list[list[bytes]] = []
-
-    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
-        self.calls.append(_param_bytes(params, self.sizes))
-        return (self.CUresult.CUDA_SUCCESS,)
-
-
-def _param_bytes(params: int, sizes: list[int]) -> list[bytes]:
-    pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
-    return [ctypes.string_at(pointers[k], n) for k, n in enumerate(sizes)]
-
-
 def _tile_signature() -> tuple[Any, ...]:
     from fearless.abi import TileParam
 
@@ -242,35 +220,6 @@ def _tile_signature() -> tuple[Any, ...]:
     )
 
 
-@pytest.fixture
-def tile_c(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Calls, TileCu]]:
-    """A Tile GpuLaunch's C plan calling a recording cuLaunchKernel, and a fake driver for its
-    Python path; the default stream is the legacy one."""
-    if claunch.module() is None:
-        pytest.skip(f"no compiled launcher here: {claunch.unavailable_reason()}")
-    from fearless.runtime import driver, tile_gpu
-
-    # out, its 2 extents and 1 stride, x likewise, eps, n, flag
-    sizes = [8, 4, 4, 4, 8, 4, 4, 4, 4, 8, 1]
-    cu = TileCu(sizes)
-    monkeypatch.setattr(driver, "_cu", cu)
-    monkeypatch.setattr(tile_gpu, "default_cu_stream", lambda legacy: legacy)
-    calls = Calls()
-
-    def record(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra):  # type: ignore[no-untyped-def]
-        calls.append(
-            {"f": f, "grid": (gx, gy, gz), "block": (bx, by, bz), "stream": stream or 0,
-             "bytes": _param_bytes(params, sizes)}
-        )  # fmt: skip
-        return calls.result
-
-    callback = LAUNCH(record)
-    address = ctypes.cast(callback, ctypes.c_void_p).value
-    monkeypatch.setattr(claunch, "driver_launch_address", lambda: address)
-    yield calls, cu
-    del callback
-
-
 def _tile_launch() -> Any:
     from fearless.runtime import tile_gpu
 
@@ -278,7 +227,12 @@ def _tile_launch() -> Any:
     return tile_gpu.GpuLaunch("k", FUNCTION, (7, 5, 1), params)
 
 
-def test_a_tile_launch_packs_in_c_what_python_packs(tile_c: tuple[Calls, TileCu]) -> None:
+def test_a_tile_launch_packs_in_c_what_python_packs(
+    tile_c: tuple[
+        Calls,  # noqa: F811
+        TileCu,
+    ],
+) -> None:
     calls, cu = tile_c
     gpu = _tile_launch()
     assert gpu._cplan is not None
@@ -304,7 +258,8 @@ def test_a_tile_launch_packs_in_c_what_python_packs(tile_c: tuple[Calls, TileCu]
     ],
 )
 def test_a_tile_value_c_does_not_pack_goes_the_python_way(
-    tile_c: tuple[Calls, TileCu], values: list[Any]
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
+    values: list[Any],
 ) -> None:
     calls, _ = tile_c
     gpu = _tile_launch()
@@ -314,7 +269,7 @@ def test_a_tile_value_c_does_not_pack_goes_the_python_way(
 
 
 def test_a_driver_error_in_c_is_retried_by_the_python_path(
-    tile_c: tuple[Calls, TileCu],
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
     calls, cu = tile_c
     calls.result = 201
@@ -322,7 +277,12 @@ def test_a_driver_error_in_c_is_retried_by_the_python_path(
     assert len(calls) == 1 and len(cu.calls) == 1
 
 
-def test_bf16_scalars_keep_the_python_path(tile_c: tuple[Calls, TileCu]) -> None:
+def test_bf16_scalars_keep_the_python_path(
+    tile_c: tuple[
+        Calls,  # noqa: F811
+        TileCu,
+    ],
+) -> None:
     from fearless.abi import TileParam
     from fearless.runtime import tile_gpu
 
@@ -359,7 +319,7 @@ def _dropout_warm() -> tuple[Any, Any, Any]:
 
 
 def test_the_tile_warm_path_in_c_launches_what_python_would(
-    tile_c: tuple[Calls, TileCu],
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
     from fearless.runtime.target import Target
 
@@ -410,7 +370,7 @@ def _scaled(z: tile.Part[fl.f32], m: tile.Tensor[fl.f32] | None, x: tile.Tensor[
 
 
 def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
-    tile_c: tuple[Calls, TileCu],
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
     """None for an optional array (`tile.Tensor[T] | None`): key part None, no payload, and
     the overlap pairs skip it, so C launches what Python would; a tensor there is another
@@ -450,7 +410,8 @@ def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
 
 
 def test_the_tile_warm_path_decides_the_default_stream_in_c(
-    tile_c: tuple[Calls, TileCu], monkeypatch: pytest.MonkeyPatch
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`None` for the stream: torch's current one, or the Python path inside `fl.graph` or
     while torch captures (claunch_streams.c reads streams.py's globals)."""
@@ -476,7 +437,8 @@ def test_the_tile_warm_path_decides_the_default_stream_in_c(
 
 
 def test_the_tile_warm_path_in_c_remembers_its_last_key_until_the_entries_are_cleared(
-    tile_c: tuple[Calls, TileCu], monkeypatch: pytest.MonkeyPatch
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A call whose key is the last one found launches without the dict lookup; a key with
     no entry is looked up (and launches nothing), and clearing the entries forgets it."""

@@ -87,6 +87,19 @@ def test_numpy_arrays_are_copied_in_and_outputs_back(gpu: SimtGpu) -> None:
     np.testing.assert_array_equal(c, a + 2.0)
 
 
+def test_a_numpy_view_of_a_torch_tensor_copied_back_has_its_version_bumped(
+    gpu: SimtGpu,
+) -> None:
+    """The copy back writes torch's memory behind autograd's back, as the kernel would."""
+    torch = pytest.importorskip("torch")
+    plan = _plan(gpu)
+    gpu.run = _vecadd
+    c = torch.zeros(64)
+    with pytest.warns(fl.HostCopyWarning):
+        plan.launch(1, 64, (np.ones(64, np.float32), np.ones(64, np.float32), c.numpy()))
+    assert c.tolist() == [2.0] * 64 and c._version == 1
+
+
 def test_numpy_mixed_with_device_arrays_and_inputs_are_not_copied_back(gpu: SimtGpu) -> None:
     plan = _plan(gpu)
     gpu.run = _vecadd

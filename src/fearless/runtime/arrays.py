@@ -15,7 +15,7 @@ returning `(ptr, length, dtype)` or None (then `describe` explains what is wrong
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -386,18 +386,46 @@ def torch_data_ptr(t: Any) -> int:
 
 def torch_grad_leaf_error(t: Any, what: str) -> KernelTypeError | None:
     """E0701 where a kernel would write torch tensor `t` (`what` names it), a leaf that
-    requires grad, while grad mode is on: torch refuses an in-place op on one, since autograd
-    would not see the write; None otherwise (no_grad, as an optimizer's step, writes it)."""
+    requires grad or a view of one, while grad mode is on: torch refuses an in-place op on
+    either, since autograd would not see the write; None otherwise (no_grad, as an
+    optimizer's step, writes it)."""
     torch = sys.modules["torch"]
-    if not (t.requires_grad and t.is_leaf and torch.is_grad_enabled()):
+    if not (t.requires_grad and torch.is_grad_enabled()):
+        return None
+    base = t._base
+    if t.is_leaf:
+        kind = "a torch leaf tensor"
+    elif base is not None and base.is_leaf and base.requires_grad:
+        kind = "a view of a torch leaf tensor"
+    else:
         return None
     return argument_error(
-        f"{what} is a torch leaf tensor that requires grad, which a kernel would write: torch "
-        "refuses this (a leaf Variable that requires grad is being used in an in-place "
-        "operation), as autograd would not see the write",
+        f"{what} is {kind} that requires grad, which a kernel would write: torch refuses "
+        f"this ({'' if t.is_leaf else 'a view of '}a leaf Variable that requires grad "
+        "is being used in an in-place operation), as autograd would not see the write",
         "write it under `with torch.no_grad():` (as an optimizer's step does), or write a new "
         "tensor (`torch.empty_like(x)`) and use that",
     )
+
+
+def torch_write(obj: Any, what: str) -> Any:
+    """The torch tensor whose memory a kernel writing `obj` changes (None: not torch's), once
+    autograd's rule allows the write: E0701 (torch_grad_leaf_error) for a leaf that requires
+    grad, in grad mode. The GPU launchers ask this of each output, as the simulator does, and
+    bump the versions of what it returns after the launch (`bump_versions`)."""
+    t = torch_written(obj)
+    if t is not None and t.requires_grad:
+        error = torch_grad_leaf_error(t, what)
+        if error is not None:
+            raise error
+    return t
+
+
+def bump_versions(tensors: Sequence[Any]) -> None:
+    """A kernel wrote these torch tensors behind autograd's back: bump their version counters,
+    as an in-place op does, so that a backward that saved one refuses its stale copy. Called
+    with a tuple or list (torch's counter update reads a single tensor as a sequence of rows)."""
+    sys.modules["torch"].autograd.graph.increment_version(tensors)
 
 
 def torch_written(owner: Any) -> Any:

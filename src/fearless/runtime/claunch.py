@@ -225,11 +225,11 @@ def make_plan(
             ext = offsets[k + 1 : k + 1 + p.ndim]
             entries.append(
                 (kind, offsets[k], ext[0], ext[-1], p.dtype.itemsize, p.dtype,
-                 torch_dtype_of(p.dtype), dlpack_code(p.dtype))
+                 torch_dtype_of(p.dtype), dlpack_code(p.dtype), int(p.is_output))
             )  # fmt: skip
             k += 1 + p.ndim
         else:
-            entries.append((SCALAR_KINDS[p.dtype.name], offsets[k], 0, 0, 0, p.dtype, None, -1))
+            entries.append((SCALAR_KINDS[p.dtype.name], offsets[k], 0, 0, 0, p.dtype, None, -1, 0))
             k += 1
     arrays = [p for p in params if p.is_array]
     if pairs is None:  # past PAIRWISE_MAX arrays Python sweeps; C compares every pair
@@ -296,7 +296,8 @@ def tile_plan(
     )
 
 
-WARM_PART, WARM_TENSOR, WARM_CONST, WARM_SCALAR = 1, 2, 3, 4
+# WARM_ATOMIC: a WARM_TENSOR the kernel writes (its torch memory is autograd's: torch_write)
+WARM_PART, WARM_TENSOR, WARM_CONST, WARM_SCALAR, WARM_ATOMIC = 1, 2, 3, 4, 5
 
 # DLPack's type codes (kDLInt, kDLUInt, kDLFloat, kDLBool) by DType.kind, and those of the
 # floats with a code of their own (kDLBfloat, kDLFloat8_e4m3fn, kDLFloat8_e5m2; DLPack 1.1)

@@ -2,14 +2,78 @@
 #include "claunch_common.h"
 
 FL_INTERNAL PyObject *s_tshape, *s_tdtype, *s_get_device, *s_is_contiguous, *s_data_ptr;
+static PyObject *s_requires_grad, *s_torch;
 
 FL_INTERNAL int common_intern(void) {
 #define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return -1;
     INTERN(s_tshape, "shape") INTERN(s_tdtype, "dtype")
     INTERN(s_get_device, "get_device") INTERN(s_is_contiguous, "is_contiguous")
-    INTERN(s_data_ptr, "data_ptr")
+    INTERN(s_data_ptr, "data_ptr") INTERN(s_requires_grad, "requires_grad")
+    INTERN(s_torch, "torch")
 #undef INTERN
     return 0;
+}
+
+/* torch.Tensor, torch._C.is_grad_enabled and the version bump of runtime/arrays.py's
+ * bump_versions, taken from torch once it is loaded (it is never unloaded). */
+static PyObject *torch_tensor_type, *grad_enabled, *increment_version;
+
+/* 1: torch is loaded and its three are at hand; 0: torch is not loaded; -1: an error. */
+static int torch_ready(void) {
+    if (increment_version != NULL) return 1;
+    PyObject *torch = PyImport_GetModule(s_torch); /* a dict lookup while torch is not loaded */
+    if (torch == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *c = PyObject_GetAttrString(torch, "_C");
+    PyObject *graph = c == NULL ? NULL : PyImport_ImportModule("torch.autograd.graph");
+    PyObject *tensor = PyObject_GetAttrString(torch, "Tensor");
+    PyObject *enabled = c == NULL ? NULL : PyObject_GetAttrString(c, "is_grad_enabled");
+    PyObject *bump = graph == NULL ? NULL : PyObject_GetAttrString(graph, "increment_version");
+    Py_DECREF(torch);
+    Py_XDECREF(c);
+    Py_XDECREF(graph);
+    if (tensor == NULL || enabled == NULL || bump == NULL || !PyType_Check(tensor)) {
+        Py_XDECREF(tensor); Py_XDECREF(enabled); Py_XDECREF(bump);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "torch.Tensor is not a type");
+        return -1;
+    }
+    torch_tensor_type = tensor, grad_enabled = enabled, increment_version = bump;
+    return 1;
+}
+
+FL_INTERNAL PyObject *torch_write(PyObject *o, PyObject *tensor_type, Py_ssize_t owner_off) {
+    for (int k = 0; k < 16 && (PyObject *)Py_TYPE(o) == tensor_type; k++) {
+        o = *(PyObject **)((char *)o + owner_off); /* an fl.Tensor: whose memory it is */
+        if (o == NULL) return Py_None;
+    }
+    if (o == Py_None) return Py_None;
+    if ((PyObject *)Py_TYPE(o) == tensor_type) return NULL; /* 16 deep: Python decides */
+    int ready = torch_ready();
+    if (ready < 0) return NULL;
+    if (ready == 0 || !PyObject_TypeCheck(o, (PyTypeObject *)torch_tensor_type)) return Py_None;
+    PyObject *v = PyObject_GetAttr(o, s_requires_grad);
+    if (v == NULL) return NULL;
+    int requires = v == Py_True;
+    Py_DECREF(v);
+    if (!requires) return o;
+    /* it requires grad: in grad mode, torch_write in Python says whether autograd allows it */
+    v = PyObject_CallNoArgs(grad_enabled);
+    if (v == NULL) return NULL;
+    int enabled = v != Py_False;
+    Py_DECREF(v);
+    return enabled ? NULL : o;
+}
+
+FL_INTERNAL void bump_versions(PyObject *const *written, int n) {
+    if (n == 0) return;
+    PyObject *tensors = PyTuple_New(n);
+    for (int k = 0; tensors != NULL && k < n; k++) {
+        Py_INCREF(written[k]);
+        PyTuple_SET_ITEM(tensors, k, written[k]);
+    }
+    PyObject *r = tensors == NULL ? NULL : PyObject_CallOneArg(increment_version, tensors);
+    Py_XDECREF(tensors);
+    Py_XDECREF(r);
+    PyErr_Clear(); /* the kernel was launched: a failed bump must not make it launch again */
 }
 
 /* The destructor of owning_capsule's capsules: the release function is the capsule's context. */

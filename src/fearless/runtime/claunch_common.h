@@ -73,6 +73,17 @@ enum { DL_REFUSED = 0, DL_OK = 1, DL_NONE = -1 };
 FL_INTERNAL int dl_read(PyObject *o, int want, long device, long long *ptr, DLTensorABI *t);
 FL_INTERNAL PyObject *dl_shape(const DLTensorABI *t);
 
+/* Autograd's rule for a kernel's write to argument `o`, as runtime/arrays.py's torch_write
+ * keeps it: `o` is a torch tensor, or an fl.Tensor (of `tensor_type`, its `_owner` slot at
+ * `owner_off`) made over one, through fl.Tensors over fl.Tensors. Returns the torch tensor
+ * written (borrowed: `o` holds it), Py_None when the memory is not torch's, or NULL when the
+ * Python path must decide: a tensor that requires grad, in grad mode (a leaf is refused
+ * there, with the error), or a failed read (an exception may be set). */
+FL_INTERNAL PyObject *torch_write(PyObject *o, PyObject *tensor_type, Py_ssize_t owner_off);
+/* After a launch: bump the version counters of the `n` torch tensors it wrote, as an in-place
+ * op does (errors cleared: the kernel ran). */
+FL_INTERNAL void bump_versions(PyObject *const *written, int n);
+
 /* torch_key(tensor) and dl_view(tensor, want, device): methods of the module (claunch.c) */
 FL_INTERNAL PyObject *torch_key(PyObject *self, PyObject *o);
 FL_INTERNAL PyObject *dl_view(PyObject *self, PyObject *args);

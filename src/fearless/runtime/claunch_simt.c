@@ -22,6 +22,7 @@ typedef struct {
     PyObject *fl_dtype;    /* borrowed: the plan's spec tuple keeps them */
     PyObject *torch_dtype; /* or Py_None */
     int dl_want;           /* its DLPack dtype (code << 8 | bits), or -1 */
+    int written;           /* an output: torch's memory there is autograd's (torch_write) */
 } Param;
 
 struct Plan {
@@ -38,16 +39,16 @@ struct Plan {
     int *assume; /* nassume (param, param): len >= len, for the fast variant */
     PyObject *tensor_type, *torch_type; /* torch_type: or Py_None */
     long device;
-    Py_ssize_t slots[7]; /* fl.Tensor's slots read_fl reads (fl_slots), by member offset */
+    Py_ssize_t slots[8]; /* fl.Tensor's slots read_fl reads (fl_slots), by member offset */
     int slots_ok;        /* all of them found: else read_fl refuses every fl.Tensor */
     PyObject *spec; /* kept alive */
 };
 
 
 /* The fl.Tensor slots read_fl reads: a read is one load instead of an attribute lookup. */
-enum { S_DTYPE, S_PTR, S_DEV1D, S_SIZE, S_ON_DEVICE, S_MOVED, S_SHAPE, NFL_SLOTS };
+enum { S_DTYPE, S_PTR, S_DEV1D, S_SIZE, S_ON_DEVICE, S_MOVED, S_SHAPE, S_OWNER, NFL_SLOTS };
 static const char *fl_slots[NFL_SLOTS] = {"_dtype", "_ptr", "_dev1d", "_size", "_on_device",
-                                          "_moved", "_shape"};
+                                          "_moved", "_shape", "_owner"};
 
 /* Frees the Plan `owned` and what it owns (a field make_plan did not reach is NULL). */
 static void plan_release(void *owned) {
@@ -68,8 +69,9 @@ static void plan_release(void *owned) {
  * its own, and points its own pointer array at `offsets` in it: the C path never writes the
  * buffer the Python launcher packs, so the two need no lock between them (the GIL is held
  * from the first read to the end of cuLaunchKernel here).
- * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype, dl_want), dl_want
- * the DLPack dtype (code << 8 | bits) or -1; pairs: tuple of
+ * params: tuple of (kind, off0, off1, off2, itemsize, fl_dtype, torch_dtype, dl_want,
+ * written), dl_want the DLPack dtype (code << 8 | bits) or -1, written 1 for an output;
+ * pairs: tuple of
  * (output, other) array-index pairs; requires: (param, op, param) with op 0..5 for
  * == != < <= > >=; assumes: (param, param) pairs of len >= len. */
 FL_INTERNAL PyObject *simt_make_plan(PyObject *self, PyObject *args) {
@@ -110,15 +112,17 @@ FL_INTERNAL PyObject *simt_make_plan(PyObject *self, PyObject *args) {
     for (int i = 0; i < p->n; i++) {
         PyObject *t = PyTuple_GET_ITEM(params, i);
         Param *q = &p->params[i];
-        Py_ssize_t kind, dl_want;
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
-            PyErr_SetString(PyExc_ValueError, "a parameter is an 8-tuple");
+        Py_ssize_t kind, dl_want, written;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9) {
+            PyErr_SetString(PyExc_ValueError, "a parameter is a 9-tuple");
             goto fail;
         }
         if (as_ssize(t, 0, &kind) || as_ssize(t, 1, &q->off0) || as_ssize(t, 2, &q->off1) ||
-            as_ssize(t, 3, &q->off2) || as_ssize(t, 4, &q->itemsize) || as_ssize(t, 7, &dl_want))
+            as_ssize(t, 3, &q->off2) || as_ssize(t, 4, &q->itemsize) ||
+            as_ssize(t, 7, &dl_want) || as_ssize(t, 8, &written))
             goto fail;
         q->kind = (int)kind;
+        q->written = written != 0;
         q->dl_want = (int)dl_want;
         q->fl_dtype = PyTuple_GET_ITEM(t, 5);
         q->torch_dtype = PyTuple_GET_ITEM(t, 6);
@@ -221,7 +225,8 @@ FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, voi
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != p->n + first || p->n > 64)
         return -1;
     long long starts[64], ends[64], lens[64];
-    int j = 0;
+    PyObject *written[64]; /* torch's tensors the launch writes: borrowed, args holds them */
+    int j = 0, nwritten = 0;
     for (int i = 0; i < p->n; i++) {
         Param *q = &p->params[i];
         PyObject *o = PyTuple_GET_ITEM(args, i + first);
@@ -234,6 +239,11 @@ FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, voi
             else if ((PyObject *)tp == p->torch_type) ok = read_torch(p, q, o, &ptr, e);
             else ok = 0;
             if (!ok) { PyErr_Clear(); return -1; }
+            if (q->written) {
+                PyObject *t = torch_write(o, p->tensor_type, p->slots[S_OWNER]);
+                if (t == NULL) { PyErr_Clear(); return -1; }
+                if (t != Py_None) written[nwritten++] = t;
+            }
             long long count = q->kind == K_ARR1 ? e[0] : e[0] * e[1];
             lens[i] = e[0]; /* len(a): the extent along axis 0, as in the kernel */
             starts[j] = ptr;
@@ -273,8 +283,10 @@ FL_INTERNAL long simt_pack_launch(Plan *p, PyObject *args, Py_ssize_t first, voi
         if (holds) fn = fast;
     }
     memcpy(p->buffer + p->nthreads_off, &nthreads, 8);
-    return p->launch(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
-                     (void *)(uintptr_t)stream, p->kernel_params, NULL);
+    long r = p->launch(fn, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], 0,
+                       (void *)(uintptr_t)stream, p->kernel_params, NULL);
+    if (r == 0) bump_versions(written, nwritten);
+    return r;
 }
 
 FL_INTERNAL PyObject *simt_launch(PyObject *self, PyObject *const *a, Py_ssize_t nargs) {

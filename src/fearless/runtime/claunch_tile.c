@@ -134,14 +134,16 @@ FL_INTERNAL PyObject *tile_launch(PyObject *self, PyObject *const *a, Py_ssize_t
  * checked for overlap and the values packed and launched. Anything else returns -1 having
  * launched nothing, and Kernel.__call__ goes the Python way. */
 
-enum { W_PART = 1, W_TENSOR = 2, W_CONST = 3, W_SCALAR = 4 };
+/* W_ATOMIC: a W_TENSOR the kernel writes (claunch.py's WARM_ATOMIC) */
+enum { W_PART = 1, W_TENSOR = 2, W_CONST = 3, W_SCALAR = 4, W_ATOMIC = 5 };
 
 /* The __slots__ of fl.Tensor and Partition the warm path reads, by their member offsets:
  * a read is then one load instead of an attribute lookup. */
-enum { T_DTYPE, T_ON_DEVICE, T_MOVED, T_PTR, T_SHAPE, P_GIVEN_BACK, P_TENSOR, P_TILE, P_GRID,
-       P_GROUP, NSLOTS };
+enum { T_DTYPE, T_ON_DEVICE, T_MOVED, T_PTR, T_SHAPE, T_OWNER, P_GIVEN_BACK, P_TENSOR, P_TILE,
+       P_GRID, P_GROUP, NSLOTS };
 static const char *slot_names[NSLOTS] = {"_dtype", "_on_device", "_moved", "_ptr", "_shape",
-                                         "_given_back", "tensor", "tile", "grid", "group"};
+                                         "_owner", "_given_back", "tensor", "tile", "grid",
+                                         "group"};
 
 typedef struct {
     int n, npairs;
@@ -334,7 +336,7 @@ static PyObject *find_entry(Warm *w, PyObject *args, const Arg *reads) {
         for (int i = 0; i < w->n && match; i++) {
             PyObject *o = PyTuple_GET_ITEM(args, i), *part = PyTuple_GET_ITEM(last, i + 1);
             switch (w->kinds[i]) {
-            case W_PART: case W_TENSOR:
+            case W_PART: case W_TENSOR: case W_ATOMIC:
                 match = reads[i].absent ? part == Py_None
                                         : array_matches(&reads[i], w->kinds[i] == W_PART, part);
                 break;
@@ -356,7 +358,7 @@ static PyObject *find_entry(Warm *w, PyObject *args, const Arg *reads) {
     for (int i = 0; i < w->n; i++) {
         PyObject *o = PyTuple_GET_ITEM(args, i), *part;
         switch (w->kinds[i]) {
-        case W_PART: case W_TENSOR:
+        case W_PART: case W_TENSOR: case W_ATOMIC:
             part = reads[i].absent ? (Py_INCREF(Py_None), Py_None)
                                    : array_part(&reads[i], w->kinds[i] == W_PART);
             break;
@@ -389,9 +391,10 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
     Arg reads[64];
     DLTensorABI views[64];
     PyObject *items[64];
+    PyObject *written[64]; /* torch's tensors the launch writes: borrowed, args holds them */
     long long ptrs[64], starts[64];
     int absent[64];
-    int nvalues = 0, narrays = 0, ok = 1;
+    int nvalues = 0, narrays = 0, nwritten = 0, ok = 1;
     long result = -1;
     memset(reads, 0, sizeof(Arg) * w->n);
     for (int i = 0; i < w->n && ok; i++) {
@@ -413,6 +416,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
             break;
         }
         case W_TENSOR:
+        case W_ATOMIC:
             /* None: an optional array left out (arg_keys.py's reader). A required one meets
              * no entry under this key, so the Python path refuses it. */
             if (o == Py_None)
@@ -421,6 +425,11 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
                 ok = SLOT(w, o, T_MOVED) == Py_None && read_fl(w, o, want, r);
             else
                 ok = (PyObject *)tp == w->torch_type && read_torch_tensor(w, i, o, &views[i], r);
+            if (ok && !r->absent && w->kinds[i] == W_ATOMIC) {
+                PyObject *t = torch_write(o, w->tensor_type, w->slots[T_OWNER]);
+                ok = t != NULL;
+                if (ok && t != Py_None) written[nwritten++] = t;
+            }
             break;
         case W_CONST:
             break;
@@ -428,7 +437,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
             ok = tp == &PyFloat_Type || tp == &PyLong_Type || tp == &PyBool_Type;
             items[nvalues++] = o; /* borrowed: args holds it */
         }
-        if (ok && (w->kinds[i] == W_PART || w->kinds[i] == W_TENSOR)) {
+        if (ok && w->kinds[i] != W_CONST && w->kinds[i] != W_SCALAR) { /* an array */
             absent[narrays] = r->absent;
             if (!r->absent) {
                 items[nvalues] = NULL;
@@ -456,6 +465,7 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
                                                   "fearless.claunch.tile_plan");
     if (p == NULL) goto done;
     result = tile_pack_launch(p, items, ptrs, nvalues, stream);
+    if (result == 0) bump_versions(written, nwritten);
 done:
     if (PyErr_Occurred()) PyErr_Clear();
     for (int i = 0; i < w->n; i++)

@@ -40,7 +40,7 @@ from typing import Any
 from ..abi import Declared, ParamSpec
 from . import claunch, process_gpu, trace
 from .arg_keys import NoTorch, reader_for
-from .arrays import torch_dtype_of
+from .arrays import bump_versions, torch_dtype_of, torch_write
 from .borrow import PAIRWISE_MAX, Pairs, find_overlap, output_pairs
 from .host_arrays import finish, stage
 from .launch import keyword_error
@@ -99,6 +99,9 @@ class Dispatcher:
         self.readers = tuple(reader_for(p) for p in self.params)
         outputs = [p.kind in ("part", "atomic") for p in self.params if p.kind in _ARRAY_KINDS]
         self.outputs = tuple(outputs)
+        # the atomic parameters: written in place (a Part's torch memory is checked when it
+        # is partitioned, and its version bumped when it is given back)
+        self.atomics = tuple(i for i, p in enumerate(self.params) if p.kind == "atomic")
         self.pairs: Pairs | None = output_pairs(outputs) if len(outputs) <= PAIRWISE_MAX else None
         # what host-array staging copies: a read-only parameter's NumPy array
         self._staged = [
@@ -137,10 +140,13 @@ class Dispatcher:
         entry, key, payload = self.lookup(args, target)
         if entry is None:
             return self._slow(args, target, key, stream)
+        written = self._torch_written(args) if self.atomics else None
         keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
         if trace.recording and target is _CUDA:
             _record(self.name, entry.run, payload, stream)
         entry.run(payload, stream)
+        if written:
+            bump_versions(written)
 
     def _slow(self, args: tuple[Any, ...], target: Target, key: Key | None, stream: Any) -> None:
         """A launch the warm path did not recognise: prepared by the track (and kept under
@@ -149,15 +155,32 @@ class Dispatcher:
         if target.on_device:
             claunch.prefetch()  # the compiled launcher builds while the kernel compiles
             staging = stage(self.name, self._staged, args, self.owner)
-        entry, payload = self.specialise(staging.args if staging else args, target)
+        launched = staging.args if staging else args
+        entry, payload = self.specialise(launched, target)
         if key is not None and staging is None:
             self.store(key, entry)
+        written = self._torch_written(launched) if self.atomics else None
         keep_if_captured(args, stream)  # inside `fl.graph`: the graph holds the arrays
         if trace.recording and target.on_device:
             _record(self.name, entry.run, payload, stream)
         entry.run(payload, stream)
+        if written:
+            bump_versions(written)
         if staging is not None:
-            finish(staging)  # the copies live until the kernel is done
+            finish(staging)  # the copies live until the kernel is done (and bump torch's)
+
+    def _torch_written(self, args: Sequence[Any]) -> list[Any]:
+        """The torch tensors the atomic arguments are (or are made over), once autograd's rule
+        allows the writes (arrays.torch_write: a leaf that requires grad, in grad mode, is
+        refused); the launch bumps their versions after, as an in-place op would."""
+        written = []
+        for i in self.atomics:
+            arg = args[i] if i < len(args) else None
+            if arg is not None:
+                t = torch_write(arg, f"argument `{self.params[i].name}`")
+                if t is not None:
+                    written.append(t)
+        return written
 
     # ------------------------------------------------------------------------ warm path
 
@@ -245,7 +268,7 @@ class Dispatcher:
 _WARM_KINDS = {
     "part": claunch.WARM_PART,
     "tensor": claunch.WARM_TENSOR,
-    "atomic": claunch.WARM_TENSOR,
+    "atomic": claunch.WARM_ATOMIC,
     "const": claunch.WARM_CONST,
     "scalar": claunch.WARM_SCALAR,
 }

@@ -27,7 +27,7 @@ import numpy as np
 from ..abi import ParamSpec
 from ..errors import HostCopyWarning
 from . import device_errors, driver
-from .arrays import ArrayInfo, describe, nbytes_text
+from .arrays import ArrayInfo, bump_versions, describe, nbytes_text, torch_written
 from .binder import dtype_error, readonly_error
 from .borrow import check_borrows
 from .location import warn_at_user
@@ -87,10 +87,15 @@ def stage(
 
 
 def finish(staging: Staging) -> None:
-    """After the launch: wait for it (raising its device errors) and copy the outputs back."""
+    """After the launch: wait for it (raising its device errors) and copy the outputs back
+    (a NumPy view of a torch tensor, `t.numpy()`: its version bumped, as the launch's own
+    writes to torch's memory are)."""
     device_errors.synchronize()
     for host, t in staging.back:
         driver.copy_device_to_host(host, t._ptr)
+    written = [w for host, _ in staging.back if (w := torch_written(host)) is not None]
+    if written:
+        bump_versions(written)
 
 
 def _check_all(kernel: str, params: Sequence[ParamSpec | None], args: Sequence[Any]) -> None:

@@ -51,11 +51,13 @@ from . import claunch, driver, process_gpu
 from .arrays import (
     _extractors,
     _extractors_2d,
+    bump_versions,
     describe,
     launch_extractor,
     launch_extractor_2d,
     torch_dtype,
     torch_dtype_of,
+    torch_write,
 )
 from .binder import arity_error, dtype_error, scalar_error, scalar_fits
 from .borrow import PAIRWISE_MAX, Pairs, borrow_error, find_overlap, output_pairs
@@ -264,6 +266,10 @@ class GpuLaunchPlan:
         self.launch(grid, block, staging.args, stream)
         finish(staging)
 
+    def _torch_write(self, obj: Any, index: int) -> Any:
+        """arrays.torch_write for output `index`: the torch tensor written, or None."""
+        return torch_write(obj, f"argument `{self.params[index].name}`")
+
     def _dtype_error(self, index: int, have: Any) -> KernelTypeError:
         spec = self.params[index]
         return dtype_error(self.ck.name, spec.name, getattr(have, "name", str(have)), spec.dtype)
@@ -368,6 +374,19 @@ def build_launcher(
     names = [f"x{i}" for i in range(len(params))]
     if names:
         lines.append(f"    {', '.join(names)}, = args")
+
+    def written(i: int, branch: str) -> list[str]:
+        """For an output: w<i>, the torch tensor whose memory the launch writes (None: not
+        torch's), once autograd allows it (arrays.torch_write); its version is bumped after."""
+        if not params[i].is_output:
+            return []
+        x = names[i]
+        if branch == "tensor":  # an fl.Tensor: torch's memory only when made over torch's
+            return [f"        w{i} = None if {x}._owner.__class__ in PLAIN else write({x}, {i})"]
+        if branch == "torch":
+            return [f"        w{i} = write({x}, {i}) if {x}.requires_grad else {x}"]
+        return [f"        w{i} = write({x}, {i})"]
+
     env: dict[str, Any] = {}
     packed: list[str] = []
     arrays: list[int] = []  # parameter index of each array, in order
@@ -385,6 +404,7 @@ def build_launcher(
                 f"        (n{i}, m{i}), p{i} = {x}._shape, {x}._ptr",
                 f"        if {x}._dtype is not D{i}:",
                 f"            raise dtype_error({i}, {x}._dtype)",
+                *written(i, "tensor"),
                 "    elif tp is TorchTensor:",
                 "        try:  # a sparse or nested tensor raises here: describe() says why",
                 f"            s{i} = {x}.shape",
@@ -397,6 +417,7 @@ def build_launcher(
                 f"        if {x}.dtype is not TD{i}:",
                 f"            raise torch_dtype_error({i}, {x})",
                 f"        (n{i}, m{i}), p{i} = s{i}, {x}.data_ptr()",
+                *written(i, "torch"),
                 "    else:",
                 "        ex = extractors_2d.get(tp) or launch_extractor_2d(tp)",
                 f"        got = ex({x}) if ex is not None else None",
@@ -405,6 +426,7 @@ def build_launcher(
                 f"        p{i}, n{i}, m{i}, t{i} = got",
                 f"        if t{i} is not D{i}:",
                 f"            raise dtype_error({i}, t{i})",
+                *written(i, "other"),
                 f"    e{i} = p{i} + n{i} * m{i} * {p.dtype.itemsize}",
             ]
             packed += [f"p{i}", f"n{i}", f"m{i}"]
@@ -418,6 +440,7 @@ def build_launcher(
                 f"        p{i}, n{i} = {x}._ptr, {x}._size",
                 f"        if {x}._dtype is not D{i}:",
                 f"            raise dtype_error({i}, {x}._dtype)",
+                *written(i, "tensor"),
                 "    elif tp is TorchTensor:",
                 "        try:  # a sparse or nested tensor raises here: describe() says why",
                 f"            s{i} = {x}.shape",
@@ -430,6 +453,7 @@ def build_launcher(
                 f"        if {x}.dtype is not TD{i}:",
                 f"            raise torch_dtype_error({i}, {x})",
                 f"        n{i}, p{i} = s{i}[0], {x}.data_ptr()",
+                *written(i, "torch"),
                 "    else:",
                 "        ex = extractors.get(tp) or launch_extractor(tp)",
                 f"        got = ex({x}) if ex is not None else None",
@@ -438,6 +462,7 @@ def build_launcher(
                 f"        p{i}, n{i}, t{i} = got",
                 f"        if t{i} is not D{i}:",
                 f"            raise dtype_error({i}, t{i})",
+                *written(i, "other"),
                 f"    e{i} = p{i} + n{i} * {p.dtype.itemsize}",
             ]
             packed += [f"p{i}", f"n{i}"]
@@ -487,6 +512,17 @@ def build_launcher(
     # The buffer is the plan's, shared by every thread: the pack and the cuLaunchKernel that
     # copies it happen under the plan's lock (params.py), or a second thread's pack could
     # reach this launch.
+    written_names = [f"w{i}" for i in arrays if params[i].is_output]
+    bump: list[str] = []
+    if len(written_names) == 1:
+        bump = [f"    if {written_names[0]} is not None:", f"        bump(({written_names[0]},))"]
+    elif written_names:
+        listed = ", ".join(written_names)
+        bump = [
+            f"    ws = [w for w in ({listed}) if w is not None]",
+            "    if ws:",
+            "        bump(ws)",
+        ]
     lines += [
         "    if stream is None:",
         "        cs = default_stream(legacy_stream, args)",
@@ -503,6 +539,7 @@ def build_launcher(
         "        if err:",
         "            relaunch(err, fnc, (gx, g[1], g[2]), b, cs)",
         "    pool.launches += 1  # ErrorPool.mark_launched, inlined",
+        *bump,  # torch's tensors written: their versions, as an in-place op bumps them
         "    if sync_after_launch():",
         "        synchronize()",
     ]
@@ -545,6 +582,9 @@ def build_launcher(
         SYNC_KEY=store[1] if store else None,
         SYNC_ON=config.SYNC_ON,
         synchronize=_synchronize,
+        write=plan._torch_write,
+        bump=bump_versions,
+        PLAIN=(type(None), driver.DeviceAllocation),
     )
     code = compile(source, f"<fearless launcher for {plan.ck.name}>", "exec")
     exec(code, env)
