@@ -24,7 +24,9 @@ Each patch, after TileGym's and Liger-Kernel's convention:
 
 Every function's flags are table-driven: FLAGS names the piece (`_pieces`: class swaps, module
 functions, the `sdpa` dispatcher) each flag of each model type installs. Models with the same
-flags share one signature (`_like`).
+flags share one signature (`_like`): four are written out, Llama's (the common flags), Qwen3-MoE's
+(and `moe`), Gemma 2's (and `mlp`) and Qwen3-Next's (and `linear_attention`), and every other
+model's function takes one of them.
 
 Transformers is imported only when a function here is called.
 """
@@ -441,14 +443,9 @@ apply_fearless_kernel_to_gemma3 = _like(
 )
 
 
-def apply_fearless_kernel_to_gpt_oss(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_gpt_oss = _like(
+    apply_fearless_kernel_to_llama,
+    "gpt_oss",
     """Run Hugging Face's GPT-OSS (transformers.models.gpt_oss) on fearless kernels: RMSNorm,
     RoPE (its half-width tables), and its attention with sinks (the `eager` implementation,
     GPT-OSS's: it has no `sdpa`) on `fearless.ops.attention_sink` where that gives Hugging
@@ -458,19 +455,13 @@ def apply_fearless_kernel_to_gpt_oss(
     code. The experts stay torch: their layout is not fused_moe's (biases on both
     projections, gate and up interleaved, clamped gate * sigmoid(alpha * gate) * (up + 1) in
     place of silu(gate) * up), so `swiglu` patches nothing here. The fused loss is taken when
-    the router logits are not asked."""
-    _apply("gpt_oss", **locals())
+    the router logits are not asked.""",
+)
 
 
-def apply_fearless_kernel_to_olmoe(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    moe: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_olmoe = _like(
+    apply_fearless_kernel_to_qwen3_moe,
+    "olmoe",
     """Run Hugging Face's OLMoE (transformers.models.olmoe) on fearless kernels: its RMSNorm
     (Llama's form; the q and k norms are OlmoeRMSNorm modules over the whole projection,
     (heads * head_dim) wide, before the split into heads, so `rms_norm` covers them as they
@@ -478,8 +469,8 @@ def apply_fearless_kernel_to_olmoe(
     normed projections in Hugging Face's code), and with `moe` the experts (every layer is
     sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
     inference and training; the router stays Hugging Face's. It has no dense MLP, so `swiglu`
-    patches nothing. The fused loss is taken when the router logits are not asked for."""
-    _apply("olmoe", **locals())
+    patches nothing. The fused loss is taken when the router logits are not asked for.""",
+)
 
 
 def apply_fearless_kernel_to_qwen3_next(
@@ -507,15 +498,9 @@ def apply_fearless_kernel_to_qwen3_next(
     _apply("qwen3_next", **locals())
 
 
-def apply_fearless_kernel_to_deepseek_v3(
-    rope: bool = True,
-    rms_norm: bool = True,
-    swiglu: bool = True,
-    attention: bool = True,
-    moe: bool = True,
-    fused_linear_cross_entropy: bool = False,
-    model: Any = None,
-) -> None:
+apply_fearless_kernel_to_deepseek_v3 = _like(
+    apply_fearless_kernel_to_qwen3_moe,
+    "deepseek_v3",
     """Run Hugging Face's DeepSeek-V3 (transformers.models.deepseek_v3) on fearless kernels:
     its RMSNorm (Llama's form; the q_a and kv_a latent norms too), the SwiGLU MLP (`swiglu`:
     the dense layers' and the shared experts), its multi-head latent attention with the `sdpa`
@@ -527,8 +512,8 @@ def apply_fearless_kernel_to_deepseek_v3(
     and with `moe` the routed experts (Qwen3-MoE's stacked layout) through
     `fearless.ops.fused_moe` in inference and training (the grouped sigmoid router stays
     Hugging Face's).
-    The fused loss is taken when the router logits are not asked for."""
-    _apply("deepseek_v3", **locals())
+    The fused loss is taken when the router logits are not asked for.""",
+)
 
 
 apply_fearless_kernel_to_deepseek_v2 = _like(
