@@ -2,9 +2,8 @@
 attention_varlen.py, attention_mla.py; the scale also attention.py, attention_mla_sparse.py and
 kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
-scale with its 1 / sqrt(D) default; and the float operands every attention operator takes,
-the first deciding where the others live (`float_operands`). Each raises E0701 at the caller's
-line with the operator's name in its text. Also the training forwards' kept lse
+scale with its 1 / sqrt(D) default (1 / sqrt(D + D_PE) for the MLA forms). Each raises E0701
+at the caller's line with the operator's name in its text. Also the training forwards' kept lse
 (attention.py, attention_variants.py): its output and its check where a backward takes it; the
 per-sequence lengths of a padded batch (attention_varlen.py, attention_fmha_variant.py); and
 the shape of a per-score mask or bias broadcast over batch and heads (attention.py,
@@ -25,10 +24,10 @@ from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
 from ._arguments import index
 from ._io import (
-    FLOATS,
     Operand,
     cast,
     filled_output,
+    float_operands,
     from_torch,
     full,
     heads_major,
@@ -39,15 +38,6 @@ from ._io import (
     result,
     view,
 )
-
-
-def float_operands(op: str, **tensors: Any) -> list[Operand]:
-    """`tensors` (keyed by the operator's argument names) as operands of a float dtype, in the
-    order given: the first one where it lives (see ops/_io.py's `operand`), the others beside
-    it. Their dtypes and shapes are the caller's to check."""
-    (name, first), *rest = tensors.items()
-    fa = operand(first, op, name, FLOATS)
-    return [fa, *(operand(x, op, n, FLOATS, device=fa.tensor.device) for n, x in rest)]
 
 
 def qkv_operands(

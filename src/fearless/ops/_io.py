@@ -10,6 +10,8 @@ on the cuda target, a CUDA tensor on the simulator) is copied in, and the result
 the copy is copied back out by `result` into the caller's kind and device, as launches do with
 NumPy arrays (runtime/host_arrays.py): numba's behaviour, with one `HostCopyWarning` per
 operator. An output is never allocated in the caller's memory when the kernels write a copy.
+Several operands of one call (`float_operands`) live where the first does: the others are
+copied beside it.
 """
 
 from __future__ import annotations
@@ -138,6 +140,15 @@ def operand(
             help=f"convert it: {convert}",
         )
     return op_
+
+
+def float_operands(op: str, **tensors: Any) -> list[Operand]:
+    """`tensors` (keyed by the operator's argument names) as operands of a float dtype, in the
+    order given: the first one where it lives (see `operand`), the others beside it. Their
+    dtypes and shapes are the caller's to check."""
+    (name, first), *rest = tensors.items()
+    fa = operand(first, op, name, FLOATS)
+    return [fa, *(operand(x, op, n, FLOATS, device=fa.tensor.device) for n, x in rest)]
 
 
 def refuse_unwritable(x: Any, op: str, name: str) -> None:

@@ -30,14 +30,13 @@ from ._arguments import flag, layout_error, shape_of
 from ._attention_checks import (
     attention_scale,
     broadcasts_over_heads,
-    float_operands,
     kept,
     kept_lse,
     lse_operand,
     sequence_layout,
 )
 from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
-from ._io import FLOATS, heads_major, number, operand, result, view
+from ._io import FLOATS, float_operands, heads_major, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .kernels_attention import attention_tuned

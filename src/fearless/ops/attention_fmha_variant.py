@@ -26,7 +26,7 @@ from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import flag, is_one_of
 from ._attention_checks import attention_scale, broadcasts_over_heads, sequence_lengths
-from ._io import FLOATS, Operand, number, operand, output, result, zeros_output
+from ._io import FLOATS, Operand, float_operands, number, operand, output, result, zeros_output
 from ._replay import replayable
 from ._route import untraceable
 from .kernels_attention_fmha_variant import fmha_variant_tuned
@@ -115,9 +115,7 @@ def _bnsd(shape: tuple[int, ...], nsbd: bool) -> tuple[int, int, int, int]:
 
 
 def _qkv(q: Any, k: Any, v: Any, nsbd: bool) -> tuple[Operand, Operand, Operand]:
-    qa = operand(q, _OP, "q", FLOATS)
-    dev = qa.tensor.device
-    ka, va = (operand(x, _OP, name, FLOATS, device=dev) for x, name in ((k, "k"), (v, "v")))
+    qa, ka, va = float_operands(_OP, q=q, k=k, v=v)
     form = "(N, S, B, D)" if nsbd else "(B, N, S, D)"
     what = f"shapes {qa.shape}, {ka.shape} and {va.shape}"
     if not qa.dtype == ka.dtype == va.dtype:

@@ -30,8 +30,8 @@ from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import flag
-from ._attention_checks import float_operands, split_len
-from ._io import Operand, full, number, output, result, view, zeros_output
+from ._attention_checks import attention_scale, split_len
+from ._io import Operand, float_operands, full, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_mla import mla_decode_pinned, mla_decode_tuned, mla_tuned
@@ -72,7 +72,7 @@ def mla(
         or h % hp
     ):
         raise _prefill_mismatch(shapes)
-    sc = _scale(scaling, op, "scaling", d + dp)
+    sc = attention_scale(scaling, max(d + dp, 1), op, "scaling")  # TileGym's D + D_PE
     if s == 0:  # no keys: every row is 0
         return result(qa, *zeros_output(qa, qa.shape))
     out, ret = output(qa, qa.shape)
@@ -147,7 +147,7 @@ def _decode(
             f"`fearless.ops.{op}` needs a latent head dim D of 1 or more, got q of {qa.shape}",
             help="DeepSeek's latent cache has D = kv_lora_rank (512)",
         )
-    sc = _scale(sm_scale, op, "sm_scale", d + dp)
+    sc = attention_scale(sm_scale, max(d + dp, 1), op, "sm_scale")
     out, ret = output(qa, qa.shape) if s else zeros_output(qa, qa.shape)
     if not s:  # no keys: o is 0, the log of an empty sum -inf
         lse, lret = _minus_inf(qa, (b, h))
@@ -170,13 +170,6 @@ def _minus_inf(like: Operand, shape: tuple[int, ...]) -> tuple[Any, Any]:
         return t, ret
     t = full(like, shape, -math.inf, dtypes.f32)
     return t, t
-
-
-def _scale(value: Any, op: str, name: str, dims: int) -> float:
-    """The softmax scale: `value`, or TileGym's default 1 / sqrt(D + D_PE)."""
-    if value is None:
-        return 1.0 / math.sqrt(max(dims, 1))
-    return number(value, op, name)
 
 
 def _same_dtype(op: str, *xs: Operand) -> None:

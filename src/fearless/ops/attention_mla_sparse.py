@@ -30,8 +30,8 @@ from ..runtime import device_errors
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._arguments import flag
-from ._attention_checks import attention_scale, float_operands
-from ._io import Operand, full, operand, output, result, view, zeros_output
+from ._attention_checks import attention_scale
+from ._io import Operand, float_operands, full, operand, output, result, view, zeros_output
 from ._route import clean_op_errors, torch_ops
 from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
 

@@ -27,9 +27,20 @@ from typing import Any
 from .. import dtypes
 from ..runtime.location import argument_error
 from ._arguments import integer, layout_error, shape_of
-from ._attention_checks import float_operands
 from ._attention_outputs import attention_output, gradient_outputs, gradient_results
-from ._io import FLOATS, Operand, cast, full, number, operand, output, result, view, zeros_output
+from ._io import (
+    FLOATS,
+    Operand,
+    cast,
+    float_operands,
+    full,
+    number,
+    operand,
+    output,
+    result,
+    view,
+    zeros_output,
+)
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_attention_ragged_backward import sink_attention_backward

@@ -23,7 +23,6 @@ from ..runtime.location import argument_error
 from ._arguments import flag
 from ._attention_checks import (
     attention_scale,
-    float_operands,
     kept,
     kept_lse,
     lse_operand,
@@ -33,7 +32,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, qkv_backward
-from ._io import heads_major, number, result, view
+from ._io import float_operands, heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode

@@ -30,7 +30,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import is_one_of
-from ._io import FLOATS, Operand, cast, empty_beside, operand, output, result, view
+from ._io import FLOATS, Operand, cast, empty_beside, float_operands, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_delta_rule import chunk_inter_tuned, chunk_prepare_launch, recurrent_tuned
@@ -118,10 +118,7 @@ def _run(
     l2: bool,
 ) -> tuple[Any, Any]:
     """The checks, then the kernels (recurrent when chunk_size is None)."""
-    qa = operand(query, op, "query", FLOATS)
-    dev = qa.tensor.device
-    ka, va = (operand(x, op, n, FLOATS, device=dev) for x, n in ((key, "key"), (value, "value")))
-    ga, ba = (operand(x, op, n, FLOATS, device=dev) for x, n in ((g, "g"), (beta, "beta")))
+    qa, ka, va, ga, ba = float_operands(op, query=query, key=key, value=value, g=g, beta=beta)
     if not qa.dtype == ka.dtype == va.dtype:
         raise _mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
     if len(qa.shape) != 4 or ka.shape != qa.shape or len(va.shape) != 4:
@@ -142,7 +139,7 @@ def _run(
             f"query {qa.shape} and value {va.shape}",
             help="an empty sequence has no output: the state stays the initial one",
         )
-    s0 = _initial(initial_state, op, (b, hv, kd, vd), dev)
+    s0 = _initial(initial_state, op, (b, hv, kd, vd), qa.tensor.device)
     out, ret = output(qa, (b, t, hv, vd))
     state, state_ret = output(qa, (b, hv, kd, vd), dtypes.f32) if final else (None, None)
     out5 = view(out, (b, t, hv, 1, vd))

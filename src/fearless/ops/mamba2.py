@@ -29,7 +29,7 @@ from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import is_one_of
-from ._io import FLOATS, Operand, empty_beside, operand, output, result, view
+from ._io import FLOATS, Operand, empty_beside, float_operands, operand, output, result, view
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_mamba2 import chunk_grads_launch, chunk_out_launch, chunk_states_launch
@@ -170,12 +170,7 @@ def _operands(
     op: str, x: Any, a: Any, b: Any, c: Any, d: Any, dt: Any
 ) -> tuple[tuple[Operand, ...], tuple[int, ...]]:
     """The checked operands (x, a, b, c, d, dt) and (B, T, H, P, N, heads per group)."""
-    xa = operand(x, op, "x", FLOATS)
-    dev = xa.tensor.device
-    ba, ca = (operand(v, op, n, FLOATS, device=dev) for v, n in ((b, "b"), (c, "c")))
-    aa, da, ta = (
-        operand(v, op, n, FLOATS, device=dev) for v, n in ((a, "a"), (d, "d"), (dt, "dt"))
-    )
+    xa, ba, ca, aa, da, ta = float_operands(op, x=x, b=b, c=c, a=a, d=d, dt=dt)
     if not xa.dtype == ba.dtype == ca.dtype:
         raise _mismatch(op, f"dtypes {xa.dtype.name}, {ba.dtype.name} and {ca.dtype.name}")
     if len(xa.shape) != 4 or len(ba.shape) != 4 or ca.shape != ba.shape:
