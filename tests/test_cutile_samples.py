@@ -72,8 +72,9 @@ def test_matmul_f32_with_the_samples_tiles() -> None:
     rel = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert 1e-5 < rel < 2e-3  # tf32 products, as the sample's: rounded, not f32-exact
 
-    def tf32(x: np.ndarray) -> np.ndarray:  # a 10-bit mantissa, ties away from zero
-        return ((x.view(np.uint32) + 0x1000) & 0xFFFFE000).view(np.float32)
+    def tf32(x: np.ndarray) -> np.ndarray:  # a 10-bit mantissa, ties to even (Tile IR's ftof)
+        u = x.view(np.uint32)
+        return ((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000).view(np.float32)
 
     np.testing.assert_allclose(got, tf32(a) @ tf32(b), rtol=1e-5, atol=1e-5)
 

@@ -50,6 +50,26 @@ def mod_four(r: tile.Part[fl.i32], x: tile.Tensor[fl.i32]):
     r.store(tile.load_like(x, r) % 4)
 
 
+@tile.kernel
+def signed_zero(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], y: tile.Tensor[fl.f32]):
+    a, b = tile.load_like(x, z), tile.load_like(y, z)
+    z.store(tile.where(tile.arange(8, fl.i32) < 4, tile.maximum(a, b), tile.minimum(a, b)))
+
+
+@tile.kernel
+def signed_zero_reduce(z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
+    v = tile.load(x, (0, 0), (4, 8))
+    z.store(tile.where(tile.arange(8, fl.i32) < 4, tile.max(v, axis=0), tile.min(v, axis=0)))
+
+
+@tile.kernel
+def tf32_product(z: tile.Part[fl.f32], a: tile.Tensor[fl.f32], b: tile.Tensor[fl.f32]):
+    acc = tile.zeros((16, 16), fl.f32)
+    at = tile.load(a, (0, 0), (16, 16)).astype(fl.tf32)
+    bt = tile.load(b, (0, 0), (16, 16)).astype(fl.tf32)
+    z.store(tile.mma(at, bt, acc))
+
+
 # 1 and fourteen 2^-8: in f32 1.0546875, which bf16 holds; a bf16 accumulator keeps 1.0
 SMALL = np.array([1.0] + [2.0**-8] * 14 + [0.0], np.float32).astype(ml_dtypes.bfloat16)
 X = np.array([7, -7, 5, 9, -1, 2, 3, 4], np.int32)
@@ -75,11 +95,55 @@ def _numpy_divmod() -> tuple[Any, Any]:
     return np.where(Y == 0, 0, X // safe), np.where(Y == 0, 0, X % safe)
 
 
+ZX = np.array([0.0, -0.0, 0.0, -0.0] * 2, np.float32)
+ZY = np.array([-0.0, 0.0, 0.0, -0.0] * 2, np.float32)
+# columns 0-3 take the max, 4-7 the min, of a column of zeros of these signs
+ZCOLUMNS = np.array(
+    [[0, -0.0, -0.0, -0.0, 0, -0.0, 0, -0.0], [-0.0, 0, -0.0, -0.0, -0.0, 0, 0, -0.0]] * 2,
+    np.float32,
+)
+
+
+def _signed_zeros() -> Any:
+    z = fl.empty(8, dtype=fl.f32)
+    with z.partition((8,)) as zp:
+        signed_zero(zp, fl.asarray(ZX), fl.asarray(ZY))
+    w = fl.empty(8, dtype=fl.f32)
+    with w.partition((8,)) as wp:
+        signed_zero_reduce(wp, fl.asarray(ZCOLUMNS))
+    return np.signbit(z.numpy()), np.signbit(w.numpy())
+
+
+def _tf32_ties() -> Any:
+    """1 + 2^-11 ties between 1 and 1 + 2^-10 in tf32: to even, 1; 1 + 3 * 2^-11 ties between
+    1 + 2^-10 and 1 + 2^-9: to even, 1 + 2^-9. Returned in units of 2^-11 above 1."""
+    a = np.zeros((16, 16), np.float32)
+    a[0, 0], a[1, 0] = 1 + 2.0**-11, 1 + 3 * 2.0**-11
+    b = np.zeros((16, 16), np.float32)
+    b[0, 0] = 1.0
+    z = fl.empty((16, 16), dtype=fl.f32)
+    with z.partition((16, 16)) as zp:
+        tf32_product(zp, fl.asarray(a), fl.asarray(b))
+    return (z.numpy()[:2, 0] - 1) * 2.0**11
+
+
 def test_the_simulators_meaning() -> None:
     assert (_total() == 1.0546875).all()
     q, r = _divmod()
     want_q, want_r = _numpy_divmod()
     assert np.array_equal(q, want_q) and np.array_equal(r, want_r)
+
+
+def test_minus_zero_is_below_plus_zero_and_tf32_ties_go_to_even() -> None:
+    """The H100's answers to the questions the simulator had left open (session 33's
+    bench/experiments/tileir_open_numerics.py, run 2026-12-07): Tile IR's maxf/minf order
+    -0.0 below +0.0 (elementwise and in a reduction), and its f32 -> tf32 rounds ties to even."""
+    elementwise, reduced = _signed_zeros()
+    # max of (+0,-0), (-0,+0), (+0,+0), (-0,-0); then min of the same pairs
+    assert elementwise.tolist() == [False, False, False, True, True, True, False, True]
+    # max of each of the first four columns, min of each of the last four
+    assert reduced.tolist() == [False, False, True, True, True, True, False, True]
+    assert _tf32_ties().tolist() == [0.0, 4.0]
 
 
 def test_a_16_bit_sum_reduces_in_f32_and_rounds_once() -> None:
@@ -141,3 +205,7 @@ def test_the_gpu_agrees_with_the_simulator(sim_and_gpu: Callable[..., Any]) -> N
     assert np.array_equal(sim, gpu)
     (sq, sr), (gq, gr) = sim_and_gpu(_divmod)
     assert np.array_equal(sq, gq) and np.array_equal(sr, gr)
+    (se, sr_), (ge, gr_) = sim_and_gpu(_signed_zeros)
+    assert np.array_equal(se, ge) and np.array_equal(sr_, gr_)
+    st, gt = sim_and_gpu(_tf32_ties)
+    assert np.array_equal(st, gt)

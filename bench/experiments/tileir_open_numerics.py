@@ -12,6 +12,15 @@ the answer, so a difference is a lowering to fix or a documented exception):
                 undefined
 
     python bench/experiments/tileir_open_numerics.py      (prints one block per case)
+
+Run on an H100 (2026-12-07, `EXP=tileir_open_numerics.py bash bench/h200_run.sh OUT exp`):
+mma_f16_acc and int_min_div agree with the simulator (2112; MIN and 0). max_zero: Tile IR
+orders -0.0 below +0.0 in maxf/minf, in either order of the operands, where the simulator
+returned the second: the simulator now does the same (sim/numerics.py `zero_ordered`, the
+reductions in sim/tile/interpreter.py). tf32_ties: Tile IR rounds ties to even (0 and 4),
+the simulator rounded them away (2 and 4): sim/narrow.py's `round_tf32` now rounds to even.
+The reduce row here adds its results to +0.0, which hides a -0.0 (it printed +0.0 on both):
+tests/test_tileir_numerics.py's `signed_zero_reduce` stores the reductions themselves.
 """
 
 from __future__ import annotations

@@ -54,10 +54,12 @@ def round_f8(x: Any, dt: DType) -> Any:
 
 
 def round_tf32(x: Any) -> Any:
-    """float32 values rounded to tf32's 10-bit mantissa, ties away from zero (PTX's
-    cvt.rna.tf32.f32), still held as float32; NaN and inf stay."""
+    """float32 values rounded to tf32's 10-bit mantissa, ties to even, as Tile IR's `ftof` to
+    tf32 rounds on the H100 (bench/experiments/tileir_open_numerics.py, 2026-12-07: 1 + 2^-11
+    gives 1, where PTX's cvt.rna.tf32.f32 would give 1 + 2^-10), still held as float32; NaN
+    and inf stay."""
     u = np.asarray(x, F32).view(_U32)
-    r = (u + _U32(0x1000)) & _U32(0xFFFFE000)
+    r = (u + _U32(0xFFF) + ((u >> _U32(13)) & _U32(1))) & _U32(0xFFFFE000)
     return np.where(np.isfinite(np.asarray(x, F32)), r, u).view(F32)
 
 

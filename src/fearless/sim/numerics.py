@@ -25,7 +25,8 @@ Where Python, C or LLVM leave a case open, these are the definitions (the LLVM b
                precision shift, wrapped. `shr` is arithmetic on signed types.
   min / max    on floats, NumPy's loops written out: min(x, y) = x if isnan(x) or x < y
                else y (max with >): a NaN wins, the first if both; of +0.0 and -0.0 the
-               second is returned. `math.fmin/fmax` = x if isnan(y) or x < y else y (>): a NaN
+               second is returned (the Tile track's `zero_ordered`: -0.0 < +0.0, as Tile IR's
+               maxf/minf). `math.fmin/fmax` = x if isnan(y) or x < y else y (>): a NaN
                loses to a number.
   cast         int -> int wraps or extends by the source's signedness; x -> bool is x != 0
                (NaN is true); float -> int truncates toward zero and saturates to the target's
@@ -246,6 +247,24 @@ def _nan_wins_min(x: Any, y: Any) -> Any:
 
 def _nan_wins_max(x: Any, y: Any) -> Any:
     return np.where(np.isnan(x) | (x > y), x, y)
+
+
+def zero_ordered(kind: str, dt: DType) -> Fn:
+    """Tile IR's float `maxf` / `minf` (with NaN propagation) for `kind` "max" / "min": a NaN
+    wins as in `binary_fn`, and of +0.0 and -0.0 -0.0 is the smaller, in either order (the
+    H100, bench/experiments/tileir_open_numerics.py, 2026-12-07). Other kinds and dtypes:
+    `binary_fn`'s."""
+    if not dt.is_float or kind not in ("max", "min"):
+        return binary_fn(kind, dt)
+    pick = binary_fn(kind, dt)
+    keep_first = (lambda x: ~np.signbit(x)) if kind == "max" else np.signbit
+
+    def extreme(x: Any, y: Any) -> Any:
+        r = pick(x, y)
+        zeros = (x == 0) & (y == 0)
+        return np.where(zeros, np.where(keep_first(x), x, y), r) if np.any(zeros) else r
+
+    return extreme
 
 
 def _nan_loses_min(x: Any, y: Any) -> Any:

@@ -244,7 +244,7 @@ class _Block:
         plan = self.memo.get(op)
         if plan is None:
             dt, kind = _dtype(op.operands[0]), a["kind"]
-            fn = nx.math_fn(kind, dt) if kind == "atan2" else nx.binary_fn(kind, dt)
+            fn = nx.math_fn(kind, dt) if kind == "atan2" else nx.zero_ordered(kind, dt)
             plan = self.memo[op] = (fn, nx.storage_dtype(dt), bool(a.get("flush_to_zero")))
         fn, storage, ftz = plan
         x, y = args
@@ -424,7 +424,13 @@ def _reduce(kind: str, x: np.ndarray, axis: int, dt: DType) -> _Tile:
         total = np.sum if kind == "sum" else np.prod
         return _round(total(x, axis=axis, dtype=wide), dt)
     extreme = np.max if kind == "max" else np.min
-    return np.asarray(extreme(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
+    r = np.asarray(extreme(x, axis=axis))  # NaN wins, as in Tile IR's maxf/minf with propagation
+    if dt.is_float and np.any(r == 0):  # and -0.0 < +0.0 (numerics.zero_ordered)
+        signed = np.signbit(x) if kind == "min" else ~np.signbit(x)
+        winner = np.any((x == 0) & signed, axis=axis)  # a zero of the extreme's sign is there
+        zero = np.copysign(np.zeros((), x.dtype), 1.0 if kind == "max" else -1.0)
+        r = np.where(r == 0, np.where(winner, zero, -zero), r)
+    return r
 
 
 def _window(
