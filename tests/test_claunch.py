@@ -228,10 +228,7 @@ def _tile_launch() -> Any:
 
 
 def test_a_tile_launch_packs_in_c_what_python_packs(
-    tile_c: tuple[
-        Calls,  # noqa: F811
-        TileCu,
-    ],
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
     calls, cu = tile_c
     gpu = _tile_launch()
@@ -278,10 +275,7 @@ def test_a_driver_error_in_c_is_retried_by_the_python_path(
 
 
 def test_bf16_scalars_keep_the_python_path(
-    tile_c: tuple[
-        Calls,  # noqa: F811
-        TileCu,
-    ],
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
     from fearless.abi import TileParam
     from fearless.runtime import tile_gpu
@@ -515,3 +509,26 @@ def test_the_module_built_at_install_serves_when_built_from_these_sources(
     assert claunch.module() is installed and not (tmp_path / "claunch").exists()
     monkeypatch.setattr(claunch_units, "tag", lambda: "0123456789abcdef")
     assert claunch._installed() is None  # other sources: built at first use instead
+
+
+def test_a_launch_on_the_capture_stream_keeps_its_arguments_alive(
+    fake_gpu: FakeDriver,  # noqa: F811
+    c_driver: Calls,  # noqa: F811
+) -> None:
+    """Inside `fl.graph`, a launch given the capture stream itself is captured as one without
+    `stream=` is: the C path hands it to the Python one, which keeps its arguments for the
+    graph (its replays need them alive); a launch on another stream runs now, kept by nobody."""
+    from fearless.runtime import streams
+
+    plan = _plan(fake_gpu, SAXPY)
+    x, y, out = _dev(0x10000, (1000,)), _dev(0x20000, (1000,)), _dev(0x30000, (1000,))
+    capture, other = streams.Stream(0x7000), streams.Stream(0x8000)
+    plan.launch(4, 256, (2.5, x, y, out, -7), capture)
+    assert len(c_driver) == 1 and not fake_gpu.calls  # outside a capture: C
+    kept: list[Any] = []
+    with streams.using_stream(capture, kept):
+        plan.launch(4, 256, (2.5, x, y, out, -7), capture)
+        plan.launch(4, 256, (1.5, x, y, out, -7), other)
+    assert kept == [(2.5, x, y, out, -7)]
+    assert len(c_driver) == 1 and len(fake_gpu.calls) == 2
+    assert [c["stream"] for c in fake_gpu.calls] == [0x7000, 0x8000]

@@ -47,7 +47,7 @@ import numpy as np
 from .. import config, dtypes
 from ..abi import CompiledKernel, ParamSpec
 from ..errors import KernelTypeError
-from . import claunch, driver, process_gpu
+from . import claunch, driver, process_gpu, streams
 from .arrays import (
     _extractors,
     _extractors_2d,
@@ -74,7 +74,7 @@ from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import argument_error, user_location
 from .params import ParamPacker, bf16_bits
-from .streams import Stream, default_cu_stream, stream_handle
+from .streams import Stream, default_cu_stream, keep_if_captured, stream_handle
 from .target import Target
 from .tensor import Tensor
 
@@ -361,7 +361,10 @@ def build_launcher(
         # nothing, and the Python checks below run and explain.
         lines += [
             # None: the default stream, which claunch_streams.c decides as streams.py would
-            "    h = None if stream is None else (stream._handle if type(stream) is Stream else -1)",
+            # a chosen stream inside `fl.graph` (on any thread): the Python path, which keeps
+            # the arguments of a launch the capture takes
+            "    h = None if stream is None else (stream._handle"
+            " if type(stream) is Stream and not streams._captures else -1)",
             "    if h != -1 and type(args) is tuple:",
             "        r = claunch(cplan, fnc, fast, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
             " args, h)",
@@ -530,6 +533,8 @@ def build_launcher(
         "        cs = stream._cu if stream._cu is not None else stream.cu_stream()",
         "    else:",
         "        cs = CUstream(stream_handle(stream))",
+        "    if stream is not None and streams._captures:  # captured: the graph holds the args",
+        "        keep_if_captured(args, stream)",
         "    with lock:",
         "        try:",
         f"            pack_into({', '.join(['buffer', '0', *packed, 'nthreads'])})",
@@ -582,6 +587,8 @@ def build_launcher(
         SYNC_KEY=store[1] if store else None,
         SYNC_ON=config.SYNC_ON,
         synchronize=_synchronize,
+        streams=streams,
+        keep_if_captured=keep_if_captured,
         write=plan._torch_write,
         bump=bump_versions,
         PLAIN=(type(None), driver.DeviceAllocation),
