@@ -395,80 +395,14 @@ def build_launcher(
     arrays: list[int] = []  # parameter index of each array, in order
     for i, p in enumerate(params):
         x = names[i]
-        if p.is_array and p.ndim == 2:
-            # n<i> is `len(x)` for `requires=`: the extent along axis 0, as in the kernel
+        if p.is_array:
+            # n<i> is `len(x)` for `requires=`: the extent along axis 0, as in the kernel; a
+            # 2-D array's columns are m<i>
             arrays.append(i)
             env[f"D{i}"] = p.dtype
             env[f"TD{i}"] = torch_dtype_of(p.dtype)
-            lines += [
-                f"    tp = type({x})",
-                f"    if tp is Tensor and {x}._on_device and {x}._moved is None"
-                f" and len({x}._shape) == 2:",
-                f"        (n{i}, m{i}), p{i} = {x}._shape, {x}._ptr",
-                f"        if {x}._dtype is not D{i}:",
-                f"            raise dtype_error({i}, {x}._dtype)",
-                *written(i, "tensor"),
-                "    elif tp is TorchTensor:",
-                "        try:  # a sparse or nested tensor raises here: describe() says why",
-                f"            s{i} = {x}.shape",
-                f"            bad = (len(s{i}) != 2 or not {x}.is_cuda"
-                f" or {x}.get_device() != {process_gpu.GPU} or not {x}.is_contiguous())",
-                "        except RuntimeError:",
-                "            bad = True",
-                "        if bad:",
-                f"            raise argument_error({i}, {x})",
-                f"        if {x}.dtype is not TD{i}:",
-                f"            raise torch_dtype_error({i}, {x})",
-                f"        (n{i}, m{i}), p{i} = s{i}, {x}.data_ptr()",
-                *written(i, "torch"),
-                "    else:",
-                "        ex = extractors_2d.get(tp) or launch_extractor_2d(tp)",
-                f"        got = ex({x}) if ex is not None else None",
-                "        if got is None:  # not device memory: a NumPy array is copied",
-                f"            return host_arrays(grid, block, args, stream, {i})",
-                f"        p{i}, n{i}, m{i}, t{i} = got",
-                f"        if t{i} is not D{i}:",
-                f"            raise dtype_error({i}, t{i})",
-                *written(i, "other"),
-                f"    e{i} = p{i} + n{i} * m{i} * {p.dtype.itemsize}",
-            ]
-            packed += [f"p{i}", f"n{i}", f"m{i}"]
-        elif p.is_array:
-            arrays.append(i)
-            env[f"D{i}"] = p.dtype
-            env[f"TD{i}"] = torch_dtype_of(p.dtype)
-            lines += [
-                f"    tp = type({x})",
-                f"    if tp is Tensor and {x}._dev1d:",
-                f"        p{i}, n{i} = {x}._ptr, {x}._size",
-                f"        if {x}._dtype is not D{i}:",
-                f"            raise dtype_error({i}, {x}._dtype)",
-                *written(i, "tensor"),
-                "    elif tp is TorchTensor:",
-                "        try:  # a sparse or nested tensor raises here: describe() says why",
-                f"            s{i} = {x}.shape",
-                f"            bad = (len(s{i}) != 1 or not {x}.is_cuda"
-                f" or {x}.get_device() != {process_gpu.GPU} or not {x}.is_contiguous())",
-                "        except RuntimeError:",
-                "            bad = True",
-                "        if bad:",
-                f"            raise argument_error({i}, {x})",
-                f"        if {x}.dtype is not TD{i}:",
-                f"            raise torch_dtype_error({i}, {x})",
-                f"        n{i}, p{i} = s{i}[0], {x}.data_ptr()",
-                *written(i, "torch"),
-                "    else:",
-                "        ex = extractors.get(tp) or launch_extractor(tp)",
-                f"        got = ex({x}) if ex is not None else None",
-                "        if got is None:  # not device memory: a NumPy array is copied",
-                f"            return host_arrays(grid, block, args, stream, {i})",
-                f"        p{i}, n{i}, t{i} = got",
-                f"        if t{i} is not D{i}:",
-                f"            raise dtype_error({i}, t{i})",
-                *written(i, "other"),
-                f"    e{i} = p{i} + n{i} * {p.dtype.itemsize}",
-            ]
-            packed += [f"p{i}", f"n{i}"]
+            lines += _array_read(i, x, p.ndim, p.dtype.itemsize, written)
+            packed += [f"p{i}", f"n{i}", f"m{i}"] if p.ndim == 2 else [f"p{i}", f"n{i}"]
         elif plan.converters[i] is not None:
             env[f"C{i}"] = plan.converters[i]
             lines += [
@@ -596,6 +530,60 @@ def build_launcher(
     code = compile(source, f"<fearless launcher for {plan.ck.name}>", "exec")
     exec(code, env)
     return env["launch"], source
+
+
+def _array_read(
+    i: int, x: str, ndim: int, itemsize: int, written: Callable[[int, str], list[str]]
+) -> list[str]:
+    """The generated launcher's lines that read array argument `x` (parameter `i`, of `ndim`
+    1 or 2): pointer p<i>, extents n<i> (and m<i>) and the end e<i>, from an fl.Tensor's
+    fields, a plain torch.Tensor's accessors, or the per-type extractor; `written(i, branch)`
+    adds an output's torch bookkeeping to each branch."""
+    two = ndim == 2
+    dims = f"(n{i}, m{i})" if two else f"n{i}"
+    fl_test = (
+        f"{x}._on_device and {x}._moved is None and len({x}._shape) == 2" if two else f"{x}._dev1d"
+    )
+    fl_read = f"{dims}, p{i} = {x}._shape, {x}._ptr" if two else f"p{i}, n{i} = {x}._ptr, {x}._size"
+    torch_extents = f"s{i}" if two else f"s{i}[0]"
+    extractors = (
+        "extractors_2d.get(tp) or launch_extractor_2d(tp)"
+        if two
+        else ("extractors.get(tp) or launch_extractor(tp)")
+    )
+    got = f"p{i}, n{i}, m{i}, t{i}" if two else f"p{i}, n{i}, t{i}"
+    size = f"n{i} * m{i}" if two else f"n{i}"
+    return [
+        f"    tp = type({x})",
+        f"    if tp is Tensor and {fl_test}:",
+        f"        {fl_read}",
+        f"        if {x}._dtype is not D{i}:",
+        f"            raise dtype_error({i}, {x}._dtype)",
+        *written(i, "tensor"),
+        "    elif tp is TorchTensor:",
+        "        try:  # a sparse or nested tensor raises here: describe() says why",
+        f"            s{i} = {x}.shape",
+        f"            bad = (len(s{i}) != {ndim} or not {x}.is_cuda"
+        f" or {x}.get_device() != {process_gpu.GPU} or not {x}.is_contiguous())",
+        "        except RuntimeError:",
+        "            bad = True",
+        "        if bad:",
+        f"            raise argument_error({i}, {x})",
+        f"        if {x}.dtype is not TD{i}:",
+        f"            raise torch_dtype_error({i}, {x})",
+        f"        {dims}, p{i} = {torch_extents}, {x}.data_ptr()",
+        *written(i, "torch"),
+        "    else:",
+        f"        ex = {extractors}",
+        f"        got = ex({x}) if ex is not None else None",
+        "        if got is None:  # not device memory: a NumPy array is copied",
+        f"            return host_arrays(grid, block, args, stream, {i})",
+        f"        {got} = got",
+        f"        if t{i} is not D{i}:",
+        f"            raise dtype_error({i}, t{i})",
+        *written(i, "other"),
+        f"    e{i} = p{i} + {size} * {itemsize}",
+    ]
 
 
 class _NoTorch:
