@@ -24,13 +24,19 @@ static int torch_ready(void) {
     PyObject *torch = PyImport_GetModule(s_torch); /* a dict lookup while torch is not loaded */
     if (torch == NULL) return PyErr_Occurred() ? -1 : 0;
     PyObject *c = PyObject_GetAttrString(torch, "_C");
-    PyObject *graph = c == NULL ? NULL : PyImport_ImportModule("torch.autograd.graph");
     PyObject *tensor = PyObject_GetAttrString(torch, "Tensor");
     PyObject *enabled = c == NULL ? NULL : PyObject_GetAttrString(c, "is_grad_enabled");
-    PyObject *bump = graph == NULL ? NULL : PyObject_GetAttrString(graph, "increment_version");
+    /* torch.autograd.graph.increment_version's own call, without its wrapper, as arrays.py's
+     * bump_versions takes it; the wrapper where a torch has no such function */
+    PyObject *bump = c == NULL ? NULL : PyObject_GetAttrString(c, "_increment_version");
+    if (bump == NULL && c != NULL) {
+        PyErr_Clear();
+        PyObject *graph = PyImport_ImportModule("torch.autograd.graph");
+        bump = graph == NULL ? NULL : PyObject_GetAttrString(graph, "increment_version");
+        Py_XDECREF(graph);
+    }
     Py_DECREF(torch);
     Py_XDECREF(c);
-    Py_XDECREF(graph);
     if (tensor == NULL || enabled == NULL || bump == NULL || !PyType_Check(tensor)) {
         Py_XDECREF(tensor); Py_XDECREF(enabled); Py_XDECREF(bump);
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "torch.Tensor is not a type");
