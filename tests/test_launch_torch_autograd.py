@@ -97,6 +97,10 @@ def test_a_simt_gpu_launch_bumps_the_version_of_what_it_writes(
     plan.launch(1, 64, (a, b, c))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+    with torch.inference_mode():  # an inference tensor has no version to bump: no error
+        made = torch.zeros(64)
+        plan.launch(1, 64, (a, b, made))
+    plan.launch(1, 64, (a, b, made))
 
 
 def test_every_output_of_a_simt_launch_is_bumped(
