@@ -459,7 +459,7 @@ def test_a_compile_past_the_budget_is_left_out_and_its_winner_not_stored(
     from concurrent.futures import Future
     from types import SimpleNamespace
 
-    from fearless import autotune_timing, autotuning
+    from fearless import autotune_session, autotune_timing, autotuning
     from fearless.runtime import driver
     from fearless.runtime import target as target_module
     from fearless.tile import compile_ahead as ahead
@@ -468,7 +468,7 @@ def test_a_compile_past_the_budget_is_left_out_and_its_winner_not_stored(
     gpu = SimpleNamespace(on_device=True, simulated=False, name="cuda")
     monkeypatch.setattr(target_module, "current_target", lambda: gpu)
     monkeypatch.setattr(driver, "device_info", lambda: SimpleNamespace(arch="sm_90", name="Fake"))
-    monkeypatch.setattr(autotuning, "DeviceClock", autotune_timing.HostClock)
+    monkeypatch.setattr(autotune_session, "DeviceClock", autotune_timing.HostClock)
     monkeypatch.setattr(ahead, "stack_bytes", lambda launches: 0)
     slow: Future[None] = Future()
     done: Future[None] = Future()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import autotune_ahead, autotune_tables, autotune_timing, autotuning, config
+from fearless import autotune_ahead, autotune_session, autotune_tables, autotune_timing, config
 from fearless.cli.main import main
 
 CONFIGS = [{"delay": 0.02}, {"delay": 0.0}, {"delay": 0.01}]
@@ -338,7 +338,7 @@ def test_a_new_key_times_only_the_winners_of_its_nearest_table_entries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A key the tables lack, where they hold the function at other sizes: only the kept
-    winners of the nearest entries are timed (autotuning.NEAR of them, nearest first), so a
+    winners of the nearest entries are timed (autotune_session.NEAR of them, nearest first), so a
     new size class costs a few compiles, not every configuration's."""
     f = sleepy(calls := [])
     path = table(tmp_path, [
@@ -347,10 +347,10 @@ def test_a_new_key_times_only_the_winners_of_its_nearest_table_entries(
         entry(f, key_of(f, np.ones(1000, np.float32)), {"delay": 0.0}),  # another dtype
     ])  # fmt: skip
     monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
-    monkeypatch.setattr(autotuning, "NEAR", 1)
+    monkeypatch.setattr(autotune_session, "NEAR", 1)
     assert f(np.ones(2000)) == 2000.01 and set(calls) == {0.01}  # timed, then the real call
     assert f.best_config(np.ones(2000)) == {"delay": 0.01}
-    monkeypatch.setattr(autotuning, "NEAR", 2)
+    monkeypatch.setattr(autotune_session, "NEAR", 2)
     calls.clear()
     assert f(np.ones(16)) == 16.01 and set(calls) == {0.02, 0.01}  # 16 is nearer to 4
     assert calls[0] == 0.02  # the nearest entry's winner first
@@ -390,7 +390,7 @@ def test_a_pruned_neighbours_place_goes_to_the_next_nearest_entry(
         entry(f, key_of(f, np.ones(1000)), {"delay": 0.01}),
     ])  # fmt: skip
     monkeypatch.setenv("FEARLESS_TUNING_TABLE", str(path))
-    monkeypatch.setattr(autotuning, "NEAR", 1)
+    monkeypatch.setattr(autotune_session, "NEAR", 1)
     assert f(np.ones(8)) == 8.01 and set(calls) == {0.01}
 
 

@@ -125,6 +125,17 @@ def _whole(value: Any) -> Any:
     return value
 
 
+def table_arch() -> str:
+    """The arch tables are keyed by: the device's ("sm_90"), or "sim" on the simulator."""
+    from .runtime.target import current_target
+
+    if not current_target().on_device:
+        return "sim"
+    from .runtime import driver
+
+    return driver.device_info().arch
+
+
 @functools.lru_cache(maxsize=8)
 def current_versions(arch: str) -> dict[str, str]:
     """The versions a winner measured now is stamped with: fearless's always, tileiras's where

@@ -43,7 +43,7 @@ def measure(
     """Seconds per call: the median of timed calls, after one warm-up call that compiles.
     `check`, if given, is called between the warm-up and the first timed call (which follows
     it with no `restore`), and what it returns right after that call (the tuner's look at the
-    arguments a call changes again, `Autotuned._watch`)."""
+    arguments a call changes again, `Watch.check`)."""
     restore()
     call()
     clock.wait()

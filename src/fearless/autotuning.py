@@ -10,6 +10,13 @@ or is a function of the call's arguments returning a hashable value (lists becom
 dicts tuples of their sorted items). The dtypes of every array argument are part of the key
 (`key_dtypes=[names]`: of those arguments' only). Without `key`, every argument is.
 
+This module holds the decorator (`fl.autotune`, `fl.autotune.export`), `Autotuned`'s call path
+(a call, `launch`, `inspect`, one configuration run with its partitions given back) and the
+rules that choose a configuration without timing one: a stored or table winner (proved on its
+first call), capture, tuning off, a compile-ahead pass. Timing a new key's configurations is
+autotune_session.py's (`Tuner`, which `Autotuned` inherits); the rest of the protocol below is
+in the modules it names.
+
 Before timing, a new key is looked up: first in the disk store below (this machine's own
 measurements), then in the tuning tables (`autotune_tables.py`: FEARLESS_TUNING_TABLE's, then
 those the package ships), by the function's module and qualified name, the key and the arch. A
@@ -40,11 +47,12 @@ worth timing for a call (a non-empty subset of `configs`, a function of the key 
 GEMMs drop tiles larger than the problem; it may return any iterable of them. A stale table
 winner is timed whether kept or not.
 
-The first call with a new key times every configuration (`autotune_timing.measure`: a warm-up
-call, which compiles, then repeated calls each between two synchronisations, the median kept),
-keeps the fastest and calls the function with it. On the GPU the configurations' Tile kernels
-compile first, side by side (tile/compile_ahead.py), and each is timed as soon as its compiles
-are done (`ready_order`), so one slow compile holds up only its own timing; past
+The first call with a new key times every configuration (autotune_session.py, with
+`autotune_timing.measure`: a warm-up call, which compiles, then repeated calls each between two
+synchronisations, the median kept), keeps the fastest and calls the function with it. On the
+GPU the configurations' Tile kernels compile first, side by side (tile/compile_ahead.py), and
+each is timed as soon as its compiles are done (`ready_order`), so one slow compile holds up
+only its own timing; past
 `autotune_timing.COMPILE_BUDGET_S` it is left out. A configuration that raises a fearless error
 (a tile too large, a launch the device refuses) is skipped (the progress line names it and the
 first line of its error); if every one fails, the first's error is raised with a note listing
@@ -86,17 +94,15 @@ shows a stage of the configuration those arguments use, and other attributes are
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import inspect
 import threading
-import time
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import autotune_store, autotune_tables, autotune_timing, config
+from . import autotune_store, autotune_tables, config
 from .autotune_ahead import capturing
 from .autotune_keys import (
     KeySpec,
@@ -106,18 +112,10 @@ from .autotune_keys import (
     freeze_grid,
     make_key,
 )
-from .autotune_timing import (
-    Clock,
-    DeviceClock,
-    HostClock,
-    Progress,
-    Watch,
-    keep,
-    measure,
-    spilling,
-    spills_much,
-    zero,
-)
+from .autotune_session import NEAR as NEAR  # `fearless.autotuning.NEAR` (docs/ops.md)
+from .autotune_session import Prune, Tuner, first_line
+from .autotune_tables import table_arch
+from .autotune_timing import keep
 from .errors import (
     CompileError,
     FearlessError,
@@ -126,21 +124,15 @@ from .errors import (
     LaunchContractError,
 )
 from .frames import user_stacklevel
-from .runtime import trace
 from .runtime.location import user_location
 from .runtime.partition import Partition, start_recording, stop_recording
 from .tile.compile_ahead import STATE as AHEAD  # the pass open, if any (tile/compile_ahead.py)
 
-# prune(configs, *args, **kwargs) -> the configurations worth timing (a subset of `configs`)
-Prune = Callable[..., Sequence[Mapping[str, Any]]]
 TILE_HINTS = ("num_ctas", "occupancy", "num_worker_warps")
-# A key the tuning tables lack, where they hold its function at other sizes, times only the
-# winners of its NEAR nearest entries (distinct ones; `Autotuned._order`).
-NEAR = 3
 _MISSING = object()
 
 
-class Autotuned:
+class Autotuned(Tuner):
     """A function (or Tile kernel) called with the fastest of its configurations per key."""
 
     def __init__(
@@ -313,25 +305,12 @@ class Autotuned:
         """Configuration `n` failed inside a capture, where the tuner may not try another."""
         return LaunchContractError(
             f"configuration {dict(self.configs[n])} of `{self.name}` failed inside a capture "
-            f"({_first_line(exc)}); the autotuner cannot try another there: what the failed "
+            f"({first_line(exc)}); the autotuner cannot try another there: what the failed "
             "one launched stays captured, and tuning would synchronise",
             user_location(),
             help=f"tune `{self.name}` outside the capture first: call it once with arguments of "
             "these shapes before capturing, and the capture takes the winner",
         )
-
-    def _every_failed(self, failures: Sequence[tuple[int, FearlessError]]) -> FearlessError:
-        """The first failure's error, with notes saying that every configuration tried failed
-        and each one's error (a copy: the error itself may be kept and raised again)."""
-        first = failures[0][1]
-        if len(failures) == 1:
-            return first
-        notes = [
-            f"every configuration of `{self.name}` tried failed ({len(failures)}); the error "
-            "above is the first's"
-        ]
-        notes += [f"{dict(self.configs[m])}: {_first_line(exc)}" for m, exc in failures]
-        return _with_notes(first, notes)
 
     def _prove(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -416,7 +395,7 @@ class Autotuned:
             full.append(arg)
         return kernel, [*full, *it]
 
-    # ------------------------------------------------------------------------------ tuning
+    # --------------------------------------------------------------- choosing, keeping
 
     def _choose(
         self, key: Hashable, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -533,214 +512,6 @@ class Autotuned:
         device = _device_name(current_target().on_device)
         return autotune_store.entry_path(self.fn, self.name, key, device, self.configs)
 
-    def _tune(
-        self,
-        key: Hashable,
-        grid: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        path: Path,
-        first: int | None = None,
-    ) -> int:
-        """Time every configuration (`first` before the others), store the fastest and return
-        it. Before each timed call `reset_to_zero`'s arguments are zeroed and `restore_value`'s
-        put back; after tuning, whatever happened (a winner, every configuration failing, an
-        exception of the function's own), both hold the call's contents again, and so do the
-        arguments `Watch` saw the function change again on a second call."""
-        started = time.perf_counter()
-        trace.refuse("the autotuner timed its configurations", first_call_only=True)
-        originals = {
-            name: keep(name, self._argument(name, args, kwargs))
-            for name in dict.fromkeys((*self._reset, *self._restore))
-        }
-        zeroes = [zero(name, self._argument(name, args, kwargs)) for name in self._reset]
-        restored = [originals[name] for name in self._restore if name not in self._reset]
-        named = [*zip(self._params, args, strict=False), *kwargs.items()]
-        named += [(f"argument {n}", a) for n, a in enumerate(args) if n >= len(self._params)]
-        declared = [self._argument(name, args, kwargs) for name in originals]
-        # fearless's own operators name what they change (their tests hold it), and copying
-        # their operands would slow every first call: only users' functions are watched
-        watch = Watch(self.name, [] if self._ours else named, declared)
-
-        def restore() -> None:
-            for put_back in (*zeroes, *restored):
-                put_back()
-            watch.put_back()
-
-        try:
-            return self._time_all(key, grid, args, kwargs, path, first, restore, watch, started)
-        finally:
-            for put_back in originals.values():
-                put_back()
-            watch.put_back()
-            watch.release()
-
-    def _time_all(
-        self,
-        key: Hashable,
-        grid: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        path: Path,
-        first: int | None,
-        restore: Callable[[], None],
-        watch: Watch,
-        started: float,
-    ) -> int:
-        """`_tune`'s timing, `restore` putting the arguments back before each call."""
-        from .runtime.target import current_target
-
-        target = current_target()
-        order, near = self._order(key, args, kwargs, first)
-        from .tile.compile_ahead import ready_order, stack_bytes
-
-        launches: dict[int, list[tuple[Any, Any]]] = {}
-        steps: Iterable[int] = order
-        clock: Clock = DeviceClock() if target.on_device else HostClock()
-        progress = Progress(self.name, key)
-        if target.on_device:
-            launches = self._compile_ahead(grid, args, kwargs, restore, order)
-            budget = autotune_timing.COMPILE_BUDGET_S
-            deadline = None if budget is None else started + budget
-            steps = ready_order(  # as compiles finish
-                order,
-                launches,
-                first,
-                deadline=deadline,
-                waiting=lambda left: progress.compiling(left, len(order)),
-            )
-        times: list[float | None] = [None] * len(self.configs)
-        failures: list[tuple[int, FearlessError]] = []
-        stacks: dict[int, int | None] = {}
-        spilled: list[int] = []  # timed at the end only if every configuration spills
-
-        def time_config(step: int, n: int) -> None:
-            cfg = self.configs[n]
-            progress.show(step, len(order), cfg)
-            try:
-                call = functools.partial(self._run, cfg, grid, args, kwargs, False)
-                times[n] = measure(call, restore, clock, watch.check if watch.pending else None)
-            except FearlessError as exc:
-                failures.append((n, exc))
-                progress.failed(step, len(order), cfg, _first_line(exc))
-
-        def take(step: int, n: int) -> None:
-            if launches:
-                stacks[n] = stack_bytes(launches[n])  # compiled: read at once
-                if autotune_timing.SKIP_SPILLING and n != first and spills_much(stacks[n]):
-                    spilled.append(n)
-                    return
-            time_config(step, n)
-
-        for step, n in enumerate(steps):
-            take(step, n)
-        late = [n for n in order if launches and n not in stacks]  # compiling past the budget
-        if late and all(times[n] is None for n in stacks):
-            for step, n in enumerate(late, len(stacks)):  # nothing ran yet: wait for them
-                take(step, n)
-            late = []
-        untimed = spilling(stacks, keep=first)  # all of `spilled`, or none if all spill
-        for step, n in enumerate(spilled, len(order) - len(spilled)):
-            if n not in untimed:
-                time_config(step, n)  # nothing without spills to prefer: timed after all
-        if launches:
-            self.spills[key] = [stacks.get(n) for n in range(len(self.configs))]
-        timed = [(t, n) for n, t in enumerate(times) if t is not None]
-        if not timed:
-            progress.done(None, None)
-            assert failures, "every configuration was left untimed"
-            raise self._every_failed(failures)
-        best_time, best = min(timed)
-        shortlist = (len(order), len(self.configs)) if near else None
-        progress.done(self.configs[best], best_time, len(late), shortlist)
-        self.timings[key] = times
-        # a winner without the late configurations serves this process only: the next one,
-        # their cubins on disk by then, tunes in full
-        if not late:
-            autotune_store.store(path, self.configs[best], times, near)
-        self._remember(key, best, best_time)
-        return best
-
-    def _order(
-        self, key: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any], first: int | None
-    ) -> tuple[list[int], bool]:
-        """The configurations a first call with `key` times, in order, and whether they were
-        shortlisted. They are those `prune` keeps; where the tuning tables hold this function
-        at other sizes of the same form, only the winners of the nearest other entries that
-        prune keeps (NEAR of them, nearest first; FEARLESS_AUTOTUNE_FULL times all), so that a new size
-        class compiles a few configurations, not every one. A shortlisted winner is stored as
-        such: `fearless tune`, which reads no table, measures the key again. A stale table
-        winner of `key` itself (`first`) comes first and is always timed; an entry of `key` is
-        never its own neighbour (a failed winner is tuned again over the others)."""
-        kept = self._kept(args, kwargs)
-        near: list[int] = []
-        if not config.autotune_full():
-            # every entry's winner by distance, then the NEAR nearest that `prune` keeps: a
-            # pruned winner leaves its place to the next entry's, not an empty shortlist
-            ranked = autotune_tables.neighbours(
-                self.identity, table_arch(), key, self.configs, self.name, len(self.configs),
-                exclude_own=True,
-            )  # fmt: skip
-            near = [n for n in ranked if n in kept][:NEAR]
-        shortlisted = bool(near) and len(near) < len(kept)
-        order = near if shortlisted else kept
-        return (order if first is None else [first, *(n for n in order if n != first)]), shortlisted
-
-    def _kept(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
-        """The indices of the configurations to time for this call: all of them, or those
-        `prune` keeps (in the configurations' order; it may return any iterable of them). A
-        pruner that keeps none, or returns configurations of its own, is the decorator's
-        mistake: a CompileError."""
-        if self._prune is None:
-            return list(range(len(self.configs)))
-        returned = self._prune(list(self.configs), *args, **kwargs)
-        try:
-            kept = list(returned)  # any iterable: a list, a tuple, a generator
-        except TypeError:
-            raise CompileError(
-                f"the `prune` of `{self.name}` returned a `{type(returned).__name__}`, not "
-                "configurations",
-                user_location(),
-                help="return a non-empty subset of the `configs` it is given (a list)",
-            ) from None
-        picked = [n for n, cfg in enumerate(self.configs) if any(cfg == k for k in kept)]
-        strangers = [dict(k) for k in kept if not any(k == cfg for cfg in self.configs)]
-        if not picked or strangers:
-            raise CompileError(
-                f"the `prune` of `{self.name}` returned "
-                + (f"configurations not among its own: {strangers}" if strangers else "none"),
-                user_location(),
-                help="return a non-empty subset of the `configs` it is given",
-            )
-        return picked
-
-    def _compile_ahead(
-        self,
-        grid: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        restore: Callable[[], None],
-        order: Sequence[int] | None = None,
-    ) -> dict[int, list[tuple[Any, Any]]]:
-        """The call of each configuration to time (`order`, default all) once, its Tile launches compiling
-        on worker threads instead of running (tile/compile_ahead.py), so the timing pass that
-        follows finds them compiled. A configuration that fails here is met again, and
-        skipped, there. Returns each configuration's launches, (kernel, key) pairs (`stack_bytes`
-        reads what they spill once compiled)."""
-        from .tile import compile_ahead as ahead
-
-        met: dict[int, tuple[int, int]] = {}
-        with ahead.compile_ahead():
-            for n in range(len(self.configs)) if order is None else order:
-                cfg = self.configs[n]
-                restore()
-                start = len(ahead.STATE.launches)
-                with contextlib.suppress(FearlessError):
-                    self._run(cfg, grid, args, kwargs, False)
-                met[n] = (start, len(ahead.STATE.launches))
-            launches = list(ahead.STATE.launches)
-        return {n: launches[a:b] for n, (a, b) in met.items()}
-
     # ----------------------------------------------------------------------- the signature
 
     def _parameters(self) -> list[str]:
@@ -846,17 +617,6 @@ def _give_back(
             part.unpartition()
 
 
-def table_arch() -> str:
-    """The arch tables are keyed by: the device's ("sm_90"), or "sim" on the simulator."""
-    from .runtime.target import current_target
-
-    if not current_target().on_device:
-        return "sim"
-    from .runtime import driver
-
-    return driver.device_info().arch
-
-
 def _device_name(on_device: bool) -> str:
     if not on_device:
         return "sim"
@@ -864,18 +624,3 @@ def _device_name(on_device: bool) -> str:
 
     info = driver.device_info()
     return f"{info.name}|{info.arch}"
-
-
-def _first_line(exc: BaseException) -> str:
-    """An error's kind and the first line of its message, for a progress line or a note."""
-    message = exc.message if isinstance(exc, FearlessError) else str(exc)
-    return f"{type(exc).__name__}: {(message.splitlines() or [''])[0]}"
-
-
-def _with_notes(exc: FearlessError, notes: list[str]) -> FearlessError:
-    """A copy of `exc` (same class, code and location) whose diagnostic ends with `notes`."""
-    new = type(exc).__new__(type(exc))
-    new.__dict__.update(exc.__dict__)
-    new.diagnostic = dataclasses.replace(exc.diagnostic, notes=[*exc.diagnostic.notes, *notes])
-    new.args = (new.diagnostic.render(),)
-    return new.with_traceback(exc.__traceback__)

@@ -269,7 +269,7 @@ def autotune_enabled() -> bool:
 def autotune_full() -> bool:
     """FEARLESS_AUTOTUNE_FULL=1: a key the tuning tables lack times every configuration, even
     where the tables hold the function at other sizes (whose winners alone are timed by
-    default, `autotuning.NEAR` of them)."""
+    default, `autotune_session.NEAR` of them)."""
     return flag("FEARLESS_AUTOTUNE_FULL", False)
 
 
