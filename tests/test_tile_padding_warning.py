@@ -43,6 +43,19 @@ def min_masked(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
     out.store(tile.broadcast_to(tile.min(masked, axis=1, keepdims=True), out.shape))
 
 
+@tile.kernel
+def scores_max(out: tile.Part[fl.f32], q: tile.Tensor[fl.f32], k: tile.Tensor[fl.f32],
+               BN: tile.Const[int], MASK: tile.Const[bool]):  # fmt: skip
+    """An attention's row maximum of q k^T over one tile of BN keys (zero-padded past k's
+    end): the padded keys' scores are 0, which the max takes in unless masked."""
+    qt = tile.load(q, (0, 0), (16, 16))
+    kt = tile.load(k, (0, 0), (BN, 16))
+    s = tile.mma(qt, kt.transpose(), tile.zeros((16, BN), fl.f32))
+    if MASK:
+        s = tile.where(tile.arange(BN, fl.i32)[None, :] < k.shape[0], s, -math.inf)
+    out.store(tile.broadcast_to(tile.max(s, axis=1, keepdims=True), (16, 16)))
+
+
 def _sig(tile_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[TileParam, ...]:
     return (
         TileParam("out", "part", f32, 2, tile_shape, align=array_align(0, shape, 4)),
@@ -160,3 +173,29 @@ def test_an_argmin_over_zero_padding_warns_at_its_line() -> None:
 def test_the_examples_do_not_warn(name: str) -> None:
     kernel = getattr(ex, name.partition(":")[0])
     assert _warnings(kernel, SIGNATURES[name]) == []
+
+
+def test_the_scores_of_padded_keys_through_an_mma_warn_unless_masked() -> None:
+    """q k^T with k's rows zero-padded: those keys' scores are the accumulator's 0 (a padded
+    row of k adds nothing), so a row max takes them in, the classic attention bug."""
+    fl.set_target("sim")
+    rng = np.random.default_rng(1)
+    q = fl.asarray(-rng.random((16, 16), dtype=np.float32))  # every real score is negative
+    said = {}
+    for keys, mask, warned in ((20, False, True), (20, True, False), (32, False, False)):
+        k = fl.asarray(rng.random((keys, 16), dtype=np.float32))
+        out = fl.empty((16, 16))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with out.partition((16, 16)) as part:
+                scores_max(part, q, k, 32, mask)
+        msgs = [str(w.message) for w in seen if issubclass(w.category, PaddedReductionWarning)]
+        assert bool(msgs) == warned, (keys, mask, msgs)
+        said[keys, mask] = msgs
+        got = out.numpy()[:, 0]
+        want = (q.numpy() @ k.numpy().T).max(axis=1)
+        # the warning's reason: unmasked, the padded keys' 0 beats every real score
+        assert np.allclose(got, want, atol=1e-5) == (not warned)
+    (msg,) = said[20, False]
+    assert "test_tile_padding_warning.py:" in msg and "`tile.max` takes in padding 0.0" in msg
+    assert "tile.where(cols < n, v, -math.inf)" in msg

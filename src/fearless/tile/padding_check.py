@@ -6,7 +6,9 @@ right only when `p` is the reduction's identity: 0 for `tile.sum`, -inf for `til
 wrong for rows of negative numbers whose length is not a multiple of the tile's.
 
 After the frontend, `warn_padded_reductions` follows each loaded tile's padding value through
-elementwise ops (the value a padded element holds: `exp(-inf - m)` is 0 for any finite `m`),
+elementwise ops (the value a padded element holds: `exp(-inf - m)` is 0 for any finite `m`)
+and `tile.mma` (a zero-padded row or column of an operand leaves the accumulator's constant
+there: the scores of padded keys are 0),
 and warns (`PaddedReductionWarning`, at the reduction's line) when a reduction's axis may hold
 padding that is not its identity. It follows comparisons too (`v < 5.0` of a zero-padded `v`
 is True there) and `tile.where` whose condition it follows (the chosen operand's padded value
@@ -105,8 +107,11 @@ _FIX = {
     "sum": "load the tile with `padding=0` (the identity of `sum`)",
     "prod": "replace the padding with 1.0 first, e.g. `tile.where(cols < n, v, 1.0)` with "
     "`cols = tile.arange(BN)` (a load cannot pad with 1.0)",
-    "max": "load the tile with `padding=-math.inf` (the identity of `max`)",
-    "min": "load the tile with `padding=math.inf` (the identity of `min`)",
+    "max": "load the tile with `padding=-math.inf` (the identity of `max`), or mask the padded "
+    "elements first, e.g. `tile.where(cols < n, v, -math.inf)` with `cols = tile.arange(BN)` "
+    "(the scores of a `tile.mma` with padded keys)",
+    "min": "load the tile with `padding=math.inf` (the identity of `min`), or mask the padded "
+    "elements first, e.g. `tile.where(cols < n, v, math.inf)`",
 }
 _FIX["argmax"], _FIX["argmin"] = _FIX["max"], _FIX["min"]
 _FIX["cumsum"] = _FIX["sum"]
@@ -210,7 +215,32 @@ def _fact(op: Any, facts: dict[Value, Fact], aligns: Any) -> Fact | None:
         return None if f is None else _moved(op, f)
     if isinstance(op, ops.Cat):
         return _cat(op, facts)
+    if isinstance(op, ops.Mma):
+        return _mma(op, facts)
     return None
+
+
+def _mma(op: Any, facts: dict[Value, Fact]) -> Fact | None:
+    """`acc + a @ b` with a constant `acc` (`tile.zeros`): a zero-padded row of `a` or column of
+    `b` adds nothing, so that row or column of the result holds `acc`'s value (the scores of an
+    attention's padded keys are 0, which a row's `tile.max` takes in). Zero padding along the
+    contracted axis adds nothing either; other padding there, a padded batch axis, a padded
+    row or column of another value, or an `acc` that is no constant is not followed."""
+    a, b, acc = op.operands
+    fa, fb = facts.get(a), facts.get(b)
+    value = _constant(acc)
+    if (fa is None and fb is None) or value is None:
+        return None
+    nd = len(tile_type(acc).shape)
+    axes = [frozenset[Cond]() for _ in range(nd)]
+    for f, own, contracted in ((fa, nd - 2, nd - 1), (fb, nd - 1, nd - 2)):
+        if f is None:
+            continue
+        pad, conds, _ = f
+        if any(conds[: nd - 2]) or ((conds[own] or conds[contracted]) and pad != 0.0):
+            return None
+        axes[own] = conds[own]
+    return (value, tuple(axes), False) if any(axes) else None
 
 
 def _moved(op: Any, f: Fact) -> Fact | None:
