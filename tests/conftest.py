@@ -40,7 +40,12 @@ def _fearless_env(
     tmp_path_factory: pytest.TempPathFactory,
     request: pytest.FixtureRequest,
 ) -> Iterator[None]:
+    from fearless import config
+
     monkeypatch.setenv("FEARLESS_VERIFY", "1")
+    # a test's `fl.set_target(...)` ends with the test: a leaked override took the fake-GPU
+    # tests that a worker ran after it to the simulator (2026-12-07)
+    monkeypatch.setattr(config, "_target_override", None)
     cache = tmp_path_factory.getbasetemp() / "fearless-cache"
     monkeypatch.setenv("FEARLESS_CACHE_DIR", str(cache))
     if request.node.get_closest_marker("gpu") is None:

@@ -178,7 +178,6 @@ def test_the_examples_do_not_warn(name: str) -> None:
 def test_the_scores_of_padded_keys_through_an_mma_warn_unless_masked() -> None:
     """q k^T with k's rows zero-padded: those keys' scores are the accumulator's 0 (a padded
     row of k adds nothing), so a row max takes them in, the classic attention bug."""
-    fl.set_target("sim")
     rng = np.random.default_rng(1)
     q = fl.asarray(-rng.random((16, 16), dtype=np.float32))  # every real score is negative
     said = {}

@@ -22,6 +22,8 @@ import fearless as fl
 from fearless import tile
 from fearless.abi import TileParam
 from fearless.errors import PaddedReductionWarning
+from fearless.runtime import arg_keys
+from fearless.runtime.target import Target
 
 I32_MAX, I32_MIN = 2**31 - 1, -(2**31)
 
@@ -214,6 +216,19 @@ def test_a_launch_with_minus_zero_runs_its_own_compile() -> None:
     # the dispatcher's key told 0.0 and -0.0 apart too late: (float, 0.0) == (float, -0.0)
     signs = [np.signbit(_run(fill, (4,), fl.f32, (4,), v)[0]) for v in (0.0, -0.0, 0.0, -0.0)]
     assert [bool(s) for s in signs] == [False, True, False, True]
+
+
+def test_a_nan_const_finds_its_entry_again() -> None:
+    """A NaN equals nothing, so a key holding it found no entry: every launch with a fresh NaN
+    took the slow path and stored one more key. Keyed by its bits, the second launch is warm."""
+    for _ in range(3):
+        out = fl.empty(4)
+        with out.partition((4,)) as p:
+            fill(p, float("nan"))  # a new NaN object each time
+        assert np.isnan(out.numpy()).all()
+    entries = fill._dispatch.entries  # type: ignore[union-attr]
+    nan_keys = [k for k in entries if k[0] is Target.SIM and k[-1][0] is arg_keys.NaNBits]
+    assert len(nan_keys) == 1
 
 
 @tile.kernel

@@ -33,6 +33,7 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -238,12 +239,22 @@ class SignedZero:
     a zero goes to the Python path, which finds its own entry."""
 
 
+class NaNBits:
+    """The key type of a Const float NaN, by its bits (`(NaNBits, 0x7FF8000000000000)`): a NaN
+    equals no other float, itself included, so `(float, nan)` would find no entry unless the
+    call passed the very NaN object of an earlier one: every launch would take the slow path
+    and store a key of its own. claunch_tile.c's warm path never matches this part either, so a
+    NaN goes to the Python path, which finds its entry."""
+
+
 def const_part(arg: Any) -> tuple[Any, Any]:
-    """A Const argument's part of the key: (its type, its value), a float zero by its sign and
-    a tuple holding one item by item."""
-    if type(arg) is float and arg == 0.0:
+    """A Const argument's part of the key: (its type, its value), a float zero by its sign, a
+    NaN by its bits and a tuple holding either item by item."""
+    if type(arg) is float and (arg == 0.0 or arg != arg):
+        if arg != arg:
+            return (NaNBits, struct.unpack("<Q", struct.pack("<d", arg))[0])
         return (SignedZero, math.copysign(1.0, arg))
-    if type(arg) is tuple and any(type(x) is float and x == 0.0 for x in arg):
+    if type(arg) is tuple and any(type(x) is float and (x == 0.0 or x != x) for x in arg):
         return (tuple, tuple(const_part(x) for x in arg))
     return (type(arg), arg)
 
