@@ -19,6 +19,7 @@ import pytest
 
 import fearless as fl
 from fearless import config, tile
+from fearless.errors import PaddedReductionWarning
 from support.tile_random_kernels import rand_ref
 
 
@@ -1433,7 +1434,8 @@ def test_a_padding_other_than_the_five_is_emulated() -> None:
         out.store(tile.sum(tile.load(x, (0,), (64,), padding=1.0), keepdims=True))
 
     part = fl.empty(1).partition((1,))
-    pad_sum(part, fl.zeros(50))
+    with pytest.warns(PaddedReductionWarning, match="takes in padding 1.0"):  # as it means to
+        pad_sum(part, fl.zeros(50))
     assert part.unpartition().numpy().tolist() == [14.0]  # the 14 padded elements
 
 

@@ -56,6 +56,21 @@ def scores_max(out: tile.Part[fl.f32], q: tile.Tensor[fl.f32], k: tile.Tensor[fl
     out.store(tile.broadcast_to(tile.max(s, axis=1, keepdims=True), (16, 16)))
 
 
+@tile.kernel
+def padded_with(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32], KIND: tile.Const[int],
+                P: tile.Const[float]):  # fmt: skip
+    """A row's sum (KIND 0), product (1) or max (2) of a tile loaded with `padding=P`, which
+    Tile IR emulates for P other than 0, -0.0, +-inf and nan."""
+    rows = tile.load_like(x, out, padding=P)
+    if KIND == 0:
+        r = tile.sum(rows, axis=1, keepdims=True)
+    elif KIND == 1:
+        r = tile.prod(rows, axis=1, keepdims=True)
+    else:
+        r = tile.max(rows, axis=1, keepdims=True)
+    out.store(tile.broadcast_to(r, out.shape))
+
+
 def _sig(tile_shape: tuple[int, ...], shape: tuple[int, ...]) -> tuple[TileParam, ...]:
     return (
         TileParam("out", "part", f32, 2, tile_shape, align=array_align(0, shape, 4)),
@@ -198,3 +213,24 @@ def test_the_scores_of_padded_keys_through_an_mma_warn_unless_masked() -> None:
     (msg,) = said[20, False]
     assert "test_tile_padding_warning.py:" in msg and "`tile.max` takes in padding 0.0" in msg
     assert "tile.where(cols < n, v, -math.inf)" in msg
+
+
+def test_an_emulated_padding_warns_under_a_sum_or_product_it_is_not_the_identity_of() -> None:
+    """`padding=1.0` is a zero-padded load and a `tile.where` on its in-bounds mask: the
+    check reads the padded elements as 1.0, which a sum takes in (a product does not), and
+    as a value the user chose, which a max is meant to take in."""
+
+    def said(kind: str, pad: float) -> list[str]:
+        code = ("sum", "prod", "max").index(kind)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = fl.empty((4, 100))
+            with out.partition((1, 128)) as part:
+                padded_with(part, fl.asarray(np.ones((4, 100), np.float32)), code, pad)
+        return [str(w.message) for w in seen if issubclass(w.category, PaddedReductionWarning)]
+
+    (msg,) = said("sum", 1.0)
+    assert "`tile.sum` takes in padding 1.0" in msg and "`padding=0`" in msg
+    assert said("prod", 1.0) == [] and said("max", 1.0) == [] and said("sum", 0.0) == []
+    (msg,) = said("prod", 2.0)
+    assert "`tile.prod` takes in padding 2.0" in msg

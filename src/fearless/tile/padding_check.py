@@ -17,11 +17,12 @@ math.inf, v)` masks it away), and a reshape to the same shape (`tile.argmin`'s f
 `tile.min`). An axis may hold padding unless the specialisation's facts (`TileParam.align`:
 the power of two dividing each extent) show that the tile's extent divides the tensor's. A
 constant a `tile.where` puts in the padding warns under a sum or product only: under a max or
-min it is a sentinel the user chose (an argmin's index N past every column). A
-padded value the check cannot follow (a reshape to another shape, a condition computed from
-positions, as `padding=1.0`'s emulation is, a value carried round a loop, a value that depends
-on the other operand) is not warned about: the check only speaks when it is sure of the padded
-value.
+min it is a sentinel the user chose (an argmin's index N past every column). A `padding=`
+Tile IR lacks (`padding=1.0`) is emulated by a `tile.where` on the load's in-bounds mask, which
+the check recognises (`_emulated`) and reads as a chosen constant. A padded value the check
+cannot follow (a reshape to another shape, another condition computed from positions, a value
+carried round a loop, a value that depends on the other operand) is not warned about: the check
+only speaks when it is sure of the padded value.
 
 The specialisation knows each extent's power-of-two divisor only up to 16 bytes (4 f32), so a
 tile of 32 on an extent of 32 is undecided when the kernel compiles. `padded_reductions` keeps,
@@ -306,16 +307,54 @@ def _cat(op: Any, facts: dict[Value, Fact]) -> Fact | None:
 
 def _select(op: Any, facts: dict[Value, Fact]) -> Fact | None:
     """`where(cond, a, b)` where `cond`'s padded elements hold a known bool: the padded
-    elements take the chosen operand's padded value, or its constant."""
+    elements take the chosen operand's padded value, or its constant. Also a `padding=` Tile
+    IR lacks (`_emulated`)."""
     fc = facts.get(op.operands[0])
     if fc is None:
-        return None
+        return _emulated(op, facts)
     chosen = op.operands[1 if fc[0] else 2]
     if (fx := facts.get(chosen)) is not None:
         axes = _joined(fc[1], fx[1])
         return None if axes is None else (fx[0], axes, fx[2])
     value = _constant(chosen)
     return None if value is None else (value, fc[1], True)
+
+
+def _emulated(op: Any, facts: dict[Value, Fact]) -> Fact | None:
+    """`tile.load(x, ..., padding=c)` for a constant c Tile IR cannot pad with (load_padding.py):
+    a zero-padded load, then `where(in_bounds, loaded, c)` with the mask compared against x's
+    extents, so its padded elements hold c. A constant a `tile.where` chose, as the user did:
+    it warns under a sum or product, not under a max or min."""
+    loaded, fill = op.operands[1], op.operands[2]
+    load = loaded.owner
+    f, value = facts.get(loaded), _constant(fill)
+    if f is None or value is None or not isinstance(load, ops.Load):
+        return None
+    return (value, f[1], True) if _bounds_of(op.operands[0], load.operands[0]) else None
+
+
+def _bounds_of(mask: Value, arr: Value) -> bool:
+    """Whether `mask` is made only of comparisons joined by `and` (and reshaped or broadcast),
+    at least one of them with an extent of array `arr`: load_padding.py's in-bounds mask."""
+    stack, extent = [mask], False
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, ops.Broadcast | ops.Reshape):
+            stack.append(owner.operands[0])
+        elif isinstance(owner, ops.Binary) and owner.attrs["kind"] == "and":
+            stack.extend(owner.operands)
+        elif isinstance(owner, ops.Compare):
+            extent = extent or any(_is_extent(x, arr) for x in owner.operands)
+        else:
+            return False
+    return extent
+
+
+def _is_extent(v: Value, arr: Value) -> bool:
+    """Whether `v` is an extent of array `arr` (`tile.dim`), reshaped or broadcast."""
+    while isinstance(v.owner, ops.Broadcast | ops.Reshape):
+        v = v.owner.operands[0]
+    return isinstance(v.owner, ops.ArrayDim) and v.owner.operands[0] is arr
 
 
 def _constant(v: Value) -> float | None:
