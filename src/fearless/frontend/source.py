@@ -389,8 +389,14 @@ def resolve_annotations(func: Callable[..., Any]) -> dict[str, Any]:
             except Exception as exc:
                 src = load_source(func)
                 arg = next(a for a in src.tree.args.args if a.arg == name)
+                at = src.loc(arg.annotation or arg)
+                if isinstance(exc, FearlessError):  # the annotation's own mistake (`Const[str]`)
+                    d = exc.diagnostic  # at the annotation, as a non-string one is said
+                    raise type(exc)(
+                        d.message, at, help=d.help, notes=d.notes, code=d.code
+                    ) from None
                 raise CompileError(
-                    f"cannot resolve the annotation `{ann}`: {exc}", src.loc(arg), code="E0599"
+                    f"cannot resolve the annotation `{ann}`: {exc}", at, code="E0599"
                 ) from None
         out[name] = ann
     return out
