@@ -9,7 +9,8 @@
 # under 1 MB is left (2026-12-07): to run HEAD while helpers edit the working tree, carry
 # only HEAD's copies of the changed files (`git archive HEAD $(git diff --name-only HEAD --
 # src tests) | xz > .head/head.tar.xz`, unpacked over the tree first on the GPU machine).
-# Steps: tests (every GPU test but hf's), hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
+# Steps: tests (every GPU test but hf's and benchops'), benchops (test_bench_ops_gpu.py's slices),
+#        hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),
 #        spills (each configuration's time beside the stack its kernels spill),
 #        bmm (fearless bench's bmm cases), attn (fearless bench's attention and fp8 matmul
@@ -84,7 +85,7 @@ for step in "$@"; do
            par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 12")
            files=$(ls tests/gpu/test_*.py tests/test_tile_heldout.py tests/test_tile_fp8.py \
              tests/test_tile_cutile_ops.py tests/test_ops_attention.py \
-             | grep -v -e test_autotune_gpu.py -e test_transformers_gpu.py)
+             | grep -v -e test_autotune_gpu.py -e test_transformers_gpu.py -e test_bench_ops_gpu.py)
            if [ -n "${PART:-}" ]; then
              files=$(echo "$files" | awk -v k="${PART%/*}" -v n="${PART#*/}" 'NR % n == k % n')
            fi
@@ -95,6 +96,13 @@ for step in "$@"; do
            python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autotune_gpu.py 2>&1 \
              | tail -5 >> "$out/gpu_tests.log"
            grep -E "passed|failed" "$out/gpu_tests.log" ;;
+    benchops) # tests/gpu/test_bench_ops_gpu.py alone, its 8 slices on 8 workers: every operator
+           # at its smallest shape against its peers, compiled cold (in the tests step, xdist
+           # gave one worker several slices in a row, and PART=1/2 ran past a call's 600 s on a
+           # fresh H100, 2026-12-07)
+           FEARLESS_AUTOTUNE=0 python3 -m pytest -v -m gpu -n 8 $tmo -p no:cacheprovider -rfE \
+             --failure-log "$out/gpu_benchops_failures.log" tests/gpu/test_bench_ops_gpu.py 2>&1 \
+             | tee "$out/gpu_benchops_full.log" | grep -E "(FAILED|ERROR) tests|passed|failed" ;;
     hf)    # the transformers GPU tests (full layer sizes of 8B to 30B models) on 2 workers: in
            # the tests step's 12, with the rest, they ran the H100's 80 GB out (2026-12-05)
            par=$(python3 -c 'import xdist' 2>/dev/null && echo "-n 2")
