@@ -30,7 +30,8 @@ from .access import load, store
 from .constants import const_array, const_base, load_const, refuse_store
 from .coords import Register
 from .coords import read as read_register
-from .intrinsics import lower_call, math_attribute_error, resolve_annotation, return_value
+from .device_calls import return_value
+from .intrinsics import lower_call, math_attribute_error, resolve_annotation
 from .loops import LoopLowerer
 from .regions import lower_with
 from .slots import compared, guard, method_call
