@@ -19,6 +19,7 @@
 #        simt (bench/simt_bench.py),
 #        suite (fearless bench, full size), quick (fearless bench --quick),
 #        lc (fearless bench --cases launch compile: launch overhead and compile times),
+#        launchbase (the launch family for this tree, the tree before issue 34's work, this again),
 #        ahead (the GPU tests of the ops that compile their steps in one pass on a first call),
 #        aheadbench (their first calls), devices (device choice and the torchrun example),
 #        near (every op's first call at a new size class with the
@@ -205,6 +206,17 @@ for step in "$@"; do
              | tee "$out/gsizes.log" | grep -v "^ " ;;
     sanitizer) bash bench/sanitizer/run.sh "$out" 2>&1 | tee "$out/sanitizer.txt" ;;
     lc)    python3 -m fearless bench --cases launch compile --out "$out/lc" 2>&1 | tail -30 ;;
+    launchbase) # issue 34's speed guard in one run: the launch family for this tree, for the
+           # tree before the one-launch-layer work, and for this tree again (the run's noise).
+           # The old tree travels packed: `mkdir -p .head && git archive 54a50ec src examples
+           # pyproject.toml | xz -9 > .head/base_src.tar.xz` (0.4 MB; the launch family reads
+           # examples/), with .head carried (.tiletools-slim, .whl and .head fit beside the
+           # tree without bench/results); both trees' `--dry-run` pass on the CPU (2026-12-07)
+           python3 -m fearless bench --cases launch --out "$out/launch-head" 2>&1 | tail -8
+           rm -rf /tmp/base && mkdir -p /tmp/base && tar xJf "${BASE_SRC:-.head/base_src.tar.xz}" -C /tmp/base
+           (cd /tmp/base && PYTHONPATH=/tmp/base/src${PYTHONPATH#src} python3 -m fearless bench \
+              --cases launch --out "$out/launch-base" 2>&1 | tail -8)
+           python3 -m fearless bench --cases launch --out "$out/launch-head2" 2>&1 | tail -8 ;;
     models) # end to end (family_models.py): one fresh process per model, workload and
            # implementation; FEARLESS_BENCH_MODELS_BUDGET_S (default 300) bounds one run;
            # QUICK=1: Llama-3-8B's layers at the quick workloads only
