@@ -74,7 +74,7 @@ from .device_errors import ErrorPool, default_pool
 from .host_arrays import finish, stage
 from .location import argument_error, user_location
 from .params import ParamPacker, bf16_bits
-from .streams import Stream, default_cu_stream, keep_if_captured, stream_handle
+from .streams import Stream, captured, default_cu_stream, keep_if_captured, stream_handle
 from .target import Target
 from .tensor import Tensor
 
@@ -361,10 +361,10 @@ def build_launcher(
         # nothing, and the Python checks below run and explain.
         lines += [
             # None: the default stream, which claunch_streams.c decides as streams.py would
-            # a chosen stream inside `fl.graph` (on any thread): the Python path, which keeps
-            # the arguments of a launch the capture takes
-            "    h = None if stream is None else (stream._handle"
-            " if type(stream) is Stream and not streams._captures else -1)",
+            # a launch on this thread's `fl.graph` capture stream: the Python path, which
+            # keeps the arguments for the graph (a launch the capture does not take stays here)
+            "    h = None if stream is None else (stream._handle if type(stream) is Stream"
+            " and not (streams._captures and captured(stream)) else -1)",
             "    if h != -1 and type(args) is tuple:",
             "        r = claunch(cplan, fnc, fast, gx, g[1], g[2], b[0], b[1], b[2], nthreads,"
             " args, h)",
@@ -523,6 +523,7 @@ def build_launcher(
         synchronize=_synchronize,
         streams=streams,
         keep_if_captured=keep_if_captured,
+        captured=captured,
         write=plan._torch_write,
         bump=bump_versions,
         PLAIN=(type(None), driver.DeviceAllocation),
