@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from ..abi import ParamSpec
 from ..errors import BorrowError
-from .arrays import ArrayInfo, torch_grad_leaf_error, torch_written
+from .arrays import ArrayInfo, torch_write
 from .devices import launch_device
 from .location import user_location
 
@@ -97,10 +97,8 @@ def check_borrows(specs: Sequence[ParamSpec], infos: Sequence[ArrayInfo | None])
             continue
         names.append(spec.name)
         outputs.append(spec.is_output)
-        if spec.is_output and (t := torch_written(info.owner)) is not None:
-            error = torch_grad_leaf_error(t, f"argument `{spec.name}`")
-            if error is not None:
-                raise error
+        if spec.is_output:  # torch's memory: refused as an in-place op would be
+            torch_write(info.owner, f"argument `{spec.name}`")
         starts.append(info.ptr)
         ends.append(info.ptr + info.nbytes)
         on.append(info.device)

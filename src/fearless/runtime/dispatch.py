@@ -175,9 +175,8 @@ class Dispatcher:
         refused); the launch bumps their versions after, as an in-place op would."""
         written = []
         for i in self.atomics:
-            arg = args[i] if i < len(args) else None
-            if arg is not None:
-                t = torch_write(arg, f"argument `{self.params[i].name}`")
+            if args[i] is not None:  # None: an optional array left out
+                t = torch_write(args[i], f"argument `{self.params[i].name}`")
                 if t is not None:
                     written.append(t)
         return written

@@ -30,9 +30,10 @@ from . import devices, driver, streams
 from .arrays import (
     ArrayInfo,
     as_dtype,
+    bump_versions,
     describe,
     nbytes_text,
-    torch_grad_leaf_error,
+    torch_write,
     torch_written,
 )
 from .location import argument_error, check_not_moved, user_location
@@ -202,11 +203,7 @@ class Tensor:
         `fearless.tile.Partition`.
         """
         if "torch" in sys.modules:  # a torch tensor's memory: autograd's rules too
-            owner = torch_written(self)
-            if owner is not None and owner.requires_grad:
-                error = torch_grad_leaf_error(owner, "the tensor partitioned")
-                if error is not None:
-                    raise error
+            torch_write(self, "the tensor partitioned")
         return partition(self, shape, order)
 
     def _mark_moved(self, where: Location | None) -> None:
@@ -220,7 +217,7 @@ class Tensor:
         if "torch" in sys.modules and (owner := torch_written(self)) is not None:
             # a partition wrote torch's memory behind autograd's back: as an in-place op would,
             # bump its version, so that a backward that saved it refuses to use it
-            sys.modules["torch"].autograd.graph.increment_version(owner)
+            bump_versions((owner,))
 
     # ------------------------------------------------------------------- copy and pickle
 

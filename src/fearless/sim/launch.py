@@ -20,7 +20,7 @@ import numpy as np
 
 from ..abi import CompiledKernel, LaunchContract, ParamSpec, Requirement
 from ..ir.core import Function
-from ..runtime.arrays import ArrayInfo, torch_written
+from ..runtime.arrays import ArrayInfo, bump_versions, torch_written
 from ..runtime.binder import bind_args
 from ..runtime.borrow import check_borrows
 from ..runtime.contract import (
@@ -115,8 +115,6 @@ class SimLauncher:
     ) -> None:
         err = sim.run(grid, block, runtime_args)
         if written:  # torch's memory, written behind autograd's back: as an in-place op would
-            import torch
-
-            torch.autograd.graph.increment_version(written)
+            bump_versions(written)
         if err is not None:
             raise format_index_error(self.ck, err.record_words())
