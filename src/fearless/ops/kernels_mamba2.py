@@ -55,18 +55,31 @@ def row_block(t, b, i, h, j, CS, BP):
 
 
 @tile.function
+def head_value(t, h):
+    """Head h's value of an (H,) tensor (a or d), an f32 scalar."""
+    return tile.load(t, (h,), (1,)).astype(fl.f32).item()
+
+
+@tile.function
 def decay(a, dt, b, i, h, CS, NO_SCAN):
     """The chunk's dt (CS, 1) f32 and cumulative log decay g (CS, 1); with NO_SCAN, g as a
     masked row sum (tileiras refuses tf32 mmas beside a tile.cumsum: "Failed to select TMA
     load instruction", as ops/kernels_delta_rule.py's chunk_prepare)."""
     dtc = tile.load(dt, (b, i, h), (1, CS, 1)).reshape((CS,)).astype(fl.f32)
-    ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
+    ah = head_value(a, h)
     if NO_SCAN:  # compile-time
         lower = tile.arange(CS)[:, None] >= tile.arange(CS)[None, :]
         g = tile.sum(tile.where(lower, (dtc * ah).reshape((1, CS)), 0.0), axis=1)
     else:
         g = tile.cumsum(dtc * ah, axis=0)
     return dtc.reshape((CS, 1)), g.reshape((CS, 1))
+
+
+@tile.function
+def entry_state(states, b, ci, h, j, BP, NP):
+    """Chunk ci's entry state (BP, NP) f32, rows j * BP.. of P, of head h (`chunk_states`'s
+    (B, NC, H, P, N))."""
+    return tile.load(states, (b, ci, h, j, 0), (1, 1, 1, BP, NP)).reshape((BP, NP))
 
 
 @tile.function
@@ -166,11 +179,11 @@ def make_chunk_out(dt, tdt, adt, ddt_, **hints):
         xt = row_block(x, b, ci, h, j, CS, BP)
         bt, ct = rows(bm, b, ci, grp, CS, NP), rows(cm, b, ci, grp, CS, NP)
         dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
-        s0 = tile.load(states, (b, ci, h, j, 0), (1, 1, 1, BP, NP)).reshape((BP, NP))
+        s0 = entry_state(states, b, ci, h, j, BP, NP)
         y = mm(ct, s0.transpose(), tile.zeros((CS, BP), fl.f32), MX) * tile.exp(g)
         cb = mm(ct, bt.transpose(), tile.zeros((CS, CS), fl.f32), MX) * causal_decay(g, CS)
         y = mm(cb, xt * dtc, y, MX)
-        y = y + xt * tile.load(d, (h,), (1,)).astype(fl.f32).item()
+        y = y + xt * head_value(d, h)
         out.store(y.reshape((1, CS, 1, BP)).astype(dt))
 
     return chunk_out
@@ -265,7 +278,7 @@ def make_chunk_dx(dt, tdt, adt, ddt_, **hints):
         wcb = wcb * mm(ct, bj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
         dxs = mm(bj, ds.transpose(), tile.zeros((BR, PP), fl.f32), MX)
         dxt = mm(wcb.transpose(), dyt, dxs * tile.exp(g[CS - 1, 0] - gj), MX)
-        dh = tile.load(d, (h,), (1,)).astype(fl.f32).item()
+        dh = head_value(d, h)
         dx.store((dyj * dh + dxt * dtj).reshape((1, BR, 1, PP)).astype(dt))
 
     return chunk_dx
@@ -334,7 +347,7 @@ def make_chunk_dc(dt, tdt, adt, **hints):
         dyi, cr = rows(dy, b, r, h, BR, PP), rows(cm, b, r, grp, BR, NP)
         dtc, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
         gi = pick(g, i0, BR, CS)
-        s0 = tile.load(states, (b, ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        s0 = entry_state(states, b, ci, h, 0, PP, NP)
         q = decay_block(gi, g, i0, 0, BR, CS) * dtc.reshape((1, CS))
         q = q * mm(dyi, xt.transpose(), tile.zeros((BR, CS), fl.f32), MX)
         dc = mm(dyi, s0, tile.zeros((BR, NP), fl.f32), MX) * tile.exp(gi)
@@ -365,8 +378,8 @@ def make_chunk_ddt(dt, tdt, adt, **hints):
         CS = ddt.shape[1]
         nc = states.shape[1]
         dtc, dr = steps(dtt, b, ci, h, CS), steps(direct, b, ci, h, CS)
-        ah = tile.load(a, (h,), (1,)).astype(fl.f32).item()
-        s0 = tile.load(states, (b, ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        ah = head_value(a, h)
+        s0 = entry_state(states, b, ci, h, 0, PP, NP)
         ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
         k_sum = tile.sum(steps(k_in, b, ci, h, CS))
         d_last = tile.exp(tile.sum(dtc) * ah) * tile.sum(ds * s0) + k_sum
