@@ -165,13 +165,13 @@ def rows_normalised(acc, l_i, rows, lq):
 
 
 @tile.function
-def sequence_lengths(q_lens, kv_lens, b, q, k):
+def sequence_lengths(q_lens, kv_lens, b, l_pad, s_pad):
     """(LQ, LK, off) of sequence b of a padded batch: its query and key lengths q_lens[b] and
-    kv_lens[b] ((B,) i32 tensors) clamped to q's L and k's S (axis 2; a length past the
-    padding never reads past the tensor), and its rows' offset LK - LQ (row r sits at
-    r + LK - LQ, bottom-right aligned)."""
-    lq = min(max(tile.load(q_lens, (b,), (1,)).item(), 0), q.shape[2])
-    lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), k.shape[2])
+    kv_lens[b] ((B,) i32 tensors) clamped to the padded query and key axes' sizes l_pad and
+    s_pad (a length past the padding never reads past the tensor), and its rows' offset
+    LK - LQ (row r sits at r + LK - LQ, bottom-right aligned)."""
+    lq = min(max(tile.load(q_lens, (b,), (1,)).item(), 0), l_pad)
+    lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), s_pad)
     return lq, lk, lk - lq
 
 
@@ -207,14 +207,22 @@ def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
 
 
 @tile.function
+def score_tile(t, b, h, i, j, TILE_M, TILE_N, has_b, has_h):
+    """The (TILE_M, TILE_N) tile of query tile i and key tile j of head (b, h) in a per-score
+    tensor `t` of (1 or B, 1 or H, L, S) (a mask or a bias); `has_b` / `has_h` (compile-time):
+    it has the batch / heads axis (else it broadcasts over it)."""
+    tb = b if has_b else 0
+    th = h if has_h else 0
+    return tile.load(t, (tb, th, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
+
+
+@tile.function
 def user_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h):
     """Base-2 scores `s` of query tile i (head (b, h)) against key tile j with the user's mask
     `m` of (1 or B, 1 or H, L, S) applied, per compile-time flag: `mask_bool` -inf where it is
     False, else its values added (scaled to base 2, 1 / ln 2); `mask_b` / `mask_h`: it has
     the batch / heads axis (else it broadcasts over it)."""
-    mb = b if mask_b else 0
-    mh = h if mask_h else 0
-    mt = tile.load(m, (mb, mh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
+    mt = score_tile(m, b, h, i, j, TILE_M, TILE_N, mask_b, mask_h)
     if mask_bool:  # noqa: SIM108
         s = tile.where(mt, s, -math.inf)
     else:

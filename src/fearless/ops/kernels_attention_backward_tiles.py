@@ -39,6 +39,26 @@ def key_tile_t(k, b, kv_h, j, TILE_N, TILE_D):
 
 
 @tile.function
+def padded_key_tile_t(k, b, kv_h, j, TILE_N, TILE_D, s_len, varlen):
+    """`key_tile_t`, with the keys at or past s_len zeroed where `varlen` (compile-time:
+    varlen's padding, see the backward's comment)."""
+    kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
+    if varlen:
+        kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
+    return kt
+
+
+@tile.function
+def padded_rows(t, b, h, i, TILE, TILE_D, n, varlen):
+    """`head_rows` i * TILE.. of head (b, h), with the rows at or past n zeroed where `varlen`
+    (compile-time: varlen's padding, see the backward's comment)."""
+    rows = head_rows(t, b, h, i, TILE, TILE_D)
+    if varlen:
+        rows = zeroed_past(rows, i * TILE, n, TILE, False)
+    return rows
+
+
+@tile.function
 def score_grads(p, do, vt, di, TILE_M, TILE_N):
     """dS = P * (dO V_j^T - delta) of one (query tile, key tile) pair (vt: V_j transposed,
     `key_tile_t`)."""
@@ -248,7 +268,7 @@ def ragged_geometry(q, k, a0, a1, b, sink):
     if sink:
         off = tile.load(a1, (0,), (1,)).item()
     else:
-        l_len, s_len, off = sequence_lengths(a0, a1, b, q, k)
+        l_len, s_len, off = sequence_lengths(a0, a1, b, l_len, s_len)
     return s_len, l_len, off
 
 
@@ -361,9 +381,7 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
-            kt = key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D)
-            if varlen:  # compile-time
-                kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
+            kt = padded_key_tile_t(k, b, h // GROUP, j, TILE_N, TILE_D, s_len, varlen)
             s, _t = tile_scores(
                 qt, kt, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, m, b, h,
                 TILE_M, TILE_N,
@@ -440,15 +458,15 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         acc_k = tile.zeros((TILE_N, TILE_D), fl.f32)
         acc_v = tile.zeros((TILE_N, TILE_D), fl.f32)
         # this program's key and value tiles, loaded once for every query tile it walks
+        # both loaded before either is zeroed, as the Tile IR has them (`padded_key_tile_t`
+        # would zero K before loading V)
         kt = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
         vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
         if varlen:  # compile-time
             kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
             vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, True)
         if atomic_dq:  # compile-time: K as dQ += dS K takes it, and dQ's columns
-            kn = head_rows(k, b, kv_h, j, TILE_N, TILE_D)
-            if varlen:  # compile-time
-                kn = zeroed_past(kn, j * TILE_N, s_len, TILE_N, False)
+            kn = padded_rows(k, b, kv_h, j, TILE_N, TILE_D, s_len, varlen)
             cols = tile.arange(TILE_D)[None, :]
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
@@ -543,22 +561,17 @@ def make_attention_dq(dt, causal, even_k, variant=None, mask=None, **hints):
             right, ragged, sink,
         )  # fmt: skip
         for j in range(first, tiles):
-            k_t = key_tile_t(k, b, kv_h, j, TILE_N, TILE_D)
-            if varlen:  # compile-time
-                k_t = zeroed_past(k_t, j * TILE_N, s_len, TILE_N, True)
+            k_t = padded_key_tile_t(k, b, kv_h, j, TILE_N, TILE_D, s_len, varlen)
             s, t = tile_scores(
                 qt, k_t, i, j, s_len, off, scale, scale * INV_LOG_2, wl, wr, cap, m, b, h,
                 TILE_M, TILE_N,
             )  # fmt: skip
-            vt = key_tile_t(v, b, kv_h, j, TILE_N, TILE_D)
-            if varlen:  # compile-time
-                vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, True)
+            vt = padded_key_tile_t(v, b, kv_h, j, TILE_N, TILE_D, s_len, varlen)
             ds = score_grads(tile.exp2(s - li), do, vt, di, TILE_M, TILE_N)
             if capped:  # compile-time: through the cap, dR = dS (1 - T^2)
                 ds = ds * (1.0 - t * t)
-            kt = head_rows(k, b, kv_h, j, TILE_N, TILE_D)  # K as dQ += dS K takes it
-            if varlen:  # compile-time
-                kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, False)
+            # K as dQ += dS K takes it
+            kt = padded_rows(k, b, kv_h, j, TILE_N, TILE_D, s_len, varlen)
             acc = tile.mma(ds.astype(dt), kt, acc)
         if varlen:  # compile-time: a padded row (its own row of each product) gets dQ = 0
             acc = zeroed_past(acc, i * TILE_M, l_len, TILE_M, False)

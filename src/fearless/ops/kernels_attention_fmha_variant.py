@@ -40,7 +40,9 @@ from .kernels_attention import (
     online_start,
     online_weights,
     rows_normalised,
+    score_tile,
     seen_keys,
+    sequence_lengths,
     tile_order,
     tile_positions,
     variant_bounds,
@@ -69,13 +71,11 @@ def biased(s, bias, b, h, i, j, pos, keys, TILE_M, TILE_N, kind, bias_b, bias_h)
     """Base-2 scores `s` plus the bias (compile-time `kind`): "vector" / "matrix" tiles of
     (1 or B, 1 or N, 1 or S_q, S_kv) (bias_b / bias_h: it has that axis), or "alibi",
     -slope[h] * |pos - keys|; in base 2 (times 1 / ln 2)."""
-    bb = b if bias_b else 0
-    bh = h if bias_h else 0
-    if kind == "vector":
-        t = tile.load(bias, (bb, bh, 0, j), (1, 1, 1, TILE_N)).reshape((1, TILE_N))
+    if kind == "vector":  # one row, every query row's
+        t = score_tile(bias, b, h, 0, j, 1, TILE_N, bias_b, bias_h)
         s = s + t.astype(fl.f32) * INV_LOG_2
     elif kind == "matrix":
-        t = tile.load(bias, (bb, bh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
+        t = score_tile(bias, b, h, i, j, TILE_M, TILE_N, bias_b, bias_h)
         s = s + t.astype(fl.f32) * INV_LOG_2
     else:  # alibi
         slope = tile.load(bias, (h,), (1,)).astype(fl.f32).reshape((1, 1))
@@ -88,9 +88,7 @@ def biased(s, bias, b, h, i, j, pos, keys, TILE_M, TILE_N, kind, bias_b, bias_h)
 def randomly_masked(s, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h):
     """Scores `s` with -inf where the random mask `m` (1 or B, 1 or N, S_q, S_kv) is nonzero
     (True for bool)."""
-    mb = b if mask_b else 0
-    mh = h if mask_h else 0
-    mt = tile.load(m, (mb, mh, i, j), (1, 1, TILE_M, TILE_N)).reshape((TILE_M, TILE_N))
+    mt = score_tile(m, b, h, i, j, TILE_M, TILE_N, mask_b, mask_h)
     if mask_bool:  # noqa: SIM108
         hit = mt
     else:
@@ -138,9 +136,7 @@ def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout,
             b, h, i, _ = out.index
             n_heads, s_q, s_kv = q.shape[1], q.shape[2], k.shape[2]
         kv_h = h // GROUP
-        lq = min(max(tile.load(q_lens, (b,), (1,)).item(), 0), s_q)
-        lk = min(max(tile.load(kv_lens, (b,), (1,)).item(), 0), s_kv)
-        off = lk - lq
+        lq, lk, off = sequence_lengths(q_lens, kv_lens, b, s_q, s_kv)
         qk_scale = scale * INV_LOG_2
         seed = (seed_hi.astype(fl.u64) << 32) | seed_lo.astype(fl.u64)
         m_i, l_i, acc = online_start(TILE_M, TILE_DV, False)

@@ -64,7 +64,7 @@ def make_varlen_attention(dt, causal, **hints):
         _, _, TILE_M, TILE_D = out.shape
         b, h, i, _ = out.index
         kv_h = h // GROUP
-        lq, lk, off = sequence_lengths(q_lens, kv_lens, b, q, k)
+        lq, lk, off = sequence_lengths(q_lens, kv_lens, b, q.shape[2], k.shape[2])
         qk_scale = scale * INV_LOG_2
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
         qt = head_rows(q, b, h, i, TILE_M, TILE_D)

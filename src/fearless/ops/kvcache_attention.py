@@ -81,15 +81,20 @@ def _seqlens_tensor(cache_seqlens: Any, q: Any) -> Any:
     if cache_seqlens is None or hasattr(cache_seqlens, "shape"):
         return cache_seqlens
     torch = sys.modules["torch"]
-    if isinstance(cache_seqlens, bool) or not isinstance(cache_seqlens, int):
-        raise argument_error(
-            f"`cache_seqlens` of `fearless.ops.{OP}` must be None, an int or a (batch,) int32 "
-            f"tensor, not {type(cache_seqlens).__name__}",
-        )
-    n = max(min(cache_seqlens, 2**31 - 1), -(2**31))
+    n = max(min(_seqlens_int(cache_seqlens), 2**31 - 1), -(2**31))
     if not isinstance(q, torch.Tensor):  # the dispatcher refuses q next
         return torch.full((1,), n, dtype=torch.int32)
     return torch.full((q.shape[0],), n, dtype=torch.int32, device=q.device)
+
+
+def _seqlens_int(n: Any) -> int:
+    """cache_seqlens given as no tensor: an int (not a bool), else E0701."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise argument_error(
+            f"`cache_seqlens` of `fearless.ops.{OP}` must be None, an int or a (batch,) int32 "
+            f"tensor, not {type(n).__name__}",
+        )
+    return n
 
 
 def window_bounds(window_size: Any, causal: bool, op: str = OP) -> tuple[int, int]:
@@ -247,12 +252,7 @@ def _seqlens(cache_seqlens: Any, qa: Operand, b: int, capacity: int) -> Any:
         or isinstance(cache_seqlens, int)
         or not hasattr(cache_seqlens, "shape")
     ):
-        n = capacity if cache_seqlens is None else cache_seqlens
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise argument_error(
-                f"`cache_seqlens` of `fearless.ops.{OP}` must be None, an int or a (batch,) "
-                f"int32 tensor, not {type(n).__name__}",
-            )
+        n = capacity if cache_seqlens is None else _seqlens_int(cache_seqlens)
         if not 0 <= n <= capacity:
             raise KernelIndexError(
                 f"cache_seqlens = {n} is outside the cache's {capacity} positions",
