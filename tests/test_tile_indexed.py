@@ -12,8 +12,10 @@ import pytest
 import fearless as fl
 from fearless import config, tile
 from support.tile_indexed_kernels import (
+    column_sums,
     float_sums,
     gather_masked,
+    half_tiles,
     histogram,
     old_values,
     permute_into,
@@ -126,6 +128,29 @@ def test_memory_order_is_the_atomics_attribute_and_relaxed_sums_add_up() -> None
     np.testing.assert_allclose(acc.numpy(), x.reshape(4, 16, 16).sum(0), rtol=1e-5, atol=1e-5)
 
 
+def test_atomic_store_add_sums_whole_tiles_and_drops_the_outside() -> None:
+    """Every row block adds its column sums into one (1, 16) tile; the last column tile holds
+    columns past x's 40, which are dropped."""
+    x = np.random.default_rng(5).standard_normal((100, 40)).astype(np.float32)
+    out = fl.zeros((1, 40))
+    column_sums.launch((4, 3), out, fl.asarray(x), 32)
+    np.testing.assert_allclose(out.numpy()[0], x.sum(0), rtol=1e-5, atol=1e-5)
+    assert "tile.atomic_store_add" in column_sums.inspect(out, fl.asarray(x), 32, stage="ir")
+
+
+def test_atomic_store_add_in_f16_rounds_each_add() -> None:
+    """Three f16 adds of 1/3 into 1000: each sum is rounded to f16 (the GPU's f16 atomics do
+    the same), and the tiles outside the index stay 0."""
+    x = fl.asarray(np.full((8, 8), 1 / 3, np.float16))
+    out = fl.asarray(np.zeros((16, 8), np.float16) + np.float16(1000))
+    half_tiles.launch(3, out, x)
+    want = np.float16(1000)
+    for _ in range(3):
+        want = np.float16(want + np.float16(1 / 3))
+    got = out.numpy()
+    assert np.all(got[8:] == want) and np.all(got[:8] == np.float16(1000))
+
+
 def test_an_atomic_output_may_not_overlap_an_input() -> None:
     buf = fl.zeros(64, dtype=fl.i32)
     with pytest.raises(fl.BorrowError):
@@ -150,6 +175,8 @@ def test_the_indexed_kernels_compile_through_tileiras(cubin: Callable[..., bytes
         (take_tickets, (fl.empty(6, dtype=i32).partition((1,)), fl.zeros(1, dtype=i32))),
         (float_sums, (fl.zeros(1), fl.zeros(2, dtype=fl.bf16), fl.zeros(256))),
         (relaxed_tile_sums, (fl.zeros((16, 16)), fl.zeros((64, 16)))),
+        (column_sums, (fl.zeros((1, 40)), fl.zeros((100, 40)), 32)),
+        (half_tiles, (fl.zeros((16, 8), dtype=fl.f16), fl.zeros((8, 8), dtype=fl.f16))),
     ]
     cases += [
         (

@@ -99,3 +99,21 @@ def relaxed_tile_sums(acc: tile.Atomic[fl.f32], x: tile.Tensor[fl.f32]):
     tile.atomic_add(acc, (rows, cols), v, memory_order="relaxed")
     seen = tile.atomic_add(acc, (0, 0), 0.0, memory_order=tile.MemoryOrder.ACQUIRE)
     tile.atomic_cas(acc, (0, 0), seen - seen - 1.0, 5.0, memory_order="release")
+
+
+@tile.kernel
+def column_sums(out: tile.Atomic[fl.f32], x: tile.Tensor[fl.f32], TM: tile.Const[int]):
+    """Block (i, j) adds the column sums of x's (TM, 16) tile (i, j) into tile (0, j) of out's
+    (1, 16) tiles with one `tile.atomic_store_add`: every row block adds into the same tile,
+    and the tile past out's last column drops its outside part."""
+    i, j = tile.block_id(0), tile.block_id(1)
+    t = tile.load(x, (i, j), (TM, 16))
+    tile.atomic_store_add(out, (0, j), tile.sum(t, axis=0).reshape((1, 16)))
+
+
+@tile.kernel
+def half_tiles(out: tile.Atomic[fl.f16], x: tile.Tensor[fl.f16]):
+    """Every block adds x's first (8, 8) tile into out's tile (1, 0), its index computed from
+    the block id: f16 adds, each rounded to f16."""
+    b = tile.block_id(0)
+    tile.atomic_store_add(out, (1, b - b), tile.load(x, (0, 0), (8, 8)))

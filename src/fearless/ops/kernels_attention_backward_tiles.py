@@ -79,7 +79,9 @@ def score_grads(p, do, vt, di, TILE_M, TILE_N):
 # Products feed the tensor cores in the inputs' dtype and sum in f32, as the forward.
 # In training the forward keeps lse (make_attention's keep_lse) and `attention_delta` replaces
 # stats. Up to head dim DQ_BY_ATOMICS_UP_TO (kernels_attention_backward.py's; FlashAttention-2's
-# dQ), dk_dv also adds every pair's dS K into an f32 dQ with relaxed atomics, and `finish_dq`
+# dQ), dk_dv also adds every pair's dS K into an f32 dQ, one `tile.atomic_store_add` of the
+# (query rows, D) tile a pair (tileiras issues it as one TMA reduction, UTMAREDG, as
+# FlashAttention-3's dQ; per-element relaxed adds were a REDG.F32x4 each), and `finish_dq`
 # scales it: no dq kernel. In training that f32 dQ is zeroed by `attention_delta` beside its
 # rows (torch's fill was a launch of its own on a short call's host path).
 #
@@ -429,8 +431,8 @@ def make_attention_stats(dt, causal, even_k, variant=None, mask=None, **hints):
 
 def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=False, **hints):
     """dK and dV of (B, H_kv, S, D): see the section's comment. `atomic_dq`: the kernel also
-    adds each (query tile, key tile) pair's dS K into an f32 (B, H, L, D) dq_acc with relaxed
-    atomics (FlashAttention-2's dQ; no dq kernel then: `finish_dq` scales it into dq)."""
+    adds each (query tile, key tile) pair's dS K into an f32 (B, H, L, D) dq_acc, a tiled
+    atomic add (FlashAttention-2's dQ; no dq kernel then: `finish_dq` scales it into dq)."""
     varied, bottom_right, left, right, capped, ragged, sink, aux_dt = _flags(variant)
     _, mask_bool, _, _ = mask_flags(mask, variant)
     tile_scores = form_scores(causal, even_k, variant, mask)
@@ -465,9 +467,8 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         if varlen:  # compile-time
             kt = zeroed_past(kt, j * TILE_N, s_len, TILE_N, True)
             vt = zeroed_past(vt, j * TILE_N, s_len, TILE_N, True)
-        if atomic_dq:  # compile-time: K as dQ += dS K takes it, and dQ's columns
+        if atomic_dq:  # compile-time: K as dQ += dS K takes it
             kn = padded_rows(k, b, kv_h, j, TILE_N, TILE_D, s_len, varlen)
-            cols = tile.arange(TILE_D)[None, :]
         if not varied:
             first = (j * TILE_N) // TILE_M if causal else 0  # earlier query tiles see no key here
         for g in range(GROUP):
@@ -494,8 +495,8 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
                 acc_k = tile.mma(tile.transpose(ds.astype(dt)), qt, acc_k)
                 if atomic_dq:  # compile-time: rows past L and columns past D are dropped
                     part = tile.mma(ds.astype(dt), kn, tile.zeros((TILE_M, TILE_D), fl.f32))
-                    rows = (i * TILE_M + tile.arange(TILE_M))[:, None]
-                    tile.atomic_add(dq_acc, (b, h, rows, cols), part, memory_order="relaxed")
+                    part = part.reshape((1, 1, TILE_M, TILE_D))
+                    tile.atomic_store_add(dq_acc, (b, h, i, 0), part)  # one bulk (TMA) add
         dk.store((acc_k * scale).astype(dt).reshape((1, 1, TILE_N, TILE_D)))
         dv.store(acc_v.astype(dt).reshape((1, 1, TILE_N, TILE_D)))
 

@@ -154,6 +154,15 @@ atomic_xor = _atomic("xor", "Atomic bitwise xor (integer `t`)")
 
 
 @_kernel_only
+def atomic_store_add(t: Any, index: Any, value: Any) -> None:
+    """Atomically add the tile `value` into tile `index` of `t` (a `tile.Atomic`), tiles of
+    `value`'s shape counted as `tile.load` counts them (cuTile Python's
+    `TiledView.atomic_store_add`): each element is one relaxed atomic add, what falls outside
+    `t` is dropped, and no old values come back. Many blocks may add into one tile: flash
+    attention's dQ (`tile.atomic_store_add(dq, (b, h, i, 0), part.reshape((1, 1, M, D)))`)."""
+
+
+@_kernel_only
 def atomic_cas(
     t: Any, indices: Any, expected: Any, desired: Any, mask: Any = None, memory_order: Any = None
 ) -> Any:
@@ -475,7 +484,7 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     tan, sinh, cosh, erf, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
     greater, greater_equal, atan2, bid, static_iter,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
-    atomic_xor, atomic_cas, truediv,
+    atomic_xor, atomic_cas, atomic_store_add, truediv,
     randint, randint4x, rand, randn, philox,
 )  # fmt: skip
 

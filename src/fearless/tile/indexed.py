@@ -1,4 +1,5 @@
-"""Element-wise addressing in Tile kernels: `tile.gather`, `tile.scatter` and the atomics.
+"""Element-wise addressing in Tile kernels: `tile.gather`, `tile.scatter` and the atomics, and
+the one atomic that names a whole tile, `tile.atomic_store_add`.
 
 cuTile Python's names and meaning: `indices` is one integer tile (or scalar) per axis of the
 array, broadcast together (a 1-D array takes one tile instead of a tuple); the result has
@@ -15,6 +16,13 @@ the borrow check keeps apart from every other argument, updated by atomic read-m
 Python's) and relaxed stores, which never tear. Which dtypes each atomic takes
 follows Tile IR: add on 32- and 64-bit ints and floats (and f16/bf16), max/min/and/or/xor on
 32- and 64-bit ints, xchg and cas on 32- and 64-bit ints and floats.
+
+`tile.atomic_store_add(t, index, value)` (cuTile Python's `TiledView.atomic_store_add`) adds a
+tile into tile `index` of `t`, tiles of `value`'s shape counted as `tile.load` counts them:
+the accumulation of one tile's partial sums (flash attention's dQ, a split-K GEMM) as one
+view-based reduction, which tileiras may issue in bulk, instead of per-element coordinates.
+It takes the same `tile.Atomic` parameter and the dtypes of `tile.atomic_add`, is relaxed (Tile
+IR allows no other order for it) and returns nothing; what falls outside the array is dropped.
 """
 
 from __future__ import annotations
@@ -179,11 +187,36 @@ def _rmw(mode: str) -> Callable[..., Value]:
     return handler
 
 
-def _check_dtype(mode: str, at: ArrayParamType, loc: Location) -> None:
+def api_atomic_store_add(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value: Any) -> None:
+    arr, at = _atomic_array(lw, t, loc_of("t"), "atomic_store_add")
+    _check_dtype("add", at, loc_of("t"), "atomic_store_add")
+    v = lw.tile_value(value, loc_of("value"), at.dtype)
+    vt = tile_type(v)
+    if vt.dtype != at.dtype:
+        raise KernelTypeError(
+            f"the tile is {vt.dtype.name} but `{arr.name}` holds {at.dtype.name}",
+            loc_of("value"),
+            help=f"convert it: `x.astype(fl.{at.dtype.name})`",
+        )
+    idx = index if isinstance(index, tuple) else (index,)
+    if len(idx) != at.ndim or len(vt.shape) != at.ndim:
+        what, where = ("index", "index") if len(idx) != at.ndim else ("tile", "value")
+        got = len(idx) if where == "index" else len(vt.shape)
+        raise KernelTypeError(
+            f"`{arr.name}` has {at.ndim} dimension(s), but the {what} has {got}",
+            loc_of(where),
+            help="the tile's shape names the tiles `index` counts, one entry per axis of the "
+            "array: reshape it first, e.g. `acc.reshape((1, 1, TILE_M, TILE_D))`",
+        )
+    coords = [lw.index(i, loc_of("index")) for i in idx]
+    lw.emit(ops.AtomicStoreAdd(arr, v, coords, loc_of("t")))
+
+
+def _check_dtype(mode: str, at: ArrayParamType, loc: Location, name: str = "") -> None:
     allowed = _ATOMIC_DTYPES[mode]
     if at.dtype.name not in allowed:
         raise KernelTypeError(
-            f"`tile.atomic_{mode}` does not take {at.dtype.name} arrays",
+            f"`tile.{name or 'atomic_' + mode}` does not take {at.dtype.name} arrays",
             loc,
             help=f"it takes {', '.join(allowed)}",
         )
@@ -220,5 +253,6 @@ HANDLERS: dict[str, Callable[..., Operand]] = {
     "gather": api_gather,
     "scatter": api_scatter,
     "atomic_cas": api_atomic_cas,
+    "atomic_store_add": api_atomic_store_add,
     **{f"atomic_{m}": _rmw(m) for m in ("add", "max", "min", "xchg", "and", "or", "xor")},
 }

@@ -1,4 +1,5 @@
-"""Tile IR bytecode for `tile.gather`, `tile.scatter` and the atomics: pointer tiles.
+"""Tile IR bytecode for `tile.gather`, `tile.scatter` and the atomics: pointer tiles; and for
+`tile.atomic_store_add`, a partition view.
 
 A partition view names whole tiles; these ops name elements, so they go through a tile of
 pointers, as cuTile Python lowers them. Per axis the coordinates become u64 (a negative i32
@@ -10,6 +11,10 @@ write one element: each store lands whole); the atomics `atomic_rmw_tko` / `atom
 at device scope with the op's memory order (acq_rel by default, as cuTile Python's; relaxed
 lets tileiras emit vector `red` instructions for an accumulation). Every op takes the current token and makes the
 next one, so they stay ordered with the loads and stores around them.
+
+`tile.atomic_store_add` names a whole tile, as a load or store does: `atomic_red_view_tko`
+(bytecode 13.3 and later) on the array's partition view in tiles of the value's shape, relaxed
+(the only order Tile IR gives it) at device scope, with the view dropping what falls outside.
 """
 
 from __future__ import annotations
@@ -138,3 +143,19 @@ def atomic_cas(lw: Any, op: ops.AtomicCAS, args: list[Any]) -> Any:
         _ordering(bc, op), bc.MemoryScope.DEVICE,
     )  # fmt: skip
     return old
+
+
+@lowers(ops.AtomicStoreAdd)
+def atomic_store_add(lw: Any, op: ops.AtomicStoreAdd, args: list[Any]) -> Any:
+    bc = lw.bc
+    if lw.b.version < bc.BytecodeVersion.V_13_3:
+        raise lw._unsupported(op, "`tile.atomic_store_add` (Tile IR bytecode 13.3)")
+    t = tile_type(op.operands[1])
+    view = lw._view(op.operands[0], t.shape, 0.0)
+    index = args[2:]
+    lw.token = bc.encode_AtomicRedViewTkoOp(
+        lw.b, lw.tt.Token, view, index, args[1], lw.token,
+        bc.MemoryOrderingSemantics.RELAXED, bc.MemoryScope.DEVICE,
+        bc.AtomicRMWMode.ADDF if t.dtype.is_float else bc.AtomicRMWMode.ADD,
+        [False] * len(index),
+    )  # fmt: skip

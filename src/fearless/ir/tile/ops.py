@@ -236,6 +236,19 @@ class AtomicRMW(Op):
         )  # fmt: skip
 
 
+class AtomicStoreAdd(Op):
+    """Add `value` into tile `index` of an `Atomic` array (tiles of `value`'s shape, counted as
+    `tile.load` counts them), each element atomically, relaxed at device scope; elements
+    outside the array are dropped. No old values come back: Tile IR's `atomic_red_view_tko`
+    on a partition view (cuTile Python's `TiledView.atomic_store_add`)."""
+
+    opname = "tile.atomic_store_add"
+    effect = Effect.WRITE
+
+    def __init__(self, array: Value, value: Value, index: Sequence[Value], loc: Location) -> None:
+        super().__init__([array, value, *index], [], loc)
+
+
 class AtomicCAS(Op):
     """Per element, atomically: old = array[coords]; if old == expected: array[coords] = desired;
     the result is the old values (`expected`'s element where the coordinates are outside);
