@@ -348,7 +348,8 @@ def test_longest_first_order_gives_the_same_causal_attention(
     monkeypatch.setattr(KA, "LONGEST_FIRST", False)
     out2, lse2 = scaled_dot_product_attention_lse(q, k, v, None, True, None, True)
     assert torch.equal(out, out2) and torch.equal(lse, lse2)
-    # the backward's dq kernel (head dim past DQ_BY_ATOMICS_UP_TO) takes the order too
+    # the backward's dq kernel (taken where the atomic dQ is not) takes the order too
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS_UP_TO", 0)
     q, k, v = _inputs(1, 2, 2, 70, 70, 80, "float32")
     grads = []
     for on in (True, False):

@@ -68,16 +68,18 @@ BACKWARD_CANDIDATES = (  # (largest head dim, {kernel: four candidates})
 )
 CHOICES = [{"choice": i} for i in range(4)]
 BACKWARD_TILES = None  # (rows, keys): every kernel on these tiles instead (the tests' small ones)
-# FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ with relaxed atomics (5
-# products a pair instead of 8, no dq kernel), not deterministic (the adds' order varies),
-# tuned over the "atomic" candidates (`atomic_tuned`). Taken up to head dim
-# DQ_BY_ATOMICS_UP_TO (0: never). At (4, 32, 8192, D) f16 on the H100 (session 19,
-# bench/experiments/attention_backward_variants.py, delta, the zeroing and the finish aside):
-# causal D 64, dk_dv with the adds at (128, 128) on two warp groups 9.17 ms against the best
-# dk_dv + dq 6.21 + 3.86 = 10.07; causal D 128, 14.77 at (64, 128) on two against 9.83 + 5.46
-# = 15.29, full D 128 27.2 against 27.9: at D 128 the zeroing and finish of a 512 MB f32 dQ
-# (about 0.4 ms) take the rest of the gain, so the three kernels stay there.
-DQ_BY_ATOMICS_UP_TO = 64
+# FlashAttention-2's dQ: dk_dv adds each pair's dS K into an f32 dQ (5 products a pair instead
+# of 8, no dq kernel), not deterministic (the adds' order varies), tuned over the "atomic"
+# candidates (`atomic_tuned`). Taken up to head dim DQ_BY_ATOMICS_UP_TO (0: never). With
+# per-element relaxed adds (a REDG.F32x4 each) it paid only at D 64 (session 19, H100: causal D
+# 128, 14.77 ms against 9.83 + 5.46 for dk_dv + dq at (4, 32, 8192, 128)). Since session 35 each
+# pair's (rows, D) tile goes in with one `tile.atomic_store_add` (a TMA reduction, UTMAREDG),
+# and it pays at every head dim: forward + backward, bf16, H100, ms with DQ_BY_ATOMICS_UP_TO 0 /
+# 64 / 128 / 256 (bench/experiments/attention_backward_dq.py, bench/results/
+# h100-2026-12-07-session35): (4, 32, 4096, 64) causal 3.06 / 2.91 / 2.92 / 2.94, (4, 32, 4096,
+# 128) causal 5.03 / 5.05 / 4.82 / 4.89, full 9.13 / 9.24 / 8.59 / 8.83, (2, 32, 8192, 128)
+# causal 9.28 / 9.14 / 8.89 / 8.88, (2, 16, 4096, 256) causal 3.50 / 3.52 / 3.52 / 3.39.
+DQ_BY_ATOMICS_UP_TO = 256
 
 
 def atomic_dq(d):
