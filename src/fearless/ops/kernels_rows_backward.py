@@ -106,6 +106,13 @@ def rms_norm_bwd_rows(dy, x, w, at, eps):
 
 
 @tile.function
+def part_sums(sums, plane, g, j, t, CH):
+    """Add the (CH,) column sums `t` into chunk j of row g of `sums`' plane: one tiled atomic
+    add (a TMA reduction; the columns past n are dropped)."""
+    tile.atomic_store_add(sums, (plane, g, j), t.reshape((1, 1, CH)))
+
+
+@tile.function
 def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
     """`rms_norm_bwd_rows` in chunks of CH columns, writing dx and adding dy * xhat into row
     `g` of `sums`' plane 0: one pass for sum(x^2) and sum(w dy x), one that writes."""
@@ -126,8 +133,7 @@ def rms_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
         wt = weight_chunk(w, c, CH)
         gy = load_f32(dy, c)
         c.store((r * gy * wt - v * k).astype(x.dtype))
-        cols = c.index[1] * CH + tile.arange(CH)
-        tile.atomic_add(sums, (0, g, cols), tile.sum(gy * v * r, axis=0))
+        part_sums(sums, 0, g, c.index[1], tile.sum(gy * v * r, axis=0), CH)
 
 
 # --------------------------------------------------------------------------- layer_norm
@@ -185,8 +191,8 @@ def layer_norm_bwd_chunked(dy, x, w, at, eps, CH, sums, g):
         wt = weight_chunk(w, c, CH)
         gy = load_f32(dy, c)
         c.store((r * (gy * wt - c2 - xhat * c1)).astype(x.dtype))
-        tile.atomic_add(sums, (0, g, cols), tile.sum(gy * xhat, axis=0))
-        tile.atomic_add(sums, (1, g, cols), tile.sum(gy, axis=0))
+        part_sums(sums, 0, g, c.index[1], tile.sum(gy * xhat, axis=0), CH)
+        part_sums(sums, 1, g, c.index[1], tile.sum(gy, axis=0), CH)
 
 
 def make_norm_bwd(dt, centered, chunk=0, **hints):
