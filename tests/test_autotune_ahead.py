@@ -90,12 +90,15 @@ def test_off_the_gpu_compile_ahead_of_runs_nothing() -> None:
     assert ran == []
 
 
-@pytest.mark.parametrize("d", [64, 128])  # FlashAttention-2's atomic dQ at 64, three kernels at 128
+@pytest.mark.parametrize(("d", "atomic"), [(64, True), (128, True), (128, False)])
 def test_the_attention_backward_compiles_every_step_in_one_pass_on_a_new_shape(
-    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], d: int
+    monkeypatch: pytest.MonkeyPatch, queued: list[tuple[Any, Any]], d: int, atomic: bool
 ) -> None:
+    """FlashAttention-2's atomic dQ (dk_dv adds into an f32 dQ, finish_dq scales it), or the
+    three kernels (the dq kernel), by DQ_BY_ATOMICS_UP_TO."""
     from fearless.ops import kernels_attention_backward as KB
 
+    monkeypatch.setattr(KB, "DQ_BY_ATOMICS_UP_TO", 256 if atomic else 0)
     passes: list[Any] = []
     monkeypatch.setattr(autotune_ahead, "compile_ahead_of", passes.append)
     rng = np.random.default_rng(0)
@@ -113,7 +116,7 @@ def test_the_attention_backward_compiles_every_step_in_one_pass_on_a_new_shape(
     with ahead.compile_ahead(4):  # the pass itself: every step's kernel is queued at once
         passes[0]()
     names = {kernel.name for kernel, _ in queued}
-    steps = {"attention_stats", "attention_dkdv"} | ({"attention_dq"} if d == 128 else set())
+    steps = {"attention_stats", "attention_dkdv", "finish_dq" if atomic else "attention_dq"}
     assert steps <= names, names
     assert all((g.numpy() == r).all() for g, r in zip(grads, ran, strict=True))  # none ran
 
@@ -141,7 +144,7 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
     )
     out, lse = A.scaled_dot_product_attention_lse(q, k, v, is_causal=True)
     names = {kernel.name for kernel, _ in queued}
-    assert {"attention_lse", "attention_delta", "attention_dkdv", "attention_dq"} <= names, names
+    assert {"attention_lse", "attention_delta", "attention_dkdv", "finish_dq"} <= names, names
     assert passes == [False, True]  # the backward's own first call came inside this pass
     expected = ops.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert np.array_equal(out.numpy(), expected.numpy()) and lse.shape == (1, 2, 48)
