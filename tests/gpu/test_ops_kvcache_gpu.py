@@ -59,7 +59,8 @@ def _paged(k, v, page):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("page", [None, 256, 16])
 @pytest.mark.parametrize(
     "lq,causal,window,cap", [(1, False, (-1, -1), 0.0), (128, True, (-1, -1), 0.0),
-                             (4, True, (256, 0), 0.0), (1, False, (-1, -1), 50.0)]
+                             (4, True, (256, 0), 0.0), (1, False, (-1, -1), 50.0),
+                             (1, True, (100, 0), 0.0)]  # one query: the split-KV decode
 )  # fmt: skip
 def test_matches_torch(dtype, page, lq, causal, window, cap) -> None:  # type: ignore[no-untyped-def]
     b, s, h, hk, d = 3, 1000, 32, 8, 128

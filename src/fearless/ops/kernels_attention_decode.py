@@ -172,11 +172,12 @@ def make_decode_split(dt, **hints):
     return decode_split
 
 
-def make_decode_combine(dt, **hints):
+def make_decode_combine(dt, guarded=False, **hints):
     """out = the splits' partial outputs weighted by their sums: block (b, kv_h) loads every
     split at once as one (SPLITS, QG, D) tile (SPLITS a power of two: the splits past the last
     load with lse -inf and weigh nothing) and reduces it over the splits; a loop over the
-    splits would wait on one load at a time, with only B * H_kv blocks to hide it."""
+    splits would wait on one load at a time, with only B * H_kv blocks to hide it. `guarded`
+    (compile-time): every split of a head may have seen no key (lse -inf), its output then 0."""
 
     @tile.kernel(**hints)
     def decode_combine(
@@ -190,8 +191,15 @@ def make_decode_combine(dt, **hints):
         o = tile.load(part_o, (b, kv_h, 0, 0, 0), (1, 1, SPLITS, QG, TILE_D))
         lse = tile.load(part_lse, (b, kv_h, 0, 0, 0), (1, 1, SPLITS, QG, 1), padding=-math.inf)
         o, lse = o.reshape((SPLITS, QG, TILE_D)), lse.reshape((SPLITS, QG, 1))
-        w = tile.exp2(lse - tile.max(lse, axis=0, keepdims=True))
-        acc = tile.sum(o * w, axis=0) / tile.sum(w, axis=0)
+        m = tile.max(lse, axis=0, keepdims=True)
+        if guarded:  # compile-time: no finite lse leaves the max -inf, weighed against 0
+            m = tile.where(m == -math.inf, 0.0, m)
+        w = tile.exp2(lse - m)
+        if guarded:  # compile-time
+            total = tile.sum(w, axis=0)
+            acc = tile.where(total == 0.0, 0.0, tile.sum(o * w, axis=0) / total)
+        else:
+            acc = tile.sum(o * w, axis=0) / tile.sum(w, axis=0)
         out.store(acc.astype(dt).reshape((1, 1, QG, TILE_D)))
 
     return decode_combine

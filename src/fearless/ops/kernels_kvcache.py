@@ -51,6 +51,46 @@ from .kernels_rows import kernel_of, next_pow2, size_class
 NO_ERROR = 2**31 - 1  # err's words start here; an atomic min keeps the smallest bad record
 
 
+@tile.function
+def checked_length(k, seqlens, table, err, b, x, y, PAGE, MBP, paged):
+    """(length, num_blocks): sequence b's length seqlens[b] clamped into [0, capacity] (the
+    cache's rows, or its table's MB * PAGE where `paged`, compile-time; num_blocks 0 where not).
+    The block of the sequence whose indices x and y are 0 records a length outside that range
+    (err[1]) and, paged, every slot the sequence uses whose id is outside [0, num_blocks)
+    (err[0]): see the module's docstring."""
+    n_blocks = 0
+    if paged:  # compile-time
+        n_blocks = k.shape[0]
+        mb = table.shape[1]
+        capacity = mb * PAGE
+    else:
+        capacity = k.shape[1]
+    raw_len = tile.load(seqlens, (b,), (1,)).item()
+    first_block = (x == 0) & (y == 0)
+    bad_len = (raw_len < 0) | (raw_len > capacity)
+    if first_block & bad_len:
+        tile.atomic_min(err, 1, b)
+    s_len = min(max(raw_len, 0), capacity)
+    if paged:  # noqa: SIM102  (compile-time: check every slot the sequence uses, once per sequence)
+        if first_block:
+            slots = tile.arange(MBP)
+            ids = tile.gather(table, (b, slots), mask=slots < mb, padding=0)
+            used = slots < tile.cdiv(s_len, PAGE)
+            bad = used & ((ids < 0) | (ids >= n_blocks))
+            tile.atomic_min(err, slots * 0, b * mb + slots, mask=bad)
+    return s_len, n_blocks
+
+
+@tile.function
+def page_of(table, b, j, per_page, n_blocks):
+    """(block, tile within it, whether the id is good) of sequence b's key tile j in a paged
+    cache: tile j % per_page of slot j // per_page's block, the id clamped into [0, n_blocks)
+    (in bounds whatever the table says)."""
+    raw = tile.load(table, (b, j // per_page), (1, 1)).item()
+    ok = (raw >= 0) & (raw < n_blocks)
+    return min(max(raw, 0), n_blocks - 1), j % per_page, ok
+
+
 def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
     """softmax(cap(Q K^T * scale), masked) V over sequence b's first seqlens[b] cache entries:
     q, out (B, L, H, D); k, v the cache; `paged` (compile-time): through `table`; causal, left,
@@ -62,25 +102,7 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         _, TILE_M, _, TILE_D = out.shape
         b, i, h, _ = out.index
         kv_h = h // GROUP
-        if paged:  # compile-time
-            n_blocks = k.shape[0]
-            mb = table.shape[1]
-            capacity = mb * PAGE
-        else:
-            capacity = k.shape[1]
-        raw_len = tile.load(seqlens, (b,), (1,)).item()
-        first_block = (i == 0) & (h == 0)
-        bad_len = (raw_len < 0) | (raw_len > capacity)
-        if first_block & bad_len:
-            tile.atomic_min(err, 1, b)
-        s_len = min(max(raw_len, 0), capacity)
-        if paged:  # noqa: SIM102  (compile-time: check every slot the sequence uses, once per sequence)
-            if first_block:
-                slots = tile.arange(MBP)
-                ids = tile.gather(table, (b, slots), mask=slots < mb, padding=0)
-                used = slots < tile.cdiv(s_len, PAGE)
-                bad = used & ((ids < 0) | (ids >= n_blocks))
-                tile.atomic_min(err, slots * 0, b * mb + slots, mask=bad)
+        s_len, n_blocks = checked_length(k, seqlens, table, err, b, i, h, PAGE, MBP, paged)
         off = s_len - q.shape[1]  # bottom-right: row r sits at s_len - L + r
         qk_scale = scale * INV_LOG_2
         m_i, l_i, acc = online_start(TILE_M, TILE_D, False)
@@ -91,11 +113,8 @@ def make_kvcache_attention(dt, paged, causal, left, right, capped, **hints):
         )
         per_page = PAGE // TILE_N
         for j in range(first, tiles):
-            if paged:  # compile-time: key tile j is tile j % per_page of slot j // per_page
-                raw = tile.load(table, (b, j // per_page), (1, 1)).item()
-                ok = (raw >= 0) & (raw < n_blocks)
-                blk = min(max(raw, 0), n_blocks - 1)  # in bounds whatever the table says
-                jt = j % per_page
+            if paged:  # compile-time
+                blk, jt, ok = page_of(table, b, j, per_page, n_blocks)
             else:
                 blk = b
                 jt = j

@@ -1,6 +1,7 @@
 """flash-attn's `flash_attn_with_kvcache` (DESIGN 2c): `fearless.ops.flash_attn_with_kvcache`,
 attention of new queries over a KV cache, contiguous or paged through a block table, on the
-kernel of ops/kernels_kvcache.py; and the fearless error a bad block table or length becomes.
+kernel of ops/kernels_kvcache.py (one new query, a decode step: the split-KV kernels of
+ops/kernels_kvcache_decode.py); and the fearless error a bad block table or length becomes.
 
 What it takes (flash-attn 2's names and layouts, flash_attn/flash_attn_interface.py's
 docstring): q (B, L, H, D); k_cache, v_cache (B_cache >= B, S_cache, H_kv, D), or with
@@ -41,9 +42,11 @@ from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
 from ._arguments import flag
 from ._attention_checks import attention_scale
-from ._io import FLOATS, Operand, full, number, operand, output, result, zeros_output
+from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._route import clean_op_errors, torch_ops
 from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
+from .kernels_kvcache_decode import kvcache_decode_tuned
+from .kernels_rows import sm_count
 
 OP = "flash_attn_with_kvcache"
 
@@ -174,11 +177,19 @@ def _attend(
         mb = 0 if table is None else table.shape[1]
         pending = _pending_record(qa, mb) if on_device else None
         err = pending.err if pending is not None else full(qa, (2,), NO_ERROR, dtypes.i32)
-        flags = (bool(causal), left >= 0, right >= 0, cap > 0.0)
-        kvcache_attention_tuned(
-            qa.tensor, ka.tensor, va.tensor, seqlens, None if table is None else table.tensor,
-            err, out, scale, h // hk, flags, max(left, 0), max(right, 0), cap or 1.0,
-        )  # fmt: skip
+        tt = None if table is None else table.tensor
+        if lq == 1:  # a decode step: split-KV over the cache, the query heads of a KV head packed
+            q1, o1 = view(qa.tensor, (b, hk, h // hk, d)), view(out, (b, hk, h // hk, d))
+            kvcache_decode_tuned(
+                q1, ka.tensor, va.tensor, seqlens, tt, err, o1, scale, (left >= 0, cap > 0.0),
+                max(left, 0), cap or 1.0, sm_count(),
+            )  # fmt: skip
+        else:
+            flags = (bool(causal), left >= 0, right >= 0, cap > 0.0)
+            kvcache_attention_tuned(
+                qa.tensor, ka.tensor, va.tensor, seqlens, tt, err, out, scale, h // hk, flags,
+                max(left, 0), max(right, 0), cap or 1.0,
+            )  # fmt: skip
         check = _Check(err, table, seqlens, b, nb, capacity, rows, user_location())
         if pending is None:
             check()  # the simulator's launch ran to completion
