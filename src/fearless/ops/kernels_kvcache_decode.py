@@ -167,8 +167,16 @@ def make_kvcache_decode_split(dt, paged, left, capped, **hints):
 
 
 # the plain decode's configurations (waves: the key splits aim at waves x SMs blocks, one split
-# where B * H_kv heads already fill them), then waves 0: the no-split form
-KVCACHE_DECODE_CONFIGS = [*DECODE_CONFIGS, decode_cfg(128, 2, 0), decode_cfg(64, 4, 0)]
+# where B * H_kv heads already fill them) and waves 0, the no-split form, second and third: it
+# wins on short caches (H100, 8 x 32 heads over 8 KV heads, 2048 keys: 0.034 ms against 0.082 at
+# best split, the combine's launch included; bench/results/h100-2026-12-07-session35), and the
+# tuner's first-call budget left it uncompiled at the end of the list
+KVCACHE_DECODE_CONFIGS = [
+    DECODE_CONFIGS[0],
+    decode_cfg(128, 2, 0),
+    decode_cfg(64, 4, 0),
+    *DECODE_CONFIGS[1:],
+]
 
 
 def _decode_key(q, k, v, seqlens, table, err, out, scale, flags, wl, *_, **__):
