@@ -12,6 +12,7 @@ import pytest
 import fearless as fl
 from fearless import config, tile
 from support.tile_indexed_kernels import (
+    check_half_tiles,
     column_sums,
     float_sums,
     gather_masked,
@@ -140,15 +141,8 @@ def test_atomic_store_add_sums_whole_tiles_and_drops_the_outside() -> None:
 
 def test_atomic_store_add_in_f16_rounds_each_add() -> None:
     """Three f16 adds of 1/3 into 1000: each sum is rounded to f16 (the GPU's f16 atomics do
-    the same), and the tiles outside the index stay 0."""
-    x = fl.asarray(np.full((8, 8), 1 / 3, np.float16))
-    out = fl.asarray(np.zeros((16, 8), np.float16) + np.float16(1000))
-    half_tiles.launch(3, out, x)
-    want = np.float16(1000)
-    for _ in range(3):
-        want = np.float16(want + np.float16(1 / 3))
-    got = out.numpy()
-    assert np.all(got[8:] == want) and np.all(got[:8] == np.float16(1000))
+    the same), and the tiles outside the index stay 1000."""
+    check_half_tiles()
 
 
 def test_an_atomic_output_may_not_overlap_an_input() -> None:

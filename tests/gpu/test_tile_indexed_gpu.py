@@ -8,10 +8,10 @@ import pytest
 
 import fearless as fl
 from support.tile_indexed_kernels import (
+    check_half_tiles,
     column_sums,
     float_sums,
     gather_masked,
-    half_tiles,
     histogram,
     old_values,
     permute_into,
@@ -108,12 +108,4 @@ def test_atomic_store_add_of_whole_tiles() -> None:
     out = fl.zeros((1, 1000))
     column_sums.launch((313, 63), out, fl.asarray(x), 32)
     np.testing.assert_allclose(out.numpy()[0], x.sum(0), rtol=1e-4, atol=1e-3)
-
-    x16 = fl.asarray(np.full((8, 8), 1 / 3, np.float16))
-    out16 = fl.asarray(np.zeros((16, 8), np.float16) + np.float16(1000))
-    half_tiles.launch(3, out16, x16)
-    want = np.float16(1000)
-    for _ in range(3):
-        want = np.float16(want + np.float16(1 / 3))
-    got = out16.numpy()
-    assert np.all(got[8:] == want) and np.all(got[:8] == np.float16(1000))
+    check_half_tiles()

@@ -3,6 +3,8 @@ tests/test_tile_indexed.py and tests/gpu/test_tile_indexed_gpu.py."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import fearless as fl
 from fearless import tile
 
@@ -117,3 +119,16 @@ def half_tiles(out: tile.Atomic[fl.f16], x: tile.Tensor[fl.f16]):
     the block id: f16 adds, each rounded to f16."""
     b = tile.block_id(0)
     tile.atomic_store_add(out, (1, b - b), tile.load(x, (0, 0), (8, 8)))
+
+
+def check_half_tiles() -> None:
+    """`half_tiles` from three blocks into a cache of 1000s: each f16 add of 1/3 rounds (on the
+    simulator as the GPU's f16 atomics), and the tiles outside the index stay 1000."""
+    x = fl.asarray(np.full((8, 8), 1 / 3, np.float16))
+    out = fl.asarray(np.zeros((16, 8), np.float16) + np.float16(1000))
+    half_tiles.launch(3, out, x)
+    want = np.float16(1000)
+    for _ in range(3):
+        want = np.float16(want + np.float16(1 / 3))
+    got = out.numpy()
+    assert np.all(got[8:] == want) and np.all(got[:8] == np.float16(1000))
