@@ -63,12 +63,14 @@ def test_every_operator_runs_its_tiny_case_and_reaches_its_tuners(
 
 
 # Settings an Op's tiny case also runs under, to reach the tuners its real shapes reach: the
-# backward takes FlashAttention-2's dQ (atomic_tuned) up to head dim 64, the tiny case's, and
-# dk_dv then dq (dkdv_tuned, dq_tuned) above it.
+# backward takes FlashAttention-2's dQ (atomic_tuned) unless torch asks for determinism, and
+# dk_dv then dq (dkdv_tuned, dq_tuned) then; flash_attn_with_kvcache takes the split-KV decode at
+# one query, the tiny case's, and the general kernel at more.
 ALSO_UNDER: dict[str, tuple[tuple[str, str, object], ...]] = {
     "scaled_dot_product_attention_backward": (
         ("kernels_attention_backward", "DQ_BY_ATOMICS_UP_TO", 0),
     ),
+    "flash_attn_with_kvcache": (("kvcache_attention", "SPLIT_KV_DECODE", False),),
 }
 
 # Autotuned functions of fearless.ops that no Op reaches, with why.

@@ -563,7 +563,7 @@ def _ops() -> dict[str, Op]:
         "flash_attn_with_kvcache": Op(
             _kvcache,
             {**dec_tiny, "page_size": 16},
-            (f"{t}kvcache.kvcache_attention_tuned",),
+            (f"{t}kvcache_decode.kvcache_decode_tuned", f"{t}kvcache.kvcache_attention_tuned"),
             DEC,
             {"seq": 1, "page_size": 0},
         ),

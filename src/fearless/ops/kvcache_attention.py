@@ -49,6 +49,9 @@ from .kernels_kvcache_decode import kvcache_decode_tuned
 from .kernels_rows import sm_count
 
 OP = "flash_attn_with_kvcache"
+# One new query (L = 1) runs the split-KV decode of ops/kernels_kvcache_decode.py; False sends it
+# to the general kernel too (the tests' and `fearless tune`'s way to reach both tuners).
+SPLIT_KV_DECODE = True
 
 
 @clean_op_errors
@@ -178,7 +181,7 @@ def _attend(
         pending = _pending_record(qa, mb) if on_device else None
         err = pending.err if pending is not None else full(qa, (2,), NO_ERROR, dtypes.i32)
         tt = None if table is None else table.tensor
-        if lq == 1:  # a decode step: split-KV over the cache, the query heads of a KV head packed
+        if lq == 1 and SPLIT_KV_DECODE:  # a decode step: split-KV, a KV head's query heads packed
             q1, o1 = view(qa.tensor, (b, hk, h // hk, d)), view(out, (b, hk, h // hk, d))
             kvcache_decode_tuned(
                 q1, ka.tensor, va.tensor, seqlens, tt, err, o1, scale, (left >= 0, cap > 0.0),
