@@ -9,6 +9,8 @@
 # under 1 MB is left (2026-12-07): to run HEAD while helpers edit the working tree, carry
 # only HEAD's copies of the changed files (`git archive HEAD $(git diff --name-only HEAD --
 # src tests) | xz > .head/head.tar.xz`, unpacked over the tree first on the GPU machine).
+# The limit counts disk blocks: with .head as well, `bash bench/device_aside.sh out` before the
+# call and `back` after (it also moves docs and the compile-fail and check corpora, 2026-12-07).
 # Steps: tests (every GPU test but hf's and benchops'), benchops (test_bench_ops_gpu.py's slices),
 #        hf (the transformers GPU tests), new (this session's GPU tests), decode (decode attention by
 #        configuration), attnbwd (the attention backward's kernels alone, and an atomic dQ),

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes room for a GPU-machine call: the call carries the working tree and the named ignored
+# paths in 64 MiB, counted in disk blocks, and the tree's many small files (8.3 MB in blocks)
+# with .tiletools-slim (58.7 MB), .whl and .head leave no room (session 35). `out` moves what a
+# GPU run never reads (bench/results, docs, tests/compile_fail, tests/check_corpus) to
+# $ASIDE (default /tmp/fearless-aside); `back` returns it; `status` says where it is.
+#   bash bench/device_aside.sh out && <the call> ; bash bench/device_aside.sh back
+# Commit first: while the paths are aside, `git status` shows them deleted, and a commit of
+# everything would record that.
+set -euo pipefail
+cd "$(git rev-parse --show-toplevel)"
+aside=${ASIDE:-/tmp/fearless-aside}
+paths=(bench/results docs tests/compile_fail tests/check_corpus)
+case ${1:-status} in
+  out)
+    for p in "${paths[@]}"; do
+      if [ -e "$aside/$p" ]; then echo "$aside/$p exists already: run 'back' first" >&2; exit 1; fi
+    done
+    for p in "${paths[@]}"; do
+      mkdir -p "$aside/$(dirname "$p")" && mv "$p" "$aside/$p"
+    done
+    echo "moved aside to $aside: ${paths[*]}" ;;
+  back)
+    for p in "${paths[@]}"; do
+      if [ -e "$aside/$p" ]; then
+        if [ -e "$p" ]; then echo "$p is in the tree and in $aside: left both" >&2; continue; fi
+        mv "$aside/$p" "$p"
+      fi
+    done
+    echo "back in the tree: $(git status --short -- "${paths[@]}" | wc -l) paths differ from HEAD" ;;
+  status)
+    for p in "${paths[@]}"; do
+      if [ -e "$p" ]; then echo "$p: in the tree"; else echo "$p: aside ($aside/$p)"; fi
+    done ;;
+  *) echo "usage: bash bench/device_aside.sh out|back|status" >&2; exit 2 ;;
+esac
