@@ -283,7 +283,7 @@ def test_the_atomic_dq_adds_whole_tiles() -> None:
     kernel = make_attention_dkdv(fl.bf16, True, False, atomic_dq=True)
     args = (dk, dv, fl.zeros((1, 4, 200, 40)), q, kv, kv, q, stats, stats, None, None, None)
     text = kernel.inspect(*args, 0.125, 0, 0, 1.0, 64, 2, stage="ir")
-    assert text.count("tile.atomic_store_add") == 1 and "tile.atomic_rmw" not in text
+    assert text.count("tile.atomic_store ") == 1 and "tile.atomic_rmw" not in text
 
 
 def test_the_delta_kernel_zeroes_the_atomic_dqs_scratch(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ from support.tile_indexed_kernels import (
     reverse,
     take_rows,
     take_tickets,
+    tile_bits,
 )
 
 
@@ -136,13 +137,32 @@ def test_atomic_store_add_sums_whole_tiles_and_drops_the_outside() -> None:
     out = fl.zeros((1, 40))
     column_sums.launch((4, 3), out, fl.asarray(x), 32)
     np.testing.assert_allclose(out.numpy()[0], x.sum(0), rtol=1e-5, atol=1e-5)
-    assert "tile.atomic_store_add" in column_sums.inspect(out, fl.asarray(x), 32, stage="ir")
+    text = column_sums.inspect(out, fl.asarray(x), 32, stage="ir")
+    assert "tile.atomic_store " in text and "mode='add'" in text
 
 
 def test_atomic_store_add_in_f16_rounds_each_add() -> None:
     """Three f16 adds of 1/3 into 1000: each sum is rounded to f16 (the GPU's f16 atomics do
     the same), and the tiles outside the index stay 1000."""
     check_half_tiles()
+
+
+def test_the_other_tiled_atomics_fold_every_block_in() -> None:
+    """`tile.atomic_store_max` (i32), `_min` (u32: the negative values are large), `_or`,
+    `_and` and `_xor` (i64) over five blocks' tiles, against NumPy."""
+    x = np.random.default_rng(6).integers(-1000, 1000, (20, 16)).astype(np.int32)
+    mx = fl.asarray(np.full((4, 16), -(2**31), np.int32))
+    mn = fl.asarray(np.full((4, 16), 2**32 - 1, np.uint32))
+    start = np.zeros((3, 16), np.int64)
+    start[1] = -1  # and's identity
+    bits = fl.asarray(start)
+    tile_bits.launch(5, mx, mn, bits, fl.asarray(x))
+    blocks = x.reshape(5, 4, 16)
+    assert np.array_equal(mx.numpy(), blocks.max(0))
+    assert np.array_equal(mn.numpy(), blocks.astype(np.uint32).min(0))
+    rows = blocks[:, 0].astype(np.int64)
+    want = [np.bitwise_or.reduce(rows), np.bitwise_and.reduce(rows), np.bitwise_xor.reduce(rows)]
+    assert np.array_equal(bits.numpy(), np.stack(want))
 
 
 def test_an_atomic_output_may_not_overlap_an_input() -> None:
@@ -171,6 +191,15 @@ def test_the_indexed_kernels_compile_through_tileiras(cubin: Callable[..., bytes
         (relaxed_tile_sums, (fl.zeros((16, 16)), fl.zeros((64, 16)))),
         (column_sums, (fl.zeros((1, 40)), fl.zeros((100, 40)), 32)),
         (half_tiles, (fl.zeros((16, 8), dtype=fl.f16), fl.zeros((8, 8), dtype=fl.f16))),
+        (
+            tile_bits,
+            (
+                fl.zeros((4, 16), dtype=i32),
+                fl.zeros((4, 16), dtype=fl.u32),
+                fl.zeros((3, 16), dtype=fl.i64),
+                fl.zeros((20, 16), dtype=i32),
+            ),
+        ),
     ]
     cases += [
         (

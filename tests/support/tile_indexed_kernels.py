@@ -132,3 +132,23 @@ def check_half_tiles() -> None:
         want = np.float16(want + np.float16(1 / 3))
     got = out.numpy()
     assert np.all(got[8:] == want) and np.all(got[:8] == np.float16(1000))
+
+
+@tile.kernel
+def tile_bits(
+    mx: tile.Atomic[fl.i32],
+    mn: tile.Atomic[fl.u32],
+    bits: tile.Atomic[fl.i64],
+    x: tile.Tensor[fl.i32],
+):
+    """Block i folds x's (4, 16) tile i into tile (0, 0) of each output, one
+    `tile.atomic_store_<mode>` each: max into i32, min into u32, and or / and / xor into the
+    three rows of an i64 (3, 16) (each row its own tile of one row)."""
+    i = tile.block_id(0)
+    t = tile.load(x, (i, 0), (4, 16))
+    tile.atomic_store_max(mx, (0, 0), t)
+    tile.atomic_store_min(mn, (0, 0), t.astype(fl.u32))
+    w = tile.extract(t.astype(fl.i64), (0, 0), (1, 16))  # the tile's first row
+    tile.atomic_store_or(bits, (0, 0), w)
+    tile.atomic_store_and(bits, (1, 0), w)
+    tile.atomic_store_xor(bits, (2, 0), w)

@@ -153,13 +153,30 @@ atomic_or = _atomic("or", "Atomic bitwise or (integer `t`)")
 atomic_xor = _atomic("xor", "Atomic bitwise xor (integer `t`)")
 
 
-@_kernel_only
-def atomic_store_add(t: Any, index: Any, value: Any) -> None:
-    """Atomically add the tile `value` into tile `index` of `t` (a `tile.Atomic`), tiles of
-    `value`'s shape counted as `tile.load` counts them (cuTile Python's
-    `TiledView.atomic_store_add`): each element is one relaxed atomic add, what falls outside
-    `t` is dropped, and no old values come back. Many blocks may add into one tile: flash
-    attention's dQ (`tile.atomic_store_add(dq, (b, h, i, 0), part.reshape((1, 1, M, D)))`)."""
+def _atomic_store(mode: str, doc: str) -> Callable[..., Any]:
+    """The stub of `tile.atomic_store_<mode>(t, index, value)` (tile/indexed.py)."""
+
+    def stub(t: Any, index: Any, value: Any) -> None: ...
+
+    doc = (
+        f"{doc} into tile `index` of `t` (a `tile.Atomic`), tiles of `value`'s shape counted "
+        f"as `tile.load` counts them (cuTile Python's `TiledView.atomic_store_{mode}`): each "
+        "element is one relaxed atomic update, what falls outside `t` is dropped, and no old "
+        "values come back. Many blocks may update one tile."
+    )
+    return _named(stub, f"atomic_store_{mode}", doc)
+
+
+atomic_store_add = _atomic_store(
+    "add",
+    "Atomically add the tile `value` (flash attention's dQ: "
+    "`tile.atomic_store_add(dq, (b, h, i, 0), part.reshape((1, 1, M, D)))`)",
+)
+atomic_store_max = _atomic_store("max", "Atomic max with the tile `value` (integer `t`)")
+atomic_store_min = _atomic_store("min", "Atomic min with the tile `value` (integer `t`)")
+atomic_store_and = _atomic_store("and", "Atomic bitwise and with the tile `value` (integer `t`)")
+atomic_store_or = _atomic_store("or", "Atomic bitwise or with the tile `value` (integer `t`)")
+atomic_store_xor = _atomic_store("xor", "Atomic bitwise xor with the tile `value` (integer `t`)")
 
 
 @_kernel_only
@@ -484,7 +501,8 @@ _STUBS: tuple[Callable[..., Any], ...] = (
     tan, sinh, cosh, erf, isnan, negative, bitwise_not, matmul, equal, not_equal, less, less_equal,
     greater, greater_equal, atan2, bid, static_iter,
     gather, scatter, atomic_add, atomic_max, atomic_min, atomic_xchg, atomic_and, atomic_or,
-    atomic_xor, atomic_cas, atomic_store_add, truediv,
+    atomic_xor, atomic_cas, atomic_store_add, atomic_store_max, atomic_store_min,
+    atomic_store_and, atomic_store_or, atomic_store_xor, truediv,
     randint, randint4x, rand, randn, philox,
 )  # fmt: skip
 

@@ -1,5 +1,5 @@
 """Element-wise addressing in Tile kernels: `tile.gather`, `tile.scatter` and the atomics, and
-the one atomic that names a whole tile, `tile.atomic_store_add`.
+the atomics that name a whole tile, `tile.atomic_store_add` and its kin.
 
 cuTile Python's names and meaning: `indices` is one integer tile (or scalar) per axis of the
 array, broadcast together (a 1-D array takes one tile instead of a tuple); the result has
@@ -21,8 +21,9 @@ follows Tile IR: add on 32- and 64-bit ints and floats (and f16/bf16), max/min/a
 tile into tile `index` of `t`, tiles of `value`'s shape counted as `tile.load` counts them:
 the accumulation of one tile's partial sums (flash attention's dQ, a split-K GEMM) as one
 view-based reduction, which tileiras may issue in bulk, instead of per-element coordinates.
-It takes the same `tile.Atomic` parameter and the dtypes of `tile.atomic_add`, is relaxed (Tile
-IR allows no other order for it) and returns nothing; what falls outside the array is dropped.
+`atomic_store_max`, `_min`, `_and`, `_or` and `_xor` do the same with their operation. Each
+takes the same `tile.Atomic` parameter and the dtypes of its `tile.atomic_<mode>`, is relaxed
+(Tile IR allows no other order for it) and returns nothing; what falls outside is dropped.
 """
 
 from __future__ import annotations
@@ -187,9 +188,18 @@ def _rmw(mode: str) -> Callable[..., Value]:
     return handler
 
 
-def api_atomic_store_add(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value: Any) -> None:
-    arr, at = _atomic_array(lw, t, loc_of("t"), "atomic_store_add")
-    _check_dtype("add", at, loc_of("t"), "atomic_store_add")
+def _store_rmw(mode: str) -> Callable[..., None]:
+    def handler(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value: Any) -> None:
+        _atomic_store(lw, loc_of, t, index, value, mode)
+
+    handler.__name__ = f"api_atomic_store_{mode}"
+    return handler
+
+
+def _atomic_store(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value: Any, mode: str) -> None:
+    """`tile.atomic_store_<mode>(t, index, value)`: the checks, then one AtomicStore."""
+    arr, at = _atomic_array(lw, t, loc_of("t"), f"atomic_store_{mode}")
+    _check_dtype(mode, at, loc_of("t"), f"atomic_store_{mode}")
     v = lw.tile_value(value, loc_of("value"), at.dtype)
     vt = tile_type(v)
     if vt.dtype != at.dtype:
@@ -209,7 +219,7 @@ def api_atomic_store_add(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value
             "array: reshape it first, e.g. `acc.reshape((1, 1, TILE_M, TILE_D))`",
         )
     coords = [lw.index(i, loc_of("index")) for i in idx]
-    lw.emit(ops.AtomicStoreAdd(arr, v, coords, loc_of("t")))
+    lw.emit(ops.AtomicStore(arr, v, coords, mode, loc_of("t")))
 
 
 def _check_dtype(mode: str, at: ArrayParamType, loc: Location, name: str = "") -> None:
@@ -253,6 +263,6 @@ HANDLERS: dict[str, Callable[..., Operand]] = {
     "gather": api_gather,
     "scatter": api_scatter,
     "atomic_cas": api_atomic_cas,
-    "atomic_store_add": api_atomic_store_add,
+    **{f"atomic_store_{m}": _store_rmw(m) for m in ("add", "max", "min", "and", "or", "xor")},
     **{f"atomic_{m}": _rmw(m) for m in ("add", "max", "min", "xchg", "and", "or", "xor")},
 }

@@ -83,7 +83,8 @@ _BY_OPS: list[tuple[tuple[str, ...], tuple[type, ...]]] = [
     (("atomic_add", "atomic_max", "atomic_min", "atomic_xchg"), (ops.AtomicRMW,)),
     (("atomic_and", "atomic_or", "atomic_xor"), (ops.AtomicRMW,)),
     (("atomic_cas",), (ops.AtomicCAS,)),
-    (("atomic_store_add",), (ops.AtomicStoreAdd,)),
+    (("atomic_store_add", "atomic_store_max", "atomic_store_min"), (ops.AtomicStore,)),
+    (("atomic_store_and", "atomic_store_or", "atomic_store_xor"), (ops.AtomicStore,)),
 ]
 OPS: dict[str, tuple[type, ...]] = {name: made for names, made in _BY_OPS for name in names}
 

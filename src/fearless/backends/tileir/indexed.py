@@ -1,5 +1,5 @@
 """Tile IR bytecode for `tile.gather`, `tile.scatter` and the atomics: pointer tiles; and for
-`tile.atomic_store_add`, a partition view.
+`tile.atomic_store_<mode>`, a partition view.
 
 A partition view names whole tiles; these ops name elements, so they go through a tile of
 pointers, as cuTile Python lowers them. Per axis the coordinates become u64 (a negative i32
@@ -12,9 +12,10 @@ at device scope with the op's memory order (acq_rel by default, as cuTile Python
 lets tileiras emit vector `red` instructions for an accumulation). Every op takes the current token and makes the
 next one, so they stay ordered with the loads and stores around them.
 
-`tile.atomic_store_add` names a whole tile, as a load or store does: `atomic_red_view_tko`
+`tile.atomic_store_<mode>` names a whole tile, as a load or store does: `atomic_red_view_tko`
 (bytecode 13.3 and later) on the array's partition view in tiles of the value's shape, relaxed
-(the only order Tile IR gives it) at device scope, with the view dropping what falls outside.
+(the only order Tile IR gives it) at device scope, with the view dropping what falls outside;
+its modes are atomic_rmw_tko's (ADDF for floats, UMAX / UMIN for unsigned ints).
 """
 
 from __future__ import annotations
@@ -116,19 +117,25 @@ def _ordering(bc: Any, op: ops.AtomicRMW | ops.AtomicCAS) -> Any:
     return getattr(bc.MemoryOrderingSemantics, op.attrs.get("order", "acq_rel").upper())
 
 
+def _rmw_mode(mode: str, dt: Any) -> str:
+    """The name of Tile IR's AtomicRMWMode for an atomic `mode` on `dt` elements."""
+    name = _RMW_MODES[mode]
+    if name == "ADD" and dt.is_float:
+        return "ADDF"
+    if name in ("MAX", "MIN") and not dt.is_signed:
+        return "U" + name
+    return name
+
+
 @lowers(ops.AtomicRMW)
 def atomic_rmw(lw: Any, op: ops.AtomicRMW, args: list[Any]) -> Any:
     bc = lw.bc
     t = tile_type(op.result)
     ptrs, mask = _live(lw, op, args, 2)
-    name = _RMW_MODES[op.attrs["mode"]]
-    if name == "ADD" and t.dtype.is_float:
-        name = "ADDF"
-    elif name in ("MAX", "MIN") and not t.dtype.is_signed:
-        name = "U" + name
     old, lw.token = bc.encode_AtomicRMWTkoOp(
         lw.b, lw.tid(t), lw.tt.Token, ptrs, args[1], mask, lw.token,
-        _ordering(bc, op), bc.MemoryScope.DEVICE, getattr(bc.AtomicRMWMode, name),
+        _ordering(bc, op), bc.MemoryScope.DEVICE,
+        getattr(bc.AtomicRMWMode, _rmw_mode(op.attrs["mode"], t.dtype)),
     )  # fmt: skip
     return old
 
@@ -145,17 +152,17 @@ def atomic_cas(lw: Any, op: ops.AtomicCAS, args: list[Any]) -> Any:
     return old
 
 
-@lowers(ops.AtomicStoreAdd)
-def atomic_store_add(lw: Any, op: ops.AtomicStoreAdd, args: list[Any]) -> Any:
+@lowers(ops.AtomicStore)
+def atomic_store(lw: Any, op: ops.AtomicStore, args: list[Any]) -> Any:
     bc = lw.bc
     if lw.b.version < bc.BytecodeVersion.V_13_3:
-        raise lw._unsupported(op, "`tile.atomic_store_add` (Tile IR bytecode 13.3)")
+        raise lw._unsupported(op, f"`tile.atomic_store_{op.attrs['mode']}` (Tile IR bytecode 13.3)")
     t = tile_type(op.operands[1])
     view = lw._view(op.operands[0], t.shape, 0.0)
     index = args[2:]
     lw.token = bc.encode_AtomicRedViewTkoOp(
         lw.b, lw.tt.Token, view, index, args[1], lw.token,
         bc.MemoryOrderingSemantics.RELAXED, bc.MemoryScope.DEVICE,
-        bc.AtomicRMWMode.ADDF if t.dtype.is_float else bc.AtomicRMWMode.ADD,
+        getattr(bc.AtomicRMWMode, _rmw_mode(op.attrs["mode"], t.dtype)),
         [False] * len(index),
     )  # fmt: skip

@@ -188,7 +188,7 @@ class _Lowerer:
             elif isinstance(op, ops.Store | ops.StoreAt):
                 part = op.operands[0]
                 self._view(part, op.attrs.get("chunk") or self.part_tile(part), 0.0)
-            elif isinstance(op, ops.AtomicStoreAdd):
+            elif isinstance(op, ops.AtomicStore):
                 self._view(op.operands[0], tile_type(op.operands[1]).shape, 0.0)
             for region in ops.regions(op):
                 self._make_views(region)

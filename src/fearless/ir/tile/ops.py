@@ -236,17 +236,20 @@ class AtomicRMW(Op):
         )  # fmt: skip
 
 
-class AtomicStoreAdd(Op):
-    """Add `value` into tile `index` of an `Atomic` array (tiles of `value`'s shape, counted as
-    `tile.load` counts them), each element atomically, relaxed at device scope; elements
-    outside the array are dropped. No old values come back: Tile IR's `atomic_red_view_tko`
-    on a partition view (cuTile Python's `TiledView.atomic_store_add`)."""
+class AtomicStore(Op):
+    """Per element of tile `index` of an `Atomic` array (tiles of `value`'s shape, counted as
+    `tile.load` counts them), atomically: array = array `mode` value (add, max, min, and, or,
+    xor), relaxed at device scope; elements outside the array are dropped. No old values come
+    back: Tile IR's `atomic_red_view_tko` on a partition view (cuTile Python's
+    `TiledView.atomic_store_<mode>`)."""
 
-    opname = "tile.atomic_store_add"
+    opname = "tile.atomic_store"
     effect = Effect.WRITE
 
-    def __init__(self, array: Value, value: Value, index: Sequence[Value], loc: Location) -> None:
-        super().__init__([array, value, *index], [], loc)
+    def __init__(
+        self, array: Value, value: Value, index: Sequence[Value], mode: str, loc: Location
+    ) -> None:
+        super().__init__([array, value, *index], [], loc, mode=mode)
 
 
 class AtomicCAS(Op):

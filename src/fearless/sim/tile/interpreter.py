@@ -6,8 +6,9 @@ integer wrapping, NaN-propagating min/max) are the SIMT simulator's, from `numer
 
     tile.load      the tile at (index * shape); elements past the array read as the padding
     tile.store     the block's own tile; elements past the array are dropped
-    tile.atomic_store_add  adds into tile `index` (blocks run one after another, so each
-                   element's adds land in block order: one of the GPU's orders)
+    tile.atomic_store_add (max, min, and, or, xor)  updates tile `index` (blocks run one
+                   after another, so each element's updates land in block order: one of the
+                   GPU's orders)
     tile.reduce    sum in f32 for 16-bit floats (then rounded), else in the dtype
     tile.scan      likewise, each prefix rounded once
     tile.mma       acc + a @ b with the products and sums in acc's dtype
@@ -229,14 +230,14 @@ class _Block:
         coords, mask = _split(args[2:], arr.host.ndim, a["masked"])
         return indexed.atomic(arr.host, arr.dtype, a["mode"], args[1], None, coords, mask)
 
-    @runs(ops.AtomicStoreAdd)
-    def _op_AtomicStoreAdd(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
+    @runs(ops.AtomicStore)
+    def _op_AtomicStore(self, op: Any, a: dict[str, Any], args: list[Any]) -> Any:
         arr: _Array = args[0]
         value = np.asarray(args[1])
         src, dst = _window(arr, [int(i) for i in args[2:]], value.shape)
-        add = nx.binary_fn("add", arr.dtype)
+        fn = nx.binary_fn(a["mode"], arr.dtype)
         arr.host[src] = nx.raw_store(
-            add(nx.raw_load(arr.host[src], arr.dtype), value[dst]), arr.dtype
+            fn(nx.raw_load(arr.host[src], arr.dtype), value[dst]), arr.dtype
         )
 
     @runs(ops.AtomicCAS)
