@@ -13,6 +13,7 @@ import fearless as fl
 from fearless import config, tile
 from support.tile_indexed_kernels import (
     check_half_tiles,
+    check_tile_bits,
     column_sums,
     float_sums,
     gather_masked,
@@ -148,21 +149,9 @@ def test_atomic_store_add_in_f16_rounds_each_add() -> None:
 
 
 def test_the_other_tiled_atomics_fold_every_block_in() -> None:
-    """`tile.atomic_store_max` (i32), `_min` (u32: the negative values are large), `_or`,
-    `_and` and `_xor` (i64) over five blocks' tiles, against NumPy."""
-    x = np.random.default_rng(6).integers(-1000, 1000, (20, 16)).astype(np.int32)
-    mx = fl.asarray(np.full((4, 16), -(2**31), np.int32))
-    mn = fl.asarray(np.full((4, 16), 2**32 - 1, np.uint32))
-    start = np.zeros((3, 16), np.int64)
-    start[1] = -1  # and's identity
-    bits = fl.asarray(start)
-    tile_bits.launch(5, mx, mn, bits, fl.asarray(x))
-    blocks = x.reshape(5, 4, 16)
-    assert np.array_equal(mx.numpy(), blocks.max(0))
-    assert np.array_equal(mn.numpy(), blocks.astype(np.uint32).min(0))
-    rows = blocks[:, 0].astype(np.int64)
-    want = [np.bitwise_or.reduce(rows), np.bitwise_and.reduce(rows), np.bitwise_xor.reduce(rows)]
-    assert np.array_equal(bits.numpy(), np.stack(want))
+    """`tile.atomic_store_max` (i32), `_min` (u32), `_or`, `_and` and `_xor` (i64) over five
+    blocks' tiles, against NumPy."""
+    check_tile_bits(5, 6, 1000)
 
 
 def test_an_atomic_output_may_not_overlap_an_input() -> None:

@@ -9,6 +9,7 @@ import pytest
 import fearless as fl
 from support.tile_indexed_kernels import (
     check_half_tiles,
+    check_tile_bits,
     column_sums,
     float_sums,
     gather_masked,
@@ -17,7 +18,6 @@ from support.tile_indexed_kernels import (
     permute_into,
     take_rows,
     take_tickets,
-    tile_bits,
 )
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("cuda_target")]
@@ -113,18 +113,5 @@ def test_atomic_store_add_of_whole_tiles() -> None:
 
 
 def test_the_other_tiled_atomics_leave_what_numpy_gives() -> None:
-    """`tile.atomic_store_max` / `_min` / `_or` / `_and` / `_xor` over 64 blocks' tiles: the
-    final values do not depend on the order."""
-    x = np.random.default_rng(8).integers(-(2**30), 2**30, (256, 16)).astype(np.int32)
-    mx = fl.asarray(np.full((4, 16), -(2**31), np.int32))
-    mn = fl.asarray(np.full((4, 16), 2**32 - 1, np.uint32))
-    start = np.zeros((3, 16), np.int64)
-    start[1] = -1
-    bits = fl.asarray(start)
-    tile_bits.launch(64, mx, mn, bits, fl.asarray(x))
-    blocks = x.reshape(64, 4, 16)
-    assert np.array_equal(mx.numpy(), blocks.max(0))
-    assert np.array_equal(mn.numpy(), blocks.astype(np.uint32).min(0))
-    rows = blocks[:, 0].astype(np.int64)
-    want = [np.bitwise_or.reduce(rows), np.bitwise_and.reduce(rows), np.bitwise_xor.reduce(rows)]
-    assert np.array_equal(bits.numpy(), np.stack(want))
+    """`tile.atomic_store_max` / `_min` / `_or` / `_and` / `_xor` over 64 blocks' tiles."""
+    check_tile_bits(64, 8, 2**30)

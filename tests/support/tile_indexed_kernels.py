@@ -152,3 +152,22 @@ def tile_bits(
     tile.atomic_store_or(bits, (0, 0), w)
     tile.atomic_store_and(bits, (1, 0), w)
     tile.atomic_store_xor(bits, (2, 0), w)
+
+
+def check_tile_bits(blocks: int, seed: int, span: int) -> None:
+    """`tile_bits` over `blocks` blocks of values in [-span, span), against NumPy: max (i32),
+    min (u32: the negative values are large), or, and, xor (i64); the final values do not
+    depend on the order the blocks' updates land in."""
+    x = np.random.default_rng(seed).integers(-span, span, (4 * blocks, 16)).astype(np.int32)
+    mx = fl.asarray(np.full((4, 16), -(2**31), np.int32))
+    mn = fl.asarray(np.full((4, 16), 2**32 - 1, np.uint32))
+    start = np.zeros((3, 16), np.int64)
+    start[1] = -1  # and's identity
+    bits = fl.asarray(start)
+    tile_bits.launch(blocks, mx, mn, bits, fl.asarray(x))
+    tiles = x.reshape(blocks, 4, 16)
+    assert np.array_equal(mx.numpy(), tiles.max(0))
+    assert np.array_equal(mn.numpy(), tiles.astype(np.uint32).min(0))
+    rows = tiles[:, 0].astype(np.int64)
+    want = [np.bitwise_or.reduce(rows), np.bitwise_and.reduce(rows), np.bitwise_xor.reduce(rows)]
+    assert np.array_equal(bits.numpy(), np.stack(want))
