@@ -14,7 +14,7 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops import kernels_kvcache_decode as KD
+from fearless.ops import kernels_attention_decode as KAD
 from fearless.ops.kernels_attention_decode import decode_cfg, make_decode_combine
 from fearless.ops.kernels_kvcache import NO_ERROR, table_tile
 from fearless.ops.kernels_kvcache_decode import (
@@ -66,13 +66,13 @@ def test_every_configuration_matches_the_reference(
     cfg: dict, page: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     splits: list[tuple[int, ...]] = []
-    launch = KD.split_combine_launch
+    launch = KAD.split_combine_launch
 
     def counted(out: Any, part_shape: tuple[int, ...], *args: Any) -> None:
         splits.append(part_shape)
         launch(out, part_shape, *args)
 
-    monkeypatch.setattr(KD, "split_combine_launch", counted)
+    monkeypatch.setattr(KAD, "split_combine_launch", counted)
     for (b, s, h, hk, d), lens, left, cap in CASES:
         q, k, v = _inputs(b, s, h, hk, d)
         want = reference(q, k, v, np.array(lens), 0.25, False, (left, -1), cap)

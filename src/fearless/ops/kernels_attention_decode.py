@@ -258,10 +258,13 @@ def _decode_launch(q, k, v, out, scale, tile_n, occupancy, splits, split_tiles):
                     split_tiles)  # fmt: skip
 
 
-def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits, split_tiles):
+def split_kv_launch(
+    q, out, make_one, make_split, flags, args, occupancy, splits, split_tiles, guarded=False
+):
     """A split-KV decode's launches (q and out of (B, H_kv, GROUP, D)): `make_one(*flags)`'s
     kernel (out, *args) where one split covers the keys, else `make_split(*flags)`'s (partial
-    output, partial lse, *args, split_tiles) and `make_decode_combine`."""
+    output, partial lse, *args, split_tiles) and `make_decode_combine` (`guarded`: a head may
+    see no key in any split)."""
     b, hk, group, d = q.shape
     qg, td = max(8, next_pow2(group)), next_pow2(d)
     if splits == 1:
@@ -270,7 +273,7 @@ def split_kv_launch(q, out, make_one, make_split, flags, args, occupancy, splits
             one(out_p, *args)
         return
     split = kernel_of(make_split, *flags).options(occupancy=occupancy)
-    combine = kernel_of(make_decode_combine, q.dtype)
+    combine = kernel_of(make_decode_combine, q.dtype, guarded)
 
     def combine_splits(part_o, part_lse):
         with out.partition((1, 1, qg, td)) as out_p:

@@ -183,12 +183,19 @@ def table_tile(mb):
     return max(next_pow2(mb), 256)
 
 
+def cache_rows(k, table):
+    """(page size, None where contiguous; the positions a sequence may use: S_cache, or the
+    table's MB * PAGE) of the cache k and its `table` (None: contiguous)."""
+    if table is None:
+        return None, k.shape[1]
+    return k.shape[1], table.shape[1] * k.shape[1]
+
+
 def _kvcache_key(q, k, v, seqlens, table, err, out, scale, group, flags, *_, **__):
     """Batch x heads, L and the cache's rows by size class, D, the grouping, the flags and the
     page size (None: contiguous)."""
     b, lq, h, d = q.shape
-    page = None if table is None else k.shape[1]
-    rows = k.shape[1] if table is None else table.shape[1] * page
+    page, rows = cache_rows(k, table)
     return size_class(b * h), size_class(lq), size_class(rows), d, group, flags, page
 
 

@@ -44,12 +44,11 @@ from .kernels_attention_decode import (
     DECODE_CONFIGS,
     decode_cfg,
     decode_splits,
-    make_decode_combine,
-    split_combine_launch,
+    split_kv_launch,
     split_store,
 )
-from .kernels_kvcache import checked_length, page_of, page_tile, table_tile
-from .kernels_rows import kernel_of, next_pow2, size_class
+from .kernels_kvcache import cache_rows, checked_length, page_of, page_tile, table_tile
+from .kernels_rows import size_class
 
 
 @tile.function
@@ -183,8 +182,7 @@ def _decode_key(q, k, v, seqlens, table, err, out, scale, flags, wl, *_, **__):
     """Batch x KV heads, the grouping, the keys a query may see by size class (the cache's
     capacity, or the window's), D, the flags and the page size (None: contiguous)."""
     b, hk, group, d = q.shape
-    page = None if table is None else k.shape[1]
-    capacity = k.shape[1] if table is None else table.shape[1] * page
+    page, capacity = cache_rows(k, table)
     seen = capacity if not flags[0] else min(capacity, wl + 1)
     return size_class(b * hk), group, size_class(seen), d, flags, page
 
@@ -195,34 +193,15 @@ def kvcache_decode_tuned(q, k, v, seqlens, table, err, out, scale, flags, wl, ca
     """out (B, H_kv, GROUP, D) = the decode of q (B, H_kv, GROUP, D) over the cache k, v
     (fl.Tensors), `table` None (contiguous) or the (B, MB) block table; flags (left, capped),
     `wl` the left window (read where left), `cap` the soft cap (where capped)."""
-    b, hk, group, d = q.shape
-    paged = table is not None
-    page = mbp = 1
-    capacity = k.shape[1]
-    if paged:
-        page = k.shape[1]
+    b, hk, _, _ = q.shape
+    page, capacity = cache_rows(k, table)
+    mbp = 1
+    if page is not None:
         tile_n = page_tile(page, tile_n)
         mbp = table_tile(table.shape[1])
-        capacity = table.shape[1] * page
     reach = capacity if not flags[0] else min(capacity, wl + tile_n)
     splits, split_tiles = decode_splits(b, hk, reach, tile_n, waves * sm_count)
-    qg, td = max(8, next_pow2(group)), next_pow2(d)
-    args = (q, k, v, seqlens, table, err, scale, wl, cap, tile_n, page, mbp)
-    if splits <= 1:
-        one = kernel_of(make_kvcache_decode_one, q.dtype, paged, *flags)
-        with out.partition((1, 1, qg, td)) as out_p:
-            one.options(occupancy=occupancy)(out_p, *args)
-        return
-    split = kernel_of(make_kvcache_decode_split, q.dtype, paged, *flags)
-    combine = kernel_of(make_decode_combine, q.dtype, True)
-
-    def combine_splits(part_o, part_lse):
-        with out.partition((1, 1, qg, td)) as out_p:
-            combine(out_p, part_o, part_lse, next_pow2(splits))
-
-    # the split and the combine compile side by side the first time (as split_kv_launch's)
-    key = ("kvcache_decode", q.dtype, paged, flags, occupancy, size_class(b), hk, group, d,
-           size_class(splits), split_tiles)  # fmt: skip
-    split_combine_launch(out, (b, hk, splits, group, d), (1, 1, 1, qg, td),
-                         split.options(occupancy=occupancy), (*args, split_tiles),
-                         combine_splits, key)  # fmt: skip
+    args = (q, k, v, seqlens, table, err, scale, wl, cap, tile_n, page or 1, mbp)
+    split_kv_launch(q, out, make_kvcache_decode_one, make_kvcache_decode_split,
+                    (q.dtype, page is not None, *flags), args, occupancy, splits, split_tiles,
+                    guarded=True)  # fmt: skip
