@@ -103,16 +103,23 @@ def _mask(lw: TileRules, mask: Any, shape: tuple[int, ...], loc: Location) -> Va
     return lw.broadcast_to(v, shape, loc)
 
 
-def _values(lw: TileRules, x: Any, dt: Any, shape: tuple[int, ...], loc: Location) -> Value:
-    """`x` (a tile of the array's dtype, or a number it holds) at the coordinates' shape."""
-    v = lw.tile_value(x, loc, dt)
-    if tile_type(v).dtype != dt:
+def _typed(lw: TileRules, x: Any, arr: Value, at: ArrayParamType, loc: Location) -> Value:
+    """`x` as a tile of array `arr`'s dtype: a tile of it, or a number it holds."""
+    v = lw.tile_value(x, loc, at.dtype)
+    if tile_type(v).dtype != at.dtype:
         raise KernelTypeError(
-            f"the values are {tile_type(v).dtype.name} but the array holds {dt.name}",
+            f"the values are {tile_type(v).dtype.name} but `{arr.name}` holds {at.dtype.name}",
             loc,
-            help=f"convert them: `x.astype(fl.{dt.name})`",
+            help=f"convert them: `x.astype(fl.{at.dtype.name})`",
         )
-    return lw.broadcast_to(v, shape, loc)
+    return v
+
+
+def _values(
+    lw: TileRules, x: Any, arr: Value, at: ArrayParamType, shape: tuple[int, ...], loc: Location
+) -> Value:
+    """`x` (a tile of the array's dtype, or a number it holds) at the coordinates' shape."""
+    return lw.broadcast_to(_typed(lw, x, arr, at, loc), shape, loc)
 
 
 def api_gather(
@@ -162,7 +169,7 @@ def api_scatter(lw: TileRules, loc_of: LocOf, t: Any, indices: Any, value: Any, 
     arr, at = _atomic_array(lw, t, loc_of("t"), "scatter")
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
-    v = _values(lw, value, at.dtype, shape, loc_of("value"))
+    v = _values(lw, value, arr, at, shape, loc_of("value"))
     lw.emit(ops.Scatter(arr, v, coords, m, loc_of("t")))
 
 
@@ -180,7 +187,7 @@ def _rmw(mode: str) -> Callable[..., Value]:
         _check_dtype(mode, at, loc_of("t"))
         coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
         m = _mask(lw, mask, shape, loc_of("mask"))
-        v = _values(lw, value, at.dtype, shape, loc_of("value"))
+        v = _values(lw, value, arr, at, shape, loc_of("value"))
         order = _order(memory_order, loc_of("memory_order"))
         return lw.emit(ops.AtomicRMW(arr, v, coords, m, mode, loc_of("t"), order))
 
@@ -200,24 +207,19 @@ def _atomic_store(lw: TileRules, loc_of: LocOf, t: Any, index: Any, value: Any, 
     """`tile.atomic_store_<mode>(t, index, value)`: the checks, then one AtomicStore."""
     arr, at = _atomic_array(lw, t, loc_of("t"), f"atomic_store_{mode}")
     _check_dtype(mode, at, loc_of("t"), f"atomic_store_{mode}")
-    v = lw.tile_value(value, loc_of("value"), at.dtype)
-    vt = tile_type(v)
-    if vt.dtype != at.dtype:
-        raise KernelTypeError(
-            f"the tile is {vt.dtype.name} but `{arr.name}` holds {at.dtype.name}",
-            loc_of("value"),
-            help=f"convert it: `x.astype(fl.{at.dtype.name})`",
-        )
+    v = _typed(lw, value, arr, at, loc_of("value"))
     idx = index if isinstance(index, tuple) else (index,)
-    if len(idx) != at.ndim or len(vt.shape) != at.ndim:
-        what, where = ("index", "index") if len(idx) != at.ndim else ("tile", "value")
-        got = len(idx) if where == "index" else len(vt.shape)
-        raise KernelTypeError(
-            f"`{arr.name}` has {at.ndim} dimension(s), but the {what} has {got}",
-            loc_of(where),
-            help="the tile's shape names the tiles `index` counts, one entry per axis of the "
-            "array: reshape it first, e.g. `acc.reshape((1, 1, TILE_M, TILE_D))`",
-        )
+    for what, n, where in (
+        ("index", len(idx), "index"),
+        ("tile", len(tile_type(v).shape), "value"),
+    ):
+        if n != at.ndim:
+            raise KernelTypeError(
+                f"`{arr.name}` has {at.ndim} dimension(s), but the {what} has {n}",
+                loc_of(where),
+                help="the tile's shape names the tiles `index` counts, one entry per axis of the "
+                "array: reshape it first, e.g. `acc.reshape((1, 1, TILE_M, TILE_D))`",
+            )
     coords = [lw.index(i, loc_of("index")) for i in idx]
     lw.emit(ops.AtomicStore(arr, v, coords, mode, loc_of("t")))
 
@@ -246,8 +248,8 @@ def api_atomic_cas(
     _check_dtype("cas", at, loc_of("t"))
     coords, shape = _coordinates(lw, at, arr.name, indices, loc_of("indices"))
     m = _mask(lw, mask, shape, loc_of("mask"))
-    e = _values(lw, expected, at.dtype, shape, loc_of("expected"))
-    d = _values(lw, desired, at.dtype, shape, loc_of("desired"))
+    e = _values(lw, expected, arr, at, shape, loc_of("expected"))
+    d = _values(lw, desired, arr, at, shape, loc_of("desired"))
     order = _order(memory_order, loc_of("memory_order"))
     return lw.emit(ops.AtomicCAS(arr, e, d, coords, m, loc_of("t"), order))
 
