@@ -13,11 +13,9 @@ the first again, so that a clock drift shows. Run on the GPU machine:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 from attention_backward_mask import _events_ms
-from attention_causal_order import REPLAYED
+from attention_causal_order import timed_with
 from train_host_parts import training
 
 from fearless import ops
@@ -26,21 +24,6 @@ from fearless.ops import kernels_attention_backward as B
 SHAPES = [(4, 32, 4096, 64, True), (4, 32, 4096, 128, True), (4, 32, 4096, 128, False),
           (2, 32, 8192, 128, True), (2, 16, 4096, 256, True)]  # fmt: skip
 SETTINGS = (0, 64, 128, 256, 0)
-
-
-def _with(up_to: int, call: Callable[[], None]) -> float:
-    """ms per call with DQ_BY_ATOMICS_UP_TO = up_to (the operators' replays dropped: a replay
-    would launch the recorded kernels); the call's gradients stay those of its last run."""
-    saved = B.DQ_BY_ATOMICS_UP_TO
-    B.DQ_BY_ATOMICS_UP_TO = up_to
-    for fn in REPLAYED:
-        fn.plans.clear()
-    try:
-        return _events_ms(call)
-    finally:
-        B.DQ_BY_ATOMICS_UP_TO = saved
-        for fn in REPLAYED:
-            fn.plans.clear()
 
 
 def _error(grads: list[torch.Tensor], want: list[torch.Tensor]) -> float:
@@ -65,7 +48,7 @@ def main() -> None:
         times, errors = [], []
         for up_to in SETTINGS:
             train = training(ops.scaled_dot_product_attention, q, k, v, dout, causal)
-            times.append(_with(up_to, train))
+            times.append(timed_with(B, "DQ_BY_ATOMICS_UP_TO", up_to, train))  # grads: its last run
             errors.append(_error([t.grad for t in (q, k, v)], want))  # type: ignore[misc]
         ref_ms = _events_ms(ref)
         cols = " ".join(f"{t:10.3f}" for t in times)

@@ -32,18 +32,24 @@ REPLAYED = (A.scaled_dot_product_attention, A.scaled_dot_product_attention_lse,
             A.scaled_dot_product_attention_backward)  # fmt: skip
 
 
-def _timed(call: Callable[[], Any], on: bool) -> float:
-    """ms per `call` with LONGEST_FIRST `on` (the operators' replays dropped: a replay would
-    launch the recorded order)."""
-    KA.LONGEST_FIRST = on
+def timed_with(module: Any, setting: str, value: Any, call: Callable[[], Any]) -> float:
+    """ms per `call` with `module.setting` = value, put back after (the attention operators'
+    replays dropped before and after: a replay would launch what it recorded)."""
+    saved = getattr(module, setting)
+    setattr(module, setting, value)
     for fn in REPLAYED:
         fn.plans.clear()
     try:
         return _events_ms(call)
     finally:
-        KA.LONGEST_FIRST = False
+        setattr(module, setting, saved)
         for fn in REPLAYED:
             fn.plans.clear()
+
+
+def _timed(call: Callable[[], Any], on: bool) -> float:
+    """ms per `call` with LONGEST_FIRST `on`."""
+    return timed_with(KA, "LONGEST_FIRST", on, call)
 
 
 def main() -> None:
