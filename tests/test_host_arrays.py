@@ -22,18 +22,14 @@ import fearless as fl
 from fearless import config, simt, tile
 from fearless.abi import ParamSpec, Requirement
 from fearless.runtime import device_errors, driver, host_arrays, launch, target
-from support.fake_driver import HostErrorPool, _kernel, _write_record
-from support.fake_memory import SimtGpu, TileGpu
-
-DEVICE_INFO = driver.DeviceInfo(
-    0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
-)
+from support.fake_driver import FAKE_H200, HostErrorPool, _kernel, _write_record
+from support.fake_memory import SimtGpu, install_tile_gpu
 
 
 @pytest.fixture
 def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimtGpu]:
     fake = SimtGpu()
-    monkeypatch.setattr(driver, "_info", DEVICE_INFO)
+    monkeypatch.setattr(driver, "_info", FAKE_H200)
     monkeypatch.setattr(driver, "_cu", fake)
     monkeypatch.setattr(device_errors, "_pool", HostErrorPool())
     monkeypatch.setattr(config, "_target_override", "cuda")
@@ -240,24 +236,8 @@ def _tile_copy(out: tile.Part[fl.f32], x: tile.Tensor[fl.f32]):
 
 
 def test_numpy_inputs_of_a_tile_kernel_are_copied(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    from fearless.abi import CompiledTile
-
-    fake = TileGpu()
-    monkeypatch.setattr(driver, "_info", DEVICE_INFO)
-    monkeypatch.setattr(driver, "_cu", fake)
-    monkeypatch.setattr(device_errors, "_pool", HostErrorPool())
-    monkeypatch.setattr(driver, "load_kernel", lambda ck: driver.LoadedKernel(
-        ck.name, ck.entry, f"CUfunction:{ck.name}", 1, None, 1, 32, "cubin"))  # fmt: skip
-    monkeypatch.setattr(target, "_probe", (True, "Fake H200 (sm_90)", "sm_90"))
-    monkeypatch.setattr(config, "_target_override", "cuda")
+    fake = install_tile_gpu(monkeypatch.setattr)
     monkeypatch.setattr(host_arrays, "_warned", type(host_arrays._warned)())
-    monkeypatch.setattr(
-        sys.modules["fearless.tile.compiles"],
-        "compile_cubin",
-        lambda ir, arch: CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF"),
-    )
     fake.sizes = [8, 4, 8, 4]  # out: ptr, extent; x: ptr, extent
     x = np.arange(8, dtype=np.float32)
     out = fl.zeros(8)

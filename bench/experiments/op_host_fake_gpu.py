@@ -28,30 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 import numpy as np
 
 import fearless as fl
-from fearless import config, ops
-from fearless.abi import CompiledTile
-from fearless.runtime import device_errors, driver, target
-from support.fake_driver import HostErrorPool
-from support.fake_memory import TileGpu
-
-
-def fake_gpu() -> None:
-    """The cuda target on a fake H200: memory in host memory, launches dropped."""
-    fake = TileGpu()
-    fake.cuLaunchKernel = lambda *a: (fake.CUresult.CUDA_SUCCESS,)  # type: ignore[method-assign]
-    driver._info = driver.DeviceInfo(
-        0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
-    )
-    driver._cu = fake
-    driver.load_kernel = lambda ck: driver.LoadedKernel(  # type: ignore[assignment]
-        ck.name, ck.entry, f"CUfunction:{ck.name}", 1, None, 1, 32, "cubin"
-    )
-    device_errors._pool = HostErrorPool()
-    target._probe = (True, "Fake H200 (sm_90)", "sm_90")
-    config._target_override = "cuda"
-    sys.modules["fearless.tile.compiles"].compile_cubin = lambda ir, arch: CompiledTile(  # type: ignore[attr-defined]
-        ir.name, arch, ir.signature, b"", b"\x7fELF"
-    )
+from fearless import ops
+from support.fake_memory import install_tile_gpu
 
 
 def kvcache_calls() -> dict[str, Callable[[], Any]]:
@@ -71,7 +49,8 @@ def kvcache_calls() -> dict[str, Callable[[], Any]]:
 
 
 def main() -> None:
-    fake_gpu()
+    fake = install_tile_gpu(setattr)  # for good: this process runs nothing else
+    fake.cuLaunchKernel = lambda *a: (fake.CUresult.CUDA_SUCCESS,)  # launches dropped, unread
     for name, call in kvcache_calls().items():
         for _ in range(5):
             call()

@@ -11,6 +11,7 @@ import pytest
 import fearless as fl
 from fearless.abi import CompiledKernel, LaunchContract, ParamSpec
 from fearless.runtime import driver
+from support.fake_driver import FAKE_H200
 
 F32 = fl.f32
 
@@ -67,10 +68,7 @@ def _cooperative_kernel() -> CompiledKernel:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCooperativeDriver:
     fake = FakeCooperativeDriver(per_sm=4)
-    info = driver.DeviceInfo(
-        0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
-    )
-    monkeypatch.setattr(driver, "_info", info)
+    monkeypatch.setattr(driver, "_info", FAKE_H200)
     monkeypatch.setattr(driver, "_cu", fake)
     monkeypatch.setattr(
         driver,

@@ -25,6 +25,11 @@ from fearless.runtime import driver, launch
 from fearless.runtime.device_errors import ErrorPool, _Chunk
 from fearless.runtime.tensor import Tensor
 
+# what every fake GPU reports: an H200's limits, 132 SMs
+FAKE_H200 = driver.DeviceInfo(
+    0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
+)
+
 F32 = fl.f32
 
 
@@ -115,10 +120,7 @@ class FakeDriver:
 @pytest.fixture
 def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
     fake = FakeDriver()
-    info = driver.DeviceInfo(
-        0, "Fake H200", (9, 0), "sm_90", 1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 132, 32
-    )
-    monkeypatch.setattr(driver, "_info", info)
+    monkeypatch.setattr(driver, "_info", FAKE_H200)
     monkeypatch.setattr(driver, "_cu", fake)
     monkeypatch.setattr(
         driver,

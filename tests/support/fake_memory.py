@@ -1,16 +1,21 @@
 """Stand-ins for device memory under host arrays: `FakeMemory` (allocations, copies and frees
-recorded) and the fake GPUs over it for the SIMT (`SimtGpu`) and Tile (`TileGpu`) launch paths."""
+recorded), the fake GPUs over it for the SIMT (`SimtGpu`) and Tile (`TileGpu`) launch paths, and
+`install_tile_gpu`, which makes a TileGpu the cuda target's driver."""
 
 from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from support.fake_driver import FakeDriver
+from fearless import config
+from fearless.abi import CompiledTile
+from fearless.runtime import device_errors, driver, target
+from support.fake_driver import FAKE_H200, FakeDriver, HostErrorPool
 from support.fake_tile_driver import FakeCU
 
 
@@ -90,3 +95,23 @@ class TileGpu(FakeMemory, FakeCU):
         ptr = struct.unpack("<Q", params[2])[0]  # out: pointer, extent; x: pointer, extent
         self.seen.append(np.ctypeslib.as_array((ctypes.c_float * 8).from_address(ptr)).copy())
         return result
+
+
+def install_tile_gpu(set_attr: Callable[[Any, str, Any], None]) -> TileGpu:
+    """A TileGpu as the driver of the cuda target on a fake H200: kernels load as stand-ins and
+    compile to a fake cubin, device errors go to a host pool. `set_attr` sets each attribute
+    (a test's `monkeypatch.setattr`, or `setattr` for good)."""
+    fake = TileGpu()
+    set_attr(driver, "_info", FAKE_H200)
+    set_attr(driver, "_cu", fake)
+    set_attr(driver, "load_kernel", lambda ck: driver.LoadedKernel(
+        ck.name, ck.entry, f"CUfunction:{ck.name}", 1, None, 1, 32, "cubin"))  # fmt: skip
+    set_attr(device_errors, "_pool", HostErrorPool())
+    set_attr(target, "_probe", (True, "Fake H200 (sm_90)", "sm_90"))
+    set_attr(config, "_target_override", "cuda")
+    set_attr(
+        sys.modules["fearless.tile.compiles"],
+        "compile_cubin",
+        lambda ir, arch: CompiledTile(ir.name, arch, ir.signature, b"", b"\x7fELF"),
+    )
+    return fake
