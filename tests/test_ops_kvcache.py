@@ -315,7 +315,7 @@ def test_the_gpu_path_keeps_one_pending_record_however_many_launches() -> None:
     from fearless.ops import kvcache_attention as kv
     from fearless.runtime import device_errors
 
-    table = _io.operand(np.array([[0, 1], [2, 77]], np.int32), kv.OP, "block_table")
+    table = _io.operand(np.array([[0, 1], [2, 77]], np.int32), kv.OP, "block_table").tensor
     lens = fl.asarray(np.array([32, 32], np.int32))
     err = fl.asarray(np.full(2, NO_ERROR, np.int32))
     pending = kv._Pending(err)
@@ -348,3 +348,49 @@ def test_the_gpu_path_keeps_one_pending_record_however_many_launches() -> None:
     pending.launched(check())
     device_errors._deferred.remove(pending.run)
     pending.run()  # nothing recorded: nothing raised
+
+
+def test_replayed_calls_on_the_gpu_are_checked_each_at_its_own_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On the GPU a decode loop's calls replay (ops/_replay.py) after the first: the error words
+    stay the operator's own buffer and each replay registers the check of its own call, so a
+    bad block id the kernel records is still raised at the next synchronisation, naming the
+    replayed call's line. (The fake driver of tests/support runs no kernel: the words are
+    written as the kernel would write them.)"""
+    pytest.importorskip("torch")  # the warm path runs where torch is loaded
+    import inspect
+
+    from fearless.ops import kvcache_attention as kv
+    from fearless.runtime import driver
+    from support.fake_memory import install_tile_gpu
+
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    fake = install_tile_gpu(monkeypatch.setattr)
+    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
+    monkeypatch.setattr(kv, "_pending", {})
+    plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
+    plans.clear()
+    try:
+        q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
+        kb, vb = (fl.zeros((8, 16, 2, 64), dtype=fl.f16) for _ in range(2))
+        lens = fl.asarray(np.array([20, 32], np.int32))
+        table = fl.asarray(np.array([[0, 1], [2, 77]], np.int32))
+        for _ in range(3):
+            ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+        fl.synchronize()  # the words record nothing: nothing raised
+        assert [type(p).__name__ for p in plans.values()] == ["Plan"]
+        (pending,) = kv._pending.values()
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # a replay
+        bad = np.array([1 * 2 + 1, NO_ERROR], np.int32)  # sequence 1, slot 1
+        driver.copy_host_to_device(pending.err.data_ptr, bad)
+        with pytest.raises(
+            fl.KernelIndexError,
+            match=r"block_table\[1, 1\] = 77 is outside the cache's 8 blocks",
+        ) as caught:
+            fl.synchronize()
+        assert caught.value.loc is not None and caught.value.loc.line == line
+        assert caught.value.loc.file == __file__
+    finally:
+        plans.clear()

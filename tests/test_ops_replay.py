@@ -7,6 +7,7 @@ replays run on the H200 (tests/gpu/test_ops_replay_gpu.py)."""
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import numpy as np
@@ -298,3 +299,63 @@ def test_a_first_call_that_tuned_leaves_the_recording_to_the_next() -> None:
     rec.refuse("a dtype conversion")
     rec.refuse("tuned again", first_call_only=True)
     assert (rec.refused, rec.lasting) == ("a dtype conversion", True)
+
+
+_kept: dict[str, Any] = {}
+steps_seen: list[tuple[Any, ...]] = []
+
+
+def _record_step(tag: str, x: Any, out: Any, none: Any) -> None:
+    steps_seen.append((tag, x, out, none, trace.current()))
+
+
+@_replay.replayable()
+def with_scratch(x: Any) -> Any:
+    """An operator with a buffer of its own (allocated by its first call, then kept: the
+    kvcache attention's error words) and a host step after its launch that takes its input,
+    its output and None (the kvcache attention's check registration)."""
+    if "buf" not in _kept:
+        _kept["buf"] = _io._allocate(lambda: torch.full((16,), 5.0))
+    buf = _kept["buf"]
+    trace.keep(buf)
+    out = _empty_like(x)
+    _launch(Axpb(16), [out.data_ptr(), buf.data_ptr(), 1.0, 0])
+    trace.after_launch(functools.partial(_record_step, "step"), x, out, None)
+    return out
+
+
+def test_a_kept_buffer_is_launched_on_as_it_is_and_host_steps_run_with_the_replays_tensors() -> (
+    None
+):
+    with_scratch.plans.clear()  # type: ignore[attr-defined]
+    _kept.clear()
+    steps_seen.clear()
+    x = torch.zeros(16)
+    first = with_scratch(x)
+    (plan,) = with_scratch.plans.values()  # type: ignore[attr-defined]
+    assert type(plan) is _replay.Plan
+    assert plan.source.count("= again") == 1  # the output alone is allocated again, not the buffer
+    _kept["buf"][:] = 7.0  # a replay reads the buffer where it is
+    y = torch.zeros(16)
+    second = with_scratch(y)
+    torch.testing.assert_close(second, torch.full((16,), 7.0))
+    assert second.data_ptr() != first.data_ptr()
+    (tag, a, out, none, rec), (_, b, out2, none2, rec2) = steps_seen
+    assert (tag, a, out, none) == ("step", x, first, None) and rec is not None  # recorded
+    assert b is y and out2 is second and none2 is None and rec2 is None  # replayed
+
+
+def test_a_host_step_on_a_tensor_from_nowhere_is_never_replayed() -> None:
+    hidden = torch.zeros(4)
+
+    @_replay.replayable()
+    def steps_on_hidden(x: Any) -> Any:
+        out = _empty_like(x)
+        _launch(Axpb(x.numel()), [out.data_ptr(), x.data_ptr(), 1.0, 0])
+        trace.after_launch(lambda t: None, hidden)
+        return out
+
+    for _ in range(2):
+        steps_on_hidden(torch.zeros(8))
+    (plan,) = steps_on_hidden.plans.values()  # type: ignore[attr-defined]
+    assert plan.why == "a host step takes a tensor that is no argument or allocation"

@@ -6,7 +6,10 @@ device is lent. Session 35: `flash_attn_with_kvcache` at one query took 112 us a
 CPU, the first tuner configuration: a split and a combine) about 130 and 140 us, most of it
 the split path's partial allocations, partitions and two launches, and the tuner's key.
 
-    .venv/bin/python bench/experiments/op_host_fake_gpu.py [--profile]
+    .venv/bin/python bench/experiments/op_host_fake_gpu.py [--profile] [--no-replay]
+
+fearless.ops' warm path (ops/_replay.py) runs where torch is imported: --no-replay leaves torch
+out, so that every call takes the operator's slow path.
 
 Times on the fake driver are relative: a faster CPU and the real driver's launch differ.
 """
@@ -49,6 +52,8 @@ def kvcache_calls() -> dict[str, Callable[[], Any]]:
 
 
 def main() -> None:
+    if "--no-replay" not in sys.argv:
+        import torch  # noqa: F401  (ops/_replay.py replays only where torch is loaded)
     fake = install_tile_gpu(setattr)  # for good: this process runs nothing else
     fake.cuLaunchKernel = lambda *a: (fake.CUresult.CUDA_SUCCESS,)  # launches dropped, unread
     for name, call in kvcache_calls().items():

@@ -110,3 +110,27 @@ def test_after_several_launches_the_slot_and_the_first_line_are_named() -> None:
         fl.synchronize()
     assert info.value.loc is not None and info.value.loc.line == first  # the first launch's
     fl.synchronize()  # the record was reset: nothing left to raise
+
+
+def test_a_replayed_call_is_checked_as_a_first_call_is() -> None:
+    """A decode loop's calls replay after the first one or two (ops/_replay.py): each replay
+    still registers the check of its own table, so a bad block id in a replayed call is raised
+    at the next synchronisation with its value and line, and no other block is read."""
+    fl.synchronize()
+    q = torch.randn(2, 1, 8, 64, device="cuda").half()
+    k, v = (torch.randn(2, 64, 2, 64, device="cuda").half() for _ in range(2))
+    kb, vb, table = _paged(k, v, 16)
+    lens = torch.tensor([64, 50], dtype=torch.int32, device="cuda")
+    for _ in range(3):
+        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+    fl.synchronize()
+    plans = ops.flash_attn_with_kvcache.plans.values()  # type: ignore[attr-defined]
+    assert any(type(p).__name__ == "Plan" for p in plans)
+    bad = table.clone()
+    bad[1, 1] = 4096
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    out = ops.flash_attn_with_kvcache(q, kb, vb, lens, bad)  # replayed
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 1\] = 4096 is outside") as info:  # fmt: skip
+        fl.synchronize()
+    assert info.value.loc is not None and info.value.loc.line == line
+    assert torch.isfinite(out).all()

@@ -69,6 +69,25 @@ CASES: dict[str, tuple[Any, Callable[[], tuple[Any, ...]]]] = {
         attention.scaled_dot_product_attention_backward,
         lambda: tuple(_r(1, 2, 70, 32, dt=torch.float16) for _ in range(5)),
     ),
+    "flash_attn_with_kvcache_decode": (  # the split-KV decode, its error words kept
+        ops.flash_attn_with_kvcache,
+        lambda: (
+            _r(2, 1, 8, 64, dt=torch.bfloat16),
+            _r(2, 300, 2, 64, dt=torch.bfloat16),
+            _r(2, 300, 2, 64, dt=torch.bfloat16),
+            torch.tensor([300, 123], dtype=torch.int32, device="cuda"),
+        ),
+    ),
+    "flash_attn_with_kvcache_paged_int_lengths": (  # the general kernel; lengths filled in
+        functools.partial(ops.flash_attn_with_kvcache, causal=True),
+        lambda: (
+            _r(2, 3, 8, 64, dt=torch.float16),
+            _r(6, 64, 2, 64, dt=torch.float16),
+            _r(6, 64, 2, 64, dt=torch.float16),
+            100,
+            torch.randperm(6, device="cuda")[:4].reshape(2, 2).to(torch.int32),
+        ),
+    ),
     "gelu_backward": (backward_activation.gelu_backward, lambda: (_r(900), _r(900))),
     "swiglu_backward": (backward_activation.swiglu_backward, lambda: (_r(640), _r(640), _r(640))),
 }

@@ -28,7 +28,10 @@ tuned or compiled ahead, which only a first call does, the next call records ins
 later one replays that record: the same allocations made again (torch's allocator: one
 `torch.empty` per output), the same prepared launches (runtime/dispatch.py) with each pointer moved from the
 recorded call's tensors to this call's, new random seeds where the recorded call drew them,
-and the same result structure, in this call's tensors.
+and the same result structure, in this call's tensors. Where the operator said so
+(runtime/trace.py), a replay also launches on a buffer the operator keeps between calls as it
+is, and runs its host steps again (flash_attn_with_kvcache's registration of the check of its
+block table, with this call's table and lengths).
 
 Why a replay is the slow path's launch: every check the slow path made passed for the
 recorded arguments and depends on the key alone; its outputs are new allocations, which alias
@@ -282,10 +285,13 @@ def _compile(
     launches: Sequence[tuple[Callable[[list[Any], Any], None], Sequence[Source]]],
     draws: Sequence[Callable[[], int]],
     result: Any,
+    steps: Sequence[tuple[int, Callable[..., None], Sequence[int | None]]] = (),
 ) -> tuple[Callable[[list[Any], list[int], list[Any]], Any], str]:
     """The replay of a plan as one generated function `(tensors, ptrs, values) -> result`
     (or _MISS), and its text, with every source and constant written in, so a replay runs no loop or branch
-    per value. Buffers 0 .. inputs - 1 are the call's tensors, then the allocations."""
+    per value. Buffers 0 .. inputs - 1 are the call's tensors, then the allocations; each host
+    step (after how many launches, its function, the buffers it takes: None for None) runs
+    where the recorded call ran it."""
     env: dict[str, Any] = {"MISS": _MISS, "keep": keep_if_captured, "streams": streams}
     lines = ["def replay(tensors, ptrs, values):"]
     for j, (t, again) in enumerate(allocations):
@@ -300,7 +306,17 @@ def _compile(
     allocated = "".join(f"t{j}, " for j in range(len(allocations)))
     lines.append("    if streams._captures:")  # inside `fl.graph`: the graph holds them
     lines.append(f"        keep((tensors, ({allocated})), None)")
+    for h, (_, step, _) in enumerate(steps):
+        env[f"step{h}"] = step
+
+    def run_steps(after: int) -> None:
+        for h, (at, _, taken) in enumerate(steps):
+            if at == after:
+                args = ", ".join(_buffer_expr(i, inputs) for i in taken)
+                lines.append(f"    step{h}({args})")
+
     for n, (run, sources) in enumerate(launches):
+        run_steps(n)
         env[f"run{n}"] = run
         values = []
         for i, (kind, a, b) in enumerate(sources):
@@ -313,10 +329,20 @@ def _compile(
             else:
                 values.append(f"s{a}" if kind == SEED else f"values[{a}]")
         lines.append(f"    run{n}([{', '.join(values)}], None)")
+    run_steps(len(launches))
     lines.append(f"    return {_result_expr(result)}")
     source = "\n".join(lines)
-    exec(source, env)  # our own text, as runtime/launch.py generates its launcher
+    # our own text, as runtime/launch.py generates its launcher; named as fearless's, so that a
+    # host step's `user_location` passes over its frame to the user's line
+    exec(compile(source, "<fearless replay>", "exec"), env)
     return env["replay"], source
+
+
+def _buffer_expr(i: int | None, inputs: int) -> str:
+    """The replay's tensor of buffer `i` (None: None): the call's argument, or an allocation."""
+    if i is None:
+        return "None"
+    return f"tensors[{i}]" if i < inputs else f"t{i - inputs}"
 
 
 def _result_expr(shape: Any) -> str:
@@ -348,9 +374,12 @@ def _plan(
         return Never(rec.refused)
     if not rec.launches:
         return Never("it launched nothing")
+    kept = [(_ptr(t), _nbytes(t)) for t in rec.kept]
+    # a kept buffer the recorded call allocated (its first) is not allocated again
+    allocations = [a for a in rec.allocations if all(_ptr(a[0]) != p for p, _ in kept)]
     buffers = list(zip(ptrs, sizes, strict=True))
-    buffers += [(_ptr(t), _nbytes(t)) for t, _ in rec.allocations]
-    spans = sorted((p, p + n) for p, n in buffers if n)
+    buffers += [(_ptr(t), _nbytes(t)) for t, _ in allocations]
+    spans = sorted((p, p + n) for p, n in buffers + kept if n)
     if any(a[1] > b[0] for a, b in itertools.pairwise(spans)):
         return Never("tensors that overlap: a pointer's owner is ambiguous")
     seeds = {v: k for k, (v, _) in enumerate(rec.seeds)}
@@ -359,7 +388,7 @@ def _plan(
     for run, recorded in rec.launches:
         sources: list[Source] = []
         for v in recorded:
-            source = _source(v, buffers, seeds, dynamic)
+            source = _source(v, buffers, seeds, dynamic, kept)
             if source is None:
                 return Never(f"a launch value {v!r} comes from no argument")
             sources.append(source)
@@ -369,15 +398,30 @@ def _plan(
         (DYNAMIC, k) not in used for k in dynamic.values()
     ):
         return Never("a seed that reaches no launch as it is")
-    result = _structure(out, [t for t, _ in rec.allocations])
+    result = _structure(out, [t for t, _ in allocations])
     if result is None:
         return Never("it returned something other than the tensors it allocated")
+    steps = []
+    for at, step, tensors in rec.steps:
+        taken = [None if t is None else _owner(_ptr(t), buffers) for t in tensors]
+        if any(i is None and t is not None for i, t in zip(taken, tensors, strict=True)):
+            return Never("a host step takes a tensor that is no argument or allocation")
+        steps.append((at, step, taken))
     draws = [draw for _, draw in rec.seeds]
-    return Plan(*_compile(len(ptrs), rec.allocations, launches, draws, result))
+    return Plan(*_compile(len(ptrs), allocations, launches, draws, result, steps))
+
+
+def _owner(ptr: int, buffers: list[tuple[int, int]]) -> int | None:
+    """The buffer that starts at `ptr`, if any."""
+    return next((i for i, (p, _) in enumerate(buffers) if p == ptr), None)
 
 
 def _source(
-    v: Any, buffers: list[tuple[int, int]], seeds: dict[int, int], dynamic: dict[int, int]
+    v: Any,
+    buffers: list[tuple[int, int]],
+    seeds: dict[int, int],
+    dynamic: dict[int, int],
+    kept: list[tuple[int, int]],
 ) -> Source | None:
     if type(v) is not int:
         return (CONST, v, 0) if type(v) in (float, bool) else None
@@ -388,6 +432,8 @@ def _source(
     for i, (ptr, n) in enumerate(buffers):
         if ptr <= v < ptr + n:
             return (POINTER, i, v - ptr)
+    if any(ptr <= v < ptr + n for ptr, n in kept):
+        return (CONST, v, 0)  # the operator's own buffer, the same for every call
     # an int this large is a pointer into memory the call did not report: refuse it
     return (CONST, v, 0) if -(2**32) < v < 2**32 else None
 

@@ -21,12 +21,15 @@ outside [0, capacity]) never reads another block (the kernel clamps and masks): 
 records it, and it is raised as a KernelIndexError naming the sequence and the slot at the next
 synchronisation: on the simulator at the call itself (each launch runs to completion there), on
 the GPU at `fl.synchronize()` (a host-side check registered with runtime/device_errors.py). An
-int cache_seqlens out of range is refused at the call. Not @replayable: the replay would skip
-the registration of that check.
+int cache_seqlens out of range is refused at the call. @replayable (ops/_replay.py): the error
+words are the operator's own buffer (`trace.keep`) and the registration of the check is a host
+step (`trace.after_launch`), which a replay runs again with its own table and lengths, so a
+decode loop's calls cost a replay's few microseconds and are checked all the same.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import sys
@@ -37,13 +40,15 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import KernelIndexError, KernelTypeError
-from ..runtime import device_errors, driver
+from ..runtime import device_errors, driver, trace
 from ..runtime.location import Location, argument_error, user_location
 from ..runtime.target import current_target
+from ..runtime.tensor import Tensor
 from ._arguments import flag
 from ._attention_checks import attention_scale
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
-from ._route import clean_op_errors, torch_ops
+from ._replay import replayable
+from ._route import torch_ops
 from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
 from .kernels_kvcache_decode import kvcache_decode_tuned
 from .kernels_rows import sm_count
@@ -54,7 +59,7 @@ OP = "flash_attn_with_kvcache"
 SPLIT_KV_DECODE = True
 
 
-@clean_op_errors
+@replayable()
 def flash_attn_with_kvcache(
     q: Any,
     k_cache: Any,
@@ -193,12 +198,22 @@ def _attend(
                 qa.tensor, ka.tensor, va.tensor, seqlens, tt, err, out, scale, h // hk, flags,
                 max(left, 0), max(right, 0), cap or 1.0,
             )  # fmt: skip
-        check = _Check(err, table, seqlens, b, nb, capacity, rows, user_location())
-        if pending is None:
-            check()  # the simulator's launch ran to completion
+        if pending is None:  # the simulator's launch ran to completion
+            _Check(err, tt, seqlens, b, nb, capacity, rows, user_location())()
         else:
-            pending.launched(check)
+            trace.keep(err)
+            step = functools.partial(_launched, pending, b, nb, capacity, rows)
+            trace.after_launch(step, tt, seqlens)
     return result(qa, out, ret)
+
+
+def _launched(
+    pending: _Pending, b: int, nb: int, capacity: int, page: int, table: Any, seqlens: Any
+) -> None:
+    """The check of one GPU launch over `table` and `seqlens` (fl.Tensors, or a replay's torch
+    tensors), registered with the pending record of its device and table width."""
+    check = _Check(pending.err, table, seqlens, b, nb, capacity, page, user_location())
+    pending.launched(check)
 
 
 class _Pending:
@@ -289,8 +304,8 @@ class _Check:
     slot or length as a KernelIndexError at the call's line."""
 
     def __init__(
-        self, err: Any, table: Operand | None, seqlens: Any, b: int, nb: int, capacity: int,
-        page: int, loc: Location | None,
+        self, err: Any, table: Any, seqlens: Any, b: int, nb: int, capacity: int, page: int,
+        loc: Location | None,
     ) -> None:  # fmt: skip
         self.err, self.table, self.seqlens, self.loc = err, table, seqlens, loc
         self.b, self.nb, self.capacity, self.page = b, nb, capacity, page
@@ -318,7 +333,7 @@ class _Check:
                 help="synchronise (`fl.synchronize()`) after a call to name its launch and value",
             )
         if bad_len != NO_ERROR:
-            n = int(np.asarray(self.seqlens.numpy()).reshape(-1)[bad_len])
+            n = int(_host(self.seqlens).reshape(-1)[bad_len])
             raise KernelIndexError(
                 f"cache_seqlens[{bad_len}] = {n} is outside the cache's {self.capacity} positions",
                 self.loc,
@@ -330,8 +345,8 @@ class _Check:
         if bad_slot != NO_ERROR and self.table is not None:
             mb = self.table.shape[1]
             seq, slot = divmod(bad_slot, mb)
-            ids = np.asarray(self.table.tensor.numpy())
-            n = int(np.asarray(self.seqlens.numpy()).reshape(-1)[seq])
+            ids = _host(self.table)
+            n = int(_host(self.seqlens).reshape(-1)[seq])
             used = -(-n // self.page)
             raise KernelIndexError(
                 f"block_table[{seq}, {slot}] = {int(ids[seq, slot])} is outside the cache's "
@@ -344,6 +359,13 @@ class _Check:
                 ],
                 help="every block id a sequence uses must be in [0, num_blocks)",
             )
+
+
+def _host(t: Any) -> np.ndarray:
+    """The values of an fl.Tensor, or of the torch tensor a replay passes, on the host."""
+    if isinstance(t, Tensor):
+        return np.asarray(t.numpy())
+    return t.detach().cpu().numpy()  # type: ignore[no-any-return]
 
 
 def _mismatch(what: str) -> KernelTypeError:

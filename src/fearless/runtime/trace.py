@@ -6,6 +6,10 @@ prepared GPU launch its changing values (runtime/dispatch.py), every tensor the 
 allocates through ops/_io.py how to allocate it again, and every random seed it draws.
 Anything else that does work a replay would skip (a dtype conversion, a contiguous copy, an
 allocation outside torch) calls `refuse` with the reason, and the call is never replayed.
+Two things a replay does as well, where the operator says so: a buffer the operator keeps
+between calls (`keep`: a kernel's pointer into it is used as it is, and its first allocation is
+not made again) and a host step after the launches (`after_launch`: the kvcache attention's
+registration of its table check, called again with the replay's tensors in their places).
 What only a first call does (an autotuner timing its configurations, a compile-ahead pass)
 refuses with `first_call_only`: that call is not replayed, but the next one with its
 arguments may be recorded. A thread that records nothing pays one module global read per
@@ -30,15 +34,18 @@ _count_lock = threading.Lock()
 class Trace:
     """What one call did: `launches` (the launch callable and its changing values, in order),
     `allocations` (each tensor allocated and a function that allocates a new one like it),
-    `seeds` (random seeds drawn, and the function that draws one), `refused` (why the call
-    cannot be replayed, None while it can) and `lasting` (whether that holds for every call
-    like it, not only a first one)."""
+    `seeds` (random seeds drawn, and the function that draws one), `kept` (buffers that outlive
+    the call, used as they are), `steps` (host steps: after how many launches, the function and
+    the tensors it takes), `refused` (why the call cannot be replayed, None while it can) and
+    `lasting` (whether that holds for every call like it, not only a first one)."""
 
     launches: list[tuple[Callable[[list[Any], Any], None], tuple[Any, ...]]] = field(
         default_factory=list
     )
     allocations: list[tuple[Any, Callable[[], Any]]] = field(default_factory=list)
     seeds: list[tuple[int, Callable[[], int]]] = field(default_factory=list)
+    kept: list[Any] = field(default_factory=list)
+    steps: list[tuple[int, Callable[..., None], tuple[Any, ...]]] = field(default_factory=list)
     refused: str | None = None
     lasting: bool = False
 
@@ -85,6 +92,27 @@ def drew(value: int, draw: Callable[[], int]) -> None:
         trace = getattr(_local, "trace", None)
         if trace is not None:
             trace.seed(value, draw)
+
+
+def keep(tensor: Any) -> None:
+    """Tell the trace recording on this thread, if any, that `tensor` outlives the call (an
+    operator's own buffer, the same for every call like this one): a replay launches on it as
+    it is, and where this call allocated it, does not allocate it again."""
+    if recording:
+        trace = getattr(_local, "trace", None)
+        if trace is not None:
+            trace.kept.append(tensor)
+
+
+def after_launch(step: Callable[..., None], *tensors: Any) -> None:
+    """Run `step(*tensors)` now, a host step after this call's launches so far; a replay of a
+    recorded call runs it again at the same place, with the replay's tensors (its arguments or
+    its allocations, None where None) in the places of `tensors`."""
+    if recording:
+        trace = getattr(_local, "trace", None)
+        if trace is not None:
+            trace.steps.append((len(trace.launches), step, tensors))
+    step(*tensors)
 
 
 def refuse(why: str, first_call_only: bool = False) -> None:
