@@ -14,7 +14,8 @@ import pytest
 
 import fearless as fl
 from fearless import ops
-from fearless.ops.kernels_kvcache import NO_ERROR, make_kvcache_attention, table_tile
+from fearless.ops._device_checks import NO_ERROR
+from fearless.ops.kernels_kvcache import make_kvcache_attention, table_tile
 from support.kvcache_ref import kvcache_reference as reference
 from support.kvcache_ref import paged
 
@@ -307,21 +308,21 @@ def test_deferred_checks_run_once_and_raise_the_first() -> None:
 
 def test_the_gpu_path_keeps_one_pending_record_however_many_launches() -> None:
     """On the GPU the launches with one table width share one error buffer and one deferred
-    check (ops/kvcache_attention.py `_Pending`), so a loop that never synchronises through
+    check (ops/_device_checks.py `Pending`), so a loop that never synchronises through
     fearless holds two words, not a check per call. One launch's error names its block id;
     after several, the sequence and slot and the first launch's line; the check leaves the
     words clean for the next launches. (Driven here with simulator tensors.)"""
-    from fearless.ops import _io
+    from fearless.ops import _device_checks, _io
     from fearless.ops import kvcache_attention as kv
     from fearless.runtime import device_errors
 
     table = _io.operand(np.array([[0, 1], [2, 77]], np.int32), kv.OP, "block_table").tensor
     lens = fl.asarray(np.array([32, 32], np.int32))
     err = fl.asarray(np.full(2, NO_ERROR, np.int32))
-    pending = kv._Pending(err)
+    pending = _device_checks.Pending(err)
 
     def check() -> kv._Check:
-        return kv._Check(err, table, lens, 2, 8, 32, 16, None)
+        return kv._Check(2, 8, 32, 16, table, lens, None)
 
     before = len(device_errors._deferred)
     for _ in range(3):
@@ -361,14 +362,14 @@ def test_replayed_calls_on_the_gpu_are_checked_each_at_its_own_line(
     pytest.importorskip("torch")  # the warm path runs where torch is loaded
     import inspect
 
-    from fearless.ops import kvcache_attention as kv
+    from fearless.ops import _device_checks
     from fearless.runtime import driver
     from support.fake_memory import install_tile_gpu
 
     monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
     fake = install_tile_gpu(monkeypatch.setattr)
     monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
-    monkeypatch.setattr(kv, "_pending", {})
+    monkeypatch.setattr(_device_checks, "_pending", {})
     plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
     plans.clear()
     try:
@@ -380,7 +381,7 @@ def test_replayed_calls_on_the_gpu_are_checked_each_at_its_own_line(
             ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
         fl.synchronize()  # the words record nothing: nothing raised
         assert [type(p).__name__ for p in plans.values()] == ["Plan"]
-        (pending,) = kv._pending.values()
+        (pending,) = _device_checks._pending.values()
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
         ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # a replay
         bad = np.array([1 * 2 + 1, NO_ERROR], np.int32)  # sequence 1, slot 1

@@ -15,8 +15,9 @@ import pytest
 import fearless as fl
 from fearless import ops
 from fearless.ops import kernels_attention_decode as KAD
+from fearless.ops._device_checks import NO_ERROR
 from fearless.ops.kernels_attention_decode import decode_cfg, make_decode_combine
-from fearless.ops.kernels_kvcache import NO_ERROR, table_tile
+from fearless.ops.kernels_kvcache import table_tile
 from fearless.ops.kernels_kvcache_decode import (
     KVCACHE_DECODE_CONFIGS,
     kvcache_decode_tuned,

@@ -14,7 +14,8 @@ import torch
 from attention_backward_mask import _events_ms
 
 import fearless as fl
-from fearless.ops.kernels_kvcache import NO_ERROR, kvcache_attention_tuned
+from fearless.ops._device_checks import NO_ERROR
+from fearless.ops.kernels_kvcache import kvcache_attention_tuned
 from fearless.ops.kernels_kvcache_decode import KVCACHE_DECODE_CONFIGS, kvcache_decode_tuned
 from fearless.ops.kernels_rows import sm_count
 

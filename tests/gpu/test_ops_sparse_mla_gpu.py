@@ -59,11 +59,40 @@ def test_matches_the_reference(case: tuple) -> None:
 
 
 def test_an_index_outside_the_cache_is_raised_at_synchronize() -> None:
+    # the launches since the last synchronisation share the error words (ops/_device_checks.py):
+    # start clean, so that this launch is their only one and its value is named
+    fl.synchronize()
     args = list(_data(1, 16, 8, 128, 128, 64, 1, 64))
     args[3][0, 3, 0, 7] = 128
     ops.sparse_mla(*args)
     with pytest.raises(fl.KernelIndexError, match=r"indices\[0, 3, 0, 7\] = 128"):
         fl.synchronize()
+
+
+def test_replayed_calls_are_checked_and_match_the_slow_path() -> None:
+    """From the second or third call with a key the operator replays (ops/_replay.py): the same
+    output as its slow path, and a bad index in a replayed call still raised at the next
+    synchronisation, at that call's line."""
+    import inspect
+
+    torch.manual_seed(1)
+    fl.synchronize()
+    args = list(_data(1, 16, 8, 128, 128, 64, 1, 64))
+    for _ in range(3):
+        ops.sparse_mla(*args)
+    fl.synchronize()
+    assert any(type(p).__name__ == "Plan" for p in ops.sparse_mla.plans.values())  # type: ignore[attr-defined]
+    fresh = list(_data(1, 16, 8, 128, 128, 64, 1, 64))
+    got = ops.sparse_mla(*fresh)
+    want = ops.sparse_mla.__wrapped__(*fresh)  # type: ignore[attr-defined]
+    fl.synchronize()
+    assert torch.equal(got, want)
+    fresh[3][0, 5, 0, 2] = -3
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    ops.sparse_mla(*fresh)  # replayed
+    with pytest.raises(fl.KernelIndexError, match=r"indices\[0, 5, 0, 2\] = -3") as info:
+        fl.synchronize()
+    assert info.value.loc is not None and info.value.loc.line == line
 
 
 def test_a_configuration_that_would_hang_is_refused_before_it_launches() -> None:

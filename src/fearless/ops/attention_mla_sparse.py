@@ -14,31 +14,32 @@ gives NaN). topk need not be a multiple of the tile. Forward only.
 An index outside [0, S_kv) never reads outside the cache (the kernel clamps its address, masks
 its gather and drops its score) and is not silent: the kernel records the first such row and it
 is raised as a KernelIndexError naming indices[b, s, g, j] at the next synchronisation: on the
-simulator at the call itself, on the GPU at `fl.synchronize()` (runtime/device_errors.py). Not
-@replayable: the replay would skip that check's registration.
+simulator at the call itself, on the GPU at `fl.synchronize()` (ops/_device_checks.py, whose
+words and check registration a replay keeps: the operator is @replayable).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import KernelIndexError, KernelTypeError
-from ..runtime import device_errors
-from ..runtime.location import Location, argument_error, user_location
-from ..runtime.target import current_target
+from ..runtime.location import Location, argument_error
 from ._arguments import flag
 from ._attention_checks import attention_scale
-from ._io import Operand, float_operands, full, operand, output, result, view, zeros_output
-from ._route import clean_op_errors, torch_ops
-from .kernels_attention_mla_sparse import NO_ERROR, sparse_mla_tuned
+from ._device_checks import NO_ERROR, check_after, host_values, words
+from ._io import float_operands, operand, output, result, view, zeros_output
+from ._replay import replayable
+from ._route import torch_ops
+from .kernels_attention_mla_sparse import sparse_mla_tuned
 
 OP = "sparse_mla"
 
 
-@clean_op_errors
+@replayable()
 def sparse_mla(
     q: Any,
     k: Any,
@@ -84,33 +85,41 @@ def sparse_mla(
     if out.size:
         g = h // hk
         q5, p5, o5 = (view(x, (b, hk, g, s, x.shape[3])) for x in (qa.tensor, pa.tensor, out))
-        err = full(qa, (1,), NO_ERROR, dtypes.i32)
+        err, pending = words(qa, (OP,), 1)
         sparse_mla_tuned(q5, p5, ka.tensor, va.tensor, kpa.tensor, ia.tensor, err, o5, sc,
                          is_causal)  # fmt: skip
-        check = _Check(err, ia, s_kv, user_location())
-        if current_target().on_device:
-            device_errors.defer(check)
-        else:
-            check()  # the simulator's launch ran to completion
+        check_after(err, pending, functools.partial(_Check, s_kv), ia.tensor)
     return result(qa, out, ret)
 
 
 class _Check:
-    """Reads the kernel's error word (after the launch finished) and raises the first index
-    outside the cache as a KernelIndexError at the call's line."""
+    """The kernel's error word read for one call (ops/_device_checks.py): the first index
+    outside the cache as a KernelIndexError at the call's line. `indices` is the call's (an
+    fl.Tensor, or a replay's torch tensor)."""
 
-    def __init__(self, err: Any, indices: Operand, s_kv: int, loc: Location | None) -> None:
-        self.err, self.indices, self.s_kv, self.loc = err, indices, s_kv, loc
+    def __init__(self, s_kv: int, indices: Any, loc: Location | None) -> None:
+        self.s_kv, self.indices, self.loc = s_kv, indices, loc
 
-    def __call__(self) -> None:
-        row = int(np.asarray(self.err.numpy()).reshape(-1)[0])
+    def raise_for(self, words: np.ndarray, calls: int = 1) -> None:
+        row = int(words[0])
         if row == NO_ERROR:
             return
-        _, s, hk, _ = self.indices.shape
-        ids = np.asarray(self.indices.tensor.numpy()).reshape(-1, self.indices.shape[3])[row]
-        j = int(np.flatnonzero((ids < 0) | (ids >= self.s_kv))[0])
+        _, s, hk, topk = self.indices.shape
         bb, rest = divmod(row, s * hk)
         ss, g = divmod(rest, hk)
+        ids = host_values(self.indices).reshape(-1, topk)[row] if calls == 1 else np.zeros(0)
+        bad = np.flatnonzero((ids < 0) | (ids >= self.s_kv))
+        if not len(bad):  # after several launches, or indices changed since: no value to name
+            raise KernelIndexError(
+                f"an index of indices[{bb}, {ss}, {g}] is outside the cache's {self.s_kv} keys "
+                f"in one of the {calls} launch(es) since the last synchronisation (the first at "
+                "this line)",
+                self.loc,
+                label="key index out of range",
+                notes=["the kernel read nothing outside the cache and dropped its score"],
+                help="synchronise (`fl.synchronize()`) after a call to name its launch and value",
+            )
+        j = int(bad[0])
         raise KernelIndexError(
             f"indices[{bb}, {ss}, {g}, {j}] = {int(ids[j])} is outside the cache's {self.s_kv} "
             "keys",

@@ -26,8 +26,6 @@ from fearless import tile
 from .kernels_attention import INV_LOG_2, online_fold, online_start, online_weights
 from .kernels_rows import kernel_of, next_pow2, size_class
 
-NO_ERROR = 2**31 - 1  # err[0] starts here; an atomic min keeps the smallest bad row
-
 
 def make_sparse_mla(dt, causal, **hints):
     """The sparse MLA forward: out, q (B, H_kv, G, S, D), qpe (B, H_kv, G, S, D_PE), k, v

@@ -48,8 +48,6 @@ from .kernels_attention import (
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
 
-NO_ERROR = 2**31 - 1  # err's words start here; an atomic min keeps the smallest bad record
-
 
 @tile.function
 def checked_length(k, seqlens, table, err, b, x, y, PAGE, MBP, paged):

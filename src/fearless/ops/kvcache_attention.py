@@ -20,11 +20,10 @@ A bad table or length (an id outside [0, num_blocks) in a slot sequence b uses, 
 outside [0, capacity]) never reads another block (the kernel clamps and masks): the kernel
 records it, and it is raised as a KernelIndexError naming the sequence and the slot at the next
 synchronisation: on the simulator at the call itself (each launch runs to completion there), on
-the GPU at `fl.synchronize()` (a host-side check registered with runtime/device_errors.py). An
-int cache_seqlens out of range is refused at the call. @replayable (ops/_replay.py): the error
-words are the operator's own buffer (`trace.keep`) and the registration of the check is a host
-step (`trace.after_launch`), which a replay runs again with its own table and lengths, so a
-decode loop's calls cost a replay's few microseconds and are checked all the same.
+the GPU at `fl.synchronize()` (ops/_device_checks.py, whose words and check registration a
+replay keeps: the operator is @replayable, so a decode loop's calls cost a replay's few
+microseconds and are checked all the same). An int cache_seqlens out of range is refused at the
+call.
 """
 
 from __future__ import annotations
@@ -33,23 +32,18 @@ import functools
 import math
 import operator
 import sys
-import threading
 from typing import Any
-
-import numpy as np
 
 from .. import dtypes
 from ..errors import KernelIndexError, KernelTypeError
-from ..runtime import device_errors, driver, trace
 from ..runtime.location import Location, argument_error, user_location
-from ..runtime.target import current_target
-from ..runtime.tensor import Tensor
 from ._arguments import flag
 from ._attention_checks import attention_scale
+from ._device_checks import NO_ERROR, check_after, host_values, words
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
-from .kernels_kvcache import NO_ERROR, kvcache_attention_tuned
+from .kernels_kvcache import kvcache_attention_tuned
 from .kernels_kvcache_decode import kvcache_decode_tuned
 from .kernels_rows import sm_count
 
@@ -181,10 +175,8 @@ def _attend(
     seqlens = _seqlens(cache_seqlens, qa, b, capacity)
     out, ret = output(qa, (b, lq, h, d)) if capacity else zeros_output(qa, (b, lq, h, d))
     if capacity and out.size:
-        on_device = current_target().on_device
         mb = 0 if table is None else table.shape[1]
-        pending = _pending_record(qa, mb) if on_device else None
-        err = pending.err if pending is not None else full(qa, (2,), NO_ERROR, dtypes.i32)
+        err, pending = words(qa, (OP, mb))
         tt = None if table is None else table.tensor
         if lq == 1 and SPLIT_KV_DECODE:  # a decode step: split-KV, a KV head's query heads packed
             q1, o1 = view(qa.tensor, (b, hk, h // hk, d)), view(out, (b, hk, h // hk, d))
@@ -198,80 +190,8 @@ def _attend(
                 qa.tensor, ka.tensor, va.tensor, seqlens, tt, err, out, scale, h // hk, flags,
                 max(left, 0), max(right, 0), cap or 1.0,
             )  # fmt: skip
-        if pending is None:  # the simulator's launch ran to completion
-            _Check(err, tt, seqlens, b, nb, capacity, rows, user_location())()
-        else:
-            trace.keep(err)
-            step = functools.partial(_launched, pending, b, nb, capacity, rows)
-            trace.after_launch(step, tt, seqlens)
+        check_after(err, pending, functools.partial(_Check, b, nb, capacity, rows), tt, seqlens)
     return result(qa, out, ret)
-
-
-def _launched(
-    pending: _Pending, b: int, nb: int, capacity: int, page: int, table: Any, seqlens: Any
-) -> None:
-    """The check of one GPU launch over `table` and `seqlens` (fl.Tensors, or a replay's torch
-    tensors), registered with the pending record of its device and table width."""
-    check = _Check(pending.err, table, seqlens, b, nb, capacity, page, user_location())
-    pending.launched(check)
-
-
-class _Pending:
-    """The GPU's error words of every launch with one table width on one device since the last
-    `fl.synchronize()`: one buffer the kernels keep the smallest bad record in (an atomic min),
-    checked once there (runtime/device_errors.py `defer`), so that a serving loop that never
-    synchronises through fearless holds two words, not one check per call. The message gives
-    the block id when one launch wrote the words; after several, the sequence and slot and the
-    line of the first."""
-
-    def __init__(self, err: Any) -> None:
-        self.err = err
-        self.first: _Check | None = None  # the first launch's check since the last one ran
-        self.last: _Check | None = None
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def launched(self, check: _Check) -> None:
-        with self.lock:
-            self.calls += 1
-            self.last = check
-            if self.first is not None:
-                return
-            self.first = check
-        device_errors.defer(self.run)
-
-    def run(self) -> None:
-        with self.lock:
-            first, last, calls = self.first, self.last, self.calls
-            self.first = self.last = None
-            self.calls = 0
-        if first is None or last is None:
-            return
-        words = np.array(self.err.numpy()).reshape(2)  # a copy: the buffer is reset below
-        if (words == NO_ERROR).all():
-            return
-        clean = np.full(2, NO_ERROR, np.int32)  # the next launches start clean
-        if self.err._host is not None:
-            self.err._host[...] = clean
-        else:
-            driver.copy_host_to_device(self.err.data_ptr, clean)
-        if calls == 1:
-            last.raise_for(words)
-        first.raise_for(words, calls=calls)
-
-
-_pending: dict[tuple[int, int], _Pending] = {}
-_pending_lock = threading.Lock()
-
-
-def _pending_record(qa: Operand, mb: int) -> _Pending:
-    """The pending record of launches beside `qa` with a table `mb` slots wide (0: none)."""
-    key = (qa.tensor.device, mb)
-    with _pending_lock:
-        found = _pending.get(key)
-        if found is None:
-            found = _pending[key] = _Pending(full(qa, (2,), NO_ERROR, dtypes.i32))
-    return found
 
 
 def _seqlens(cache_seqlens: Any, qa: Operand, b: int, capacity: int) -> Any:
@@ -300,18 +220,16 @@ def _seqlens(cache_seqlens: Any, qa: Operand, b: int, capacity: int) -> Any:
 
 
 class _Check:
-    """Reads the kernel's error words (after the launch finished) and raises the first bad
-    slot or length as a KernelIndexError at the call's line."""
+    """The kernel's error words read for one call (ops/_device_checks.py): the first bad slot
+    or length as a KernelIndexError at the call's line. `table` and `seqlens` are the call's
+    (fl.Tensors, or a replay's torch tensors)."""
 
     def __init__(
-        self, err: Any, table: Any, seqlens: Any, b: int, nb: int, capacity: int, page: int,
+        self, b: int, nb: int, capacity: int, page: int, table: Any, seqlens: Any,
         loc: Location | None,
     ) -> None:  # fmt: skip
-        self.err, self.table, self.seqlens, self.loc = err, table, seqlens, loc
+        self.table, self.seqlens, self.loc = table, seqlens, loc
         self.b, self.nb, self.capacity, self.page = b, nb, capacity, page
-
-    def __call__(self) -> None:
-        self.raise_for(np.asarray(self.err.numpy()).reshape(2))
 
     def raise_for(self, words: Any, calls: int = 1) -> None:
         """Raise what the error words record (nothing when they record nothing). After
@@ -333,7 +251,7 @@ class _Check:
                 help="synchronise (`fl.synchronize()`) after a call to name its launch and value",
             )
         if bad_len != NO_ERROR:
-            n = int(_host(self.seqlens).reshape(-1)[bad_len])
+            n = int(host_values(self.seqlens).reshape(-1)[bad_len])
             raise KernelIndexError(
                 f"cache_seqlens[{bad_len}] = {n} is outside the cache's {self.capacity} positions",
                 self.loc,
@@ -345,8 +263,8 @@ class _Check:
         if bad_slot != NO_ERROR and self.table is not None:
             mb = self.table.shape[1]
             seq, slot = divmod(bad_slot, mb)
-            ids = _host(self.table)
-            n = int(_host(self.seqlens).reshape(-1)[seq])
+            ids = host_values(self.table)
+            n = int(host_values(self.seqlens).reshape(-1)[seq])
             used = -(-n // self.page)
             raise KernelIndexError(
                 f"block_table[{seq}, {slot}] = {int(ids[seq, slot])} is outside the cache's "
@@ -359,13 +277,6 @@ class _Check:
                 ],
                 help="every block id a sequence uses must be in [0, num_blocks)",
             )
-
-
-def _host(t: Any) -> np.ndarray:
-    """The values of an fl.Tensor, or of the torch tensor a replay passes, on the host."""
-    if isinstance(t, Tensor):
-        return np.asarray(t.numpy())
-    return t.detach().cpu().numpy()  # type: ignore[no-any-return]
 
 
 def _mismatch(what: str) -> KernelTypeError:
