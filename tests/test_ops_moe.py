@@ -7,6 +7,7 @@ their fake kernels; the refusals; the kernels through tileiras."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -19,8 +20,8 @@ from fearless.ops.kernels_moe import (
     gate_up_tuned,
     make_moe_down,
     make_moe_gate_up,
+    make_moe_place,
     make_moe_sum,
-    moe_place,
 )
 from fearless.ops.moe import _align, _fused_moe
 from support.moe_ref import fused_moe_reference, moe_align_reference
@@ -142,7 +143,9 @@ def test_padded_slots_touch_nothing_outside_their_rows() -> None:
     ids[:] = 3
     ids[0] = 2
     xa = operand(x, "t", "x")
-    sorted_ids, expert_ids, post, _, _, _ = (t for t, _ in _align(operand(ids, "t", "i"), 16, 4))
+    sorted_ids, expert_ids, post, _, _, _ = (
+        t for t, _ in _align("t", operand(ids, "t", "i"), 16, 4)
+    )
     assert sorted_ids.numpy()[:32].tolist() == [0] + [6] * 15 + [1, 2, 3, 4, 5] + [6] * 11
     inter = fl.full((sorted_ids.shape[0], 32), 7.0, dtype=fl.f32)
     w1v = view(operand(w1, "t", "w1").tensor, (4, 2, 32, 32))
@@ -182,12 +185,22 @@ def test_refusals_are_fearless_errors() -> None:
     x, w1, w2, weights, ids = _inputs(4, 32, 32, 4, 2, "float32")
     bad = ids.clone()
     bad[2, 1] = 4
-    with pytest.raises(fl.KernelTypeError, match=r"`topk_ids\[2, 1\]` .* is 4, outside 0..3") as e:
-        ops.fused_moe(x, w1, w2, weights, bad)
-    assert e.value.code == "E0701" and "experts" in str(e.value)
+    line = inspect.currentframe().f_lineno + 2  # type: ignore[union-attr]
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[2, 1\]` .* is 4, outside 0..3") as e:
+        ops.fused_moe(x, w1, w2, weights, bad)  # on the simulator: before the GEMMs launch
+    assert e.value.code == "E0600" and "experts" in str(e.value)
+    assert "1 id(s) out of range" in str(e.value)
+    assert e.value.loc is not None and e.value.loc.line == line
     bad[2, 1] = -1
-    with pytest.raises(fl.KernelTypeError, match=r"is -1, outside 0..3"):
+    bad[3, 0] = 7
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[2, 1\]` .* is -1, .* 2 id\(s\)"):
         ops.moe_align_block_size(bad, 16, 4)
+    with pytest.raises(fl.KernelIndexError, match=r"is 7, outside 0..3"):
+        ops.moe_align_block_size(bad.to(torch.int32)[3:], 16, 4)  # i32 ids, read as they are
+    bad[:] = 0
+    bad[1, 0] = 2**32 + 1  # an int64 id that narrowing to i32 would make expert 1
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[1, 0\]` .* is 4294967297"):
+        ops.fused_moe(x, w1, w2, weights, bad)
     with pytest.raises(fl.KernelTypeError, match="must be an int32 or int64 tensor, got f32"):
         ops.moe_align_block_size(ids.float(), 16, 4)
     with pytest.raises(fl.KernelTypeError, match=r"must be \(T, top_k\)"):
@@ -221,9 +234,13 @@ def test_the_moe_kernels_compile_through_tileiras(cubin: Callable[..., bytes], d
     a, w2 = fl.zeros((rows, inter), dtype=dt), fl.zeros((experts, hidden, inter), dtype=dt)
     weights = fl.zeros((1024,), dtype=fl.f32)
     with fl.empty((rows, hidden), dtype=dt).partition((128, 128)) as out:
-        assert cubin(make_moe_down(dt), out, a, w2, ids, i32, one, weights, 64)
+        assert cubin(make_moe_down(dt, fl.f32), out, a, w2, ids, i32, one, weights, 64)
+        assert cubin(make_moe_down(dt, dt), out, a, w2, ids, i32, one, weights.astype(dt), 64)
     with fl.empty((tokens, hidden), dtype=dt).partition((16, 256)) as out:
         assert cubin(make_moe_sum(dt), out, a, ids, 2)
-    flat_ids, counts = fl.zeros((1024,), dtype=fl.i32), fl.zeros((experts,), dtype=fl.i32)
+    counts = fl.zeros((experts,), dtype=fl.i32)
     outs = [fl.zeros((n,), dtype=fl.i32) for n in (rows, rows // 128 + 1, 1024, 9, 1, 1)]
-    assert cubin(moe_place, *outs, counts, flat_ids, 128, 8, 1024)
+    err = fl.zeros((1,), dtype=fl.i32)
+    for idt in (fl.i32, fl.i64):
+        ids = fl.zeros((1024,), dtype=idt)
+        assert cubin(make_moe_place(idt), *outs, err, counts, ids, 128, 8, 1024)

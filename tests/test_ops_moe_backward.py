@@ -122,7 +122,7 @@ def test_refusals_are_fearless_errors() -> None:
         fused_moe_backward(dy.half(), x, w1, w2, weights, ids)
     bad = ids.clone()
     bad[1, 0] = 9
-    with pytest.raises(fl.KernelTypeError, match=r"`topk_ids\[1, 0\]` .* is 9, outside 0..3"):
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[1, 0\]` .* is 9, outside 0..3"):
         fused_moe_backward(dy, x, w1, w2, weights, bad)
     with pytest.raises(fl.KernelTypeError, match=r"fused_moe_backward` needs .* shapes"):
         fused_moe_backward(dy, x, w1, w2[:3], weights, ids)

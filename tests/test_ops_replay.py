@@ -359,3 +359,17 @@ def test_a_host_step_on_a_tensor_from_nowhere_is_never_replayed() -> None:
         steps_on_hidden(torch.zeros(8))
     (plan,) = steps_on_hidden.plans.values()  # type: ignore[attr-defined]
     assert plan.why == "a host step takes a tensor that is no argument or allocation"
+
+
+def test_a_filled_torch_output_is_filled_again_by_a_replay() -> None:
+    """`_io.filled_output` for a torch operand (a zeroed output where no key is seen, MoE's
+    pre-filled sorted ids) records one `torch.full`: what a replay makes again holds the value,
+    not an empty tensor's leftovers."""
+    from fearless import dtypes
+
+    like = _io.operand(torch.zeros(3), "op", "x")
+    with trace.record() as rec:
+        _, ret = _io.filled_output(like, (4,), 7, dtypes.i32)
+    ((tensor, again),) = rec.allocations
+    assert tensor is ret
+    torch.testing.assert_close(again(), torch.full((4,), 7, dtype=torch.int32))

@@ -64,3 +64,34 @@ def test_align_matches_the_reference(tokens, topk, experts, block) -> None:  # t
     np.testing.assert_array_equal(got[1].cpu().numpy(), want[1])
     assert got[2].item() == want[2] and got[4].item() == want[4]
     np.testing.assert_array_equal(got[3].cpu().numpy(), want[3])
+
+
+def test_a_bad_expert_id_is_raised_at_synchronize_from_a_replayed_call_too() -> None:
+    """No call reads the ids back: the align kernel records an id outside [0, E) and drops its
+    slot, and the next `fl.synchronize()` raises it at the call's line (ops/_device_checks.py),
+    also where the call replayed (decode-size calls with int64 ids and bf16 weights, as a
+    model's router gives them)."""
+    import inspect
+
+    import fearless as fl
+
+    fl.synchronize()  # the launches since the last synchronisation share the words
+    x, w1, w2, weights, ids = moe_inputs(4, 256, 128, 8, 2, seed=3)
+    for _ in range(3):
+        ops.fused_moe(x, w1, w2, weights, ids)
+    fl.synchronize()
+    plans = ops.fused_moe.plans.values()  # type: ignore[attr-defined]
+    assert any(type(p).__name__ == "Plan" for p in plans), list(plans)
+    bad = ids.clone()
+    bad[3, 1] = 8
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    out = ops.fused_moe(x, w1, w2, weights, bad)  # replayed
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[3, 1\]` .* is 8, outside 0..7") as info:  # fmt: skip
+        fl.synchronize()
+    assert info.value.loc is not None and info.value.loc.line == line
+    want = _reference(x, w1, w2, weights * (bad < 8), bad.clamp(max=7))  # the slot adds nothing
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=2e-2)
+    align = ops.moe_align_block_size(bad.to(torch.int32), 16, 8)
+    with pytest.raises(fl.KernelIndexError, match=r"`topk_ids\[3, 1\]` of `fearless.ops.moe_align_block_size` is 8"):  # fmt: skip
+        fl.synchronize()
+    assert 3 * 2 + 1 not in align[0].tolist()  # the bad slot is placed nowhere

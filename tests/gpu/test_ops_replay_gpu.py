@@ -88,6 +88,20 @@ CASES: dict[str, tuple[Any, Callable[[], tuple[Any, ...]]]] = {
             torch.randperm(6, device="cuda")[:4].reshape(2, 2).to(torch.int32),
         ),
     ),
+    "fused_moe_decode": (  # int64 ids and bf16 weights read as they come, ids checked on the GPU
+        ops.fused_moe,
+        lambda: (
+            _r(4, 256, dt=torch.bfloat16),
+            _r(8, 256, 256, dt=torch.bfloat16) * 0.1,
+            _r(8, 256, 128, dt=torch.bfloat16) * 0.1,
+            torch.softmax(_r(4, 2), -1).to(torch.bfloat16),
+            torch.randint(0, 8, (4, 2), device="cuda"),
+        ),
+    ),
+    "moe_align_block_size": (
+        ops.moe_align_block_size,
+        lambda: (torch.randint(0, 16, (40, 4), device="cuda", dtype=torch.int32), 16, 16),
+    ),
     "gelu_backward": (backward_activation.gelu_backward, lambda: (_r(900), _r(900))),
     "swiglu_backward": (backward_activation.swiglu_backward, lambda: (_r(640), _r(640), _r(640))),
 }

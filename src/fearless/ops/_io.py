@@ -319,11 +319,13 @@ def zeros_output(like: Operand, shape: tuple[int, ...]) -> tuple[Tensor, Any]:
 def filled_output(
     like: Operand, shape: tuple[int, ...], value: float, dtype: DType | None = None
 ) -> tuple[Tensor, Any]:
-    """`output(like, shape, dtype)` filled with `value`."""
+    """`output(like, shape, dtype)` filled with `value` (for a torch operand one `torch.full`,
+    which a replay makes again, fill and all)."""
     if like.kind == "torch":
-        out, ret = output(like, shape, dtype)
-        ret.fill_(value)
-        return out, ret
+        torch = sys.modules["torch"]
+        tdt, device = torch_dtype_of(dtype or like.dtype), like.original.device
+        out = _allocate(lambda: torch.full(shape, value, dtype=tdt, device=device))
+        return from_torch(out), out
     t = full(like, shape, value, dtype)
     return t, t
 

@@ -9,8 +9,10 @@ The (token, k) slots are numbered s = token * top_k + k, as TileGym flattens top
     `expert_ids`, and each slot's place into `inv` (the inverse permutation); block 0 writes
     the cumulative padded counts, their total and the largest count. These writes go through
     `tile.Atomic` scatters: each place and each block is its expert's alone, by the counts.
-    An id outside [0, E) is counted by no block and placed nowhere (the operator refuses such
-    ids on the host before the launch);
+    An id outside [0, E) is counted by no block and placed nowhere: its slot's place in `inv`
+    stays past the end, so the sum below reads 0 for it. Block 0 records the smallest such
+    slot in err[0] (an atomic min), which the operator raises at the next synchronisation
+    (ops/_device_checks.py). Both kernels read the ids in their own dtype, i32 or i64;
   - `moe_gate_up` is the first grouped GEMM, in sorted order: block (i, j) owns rows
     i*BM.. of the sorted intermediate (a `Part`), reads its expert from `expert_ids[i]`,
     gathers its slots' token rows of the hidden states (`tile.gather`, bounds-checked: the
@@ -36,72 +38,96 @@ from .kernels_rows import kernel_of, next_pow2, size_class
 CHUNK = 1024  # slots read per step by the align kernels
 
 
-@tile.kernel
-def moe_count(counts: tile.Part[fl.i32], ids: tile.Tensor[fl.i32], STEP: tile.Const[int]):
-    """counts[e] = how many of the slots' expert ids are e (one block per expert)."""
-    e = counts.index[0]
-    n = tile.zeros((1,), fl.i32)
-    for c in range(tile.num_tiles(ids, 0, (STEP,))):
-        v = tile.load(ids, (c,), (STEP,), padding=-1)
-        n = n + tile.sum(tile.where(v == e, 1, 0), axis=0, keepdims=True)
-    counts.store(n)
+@tile.function
+def expert_ids_i32(ids, c, STEP):
+    """Chunk c of the flat ids (i32 or i64) as i32 expert numbers: -1 past the end and for an id
+    no i32 holds (so that narrowing never wraps a bad id onto a good one)."""
+    v = tile.load(ids, (c,), (STEP,), padding=-1)
+    return tile.where((v < 0) | (v > 2**31 - 1), -1, v).astype(fl.i32)
 
 
-@tile.kernel
-def moe_place(
-    sorted_ids: tile.Atomic[fl.i32],
-    expert_ids: tile.Atomic[fl.i32],
-    inv: tile.Atomic[fl.i32],
-    cumsum: tile.Atomic[fl.i32],
-    post_pad: tile.Atomic[fl.i32],
-    max_cnt: tile.Atomic[fl.i32],
-    counts: tile.Tensor[fl.i32],
-    ids: tile.Tensor[fl.i32],
-    BLOCK: tile.Const[int],
-    EP: tile.Const[int],
-    STEP: tile.Const[int],
-):
-    """Block e places expert e's slots (see the module docstring); EP >= E a power of two."""
-    e = tile.block_id(0)
-    experts = tile.arange(EP)
-    c = tile.load(counts, (0,), (EP,))  # 0 past E
-    padded = (c + (BLOCK - 1)) // BLOCK * BLOCK
-    ends = tile.cumsum(padded, axis=0)
-    mine = experts == e
-    size = tile.sum(tile.where(mine, padded, 0))
-    start = tile.sum(tile.where(mine, ends, 0)) - size
-    seen = 0
-    for ch in range(tile.num_tiles(ids, 0, (STEP,))):
-        v = tile.load(ids, (ch,), (STEP,), padding=-1)
-        hit = v == e
-        ones = tile.where(hit, 1, 0)
-        pos = start + seen + tile.cumsum(ones, axis=0) - 1  # slot order within the expert
-        slot = ch * STEP + tile.arange(STEP)
-        tile.scatter(sorted_ids, pos, slot, mask=hit)
-        tile.scatter(inv, slot, pos, mask=hit)
-        seen = seen + tile.sum(ones)
-    first = start // BLOCK
-    nblocks = size // BLOCK
-    for b in range((nblocks + (STEP - 1)) // STEP):
-        blk = b * STEP + tile.arange(STEP)
-        tile.scatter(expert_ids, first + blk, e, mask=blk < nblocks)
-    if e == 0:
-        tile.scatter(cumsum, experts + 1, ends, mask=experts < counts.shape[0])
-        tile.scatter(post_pad, tile.arange(1), tile.sum(padded, axis=0, keepdims=True))
-        most = tile.max(tile.load(counts, (0,), (EP,), padding=-1), axis=0, keepdims=True)
-        tile.scatter(max_cnt, tile.arange(1), most)
+def make_moe_count(idt):
+    """The counting kernel over flat ids of dtype `idt` (i32 or i64, as topk_ids come)."""
+
+    @tile.kernel
+    def moe_count(counts: tile.Part[fl.i32], ids: tile.Tensor[idt], STEP: tile.Const[int]):
+        """counts[e] = how many of the slots' expert ids are e (one block per expert)."""
+        e = counts.index[0]
+        n = tile.zeros((1,), fl.i32)
+        for c in range(tile.num_tiles(ids, 0, (STEP,))):
+            v = expert_ids_i32(ids, c, STEP)
+            n = n + tile.sum(tile.where(v == e, 1, 0), axis=0, keepdims=True)
+        counts.store(n)
+
+    return moe_count
 
 
-def align_launch(ids, counts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, block):
-    """The two align kernels over the flat i32 `ids` (fl.Tensors; the outputs pre-filled:
-    sorted_ids with the sentinel, expert_ids with -1, cumsum with 0, inv past the end)."""
+def make_moe_place(idt):
+    """The placing kernel over flat ids of dtype `idt` (i32 or i64)."""
+
+    @tile.kernel
+    def moe_place(
+        sorted_ids: tile.Atomic[fl.i32],
+        expert_ids: tile.Atomic[fl.i32],
+        inv: tile.Atomic[fl.i32],
+        cumsum: tile.Atomic[fl.i32],
+        post_pad: tile.Atomic[fl.i32],
+        max_cnt: tile.Atomic[fl.i32],
+        err: tile.Atomic[fl.i32],
+        counts: tile.Tensor[fl.i32],
+        ids: tile.Tensor[idt],
+        BLOCK: tile.Const[int],
+        EP: tile.Const[int],
+        STEP: tile.Const[int],
+    ):
+        """Block e places expert e's slots (see the module docstring); EP >= E a power of two.
+        Block 0 also records the smallest slot whose id is outside [0, E) in err[0]."""
+        e = tile.block_id(0)
+        experts = tile.arange(EP)
+        c = tile.load(counts, (0,), (EP,))  # 0 past E
+        padded = (c + (BLOCK - 1)) // BLOCK * BLOCK
+        ends = tile.cumsum(padded, axis=0)
+        mine = experts == e
+        size = tile.sum(tile.where(mine, padded, 0))
+        start = tile.sum(tile.where(mine, ends, 0)) - size
+        seen = 0
+        for ch in range(tile.num_tiles(ids, 0, (STEP,))):
+            v = expert_ids_i32(ids, ch, STEP)
+            hit = v == e
+            ones = tile.where(hit, 1, 0)
+            pos = start + seen + tile.cumsum(ones, axis=0) - 1  # slot order within the expert
+            slot = ch * STEP + tile.arange(STEP)
+            tile.scatter(sorted_ids, pos, slot, mask=hit)
+            tile.scatter(inv, slot, pos, mask=hit)
+            seen = seen + tile.sum(ones)
+            if e == 0:
+                bad = ((v < 0) | (v >= counts.shape[0])) & (slot < ids.shape[0])
+                tile.atomic_min(err, slot * 0, slot, mask=bad)
+        first = start // BLOCK
+        nblocks = size // BLOCK
+        for b in range((nblocks + (STEP - 1)) // STEP):
+            blk = b * STEP + tile.arange(STEP)
+            tile.scatter(expert_ids, first + blk, e, mask=blk < nblocks)
+        if e == 0:
+            tile.scatter(cumsum, experts + 1, ends, mask=experts < counts.shape[0])
+            tile.scatter(post_pad, tile.arange(1), tile.sum(padded, axis=0, keepdims=True))
+            most = tile.max(tile.load(counts, (0,), (EP,), padding=-1), axis=0, keepdims=True)
+            tile.scatter(max_cnt, tile.arange(1), most)
+
+    return moe_place
+
+
+def align_launch(ids, counts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, err, block):
+    """The two align kernels over the flat `ids` (fl.Tensors; i32 or i64 ids; the outputs
+    pre-filled: sorted_ids with the sentinel, expert_ids with -1, cumsum with 0, inv past the
+    end; err's first word with NO_ERROR)."""
     experts = counts.shape[0]
     step = min(CHUNK, next_pow2(max(ids.shape[0], 1)))
     with counts.partition((1,)) as part:
-        moe_count(part, ids, step)
-    moe_place.launch(
-        experts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, counts, ids, block,
-        next_pow2(experts), step,
+        kernel_of(make_moe_count, ids.dtype)(part, ids, step)
+    kernel_of(make_moe_place, ids.dtype).launch(
+        experts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, err, counts, ids,
+        block, next_pow2(experts), step,
     )  # fmt: skip
 
 
@@ -155,8 +181,10 @@ def make_moe_gate_up(dt):
     return moe_gate_up
 
 
-def make_moe_down(dt):
-    """out (EM, H) = (a[block] @ w2[e]^T) * topk_weights[slot] per block of BM sorted slots."""
+def make_moe_down(dt, wdt):
+    """out (EM, H) = (a[block] @ w2[e]^T) * topk_weights[slot] per block of BM sorted slots,
+    the routing weights read in their dtype `wdt` (a model's, often the activations') and
+    applied in f32."""
 
     @tile.kernel
     def moe_down(
@@ -166,7 +194,7 @@ def make_moe_down(dt):
         sorted_ids: tile.Tensor[fl.i32],
         expert_ids: tile.Tensor[fl.i32],
         post_pad: tile.Tensor[fl.i32],
-        weights: tile.Tensor[fl.f32],
+        weights: tile.Tensor[wdt],
         BK: tile.Const[int],
     ):
         BM, BN = out.shape
@@ -177,7 +205,7 @@ def make_moe_down(dt):
             w = tile.load(w2, (e, k, j), (1, BK, BN), order=(0, 2, 1)).reshape((BK, BN))
             acc = tile.mma(tile.load(a, (i, k), (BM, BK)), w, acc)
         slots = tile.load(sorted_ids, (i,), (BM,), padding=-1)
-        wt = tile.gather(weights, slots)  # the sentinel (past the slots) reads 0
+        wt = tile.gather(weights, slots).astype(fl.f32)  # the sentinel (past the slots) reads 0
         out.store((acc * wt[:, None]).astype(dt))
 
     return moe_down
@@ -234,7 +262,7 @@ def gate_up_tuned(out, x, w1, sorted_ids, expert_ids, post_pad, topk, block, *, 
 def down_tuned(out, a, w2, sorted_ids, expert_ids, post_pad, weights, block, *, bn, bk,
                occupancy):  # fmt: skip
     """out (EM, H) = the second grouped GEMM, times each slot's routing weight."""
-    kernel = kernel_of(make_moe_down, a.dtype).options(occupancy=occupancy)
+    kernel = kernel_of(make_moe_down, a.dtype, weights.dtype).options(occupancy=occupancy)
     with out.partition((block, min(bn, next_pow2(out.shape[1])))) as part:
         kernel(part, a, w2, sorted_ids, expert_ids, post_pad, weights, bk)
 

@@ -20,10 +20,11 @@ backend's `moe_align_block.py` and `moe.py`, and the torch reference of `tests/o
     input dtype, as TileGym's caches.
 A slot whose expert repeats in its token's row is its own slot, in its own row of the sorted
 intermediates, so a repeat adds that expert twice (as TileGym's reference) and races with
-nothing. An expert id outside [0, E) is refused (E0701) on the host before any launch: the
-ids are read back there (a wait for the GPU where they live on it), so these operators are not
-`@replayable` (a replay would skip the check); the kernels themselves would only drop such a
-slot, never reach outside a tensor.
+nothing. An expert id outside [0, E) is dropped by the align kernel (its slot goes to no
+expert and adds nothing), which records it; it is raised as a KernelIndexError naming
+topk_ids[t, k] and the call's line: on the simulator before the GEMMs launch, on the GPU at
+the next `fl.synchronize()` (ops/_device_checks.py). No call reads the ids back (a wait for
+the GPU, and a break in a CUDA graph's capture), and both operators are `@replayable`.
 
 `fused_moe_backward(grad_output, hidden_states, w1, w2, topk_weights, topk_ids)` gives the
 gradients of hidden_states, w1, w2 and topk_weights (topk_ids is integer: none), in their
@@ -39,22 +40,24 @@ permutation.
 
 from __future__ import annotations
 
-import sys
+import functools
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ..autotune_ahead import compile_ahead_once
-from ..errors import KernelTypeError
+from ..errors import KernelIndexError, KernelTypeError, Location
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import index
+from ._device_checks import NO_ERROR, check_after, host_values, words
 from ._io import (
     FLOATS,
     Operand,
     cast,
     empty_beside,
+    filled_output,
     flat,
     full,
     operand,
@@ -63,7 +66,8 @@ from ._io import (
     view,
     zeros_output,
 )
-from ._route import clean_op_errors, torch_ops
+from ._replay import replayable
+from ._route import torch_ops
 from .kernels_moe import align_launch, down_tuned, gate_up_tuned, sum_launch
 from .kernels_moe_backward import (
     BM_ACT,
@@ -75,10 +79,11 @@ from .kernels_moe_backward import (
 )
 from .kernels_rows import next_pow2, size_class
 
+OP = "fused_moe"
 INTS = (dtypes.i32, dtypes.i64)
 
 
-@clean_op_errors
+@replayable()
 def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tuple[Any, ...]:
     """TileGym's `moe_align_block_size`: the (token, k) slots of topk_ids (T, top_k) sorted by
     expert, each expert's group padded to a multiple of block_size with the sentinel
@@ -89,12 +94,12 @@ def moe_align_block_size(topk_ids: Any, block_size: int, num_experts: int) -> tu
     experts = _positive(num_experts, op, "num_experts")
     if (t := torch_ops(topk_ids)) is not None:
         return tuple(t.moe_align_block_size(topk_ids, block, experts))
-    ids = _ids(op, topk_ids, experts)
-    pairs = _align(ids, block, experts)
+    ids = _ids(op, topk_ids)
+    pairs = _align(op, ids, block, experts)
     return tuple(result(ids, tensor, ret) for tensor, ret in pairs[:5])
 
 
-@clean_op_errors
+@replayable()
 def fused_moe(hidden_states: Any, w1: Any, w2: Any, topk_weights: Any, topk_ids: Any) -> Any:
     """TileGym's `fused_moe`: each token's top_k experts' SiLU-and-mul MLPs (w1 (E, 2I, H)
     gate then up, w2 (E, H, I)) weighted by topk_weights and summed, as one grouped GEMM per
@@ -109,19 +114,19 @@ def _fused_moe(
     """`fused_moe` with the sorted blocks' row count `block` (None: chosen from the shapes)."""
     if (t := torch_ops(hidden_states, w1, w2, topk_weights, topk_ids)) is not None:
         return t.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids)
-    xa, w1a, w2a, wa, ids = _operands("fused_moe", hidden_states, w1, w2, topk_weights, topk_ids)
+    xa, w1a, w2a, wa, ids = _operands(OP, hidden_states, w1, w2, topk_weights, topk_ids)
     (tokens, hidden), (experts, _, _), (_, _, inter) = xa.shape, w1a.shape, w2a.shape
     topk = ids.shape[1]
     if tokens * topk == 0 or hidden == 0:
         return result(xa, *zeros_output(xa, (tokens, hidden)))
     if block is None:
         block = _block(tokens * topk, experts)
-    sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in _align(ids, block, experts))
+    sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in _align(OP, ids, block, experts))
     rows = sorted_ids.shape[0]
     x = xa.tensor
     inter_rows = empty_beside(x, (rows, inter), xa.dtype)
     down = empty_beside(x, (rows, hidden), xa.dtype)
-    weights = flat(cast(wa, dtypes.f32))
+    weights = flat(wa.tensor)  # read in its dtype by the down kernel
     out, ret = output(xa, (tokens, hidden))
 
     def project() -> None:
@@ -179,7 +184,7 @@ def _fused_moe_backward(
         outs = [zeros_output(a, a.shape) for a in (xa, w1a, w2a, wa)]
         return tuple(result(a, *o) for a, o in zip((xa, w1a, w2a, wa), outs, strict=True))  # type: ignore[return-value]
     block = _block(tokens * topk, experts) if block is None else block
-    sorted_ids, expert_ids, post, cumsum, _, inv = (t for t, _ in _align(ids, block, experts))
+    sorted_ids, expert_ids, post, cumsum, _, inv = (t for t, _ in _align(op, ids, block, experts))
     rows, x, dt = sorted_ids.shape[0], xa.tensor, xa.dtype
     act = empty_beside(x, (rows, inter), dt)
     dh = empty_beside(x, (rows, inter, 2), dt)
@@ -224,7 +229,7 @@ def _operands(
     (tokens, hidden), (experts, two_i, h1), (e2, h2, inter) = xa.shape, w1a.shape, w2a.shape
     if h1 != hidden or h2 != hidden or e2 != experts or two_i != 2 * inter or not experts:
         raise _mismatch(op, f"shapes {xa.shape}, {w1a.shape} and {w2a.shape}")
-    ids = _ids(op, topk_ids, experts, device=dev)
+    ids = _ids(op, topk_ids, device=dev)
     if wa.shape != ids.shape or ids.shape[0] != tokens:
         raise argument_error(
             f"`fearless.ops.{op}` needs topk_weights and topk_ids of shape (T, top_k) with T = "
@@ -241,35 +246,67 @@ def _block(slots: int, experts: int) -> int:
     return min(128, max(16, next_pow2(-(-slots // experts))))
 
 
-def _align(ids: Operand, block: int, experts: int) -> list[tuple[Tensor, Any]]:
+def _align(op: str, ids: Operand, block: int, experts: int) -> list[tuple[Tensor, Any]]:
     """(tensor, returned) pairs of sorted_ids, expert_ids, num_tokens_post_padded, cumsum,
-    max_expert_cnt and the inverse permutation (each slot's place in sorted_ids)."""
+    max_expert_cnt and the inverse permutation (each slot's place in sorted_ids); an id outside
+    [0, E) is recorded and checked (ops/_device_checks.py) for `op`."""
     n = ids.shape[0] * ids.shape[1]
     length = n + experts * (block - 1)
     pairs = [
-        _filled(ids, (length,), n),
-        _filled(ids, (-(-length // block),), -1),
-        _filled(ids, (1,), 0),
-        _filled(ids, (experts + 1,), 0),
-        _filled(ids, (1,), 0),
-        _filled(ids, (max(n, 1),), length),  # every slot's place is written over this
+        filled_output(ids, (length,), n, dtypes.i32),
+        filled_output(ids, (-(-length // block),), -1, dtypes.i32),
+        filled_output(ids, (1,), 0, dtypes.i32),
+        filled_output(ids, (experts + 1,), 0, dtypes.i32),
+        filled_output(ids, (1,), 0, dtypes.i32),
+        filled_output(ids, (max(n, 1),), length, dtypes.i32),  # each slot's place goes here
     ]
     if n:
         counts = full(ids, (experts,), 0, dtypes.i32)
-        flat_ids = flat(cast(ids, dtypes.i32))
         sorted_ids, expert_ids, post, cumsum, max_cnt, inv = (t for t, _ in pairs)
-        align_launch(flat_ids, counts, sorted_ids, expert_ids, inv, cumsum, post, max_cnt, block)
+        err, pending = words(ids, ("moe topk_ids", ids.shape[1]), 1)
+        align_launch(
+            flat(ids.tensor), counts, sorted_ids, expert_ids, inv, cumsum, post, max_cnt, err,
+            block,
+        )  # fmt: skip
+        check_after(err, pending, functools.partial(_IdsCheck, op, experts), ids.tensor)
     return pairs
 
 
-def _filled(like: Operand, shape: tuple[int, ...], value: int) -> tuple[Tensor, Any]:
-    """An int32 output of `shape` holding `value`, in like's kind (see `_io.output`)."""
-    if like.kind == "torch":
-        out, ret = output(like, shape, dtypes.i32)
-        ret.fill_(value)
-        return out, ret
-    t = full(like, shape, value, dtypes.i32)
-    return t, t
+class _IdsCheck:
+    """The align kernel's error word read for one call (ops/_device_checks.py): the first
+    (token, k) slot whose expert id is outside [0, E), as a KernelIndexError at the call's
+    line. `ids` is the call's topk_ids (an fl.Tensor, or a replay's torch tensor)."""
+
+    def __init__(self, op: str, experts: int, ids: Any, loc: Location | None) -> None:
+        self.op, self.experts, self.ids, self.loc = op, experts, ids, loc
+
+    def raise_for(self, words: np.ndarray, calls: int = 1) -> None:
+        slot = int(words[0])
+        if slot == NO_ERROR:
+            return
+        t, k = divmod(slot, self.ids.shape[1])
+        values = host_values(self.ids) if calls == 1 else np.zeros((t + 1, k + 1), np.int64)
+        bad = (values < 0) | (values >= self.experts)
+        where = f"`topk_ids[{t}, {k}]` of `fearless.ops.{self.op}`"
+        if bad[t, k]:
+            what = (
+                f"{where} is {int(values[t, k])}, outside 0..{self.experts - 1} (num_experts = "
+                f"{self.experts}); {int(bad.sum())} id(s) out of range"
+            )
+        else:  # after several launches, or ids changed since: no value to name
+            what = (
+                f"{where} is outside 0..{self.experts - 1} (num_experts = {self.experts}) in "
+                f"one of the {calls} launch(es) since the last synchronisation (the first at "
+                "this line)"
+            )
+        raise KernelIndexError(
+            what,
+            self.loc,
+            label="expert id out of range",
+            notes=["the kernels routed that slot to no expert: it added nothing to the output"],
+            help="each id names one of the E experts (w1.shape[0]): check the router's top_k "
+            "and the experts' count",
+        )
 
 
 def _positive(value: Any, op: str, name: str) -> int:
@@ -282,9 +319,9 @@ def _positive(value: Any, op: str, name: str) -> int:
     return n
 
 
-def _ids(op: str, topk_ids: Any, experts: int, device: int | None = None) -> Operand:
-    """topk_ids as an operand: (T, top_k) int32 or int64, every id in [0, experts) (checked
-    here, on the host)."""
+def _ids(op: str, topk_ids: Any, device: int | None = None) -> Operand:
+    """topk_ids as an operand: (T, top_k) int32 or int64 (its values are the align kernel's to
+    check: `_IdsCheck`)."""
     ids = operand(topk_ids, op, "topk_ids", device=device)
     if ids.dtype not in INTS:
         raise argument_error(
@@ -297,27 +334,7 @@ def _ids(op: str, topk_ids: Any, experts: int, device: int | None = None) -> Ope
             f"`topk_ids` of `fearless.ops.{op}` must be (T, top_k), got shape {ids.shape}",
             help="one row per token, one column per chosen expert",
         )
-    values = _host(ids)
-    bad = np.argwhere((values < 0) | (values >= experts))
-    if len(bad):
-        t, k = (int(v) for v in bad[0])
-        raise argument_error(
-            f"`topk_ids[{t}, {k}]` of `fearless.ops.{op}` is {int(values[t, k])}, outside "
-            f"0..{experts - 1} (num_experts = {experts}); {len(bad)} id(s) out of range",
-            help="each id names one of the E experts (w1.shape[0]): check the router's top_k "
-            "and the experts' count",
-        )
     return ids
-
-
-def _host(ids: Operand) -> np.ndarray:
-    """The ids' values on the host (a copy back from the GPU where they live there)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(ids.original, torch.Tensor):
-        return np.asarray(ids.original.detach().cpu().numpy())
-    if isinstance(ids.original, np.ndarray):
-        return ids.original
-    return np.asarray(ids.tensor.numpy())
 
 
 def _mismatch(op: str, what: str) -> KernelTypeError:
