@@ -51,12 +51,24 @@ def kvcache_calls() -> dict[str, Callable[[], Any]]:
     }
 
 
+def moe_calls() -> dict[str, Callable[[], Any]]:
+    """fused_moe at one token of Qwen3-30B-A3B's MoE layer (hidden 2048, intermediate 768,
+    128 experts, top 8), bf16 weights and int64 ids as a router gives them."""
+    t, hidden, inter, experts, topk = 1, 2048, 768, 128, 8
+    x = fl.zeros((t, hidden), dtype=fl.bf16)
+    w1 = fl.zeros((experts, 2 * inter, hidden), dtype=fl.bf16)
+    w2 = fl.zeros((experts, hidden, inter), dtype=fl.bf16)
+    weights = fl.zeros((t, topk), dtype=fl.bf16)
+    ids = fl.asarray(np.arange(t * topk, dtype=np.int64).reshape(t, topk))
+    return {"fused_moe one token": lambda: ops.fused_moe(x, w1, w2, weights, ids)}
+
+
 def main() -> None:
     if "--no-replay" not in sys.argv:
         import torch  # noqa: F401  (ops/_replay.py replays only where torch is loaded)
     fake = install_tile_gpu(setattr)  # for good: this process runs nothing else
     fake.cuLaunchKernel = lambda *a: (fake.CUresult.CUDA_SUCCESS,)  # launches dropped, unread
-    for name, call in kvcache_calls().items():
+    for name, call in {**kvcache_calls(), **moe_calls()}.items():
         for _ in range(5):
             call()
         t = time.perf_counter()
