@@ -46,13 +46,35 @@ def expert_ids_i32(ids, c, STEP):
     return tile.where((v < 0) | (v > 2**31 - 1), -1, v).astype(fl.i32)
 
 
+@tile.function
+def fill_share(t, value, e, STEP):
+    """Block e of the grid writes `value` over its share of the 1-D `t`: chunks e, e + blocks,
+    e + 2 blocks, ... of STEP elements."""
+    blocks = tile.num_blocks(0)
+    for c in range(tile.cdiv(t.shape[0], STEP * blocks)):
+        pos = (c * blocks + e) * STEP + tile.arange(STEP)
+        tile.scatter(t, pos, value, mask=pos < t.shape[0])
+
+
 def make_moe_count(idt):
     """The counting kernel over flat ids of dtype `idt` (i32 or i64, as topk_ids come)."""
 
     @tile.kernel
-    def moe_count(counts: tile.Part[fl.i32], ids: tile.Tensor[idt], STEP: tile.Const[int]):
-        """counts[e] = how many of the slots' expert ids are e (one block per expert)."""
+    def moe_count(
+        counts: tile.Part[fl.i32],
+        sorted_ids: tile.Atomic[fl.i32],
+        expert_ids: tile.Atomic[fl.i32],
+        inv: tile.Atomic[fl.i32],
+        ids: tile.Tensor[idt],
+        STEP: tile.Const[int],
+    ):
+        """counts[e] = how many of the slots' expert ids are e (one block per expert); the
+        blocks also fill sorted_ids with the sentinel (the slots' count), expert_ids with -1
+        and inv with sorted_ids' length, which `moe_place` then writes over where it places."""
         e = counts.index[0]
+        fill_share(sorted_ids, ids.shape[0], e, STEP)
+        fill_share(expert_ids, -1, e, STEP)
+        fill_share(inv, sorted_ids.shape[0], e, STEP)
         n = tile.zeros((1,), fl.i32)
         for c in range(tile.num_tiles(ids, 0, (STEP,))):
             v = expert_ids_i32(ids, c, STEP)
@@ -109,6 +131,7 @@ def make_moe_place(idt):
             blk = b * STEP + tile.arange(STEP)
             tile.scatter(expert_ids, first + blk, e, mask=blk < nblocks)
         if e == 0:
+            tile.scatter(cumsum, tile.arange(1), 0)
             tile.scatter(cumsum, experts + 1, ends, mask=experts < counts.shape[0])
             tile.scatter(post_pad, tile.arange(1), tile.sum(padded, axis=0, keepdims=True))
             most = tile.max(tile.load(counts, (0,), (EP,), padding=-1), axis=0, keepdims=True)
@@ -118,13 +141,12 @@ def make_moe_place(idt):
 
 
 def align_launch(ids, counts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, err, block):
-    """The two align kernels over the flat `ids` (fl.Tensors; i32 or i64 ids; the outputs
-    pre-filled: sorted_ids with the sentinel, expert_ids with -1, cumsum with 0, inv past the
-    end; err's first word with NO_ERROR)."""
+    """The two align kernels over the flat `ids` (fl.Tensors; i32 or i64 ids; at least one;
+    the outputs as allocated: the kernels write every element; err's first word NO_ERROR)."""
     experts = counts.shape[0]
     step = min(CHUNK, next_pow2(max(ids.shape[0], 1)))
     with counts.partition((1,)) as part:
-        kernel_of(make_moe_count, ids.dtype)(part, ids, step)
+        kernel_of(make_moe_count, ids.dtype)(part, sorted_ids, expert_ids, inv, ids, step)
     kernel_of(make_moe_place, ids.dtype).launch(
         experts, sorted_ids, expert_ids, inv, cumsum, post_pad, max_cnt, err, counts, ids,
         block, next_pow2(experts), step,

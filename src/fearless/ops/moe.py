@@ -59,7 +59,6 @@ from ._io import (
     empty_beside,
     filled_output,
     flat,
-    full,
     operand,
     output,
     result,
@@ -252,23 +251,18 @@ def _align(op: str, ids: Operand, block: int, experts: int) -> list[tuple[Tensor
     [0, E) is recorded and checked (ops/_device_checks.py) for `op`."""
     n = ids.shape[0] * ids.shape[1]
     length = n + experts * (block - 1)
-    pairs = [
-        filled_output(ids, (length,), n, dtypes.i32),
-        filled_output(ids, (-(-length // block),), -1, dtypes.i32),
-        filled_output(ids, (1,), 0, dtypes.i32),
-        filled_output(ids, (experts + 1,), 0, dtypes.i32),
-        filled_output(ids, (1,), 0, dtypes.i32),
-        filled_output(ids, (max(n, 1),), length, dtypes.i32),  # each slot's place goes here
-    ]
-    if n:
-        counts = full(ids, (experts,), 0, dtypes.i32)
-        sorted_ids, expert_ids, post, cumsum, max_cnt, inv = (t for t, _ in pairs)
-        err, pending = words(ids, ("moe topk_ids", ids.shape[1]), 1)
-        align_launch(
-            flat(ids.tensor), counts, sorted_ids, expert_ids, inv, cumsum, post, max_cnt, err,
-            block,
-        )  # fmt: skip
-        check_after(err, pending, functools.partial(_IdsCheck, op, experts), ids.tensor)
+    shapes = [(length,), (-(-length // block),), (1,), (experts + 1,), (1,), (max(n, 1),)]
+    if not n:  # no slot: nothing launches, the outputs are filled here
+        fills = (n, -1, 0, 0, 0, length)
+        return [filled_output(ids, s, f, dtypes.i32) for s, f in zip(shapes, fills, strict=True)]
+    pairs = [output(ids, s, dtypes.i32) for s in shapes]  # the align kernels write them all
+    counts = empty_beside(ids.tensor, (experts,), dtypes.i32)
+    sorted_ids, expert_ids, post, cumsum, max_cnt, inv = (t for t, _ in pairs)
+    err, pending = words(ids, ("moe topk_ids", ids.shape[1]), 1)
+    align_launch(
+        flat(ids.tensor), counts, sorted_ids, expert_ids, inv, cumsum, post, max_cnt, err, block
+    )
+    check_after(err, pending, functools.partial(_IdsCheck, op, experts), ids.tensor)
     return pairs
 
 
