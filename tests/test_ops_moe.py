@@ -105,6 +105,8 @@ CASES = [  # (tokens, hidden, intermediate, experts, top_k), dtype, block
     ((13, 64, 32, 8, 2), "float16", 16),
     ((33, 32, 64, 4, 2), "bfloat16", 32),
     ((24, 64, 64, 8, 1), "bfloat16", None),  # the block chosen from the shapes
+    ((2, 32, 32, 16, 4), "float32", 16),  # a decode step: fewer slots than experts
+    ((1, 32, 64, 32, 8), "bfloat16", None),
 ]
 
 

@@ -57,6 +57,7 @@ CASES = [  # (tokens, hidden, intermediate, experts, top_k), dtype
     ((40, 32, 72, 3, 2), "float32"),  # a block of 32; the experts over two or three blocks
     ((13, 64, 32, 8, 2), "float16"),
     ((17, 32, 64, 4, 2), "bfloat16"),
+    ((2, 32, 32, 16, 4), "float32"),  # fewer slots than experts: the sorted rows' tight bound
 ]
 
 

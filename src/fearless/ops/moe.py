@@ -120,7 +120,8 @@ def _fused_moe(
         return result(xa, *zeros_output(xa, (tokens, hidden)))
     if block is None:
         block = _block(tokens * topk, experts)
-    sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in _align(OP, ids, block, experts))
+    aligned = _align(OP, ids, block, experts, tight=True)
+    sorted_ids, expert_ids, post, _, _, inv = (t for t, _ in aligned)
     rows = sorted_ids.shape[0]
     x = xa.tensor
     inter_rows = empty_beside(x, (rows, inter), xa.dtype)
@@ -183,7 +184,8 @@ def _fused_moe_backward(
         outs = [zeros_output(a, a.shape) for a in (xa, w1a, w2a, wa)]
         return tuple(result(a, *o) for a, o in zip((xa, w1a, w2a, wa), outs, strict=True))  # type: ignore[return-value]
     block = _block(tokens * topk, experts) if block is None else block
-    sorted_ids, expert_ids, post, cumsum, _, inv = (t for t, _ in _align(op, ids, block, experts))
+    aligned = _align(op, ids, block, experts, tight=True)
+    sorted_ids, expert_ids, post, cumsum, _, inv = (t for t, _ in aligned)
     rows, x, dt = sorted_ids.shape[0], xa.tensor, xa.dtype
     act = empty_beside(x, (rows, inter), dt)
     dh = empty_beside(x, (rows, inter, 2), dt)
@@ -245,12 +247,17 @@ def _block(slots: int, experts: int) -> int:
     return min(128, max(16, next_pow2(-(-slots // experts))))
 
 
-def _align(op: str, ids: Operand, block: int, experts: int) -> list[tuple[Tensor, Any]]:
+def _align(
+    op: str, ids: Operand, block: int, experts: int, tight: bool = False
+) -> list[tuple[Tensor, Any]]:
     """(tensor, returned) pairs of sorted_ids, expert_ids, num_tokens_post_padded, cumsum,
     max_expert_cnt and the inverse permutation (each slot's place in sorted_ids); an id outside
-    [0, E) is recorded and checked (ops/_device_checks.py) for `op`."""
+    [0, E) is recorded and checked (ops/_device_checks.py) for `op`. sorted_ids has TileGym's
+    length, n + E (block - 1) for n slots; `tight` (fused_moe's own use), n + min(E, n)
+    (block - 1): at most n experts have a slot, so the padded total never reaches past that,
+    and at a decode step's few slots the grouped GEMMs' grids shrink with it."""
     n = ids.shape[0] * ids.shape[1]
-    length = n + experts * (block - 1)
+    length = n + (min(experts, n) if tight else experts) * (block - 1)
     shapes = [(length,), (-(-length // block),), (1,), (experts + 1,), (1,), (max(n, 1),)]
     if not n:  # no slot: nothing launches, the outputs are filled here
         fills = (n, -1, 0, 0, 0, length)
