@@ -14,8 +14,8 @@ the first again, so that a clock drift shows. Run on the GPU machine:
 from __future__ import annotations
 
 import torch
-from attention_backward_mask import _events_ms
 from attention_causal_order import timed_with
+from cuda_timing import events_ms
 from train_host_parts import training
 
 from fearless import ops
@@ -50,7 +50,7 @@ def main() -> None:
             train = training(ops.scaled_dot_product_attention, q, k, v, dout, causal)
             times.append(timed_with(B, "DQ_BY_ATOMICS_UP_TO", up_to, train))  # grads: its last run
             errors.append(_error([t.grad for t in (q, k, v)], want))  # type: ignore[misc]
-        ref_ms = _events_ms(ref)
+        ref_ms = events_ms(ref)
         cols = " ".join(f"{t:10.3f}" for t in times)
         errs = " ".join(f"{e:10.2g}" for e in errors)
         print(f"{label:24s} {cols} {ref_ms:8.3f}\n{'':24s} {errs}", flush=True)

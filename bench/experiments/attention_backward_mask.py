@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
 from typing import Any
+
+from cuda_timing import events_ms
 
 SHAPES = ((4, 32, 1024, 64), (4, 32, 1024, 128), (4, 16, 4096, 128), (2, 32, 8192, 64))
 REPS = 20
@@ -38,21 +39,6 @@ def _every_tile() -> None:
         return s
 
     KB.scores = scores
-
-
-def _events_ms(call: Callable[[], Any]) -> float:
-    import torch
-
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPS):
-        call()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / REPS
 
 
 def _shape(b: int, h: int, n: int, d: int, form: str) -> None:
@@ -80,7 +66,7 @@ def _shape(b: int, h: int, n: int, d: int, form: str) -> None:
                 with torch.no_grad():
                     f(q, k, v, is_causal=causal)
 
-            tr, fw = _events_ms(train), _events_ms(forward)
+            tr, fw = events_ms(train), events_ms(forward)
             label = f"{b}x{h}x{n}x{d} {'causal' if causal else 'full'}"
             print(
                 f"{label:24s} {name:8s} mask on {form:8s}: training {tr:.3f} ms, "

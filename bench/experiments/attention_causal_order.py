@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from attention_backward_mask import _events_ms
+from cuda_timing import events_ms
 from train_host_parts import training
 
 from fearless import ops
@@ -40,7 +40,7 @@ def timed_with(module: Any, setting: str, value: Any, call: Callable[[], Any]) -
     for fn in REPLAYED:
         fn.plans.clear()
     try:
-        return _events_ms(call)
+        return events_ms(call)
     finally:
         setattr(module, setting, saved)
         for fn in REPLAYED:
@@ -61,14 +61,14 @@ def main() -> None:
         label = "x".join(map(str, (b, h, n, d)))
         fwd = functools.partial(ops.scaled_dot_product_attention, q, k, v, is_causal=True)
         times = [_timed(fwd, on) for on in (False, True, False)]
-        ref = _events_ms(functools.partial(sdpa, q, k, v, is_causal=True))
+        ref = events_ms(functools.partial(sdpa, q, k, v, is_causal=True))
         print(f"{label + ' fwd':26s} {times[0]:8.3f} {times[1]:8.3f} {times[2]:8.3f} {ref:8.3f}")
         if d > 64:  # the backward's dq kernel (the atomic dQ at D <= 64 has none)
             leaves = [t.requires_grad_() for t in (q, k, v)]
             dout = torch.randn_like(q)
             train = training(ops.scaled_dot_product_attention, *leaves, dout, True)
             times = [_timed(train, on) for on in (False, True, False)]
-            ref = _events_ms(training(sdpa, *leaves, dout, True))
+            ref = events_ms(training(sdpa, *leaves, dout, True))
             print(f"{label + ' fwd+bwd':26s} {times[0]:8.3f} {times[1]:8.3f} {times[2]:8.3f} "
                   f"{ref:8.3f}", flush=True)  # fmt: skip
 

@@ -15,41 +15,15 @@ torch's ms (the contiguous cache; its paged peer would gather pages first).
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Callable
-from typing import Any
 
 import torch
+from cuda_timing import events_ms, host_us
+from kvcache_decode_configs import paged
 
 import fearless as fl
 from fearless import ops
 
-B, H, HK, D, PAGE, REPS = 8, 32, 8, 128, 256, 200
-
-
-def _host_us(call: Callable[[], Any]) -> float:
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(REPS):
-        call()
-    host = (time.perf_counter() - t) / REPS * 1e6
-    torch.cuda.synchronize()
-    return host
-
-
-def _events_ms(call: Callable[[], Any]) -> float:
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPS):
-        call()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / REPS
+B, H, HK, D, REPS = 8, 32, 8, 128, 200
 
 
 def main() -> None:
@@ -64,13 +38,8 @@ def main() -> None:
         k, v = (torch.randn(B, s, HK, D, device="cuda", dtype=torch.bfloat16) for _ in range(2))
         lens = torch.full((B,), s, dtype=torch.int32, device="cuda")
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        ref = _events_ms(lambda qt=qt, kt=kt, vt=vt: sdpa(qt, kt, vt, enable_gqa=True))
-        blocks = B * s // PAGE
-        perm = torch.randperm(blocks, device="cuda")
-        table = perm.view(B, s // PAGE).to(torch.int32)
-        kb, vb = (torch.empty(blocks, PAGE, HK, D, device="cuda", dtype=torch.bfloat16)
-                  for _ in range(2))  # fmt: skip
-        kb[perm], vb[perm] = k.reshape(blocks, PAGE, HK, D), v.reshape(blocks, PAGE, HK, D)
+        ref = events_ms(lambda qt=qt, kt=kt, vt=vt: sdpa(qt, kt, vt, enable_gqa=True), REPS, 5)
+        kb, vb, table = paged(k, v)
         for name, kk, vv, tt in (("contiguous", k, v, None), ("paged", kb, vb, table)):
             want = warm(q, kk, vv, lens, tt)
             got = slow(q, kk, vv, lens, tt)
@@ -78,7 +47,7 @@ def main() -> None:
             assert torch.equal(want, got), f"{name} {s}: the replay differs from the slow path"
             plans = [type(p).__name__ for p in warm.plans.values()]  # type: ignore[attr-defined]
             calls = [functools.partial(fn, q, kk, vv, lens, tt) for fn in (warm, slow)]
-            row = [_host_us(c) for c in calls] + [_events_ms(c) for c in calls]
+            row = [host_us(c, REPS) for c in calls] + [events_ms(c, REPS, 5) for c in calls]
             fl.synchronize()
             print(f"{name + ' ' + str(s):22s} {row[0]:8.1f} {row[1]:8.1f} {row[2]:8.4f} "
                   f"{row[3]:8.4f} {ref:8.4f}  {ref / row[2]:9.2f} {ref / row[3]:10.2f}  "

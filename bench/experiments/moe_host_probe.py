@@ -21,44 +21,18 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 if "--tree" in sys.argv:  # another tree's fearless, imported before this one's
     sys.path.insert(0, sys.argv[sys.argv.index("--tree") + 1])
 
 import torch
+from cuda_timing import events_ms, host_us
 
 import fearless
 from fearless import ops
 
 HIDDEN, INTER, EXPERTS, TOPK, REPS = 2048, 768, 128, 8, 200
-
-
-def _host_us(call: Callable[[], Any]) -> float:
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(REPS):
-        call()
-    host = (time.perf_counter() - t) / REPS * 1e6
-    torch.cuda.synchronize()
-    return host
-
-
-def _events_ms(call: Callable[[], Any]) -> float:
-    for _ in range(5):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPS):
-        call()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / REPS
 
 
 def _eager(x: Any, w1: Any, w2: Any, weights: Any, ids: Any) -> Any:
@@ -89,8 +63,8 @@ def main() -> None:
         got = call()
         torch.cuda.synchronize()
         err = ((got.float() - want.float()).abs().max() / want.float().abs().max()).item()
-        host, ms = _host_us(call), _events_ms(call)
-        eager = _events_ms(functools.partial(_eager, x, w1, w2, weights, ids))
+        host, ms = host_us(call, REPS), events_ms(call, REPS, 5)
+        eager = events_ms(functools.partial(_eager, x, w1, w2, weights, ids), REPS, 5)
         plans = getattr(ops.fused_moe, "plans", None)
         path = "no replay" if plans is None else str([type(p).__name__ for p in plans.values()])
         print(f"{tokens:6d} {host:8.1f} {ms:8.4f} {eager:8.4f}  {path} (max rel err {err:.1e})",

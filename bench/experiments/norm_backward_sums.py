@@ -35,7 +35,7 @@ def _element_sums() -> None:
 
 def _run(form: str) -> None:
     import torch
-    from attention_backward_mask import _events_ms
+    from cuda_timing import events_ms
 
     if form == "element":
         _element_sums()
@@ -45,12 +45,12 @@ def _run(form: str) -> None:
     for m, n in SHAPES:
         x, dy = (torch.randn(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
         w, b = (torch.randn(n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-        rms = _events_ms(lambda x=x, dy=dy, w=w: rms_norm_backward(dy, x, w, 1e-6))
-        ln = _events_ms(lambda x=x, dy=dy, w=w, b=b: layer_norm_backward(dy, x, w, b, 1e-5))
+        rms = events_ms(lambda x=x, dy=dy, w=w: rms_norm_backward(dy, x, w, 1e-6))
+        ln = events_ms(lambda x=x, dy=dy, w=w, b=b: layer_norm_backward(dy, x, w, b, 1e-5))
         if form == "tiled":  # torch's eager backward, once
             xr, wr, br = (t.clone().requires_grad_() for t in (x, w, b))
             y = torch.nn.functional.layer_norm(xr, (n,), wr, br, 1e-5)
-            t_ln = _events_ms(
+            t_ln = events_ms(
                 lambda y=y, dy=dy, ins=(xr, wr, br): torch.autograd.grad(
                     y, ins, dy, retain_graph=True
                 )
