@@ -14,7 +14,8 @@ family measured fearless's prefill at 0.93 of Liger's, session 25); with `--trai
 training step's (the loss and its backward, fearless with its fused loss as the models family
 runs it: 0.95 of torch.compile's tokens/s, session 26). Run
 on the GPU machine (transformers installed): `PYTHONPATH=src python3
-bench/experiments/decode_host_profile.py [--prefill | --train]`.
+bench/experiments/decode_host_profile.py [--prefill | --train] [--model TAG]` (TAG one of
+fearless_bench/models_configs.py's models; Llama-3-8B by default).
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ PROMPT, NEW = 1024, 48
 
 def llama(layers: int = 2) -> Any:
     """The models family's Llama-3-8B (fearless_bench/models_configs.py) with `layers` layers,
-    random bf16 weights, on the GPU."""
-    spec = next(m for m in MODELS if m.tag == "llama3_8b")
+    random bf16 weights, on the GPU; `--model TAG` another of its models (e.g.
+    qwen3_moe_30b_a3b)."""
+    tag = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "llama3_8b"
+    spec = next(m for m in MODELS if m.tag == tag)
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(hf_config(spec, num_hidden_layers=layers))
+    config = hf_config(spec, num_hidden_layers=layers)
+    model = transformers.AutoModelForCausalLM.from_config(config)
     return model.to("cuda", torch.bfloat16).eval()
 
 
