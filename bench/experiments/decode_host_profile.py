@@ -14,8 +14,10 @@ family measured fearless's prefill at 0.93 of Liger's, session 25); with `--trai
 training step's (the loss and its backward, fearless with its fused loss as the models family
 runs it: 0.95 of torch.compile's tokens/s, session 26). Run
 on the GPU machine (transformers installed): `PYTHONPATH=src python3
-bench/experiments/decode_host_profile.py [--prefill | --train] [--model TAG]` (TAG one of
-fearless_bench/models_configs.py's models; Llama-3-8B by default).
+bench/experiments/decode_host_profile.py [--prefill | --train | --compile] [--model TAG]` (TAG
+one of fearless_bench/models_configs.py's models; Llama-3-8B by default; `--compile`: the
+decode of torch.compile's default mode over the unpatched and over the fearless-patched model,
+whose operators it calls as torch.ops.fearless).
 """
 
 from __future__ import annotations
@@ -194,6 +196,16 @@ def main() -> None:
             ft.apply(model, fused_linear_cross_entropy=flag == "--train")
             step(model, "fearless")
             return
+    if "--compile" in sys.argv:  # torch.compile (default mode) of the unpatched and the patched
+        for label, patch in (("torch.compile", False), ("fearless + torch.compile", True)):
+            model = llama()
+            if patch:
+                ft.apply(model)
+            run = decode(torch.compile(model), NEW)
+            run()
+            run()
+            print(f"{label}: {run():.3f} ms per token", flush=True)
+        return
     model = llama()
     eager = decode(model, NEW)
     eager()
