@@ -395,3 +395,53 @@ def test_replayed_calls_on_the_gpu_are_checked_each_at_its_own_line(
         assert caught.value.loc.file == __file__
     finally:
         plans.clear()
+
+
+def test_a_call_captured_in_a_graph_leaves_a_check_standing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call captured into a CUDA graph (torch's or `fl.graph`) runs no host step at the
+    graph's replays, yet each replay may write the error words: the captured call's check
+    stands, and every later synchronisation reads the words, naming the captured call's line.
+    (The fake driver of tests/support; capture stood in for by `capturing()`; the words
+    written as a replay's kernel would write them.)"""
+    pytest.importorskip("torch")
+    import inspect
+
+    from fearless.ops import _device_checks
+    from fearless.runtime import driver
+    from support.fake_memory import install_tile_gpu
+
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    fake = install_tile_gpu(monkeypatch.setattr)
+    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
+    monkeypatch.setattr(_device_checks, "_pending", {})
+    plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
+    plans.clear()
+    try:
+        q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
+        kb, vb = (fl.zeros((8, 16, 2, 64), dtype=fl.f16) for _ in range(2))
+        lens = fl.asarray(np.array([20, 32], np.int32))
+        table = fl.asarray(np.array([[0, 1], [2, 77]], np.int32))
+        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # outside the capture
+        fl.synchronize()
+        monkeypatch.setattr(_device_checks, "capturing", lambda: True)
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # "captured"
+        monkeypatch.setattr(_device_checks, "capturing", lambda: False)
+        fl.synchronize()  # nothing recorded yet
+        (pending,) = _device_checks._pending.values()
+        for _ in range(2):  # two replays of the graph, each synchronised after
+            bad = np.array([1 * 2 + 1, NO_ERROR], np.int32)
+            driver.copy_host_to_device(pending.err.data_ptr, bad)
+            with pytest.raises(
+                fl.KernelIndexError,
+                match=r"block_table\[1, 1\] is outside the cache in a launch since the last "
+                r"synchronisation \(a replay of the CUDA graph captured at this line",
+            ) as caught:
+                fl.synchronize()
+            assert caught.value.loc is not None and caught.value.loc.line == line
+        fl.synchronize()  # clean words: nothing raised, and the check still stands
+        assert pending.standing is not None and pending.deferred
+    finally:
+        plans.clear()

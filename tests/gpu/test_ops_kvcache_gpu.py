@@ -134,3 +134,36 @@ def test_a_replayed_call_is_checked_as_a_first_call_is() -> None:
         fl.synchronize()
     assert info.value.loc is not None and info.value.loc.line == line
     assert torch.isfinite(out).all()
+
+
+def test_a_call_captured_in_a_cuda_graph_is_checked_at_its_replays() -> None:
+    """A decode step captured by torch.cuda.graph runs no host step when it replays, yet its
+    kernel writes the error words: the captured call's check stands (ops/_device_checks.py),
+    so a bad block id written into the captured table is raised at the next
+    `fl.synchronize()` after a replay, at the captured call's line; the graph stays usable."""
+    fl.synchronize()
+    q = torch.randn(2, 1, 8, 64, device="cuda").half()
+    k, v = (torch.randn(2, 64, 2, 64, device="cuda").half() for _ in range(2))
+    kb, vb, table = _paged(k, v, 16)
+    lens = torch.tensor([64, 64], dtype=torch.int32, device="cuda")
+    for _ in range(3):  # outside the capture: tune, compile, record the replay
+        want = ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+    fl.synchronize()
+    g = torch.cuda.CUDAGraph()
+    line = inspect.currentframe().f_lineno + 2  # type: ignore[union-attr]
+    with torch.cuda.graph(g):
+        out = ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+    g.replay()
+    fl.synchronize()  # a good table: nothing raised
+    torch.testing.assert_close(out, want)
+    good = int(table[1, 2])
+    table[1, 2] = 4096
+    g.replay()
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 2\] is outside the cache in a launch since the last synchronisation \(a replay of the CUDA graph captured at this line") as info:  # fmt: skip
+        fl.synchronize()
+    assert info.value.loc is not None and info.value.loc.line == line
+    assert torch.isfinite(out).all()
+    table[1, 2] = good
+    g.replay()
+    fl.synchronize()  # the words were reset: nothing left to raise
+    torch.testing.assert_close(out, want)

@@ -11,7 +11,9 @@ meaning depends on, e.g. a table's width) and device, shared by every launch sin
 synchronisation (`Pending`), so that a serving loop that never synchronises through fearless
 holds a few words, not a check per call. A call's check is registered as a host step of the
 call (runtime/trace.py `after_launch`, the words `keep`-ed), which a replay of the call
-(ops/_replay.py) runs again with its own tensors: the operators stay `@replayable`.
+(ops/_replay.py) runs again with its own tensors: the operators stay `@replayable`. A call
+captured into a CUDA graph leaves a standing check (`Pending`), since the graph's replays run
+no host step.
 
 An operator gives `words` its key, launches with the buffer, then calls `check_after` with a
 `make_check(*tensors, loc)` that builds its `Check` from the call's tensors (those it reads
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .. import dtypes
+from ..autotune_ahead import capturing
 from ..runtime import device_errors, driver, trace
 from ..runtime.location import user_location
 from ..runtime.target import current_target
@@ -51,30 +54,51 @@ MakeCheck = Callable[..., Check]  # (*the call's tensors, its Location | None) -
 class Pending:
     """The GPU's error words of every launch of one operator and key on one device since the
     last `fl.synchronize()`, checked once there: after one launch with that launch's check (it
-    may name the bad value), after several with the first's (its line, and how many)."""
+    may name the bad value), after several with the first's (its line, and how many).
+
+    A launch captured into a CUDA graph (a torch capture or `fl.graph`) writes the words at
+    every replay of the graph, where no host step runs: its check stands (`standing`, the first
+    captured one), and the words are read at every synchronisation from then on, an error named
+    at the captured call's line."""
 
     def __init__(self, err: Tensor) -> None:
         self.err = err
         self.first: Check | None = None  # the first launch's check since the last one ran
         self.last: Check | None = None
         self.calls = 0
+        self.standing: Check | None = None
+        self.deferred = False  # `run` is among the next synchronisation's checks
         self.lock = threading.Lock()
 
-    def launched(self, check: Check) -> None:
+    def launched(self, check: Check, captured: bool = False) -> None:
         with self.lock:
+            if captured and self.standing is None:
+                self.standing = check
             self.calls += 1
             self.last = check
-            if self.first is not None:
+            if self.first is None:
+                self.first = check
+            if self.deferred:
                 return
-            self.first = check
+            self.deferred = True
         device_errors.defer(self.run)
 
     def run(self) -> None:
         with self.lock:
-            first, last, calls = self.first, self.last, self.calls
+            first, last, calls, standing = self.first, self.last, self.calls, self.standing
             self.first = self.last = None
             self.calls = 0
-        if first is None or last is None:
+            self.deferred = standing is not None
+        try:
+            self._check(first, last, calls, standing)
+        finally:  # after the read, which synchronises (and so runs the deferred checks)
+            if standing is not None:  # a graph may replay any time: read at every sync
+                device_errors.defer(self.run)
+
+    def _check(
+        self, first: Check | None, last: Check | None, calls: int, standing: Check | None
+    ) -> None:
+        if first is None and standing is None:
             return
         words = np.array(self.err.numpy()).reshape(-1)  # a copy: the buffer is reset below
         if (words == NO_ERROR).all():
@@ -84,9 +108,26 @@ class Pending:
             self.err._host[...] = clean
         else:
             driver.copy_host_to_device(self.err.data_ptr, clean)
-        if calls == 1:
+        if standing is not None:
+            standing.raise_for(words, calls=0)
+        if calls == 1 and last is not None:
             last.raise_for(words)
-        first.raise_for(words, calls=calls)
+        if first is not None:
+            first.raise_for(words, calls=calls)
+
+
+def since(calls: int) -> str:
+    """Which launch wrote the words, for a message that names no value: after `calls` launches
+    (0: a check standing for a captured CUDA graph; 1: one launch whose arguments have changed
+    since)."""
+    if calls == 0:
+        return (
+            "in a launch since the last synchronisation (a replay of the CUDA graph captured "
+            "at this line, or a later call)"
+        )
+    if calls == 1:
+        return "in the launch at this line (its arguments have changed since)"
+    return f"in one of the {calls} launches since the last synchronisation (the first at this line)"
 
 
 _pending: dict[tuple[Any, ...], Pending] = {}
@@ -119,7 +160,7 @@ def check_after(err: Tensor, pending: Pending | None, make_check: MakeCheck, *te
 
 
 def _register(pending: Pending, make_check: MakeCheck, *tensors: Any) -> None:
-    pending.launched(make_check(*tensors, user_location()))
+    pending.launched(make_check(*tensors, user_location()), captured=capturing())
 
 
 def host_values(t: Any) -> np.ndarray:

@@ -30,7 +30,7 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime.location import Location, argument_error
 from ._arguments import flag
 from ._attention_checks import attention_scale
-from ._device_checks import NO_ERROR, check_after, host_values, words
+from ._device_checks import NO_ERROR, check_after, host_values, since, words
 from ._io import float_operands, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -109,11 +109,10 @@ class _Check:
         ss, g = divmod(rest, hk)
         ids = host_values(self.indices).reshape(-1, topk)[row] if calls == 1 else np.zeros(0)
         bad = np.flatnonzero((ids < 0) | (ids >= self.s_kv))
-        if not len(bad):  # after several launches, or indices changed since: no value to name
+        if not len(bad):  # after several launches or a graph's, or changed since: no value
             raise KernelIndexError(
                 f"an index of indices[{bb}, {ss}, {g}] is outside the cache's {self.s_kv} keys "
-                f"in one of the {calls} launch(es) since the last synchronisation (the first at "
-                "this line)",
+                f"{since(calls)}",
                 self.loc,
                 label="key index out of range",
                 notes=["the kernel read nothing outside the cache and dropped its score"],

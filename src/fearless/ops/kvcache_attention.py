@@ -39,7 +39,7 @@ from ..errors import KernelIndexError, KernelTypeError
 from ..runtime.location import Location, argument_error, user_location
 from ._arguments import flag
 from ._attention_checks import attention_scale
-from ._device_checks import NO_ERROR, check_after, host_values, words
+from ._device_checks import NO_ERROR, check_after, host_values, since, words
 from ._io import FLOATS, Operand, full, number, operand, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -233,18 +233,17 @@ class _Check:
 
     def raise_for(self, words: Any, calls: int = 1) -> None:
         """Raise what the error words record (nothing when they record nothing). After
-        `calls` > 1 launches the words may be another launch's: the sequence and slot are
-        named, the values this launch passed are not."""
+        `calls` > 1 launches (0: the replays of a captured graph) the words may be another
+        launch's: the sequence and slot are named, the values this launch passed are not."""
         bad_slot, bad_len = (int(w) for w in words)
-        if calls > 1 and (bad_slot, bad_len) != (NO_ERROR, NO_ERROR):
+        if calls != 1 and (bad_slot, bad_len) != (NO_ERROR, NO_ERROR):
             if bad_len != NO_ERROR:
                 what = f"cache_seqlens[{bad_len}] is outside the cache"
             else:
                 mb = self.table.shape[1] if self.table is not None else 1
                 what = f"block_table[{bad_slot // mb}, {bad_slot % mb}] is outside the cache"
             raise KernelIndexError(
-                f"{what} in one of the {calls} launches since the last synchronisation (the "
-                "first at this line)",
+                f"{what} {since(calls)}",
                 self.loc,
                 label="out of range",
                 notes=["the kernel clamped it and read nothing outside the cache"],

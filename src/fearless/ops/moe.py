@@ -51,7 +51,7 @@ from ..errors import KernelIndexError, KernelTypeError, Location
 from ..runtime.location import argument_error
 from ..runtime.tensor import Tensor
 from ._arguments import index
-from ._device_checks import NO_ERROR, check_after, host_values, words
+from ._device_checks import NO_ERROR, check_after, host_values, since, words
 from ._io import (
     FLOATS,
     Operand,
@@ -294,11 +294,10 @@ class _IdsCheck:
                 f"{where} is {int(values[t, k])}, outside 0..{self.experts - 1} (num_experts = "
                 f"{self.experts}); {int(bad.sum())} id(s) out of range"
             )
-        else:  # after several launches, or ids changed since: no value to name
+        else:  # after several launches or a graph's, or ids changed since: no value to name
             what = (
-                f"{where} is outside 0..{self.experts - 1} (num_experts = {self.experts}) in "
-                f"one of the {calls} launch(es) since the last synchronisation (the first at "
-                "this line)"
+                f"{where} is outside 0..{self.experts - 1} (num_experts = {self.experts}) "
+                f"{since(calls)}"
             )
         raise KernelIndexError(
             what,
