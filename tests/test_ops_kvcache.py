@@ -7,7 +7,9 @@ fake kernel; the refusals; the kernels through tileiras."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -351,97 +353,86 @@ def test_the_gpu_path_keeps_one_pending_record_however_many_launches() -> None:
     pending.run()  # nothing recorded: nothing raised
 
 
+@pytest.fixture
+def fake_gpu_call(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, ...]]:
+    """A paged decode call's arguments for flash_attn_with_kvcache on tests/support's fake GPU (its kernels
+    run nothing, so a test writes the error words as a kernel would; tuning off; fresh error
+    words and replay plans), its table's slot 1 of sequence 1 holding 77 of 8 blocks."""
+    pytest.importorskip("torch")  # the warm path runs where torch is loaded
+    from fearless.ops import _device_checks
+    from support.fake_memory import install_tile_gpu
+
+    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
+    fake = install_tile_gpu(monkeypatch.setattr)
+    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
+    monkeypatch.setattr(_device_checks, "_pending", {})
+    plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
+    plans.clear()
+    q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
+    kb, vb = (fl.zeros((8, 16, 2, 64), dtype=fl.f16) for _ in range(2))
+    lens = fl.asarray(np.array([20, 32], np.int32))
+    table = fl.asarray(np.array([[0, 1], [2, 77]], np.int32))
+    yield q, kb, vb, lens, table
+    plans.clear()
+
+
+def _words_written(words: list[int]) -> None:
+    """Write the error words of the one pending record, as a kernel would."""
+    from fearless.ops import _device_checks
+    from fearless.runtime import driver
+
+    (pending,) = _device_checks._pending.values()
+    driver.copy_host_to_device(pending.err.data_ptr, np.array(words, np.int32))
+
+
 def test_replayed_calls_on_the_gpu_are_checked_each_at_its_own_line(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_gpu_call: tuple[Any, ...],
 ) -> None:
     """On the GPU a decode loop's calls replay (ops/_replay.py) after the first: the error words
     stay the operator's own buffer and each replay registers the check of its own call, so a
     bad block id the kernel records is still raised at the next synchronisation, naming the
-    replayed call's line. (The fake driver of tests/support runs no kernel: the words are
-    written as the kernel would write them.)"""
-    pytest.importorskip("torch")  # the warm path runs where torch is loaded
-    import inspect
-
-    from fearless.ops import _device_checks
-    from fearless.runtime import driver
-    from support.fake_memory import install_tile_gpu
-
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    fake = install_tile_gpu(monkeypatch.setattr)
-    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
-    monkeypatch.setattr(_device_checks, "_pending", {})
+    replayed call's line."""
+    for _ in range(3):
+        ops.flash_attn_with_kvcache(*fake_gpu_call)
+    fl.synchronize()  # the words record nothing: nothing raised
     plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
-    plans.clear()
-    try:
-        q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
-        kb, vb = (fl.zeros((8, 16, 2, 64), dtype=fl.f16) for _ in range(2))
-        lens = fl.asarray(np.array([20, 32], np.int32))
-        table = fl.asarray(np.array([[0, 1], [2, 77]], np.int32))
-        for _ in range(3):
-            ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
-        fl.synchronize()  # the words record nothing: nothing raised
-        assert [type(p).__name__ for p in plans.values()] == ["Plan"]
-        (pending,) = _device_checks._pending.values()
-        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
-        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # a replay
-        bad = np.array([1 * 2 + 1, NO_ERROR], np.int32)  # sequence 1, slot 1
-        driver.copy_host_to_device(pending.err.data_ptr, bad)
-        with pytest.raises(
-            fl.KernelIndexError,
-            match=r"block_table\[1, 1\] = 77 is outside the cache's 8 blocks",
-        ) as caught:
-            fl.synchronize()
-        assert caught.value.loc is not None and caught.value.loc.line == line
-        assert caught.value.loc.file == __file__
-    finally:
-        plans.clear()
+    assert [type(p).__name__ for p in plans.values()] == ["Plan"]
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # a replay
+    _words_written([1 * 2 + 1, NO_ERROR])  # sequence 1, slot 1
+    with pytest.raises(
+        fl.KernelIndexError, match=r"block_table\[1, 1\] = 77 is outside the cache's 8 blocks"
+    ) as caught:
+        fl.synchronize()
+    assert caught.value.loc is not None and caught.value.loc.line == line
+    assert caught.value.loc.file == __file__
 
 
 def test_a_call_captured_in_a_graph_leaves_a_check_standing(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_gpu_call: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A call captured into a CUDA graph (torch's or `fl.graph`) runs no host step at the
     graph's replays, yet each replay may write the error words: the captured call's check
     stands, and every later synchronisation reads the words, naming the captured call's line.
-    (The fake driver of tests/support; capture stood in for by `capturing()`; the words
-    written as a replay's kernel would write them.)"""
-    pytest.importorskip("torch")
-    import inspect
-
+    (Capture stood in for by `capturing()`.)"""
     from fearless.ops import _device_checks
-    from fearless.runtime import driver
-    from support.fake_memory import install_tile_gpu
 
-    monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
-    fake = install_tile_gpu(monkeypatch.setattr)
-    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
-    monkeypatch.setattr(_device_checks, "_pending", {})
-    plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
-    plans.clear()
-    try:
-        q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
-        kb, vb = (fl.zeros((8, 16, 2, 64), dtype=fl.f16) for _ in range(2))
-        lens = fl.asarray(np.array([20, 32], np.int32))
-        table = fl.asarray(np.array([[0, 1], [2, 77]], np.int32))
-        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # outside the capture
-        fl.synchronize()
-        monkeypatch.setattr(_device_checks, "capturing", lambda: True)
-        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
-        ops.flash_attn_with_kvcache(q, kb, vb, lens, table)  # "captured"
-        monkeypatch.setattr(_device_checks, "capturing", lambda: False)
-        fl.synchronize()  # nothing recorded yet
-        (pending,) = _device_checks._pending.values()
-        for _ in range(2):  # two replays of the graph, each synchronised after
-            bad = np.array([1 * 2 + 1, NO_ERROR], np.int32)
-            driver.copy_host_to_device(pending.err.data_ptr, bad)
-            with pytest.raises(
-                fl.KernelIndexError,
-                match=r"block_table\[1, 1\] is outside the cache in a launch since the last "
-                r"synchronisation \(a replay of the CUDA graph captured at this line",
-            ) as caught:
-                fl.synchronize()
-            assert caught.value.loc is not None and caught.value.loc.line == line
-        fl.synchronize()  # clean words: nothing raised, and the check still stands
-        assert pending.standing is not None and pending.deferred
-    finally:
-        plans.clear()
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # outside the capture
+    fl.synchronize()
+    monkeypatch.setattr(_device_checks, "capturing", lambda: True)
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # "captured"
+    monkeypatch.setattr(_device_checks, "capturing", lambda: False)
+    fl.synchronize()  # nothing recorded yet
+    for _ in range(2):  # two replays of the graph, each synchronised after
+        _words_written([1 * 2 + 1, NO_ERROR])
+        with pytest.raises(
+            fl.KernelIndexError,
+            match=r"block_table\[1, 1\] is outside the cache in a launch since the last "
+            r"synchronisation \(a replay of the CUDA graph captured at this line",
+        ) as caught:
+            fl.synchronize()
+        assert caught.value.loc is not None and caught.value.loc.line == line
+    fl.synchronize()  # clean words: nothing raised, and the check still stands
+    (pending,) = _device_checks._pending.values()
+    assert pending.standing is not None and pending.deferred
