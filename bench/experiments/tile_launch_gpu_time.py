@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import tile_kernels as tk  # noqa: E402
 import torch  # noqa: E402
+from cuda_timing import events_ms  # noqa: E402
 
 import fearless as fl  # noqa: E402
 from fearless import tile  # noqa: E402
@@ -47,16 +48,7 @@ def add7_ldg(
 
 
 def gpu_us(fn, n: int = 1000) -> float:  # type: ignore[no-untyped-def]
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(n):
-        fn()
-    e.record()
-    e.synchronize()
-    return s.elapsed_time(e) * 1e3 / n
+    return events_ms(fn, n, 20) * 1e3
 
 
 def host_us(fn, batches: int = 50, per: int = 100) -> float:  # type: ignore[no-untyped-def]
