@@ -373,3 +373,20 @@ def test_a_filled_torch_output_is_filled_again_by_a_replay() -> None:
     ((tensor, again),) = rec.allocations
     assert tensor is ret
     torch.testing.assert_close(again(), torch.full((4,), 7, dtype=torch.int32))
+
+
+def test_a_host_step_on_a_view_of_another_shape_is_never_replayed() -> None:
+    """A host step's tensor must be an argument or allocation as it is: a reshaped view starts
+    where its owner does, but a replay could only pass the owner, of the other shape."""
+
+    @_replay.replayable()
+    def steps_on_a_view(x: Any) -> Any:
+        out = _empty_like(x)
+        _launch(Axpb(x.numel()), [out.data_ptr(), x.data_ptr(), 1.0, 0])
+        trace.after_launch(lambda t: None, x.view(2, -1))
+        return out
+
+    for _ in range(2):
+        steps_on_a_view(torch.zeros(8))
+    (plan,) = steps_on_a_view.plans.values()  # type: ignore[attr-defined]
+    assert plan.why == "a host step takes a tensor that is no argument or allocation"

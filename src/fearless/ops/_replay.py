@@ -142,7 +142,7 @@ def replayable(dynamic: Sequence[str] = ()) -> Callable[[F], F]:
                     # only a first call tuned or compiled ahead: the next call records
                     plans[key] = _AGAIN
                 else:
-                    plans[key] = _plan(rec, out, ptrs, [_nbytes(t) for t in tensors], values)
+                    plans[key] = _plan(rec, out, ptrs, tensors, values)
                 return out
             except FearlessError as exc:
                 raise_clean(exc)
@@ -366,10 +366,11 @@ def _ptr(t: Any) -> int:
 
 
 def _plan(
-    rec: trace.Trace, out: Any, ptrs: list[int], sizes: list[int], values: list[Any]
+    rec: trace.Trace, out: Any, ptrs: list[int], inputs: list[Any], values: list[Any]
 ) -> Plan | Never:
-    """The plan of a recorded call (inputs at `ptrs`, of `sizes` bytes), or why it cannot be
-    replayed."""
+    """The plan of a recorded call (its tensor arguments `inputs`, at `ptrs`), or why it cannot
+    be replayed."""
+    sizes = [_nbytes(t) for t in inputs]
     if rec.refused is not None:
         return Never(rec.refused)
     if not rec.launches:
@@ -402,8 +403,9 @@ def _plan(
     if result is None:
         return Never("it returned something other than the tensors it allocated")
     steps = []
+    owners = [*inputs, *(t for t, _ in allocations)]
     for at, step, tensors in rec.steps:
-        taken = [None if t is None else _owner(_ptr(t), buffers) for t in tensors]
+        taken = [None if t is None else _owner(t, buffers, owners) for t in tensors]
         if any(i is None and t is not None for i, t in zip(taken, tensors, strict=True)):
             return Never("a host step takes a tensor that is no argument or allocation")
         steps.append((at, step, taken))
@@ -411,9 +413,14 @@ def _plan(
     return Plan(*_compile(len(ptrs), allocations, launches, draws, result, steps))
 
 
-def _owner(ptr: int, buffers: list[tuple[int, int]]) -> int | None:
-    """The buffer that starts at `ptr`, if any."""
-    return next((i for i, (p, _) in enumerate(buffers) if p == ptr), None)
+def _owner(t: Any, buffers: list[tuple[int, int]], owners: list[Any]) -> int | None:
+    """The buffer that `t` is (starting where it starts, of its shape: a view of another shape
+    would reach a host step as its owner's shape), if any."""
+    ptr, shape = _ptr(t), tuple(t.shape)
+    return next(
+        (i for i, (p, _) in enumerate(buffers) if p == ptr and tuple(owners[i].shape) == shape),
+        None,
+    )
 
 
 def _source(
