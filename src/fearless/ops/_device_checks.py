@@ -42,8 +42,9 @@ NO_ERROR = 2**31 - 1  # the words start here; the kernels' atomic min keeps the 
 
 class Check(Protocol):
     """One call's reading of the words: raise what they record, nothing when they record
-    nothing. After `calls` > 1 launches the words may be another launch's, so the message names
-    what the words give (a slot, a row), not this call's values."""
+    nothing. After `calls` > 1 launches, or for a captured graph's replays (`calls` 0), the
+    words may be another launch's, so the message names what the words give (a slot, a row),
+    not this call's values, and says which launches (`since`)."""
 
     def raise_for(self, words: np.ndarray, calls: int = 1) -> None: ...
 
