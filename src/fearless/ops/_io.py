@@ -322,9 +322,7 @@ def filled_output(
     """`output(like, shape, dtype)` filled with `value` (for a torch operand one `torch.full`,
     which a replay makes again, fill and all)."""
     if like.kind == "torch":
-        torch = sys.modules["torch"]
-        tdt, device = torch_dtype_of(dtype or like.dtype), like.original.device
-        out = _allocate(lambda: torch.full(shape, value, dtype=tdt, device=device))
+        out = _torch_full(like, shape, value, dtype or like.dtype)
         return from_torch(out), out
     t = full(like, shape, value, dtype)
     return t, t
@@ -343,11 +341,17 @@ def full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType | Non
     stream), an fl.Tensor otherwise."""
     dt = dtype or like.dtype
     if like.kind == "torch":
-        torch = sys.modules["torch"]
-        tdt, device = torch_dtype_of(dt), like.original.device
-        return from_torch(_allocate(lambda: torch.full(shape, value, dtype=tdt, device=device)))
+        return from_torch(_torch_full(like, shape, value, dt))
     dev = like.tensor.device
     return _allocate(lambda: fl_tensor.full(shape, value, dtype=dt, device=dev))
+
+
+def _torch_full(like: Operand, shape: tuple[int, ...], value: float, dtype: DType) -> Any:
+    """One `torch.full` beside the torch operand `like`, told to a recording trace (a replay
+    makes it again, fill and all)."""
+    torch = sys.modules["torch"]
+    tdt, device = torch_dtype_of(dtype), like.original.device
+    return _allocate(lambda: torch.full(shape, value, dtype=tdt, device=device))
 
 
 def zeros_beside(t: Tensor, shape: tuple[int, ...], dtype: DType) -> Tensor:
