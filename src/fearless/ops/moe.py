@@ -286,19 +286,20 @@ class _IdsCheck:
         if slot == NO_ERROR:
             return
         t, k = divmod(slot, self.ids.shape[1])
-        values = host_values(self.ids) if calls == 1 else np.zeros((t + 1, k + 1), np.int64)
-        bad = (values < 0) | (values >= self.experts)
         where = f"`topk_ids[{t}, {k}]` of `fearless.ops.{self.op}`"
-        if bad[t, k]:
-            what = (
-                f"{where} is {int(values[t, k])}, outside 0..{self.experts - 1} (num_experts = "
-                f"{self.experts}); {int(bad.sum())} id(s) out of range"
-            )
-        else:  # after several launches or a graph's, or ids changed since: no value to name
-            what = (
-                f"{where} is outside 0..{self.experts - 1} (num_experts = {self.experts}) "
-                f"{since(calls)}"
-            )
+        # after several launches or a graph's, or ids changed since: no value to name
+        what = (
+            f"{where} is outside 0..{self.experts - 1} (num_experts = {self.experts}) "
+            f"{since(calls)}"
+        )
+        if calls == 1:
+            values = host_values(self.ids)
+            bad = (values < 0) | (values >= self.experts)
+            if bad[t, k]:
+                what = (
+                    f"{where} is {int(values[t, k])}, outside 0..{self.experts - 1} "
+                    f"(num_experts = {self.experts}); {int(bad.sum())} id(s) out of range"
+                )
         raise KernelIndexError(
             what,
             self.loc,
