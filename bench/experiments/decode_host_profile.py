@@ -12,7 +12,8 @@ with a new one every call (the slow path). With `--prefill`, instead: a 4 x 2048
 time and its GPU kernels by device time, torch eager against the fearless patch (the models
 family measured fearless's prefill at 0.93 of Liger's, session 25); with `--train`, a 4 x 2048
 training step's (the loss and its backward, fearless with its fused loss as the models family
-runs it: 0.95 of torch.compile's tokens/s, session 26). Run
+runs it: 0.95 of torch.compile's tokens/s, session 26; with `--compile` too, the same step of
+torch.compile's default mode over the unpatched model). Run
 on the GPU machine (transformers installed): `PYTHONPATH=src python3
 bench/experiments/decode_host_profile.py [--prefill | --train | --compile] [--model TAG]` (TAG
 one of fearless_bench/models_configs.py's models; Llama-3-8B by default; `--compile`: the
@@ -195,6 +196,9 @@ def main() -> None:
             # training as the models family runs it: the fused loss (models_probe.py)
             ft.apply(model, fused_linear_cross_entropy=flag == "--train")
             step(model, "fearless")
+            if "--compile" in sys.argv:  # the same of torch.compile's default mode, unpatched
+                del model
+                step(torch.compile(llama()), "torch.compile")
             return
     if "--compile" in sys.argv:  # torch.compile (default mode) of the unpatched and the patched
         for label, patch in (("torch.compile", False), ("fearless + torch.compile", True)):
