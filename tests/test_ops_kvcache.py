@@ -360,12 +360,14 @@ def fake_gpu_call(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, ...]]:
     words and replay plans), its table's slot 1 of sequence 1 holding 77 of 8 blocks."""
     pytest.importorskip("torch")  # the warm path runs where torch is loaded
     from fearless.ops import _device_checks
+    from fearless.runtime import device_errors
     from support.fake_memory import install_tile_gpu
 
     monkeypatch.setenv("FEARLESS_AUTOTUNE", "0")
     fake = install_tile_gpu(monkeypatch.setattr)
     monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
     monkeypatch.setattr(_device_checks, "_pending", {})
+    monkeypatch.setattr(device_errors, "_deferred", [])  # no standing check of another test
     plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
     plans.clear()
     q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)
@@ -436,3 +438,60 @@ def test_a_call_captured_in_a_graph_leaves_a_check_standing(
     fl.synchronize()  # clean words: nothing raised, and the check still stands
     (pending,) = _device_checks._pending.values()
     assert pending.standing is not None and pending.deferred
+
+
+def test_a_loop_that_never_synchronises_meets_the_error_at_a_later_call(
+    fake_gpu_call: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serving loop that synchronises only through torch (`.item()`) runs no fearless check:
+    every POLL_S (0 here) a call reads the words without waiting, and a record there is
+    raised by that call, at the line of the first launch since the last check."""
+    from fearless.ops import _device_checks
+
+    monkeypatch.setattr(_device_checks, "POLL_S", 0.0)
+    line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # its words read clean: nothing raised
+    _words_written([1 * 2 + 1, NO_ERROR])  # that launch's kernel records slot 1 of sequence 1
+    with pytest.raises(
+        fl.KernelIndexError,
+        match=r"block_table\[1, 1\] is outside the cache in one of the 2 launches since the "
+        r"last synchronisation \(the first at this line\)",
+    ) as caught:
+        ops.flash_attn_with_kvcache(*fake_gpu_call)
+    assert caught.value.loc is not None and caught.value.loc.line == line
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # the words were cleared: nothing raised
+    fl.synchronize()
+
+
+def test_no_read_of_the_words_while_capturing(
+    fake_gpu_call: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call captured into a CUDA graph never reads or raises (a copy or a synchronisation
+    would break the capture): its check stands for the next synchronisation."""
+    from fearless.ops import _device_checks
+
+    monkeypatch.setattr(_device_checks, "POLL_S", 0.0)
+    ops.flash_attn_with_kvcache(*fake_gpu_call)
+    _words_written([1 * 2 + 1, NO_ERROR])
+    monkeypatch.setattr(_device_checks, "capturing", lambda: True)
+    ops.flash_attn_with_kvcache(*fake_gpu_call)  # "captured": nothing raised
+    monkeypatch.setattr(_device_checks, "capturing", lambda: False)
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 1\]"):
+        fl.synchronize()
+
+
+def test_a_process_that_ends_unchecked_prints_what_the_words_record(
+    fake_gpu_call: tuple[Any, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At exit nothing can raise any more: launches never checked are read and their error
+    printed on stderr (`_device_checks._at_exit`, registered with the first words)."""
+    from fearless.ops import _device_checks
+
+    ops.flash_attn_with_kvcache(*fake_gpu_call)
+    _words_written([1 * 2 + 1, NO_ERROR])
+    _device_checks._at_exit()
+    err = capsys.readouterr().err
+    assert "the process ended before one raised it" in err
+    assert "block_table[1, 1] = 77 is outside the cache's 8 blocks" in err
+    _device_checks._at_exit()  # checked now: nothing more to say
+    assert capsys.readouterr().err == ""

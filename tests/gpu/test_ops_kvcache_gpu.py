@@ -112,6 +112,31 @@ def test_after_several_launches_the_slot_and_the_first_line_are_named() -> None:
     fl.synchronize()  # the record was reset: nothing left to raise
 
 
+def test_a_loop_synchronised_by_torch_alone_meets_the_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loop that synchronises through torch alone runs no fearless check: a later call
+    reads the words without waiting (ops/_device_checks.py, every POLL_S: 0 here) and raises
+    the bad block id there, at the line of the first launch since the last check."""
+    from fearless.ops import _device_checks
+
+    fl.synchronize()
+    monkeypatch.setattr(_device_checks, "POLL_S", 0.0)
+    monkeypatch.setattr(_device_checks, "_pending", {})  # fresh words, read at the next launch
+    q = torch.randn(2, 1, 8, 64, device="cuda").half()
+    k, v = (torch.randn(2, 64, 2, 64, device="cuda").half() for _ in range(2))
+    kb, vb, table = _paged(k, v, 16)
+    table[1, 2] = 912
+    lens = torch.tensor([64, 64], dtype=torch.int32, device="cuda")
+    line = inspect.currentframe().f_lineno + 3  # type: ignore[union-attr]
+    with pytest.raises(fl.KernelIndexError, match=r"block_table\[1, 2\]") as info:
+        for _ in range(3):
+            ops.flash_attn_with_kvcache(q, kb, vb, lens, table)
+            torch.cuda.synchronize()
+    assert info.value.loc is not None and info.value.loc.line == line
+    fl.synchronize()  # read and reset: nothing left to raise
+
+
 def test_a_replayed_call_is_checked_as_a_first_call_is() -> None:
     """A decode loop's calls replay after the first one or two (ops/_replay.py): each replay
     still registers the check of its own table, so a bad block id in a replayed call is raised

@@ -23,6 +23,9 @@ class FakeMemory:
     """Device memory in host memory, through the cuda.bindings calls driver.py makes."""
 
     def __init__(self) -> None:
+        from cuda.bindings import driver as real
+
+        self.CUstream_flags = real.CUstream_flags
         self.blocks: dict[int, Any] = {}
         self.copies: list[tuple[str, int]] = []  # (direction, bytes)
         self.syncs = 0
@@ -51,6 +54,17 @@ class FakeMemory:
 
     def cuCtxSynchronize(self) -> tuple[Any]:
         self.syncs += 1
+        return (self._ok(),)
+
+    def cuStreamCreate(self, flags: int) -> tuple[Any, int]:
+        return self._ok(), 0xF00D
+
+    def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:
+        return (self._ok(),)
+
+    def cuMemcpyDtoHAsync(self, dst: int, src: int, n: int, stream: Any) -> tuple[Any]:
+        self.copies.append(("out async", n))
+        ctypes.memmove(dst, src, n)
         return (self._ok(),)
 
     def cuMemsetD8(self, ptr: int, pattern: int, count: int) -> tuple[Any]:
@@ -107,6 +121,7 @@ def install_tile_gpu(set_attr: Callable[[Any, str, Any], None]) -> TileGpu:
     set_attr(driver, "load_kernel", lambda ck: driver.LoadedKernel(
         ck.name, ck.entry, f"CUfunction:{ck.name}", 1, None, 1, 32, "cubin"))  # fmt: skip
     set_attr(device_errors, "_pool", HostErrorPool())
+    set_attr(device_errors, "_stream", None)  # its private stream, made on the fake
     set_attr(target, "_probe", (True, "Fake H200 (sm_90)", "sm_90"))
     set_attr(config, "_target_override", "cuda")
     set_attr(

@@ -9,7 +9,11 @@ where each launch has run to completion. No call waits for the GPU.
 On the GPU the words are the operator's own buffer, one per operator, key (what the words'
 meaning depends on, e.g. a table's width) and device, shared by every launch since the last
 synchronisation (`Pending`), so that a serving loop that never synchronises through fearless
-holds a few words, not a check per call. A call's check is registered as a host step of the
+holds a few words, not a check per call. Such a loop (torch's `.item()` and
+`torch.cuda.synchronize()` run no fearless check) still meets the error: every POLL_S a launch
+reads its words without waiting for the GPU, and a record found there is raised by that call,
+at the line of the first launch since the last check; a process that ends with unchecked
+launches reads them at exit and prints what they record. A call's check is registered as a host step of the
 call (runtime/trace.py `after_launch`, the words `keep`-ed), which a replay of the call
 (ops/_replay.py) runs again with its own tensors: the operators stay `@replayable`. A call
 captured into a CUDA graph leaves a standing check (`Pending`), since the graph's replays run
@@ -22,8 +26,11 @@ to name the bad value) and the call's location.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import sys
 import threading
+import time
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
@@ -31,6 +38,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autotune_ahead import capturing
+from ..errors import FearlessError
 from ..runtime import device_errors, driver, trace
 from ..runtime.location import user_location
 from ..runtime.target import current_target
@@ -38,6 +46,7 @@ from ..runtime.tensor import Tensor
 from ._io import Operand, full
 
 NO_ERROR = 2**31 - 1  # the words start here; the kernels' atomic min keeps the smallest record
+POLL_S = 0.05  # between synchronisations, a launch reads its words when the last read is older
 
 
 class Check(Protocol):
@@ -69,9 +78,14 @@ class Pending:
         self.calls = 0
         self.standing: Check | None = None
         self.deferred = False  # `run` is among the next synchronisation's checks
+        self.next_read = time.monotonic() + POLL_S  # `launched` reads the words after this
         self.lock = threading.Lock()
 
     def launched(self, check: Check, captured: bool = False) -> None:
+        """Count a launch made with `check`; then, outside a capture and at most every
+        POLL_S, read the words without waiting: a record there is raised now, at the first
+        unchecked launch's line (`fl.synchronize()`, which runs every deferred check), so that
+        a loop that synchronises only through torch still meets it a few calls later."""
         with self.lock:
             if captured and self.standing is None:
                 self.standing = check
@@ -79,10 +93,21 @@ class Pending:
             self.last = check
             if self.first is None:
                 self.first = check
-            if self.deferred:
-                return
-            self.deferred = True
-        device_errors.defer(self.run)
+            now = time.monotonic()
+            due = not captured and now >= self.next_read
+            if due:
+                self.next_read = now + POLL_S
+            register, self.deferred = not self.deferred, True
+        if register:
+            device_errors.defer(self.run)
+        if due and self._recorded():
+            device_errors.synchronize()
+
+    def _recorded(self) -> bool:
+        """Whether the words hold a record now (read without waiting for the launches)."""
+        words = np.empty(self.err.size, np.int32)
+        device_errors.read_without_waiting(words, self.err.data_ptr, "reading error words")
+        return bool((words != NO_ERROR).any())
 
     def run(self) -> None:
         with self.lock:
@@ -145,8 +170,29 @@ def words(like: Operand, key: Hashable, n: int = 2) -> tuple[Tensor, Pending | N
     with _pending_lock:
         found = _pending.get(at)
         if found is None:
+            if not _pending:
+                atexit.register(_at_exit)
             found = _pending[at] = Pending(full(like, (n,), NO_ERROR, dtypes.i32))
     return found.err, found
+
+
+def _at_exit() -> None:
+    """At the end of a process whose last launches were never checked: read their words (a
+    synchronisation) and print what they record, since nothing can raise it any more."""
+    with _pending_lock:
+        unchecked = [p for p in _pending.values() if p.first is not None or p.standing]
+    if not unchecked:
+        return
+    try:
+        device_errors.synchronize()
+    except FearlessError as exc:
+        print(
+            "fearless: the GPU recorded this error after the last synchronisation, and the "
+            f"process ended before one raised it:\n{exc}",
+            file=sys.stderr,
+        )
+    except Exception:  # the driver may be gone at exit: nothing to say
+        pass
 
 
 def check_after(err: Tensor, pending: Pending | None, make_check: MakeCheck, *tensors: Any) -> None:

@@ -156,17 +156,7 @@ class ErrorPool:
 
     def _copy_out(self, host: np.ndarray, ptr: int) -> None:
         """One memcpy of the chunk, on a private non-blocking stream so it waits for no one."""
-        d = driver.cu()
-        stream = _private_stream()
-        driver.call(
-            "reading device error records",
-            d.cuMemcpyDtoHAsync,
-            host.ctypes.data,
-            ptr,
-            host.nbytes,
-            stream,
-        )
-        driver.call("cuStreamSynchronize", d.cuStreamSynchronize, stream)
+        read_without_waiting(host, ptr, "reading device error records")
 
     def _zero(self, ptr: int) -> None:
         d = driver.cu()
@@ -212,6 +202,16 @@ def _private_stream() -> Any:
         flags = int(d.CUstream_flags.CU_STREAM_NON_BLOCKING)
         _stream = driver.call("cuStreamCreate", d.cuStreamCreate, flags)
     return _stream
+
+
+def read_without_waiting(host: np.ndarray, ptr: int, what: str) -> None:
+    """Copy device bytes at `ptr` into `host` now, on a private non-blocking stream: it waits
+    for no launch, so a kernel still running may write them later (error words read between
+    synchronisations: a record there is final, its absence is not)."""
+    d = driver.cu()
+    stream = _private_stream()
+    driver.call(what, d.cuMemcpyDtoHAsync, host.ctypes.data, ptr, host.nbytes, stream)
+    driver.call("cuStreamSynchronize", d.cuStreamSynchronize, stream)
 
 
 _deferred: list[Callable[[], None]] = []
