@@ -368,6 +368,7 @@ def fake_gpu_call(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, ...]]:
     monkeypatch.setattr(fake, "cuLaunchKernel", lambda *a: (fake.CUresult.CUDA_SUCCESS,))
     monkeypatch.setattr(_device_checks, "_pending", {})
     monkeypatch.setattr(device_errors, "_deferred", [])  # no standing check of another test
+    monkeypatch.setattr(_device_checks, "POLL_S", float("inf"))  # checked at synchronize only
     plans = ops.flash_attn_with_kvcache.plans  # type: ignore[attr-defined]
     plans.clear()
     q = fl.zeros((2, 1, 4, 64), dtype=fl.f16)

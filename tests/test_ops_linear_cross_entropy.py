@@ -231,6 +231,33 @@ def test_a_target_outside_the_vocabulary_is_refused_before_any_kernel() -> None:
         assert "ignore_index" in str(err)
 
 
+@pytest.mark.parametrize("lanes", [False, True])
+def test_both_log_sum_exps_match_numpy(lanes: bool) -> None:
+    """The row kernel's two log-sum-exps (a block-wide max and sum per chunk, or each lane's
+    own, combined at the end) give NumPy's loss and gradient, over several chunks, a
+    vocabulary that is no power of two (its padding reads -inf), -inf logits, a row whose
+    largest logit comes last and an ignored row."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 300)) * 4).astype(np.float32)
+    x[1, :50] = -np.inf
+    x[2, 299] = 40.0
+    logits = fl.asarray(x.copy())
+    loss = fl.zeros((4,), dtype=fl.f32)
+    target = fl.asarray(np.array([3, 299, 7, -100], np.int64))
+    scale = fl.asarray(np.full(4, 0.5, np.float32))
+    kernel = kl.make_cross_entropy(fl.f32, fl.f32, 64, True, lanes)
+    with logits.partition((1, 512)) as xp, loss.partition((1,)) as lp:
+        kernel(xp, lp, target, scale, -100)
+    lse = np.log(np.exp(x.astype(np.float64)).sum(axis=1))
+    want = np.array([lse[0] - x[0, 3], lse[1] - x[1, 299], lse[2] - x[2, 7], 0.0])
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-5, atol=1e-5)
+    grad = np.exp(x - lse[:, None])
+    for row, col in ((0, 3), (1, 299), (2, 7)):
+        grad[row, col] -= 1.0
+    grad[3] = 0.0
+    np.testing.assert_allclose(logits.numpy(), grad * 0.5, rtol=1e-5, atol=1e-6)
+
+
 def test_the_kernels_never_index_with_the_target() -> None:
     """Below the host's check: a row whose target is outside [0, V) gets no target logit and
     no onehot (it matches no column), and the kernel writes only its own row."""
@@ -286,6 +313,10 @@ def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> No
     cases = [
         (kl.make_logits(bf16, True), (fl.zeros((m, v), dtype=bf16).partition((64, 128)), a, w, b, 64)),
         (kl.make_logits(bf16, False), (fl.zeros((m, v), dtype=bf16).partition((64, 128)), a, w, b, 64)),
+        (
+            kl.make_cross_entropy(bf16, fl.f32, 256, True, True),
+            (fl.zeros((m, v), dtype=bf16).partition((1, 1024)), fl.zeros((m,), dtype=fl.f32).partition((1,)), tgt, scale, -100),
+        ),
         (
             kl.make_cross_entropy(bf16, fl.f32, 256, True),
             (fl.zeros((m, v), dtype=bf16).partition((1, 1024)), fl.zeros((m,), dtype=fl.f32).partition((1,)), tgt, scale, -100),

@@ -15,3 +15,16 @@ def _needs_a_gpu() -> None:
     ok, why = fl.cuda_status()
     if not ok:
         pytest.skip(f"no usable GPU: {why}")
+
+
+@pytest.fixture(autouse=True)
+def _device_checks_at_synchronize(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between synchronisations a checked operator reads its error words without waiting
+    (ops/_device_checks.py `POLL_S`), so a bad index may be raised by the call that made it or
+    a later one, whichever reads it first; the tests of the synchronisation's check turn the
+    reads off (test_ops_kvcache_gpu.py's poll test turns them back on)."""
+    from fearless.ops import _device_checks
+
+    monkeypatch.setattr(_device_checks, "POLL_S", float("inf"))
+    for pending in _device_checks._pending.values():
+        monkeypatch.setattr(pending, "next_read", float("inf"))

@@ -79,11 +79,37 @@ def row_lse_and_target(x, at, t, CH):
     return m + tile.log(s), tl
 
 
-def make_cross_entropy(dt, lt, CH, grads):
+LANE_FLOOR = -1.0e30  # a lane's running max before its first logit: finite, so no inf - inf
+
+
+@tile.function
+def lane_lse_and_target(x, at, t, CH):
+    """`row_lse_and_target` with no reduction inside the loop: each of the CH lanes keeps its
+    own running max m and sum s (a larger logit v rescales: s * e + 1, a smaller one adds e,
+    e = exp(-|v - m|), one exp either way) and the target logit it saw, and the lanes are
+    combined once at the end. A chunk then costs no block-wide barrier, only its load."""
+    BM, _ = at.shape
+    m = tile.full((BM, CH), LANE_FLOOR, fl.f32)
+    s = tile.zeros((BM, CH), fl.f32)
+    tl = tile.zeros((BM, CH), fl.f32)
+    for c in at.chunks((BM, CH)):
+        v, cols = logit_chunk(x, c, CH)
+        e = tile.exp(-tile.abs(v - m))
+        up = v > m
+        s = tile.where(up, s * e + 1.0, s + e)
+        m = tile.where(up, v, m)
+        tl = tl + tile.where(cols == t, v, 0.0)
+    top = tile.max(m, axis=1, keepdims=True)
+    total = tile.sum(s * tile.exp(m - top), axis=1, keepdims=True)
+    return top + tile.log(total), tile.sum(tl, axis=1, keepdims=True)
+
+
+def make_cross_entropy(dt, lt, CH, grads, lanes=False):
     """Per row of the logits x (rows, V) in `dt`: loss = lse - x[target] (0 where target ==
     ignore_index), stored in `lt`; with `grads`, x's row becomes (softmax - onehot) *
     scale[row] in place (0 for an ignored row). One block per BM rows (the partition's
-    (BM, next_pow2(V)) tiles), the row in chunks of CH columns."""
+    (BM, next_pow2(V)) tiles), the row in chunks of CH columns; `lanes`: the log-sum-exp by
+    `lane_lse_and_target`, else `row_lse_and_target`."""
 
     @tile.kernel
     def cross_entropy(
@@ -94,7 +120,10 @@ def make_cross_entropy(dt, lt, CH, grads):
         i = x.index[0]
         t = tile.load(target, (i,), (BM,), allow_tma=False).reshape((BM, 1))
         valid = t != ignore_index
-        lse, tl = row_lse_and_target(x, x, t, CH)
+        if lanes:  # compile-time
+            lse, tl = lane_lse_and_target(x, x, t, CH)
+        else:
+            lse, tl = row_lse_and_target(x, x, t, CH)
         loss.store(tile.where(valid, lse - tl, 0.0).reshape((BM,)).astype(lt))
         if grads:  # compile-time
             sc = tile.load(scale, (i,), (BM,), allow_tma=False).reshape((BM, 1))
@@ -298,11 +327,22 @@ def db_launch(g, acc, out, first, last):
             kernel(part, g, tm)
 
 
-def _ce(rows, chunk):
-    return dict(rows=rows, chunk=chunk)
+def _ce(rows, chunk, occupancy=None, lanes=False):
+    return dict(rows=rows, chunk=chunk, occupancy=occupancy, lanes=lanes)
 
 
-CE_CONFIGS = [_ce(1, 4096), _ce(1, 2048), _ce(2, 2048), _ce(4, 1024)]
+CE_CONFIGS = [
+    _ce(1, 4096),
+    _ce(1, 2048),
+    _ce(2, 2048),
+    _ce(4, 1024),
+    # more blocks a SM, to keep more of the row's loads in flight; the lanes' log-sum-exp
+    _ce(1, 2048, 4),
+    _ce(1, 1024, 8),
+    _ce(1, 2048, 4, True),
+    _ce(1, 1024, 8, True),
+    _ce(2, 1024, 4, True),
+]
 
 
 def _ce_key(x, *_, **__):
@@ -310,12 +350,15 @@ def _ce_key(x, *_, **__):
 
 
 @fl.autotune(configs=CE_CONFIGS, key=_ce_key, restore_value=["x"])
-def cross_entropy_tuned(x, loss, target, scale, ignore_index, grads, *, rows, chunk):
+def cross_entropy_tuned(
+    x, loss, target, scale, ignore_index, grads, *, rows, chunk, occupancy, lanes
+):
     """loss[r] and (with `grads`) the logits' gradient in place, for each row r of x (x is
     restored between the tuner's calls)."""
     n = next_pow2(x.shape[1])
     ch = min(chunk, n)
-    kernel = kernel_of(make_cross_entropy, x.dtype, loss.dtype, ch, grads)
+    kernel = kernel_of(make_cross_entropy, x.dtype, loss.dtype, ch, grads, lanes)
+    kernel = kernel.options(occupancy=occupancy)
     with x.partition((rows, n)) as xp, loss.partition((rows,)) as lp:
         kernel(xp, lp, target, scale, ignore_index)
 
