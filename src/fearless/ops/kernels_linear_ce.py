@@ -24,7 +24,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_gemm import matmul_bt_tile
+from .kernels_gemm import fitting_tiles, matmul_bt_tile
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 # --------------------------------------------------------------------------- logits
@@ -259,8 +259,8 @@ def make_loss_sum(odt, TN):
 # -------------------------------------------------------------------------- launches
 
 
-def _gemm(shape, BK, occupancy):
-    return dict(shape=shape, BK=BK, occupancy=occupancy)
+def _gemm(shape, BK, occupancy, num_ctas=None):
+    return dict(shape=shape, BK=BK, occupancy=occupancy, num_ctas=num_ctas)
 
 
 # The first configuration (FEARLESS_AUTOTUNE=0) fits every shape.
@@ -270,6 +270,10 @@ LCE_GEMM_CONFIGS = [
     _gemm((128, 256), 64, 1),
     _gemm((256, 128), 64, 1),
     _gemm((64, 128), 64, 2),
+    # large tiles over clusters of 2 (TileGym's SM90 GEMM spaces, matmul's GEMM_CONFIGS)
+    _gemm((256, 128), 64, None, 2),
+    _gemm((128, 256), 64, None, 2),
+    _gemm((256, 256), 64, 1, 2),
 ]
 
 
@@ -283,10 +287,19 @@ def _dw_key(g, a, *_, **__):
     return size_class(g.shape[0]), g.shape[1], a.shape[1]
 
 
-@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_logits_key)
-def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy):
+def _logits_prune(configs, a, w, *_, **__):
+    return fitting_tiles(configs, a.shape[0], w.shape[0])
+
+
+def _dw_prune(configs, g, a, *_, **__):
+    return fitting_tiles(configs, g.shape[1], a.shape[1])
+
+
+@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_logits_key, prune=_logits_prune)
+def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy, num_ctas):
     """out (M, V) = a (M, H) @ w (V, H)^T (+ b)."""
-    kernel = kernel_of(make_logits, a.dtype, has_bias).options(occupancy=occupancy)
+    kernel = kernel_of(make_logits, a.dtype, has_bias)
+    kernel = kernel.options(occupancy=occupancy, num_ctas=num_ctas)
     with out.partition(shape, order=tile.grouped(8)) as part:
         kernel(part, a, w, b, BK)
 
@@ -294,9 +307,10 @@ def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy):
 def dw_launch(g, a, acc, out, first, last, config):
     """One chunk's dW: into `acc` (f32; or the gradient itself in its dtype, which every
     chunk adds into), or (`last`) into `out` in its dtype from the f32 `acc`."""
-    shape, BK, occupancy = config["shape"], config["BK"], config["occupancy"]
+    shape, BK = config["shape"], config["BK"]
     target = out if last else acc
-    kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last).options(occupancy=occupancy)
+    kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last)
+    kernel = kernel.options(occupancy=config["occupancy"], num_ctas=config["num_ctas"])
     with target.partition(shape, order=tile.grouped(8)) as part:
         if last:
             kernel(part, acc, g, a, BK)
@@ -304,7 +318,7 @@ def dw_launch(g, a, acc, out, first, last, config):
             kernel(part, g, a, BK)
 
 
-@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_dw_key, restore_value=["acc"])
+@fl.autotune(configs=LCE_GEMM_CONFIGS, key=_dw_key, restore_value=["acc"], prune=_dw_prune)
 def dw_tuned(g, a, acc, out, first, last, **config):
     """dW += g (M, V)^T @ a (M, H); see `dw_launch` (`acc` is restored between the tuner's
     calls: not `last`, the kernel adds into it)."""
