@@ -13,7 +13,8 @@ time and its GPU kernels by device time, torch eager against the fearless patch 
 family measured fearless's prefill at 0.93 of Liger's, session 25); with `--train`, a 4 x 2048
 training step's (the loss and its backward, fearless with its fused loss as the models family
 runs it: 0.95 of torch.compile's tokens/s, session 26; with `--compile` too, the same step of
-torch.compile's default mode over the unpatched model). Run
+torch.compile's default mode over the unpatched model, and over a model built after the patch,
+whose layers are fearless's and whose loss is Hugging Face's). Run
 on the GPU machine (transformers installed): `PYTHONPATH=src python3
 bench/experiments/decode_host_profile.py [--prefill | --train | --compile] [--model TAG]` (TAG
 one of fearless_bench/models_configs.py's models; Llama-3-8B by default; `--compile`: the
@@ -193,12 +194,14 @@ def main() -> None:
         if flag in sys.argv:
             model = llama()
             step(model, "torch eager")
+            compiled = "--compile" in sys.argv
+            if compiled:  # torch.compile's default mode: before the patch replaces classes
+                step(torch.compile(llama()), "torch.compile")
             # training as the models family runs it: the fused loss (models_probe.py)
             ft.apply(model, fused_linear_cross_entropy=flag == "--train")
             step(model, "fearless")
-            if "--compile" in sys.argv:  # the same of torch.compile's default mode, unpatched
-                del model
-                step(torch.compile(llama()), "torch.compile")
+            if compiled:  # a model built now has fearless's layers, and Hugging Face's loss
+                step(torch.compile(llama()), "torch.compile over fearless's layers")
             return
     if "--compile" in sys.argv:  # torch.compile (default mode) of the unpatched and the patched
         for label, patch in (("torch.compile", False), ("fearless + torch.compile", True)):
