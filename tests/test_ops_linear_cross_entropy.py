@@ -211,6 +211,45 @@ def test_accumulating_in_the_weights_dtype_needs_no_f32_buffer(bias: bool) -> No
     assert ((90, 32), fl.f32) not in made
 
 
+@pytest.mark.parametrize(("bias", "accum", "reduction"), [
+    (False, None, "mean"), (True, None, "sum"), (True, torch.float32, "mean"),
+    (False, None, "none"),
+])  # fmt: skip
+def test_the_gemms_through_torch_give_what_the_kernels_give(
+    bias: bool, accum: Any, reduction: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the GPU, torch operands take their three GEMMs through torch (cuBLAS,
+    `linear_cross_entropy._CuBlas`) and the row kernel through fearless: driven here on the
+    simulator with CPU torch tensors, the loss and the gradients are fearless's kernels' own,
+    over several chunks, with a bias, f32 sums across chunks and reduction "none"'s backward."""
+    from fearless.ops import linear_cross_entropy as lce
+
+    h, w, t, b = _case(29, 32, 90, bias, seed=3)
+    made: list[int] = []
+    cublas = lce._CuBlas.of.__func__  # type: ignore[attr-defined]
+
+    def run() -> list[Any]:
+        leaves = [x.detach().clone().requires_grad_() for x in (h, w, b) if x is not None]
+        loss = ops.fused_linear_cross_entropy(
+            *leaves[:2], t, leaves[2] if bias else None, chunk_size=8, reduction=reduction,
+            accum_dtype=accum,
+        )  # fmt: skip
+        loss.sum().backward()
+        return [loss.detach(), *(x.grad for x in leaves)]
+
+    want = run()
+    monkeypatch.setattr(lce._CuBlas, "takes", staticmethod(lambda p: p.h.kind == "torch"))
+    monkeypatch.setattr(
+        lce._CuBlas,
+        "of",
+        classmethod(lambda cls, p, outs: (made.append(1), cublas(cls, p, outs))[1]),
+    )
+    got = run()
+    assert made
+    for x, y in zip(got, want, strict=True):
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+
+
 # --------------------------------------------------------------------------- refusals
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable, Hashable
 
 from .runtime import trace
@@ -54,6 +55,12 @@ def compile_ahead_once(key: Hashable, call: Callable[[], object]) -> None:
 
 
 _compiled_ahead: set[Hashable] = set()  # compile_ahead_once's keys
+
+
+def compile_ahead_pass() -> bool:
+    """Whether this thread is inside a compile-ahead pass, where Tile launches compile and do
+    not run: an op skips there what is no Tile launch (its GEMMs through torch, say)."""
+    return AHEAD.thread == threading.get_ident()
 
 
 def capturing() -> bool:

@@ -18,22 +18,26 @@ non-ignored tokens): a target outside [0, vocab) other than `ignore_index` is re
 and the kernels never index memory with a target anyway (ops/kernels_linear_ce.py).
 
 The kernels are in ops/kernels_linear_ce.py; dh = G @ W is fearless's matmul
-(ops/kernels_gemm.py).
+(ops/kernels_gemm.py). On the GPU, torch operands take the three GEMMs through torch's cuBLAS
+instead (`_CuBlas`), as TileGym's and Liger-Kernel's fused losses do, and keep fearless's row
+kernel; fl.Tensor operands keep fearless's GEMMs.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes
-from ..autotune_ahead import compile_ahead_once
+from ..autotune_ahead import compile_ahead_once, compile_ahead_pass
 from ..runtime import trace
 from ..runtime.arrays import torch_dtype, torch_dtype_of
 from ..runtime.location import argument_error
+from ..runtime.target import current_target
 from ..runtime.tensor import Tensor
 from ._arguments import dtype_or_none, integer, is_one_of
 from ._io import (
@@ -41,6 +45,7 @@ from ._io import (
     Operand,
     cast,
     empty_beside,
+    from_torch,
     full,
     operand,
     output,
@@ -301,7 +306,8 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
         return outs
     h, w, dt = p.h2, p.w.tensor, p.dtype
     width = h.shape[1]
-    buf = empty_beside(h, (p.chunk, p.vocab), dt)
+    gemms = _CuBlas.of(p, outs) if _CuBlas.takes(p) else None
+    buf = gemms.buffer if gemms is not None else empty_beside(h, (p.chunk, p.vocab), dt)
     bias = p.b.tensor if p.b is not None else full(p.h, (1,), 0.0)
     # gradients over more than one chunk: the gradients themselves, which every chunk adds
     # into (accum_dtype the weight's), or f32 sums across chunks; else an unread placeholder
@@ -316,10 +322,15 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
         db_acc = empty_beside(h, (p.vocab,) if sums else (1,), F32)
 
     def loop() -> None:
+        # inside the compile-ahead pass nothing runs: neither do the GEMMs through torch
+        torch_runs = gemms is not None and not compile_ahead_pass()
         for k, start in enumerate(range(0, p.n, p.chunk)):
             stop = min(start + p.chunk, p.n)
             hc, logits = _rows(h, start, stop), _rows(buf, 0, stop - start)
-            logits_tuned(hc, w, bias, logits, p.b is not None)
+            if gemms is None:
+                logits_tuned(hc, w, bias, logits, p.b is not None)
+            elif torch_runs:
+                gemms.logits(start, stop)
             cross_entropy_tuned(
                 logits, _rows(rows_out, start, stop), _rows(p.target, start, stop),
                 _rows(scale, start, stop), p.ignore_index, grads,
@@ -327,8 +338,14 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
             if not grads:
                 continue
             first, last = k == 0, stop == p.n and not into
-            matmul_tuned(logits, w, _rows(view(outs[0][0], (p.n, width)), start, stop))
-            dw_tuned(logits, hc, dw_acc, outs[1][0], first, last)
+            if gemms is None:
+                matmul_tuned(logits, w, _rows(view(outs[0][0], (p.n, width)), start, stop))
+            elif torch_runs:
+                gemms.dh(start, stop)
+            if gemms is None or sums:  # f32 sums across chunks: fearless's kernels
+                dw_tuned(logits, hc, dw_acc, outs[1][0], first, last)
+            elif torch_runs:
+                gemms.dw(start, stop, first)
             if p.b is not None:
                 db_launch(logits, db_acc, outs[2][0], first, last)
 
@@ -338,6 +355,58 @@ def _chunks(p: _Problem, rows_out: Tensor, scale: Tensor, grads: bool) -> Grads:
     compile_ahead_once((OP, *sizes), loop)
     loop()
     return outs
+
+
+class _CuBlas:
+    """The chunk loop's three GEMMs through torch (cuBLAS) where hidden_states and weight are
+    torch CUDA tensors, as TileGym's and Liger-Kernel's fused losses compute them: fearless's
+    own GEMMs run at 0.65 to 0.82 of cuBLAS's at a Llama-3-8B step's shapes (H100,
+    bench/experiments/lce_parts.py). The row kernel stays fearless's, on the (chunk, V)
+    buffer allocated here. dW goes into the gradient itself (the first chunk writes it, the
+    next ones add, cuBLAS's f32 sums within a chunk and one rounding per chunk: the default
+    accum_dtype); f32 sums across chunks are fearless's kernels'."""
+
+    def __init__(self, torch: Any, h: Any, w: Any, b: Any, buf: Any, outs: Grads) -> None:
+        self.torch, self.h, self.w, self.b, self.buf = torch, h, w, b, buf
+        self.buffer = from_torch(buf)
+        self.dh_out: Any = outs[0][1].view(h.shape) if outs else None  # with gradients
+        self.dw_out: Any = outs[1][1] if outs else None
+
+    @staticmethod
+    def takes(p: _Problem) -> bool:
+        return (
+            current_target().on_device
+            and p.h.kind == "torch"
+            and p.w.kind == "torch"
+            and (p.b is None or p.b.kind == "torch")
+        )
+
+    @classmethod
+    def of(cls, p: _Problem, outs: Grads) -> _CuBlas:
+        torch = sys.modules["torch"]
+        h = p.h.original.reshape(p.n, p.h.shape[-1])
+        buf = torch.empty((p.chunk, p.vocab), dtype=h.dtype, device=h.device)
+        return cls(torch, h, p.w.original, p.b.original if p.b is not None else None, buf, outs)
+
+    def logits(self, start: int, stop: int) -> None:
+        """The buffer's first rows = h[start:stop] @ W^T (+ b)."""
+        rows, h = self.buf[: stop - start], self.h[start:stop]
+        if self.b is None:
+            self.torch.mm(h, self.w.t(), out=rows)
+        else:
+            self.torch.addmm(self.b, h, self.w.t(), out=rows)
+
+    def dh(self, start: int, stop: int) -> None:
+        """dh[start:stop] = G @ W, G the buffer's rows (the logits' gradient)."""
+        self.torch.mm(self.buf[: stop - start], self.w, out=self.dh_out[start:stop])
+
+    def dw(self, start: int, stop: int, first: bool) -> None:
+        """dW (=, the first chunk; else +=) G^T @ h[start:stop]."""
+        g, h = self.buf[: stop - start].t(), self.h[start:stop]
+        if first:
+            self.torch.mm(g, h, out=self.dw_out)
+        else:
+            self.dw_out.addmm_(g, h)
 
 
 def _results(p: _Problem, outs: Grads) -> tuple[Any, Any, Any]:
