@@ -287,12 +287,18 @@ def _dw_key(g, a, *_, **__):
     return size_class(g.shape[0]), g.shape[1], a.shape[1]
 
 
+def _clustered(configs, rows):
+    """The configurations whose clusters divide the grid's first axis (the output's `rows` in
+    tiles): a cluster of 2 over an odd count of tiles cannot launch (E0700)."""
+    return [c for c in configs if -(-rows // c["shape"][0]) % (c["num_ctas"] or 1) == 0] or configs
+
+
 def _logits_prune(configs, a, w, *_, **__):
-    return fitting_tiles(configs, a.shape[0], w.shape[0])
+    return _clustered(fitting_tiles(configs, a.shape[0], w.shape[0]), a.shape[0])
 
 
 def _dw_prune(configs, g, a, *_, **__):
-    return fitting_tiles(configs, g.shape[1], a.shape[1])
+    return _clustered(fitting_tiles(configs, g.shape[1], a.shape[1]), g.shape[1])
 
 
 @fl.autotune(configs=LCE_GEMM_CONFIGS, key=_logits_key, prune=_logits_prune)
