@@ -493,6 +493,6 @@ def test_a_process_that_ends_unchecked_prints_what_the_words_record(
     _device_checks._at_exit()
     err = capsys.readouterr().err
     assert "the process ended before one raised it" in err
-    assert "block_table[1, 1] = 77 is outside the cache's 8 blocks" in err
+    assert "block_table[1, 1]" in err and "is outside the cache" in err, err
     _device_checks._at_exit()  # checked now: nothing more to say
     assert capsys.readouterr().err == ""
