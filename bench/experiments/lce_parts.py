@@ -65,7 +65,7 @@ def main() -> None:
             reps=5,
             warmup=2,
         )
-        row(f"row kernel {cfg}", ms, f"{gb / ms:6.0f} GB/s (3 passes)")
+        row(f"row kernel {cfg}", ms, f"{gb / ms * 1e3:6.0f} GB/s (3 passes)")
     x32 = torch.randn(M, V, device="cuda", dtype=bf)
 
     def torch_ce() -> None:
