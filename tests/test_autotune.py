@@ -578,6 +578,52 @@ def test_gemm_tiles_past_the_problem_are_pruned() -> None:
     assert fitting_tiles(GEMM_CONFIGS, 1, 1) == small  # past none: the smallest tiles
 
 
+def test_a_gemm_winner_runs_unclustered_where_its_cluster_does_not_divide_the_grid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tuned winner serves every M of its size class: a (256, 256) tile over clusters of 2
+    chosen at 1024 rows (4 tile rows) meets 768 (3) in the same class. That launch takes the
+    winner's tiles without a cluster (the GPU refuses a cluster of 2 over 3 blocks, E0700);
+    the tuner does not time a clustered configuration that would run unclustered, and a
+    persistent one (its grid is whole clusters) is kept."""
+    from fearless.ops import kernels_gemm
+    from fearless.ops.kernels_gemm import GEMM_CONFIGS, clustered, dividing_cluster
+
+    assert dividing_cluster(4, 2) == 2 and dividing_cluster(3, 2) is None
+    assert dividing_cluster(3, None) is None and dividing_cluster(8, 4) == 4
+    odd = clustered(GEMM_CONFIGS, 768)
+    rows = [-(-768 // c["shape"][0]) for c in odd]  # its tiles' rows, rounded up
+    assert all(
+        c["persistent"] or not c["num_ctas"] or r % c["num_ctas"] == 0
+        for c, r in zip(odd, rows, strict=True)
+    )
+    assert any(c["persistent"] and c["num_ctas"] for c in odd)
+    assert len(odd) < len(GEMM_CONFIGS) and clustered(GEMM_CONFIGS, 1024) == GEMM_CONFIGS
+
+    asked: list[int | None] = []
+    real = kernels_gemm.kernel_of
+
+    class Recorder:
+        def __init__(self, kernel: Any) -> None:
+            self.kernel = kernel
+
+        def options(self, **hints: Any) -> Any:
+            asked.append(hints["num_ctas"])
+            return self.kernel.options(**hints)
+
+    monkeypatch.setattr(kernels_gemm, "kernel_of", lambda *a: Recorder(real(*a)))
+    config = {"shape": (256, 256), "BK": 64, "occupancy": 1, "num_ctas": 2, "persistent": False}
+    for m in (1024, 768):
+        a = fl.asarray(np.ones((m, 64), np.float16))
+        b = fl.asarray(np.ones((64, 256), np.float16))
+        c = fl.asarray(np.zeros((m, 256), np.float16))
+        launch, part = kernels_gemm.prepare_matmul(a, b, c, **config)
+        with part:
+            launch()
+        np.testing.assert_array_equal(c.numpy(), np.full((m, 256), 64, np.float16))
+    assert asked == [2, None]
+
+
 def test_a_call_that_does_not_match_the_function_is_an_error_at_the_callers_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -119,6 +119,8 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     """The launch of c = a @ b with one configuration, prepared: (launch, partition of c)."""
     a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
     make = make_matmul_persistent if persistent else make_matmul
+    if not persistent:
+        num_ctas = dividing_cluster(-(-c.shape[0] // shape[0]), num_ctas)
     kernel = kernel_of(make, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
     part = c.partition(shape, order=tile.grouped(8))  # TileGym's swizzle: L2 reuse
     if not persistent:
@@ -135,6 +137,30 @@ def persistent_grid(tiles, occupancy, num_ctas):
     return max(1, min(tiles, sm_count() * (occupancy or 1) // clusters * clusters))
 
 
+def dividing_cluster(rows, num_ctas):
+    """The `num_ctas` a launch whose grid has `rows` blocks on axis x runs with: `num_ctas`
+    where its clusters divide those blocks, else None (no cluster; a cluster of 2 over an odd
+    count cannot launch, E0700). A tuned winner serves every call of its key, whose extents
+    (M's size class) hold odd counts of tile rows beside even ones: such a call runs the
+    winner's tiles unclustered instead of failing."""
+    return num_ctas if num_ctas and rows % num_ctas == 0 else None
+
+
+def clustered(configs, rows):
+    """The configurations whose clusters divide an output of `rows` rows split in their tiles'
+    rows, all of them where none do: at an odd count of tile rows a clustered configuration
+    would run as its unclustered twin (`dividing_cluster`), which the tuner need not time
+    twice. A persistent configuration's grid is whole clusters (`persistent_grid`): kept."""
+    kept = [
+        c
+        for c in configs
+        if not c["num_ctas"]
+        or c.get("persistent")
+        or dividing_cluster(-(-rows // c["shape"][0]), c["num_ctas"])
+    ]
+    return kept or configs
+
+
 def fitting_tiles(configs, m, n):
     """The configurations whose (BM, BN) tiles fit an M x N output (each extent rounded up to
     a power of two, 64 at least): a tile past the problem in an axis only pads, so it cannot
@@ -148,8 +174,9 @@ def fitting_tiles(configs, m, n):
 
 
 def _gemm_prune(configs, a, b, *_, **__):
-    """matmul's pruning: by M's size class (the key's) and N."""
-    return fitting_tiles(configs, a.shape[0], b.shape[1])
+    """matmul's pruning: by M's size class (the key's) and N, and clusters that divide M's
+    tiles."""
+    return clustered(fitting_tiles(configs, a.shape[0], b.shape[1]), a.shape[0])
 
 
 def _gemm_key(a, b, *_, **__):
@@ -264,16 +291,18 @@ def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
     batch, m, k = a.shape
     if flat and m % shape[0] == 0:
         c2, a2 = view(c, (batch * m, c.shape[2])), view(a, (batch * m, k))
+        if not persistent:
+            num_ctas = dividing_cluster(batch * m // shape[0], num_ctas)
         make = kernel_of(make_bmm_flat, a.dtype, persistent)
         kernel = make.options(occupancy=occupancy, num_ctas=num_ctas)
         with c2.partition(shape, order=tile.grouped(8)) as part:  # as in matmul_tuned
             if persistent:
                 tiles = math.ceil(batch * m / shape[0]) * math.ceil(c.shape[2] / shape[1])
-                grid = max(1, min(tiles, sm_count() * (occupancy or 1)))
-                kernel.launch(grid, part, a2, b, BK)
+                kernel.launch(persistent_grid(tiles, occupancy, num_ctas), part, a2, b, BK)
             else:
                 kernel(part, a2, b, BK)
         return
+    num_ctas = dividing_cluster(batch, num_ctas)  # the batched grid's axis x is the batch
     with c.partition((1, *shape)) as part:  # as in matmul_tuned
         kernel = kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
         kernel(part, a, b, BK)

@@ -24,7 +24,7 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_gemm import fitting_tiles, matmul_bt_tile
+from .kernels_gemm import clustered, dividing_cluster, fitting_tiles, matmul_bt_tile
 from .kernels_rows import kernel_of, next_pow2, size_class
 
 # --------------------------------------------------------------------------- logits
@@ -287,24 +287,19 @@ def _dw_key(g, a, *_, **__):
     return size_class(g.shape[0]), g.shape[1], a.shape[1]
 
 
-def _clustered(configs, rows):
-    """The configurations whose clusters divide the grid's first axis (the output's `rows` in
-    tiles): a cluster of 2 over an odd count of tiles cannot launch (E0700)."""
-    return [c for c in configs if -(-rows // c["shape"][0]) % (c["num_ctas"] or 1) == 0] or configs
-
-
 def _logits_prune(configs, a, w, *_, **__):
-    return _clustered(fitting_tiles(configs, a.shape[0], w.shape[0]), a.shape[0])
+    return clustered(fitting_tiles(configs, a.shape[0], w.shape[0]), a.shape[0])
 
 
 def _dw_prune(configs, g, a, *_, **__):
-    return _clustered(fitting_tiles(configs, g.shape[1], a.shape[1]), g.shape[1])
+    return clustered(fitting_tiles(configs, g.shape[1], a.shape[1]), g.shape[1])
 
 
 @fl.autotune(configs=LCE_GEMM_CONFIGS, key=_logits_key, prune=_logits_prune)
 def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy, num_ctas):
     """out (M, V) = a (M, H) @ w (V, H)^T (+ b)."""
     kernel = kernel_of(make_logits, a.dtype, has_bias)
+    num_ctas = dividing_cluster(-(-out.shape[0] // shape[0]), num_ctas)
     kernel = kernel.options(occupancy=occupancy, num_ctas=num_ctas)
     with out.partition(shape, order=tile.grouped(8)) as part:
         kernel(part, a, w, b, BK)
@@ -316,7 +311,8 @@ def dw_launch(g, a, acc, out, first, last, config):
     shape, BK = config["shape"], config["BK"]
     target = out if last else acc
     kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last)
-    kernel = kernel.options(occupancy=config["occupancy"], num_ctas=config["num_ctas"])
+    num_ctas = dividing_cluster(-(-target.shape[0] // shape[0]), config["num_ctas"])
+    kernel = kernel.options(occupancy=config["occupancy"], num_ctas=num_ctas)
     with target.partition(shape, order=tile.grouped(8)) as part:
         if last:
             kernel(part, acc, g, a, BK)
