@@ -178,6 +178,47 @@ def test_padded_batch_attention_runs_fearless_in_training_and_in_inference(
     torch.testing.assert_close(got[keep], ref_eval[keep], rtol=1e-4, atol=1e-4)
 
 
+def test_a_causal_mask_without_padding_is_left_to_the_attention_while_compiling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While torch.compile traces, before torch 2.14, Hugging Face's `is_torchdynamo_exporting`
+    is always true and it builds the (L, L) causal mask it skips in eager; the fearless
+    attention then ran its masked form, with no causal tiles skipped. For a patched model the
+    `sdpa` mask function leaves that mask out, as eager does, and the attention runs causal,
+    with the same logits; a padded batch keeps its mask, and another model type's masks stay
+    Hugging Face's."""
+    masking_utils = importlib.import_module("transformers.masking_utils")
+    model = _model("llama")
+    ids, _ = _batch()
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits
+    flt.apply(model)
+    monkeypatch.setattr(masking_utils, "is_torchdynamo_exporting", lambda: True)
+    seen: list[tuple[Any, Any]] = []
+    sdpa = flt.layers.ops.scaled_dot_product_attention
+
+    def spy(*args: Any, attn_mask: Any = None, is_causal: bool = False, **kw: Any) -> Any:
+        seen.append((attn_mask, is_causal))
+        return sdpa(*args, attn_mask=attn_mask, is_causal=is_causal, **kw)
+
+    monkeypatch.setattr(flt.layers.ops, "scaled_dot_product_attention", spy)
+    with torch.no_grad():
+        got = model(input_ids=ids).logits
+    assert seen == [(None, True)] * LAYERS
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    seen.clear()
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    with torch.no_grad():
+        model(input_ids=ids, attention_mask=mask)
+    assert all(m is not None and m.dim() == 4 for m, _ in seen) and len(seen) == LAYERS
+    other = _model("qwen3").config  # built, not patched: its type is not llama's
+    built = masking_utils.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"](
+        batch_size=1, q_length=SEQ, kv_length=SEQ, config=other, device="cpu"
+    )
+    assert built is not None and built.shape[-2:] == (SEQ, SEQ)
+
+
 def test_rms_norm_with_a_weight_of_another_dtype_runs_hugging_faces_code(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

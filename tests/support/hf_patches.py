@@ -76,6 +76,15 @@ def keep_hugging_face(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(causal_lm, "forward", causal_lm.forward)
     table = ALL_ATTENTION_FUNCTIONS
     monkeypatch.setattr(table, "_local_mapping", dict(table._local_mapping))
+    try:
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    except ImportError:  # transformers 4.x
+        return
+    masks = ALL_MASK_ATTENTION_FUNCTIONS
+    monkeypatch.setattr(masks, "_local_mapping", dict(masks._local_mapping))
+    from fearless.transformers import layers
+
+    monkeypatch.setattr(layers, "CAUSAL_SKIP_TYPES", set(layers.CAUSAL_SKIP_TYPES))
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:

@@ -311,6 +311,44 @@ def sdpa_dispatch(original: Callable[..., Any]) -> Callable[..., Any]:
     return sdpa_attention_forward
 
 
+CAUSAL_SKIP_TYPES: set[str] = set()  # the model types whose `sdpa` masks `sdpa_mask_dispatch` skips
+
+
+@stand_in
+def sdpa_mask_dispatch(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for Hugging Face's `sdpa` mask function (masking_utils' `sdpa_mask`): for a
+    model of a type in `CAUSAL_SKIP_TYPES`, no mask (None) where it would be the plain causal
+    one over as many keys as queries with no padding mask, so that the attention runs causal,
+    skipping the tiles past the diagonal, instead of reading a (L, L) mask; `original` for
+    anything else. Hugging Face skips that mask itself, except while torch.compile traces
+    before torch 2.14: there `is_torchdynamo_exporting()` is always true (pytorch#176499), so it
+    builds the mask, and fearless's attention ran the masked form (1.6x the causal backward's
+    time on an H100). The case needs no tensor read, so it is safe under tracing; what the
+    exporting check guards (an exported graph replayed at other lengths) does not arise for a
+    model whose queries and keys are one sequence."""
+    from transformers.masking_utils import causal_mask_function
+
+    def sdpa_mask(*args: Any, **kwargs: Any) -> torch.Tensor | None:
+        config = kwargs.get("config")
+        q, kv = kwargs.get("q_length"), kwargs.get("kv_length")
+        if (
+            not args
+            and getattr(config, "model_type", None) in CAUSAL_SKIP_TYPES
+            and kwargs.get("allow_is_causal_skip", True)
+            and kwargs.get("attention_mask") is None
+            and kwargs.get("mask_function") is causal_mask_function
+            and kwargs.get("local_size") is None
+            and isinstance(q, int)
+            and q == kv
+            and kwargs.get("q_offset", 0) == 0
+            and kwargs.get("kv_offset", 0) == 0
+        ):
+            return None
+        return original(*args, **kwargs)  # type: ignore[no-any-return]
+
+    return sdpa_mask
+
+
 def _attention(call: AttentionCall, is_causal: bool | None) -> torch.Tensor | None:
     """Hugging Face's sdpa_attention_forward on `fearless.ops.scaled_dot_product_attention`:
     the output as (batch, seq, heads, head_dim), or None where the fearless op does not take

@@ -295,6 +295,7 @@ def _patch(
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
         ALL_ATTENTION_FUNCTIONS["sdpa"] = layers.sdpa_dispatch(ALL_ATTENTION_FUNCTIONS["sdpa"])
+        _skip_causal_masks(model_type, model)
     for name, wrap in functions.items():
         setattr(modeling, name, wrap(getattr(modeling, name)))
     if fused_linear_cross_entropy:
@@ -312,6 +313,27 @@ def _patch(
                 base = fearless._fearless_base  # type: ignore[attr-defined]
                 if type(module) is base:
                     module.__class__ = fearless
+
+
+def _skip_causal_masks(model_type: str, model: Any) -> None:
+    """Make the `sdpa` mask entry `layers.sdpa_mask_dispatch`, for `model_type` and the model
+    type of `model`'s config (a text config's own, Gemma 3's "gemma3_text" say), where the
+    installed transformers has the mask interface (5.x)."""
+    try:
+        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+    except ImportError:  # transformers 4.x: masks made in the modeling modules
+        return
+    from . import layers
+
+    layers.CAUSAL_SKIP_TYPES.add(model_type)
+    config = getattr(model, "config", None)
+    for cfg in (config, getattr(config, "text_config", None)):
+        name = getattr(cfg, "model_type", None)
+        if isinstance(name, str):
+            layers.CAUSAL_SKIP_TYPES.add(name)
+    ALL_MASK_ATTENTION_FUNCTIONS["sdpa"] = layers.sdpa_mask_dispatch(
+        ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
+    )
 
 
 def _swap(modeling: Any, name: str, forward: Any, **attrs: Any) -> type:
