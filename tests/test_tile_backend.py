@@ -129,6 +129,31 @@ def test_a_failed_compile_says_what_tileiras_remarks_failed() -> None:
     assert text.count("tileiras's remarks") == 1  # the failed one alone
 
 
+def test_a_background_compile_runs_its_tool_at_a_lower_priority() -> None:
+    """The compile-ahead pass's tileiras processes run BACKGROUND_NICENESS below the program
+    (they may keep compiling once the tuner has moved on); a compile the program waits for
+    runs at its own priority. A stand-in tool prints its niceness."""
+    import os
+    import threading
+
+    tool = [sys.executable, "-c", "import os; print(os.getpriority(os.PRIO_PROCESS, 0))"]
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert int(tileir._run(tool, {}, "assembling").stdout) == mine
+    seen: list[Any] = []
+
+    def worker() -> None:
+        seen.append(tileir.compile_in_background(tileir._run, tool, {}, "assembling"))
+        seen.append(tileir._run(tool, {}, "assembling"))  # the flag is the compile's alone
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    lowered = min(mine + tileir.BACKGROUND_NICENESS, 19)
+    assert [int(p.stdout) for p in seen] == [lowered, mine]
+    with pytest.raises(ToolchainError, match=r"exit 3"):
+        tileir._run([sys.executable, "-c", "raise SystemExit(3)"], {}, "assembling")
+
+
 def test_a_kernel_whose_bytecode_did_not_change_takes_its_cubin_without_tileiras(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -16,6 +16,10 @@ their order: one slow compile (a persistent TMA row kernel: 2.5 s beside 0.2 s f
 no longer holds up the timing of the others, and past the autotuner's compile budget it is left
 out (`deadline`).
 
+Its tileiras processes run at a lower priority than the program
+(backends/tileir/cuda_tile.py `compile_in_background`): those still compiling once the tuner has
+moved on do not take the launching thread's core.
+
 The pass also lists the launches it met, so that the autotuner can read what each
 configuration's kernels use once compiled (`stack_bytes`: their spills) and leave the ones that
 spill much untimed (autotune_timing.spilling, when SKIP_SPILLING is on).
@@ -34,6 +38,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any
 
+from ..backends.tileir.cuda_tile import compile_in_background
 from ..runtime.target import Target, default_arch
 from .compiler import compile_cubin
 
@@ -87,7 +92,8 @@ def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
     compiles = kernel.compiles
     if key in compiles.cubins or key in compiles.ahead or pool is None:
         return
-    compiles.ahead[key] = pool.submit(compile_cubin, kernel.ir_for(signature), arch)
+    ir = kernel.ir_for(signature)
+    compiles.ahead[key] = pool.submit(compile_in_background, compile_cubin, ir, arch)
 
 
 def stack_bytes(launches: list[tuple[Any, Any]]) -> int | None:
