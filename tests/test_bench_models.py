@@ -132,6 +132,7 @@ def _records() -> list[model.Record]:
     results = {
         model.TORCH: _result(1.2, 40.0),
         model.FEARLESS_TILE: _result(0.8, 30.0),
+        model.FEARLESS_COMPILED: _result(0.625, 29.0),
         model.TORCH_COMPILE: _result(1.0, 36.0),
         model.TILEGYM: {"skip": "TileGym is not installed"},
         model.LIGER: {"error": "probe exit 1: RuntimeError: boom"},
@@ -148,6 +149,9 @@ def test_records_ratios_and_peak_memory_from_probe_results(tmp_path: Path) -> No
     assert mine.value == pytest.approx(8192 / 0.8) and mine.reps == 10
     assert mine.ratio == pytest.approx(1.25) and mine.best_peer == model.TORCH_COMPILE
     assert by[model.TORCH].ratio == pytest.approx(1.0 / 1.2)
+    # the patched model under torch.compile is fearless's own: no peer of either fearless row
+    compiled = by[model.FEARLESS_COMPILED]
+    assert compiled.ratio == pytest.approx(1.6) and compiled.best_peer == model.TORCH_COMPILE
     assert mine.peak_bytes == 30 * 2**30 and mine.spread == (0.8 * 0.99, 0.8 * 1.01)
     assert mine.note and "first step 40.0 s" in mine.note and "loss 11.9000" in mine.note
     assert mine.params["workload"] == "train" and mine.params["model"] == "Llama-3-8B"
@@ -194,15 +198,16 @@ def test_run_probes_the_baseline_first_and_skips_past_the_budget(
     )
     pick = {"models_qwen3_8b_decode_b1", "models_mistral_7b_prefill_4x2048"}
     out = family_models.run(ctx, pick)  # type: ignore[arg-type]
-    assert [s[0] for s in seen[:5]] == list(family_models.IMPLS) and seen[0][0] == model.TORCH
-    assert [s[1] for s in seen[::5]] == ["qwen3_8b", "mistral_7b"]  # the family's order
-    assert {r.case for r in out} == pick and len(out) == 10 and saved[-1] == 10
+    n = len(family_models.IMPLS)
+    assert [s[0] for s in seen[:n]] == list(family_models.IMPLS) and seen[0][0] == model.TORCH
+    assert [s[1] for s in seen[::n]] == ["qwen3_8b", "mistral_7b"]  # the family's order
+    assert {r.case for r in out} == pick and len(out) == 2 * n and saved[-1] == 2 * n
     assert all(r.status == "ok" for r in out)
 
     seen.clear()
     monkeypatch.setattr(family_models.config, "bench_models_budget", lambda default: 3.5)
     out = family_models.run(ctx, pick)  # type: ignore[arg-type]
-    assert len(seen) == 3 and [r.status for r in out].count("skipped") == 7
+    assert len(seen) == 3 and [r.status for r in out].count("skipped") == 2 * n - 3
     late = out[-1]
     assert late.reason and "--cases 'models_mistral_7b_prefill_4x2048'" in late.reason
 
@@ -244,6 +249,25 @@ def test_the_measurement_runs_a_patched_toy_llama_on_the_simulator(
     if importlib.util.find_spec("liger_kernel") is None:
         with pytest.raises(model.Skip, match="liger_kernel is not installed"):
             models_probe.measure(model.LIGER, spec, decode, overrides=TOY, plan=(1, 1))
+
+
+@pytest.mark.slow  # torch.compile of a training step on the CPU: about 50 s
+def test_the_compiled_patched_model_trains_on_the_simulator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`fearless+compile`: the patched model under torch.compile (inductor on the CPU, the
+    fearless operators on the simulator) takes a training step whose first loss is torch
+    eager's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    on_the_simulator(monkeypatch)
+    monkeypatch.setattr(models_probe, "DEVICE", "cpu")
+    monkeypatch.setattr(autotune_timing, "COMPILE_BUDGET_S", 2.0)
+    spec, train = MODEL["llama3_8b"], Workload("train_toy", "train", 1, 8)
+    got = models_probe.measure(model.FEARLESS_COMPILED, spec, train, overrides=TOY, plan=(1, 1))
+    assert "then torch.compile(model)" in got["note"] and got["tokens"] == 8
+    ref = models_probe.measure(model.TORCH, spec, train, overrides=TOY, plan=(1, 1))
+    assert got["losses"][0] == pytest.approx(ref["losses"][0], rel=2e-2)
 
 
 def test_the_trimmed_transformers_keeps_every_patched_model() -> None:

@@ -21,6 +21,7 @@ Metric = Literal["GB/s", "TFLOP/s", "us/launch", "s", "tokens/s"]
 # Implementation names, as they appear in results.json and the tables.
 FEARLESS_SIMT = "fearless-simt"
 FEARLESS_TILE = "fearless-tile"
+FEARLESS_COMPILED = "fearless+compile"  # the models family: a patched model under torch.compile
 CUTILE = "cutile"
 TILEGYM = "tilegym"
 LIGER = "liger-kernel"
@@ -31,11 +32,12 @@ CUDA_CPP = "cuda-cpp"
 RAW_LAUNCH = "raw-cuLaunchKernel"
 CUDA_CORE = "cuda.core"
 
-FEARLESS_IMPLS = (FEARLESS_SIMT, FEARLESS_TILE)
+FEARLESS_IMPLS = (FEARLESS_SIMT, FEARLESS_TILE, FEARLESS_COMPILED)
 # The column order of the tables and the plot.
 IMPL_ORDER = (
     FEARLESS_SIMT,
     FEARLESS_TILE,
+    FEARLESS_COMPILED,
     CUDA_CPP,
     TRITON,
     CUTILE,

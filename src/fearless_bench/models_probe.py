@@ -35,14 +35,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .harness import print_probe_result
-from .model import FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Skip
+from .model import FEARLESS_COMPILED, FEARLESS_TILE, LIGER, TILEGYM, TORCH, TORCH_COMPILE, Skip
 from .models_configs import MODEL, WORKLOAD, ModelSpec, Workload, hf_config
 from .timing import weigh_every_configuration
 
 DEVICE = "cuda"  # where the model is built and run (the CPU tests set "cpu")
 DTYPE = "bfloat16"
 SEED = 0
-IMPLS = (FEARLESS_TILE, LIGER, TILEGYM, TORCH_COMPILE, TORCH)
+IMPLS = (FEARLESS_TILE, FEARLESS_COMPILED, LIGER, TILEGYM, TORCH_COMPILE, TORCH)
 # (warm-up units, timed units) per workload kind, full and --quick
 UNITS = {"train": (3, 10), "prefill": (3, 10), "decode": (1, 3)}
 QUICK_UNITS = {"train": (2, 4), "prefill": (2, 4), "decode": (1, 2)}
@@ -110,7 +110,7 @@ def build(spec: ModelSpec, torch: Any, dtype: str, overrides: dict[str, Any]) ->
 
 def prepare(impl: str, model: Any, torch: Any, workload: Workload) -> tuple[Any, str | None]:
     """(what to call, note) for `impl` on the built `model`."""
-    if impl == FEARLESS_TILE:
+    if impl in (FEARLESS_TILE, FEARLESS_COMPILED):
         import fearless as fl
         from fearless import transformers as flt
 
@@ -120,14 +120,20 @@ def prepare(impl: str, model: Any, torch: Any, workload: Workload) -> tuple[Any,
                 raise Skip(f"fearless cannot use the GPU: {why}")
         flt.apply(model, fused_linear_cross_entropy=True)
         note = "fearless.transformers.apply(model)"
-        return model, note + (
-            " with fused linear cross-entropy" if workload.kind == "train" else ""
-        )
+        note += " with fused linear cross-entropy" if workload.kind == "train" else ""
+        if impl == FEARLESS_TILE:
+            return model, note
+        return _compiled(torch, model), f"{note}, then torch.compile(model), default mode"
     if impl == TORCH_COMPILE:
-        if _on_gpu() and importlib.util.find_spec("triton") is None:
-            raise Skip("torch.compile's inductor needs Triton on the GPU: not installed")
-        return torch.compile(model), "torch.compile(model), default mode"
+        return _compiled(torch, model), "torch.compile(model), default mode"
     return model, None
+
+
+def _compiled(torch: Any, model: Any) -> Any:
+    """torch.compile(model) in its default mode; Skip where inductor cannot run."""
+    if _on_gpu() and importlib.util.find_spec("triton") is None:
+        raise Skip("torch.compile's inductor needs Triton on the GPU: not installed")
+    return torch.compile(model)
 
 
 def _tokens(torch: Any, vocab: int, batch: int, seq: int) -> Any:
