@@ -485,7 +485,9 @@ def test_a_compile_past_the_budget_is_left_out_and_its_winner_not_stored(
         @fl.autotune(configs=[{"c": 0}, {"c": 1}, {"c": 2}], key=["n"])
         def f(n: int, c: int) -> int:
             ran.append(c)
-            time.sleep(0.002 * c)  # configuration 0, the slow compile, runs fastest
+            # configuration 0, the slow compile, runs fastest; 5 ms apart (at 2 ms a loaded
+            # host once timed 2 before 1)
+            time.sleep(0.005 * c)
             return c
 
         return f
