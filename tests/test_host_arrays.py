@@ -254,3 +254,19 @@ def test_numpy_inputs_of_a_tile_kernel_are_copied(monkeypatch: pytest.MonkeyPatc
     assert len(fake.calls) == 2
     del out, part
     gc.collect()
+
+
+def test_a_block_goes_back_through_the_driver_that_allocated_it(
+    gpu: SimtGpu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block collected after the driver was swapped (each test's fake GPU) is freed by the
+    fake that allocated it: freed through the next one, it would pop whatever block of that
+    one has the same address (a worker's heap corrupted, 2026-12-07)."""
+    block = driver.DeviceAllocation(64)
+    ptr = block.ptr
+    other = SimtGpu()
+    monkeypatch.setattr(driver, "_cu", other)
+    other.blocks[ptr] = "another test's live block at the same address"
+    del block
+    gc.collect()
+    assert ptr not in gpu.blocks and ptr in other.blocks

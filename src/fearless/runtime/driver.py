@@ -400,22 +400,25 @@ class DeviceAllocation:
 
     Synchronous allocation, not the stream-ordered pool: the block is valid on every stream as
     soon as this returns (torch's non-blocking streams included), and cuMemFree does not race
-    with kernels still reading it.
+    with kernels still reading it. The block goes back through the driver that allocated it:
+    the tests swap in a fake driver per test, and a block collected under the next one's would
+    free whatever block of that one has the same address.
     """
 
-    __slots__ = ("__weakref__", "nbytes", "ptr")
+    __slots__ = ("__weakref__", "_free", "nbytes", "ptr")
 
     def __init__(self, nbytes: int) -> None:
         self.ptr = 0
         self.nbytes = nbytes
         ensure_initialized()
         d = cu()
+        self._free = d.cuMemFree
         self.ptr = int(call(f"allocating {nbytes} bytes on the GPU", d.cuMemAlloc, max(nbytes, 1)))
 
     def __del__(self) -> None:
         if self.ptr and _cu is not None:
             with contextlib.suppress(Exception):  # at shutdown the driver may already be gone
-                _cu.cuMemFree(self.ptr)
+                self._free(self.ptr)
             self.ptr = 0
 
     def __repr__(self) -> str:
