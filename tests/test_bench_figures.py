@@ -27,7 +27,7 @@ def gpu_run() -> list[Record]:
             t = 1.0 + 0.37 * ((k * 7 + len(case)) % 5)
             out.append(Record(case, family, impl, "ok", time=t, metric=metric, value=100 / t))
 
-    ours = model.FEARLESS_IMPLS
+    ours = (model.FEARLESS_SIMT, model.FEARLESS_TILE)  # the tracks (fearless+compile: models)
     for case in ("vecadd", "saxpy"):
         add(case, "elementwise", (*ours, *PEERS[:4]), "GB/s")
     for n in range(44):
@@ -58,7 +58,8 @@ def test_layout_summary_and_one_figure_per_family() -> None:
     assert [s.file for s in specs] == ["results.png"] + [f"results_{f}.png" for f in ordered]
     summary, by_file = specs[0], {s.file: s for s in specs[1:]}
     assert summary.rows == ordered
-    assert summary.cols[:2] == list(model.FEARLESS_IMPLS)  # fearless first, then the peers
+    tracks = [model.FEARLESS_SIMT, model.FEARLESS_TILE]
+    assert summary.cols[:2] == tracks  # fearless first, then the peers
     for fam in ordered:
         spec = by_file[f"results_{fam}.png"]
         assert spec.rows == cases_of(records, fam)  # every case, in run order
