@@ -219,6 +219,16 @@ def test_a_causal_mask_without_padding_is_left_to_the_attention_while_compiling(
     assert built is not None and built.shape[-2:] == (SEQ, SEQ)
 
 
+def test_a_patched_model_traces_into_one_graph_with_its_fused_loss() -> None:
+    """torch.compile sees the patched forward and its fused loss without a graph break: every
+    fearless operator is a torch.library op with a fake implementation."""
+    model = _model("llama")
+    flt.apply(model, fused_linear_cross_entropy=True)
+    ids, labels = _batch()
+    explained = torch._dynamo.explain(lambda: model(input_ids=ids, labels=labels).loss)()
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+
+
 def test_rms_norm_with_a_weight_of_another_dtype_runs_hugging_faces_code(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
