@@ -591,8 +591,10 @@ def test_a_gemm_winner_runs_unclustered_where_its_cluster_does_not_divide_the_gr
     from fearless.ops import kernels_gemm
     from fearless.ops.kernels_gemm import GEMM_CONFIGS, clustered, dividing_cluster
 
-    assert dividing_cluster(4, 2) == 2 and dividing_cluster(3, 2) is None
-    assert dividing_cluster(3, None) is None and dividing_cluster(8, 4) == 4
+    # 1024 rows in tiles of 256 are 4 blocks; 768 are 3; 785 round up to 4
+    assert dividing_cluster(1024, 256, 2) == 2 and dividing_cluster(768, 256, 2) is None
+    assert dividing_cluster(768, 256, None) is None and dividing_cluster(2048, 256, 4) == 4
+    assert dividing_cluster(785, 256, 2) == 2 and dividing_cluster(3, 1, 2) is None
     odd = clustered(GEMM_CONFIGS, 768)
     rows = [-(-768 // c["shape"][0]) for c in odd]  # its tiles' rows, rounded up
     assert all(

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Callable, Hashable
 
 from .runtime import trace
 from .tile.compile_ahead import STATE as AHEAD  # the pass open, if any (tile/compile_ahead.py)
+from .tile.compile_ahead import in_pass
 
 
 def compile_ahead_of(call: Callable[[], object]) -> None:
@@ -60,7 +60,7 @@ _compiled_ahead: set[Hashable] = set()  # compile_ahead_once's keys
 def compile_ahead_pass() -> bool:
     """Whether this thread is inside a compile-ahead pass, where Tile launches compile and do
     not run: an op skips there what is no Tile launch (its GEMMs through torch, say)."""
-    return AHEAD.thread == threading.get_ident()
+    return in_pass()
 
 
 def capturing() -> bool:

@@ -120,7 +120,7 @@ def prepare_matmul(a, b, c, *, shape, BK, occupancy, num_ctas, persistent):
     a, b, c = fl.asarray(a), fl.asarray(b), fl.asarray(c)
     make = make_matmul_persistent if persistent else make_matmul
     if not persistent:
-        num_ctas = dividing_cluster(-(-c.shape[0] // shape[0]), num_ctas)
+        num_ctas = dividing_cluster(c.shape[0], shape[0], num_ctas)
     kernel = kernel_of(make, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
     part = c.partition(shape, order=tile.grouped(8))  # TileGym's swizzle: L2 reuse
     if not persistent:
@@ -137,13 +137,14 @@ def persistent_grid(tiles, occupancy, num_ctas):
     return max(1, min(tiles, sm_count() * (occupancy or 1) // clusters * clusters))
 
 
-def dividing_cluster(rows, num_ctas):
-    """The `num_ctas` a launch whose grid has `rows` blocks on axis x runs with: `num_ctas`
-    where its clusters divide those blocks, else None (no cluster; a cluster of 2 over an odd
-    count cannot launch, E0700). A tuned winner serves every call of its key, whose extents
-    (M's size class) hold odd counts of tile rows beside even ones: such a call runs the
-    winner's tiles unclustered instead of failing."""
-    return num_ctas if num_ctas and rows % num_ctas == 0 else None
+def dividing_cluster(extent, tile_rows, num_ctas):
+    """The `num_ctas` a launch runs with whose grid's axis x takes `extent` in tiles of
+    `tile_rows`: `num_ctas` where its clusters divide those blocks, else None (no cluster; a
+    cluster of 2 over an odd count cannot launch, E0700). A tuned winner serves every call of
+    its key, whose extents (M's size class) hold odd counts of tile rows beside even ones:
+    such a call runs the winner's tiles unclustered instead of failing."""
+    blocks = -(-extent // tile_rows)
+    return num_ctas if num_ctas and blocks % num_ctas == 0 else None
 
 
 def clustered(configs, rows):
@@ -156,7 +157,7 @@ def clustered(configs, rows):
         for c in configs
         if not c["num_ctas"]
         or c.get("persistent")
-        or dividing_cluster(-(-rows // c["shape"][0]), c["num_ctas"])
+        or dividing_cluster(rows, c["shape"][0], c["num_ctas"])
     ]
     return kept or configs
 
@@ -292,7 +293,7 @@ def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
     if flat and m % shape[0] == 0:
         c2, a2 = view(c, (batch * m, c.shape[2])), view(a, (batch * m, k))
         if not persistent:
-            num_ctas = dividing_cluster(batch * m // shape[0], num_ctas)
+            num_ctas = dividing_cluster(batch * m, shape[0], num_ctas)
         make = kernel_of(make_bmm_flat, a.dtype, persistent)
         kernel = make.options(occupancy=occupancy, num_ctas=num_ctas)
         with c2.partition(shape, order=tile.grouped(8)) as part:  # as in matmul_tuned
@@ -302,7 +303,7 @@ def bmm_tuned(a, b, c, *, shape, BK, occupancy, num_ctas, persistent, flat):
             else:
                 kernel(part, a2, b, BK)
         return
-    num_ctas = dividing_cluster(batch, num_ctas)  # the batched grid's axis x is the batch
+    num_ctas = dividing_cluster(batch, 1, num_ctas)  # the batched grid's axis x: the batch
     with c.partition((1, *shape)) as part:  # as in matmul_tuned
         kernel = kernel_of(make_bmm, a.dtype).options(occupancy=occupancy, num_ctas=num_ctas)
         kernel(part, a, b, BK)

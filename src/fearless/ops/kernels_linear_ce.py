@@ -299,7 +299,7 @@ def _dw_prune(configs, g, a, *_, **__):
 def logits_tuned(a, w, b, out, has_bias, *, shape, BK, occupancy, num_ctas):
     """out (M, V) = a (M, H) @ w (V, H)^T (+ b)."""
     kernel = kernel_of(make_logits, a.dtype, has_bias)
-    num_ctas = dividing_cluster(-(-out.shape[0] // shape[0]), num_ctas)
+    num_ctas = dividing_cluster(out.shape[0], shape[0], num_ctas)
     kernel = kernel.options(occupancy=occupancy, num_ctas=num_ctas)
     with out.partition(shape, order=tile.grouped(8)) as part:
         kernel(part, a, w, b, BK)
@@ -311,7 +311,7 @@ def dw_launch(g, a, acc, out, first, last, config):
     shape, BK = config["shape"], config["BK"]
     target = out if last else acc
     kernel = kernel_of(make_dw, g.dtype, target.dtype, first, last)
-    num_ctas = dividing_cluster(-(-target.shape[0] // shape[0]), config["num_ctas"])
+    num_ctas = dividing_cluster(target.shape[0], shape[0], config["num_ctas"])
     kernel = kernel.options(occupancy=config["occupancy"], num_ctas=num_ctas)
     with target.partition(shape, order=tile.grouped(8)) as part:
         if last:

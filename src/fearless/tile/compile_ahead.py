@@ -77,9 +77,14 @@ def compile_ahead(n_workers: int | None = None) -> Iterator[None]:
         pool.shutdown(wait=False)
 
 
+def in_pass() -> bool:
+    """Whether this thread has a pass open (its Tile launches on a GPU compile, not run)."""
+    return threading.get_ident() == STATE.thread
+
+
 def applies(target: Target) -> bool:
     """Whether a launch on `target` from this thread compiles ahead instead of running."""
-    return threading.get_ident() == STATE.thread and target.on_device
+    return in_pass() and target.on_device
 
 
 def submit(kernel: Any, args: tuple[Any, ...], target: Target) -> None:
