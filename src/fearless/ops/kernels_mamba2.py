@@ -89,6 +89,14 @@ def causal_decay(g, CS):
     return tile.where(causal, tile.exp(tile.where(causal, g - g.reshape((1, CS)), 0.0)), 0.0)
 
 
+def mma_modes(dt):
+    """(MX, NO_SCAN) of the kernels for inputs of dtype `dt`: the mmas' operand type
+    (`mma_operands`: tf32 for 16-bit inputs) and whether g is a masked row sum, not a scan, as
+    it must be beside tf32 mmas (`decay`). Host code: a kernel factory's compile-time values."""
+    MX = mma_operands(dt)
+    return MX, fl.tf32 == MX
+
+
 # ------------------------------------------------------------------------------ states
 
 
@@ -124,8 +132,7 @@ def make_chunk_states(dt, tdt, adt, sdt, idt, reverse, has_init, **hints):
     """states (B, NC, H, P, N) f32 in tiles of (1, NCP, 1, BP, NP) and final (B, 1, H, P, N) in
     `sdt` in tiles of (1, 1, 1, BP, NP); u (B, T, H, P) and v (B, T, G, N) in `dt`, a (H,) in
     `adt`, dt (B, T, H) in `tdt`, state0 (B, H, P, N) in `idt` (read when `has_init`)."""
-    MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX
+    MX, NO_SCAN = mma_modes(dt)
 
     @tile.kernel(**hints)
     def chunk_states(
@@ -164,8 +171,7 @@ def make_chunk_out(dt, tdt, adt, ddt_, **hints):
     """out (B, T, H, P) in `dt`, in tiles of (1, CS, 1, BP), from x (B, T, H, P), b, c
     (B, T, G, N) in `dt`, a and d (H,), dt (B, T, H) and the chunks' entry states
     (B, NC, H, P, N) f32."""
-    MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX
+    MX, NO_SCAN = mma_modes(dt)
 
     @tile.kernel(**hints)
     def chunk_out(
@@ -248,14 +254,31 @@ def mm_exact(a, b, acc, MX):
     return mm(a, b, acc, MX)
 
 
+@tile.function
+def column_block(part, u, dy, bm, cm, a, dtt, HPG, CS, PP, NP, NO_SCAN):
+    """What `chunk_dx` and `chunk_db` both read first. Their block `part` (b, r, h, _), of BR
+    rows, owns steps j0.. of chunk ci (`block_of`). Returns (b, h, ci, j0); the chunk's dy and c,
+    (CS, PP) and (CS, NP); the block's rows of u (dy for dx, x for db) and of b, (BR, PP) and
+    (BR, NP); its dt (BR, 1); the chunk's g (CS, 1) and the block's rows of it (BR, 1)."""
+    b, r, h, _ = part.index
+    BR = part.shape[1]
+    ci, j0 = block_of(r, CS, BR)
+    grp = h // HPG
+    dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
+    uj, bj = rows(u, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
+    dtj = steps(dtt, b, r, h, BR)
+    _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
+    gj = pick(g, j0, BR, CS)
+    return b, h, ci, j0, dyt, ct, uj, bj, dtj, g, gj
+
+
 def make_chunk_dx(dt, tdt, adt, ddt_, **hints):
     """Rows j (BR steps of a chunk of CS) of dx (B, T, H, P) in `dt`, in tiles of
     (1, BR, 1, PP), from dy (B, T, H, P), b, c (B, T, G, N) in `dt`, a, d (H,), dt (B, T, H)
     and the reversed end gradients (B, NC, H, P, N) f32:
         dx_j = d dy_j + dt_j (sum_i wcb_ij dy_i + exp(L - g_j) dS b_j)
     with wcb_ij = exp(g_i - g_j) c_i . b_j (i >= j), columns j of it: a (CS, BR) tile."""
-    MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX
+    MX, NO_SCAN = mma_modes(dt)
 
     @tile.kernel(**hints)
     def chunk_dx(
@@ -264,15 +287,10 @@ def make_chunk_dx(dt, tdt, adt, ddt_, **hints):
         dends: tile.Tensor[fl.f32], HPG: tile.Const[int], CS: tile.Const[int],
         NP: tile.Const[int],
     ):  # fmt: skip
-        b, r, h, _ = dx.index
         BR, PP = dx.shape[1], dx.shape[3]
-        ci, j0 = block_of(r, CS, BR)
-        grp = h // HPG
-        dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
-        dyj, bj = rows(dy, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
-        dtj = steps(dtt, b, r, h, BR)
-        _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
-        gj = pick(g, j0, BR, CS)
+        b, h, ci, j0, dyt, ct, dyj, bj, dtj, g, gj = column_block(
+            dx, dy, dy, bm, cm, a, dtt, HPG, CS, PP, NP, NO_SCAN
+        )
         ds = end_gradient(dends, b, ci, h, PP, NP)
         wcb = decay_block(g, gj, 0, j0, CS, BR)
         wcb = wcb * mm(ct, bj.transpose(), tile.zeros((CS, BR), fl.f32), MX)
@@ -292,8 +310,7 @@ def make_chunk_db(dt, tdt, adt, **hints):
     dt (B, T, H) and the reversed end gradients (B, NC, H, P, N) f32:
         db_j = dt_j e_j,  e_j = sum_i q'_ij c_i + exp(L - g_j) x_j dS,  direct_j = b_j . e_j
     with q'_ij = exp(g_i - g_j) dy_i . x_j (i >= j), columns j of it: a (CS, BR) tile."""
-    MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX
+    MX, NO_SCAN = mma_modes(dt)
 
     @tile.kernel(**hints)
     def chunk_db(
@@ -302,15 +319,10 @@ def make_chunk_db(dt, tdt, adt, **hints):
         a: tile.Tensor[adt], dtt: tile.Tensor[tdt], dends: tile.Tensor[fl.f32],
         HPG: tile.Const[int], CS: tile.Const[int], PP: tile.Const[int],
     ):  # fmt: skip
-        b, r, h, _ = dbh.index
         BR, NP = dbh.shape[1], dbh.shape[3]
-        ci, j0 = block_of(r, CS, BR)
-        grp = h // HPG
-        dyt, ct = rows(dy, b, ci, h, CS, PP), rows(cm, b, ci, grp, CS, NP)
-        xj, bj = rows(x, b, r, h, BR, PP), rows(bm, b, r, grp, BR, NP)
-        dtj = steps(dtt, b, r, h, BR)
-        _, g = decay(a, dtt, b, ci, h, CS, NO_SCAN)
-        gj = pick(g, j0, BR, CS)
+        b, h, ci, j0, dyt, ct, xj, bj, dtj, g, gj = column_block(
+            dbh, x, dy, bm, cm, a, dtt, HPG, CS, PP, NP, NO_SCAN
+        )
         el = tile.exp(g[CS - 1, 0] - gj)
         ds = end_gradient(dends, b, ci, h, PP, NP)
         qw = decay_block(g, gj, 0, j0, CS, BR)
@@ -329,8 +341,7 @@ def make_chunk_dc(dt, tdt, adt, **hints):
     (1, BR, 1, NP) and c_i . dc_i (B, T, H) f32 viewed (B, T, H, 1) in tiles of (1, BR, 1, 1)
     (`rowp`); from x and dy (B, T, H, P), b, c (B, T, G, N) in `dt`, a, dt and the entry states
     (B, NC, H, P, N) f32: dc_i = exp(g_i) dy_i S0 + sum_j q'_ij dt_j b_j."""
-    MX = mma_operands(dt)
-    NO_SCAN = fl.tf32 == MX
+    MX, NO_SCAN = mma_modes(dt)
 
     @tile.kernel(**hints)
     def chunk_dc(
@@ -376,11 +387,10 @@ def make_chunk_ddt(dt, tdt, adt, **hints):
     ):  # fmt: skip
         b, ci, h, _ = ddt.index
         CS = ddt.shape[1]
-        nc = states.shape[1]
         dtc, dr = steps(dtt, b, ci, h, CS), steps(direct, b, ci, h, CS)
         ah = head_value(a, h)
         s0 = entry_state(states, b, ci, h, 0, PP, NP)
-        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
+        ds = end_gradient(dends, b, ci, h, PP, NP)
         k_sum = tile.sum(steps(k_in, b, ci, h, CS))
         d_last = tile.exp(tile.sum(dtc) * ah) * tile.sum(ds * s0) + k_sum
         dg = steps(rowp, b, ci, h, CS) - dtc * dr
