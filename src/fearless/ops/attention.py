@@ -35,7 +35,7 @@ from ._attention_checks import (
     lse_operand,
     sequence_layout,
 )
-from ._attention_outputs import attention_output, decode_views, gradient_outputs, gradient_results
+from ._attention_outputs import attention_output, decode_views, qkv_backward
 from ._io import FLOATS, float_operands, heads_major, number, operand, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
@@ -238,19 +238,16 @@ def scaled_dot_product_attention_backward(
     dims, dev = (b, h, lq, s), qa.tensor.device
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
     rows = lse_operand(lse, op, qa)
-    runs = bool(qa.tensor.size and s)  # else no query meets a key: every gradient is zero
-    grads = gradient_outputs(runs, qa, ka, va)
     sc = attention_scale(scale, d, op, "scale")
-    q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
-        view(t, shape)
-        for t, shape in zip(
-            (qa.tensor, ka.tensor, va.tensor, oa.tensor, ga.tensor, *(g for g, _ in grads)),
-            (*shapes, shapes[0], shapes[0], *shapes),
-            strict=True,
+
+    def launch(*tensors: Any) -> None:
+        # q, k, v, out, dout, dq, dk, dv, a 3-D (B, L, D) one as (B, 1, L, D)
+        q4, k4, v4, o4, g4, dq4, dk4, dv4 = (
+            view(t, shape)
+            for t, shape in zip(tensors, (*shapes, shapes[0], shapes[0], *shapes), strict=True)
         )
-    )
-    if runs:
         attention_backward(
             q4, k4, v4, o4, g4, dq4, dk4, dv4, sc, is_causal, h // hk, mask=mask, lse=rows
         )
-    return gradient_results((qa, ka, va), grads)
+
+    return qkv_backward(qa, ka, va, oa, ga, s, launch)

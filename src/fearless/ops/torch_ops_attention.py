@@ -85,8 +85,8 @@ def gemma_attention(
 
 def _qkv_backward(forward: str, impl: Callable[..., Any]) -> Any:
     """`fearless::<forward>_backward(dout, q, k, v, out, *the forward's settings) -> (dq, dk,
-    dv)` over `impl`: the forward's inputs, as `_attention_autograd` (or fmha_varlen's
-    autograd) passes them, `_derive`d from the forward's schema."""
+    dv)` over `impl`: the forward's inputs, as `_attention_autograd` passes them, `_derive`d
+    from the forward's schema."""
     return _derive(
         f"{forward}_backward", _qkv_grads, impl, forward, _QKV_GRADS, {0: _DOUT, 3: _OUT}
     )
@@ -146,18 +146,23 @@ def _window_lse_backward(ctx: Any, dy: Tensor | None, _dlse: Tensor | None) -> t
 register_autograd(attention_window_lse, _window_lse_backward, _window_lse_ctx)
 
 
-def _attention_autograd(forward: Any, name: str, n_grads: int = 3) -> None:
+def _attention_autograd(forward: Any, name: str, n_grads: int = 3, n_saved: int = 0) -> None:
     """`forward`'s autograd formula: its first `n_grads` inputs (q, k, v; attention_sink's
-    query, key, value, sinks) and the output saved, the other inputs (the settings) kept, and
-    `fearless::<name>_backward(dy, *those inputs, output, *settings)` for their gradients."""
+    query, key, value, sinks), the output and its last `n_saved` inputs (fmha_varlen's lengths,
+    tensors or None) saved, the other inputs (the settings) kept, and
+    `fearless::<name>_backward(dy, *those inputs, output, *settings, *the saved last ones)` for
+    their gradients."""
 
     def setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-        ctx.save_for_backward(*inputs[:n_grads], output)
-        ctx.args = inputs[n_grads:]  # type: ignore[attr-defined]
+        end = len(inputs) - n_saved
+        ctx.save_for_backward(*inputs[:n_grads], output, *inputs[end:])
+        ctx.args = inputs[n_grads:end]  # type: ignore[attr-defined]
 
     def backward(ctx: Any, dy: Tensor) -> tuple:
-        grads = getattr(OPS, f"{name}_backward")(dy, *ctx.saved_tensors, *ctx.args)
-        return (*grads, *(None for _ in ctx.args))
+        saved = ctx.saved_tensors
+        last = saved[n_grads + 1 :]
+        grads = getattr(OPS, f"{name}_backward")(dy, *saved[: n_grads + 1], *ctx.args, *last)
+        return (*grads, *(None for _ in (*ctx.args, *last)))
 
     register_autograd(forward, backward, setup)
 
@@ -199,22 +204,8 @@ def fmha_varlen(
 
 
 fmha_varlen_backward = _qkv_backward("fmha_varlen", AVL.fmha_varlen_backward)
-
-
-def _varlen_setup(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
-    """fmha_varlen's autograd: q, k, v, the output and the lengths (tensors or None) saved."""
-    q, k, v, scaling, is_causal, q_lens, kv_lens = inputs
-    ctx.save_for_backward(q, k, v, output, q_lens, kv_lens)
-    ctx.args = (scaling, is_causal)  # type: ignore[attr-defined]
-
-
-def _varlen_backward(ctx: Any, dy: Tensor) -> tuple:
-    q, k, v, out, q_lens, kv_lens = ctx.saved_tensors
-    grads = OPS.fmha_varlen_backward(dy, q, k, v, out, *ctx.args, q_lens, kv_lens)
-    return (*grads, None, None, None, None)
-
-
-register_autograd(fmha_varlen, _varlen_backward, _varlen_setup)
+# the lengths (tensors or None) saved, after the settings in the backward's inputs
+_attention_autograd(fmha_varlen, "fmha_varlen", n_saved=2)
 
 
 @_define("fmha_decode", _like_first, forward_only=True)
