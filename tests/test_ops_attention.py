@@ -399,6 +399,17 @@ def test_the_lse_forms_without_torch() -> None:
     assert np.isinf(none).all()
 
 
+def test_backward_refuses_zero_key_heads() -> None:
+    """enable_gqa with no key/value heads is a layout error, as in the forward (was a
+    ZeroDivisionError from `h % hk`)."""
+    from fearless.ops.attention import scaled_dot_product_attention_backward
+
+    q, k, v = (t.numpy() for t in _inputs(1, 2, 2, 8, 8, 16, "float32"))
+    k0, v0 = k[:, :0], v[:, :0]
+    with pytest.raises(fl.KernelTypeError, match="2 query heads and 0 key/value heads"):
+        scaled_dot_product_attention_backward(q, q, k0, v0, q, enable_gqa=True)
+
+
 def test_the_torch_operator_and_its_refusal_of_a_mask_with_grad() -> None:
     """The mask's own gradient is refused; q, k, v's flow (tests/test_ops_attention_mask_backward.py)."""
     q, k, v = _inputs(1, 2, 2, 32, 32, 16, "float32")

@@ -233,7 +233,7 @@ def scaled_dot_product_attention_backward(
     nd = len(qa.shape)
     shapes = [s if nd == 4 else (s[0], 1, *s[1:]) for s in (qa.shape, ka.shape, va.shape)]
     (b, h, lq, d), (_, hk, s, _) = shapes[0], shapes[1]
-    if hk != h and not (enable_gqa and h % hk == 0):
+    if hk != h and not (enable_gqa and hk and h % hk == 0):
         raise layout_error(op, _LAYOUT, f"{h} query heads and {hk} key/value heads")
     dims, dev = (b, h, lq, s), qa.tensor.device
     mask = None if attn_mask is None else _mask(attn_mask, op, qa.dtype, dims, dev)
