@@ -387,10 +387,11 @@ def make_chunk_ddt(dt, tdt, adt, **hints):
     ):  # fmt: skip
         b, ci, h, _ = ddt.index
         CS = ddt.shape[1]
+        nc = states.shape[1]
         dtc, dr = steps(dtt, b, ci, h, CS), steps(direct, b, ci, h, CS)
         ah = head_value(a, h)
         s0 = entry_state(states, b, ci, h, 0, PP, NP)
-        ds = end_gradient(dends, b, ci, h, PP, NP)
+        ds = tile.load(dends, (b, nc - 1 - ci, h, 0, 0), (1, 1, 1, PP, NP)).reshape((PP, NP))
         k_sum = tile.sum(steps(k_in, b, ci, h, CS))
         d_last = tile.exp(tile.sum(dtc) * ah) * tile.sum(ds * s0) + k_sum
         dg = steps(rowp, b, ci, h, CS) - dtc * dr
