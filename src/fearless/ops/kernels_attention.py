@@ -207,6 +207,20 @@ def masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right):
 
 
 @tile.function
+def variant_masked(s, j, rows, cols, off, s_len, wl, wr, clean_from, mask_from, TILE_N, causal,
+                   left, right):  # fmt: skip
+    """Scores `s` of key tile j with `masked_scores`' -inf on a tile that holds a key some row
+    does not see (before clean_from or from mask_from on, `variant_bounds`'; a run-time `if`,
+    so that the other tiles skip the compares and selects): row r of `rows` (a column) sits at
+    r + off, the tile's keys are j * TILE_N + `cols` (a row)."""
+    if (j >= mask_from) or (j < clean_from):
+        pos = rows + off
+        keys = j * TILE_N + cols
+        s = masked_scores(s, pos, keys, s_len, wl, wr, causal, left, right)
+    return s
+
+
+@tile.function
 def score_tile(t, b, h, i, j, TILE_M, TILE_N, has_b, has_h):
     """The (TILE_M, TILE_N) tile of query tile i and key tile j of head (b, h) in a per-score
     tensor `t` of (1 or B, 1 or H, L, S) (a mask or a bias); `has_b` / `has_h` (compile-time):
@@ -362,10 +376,8 @@ def make_attention(
             if masked:  # compile-time: the user's mask, (1 or B, 1 or H, L, S)
                 qk = user_masked(qk, m, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b, mask_h)
             if varied:  # compile-time, then a run-time `if`
-                if (j >= mask_from) or (j < clean_from):
-                    pos = rows + off
-                    keys = j * TILE_N + cols
-                    qk = masked_scores(qk, pos, keys, s_len, wl, wr, causal, left, right)
+                qk = variant_masked(qk, j, rows, cols, off, s_len, wl, wr, clean_from, mask_from,
+                                    TILE_N, causal, left, right)  # fmt: skip
             elif causal_or_ragged:  # noqa: SIM102  (compile-time, then a run-time `if`)
                 if j >= mask_from:
                     keys = j * TILE_N + cols

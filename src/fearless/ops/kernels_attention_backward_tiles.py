@@ -445,6 +445,7 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         _, _, TILE_N, TILE_D = dk.shape
         b, kv_h, j, _ = dk.index
         s_len = k.shape[2]
+        l_len = q.shape[2]  # read only by varlen's padding (the dead-op pass drops it elsewhere)
         off = 0
         qk_scale = scale * INV_LOG_2  # a variant leaves it unused (the dead-op pass drops it)
         if ragged:  # compile-time: a ragged form's lengths and offset
@@ -474,17 +475,13 @@ def make_attention_dkdv(dt, causal, even_k, variant=None, mask=None, atomic_dq=F
         for g in range(GROUP):
             h = kv_h * GROUP + g
             for i in range(first, end if varied else tile.cdiv(q.shape[2], TILE_M)):
-                qt = head_rows(q, b, h, i, TILE_M, TILE_D)
-                if varlen:  # compile-time
-                    qt = zeroed_past(qt, i * TILE_M, l_len, TILE_M, False)
+                qt = padded_rows(q, b, h, i, TILE_M, TILE_D, l_len, varlen)
                 s, t = tile_scores(
                     qt, kt, i, j, s_len, off, scale, qk_scale, wl, wr, cap, m, b, h, TILE_M,
                     TILE_N,
                 )  # fmt: skip
                 p = tile.exp2(s - row_stat(lse, b, h, i, TILE_M))  # (TILE_M, TILE_N)
-                do = head_rows(dout, b, h, i, TILE_M, TILE_D)
-                if varlen:  # compile-time
-                    do = zeroed_past(do, i * TILE_M, l_len, TILE_M, False)
+                do = padded_rows(dout, b, h, i, TILE_M, TILE_D, l_len, varlen)
                 acc_v = tile.mma(tile.transpose(p.astype(dt)), do, acc_v)
                 di = row_stat(delta, b, h, i, TILE_M)
                 if varlen:  # compile-time

@@ -1,6 +1,7 @@
 """The split-KV decode kernels: one query per head (L = 1, no mask), their tuned launch
 `attention_decode`, and the split and combine launches (`split_kv_launch`,
-`split_combine_launch`) that the other decodes (Gemma's, the sink decode's, MLA's) share.
+`split_combine_launch`) that the other decodes (Gemma's, the sink decode's, MLA's) share, as
+the keys-major decodes share its output stores (`decode_store`, `split_store`).
 
 They build on the flash-attention helpers of ops/kernels_attention.py (the online softmax,
 `head_rows`, `kv_rows`, `normalised`).
@@ -83,11 +84,22 @@ def decode_keys(
 
 
 @tile.function
-def decode_store(out, acc, l_i, QG, TILE_D, dt):
-    """A one-split decode's output: the keys-major accumulator `acc` (D, QG) over its sum `l_i`
-    (1, QG), stored in `dt` as out's (1, 1, QG, TILE_D) tile."""
-    o = tile.transpose(acc / l_i)  # (QG, D)
-    out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+def decode_rows(acc, l_i, guarded):
+    """The (heads, D) output rows of a keys-major accumulator `acc` (D, heads) over its sum
+    `l_i` (1, heads); `guarded` (compile-time): a head may have seen no key (sum 0), its row
+    then 0."""
+    if guarded:  # noqa: SIM108
+        o = tile.transpose(normalised(acc, l_i, True))
+    else:
+        o = tile.transpose(acc / l_i)
+    return o
+
+
+@tile.function
+def decode_store(out, acc, l_i, QG, TILE_D, dt, guarded):
+    """A one-split decode's output, `decode_rows` (`guarded` as there), stored in `dt` as out's
+    (1, 1, QG, TILE_D) tile."""
+    out.store(decode_rows(acc, l_i, guarded).astype(dt).reshape((1, 1, QG, TILE_D)))
 
 
 @tile.function
@@ -96,11 +108,7 @@ def split_store(part_o, part_lse, acc, m_i, l_i, QG, TILE_D, guarded):
     sum `l_i`, and its log2-sum-exp m_i + log2(l_i), stored as part_o's (1, 1, 1, QG, TILE_D)
     and part_lse's (1, 1, 1, QG, 1) tiles (f32); `guarded` (compile-time): a split may see no
     key (sum 0), its output then 0 and its lse -inf."""
-    if guarded:  # noqa: SIM108
-        o = tile.transpose(normalised(acc, l_i, True))  # (QG, D)
-    else:
-        o = tile.transpose(acc / l_i)
-    part_o.store(o.reshape((1, 1, 1, QG, TILE_D)))
+    part_o.store(decode_rows(acc, l_i, guarded).reshape((1, 1, 1, QG, TILE_D)))
     if guarded:
         lse = tile.where(l_i == 0.0, -math.inf, m_i + tile.log2(l_i))
     else:
@@ -127,7 +135,7 @@ def make_decode_one(dt, **hints):
             q, k, v, b, kv_h, 0, tiles, QG, TILE_N, TILE_D, scale * INV_LOG_2, dt, None, None,
             False, False,
         )  # fmt: skip
-        decode_store(out, acc, l_i, QG, TILE_D, dt)
+        decode_store(out, acc, l_i, QG, TILE_D, dt, False)
 
     return decode_one
 

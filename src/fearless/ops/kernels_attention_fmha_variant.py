@@ -37,11 +37,11 @@ from fearless.tile.random import UNIFORM_SCALE
 from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
+    masked_scores,
     online_start,
     online_weights,
     rows_normalised,
     score_tile,
-    seen_keys,
     sequence_lengths,
     tile_order,
     tile_positions,
@@ -170,8 +170,7 @@ def make_fmha_variant(dt, nsbd, causal, windowed, bias_form, mask_form, dropout,
                 qk = randomly_masked(qk, rmask, b, h, i, j, TILE_M, TILE_N, mask_bool, mask_b,
                                      mask_h)  # fmt: skip
             if (j >= mask_from) or (j < clean_from):  # a key some row does not see
-                keep_k = seen_keys(keys < lk, pos, keys, window, window, causal, windowed, right)
-                qk = tile.where(keep_k, qk, -math.inf)
+                qk = masked_scores(qk, pos, keys, lk, window, window, causal, windowed, right)
             m_ij, p, alpha = online_weights(qk, m_i, -1, True)
             l_i = l_i * alpha + tile.sum(p, axis=-1, keepdims=True)
             if dropout:  # compile-time: after the sum, as TileGym's Triton kernel

@@ -50,7 +50,7 @@ def make_gemma_decode_one(dt, windowed, capped, **hints):
             q, k, v, b, kv_h, first, tiles, QG, TILE_N, TILE_D, qk_scale, dt, lo, cap, windowed,
             capped,
         )  # fmt: skip
-        decode_store(out, acc, l_i, QG, TILE_D, dt)
+        decode_store(out, acc, l_i, QG, TILE_D, dt, False)
 
     return gemma_decode_one
 

@@ -49,7 +49,7 @@ from .kernels_attention import (
     tile_positions,
     variant_bounds,
 )
-from .kernels_attention_decode import decode_splits, split_combine_launch
+from .kernels_attention_decode import decode_rows, decode_splits, split_combine_launch
 from .kernels_attention_splitk import lse_fold, lse_start
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -186,7 +186,7 @@ def make_mla_decode(dt, roped, **hints):
             q, qpe, kv, kpe, b, hb, 0, tiles, TILE_H, TILE_N, TILE_D, TILE_P, scale * INV_LOG_2,
             dt, roped,
         )  # fmt: skip
-        out.store(tile.transpose(acc / l_i).astype(dt).reshape((1, TILE_H, TILE_D)))
+        out.store(decode_rows(acc, l_i, False).astype(dt).reshape((1, TILE_H, TILE_D)))
         lse.store((m_i + tile.log2(l_i)).reshape((1, TILE_H, 1)))
 
     return mla_decode
@@ -215,7 +215,7 @@ def make_mla_decode_split(dt, roped, **hints):
             q, qpe, kv, kpe, b, hb, sp * SPLIT_TILES, SPLIT_TILES, TILE_H, TILE_N, TILE_D, TILE_P,
             scale * INV_LOG_2, dt, roped,
         )  # fmt: skip
-        part_o.store(tile.transpose(acc / l_i).reshape((1, TILE_H, 1, TILE_D)))
+        part_o.store(decode_rows(acc, l_i, False).reshape((1, TILE_H, 1, TILE_D)))
         part_lse.store((m_i + tile.log2(l_i)).reshape((1, TILE_H, 1, 1)))
 
     return mla_decode_split

@@ -30,12 +30,12 @@ from .kernels_attention import (
     ATTENTION_CONFIGS,
     INV_LOG_2,
     key_scores,
-    masked_scores,
     normalised,
     online_step,
     seq_rows,
     tile_positions,
     variant_bounds,
+    variant_masked,
 )
 from .kernels_rows import kernel_of, next_pow2, size_class
 
@@ -76,10 +76,8 @@ def make_sink_attention(dt, sdt, windowed, **hints):
         for j in range(first, tiles):
             qk = key_scores(qt, k, b, kv_h, j, TILE_M, TILE_N, TILE_D, True)
             qk = qk * qk_scale  # scores in base 2
-            if (j >= mask_from) or (j < clean_from):
-                pos = rows + off
-                keys = j * TILE_N + cols
-                qk = masked_scores(qk, pos, keys, s_len, wl, 0, True, windowed, False)
+            qk = variant_masked(qk, j, rows, cols, off, s_len, wl, 0, clean_from, mask_from,
+                                TILE_N, True, windowed, False)  # fmt: skip
             m_ij, l_ij, acc = online_step(  # guarded: a -inf sink and no key yet
                 qk, m_i, l_i, acc, v, b, kv_h, j, TILE_N, TILE_D, dt, True, True
             )

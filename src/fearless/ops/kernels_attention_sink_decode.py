@@ -29,12 +29,13 @@ import math
 import fearless as fl
 from fearless import tile
 
-from .kernels_attention import INV_LOG_2, normalised
+from .kernels_attention import INV_LOG_2
 from .kernels_attention_decode import (
     DECODE_CONFIGS,
     decode_cfg,
     decode_keys,
     decode_splits,
+    decode_store,
     split_combine_launch,
     split_store,
 )
@@ -97,8 +98,7 @@ def make_sink_decode_one(dt, sdt, windowed, **hints):
         m_ref = tile.where(m == -math.inf, 0.0, m)  # no key and a -inf sink
         alpha = tile.exp2(m_i - m_ref, flush_to_zero=True)
         z = l_i * alpha + tile.exp2(sink - m_ref, flush_to_zero=True)  # the sink's share
-        o = tile.transpose(normalised(acc * alpha, z, True))  # (QG, D)
-        out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+        decode_store(out, acc * alpha, z, QG, TILE_D, dt, True)  # 0: no key and a -inf sink
 
     return sink_decode_one
 

@@ -33,7 +33,6 @@ from .kernels_attention import (
     INV_LOG_2,
     base2_scores,
     head_rows,
-    normalised,
     online_fold,
     online_start,
     online_weights,
@@ -44,6 +43,7 @@ from .kernels_attention_decode import (
     DECODE_CONFIGS,
     decode_cfg,
     decode_splits,
+    decode_store,
     split_kv_launch,
     split_store,
 )
@@ -122,8 +122,7 @@ def make_kvcache_decode_one(dt, paged, left, capped, **hints):
             q, k, v, table, b, kv_h, s_len, lo, first, max(0, end - first), n_blocks, scale, cap,
             QG, TILE_N, TILE_D, PAGE, dt, paged, capped,
         )  # fmt: skip
-        o = tile.transpose(normalised(acc, l_i, True))  # (QG, D)
-        out.store(o.astype(dt).reshape((1, 1, QG, TILE_D)))
+        decode_store(out, acc, l_i, QG, TILE_D, dt, True)  # 0: no key
 
     return kvcache_decode_one
 
