@@ -410,6 +410,25 @@ def test_backward_refuses_zero_key_heads() -> None:
         scaled_dot_product_attention_backward(q, q, k0, v0, q, enable_gqa=True)
 
 
+def test_no_head_dimension_runs_with_the_default_scale() -> None:
+    """D = 0 with the scale left None: every operator's output (and the backward's gradients)
+    is empty; the default 1 / sqrt(D) was a ZeroDivisionError from inside fearless
+    (tests/test_ops_shape_mutations.py found it)."""
+    from fearless.ops.attention import scaled_dot_product_attention_backward
+
+    q, k = np.zeros((1, 2, 3, 0), np.float32), np.zeros((1, 1, 4, 0), np.float32)
+    grads = scaled_dot_product_attention_backward(q, q, k, k, q, enable_gqa=True)
+    assert [g.shape for g in grads] == [q.shape, k.shape, k.shape]
+    for op in (ops.fmha, ops.gemma_attention, ops.fmha_varlen):
+        assert op(q, k, k).shape == q.shape
+    assert ops.swa_attention(q, k, k, 2).shape == q.shape
+    assert ops.fmha_decode(q[:, :, :1], k, k, None).shape == (1, 2, 1, 0)
+    assert ops.gemma_attention_decode(q[:, :, :1], k, k).shape == (1, 2, 1, 0)
+    qs, ks = q.transpose(0, 2, 1, 3), k.transpose(0, 2, 1, 3)
+    assert ops.flash_attn_func(qs, ks, ks).shape == (1, 3, 2, 0)
+    assert ops.flash_attn_with_kvcache(qs, ks, ks).shape == (1, 3, 2, 0)
+
+
 def test_the_torch_operator_and_its_refusal_of_a_mask_with_grad() -> None:
     """The mask's own gradient is refused; q, k, v's flow (tests/test_ops_attention_mask_backward.py)."""
     q, k, v = _inputs(1, 2, 2, 32, 32, 16, "float32")

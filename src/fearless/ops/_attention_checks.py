@@ -114,8 +114,11 @@ def split_len(kv_len_per_split: Any, op: str, example: int = 1024) -> int | None
 
 def attention_scale(value: Any, d: int, op: str, name: str) -> float:
     """The scores' scale: `value` (the argument called `name`, a number) or, for None,
-    1 / sqrt(d), d the head dimension."""
-    return 1.0 / math.sqrt(d) if value is None else number(value, op, name)
+    1 / sqrt(d), d the head dimension; 1 where d = 0 (every score is an empty sum, 0 at any
+    finite scale: 1 / sqrt(0) was a ZeroDivisionError from inside fearless)."""
+    if value is not None:
+        return number(value, op, name)
+    return 1.0 / math.sqrt(d) if d > 0 else 1.0
 
 
 def kept_lse(qa: Operand, s_len: int, keep: bool) -> tuple[Any, Any]:
