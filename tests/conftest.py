@@ -1,12 +1,21 @@
-"""Test-wide settings: the IR verifier after every pass, a private compile cache, the simulator."""
+"""Test-wide settings: the IR verifier after every pass, a private compile cache, the simulator,
+one BLAS and one torch thread a test process."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Before NumPy and torch load (they read these once): pytest-xdist runs a worker a core, and
+# each one's OpenBLAS and OpenMP pools spinning on every core beside the others' made the
+# simulator's tile-sized matmuls up to 100x slower (a 128x64 by 64x128 product: 6.4 ms on
+# two busy cores against 61 us with one thread) and torch's CPU ops about 1.5x slower.
+for _pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
 
 _failure_log: list[Path] = []  # --failure-log's path, once configured
 
