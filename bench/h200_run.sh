@@ -159,7 +159,7 @@ for step in "$@"; do
            python3 "bench/experiments/$EXP" ${EXP_ARGS:-} 2>&1 | tee "$out/exp-${EXP%.py}.txt" | tail -120 ;;
     dprof) # issue 38, session 25: a patched Llama decode step's host and GPU time, by operator
            # (DPROF_ARGS=--prefill: a 4 x 2048 prefill's kernels, eager against fearless; --train: a
-           # training step's)
+           # training step's; --probe: the models family's decode_b1 measurement and its replays)
            # shellcheck disable=SC2086
            python3 bench/experiments/decode_host_profile.py ${DPROF_ARGS:-} > "$out/dprof.txt" 2>&1
            tail -40 "$out/dprof.txt" ;;

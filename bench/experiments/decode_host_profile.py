@@ -19,7 +19,11 @@ on the GPU machine (transformers installed): `PYTHONPATH=src python3
 bench/experiments/decode_host_profile.py [--prefill | --train | --compile] [--model TAG]` (TAG
 one of fearless_bench/models_configs.py's models; Llama-3-8B by default; `--compile`: the
 decode of torch.compile's default mode over the unpatched and over the fearless-patched model,
-whose operators it calls as torch.ops.fearless).
+whose operators it calls as torch.ops.fearless). `--probe`: the models family's own decode
+measurement (fearless_bench/models_probe.measure, fearless-tile, Llama-3-8B, decode_b1, full
+units) in this process, then each fearless operator's replay state: session 39 timed that
+row at 3.37 ms a token where this script's loop, on the same machine, took 1.743 ms (leads:
+a call that leaves the warm path every step, or the tuner's leftover compiles).
 """
 
 from __future__ import annotations
@@ -189,7 +193,26 @@ def train(model: Any, label: str) -> None:
     timed(run, f"{label}: train step 4 x 2048", 30)
 
 
+def probe() -> None:
+    """The models family's decode_b1 row for fearless, measured as the family does, then the
+    replay state of its operators."""
+    from fearless_bench import model as impls
+    from fearless_bench import models_probe
+    from fearless_bench.models_configs import MODEL, WORKLOAD
+
+    got = models_probe.measure(impls.FEARLESS_TILE, MODEL["llama3_8b"], WORKLOAD["decode_b1"])
+    print(
+        f"models_probe decode_b1: {got['seconds'] * 1e3:.3f} ms per token, spread "
+        f"{[round(x * 1e3, 3) for x in got['spread']]}, first run {got['first_s']:.1f} s"
+    )
+    print("replay state per operator:")
+    replay_state()
+
+
 def main() -> None:
+    if "--probe" in sys.argv:
+        probe()
+        return
     for flag, step in (("--prefill", prefill), ("--train", train)):
         if flag in sys.argv:
             model = llama()
