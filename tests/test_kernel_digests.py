@@ -52,6 +52,25 @@ def test_without_arguments_it_prints_its_usage(capsys: pytest.CaptureFixture) ->
     assert "--compare BEFORE.json AFTER.json" in capsys.readouterr().out
 
 
+def test_it_refuses_to_record_another_checkouts_kernels(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A copy of the tool in another checkout, where `fearless` still imports from this one (an
+    editable install), would record this tree's kernels for that one: refused, exit 2."""
+    other = tmp_path / "clone" / "tools"
+    other.mkdir(parents=True)
+    (other / "kernel_digests.py").write_text((REPO / "tools" / "kernel_digests.py").read_text())
+    spec = importlib.util.spec_from_file_location(
+        "kernel_digests_copy", other / "kernel_digests.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.record(tmp_path / "out.json", ["--co", "-q"]) == 2
+    assert "not from this checkout's" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+
+
 KERNEL_TEST = """
 import numpy as np
 

@@ -15,8 +15,10 @@ name, signature, hints and the plain values its factory closed over (the attenti
 `causal`, say): the set of digests built under that key (a closed-over dtype or tile function
 is not in it, so a key may still hold several). Tuning is off (FEARLESS_AUTOTUNE=0, each tuned
 function's first configuration) unless the environment says otherwise, since the simulator's
-timings would choose which configurations a run builds. The second form prints what differs
-and exits 1 when anything does. Needs the cuda-tile encoders (the bytecode), not tileiras.
+timings would choose which configurations a run builds. It refuses (exit 2) to run where
+`fearless` imports from another checkout than its own (an editable install of the main clone
+used from a second one: PYTHONPATH=<this checkout>/src then). The second form prints what
+differs and exits 1 when anything does. Needs the cuda-tile encoders (the bytecode), not tileiras.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ def record(out: Path, pytest_args: list[str]) -> int:
 
     import pytest
 
+    import fearless
+
+    here = Path(__file__).resolve().parents[1] / "src"
+    if here not in Path(fearless.__file__).resolve().parents:
+        # an editable install of another checkout (the .venv of the main clone, used from a
+        # second clone) would record that checkout's kernels: a before/after pair of such runs
+        # compares one tree with itself and proves nothing (session 39)
+        print(
+            f"kernel_digests: fearless imports from {Path(fearless.__file__).parent}, not from "
+            f"this checkout's {here}; run with PYTHONPATH={here}",
+            file=sys.stderr,
+        )
+        return 2
     from fearless.backends.tileir import cuda_tile as tileir
     from fearless.backends.tileir.lower import lower_to_bytecode
 
