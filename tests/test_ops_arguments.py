@@ -77,6 +77,66 @@ def test_inplace_dropout_refuses_before_its_kernels_what_torch_cannot_write() ->
         assert ops.dropout(leaf, 0.5, seed=1, inplace=True) is leaf
 
 
+def test_inplace_dropout_refuses_an_x_whose_elements_share_memory() -> None:
+    """A writeable view of stride 0 (NumPy's `as_strided`) or with overlapping rows: each
+    place could keep only one of its elements' results (tests/test_ops_layout_mutations.py:
+    it ran, and every row held the last row's result). Torch's in-place ops refuse it."""
+    stride_0 = np.lib.stride_tricks.as_strided(x[0].copy(), x.shape, (0, 4), writeable=True)
+    with pytest.raises(fl.KernelTypeError, match=r"`x` .* has elements that share memory") as e:
+        ops.dropout(stride_0, 0.5, seed=1, inplace=True)
+    assert e.value.diagnostic.loc is not None and e.value.diagnostic.loc.file == __file__
+    torch = pytest.importorskip("torch")
+    with pytest.raises(fl.KernelTypeError, match="has elements that share memory"):
+        ops.dropout(torch.ones(40).as_strided((4, 32), (2, 1)), 0.5, seed=1, inplace=True)
+
+
+def _misaligned(a: np.ndarray) -> np.ndarray:
+    """`a`'s values one byte into a buffer: contiguous, but not at a multiple of 4."""
+    m = np.zeros(a.nbytes + 1, np.uint8)[1:].view(a.dtype).reshape(a.shape)
+    m[...] = a
+    return m
+
+
+def test_a_misaligned_numpy_operand_is_copied_as_a_strided_one_is() -> None:
+    """An operator copies a misaligned NumPy array (a view into a byte buffer), as it copies a
+    non-contiguous one (tests/test_ops_layout_mutations.py: it was refused by `fl.asarray`,
+    whose error named the call's first argument, `x` below, not the misaligned `gate`), and
+    writes an in-place one back."""
+    gate = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    np.testing.assert_array_equal(ops.swiglu(x, _misaligned(gate)), ops.swiglu(x, gate))
+    y = _misaligned(x)
+    ops.dropout(y, 0.5, seed=1, inplace=True)
+    np.testing.assert_array_equal(y, ops.dropout(x, 0.5, seed=1))
+    y = _misaligned(np.ascontiguousarray(x[:, :8]))
+    want = ops.mhc_sinkhorn(y.copy(), 2)
+    assert ops.mhc_sinkhorn(y, 2) is y
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "overlaps"),
+    [
+        ((4, 8), (32, 4), False),  # dense
+        ((8, 4), (4, 32), False),  # transposed
+        ((4, 8), (64, 8), False),  # every other element
+        ((4, 8), (-32, -4), False),  # reversed
+        ((3, 2), (8, 12), False),  # interleaved: offsets 0, 8, 16, 12, 20, 28
+        ((1, 8), (0, 4), False),  # stride 0 on an axis of one element
+        ((0, 8), (0, 4), False),  # no elements
+        ((4, 8), (0, 4), True),  # stride 0
+        ((4, 8), (16, 4), True),  # rows overlapping by half
+        ((3, 3), (8, 4), True),  # a Hankel view: offset 8 twice
+        ((2, 2), (2, 8), True),  # half an element apart
+        ((1 << 13, 1 << 13), (8, 12), True),  # interleaved past 2**24 elements: not listed
+        ((1 << 13, 1 << 13), (4 << 13, 4), False),  # dense, as large: the stride test clears it
+    ],
+)
+def test_overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], overlaps: bool) -> None:
+    from fearless.ops._io import overlaps_itself
+
+    assert overlaps_itself(shape, strides, 4) is overlaps
+
+
 def test_a_backward_operator_on_a_tensor_that_requires_grad_says_why() -> None:
     torch = pytest.importorskip("torch")
     if not hasattr(torch.library, "custom_op"):

@@ -213,6 +213,15 @@ def test_a_y_sinkhorn_cannot_write_is_refused_before_the_kernel(monkeypatch: Any
     e = _refused(ops.mhc_sinkhorn, "`y` .* has a broadcast dimension",
                  torch.zeros(1, 8).expand(4, 8), 2)  # fmt: skip
     assert __file__ in str(e)
+    # elements that share memory: each place would keep whichever row's result came last
+    # (tests/test_ops_layout_mutations.py; both ran and wrote a wrong y)
+    stride_0 = np.lib.stride_tricks.as_strided(np.ones(8, np.float32), (4, 8), (0, 4))
+    e = _refused(ops.mhc_sinkhorn, "`y` .* has elements that share memory .* writes it in place",
+                 stride_0, 2)  # fmt: skip
+    assert __file__ in str(e) and "y.copy()" in (e.help or "")
+    e = _refused(ops.mhc_sinkhorn, "`y` .* has elements that share memory",
+                 torch.ones(20).as_strided((4, 8), (4, 1)), 2)  # fmt: skip
+    assert "y.clone()" in (e.help or "")
 
 
 def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes]) -> None:

@@ -234,6 +234,9 @@ def test_refusals_are_fearless_errors() -> None:
     _refused(fl.BorrowError, mutable, a, dh=both[:, :48], a_prime=both[:, 40:64])
     _refused(fl.KernelTypeError, r"`ds` .* has a broadcast dimension .* writes it in place", a,
              ds=torch.zeros(1).expand(14))  # fmt: skip
+    # rows that overlap (tests/test_ops_layout_mutations.py: ran, each place kept one result)
+    _refused(fl.KernelTypeError, r"`dh` .* has elements that share memory .* in place", a,
+             dh=torch.zeros(14 * 8 + 48).as_strided((14, 48), (8, 1)))  # fmt: skip
     _refused(fl.KernelTypeError, r"`h` of .* requires grad", a, h=a["h"].requires_grad_())
 
 

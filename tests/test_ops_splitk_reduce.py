@@ -149,6 +149,12 @@ def test_an_attn_out_it_cannot_write_is_refused_before_the_kernel(monkeypatch: A
     e = _refused("`attn_out` .* has a broadcast dimension", o, lse,
                  torch.zeros(1, 1, 16).expand(1, 2, 16), 4)  # fmt: skip
     assert __file__ in str(e)
+    # a writeable NumPy view of stride 0 (tests/test_ops_layout_mutations.py): it ran, and both
+    # heads held the last head's result
+    stride_0 = np.lib.stride_tricks.as_strided(np.zeros(16, np.float32), (1, 2, 16), (0, 0, 4))
+    e = _refused("`attn_out` .* has elements that share memory .* writes it in place",
+                 o.numpy(), lse.numpy(), stride_0, 4)  # fmt: skip
+    assert __file__ in str(e)
 
 
 def _no_launch(*_: Any) -> None:

@@ -114,7 +114,10 @@ def operand(
             )
         if current_target().on_device:
             _copied(op, name, "a NumPy array", x.nbytes)
-        op_ = Operand(fl_tensor.asarray(x, device=device), "numpy", x)
+        # a misaligned array (a view into a byte buffer) is copied, as a strided one is by
+        # `fl.asarray`: refused there, the error named the user's first argument, not `name`
+        values = x if x.flags.aligned else np.array(x, order="C")
+        op_ = Operand(fl_tensor.asarray(values, device=device), "numpy", x)
     else:
         raise argument_error(
             f"`{name}` of `fearless.ops.{op}` must be a tensor (fl.Tensor, torch.Tensor or "
@@ -154,19 +157,26 @@ def float_operands(op: str, **tensors: Any) -> list[Operand]:
 def refuse_unwritable(x: Any, op: str, name: str) -> None:
     """Refuse an in-place operand whose memory cannot take the result: a read-only NumPy array
     (`np.broadcast_to`'s view among them), or a torch tensor with a broadcast dimension
-    (`expand`'s stride 0: one element stands for several), or a leaf tensor that requires grad
-    in grad mode (torch's own in-place ops refuse it). A launch refuses a read-only array
-    it writes itself, but an operand the kernels write a copy of (a non-contiguous one, or any
-    on the cuda target) reaches that check as the writable copy, and only `write_back`, after
-    the kernels, would find out."""
-    if isinstance(x, np.ndarray) and not x.flags.writeable:
-        raise argument_error(
-            f"`{name}` of `fearless.ops.{op}` is a read-only NumPy array, but `{op}` writes it "
-            "in place",
-            help=f"pass a writeable array (`{name}.copy()`); a view made by `np.broadcast_to` "
-            "is read-only",
-        )
+    (`expand`'s stride 0: one element stands for several), or a view with elements that share
+    memory (a writeable NumPy view of stride 0, or any `as_strided` view whose elements
+    overlap: `write_back` would leave in each place whichever result came last, torch's own
+    in-place ops refuse it), or a leaf tensor that requires grad in grad mode (torch's own
+    in-place ops refuse it). A launch refuses a read-only array it writes itself, but an
+    operand the kernels write a copy of (a non-contiguous one, or any on the cuda target)
+    reaches that check as the writable copy, and only `write_back`, after the kernels, would
+    find out."""
     torch = sys.modules.get("torch")
+    if isinstance(x, np.ndarray):
+        if not x.flags.writeable:
+            raise argument_error(
+                f"`{name}` of `fearless.ops.{op}` is a read-only NumPy array, but `{op}` writes "
+                "it in place",
+                help=f"pass a writeable array (`{name}.copy()`); a view made by "
+                "`np.broadcast_to` is read-only",
+            )
+        if not x.flags.c_contiguous and overlaps_itself(x.shape, x.strides, x.itemsize):
+            raise _overlapping_error(op, name, f"`{name}.copy()`")
+        return
     if torch is None or not isinstance(x, torch.Tensor):
         return
     if any(s == 0 and n > 1 for n, s in zip(x.shape, x.stride(), strict=True)):
@@ -175,12 +185,51 @@ def refuse_unwritable(x: Any, op: str, name: str) -> None:
             f"element stands for several, as `expand` makes), but `{op}` writes it in place",
             help=f"pass a tensor with memory of its own (`{name}.clone()`)",
         )
+    if not x.is_contiguous() and overlaps_itself(tuple(x.shape), x.stride(), 1):
+        raise _overlapping_error(op, name, f"`{name}.clone()`")
     if x.requires_grad and x.is_leaf and torch.is_grad_enabled():  # torch refuses it too
         raise argument_error(
             f"`{name}` of `fearless.ops.{op}` is a leaf tensor that requires grad, but `{op}` "
             "writes it in place: autograd would lose the values it was created with",
             help=f"write into a copy (`{name}.clone()`), or call it under `torch.no_grad()`",
         )
+
+
+def _overlapping_error(op: str, name: str, copy: str) -> Exception:
+    return argument_error(
+        f"`{name}` of `fearless.ops.{op}` has elements that share memory (a view with a "
+        f"stride of 0, or strides that make elements overlap), but `{op}` writes it in place: "
+        "each place can hold only one of the results",
+        help=f"pass an array with memory of its own ({copy})",
+    )
+
+
+def overlaps_itself(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Whether two elements of a view of `shape` and `strides` (in units of which an element
+    takes `itemsize`: bytes for NumPy, elements for torch) share memory. The axes sorted by
+    stride, each stride past the reach of the smaller ones proves no overlap (every slicing,
+    transpose and reversal of a dense array so is); otherwise the elements' offsets decide
+    (exotic `as_strided` views only; one of more than 2**24 elements is taken as overlapping,
+    rather than listing its offsets)."""
+    axes = sorted((abs(st), n) for n, st in zip(shape, strides, strict=True) if n > 1)
+    if any(n == 0 for n in shape) or not axes:
+        return False
+    if axes[0][0] == 0:  # a broadcast axis: one element stands for several
+        return True
+    reach = itemsize
+    for stride, n in axes:
+        if stride < reach:
+            break
+        reach += stride * (n - 1)
+    else:
+        return False
+    if math.prod(n for _, n in axes) > 1 << 24:
+        return True
+    offsets = np.zeros(1, np.int64)
+    for stride, n in axes:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * stride).ravel()
+    offsets.sort()
+    return bool((np.diff(offsets) < itemsize).any())
 
 
 def refuse_grad(op: str, **tensors: Any) -> None:
