@@ -12,9 +12,10 @@ default 1 / sqrt(D) scale, found here); and each integer index array (top-k ids,
 tables, cache and sequence lengths, sparse indices, MoE offsets and gathers, start_q) with its
 last element out of range, then negative. Values are kept (repeated where an axis grows).
 
-The valid calls are the operators' own tests' smallest shapes, NumPy in, f32 and f16 (79
-calls of 48 operators, 3423 mutated calls: every mutation runs, none sampled); a mutated call
-that succeeds runs the simulator, so the shapes are tiny, and the autotuner takes the first
+The valid calls (tests/support/ops_calls.py, which tests/test_ops_layout_mutations.py
+shares) are the operators' own tests' smallest shapes, NumPy in, f32 and f16 (79 calls of 48
+operators, 3423 mutated calls: every mutation runs, none sampled); a mutated call that
+succeeds runs the simulator, so the shapes are tiny, and the autotuner takes the first
 configuration (FEARLESS_AUTOTUNE=0). The module runs in about 15 s on one CPU, most of it
 the simulator's first compile of each kernel."""
 
@@ -22,494 +23,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import fearless as fl
-from fearless import ops
-from fearless.ops import attention
+from support.ops_calls import Call, array_args, calls, fresh_args, get_arg, replace_array, with_arg
 
-F32, F16 = np.float32, np.float16
 BIG = 1 << 20  # an index out of range of every table below
-
-
-def _rand(seed: int, *shape: int, dtype: Any = F32) -> np.ndarray:
-    return (np.random.default_rng(seed).standard_normal(shape) * 0.5).astype(dtype)
-
-
-@dataclass
-class Call:
-    """`op(*args, **kwargs)`: a valid call; `index` names the integer index arrays (by
-    position or keyword) that also get an out-of-range and a negative element."""
-
-    name: str
-    op: Callable[..., Any]
-    args: list[Any]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    index: tuple[int | str, ...] = ()
-
-
-def _attention_calls() -> list[Call]:
-    b, h, hk, lq, s, d = 1, 4, 2, 3, 5, 8
-    q, k, v = _rand(1, b, h, lq, d), _rand(2, b, hk, s, d), _rand(3, b, hk, s, d)
-    mask = np.tril(np.ones((lq, s), bool), 2)
-    out, lse = attention.scaled_dot_product_attention_lse(q, k, v, enable_gqa=True)
-    dout = _rand(4, b, h, lq, d)
-    qs = _rand(5, b, lq, hk, 2, d)  # attention_sink: (B, L, H_kv, G, D)
-    ks, vs, sinks = _rand(6, b, s, hk, d), _rand(7, b, s, hk, d), _rand(8, hk * 2)
-    q1 = _rand(9, b, h, 1, d)
-    # flash_attn_with_kvcache: (B, L, H, D), caches (B, S, H_kv, D), pages of 4 rows
-    qc = _rand(10, 2, 2, h, d)
-    kc, vc = _rand(11, 2, s, hk, d), _rand(12, 2, s, hk, d)
-    kb, vb = _rand(13, 5, 4, hk, d), _rand(14, 5, 4, hk, d)
-    table = np.array([[3, 0], [1, 4]], np.int32)
-    lens = np.array([5, 3], np.int32)
-    # MLA: q (B, H, L, D), k, v (B, H_kv, S, D), qpe (B, H, L, Dp), kpe (B, 1, S, Dp)
-    dp = 4
-    qpe, kpe = _rand(15, b, h, lq, dp), _rand(16, b, 1, s, dp)
-    mq, mqpe = _rand(17, 2, h, d), _rand(18, 2, h, dp)  # decoding: (B, H, D)
-    mkv, mkpe = _rand(19, 2, s, d), _rand(20, 2, s, dp)
-    sq, sk, sv = _rand(21, b, h, lq, d), _rand(22, b, 1, s, d), _rand(23, b, 1, s, d)
-    idx = np.array([[[[0, 1]], [[1, 2]], [[2, 0]]]], np.int32)  # (B, S_q, H_kv, topk)
-    sqpe, skpe = _rand(24, b, h, lq, dp), _rand(25, b, 1, s, dp)
-    ql, kl = np.array([3, 2], np.int32), np.array([4, 5], np.int32)
-    vq, vk, vv = _rand(26, 2, h, lq, d), _rand(27, 2, hk, s, d), _rand(28, 2, hk, s, d)
-    fq, fk, fv = _rand(29, b, lq, h, d), _rand(30, b, s, hk, d), _rand(31, b, s, hk, d)
-    return [
-        Call("sdpa", ops.scaled_dot_product_attention, [q, k, v], {"enable_gqa": True}),
-        Call("sdpa mask", ops.scaled_dot_product_attention, [q, k, v, mask], {"enable_gqa": True}),
-        Call(
-            "sdpa_lse",
-            attention.scaled_dot_product_attention_lse,
-            [q, k, v, mask],
-            {"enable_gqa": True},
-        ),
-        Call(
-            "sdpa_backward",
-            attention.scaled_dot_product_attention_backward,
-            [dout, q, k, v, out],
-            {"enable_gqa": True, "lse": lse},
-        ),
-        Call(
-            "sdpa_backward mask",
-            attention.scaled_dot_product_attention_backward,
-            [dout, q, k, v, out],
-            {"enable_gqa": True, "attn_mask": mask},
-        ),
-        Call("fmha", ops.fmha, [q, k, v]),
-        Call(
-            "fmha_varlen",
-            ops.fmha_varlen,
-            [vq, vk, vv],
-            {"q_lens": ql, "kv_lens": kl},
-            index=("q_lens", "kv_lens"),
-        ),
-        Call("swa_attention", ops.swa_attention, [q, k, v, 2]),
-        Call("attention_sink", ops.attention_sink, [qs, ks, vs, sinks], {"sliding_window": 3}),
-        Call("attention_sink_decode", ops.attention_sink_decode, [qs[:, :1].copy(), ks, vs, sinks]),
-        Call(
-            "gemma_attention", ops.gemma_attention, [q, k, v], {"window_size": 2, "soft_cap": 5.0}
-        ),
-        Call(
-            "gemma_attention_decode",
-            ops.gemma_attention_decode,
-            [q1, k, v],
-            {"kv_len_per_split": 16},
-        ),
-        Call("fmha_decode", ops.fmha_decode, [q1, k, v, 0.3]),
-        Call(
-            "fmha_variant",
-            ops.fmha_variant,
-            [vq, vk, vv],
-            {"q_lens": ql, "kv_lens": kl, "is_causal": False},
-            index=("q_lens", "kv_lens"),
-        ),
-        Call("flash_attn_func", ops.flash_attn_func, [fq, fk, fv], {"causal": True}),
-        Call(
-            "flash_attn_with_kvcache",
-            ops.flash_attn_with_kvcache,
-            [qc, kc, vc, lens],
-            {"causal": True},
-            index=(3,),
-        ),
-        Call(
-            "flash_attn_with_kvcache paged",
-            ops.flash_attn_with_kvcache,
-            [qc, kb, vb, lens, table],
-            index=(3, 4),
-        ),
-        Call("mla", ops.mla, [q, k, v, qpe, kpe, True]),
-        Call("mla_decoding", ops.mla_decoding, [mq, mqpe, mkv, mkpe]),
-        Call("mla_decoding_split_kv", ops.mla_decoding_split_kv, [mq, mqpe, mkv, mkpe, 0.2, 16]),
-        Call("sparse_mla", ops.sparse_mla, [sq, sk, sv, idx, sqpe, skpe], index=(3,)),
-    ]
-
-
-def _moe_calls() -> list[Call]:
-    t, hid, inter, e, topk = 3, 16, 8, 4, 2
-    x, w1, w2 = _rand(40, t, hid), _rand(41, e, 2 * inter, hid), _rand(42, e, hid, inter)
-    ids = np.array([[0, 1], [2, 0], [3, 1]], np.int32)
-    wts = np.full((t, topk), 0.5, F32)
-    counts = [2, 0, 3, 1]
-    tk = sum(counts)
-    return [
-        Call("fused_moe", ops.fused_moe, [x, w1, w2, wts, ids], index=(4,)),
-        Call("moe_align_block_size", ops.moe_align_block_size, [ids, 4, e], index=(0,)),
-        Call(
-            "moe_actgrad_bwd",
-            ops.moe_actgrad_bwd,
-            [],
-            {
-                "dout": _rand(43, t, hid),
-                "h": _rand(44, tk, 2 * inter),
-                "w2": _rand(45, e, inter, hid),
-                "dh": np.zeros((tk, 2 * inter), F32),
-                "ds": np.zeros(tk, F32),
-                "b2": None,
-                "db2": None,
-                "a_prime": np.zeros((tk, inter), F32),
-                "topk_scores": _rand(46, t * topk),
-                "expert_frequency_offset": np.cumsum([0, *counts]).astype(np.int32),
-                "x_gather_idx": np.array([0, 1, 2, 0, 1, 2], np.int64),
-                "s_scatter_idx": np.array([0, 1, 2, 3, 4, 5], np.int32),
-                "activation_type": "swiglu",
-            },
-            index=("expert_frequency_offset", "x_gather_idx", "s_scatter_idx"),
-        ),
-    ]
-
-
-def _sequence_calls() -> list[Call]:
-    b, t, h, hv, k, v = 1, 5, 1, 2, 8, 4
-    q, kk, vv = _rand(50, b, t, h, k), _rand(51, b, t, h, k), _rand(52, b, t, hv, v)
-    g, beta = -np.abs(_rand(53, b, t, hv)), np.full((b, t, hv), 0.5, F32)
-    s0 = _rand(54, b, hv, k, v)
-    mh, mg, p, n = 2, 1, 4, 8
-    mx, ma = _rand(55, b, t, mh, p), -np.ones(mh, F32)
-    mb, mc, md = _rand(56, b, t, mg, n), _rand(57, b, t, mg, n), _rand(58, mh)
-    mdt, ms0 = np.full((b, t, mh), 0.3, F32), _rand(59, b, mh, p, n)
-    return [
-        Call(
-            "chunk_gated_delta_rule", ops.chunk_gated_delta_rule, [q, kk, vv, g, beta, 16, s0, True]
-        ),
-        Call(
-            "recurrent_gated_delta_rule",
-            ops.recurrent_gated_delta_rule,
-            [q, kk, vv, g, beta, s0, True],
-        ),
-        Call("mamba2_chunk_forward", ops.mamba2_chunk_forward, [mx, ma, mb, mc, md, mdt, ms0, 16]),
-        Call(
-            "mamba2_chunk_backward",
-            ops.mamba2_chunk_backward,
-            [mx, ma, mb, mc, md, mdt, ms0, _rand(60, b, t, mh, p), _rand(61, b, mh, p, n), 16],
-        ),
-    ]
-
-
-def _other_calls() -> list[Call]:
-    m, kdim, n = 3, 8, 5
-    x, w = _rand(70, m, kdim), _rand(71, kdim)
-    a, bm = _rand(72, m, kdim), _rand(73, kdim, n)
-    ba, bb = _rand(74, 2, m, kdim), _rand(75, 2, kdim, n)
-    q4, k4 = _rand(76, 1, 2, 3, 8), _rand(77, 1, 1, 3, 8)
-    ang = _rand(78, 3, 4)
-    cos, sin = np.concatenate([np.cos(ang)] * 2, -1), np.concatenate([np.sin(ang)] * 2, -1)
-    fa, fb = (
-        (_rand(79, 5, 32) * 8).astype(ml_dtypes.float8_e4m3fn),
-        (_rand(80, 6, 32) * 8).astype(ml_dtypes.float8_e4m3fn),
-    )
-    fas, fbs = np.full((5, 1), 0.02, F32), np.full((1, 1), 0.03, F32)
-    mn = 2
-    nn = mn * mn + 2 * mn
-    o_split, lse_split = _rand(81, 1, 2, 3, 8), _rand(82, 1, 2, 3) + 5
-    return [
-        Call(
-            "fused_linear_cross_entropy",
-            ops.fused_linear_cross_entropy,
-            [_rand(83, 4, 8), _rand(84, 6, 8), np.array([0, 5, -100, 2], np.int64), _rand(85, 6)],
-            index=(2,),
-        ),
-        Call("group_gemm", ops.group_gemm, [[a, _rand(86, 2, 4)], [bm, _rand(87, 4, 3)]]),
-        Call("w8a8_block_fp8_matmul", ops.w8a8_block_fp8_matmul, [fa, fb, fas, fbs, [32, 32]]),
-        Call("rms_norm", ops.rms_norm, [x, (kdim,), w]),
-        Call("layer_norm", ops.layer_norm, [x, (kdim,), w, _rand(88, kdim)]),
-        Call(
-            "persistent_layer_norm",
-            ops.persistent_layer_norm,
-            [x, (kdim,), w, _rand(89, kdim), 1e-5],
-        ),
-        Call("softmax", ops.softmax, [x]),
-        Call("softmax f16", ops.softmax, [x.astype(F16)]),
-        Call("rope", ops.rope, [q4, k4, cos, sin]),
-        Call("matmul", ops.matmul, [a, bm]),
-        Call("bmm", ops.bmm, [ba, bb]),
-        Call("relu", ops.relu, [x]),
-        Call("gelu", ops.gelu, [x]),
-        Call("silu_and_mul", ops.silu_and_mul, [x]),
-        Call("swiglu", ops.swiglu, [x, _rand(90, m, kdim)]),
-        Call("geglu", ops.geglu, [x]),
-        Call("dropout", ops.dropout, [x, 0.5, True, 3]),
-        Call("transpose", ops.transpose, [x]),
-        Call("splitk_reduce", ops.splitk_reduce, [o_split, lse_split, np.zeros((1, 2, 8), F32), 5]),
-        Call(
-            "mhc_gemm_rms_scale",
-            ops.mhc_gemm_rms_scale,
-            [_rand(91, 3, 20), _rand(92, 20, nn), mn, 0.5, 0.7, 0.9, _rand(93, nn)],
-        ),
-        Call(
-            "mhc_apply_residual",
-            ops.mhc_apply_residual,
-            [_rand(94, 3, mn * 4), _rand(95, 3, 4), _rand(96, 3, nn), mn],
-        ),
-        Call("mhc_sinkhorn", ops.mhc_sinkhorn, [_rand(97, 3, nn), mn]),
-        Call("nvfp4_quantize", ops.nvfp4_quantize, [_rand(98, 2, 32)]),
-        Call(
-            "linear_gluact_linear",
-            ops.linear_gluact_linear,
-            [_rand(99, 3, 8), _rand(100, 6, 8), _rand(101, 6, 8), _rand(102, 5, 6)],
-        ),
-    ]
-
-
-def _variant_calls() -> list[Call]:
-    """Other forms of the calls above: no GQA, causal, f16, 3-D, masks and biases of other
-    shapes, tensors where ints go, optional arguments left out."""
-    b, h, lq, s, d = 2, 3, 5, 7, 4
-    q, k, v = _rand(110, b, h, lq, d), _rand(111, b, h, s, d), _rand(112, b, h, s, d)
-    qh, kh, vh = (x.astype(F16) for x in (q, k, v))
-    out, lse = attention.scaled_dot_product_attention_lse(q, k, v, is_causal=True)
-    fmask = _rand(113, b, h, lq, s)
-    q3, k3, v3 = _rand(114, b, lq, d), _rand(115, b, s, d), _rand(116, b, s, d)
-    qs, ks, vs = _rand(117, 1, 2, 2, 3, d), _rand(118, 1, 6, 2, d), _rand(119, 1, 6, 2, d)
-    sinks, start = _rand(120, 6), np.array([2], np.int32)
-    ql, kl = np.array([5, 1], np.int32), np.array([6, 7], np.int32)
-    t, hid, inter, e = 4, 8, 6, 3
-    ids = np.array([[2], [0], [2], [1]], np.int64)
-    return [
-        Call("sdpa causal", ops.scaled_dot_product_attention, [q, k, v], {"is_causal": True}),
-        Call("sdpa f16", ops.scaled_dot_product_attention, [qh, kh, vh]),
-        Call("sdpa 3-d", ops.scaled_dot_product_attention, [q3, k3, v3, None, True]),
-        Call("sdpa float mask", ops.scaled_dot_product_attention, [q, k, v, fmask]),
-        Call(
-            "sdpa_backward causal",
-            attention.scaled_dot_product_attention_backward,
-            [_rand(121, b, h, lq, d), q, k, v, out, True],
-            {"lse": lse},
-        ),
-        Call(
-            "sdpa_backward float mask",
-            attention.scaled_dot_product_attention_backward,
-            [_rand(122, b, h, lq, d), q, k, v, out],
-            {"attn_mask": fmask},
-        ),
-        Call("fmha f16 not causal", ops.fmha, [qh, kh, vh, 0.5, False]),
-        Call(
-            "attention_sink start tensor",
-            ops.attention_sink,
-            [qs, ks, vs, sinks, 0.3, 2, start],
-            index=(6,),
-        ),
-        Call(
-            "attention_sink_decode split",
-            ops.attention_sink_decode,
-            [qs[:, :1].copy(), ks, vs, sinks],
-            {"sliding_window": 3, "start_q": start, "kv_len_per_split": 16},
-            index=("start_q",),
-        ),
-        Call(
-            "fmha_variant matrix bias",
-            ops.fmha_variant,
-            [q, k, v],
-            {
-                "bias_type": "matrix",
-                "bias": _rand(123, 1, h, lq, s),
-                "window_size": 3,
-                "random_mask": np.eye(lq, s, dtype=np.uint8)[None, None],
-                "kv_lens": kl,
-                "q_lens": ql,
-            },
-            index=("q_lens", "kv_lens"),
-        ),
-        Call(
-            "fmha_variant alibi nsbd",
-            ops.fmha_variant,
-            [
-                q.transpose(1, 2, 0, 3).copy(),
-                k.transpose(1, 2, 0, 3).copy(),
-                v.transpose(1, 2, 0, 3).copy(),
-            ],
-            {"bias_type": "alibi", "bias": _rand(124, h), "layout": "nsbd"},
-        ),
-        Call(
-            "fmha_variant vector bias dropout",
-            ops.fmha_variant,
-            [q, k, v],
-            {
-                "bias_type": "vector",
-                "bias": _rand(125, b, 1, 1, s),
-                "dropout": 0.5,
-                "seed": 3,
-                "is_causal": False,
-            },
-        ),
-        Call("fmha_decode split", ops.fmha_decode, [q[:, :, :1].copy(), k, v, None, 16]),
-        Call(
-            "fused_moe topk 1 f16",
-            ops.fused_moe,
-            [
-                _rand(126, t, hid, dtype=F16),
-                _rand(127, e, 2 * inter, hid, dtype=F16),
-                _rand(128, e, hid, inter, dtype=F16),
-                np.ones((t, 1), F16),
-                ids,
-            ],
-            index=(4,),
-        ),
-        Call("moe_align_block_size i64", ops.moe_align_block_size, [ids, 2, e], index=(0,)),
-        Call(
-            "chunk_gated_delta_rule l2norm",
-            ops.chunk_gated_delta_rule,
-            [
-                _rand(129, 2, 6, 2, 4),
-                _rand(130, 2, 6, 2, 4),
-                _rand(131, 2, 6, 2, 3),
-                -np.abs(_rand(132, 2, 6, 2)),
-                np.full((2, 6, 2), 0.5, F32),
-            ],
-            {"chunk_size": 16, "use_qk_l2norm_in_kernel": True},
-        ),
-        Call(
-            "mamba2_chunk_forward no state",
-            ops.mamba2_chunk_forward,
-            [
-                _rand(133, 2, 6, 3, 4),
-                -np.ones(3, F32),
-                _rand(134, 2, 6, 1, 5),
-                _rand(135, 2, 6, 1, 5),
-                _rand(136, 3),
-                np.full((2, 6, 3), 0.3, F32),
-                None,
-                16,
-            ],
-        ),
-        Call(
-            "fused_linear_cross_entropy none",
-            ops.fused_linear_cross_entropy,
-            [_rand(137, 5, 4), _rand(138, 7, 4), np.array([0, 6, 3, 3, 1], np.int32)],
-            {"reduction": "none", "chunk_size": 2, "ignore_index": 3},
-            index=(2,),
-        ),
-        Call(
-            "group_gemm f16",
-            ops.group_gemm,
-            [[_rand(139, 3, 5, dtype=F16)], [_rand(140, 5, 2, dtype=F16)]],
-        ),
-        Call(
-            "w8a8_block_fp8_matmul lead",
-            ops.w8a8_block_fp8_matmul,
-            [
-                (_rand(141, 2, 3, 48) * 8).astype(ml_dtypes.float8_e4m3fn),
-                (_rand(142, 5, 48) * 8).astype(ml_dtypes.float8_e4m3fn),
-                np.full((2, 3, 2), 0.02, F32),
-                np.full((3, 2), 0.03, F32),
-                [2, 32],
-                "float16",
-            ],
-        ),
-        Call("rms_norm f16 3-d", ops.rms_norm, [_rand(143, 2, 3, 5, dtype=F16), 5]),
-        Call("layer_norm 3-d", ops.layer_norm, [_rand(144, 2, 3, 5), 5, _rand(145, 5)]),
-        Call("softmax 3-d", ops.softmax, [_rand(147, 2, 3, 5), 2]),
-        Call(
-            "rope batched tables",
-            ops.rope,
-            [
-                _rand(148, 2, 3, 5, 4),
-                _rand(149, 2, 1, 5, 4),
-                _rand(150, 2, 5, 4),
-                _rand(151, 2, 5, 4),
-            ],
-        ),
-        Call("matmul f16", ops.matmul, [_rand(152, 3, 4, dtype=F16), _rand(153, 4, 5, dtype=F16)]),
-        Call(
-            "splitk_reduce f16",
-            ops.splitk_reduce,
-            [
-                _rand(154, 2, 3, 2, 5, dtype=F16),
-                _rand(155, 2, 3, 2) + 5,
-                np.zeros((2, 3, 5), F16),
-                40,
-            ],
-        ),
-        Call("geglu f16 3-d", ops.geglu, [_rand(156, 2, 3, 6, dtype=F16)]),
-    ]
-
-
-def calls() -> list[Call]:
-    return [
-        *_attention_calls(),
-        *_moe_calls(),
-        *_sequence_calls(),
-        *_other_calls(),
-        *_variant_calls(),
-    ]
-
-
-def _get(call: Call, where: int | str) -> Any:
-    return call.args[where] if isinstance(where, int) else call.kwargs[where]
-
-
-def _fresh(call: Call) -> tuple[list[Any], dict[str, Any]]:
-    """The call's arguments, with fresh copies of its arrays (an in-place op writes them)."""
-
-    def fresh(x: Any) -> Any:
-        if isinstance(x, np.ndarray):
-            return x.copy()
-        if isinstance(x, list):
-            return [fresh(y) for y in x]
-        return x
-
-    return [fresh(a) for a in call.args], {k: fresh(v) for k, v in call.kwargs.items()}
-
-
-def _put(args: list[Any], kwargs: dict[str, Any], where: int | str, value: Any) -> None:
-    if isinstance(where, int):
-        args[where] = value
-    else:
-        kwargs[where] = value
-
-
-def _with(call: Call, where: int | str, value: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The call's arguments (fresh) with `where` replaced by `value`."""
-    args, kwargs = _fresh(call)
-    _put(args, kwargs, where, value)
-    return args, kwargs
-
-
-def _arrays(call: Call) -> Iterator[tuple[str, int | str, int | None, np.ndarray]]:
-    """(label, where, item, array): each array argument at `where`, and each array of a list
-    argument (group_gemm's) as its `item`."""
-    for where in [*range(len(call.args)), *call.kwargs]:
-        value = _get(call, where)
-        if isinstance(value, np.ndarray):
-            yield str(where), where, None, value
-        elif isinstance(value, list):
-            for i, x in enumerate(value):
-                if isinstance(x, np.ndarray):
-                    yield f"{where}[{i}]", where, i, x
-
-
-def _replace(
-    args: list[Any], kwargs: dict[str, Any], where: int | str, item: int | None, new: np.ndarray
-) -> None:
-    """Put `new` where `_arrays` found an array, in fresh arguments."""
-    if item is None:
-        _put(args, kwargs, where, new)
-    else:
-        (args[where] if isinstance(where, int) else kwargs[where])[item] = new
 
 
 def _resized(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -521,19 +43,19 @@ def mutations(call: Call) -> Iterator[tuple[str, list[Any], dict[str, Any]]]:
     """(what, args, kwargs): the call with one axis of one array argument at 0, 1 and d + 1;
     with one size changed in every array at once (`_joint`); and each index array with its
     last element out of range, then negative."""
-    for label, where, item, x in _arrays(call):
+    for label, where, item, x in array_args(call):
         for dim, size in enumerate(x.shape):
             for new in sorted({0, 1, size + 1} - {size}):
-                args, kwargs = _fresh(call)
+                args, kwargs = fresh_args(call)
                 shape = (*x.shape[:dim], new, *x.shape[dim + 1 :])
-                _replace(args, kwargs, where, item, _resized(x, shape))
+                replace_array(args, kwargs, where, item, _resized(x, shape))
                 yield f"{label} dim {dim}: {size} -> {new}", args, kwargs
     yield from _joint(call)
     for where in call.index:
         for bad in (BIG, -1):
-            y = _get(call, where).copy()
+            y = get_arg(call, where).copy()
             y.flat[-1] = bad
-            args, kwargs = _with(call, where, y)
+            args, kwargs = with_arg(call, where, y)
             yield f"{where} element -1 = {bad}", args, kwargs
 
 
@@ -543,14 +65,14 @@ def _joint(call: Call) -> Iterator[tuple[str, list[Any], dict[str, Any]]]:
     so that a size names one axis, say H_kv of k and v alike: a change that the shapes'
     agreement checks cannot catch (0 key heads in both k and v, 569c3e0; D = 0 in q, k and
     v, found here)."""
-    arrays = list(_arrays(call))
+    arrays = list(array_args(call))
     for size in sorted({n for *_, x in arrays for n in x.shape}):
         for new in sorted({0, 1, size + 1} - {size}):
-            args, kwargs = _fresh(call)
+            args, kwargs = fresh_args(call)
             for _, where, item, x in arrays:
                 if size in x.shape:
                     shape = tuple(new if n == size else n for n in x.shape)
-                    _replace(args, kwargs, where, item, _resized(x, shape))
+                    replace_array(args, kwargs, where, item, _resized(x, shape))
             yield f"every axis of {size} -> {new}", args, kwargs
 
 
@@ -580,7 +102,7 @@ def _first_config(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("call", CALLS, ids=lambda c: c.name.replace(" ", "-"))
 def test_the_valid_call_runs(call: Call) -> None:
     """The table's calls are valid: otherwise each mutation would only test a refusal."""
-    args, kwargs = _fresh(call)
+    args, kwargs = fresh_args(call)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         call.op(*args, **kwargs)
