@@ -1,7 +1,9 @@
 """Where a decode step of a fearless-patched Llama goes: host or GPU, and which operator.
 
-The models family measured Llama-3-8B's layers (2 of them) decoding at batch 1 at 7.27 ms per
-token patched against 4.15 ms for torch eager (H100, session 25). A decode step is a few
+The models family measured Llama-3-8B (4 of its layers) decoding at batch 1 at 7.27 ms per
+token patched against 4.15 ms for torch eager (H100, session 25). The model here is the
+family's, with as many layers (`--layers N` for fewer): until session 40 it had 2, and its
+times were read against the family's 4-layer rows as if they measured the same model. A decode step is a few
 hundred microseconds of GPU work, so the host path of every operator counts. This prints, for
 torch eager and the fearless patch: the time per token; torch.profiler's GPU time per token
 (what the kernels take); the replay state of every fearless operator after the run (keys
@@ -21,9 +23,10 @@ one of fearless_bench/models_configs.py's models; Llama-3-8B by default; `--comp
 decode of torch.compile's default mode over the unpatched and over the fearless-patched model,
 whose operators it calls as torch.ops.fearless). `--probe`: the models family's own decode
 measurement (fearless_bench/models_probe.measure, fearless-tile, Llama-3-8B, decode_b1, full
-units) in this process, then each fearless operator's replay state: session 39 timed that
-row at 3.37 ms a token where this script's loop, on the same machine, took 1.743 ms (leads:
-a call that leaves the warm path every step, or the tuner's leftover compiles).
+units) in this process, then each fearless operator's replay state. Session 39 timed that
+row at 3.37 ms a token where this script's loop, then of 2 layers, took 1.743 ms; session 40's
+probe found every decode key replayed (attention: 64 plans, one per cache length, and the
+prompt's prefill) and the same row at 2.56 to 3.74 ms: the gap was the layer count.
 """
 
 from __future__ import annotations
@@ -46,14 +49,17 @@ from fearless_bench.models_configs import MODELS, hf_config
 PROMPT, NEW = 1024, 48
 
 
-def llama(layers: int = 2) -> Any:
-    """The models family's Llama-3-8B (fearless_bench/models_configs.py) with `layers` layers,
-    random bf16 weights, on the GPU; `--model TAG` another of its models (e.g.
-    qwen3_moe_30b_a3b)."""
-    tag = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "llama3_8b"
-    spec = next(m for m in MODELS if m.tag == tag)
+def _flag(name: str, default: str) -> str:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+def llama() -> Any:
+    """The models family's Llama-3-8B (fearless_bench/models_configs.py) with as many layers as
+    the family builds, random bf16 weights, on the GPU; `--model TAG` another of its models
+    (e.g. qwen3_moe_30b_a3b), `--layers N` N layers."""
+    spec = next(m for m in MODELS if m.tag == _flag("--model", "llama3_8b"))
     torch.manual_seed(0)
-    config = hf_config(spec, num_hidden_layers=layers)
+    config = hf_config(spec, num_hidden_layers=int(_flag("--layers", str(spec.layers))))
     model = transformers.AutoModelForCausalLM.from_config(config)
     return model.to("cuda", torch.bfloat16).eval()
 
