@@ -171,6 +171,39 @@ def test_fmha_interface_kwargs() -> None:  # test_attention.py via fmha_interfac
     torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_attention_backward_module_functions() -> None:
+    """experimental/test_attention_backward.py's three cuTile functions: fmha_forward_with_lse
+    (out and TileGym's base-2 lse), tile_fmha_with_backward and tile_fmha_functional (fmha with
+    autograd), GQA included."""
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(1, 4, 16, 16, generator=gen)
+    k, v = (torch.randn(1, 2, 16, 16, generator=gen) for _ in range(2))
+    s = 1 / math.sqrt(16)
+    out, lse = _call("fmha_forward_with_lse", q, k, v, s, True)
+    kr, vr = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+    torch.testing.assert_close(
+        out,
+        F.scaled_dot_product_attention(q, kr, vr, is_causal=True, scale=s),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    scores = (q @ kr.transpose(-1, -2) * s).masked_fill(
+        torch.ones(16, 16, dtype=torch.bool).triu(1), float("-inf")
+    )
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1) / math.log(2), rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError, match="input_pos"):
+        _call("fmha_forward_with_lse", q, k, v, s, True, input_pos=3)
+    qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+    y = _call("fmha_backward", qg, kg, vg, scaling=s, is_causal=True)
+    do = torch.randn(y.shape, generator=gen)
+    y.backward(do)
+    qr, krr, vrr = (t.clone().requires_grad_(True) for t in (q, kr, vr))
+    F.scaled_dot_product_attention(qr, krr, vrr, is_causal=True, scale=s).backward(do)
+    torch.testing.assert_close(qg.grad, qr.grad, rtol=1e-4, atol=1e-4)
+    want_dk = krr.grad.reshape(1, 2, 2, 16, 16).sum(2)
+    torch.testing.assert_close(kg.grad, want_dk, rtol=1e-4, atol=1e-4)
+
+
 def test_splitk_reduce_in_place() -> None:  # test_splitk_reduce.py's reference: a base-2 lse merge
     B, H, S, D = 1, 2, 4, 16
     part, lse = torch.randn(B, H, S, D), torch.randn(B, H, S)
@@ -203,6 +236,7 @@ def test_plugin_skip_rules() -> None:
     assert P.skip_reason("experimental/test_nvfp4_quantize.py", "x") is None
     assert P.skip_reason("test_attention_variant.py", "test_op") is None
     assert P.skip_reason("experimental/test_rmsnorm_backward.py", "Test_RMSNormBackward") is None
+    assert P.skip_reason("experimental/test_attention_backward.py", "Test_FMHA_Backward") is None
     assert P.skip_reason("test_new_op.py", "test_op").startswith("fearless has no operator mapped")
     for rel, names in P.COVERAGE.items():
         assert all(n in A.ADAPTERS for n in names), rel

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from fearless import ops
+from fearless.ops import attention
 
 # Keywords that pick a cuTile kernel variant or its tiles, never the result: accepted, ignored.
 TUNING_KWARGS = frozenset(
@@ -48,6 +49,10 @@ ADAPTERS: dict[str, tuple[str, Callable[..., Any]]] = {}
 PATCHES: dict[str, str] = {
     "tilegym.ops.moe_interface:fused_moe": "fused_moe",
     "tilegym.ops.cutile.mla_decoding:mla_decoding": "mla_decoding",
+    # experimental/test_attention_backward.py imports these three from TileGym's cuTile module
+    "tilegym.ops.cutile.attention:tile_fmha_with_backward": "fmha_backward",
+    "tilegym.ops.cutile.attention:tile_fmha_functional": "fmha_backward",
+    "tilegym.ops.cutile.attention:fmha_forward_with_lse": "fmha_forward_with_lse",
 }
 
 # TileGym registry names (1.5.1) with no fearless operator behind them: left to TileGym
@@ -121,6 +126,23 @@ _passthrough("gemma_attention_decode", rename={"sm_scale": "scaling"})
 # TileGym's "fmha_backward" is fmha with autograd (tile_fmha_with_backward): fearless's fmha
 # routes inputs that require grad through torch autograd onto its own backward kernels
 _passthrough("fmha_backward", uses="fmha")
+
+
+@adapter("fmha_forward_with_lse", uses="scaled_dot_product_attention")
+def fmha_forward_with_lse(
+    q: Any, k: Any, v: Any, sm_scale: float, is_causal: bool = True, **kw: Any
+) -> tuple[Any, Any]:
+    """TileGym's cuTile forward that keeps the rows' log-sum-exp: (out, lse (B, H, L) f32),
+    lse = m + log2(l) of the scores times sm_scale / ln 2, as fearless's lse; its causal mask
+    is top-left (its kernel's input_pos 0), as torch's; GQA where k has fewer heads than q.
+    Through scaled_dot_product_attention's training forward, which keeps the lse
+    (fearless.ops.attention.scaled_dot_product_attention_lse, not exported)."""
+    if kw := _clean(kw):
+        raise NotImplementedError(f"fearless's fmha_forward_with_lse takes no {sorted(kw)}")
+    gqa = q.shape[1] != k.shape[1]
+    return attention.scaled_dot_product_attention_lse(  # type: ignore[no-any-return]
+        q, k, v, is_causal=is_causal, scale=sm_scale, enable_gqa=gqa
+    )
 
 
 @adapter("mla_decoding", uses="mla_decoding")

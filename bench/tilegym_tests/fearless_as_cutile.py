@@ -33,6 +33,7 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "activation/test_geglu.py": ("geglu",),
     "activation/test_gelu.py": ("gelu",),
     "activation/test_relu.py": ("relu",),
+    "experimental/test_attention_backward.py": ("fmha_backward", "fmha_forward_with_lse"),
     "experimental/test_fused_linear_cross_entropy.py": ("fused_linear_cross_entropy",),
     "experimental/test_fused_swiglu_backward.py": ("silu_and_mul", "matmul"),
     "experimental/test_nvfp4_quantize.py": ("nvfp4_quantize",),
@@ -66,11 +67,7 @@ COVERAGE: dict[str, tuple[str, ...]] = {
 }
 
 # Files, or (file, test class or function) pairs, whose cutile tests exercise what fearless lacks
-SKIP_FILES: dict[str, str] = {
-    "experimental/test_attention_backward.py": (
-        "fearless has no fmha_forward_with_lse (the test imports TileGym's cuTile attention module)"
-    ),
-}
+SKIP_FILES: dict[str, str] = {}
 SKIP_TESTS: dict[tuple[str, str], str] = {}
 
 
