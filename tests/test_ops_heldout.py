@@ -402,10 +402,31 @@ def test_geglu_bf16_wide_hidden() -> None:
     _close(ops.geglu(x), _geglu_ref(x, -1, "none"), *DEFAULT_TOL[bf16])
 
 
-@pytest.mark.parametrize(("shape", "dim"), [((16, 4), 0), ((64, 16, 4), 0), ((64, 16, 4), 1)])
-def test_geglu_over_another_axis_is_a_clear_error(shape: tuple[int, ...], dim: int) -> None:
+# TileGym's other axes (test_geglu.py: dim 0, 1, 2 of (16, 4), (64, 16, 4), (256, 64, 16, 4),
+# the last at 4 x 64 x 16 x 4), as torch's glu splits any axis; the backward through autograd
+GEGLU_OTHER = [((16, 4), 0), ((64, 16, 4), 0), ((64, 16, 4), 1), ((4, 64, 16, 4), 1)]
+GEGLU_OTHER += [((4, 64, 16, 4), -3), ((4, 64, 16, 4), 2), ((6, 1, 3), 0)]
+
+
+@pytest.mark.parametrize(("shape", "dim"), GEGLU_OTHER)
+@pytest.mark.parametrize("dtype", [f32, f16])
+def test_geglu_over_another_axis(shape: tuple[int, ...], dim: int, dtype: Any) -> None:
+    x = (_rand(*shape, dtype=dtype) * 1.2 + 0.6).requires_grad_()
+    got = ops.geglu(x, dim=dim, approximate="tanh")
+    want_x = x.detach().float().requires_grad_()
+    want = _geglu_ref(want_x, dim, "tanh")
+    _close(got, want.to(dtype), 1e-2, 1e-2)
+    dy = _randn(*got.shape, seed=1).to(dtype)
+    got.backward(dy)
+    want.backward(dy.float())
+    _close(x.grad, want_x.grad.to(dtype), 2e-2, 2e-2)
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((4, 6), 2), ((4, 6), -3), ((5, 6), 0), ((), 0)])
+def test_geglu_axis_errors(shape: tuple[int, ...], dim: int) -> None:
     x = _rand(*shape)
-    _fearless_error(lambda: ops.geglu(x, dim=dim), "works over the last axis")
+    want = "two halves, but it has 5" if shape == (5, 6) else "has no axis"
+    _fearless_error(lambda: ops.geglu(x, dim=dim), want)
 
 
 # tests/ops/test_silu_and_mul.py: x = randn(batch, seq, 2 * hidden), rtol 0, atol 1e-2, the

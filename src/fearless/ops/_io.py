@@ -619,6 +619,31 @@ def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
     return view(x, (x.size // max(cols, 1), cols))
 
 
+def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, int]:
+    """(`x` as a 2-D (rows, 2h) view, the axis) for a gated operator that splits axis `dim` of
+    `x` in two halves of h' elements: a row is one index of the axes before the axis, and holds
+    the axis and every axis after it, so (x being contiguous) its first h elements are that
+    index's part of the first half and its last h the second's (h = h' times the size of the
+    axes after). Any axis, as torch's `glu(dim=)`, with no copy."""
+    nd = x.ndim
+    if nd == 0 or not is_one_of(dim, tuple(range(-nd, nd))):
+        raise argument_error(
+            f"`fearless.ops.{op}` splits an axis of `{name}` in two halves, but a {nd}-d "
+            f"tensor has no axis {dim!r}",
+            help=f"pass `dim=-1` (the last axis), or an axis from {-nd} to {nd - 1}"
+            if nd
+            else "pass a tensor of one axis or more",
+        )
+    axis = operator.index(dim) % nd
+    if x.shape[axis] % 2:
+        raise argument_error(
+            f"`fearless.ops.{op}` splits axis {axis} of `{name}` in two halves, but it has "
+            f"{x.shape[axis]} elements",
+            help="give that axis an even size: the gate and its input, one half each",
+        )
+    return view(x, (math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))), axis
+
+
 FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)
 GEMM_FLOATS = (*FLOATS, dtypes.f8e4m3fn, dtypes.f8e5m2)  # matmul's: the fp8 tensor cores too
 HALF = (dtypes.f16, dtypes.bf16)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import KernelTypeError
 from ..runtime.location import user_location
-from ._io import FLOATS, Operand, gelu_kind, operand, output, result, rows_of, view
+from ._io import FLOATS, Operand, gelu_kind, halves_of, operand, output, result, view
 from ._replay import replayable
 from .kernels_activation import elementwise_tuned
 from .kernels_activation_backward import (
@@ -48,10 +48,10 @@ def silu_and_mul_backward(dy: Any, x: Any) -> Any:
 
 
 @replayable()
-def geglu_backward(dy: Any, x: Any, approximate: str = "none") -> Any:
-    """dx of `geglu(x, dim=-1, approximate)` = gelu(x[..., :d]) * x[..., d:], as
-    `silu_and_mul_backward` with gelu's derivative."""
-    return _gated_backward(dy, x, gelu_kind(approximate), "geglu_backward")
+def geglu_backward(dy: Any, x: Any, approximate: str = "none", dim: int = -1) -> Any:
+    """dx of `geglu(x, dim, approximate)` = a * gelu(b) for a, b the halves of `x` along `dim`,
+    as `silu_and_mul_backward` with gelu's derivative."""
+    return _gated_backward(dy, x, gelu_kind(approximate), "geglu_backward", dim)
 
 
 @replayable()
@@ -82,19 +82,13 @@ def _unary_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
     return result(g, dx, ret)
 
 
-def _gated_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
+def _gated_backward(dy: Any, x: Any, kind: str, op: str, dim: int = -1) -> Any:
     g, v = _operands(op, ("dy", dy), ("x", x))
-    x2 = rows_of(v.tensor, -1, op)
+    x2, axis = halves_of(v.tensor, dim, op)
     m, n2 = x2.shape
-    if n2 % 2:
-        raise KernelTypeError(
-            f"`fearless.ops.{op}` splits the last axis of `x` in two halves, but it has {n2} "
-            "elements",
-            user_location(),
-            code="E0701",
-        )
     d = n2 // 2
-    _expect_shape(op, "dy", g, (*v.shape[:-1], d), "the forward's output (half of `x`)")
+    half = (*v.shape[:axis], v.shape[axis] // 2, *v.shape[axis + 1 :])
+    _expect_shape(op, "dy", g, half, "the forward's output (half of `x`)")
     dx, ret = output(g, v.shape)
     if dx.size:
         gated_backward_tuned(

@@ -31,6 +31,7 @@ from ._io import (
     dims,
     fresh_seed,
     gelu_kind,
+    halves_of,
     heads_major,
     number,
     operand,
@@ -288,18 +289,11 @@ def _no_inplace(op: str) -> KernelTypeError:
 
 def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
     a = operand(x, op, "x", FLOATS)
-    x2 = rows_of(a.tensor, dim, op)
+    x2, axis = halves_of(a.tensor, dim, op)
     m, n2 = x2.shape
-    if n2 % 2:
-        raise KernelTypeError(
-            f"`fearless.ops.{op}` splits the last axis in two halves, but it has {n2} elements",
-            user_location(),
-            code="E0701",
-        )
-    half = n2 // 2
-    out, ret = output(a, (*a.shape[:-1], half))
+    out, ret = output(a, (*a.shape[:axis], a.shape[axis] // 2, *a.shape[axis + 1 :]))
     if out.size:
-        gated_tuned(kind, x2, view(out, (m, half)))
+        gated_tuned(kind, x2, view(out, (m, n2 // 2)))
     return result(a, out, ret)
 
 
@@ -313,8 +307,9 @@ def silu_and_mul(x: Any) -> Any:
 
 @replayable()
 def geglu(x: Any, dim: int = -1, approximate: str = "none") -> Any:
-    """x[..., :d] * gelu(x[..., d:]) over the last axis, split in halves: the gelu is of the
-    second half (silu_and_mul's silu is of the first)."""
+    """a * gelu(b) for a, b the two halves of `x` along axis `dim` (the last by default; any
+    axis, as torch's `glu`): the gelu is of the second half (silu_and_mul's silu is of the
+    first)."""
     kind = gelu_kind(approximate)
     if (t := torch_ops(x)) is not None:
         return t.geglu(x, dim, approximate)

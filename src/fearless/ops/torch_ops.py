@@ -442,20 +442,28 @@ def _gelu_bwd(ctx: Any, dy: Tensor) -> tuple:
 silu_and_mul, silu_and_mul_backward = _activation("silu_and_mul", _halved)
 
 
-@_define("geglu", _halved)
+def _halved_at(x: Tensor, dim: int = -1, *_: Any, **__: Any) -> Tensor:
+    """geglu's fake kernel: axis `dim` halved (the real call checks the axis)."""
+    shape = list(x.shape)
+    if shape and -len(shape) <= dim < len(shape):
+        shape[dim] //= 2
+    return _new(x, tuple(shape))
+
+
+@_define("geglu", _halved_at)
 def geglu(x: Tensor, dim: int = -1, approximate: str = "none") -> Tensor:
     return F.geglu(x, dim, approximate)  # type: ignore[no-any-return]
 
 
 @_define("geglu_backward", _like_second)
-def geglu_backward(dy: Tensor, x: Tensor, approximate: str = "none") -> Tensor:
-    return bwa.geglu_backward(dy, x, approximate)  # type: ignore[no-any-return]
+def geglu_backward(dy: Tensor, x: Tensor, approximate: str = "none", dim: int = -1) -> Tensor:
+    return bwa.geglu_backward(dy, x, approximate, dim)  # type: ignore[no-any-return]
 
 
 @_autograd(geglu, _save_tensors)
 def _geglu_bwd(ctx: Any, dy: Tensor) -> tuple:
-    _, approximate = ctx.args
-    return OPS.geglu_backward(dy, *ctx.saved_tensors, approximate), None, None
+    dim, approximate = ctx.args
+    return OPS.geglu_backward(dy, *ctx.saved_tensors, approximate, dim), None, None
 
 
 @_define("swiglu", _like_first)
