@@ -204,6 +204,22 @@ def test_attention_backward_module_functions() -> None:
     torch.testing.assert_close(kg.grad, want_dk, rtol=1e-4, atol=1e-4)
 
 
+def test_rms_norm_module_standalone_backward() -> None:
+    """experimental/test_rmsnorm_backward.py: the module's compute_rstd_torch and its
+    standalone rms_norm_backward(x, dy, weight, rstd), against torch autograd."""
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(37, 24, generator=gen) * 0.5 - 2.3
+    w, dy = torch.randn(24, generator=gen), torch.randn(37, 24, generator=gen)
+    module = _call("get_rms_norm_module")
+    rstd = module.compute_rstd_torch(x, 1e-5)
+    torch.testing.assert_close(rstd, torch.rsqrt(x.pow(2).mean(-1) + 1e-5))
+    dx, dw = module.rms_norm_backward(x, dy, w, rstd)
+    xr, wr = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    F.rms_norm(xr, (24,), wr, 1e-5).backward(dy)
+    torch.testing.assert_close(dx, xr.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(dw, wr.grad, rtol=1e-4, atol=1e-4)
+
+
 def test_splitk_reduce_in_place() -> None:  # test_splitk_reduce.py's reference: a base-2 lse merge
     B, H, S, D = 1, 2, 4, 16
     part, lse = torch.randn(B, H, S, D), torch.randn(B, H, S)

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from fearless import ops
-from fearless.ops import attention
+from fearless.ops import attention, backward_rows
 
 # Keywords that pick a cuTile kernel variant or its tiles, never the result: accepted, ignored.
 TUNING_KWARGS = frozenset(
@@ -350,6 +350,23 @@ class _RMSNorm(torch.nn.Module):
     def forward(self, hidden_states: Any, mode: Any = None) -> Any:
         w = self.weight + self.offset if self.offset else self.weight
         return ops.rms_norm(hidden_states, (self.hidden_size,), w, self.variance_epsilon)
+
+    @staticmethod
+    def compute_rstd_torch(x: Any, eps: float) -> Any:
+        """TileGym's torch reference of the rows' rstd, (rows,) f32 (what its forward saves)."""
+        x2 = x.reshape(-1, x.shape[-1]).float()
+        return torch.rsqrt(x2.pow(2).mean(-1) + eps)
+
+    @staticmethod
+    def rms_norm_backward(x: Any, dy: Any, weight: Any, rstd: Any) -> tuple[Any, Any]:
+        """TileGym's standalone backward from the saved rstd: (dx, dw). fearless's
+        `rms_norm_backward(dy, x, weight, eps)` recomputes rstd from x and eps, as its autograd
+        does, so the eps that gave `rstd` is recovered (1/rstd^2 - mean(x^2), the rows'
+        median, at least 0): the kernel under test is fearless's."""
+        x2 = x.reshape(-1, x.shape[-1]).float()
+        eps = (rstd.float().reshape(-1).pow(-2) - x2.pow(2).mean(-1)).median().clamp(min=0)
+        dx, dw = backward_rows.rms_norm_backward(dy, x, weight, float(eps))
+        return dx, dw
 
 
 class _RMSNormGemma3(_RMSNorm):
