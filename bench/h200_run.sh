@@ -225,7 +225,9 @@ for step in "$@"; do
            python3 -m fearless bench ${QUICK:+--quick} --cases "${MODELS:-models}" --out "$out/models" \
              2>&1 | tail -60 ;;
     train8b) # issue 38: Llama-3-8B's layers (two of them) trained 200 steps beside torch eager
-           python3 examples/train_tiny_llama.py --device cuda --size llama3-8b --steps 200 2>&1 \
+           # (TRAIN8B_ARGS: other arguments, e.g. '--steps 60 --lr 1e-4')
+           # shellcheck disable=SC2086
+           python3 examples/train_tiny_llama.py --device cuda --size llama3-8b ${TRAIN8B_ARGS:---steps 200} 2>&1 \
              | tee "$out/train8b.log" | tail -5 ;;
     tune)  # issue 37: the shipped table; every autotuned operator over real models' shapes
            # (cli/tune_cases.py: 381 bf16 cases, an estimated 13-25 min; TUNE_MODELS picks
