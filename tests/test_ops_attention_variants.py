@@ -75,6 +75,30 @@ def test_matches_the_reference(case: tuple) -> None:
     assert _rel(got, want) < TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn"])
+@pytest.mark.parametrize(
+    "shape,causal",
+    [((1, 2, 2, 70, 70), True), ((1, 4, 2, 33, 50), False), ((1, 2, 1, 1, 40), False)],
+)
+def test_fmha_in_fp8(dtype: str, shape: tuple, causal: bool) -> None:
+    """TileGym's fmha takes fp8 q, k, v for inference (test_attention.py's float8_e5m2 case,
+    f32 reference rounded to fp8, atol 3): the output is fp8, within a few of fp8's steps of
+    the f32 reference; with inputs that require grad it is a clear error (no fp8 training)."""
+    b, h, hk, lq, s = shape
+    g = torch.Generator().manual_seed(lq)
+    q, k, v = (
+        torch.randn(*dims, 64, generator=g).half().to(getattr(torch, dtype))
+        for dims in ((b, h, lq), (b, hk, s), (b, hk, s))
+    )
+    got = ops.fmha(q, k, v, scaling=0.125, is_causal=causal)
+    assert got.dtype == q.dtype and got.shape == q.shape
+    want = reference(q.float(), k.float(), v.float(), 0.125, causal=causal)
+    step = 0.25 if dtype == "float8_e5m2" else 0.125  # fp8's spacing near 1 to 2, doubled
+    assert float((got.float() - want).abs().max()) <= step
+    with pytest.raises(fl.FearlessError, match="f32, f16, bf16"):
+        ops.fmha(q.float().requires_grad_().to(q.dtype), k, v)
+
+
 VARIANTS = [  # (causal, (bottom_right, left, right, softcap), wl, wr, cap): (16, 16) tiles
     (True, (True, False, False, False), 0, 0, 1.0),
     (True, (True, True, False, False), 0, 0, 1.0),  # a window of one key: itself

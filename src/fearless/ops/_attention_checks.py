@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..dtypes import DType
 from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
@@ -41,11 +42,17 @@ from ._io import (
 
 
 def qkv_operands(
-    op: str, q: Any, k: Any, v: Any, layout: tuple[bool, bool] = (False, False)
+    op: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    layout: tuple[bool, bool] = (False, False),
+    allowed: tuple[DType, ...] = (),
 ) -> tuple[Operand, Operand, Operand]:
-    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype, H a multiple of H_kv; in
-    `layout` (`sequence_layout`'s), q or k and v are the (B, L, H, D) bases of such views."""
-    qa, ka, va = float_operands(op, q=q, k=k, v=v)
+    """q (B, H, L, D), k and v (B, H_kv, S, D) of one float dtype (`allowed`, FLOATS by
+    default), H a multiple of H_kv; in `layout` (`sequence_layout`'s), q or k and v are the
+    (B, L, H, D) bases of such views."""
+    qa, ka, va = float_operands(op, allowed, q=q, k=k, v=v)
     if not qa.dtype == ka.dtype == va.dtype:
         raise qkv_mismatch(op, f"dtypes {qa.dtype.name}, {ka.dtype.name} and {va.dtype.name}")
     if not len(qa.shape) == len(ka.shape) == len(va.shape) == 4:

@@ -145,13 +145,14 @@ def operand(
     return op_
 
 
-def float_operands(op: str, **tensors: Any) -> list[Operand]:
-    """`tensors` (keyed by the operator's argument names) as operands of a float dtype, in the
-    order given: the first one where it lives (see `operand`), the others beside it. Their
-    dtypes and shapes are the caller's to check."""
+def float_operands(op: str, allowed: tuple[DType, ...] = (), **tensors: Any) -> list[Operand]:
+    """`tensors` (keyed by the operator's argument names) as operands of a float dtype
+    (`allowed`, FLOATS by default), in the order given: the first one where it lives (see
+    `operand`), the others beside it. Their dtypes and shapes are the caller's to check."""
+    kinds = allowed or FLOATS
     (name, first), *rest = tensors.items()
-    fa = operand(first, op, name, FLOATS)
-    return [fa, *(operand(x, op, n, FLOATS, device=fa.tensor.device) for n, x in rest)]
+    fa = operand(first, op, name, kinds)
+    return [fa, *(operand(x, op, n, kinds, device=fa.tensor.device) for n, x in rest)]
 
 
 def refuse_unwritable(x: Any, op: str, name: str) -> None:

@@ -19,6 +19,7 @@ import math
 from functools import partial
 from typing import Any
 
+from .. import dtypes
 from ..runtime.location import argument_error
 from ._arguments import flag
 from ._attention_checks import (
@@ -32,7 +33,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, qkv_backward
-from ._io import float_operands, heads_major, number, result, view
+from ._io import FLOATS, float_operands, heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode
@@ -42,6 +43,7 @@ from .kernels_attention_gemma import gemma_decode, gemma_decode_split
 from .kernels_rows import sm_count
 
 _I32_MAX = 2**31 - 1
+FP8_FMHA = (*FLOATS, dtypes.f8e5m2, dtypes.f8e4m3fn)  # fmha's inference dtypes
 
 
 @replayable()
@@ -299,7 +301,10 @@ def attend(
     given = layout is not None
     if layout is None:
         layout, (q, k, v) = sequence_layout(q, k, v, keep_lse)
-    qa, ka, va = qkv_operands(op, q, k, v, layout)
+    # TileGym's fmha also takes fp8 (e5m2, as Triton's tutorial) for inference: the scores'
+    # and the output's products on the fp8 tensor cores, P rounded to fp8, f32 softmax
+    allowed = FP8_FMHA if op == "fmha" and not keep_lse else ()
+    qa, ka, va = qkv_operands(op, q, k, v, layout, allowed)
     q_seq, kv_seq = layout
     (_, h, lq, d), (_, hk, s, _) = heads_major(qa.shape, q_seq), heads_major(ka.shape, kv_seq)
     sc = attention_scale(scaling, d, op, "scaling")
