@@ -627,7 +627,11 @@ def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, in
     index's part of the first half and its last h the second's (h = h' times the size of the
     axes after). Any axis, as torch's `glu(dim=)`, with no copy."""
     nd = x.ndim
-    if nd == 0 or not is_one_of(dim, tuple(range(-nd, nd))):
+    try:  # an int, or what stands for one (np.int64, a 0-d integer array or tensor)
+        axis = operator.index(dim) if type(dim) is not bool else nd
+    except TypeError:
+        axis = nd  # a float, a string, a 1-d array: no axis
+    if nd == 0 or not -nd <= axis < nd:
         raise argument_error(
             f"`fearless.ops.{op}` splits an axis of `{name}` in two halves, but a {nd}-d "
             f"tensor has no axis {dim!r}",
@@ -635,7 +639,7 @@ def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, in
             if nd
             else "pass a tensor of one axis or more",
         )
-    axis = operator.index(dim) % nd
+    axis %= nd
     if x.shape[axis] % 2:
         raise argument_error(
             f"`fearless.ops.{op}` splits axis {axis} of `{name}` in two halves, but it has "
