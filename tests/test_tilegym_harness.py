@@ -258,6 +258,26 @@ def test_plugin_skip_rules() -> None:
         assert all(n in A.ADAPTERS for n in names), rel
 
 
+def test_rotary_embedding_takes_a_device() -> None:
+    """test_rope.py's LlamaRotaryEmbedding(config=..., device=...) under transformers 5."""
+    transformers = pytest.importorskip("transformers")
+    import fearless_as_cutile as P
+    from transformers.models.llama import modeling_llama
+
+    saved = modeling_llama.LlamaRotaryEmbedding
+    try:
+        P.shim_rotary_device()
+        config = transformers.LlamaConfig(num_key_value_heads=2, head_dim=16)
+        rotary = modeling_llama.LlamaRotaryEmbedding(config=config, device=torch.device("cpu"))
+        x = torch.randn(1, 5, 16)
+        cos, sin = rotary(x, torch.arange(5)[None])
+        want_cos, want_sin = saved(config)(x, torch.arange(5)[None])
+        torch.testing.assert_close((cos, sin), (want_cos, want_sin))
+        assert not P.shim_rotary_device()  # the class now takes device: nothing more to do
+    finally:
+        modeling_llama.LlamaRotaryEmbedding = saved
+
+
 def test_plugin_registers_in_tilegyms_dispatcher() -> None:
     try:
         import tilegym

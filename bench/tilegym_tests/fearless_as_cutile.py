@@ -20,6 +20,7 @@ FEARLESS_TG_KEEP_TILEGYM=1 leaves the ops fearless lacks to TileGym's cuTile ins
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import re
 from collections.abc import Callable
@@ -122,6 +123,30 @@ def install() -> dict[str, list[str]]:
     return done
 
 
+def shim_rotary_device() -> bool:
+    """TileGym's test_rope.py builds `LlamaRotaryEmbedding(config=..., device=...)`, the
+    transformers 4 signature; transformers 5 takes the config alone, so every RoPE test failed
+    there before fearless ran (session 40, 18 failures). Where `device` is missing, the class
+    in transformers' module becomes a subclass that takes it and moves its buffers there.
+    Returns whether it shimmed."""
+    try:
+        from transformers.models.llama import modeling_llama
+    except Exception:
+        return False
+    base = modeling_llama.LlamaRotaryEmbedding
+    if "device" in inspect.signature(base.__init__).parameters:
+        return False
+
+    class LlamaRotaryEmbedding(base):  # type: ignore[misc, valid-type]
+        def __init__(self, config: Any, device: Any = None, **kw: Any) -> None:
+            super().__init__(config, **kw)
+            if device is not None:
+                self.to(device)
+
+    modeling_llama.LlamaRotaryEmbedding = LlamaRotaryEmbedding
+    return True
+
+
 def is_cutile(nodeid: str) -> bool:
     """Whether a test id runs the "cutile" backend (not "cutile_rs" / "cutile-rs")."""
     return re.search(r"cutile(?![_-]rs)", nodeid) is not None
@@ -150,6 +175,8 @@ def skip_reason(rel: str, func: str) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     """Installs the adapters before TileGym's test modules import (and bind) its functions."""
     done = install()
+    if shim_rotary_device():
+        done["patched"].append("transformers LlamaRotaryEmbedding(device=)")
     config._fearless_tg = done  # type: ignore[attr-defined]
 
 
