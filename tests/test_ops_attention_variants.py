@@ -99,6 +99,28 @@ def test_fmha_in_fp8(dtype: str, shape: tuple, causal: bool) -> None:
         ops.fmha(q.float().requires_grad_().to(q.dtype), k, v)
 
 
+@pytest.mark.parametrize("dt", ["f8e5m2", "f8e4m3fn"])
+def test_fp8_kernels_compile_through_tileiras(cubin: Callable[..., bytes], dt: str) -> None:
+    """fmha's fp8 kernels for sm_90: the prefill (causal and not; GQA, keys that fill no whole
+    tile, D 128) and the one-query decode's split, single-block and combine kernels."""
+    from fearless.ops import kernels_attention_decode as ka
+
+    t = getattr(fl, dt)
+    q, kv = fl.zeros((2, 4, 256, 128), dtype=t), fl.zeros((2, 2, 200, 128), dtype=t)
+    out = fl.empty(q.shape, dtype=t).partition((1, 1, 128, 128))
+    for causal in (True, False):
+        kernel = make_attention(t, causal, False, None, occupancy=2)
+        assert cubin(kernel, out, q, kv, kv, None, 0.088, 0, 0, 1.0, 64, 2)
+    qd, kvd = fl.zeros((2, 2, 4, 128), dtype=t), fl.zeros((2, 2, 1000, 128), dtype=t)
+    part_o = fl.empty((2, 2, 4, 4, 128)).partition((1, 1, 1, 8, 128))
+    part_lse = fl.empty((2, 2, 4, 4, 1)).partition((1, 1, 1, 8, 1))
+    assert cubin(ka.make_decode_split(t), part_o, part_lse, qd, kvd, kvd, 0.088, 128, 2)
+    one = fl.empty((2, 2, 4, 128), dtype=t).partition((1, 1, 8, 128))
+    assert cubin(ka.make_decode_one(t), one, qd, kvd, kvd, 0.088, 128)
+    partials = fl.zeros((2, 2, 3, 4, 128)), fl.zeros((2, 2, 3, 4, 1))
+    assert cubin(ka.make_decode_combine(t), one, *partials, 4)
+
+
 VARIANTS = [  # (causal, (bottom_right, left, right, softcap), wl, wr, cap): (16, 16) tiles
     (True, (True, False, False, False), 0, 0, 1.0),
     (True, (True, True, False, False), 0, 0, 1.0),  # a window of one key: itself
