@@ -278,6 +278,40 @@ def test_rotary_embedding_takes_a_device() -> None:
         modeling_llama.LlamaRotaryEmbedding = saved
 
 
+@pytest.mark.parametrize(("hq", "hk", "d", "factor"), [(4, 2, 64, 1.0), (4, 2, 256, 0.25)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_rope_as_tilegyms_test_rope(hq: int, hk: int, d: int, factor: float, dtype: Any) -> None:
+    """test_rope.py's test_op_backward at small size: q, k sequence-major views that require
+    grad, cos and sin from Hugging Face's rotary embedding (built with `device=`), Hugging
+    Face's apply_rotary_pos_emb (or slice, rotate, cat) as the reference, forward and grads."""
+    pytest.importorskip("transformers")
+    import fearless_as_cutile as P
+    from transformers.models.llama import modeling_llama as ml
+    from transformers.models.llama.configuration_llama import LlamaConfig
+
+    saved = ml.LlamaRotaryEmbedding
+    try:
+        P.shim_rotary_device()
+        b, s, rd, tol = 2, 16, int(d * factor), 1e-5 if dtype == torch.float32 else 2e-2
+        gen = torch.Generator().manual_seed(d)
+        qb = torch.randn(b, s, hq, d, generator=gen).transpose(1, 2).to(dtype)
+        kb = torch.randn(b, s, hk, d, generator=gen).transpose(1, 2).to(dtype)
+        q1, k1, q2, k2 = (t.clone().requires_grad_(True) for t in (qb, kb, qb, kb))
+        config = LlamaConfig(num_kv_heads=hk, head_dim=rd)
+        rotary = ml.LlamaRotaryEmbedding(config=config, device=torch.device("cpu"))
+        cos, sin = rotary(k1, torch.arange(s).unsqueeze(0).expand(b, -1))
+        rq, rk = ml.apply_rotary_pos_emb(q1[..., :rd], k1[..., :rd], cos, sin)
+        rq, rk = torch.cat([rq, q1[..., rd:]], -1), torch.cat([rk, k1[..., rd:]], -1)
+        tq, tk = _call("apply_rope_base", q2, k2, cos, sin, partial_rotary_factor=factor)
+        torch.testing.assert_close((tq, tk), (rq, rk), atol=tol, rtol=tol)
+        gq, gk = torch.randn(rq.shape, generator=gen), torch.randn(rk.shape, generator=gen)
+        ((rq * gq.to(dtype)).sum() + (rk * gk.to(dtype)).sum()).backward()
+        ((tq * gq.to(dtype)).sum() + (tk * gk.to(dtype)).sum()).backward()
+        torch.testing.assert_close((q2.grad, k2.grad), (q1.grad, k1.grad), atol=tol, rtol=tol)
+    finally:
+        ml.LlamaRotaryEmbedding = saved
+
+
 def test_plugin_registers_in_tilegyms_dispatcher() -> None:
     try:
         import tilegym
