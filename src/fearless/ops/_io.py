@@ -620,12 +620,12 @@ def rows_of(x: Tensor, dim: int, op: str) -> Tensor:
     return view(x, (x.size // max(cols, 1), cols))
 
 
-def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, int]:
-    """(`x` as a 2-D (rows, 2h) view, the axis) for a gated operator that splits axis `dim` of
-    `x` in two halves of h' elements: a row is one index of the axes before the axis, and holds
-    the axis and every axis after it, so (x being contiguous) its first h elements are that
-    index's part of the first half and its last h the second's (h = h' times the size of the
-    axes after). Any axis, as torch's `glu(dim=)`, with no copy."""
+def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, tuple[int, ...]]:
+    """(`x` as a 2-D (rows, 2h) view, the shape of one half) for a gated operator that splits
+    axis `dim` of `x` in two halves of h' elements: a row is one index of the axes before the
+    axis, and holds the axis and every axis after it, so (x being contiguous) its first h
+    elements are that index's part of the first half and its last h the second's (h = h'
+    times the size of the axes after). Any axis, as torch's `glu(dim=)`, with no copy."""
     nd = x.ndim
     try:  # an int, or what stands for one (np.int64, a 0-d integer array or tensor)
         axis = operator.index(dim) if type(dim) is not bool else nd
@@ -646,7 +646,8 @@ def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, in
             f"{x.shape[axis]} elements",
             help="give that axis an even size: the gate and its input, one half each",
         )
-    return view(x, (math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))), axis
+    rows = view(x, (math.prod(x.shape[:axis]), math.prod(x.shape[axis:])))
+    return rows, (*x.shape[:axis], x.shape[axis] // 2, *x.shape[axis + 1 :])
 
 
 FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)

@@ -84,10 +84,9 @@ def _unary_backward(dy: Any, x: Any, kind: str, op: str) -> Any:
 
 def _gated_backward(dy: Any, x: Any, kind: str, op: str, dim: int = -1) -> Any:
     g, v = _operands(op, ("dy", dy), ("x", x))
-    x2, axis = halves_of(v.tensor, dim, op)
+    x2, half = halves_of(v.tensor, dim, op)
     m, n2 = x2.shape
     d = n2 // 2
-    half = (*v.shape[:axis], v.shape[axis] // 2, *v.shape[axis + 1 :])
     _expect_shape(op, "dy", g, half, "the forward's output (half of `x`)")
     dx, ret = output(g, v.shape)
     if dx.size:

@@ -289,9 +289,9 @@ def _no_inplace(op: str) -> KernelTypeError:
 
 def _gated(x: Any, kind: str, op: str, dim: int = -1) -> Any:
     a = operand(x, op, "x", FLOATS)
-    x2, axis = halves_of(a.tensor, dim, op)
+    x2, half = halves_of(a.tensor, dim, op)
     m, n2 = x2.shape
-    out, ret = output(a, (*a.shape[:axis], a.shape[axis] // 2, *a.shape[axis + 1 :]))
+    out, ret = output(a, half)
     if out.size:
         gated_tuned(kind, x2, view(out, (m, n2 // 2)))
     return result(a, out, ret)

@@ -89,9 +89,13 @@ def _with_lse(q: Tensor, *_: Any, **__: Any) -> tuple[Tensor, Tensor]:
     return _new(q, q.shape), q.new_empty(q.shape[:-1], dtype=torch.float32)
 
 
-def _halved(x: Tensor, *_: Any, **__: Any) -> Tensor:
-    """The fake kernel of a gated operator: the last axis halved."""
-    return _new(x, (*x.shape[:-1], x.shape[-1] // 2))
+def _halved(x: Tensor, dim: int = -1, *_: Any, **__: Any) -> Tensor:
+    """The fake kernel of a gated operator: axis `dim` halved, the last by default (the real
+    call checks the axis)."""
+    shape = list(x.shape)
+    if shape and -len(shape) <= dim < len(shape):
+        shape[dim] //= 2
+    return _new(x, shape)
 
 
 def _forward_only(name: str) -> Callable[..., None]:
@@ -442,15 +446,7 @@ def _gelu_bwd(ctx: Any, dy: Tensor) -> tuple:
 silu_and_mul, silu_and_mul_backward = _activation("silu_and_mul", _halved)
 
 
-def _halved_at(x: Tensor, dim: int = -1, *_: Any, **__: Any) -> Tensor:
-    """geglu's fake kernel: axis `dim` halved (the real call checks the axis)."""
-    shape = list(x.shape)
-    if shape and -len(shape) <= dim < len(shape):
-        shape[dim] //= 2
-    return _new(x, tuple(shape))
-
-
-@_define("geglu", _halved_at)
+@_define("geglu", _halved)
 def geglu(x: Tensor, dim: int = -1, approximate: str = "none") -> Tensor:
     return F.geglu(x, dim, approximate)  # type: ignore[no-any-return]
 
