@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from .. import dtypes
+from ..dtypes import DType
 from ..runtime.location import argument_error
 from ._arguments import flag
 from ._attention_checks import (
@@ -43,7 +44,10 @@ from .kernels_attention_gemma import gemma_decode, gemma_decode_split
 from .kernels_rows import sm_count
 
 _I32_MAX = 2**31 - 1
-FP8_FMHA = (*FLOATS, dtypes.f8e5m2, dtypes.f8e4m3fn)  # fmha's inference dtypes
+# TileGym's fmha also takes fp8 (e5m2, as Triton's tutorial) in inference: the scores' and the
+# output's products on the fp8 tensor cores, P rounded to fp8, the softmax in f32 (training
+# goes through attention_window_lse: FLOATS)
+FP8_FMHA = (*FLOATS, dtypes.f8e5m2, dtypes.f8e4m3fn)
 
 
 @replayable()
@@ -56,7 +60,7 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
         if training(q, k, v):
             return _train(t, "fmha", q, k, v, scaling, is_causal, (None, None, None))
         return t.fmha(q, k, v, scaling, is_causal)
-    return attend("fmha", q, k, v, scaling, is_causal, None, None, None)[0]
+    return attend("fmha", q, k, v, scaling, is_causal, None, None, None, kinds=FP8_FMHA)[0]
 
 
 @replayable()
@@ -291,20 +295,18 @@ def attend(
     cap: float | None,
     keep_lse: bool = False,
     layout: tuple[bool, bool] | None = None,
+    kinds: tuple[DType, ...] = (),
 ) -> tuple[Any, Any]:
     """The checks, then the kernel: (out, lse), lse None unless `keep_lse`. `left` / `right`
     (None: no bound) how far before / after its position a query sees, `cap` the soft cap
     (None: none). `layout` (q_seq, kv_seq): q, k and v as the kernel takes them (flash-attn's
     (B, L, H, D) where True), the output as q is and returned so; None: heads-major tensors,
     the sequence-major views among them read in place (`sequence_layout`), the output
-    returned heads-major."""
+    returned heads-major. `kinds`: the dtypes q, k and v may have (FLOATS by default)."""
     given = layout is not None
     if layout is None:
         layout, (q, k, v) = sequence_layout(q, k, v, keep_lse)
-    # TileGym's fmha also takes fp8 (e5m2, as Triton's tutorial) for inference: the scores'
-    # and the output's products on the fp8 tensor cores, P rounded to fp8, f32 softmax
-    allowed = FP8_FMHA if op == "fmha" and not keep_lse else ()
-    qa, ka, va = qkv_operands(op, q, k, v, layout, allowed)
+    qa, ka, va = qkv_operands(op, q, k, v, layout, kinds)
     q_seq, kv_seq = layout
     (_, h, lq, d), (_, hk, s, _) = heads_major(qa.shape, q_seq), heads_major(ka.shape, kv_seq)
     sc = attention_scale(scaling, d, op, "scaling")
