@@ -82,6 +82,27 @@ def test_mla_matches_the_reference(case: tuple) -> None:
     assert _rel(got, want) < TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn"])
+@pytest.mark.parametrize(
+    "case",
+    [((1, 4, 2, 1, 37, 45, 64, 32), True), ((1, 2, 1, 1, 30, 20, 40, 24), False)],
+    ids=lambda c: "-".join(map(str, c)),
+)
+def test_mla_in_fp8(dtype: str, case: tuple) -> None:
+    """TileGym's mla takes fp8 q, k, v, qpe, kpe (test_mla.py's float8_e5m2 case, its tolerance
+    0.1): the output is fp8, within a few of fp8's steps of the f32 reference of the same
+    fp8 inputs; fp8 mixed with another dtype is refused."""
+    (b, h, hk, hp, lq, s, d, dp), causal = case
+    args = [x.to(getattr(torch, dtype)) for x in _prefill(b, h, hk, hp, lq, s, d, dp, "float16")]
+    got = ops.mla(*args, causal)
+    assert got.dtype == args[0].dtype and got.shape == (b, h, lq, d)
+    want = mla_reference(*_np(*args), causal, None)
+    step = 0.25 if dtype == "float8_e5m2" else 0.125  # fp8's spacing near 1 to 2, doubled
+    assert float(np.abs(got.float().numpy() - want).max()) <= step
+    with pytest.raises(fl.KernelTypeError, match="one dtype for every tensor"):
+        ops.mla(*args[:3], args[3].half(), args[4], causal)
+
+
 def test_the_rope_term_and_the_default_scale_count() -> None:
     """The RoPE term moves the result (a reference without it is far off), and the default
     scale is 1 / sqrt(D + D_PE), not 1 / sqrt(D)."""
@@ -211,7 +232,9 @@ def test_refusals_are_fearless_errors() -> None:
         ops.mla(q, k, v, qpe, kpe[..., :4], True)  # D_PE differs
     with pytest.raises(fl.KernelTypeError, match="shapes"):
         ops.mla(q, k, v[:, :, :5], qpe, kpe, True)
-    with pytest.raises(fl.KernelTypeError, match="takes f32, f16, bf16 tensors, but `kpe` is i32"):
+    with pytest.raises(
+        fl.KernelTypeError, match="takes f32, f16, bf16, f8e5m2, f8e4m3fn tensors, but `kpe` is i32"
+    ):
         ops.mla(q, k, v, qpe, kpe.int(), True)
     with pytest.raises(fl.KernelTypeError, match=r"`scaling` .* must be a number"):
         ops.mla(q, k, v, qpe, kpe, True, "0.1")
@@ -257,3 +280,16 @@ def test_the_mla_kernels_compile_through_tileiras(cubin: Callable[..., bytes], d
     lse = fl.empty((2, 16, 1), dtype=fl.f32).partition((1, 1, 1))
     parts = fl.empty((2, 16, 8, 512), dtype=fl.f32), fl.empty((2, 16, 8, 1), dtype=fl.f32)
     assert cubin(make_mla_combine(dt), o, lse, *parts, 8)
+
+
+@pytest.mark.parametrize("dtype", ["f8e5m2", "f8e4m3fn"])
+def test_the_fp8_prefill_compiles_through_tileiras(cubin: Callable[..., bytes], dtype: str) -> None:
+    """mla's fp8 prefill for sm_90 at DeepSeek-V3's sizes (D 128 + D_PE 64, keys that fill no
+    whole tile), causal and not."""
+    dt = getattr(fl, dtype)
+    q, kv = fl.zeros((1, 16, 300, 128), dtype=dt), fl.zeros((1, 16, 300, 128), dtype=dt)
+    qpe, kpe = fl.zeros((1, 16, 300, 64), dtype=dt), fl.zeros((1, 1, 300, 64), dtype=dt)
+    out = fl.empty(q.shape, dtype=dt).partition((1, 1, 128, 128))
+    for causal in (True, False):
+        kernel = make_mla(dt, causal, False, True, occupancy=2)
+        assert cubin(kernel, out, q, kv, kv, qpe, kpe, 0.07, 64, 64, 1, 16)

@@ -2,7 +2,8 @@
 attention_varlen.py, attention_mla.py; the scale also attention.py, attention_mla_sparse.py and
 kvcache_attention.py): q, k, v of TileGym's (B, H, L, D) / (B, H_kv, S, D)
 layout (one query token for a decode), a split-KV decode's `kv_len_per_split`, and the scores'
-scale with its 1 / sqrt(D) default (1 / sqrt(D + D_PE) for the MLA forms). Each raises E0701
+scale with its 1 / sqrt(D) default (1 / sqrt(D + D_PE) for the MLA forms), and the dtypes
+the inference-only forms take (fp8 besides FLOATS). Each raises E0701
 at the caller's line with the operator's name in its text. Also the training forwards' kept lse
 (attention.py, attention_variants.py): its output and its check where a backward takes it; the
 per-sequence lengths of a padded batch (attention_varlen.py, attention_fmha_variant.py); and
@@ -25,6 +26,7 @@ from ..runtime import tensor as fl_tensor
 from ..runtime.location import argument_error
 from ._arguments import index
 from ._io import (
+    FLOATS,
     Operand,
     cast,
     filled_output,
@@ -39,6 +41,11 @@ from ._io import (
     result,
     view,
 )
+
+# TileGym's fmha and mla (prefill) also take fp8 q, k, v (e5m2 in its tests; e4m3fn as well) in
+# inference: the scores' and the output's products on the fp8 tensor cores, P rounded to fp8,
+# the softmax in f32. Training stays on FLOATS.
+FP8_INFERENCE = (*FLOATS, dtypes.f8e5m2, dtypes.f8e4m3fn)
 
 
 def qkv_operands(

@@ -16,7 +16,8 @@ mla.py, mla_decoding.py, mla_decoding_split_kv.py):
     both keys and values, and kpe (B, S, D_PE). mla_decoding returns (o (B, H, D), lse (B, H)
     f32), lse = log2 of sum_j exp(score_j * scale) (TileGym's `m / ln 2 + log2(l)`); with no
     key, o is 0 and lse -inf. mla_decoding_split_kv returns o.
-One float dtype (f32, f16, bf16) for every tensor; the output in it. D_PE may be 0 (no RoPE
+One float dtype (f32, f16, bf16; for mla also fp8 e5m2 and e4m3fn, as TileGym's, P rounded to
+fp8 and the softmax in f32) for every tensor; the output in it. D_PE may be 0 (no RoPE
 part). Forward only: an input that requires grad is refused at the call (ops/torch_ops_tilegym.py),
 never detached.
 """
@@ -30,7 +31,7 @@ from .. import dtypes
 from ..errors import KernelTypeError
 from ..runtime.location import argument_error
 from ._arguments import flag
-from ._attention_checks import attention_scale, split_len
+from ._attention_checks import FP8_INFERENCE, attention_scale, split_len
 from ._io import Operand, float_operands, full, output, result, view, zeros_output
 from ._replay import replayable
 from ._route import torch_ops
@@ -56,7 +57,7 @@ def mla(
     if (t := torch_ops(q, k, v, qpe, kpe)) is not None:
         return t.mla(q, k, v, qpe, kpe, is_causal, scaling)
     op = "mla"
-    qa, ka, va, pa, kpa = float_operands(op, q=q, k=k, v=v, qpe=qpe, kpe=kpe)
+    qa, ka, va, pa, kpa = float_operands(op, FP8_INFERENCE, q=q, k=k, v=v, qpe=qpe, kpe=kpe)
     _same_dtype(op, qa, ka, va, pa, kpa)
     shapes = f"shapes {qa.shape}, {ka.shape}, {va.shape}, {pa.shape} and {kpa.shape}"
     if not all(len(x.shape) == 4 for x in (qa, ka, va, pa, kpa)):

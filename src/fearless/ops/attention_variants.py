@@ -19,11 +19,11 @@ import math
 from functools import partial
 from typing import Any
 
-from .. import dtypes
 from ..dtypes import DType
 from ..runtime.location import argument_error
 from ._arguments import flag
 from ._attention_checks import (
+    FP8_INFERENCE,
     attention_scale,
     kept,
     kept_lse,
@@ -34,7 +34,7 @@ from ._attention_checks import (
     split_len,
 )
 from ._attention_outputs import attention_output, qkv_backward
-from ._io import FLOATS, float_operands, heads_major, number, result, view
+from ._io import float_operands, heads_major, number, result, view
 from ._replay import replayable
 from ._route import torch_ops, training
 from .attention_varlen import grouped_decode
@@ -44,10 +44,6 @@ from .kernels_attention_gemma import gemma_decode, gemma_decode_split
 from .kernels_rows import sm_count
 
 _I32_MAX = 2**31 - 1
-# TileGym's fmha also takes fp8 (e5m2, as Triton's tutorial) in inference: the scores' and the
-# output's products on the fp8 tensor cores, P rounded to fp8, the softmax in f32 (training
-# goes through attention_window_lse: FLOATS)
-FP8_FMHA = (*FLOATS, dtypes.f8e5m2, dtypes.f8e4m3fn)
 
 
 @replayable()
@@ -60,7 +56,7 @@ def fmha(q: Any, k: Any, v: Any, scaling: float | None = None, is_causal: bool =
         if training(q, k, v):
             return _train(t, "fmha", q, k, v, scaling, is_causal, (None, None, None))
         return t.fmha(q, k, v, scaling, is_causal)
-    return attend("fmha", q, k, v, scaling, is_causal, None, None, None, kinds=FP8_FMHA)[0]
+    return attend("fmha", q, k, v, scaling, is_causal, None, None, None, kinds=FP8_INFERENCE)[0]
 
 
 @replayable()
