@@ -1,7 +1,9 @@
 """`fearless.ops.fmha_varlen` and `fmha_decode` on the GPU at TileGym's shapes (fmha_varlen:
 its cuTile kernel's padded (B, H, L, D) layout with per-sequence lengths, GQA, causal and not;
 fmha_decode: tests/ops/test_flash_decode.py's B 2, 32 heads, D 64, S 9 / 119 / 256 / 8192,
-groups 1 / 4 / 8, f16) against torch's SDPA per sequence, with TileGym's tolerances."""
+groups 1 / 4 / 8, f16) against torch's SDPA per sequence, with TileGym's tolerances; and
+`fmha` in fp8 (tests/ops/test_attention.py's float8_e5m2 case, and e4m3fn), within two of fp8's
+steps near 1 of SDPA over the same fp8 inputs."""
 
 from __future__ import annotations
 
@@ -73,3 +75,19 @@ def test_fmha_decode_matches_torch(s: int, group: int, split: object) -> None:
     got = ops.fmha_decode(q, k, v, scale, split)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True)
     torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn"])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("h,hk,lq,s", [(32, 32, 1024, 1024), (32, 8, 300, 1000)])
+def test_fmha_in_fp8(dtype: str, causal: bool, h: int, hk: int, lq: int, s: int) -> None:
+    torch.manual_seed(3)
+    kind = getattr(torch, dtype)
+    q = torch.randn(2, h, lq, 128, device="cuda").half().to(kind)
+    k = torch.randn(2, hk, s, 128, device="cuda").half().to(kind)
+    v = torch.randn(2, hk, s, 128, device="cuda").half().to(kind)
+    got = ops.fmha(q, k, v, scaling=1 / math.sqrt(128), is_causal=causal)
+    assert got.is_cuda and got.shape == q.shape and got.dtype == kind
+    want = _varlen_ref(q.float(), k.float(), v.float(), causal, [lq, lq], [s, s])
+    step = 0.25 if dtype == "float8_e5m2" else 0.125
+    assert float((got.float() - want).abs().max()) <= step

@@ -1,6 +1,6 @@
 """`fearless.ops.mla`, `mla_decoding` and `mla_decoding_split_kv` on the GPU at TileGym's test
 shapes (tests/ops/test_mla.py: bf16, 16 query heads over 16 or 4 KV heads, S 9, D 128, D_PE 64,
-causal and not; test_mla_decoding.py: f16, B 2, 32 heads, D 512, D_PE 64, S 1024;
+causal and not, and its fp8 case; test_mla_decoding.py: f16, B 2, 32 heads, D 512, D_PE 64, S 1024;
 test_mla_decoding_split_kv.py: f16, 8 to 32 heads, S 129 to 11049, 128 and 512 keys per
 split), against the float64 references of tests/support/mla_ref.py, with TileGym's tolerances."""
 
@@ -38,6 +38,26 @@ def test_mla_matches_the_reference(causal: bool, group: int, s: int) -> None:
     got = ops.mla(q, k, v, qpe, kpe, causal)
     assert got.is_cuda and got.shape == q.shape and got.dtype == torch.bfloat16
     _check(got, mla_reference(*_host(q, k, v, qpe, kpe), causal))
+
+
+@pytest.mark.parametrize("dtype", ["float8_e5m2", "float8_e4m3fn"])
+@pytest.mark.parametrize("s", [512, 1000])
+def test_mla_in_fp8(dtype: str, s: int) -> None:
+    """TileGym's test_mla.py fp8 case (4 batches of 32 heads, D 128, D_PE 64, causal, inputs
+    N(0, 0.3) rounded to fp8, its tolerance 0.1), fewer batches; keys that fill no whole tile
+    at 1000. The reference reads the same fp8 inputs."""
+    torch.manual_seed(2)
+    kind = getattr(torch, dtype)
+
+    def data(*shape: int) -> object:
+        return torch.empty(*shape, device="cuda").normal_(0.0, 0.3).half().to(kind)
+
+    q, qpe = data(1, 32, s, 128), data(1, 32, s, 64)
+    k, v, kpe = data(1, 32, s, 128), data(1, 32, s, 128), data(1, 1, s, 64)
+    got = ops.mla(q, k, v, qpe, kpe, True)
+    assert got.is_cuda and got.shape == q.shape and got.dtype == kind
+    want = mla_reference(*_host(q, k, v, qpe, kpe), True)
+    np.testing.assert_allclose(_host(got)[0], want, atol=1e-1, rtol=1e-1)
 
 
 def test_mla_decoding_matches_the_reference() -> None:
