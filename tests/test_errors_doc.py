@@ -219,3 +219,30 @@ def test_no_error_renders_an_undocumented_code() -> None:
     bare = errors.FearlessError("something")
     assert bare.code == "E0999" and "undocumented code E0000" in str(bare)
     assert errors.FearlessError("x", code="E1234").code == "E0999"
+
+
+def test_a_wrong_argument_is_an_argument_error_python_can_catch() -> None:
+    """E0701 is always `fl.ArgumentError`: a KernelTypeError that is also a TypeError and a
+    ValueError, so `except ValueError` (TileGym's tests of its operators' invalid inputs) and
+    `except TypeError` catch it, at an operator and at a launch alike; no module builds an E0701
+    as a bare KernelTypeError."""
+    import numpy as np
+
+    from fearless import ops
+
+    for call in (
+        lambda: ops.softmax(np.zeros((4, 8), np.int8)),  # a dtype the operator does not take
+        lambda: ops.nvfp4_quantize(np.zeros((128, 63), np.float32)),  # cols not a multiple of 16
+        lambda: ops.layer_norm(np.zeros((4, 8), np.float32), (7,)),  # a shape that does not fit
+    ):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert type(e.value) is fl.ArgumentError and e.value.code == "E0701"
+        assert isinstance(e.value, (fl.KernelTypeError, TypeError, fl.FearlessError))
+    src = Path(fl.__file__).parent
+    bare = [
+        p.name
+        for p in src.rglob("*.py")
+        if 'code="E0701"' in p.read_text() and p.name != "errors.py"
+    ]
+    assert bare == [], f"E0701 built as a bare KernelTypeError in {bare}: use ArgumentError"

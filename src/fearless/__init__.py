@@ -23,6 +23,7 @@ from .dtypes import (
     u64,
 )
 from .errors import (
+    ArgumentError,
     BorrowError,
     CompileError,
     DeviceError,
@@ -47,6 +48,7 @@ from .runtime.tensor_like import empty_like, full_like, ones_like, zeros_like
 from .version import __version__
 
 __all__ = [
+    "ArgumentError",
     "BorrowError",
     "CUDAGraph",
     "CompileError",

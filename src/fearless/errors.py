@@ -167,6 +167,13 @@ class KernelTypeError(FearlessError, code="E0308"):
     """Types do not fit: in the kernel (at JIT time) or an argument at launch."""
 
 
+class ArgumentError(KernelTypeError, TypeError, ValueError, code="E0701"):
+    """A wrong argument to a launch or an operator (a dtype, a shape, a value it does not take),
+    at the caller's line. Also a TypeError and a ValueError: Python's own functions raise one or
+    the other for such a mistake, and code written for another library (TileGym's operators
+    raise ValueError) catches it as it would theirs."""
+
+
 class SafetyError(FearlessError, code="E0601"):
     """The kernel breaks a safety rule (witness rule, write to a Slice, ...)."""
 

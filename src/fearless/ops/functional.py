@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autotune_ahead import compile_ahead_once
 from ..dtypes import DType, f32
-from ..errors import KernelTypeError
+from ..errors import ArgumentError, KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import as_dtype, torch_dtype_of
@@ -97,18 +97,16 @@ def _converted(x: Any, dtype: Any, op: str) -> Any:
 def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
     shape = dims(normalized_shape, op, "normalized_shape")
     if not a.shape:
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`fearless.ops.{op}` normalizes over the last axis, and `x` has none (0-d)",
             user_location(),
-            code="E0701",
             help="pass a tensor of at least one axis",
         )
     if shape != a.shape[-1:]:
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`fearless.ops.{op}` normalizes over the last axis: normalized_shape must be "
             f"{a.shape[-1:]}, not {shape}",
             user_location(),
-            code="E0701",
             help="reshape so that the normalized axes are one last axis",
         )
     return shape[0]
@@ -222,11 +220,10 @@ def _binary(
 
 def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
     if y.dtype != x.dtype:
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`fearless.ops.{op}` needs both operands of one dtype, got {x.dtype.name} and "
             f"{y.dtype.name}",
             user_location(),
-            code="E0701",
             help="convert one of them first",
         )
     return y
@@ -235,10 +232,9 @@ def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
 def _shapes(
     op: str, form: str, x: Operand, y: Operand, verb: str = "multiplies"
 ) -> KernelTypeError:
-    return KernelTypeError(
+    return ArgumentError(
         f"`fearless.ops.{op}` {verb} {form}, got {x.shape} and {y.shape}",
         user_location(),
-        code="E0701",
     )
 
 
@@ -279,10 +275,9 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 
 def _no_inplace(op: str) -> KernelTypeError:
-    return KernelTypeError(
+    return ArgumentError(
         f"`fearless.ops.{op}` has no in-place form: its output never aliases its input",
         user_location(),
-        code="E0701",
         help="use the returned tensor (`x = ops.relu(x)`)",
     )
 
@@ -344,21 +339,19 @@ def dropout(
     the same mask on every target; None draws a fresh one per call. `inplace=True` writes the
     result into `x` and returns it, as torch does."""
     if isinstance(seed, bool):  # torch's 4th positional parameter is `inplace`
-        raise KernelTypeError(
+        raise ArgumentError(
             f"the 4th argument of `fearless.ops.dropout` is `seed`, not torch's `inplace`: "
             f"got {seed}",
             user_location(),
-            code="E0701",
             help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
         )
     if seed is not None and (
         isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
     ):
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`seed` of `fearless.ops.dropout` is an int or None, not {type(seed).__name__} "
             f"({seed!r:.40})",
             user_location(),
-            code="E0701",
             help="pass an integer seed for a fixed mask, e.g. `seed=0`, or None for a fresh one",
         )
     p = number(p, "dropout", "p")
@@ -374,21 +367,19 @@ def dropout(
     if isinstance(x, np.ndarray):
         np.copyto(x, y)
         return x
-    raise KernelTypeError(
+    raise ArgumentError(
         "`fearless.ops.dropout(..., inplace=True)` writes into torch tensors and NumPy arrays; "
         "an fl.Tensor is not written in place",
         user_location(),
-        code="E0701",
         help="write `x = fearless.ops.dropout(x, p)`",
     )
 
 
 def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
     if not 0.0 <= p <= 1.0 or math.isnan(p):
-        raise KernelTypeError(
+        raise ArgumentError(
             f"dropout probability has to be between 0 and 1, but got {p}",
             user_location(),
-            code="E0701",
         )
     if not training or p == 0.0:
         if torch_ops(x) is None:  # a tensor that needs autograd is returned as it is, as torch
@@ -439,10 +430,9 @@ def transpose(x: Any) -> Any:
     a = operand(x, "transpose", "x")
     nd = a.tensor.ndim
     if nd not in (2, 3):
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`fearless.ops.transpose` takes a matrix or a batch of matrices, not a {nd}-d tensor",
             user_location(),
-            code="E0701",
         )
     out, ret = output(a, (*a.shape[:-2], a.shape[-1], a.shape[-2]))
     if out.size:
@@ -488,11 +478,10 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     qs, ks = heads_major(qa.shape, by_seq), heads_major(ka.shape, by_seq)
     batch, _, seq, d = qs
     if ks[0] != batch or ks[2:] != (seq, d) or d % 2 or d & (d - 1):
-        raise KernelTypeError(
+        raise ArgumentError(
             "`fearless.ops.rope` takes q and k of one batch, sequence and power-of-two "
             f"head_dim, got {qs} and {ks}",
             user_location(),
-            code="E0701",
         )
     tdt = ca.dtype
     # 16-bit tables with f32 q and k widen exactly (as before); f32 tables with 16-bit q and k
@@ -515,11 +504,10 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
         if v.ndim == 2:
             v = view(v, (1, *v.shape))
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
-            raise KernelTypeError(
+            raise ArgumentError(
                 f"`{name}` of `fearless.ops.rope` has shape {t.shape}; it needs ({seq}, {d}) or "
                 + (f"(1, {seq}, {d})" if batch == 1 else f"(1 or {batch}, {seq}, {d})"),
                 user_location(),
-                code="E0701",
             )
         tables.append(v)
     qo, qret = output(qa, qa.shape)
@@ -557,20 +545,18 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
         listed = isinstance(xs, Sequence) and not isinstance(xs, (str, bytes))
         stacked = len(shape_of(xs)) >= 1 and hasattr(type(xs), "__iter__")  # iterates too
         if not listed and not stacked:
-            raise KernelTypeError(
+            raise ArgumentError(
                 f"`{name}` of `fearless.ops.group_gemm` is a list of matrices, not "
                 f"{type(xs).__name__}",
                 user_location(),
-                code="E0701",
                 help="pass lists (or tuples) of 2-D tensors: `group_gemm([a0, a1], [b0, b1])`",
             )
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`fearless.ops.group_gemm` pairs As and Bs, but got {len(As)} and {len(Bs)}",
             user_location(),
-            code="E0701",
         )
     pairs = list(zip(As, Bs, strict=True))
     done = _in_group_launches(pairs) if pairs else None

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..errors import FearlessError, KernelTypeError, Location, MovedError
+from ..errors import ArgumentError, FearlessError, Location, MovedError
 from ..frames import _fearless_frame, location_of, user_location
 
 __all__ = [
@@ -56,9 +56,9 @@ def kernel_only(what: str, kernel: str, help: str, verb: str = "called") -> Fear
     )
 
 
-def argument_error(message: str, help: str | None = None) -> KernelTypeError:
+def argument_error(message: str, help: str | None = None) -> ArgumentError:
     """E0701, an argument of the wrong type or kind, at the user's line."""
-    return KernelTypeError(message, user_location(), code="E0701", help=help)
+    return ArgumentError(message, user_location(), help=help)
 
 
 # The standard library's copying and pickling, between a user's `copy.copy(x)` and x's

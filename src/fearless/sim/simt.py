@@ -58,7 +58,7 @@ import numpy as np
 
 from .. import config, dtypes
 from ..abi import Dim3
-from ..errors import InternalError, KernelTypeError, LaunchContractError
+from ..errors import ArgumentError, InternalError, KernelTypeError, LaunchContractError
 from ..frontend.printing import c_format
 from ..ir import core
 from ..ir.registry import Registry
@@ -370,14 +370,11 @@ def _bind(p: core.Value, a: Any) -> Any:
         raise InternalError(f"the simulator has no parameters of type {t}")
     arr = a if isinstance(a, np.ndarray) else np.asarray(a)
     if arr.ndim != t.ndim:
-        raise KernelTypeError(
-            f"argument `{p.name}` must be a {t.ndim}-D array, not {arr.ndim}-D", code="E0701"
-        )
+        raise ArgumentError(f"argument `{p.name}` must be a {t.ndim}-D array, not {arr.ndim}-D")
     if t.dtype.name == "bf16":
         if arr.dtype.itemsize != 2 or arr.dtype.kind == "f" or arr.dtype.kind == "i":
-            raise KernelTypeError(
+            raise ArgumentError(
                 f"argument `{p.name}` must hold bf16 (or its uint16 bits), not {arr.dtype}",
-                code="E0701",
             )
         arr = arr.view(np.uint16)
     elif arr.dtype != t.dtype.np:
@@ -385,14 +382,11 @@ def _bind(p: core.Value, a: Any) -> Any:
             got = dtypes.from_numpy(arr.dtype).name
         except KeyError:
             got = str(arr.dtype)
-        raise KernelTypeError(
+        raise ArgumentError(
             f"argument `{p.name}` has elements of {got}, but the kernel takes {t.dtype.name}",
-            code="E0701",
         )
     if (t.disjoint or t.atomic) and not arr.flags.writeable:
-        raise KernelTypeError(
-            f"argument `{p.name}` is a read-only array but the kernel writes it", code="E0701"
-        )
+        raise ArgumentError(f"argument `{p.name}` is a read-only array but the kernel writes it")
     return arr
 
 

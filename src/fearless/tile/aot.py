@@ -26,7 +26,7 @@ import numpy as np
 
 from ..abi import ALIGN_BYTES, array_align
 from ..dtypes import DType
-from ..errors import KernelTypeError
+from ..errors import ArgumentError, KernelTypeError
 from ..ir.tile.types import is_pow2
 from ..runtime.location import user_location
 
@@ -94,10 +94,9 @@ def _extents(value: Any, what: str, example: str) -> tuple[int, ...]:
     except TypeError:
         extents = (None,)
     if not all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in extents):
-        raise KernelTypeError(
+        raise ArgumentError(
             f"`tile.Spec` takes {what} of ints, got {value!r:.40}",
             user_location(),
-            code="E0701",
             help=f"e.g. {example}",
         )
     return tuple(int(d) for d in extents)
