@@ -258,6 +258,28 @@ def test_plugin_skip_rules() -> None:
         assert all(n in A.ADAPTERS for n in names), rel
 
 
+def test_the_cutile_compiler_skip_is_lifted_only_where_listed() -> None:
+    """test_nvfp4_quantize.py skips its module unless cuTile's tileiras takes V_13_3 bytecode;
+    fearless's nvfp4_quantize needs none, so the plugin drops that skipif (and no other mark)
+    from the chain of nodes above each of the file's cutile tests."""
+    import fearless_as_cutile as P
+
+    class Node:
+        def __init__(self, marks: list[Any], chain: list[Any]) -> None:
+            self.own_markers, self.chain = marks, chain
+
+        def listchain(self) -> list[Any]:
+            return [*self.chain, self]
+
+    reason = P.LIFTED_SKIPS["experimental/test_nvfp4_quantize.py"]
+    cuda_skip = pytest.mark.skipif(True, reason="CUDA not available").mark
+    module = Node([pytest.mark.skipif(True, reason=reason + " (fp4_e2m1fn)").mark, cuda_skip], [])
+    item = Node([pytest.mark.parametrize("x", [1]).mark], [module])
+    assert P.lift_skips(item, reason) == 1  # type: ignore[arg-type]
+    assert module.own_markers == [cuda_skip] and len(item.own_markers) == 1
+    assert P.lift_skips(item, reason) == 0  # type: ignore[arg-type]
+
+
 def test_rotary_embedding_takes_a_device() -> None:
     """test_rope.py's LlamaRotaryEmbedding(config=..., device=...) under transformers 5."""
     transformers = pytest.importorskip("transformers")

@@ -6,7 +6,9 @@ are collected it writes each adapter of adapters.py into TileGym's dispatcher re
 replaces cuTile's entry in `dispatcher._REGISTRY[name]`), swaps the module attributes that
 TileGym's tests call directly (adapters.PATCHES; the swapped function runs fearless only while
 the current backend is "cutile"), and marks every collected test of an op fearless lacks skipped
-("fearless has no <op>"), so that a pass or a failure in a cutile test is fearless's alone.
+("fearless has no <op>"), so that a pass or a failure in a cutile test is fearless's alone. A
+module-level skip that only cuTile's own compiler needs (LIFTED_SKIPS) is lifted where fearless
+serves the op.
 Without cuda-tile installed, "cutile" is added to TileGym's available backends so its tests run.
 
 Run (bench/tilegym_tests/run.sh does this, from a folder holding TileGym's tests/):
@@ -74,6 +76,13 @@ SKIP_TESTS: dict[tuple[str, str], str] = {
         "tests cuTile's own validation of kernel_configs: fearless takes that tuning keyword and "
         "ignores it"
     ),
+}
+
+# Files whose module-level skip is a requirement of cuTile's own compiler, not of the op: fearless
+# serves the op through its own bytecode, so the plugin lifts the skip whose reason starts so.
+# nvfp4_quantize: fearless packs the fp4 codes by hand and needs no V_13_3 bytecode.
+LIFTED_SKIPS: dict[str, str] = {
+    "experimental/test_nvfp4_quantize.py": "Requires TileIR bytecode V_13_3+",
 }
 
 
@@ -190,8 +199,24 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+def lift_skips(node: pytest.Item | pytest.Collector, prefix: str) -> int:
+    """Drops from `node` and its parents the skipif marks whose reason starts with `prefix`;
+    returns how many it dropped."""
+    dropped = 0
+    for n in node.listchain():
+        keep = [
+            m
+            for m in n.own_markers
+            if not (m.name == "skipif" and str(m.kwargs.get("reason", "")).startswith(prefix))
+        ]
+        dropped += len(n.own_markers) - len(keep)
+        n.own_markers[:] = keep
+    return dropped
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks skipped the cutile tests of what fearless lacks (unless FEARLESS_TG_KEEP_TILEGYM=1)."""
+    """Marks skipped the cutile tests of what fearless lacks (unless FEARLESS_TG_KEEP_TILEGYM=1),
+    and lifts the cuTile-compiler skips of LIFTED_SKIPS from the tests fearless serves."""
     if os.environ.get("FEARLESS_TG_KEEP_TILEGYM") == "1":
         return
     for item in items:
@@ -200,6 +225,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rel = ops_file(str(item.path))
         if rel is None:
             continue
+        if rel in LIFTED_SKIPS:
+            lift_skips(item, LIFTED_SKIPS[rel])
         cls = getattr(item, "cls", None)
         reason = skip_reason(rel, cls.__name__) if cls is not None else None
         reason = reason or skip_reason(rel, getattr(item, "originalname", item.name))
