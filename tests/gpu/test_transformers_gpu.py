@@ -4,8 +4,9 @@ layers, bf16, batch 1 and 512 tokens, random weights. The patched model's logits
 compared with Hugging Face's own in bf16, both measured against the same model run in f32: the
 fearless kernels may not be much further from the f32 result than torch's bf16 kernels are. The
 same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_moe), of
-Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens) and of gpt-oss-20b (attention
-with sinks, a 128-token window). And one training step (forward with labels, backward) of two
+Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20b (attention
+with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
+DeepSeek-V2-Lite (mla, fused_moe) and of Qwen3-Next-80B-A3B (the chunked gated delta rule). And one training step (forward with labels, backward) of two
 layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
@@ -198,6 +199,109 @@ def test_gpt_oss_20b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None
     torch.manual_seed(0)
     model = hf.GptOssForCausalLM(config).to("cuda").eval()
     _inference_matches(model, SEQ, config.vocab_size, "attention_sink", monkeypatch)
+
+
+def test_qwen3_8b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    config = hf.Qwen3Config(
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        rope_theta=1000000.0,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.Qwen3ForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "scaled_dot_product_attention", monkeypatch)
+
+
+def test_mistral_7b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """Mistral-7B's layers with a 256-key window (its own, 4096, is longer than the 512 tokens
+    here and would leave swa_attention no key to drop)."""
+    config = hf.MistralConfig(
+        vocab_size=32768,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        sliding_window=256,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.MistralForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "swa_attention", monkeypatch)
+
+
+def test_deepseek_v2_lite_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """DeepSeek-V2-Lite's layers: MLA (no q LoRA, kv LoRA rank 512, 128 + 64 query-key dims)
+    on `mla`; layer 0 dense, layer 1 64 routed experts (top 6) and 2 shared ones."""
+    config = hf.DeepseekV2Config(
+        vocab_size=102400,
+        hidden_size=2048,
+        intermediate_size=10944,
+        moe_intermediate_size=1408,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        n_shared_experts=2,
+        n_routed_experts=64,
+        num_experts_per_tok=6,
+        first_k_dense_replace=1,
+        q_lora_rank=None,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.DeepseekV2ForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "mla", monkeypatch)
+
+
+def test_qwen3_next_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """Qwen3-Next-80B-A3B's layers: layer 0 linear attention (the chunked gated delta rule, 16
+    key heads and 32 value heads of 128), layer 1 full attention (16 heads over 2 of 256),
+    both with 512 routed experts (top 10) of 512 and a shared one."""
+    config = hf.Qwen3NextConfig(
+        vocab_size=151936,
+        hidden_size=2048,
+        intermediate_size=5120,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=2,
+        head_dim=256,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=128,
+        linear_value_head_dim=128,
+        linear_num_key_heads=16,
+        linear_num_value_heads=32,
+        moe_intermediate_size=512,
+        shared_expert_intermediate_size=512,
+        num_experts=512,
+        num_experts_per_tok=10,
+        layer_types=["linear_attention", "full_attention"],
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.Qwen3NextForCausalLM, config, norms=0.2)
+    _inference_matches(model, SEQ, config.vocab_size, "chunk_gated_delta_rule", monkeypatch)
+
+
+def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:
+    """`cls(config)` built on the GPU (its random weights drawn there: fast at these sizes), in
+    eval mode; `norms`: the norm weights drawn from N(0, norms) (Hugging Face gives the
+    (1 + weight) norms zeros, a trained model's are not)."""
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = cls(config)
+    if norms is not None:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.normal_(0.0, norms)
+    return model.eval()
 
 
 # ---------------------------------------------------------------------------- training steps
