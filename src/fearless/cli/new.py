@@ -115,7 +115,7 @@ def test_aliasing_launch_is_refused():
 
 README = """# {name}
 
-A [fearless](https://github.com/) project: memory-safe GPU kernels in Python.
+A fearless project: memory-safe GPU kernels in Python (`fearless --help` lists the commands).
 
 ## Setup
 
