@@ -403,6 +403,55 @@ def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
     part.unpartition()
 
 
+@tile.kernel
+def _with_stats(
+    st: tile.Part[fl.f32] | None, z: tile.Part[fl.f32], x: tile.Tensor[fl.f32], s: fl.f32
+):
+    y = tile.load_like(x, z) * s
+    if st is not None:
+        st.store(y)
+    z.store(y)  # fmt: skip
+
+
+def test_the_tile_warm_path_in_c_launches_an_optional_output_left_out(
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
+) -> None:
+    """None for an optional Part (`tile.Part[T] | None`): as for an optional Tensor, key part
+    None and no payload, so C launches what Python would; a Partition there is another key."""
+    from fearless.abi import TileParam
+    from fearless.runtime import dispatch, tile_gpu
+    from fearless.runtime.target import Target
+
+    calls, cu = tile_c
+    cu.sizes[:] = [8, 4, 8, 4, 4]  # z and its extent, x likewise, s
+    sig = (
+        TileParam("st", "const", None, value=None),
+        TileParam("z", "part", F32, 1, tile=(1024,)),
+        TileParam("x", "tensor", F32, 1),
+        TileParam("s", "scalar", F32),
+    )
+    gpu = tile_gpu.GpuLaunch("k", FUNCTION, (16, 1, 1), tile_gpu.ParamBlock(sig, [(16384,)] * 2))
+    warm = dispatch.Dispatcher("k", _with_stats.declared(), _never, None)
+    prepared = dispatch.Prepared(sig, None, (16, 1, 1), (0, 65536, 65536), gpu)  # type: ignore[arg-type]
+    out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
+    part = out.partition((1024,))
+    args = (None, part, x, 0.5)
+    entry, key, payload = warm.lookup(args, Target.CUDA)
+    assert entry is None and key is not None and key[1] is None
+    warm.store(key, prepared)
+    assert warm.c_launch(warm.c, args, 0) == 0
+    assert warm.c_launch(warm.c, args, 0) == 0  # the remembered last key
+    assert len(calls) == 2 and calls[0]["grid"] == (16, 1, 1)
+    gpu._c_launch = None
+    gpu(payload, None)  # the Python path on the same arguments
+    assert cu.calls == [calls[0]["bytes"]]
+    stats = _dev(0x7F0000200000, (16384,)).partition((1024,))
+    assert warm.c_launch(warm.c, (stats, part, x, 0.5), 0) == -1  # given: no entry for that key
+    assert len(calls) == 2
+    stats.unpartition()
+    part.unpartition()
+
+
 def test_the_tile_warm_path_decides_the_default_stream_in_c(
     tile_c: tuple[Calls, TileCu],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

@@ -1,7 +1,9 @@
-"""Optional Tile parameters (`tile.Tensor[T] | None`): a launch that passes None compiles the
-kernel without the parameter, the body sees the constant None (`if m is not None:` folds),
-the two forms are two specialisations and two prepared launches, and None for a required
-array is an error that says how to make it optional."""
+"""Optional Tile parameters (`tile.Tensor[T] | None`, and so for Atomic and Part): a launch that
+passes None compiles the kernel without the parameter, the body sees the constant None (`if m is
+not None:` folds), the two forms are two specialisations and two prepared launches, and None for
+a required array is an error that says how to make it optional. An optional Part is an output a
+launch may leave out: the grid comes from the Parts given, and a launch that gives none has no
+grid."""
 
 from __future__ import annotations
 
@@ -42,9 +44,21 @@ def first_optional(z: tile.Part[fl.f32], m: tile.Tensor[fl.f32] | None, x: tile.
     z.store(tile.load_like(x, z))
 
 
+@tile.kernel
+def with_stats(
+    stats: tile.Part[fl.f32] | None, z: tile.Part[fl.f32], x: tile.Tensor[fl.f32]
+):  # fmt: skip
+    """z = 2 x, and where asked (compile-time) each tile's x + 1 in `stats`: an optional output
+    declared before the one that is always there."""
+    y = tile.load_like(x, z)
+    z.store(y * 2.0)
+    if stats is not None:
+        stats.store(y + 1.0)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_caches() -> None:
-    for k in (scale_or_shift, first_optional):
+    for k in (scale_or_shift, first_optional, with_stats):
         k._dispatch = None
 
 
@@ -70,12 +84,10 @@ def _run(m: Any) -> np.ndarray:
 def test_the_annotation_reads_as_written() -> None:
     assert repr(tile.Tensor[fl.f32] | None) == "tile.Tensor[f32] | None"
     assert repr(None | tile.Atomic[fl.i32]) == "tile.Atomic[i32] | None"
-    with pytest.raises(fl.KernelTypeError, match=r"only tile\.Tensor and tile\.Atomic") as e:
-        tile.Part[fl.f32] | None
-    assert e.value.loc is not None and e.value.loc.line == _line_of("tile.Part[fl.f32] | None")
-    assert "pass the Part on every launch" in str(e.value)
-    with pytest.raises(fl.KernelTypeError, match="unites only with None"):
+    assert repr(tile.Part[fl.f32] | None) == "tile.Part[f32] | None"
+    with pytest.raises(fl.KernelTypeError, match="unites only with None") as e:
         tile.Tensor[fl.f32] | int
+    assert e.value.loc is not None and e.value.loc.line == _line_of("tile.Tensor[fl.f32] | int")
     with pytest.raises(fl.KernelTypeError, match=r"takes a dtype such as fl\.f32"):
         tile.Part[int]
     with pytest.raises(fl.KernelTypeError, match="takes int, float or bool"):
@@ -153,3 +165,53 @@ def test_the_borrow_check_still_sees_the_arrays_after_an_absent_one() -> None:
     assert warm.lookup((zp, None, alias), Target.SIM)[1] in warm.entries
     with pytest.raises(fl.BorrowError, match="cannot borrow `z` as mutable"):
         first_optional(zp, None, alias)
+
+
+def _stats_run(with_out: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    x = np.arange(300, dtype=np.float32)
+    z, st = fl.zeros(300), fl.zeros(300)
+    with z.partition((128,)) as zp, st.partition((128,)) as sp:
+        with_stats(sp if with_out else None, zp, x)
+    return z.numpy(), (st.numpy() if with_out else None)
+
+
+def test_an_optional_output_is_written_only_where_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = _slow_calls(monkeypatch)
+    x = np.arange(300, dtype=np.float32)
+    for _ in range(2):  # the second of each form is warm
+        z, st = _stats_run(True)
+        np.testing.assert_array_equal(z, 2 * x)
+        np.testing.assert_array_equal(st, x + 1)
+        z, none = _stats_run(False)
+        np.testing.assert_array_equal(z, 2 * x)
+        assert none is None
+    assert len(slow) == 2
+    zp = fl.zeros(300).partition((128,))
+    absent, _ = with_stats.signature_of((None, zp, x), Target.SIM)
+    assert absent[0].absent and [v.name for v in with_stats.ir_for(absent).fn.params] == ["z", "x"]
+
+
+def test_optional_outputs_still_share_one_grid_and_need_one() -> None:
+    x = np.arange(300, dtype=np.float32)
+    zp, other = fl.zeros(300).partition((128,)), fl.zeros(300).partition((64,))
+    with pytest.raises(fl.LaunchContractError, match="the partitions disagree on the grid"):
+        with_stats(other, zp, x)
+    with pytest.raises(fl.LaunchContractError, match="every optional one is None") as e:
+        only_optional(None, x)
+    assert e.value.loc is not None and e.value.loc.file == __file__
+    with pytest.raises(fl.KernelTypeError, match="argument `z` of `with_stats` is None"):
+        with_stats(other, None, x)
+    with pytest.raises(fl.BorrowError, match="cannot borrow"):  # the same tensor twice
+        with_stats(zp, zp, x)
+
+
+@tile.kernel
+def only_optional(z: tile.Part[fl.f32] | None, x: tile.Tensor[fl.f32]):
+    if z is not None:
+        z.store(tile.load_like(x, z))
+
+
+def test_an_optional_output_compiles_in_both_forms(cubin: Callable[..., bytes]) -> None:
+    zp, sp, x = fl.zeros(300).partition((128,)), fl.zeros(300).partition((128,)), fl.zeros(300)
+    absent, present = cubin(with_stats, None, zp, x), cubin(with_stats, sp, zp, x)
+    assert absent and present and absent != present

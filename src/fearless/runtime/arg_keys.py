@@ -19,11 +19,11 @@ recognise, or for a failed check: the slow path then runs and explains it. What 
             `is_c_contiguous`); a subclass's accessors may be overridden, so it is read as
             `describe` reads it and its strides, whose contiguity the slow path checked, go
             in the key; an fl.Tensor's device goes in it too
-    optional  a Tensor or Atomic declared `| None` (`Declared.optional`): None has key part
+    optional  a Part, Tensor or Atomic declared `| None` (`Declared.optional`): None has key part
             None, pointer 0 (a zero-size range, which overlaps nothing: the borrow check's
             indices stay those of the declared arrays, and the slow path's byte extent for it
             is 0) and no payload on "cuda" (None on "sim", what `signature_of` gives an absent
-            array); anything else is read as the Tensor or Atomic it declares
+            array); anything else is read as the array it declares
     const   key: its type and value
     scalar  a bool, int or float; key: its type. The slow path's range check depends on the
             type alone except for an int passed to an integer parameter: that one is checked
@@ -62,10 +62,12 @@ def reader_for(param: Declared) -> Reader:
     if kind == "const":
         return _read_const
     assert want is not None
-    if kind == "part":
-        return _part_reader(want)
-    if kind in ("tensor", "atomic"):
-        read = _tensor_reader(param.name, want, kind == "atomic")
+    if kind in ("part", "tensor", "atomic"):
+        read = (
+            _part_reader(want)
+            if kind == "part"
+            else _tensor_reader(param.name, want, kind == "atomic")
+        )
         return _optional(read) if param.optional else read
     return _scalar_reader(want)
 

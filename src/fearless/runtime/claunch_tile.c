@@ -405,6 +405,10 @@ FL_INTERNAL PyObject *tile_warm(PyObject *self, PyObject *const *a, Py_ssize_t n
         switch (w->kinds[i]) {
         case W_PART: {
             PyObject *t;
+            if (o == Py_None) { /* an optional Part left out, as a Tensor below */
+                r->absent = 1;
+                break;
+            }
             ok = (PyObject *)tp == w->part_type && SLOT(w, o, P_GIVEN_BACK) == Py_None &&
                  (t = SLOT(w, o, P_TENSOR)) != NULL && (PyObject *)Py_TYPE(t) == w->tensor_type &&
                  read_fl(w, t, want, r);

@@ -75,7 +75,8 @@ def partition_grid(kernel: str, signature: Signature, values: list[Any]) -> tupl
             )
     if grid is None:
         raise LaunchContractError(
-            f"`{kernel}` has no `tile.Part` parameter, so there is no grid to run",
+            f"`{kernel}` gets no `tile.Part` (none is declared, or every optional one is "
+            "None), so there is no grid to run",
             user_location(),
             help="declare the output `tile.Part[...]` and pass `out.partition(tile_shape)`, "
             f"or choose the grid: `{kernel}.launch(grid, ...)` (kernels whose outputs are "

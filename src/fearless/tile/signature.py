@@ -4,9 +4,10 @@ alignment facts), with every refusal a launch's arguments can meet before the gr
 from the annotations alone (`static_signature`) and from the data-less specs of an
 ahead-of-time specialisation (`signature_from_specs`, tile/aot.py's `Spec`).
 
-An optional array (`tile.Tensor[T] | None`, tile/types.py's OptionalAnnotation) given None
-becomes a Const parameter of value None (`TileParam.absent`): like any Const it has no kernel
-parameter, and a different value (an array) is a different specialisation.
+An optional array (`tile.Tensor[T] | None`, or Atomic, or Part: tile/types.py's
+OptionalAnnotation) given None becomes a Const parameter of value None (`TileParam.absent`): like
+any Const it has no kernel parameter, and a different value (an array) is a different
+specialisation.
 
 `declared` gives the same parameters in the runtime's vocabulary (`abi.Declared`), which the
 dispatcher (runtime/dispatch.py) reads a call's arguments by on its warm path.
@@ -98,6 +99,8 @@ def signature_of(
                 continue
             ann = ann.inner
         if isinstance(ann, PartAnnotation):
+            if arg is None:
+                raise none_error(kernel, name, ann)
             if not isinstance(arg, Partition):
                 raise argument_error(
                     f"`{name}` is a `tile.Part` and needs a Partition, got `{type(arg).__name__}`",

@@ -2,9 +2,10 @@
 
 `tile.Part[fl.f32]` (this block's tile of a partitioned output), `tile.Tensor[fl.f32]` (a
 read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and scatters),
-`tile.Const[int]` (specialised per value). `tile.Tensor[fl.f32] | None` (and so for Atomic) is
-an optional array (`OptionalAnnotation`): a launch that passes None compiles the kernel without
-it, the parameter the constant None in the body. The IR types of tile values are in
+`tile.Const[int]` (specialised per value). `tile.Tensor[fl.f32] | None` (and so for Atomic and
+Part) is an optional array (`OptionalAnnotation`): a launch that passes None compiles the kernel
+without it, the parameter the constant None in the body. An optional Part is an output a launch
+may leave out (a training forward's saved statistics): the grid comes from the Parts passed. The IR types of tile values are in
 `ir/tile/types.py`.
 """
 
@@ -36,20 +37,13 @@ class ArrayAnnotation:
         return self._optional(other, f"{other!r} | {self!r}")
 
     def _optional(self, other: Any, written: str) -> OptionalAnnotation:
-        """`X | None`: this annotation, optional (only a Tensor's or an Atomic's: a Part is
-        the kernel's output, and its grid, so it is always there)."""
+        """`X | None`: this annotation, optional (a Tensor's, an Atomic's or a Part's; a launch
+        that leaves out every Part has no grid, tile/grid.py's error)."""
         if other is not None and other is not type(None):
             _refuse(
                 f"`{written}`: a Tile annotation unites only with None",
-                "an optional array is `tile.Tensor[fl.f32] | None` (or tile.Atomic); a launch "
-                "that passes None compiles the kernel without it",
-            )
-        if self.kind not in ("Tensor", "Atomic"):
-            _refuse(
-                f"`{written}`: only tile.Tensor and tile.Atomic parameters may be optional "
-                "(a Part is the launch's output and its grid)",
-                "pass the Part on every launch; an optional input is `tile.Tensor[...] | None`, "
-                "an optional output updated by atomics `tile.Atomic[...] | None`",
+                "an optional array is `tile.Tensor[fl.f32] | None` (or tile.Atomic, tile.Part); "
+                "a launch that passes None compiles the kernel without it",
             )
         return OptionalAnnotation(self)
 
