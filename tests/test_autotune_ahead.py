@@ -144,7 +144,7 @@ def test_a_training_forward_compiles_its_backward_beside_itself_once(
     )
     out, lse = A.scaled_dot_product_attention_lse(q, k, v, is_causal=True)
     names = {kernel.name for kernel, _ in queued}
-    assert {"attention_lse", "attention_delta", "attention_dkdv", "finish_dq"} <= names, names
+    assert {"attention", "attention_delta", "attention_dkdv", "finish_dq"} <= names, names
     assert passes == [False, True]  # the backward's own first call came inside this pass
     expected = ops.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert np.array_equal(out.numpy(), expected.numpy()) and lse.shape == (1, 2, 48)
@@ -508,7 +508,7 @@ def test_a_variants_training_forward_compiles_its_backward_beside_itself(
     monkeypatch.setattr(KB, "_backward", recorded)
     out, _ = AV.attend("swa_attention", q, k, v, None, True, 8, None, None, keep_lse=True)
     names = {kernel.name for kernel, _ in queued}
-    assert {"attention_lse", "attention_delta", "attention_dkdv"} <= names, names
+    assert {"attention", "attention_delta", "attention_dkdv"} <= names, names
     # the window's backward (twice: this test's stand-in runs the nested pass's call too)
     assert variants and set(variants) == {((False, True, False, False), 8, 0, 1.0)}
     assert passes[0] == 1 and np.array_equal(out.numpy(), want.numpy())

@@ -461,7 +461,7 @@ def test_the_kernel_compiles_through_tileiras(
     if form is not None:
         mask_dt = fl.bool_ if form[0] else fl.f16
         mask = fl.zeros((2 if form[1] else 1, 2 if form[2] else 1, 256, 200), dtype=mask_dt)
-    assert cubin(kernel, out, q, kv, kv, mask, 0.125, 0, 0, 1.0, 64, 2)
+    assert cubin(kernel, out, None, q, kv, kv, mask, 0.125, 0, 0, 1.0, 64, 2)
 
 
 def test_the_two_warp_group_configuration_compiles_through_tileiras(
@@ -472,7 +472,7 @@ def test_the_two_warp_group_configuration_compiles_through_tileiras(
     for tile_m in (128, 256):
         out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, tile_m, 128))
         kernel = make_attention(fl.bf16, True, True).options(occupancy=1, num_worker_warps=8)
-        assert cubin(kernel, out, q, q, q, None, 0.088, 0, 0, 1.0, 128, 1)
+        assert cubin(kernel, out, None, q, q, q, None, 0.088, 0, 0, 1.0, 128, 1)
 
 
 @pytest.mark.parametrize("variant", [None, (False, True, True, False)])
@@ -488,7 +488,7 @@ def test_the_forward_keeping_lse_compiles_through_tileiras(
     kv = fl.zeros((1, 2, 1300, 128), dtype=fl.bf16)
     out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 128, 128))
     lse = fl.empty((1, 8, 700, 1)).partition((1, 1, 128, LSE_COLUMNS))
-    kernel = make_attention(fl.bf16, True, False, None, variant, True).options(occupancy=2)
+    kernel = make_attention(fl.bf16, True, False, None, variant).options(occupancy=2)
     assert cubin(kernel, out, lse, q, kv, kv, None, 0.088, 100, 0, 1.0, 128, 4)
 
 

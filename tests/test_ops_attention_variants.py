@@ -110,7 +110,7 @@ def test_fp8_kernels_compile_through_tileiras(cubin: Callable[..., bytes], dt: s
     out = fl.empty(q.shape, dtype=t).partition((1, 1, 128, 128))
     for causal in (True, False):
         kernel = make_attention(t, causal, False, None, occupancy=2)
-        assert cubin(kernel, out, q, kv, kv, None, 0.088, 0, 0, 1.0, 64, 2)
+        assert cubin(kernel, out, None, q, kv, kv, None, 0.088, 0, 0, 1.0, 64, 2)
     qd, kvd = fl.zeros((2, 2, 4, 128), dtype=t), fl.zeros((2, 2, 1000, 128), dtype=t)
     part_o = fl.empty((2, 2, 4, 4, 128)).partition((1, 1, 1, 8, 128))
     part_lse = fl.empty((2, 2, 4, 4, 1)).partition((1, 1, 1, 8, 1))
@@ -142,7 +142,7 @@ def test_small_tiles_skip_only_tiles_no_row_sees(variant: tuple, lq: int, s: int
     kernel = make_attention(fl.f32, causal, s % 16 == 0, None, flags)
     with out.partition((1, 1, 16, 16)) as part:
         fq, fk, fv = (fl.asarray(x.numpy()) for x in (q, k, v))
-        kernel(part, fq, fk, fv, None, 0.25, wl, wr, cap, 16, 2)
+        kernel(part, None, fq, fk, fv, None, 0.25, wl, wr, cap, 16, 2)
     bounds = (wl if flags[1] else None, wr if flags[2] else None, cap if flags[3] else None)
     want = reference(q, k, v, 0.25, causal, *bounds, aligned=flags[0])
     got = torch.from_numpy(out.numpy())
@@ -268,7 +268,7 @@ def test_the_sdpa_forward_ir_is_unchanged(causal: bool, even_k: bool) -> None:
             shape = (2 if form[1] else 1, 4 if form[2] else 1, 256, s)
             mask = fl.zeros(shape, dtype=fl.bool_ if form[0] else fl.bf16)
         text = make_attention(fl.bf16, causal, even_k, form).inspect(
-            out, q, kv, kv, mask, 0.125, 0, 0, 1.0, 64, 2, stage="ir"
+            out, None, q, kv, kv, mask, 0.125, 0, 0, 1.0, 64, 2, stage="ir"
         )
         # one kernel serves every form: the plain and masked ones take the variant's scalars
         # too (unread; an absent m compiles away), and their body is the IR of before, to the
@@ -300,7 +300,7 @@ def test_the_variant_kernels_compile_through_tileiras(
     kv = fl.zeros((2, 2, 256 if even_k else 200, 64), dtype=fl.bf16)
     out = fl.empty(q.shape, dtype=fl.bf16).partition((1, 1, 128, 64))
     kernel = make_attention(fl.bf16, causal, even_k, None, variant, occupancy=2)
-    assert cubin(kernel, out, q, kv, kv, None, 0.125, 64, 64, 50.0, 128, 2)
+    assert cubin(kernel, out, None, q, kv, kv, None, 0.125, 64, 64, 50.0, 128, 2)
 
 
 @pytest.mark.gpu

@@ -229,8 +229,8 @@ def test_the_sequence_major_kernels_compile_through_tileiras(
     kv = fl.zeros(_io.heads_major((2, 2, 256, 128), kv_seq), dtype=fl.bf16)
     tile_m = _io.heads_major((1, 1, 128, 128), q_seq)
     out = fl.empty(q.shape, dtype=fl.bf16).partition(tile_m, tile.row_major())
-    kernel = make_attention(fl.bf16, True, True, None, variant, False, layout, occupancy=2)
-    assert cubin(kernel, out, q, kv, kv, None, 0.125, 64, 0, 30.0, 128, 4)
+    kernel = make_attention(fl.bf16, True, True, None, variant, layout, occupancy=2)
+    assert cubin(kernel, out, None, q, kv, kv, None, 0.125, 64, 0, 30.0, 128, 4)
 
 
 @pytest.mark.parametrize("hk", [8, 1])

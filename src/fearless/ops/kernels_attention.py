@@ -321,9 +321,7 @@ def key_range(i, s_len, l_len, wl, wr, TILE_M, TILE_N, causal, varied, bottom_ri
     return first, tiles, clean_from, mask_from, off
 
 
-def make_attention(
-    dt, causal, even_k, mask=None, variant=None, keep_lse=False, layout=(False, False), **hints
-):
+def make_attention(dt, causal, even_k, mask=None, variant=None, layout=(False, False), **hints):
     """softmax(Q K^T * scale + mask) V for q, k, v of (B, H, L or S, D). `layout` (q_seq,
     kv_seq), compile-time: q and out are (B, L, H, D) where q_seq, k and v (B, S, H_kv, D)
     where kv_seq (Hugging Face's and flash-attn's layout, whose (B, H, L, D) tensors are
@@ -336,9 +334,10 @@ def make_attention(
     (the causal diagonal and the window bottom-right aligned, as flash-attn); left / right: it
     sees keys from its position - WL / up to its position + WR (run-time WL, WR); softcap:
     scores = CAP * tanh(scores / CAP) before the masks (run-time CAP). A row that sees no key
-    gives 0. `keep_lse`: the kernel also stores each row's log2-sum-exp of its base-2 scores
-    (B, H, L) f32 (+inf for a row that sees no key), the backward's `lse` (training: the
-    backward then skips recomputing it, kernels_attention_backward.py)."""
+    gives 0. The kernel's `lse` (an optional output: None compiles it away): each row's
+    log2-sum-exp of its base-2 scores (B, H, L) f32 (+inf for a row that sees no key), the
+    backward's `lse` (training: the backward then skips recomputing it,
+    kernels_attention_backward.py); q and out (B, H, L, D) then."""
     causal_or_ragged = causal or not even_k
     masked = mask is not None
     mask_bool, mask_b, mask_h = mask if masked else (False, False, False)
@@ -346,8 +345,6 @@ def make_attention(
     bottom_right, left, right, capped = variant if varied else (False, False, False, False)
     guarded = masked or varied  # a row may see no key
     q_seq, kv_seq = layout
-    # the kept lse's Part numbers its (B, H, L) tiles as a heads-major out's
-    assert not (keep_lse and q_seq), "keep_lse takes q and out of (B, H, L, D)"
 
     @tile.function
     def attend(out, lse, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP):
@@ -395,37 +392,21 @@ def make_attention(
             out.store(acc.reshape((1, TILE_M, 1, TILE_D)).astype(dt))
         else:
             out.store(acc.reshape((1, 1, TILE_M, TILE_D)).astype(dt))
-        if keep_lse:  # compile-time: the rows' lse, in every column of the tile (LSE_COLUMNS)
+        if lse is not None:  # compile-time: the rows' lse, in every column (LSE_COLUMNS)
             _, _, _, cols = lse.shape
             row_lse = tile.broadcast_to(online_lse(m_i, l_i, guarded), (TILE_M, cols))
             lse.store(row_lse.reshape((1, 1, TILE_M, cols)))
 
     mdt = fl.bool_ if mask_bool else dt
 
-    # one kernel for every form: a form without a mask passes None for m (compiled away), and
-    # the forms without a variant pass WL, WR, CAP and never read them (the plain kernel's Tile
-    # IR is that of before apart from those three parameters; tests/test_ops_attention_variants
-    # guards it)
+    # one kernel for every form: a form without a mask passes None for m and inference None
+    # for lse (both compiled away), and the forms without a variant pass WL, WR, CAP and never
+    # read them (the plain kernel's Tile IR is that of before apart from those three
+    # parameters; tests/test_ops_attention_variants guards it)
     @tile.kernel(**hints)
     def attention(
         out: tile.Part[dt],
-        q: tile.Tensor[dt],
-        k: tile.Tensor[dt],
-        v: tile.Tensor[dt],
-        m: tile.Tensor[mdt] | None,
-        scale: fl.f32,
-        wl: fl.i32,
-        wr: fl.i32,
-        cap: fl.f32,
-        TILE_N: tile.Const[int],
-        GROUP: tile.Const[int],
-    ):
-        attend(out, None, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
-
-    @tile.kernel(**hints)
-    def attention_lse(
-        out: tile.Part[dt],
-        lse: tile.Part[fl.f32],
+        lse: tile.Part[fl.f32] | None,
         q: tile.Tensor[dt],
         k: tile.Tensor[dt],
         v: tile.Tensor[dt],
@@ -439,7 +420,7 @@ def make_attention(
     ):
         attend(out, lse, q, k, v, m, scale, wl, wr, cap, TILE_N, GROUP)
 
-    return attention_lse if keep_lse else attention
+    return attention
 
 
 def _cfg(tile_m, tile_n, occupancy, num_worker_warps=None):
@@ -530,14 +511,12 @@ LSE_COLUMNS = 4
 
 
 def _kernel(
-    q, k, causal, form, variant, lse, tile_n, occupancy, num_worker_warps, layout=(False, False)
+    q, k, causal, form, variant, tile_n, occupancy, num_worker_warps, layout=(False, False)
 ):
     """`make_attention`'s kernel for q, k (fl.Tensors, in `layout`) in key tiles of `tile_n`
-    (`mask_form`'s `form` of the mask or None, `variant` or None, keeping the rows' lse where
-    `lse` is given), with its launch options."""
+    (`mask_form`'s `form` of the mask or None, `variant` or None), with its launch options."""
     even_k = heads_major(k.shape, layout[1])[2] % tile_n == 0
-    keep = lse is not None
-    make = kernel_of(make_attention, q.dtype, causal, even_k, form, variant, keep, layout)
+    make = kernel_of(make_attention, q.dtype, causal, even_k, form, variant, layout)
     return make.options(occupancy=occupancy, num_worker_warps=num_worker_warps)
 
 
@@ -549,8 +528,10 @@ def _launch(make, out, lse, tile_m, d, args, q_seq=False, causal=False):
     out_order, lse_order = causal_orders(causal, q_seq)
     with out.partition(rows, out_order) as part:
         if lse is None:
-            make(part, *args)
+            make(part, None, *args)
         else:
+            # the kept lse's Part numbers its (B, H, L) tiles as a heads-major out's
+            assert not q_seq, "a kept lse takes q and out of (B, H, L, D)"
             rows_view = view(lse, (*lse.shape, 1))
             with rows_view.partition((1, 1, tile_m, LSE_COLUMNS), lse_order) as rows:
                 make(part, rows, *args)
@@ -567,9 +548,9 @@ def attention_tuned(
     """out = attention of q over k, v (fl.Tensors of (B, H, L or S, D), or in `layout`:
     `make_attention`'s) with these tiles; `mask` None or an fl.Tensor of (1 or B, 1 or H, L, S),
     bool or q's dtype; `lse` None or a (B, H, L) f32 fl.Tensor that gets the rows'
-    log2-sum-exp (`make_attention`'s keep_lse)."""
+    log2-sum-exp (`make_attention`'s optional `lse`)."""
     form = None if mask is None else mask_form(mask)
-    kernel = _kernel(q, k, causal, form, None, lse, tile_n, occupancy, num_worker_warps, layout)
+    kernel = _kernel(q, k, causal, form, None, tile_n, occupancy, num_worker_warps, layout)
     args = (q, k, v, mask, scale, 0, 0, 1.0, tile_n, group)
     _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0], causal)
 
@@ -591,6 +572,6 @@ def attention_variant_tuned(
     """out = a variant's attention (`make_attention`'s `variant`: bottom-right alignment,
     window WL / WR, soft cap CAP) of q over k, v (fl.Tensors of (B, H, L or S, D), or in
     `layout`); `lse` as `attention_tuned`'s."""
-    kernel = _kernel(q, k, causal, None, variant, lse, tile_n, occupancy, num_worker_warps, layout)
+    kernel = _kernel(q, k, causal, None, variant, tile_n, occupancy, num_worker_warps, layout)
     args = (q, k, v, None, scale, wl, wr, cap, tile_n, group)
     _launch(kernel, out, lse, tile_m, q.shape[3], args, layout[0])
