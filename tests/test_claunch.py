@@ -363,43 +363,51 @@ def _scaled(z: tile.Part[fl.f32], m: tile.Tensor[fl.f32] | None, x: tile.Tensor[
     z.store(y)  # fmt: skip
 
 
-def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
-    tile_c: tuple[Calls, TileCu],  # noqa: F811
-) -> None:
-    """None for an optional array (`tile.Tensor[T] | None`): key part None, no payload, and
-    the overlap pairs skip it, so C launches what Python would; a tensor there is another
-    key, and an output overlapping the other input is still refused."""
+def _warm_with_one_left_out(driver: tuple[Calls, TileCu], kernel: Any, slot: int) -> Any:
+    """`kernel` (an output z, an optional array at `slot` 0 or 1, an input x, a scalar s) on
+    the compiled warm path with that array left out: its key part is None and it has no
+    payload, so C launches (twice: the second through the remembered last key) the bytes
+    the Python path packs. Returns (dispatcher, z's Partition, x) for more calls."""
     from fearless.abi import TileParam
     from fearless.runtime import dispatch, tile_gpu
     from fearless.runtime.target import Target
 
-    calls, cu = tile_c
+    calls, cu = driver  # the tile_c fixture's
     cu.sizes[:] = [8, 4, 8, 4, 4]  # z and its extent, x likewise, s
-    sig = (
-        TileParam("z", "part", F32, 1, tile=(1024,)),
-        TileParam("m", "const", None, value=None),
-        TileParam("x", "tensor", F32, 1),
-        TileParam("s", "scalar", F32),
-    )
+    z = TileParam("z", "part", F32, 1, tile=(1024,))
+    sig: list[Any] = [z, TileParam("x", "tensor", F32, 1), TileParam("s", "scalar", F32)]
+    sig.insert(slot, TileParam(kernel.declared()[slot].name, "const", None, value=None))
     gpu = tile_gpu.GpuLaunch("k", FUNCTION, (16, 1, 1), tile_gpu.ParamBlock(sig, [(16384,)] * 2))
-    warm = dispatch.Dispatcher("k", _scaled.declared(), _never, None)
-    prepared = dispatch.Prepared(sig, None, (16, 1, 1), (65536, 0, 65536), gpu)  # type: ignore[arg-type]
+    warm = dispatch.Dispatcher("k", kernel.declared(), _never, None)
+    extents = [65536, 65536]
+    extents.insert(slot, 0)
+    prepared = dispatch.Prepared(tuple(sig), None, (16, 1, 1), tuple(extents), gpu)  # type: ignore[arg-type]
     out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
     part = out.partition((1024,))
-    args = (part, None, x, 0.5)
-    entry, key, payload = warm.lookup(args, Target.CUDA)
-    assert entry is None and key is not None and key[2] is None
+    args: list[Any] = [part, x, 0.5]
+    args.insert(slot, None)
+    entry, key, payload = warm.lookup(tuple(args), Target.CUDA)
+    assert entry is None and key is not None and key[slot + 1] is None
     warm.store(key, prepared)
-    assert warm.c_launch(warm.c, args, 0) == 0
-    assert warm.c_launch(warm.c, args, 0) == 0  # the remembered last key
+    assert warm.c_launch(warm.c, tuple(args), 0) == 0
+    assert warm.c_launch(warm.c, tuple(args), 0) == 0  # the remembered last key
     assert len(calls) == 2 and calls[0]["grid"] == (16, 1, 1)
     gpu._c_launch = None
     gpu(payload, None)  # the Python path on the same arguments
     assert cu.calls == [calls[0]["bytes"]]
+    return warm, part, x
+
+
+def test_the_tile_warm_path_in_c_launches_an_optional_array_left_out(
+    tile_c: tuple[Calls, TileCu],  # noqa: F811
+) -> None:
+    """None for an optional array (`tile.Tensor[T] | None`): the overlap pairs skip it; a
+    tensor there is another key, and an output overlapping the other input is still refused."""
+    warm, part, x = _warm_with_one_left_out(tile_c, _scaled, 1)
     overlapping = _dev(0x7F0000000000 + 4096, (16384,))
     assert warm.c_launch(warm.c, (part, None, overlapping, 0.5), 0) == -1
     assert warm.c_launch(warm.c, (part, x, x, 0.5), 0) == -1  # m given: no entry for that key
-    assert len(calls) == 2
+    assert len(tile_c[0]) == 2
     part.unpartition()
 
 
@@ -416,38 +424,12 @@ def _with_stats(
 def test_the_tile_warm_path_in_c_launches_an_optional_output_left_out(
     tile_c: tuple[Calls, TileCu],  # noqa: F811
 ) -> None:
-    """None for an optional Part (`tile.Part[T] | None`): as for an optional Tensor, key part
-    None and no payload, so C launches what Python would; a Partition there is another key."""
-    from fearless.abi import TileParam
-    from fearless.runtime import dispatch, tile_gpu
-    from fearless.runtime.target import Target
-
-    calls, cu = tile_c
-    cu.sizes[:] = [8, 4, 8, 4, 4]  # z and its extent, x likewise, s
-    sig = (
-        TileParam("st", "const", None, value=None),
-        TileParam("z", "part", F32, 1, tile=(1024,)),
-        TileParam("x", "tensor", F32, 1),
-        TileParam("s", "scalar", F32),
-    )
-    gpu = tile_gpu.GpuLaunch("k", FUNCTION, (16, 1, 1), tile_gpu.ParamBlock(sig, [(16384,)] * 2))
-    warm = dispatch.Dispatcher("k", _with_stats.declared(), _never, None)
-    prepared = dispatch.Prepared(sig, None, (16, 1, 1), (0, 65536, 65536), gpu)  # type: ignore[arg-type]
-    out, x = _dev(0x7F0000000000, (16384,)), _dev(0x7F0000100000, (16384,))
-    part = out.partition((1024,))
-    args = (None, part, x, 0.5)
-    entry, key, payload = warm.lookup(args, Target.CUDA)
-    assert entry is None and key is not None and key[1] is None
-    warm.store(key, prepared)
-    assert warm.c_launch(warm.c, args, 0) == 0
-    assert warm.c_launch(warm.c, args, 0) == 0  # the remembered last key
-    assert len(calls) == 2 and calls[0]["grid"] == (16, 1, 1)
-    gpu._c_launch = None
-    gpu(payload, None)  # the Python path on the same arguments
-    assert cu.calls == [calls[0]["bytes"]]
+    """None for an optional Part (`tile.Part[T] | None`), as for an optional Tensor; a
+    Partition there is another key."""
+    warm, part, x = _warm_with_one_left_out(tile_c, _with_stats, 0)
     stats = _dev(0x7F0000200000, (16384,)).partition((1024,))
     assert warm.c_launch(warm.c, (stats, part, x, 0.5), 0) == -1  # given: no entry for that key
-    assert len(calls) == 2
+    assert len(tile_c[0]) == 2
     stats.unpartition()
     part.unpartition()
 
