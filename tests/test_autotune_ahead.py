@@ -297,7 +297,7 @@ def _moe_backward() -> Any:
                 "head_sum",
             },
         ),
-        (_delta_rule, {"chunk_prepare", "chunk_inter_final"}),
+        (_delta_rule, {"chunk_prepare", "chunk_inter"}),
         (lambda: _norm_backward("rms"), {"norm_bwd", "column_sum"}),
         (lambda: _norm_backward("layer"), {"norm_bwd", "column_sum"}),
     ],

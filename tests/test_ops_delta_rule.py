@@ -173,10 +173,10 @@ def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes], final
     q, vv = fl.zeros((b, t, h, k), dtype=dt), fl.zeros((b, t, hv, v), dtype=dt)
     g, beta = fl.zeros((b, t, hv), dtype=f32), fl.zeros((b, t, hv), dtype=dt)
     s0 = fl.zeros((b, hv, k, v), dtype=f32)
-    state = [fl.empty((b, 1, hv, k, v), dtype=f32).partition((1, 1, 1, k, 64))] if final else []
+    state = fl.empty((b, 1, hv, k, v), dtype=f32).partition((1, 1, 1, k, 64)) if final else None
     out = fl.empty((b, t, hv, 1, v), dtype=dt).partition((1, 128, 1, 1, 64))
-    kernel = make_recurrent(dt, f32, dt, final, True, final, occupancy=2)
-    assert cubin(kernel, out, *state, q, q, vv, g, beta, s0, 0.125, 2, k)
+    kernel = make_recurrent(dt, f32, dt, final, True, occupancy=2)
+    assert cubin(kernel, out, state, q, q, vv, g, beta, s0, 0.125, 2, k)
     if not final:
         nc = 2
         parts = [
@@ -185,5 +185,5 @@ def test_the_kernels_compile_through_tileiras(cubin: Callable[..., bytes], final
         assert cubin(make_chunk_prepare(dt, f32, dt, True), *parts, q, vv, g, beta, 2, 64)
         return
     u, w, gc = (fl.zeros((b, hv, 2, cs, n), dtype=f32) for n in (v, k, 1))
-    kernel = make_chunk_inter(dt, True, True, True, occupancy=2)
-    assert cubin(kernel, out, *state, q, q, u, w, gc, s0, 0.125, 2, k, cs)
+    kernel = make_chunk_inter(dt, True, True, occupancy=2)
+    assert cubin(kernel, out, state, q, q, u, w, gc, s0, 0.125, 2, k, cs)

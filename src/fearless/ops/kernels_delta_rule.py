@@ -89,34 +89,22 @@ def recurrent_steps(out, q, k, v, g, beta, state0, scale, GROUP, KP, dt, l2norm,
     return s
 
 
-def make_recurrent(dt, gdt, bdt, l2norm, has_init, final, **hints):
+def make_recurrent(dt, gdt, bdt, l2norm, has_init, **hints):
     """The recurrent kernel: out (B, T, HV, 1, V) in `dt` (a Part of (1, TT, 1, 1, BV)), q, k
     (B, T, H, K) and v (B, T, HV, V) in `dt`, g (B, T, HV) in `gdt`, beta in `bdt`, state0
-    (B, HV, K, V) f32 (read when `has_init`); with `final`, the final state into a Part of
-    (B, 1, HV, K, V) f32 in tiles of (1, 1, 1, KP, BV)."""
-    if final:
-
-        @tile.kernel(**hints)
-        def recurrent_final(
-            out: tile.Part[dt], state: tile.Part[fl.f32], q: tile.Tensor[dt],
-            k: tile.Tensor[dt], v: tile.Tensor[dt], g: tile.Tensor[gdt],
-            beta: tile.Tensor[bdt], state0: tile.Tensor[fl.f32], scale: fl.f32,
-            GROUP: tile.Const[int], KP: tile.Const[int],
-        ):  # fmt: skip
-            s = recurrent_steps(
-                out, q, k, v, g, beta, state0, scale, GROUP, KP, dt, l2norm, has_init
-            )
-            state.store(s.reshape((1, 1, 1, KP, out.shape[4])))
-
-        return recurrent_final
+    (B, HV, K, V) f32 (read when `has_init`); `state`, an optional output: the final state
+    into a Part of (B, 1, HV, K, V) f32 in tiles of (1, 1, 1, KP, BV)."""
 
     @tile.kernel(**hints)
     def recurrent(
-        out: tile.Part[dt], q: tile.Tensor[dt], k: tile.Tensor[dt], v: tile.Tensor[dt],
-        g: tile.Tensor[gdt], beta: tile.Tensor[bdt], state0: tile.Tensor[fl.f32],
-        scale: fl.f32, GROUP: tile.Const[int], KP: tile.Const[int],
+        out: tile.Part[dt], state: tile.Part[fl.f32] | None, q: tile.Tensor[dt],
+        k: tile.Tensor[dt], v: tile.Tensor[dt], g: tile.Tensor[gdt], beta: tile.Tensor[bdt],
+        state0: tile.Tensor[fl.f32], scale: fl.f32, GROUP: tile.Const[int],
+        KP: tile.Const[int],
     ):  # fmt: skip
-        recurrent_steps(out, q, k, v, g, beta, state0, scale, GROUP, KP, dt, l2norm, has_init)
+        s = recurrent_steps(out, q, k, v, g, beta, state0, scale, GROUP, KP, dt, l2norm, has_init)
+        if state is not None:  # compile-time
+            state.store(s.reshape((1, 1, 1, KP, out.shape[4])))
 
     return recurrent
 
@@ -141,16 +129,13 @@ def recurrent_tuned(
     state's (B, 1, HV, K, V) f32 tensor."""
     kp = next_pow2(q.shape[3])
     bv = min(bv, next_pow2(out.shape[4]))
-    make = kernel_of(
-        make_recurrent, q.dtype, g.dtype, beta.dtype, l2norm, state0 is not None,
-        state is not None,
-    )  # fmt: skip
+    make = kernel_of(make_recurrent, q.dtype, g.dtype, beta.dtype, l2norm, state0 is not None)
     kernel = make.options(occupancy=occupancy)
     s0 = state0 if state0 is not None else state_dummy(out)
     tt = next_pow2(out.shape[1])
     with out.partition((1, tt, 1, 1, bv)) as part:
         if state is None:
-            kernel(part, q, k, v, g, beta, s0, scale, group, kp)
+            kernel(part, None, q, k, v, g, beta, s0, scale, group, kp)
         else:
             with state.partition((1, 1, 1, kp, bv)) as sp:
                 kernel(part, sp, q, k, v, g, beta, s0, scale, group, kp)
@@ -252,34 +237,23 @@ def chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, h
     return s
 
 
-def make_chunk_inter(dt, l2norm, has_init, final, **hints):
+def make_chunk_inter(dt, l2norm, has_init, **hints):
     """The inter-chunk kernel: out (B, T, HV, 1, V) in `dt` (a Part of (1, TT, 1, 1, BV),
     walked in chunks of CS steps), q, k (B, T, H, K) in `dt`, u, w, gc from `chunk_prepare`,
-    state0 (B, HV, K, V) f32; with `final`, the final state as `make_recurrent`'s."""
+    state0 (B, HV, K, V) f32; `state`, an optional output: the final state as
+    `make_recurrent`'s."""
     MX = mma_operands(dt)
-    if final:
-
-        @tile.kernel(**hints)
-        def chunk_inter_final(
-            out: tile.Part[dt], state: tile.Part[fl.f32], q: tile.Tensor[dt],
-            k: tile.Tensor[dt], u: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32],
-            gc: tile.Tensor[fl.f32], state0: tile.Tensor[fl.f32], scale: fl.f32,
-            GROUP: tile.Const[int], KP: tile.Const[int], CS: tile.Const[int],
-        ):  # fmt: skip
-            s = chunk_steps(
-                out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX
-            )
-            state.store(s.reshape((1, 1, 1, KP, out.shape[4])))
-
-        return chunk_inter_final
 
     @tile.kernel(**hints)
     def chunk_inter(
-        out: tile.Part[dt], q: tile.Tensor[dt], k: tile.Tensor[dt], u: tile.Tensor[fl.f32],
-        w: tile.Tensor[fl.f32], gc: tile.Tensor[fl.f32], state0: tile.Tensor[fl.f32],
-        scale: fl.f32, GROUP: tile.Const[int], KP: tile.Const[int], CS: tile.Const[int],
+        out: tile.Part[dt], state: tile.Part[fl.f32] | None, q: tile.Tensor[dt],
+        k: tile.Tensor[dt], u: tile.Tensor[fl.f32], w: tile.Tensor[fl.f32],
+        gc: tile.Tensor[fl.f32], state0: tile.Tensor[fl.f32], scale: fl.f32,
+        GROUP: tile.Const[int], KP: tile.Const[int], CS: tile.Const[int],
     ):  # fmt: skip
-        chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX)
+        s = chunk_steps(out, q, k, u, w, gc, state0, scale, GROUP, KP, CS, dt, l2norm, has_init, MX)
+        if state is not None:  # compile-time
+            state.store(s.reshape((1, 1, 1, KP, out.shape[4])))
 
     return chunk_inter
 
@@ -317,13 +291,13 @@ def chunk_inter_tuned(
     (B, 1, HV, K, V) f32 tensor."""
     kp, cs = next_pow2(q.shape[3]), w.shape[3]
     bv = min(bv, next_pow2(out.shape[4]))
-    make = kernel_of(make_chunk_inter, q.dtype, l2norm, state0 is not None, state is not None)
+    make = kernel_of(make_chunk_inter, q.dtype, l2norm, state0 is not None)
     kernel = make.options(occupancy=occupancy)
     s0 = state0 if state0 is not None else state_dummy(out)
     tt = next_pow2(u.shape[2] * cs)
     with out.partition((1, tt, 1, 1, bv)) as part:
         if state is None:
-            kernel(part, q, k, u, w, gc, s0, scale, group, kp, cs)
+            kernel(part, None, q, k, u, w, gc, s0, scale, group, kp, cs)
         else:
             with state.partition((1, 1, 1, kp, bv)) as sp:
                 kernel(part, sp, q, k, u, w, gc, s0, scale, group, kp, cs)
