@@ -27,7 +27,7 @@ from .load_padding import pad as emulate_padding
 from .order import own_index
 from .persistent import TileCursor
 from .random import api_philox, api_rand, api_randint, api_randint4x, api_randn  # noqa: F401
-from .rules import Operand, TileRules
+from .rules import Operand, TileRules, absent_error
 from .shaping import HANDLERS as SHAPING
 from .shaping import float_operands
 from .special import HANDLERS as SPECIAL
@@ -45,20 +45,6 @@ def array_param(x: Any, loc: Location, what: str) -> tuple[Value, ArrayParamType
         f"{what} must be an array parameter of the kernel",
         loc,
         help="pass the kernel parameter itself (`x`), not a tile loaded from it",
-    )
-
-
-def absent_error(x: PyObj, loc: Location, message: str) -> KernelTypeError:
-    """E0308 for None used as an array: an optional parameter this launch left out (its
-    PyObj keeps the parameter's name, tile/compiler.py), or a literal None."""
-    name = f"`{x.name}`" if x.name != "None" else "the parameter"
-    return KernelTypeError(
-        message,
-        loc,
-        code="E0308",
-        help=f"{name} is None in this specialisation (a `tile.Tensor[T] | None` parameter the "
-        f"launch passed None for): use it only under `if {x.name} is not None:`, which is "
-        "decided at compile time",
     )
 
 

@@ -27,14 +27,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import CompileError, KernelTypeError, LaunchContractError, Location, SafetyError
-from ..frontend.values import Weak
+from ..frontend.values import PyObj, Weak
 from ..ir.core import Block, Function, Op, Value
 from ..ir.tile import ops
 from ..ir.tile.kernel import TileIR
 from ..ir.tile.types import ArrayParamType
 from .control import lower_loop
 from .order import own_index, tile_counts, tile_index
-from .rules import TileRules
+from .rules import TileRules, absent_error
 
 
 class TileCursor:
@@ -75,6 +75,8 @@ class Walk:
 def lower_tiles(lw: TileRules, node: ast.For, target: str, call: ast.Call, part: object) -> None:
     """`for target in part.tiles(): body` (see the module docstring)."""
     loc = lw.loc(call)
+    if isinstance(part, PyObj) and part.obj is None:  # an optional Part left out
+        raise absent_error(part, loc, f"`{ast.unparse(call.func)}` walks None, not a `tile.Part`")
     t = part.type if isinstance(part, Value) else None
     if not isinstance(t, ArrayParamType) or t.tile is None:
         raise KernelTypeError(
@@ -144,6 +146,8 @@ def lower_chunks(lw: TileRules, node: ast.For, target: str, call: ast.Call, base
         part, index, tile = base.part, base.index, base.tile
     elif isinstance(base, Value) and isinstance(base.type, ArrayParamType) and base.type.is_part:
         part, index, tile, own = base, own_index(lw, base, loc), base.type.tile or (), True
+    elif isinstance(base, PyObj) and base.obj is None:  # an optional Part left out
+        raise absent_error(base, loc, f"`{ast.unparse(call.func)}` splits None, not a `tile.Part`")
     else:
         raise KernelTypeError(
             f"`{ast.unparse(call.func)}` needs a `tile.Part` (or a tile of `part.tiles()`)",

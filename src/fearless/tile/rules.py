@@ -4,7 +4,8 @@
 every part of tile lowering uses: the current block of the structured IR, `emit`, the rules by
 which operands meet (`Weak` literals adopt the other operand's dtype, two dtypes never mix, shapes
 broadcast as NumPy's and the broadcast is made explicit with `tile.reshape` + `tile.broadcast`),
-casts, stores into a Part, `@` and the compile-time values (shapes, axes, dtypes) of calls.
+casts, stores into a Part, `@` and the compile-time values (shapes, axes, dtypes) of calls,
+and `absent_error` for an optional parameter used where a launch left it out.
 It is what the handlers of control flow (control.py) and of `tile.*` (lower_api.py) see of the
 lowerer; frontend.py's `TileLowerer` is the whole of it.
 """
@@ -521,3 +522,17 @@ def _is_literal(v: Value) -> bool:
     while isinstance(v.owner, ops.Broadcast | ops.Reshape):
         v = v.owner.operands[0]
     return isinstance(v.owner, ops.Constant)
+
+
+def absent_error(x: PyObj, loc: Location, message: str) -> KernelTypeError:
+    """E0308 for None used as an array: an optional parameter this launch left out (its
+    PyObj keeps the parameter's name, tile/compiler.py), or a literal None."""
+    name = f"`{x.name}`" if x.name != "None" else "the parameter"
+    return KernelTypeError(
+        message,
+        loc,
+        code="E0308",
+        help=f"{name} is None in this specialisation (a `| None` parameter the launch passed "
+        f"None for): use it only under `if {x.name} is not None:`, which is decided at "
+        "compile time",
+    )
