@@ -55,6 +55,9 @@ tests/ops/test_<op>.py or a real model's sizes, as said):
   H 32, D 512, 16 and 64 splits, f16 and bf16, lse normals * 2 + 5;
 - persistent_layer_norm: bench_layernorm.py's persistent grid, M = 30000, N = 256, 1024,
   4096, 16384, bf16, eps 1e-6 (the layer_norm cases call fearless's layer_norm there);
+- fused_add_rms_norm (Liger's and vLLM's; TileGym has none, a skip): a decoder layer's
+  residual add and norm at Llama-3-8B's hidden 4096, M = 1 (decode), 64, 4096 and 16384
+  tokens, bf16; torch eager is the add then rms_norm; checked on (y, s) joined;
 - chunk_gated_delta_rule: no benchmark; Qwen3-Next's linear attention (32 heads, K = V = 128;
   q and k per value head), B 1, T 1024 and 4096, bf16, chunk 64, inputs scaled as
   tests/ops/test_chunk_gated_delta_rule.py. Torch eager: Hugging Face's
@@ -96,6 +99,7 @@ from .family_ops_base import (
 from .family_ops_nvfp4 import DRY_SHAPE as NVFP4_DRY_SHAPE
 from .family_ops_nvfp4 import OP as NVFP4
 from .family_ops_nvfp4 import nvfp4_bench, nvfp4_specs
+from .model import Skip
 
 MHC_ALPHAS = (0.8, 1.1, 0.9)
 MIXTRAL = (4096, 14336, 8, 2)  # hidden, intermediate, experts, top_k
@@ -115,6 +119,7 @@ def more_specs() -> list[Spec]:
         for hidden in (2048, 4096):
             out += [Spec("swiglu_backward", dt, (m, hidden)) for m in POW2_N]
     out += [Spec("persistent_layer_norm", "bf16", (30000, n)) for n in (256, 1024, 4096, 16384)]
+    out += [Spec("fused_add_rms_norm", "bf16", (m, 4096)) for m in (1, 64, 4096, 16384)]
     for dt in ("f16", "bf16"):
         out += [Spec("splitk_reduce", dt, (2, 32, s, 512)) for s in (16, 64)]
     out += [
@@ -157,6 +162,7 @@ MORE_DRY_SHAPES: dict[str, tuple[int, ...]] = {
     "silu_and_mul_backward": (5, 96),
     "swiglu_backward": (5, 37),
     "persistent_layer_norm": (5, 37),
+    "fused_add_rms_norm": (5, 37),
     "splitk_reduce": (1, 2, 3, 64),
     "mhc_gemm_rms_scale": (9, 40, 2),
     "mhc_sinkhorn": (9, 2),
@@ -253,6 +259,27 @@ def _backward(torch: Any, s: Spec) -> Bench:
         bytes=nbytes,
         tilegym_note=("tilegym.ops.silu_and_mul" if gated else "tilegym.ops.get_swiglu()")
         + "'s backward through torch autograd, cutile",
+    )
+
+
+def _add_norm(torch: Any, s: Spec) -> Bench:
+    m, n = s.shape
+    x, r, w = (randn(torch, s.dtype, *sh) for sh in ((m, n), (m, n), (n,)))
+    fn = torch.nn.functional
+
+    def eager(x: Any, r: Any, w: Any) -> Joined:
+        t = x + r
+        return Joined([fn.rms_norm(t, (n,), w, EPS_RMS), t])
+
+    def tilegym(tg: Any) -> Callable[[], Any]:
+        raise Skip("TileGym has no fused add + rms_norm (Liger's and vLLM's operator)")
+
+    return Bench(
+        lambda fo: lambda: Joined(fo.fused_add_rms_norm(x, r, w, EPS_RMS)),
+        tilegym,
+        lambda: eager(x, r, w),
+        lambda: eager(x.double(), r.double(), w.double()).double(),
+        bytes=4 * m * n * x.element_size() + n * x.element_size(),
     )
 
 
@@ -641,6 +668,7 @@ MORE_BUILDERS: dict[str, Callable[[Any, Spec], Bench]] = {
     "silu_and_mul_backward": _backward,
     "swiglu_backward": _backward,
     "persistent_layer_norm": _rows_more,
+    "fused_add_rms_norm": _add_norm,
     "splitk_reduce": _rows_more,
     "mhc_gemm_rms_scale": _mhc,
     "mhc_sinkhorn": _mhc,

@@ -6,7 +6,8 @@ forward only; TileGym's attention_sink (with its backward through torch autograd
 attention_sink_decode, GPT-OSS's attention with sinks; TileGym's fmha_varlen (per-sequence
 lengths in a padded batch, with its backward through torch autograd) and fmha_decode;
 flash-attn's flash_attn_with_kvcache over a contiguous or paged KV cache, forward only; issue
-36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; TileGym's
+36: fused_linear_cross_entropy, Liger's chunked loss with its gradients; Liger's and vLLM's
+fused_add_rms_norm (the residual add and the norm in one pass, with autograd); TileGym's
 moe_align_block_size and fused_moe (with its backward through torch autograd) and
 moe_actgrad_bwd (the down-projection's activation-gradient backward, in place); DeepSeek-V3's block-scaled fp8 GEMM
 w8a8_block_fp8_matmul, forward only; DeepSeek's multi-head latent attention, TileGym's mla,
@@ -34,6 +35,7 @@ kernels are in ops/kernels_*.py (examples/tile_kernels.py shows the row and GEMM
 """
 
 from . import torch_library  # noqa: F401  (sets up torch.ops.fearless)
+from .add_norm import fused_add_rms_norm
 from .attention import scaled_dot_product_attention
 from .attention_flash import flash_attn_func
 from .attention_fmha_variant import fmha_variant
@@ -83,6 +85,7 @@ __all__ = [
     "fmha_decode",
     "fmha_variant",
     "fmha_varlen",
+    "fused_add_rms_norm",
     "fused_linear_cross_entropy",
     "fused_moe",
     "geglu",

@@ -1,5 +1,5 @@
-"""The Tile kernels behind `fearless.ops`' row operators (softmax, rms_norm, layer_norm), and
-their autotuned launches.
+"""The Tile kernels behind `fearless.ops`' row operators (softmax, rms_norm, layer_norm, and
+Liger's fused add + rms_norm), and their autotuned launches.
 
 Each operator has one row helper (a plain function, inlined into the kernels that call it)
 and a factory with its structural forms: one block per row tile, `persistent` (one wave of
@@ -145,6 +145,35 @@ def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **
             out.store(y, allow_tma=st_tma, latency=st_lat)
 
     return rms_norm
+
+
+def make_add_rms_norm(dt=fl.f32, tma=False, mem=False, **hints):
+    """Liger's fused add + RMS norm per row: s = x + r (the residual stream's sum, rounded to
+    `dt` as an unfused add stores it) and y = rms_norm(s) * w in f32 whatever `dt`, one pass
+    over memory for both; one block per row tile (two outputs of one tiling), the hints of
+    `make_rms_norm`."""
+    lat, st_tma, st_lat = memory_hints(mem)
+
+    @tile.kernel(**hints)
+    def add_rms_norm(
+        out: tile.Part[dt],
+        s: tile.Part[dt],
+        x: tile.Tensor[dt],
+        r: tile.Tensor[dt],
+        w: tile.Tensor[dt],
+        eps: fl.f32,
+    ):
+        _, BN = out.shape
+        wt = tile.load(w, (0,), (BN,), allow_tma=tma).astype(fl.f32)
+        xs = tile.load_like(x, out, allow_tma=tma, latency=lat).astype(fl.f32)
+        rs = tile.load_like(r, out, allow_tma=tma, latency=lat).astype(fl.f32)
+        v = (xs + rs).astype(dt)
+        s.store(v, allow_tma=st_tma, latency=st_lat)
+        vf = v.astype(fl.f32)
+        ms = tile.sum(vf * vf, axis=1, keepdims=True) / x.shape[1].astype(fl.f32)
+        out.store((vf * tile.rsqrt(ms + eps) * wt).astype(dt), allow_tma=st_tma, latency=st_lat)
+
+    return add_rms_norm
 
 
 @tile.function
@@ -294,3 +323,18 @@ def layer_norm_tuned(x, w, b, eps, out, **config):
 
 
 ROW_FACTORIES.update(softmax=make_softmax, rms_norm=make_rms_norm, layer_norm=make_layer_norm)
+# add_rms_norm's two outputs share one tiling: one block per row tile, no persistent walk
+ADD_NORM_CONFIGS = [c for c in ROW_CONFIGS if not c["persistent"]]
+
+
+@fl.autotune(configs=ADD_NORM_CONFIGS, key=rows_key)
+def add_rms_norm_tuned(x, r, w, eps, out, s, *, rows, occupancy, num_worker_warps, tma, mem, **_):
+    """out = rms_norm(s) * w and s = x + r for 2-D x, r, out, s of one dtype (f32, f16, bf16)."""
+    n = next_pow2(x.shape[1])
+    if rows > 1 and rows * n * x.dtype.itemsize > 32768:
+        raise fl.LaunchContractError(f"{rows} rows of {n} do not fit one block's registers")
+    kernel = kernel_of(make_add_rms_norm, x.dtype, tma=tma, mem=mem).options(
+        occupancy=occupancy, num_worker_warps=num_worker_warps
+    )
+    with out.partition((rows, n)) as op, s.partition((rows, n)) as sp:
+        kernel(op, sp, x, r, w, eps)

@@ -1,6 +1,7 @@
 """The other operators of DESIGN 2c as torch operators (TileGym's and Liger's names): the fused
 linear cross-entropy (its forward computes the gradients, Liger's way, its backward scales
-them), MoE (fused_moe with autograd), the block-scaled fp8 GEMM, the gated delta rule, persistent_layer_norm, Mamba-2's
+them), MoE (fused_moe with autograd), the block-scaled fp8 GEMM, the gated delta rule, persistent_layer_norm,
+Liger's fused add + rms_norm (with autograd), Mamba-2's
 scan (with autograd) and the mHC operators; each `torch.ops.fearless.<name>` with its fake
 kernel, on the helpers of ops/torch_ops.py, registered with those when torch_library.py
 registers fearless.ops. The attention family is in ops/torch_ops_attention.py. A torch operator
@@ -13,6 +14,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
+import fearless.ops.add_norm as AN
 import fearless.ops.delta_rule as DR
 import fearless.ops.fp8_block_matmul as FP8
 import fearless.ops.linear_cross_entropy as LCE
@@ -322,6 +324,41 @@ def persistent_layer_norm(
     if mean is not None:
         m, r = (input.new_empty((0,), dtype=torch.float32) for _ in range(2))
     return y, m, r
+
+
+# ------------------------------------------------------ Liger's fused add + rms_norm
+
+
+def _add_norm_fake(x: Tensor, *_: Any) -> tuple[Tensor, Tensor]:
+    """y and s, both shaped as x."""
+    return _new(x, x.shape), _new(x, x.shape)
+
+
+@_define("fused_add_rms_norm", _add_norm_fake)
+def fused_add_rms_norm(
+    x: Tensor,
+    residual: Tensor,
+    weight: Optional[Tensor] = None,  # noqa: UP045
+    eps: Optional[float] = None,  # noqa: UP045
+) -> tuple[Tensor, Tensor]:
+    """(rms_norm(x + residual) * weight, x + residual) (ops/add_norm.py)."""
+    return AN.fused_add_rms_norm(x, residual, weight, eps)  # type: ignore[no-any-return]
+
+
+def _save_add_norm(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> None:
+    """The sum s (the norm's input) and the weight; eps as the forward took it."""
+    x, _, weight, eps = inputs
+    ctx.save_for_backward(output[1], weight)
+    ctx.eps = float(eps) if eps is not None else torch.finfo(x.dtype).eps  # type: ignore[attr-defined]
+
+
+@_autograd(fused_add_rms_norm, _save_add_norm)
+def _fused_add_rms_norm_bwd(ctx: Any, dy: Tensor, ds: Tensor) -> tuple:
+    """rms_norm's backward on s, plus s's own gradient: both x and residual get the sum."""
+    s, weight = ctx.saved_tensors
+    dx, dw = OPS.rms_norm_backward(dy.contiguous(), s, weight, ctx.eps)
+    total = dx + ds
+    return total, total, (dw if weight is not None else None), None
 
 
 # ------------------------------------------------------------------ Mamba-2's SSD scan
