@@ -653,3 +653,8 @@ def halves_of(x: Tensor, dim: int, op: str, name: str = "x") -> tuple[Tensor, tu
 FLOATS = (dtypes.f32, dtypes.f16, dtypes.bf16)
 GEMM_FLOATS = (*FLOATS, dtypes.f8e4m3fn, dtypes.f8e5m2)  # matmul's: the fp8 tensor cores too
 HALF = (dtypes.f16, dtypes.bf16)
+
+
+def machine_eps(a: Operand) -> float:
+    """The machine epsilon of a float operand's dtype: torch's rms_norm's default `eps`."""
+    return {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[a.dtype.name]

@@ -17,13 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..runtime.location import argument_error
-from ._io import FLOATS, number, operand, output, param, result, rows_of
+from ._io import FLOATS, machine_eps, number, operand, output, param, result, rows_of
 from ._replay import replayable
 from ._route import torch_ops
 from .kernels_rows import add_rms_norm_tuned
 
 OP = "fused_add_rms_norm"
-_MACHINE_EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
 
 
 @replayable()
@@ -50,7 +49,7 @@ def fused_add_rms_norm(
         )
     n = a.shape[-1]
     w = param(weight, n, a, OP, "weight", 1.0)
-    e = number(eps, OP, "eps") if eps is not None else _MACHINE_EPS[a.dtype.name]
+    e = number(eps, OP, "eps") if eps is not None else machine_eps(a)
     y, y_ret = output(a, a.shape)
     s, s_ret = output(a, a.shape)
     if a.tensor.size:

@@ -33,6 +33,7 @@ from ._io import (
     gelu_kind,
     halves_of,
     heads_major,
+    machine_eps,
     number,
     operand,
     output,
@@ -124,7 +125,7 @@ def rms_norm(x: Any, normalized_shape: Any, weight: Any = None, eps: float | Non
     a = operand(x, "rms_norm", "x", FLOATS)
     n = _normalized(a, normalized_shape, "rms_norm")
     w = param(weight, n, a, "rms_norm", "weight", 1.0)
-    e = number(eps, "rms_norm", "eps") if eps is not None else _machine_eps(a)
+    e = number(eps, "rms_norm", "eps") if eps is not None else machine_eps(a)
     out, ret = output(a, a.shape)
     if a.tensor.size:
         rms_norm_tuned(rows_of(a.tensor, -1, "rms_norm"), w, e, rows_of(out, -1, "rms_norm"))
@@ -153,10 +154,6 @@ def layer_norm(
         x2, o2 = rows_of(a.tensor, -1, "layer_norm"), rows_of(out, -1, "layer_norm")
         layer_norm_tuned(x2, w, b, eps, o2)
     return result(a, out, ret)
-
-
-def _machine_eps(a: Operand) -> float:
-    return {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}[a.dtype.name]
 
 
 # --------------------------------------------------------------------------- GEMM
