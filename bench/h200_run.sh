@@ -230,7 +230,7 @@ for step in "$@"; do
            python3 examples/train_tiny_llama.py --device cuda --size llama3-8b ${TRAIN8B_ARGS:---steps 200} 2>&1 \
              | tee "$out/train8b.log" | tail -5 ;;
     tune)  # issue 37: the shipped table; every autotuned operator over real models' shapes
-           # (cli/tune_cases.py: 381 bf16 cases, an estimated 13-25 min; TUNE_MODELS picks
+           # (cli/tune_cases.py: 389 bf16 cases, an estimated 13-26 min; TUNE_MODELS picks
            # groups, TUNE_OPS operators). It merges into the carried src/fearless/tuning/sm_90.json
            # after every case and the table comes back as $out/sm_90.json, so calls cut by
            # TUNE_TIMEOUT_S (default 500 s) add up: copy it over the repo's before the next call.

@@ -79,6 +79,7 @@ SPECS = (
     Spec("silu_and_mul_backward", "bf16", (3000, 2 * 5120)),
     Spec("swiglu_backward", "bf16", (3000, 5120)),
     Spec("persistent_layer_norm", "bf16", (3000, 5120)),
+    Spec("fused_add_rms_norm", "bf16", (3000, 5120)),
     Spec("splitk_reduce", "f16", (3, 32, 16, 512)),
     Spec("mhc_gemm_rms_scale", "bf16", (3000, 28672, 4)),
     Spec("mhc_sinkhorn", "bf16", (3000, 4)),

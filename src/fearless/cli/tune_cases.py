@@ -19,10 +19,10 @@ and 8192: prefill). Tuner keys hold the token count by size class (a power of tw
 1024 / 8192 are four keys and the counts between them reuse the nearest class's winner;
 duplicates across models are run once.
 
-How long: `len(DEFAULT_CASES)` is 381. Each case tunes one or two keys; per key the tuner
+How long: `len(DEFAULT_CASES)` is 389. Each case tunes one or two keys; per key the tuner
 compiles its 2 to 22 configurations (after pruning) on up to 16 worker threads (tileiras about
 0.25 s a kernel, docs/design.md) and times each for about 50 ms (autotune_timing.BUDGET_S), so
-about 1 to 2 s a key and 2 to 4 s a case with input set-up: 381 cases are about 13 to 25
+about 1 to 2 s a key and 2 to 4 s a case with input set-up: 389 cases are about 13 to 26
 minutes on one H200, plus, per MoE model, moe_actgrad_bwd's (128, 128, 64) configuration (37 s
 of tileiras on a CPU at Qwen3-30B-A3B's I; its other three, 2 to 4 s). The largest inputs
 (DeepSeek-V3's 256 experts in bf16, 22 GB of weights) fit one GPU; `--models` and `--ops` run a
@@ -177,6 +177,7 @@ def _dense(
     kn = ((hidden, (q + 2 * kv) * d), (q * d, hidden), (hidden, 2 * inter), (inter, hidden))
     out = _gemms(model, hidden, kn, vocab)
     out += _rms_norms(model, ([m, hidden] for m in TOKENS))
+    out += [_case("fused_add_rms_norm", [[m, hidden]] * 2, model) for m in TOKENS]
     out += [_case(a, [[m, 2 * inter]], model) for m in TOKENS for a in (act, f"{act}_backward")]
     if qk_norm:
         out += _rms_norms(model, ([m * h, d] for m in TOKENS for h in (q, kv)))

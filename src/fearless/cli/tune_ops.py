@@ -477,6 +477,11 @@ def _ops() -> dict[str, Op]:
             [[4, 16]],
             (f"{rows}layer_norm_tuned",),
         ),
+        "fused_add_rms_norm": Op(
+            _listed(lambda ops, x, r: ops.fused_add_rms_norm(x, r)),
+            [[4, 16], [4, 16]],
+            (f"{rows}add_rms_norm_tuned",),
+        ),
         "persistent_layer_norm": Op(
             _persistent_ln, [[4, 16]], (f"{t}persistent_norm.persistent_layer_norm_tuned",)
         ),
