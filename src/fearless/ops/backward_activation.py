@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ArgumentError
-from ..runtime.location import user_location
+from ..runtime.location import argument_error
 from ._io import FLOATS, Operand, gelu_kind, halves_of, operand, output, result, view
 from ._replay import replayable
 from .kernels_activation import elementwise_tuned
@@ -101,10 +100,9 @@ def _operands(op: str, *named: tuple[str, Any]) -> list[Operand]:
     ops_ = [operand(t, op, name, FLOATS) for name, t in named]
     for (name, _), o in zip(named[1:], ops_[1:], strict=True):
         if o.dtype != ops_[0].dtype:
-            raise ArgumentError(
+            raise argument_error(
                 f"`fearless.ops.{op}` needs `{named[0][0]}` and `{name}` of one dtype, got "
                 f"{ops_[0].dtype.name} and {o.dtype.name}",
-                user_location(),
                 help="convert one of them first",
             )
     return ops_
@@ -112,9 +110,8 @@ def _operands(op: str, *named: tuple[str, Any]) -> list[Operand]:
 
 def _expect_shape(op: str, name: str, t: Operand, shape: tuple[int, ...], what: str) -> None:
     if t.shape != shape:
-        raise ArgumentError(
+        raise argument_error(
             f"`{name}` of `fearless.ops.{op}` has shape {t.shape}, but {what} has {shape}",
-            user_location(),
             help="pass the gradient of the forward's output and the forward's inputs",
         )
 

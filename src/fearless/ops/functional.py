@@ -17,11 +17,11 @@ import numpy as np
 
 from ..autotune_ahead import compile_ahead_once
 from ..dtypes import DType, f32
-from ..errors import ArgumentError, KernelTypeError
+from ..errors import KernelTypeError
 from ..runtime import tensor as fl_tensor
 from ..runtime import trace
 from ..runtime.arrays import as_dtype, torch_dtype_of
-from ..runtime.location import argument_error, user_location
+from ..runtime.location import argument_error
 from ._arguments import flag, shape_of
 from ._io import (
     FLOATS,
@@ -98,16 +98,14 @@ def _converted(x: Any, dtype: Any, op: str) -> Any:
 def _normalized(a: Operand, normalized_shape: Any, op: str) -> int:
     shape = dims(normalized_shape, op, "normalized_shape")
     if not a.shape:
-        raise ArgumentError(
+        raise argument_error(
             f"`fearless.ops.{op}` normalizes over the last axis, and `x` has none (0-d)",
-            user_location(),
             help="pass a tensor of at least one axis",
         )
     if shape != a.shape[-1:]:
-        raise ArgumentError(
+        raise argument_error(
             f"`fearless.ops.{op}` normalizes over the last axis: normalized_shape must be "
             f"{a.shape[-1:]}, not {shape}",
-            user_location(),
             help="reshape so that the normalized axes are one last axis",
         )
     return shape[0]
@@ -217,10 +215,9 @@ def _binary(
 
 def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
     if y.dtype != x.dtype:
-        raise ArgumentError(
+        raise argument_error(
             f"`fearless.ops.{op}` needs both operands of one dtype, got {x.dtype.name} and "
             f"{y.dtype.name}",
-            user_location(),
             help="convert one of them first",
         )
     return y
@@ -229,9 +226,8 @@ def _same_dtype(y: Operand, x: Operand, op: str) -> Operand:
 def _shapes(
     op: str, form: str, x: Operand, y: Operand, verb: str = "multiplies"
 ) -> KernelTypeError:
-    return ArgumentError(
+    return argument_error(
         f"`fearless.ops.{op}` {verb} {form}, got {x.shape} and {y.shape}",
-        user_location(),
     )
 
 
@@ -272,9 +268,8 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 
 def _no_inplace(op: str) -> KernelTypeError:
-    return ArgumentError(
+    return argument_error(
         f"`fearless.ops.{op}` has no in-place form: its output never aliases its input",
-        user_location(),
         help="use the returned tensor (`x = ops.relu(x)`)",
     )
 
@@ -336,19 +331,17 @@ def dropout(
     the same mask on every target; None draws a fresh one per call. `inplace=True` writes the
     result into `x` and returns it, as torch does."""
     if isinstance(seed, bool):  # torch's 4th positional parameter is `inplace`
-        raise ArgumentError(
+        raise argument_error(
             f"the 4th argument of `fearless.ops.dropout` is `seed`, not torch's `inplace`: "
             f"got {seed}",
-            user_location(),
             help=f"write `inplace={seed}` (and `seed=...` for a fixed mask)",
         )
     if seed is not None and (
         isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
     ):
-        raise ArgumentError(
+        raise argument_error(
             f"`seed` of `fearless.ops.dropout` is an int or None, not {type(seed).__name__} "
             f"({seed!r:.40})",
-            user_location(),
             help="pass an integer seed for a fixed mask, e.g. `seed=0`, or None for a fresh one",
         )
     p = number(p, "dropout", "p")
@@ -364,19 +357,17 @@ def dropout(
     if isinstance(x, np.ndarray):
         np.copyto(x, y)
         return x
-    raise ArgumentError(
+    raise argument_error(
         "`fearless.ops.dropout(..., inplace=True)` writes into torch tensors and NumPy arrays; "
         "an fl.Tensor is not written in place",
-        user_location(),
         help="write `x = fearless.ops.dropout(x, p)`",
     )
 
 
 def _dropout(x: Any, p: float, training: bool, seed: int | None) -> Any:
     if not 0.0 <= p <= 1.0 or math.isnan(p):
-        raise ArgumentError(
+        raise argument_error(
             f"dropout probability has to be between 0 and 1, but got {p}",
-            user_location(),
         )
     if not training or p == 0.0:
         if torch_ops(x) is None:  # a tensor that needs autograd is returned as it is, as torch
@@ -427,9 +418,8 @@ def transpose(x: Any) -> Any:
     a = operand(x, "transpose", "x")
     nd = a.tensor.ndim
     if nd not in (2, 3):
-        raise ArgumentError(
+        raise argument_error(
             f"`fearless.ops.transpose` takes a matrix or a batch of matrices, not a {nd}-d tensor",
-            user_location(),
         )
     out, ret = output(a, (*a.shape[:-2], a.shape[-1], a.shape[-2]))
     if out.size:
@@ -475,10 +465,9 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
     qs, ks = heads_major(qa.shape, by_seq), heads_major(ka.shape, by_seq)
     batch, _, seq, d = qs
     if ks[0] != batch or ks[2:] != (seq, d) or d % 2 or d & (d - 1):
-        raise ArgumentError(
+        raise argument_error(
             "`fearless.ops.rope` takes q and k of one batch, sequence and power-of-two "
             f"head_dim, got {qs} and {ks}",
-            user_location(),
         )
     tdt = ca.dtype
     # 16-bit tables with f32 q and k widen exactly (as before); f32 tables with 16-bit q and k
@@ -501,10 +490,9 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
         if v.ndim == 2:
             v = view(v, (1, *v.shape))
         if v.ndim != 3 or v.shape[1:] != (seq, d) or v.shape[0] not in (1, batch):
-            raise ArgumentError(
+            raise argument_error(
                 f"`{name}` of `fearless.ops.rope` has shape {t.shape}; it needs ({seq}, {d}) or "
                 + (f"(1, {seq}, {d})" if batch == 1 else f"(1 or {batch}, {seq}, {d})"),
-                user_location(),
             )
         tables.append(v)
     qo, qret = output(qa, qa.shape)
@@ -542,18 +530,16 @@ def group_gemm(As: Sequence[Any], Bs: Sequence[Any]) -> list[Any]:
         listed = isinstance(xs, Sequence) and not isinstance(xs, (str, bytes))
         stacked = len(shape_of(xs)) >= 1 and hasattr(type(xs), "__iter__")  # iterates too
         if not listed and not stacked:
-            raise ArgumentError(
+            raise argument_error(
                 f"`{name}` of `fearless.ops.group_gemm` is a list of matrices, not "
                 f"{type(xs).__name__}",
-                user_location(),
                 help="pass lists (or tuples) of 2-D tensors: `group_gemm([a0, a1], [b0, b1])`",
             )
     if (t := torch_ops(As, Bs)) is not None:
         return list(t.group_gemm(list(As), list(Bs)))
     if len(As) != len(Bs):
-        raise ArgumentError(
+        raise argument_error(
             f"`fearless.ops.group_gemm` pairs As and Bs, but got {len(As)} and {len(Bs)}",
-            user_location(),
         )
     pairs = list(zip(As, Bs, strict=True))
     done = _in_group_launches(pairs) if pairs else None

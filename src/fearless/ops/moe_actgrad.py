@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
-from ..errors import ArgumentError, KernelIndexError, KernelTypeError
+from ..errors import KernelIndexError, KernelTypeError
 from ..runtime.location import argument_error, user_location
 from ._arguments import index, one_of
 from ._io import (
@@ -233,10 +233,9 @@ def _check_index(values: np.ndarray, name: str, n: int, what: str) -> None:
 
 
 def _mismatch(what: str) -> KernelTypeError:
-    return ArgumentError(
+    return argument_error(
         f"`fearless.ops.{OP}` needs dout (T, H), h and dh (TK, N), w2 (E, I, H), a_prime "
         f"(TK, I), ds (TK,) f32, expert_frequency_offset (E + 1,) and x_gather_idx, "
         f"s_scatter_idx (TK,), N = 2I for the GLU forms, I else; dout, h, w2, dh and a_prime "
         f"of one dtype; got {what}",
-        user_location(),
     )

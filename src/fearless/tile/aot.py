@@ -26,9 +26,9 @@ import numpy as np
 
 from ..abi import ALIGN_BYTES, array_align
 from ..dtypes import DType
-from ..errors import ArgumentError, KernelTypeError
+from ..errors import KernelTypeError
 from ..ir.tile.types import is_pow2
-from ..runtime.location import user_location
+from ..runtime.location import argument_error, user_location
 
 
 @dataclass(frozen=True, init=False)
@@ -94,9 +94,8 @@ def _extents(value: Any, what: str, example: str) -> tuple[int, ...]:
     except TypeError:
         extents = (None,)
     if not all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in extents):
-        raise ArgumentError(
+        raise argument_error(
             f"`tile.Spec` takes {what} of ints, got {value!r:.40}",
-            user_location(),
             help=f"e.g. {example}",
         )
     return tuple(int(d) for d in extents)

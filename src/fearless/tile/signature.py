@@ -21,7 +21,7 @@ from typing import Any
 from .. import dtypes
 from ..abi import Declared, Signature, TileParam, TileParamKind, array_align
 from ..dtypes import DType
-from ..errors import ArgumentError, CompileError, KernelTypeError
+from ..errors import CompileError, KernelTypeError
 from ..frames import user_location
 from ..frontend.source import FunctionSource, resolve_annotations
 from ..runtime.arrays import ArrayInfo, describe
@@ -285,15 +285,13 @@ def _read_only(info: ArrayInfo) -> bool:
 
 
 def _kind_error(kernel: str, name: str, want: str, got: Any) -> KernelTypeError:
-    return ArgumentError(
+    return argument_error(
         f"`{kernel}`'s parameter `{name}` is specialised by {want}, got {got!r}",
-        user_location(),
     )
 
 
 def _spec_dtype(name: str, got: DType, want: DType) -> None:
     if got != want:
-        raise ArgumentError(
+        raise argument_error(
             f"the spec of `{name}` holds {got.name} but the kernel declares {want.name}",
-            user_location(),
         )
