@@ -118,13 +118,20 @@ def make_softmax(dt, tma=False, persistent=False, chunk=0, mem=False, **hints):
 
 
 @tile.function
-def rms_norm_rows(x, at, wt, eps, tma, lat):
-    """x * rsqrt(mean(x^2) + eps) * wt for `x`'s rows at `at`, in f32 (`wt`: the weight row,
-    f32, loaded once per block by the kernel; loads as softmax_rows)."""
-    n = x.shape[1].astype(fl.f32)
-    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
+def rms_scaled(v, n, eps, wt):
+    """v * rsqrt(mean(v^2) + eps) * wt for the f32 rows `v` of `n` (f32) real columns (the
+    padded ones read 0 and add nothing to the mean)."""
     ms = tile.sum(v * v, axis=1, keepdims=True) / n
     return v * tile.rsqrt(ms + eps) * wt
+
+
+@tile.function
+def rms_norm_rows(x, at, wt, eps, tma, lat):
+    """`rms_scaled` of `x`'s rows at `at`, in f32 (`wt`: the weight row, f32, loaded once per
+    block by the kernel; loads as softmax_rows)."""
+    n = x.shape[1].astype(fl.f32)
+    v = tile.load_like(x, at, allow_tma=tma, latency=lat).astype(fl.f32)
+    return rms_scaled(v, n, eps, wt)
 
 
 def make_rms_norm(dt=fl.f32, tma=False, persistent=False, chunk=0, mem=False, **hints):
@@ -169,9 +176,8 @@ def make_add_rms_norm(dt=fl.f32, tma=False, mem=False, **hints):
         rs = tile.load_like(r, out, allow_tma=tma, latency=lat).astype(fl.f32)
         v = (xs + rs).astype(dt)
         s.store(v, allow_tma=st_tma, latency=st_lat)
-        vf = v.astype(fl.f32)
-        ms = tile.sum(vf * vf, axis=1, keepdims=True) / x.shape[1].astype(fl.f32)
-        out.store((vf * tile.rsqrt(ms + eps) * wt).astype(dt), allow_tma=st_tma, latency=st_lat)
+        y = rms_scaled(v.astype(fl.f32), x.shape[1].astype(fl.f32), eps, wt)
+        out.store(y.astype(dt), allow_tma=st_tma, latency=st_lat)
 
     return add_rms_norm
 

@@ -287,10 +287,15 @@ def rms_norm(
     return F.rms_norm(x, normalized_shape, weight, eps)  # type: ignore[no-any-return]
 
 
+def _rms_eps(x: Tensor, eps: float | None) -> float:
+    """The eps an rms_norm forward used: the given one, else x's dtype's machine epsilon."""
+    return float(eps) if eps is not None else torch.finfo(x.dtype).eps
+
+
 def _rms_norm_ctx(ctx: Ctx, inputs: tuple, output: Tensor) -> None:
     x, _, weight, eps = inputs
     ctx.save_for_backward(x, weight)
-    ctx.eps = float(eps) if eps is not None else torch.finfo(x.dtype).eps  # type: ignore[attr-defined]
+    ctx.eps = _rms_eps(x, eps)  # type: ignore[attr-defined]
 
 
 @_autograd(rms_norm, _rms_norm_ctx)

@@ -37,6 +37,7 @@ from .torch_ops import (
     _new,
     _nothing,
     _or_empty,
+    _rms_eps,
     _shaped_as,
     first_order_error,
 )
@@ -349,7 +350,7 @@ def _save_add_norm(ctx: Ctx, inputs: tuple, output: tuple[Tensor, Tensor]) -> No
     """The sum s (the norm's input) and the weight; eps as the forward took it."""
     x, _, weight, eps = inputs
     ctx.save_for_backward(output[1], weight)
-    ctx.eps = float(eps) if eps is not None else torch.finfo(x.dtype).eps  # type: ignore[attr-defined]
+    ctx.eps = _rms_eps(x, eps)  # type: ignore[attr-defined]
 
 
 @_autograd(fused_add_rms_norm, _save_add_norm)
