@@ -3,8 +3,9 @@
 The models family measured Llama-3-8B (4 of its layers) decoding at batch 1 at 7.27 ms per
 token patched against 4.15 ms for torch eager (H100, session 25). The model here is the
 family's, with as many layers (`--layers N` for fewer): until session 40 it had 2, and its
-times were read against the family's 4-layer rows as if they measured the same model. A decode step is a few
-hundred microseconds of GPU work, so the host path of every operator counts. This prints, for
+times were read against the family's 4-layer rows as if they measured the same model. A
+decode step is a few hundred microseconds of GPU work, so the host path of every operator
+counts. This prints, for
 torch eager and the fearless patch: the time per token; torch.profiler's GPU time per token
 (what the kernels take); the replay state of every fearless operator after the run (keys
 replayed, keys seen once: a key that changes every step, as the KV cache's length does, takes

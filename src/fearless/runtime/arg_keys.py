@@ -62,14 +62,13 @@ def reader_for(param: Declared) -> Reader:
     if kind == "const":
         return _read_const
     assert want is not None
-    if kind in ("part", "tensor", "atomic"):
-        read = (
-            _part_reader(want)
-            if kind == "part"
-            else _tensor_reader(param.name, want, kind == "atomic")
-        )
-        return _optional(read) if param.optional else read
-    return _scalar_reader(want)
+    if kind == "part":
+        read = _part_reader(want)
+    elif kind in ("tensor", "atomic"):
+        read = _tensor_reader(param.name, want, kind == "atomic")
+    else:
+        return _scalar_reader(want)
+    return _optional(read) if param.optional else read
 
 
 def _optional(read: Reader) -> Reader:

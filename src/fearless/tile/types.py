@@ -5,8 +5,8 @@ read-only array), `tile.Atomic[fl.f32]` (an output updated only by atomics and s
 `tile.Const[int]` (specialised per value). `tile.Tensor[fl.f32] | None` (and so for Atomic and
 Part) is an optional array (`OptionalAnnotation`): a launch that passes None compiles the kernel
 without it, the parameter the constant None in the body. An optional Part is an output a launch
-may leave out (a training forward's saved statistics): the grid comes from the Parts passed. The IR types of tile values are in
-`ir/tile/types.py`.
+may leave out (a training forward's saved statistics): the grid comes from the Parts passed. The
+IR types of tile values are in `ir/tile/types.py`.
 """
 
 from __future__ import annotations
