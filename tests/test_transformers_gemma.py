@@ -27,6 +27,7 @@ from support.hf_patches import (  # noqa: E402
     check_padded_logits,
     check_train_then_infer,
     count_calls,
+    draw_norm_weights,
     modeling,
     on_the_simulator,
     patch_via,
@@ -67,10 +68,7 @@ def _gemma3(seed: int = 0) -> Any:
     )
     torch.manual_seed(seed)
     model = hf.Gemma3ForCausalLM(cfg)
-    with torch.no_grad():  # Hugging Face initialises the norm weights to 0 (a scale of 1)
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.normal_(0.0, 0.3)
+    draw_norm_weights(model, 0.3)
     assert model.config._attn_implementation == "sdpa"
     return model
 

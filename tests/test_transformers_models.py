@@ -24,6 +24,7 @@ from support.hf_patches import (  # noqa: E402
     check_greedy_generation,
     check_train_then_infer,
     count_calls,
+    draw_norm_weights,
     on_the_simulator,
     patch_via,
     token_batch,
@@ -129,10 +130,7 @@ def _qwen3_next(seed: int = 0) -> Any:
     )
     torch.manual_seed(seed)
     model = hf.Qwen3NextForCausalLM(cfg)
-    with torch.no_grad():  # Hugging Face initialises the (1 + weight) norms' weights to 0
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.normal_(0.0, 0.2)
+    draw_norm_weights(model, 0.2)
     return model
 
 

@@ -23,7 +23,13 @@ from typing import Any
 
 import pytest
 
-from support.hf_patches import count_calls, keep_hugging_face, run_with_grads, token_batch
+from support.hf_patches import (
+    count_calls,
+    draw_norm_weights,
+    keep_hugging_face,
+    run_with_grads,
+    token_batch,
+)
 
 torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
@@ -174,10 +180,7 @@ def test_gemma3_1b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
     )
     torch.manual_seed(0)
     model = hf.Gemma3ForCausalLM(config)
-    with torch.no_grad():  # norm weights of a trained model's size, not HF's zeros
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.normal_(0.0, 0.3)
+    draw_norm_weights(model, 0.3)
     _inference_matches(model.to("cuda").eval(), 1024, 262144, "gemma_attention", monkeypatch)
 
 
@@ -297,10 +300,7 @@ def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:
     with torch.device("cuda"):
         model = cls(config)
     if norms is not None:
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "norm" in name:
-                    p.normal_(0.0, norms)
+        draw_norm_weights(model, norms)
     return model.eval()
 
 
@@ -518,10 +518,7 @@ def _gemma3_train(device: str = "cuda") -> Any:
     torch.manual_seed(0)
     with torch.device(device):  # built on the GPU: no seconds of CPU init
         model = hf.Gemma3ForCausalLM(config)
-    with torch.no_grad():  # norm weights of a trained model's size, not HF's zeros
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.normal_(0.0, 0.3)
+    draw_norm_weights(model, 0.3)
     assert model.config._attn_implementation == "sdpa"
     return model
 

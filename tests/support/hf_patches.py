@@ -2,6 +2,7 @@
 class-level patches of Hugging Face's modeling modules (and its `sdpa` attention entry) undo
 themselves when the test ends; `count_calls` (fearless.ops calls by operator);
 `run_with_grads` (one forward with labels and its parameter gradients); `assert_grads_match`;
+`draw_norm_weights` (norm weights of a trained model's size);
 and the comparisons with Hugging Face that several model tests make: `check_train_then_infer`,
 `check_fused_loss`, `check_padded_logits` and `check_greedy_generation`."""
 
@@ -104,6 +105,17 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:
     for name in names:
         monkeypatch.setattr(ops, name, counting(name, getattr(ops, name)))
     return calls
+
+
+def draw_norm_weights(model: Any, std: float) -> None:
+    """Every norm weight of `model` drawn from N(0, std): Hugging Face initialises the
+    (1 + weight) norms' weights to 0 (a scale of 1), which would hide a norm that ignores them."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.normal_(0.0, std)
 
 
 def run_with_grads(model: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
