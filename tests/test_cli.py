@@ -344,7 +344,7 @@ def test_inspect_renders_a_fearless_error(
     ("target", "message"),
     [
         ("missing.py::k", "no such file: missing.py"),
-        ("{path}", "expected FILE::KERNEL"),
+        ("{path}::", "expected FILE::KERNEL"),
         ("{path}::vecadd", "has no `vecadd`; its kernels: broken, k"),
         ("{path}::helper", "`helper` in {path} is a plain function, not a fearless kernel"),
     ],
@@ -357,6 +357,40 @@ def test_inspect_errors_are_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("fearless inspect: error: ") and err.count("\n") == 1
     assert message.format(path=path) in err
+
+
+ONE_KERNEL = """\
+import fearless as fl
+from fearless import simt
+
+@simt.kernel
+def only(c: simt.DisjointSlice[fl.f32]):
+    i = simt.thread.index_1d()
+    if i < len(c):
+        c[i] = 1.0
+"""
+
+
+def test_inspect_of_a_file_takes_its_one_kernel_or_lists_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = write(
+        tmp_path,
+        "one.py",
+        ONE_KERNEL,
+    )
+    assert main(["inspect", str(one)]) == 0
+    assert "only" in capsys.readouterr().out
+    several = write(tmp_path, "several.py", KERNELS)
+    assert main(["inspect", str(several)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"fearless inspect: error: {several} defines 2 kernels: broken (kernel), k (kernel)\n"
+        f"  = help: name one: `fearless inspect {several}::broken`\n"
+    )
+    none = write(tmp_path, "none.py", "x = 1\n")
+    assert main(["inspect", str(none)]) == 2
+    assert f"{none} defines no kernel\n" in capsys.readouterr().err
 
 
 def test_inspect_shows_the_files_own_errors_as_python_does(

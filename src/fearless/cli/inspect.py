@@ -1,7 +1,8 @@
 """`fearless inspect FILE::KERNEL --emit STAGE`: prints one compiler stage of a kernel.
 
 FILE is imported as a module (its `if __name__ == "__main__":` block does not run), KERNEL is
-looked up in it, and `KERNEL.inspect(stage=STAGE)` is printed. That needs every parameter of
+looked up in it, and `KERNEL.inspect(stage=STAGE)` is printed. `fearless inspect FILE` takes
+the file's one kernel, or lists its kernels where it has several. That needs every parameter of
 the kernel annotated, so the compiler can specialise it without arguments. `load_module` (shared
 with `fearless compile`) imports the file with `sys.argv` set to `[FILE]`, and afterwards takes
 the modules it imported from its own folder out of `sys.modules`, so that the next file's
@@ -54,18 +55,46 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "target", metavar="FILE::KERNEL", help="e.g. examples/simt_kernels.py::vecadd"
+        "target",
+        metavar="FILE[::KERNEL]",
+        help="e.g. examples/simt_kernels.py::vecadd (FILE alone: its one kernel)",
     )
     parser.add_argument(
         "--emit", choices=STAGES, default="ir", help="the stage to print (default: ir)"
     )
 
 
-def split_target(target: str) -> tuple[Path, str]:
+def split_target(target: str) -> tuple[Path, str | None]:
+    """FILE::KERNEL as (FILE, KERNEL); a FILE alone as (FILE, None): its one kernel."""
     file, sep, name = target.rpartition("::")
-    if not sep or not file or not name:
+    if not sep:
+        return Path(target), None
+    if not file or not name:
         raise UsageError(f"expected FILE::KERNEL, got {target!r} (e.g. kernels.py::vecadd)")
     return Path(file), name
+
+
+def kernels_of(module: types.ModuleType) -> list[str]:
+    """The names of the fearless kernels `module` defines, sorted."""
+    return sorted(k for k, v in vars(module).items() if is_kernel(v))
+
+
+def only_kernel(module: types.ModuleType, path: Path) -> str:
+    """The name of the one kernel `path` defines; a UsageError listing them where it defines
+    none or several."""
+    kernels = kernels_of(module)
+    if len(kernels) == 1:
+        return kernels[0]
+    if not kernels:
+        raise UsageError(
+            f"{path} defines no kernel",
+            help="fearless kernels are functions decorated with @simt.kernel or @tile.kernel",
+        )
+    tracks = ", ".join(f"{k} ({track_of(getattr(module, k)) or 'kernel'})" for k in kernels)
+    raise UsageError(
+        f"{path} defines {len(kernels)} kernels: {tracks}",
+        help=f"name one: `fearless inspect {path}::{kernels[0]}`",
+    )
 
 
 def load_module(path: Path) -> types.ModuleType:
@@ -153,7 +182,7 @@ def is_kernel(obj: object) -> bool:
 
 
 def find_kernel(module: types.ModuleType, name: str, path: Path) -> Any:
-    kernels = sorted(k for k, v in vars(module).items() if is_kernel(v))
+    kernels = kernels_of(module)
     found = f"; its kernels: {', '.join(kernels)}" if kernels else "; it defines no kernel"
     if not hasattr(module, name):
         raise UsageError(f"{path} has no `{name}`{found}")
@@ -210,8 +239,9 @@ def check_stage(kernel: object, name: str, stage: str) -> None:
 
 
 def inspect_kernel(target: str, stage: str) -> str:
-    """The text of `stage` of the kernel `target` names (FILE::KERNEL). The file's own errors
-    (a SyntaxError, an exception at import) pass as they are: `UserFileError` wraps them."""
+    """The text of `stage` of the kernel `target` names (FILE::KERNEL, or FILE: its one
+    kernel). The file's own errors (a SyntaxError, an exception at import) pass as they are:
+    `UserFileError` wraps them."""
     path, name = split_target(target)
     try:
         module = load_module(path)
@@ -219,6 +249,8 @@ def inspect_kernel(target: str, stage: str) -> str:
         raise
     except Exception as exc:
         raise UserFileError(exc, path.resolve()) from exc
+    if name is None:
+        name = only_kernel(module, path)
     kernel = find_kernel(module, name, path)
     check_stage(kernel, name, stage)
     return str(kernel.inspect(stage=stage))
