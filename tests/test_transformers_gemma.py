@@ -8,7 +8,8 @@ KV cache (decode steps: bottom-right windows) matches; the RMSNorm and the MLP a
 random Gemma2ForCausalLM (eager attention, soft-capped logits; a windowed and a global layer)
 runs both layers' attention on `fearless.ops.gemma_attention` with the cap, in training and
 inference and in generation, and a padded batch on Hugging Face's eager code (with a cap) or
-the masked fearless SDPA (without)."""
+the masked fearless SDPA (without). A tiny random GemmaForCausalLM (the first Gemma: no cap, no
+window) runs Llama's attention path and the GELU its `hidden_act` names, exact or tanh."""
 
 from __future__ import annotations
 
@@ -201,3 +202,71 @@ def test_gemma2_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.Mo
     calls = check_greedy_generation(model, ids, monkeypatch, flt.apply, ATTENTION, **kw)
     # prefill and two decode steps, both layers on gemma_attention each time
     assert calls == Counter({"gemma_attention": 3 * LAYERS}), calls
+
+
+# ------------------------------------------------------------------------- Gemma (the first)
+
+
+def _gemma(seed: int = 0, hidden_act: str = "gelu_pytorch_tanh") -> Any:
+    cfg = hf.GemmaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        hidden_act=hidden_act,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    model = hf.GemmaForCausalLM(cfg)
+    draw_norm_weights(model, 0.3)
+    assert model.config._attn_implementation == "sdpa"
+    return model
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu_pytorch_tanh", "gelu"])
+def test_gemma_matches_hugging_face_in_training_and_inference(
+    hidden_act: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first Gemma's MLP computes the GELU its config's `hidden_act` names (Gemma 2 and 3
+    name theirs `hidden_activation`): geglu with that GELU, tanh or exact, either way."""
+
+    def patch(model: Any) -> None:
+        flt.apply(model)
+        assert type(model.model.layers[0].mlp).__name__ == "FearlessGemmaMLP"
+
+    # 2 norms per layer and the final one; one GeGLU, one rope and one attention per layer
+    # (fearless's SDPA: causal, no mask), with grad too
+    both = Counter(
+        {"rms_norm": 2 * LAYERS + 1, "geglu": LAYERS, "rope": LAYERS,
+         "scaled_dot_product_attention": LAYERS}
+    )  # fmt: skip
+    model = _gemma(hidden_act=hidden_act)
+    check_train_then_infer(model, patch, monkeypatch, _batch(), OPS, both, both)
+
+
+def test_gemma_mlp_with_another_activation_runs_hugging_faces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _gemma(hidden_act="silu")
+    mlp = model.model.layers[0].mlp
+    x = torch.randn(2, 3, 64)
+    with torch.no_grad():
+        want = mlp(x)
+        flt.apply(model)
+        calls = count_calls(monkeypatch, "geglu")
+        got = mlp(x)
+    assert calls["geglu"] == 0
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_gemma_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _gemma().eval()
+    ids, _ = _batch(batch=1)
+    kw = {"attention_mask": torch.ones_like(ids), "max_new_tokens": 3, "do_sample": False}
+    kw["output_logits"] = True
+    calls = check_greedy_generation(model, ids, monkeypatch, flt.apply, ATTENTION, **kw)
+    # prefill and two decode steps, every layer on the fearless SDPA
+    assert calls == Counter({"scaled_dot_product_attention": 3 * LAYERS}), calls

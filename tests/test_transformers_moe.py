@@ -6,7 +6,8 @@ the activations, both expert weights and the routing weights; the fused loss wit
 tiny GPT-OSS: attention with sinks through `fearless.ops.attention_sink` in training (its
 backward: Hugging Face's loss and gradients, the sinks' included) and inference (prefill and
 KV-cache decode, sliding-window and full layers), Hugging Face's eager attention under a
-padding mask; its experts stay torch."""
+padding mask; its experts stay torch. A tiny Mixtral (every layer sparse, a sliding window)
+runs its experts on fused_moe and its windowed attention on swa_attention, in training too."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ OPS = (
     "fused_moe",
     "attention_sink",
     "fused_linear_cross_entropy",
+    "swa_attention",
 )
 
 
@@ -288,3 +290,60 @@ def test_a_transformers_without_the_experts_modules_is_refused_before_anything_i
     assert modeling.Qwen3MoeRMSNorm is norm
     flt.apply_fearless_kernel_to_qwen3_moe(moe=False)
     assert modeling.Qwen3MoeRMSNorm is not norm
+
+
+# ------------------------------------------------------------------------------------ Mixtral
+
+
+def _mixtral(seed: int = 0, window: int | None = 4) -> Any:
+    """Two sparse layers of 4 experts of 32, top 2, a sliding window of 4 keys."""
+    cfg = hf.MixtralConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=32,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        sliding_window=window,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    return hf.MixtralForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("window", [4, None])
+def test_mixtral_trains_and_infers_on_fused_moe(
+    window: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        flt.apply(model)
+        assert type(model.model.layers[1].mlp.experts).__name__ == "FearlessMixtralExperts"
+
+    # 2 norms per layer and the final one; rope and attention per layer (the exact causal
+    # window on swa_attention, no window on fearless's SDPA); fused_moe once per layer, in
+    # training too
+    attention = "swa_attention" if window else "scaled_dot_product_attention"
+    both = Counter(
+        {"rms_norm": 2 * LAYERS + 1, "rope": LAYERS, attention: LAYERS, "fused_moe": LAYERS}
+    )
+    check_train_then_infer(_mixtral(window=window), patch, monkeypatch, _batch(), OPS, both, both)
+
+
+def test_mixtral_fused_loss_never_makes_logits_unless_router_logits_are_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = _mixtral()
+    ids, labels = _batch()
+    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
+    flt.apply_fearless_kernel_to_mixtral(model=model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy", "fused_moe")
+    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
+    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
+    assert calls["fused_moe"] == LAYERS
+    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
+    assert_grads_match(grads, ref_grads)
+    aux = model(input_ids=ids, labels=labels, output_router_logits=True)
+    assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None

@@ -6,7 +6,8 @@ fearless kernels may not be much further from the f32 result than torch's bf16 k
 same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_moe), of
 Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20b (attention
 with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
-DeepSeek-V2-Lite (mla, fused_moe) and of Qwen3-Next-80B-A3B (the chunked gated delta rule). And one training step (forward with labels, backward) of two
+DeepSeek-V2-Lite (mla, fused_moe), of Qwen3-Next-80B-A3B (the chunked gated delta rule), of
+Mixtral-8x7B (fused_moe) and of Gemma-7B (geglu, heads of 256). And one training step (forward with labels, backward) of two
 layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
@@ -290,6 +291,43 @@ def test_qwen3_next_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
     )
     model = _on_gpu(hf.Qwen3NextForCausalLM, config, norms=0.2)
     _inference_matches(model, SEQ, config.vocab_size, "chunk_gated_delta_rule", monkeypatch)
+
+
+@needs_stacked_experts
+def test_mixtral_8x7b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """Mixtral-8x7B's layers (8 experts of 14336, top 2; no window, as v0.1's config)."""
+    config = hf.MixtralConfig(
+        vocab_size=32000,
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_local_experts=8,
+        num_experts_per_tok=2,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        sliding_window=None,
+        rope_theta=1000000.0,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.MixtralForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "fused_moe", monkeypatch)
+
+
+def test_gemma_7b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """The first Gemma's 7B layers: heads of 256, GELU (tanh) gated MLP of 24576."""
+    config = hf.GemmaConfig(
+        vocab_size=256000,
+        hidden_size=3072,
+        intermediate_size=24576,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        head_dim=256,
+        hidden_act="gelu_pytorch_tanh",
+    )
+    model = _on_gpu(hf.GemmaForCausalLM, config, norms=0.3)
+    _inference_matches(model, SEQ, config.vocab_size, "geglu", monkeypatch)
 
 
 def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:

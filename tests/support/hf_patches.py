@@ -34,6 +34,8 @@ PATCHED = {
         ("RMSNorm", "MLP", "Attention", "Experts"),
         ("apply_rotary_pos_emb",),
     ),
+    "mixtral": ("Mixtral", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
+    "gemma": ("Gemma", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "gemma2": ("Gemma2", ("RMSNorm", "MLP"), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "gemma3": ("Gemma3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "gpt_oss": ("GptOss", ("RMSNorm",), ("apply_rotary_pos_emb", "eager_attention_forward")),

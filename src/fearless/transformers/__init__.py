@@ -5,8 +5,9 @@
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
-Supported model types: deepseek_v2, deepseek_v3, llama, mistral, qwen2, qwen3, qwen3_moe,
-gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3, qwen3_next. The patches
+Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen3,
+qwen3_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
+qwen3_next. The patches
 are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
 3's fused MLP, Phi-3's fused gate-up projection, RoPE, attention, the sliding windows,
 DeepSeek's latent attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's
@@ -26,11 +27,13 @@ from .patch import (
     apply,
     apply_fearless_kernel_to_deepseek_v2,
     apply_fearless_kernel_to_deepseek_v3,
+    apply_fearless_kernel_to_gemma,
     apply_fearless_kernel_to_gemma2,
     apply_fearless_kernel_to_gemma3,
     apply_fearless_kernel_to_gpt_oss,
     apply_fearless_kernel_to_llama,
     apply_fearless_kernel_to_mistral,
+    apply_fearless_kernel_to_mixtral,
     apply_fearless_kernel_to_olmo2,
     apply_fearless_kernel_to_olmo3,
     apply_fearless_kernel_to_olmoe,
@@ -45,11 +48,13 @@ __all__ = [
     "apply",
     "apply_fearless_kernel_to_deepseek_v2",
     "apply_fearless_kernel_to_deepseek_v3",
+    "apply_fearless_kernel_to_gemma",
     "apply_fearless_kernel_to_gemma2",
     "apply_fearless_kernel_to_gemma3",
     "apply_fearless_kernel_to_gpt_oss",
     "apply_fearless_kernel_to_llama",
     "apply_fearless_kernel_to_mistral",
+    "apply_fearless_kernel_to_mixtral",
     "apply_fearless_kernel_to_olmo2",
     "apply_fearless_kernel_to_olmo3",
     "apply_fearless_kernel_to_olmoe",

@@ -1,4 +1,4 @@
-"""What fearless.transformers puts into Hugging Face's Gemma 2 and Gemma 3 besides the
+"""What fearless.transformers puts into Hugging Face's Gemma, Gemma 2 and Gemma 3 besides the
 Llama-like parts of layers.py: the forwards of their RMSNorm, whose scale is (1 + weight), and of
 their GELU-gated MLP, and Gemma 2's soft-capped eager attention, on fearless.ops, each falling
 back to Hugging Face's code for an input the op does not take. (Gemma 3's sliding-window
@@ -25,8 +25,18 @@ from .layers import (
     stand_in,
 )
 
-# Hugging Face's activation names -> fearless's gelu `approximate`
-_GELU = {"gelu_pytorch_tanh": "tanh", "gelu": "none"}
+
+def gelu_approximate(act_fn: object) -> str | None:
+    """fearless's gelu `approximate` for the activation module a Gemma MLP calls (its
+    `act_fn`, whichever config key chose it: Gemma's `hidden_act`, Gemma 2's and 3's
+    `hidden_activation`): Hugging Face's GELUTanh (gelu_pytorch_tanh) is "tanh", its
+    GELUActivation over torch's exact gelu is "none"; any other activation None."""
+    name = type(act_fn).__name__
+    if name in ("GELUTanh", "PytorchGELUTanh"):
+        return "tanh"
+    if name == "GELUActivation" and getattr(act_fn, "act", None) is torch.nn.functional.gelu:
+        return "none"
+    return None
 
 
 def gemma_rms_norm_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
@@ -45,9 +55,9 @@ def gemma_rms_norm_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
 def gemma_mlp_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
     """Gemma's MLP, down(gelu(gate(x)) * up(x)), with the product as `fearless.ops.geglu` of
     [up, gate] (geglu is first half * gelu(second half)), for the tanh-approximated or exact
-    GELU; another activation or mixed dtypes run Hugging Face's code."""
-    act = getattr(getattr(self, "config", None), "hidden_activation", None)
-    approximate = _GELU.get(act) if isinstance(act, str) else None
+    GELU the module's `act_fn` computes; another activation or mixed dtypes run Hugging Face's
+    code."""
+    approximate = gelu_approximate(getattr(self, "act_fn", None))
     gate, up = self.gate_proj(x), self.up_proj(x)
     if approximate is None or gate.dtype not in _FLOATS or gate.dtype != up.dtype:
         return self.down_proj(self.act_fn(gate) * up)  # type: ignore[no-any-return]

@@ -50,9 +50,11 @@ P = ParamSpec("P")
 MODELS: dict[str, tuple[str, str]] = {
     "llama": ("transformers.models.llama.modeling_llama", "Llama"),
     "mistral": ("transformers.models.mistral.modeling_mistral", "Mistral"),
+    "mixtral": ("transformers.models.mixtral.modeling_mixtral", "Mixtral"),
     "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2"),
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
+    "gemma": ("transformers.models.gemma.modeling_gemma", "Gemma"),
     "gemma2": ("transformers.models.gemma2.modeling_gemma2", "Gemma2"),
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
@@ -106,6 +108,14 @@ FLAGS: dict[str, dict[str, str | None]] = {
     "qwen2": _SLIDING,
     "qwen3": _SLIDING,
     "qwen3_moe": {**_SLIDING, "moe": "experts"},
+    "mixtral": {**_SLIDING, "swiglu": None, "moe": "experts"},
+    "gemma": {
+        "rope": "rope",
+        "rms_norm": "gemma_rms_norm",
+        "swiglu": "gemma_mlp",
+        "attention": "attention",
+        "mlp": "gemma_mlp",
+    },
     "gemma2": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
@@ -450,6 +460,17 @@ def apply_fearless_kernel_to_gemma2(
     _apply("gemma2", **locals())
 
 
+apply_fearless_kernel_to_gemma = _like(
+    apply_fearless_kernel_to_gemma2,
+    "gemma",
+    """Run Hugging Face's Gemma (the first, transformers.models.gemma) on fearless kernels: its
+    RMSNorm ((1 + weight), as Gemma 2's), the GELU-gated MLP (`swiglu` and `mlp`, as Gemma
+    2's; as `fearless.ops.geglu`, with the GELU its `hidden_act` names), RoPE, and every
+    layer's attention with the `sdpa` implementation as Llama's (Gemma has no soft cap and no
+    sliding window), and when asked the fused loss.""",
+)
+
+
 apply_fearless_kernel_to_gemma3 = _like(
     apply_fearless_kernel_to_gemma2,
     "gemma3",
@@ -491,6 +512,19 @@ apply_fearless_kernel_to_olmoe = _like(
     normed projections in Hugging Face's code), and with `moe` the experts (every layer is
     sparse; `OlmoeExperts` is Qwen3-MoE's stacked layout) through `fearless.ops.fused_moe` in
     inference and training; the router stays Hugging Face's. It has no dense MLP, so `swiglu`
+    patches nothing. The fused loss is taken when the router logits are not asked for.""",
+)
+
+
+apply_fearless_kernel_to_mixtral = _like(
+    apply_fearless_kernel_to_qwen3_moe,
+    "mixtral",
+    """Run Hugging Face's Mixtral (transformers.models.mixtral) on fearless kernels: its RMSNorm,
+    RoPE, attention with the `sdpa` implementation as Mistral's (with `sliding_window` set, a
+    mask that is exactly the causal window runs `fearless.ops.swa_attention`, in training
+    too), and with `moe` the experts (every layer is sparse; `MixtralExperts` is Qwen3-MoE's
+    stacked layout) through `fearless.ops.fused_moe` in inference and training; the router
+    (and its training-time jitter) stays Hugging Face's. It has no dense MLP, so `swiglu`
     patches nothing. The fused loss is taken when the router logits are not asked for.""",
 )
 
@@ -597,9 +631,11 @@ apply_fearless_kernel_to_phi3 = _like(
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
+    "mixtral": apply_fearless_kernel_to_mixtral,
     "qwen2": apply_fearless_kernel_to_qwen2,
     "qwen3": apply_fearless_kernel_to_qwen3,
     "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
+    "gemma": apply_fearless_kernel_to_gemma,
     "gemma2": apply_fearless_kernel_to_gemma2,
     "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
     "gemma3_text": apply_fearless_kernel_to_gemma3,  # Gemma3ForCausalLM
