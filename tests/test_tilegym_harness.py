@@ -220,6 +220,24 @@ def test_rms_norm_module_standalone_backward() -> None:
     torch.testing.assert_close(dw, wr.grad, rtol=1e-4, atol=1e-4)
 
 
+def test_rms_norm_module_reference_is_tilegyms_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_rmsnorm_backward.py's reference, `get_rms_norm_module().rms_norm_backward_torch`,
+    hands the call to TileGym's tilegym.ops.cutile.rms_norm (a stand-in module here)."""
+    import sys
+    import types
+
+    seen: list[tuple[Any, ...]] = []
+    fake = types.ModuleType("tilegym.ops.cutile.rms_norm")
+    fake.rms_norm_backward_torch = lambda *a: seen.append(a) or "tilegym's"  # type: ignore[attr-defined]
+    for name in ("tilegym", "tilegym.ops", "tilegym.ops.cutile"):
+        monkeypatch.setitem(sys.modules, name, sys.modules.get(name) or types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "tilegym.ops.cutile.rms_norm", fake)
+    monkeypatch.setattr(sys.modules["tilegym.ops.cutile"], "rms_norm", fake, raising=False)
+    module = _call("get_rms_norm_module")
+    assert module.rms_norm_backward_torch(1, 2, 3, 4) == "tilegym's"
+    assert seen == [(1, 2, 3, 4)]
+
+
 def test_splitk_reduce_in_place() -> None:  # test_splitk_reduce.py's reference: a base-2 lse merge
     B, H, S, D = 1, 2, 4, 16
     part, lse = torch.randn(B, H, S, D), torch.randn(B, H, S)

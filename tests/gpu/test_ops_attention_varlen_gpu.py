@@ -88,6 +88,14 @@ def test_fmha_in_fp8(dtype: str, causal: bool, h: int, hk: int, lq: int, s: int)
     v = torch.randn(2, hk, s, 128, device="cuda").half().to(kind)
     got = ops.fmha(q, k, v, scaling=1 / math.sqrt(128), is_causal=causal)
     assert got.is_cuda and got.shape == q.shape and got.dtype == kind
-    want = _varlen_ref(q.float(), k.float(), v.float(), causal, [lq, lq], [s, s])
-    step = 0.25 if dtype == "float8_e5m2" else 0.125
-    assert float((got.float() - want).abs().max()) <= step
+    qf, kf, vf = q.float(), k.float(), v.float()
+    want = _varlen_ref(qf, kf, vf, causal, [lq, lq], [s, s])
+    # TileGym's (and FlashAttention-3's) fp8 attention rounds P to fp8 for the second product
+    # and the output to fp8: each P is off by up to half a unit in its last place, r = 2^-(m+1)
+    # of it (m mantissa bits: e5m2 2, e4m3 3), which moves the output by up to r * (P @ |v|)
+    # (large in the first causal rows, whose P are few and large), and the output's own rounding
+    # adds r * |o|; 0.02 covers the f32 sums (TileGym's own test takes atol 3 for e5m2)
+    r = 2.0 ** -(3 if dtype == "float8_e5m2" else 4)
+    spread = _varlen_ref(qf, kf, vf.abs(), causal, [lq, lq], [s, s])
+    bound = r * (spread + want.abs()) + 0.02
+    assert bool(((got.float() - want).abs() <= bound).all())
