@@ -120,26 +120,6 @@ def test_qwen3_moe_experts_alone_match_with_and_without_grad(
         torch.testing.assert_close(g, ref, rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_qwen3_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    model = _qwen3_moe()
-    ids, labels = _batch()
-    ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    with_aux = model(input_ids=ids, labels=labels, output_router_logits=True)
-    flt.apply(model, fused_linear_cross_entropy=True)
-    calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
-    out, grads = run_with_grads(model, input_ids=ids, labels=labels)
-    assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
-    assert type(out).__name__ == "MoeCausalLMOutputWithPast"
-    torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
-    assert_grads_match(grads, ref_grads)
-    # the auxiliary load-balancing loss needs the router logits: Hugging Face's forward
-    aux = model(input_ids=ids, labels=labels, output_router_logits=True)
-    assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None
-    torch.testing.assert_close(aux.loss, with_aux.loss, rtol=1e-4, atol=1e-5)
-
-
 def _gpt_oss(seed: int = 0) -> Any:
     """A sliding-window layer (window 4) and a full one, 4 experts of 32, top 2."""
     cfg = hf.GptOssConfig(
@@ -332,18 +312,27 @@ def test_mixtral_trains_and_infers_on_fused_moe(
     check_train_then_infer(_mixtral(window=window), patch, monkeypatch, _batch(), OPS, both, both)
 
 
-def test_mixtral_fused_loss_never_makes_logits_unless_router_logits_are_asked(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("build", "sparse"), [(_qwen3_moe, 1), (_mixtral, LAYERS)], ids=["qwen3_moe", "mixtral"]
+)
+def test_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(
+    build: Any, sparse: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = _mixtral()
+    """The fused loss (and the experts on fused_moe, one call per sparse layer) gives Hugging
+    Face's loss and gradients without logits; asked for the router logits, the auxiliary
+    load-balancing loss needs them: Hugging Face's forward, its loss."""
+    model = build()
     ids, labels = _batch()
     ref, ref_grads = run_with_grads(model, input_ids=ids, labels=labels)
-    flt.apply_fearless_kernel_to_mixtral(model=model, fused_linear_cross_entropy=True)
+    with_aux = model(input_ids=ids, labels=labels, output_router_logits=True)
+    flt.apply(model, fused_linear_cross_entropy=True)
     calls = count_calls(monkeypatch, "fused_linear_cross_entropy", "fused_moe")
     out, grads = run_with_grads(model, input_ids=ids, labels=labels)
     assert out.logits is None and calls["fused_linear_cross_entropy"] == 1
-    assert calls["fused_moe"] == LAYERS
+    assert calls["fused_moe"] == sparse
+    assert type(out).__name__ == "MoeCausalLMOutputWithPast"
     torch.testing.assert_close(out.loss, ref.loss, rtol=1e-4, atol=1e-5)
     assert_grads_match(grads, ref_grads)
     aux = model(input_ids=ids, labels=labels, output_router_logits=True)
     assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None
+    torch.testing.assert_close(aux.loss, with_aux.loss, rtol=1e-4, atol=1e-5)
