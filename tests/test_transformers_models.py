@@ -1,4 +1,4 @@
-"""fearless.transformers on OLMoE, OLMo 2 and 3, Qwen3-Next, DeepSeek-V2/V3 and Phi-3, on the
+"""fearless.transformers on OLMoE, OLMo 2 and 3, Qwen3-Next, DeepSeek-V2/V3, Phi-3 and SmolLM3, on the
 simulator with CPU torch: tiny random models patched by `apply` (or the per-model function)
 give Hugging Face's logits, loss and gradients in training, where the forward-only ops (the
 gated delta rule, mla) fall back to Hugging Face's code and fused_moe runs with its backward,
@@ -485,3 +485,50 @@ def test_phi3_sliding_window_on_swa_attention_and_fused_loss(
     swa_attention, with grad; the fused loss makes no logits."""
     calls = check_fused_loss(_phi3(sliding_window=4), _batch(), monkeypatch, "swa_attention")
     assert calls == Counter({"fused_linear_cross_entropy": 1, "swa_attention": LAYERS}), calls
+
+
+# ------------------------------------------------------------------------------------ SmolLM3
+
+
+def _smollm3(seed: int = 0, window: int | None = None) -> Any:
+    """4 layers, the last of each 4 without RoPE (SmolLM3's `no_rope_layers`: 0 skips the
+    rotation), 4 query heads over 2 KV of 16; with `window`, every layer slides."""
+    cfg = hf.SmolLM3Config(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        no_rope_layers=[1, 1, 1, 0],
+        use_sliding_window=window is not None,
+        sliding_window=window,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(seed)
+    return hf.SmolLM3ForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_smollm3_trains_and_infers_skipping_rope_on_its_nope_layers(
+    window: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        flt.apply(model)
+        assert type(model.model.layers[0].mlp).__name__ == "FearlessSmolLM3MLP"
+
+    # 2 norms per layer and the final one; swiglu and attention per layer (a sliding layer's
+    # exact causal window on swa_attention, the full layers on fearless's SDPA); rope on the 3
+    # rotating layers
+    model = _smollm3(window=window)
+    sliding = model.config.layer_types.count("sliding_attention")
+    assert sliding == (0 if window is None else 1)  # its default layer_types: the 4th layer slides
+    attention = {"swa_attention": sliding, "scaled_dot_product_attention": 4 - sliding}
+    both = Counter({"rms_norm": 9, "swiglu": 4, "rope": 3, **attention})
+    check_train_then_infer(model, patch, monkeypatch, _batch(), OPS, +both, +both)
+
+
+def test_smollm3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = check_fused_loss(_smollm3(), _batch(), monkeypatch, "rope")
+    assert calls == Counter({"fused_linear_cross_entropy": 1, "rope": 3}), calls

@@ -7,7 +7,8 @@ same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_
 Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20b (attention
 with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
 DeepSeek-V2-Lite (mla, fused_moe), of Qwen3-Next-80B-A3B (the chunked gated delta rule), of
-Mixtral-8x7B (fused_moe) and of Gemma-7B (geglu, heads of 256). And one training step (forward with labels, backward) of two
+Mixtral-8x7B (fused_moe), of Gemma-7B (geglu, heads of 256) and of SmolLM3-3B (a layer without
+RoPE). And one training step (forward with labels, backward) of two
 layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
@@ -328,6 +329,24 @@ def test_gemma_7b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
     )
     model = _on_gpu(hf.GemmaForCausalLM, config, norms=0.3)
     _inference_matches(model, SEQ, config.vocab_size, "geglu", monkeypatch)
+
+
+def test_smollm3_3b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """SmolLM3-3B's layers: 16 query heads over 4 of 128, the second layer without RoPE (its
+    `no_rope_layers` pattern, every fourth layer, compressed to two)."""
+    config = hf.SmolLM3Config(
+        vocab_size=128256,
+        hidden_size=2048,
+        intermediate_size=11008,
+        num_hidden_layers=2,
+        num_attention_heads=16,
+        num_key_value_heads=4,
+        no_rope_layers=[1, 0],
+        rope_theta=5000000.0,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.SmolLM3ForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "rope", monkeypatch)
 
 
 def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:

@@ -65,6 +65,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "olmo2": ("transformers.models.olmo2.modeling_olmo2", "Olmo2"),
     "olmo3": ("transformers.models.olmo3.modeling_olmo3", "Olmo3"),
     "phi3": ("transformers.models.phi3.modeling_phi3", "Phi3"),
+    "smollm3": ("transformers.models.smollm3.modeling_smollm3", "SmolLM3"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -156,6 +157,7 @@ FLAGS: dict[str, dict[str, str | None]] = {
     "olmo2": {**_DENSE, "rope": "wide_rope", "swiglu": "gluact_mlp"},
     "olmo3": {**_SLIDING, "rope": "wide_rope", "swiglu": "gluact_mlp"},
     "phi3": {**_SLIDING, "rope": "partial_rope", "swiglu": "gate_up_mlp"},
+    "smollm3": _SLIDING,
 }
 
 
@@ -628,6 +630,18 @@ apply_fearless_kernel_to_phi3 = _like(
 )
 
 
+apply_fearless_kernel_to_smollm3 = _like(
+    apply_fearless_kernel_to_llama,
+    "smollm3",
+    """Run Hugging Face's SmolLM3 (transformers.models.smollm3) on fearless kernels: its
+    RMSNorm, the SwiGLU MLP, RoPE (on the layers that rotate: its `no_rope_layers` skip
+    `apply_rotary_pos_emb`, so those stay unrotated), attention with the `sdpa`
+    implementation as Mistral's (with `use_sliding_window`, a layer whose mask is exactly the
+    causal window runs `fearless.ops.swa_attention`, in training too), and when asked the fused
+    loss.""",
+)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -647,6 +661,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "olmo2": apply_fearless_kernel_to_olmo2,
     "olmo3": apply_fearless_kernel_to_olmo3,
     "phi3": apply_fearless_kernel_to_phi3,
+    "smollm3": apply_fearless_kernel_to_smollm3,
 }
 
 
