@@ -1,10 +1,10 @@
-"""fearless.transformers on OLMoE, OLMo 2 and 3, Qwen3-Next, DeepSeek-V2/V3, Phi-3 and SmolLM3, on the
-simulator with CPU torch: tiny random models patched by `apply` (or the per-model function)
-give Hugging Face's logits, loss and gradients in training, where the forward-only ops (the
-gated delta rule, mla) fall back to Hugging Face's code and fused_moe runs with its backward,
-and its logits in inference, where they all run; the op calls are counted to prove the
-routing. OLMo 2 and 3 in bf16 rotate by their f32 RoPE tables on rope: Hugging Face's logits
-bit for bit."""
+"""fearless.transformers on OLMoE, OLMo 2 and 3, Qwen3-Next, DeepSeek-V2/V3, Phi-3, SmolLM3 and
+Granite, on the simulator with CPU torch: tiny random models patched by `apply` (or the
+per-model function) give Hugging Face's logits, loss and gradients in training, where the
+forward-only ops (the gated delta rule, mla) fall back to Hugging Face's code and fused_moe
+runs with its backward, and its logits in inference, where they all run; the op calls are
+counted to prove the routing. OLMo 2 and 3 in bf16 rotate by their f32 RoPE tables on rope:
+Hugging Face's logits bit for bit. Granite's fused loss divides by its logits_scaling."""
 
 from __future__ import annotations
 
@@ -532,3 +532,56 @@ def test_smollm3_trains_and_infers_skipping_rope_on_its_nope_layers(
 def test_smollm3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = check_fused_loss(_smollm3(), _batch(), monkeypatch, "rope")
     assert calls == Counter({"fused_linear_cross_entropy": 1, "rope": 3}), calls
+
+
+# ------------------------------------------------------------------------------------ Granite
+
+
+def _granite(seed: int = 0) -> Any:
+    """Granite's multipliers away from 1: the embeddings, the residual branches, the attention
+    scale (in place of 1/sqrt(head_dim)) and the logits' divisor."""
+    cfg = hf.GraniteConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.0078125,
+        logits_scaling=8.0,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    )
+    torch.manual_seed(seed)
+    return hf.GraniteForCausalLM(cfg)
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_granite_trains_and_infers_with_its_multipliers(
+    via: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def patch(model: Any) -> None:
+        patch_via(via, model, flt.apply_fearless_kernel_to_granite)
+        assert type(model.model.layers[0].self_attn).__name__ == "FearlessGraniteAttention"
+
+    per_layer = ("swiglu", "rope", "scaled_dot_product_attention")
+    both = Counter({"rms_norm": 2 * LAYERS + 1, **dict.fromkeys(per_layer, LAYERS)})
+    check_train_then_infer(_granite(), patch, monkeypatch, _batch(), OPS, both, both)
+
+
+def test_granite_fused_loss_divides_by_logits_scaling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loss of the logits Granite divides by logits_scaling (8 here), without them; with a
+    bias on the head, Hugging Face's forward."""
+    calls = check_fused_loss(_granite(), _batch(), monkeypatch)
+    assert calls == Counter({"fused_linear_cross_entropy": 1}), calls
+    model = _granite()
+    model.lm_head.bias = torch.nn.Parameter(torch.randn(VOCAB) * 0.1)
+    ids, labels = _batch()
+    want = model(input_ids=ids, labels=labels).loss
+    flt.apply(model, fused_linear_cross_entropy=True)
+    calls = count_calls(monkeypatch, "fused_linear_cross_entropy")
+    out = model(input_ids=ids, labels=labels)
+    assert calls["fused_linear_cross_entropy"] == 0 and out.logits is not None
+    torch.testing.assert_close(out.loss, want, rtol=1e-5, atol=1e-5)

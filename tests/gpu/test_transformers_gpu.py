@@ -7,8 +7,8 @@ same check, in inference, for two layers of Qwen3-30B-A3B (the experts on fused_
 Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20b (attention
 with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
 DeepSeek-V2-Lite (mla, fused_moe), of Qwen3-Next-80B-A3B (the chunked gated delta rule), of
-Mixtral-8x7B (fused_moe), of Gemma-7B (geglu, heads of 256) and of SmolLM3-3B (a layer without
-RoPE). And one training step (forward with labels, backward) of two
+Mixtral-8x7B (fused_moe), of Gemma-7B (geglu, heads of 256), of SmolLM3-3B (a layer without
+RoPE) and of Granite-3-8B (its multipliers). And one training step (forward with labels, backward) of two
 layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
@@ -347,6 +347,27 @@ def test_smollm3_3b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
     )
     model = _on_gpu(hf.SmolLM3ForCausalLM, config)
     _inference_matches(model, SEQ, config.vocab_size, "rope", monkeypatch)
+
+
+def test_granite_3_8b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """Granite-3.x-8B's layers and multipliers (embeddings 12, residuals 0.22, attention scale
+    1/128, logits / 16)."""
+    config = hf.GraniteConfig(
+        vocab_size=49155,
+        hidden_size=4096,
+        intermediate_size=12800,
+        num_hidden_layers=2,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.0078125,
+        logits_scaling=16.0,
+        rope_theta=10000000.0,
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.GraniteForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "scaled_dot_product_attention", monkeypatch)
 
 
 def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:

@@ -45,6 +45,7 @@ PATCHED = {
     "olmo3": ("Olmo3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "phi3": ("Phi3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "smollm3": ("SmolLM3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
+    "granite": ("Granite", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "deepseek_v3": ("DeepseekV3", ("RMSNorm", "MLP", "Attention", "Experts"), ()),
     "qwen3_next": (
         "Qwen3Next",

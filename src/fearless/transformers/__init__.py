@@ -7,7 +7,7 @@
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen3,
 qwen3_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
-qwen3_next, smollm3. The patches
+qwen3_next, smollm3, granite. The patches
 are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
 3's fused MLP, Phi-3's fused gate-up projection, RoPE, attention, the sliding windows,
 DeepSeek's latent attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's
@@ -31,6 +31,7 @@ from .patch import (
     apply_fearless_kernel_to_gemma2,
     apply_fearless_kernel_to_gemma3,
     apply_fearless_kernel_to_gpt_oss,
+    apply_fearless_kernel_to_granite,
     apply_fearless_kernel_to_llama,
     apply_fearless_kernel_to_mistral,
     apply_fearless_kernel_to_mixtral,
@@ -53,6 +54,7 @@ __all__ = [
     "apply_fearless_kernel_to_gemma2",
     "apply_fearless_kernel_to_gemma3",
     "apply_fearless_kernel_to_gpt_oss",
+    "apply_fearless_kernel_to_granite",
     "apply_fearless_kernel_to_llama",
     "apply_fearless_kernel_to_mistral",
     "apply_fearless_kernel_to_mixtral",

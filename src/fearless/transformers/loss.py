@@ -1,7 +1,8 @@
 """The causal-LM forward of fearless.transformers's `fused_linear_cross_entropy=True`: with
 labels (in training, or when asked with `skip_logits=True`) the loss is
 `fearless.ops.fused_linear_cross_entropy` of the last hidden states and the LM head, and the
-(tokens, vocab) logits are never made (Liger-Kernel's lce_forward idea); otherwise Hugging
+(tokens, vocab) logits are never made (Liger-Kernel's lce_forward idea); Granite's logits,
+divided by its `logits_scaling`, are those of the hidden states so divided. Otherwise Hugging
 Face's own forward runs. The LM head's gradient sums in its own dtype across the loss's chunks
 (the operator's default `accum_dtype`, as Liger's), so that training holds no float32 copy of
 it (2 GB at Llama-3's 128K x 4096).
@@ -42,6 +43,9 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         skip = (self.training and has_labels) if skip_logits is None else skip_logits and has_labels
         head = self.lm_head
         config = getattr(self, "config", None)
+        # Granite divides its logits by logits_scaling: the loss of head(h / s), where the head
+        # has no bias (with one, (W h + b) / s is not a head of h / s: Hugging Face's code)
+        divisor = getattr(config, "logits_scaling", None) or 1.0
         router = kwargs.get("output_router_logits", getattr(config, "output_router_logits", None))
         takes = (
             skip
@@ -54,6 +58,7 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
             and logits_to_keep == 0
             and isinstance(head, torch.nn.Linear)
             and head.weight.dtype in _FLOATS
+            and (divisor == 1.0 or head.bias is None)
         )
         # the decoder's inputs, which Hugging Face's forward and its model both take as they
         # are; `cache` only when given, so that the deprecated `past_key_values=` in kwargs
@@ -83,6 +88,8 @@ def causal_lm_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         weight = head.weight
         if h.dtype != weight.dtype:  # autocast's activations: the kernel takes one dtype
             h = h.to(weight.dtype)
+        if divisor != 1.0:
+            h = h / divisor
         loss = ops.fused_linear_cross_entropy(
             h,
             weight,

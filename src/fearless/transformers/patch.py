@@ -66,6 +66,7 @@ MODELS: dict[str, tuple[str, str]] = {
     "olmo3": ("transformers.models.olmo3.modeling_olmo3", "Olmo3"),
     "phi3": ("transformers.models.phi3.modeling_phi3", "Phi3"),
     "smollm3": ("transformers.models.smollm3.modeling_smollm3", "SmolLM3"),
+    "granite": ("transformers.models.granite.modeling_granite", "Granite"),
 }
 
 # (class name without the prefix, its fearless forward (None: Hugging Face's), class attributes)
@@ -158,6 +159,7 @@ FLAGS: dict[str, dict[str, str | None]] = {
     "olmo3": {**_SLIDING, "rope": "wide_rope", "swiglu": "gluact_mlp"},
     "phi3": {**_SLIDING, "rope": "partial_rope", "swiglu": "gate_up_mlp"},
     "smollm3": _SLIDING,
+    "granite": _DENSE,
 }
 
 
@@ -642,6 +644,17 @@ apply_fearless_kernel_to_smollm3 = _like(
 )
 
 
+apply_fearless_kernel_to_granite = _like(
+    apply_fearless_kernel_to_llama,
+    "granite",
+    """Run Hugging Face's Granite (transformers.models.granite, IBM's Granite 3) on fearless
+    kernels: its RMSNorm, the SwiGLU MLP, RoPE, and attention with the `sdpa` implementation
+    as Llama's at the config's `attention_multiplier` as the scale (its embedding and residual
+    multipliers stay Hugging Face's code), and when asked the fused loss, of the hidden states
+    divided by `logits_scaling` (the logits Granite divides by it).""",
+)
+
+
 APPLY: dict[str, Callable[..., None]] = {
     "llama": apply_fearless_kernel_to_llama,
     "mistral": apply_fearless_kernel_to_mistral,
@@ -662,6 +675,7 @@ APPLY: dict[str, Callable[..., None]] = {
     "olmo3": apply_fearless_kernel_to_olmo3,
     "phi3": apply_fearless_kernel_to_phi3,
     "smollm3": apply_fearless_kernel_to_smollm3,
+    "granite": apply_fearless_kernel_to_granite,
 }
 
 
