@@ -29,6 +29,7 @@ hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
     PREFIX,
+    TINY,
     VIAS,
     assert_grads_match,
     count_calls,
@@ -36,12 +37,13 @@ from support.hf_patches import (  # noqa: E402
     on_the_simulator,
     patch_via,
     run_with_grads,
+    tiny_model,
     token_batch,
 )
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_tiny_llama.py"
 TYPES = sorted(PREFIX)
-LAYERS, VOCAB, SEQ = 2, 96, 12
+LAYERS, VOCAB, SEQ = TINY["num_hidden_layers"], TINY["vocab_size"], 12
 
 
 @pytest.fixture(autouse=True)
@@ -54,21 +56,14 @@ def restore(monkeypatch: pytest.MonkeyPatch) -> None:
 def _model(model_type: str, seed: int = 0, **config: Any) -> Any:
     """A tiny random causal LM of `model_type` in f32 (4 heads over 2 KV heads, head_dim 16),
     with the further `config` settings."""
-    prefix = PREFIX[model_type]
-    cfg = getattr(hf, prefix + "Config")(
+    model = tiny_model(
+        PREFIX[model_type],
+        seed,
         **config,
-        vocab_size=VOCAB,
-        hidden_size=64,
         intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=64,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = getattr(hf, prefix + "ForCausalLM")(cfg)
     assert model.config._attn_implementation == "sdpa"
     return model
 

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
+    TINY,
     VIAS,
     check_greedy_generation,
     check_padded_logits,
@@ -32,10 +33,11 @@ from support.hf_patches import (  # noqa: E402
     modeling,
     on_the_simulator,
     patch_via,
+    tiny_model,
     token_batch,
 )
 
-LAYERS, VOCAB, SEQ, WINDOW = 2, 96, 12, 4
+LAYERS, VOCAB, SEQ, WINDOW = TINY["num_hidden_layers"], TINY["vocab_size"], 12, 4
 OPS = (
     "rms_norm",
     "geglu",
@@ -139,23 +141,17 @@ def _gemma2(seed: int = 0, softcap: float | None = 50.0) -> Any:
     """Gemma 2's eager attention (it has no sdpa): a sliding-window layer of window 4 and a
     global layer, both soft-capping their logits (at 5.0 in the tests: at Gemma 2's 50.0 tiny
     random scores barely bend the tanh)."""
-    cfg = hf.Gemma2Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    model = tiny_model(
+        "Gemma2",
+        seed,
         intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
         query_pre_attn_scalar=16,
         sliding_window=WINDOW,
         layer_types=["sliding_attention", "full_attention"],
         attn_logit_softcapping=softcap,
-        max_position_embeddings=64,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = hf.Gemma2ForCausalLM(cfg)
     with torch.no_grad():  # (1 + weight) norms start at 0; larger q, k make the cap bite
         for name, p in model.named_parameters():
             if "norm" in name:
@@ -208,19 +204,13 @@ def test_gemma2_greedy_generation_with_a_kv_cache_matches(monkeypatch: pytest.Mo
 
 
 def _gemma(seed: int = 0, hidden_act: str = "gelu_pytorch_tanh") -> Any:
-    cfg = hf.GemmaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    model = tiny_model(
+        "Gemma",
+        seed,
         intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
         hidden_act=hidden_act,
-        max_position_embeddings=64,
     )
-    torch.manual_seed(seed)
-    model = hf.GemmaForCausalLM(cfg)
     draw_norm_weights(model, 0.3)
     assert model.config._attn_implementation == "sdpa"
     return model

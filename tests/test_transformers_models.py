@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 from support.hf_patches import (  # noqa: E402
+    TINY,
     VIAS,
     check_fused_loss,
     check_greedy_generation,
@@ -27,10 +28,11 @@ from support.hf_patches import (  # noqa: E402
     draw_norm_weights,
     on_the_simulator,
     patch_via,
+    tiny_model,
     token_batch,
 )
 
-LAYERS, VOCAB, SEQ = 2, 96, 12
+LAYERS, VOCAB, SEQ = TINY["num_hidden_layers"], TINY["vocab_size"], 12
 OPS = (
     "rms_norm",
     "swiglu",
@@ -61,22 +63,16 @@ def _batch(batch: int = 2) -> tuple[Any, Any]:
 
 def _olmoe(seed: int = 0, clip_qkv: float | None = None) -> Any:
     """Two sparse layers of 4 experts of 32, top 2."""
-    cfg = hf.OlmoeConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Olmoe",
+        seed,
         intermediate_size=32,
         num_experts=4,
         num_experts_per_tok=2,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
         clip_qkv=clip_qkv,
         pad_token_id=0,
         eos_token_id=1,
     )
-    torch.manual_seed(seed)
-    return hf.OlmoeForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("via", VIAS)
@@ -107,13 +103,10 @@ def _qwen3_next(seed: int = 0) -> Any:
     """Layer 0 linear attention (gated delta rule, 2 key heads, 4 value heads) with a sparse
     MoE (4 experts of 32, top 2, a shared expert), layer 1 full attention (rotary on the first
     quarter of head_dim 16) with a dense MLP."""
-    cfg = hf.Qwen3NextConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    model = tiny_model(
+        "Qwen3Next",
+        seed,
         intermediate_size=64,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
         linear_conv_kernel_dim=4,
         linear_key_head_dim=16,
@@ -126,10 +119,7 @@ def _qwen3_next(seed: int = 0) -> Any:
         num_experts_per_tok=2,
         mlp_only_layers=[1],
         layer_types=["linear_attention", "full_attention"],
-        max_position_embeddings=64,
     )
-    torch.manual_seed(seed)
-    model = hf.Qwen3NextForCausalLM(cfg)
     draw_norm_weights(model, 0.2)
     return model
 
@@ -199,13 +189,11 @@ def test_qwen3_next_partial_rope_and_gated_norm_alone(monkeypatch: pytest.Monkey
 def _deepseek_v3(seed: int = 0, v_head_dim: int = 16) -> Any:
     """Layer 0 dense, layer 1 sparse (4 routed experts of 32 in 2 groups, top 2, a shared
     expert); MLA with q and kv LoRA ranks."""
-    cfg = hf.DeepseekV3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "DeepseekV3",
+        seed,
         intermediate_size=64,
         moe_intermediate_size=32,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
         num_key_value_heads=4,
         n_shared_experts=1,
         n_routed_experts=4,
@@ -218,10 +206,7 @@ def _deepseek_v3(seed: int = 0, v_head_dim: int = 16) -> Any:
         qk_rope_head_dim=8,
         qk_nope_head_dim=16,
         v_head_dim=v_head_dim,
-        max_position_embeddings=64,
     )
-    torch.manual_seed(seed)
-    return hf.DeepseekV3ForCausalLM(cfg)
 
 
 def test_deepseek_v3_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,13 +282,12 @@ def _deepseek_v2(seed: int = 0) -> Any:
     """DeepSeek-V2-Lite's shape, tiny: layer 0 dense, layer 1 sparse (4 routed experts of 32,
     greedy top 2 of a softmax router, a shared expert); MLA with no q LoRA (q_proj), a kv LoRA
     rank."""
-    cfg = hf.DeepseekV2Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "DeepseekV2",
+        seed,
+        num_key_value_heads=4,  # its latent attention: as many KV heads as query heads
         intermediate_size=64,
         moe_intermediate_size=32,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
         n_shared_experts=1,
         n_routed_experts=4,
         num_experts_per_tok=2,
@@ -313,10 +297,7 @@ def _deepseek_v2(seed: int = 0) -> Any:
         qk_rope_head_dim=8,
         qk_nope_head_dim=16,
         v_head_dim=16,
-        max_position_embeddings=64,
     )
-    torch.manual_seed(seed)
-    return hf.DeepseekV2ForCausalLM(cfg)
 
 
 def test_deepseek_v2_norms_mlps_and_experts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -342,20 +323,14 @@ def test_deepseek_v2_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
 def _olmo3(seed: int = 0) -> Any:
     """Layer 0 sliding-window attention (window 4, shorter than the batch's 12 tokens: Hugging
     Face builds its mask), layer 1 full attention; head_dim 16, 4 query heads over 2 KV."""
-    cfg = hf.Olmo3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Olmo3",
+        seed,
         intermediate_size=64,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         sliding_window=4,
         layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=64,
         pad_token_id=0,
     )
-    torch.manual_seed(seed)
-    return hf.Olmo3ForCausalLM(cfg)
 
 
 def test_olmo3_trains_on_swiglu_and_swa_attention_and_infers_on_the_fused_mlp(
@@ -408,18 +383,12 @@ def test_olmo_bf16_rotates_by_its_f32_tables_on_rope(
 
 def _olmo2(seed: int = 0) -> Any:
     """OLMo 3's shape without the sliding window: two full-attention layers."""
-    cfg = hf.Olmo2Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Olmo2",
+        seed,
         intermediate_size=64,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
         pad_token_id=0,
     )
-    torch.manual_seed(seed)
-    return hf.Olmo2ForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("via", VIAS)
@@ -445,22 +414,16 @@ def test_olmo2_trains_on_swiglu_and_infers_on_the_fused_mlp(
 def _phi3(seed: int = 0, sliding_window: int | None = None) -> Any:
     """Phi-3's fused qkv_proj and gate_up_proj; head_dim 16 with partial_rotary_factor 0.5 (RoPE
     on the first 8 columns), 4 query heads over 2 KV."""
-    cfg = hf.Phi3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Phi3",
+        seed,
         intermediate_size=64,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         partial_rotary_factor=0.5,
         sliding_window=sliding_window,
-        max_position_embeddings=64,
         pad_token_id=0,
         bos_token_id=1,
         eos_token_id=1,
     )
-    torch.manual_seed(seed)
-    return hf.Phi3ForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("via", VIAS)
@@ -493,21 +456,16 @@ def test_phi3_sliding_window_on_swa_attention_and_fused_loss(
 def _smollm3(seed: int = 0, window: int | None = None) -> Any:
     """4 layers, the last of each 4 without RoPE (SmolLM3's `no_rope_layers`: 0 skips the
     rotation), 4 query heads over 2 KV of 16; with `window`, every layer slides."""
-    cfg = hf.SmolLM3Config(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "SmolLM3",
+        seed,
         intermediate_size=128,
         num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         no_rope_layers=[1, 1, 1, 0],
         use_sliding_window=window is not None,
         sliding_window=window,
-        max_position_embeddings=64,
         pad_token_id=0,
     )
-    torch.manual_seed(seed)
-    return hf.SmolLM3ForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("window", [None, 4])
@@ -540,22 +498,16 @@ def test_smollm3_fused_loss(monkeypatch: pytest.MonkeyPatch) -> None:
 def _granite(seed: int = 0) -> Any:
     """Granite's multipliers away from 1: the embeddings, the residual branches, the attention
     scale (in place of 1/sqrt(head_dim)) and the logits' divisor."""
-    cfg = hf.GraniteConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Granite",
+        seed,
         intermediate_size=128,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         embedding_multiplier=12.0,
         residual_multiplier=0.22,
         attention_multiplier=0.0078125,
         logits_scaling=8.0,
-        max_position_embeddings=64,
         pad_token_id=0,
     )
-    torch.manual_seed(seed)
-    return hf.GraniteForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("via", VIAS)

@@ -22,6 +22,7 @@ hf = pytest.importorskip("transformers")
 flt = importlib.import_module("fearless.transformers")
 flt_errors = importlib.import_module("fearless.errors")
 from support.hf_patches import (  # noqa: E402
+    TINY,
     VIAS,
     assert_grads_match,
     check_train_then_infer,
@@ -29,10 +30,11 @@ from support.hf_patches import (  # noqa: E402
     on_the_simulator,
     patch_via,
     run_with_grads,
+    tiny_model,
     token_batch,
 )
 
-LAYERS, VOCAB, SEQ = 2, 96, 12
+LAYERS, VOCAB, SEQ = TINY["num_hidden_layers"], TINY["vocab_size"], 12
 OPS = (
     "rms_norm",
     "swiglu",
@@ -56,23 +58,17 @@ def _batch(batch: int = 2) -> tuple[Any, Any]:
 
 def _qwen3_moe(seed: int = 0) -> Any:
     """Layer 0 sparse (4 experts of 32, top 2), layer 1 dense (mlp_only_layers)."""
-    cfg = hf.Qwen3MoeConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Qwen3Moe",
+        seed,
         intermediate_size=128,
         moe_intermediate_size=32,
         num_experts=4,
         num_experts_per_tok=2,
         mlp_only_layers=[1],
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
-        max_position_embeddings=64,
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    return hf.Qwen3MoeForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("via", VIAS)
@@ -122,24 +118,18 @@ def test_qwen3_moe_experts_alone_match_with_and_without_grad(
 
 def _gpt_oss(seed: int = 0) -> Any:
     """A sliding-window layer (window 4) and a full one, 4 experts of 32, top 2."""
-    cfg = hf.GptOssConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    model = tiny_model(
+        "GptOss",
+        seed,
         intermediate_size=32,
         num_local_experts=4,
         num_experts_per_tok=2,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
         sliding_window=4,
         layer_types=["sliding_attention", "full_attention"],
-        max_position_embeddings=64,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=False,
     )
-    torch.manual_seed(seed)
-    model = hf.GptOssForCausalLM(cfg)
     assert model.config._attn_implementation == "eager"
     return model
 
@@ -277,21 +267,15 @@ def test_a_transformers_without_the_experts_modules_is_refused_before_anything_i
 
 def _mixtral(seed: int = 0, window: int | None = 4) -> Any:
     """Two sparse layers of 4 experts of 32, top 2, a sliding window of 4 keys."""
-    cfg = hf.MixtralConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
+    return tiny_model(
+        "Mixtral",
+        seed,
         intermediate_size=32,
         num_local_experts=4,
         num_experts_per_tok=2,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
         sliding_window=window,
-        max_position_embeddings=64,
     )
-    torch.manual_seed(seed)
-    return hf.MixtralForCausalLM(cfg)
 
 
 @pytest.mark.parametrize("window", [4, None])

@@ -2,7 +2,8 @@
 class-level patches of Hugging Face's modeling modules (and its `sdpa` attention entry) undo
 themselves when the test ends; `count_calls` (fearless.ops calls by operator);
 `run_with_grads` (one forward with labels and its parameter gradients); `assert_grads_match`;
-`draw_norm_weights` (norm weights of a trained model's size);
+`draw_norm_weights` (norm weights of a trained model's size); `tiny_model` (a tiny random
+causal LM of a model type);
 and the comparisons with Hugging Face that several model tests make: `check_train_then_infer`,
 `check_fused_loss`, `check_padded_logits` and `check_greedy_generation`."""
 
@@ -109,6 +110,29 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, *names: str) -> Counter[str]:
     for name in names:
         monkeypatch.setattr(ops, name, counting(name, getattr(ops, name)))
     return calls
+
+
+# A tiny model's sizes, which `tiny_model` gives every configuration it builds (the test
+# modules' VOCAB and LAYERS are these): 4 query heads over 2 KV heads of hidden 64
+TINY = {
+    "vocab_size": 96,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 64,
+}
+
+
+def tiny_model(prefix: str, seed: int = 0, **config: Any) -> Any:
+    """Hugging Face's `<prefix>ForCausalLM` of `<prefix>Config` at TINY's sizes with the
+    further (or overriding) `config` settings, its random weights drawn after `seed`."""
+    import torch
+    import transformers
+
+    cfg = getattr(transformers, prefix + "Config")(**{**TINY, **config})
+    torch.manual_seed(seed)
+    return getattr(transformers, prefix + "ForCausalLM")(cfg)
 
 
 def draw_norm_weights(model: Any, std: float) -> None:
