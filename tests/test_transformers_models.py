@@ -147,6 +147,66 @@ def test_qwen3_next_trains_on_hugging_faces_delta_rule_and_infers_on_fearless(
     check_train_then_infer(_qwen3_next(), patch, monkeypatch, _batch(), OPS, train, infer)
 
 
+def _qwen3_5(seed: int = 0, moe: bool = True) -> Any:
+    """Qwen3.5's text model, Qwen3-Next's layers: layer 0 linear attention (gated delta rule)
+    with, for the MoE form, 4 experts of 32 (top 2) and a shared expert, layer 1 full
+    attention (rotary on the first quarter of head_dim 16); the dense form's MLPs."""
+    experts = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32,
+               "num_experts": 4, "num_experts_per_tok": 2} if moe else {}  # fmt: skip
+    model = tiny_model(
+        "Qwen3_5Moe" if moe else "Qwen3_5",
+        seed,
+        text=True,
+        intermediate_size=64,
+        head_dim=16,
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        layer_types=["linear_attention", "full_attention"],
+        **experts,
+    )
+    draw_norm_weights(model, 0.2)
+    return model
+
+
+@pytest.mark.parametrize("moe", [True, False], ids=["qwen3_5_moe", "qwen3_5"])
+def test_qwen3_5_trains_and_infers_as_qwen3_next(
+    moe: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qwen3.5 (its text model) takes Qwen3-Next's pieces: the norms, partial RoPE, the full
+    attention, the delta rule without grad; the MoE form's experts (both layers sparse) on
+    fused_moe with its shared expert's SwiGLU, the dense form's SwiGLU MLP in both layers."""
+    model = _qwen3_5(moe=moe)
+
+    def patch(model: Any) -> None:
+        flt.apply(model)
+        prefix = "Qwen3_5Moe" if moe else "Qwen3_5"
+        assert type(model.model.layers[0].linear_attn.norm).__name__ == (
+            f"Fearless{prefix}RMSNormGated"
+        )
+
+    dense = {**NEXT_ATTENTION, "swiglu": 1 + LAYERS}
+    train = Counter({**dense, "fused_moe": LAYERS} if moe else dense)
+    infer = Counter({**train, "chunk_gated_delta_rule": 1})
+    check_train_then_infer(model, patch, monkeypatch, _batch(), OPS, train, infer)
+
+
+@pytest.mark.parametrize("moe", [True, False], ids=["qwen3_5_moe", "qwen3_5"])
+def test_qwen3_5_generation_decodes_on_the_recurrent_delta_rule(
+    moe: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _qwen3_5(moe=moe).eval()
+    ids, _ = _batch(1)
+    kw = {"max_new_tokens": 3, "do_sample": False, "output_logits": True}
+    calls = check_greedy_generation(model, ids, monkeypatch, flt.apply, OPS, **kw)
+    # the prefill chunked, two decode steps recurrent over the cached state
+    assert calls["chunk_gated_delta_rule"] == 1 and calls["recurrent_gated_delta_rule"] == 2
+    assert calls["scaled_dot_product_attention"] == 3, calls
+    assert calls["fused_moe"] == (3 * LAYERS if moe else 0), calls
+
+
 def test_qwen3_next_generation_decodes_on_the_recurrent_delta_rule(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -8,8 +8,8 @@ Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20
 with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
 DeepSeek-V2-Lite (mla, fused_moe), of Qwen3-Next-80B-A3B (the chunked gated delta rule), of
 Mixtral-8x7B (fused_moe), of Gemma-7B (geglu, heads of 256), of SmolLM3-3B (a layer without
-RoPE) and of Granite-3-8B (its multipliers). And one training step (forward with labels, backward) of two
-layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
+RoPE), of Granite-3-8B (its multipliers) and of Qwen3.5-MoE (the delta rule and fused_moe).
+And one training step (forward with labels, backward) of two layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
 gradient) and Llama (the SDPA, rms_norm, swiglu, rope and the fused linear cross-entropy)."""
@@ -368,6 +368,19 @@ def test_granite_3_8b_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> Non
     )
     model = _on_gpu(hf.GraniteForCausalLM, config)
     _inference_matches(model, SEQ, config.vocab_size, "scaled_dot_product_attention", monkeypatch)
+
+
+def test_qwen3_5_moe_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """Qwen3.5-MoE's text layers at Hugging Face's default configuration (hidden 2048, 256
+    experts of 512, top 8, a shared expert; linear attention of 16 key and 32 value heads of
+    128; full attention of 16 heads over 2 of 256): the chunked gated delta rule and fused_moe."""
+    config = hf.Qwen3_5MoeTextConfig(
+        num_hidden_layers=2,
+        layer_types=["linear_attention", "full_attention"],
+        tie_word_embeddings=False,
+    )
+    model = _on_gpu(hf.Qwen3_5MoeForCausalLM, config, norms=0.2)
+    _inference_matches(model, SEQ, config.vocab_size, "chunk_gated_delta_rule", monkeypatch)
 
 
 def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:

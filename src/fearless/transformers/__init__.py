@@ -7,7 +7,8 @@
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen3,
 qwen3_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
-qwen3_next, smollm3, granite. The patches
+qwen3_next, qwen3_5 (and qwen3_5_text), qwen3_5_moe (and qwen3_5_moe_text), smollm3,
+granite. The patches
 are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
 3's fused MLP, Phi-3's fused gate-up projection, RoPE, attention, the sliding windows,
 DeepSeek's latent attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's
@@ -41,6 +42,8 @@ from .patch import (
     apply_fearless_kernel_to_phi3,
     apply_fearless_kernel_to_qwen2,
     apply_fearless_kernel_to_qwen3,
+    apply_fearless_kernel_to_qwen3_5,
+    apply_fearless_kernel_to_qwen3_5_moe,
     apply_fearless_kernel_to_qwen3_moe,
     apply_fearless_kernel_to_qwen3_next,
     apply_fearless_kernel_to_smollm3,
@@ -64,6 +67,8 @@ __all__ = [
     "apply_fearless_kernel_to_phi3",
     "apply_fearless_kernel_to_qwen2",
     "apply_fearless_kernel_to_qwen3",
+    "apply_fearless_kernel_to_qwen3_5",
+    "apply_fearless_kernel_to_qwen3_5_moe",
     "apply_fearless_kernel_to_qwen3_moe",
     "apply_fearless_kernel_to_qwen3_next",
     "apply_fearless_kernel_to_smollm3",

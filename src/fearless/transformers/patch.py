@@ -60,6 +60,8 @@ MODELS: dict[str, tuple[str, str]] = {
     "gpt_oss": ("transformers.models.gpt_oss.modeling_gpt_oss", "GptOss"),
     "olmoe": ("transformers.models.olmoe.modeling_olmoe", "Olmoe"),
     "qwen3_next": ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3Next"),
+    "qwen3_5": ("transformers.models.qwen3_5.modeling_qwen3_5", "Qwen3_5"),
+    "qwen3_5_moe": ("transformers.models.qwen3_5_moe.modeling_qwen3_5_moe", "Qwen3_5Moe"),
     "deepseek_v2": ("transformers.models.deepseek_v2.modeling_deepseek_v2", "DeepseekV2"),
     "deepseek_v3": ("transformers.models.deepseek_v3.modeling_deepseek_v3", "DeepseekV3"),
     "olmo2": ("transformers.models.olmo2.modeling_olmo2", "Olmo2"),
@@ -104,6 +106,15 @@ _DEEPSEEK: dict[str, str | None] = {
     "attention": "mla",
     "moe": "experts",
 }
+# Qwen3-Next's hybrid layers (gated delta rule and full attention), Qwen3.5's too
+_NEXT: dict[str, str | None] = {
+    "rope": "partial_rope",
+    "rms_norm": "gated_rms_norm",
+    "swiglu": "swiglu",
+    "attention": "attention",
+    "linear_attention": "gated_delta_rule",
+    "moe": "experts",
+}
 FLAGS: dict[str, dict[str, str | None]] = {
     "llama": _DENSE,
     "mistral": _SLIDING,
@@ -145,14 +156,9 @@ FLAGS: dict[str, dict[str, str | None]] = {
         "attention": "attention",
         "moe": "experts",
     },
-    "qwen3_next": {
-        "rope": "partial_rope",
-        "rms_norm": "gated_rms_norm",
-        "swiglu": "swiglu",
-        "attention": "attention",
-        "linear_attention": "gated_delta_rule",
-        "moe": "experts",
-    },
+    "qwen3_next": _NEXT,
+    "qwen3_5": {**_NEXT, "moe": None},
+    "qwen3_5_moe": _NEXT,
     "deepseek_v2": _DEEPSEEK,
     "deepseek_v3": _DEEPSEEK,
     "olmo2": {**_DENSE, "rope": "wide_rope", "swiglu": "gluact_mlp"},
@@ -558,6 +564,28 @@ def apply_fearless_kernel_to_qwen3_next(
     _apply("qwen3_next", **locals())
 
 
+apply_fearless_kernel_to_qwen3_5_moe = _like(
+    apply_fearless_kernel_to_qwen3_next,
+    "qwen3_5_moe",
+    """`apply_fearless_kernel_to_qwen3_next` for Qwen3.5's mixtures of experts
+    (transformers.models.qwen3_5_moe: Qwen3_5MoeForCausalLM, and the text model of the
+    multimodal one), whose text layers are Qwen3-Next's: the (1 + weight) and gated RMSNorms,
+    partial RoPE, the full-attention layers, the gated delta rule of the linear-attention
+    layers (forward only: without grad), and with `moe` the routed experts on
+    `fearless.ops.fused_moe` in inference and training. Its vision tower stays Hugging
+    Face's.""",
+)
+
+
+apply_fearless_kernel_to_qwen3_5 = _like(
+    apply_fearless_kernel_to_qwen3_next,
+    "qwen3_5",
+    """`apply_fearless_kernel_to_qwen3_5_moe` for the dense Qwen3.5 (transformers.models.qwen3_5):
+    the same hybrid layers with a SwiGLU MLP in every layer (`swiglu`); it has no experts, so
+    `moe` patches nothing.""",
+)
+
+
 apply_fearless_kernel_to_deepseek_v3 = _like(
     apply_fearless_kernel_to_qwen3_moe,
     "deepseek_v3",
@@ -669,6 +697,10 @@ APPLY: dict[str, Callable[..., None]] = {
     "gpt_oss": apply_fearless_kernel_to_gpt_oss,
     "olmoe": apply_fearless_kernel_to_olmoe,
     "qwen3_next": apply_fearless_kernel_to_qwen3_next,
+    "qwen3_5": apply_fearless_kernel_to_qwen3_5,  # Qwen3_5ForConditionalGeneration
+    "qwen3_5_text": apply_fearless_kernel_to_qwen3_5,  # Qwen3_5ForCausalLM
+    "qwen3_5_moe": apply_fearless_kernel_to_qwen3_5_moe,
+    "qwen3_5_moe_text": apply_fearless_kernel_to_qwen3_5_moe,
     "deepseek_v2": apply_fearless_kernel_to_deepseek_v2,
     "deepseek_v3": apply_fearless_kernel_to_deepseek_v3,
     "olmo2": apply_fearless_kernel_to_olmo2,
