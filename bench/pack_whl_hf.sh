@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 version=${TRANSFORMERS_VERSION:-5.24.0}
-keep="auto llama llava mistral mixtral qwen2 qwen3 qwen3_moe gemma gemma2 gemma3 siglip gpt_oss olmoe olmo2 olmo3 phi3 qwen3_next deepseek_v2 deepseek_v3 smollm3 granite qwen3_5 qwen3_5_moe"
+keep="auto llama llava mistral mixtral qwen2 qwen3 qwen3_moe gemma gemma2 gemma3 siglip gpt_oss olmoe olmo2 olmo3 phi3 qwen3_next deepseek_v2 deepseek_v3 smollm3 granite qwen3_5 qwen3_5_moe qwen2_moe glm4_moe"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pip=".venv/bin/pip"

@@ -268,7 +268,7 @@ def test_rope_with_an_odd_head_dim_runs_hugging_faces_code(monkeypatch: pytest.M
 
 
 def test_apply_names_the_supported_model_types() -> None:
-    supported = "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, gpt_oss, granite, llama, mistral, mixtral, olmo2, olmo3, olmoe, phi3, qwen2, qwen3, qwen3_5, qwen3_5_moe, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next, smollm3"
+    supported = "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, glm4_moe, gpt_oss, granite, llama, mistral, mixtral, olmo2, olmo3, olmoe, phi3, qwen2, qwen2_moe, qwen3, qwen3_5, qwen3_5_moe, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next, smollm3"
     with pytest.raises(KernelTypeError, match=rf"'gpt2'.*{supported}"):
         flt.apply(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
 

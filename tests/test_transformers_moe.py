@@ -320,3 +320,64 @@ def test_moe_fused_loss_never_makes_logits_unless_router_logits_are_asked(
     aux = model(input_ids=ids, labels=labels, output_router_logits=True)
     assert calls["fused_linear_cross_entropy"] == 1 and aux.aux_loss is not None
     torch.testing.assert_close(aux.loss, with_aux.loss, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------- Qwen2-MoE and GLM-4-MoE
+
+
+def _qwen2_moe(seed: int = 0) -> Any:
+    """Layer 0 sparse (4 experts of 32, top 2, a gated shared expert of 32), layer 1 dense
+    (mlp_only_layers); biased q, k, v projections, 2 KV heads."""
+    return tiny_model(
+        "Qwen2Moe",
+        seed,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=32,
+        num_experts=4,
+        num_experts_per_tok=2,
+        mlp_only_layers=[1],
+    )
+
+
+def _glm4_moe(seed: int = 0) -> Any:
+    """Layer 0 dense (first_k_dense_replace), layer 1 sparse (4 routed experts of 32 in one
+    group, top 2, a shared expert); RoPE on half of head_dim 16; q and k norms."""
+    return tiny_model(
+        "Glm4Moe",
+        seed,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        n_routed_experts=4,
+        n_shared_experts=1,
+        num_experts_per_tok=2,
+        first_k_dense_replace=1,
+        head_dim=16,
+        use_qk_norm=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "counts"),
+    [
+        # 2 norms per layer and the final one; the dense layer's SwiGLU and the shared expert's;
+        # rope and attention per layer; fused_moe in the sparse layer, with grad too
+        (_qwen2_moe, {"rms_norm": 2 * LAYERS + 1, "swiglu": 2, "fused_moe": 1}),
+        # GLM's q and k norms besides
+        (_glm4_moe, {"rms_norm": 4 * LAYERS + 1, "swiglu": 2, "fused_moe": 1}),
+    ],
+    ids=["qwen2_moe", "glm4_moe"],
+)
+def test_qwen2_moe_and_glm4_moe_train_and_infer_on_fused_moe(
+    build: Any, counts: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = build()
+
+    def patch(model: Any) -> None:
+        flt.apply(model)
+        experts = next(m for m in model.modules() if type(m).__name__.endswith("Experts"))
+        assert type(experts).__name__.startswith("Fearless")
+
+    per_layer = {"rope": LAYERS, "scaled_dot_product_attention": LAYERS}
+    both = Counter({**counts, **per_layer})
+    check_train_then_infer(model, patch, monkeypatch, _batch(), OPS, both, both)

@@ -8,7 +8,8 @@ Gemma-3-1B (its 512-token window on gemma_attention, 1024 tokens), of gpt-oss-20
 with sinks, a 128-token window), of Qwen3-8B, of Mistral-7B (swa_attention), of
 DeepSeek-V2-Lite (mla, fused_moe), of Qwen3-Next-80B-A3B (the chunked gated delta rule), of
 Mixtral-8x7B (fused_moe), of Gemma-7B (geglu, heads of 256), of SmolLM3-3B (a layer without
-RoPE), of Granite-3-8B (its multipliers) and of Qwen3.5-MoE (the delta rule and fused_moe).
+RoPE), of Granite-3-8B (its multipliers), of Qwen3.5-MoE (the delta rule and fused_moe) and of
+GLM-4.5-Air (partial RoPE, fused_moe).
 And one training step (forward with labels, backward) of two layers at moderate dims, batch 2, in bf16 and in f32, patched vs Hugging Face: the loss, every
 Parameter's gradient and the fearless ops called, for Qwen3-MoE (fused_moe), Gemma 3
 (gemma_attention's window), Mistral (swa_attention), GPT-OSS (attention_sink, the sinks'
@@ -381,6 +382,16 @@ def test_qwen3_5_moe_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None
     )
     model = _on_gpu(hf.Qwen3_5MoeForCausalLM, config, norms=0.2)
     _inference_matches(model, SEQ, config.vocab_size, "chunk_gated_delta_rule", monkeypatch)
+
+
+@needs_stacked_experts
+def test_glm4_5_air_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
+    """GLM-4.5-Air's layers, Hugging Face's default GLM-4-MoE configuration (96 query heads over
+    8 of 128, RoPE on half of them; layer 0 dense, layer 1 128 experts of 1408, top 8, a shared
+    one)."""
+    config = hf.Glm4MoeConfig(num_hidden_layers=2, tie_word_embeddings=False)
+    model = _on_gpu(hf.Glm4MoeForCausalLM, config)
+    _inference_matches(model, SEQ, config.vocab_size, "fused_moe", monkeypatch)
 
 
 def _on_gpu(cls: Any, config: Any, norms: float | None = None) -> Any:

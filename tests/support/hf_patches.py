@@ -36,6 +36,10 @@ PATCHED = {
         ("apply_rotary_pos_emb",),
     ),
     "mixtral": ("Mixtral", ("RMSNorm", "Attention", "Experts"), ("apply_rotary_pos_emb",)),
+    **{
+        t: (p, ("RMSNorm", "MLP", "Attention", "Experts"), ("apply_rotary_pos_emb",))
+        for t, p in (("qwen2_moe", "Qwen2Moe"), ("glm4_moe", "Glm4Moe"))
+    },
     "gemma": ("Gemma", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),
     "gemma2": ("Gemma2", ("RMSNorm", "MLP"), ("apply_rotary_pos_emb", "eager_attention_forward")),
     "gemma3": ("Gemma3", ("RMSNorm", "MLP", "Attention"), ("apply_rotary_pos_emb",)),

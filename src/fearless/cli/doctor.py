@@ -382,8 +382,8 @@ def check_transformers(version: str | None = None) -> Check:
         return Check(
             "transformers",
             "warn",
-            f"{version}: the dense models patch; `moe=` (Qwen3-MoE, Mixtral, OLMoE, "
-            "DeepSeek, Qwen3-Next experts) needs transformers 5",
+            f"{version}: the dense models patch; `moe=` (the experts of Qwen3-MoE, "
+            "Qwen2-MoE, GLM-4-MoE, Mixtral, OLMoE, DeepSeek, Qwen3-Next, Qwen3.5) needs transformers 5",
             "pip install -U 'transformers>=5'",
         )
     return Check("transformers", "ok", f"{version} (optional)")

@@ -5,8 +5,8 @@
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
-Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen3,
-qwen3_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
+Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen2_moe,
+qwen3, qwen3_moe, glm4_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
 qwen3_next, qwen3_5 (and qwen3_5_text), qwen3_5_moe (and qwen3_5_moe_text), smollm3,
 granite. The patches
 are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
@@ -31,6 +31,7 @@ from .patch import (
     apply_fearless_kernel_to_gemma,
     apply_fearless_kernel_to_gemma2,
     apply_fearless_kernel_to_gemma3,
+    apply_fearless_kernel_to_glm4_moe,
     apply_fearless_kernel_to_gpt_oss,
     apply_fearless_kernel_to_granite,
     apply_fearless_kernel_to_llama,
@@ -41,6 +42,7 @@ from .patch import (
     apply_fearless_kernel_to_olmoe,
     apply_fearless_kernel_to_phi3,
     apply_fearless_kernel_to_qwen2,
+    apply_fearless_kernel_to_qwen2_moe,
     apply_fearless_kernel_to_qwen3,
     apply_fearless_kernel_to_qwen3_5,
     apply_fearless_kernel_to_qwen3_5_moe,
@@ -56,6 +58,7 @@ __all__ = [
     "apply_fearless_kernel_to_gemma",
     "apply_fearless_kernel_to_gemma2",
     "apply_fearless_kernel_to_gemma3",
+    "apply_fearless_kernel_to_glm4_moe",
     "apply_fearless_kernel_to_gpt_oss",
     "apply_fearless_kernel_to_granite",
     "apply_fearless_kernel_to_llama",
@@ -66,6 +69,7 @@ __all__ = [
     "apply_fearless_kernel_to_olmoe",
     "apply_fearless_kernel_to_phi3",
     "apply_fearless_kernel_to_qwen2",
+    "apply_fearless_kernel_to_qwen2_moe",
     "apply_fearless_kernel_to_qwen3",
     "apply_fearless_kernel_to_qwen3_5",
     "apply_fearless_kernel_to_qwen3_5_moe",

@@ -54,6 +54,8 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2"),
     "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3"),
     "qwen3_moe": ("transformers.models.qwen3_moe.modeling_qwen3_moe", "Qwen3Moe"),
+    "qwen2_moe": ("transformers.models.qwen2_moe.modeling_qwen2_moe", "Qwen2Moe"),
+    "glm4_moe": ("transformers.models.glm4_moe.modeling_glm4_moe", "Glm4Moe"),
     "gemma": ("transformers.models.gemma.modeling_gemma", "Gemma"),
     "gemma2": ("transformers.models.gemma2.modeling_gemma2", "Gemma2"),
     "gemma3": ("transformers.models.gemma3.modeling_gemma3", "Gemma3"),
@@ -122,6 +124,8 @@ FLAGS: dict[str, dict[str, str | None]] = {
     "qwen3": _SLIDING,
     "qwen3_moe": {**_SLIDING, "moe": "experts"},
     "mixtral": {**_SLIDING, "swiglu": None, "moe": "experts"},
+    "qwen2_moe": {**_DENSE, "moe": "experts"},
+    "glm4_moe": {**_DENSE, "rope": "partial_rope", "moe": "experts"},
     "gemma": {
         "rope": "rope",
         "rms_norm": "gemma_rms_norm",
@@ -564,6 +568,31 @@ def apply_fearless_kernel_to_qwen3_next(
     _apply("qwen3_next", **locals())
 
 
+apply_fearless_kernel_to_qwen2_moe = _like(
+    apply_fearless_kernel_to_qwen3_moe,
+    "qwen2_moe",
+    """Run Hugging Face's Qwen2-MoE (transformers.models.qwen2_moe: Qwen1.5-MoE, Qwen2-57B-A14B)
+    on fearless kernels: its RMSNorm, RoPE, attention with the `sdpa` implementation as
+    Llama's, the SwiGLU MLP (`swiglu`: its shared expert and any dense layer), and with `moe`
+    the routed experts through `fearless.ops.fused_moe` in inference and training; the router
+    and the shared expert's sigmoid gate stay Hugging Face's. The fused loss is taken when the
+    router logits are not asked for.""",
+)
+
+
+apply_fearless_kernel_to_glm4_moe = _like(
+    apply_fearless_kernel_to_qwen3_moe,
+    "glm4_moe",
+    """Run Hugging Face's GLM-4-MoE (transformers.models.glm4_moe: GLM-4.5, GLM-4.6) on fearless
+    kernels: its RMSNorm (the optional q and k norms too), RoPE over the first
+    partial_rotary_factor * head_dim columns (as Qwen3-Next's), attention with the `sdpa`
+    implementation as Llama's, the SwiGLU MLP (`swiglu`: the first dense layers and the shared
+    experts), and with `moe` the routed experts through `fearless.ops.fused_moe` in inference
+    and training; the grouped sigmoid router stays Hugging Face's. The fused loss is taken
+    when the router logits are not asked for.""",
+)
+
+
 apply_fearless_kernel_to_qwen3_5_moe = _like(
     apply_fearless_kernel_to_qwen3_next,
     "qwen3_5_moe",
@@ -690,6 +719,8 @@ APPLY: dict[str, Callable[..., None]] = {
     "qwen2": apply_fearless_kernel_to_qwen2,
     "qwen3": apply_fearless_kernel_to_qwen3,
     "qwen3_moe": apply_fearless_kernel_to_qwen3_moe,
+    "qwen2_moe": apply_fearless_kernel_to_qwen2_moe,
+    "glm4_moe": apply_fearless_kernel_to_glm4_moe,
     "gemma": apply_fearless_kernel_to_gemma,
     "gemma2": apply_fearless_kernel_to_gemma2,
     "gemma3": apply_fearless_kernel_to_gemma3,  # Gemma3ForConditionalGeneration
