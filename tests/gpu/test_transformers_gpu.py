@@ -389,7 +389,7 @@ def test_glm4_5_air_layers_in_bf16_match_hugging_face(monkeypatch: Any) -> None:
     """GLM-4.5-Air's layers, Hugging Face's default GLM-4-MoE configuration (96 query heads over
     8 of 128, RoPE on half of them; layer 0 dense, layer 1 128 experts of 1408, top 8, a shared
     one)."""
-    config = hf.Glm4MoeConfig(num_hidden_layers=2, tie_word_embeddings=False)
+    config = hf.Glm4MoeConfig(num_hidden_layers=2, head_dim=128, tie_word_embeddings=False)
     model = _on_gpu(hf.Glm4MoeForCausalLM, config)
     _inference_matches(model, SEQ, config.vocab_size, "fused_moe", monkeypatch)
 
