@@ -6,13 +6,14 @@
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen2_moe,
-qwen3, qwen3_moe, glm4_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2, olmo3, phi3,
-qwen3_next, qwen3_5 (and qwen3_5_text), qwen3_5_moe (and qwen3_5_moe_text), smollm3,
-granite. The patches
-are in patch.py, the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and
-3's fused MLP, Phi-3's fused gate-up projection, RoPE, attention, the sliding windows,
-DeepSeek's latent attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's
-RMSNorm and GELU MLP, Gemma 2's soft-capped attention), sinks.py (GPT-OSS's attention with sinks),
+qwen3, qwen3_moe, glm4_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2,
+olmo3, phi3, qwen3_next, qwen3_5 (and qwen3_5_text), qwen3_5_moe (and qwen3_5_moe_text),
+smollm3, granite. The patches are in patch.py (the model table, the pieces each flag installs,
+`install`) and entry_points.py (the `apply_fearless_kernel_to_<type>` functions and `apply`),
+the forwards they install in layers.py (RMSNorm, the SwiGLU MLP, OLMo 2's and 3's fused MLP,
+Phi-3's fused gate-up projection, RoPE, attention, the sliding windows, DeepSeek's latent
+attention), experts.py (the MoE experts as fused_moe), gemma.py (Gemma's RMSNorm and GELU MLP,
+Gemma 2's soft-capped attention), sinks.py (GPT-OSS's attention with sinks),
 linear_attention.py (Qwen3-Next's gated delta rule and gated RMSNorm) and loss.py (the
 causal-LM loss as fused linear cross-entropy). In training (autograd recording) the ops with a
 backward run as in inference: rms_norm, swiglu, silu_and_mul, geglu, rope, attention without a
@@ -24,7 +25,7 @@ import this package, and this package imports Hugging Face transformers only whe
 functions is called.
 """
 
-from .patch import (
+from .entry_points import (
     apply,
     apply_fearless_kernel_to_deepseek_v2,
     apply_fearless_kernel_to_deepseek_v3,
