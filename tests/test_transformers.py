@@ -6,7 +6,8 @@ than the batch) trains and generates on swa_attention; a padded batch runs fearl
 masked attention, in training too; the fallbacks (a mixed-dtype RMSNorm, an odd head_dim for
 rope) run torch's code; patching one
 model type leaves others alone; `import fearless` does not import the package; and
-examples/train_tiny_llama.py runs three steps."""
+examples/train_tiny_llama.py runs three steps; examples/generate.py generates what Hugging Face
+does."""
 
 from __future__ import annotations
 
@@ -97,6 +98,26 @@ def test_patched_model_matches_hugging_face(
     norms = 2 * LAYERS + 1 + (2 * LAYERS if model_type == "qwen3" else 0)
     want = {"rms_norm": norms, "swiglu": LAYERS, "rope": LAYERS}
     assert calls == Counter({**want, "scaled_dot_product_attention": LAYERS}), calls
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5_moe", "deepseek_v3"])
+def test_generate_example_matches_hugging_face(model_type: str) -> None:
+    """examples/generate.py on a tiny random model: Qwen3.5-MoE (a multimodal family's text
+    model, hybrid layers, experts), DeepSeek-V3 (latent attention's own head sizes)."""
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLE.parent / "generate.py"), "--random", model_type],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "FEARLESS_TARGET": "sim"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-1] == "ok", run.stdout
+    assert lines[-3].startswith("Hugging Face: [") and lines[-2].startswith("fearless:     ["), (
+        lines
+    )
+    assert lines[-3].split(": ", 1)[1] == lines[-2].split(": ", 1)[1].strip(), lines
 
 
 @pytest.mark.parametrize("model_type", ["llama", "qwen3"])
