@@ -27,7 +27,6 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 import fearless as fl
 from fearless import transformers as flt
-from fearless.transformers.entry_points import APPLY
 
 # A tiny model's sizes; a configuration takes those of its keys it has (the experts' only in a
 # mixture of experts, each under its model's own name)
@@ -100,7 +99,7 @@ def main() -> int:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="a checkpoint folder or Hub id (transformers loads it)")
     which.add_argument(
-        "--random", metavar="TYPE", choices=sorted(APPLY), help="a tiny random model"
+        "--random", metavar="TYPE", choices=flt.MODEL_TYPES, help="a tiny random model"
     )
     parser.add_argument("--device", default="cpu", help="cpu (the simulator) or cuda")
     parser.add_argument("--dtype", default="f32", choices=sorted(DTYPES))

@@ -288,6 +288,15 @@ def test_rope_with_an_odd_head_dim_runs_hugging_faces_code(monkeypatch: pytest.M
     assert calls["rope"] == 1
 
 
+def test_model_types_are_the_ones_apply_takes() -> None:
+    """flt.MODEL_TYPES, sorted; each has its apply_fearless_kernel_to_<type>, or (a multimodal
+    family's text config, "gemma3_text") its family's."""
+    assert sorted(flt.MODEL_TYPES) == list(flt.MODEL_TYPES)
+    for model_type in flt.MODEL_TYPES:
+        family = model_type.removesuffix("_text")
+        assert callable(getattr(flt, f"apply_fearless_kernel_to_{family}")), model_type
+
+
 def test_apply_names_the_supported_model_types() -> None:
     supported = "deepseek_v2, deepseek_v3, gemma, gemma2, gemma3, gemma3_text, glm4_moe, gpt_oss, granite, llama, mistral, mixtral, olmo2, olmo3, olmoe, phi3, qwen2, qwen2_moe, qwen3, qwen3_5, qwen3_5_moe, qwen3_5_moe_text, qwen3_5_text, qwen3_moe, qwen3_next, smollm3"
     with pytest.raises(KernelTypeError, match=rf"'gpt2'.*{supported}"):

@@ -4,6 +4,7 @@
     from fearless import transformers as flt
     flt.apply(model)                                    # by model.config.model_type
     flt.apply_fearless_kernel_to_llama(model=model)     # or per model type, with flags
+    flt.MODEL_TYPES                                     # the model types apply takes
 
 Supported model types: deepseek_v2, deepseek_v3, llama, mistral, mixtral, qwen2, qwen2_moe,
 qwen3, qwen3_moe, glm4_moe, gemma, gemma2, gemma3 (and gemma3_text), gpt_oss, olmoe, olmo2,
@@ -26,6 +27,7 @@ functions is called.
 """
 
 from .entry_points import (
+    MODEL_TYPES,
     apply,
     apply_fearless_kernel_to_deepseek_v2,
     apply_fearless_kernel_to_deepseek_v3,
@@ -53,6 +55,7 @@ from .entry_points import (
 )
 
 __all__ = [
+    "MODEL_TYPES",
     "apply",
     "apply_fearless_kernel_to_deepseek_v2",
     "apply_fearless_kernel_to_deepseek_v3",

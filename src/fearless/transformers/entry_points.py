@@ -370,6 +370,10 @@ APPLY: dict[str, Callable[..., None]] = {
 }
 
 
+# The model types `apply` takes (a `config.model_type`), sorted
+MODEL_TYPES: tuple[str, ...] = tuple(sorted(APPLY))
+
+
 def apply(model: Any, **flags: bool) -> Any:
     """Patch `model` (a Hugging Face PreTrainedModel) by its `config.model_type` with
     `apply_fearless_kernel_to_<model_type>(model=model, **flags)`; returns the model."""
@@ -377,7 +381,7 @@ def apply(model: Any, **flags: bool) -> Any:
     if model_type not in APPLY:
         raise argument_error(
             f"fearless.transformers.apply has no kernels for model_type {model_type!r}; it "
-            f"supports {', '.join(sorted(APPLY))}",
+            f"supports {', '.join(MODEL_TYPES)}",
             help="patch the supported layers yourself with fearless.ops, or leave it unpatched",
         )
     APPLY[model_type](model=model, **flags)
