@@ -65,18 +65,16 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 def random_model(model_type: str) -> Any:
     """A tiny random causal LM of `model_type` (a multimodal family's: its text model), f32; a
     hybrid model's two layers are one of linear attention and one of full attention."""
-    config = AutoConfig.for_model(model_type)
-    text = config.get_text_config()
-    if text is not config:  # Gemma 3's, Qwen3.5's: the language model alone
-        model_type = text.model_type
-    known = AutoConfig.for_model(model_type).to_dict()
+    # Gemma 3's, Qwen3.5's: the language model alone (a text model's config is its own)
+    text = AutoConfig.for_model(model_type).get_text_config()
+    known = text.to_dict()
     sizes = {k: v for k, v in TINY.items() if k in known}
     if "qk_rope_head_dim" in known:  # latent attention: its head dims are the qk_* and v ones,
         sizes.pop("head_dim", None)  # and as many key and value heads as query heads
         sizes["num_key_value_heads"] = sizes["num_attention_heads"]
     if "linear_attention" in (known.get("layer_types") or ()):
         sizes["layer_types"] = ["linear_attention", "full_attention"]
-    config = AutoConfig.for_model(model_type, **sizes)
+    config = AutoConfig.for_model(text.model_type, **sizes)
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(config)
 
