@@ -29,6 +29,7 @@ from .frontend import TileLowerer
 from .padding_check import padded_reductions
 from .passes import run_pipeline
 from .persistent import check_walks
+from .structs import StructValue
 from .tuples import bind
 
 
@@ -60,6 +61,9 @@ def build_ir(src: FunctionSource, signature: Signature, hints: TileHints | None 
         loc = src.loc(args[name])
         if isinstance(bound, tuple):  # a tuple parameter (tile/tuples.py): its elements
             env[name] = tuple(_param(entry, p, loc, weak) for p in bound)
+        elif isinstance(bound, dict):  # a struct parameter (tile/structs.py): its fields
+            fields = {f: _param(entry, p, loc, weak) for f, p in bound.items()}
+            env[name] = StructValue(name, fields)
         else:
             env[name] = _param(entry, bound, loc, weak)
     lowerer = TileLowerer(src, fn, env)

@@ -42,6 +42,7 @@ from .regions import lower_with
 from .rules import Operand, TileRules
 from .shaping import slice_tile
 from .static_loops import is_static_iter, lower_static_for
+from .structs import StructValue
 
 # Tile methods that are `tile.<name>(x, ...)` with the tile first, as in cuTile Python.
 TILE_METHODS = ("astype", "reshape", "transpose", "permute", "item", "extract")
@@ -127,6 +128,8 @@ class TileLowerer(TileRules):
     def value_attribute(self, base: Operand, node: ast.Attribute) -> Operand:
         loc = self.loc(node)
         attr = node.attr
+        if isinstance(base, StructValue):
+            return base.field(attr, loc)
         if isinstance(base, TileCursor):
             if attr == "index":
                 return base.index

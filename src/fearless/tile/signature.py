@@ -21,7 +21,7 @@ from typing import Any
 from .. import dtypes
 from ..abi import Declared, Signature, TileParam, TileParamKind, array_align
 from ..dtypes import DType
-from ..errors import CompileError, KernelTypeError
+from ..errors import CompileError, KernelTypeError, Location
 from ..frames import user_location
 from ..frontend.source import FunctionSource, resolve_annotations
 from ..runtime.arrays import ArrayInfo, describe
@@ -30,6 +30,7 @@ from ..runtime.location import argument_error
 from ..runtime.partition import Partition
 from ..runtime.target import Target
 from .aot import PartSpec, Spec
+from .structs import StructAnnotation, is_struct_class, struct_annotation
 from .tuples import TupleAnnotation, tuple_annotation
 from .types import (
     AtomicAnnotation,
@@ -42,44 +43,61 @@ from .types import (
 
 def check_annotations(func: Callable[..., Any], src: FunctionSource) -> list[tuple[str, Any]]:
     """Each parameter's name and Tile annotation, in order; an annotation that is none, or a
-    dtype that is no kernel parameter, is a CompileError at the parameter."""
+    dtype that is no kernel parameter, is a CompileError at the parameter. A struct class
+    (tile/structs.py) becomes a StructAnnotation, each of its fields checked the same way."""
     hints = resolve_annotations(func)
     out = []
     for arg in src.tree.args.args:
+        loc = src.loc(arg)
         ann = hints.get(arg.arg)
-        ann = tuple_annotation(ann, src.loc(arg)) or ann
-        ok = isinstance(
-            ann,
-            PartAnnotation
-            | TensorAnnotation
-            | AtomicAnnotation
-            | OptionalAnnotation
-            | ConstAnnotation
-            | TupleAnnotation
-            | DType,
-        ) or (ann in (int, float, bool))
-        if not ok:
-            raise CompileError(
-                f"parameter `{arg.arg}` needs a Tile annotation",
-                src.loc(arg),
-                code="E0599",
-                help=f"annotate it: `{arg.arg}: tile.Part[fl.f32]` (an output), "
-                f"`tile.Tensor[fl.f32]` (an input; `| None` if a launch may leave it out; "
-                "`tuple[tile.Tensor[fl.f32], ...]` for a list of them), "
-                "`tile.Atomic[fl.f32]` (updated by atomics), `tile.Const[int]` or `fl.f32`",
-            )
-        dt = getattr(ann, "dtype", ann)
-        if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
-            what = "scalar" if dt is ann else "tensor"
-            raise CompileError(
-                f"parameter `{arg.arg}`: a {dt.name} {what} is not a kernel parameter",
-                src.loc(arg),
-                code="E0599",
-                help=f"pass f32 and convert in the kernel (`x.astype(fl.{dt.name})`)"
-                + ("; tensors of it are fine" if dt.is_f8 else ""),
-            )
+        ann = tuple_annotation(ann, loc) or ann
+        if is_struct_class(ann):
+            scope = {**func.__globals__, **getattr(func, "__fearless_scope__", {})}
+
+            def check_field(name: str, field: Any, loc: Location = loc) -> None:
+                _check_annotation(name, field, loc, in_struct=True)
+
+            ann = struct_annotation(ann, scope, loc, check_field)
+        else:
+            _check_annotation(arg.arg, ann, loc, in_struct=False)
         out.append((arg.arg, ann))
     return out
+
+
+def _check_annotation(name: str, ann: Any, loc: Location, *, in_struct: bool) -> None:
+    """E0599 at `loc` unless `ann` is a Tile parameter annotation whose dtype a kernel takes."""
+    ok = isinstance(
+        ann,
+        PartAnnotation
+        | TensorAnnotation
+        | AtomicAnnotation
+        | OptionalAnnotation
+        | ConstAnnotation
+        | DType,
+    ) or (ann in (int, float, bool))
+    ok = ok or (not in_struct and isinstance(ann, TupleAnnotation))
+    if not ok:
+        what = "field" if in_struct else "parameter"
+        raise CompileError(
+            f"{what} `{name}` needs a Tile annotation",
+            loc,
+            code="E0599",
+            help=f"annotate it: `{name.rsplit('.', 1)[-1]}: tile.Part[fl.f32]` (an output), "
+            f"`tile.Tensor[fl.f32]` (an input; `| None` if a launch may leave it out; "
+            "`tuple[tile.Tensor[fl.f32], ...]` for a list of them, or a NamedTuple or "
+            "dataclass of such fields), `tile.Atomic[fl.f32]` (updated by atomics), "
+            "`tile.Const[int]` or `fl.f32`",
+        )
+    dt = getattr(ann, "dtype", ann)
+    if isinstance(dt, DType) and dt.mma_only and (dt is ann or not dt.is_f8):
+        what = "scalar" if dt is ann else "tensor"
+        raise CompileError(
+            f"parameter `{name}`: a {dt.name} {what} is not a kernel parameter",
+            loc,
+            code="E0599",
+            help=f"pass f32 and convert in the kernel (`x.astype(fl.{dt.name})`)"
+            + ("; tensors of it are fine" if dt.is_f8 else ""),
+        )
 
 
 def signature_of(
@@ -171,8 +189,10 @@ def static_signature(kernel: str, anns: Sequence[tuple[str, Any]]) -> Signature:
             params.append(TileParam(name, "tensor", ann.dtype, 1))
         elif isinstance(ann, AtomicAnnotation):
             params.append(TileParam(name, "atomic", ann.dtype, 1))
-        elif isinstance(ann, ConstAnnotation | TupleAnnotation):
-            what = "a Const" if isinstance(ann, ConstAnnotation) else "a tuple"
+        elif isinstance(ann, ConstAnnotation | TupleAnnotation | StructAnnotation):
+            what = {ConstAnnotation: "a Const", TupleAnnotation: "a tuple"}.get(
+                type(ann), "a struct"
+            )
             raise CompileError(
                 f"`{kernel}` has {what} parameter `{name}`: inspect it with arguments",
                 help=f"`{kernel}.inspect(*args, stage=...)`, or declare a launch with "

@@ -1,5 +1,6 @@
 """Tuple parameters: `As: tuple[tile.Tensor[fl.f16], ...]`, a launch's list of arrays as one
-parameter (cuTile Python's lists of arrays, TileGym's group GEMM).
+parameter (cuTile Python's lists of arrays, TileGym's group GEMM); and the spreading of a
+launch's tuple and struct parameters (tile/structs.py: `w.left`, `w.right`, ...) into flat ones.
 
 A launch passes a tuple or list of n arrays; the kernel is specialised per length, and each
 element is an ordinary array parameter named `As[0]`, `As[1]`, ...: the signature, the borrow
@@ -27,6 +28,7 @@ from ..runtime.binder import arity_error
 from ..runtime.launch import keyword_error
 from ..runtime.location import argument_error
 from ..runtime.target import Target
+from .structs import StructAnnotation, field_name
 from .types import ArrayAnnotation, AtomicAnnotation, PartAnnotation, TensorAnnotation
 
 
@@ -72,11 +74,14 @@ def element_name(name: str, i: int) -> str:
 
 
 class Flattening:
-    """The tuple parameters of one kernel, and its views by tuple lengths."""
+    """The tuple and struct parameters of one kernel, and its views by tuple lengths (a struct's
+    fields are fixed: a kernel whose only spread parameters are structs has one view)."""
 
     def __init__(self, anns: Sequence[tuple[str, Any]], make_view: Callable[..., Any]) -> None:
         self.anns = list(anns)
-        self.at = tuple(i for i, (_, a) in enumerate(anns) if isinstance(a, TupleAnnotation))
+        self.at = tuple(
+            i for i, (_, a) in enumerate(anns) if isinstance(a, TupleAnnotation | StructAnnotation)
+        )
         self.make_view = make_view  # (flat annotations) -> a Kernel over them
         self.views: dict[tuple[int, ...], Any] = {}
 
@@ -91,6 +96,16 @@ class Flattening:
                 flat.append(arg)
                 continue
             name, ann = self.anns[i]
+            if isinstance(ann, StructAnnotation):
+                if not isinstance(arg, ann.cls):
+                    raise argument_error(
+                        f"argument `{name}` is a `{ann!r}` and needs an instance of it, got "
+                        f"`{type(arg).__name__}`",
+                        help=f"pass `{ann!r}(...)`; its fields are "
+                        + ", ".join(f"`{f}`" for f, _ in ann.fields),
+                    )
+                flat.extend(ann.values(arg))
+                continue
             if not isinstance(arg, tuple | list) or not arg:
                 got = "an empty one" if isinstance(arg, tuple | list) else type(arg).__name__
                 raise argument_error(
@@ -107,11 +122,14 @@ class Flattening:
         return view, tuple(flat)
 
     def flat_annotations(self, lengths: tuple[int, ...]) -> list[tuple[str, Any]]:
-        """The parameters of the view for `lengths`: each tuple as its elements."""
+        """The parameters of the view for `lengths`: each tuple as its elements, each struct
+        as its fields."""
         out: list[tuple[str, Any]] = []
         left = iter(lengths)
         for name, ann in self.anns:
-            if isinstance(ann, TupleAnnotation):
+            if isinstance(ann, StructAnnotation):
+                out.extend((field_name(name, f), a) for f, a in ann.fields)
+            elif isinstance(ann, TupleAnnotation):
                 out.extend((element_name(name, i), ann.inner) for i in range(next(left)))
             else:
                 out.append((name, ann))
@@ -122,14 +140,23 @@ class Flattening:
 
 
 def bind(names: Sequence[str], signature: Signature) -> list[tuple[str, Any]]:
-    """Each source parameter with its signature entry, or with the tuple of the entries of its
-    elements (`As[0]`, `As[1]`, ...: a tuple parameter's view, `Flattening`)."""
+    """Each source parameter with its signature entry, with the tuple of the entries of its
+    elements (`As[0]`, `As[1]`, ...: a tuple parameter's view, `Flattening`), or with the
+    entries of its fields by field name (`w.left`, ...: a struct parameter's)."""
     out: list[tuple[str, Any]] = []
     i = 0
     for name in names:
         if i < len(signature) and signature[i].name == name:
             out.append((name, signature[i]))
             i += 1
+            continue
+        prefix = field_name(name, "")
+        fields: dict[str, TileParam] = {}
+        while i < len(signature) and signature[i].name.startswith(prefix):
+            fields[signature[i].name[len(prefix) :]] = signature[i]
+            i += 1
+        if fields:
+            out.append((name, fields))
             continue
         members: list[TileParam] = []
         while i < len(signature) and signature[i].name == element_name(name, len(members)):
