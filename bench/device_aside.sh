@@ -5,13 +5,26 @@
 # GPU run never reads (bench/results, docs, tests/compile_fail, tests/check_corpus) to
 # $ASIDE (default /tmp/fearless-aside); `back` returns it; `status` says where it is.
 #   bash bench/device_aside.sh out && <the call> ; bash bench/device_aside.sh back
+# `out-wide` moves the CPU test modules (tests/test_*.py) and bench/experiments too: on
+# 2026-12-08 the tree had grown so that .tiletools-slim (57.3 MiB in blocks), .whl and .whl-hf
+# fitted beside it only so (7.3 MiB of tree after `out`, 4.8 after `out-wide`). Every step of
+# bench/h200_run.sh but `tests`, `exp` and `sanitizer` reads only tests/gpu, tests/support and
+# tests/conftest.py of the tests. `back` returns both.
 # Commit first: while the paths are aside, `git status` shows them deleted, and a commit of
 # everything would record that.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 aside=${ASIDE:-/tmp/fearless-aside}
 paths=(bench/results docs tests/compile_fail tests/check_corpus)
+wide=(bench/experiments)
 case ${1:-status} in
+  out-wide)
+    bash "$0" out
+    if [ -e "$aside/tests-cpu" ]; then echo "$aside/tests-cpu exists already: run 'back' first" >&2; exit 1; fi
+    mkdir -p "$aside/tests-cpu" "$aside/bench"
+    mv tests/test_*.py "$aside/tests-cpu/"
+    for p in "${wide[@]}"; do mv "$p" "$aside/$p"; done
+    echo "moved aside too: tests/test_*.py ${wide[*]}" ;;
   out)
     for p in "${paths[@]}"; do
       if [ -e "$aside/$p" ]; then echo "$aside/$p exists already: run 'back' first" >&2; exit 1; fi
@@ -21,16 +34,19 @@ case ${1:-status} in
     done
     echo "moved aside to $aside: ${paths[*]}" ;;
   back)
-    for p in "${paths[@]}"; do
+    if [ -d "$aside/tests-cpu" ]; then
+      mv "$aside"/tests-cpu/test_*.py tests/ && rmdir "$aside/tests-cpu"
+    fi
+    for p in "${paths[@]}" "${wide[@]}"; do
       if [ -e "$aside/$p" ]; then
         if [ -e "$p" ]; then echo "$p is in the tree and in $aside: left both" >&2; continue; fi
         mv "$aside/$p" "$p"
       fi
     done
-    echo "back in the tree: $(git status --short -- "${paths[@]}" | wc -l) paths differ from HEAD" ;;
+    echo "back in the tree: $(git status --short | wc -l) paths differ from HEAD" ;;
   status)
     for p in "${paths[@]}"; do
       if [ -e "$p" ]; then echo "$p: in the tree"; else echo "$p: aside ($aside/$p)"; fi
     done ;;
-  *) echo "usage: bash bench/device_aside.sh out|back|status" >&2; exit 2 ;;
+  *) echo "usage: bash bench/device_aside.sh out|out-wide|back|status" >&2; exit 2 ;;
 esac
