@@ -9,12 +9,19 @@ the current backend is "cutile"), and marks every collected test of an op fearle
 ("fearless has no <op>"), so that a pass or a failure in a cutile test is fearless's alone. A
 module-level skip that only cuTile's own compiler needs (LIFTED_SKIPS) is lifted where fearless
 serves the op.
+TileGym's suites (tests/suites/{liger,unsloth,flashinfer}, whose ops dispatch as "liger.<op>",
+...) go the same way with adapters_suites.py: SUITE_COVERAGE maps each suite test file (or
+file::class) to the suite ops it calls; a case whose parameter value fearless does not compute
+raises adapters_suites.Uncovered, which the registered adapter turns into a skip of that case
+with the reason.
 Without cuda-tile installed, "cutile" is added to TileGym's available backends so its tests run.
 
 Run (bench/tilegym_tests/run.sh does this, from a folder holding TileGym's tests/):
 
     PYTHONPATH=bench/tilegym_tests:src python3 -m pytest -p fearless_as_cutile tests/ops \\
         -k 'cutile and not cutile_rs and not test_perf' -q -rfE
+
+(tests/suites/liger tests/suites/unsloth in place of tests/ops, or beside it, for the suites.)
 
 FEARLESS_TG_KEEP_TILEGYM=1 leaves the ops fearless lacks to TileGym's cuTile instead of skipping.
 """
@@ -30,6 +37,7 @@ from typing import Any
 
 import pytest
 from adapters import ADAPTERS, PATCHES
+from adapters_suites import SUITE_ADAPTERS, SUITE_UNCOVERED, Uncovered
 
 # TileGym test file (relative to tests/ops) -> the TileGym ops its cutile tests call
 COVERAGE: dict[str, tuple[str, ...]] = {
@@ -69,6 +77,79 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "test_swiglu.py": ("get_swiglu",),
 }
 
+# TileGym's suites: their packages (imported at install so their ops are in the registry)
+SUITES = ("liger", "unsloth", "flashinfer")
+_LIGER_FILES = (
+    "cross_entropy",
+    "dyt",
+    "fused_add_rms_norm",
+    "fused_linear_cross_entropy",
+    "fused_linear_jsd",
+    "fused_neighborhood_attention",
+    "geglu",
+    "group_norm",
+    "grpo_loss",
+    "jsd",
+    "kl_div",
+    "layer_norm",
+    "llama4_rope",
+    "multi_token_attention",
+    "poly_norm",
+    "qwen2vl_mrope",
+    "relu_squared",
+    "rms_norm",
+    "rope",
+    "softmax",
+    "sparsemax",
+    "swiglu",
+    "tiled_mlp",
+    "tvd",
+)
+# Suite test file (relative to TileGym's tests/), or "file::TestClass" where a file's classes
+# test different ops -> the suite ops (dispatch names) its cutile tests call
+SUITE_COVERAGE: dict[str, tuple[str, ...]] = {
+    **{f"suites/liger/test_{n}.py": (f"liger.{n}",) for n in _LIGER_FILES},
+    "suites/unsloth/test_swiglu.py::Test_Unsloth_SwiGLU_Forward": ("unsloth.swiglu_fg",),
+    "suites/unsloth/test_swiglu.py::Test_Unsloth_SwiGLU_Backward": ("unsloth.swiglu_bwd",),
+    "suites/unsloth/test_geglu.py::Test_Unsloth_GEGLU_Exact_Forward": (
+        "unsloth.geglu_exact_forward",
+    ),
+    "suites/unsloth/test_geglu.py::Test_Unsloth_GEGLU_Exact_Backward": (
+        "unsloth.geglu_exact_backward",
+    ),
+    "suites/unsloth/test_geglu.py::Test_Unsloth_GEGLU_Approx_Forward": (
+        "unsloth.geglu_approx_forward",
+    ),
+    "suites/unsloth/test_geglu.py::Test_Unsloth_GEGLU_Approx_Backward": (
+        "unsloth.geglu_approx_backward",
+    ),
+    "suites/unsloth/test_rms_layernorm.py": ("unsloth.rms_layernorm",),
+    "suites/unsloth/test_layernorm.py": ("unsloth.layernorm",),
+    "suites/unsloth/test_fp8.py::Test_Unsloth_WeightDequant": ("unsloth.weight_dequant",),
+    "suites/unsloth/test_fp8.py::Test_Unsloth_ActQuant": ("unsloth.act_quant",),
+    "suites/unsloth/test_fp8.py::Test_Unsloth_W8A8_FP8_Matmul": ("unsloth.w8a8_block_fp8_matmul",),
+    "suites/unsloth/test_cross_entropy_loss.py": ("unsloth.cross_entropy_loss",),
+    "suites/unsloth/test_grouped_gemm.py": ("unsloth.grouped_gemm",),
+    "suites/unsloth/test_rope_embedding.py::Test_Unsloth_RoPE_Embedding": (
+        "unsloth.rope_embedding",
+    ),
+    "suites/unsloth/test_rope_embedding.py::Test_Unsloth_RoPE_Embedding_QK": (
+        "unsloth.rope_embedding_qk",
+    ),
+    "suites/flashinfer/test_flashinfer_attention.py::Test_FlashInfer_PrefillPaged": (
+        "flashinfer.attention.prefill_attention_kv_paged",
+    ),
+    "suites/flashinfer/test_flashinfer_attention.py::Test_FlashInfer_PrefillRagged": (
+        "flashinfer.attention.prefill_attention_kv_ragged",
+    ),
+    "suites/flashinfer/test_flashinfer_attention.py::Test_FlashInfer_DecodePaged": (
+        "flashinfer.attention.decode_attention_kv_paged",
+    ),
+    "suites/flashinfer/test_flashinfer_attention.py::Test_FlashInfer_MLADecodePaged": (
+        "flashinfer.attention.decode_mla_kv_paged",
+    ),
+}
+
 # Files, or (file, test class or function) pairs, whose cutile tests exercise what fearless lacks
 SKIP_FILES: dict[str, str] = {}
 SKIP_TESTS: dict[tuple[str, str], str] = {
@@ -102,10 +183,47 @@ def _only_when_cutile(
     return swapped
 
 
+def suite_impl(
+    name: str, fn: Callable[..., Any], original: Callable[..., Any] | None
+) -> Callable[..., Any]:
+    """The "cutile" entry for suite op `name`: its fearless adapter `fn`; where `fn` raises
+    Uncovered (a parameter value fearless does not compute) the test case is skipped with the
+    reason, or with FEARLESS_TG_KEEP_TILEGYM=1 TileGym's own cuTile `original` runs it."""
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Uncovered as e:
+            if original is not None and os.environ.get("FEARLESS_TG_KEEP_TILEGYM") == "1":
+                return original(*args, **kwargs)
+            pytest.skip(f"{name}: {e}")
+
+    impl.__name__ = fn.__name__
+    impl.__wrapped__ = fn  # type: ignore[attr-defined]
+    return impl
+
+
+def install_suites(done: dict[str, list[str]]) -> None:
+    """Imports TileGym's suite packages (their ops and cuTile implementations register) and
+    writes each adapter of adapters_suites.py over its op's "cutile" entry."""
+    from tilegym.backend import dispatcher
+
+    for suite in SUITES:
+        try:
+            importlib.import_module(f"tilegym.suites.{suite}")
+        except Exception:
+            done["missing"].append(f"tilegym.suites.{suite}")
+    for name, (_, fn) in sorted(SUITE_ADAPTERS.items()):
+        if name in dispatcher._REGISTRY:
+            original = dispatcher._REGISTRY[name].get("cutile")
+            dispatcher.register_impl(name, backend="cutile")(suite_impl(name, fn, original))
+            done["registered"].append(name)
+
+
 def install() -> dict[str, list[str]]:
-    """Registers the adapters in TileGym's dispatcher and applies PATCHES; returns what it did:
-    {"registered": registry names, "patched": module attributes, "missing": patches whose module
-    does not import}."""
+    """Registers the adapters (tests/ops' and the suites') in TileGym's dispatcher and applies
+    PATCHES; returns what it did: {"registered": registry names, "patched": module attributes,
+    "missing": patches or suites whose module does not import}."""
     from tilegym.backend import dispatcher, selector
 
     if "cutile" not in selector._AVAILABLE_BACKENDS:  # no cuda-tile: fearless is the only cutile
@@ -129,6 +247,7 @@ def install() -> dict[str, list[str]]:
         else:
             setattr(mod, attr, _only_when_cutile(fearless_fn, original))
         done["patched"].append(target)
+    install_suites(done)
     return done
 
 
@@ -166,6 +285,27 @@ def ops_file(path: str) -> str | None:
     p = path.replace(os.sep, "/")
     i = p.rfind("tests/ops/")
     return p[i + len("tests/ops/") :] if i >= 0 else None
+
+
+def suite_file(path: str) -> str | None:
+    """`path` relative to TileGym's tests folder ("suites/liger/test_x.py"), None outside its
+    tests/suites."""
+    p = path.replace(os.sep, "/")
+    i = p.rfind("tests/suites/")
+    return p[i + len("tests/") :] if i >= 0 else None
+
+
+def suite_skip_reason(rel: str, cls: str | None) -> str | None:
+    """Why the cutile tests of class `cls` (None: a module-level function) of suite test file
+    `rel` are skipped, None if fearless runs them (a case may still skip: suite_impl)."""
+    ops = SUITE_COVERAGE.get(f"{rel}::{cls}") if cls else None
+    ops = ops or SUITE_COVERAGE.get(rel)
+    if ops is None:
+        return f"fearless has no operator mapped for TileGym's {rel}"
+    lacking = [o for o in ops if o not in SUITE_ADAPTERS]
+    if not lacking:
+        return None
+    return "; ".join(f"{o}: {SUITE_UNCOVERED.get(o, 'fearless has no adapter')}" for o in lacking)
 
 
 def skip_reason(rel: str, func: str) -> str | None:
@@ -223,11 +363,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not is_cutile(item.nodeid):
             continue
         rel = ops_file(str(item.path))
+        cls = getattr(item, "cls", None)
         if rel is None:
+            srel = suite_file(str(item.path))
+            sreason = suite_skip_reason(srel, cls.__name__ if cls else None) if srel else None
+            if sreason:
+                item.add_marker(pytest.mark.skip(reason=sreason))
             continue
         if rel in LIFTED_SKIPS:
             lift_skips(item, LIFTED_SKIPS[rel])
-        cls = getattr(item, "cls", None)
         reason = skip_reason(rel, cls.__name__) if cls is not None else None
         reason = reason or skip_reason(rel, getattr(item, "originalname", item.name))
         if reason:

@@ -1,0 +1,262 @@
+"""TileGym 1.5.1 "suites" (tilegym/suites/{liger,unsloth}/ops.py) onto fearless.ops: one adapter
+per suite dispatch name ("liger.rms_norm", "unsloth.swiglu_fg", ...) whose semantics fearless
+computes, with no tilegym import (fearless_as_cutile.py registers them as the "cutile" entry of
+TileGym's dispatcher; tests/test_tilegym_harness.py calls them directly).
+
+Each adapter takes the suite op's signature (its ops.py `@dispatch` stub and the cuTile
+`@register_impl` under tilegym/suites/*/cutile/). A parameter value that asks for what fearless
+does not compute raises `Uncovered` (a NotImplementedError) before any work: the plugin turns
+it into a skip of that test case with the reason (or, with FEARLESS_TG_KEEP_TILEGYM=1, hands the
+call to TileGym's own cuTile implementation). Precision modes: fearless's norms compute in f32
+and round once, Liger's casting_mode "gemma" and Unsloth's gemma=True; Liger's "llama" and
+"none" (and Unsloth's plain rms_layernorm) round in between for 16-bit inputs, so those run on
+fearless only where the input is f32 (the casts are then no-ops).
+
+SUITE_ADAPTERS maps a suite dispatch name to (the fearless.ops function, the adapter);
+SUITE_UNCOVERED maps the suite dispatch names fearless does not serve to why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from fearless import ops
+
+
+class Uncovered(NotImplementedError):
+    """A suite op's parameter value that fearless does not compute (the case is skipped)."""
+
+
+SUITE_ADAPTERS: dict[str, tuple[str, Callable[..., Any]]] = {}
+
+_NOT_YET = "not adapted in this harness yet"
+SUITE_UNCOVERED: dict[str, str] = {
+    "liger.cross_entropy": "fearless has no standalone cross entropy (only fused_linear_cross_entropy)",
+    "liger.dyt": "fearless has no DyT",
+    "liger.fused_linear_jsd": "fearless has no JSD",
+    "liger.fused_neighborhood_attention": "fearless has no neighborhood attention",
+    "liger.group_norm": "fearless has no group norm",
+    "liger.grpo_loss": "fearless has no GRPO loss",
+    "liger.jsd": "fearless has no JSD",
+    "liger.kl_div": "fearless has no KL divergence",
+    "liger.llama4_rope": "fearless has no complex (freqs_cis) Llama 4 RoPE",
+    "liger.modulated_rms_norm": "fearless has no modulated RMS norm",
+    "liger.multi_token_attention": "fearless has no multi-token attention",
+    "liger.poly_norm": "fearless has no PolyNorm",
+    "liger.qwen2vl_mrope": "fearless has no multimodal M-RoPE",
+    "liger.relu_squared": "fearless has no relu squared",
+    "liger.sparsemax": "fearless has no sparsemax",
+    "liger.tiled_mlp": "fearless has no tiled MLP",
+    "liger.tvd": "fearless has no TVD loss",
+    "unsloth.swiglu_bwd": "fearless has no in-place SwiGLU backward of Unsloth's (DW, e, g) form",
+    "unsloth.geglu_exact_backward": "fearless has no in-place GEGLU backward of Unsloth's form",
+    "unsloth.geglu_approx_backward": "fearless has no in-place GEGLU backward of Unsloth's form",
+    "unsloth.act_quant": "fearless has no fp8 activation quantizer",
+    "unsloth.weight_dequant": "fearless has no fp8 weight dequantizer",
+    "unsloth.cross_entropy_loss": "fearless has no standalone cross entropy",
+    "unsloth.grouped_gemm": f"{_NOT_YET}: Unsloth's MoE grouped GEMM (m_sizes, gather/permute, "
+    "fused topk weights) is not fearless's group_gemm",
+    "unsloth.rope_embedding": f"{_NOT_YET}: Unsloth's (B, S, H, D) one-tensor RoPE",
+    "unsloth.rope_embedding_qk": f"{_NOT_YET}: Unsloth's half-width cos/sin and rope_indices",
+    "flashinfer.attention.decode_attention_kv_paged": f"{_NOT_YET}: FlashInfer's page layout and "
+    "k_scale/v_scale onto flash_attn_with_kvcache",
+    "flashinfer.attention.prefill_attention_kv_paged": f"{_NOT_YET}: FlashInfer's paged prefill",
+    "flashinfer.attention.prefill_attention_kv_ragged": f"{_NOT_YET}: FlashInfer's ragged prefill",
+    "flashinfer.attention.decode_mla_kv_paged": f"{_NOT_YET}: FlashInfer's paged MLA decode",
+}
+
+
+def suite_adapter(name: str, uses: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers the decorated function as suite op `name`'s adapter onto fearless.ops.`uses`."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__name__ = "fearless_" + name.replace(".", "_")
+        SUITE_ADAPTERS[name] = (uses, fn)
+        return fn
+
+    return deco
+
+
+def _f32(*tensors: Any) -> bool:
+    """Whether every tensor given (None skipped) is f32: precision casts are then no-ops."""
+    return all(t is None or t.dtype == torch.float32 for t in tensors)
+
+
+def _rounds_once(name: str, mode: str, *tensors: Any) -> None:
+    """Refuses a casting mode other than one rounding ("gemma") unless the tensors are f32."""
+    if mode not in ("llama", "gemma", "none"):
+        raise ValueError(f"{name}: invalid casting_mode {mode!r}")
+    if mode != "gemma" and not _f32(*tensors):
+        raise Uncovered(
+            f"fearless {name} rounds once (casting_mode 'gemma'); casting_mode {mode!r} on "
+            f"{tensors[0].dtype} rounds in between"
+        )
+
+
+def _shifted(w: Any, offset: float) -> Any:
+    """w + offset in f32 (Liger's gemma mode adds the offset in f32), w itself at offset 0."""
+    return w.float() + offset if offset else w
+
+
+@suite_adapter("liger.rms_norm", uses="rms_norm")
+def liger_rms_norm(
+    X: Any,
+    W: Any,
+    eps: float,
+    offset: float = 0.0,
+    casting_mode: str = "llama",
+    in_place: bool = True,
+    row_mode: bool | None = None,
+) -> Any:
+    """Liger: X / rms(X) * (W + offset) over the last axis, W None for no affine; in_place (dX
+    reusing dY's buffer) and row_mode pick memory and kernel, not the result: ignored."""
+    _rounds_once("liger.rms_norm", casting_mode, X, W)
+    w = None if W is None else _shifted(W, offset)
+    return ops.rms_norm(X, (X.shape[-1],), w, eps)
+
+
+@suite_adapter("liger.fused_add_rms_norm", uses="fused_add_rms_norm")
+def liger_fused_add_rms_norm(
+    X: Any, R: Any, W: Any, eps: float = 1e-6, offset: float = 0.0, casting_mode: str = "llama"
+) -> tuple[Any, Any]:
+    """Liger: (rms_norm(X + R) * (W + offset), X + R), the sum in X's dtype."""
+    _rounds_once("liger.fused_add_rms_norm", casting_mode, X, R, W)
+    y, s = ops.fused_add_rms_norm(X, R, _shifted(W, offset), eps)
+    return y, s
+
+
+@suite_adapter("liger.layer_norm", uses="layer_norm")
+def liger_layer_norm(X: Any, W: Any, B: Any, eps: float = 1e-5) -> Any:
+    """Liger: layer norm over the last axis, in f32 (as Liger's kernel)."""
+    return ops.layer_norm(X, (X.shape[-1],), W, B, eps)
+
+
+@suite_adapter("liger.swiglu", uses="swiglu")
+def liger_swiglu(a: Any, b: Any, gate_multiplier: float = 1.0, down_multiplier: float = 1.0) -> Any:
+    """Liger: silu(a * gate_multiplier) * b * down_multiplier; fearless's swiglu is the
+    multipliers' 1.0 (computed in f32, rounded once; Liger's kernel rounds silu(a) to b's dtype
+    before the product)."""
+    if gate_multiplier != 1.0 or down_multiplier != 1.0:
+        raise Uncovered(
+            "fearless swiglu has no gate_multiplier / down_multiplier "
+            f"({gate_multiplier}, {down_multiplier})"
+        )
+    return ops.swiglu(a, b)
+
+
+def _gelu_times(gate: Any, up: Any, approximate: str) -> Any:
+    """gelu(gate) * up through fearless's geglu, whose gelu is of its second half."""
+    return ops.geglu(torch.cat([up, gate], dim=-1), dim=-1, approximate=approximate)
+
+
+@suite_adapter("liger.geglu", uses="geglu")
+def liger_geglu(a: Any, b: Any) -> Any:
+    """Liger: gelu_tanh(a) * b, as fearless's geglu of [b, a] (its gelu is of the second half)."""
+    return _gelu_times(a, b, "tanh")
+
+
+@suite_adapter("liger.softmax", uses="softmax")
+def liger_softmax(input: Any) -> Any:
+    """Liger: softmax over the last axis."""
+    return ops.softmax(input, dim=-1)
+
+
+@suite_adapter("liger.rope", uses="rope")
+def liger_rope(q: Any, k: Any, cos: Any, sin: Any, **kw: Any) -> tuple[Any, Any]:
+    """Liger: Hugging Face's half-split RoPE of q (B, Hq, S, D) and k (B, Hk, S, D) with cos and
+    sin (1 or B, S, D); returns new tensors (Liger's kernel may write into q and k)."""
+    if kw:
+        raise Uncovered(f"fearless rope takes no {sorted(kw)}")
+    qo, ko = ops.rope(q, k, cos, sin)
+    return qo, ko
+
+
+@suite_adapter("liger.fused_linear_cross_entropy", uses="fused_linear_cross_entropy")
+def liger_fused_linear_cross_entropy(
+    input: Any,
+    weight: Any,
+    target: Any,
+    bias: Any = None,
+    ce_weight: Any = None,
+    ignore_index: int = -100,
+    lse_square_scale: float = 0.0,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+    softcap: float | None = None,
+    return_z_loss: bool = False,
+    accum_dtype: Any = None,
+    use_token_scaling: bool = False,
+    return_token_accuracy: bool = False,
+    return_predicted_tokens: bool = False,
+) -> Any:
+    """Liger: cross_entropy(input @ weight.T + bias, target) without the logits; fearless has
+    bias, ignore_index, reduction and accum_dtype, not the class weights, z-loss, label
+    smoothing, softcap, token scaling or the extra returns (those are Uncovered)."""
+    asked = {
+        "ce_weight": ce_weight is not None,
+        "lse_square_scale": lse_square_scale != 0.0,
+        "label_smoothing": label_smoothing != 0.0,
+        "softcap": softcap is not None,
+        "return_z_loss": return_z_loss,
+        "use_token_scaling": use_token_scaling,
+        "return_token_accuracy": return_token_accuracy,
+        "return_predicted_tokens": return_predicted_tokens,
+    }
+    if lacking := [k for k, v in asked.items() if v]:
+        raise Uncovered(f"fearless fused_linear_cross_entropy has no {', '.join(lacking)}")
+    return ops.fused_linear_cross_entropy(
+        input, weight, target, bias, ignore_index, reduction=reduction, accum_dtype=accum_dtype
+    )
+
+
+@suite_adapter("unsloth.swiglu_fg", uses="swiglu")
+def unsloth_swiglu_fg(e: Any, g: Any) -> Any:
+    """Unsloth: silu(e) * g."""
+    return ops.swiglu(e, g)
+
+
+@suite_adapter("unsloth.geglu_exact_forward", uses="geglu")
+def unsloth_geglu_exact_forward(gate: Any, up: Any) -> Any:
+    """Unsloth: gelu(gate) * up with erf's gelu."""
+    return _gelu_times(gate, up, "none")
+
+
+@suite_adapter("unsloth.geglu_approx_forward", uses="geglu")
+def unsloth_geglu_approx_forward(gate: Any, up: Any) -> Any:
+    """Unsloth: gelu(gate) * up with tanh's gelu."""
+    return _gelu_times(gate, up, "tanh")
+
+
+@suite_adapter("unsloth.rms_layernorm", uses="rms_norm")
+def unsloth_rms_layernorm(X: Any, W: Any, eps: float = 1e-6, gemma: bool = False) -> Any:
+    """Unsloth: X / rms(X) * W, or * (W + 1) with gemma=True (in f32, rounded once). Without
+    gemma Unsloth rounds the normalised X to W's dtype before the product: fearless serves it
+    for f32 only."""
+    if not gemma and not _f32(X, W):
+        raise Uncovered(
+            "fearless rms_norm rounds once; Unsloth's rms_layernorm (gemma=False) rounds "
+            f"X / rms(X) to {W.dtype} before the product"
+        )
+    return ops.rms_norm(X, (X.shape[-1],), _shifted(W, 1.0 if gemma else 0.0), eps)
+
+
+@suite_adapter("unsloth.layernorm", uses="layer_norm")
+def unsloth_layernorm(X: Any, W: Any, b: Any, eps: float = 1e-6) -> Any:
+    """Unsloth: layer norm with bias over the last axis, in f32."""
+    return ops.layer_norm(X, (X.shape[-1],), W, b, eps)
+
+
+@suite_adapter("unsloth.w8a8_block_fp8_matmul", uses="w8a8_block_fp8_matmul")
+def unsloth_w8a8_block_fp8_matmul(
+    A: Any,
+    B: Any,
+    As: Any,
+    Bs: Any,
+    block_size: list[int] | None = None,
+    output_dtype: Any = torch.float32,
+) -> Any:
+    """Unsloth: (A * As) @ (B * Bs)^T with block scales, block_size [block_n, block_k]."""
+    return ops.w8a8_block_fp8_matmul(A, B, As, Bs, block_size, output_dtype)
