@@ -1,7 +1,8 @@
 """The TileGym-tests harness (bench/tilegym_tests) on the CPU: its adapters take the call forms
 TileGym's tests/ops use and match those tests' torch references on the simulator; every adapter
 names an existing fearless.ops function; the pytest plugin registers them in TileGym's real
-dispatcher (skipped when tilegym does not import) and skips the tests of ops fearless lacks."""
+dispatcher (skipped when tilegym does not import) and skips the tests of ops fearless lacks;
+the same for TileGym's suites (adapters_suites.py: liger.*, unsloth.*)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fearless import ops
 
 torch = pytest.importorskip("torch")
 import adapters as A  # noqa: E402  (bench/tilegym_tests: pyproject's pytest pythonpath)
+import adapters_suites as S  # noqa: E402
 
 F = torch.nn.functional
 
@@ -374,7 +376,11 @@ def test_plugin_registers_in_tilegyms_dispatcher() -> None:
     try:
         done = P.install()
         for name in done["registered"]:
-            assert dispatcher._REGISTRY[name]["cutile"] is A.ADAPTERS[name][1]
+            impl = dispatcher._REGISTRY[name]["cutile"]
+            if name in S.SUITE_ADAPTERS:
+                assert impl.__wrapped__ is S.SUITE_ADAPTERS[name][1]
+            else:
+                assert impl is A.ADAPTERS[name][1]
         assert {"rms_norm", "softmax", "fmha", "apply_rope_base", "get_swiglu"} <= set(
             done["registered"]
         )
@@ -386,3 +392,160 @@ def test_plugin_registers_in_tilegyms_dispatcher() -> None:
         dispatcher._REGISTRY.update(saved)
         for mod, attr, original in mods:
             setattr(mod, attr, original)
+
+
+def _suite(name: str, *args: Any, **kwargs: Any) -> Any:
+    return S.SUITE_ADAPTERS[name][1](*args, **kwargs)
+
+
+def test_every_suite_adapter_names_a_fearless_op() -> None:
+    """Each suite adapter calls an existing fearless.ops function; each suite op the plugin
+    maps is adapted or listed uncovered with a reason, never both."""
+    import fearless_as_cutile as P
+
+    for name, (uses, fn) in S.SUITE_ADAPTERS.items():
+        assert name.split(".")[0] in P.SUITES and uses in ops.__all__ and callable(fn), name
+    assert not set(S.SUITE_ADAPTERS) & set(S.SUITE_UNCOVERED)
+    for key, names in P.SUITE_COVERAGE.items():
+        assert key.startswith("suites/"), key
+        for n in names:
+            assert n in S.SUITE_ADAPTERS or S.SUITE_UNCOVERED[n], (key, n)
+    assert {"liger.rms_norm", "liger.rope", "unsloth.swiglu_fg"} <= set(S.SUITE_ADAPTERS)
+
+
+def test_suite_skip_rules() -> None:
+    """Suite test files are keyed relative to TileGym's tests/, by class where a file's classes
+    test different ops; tests/ops' keys are unchanged."""
+    import fearless_as_cutile as P
+
+    assert P.suite_file("/w/tests/suites/liger/test_rms_norm.py") == "suites/liger/test_rms_norm.py"
+    assert P.suite_file("/w/tests/ops/test_rms_norm.py") is None
+    assert P.ops_file("/w/tests/suites/liger/test_rms_norm.py") is None
+    assert P.is_cutile(
+        "tests/suites/liger/test_rms_norm.py::Test_Liger_RMSNorm::test_op[cutile-s0]"
+    )
+    assert P.suite_skip_reason("suites/liger/test_rms_norm.py", "Test_Liger_RMSNorm") is None
+    assert P.suite_skip_reason("suites/liger/test_jsd.py", "Test_Liger_JSD") == (
+        "liger.jsd: fearless has no JSD"
+    )
+    swiglu = "suites/unsloth/test_swiglu.py"
+    assert P.suite_skip_reason(swiglu, "Test_Unsloth_SwiGLU_Forward") is None
+    reason = P.suite_skip_reason(swiglu, "Test_Unsloth_SwiGLU_Backward")
+    assert reason is not None and reason.startswith("unsloth.swiglu_bwd: ")
+    flashinfer = "suites/flashinfer/test_flashinfer_attention.py"
+    assert "not adapted" in str(P.suite_skip_reason(flashinfer, "Test_FlashInfer_DecodePaged"))
+    assert str(P.suite_skip_reason("suites/liger/test_new.py", None)).startswith(
+        "fearless has no operator mapped"
+    )
+
+
+def test_uncovered_case_skips_or_goes_to_tilegym(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registered suite entry skips a case fearless does not compute, with the reason, and
+    with FEARLESS_TG_KEEP_TILEGYM=1 hands it to TileGym's own cuTile implementation."""
+    import fearless_as_cutile as P
+
+    def tilegyms(*a: Any, **k: Any) -> str:
+        return "tilegym's"
+
+    impl = P.suite_impl("liger.swiglu", S.SUITE_ADAPTERS["liger.swiglu"][1], tilegyms)
+    a = torch.randn(2, 8)
+    torch.testing.assert_close(impl(a, a), F.silu(a) * a, rtol=1e-5, atol=1e-5)
+    monkeypatch.delenv("FEARLESS_TG_KEEP_TILEGYM", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"liger\.swiglu: .*gate_multiplier"):
+        impl(a, a, gate_multiplier=2.0)
+    monkeypatch.setenv("FEARLESS_TG_KEEP_TILEGYM", "1")
+    assert impl(a, a, gate_multiplier=2.0) == "tilegym's"
+
+
+def _rms_ref(x: Any, w: Any, eps: float, offset: float = 0.0) -> Any:
+    """Liger's test reference: f32, rounded once to x's dtype."""
+    y = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+    return (y if w is None else y * (w.float() + offset)).to(x.dtype)
+
+
+def test_liger_norms() -> None:
+    """liger.rms_norm (offset, W None, casting modes), fused_add_rms_norm, layer_norm against
+    the references of TileGym's tests/suites/liger; a 16-bit case in a casting mode other than
+    "gemma" is Uncovered."""
+    gen = torch.Generator().manual_seed(0)
+    x, r = torch.randn(4, 2, 48, generator=gen), torch.randn(4, 2, 48, generator=gen)
+    w, b = torch.randn(48, generator=gen), torch.randn(48, generator=gen)
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    for mode in ("llama", "gemma", "none"):
+        y = _suite("liger.rms_norm", x, w, 1e-6, offset=1.0, casting_mode=mode)
+        torch.testing.assert_close(y, _rms_ref(x, w, 1e-6, 1.0), **tol)
+    torch.testing.assert_close(_suite("liger.rms_norm", x, None, 1e-6), _rms_ref(x, None, 1e-6))
+    xb, wb = x.bfloat16(), w.bfloat16()
+    y = _suite("liger.rms_norm", xb, wb, 1e-6, 1.0, "gemma")
+    torch.testing.assert_close(y, _rms_ref(xb, wb, 1e-6, 1.0), rtol=1e-2, atol=1e-2)
+    with pytest.raises(S.Uncovered, match="casting_mode 'llama'"):
+        _suite("liger.rms_norm", xb, wb, 1e-6)
+    y, s = _suite("liger.fused_add_rms_norm", x, r, w, eps=1e-6, offset=1.0)
+    torch.testing.assert_close(s, x + r)
+    torch.testing.assert_close(y, _rms_ref(x + r, w, 1e-6, 1.0), **tol)
+    with pytest.raises(S.Uncovered):
+        _suite("liger.fused_add_rms_norm", xb, r.bfloat16(), wb, casting_mode="none")
+    y = _suite("liger.layer_norm", x, w, b, 1e-5)
+    torch.testing.assert_close(y, F.layer_norm(x, (48,), w, b, 1e-5), **tol)
+
+
+def test_liger_activations_and_rope() -> None:
+    """liger.swiglu, geglu (gelu_tanh of the first argument), softmax and rope, with grads."""
+    gen = torch.Generator().manual_seed(1)
+    a, b = torch.randn(3, 5, 40, generator=gen), torch.randn(3, 5, 40, generator=gen)
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    torch.testing.assert_close(_suite("liger.swiglu", a, b), F.silu(a) * b, **tol)
+    torch.testing.assert_close(
+        _suite("liger.geglu", a, b), F.gelu(a, approximate="tanh") * b, **tol
+    )
+    torch.testing.assert_close(_suite("liger.softmax", a), torch.softmax(a, -1), **tol)
+    ag, bg = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    _suite("liger.geglu", ag, bg).sum().backward()
+    ar, br = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    (F.gelu(ar, approximate="tanh") * br).sum().backward()
+    torch.testing.assert_close((ag.grad, bg.grad), (ar.grad, br.grad), **tol)
+    q, k = torch.randn(2, 4, 8, 32, generator=gen), torch.randn(2, 2, 8, 32, generator=gen)
+    inv = 1.0 / (10000 ** (torch.arange(0, 16).float() * 2.0 / 32))
+    f = torch.outer(torch.arange(8).float(), inv)
+    emb = torch.cat((f, f), -1)[None]  # (1, S, D): Liger's broadcast_batch
+    qo, ko = _suite("liger.rope", q, k, emb.cos(), emb.sin())
+    for t, o in ((q, qo), (k, ko)):
+        want = t * emb.cos()[:, None] + _rotate_half(t) * emb.sin()[:, None]
+        torch.testing.assert_close(o, want, rtol=1e-4, atol=1e-4)
+
+
+def test_liger_fused_linear_cross_entropy() -> None:
+    """Liger's positional order (bias, then ce_weight, then ignore_index); the extras it has
+    and fearless lacks are Uncovered."""
+    gen = torch.Generator().manual_seed(2)
+    x, w = torch.randn(8, 16, generator=gen), torch.randn(24, 16, generator=gen)
+    bias, t = torch.randn(24, generator=gen), torch.randint(0, 24, (8,), generator=gen)
+    t[:2] = -100
+    for red in ("mean", "sum"):
+        got = _suite("liger.fused_linear_cross_entropy", x, w, t, bias, None, -100, reduction=red)
+        want = F.cross_entropy(F.linear(x, w, bias), t, ignore_index=-100, reduction=red)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(S.Uncovered, match="softcap, return_z_loss"):
+        _suite("liger.fused_linear_cross_entropy", x, w, t, softcap=30.0, return_z_loss=True)
+
+
+def test_unsloth_ops() -> None:
+    """unsloth.swiglu_fg, geglu_{exact,approx}_forward, rms_layernorm (gemma: W + 1), layernorm;
+    plain rms_layernorm on 16-bit inputs is Uncovered (Unsloth rounds before the product)."""
+    gen = torch.Generator().manual_seed(3)
+    e, g = torch.randn(2, 6, 64, generator=gen), torch.randn(2, 6, 64, generator=gen)
+    w, b = torch.randn(64, generator=gen), torch.randn(64, generator=gen)
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    torch.testing.assert_close(_suite("unsloth.swiglu_fg", e, g), F.silu(e) * g, **tol)
+    torch.testing.assert_close(_suite("unsloth.geglu_exact_forward", e, g), F.gelu(e) * g, **tol)
+    torch.testing.assert_close(
+        _suite("unsloth.geglu_approx_forward", e, g), F.gelu(e, approximate="tanh") * g, **tol
+    )
+    torch.testing.assert_close(_suite("unsloth.rms_layernorm", e, w, 1e-6), _rms_ref(e, w, 1e-6))
+    eb, wb = e.half(), w.half()
+    y = _suite("unsloth.rms_layernorm", eb, wb, 1e-6, True)
+    torch.testing.assert_close(y, _rms_ref(eb, wb, 1e-6, 1.0), rtol=1e-2, atol=1e-2)
+    with pytest.raises(S.Uncovered, match="gemma=False"):
+        _suite("unsloth.rms_layernorm", eb, wb, 1e-6, False)
+    y = _suite("unsloth.layernorm", e, w, b, 1e-6)
+    torch.testing.assert_close(y, F.layer_norm(e, (64,), w, b, 1e-6), **tol)
