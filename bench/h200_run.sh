@@ -151,7 +151,10 @@ for step in "$@"; do
              2>&1 | tee "$out/gpu_new_full.log" | tail -40 > "$out/gpu_new.log"
            tail -3 "$out/gpu_new.log" ;;
     tgtests) # NVIDIA TileGym's tests/ops with fearless.ops as its cuTile backend (per-file
-           # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped)
+           # pass/fail/skip in tilegym_summary.txt; tests of ops fearless lacks are skipped);
+           # TG_TESTS='tests/suites/liger tests/suites/unsloth tests/suites/flashinfer' runs
+           # TileGym's suites instead (bench/tilegym_tests/adapters_suites.py), 'tests/ops
+           # tests/suites' both
            bash bench/tilegym_tests/run.sh "$out/tgtests" 2>&1 | tail -50 ;;
     decode) python3 bench/experiments/decode_configs.py 2>&1 | tail -90 ;;
     exp)   # EXP=name.py [EXP_ARGS=...]: one script of bench/experiments/, with the toolchain set up

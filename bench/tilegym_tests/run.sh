@@ -4,7 +4,9 @@
 # tail, with failures), OUT/tilegym_tests.xml (JUnit) and OUT/tilegym_summary.txt (per file:
 # passed, failed, skipped). Needs a GPU, torch, cuda-tile and tilegym 1.5.1 importable (h200_run.sh
 # installs .whl/.whl-hf) and TileGym's tests in .whl-hf/tilegym-tests.tar.xz (bench/pack_whl_hf.sh).
-# TG_K overrides the -k expression; TG_TESTS the test paths (default tests/ops).
+# TG_K overrides the -k expression; TG_TESTS the test paths (default tests/ops; TileGym's suites:
+# TG_TESTS='tests/suites/liger tests/suites/unsloth tests/suites/flashinfer', whose cutile
+# tests the default -k selects too: their ids carry the backend parameter "cutile").
 set -uo pipefail
 out=${1:?usage: bench/tilegym_tests/run.sh OUT}
 root="$(cd "$(dirname "$0")/../.." && pwd)"
