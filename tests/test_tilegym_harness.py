@@ -549,3 +549,54 @@ def test_unsloth_ops() -> None:
         _suite("unsloth.rms_layernorm", eb, wb, 1e-6, False)
     y = _suite("unsloth.layernorm", e, w, b, 1e-6)
     torch.testing.assert_close(y, F.layer_norm(e, (64,), w, b, 1e-6), **tol)
+
+
+def _unsloth_rope_ref(x: Any, cos: Any, sin: Any) -> Any:
+    """test_rope_embedding.py's rotation of x (..., D) by half-width cos and sin (broadcast)."""
+    h = x.shape[-1] // 2
+    x0, x1 = x[..., :h], x[..., h:]
+    return torch.cat([x0 * cos - x1 * sin, x1 * cos + x0 * sin], dim=-1)
+
+
+def test_unsloth_rope_embedding() -> None:
+    """Unsloth's single-tensor RoPE: Q (B, S, H, D), cos and sin (S, D / 2), longer than S;
+    its gradient; a non-power-of-two head_dim and f16 tables with f32 Q are Uncovered."""
+    name = "unsloth.rope_embedding"
+    cos, sin = torch.randn(7, 8), torch.randn(7, 8)
+    q = torch.randn(2, 5, 3, 16, requires_grad=True)
+    out = _suite(name, q, cos, sin)
+    want = _unsloth_rope_ref(q.detach(), cos[:5, None], sin[:5, None])
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    g = torch.randn_like(out)
+    out.backward(g)
+    ref_q = q.detach().clone().requires_grad_(True)
+    _unsloth_rope_ref(ref_q, cos[:5, None], sin[:5, None]).backward(g)
+    torch.testing.assert_close(q.grad, ref_q.grad, rtol=1e-5, atol=1e-5)
+    with pytest.raises(S.Uncovered, match="power-of-two"):
+        _suite(name, torch.randn(1, 5, 2, 12), torch.randn(5, 6), torch.randn(5, 6))
+    with pytest.raises(S.Uncovered, match="cos's dtype"):
+        _suite(name, q.detach(), cos.half(), sin.half())
+
+
+def test_unsloth_rope_embedding_qk() -> None:
+    """Unsloth's joint RoPE: Q (B, Hq, S, D), K (B, Hk, S, D); half-width and full-width
+    (Hugging Face's, second half ignored) tables; f32 tables with f16 Q and K (rotated in f32);
+    rope_indices picking each row's position."""
+    name = "unsloth.rope_embedding_qk"
+    q, k = (
+        torch.randn(2, 4, 5, 16, dtype=torch.float16),
+        torch.randn(2, 2, 5, 16, dtype=torch.float16),
+    )
+    cos, sin = torch.randn(6, 8), torch.randn(6, 8)
+    for c, s in ((cos.half(), sin.half()), (cos, sin)):
+        qo, ko = _suite(name, q, k, torch.cat([c, -c], -1), torch.cat([s, -s], -1))
+        for x, got in ((q, qo), (k, ko)):
+            want = _unsloth_rope_ref(x.float(), c[:5].float(), s[:5].float())
+            torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
+    idx = torch.tensor([[5, 0, 2, 2, 1], [3, 4, 0, 1, 5]])
+    qo, ko = _suite(name, q, k, cos, sin, rope_indices=idx.reshape(-1).int())
+    for x, got in ((q, qo), (k, ko)):
+        want = _unsloth_rope_ref(x.float(), cos[idx][:, None], sin[idx][:, None])
+        torch.testing.assert_close(got.float(), want, rtol=1e-2, atol=1e-2)
+    with pytest.raises(S.Uncovered, match="one dtype"):
+        _suite(name, q, k.float(), cos, sin)

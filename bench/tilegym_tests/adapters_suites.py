@@ -59,8 +59,6 @@ SUITE_UNCOVERED: dict[str, str] = {
     "unsloth.cross_entropy_loss": "fearless has no standalone cross entropy",
     "unsloth.grouped_gemm": f"{_NOT_YET}: Unsloth's MoE grouped GEMM (m_sizes, gather/permute, "
     "fused topk weights) is not fearless's group_gemm",
-    "unsloth.rope_embedding": f"{_NOT_YET}: Unsloth's (B, S, H, D) one-tensor RoPE",
-    "unsloth.rope_embedding_qk": f"{_NOT_YET}: Unsloth's half-width cos/sin and rope_indices",
     "flashinfer.attention.decode_attention_kv_paged": f"{_NOT_YET}: FlashInfer's page layout and "
     "k_scale/v_scale onto flash_attn_with_kvcache",
     "flashinfer.attention.prefill_attention_kv_paged": f"{_NOT_YET}: FlashInfer's paged prefill",
@@ -260,3 +258,70 @@ def unsloth_w8a8_block_fp8_matmul(
 ) -> Any:
     """Unsloth: (A * As) @ (B * Bs)^T with block scales, block_size [block_n, block_k]."""
     return ops.w8a8_block_fp8_matmul(A, B, As, Bs, block_size, output_dtype)
+
+
+# ---------------------------------------------------------------- Unsloth's RoPE
+
+_HALF_FLOATS = (torch.float16, torch.bfloat16)
+
+
+def _unsloth_tables(
+    name: str, x: Any, cos: Any, sin: Any, rope_indices: Any = None
+) -> tuple[Any, Any]:
+    """Unsloth's half-width cos and sin ((seq, >= head_dim / 2), any size-1 axes; their first
+    head_dim / 2 columns used), rows picked by `rope_indices` ((batch * seq) positions) or the
+    first seq, as fearless rope's full-width (seq, D) or (batch, seq, D) tables (the halves
+    repeated: fearless reads the first half). Refuses what Unsloth's kernel computes otherwise:
+    it rotates in cos's dtype, so 16-bit tables with f32 x (x rounded first) or with the other
+    16-bit dtype are Uncovered; fearless rope takes power-of-two head dims only."""
+    batch, seq, d = x.shape[0], x.shape[2], x.shape[3]
+    if cos.dtype != sin.dtype or not (
+        cos.dtype == x.dtype or (cos.dtype == torch.float32 and x.dtype in _HALF_FLOATS)
+    ):
+        raise Uncovered(
+            f"{name}: Unsloth rotates in cos's dtype; cos {cos.dtype}, sin {sin.dtype} with "
+            f"{x.dtype} inputs is not fearless rope's (tables in the inputs' dtype, or f32)"
+        )
+    if d % 2 or d & (d - 1):
+        raise Uncovered(f"{name}: fearless rope takes a power-of-two head_dim, not {d}")
+    half = d // 2
+    c, s = cos.squeeze(), sin.squeeze()
+    c, s = (c.unsqueeze(0), s.unsqueeze(0)) if c.dim() == 1 else (c, s)
+    if c.dim() != 2 or c.shape != s.shape or c.shape[1] < half:
+        raise ValueError(f"{name}: cos and sin must be (seq, >= {half}), got {tuple(cos.shape)}")
+    c, s = c[:, :half], s[:, :half]
+    if rope_indices is not None:
+        idx = rope_indices.reshape(batch, seq).to(device=c.device, dtype=torch.long)
+        c, s = c[idx], s[idx]  # (batch, seq, half): each row's own position
+    elif c.shape[0] < seq:
+        raise ValueError(f"{name}: seq_len ({seq}) > cos.shape[0] ({c.shape[0]})")
+    else:
+        c, s = c[:seq], s[:seq]
+    return torch.cat([c, c], dim=-1), torch.cat([s, s], dim=-1)
+
+
+@suite_adapter("unsloth.rope_embedding", uses="rope")
+def unsloth_rope_embedding(Q: Any, cos: Any, sin: Any) -> Any:
+    """Unsloth: the half-split RoPE of Q (batch, seq, heads, head_dim) by cos and sin
+    (seq, head_dim / 2): fearless rope of Q's (batch, heads, seq, head_dim) view (read in
+    place), with Q's first head as the K whose rotation is dropped (fearless rope with a K of
+    no heads skips its kernel and returns Q's output unwritten); autograd through fearless
+    rope's backward."""
+    heads_major = Q.transpose(1, 2)
+    c, s = _unsloth_tables("unsloth.rope_embedding", heads_major, cos, sin)
+    qo, _ = ops.rope(heads_major, heads_major[:, :1], c, s)
+    return qo.transpose(1, 2)
+
+
+@suite_adapter("unsloth.rope_embedding_qk", uses="rope")
+def unsloth_rope_embedding_qk(
+    Q: Any, K: Any, cos: Any, sin: Any, rope_indices: Any = None
+) -> tuple[Any, Any]:
+    """Unsloth: the half-split RoPE of Q (batch, heads_Q, seq, head_dim) and K
+    (batch, heads_K, seq, head_dim) by cos and sin (seq, head_dim / 2), row (b, s) at position
+    rope_indices[b * seq + s] where given (the tables' rows gathered per row)."""
+    if Q.dtype != K.dtype:
+        raise Uncovered(f"fearless rope takes Q and K of one dtype, got {Q.dtype} and {K.dtype}")
+    c, s = _unsloth_tables("unsloth.rope_embedding_qk", Q, cos, sin, rope_indices)
+    qo, ko = ops.rope(Q, K, c, s)
+    return qo, ko
