@@ -2,7 +2,7 @@
 TileGym's tests/ops use and match those tests' torch references on the simulator; every adapter
 names an existing fearless.ops function; the pytest plugin registers them in TileGym's real
 dispatcher (skipped when tilegym does not import) and skips the tests of ops fearless lacks;
-the same for TileGym's suites (adapters_suites.py: liger.*, unsloth.*)."""
+the same for TileGym's suites (adapters_suites.py: liger.*, unsloth.*, flashinfer.*)."""
 
 from __future__ import annotations
 
@@ -433,7 +433,7 @@ def test_suite_skip_rules() -> None:
     reason = P.suite_skip_reason(swiglu, "Test_Unsloth_SwiGLU_Backward")
     assert reason is not None and reason.startswith("unsloth.swiglu_bwd: ")
     flashinfer = "suites/flashinfer/test_flashinfer_attention.py"
-    assert "not adapted" in str(P.suite_skip_reason(flashinfer, "Test_FlashInfer_DecodePaged"))
+    assert P.suite_skip_reason(flashinfer, "Test_FlashInfer_DecodePaged") is None
     assert str(P.suite_skip_reason("suites/liger/test_new.py", None)).startswith(
         "fearless has no operator mapped"
     )
@@ -549,6 +549,114 @@ def test_unsloth_ops() -> None:
         _suite("unsloth.rms_layernorm", eb, wb, 1e-6, False)
     y = _suite("unsloth.layernorm", e, w, b, 1e-6)
     torch.testing.assert_close(y, F.layer_norm(e, (64,), w, b, 1e-6), **tol)
+
+
+def _paged(cache: Any, table: Any, b: int, n: int) -> Any:
+    """Sequence b's first n rows of a paged (pages, page_size, ...) cache, in f32."""
+    pages = table[b, : -(-n // cache.shape[1])].long()
+    return cache.float()[pages].flatten(0, 1)[:n]
+
+
+def _attend_ref(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any]:
+    """(out (m, H, Dv), natural lse (m, H)) of q (m, H, D) over k (n, Hk, D), v (n, Hk, Dv) in
+    f32, causal top-left (query i sees keys 0..i), as TileGym's FlashInfer references."""
+    g = q.shape[1] // k.shape[1]
+    qh = q.float().transpose(0, 1)
+    kh, vh = (x.float().transpose(0, 1).repeat_interleave(g, 0) for x in (k, v))
+    s = qh @ kh.transpose(1, 2) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[1:], dtype=torch.bool).triu(1), float("-inf"))
+    return (s.softmax(-1) @ vh).transpose(0, 1), s.logsumexp(-1).transpose(0, 1)
+
+
+def _flashinfer_paged_data(dt: Any, d: int = 32) -> tuple[Any, ...]:
+    """A paged cache (6 pages of 8, 2 KV heads), both TileGym's HND storage and the NHD views
+    its tests pass, a table whose rows are out of order and padded past the pages used."""
+    kc, vc = (torch.randn(6, 2, 8, d, dtype=dt) for _ in range(2))
+    table = torch.tensor([[3, 1, 0], [5, 2, 4]], dtype=torch.int32)
+    return kc.transpose(1, 2), vc.transpose(1, 2), table
+
+
+def test_flashinfer_decode_attention_kv_paged() -> None:
+    """test_flashinfer_attention.py's DecodePaged: q (B, H, D) over ragged paged sequences
+    (19 and 7 keys of pages of 8: a partial last page, a padded table row), k_scale the whole
+    score scale, v_scale on the output; `outputs` filled in place."""
+    name = "flashinfer.attention.decode_attention_kv_paged"
+    k, v, table = _flashinfer_paged_data(torch.float16)
+    lens = torch.tensor([19, 7], dtype=torch.int32).view(2, 1, 1, 1)
+    q = torch.randn(2, 4, 32, dtype=torch.float16)
+    want = torch.stack(
+        [
+            _attend_ref(q[b : b + 1], _paged(k, table, b, n), _paged(v, table, b, n), 0.2, False)[
+                0
+            ][0]
+            for b, n in enumerate((19, 7))
+        ]
+    )
+    out = torch.empty_like(q)
+    got = _suite(name, q, k, v, lens, table, 0.2, 1.7, max_seq_len=19, outputs=out)
+    assert got is out
+    torch.testing.assert_close(got.float(), want * 1.7, rtol=1e-2, atol=1e-2)
+    with pytest.raises(S.Uncovered, match="no fp8"):
+        f8 = torch.float8_e4m3fn
+        _suite(name, q, k.to(f8), v.to(f8), lens, table, 0.2, 1.7)
+    with pytest.raises(S.Uncovered, match="head_dim"):
+        _suite(name, q, k, v[..., :16], lens, table, 0.2, 1.7)
+
+
+def test_flashinfer_prefill_attention_kv_paged() -> None:
+    """PrefillPaged: ragged queries (5 and 3 tokens at offsets 0, 5) over paged keys (5 and 6:
+    more keys than queries, causal top-left as TileGym's kernel), (out, natural lse)."""
+    name = "flashinfer.attention.prefill_attention_kv_paged"
+    k, v, table = _flashinfer_paged_data(torch.float16)
+    lq, lkv, off = (torch.tensor(x) for x in ([5, 3], [5, 6], [0, 5, 8]))
+    q = torch.randn(9, 4, 32, dtype=torch.float16)  # a last row outside every sequence
+    for causal in (True, False):
+        out, lse = _suite(
+            name, q, k, v, lq.int(), lkv.int(), off, table, 0.2, 1.5, 2, 6, is_causal=causal
+        )
+        for b, (m, n, o) in enumerate(zip((5, 3), (5, 6), (0, 5), strict=True)):
+            kb, vb = _paged(k, table, b, n), _paged(v, table, b, n)
+            want, wl = _attend_ref(q[o : o + m], kb, vb, 0.2, causal)
+            torch.testing.assert_close(out[o : o + m].float(), want * 1.5, rtol=1e-2, atol=1e-2)
+            torch.testing.assert_close(lse[o : o + m], wl, rtol=1e-3, atol=1e-3)
+        assert not out[8].any() and not lse[8].any()
+    with pytest.raises(S.Uncovered, match="no keys"):
+        _suite(name, q, k, v, lq.int(), torch.tensor([5, 0]), off, table, 0.2, 1.5, 2, 6)
+
+
+def test_flashinfer_prefill_attention_kv_ragged() -> None:
+    """PrefillRagged: q, k and v sliced at one offset per sequence (4 and 3 tokens), head_dim_qk
+    48 > head_dim_vo 32 (TileGym's 192 / 128 form: v padded with zero columns)."""
+    name = "flashinfer.attention.prefill_attention_kv_ragged"
+    lens, off = torch.tensor([4, 3], dtype=torch.int32), torch.tensor([0, 4, 7])
+    q, k = torch.randn(7, 4, 64, dtype=torch.bfloat16), torch.randn(7, 2, 64, dtype=torch.bfloat16)
+    v = torch.randn(7, 2, 32, dtype=torch.bfloat16)
+    out, lse = _suite(name, q, k, v, lens, lens, off, None, 0.15, 2.0, 2, 4)
+    assert out.shape == (7, 4, 32)
+    for o, m in ((0, 4), (4, 3)):
+        want, wl = _attend_ref(q[o : o + m], k[o : o + m], v[o : o + m], 0.15, True)
+        torch.testing.assert_close(out[o : o + m].float(), want * 2.0, rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(lse[o : o + m], wl, rtol=1e-3, atol=1e-3)
+    with pytest.raises(S.Uncovered, match="head_dim_vo"):
+        _suite(name, q[..., :16], k[..., :16], v, lens, lens, off, None, 0.15, 2.0, 2, 4)
+
+
+def test_flashinfer_decode_mla_kv_paged() -> None:
+    """MLADecodePaged: q and q_rope over a paged latent cache (pages of 8, 64 + 16 wide) and its
+    rope keys, ragged sequences (19 and 7), kv as keys and values."""
+    name = "flashinfer.attention.decode_mla_kv_paged"
+    kv, kr = torch.randn(6, 8, 64, dtype=torch.float16), torch.randn(6, 8, 16, dtype=torch.float16)
+    table = torch.tensor([[3, 1, 0], [5, 2, 4]], dtype=torch.int32)
+    q, qr = torch.randn(2, 4, 64, dtype=torch.float16), torch.randn(2, 4, 16, dtype=torch.float16)
+    lens = torch.tensor([19, 7], dtype=torch.int32).view(2, 1, 1, 1)
+    got = _suite(name, q, qr, kv, kr, lens, table, 0.1, 2.0)
+    for b, n in enumerate((19, 7)):
+        c, r = _paged(kv, table, b, n), _paged(kr, table, b, n)
+        s = (q[b].float() @ c.T + qr[b].float() @ r.T) * 0.1
+        torch.testing.assert_close(got[b].float(), s.softmax(-1) @ c * 2.0, rtol=1e-2, atol=1e-2)
+    with pytest.raises(S.Uncovered, match="no keys"):
+        _suite(name, q, qr, kv, kr, torch.tensor([3, 0]), table, 0.1, 2.0)
 
 
 def _unsloth_rope_ref(x: Any, cos: Any, sin: Any) -> Any:

@@ -1,4 +1,4 @@
-"""TileGym 1.5.1 "suites" (tilegym/suites/{liger,unsloth}/ops.py) onto fearless.ops: one adapter
+"""TileGym 1.5.1 "suites" (tilegym/suites/{liger,unsloth,flashinfer}/ops.py) onto fearless.ops: one adapter
 per suite dispatch name ("liger.rms_norm", "unsloth.swiglu_fg", ...) whose semantics fearless
 computes, with no tilegym import (fearless_as_cutile.py registers them as the "cutile" entry of
 TileGym's dispatcher; tests/test_tilegym_harness.py calls them directly).
@@ -18,12 +18,14 @@ SUITE_UNCOVERED maps the suite dispatch names fearless does not serve to why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from fearless import ops
+from fearless.ops import attention
 
 
 class Uncovered(NotImplementedError):
@@ -59,11 +61,6 @@ SUITE_UNCOVERED: dict[str, str] = {
     "unsloth.cross_entropy_loss": "fearless has no standalone cross entropy",
     "unsloth.grouped_gemm": f"{_NOT_YET}: Unsloth's MoE grouped GEMM (m_sizes, gather/permute, "
     "fused topk weights) is not fearless's group_gemm",
-    "flashinfer.attention.decode_attention_kv_paged": f"{_NOT_YET}: FlashInfer's page layout and "
-    "k_scale/v_scale onto flash_attn_with_kvcache",
-    "flashinfer.attention.prefill_attention_kv_paged": f"{_NOT_YET}: FlashInfer's paged prefill",
-    "flashinfer.attention.prefill_attention_kv_ragged": f"{_NOT_YET}: FlashInfer's ragged prefill",
-    "flashinfer.attention.decode_mla_kv_paged": f"{_NOT_YET}: FlashInfer's paged MLA decode",
 }
 
 
@@ -325,3 +322,249 @@ def unsloth_rope_embedding_qk(
     c, s = _unsloth_tables("unsloth.rope_embedding_qk", Q, cos, sin, rope_indices)
     qo, ko = ops.rope(Q, K, c, s)
     return qo, ko
+
+
+# ----------------------------------------------------------- FlashInfer's attention
+# TileGym's FlashInfer suite takes TensorRT-LLM-style paged caches (num_pages, page_size, H_kv,
+# D) with a dense block table (batch, max_pages) and per-sequence lengths (actual_seq_lens,
+# any shape of batch elements), not FlashInfer's kv_indptr / kv_indices / kv_last_page_len.
+# `k_scale` is the whole scale of the scores (its tests pass sm_scale * k_scale) and `v_scale`
+# multiplies the output: TileGym's kernels compute v_scale * acc / l in f32 and round once;
+# here fearless's output (rounded to q's dtype) is multiplied by v_scale in f32 and rounded
+# again, one more rounding of a 16-bit output (TileGym's own split-KV decode rounds its
+# partials too). Caches of another dtype than f32 / f16 / bf16 (fp8, whose k_scale / v_scale
+# dequantise) are Uncovered: fearless's attention has no fp8 operands.
+
+_LN2 = math.log(2.0)
+
+
+def _attention_dtypes(name: str, *tensors: Any) -> None:
+    """Refuses operands fearless's attention does not take: one dtype of f32, f16 or bf16."""
+    dts = {t.dtype for t in tensors}
+    if len(dts) != 1 or not dts <= {torch.float32, torch.float16, torch.bfloat16}:
+        raise Uncovered(
+            f"{name}: fearless attention takes q, k and v of one dtype of f32, f16 or bf16 "
+            f"(no fp8 caches), got {sorted(str(d) for d in dts)}"
+        )
+
+
+def _times(out: Any, v_scale: Any) -> Any:
+    """out * v_scale, in f32 and rounded to out's dtype (out itself at v_scale 1)."""
+    v = float(v_scale)
+    return out if v == 1.0 else (out.float() * v).to(out.dtype)
+
+
+def _into(outputs: Any, out: Any) -> Any:
+    """out, copied into the caller's `outputs` where one was given."""
+    return out if outputs is None else outputs.copy_(out)
+
+
+def _table(name: str, block_tables: Any, batch: int, num_pages: int) -> Any:
+    """The (batch, max_pages) block table on the host, its ids checked (gathering a page out of
+    the cache would read past it)."""
+    if block_tables is None or block_tables.dim() != 2 or block_tables.shape[0] < batch:
+        raise Uncovered(f"{name}: a block table of (batch, max_pages) ids is what fearless maps")
+    table = block_tables[:batch].cpu()
+    if table.numel() and (int(table.min()) < 0 or int(table.max()) >= num_pages):
+        raise ValueError(f"{name}: a block table id outside [0, {num_pages})")
+    return table
+
+
+def _paged_rows(cache: Any, table: Any, b: int, n: int) -> Any:
+    """Sequence b's first n rows of a paged cache (num_pages, page_size, ...), gathered."""
+    page = cache.shape[1]
+    pages = table[b, : -(-n // page)].to(device=cache.device, dtype=torch.long)
+    return cache[pages].flatten(0, 1)[:n]
+
+
+@suite_adapter("flashinfer.attention.decode_attention_kv_paged", uses="flash_attn_with_kvcache")
+def flashinfer_decode_attention_kv_paged(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    actual_seq_lens: Any,
+    block_tables: Any,
+    k_scale: Any,
+    v_scale: Any,
+    max_seq_len: int = -1,
+    outputs: Any = None,
+    force_split_kv: bool = False,
+    force_persistent: bool = False,
+) -> Any:
+    """FlashInfer: one query per sequence, q (batch, H, D), over sequence b's first
+    actual_seq_lens[b] keys of the paged k_cache, v_cache (num_pages, page_size, H_kv, D) at
+    pages block_tables[b]: softmax(q k^T * k_scale) v * v_scale, (batch, H, D). Through
+    flash_attn_with_kvcache (q as (batch, 1, H, D), the table and lengths as they are, read in
+    the kernel); max_seq_len, force_split_kv and force_persistent pick TileGym's kernel, not
+    the result."""
+    name = "flashinfer.attention.decode_attention_kv_paged"
+    _attention_dtypes(name, q, k_cache, v_cache)
+    if v_cache.shape[-1] != q.shape[-1] or k_cache.shape[-1] != q.shape[-1]:
+        raise Uncovered(f"{name}: fearless's paged attention has one head_dim for q, k and v")
+    if block_tables.dim() != 2:
+        raise Uncovered(f"{name}: a block table of (batch, max_pages) ids is what fearless maps")
+    lens = actual_seq_lens.reshape(-1).to(torch.int32)
+    table = block_tables.to(torch.int32)
+    out = ops.flash_attn_with_kvcache(
+        q.unsqueeze(1), k_cache, v_cache, lens, table, softmax_scale=float(k_scale)
+    )
+    return _into(outputs, _times(out[:, 0], v_scale))
+
+
+def _prefill(
+    name: str,
+    q: Any,
+    keys: Callable[[int, int], Any],
+    values: Callable[[int, int], Any],
+    d_vo: int,
+    lens: tuple[Any, Any, Any],
+    num_batch: int,
+    scales: tuple[Any, Any],
+    is_causal: bool,
+    outputs: Any,
+    out_lse: Any,
+) -> tuple[Any, Any]:
+    """TileGym's FlashInfer prefill, one fearless attention per sequence: queries
+    q[offset[b] : offset[b] + lens_q[b]] over keys(b, lens_kv[b]) and values(b, lens_kv[b])
+    ((n, H_kv, D) each), causal top-left (query i sees keys 0..i, as TileGym's kernels and
+    scaled_dot_product_attention); returns (out (tokens, H, d_vo), lse (tokens, H) f32, the
+    natural log-sum-exp of the scaled scores). Through scaled_dot_product_attention_lse, whose
+    lse is base 2 (times ln 2 here); values narrower than the keys (TileGym's head_dim_qk >
+    head_dim_vo) are padded with zero columns, which leave the first d_vo columns as they are."""
+    d_qk = q.shape[-1]
+    if d_vo > d_qk:
+        raise Uncovered(f"{name}: head_dim_vo {d_vo} > head_dim_qk {d_qk}")
+    lq, lkv, off = (x.reshape(-1)[:num_batch].tolist() for x in lens)
+    if any(m > 0 and n == 0 for m, n in zip(lq, lkv, strict=True)):
+        raise Uncovered(f"{name}: a sequence with queries and no keys (fearless's lse is +inf)")
+    out = outputs if outputs is not None else q.new_zeros((q.shape[0], q.shape[1], d_vo))
+    lse = out_lse
+    if lse is None:
+        lse = torch.zeros((q.shape[0], q.shape[1]), dtype=torch.float32, device=q.device)
+    k_scale, v_scale = scales
+    for b, (m, n, o) in enumerate(zip(lq, lkv, off, strict=True)):
+        if m == 0:
+            continue
+        k, v = keys(b, n), values(b, n)
+        v = torch.nn.functional.pad(v, (0, d_qk - d_vo)) if d_vo < d_qk else v
+        qb, kb, vb = (x.transpose(0, 1).unsqueeze(0) for x in (q[o : o + m], k, v))
+        ob, lb = attention.scaled_dot_product_attention_lse(
+            qb, kb, vb, is_causal=is_causal, scale=float(k_scale), enable_gqa=True
+        )
+        out[o : o + m] = _times(ob[0, :, :, :d_vo].transpose(0, 1), v_scale)
+        lse[o : o + m] = lb[0].transpose(0, 1) * _LN2
+    return out, lse
+
+
+@suite_adapter(
+    "flashinfer.attention.prefill_attention_kv_paged", uses="scaled_dot_product_attention"
+)
+def flashinfer_prefill_attention_kv_paged(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    actual_seq_lens_q: Any,
+    actual_seq_lens_kv: Any,
+    actual_seq_offset: Any,
+    block_tables: Any,
+    k_scale: Any,
+    v_scale: Any,
+    num_batch: int,
+    max_seq_len: int,
+    is_causal: bool = True,
+    outputs: Any = None,
+    out_lse: Any = None,
+    use_lpt_scheduler: bool = True,
+) -> tuple[Any, Any]:
+    """FlashInfer: ragged queries q (tokens, H, D_qk), sequence b's at rows actual_seq_offset[b]
+    on, over its first actual_seq_lens_kv[b] keys of the paged k_cache (num_pages, page_size,
+    H_kv, D_qk), v_cache (..., D_vo) at pages block_tables[b]; returns (out, lse) (`_prefill`).
+    Each sequence's pages are gathered into a contiguous copy (flash_attn_with_kvcache reads
+    the pages in place but keeps no lse, and aligns causal bottom-right); use_lpt_scheduler and
+    max_seq_len pick TileGym's kernel, not the result."""
+    name = "flashinfer.attention.prefill_attention_kv_paged"
+    _attention_dtypes(name, q, k_cache, v_cache)
+    table = _table(name, block_tables, num_batch, k_cache.shape[0])
+    return _prefill(
+        name, q,
+        lambda b, n: _paged_rows(k_cache, table, b, n),
+        lambda b, n: _paged_rows(v_cache, table, b, n),
+        v_cache.shape[-1], (actual_seq_lens_q, actual_seq_lens_kv, actual_seq_offset),
+        num_batch, (k_scale, v_scale), is_causal, outputs, out_lse,
+    )  # fmt: skip
+
+
+@suite_adapter(
+    "flashinfer.attention.prefill_attention_kv_ragged", uses="scaled_dot_product_attention"
+)
+def flashinfer_prefill_attention_kv_ragged(
+    q: Any,
+    k_cache: Any,
+    v_cache: Any,
+    actual_seq_lens_q: Any,
+    actual_seq_lens_kv: Any,
+    actual_seq_offset: Any,
+    block_tables: Any,
+    k_scale: Any,
+    v_scale: Any,
+    num_batch: int,
+    max_seq_len: int,
+    is_causal: bool = True,
+    outputs: Any = None,
+    out_lse: Any = None,
+    use_lpt_scheduler: bool = True,
+) -> tuple[Any, Any]:
+    """FlashInfer: ragged q (tokens, H, D_qk), k_cache (tokens, H_kv, D_qk), v_cache
+    (tokens, H_kv, D_vo), sequence b's queries and keys both from row actual_seq_offset[b]
+    (TileGym's kernel slices all three there); returns (out, lse) (`_prefill`). block_tables
+    is unused (as TileGym's); not fmha_varlen, which keeps no lse and aligns causal
+    bottom-right."""
+    name = "flashinfer.attention.prefill_attention_kv_ragged"
+    _attention_dtypes(name, q, k_cache, v_cache)
+    offsets = actual_seq_offset.reshape(-1)[:num_batch].tolist()
+    return _prefill(
+        name, q,
+        lambda b, n: k_cache[offsets[b] : offsets[b] + n],
+        lambda b, n: v_cache[offsets[b] : offsets[b] + n],
+        v_cache.shape[-1], (actual_seq_lens_q, actual_seq_lens_kv, actual_seq_offset),
+        num_batch, (k_scale, v_scale), is_causal, outputs, out_lse,
+    )  # fmt: skip
+
+
+@suite_adapter("flashinfer.attention.decode_mla_kv_paged", uses="mla_decoding")
+def flashinfer_decode_mla_kv_paged(
+    q: Any,
+    q_rope: Any,
+    kv_cache: Any,
+    k_rope: Any,
+    actual_seq_lens: Any,
+    block_tables: Any,
+    k_scale: Any,
+    v_scale: Any,
+    max_seq_len: int = -1,
+    outputs: Any = None,
+    force_split_kv: bool = False,
+    force_persistent: bool = False,
+) -> Any:
+    """FlashInfer: MLA decode, q (batch, H, D) and q_rope (batch, H, D_PE) over sequence b's
+    first actual_seq_lens[b] rows of the paged latent cache kv_cache (num_pages, page_size, D)
+    (keys and values) and k_rope (num_pages, page_size, D_PE) at pages block_tables[b]:
+    softmax((q kv^T + q_rope k_rope^T) * k_scale) kv * v_scale, (batch, H, D). One
+    mla_decoding per sequence over its pages gathered into a contiguous copy (mla_decoding
+    takes no block table or lengths)."""
+    name = "flashinfer.attention.decode_mla_kv_paged"
+    _attention_dtypes(name, q, kv_cache)
+    _attention_dtypes(name, q_rope, k_rope, q)
+    if kv_cache.dim() != 3 or k_rope.dim() != 3:
+        raise Uncovered(f"{name}: caches of (num_pages, page_size, D) are what fearless maps")
+    table = _table(name, block_tables, q.shape[0], kv_cache.shape[0])
+    lens = actual_seq_lens.reshape(-1)[: q.shape[0]].tolist()
+    if 0 in lens:
+        raise Uncovered(f"{name}: a sequence with no keys")
+    out = torch.empty_like(q)
+    for b, n in enumerate(lens):
+        kv = _paged_rows(kv_cache, table, b, n).unsqueeze(0)
+        kpe = _paged_rows(k_rope, table, b, n).unsqueeze(0)
+        ob, _ = ops.mla_decoding(q[b : b + 1], q_rope[b : b + 1], kv, kpe, float(k_scale))
+        out[b] = _times(ob[0], v_scale)
+    return _into(outputs, out)
