@@ -301,6 +301,22 @@ def test_rope(cos_batch: int) -> None:
     np.testing.assert_allclose(kr, _rope_ref(k, c, sn), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("empty", ["q", "k"])
+def test_rope_rotates_one_of_q_and_k_when_the_other_has_no_head(empty: str) -> None:
+    """A k (or q) with no head leaves the other to be rotated alone (it was returned unwritten:
+    the one launch rotates both, and it was skipped when either was empty)."""
+    b, s, d = 2, 5, 16
+    x = rng.standard_normal((b, 3, s, d)).astype(np.float32)
+    none = np.zeros((b, 0, s, d), np.float32)
+    ang = rng.standard_normal((s, d // 2)).astype(np.float32)
+    cos = np.concatenate([np.cos(ang)] * 2, -1)
+    sin = np.concatenate([np.sin(ang)] * 2, -1)
+    qr, kr = ops.rope(none, x, cos, sin) if empty == "q" else ops.rope(x, none, cos, sin)
+    rotated, nothing = (kr, qr) if empty == "q" else (qr, kr)
+    np.testing.assert_allclose(rotated, _rope_ref(x, cos, sin), rtol=1e-6, atol=1e-6)
+    assert nothing.shape == none.shape
+
+
 def test_transpose_and_group_gemm() -> None:
     x = rng.standard_normal((70, 130)).astype(np.float32)
     np.testing.assert_array_equal(ops.transpose(x), x.T)

@@ -497,16 +497,26 @@ def _rope(q: Any, k: Any, cos: Any, sin: Any, inverse: bool) -> Any:
         tables.append(v)
     qo, qret = output(qa, qa.shape)
     ko, kret = output(ka, ka.shape)
-    if qo.size and ko.size:
+    wide = tdt if tdt != qa.dtype else None  # f32 tables with 16-bit q and k
+    kernel = kernel_of(make_rope, qa.dtype, inverse, wide, by_seq)
+
+    def rotate(qo: Any, ko: Any, q: Any, k: Any, qh: int, kh: int) -> None:
         # each block rotates every head of one position: (1, H, 1, D) of (B, H, S, D), or
         # (1, 1, H, D) of a sequence-major (B, S, H, D)
-        qp = qo.partition(heads_major((1, _pow2(qs[1]), 1, d), by_seq))
-        kp = ko.partition(heads_major((1, _pow2(ks[1]), 1, d), by_seq))
-        wide = tdt if tdt != qa.dtype else None  # f32 tables with 16-bit q and k
-        kernel = kernel_of(make_rope, qa.dtype, inverse, wide, by_seq)
-        kernel(qp, kp, qa.tensor, ka.tensor, tables[0], tables[1], tables[0].shape[0])
+        qp = qo.partition(heads_major((1, _pow2(qh), 1, d), by_seq))
+        kp = ko.partition(heads_major((1, _pow2(kh), 1, d), by_seq))
+        kernel(qp, kp, q, k, tables[0], tables[1], tables[0].shape[0])
         qp.unpartition()
         kp.unpartition()
+
+    if qo.size and ko.size:
+        rotate(qo, ko, qa.tensor, ka.tensor, qs[1], ks[1])
+    elif qo.size or ko.size:
+        # one of q and k has no element (no head): the kernel rotates a pair, so the other is
+        # rotated beside a scratch output of its own rotation
+        out, a, heads = (qo, qa, qs[1]) if qo.size else (ko, ka, ks[1])
+        scratch, _ = output(a, a.shape)
+        rotate(out, scratch, a.tensor, a.tensor, heads, heads)
     qr, kr = result(qa, qo, qret), result(ka, ko, kret)
     return (qr.transpose(1, 2), kr.transpose(1, 2)) if by_seq else (qr, kr)
 
