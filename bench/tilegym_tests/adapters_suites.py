@@ -301,12 +301,10 @@ def _unsloth_tables(
 def unsloth_rope_embedding(Q: Any, cos: Any, sin: Any) -> Any:
     """Unsloth: the half-split RoPE of Q (batch, seq, heads, head_dim) by cos and sin
     (seq, head_dim / 2): fearless rope of Q's (batch, heads, seq, head_dim) view (read in
-    place), with Q's first head as the K whose rotation is dropped (fearless rope with a K of
-    no heads skips its kernel and returns Q's output unwritten); autograd through fearless
-    rope's backward."""
+    place), with a K of no heads; autograd through fearless rope's backward."""
     heads_major = Q.transpose(1, 2)
     c, s = _unsloth_tables("unsloth.rope_embedding", heads_major, cos, sin)
-    qo, _ = ops.rope(heads_major, heads_major[:, :1], c, s)
+    qo, _ = ops.rope(heads_major, heads_major[:, :0], c, s)
     return qo.transpose(1, 2)
 
 
