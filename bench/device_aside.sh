@@ -9,7 +9,10 @@
 # 2026-12-08 the tree had grown so that .tiletools-slim (57.3 MiB in blocks), .whl and .whl-hf
 # fitted beside it only so (7.3 MiB of tree after `out`, 4.8 after `out-wide`). Every step of
 # bench/h200_run.sh but `tests`, `exp` and `sanitizer` reads only tests/gpu, tests/support and
-# tests/conftest.py of the tests. `back` returns both.
+# tests/conftest.py of the tests. `out-hf` moves src/fearless_bench and every tests/gpu module
+# but test_transformers_gpu.py too (4.1 MiB of tree): then .whl-tg fits as well, for a call of
+# the `hf` and `tgtests` steps (TileGym's tests and its suites), which read nothing else.
+# `back` returns all of it.
 # Commit first: while the paths are aside, `git status` shows them deleted, and a commit of
 # everything would record that.
 set -euo pipefail
@@ -17,7 +20,17 @@ cd "$(git rev-parse --show-toplevel)"
 aside=${ASIDE:-/tmp/fearless-aside}
 paths=(bench/results docs tests/compile_fail tests/check_corpus)
 wide=(bench/experiments)
+narrow=(src/fearless_bench)
 case ${1:-status} in
+  out-hf)
+    bash "$0" out-wide
+    if [ -e "$aside/tests-gpu" ]; then echo "$aside/tests-gpu exists already: run 'back' first" >&2; exit 1; fi
+    mkdir -p "$aside/tests-gpu" "$aside/src"
+    for f in tests/gpu/test_*.py; do
+      [ "$(basename "$f")" = test_transformers_gpu.py ] || mv "$f" "$aside/tests-gpu/"
+    done
+    for p in "${narrow[@]}"; do mv "$p" "$aside/$p"; done
+    echo "moved aside too: tests/gpu/test_*.py but test_transformers_gpu.py, ${narrow[*]}" ;;
   out-wide)
     bash "$0" out
     if [ -e "$aside/tests-cpu" ]; then echo "$aside/tests-cpu exists already: run 'back' first" >&2; exit 1; fi
@@ -37,7 +50,10 @@ case ${1:-status} in
     if [ -d "$aside/tests-cpu" ]; then
       mv "$aside"/tests-cpu/test_*.py tests/ && rmdir "$aside/tests-cpu"
     fi
-    for p in "${paths[@]}" "${wide[@]}"; do
+    if [ -d "$aside/tests-gpu" ]; then
+      mv "$aside"/tests-gpu/test_*.py tests/gpu/ && rmdir "$aside/tests-gpu"
+    fi
+    for p in "${paths[@]}" "${wide[@]}" "${narrow[@]}"; do
       if [ -e "$aside/$p" ]; then
         if [ -e "$p" ]; then echo "$p is in the tree and in $aside: left both" >&2; continue; fi
         mv "$aside/$p" "$p"
@@ -48,5 +64,5 @@ case ${1:-status} in
     for p in "${paths[@]}"; do
       if [ -e "$p" ]; then echo "$p: in the tree"; else echo "$p: aside ($aside/$p)"; fi
     done ;;
-  *) echo "usage: bash bench/device_aside.sh out|out-wide|back|status" >&2; exit 2 ;;
+  *) echo "usage: bash bench/device_aside.sh out|out-wide|out-hf|back|status" >&2; exit 2 ;;
 esac
