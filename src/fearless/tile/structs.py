@@ -89,14 +89,15 @@ def struct_annotation(
     kernel's), each checked by `check_field(name, annotation)`; a field that is itself a tuple
     or a struct is E0599."""
     raw = _field_annotations(cls)
-    module = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+    module = sys.modules.get(cls.__module__)
+    module_globals = dict(vars(module)) if module is not None else {}  # read, never written
     fields = []
     for name, ann in raw.items():
         if isinstance(ann, ForwardRef):  # a NamedTuple's string annotation
             ann = ann.__forward_arg__
         if isinstance(ann, str):
             try:
-                ann = eval(ann, dict(module), scope)
+                ann = eval(ann, module_globals, scope)
             except Exception as exc:
                 raise CompileError(
                     f"cannot resolve the annotation `{ann}` of field `{name}` of `{cls.__name__}`: "
